@@ -1,0 +1,129 @@
+"""Compile kernels: to a loaded CuPy module (live), or to PTX, cubin and SASS (no GPU needed).
+
+Both paths start from the same `.cu` file and the same name expression, so what the
+static analysis shows is what runs.
+"""
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .registry import CUDA_DIR, Kernel
+
+NVRTC_OPTIONS = ("-std=c++17", f"-I{CUDA_DIR}")
+STATIC_ARCH = "sm_90"   # what the static analysis compiles for when no GPU says otherwise
+
+
+@functools.lru_cache(maxsize=None)
+def _function(kernel: Kernel, expr: str):
+    import cupy
+    mod = cupy.RawModule(code=kernel.source_text(), options=NVRTC_OPTIONS,
+                         name_expressions=[expr])
+    return mod.get_function(expr)
+
+
+def function(kernel: Kernel, params: dict, shape: tuple | None = None):
+    """The loaded kernel for one configuration (and the shape's path), compiled once
+    per process; CuPy also keeps the binary in its on-disk cache."""
+    return _function(kernel, kernel.name_expression(params, shape))
+
+
+# ------------------------------------------------------------------ static path
+
+def _tool(name: str) -> str:
+    """A CUDA tool from the pip wheels first, then from PATH or a CUDA install."""
+    site = Path(sys.prefix) / "lib"
+    candidates = sorted(site.glob(f"python3*/site-packages/nvidia/*/bin/{name}"))
+    try:
+        import nvidia
+        for root in nvidia.__path__:
+            candidates += sorted(Path(root).glob(f"*/bin/{name}"))
+    except ImportError:
+        pass
+    for c in candidates:
+        if c.is_file():
+            return str(c)
+    found = shutil.which(name) or next(
+        (str(p) for p in Path("/usr/local").glob(f"cuda*/bin/{name}") if p.is_file()), None)
+    if not found:
+        raise RuntimeError(f"{name} not found: install the requirements "
+                           "(nvidia-cuda-nvcc-cu12 gives ptxas, nvidia-cuda-nvdisasm gives nvdisasm)")
+    return found
+
+
+def ptx(kernel: Kernel, params: dict, arch: str = STATIC_ARCH) -> tuple[str, str]:
+    """(PTX text, lowered function name), through NVRTC."""
+    return _ptx(kernel, kernel.name_expression(params), arch)
+
+
+@functools.lru_cache(maxsize=None)
+def _ptx(kernel: Kernel, expr: str, arch: str) -> tuple[str, str]:
+    from cupy_backends.cuda.libs import nvrtc
+    prog = nvrtc.createProgram(kernel.source_text(), kernel.source, [], [])
+    try:
+        nvrtc.addNameExpression(prog, expr)
+        opts = [*NVRTC_OPTIONS, f"-arch=compute_{arch.split('_')[1]}"]
+        try:
+            nvrtc.compileProgram(prog, opts)
+        except nvrtc.NVRTCError as e:
+            raise RuntimeError(f"NVRTC failed for {expr}:\n{nvrtc.getProgramLog(prog)}") from e
+        text = nvrtc.getPTX(prog)
+        return (text.decode() if isinstance(text, bytes) else text).rstrip("\0"), \
+            nvrtc.getLoweredName(prog, expr)
+    finally:
+        nvrtc.destroyProgram(prog)
+
+
+@functools.lru_cache(maxsize=None)
+def _cubin(kernel: Kernel, expr: str, arch: str) -> tuple[bytes, str, str]:
+    text, lowered = _ptx(kernel, expr, arch)
+    with tempfile.TemporaryDirectory() as d:
+        src, out = Path(d) / "k.ptx", Path(d) / "k.cubin"
+        src.write_text(text)
+        res = subprocess.run([_tool("ptxas"), "-v", f"-arch={arch}", "-o", str(out), str(src)],
+                             capture_output=True, text=True)
+        if res.returncode:
+            raise RuntimeError(f"ptxas failed:\n{res.stderr}")
+        return out.read_bytes(), res.stderr, lowered
+
+
+def cubin(kernel: Kernel, params: dict, arch: str = STATIC_ARCH) -> tuple[bytes, str, str]:
+    """(cubin bytes, ptxas -v report, lowered name)."""
+    return _cubin(kernel, kernel.name_expression(params), arch)
+
+
+def sass(kernel: Kernel, params: dict, arch: str = STATIC_ARCH) -> str:
+    """The SASS of one configuration, from nvdisasm."""
+    data, _, _ = cubin(kernel, params, arch)
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "k.cubin"
+        f.write_bytes(data)
+        res = subprocess.run([_tool("nvdisasm"), "-c", "-g", str(f)],
+                             capture_output=True, text=True)
+        if res.returncode:
+            raise RuntimeError(f"nvdisasm failed:\n{res.stderr}")
+        return res.stdout
+
+
+_RESOURCE = re.compile(r"Used (\d+) registers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+_SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+def resources(kernel: Kernel, params: dict, arch: str = STATIC_ARCH) -> dict:
+    """Registers per thread, static shared memory, stack and spills, from `ptxas -v`."""
+    _, report, _ = cubin(kernel, params, arch)
+    regs = _RESOURCE.search(report)
+    smem = _SMEM.search(report)
+    spill = _SPILL.search(report)
+    return {"registers": int(regs.group(1)) if regs else 0,
+            "smem_bytes": int(smem.group(1)) if smem else 0,
+            "stack_bytes": int(spill.group(1)) if spill else 0,
+            "spill_stores": int(spill.group(2)) if spill else 0,
+            "spill_loads": int(spill.group(3)) if spill else 0,
+            "report": report.strip()}

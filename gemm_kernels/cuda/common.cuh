@@ -1,0 +1,10 @@
+// Shared by every GEMM kernel of the series.
+#pragma once
+
+// C = alpha * acc + beta * C with BLAS semantics: when beta == 0, C is not read, so
+// NaN or garbage already in C cannot leak into the result (this is what lets the
+// tests poison C with NaN before a launch).
+template <typename T>
+__device__ __forceinline__ T gemm_epilogue(T acc, T alpha, T beta, const T* c) {
+    return beta == T(0) ? alpha * acc : alpha * acc + beta * *c;
+}

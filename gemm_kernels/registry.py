@@ -1,0 +1,146 @@
+"""The data model of the kernel registry: tunables, constraints, launch geometry.
+
+Every kernel of the series is one `Kernel` entry (see `kernels.py`). Everything the
+launcher, the static analysis, the widgets and the sweeps need to know about a kernel is
+declared here as data, so a parameter combination is checked before anything runs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import product
+from pathlib import Path
+from typing import Callable, Mapping
+
+CUDA_DIR = Path(__file__).parent / "cuda"
+
+Params = Mapping[str, object]
+
+
+@dataclass(frozen=True)
+class Param:
+    """A tunable: its allowed values and the default the chapter uses."""
+    name: str
+    values: tuple
+    default: object
+    doc: str = ""
+    cxx: Mapping[object, object] | None = None   # value -> template argument, if not itself
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A rule between tunables. `message` is formatted with the parameters."""
+    check: Callable[[Params], bool]
+    message: str
+
+
+@dataclass(frozen=True, eq=False)   # hashed by identity: one object per kernel
+class Kernel:
+    """One kernel of the series.
+
+    op: "sgemm" (float32 C = alpha*A@B + beta*C), "dgemm" (the same in float64),
+        "transpose" (out = in.T) or "copy" (out = in); the launcher's signature follows it.
+    template: the order of the template arguments of `entry` in the .cu file.
+    threads/grid: block and grid dimensions from the parameters (and the shape).
+    smem: static shared memory per block in bytes, for the check before launch.
+    dynamic_smem: dynamic shared memory per block in bytes (passed at launch; above
+        48 KiB the launcher raises the kernel's limit first).
+    shape_rule: returns a message when a shape cannot be handled, else None.
+    shape_params: template arguments chosen from the shape, not by the user (for
+        example a vectorised path when K % 4 == 0 and a scalar edge path otherwise).
+        Called with shape=None for the static analysis: return the main path then.
+    fixed: template arguments that never change for this entry.
+    """
+    name: str
+    chapter: str
+    title: str
+    source: str
+    entry: str
+    op: str
+    params: tuple[Param, ...]
+    template: tuple[str, ...]
+    threads: Callable[[Params], tuple[int, int, int]]
+    grid: Callable[[Params, tuple], tuple[int, int, int]]
+    smem: Callable[[Params], int] = lambda p: 0
+    constraints: tuple[Constraint, ...] = ()
+    dynamic_smem: Callable[[Params], int] = lambda p: 0
+    shape_rule: Callable[[Params, tuple], str | None] = lambda p, shape: None
+    shape_params: Callable[[Params, tuple], dict] = lambda p, shape: {}
+    fixed: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def path(self) -> Path:
+        return CUDA_DIR / self.source
+
+    def source_text(self) -> str:
+        return self.path.read_text()
+
+    def defaults(self) -> dict:
+        return {p.name: p.default for p in self.params}
+
+    def resolve(self, params: Params | None = None) -> dict:
+        """Defaults overlaid by `params`; unknown names are an error."""
+        params = dict(params or {})
+        known = {p.name for p in self.params}
+        unknown = set(params) - known
+        if unknown:
+            raise ValueError(
+                f"{self.name}: unknown parameter(s) {sorted(unknown)}; "
+                f"tunables are {sorted(known) or 'none'}")
+        return {**self.defaults(), **params}
+
+    def problems(self, params: Params | None = None) -> list[str]:
+        """Every reason the parameters are invalid, as a user would read them."""
+        p = self.resolve(params)
+        out = []
+        for spec in self.params:
+            if p[spec.name] not in spec.values:
+                out.append(f"{spec.name}={p[spec.name]!r} is not allowed; choose one of "
+                           f"{', '.join(map(str, spec.values))}")
+        if out:
+            return out
+        for c in self.constraints:
+            if not c.check(p):
+                out.append(c.message.format(**p))
+        threads = _prod(self.threads(p))
+        if threads > 1024:
+            out.append(f"{threads} threads per block is more than the limit of 1024 "
+                       f"(threads = {self.threads(p)})")
+        if self.smem(p) > 48 * 1024:
+            out.append(f"{self.smem(p)} bytes of static shared memory per block is more "
+                       "than the 49152 bytes a block may declare statically")
+        return out
+
+    def name_expression(self, params: Params, shape: tuple | None = None) -> str:
+        """The C++ name of the instantiation, e.g. `sgemm_naive<32, 0>`. Without a
+        shape, shape-chosen arguments take their first declared value (for analysis)."""
+        p = self.resolve(params)
+        p = {**p, **self.fixed, **self.shape_params(p, shape)}
+        for spec in self.params:
+            if spec.cxx is not None:
+                p[spec.name] = spec.cxx[p[spec.name]]
+        return f"{self.entry}<{', '.join(_cxx(p[n]) for n in self.template)}>"
+
+    def configurations(self) -> list[dict]:
+        """Every combination of allowed values, valid or not (for sweeps and heat maps)."""
+        names = [p.name for p in self.params]
+        return [dict(zip(names, vals)) for vals in product(*(p.values for p in self.params))]
+
+    def valid_configurations(self) -> list[dict]:
+        return [c for c in self.configurations() if not self.problems(c)]
+
+
+def _cxx(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _prod(xs) -> int:
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
