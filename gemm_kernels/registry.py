@@ -101,6 +101,8 @@ class Kernel:
         for c in self.constraints:
             if not c.check(p):
                 out.append(c.message.format(**p))
+        if out:
+            return out
         threads = _prod(self.threads(p))
         if threads > 1024:
             out.append(f"{threads} threads per block is more than the limit of 1024 "
