@@ -1,0 +1,146 @@
+"""The one launcher: validate everything, then launch.
+
+Every check happens before the GPU is touched, and every failure is a ValueError that
+names the parameter and what would be valid.
+"""
+from __future__ import annotations
+
+from . import compiler, device
+from .kernels import get
+from .registry import Kernel
+
+DTYPES = {"sgemm": "float32", "dgemm": "float64"}
+INT32_MAX = 2**31 - 1
+
+
+def kernel_of(kernel: str | Kernel) -> Kernel:
+    return kernel if isinstance(kernel, Kernel) else get(kernel)
+
+
+def problems(kernel: str | Kernel, params: dict | None = None,
+             shape: tuple | None = None) -> list[str]:
+    """Every reason this configuration cannot run at this shape (empty when it can).
+
+    Needs no arrays and no GPU, so the widgets can ask before anything is allocated.
+    """
+    k = kernel_of(kernel)
+    try:
+        p = k.resolve(params)
+    except ValueError as e:
+        return [str(e)]
+    out = k.problems(p)
+    if out:
+        return out
+    lim = device.limits()
+    threads = k.threads(p)
+    if threads[0] * threads[1] * threads[2] > lim["max_threads_per_block"]:
+        out.append(f"{threads} threads per block exceeds this GPU's "
+                   f"{lim['max_threads_per_block']}")
+    smem = k.smem(p) + k.dynamic_smem(p)
+    if smem > lim["smem_per_block_optin"]:
+        out.append(f"{smem} bytes of shared memory per block exceeds this GPU's "
+                   f"limit of {lim['smem_per_block_optin']} bytes")
+    if shape is not None:
+        if any(int(d) < 1 for d in shape):
+            out.append(f"every dimension must be at least 1, got {tuple(shape)}")
+            return out
+        pairs = [(shape[0], shape[2]), (shape[2], shape[1]), (shape[0], shape[1])] \
+            if len(shape) == 3 else [tuple(shape)]
+        if any(a * b > INT32_MAX for a, b in pairs):
+            out.append(f"shape {tuple(shape)}: a matrix with more than 2^31-1 elements "
+                       "overflows the kernels' 32-bit indices")
+        rule = k.shape_rule(p, tuple(shape))
+        if rule:
+            out.append(rule)
+        grid = k.grid(p, tuple(shape))
+        if grid[1] > lim["max_grid_y"] or grid[2] > 65535:
+            out.append(f"grid {grid} exceeds the limit of 65535 blocks in y and z")
+    return out
+
+
+def _check_arrays(k: Kernel, p: dict, arrays) -> tuple:
+    """The shape the kernel sees, after checking type, dtype, layout and agreement."""
+    import cupy
+    names = ("A", "B", "C") if k.op in DTYPES else ("in", "out")
+    if len(arrays) != len(names):
+        raise ValueError(f"{k.name} takes {len(names)} arrays ({', '.join(names)}), "
+                         f"got {len(arrays)}")
+    want = DTYPES.get(k.op) or {"float": "float32", "double": "float64"}[p["T"]]
+    for n, a in zip(names, arrays):
+        if not isinstance(a, cupy.ndarray):
+            raise ValueError(f"{n} must be a cupy.ndarray on the GPU, got {type(a).__name__}")
+        if a.ndim != 2:
+            raise ValueError(f"{n} must be 2-D, got {a.ndim}-D with shape {a.shape}")
+        if a.dtype != want:
+            raise ValueError(f"{n} has dtype {a.dtype}; {k.name} needs {want}"
+                             + (" (set T accordingly)" if "T" in p else ""))
+        if not a.flags.c_contiguous:
+            raise ValueError(f"{n} must be C-contiguous (row-major); "
+                             f"use cupy.ascontiguousarray({n})")
+    if k.op in DTYPES:
+        (M, K), (K2, N), (M2, N2) = (a.shape for a in arrays)
+        if K2 != K:
+            raise ValueError(f"A is {M}x{K} but B is {K2}x{N}: B needs {K} rows")
+        if (M2, N2) != (M, N):
+            raise ValueError(f"C is {M2}x{N2}; for A {M}x{K} and B {K}x{N} it must be {M}x{N}")
+        return (M, N, K)
+    (R, Cc), out_shape = arrays[0].shape, arrays[1].shape
+    want_out = (Cc, R) if k.op == "transpose" else (R, Cc)
+    if out_shape != want_out:
+        raise ValueError(f"out is {out_shape[0]}x{out_shape[1]}; for in {R}x{Cc} "
+                         f"it must be {want_out[0]}x{want_out[1]}")
+    return (R, Cc)
+
+
+def prepare(kernel: str | Kernel, arrays, params: dict | None = None):
+    """Validate; return (kernel, params, shape) ready to launch, or raise ValueError."""
+    k = kernel_of(kernel)
+    p = k.resolve(params)
+    bad = k.problems(p)
+    if bad:
+        raise ValueError(f"{k.name}: " + "; ".join(bad))
+    shape = _check_arrays(k, p, arrays)
+    bad = problems(k, p, shape)
+    if bad:
+        raise ValueError(f"{k.name}: " + "; ".join(bad))
+    return k, p, shape
+
+
+def launch(kernel: str | Kernel, *arrays, alpha: float = 1.0, beta: float = 0.0,
+           params: dict | None = None, **kw):
+    """Run one kernel: `launch("naive", A, B, C, alpha=1, beta=0, BLOCK=16)`.
+
+    GEMM kernels take A, B, C; transpose and copy kernels take `in`, `out`.
+    Tunables come as keywords or as a `params` dict.
+    """
+    return launcher(kernel, *arrays, params={**(params or {}), **kw})(alpha, beta)
+
+
+def launcher(kernel: str | Kernel, *arrays, params: dict | None = None):
+    """Validate once; return a function (alpha, beta) -> None that launches.
+
+    The timing harness calls the returned function repeatedly, so validation and
+    compilation stay out of the measured time.
+    """
+    import numpy as np
+    k, p, shape = prepare(kernel, arrays, params)
+    fn = compiler.function(k, p, shape)
+    grid, block = k.grid(p, shape), k.threads(p)
+    dyn = k.dynamic_smem(p)
+    if dyn > 48 * 1024:
+        fn.max_dynamic_shared_size_bytes = dyn
+    scalar = np.float64 if k.op == "dgemm" else np.float32
+    ints = tuple(np.int32(d) for d in shape)
+
+    if k.op in DTYPES:
+        M, N, K = ints
+        A, B, C = arrays
+
+        def run(alpha=1.0, beta=0.0):
+            fn(grid, block, (M, N, K, scalar(alpha), A, B, scalar(beta), C), shared_mem=dyn)
+    else:
+        src, dst = arrays
+
+        def run(alpha=None, beta=None):
+            fn(grid, block, (*ints, src, dst), shared_mem=dyn)
+    return run
