@@ -73,6 +73,34 @@ register(Kernel(
 ))
 
 # ---------------------------------------------------------------- chapters 03-04
+register(Kernel(
+    name="smem_tiled", chapter="03", title="shared-memory cache blocking",
+    source="03_smem_tiled.cu", entry="sgemm_smem_tiled", op="sgemm",
+    params=(Param("BLOCK", BLOCK_SIZES, 32,
+                  "the block is BLOCK x BLOCK threads; the A and B tiles are BLOCK x BLOCK"),),
+    template=("BLOCK",),
+    constraints=(_square_block_constraint(),),
+    threads=lambda p: (p["BLOCK"], p["BLOCK"], 1),
+    grid=lambda p, s: (ceil_div(s[1], p["BLOCK"]), ceil_div(s[0], p["BLOCK"]), 1),
+    smem=lambda p: 2 * p["BLOCK"] * p["BLOCK"] * 4,
+))
+
+register(Kernel(
+    name="bank_layout", chapter="04",
+    title="bank conflicts: conflicting layout, transposed layout, padding",
+    source="04_bank_conflicts.cu", entry="sgemm_smem_layout", op="sgemm",
+    params=(Param("BLOCK", (16, 32), 32, "the block is BLOCK x BLOCK threads"),
+            Param("LAYOUT", ("conflict", "transposed"), "conflict",
+                  "conflict: tiles stored sA[m][k], sB[n][k] (k contiguous); "
+                  "transposed: sA[k][m], sB[k][n] (k-major)",
+                  cxx={"conflict": 0, "transposed": 1}),
+            Param("PAD", (0, 1, 2, 3, 4), 0,
+                  "words added to the row length of both tiles (row = BLOCK + PAD)")),
+    template=("BLOCK", "LAYOUT", "PAD"),
+    threads=lambda p: (p["BLOCK"], p["BLOCK"], 1),
+    grid=lambda p, s: (ceil_div(s[1], p["BLOCK"]), ceil_div(s[0], p["BLOCK"]), 1),
+    smem=lambda p: 2 * p["BLOCK"] * (p["BLOCK"] + p["PAD"]) * 4,
+))
 
 # ---------------------------------------------------------------- chapters 05-06
 

@@ -129,7 +129,7 @@ def measure_or_lookup(kernel: str, shape, params: dict | None = None,
         raise LookupError("no GPU here and no recording in figures/data/")
     full = kernel_of(name).resolve(params) if name not in (
         "cublas", "cublas_dgemm", "device_copy") else {}
-    rows = rec.find(name, shape, full)
+    rows = [r for r in rec.find(name, shape, full) if "gflops" in r or "gbps" in r]
     if not rows:
         raise LookupError(f"{name} {params or {}} at {tuple(shape)} is not in the recording "
                           f"({rec.label}); run it on a GPU to measure it")

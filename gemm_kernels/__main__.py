@@ -1,0 +1,125 @@
+"""Command line: python -m gemm_kernels {bench,check,record,sweep,analyse}."""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from . import device, records
+from .kernels import KERNELS, get
+
+FIGURES = Path(__file__).resolve().parent.parent / "figures"
+SANITIZE_SHAPE = "33x65x17"
+
+
+def _shape(text: str) -> tuple:
+    return tuple(int(x) for x in text.lower().split("x"))
+
+
+def cmd_bench(a):
+    from .ladder import compare, ladder_kernels, plot
+    sizes = a.sizes or [1024, 2048, 4096]
+    names = a.kernels or ladder_kernels()
+    if not device.is_live():
+        print(f"No GPU here: showing the recording ({records.source()}).")
+    table = compare(names, sizes, repeats=a.repeats)
+    print(table)
+    out = FIGURES / "ladder.png"
+    plot(table, path=out)
+    print(f"plot: {out}")
+
+
+def cmd_check(a):
+    names = a.kernels or list(KERNELS)
+    if a.sanitize:
+        return _sanitize(names)
+    if not device.is_live():
+        sys.exit("check needs a GPU; there is none here")
+    from .check import check, check_all
+    failed = 0
+    for n in names:
+        results = ([check(n, _shape(s), alpha=1.5, beta=-0.5) for s in a.shapes]
+                   if a.shapes else check_all(n))
+        for r in results:
+            print(r, flush=True)
+            failed += r.ok is False
+    print(f"{failed} wrong result(s)")
+    sys.exit(1 if failed else 0)
+
+
+def _sanitize(names) -> None:
+    tool = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+    if not Path(tool).exists():
+        print("compute-sanitizer not found: skipped (it comes with the CUDA toolkit)")
+        return
+    bad = 0
+    for n in names:
+        shape = SANITIZE_SHAPE if get(n).op in ("sgemm", "dgemm") else "33x65"
+        for t in ("memcheck", "racecheck"):
+            cmd = [tool, "--tool", t, "--error-exitcode", "3", sys.executable, "-m",
+                   "gemm_kernels", "check", "--kernels", n, "--shapes", shape]
+            res = subprocess.run(cmd, capture_output=True, text=True)
+            summary = [l for l in res.stdout.splitlines() if "ERROR SUMMARY" in l or "RACECHECK SUMMARY" in l]
+            ok = res.returncode == 0
+            bad += not ok
+            print(f"{n:<18} {t:<9} {'clean' if ok else 'FAILED'}  {' '.join(summary)}", flush=True)
+            if not ok:
+                print(res.stdout[-3000:], res.stderr[-2000:])
+    sys.exit(1 if bad else 0)
+
+
+def cmd_record(a):
+    from .record import main_record
+    main_record(a.chapters)
+
+
+def cmd_sweep(a):
+    from .record import merge, sweep_rows
+    if not device.is_live():
+        sys.exit("sweep needs a GPU; there is none here")
+    rows = sweep_rows(a.kernel, _shape(a.shape) if a.shape else None)
+    rec = merge(rows)
+    print(f"{len(rows)} configurations of {a.kernel} merged into {rec.path}")
+
+
+def cmd_analyse(a):
+    from .analysis import kernel_occupancy, summary
+    for n in a.kernels or list(KERNELS):
+        s = summary(n)
+        print(json.dumps({k: v for k, v in s.items() if k != "kernel_histogram"}))
+        print("  ", kernel_occupancy(n).explain())
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m gemm_kernels")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("bench", help="GFLOP/s and %% of cuBLAS; writes figures/ladder.png")
+    b.add_argument("--kernels", nargs="+")
+    b.add_argument("--sizes", nargs="+", type=int)
+    b.add_argument("--repeats", type=int, default=20)
+    b.set_defaults(fn=cmd_bench)
+    c = sub.add_parser("check", help="correctness over ragged shapes")
+    c.add_argument("--kernels", nargs="+")
+    c.add_argument("--shapes", nargs="+", help="e.g. 33x65x17 (alpha=1.5, beta=-0.5)")
+    c.add_argument("--sanitize", action="store_true",
+                   help="run each kernel under compute-sanitizer memcheck and racecheck")
+    c.set_defaults(fn=cmd_check)
+    r = sub.add_parser("record", help="measure everything and write figures/data/<device>.json")
+    r.add_argument("--chapters", nargs="+")
+    r.set_defaults(fn=cmd_record)
+    s = sub.add_parser("sweep", help="measure one kernel's valid space and record it")
+    s.add_argument("kernel")
+    s.add_argument("--shape")
+    s.set_defaults(fn=cmd_sweep)
+    an = sub.add_parser("analyse", help="registers, spills, SASS histogram, occupancy (no GPU)")
+    an.add_argument("--kernels", nargs="+")
+    an.set_defaults(fn=cmd_analyse)
+    a = ap.parse_args(argv)
+    a.fn(a)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""Static analysis that needs no GPU: SASS instruction histograms and occupancy."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from . import compiler, device
+from .launch import kernel_of
+
+_INSTR = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);")
+_LABEL = re.compile(r"^\s*(\.L_x_\d+):")
+_BRANCH = re.compile(r"BRA\s+`?\(?(\.L_x_\d+)")
+
+# Opcode families worth showing in a GEMM course; the rest are counted as "other".
+SHOWN = ("FFMA", "LDS", "LDS.64", "LDS.128", "STS", "STS.64", "STS.128", "LDG", "LDG.64",
+         "LDG.128", "LDGSTS", "STG", "STG.128", "BAR", "LDL", "STL", "DFMA")
+
+
+def _family(opcode: str, operands: str) -> str:
+    """FFMA, LDS.128, LDG.128, ... from a SASS opcode, ignoring cache/type modifiers."""
+    parts = opcode.split(".")
+    base = parts[0]
+    if base in ("LDS", "STS", "LDG", "STG", "LDL", "STL", "LDSM"):
+        width = next((p for p in parts[1:] if p in ("64", "128")), None)
+        return f"{base}.{width}" if width else base
+    return base
+
+
+def instructions(sass: str) -> list[tuple[int, str, str]]:
+    """(address, family, full text) for each instruction in the SASS listing."""
+    out = []
+    for m in _INSTR.finditer(sass):
+        out.append((int(m.group(1), 16), _family(m.group(2), m.group(3)),
+                    f"{m.group(2)} {m.group(3)}".strip()))
+    return out
+
+
+def histogram(sass: str) -> Counter:
+    return Counter(f for _, f, _ in instructions(sass))
+
+
+def main_loop(sass: str) -> list[tuple[int, str, str]]:
+    """The instructions of the loop with the most FFMA/DFMA (the GEMM inner loop).
+
+    A loop is the range from a label to a later branch back to it. When loops nest and
+    tie on FFMAs, the smallest one wins (the innermost).
+    """
+    lines = sass.splitlines()
+    label_addr, loops = {}, []
+    for line in lines:
+        m = _LABEL.match(line)
+        if m:
+            label_addr[m.group(1)] = None   # address of the next instruction
+            continue
+        mi = _INSTR.search(line)
+        if not mi:
+            continue
+        addr = int(mi.group(1), 16)
+        for lab, a in label_addr.items():
+            if a is None:
+                label_addr[lab] = addr
+        b = _BRANCH.search(line)
+        if b and label_addr.get(b.group(1)) is not None and label_addr[b.group(1)] <= addr:
+            loops.append((label_addr[b.group(1)], addr))
+    ins = instructions(sass)
+    if not loops:
+        return ins
+
+    def score(loop):
+        body = [i for i in ins if loop[0] <= i[0] <= loop[1]]
+        fma = sum(1 for _, f, _ in body if f in ("FFMA", "DFMA"))
+        return (fma, -(loop[1] - loop[0]))
+    lo, hi = max(loops, key=score)
+    return [i for i in ins if lo <= i[0] <= hi]
+
+
+def summary(kernel, params=None) -> dict:
+    """Registers, shared memory, spills, whole-kernel and main-loop histograms."""
+    k = kernel_of(kernel)
+    p = k.resolve(params)
+    res = compiler.resources(k, p)
+    sass = compiler.sass(k, p)
+    loop = Counter(f for _, f, _ in main_loop(sass))
+    lds = sum(v for f, v in loop.items() if f.startswith("LDS"))
+    fma = loop.get("FFMA", 0) + loop.get("DFMA", 0)
+    return {"kernel": k.name, "params": p, **{x: res[x] for x in (
+        "registers", "smem_bytes", "stack_bytes", "spill_stores", "spill_loads")},
+            "kernel_histogram": dict(histogram(sass)), "loop_histogram": dict(loop),
+            "fma_per_lds": fma / lds if lds else None}
+
+
+@dataclass
+class Occupancy:
+    threads_per_block: int
+    registers_per_thread: int
+    smem_per_block: int
+    blocks_per_sm: int
+    warps_per_sm: int
+    max_warps_per_sm: int
+    limiter: str
+    limits: dict      # blocks per SM allowed by each resource
+
+    @property
+    def occupancy(self) -> float:
+        return self.warps_per_sm / self.max_warps_per_sm
+
+    def explain(self) -> str:
+        parts = ", ".join(f"{k} allows {v}" for k, v in self.limits.items())
+        return (f"{self.threads_per_block} threads, {self.registers_per_thread} registers/thread, "
+                f"{self.smem_per_block} B shared/block -> {parts}; "
+                f"{self.blocks_per_sm} blocks = {self.warps_per_sm} of {self.max_warps_per_sm} "
+                f"warps per SM ({self.occupancy:.0%}), limited by {self.limiter}")
+
+
+def occupancy(threads: int, registers: int, smem: int, limits: dict | None = None) -> Occupancy:
+    """Resident blocks per SM from threads, registers and shared memory per block.
+
+    Registers are allocated per warp in units of 256 (8 per thread, rounded up), and
+    each block's shared memory carries the runtime's reserved 1 KiB on sm_80 and later.
+    """
+    lim = limits or device.limits()
+    warps = -(-threads // lim["warp_size"])
+    regs_per_warp = -(-max(registers, 1) * lim["warp_size"] // 256) * 256
+    by = {
+        "threads": lim["max_threads_per_sm"] // (warps * lim["warp_size"]),
+        "registers": lim["registers_per_sm"] // (regs_per_warp * warps),
+        "blocks": lim["max_blocks_per_sm"],
+    }
+    if smem:
+        by["shared memory"] = lim["smem_per_sm"] // (smem + lim["smem_reserved_per_block"])
+    blocks = min(by.values())
+    limiter = " and ".join(k for k in by if by[k] == blocks)
+    max_warps = lim["max_threads_per_sm"] // lim["warp_size"]
+    return Occupancy(threads, registers, smem, blocks, blocks * warps, max_warps, limiter, by)
+
+
+def kernel_occupancy(kernel, params=None) -> Occupancy:
+    k = kernel_of(kernel)
+    p = k.resolve(params)
+    res = compiler.resources(k, p)
+    t = k.threads(p)
+    return occupancy(t[0] * t[1] * t[2], res["registers"], res["smem_bytes"] + k.dynamic_smem(p))

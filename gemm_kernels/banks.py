@@ -1,0 +1,371 @@
+"""The shared-memory bank model: what one warp-wide shared-memory load costs.
+
+Shared memory is 32 banks, each 4 bytes wide; 4-byte word ``w`` lives in bank ``w % 32``.
+In one *wavefront* every bank can deliver one word, so a wavefront moves at most 128
+bytes. A warp instruction is split into *phases*:
+
+* 32-bit loads (``LDS``, width 4): one phase of all 32 lanes;
+* 64-bit loads (``LDS.64``, float2/double, width 8): two half-warp phases, lanes 0-15
+  and 16-31 (16 lanes x 8 bytes = 128 bytes);
+* 128-bit loads (``LDS.128``, float4, width 16): four quarter-warp phases of 8 lanes.
+
+Lanes that read the same 4-byte word share it (broadcast): that costs nothing extra.
+Two phases *merge* into one when the warp reads few enough distinct addresses for them
+to fit together: if, for every active lane ``i``, lane ``i ^ 1`` is inactive or reads the
+same address, or, for every active lane ``i``, lane ``i ^ 2`` is inactive or reads the same
+address. For 64-bit loads that merges the two half-warps into one phase; for 128-bit
+loads it merges the two quarter-warps inside a half-warp, but the two half-warps of a
+128-bit load are never merged.
+
+Each (possibly merged) phase then costs as many wavefronts as the largest number of
+*distinct* words any single bank has to deliver in it (its conflict degree); a phase
+whose lanes are all inactive costs nothing.
+
+``ideal`` in :class:`Analysis` is the number of phases that have an active lane: a phase
+never asks for more than 32 distinct words (16 lanes x 2 words, 8 lanes x 4 words, or a
+merged phase with only half as many distinct addresses), so without bank conflicts every
+active phase costs exactly one wavefront and no layout of the same request could do
+better. ``conflicts = wavefronts - ideal`` is then the sum over phases of (degree - 1).
+Nsight Compute's ``l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum`` is meant to
+count the same thing, wavefronts beyond the minimum, next to
+``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum`` for the wavefronts themselves
+(see ``gemm_kernels.bank_probe``, which checks this model against the hardware).
+
+Addresses are byte offsets into shared memory, one per lane, lane 0 first; ``None`` or a
+negative number marks an inactive lane (a lane that does not load).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+BANKS = 32
+WORD = 4            # bytes per bank per wavefront
+WARP = 32
+WIDTHS = (4, 8, 16)
+
+_PHASE_LANES = {4: 32, 8: 16, 16: 8}   # lanes per phase before merging
+MERGE_RULES = ("i^1", "i^2")
+
+
+# ------------------------------------------------------------------ data classes
+
+@dataclass(frozen=True)
+class LaneAccess:
+    """What one active lane reads: its byte address and the words and banks it touches."""
+    lane: int
+    address: int
+    words: tuple[int, ...]
+    banks: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One (possibly merged) phase of a warp access.
+
+    lanes: every lane the phase covers, active or not.
+    accesses: the active lanes of the phase, in lane order.
+    words_per_bank: for each of the 32 banks, the number of distinct words it delivers.
+    degree: the conflict degree, max(words_per_bank) (a 2-way conflict has degree 2).
+    wavefronts: what the phase costs: its degree, or 0 if no lane of it is active.
+    merged: True when two hardware phases were merged into this one.
+    """
+    lanes: tuple[int, ...]
+    accesses: tuple[LaneAccess, ...]
+    words_per_bank: tuple[int, ...]
+    degree: int
+    wavefronts: int
+    merged: bool
+
+    @property
+    def active(self) -> bool:
+        return bool(self.accesses)
+
+    def bank_words(self) -> dict[int, tuple[int, ...]]:
+        """bank -> the distinct words it delivers in this phase (sorted)."""
+        out: dict[int, set[int]] = {}
+        for a in self.accesses:
+            for w, b in zip(a.words, a.banks):
+                out.setdefault(b, set()).add(w)
+        return {b: tuple(sorted(ws)) for b, ws in sorted(out.items())}
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The full picture of one warp access (see the module docstring for the rules).
+
+    merge: which rule merged phases ("i^1" or "i^2"), or None.
+    wavefronts: the total cost, the sum over phases.
+    ideal: the number of active phases, the least this request can cost.
+    conflicts: wavefronts - ideal, comparable to ncu's bank-conflict counter.
+    distinct_bytes: the bytes of distinct words the warp asks for.
+    """
+    width: int
+    addresses: tuple[int | None, ...]
+    phases: tuple[Phase, ...]
+    merge: str | None
+    wavefronts: int
+    ideal: int
+    conflicts: int
+    distinct_bytes: int
+
+    @property
+    def active_lanes(self) -> tuple[int, ...]:
+        return tuple(a.lane for p in self.phases for a in p.accesses)
+
+    @property
+    def max_degree(self) -> int:
+        return max((p.degree for p in self.phases), default=0)
+
+    def summary(self) -> str:
+        kind = {4: "32-bit", 8: "64-bit", 16: "128-bit"}[self.width]
+        merged = f", phases merged ({self.merge} rule)" if self.merge else ""
+        return (f"{kind} load, {len(self.active_lanes)} active lanes, "
+                f"{sum(p.active for p in self.phases)} phase(s){merged}: "
+                f"{self.wavefronts} wavefront(s), ideal {self.ideal}, "
+                f"{self.conflicts} extra from bank conflicts")
+
+
+# ------------------------------------------------------------------ the model
+
+def _normalise(addresses, width: int) -> tuple[int | None, ...]:
+    if width not in WIDTHS:
+        raise ValueError(f"width must be 4, 8 or 16 bytes per lane, got {width!r}")
+    try:
+        addrs = list(addresses)
+    except TypeError:
+        raise ValueError("addresses must be a sequence of 32 byte offsets, one per lane") from None
+    if len(addrs) != WARP:
+        raise ValueError(f"expected exactly 32 addresses (one per lane), got {len(addrs)}")
+    out: list[int | None] = []
+    for lane, a in enumerate(addrs):
+        if a is None:
+            out.append(None)
+            continue
+        if isinstance(a, bool) or not hasattr(a, "__index__"):
+            raise ValueError(f"lane {lane}: address must be an integer byte offset or None, "
+                             f"got {a!r}")
+        a = int(a)
+        if a < 0:
+            out.append(None)
+        elif a % width:
+            raise ValueError(f"lane {lane}: address {a} is not aligned to the access width "
+                             f"{width} (a {width}-byte load needs a multiple of {width})")
+        else:
+            out.append(a)
+    return tuple(out)
+
+
+def _pair_rule(addrs: Sequence[int | None], lanes: Iterable[int], xor: int) -> bool:
+    """For every active lane i in `lanes`, lane i^xor is inactive or reads the same address."""
+    for i in lanes:
+        a = addrs[i]
+        if a is not None:
+            b = addrs[i ^ xor]
+            if b is not None and b != a:
+                return False
+    return True
+
+
+def _merge_rule(addrs, lanes) -> str | None:
+    if _pair_rule(addrs, lanes, 1):
+        return "i^1"
+    if _pair_rule(addrs, lanes, 2):
+        return "i^2"
+    return None
+
+
+def _phase(addrs, lanes: tuple[int, ...], width: int, merged: bool) -> Phase:
+    per_bank: list[set[int]] = [set() for _ in range(BANKS)]
+    accesses = []
+    for i in lanes:
+        a = addrs[i]
+        if a is None:
+            continue
+        first = a // WORD
+        words = tuple(range(first, first + width // WORD))
+        banks = tuple(w % BANKS for w in words)
+        for w, b in zip(words, banks):
+            per_bank[b].add(w)
+        accesses.append(LaneAccess(i, a, words, banks))
+    counts = tuple(len(s) for s in per_bank)
+    degree = max(counts)
+    return Phase(lanes, tuple(accesses), counts, degree, degree if accesses else 0, merged)
+
+
+def analyse(addresses, width: int = 4, *, quarter_merge_scope: str = "half") -> Analysis:
+    """Analyse one warp-wide shared-memory load of `width` bytes per lane.
+
+    addresses: 32 byte offsets, lane 0 first; None or negative = inactive lane.
+    quarter_merge_scope: for 128-bit loads, where the merging rule is evaluated:
+        "half" (default): separately for each half-warp, over the 16 lanes whose
+        quarters would merge; "warp": once over all 32 lanes, the way the 64-bit rule is
+        stated. The hardware probe (``gemm_kernels.bank_probe``) has patterns that tell
+        the two apart.
+    Raises ValueError for a wrong lane count, an unsupported width or a misaligned
+    address.
+    """
+    if quarter_merge_scope not in ("half", "warp"):
+        raise ValueError(f"quarter_merge_scope must be 'half' or 'warp', got {quarter_merge_scope!r}")
+    addrs = _normalise(addresses, width)
+    n = _PHASE_LANES[width]
+    groups = [tuple(range(s, s + n)) for s in range(0, WARP, n)]
+    phases: list[Phase] = []
+    rules = set()
+    if width == 4:
+        phases.append(_phase(addrs, groups[0], width, False))
+    elif width == 8:
+        rule = _merge_rule(addrs, range(WARP))
+        if rule:
+            rules.add(rule)
+            phases.append(_phase(addrs, tuple(range(WARP)), width, True))
+        else:
+            phases += [_phase(addrs, g, width, False) for g in groups]
+    else:
+        warp_rule = _merge_rule(addrs, range(WARP)) if quarter_merge_scope == "warp" else None
+        for half in (0, 1):
+            q0, q1 = groups[2 * half], groups[2 * half + 1]
+            rule = warp_rule if quarter_merge_scope == "warp" else _merge_rule(addrs, q0 + q1)
+            if rule:
+                rules.add(rule)
+                phases.append(_phase(addrs, q0 + q1, width, True))
+            else:
+                phases += [_phase(addrs, q0, width, False), _phase(addrs, q1, width, False)]
+    total = sum(p.wavefronts for p in phases)
+    ideal = sum(1 for p in phases if p.active)
+    words = {w for p in phases for a in p.accesses for w in a.words}
+    merge = "i^1" if "i^1" in rules else ("i^2" if rules else None)
+    return Analysis(width, addrs, tuple(phases), merge, total, ideal, total - ideal,
+                    len(words) * WORD)
+
+
+def wavefronts(addresses, width: int = 4) -> int:
+    """The number of shared-memory wavefronts one warp's load costs (see the module doc)."""
+    return analyse(addresses, width).wavefronts
+
+
+def conflicts(addresses, width: int = 4) -> int:
+    """Wavefronts beyond the ideal (the number of active phases)."""
+    return analyse(addresses, width).conflicts
+
+
+# ------------------------------------------------------------------ pattern builders
+
+def _check_width(width: int) -> None:
+    if width not in WIDTHS:
+        raise ValueError(f"width must be 4, 8 or 16 bytes per lane, got {width!r}")
+
+
+def _apply_active(addrs: list[int | None], active) -> list[int | None]:
+    if active is None:
+        return addrs
+    if callable(active):
+        mask = [bool(active(i)) for i in range(WARP)]
+    else:
+        mask = [bool(x) for x in active]
+        if len(mask) != WARP:
+            raise ValueError(f"active must give 32 flags (one per lane), got {len(mask)}")
+    return [a if m else None for a, m in zip(addrs, mask)]
+
+
+def strided(stride: int, width: int = 4, padding: int = 0, row_elems: int = 32,
+            base: int = 0, active=None) -> list[int | None]:
+    """Lane i reads element i*stride of an array of `width`-byte elements.
+
+    Units are elements of `width` bytes (a float for 4, a float2/double for 8, a float4
+    for 16), which keeps every address aligned. With `padding`, the array is a 2D tile
+    whose rows hold `row_elems` elements followed by `padding` unused ones, so logical
+    element e sits at e + (e // row_elems) * padding. A column read of a 32 x 32 float
+    tile is ``strided(32)``; the padded tile ``[32][33]`` is ``strided(32, padding=1)``.
+    base: a byte offset added to every address (must keep it aligned).
+    active: None (all lanes), 32 booleans, or a function lane -> bool.
+    """
+    _check_width(width)
+    if row_elems < 1:
+        raise ValueError(f"row_elems must be >= 1, got {row_elems}")
+    if padding < 0:
+        raise ValueError(f"padding must be >= 0, got {padding}")
+    if stride < 0:
+        raise ValueError(f"stride must be >= 0, got {stride}")
+    out = []
+    for i in range(WARP):
+        e = i * stride
+        out.append(base + (e + (e // row_elems) * padding) * width)
+    return _apply_active(out, active)
+
+
+def broadcast(address: int = 0, width: int = 4, active=None) -> list[int | None]:
+    """Every lane reads the same address."""
+    _check_width(width)
+    return _apply_active([address] * WARP, active)
+
+
+def tile(rows: Sequence[int | None] | Callable[[int], int | None],
+         cols: Sequence[int | None] | Callable[[int], int | None],
+         pitch: int, width: int = 4, base: int = 0) -> list[int | None]:
+    """Lane l reads element (rows[l], cols[l]) of a row-major tile of `width`-byte elements
+    whose rows start `pitch` elements apart (row length plus padding). rows/cols may be
+    32-long sequences or functions of the lane; a None row or column makes the lane
+    inactive."""
+    _check_width(width)
+
+    def get(src, lane):
+        return src(lane) if callable(src) else src[lane]
+
+    if not callable(rows) and len(rows) != WARP or not callable(cols) and len(cols) != WARP:
+        raise ValueError("rows and cols must give one value per lane (32)")
+    out: list[int | None] = []
+    for lane in range(WARP):
+        r, c = get(rows, lane), get(cols, lane)
+        out.append(None if r is None or c is None else base + (r * pitch + c) * width)
+    return out
+
+
+def words_to_bytes(words: Sequence[int | None]) -> list[int | None]:
+    """Word indices (4-byte units) to byte offsets, keeping None."""
+    return [None if w is None else w * WORD for w in words]
+
+
+# ------------------------------------------------------------------ picture
+
+def plot_banks(analysis: Analysis, ax=None, title: str | None = None):
+    """Draw the access as a lane x bank grid: a cell (lane, bank) is filled when the lane
+    reads a word from that bank, coloured by phase and labelled with the word's row
+    (word // 32). Banks serving more than one distinct word in a phase are outlined in red.
+    Returns the matplotlib Axes."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 6.5))
+    cmap = plt.get_cmap("tab10")
+    ax.set_xlim(-0.5, BANKS - 0.5)
+    ax.set_ylim(WARP - 0.5, -0.5)
+    for k, phase in enumerate(analysis.phases):
+        colour = cmap(k % 10)
+        lo, hi = min(phase.lanes), max(phase.lanes)
+        ax.add_patch(Rectangle((-0.5, lo - 0.5), BANKS, hi - lo + 1, facecolor=colour,
+                               alpha=0.07, edgecolor="none"))
+        hot = {b for b, n in enumerate(phase.words_per_bank) if n > 1}
+        for acc in phase.accesses:
+            for w, b in zip(acc.words, acc.banks):
+                ax.add_patch(Rectangle((b - 0.45, acc.lane - 0.45), 0.9, 0.9,
+                                       facecolor=colour, alpha=0.85,
+                                       edgecolor="red" if b in hot else "none",
+                                       linewidth=1.5))
+                ax.text(b, acc.lane, str(w // BANKS), ha="center", va="center",
+                        fontsize=6, color="white")
+        ax.text(BANKS - 0.3, (lo + hi) / 2,
+                f"phase {k}: {phase.wavefronts} wf" + (" (merged)" if phase.merged else ""),
+                va="center", fontsize=7, color=colour)
+    for a, lane in zip(analysis.addresses, range(WARP)):
+        if a is None:
+            ax.text(-0.9, lane, "off", ha="right", va="center", fontsize=6, color="grey")
+    ax.set_xticks(range(0, BANKS, 4))
+    ax.set_yticks(range(0, WARP, 4))
+    ax.set_xlabel("bank (label: word row = word index // 32)")
+    ax.set_ylabel("lane")
+    kind = {4: "32-bit", 8: "64-bit", 16: "128-bit"}[analysis.width]
+    ax.set_title(title or f"{kind} load: {analysis.wavefronts} wavefront(s), ideal "
+                 f"{analysis.ideal}, {analysis.conflicts} from conflicts")
+    return ax

@@ -1,0 +1,104 @@
+"""The ladder: every chapter's kernel next to cuBLAS, as a table and a plot."""
+from __future__ import annotations
+
+from . import records
+from .kernels import KERNELS
+
+LADDER_SIZES = (1024, 2048, 4096, 8192)
+
+
+def ladder_kernels() -> list[str]:
+    """The sgemm kernels in chapter order (one line each in the summary)."""
+    return [k.name for k in KERNELS.values() if k.op == "sgemm"]
+
+
+class Table(list):
+    """Rows (dicts) that print as an aligned text table and render as HTML in Jupyter."""
+
+    def __init__(self, rows, columns, title=""):
+        super().__init__(rows)
+        self.columns = columns
+        self.title = title
+
+    def _cells(self):
+        return [[_fmt(r.get(c)) for c in self.columns] for r in self]
+
+    def __repr__(self):
+        cells = self._cells()
+        widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(self.columns)]
+        line = lambda vals: "  ".join(v.rjust(w) for v, w in zip(vals, widths))
+        out = [self.title] if self.title else []
+        out += [line(self.columns), line(["-" * w for w in widths])] + [line(r) for r in cells]
+        return "\n".join(out)
+
+    def _repr_html_(self):
+        head = "".join(f"<th>{c}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{v}</td>" for v in r) + "</tr>" for r in self._cells())
+        cap = f"<caption>{self.title}</caption>" if self.title else ""
+        return f"<table>{cap}<tr>{head}</tr>{body}</table>"
+
+
+def _fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.1f}" if abs(v) >= 1 else f"{v:.2e}"
+    if isinstance(v, (list, tuple)):
+        return "x".join(map(str, v))
+    if isinstance(v, dict):
+        return " ".join(f"{k}={x}" for k, x in v.items())
+    return str(v)
+
+
+def compare(kernels, sizes, params: dict | None = None, repeats: int | None = None) -> Table:
+    """GFLOP/s of `kernels` at square `sizes`, each with cuBLAS measured beside it
+    (live) or read from the same recording (recorded)."""
+    rows = []
+    for n in sizes:
+        shape = (n, n, n)
+        try:
+            ref = records.measure_or_lookup("cublas", shape, repeats=repeats)
+        except LookupError:
+            ref = None
+        for name in kernels:
+            try:
+                r = records.measure_or_lookup(name, shape, (params or {}).get(name), repeats)
+            except LookupError:
+                continue
+            g = r["gflops"]["median"]
+            rows.append({"kernel": name, "chapter": r["chapter"], "size": n,
+                         "GFLOP/s": g, "min": r["gflops"]["min"], "max": r["gflops"]["max"],
+                         "% of cuBLAS": 100 * g / ref["gflops"]["median"] if ref else None,
+                         "rel. error": r.get("rel_error")})
+        if ref:
+            rows.append({"kernel": "cublas", "chapter": "00", "size": n,
+                         "GFLOP/s": ref["gflops"]["median"], "min": ref["gflops"]["min"],
+                         "max": ref["gflops"]["max"], "% of cuBLAS": 100.0,
+                         "rel. error": ref.get("rel_error")})
+    return Table(rows, ["chapter", "kernel", "size", "GFLOP/s", "min", "max", "% of cuBLAS",
+                        "rel. error"], title=f"GFLOP/s, {records.source()}")
+
+
+def plot(table: Table, ax=None, path=None):
+    """GFLOP/s by size, one line per kernel, cuBLAS dashed."""
+    import matplotlib
+    if path is not None and ax is None:
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+    names = list(dict.fromkeys(r["kernel"] for r in table))
+    for name in names:
+        pts = sorted((r["size"], r["GFLOP/s"]) for r in table if r["kernel"] == name)
+        ax.plot(*zip(*pts), "k--" if name == "cublas" else "o-", label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("M = N = K")
+    ax.set_ylabel("GFLOP/s")
+    ax.set_title(table.title)
+    ax.legend(fontsize=8, ncol=2)
+    ax.grid(True, which="both", alpha=0.3)
+    if path is not None:
+        (fig or ax.figure).savefig(path, dpi=120, bbox_inches="tight")
+    return ax

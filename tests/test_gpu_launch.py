@@ -1,0 +1,62 @@
+"""Bad input is refused with a clear ValueError before anything is launched."""
+import pytest
+
+from gemm_kernels.launch import launch
+
+from gpu import needs_gpu
+
+pytestmark = needs_gpu
+
+
+@pytest.fixture
+def abc():
+    import cupy
+    return (cupy.ones((8, 4), cupy.float32), cupy.ones((4, 6), cupy.float32),
+            cupy.empty((8, 6), cupy.float32))
+
+
+def test_wrong_dtype(abc):
+    A, B, C = abc
+    with pytest.raises(ValueError, match="dtype float64"):
+        launch("naive", A.astype("float64"), B, C)
+
+
+def test_non_contiguous(abc):
+    import cupy
+    A, B, C = abc
+    At = cupy.ones((4, 8), cupy.float32).T
+    with pytest.raises(ValueError, match="C-contiguous"):
+        launch("naive", At, B, C)
+
+
+def test_mismatched_inner_dimension(abc):
+    import cupy
+    A, _, C = abc
+    with pytest.raises(ValueError, match="B needs 4 rows"):
+        launch("naive", A, cupy.ones((5, 6), cupy.float32), C)
+
+
+def test_wrong_output_shape(abc):
+    import cupy
+    A, B, _ = abc
+    with pytest.raises(ValueError, match="must be 8x6"):
+        launch("naive", A, B, cupy.empty((6, 8), cupy.float32))
+
+
+def test_numpy_array_refused(abc):
+    import numpy as np
+    _, B, C = abc
+    with pytest.raises(ValueError, match="cupy.ndarray"):
+        launch("naive", np.ones((8, 4), np.float32), B, C)
+
+
+def test_too_many_threads(abc):
+    with pytest.raises(ValueError, match="BLOCK"):
+        launch("naive", *abc, BLOCK=64)
+
+
+def test_result_is_right_after_validation(abc):
+    import cupy
+    A, B, C = abc
+    launch("coalesced", A, B, C, alpha=2.0)
+    assert cupy.allclose(C, 8.0)
