@@ -116,9 +116,9 @@ def _patterns() -> list[Pattern]:
         _p("w8_dtile32_column", 8, S(32, 8), "column of a double[32][32] tile"),
         _p("w8_dtile32_column_pad1", 8, S(32, 8, padding=1),
            "column of a double[32][33] tile (+1 padding)"),
-        _p("w8_seed16_As_row", 8, T(lambda i: i // 16, lambda i: 3, 16, width=8),
+        _p("w8_seed16_As_row", 8, T(lambda i: i // 16, lambda i: 3, 16, elem_bytes=8),
            "seed 003: A_shared[ty][k] with double[16][16] and 16x16 blocks"),
-        _p("w8_seed16_Bs_col", 8, T(lambda i: 3, lambda i: i % 16, 16, width=8),
+        _p("w8_seed16_Bs_col", 8, T(lambda i: 3, lambda i: i % 16, 16, elem_bytes=8),
            "seed 003: B_shared[k][tx] with double[16][16] and 16x16 blocks"),
     ]
     # ---- 128-bit (LDS.128) --------------------------------------------------------

@@ -302,22 +302,25 @@ def broadcast(address: int = 0, width: int = 4, active=None) -> list[int | None]
 
 def tile(rows: Sequence[int | None] | Callable[[int], int | None],
          cols: Sequence[int | None] | Callable[[int], int | None],
-         pitch: int, width: int = 4, base: int = 0) -> list[int | None]:
-    """Lane l reads element (rows[l], cols[l]) of a row-major tile of `width`-byte elements
-    whose rows start `pitch` elements apart (row length plus padding). rows/cols may be
-    32-long sequences or functions of the lane; a None row or column makes the lane
-    inactive."""
-    _check_width(width)
+         pitch: int, elem_bytes: int = 4, base: int = 0) -> list[int | None]:
+    """Lane l reads element (rows[l], cols[l]) of a row-major tile whose elements are
+    `elem_bytes` wide (4 for float, 8 for double) and whose rows start `pitch` elements
+    apart (row length plus padding). The element size is that of the array, not of the
+    load: a float4 read of a float tile is ``tile(..., elem_bytes=4)`` analysed at width
+    16. rows/cols may be 32-long sequences or functions of the lane; a None row or column
+    makes the lane inactive."""
+    if elem_bytes < 1:
+        raise ValueError(f"elem_bytes must be >= 1, got {elem_bytes}")
 
     def get(src, lane):
         return src(lane) if callable(src) else src[lane]
 
-    if not callable(rows) and len(rows) != WARP or not callable(cols) and len(cols) != WARP:
+    if (not callable(rows) and len(rows) != WARP) or (not callable(cols) and len(cols) != WARP):
         raise ValueError("rows and cols must give one value per lane (32)")
     out: list[int | None] = []
     for lane in range(WARP):
         r, c = get(rows, lane), get(cols, lane)
-        out.append(None if r is None or c is None else base + (r * pitch + c) * width)
+        out.append(None if r is None or c is None else base + (r * pitch + c) * elem_bytes)
     return out
 
 
@@ -331,7 +334,7 @@ def words_to_bytes(words: Sequence[int | None]) -> list[int | None]:
 def plot_banks(analysis: Analysis, ax=None, title: str | None = None):
     """Draw the access as a lane x bank grid: a cell (lane, bank) is filled when the lane
     reads a word from that bank, coloured by phase and labelled with the word's row
-    (word // 32). Banks serving more than one distinct word in a phase are outlined in red.
+    (word // 32). Banks serving more than one distinct word in a phase are outlined in black.
     Returns the matplotlib Axes."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
@@ -351,7 +354,7 @@ def plot_banks(analysis: Analysis, ax=None, title: str | None = None):
             for w, b in zip(acc.words, acc.banks):
                 ax.add_patch(Rectangle((b - 0.45, acc.lane - 0.45), 0.9, 0.9,
                                        facecolor=colour, alpha=0.85,
-                                       edgecolor="red" if b in hot else "none",
+                                       edgecolor="black" if b in hot else "none",
                                        linewidth=1.5))
                 ax.text(b, acc.lane, str(w // BANKS), ha="center", va="center",
                         fontsize=6, color="white")

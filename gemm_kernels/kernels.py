@@ -103,7 +103,320 @@ register(Kernel(
 ))
 
 # ---------------------------------------------------------------- chapters 05-06
+def _tile_threads_1d(p):
+    return p["BM"] * p["BN"] // p["TM"]
+
+
+def _tile_threads_2d(p):
+    return (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
+
+
+def _tile_smem(p):
+    return (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * 4
+
+
+_TILE_SMEM_RULE = Constraint(
+    lambda p: _tile_smem(p) <= 48 * 1024,
+    "the tiles need (BM + BN) * BK * 4 = ({BM} + {BN}) * {BK} * 4 bytes of shared memory; "
+    "at most 49152 are allowed: lower BK, BM or BN")
+
+register(Kernel(
+    name="tile_1d", chapter="05", title="1D block tiling: TM outputs per thread",
+    source="05_tile_1d.cu", entry="sgemm_tile_1d", op="sgemm",
+    params=(Param("BM", (16, 32, 64, 128, 256), 64, "rows of the C tile per block"),
+            Param("BN", (16, 32, 64, 128, 256), 64, "columns of the C tile per block"),
+            Param("BK", (4, 8, 16, 32, 64), 8, "depth of the A and B tiles (step along K)"),
+            Param("TM", (1, 2, 4, 8, 16, 32), 8, "outputs per thread, down one column")),
+    template=("BM", "BN", "BK", "TM"),
+    constraints=(
+        Constraint(lambda p: p["BM"] % p["TM"] == 0,
+                   "TM={TM} must divide BM={BM}: each thread computes TM rows of the "
+                   "BM-row tile; choose TM <= BM"),
+        Constraint(lambda p: p["BM"] % p["TM"] or _tile_threads_1d(p) >= 32,
+                   "BM*BN/TM = {BM}*{BN}/{TM} threads per block is less than one warp "
+                   "(32): lower TM or raise BM or BN"),
+        Constraint(lambda p: p["BM"] % p["TM"] or _tile_threads_1d(p) <= 1024,
+                   "BM*BN/TM = {BM}*{BN}/{TM} threads per block is more than 1024: "
+                   "raise TM or lower BM or BN"),
+        _TILE_SMEM_RULE,
+    ),
+    threads=lambda p: (_tile_threads_1d(p), 1, 1),
+    grid=lambda p, s: (ceil_div(s[1], p["BN"]), ceil_div(s[0], p["BM"]), 1),
+    smem=_tile_smem,
+))
+
+
+def _tile_2d_kernel(name, entry, title, defaults):
+    bm, bn, bk, tm, tn = defaults
+    return Kernel(
+        name=name, chapter="06", title=title,
+        source="06_tile_2d.cu", entry=entry, op="sgemm",
+        params=(Param("BM", (32, 64, 128, 256), bm, "rows of the C tile per block"),
+                Param("BN", (32, 64, 128, 256), bn, "columns of the C tile per block"),
+                Param("BK", (4, 8, 16, 32), bk, "depth of the A and B tiles (step along K)"),
+                Param("TM", (1, 2, 4, 8, 16), tm, "rows of outputs per thread"),
+                Param("TN", (1, 2, 4, 8, 16), tn, "columns of outputs per thread")),
+        template=("BM", "BN", "BK", "TM", "TN"),
+        constraints=(
+            Constraint(lambda p: p["BM"] % p["TM"] == 0,
+                       "TM={TM} must divide BM={BM}: choose TM <= BM"),
+            Constraint(lambda p: p["BN"] % p["TN"] == 0,
+                       "TN={TN} must divide BN={BN}: choose TN <= BN"),
+            Constraint(lambda p: _tile_threads_2d(p) >= 32,
+                       "(BM/TM)*(BN/TN) = ({BM}/{TM})*({BN}/{TN}) threads per block is "
+                       "less than one warp (32): lower TM or TN, or raise BM or BN"),
+            Constraint(lambda p: _tile_threads_2d(p) <= 1024,
+                       "(BM/TM)*(BN/TN) = ({BM}/{TM})*({BN}/{TN}) threads per block is "
+                       "more than 1024: raise TM or TN, or lower BM or BN"),
+            # A thread holds TM*TN accumulators plus TM + TN cached operands; a block
+            # of NT threads gets at most 65536/NT registers per thread (255 at most).
+            # Beyond that ptxas spills to local memory, which this chapter avoids.
+            Constraint(lambda p: p["TM"] * p["TN"] + p["TM"] + p["TN"] + 32
+                       <= min(255, 65536 // _tile_threads_2d(p)),
+                       "TM*TN = {TM}*{TN} accumulators (plus TM + TN operands) do not fit "
+                       "in the registers a thread may have in a block of "
+                       "(BM/TM)*(BN/TN) = ({BM}/{TM})*({BN}/{TN}) threads (65536 per block, "
+                       "255 per thread): lower TM or TN, or use fewer threads"),
+            _TILE_SMEM_RULE,
+        ),
+        threads=lambda p: (_tile_threads_2d(p), 1, 1),
+        grid=lambda p, s: (ceil_div(s[1], p["BN"]), ceil_div(s[0], p["BM"]), 1),
+        smem=_tile_smem,
+    )
+
+
+register(_tile_2d_kernel(
+    "tile_2d", "sgemm_tile_2d",
+    "2D block tiling, inner-product order (shared memory read for every FMA)",
+    (128, 128, 8, 8, 8)))
+register(_tile_2d_kernel(
+    "tile_2d_reg", "sgemm_tile_2d_reg",
+    "2D block tiling, outer product with register caching",
+    (128, 128, 8, 8, 8)))
+register(_tile_2d_kernel(
+    "tile_2d_strided", "sgemm_tile_2d_strided",
+    "2D block tiling, outer product, each thread's outputs strided across the tile",
+    (128, 128, 8, 4, 4)))
 
 # ---------------------------------------------------------------- chapters 07-09
+# Shapes are (M, N, K). The kernels of 07-09 have two code paths, chosen from the shape
+# by `shape_params` (the template argument VEC): 16-byte loads of A and B and 16-byte
+# stores of C when K % 4 == 0 and N % 4 == 0 (every row of A and B then starts 16-byte
+# aligned), one float at a time otherwise. Both paths handle every M, N, K >= 1.
+def _vec_ab_shape_params(p, s):
+    return {"VEC": s is None or (s[2] % 4 == 0 and s[1] % 4 == 0)}
+
+
+def _vec_tile_threads(p):
+    return (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
+
+
+def _vec_tile_rules(stages):
+    """Constraints of chapters 07-08 (`stages` copies of the tiles in shared memory)."""
+    nt = _vec_tile_threads
+    return (
+        Constraint(lambda p: p["BM"] % p["TM"] == 0,
+                   "TM={TM} must divide BM={BM}: each thread computes TM rows of the tile"),
+        Constraint(lambda p: p["BN"] % p["TN"] == 0,
+                   "TN={TN} must divide BN={BN}: each thread computes TN columns of the tile"),
+        Constraint(lambda p: p["BM"] % p["TM"] or p["BN"] % p["TN"] or 32 <= nt(p) <= 1024,
+                   "(BM/TM)*(BN/TN) = ({BM}/{TM})*({BN}/{TN}) threads per block must be "
+                   "between 32 and 1024: change TM, TN, BM or BN"),
+        Constraint(lambda p: p["BM"] % p["TM"] or p["BN"] % p["TN"] or not nt(p)
+                   or (p["BM"] * p["BK"] // 4) % nt(p) == 0,
+                   "the A tile holds BM*BK/4 = {BM}*{BK}/4 float4s, which must split evenly "
+                   "over the (BM/TM)*(BN/TN) = ({BM}/{TM})*({BN}/{TN}) threads: raise BK "
+                   "or TM, or lower BN"),
+        Constraint(lambda p: p["BM"] % p["TM"] or p["BN"] % p["TN"] or not nt(p)
+                   or (p["BK"] * p["BN"] // 4) % nt(p) == 0,
+                   "the B tile holds BK*BN/4 = {BK}*{BN}/4 float4s, which must split evenly "
+                   "over the (BM/TM)*(BN/TN) = ({BM}/{TM})*({BN}/{TN}) threads: raise BK "
+                   "or TN, or lower BM"),
+        Constraint(lambda p: p["BM"] % p["TM"] or p["BN"] % p["TN"] or not nt(p)
+                   or p["TM"] * p["TN"] + 2 * (p["TM"] + p["TN"]) + 24
+                   <= min(255, 65536 // nt(p)),
+                   "TM*TN = {TM}*{TN} accumulators (plus the cached operands) do not fit in "
+                   "the registers a thread may have in a block of (BM/TM)*(BN/TN) = "
+                   "({BM}/{TM})*({BN}/{TN}) threads (65536 per block, 255 per thread): "
+                   "lower TM or TN"),
+        Constraint(lambda p: stages * (p["BM"] + p["BN"]) * p["BK"] * 4 <= 48 * 1024,
+                   f"the tiles need {stages} * (BM + BN) * BK * 4 = {stages} * "
+                   "({BM} + {BN}) * {BK} * 4 bytes of shared memory; at most 49152 are "
+                   "allowed: lower BK, BM or BN"),
+    )
+
+
+def _vec_tile_params():
+    return (Param("BM", (32, 64, 128, 256), 128, "rows of the C tile per block"),
+            Param("BN", (32, 64, 128, 256), 128, "columns of the C tile per block"),
+            Param("BK", (4, 8, 16, 32), 8, "depth of the A and B tiles (step along K)"),
+            Param("TM", (4, 8, 16), 8, "rows of outputs per thread (a multiple of 4: LDS.128)"),
+            Param("TN", (4, 8, 16), 8,
+                  "columns of outputs per thread (a multiple of 4: LDS.128, STG.128)"))
+
+
+register(Kernel(
+    name="float4", chapter="07",
+    title="float4 global loads, transposed A tile, LDS.128 reads",
+    source="07_float4.cu", entry="sgemm_float4", op="sgemm",
+    params=_vec_tile_params(),
+    template=("BM", "BN", "BK", "TM", "TN", "VEC"),
+    constraints=_vec_tile_rules(1),
+    threads=lambda p: (_vec_tile_threads(p), 1, 1),
+    grid=lambda p, s: (ceil_div(s[1], p["BN"]), ceil_div(s[0], p["BM"]), 1),
+    smem=lambda p: (p["BM"] + p["BN"]) * p["BK"] * 4,
+    shape_params=_vec_ab_shape_params,
+))
+
+register(Kernel(
+    name="double_buffer", chapter="08",
+    title="double buffering: two shared stages, next tile prefetched into registers",
+    source="08_double_buffer.cu", entry="sgemm_double_buffer", op="sgemm",
+    params=_vec_tile_params(),
+    template=("BM", "BN", "BK", "TM", "TN", "VEC"),
+    constraints=_vec_tile_rules(2),
+    threads=lambda p: (_vec_tile_threads(p), 1, 1),
+    grid=lambda p, s: (ceil_div(s[1], p["BN"]), ceil_div(s[0], p["BM"]), 1),
+    smem=lambda p: 2 * (p["BM"] + p["BN"]) * p["BK"] * 4,
+    shape_params=_vec_ab_shape_params,
+))
+
 
 # ---------------------------------------------------------------- chapters 10-11
+# Chapter 10: transposes and copies, (rows, cols, in, out), T = float or double.
+_ITEMSIZE = {"float": 4, "double": 8}
+_T = Param("T", ("float", "double"), "float", "element type: float32 or float64")
+_TILE = Param("TILE", (16, 32, 64), 32, "each block moves one TILE x TILE tile")
+_ROWS = Param("ROWS", (1, 2, 4, 8, 16, 32), 8,
+              "rows of threads per block; each thread handles TILE/ROWS rows of its tile, "
+              "ROWS apart (the stride loop)")
+_PAD = Param("PAD", (0, 1, 2), 1, "unused elements appended to each shared tile row")
+_ROWS_DIVIDE = Constraint(lambda p: p["TILE"] % p["ROWS"] == 0,
+                          "ROWS={ROWS} must divide TILE={TILE}: each thread handles "
+                          "TILE/ROWS rows of the tile; choose ROWS <= TILE, a power of two")
+_TILE_THREADS = Constraint(lambda p: p["TILE"] * p["ROWS"] <= 1024,
+                           "TILE={TILE} with ROWS={ROWS} needs TILE*ROWS threads per block, "
+                           "more than the limit of 1024; lower ROWS or TILE")
+
+
+def _tile_grid(p, s):
+    return (ceil_div(s[1], p["TILE"]), ceil_div(s[0], p["TILE"]), 1)
+
+
+def _tile_shape_rule(p, s):
+    rows, cols = s
+    if rows < 1 or cols < 1:
+        return f"rows={rows}, cols={cols}: both must be at least 1"
+    if ceil_div(rows, p["TILE"]) > 65535:
+        return (f"rows={rows} needs {ceil_div(rows, p['TILE'])} tile rows with TILE={p['TILE']}, "
+                "more than the 65535 blocks gridDim.y allows; use a larger TILE")
+    return None
+
+
+def _register_tile_kernel(name, entry, op, title, padded=False):
+    params = (_T, _TILE, _ROWS) + ((_PAD,) if padded else ())
+    register(Kernel(
+        name=name, chapter="10", title=title, source="10_transpose.cu", entry=entry, op=op,
+        params=params, template=tuple(q.name for q in params),
+        constraints=(_ROWS_DIVIDE, _TILE_THREADS),
+        threads=lambda p: (p["TILE"], p["ROWS"], 1),
+        grid=_tile_grid,
+        smem=(lambda p: 0) if entry in ("copy", "transpose_naive") else
+             (lambda p: p["TILE"] * (p["TILE"] + p.get("PAD", 0)) * _ITEMSIZE[p["T"]]),
+        shape_rule=_tile_shape_rule,
+    ))
+
+
+_register_tile_kernel("copy", "copy", "copy", "copy kernel: the bandwidth a transpose aims at")
+_register_tile_kernel("copy_smem", "copy_smem", "copy", "copy through a shared-memory tile")
+_register_tile_kernel("transpose_naive", "transpose_naive", "transpose",
+                      "naive transpose: coalesced reads, strided writes")
+_register_tile_kernel("transpose_smem", "transpose_smem", "transpose",
+                      "shared-memory tile: coalesced both ways, bank conflicts on the column read")
+_register_tile_kernel("transpose_padded", "transpose_padded", "transpose",
+                      "padded shared tile: TILE x (TILE + PAD), no bank conflicts", padded=True)
+_register_tile_kernel("transpose_diagonal", "transpose_diagonal", "transpose",
+                      "diagonal block order against partition camping", padded=True)
+
+
+def _vec(p):
+    """Elements per vector access for transpose_fast."""
+    return max(1, p["VEC_BYTES"] // _ITEMSIZE[p["T"]])
+
+
+def _fast_shape_params(p, s):
+    vec = _vec(p)
+    if s is None:                      # static analysis: the vector path
+        return {"VEC_LOAD": vec > 1, "VEC_STORE": vec > 1}
+    rows, cols = s
+    return {"VEC_LOAD": vec > 1 and cols % vec == 0, "VEC_STORE": vec > 1 and rows % vec == 0}
+
+
+register(Kernel(
+    name="transpose_fast", chapter="10",
+    title="beyond: several elements per thread, 16-byte loads and stores",
+    source="10_transpose.cu", entry="transpose_fast", op="transpose",
+    params=(_T, _TILE,
+            Param("ROWS", (1, 2, 4, 8, 16, 32, 64), 8,
+                  "rows of threads per block; the block is (TILE*sizeof(T)/VEC_BYTES) x ROWS "
+                  "threads and each handles TILE/ROWS vectors of its tile"),
+            Param("VEC_BYTES", (4, 8, 16), 16,
+                  "bytes per global load/store on the vector path (used where cols or rows "
+                  "allow aligned vectors; scalar otherwise)"),
+            _PAD),
+    template=("T", "TILE", "ROWS", "VEC_BYTES", "PAD", "VEC_LOAD", "VEC_STORE"),
+    constraints=(
+        Constraint(lambda p: p["VEC_BYTES"] >= _ITEMSIZE[p["T"]],
+                   "VEC_BYTES={VEC_BYTES} is smaller than one {T}; choose VEC_BYTES >= 8 for double"),
+        _ROWS_DIVIDE,
+        Constraint(lambda p: p["ROWS"] % _vec(p) == 0,
+                   "ROWS={ROWS} must be a multiple of VEC_BYTES/sizeof(T) (VEC_BYTES={VEC_BYTES}, "
+                   "T={T}) so the scalar path can renumber the block as TILE-wide rows"),
+        Constraint(lambda p: p["TILE"] // _vec(p) * p["ROWS"] <= 1024,
+                   "TILE={TILE}, ROWS={ROWS}, VEC_BYTES={VEC_BYTES}: more than 1024 threads "
+                   "per block; lower ROWS"),
+    ),
+    threads=lambda p: (p["TILE"] // _vec(p), p["ROWS"], 1),
+    grid=_tile_grid,
+    smem=lambda p: p["TILE"] * (p["TILE"] + p["PAD"]) * _ITEMSIZE[p["T"]],
+    shape_rule=_tile_shape_rule,
+    shape_params=_fast_shape_params,
+))
+
+
+# Chapter 11: 64-bit shared memory.
+def _gemm_int_rule(p, s):
+    M, N, K = s
+    if min(M, N, K) < 1:
+        return f"M={M}, N={N}, K={K}: all must be at least 1"
+    if max(M * K, K * N, M * N) >= 2 ** 31:
+        return "this kernel indexes with 32-bit ints: M*K, K*N and M*N must stay below 2^31"
+    return None
+
+
+register(Kernel(
+    name="dgemm_tiled", chapter="11", title="double-precision shared-memory tiles (LDS.64)",
+    source="11_dgemm_tiled.cu", entry="dgemm_tiled", op="dgemm",
+    params=(Param("BLOCK", (8, 16, 32), 16,
+                  "the block is BLOCK x BLOCK threads; the A and B tiles are BLOCK x BLOCK doubles"),),
+    template=("BLOCK",),
+    threads=lambda p: (p["BLOCK"], p["BLOCK"], 1),
+    grid=lambda p, s: (ceil_div(s[1], p["BLOCK"]), ceil_div(s[0], p["BLOCK"]), 1),
+    smem=lambda p: 2 * p["BLOCK"] * p["BLOCK"] * 8,
+    shape_rule=_gemm_int_rule,
+))
+
+register(Kernel(
+    name="sgemm_tiled_vec", chapter="11",
+    title="float tiles read as float2/float4 from shared memory (LDS.64/LDS.128)",
+    source="11_dgemm_tiled.cu", entry="sgemm_tiled_vec", op="sgemm",
+    params=(Param("BLOCK", (8, 16, 32), 16, "the block is BLOCK x BLOCK threads"),
+            Param("VEC", (1, 2, 4), 4,
+                  "C elements per thread along a row; the B tile is read VEC floats at a time "
+                  "(1: LDS, 2: LDS.64, 4: LDS.128)")),
+    template=("BLOCK", "VEC"),
+    threads=lambda p: (p["BLOCK"], p["BLOCK"], 1),
+    grid=lambda p, s: (ceil_div(s[1], p["BLOCK"] * p["VEC"]), ceil_div(s[0], p["BLOCK"]), 1),
+    smem=lambda p: (p["BLOCK"] * p["BLOCK"] + p["BLOCK"] * p["BLOCK"] * p["VEC"]) * 4,
+    shape_rule=_gemm_int_rule,
+))

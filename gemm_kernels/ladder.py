@@ -1,6 +1,8 @@
 """The ladder: every chapter's kernel next to cuBLAS, as a table and a plot."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from . import records
 from .kernels import KERNELS
 
@@ -100,5 +102,6 @@ def plot(table: Table, ax=None, path=None):
     ax.legend(fontsize=8, ncol=2)
     ax.grid(True, which="both", alpha=0.3)
     if path is not None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         (fig or ax.figure).savefig(path, dpi=120, bbox_inches="tight")
     return ax

@@ -8,39 +8,48 @@
 //
 // sgemm_tile_2d       inner-product order. For each output (i, j) the thread runs the
 //                     dot product over k, reading both operands from shared memory:
-//                     2 shared loads per FMA as written. (With everything unrolled the
-//                     compiler may reuse loads it has already done; the SASS says how
-//                     much. Here the k loop stays rolled, as a real dot product would
-//                     be, so every FMA keeps its two loads.)
-// sgemm_tile_2d_reg   outer-product order with register caching (seed: "2D-tile
+//                     2 shared loads per FMA. The k loop is kept rolled (#pragma
+//                     unroll 1), as a dot product on its own would be: written with
+//                     k outermost and everything unrolled (seed 001's "2D-tile"), ptxas
+//                     keeps each loaded value in a register by itself and the SASS is
+//                     the same as sgemm_tile_2d_reg's (same LDS.128 count, same FFMA).
+// sgemm_tile_2d_reg   outer-product order with register caching (seed 001's "2D-tile
 //                     register"). For each k: load the TM values of A's column and the
 //                     TN values of B's row into registers once, then TM*TN FMAs:
-//                     TM + TN loads for TM*TN FMAs (8x8: 16 loads, 64 FMAs).
+//                     TM + TN values loaded for TM*TN FMAs. In the SASS the loads are
+//                     wide: a thread's B row (TN adjacent words) is LDS.128, and its A
+//                     values As[r][k..k+3] for 4 consecutive k are one LDS.128 too
+//                     (the k loop is unrolled). 8x8, BK = 8: 32 LDS.128 for 512 FFMA.
 // sgemm_tile_2d_strided  the same outer product, but the thread's outputs are spread
 //                     out: rows tr + i*(BM/TM), columns tc + j*(BN/TN), instead of the
 //                     contiguous patch rows tr*TM + i, columns tc*TN + j.
 //
 // Contiguous vs strided (seed 004's matrixMul_2_2 vs matrixMul_2_1: 128 x 128 x 8
 // tiles, 4x4 outputs, 32 x 32 = 1024 threads). A warp is one row of 32 threads (tr
-// fixed, tc = 0..31), so the A reads are broadcasts in both kernels. The B reads
-// differ:
-//   contiguous:  lane tc reads Bs[k][4*tc + j], j = 0..3. As 32-bit loads, lanes are 4
-//                words apart: 4-way bank conflicts. But the four words of one thread
-//                are adjacent and 16-byte aligned, so ptxas emits ONE LDS.128 per k
-//                for B: 4 quarter-warp phases of 8 lanes x 4 words = 32 banks each,
-//                conflict-free, 4 wavefronts for 128 words (the minimum).
+// fixed, tc = 0..31), so the A reads are broadcasts in both kernels, and both read
+// As[r][k..k+3] with one LDS.128 (8 per tile). The B reads differ:
+//   contiguous:  lane tc reads Bs[k][4*tc + j], j = 0..3. As four 32-bit loads the
+//                lanes would be 4 words apart: 4-way bank conflicts. But the four
+//                words of one thread are adjacent and 16-byte aligned, so ptxas emits
+//                ONE LDS.128 per k: 4 quarter-warp phases of 8 lanes x 4 words = 32
+//                banks each, conflict-free, 4 wavefronts for 128 words (the minimum).
 //   strided:     lane tc reads Bs[k][tc + 32*j]: each of the 4 loads is 32
 //                consecutive words (conflict-free, 1 wavefront), but a thread's four
-//                words are 32 apart, so they cannot be merged: 4 LDS per k.
-// Both move the same bytes through the same number of wavefronts; the contiguous one
-// issues 1 load instruction where the strided one issues 4 (per k: A is 4 scalar LDS
-// in both, since the A tile is [BM][BK] and a thread's A column is BK words apart;
-// chapter 07 transposes it). The FFMA : LDS ratio in the inner loop is then 16:5 vs
-// 16:8. The global stores of C: strided, each store instruction of a warp writes 32
-// consecutive floats (one 128-byte line); contiguous, each writes 32 floats 4 apart
-// (a 512-byte span, a quarter of each sector), and the 4 stores j = 0..3 together
-// fill those sectors: the same sectors reach L2, in 4x more partial requests.
+//                words are 32 apart and cannot be merged: 4 LDS per k.
+// Both move the same bytes in the same number of wavefronts; per tile the contiguous
+// kernel issues 16 LDS.128 for 128 FFMA, the strided one 8 LDS.128 + 32 LDS. With
+// 1024 threads (64 registers each at most) the issue slots that the extra loads and
+// their address arithmetic take are not hidden. The global stores of C: strided, each
+// store instruction of a warp writes 32 consecutive floats (one 128-byte line);
+// contiguous, each writes 32 floats 4 apart (a 512-byte span, a quarter of each
+// sector), and the 4 stores j = 0..3 together fill those sectors: the same sectors
+// reach L2, in 4x more partial requests (once per tile of C, so it matters little).
 // The copies of the tiles into shared memory are identical in both.
+//
+// The default sgemm_tile_2d_reg (8x8 outputs, 256 threads, 16 threads per row of the
+// thread grid) is not conflict-free: a warp spans two thread rows, and in its B load
+// Bs[k][8*tc .. 8*tc+3] lanes tc and tc+4 of a quarter warp hit the same 4 banks:
+// 2 wavefronts per quarter, 8 per LDS.128 instead of 4. Chapter 09 removes this.
 //
 // Ragged shapes: tile elements outside A or B are copied as zeros, and each output is
 // stored only if it lies inside C.

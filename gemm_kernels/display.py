@@ -1,0 +1,92 @@
+"""What the notebooks show: the mode banner, kernel sources, SASS excerpts."""
+from __future__ import annotations
+
+import re
+
+from . import analysis, compiler, device, records
+from .launch import kernel_of
+from .registry import CUDA_DIR
+
+
+class Text(str):
+    """A string that Jupyter shows as preformatted text (and as Markdown when asked)."""
+
+    def __repr__(self):
+        return str(self)
+
+
+class Markdown(Text):
+    def _repr_markdown_(self):
+        return str(self)
+
+
+def banner() -> Markdown:
+    """Which mode this notebook runs in, and the device its numbers describe."""
+    if device.is_live():
+        p = device.properties()
+        return Markdown(f"**Live mode**: kernels run here, on {p['name']} "
+                        f"(compute capability {p['compute_capability']}, {p['sm_count']} SMs).")
+    rec = records.current()
+    if rec is None:
+        return Markdown("**Recorded mode**, but figures/data/ holds no recording: "
+                        "measurements are unavailable; the static analysis still runs.")
+    return Markdown(f"**Recorded mode**: no usable GPU here. Measurements were "
+                    f"{rec.label} (commit {rec.commit[:10]}); the static analysis, "
+                    "occupancy and bank model below run live.")
+
+
+def source(name: str, entry: str | None = None) -> Text:
+    """A kernel's CUDA source (a registry name or a file in cuda/), or one function of it."""
+    try:
+        k = kernel_of(name)
+        text, entry = k.source_text(), entry or k.entry
+    except ValueError:
+        text = (CUDA_DIR / name).read_text()
+    if entry:
+        text = _function_text(text, entry)
+    return Text(text.rstrip())
+
+
+def _function_text(text: str, entry: str) -> str:
+    """The template line and body of `entry`, found by brace matching."""
+    m = re.search(rf"(template\s*<[^>]*>\s*)?(__global__|__device__)[^{{;]*\b{entry}\s*\(", text)
+    if not m:
+        return text
+    start = text.rfind("\n", 0, m.start()) + 1
+    # keep the comment block directly above the function
+    lines = text[:start].splitlines(keepends=True)
+    while lines and lines[-1].lstrip().startswith("//"):
+        start -= len(lines.pop())
+    depth, i = 0, text.index("{", m.end())
+    for j in range(i, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[j], 0)
+        if depth == 0:
+            return text[start:j + 1]
+    return text[start:]
+
+
+def sass_loop(kernel, params=None, limit: int = 60) -> Text:
+    """The main loop's SASS (the loop with the most FFMA), at most `limit` lines."""
+    k = kernel_of(kernel)
+    body = analysis.main_loop(compiler.sass(k, k.resolve(params)))
+    lines = [f"/*{a:04x}*/  {t}" for a, _, t in body]
+    more = len(lines) - limit
+    return Text("\n".join(lines[:limit] + ([f"... {more} more"] if more > 0 else [])))
+
+
+def resources(kernels, params: dict | None = None):
+    """Registers, spills, shared memory, occupancy and FFMA:LDS of several kernels."""
+    from .ladder import Table
+    rows = []
+    for name in kernels:
+        s = analysis.summary(name, (params or {}).get(name))
+        occ = analysis.kernel_occupancy(name, (params or {}).get(name))
+        h = s["loop_histogram"]
+        rows.append({"kernel": name, "registers": s["registers"], "spills": s["spill_stores"],
+                     "smem B": s["smem_bytes"], "threads": occ.threads_per_block,
+                     "blocks/SM": occ.blocks_per_sm, "occupancy": f"{occ.occupancy:.0%}",
+                     "loop FFMA": h.get("FFMA", 0) + h.get("DFMA", 0),
+                     "loop LDS": sum(v for f, v in h.items() if f.startswith("LDS")),
+                     "loop LDG": sum(v for f, v in h.items() if f.startswith("LDG")),
+                     "FFMA/LDS": round(s["fma_per_lds"], 2) if s["fma_per_lds"] else None})
+    return Table(rows, list(rows[0]), title="static analysis (ptxas -v, nvdisasm; sm_90)")

@@ -1,0 +1,87 @@
+"""Which global element sits in which shared-memory slot: chapter 11, question 1.
+
+`dgemm_tiled` (cuda/11_dgemm_tiled.cu) stages, for each step `tile` along K,
+
+    A_shared[threadIdx.y][threadIdx.x] = A[row * dim + j]
+    B_shared[threadIdx.y][threadIdx.x] = B[i * dim + col]
+
+with
+    row = blockIdx.y * blockDim.y + threadIdx.y      col = blockIdx.x * blockDim.x + threadIdx.x
+    j   = tile * BLOCK + threadIdx.x                 i   = tile * BLOCK + threadIdx.y
+
+for square dim x dim matrices and blockDim = (BLOCK, BLOCK). This module evaluates those
+same expressions in Python, without a GPU, and lays the result out slot by slot, with
+each slot's shared-memory byte address (from the start of its array) and bank.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BANKS = 32
+BANK_BYTES = 4
+
+
+@dataclass(frozen=True)
+class SharedTile:
+    """One shared array after the loads of one step. Every table is indexed [ty][tx]."""
+    name: str              # "A_shared" or "B_shared"
+    matrix: str            # "A" or "B"
+    offset: list           # global element offset: A[offset] (row-major, dim columns)
+    row: list              # offset // dim: the global row
+    col: list              # offset % dim: the global column
+    address: list          # byte address in the shared array, (ty * BLOCK + tx) * elem_bytes
+    bank: list             # bank of the element's first 4-byte word: (address / 4) % 32
+    elem_bytes: int
+
+    def banks_of(self, ty: int, tx: int) -> tuple[int, ...]:
+        """Every bank the element occupies (two for an 8-byte double)."""
+        first = self.address[ty][tx] // BANK_BYTES
+        return tuple((first + w) % BANKS for w in range(self.elem_bytes // BANK_BYTES))
+
+    def expression(self, ty: int, tx: int, dim: int) -> str:
+        """The slot's source in the kernel's own notation, e.g. 'A[17*256 + 18]'."""
+        return f"{self.matrix}[{self.row[ty][tx]}*{dim} + {self.col[ty][tx]}]"
+
+
+def shared_tile_contents(block=(1, 1), tile=1, BLOCK=16, dim=256, elem_bytes=8):
+    """A_shared and B_shared of thread block `block` = (blockIdx.x, blockIdx.y) right
+    after the loads of step `tile` (the __syncthreads that follows them).
+
+    Returns {"A_shared": SharedTile, "B_shared": SharedTile}.
+    """
+    bx, by = block
+    if not (0 <= bx < dim // BLOCK and 0 <= by < dim // BLOCK):
+        raise ValueError(f"block={block} is outside the {dim // BLOCK} x {dim // BLOCK} grid "
+                         f"of dim={dim}, BLOCK={BLOCK}")
+    if not 0 <= tile < dim // BLOCK:
+        raise ValueError(f"tile={tile}: the steps along K are 0 .. {dim // BLOCK - 1}")
+
+    def table(f):
+        return [[f(ty, tx) for tx in range(BLOCK)] for ty in range(BLOCK)]
+
+    def row_of(ty):            # row = blockIdx.y * blockDim.y + threadIdx.y
+        return by * BLOCK + ty
+
+    def col_of(tx):            # col = blockIdx.x * blockDim.x + threadIdx.x
+        return bx * BLOCK + tx
+
+    def j_of(tx):              # j = tile * BLOCK + threadIdx.x
+        return tile * BLOCK + tx
+
+    def i_of(ty):              # i = tile * BLOCK + threadIdx.y
+        return tile * BLOCK + ty
+
+    address = table(lambda ty, tx: (ty * BLOCK + tx) * elem_bytes)
+    bank = [[(a // BANK_BYTES) % BANKS for a in r] for r in address]
+
+    a_off = table(lambda ty, tx: row_of(ty) * dim + j_of(tx))
+    b_off = table(lambda ty, tx: i_of(ty) * dim + col_of(tx))
+
+    def make(name, matrix, off):
+        return SharedTile(name=name, matrix=matrix, offset=off,
+                          row=[[o // dim for o in r] for r in off],
+                          col=[[o % dim for o in r] for r in off],
+                          address=[r[:] for r in address], bank=[r[:] for r in bank],
+                          elem_bytes=elem_bytes)
+
+    return {"A_shared": make("A_shared", "A", a_off), "B_shared": make("B_shared", "B", b_off)}

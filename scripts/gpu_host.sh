@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# One batch on the offline GPU host: install the carried wheels, then check, sanitize,
+# test and time. Logs go to $OUT. Usage: bash scripts/gpu_host.sh STAGE...
+# Stages: info check sanitize tests nbval bench record probe profile
+set -uo pipefail
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .whl/*.whl >/dev/null 2>&1 || { echo "wheel install failed"; exit 1; }
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 MPLBACKEND=Agg
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+for stage in "$@"; do
+  echo "=== $stage $(date +%T)"
+  case $stage in
+    info)     nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,memory.total --format=csv
+              python3 -c "from gemm_kernels import device; print(device.properties())" ;;
+    check)    python3 -m gemm_kernels check 2>&1 | tee "$OUT/check.log" | grep -v " ok$" ;;
+    sanitize) python3 -m gemm_kernels check --sanitize 2>&1 | tee "$OUT/sanitize.log" ;;
+    tests)    python3 -m pytest -q -x tests/ 2>&1 | tee "$OUT/tests.log" | tail -15 ;;
+    nbval)    python3 -m pytest -q --nbval notebooks/ 2>&1 | tee "$OUT/nbval.log" | tail -25 ;;
+    bench)    python3 -m gemm_kernels bench --sizes 1024 2048 4096 2>&1 | tee "$OUT/bench.log"
+              cp figures/ladder.png "$OUT/" ;;
+    record)   python3 -m gemm_kernels record 2>&1 > "$OUT/record.log"; tail -3 "$OUT/record.log"
+              cp figures/data/*.json "$OUT/" ;;
+    probe)    python3 -m gemm_kernels.bank_probe --out "$OUT/bank_probe.json" 2>&1 | tee "$OUT/probe.log" | tail -40 ;;
+    profile)  python3 -m gemm_kernels profile 2>&1 | tee "$OUT/profile.log" | tail -40
+              cp figures/data/*.json "$OUT/" ;;
+  esac
+done
