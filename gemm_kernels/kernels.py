@@ -282,6 +282,49 @@ register(Kernel(
 ))
 
 
+def _zorder_threads(p):
+    return p["BM"] * p["BN"] // 64     # 8 x 8 outputs per thread
+
+
+register(Kernel(
+    name="zorder", chapter="09",
+    title="conflict-free shared memory: padded A tile (BM+4) and z-order thread layout",
+    source="09_zorder.cu", entry="sgemm_zorder", op="sgemm",
+    params=(Param("BM", (32, 64, 128, 256), 128, "rows of the C tile per block"),
+            Param("BN", (64, 128, 256), 128, "columns of the C tile per block"),
+            Param("BK", (4, 8, 16, 32), 8, "depth of the A and B tiles (step along K)"),
+            Param("PAD", (0, 4), 4,
+                  "floats added to each row of the k-major A tile (BM + PAD): 4 makes the "
+                  "transposed store conflict-free at BK = 8 and keeps rows 16-byte aligned"),
+            Param("ZORDER", (True, False), True,
+                  "True: each warp is a 4 x 8 block of threads with neighbours sharing "
+                  "operands (conflict-free, merged LDS.128); False: row-major threads")),
+    template=("BM", "BN", "BK", "PAD", "ZORDER", "VEC"),
+    constraints=(
+        Constraint(lambda p: _zorder_threads(p) <= 512,
+                   "BM*BN/64 = {BM}*{BN}/64 threads (8 x 8 outputs each) is more than 512: "
+                   "above that a thread gets fewer than the ~120 registers it needs; "
+                   "lower BM or BN"),
+        Constraint(lambda p: (p["BM"] * p["BK"] // 4) % _zorder_threads(p) == 0,
+                   "the A tile holds BM*BK/4 = {BM}*{BK}/4 float4s, which must split evenly "
+                   "over the BM*BN/64 = {BM}*{BN}/64 threads (BN must divide 16*BK): raise "
+                   "BK or lower BN"),
+        Constraint(lambda p: (p["BK"] * p["BN"] // 4) % _zorder_threads(p) == 0,
+                   "the B tile holds BK*BN/4 = {BK}*{BN}/4 float4s, which must split evenly "
+                   "over the BM*BN/64 = {BM}*{BN}/64 threads (BM must divide 16*BK): raise "
+                   "BK or lower BM"),
+        Constraint(lambda p: 2 * (p["BM"] + p["PAD"] + p["BN"]) * p["BK"] * 4 <= 48 * 1024,
+                   "two stages of tiles need 2 * (BM + PAD + BN) * BK * 4 = "
+                   "2 * ({BM} + {PAD} + {BN}) * {BK} * 4 bytes of shared memory; at most "
+                   "49152 are allowed: lower BK, BM or BN"),
+    ),
+    threads=lambda p: (_zorder_threads(p), 1, 1),
+    grid=lambda p, s: (ceil_div(s[1], p["BN"]), ceil_div(s[0], p["BM"]), 1),
+    smem=lambda p: 2 * (p["BM"] + p["PAD"] + p["BN"]) * p["BK"] * 4,
+    shape_params=_vec_ab_shape_params,
+))
+
+
 # ---------------------------------------------------------------- chapters 10-11
 # Chapter 10: transposes and copies, (rows, cols, in, out), T = float or double.
 _ITEMSIZE = {"float": 4, "double": 8}

@@ -148,7 +148,7 @@ __device__ __forceinline__ void store_tiles(const float (&ra)[BM * BK / NT],
 }
 
 template <int BM, int BN, int BK, int PAD, bool ZORDER, bool VEC>
-__global__ void __launch_bounds__(BM * BN / 64)
+__global__ void __launch_bounds__(BM * BN / 64, (VEC && BM * BN / 64 <= 256) ? 2 : 1)
 sgemm_zorder(int M, int N, int K, float alpha, const float* __restrict__ A,
              const float* __restrict__ B, float beta, float* __restrict__ C) {
     constexpr int NT = BM * BN / 64;       // 8 x 8 outputs per thread

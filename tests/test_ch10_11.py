@@ -1,0 +1,199 @@
+"""Chapters 10 (transpose) and 11 (64-bit shared memory): registry, static compile, tile map.
+
+CPU only: NVRTC -> ptxas -> nvdisasm from the pip wheels, no GPU.
+"""
+import re
+
+import pytest
+
+from gemm_kernels import banks, compiler
+from gemm_kernels.kernels import by_chapter, get
+from gemm_kernels.tile_map import shared_tile_contents
+
+CH10 = ["copy", "copy_smem", "transpose_naive", "transpose_smem", "transpose_padded",
+        "transpose_diagonal", "transpose_fast"]
+CH11 = ["dgemm_tiled", "sgemm_tiled_vec"]
+
+
+def _ops(sass: str) -> set[str]:
+    return set(re.findall(r"\b((?:LDS|STS|LDG|STG)(?:\.[\w]+)*)", sass))
+
+
+def test_chapter_entries_are_registered():
+    assert {k.name for k in by_chapter("10")} >= set(CH10)
+    assert {k.name for k in by_chapter("11")} >= set(CH11)
+    assert {get(n).op for n in CH10} == {"copy", "transpose"}
+    assert get("dgemm_tiled").op == "dgemm" and get("sgemm_tiled_vec").op == "sgemm"
+
+
+@pytest.mark.parametrize("name", CH10)
+@pytest.mark.parametrize("T", ["float", "double"])
+def test_ch10_defaults_compile_for_both_types(name, T):
+    k = get(name)
+    p = k.resolve({"T": T})
+    assert k.problems(p) == []
+    res = compiler.resources(k, p)
+    assert res["spill_stores"] == 0 and res["spill_loads"] == 0, res["report"]
+    assert res["smem_bytes"] == k.smem(p)
+
+
+@pytest.mark.parametrize("name", CH11)
+def test_ch11_defaults_compile(name):
+    k = get(name)
+    res = compiler.resources(k, {})
+    assert res["spill_stores"] == 0 and res["smem_bytes"] == k.smem(k.resolve({}))
+
+
+def test_dgemm_inner_loop_uses_64_bit_shared_loads():
+    ops = _ops(compiler.sass(get("dgemm_tiled"), {}))
+    assert "LDS.64" in ops            # B_shared[k][threadIdx.x]: one double per lane
+    assert "DFMA" in compiler.sass(get("dgemm_tiled"), {})
+
+
+@pytest.mark.parametrize("vec,op", [(2, "LDS.64"), (4, "LDS.128")])
+def test_sgemm_tiled_vec_reads_b_as_vectors(vec, op):
+    assert op in _ops(compiler.sass(get("sgemm_tiled_vec"), {"VEC": vec}))
+
+
+def test_transpose_fast_uses_16_byte_global_accesses():
+    ops = _ops(compiler.sass(get("transpose_fast"), {}))
+    assert "LDG.E.128.CONSTANT" in ops and "STG.E.128" in ops
+
+
+def test_transpose_fast_scalar_edge_path_compiles():
+    k = get("transpose_fast")
+    expr = k.name_expression({}, (8191, 4097))
+    assert expr.endswith("false, false>")
+    _, report, _ = compiler._cubin(k, expr, compiler.STATIC_ARCH)
+    assert "spill" in report
+
+
+# ------------------------------------------------------------------ shapes and geometry
+
+def test_fast_vector_paths_follow_the_shape():
+    k = get("transpose_fast")
+    p = k.resolve({})
+    assert k.shape_params(p, (8192, 8192)) == {"VEC_LOAD": True, "VEC_STORE": True}
+    assert k.shape_params(p, (8191, 4097)) == {"VEC_LOAD": False, "VEC_STORE": False}
+    # cols % 4 == 0 allows float4 loads; rows = 4097 forbids float4 stores
+    assert k.shape_params(p, (4097, 8192)) == {"VEC_LOAD": True, "VEC_STORE": False}
+    d = k.resolve({"T": "double"})     # 16 bytes = 2 doubles
+    assert k.shape_params(d, (6, 7)) == {"VEC_LOAD": False, "VEC_STORE": True}
+    assert k.threads(p) == (8, 8, 1) and k.threads(d) == (16, 8, 1)
+
+
+@pytest.mark.parametrize("name", CH10)
+def test_ch10_grid_covers_ragged_shapes(name):
+    k = get(name)
+    p = k.resolve({})
+    assert k.grid(p, (8191, 4097)) == (-(-4097 // 32), -(-8191 // 32), 1)
+    assert k.grid(p, (1, 1)) == (1, 1, 1)
+
+
+def test_dgemm_geometry():
+    k = get("dgemm_tiled")
+    assert k.threads(k.resolve({})) == (16, 16, 1)
+    assert k.grid(k.resolve({}), (256, 256, 256)) == (16, 16, 1)
+    v = get("sgemm_tiled_vec")
+    assert v.grid(v.resolve({}), (100, 130, 7)) == (3, 7, 1)   # 16*4 = 64 columns per block
+
+
+# ------------------------------------------------------------------ messages
+
+def test_rows_must_divide_tile_message_names_both():
+    msg = get("transpose_padded").problems({"TILE": 16, "ROWS": 32})
+    assert msg and "ROWS=32" in msg[0] and "TILE=16" in msg[0]
+
+
+def test_thread_limit_message_names_tile_and_rows():
+    msg = get("transpose_naive").problems({"TILE": 64, "ROWS": 32})
+    assert msg and "TILE=64" in msg[0] and "ROWS=32" in msg[0] and "1024" in msg[0]
+
+
+def test_fast_vec_bytes_too_small_for_double():
+    msg = get("transpose_fast").problems({"T": "double", "VEC_BYTES": 4})
+    assert msg and "VEC_BYTES=4" in msg[0] and "double" in msg[0]
+
+
+def test_fast_rows_multiple_of_vec():
+    msg = get("transpose_fast").problems({"ROWS": 2})      # float4: VEC = 4
+    assert msg and "ROWS=2" in msg[0] and "VEC_BYTES=16" in msg[0]
+
+
+def test_disallowed_value_lists_choices():
+    msg = get("transpose_fast").problems({"PAD": 3})
+    assert msg and "PAD=3" in msg[0] and "0, 1, 2" in msg[0]
+    msg = get("dgemm_tiled").problems({"BLOCK": 64})
+    assert msg and "BLOCK=64" in msg[0] and "8, 16, 32" in msg[0]
+
+
+def test_shape_rules():
+    k = get("transpose_padded")
+    p = k.resolve({"TILE": 16})
+    assert "gridDim.y" in k.shape_rule(p, (16 * 65536, 2))
+    assert k.shape_rule(p, (8191, 4097)) is None
+    d = get("dgemm_tiled")
+    assert "2^31" in d.shape_rule(d.resolve({}), (70000, 70000, 8))
+
+
+# ------------------------------------------------------------------ bank counts
+
+def _tile_addresses(TILE, S, size, column):
+    """Lane addresses of warp 0 of a (TILE, ROWS) block: tile[ty][tx] or tile[tx][ty]."""
+    out = []
+    for lane in range(32):
+        tx, ty = lane % TILE, lane // TILE
+        r, c = (tx, ty) if column else (ty, tx)
+        out.append((r * S + c) * size)
+    return out
+
+
+@pytest.mark.parametrize("T,size,smem_wf,padded_wf", [("float", 4, 32, 1), ("double", 8, 32, 2)])
+def test_transpose_column_read_bank_model(T, size, smem_wf, padded_wf):
+    # TILE = 32: unpadded, all lanes in one bank (float) or one bank pair (double)
+    assert banks.wavefronts(_tile_addresses(32, 32, size, True), size) == smem_wf
+    assert banks.wavefronts(_tile_addresses(32, 33, size, True), size) == padded_wf
+    assert banks.wavefronts(_tile_addresses(32, 33, size, False), size) == padded_wf
+
+
+def test_dgemm_inner_loop_bank_model():
+    # BLOCK = 16: lanes 0-15 are row ty = 0, lanes 16-31 row ty = 1; k = 3
+    a = [((lane // 16) * 16 + 3) * 8 for lane in range(32)]          # A_shared[ty][k]
+    b = [(3 * 16 + lane % 16) * 8 for lane in range(32)]             # B_shared[k][tx]
+    assert banks.wavefronts(b, 8) == 2          # two half-warp phases, no conflict
+    assert banks.wavefronts(a, 8) == 2          # two broadcasts, 128 bytes apart: same banks
+
+
+# ------------------------------------------------------------------ chapter 11, question 1
+
+def test_tile_map_block_1_1_tile_1():
+    t = shared_tile_contents(block=(1, 1), tile=1, BLOCK=16, dim=256)
+    A, B = t["A_shared"], t["B_shared"]
+    # A_shared[ty][tx] = A[(16 + ty) * 256 + 16 + tx]
+    assert A.offset[0][0] == 16 * 256 + 16 == 4112
+    assert A.offset[0][15] == 16 * 256 + 31
+    assert A.offset[15][15] == 31 * 256 + 31 == 7967
+    assert A.offset[3][5] == 19 * 256 + 21
+    # B_shared[ty][tx] = B[(16 + ty) * 256 + 16 + tx]: for block (1, 1) at tile 1 the same
+    assert B.offset == A.offset
+    assert A.expression(3, 5, 256) == "A[19*256 + 21]"
+    # 8-byte slots, 16 per 128-byte row: a row spans all 32 banks
+    assert A.address[0][1] == 8 and A.bank[0][1] == 2 and A.banks_of(0, 1) == (2, 3)
+    assert A.address[1][0] == 128 and A.bank[1][0] == 0
+    assert A.bank[0][15] == 30 and A.banks_of(0, 15) == (30, 31)
+
+
+def test_tile_map_other_block_and_tile():
+    t = shared_tile_contents(block=(2, 0), tile=3, BLOCK=16, dim=256)
+    A, B = t["A_shared"], t["B_shared"]
+    # row = 0*16 + ty, j = 3*16 + tx;  i = 3*16 + ty, col = 2*16 + tx
+    assert A.offset[1][2] == 1 * 256 + 50
+    assert B.offset[1][2] == 49 * 256 + 34
+    assert (B.row[1][2], B.col[1][2]) == (49, 34)
+
+
+def test_tile_map_rejects_outside_grid():
+    with pytest.raises(ValueError, match="block"):
+        shared_tile_contents(block=(16, 0))
+    with pytest.raises(ValueError, match="tile"):
+        shared_tile_contents(tile=16)
