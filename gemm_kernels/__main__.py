@@ -85,6 +85,11 @@ def cmd_sweep(a):
     print(f"{len(rows)} configurations of {a.kernel} merged into {rec.path}")
 
 
+def cmd_profile(a):
+    from .profile import main as profile_main
+    profile_main()
+
+
 def cmd_analyse(a):
     from .analysis import kernel_occupancy, summary
     for n in a.kernels or list(KERNELS):
@@ -114,6 +119,9 @@ def main(argv=None):
     s.add_argument("kernel")
     s.add_argument("--shape")
     s.set_defaults(fn=cmd_sweep)
+    pr = sub.add_parser("profile", help="Nsight Compute counters (bank conflicts, sectors) "
+                        "for every chapter, merged into the record")
+    pr.set_defaults(fn=cmd_profile)
     an = sub.add_parser("analyse", help="registers, spills, SASS histogram, occupancy (no GPU)")
     an.add_argument("--kernels", nargs="+")
     an.set_defaults(fn=cmd_analyse)

@@ -147,6 +147,9 @@ __device__ __forceinline__ void store_tiles(const float (&ra)[BM * BK / NT],
     }
 }
 
+// Launch bounds: on the VEC path ask ptxas for 2 resident blocks of 256 threads (at
+// most 128 registers per thread; without the hint it takes 130 and only 1 block fits).
+// The scalar edge path needs more registers for its addresses and is left uncapped.
 template <int BM, int BN, int BK, int PAD, bool ZORDER, bool VEC>
 __global__ void __launch_bounds__(BM * BN / 64, (VEC && BM * BN / 64 <= 256) ? 2 : 1)
 sgemm_zorder(int M, int N, int K, float alpha, const float* __restrict__ A,

@@ -1,0 +1,95 @@
+"""Profiler counters for the chapters' evidence, measured with Nsight Compute.
+
+`python -m gemm_kernels profile` launches each configuration below once, under a single
+ncu run, and merges the counters into the record as rows with a `metrics` map.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+from . import ncu
+from .kernels import KERNELS
+
+GLOBAL = ["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+          "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+          "dram__bytes_read.sum", "dram__bytes_write.sum"]
+SHARED = ["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+          "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+          "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+          "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"]
+METRICS = GLOBAL + SHARED
+GEMM_SHAPE = (1024, 1024, 1024)
+TRANSPOSE_SHAPE = (2048, 2048)
+# Chapters whose every configuration is profiled (their story is the counters).
+SWEPT = {"04", "10", "11"}
+
+
+def plan() -> list[tuple[str, dict, tuple]]:
+    """(kernel, params, shape) for every launch to profile, in launch order."""
+    out = []
+    for k in KERNELS.values():
+        shape = GEMM_SHAPE if k.op in ("sgemm", "dgemm") else TRANSPOSE_SHAPE
+        configs = k.valid_configurations() if k.chapter in SWEPT else [k.defaults()]
+        if k.op in ("transpose", "copy") and k.chapter not in SWEPT:
+            configs = [c for c in configs if c.get("T") == "float"] or configs
+        out += [(k.name, c, shape) for c in configs]
+    return out
+
+
+def target():
+    """Launch every planned configuration exactly once (ncu profiles each launch)."""
+    import cupy
+    from .launch import launch, problems
+    rng = cupy.random.default_rng(0)
+    for name, params, shape in plan():
+        k = KERNELS[name]
+        if problems(k, params, shape):
+            continue
+        if k.op in ("sgemm", "dgemm"):
+            dt = "float32" if k.op == "sgemm" else "float64"
+            M, N, K = shape
+            arrays = (rng.standard_normal((M, K)).astype(dt), rng.standard_normal((K, N)).astype(dt),
+                      cupy.zeros((M, N), dt))
+        else:
+            dt = "float32" if params.get("T", "float") == "float" else "float64"
+            src = rng.standard_normal(shape).astype(dt)
+            arrays = (src, cupy.empty(shape[::-1] if k.op == "transpose" else shape, dt))
+        launch(k, *arrays, params=params)
+    cupy.cuda.runtime.deviceSynchronize()
+
+
+def run() -> list[dict]:
+    from .launch import problems
+    todo = [(n, p, s) for n, p, s in plan() if not problems(n, p, s)]
+    entries = sorted({KERNELS[n].entry for n, _, _ in todo})
+    launches = ncu.profile([sys.executable, "-m", "gemm_kernels.profile", "--target"],
+                           METRICS, "^(" + "|".join(entries) + ")")
+    if len(launches) != len(todo):
+        raise RuntimeError(f"expected {len(todo)} profiled launches, ncu reported {len(launches)}")
+    rows = []
+    for (name, params, shape), l in zip(todo, launches):
+        if KERNELS[name].entry not in l["kernel"]:
+            raise RuntimeError(f"launch order mismatch: expected {name}, ncu saw {l['kernel']}")
+        rows.append({"chapter": KERNELS[name].chapter, "kernel": name, "params": params,
+                     "shape": list(shape), "metrics": l["metrics"], "tool": ncu.version()})
+    return rows
+
+
+def main():
+    if "--target" in sys.argv:
+        return target()
+    from .record import merge
+    rows = run()
+    rec = merge(rows)
+    for r in rows:
+        m = r["metrics"]
+        print(f"{r['kernel']:<18} {json.dumps(r['params']):<48} "
+              f"ld wf {m[SHARED[0]]:>12,.0f} conf {m[SHARED[2]]:>12,.0f}  "
+              f"st wf {m[SHARED[1]]:>10,.0f} conf {m[SHARED[3]]:>10,.0f}  "
+              f"sectors/req {m[GLOBAL[0]] / max(m[GLOBAL[1]], 1):.1f}")
+    print(f"{len(rows)} profiled configurations merged into {rec.path}")
+
+
+if __name__ == "__main__":
+    main()
