@@ -325,6 +325,80 @@ register(Kernel(
 ))
 
 
+def _cap_threads(p):
+    return 32 * (p["BM"] // p["WM"]) * (p["BN"] // p["WN"])
+
+
+def _cap_smem(p):
+    """Dynamic shared memory: STAGES x (k-major A tile with rows BM + 4, B tile)."""
+    return p["STAGES"] * p["BK"] * (p["BM"] + 4 + p["BN"]) * 4
+
+
+def _cap_ok(p):
+    """The warp grid is well formed (the other rules are only meaningful then)."""
+    return p["BM"] % p["WM"] == 0 and p["BN"] % p["WN"] == 0 and _cap_threads(p) <= 1024
+
+
+register(Kernel(
+    name="capstone", chapter="09",
+    title="capstone: cp.async multi-stage pipeline, warp tiling, z-order, "
+          "register double buffering",
+    source="09_capstone.cu", entry="sgemm_capstone", op="sgemm",
+    params=(Param("BM", (64, 128, 256), 128, "rows of the C tile per block"),
+            Param("BN", (64, 128, 256), 128, "columns of the C tile per block"),
+            Param("BK", (8, 16, 32), 8, "depth of a pipeline stage (step along K)"),
+            Param("WM", (16, 32, 64, 128), 32,
+                  "rows of a warp's region (each thread: WM/16 sub-tiles of 4 rows)"),
+            Param("WN", (32, 64, 128), 64,
+                  "columns of a warp's region (each thread: WN/32 sub-tiles of 4 columns)"),
+            Param("STAGES", (2, 3, 4, 5, 6), 4,
+                  "shared-memory stages in the cp.async ring (STAGES-1 tiles in flight)"),
+            Param("GROUP", (1, 4, 8, 16), 8,
+                  "tile rows per rasterisation group (1: plain row-by-row block order)"),
+            Param("MINB", (1, 2), 2,
+                  "blocks per SM promised to ptxas (__launch_bounds__): 2 caps a 256-thread "
+                  "block at 128 registers per thread")),
+    template=("BM", "BN", "BK", "WM", "WN", "STAGES", "GROUP", "MINB", "VEC"),
+    constraints=(
+        Constraint(lambda p: p["BM"] % p["WM"] == 0,
+                   "WM={WM} must divide BM={BM}: the block tile is split into warp regions"),
+        Constraint(lambda p: p["BN"] % p["WN"] == 0,
+                   "WN={WN} must divide BN={BN}: the block tile is split into warp regions"),
+        Constraint(lambda p: p["BM"] % p["WM"] or p["BN"] % p["WN"] or _cap_threads(p) <= 1024,
+                   "(BM/WM)*(BN/WN) = ({BM}/{WM})*({BN}/{WN}) warps is more than 32 "
+                   "(1024 threads): raise WM or WN"),
+        Constraint(lambda p: not _cap_ok(p) or _cap_threads(p) % p["BN"] == 0,
+                   "BN={BN} must divide the number of threads, 32*(BM/WM)*(BN/WN) = "
+                   "32*({BM}/{WM})*({BN}/{WN}), so that every thread copies whole parts of "
+                   "a B row: lower WM or WN, or BN"),
+        Constraint(lambda p: not _cap_ok(p) or p["BM"] % (_cap_threads(p) // 8) == 0,
+                   "each copy of the A tile covers threads/8 rows, and BM={BM} must be a "
+                   "multiple of that (threads = 32*({BM}/{WM})*({BN}/{WN})): raise WM or WN"),
+        Constraint(lambda p: not _cap_ok(p) or (p["BK"] * p["BN"] // 4) % _cap_threads(p) == 0,
+                   "the B tile holds BK*BN/4 = {BK}*{BN}/4 float4s, which must split evenly "
+                   "over the 32*(BM/WM)*(BN/WN) = 32*({BM}/{WM})*({BN}/{WN}) threads: raise "
+                   "BK, WM or WN"),
+        Constraint(lambda p: not _cap_ok(p)
+                   or p["WM"] * p["WN"] // 32 + (p["WM"] + p["WN"]) // 2 + 24
+                   <= min(255, 65536 // (p["MINB"] * _cap_threads(p))),
+                   "a thread holds WM*WN/32 = {WM}*{WN}/32 accumulators plus two sets of "
+                   "operands; with MINB={MINB} blocks of 32*({BM}/{WM})*({BN}/{WN}) "
+                   "threads per SM that does not fit in 65536 registers (255 per thread): "
+                   "lower WM or WN, or MINB"),
+        Constraint(lambda p: p["MINB"] * (_cap_smem(p) + 1024) <= 228 * 1024,
+                   "STAGES * BK * (BM + 4 + BN) * 4 = {STAGES} * {BK} * ({BM} + 4 + {BN}) * 4 "
+                   "bytes of shared memory per block: MINB={MINB} blocks of it (plus 1 KiB "
+                   "each) do not fit in the 228 KiB of an SM: lower STAGES or BK, or MINB"),
+    ),
+    threads=lambda p: (_cap_threads(p), 1, 1),
+    grid=lambda p, s: (ceil_div(s[1], p["BN"]), ceil_div(s[0], p["BM"]), 1),
+    dynamic_smem=_cap_smem,
+    # A is always copied 4 bytes at a time (transposed on the way), so only B and C
+    # need 16-byte alignment: the vector path needs N % 4 == 0, any K.
+    shape_params=lambda p, s: {"VEC": s is None or s[1] % 4 == 0},
+))
+
+
 # ---------------------------------------------------------------- chapters 10-11
 # Chapter 10: transposes and copies, (rows, cols, in, out), T = float or double.
 _ITEMSIZE = {"float": 4, "double": 8}

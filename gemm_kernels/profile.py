@@ -93,3 +93,38 @@ def main():
 
 if __name__ == "__main__":
     main()
+
+
+def counters(kernel: str, params: dict | None = None) -> dict | None:
+    """The recorded ncu counters of one configuration (defaults if params is None)."""
+    from . import records
+    rec = records.current()
+    if rec is None:
+        return None
+    full = KERNELS[kernel].resolve(params)
+    rows = [r for r in rec.find(kernel, None, full) if "metrics" in r and "gflops" not in r]
+    return rows[0] if rows else None
+
+
+def counter_table(kernels, params: dict | None = None, shared: bool = False):
+    """Per kernel: sectors per global load request and DRAM bytes; with `shared`, the
+    shared-memory wavefronts and bank conflicts of loads and stores. Recorded counters."""
+    from . import records
+    from .ladder import Table
+    rows = []
+    for name in kernels:
+        r = counters(name, (params or {}).get(name))
+        if r is None:
+            continue
+        m = r["metrics"]
+        row = {"kernel": name, "params": r["params"], "shape": r["shape"]}
+        if shared:
+            row |= {"ld wavefronts": m[SHARED[0]], "ld conflicts": m[SHARED[2]],
+                    "st wavefronts": m[SHARED[1]], "st conflicts": m[SHARED[3]]}
+        else:
+            row |= {"sectors/request": m[GLOBAL[0]] / max(m[GLOBAL[1]], 1),
+                    "load requests": m[GLOBAL[1]], "DRAM MB read": m[GLOBAL[2]] / 1e6}
+        rows.append(row)
+    rec = records.current()
+    src = f"Nsight Compute, {rec.label}" if rec else "no recording"
+    return Table(rows, list(rows[0]) if rows else ["kernel"], title=src)

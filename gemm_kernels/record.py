@@ -95,6 +95,7 @@ def plan_rows(chapters=None, log=print) -> list[dict]:
         for s in TRANSPOSE_SHAPES:
             rows.append(timing.measure_copy(s[0] * s[1] * 4) | {"shape": list(s)})
         log(f"device copy: {_rate(rows[-1])}")
+        rows.append(timing.measure_pitfalls())
     for k in KERNELS.values():
         if not want(k.chapter):
             continue

@@ -115,3 +115,44 @@ def measure_transpose(kernel, shape, params=None, repeats: int = REPEATS) -> dic
     return {"chapter": k.chapter, "kernel": k.name, "params": p, "shape": list(shape),
             "gbps": _spread(t, lambda ms: moved / (ms * 1e-3) / 1e9),
             "exact": bool(cupy.array_equal(out, expect)), "repeats": t.repeats}
+
+
+def measure_pitfalls(n: int = 4096) -> dict:
+    """Two timing mistakes measured on cuBLAS at n^3: a host timer without a
+    synchronisation, and zeros instead of random inputs."""
+    import time
+    import cupy
+    A, B, C = _inputs((n, n, n), "float32")
+    mm = lambda: cupy.matmul(A, B, out=C)
+    random_ms = time_gpu(mm).median_ms
+    cupy.cuda.runtime.deviceSynchronize()
+    t0 = time.perf_counter()
+    mm()                                   # returns as soon as the launch is queued
+    host_ms = (time.perf_counter() - t0) * 1e3
+    cupy.cuda.runtime.deviceSynchronize()
+    A.fill(0)
+    B.fill(0)
+    zeros_ms = time_gpu(mm).median_ms
+    return {"chapter": "00", "kernel": "timing_pitfalls", "params": {}, "shape": [n, n, n],
+            "metrics": {"host_timer_without_sync_ms": host_ms, "events_random_ms": random_ms,
+                        "events_zeros_ms": zeros_ms}}
+
+
+def pitfalls_table():
+    """The pitfalls row, measured now (live) or from the recording."""
+    from . import device, records
+    from .ladder import Table
+    if device.is_live():
+        row, src = measure_pitfalls(), records.source()
+    else:
+        rec = records.current()
+        found = rec.find("timing_pitfalls") if rec else []
+        if not found:
+            raise LookupError("the recording has no timing_pitfalls row")
+        row, src = found[0], rec.label
+    m = row["metrics"]
+    rows = [{"what": "host timer around the launch, no synchronize", "ms": m["host_timer_without_sync_ms"]},
+            {"what": "CUDA events, random inputs (the harness)", "ms": m["events_random_ms"]},
+            {"what": "CUDA events, all-zero inputs", "ms": m["events_zeros_ms"]}]
+    return Table(rows, ["what", "ms"],
+                 title=f"cuBLAS SGEMM {'x'.join(map(str, row['shape']))}, {src}")

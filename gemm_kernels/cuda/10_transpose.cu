@@ -188,7 +188,8 @@ __global__ void transpose_fast(int rows, int cols, const T* __restrict__ in,
     // Read tile rows row0 + r, columns col0 .. col0 + TILE - 1.
     if (VEC_LOAD && aligned_to<VEC_BYTES>(in)) {
 #pragma unroll
-        for (int r = ty; r < TILE; r += ROWS) {
+        for (int i = 0; i < TILE / ROWS; ++i) {
+            const int r = ty + i * ROWS;
             const int gr = row0 + r, gc = col0 + tx * VEC;
             if (gr < rows && gc < cols) {
                 const V v = *reinterpret_cast<const V*>(in + (size_t)gr * cols + gc);
@@ -198,7 +199,8 @@ __global__ void transpose_fast(int rows, int cols, const T* __restrict__ in,
         }
     } else {
 #pragma unroll
-        for (int r = sy; r < TILE; r += SROWS) {
+        for (int i = 0; i < TILE / SROWS; ++i) {
+            const int r = sy + i * SROWS;
             const int gr = row0 + r, gc = col0 + sx;
             if (gr < rows && gc < cols) tile[r][sx] = in[(size_t)gr * cols + gc];
         }
@@ -208,7 +210,8 @@ __global__ void transpose_fast(int rows, int cols, const T* __restrict__ in,
     // Write rows col0 + r of `out` (column r of the tile), columns row0 .. row0 + TILE - 1.
     if (VEC_STORE && aligned_to<VEC_BYTES>(out)) {
 #pragma unroll
-        for (int r = ty; r < TILE; r += ROWS) {
+        for (int i = 0; i < TILE / ROWS; ++i) {
+            const int r = ty + i * ROWS;
             const int gr = col0 + r, gc = row0 + tx * VEC;
             if (gr < cols && gc < rows) {
                 V v;
@@ -219,7 +222,8 @@ __global__ void transpose_fast(int rows, int cols, const T* __restrict__ in,
         }
     } else {
 #pragma unroll
-        for (int r = sy; r < TILE; r += SROWS) {
+        for (int i = 0; i < TILE / SROWS; ++i) {
+            const int r = sy + i * SROWS;
             const int gr = col0 + r, gc = row0 + sx;
             if (gr < cols && gc < rows) out[(size_t)gr * rows + gc] = tile[sx][r];
         }

@@ -1,0 +1,82 @@
+"""Which element each lane of a warp touches, and what that costs in 32-byte sectors.
+
+A model of chapters 01-02's global loads: for one warp and one step k of the dot
+product, the addresses the 32 lanes load from A and from B, and the sectors (aligned
+32-byte pieces of memory, the unit the L1/L2 move) those addresses fall in.
+"""
+from __future__ import annotations
+
+SECTOR = 32
+
+
+def warp_elements(kernel: str, params: dict, M: int, N: int, K: int, k: int = 0,
+                  warp: int = 0) -> list[dict]:
+    """Per lane of `warp` in block (0, 0): its (row, col) of C and the element of A and
+    of B it loads at step k, for the naive and coalesced kernels."""
+    from .kernels import get
+    kern = get(kernel)
+    p = kern.resolve(params)
+    bx, by, _ = kern.threads(p)
+    out = []
+    for lane in range(32):
+        t = warp * 32 + lane
+        if t >= bx * by:                    # a block smaller than a warp leaves lanes empty
+            out.append({"lane": lane, "row": None, "col": None, "active": False,
+                        "A": None, "B": None})
+            continue
+        tx, ty = t % bx, t // bx            # threadIdx.x varies fastest within a warp
+        if kernel == "naive":
+            x, y = tx, ty
+            row, col = (x, y) if p["MAPPING"] == "x->row" else (y, x)
+        elif kernel == "coalesced":
+            row, col = t // p["BLOCK"], t % p["BLOCK"]
+        else:
+            raise ValueError(f"the access model covers naive and coalesced, not {kernel}")
+        active = row < M and col < N
+        out.append({"lane": lane, "row": row, "col": col, "active": active,
+                    "A": (row * K + k) if active else None,
+                    "B": (k * N + col) if active else None})
+    return out
+
+
+def sectors(indices, elem_bytes: int = 4) -> int:
+    """Distinct 32-byte sectors touched by element indices (None = inactive lane)."""
+    return len({i * elem_bytes // SECTOR for i in indices if i is not None})
+
+
+def sector_table(configs, M=4096, N=4096, K=4096):
+    """Sectors per warp-wide load of A and of B, and bytes moved per useful byte."""
+    from .ladder import Table
+    rows = []
+    for kernel, params in configs:
+        lanes = warp_elements(kernel, params, M, N, K)
+        sa, sb = sectors(l["A"] for l in lanes), sectors(l["B"] for l in lanes)
+        used = 4 * (len({l["A"] for l in lanes if l["active"]}) +
+                    len({l["B"] for l in lanes if l["active"]}))
+        rows.append({"kernel": kernel, "params": params,
+                     "active lanes": sum(l["active"] for l in lanes),
+                     "A sectors": sa, "B sectors": sb,
+                     "bytes fetched": SECTOR * (sa + sb), "bytes used": used,
+                     "efficiency": f"{used / (SECTOR * (sa + sb)):.0%}"})
+    return Table(rows, list(rows[0]), title="one warp, one step k: 32-byte sectors per load")
+
+
+def lane_picture(kernel: str, params: dict, rows: int = 8, cols: int = 40, ax=None):
+    """Which C elements the 32 lanes of warp 0 own, drawn on the corner of C."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    lanes = warp_elements(kernel, params, 4096, 4096, 4096)
+    grid = np.full((rows, cols), np.nan)
+    for l in lanes:
+        if l["active"] and l["row"] < rows and l["col"] < cols:
+            grid[l["row"], l["col"]] = l["lane"]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 2.6))
+    ax.imshow(grid, cmap="viridis", vmin=0, vmax=31)
+    for (r, c), v in np.ndenumerate(grid):
+        if not np.isnan(v):
+            ax.text(c, r, int(v), ha="center", va="center", fontsize=6, color="w")
+    ax.set_title(f"{kernel} {params}: lanes of warp 0 on C (rows down, columns across)", fontsize=9)
+    ax.set_xlabel("column of C")
+    ax.set_ylabel("row of C")
+    return ax
