@@ -379,7 +379,7 @@ register(Kernel(
                    "over the 32*(BM/WM)*(BN/WN) = 32*({BM}/{WM})*({BN}/{WN}) threads: raise "
                    "BK, WM or WN"),
         Constraint(lambda p: not _cap_ok(p)
-                   or p["WM"] * p["WN"] // 32 + (p["WM"] + p["WN"]) // 2 + 24
+                   or p["WM"] * p["WN"] // 32 + 2 * (p["WM"] // 4 + p["WN"] // 8) + 24
                    <= min(255, 65536 // (p["MINB"] * _cap_threads(p))),
                    "a thread holds WM*WN/32 = {WM}*{WN}/32 accumulators plus two sets of "
                    "operands; with MINB={MINB} blocks of 32*({BM}/{WM})*({BN}/{WN}) "

@@ -91,9 +91,9 @@ def plan_rows(chapters=None, log=print) -> list[dict]:
         for n in LADDER_SIZES:
             rows.append(timing.measure_cublas((n, n, n)))
             log(f"cublas {n}: {_rate(rows[-1])}")
-        rows.append(timing.measure_copy(1 << 30))
+        rows.append(timing.measure_copy((1 << 30,)))
         for s in TRANSPOSE_SHAPES:
-            rows.append(timing.measure_copy(s[0] * s[1] * 4) | {"shape": list(s)})
+            rows.append(timing.measure_copy(s))
         log(f"device copy: {_rate(rows[-1])}")
         rows.append(timing.measure_pitfalls())
     for k in KERNELS.values():

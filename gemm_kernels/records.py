@@ -118,7 +118,7 @@ def measure_or_lookup(kernel: str, shape, params: dict | None = None,
         if name in ("cublas", "cublas_dgemm"):
             row = timing.measure_cublas(shape, "float32" if name == "cublas" else "float64", **kw)
         elif name == "device_copy":
-            row = timing.measure_copy(shape[0], **kw)
+            row = timing.measure_copy(shape, **kw)
         elif kernel_of(name).op in ("transpose", "copy"):
             row = timing.measure_transpose(name, shape, params, **kw)
         else:

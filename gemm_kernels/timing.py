@@ -87,16 +87,18 @@ def measure_cublas(shape, dtype="float32", repeats: int = REPEATS) -> dict:
             "rel_error": _rel_error(A, B, C), "repeats": t.repeats}
 
 
-def measure_copy(nbytes: int, repeats: int = REPEATS) -> dict:
-    """Device-to-device copy; GB/s counts bytes read plus bytes written."""
+def measure_copy(shape, repeats: int = REPEATS) -> dict:
+    """Device-to-device copy of a float32 matrix of `shape`, or of `shape[0]` bytes when
+    the shape has one entry; GB/s counts bytes read plus bytes written."""
     import cupy
+    nbytes = shape[0] if len(shape) == 1 else shape[0] * shape[1] * 4
     src = cupy.random.default_rng().standard_normal(nbytes // 4, dtype=cupy.float32)
     dst = cupy.empty_like(src)
     n = src.nbytes
     t = time_gpu(lambda: cupy.cuda.runtime.memcpyAsync(
         dst.data.ptr, src.data.ptr, n, cupy.cuda.runtime.memcpyDeviceToDevice,
         cupy.cuda.get_current_stream().ptr), repeats)
-    return {"chapter": "00", "kernel": "device_copy", "params": {}, "shape": [n],
+    return {"chapter": "00", "kernel": "device_copy", "params": {}, "shape": list(shape),
             "gbps": _spread(t, lambda ms: 2 * n / (ms * 1e-3) / 1e9), "repeats": t.repeats}
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from . import device, records
 from .launch import kernel_of, problems
 
-SIZES = (1024, 2048, 4096)
-DEFAULT_SIZE = 2048          # the size sweeps are recorded at (record.SWEEP_SIZE)
+SIZES = {"gemm": (1024, 2048, 4096), "transpose": (4096, 8192)}
+DEFAULT_SIZE = {"gemm": 2048, "transpose": 8192}   # the sizes sweeps are recorded at
 CHECK_SHAPE = (257, 263, 129)  # ragged: every live widget run is also checked
 
 
@@ -21,9 +21,10 @@ class Explorer:
     Recorded: looks the configuration up in the recorded sweep.
     """
 
-    def __init__(self, kernel, size: int = DEFAULT_SIZE, fixed: dict | None = None):
+    def __init__(self, kernel, size: int | None = None, fixed: dict | None = None):
         self.kernel = kernel_of(kernel)
-        self.size = size
+        self.family = "gemm" if self.kernel.op in ("sgemm", "dgemm") else "transpose"
+        self.size = size or DEFAULT_SIZE[self.family]
         self.fixed = dict(fixed or {})
         self.history: list[tuple[str, float]] = []
         self._cublas: dict[int, float | None] = {}
@@ -35,9 +36,8 @@ class Explorer:
     def cublas(self) -> float | None:
         if self.size not in self._cublas:
             name = {"sgemm": "cublas", "dgemm": "cublas_dgemm"}.get(self.kernel.op, "device_copy")
-            shape = self.shape if name != "device_copy" else (self.size * self.size * 4,)
             try:
-                row = records.measure_or_lookup(name, shape)
+                row = records.measure_or_lookup(name, self.shape)
                 self._cublas[self.size] = (row.get("gflops") or row["gbps"])["median"]
             except LookupError:
                 self._cublas[self.size] = None
@@ -93,7 +93,8 @@ class Explorer:
         specs = {p.name: p for p in self.kernel.params}
         boxes = {n: W.Dropdown(options=list(specs[n].values), value=specs[n].default,
                                description=n, layout=W.Layout(width="180px")) for n in names}
-        size = W.Dropdown(options=SIZES if device.is_live() else (self.size,), value=self.size,
+        size = W.Dropdown(options=SIZES[self.family] if device.is_live() else (self.size,),
+                          value=self.size,
                           description="size", layout=W.Layout(width="180px"))
         button = W.Button(description="Run", button_style="primary")
         status, out = W.HTML(), W.Output()
@@ -118,11 +119,12 @@ class Explorer:
         return W.VBox([W.HBox(list(boxes.values()) + [size, button]), status, out])
 
 
-def sweep_grid(kernel, x: str, y: str, size: int = DEFAULT_SIZE, fixed: dict | None = None):
+def sweep_grid(kernel, x: str, y: str, size: int | None = None, fixed: dict | None = None):
     """A (y values) x (x values) grid of the best recorded or live rate over the other
     tunables, with the reason for each invalid cell. Returns (xs, ys, values, reasons)."""
     import math
     k = kernel_of(kernel)
+    size = size or DEFAULT_SIZE["gemm" if k.op in ("sgemm", "dgemm") else "transpose"]
     specs = {p.name: p for p in k.params}
     xs, ys = list(specs[x].values), list(specs[y].values)
     fixed = fixed or {}
@@ -148,7 +150,7 @@ def sweep_grid(kernel, x: str, y: str, size: int = DEFAULT_SIZE, fixed: dict | N
     return xs, ys, values, reasons
 
 
-def heatmap(kernel, x: str, y: str, size: int = DEFAULT_SIZE, fixed: dict | None = None, ax=None):
+def heatmap(kernel, x: str, y: str, size: int | None = None, fixed: dict | None = None, ax=None):
     """Heat map of sweep_grid; invalid cells marked with an x."""
     import math
     import matplotlib.pyplot as plt
