@@ -123,10 +123,12 @@ _TILE_SMEM_RULE = Constraint(
 register(Kernel(
     name="tile_1d", chapter="05", title="1D block tiling: TM outputs per thread",
     source="05_tile_1d.cu", entry="sgemm_tile_1d", op="sgemm",
-    params=(Param("BM", (16, 32, 64, 128, 256), 64, "rows of the C tile per block"),
-            Param("BN", (16, 32, 64, 128, 256), 64, "columns of the C tile per block"),
-            Param("BK", (4, 8, 16, 32, 64), 8, "depth of the A and B tiles (step along K)"),
-            Param("TM", (1, 2, 4, 8, 16, 32), 8, "outputs per thread, down one column")),
+    # The values span the useful range while keeping the whole space small enough to
+    # sweep on the GPU host in a minute or two.
+    params=(Param("BM", (32, 64, 128), 64, "rows of the C tile per block"),
+            Param("BN", (32, 64, 128), 64, "columns of the C tile per block"),
+            Param("BK", (8, 16), 8, "depth of the A and B tiles (step along K)"),
+            Param("TM", (4, 8, 16), 8, "outputs per thread, down one column")),
     template=("BM", "BN", "BK", "TM"),
     constraints=(
         Constraint(lambda p: p["BM"] % p["TM"] == 0,
@@ -138,6 +140,16 @@ register(Kernel(
         Constraint(lambda p: p["BM"] % p["TM"] or _tile_threads_1d(p) <= 1024,
                    "BM*BN/TM = {BM}*{BN}/{TM} threads per block is more than 1024: "
                    "raise TM or lower BM or BN"),
+        # Registers: TM accumulators, and the A values that the unrolled k loop
+        # loads ahead (ptxas -v on sm_90: the default takes 52). Past min(255,
+        # 65536 / threads) per thread, ptxas spills to local memory.
+        Constraint(lambda p: p["BM"] % p["TM"] or
+                   2 * p["TM"] + p["TM"] * p["BK"] // 8 + 32
+                   <= min(255, 65536 // _tile_threads_1d(p)),
+                   "TM={TM} with BK={BK} needs about 2*TM + TM*BK/8 + 32 registers per "
+                   "thread, more than a thread may have in a block of BM*BN/TM = "
+                   "{BM}*{BN}/{TM} threads (min(255, 65536 / threads)); it would spill "
+                   "to local memory: lower TM or BK, or use fewer threads"),
         _TILE_SMEM_RULE,
     ),
     threads=lambda p: (_tile_threads_1d(p), 1, 1),
@@ -151,11 +163,11 @@ def _tile_2d_kernel(name, entry, title, defaults):
     return Kernel(
         name=name, chapter="06", title=title,
         source="06_tile_2d.cu", entry=entry, op="sgemm",
-        params=(Param("BM", (32, 64, 128, 256), bm, "rows of the C tile per block"),
-                Param("BN", (32, 64, 128, 256), bn, "columns of the C tile per block"),
-                Param("BK", (4, 8, 16, 32), bk, "depth of the A and B tiles (step along K)"),
-                Param("TM", (1, 2, 4, 8, 16), tm, "rows of outputs per thread"),
-                Param("TN", (1, 2, 4, 8, 16), tn, "columns of outputs per thread")),
+        params=(Param("BM", (64, 128), bm, "rows of the C tile per block"),
+                Param("BN", (64, 128), bn, "columns of the C tile per block"),
+                Param("BK", (8, 16), bk, "depth of the A and B tiles (step along K)"),
+                Param("TM", (4, 8), tm, "rows of outputs per thread"),
+                Param("TN", (4, 8), tn, "columns of outputs per thread")),
         template=("BM", "BN", "BK", "TM", "TN"),
         constraints=(
             Constraint(lambda p: p["BM"] % p["TM"] == 0,
@@ -168,15 +180,17 @@ def _tile_2d_kernel(name, entry, title, defaults):
             Constraint(lambda p: _tile_threads_2d(p) <= 1024,
                        "(BM/TM)*(BN/TN) = ({BM}/{TM})*({BN}/{TN}) threads per block is "
                        "more than 1024: raise TM or TN, or lower BM or BN"),
-            # A thread holds TM*TN accumulators plus TM + TN cached operands; a block
-            # of NT threads gets at most 65536/NT registers per thread (255 at most).
-            # Beyond that ptxas spills to local memory, which this chapter avoids.
-            Constraint(lambda p: p["TM"] * p["TN"] + p["TM"] + p["TN"] + 32
+            # Registers: TM*TN accumulators, and about as many again for the operands,
+            # addresses and loads that the unrolled loop keeps in flight (ptxas -v on
+            # sm_90: 8x8 takes 159). A block of NT threads may give each at most
+            # min(255, 65536 / NT); past that ptxas spills to local memory.
+            Constraint(lambda p: 2 * p["TM"] * p["TN"] + 32
                        <= min(255, 65536 // _tile_threads_2d(p)),
-                       "TM*TN = {TM}*{TN} accumulators (plus TM + TN operands) do not fit "
-                       "in the registers a thread may have in a block of "
-                       "(BM/TM)*(BN/TN) = ({BM}/{TM})*({BN}/{TN}) threads (65536 per block, "
-                       "255 per thread): lower TM or TN, or use fewer threads"),
+                       "TM*TN = {TM}*{TN} outputs per thread need about 2*TM*TN + 32 "
+                       "registers, more than a thread may have in a block of "
+                       "(BM/TM)*(BN/TN) = ({BM}/{TM})*({BN}/{TN}) threads "
+                       "(min(255, 65536 / threads)); it would spill to local memory: "
+                       "lower TM or TN, or use fewer threads"),
             _TILE_SMEM_RULE,
         ),
         threads=lambda p: (_tile_threads_2d(p), 1, 1),
@@ -345,17 +359,17 @@ register(Kernel(
           "register double buffering",
     source="09_capstone.cu", entry="sgemm_capstone", op="sgemm",
     params=(Param("BM", (64, 128, 256), 128, "rows of the C tile per block"),
-            Param("BN", (64, 128, 256), 128, "columns of the C tile per block"),
+            Param("BN", (64, 128, 256), 256, "columns of the C tile per block"),
             Param("BK", (8, 16, 32), 8, "depth of a pipeline stage (step along K)"),
             Param("WM", (16, 32, 64, 128), 32,
                   "rows of a warp's region (each thread: WM/16 sub-tiles of 4 rows)"),
-            Param("WN", (32, 64, 128), 64,
+            Param("WN", (32, 64, 128), 128,
                   "columns of a warp's region (each thread: WN/32 sub-tiles of 4 columns)"),
             Param("STAGES", (2, 3, 4, 5, 6), 4,
                   "shared-memory stages in the cp.async ring (STAGES-1 tiles in flight)"),
             Param("GROUP", (1, 4, 8, 16), 8,
                   "tile rows per rasterisation group (1: plain row-by-row block order)"),
-            Param("MINB", (1, 2), 2,
+            Param("MINB", (1, 2), 1,
                   "blocks per SM promised to ptxas (__launch_bounds__): 2 caps a 256-thread "
                   "block at 128 registers per thread")),
     template=("BM", "BN", "BK", "WM", "WN", "STAGES", "GROUP", "MINB", "VEC"),

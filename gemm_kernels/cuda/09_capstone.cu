@@ -2,50 +2,49 @@
 // of the series, for Hopper (sm_90).
 //
 // What it keeps from chapters 07-09: a BM x BN tile per block, walked along K in steps
-// of BK; a k-major A tile with rows padded to BM + 4; 2 x 2 ... sub-tiles of 4 x 4 per
-// thread read with LDS.128; the z-order lane layout that lets every LDS.128 merge its
-// quarter-warps; outer-product FFMAs; float4 stores of C.
+// of BK; a k-major A tile with rows padded to BM + 4; sub-tiles of 4 x 4 per thread read
+// with LDS.128; the z-order lane layout that lets every LDS.128 merge its quarter-warps;
+// outer-product FFMAs; float4 stores of C.
 //
 // What is new:
 //
-// 1. cp.async (LDGSTS): global -> shared copies that bypass the registers. A thread
-//    issues the copy and moves on; `cp.async.commit_group` closes a group of copies and
-//    `cp.async.wait_group n` waits until at most n of the thread's groups are still in
-//    flight. No staging registers (chapter 08 needed 8), no STS instructions, and the
-//    copies of several future tiles can be in flight at once.
+// 1. cp.async (SASS: LDGSTS): global -> shared copies that bypass the registers. A
+//    thread issues the copy and moves on; `cp.async.commit_group` closes a group of
+//    copies and `cp.async.wait_group n` waits until at most n of the thread's groups are
+//    still in flight. No staging registers (chapter 08 needed 8), no STS instructions,
+//    and the copies of several future tiles can be in flight at once.
 //
-// 2. STAGES shared buffers (a ring). Before the loop, tiles 0..STAGES-2 are requested.
-//    In step t the block computes on stage t % STAGES and requests tile t+STAGES-1 into
-//    stage (t-1) % STAGES, the one it finished in step t-1. Loads get STAGES-1 steps of
-//    compute to arrive instead of one.
+// 2. STAGES shared buffers used as a ring. Before the loop, tiles 0..STAGES-2 are
+//    requested. In step t the block computes on stage t % STAGES and requests tile
+//    t+STAGES-1 into stage (t-1) % STAGES, the one it finished in step t-1. A copy has
+//    STAGES-1 steps of compute to arrive instead of one.
 //
 // 3. The A tile is transposed by the copy itself. A 16-byte cp.async cannot transpose
 //    (its 4 floats are consecutive in global memory and land consecutively in shared
 //    memory). But cp.async also copies 4 bytes, so each float of A is copied straight to
 //    its transposed place As[k][m]. Per tile, a thread issues BM*BK/NT 4-byte copies of A
-//    (4 for the default), against 1 LDG.128 + 4 STS.32 + 4 staging registers in chapter
-//    09: the same number of shared-memory writes, no registers, fully asynchronous. The
-//    alternative, A copied with 16-byte cp.async in its natural layout As[m][k] and read
-//    along k, needs a different register blocking; this keeps chapter 09's reads.
-//    The copy order makes both sides clean: 32 lanes of a warp copy 4 rows x 8 k
-//    (lane = 8 * row + k): 4 fully used 32-byte sectors of global memory, and shared
-//    words k*(BM+4) + m in banks (4k + m) % 32, k = 0..7, m = 0..3: all 32 different.
-//    B keeps its layout and is copied 16 bytes at a time (VEC path, N % 4 == 0) or
-//    4 bytes at a time (scalar edge path); a warp writes 512 (128) consecutive bytes.
-//    Since A never needs 16-byte alignment, the fast path needs only N % 4 == 0 (B rows
-//    and C rows 16-byte aligned); K can be anything.
+//    (4 for the default), where chapter 09 used 1 LDG.128 + 4 STS.32 + 4 staging
+//    registers: the same number of shared-memory writes, no registers, no waiting. (The
+//    alternative, 16-byte copies of A in its natural layout As[m][k], read along k,
+//    needs a different register blocking and new bank analysis; this keeps chapter 09's
+//    reads.) The copy order makes both sides clean: the 32 lanes of a warp copy 4 rows x
+//    8 k (lane = 8 * row + k): 4 fully used 32-byte sectors of global memory, and shared
+//    words k*(BM+4) + m in banks (4k + m) % 32, k = 0..7, m = 0..3: 32 different banks,
+//    1 wavefront. B keeps its layout and is copied 16 bytes at a time (VEC path,
+//    N % 4 == 0) or 4 bytes at a time (scalar edge path); a warp writes 512 (128)
+//    consecutive bytes of one row: conflict-free. Since A never needs 16-byte alignment,
+//    the fast path needs only N % 4 == 0 (rows of B and C 16-byte aligned); K can be
+//    anything.
 //
 // 4. Warp tiling. A warp owns a WM x WN region of the block tile; inside it the 32 lanes
 //    form chapter 09's 4 x 8 z-order grid (qr from lane bits b4 b1, qc from b3 b2 b0),
 //    and a lane owns MI x NJ sub-tiles of 4 x 4 (MI = WM/16, NJ = WN/32) at rows
 //    wm + 16i + 4qr + 0..3 and columns wn + 32j + 4qc + 0..3. Per k a thread issues MI + NJ
-//    LDS.128 for MI*NJ*16 FFMAs. Bank analysis of each LDS.128 (as in 09_zorder.cu): A,
-//    a half-warp reads 2 consecutive chunks (qr = 2h + b1), lanes i and i^1 agree: the
-//    quarters merge, 1 wavefront per half-warp; B, a half-warp reads 8 consecutive chunks
+//    LDS.128 for 16*MI*NJ FFMAs. Bank analysis of each LDS.128 (as in 09_zorder.cu):
+//    A: a half-warp reads 2 consecutive chunks (qr = 2h + b1), lanes i and i^1 agree: the
+//    quarters merge, 1 wavefront per half-warp; B: a half-warp reads 8 consecutive chunks
 //    (128 bytes starting at a multiple of 32 words), lanes i and i^2 agree: merged, 1
-//    wavefront per half-warp. 2 wavefronts per LDS.128, the minimum for 512 bytes
-//    delivered to 32 lanes in pairs. The default (WM x WN = 32 x 64, 8 x 8 per thread)
-//    thus costs 8 shared wavefronts per k per warp against 64 FFMA instructions.
+//    wavefront per half-warp. 2 wavefronts per LDS.128, the least possible.
 //
 // 5. Register double buffering of the fragments: while the FFMAs of step k run on
 //    fa[k & 1], fb[k & 1], the LDS.128 of step k+1 fill the other pair, so shared-memory
@@ -56,31 +55,43 @@
 // 6. Grouped rasterisation (GROUP > 1). Blocks are numbered pid = by * gridDim.x + bx,
 //    roughly the order in which they start. Instead of mapping pid to tile (by, bx) row
 //    by row, groups of GROUP tile rows are walked column by column: the blocks running
-//    at the same time then cover a squarer region of C, so they share more of the A rows
-//    and B columns they read, and more of those hits come from L2.
+//    at the same time cover a squarer region of C, so they share more of the rows of A
+//    and columns of B they read, and more of those reads hit in L2.
 //
-// Synchronisation, per step t (tiles numbered from 0, nt tiles):
-//    k = 0:      LDS fragments k=1 from stage t%S; issue copies of tile t+S-1 into
-//                stage (t-1)%S; commit (an empty group when t+S-1 >= nt, so the group
-//                count stays in step); FFMAs k=0.
-//    k = 1..BK-2: LDS fragments k+1; FFMAs k.
-//    k = BK-1:   wait_group(S-2): at most S-2 of this thread's groups still in flight,
-//                so tile t+1 (group t+1 of t+S committed) has landed; __syncthreads: every
-//                thread's copies of tile t+1 have landed, and every thread has finished
-//                reading stage t%S ... no: has issued its last LDS of stage (t-1)%S long
-//                ago and of stage t%S for k <= BK-1; LDS fragments k=0 from stage
-//                (t+1)%S; FFMAs k = BK-1.
-//    Write-after-read: the copies into stage (t-1)%S are issued at k = 0 of step t,
-//    after the barrier at k = BK-1 of step t-1, which every thread reaches only after
-//    its last read of stage (t-1)%S (the fragments for k = BK-1, loaded at k = BK-2).
+// The default: 128 x 256 x 8 tiles, 8 warps of 32 x 128, so 8 x 16 outputs per thread,
+// 4 stages (49664 bytes of dynamic shared memory), 1 block of 256 threads per SM with
+// ~220 registers. Why not 128 x 128 with 8 x 8 per thread and 2 blocks per SM (MINB=2,
+// 128 registers, also valid)? On Hopper an SM sub-partition issues one instruction per
+// cycle and the FFMA pipe takes one warp instruction per cycle, so every non-FFMA
+// instruction in the main loop costs an FFMA slot. Per k, 8 x 8 needs 4 LDS.128 per 64
+// FFMA, 8 x 16 needs 6 per 128; the copies and the per-tile barrier are shared by twice
+// the FFMAs too. In the SASS of the main loop FFMAs are ~81% of the instructions for
+// 128 x 128 and ~88% for 128 x 256. Two warps per scheduler are enough: each FFMA's
+// accumulator is next needed 128 FFMAs later, the LDS.128 of step k+1 have a whole step
+// to arrive, and the copies have 3 tiles (~6000 cycles).
 //
-// Edges: every copy is predicated. A copy whose source lies outside A or B (row >= M,
-// column >= N, or k >= K) still runs, with src-size 0: cp.async then writes zeros and
-// reads nothing (its source address is clamped to the matrix start anyway). Zeros only
-// ever replace elements outside the matrices, so NaN and Inf inside A and B propagate as
-// in cuBLAS: a zero A row (row >= M) meets real B values only in rows of C that are not
-// stored, and likewise for columns; along K, both operands are zero. Stores of C are
-// guarded; on the VEC path (N % 4 == 0) a float4 of C is either wholly inside or outside.
+// Synchronisation, in step t (STAGES = S, fragments of step k are loaded in step k-1):
+//    k = 0:       load fragments k = 1 from stage t % S; issue the copies of tile t+S-1
+//                 into stage (t-1) % S and commit them (an empty group when
+//                 t+S-1 >= tiles, to keep the group count in step); FFMAs of k = 0.
+//    k = 1..BK-2: load fragments k + 1; FFMAs of k.
+//    k = BK-1:    cp.async.wait_group S-2: t+S groups are committed, at most S-2 in
+//                 flight, so this thread's copies of tile t+1 have landed;
+//                 __syncthreads(): so have everyone's; load fragments k = 0 of tile t+1
+//                 from stage (t+1) % S; FFMAs of k = BK-1.
+//    Write after read: the copies into stage (t-1) % S are issued at k = 0 of step t,
+//    after every thread passed the barrier of step t-1, and every thread's last read of
+//    that stage (fragments k = BK-1 of tile t-1, loaded at k = BK-2 of step t-1) comes
+//    before that barrier.
+//
+// Edges: every copy is predicated. Source rows beyond M are clamped to row M-1, columns
+// beyond N to column 0 and k beyond K to K-1, so every address formed lies inside A or
+// B; the predicate (src-size 0) then makes cp.async write zeros instead of the data.
+// Zeros only ever replace elements outside the matrices, so NaN and Inf inside A and B
+// propagate as in cuBLAS: a zero A row (row >= M) meets real B values only in rows of C
+// that are not stored, and likewise for columns; along K both operands are zero. Stores
+// of C are guarded; on the VEC path (N % 4 == 0) a float4 of C is wholly inside or
+// wholly outside.
 #include "common.cuh"
 #include "vec4.cuh"
 

@@ -1,0 +1,296 @@
+"""Shared-memory wavefronts and bank conflicts of a whole launch, predicted without a GPU.
+
+For the kernels of chapters 10 and 11 this module lists every warp-wide shared-memory
+instruction one block executes: the 32 lane addresses (from the kernel's own index
+expressions, with the lanes of warp w being threads 32w .. 32w+31 in threadIdx.x-major
+order), the access width, and how many times the launch executes it. `banks.analyse`
+prices each one; the sum over the launch is what Nsight Compute counts in
+`l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st}.sum` and, beyond the ideal of
+one wavefront per active phase, in `l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}.sum`.
+
+The widths are those ptxas emits (sm_90), not those the source suggests: in
+`dgemm_tiled` it fuses A_shared[ty][k] and A_shared[ty][k+1] into one LDS.128, and in
+`sgemm_tiled_vec` four A values into one LDS.128 (tests/test_ch10_11_notebook_logic.py
+checks every instruction count against the SASS). `transpose_fast` is modelled where
+its shared accesses stay scalar (PAD = 1, or one element per vector); with other
+paddings ptxas merges some stores into STS.64/STS.128 and the model declines.
+
+Only whole tiles are counted: the shape must be a multiple of the tile (as the
+profiled shapes, 2048 x 2048 and 1024^3, are).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import banks
+from .launch import kernel_of
+
+WARP = 32
+_SIZE = {"float": 4, "double": 8}
+TILE_KERNELS = ("copy_smem", "transpose_smem", "transpose_padded", "transpose_diagonal")
+
+
+@dataclass(frozen=True)
+class WarpAccess:
+    """One warp-wide shared-memory instruction of one warp of a block."""
+    op: str                 # "ld" or "st"
+    what: str               # the source expression, e.g. "tile[tx][ty+dy]"
+    warp: int               # warp index inside the block
+    width: int              # bytes per lane: 4, 8 or 16
+    addresses: tuple        # 32 byte offsets (None: inactive lane)
+
+    @property
+    def analysis(self) -> banks.Analysis:
+        return banks.analyse(self.addresses, self.width)
+
+
+def _lanes(threads: int, warp: int):
+    """(lane, tid) of one warp, tid None past the block's last thread."""
+    return [(lane, 32 * warp + lane if 32 * warp + lane < threads else None)
+            for lane in range(WARP)]
+
+
+def _tile_kernel(name, p):
+    TILE, ROWS, size = p["TILE"], p["ROWS"], _SIZE[p["T"]]
+    pitch = TILE + p.get("PAD", 0)
+    threads = TILE * ROWS
+    transpose = name != "copy_smem"
+    out = []
+    for w in range(-(-threads // WARP)):
+        lanes = _lanes(threads, w)
+
+        def addr(f):
+            return tuple(None if t is None else f(t % TILE, t // TILE) * size for _, t in lanes)
+        for dy in range(0, TILE, ROWS):
+            out.append(WarpAccess("st", "tile[ty+dy][tx]", w, size,
+                                  addr(lambda tx, ty: (ty + dy) * pitch + tx)))
+            if transpose:
+                out.append(WarpAccess("ld", "tile[tx][ty+dy]", w, size,
+                                      addr(lambda tx, ty: tx * pitch + ty + dy)))
+            else:
+                out.append(WarpAccess("ld", "tile[ty+dy][tx]", w, size,
+                                      addr(lambda tx, ty: (ty + dy) * pitch + tx)))
+    return out
+
+
+def _fast(p):
+    size = _SIZE[p["T"]]
+    vec = max(1, p["VEC_BYTES"] // size)
+    if vec > 1 and p["PAD"] != 1:
+        raise ValueError(f"transpose_fast with PAD={p['PAD']} and {vec} elements per vector: "
+                         "ptxas merges some shared stores into STS.64/STS.128 there; the "
+                         "model covers PAD=1 (all shared accesses scalar) or VEC_BYTES = sizeof(T)")
+    TILE, ROWS = p["TILE"], p["ROWS"]
+    pitch = TILE + p["PAD"]
+    lanes_x = TILE // vec
+    threads = lanes_x * ROWS
+    out = []
+    for w in range(-(-threads // WARP)):
+        lanes = _lanes(threads, w)
+
+        def addr(f):
+            return tuple(None if t is None else f(t % lanes_x, t // lanes_x) * size
+                         for _, t in lanes)
+        for i in range(TILE // ROWS):
+            for j in range(vec):
+                out.append(WarpAccess("st", f"tile[ty+{i * ROWS}][VEC*tx+{j}]", w, size,
+                                      addr(lambda tx, ty: (ty + i * ROWS) * pitch + vec * tx + j)))
+        for i in range(TILE // ROWS):
+            for j in range(vec):
+                out.append(WarpAccess("ld", f"tile[VEC*tx+{j}][ty+{i * ROWS}]", w, size,
+                                      addr(lambda tx, ty: (vec * tx + j) * pitch + ty + i * ROWS)))
+    return out
+
+
+def _dgemm(p, as_written=False):
+    B = p["BLOCK"]
+    threads = B * B
+    b_base = B * B * 8
+    out = []
+    for w in range(-(-threads // WARP)):
+        lanes = _lanes(threads, w)
+
+        def addr(f):
+            return tuple(None if t is None else f(t % B, t // B) for _, t in lanes)
+        out.append(WarpAccess("st", "A_shared[ty][tx]", w, 8, addr(lambda tx, ty: (ty * B + tx) * 8)))
+        out.append(WarpAccess("st", "B_shared[ty][tx]", w, 8,
+                              addr(lambda tx, ty: b_base + (ty * B + tx) * 8)))
+        if as_written:
+            for k in range(B):
+                out.append(WarpAccess("ld", f"A_shared[ty][{k}]", w, 8,
+                                      addr(lambda tx, ty: (ty * B + k) * 8)))
+        else:
+            for k in range(0, B, 2):
+                out.append(WarpAccess("ld", f"A_shared[ty][{k}..{k + 1}]", w, 16,
+                                      addr(lambda tx, ty: (ty * B + k) * 8)))
+        for k in range(B):
+            out.append(WarpAccess("ld", f"B_shared[{k}][tx]", w, 8,
+                                  addr(lambda tx, ty: b_base + (k * B + tx) * 8)))
+    return out
+
+
+def _sgemm_vec(p):
+    B, V = p["BLOCK"], p["VEC"]
+    width = B * V
+    threads = B * B
+    b_base = B * B * 4
+    out = []
+    for w in range(-(-threads // WARP)):
+        lanes = _lanes(threads, w)
+
+        def addr(f):
+            return tuple(None if t is None else f(t % B, t // B) for _, t in lanes)
+        out.append(WarpAccess("st", "A_shared[ty][tx]", w, 4, addr(lambda tx, ty: (ty * B + tx) * 4)))
+        for j in range(V):
+            out.append(WarpAccess("st", f"B_shared[ty][tx+{j * B}]", w, 4,
+                                  addr(lambda tx, ty: b_base + (ty * width + tx + j * B) * 4)))
+        for k in range(0, B, 4):
+            out.append(WarpAccess("ld", f"A_shared[ty][{k}..{k + 3}]", w, 16,
+                                  addr(lambda tx, ty: (ty * B + k) * 4)))
+        for k in range(B):
+            out.append(WarpAccess("ld", f"B_shared[{k}][{V}*tx..]", w, 4 * V,
+                                  addr(lambda tx, ty: b_base + (k * width + V * tx) * 4)))
+    return out
+
+
+def block_accesses(kernel, params=None, as_written: bool = False) -> list[WarpAccess]:
+    """Every shared-memory instruction of one block (of one step along K for GEMMs).
+
+    as_written: for dgemm_tiled, one LDS.64 per A_shared[ty][k] as the source reads,
+    instead of the LDS.128 pairs ptxas emits."""
+    k = kernel_of(kernel)
+    p = k.resolve(params)
+    bad = k.problems(p)
+    if bad:
+        raise ValueError("; ".join(bad))
+    if k.name in TILE_KERNELS:
+        return _tile_kernel(k.name, p)
+    if k.name == "transpose_fast":
+        return _fast(p)
+    if k.name == "dgemm_tiled":
+        return _dgemm(p, as_written)
+    if k.name == "sgemm_tiled_vec":
+        return _sgemm_vec(p)
+    raise ValueError(f"{k.name}: no shared-memory model (modelled: "
+                     f"{', '.join(TILE_KERNELS + ('transpose_fast', 'dgemm_tiled', 'sgemm_tiled_vec'))})")
+
+
+def repeats(kernel, params, shape) -> int:
+    """How many times a launch at `shape` runs one block's list: blocks (x steps along K)."""
+    k = kernel_of(kernel)
+    p = k.resolve(params)
+    if k.op in ("sgemm", "dgemm"):
+        M, N, K = shape
+        B = p["BLOCK"]
+        cols = B * p.get("VEC", 1)
+        if M % B or N % cols or K % B:
+            raise ValueError(f"{shape}: the model counts whole tiles; M and K must be multiples "
+                             f"of {B} and N of {cols}")
+        return (M // B) * (N // cols) * (K // B)
+    rows, cols = shape
+    T = p["TILE"]
+    if rows % T or cols % T:
+        raise ValueError(f"{shape}: the model counts whole tiles; both sides must be "
+                         f"multiples of TILE={T}")
+    return (rows // T) * (cols // T)
+
+
+def predict(kernel, params=None, shape=None, as_written: bool = False) -> dict:
+    """Predicted counters of one launch at `shape` (default: the profiled shape):
+    {'ld wavefronts', 'ld conflicts', 'st wavefronts', 'st conflicts'}."""
+    from .profile import GEMM_SHAPE, TRANSPOSE_SHAPE
+    k = kernel_of(kernel)
+    shape = shape or (GEMM_SHAPE if k.op in ("sgemm", "dgemm") else TRANSPOSE_SHAPE)
+    n = repeats(k, params, shape)
+    out = {"ld wavefronts": 0, "ld conflicts": 0, "st wavefronts": 0, "st conflicts": 0}
+    for a in block_accesses(k, params, as_written):
+        an = a.analysis
+        out[f"{a.op} wavefronts"] += n * an.wavefronts
+        out[f"{a.op} conflicts"] += n * an.conflicts
+    return out
+
+
+def instruction_counts(kernel, params=None) -> dict:
+    """{'LDS': n, 'LDS.64': n, ...}: one warp's shared instructions per block (per step
+    along K for GEMMs), for comparison with the SASS."""
+    names = {("ld", 4): "LDS", ("ld", 8): "LDS.64", ("ld", 16): "LDS.128",
+             ("st", 4): "STS", ("st", 8): "STS.64", ("st", 16): "STS.128"}
+    out: dict = {}
+    for a in block_accesses(kernel, params):
+        if a.warp == 0:
+            key = names[(a.op, a.width)]
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
+def per_instruction(configs, warp: int = 0):
+    """A Table: for each (kernel, params) and each distinct access of warp `warp`, the
+    width, the phases, the wavefronts the bank model predicts and the ideal."""
+    from .ladder import Table
+    rows = []
+    for name, params in configs:
+        p = kernel_of(name).resolve(params)
+        seen = {}
+        for a in block_accesses(name, params):
+            if a.warp != warp:
+                continue
+            an = a.analysis
+            key = (a.op, a.width, an.wavefronts, an.ideal)
+            if key in seen:
+                seen[key]["count"] += 1
+                continue
+            seen[key] = {"kernel": name, "params": _short(name, p), "access": a.what,
+                         "op": a.op, "bytes/lane": a.width, "count": 1,
+                         "phases": len([ph for ph in an.phases if ph.active]),
+                         "wavefronts": an.wavefronts, "ideal": an.ideal}
+        rows += list(seen.values())
+    return Table(rows, ["kernel", "params", "access", "op", "bytes/lane", "count", "phases",
+                        "wavefronts", "ideal"],
+                 title=f"bank model, warp {warp}, one instruction each (count: how many "
+                       "instructions per block behave the same)")
+
+
+def _short(name, p):
+    """The parameters that matter for the shared accesses."""
+    keep = [n for n in ("T", "TILE", "ROWS", "PAD", "VEC_BYTES", "BLOCK", "VEC") if n in p]
+    return {n: p[n] for n in keep}
+
+
+def comparison(configs, as_written: bool = False):
+    """A Table, per (kernel, params): the launch's shared ld/st wavefronts and bank
+    conflicts predicted by the model next to those Nsight Compute recorded ('-' where
+    the recording has no counters for that configuration)."""
+    from . import profile, records
+    from .ladder import Table
+    rows = []
+    for name, params in configs:
+        k = kernel_of(name)
+        p = k.resolve(params)
+        rec = profile.counters(name, p)
+        shape = tuple(rec["shape"]) if rec else None
+        pred = predict(name, p, shape, as_written)
+        m = rec["metrics"] if rec else {}
+        row = {"kernel": name, "params": _short(name, p)}
+        for op, idx_w, idx_c in (("ld", 0, 2), ("st", 1, 3)):
+            row[f"{op} wf model"] = pred[f"{op} wavefronts"]
+            row[f"{op} wf ncu"] = m.get(profile.SHARED[idx_w])
+            row[f"{op} conf model"] = pred[f"{op} conflicts"]
+            row[f"{op} conf ncu"] = m.get(profile.SHARED[idx_c])
+        rows.append(row)
+    rec = records.current()
+    src = f"model vs Nsight Compute ({rec.label})" if rec else "model only: no recording"
+    return Table(rows, list(rows[0]) if rows else ["kernel"], title=src)
+
+
+def agreement(table) -> list[str]:
+    """The rows of a `comparison` table where model and ncu differ, as short lines
+    (empty when they agree everywhere a counter was recorded)."""
+    out = []
+    for r in table:
+        for op in ("ld", "st"):
+            for what in ("wf", "conf"):
+                ncu, model = r[f"{op} {what} ncu"], r[f"{op} {what} model"]
+                if ncu is not None and round(ncu) != model:
+                    out.append(f"{r['kernel']} {r['params']}: {op} {what} model {model:,} "
+                               f"ncu {ncu:,.0f}")
+    return out
