@@ -261,11 +261,11 @@ def _vec_tile_rules(stages):
 
 
 def _vec_tile_params():
-    return (Param("BM", (32, 64, 128, 256), 128, "rows of the C tile per block"),
-            Param("BN", (32, 64, 128, 256), 128, "columns of the C tile per block"),
-            Param("BK", (4, 8, 16, 32), 8, "depth of the A and B tiles (step along K)"),
-            Param("TM", (4, 8, 16), 8, "rows of outputs per thread (a multiple of 4: LDS.128)"),
-            Param("TN", (4, 8, 16), 8,
+    return (Param("BM", (64, 128), 128, "rows of the C tile per block"),
+            Param("BN", (64, 128), 128, "columns of the C tile per block"),
+            Param("BK", (8, 16), 8, "depth of the A and B tiles (step along K)"),
+            Param("TM", (4, 8), 8, "rows of outputs per thread (a multiple of 4: LDS.128)"),
+            Param("TN", (4, 8), 8,
                   "columns of outputs per thread (a multiple of 4: LDS.128, STG.128)"))
 
 
@@ -304,9 +304,9 @@ register(Kernel(
     name="zorder", chapter="09",
     title="conflict-free shared memory: padded A tile (BM+4) and z-order thread layout",
     source="09_zorder.cu", entry="sgemm_zorder", op="sgemm",
-    params=(Param("BM", (32, 64, 128, 256), 128, "rows of the C tile per block"),
-            Param("BN", (64, 128, 256), 128, "columns of the C tile per block"),
-            Param("BK", (4, 8, 16, 32), 8, "depth of the A and B tiles (step along K)"),
+    params=(Param("BM", (64, 128), 128, "rows of the C tile per block"),
+            Param("BN", (64, 128), 128, "columns of the C tile per block"),
+            Param("BK", (8, 16), 8, "depth of the A and B tiles (step along K)"),
             Param("PAD", (0, 4), 4,
                   "floats added to each row of the k-major A tile (BM + PAD): 4 makes the "
                   "transposed store conflict-free at BK = 8 and keeps rows 16-byte aligned"),
@@ -358,16 +358,16 @@ register(Kernel(
     title="capstone: cp.async multi-stage pipeline, warp tiling, z-order, "
           "register double buffering",
     source="09_capstone.cu", entry="sgemm_capstone", op="sgemm",
-    params=(Param("BM", (64, 128, 256), 128, "rows of the C tile per block"),
-            Param("BN", (64, 128, 256), 256, "columns of the C tile per block"),
-            Param("BK", (8, 16, 32), 8, "depth of a pipeline stage (step along K)"),
-            Param("WM", (16, 32, 64, 128), 32,
+    params=(Param("BM", (128,), 128, "rows of the C tile per block"),
+            Param("BN", (128, 256), 256, "columns of the C tile per block"),
+            Param("BK", (8, 16), 8, "depth of a pipeline stage (step along K)"),
+            Param("WM", (32, 64), 32,
                   "rows of a warp's region (each thread: WM/16 sub-tiles of 4 rows)"),
-            Param("WN", (32, 64, 128), 128,
+            Param("WN", (64, 128), 128,
                   "columns of a warp's region (each thread: WN/32 sub-tiles of 4 columns)"),
-            Param("STAGES", (2, 3, 4, 5, 6), 4,
+            Param("STAGES", (2, 3, 4), 4,
                   "shared-memory stages in the cp.async ring (STAGES-1 tiles in flight)"),
-            Param("GROUP", (1, 4, 8, 16), 8,
+            Param("GROUP", (1, 8), 8,
                   "tile rows per rasterisation group (1: plain row-by-row block order)"),
             Param("MINB", (1, 2), 1,
                   "blocks per SM promised to ptxas (__launch_bounds__): 2 caps a 256-thread "

@@ -23,6 +23,8 @@ GEMM_SHAPE = (1024, 1024, 1024)
 TRANSPOSE_SHAPE = (2048, 2048)
 # Chapters whose every configuration is profiled (their story is the counters).
 SWEPT = {"04", "10", "11"}
+# Kernels whose layouts are compared at a fixed tile: every configuration matching this.
+SUBSETS = {"zorder": {"BM": 128, "BN": 128, "BK": 8}}
 
 
 def plan() -> list[tuple[str, dict, tuple]]:
@@ -31,8 +33,12 @@ def plan() -> list[tuple[str, dict, tuple]]:
     for k in KERNELS.values():
         shape = GEMM_SHAPE if k.op in ("sgemm", "dgemm") else TRANSPOSE_SHAPE
         configs = k.valid_configurations() if k.chapter in SWEPT else [k.defaults()]
-        if k.op in ("transpose", "copy") and k.chapter not in SWEPT:
-            configs = [c for c in configs if c.get("T") == "float"] or configs
+        if k.name in SUBSETS:
+            configs = [c for c in k.valid_configurations()
+                       if all(c[n] == v for n, v in SUBSETS[k.name].items())]
+        if k.op in ("transpose", "copy"):   # the tile-size sweep in float32 only
+            configs = [c for c in configs if c.get("T") == "float" and c.get("ROWS") in
+                       (None, k.defaults().get("ROWS"))] + [{**k.defaults(), "T": "double"}]
         out += [(k.name, c, shape) for c in configs]
     return out
 
