@@ -193,15 +193,16 @@ def _phase(addrs, lanes: tuple[int, ...], width: int, merged: bool) -> Phase:
     return Phase(lanes, tuple(accesses), counts, degree, degree if accesses else 0, merged)
 
 
-def analyse(addresses, width: int = 4, *, quarter_merge_scope: str = "half") -> Analysis:
+def analyse(addresses, width: int = 4, *, quarter_merge_scope: str = "warp") -> Analysis:
     """Analyse one warp-wide shared-memory load of `width` bytes per lane.
 
     addresses: 32 byte offsets, lane 0 first; None or negative = inactive lane.
     quarter_merge_scope: for 128-bit loads, where the merging rule is evaluated:
-        "half" (default): separately for each half-warp, over the 16 lanes whose
-        quarters would merge; "warp": once over all 32 lanes, the way the 64-bit rule is
-        stated. The hardware probe (``gemm_kernels.bank_probe``) has patterns that tell
-        the two apart.
+        "warp" (default): once over all 32 lanes, the way the 64-bit rule is stated;
+        "half": separately for each half-warp. The hardware probe
+        (``gemm_kernels.bank_probe``, pattern w16_merge_first_half_only) tells them apart:
+        on the H200 the quarters did not merge when only one half-warp met the rule, so
+        the rule is warp-wide.
     Raises ValueError for a wrong lane count, an unsupported width or a misaligned
     address.
     """

@@ -65,11 +65,14 @@ def _function_text(text: str, entry: str) -> str:
     return text[start:]
 
 
-def sass_loop(kernel, params=None, limit: int = 60) -> Text:
-    """The main loop's SASS (the loop with the most FFMA), at most `limit` lines."""
+def sass_loop(kernel, params=None, limit: int = 60, start: str | None = None) -> Text:
+    """The main loop's SASS (the loop with the most FFMA), at most `limit` lines; with
+    `start` (an opcode prefix such as "LDS"), from the first such instruction on."""
     k = kernel_of(kernel)
     body = analysis.main_loop(compiler.sass(k, k.resolve(params)))
-    lines = [f"/*{a:04x}*/  {t}" for a, _, t in body]
+    skip = next((n for n, (_, _, t) in enumerate(body) if t.startswith(start)), 0) if start else 0
+    lines = ([f"... {skip} earlier instructions of the loop"] if skip else []) + \
+        [f"/*{a:04x}*/  {t}" for a, _, t in body[skip:]]
     more = len(lines) - limit
     return Text("\n".join(lines[:limit] + ([f"... {more} more"] if more > 0 else [])))
 

@@ -52,14 +52,16 @@ def _fmt(v):
     return str(v)
 
 
-def compare(kernels, sizes, params: dict | None = None, repeats: int | None = None) -> Table:
+def compare(kernels, sizes, params: dict | None = None, repeats: int | None = None,
+            reference: str = "cublas") -> Table:
     """GFLOP/s of `kernels` at square `sizes`, each with cuBLAS measured beside it
-    (live) or read from the same recording (recorded)."""
+    (live) or read from the same recording (recorded). reference: "cublas" (SGEMM) or
+    "cublas_dgemm" (DGEMM, for the float64 kernels)."""
     rows = []
     for n in sizes:
         shape = (n, n, n)
         try:
-            ref = records.measure_or_lookup("cublas", shape, repeats=repeats)
+            ref = records.measure_or_lookup(reference, shape, repeats=repeats)
         except LookupError:
             ref = None
         for name in kernels:
@@ -73,7 +75,7 @@ def compare(kernels, sizes, params: dict | None = None, repeats: int | None = No
                          "% of cuBLAS": 100 * g / ref["gflops"]["median"] if ref else None,
                          "rel. error": r.get("rel_error")})
         if ref:
-            rows.append({"kernel": "cublas", "chapter": "00", "size": n,
+            rows.append({"kernel": reference, "chapter": "00", "size": n,
                          "GFLOP/s": ref["gflops"]["median"], "min": ref["gflops"]["min"],
                          "max": ref["gflops"]["max"], "% of cuBLAS": 100.0,
                          "rel. error": ref.get("rel_error")})
@@ -93,7 +95,7 @@ def plot(table: Table, ax=None, path=None):
     names = list(dict.fromkeys(r["kernel"] for r in table))
     for name in names:
         pts = sorted((r["size"], r["GFLOP/s"]) for r in table if r["kernel"] == name)
-        ax.plot(*zip(*pts), "k--" if name == "cublas" else "o-", label=name)
+        ax.plot(*zip(*pts), "k--" if name.startswith("cublas") else "o-", label=name)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("M = N = K")

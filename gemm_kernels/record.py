@@ -7,6 +7,7 @@ the same kernel, parameters and shape, so a chapter can be re-recorded on its ow
 from __future__ import annotations
 
 import datetime
+import multiprocessing
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -52,7 +53,8 @@ def warm(configs: list[tuple[str, dict]], jobs: int | None = None):
     """Compile many configurations in parallel processes; CuPy's on-disk cache then
     hands them to this process without compiling again."""
     jobs = jobs or min(16, os.cpu_count() or 1)
-    with ProcessPoolExecutor(jobs) as pool:
+    # "spawn": a forked child cannot use the CUDA context its parent already opened
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         list(pool.map(_compile, configs))
 
 

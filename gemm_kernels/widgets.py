@@ -21,11 +21,13 @@ class Explorer:
     Recorded: looks the configuration up in the recorded sweep.
     """
 
-    def __init__(self, kernel, size: int | None = None, fixed: dict | None = None):
+    def __init__(self, kernel, size: int | None = None, fixed: dict | None = None,
+                 note=None):
         self.kernel = kernel_of(kernel)
         self.family = "gemm" if self.kernel.op in ("sgemm", "dgemm") else "transpose"
         self.size = size or DEFAULT_SIZE[self.family]
         self.fixed = dict(fixed or {})
+        self.note = note   # optional: params -> a line added to each result (e.g. counters)
         self.history: list[tuple[str, float]] = []
         self._cublas: dict[int, float | None] = {}
 
@@ -65,8 +67,9 @@ class Explorer:
         self.history.append((_label(p), value))
         ref = self.cublas()
         pct = f", {100 * value / ref:.0f}% of the reference" if ref else ""
+        extra = f"; {self.note(p)}" if self.note else ""
         return {"ok": True, "value": value,
-                "message": f"{_label(p)}: {value:,.0f} {unit}{pct} ({row['source']})"}
+                "message": f"{_label(p)}: {value:,.0f} {unit}{pct} ({row['source']}){extra}"}
 
     def plot(self, ax=None):
         import matplotlib.pyplot as plt
@@ -174,3 +177,111 @@ def heatmap(kernel, x: str, y: str, size: int | None = None, fixed: dict | None 
                  fontsize=9)
     plt.colorbar(im, ax=ax)
     return ax
+
+
+class BankExplorer:
+    """One warp-wide shared-memory load, drawn lane by bank: choose the address pattern
+    (stride in elements, which lanes share an address, padding), the access width (4, 8
+    or 16 bytes per lane) and which lanes are inactive; see the phases, the merging
+    rule that applies, and the wavefront count. Pure CPU: the bank model of
+    `gemm_kernels.banks`.
+
+    Lane i reads element e(i) * stride of an array of `width`-byte elements, where e(i)
+    is i ("none" shared), i // 2 ("i^1": lanes i and i^1 share an address),
+    (i & 1) | (i >> 2) << 1 ("i^2": lanes i and i^2 share), or 0 ("all": a broadcast).
+    With padding, every `row_elems` elements are followed by `padding` unused ones.
+    """
+
+    SHARES = ("none", "i^1", "i^2", "all")
+    INACTIVE = {"none": lambda i: True, "odd lanes": lambda i: i % 2 == 0,
+                "lanes 16-31": lambda i: i < 16, "lanes 8-31": lambda i: i < 8,
+                "lanes 1, 3 of each 4": lambda i: i % 4 in (0, 2)}
+    WIDTHS = (4, 8, 16)
+    STRIDES = (0, 1, 2, 3, 4, 8, 9, 16, 17, 32, 33)
+    PADDINGS = (0, 1, 2, 3, 4)
+
+    def __init__(self, row_elems: int = 32):
+        self.row_elems = row_elems
+
+    @staticmethod
+    def element(lane: int, share: str) -> int:
+        if share == "none":
+            return lane
+        if share == "i^1":
+            return lane // 2
+        if share == "i^2":
+            return (lane & 1) | ((lane >> 2) << 1)
+        if share == "all":
+            return 0
+        raise ValueError(f"share must be one of {BankExplorer.SHARES}, got {share!r}")
+
+    def addresses(self, stride: int = 1, width: int = 4, padding: int = 0,
+                  share: str = "none", inactive: str = "none") -> list:
+        from . import banks
+        if inactive not in self.INACTIVE:
+            raise ValueError(f"inactive must be one of {tuple(self.INACTIVE)}, got {inactive!r}")
+        if stride < 0 or padding < 0:
+            raise ValueError("stride and padding must be >= 0")
+        out = []
+        for i in range(banks.WARP):
+            e = self.element(i, share) * stride
+            e += (e // self.row_elems) * padding
+            out.append(e * width if self.INACTIVE[inactive](i) else None)
+        return out
+
+    def evaluate(self, stride: int = 1, width: int = 4, padding: int = 0,
+                 share: str = "none", inactive: str = "none") -> dict:
+        """{'ok', 'message', 'analysis'}; a bad choice gives a message, never a traceback."""
+        from . import banks
+        try:
+            an = banks.analyse(self.addresses(stride, width, padding, share, inactive), width)
+        except ValueError as e:
+            return {"ok": False, "message": str(e), "analysis": None}
+        return {"ok": True, "message": self.describe(an), "analysis": an}
+
+    @staticmethod
+    def describe(an) -> str:
+        lines = [an.summary()]
+        for k, ph in enumerate(an.phases):
+            if not ph.active:
+                lines.append(f"  phase {k}: lanes {ph.lanes[0]}-{ph.lanes[-1]}, no active lane")
+                continue
+            worst = max(range(len(ph.words_per_bank)), key=lambda b: ph.words_per_bank[b])
+            lines.append(f"  phase {k}: lanes {ph.lanes[0]}-{ph.lanes[-1]}"
+                         f"{' (merged)' if ph.merged else ''}, {ph.wavefronts} wavefront(s); "
+                         f"busiest bank {worst} serves {ph.degree} distinct word(s)")
+        return "\n".join(lines)
+
+    def plot(self, an, ax=None):
+        from . import banks
+        return banks.plot_banks(an, ax=ax)
+
+    def widget(self, stride: int = 1, width: int = 4, padding: int = 0,
+               share: str = "none", inactive: str = "none"):
+        import ipywidgets as W
+        import matplotlib.pyplot as plt
+        from IPython.display import display
+        lay = W.Layout(width="190px")
+        c = {"stride": W.Dropdown(options=self.STRIDES, value=stride, description="stride", layout=lay),
+             "width": W.Dropdown(options=self.WIDTHS, value=width, description="bytes/lane", layout=lay),
+             "padding": W.Dropdown(options=self.PADDINGS, value=padding, description="padding", layout=lay),
+             "share": W.Dropdown(options=self.SHARES, value=share, description="shared by", layout=lay),
+             "inactive": W.Dropdown(options=list(self.INACTIVE), value=inactive,
+                                    description="inactive", layout=lay)}
+        out = W.Output()
+
+        def draw(_=None):
+            res = self.evaluate(**{k: w.value for k, w in c.items()})
+            with out:
+                out.clear_output(wait=True)
+                if not res["ok"]:
+                    print(res["message"])
+                    return
+                print(res["message"])
+                self.plot(res["analysis"])
+                plt.show()
+
+        for w in c.values():
+            w.observe(draw, names="value")
+        draw()
+        return W.VBox([W.HBox(list(c.values())[:3]), W.HBox(list(c.values())[3:]), out])

@@ -1,0 +1,442 @@
+"""Shared-memory wavefronts and bank conflicts of chapters 03 and 04, predicted per warp
+instruction and totalled over a launch, next to what Nsight Compute recorded.
+
+`smem_tiled` (chapter 03) and `bank_layout` (chapter 04) make one pass along K in steps
+of BLOCK. Per step, every warp executes the same short list of shared-memory
+instructions: one STS for the A tile, one for the B tile, and the loads of the inner
+loop. This module writes that list from the kernels' index expressions (warp w holds
+threads 32w .. 32w+31, threadIdx.x fastest), prices each instruction with
+`banks.analyse`, and multiplies by how often a launch executes it:
+
+    instructions in the launch = blocks x steps along K x (instructions per warp and step)
+
+The load width is the one ptxas emits for sm_90, not the 4 bytes the source reads.
+Where one thread reads consecutive words (chapter 03's As[ty][k], chapter 04's
+"conflict" layout) ptxas fuses them into one wide load when the row start is aligned:
+LDS.128 (4 floats) when the row length S = BLOCK + PAD is a multiple of 4 words, LDS.64
+when it is a multiple of 2, plain LDS otherwise. The "transposed" layout's reads and all
+stores stay 32-bit. tests/test_bank_predict.py checks these counts against the SASS.
+
+Only whole tiles are counted: M, N and K must be multiples of BLOCK (the profiled shape,
+1024^3, is).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import banks
+from .launch import kernel_of
+
+WARP = 32
+KERNELS = ("smem_tiled", "bank_layout")
+SASS_NAME = {("ld", 4): "LDS", ("ld", 8): "LDS.64", ("ld", 16): "LDS.128",
+             ("st", 4): "STS", ("st", 8): "STS.64", ("st", 16): "STS.128"}
+
+
+@dataclass(frozen=True)
+class WarpInstr:
+    """One warp-wide shared-memory instruction of one warp, in one step along K."""
+    op: str            # "ld" or "st"
+    group: str         # "read A", "read B", "store a", "store b"
+    what: str          # the source expression, e.g. "sB[tx*S + k..k+3]"
+    warp: int
+    width: int         # bytes per lane the SASS instruction moves: 4, 8 or 16
+    addresses: tuple   # 32 byte offsets (None: inactive lane)
+
+    @property
+    def sass(self) -> str:
+        return SASS_NAME[(self.op, self.width)]
+
+    @property
+    def analysis(self) -> banks.Analysis:
+        return banks.analyse(self.addresses, self.width)
+
+
+def _params(kernel, params):
+    k = kernel_of(kernel)
+    if k.name not in KERNELS:
+        raise ValueError(f"{k.name}: bank_predict models {', '.join(KERNELS)} "
+                         "(see gemm_kernels.bank_counts for chapters 10-11)")
+    p = k.resolve(params)
+    bad = k.problems(p)
+    if bad:
+        raise ValueError("; ".join(bad))
+    return k, p
+
+
+def row_length(kernel, params=None) -> int:
+    """S: the row length of the shared tiles, in 4-byte words."""
+    _, p = _params(kernel, params)
+    return p["BLOCK"] + p.get("PAD", 0)
+
+
+def read_width(kernel, params=None) -> tuple[int, int]:
+    """(width of the A reads, width of the B reads) in bytes, as ptxas emits them."""
+    k, p = _params(kernel, params)
+    S = row_length(k, p)
+    fused = 16 if S % 4 == 0 else 8 if S % 2 == 0 else 4
+    if k.name == "smem_tiled":
+        return fused, 4                  # As[ty][k..]: one thread's consecutive words
+    if p["LAYOUT"] == "conflict":
+        return fused, fused              # sA[ty][k..] and sB[tx][k..]
+    return 4, 4                          # sA[k][ty], sB[k][tx]: S apart per k
+
+
+def warp_instructions(kernel, params=None) -> list[WarpInstr]:
+    """Every shared-memory instruction of every warp of one block, for one step along K."""
+    k, p = _params(kernel, params)
+    B = p["BLOCK"]
+    S = row_length(k, p)
+    b_base = B * S * 4                   # the B tile follows the A tile (banks do not care)
+    wa, wb = read_width(k, p)
+    layout = "smem" if k.name == "smem_tiled" else p["LAYOUT"]
+    threads = B * B
+    out: list[WarpInstr] = []
+    for w in range(-(-threads // WARP)):
+        tids = [32 * w + lane if 32 * w + lane < threads else None for lane in range(WARP)]
+
+        def addr(f, base=0):
+            return tuple(None if t is None else base + 4 * f(t % B, t // B) for t in tids)
+
+        def add(op, group, what, width, f, base=0):
+            out.append(WarpInstr(op, group, what, w, width, addr(f, base)))
+
+        if layout in ("smem", "conflict"):
+            a_name = "As[ty][tx]" if layout == "smem" else "sA[ty*S + tx]"
+            add("st", "store a", a_name, 4, lambda tx, ty: ty * S + tx)
+        else:
+            add("st", "store a", "sA[tx*S + ty]", 4, lambda tx, ty: tx * S + ty)
+        if layout == "conflict":
+            add("st", "store b", "sB[tx*S + ty]", 4, lambda tx, ty: tx * S + ty, b_base)
+        else:
+            add("st", "store b", "Bs[ty][tx]" if layout == "smem" else "sB[ty*S + tx]", 4,
+                lambda tx, ty: ty * S + tx, b_base)
+
+        na, nb = wa // 4, wb // 4
+        for kk in range(0, B, na):
+            span = f"{kk}" if na == 1 else f"{kk}..{kk + na - 1}"
+            if layout == "transposed":
+                add("ld", "read A", f"sA[{kk}*S + ty]", wa, lambda tx, ty: kk * S + ty)
+            else:
+                nm = f"As[ty][{span}]" if layout == "smem" else f"sA[ty*S + {span}]"
+                add("ld", "read A", nm, wa, lambda tx, ty: ty * S + kk)
+        for kk in range(0, B, nb):
+            span = f"{kk}" if nb == 1 else f"{kk}..{kk + nb - 1}"
+            if layout == "conflict":
+                add("ld", "read B", f"sB[tx*S + {span}]", wb, lambda tx, ty: tx * S + kk, b_base)
+            else:
+                nm = f"Bs[{kk}][tx]" if layout == "smem" else f"sB[{kk}*S + tx]"
+                add("ld", "read B", nm, wb, lambda tx, ty: kk * S + tx, b_base)
+    return out
+
+
+def instruction_counts(kernel, params=None) -> dict:
+    """{'STS': 2, 'LDS.128': 16, ...}: one warp's shared instructions per step along K
+    (compare with the SASS of the inner loop, which is one step, or two when unrolled)."""
+    out: dict = {}
+    for i in warp_instructions(kernel, params):
+        if i.warp == 0:
+            out[i.sass] = out.get(i.sass, 0) + 1
+    return out
+
+
+def launch_steps(kernel, params=None, shape=None) -> int:
+    """Blocks x steps along K of a launch at `shape` (default: the profiled 1024^3):
+    how many times each warp of a block runs its list."""
+    from .profile import GEMM_SHAPE
+    _, p = _params(kernel, params)
+    M, N, K = shape or GEMM_SHAPE
+    B = p["BLOCK"]
+    if M % B or N % B or K % B:
+        raise ValueError(f"{(M, N, K)}: the model counts whole tiles; M, N and K must be "
+                         f"multiples of BLOCK={B}")
+    return (M // B) * (N // B) * (K // B)
+
+
+def per_instruction(kernel, params=None, shape=None) -> list[dict]:
+    """One row per instruction group (store a, store b, read A, read B): the SASS
+    instruction, how many each warp issues per step, the wavefronts one of them costs
+    (model; the mean over the block's warps when they differ), the ideal, and the totals
+    of a launch at `shape` (default 1024^3)."""
+    k, p = _params(kernel, params)
+    n = launch_steps(k, p, shape)
+    warps = -(-p["BLOCK"] ** 2 // WARP)
+    rows: dict = {}
+    for i in warp_instructions(k, p):
+        a = i.analysis
+        r = rows.setdefault(i.group, {"access": i.group, "op": i.op, "SASS": i.sass,
+                                      "example": i.what, "per warp and step": 0,
+                                      "_wf": 0, "_ideal": 0, "_instr": 0})
+        if i.warp == 0:
+            r["per warp and step"] += 1
+        r["_wf"] += a.wavefronts
+        r["_ideal"] += a.ideal
+        r["_instr"] += 1
+    out = []
+    for g in ("store a", "store b", "read A", "read B"):
+        r = rows[g]
+        wf, ideal, cnt = r.pop("_wf"), r.pop("_ideal"), r.pop("_instr")
+        per = wf / cnt
+        r["wavefronts each"] = int(per) if per == int(per) else round(per, 2)
+        r["ideal each"] = ideal / cnt if ideal % cnt else ideal // cnt
+        r["in the launch"] = cnt * n
+        r["wavefronts"] = wf * n
+        r["conflicts"] = (wf - ideal) * n
+        assert cnt == warps * r["per warp and step"]
+        out.append(r)
+    return out
+
+
+def predict(kernel, params=None, shape=None) -> dict:
+    """Predicted ncu counters of one launch: {'ld wavefronts', 'ld conflicts',
+    'st wavefronts', 'st conflicts'}."""
+    out = {"ld wavefronts": 0, "ld conflicts": 0, "st wavefronts": 0, "st conflicts": 0}
+    for r in per_instruction(kernel, params, shape):
+        out[f"{r['op']} wavefronts"] += r["wavefronts"]
+        out[f"{r['op']} conflicts"] += r["conflicts"]
+    return out
+
+
+def measured(kernel, params=None) -> dict | None:
+    """The recorded ncu counters as {'ld wavefronts', ...} plus 'shape', or None."""
+    from . import profile
+    rec = profile.counters(kernel_of(kernel).name, kernel_of(kernel).resolve(params))
+    if rec is None:
+        return None
+    m = rec["metrics"]
+    names = ("ld wavefronts", "st wavefronts", "ld conflicts", "st conflicts")
+    return {**{n: m.get(s) for n, s in zip(names, profile.SHARED)},
+            "shape": tuple(rec["shape"])}
+
+
+def side_by_side(kernel, params=None):
+    """A Table for one variant: per instruction group the model's wavefronts per warp
+    instruction, times the instructions of the 1024^3 launch, gives the predicted totals;
+    the last two rows compare the load and store totals with Nsight Compute's."""
+    from . import records
+    from .ladder import Table
+    from .profile import GEMM_SHAPE
+    k, p = _params(kernel, params)
+    meas = measured(k, p)
+    shape = meas["shape"] if meas else GEMM_SHAPE
+    rows = per_instruction(k, p, shape)
+    cols = ["access", "SASS", "example", "per warp and step", "wavefronts each", "ideal each",
+            "in the launch", "wavefronts", "conflicts", "ncu wavefronts", "ncu conflicts"]
+    for op, label in (("st", "all stores"), ("ld", "all loads")):
+        mine = [r for r in rows if r["op"] == op]
+        rows.append({"access": label, "op": op, "SASS": "", "example": "",
+                     "in the launch": sum(r["in the launch"] for r in mine),
+                     "wavefronts": sum(r["wavefronts"] for r in mine),
+                     "conflicts": sum(r["conflicts"] for r in mine),
+                     "ncu wavefronts": _int(meas, f"{op} wavefronts"),
+                     "ncu conflicts": _int(meas, f"{op} conflicts")})
+    src = (f"model vs Nsight Compute ({records.current().label})" if meas
+           else "model only (no recorded counters for this configuration)")
+    label = " ".join(f"{n}={v}" for n, v in p.items())
+    return Table(rows, cols, title=f"{k.name} {label} at {'x'.join(map(str, shape))}: {src}")
+
+
+def _int(meas, key):
+    if not meas or meas.get(key) is None:
+        return None
+    return int(round(meas[key]))
+
+
+def variants(blocks=(32, 16)) -> list[tuple[str, dict]]:
+    """The chapter's variants: conflict (PAD 0), transposed (PAD 0), and the padded
+    versions of both layouts, for each BLOCK."""
+    out = []
+    for b in blocks:
+        for layout in ("conflict", "transposed"):
+            for pad in range(5):
+                out.append(("bank_layout", {"BLOCK": b, "LAYOUT": layout, "PAD": pad}))
+    return out
+
+
+def overview(configs=None, size: int = 2048):
+    """One row per configuration: recorded or live GFLOP/s at size^3, the shared
+    instructions per warp and step, and predicted vs measured load/store wavefronts and
+    conflicts (launch totals at 1024^3). '-' where nothing was recorded."""
+    from . import records
+    from .ladder import Table
+    configs = configs if configs is not None else variants()
+    rows = []
+    for name, params in configs:
+        k, p = _params(name, params)
+        try:
+            g = records.measure_or_lookup(k.name, (size,) * 3, p)["gflops"]["median"]
+        except LookupError:
+            g = None
+        pred, meas = predict(k, p), measured(k, p)
+        counts = instruction_counts(k, p)
+        row = {"kernel": k.name, **{n: p[n] for n in ("BLOCK", "LAYOUT", "PAD") if n in p},
+               "GFLOP/s": g,
+               "loads/step": " + ".join(f"{v} {n}" for n, v in counts.items() if n.startswith("LDS"))}
+        for op in ("ld", "st"):
+            row[f"{op} wf model"] = pred[f"{op} wavefronts"]
+            row[f"{op} wf ncu"] = _int(meas, f"{op} wavefronts")
+            row[f"{op} conf model"] = pred[f"{op} conflicts"]
+            row[f"{op} conf ncu"] = _int(meas, f"{op} conflicts")
+        rows.append(row)
+    cols = ["kernel", "BLOCK", "LAYOUT", "PAD", "GFLOP/s", "loads/step"] + [
+        f"{op} {w} {s}" for op in ("ld", "st") for w in ("wf", "conf") for s in ("model", "ncu")]
+    return Table(rows, cols, title=f"GFLOP/s at {size}^3 and shared-memory counters at 1024^3 "
+                                   f"({records.source()}; model: gemm_kernels.bank_predict)")
+
+
+def disagreements(configs=None) -> list[str]:
+    """Short lines for every recorded counter that differs from the model (empty when the
+    model matches every recorded counter)."""
+    configs = configs if configs is not None else variants()
+    out = []
+    for name, params in configs:
+        k, p = _params(name, params)
+        meas = measured(k, p)
+        if not meas:
+            continue
+        pred = predict(k, p)
+        for key in ("ld wavefronts", "ld conflicts", "st wavefronts", "st conflicts"):
+            got = _int(meas, key)
+            if got is not None and got != pred[key]:
+                label = " ".join(f"{n}={v}" for n, v in p.items())
+                out.append(f"{k.name} {label}: {key} model {pred[key]:,} ncu {got:,} "
+                           f"(ratio {got / pred[key]:.3f})" if pred[key] else
+                           f"{k.name} {label}: {key} model 0 ncu {got:,}")
+    return out
+
+
+def describe(kernel, params=None) -> str:
+    """One line for a widget: the model's and ncu's shared load/store conflicts of a
+    1024^3 launch of this configuration."""
+    k, p = _params(kernel, params)
+    pred, meas = predict(k, p), measured(k, p)
+    line = (f"bank conflicts at 1024^3, model: loads {pred['ld conflicts']:,}, "
+            f"stores {pred['st conflicts']:,}")
+    if meas:
+        line += (f"; ncu: loads {_int(meas, 'ld conflicts'):,}, "
+                 f"stores {_int(meas, 'st conflicts'):,}")
+    return line
+
+
+def note(kernel):
+    """`describe` bound to a kernel, for `widgets.Explorer(kernel, note=...)`."""
+    return lambda params: describe(kernel, params)
+
+
+def excess(configs=None):
+    """A Table: per configuration, what Nsight Compute counted beyond the model, for loads
+    and stores, in wavefronts and as wavefronts per executed instruction."""
+    from .ladder import Table
+    configs = configs if configs is not None else variants()
+    rows = []
+    for name, params in configs:
+        k, p = _params(name, params)
+        meas = measured(k, p)
+        if not meas:
+            continue
+        pred = predict(k, p)
+        instr = {"ld": 0, "st": 0}
+        for r in per_instruction(k, p, meas["shape"]):
+            instr[r["op"]] += r["in the launch"]
+        row = {"kernel": k.name, **{n: p[n] for n in ("BLOCK", "LAYOUT", "PAD") if n in p}}
+        for op in ("ld", "st"):
+            extra = _int(meas, f"{op} wavefronts") - pred[f"{op} wavefronts"]
+            row[f"{op} extra wf"] = extra
+            row[f"{op} extra conf"] = _int(meas, f"{op} conflicts") - pred[f"{op} conflicts"]
+            row[f"{op} extra per instr"] = f"{extra / instr[op]:.4f}"
+        rows.append(row)
+    cols = ["kernel", "BLOCK", "LAYOUT", "PAD"] + [f"{op} extra {w}" for op in ("ld", "st")
+                                                   for w in ("wf", "conf", "per instr")]
+    return Table(rows, cols,
+                 title="Nsight Compute minus model (launch totals at 1024^3)")
+
+
+def scope_independent(configs=None) -> bool:
+    """True when every instruction of `configs` costs the same under both readings of the
+    128-bit merge rule (per half-warp, or warp-wide: banks.analyse's quarter_merge_scope)."""
+    configs = configs if configs is not None else variants()
+    for name, params in configs:
+        for i in warp_instructions(name, params):
+            if i.width == 16 and (banks.analyse(i.addresses, 16, quarter_merge_scope="half").wavefronts
+                                  != banks.analyse(i.addresses, 16, quarter_merge_scope="warp").wavefronts):
+                return False
+    return True
+
+
+def probe_table(path=None):
+    """The hardware probe (tests/data/bank_probe.json, written by
+    `python -m gemm_kernels.bank_probe --out ...` on a GPU host) as a Table: each pattern's
+    width, the model's and Nsight Compute's wavefronts and conflicts. None if absent."""
+    import json
+    from pathlib import Path
+    from .ladder import Table
+    path = Path(path) if path else Path(__file__).resolve().parent.parent / "tests" / "data" / "bank_probe.json"
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text())
+    rows = []
+    for r in data["results"]:
+        rows.append({"pattern": r["name"], "bytes/lane": r["width"],
+                     "model wf": r["model_wavefronts"], "ncu wf": r["measured_wavefronts"],
+                     "model conf": r["model_conflicts"], "ncu conf": r["measured_conflicts"],
+                     "agree": "yes" if (r["model_wavefronts"], r["model_conflicts"]) ==
+                              (r["measured_wavefronts"], r["measured_conflicts"]) else "NO"})
+    agree = sum(r["agree"] == "yes" for r in rows)
+    return Table(rows, list(rows[0]), title=f"bank probe, one warp, one load per launch: "
+                 f"{data['device']['name']}, {data['ncu'].split(' (')[0]}, "
+                 f"{data['created'][:10]}; model and ncu agree on {agree} of {len(rows)}")
+
+
+def wavefronts_per_step(kernel, params=None) -> int:
+    """Shared-memory wavefronts (loads and stores) one warp costs per step along K."""
+    return sum(i.analysis.wavefronts for i in warp_instructions(kernel, params) if i.warp == 0)
+
+
+def smem_ceiling(kernel, params=None, props: dict | None = None) -> dict:
+    """The GFLOP/s that shared-memory bandwidth alone allows: an SM serves one wavefront
+    per clock, and each warp needs `wavefronts_per_step` of them for BLOCK FFMA
+    instructions (BLOCK * 32 * 2 flops). An upper bound: it ignores the global loads,
+    the barriers and everything else. props: the device's properties (sm_count,
+    sm_clock_mhz, compute_capability), e.g. `records.current().device` or
+    `device.properties()`; default: the live GPU's, else the recording's."""
+    from . import device, records
+    k, p = _params(kernel, params)
+    if props is None:
+        rec = records.current()
+        props = device.properties() if device.is_live() else (rec.device if rec else None)
+    if not props or not props.get("sm_count") or not props.get("sm_clock_mhz"):
+        raise ValueError("smem_ceiling needs the device's sm_count and sm_clock_mhz")
+    wf = wavefronts_per_step(k, p)
+    flops = p["BLOCK"] * 32 * 2
+    bound = props["sm_count"] * props["sm_clock_mhz"] * 1e6 * flops / wf / 1e9
+    peak = device.peak_fp32_gflops(props)
+    return {"wavefronts/step": wf, "FFMA/step": p["BLOCK"], "smem bound GFLOP/s": bound,
+            "peak GFLOP/s": peak, "bound % of peak": 100 * bound / peak if peak else None}
+
+
+def ceiling_table(configs=None, size: int = 2048, props: dict | None = None):
+    """Per configuration: the model's wavefronts and conflicts per warp and step, the
+    shared-memory bound (`smem_ceiling`), and the measured (live) or recorded GFLOP/s at
+    size^3 as a fraction of that bound."""
+    from . import records
+    from .ladder import Table
+    configs = configs if configs is not None else variants()
+    rows = []
+    for name, params in configs:
+        k, p = _params(name, params)
+        c = smem_ceiling(k, p, props)
+        conf = sum(i.analysis.conflicts for i in warp_instructions(k, p) if i.warp == 0)
+        try:
+            g = records.measure_or_lookup(k.name, (size,) * 3, p)["gflops"]["median"]
+        except LookupError:
+            g = None
+        rows.append({"kernel": k.name, **{n: p[n] for n in ("BLOCK", "LAYOUT", "PAD") if n in p},
+                     "loads/step": " + ".join(f"{v} {n}" for n, v in instruction_counts(k, p).items()
+                                              if n.startswith("LDS")),
+                     "conflicts/step": conf, "wavefronts/step": c["wavefronts/step"],
+                     "FFMA/step": c["FFMA/step"], "smem bound": c["smem bound GFLOP/s"],
+                     "GFLOP/s": g, "% of bound": 100 * g / c["smem bound GFLOP/s"] if g else None})
+    return Table(rows, ["kernel", "BLOCK", "LAYOUT", "PAD", "loads/step", "conflicts/step",
+                        "wavefronts/step", "FFMA/step", "smem bound", "GFLOP/s", "% of bound"],
+                 title=f"per warp and step (model); bound: 1 wavefront per SM and clock; "
+                       f"GFLOP/s at {size}^3, {records.source()}")

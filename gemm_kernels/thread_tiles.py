@@ -1,0 +1,400 @@
+"""Thread tiles of chapters 05-06: which outputs a thread owns, the shared-memory loads
+its inner loop issues, what they cost in wavefronts, and how a warp stores C.
+
+Kernels modelled: `tile_1d` (TM outputs down one column), `tile_2d` (a TM x TN patch,
+inner-product order), `tile_2d_reg` (the same patch, outer product with register
+caching) and `tile_2d_strided` (outer product, the thread's outputs spread across the
+tile with strides BM/TM and BN/TN, seed 004's matrixMul_2_1).
+
+For one step along K (one BM x BK tile of A and one BK x BN tile of B in shared
+memory), a thread reads a fixed pattern of words, shifted by a base that depends on its
+position (tr, tc) in the block's thread grid:
+
+    tile_1d, tile_2d, tile_2d_reg:  A: (tr*TM + i)*BK + k       B: k*BN + tc*TN + j
+    tile_2d_strided:                A: (tr + i*BM/TM)*BK + k    B: k*BN + tc + j*BN/TN
+
+(tile_1d has TN = 1 and tc = t % BN.) With the loops fully unrolled, ptxas loads each
+distinct word once and fuses consecutive words into wide loads when it can prove the
+address aligned: four words into an LDS.128 when the first word's offset is a multiple
+of 4 for every thread, two into an LDS.64 when it is a multiple of 2. `loads` applies
+exactly that rule. `tile_2d` keeps its k loop rolled (`#pragma unroll 1`), so it loads
+both operands of every FMA with a plain LDS: 2*TM*TN*BK loads per step.
+tests/test_thread_tiles.py checks the counts against the SASS.
+
+Each load instruction is then priced for every warp with `banks.analyse`, from the 32
+lanes' byte addresses (warp w = threads 32w .. 32w+31). The tile copies (one STS per
+element a thread copies, consecutive lanes on consecutive words) are modelled too, so
+the launch totals compare with Nsight Compute's shared-memory counters. The As tile
+starts at byte 0 and Bs right after it; both sizes are multiples of 128 bytes, so the
+banks do not depend on the order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import banks
+from .launch import kernel_of
+
+WARP = 32
+KERNELS = ("tile_1d", "tile_2d", "tile_2d_reg", "tile_2d_strided")
+SASS_NAME = {("ld", 4): "LDS", ("ld", 8): "LDS.64", ("ld", 16): "LDS.128",
+             ("st", 4): "STS", ("st", 8): "STS.64", ("st", 16): "STS.128"}
+
+
+# ------------------------------------------------------------------ geometry
+
+@dataclass(frozen=True)
+class Geometry:
+    """A kernel's thread grid and each thread's share of one step along K."""
+    kernel: str
+    params: dict
+    threads: int
+    a_offsets: tuple      # words of As one thread reads in one step, relative to a_base
+    b_offsets: tuple      # words of Bs, relative to b_base
+
+    def position(self, t: int) -> tuple[int, int]:
+        """(tr, tc): the thread's row and column in the block's thread grid."""
+        p = self.params
+        cols = p["BN"] if self.kernel == "tile_1d" else p["BN"] // p["TN"]
+        return t // cols, t % cols
+
+    def a_base(self, t: int) -> int:
+        tr, _ = self.position(t)
+        p = self.params
+        return (tr if self.kernel == "tile_2d_strided" else tr * p["TM"]) * p["BK"]
+
+    def b_base(self, t: int) -> int:
+        _, tc = self.position(t)
+        return tc if self.kernel in ("tile_1d", "tile_2d_strided") else tc * self.params["TN"]
+
+    def outputs(self, t: int) -> list[tuple[int, int]]:
+        """The (row, col) of C, inside the block's BM x BN tile, that thread t computes."""
+        p = self.params
+        tr, tc = self.position(t)
+        tm, tn = p["TM"], p.get("TN", 1)
+        if self.kernel == "tile_2d_strided":
+            rs, cs = p["BM"] // tm, p["BN"] // tn
+            return [(tr + i * rs, tc + j * cs) for i in range(tm) for j in range(tn)]
+        return [(tr * tm + i, tc * tn + j) for i in range(tm) for j in range(tn)]
+
+
+def geometry(kernel, params=None) -> Geometry:
+    k = kernel_of(kernel)
+    if k.name not in KERNELS:
+        raise ValueError(f"{k.name}: thread_tiles models {', '.join(KERNELS)}")
+    p = k.resolve(params)
+    bad = k.problems(p)
+    if bad:
+        raise ValueError("; ".join(bad))
+    BM, BN, BK, TM = p["BM"], p["BN"], p["BK"], p["TM"]
+    TN = p.get("TN", 1)
+    threads = BM * BN // (TM * TN)
+    rs = BM // TM if k.name == "tile_2d_strided" else 1
+    cs = BN // TN if k.name == "tile_2d_strided" else 1
+    a = tuple(sorted(i * rs * BK + kk for i in range(TM) for kk in range(BK)))
+    b = tuple(sorted(kk * BN + j * cs for kk in range(BK) for j in range(TN)))
+    return Geometry(k.name, p, threads, a, b)
+
+
+# ------------------------------------------------------------------ loads
+
+@dataclass(frozen=True)
+class Load:
+    """One shared-memory load of one thread in one step: `width` bytes from word
+    `offset` (relative to the thread's base) of operand "A" or "B"."""
+    operand: str
+    offset: int
+    width: int
+
+    @property
+    def sass(self) -> str:
+        return SASS_NAME[("ld", self.width)]
+
+
+def _fuse(offsets, bases) -> list[tuple[int, int]]:
+    """(offset, width in bytes) of the loads ptxas makes of one thread's distinct words:
+    runs of consecutive words, cut into 4-word (then 2-word) pieces whose first word is
+    aligned for every thread."""
+    have = set(offsets)
+    out, ordered, i = [], sorted(have), 0
+    while i < len(ordered):
+        r = ordered[i]
+        for n in (4, 2, 1):
+            if all(r + d in have for d in range(n)) and all((b + r) % n == 0 for b in bases):
+                out.append((r, 4 * n))
+                i += n
+                break
+    return out
+
+
+def loads(kernel, params=None) -> list[Load]:
+    """The shared-memory loads one thread issues in one step along K (see the module
+    docstring for the rule). The list is the same for every thread; only the base moves."""
+    g = geometry(kernel, params)
+    p = g.params
+    if g.kernel == "tile_2d":   # rolled dot products: both operands of every FMA
+        TM, TN, BK, BN = p["TM"], p["TN"], p["BK"], p["BN"]
+        out = []
+        for i in range(TM):
+            for j in range(TN):
+                for kk in range(BK):
+                    out += [Load("A", i * BK + kk, 4), Load("B", kk * BN + j, 4)]
+        return out
+    a_bases = {g.a_base(t) for t in range(g.threads)}
+    b_bases = {g.b_base(t) for t in range(g.threads)}
+    return ([Load("A", o, w) for o, w in _fuse(g.a_offsets, a_bases)] +
+            [Load("B", o, w) for o, w in _fuse(g.b_offsets, b_bases)])
+
+
+def fma_per_step(kernel, params=None) -> int:
+    """FFMA one thread executes per step along K: TM*TN*BK."""
+    p = geometry(kernel, params).params
+    return p["TM"] * p.get("TN", 1) * p["BK"]
+
+
+def instruction_counts(kernel, params=None) -> dict:
+    """{'LDS.128': n, 'LDS': n, 'FFMA': n} one thread issues per step along K."""
+    out: dict = {}
+    for ld in loads(kernel, params):
+        out[ld.sass] = out.get(ld.sass, 0) + 1
+    out["FFMA"] = fma_per_step(kernel, params)
+    return out
+
+
+# ------------------------------------------------------------------ warp instructions
+
+@dataclass(frozen=True)
+class WarpInstr:
+    """One warp-wide shared-memory instruction of one warp, in one step along K."""
+    op: str            # "ld" or "st"
+    operand: str       # "A" or "B"
+    what: str          # the word(s) a thread reads, relative to its base
+    warp: int
+    width: int         # bytes per lane: 4, 8 or 16
+    addresses: tuple   # 32 byte offsets (None: inactive lane)
+
+    @property
+    def sass(self) -> str:
+        return SASS_NAME[(self.op, self.width)]
+
+    @property
+    def analysis(self) -> banks.Analysis:
+        return banks.analyse(self.addresses, self.width)
+
+
+def _what(g: Geometry, ld: Load) -> str:
+    p = g.params
+    n = ld.width // 4
+    if ld.operand == "A":
+        row, k = divmod(ld.offset, p["BK"])
+        span = f"{k}" if n == 1 else f"{k}..{k + n - 1}"
+        r0 = "tr" if g.kernel == "tile_2d_strided" else "tr*TM"
+        return f"As[{r0} + {row}][{span}]"
+    k, col = divmod(ld.offset, p["BN"])
+    span = f"{col}" if n == 1 else f"{col}..{col + n - 1}"
+    c0 = "tc" if g.kernel in ("tile_1d", "tile_2d_strided") else "tc*TN"
+    return f"Bs[{k}][{c0} + {span}]"
+
+
+def warp_instructions(kernel, params=None) -> list[WarpInstr]:
+    """Every shared-memory instruction of every warp of one block in one step along K:
+    the STS of the tile copies, then the loads of the inner loop."""
+    g = geometry(kernel, params)
+    p = g.params
+    BM, BN, BK, NT = p["BM"], p["BN"], p["BK"], g.threads
+    b_start = BM * BK * 4
+    lds = loads(g.kernel, p)
+    out: list[WarpInstr] = []
+    for w in range(-(-NT // WARP)):
+        tids = [32 * w + lane if 32 * w + lane < NT else None for lane in range(WARP)]
+        for name, size, start in (("A", BM * BK, 0), ("B", BK * BN, b_start)):
+            for i in range(-(-size // NT)):
+                addr = tuple(None if t is None or t + i * NT >= size
+                             else start + 4 * (t + i * NT) for t in tids)
+                what = f"{'As' if name == 'A' else 'Bs'} element t + {i}*{NT}"
+                out.append(WarpInstr("st", name, what, w, 4, addr))
+        for ld in lds:
+            base = g.a_base if ld.operand == "A" else g.b_base
+            start = 0 if ld.operand == "A" else b_start
+            addr = tuple(None if t is None else start + 4 * (base(t) + ld.offset) for t in tids)
+            out.append(WarpInstr("ld", ld.operand, _what(g, ld), w, ld.width, addr))
+    return out
+
+
+def first(kernel, params=None, operand: str = "B", warp: int = 0, op: str = "ld") -> WarpInstr:
+    """The first load (or store) of `operand` by `warp` in a step: for plotting banks."""
+    for i in warp_instructions(kernel, params):
+        if i.warp == warp and i.operand == operand and i.op == op:
+            return i
+    raise ValueError(f"no {op} of {operand} by warp {warp}")
+
+
+def _short(kernel, p) -> str:
+    return " ".join(f"{n}={p[n]}" for n in ("BM", "BN", "BK", "TM", "TN") if n in p)
+
+
+def per_instruction(configs, warp: int = 0):
+    """A Table: per configuration and operand, the loads one warp (`warp`) issues per
+    step, grouped by SASS instruction and cost: count, wavefronts each, ideal each."""
+    from .ladder import Table
+    rows = []
+    for name, params in configs:
+        g = geometry(name, params)
+        groups: dict = {}
+        for i in warp_instructions(name, params):
+            if i.warp != warp or i.op != "ld":
+                continue
+            a = i.analysis
+            key = (i.operand, i.sass, a.wavefronts, a.ideal)
+            if key not in groups:
+                groups[key] = {"kernel": g.kernel, "params": _short(g.kernel, g.params),
+                               "operand": i.operand, "SASS": i.sass, "example": i.what,
+                               "per step": 0, "wavefronts each": a.wavefronts,
+                               "ideal each": a.ideal}
+            groups[key]["per step"] += 1
+        rows += list(groups.values())
+    return Table(rows, ["kernel", "params", "operand", "SASS", "example", "per step",
+                        "wavefronts each", "ideal each"],
+                 title=f"shared loads of warp {warp} in one step along K (bank model)")
+
+
+def step_summary(configs):
+    """A Table: per configuration, one thread's FFMA and load instructions per step, and
+    one warp's load wavefronts per step (the block's mean), with the ideal."""
+    from .ladder import Table
+    rows = []
+    for name, params in configs:
+        g = geometry(name, params)
+        counts = instruction_counts(name, params)
+        ins = [i for i in warp_instructions(name, params) if i.op == "ld"]
+        warps = -(-g.threads // WARP)
+        wf = sum(i.analysis.wavefronts for i in ins) / warps
+        ideal = sum(i.analysis.ideal for i in ins) / warps
+        n_ld = sum(v for k, v in counts.items() if k.startswith("LDS"))
+        rows.append({"kernel": g.kernel, "params": _short(g.kernel, g.params),
+                     "threads": g.threads, "FFMA": counts["FFMA"],
+                     "LDS": counts.get("LDS", 0), "LDS.64": counts.get("LDS.64", 0),
+                     "LDS.128": counts.get("LDS.128", 0),
+                     "FFMA per load": f"{counts['FFMA'] / n_ld:.2f}",
+                     "wavefronts": _num(wf), "ideal": _num(ideal),
+                     "FFMA per wavefront": f"{counts['FFMA'] / wf:.2f}"})
+    return Table(rows, list(rows[0]), title="one step along K: per thread (FFMA, loads) "
+                                            "and per warp (wavefronts, bank model)")
+
+
+def _num(x):
+    return int(x) if x == int(x) else round(x, 2)
+
+
+# ------------------------------------------------------------------ launch totals
+
+def launch_steps(kernel, params=None, shape=None) -> int:
+    """Blocks x steps along K of a launch at `shape` (default: the profiled 1024^3)."""
+    from .profile import GEMM_SHAPE
+    p = geometry(kernel, params).params
+    M, N, K = shape or GEMM_SHAPE
+    if M % p["BM"] or N % p["BN"] or K % p["BK"]:
+        raise ValueError(f"{(M, N, K)}: the model counts whole tiles; M, N, K must be "
+                         f"multiples of BM={p['BM']}, BN={p['BN']}, BK={p['BK']}")
+    return (M // p["BM"]) * (N // p["BN"]) * (K // p["BK"])
+
+
+def predict(kernel, params=None, shape=None) -> dict:
+    """Predicted Nsight Compute counters of one launch: {'ld wavefronts', 'ld conflicts',
+    'st wavefronts', 'st conflicts'}."""
+    n = launch_steps(kernel, params, shape)
+    out = {"ld wavefronts": 0, "ld conflicts": 0, "st wavefronts": 0, "st conflicts": 0}
+    for i in warp_instructions(kernel, params):
+        a = i.analysis
+        out[f"{i.op} wavefronts"] += n * a.wavefronts
+        out[f"{i.op} conflicts"] += n * a.conflicts
+    return out
+
+
+def counter_table(configs):
+    """A Table: per configuration, the launch's shared-memory wavefronts and bank
+    conflicts, predicted next to the recorded Nsight Compute counters ('-': none)."""
+    from . import profile, records
+    from .ladder import Table
+    rows = []
+    for name, params in configs:
+        g = geometry(name, params)
+        rec = profile.counters(g.kernel, g.params)
+        shape = tuple(rec["shape"]) if rec else None
+        pred = predict(g.kernel, g.params, shape)
+        m = rec["metrics"] if rec else {}
+        row = {"kernel": g.kernel, "params": _short(g.kernel, g.params)}
+        for op, iw, ic in (("ld", 0, 2), ("st", 1, 3)):
+            row[f"{op} wf model"] = pred[f"{op} wavefronts"]
+            row[f"{op} wf ncu"] = _round(m.get(profile.SHARED[iw]))
+            row[f"{op} conf model"] = pred[f"{op} conflicts"]
+            row[f"{op} conf ncu"] = _round(m.get(profile.SHARED[ic]))
+        rows.append(row)
+    rec = records.current()
+    src = f"model vs Nsight Compute at 1024^3 ({rec.label})" if rec else "model only: no recording"
+    return Table(rows, list(rows[0]), title=src)
+
+
+def _round(v):
+    return None if v is None else int(round(v))
+
+
+# ------------------------------------------------------------------ stores of C
+
+SECTOR = 32
+
+
+def store_table(configs, N: int = 4096, warp: int = 0):
+    """A Table: how warp `warp` of block (0, 0) stores its outputs of C (one 32-bit STG
+    per output, as the bounds-checked store loop compiles): sectors each STG touches,
+    the sum over the warp's STGs (sector requests), and the distinct sectors written."""
+    from .ladder import Table
+    rows = []
+    for name, params in configs:
+        g = geometry(name, params)
+        tids = [32 * warp + lane for lane in range(WARP) if 32 * warp + lane < g.threads]
+        outs = [g.outputs(t) for t in tids]
+        per = [len({(r * N + c) * 4 // SECTOR for r, c in (o[s] for o in outs)})
+               for s in range(len(outs[0]))]
+        distinct = len({(r * N + c) * 4 // SECTOR for o in outs for r, c in o})
+        rows.append({"kernel": g.kernel, "params": _short(g.kernel, g.params),
+                     "STG per thread": len(outs[0]),
+                     "sectors per STG": min(per) if min(per) == max(per) else f"{min(per)}-{max(per)}",
+                     "sector requests": sum(per), "distinct sectors": distinct,
+                     "requests per sector": round(sum(per) / distinct, 2)})
+    return Table(rows, list(rows[0]), title=f"stores of C by warp {warp} (row pitch N={N})")
+
+
+# ------------------------------------------------------------------ picture
+
+def owner_picture(kernel, params=None, warps=(0, 1), ax=None, rows: int | None = None,
+                  cols: int | None = None):
+    """Which outputs of the block's C tile the lanes of `warps` compute: colour = warp,
+    label = lane. Drawn on the top-left rows x cols corner of the tile."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    g = geometry(kernel, params)
+    p = g.params
+    rows, cols = rows or p["BM"], cols or p["BN"]
+    grid = np.full((rows, cols), np.nan)
+    lanes = np.full((rows, cols), -1)
+    for w in warps:
+        for lane in range(WARP):
+            t = 32 * w + lane
+            if t >= g.threads:
+                continue
+            for r, c in g.outputs(t):
+                if r < rows and c < cols:
+                    grid[r, c], lanes[r, c] = w, lane
+    if ax is None:
+        _, ax = plt.subplots(figsize=(min(14, 0.2 * cols + 1), min(8, 0.2 * rows + 1)))
+    ax.imshow(grid, cmap="tab10", vmin=0, vmax=9, interpolation="nearest")
+    if rows * cols <= 48 * 48:
+        for (r, c), lane in np.ndenumerate(lanes):
+            if lane >= 0:
+                ax.text(c, r, lane, ha="center", va="center", fontsize=5, color="w")
+    ax.set_title(f"{g.kernel} {_short(g.kernel, p)}: outputs of warps "
+                 f"{', '.join(map(str, warps))} (label: lane)", fontsize=9)
+    ax.set_xlabel("column in the C tile")
+    ax.set_ylabel("row in the C tile")
+    return ax
