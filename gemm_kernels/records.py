@@ -82,6 +82,9 @@ def current() -> Record | None:
 
 
 def git_commit() -> str:
+    """The commit measured; $GEMM_KERNELS_COMMIT where the tree has no .git (GPU host)."""
+    if os.environ.get("GEMM_KERNELS_COMMIT"):
+        return os.environ["GEMM_KERNELS_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                               cwd=DATA_DIR.parent.parent, check=True).stdout.strip()
