@@ -82,3 +82,21 @@ def plot(tab, ax=None):
     ax.set_title(tab.title, fontsize=9)
     ax.legend(fontsize=8, loc="lower right")
     return ax
+
+
+def sweep_best(kernel, shape=(8192, 8192), T="float") -> dict | None:
+    """The fastest configuration of `kernel` with element type T at `shape`: from the
+    recorded sweep (recorded), or by measuring every valid configuration (live)."""
+    from .launch import kernel_of, problems
+    k = kernel_of(kernel)
+    best_row = None
+    for c in k.valid_configurations():
+        if c.get("T") != T or problems(k, c, tuple(shape)):
+            continue
+        try:
+            r = records.measure_or_lookup(k.name, tuple(shape), c)
+        except LookupError:
+            continue
+        if best_row is None or r["gbps"]["median"] > best_row["gbps"]["median"]:
+            best_row = r
+    return best_row

@@ -276,21 +276,50 @@ def comparison(configs, as_written: bool = False):
             row[f"{op} wf ncu"] = m.get(profile.SHARED[idx_w])
             row[f"{op} conf model"] = pred[f"{op} conflicts"]
             row[f"{op} conf ncu"] = m.get(profile.SHARED[idx_c])
+        for op in ("ld", "st"):
+            model, ncu = row[f"{op} wf model"], row[f"{op} wf ncu"]
+            row[f"{op} ncu/model"] = (ncu / model if model else None) if ncu is not None else None
         rows.append(row)
     rec = records.current()
     src = f"model vs Nsight Compute ({rec.label})" if rec else "model only: no recording"
     return Table(rows, list(rows[0]) if rows else ["kernel"], title=src)
 
 
-def agreement(table) -> list[str]:
-    """The rows of a `comparison` table where model and ncu differ, as short lines
-    (empty when they agree everywhere a counter was recorded)."""
+def agreement(table, tolerance: float = 0.1) -> list[str]:
+    """The rows of a `comparison` table where the recorded wavefronts differ from the
+    model's by more than `tolerance` (a fraction), as short lines; empty when every
+    recorded count is within it."""
     out = []
     for r in table:
         for op in ("ld", "st"):
-            for what in ("wf", "conf"):
-                ncu, model = r[f"{op} {what} ncu"], r[f"{op} {what} model"]
-                if ncu is not None and round(ncu) != model:
-                    out.append(f"{r['kernel']} {r['params']}: {op} {what} model {model:,} "
-                               f"ncu {ncu:,.0f}")
+            ncu, model = r[f"{op} wf ncu"], r[f"{op} wf model"]
+            if ncu is None:
+                continue
+            if (model == 0 and ncu > 0) or (model and abs(ncu / model - 1) > tolerance):
+                out.append(f"{r['kernel']} {r['params']}: {op} wavefronts model {model:,} "
+                           f"ncu {ncu:,.0f}")
     return out
+
+
+def excess_is_conflicts(table) -> bool:
+    """True when, in every recorded row, ncu's wavefronts exceed the model's by exactly
+    the difference of the conflict counts (ncu counts a conflict for every wavefront
+    beyond one per phase, whatever caused it)."""
+    for r in table:
+        for op in ("ld", "st"):
+            if r[f"{op} wf ncu"] is None:
+                continue
+            if round(r[f"{op} wf ncu"] - r[f"{op} wf model"]) != \
+                    round(r[f"{op} conf ncu"] - r[f"{op} conf model"]):
+                return False
+    return True
+
+
+def access(kernel, params=None, op: str = "ld", index: int = 0, warp: int = 0,
+           as_written: bool = False) -> WarpAccess:
+    """The `index`-th shared `op` ("ld" or "st") instruction of warp `warp` in one block,
+    e.g. the first column read of a transpose tile: access("transpose_smem")."""
+    found = [a for a in block_accesses(kernel, params, as_written) if a.op == op and a.warp == warp]
+    if not 0 <= index < len(found):
+        raise ValueError(f"warp {warp} has {len(found)} shared {op} instructions; index={index}")
+    return found[index]

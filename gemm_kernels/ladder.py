@@ -83,6 +83,18 @@ def compare(kernels, sizes, params: dict | None = None, repeats: int | None = No
                         "rel. error"], title=f"GFLOP/s, {records.source()}")
 
 
+def share(kernel: str, size: int, params: dict | None = None) -> dict | None:
+    """{'GFLOP/s', '% of cuBLAS', 'source'} of one configuration at size^3, measured
+    (live) or recorded; None when the recording does not have it."""
+    try:
+        g = records.measure_or_lookup(kernel, (size,) * 3, params)
+        ref = records.measure_or_lookup("cublas", (size,) * 3)
+    except LookupError:
+        return None
+    m = g["gflops"]["median"]
+    return {"GFLOP/s": m, "% of cuBLAS": 100 * m / ref["gflops"]["median"], "source": g["source"]}
+
+
 def plot(table: Table, ax=None, path=None):
     """GFLOP/s by size, one line per kernel, cuBLAS dashed."""
     import matplotlib

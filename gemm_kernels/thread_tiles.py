@@ -229,6 +229,12 @@ def first(kernel, params=None, operand: str = "B", warp: int = 0, op: str = "ld"
     raise ValueError(f"no {op} of {operand} by warp {warp}")
 
 
+def conflicts(kernel, params=None, warp: int = 0) -> int:
+    """Load wavefronts beyond the ideal that warp `warp` spends in one step along K."""
+    return sum(i.analysis.conflicts for i in warp_instructions(kernel, params)
+               if i.warp == warp and i.op == "ld")
+
+
 def _short(kernel, p) -> str:
     return " ".join(f"{n}={p[n]}" for n in ("BM", "BN", "BK", "TM", "TN") if n in p)
 

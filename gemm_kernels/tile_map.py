@@ -85,3 +85,21 @@ def shared_tile_contents(block=(1, 1), tile=1, BLOCK=16, dim=256, elem_bytes=8):
                           elem_bytes=elem_bytes)
 
     return {"A_shared": make("A_shared", "A", a_off), "B_shared": make("B_shared", "B", b_off)}
+
+
+def as_table(t: SharedTile, field: str = "expression", dim: int = 256, title: str = ""):
+    """One of a SharedTile's 16 x 16 tables as a Table, a row per threadIdx.y and a
+    column per threadIdx.x. field: "expression" (e.g. 'A[17*256 + 18]'), "offset",
+    "address", "bank" or "banks" (both banks of an 8-byte slot)."""
+    from .ladder import Table
+    n = len(t.offset)
+
+    def cell(ty, tx):
+        if field == "expression":
+            return t.expression(ty, tx, dim)
+        if field == "banks":
+            return "/".join(map(str, t.banks_of(ty, tx)))
+        return getattr(t, field)[ty][tx]
+    rows = [{"ty": ty, **{str(tx): cell(ty, tx) for tx in range(n)}} for ty in range(n)]
+    return Table(rows, ["ty"] + [str(tx) for tx in range(n)],
+                 title=title or f"{t.name}[ty][tx]: {field}")

@@ -34,10 +34,10 @@ def ranked(kernel, size: int = 2048, fixed: dict | None = None) -> list[tuple[di
     return sorted(out, key=lambda x: -x[1])
 
 
-def table(kernel, configs, size: int = 2048):
+def table(kernel, configs, size: int = 2048, extra: dict | None = None):
     """A Table: per configuration, registers, spills, threads per block, resident
     blocks and warps per SM (and what limits them), and GFLOP/s at size^3 ('-' where
-    not recorded)."""
+    not recorded). `extra`: more columns, {title: function of the params}."""
     from . import analysis, compiler, records
     from .ladder import Table
     k = kernel_of(kernel)
@@ -55,6 +55,7 @@ def table(kernel, configs, size: int = 2048):
                      "threads": occ.threads_per_block, "blocks/SM": occ.blocks_per_sm,
                      "warps/SM": occ.warps_per_sm, "occupancy": f"{occ.occupancy:.0%}",
                      "limited by": occ.limiter,
+                     **{t: f(p) for t, f in (extra or {}).items()},
                      f"GFLOP/s at {size}": None if g is None or math.isnan(g) else g})
     return Table(rows, list(rows[0]) if rows else ["params"],
                  title=f"{k.name}: ptxas -v (sm_90) and occupancy; rates {records.source()}")

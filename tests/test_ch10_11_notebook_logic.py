@@ -236,3 +236,27 @@ def test_compare_with_dgemm_reference(monkeypatch):
     t = ladder.compare(["dgemm_tiled"], (64,), reference="cublas_dgemm")
     assert [r["kernel"] for r in t] == ["dgemm_tiled", "cublas_dgemm"]
     assert t[0]["% of cuBLAS"] == pytest.approx(25.0)
+
+
+def test_access_picks_the_column_read():
+    a = bc.access("transpose_smem", {"T": "float"})
+    assert a.what == "tile[tx][ty+dy]" and a.analysis.wavefronts == 32
+    assert bc.access("transpose_padded", {"T": "float", "PAD": 1}).analysis.wavefronts == 1
+    with pytest.raises(ValueError, match="index"):
+        bc.access("transpose_smem", {}, index=99)
+
+
+def test_sweep_best_reads_the_recording(monkeypatch):
+    monkeypatch.setattr(records, "_LOADED", {"record": _fake_record()})
+    monkeypatch.setattr(records.device, "is_live", lambda: False)
+    assert bandwidth.sweep_best("transpose_padded", (64, 64), "double")["gbps"]["median"] == 950.0
+    assert bandwidth.sweep_best("transpose_fast", (64, 64)) is None
+
+
+def test_tile_map_as_table():
+    from gemm_kernels.tile_map import as_table, shared_tile_contents
+    t = shared_tile_contents()
+    tab = as_table(t["A_shared"], "offset")
+    assert tab[0]["0"] == 4112 and tab[15]["15"] == 7967 and len(tab.columns) == 17
+    assert as_table(t["B_shared"], "banks")[3]["1"] == "2/3"
+    assert as_table(t["A_shared"])[3]["5"] == "A[19*256 + 21]"

@@ -10,6 +10,8 @@ from test_registry_ch03_06 import _toolchain_or_skip
 
 STRIDED_44 = ("tile_2d_strided", {"BM": 128, "BN": 128, "BK": 8, "TM": 4, "TN": 4})
 CONTIG_44 = ("tile_2d_reg", {"BM": 128, "BN": 128, "BK": 8, "TM": 4, "TN": 4})
+K4 = {"BM": 64, "BN": 64, "BK": 8, "TM": 8}                 # siboehm's kernel 4 tile
+K5 = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}      # siboehm's kernel 5 tile
 
 
 @pytest.mark.parametrize("name", tt.KERNELS)
@@ -29,10 +31,10 @@ def test_seed_004_patterns():
 
 
 def test_load_counts_by_hand():
-    assert tt.instruction_counts("tile_1d") == {"LDS.128": 16, "LDS": 8, "FFMA": 64}
+    assert tt.instruction_counts("tile_1d", K4) == {"LDS.128": 16, "LDS": 8, "FFMA": 64}
     assert tt.instruction_counts(*CONTIG_44) == {"LDS.128": 16, "FFMA": 128}
     assert tt.instruction_counts(*STRIDED_44) == {"LDS.128": 8, "LDS": 32, "FFMA": 128}
-    assert tt.instruction_counts("tile_2d") == {"LDS": 1024, "FFMA": 512}
+    assert tt.instruction_counts("tile_2d", K5) == {"LDS": 1024, "FFMA": 512}
 
 
 def _warp0(name, params, operand):
@@ -53,7 +55,9 @@ def test_wavefronts_by_hand():
         assert sum(i.analysis.wavefronts for i in ins) == 48
         assert sum(i.analysis.conflicts for i in ins) == 0
     # default 8x8: lanes tc and tc+4 of a quarter hit the same banks: 8 instead of 4
-    assert {i.analysis.wavefronts for i in _warp0("tile_2d_reg", {}, "B")} == {8}
+    assert {i.analysis.wavefronts for i in _warp0("tile_2d_reg", K5, "B")} == {8}
+    # TN = 4: 8 lanes x 4 words cover the 32 banks once
+    assert {i.analysis.wavefronts for i in _warp0("tile_2d_reg", {**K5, "TN": 4}, "B")} == {4}
 
 
 def test_stores_of_c():
@@ -76,7 +80,7 @@ def test_invalid_configuration_is_rejected():
         tt.geometry("smem_tiled")
 
 
-SASS_CASES = [("tile_1d", {}), ("tile_1d", {"BM": 128, "BN": 32, "BK": 16, "TM": 16}),
+SASS_CASES = [("tile_1d", {}), ("tile_1d", K4), ("tile_2d_reg", K5), ("tile_1d", {"BM": 128, "BN": 32, "BK": 16, "TM": 16}),
               ("tile_1d", {"BM": 32, "BN": 64, "BK": 8, "TM": 4}),
               ("tile_2d_reg", {}), CONTIG_44, ("tile_2d_reg", {"BM": 64, "BN": 128, "BK": 16, "TN": 4}),
               STRIDED_44, ("tile_2d_strided", {"BM": 64, "BN": 64, "BK": 16, "TM": 8, "TN": 4})]
@@ -92,8 +96,13 @@ def test_load_counts_match_the_sass(name, params):
 
 def test_inner_product_loop_is_rolled():
     _toolchain_or_skip()
-    p = kernels.get("tile_2d").defaults()
-    loop = analysis.summary("tile_2d")["loop_histogram"]
+    p = K5
+    loop = analysis.summary("tile_2d", K5)["loop_histogram"]
     # 64 rolled dot products in the step: one FFMA and two LDS each, run BK times
     assert loop["FFMA"] == p["TM"] * p["TN"] and loop["LDS"] == 2 * p["TM"] * p["TN"]
-    assert tt.instruction_counts("tile_2d")["LDS"] == loop["LDS"] * p["BK"]
+    assert tt.instruction_counts("tile_2d", K5)["LDS"] == loop["LDS"] * p["BK"]
+
+
+def test_conflicts_per_step():
+    assert tt.conflicts(*CONTIG_44) == 0 and tt.conflicts(*STRIDED_44) == 0
+    assert tt.conflicts("tile_2d_reg", K5) == 16 * 4   # 16 B loads x 4 extra wavefronts
