@@ -25,6 +25,11 @@ def cmd_bench(a):
     names = a.kernels or ladder_kernels()
     if not device.is_live():
         print(f"No GPU here: showing the recording ({records.source()}).")
+    if a.readme:
+        from .ladder import update_readme
+        update_readme(FIGURES.parent / "README.md")
+        print("README.md results table updated from", records.source())
+        return
     table = compare(names, sizes, repeats=a.repeats)
     print(table)
     out = FIGURES / "ladder.png"
@@ -112,6 +117,8 @@ def main(argv=None):
     b.add_argument("--kernels", nargs="+")
     b.add_argument("--sizes", nargs="+", type=int)
     b.add_argument("--repeats", type=int, default=20)
+    b.add_argument("--readme", action="store_true",
+                   help="write the recorded ladder into README.md's results table")
     b.set_defaults(fn=cmd_bench)
     c = sub.add_parser("check", help="correctness over ragged shapes")
     c.add_argument("--kernels", nargs="+")

@@ -119,3 +119,31 @@ def plot(table: Table, ax=None, path=None):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         (fig or ax.figure).savefig(path, dpi=120, bbox_inches="tight")
     return ax
+
+
+README_START, README_END = "<!-- results:start -->", "<!-- results:end -->"
+
+
+def markdown(sizes=LADDER_SIZES) -> str:
+    """The ladder as a Markdown table: GFLOP/s and % of cuBLAS per kernel and size."""
+    table = compare(ladder_kernels(), sizes)
+    by = {(r["kernel"], r["size"]): r for r in table}
+    names = list(dict.fromkeys(r["kernel"] for r in table))
+    head = "| ch | kernel | " + " | ".join(f"{n}^3" for n in sizes) + " |"
+    lines = [f"GFLOP/s (% of cuBLAS), {records.source()}:", "", head,
+             "|" + " --- |" * (len(sizes) + 2)]
+    for name in names:
+        cells = []
+        for n in sizes:
+            r = by.get((name, n))
+            cells.append("-" if r is None else f"{r['GFLOP/s']:,.0f} ({r['% of cuBLAS']:.0f}%)")
+        ch = next(r["chapter"] for r in table if r["kernel"] == name)
+        lines.append(f"| {ch} | {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def update_readme(path) -> None:
+    """Replace the results table between the README's markers with the recorded one."""
+    text = Path(path).read_text()
+    a, b = text.index(README_START) + len(README_START), text.index(README_END)
+    Path(path).write_text(text[:a] + "\n" + markdown() + "\n" + text[b:])

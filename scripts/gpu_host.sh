@@ -15,10 +15,11 @@ for stage in "$@"; do
     check)    python3 -m gemm_kernels check 2>&1 | tee "$OUT/check.log" | grep -v " ok$" ;;
     sanitize) python3 -m gemm_kernels check --sanitize 2>&1 | tee "$OUT/sanitize.log" ;;
     tests)    python3 -m pytest -q -x tests/ 2>&1 | tee "$OUT/tests.log" | tail -15 ;;
-    nbval)    python3 -m pytest -q --nbval notebooks/ 2>&1 | tee "$OUT/nbval.log" | tail -25 ;;
+    nbval)    python3 -m pytest -q --nbval -p no:cacheprovider notebooks/ 2>&1 | tee "$OUT/nbval.log" | tail -25 ;;
     bench)    python3 -m gemm_kernels bench --sizes 1024 2048 4096 2>&1 | tee "$OUT/bench.log"
               cp figures/ladder.png "$OUT/" ;;
-    record)   python3 -m gemm_kernels record 2>&1 > "$OUT/record.log"; tail -3 "$OUT/record.log"
+    record)   python3 -m gemm_kernels record ${CHAPTERS:+--chapters $CHAPTERS} > "$OUT/record.log" 2>&1
+              tail -3 "$OUT/record.log"
               cp figures/data/*.json "$OUT/" ;;
     probe)    python3 -m gemm_kernels.bank_probe --out "$OUT/bank_probe.json" 2>&1 | tee "$OUT/probe.log" | tail -40 ;;
     profile)  python3 -m gemm_kernels profile 2>&1 | tee "$OUT/profile.log" | tail -40
