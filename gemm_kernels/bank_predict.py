@@ -366,7 +366,8 @@ def scope_independent(configs=None) -> bool:
 def probe_table(path=None):
     """The hardware probe (tests/data/bank_probe.json, written by
     `python -m gemm_kernels.bank_probe --out ...` on a GPU host) as a Table: each pattern's
-    width, the model's and Nsight Compute's wavefronts and conflicts. None if absent."""
+    width, Nsight Compute's wavefronts and conflicts, and the model's, computed now (the
+    model of `banks` as it stands, not the predictions stored in the file). None if absent."""
     import json
     from pathlib import Path
     from .ladder import Table
@@ -376,10 +377,11 @@ def probe_table(path=None):
     data = json.loads(path.read_text())
     rows = []
     for r in data["results"]:
+        an = banks.analyse(r["addresses"], r["width"])
         rows.append({"pattern": r["name"], "bytes/lane": r["width"],
-                     "model wf": r["model_wavefronts"], "ncu wf": r["measured_wavefronts"],
-                     "model conf": r["model_conflicts"], "ncu conf": r["measured_conflicts"],
-                     "agree": "yes" if (r["model_wavefronts"], r["model_conflicts"]) ==
+                     "model wf": an.wavefronts, "ncu wf": r["measured_wavefronts"],
+                     "model conf": an.conflicts, "ncu conf": r["measured_conflicts"],
+                     "agree": "yes" if (an.wavefronts, an.conflicts) ==
                               (r["measured_wavefronts"], r["measured_conflicts"]) else "NO"})
     agree = sum(r["agree"] == "yes" for r in rows)
     return Table(rows, list(rows[0]), title=f"bank probe, one warp, one load per launch: "

@@ -144,3 +144,42 @@ def test_without_a_recording_the_model_still_prints(monkeypatch):
     assert "model only" in t.title
     assert [r["access"] for r in t][-2:] == ["all stores", "all loads"]
     assert t[-1]["ncu wavefronts"] is None
+
+
+def test_ceiling_and_excess_tables(monkeypatch):
+    p = kernels.get("bank_layout").resolve({"BLOCK": 32, "LAYOUT": "transposed", "PAD": 0})
+    pred = bp.predict("bank_layout", p)
+    metrics = {SHARED[0]: pred["ld wavefronts"] + 1000.0, SHARED[1]: float(pred["st wavefronts"]),
+               SHARED[2]: 1000.0, SHARED[3]: float(pred["st conflicts"])}
+    _fake_record(monkeypatch, [
+        {"chapter": "04", "kernel": "bank_layout", "params": p, "shape": [1024] * 3,
+         "metrics": metrics},
+        {"chapter": "04", "kernel": "bank_layout", "params": p, "shape": [2048] * 3,
+         "gflops": {"median": 2000.0, "min": 1900.0, "max": 2100.0}}])
+    records._LOADED["record"].device.update(sm_count=100, sm_clock_mhz=1000.0,
+                                            compute_capability="9.0")
+    c = bp.smem_ceiling("bank_layout", p)
+    assert c["wavefronts/step"] == 64 + 32 + 1          # reads, 32-way store, store
+    assert c["smem bound GFLOP/s"] == pytest.approx(100 * 1e9 * 32 * 64 / 97 / 1e9)
+    row = bp.ceiling_table([("bank_layout", p)])[0]
+    assert row["conflicts/step"] == 31 and row["GFLOP/s"] == 2000.0
+    assert row["% of bound"] == pytest.approx(100 * 2000.0 / c["smem bound GFLOP/s"])
+    ex = bp.excess([("bank_layout", p)])[0]
+    assert ex["ld extra wf"] == 1000 and ex["st extra wf"] == 0 and ex["LAYOUT"] == "transposed"
+    with pytest.raises(ValueError, match="sm_count"):
+        bp.smem_ceiling("bank_layout", p, props={})
+
+
+def test_scope_and_probe_table(tmp_path):
+    assert bp.scope_independent()
+    path = tmp_path / "probe.json"
+    import json
+    path.write_text(json.dumps({"device": {"name": "X"}, "ncu": "Version 1 (b)",
+                                "created": "2026-01-01T00:00:00Z", "results": [
+        {"name": "col", "width": 4, "addresses": [128 * i for i in range(32)],
+         "measured_wavefronts": 32, "measured_conflicts": 31,
+         "model_wavefronts": 0, "model_conflicts": 0}]}))
+    t = bp.probe_table(path)
+    assert t[0]["model wf"] == 32 and t[0]["agree"] == "yes"      # computed now, not read
+    assert "agree on 1 of 1" in t.title
+    assert bp.probe_table(tmp_path / "absent.json") is None

@@ -85,3 +85,65 @@ def test_plot_runs(bx):
     matplotlib.use("Agg")
     ax = bx.plot(bx.evaluate(stride=33, width=4)["analysis"])
     assert "wavefront" in ax.get_title()
+
+
+# ---- chapter 04's cases, the widget itself, and the Explorer's note hook
+
+@pytest.mark.parametrize("kw,wavefronts,phases", [
+    ({"stride": 32, "padding": 2}, 2, 1),               # float[32][34]: banks 0,2,4..
+    ({"stride": 32, "padding": 3}, 1, 1),
+    ({"stride": 32, "padding": 4}, 4, 1),
+    ({"stride": 8, "width": 16}, 32, 4),                # LDS.128 of sB[tx*32 + k..k+3]
+    ({"stride": 9, "width": 16}, 4, 4),                 # the same with PAD 4 (36 words)
+    ({"stride": 17, "width": 8}, 2, 2),                 # LDS.64, PAD 2 (34 words)
+    ({"stride": 0, "width": 16}, 2, 2),                 # LDS.128 broadcast: halves apart
+])
+def test_chapter04_cases(bx, kw, wavefronts, phases):
+    res = bx.evaluate(**kw)
+    assert res["ok"], res["message"]
+    assert res["analysis"].wavefronts == wavefronts
+    assert sum(p.active for p in res["analysis"].phases) == phases
+    assert f"{wavefronts} wavefront(s)" in res["message"]
+
+
+def test_explorer_pattern_is_bank_layouts_read_of_b(bx):
+    from gemm_kernels import bank_predict
+    for pad, (stride, width) in {0: (8, 16), 2: (17, 8), 4: (9, 16), 1: (33, 4)}.items():
+        p = {"BLOCK": 32, "LAYOUT": "conflict", "PAD": pad}
+        first_b = next(i for i in bank_predict.warp_instructions("bank_layout", p)
+                       if i.group == "read B")
+        assert bx.evaluate(stride=stride, width=width)["analysis"].wavefronts == \
+            first_b.analysis.wavefronts, pad
+
+
+def test_widget_updates_without_printing(bx, capsys):
+    pytest.importorskip("ipywidgets")
+    import matplotlib
+    matplotlib.use("Agg")
+    w = bx.widget(stride=32, padding=1)
+    text, image = w.children[2], w.children[3]
+    assert "1 wavefront(s)" in text.value and image.value[:4] == b"\x89PNG"
+    w.children[0].children[2].value = 0                   # padding 0: the 32-way column
+    assert "32 wavefront(s)" in text.value
+    assert capsys.readouterr().out == ""
+
+
+def test_explorer_note_is_appended(monkeypatch):
+    from gemm_kernels import bank_predict, kernels, records, widgets
+    from gemm_kernels.profile import SHARED
+    p = kernels.get("bank_layout").resolve({"BLOCK": 32, "LAYOUT": "conflict", "PAD": 0})
+    pred = bank_predict.predict("bank_layout", p)
+    rec = records.Record({"name": "Test GPU"}, "2026-01-01T00:00:00Z", "abc", [
+        {"chapter": "04", "kernel": "bank_layout", "params": p, "shape": [2048] * 3,
+         "gflops": {"median": 500.0, "min": 490.0, "max": 510.0}},
+        {"chapter": "04", "kernel": "bank_layout", "params": p, "shape": [1024] * 3,
+         "metrics": {SHARED[0]: 1.0, SHARED[1]: 2.0, SHARED[2]: 3.0, SHARED[3]: 4.0}}])
+    monkeypatch.setitem(records._LOADED, "record", rec)
+    monkeypatch.setenv("GEMM_KERNELS_MODE", "recorded")
+    ex = widgets.Explorer("bank_layout", note=bank_predict.note("bank_layout"))
+    res = ex.evaluate({"BLOCK": 32, "LAYOUT": "conflict", "PAD": 0})
+    assert res["ok"], res["message"]
+    assert f"model: loads {pred['ld conflicts']:,}" in res["message"]
+    assert "ncu: loads 3, stores 4" in res["message"]
+    bad = ex.evaluate({"BLOCK": 8})
+    assert not bad["ok"] and "BLOCK" in bad["message"]

@@ -1,0 +1,80 @@
+"""Per-lane shared-memory addresses of chapters 07-09 (warp 0, one k), for the bank model.
+
+The index expressions follow the kernels' sources (07_float4.cu, 09_zorder.cu):
+
+* ``a_store``: the transposed A store of the VEC path. Lane l of warp 0 fetched the
+  float4 of tile row m = l // (BK/4) at k = 4 * (l % (BK/4)); its store number s writes
+  As[k + s][m], word (k + s) * (BM + PAD) + m.
+* ``a_read`` / ``b_read``: one LDS.128 of the A column or B row piece a lane needs at one
+  k, for ``layout`` "float4" (chapter 07/08: thread (tr, tc) = (t / (BN/TN), t % (BN/TN))
+  reads words TM*tr + 4h and TN*tc + 4h), "rowmajor" or "zorder" (chapter 09: 4 x 4
+  sub-tiles; (qr, qc) row-major in a (BM/8) x (BN/8) grid, or from the lane bits,
+  qr = (b4 b1), qc = (b3 b2 b0) for warp 0).
+"""
+from __future__ import annotations
+
+from . import banks
+from .ladder import Table
+
+WARP = 32
+
+
+def _lane_grid(layout: str, lane: int, BN: int, TN: int = 8) -> tuple[int, int]:
+    if layout == "float4":
+        return lane // (BN // TN), lane % (BN // TN)
+    if layout == "rowmajor":
+        return lane // (BN // 8), lane % (BN // 8)
+    if layout == "zorder":
+        b = [(lane >> i) & 1 for i in range(5)]
+        return 2 * b[4] + b[1], 4 * b[3] + 2 * b[2] + b[0]
+    raise ValueError(f"unknown layout {layout!r}")
+
+
+def a_store(BM: int = 128, BK: int = 8, PAD: int = 0, s: int = 0) -> list[int]:
+    """Byte addresses of store number s (0..3) of the transposed A tile, warp 0."""
+    lda = BM + PAD
+    out = []
+    for lane in range(WARP):
+        m, k = lane // (BK // 4), 4 * (lane % (BK // 4))
+        out.append(((k + s) * lda + m) * 4)
+    return out
+
+
+def a_read(layout: str, BM: int = 128, BN: int = 128, TM: int = 8, TN: int = 8,
+           half: int = 0) -> list[int]:
+    """Byte addresses of the A LDS.128 number `half` (0 or 1) in row k of As, warp 0."""
+    out = []
+    for lane in range(WARP):
+        r, _ = _lane_grid(layout, lane, BN, TN)
+        w = TM * r + 4 * half if layout == "float4" else 4 * r + half * BM // 2
+        out.append(w * 4)
+    return out
+
+
+def b_read(layout: str, BM: int = 128, BN: int = 128, TM: int = 8, TN: int = 8,
+           half: int = 0) -> list[int]:
+    """Byte addresses of the B LDS.128 number `half` (0 or 1) in row k of Bs, warp 0."""
+    out = []
+    for lane in range(WARP):
+        _, c = _lane_grid(layout, lane, BN, TN)
+        w = TN * c + 4 * half if layout == "float4" else 4 * c + half * BN // 2
+        out.append(w * 4)
+    return out
+
+
+def step_table(configs) -> Table:
+    """Bank-model wavefronts of warp 0 for one k (reads) and one tile copy (A stores).
+
+    configs: (label, layout, PAD) triples at the default 128 x 128 x 8 tile."""
+    rows = []
+    for label, layout, pad in configs:
+        st = [banks.analyse(a_store(PAD=pad, s=s)) for s in range(4)]
+        ar = [banks.analyse(a_read(layout, half=h), 16) for h in (0, 1)]
+        br = [banks.analyse(b_read(layout, half=h), 16) for h in (0, 1)]
+        rows.append({"kernel": label, "A STS.32 x4": sum(a.wavefronts for a in st),
+                     "A LDS.128 x2": sum(a.wavefronts for a in ar),
+                     "B LDS.128 x2": sum(a.wavefronts for a in br),
+                     "reads per k": sum(a.wavefronts for a in ar + br),
+                     "read conflicts": sum(a.conflicts for a in ar + br),
+                     "store conflicts": sum(a.conflicts for a in st)})
+    return Table(rows, list(rows[0]), title="bank model, warp 0, 128 x 128 x 8 tile")
