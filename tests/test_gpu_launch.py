@@ -60,3 +60,15 @@ def test_result_is_right_after_validation(abc):
     A, B, C = abc
     launch("coalesced", A, B, C, alpha=2.0)
     assert cupy.allclose(C, 8.0)
+
+
+def test_offset_view_refused_by_vector_kernels():
+    import cupy
+    buf = cupy.ones(64 * 64 + 1, cupy.float32)
+    A = buf[1:].reshape(64, 64)          # C-contiguous, but 4 bytes off alignment
+    B = cupy.ones((64, 64), cupy.float32)
+    C = cupy.empty((64, 64), cupy.float32)
+    with pytest.raises(ValueError, match="16-byte boundary"):
+        launch("capstone", A, B, C)
+    launch("naive", A, B, C)             # scalar kernels take it
+    assert cupy.allclose(C, 64.0)
