@@ -9,7 +9,9 @@ from .launch import DTYPES, kernel_of, launch, problems
 
 # The shapes every kernel is checked on: tiny, prime-ish, ragged in every dimension.
 RAGGED_SHAPES = [(1, 1, 1), (7, 13, 5), (33, 65, 17), (127, 129, 255),
-                 (1000, 1000, 1000), (4097, 1023, 515)]
+                 (1000, 1000, 1000), (4097, 1023, 515),
+                 # vector paths with ragged edges: N % 4 == 0 but K odd; a single row
+                 (300, 1028, 515), (1, 516, 3)]
 TRANSPOSE_SHAPES = [(1, 1), (7, 13), (33, 65), (127, 129), (1000, 999), (4097, 515)]
 
 
