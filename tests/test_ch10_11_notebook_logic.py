@@ -177,16 +177,21 @@ def test_comparison_without_counters(monkeypatch):
 def test_comparison_and_agreement_with_a_recording(monkeypatch):
     from gemm_kernels import profile
     pred = bc.predict("transpose_smem", {})
-    metrics = {profile.SHARED[0]: pred["ld wavefronts"], profile.SHARED[1]: pred["st wavefronts"],
+    metrics = {profile.SHARED[0]: pred["ld wavefronts"] + 5, profile.SHARED[1]: pred["st wavefronts"],
                profile.SHARED[2]: pred["ld conflicts"] + 5, profile.SHARED[3]: 0}
     row = {"chapter": "10", "kernel": "transpose_smem", "params": get("transpose_smem").resolve({}),
            "shape": [2048, 2048], "metrics": metrics}
     rec = records.Record({"name": "Test GPU"}, "2026-01-01T00:00:00Z", "abc", [row])
     monkeypatch.setattr(records, "_LOADED", {"record": rec})
     t = bc.comparison([("transpose_smem", {})])
-    assert t[0]["ld wf ncu"] == pred["ld wavefronts"]
-    diff = bc.agreement(t)
-    assert len(diff) == 1 and "ld conf" in diff[0]
+    assert t[0]["ld wf ncu"] == pred["ld wavefronts"] + 5
+    assert t[0]["ld ncu/model"] == pytest.approx(1 + 5 / pred["ld wavefronts"])
+    assert bc.agreement(t) == []                        # within 10 %
+    diff = bc.agreement(t, tolerance=0.0)
+    assert len(diff) == 1 and "ld wavefronts" in diff[0]
+    assert bc.excess_is_conflicts(t)                    # 5 more wavefronts, 5 more conflicts
+    metrics[profile.SHARED[2]] += 1
+    assert not bc.excess_is_conflicts(bc.comparison([("transpose_smem", {})]))
 
 
 # ------------------------------------------------------------------ bandwidth table
