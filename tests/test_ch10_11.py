@@ -79,13 +79,14 @@ def test_fast_vector_paths_follow_the_shape():
     assert k.shape_params(p, (4097, 8192)) == {"VEC_LOAD": True, "VEC_STORE": False}
     d = k.resolve({"T": "double"})     # 16 bytes = 2 doubles
     assert k.shape_params(d, (6, 7)) == {"VEC_LOAD": False, "VEC_STORE": True}
-    assert k.threads(p) == (8, 8, 1) and k.threads(d) == (16, 8, 1)
+    # TILE=64, ROWS=16 by default: 64*4/16 = 16 float4 columns; 64*8/16 = 32 double2
+    assert k.threads(p) == (16, 16, 1) and k.threads(d) == (32, 16, 1)
 
 
 @pytest.mark.parametrize("name", CH10)
 def test_ch10_grid_covers_ragged_shapes(name):
     k = get(name)
-    p = k.resolve({})
+    p = k.resolve({"TILE": 32, "ROWS": 8})
     assert k.grid(p, (8191, 4097)) == (-(-4097 // 32), -(-8191 // 32), 1)
     assert k.grid(p, (1, 1)) == (1, 1, 1)
 
