@@ -24,7 +24,9 @@ TRANSPOSE_SHAPE = (2048, 2048)
 # Chapters whose every configuration is profiled (their story is the counters).
 SWEPT = {"04", "10", "11"}
 # Kernels whose layouts are compared at a fixed tile: every configuration matching this.
-SUBSETS = {"zorder": {"BM": 128, "BN": 128, "BK": 8}}
+SUBSETS = {"zorder": {"BM": 128, "BN": 128, "BK": 8},
+           "tile_2d_reg": {"BM": 128, "BN": 128, "BK": 8},
+           "tile_2d_strided": {"BM": 128, "BN": 128, "BK": 8}}
 
 
 def plan() -> list[tuple[str, dict, tuple]]:
@@ -34,8 +36,9 @@ def plan() -> list[tuple[str, dict, tuple]]:
         shape = GEMM_SHAPE if k.op in ("sgemm", "dgemm") else TRANSPOSE_SHAPE
         configs = k.valid_configurations() if k.chapter in SWEPT else [k.defaults()]
         if k.name in SUBSETS:
-            configs = [c for c in k.valid_configurations()
-                       if all(c[n] == v for n, v in SUBSETS[k.name].items())]
+            configs = [k.defaults()] + [c for c in k.valid_configurations()
+                                        if all(c[n] == v for n, v in SUBSETS[k.name].items())
+                                        and c != k.defaults()]
         if k.op in ("transpose", "copy"):   # the tile-size sweep in float32 only
             configs = [c for c in configs if c.get("T") == "float" and c.get("ROWS") in
                        (None, k.defaults().get("ROWS"))] + [{**k.defaults(), "T": "double"}]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One batch on the offline GPU host: install the carried wheels, then check, sanitize,
 # test and time. Logs go to $OUT. Usage: bash scripts/gpu_host.sh STAGE...
-# Stages: info check sanitize tests nbval bench record probe profile
+# Stages: info check sanitize tests nbval bench record sweeps probe profile
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
   --target /tmp/site .whl/*.whl >/dev/null 2>&1 || { echo "wheel install failed"; exit 1; }
@@ -21,6 +21,9 @@ for stage in "$@"; do
     record)   python3 -m gemm_kernels record ${CHAPTERS:+--chapters $CHAPTERS} > "$OUT/record.log" 2>&1
               tail -3 "$OUT/record.log"
               cp figures/data/*.json "$OUT/" ;;
+    sweeps)   for a in "capstone --shape 4096x4096x4096" "transpose_fast --shape 8191x4097" \
+                       "transpose_padded --shape 8191x4097"; do
+                python3 -m gemm_kernels sweep $a 2>&1 | tail -1; done ;;
     probe)    python3 -m gemm_kernels.bank_probe --out "$OUT/bank_probe.json" 2>&1 | tee "$OUT/probe.log" | tail -40 ;;
     profile)  python3 -m gemm_kernels profile 2>&1 | tee "$OUT/profile.log" | tail -40
               cp figures/data/*.json "$OUT/" ;;
