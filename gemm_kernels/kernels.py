@@ -65,24 +65,52 @@ register(Kernel(
 register(Kernel(
     name="coalesced", chapter="02", title="global-memory coalescing",
     source="02_coalesced.cu", entry="sgemm_coalesced", op="sgemm",
-    params=(Param("BLOCK", BLOCK_SIZES, 32, "the block is BLOCK*BLOCK threads in one dimension"),),
-    template=("BLOCK",),
+    params=(Param("BLOCK", BLOCK_SIZES, 32, "the block is BLOCK*BLOCK threads in one dimension"),
+            Param("GRID", ("x->col", "x->row"), "x->col",
+                  "blockIdx.x walks the tile columns of C (x->col) or its tile rows (x->row)",
+                  cxx={"x->col": 0, "x->row": 1}),
+            Param("IDX", ("int", "uint"), "int",
+                  "index arithmetic in int or in unsigned int (no 64-bit address chains)",
+                  cxx={"int": 0, "uint": 1})),
+    template=("BLOCK", "GRID", "IDX"),
     constraints=(_square_block_constraint(),),
     threads=lambda p: (p["BLOCK"] * p["BLOCK"], 1, 1),
-    grid=lambda p, s: (ceil_div(s[1], p["BLOCK"]), ceil_div(s[0], p["BLOCK"]), 1),
+    grid=lambda p, s: ((ceil_div(s[1], p["BLOCK"]), ceil_div(s[0], p["BLOCK"]), 1)
+                       if p["GRID"] == "x->col" else
+                       (ceil_div(s[0], p["BLOCK"]), ceil_div(s[1], p["BLOCK"]), 1)),
 ))
 
 # ---------------------------------------------------------------- chapters 03-04
+def _smem_tiled_shape_params(p, s):
+    """CHECKED=False (no bounds checks) only for EDGES="auto" and a shape whose M, N
+    and K are all multiples of BLOCK; the static analysis (s=None) sees the path the
+    EDGES setting stands for."""
+    if p["EDGES"] == "always":
+        return {"CHECKED": True}
+    if s is None:
+        return {"CHECKED": False}
+    return {"CHECKED": any(d % p["BLOCK"] for d in s)}
+
+
 register(Kernel(
     name="smem_tiled", chapter="03", title="shared-memory cache blocking",
     source="03_smem_tiled.cu", entry="sgemm_smem_tiled", op="sgemm",
     params=(Param("BLOCK", BLOCK_SIZES, 32,
-                  "the block is BLOCK x BLOCK threads; the A and B tiles are BLOCK x BLOCK"),),
-    template=("BLOCK",),
+                  "the block is BLOCK x BLOCK threads; the A and B tiles are BLOCK x BLOCK"),
+            Param("GRID", ("x->col", "x->row"), "x->col",
+                  "blockIdx.x walks the tile columns of C (x->col) or its tile rows (x->row)",
+                  cxx={"x->col": 0, "x->row": 1}),
+            Param("EDGES", ("always", "auto"), "always",
+                  "always: bounds checks on every tile; auto: a check-free interior kernel "
+                  "when M, N and K are multiples of BLOCK, the checked one otherwise")),
+    template=("BLOCK", "GRID", "CHECKED"),
     constraints=(_square_block_constraint(),),
     threads=lambda p: (p["BLOCK"], p["BLOCK"], 1),
-    grid=lambda p, s: (ceil_div(s[1], p["BLOCK"]), ceil_div(s[0], p["BLOCK"]), 1),
+    grid=lambda p, s: ((ceil_div(s[1], p["BLOCK"]), ceil_div(s[0], p["BLOCK"]), 1)
+                       if p["GRID"] == "x->col" else
+                       (ceil_div(s[0], p["BLOCK"]), ceil_div(s[1], p["BLOCK"]), 1)),
     smem=lambda p: 2 * p["BLOCK"] * p["BLOCK"] * 4,
+    shape_params=_smem_tiled_shape_params,
 ))
 
 register(Kernel(

@@ -81,7 +81,8 @@ def run() -> list[dict]:
         if KERNELS[name].entry not in l["kernel"]:
             raise RuntimeError(f"launch order mismatch: expected {name}, ncu saw {l['kernel']}")
         rows.append({"chapter": KERNELS[name].chapter, "kernel": name, "params": params,
-                     "shape": list(shape), "metrics": l["metrics"], "tool": ncu.version()})
+                     "shape": list(shape), "metrics": l["metrics"], "tool": ncu.version(),
+                     "source": KERNELS[name].source_hash()})
     return rows
 
 

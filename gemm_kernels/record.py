@@ -20,6 +20,11 @@ SWEEP_SIZE = 2048                  # the widgets' default size for GEMM kernels
 TRANSPOSE_SHAPES = ((8192, 8192), (8191, 4097))
 # Kernels so slow at 8192^3 that 20 repeats would take minutes: recorded up to 4096.
 SLOW_AT_8192 = {"naive", "coalesced"}
+# Configurations besides the defaults that the chapters follow across all ladder sizes:
+# siboehm's kernel 4 tile (64x64x8, TM=8) and kernel 5 tile (128x128x8, 8x8 per thread).
+K5 = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
+LADDER_CONFIGS = {"tile_1d": [{"BM": 64, "BN": 64, "BK": 8, "TM": 8}],
+                  "tile_2d": [K5], "tile_2d_reg": [K5], "tile_2d_strided": [K5]}
 
 
 def _key(row) -> tuple:
@@ -32,7 +37,10 @@ def merge(rows: list[dict], path=None) -> records.Record:
     props = device.properties()
     path = path or records.DATA_DIR / f"{records.slug(props['name'])}.json"
     old = records.load(path) if os.path.exists(path) else None
-    keep = {_key(r): r for r in (old.results if old else [])}
+    # rows measured on older kernel sources no longer describe the kernels: drop them
+    current = {k.name: k.source_hash() for k in KERNELS.values()}
+    keep = {_key(r): r for r in (old.results if old else [])
+            if r["kernel"] not in current or r.get("source") == current[r["kernel"]]}
     for r in rows:
         keep[_key(r)] = r
     rec = records.Record(props, datetime.datetime.now(datetime.timezone.utc)
@@ -103,11 +111,13 @@ def plan_rows(chapters=None, log=print) -> list[dict]:
             continue
         log(f"{k.name} (chapter {k.chapter})")
         if k.op == "sgemm":
-            for n in LADDER_SIZES:
-                if n == 8192 and k.name in SLOW_AT_8192:
-                    continue
-                rows.append(timing.measure_gemm(k, (n, n, n)))
-                log(f"  {n}: {_rate(rows[-1])}")
+            for c in [k.defaults()] + [c for c in LADDER_CONFIGS.get(k.name, [])
+                                       if k.resolve(c) != k.defaults()]:
+                for n in LADDER_SIZES:
+                    if n == 8192 and k.name in SLOW_AT_8192:
+                        continue
+                    rows.append(timing.measure_gemm(k, (n, n, n), c))
+                    log(f"  {c} {n}: {_rate(rows[-1])}")
         elif k.op == "dgemm":
             rows.append(timing.measure_gemm(k, (4096,) * 3))
             rows.append(timing.measure_cublas((4096,) * 3, "float64"))

@@ -36,10 +36,13 @@ class Record:
         return f"recorded on {self.device['name']}, {self.created[:10]}"
 
     def find(self, kernel: str, shape=None, params: dict | None = None) -> list[dict]:
-        """Rows of `kernel`, at `shape` if given, whose params include `params`."""
+        """Rows of `kernel`, at `shape` if given, whose params include `params`, measured
+        on the kernel's current source (rows of older code are left out)."""
+        from .kernels import KERNELS
+        current = KERNELS[kernel].source_hash() if kernel in KERNELS else None
         out = []
         for r in self.results:
-            if r["kernel"] != kernel:
+            if r["kernel"] != kernel or r.get("source") != current:
                 continue
             if shape is not None and list(r["shape"]) != list(shape):
                 continue

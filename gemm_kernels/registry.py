@@ -6,6 +6,8 @@ declared here as data, so a parameter combination is checked before anything run
 """
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass, field
 from itertools import product
 from pathlib import Path
@@ -73,6 +75,14 @@ class Kernel:
 
     def source_text(self) -> str:
         return self.path.read_text()
+
+    def source_hash(self) -> str:
+        """A short hash of the source and the headers it includes: a recorded row whose
+        hash differs was measured on other code, and is not shown as this kernel's."""
+        text = self.source_text()
+        for name in sorted(set(re.findall(r'#include\s+"([^"]+)"', text))):
+            text += (CUDA_DIR / name).read_text()
+        return hashlib.sha1(text.encode()).hexdigest()[:12]
 
     def defaults(self) -> dict:
         return {p.name: p.default for p in self.params}

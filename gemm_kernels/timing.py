@@ -73,7 +73,8 @@ def measure_gemm(kernel, shape, params=None, repeats: int = REPEATS) -> dict:
     t = time_gpu(run, repeats)
     return {"chapter": k.chapter, "kernel": k.name, "params": p, "shape": list(shape),
             "gflops": _spread(t, lambda ms: gflops(shape, ms)),
-            "rel_error": _rel_error(A, B, C), "repeats": t.repeats}
+            "rel_error": _rel_error(A, B, C), "repeats": t.repeats,
+            "source": k.source_hash()}
 
 
 def measure_cublas(shape, dtype="float32", repeats: int = REPEATS) -> dict:
@@ -116,7 +117,8 @@ def measure_transpose(kernel, shape, params=None, repeats: int = REPEATS) -> dic
     moved = 2 * src.nbytes
     return {"chapter": k.chapter, "kernel": k.name, "params": p, "shape": list(shape),
             "gbps": _spread(t, lambda ms: moved / (ms * 1e-3) / 1e9),
-            "exact": bool(cupy.array_equal(out, expect)), "repeats": t.repeats}
+            "exact": bool(cupy.array_equal(out, expect)), "repeats": t.repeats,
+            "source": k.source_hash()}
 
 
 def measure_pitfalls(n: int = 4096) -> dict:

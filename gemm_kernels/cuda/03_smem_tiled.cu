@@ -22,9 +22,30 @@
 // (zeros add nothing to the dot product), and only threads inside C store. Threads
 // outside C must still take part in the loads and in both barriers, so there is no
 // early return.
+// Tuning knobs (defaults: the kernel described above, GRID = 0, CHECKED = true):
+//   GRID = 1: blockIdx.x walks the tile rows of C instead of its tile columns, so
+//     blocks that run together share a column panel of B (and read different rows
+//     of A): another order of reuse in the L2 cache.
+//   CHECKED = false: the interior path, chosen by the launcher only when M, N and K
+//     are multiples of BLOCK (EDGES="auto"). Every tile then lies wholly inside the
+//     matrices, so the loads and the store need no bounds checks, and the operands
+//     are walked with two pointers (A one tile right, B one tile down per step)
+//     instead of recomputing row * K + k and k * N + col. Any other shape keeps the
+//     checked path, so every shape stays correct.
 #include "common.cuh"
 
+// The dot products of one BLOCK-wide step, out of shared memory.
 template <int BLOCK>
+__device__ __forceinline__ float tile_dot(const float (&As)[BLOCK][BLOCK],
+                                          const float (&Bs)[BLOCK][BLOCK],
+                                          int ty, int tx, float acc) {
+#pragma unroll
+    for (int k = 0; k < BLOCK; ++k)
+        acc += As[ty][k] * Bs[k][tx];
+    return acc;
+}
+
+template <int BLOCK, int GRID, bool CHECKED>
 __global__ void __launch_bounds__(BLOCK * BLOCK)
 sgemm_smem_tiled(int M, int N, int K, float alpha,
                  const float* __restrict__ A, const float* __restrict__ B,
@@ -34,23 +55,37 @@ sgemm_smem_tiled(int M, int N, int K, float alpha,
 
     const int tx = threadIdx.x;
     const int ty = threadIdx.y;
-    const int row = blockIdx.y * BLOCK + ty;
-    const int col = blockIdx.x * BLOCK + tx;
+    const int tile_row = GRID == 0 ? blockIdx.y : blockIdx.x;
+    const int tile_col = GRID == 0 ? blockIdx.x : blockIdx.y;
+    const int row = tile_row * BLOCK + ty;
+    const int col = tile_col * BLOCK + tx;
 
     float acc = 0.f;
-    for (int k0 = 0; k0 < K; k0 += BLOCK) {
-        // One element of each tile per thread, zero outside the matrices.
-        const int ka = k0 + tx;   // column of A this thread copies
-        const int kb = k0 + ty;   // row of B this thread copies
-        As[ty][tx] = (row < M && ka < K) ? A[row * K + ka] : 0.f;
-        Bs[ty][tx] = (kb < K && col < N) ? B[kb * N + col] : 0.f;
-        __syncthreads();          // the tiles are complete
-
-#pragma unroll
-        for (int k = 0; k < BLOCK; ++k)
-            acc += As[ty][k] * Bs[k][tx];
-        __syncthreads();          // everyone is done reading before the next copy
+    if (CHECKED) {
+        for (int k0 = 0; k0 < K; k0 += BLOCK) {
+            // One element of each tile per thread, zero outside the matrices.
+            const int ka = k0 + tx;   // column of A this thread copies
+            const int kb = k0 + ty;   // row of B this thread copies
+            As[ty][tx] = (row < M && ka < K) ? A[row * K + ka] : 0.f;
+            Bs[ty][tx] = (kb < K && col < N) ? B[kb * N + col] : 0.f;
+            __syncthreads();          // the tiles are complete
+            acc = tile_dot<BLOCK>(As, Bs, ty, tx, acc);
+            __syncthreads();          // everyone is done reading before the next copy
+        }
+    } else {
+        // Interior path (M, N, K multiples of BLOCK): no checks, pointers that step.
+        const float* a = A + row * K + tx;   // A[row][tx], then one tile to the right
+        const float* b = B + ty * N + col;   // B[ty][col], then one tile down
+        for (int k0 = 0; k0 < K; k0 += BLOCK) {
+            As[ty][tx] = *a;
+            Bs[ty][tx] = *b;
+            __syncthreads();
+            acc = tile_dot<BLOCK>(As, Bs, ty, tx, acc);
+            __syncthreads();
+            a += BLOCK;
+            b += BLOCK * N;
+        }
     }
-    if (row < M && col < N)
+    if (!CHECKED || (row < M && col < N))
         C[row * N + col] = gemm_epilogue(acc, alpha, beta, &C[row * N + col]);
 }
