@@ -1,12 +1,9 @@
-"""Shared-memory wavefronts and bank conflicts of a whole launch, predicted without a GPU.
+"""The shared-memory instructions of chapters 10 and 11's kernels, for `smem_model`.
 
-For the kernels of chapters 10 and 11 this module lists every warp-wide shared-memory
-instruction one block executes: the 32 lane addresses (from the kernel's own index
-expressions, with the lanes of warp w being threads 32w .. 32w+31 in threadIdx.x-major
-order), the access width, and how many times the launch executes it. `banks.analyse`
-prices each one; the sum over the launch is what Nsight Compute counts in
-`l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st}.sum` and, beyond the ideal of
-one wavefront per active phase, in `l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}.sum`.
+For the transposes, `dgemm_tiled` and `sgemm_tiled_vec` this module writes every
+warp-wide shared-memory instruction one block executes (per step along K for the GEMMs)
+from the kernels' index expressions, and how many times a launch repeats that list;
+`smem_model` prices and totals them.
 
 The widths are those ptxas emits (sm_90), not those the source suggests: in
 `dgemm_tiled` it fuses A_shared[ty][k] and A_shared[ty][k+1] into one LDS.128, and in
@@ -20,55 +17,39 @@ profiled shapes, 2048 x 2048 and 1024^3, are).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from . import banks
+from . import smem_model
 from .launch import kernel_of
+from .smem_model import WarpInstr, lanes, warps
 
-WARP = 32
 _SIZE = {"float": 4, "double": 8}
 TILE_KERNELS = ("copy_smem", "transpose_smem", "transpose_padded", "transpose_diagonal")
-
-
-@dataclass(frozen=True)
-class WarpAccess:
-    """One warp-wide shared-memory instruction of one warp of a block."""
-    op: str                 # "ld" or "st"
-    what: str               # the source expression, e.g. "tile[tx][ty+dy]"
-    warp: int               # warp index inside the block
-    width: int              # bytes per lane: 4, 8 or 16
-    addresses: tuple        # 32 byte offsets (None: inactive lane)
-
-    @property
-    def analysis(self) -> banks.Analysis:
-        return banks.analyse(self.addresses, self.width)
-
-
-def _lanes(threads: int, warp: int):
-    """(lane, tid) of one warp, tid None past the block's last thread."""
-    return [(lane, 32 * warp + lane if 32 * warp + lane < threads else None)
-            for lane in range(WARP)]
+KERNELS = TILE_KERNELS + ("transpose_fast", "dgemm_tiled", "sgemm_tiled_vec")
 
 
 def _tile_kernel(name, p):
     TILE, ROWS, size = p["TILE"], p["ROWS"], _SIZE[p["T"]]
     pitch = TILE + p.get("PAD", 0)
     threads = TILE * ROWS
+    stack = p.get("STACK", 1)
     transpose = name != "copy_smem"
     out = []
-    for w in range(-(-threads // WARP)):
-        lanes = _lanes(threads, w)
+    for w in range(warps(threads)):
+        tids = lanes(threads, w)
 
         def addr(f):
-            return tuple(None if t is None else f(t % TILE, t // TILE) * size for _, t in lanes)
+            return tuple(None if t is None else f(t % TILE, t // TILE) * size for t in tids)
         for dy in range(0, TILE, ROWS):
-            out.append(WarpAccess("st", "tile[ty+dy][tx]", w, size,
-                                  addr(lambda tx, ty: (ty + dy) * pitch + tx)))
+            # transpose_padded with STACK = 2 stores and reads two tiles, one under the
+            # other (rows s*TILE + ...); every other kernel has one (s = 0 only).
+            for s in range(stack):
+                out.append(WarpInstr("st", "tile[ty+dy][tx]", w, size,
+                                      addr(lambda tx, ty: (s * TILE + ty + dy) * pitch + tx)))
             if transpose:
-                out.append(WarpAccess("ld", "tile[tx][ty+dy]", w, size,
-                                      addr(lambda tx, ty: tx * pitch + ty + dy)))
+                for s in range(stack):
+                    out.append(WarpInstr("ld", "tile[tx][ty+dy]", w, size,
+                                          addr(lambda tx, ty: (s * TILE + tx) * pitch + ty + dy)))
             else:
-                out.append(WarpAccess("ld", "tile[ty+dy][tx]", w, size,
+                out.append(WarpInstr("ld", "tile[ty+dy][tx]", w, size,
                                       addr(lambda tx, ty: (ty + dy) * pitch + tx)))
     return out
 
@@ -85,19 +66,19 @@ def _fast(p):
     lanes_x = TILE // vec
     threads = lanes_x * ROWS
     out = []
-    for w in range(-(-threads // WARP)):
-        lanes = _lanes(threads, w)
+    for w in range(warps(threads)):
+        tids = lanes(threads, w)
 
         def addr(f):
             return tuple(None if t is None else f(t % lanes_x, t // lanes_x) * size
-                         for _, t in lanes)
+                         for t in tids)
         for i in range(TILE // ROWS):
             for j in range(vec):
-                out.append(WarpAccess("st", f"tile[ty+{i * ROWS}][VEC*tx+{j}]", w, size,
+                out.append(WarpInstr("st", f"tile[ty+{i * ROWS}][VEC*tx+{j}]", w, size,
                                       addr(lambda tx, ty: (ty + i * ROWS) * pitch + vec * tx + j)))
         for i in range(TILE // ROWS):
             for j in range(vec):
-                out.append(WarpAccess("ld", f"tile[VEC*tx+{j}][ty+{i * ROWS}]", w, size,
+                out.append(WarpInstr("ld", f"tile[VEC*tx+{j}][ty+{i * ROWS}]", w, size,
                                       addr(lambda tx, ty: (vec * tx + j) * pitch + ty + i * ROWS)))
     return out
 
@@ -107,24 +88,24 @@ def _dgemm(p, as_written=False):
     threads = B * B
     b_base = B * B * 8
     out = []
-    for w in range(-(-threads // WARP)):
-        lanes = _lanes(threads, w)
+    for w in range(warps(threads)):
+        tids = lanes(threads, w)
 
         def addr(f):
-            return tuple(None if t is None else f(t % B, t // B) for _, t in lanes)
-        out.append(WarpAccess("st", "A_shared[ty][tx]", w, 8, addr(lambda tx, ty: (ty * B + tx) * 8)))
-        out.append(WarpAccess("st", "B_shared[ty][tx]", w, 8,
+            return tuple(None if t is None else f(t % B, t // B) for t in tids)
+        out.append(WarpInstr("st", "A_shared[ty][tx]", w, 8, addr(lambda tx, ty: (ty * B + tx) * 8)))
+        out.append(WarpInstr("st", "B_shared[ty][tx]", w, 8,
                               addr(lambda tx, ty: b_base + (ty * B + tx) * 8)))
         if as_written:
             for k in range(B):
-                out.append(WarpAccess("ld", f"A_shared[ty][{k}]", w, 8,
+                out.append(WarpInstr("ld", f"A_shared[ty][{k}]", w, 8,
                                       addr(lambda tx, ty: (ty * B + k) * 8)))
         else:
             for k in range(0, B, 2):
-                out.append(WarpAccess("ld", f"A_shared[ty][{k}..{k + 1}]", w, 16,
+                out.append(WarpInstr("ld", f"A_shared[ty][{k}..{k + 1}]", w, 16,
                                       addr(lambda tx, ty: (ty * B + k) * 8)))
         for k in range(B):
-            out.append(WarpAccess("ld", f"B_shared[{k}][tx]", w, 8,
+            out.append(WarpInstr("ld", f"B_shared[{k}][tx]", w, 8,
                                   addr(lambda tx, ty: b_base + (k * B + tx) * 8)))
     return out
 
@@ -135,44 +116,37 @@ def _sgemm_vec(p):
     threads = B * B
     b_base = B * B * 4
     out = []
-    for w in range(-(-threads // WARP)):
-        lanes = _lanes(threads, w)
+    for w in range(warps(threads)):
+        tids = lanes(threads, w)
 
         def addr(f):
-            return tuple(None if t is None else f(t % B, t // B) for _, t in lanes)
-        out.append(WarpAccess("st", "A_shared[ty][tx]", w, 4, addr(lambda tx, ty: (ty * B + tx) * 4)))
+            return tuple(None if t is None else f(t % B, t // B) for t in tids)
+        out.append(WarpInstr("st", "A_shared[ty][tx]", w, 4, addr(lambda tx, ty: (ty * B + tx) * 4)))
         for j in range(V):
-            out.append(WarpAccess("st", f"B_shared[ty][tx+{j * B}]", w, 4,
+            out.append(WarpInstr("st", f"B_shared[ty][tx+{j * B}]", w, 4,
                                   addr(lambda tx, ty: b_base + (ty * width + tx + j * B) * 4)))
         for k in range(0, B, 4):
-            out.append(WarpAccess("ld", f"A_shared[ty][{k}..{k + 3}]", w, 16,
+            out.append(WarpInstr("ld", f"A_shared[ty][{k}..{k + 3}]", w, 16,
                                   addr(lambda tx, ty: (ty * B + k) * 4)))
         for k in range(B):
-            out.append(WarpAccess("ld", f"B_shared[{k}][{V}*tx..]", w, 4 * V,
+            out.append(WarpInstr("ld", f"B_shared[{k}][{V}*tx..]", w, 4 * V,
                                   addr(lambda tx, ty: b_base + (k * width + V * tx) * 4)))
     return out
 
 
-def block_accesses(kernel, params=None, as_written: bool = False) -> list[WarpAccess]:
+def block_accesses(kernel, params=None, as_written: bool = False) -> list[WarpInstr]:
     """Every shared-memory instruction of one block (of one step along K for GEMMs).
 
     as_written: for dgemm_tiled, one LDS.64 per A_shared[ty][k] as the source reads,
     instead of the LDS.128 pairs ptxas emits."""
-    k = kernel_of(kernel)
-    p = k.resolve(params)
-    bad = k.problems(p)
-    if bad:
-        raise ValueError("; ".join(bad))
+    k, p = smem_model.resolve(kernel, params, KERNELS)
     if k.name in TILE_KERNELS:
         return _tile_kernel(k.name, p)
     if k.name == "transpose_fast":
         return _fast(p)
     if k.name == "dgemm_tiled":
         return _dgemm(p, as_written)
-    if k.name == "sgemm_tiled_vec":
-        return _sgemm_vec(p)
-    raise ValueError(f"{k.name}: no shared-memory model (modelled: "
-                     f"{', '.join(TILE_KERNELS + ('transpose_fast', 'dgemm_tiled', 'sgemm_tiled_vec'))})")
+    return _sgemm_vec(p)
 
 
 def repeats(kernel, params, shape) -> int:
@@ -180,19 +154,13 @@ def repeats(kernel, params, shape) -> int:
     k = kernel_of(kernel)
     p = k.resolve(params)
     if k.op in ("sgemm", "dgemm"):
-        M, N, K = shape
         B = p["BLOCK"]
-        cols = B * p.get("VEC", 1)
-        if M % B or N % cols or K % B:
-            raise ValueError(f"{shape}: the model counts whole tiles; M and K must be multiples "
-                             f"of {B} and N of {cols}")
-        return (M // B) * (N // cols) * (K // B)
-    rows, cols = shape
-    T = p["TILE"]
-    if rows % T or cols % T:
-        raise ValueError(f"{shape}: the model counts whole tiles; both sides must be "
-                         f"multiples of TILE={T}")
-    return (rows // T) * (cols // T)
+        return smem_model.whole_tiles(shape, (B, B * p.get("VEC", 1), B),
+                                      ("BLOCK", "BLOCK*VEC", "BLOCK"))
+    if p.get("STACK", 1) > 1:   # transpose_padded: a block covers STACK*TILE rows
+        return smem_model.whole_tiles(shape, (p["STACK"] * p["TILE"], p["TILE"]),
+                                      ("STACK*TILE", "TILE"))
+    return smem_model.whole_tiles(shape, (p["TILE"],) * 2, ("TILE",) * 2)
 
 
 def predict(kernel, params=None, shape=None, as_written: bool = False) -> dict:
@@ -201,26 +169,13 @@ def predict(kernel, params=None, shape=None, as_written: bool = False) -> dict:
     from .profile import GEMM_SHAPE, TRANSPOSE_SHAPE
     k = kernel_of(kernel)
     shape = shape or (GEMM_SHAPE if k.op in ("sgemm", "dgemm") else TRANSPOSE_SHAPE)
-    n = repeats(k, params, shape)
-    out = {"ld wavefronts": 0, "ld conflicts": 0, "st wavefronts": 0, "st conflicts": 0}
-    for a in block_accesses(k, params, as_written):
-        an = a.analysis
-        out[f"{a.op} wavefronts"] += n * an.wavefronts
-        out[f"{a.op} conflicts"] += n * an.conflicts
-    return out
+    return smem_model.totals(block_accesses(k, params, as_written), repeats(k, params, shape))
 
 
 def instruction_counts(kernel, params=None) -> dict:
     """{'LDS': n, 'LDS.64': n, ...}: one warp's shared instructions per block (per step
     along K for GEMMs), for comparison with the SASS."""
-    names = {("ld", 4): "LDS", ("ld", 8): "LDS.64", ("ld", 16): "LDS.128",
-             ("st", 4): "STS", ("st", 8): "STS.64", ("st", 16): "STS.128"}
-    out: dict = {}
-    for a in block_accesses(kernel, params):
-        if a.warp == 0:
-            key = names[(a.op, a.width)]
-            out[key] = out.get(key, 0) + 1
-    return out
+    return smem_model.sass_counts(block_accesses(kernel, params))
 
 
 def per_instruction(configs, warp: int = 0):
@@ -230,20 +185,12 @@ def per_instruction(configs, warp: int = 0):
     rows = []
     for name, params in configs:
         p = kernel_of(name).resolve(params)
-        seen = {}
-        for a in block_accesses(name, params):
-            if a.warp != warp:
-                continue
-            an = a.analysis
-            key = (a.op, a.width, an.wavefronts, an.ideal)
-            if key in seen:
-                seen[key]["count"] += 1
-                continue
-            seen[key] = {"kernel": name, "params": _short(name, p), "access": a.what,
-                         "op": a.op, "bytes/lane": a.width, "count": 1,
+        mine = [a for a in block_accesses(name, params) if a.warp == warp]
+        for a, an, n in smem_model.distinct(mine, lambda a, an: (a.op, a.width, an.wavefronts, an.ideal)):
+            rows.append({"kernel": name, "params": _short(name, p), "access": a.what,
+                         "op": a.op, "bytes/lane": a.width, "count": n,
                          "phases": len([ph for ph in an.phases if ph.active]),
-                         "wavefronts": an.wavefronts, "ideal": an.ideal}
-        rows += list(seen.values())
+                         "wavefronts": an.wavefronts, "ideal": an.ideal})
     return Table(rows, ["kernel", "params", "access", "op", "bytes/lane", "count", "phases",
                         "wavefronts", "ideal"],
                  title=f"bank model, warp {warp}, one instruction each (count: how many "
@@ -253,36 +200,23 @@ def per_instruction(configs, warp: int = 0):
 def _short(name, p):
     """The parameters that matter for the shared accesses."""
     keep = [n for n in ("T", "TILE", "ROWS", "PAD", "VEC_BYTES", "BLOCK", "VEC") if n in p]
+    if p.get("STACK", 1) != 1:        # transpose_padded: shown only where it is not 1
+        keep.append("STACK")
     return {n: p[n] for n in keep}
 
 
 def comparison(configs, as_written: bool = False):
     """A Table, per (kernel, params): the launch's shared ld/st wavefronts and bank
     conflicts predicted by the model next to those Nsight Compute recorded ('-' where
-    the recording has no counters for that configuration)."""
-    from . import profile, records
+    the recording has no counters for that configuration), and their ratio."""
     from .ladder import Table
-    rows = []
-    for name, params in configs:
-        k = kernel_of(name)
-        p = k.resolve(params)
-        rec = profile.counters(name, p)
-        shape = tuple(rec["shape"]) if rec else None
-        pred = predict(name, p, shape, as_written)
-        m = rec["metrics"] if rec else {}
-        row = {"kernel": name, "params": _short(name, p)}
-        for op, idx_w, idx_c in (("ld", 0, 2), ("st", 1, 3)):
-            row[f"{op} wf model"] = pred[f"{op} wavefronts"]
-            row[f"{op} wf ncu"] = m.get(profile.SHARED[idx_w])
-            row[f"{op} conf model"] = pred[f"{op} conflicts"]
-            row[f"{op} conf ncu"] = m.get(profile.SHARED[idx_c])
+    t = smem_model.comparison(configs, lambda n, p, shape: predict(n, p, shape, as_written),
+                              _short, exact=False)
+    for row in t:
         for op in ("ld", "st"):
             model, ncu = row[f"{op} wf model"], row[f"{op} wf ncu"]
             row[f"{op} ncu/model"] = (ncu / model if model else None) if ncu is not None else None
-        rows.append(row)
-    rec = records.current()
-    src = f"model vs Nsight Compute ({rec.label})" if rec else "model only: no recording"
-    return Table(rows, list(rows[0]) if rows else ["kernel"], title=src)
+    return Table(t, list(t[0]) if t else t.columns, title=t.title)
 
 
 def agreement(table, tolerance: float = 0.1) -> list[str]:
@@ -316,7 +250,7 @@ def excess_is_conflicts(table) -> bool:
 
 
 def access(kernel, params=None, op: str = "ld", index: int = 0, warp: int = 0,
-           as_written: bool = False) -> WarpAccess:
+           as_written: bool = False) -> WarpInstr:
     """The `index`-th shared `op` ("ld" or "st") instruction of warp `warp` in one block,
     e.g. the first column read of a transpose tile: access("transpose_smem")."""
     found = [a for a in block_accesses(kernel, params, as_written) if a.op == op and a.warp == warp]

@@ -4,9 +4,8 @@ instruction and totalled over a launch, next to what Nsight Compute recorded.
 `smem_tiled` (chapter 03) and `bank_layout` (chapter 04) make one pass along K in steps
 of BLOCK. Per step, every warp executes the same short list of shared-memory
 instructions: one STS for the A tile, one for the B tile, and the loads of the inner
-loop. This module writes that list from the kernels' index expressions (warp w holds
-threads 32w .. 32w+31, threadIdx.x fastest), prices each instruction with
-`banks.analyse`, and multiplies by how often a launch executes it:
+loop. This module writes that list from the kernels' index expressions; `smem_model` prices
+each instruction and multiplies by how often a launch executes it:
 
     instructions in the launch = blocks x steps along K x (instructions per warp and step)
 
@@ -22,46 +21,16 @@ Only whole tiles are counted: M, N and K must be multiples of BLOCK (the profile
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from . import banks, smem_model
+from .smem_model import WarpInstr, as_int
 
-from . import banks
-from .launch import kernel_of
-
-WARP = 32
 KERNELS = ("smem_tiled", "bank_layout")
-SASS_NAME = {("ld", 4): "LDS", ("ld", 8): "LDS.64", ("ld", 16): "LDS.128",
-             ("st", 4): "STS", ("st", 8): "STS.64", ("st", 16): "STS.128"}
-
-
-@dataclass(frozen=True)
-class WarpInstr:
-    """One warp-wide shared-memory instruction of one warp, in one step along K."""
-    op: str            # "ld" or "st"
-    group: str         # "read A", "read B", "store a", "store b"
-    what: str          # the source expression, e.g. "sB[tx*S + k..k+3]"
-    warp: int
-    width: int         # bytes per lane the SASS instruction moves: 4, 8 or 16
-    addresses: tuple   # 32 byte offsets (None: inactive lane)
-
-    @property
-    def sass(self) -> str:
-        return SASS_NAME[(self.op, self.width)]
-
-    @property
-    def analysis(self) -> banks.Analysis:
-        return banks.analyse(self.addresses, self.width)
+# The recorded counters, under the name chapter 04 reads them by.
+measured = smem_model.recorded
 
 
 def _params(kernel, params):
-    k = kernel_of(kernel)
-    if k.name not in KERNELS:
-        raise ValueError(f"{k.name}: bank_predict models {', '.join(KERNELS)} "
-                         "(see gemm_kernels.bank_counts for chapters 10-11)")
-    p = k.resolve(params)
-    bad = k.problems(p)
-    if bad:
-        raise ValueError("; ".join(bad))
-    return k, p
+    return smem_model.resolve(kernel, params, KERNELS)
 
 
 def row_length(kernel, params=None) -> int:
@@ -92,14 +61,14 @@ def warp_instructions(kernel, params=None) -> list[WarpInstr]:
     layout = "smem" if k.name == "smem_tiled" else p["LAYOUT"]
     threads = B * B
     out: list[WarpInstr] = []
-    for w in range(-(-threads // WARP)):
-        tids = [32 * w + lane if 32 * w + lane < threads else None for lane in range(WARP)]
+    for w in range(smem_model.warps(threads)):
+        tids = smem_model.lanes(threads, w)
 
         def addr(f, base=0):
             return tuple(None if t is None else base + 4 * f(t % B, t // B) for t in tids)
 
         def add(op, group, what, width, f, base=0):
-            out.append(WarpInstr(op, group, what, w, width, addr(f, base)))
+            out.append(WarpInstr(op, what, w, width, addr(f, base), group=group))
 
         if layout in ("smem", "conflict"):
             a_name = "As[ty][tx]" if layout == "smem" else "sA[ty*S + tx]"
@@ -133,11 +102,7 @@ def warp_instructions(kernel, params=None) -> list[WarpInstr]:
 def instruction_counts(kernel, params=None) -> dict:
     """{'STS': 2, 'LDS.128': 16, ...}: one warp's shared instructions per step along K
     (compare with the SASS of the inner loop, which is one step, or two when unrolled)."""
-    out: dict = {}
-    for i in warp_instructions(kernel, params):
-        if i.warp == 0:
-            out[i.sass] = out.get(i.sass, 0) + 1
-    return out
+    return smem_model.sass_counts(warp_instructions(kernel, params))
 
 
 def launch_steps(kernel, params=None, shape=None) -> int:
@@ -145,12 +110,7 @@ def launch_steps(kernel, params=None, shape=None) -> int:
     how many times each warp of a block runs its list."""
     from .profile import GEMM_SHAPE
     _, p = _params(kernel, params)
-    M, N, K = shape or GEMM_SHAPE
-    B = p["BLOCK"]
-    if M % B or N % B or K % B:
-        raise ValueError(f"{(M, N, K)}: the model counts whole tiles; M, N and K must be "
-                         f"multiples of BLOCK={B}")
-    return (M // B) * (N // B) * (K // B)
+    return smem_model.whole_tiles(shape or GEMM_SHAPE, (p["BLOCK"],) * 3, ("BLOCK",) * 3)
 
 
 def per_instruction(kernel, params=None, shape=None) -> list[dict]:
@@ -160,7 +120,7 @@ def per_instruction(kernel, params=None, shape=None) -> list[dict]:
     of a launch at `shape` (default 1024^3)."""
     k, p = _params(kernel, params)
     n = launch_steps(k, p, shape)
-    warps = -(-p["BLOCK"] ** 2 // WARP)
+    warps = smem_model.warps(p["BLOCK"] ** 2)
     rows: dict = {}
     for i in warp_instructions(k, p):
         a = i.analysis
@@ -190,23 +150,7 @@ def per_instruction(kernel, params=None, shape=None) -> list[dict]:
 def predict(kernel, params=None, shape=None) -> dict:
     """Predicted ncu counters of one launch: {'ld wavefronts', 'ld conflicts',
     'st wavefronts', 'st conflicts'}."""
-    out = {"ld wavefronts": 0, "ld conflicts": 0, "st wavefronts": 0, "st conflicts": 0}
-    for r in per_instruction(kernel, params, shape):
-        out[f"{r['op']} wavefronts"] += r["wavefronts"]
-        out[f"{r['op']} conflicts"] += r["conflicts"]
-    return out
-
-
-def measured(kernel, params=None) -> dict | None:
-    """The recorded ncu counters as {'ld wavefronts', ...} plus 'shape', or None."""
-    from . import profile
-    rec = profile.counters(kernel_of(kernel).name, kernel_of(kernel).resolve(params))
-    if rec is None:
-        return None
-    m = rec["metrics"]
-    names = ("ld wavefronts", "st wavefronts", "ld conflicts", "st conflicts")
-    return {**{n: m.get(s) for n, s in zip(names, profile.SHARED)},
-            "shape": tuple(rec["shape"])}
+    return smem_model.totals(warp_instructions(kernel, params), launch_steps(kernel, params, shape))
 
 
 def side_by_side(kernel, params=None):
@@ -217,7 +161,7 @@ def side_by_side(kernel, params=None):
     from .ladder import Table
     from .profile import GEMM_SHAPE
     k, p = _params(kernel, params)
-    meas = measured(k, p)
+    meas = measured(k, p) or {}
     shape = meas["shape"] if meas else GEMM_SHAPE
     rows = per_instruction(k, p, shape)
     cols = ["access", "SASS", "example", "per warp and step", "wavefronts each", "ideal each",
@@ -228,18 +172,12 @@ def side_by_side(kernel, params=None):
                      "in the launch": sum(r["in the launch"] for r in mine),
                      "wavefronts": sum(r["wavefronts"] for r in mine),
                      "conflicts": sum(r["conflicts"] for r in mine),
-                     "ncu wavefronts": _int(meas, f"{op} wavefronts"),
-                     "ncu conflicts": _int(meas, f"{op} conflicts")})
+                     "ncu wavefronts": as_int(meas.get(f"{op} wavefronts")),
+                     "ncu conflicts": as_int(meas.get(f"{op} conflicts"))})
     src = (f"model vs Nsight Compute ({records.current().label})" if meas
            else "model only (no recorded counters for this configuration)")
     label = " ".join(f"{n}={v}" for n, v in p.items())
     return Table(rows, cols, title=f"{k.name} {label} at {'x'.join(map(str, shape))}: {src}")
-
-
-def _int(meas, key):
-    if not meas or meas.get(key) is None:
-        return None
-    return int(round(meas[key]))
 
 
 def variants(blocks=(32, 16)) -> list[tuple[str, dict]]:
@@ -267,16 +205,16 @@ def overview(configs=None, size: int = 2048):
             g = records.measure_or_lookup(k.name, (size,) * 3, p)["gflops"]["median"]
         except LookupError:
             g = None
-        pred, meas = predict(k, p), measured(k, p)
+        pred, meas = predict(k, p), measured(k, p) or {}
         counts = instruction_counts(k, p)
         row = {"kernel": k.name, **{n: p[n] for n in ("BLOCK", "LAYOUT", "PAD") if n in p},
                "GFLOP/s": g,
                "loads/step": " + ".join(f"{v} {n}" for n, v in counts.items() if n.startswith("LDS"))}
         for op in ("ld", "st"):
             row[f"{op} wf model"] = pred[f"{op} wavefronts"]
-            row[f"{op} wf ncu"] = _int(meas, f"{op} wavefronts")
+            row[f"{op} wf ncu"] = as_int(meas.get(f"{op} wavefronts"))
             row[f"{op} conf model"] = pred[f"{op} conflicts"]
-            row[f"{op} conf ncu"] = _int(meas, f"{op} conflicts")
+            row[f"{op} conf ncu"] = as_int(meas.get(f"{op} conflicts"))
         rows.append(row)
     cols = ["kernel", "BLOCK", "LAYOUT", "PAD", "GFLOP/s", "loads/step"] + [
         f"{op} {w} {s}" for op in ("ld", "st") for w in ("wf", "conf") for s in ("model", "ncu")]
@@ -296,7 +234,7 @@ def disagreements(configs=None) -> list[str]:
             continue
         pred = predict(k, p)
         for key in ("ld wavefronts", "ld conflicts", "st wavefronts", "st conflicts"):
-            got = _int(meas, key)
+            got = as_int(meas.get(key))
             if got is not None and got != pred[key]:
                 label = " ".join(f"{n}={v}" for n, v in p.items())
                 out.append(f"{k.name} {label}: {key} model {pred[key]:,} ncu {got:,} "
@@ -313,8 +251,8 @@ def describe(kernel, params=None) -> str:
     line = (f"bank conflicts at 1024^3, model: loads {pred['ld conflicts']:,}, "
             f"stores {pred['st conflicts']:,}")
     if meas:
-        line += (f"; ncu: loads {_int(meas, 'ld conflicts'):,}, "
-                 f"stores {_int(meas, 'st conflicts'):,}")
+        line += (f"; ncu: loads {as_int(meas.get('ld conflicts')):,}, "
+                 f"stores {as_int(meas.get('st conflicts')):,}")
     return line
 
 
@@ -340,9 +278,9 @@ def excess(configs=None):
             instr[r["op"]] += r["in the launch"]
         row = {"kernel": k.name, **{n: p[n] for n in ("BLOCK", "LAYOUT", "PAD") if n in p}}
         for op in ("ld", "st"):
-            extra = _int(meas, f"{op} wavefronts") - pred[f"{op} wavefronts"]
+            extra = as_int(meas.get(f"{op} wavefronts")) - pred[f"{op} wavefronts"]
             row[f"{op} extra wf"] = extra
-            row[f"{op} extra conf"] = _int(meas, f"{op} conflicts") - pred[f"{op} conflicts"]
+            row[f"{op} extra conf"] = as_int(meas.get(f"{op} conflicts")) - pred[f"{op} conflicts"]
             row[f"{op} extra per instr"] = f"{extra / instr[op]:.4f}"
         rows.append(row)
     cols = ["kernel", "BLOCK", "LAYOUT", "PAD"] + [f"{op} extra {w}" for op in ("ld", "st")

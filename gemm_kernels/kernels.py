@@ -400,8 +400,12 @@ register(Kernel(
                   "tile rows per rasterisation group (1: plain row-by-row block order)"),
             Param("MINB", (1, 2), 1,
                   "blocks per SM promised to ptxas (__launch_bounds__): 2 caps a 256-thread "
-                  "block at 128 registers per thread")),
-    template=("BM", "BN", "BK", "WM", "WN", "STAGES", "GROUP", "MINB", "VEC"),
+                  "block at 128 registers per thread"),
+            Param("HOIST", (False, True), False,
+                  "copy addresses leave the main loop: the K remainder is tile 0, every "
+                  "later tile is whole and its copies use source pointers that just "
+                  "advance (no per-tile clamps or predicates)")),
+    template=("BM", "BN", "BK", "WM", "WN", "STAGES", "GROUP", "MINB", "HOIST", "VEC"),
     constraints=(
         Constraint(lambda p: p["BM"] % p["WM"] == 0,
                    "WM={WM} must divide BM={BM}: the block tile is split into warp regions"),
@@ -493,8 +497,57 @@ _register_tile_kernel("transpose_naive", "transpose_naive", "transpose",
                       "naive transpose: coalesced reads, strided writes")
 _register_tile_kernel("transpose_smem", "transpose_smem", "transpose",
                       "shared-memory tile: coalesced both ways, bank conflicts on the column read")
-_register_tile_kernel("transpose_padded", "transpose_padded", "transpose",
-                      "padded shared tile: TILE x (TILE + PAD), no bank conflicts", padded=True)
+
+def _padded_grid(p, s):
+    tiles_r = ceil_div(s[0], p["TILE"] * p["STACK"])
+    tiles_c = ceil_div(s[1], p["TILE"])
+    return (tiles_c, tiles_r, 1) if p["ORDER"] == "x->col" else (tiles_r, tiles_c, 1)
+
+
+def _padded_shape_rule(p, s):
+    rows, cols = s
+    if rows < 1 or cols < 1:
+        return f"rows={rows}, cols={cols}: both must be at least 1"
+    tiles_r = ceil_div(rows, p["TILE"] * p["STACK"])
+    tiles_c = ceil_div(cols, p["TILE"])
+    if p["ORDER"] == "x->col" and tiles_r > 65535:
+        return (f"rows={rows} needs {tiles_r} tile rows with TILE={p['TILE']}, "
+                f"STACK={p['STACK']}, more than the 65535 blocks gridDim.y allows; "
+                "use a larger TILE or STACK")
+    if p["ORDER"] == "x->row" and tiles_c > 65535:
+        return (f"cols={cols} needs {tiles_c} tile columns with TILE={p['TILE']}, more than "
+                "the 65535 blocks gridDim.y allows with ORDER=x->row; use a larger TILE "
+                "or ORDER=x->col")
+    return None
+
+
+def _padded_smem(p):
+    return p["STACK"] * p["TILE"] * (p["TILE"] + p["PAD"]) * _ITEMSIZE[p["T"]]
+
+
+register(Kernel(
+    name="transpose_padded", chapter="10",
+    title="padded shared tile: TILE x (TILE + PAD), no bank conflicts",
+    source="10_transpose.cu", entry="transpose_padded", op="transpose",
+    params=(_T, _TILE, _ROWS, _PAD,
+            Param("ORDER", ("x->col", "x->row"), "x->col",
+                  "blockIdx.x walks the tile columns of `in` (x->col) or its tile rows "
+                  "(x->row: consecutive blocks write neighbouring pieces of a row of out)",
+                  cxx={"x->col": 0, "x->row": 1}),
+            Param("STACK", (1, 2), 1,
+                  "tiles per block, one under the other: the block moves (STACK*TILE) x "
+                  "TILE elements and writes STACK*TILE consecutive elements per row of out")),
+    template=("T", "TILE", "ROWS", "PAD", "ORDER", "STACK"),
+    constraints=(_ROWS_DIVIDE, _TILE_THREADS,
+                 Constraint(lambda p: _padded_smem(p) <= 48 * 1024,
+                            "STACK={STACK} with TILE={TILE}, PAD={PAD}, T={T} needs "
+                            "STACK*TILE*(TILE+PAD)*sizeof(T) bytes of shared memory, more "
+                            "than 49152; use STACK=1 or a smaller TILE")),
+    threads=lambda p: (p["TILE"], p["ROWS"], 1),
+    grid=_padded_grid,
+    smem=_padded_smem,
+    shape_rule=_padded_shape_rule,
+))
 _register_tile_kernel("transpose_diagonal", "transpose_diagonal", "transpose",
                       "diagonal block order against partition camping", padded=True)
 
@@ -509,7 +562,10 @@ def _fast_shape_params(p, s):
     if s is None:                      # static analysis: the vector path
         return {"VEC_LOAD": vec > 1, "VEC_STORE": vec > 1}
     rows, cols = s
-    return {"VEC_LOAD": vec > 1 and cols % vec == 0, "VEC_STORE": vec > 1 and rows % vec == 0}
+    out = {"VEC_LOAD": vec > 1 and cols % vec == 0, "VEC_STORE": vec > 1 and rows % vec == 0}
+    if p["PEEL"] == "on":   # the paired path where rows of odd length rule out the vectors
+        out.update(PEEL_LOAD=vec == 2 and cols % 2 == 1, PEEL_STORE=vec == 2 and rows % 2 == 1)
+    return out
 
 
 register(Kernel(
@@ -525,9 +581,17 @@ register(Kernel(
             Param("VEC_BYTES", (4, 8, 16), 16,
                   "bytes per global load/store on the vector path (used where cols or rows "
                   "allow aligned vectors; scalar otherwise)"),
-            _PAD),
-    template=("T", "TILE", "ROWS", "VEC_BYTES", "PAD", "VEC_LOAD", "VEC_STORE"),
+            _PAD,
+            Param("PEEL", ("off", "on"), "off",
+                  "on: where rows of odd length rule out the vector path, move aligned pairs "
+                  "and peel one element per row (needs VEC_BYTES = 2*sizeof(T))")),
+    template=("T", "TILE", "ROWS", "VEC_BYTES", "PAD", "VEC_LOAD", "VEC_STORE",
+              "PEEL_LOAD", "PEEL_STORE"),
+    fixed={"PEEL_LOAD": False, "PEEL_STORE": False},   # shape_params turns them on
     constraints=(
+        Constraint(lambda p: p["PEEL"] == "off" or _vec(p) == 2,
+                   "PEEL=on moves pairs of elements: it needs VEC_BYTES = 2*sizeof(T) "
+                   "(VEC_BYTES=8 for float, 16 for double), not VEC_BYTES={VEC_BYTES} with T={T}"),
         Constraint(lambda p: p["VEC_BYTES"] >= _ITEMSIZE[p["T"]],
                    "VEC_BYTES={VEC_BYTES} is smaller than one {T}; choose VEC_BYTES >= 8 for double"),
         _ROWS_DIVIDE,

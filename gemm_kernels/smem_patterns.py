@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from . import banks
 from .ladder import Table
-
-WARP = 32
+from .smem_model import WARP
 
 
 def _lane_grid(layout: str, lane: int, BN: int, TN: int = 8) -> tuple[int, int]:
@@ -40,26 +39,28 @@ def a_store(BM: int = 128, BK: int = 8, PAD: int = 0, s: int = 0) -> list[int]:
     return out
 
 
+def _read(layout: str, side: int, BN: int, TN: int, per_thread: int, extent: int,
+          half: int) -> list[int]:
+    """Byte addresses of LDS.128 number `half` of the A (side 0: the lane's row) or B
+    (side 1: its column) piece at one k, warp 0."""
+    out = []
+    for lane in range(WARP):
+        q = _lane_grid(layout, lane, BN, TN)[side]
+        w = per_thread * q + 4 * half if layout == "float4" else 4 * q + half * extent // 2
+        out.append(w * 4)
+    return out
+
+
 def a_read(layout: str, BM: int = 128, BN: int = 128, TM: int = 8, TN: int = 8,
            half: int = 0) -> list[int]:
     """Byte addresses of the A LDS.128 number `half` (0 or 1) in row k of As, warp 0."""
-    out = []
-    for lane in range(WARP):
-        r, _ = _lane_grid(layout, lane, BN, TN)
-        w = TM * r + 4 * half if layout == "float4" else 4 * r + half * BM // 2
-        out.append(w * 4)
-    return out
+    return _read(layout, 0, BN, TN, TM, BM, half)
 
 
 def b_read(layout: str, BM: int = 128, BN: int = 128, TM: int = 8, TN: int = 8,
            half: int = 0) -> list[int]:
     """Byte addresses of the B LDS.128 number `half` (0 or 1) in row k of Bs, warp 0."""
-    out = []
-    for lane in range(WARP):
-        _, c = _lane_grid(layout, lane, BN, TN)
-        w = TN * c + 4 * half if layout == "float4" else 4 * c + half * BN // 2
-        out.append(w * 4)
-    return out
+    return _read(layout, 1, BN, TN, TN, BN, half)
 
 
 def step_table(configs) -> Table:

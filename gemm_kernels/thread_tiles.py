@@ -21,24 +21,20 @@ exactly that rule. `tile_2d` keeps its k loop rolled (`#pragma unroll 1`), so it
 both operands of every FMA with a plain LDS: 2*TM*TN*BK loads per step.
 tests/test_thread_tiles.py checks the counts against the SASS.
 
-Each load instruction is then priced for every warp with `banks.analyse`, from the 32
-lanes' byte addresses (warp w = threads 32w .. 32w+31). The tile copies (one STS per
-element a thread copies, consecutive lanes on consecutive words) are modelled too, so
-the launch totals compare with Nsight Compute's shared-memory counters. The As tile
-starts at byte 0 and Bs right after it; both sizes are multiples of 128 bytes, so the
-banks do not depend on the order.
+`warp_instructions` turns each load into one instruction per warp for `smem_model` to
+price, and adds the tile copies (one STS per element a thread copies, consecutive lanes
+on consecutive words), so the launch totals compare with Nsight Compute's shared-memory
+counters. The As tile starts at byte 0 and Bs right after it; both sizes are multiples
+of 128 bytes, so the banks do not depend on the order.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import banks
-from .launch import kernel_of
+from . import smem_model
+from .smem_model import SASS_NAME, WARP, WarpInstr
 
-WARP = 32
 KERNELS = ("tile_1d", "tile_2d", "tile_2d_reg", "tile_2d_strided")
-SASS_NAME = {("ld", 4): "LDS", ("ld", 8): "LDS.64", ("ld", 16): "LDS.128",
-             ("st", 4): "STS", ("st", 8): "STS.64", ("st", 16): "STS.128"}
 
 
 # ------------------------------------------------------------------ geometry
@@ -79,13 +75,7 @@ class Geometry:
 
 
 def geometry(kernel, params=None) -> Geometry:
-    k = kernel_of(kernel)
-    if k.name not in KERNELS:
-        raise ValueError(f"{k.name}: thread_tiles models {', '.join(KERNELS)}")
-    p = k.resolve(params)
-    bad = k.problems(p)
-    if bad:
-        raise ValueError("; ".join(bad))
+    k, p = smem_model.resolve(kernel, params, KERNELS)
     BM, BN, BK, TM = p["BM"], p["BN"], p["BK"], p["TM"]
     TN = p.get("TN", 1)
     threads = BM * BN // (TM * TN)
@@ -163,25 +153,6 @@ def instruction_counts(kernel, params=None) -> dict:
 
 # ------------------------------------------------------------------ warp instructions
 
-@dataclass(frozen=True)
-class WarpInstr:
-    """One warp-wide shared-memory instruction of one warp, in one step along K."""
-    op: str            # "ld" or "st"
-    operand: str       # "A" or "B"
-    what: str          # the word(s) a thread reads, relative to its base
-    warp: int
-    width: int         # bytes per lane: 4, 8 or 16
-    addresses: tuple   # 32 byte offsets (None: inactive lane)
-
-    @property
-    def sass(self) -> str:
-        return SASS_NAME[(self.op, self.width)]
-
-    @property
-    def analysis(self) -> banks.Analysis:
-        return banks.analyse(self.addresses, self.width)
-
-
 def _what(g: Geometry, ld: Load) -> str:
     p = g.params
     n = ld.width // 4
@@ -205,26 +176,26 @@ def warp_instructions(kernel, params=None) -> list[WarpInstr]:
     b_start = BM * BK * 4
     lds = loads(g.kernel, p)
     out: list[WarpInstr] = []
-    for w in range(-(-NT // WARP)):
-        tids = [32 * w + lane if 32 * w + lane < NT else None for lane in range(WARP)]
+    for w in range(smem_model.warps(NT)):
+        tids = smem_model.lanes(NT, w)
         for name, size, start in (("A", BM * BK, 0), ("B", BK * BN, b_start)):
             for i in range(-(-size // NT)):
                 addr = tuple(None if t is None or t + i * NT >= size
                              else start + 4 * (t + i * NT) for t in tids)
                 what = f"{'As' if name == 'A' else 'Bs'} element t + {i}*{NT}"
-                out.append(WarpInstr("st", name, what, w, 4, addr))
+                out.append(WarpInstr("st", what, w, 4, addr, group=name))
         for ld in lds:
             base = g.a_base if ld.operand == "A" else g.b_base
             start = 0 if ld.operand == "A" else b_start
             addr = tuple(None if t is None else start + 4 * (base(t) + ld.offset) for t in tids)
-            out.append(WarpInstr("ld", ld.operand, _what(g, ld), w, ld.width, addr))
+            out.append(WarpInstr("ld", _what(g, ld), w, ld.width, addr, group=ld.operand))
     return out
 
 
 def first(kernel, params=None, operand: str = "B", warp: int = 0, op: str = "ld") -> WarpInstr:
     """The first load (or store) of `operand` by `warp` in a step: for plotting banks."""
     for i in warp_instructions(kernel, params):
-        if i.warp == warp and i.operand == operand and i.op == op:
+        if i.warp == warp and i.group == operand and i.op == op:
             return i
     raise ValueError(f"no {op} of {operand} by warp {warp}")
 
@@ -246,19 +217,11 @@ def per_instruction(configs, warp: int = 0):
     rows = []
     for name, params in configs:
         g = geometry(name, params)
-        groups: dict = {}
-        for i in warp_instructions(name, params):
-            if i.warp != warp or i.op != "ld":
-                continue
-            a = i.analysis
-            key = (i.operand, i.sass, a.wavefronts, a.ideal)
-            if key not in groups:
-                groups[key] = {"kernel": g.kernel, "params": _short(g.kernel, g.params),
-                               "operand": i.operand, "SASS": i.sass, "example": i.what,
-                               "per step": 0, "wavefronts each": a.wavefronts,
-                               "ideal each": a.ideal}
-            groups[key]["per step"] += 1
-        rows += list(groups.values())
+        mine = [i for i in warp_instructions(name, params) if i.warp == warp and i.op == "ld"]
+        for i, a, n in smem_model.distinct(mine, lambda i, a: (i.group, i.sass, a.wavefronts, a.ideal)):
+            rows.append({"kernel": g.kernel, "params": _short(g.kernel, g.params),
+                         "operand": i.group, "SASS": i.sass, "example": i.what,
+                         "per step": n, "wavefronts each": a.wavefronts, "ideal each": a.ideal})
     return Table(rows, ["kernel", "params", "operand", "SASS", "example", "per step",
                         "wavefronts each", "ideal each"],
                  title=f"shared loads of warp {warp} in one step along K (bank model)")
@@ -273,7 +236,7 @@ def step_summary(configs):
         g = geometry(name, params)
         counts = instruction_counts(name, params)
         ins = [i for i in warp_instructions(name, params) if i.op == "ld"]
-        warps = -(-g.threads // WARP)
+        warps = smem_model.warps(g.threads)
         wf = sum(i.analysis.wavefronts for i in ins) / warps
         ideal = sum(i.analysis.ideal for i in ins) / warps
         n_ld = sum(v for k, v in counts.items() if k.startswith("LDS"))
@@ -298,51 +261,21 @@ def launch_steps(kernel, params=None, shape=None) -> int:
     """Blocks x steps along K of a launch at `shape` (default: the profiled 1024^3)."""
     from .profile import GEMM_SHAPE
     p = geometry(kernel, params).params
-    M, N, K = shape or GEMM_SHAPE
-    if M % p["BM"] or N % p["BN"] or K % p["BK"]:
-        raise ValueError(f"{(M, N, K)}: the model counts whole tiles; M, N, K must be "
-                         f"multiples of BM={p['BM']}, BN={p['BN']}, BK={p['BK']}")
-    return (M // p["BM"]) * (N // p["BN"]) * (K // p["BK"])
+    return smem_model.whole_tiles(shape or GEMM_SHAPE, (p["BM"], p["BN"], p["BK"]),
+                                  ("BM", "BN", "BK"))
 
 
 def predict(kernel, params=None, shape=None) -> dict:
     """Predicted Nsight Compute counters of one launch: {'ld wavefronts', 'ld conflicts',
     'st wavefronts', 'st conflicts'}."""
-    n = launch_steps(kernel, params, shape)
-    out = {"ld wavefronts": 0, "ld conflicts": 0, "st wavefronts": 0, "st conflicts": 0}
-    for i in warp_instructions(kernel, params):
-        a = i.analysis
-        out[f"{i.op} wavefronts"] += n * a.wavefronts
-        out[f"{i.op} conflicts"] += n * a.conflicts
-    return out
+    return smem_model.totals(warp_instructions(kernel, params), launch_steps(kernel, params, shape))
 
 
 def counter_table(configs):
     """A Table: per configuration, the launch's shared-memory wavefronts and bank
     conflicts, predicted next to the recorded Nsight Compute counters ('-': none)."""
-    from . import profile, records
-    from .ladder import Table
-    rows = []
-    for name, params in configs:
-        g = geometry(name, params)
-        rec = profile.counters(g.kernel, g.params)
-        shape = tuple(rec["shape"]) if rec else None
-        pred = predict(g.kernel, g.params, shape)
-        m = rec["metrics"] if rec else {}
-        row = {"kernel": g.kernel, "params": _short(g.kernel, g.params)}
-        for op, iw, ic in (("ld", 0, 2), ("st", 1, 3)):
-            row[f"{op} wf model"] = pred[f"{op} wavefronts"]
-            row[f"{op} wf ncu"] = _round(m.get(profile.SHARED[iw]))
-            row[f"{op} conf model"] = pred[f"{op} conflicts"]
-            row[f"{op} conf ncu"] = _round(m.get(profile.SHARED[ic]))
-        rows.append(row)
-    rec = records.current()
-    src = f"model vs Nsight Compute at 1024^3 ({rec.label})" if rec else "model only: no recording"
-    return Table(rows, list(rows[0]), title=src)
-
-
-def _round(v):
-    return None if v is None else int(round(v))
+    return smem_model.comparison(configs, predict, _short,
+                                 title="model vs Nsight Compute at 1024^3")
 
 
 # ------------------------------------------------------------------ stores of C

@@ -9,6 +9,7 @@ import pytest
 from gemm_kernels import analysis, bank_predict as bp, compiler, kernels, records
 from gemm_kernels.profile import SHARED
 
+from conftest import stamp
 from test_registry_ch03_06 import _toolchain_or_skip
 
 
@@ -111,7 +112,7 @@ def test_instruction_counts_match_the_sass(name, params):
 
 
 def _fake_record(monkeypatch, rows):
-    rec = records.Record({"name": "Test GPU"}, "2026-01-01T00:00:00Z", "abc", rows)
+    rec = records.Record({"name": "Test GPU"}, "2026-01-01T00:00:00Z", "abc", stamp(rows))
     monkeypatch.setitem(records._LOADED, "record", rec)
     monkeypatch.setenv("GEMM_KERNELS_MODE", "recorded")
 

@@ -42,3 +42,34 @@ def test_nan_and_inf_in_inputs_propagate(name):
     assert bool(cupy.isnan(C[5]).all()), "NaN in row 5 of A must reach all of row 5 of C"
     assert cupy.array_equal(cupy.isnan(C), cupy.isnan(ref))
     assert cupy.array_equal(cupy.isinf(C), cupy.isinf(ref))
+
+
+# The capstone's HOIST path (K remainder first, advancing copy pointers, rows / columns
+# beyond the matrix not zeroed): every ragged shape, and NaN / Inf propagation.
+HOIST_VARIANTS = [{"HOIST": True}, {"HOIST": True, "BK": 16},
+                  {"HOIST": True, "BK": 16, "WM": 32, "WN": 128},
+                  {"HOIST": True, "BK": 16, "STAGES": 2}]
+
+
+@pytest.mark.parametrize("params", HOIST_VARIANTS, ids=str)
+def test_capstone_hoist_correct(params):
+    from gemm_kernels.check import check_all
+    bad = [str(r) for r in check_all("capstone", params) if not r.ok]
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("params", HOIST_VARIANTS, ids=str)
+def test_capstone_hoist_nan_and_inf_propagate(params):
+    import cupy
+    from gemm_kernels.launch import launch
+    for M, N, K in ((67, 45, 33), (130, 260, 21)):
+        A = cupy.random.standard_normal((M, K), dtype=cupy.float32)
+        B = cupy.random.standard_normal((K, N), dtype=cupy.float32)
+        A[5, 7] = cupy.nan
+        B[3, 9] = cupy.inf
+        B[K - 1, N - 1] = cupy.nan     # in the last tile column / row
+        C = cupy.zeros((M, N), cupy.float32)
+        launch("capstone", A, B, C, params=params)
+        ref = A @ B
+        assert cupy.array_equal(cupy.isnan(C), cupy.isnan(ref))
+        assert cupy.array_equal(cupy.isinf(C), cupy.isinf(ref))

@@ -55,11 +55,26 @@ def test_edge_path_compiles_without_spills(name):
 
 
 def test_capstone_alternative_two_blocks_per_sm_fits_128_registers():
-    params = {"BN": 128, "WN": 64, "MINB": 2}
+    params = {"BN": 128, "WM": 32, "WN": 64, "MINB": 2}
     k = get("capstone")
     assert k.problems(params) == []
     res = compiler.resources(k, params)
     assert res["registers"] <= 128 and res["spill_stores"] == 0, res["report"]
+
+
+@pytest.mark.parametrize("params", [{"HOIST": True}, {"HOIST": True, "BK": 16}])
+def test_capstone_hoist_compiles_lean(params):
+    # HOIST: no spills on either path, and the main loop sheds the per-tile address
+    # arithmetic (FFMA share above the default's ~88%).
+    k = get("capstone")
+    assert k.problems(params) == []
+    s = analysis.summary("capstone", params)
+    assert s["spill_stores"] == 0 and s["spill_loads"] == 0 and s["stack_bytes"] == 0
+    loop = s["loop_histogram"]
+    assert loop["FFMA"] > 0.9 * sum(loop.values()), loop
+    _, report, _ = compiler._cubin(k, k.name_expression(params, (515, 515, 515)),
+                                   compiler.STATIC_ARCH)
+    assert "0 bytes spill stores, 0 bytes spill loads" in report, report
 
 
 # ------------------------------------------------------------------ registry
@@ -81,7 +96,9 @@ def test_instantiations():
     assert get("zorder").name_expression({"ZORDER": False, "PAD": 0}, (7, 7, 7)) == \
         "sgemm_zorder<128, 128, 8, 0, false, false>"
     assert get("capstone").name_expression({}) == \
-        "sgemm_capstone<128, 256, 8, 32, 128, 4, 8, 1, true>"
+        "sgemm_capstone<128, 256, 8, 64, 64, 4, 8, 1, false, true>"
+    assert get("capstone").name_expression({"HOIST": True, "BK": 16}) == \
+        "sgemm_capstone<128, 256, 16, 64, 64, 4, 8, 1, true, true>"
 
 
 def test_geometry():
@@ -100,8 +117,8 @@ def test_geometry():
     ("double_buffer", {"BM": 64, "BN": 64, "TM": 4, "TN": 4}, "BM*BK/4"),
     ("zorder", {"PAD": 1}, "PAD=1"),
     ("capstone", {"MINB": 2}, "MINB=2"),              # 8x16 per thread needs > 128 registers
-    ("capstone", {"WM": 64}, "BN=256"),               # 128 threads cannot copy 256-wide B rows
-    ("capstone", {"BN": 128, "WM": 64}, "WM*WN/32"),  # 16 x 16 per thread
+    ("capstone", {"WM": 64, "WN": 128}, "BN=256"),    # 128 threads cannot copy 256-wide B rows
+    ("capstone", {"BN": 128, "WM": 64, "WN": 128}, "WM*WN/32"),  # 16 x 16 per thread
 ])
 def test_invalid_combinations_name_the_parameter(name, params, word):
     msgs = get(name).problems(params)
@@ -252,3 +269,81 @@ def test_capstone_rasterisation_is_a_permutation(gx, gy, group):
             by, bx = first + in_group % rows, in_group // rows
         tiles.append((by, bx))
     assert sorted(tiles) == [(y, x) for y in range(gy) for x in range(gx)]
+
+
+def _capstone_hoist_block(p, M, N, K, by, bx, vec, rng):
+    """One block of the HOIST path, written as in 09_capstone.cu (issue_first,
+    issue_next with advancing pointers), on flat copies of A and B: every address read
+    lies inside A or B, and the tiles it assembles give the block's part of A @ B."""
+    import numpy as np
+    BM, BN, BK, WM, WN = (p[x] for x in ("BM", "BN", "BK", "WM", "WN"))
+    nt = 32 * (BM // WM) * (BN // WN)
+    a_per, a_step = BM * BK // nt, nt // 8
+    a_rows = BM // a_step
+    bw = 4 if vec else 1
+    b_cpr = BN // bw
+    b_per, b_step = BK * b_cpr // nt, nt // b_cpr
+    A = rng.standard_normal(M * K)
+    B = rng.standard_normal(K * N)
+    row0, col0 = by * BM, bx * BN
+    tiles = -(-K // BK)
+    kb = K - tiles * BK
+    acc = np.zeros((BM, BN))
+    a_ptr = [None] * nt
+    b_ptr = [None] * nt
+    for tile in range(tiles):
+        As = np.full((BK, BM), np.nan)
+        Bs = np.full((BK, BN), np.nan)
+        for t in range(nt):
+            a_k, a_m = t % 8, t // 8
+            a_off = [min(row0 + a_m + (i * a_step) % BM, M - 1) * K for i in range(a_per)]
+            b_k, b_n = t // b_cpr, t % b_cpr * bw
+            b_col = col0 + b_n if col0 + b_n < N else 0
+            if tile == 0:      # issue_first
+                for i in range(a_per):
+                    m = a_m + (i * a_step) % BM
+                    k = kb + a_k + 8 * ((i * a_step) // BM)
+                    src = a_off[i] + max(k, 0)
+                    assert 0 <= src < M * K
+                    As[k - kb, m] = A[src] if k >= 0 else 0.0
+                a_ptr[t] = [a_off[r] + kb + a_k + BK for r in range(a_rows)]
+                for i in range(b_per):
+                    k = kb + b_k + i * b_step
+                    src = max(k, 0) * N + b_col
+                    assert 0 <= src and src + bw <= K * N
+                    Bs[k - kb, b_n:b_n + bw] = B[src:src + bw] if k >= 0 else 0.0
+                b_ptr[t] = (kb + b_k + BK) * N + b_col
+            else:              # issue_next
+                for i in range(a_per):
+                    m = a_m + (i % a_rows) * a_step
+                    k = a_k + 8 * (i // a_rows)
+                    src = a_ptr[t][i % a_rows] + 8 * (i // a_rows)
+                    assert 0 <= src < M * K
+                    As[k, m] = A[src]
+                a_ptr[t] = [x + BK for x in a_ptr[t]]
+                for i in range(b_per):
+                    k = b_k + i * b_step
+                    src = b_ptr[t] + i * b_step * N
+                    assert 0 <= src and src + bw <= K * N
+                    Bs[k, b_n:b_n + bw] = B[src:src + bw]
+                b_ptr[t] += BK * N
+        assert not np.isnan(As).any() and not np.isnan(Bs).any()   # every cell written
+        acc += As.T @ Bs
+    rows, cols = min(BM, M - row0), min(BN, N - col0)
+    ref = A.reshape(M, K)[row0:row0 + rows] @ B.reshape(K, N)[:, col0:col0 + cols]
+    np.testing.assert_allclose(acc[:rows, :cols], ref, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("params", [{}, {"BK": 16}, {"WM": 32, "WN": 128},
+                                    {"BN": 128, "WN": 64, "MINB": 2}])
+@pytest.mark.parametrize("mnk", [(1, 4, 1), (130, 260, 7), (129, 257, 8), (128, 256, 33),
+                                 (5, 3, 17), (200, 300, 16)])
+def test_capstone_hoist_copies_assemble_the_product(params, mnk):
+    import numpy as np
+    M, N, K = mnk
+    p = {**get("capstone").defaults(), **params, "HOIST": True}
+    vec = N % 4 == 0
+    rng = np.random.default_rng(0)
+    gy, gx = -(-M // p["BM"]), -(-N // p["BN"])
+    for by, bx in {(0, 0), (gy - 1, gx - 1)}:
+        _capstone_hoist_block(p, M, N, K, by, bx, vec, rng)

@@ -39,7 +39,7 @@ def test_load_counts_by_hand():
 
 def _warp0(name, params, operand):
     return [i for i in tt.warp_instructions(name, params)
-            if i.warp == 0 and i.op == "ld" and i.operand == operand]
+            if i.warp == 0 and i.op == "ld" and i.group == operand]
 
 
 def test_wavefronts_by_hand():

@@ -133,11 +133,12 @@ def test_explorer_note_is_appended(monkeypatch):
     from gemm_kernels.profile import SHARED
     p = kernels.get("bank_layout").resolve({"BLOCK": 32, "LAYOUT": "conflict", "PAD": 0})
     pred = bank_predict.predict("bank_layout", p)
-    rec = records.Record({"name": "Test GPU"}, "2026-01-01T00:00:00Z", "abc", [
+    from conftest import stamp
+    rec = records.Record({"name": "Test GPU"}, "2026-01-01T00:00:00Z", "abc", stamp([
         {"chapter": "04", "kernel": "bank_layout", "params": p, "shape": [2048] * 3,
          "gflops": {"median": 500.0, "min": 490.0, "max": 510.0}},
         {"chapter": "04", "kernel": "bank_layout", "params": p, "shape": [1024] * 3,
-         "metrics": {SHARED[0]: 1.0, SHARED[1]: 2.0, SHARED[2]: 3.0, SHARED[3]: 4.0}}])
+         "metrics": {SHARED[0]: 1.0, SHARED[1]: 2.0, SHARED[2]: 3.0, SHARED[3]: 4.0}}]))
     monkeypatch.setitem(records._LOADED, "record", rec)
     monkeypatch.setenv("GEMM_KERNELS_MODE", "recorded")
     ex = widgets.Explorer("bank_layout", note=bank_predict.note("bank_layout"))

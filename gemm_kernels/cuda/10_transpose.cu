@@ -87,22 +87,44 @@ __global__ void transpose_smem(int rows, int cols, const T* __restrict__ in,
 // Padded tile: the same kernel with PAD unused elements at the end of each tile row.
 // With a row length of TILE + 1 words, walking down a column moves one bank over,
 // so the column read spreads over all 32 banks.
-template <typename T, int TILE, int ROWS, int PAD>
+//
+// Two knobs for ragged shapes (defaults ORDER = 0, STACK = 1: the kernel just
+// described). When `rows` is odd, the rows of `out` are not sector aligned: the TILE
+// elements a block writes into one row of `out` start and end inside 32-byte sectors
+// that the neighbouring block (the next tile down a column of `in`) fills in.
+//   STACK = 2: a block takes two tiles, one under the other (2*TILE rows of `in`), and
+//     writes 2*TILE consecutive elements of each row of `out`: half as many of these
+//     shared sectors, and each block completes the ones in the middle itself.
+//   ORDER = 1: blockIdx.x walks down the tile rows (blockIdx.y across the columns),
+//     so the block that fills in the other part of a sector is the next one launched,
+//     not one a whole row of tiles later.
+template <typename T, int TILE, int ROWS, int PAD, int ORDER = 0, int STACK = 1>
 __global__ void transpose_padded(int rows, int cols, const T* __restrict__ in,
                                  T* __restrict__ out) {
-    __shared__ T tile[TILE][TILE + PAD];
-    const int row0 = blockIdx.y * TILE, col0 = blockIdx.x * TILE;
+    constexpr int H = STACK * TILE;                      // tile rows per block
+    __shared__ T tile[H][TILE + PAD];
+    const int row0 = (ORDER == 0 ? blockIdx.y : blockIdx.x) * H;
+    const int col0 = (ORDER == 0 ? blockIdx.x : blockIdx.y) * TILE;
     const int tx = threadIdx.x;
     for (int dy = 0; dy < TILE; dy += ROWS) {
-        const int ty = threadIdx.y + dy;
-        if (row0 + ty < rows && col0 + tx < cols)
-            tile[ty][tx] = in[(size_t)(row0 + ty) * cols + col0 + tx];
+#pragma unroll
+        for (int s = 0; s < STACK; ++s) {              // row y of tile s
+            const int y = s * TILE + threadIdx.y + dy;
+            if (row0 + y < rows && col0 + tx < cols)
+                tile[y][tx] = in[(size_t)(row0 + y) * cols + col0 + tx];
+        }
     }
     __syncthreads();
+    // Rows col0 + ty of `out` (TILE of them), columns row0 .. row0 + H - 1; the lanes
+    // of a warp take consecutive columns, STACK tiles one after the other.
     for (int dy = 0; dy < TILE; dy += ROWS) {
         const int ty = threadIdx.y + dy;
-        if (col0 + ty < cols && row0 + tx < rows)
-            out[(size_t)(col0 + ty) * rows + row0 + tx] = tile[tx][ty];
+#pragma unroll
+        for (int s = 0; s < STACK; ++s) {
+            const int x = s * TILE + tx;
+            if (col0 + ty < cols && row0 + x < rows)
+                out[(size_t)(col0 + ty) * rows + row0 + x] = tile[x][ty];
+        }
     }
 }
 
@@ -166,10 +188,23 @@ __device__ __forceinline__ bool aligned_to(const void* p) {
 // the same threads renumbered as a TILE-wide block (warps along tile rows), the
 // classic padded transpose.
 //
+// PEEL_LOAD / PEEL_STORE (VEC = 2 only; chosen by the launcher when PEEL="on" and the
+// rows of `in` resp. `out` have an odd length): rows of odd length are not all
+// 2*sizeof(T)-aligned, but every other one is, and in the others the pairs start one
+// element later. So each row piece of the tile is read or written as aligned pairs
+// starting at p = (element offset of the piece) % 2, and when p = 1 the first element
+// is moved on its own (peeled). A warp then moves 2*sizeof(T) bytes per lane as on the
+// vector path: fewer partially used 32-byte sectors per byte than with 4-byte accesses.
+// On the load side the last pair of a p = 1 row reaches one element into the next
+// tile; that element is read and dropped (a read of a neighbour's data is harmless).
+// On the store side a block must write only its own piece, so that last element is
+// written on its own instead.
+//
 // Shared tile row length TILE + PAD. For float, TILE = 32, VEC = 4, PAD = 1 a warp is
 // 8 x 4 threads and both the scattered store (banks 4*tx + j + ty) and the gathering
 // load (banks 4*tx + ty, as 33 = 1 mod 32) cover 32 different banks.
-template <typename T, int TILE, int ROWS, int VEC_BYTES, int PAD, bool VEC_LOAD, bool VEC_STORE>
+template <typename T, int TILE, int ROWS, int VEC_BYTES, int PAD, bool VEC_LOAD, bool VEC_STORE,
+          bool PEEL_LOAD = false, bool PEEL_STORE = false>
 __global__ void transpose_fast(int rows, int cols, const T* __restrict__ in,
                                T* __restrict__ out) {
     constexpr int VEC = VEC_BYTES / sizeof(T);
@@ -197,6 +232,25 @@ __global__ void transpose_fast(int rows, int cols, const T* __restrict__ in,
                 for (int j = 0; j < VEC; ++j) tile[r][tx * VEC + j] = v.v[j];
             }
         }
+    } else if (PEEL_LOAD && VEC == 2 && aligned_to<VEC_BYTES>(in)) {
+#pragma unroll
+        for (int i = 0; i < TILE / ROWS; ++i) {
+            const int r = ty + i * ROWS;
+            const int gr = row0 + r;
+            if (gr < rows) {
+                const size_t base = (size_t)gr * cols + col0;   // element (gr, col0)
+                const int p = base % 2;                         // 1: pairs start one later
+                const int x = p + 2 * tx;                       // this lane's pair: x, x + 1
+                if (col0 + x + 1 < cols) {                      // both in the row
+                    const V v = *reinterpret_cast<const V*>(in + base + x);
+                    tile[r][x] = v.v[0];
+                    if (x + 1 < TILE) tile[r][x + 1] = v.v[1];  // else: the next tile's
+                } else if (col0 + x < cols) {
+                    tile[r][x] = in[base + x];                  // the row ends after x
+                }
+                if (p == 1 && tx == 0) tile[r][0] = in[base];   // the peeled element
+            }
+        }
     } else {
 #pragma unroll
         for (int i = 0; i < TILE / SROWS; ++i) {
@@ -218,6 +272,26 @@ __global__ void transpose_fast(int rows, int cols, const T* __restrict__ in,
 #pragma unroll
                 for (int j = 0; j < VEC; ++j) v.v[j] = tile[tx * VEC + j][r];
                 *reinterpret_cast<V*>(out + (size_t)gr * rows + gc) = v;
+            }
+        }
+    } else if (PEEL_STORE && VEC == 2 && aligned_to<VEC_BYTES>(out)) {
+#pragma unroll
+        for (int i = 0; i < TILE / ROWS; ++i) {
+            const int r = ty + i * ROWS;
+            const int gr = col0 + r;
+            if (gr < cols) {
+                const size_t base = (size_t)gr * rows + row0;   // element (gr, row0) of out
+                const int p = base % 2;
+                const int x = p + 2 * tx;
+                if (x + 1 < TILE && row0 + x + 1 < rows) {      // both in this block's piece
+                    V v;
+                    v.v[0] = tile[x][r];
+                    v.v[1] = tile[x + 1][r];
+                    *reinterpret_cast<V*>(out + base + x) = v;
+                } else if (x < TILE && row0 + x < rows) {
+                    out[base + x] = tile[x][r];                 // last of the piece or row
+                }
+                if (p == 1 && tx == 0) out[base] = tile[0][r];  // the peeled element
             }
         }
     } else {
