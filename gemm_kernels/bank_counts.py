@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from . import smem_model
 from .launch import kernel_of
-from .smem_model import WarpInstr, lanes, warps
+from .smem_model import WarpInstr, lane_addresses, warps
 
 _SIZE = {"float": 4, "double": 8}
 TILE_KERNELS = ("copy_smem", "transpose_smem", "transpose_padded", "transpose_diagonal")
@@ -34,10 +34,7 @@ def _tile_kernel(name, p):
     transpose = name != "copy_smem"
     out = []
     for w in range(warps(threads)):
-        tids = lanes(threads, w)
-
-        def addr(f):
-            return tuple(None if t is None else f(t % TILE, t // TILE) * size for t in tids)
+        addr = lane_addresses(threads, w, TILE, size)
         for dy in range(0, TILE, ROWS):
             # transpose_padded with STACK = 2 stores and reads two tiles, one under the
             # other (rows s*TILE + ...); every other kernel has one (s = 0 only).
@@ -67,11 +64,7 @@ def _fast(p):
     threads = lanes_x * ROWS
     out = []
     for w in range(warps(threads)):
-        tids = lanes(threads, w)
-
-        def addr(f):
-            return tuple(None if t is None else f(t % lanes_x, t // lanes_x) * size
-                         for t in tids)
+        addr = lane_addresses(threads, w, lanes_x, size)
         for i in range(TILE // ROWS):
             for j in range(vec):
                 out.append(WarpInstr("st", f"tile[ty+{i * ROWS}][VEC*tx+{j}]", w, size,
@@ -89,10 +82,7 @@ def _dgemm(p, as_written=False):
     b_base = B * B * 8
     out = []
     for w in range(warps(threads)):
-        tids = lanes(threads, w)
-
-        def addr(f):
-            return tuple(None if t is None else f(t % B, t // B) for t in tids)
+        addr = lane_addresses(threads, w, B)
         out.append(WarpInstr("st", "A_shared[ty][tx]", w, 8, addr(lambda tx, ty: (ty * B + tx) * 8)))
         out.append(WarpInstr("st", "B_shared[ty][tx]", w, 8,
                               addr(lambda tx, ty: b_base + (ty * B + tx) * 8)))
@@ -117,10 +107,7 @@ def _sgemm_vec(p):
     b_base = B * B * 4
     out = []
     for w in range(warps(threads)):
-        tids = lanes(threads, w)
-
-        def addr(f):
-            return tuple(None if t is None else f(t % B, t // B) for t in tids)
+        addr = lane_addresses(threads, w, B)
         out.append(WarpInstr("st", "A_shared[ty][tx]", w, 4, addr(lambda tx, ty: (ty * B + tx) * 4)))
         for j in range(V):
             out.append(WarpInstr("st", f"B_shared[ty][tx+{j * B}]", w, 4,

@@ -56,19 +56,17 @@ def warp_instructions(kernel, params=None) -> list[WarpInstr]:
     k, p = _params(kernel, params)
     B = p["BLOCK"]
     S = row_length(k, p)
-    b_base = B * S * 4                   # the B tile follows the A tile (banks do not care)
+    b_base = B * S                       # words; the B tile follows A (banks do not care)
     wa, wb = read_width(k, p)
     layout = "smem" if k.name == "smem_tiled" else p["LAYOUT"]
     threads = B * B
     out: list[WarpInstr] = []
     for w in range(smem_model.warps(threads)):
-        tids = smem_model.lanes(threads, w)
-
-        def addr(f, base=0):
-            return tuple(None if t is None else base + 4 * f(t % B, t // B) for t in tids)
+        addr = smem_model.lane_addresses(threads, w, B, 4)
 
         def add(op, group, what, width, f, base=0):
-            out.append(WarpInstr(op, what, w, width, addr(f, base), group=group))
+            out.append(WarpInstr(op, what, w, width, addr(lambda tx, ty: base + f(tx, ty)),
+                                 group=group))
 
         if layout in ("smem", "conflict"):
             a_name = "As[ty][tx]" if layout == "smem" else "sA[ty*S + tx]"

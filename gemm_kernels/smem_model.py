@@ -52,6 +52,13 @@ def lanes(threads: int, warp: int) -> list:
     return [32 * warp + lane if 32 * warp + lane < threads else None for lane in range(WARP)]
 
 
+def lane_addresses(threads: int, warp: int, cols: int, scale: int = 1):
+    """addr(f): the 32 lanes' f(tx, ty) * scale (None: inactive lane), for a block
+    `cols` threads wide; f is a kernel's index expression."""
+    tids = lanes(threads, warp)
+    return lambda f: tuple(None if t is None else f(t % cols, t // cols) * scale for t in tids)
+
+
 def resolve(kernel, params, modelled):
     """(kernel, full params) after checking that `modelled` covers the kernel and the
     configuration is valid."""
