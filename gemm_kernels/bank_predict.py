@@ -189,48 +189,49 @@ def variants(blocks=(32, 16)) -> list[tuple[str, dict]]:
     return out
 
 
+def _loads_per_step(k, p) -> str:
+    """'16 LDS.128 + 32 LDS': one warp's shared loads per step along K."""
+    return " + ".join(f"{v} {n}" for n, v in instruction_counts(k, p).items() if n.startswith("LDS"))
+
+
 def overview(configs=None, size: int = 2048):
     """One row per configuration: recorded or live GFLOP/s at size^3, the shared
     instructions per warp and step, and predicted vs measured load/store wavefronts and
     conflicts (launch totals at 1024^3). '-' where nothing was recorded."""
     from . import records
     from .ladder import Table
-    configs = configs if configs is not None else variants()
+    counters = smem_model.comparison(configs if configs is not None else variants(), predict,
+                                     lambda name, p: p)
     rows = []
-    for name, params in configs:
-        k, p = _params(name, params)
+    for r in counters:
+        k, p = _params(r["kernel"], r["params"])
         try:
             g = records.measure_or_lookup(k.name, (size,) * 3, p)["gflops"]["median"]
         except LookupError:
             g = None
-        pred, meas = predict(k, p), measured(k, p) or {}
-        counts = instruction_counts(k, p)
-        row = {"kernel": k.name, **{n: p[n] for n in ("BLOCK", "LAYOUT", "PAD") if n in p},
-               "GFLOP/s": g,
-               "loads/step": " + ".join(f"{v} {n}" for n, v in counts.items() if n.startswith("LDS"))}
-        for op in ("ld", "st"):
-            row[f"{op} wf model"] = pred[f"{op} wavefronts"]
-            row[f"{op} wf ncu"] = as_int(meas.get(f"{op} wavefronts"))
-            row[f"{op} conf model"] = pred[f"{op} conflicts"]
-            row[f"{op} conf ncu"] = as_int(meas.get(f"{op} conflicts"))
-        rows.append(row)
+        rows.append({**r, **{n: p[n] for n in ("BLOCK", "LAYOUT", "PAD") if n in p},
+                     "GFLOP/s": g, "loads/step": _loads_per_step(k, p)})
     cols = ["kernel", "BLOCK", "LAYOUT", "PAD", "GFLOP/s", "loads/step"] + [
         f"{op} {w} {s}" for op in ("ld", "st") for w in ("wf", "conf") for s in ("model", "ncu")]
     return Table(rows, cols, title=f"GFLOP/s at {size}^3 and shared-memory counters at 1024^3 "
                                    f"({records.source()}; model: gemm_kernels.bank_predict)")
 
 
+def _recorded(configs):
+    """(kernel, params, recorded counters, prediction at 1024^3) of each configuration
+    (default: `variants()`) that has recorded counters."""
+    for name, params in configs if configs is not None else variants():
+        k, p = _params(name, params)
+        meas = measured(k, p)
+        if meas:
+            yield k, p, meas, predict(k, p)
+
+
 def disagreements(configs=None) -> list[str]:
     """Short lines for every recorded counter that differs from the model (empty when the
     model matches every recorded counter)."""
-    configs = configs if configs is not None else variants()
     out = []
-    for name, params in configs:
-        k, p = _params(name, params)
-        meas = measured(k, p)
-        if not meas:
-            continue
-        pred = predict(k, p)
+    for k, p, meas, pred in _recorded(configs):
         for key in ("ld wavefronts", "ld conflicts", "st wavefronts", "st conflicts"):
             got = as_int(meas.get(key))
             if got is not None and got != pred[key]:
@@ -263,14 +264,8 @@ def excess(configs=None):
     """A Table: per configuration, what Nsight Compute counted beyond the model, for loads
     and stores, in wavefronts and as wavefronts per executed instruction."""
     from .ladder import Table
-    configs = configs if configs is not None else variants()
     rows = []
-    for name, params in configs:
-        k, p = _params(name, params)
-        meas = measured(k, p)
-        if not meas:
-            continue
-        pred = predict(k, p)
+    for k, p, meas, pred in _recorded(configs):
         instr = {"ld": 0, "st": 0}
         for r in per_instruction(k, p, meas["shape"]):
             instr[r["op"]] += r["in the launch"]
@@ -369,8 +364,7 @@ def ceiling_table(configs=None, size: int = 2048, props: dict | None = None):
         except LookupError:
             g = None
         rows.append({"kernel": k.name, **{n: p[n] for n in ("BLOCK", "LAYOUT", "PAD") if n in p},
-                     "loads/step": " + ".join(f"{v} {n}" for n, v in instruction_counts(k, p).items()
-                                              if n.startswith("LDS")),
+                     "loads/step": _loads_per_step(k, p),
                      "conflicts/step": conf, "wavefronts/step": c["wavefronts/step"],
                      "FFMA/step": c["FFMA/step"], "smem bound": c["smem bound GFLOP/s"],
                      "GFLOP/s": g, "% of bound": 100 * g / c["smem bound GFLOP/s"] if g else None})

@@ -77,11 +77,11 @@ def _check_arrays(k: Kernel, p: dict, arrays) -> tuple:
         if not a.flags.c_contiguous:
             raise ValueError(f"{n} must be C-contiguous (row-major); "
                              f"use cupy.ascontiguousarray({n})")
-        # Kernels with a vector path read 16-byte chunks; CuPy's own allocations are
-        # 256-byte aligned, so only an offset view can fail this.
-        if k.shape_params(p, None) and a.data.ptr % 16:
-            raise ValueError(f"{n} starts {a.data.ptr % 16} bytes past a 16-byte boundary "
-                             f"(an offset view?); {k.name} loads 16-byte vectors: pass {n}.copy()")
+        # CuPy's own allocations are 256-byte aligned: only an offset view can fail this.
+        if k.align and a.data.ptr % k.align:
+            raise ValueError(f"{n} starts {a.data.ptr % k.align} bytes past a {k.align}-byte "
+                             f"boundary (an offset view?); {k.name} loads {k.align}-byte "
+                             f"vectors: pass {n}.copy()")
     if k.op in DTYPES:
         (M, K), (K2, N), (M2, N2) = (a.shape for a in arrays)
         if K2 != K:

@@ -51,6 +51,8 @@ class Kernel:
         example a vectorised path when K % 4 == 0 and a scalar edge path otherwise).
         Called with shape=None for the static analysis: return the main path then.
     fixed: template arguments that never change for this entry.
+    align: bytes the data pointers must be aligned to (kernels whose vector path
+        trusts the pointers; 0 when nothing is assumed).
     """
     name: str
     chapter: str
@@ -68,6 +70,7 @@ class Kernel:
     shape_rule: Callable[[Params, tuple], str | None] = lambda p, shape: None
     shape_params: Callable[[Params, tuple], dict] = lambda p, shape: {}
     fixed: Mapping[str, object] = field(default_factory=dict)
+    align: int = 0
 
     @property
     def path(self) -> Path:

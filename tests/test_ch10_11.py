@@ -86,7 +86,8 @@ def test_fast_vector_paths_follow_the_shape():
 @pytest.mark.parametrize("name", CH10)
 def test_ch10_grid_covers_ragged_shapes(name):
     k = get(name)
-    p = k.resolve({"TILE": 32, "ROWS": 8})
+    plain = {"ORDER": "x->col", "STACK": 1} if name == "transpose_padded" else {}
+    p = k.resolve({"TILE": 32, "ROWS": 8, **plain})
     assert k.grid(p, (8191, 4097)) == (-(-4097 // 32), -(-8191 // 32), 1)
     assert k.grid(p, (1, 1)) == (1, 1, 1)
 
@@ -130,7 +131,7 @@ def test_disallowed_value_lists_choices():
 
 def test_shape_rules():
     k = get("transpose_padded")
-    p = k.resolve({"TILE": 16})
+    p = k.resolve({"TILE": 16, "ORDER": "x->col", "STACK": 1})   # tile rows on grid y
     assert "gridDim.y" in k.shape_rule(p, (16 * 65536, 2))
     assert k.shape_rule(p, (8191, 4097)) is None
     d = get("dgemm_tiled")

@@ -58,17 +58,17 @@
 //    at the same time cover a squarer region of C, so they share more of the rows of A
 //    and columns of B they read, and more of those reads hit in L2.
 //
-// The default: 128 x 256 x 8 tiles, 8 warps of 32 x 128, so 8 x 16 outputs per thread,
-// 4 stages (49664 bytes of dynamic shared memory), 1 block of 256 threads per SM with
-// ~220 registers. Why not 128 x 128 with 8 x 8 per thread and 2 blocks per SM (MINB=2,
-// 128 registers, also valid)? On Hopper an SM sub-partition issues one instruction per
-// cycle and the FFMA pipe takes one warp instruction per cycle, so every non-FFMA
-// instruction in the main loop costs an FFMA slot. Per k, 8 x 8 needs 4 LDS.128 per 64
-// FFMA, 8 x 16 needs 6 per 128; the copies and the per-tile barrier are shared by twice
-// the FFMAs too. In the SASS of the main loop FFMAs are ~81% of the instructions for
-// 128 x 128 and ~88% for 128 x 256. Two warps per scheduler are enough: each FFMA's
-// accumulator is next needed 128 FFMAs later, the LDS.128 of step k+1 have a whole step
-// to arrive, and the copies have 3 tiles (~6000 cycles).
+// The default was chosen by measurement (the 4096^3 sweep on the H200, all in
+// figures/data/): 128 x 128 x 16 tiles, 8 warps of 32 x 64, so 8 x 8 outputs per thread,
+// 4 stages (66560 bytes of dynamic shared memory) and HOIST on. ptxas fits it in 127
+// registers, so two blocks of 256 threads share an SM (16 warps). On Hopper an SM
+// sub-partition issues one instruction per cycle and the FFMA pipe takes one warp
+// instruction per cycle, so every non-FFMA instruction in the main loop costs an FFMA
+// slot: FFMAs are ~90% of the default's main loop with HOIST and ~83% without it, and
+// HOIST was worth about 5% of the rate. The 128 x 256 x 8 tile (8 x 16 per thread, ~230
+// registers, one block per SM) has a slightly larger FFMA share (~91%) but measured
+// 1-2% slower; the data do not say why (two resident blocks can overlap one block's
+// per-tile wait with the other's FFMAs; one block cannot).
 //
 // Synchronisation, in step t (STAGES = S, fragments of step k are loaded in step k-1):
 //    k = 0:       load fragments k = 1 from stage t % S; issue the copies of tile t+S-1

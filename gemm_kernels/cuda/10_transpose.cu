@@ -188,23 +188,14 @@ __device__ __forceinline__ bool aligned_to(const void* p) {
 // the same threads renumbered as a TILE-wide block (warps along tile rows), the
 // classic padded transpose.
 //
-// PEEL_LOAD / PEEL_STORE (VEC = 2 only; chosen by the launcher when PEEL="on" and the
-// rows of `in` resp. `out` have an odd length): rows of odd length are not all
-// 2*sizeof(T)-aligned, but every other one is, and in the others the pairs start one
-// element later. So each row piece of the tile is read or written as aligned pairs
-// starting at p = (element offset of the piece) % 2, and when p = 1 the first element
-// is moved on its own (peeled). A warp then moves 2*sizeof(T) bytes per lane as on the
-// vector path: fewer partially used 32-byte sectors per byte than with 4-byte accesses.
-// On the load side the last pair of a p = 1 row reaches one element into the next
-// tile; that element is read and dropped (a read of a neighbour's data is harmless).
-// On the store side a block must write only its own piece, so that last element is
-// written on its own instead.
+// (Moving aligned pairs on rows of odd length, one element peeled off where a row piece
+// starts odd, was tried for the ragged float case and measured no faster than the
+// scalar path; block order and two tiles per block helped instead: transpose_padded.)
 //
 // Shared tile row length TILE + PAD. For float, TILE = 32, VEC = 4, PAD = 1 a warp is
 // 8 x 4 threads and both the scattered store (banks 4*tx + j + ty) and the gathering
 // load (banks 4*tx + ty, as 33 = 1 mod 32) cover 32 different banks.
-template <typename T, int TILE, int ROWS, int VEC_BYTES, int PAD, bool VEC_LOAD, bool VEC_STORE,
-          bool PEEL_LOAD = false, bool PEEL_STORE = false>
+template <typename T, int TILE, int ROWS, int VEC_BYTES, int PAD, bool VEC_LOAD, bool VEC_STORE>
 __global__ void transpose_fast(int rows, int cols, const T* __restrict__ in,
                                T* __restrict__ out) {
     constexpr int VEC = VEC_BYTES / sizeof(T);
@@ -232,25 +223,6 @@ __global__ void transpose_fast(int rows, int cols, const T* __restrict__ in,
                 for (int j = 0; j < VEC; ++j) tile[r][tx * VEC + j] = v.v[j];
             }
         }
-    } else if (PEEL_LOAD && VEC == 2 && aligned_to<VEC_BYTES>(in)) {
-#pragma unroll
-        for (int i = 0; i < TILE / ROWS; ++i) {
-            const int r = ty + i * ROWS;
-            const int gr = row0 + r;
-            if (gr < rows) {
-                const size_t base = (size_t)gr * cols + col0;   // element (gr, col0)
-                const int p = base % 2;                         // 1: pairs start one later
-                const int x = p + 2 * tx;                       // this lane's pair: x, x + 1
-                if (col0 + x + 1 < cols) {                      // both in the row
-                    const V v = *reinterpret_cast<const V*>(in + base + x);
-                    tile[r][x] = v.v[0];
-                    if (x + 1 < TILE) tile[r][x + 1] = v.v[1];  // else: the next tile's
-                } else if (col0 + x < cols) {
-                    tile[r][x] = in[base + x];                  // the row ends after x
-                }
-                if (p == 1 && tx == 0) tile[r][0] = in[base];   // the peeled element
-            }
-        }
     } else {
 #pragma unroll
         for (int i = 0; i < TILE / SROWS; ++i) {
@@ -272,26 +244,6 @@ __global__ void transpose_fast(int rows, int cols, const T* __restrict__ in,
 #pragma unroll
                 for (int j = 0; j < VEC; ++j) v.v[j] = tile[tx * VEC + j][r];
                 *reinterpret_cast<V*>(out + (size_t)gr * rows + gc) = v;
-            }
-        }
-    } else if (PEEL_STORE && VEC == 2 && aligned_to<VEC_BYTES>(out)) {
-#pragma unroll
-        for (int i = 0; i < TILE / ROWS; ++i) {
-            const int r = ty + i * ROWS;
-            const int gr = col0 + r;
-            if (gr < cols) {
-                const size_t base = (size_t)gr * rows + row0;   // element (gr, row0) of out
-                const int p = base % 2;
-                const int x = p + 2 * tx;
-                if (x + 1 < TILE && row0 + x + 1 < rows) {      // both in this block's piece
-                    V v;
-                    v.v[0] = tile[x][r];
-                    v.v[1] = tile[x + 1][r];
-                    *reinterpret_cast<V*>(out + base + x) = v;
-                } else if (x < TILE && row0 + x < rows) {
-                    out[base + x] = tile[x][r];                 // last of the piece or row
-                }
-                if (p == 1 && tx == 0) out[base] = tile[0][r];  // the peeled element
             }
         }
     } else {
