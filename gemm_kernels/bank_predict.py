@@ -206,7 +206,7 @@ def overview(configs=None, size: int = 2048):
     for r in counters:
         k, p = _params(r["kernel"], r["params"])
         try:
-            g = records.measure_or_lookup(k.name, (size,) * 3, p)["gflops"]["median"]
+            g = records.recorded(k.name, (size,) * 3, p)["gflops"]["median"]
         except LookupError:
             g = None
         rows.append({**r, **{n: p[n] for n in ("BLOCK", "LAYOUT", "PAD") if n in p},
@@ -214,7 +214,7 @@ def overview(configs=None, size: int = 2048):
     cols = ["kernel", "BLOCK", "LAYOUT", "PAD", "GFLOP/s", "loads/step"] + [
         f"{op} {w} {s}" for op in ("ld", "st") for w in ("wf", "conf") for s in ("model", "ncu")]
     return Table(rows, cols, title=f"GFLOP/s at {size}^3 and shared-memory counters at 1024^3 "
-                                   f"({records.source()}; model: gemm_kernels.bank_predict)")
+                                   f"({records.recording_label()}; model: gemm_kernels.bank_predict)")
 
 
 def _recorded(configs):
@@ -360,7 +360,7 @@ def ceiling_table(configs=None, size: int = 2048, props: dict | None = None):
         c = smem_ceiling(k, p, props)
         conf = sum(i.analysis.conflicts for i in warp_instructions(k, p) if i.warp == 0)
         try:
-            g = records.measure_or_lookup(k.name, (size,) * 3, p)["gflops"]["median"]
+            g = records.recorded(k.name, (size,) * 3, p)["gflops"]["median"]
         except LookupError:
             g = None
         rows.append({"kernel": k.name, **{n: p[n] for n in ("BLOCK", "LAYOUT", "PAD") if n in p},
@@ -371,4 +371,4 @@ def ceiling_table(configs=None, size: int = 2048, props: dict | None = None):
     return Table(rows, ["kernel", "BLOCK", "LAYOUT", "PAD", "loads/step", "conflicts/step",
                         "wavefronts/step", "FFMA/step", "smem bound", "GFLOP/s", "% of bound"],
                  title=f"per warp and step (model); bound: 1 wavefront per SM and clock; "
-                       f"GFLOP/s at {size}^3, {records.source()}")
+                       f"GFLOP/s at {size}^3, {records.recording_label()}")

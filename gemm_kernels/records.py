@@ -130,13 +130,26 @@ def measure_or_lookup(kernel: str, shape, params: dict | None = None,
         else:
             row = timing.measure_gemm(name, shape, params, **kw)
         return {**row, "source": source()}
+    return recorded(name, shape, params)
+
+
+def recorded(kernel: str, shape, params: dict | None = None) -> dict:
+    """One row from the recording, live mode or not. Whole sweeps (heat maps, rankings)
+    are read this way everywhere: measuring a parameter space takes minutes, which is
+    the recording command's job, not a notebook cell's."""
+    from .launch import kernel_of
     rec = current()
     if rec is None:
-        raise LookupError("no GPU here and no recording in figures/data/")
-    full = kernel_of(name).resolve(params) if name not in (
+        raise LookupError("no recording in figures/data/")
+    full = kernel_of(kernel).resolve(params) if kernel not in (
         "cublas", "cublas_dgemm", "device_copy") else {}
-    rows = [r for r in rec.find(name, shape, full) if "gflops" in r or "gbps" in r]
+    rows = [r for r in rec.find(kernel, shape, full) if "gflops" in r or "gbps" in r]
     if not rows:
-        raise LookupError(f"{name} {params or {}} at {tuple(shape)} is not in the recording "
+        raise LookupError(f"{kernel} {params or {}} at {tuple(shape)} is not in the recording "
                           f"({rec.label}); run it on a GPU to measure it")
     return {**rows[0], "source": rec.label}
+
+
+def recording_label() -> str:
+    rec = current()
+    return rec.label if rec else "no recording"

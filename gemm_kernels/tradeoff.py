@@ -2,7 +2,7 @@
 
 More outputs per thread means more accumulators in registers, so fewer warps fit on an
 SM. Whether that costs speed is a measurement: `ranked` orders the configurations of a
-sweep by their measured (live) or recorded rate, and `table` puts the static analysis
+recorded sweep by rate, and `table` puts the static analysis
 (registers from ptxas, the occupancy they allow) next to the rate.
 """
 from __future__ import annotations
@@ -18,8 +18,8 @@ def _rate(row) -> float:
 
 def ranked(kernel, size: int = 2048, fixed: dict | None = None) -> list[tuple[dict, float]]:
     """(params, GFLOP/s) of every valid configuration at size^3 that matches `fixed`,
-    fastest first. Recorded mode: configurations missing from the recording are left
-    out. Live: each one is measured (and compiled) now."""
+    fastest first, from the recorded sweep (in either mode); configurations missing from
+    the recording are left out."""
     from . import records
     k = kernel_of(kernel)
     shape = (size,) * 3
@@ -28,7 +28,7 @@ def ranked(kernel, size: int = 2048, fixed: dict | None = None) -> list[tuple[di
         if any(c[n] != v for n, v in (fixed or {}).items()) or problems(k, c, shape):
             continue
         try:
-            out.append((c, _rate(records.measure_or_lookup(k.name, shape, c))))
+            out.append((c, _rate(records.recorded(k.name, shape, c))))
         except LookupError:
             continue
     return sorted(out, key=lambda x: -x[1])
@@ -47,7 +47,7 @@ def table(kernel, configs, size: int = 2048, extra: dict | None = None):
         res = compiler.resources(k, p)
         occ = analysis.kernel_occupancy(k, p)
         try:
-            g = _rate(records.measure_or_lookup(k.name, (size,) * 3, p))
+            g = _rate(records.recorded(k.name, (size,) * 3, p))
         except LookupError:
             g = None
         rows.append({"params": " ".join(f"{n}={v}" for n, v in p.items()),
@@ -58,4 +58,4 @@ def table(kernel, configs, size: int = 2048, extra: dict | None = None):
                      **{t: f(p) for t, f in (extra or {}).items()},
                      f"GFLOP/s at {size}": None if g is None or math.isnan(g) else g})
     return Table(rows, list(rows[0]) if rows else ["params"],
-                 title=f"{k.name}: ptxas -v (sm_90) and occupancy; rates {records.source()}")
+                 title=f"{k.name}: ptxas -v (sm_90) and occupancy; rates {records.recording_label()}")

@@ -143,7 +143,7 @@ def sweep_grid(kernel, x: str, y: str, size: int | None = None, fixed: dict | No
             reasons[i][j] = reasons[i][j] or bad[0]
             continue
         try:
-            row = records.measure_or_lookup(k.name, shape, c)
+            row = records.recorded(k.name, shape, c)
         except LookupError:
             continue
         v = row.get("gflops", row.get("gbps"))["median"]
@@ -173,7 +173,7 @@ def heatmap(kernel, x: str, y: str, size: int | None = None, fixed: dict | None 
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     unit = "TB/s" if kernel_of(kernel).op in ("transpose", "copy") else "TFLOP/s"
-    ax.set_title(f"{kernel_of(kernel).name}: best {unit} (x = invalid)\n{records.source()}",
+    ax.set_title(f"{kernel_of(kernel).name}: best {unit} (x = invalid)\n{records.recording_label()}",
                  fontsize=9)
     plt.colorbar(im, ax=ax)
     return ax
