@@ -22,7 +22,8 @@ for stage in "$@"; do
               tail -3 "$OUT/record.log"
               cp figures/data/*.json "$OUT/" ;;
     sweeps)   for a in "capstone --shape 4096x4096x4096" "transpose_fast --shape 8191x4097" \
-                       "transpose_padded --shape 8191x4097"; do
+                       "transpose_padded --shape 8191x4097" "coalesced --shape 4096x4096x4096" \
+                       "smem_tiled --shape 4096x4096x4096"; do
                 python3 -m gemm_kernels sweep $a 2>&1 | tail -1; done ;;
     probe)    python3 -m gemm_kernels.bank_probe --out "$OUT/bank_probe.json" 2>&1 | tee "$OUT/probe.log" | tail -40 ;;
     profile)  python3 -m gemm_kernels profile 2>&1 | tee "$OUT/profile.log" | tail -40
