@@ -105,15 +105,19 @@ def plot(table: Table, ax=None, path=None):
     if ax is None:
         fig, ax = plt.subplots(figsize=(8, 4.5))
     names = list(dict.fromkeys(r["kernel"] for r in table))
-    for name in names:
+    colors = plt.get_cmap("tab20").colors      # one distinct colour per kernel
+    for i, name in enumerate(names):
         pts = sorted((r["size"], r["GFLOP/s"]) for r in table if r["kernel"] == name)
-        ax.plot(*zip(*pts), "k--" if name.startswith("cublas") else "o-", label=name)
+        if name.startswith("cublas"):
+            ax.plot(*zip(*pts), "k--", lw=2, label=name)
+        else:
+            ax.plot(*zip(*pts), "os^vD<>"[i % 7] + "-", color=colors[i % 20], label=name)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("M = N = K")
     ax.set_ylabel("GFLOP/s")
     ax.set_title(table.title)
-    ax.legend(fontsize=8, ncol=2)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.grid(True, which="both", alpha=0.3)
     if path is not None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)

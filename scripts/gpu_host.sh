@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One batch on the offline GPU host: install the carried wheels, then check, sanitize,
 # test and time. Logs go to $OUT. Usage: bash scripts/gpu_host.sh STAGE...
-# Stages: info check sanitize tests nbval bench record sweeps probe profile
+# Stages: info check sanitize tests nbval bench record sweeps latency probe profile
+# (SWEEPS=name limits the sweeps stage to one kernel's entries)
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
   --target /tmp/site .whl/*.whl >/dev/null 2>&1 || { echo "wheel install failed"; exit 1; }
@@ -24,7 +25,9 @@ for stage in "$@"; do
     sweeps)   for a in "capstone --shape 4096x4096x4096" "transpose_fast --shape 8191x4097" \
                        "transpose_padded --shape 8191x4097" "coalesced --shape 4096x4096x4096" \
                        "smem_tiled --shape 4096x4096x4096"; do
+                [ -n "${SWEEPS:-}" ] && [[ "$a" != ${SWEEPS}* ]] && continue
                 python3 -m gemm_kernels sweep $a 2>&1 | tail -1; done ;;
+    latency)  python3 -m gemm_kernels.widget_latency 2>&1 | tee "$OUT/latency.log" ;;
     probe)    python3 -m gemm_kernels.bank_probe --out "$OUT/bank_probe.json" 2>&1 | tee "$OUT/probe.log" | tail -40 ;;
     profile)  python3 -m gemm_kernels profile 2>&1 | tee "$OUT/profile.log" | tail -40
               cp figures/data/*.json "$OUT/" ;;

@@ -1,0 +1,33 @@
+"""How long a widget takes to show a new configuration once it is compiled (live only).
+
+`python -m gemm_kernels.widget_latency`: for a few kernels, compile a configuration the
+process has not run yet (both the timed path and the ragged check's path), then time
+one Explorer.evaluate: the correctness check on 257x263x129 plus the timing at 2048^3.
+"""
+import time
+
+from . import compiler, device, widgets
+from .kernels import get
+
+CASES = [("coalesced", {"BLOCK": 16}), ("tile_2d_reg", {"BM": 128, "BN": 64, "BK": 8, "TM": 8, "TN": 4}),
+         ("capstone", {"BN": 256, "BK": 8, "WM": 64, "WN": 64}),
+         ("transpose_padded", {"TILE": 64, "ROWS": 16})]
+
+
+def main():
+    if not device.is_live():
+        raise SystemExit("needs a GPU")
+    for name, params in CASES:
+        ex = widgets.Explorer(name)
+        k = get(name)
+        check_shape = widgets.CHECK_SHAPE if k.op in ("sgemm", "dgemm") else widgets.CHECK_SHAPE[:2]
+        for shape in (ex.shape, check_shape):
+            compiler.function(k, params, shape)
+        ex.cublas()                     # the reference line is measured once per widget
+        t = time.perf_counter()
+        res = ex.evaluate(params)
+        print(f"{name:<18} {time.perf_counter() - t:6.2f} s  {res['message']}")
+
+
+if __name__ == "__main__":
+    main()
