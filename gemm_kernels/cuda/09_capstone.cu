@@ -93,7 +93,7 @@
 // of C are guarded; on the VEC path (N % 4 == 0) a float4 of C is wholly inside or
 // wholly outside.
 //
-// HOIST (template flag, off by default): the copy addresses leave the main loop. In the
+// HOIST (template flag, on by default): the copy addresses leave the main loop. In the
 // SASS of the default, each tile's 6 copies cost ~90 instructions: clamps of k, 64-bit
 // address products, predicates, shared addresses. With HOIST the tiles are shifted
 // along K so that tile 0 holds the remainder K % BK (tile t covers k = kb + t*BK + 0..BK-1,
