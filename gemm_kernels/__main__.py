@@ -8,8 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import device, records
-from .kernels import KERNELS, get
+from gemm_kernels.core import device
+
+from gemm_kernels.measure import records
+from gemm_kernels.core.kernels import KERNELS, get
 
 FIGURES = Path(__file__).resolve().parent.parent / "figures"
 SANITIZE_SHAPE = "33x65x17"
@@ -20,13 +22,13 @@ def _shape(text: str) -> tuple:
 
 
 def cmd_bench(a):
-    from .ladder import compare, ladder_kernels, plot
+    from gemm_kernels.measure.ladder import compare, ladder_kernels, plot
     sizes = a.sizes or [1024, 2048, 4096]
     names = a.kernels or ladder_kernels()
     if not device.is_live():
         print(f"No GPU here: showing the recording ({records.source()}).")
     if a.readme:
-        from .ladder import update_readme
+        from gemm_kernels.measure.ladder import update_readme
         update_readme(FIGURES.parent / "README.md")
         print("README.md results table updated from", records.source())
         return
@@ -43,7 +45,7 @@ def cmd_check(a):
         return _sanitize(names)
     if not device.is_live():
         sys.exit("check needs a GPU; there is none here")
-    from .check import check, check_all
+    from gemm_kernels.measure.check import check, check_all
     failed = 0
     for n in names:
         if a.shapes:
@@ -84,12 +86,12 @@ def _sanitize(names) -> None:
 
 
 def cmd_record(a):
-    from .record import main_record
+    from gemm_kernels.measure.record import main_record
     main_record(a.chapters)
 
 
 def cmd_sweep(a):
-    from .record import merge, sweep_rows
+    from gemm_kernels.measure.record import merge, sweep_rows
     if not device.is_live():
         sys.exit("sweep needs a GPU; there is none here")
     rows = sweep_rows(a.kernel, _shape(a.shape) if a.shape else None)
@@ -98,12 +100,12 @@ def cmd_sweep(a):
 
 
 def cmd_profile(a):
-    from .profile import main as profile_main
+    from gemm_kernels.measure.profile import main as profile_main
     profile_main()
 
 
 def cmd_analyse(a):
-    from .analysis import kernel_occupancy, summary
+    from gemm_kernels.core.analysis import kernel_occupancy, summary
     for n in a.kernels or list(KERNELS):
         s = summary(n)
         print(json.dumps({k: v for k, v in s.items() if k != "kernel_histogram"}))

@@ -27,8 +27,8 @@ for stage in "$@"; do
                        "smem_tiled --shape 4096x4096x4096"; do
                 [ -n "${SWEEPS:-}" ] && [[ "$a" != ${SWEEPS}* ]] && continue
                 python3 -m gemm_kernels sweep $a 2>&1 | tail -1; done ;;
-    latency)  python3 -m gemm_kernels.widget_latency 2>&1 | tee "$OUT/latency.log" ;;
-    probe)    python3 -m gemm_kernels.bank_probe --out "$OUT/bank_probe.json" 2>&1 | tee "$OUT/probe.log" | tail -40 ;;
+    latency)  python3 -m gemm_kernels.notebook.widget_latency 2>&1 | tee "$OUT/latency.log" ;;
+    probe)    python3 -m gemm_kernels.memory.probe --out "$OUT/bank_probe.json" 2>&1 | tee "$OUT/probe.log" | tail -40 ;;
     profile)  python3 -m gemm_kernels profile 2>&1 | tee "$OUT/profile.log" | tail -40
               cp figures/data/*.json "$OUT/" ;;
   esac

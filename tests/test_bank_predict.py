@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from gemm_kernels import analysis, bank_predict as bp, compiler, kernels, records
-from gemm_kernels.profile import SHARED
+from gemm_kernels import analysis, compiler, kernels, records
+from gemm_kernels.memory import ch03_04_tiles as bp
+from gemm_kernels.measure.profile import SHARED
 
 from conftest import stamp
 from test_registry_ch03_06 import _toolchain_or_skip

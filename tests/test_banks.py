@@ -2,7 +2,7 @@
 
 The unit cases are worked out by hand from the rules in gemm_kernels/banks.py. The last
 test compares the model with Nsight Compute measurements in tests/data/bank_probe.json,
-written on a GPU host by `python -m gemm_kernels.bank_probe --out tests/data/bank_probe.json`.
+written on a GPU host by `python -m gemm_kernels.memory.probe --out tests/data/bank_probe.json`.
 """
 import json
 import math
@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from gemm_kernels import bank_probe, banks, ncu
-from gemm_kernels.banks import analyse, broadcast, strided, tile, wavefronts
+from gemm_kernels import banks
+from gemm_kernels.measure import ncu
+from gemm_kernels.memory import probe as bank_probe
+from gemm_kernels.memory.banks import analyse, broadcast, strided, tile, wavefronts
 
 DATA = Path(__file__).parent / "data"
 OFF = None
@@ -429,7 +431,7 @@ def test_probe_profile_assembles_record(tmp_path, monkeypatch):
     pats = bank_probe.PATTERNS
 
     def fake_profile(argv, metrics, kernel_regex, **kw):
-        assert argv[1:4] == ["-m", "gemm_kernels.bank_probe", "--launch"]
+        assert argv[1:4] == ["-m", "gemm_kernels.memory.probe", "--launch"]
         manifest = argv[argv.index("--manifest") + 1]
         Path(manifest).write_text(json.dumps({
             "device": {"name": "TEST DEVICE", "compute_capability": "9.0"},
@@ -472,7 +474,7 @@ def test_model_matches_hardware_measurements():
     if not path.exists():
         pytest.skip(f"{path.relative_to(Path(__file__).parent.parent)} is missing: no "
                     "hardware measurements to compare with. Produce it on a GPU host with "
-                    "Nsight Compute: python -m gemm_kernels.bank_probe --out "
+                    "Nsight Compute: python -m gemm_kernels.memory.probe --out "
                     "tests/data/bank_probe.json")
     record = json.loads(path.read_text())
     results = record["results"]

@@ -7,8 +7,8 @@ import re
 import pytest
 
 from gemm_kernels import banks, compiler
-from gemm_kernels.kernels import by_chapter, get
-from gemm_kernels.tile_map import shared_tile_contents
+from gemm_kernels.core.kernels import by_chapter, get
+from gemm_kernels.memory.ch11_tile_map import shared_tile_contents
 
 CH10 = ["copy", "copy_smem", "transpose_naive", "transpose_smem", "transpose_padded",
         "transpose_diagonal", "transpose_fast"]

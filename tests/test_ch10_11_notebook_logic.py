@@ -6,8 +6,9 @@ from collections import Counter
 
 import pytest
 
-from gemm_kernels import analysis, bandwidth, bank_counts as bc, compiler, ladder, records
-from gemm_kernels.kernels import get
+from gemm_kernels import analysis, bandwidth, compiler, ladder, records
+from gemm_kernels.memory import ch10_11_instructions as bc
+from gemm_kernels.core.kernels import get
 
 from conftest import stamp
 
@@ -265,7 +266,7 @@ def test_sweep_best_reads_the_recording(monkeypatch):
 
 
 def test_tile_map_as_table():
-    from gemm_kernels.tile_map import as_table, shared_tile_contents
+    from gemm_kernels.memory.ch11_tile_map import as_table, shared_tile_contents
     t = shared_tile_contents()
     tab = as_table(t["A_shared"], "offset")
     assert tab[0]["0"] == 4112 and tab[15]["15"] == 7967 and len(tab.columns) == 17

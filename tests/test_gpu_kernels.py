@@ -1,8 +1,8 @@
 """Every kernel, on the GPU: correct on ragged shapes, or rejected before launch."""
 import pytest
 
-from gemm_kernels.check import RAGGED_SHAPES, TRANSPOSE_SHAPES, check
-from gemm_kernels.kernels import KERNELS
+from gemm_kernels.measure.check import RAGGED_SHAPES, TRANSPOSE_SHAPES, check
+from gemm_kernels.core.kernels import KERNELS
 
 from gpu import needs_gpu
 
@@ -28,7 +28,7 @@ def test_correct_or_rejected(name, shape, ab):
 @pytest.mark.parametrize("name", [n for n, k in KERNELS.items() if k.op == "sgemm"])
 def test_nan_and_inf_in_inputs_propagate(name):
     import cupy
-    from gemm_kernels.launch import launch, problems
+    from gemm_kernels.core.launch import launch, problems
     M, N, K = 67, 45, 33
     if problems(name, None, (M, N, K)):
         pytest.skip("shape rejected by this kernel's shape rule")
@@ -53,7 +53,7 @@ HOIST_VARIANTS = [{"HOIST": True}, {"HOIST": True, "BK": 16},
 
 @pytest.mark.parametrize("params", HOIST_VARIANTS, ids=str)
 def test_capstone_hoist_correct(params):
-    from gemm_kernels.check import check_all
+    from gemm_kernels.measure.check import check_all
     bad = [str(r) for r in check_all("capstone", params) if not r.ok]
     assert not bad, bad
 
@@ -61,7 +61,7 @@ def test_capstone_hoist_correct(params):
 @pytest.mark.parametrize("params", HOIST_VARIANTS, ids=str)
 def test_capstone_hoist_nan_and_inf_propagate(params):
     import cupy
-    from gemm_kernels.launch import launch
+    from gemm_kernels.core.launch import launch
     for M, N, K in ((67, 45, 33), (130, 260, 21)):
         A = cupy.random.standard_normal((M, K), dtype=cupy.float32)
         B = cupy.random.standard_normal((K, N), dtype=cupy.float32)

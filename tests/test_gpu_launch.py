@@ -1,7 +1,7 @@
 """Bad input is refused with a clear ValueError before anything is launched."""
 import pytest
 
-from gemm_kernels.launch import launch
+from gemm_kernels.core.launch import launch
 
 from gpu import needs_gpu
 

@@ -2,9 +2,9 @@
 GEMM explorer widget driven from Python (no browser)."""
 import pytest
 
-from gemm_kernels import device, records, widgets
-from gemm_kernels.kernels import get
-from gemm_kernels.record import merge
+from gemm_kernels import device, lookup, records, widgets
+from gemm_kernels.core.kernels import get
+from gemm_kernels.measure.record import merge
 
 
 def _row(kernel, params, shape, gflops):
@@ -40,14 +40,14 @@ def test_label_names_device_and_date(recorded):
 
 
 def test_lookup_returns_the_row_and_its_source(recorded):
-    row = records.measure_or_lookup("naive", (2048,) * 3, {"BLOCK": 16})
+    row = lookup.measure_or_lookup("naive", (2048,) * 3, {"BLOCK": 16})
     assert row["gflops"]["median"] == 250.0
     assert row["source"] == "recorded on Test GPU 9000, 2026-01-02"
 
 
 def test_rows_of_other_kernel_sources_are_not_shown(recorded):
     with pytest.raises(LookupError, match="not in the recording"):
-        records.measure_or_lookup("naive", (2048,) * 3, {"BLOCK": 8})
+        lookup.measure_or_lookup("naive", (2048,) * 3, {"BLOCK": 8})
 
 
 def test_schema_is_checked(tmp_path):

@@ -1,8 +1,8 @@
 """The registry and the checks before launch (no GPU needed)."""
 import pytest
 
-from gemm_kernels import launch
-from gemm_kernels.kernels import KERNELS, get
+from gemm_kernels.core import launch
+from gemm_kernels.core.kernels import KERNELS, get
 
 
 def test_unknown_kernel_lists_known_ones():

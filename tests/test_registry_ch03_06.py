@@ -6,7 +6,7 @@ import re
 import pytest
 
 from gemm_kernels import compiler, kernels
-from gemm_kernels.registry import ceil_div
+from gemm_kernels.core.registry import ceil_div
 
 NAMES = ("smem_tiled", "bank_layout", "tile_1d", "tile_2d", "tile_2d_reg", "tile_2d_strided")
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from gemm_kernels import analysis, banks, compiler
-from gemm_kernels.kernels import get
+from gemm_kernels.core.kernels import get
 
 NAMES = ("float4", "double_buffer", "zorder", "capstone")
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from gemm_kernels import seed_tiles as st
+from gemm_kernels.memory import ch04_notes_tiles as st
 
 
 def test_seed_tile_rows_repeat_one_element():

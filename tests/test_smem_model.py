@@ -1,11 +1,12 @@
-"""The shared launch model (gemm_kernels.smem_model): lanes, launch totals, grouping and
+"""The shared launch model (gemm_kernels.memory.wavefronts): lanes, launch totals, grouping and
 the model-vs-ncu table, on hand-made instruction lists."""
 from __future__ import annotations
 
 import pytest
 
-from gemm_kernels import kernels, records, smem_model as sm
-from gemm_kernels.profile import SHARED
+from gemm_kernels import kernels, records
+from gemm_kernels.memory import wavefronts as sm
+from gemm_kernels.measure.profile import SHARED
 
 ROW = tuple(4 * l for l in range(32))              # 32 consecutive words: 1 wavefront
 COLUMN = tuple(4 * 32 * l for l in range(32))      # one bank: 32 wavefronts

@@ -1,4 +1,5 @@
-from gemm_kernels import banks, smem_patterns as sp
+from gemm_kernels import banks
+from gemm_kernels.memory import ch07_09_patterns as sp
 
 
 def test_a_store_conflicts_and_padding():

@@ -2,7 +2,7 @@
 import pytest
 
 from gemm_kernels import analysis, compiler
-from gemm_kernels.kernels import KERNELS
+from gemm_kernels.core.kernels import KERNELS
 
 
 @pytest.mark.parametrize("name", list(KERNELS))

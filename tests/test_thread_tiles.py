@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gemm_kernels import analysis, kernels, thread_tiles as tt
+from gemm_kernels import analysis, kernels
+from gemm_kernels.memory import ch05_06_thread_tiles as tt
 
 from test_registry_ch03_06 import _toolchain_or_skip
 

@@ -2,7 +2,7 @@
 import pytest
 
 from gemm_kernels import banks
-from gemm_kernels.widgets import BankExplorer
+from gemm_kernels.notebook.widgets import BankExplorer
 
 
 @pytest.fixture
@@ -107,7 +107,7 @@ def test_chapter04_cases(bx, kw, wavefronts, phases):
 
 
 def test_explorer_pattern_is_bank_layouts_read_of_b(bx):
-    from gemm_kernels import bank_predict
+    from gemm_kernels.memory import ch03_04_tiles as bank_predict
     for pad, (stride, width) in {0: (8, 16), 2: (17, 8), 4: (9, 16), 1: (33, 4)}.items():
         p = {"BLOCK": 32, "LAYOUT": "conflict", "PAD": pad}
         first_b = next(i for i in bank_predict.warp_instructions("bank_layout", p)
@@ -129,8 +129,9 @@ def test_widget_updates_without_printing(bx, capsys):
 
 
 def test_explorer_note_is_appended(monkeypatch):
-    from gemm_kernels import bank_predict, kernels, records, widgets
-    from gemm_kernels.profile import SHARED
+    from gemm_kernels import kernels, records, widgets
+    from gemm_kernels.memory import ch03_04_tiles as bank_predict
+    from gemm_kernels.measure.profile import SHARED
     p = kernels.get("bank_layout").resolve({"BLOCK": 32, "LAYOUT": "conflict", "PAD": 0})
     pred = bank_predict.predict("bank_layout", p)
     from conftest import stamp

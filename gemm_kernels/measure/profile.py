@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 import sys
 
-from . import ncu
-from .kernels import KERNELS
+from gemm_kernels.measure import ncu
+from gemm_kernels.core.kernels import KERNELS
 
 GLOBAL = ["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
           "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
@@ -49,7 +49,7 @@ def plan() -> list[tuple[str, dict, tuple]]:
 def target():
     """Launch every planned configuration exactly once (ncu profiles each launch)."""
     import cupy
-    from .launch import launch, problems
+    from gemm_kernels.core.launch import launch, problems
     rng = cupy.random.default_rng(0)
     for name, params, shape in plan():
         k = KERNELS[name]
@@ -69,10 +69,10 @@ def target():
 
 
 def run() -> list[dict]:
-    from .launch import problems
+    from gemm_kernels.core.launch import problems
     todo = [(n, p, s) for n, p, s in plan() if not problems(n, p, s)]
     entries = sorted({KERNELS[n].entry for n, _, _ in todo})
-    launches = ncu.profile([sys.executable, "-m", "gemm_kernels.profile", "--target"],
+    launches = ncu.profile([sys.executable, "-m", "gemm_kernels.measure.profile", "--target"],
                            METRICS, "^(" + "|".join(entries) + ")")
     if len(launches) != len(todo):
         raise RuntimeError(f"expected {len(todo)} profiled launches, ncu reported {len(launches)}")
@@ -89,7 +89,7 @@ def run() -> list[dict]:
 def main():
     if "--target" in sys.argv:
         return target()
-    from .record import merge
+    from gemm_kernels.measure.record import merge
     rows = run()
     rec = merge(rows)
     for r in rows:
@@ -107,7 +107,7 @@ if __name__ == "__main__":
 
 def counters(kernel: str, params: dict | None = None) -> dict | None:
     """The recorded ncu counters of one configuration (defaults if params is None)."""
-    from . import records
+    from gemm_kernels.measure import records
     rec = records.current()
     if rec is None:
         return None
@@ -119,8 +119,8 @@ def counters(kernel: str, params: dict | None = None) -> dict | None:
 def counter_table(kernels, params: dict | None = None, shared: bool = False):
     """Per kernel: sectors per global load request and DRAM bytes; with `shared`, the
     shared-memory wavefronts and bank conflicts of loads and stores. Recorded counters."""
-    from . import records
-    from .ladder import Table
+    from gemm_kernels.measure import records
+    from gemm_kernels.core.table import Table
     rows = []
     for name in kernels:
         r = counters(name, (params or {}).get(name))

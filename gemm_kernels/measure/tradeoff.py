@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .launch import kernel_of, problems
+from gemm_kernels.core.launch import kernel_of, problems
 
 
 def _rate(row) -> float:
@@ -20,7 +20,7 @@ def ranked(kernel, size: int = 2048, fixed: dict | None = None) -> list[tuple[di
     """(params, GFLOP/s) of every valid configuration at size^3 that matches `fixed`,
     fastest first, from the recorded sweep (in either mode); configurations missing from
     the recording are left out."""
-    from . import records
+    from gemm_kernels.measure import lookup, records
     k = kernel_of(kernel)
     shape = (size,) * 3
     out = []
@@ -28,7 +28,7 @@ def ranked(kernel, size: int = 2048, fixed: dict | None = None) -> list[tuple[di
         if any(c[n] != v for n, v in (fixed or {}).items()) or problems(k, c, shape):
             continue
         try:
-            out.append((c, _rate(records.recorded(k.name, shape, c))))
+            out.append((c, _rate(lookup.recorded(k.name, shape, c))))
         except LookupError:
             continue
     return sorted(out, key=lambda x: -x[1])
@@ -38,8 +38,10 @@ def table(kernel, configs, size: int = 2048, extra: dict | None = None):
     """A Table: per configuration, registers, spills, threads per block, resident
     blocks and warps per SM (and what limits them), and GFLOP/s at size^3 ('-' where
     not recorded). `extra`: more columns, {title: function of the params}."""
-    from . import analysis, compiler, records
-    from .ladder import Table
+    from gemm_kernels.core import analysis
+    from gemm_kernels.core import compiler
+    from gemm_kernels.measure import lookup, records
+    from gemm_kernels.core.table import Table
     k = kernel_of(kernel)
     rows = []
     for c in configs:
@@ -47,7 +49,7 @@ def table(kernel, configs, size: int = 2048, extra: dict | None = None):
         res = compiler.resources(k, p)
         occ = analysis.kernel_occupancy(k, p)
         try:
-            g = _rate(records.recorded(k.name, (size,) * 3, p))
+            g = _rate(lookup.recorded(k.name, (size,) * 3, p))
         except LookupError:
             g = None
         rows.append({"params": " ".join(f"{n}={v}" for n, v in p.items()),

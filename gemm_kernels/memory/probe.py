@@ -7,7 +7,7 @@ Compute's wavefront counter for shared loads measures the pattern and nothing el
 
 On a GPU host with Nsight Compute, from the repository root:
 
-    python -m gemm_kernels.bank_probe --out tests/data/bank_probe.json
+    python -m gemm_kernels.memory.probe --out tests/data/bank_probe.json
 
 profiles every pattern in one ncu run (ncu starts this module again with ``--launch``),
 writes the measurements next to the model's predictions, and prints a table.
@@ -24,8 +24,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import banks
-from .registry import CUDA_DIR
+from gemm_kernels.memory import banks
+from gemm_kernels.core.registry import CUDA_DIR
 
 SOURCE = CUDA_DIR / "bank_probe.cu"
 SMEM_BYTES = 32768                      # PROBE_SMEM_BYTES in bank_probe.cu
@@ -233,7 +233,7 @@ def _launch_main(manifest: str | None) -> int:
 
 def profile(patterns: list[Pattern] | None = None) -> dict:
     """Profile all patterns in one ncu run and return the JSON-ready record."""
-    from . import ncu
+    from gemm_kernels.measure import ncu
     patterns = PATTERNS if patterns is None else patterns
     if patterns is not PATTERNS:
         raise ValueError("profile() runs the module's PATTERNS (the child process "
@@ -243,9 +243,9 @@ def profile(patterns: list[Pattern] | None = None) -> dict:
     with tempfile.TemporaryDirectory() as d:
         manifest = Path(d) / "launched.json"
         env = dict(os.environ)
-        root = str(Path(__file__).resolve().parent.parent)
+        root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        launches = ncu.profile([sys.executable, "-m", "gemm_kernels.bank_probe", "--launch",
+        launches = ncu.profile([sys.executable, "-m", "gemm_kernels.memory.probe", "--launch",
                                 "--manifest", str(manifest)],
                                METRICS, KERNEL_REGEX, env=env)
         if not manifest.exists():
@@ -306,7 +306,7 @@ def model_rows() -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m gemm_kernels.bank_probe",
+    ap = argparse.ArgumentParser(prog="python -m gemm_kernels.memory.probe",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="write the measurements (JSON) to this file")
     ap.add_argument("--list", action="store_true",

@@ -12,9 +12,13 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
-from . import device, records, timing
-from .kernels import KERNELS, get
-from .ladder import LADDER_SIZES
+from gemm_kernels.core import device
+
+from gemm_kernels.measure import records
+
+from gemm_kernels.measure import timing
+from gemm_kernels.core.kernels import KERNELS, get
+from gemm_kernels.measure.ladder import LADDER_SIZES
 
 SWEEP_SIZE = 2048                  # the widgets' default size for GEMM kernels
 TRANSPOSE_SHAPES = ((8192, 8192), (8191, 4097))
@@ -50,7 +54,7 @@ def merge(rows: list[dict], path=None) -> records.Record:
 
 
 def _compile(args):
-    from . import compiler
+    from gemm_kernels.core import compiler
     name, params = args
     k = get(name)
     compiler.function(k, params)
@@ -84,7 +88,7 @@ def sweep_rows(name: str, shape=None, log=print) -> list[dict]:
 
 
 def _problems(k, c, s):
-    from .launch import problems
+    from gemm_kernels.core.launch import problems
     return problems(k, c, s)
 
 

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import records
-from .kernels import KERNELS
+from gemm_kernels.core.table import Table
+from gemm_kernels.measure import lookup, records
+from gemm_kernels.core.kernels import KERNELS
 
 LADDER_SIZES = (1024, 2048, 4096, 8192)
 
@@ -12,44 +13,6 @@ LADDER_SIZES = (1024, 2048, 4096, 8192)
 def ladder_kernels() -> list[str]:
     """The sgemm kernels in chapter order (one line each in the summary)."""
     return [k.name for k in KERNELS.values() if k.op == "sgemm"]
-
-
-class Table(list):
-    """Rows (dicts) that print as an aligned text table and render as HTML in Jupyter."""
-
-    def __init__(self, rows, columns, title=""):
-        super().__init__(rows)
-        self.columns = columns
-        self.title = title
-
-    def _cells(self):
-        return [[_fmt(r.get(c)) for c in self.columns] for r in self]
-
-    def __repr__(self):
-        cells = self._cells()
-        widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(self.columns)]
-        line = lambda vals: "  ".join(v.rjust(w) for v, w in zip(vals, widths))
-        out = [self.title] if self.title else []
-        out += [line(self.columns), line(["-" * w for w in widths])] + [line(r) for r in cells]
-        return "\n".join(out)
-
-    def _repr_html_(self):
-        head = "".join(f"<th>{c}</th>" for c in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{v}</td>" for v in r) + "</tr>" for r in self._cells())
-        cap = f"<caption>{self.title}</caption>" if self.title else ""
-        return f"<table>{cap}<tr>{head}</tr>{body}</table>"
-
-
-def _fmt(v):
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:,.1f}" if abs(v) >= 1 else f"{v:.2e}"
-    if isinstance(v, (list, tuple)):
-        return "x".join(map(str, v))
-    if isinstance(v, dict):
-        return " ".join(f"{k}={x}" for k, x in v.items())
-    return str(v)
 
 
 def compare(kernels, sizes, params: dict | None = None, repeats: int | None = None,
@@ -61,12 +24,12 @@ def compare(kernels, sizes, params: dict | None = None, repeats: int | None = No
     for n in sizes:
         shape = (n, n, n)
         try:
-            ref = records.measure_or_lookup(reference, shape, repeats=repeats)
+            ref = lookup.measure_or_lookup(reference, shape, repeats=repeats)
         except LookupError:
             ref = None
         for name in kernels:
             try:
-                r = records.measure_or_lookup(name, shape, (params or {}).get(name), repeats)
+                r = lookup.measure_or_lookup(name, shape, (params or {}).get(name), repeats)
             except LookupError:
                 continue
             g = r["gflops"]["median"]
@@ -87,8 +50,8 @@ def share(kernel: str, size: int, params: dict | None = None) -> dict | None:
     """{'GFLOP/s', '% of cuBLAS', 'source'} of one configuration at size^3, measured
     (live) or recorded; None when the recording does not have it."""
     try:
-        g = records.measure_or_lookup(kernel, (size,) * 3, params)
-        ref = records.measure_or_lookup("cublas", (size,) * 3)
+        g = lookup.measure_or_lookup(kernel, (size,) * 3, params)
+        ref = lookup.measure_or_lookup("cublas", (size,) * 3)
     except LookupError:
         return None
     m = g["gflops"]["median"]

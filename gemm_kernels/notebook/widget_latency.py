@@ -1,6 +1,6 @@
 """How long a widget takes to show a new configuration once it is compiled (live only).
 
-`python -m gemm_kernels.widget_latency`: for a few kernels, compile the default and a
+`python -m gemm_kernels.notebook.widget_latency`: for a few kernels, compile the default and a
 configuration the process has not run yet (both the timed path and the ragged check's
 path), then time Explorer.evaluate (the correctness check on 257x263x129 plus the timing
 at 2048^3) twice: the first Run of the widget, which also pays CuPy's one-time costs
@@ -10,8 +10,12 @@ later change of a control costs.
 """
 import time
 
-from . import compiler, device, widgets
-from .kernels import get
+from gemm_kernels.core import compiler
+
+from gemm_kernels.core import device
+
+from gemm_kernels.notebook import widgets
+from gemm_kernels.core.kernels import get
 
 CASES = [("coalesced", {"BLOCK": 16}), ("tile_2d_reg", {"BM": 128, "BN": 64, "BK": 8, "TM": 8, "TN": 4}),
          ("capstone", {"BN": 256, "BK": 8, "WM": 64, "WN": 64}),

@@ -10,7 +10,7 @@ Transpose and copy kernels take (int rows, int cols, const T* in, T* out).
 """
 from __future__ import annotations
 
-from .registry import Constraint, Kernel, Param, ceil_div
+from gemm_kernels.core.registry import Constraint, Kernel, Param, ceil_div
 
 BLOCK_SIZES = (4, 8, 16, 32, 64)
 

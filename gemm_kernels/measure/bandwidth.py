@@ -6,7 +6,7 @@ the same recording (recorded), and shown as a percentage of it.
 """
 from __future__ import annotations
 
-from . import records
+from gemm_kernels.measure import lookup, records
 
 REFERENCE = "device_copy"
 
@@ -14,7 +14,7 @@ REFERENCE = "device_copy"
 def reference(shape) -> float | None:
     """The device copy's GB/s for a float32 matrix of `shape` (None if unavailable)."""
     try:
-        return records.measure_or_lookup(REFERENCE, tuple(shape))["gbps"]["median"]
+        return lookup.measure_or_lookup(REFERENCE, tuple(shape))["gbps"]["median"]
     except LookupError:
         return None
 
@@ -24,12 +24,12 @@ def table(kernels, shapes=((8192, 8192), (8191, 4097)), types=("float",),
     """A Table: per shape, the device copy, then each kernel (and type) with its GB/s
     (median, min, max over the repeats) and % of the device copy. Configurations
     missing from the recording are left out."""
-    from .ladder import Table
+    from gemm_kernels.core.table import Table
     rows = []
     for shape in shapes:
         ref = reference(shape)
         if ref is not None:
-            r = records.measure_or_lookup(REFERENCE, tuple(shape))
+            r = lookup.measure_or_lookup(REFERENCE, tuple(shape))
             rows.append({"kernel": REFERENCE, "T": "float", "shape": list(shape),
                          "GB/s": ref, "min": r["gbps"]["min"], "max": r["gbps"]["max"],
                          "% of device copy": 100.0})
@@ -37,7 +37,7 @@ def table(kernels, shapes=((8192, 8192), (8191, 4097)), types=("float",),
             for t in types:
                 p = {**(params or {}).get(name, {}), "T": t}
                 try:
-                    r = records.measure_or_lookup(name, tuple(shape), p)
+                    r = lookup.measure_or_lookup(name, tuple(shape), p)
                 except LookupError:
                     continue
                 g = r["gbps"]
@@ -87,14 +87,14 @@ def plot(tab, ax=None):
 def sweep_best(kernel, shape=(8192, 8192), T="float") -> dict | None:
     """The fastest configuration of `kernel` with element type T at `shape`: from the
     recorded sweep (in either mode)."""
-    from .launch import kernel_of, problems
+    from gemm_kernels.core.launch import kernel_of, problems
     k = kernel_of(kernel)
     best_row = None
     for c in k.valid_configurations():
         if c.get("T") != T or problems(k, c, tuple(shape)):
             continue
         try:
-            r = records.recorded(k.name, tuple(shape), c)
+            r = lookup.recorded(k.name, tuple(shape), c)
         except LookupError:
             continue
         if best_row is None or r["gbps"]["median"] > best_row["gbps"]["median"]:

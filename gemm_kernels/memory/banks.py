@@ -29,7 +29,7 @@ better. ``conflicts = wavefronts - ideal`` is then the sum over phases of (degre
 Nsight Compute's ``l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum`` is meant to
 count the same thing, wavefronts beyond the minimum, next to
 ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum`` for the wavefronts themselves
-(see ``gemm_kernels.bank_probe``, which checks this model against the hardware).
+(see ``gemm_kernels.memory.probe``, which checks this model against the hardware).
 
 Addresses are byte offsets into shared memory, one per lane, lane 0 first; ``None`` or a
 negative number marks an inactive lane (a lane that does not load).
@@ -200,7 +200,7 @@ def analyse(addresses, width: int = 4, *, quarter_merge_scope: str = "warp") -> 
     quarter_merge_scope: for 128-bit loads, where the merging rule is evaluated:
         "warp" (default): once over all 32 lanes, the way the 64-bit rule is stated;
         "half": separately for each half-warp. The hardware probe
-        (``gemm_kernels.bank_probe``, pattern w16_merge_first_half_only) tells them apart:
+        (``gemm_kernels.memory.probe``, pattern w16_merge_first_half_only) tells them apart:
         on the H200 the quarters did not merge when only one half-warp met the rule, so
         the rule is warp-wide.
     Raises ValueError for a wrong lane count, an unsupported width or a misaligned

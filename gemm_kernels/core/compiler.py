@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .registry import CUDA_DIR, Kernel
+from gemm_kernels.core.registry import CUDA_DIR, Kernel
 
 NVRTC_OPTIONS = ("-std=c++17", f"-I{CUDA_DIR}")
 STATIC_ARCH = "sm_90"   # what the static analysis compiles for when no GPU says otherwise

@@ -1,7 +1,9 @@
 """Chapter 00: the ceilings of a GPU and where the series' kernels sit under them."""
 from __future__ import annotations
 
-from . import device, records
+from gemm_kernels.core import device
+
+from gemm_kernels.measure import lookup, records
 
 
 def device_properties() -> dict:
@@ -41,17 +43,17 @@ def plot(kernels, size: int = 4096, ax=None):
     import numpy as np
     props = device_properties()
     peak = device.peak_fp32_gflops(props)
-    copy = records.measure_or_lookup("device_copy", (1 << 30,))["gbps"]["median"]
+    copy = lookup.measure_or_lookup("device_copy", (1 << 30,))["gbps"]["median"]
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 5))
     x = np.logspace(-2, 4, 200)
     ax.plot(x, np.minimum(peak, copy * x), "k-", lw=2,
             label=f"roof: {peak / 1000:.1f} TFLOP/s peak, {copy / 1000:.2f} TB/s copy")
     ai = intensity(size, size, size)
-    pts = [("cublas", records.measure_or_lookup("cublas", (size,) * 3))]
+    pts = [("cublas", lookup.measure_or_lookup("cublas", (size,) * 3))]
     for name in kernels:
         try:
-            pts.append((name, records.measure_or_lookup(name, (size,) * 3)))
+            pts.append((name, lookup.measure_or_lookup(name, (size,) * 3)))
         except LookupError:
             pass
     for i, (name, row) in enumerate(pts):
@@ -67,3 +69,24 @@ def plot(kernels, size: int = 4096, ax=None):
     ax.legend(fontsize=8, loc="lower right")
     ax.grid(True, which="both", alpha=0.3)
     return ax
+
+
+def pitfalls_table():
+    """The pitfalls row, measured now (live) or from the recording."""
+    from gemm_kernels.core import device
+    from gemm_kernels.measure import lookup, records
+    from gemm_kernels.core.table import Table
+    if device.is_live():
+        row, src = measure_pitfalls(), records.source()
+    else:
+        rec = records.current()
+        found = rec.find("timing_pitfalls") if rec else []
+        if not found:
+            raise LookupError("the recording has no timing_pitfalls row")
+        row, src = found[0], rec.label
+    m = row["metrics"]
+    rows = [{"what": "host timer around the launch, no synchronize", "ms": m["host_timer_without_sync_ms"]},
+            {"what": "CUDA events, random inputs (the harness)", "ms": m["events_random_ms"]},
+            {"what": "CUDA events, all-zero inputs", "ms": m["events_zeros_ms"]}]
+    return Table(rows, ["what", "ms"],
+                 title=f"cuBLAS SGEMM {'x'.join(map(str, row['shape']))}, {src}")

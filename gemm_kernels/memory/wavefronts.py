@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import banks
-from .launch import kernel_of
+from gemm_kernels.memory import banks
+from gemm_kernels.core.launch import kernel_of
 
 WARP = 32
 SASS_NAME = {("ld", 4): "LDS", ("ld", 8): "LDS.64", ("ld", 16): "LDS.128",
@@ -121,7 +121,7 @@ def distinct(instrs, key) -> list:
 
 def recorded(kernel, params=None) -> dict | None:
     """The recorded ncu counters as {'ld wavefronts', ...} (floats) plus 'shape', or None."""
-    from . import profile
+    from gemm_kernels.measure import profile
     k = kernel_of(kernel)
     rec = profile.counters(k.name, k.resolve(params))
     if rec is None:
@@ -142,8 +142,8 @@ def comparison(configs, predict, label, title: str = "model vs Nsight Compute",
     predict(kernel, params, shape) at the recorded shape next to the recorded counters
     ('-': none recorded). label(kernel, params): the params column; exact: show the
     recorded counters as ints rather than ncu's floats."""
-    from . import records
-    from .ladder import Table
+    from gemm_kernels.measure import records
+    from gemm_kernels.core.table import Table
     rows = []
     for name, params in configs:
         k = kernel_of(name)

@@ -13,7 +13,7 @@ from itertools import product
 from pathlib import Path
 from typing import Callable, Mapping
 
-CUDA_DIR = Path(__file__).parent / "cuda"
+CUDA_DIR = Path(__file__).resolve().parents[1] / "cuda"
 
 Params = Mapping[str, object]
 

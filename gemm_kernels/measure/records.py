@@ -13,9 +13,9 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import device
+from gemm_kernels.core import device
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "figures" / "data"
+DATA_DIR = Path(__file__).resolve().parents[2] / "figures" / "data"
 SCHEMA = 1
 
 
@@ -38,7 +38,7 @@ class Record:
     def find(self, kernel: str, shape=None, params: dict | None = None) -> list[dict]:
         """Rows of `kernel`, at `shape` if given, whose params include `params`, measured
         on the kernel's current source (rows of older code are left out)."""
-        from .kernels import KERNELS
+        from gemm_kernels.core.kernels import KERNELS
         current = KERNELS[kernel].source_hash() if kernel in KERNELS else None
         out = []
         for r in self.results:
@@ -108,46 +108,6 @@ def source() -> str:
         return f"live on {device.properties()['name']}"
     rec = current()
     return rec.label if rec else "no GPU and no recording"
-
-
-def measure_or_lookup(kernel: str, shape, params: dict | None = None,
-                      repeats: int | None = None) -> dict:
-    """One row: measured now (live) or read from the record (recorded).
-
-    Raises LookupError in recorded mode when the configuration was not recorded.
-    """
-    from . import timing
-    from .launch import kernel_of
-    name = kernel if isinstance(kernel, str) else kernel.name
-    if device.is_live():
-        kw = {"repeats": repeats} if repeats else {}
-        if name in ("cublas", "cublas_dgemm"):
-            row = timing.measure_cublas(shape, "float32" if name == "cublas" else "float64", **kw)
-        elif name == "device_copy":
-            row = timing.measure_copy(shape, **kw)
-        elif kernel_of(name).op in ("transpose", "copy"):
-            row = timing.measure_transpose(name, shape, params, **kw)
-        else:
-            row = timing.measure_gemm(name, shape, params, **kw)
-        return {**row, "source": source()}
-    return recorded(name, shape, params)
-
-
-def recorded(kernel: str, shape, params: dict | None = None) -> dict:
-    """One row from the recording, live mode or not. Whole sweeps (heat maps, rankings)
-    are read this way everywhere: measuring a parameter space takes minutes, which is
-    the recording command's job, not a notebook cell's."""
-    from .launch import kernel_of
-    rec = current()
-    if rec is None:
-        raise LookupError("no recording in figures/data/")
-    full = kernel_of(kernel).resolve(params) if kernel not in (
-        "cublas", "cublas_dgemm", "device_copy") else {}
-    rows = [r for r in rec.find(kernel, shape, full) if "gflops" in r or "gbps" in r]
-    if not rows:
-        raise LookupError(f"{kernel} {params or {}} at {tuple(shape)} is not in the recording "
-                          f"({rec.label}); run it on a GPU to measure it")
-    return {**rows[0], "source": rec.label}
 
 
 def recording_label() -> str:

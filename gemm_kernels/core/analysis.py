@@ -5,8 +5,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from . import compiler, device
-from .launch import kernel_of
+from gemm_kernels.core import compiler
+
+from gemm_kernels.core import device
+from gemm_kernels.core.launch import kernel_of
 
 _INSTR = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);")
 _LABEL = re.compile(r"^\s*(\.L_x_\d+):")

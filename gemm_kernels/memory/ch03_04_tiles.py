@@ -4,7 +4,7 @@ instruction and totalled over a launch, next to what Nsight Compute recorded.
 `smem_tiled` (chapter 03) and `bank_layout` (chapter 04) make one pass along K in steps
 of BLOCK. Per step, every warp executes the same short list of shared-memory
 instructions: one STS for the A tile, one for the B tile, and the loads of the inner
-loop. This module writes that list from the kernels' index expressions; `smem_model` prices
+loop. This module writes that list from the kernels' index expressions; `wavefronts` prices
 each instruction and multiplies by how often a launch executes it:
 
     instructions in the launch = blocks x steps along K x (instructions per warp and step)
@@ -21,16 +21,18 @@ Only whole tiles are counted: M, N and K must be multiples of BLOCK (the profile
 """
 from __future__ import annotations
 
-from . import banks, smem_model
-from .smem_model import WarpInstr, as_int
+from gemm_kernels.memory import banks
+
+from gemm_kernels.memory import wavefronts
+from gemm_kernels.memory.wavefronts import WarpInstr, as_int
 
 KERNELS = ("smem_tiled", "bank_layout")
 # The recorded counters, under the name chapter 04 reads them by.
-measured = smem_model.recorded
+measured = wavefronts.recorded
 
 
 def _params(kernel, params):
-    return smem_model.resolve(kernel, params, KERNELS)
+    return wavefronts.resolve(kernel, params, KERNELS)
 
 
 def row_length(kernel, params=None) -> int:
@@ -61,8 +63,8 @@ def warp_instructions(kernel, params=None) -> list[WarpInstr]:
     layout = "smem" if k.name == "smem_tiled" else p["LAYOUT"]
     threads = B * B
     out: list[WarpInstr] = []
-    for w in range(smem_model.warps(threads)):
-        addr = smem_model.lane_addresses(threads, w, B, 4)
+    for w in range(wavefronts.warps(threads)):
+        addr = wavefronts.lane_addresses(threads, w, B, 4)
 
         def add(op, group, what, width, f, base=0):
             out.append(WarpInstr(op, what, w, width, addr(lambda tx, ty: base + f(tx, ty)),
@@ -100,15 +102,15 @@ def warp_instructions(kernel, params=None) -> list[WarpInstr]:
 def instruction_counts(kernel, params=None) -> dict:
     """{'STS': 2, 'LDS.128': 16, ...}: one warp's shared instructions per step along K
     (compare with the SASS of the inner loop, which is one step, or two when unrolled)."""
-    return smem_model.sass_counts(warp_instructions(kernel, params))
+    return wavefronts.sass_counts(warp_instructions(kernel, params))
 
 
 def launch_steps(kernel, params=None, shape=None) -> int:
     """Blocks x steps along K of a launch at `shape` (default: the profiled 1024^3):
     how many times each warp of a block runs its list."""
-    from .profile import GEMM_SHAPE
+    from gemm_kernels.measure.profile import GEMM_SHAPE
     _, p = _params(kernel, params)
-    return smem_model.whole_tiles(shape or GEMM_SHAPE, (p["BLOCK"],) * 3, ("BLOCK",) * 3)
+    return wavefronts.whole_tiles(shape or GEMM_SHAPE, (p["BLOCK"],) * 3, ("BLOCK",) * 3)
 
 
 def per_instruction(kernel, params=None, shape=None) -> list[dict]:
@@ -118,7 +120,7 @@ def per_instruction(kernel, params=None, shape=None) -> list[dict]:
     of a launch at `shape` (default 1024^3)."""
     k, p = _params(kernel, params)
     n = launch_steps(k, p, shape)
-    warps = smem_model.warps(p["BLOCK"] ** 2)
+    warps = wavefronts.warps(p["BLOCK"] ** 2)
     rows: dict = {}
     for i in warp_instructions(k, p):
         a = i.analysis
@@ -148,16 +150,16 @@ def per_instruction(kernel, params=None, shape=None) -> list[dict]:
 def predict(kernel, params=None, shape=None) -> dict:
     """Predicted ncu counters of one launch: {'ld wavefronts', 'ld conflicts',
     'st wavefronts', 'st conflicts'}."""
-    return smem_model.totals(warp_instructions(kernel, params), launch_steps(kernel, params, shape))
+    return wavefronts.totals(warp_instructions(kernel, params), launch_steps(kernel, params, shape))
 
 
 def side_by_side(kernel, params=None):
     """A Table for one variant: per instruction group the model's wavefronts per warp
     instruction, times the instructions of the 1024^3 launch, gives the predicted totals;
     the last two rows compare the load and store totals with Nsight Compute's."""
-    from . import records
-    from .ladder import Table
-    from .profile import GEMM_SHAPE
+    from gemm_kernels.measure import lookup, records
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.measure.profile import GEMM_SHAPE
     k, p = _params(kernel, params)
     meas = measured(k, p) or {}
     shape = meas["shape"] if meas else GEMM_SHAPE
@@ -198,15 +200,15 @@ def overview(configs=None, size: int = 2048):
     """One row per configuration: recorded or live GFLOP/s at size^3, the shared
     instructions per warp and step, and predicted vs measured load/store wavefronts and
     conflicts (launch totals at 1024^3). '-' where nothing was recorded."""
-    from . import records
-    from .ladder import Table
-    counters = smem_model.comparison(configs if configs is not None else variants(), predict,
+    from gemm_kernels.measure import lookup, records
+    from gemm_kernels.core.table import Table
+    counters = wavefronts.comparison(configs if configs is not None else variants(), predict,
                                      lambda name, p: p)
     rows = []
     for r in counters:
         k, p = _params(r["kernel"], r["params"])
         try:
-            g = records.recorded(k.name, (size,) * 3, p)["gflops"]["median"]
+            g = lookup.recorded(k.name, (size,) * 3, p)["gflops"]["median"]
         except LookupError:
             g = None
         rows.append({**r, **{n: p[n] for n in ("BLOCK", "LAYOUT", "PAD") if n in p},
@@ -263,7 +265,7 @@ def note(kernel):
 def excess(configs=None):
     """A Table: per configuration, what Nsight Compute counted beyond the model, for loads
     and stores, in wavefronts and as wavefronts per executed instruction."""
-    from .ladder import Table
+    from gemm_kernels.core.table import Table
     rows = []
     for k, p, meas, pred in _recorded(configs):
         instr = {"ld": 0, "st": 0}
@@ -296,13 +298,13 @@ def scope_independent(configs=None) -> bool:
 
 def probe_table(path=None):
     """The hardware probe (tests/data/bank_probe.json, written by
-    `python -m gemm_kernels.bank_probe --out ...` on a GPU host) as a Table: each pattern's
+    `python -m gemm_kernels.memory.probe --out ...` on a GPU host) as a Table: each pattern's
     width, Nsight Compute's wavefronts and conflicts, and the model's, computed now (the
     model of `banks` as it stands, not the predictions stored in the file). None if absent."""
     import json
     from pathlib import Path
-    from .ladder import Table
-    path = Path(path) if path else Path(__file__).resolve().parent.parent / "tests" / "data" / "bank_probe.json"
+    from gemm_kernels.core.table import Table
+    path = Path(path) if path else Path(__file__).resolve().parents[2] / "tests" / "data" / "bank_probe.json"
     if not path.exists():
         return None
     data = json.loads(path.read_text())
@@ -332,7 +334,8 @@ def smem_ceiling(kernel, params=None, props: dict | None = None) -> dict:
     the barriers and everything else. props: the device's properties (sm_count,
     sm_clock_mhz, compute_capability), e.g. `records.current().device` or
     `device.properties()`; default: the live GPU's, else the recording's."""
-    from . import device, records
+    from gemm_kernels.core import device
+    from gemm_kernels.measure import lookup, records
     k, p = _params(kernel, params)
     if props is None:
         rec = records.current()
@@ -351,8 +354,8 @@ def ceiling_table(configs=None, size: int = 2048, props: dict | None = None):
     """Per configuration: the model's wavefronts and conflicts per warp and step, the
     shared-memory bound (`smem_ceiling`), and the measured (live) or recorded GFLOP/s at
     size^3 as a fraction of that bound."""
-    from . import records
-    from .ladder import Table
+    from gemm_kernels.measure import lookup, records
+    from gemm_kernels.core.table import Table
     configs = configs if configs is not None else variants()
     rows = []
     for name, params in configs:
@@ -360,7 +363,7 @@ def ceiling_table(configs=None, size: int = 2048, props: dict | None = None):
         c = smem_ceiling(k, p, props)
         conf = sum(i.analysis.conflicts for i in warp_instructions(k, p) if i.warp == 0)
         try:
-            g = records.recorded(k.name, (size,) * 3, p)["gflops"]["median"]
+            g = lookup.recorded(k.name, (size,) * 3, p)["gflops"]["median"]
         except LookupError:
             g = None
         rows.append({"kernel": k.name, **{n: p[n] for n in ("BLOCK", "LAYOUT", "PAD") if n in p},

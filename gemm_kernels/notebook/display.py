@@ -3,9 +3,15 @@ from __future__ import annotations
 
 import re
 
-from . import analysis, compiler, device, records
-from .launch import kernel_of
-from .registry import CUDA_DIR
+from gemm_kernels.core import analysis
+
+from gemm_kernels.core import compiler
+
+from gemm_kernels.core import device
+
+from gemm_kernels.measure import records
+from gemm_kernels.core.launch import kernel_of
+from gemm_kernels.core.registry import CUDA_DIR
 
 
 class Text(str):
@@ -79,7 +85,7 @@ def sass_loop(kernel, params=None, limit: int = 60, start: str | None = None) ->
 
 def resources(kernels, params: dict | None = None):
     """Registers, spills, shared memory, occupancy and FFMA:LDS of several kernels."""
-    from .ladder import Table
+    from gemm_kernels.core.table import Table
     rows = []
     for name in kernels:
         s = analysis.summary(name, (params or {}).get(name))

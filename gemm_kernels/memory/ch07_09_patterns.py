@@ -13,9 +13,9 @@ The index expressions follow the kernels' sources (07_float4.cu, 09_zorder.cu):
 """
 from __future__ import annotations
 
-from . import banks
-from .ladder import Table
-from .smem_model import WARP
+from gemm_kernels.memory import banks
+from gemm_kernels.core.table import Table
+from gemm_kernels.memory.wavefronts import WARP
 
 
 def _lane_grid(layout: str, lane: int, BN: int, TN: int = 8) -> tuple[int, int]:

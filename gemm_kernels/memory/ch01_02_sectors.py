@@ -13,7 +13,7 @@ def warp_elements(kernel: str, params: dict, M: int, N: int, K: int, k: int = 0,
                   warp: int = 0) -> list[dict]:
     """Per lane of `warp` in block (0, 0): its (row, col) of C and the element of A and
     of B it loads at step k, for the naive and coalesced kernels."""
-    from .kernels import get
+    from gemm_kernels.core.kernels import get
     kern = get(kernel)
     p = kern.resolve(params)
     bx, by, _ = kern.threads(p)
@@ -46,7 +46,7 @@ def sectors(indices, elem_bytes: int = 4) -> int:
 
 def sector_table(configs, M=4096, N=4096, K=4096):
     """Sectors per warp-wide load of A and of B, and bytes moved per useful byte."""
-    from .ladder import Table
+    from gemm_kernels.core.table import Table
     rows = []
     for kernel, params in configs:
         lanes = warp_elements(kernel, params, M, N, K)

@@ -91,7 +91,7 @@ def as_table(t: SharedTile, field: str = "expression", dim: int = 256, title: st
     """One of a SharedTile's 16 x 16 tables as a Table, a row per threadIdx.y and a
     column per threadIdx.x. field: "expression" (e.g. 'A[17*256 + 18]'), "offset",
     "address", "bank" or "banks" (both banks of an 8-byte slot)."""
-    from .ladder import Table
+    from gemm_kernels.core.table import Table
     n = len(t.offset)
 
     def cell(ty, tx):

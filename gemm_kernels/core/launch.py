@@ -5,9 +5,11 @@ names the parameter and what would be valid.
 """
 from __future__ import annotations
 
-from . import compiler, device
-from .kernels import get
-from .registry import Kernel
+from gemm_kernels.core import compiler
+
+from gemm_kernels.core import device
+from gemm_kernels.core.kernels import get
+from gemm_kernels.core.registry import Kernel
 
 DTYPES = {"sgemm": "float32", "dgemm": "float64"}
 INT32_MAX = 2**31 - 1

@@ -1,9 +1,9 @@
-"""The shared-memory instructions of chapters 10 and 11's kernels, for `smem_model`.
+"""The shared-memory instructions of chapters 10 and 11's kernels, for `wavefronts`.
 
 For the transposes, `dgemm_tiled` and `sgemm_tiled_vec` this module writes every
 warp-wide shared-memory instruction one block executes (per step along K for the GEMMs)
 from the kernels' index expressions, and how many times a launch repeats that list;
-`smem_model` prices and totals them.
+`wavefronts` prices and totals them.
 
 The widths are those ptxas emits (sm_90), not those the source suggests: in
 `dgemm_tiled` it fuses A_shared[ty][k] and A_shared[ty][k+1] into one LDS.128, and in
@@ -17,9 +17,9 @@ profiled shapes, 2048 x 2048 and 1024^3, are).
 """
 from __future__ import annotations
 
-from . import smem_model
-from .launch import kernel_of
-from .smem_model import WarpInstr, lane_addresses, warps
+from gemm_kernels.memory import wavefronts
+from gemm_kernels.core.launch import kernel_of
+from gemm_kernels.memory.wavefronts import WarpInstr, lane_addresses, warps
 
 _SIZE = {"float": 4, "double": 8}
 TILE_KERNELS = ("copy_smem", "transpose_smem", "transpose_padded", "transpose_diagonal")
@@ -126,7 +126,7 @@ def block_accesses(kernel, params=None, as_written: bool = False) -> list[WarpIn
 
     as_written: for dgemm_tiled, one LDS.64 per A_shared[ty][k] as the source reads,
     instead of the LDS.128 pairs ptxas emits."""
-    k, p = smem_model.resolve(kernel, params, KERNELS)
+    k, p = wavefronts.resolve(kernel, params, KERNELS)
     if k.name in TILE_KERNELS:
         return _tile_kernel(k.name, p)
     if k.name == "transpose_fast":
@@ -142,38 +142,38 @@ def repeats(kernel, params, shape) -> int:
     p = k.resolve(params)
     if k.op in ("sgemm", "dgemm"):
         B = p["BLOCK"]
-        return smem_model.whole_tiles(shape, (B, B * p.get("VEC", 1), B),
+        return wavefronts.whole_tiles(shape, (B, B * p.get("VEC", 1), B),
                                       ("BLOCK", "BLOCK*VEC", "BLOCK"))
     if p.get("STACK", 1) > 1:   # transpose_padded: a block covers STACK*TILE rows
-        return smem_model.whole_tiles(shape, (p["STACK"] * p["TILE"], p["TILE"]),
+        return wavefronts.whole_tiles(shape, (p["STACK"] * p["TILE"], p["TILE"]),
                                       ("STACK*TILE", "TILE"))
-    return smem_model.whole_tiles(shape, (p["TILE"],) * 2, ("TILE",) * 2)
+    return wavefronts.whole_tiles(shape, (p["TILE"],) * 2, ("TILE",) * 2)
 
 
 def predict(kernel, params=None, shape=None, as_written: bool = False) -> dict:
     """Predicted counters of one launch at `shape` (default: the profiled shape):
     {'ld wavefronts', 'ld conflicts', 'st wavefronts', 'st conflicts'}."""
-    from .profile import GEMM_SHAPE, TRANSPOSE_SHAPE
+    from gemm_kernels.measure.profile import GEMM_SHAPE, TRANSPOSE_SHAPE
     k = kernel_of(kernel)
     shape = shape or (GEMM_SHAPE if k.op in ("sgemm", "dgemm") else TRANSPOSE_SHAPE)
-    return smem_model.totals(block_accesses(k, params, as_written), repeats(k, params, shape))
+    return wavefronts.totals(block_accesses(k, params, as_written), repeats(k, params, shape))
 
 
 def instruction_counts(kernel, params=None) -> dict:
     """{'LDS': n, 'LDS.64': n, ...}: one warp's shared instructions per block (per step
     along K for GEMMs), for comparison with the SASS."""
-    return smem_model.sass_counts(block_accesses(kernel, params))
+    return wavefronts.sass_counts(block_accesses(kernel, params))
 
 
 def per_instruction(configs, warp: int = 0):
     """A Table: for each (kernel, params) and each distinct access of warp `warp`, the
     width, the phases, the wavefronts the bank model predicts and the ideal."""
-    from .ladder import Table
+    from gemm_kernels.core.table import Table
     rows = []
     for name, params in configs:
         p = kernel_of(name).resolve(params)
         mine = [a for a in block_accesses(name, params) if a.warp == warp]
-        for a, an, n in smem_model.distinct(mine, lambda a, an: (a.op, a.width, an.wavefronts, an.ideal)):
+        for a, an, n in wavefronts.distinct(mine, lambda a, an: (a.op, a.width, an.wavefronts, an.ideal)):
             rows.append({"kernel": name, "params": _short(name, p), "access": a.what,
                          "op": a.op, "bytes/lane": a.width, "count": n,
                          "phases": len([ph for ph in an.phases if ph.active]),
@@ -196,8 +196,8 @@ def comparison(configs, as_written: bool = False):
     """A Table, per (kernel, params): the launch's shared ld/st wavefronts and bank
     conflicts predicted by the model next to those Nsight Compute recorded ('-' where
     the recording has no counters for that configuration), and their ratio."""
-    from .ladder import Table
-    t = smem_model.comparison(configs, lambda n, p, shape: predict(n, p, shape, as_written),
+    from gemm_kernels.core.table import Table
+    t = wavefronts.comparison(configs, lambda n, p, shape: predict(n, p, shape, as_written),
                               _short, exact=False)
     for row in t:
         for op in ("ld", "st"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from .launch import DTYPES, kernel_of, launcher
+from gemm_kernels.core.launch import DTYPES, kernel_of, launcher
 
 REPEATS = 20
 WARMUP = 3
@@ -51,7 +51,7 @@ def _spread(t: Timing, convert) -> dict:
 
 def _inputs(shape, dtype):
     import cupy
-    from .check import random_normal
+    from gemm_kernels.measure.check import random_normal
     rng = cupy.random.default_rng()
     M, N, K = shape
     return random_normal((M, K), dtype, rng), random_normal((K, N), dtype, rng), \
@@ -106,7 +106,7 @@ def measure_copy(shape, repeats: int = REPEATS) -> dict:
 def measure_transpose(kernel, shape, params=None, repeats: int = REPEATS) -> dict:
     """GB/s = (bytes read + bytes written) / time, for a transpose or copy kernel."""
     import cupy
-    from .check import random_normal
+    from gemm_kernels.measure.check import random_normal
     k = kernel_of(kernel)
     p = k.resolve(params)
     dtype = {"float": "float32", "double": "float64"}[p["T"]]
@@ -140,23 +140,3 @@ def measure_pitfalls(n: int = 4096) -> dict:
     return {"chapter": "00", "kernel": "timing_pitfalls", "params": {}, "shape": [n, n, n],
             "metrics": {"host_timer_without_sync_ms": host_ms, "events_random_ms": random_ms,
                         "events_zeros_ms": zeros_ms}}
-
-
-def pitfalls_table():
-    """The pitfalls row, measured now (live) or from the recording."""
-    from . import device, records
-    from .ladder import Table
-    if device.is_live():
-        row, src = measure_pitfalls(), records.source()
-    else:
-        rec = records.current()
-        found = rec.find("timing_pitfalls") if rec else []
-        if not found:
-            raise LookupError("the recording has no timing_pitfalls row")
-        row, src = found[0], rec.label
-    m = row["metrics"]
-    rows = [{"what": "host timer around the launch, no synchronize", "ms": m["host_timer_without_sync_ms"]},
-            {"what": "CUDA events, random inputs (the harness)", "ms": m["events_random_ms"]},
-            {"what": "CUDA events, all-zero inputs", "ms": m["events_zeros_ms"]}]
-    return Table(rows, ["what", "ms"],
-                 title=f"cuBLAS SGEMM {'x'.join(map(str, row['shape']))}, {src}")

@@ -2,8 +2,10 @@
 without a browser; `.widget()` wraps it in ipywidgets (imported only there)."""
 from __future__ import annotations
 
-from . import device, records
-from .launch import kernel_of, problems
+from gemm_kernels.core import device
+
+from gemm_kernels.measure import lookup, records
+from gemm_kernels.core.launch import kernel_of, problems
 
 SIZES = {"gemm": (1024, 2048, 4096), "transpose": (4096, 8192)}
 DEFAULT_SIZE = {"gemm": 2048, "transpose": 8192}   # the sizes sweeps are recorded at
@@ -39,7 +41,7 @@ class Explorer:
         if self.size not in self._cublas:
             name = {"sgemm": "cublas", "dgemm": "cublas_dgemm"}.get(self.kernel.op, "device_copy")
             try:
-                row = records.measure_or_lookup(name, self.shape)
+                row = lookup.measure_or_lookup(name, self.shape)
                 self._cublas[self.size] = (row.get("gflops") or row["gbps"])["median"]
             except LookupError:
                 self._cublas[self.size] = None
@@ -53,13 +55,13 @@ class Explorer:
             return {"ok": False, "message": "Not a valid configuration: " + "; ".join(bad),
                     "value": None}
         if device.is_live():
-            from .check import check
+            from gemm_kernels.measure.check import check
             shape = CHECK_SHAPE if self.kernel.op in ("sgemm", "dgemm") else CHECK_SHAPE[:2]
             c = check(self.kernel, shape, p)
             if c.ok is False:
                 return {"ok": False, "message": f"Wrong result on {shape}: {c}", "value": None}
         try:
-            row = records.measure_or_lookup(self.kernel.name, self.shape, p)
+            row = lookup.measure_or_lookup(self.kernel.name, self.shape, p)
         except LookupError as e:
             return {"ok": False, "message": str(e), "value": None}
         unit = "GFLOP/s" if "gflops" in row else "GB/s"
@@ -143,7 +145,7 @@ def sweep_grid(kernel, x: str, y: str, size: int | None = None, fixed: dict | No
             reasons[i][j] = reasons[i][j] or bad[0]
             continue
         try:
-            row = records.recorded(k.name, shape, c)
+            row = lookup.recorded(k.name, shape, c)
         except LookupError:
             continue
         v = row.get("gflops", row.get("gbps"))["median"]
@@ -217,7 +219,7 @@ class BankExplorer:
 
     def addresses(self, stride: int = 1, width: int = 4, padding: int = 0,
                   share: str = "none", inactive: str = "none") -> list:
-        from . import banks
+        from gemm_kernels.memory import banks
         if inactive not in self.INACTIVE:
             raise ValueError(f"inactive must be one of {tuple(self.INACTIVE)}, got {inactive!r}")
         if stride < 0 or padding < 0:
@@ -232,7 +234,7 @@ class BankExplorer:
     def evaluate(self, stride: int = 1, width: int = 4, padding: int = 0,
                  share: str = "none", inactive: str = "none") -> dict:
         """{'ok', 'message', 'analysis'}; a bad choice gives a message, never a traceback."""
-        from . import banks
+        from gemm_kernels.memory import banks
         try:
             an = banks.analyse(self.addresses(stride, width, padding, share, inactive), width)
         except ValueError as e:
@@ -253,7 +255,7 @@ class BankExplorer:
         return "\n".join(lines)
 
     def plot(self, an, ax=None):
-        from . import banks
+        from gemm_kernels.memory import banks
         return banks.plot_banks(an, ax=ax)
 
     def widget(self, stride: int = 1, width: int = 4, padding: int = 0,

@@ -5,7 +5,7 @@ import math
 import secrets
 from dataclasses import dataclass
 
-from .launch import DTYPES, kernel_of, launch, problems
+from gemm_kernels.core.launch import DTYPES, kernel_of, launch, problems
 
 # The shapes every kernel is checked on: tiny, prime-ish, ragged in every dimension.
 RAGGED_SHAPES = [(1, 1, 1), (7, 13, 5), (33, 65, 17), (127, 129, 255),

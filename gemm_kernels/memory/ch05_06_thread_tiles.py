@@ -21,7 +21,7 @@ exactly that rule. `tile_2d` keeps its k loop rolled (`#pragma unroll 1`), so it
 both operands of every FMA with a plain LDS: 2*TM*TN*BK loads per step.
 tests/test_thread_tiles.py checks the counts against the SASS.
 
-`warp_instructions` turns each load into one instruction per warp for `smem_model` to
+`warp_instructions` turns each load into one instruction per warp for `wavefronts` to
 price, and adds the tile copies (one STS per element a thread copies, consecutive lanes
 on consecutive words), so the launch totals compare with Nsight Compute's shared-memory
 counters. The As tile starts at byte 0 and Bs right after it; both sizes are multiples
@@ -31,8 +31,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import smem_model
-from .smem_model import SASS_NAME, WARP, WarpInstr
+from gemm_kernels.memory import wavefronts
+from gemm_kernels.memory.wavefronts import SASS_NAME, WARP, WarpInstr
 
 KERNELS = ("tile_1d", "tile_2d", "tile_2d_reg", "tile_2d_strided")
 
@@ -75,7 +75,7 @@ class Geometry:
 
 
 def geometry(kernel, params=None) -> Geometry:
-    k, p = smem_model.resolve(kernel, params, KERNELS)
+    k, p = wavefronts.resolve(kernel, params, KERNELS)
     BM, BN, BK, TM = p["BM"], p["BN"], p["BK"], p["TM"]
     TN = p.get("TN", 1)
     threads = BM * BN // (TM * TN)
@@ -176,8 +176,8 @@ def warp_instructions(kernel, params=None) -> list[WarpInstr]:
     b_start = BM * BK * 4
     lds = loads(g.kernel, p)
     out: list[WarpInstr] = []
-    for w in range(smem_model.warps(NT)):
-        tids = smem_model.lanes(NT, w)
+    for w in range(wavefronts.warps(NT)):
+        tids = wavefronts.lanes(NT, w)
         for name, size, start in (("A", BM * BK, 0), ("B", BK * BN, b_start)):
             for i in range(-(-size // NT)):
                 addr = tuple(None if t is None or t + i * NT >= size
@@ -213,12 +213,12 @@ def _short(kernel, p) -> str:
 def per_instruction(configs, warp: int = 0):
     """A Table: per configuration and operand, the loads one warp (`warp`) issues per
     step, grouped by SASS instruction and cost: count, wavefronts each, ideal each."""
-    from .ladder import Table
+    from gemm_kernels.core.table import Table
     rows = []
     for name, params in configs:
         g = geometry(name, params)
         mine = [i for i in warp_instructions(name, params) if i.warp == warp and i.op == "ld"]
-        for i, a, n in smem_model.distinct(mine, lambda i, a: (i.group, i.sass, a.wavefronts, a.ideal)):
+        for i, a, n in wavefronts.distinct(mine, lambda i, a: (i.group, i.sass, a.wavefronts, a.ideal)):
             rows.append({"kernel": g.kernel, "params": _short(g.kernel, g.params),
                          "operand": i.group, "SASS": i.sass, "example": i.what,
                          "per step": n, "wavefronts each": a.wavefronts, "ideal each": a.ideal})
@@ -230,13 +230,13 @@ def per_instruction(configs, warp: int = 0):
 def step_summary(configs):
     """A Table: per configuration, one thread's FFMA and load instructions per step, and
     one warp's load wavefronts per step (the block's mean), with the ideal."""
-    from .ladder import Table
+    from gemm_kernels.core.table import Table
     rows = []
     for name, params in configs:
         g = geometry(name, params)
         counts = instruction_counts(name, params)
         ins = [i for i in warp_instructions(name, params) if i.op == "ld"]
-        warps = smem_model.warps(g.threads)
+        warps = wavefronts.warps(g.threads)
         wf = sum(i.analysis.wavefronts for i in ins) / warps
         ideal = sum(i.analysis.ideal for i in ins) / warps
         n_ld = sum(v for k, v in counts.items() if k.startswith("LDS"))
@@ -259,22 +259,22 @@ def _num(x):
 
 def launch_steps(kernel, params=None, shape=None) -> int:
     """Blocks x steps along K of a launch at `shape` (default: the profiled 1024^3)."""
-    from .profile import GEMM_SHAPE
+    from gemm_kernels.measure.profile import GEMM_SHAPE
     p = geometry(kernel, params).params
-    return smem_model.whole_tiles(shape or GEMM_SHAPE, (p["BM"], p["BN"], p["BK"]),
+    return wavefronts.whole_tiles(shape or GEMM_SHAPE, (p["BM"], p["BN"], p["BK"]),
                                   ("BM", "BN", "BK"))
 
 
 def predict(kernel, params=None, shape=None) -> dict:
     """Predicted Nsight Compute counters of one launch: {'ld wavefronts', 'ld conflicts',
     'st wavefronts', 'st conflicts'}."""
-    return smem_model.totals(warp_instructions(kernel, params), launch_steps(kernel, params, shape))
+    return wavefronts.totals(warp_instructions(kernel, params), launch_steps(kernel, params, shape))
 
 
 def counter_table(configs):
     """A Table: per configuration, the launch's shared-memory wavefronts and bank
     conflicts, predicted next to the recorded Nsight Compute counters ('-': none)."""
-    return smem_model.comparison(configs, predict, _short,
+    return wavefronts.comparison(configs, predict, _short,
                                  title="model vs Nsight Compute at 1024^3")
 
 
@@ -287,7 +287,7 @@ def store_table(configs, N: int = 4096, warp: int = 0):
     """A Table: how warp `warp` of block (0, 0) stores its outputs of C (one 32-bit STG
     per output, as the bounds-checked store loop compiles): sectors each STG touches,
     the sum over the warp's STGs (sector requests), and the distinct sectors written."""
-    from .ladder import Table
+    from gemm_kernels.core.table import Table
     rows = []
     for name, params in configs:
         g = geometry(name, params)

@@ -1,0 +1,40 @@
+"""A list of rows that prints as an aligned text table and renders as HTML in Jupyter."""
+from __future__ import annotations
+
+
+class Table(list):
+    """Rows (dicts) that print as an aligned text table and render as HTML in Jupyter."""
+
+    def __init__(self, rows, columns, title=""):
+        super().__init__(rows)
+        self.columns = columns
+        self.title = title
+
+    def _cells(self):
+        return [[_fmt(r.get(c)) for c in self.columns] for r in self]
+
+    def __repr__(self):
+        cells = self._cells()
+        widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(self.columns)]
+        line = lambda vals: "  ".join(v.rjust(w) for v, w in zip(vals, widths))
+        out = [self.title] if self.title else []
+        out += [line(self.columns), line(["-" * w for w in widths])] + [line(r) for r in cells]
+        return "\n".join(out)
+
+    def _repr_html_(self):
+        head = "".join(f"<th>{c}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{v}</td>" for v in r) + "</tr>" for r in self._cells())
+        cap = f"<caption>{self.title}</caption>" if self.title else ""
+        return f"<table>{cap}<tr>{head}</tr>{body}</table>"
+
+
+def _fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.1f}" if abs(v) >= 1 else f"{v:.2e}"
+    if isinstance(v, (list, tuple)):
+        return "x".join(map(str, v))
+    if isinstance(v, dict):
+        return " ".join(f"{k}={x}" for k, x in v.items())
+    return str(v)
