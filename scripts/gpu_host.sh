@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One batch on the offline GPU host: install the carried wheels, then check, sanitize,
 # test and time. Logs go to $OUT. Usage: bash scripts/gpu_host.sh STAGE...
-# Stages: info check sanitize tests nbval bench record sweeps latency probe profile
-# (SWEEPS=name limits the sweeps stage to one kernel's entries)
+# Stages: info check sanitize tests nbval verify bench record sweeps latency probe profile
+# (SWEEPS=name limits the sweeps stage to one kernel's entries; `verify` runs check,
+# sanitize, tests and nbval side by side: none of them times anything it reports)
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
   --target /tmp/site .whl/*.whl >/dev/null 2>&1 || { echo "wheel install failed"; exit 1; }
@@ -17,8 +18,13 @@ for stage in "$@"; do
     sanitize) python3 -m gemm_kernels check --sanitize 2>&1 | tee "$OUT/sanitize.log" ;;
     tests)    python3 -m pytest -q -x tests/ 2>&1 | tee "$OUT/tests.log" | tail -15 ;;
     nbval)    python3 -m pytest -q --nbval -p no:cacheprovider notebooks/ 2>&1 | tee "$OUT/nbval.log" | tail -25 ;;
-    bench)    python3 -m gemm_kernels bench --sizes 1024 2048 4096 2>&1 | tee "$OUT/bench.log"
-              cp figures/ladder.png "$OUT/" ;;
+    verify)   python3 -m gemm_kernels check > "$OUT/check.log" 2>&1 &
+              python3 -m gemm_kernels check --sanitize > "$OUT/sanitize.log" 2>&1 &
+              python3 -m pytest -q tests/ > "$OUT/tests.log" 2>&1 &
+              python3 -m pytest -q --nbval -p no:cacheprovider notebooks/ > "$OUT/nbval.log" 2>&1 &
+              wait
+              for f in check sanitize tests nbval; do echo "--- $f"; tail -4 "$OUT/$f.log"; done ;;
+    bench)    python3 -m gemm_kernels bench --sizes 1024 2048 4096 --plot "$OUT/ladder.png" 2>&1 | tee "$OUT/bench.log" ;;
     record)   python3 -m gemm_kernels record ${CHAPTERS:+--chapters $CHAPTERS} > "$OUT/record.log" 2>&1
               tail -3 "$OUT/record.log"
               cp figures/data/*.json "$OUT/" ;;
