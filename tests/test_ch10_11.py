@@ -1,4 +1,5 @@
-"""Chapters 10 (transpose) and 11 (64-bit shared memory): registry, static compile, tile map.
+"""Chapters 10 (transpose) and 11 (64-bit shared memory): registry, static compile, the
+shared-memory model against the recorded counters, the tile map against the kernel source.
 
 CPU only: NVRTC -> ptxas -> nvdisasm from the pip wheels, no GPU.
 """
@@ -6,9 +7,12 @@ import re
 
 import pytest
 
-from gemm_kernels import banks, compiler
+from gemm_kernels import compiler
 from gemm_kernels.core.kernels import by_chapter, get
+from gemm_kernels.memory import ch10_11_instructions as bc
 from gemm_kernels.memory.ch11_tile_map import shared_tile_contents
+
+from test_bank_predict import check_against_recorded
 
 CH10 = ["copy", "copy_smem", "transpose_naive", "transpose_smem", "transpose_padded",
         "transpose_diagonal", "transpose_fast"]
@@ -140,30 +144,14 @@ def test_shape_rules():
 
 # ------------------------------------------------------------------ bank counts
 
-def _tile_addresses(TILE, S, size, column):
-    """Lane addresses of warp 0 of a (TILE, ROWS) block: tile[ty][tx] or tile[tx][ty]."""
-    out = []
-    for lane in range(32):
-        tx, ty = lane % TILE, lane // TILE
-        r, c = (tx, ty) if column else (ty, tx)
-        out.append((r * S + c) * size)
-    return out
-
-
-@pytest.mark.parametrize("T,size,smem_wf,padded_wf", [("float", 4, 32, 1), ("double", 8, 32, 2)])
-def test_transpose_column_read_bank_model(T, size, smem_wf, padded_wf):
-    # TILE = 32: unpadded, all lanes in one bank (float) or one bank pair (double)
-    assert banks.wavefronts(_tile_addresses(32, 32, size, True), size) == smem_wf
-    assert banks.wavefronts(_tile_addresses(32, 33, size, True), size) == padded_wf
-    assert banks.wavefronts(_tile_addresses(32, 33, size, False), size) == padded_wf
-
-
-def test_dgemm_inner_loop_bank_model():
-    # BLOCK = 16: lanes 0-15 are row ty = 0, lanes 16-31 row ty = 1; k = 3
-    a = [((lane // 16) * 16 + 3) * 8 for lane in range(32)]          # A_shared[ty][k]
-    b = [(3 * 16 + lane % 16) * 8 for lane in range(32)]             # B_shared[k][tx]
-    assert banks.wavefronts(b, 8) == 2          # two half-warp phases, no conflict
-    assert banks.wavefronts(a, 8) == 2          # two broadcasts, 128 bytes apart: same banks
+def test_model_matches_the_recorded_counters():
+    """The shared-memory model of chapters 10-11 (ch10_11_instructions.predict) against
+    every recorded Nsight Compute row of its kernels: the tile kernels' column reads of
+    tile[tx][ty] (32-way in float, 32 in double, PAD = 1 conflict-free), dgemm's
+    A_shared[ty][k] / B_shared[k][tx] LDS.64 and sgemm_tiled_vec's vector reads."""
+    rows = check_against_recorded(bc.KERNELS, bc.predict, ld_excess=0.5, declined=ValueError)
+    assert {r["kernel"] for _, r in rows} == set(bc.KERNELS)
+    assert len(rows) >= 50
 
 
 # ------------------------------------------------------------------ chapter 11, question 1
@@ -185,13 +173,36 @@ def test_tile_map_block_1_1_tile_1():
     assert A.bank[0][15] == 30 and A.banks_of(0, 15) == (30, 31)
 
 
-def test_tile_map_other_block_and_tile():
-    t = shared_tile_contents(block=(2, 0), tile=3, BLOCK=16, dim=256)
-    A, B = t["A_shared"], t["B_shared"]
-    # row = 0*16 + ty, j = 3*16 + tx;  i = 3*16 + ty, col = 2*16 + tx
-    assert A.offset[1][2] == 1 * 256 + 50
-    assert B.offset[1][2] == 49 * 256 + 34
-    assert (B.row[1][2], B.col[1][2]) == (49, 34)
+def _dgemm_load_offsets(bx, by, tile, BLOCK, dim):
+    """The flat offsets dgemm_tiled's threads load into A_shared / B_shared, by the
+    expressions written in cuda/11_dgemm_tiled.cu (row, col, j, i and the two loads)."""
+    src = get("dgemm_tiled").source_text()
+    expr = {v: re.search(rf"const int {v} = ([^;]+);", src).group(1) for v in ("row", "col", "j", "i")}
+    loads = {m: re.search(rf"{m}_shared\[threadIdx.y\]\[threadIdx.x\] = \([^)]*\) \? "
+                          rf"{m}\[([^\]]+)\]", src).group(1) for m in ("A", "B")}
+
+    def ev(e, **names):
+        e = e.replace("threadIdx.", "t_").replace("blockIdx.", "b_").replace("blockDim.", "d_")
+        assert re.fullmatch(r"[\w\s()+*]+", e), e
+        return eval(e, {}, names)
+
+    out = {"A": [[0] * BLOCK for _ in range(BLOCK)], "B": [[0] * BLOCK for _ in range(BLOCK)]}
+    for ty in range(BLOCK):
+        for tx in range(BLOCK):
+            names = dict(t_x=tx, t_y=ty, b_x=bx, b_y=by, d_x=BLOCK, d_y=BLOCK, tile=tile,
+                         BLOCK=BLOCK, M=dim, N=dim, K=dim)
+            names.update({v: ev(e, **names) for v, e in expr.items()})
+            for m in ("A", "B"):
+                out[m][ty][tx] = ev(loads[m], **names)
+    return out
+
+
+@pytest.mark.parametrize("block,tile", [((1, 1), 1), ((2, 0), 3), ((15, 7), 15)])
+def test_tile_map_is_what_the_kernel_loads(block, tile):
+    t = shared_tile_contents(block=block, tile=tile, BLOCK=16, dim=256)
+    want = _dgemm_load_offsets(*block, tile, 16, 256)
+    assert t["A_shared"].offset == want["A"]
+    assert t["B_shared"].offset == want["B"]
 
 
 def test_tile_map_rejects_outside_grid():
