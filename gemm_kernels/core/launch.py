@@ -63,7 +63,8 @@ def problems(kernel: str | Kernel, params: dict | None = None,
         if bad:
             out.append(bad)
             return out
-        shape = tuple(int(d) for d in shape)   # numpy integers would overflow int32
+        # Python ints: numpy int32 dimensions would wrap in the products below
+        shape = tuple(int(d) for d in shape)
         pairs = [(shape[0], shape[2]), (shape[2], shape[1]), (shape[0], shape[1])] \
             if len(shape) == 3 else [shape]
         if any(a * b > INT32_MAX for a, b in pairs):

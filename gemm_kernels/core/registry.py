@@ -49,7 +49,8 @@ class Param:
                 f"a {self.kind.__name__}: choose one of {self.choices()}")
 
     def problem(self, value) -> str | None:
-        """A message when `value` is not one of the allowed values, else None."""
+        """A message when `value` has the wrong type or is not one of the allowed
+        values, else None."""
         wrong = self.type_problem(value)
         if wrong or value in self.values:
             return wrong
