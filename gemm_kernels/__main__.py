@@ -1,4 +1,11 @@
-"""Command line: python -m gemm_kernels {bench,check,record,sweep,analyse}."""
+"""Command line: python -m gemm_kernels {bench,check,record,sweep,profile,analyse}.
+
+Bad input is refused before anything runs: argparse-style (exit status 2, a one-line
+error after the usage) for names, numbers and shapes; a plain message and exit status 1
+for a command that needs a GPU where there is none. Nothing here writes a tracked file
+unless asked to (`bench --plot PATH`, `bench --readme [PATH]`, and the recording
+commands, which need a GPU).
+"""
 from __future__ import annotations
 
 import argparse
@@ -12,46 +19,184 @@ from gemm_kernels.core import device
 
 from gemm_kernels.measure import records
 from gemm_kernels.core.kernels import KERNELS, get
+from gemm_kernels.core.launch import DTYPES, shape_problem
+from gemm_kernels.core.registry import int_problem
 
-FIGURES = Path(__file__).resolve().parent.parent / "figures"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
 SANITIZE_SHAPE = "33x65x17"
+BENCH_SIZES = [1024, 2048, 4096]
 
 
-def _shape(text: str) -> tuple:
-    return tuple(int(x) for x in text.lower().split("x"))
+# ------------------------------------------------------------------ argument types
+# argparse turns an ArgumentTypeError into "error: argument --x: <message>", exit 2.
+
+def _count(text: str) -> int:
+    """A positive integer (repeats, sizes)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    bad = int_problem("the value", value)
+    if bad:
+        raise argparse.ArgumentTypeError(bad)
+    return value
+
+
+def _kernel(ops: tuple[str, ...] | None = None):
+    """A type for kernel names: a registered kernel (of one of `ops`, if given)."""
+    allowed = [n for n, k in KERNELS.items() if ops is None or k.op in ops]
+
+    def parse(name: str) -> str:
+        if name not in allowed:
+            what = "a kernel" if name not in KERNELS else f"a {'/'.join(ops)} kernel"
+            raise argparse.ArgumentTypeError(
+                f"{name!r} is not {what}; known: {', '.join(allowed)}")
+        return name
+    return parse
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    """'MxNxK' or 'ROWSxCOLS': positive integers separated by 'x'. Whether the number
+    of dimensions suits a kernel is `launch.shape_problem`'s to say."""
+    parts = text.lower().split("x")
+    try:
+        dims = tuple(int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a shape; write MxNxK, e.g. 33x65x17") from None
+    if len(dims) not in (2, 3) or any(d < 1 for d in dims):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a shape; write MxNxK (or ROWSxCOLS for a transpose) with "
+            "every dimension at least 1")
+    return dims
+
+
+def _chapter(text: str) -> str:
+    chapters = sorted({k.chapter for k in KERNELS.values()})
+    if text not in chapters:
+        raise argparse.ArgumentTypeError(f"no chapter {text!r}; chapters: {', '.join(chapters)}")
+    return text
+
+
+def _need_gpu(command: str) -> None:
+    if not device.is_live():
+        sys.exit(f"{command} needs a GPU; there is none here (recorded mode)")
+
+
+# ------------------------------------------------------------------ bench
+
+def _recorded_sizes(names) -> dict[str, set[int]]:
+    """kernel -> the square sizes at which the recording has it with its defaults."""
+    rec = records.current()
+    out = {}
+    for n in names:
+        rows = rec.find(n, None, get(n).defaults()) if rec else []
+        out[n] = {r["shape"][0] for r in rows
+                  if "gflops" in r and len(r["shape"]) == 3 and len(set(r["shape"])) == 1}
+    return out
 
 
 def cmd_bench(a):
-    from gemm_kernels.measure.ladder import compare, ladder_kernels, plot
-    sizes = a.sizes or [1024, 2048, 4096]
+    from gemm_kernels.measure.ladder import LADDER_SIZES, compare, ladder_kernels
+    if a.readme is not None:
+        if a.kernels or a.sizes or a.plot:
+            a.parser.error("--readme writes the whole ladder at the README's sizes; "
+                           "it takes no --kernels, --sizes or --plot")
+        return _bench_readme(a, ladder_kernels(), LADDER_SIZES)
     names = a.kernels or ladder_kernels()
+    sizes = a.sizes or BENCH_SIZES
     if not device.is_live():
         print(f"No GPU here: showing the recording ({records.source()}).")
-    if a.readme:
-        from gemm_kernels.measure.ladder import update_readme
-        update_readme(FIGURES.parent / "README.md")
-        print("README.md results table updated from", records.source())
-        return
+        sizes = _recorded_choice(a, names, sizes)
+    # No reference is named: compare chooses cuBLAS SGEMM or DGEMM by each kernel's op.
     table = compare(names, sizes, repeats=a.repeats)
     print(table)
-    out = FIGURES / "ladder.png"
-    plot(table, path=out)
-    print(f"plot: {out}")
+    if a.plot:
+        from gemm_kernels.measure.ladder import plot
+        plot(table, path=a.plot)
+        print(f"plot: {a.plot}")
+
+
+def _recorded_choice(a, names, sizes) -> list[int]:
+    """The sizes to show from the recording. Refused (exit 2, with what is recorded) when
+    a size the user asked for, or a kernel the user named, has no row there; default
+    sizes the recording lacks are dropped. Single missing cells are listed, not hidden."""
+    have = _recorded_sizes(names)
+    recorded = sorted(set().union(*have.values()))
+    where = f"the recording ({records.recording_label()})"
+    if not a.sizes:
+        sizes = [s for s in sizes if s in recorded]
+    missing = [s for s in sizes if not any(s in have[n] for n in names)]
+    if missing or not sizes:
+        a.parser.error(f"size(s) {', '.join(map(str, missing)) or 'requested'} not in {where}; "
+                       f"recorded sizes: {', '.join(map(str, recorded)) or 'none'}")
+    for n in a.kernels or []:
+        if not have[n] & set(sizes):
+            a.parser.error(f"{n} is not in {where} at {', '.join(map(str, sizes))}; recorded "
+                           f"at: {', '.join(map(str, sorted(have[n]))) or 'no size'}")
+    gaps = [f"{n} at {s}" for n in names for s in sizes if s not in have[n]]
+    if gaps:
+        print("Not in the recording, left out:", ", ".join(gaps))
+    return sizes
+
+
+def _bench_readme(a, names, sizes) -> None:
+    """Rewrite the block between the README's markers; refuse, leaving the file as it
+    was, when the markers are missing or there is nothing to put between them."""
+    from gemm_kernels.measure.ladder import README_END, README_START, markdown
+    path = Path(a.readme)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        sys.exit(f"bench --readme: cannot read {path}: {e.strerror}")
+    start, end = text.find(README_START), text.find(README_END)
+    if start < 0 or end < start:
+        sys.exit(f"bench --readme: {path} has no '{README_START}' ... '{README_END}' "
+                 "block to replace; left unchanged")
+    if not device.is_live() and not any(_recorded_sizes(names)[n] & set(sizes) for n in names):
+        sys.exit(f"bench --readme: the recording ({records.recording_label()}) has none of "
+                 f"the ladder kernels at {list(sizes)}; {path} left unchanged")
+    try:
+        block = markdown(sizes)
+    except LookupError as e:
+        sys.exit(f"bench --readme: {e}; {path} left unchanged")
+    start += len(README_START)
+    path.write_text(text[:start] + "\n" + block + "\n" + text[end:])
+    print(f"{path}: results table written from {records.source()}")
+
+
+# ------------------------------------------------------------------ check
+
+def _shapes_for(a, names) -> dict[str, list[tuple]]:
+    """kernel -> its --shapes, each checked against the kernel's op. A transpose or copy
+    kernel reads an MxNxK shape as MxN, so one list serves every kernel (as in
+    `--sanitize`)."""
+    out = {}
+    for n in names:
+        k = get(n)
+        shapes = [s if k.op in DTYPES else s[:2] for s in a.shapes]
+        for s in shapes:
+            bad = shape_problem(k, s)
+            if bad:
+                a.parser.error(f"--shapes: {bad}")
+        out[n] = shapes
+    return out
 
 
 def cmd_check(a):
     names = a.kernels or list(KERNELS)
+    shapes = _shapes_for(a, names) if a.shapes else None
+    _need_gpu("check")
     if a.sanitize:
         return _sanitize(names)
-    if not device.is_live():
-        sys.exit("check needs a GPU; there is none here")
     from gemm_kernels.measure.check import check, check_all
     failed = 0
     for n in names:
-        if a.shapes:
-            gemm = get(n).op in ("sgemm", "dgemm")
-            results = [check(n, _shape(s)[:3 if gemm else 2], alpha=1.5 if gemm else 1.0,
-                             beta=-0.5 if gemm else 0.0) for s in a.shapes]
+        if shapes:
+            gemm = get(n).op in DTYPES
+            results = [check(n, s, alpha=1.5 if gemm else 1.0, beta=-0.5 if gemm else 0.0)
+                       for s in shapes[n]]
         else:
             results = check_all(n)
         for r in results:
@@ -85,21 +230,30 @@ def _sanitize(names) -> None:
     sys.exit(1 if bad else 0)
 
 
+# ------------------------------------------------------------------ the others
+
 def cmd_record(a):
+    _need_gpu("record")
     from gemm_kernels.measure.record import main_record
     main_record(a.chapters)
 
 
 def cmd_sweep(a):
+    shape = None
+    if a.shape:
+        bad = shape_problem(a.kernel, a.shape)
+        if bad:
+            a.parser.error(f"--shape: {bad}")
+        shape = a.shape
+    _need_gpu("sweep")
     from gemm_kernels.measure.record import merge, sweep_rows
-    if not device.is_live():
-        sys.exit("sweep needs a GPU; there is none here")
-    rows = sweep_rows(a.kernel, _shape(a.shape) if a.shape else None)
+    rows = sweep_rows(a.kernel, shape)
     rec = merge(rows)
     print(f"{len(rows)} configurations of {a.kernel} merged into {rec.path}")
 
 
 def cmd_profile(a):
+    _need_gpu("profile")
     from gemm_kernels.measure.profile import main as profile_main
     profile_main()
 
@@ -115,32 +269,40 @@ def cmd_analyse(a):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m gemm_kernels")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("bench", help="GFLOP/s and %% of cuBLAS; writes figures/ladder.png")
-    b.add_argument("--kernels", nargs="+")
-    b.add_argument("--sizes", nargs="+", type=int)
-    b.add_argument("--repeats", type=int, default=20)
-    b.add_argument("--readme", action="store_true",
-                   help="write the recorded ladder into README.md's results table")
+    b = sub.add_parser("bench", help="GFLOP/s and %% of cuBLAS per kernel and size")
+    b.add_argument("--kernels", nargs="+", type=_kernel(tuple(DTYPES)))
+    b.add_argument("--sizes", nargs="+", type=_count,
+                   help=f"square sizes (default {' '.join(map(str, BENCH_SIZES))})")
+    b.add_argument("--repeats", type=_count, default=20)
+    b.add_argument("--plot", metavar="PATH", help="also draw the table into this file")
+    b.add_argument("--readme", nargs="?", const=str(README), metavar="PATH",
+                   help="write the ladder into the results block of PATH "
+                        "(default README.md)")
     b.set_defaults(fn=cmd_bench)
-    c = sub.add_parser("check", help="correctness over ragged shapes")
-    c.add_argument("--kernels", nargs="+")
-    c.add_argument("--shapes", nargs="+", help="e.g. 33x65x17 (alpha=1.5, beta=-0.5)")
+    c = sub.add_parser("check", help="correctness over ragged shapes (needs a GPU)")
+    c.add_argument("--kernels", nargs="+", type=_kernel())
+    c.add_argument("--shapes", nargs="+", type=_shape,
+                   help="e.g. 33x65x17 (alpha=1.5, beta=-0.5); transposes use 33x65")
     c.add_argument("--sanitize", action="store_true",
                    help="run each kernel under compute-sanitizer memcheck and racecheck")
     c.set_defaults(fn=cmd_check)
-    r = sub.add_parser("record", help="measure everything and write figures/data/<device>.json")
-    r.add_argument("--chapters", nargs="+")
+    r = sub.add_parser("record", help="measure everything and write "
+                       "figures/data/<device>.json (needs a GPU)")
+    r.add_argument("--chapters", nargs="+", type=_chapter)
     r.set_defaults(fn=cmd_record)
-    s = sub.add_parser("sweep", help="measure one kernel's valid space and record it")
-    s.add_argument("kernel")
-    s.add_argument("--shape")
+    s = sub.add_parser("sweep", help="measure one kernel's valid space and record it "
+                       "(needs a GPU)")
+    s.add_argument("kernel", type=_kernel())
+    s.add_argument("--shape", type=_shape, help="MxNxK, or ROWSxCOLS for a transpose")
     s.set_defaults(fn=cmd_sweep)
     pr = sub.add_parser("profile", help="Nsight Compute counters (bank conflicts, sectors) "
-                        "for every chapter, merged into the record")
+                        "for every chapter, merged into the record (needs a GPU)")
     pr.set_defaults(fn=cmd_profile)
     an = sub.add_parser("analyse", help="registers, spills, SASS histogram, occupancy (no GPU)")
-    an.add_argument("--kernels", nargs="+")
+    an.add_argument("--kernels", nargs="+", type=_kernel())
     an.set_defaults(fn=cmd_analyse)
+    for p in (b, c, r, s, pr, an):
+        p.set_defaults(parser=p)     # so a command can refuse its input argparse-style
     a = ap.parse_args(argv)
     a.fn(a)
 

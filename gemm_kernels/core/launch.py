@@ -9,7 +9,7 @@ from gemm_kernels.core import compiler
 
 from gemm_kernels.core import device
 from gemm_kernels.core.kernels import get
-from gemm_kernels.core.registry import Kernel
+from gemm_kernels.core.registry import Kernel, int_problem
 
 DTYPES = {"sgemm": "float32", "dgemm": "float64"}
 INT32_MAX = 2**31 - 1
@@ -19,6 +19,25 @@ def kernel_of(kernel: str | Kernel) -> Kernel:
     return kernel if isinstance(kernel, Kernel) else get(kernel)
 
 
+def shape_problem(kernel: str | Kernel, shape) -> str | None:
+    """A message when `shape` is not a shape this kernel's op takes, else None: three
+    integers (M, N, K) for GEMM, two (rows, cols) for transpose and copy, each >= 1.
+    The one shape check: the launcher, the checker, the widgets and the CLI use it."""
+    k = kernel_of(kernel)
+    dims = ("M", "N", "K") if k.op in DTYPES else ("rows", "cols")
+    want = f"{len(dims)} integers ({', '.join(dims)})"
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__"):
+        return f"{k.name} takes a shape of {want}, got {type(shape).__name__} {shape!r}"
+    if len(shape) != len(dims):
+        return (f"{k.name} is a {k.op} kernel: its shape is {want}, got {len(shape)} "
+                f"value(s) {tuple(shape)}")
+    for name, d in zip(dims, shape):
+        bad = int_problem(name, d)
+        if bad:
+            return f"shape {tuple(shape)}: {bad}"
+    return None
+
+
 def problems(kernel: str | Kernel, params: dict | None = None,
              shape: tuple | None = None) -> list[str]:
     """Every reason this configuration cannot run at this shape (empty when it can).
@@ -26,13 +45,10 @@ def problems(kernel: str | Kernel, params: dict | None = None,
     Needs no arrays and no GPU, so the widgets can ask before anything is allocated.
     """
     k = kernel_of(kernel)
-    try:
-        p = k.resolve(params)
-    except ValueError as e:
-        return [str(e)]
-    out = k.problems(p)
+    out = k.problems(params)
     if out:
         return out
+    p = k.resolve(params)
     lim = device.limits()
     threads = k.threads(p)
     if threads[0] * threads[1] * threads[2] > lim["max_threads_per_block"]:
@@ -43,18 +59,21 @@ def problems(kernel: str | Kernel, params: dict | None = None,
         out.append(f"{smem} bytes of shared memory per block exceeds this GPU's "
                    f"limit of {lim['smem_per_block_optin']} bytes")
     if shape is not None:
-        if any(int(d) < 1 for d in shape):
-            out.append(f"every dimension must be at least 1, got {tuple(shape)}")
+        bad = shape_problem(k, shape)
+        if bad:
+            out.append(bad)
             return out
+        # Python ints: numpy int32 dimensions would wrap in the products below
+        shape = tuple(int(d) for d in shape)
         pairs = [(shape[0], shape[2]), (shape[2], shape[1]), (shape[0], shape[1])] \
-            if len(shape) == 3 else [tuple(shape)]
+            if len(shape) == 3 else [shape]
         if any(a * b > INT32_MAX for a, b in pairs):
-            out.append(f"shape {tuple(shape)}: a matrix with more than 2^31-1 elements "
+            out.append(f"shape {shape}: a matrix with more than 2^31-1 elements "
                        "overflows the kernels' 32-bit indices")
-        rule = k.shape_rule(p, tuple(shape))
+        rule = k.shape_rule(p, shape)
         if rule:
             out.append(rule)
-        grid = k.grid(p, tuple(shape))
+        grid = k.grid(p, shape)
         if grid[1] > lim["max_grid_y"] or grid[2] > 65535:
             out.append(f"grid {grid} exceeds the limit of 65535 blocks in y and z")
     return out
@@ -84,6 +103,9 @@ def _check_arrays(k: Kernel, p: dict, arrays) -> tuple:
             raise ValueError(f"{n} starts {a.data.ptr % k.align} bytes past a {k.align}-byte "
                              f"boundary (an offset view?); {k.name} loads {k.align}-byte "
                              f"vectors: pass {n}.copy()")
+    overlap = aliasing(names, arrays)
+    if overlap:
+        raise ValueError(overlap)
     if k.op in DTYPES:
         (M, K), (K2, N), (M2, N2) = (a.shape for a in arrays)
         if K2 != K:
@@ -99,13 +121,31 @@ def _check_arrays(k: Kernel, p: dict, arrays) -> tuple:
     return (R, Cc)
 
 
+def aliasing(names, arrays) -> str | None:
+    """A message when the output (the last array) shares GPU memory with an input: the
+    kernels read their inputs while writing the output, so `launch("naive", A, A, A)` or
+    an output that is a view of an input would give a silently wrong result. Compares
+    the byte ranges [ptr, ptr + nbytes), which are exact for C-contiguous arrays."""
+    *ins, out = arrays
+    lo = out.data.ptr
+    hi = lo + out.nbytes
+    for n, a in zip(names, ins):
+        if a.data.ptr < hi and lo < a.data.ptr + a.nbytes:
+            same = a.data.ptr == lo and a.nbytes == out.nbytes
+            return (f"{names[-1]} {'is' if same else 'overlaps'} {n} in GPU memory "
+                    f"({'the same array' if same else 'a view of the same memory'}): the "
+                    f"kernel would overwrite {n} while reading it; pass a separate "
+                    f"output, e.g. cupy.empty_like({names[-1]})")
+    return None
+
+
 def prepare(kernel: str | Kernel, arrays, params: dict | None = None):
     """Validate; return (kernel, params, shape) ready to launch, or raise ValueError."""
     k = kernel_of(kernel)
-    p = k.resolve(params)
-    bad = k.problems(p)
+    bad = k.problems(params)
     if bad:
         raise ValueError(f"{k.name}: " + "; ".join(bad))
+    p = k.resolve(params)
     shape = _check_arrays(k, p, arrays)
     bad = problems(k, p, shape)
     if bad:

@@ -7,6 +7,7 @@ declared here as data, so a parameter combination is checked before anything run
 from __future__ import annotations
 
 import hashlib
+import numbers
 import re
 from dataclasses import dataclass, field
 from itertools import product
@@ -26,6 +27,37 @@ class Param:
     default: object
     doc: str = ""
     cxx: Mapping[object, object] | None = None   # value -> template argument, if not itself
+
+    @property
+    def kind(self) -> type:
+        """bool, int or str: the type every allowed value has."""
+        return type(self.default)
+
+    def type_problem(self, value) -> str | None:
+        """A message when `value` has the wrong type, else None. Type-strict because
+        Python's `32.0 == 32`, `True == 1` and `1 == True` would let a float or a bool
+        pass the `in values` test and be looked up or compiled as another value."""
+        if self.kind is bool:
+            ok = isinstance(value, bool)
+        elif self.kind is int:   # numpy integers too; a bool is not a count
+            ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+        else:
+            ok = isinstance(value, self.kind)
+        if ok:
+            return None
+        return (f"{self.name}={value!r} is a {type(value).__name__}, but {self.name} takes "
+                f"a {self.kind.__name__}: choose one of {self.choices()}")
+
+    def problem(self, value) -> str | None:
+        """A message when `value` has the wrong type or is not one of the allowed
+        values, else None."""
+        wrong = self.type_problem(value)
+        if wrong or value in self.values:
+            return wrong
+        return f"{self.name}={value!r} is not allowed; choose one of {self.choices()}"
+
+    def choices(self) -> str:
+        return ", ".join(map(repr if self.kind is str else str, self.values))
 
 
 @dataclass(frozen=True)
@@ -91,24 +123,36 @@ class Kernel:
         return {p.name: p.default for p in self.params}
 
     def resolve(self, params: Params | None = None) -> dict:
-        """Defaults overlaid by `params`; unknown names are an error."""
+        """Defaults overlaid by `params` (None: the defaults). Unknown names and values
+        of the wrong type are a ValueError here, since everything that reads params
+        (lookups in the recording, instantiation names) goes through this."""
+        p, bad = self._overlay(params)
+        if bad:
+            raise ValueError(f"{self.name}: " + "; ".join(bad))
+        return p
+
+    def _overlay(self, params) -> tuple[dict, list[str]]:
+        """(defaults overlaid by params, what is wrong with the names and types)."""
+        if params is not None and not isinstance(params, Mapping):
+            return {}, [f"params must be a dict of tunable -> value, "
+                        f"got {type(params).__name__} {params!r}"]
         params = dict(params or {})
         known = {p.name for p in self.params}
         unknown = set(params) - known
         if unknown:
-            raise ValueError(
-                f"{self.name}: unknown parameter(s) {sorted(unknown)}; "
-                f"tunables are {sorted(known) or 'none'}")
-        return {**self.defaults(), **params}
+            return {}, [f"unknown parameter(s) {sorted(unknown)}; "
+                        f"tunables are {sorted(known) or 'none'}"]
+        wrong = [m for spec in self.params if spec.name in params
+                 for m in [spec.type_problem(params[spec.name])] if m]
+        return {**self.defaults(), **params}, wrong
 
     def problems(self, params: Params | None = None) -> list[str]:
-        """Every reason the parameters are invalid, as a user would read them."""
-        p = self.resolve(params)
-        out = []
-        for spec in self.params:
-            if p[spec.name] not in spec.values:
-                out.append(f"{spec.name}={p[spec.name]!r} is not allowed; choose one of "
-                           f"{', '.join(map(str, spec.values))}")
+        """Every reason the parameters are invalid, as a user would read them (what
+        `resolve` refuses comes back as a message too)."""
+        p, out = self._overlay(params)
+        if out:
+            return out
+        out = [m for spec in self.params for m in [spec.problem(p[spec.name])] if m]
         if out:
             return out
         for c in self.constraints:
@@ -142,6 +186,16 @@ class Kernel:
 
     def valid_configurations(self) -> list[dict]:
         return [c for c in self.configurations() if not self.problems(c)]
+
+
+def int_problem(name: str, value, minimum: int = 1) -> str | None:
+    """A message unless `value` is an integer (numpy integers count, bool does not) of
+    at least `minimum`: the one check behind sizes, shape dimensions and counts."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return f"{name} must be an integer, got {type(value).__name__} {value!r}"
+    if value < minimum:
+        return f"{name} must be at least {minimum}, got {value}"
+    return None
 
 
 def _cxx(v) -> str:

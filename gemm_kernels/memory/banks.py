@@ -31,13 +31,19 @@ count the same thing, wavefronts beyond the minimum, next to
 ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum`` for the wavefronts themselves
 (see ``gemm_kernels.memory.probe``, which checks this model against the hardware).
 
-Addresses are byte offsets into shared memory, one per lane, lane 0 first; ``None`` or a
-negative number marks an inactive lane (a lane that does not load).
+Addresses are byte offsets into shared memory, one per lane, lane 0 first: exactly 32
+non-negative integers (numpy integers too), with ``None`` and only ``None`` marking an
+inactive lane (a lane that does not load). Anything else (a negative offset, a float,
+a bool, a nested array, another lane count) is a ValueError that names the lane and
+the problem, so a mistake is never counted as some other access.
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
+
+from gemm_kernels.core.registry import int_problem
 
 BANKS = 32
 WORD = 4            # bytes per bank per wavefront
@@ -129,12 +135,17 @@ class Analysis:
 # ------------------------------------------------------------------ the model
 
 def _normalise(addresses, width: int) -> tuple[int | None, ...]:
-    if width not in WIDTHS:
-        raise ValueError(f"width must be 4, 8 or 16 bytes per lane, got {width!r}")
+    check_width(width)
+    if getattr(addresses, "ndim", 1) != 1:     # a (32, 1) array iterates as 32 arrays
+        raise ValueError(f"addresses must be a flat sequence of 32 byte offsets, got an "
+                         f"array of shape {addresses.shape}")
+    if isinstance(addresses, (str, bytes)):
+        raise ValueError(f"addresses must be a sequence of 32 byte offsets, got {addresses!r}")
     try:
         addrs = list(addresses)
     except TypeError:
-        raise ValueError("addresses must be a sequence of 32 byte offsets, one per lane") from None
+        raise ValueError("addresses must be a sequence of 32 byte offsets, one per lane, "
+                         f"got {type(addresses).__name__}") from None
     if len(addrs) != WARP:
         raise ValueError(f"expected exactly 32 addresses (one per lane), got {len(addrs)}")
     out: list[int | None] = []
@@ -142,13 +153,14 @@ def _normalise(addresses, width: int) -> tuple[int | None, ...]:
         if a is None:
             out.append(None)
             continue
-        if isinstance(a, bool) or not hasattr(a, "__index__"):
-            raise ValueError(f"lane {lane}: address must be an integer byte offset or None, "
-                             f"got {a!r}")
+        if isinstance(a, bool) or not isinstance(a, numbers.Integral):
+            raise ValueError(f"lane {lane}: address must be an integer byte offset or None "
+                             f"(inactive), got {type(a).__name__} {a!r}")
         a = int(a)
         if a < 0:
-            out.append(None)
-        elif a % width:
+            raise ValueError(f"lane {lane}: address {a} is negative; shared-memory offsets "
+                             "start at 0, and an inactive lane is marked with None")
+        if a % width:
             raise ValueError(f"lane {lane}: address {a} is not aligned to the access width "
                              f"{width} (a {width}-byte load needs a multiple of {width})")
         else:
@@ -196,15 +208,15 @@ def _phase(addrs, lanes: tuple[int, ...], width: int, merged: bool) -> Phase:
 def analyse(addresses, width: int = 4, *, quarter_merge_scope: str = "warp") -> Analysis:
     """Analyse one warp-wide shared-memory load of `width` bytes per lane.
 
-    addresses: 32 byte offsets, lane 0 first; None or negative = inactive lane.
+    addresses: 32 byte offsets, lane 0 first; None = inactive lane.
     quarter_merge_scope: for 128-bit loads, where the merging rule is evaluated:
         "warp" (default): once over all 32 lanes, the way the 64-bit rule is stated;
         "half": separately for each half-warp. The hardware probe
         (``gemm_kernels.memory.probe``, pattern w16_merge_first_half_only) tells them apart:
         on the H200 the quarters did not merge when only one half-warp met the rule, so
         the rule is warp-wide.
-    Raises ValueError for a wrong lane count, an unsupported width or a misaligned
-    address.
+    Raises ValueError for a wrong lane count, an unsupported width, or an address that
+    is not a non-negative integer (or None) aligned to the width.
     """
     if quarter_merge_scope not in ("half", "warp"):
         raise ValueError(f"quarter_merge_scope must be 'half' or 'warp', got {quarter_merge_scope!r}")
@@ -252,9 +264,12 @@ def conflicts(addresses, width: int = 4) -> int:
 
 # ------------------------------------------------------------------ pattern builders
 
-def _check_width(width: int) -> None:
-    if width not in WIDTHS:
-        raise ValueError(f"width must be 4, 8 or 16 bytes per lane, got {width!r}")
+def check_width(width: int) -> None:
+    """ValueError unless width is the int 4, 8 or 16 (4.0 or True would pass `in WIDTHS`)."""
+    if isinstance(width, bool) or not isinstance(width, numbers.Integral) \
+            or width not in WIDTHS:
+        raise ValueError(f"width must be 4, 8 or 16 bytes per lane, "
+                         f"got {type(width).__name__} {width!r}")
 
 
 def _apply_active(addrs: list[int | None], active) -> list[int | None]:
@@ -281,13 +296,11 @@ def strided(stride: int, width: int = 4, padding: int = 0, row_elems: int = 32,
     base: a byte offset added to every address (must keep it aligned).
     active: None (all lanes), 32 booleans, or a function lane -> bool.
     """
-    _check_width(width)
-    if row_elems < 1:
-        raise ValueError(f"row_elems must be >= 1, got {row_elems}")
-    if padding < 0:
-        raise ValueError(f"padding must be >= 0, got {padding}")
-    if stride < 0:
-        raise ValueError(f"stride must be >= 0, got {stride}")
+    check_width(width)
+    for bad in (int_problem("row_elems", row_elems), int_problem("padding", padding, 0),
+                int_problem("stride", stride, 0), int_problem("base", base, 0)):
+        if bad:
+            raise ValueError(bad)
     out = []
     for i in range(WARP):
         e = i * stride
@@ -297,7 +310,7 @@ def strided(stride: int, width: int = 4, padding: int = 0, row_elems: int = 32,
 
 def broadcast(address: int = 0, width: int = 4, active=None) -> list[int | None]:
     """Every lane reads the same address."""
-    _check_width(width)
+    check_width(width)
     return _apply_active([address] * WARP, active)
 
 

@@ -2,10 +2,13 @@
 without a browser; `.widget()` wraps it in ipywidgets (imported only there)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from gemm_kernels.core import device
 
 from gemm_kernels.measure import lookup, records
 from gemm_kernels.core.launch import kernel_of, problems
+from gemm_kernels.core.registry import int_problem
 
 SIZES = {"gemm": (1024, 2048, 4096), "transpose": (4096, 8192)}
 DEFAULT_SIZE = {"gemm": 2048, "transpose": 8192}   # the sizes sweeps are recorded at
@@ -14,6 +17,17 @@ CHECK_SHAPE = (257, 263, 129)  # ragged: every live widget run is also checked
 
 def _label(params: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in params.items())
+
+
+def _size(size, default: int) -> int:
+    """`size` (None: `default`), refused unless a positive integer: 0 must not quietly
+    become the default, and a float or a bool is a mistake, not a size."""
+    if size is None:
+        return default
+    bad = int_problem("size", size)
+    if bad:
+        raise ValueError(bad)
+    return int(size)
 
 
 class Explorer:
@@ -27,7 +41,7 @@ class Explorer:
                  note=None):
         self.kernel = kernel_of(kernel)
         self.family = "gemm" if self.kernel.op in ("sgemm", "dgemm") else "transpose"
-        self.size = size or DEFAULT_SIZE[self.family]
+        self.size = _size(size, DEFAULT_SIZE[self.family])
         self.fixed = dict(fixed or {})
         self.note = note   # optional: params -> a line added to each result (e.g. counters)
         self.history: list[tuple[str, float]] = []
@@ -48,7 +62,13 @@ class Explorer:
         return self._cublas[self.size]
 
     def evaluate(self, params: dict) -> dict:
-        """{'ok', 'message', 'value'}; never raises for a bad choice."""
+        """{'ok', 'message', 'value'}; never raises for a bad choice: a wrong name, type
+        or value comes back as the message, so a student's choice never stops the
+        notebook."""
+        if not isinstance(params, Mapping):
+            return {"ok": False, "value": None,
+                    "message": f"Choose the tunables as a dict, e.g. "
+                               f"{self.kernel.defaults()}; got {params!r}"}
         p = {**params, **self.fixed}
         bad = problems(self.kernel, p, self.shape)
         if bad:
@@ -129,9 +149,13 @@ def sweep_grid(kernel, x: str, y: str, size: int | None = None, fixed: dict | No
     tunables, with the reason for each invalid cell. Returns (xs, ys, values, reasons)."""
     import math
     k = kernel_of(kernel)
-    size = size or DEFAULT_SIZE["gemm" if k.op in ("sgemm", "dgemm") else "transpose"]
+    size = _size(size, DEFAULT_SIZE["gemm" if k.op in ("sgemm", "dgemm") else "transpose"])
     specs = {p.name: p for p in k.params}
+    for axis in (x, y):
+        if axis not in specs:
+            raise ValueError(f"{k.name} has no tunable {axis!r}; tunables are {sorted(specs)}")
     xs, ys = list(specs[x].values), list(specs[y].values)
+    k.resolve(fixed)     # unknown names and wrong types are refused here, not skipped
     fixed = fixed or {}
     shape = (size,) * 3 if k.op in ("sgemm", "dgemm") else (size,) * 2
     values = [[math.nan] * len(xs) for _ in ys]
@@ -203,6 +227,9 @@ class BankExplorer:
     PADDINGS = (0, 1, 2, 3, 4)
 
     def __init__(self, row_elems: int = 32):
+        bad = int_problem("row_elems", row_elems)
+        if bad:
+            raise ValueError(bad)
         self.row_elems = row_elems
 
     @staticmethod
@@ -220,10 +247,12 @@ class BankExplorer:
     def addresses(self, stride: int = 1, width: int = 4, padding: int = 0,
                   share: str = "none", inactive: str = "none") -> list:
         from gemm_kernels.memory import banks
-        if inactive not in self.INACTIVE:
+        if not isinstance(inactive, str) or inactive not in self.INACTIVE:
             raise ValueError(f"inactive must be one of {tuple(self.INACTIVE)}, got {inactive!r}")
-        if stride < 0 or padding < 0:
-            raise ValueError("stride and padding must be >= 0")
+        banks.check_width(width)
+        for bad in (int_problem("stride", stride, 0), int_problem("padding", padding, 0)):
+            if bad:
+                raise ValueError(bad)
         out = []
         for i in range(banks.WARP):
             e = self.element(i, share) * stride
