@@ -63,13 +63,15 @@ def test_inactive_lanes_width4():
     # stride 32 but only 4 lanes active -> 4 words in bank 0
     addrs = [i * 128 if i < 4 else OFF for i in range(32)]
     assert wavefronts(addrs) == 4
-    assert wavefronts([-1] * 31 + [128]) == 1
+    assert wavefronts([None] * 31 + [128]) == 1
     a = analyse([None] * 32)
     assert (a.wavefronts, a.ideal, a.conflicts) == (0, 0, 0)
 
 
-def test_negative_means_inactive():
-    assert analyse([-4] * 16 + [0] * 16).active_lanes == tuple(range(16, 32))
+def test_none_means_inactive_and_negative_is_refused():
+    assert analyse([None] * 16 + [0] * 16).active_lanes == tuple(range(16, 32))
+    with pytest.raises(ValueError, match="negative"):
+        analyse([-4] * 16 + [0] * 16)
 
 
 def test_padding_rows():
