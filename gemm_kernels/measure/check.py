@@ -151,31 +151,34 @@ def _verdict(xp, out, ref, ratio) -> Verdict:
     import numpy as np
     flat = int(xp.argmax(ratio))              # the first of the largest
     idx = tuple(int(i) for i in np.unravel_index(flat, out.shape))
-    return Verdict(ok=not bool((ratio > 1).any()), bad=int((ratio > 1).sum()),
-                   nan=int((xp.isnan(out) & ~xp.isnan(ref)).sum()), worst=idx,
+    bad = int(xp.count_nonzero(ratio > 1))
+    return Verdict(ok=bad == 0, bad=bad,
+                   nan=int(xp.count_nonzero(xp.isnan(out) & ~xp.isnan(ref))), worst=idx,
                    value=float(out[idx]), reference=float(ref[idx]),
                    ratio=float(ratio.ravel()[flat]))
 
 
 def compare_within(out, ref, bound) -> Verdict:
-    """Each element of `out` against its own `bound` around the float64 `ref`.
+    """Each element of `out` against its own `bound` (an array like `ref`, or a number)
+    around the float64 `ref`.
 
-    Where ref is finite: bad when |out - ref| / bound > 1, and a NaN in `out` is always
-    bad (an element never written keeps the NaN it was poisoned with). Where ref is NaN
-    or +-Inf (NaN or Inf in the inputs), out must match it: NaN where NaN, the same
-    signed Inf where Inf. Written so that no operation warns on NaN or Inf.
+    Where ref is finite: bad when |out - ref| / bound > 1; a NaN in `out` is always bad
+    (an element never written keeps the NaN it was poisoned with), and where the bound
+    is 0 only an exact element passes. Where ref is NaN or +-Inf (NaN or Inf in the
+    inputs), out must match it: NaN where NaN, the same signed Inf where Inf.
     """
+    import numpy as np
     xp = array_module(out, ref, bound)
-    o = out.astype(xp.float64)
-    bound = xp.broadcast_to(xp.asarray(bound, dtype=xp.float64), ref.shape)
-    finite = xp.isfinite(ref)
-    err = xp.abs(o - xp.where(finite, ref, 0.0))
-    positive = bound > 0
-    ratio = err / xp.where(positive, bound, 1.0)
-    ratio = xp.where(positive, ratio, xp.where(err == 0, 0.0, xp.inf))
-    ratio = xp.where(xp.isnan(ratio), xp.inf, ratio)
-    matches = xp.where(xp.isnan(ref), xp.isnan(o), o == ref)
-    ratio = xp.where(finite, ratio, xp.where(matches, 0.0, xp.inf))
+    # 0/0, Inf-Inf and x/0 occur on purpose below and are resolved right after.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        err = xp.abs(out.astype(xp.float64) - ref)
+        ratio = err / bound
+        ratio[err == 0] = 0.0                     # exact, even where the bound is 0
+        ratio[xp.isnan(ratio)] = xp.inf           # NaN in out where ref is finite
+        nonfinite = ~xp.isfinite(ref)
+        if nonfinite.any():
+            o, r = out[nonfinite], ref[nonfinite]
+            ratio[nonfinite] = xp.where(xp.where(xp.isnan(r), xp.isnan(o), o == r), 0.0, xp.inf)
     return _verdict(xp, out, ref, ratio)
 
 
