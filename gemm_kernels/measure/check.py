@@ -173,12 +173,12 @@ def compare_within(out, ref, bound) -> Verdict:
     with np.errstate(invalid="ignore", divide="ignore"):
         err = xp.abs(out.astype(xp.float64) - ref)
         ratio = err / bound
-        ratio[err == 0] = 0.0                     # exact, even where the bound is 0
-        ratio[xp.isnan(ratio)] = xp.inf           # NaN in out where ref is finite
+        xp.putmask(ratio, err == 0, 0.0)          # exact, even where the bound is 0
+        xp.putmask(ratio, xp.isnan(ratio), xp.inf)  # NaN in out where ref is finite
         nonfinite = ~xp.isfinite(ref)
         if nonfinite.any():
-            o, r = out[nonfinite], ref[nonfinite]
-            ratio[nonfinite] = xp.where(xp.where(xp.isnan(r), xp.isnan(o), o == r), 0.0, xp.inf)
+            matches = xp.where(xp.isnan(ref), xp.isnan(out), out == ref)
+            xp.putmask(ratio, nonfinite, xp.where(matches, 0.0, xp.inf))
     return _verdict(xp, out, ref, ratio)
 
 
@@ -259,7 +259,8 @@ def random_normal(shape, dtype, rng):
     """Standard normal numbers drawn in float64 and rounded to `dtype`. `rng`: a NumPy
     or a CuPy Generator (each has its own stream: a seed reproduces a draw on the same
     array module only)."""
-    return rng.standard_normal(shape, dtype="float64").astype(dtype)
+    import numpy as np
+    return rng.standard_normal(shape, dtype=np.float64).astype(dtype)
 
 
 def check(kernel, shape, params=None, alpha=1.0, beta=0.0, seed=None) -> CheckResult:
