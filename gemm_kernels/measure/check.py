@@ -229,7 +229,8 @@ def guard_writes(buf, size: int) -> int:
     """How many guard elements (past the first `size` of `buf`) no longer hold the
     sentinel's exact bits: writes outside the output."""
     itemsize = buf.dtype.itemsize
-    return int((buf[size:].view(UINT[itemsize]) != SENTINEL_BITS[itemsize]).sum())
+    xp = array_module(buf)
+    return int(xp.count_nonzero(buf[size:].view(UINT[itemsize]) != SENTINEL_BITS[itemsize]))
 
 
 @dataclass
