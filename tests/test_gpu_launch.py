@@ -2,6 +2,7 @@
 import pytest
 
 from gemm_kernels.core.launch import launch
+from gemm_kernels.measure.check import compare_gemm, guard_writes, guarded, random_normal
 
 from gpu import needs_gpu
 
@@ -56,10 +57,9 @@ def test_too_many_threads(abc):
 
 
 def test_result_is_right_after_validation(abc):
-    import cupy
     A, B, C = abc
     launch("coalesced", A, B, C, alpha=2.0)
-    assert cupy.allclose(C, 8.0)
+    assert compare_gemm(C, A, B, alpha=2.0).ok
 
 
 def test_offset_view_refused_by_vector_kernels():
@@ -71,4 +71,15 @@ def test_offset_view_refused_by_vector_kernels():
     with pytest.raises(ValueError, match="16-byte boundary"):
         launch("capstone", A, B, C)
     launch("naive", A, B, C)             # scalar kernels take it
-    assert cupy.allclose(C, 64.0)
+    assert compare_gemm(C, A, B).ok
+
+
+def test_guarded_output_is_accepted_by_vector_kernels():
+    """`check` launches into a view of a guarded buffer: it must pass validation
+    (C-contiguous, 16-byte aligned) and leave the guard untouched."""
+    import cupy
+    rng = cupy.random.default_rng(7)
+    A, B = random_normal((67, 45), "float32", rng), random_normal((45, 132), "float32", rng)
+    buf, C = guarded((67, 132), "float32", cupy)
+    launch("capstone", A, B, C)
+    assert compare_gemm(C, A, B).ok and guard_writes(buf, C.size) == 0
