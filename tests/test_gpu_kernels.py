@@ -128,6 +128,18 @@ def test_nan_and_inf_in_inputs_propagate(name):
 HOIST_VARIANTS = [{"HOIST": True}, {"HOIST": True, "BK": 16},
                   {"HOIST": True, "BK": 16, "WM": 32, "WN": 128},
                   {"HOIST": True, "BK": 16, "STAGES": 2}]
+# Other paths through the capstone's source: grouped rasterisation, the register cap of
+# MINB=2, the per-tile clamped copies (HOIST off), wider warp tiles, the 128 x 256 tile.
+CAPSTONE_VARIANTS = [{"GROUP": 8}, {"MINB": 2, "WM": 64, "WN": 64}, {"HOIST": False},
+                     {"HOIST": False, "BK": 8, "STAGES": 2}, {"WM": 64, "WN": 64},
+                     {"BN": 256, "BK": 8, "WM": 32, "WN": 128}]
+
+
+@pytest.mark.parametrize("params", CAPSTONE_VARIANTS, ids=str)
+def test_capstone_variants_correct(params):
+    assert not KERNELS["capstone"].problems(params), "the variant list must hold valid ones"
+    bad = [str(r) for r in check_all("capstone", params) if not r.ok]
+    assert not bad, bad
 
 
 @pytest.mark.parametrize("params", HOIST_VARIANTS, ids=str)

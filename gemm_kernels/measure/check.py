@@ -247,7 +247,8 @@ class CheckResult:
     guard_writes: int | None = None    # guard elements changed (writes outside C)
 
     def __str__(self):
-        dims = "x".join(map(str, self.shape))
+        dims = "x".join(map(str, self.shape)) if isinstance(self.shape, (tuple, list)) \
+            else repr(self.shape)
         head = f"{self.kernel:<16} {dims:>16}  "
         if self.ok is None:
             return head + f"rejected: {self.message}"
@@ -274,11 +275,14 @@ def check(kernel, shape, params=None, alpha=1.0, beta=0.0, seed=None) -> CheckRe
     """
     import cupy
     k = kernel_of(kernel)
-    p = k.resolve(params)
     seed = secrets.randbits(32) if seed is None else seed
-    bad = problems(k, p, shape)
+    # Validation first, on the arguments as given: a mistyped tunable or a malformed
+    # shape comes back as a rejection with its reason, like any other invalid choice.
+    bad = problems(k, params, shape)
     if bad:
-        return CheckResult(k.name, tuple(shape), p, alpha, beta, None, "; ".join(bad), seed)
+        return CheckResult(k.name, shape, dict(params or {}), alpha, beta, None,
+                           "; ".join(bad), seed)
+    p = k.resolve(params)
     rng = cupy.random.default_rng(seed)
     if k.op in DTYPES:
         dtype = DTYPES[k.op]
