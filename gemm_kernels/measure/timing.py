@@ -168,7 +168,8 @@ def input_bytes(name: str, shape, params: dict) -> int:
 def unit_and_rate(name: str, shape, params: dict):
     """("gflops", ms -> GFLOP/s) for GEMMs, ("gbps", ms -> GB/s) for copies and
     transposes, whose bytes moved are their input read once and written once."""
-    if name in ("cublas", "cublas_dgemm") or kernel_of(name).op in DTYPES:
+    if name in ("cublas", "cublas_dgemm") or (name != "device_copy"
+                                              and kernel_of(name).op in DTYPES):
         return "gflops", lambda ms: gflops(shape, ms)
     moved = 2 * input_bytes(name, shape, params)
     return "gbps", lambda ms: gbps(moved, ms)
