@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 
-
 from gemm_kernels import ladder, records, tradeoff
 
 from test_registry_ch03_06 import _toolchain_or_skip
