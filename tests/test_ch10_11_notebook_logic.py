@@ -200,13 +200,18 @@ def test_comparison_and_agreement_with_a_recording(monkeypatch):
 # ------------------------------------------------------------------ bandwidth table
 
 def _fake_record():
-    def row(kernel, shape, gbps, params=None):
-        return {"chapter": "10", "kernel": kernel, "params": params or {}, "shape": list(shape),
-                "gbps": {"median": gbps, "min": gbps - 10, "max": gbps + 10}, "repeats": 20}
+    def row(kernel, shape, gbps, params=None, copy=None):
+        r = {"chapter": "10", "kernel": kernel, "params": params or {}, "shape": list(shape),
+             "gbps": {"median": gbps, "min": gbps - 10, "max": gbps + 10}, "repeats": 20}
+        if copy:    # the device copy timed beside the kernel, in its run
+            r["reference"] = {"kernel": "device_copy", "gbps": {"median": copy, "min": copy,
+                                                                 "max": copy}}
+        return r
     res = [row("device_copy", (64, 64), 1000.0)]
-    for T, g in (("float", 900.0), ("double", 950.0)):
+    for T, g, copy in (("float", 900.0, 1000.0), ("double", 950.0, 1900.0)):
         res.append(row("transpose_padded", (64, 64), g,
-                       get("transpose_padded").resolve({"T": T})))
+                       get("transpose_padded").resolve({"T": T}), copy))
+    # a row of a recording without same-run references (schema 1)
     res.append(row("transpose_naive", (64, 64), 300.0, get("transpose_naive").resolve({})))
     return records.Record({"name": "Test GPU"}, "2026-01-01T00:00:00Z", "abc", stamp(res))
 
@@ -220,6 +225,8 @@ def test_bandwidth_table_percent_and_missing(monkeypatch):
     assert kinds == [("device_copy", "float"), ("transpose_naive", "float"),
                      ("transpose_padded", "float"), ("transpose_padded", "double")]
     assert t[2]["% of device copy"] == pytest.approx(90.0)
+    assert t[3]["% of device copy"] == pytest.approx(50.0)     # its own copy, not t[0]'s
+    assert t[1]["% of device copy"] is None and "  -" in repr(t).splitlines()[3]
     assert bandwidth.best(t, (64, 64))["kernel"] == "transpose_padded"
     assert bandwidth.best(t, (64, 64), "double")["GB/s"] == 950.0
     assert "recorded on Test GPU" in t.title
@@ -237,17 +244,23 @@ def test_bandwidth_plot_runs(monkeypatch):
 
 
 def test_compare_with_dgemm_reference(monkeypatch):
-    def row(kernel, g, params=None):
-        return {"chapter": "11", "kernel": kernel, "params": params or {}, "shape": [64, 64, 64],
-                "gflops": {"median": g, "min": g, "max": g}, "rel_error": 1e-16, "repeats": 20}
+    def row(kernel, g, params=None, ref=None):
+        r = {"chapter": "11", "kernel": kernel, "params": params or {}, "shape": [64, 64, 64],
+             "gflops": {"median": g, "min": g, "max": g}, "rel_error": 1e-16, "repeats": 20}
+        return {**r, "reference": {"kernel": "cublas_dgemm", "gflops": {"median": ref}}} \
+            if ref else r
     rec = records.Record({"name": "Test GPU"}, "2026-01-01T00:00:00Z", "abc",
-                         stamp([row("cublas_dgemm", 400.0), row("dgemm_tiled", 100.0,
-                                                                get("dgemm_tiled").resolve({}))]))
+                         stamp([row("cublas_dgemm", 400.0), row("cublas", 9000.0),
+                                row("dgemm_tiled", 100.0, get("dgemm_tiled").resolve({}), 200.0)]))
     monkeypatch.setattr(records, "_LOADED", {"record": rec})
     monkeypatch.setattr(records.device, "is_live", lambda: False)
+    # the DGEMM kernel is compared with cuBLAS DGEMM without being told
+    t = ladder.compare(["dgemm_tiled"], (64,))
+    assert [r["kernel"] for r in t] == ["dgemm_tiled", "cublas_dgemm"]
+    assert t[0]["% of cuBLAS"] == pytest.approx(50.0)     # its own run's DGEMM, not 400
+    assert t[0]["cuBLAS same run"] == 200.0
     t = ladder.compare(["dgemm_tiled"], (64,), reference="cublas_dgemm")
     assert [r["kernel"] for r in t] == ["dgemm_tiled", "cublas_dgemm"]
-    assert t[0]["% of cuBLAS"] == pytest.approx(25.0)
 
 
 def test_access_picks_the_column_read():

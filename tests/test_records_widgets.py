@@ -4,6 +4,7 @@ import pytest
 
 from gemm_kernels import device, lookup, records, widgets
 from gemm_kernels.core.kernels import get
+from gemm_kernels.measure import record
 from gemm_kernels.measure.record import merge
 
 
@@ -53,7 +54,7 @@ def test_rows_of_other_kernel_sources_are_not_shown(recorded):
 def test_schema_is_checked(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema": 99, "device": {}, "created": "", "commit": "", "results": []}')
-    with pytest.raises(ValueError, match="schema 99"):
+    with pytest.raises(ValueError, match="bad.json: schema 99"):
         records.load(bad)
 
 
@@ -91,6 +92,13 @@ def test_widget_run_button_drives_the_explorer(recorded):
 
 def test_merge_drops_rows_of_old_sources(recorded, monkeypatch):
     monkeypatch.setattr(device, "properties", lambda: {"name": "Test GPU 9000"})
-    rec = merge([_row("naive", {"BLOCK": 32}, (2048,) * 3, 300.0)], path=recorded)
+    monkeypatch.setattr(record, "toolchain", lambda: {})
+    record.run.cache_clear()
+    old = records.load(recorded)
+    old.results = [record.stamp(r) for r in old.results]
+    records.save(old, recorded)
+    rec = merge([record.stamp(_row("naive", {"BLOCK": 32}, (2048,) * 3, 300.0))], path=recorded)
     kept = {(r["kernel"], r["params"].get("BLOCK")) for r in rec.results}
     assert ("naive", 8) not in kept and ("naive", 16) in kept and ("naive", 32) in kept
+    assert list(rec.runs) == [record.run().id]
+    record.run.cache_clear()

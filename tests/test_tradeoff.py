@@ -30,3 +30,51 @@ def test_table_columns():
     t = tradeoff.table("tile_2d_reg", [{"TM": 4, "TN": 4}], extra={"x": lambda p: p["TM"]})
     assert t[0]["threads"] == (64 // 4) * (128 // 4) and t[0]["x"] == 4
     assert t[0]["spills"] == 0
+
+
+def test_table_shows_the_timed_binary_and_uses_it_for_occupancy(monkeypatch):
+    """A recorded rate comes with the registers of the binary that ran; where ptxas here
+    disagrees, both are shown, the note names the configuration, and occupancy follows
+    the timed binary."""
+    _toolchain_or_skip()
+    from gemm_kernels.core import analysis, compiler
+    from gemm_kernels.core.kernels import get
+    k = get("tile_2d_reg")
+    p = k.resolve({"TM": 4, "TN": 4})
+    here = compiler.resources(k, p)["registers"]
+    timed = here + 100                      # enough to change the blocks per SM
+    row = {"chapter": k.chapter, "kernel": k.name, "params": p, "shape": [2048] * 3,
+           "gflops": {"median": 1000.0, "min": 990.0, "max": 1010.0}, "repeats": 20,
+           "source": k.source_hash(), "run": "r", "time": "2026-01-01T00:00:00Z",
+           "binary": {"registers": timed}}
+    rec = records.Record({"name": "Test GPU"}, "2026-01-01T00:00:00Z", "abc", [row],
+                         runs={"r": {}})
+    monkeypatch.setattr(records, "_LOADED", {"record": rec})
+    t = tradeoff.table("tile_2d_reg", [p])
+    assert t[0][analysis.TIMED_REGISTERS] == timed
+    assert t[0][analysis.local_registers_column()] == here
+    occ = analysis.kernel_occupancy(k, p, registers=timed)
+    assert t[0]["blocks/SM"] == occ.blocks_per_sm != analysis.kernel_occupancy(k, p).blocks_per_sm
+    assert f"{timed} timed vs {here} here" in t.title.splitlines()[1]
+    assert f" {timed} " in repr(t).splitlines()[-1]          # an integer, not "229.0"
+
+
+def test_resources_show_the_timed_binary(monkeypatch):
+    _toolchain_or_skip()
+    from gemm_kernels.core import analysis
+    from gemm_kernels.core.kernels import get
+    from gemm_kernels.notebook import display
+    monkeypatch.setattr(records.device, "is_live", lambda: False)
+    k = get("naive")
+    p = k.resolve({})
+    here = analysis.summary("naive")["registers"]
+    row = {"chapter": k.chapter, "kernel": k.name, "params": p, "shape": [2048] * 3,
+           "gflops": {"median": 1.0, "min": 1.0, "max": 1.0}, "source": k.source_hash(),
+           "run": "r", "time": "2026-01-01T00:00:00Z", "binary": {"registers": here + 1}}
+    monkeypatch.setattr(records, "_LOADED", {"record": records.Record(
+        {"name": "Test GPU"}, "2026-01-01T00:00:00Z", "abc", [row], runs={"r": {}})})
+    t = display.resources(["naive", "coalesced"])
+    assert [r[analysis.TIMED_REGISTERS] for r in t] == [here + 1, None]
+    assert "naive: " in t.title and "coalesced" not in t.title
+    monkeypatch.setattr(records, "_LOADED", {"record": None})
+    assert analysis.TIMED_REGISTERS not in display.resources(["naive"]).columns

@@ -137,9 +137,34 @@ def occupancy(threads: int, registers: int, smem: int, limits: dict | None = Non
     return Occupancy(threads, registers, smem, blocks, blocks * warps, max_warps, limiter, by)
 
 
-def kernel_occupancy(kernel, params=None) -> Occupancy:
+def kernel_occupancy(kernel, params=None, registers: int | None = None) -> Occupancy:
+    """Occupancy of one configuration, with the registers per thread that `ptxas -v`
+    reports here, or `registers` when given: beside a recorded rate, those of the binary
+    that was timed (another ptxas can allocate differently)."""
     k = kernel_of(kernel)
     p = k.resolve(params)
     res = compiler.resources(k, p)
     t = k.threads(p)
-    return occupancy(t[0] * t[1] * t[2], res["registers"], res["smem_bytes"] + k.dynamic_smem(p))
+    regs = res["registers"] if registers is None else registers
+    return occupancy(t[0] * t[1] * t[2], regs, res["smem_bytes"] + k.dynamic_smem(p))
+
+
+# ------------------------------------------------------------------ timed vs here
+
+TIMED_REGISTERS = "registers (timed binary)"
+
+
+def local_registers_column() -> str:
+    return f"registers (ptxas {compiler.ptxas_version()} here)"
+
+
+def registers_note(pairs) -> str | None:
+    """One line naming the configurations whose timed binary used another number of
+    registers than ptxas reports here; pairs: (label, timed or None, here). None when
+    they agree (or nothing was timed)."""
+    diff = [f"{label}: {timed} timed vs {here} here" for label, timed, here in pairs
+            if timed is not None and timed != here]
+    if not diff:
+        return None
+    return (f"note: the timed binaries' registers differ from ptxas {compiler.ptxas_version()} "
+            f"here ({'; '.join(diff)}); occupancy uses the timed binary's")

@@ -33,6 +33,30 @@ def function(kernel: Kernel, params: dict, shape: tuple | None = None):
     return _function(kernel, kernel.name_expression(params, shape))
 
 
+# Row key -> attribute of the loaded kernel (cupy.RawKernel, which RawModule.get_function
+# returns; the values come from cuFuncGetAttribute).
+BINARY_ATTRIBUTES = {"registers": "num_regs", "local_size_bytes": "local_size_bytes",
+                     "shared_size_bytes": "shared_size_bytes",
+                     "const_size_bytes": "const_size_bytes",
+                     "max_threads_per_block": "max_threads_per_block",
+                     "ptx_version": "ptx_version", "binary_version": "binary_version"}
+
+
+def binary_attributes(fn) -> dict:
+    """What the loaded binary uses: registers per thread, local (spill) and static
+    shared bytes, ...; None for an attribute that cannot be read (an older CuPy, a
+    driver that refuses it: the measurement goes on without it)."""
+    out = {}
+    for key, attr in BINARY_ATTRIBUTES.items():
+        try:
+            value = getattr(fn, attr)
+        except Exception:
+            value = None
+        # CuPy reports -1 for an attribute this CUDA version does not have
+        out[key] = value if isinstance(value, int) and value >= 0 else None
+    return out
+
+
 # ------------------------------------------------------------------ static path
 
 def _tool(name: str) -> str:
@@ -54,6 +78,23 @@ def _tool(name: str) -> str:
         raise RuntimeError(f"{name} not found: install the requirements "
                            "(nvidia-cuda-nvcc-cu12 gives ptxas, nvidia-cuda-nvdisasm gives nvdisasm)")
     return found
+
+
+_PTXAS_RELEASE = re.compile(r"release (\d+\.\d+)|V(\d+\.\d+)")
+
+
+def parse_ptxas_version(text: str) -> str | None:
+    """'12.9' from `ptxas --version` ("Cuda compilation tools, release 12.9, V12.9.86")."""
+    m = _PTXAS_RELEASE.search(text)
+    return (m.group(1) or m.group(2)) if m else None
+
+
+@functools.lru_cache(maxsize=None)
+def ptxas_version() -> str:
+    """The version of the ptxas the static analysis runs here ("unknown" if it says
+    none): its register counts can differ from the binary a GPU host timed."""
+    res = subprocess.run([_tool("ptxas"), "--version"], capture_output=True, text=True)
+    return parse_ptxas_version(res.stdout + res.stderr) or "unknown"
 
 
 def ptx(kernel: Kernel, params: dict, arch: str = STATIC_ARCH) -> tuple[str, str]:

@@ -1,8 +1,8 @@
 """Chapter 10's yardstick: GB/s of copies and transposes next to the device copy.
 
-GB/s = (bytes read + bytes written) / time. Every row is measured in one run with the
-device-to-device copy (cudaMemcpyAsync) of the same float32 matrix (live), or read from
-the same recording (recorded), and shown as a percentage of it.
+GB/s = (bytes read + bytes written) / time. Every kernel is timed interleaved with the
+device-to-device copy (cudaMemcpyAsync) of the same bytes as its input, in the same
+process (live, or when the recording was made), and shown as a percentage of that copy.
 """
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ REFERENCE = "device_copy"
 
 
 def reference(shape) -> float | None:
-    """The device copy's GB/s for a float32 matrix of `shape` (None if unavailable)."""
+    """The device copy's GB/s for a float32 matrix of `shape`, timed on its own (the
+    plot's dashed line; None if unavailable). Percentages use each row's own reference
+    instead (`lookup.share`)."""
     try:
         return lookup.measure_or_lookup(REFERENCE, tuple(shape))["gbps"]["median"]
     except LookupError:
@@ -21,18 +23,21 @@ def reference(shape) -> float | None:
 
 def table(kernels, shapes=((8192, 8192), (8191, 4097)), types=("float",),
           params: dict | None = None):
-    """A Table: per shape, the device copy, then each kernel (and type) with its GB/s
-    (median, min, max over the repeats) and % of the device copy. Configurations
-    missing from the recording are left out."""
+    """A Table: per shape, the device copy timed on its own, then each kernel (and
+    type) with its GB/s (median, min, max over the repeats), the device copy of the same
+    bytes timed beside it, and the kernel's % of that copy ('-' where the row has none,
+    as in recordings before schema 2). Configurations missing from the recording are
+    left out."""
     from gemm_kernels.core.table import Table
     rows = []
     for shape in shapes:
-        ref = reference(shape)
-        if ref is not None:
+        try:
             r = lookup.measure_or_lookup(REFERENCE, tuple(shape))
             rows.append({"kernel": REFERENCE, "T": "float", "shape": list(shape),
-                         "GB/s": ref, "min": r["gbps"]["min"], "max": r["gbps"]["max"],
-                         "% of device copy": 100.0})
+                         "GB/s": r["gbps"]["median"], "min": r["gbps"]["min"],
+                         "max": r["gbps"]["max"], "% of device copy": 100.0})
+        except LookupError:
+            pass
         for name in kernels:
             for t in types:
                 p = {**(params or {}).get(name, {}), "T": t}
@@ -43,8 +48,10 @@ def table(kernels, shapes=((8192, 8192), (8191, 4097)), types=("float",),
                 g = r["gbps"]
                 rows.append({"kernel": name, "T": t, "shape": list(shape), "GB/s": g["median"],
                              "min": g["min"], "max": g["max"],
-                             "% of device copy": 100 * g["median"] / ref if ref else None})
-    return Table(rows, ["kernel", "T", "shape", "GB/s", "min", "max", "% of device copy"],
+                             "copy same run": r.get("reference", {}).get("gbps", {}).get("median"),
+                             "% of device copy": lookup.share(r)})
+    return Table(rows, ["kernel", "T", "shape", "GB/s", "min", "max", "copy same run",
+                        "% of device copy"],
                  title=f"GB/s = (bytes read + bytes written) / time, {records.source()}")
 
 

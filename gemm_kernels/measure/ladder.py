@@ -5,9 +5,9 @@ from pathlib import Path
 
 from gemm_kernels.core.table import Table
 from gemm_kernels.measure import lookup, records
+from gemm_kernels.measure.record import LADDER_SIZES
 from gemm_kernels.core.kernels import KERNELS
-
-LADDER_SIZES = (1024, 2048, 4096, 8192)
+from gemm_kernels.measure.timing import REFERENCE_KERNELS as REFERENCES, reference_of
 
 
 def ladder_kernels() -> list[str]:
@@ -16,50 +16,57 @@ def ladder_kernels() -> list[str]:
 
 
 def compare(kernels, sizes, params: dict | None = None, repeats: int | None = None,
-            reference: str = "cublas") -> Table:
-    """GFLOP/s of `kernels` at square `sizes`, each with cuBLAS measured beside it
-    (live) or read from the same recording (recorded). reference: "cublas" (SGEMM) or
-    "cublas_dgemm" (DGEMM, for the float64 kernels)."""
+            reference: str | None = None) -> Table:
+    """GFLOP/s of `kernels` at square `sizes` (live or recorded). "% of cuBLAS" divides
+    each row by its own reference, measured in the same process beside it: cuBLAS SGEMM
+    for sgemm kernels, DGEMM for dgemm kernels; "-" where the row has none (recordings
+    before schema 2). Per size, a row of each reference kernel timed on its own gives the
+    plot its dashed line: `reference` ("cublas" or "cublas_dgemm"), by default those the
+    kernels are compared with (cuBLAS SGEMM when there are none)."""
+    refs = [reference] if reference else list(dict.fromkeys(
+        reference_of(k) for k in kernels)) or ["cublas"]
     rows = []
     for n in sizes:
         shape = (n, n, n)
-        try:
-            ref = lookup.measure_or_lookup(reference, shape, repeats=repeats)
-        except LookupError:
-            ref = None
         for name in kernels:
             try:
                 r = lookup.measure_or_lookup(name, shape, (params or {}).get(name), repeats)
             except LookupError:
                 continue
-            g = r["gflops"]["median"]
+            same_run = r.get("reference", {}).get("gflops", {}).get("median")
             rows.append({"kernel": name, "chapter": r["chapter"], "size": n,
-                         "GFLOP/s": g, "min": r["gflops"]["min"], "max": r["gflops"]["max"],
-                         "% of cuBLAS": 100 * g / ref["gflops"]["median"] if ref else None,
+                         "GFLOP/s": r["gflops"]["median"], "min": r["gflops"]["min"],
+                         "max": r["gflops"]["max"], "cuBLAS same run": same_run,
+                         "% of cuBLAS": lookup.share(r), "rel. error": r.get("rel_error")})
+        for ref in refs:
+            try:
+                r = lookup.measure_or_lookup(ref, shape, repeats=repeats)
+            except LookupError:
+                continue
+            rows.append({"kernel": ref, "chapter": "00", "size": n,
+                         "GFLOP/s": r["gflops"]["median"], "min": r["gflops"]["min"],
+                         "max": r["gflops"]["max"], "% of cuBLAS": 100.0,
                          "rel. error": r.get("rel_error")})
-        if ref:
-            rows.append({"kernel": reference, "chapter": "00", "size": n,
-                         "GFLOP/s": ref["gflops"]["median"], "min": ref["gflops"]["min"],
-                         "max": ref["gflops"]["max"], "% of cuBLAS": 100.0,
-                         "rel. error": ref.get("rel_error")})
-    return Table(rows, ["chapter", "kernel", "size", "GFLOP/s", "min", "max", "% of cuBLAS",
-                        "rel. error"], title=f"GFLOP/s, {records.source()}")
+    return Table(rows, ["chapter", "kernel", "size", "GFLOP/s", "min", "max",
+                        "cuBLAS same run", "% of cuBLAS", "rel. error"],
+                 title=f"GFLOP/s, {records.source()}")
 
 
 def share(kernel: str, size: int, params: dict | None = None) -> dict | None:
     """{'GFLOP/s', '% of cuBLAS', 'source'} of one configuration at size^3, measured
-    (live) or recorded; None when the recording does not have it."""
+    (live) or recorded; None when the recording does not have it. '% of cuBLAS' is
+    relative to the cuBLAS run beside it, None where the row has none."""
     try:
         g = lookup.measure_or_lookup(kernel, (size,) * 3, params)
-        ref = lookup.measure_or_lookup("cublas", (size,) * 3)
     except LookupError:
         return None
-    m = g["gflops"]["median"]
-    return {"GFLOP/s": m, "% of cuBLAS": 100 * m / ref["gflops"]["median"], "source": g["source"]}
+    return {"GFLOP/s": g["gflops"]["median"], "% of cuBLAS": lookup.share(g),
+            "source": g["source"]}
 
 
 def plot(table: Table, ax=None, path=None):
-    """GFLOP/s by size, one line per kernel, cuBLAS dashed."""
+    """GFLOP/s by size, one line per kernel, cuBLAS dashed. Writes a PNG only when
+    given `path`."""
     import matplotlib
     if path is not None and ax is None:
         matplotlib.use("Agg")
@@ -92,25 +99,37 @@ README_START, README_END = "<!-- results:start -->", "<!-- results:end -->"
 
 
 def markdown(sizes=LADDER_SIZES) -> str:
-    """The ladder as a Markdown table: GFLOP/s and % of cuBLAS per kernel and size."""
+    """The ladder as a Markdown table: GFLOP/s and % of cuBLAS (same run) per kernel and
+    size. LookupError when there is nothing to put in it: no ladder rows (no recording,
+    a foreign one) or none with a cuBLAS measured beside it (a schema-1 recording)."""
     table = compare(ladder_kernels(), sizes)
+    kernels = [r for r in table if r["kernel"] not in REFERENCES]
+    if not kernels:
+        raise LookupError(f"no GFLOP/s of the ladder kernels at {list(sizes)} in "
+                          f"{records.source()}: record them on a GPU first")
+    if all(r["% of cuBLAS"] is None for r in kernels):
+        raise LookupError(f"the ladder rows of {records.source()} have no cuBLAS measured "
+                          "in the same run (a recording before schema 2): re-record them")
     by = {(r["kernel"], r["size"]): r for r in table}
     names = list(dict.fromkeys(r["kernel"] for r in table))
     head = "| ch | kernel | " + " | ".join(f"{n}^3" for n in sizes) + " |"
-    lines = [f"GFLOP/s (% of cuBLAS), {records.source()}:", "", head,
+    lines = [f"GFLOP/s (% of cuBLAS measured in the same run), {records.source()}:", "", head,
              "|" + " --- |" * (len(sizes) + 2)]
     for name in names:
         cells = []
         for n in sizes:
             r = by.get((name, n))
-            cells.append("-" if r is None else f"{r['GFLOP/s']:,.0f} ({r['% of cuBLAS']:.0f}%)")
+            pct = "-" if r is None or r["% of cuBLAS"] is None else f"{r['% of cuBLAS']:.0f}%"
+            cells.append("-" if r is None else f"{r['GFLOP/s']:,.0f} ({pct})")
         ch = next(r["chapter"] for r in table if r["kernel"] == name)
         lines.append(f"| {ch} | {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def update_readme(path) -> None:
-    """Replace the results table between the README's markers with the recorded one."""
+    """Replace the results table between the README's markers with the recorded one;
+    the README is left alone when there is no table to write (LookupError)."""
+    table = markdown()
     text = Path(path).read_text()
     a, b = text.index(README_START) + len(README_START), text.index(README_END)
-    Path(path).write_text(text[:a] + "\n" + markdown() + "\n" + text[b:])
+    Path(path).write_text(text[:a] + "\n" + table + "\n" + text[b:])

@@ -1,7 +1,8 @@
 """Profiler counters for the chapters' evidence, measured with Nsight Compute.
 
 `python -m gemm_kernels profile` launches each configuration below once, under a single
-ncu run, and merges the counters into the record as rows with a `metrics` map.
+ncu run, and merges the counters into the record as rows with a `metrics` map, stamped
+with the profiling process's run and time like every other row.
 """
 from __future__ import annotations
 
@@ -69,7 +70,9 @@ def target():
 
 
 def run() -> list[dict]:
+    """One row per planned launch with its counters, stamped with this process's run."""
     from gemm_kernels.core.launch import problems
+    from gemm_kernels.measure.record import stamp
     todo = [(n, p, s) for n, p, s in plan() if not problems(n, p, s)]
     entries = sorted({KERNELS[n].entry for n, _, _ in todo})
     launches = ncu.profile([sys.executable, "-m", "gemm_kernels.measure.profile", "--target"],
@@ -80,9 +83,9 @@ def run() -> list[dict]:
     for (name, params, shape), l in zip(todo, launches):
         if KERNELS[name].entry not in l["kernel"]:
             raise RuntimeError(f"launch order mismatch: expected {name}, ncu saw {l['kernel']}")
-        rows.append({"chapter": KERNELS[name].chapter, "kernel": name, "params": params,
-                     "shape": list(shape), "metrics": l["metrics"], "tool": ncu.version(),
-                     "source": KERNELS[name].source_hash()})
+        rows.append(stamp({"chapter": KERNELS[name].chapter, "kernel": name, "params": params,
+                           "shape": list(shape), "metrics": l["metrics"], "tool": ncu.version(),
+                           "source": KERNELS[name].source_hash()}))
     return rows
 
 

@@ -3,23 +3,31 @@
 `python -m gemm_kernels record` runs the whole plan; `sweep KERNEL` measures one
 kernel's valid space. Both merge into `figures/data/<device>.json`, replacing rows of
 the same kernel, parameters and shape, so a chapter can be re-recorded on its own.
+
+Every row is stamped with the run of the process that measured it (`run()`: id, start,
+command, commit, toolchain, timing settings, written to the record's "runs"), and every
+kernel is timed with its reference interleaved (see `timing.measure`), so each ratio
+the notebooks show comes from one process.
 """
 from __future__ import annotations
 
 import datetime
+import functools
 import multiprocessing
 import os
+import secrets
+import shlex
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
 
 from gemm_kernels.core import device
-
-from gemm_kernels.measure import records
-
-from gemm_kernels.measure import timing
 from gemm_kernels.core.kernels import KERNELS, get
-from gemm_kernels.measure.ladder import LADDER_SIZES
+from gemm_kernels.measure import records, timing
 
+REPO = Path(__file__).resolve().parents[2]
+LADDER_SIZES = (1024, 2048, 4096, 8192)   # square sizes of every ladder kernel
 SWEEP_SIZE = 2048                  # the widgets' default size for GEMM kernels
 TRANSPOSE_SHAPES = ((8192, 8192), (8191, 4097))
 # Kernels so slow at 8192^3 that 20 repeats would take minutes: recorded up to 4096.
@@ -31,24 +39,114 @@ LADDER_CONFIGS = {"tile_1d": [{"BM": 64, "BN": 64, "BK": 8, "TM": 8}],
                   "tile_2d": [K5], "tile_2d_reg": [K5], "tile_2d_strided": [K5]}
 
 
+# ------------------------------------------------------------------ the run
+
+@dataclass(frozen=True)
+class Run:
+    """One measuring process: its id, and the record's "runs" entry for it."""
+    id: str
+    info: dict
+
+
+def run_id(started: datetime.datetime, suffix: str) -> str:
+    """e.g. 20261123T150405Z-3fa2c1: when the process started, and a random suffix for
+    two processes started in the same second."""
+    return f"{started:%Y%m%dT%H%M%SZ}-{suffix}"
+
+
+def command_line(argv: list[str], repo: Path = REPO) -> str:
+    """The command that started this process, as typed: a script of this repository
+    becomes `python -m <module>` (the CLI: `python -m gemm_kernels record ...`)."""
+    rest = shlex.join(argv[1:])
+    script = Path(argv[0]) if argv and argv[0] else None
+    if script is not None and script.suffix == ".py" and script.resolve().is_relative_to(repo):
+        parts = list(script.resolve().relative_to(repo).with_suffix("").parts)
+        if parts[-1] == "__main__":
+            parts.pop()
+        return f"python -m {'.'.join(parts)} {rest}".strip()
+    return f"python {shlex.join(argv[:1])} {rest}".strip()
+
+
+def toolchain() -> dict:
+    """The CUDA software this process measures with. Each part is asked for on its own:
+    one that cannot be read is None rather than a failed recording."""
+    import cupy
+
+    def ask(fn):
+        try:
+            return fn()
+        except Exception:
+            return None
+
+    def nvrtc():
+        from cupy.cuda import nvrtc
+        return ".".join(map(str, nvrtc.getVersion()))
+    rt = cupy.cuda.runtime
+    return {"cupy": cupy.__version__, "cuda_runtime": ask(rt.runtimeGetVersion),
+            "nvrtc": ask(nvrtc), "driver": ask(rt.driverGetVersion)}
+
+
+@functools.lru_cache(maxsize=None)
+def run() -> Run:
+    """This process's run, created once, on first use; every row it measures names it."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return Run(run_id(now, secrets.token_hex(3)), {
+        "started": f"{now:{records.TIME_FORMAT}}", "command": command_line(sys.argv),
+        "commit": records.git_commit(), "toolchain": toolchain(),
+        "timing": {"flush_l2": timing.FLUSH_L2, "interleaved": timing.INTERLEAVE,
+                   "warmup": timing.WARMUP, "repeats": timing.REPEATS}})
+
+
+def stamp(row: dict) -> dict:
+    """The row with this process's run id, and the time if it has none yet."""
+    return {**row, "run": run().id, "time": row.get("time") or records.utc_now()}
+
+
+def measure(kernel, shape, params: dict | None = None, **kw) -> dict:
+    """`timing.measure` (the reference interleaved), stamped with this run."""
+    return stamp(timing.measure(kernel, shape, params, **kw))
+
+
+# ------------------------------------------------------------------ the record file
+
 def _key(row) -> tuple:
     return (row["kernel"], tuple(sorted(row["params"].items())), tuple(row["shape"]),
             "metrics" in row and "gflops" not in row and "gbps" not in row)
 
 
-def merge(rows: list[dict], path=None) -> records.Record:
-    """Add rows to this device's record, replacing rows with the same key."""
-    props = device.properties()
-    path = path or records.DATA_DIR / f"{records.slug(props['name'])}.json"
-    old = records.load(path) if os.path.exists(path) else None
-    # rows measured on older kernel sources no longer describe the kernels: drop them
-    current = {k.name: k.source_hash() for k in KERNELS.values()}
-    keep = {_key(r): r for r in (old.results if old else [])
-            if r["kernel"] not in current or r.get("source") == current[r["kernel"]]}
+def combine(old: records.Record | None, rows: list[dict], sources: dict,
+            this_run: Run) -> tuple[list[dict], dict, int]:
+    """(results, runs, dropped): the old rows that still describe the kernels (same
+    source hash) and name a run, replaced by `rows` where the key is the same; the runs
+    that some row names. `dropped`: old rows left out for having no run (schema 1)."""
+    unnamed = [r for r in rows if "run" not in r]
+    if unnamed:
+        raise ValueError(f"{len(unnamed)} rows to merge have no run (use record.stamp), "
+                         f"e.g. {unnamed[0]['kernel']} {unnamed[0]['params']}")
+    old_rows = old.results if old else []
+    dropped = sum(1 for r in old_rows if "run" not in r)
+    keep = {_key(r): r for r in old_rows if "run" in r
+            and (r["kernel"] not in sources or r.get("source") == sources[r["kernel"]])}
     for r in rows:
         keep[_key(r)] = r
-    rec = records.Record(props, datetime.datetime.now(datetime.timezone.utc)
-                         .strftime("%Y-%m-%dT%H:%M:%SZ"), records.git_commit(), list(keep.values()))
+    results = list(keep.values())
+    named = {r["run"] for r in results}
+    runs = {**(old.runs if old else {}), this_run.id: this_run.info}
+    return results, {i: info for i, info in runs.items() if i in named}, dropped
+
+
+def merge(rows: list[dict], path=None, log=print) -> records.Record:
+    """Add this process's rows to this device's record, replacing rows with the same
+    key; rows of older kernel sources and rows without provenance are dropped."""
+    props = device.properties()
+    path = Path(path or records.DATA_DIR / f"{records.slug(props['name'])}.json")
+    old = records.load(path) if path.exists() else None
+    sources = {k.name: k.source_hash() for k in KERNELS.values()}
+    results, runs, dropped = combine(old, rows, sources, run())
+    if dropped:
+        log(f"dropped {dropped} rows of {path.name} that name no run (schema 1): "
+            "re-record them")
+    rec = records.Record(props, records.utc_now(), records.git_commit(), results, runs=runs)
     rec.path = records.save(rec, path)
     return rec
 
@@ -78,11 +176,11 @@ def sweep_rows(name: str, shape=None, log=print) -> list[dict]:
     for c in configs:
         if k.op in ("transpose", "copy"):
             for s in ([shape] if shape else TRANSPOSE_SHAPES[:1]):
-                rows.append(timing.measure_transpose(k, s, c))
+                rows.append(measure(k, s, c))
         else:
             s = shape or (SWEEP_SIZE,) * 3
             if k.op == "dgemm" or not _problems(k, c, s):
-                rows.append(timing.measure_gemm(k, s, c))
+                rows.append(measure(k, s, c))
         log(f"  {name} {c}: {_rate(rows[-1]) if rows else '-'}")
     return rows
 
@@ -93,8 +191,10 @@ def _problems(k, c, s):
 
 
 def _rate(row):
-    return f"{row['gflops']['median']:,.0f} GFLOP/s" if "gflops" in row \
+    text = f"{row['gflops']['median']:,.0f} GFLOP/s" if "gflops" in row \
         else f"{row['gbps']['median']:,.0f} GB/s"
+    pct = timing.share(row)
+    return text if pct is None else f"{text} = {pct:.0f}% of {row['reference']['kernel']}"
 
 
 def plan_rows(chapters=None, log=print) -> list[dict]:
@@ -103,13 +203,13 @@ def plan_rows(chapters=None, log=print) -> list[dict]:
     want = lambda ch: chapters is None or ch in chapters
     if want("00"):
         for n in LADDER_SIZES:
-            rows.append(timing.measure_cublas((n, n, n)))
+            rows.append(measure("cublas", (n, n, n)))
             log(f"cublas {n}: {_rate(rows[-1])}")
-        rows.append(timing.measure_copy((1 << 30,)))
+        rows.append(measure("device_copy", (1 << 30,)))
         for s in TRANSPOSE_SHAPES:
-            rows.append(timing.measure_copy(s))
+            rows.append(measure("device_copy", s))
         log(f"device copy: {_rate(rows[-1])}")
-        rows.append(timing.measure_pitfalls())
+        rows.append(stamp(timing.measure_pitfalls()))
     for k in KERNELS.values():
         if not want(k.chapter):
             continue
@@ -120,15 +220,15 @@ def plan_rows(chapters=None, log=print) -> list[dict]:
                 for n in LADDER_SIZES:
                     if n == 8192 and k.name in SLOW_AT_8192:
                         continue
-                    rows.append(timing.measure_gemm(k, (n, n, n), c))
+                    rows.append(measure(k, (n, n, n), c))
                     log(f"  {c} {n}: {_rate(rows[-1])}")
         elif k.op == "dgemm":
-            rows.append(timing.measure_gemm(k, (4096,) * 3))
-            rows.append(timing.measure_cublas((4096,) * 3, "float64"))
+            rows.append(measure(k, (4096,) * 3))
+            rows.append(measure("cublas_dgemm", (4096,) * 3))
         else:
             for s in TRANSPOSE_SHAPES:
                 for t in ("float", "double"):
-                    rows.append(timing.measure_transpose(k, s, {"T": t}))
+                    rows.append(measure(k, s, {"T": t}))
                     log(f"  {s} {t}: {_rate(rows[-1])}")
         if len(k.valid_configurations()) > 1:
             rows += sweep_rows(k.name, log=log)

@@ -1,26 +1,43 @@
 """Recorded measurements: `figures/data/<device-slug>.json`, written on a real GPU by
-`python -m gemm_kernels record`, read wherever there is none.
+`python -m gemm_kernels record` (and `sweep`, `profile`), read wherever there is none.
 
-`measure_or_lookup` is what the notebooks call: live, it measures; recorded, it finds
-the recorded row. Either way the row says where its number came from.
+Schema 2: {"schema": 2, "device", "created", "commit",
+ "runs": {RUN_ID: {"started", "command", "commit", "toolchain", "timing"}},
+ "results": [rows]}. Every row names the run (one measuring process) and the UTC time
+it was measured in; kernel rows add "binary" (what the timed binary used: registers,
+local/shared/constant bytes, ...) and "reference" (cuBLAS or the device copy, measured
+in the same process, interleaved, at the same shape). Schema 1 files still load; their
+rows have no provenance and no reference, so no ratio is shown for them.
 """
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
 import subprocess
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gemm_kernels.core import device
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "figures" / "data"
-SCHEMA = 1
+# Schema 2 added provenance: the top-level "runs" and, in every row, "run" and "time";
+# kernel rows carry "binary" and "reference". Schema 1 rows have none of them.
+SCHEMA = 2
+READABLE = (1, 2)
 
 
 def slug(device_name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
+
+
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"     # UTC, as in "created", "started" and "time"
+
+
+def utc_now() -> str:
+    return f"{datetime.datetime.now(datetime.timezone.utc):{TIME_FORMAT}}"
 
 
 @dataclass
@@ -30,6 +47,7 @@ class Record:
     commit: str
     results: list = field(default_factory=list)
     path: Path | None = None
+    runs: dict = field(default_factory=dict)    # run id -> how that process measured
 
     @property
     def label(self) -> str:
@@ -53,25 +71,64 @@ class Record:
 
     def to_json(self) -> dict:
         return {"schema": SCHEMA, "device": self.device, "created": self.created,
-                "commit": self.commit, "results": self.results}
+                "commit": self.commit, "runs": self.runs, "results": self.results}
 
 
 def files() -> list[Path]:
     return sorted(DATA_DIR.glob("*.json"))
 
 
+def parse(data, path) -> Record:
+    """A Record from the decoded JSON of `path`; ValueError naming the file and what is
+    wrong when it is not a recording this code reads."""
+    def bad(why):
+        return ValueError(f"{path}: {why}")
+    if not isinstance(data, dict):
+        raise bad(f"not a recording (a JSON {type(data).__name__}, expected an object)")
+    if data.get("schema") not in READABLE:
+        raise bad(f"schema {data.get('schema')!r}, expected one of {list(READABLE)}")
+    for key, kind in (("device", dict), ("created", str), ("commit", str), ("results", list)):
+        if not isinstance(data.get(key), kind):
+            raise bad(f"no {key!r} ({kind.__name__}) at the top level")
+    if not isinstance(data["device"].get("name"), str):
+        raise bad("the device has no 'name'")
+    for i, r in enumerate(data["results"]):
+        if not (isinstance(r, dict) and isinstance(r.get("kernel"), str)
+                and isinstance(r.get("params"), dict) and isinstance(r.get("shape"), list)):
+            raise bad(f"result {i} is not a row with 'kernel', 'params' and 'shape'")
+    runs = data.get("runs", {})
+    if not isinstance(runs, dict):
+        raise bad("'runs' is not an object")
+    return Record(data["device"], data["created"], data["commit"], data["results"], Path(path),
+                  runs)
+
+
+def read(path) -> Record:
+    """The recording in `path`; ValueError naming the file when it cannot be read,
+    is not JSON (empty, truncated) or is not a recording."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: cannot be read ({e})") from e
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON ({e})") from e
+    return parse(data, path)
+
+
 def load(path: str | Path | None = None) -> Record | None:
-    """The record named by `path`, by $GEMM_KERNELS_RECORD, or the newest in figures/data."""
+    """The record named by `path` or $GEMM_KERNELS_RECORD (ValueError if it is not a
+    readable recording), else the newest good one in figures/data (None if there is
+    none): a file there that is not is skipped with a warning naming it."""
     path = path or os.environ.get("GEMM_KERNELS_RECORD")
-    if path is None:
-        found = files()
-        if not found:
-            return None
-        path = max(found, key=lambda p: json.loads(p.read_text()).get("created", ""))
-    data = json.loads(Path(path).read_text())
-    if data.get("schema") != SCHEMA:
-        raise ValueError(f"{path}: schema {data.get('schema')!r}, expected {SCHEMA}")
-    return Record(data["device"], data["created"], data["commit"], data["results"], Path(path))
+    if path is not None:
+        return read(path)
+    good = []
+    for p in files():
+        try:
+            good.append(read(p))
+        except ValueError as e:
+            warnings.warn(f"skipped {e}", stacklevel=2)
+    return max(good, key=lambda r: r.created, default=None)
 
 
 _LOADED: dict = {}

@@ -73,11 +73,10 @@ def plot(kernels, size: int = 4096, ax=None):
 
 def pitfalls_table():
     """The pitfalls row, measured now (live) or from the recording."""
-    from gemm_kernels.core import device
-    from gemm_kernels.measure import lookup, records
     from gemm_kernels.core.table import Table
+    from gemm_kernels.measure import timing
     if device.is_live():
-        row, src = measure_pitfalls(), records.source()
+        row, src = timing.measure_pitfalls(), records.source()
     else:
         rec = records.current()
         found = rec.find("timing_pitfalls") if rec else []

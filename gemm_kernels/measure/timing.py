@@ -1,20 +1,48 @@
 """The one timing harness: warm-up, CUDA events around each repeat, median/min/max.
 
-Measurements come back as rows in the record's format, so a live measurement and a
-recorded one are the same thing to the notebooks and plots.
+`harness` is plain Python: it takes the callables to time and a clock (events, elapsed
+time, synchronisation, L2 flush), so its logic is tested on a CPU with a fake clock.
+`CudaClock` is the thin GPU side. `measure` builds one row in the record's format, so a
+live measurement and a recorded one are the same thing to the notebooks and plots.
+
+Defaults (chapter 00 states them):
+
+- WARMUP = 3 calls of each callable before timing: the first call loads the module and
+  may find the GPU at an idle clock; three more than cover the clock ramp.
+- REPEATS = 20 timed calls of each callable, reported as median, min and max: the
+  median ignores a stray slow repeat, min and max show the spread.
+- FLUSH_L2 = True: before every timed call a scratch buffer of twice the L2 is written,
+  outside the timed region, so every call starts from a cold L2. Without it a 1024^3
+  SGEMM (12 MB of inputs) runs from the 50-60 MB L2 of an H100/H200 while 8192^3 cannot,
+  and candidate and reference would see different cache states.
+- INTERLEAVE = True: candidate and reference alternate (candidate, reference, candidate,
+  ...), each between its own pair of events, so clock changes, heat and other work on
+  the GPU during the measurement fall on both alike: their ratio is what the series
+  reports.
 """
 from __future__ import annotations
 
+import functools
 import statistics
 from dataclasses import dataclass
 
+from gemm_kernels.core.kernels import KERNELS
 from gemm_kernels.core.launch import DTYPES, kernel_of, launcher
 
 REPEATS = 20
 WARMUP = 3
+FLUSH_L2 = True
+INTERLEAVE = True
+# Where a GPU does not report its L2 size: more than any current GPU's L2 (B200: 126 MB).
+UNKNOWN_L2_BYTES = 128 << 20
+
+# What each kind of kernel is compared with, measured in the same process beside it.
+REFERENCES = {"sgemm": "cublas", "dgemm": "cublas_dgemm", "transpose": "device_copy",
+              "copy": "device_copy"}
+REFERENCE_KERNELS = ("cublas", "cublas_dgemm", "device_copy")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Timing:
     median_ms: float
     min_ms: float
@@ -22,37 +50,217 @@ class Timing:
     repeats: int
 
 
-def time_gpu(fn, repeats: int = REPEATS, warmup: int = WARMUP) -> Timing:
-    """Time `fn()` on the GPU. Kernel launches are asynchronous: only events recorded
-    on the stream around the launch measure the GPU's time, not the host's."""
-    import cupy
-    for _ in range(warmup):          # module load, first-touch, clocks ramping up
-        fn()
-    cupy.cuda.runtime.deviceSynchronize()
-    events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(repeats)]
-    for start, stop in events:
-        start.record()
-        fn()
-        stop.record()
-    events[-1][1].synchronize()
-    ms = [cupy.cuda.get_elapsed_time(a, b) for a, b in events]
-    return Timing(statistics.median(ms), min(ms), max(ms), repeats)
+def check_counts(repeats, warmup) -> None:
+    """ValueError unless repeats >= 1 and warmup >= 0 (whole numbers)."""
+    if not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a whole number >= 1 (a median needs at least "
+                         f"one timed call), got {repeats!r}")
+    if not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup must be a whole number >= 0, got {warmup!r}")
 
+
+def harness(fns: dict, clock, repeats: int = REPEATS, warmup: int = WARMUP,
+            flush_l2: bool = FLUSH_L2, interleave: bool = INTERLEAVE) -> dict[str, Timing]:
+    """Time each callable of `fns` ({name: fn}, candidate first): {name: Timing}.
+
+    `clock` provides event() (record a point on the GPU's stream and return it),
+    elapsed_ms(start, stop), synchronize() and flush() (evict the L2). Each timed call
+    sits between its own pair of events; a flush comes before each one, outside them.
+    """
+    check_counts(repeats, warmup)
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    clock.synchronize()             # the warm-up must not overlap the first timed call
+    if interleave:
+        order = [name for _ in range(repeats) for name in fns]
+    else:
+        order = [name for name in fns for _ in range(repeats)]
+    marks = {name: [] for name in fns}
+    for name in order:
+        if flush_l2:
+            clock.flush()
+        start = clock.event()
+        fns[name]()
+        marks[name].append((start, clock.event()))
+    clock.synchronize()             # events can be read only once the GPU passed them
+    out = {}
+    for name, pairs in marks.items():
+        ms = [clock.elapsed_ms(a, b) for a, b in pairs]
+        out[name] = Timing(statistics.median(ms), min(ms), max(ms), len(ms))
+    return out
+
+
+def flush_bytes(l2_bytes: int | None) -> int:
+    """Bytes to write to evict the L2: twice its size, so no line of the timed data
+    survives whatever the replacement policy keeps."""
+    return 2 * (l2_bytes or UNKNOWN_L2_BYTES)
+
+
+class CudaClock:
+    """CUDA events on the current stream; flush() writes a scratch buffer."""
+
+    def __init__(self, l2_bytes: int | None):
+        import cupy
+        self._cupy = cupy
+        self._scratch = cupy.empty(flush_bytes(l2_bytes), dtype=cupy.uint8)
+
+    def flush(self):
+        self._scratch.data.memset_async(0, self._scratch.nbytes)
+
+    def event(self):
+        e = self._cupy.cuda.Event()
+        e.record()
+        return e
+
+    def elapsed_ms(self, start, stop) -> float:
+        return self._cupy.cuda.get_elapsed_time(start, stop)
+
+    def synchronize(self):
+        self._cupy.cuda.runtime.deviceSynchronize()
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_clock() -> CudaClock:
+    """One clock (and one scratch buffer) per process."""
+    from gemm_kernels.core import device
+    return CudaClock(device.properties().get("l2_bytes"))
+
+
+def time_gpu(fns: dict, repeats: int = REPEATS, warmup: int = WARMUP,
+             flush_l2: bool = FLUSH_L2, interleave: bool = INTERLEAVE) -> dict[str, Timing]:
+    """`harness` on the GPU. Kernel launches are asynchronous: only events recorded on
+    the stream around the launch measure the GPU's time, not the host's."""
+    return harness(fns, cuda_clock(), repeats, warmup, flush_l2, interleave)
+
+
+# ------------------------------------------------------------------ rates and rows
 
 def gflops(shape, ms: float) -> float:
+    """GFLOP/s = 2*M*N*K / t."""
     M, N, K = shape
     return 2.0 * M * N * K / (ms * 1e-3) / 1e9
 
 
-def _spread(t: Timing, convert) -> dict:
-    # The fastest time gives the highest rate: min and max swap.
-    return {"median": convert(t.median_ms), "min": convert(t.max_ms), "max": convert(t.min_ms)}
+def gbps(nbytes: int, ms: float) -> float:
+    """GB/s = (bytes read + bytes written) / t."""
+    return nbytes / (ms * 1e-3) / 1e9
 
 
-def _inputs(shape, dtype):
+def spread(t: Timing, rate) -> dict:
+    """{median, min, max} of a rate: the fastest time gives the highest rate."""
+    return {"median": rate(t.median_ms), "min": rate(t.max_ms), "max": rate(t.min_ms)}
+
+
+def reference_of(name: str) -> str | None:
+    """The reference a kernel is measured beside (None for the references themselves)."""
+    return None if name in REFERENCE_KERNELS else REFERENCES[kernel_of(name).op]
+
+
+def input_bytes(name: str, shape, params: dict) -> int:
+    """Bytes of a copy's or transpose's input. The device copy's shape is a float32
+    matrix, or a byte count when it has one entry."""
+    if name == "device_copy":
+        return shape[0] if len(shape) == 1 else shape[0] * shape[1] * 4
+    return shape[0] * shape[1] * {"float": 4, "double": 8}[params["T"]]
+
+
+def unit_and_rate(name: str, shape, params: dict):
+    """("gflops", ms -> GFLOP/s) for GEMMs, ("gbps", ms -> GB/s) for copies and
+    transposes, whose bytes moved are their input read once and written once."""
+    if name in ("cublas", "cublas_dgemm") or (name != "device_copy"
+                                              and kernel_of(name).op in DTYPES):
+        return "gflops", lambda ms: gflops(shape, ms)
+    moved = 2 * input_bytes(name, shape, params)
+    return "gbps", lambda ms: gbps(moved, ms)
+
+
+def row(name: str, shape, params: dict, timings: dict, extra: dict) -> dict:
+    """One record row from the harness's timings ("candidate", and "reference" for a
+    kernel) and what was learnt after timing (`extra`: rel_error or exact, binary)."""
+    from gemm_kernels.measure import records
+    unit, rate = unit_and_rate(name, shape, params)
+    cand = timings["candidate"]
+    out = {"chapter": KERNELS[name].chapter if name in KERNELS else "00", "kernel": name,
+           "params": params, "shape": list(shape), unit: spread(cand, rate), **extra,
+           "repeats": cand.repeats, "time": records.utc_now()}
+    if name in KERNELS:
+        out["source"] = KERNELS[name].source_hash()
+    ref = reference_of(name)
+    if ref:
+        out["reference"] = {"kernel": ref, unit: spread(timings["reference"], rate)}
+    return out
+
+
+def share(row: dict) -> float | None:
+    """The row's rate in percent of its own reference (cuBLAS or the device copy,
+    measured in the same process beside it); None when the row has none, as rows of
+    schema-1 recordings: a reference from another process is never used."""
+    ref = row.get("reference")
+    unit = "gflops" if "gflops" in row else "gbps"
+    try:
+        ours, theirs = row[unit]["median"], ref[unit]["median"]
+    except (KeyError, TypeError):
+        return None
+    return 100 * ours / theirs if theirs else None
+
+
+def measure(kernel, shape, params: dict | None = None, repeats: int = REPEATS,
+            warmup: int = WARMUP, flush_l2: bool = FLUSH_L2,
+            interleave: bool = INTERLEAVE) -> dict:
+    """One row: `kernel` at `shape`, timed with its reference interleaved (cuBLAS SGEMM
+    or DGEMM for GEMMs, the device copy of the same bytes for copies and transposes);
+    a reference kernel ("cublas", "cublas_dgemm", "device_copy") is timed alone."""
+    name = kernel if isinstance(kernel, str) else kernel.name
+    p = {} if name in REFERENCE_KERNELS else kernel_of(name).resolve(params)
+    fns, after = _setup(name, tuple(shape), p)
+    timings = harness(fns, cuda_clock(), repeats, warmup, flush_l2, interleave)
+    return row(name, shape, p, timings, after())
+
+
+# ------------------------------------------------------------------ GPU side
+
+def _setup(name: str, shape: tuple, p: dict):
+    """({"candidate": fn[, "reference": fn]}, after): the callables to time on fresh
+    random inputs, and a function giving the row's fields known only after timing."""
     import cupy
+    from gemm_kernels.core import compiler
     from gemm_kernels.measure.check import random_normal
     rng = cupy.random.default_rng()
+    if name == "device_copy":
+        src = rng.standard_normal(input_bytes(name, shape, p) // 4, dtype=cupy.float32)
+        return {"candidate": _copy(src)}, lambda: {}
+    if name in ("cublas", "cublas_dgemm"):
+        A, B, C = _gemm_inputs(shape, "float32" if name == "cublas" else "float64", rng)
+        return {"candidate": lambda: cupy.matmul(A, B, out=C)}, \
+            lambda: {"rel_error": _rel_error(A, B, C)}
+    k = kernel_of(name)
+    binary = lambda: {"binary": compiler.binary_attributes(compiler.function(k, p, shape))}
+    if k.op in DTYPES:
+        A, B, C = _gemm_inputs(shape, DTYPES[k.op], rng)
+        C_ref = cupy.empty_like(C)      # cuBLAS must not overwrite what is checked
+        return {"candidate": launcher(k, A, B, C, params=p),
+                "reference": lambda: cupy.matmul(A, B, out=C_ref)}, \
+            lambda: {"rel_error": _rel_error(A, B, C), **binary()}
+    src = random_normal(shape, {"float": "float32", "double": "float64"}[p["T"]], rng)
+    out = cupy.empty(shape[::-1] if k.op == "transpose" else shape, src.dtype)
+    expect = src.T if k.op == "transpose" else src
+    return {"candidate": launcher(k, src, out, params=p), "reference": _copy(src)}, \
+        lambda: {"exact": bool(cupy.array_equal(out, expect)), **binary()}
+
+
+def _copy(src):
+    """A device-to-device copy of `src`'s bytes (cudaMemcpyAsync on the current stream)."""
+    import cupy
+    dst = cupy.empty_like(src)
+    rt = cupy.cuda.runtime
+    return lambda: rt.memcpyAsync(dst.data.ptr, src.data.ptr, src.nbytes,
+                                  rt.memcpyDeviceToDevice, cupy.cuda.get_current_stream().ptr)
+
+
+def _gemm_inputs(shape, dtype, rng):
+    import cupy
+    from gemm_kernels.measure.check import random_normal
     M, N, K = shape
     return random_normal((M, K), dtype, rng), random_normal((K, N), dtype, rng), \
         cupy.empty((M, N), dtype)
@@ -64,71 +272,15 @@ def _rel_error(A, B, C) -> float:
     return float(cupy.linalg.norm(C.astype("float64") - ref) / cupy.linalg.norm(ref))
 
 
-def measure_gemm(kernel, shape, params=None, repeats: int = REPEATS) -> dict:
-    """GFLOP/s of one kernel configuration, and the relative error of what it computed."""
-    k = kernel_of(kernel)
-    p = k.resolve(params)
-    A, B, C = _inputs(shape, DTYPES[k.op])
-    run = launcher(k, A, B, C, params=p)
-    t = time_gpu(run, repeats)
-    return {"chapter": k.chapter, "kernel": k.name, "params": p, "shape": list(shape),
-            "gflops": _spread(t, lambda ms: gflops(shape, ms)),
-            "rel_error": _rel_error(A, B, C), "repeats": t.repeats,
-            "source": k.source_hash()}
-
-
-def measure_cublas(shape, dtype="float32", repeats: int = REPEATS) -> dict:
-    """cuBLAS through cupy.matmul, in the same process (TF32 off: see __init__)."""
-    import cupy
-    A, B, C = _inputs(shape, dtype)
-    t = time_gpu(lambda: cupy.matmul(A, B, out=C), repeats)
-    name = "cublas" if dtype == "float32" else "cublas_dgemm"
-    return {"chapter": "00", "kernel": name, "params": {}, "shape": list(shape),
-            "gflops": _spread(t, lambda ms: gflops(shape, ms)),
-            "rel_error": _rel_error(A, B, C), "repeats": t.repeats}
-
-
-def measure_copy(shape, repeats: int = REPEATS) -> dict:
-    """Device-to-device copy of a float32 matrix of `shape`, or of `shape[0]` bytes when
-    the shape has one entry; GB/s counts bytes read plus bytes written."""
-    import cupy
-    nbytes = shape[0] if len(shape) == 1 else shape[0] * shape[1] * 4
-    src = cupy.random.default_rng().standard_normal(nbytes // 4, dtype=cupy.float32)
-    dst = cupy.empty_like(src)
-    n = src.nbytes
-    t = time_gpu(lambda: cupy.cuda.runtime.memcpyAsync(
-        dst.data.ptr, src.data.ptr, n, cupy.cuda.runtime.memcpyDeviceToDevice,
-        cupy.cuda.get_current_stream().ptr), repeats)
-    return {"chapter": "00", "kernel": "device_copy", "params": {}, "shape": list(shape),
-            "gbps": _spread(t, lambda ms: 2 * n / (ms * 1e-3) / 1e9), "repeats": t.repeats}
-
-
-def measure_transpose(kernel, shape, params=None, repeats: int = REPEATS) -> dict:
-    """GB/s = (bytes read + bytes written) / time, for a transpose or copy kernel."""
-    import cupy
-    from gemm_kernels.measure.check import random_normal
-    k = kernel_of(kernel)
-    p = k.resolve(params)
-    dtype = {"float": "float32", "double": "float64"}[p["T"]]
-    src = random_normal(shape, dtype, cupy.random.default_rng())
-    out = cupy.empty(shape[::-1] if k.op == "transpose" else shape, dtype)
-    t = time_gpu(launcher(k, src, out, params=p), repeats)
-    expect = src.T if k.op == "transpose" else src
-    moved = 2 * src.nbytes
-    return {"chapter": k.chapter, "kernel": k.name, "params": p, "shape": list(shape),
-            "gbps": _spread(t, lambda ms: moved / (ms * 1e-3) / 1e9),
-            "exact": bool(cupy.array_equal(out, expect)), "repeats": t.repeats,
-            "source": k.source_hash()}
-
-
 def measure_pitfalls(n: int = 4096) -> dict:
     """Two timing mistakes measured on cuBLAS at n^3: a host timer without a
     synchronisation, and zeros instead of random inputs."""
     import time
     import cupy
-    A, B, C = _inputs((n, n, n), "float32")
+    from gemm_kernels.measure import records
+    A, B, C = _gemm_inputs((n, n, n), "float32", cupy.random.default_rng())
     mm = lambda: cupy.matmul(A, B, out=C)
-    random_ms = time_gpu(mm).median_ms
+    random_ms = time_gpu({"cublas": mm})["cublas"].median_ms
     cupy.cuda.runtime.deviceSynchronize()
     t0 = time.perf_counter()
     mm()                                   # returns as soon as the launch is queued
@@ -136,7 +288,7 @@ def measure_pitfalls(n: int = 4096) -> dict:
     cupy.cuda.runtime.deviceSynchronize()
     A.fill(0)
     B.fill(0)
-    zeros_ms = time_gpu(mm).median_ms
+    zeros_ms = time_gpu({"cublas": mm})["cublas"].median_ms
     return {"chapter": "00", "kernel": "timing_pitfalls", "params": {}, "shape": [n, n, n],
             "metrics": {"host_timer_without_sync_ms": host_ms, "events_random_ms": random_ms,
-                        "events_zeros_ms": zeros_ms}}
+                        "events_zeros_ms": zeros_ms}, "time": records.utc_now()}

@@ -2,8 +2,8 @@
 
 More outputs per thread means more accumulators in registers, so fewer warps fit on an
 SM. Whether that costs speed is a measurement: `ranked` orders the configurations of a
-recorded sweep by rate, and `table` puts the static analysis
-(registers from ptxas, the occupancy they allow) next to the rate.
+recorded sweep by rate, and `table` puts the registers of the binary that was timed
+(and of ptxas here, which can differ), the occupancy they allow, next to the rate.
 """
 from __future__ import annotations
 
@@ -35,29 +35,39 @@ def ranked(kernel, size: int = 2048, fixed: dict | None = None) -> list[tuple[di
 
 
 def table(kernel, configs, size: int = 2048, extra: dict | None = None):
-    """A Table: per configuration, registers, spills, threads per block, resident
-    blocks and warps per SM (and what limits them), and GFLOP/s at size^3 ('-' where
-    not recorded). `extra`: more columns, {title: function of the params}."""
+    """A Table: per configuration, the registers of the binary whose rate is shown
+    (recorded at size^3) and of ptxas here, spills, threads per block, resident blocks
+    and warps per SM (and what limits them: from the timed binary's registers where the
+    recording has them), and GFLOP/s at size^3 ('-' where not recorded). `extra`: more
+    columns, {title: function of the params}. A note under the title names any
+    configuration whose timed binary has another register count than ptxas here."""
     from gemm_kernels.core import analysis
     from gemm_kernels.core import compiler
     from gemm_kernels.measure import lookup, records
     from gemm_kernels.core.table import Table
     k = kernel_of(kernel)
-    rows = []
+    here = analysis.local_registers_column()
+    rows, pairs = [], []
     for c in configs:
         p = k.resolve(c)
         res = compiler.resources(k, p)
-        occ = analysis.kernel_occupancy(k, p)
         try:
-            g = _rate(lookup.recorded(k.name, (size,) * 3, p))
+            r = lookup.recorded(k.name, (size,) * 3, p)
         except LookupError:
-            g = None
-        rows.append({"params": " ".join(f"{n}={v}" for n, v in p.items()),
-                     "registers": res["registers"], "spills": res["spill_stores"],
+            r = None
+        g = _rate(r) if r else None
+        timed = (r or {}).get("binary", {}).get("registers")
+        occ = analysis.kernel_occupancy(k, p, registers=timed)
+        label = " ".join(f"{n}={v}" for n, v in p.items())
+        pairs.append((label, timed, res["registers"]))
+        rows.append({"params": label, analysis.TIMED_REGISTERS: timed, here: res["registers"],
+                     "spills": res["spill_stores"],
                      "threads": occ.threads_per_block, "blocks/SM": occ.blocks_per_sm,
                      "warps/SM": occ.warps_per_sm, "occupancy": f"{occ.occupancy:.0%}",
                      "limited by": occ.limiter,
                      **{t: f(p) for t, f in (extra or {}).items()},
                      f"GFLOP/s at {size}": None if g is None or math.isnan(g) else g})
+    note = analysis.registers_note(pairs)
     return Table(rows, list(rows[0]) if rows else ["params"],
-                 title=f"{k.name}: ptxas -v (sm_90) and occupancy; rates {records.recording_label()}")
+                 title=f"{k.name}: ptxas -v (sm_90) and occupancy; rates "
+                       f"{records.recording_label()}" + (f"\n{note}" if note else ""))

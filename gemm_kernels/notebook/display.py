@@ -36,9 +36,13 @@ def banner() -> Markdown:
     if rec is None:
         return Markdown("**Recorded mode**, but figures/data/ holds no recording: "
                         "measurements are unavailable; the static analysis still runs.")
+    older = "" if rec.runs else (
+        " This recording predates per-row provenance: its rows name no run and carry no "
+        "reference measured beside them, so no percentage of cuBLAS or of the device copy "
+        "is shown (\"-\").")
     return Markdown(f"**Recorded mode**: no usable GPU here. Measurements were "
                     f"{rec.label} (commit {rec.commit[:10]}); the static analysis, "
-                    "occupancy and bank model below run live.")
+                    "occupancy and bank model below run live." + older)
 
 
 def source(name: str, entry: str | None = None) -> Text:
@@ -84,18 +88,33 @@ def sass_loop(kernel, params=None, limit: int = 60, start: str | None = None) ->
 
 
 def resources(kernels, params: dict | None = None):
-    """Registers, spills, shared memory, occupancy and FFMA:LDS of several kernels."""
+    """Registers, spills, shared memory, occupancy and FFMA:LDS of several kernels.
+
+    Where the binary that is timed (live: loaded here; recorded: the recording's) is
+    known, its registers stand beside those of ptxas here, the occupancy uses them, and
+    a note under the title names any configuration where the two differ."""
     from gemm_kernels.core.table import Table
-    rows = []
+    from gemm_kernels.measure import lookup
+    rows, pairs = [], []
+    here = analysis.local_registers_column()
     for name in kernels:
-        s = analysis.summary(name, (params or {}).get(name))
-        occ = analysis.kernel_occupancy(name, (params or {}).get(name))
+        p = (params or {}).get(name)
+        s = analysis.summary(name, p)
+        timed = (lookup.binary(name, p) or {}).get("registers")
+        occ = analysis.kernel_occupancy(name, p, registers=timed)
         h = s["loop_histogram"]
-        rows.append({"kernel": name, "registers": s["registers"], "spills": s["spill_stores"],
+        pairs.append((name, timed, s["registers"]))
+        rows.append({"kernel": name, analysis.TIMED_REGISTERS: timed, here: s["registers"],
+                     "spills": s["spill_stores"],
                      "smem B": s["smem_bytes"], "threads": occ.threads_per_block,
                      "blocks/SM": occ.blocks_per_sm, "occupancy": f"{occ.occupancy:.0%}",
                      "loop FFMA": h.get("FFMA", 0) + h.get("DFMA", 0),
                      "loop LDS": sum(v for f, v in h.items() if f.startswith("LDS")),
                      "loop LDG": sum(v for f, v in h.items() if f.startswith("LDG")),
                      "FFMA/LDS": round(s["fma_per_lds"], 2) if s["fma_per_lds"] else None})
-    return Table(rows, list(rows[0]), title="static analysis (ptxas -v, nvdisasm; sm_90)")
+    columns = list(rows[0])
+    if all(t is None for _, t, _ in pairs):      # nothing timed to compare with
+        columns.remove(analysis.TIMED_REGISTERS)
+    title = "static analysis (ptxas -v, nvdisasm; sm_90)"
+    note = analysis.registers_note(pairs)
+    return Table(rows, columns, title=title + (f"\n{note}" if note else ""))

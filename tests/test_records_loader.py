@@ -1,0 +1,100 @@
+"""The loader of figures/data/*.json: bad files are skipped with a warning naming them
+(the notebooks still run), an explicitly named bad file is a ValueError naming it, and
+a recording without references gives no ratio rather than a crash."""
+import json
+import warnings
+
+import pytest
+
+from gemm_kernels.core import device
+from gemm_kernels.core.kernels import get
+from gemm_kernels.measure import ladder, lookup, records
+
+GOOD = {"schema": 2, "device": {"name": "Test GPU"}, "created": "2026-01-01T00:00:00Z",
+        "commit": "abc", "runs": {}, "results": []}
+BAD = {"empty.json": "", "truncated.json": json.dumps(GOOD)[:40], "list.json": "[1, 2]",
+       "foreign.json": '{"name": "something else"}',
+       "schema.json": json.dumps({**GOOD, "schema": 99}),
+       "rows.json": json.dumps({**GOOD, "results": [{"kernel": "naive"}]}),
+       "binary.json": b"\xff\xfe\x00garbage"}
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(records, "DATA_DIR", tmp_path)
+    monkeypatch.delenv("GEMM_KERNELS_RECORD", raising=False)
+    monkeypatch.setenv("GEMM_KERNELS_MODE", "recorded")
+    device._gpu_present.cache_clear()
+    records._LOADED.clear()
+    yield tmp_path
+    records._LOADED.clear()
+
+
+def _write(path, content):
+    (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_file_is_skipped_with_a_warning_naming_it(data_dir, name):
+    _write(data_dir / name, BAD[name])
+    (data_dir / "good.json").write_text(json.dumps({**GOOD, "created": "2025-01-01T00:00:00Z"}))
+    with pytest.warns(UserWarning, match=name):
+        rec = records.load()
+    assert rec.path.name == "good.json"       # the newest good one; the bad one is skipped
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_explicit_bad_path_is_a_value_error_naming_it(data_dir, name):
+    _write(data_dir / name, BAD[name])
+    with pytest.raises(ValueError, match=name):
+        records.load(data_dir / name)
+
+
+def test_unreadable_path_is_a_value_error(data_dir):
+    with pytest.raises(ValueError, match="cannot be read"):
+        records.load(data_dir / "missing.json")
+    (data_dir / "dir.json").mkdir()
+    with pytest.raises(ValueError, match="dir.json"):
+        records.load(data_dir / "dir.json")
+
+
+def test_only_bad_files_leave_no_recording_and_lookups_say_so(data_dir):
+    (data_dir / "empty.json").write_text("")
+    with pytest.warns(UserWarning, match="empty.json"):
+        assert records.current() is None
+    with pytest.raises(LookupError, match="no usable recording"):
+        lookup.recorded("naive", (2048,) * 3)
+    with pytest.raises(LookupError, match="no GFLOP/s of the ladder kernels"):
+        ladder.markdown()
+
+
+def test_schema_1_still_loads(data_dir):
+    (data_dir / "old.json").write_text(json.dumps({**GOOD, "schema": 1}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rec = records.load()
+    assert rec.runs == {} and rec.label == "recorded on Test GPU, 2026-01-01"
+
+
+def test_recording_without_references_gives_no_ratio(data_dir):
+    k = get("naive")
+    row = {"chapter": k.chapter, "kernel": "naive", "params": k.resolve({}),
+           "shape": [1024] * 3, "gflops": {"median": 250.0, "min": 240.0, "max": 260.0},
+           "repeats": 20, "source": k.source_hash()}
+    (data_dir / "old.json").write_text(json.dumps({**GOOD, "schema": 1, "results": [row]}))
+    assert lookup.share(lookup.recorded("naive", (1024,) * 3)) is None
+    t = ladder.compare(["naive"], (1024,))
+    assert [r["kernel"] for r in t] == ["naive"] and t[0]["% of cuBLAS"] is None
+    assert repr(t).splitlines()[-1].split()[-2] == "-"      # the table shows "-"
+    assert ladder.share("naive", 1024)["% of cuBLAS"] is None
+    with pytest.raises(LookupError, match="no cuBLAS measured in the same run"):
+        ladder.markdown((1024,))
+
+
+def test_update_readme_leaves_the_readme_alone_without_a_table(data_dir):
+    readme = data_dir / "README.md"
+    text = f"intro\n{ladder.README_START}\nold table\n{ladder.README_END}\n"
+    readme.write_text(text)
+    with pytest.raises(LookupError):
+        ladder.update_readme(readme)
+    assert readme.read_text() == text
