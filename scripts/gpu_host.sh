@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One batch on the offline GPU host: install the carried wheels, then check, sanitize,
 # test and time. Logs go to $OUT. Usage: bash scripts/gpu_host.sh STAGE...
-# Stages: info check sanitize tests nbval verify bench record sweeps latency probe profile
+# Stages: info smoke check sanitize tests nbval verify bench record sweeps latency probe profile
 # (SWEEPS=name limits the sweeps stage to one kernel's entries; `verify` runs check,
 # sanitize, tests and nbval side by side: none of them times anything it reports)
 set -uo pipefail
@@ -14,6 +14,13 @@ for stage in "$@"; do
   case $stage in
     info)     nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,memory.total --format=csv
               python3 -c "from gemm_kernels import device; print(device.properties())" ;;
+    smoke)    # every GPU path once, in a minute, before a long stage spends the lease
+              python3 -m gemm_kernels check --kernels naive capstone dgemm_tiled transpose_padded \
+                  --shapes 33x65x17 4097x1023x515 2>&1 | tee "$OUT/smoke.log" || exit 1
+              python3 -m gemm_kernels bench --kernels capstone dgemm_tiled --sizes 1024 2>&1 \
+                  | tee -a "$OUT/smoke.log" || exit 1
+              python3 -m pytest -q -x tests/test_gpu_launch.py tests/test_gpu_kernels.py \
+                  -k "buggy or cublas or guard" 2>&1 | tee -a "$OUT/smoke.log" | tail -3 || exit 1 ;;
     check)    python3 -m gemm_kernels check 2>&1 | tee "$OUT/check.log" | grep -v " ok$" ;;
     sanitize) python3 -m gemm_kernels check --sanitize 2>&1 | tee "$OUT/sanitize.log" ;;
     tests)    python3 -m pytest -q -x tests/ 2>&1 | tee "$OUT/tests.log" | tail -15 ;;
@@ -32,7 +39,7 @@ for stage in "$@"; do
                        "transpose_padded --shape 8191x4097" "coalesced --shape 4096x4096x4096" \
                        "smem_tiled --shape 4096x4096x4096"; do
                 [ -n "${SWEEPS:-}" ] && [[ "$a" != ${SWEEPS}* ]] && continue
-                python3 -m gemm_kernels sweep $a 2>&1 | tail -1; done ;;
+                python3 -m gemm_kernels sweep $a 2>&1 | tee -a "$OUT/sweeps.log" | tail -1; done ;;
     latency)  python3 -m gemm_kernels.notebook.widget_latency 2>&1 | tee "$OUT/latency.log" ;;
     probe)    python3 -m gemm_kernels.memory.probe --out "$OUT/bank_probe.json" 2>&1 | tee "$OUT/probe.log" | tail -40 ;;
     profile)  python3 -m gemm_kernels profile 2>&1 | tee "$OUT/profile.log" | tail -40

@@ -246,7 +246,7 @@ def test_bandwidth_plot_runs(monkeypatch):
 def test_compare_with_dgemm_reference(monkeypatch):
     def row(kernel, g, params=None, ref=None):
         r = {"chapter": "11", "kernel": kernel, "params": params or {}, "shape": [64, 64, 64],
-             "gflops": {"median": g, "min": g, "max": g}, "rel_error": 1e-16, "repeats": 20}
+             "gflops": {"median": g, "min": g, "max": g}, "error_over_bound": 0.05, "repeats": 20}
         return {**r, "reference": {"kernel": "cublas_dgemm", "gflops": {"median": ref}}} \
             if ref else r
     rec = records.Record({"name": "Test GPU"}, "2026-01-01T00:00:00Z", "abc",

@@ -89,12 +89,3 @@ def test_recording_without_references_gives_no_ratio(data_dir):
     assert ladder.share("naive", 1024)["% of cuBLAS"] is None
     with pytest.raises(LookupError, match="no cuBLAS measured in the same run"):
         ladder.markdown((1024,))
-
-
-def test_update_readme_leaves_the_readme_alone_without_a_table(data_dir):
-    readme = data_dir / "README.md"
-    text = f"intro\n{ladder.README_START}\nold table\n{ladder.README_END}\n"
-    readme.write_text(text)
-    with pytest.raises(LookupError):
-        ladder.update_readme(readme)
-    assert readme.read_text() == text

@@ -12,7 +12,9 @@ def _row(kernel, params, shape, gflops):
     k = get(kernel)
     return {"chapter": k.chapter, "kernel": kernel, "params": k.resolve(params),
             "shape": list(shape), "gflops": {"median": gflops, "min": gflops, "max": gflops},
-            "rel_error": 1e-7, "repeats": 20, "source": k.source_hash()}
+            "error_over_bound": 0.05, "repeats": 20, "source": k.source_hash(),
+            "reference": {"kernel": "cublas",
+                          "gflops": {"median": 1000.0, "min": 990.0, "max": 1010.0}}}
 
 
 @pytest.fixture
@@ -62,8 +64,20 @@ def test_explorer_reports_recorded_rate_and_share(recorded):
     ex = widgets.Explorer("naive")
     res = ex.evaluate({"BLOCK": 16, "MAPPING": "x->row"})
     assert res["ok"] and res["value"] == 250.0
-    assert "25% of the reference" in res["message"] and "Test GPU 9000" in res["message"]
-    assert ex.history == [("BLOCK=16 MAPPING=x->row", 250.0)]
+    assert "25% of cublas in the same run" in res["message"] and "Test GPU 9000" in res["message"]
+    assert ex.history == [("BLOCK=16 MAPPING=x->row", 250.0, 1000.0)]
+
+
+def test_explorer_never_divides_by_another_runs_reference(recorded, monkeypatch):
+    """A row without its own reference gets no share, though a cuBLAS row is recorded."""
+    from gemm_kernels.measure import lookup
+    row = lookup.recorded("naive", (2048,) * 3, {"BLOCK": 16})
+    monkeypatch.setattr(lookup, "measure_or_lookup",
+                        lambda *a, **k: {kk: v for kk, v in row.items() if kk != "reference"})
+    ex = widgets.Explorer("naive")
+    res = ex.evaluate({"BLOCK": 16, "MAPPING": "x->row"})
+    assert res["ok"] and "no reference measured in the same run" in res["message"]
+    assert ex.history == [("BLOCK=16 MAPPING=x->row", 250.0, None)]
 
 
 def test_explorer_invalid_choice_is_a_message(recorded):

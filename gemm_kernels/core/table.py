@@ -32,7 +32,14 @@ def _fmt(v):
     if v is None:
         return "-"
     if isinstance(v, float):
-        return f"{v:,.1f}" if abs(v) >= 1 else f"{v:.2e}"
+        # For people: rates without false precision, small ratios as plain decimals.
+        if v != v or v in (float("inf"), float("-inf")):
+            return str(v)
+        if v == 0 or abs(v) >= 100:
+            return f"{v:,.0f}"
+        if abs(v) >= 1:
+            return f"{v:.1f}"
+        return f"{v:.2g}" if abs(v) >= 1e-3 else f"{v:.1e}"
     if isinstance(v, (list, tuple)):
         return "x".join(map(str, v))
     if isinstance(v, dict):

@@ -37,7 +37,7 @@ def compare(kernels, sizes, params: dict | None = None, repeats: int | None = No
             rows.append({"kernel": name, "chapter": r["chapter"], "size": n,
                          "GFLOP/s": r["gflops"]["median"], "min": r["gflops"]["min"],
                          "max": r["gflops"]["max"], "cuBLAS same run": same_run,
-                         "% of cuBLAS": lookup.share(r), "rel. error": r.get("rel_error")})
+                         "% of cuBLAS": lookup.share(r), "error / bound": r.get("error_over_bound")})
         for ref in refs:
             try:
                 r = lookup.measure_or_lookup(ref, shape, repeats=repeats)
@@ -46,9 +46,9 @@ def compare(kernels, sizes, params: dict | None = None, repeats: int | None = No
             rows.append({"kernel": ref, "chapter": "00", "size": n,
                          "GFLOP/s": r["gflops"]["median"], "min": r["gflops"]["min"],
                          "max": r["gflops"]["max"], "% of cuBLAS": 100.0,
-                         "rel. error": r.get("rel_error")})
+                         "error / bound": r.get("error_over_bound")})
     return Table(rows, ["chapter", "kernel", "size", "GFLOP/s", "min", "max",
-                        "cuBLAS same run", "% of cuBLAS", "rel. error"],
+                        "cuBLAS same run", "% of cuBLAS", "error / bound"],
                  title=f"GFLOP/s, {records.source()}")
 
 
@@ -124,12 +124,3 @@ def markdown(sizes=LADDER_SIZES) -> str:
         ch = next(r["chapter"] for r in table if r["kernel"] == name)
         lines.append(f"| {ch} | {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def update_readme(path) -> None:
-    """Replace the results table between the README's markers with the recorded one;
-    the README is left alone when there is no table to write (LookupError)."""
-    table = markdown()
-    text = Path(path).read_text()
-    a, b = text.index(README_START) + len(README_START), text.index(README_END)
-    Path(path).write_text(text[:a] + "\n" + table + "\n" + text[b:])

@@ -32,7 +32,6 @@ def main():
         for shape in (ex.shape, check_shape):
             for p in (k.defaults(), params):
                 compiler.function(k, p, shape)
-        ex.cublas()                     # the reference line is measured once per widget
         for what, p in (("first Run", k.defaults()), ("new config", params)):
             t = time.perf_counter()
             res = ex.evaluate(p)

@@ -44,22 +44,12 @@ class Explorer:
         self.size = _size(size, DEFAULT_SIZE[self.family])
         self.fixed = dict(fixed or {})
         self.note = note   # optional: params -> a line added to each result (e.g. counters)
-        self.history: list[tuple[str, float]] = []
-        self._cublas: dict[int, float | None] = {}
+        # (label, rate, the reference's rate measured beside it in the same run or None)
+        self.history: list[tuple[str, float, float | None]] = []
 
     @property
     def shape(self):
         return (self.size,) * 3 if self.kernel.op in ("sgemm", "dgemm") else (self.size,) * 2
-
-    def cublas(self) -> float | None:
-        if self.size not in self._cublas:
-            name = {"sgemm": "cublas", "dgemm": "cublas_dgemm"}.get(self.kernel.op, "device_copy")
-            try:
-                row = lookup.measure_or_lookup(name, self.shape)
-                self._cublas[self.size] = (row.get("gflops") or row["gbps"])["median"]
-            except LookupError:
-                self._cublas[self.size] = None
-        return self._cublas[self.size]
 
     def evaluate(self, params: dict) -> dict:
         """{'ok', 'message', 'value'}; never raises for a bad choice: a wrong name, type
@@ -86,9 +76,12 @@ class Explorer:
             return {"ok": False, "message": str(e), "value": None}
         unit = "GFLOP/s" if "gflops" in row else "GB/s"
         value = row.get("gflops", row.get("gbps"))["median"]
-        self.history.append((_label(p), value))
-        ref = self.cublas()
-        pct = f", {100 * value / ref:.0f}% of the reference" if ref else ""
+        ref = row.get("reference")
+        self.history.append((_label(p), value, (ref.get("gflops") or ref.get("gbps"))["median"]
+                             if ref else None))
+        share = lookup.share(row)
+        pct = f", {share:.0f}% of {ref['kernel']} in the same run" if share is not None else \
+            ", no reference measured in the same run"
         extra = f"; {self.note(p)}" if self.note else ""
         return {"ok": True, "value": value,
                 "message": f"{_label(p)}: {value:,.0f} {unit}{pct} ({row['source']}){extra}"}
@@ -100,10 +93,12 @@ class Explorer:
         labels = [h[0] for h in self.history]
         ax.barh(range(len(labels)), [h[1] for h in self.history], color="tab:blue")
         ax.set_yticks(range(len(labels)), labels, fontsize=8)
-        ref = self.cublas()
-        if ref:
-            ax.axvline(ref, color="k", ls="--",
-                       label="cuBLAS" if self.kernel.op != "transpose" else "device copy")
+        # Each bar's own reference, measured beside it: a mark per bar, not one line.
+        refs = [(i, h[2]) for i, h in enumerate(self.history) if h[2]]
+        if refs:
+            ax.scatter([r for _, r in refs], [i for i, _ in refs], marker="|", s=400,
+                       color="k", label=("cuBLAS" if self.kernel.op in ("sgemm", "dgemm")
+                                         else "device copy") + ", same run")
             ax.legend(loc="lower right")
         unit = "GB/s" if self.kernel.op in ("transpose", "copy") else "GFLOP/s"
         ax.set_xlabel(f"{unit} at {'x'.join(map(str, self.shape))} ({records.source()})")
