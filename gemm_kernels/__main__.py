@@ -1,4 +1,4 @@
-"""Command line: python -m gemm_kernels {bench,check,record,sweep,profile,analyse}.
+"""Command line: python -m gemm_kernels {bench,check,record,sweep,profile,analyse,grade}.
 
 Bad input is refused before anything runs: argparse-style (exit status 2, a one-line
 error after the usage) for names, numbers and shapes; a plain message and exit status 1
@@ -266,6 +266,28 @@ def cmd_analyse(a):
         print("  ", kernel_occupancy(n).explain())
 
 
+def cmd_grade(a):
+    """Every exercise cell of each notebook: one table per notebook, exit 1 if any fails."""
+    from gemm_kernels.exercises.notebooks import grade_notebook
+    from gemm_kernels.core.table import Table
+    failed = 0
+    for path in a.notebooks:
+        try:
+            reports = grade_notebook(path)
+        except ValueError as e:
+            a.parser.error(str(e))
+        rows = [{"exercise": r.exercise, **{s.name: s.status for s in r.steps},
+                 "seconds": round(r.seconds, 1),
+                 "first problem": next((f"{s.name}: {s.detail}" for s in r.steps
+                                        if s.status == "FAIL"), "")} for r in reports]
+        print(Table(rows, ["exercise", "compile", "static", "correct", "speed", "seconds",
+                           "first problem"], title=str(path)))
+        failed += sum(not r.passed for r in reports)
+    if not device.is_live():
+        print("No GPU here: correctness and speed were not graded (steps 3-4).")
+    sys.exit(1 if failed else 0)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m gemm_kernels")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -301,7 +323,11 @@ def main(argv=None):
     an = sub.add_parser("analyse", help="registers, spills, SASS histogram, occupancy (no GPU)")
     an.add_argument("--kernels", nargs="+", type=_kernel())
     an.set_defaults(fn=cmd_analyse)
-    for p in (b, c, r, s, pr, an):
+    g = sub.add_parser("grade", help="grade the exercise cells of students' notebooks "
+                       "(steps 3-4 need a GPU)")
+    g.add_argument("notebooks", nargs="+", metavar="NOTEBOOK")
+    g.set_defaults(fn=cmd_grade)
+    for p in (b, c, r, s, pr, an, g):
         p.set_defaults(parser=p)     # so a command can refuse its input argparse-style
     a = ap.parse_args(argv)
     a.fn(a)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import numbers
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import product
 from pathlib import Path
 from typing import Callable, Mapping
@@ -85,6 +85,8 @@ class Kernel:
     fixed: template arguments that never change for this entry.
     align: bytes the data pointers must be aligned to (kernels whose vector path
         trusts the pointers; 0 when nothing is assumed).
+    code: the CUDA source itself, for a kernel that has no file (a student's exercise
+        submission, see `with_code`); None reads `source` from cuda/.
     """
     name: str
     chapter: str
@@ -103,13 +105,20 @@ class Kernel:
     shape_params: Callable[[Params, tuple], dict] = lambda p, shape: {}
     fixed: Mapping[str, object] = field(default_factory=dict)
     align: int = 0
+    code: str | None = None
 
     @property
     def path(self) -> Path:
         return CUDA_DIR / self.source
 
     def source_text(self) -> str:
-        return self.path.read_text()
+        return self.path.read_text() if self.code is None else self.code
+
+    def with_code(self, code: str, name: str, source: str) -> "Kernel":
+        """This kernel's tunables, constraints and geometry around other source text
+        (a student's version of it): launched, checked and timed like the original.
+        `source` names the text in compiler messages."""
+        return replace(self, name=name, source=source, code=code)
 
     def source_hash(self) -> str:
         """A short hash of the source and the headers it includes: a recorded row whose

@@ -229,7 +229,7 @@ def _setup(name: str, shape: tuple, p: dict):
     rng = cupy.random.default_rng()
     if name == "device_copy":
         src = rng.standard_normal(input_bytes(name, shape, p) // 4, dtype=cupy.float32)
-        return {"candidate": _copy(src)}, lambda: {}
+        return {"candidate": copy_call(src)}, lambda: {}
     if name in ("cublas", "cublas_dgemm"):
         A, B, C = _gemm_inputs(shape, "float32" if name == "cublas" else "float64", rng)
         return {"candidate": lambda: cupy.matmul(A, B, out=C)}, \
@@ -245,11 +245,11 @@ def _setup(name: str, shape: tuple, p: dict):
     src = random_normal(shape, {"float": "float32", "double": "float64"}[p["T"]], rng)
     out = cupy.empty(shape[::-1] if k.op == "transpose" else shape, src.dtype)
     expect = src.T if k.op == "transpose" else src
-    return {"candidate": launcher(k, src, out, params=p), "reference": _copy(src)}, \
+    return {"candidate": launcher(k, src, out, params=p), "reference": copy_call(src)}, \
         lambda: {"exact": bool(cupy.array_equal(out, expect)), **binary()}
 
 
-def _copy(src):
+def copy_call(src):
     """A device-to-device copy of `src`'s bytes (cudaMemcpyAsync on the current stream)."""
     import cupy
     dst = cupy.empty_like(src)

@@ -1,0 +1,211 @@
+"""Grade a submission step by step: compile, static, correct, speed.
+
+Each step gives a verdict and, when it fails, what went wrong and a hint; a step that
+cannot run here (no GPU) says so and how to get one. The GPU steps run in a child
+process with a time limit (`gpu_step`), so a kernel that hangs or faults ends that
+process, not the notebook.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gemm_kernels.core import compiler, device
+from gemm_kernels.core.kernels import get as get_kernel
+from gemm_kernels.exercises.catalog import Exercise, get
+from gemm_kernels.exercises.stubs import STUB, stub_lines
+
+SOURCE_NAME = "exercise.cu"       # what NVRTC calls the student's text in its messages
+GPU_TIME_LIMIT_S = 120            # a correct submission grades in seconds; a hang does not
+NO_GPU = ("needs a GPU, and there is none here. Steps 1-2 ran; to check correctness and "
+          "speed, open this notebook in Google Colab (Runtime > Change runtime type > "
+          "T4 GPU) or on any machine with an NVIDIA GPU")
+PASS, FAIL, SKIPPED = "pass", "FAIL", "not run"
+
+
+@dataclass
+class Step:
+    name: str
+    status: str
+    detail: str = ""
+    hint: str = ""
+
+
+@dataclass(repr=False)
+class Report:
+    exercise: str
+    steps: list[Step] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        """Every step that could run here passed."""
+        return all(s.status != FAIL for s in self.steps)
+
+    @property
+    def complete(self) -> bool:
+        """Every step ran (a GPU was there)."""
+        return all(s.status != SKIPPED for s in self.steps)
+
+    def assert_passed(self):
+        bad = [s for s in self.steps if s.status == FAIL]
+        if bad:
+            s = bad[0]
+            raise AssertionError(f"{self.exercise}: step '{s.name}' failed: {s.detail}"
+                                 + (f" (hint: {s.hint})" if s.hint else ""))
+
+    def __repr__(self):
+        return str(self)
+
+    def __str__(self):
+        lines = [f"{self.exercise}: " + ("passed" if self.passed and self.complete else
+                                         "passed what runs here" if self.passed else
+                                         "not yet") + f" ({self.seconds:.1f} s)"]
+        for i, s in enumerate(self.steps, 1):
+            lines.append(f"  {i}. {s.name:<8} {s.status:<8} {s.detail}")
+            if s.status == FAIL and s.hint:
+                lines.append(f"     hint: {s.hint}")
+        return "\n".join(lines)
+
+    def _repr_html_(self):
+        color = {PASS: "green", FAIL: "crimson", SKIPPED: "gray"}
+        rows = "".join(
+            f"<tr><td>{i}</td><td>{s.name}</td><td style='color:{color[s.status]}'>"
+            f"<b>{s.status}</b></td><td style='text-align:left'>{_html(s.detail)}"
+            + (f"<br><i>hint: {_html(s.hint)}</i>" if s.status == FAIL and s.hint else "")
+            + "</td></tr>" for i, s in enumerate(self.steps, 1))
+        return (f"<table><caption>{self.exercise} ({self.seconds:.1f} s)</caption>"
+                f"{rows}</table>")
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") \
+        .replace("\n", "<br>")
+
+
+def student_kernel(exercise: Exercise, source: str):
+    """The registry kernel of the exercise around the student's source."""
+    return get_kernel(exercise.kernel).with_code(
+        source, name=f"{exercise.name}:submission", source=SOURCE_NAME)
+
+
+def grade(name: str, source: str, gpu: bool | None = None) -> Report:
+    """All steps for `source` (the student's CUDA text). gpu: run the GPU steps (None:
+    when this machine has a GPU)."""
+    ex = get(name)
+    start = time.perf_counter()
+    report = Report(ex.name)
+    k = student_kernel(ex, source)
+    steps = report.steps
+    steps.append(_compile(ex, k))
+    steps.append(_static(ex, k, source) if steps[-1].status == PASS else
+                 Step("static", SKIPPED, "needs a kernel that compiles"))
+    gpu = device.is_live() if gpu is None else gpu
+    if steps[-1].status != PASS:
+        steps += [Step("correct", SKIPPED, "needs steps 1-2 to pass"),
+                  Step("speed", SKIPPED, "needs a correct kernel")]
+    elif not gpu:
+        steps += [Step("correct", SKIPPED, NO_GPU), Step("speed", SKIPPED, "needs a GPU too")]
+    else:
+        steps += run_gpu_steps(ex, source)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+# ------------------------------------------------------------------ steps 1-2
+
+_NVRTC_LINE = re.compile(re.escape(SOURCE_NAME) + r"\((\d+)\): (error|warning)[^:]*: (.*)")
+
+
+def compile_messages(log: str, first_line: int = 2) -> list[str]:
+    """NVRTC's errors as 'line N: message', N counted in the student's cell, whose line 1
+    is the `%%exercise` line (`first_line`: the cell line of the source's line 1)."""
+    found = [f"line {int(m.group(1)) + first_line - 1}: {m.group(3).strip()}"
+             for m in _NVRTC_LINE.finditer(log) if m.group(2) == "error"]
+    return found or [log.strip().splitlines()[-1] if log.strip() else "NVRTC failed"]
+
+
+def _compile(ex: Exercise, k) -> Step:
+    try:
+        compiler.ptx(k, ex.params)
+    except RuntimeError as e:
+        msgs = compile_messages(str(e))
+        return Step("compile", FAIL, "; ".join(msgs[:5]), ex.hints.get("compile", ""))
+    return Step("compile", PASS, "NVRTC compiled it")
+
+
+def _static(ex: Exercise, k, source: str) -> Step:
+    try:
+        res = compiler.resources(k, ex.params)
+        text = compiler.sass(k, ex.params) if ex.sass else ""
+    except RuntimeError as e:
+        return Step("static", FAIL, str(e).splitlines()[0], ex.hints.get("static", ""))
+    problems = []
+    todo = stub_lines(source)
+    if todo:
+        problems.append(f"write the part marked '{STUB}' (line "
+                        f"{', '.join(map(str, todo))} of the cell)")
+    if res["spill_stores"] or res["spill_loads"] or res["stack_bytes"]:
+        problems.append(f"{res['spill_stores']} bytes of spill stores and "
+                        f"{res['stack_bytes']} bytes of stack: an array indexed by a "
+                        "value the compiler cannot resolve lives in slow local memory")
+    if res["registers"] > ex.max_registers:
+        problems.append(f"{res['registers']} registers per thread, more than the "
+                        f"{ex.max_registers} this exercise allows")
+    for op in ex.sass:
+        if not re.search(rf"\b{re.escape(op)}\b", text):
+            problems.append(f"no {op} in the SASS")
+    for check in ex.static_checks:
+        problems += check(source)
+    detail = "; ".join(problems) if problems else \
+        f"{res['registers']} registers, no spills" + \
+        (f", {', '.join(ex.sass)} present" if ex.sass else "")
+    return Step("static", FAIL if problems else PASS, detail, ex.hints.get("static", ""))
+
+
+# ------------------------------------------------------------------ steps 3-4
+
+def run_gpu_steps(ex: Exercise, source: str, time_limit: float = GPU_TIME_LIMIT_S) -> list[Step]:
+    """Steps 3-4 in a child process: its verdicts, or the way it ended (a time-out, an
+    illegal address) as the verdict of the step it was in."""
+    with tempfile.TemporaryDirectory() as d:
+        job = Path(d) / "job.json"
+        job.write_text(json.dumps({"exercise": ex.name, "source": source}))
+        try:
+            res = subprocess.run([sys.executable, "-m", "gemm_kernels.exercises.gpu_step",
+                                  str(job)], capture_output=True, text=True,
+                                 timeout=time_limit)
+        except subprocess.TimeoutExpired:
+            return [Step("correct", FAIL, f"timed out after {time_limit:.0f} s: the kernel "
+                         "never finished (a loop that does not end, or a __syncthreads() "
+                         "some threads of the block never reach)", ex.hints.get("correct", "")),
+                    Step("speed", SKIPPED, "needs a correct kernel")]
+    steps = []
+    for line in res.stdout.splitlines():
+        if line.startswith("{"):
+            d = json.loads(line)
+            steps.append(Step(d["name"], d["status"], d["detail"],
+                              ex.hints.get(d["name"], "") if d["status"] == FAIL else ""))
+    if res.returncode and len(steps) < 2:
+        steps.append(Step("correct" if not steps else "speed", FAIL, crash_message(res.stderr),
+                          ex.hints.get("correct", "")))
+    while len(steps) < 2:
+        steps.append(Step(("correct", "speed")[len(steps)], SKIPPED, "needs a correct kernel"))
+    return steps
+
+
+def crash_message(stderr: str) -> str:
+    """What ended the child process, in a student's words."""
+    if re.search(r"illegal (memory )?address|ILLEGAL_ADDRESS|IllegalAddress", stderr):
+        return ("illegal address: a thread read or wrote outside the arrays (check the "
+                "bounds of every load and store)")
+    if re.search(r"misaligned address|MISALIGNED", stderr):
+        return "misaligned address: a vector load or store at an address not a multiple of its width"
+    last = [l for l in stderr.strip().splitlines() if l.strip()]
+    return "the GPU step failed: " + (last[-1] if last else "no message")

@@ -1,0 +1,50 @@
+"""What the exercise tests share: a chapter's solution and skeleton, read from the
+notebooks, and the grader's verdict on a source, without a GPU (steps 1-2) or with one."""
+import json
+from pathlib import Path
+
+from gemm_kernels.exercises.catalog import get
+from gemm_kernels.exercises.grader import FAIL, PASS, grade
+from gemm_kernels.exercises.notebooks import exercise_cells
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def chapter_notebook(chapter: str) -> Path:
+    return next(NOTEBOOKS.glob(f"{chapter}_*.ipynb"))
+
+
+def solution_notebook(chapter: str) -> Path:
+    return NOTEBOOKS / "solutions" / f"{chapter}_solution.ipynb"
+
+
+def source_in(path: Path, name: str) -> str:
+    """The CUDA source of exercise `name`'s cell in notebook `path`."""
+    found = [src for n, src in exercise_cells(path) if n == name]
+    assert len(found) == 1, f"{path.name} has {len(found)} %%exercise {name} cells"
+    return found[0]
+
+
+def solution(name: str) -> str:
+    return source_in(solution_notebook(get(name).chapter), name)
+
+
+def skeleton_cell(name: str) -> str:
+    return source_in(chapter_notebook(get(name).chapter), name)
+
+
+def status(report) -> dict:
+    """{step name: (status, detail)}."""
+    return {s.name: (s.status, s.detail) for s in report.steps}
+
+
+def static_verdict(name: str, source: str) -> dict:
+    return status(grade(name, source, gpu=False))
+
+
+def first_failure(report):
+    return next(((s.name, s.detail) for s in report.steps if s.status == FAIL), None)
+
+
+__all__ = ["FAIL", "PASS", "chapter_notebook", "solution_notebook", "source_in", "solution",
+           "skeleton_cell", "status", "static_verdict", "first_failure", "grade", "json"]
