@@ -1,0 +1,70 @@
+"""For authors: write a chapter's exercise cells into its notebook and its solution.
+
+    python scripts/exercise_cells.py NAME SOLUTION.cu INTRO.md [SOLUTION_INTRO.md]
+
+The chapter notebook gets the skeleton (each solution region replaced by the stub), the
+solution notebook the solution; both get the intro, `%load_ext`, the `%%exercise` cell
+(an nbgrader solution cell) and the autograded test cell (which raises on the skeleton:
+tagged nbval-raises-exception there). Cells of an earlier run are replaced. Execute both
+notebooks afterwards (jupyter nbconvert --execute --inplace --allow-errors).
+"""
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from gemm_kernels.exercises.catalog import get          # noqa: E402
+from gemm_kernels.exercises.stubs import skeleton       # noqa: E402
+
+
+def _lines(s):
+    src = s.split("\n")
+    return [l + "\n" for l in src[:-1]] + ([src[-1]] if src[-1] else [])
+
+
+def _md(text, cid):
+    return {"cell_type": "markdown", "id": cid, "metadata": {}, "source": _lines(text)}
+
+
+def _code(text, cid, tags=(), nbgrader=None):
+    meta = {"tags": list(tags)} if tags else {}
+    if nbgrader:
+        meta["nbgrader"] = {"schema_version": 3, **nbgrader}
+    return {"cell_type": "code", "execution_count": None, "id": cid, "metadata": meta,
+            "outputs": [], "source": _lines(text)}
+
+
+def cells(name, intro, solution_src, student):
+    src = skeleton(solution_src) if student else solution_src
+    return [_md(intro, f"ex-{name}-intro"),
+            _code("%load_ext gemm_kernels.exercises", f"ex-{name}-load"),
+            _code(f"%%exercise {name}\n" + src, f"ex-{name}-kernel", ("nbval-ignore-output",),
+                  {"grade": False, "solution": True, "locked": False,
+                   "grade_id": f"ex{name}_kernel"}),
+            _code(f'from gemm_kernels.exercises import verdict\nverdict("{name}").assert_passed()',
+                  f"ex-{name}-test", ("nbval-raises-exception",) if student else (),
+                  {"grade": True, "solution": False, "locked": True, "points": 1,
+                   "grade_id": f"ex{name}_test"})]
+
+
+def put(path, new):
+    nb = json.loads(Path(path).read_text())
+    prefix = new[0]["id"].rsplit("-", 1)[0] + "-"
+    nb["cells"] = [c for c in nb["cells"] if not str(c.get("id", "")).startswith(prefix)] + new
+    Path(path).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+
+def main(name, solution_file, intro_file, solution_intro_file=None):
+    ch = get(name).chapter
+    sol = Path(solution_file).read_text()
+    intro = Path(intro_file).read_text().strip()
+    sol_intro = Path(solution_intro_file).read_text().strip() if solution_intro_file else \
+        "## Write the kernel: a solution"
+    put(next((ROOT / "notebooks").glob(f"{ch}_*.ipynb")), cells(name, intro, sol, True))
+    put(ROOT / "notebooks" / "solutions" / f"{ch}_solution.ipynb",
+        cells(name, sol_intro, sol, False))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
