@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One batch on the offline GPU host: install the carried wheels, then check, sanitize,
 # test and time. Logs go to $OUT. Usage: bash scripts/gpu_host.sh STAGE...
-# Stages: info smoke check sanitize tests nbval verify bench record sweeps latency probe profile
+# Stages: info smoke check sanitize tests nbval verify grade bench record sweeps latency probe profile
 # (SWEEPS=name limits the sweeps stage to one kernel's entries; `verify` runs check,
 # sanitize, tests and nbval side by side: none of them times anything it reports)
 set -uo pipefail
@@ -31,6 +31,8 @@ for stage in "$@"; do
               python3 -m pytest -q --nbval -p no:cacheprovider notebooks/ > "$OUT/nbval.log" 2>&1 &
               wait
               for f in check sanitize tests nbval; do echo "--- $f"; tail -4 "$OUT/$f.log"; done ;;
+    grade)    # every worked solution through the students' grader, all four steps, timed
+              python3 -m gemm_kernels grade notebooks/solutions/*_solution.ipynb 2>&1 | tee "$OUT/grade.log" ;;
     bench)    python3 -m gemm_kernels bench --sizes 1024 2048 4096 --plot "$OUT/ladder.png" 2>&1 | tee "$OUT/bench.log" ;;
     record)   python3 -m gemm_kernels record ${CHAPTERS:+--chapters $CHAPTERS} > "$OUT/record.log" 2>&1
               tail -3 "$OUT/record.log"
