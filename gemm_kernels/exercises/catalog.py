@@ -74,7 +74,22 @@ register(Exercise(
 
 
 # ---------------------------------------------------------------- chapter 00
-# (chapter 00's exercise is registered here)
+from gemm_kernels.measure.check import TRANSPOSE_SHAPES  # noqa: E402
+
+# A copy moves bytes and nothing else, so its rate is the memory's: timed at 8192 x 8192
+# floats (256 MiB each way, far beyond the L2) next to the chapter's copy and the device
+# copy, in one run on one GPU.
+register(Exercise(
+    name="00_copy", chapter="00", title="a copy kernel: how fast memory can go",
+    kernel="copy", params={"T": "float", "TILE": 32, "ROWS": 4},
+    shapes=tuple(TRANSPOSE_SHAPES), time_size=8192,
+    hints={"compile": "keep the kernel's name and template parameters as given",
+           "correct": "c comes from blockIdx.x and threadIdx.x, r from blockIdx.y, "
+                      "threadIdx.y and the loop's step; copy only where r < rows and "
+                      "c < cols, and cover all TILE rows of the tile",
+           "speed": "neighbouring lanes (threadIdx.x) must copy neighbouring elements of "
+                    "a row, so that a warp reads and writes 128 consecutive bytes"},
+))
 
 
 # ---------------------------------------------------------------- chapter 02
@@ -110,8 +125,38 @@ register(Exercise(
 
 
 # ---------------------------------------------------------------- chapter 10
-# (chapter 10's exercise is registered here)
+from gemm_kernels.exercises import ch10_checks  # noqa: E402
+
+_PADDED = {"T": "float", "TILE": 32, "ROWS": 8, "PAD": 1, "ORDER": "x->row", "STACK": 2}
+register(Exercise(
+    name="10_padded", chapter="10", title="the padded transpose",
+    kernel="transpose_padded", params=_PADDED, sass=("STS", "LDS", "BAR.SYNC"),
+    static_checks=(ch10_checks.padded_tile(_PADDED),),
+    shapes=tuple(TRANSPOSE_SHAPES), time_size=8192,
+    hints={"compile": "keep the kernel's name and template parameters as given",
+           "static": "the transpose goes through the shared tile (STS, LDS), and a warp "
+                     "reading down one of its columns must hit 32 different banks",
+           "correct": "tile[y][tx] holds in[row0 + y][col0 + tx]; out is cols x rows, so "
+                      "its rows are `rows` long, and out[col0 + ty][row0 + x] is the element "
+                      "of in at row row0 + x, column col0 + ty",
+           "speed": "neighbouring lanes (tx) must read neighbouring elements of a row of "
+                    "in and write neighbouring elements of a row of out"},
+))
 
 
 # ---------------------------------------------------------------- chapter 11
-# (chapter 11's exercise is registered here)
+from gemm_kernels.exercises import ch11_checks  # noqa: E402
+
+register(Exercise(
+    name="11_dgemm", chapter="11", title="double tiles read without bank conflicts",
+    kernel="dgemm_tiled", params={"BLOCK": 16}, sass=("LDS.64", "STS.64"),
+    static_checks=(ch11_checks.tiles_64bit(16),),
+    hints={"compile": "keep the kernel's name and template parameters as given",
+           "static": "a 64-bit access is served per half-warp: the 16 doubles a half-warp "
+                     "reads or writes must lie in different pairs of banks (consecutive "
+                     "doubles do; a column of a 16 x 16 tile does not, unless padded)",
+           "correct": "A_shared[ty][kk] must hold A[row][tile * BLOCK + kk] and "
+                      "B_shared[kk][tx] B[tile * BLOCK + kk][col], with 0.0 outside the "
+                      "matrices",
+           "speed": "keep the two barriers and the unrolled inner loop"},
+))

@@ -1,0 +1,78 @@
+"""Chapter 00's exercise, a copy kernel graded by its speed: the skeleton compiles and is
+refused, the solution passes every step this machine can run, typical mistakes are refused
+with the right message."""
+import pytest
+
+from gemm_kernels.exercises.stubs import skeleton
+from exercise_helpers import FAIL, PASS, first_failure, grade, skeleton_cell, solution, \
+    static_verdict
+from gpu import needs_gpu
+
+NAME = "00_copy"
+
+
+def test_notebook_cell_is_the_solutions_skeleton():
+    assert skeleton_cell(NAME) == skeleton(solution(NAME))
+
+
+def test_solution_passes_the_static_steps():
+    v = static_verdict(NAME, solution(NAME))
+    assert v["compile"][0] == PASS and v["static"][0] == PASS, v
+
+
+def test_skeleton_compiles_and_is_refused_with_the_line_to_write():
+    v = static_verdict(NAME, skeleton_cell(NAME))
+    assert v["compile"][0] == PASS
+    assert v["static"][0] == FAIL and "YOUR CODE HERE" in v["static"][1], v
+
+
+def test_a_typo_is_a_compile_error_on_the_cells_line():
+    src = solution(NAME).replace("if (r < rows && c < cols)", "if (r < rows && c < colls)")
+    line = next(i for i, l in enumerate(src.split("\n"), 2) if "colls" in l)
+    v = static_verdict(NAME, src)
+    assert v["compile"][0] == FAIL and f"line {line}:" in v["compile"][1], v
+
+
+# Typical wrong answers, refused on a GPU by the element-wise check or the guard.
+WRONG = {
+    "no bounds test": ("if (r < rows && c < cols)\n", ""),
+    "the loop stops after ROWS rows": ("dy < TILE", "dy < ROWS"),
+}
+
+
+def columns_down_lanes(src: str) -> str:
+    """Correct but slow: lanes on consecutive rows (threadIdx.x picks the row), so every
+    warp instruction touches 32 sectors of 32 bytes to move 128 bytes."""
+    old_c = "const int c = blockIdx.x * TILE + threadIdx.x;\n"
+    old_r = "const int r = blockIdx.y * TILE + threadIdx.y + dy;"
+    assert old_c in src and old_r in src
+    return src.replace(old_c, "").replace(
+        old_r, "const int r = blockIdx.y * TILE + threadIdx.x;\n"
+               "        const int c = blockIdx.x * TILE + threadIdx.y + dy;")
+
+
+def test_the_column_mapping_passes_the_static_steps():
+    v = static_verdict(NAME, columns_down_lanes(solution(NAME)))
+    assert v["compile"][0] == PASS and v["static"][0] == PASS, v
+
+
+@needs_gpu
+@pytest.mark.parametrize("what", WRONG)
+def test_wrong_answers_are_refused_on_a_gpu(what):
+    old, new = WRONG[what]
+    src = solution(NAME)
+    assert old in src
+    step, detail = first_failure(grade(NAME, src.replace(old, new), gpu=True))
+    assert step == "correct", (step, detail)
+
+
+@needs_gpu
+def test_a_copy_with_lanes_down_a_column_is_correct_but_too_slow():
+    r = grade(NAME, columns_down_lanes(solution(NAME)), gpu=True)
+    assert first_failure(r)[0] == "speed", str(r)
+
+
+@needs_gpu
+def test_solution_passes_on_a_gpu():
+    r = grade(NAME, solution(NAME), gpu=True)
+    assert r.passed and r.complete, str(r)
