@@ -93,15 +93,47 @@ register(Exercise(
 
 
 # ---------------------------------------------------------------- chapter 02
-# (chapter 02's exercise is registered here)
+register(Exercise(
+    name="02_coalesced", chapter="02", title="the coalesced thread -> element mapping",
+    kernel="coalesced", params={"BLOCK": 32, "GRID": "x->row"},
+    hints={"correct": "row = the tile's first row + threadIdx.x / BLOCK and col = the "
+                      "tile's first column + threadIdx.x % BLOCK cover every element of "
+                      "the tile once",
+           "speed": "consecutive threadIdx.x must give consecutive columns (col from "
+                    "threadIdx.x % BLOCK): then a warp reads one A element and 32 "
+                    "neighbouring B elements per k"},
+))
 
 
 # ---------------------------------------------------------------- chapter 03
-# (chapter 03's exercise is registered here)
+register(Exercise(
+    name="03_tile_loop", chapter="03", title="the tile loop and its two barriers",
+    kernel="smem_tiled", params={"BLOCK": 32, "GRID": "x->col", "EDGES": "always"},
+    sass=("BAR.SYNC",),
+    hints={"static": "the block must wait for its copies (__syncthreads()) before it "
+                     "reads the tiles",
+           "correct": "__syncthreads() after the copies (the tiles are complete) and "
+                      "after the products (nobody still reads what the next copy "
+                      "overwrites); a zero, not a load, for elements outside A or B",
+           "speed": "copy with threadIdx.x along a row of A and of B, so a warp's loads "
+                    "are consecutive addresses; read As[ty][k] and Bs[k][tx]"},
+))
 
 
 # ---------------------------------------------------------------- chapter 04
-# (chapter 04's exercise is registered here)
+from gemm_kernels.exercises import ch04_checks  # noqa: E402  (kept in its chapter's section)
+
+register(Exercise(
+    name="04_tile_layout", chapter="04", title="a tile layout free of bank conflicts",
+    kernel="bank_layout", params={"BLOCK": 32, "LAYOUT": "transposed", "PAD": 1},
+    static_checks=(ch04_checks.tile_layout_check(32),),
+    hints={"static": "a warp is one row of threads (ty fixed, tx = 0..31): where its 32 "
+                     "lanes touch 32 elements, their words must fall in 32 different "
+                     "banks (word % 32); a row length of BLOCK + 1 words, or an XOR of "
+                     "the column with the row, spreads a column over all banks",
+           "speed": "keep every access conflict-free: the kernel reads A and B BLOCK "
+                    "times per step"},
+))
 
 
 # ---------------------------------------------------------------- chapter 05

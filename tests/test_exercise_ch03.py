@@ -1,0 +1,70 @@
+"""Chapter 03's exercise: the skeleton compiles and is refused, the solution passes every
+step this machine can run, typical mistakes are refused with the right message (a
+missing barrier on a GPU, where only a run can show the race)."""
+import pytest
+
+from gemm_kernels.exercises.stubs import skeleton
+from exercise_helpers import (FAIL, PASS, first_failure, grade, skeleton_cell, solution,
+                              static_verdict)
+from gpu import needs_gpu
+
+NAME = "03_tile_loop"
+FIRST = "__syncthreads();               // the tiles are complete"
+SECOND = "__syncthreads();               // everyone has read the tiles before the next copy"
+STORE_B = "Bs[ty][tx] = (kb < K && col < N) ? B[kb * N + col] : 0.f;"
+
+
+def test_notebook_cell_is_the_solutions_skeleton():
+    assert skeleton_cell(NAME) == skeleton(solution(NAME))
+
+
+def test_solution_passes_the_static_steps_with_its_barriers():
+    v = static_verdict(NAME, solution(NAME))
+    assert v["compile"][0] == PASS and v["static"][0] == PASS, v
+    assert "BAR.SYNC present" in v["static"][1], v
+
+
+def test_skeleton_compiles_and_is_refused_with_the_lines_to_write():
+    v = static_verdict(NAME, skeleton_cell(NAME))
+    assert v["compile"][0] == PASS
+    assert v["static"][0] == FAIL and "YOUR CODE HERE" in v["static"][1], v
+
+
+def test_no_barrier_at_all_is_refused_by_the_sass_check():
+    src = solution(NAME)
+    assert FIRST in src and SECOND in src
+    v = static_verdict(NAME, src.replace(FIRST, "").replace(SECOND, ""))
+    assert v["compile"][0] == PASS
+    assert v["static"][0] == FAIL and "no BAR.SYNC in the SASS" in v["static"][1], v
+
+
+def test_a_typo_is_a_compile_error_on_the_cells_line():
+    src = solution(NAME).replace(STORE_B, STORE_B.replace("B[kb", "Bb[kb"))
+    line = next(i for i, l in enumerate(src.split("\n"), 2) if "Bb[kb" in l)
+    v = static_verdict(NAME, src)
+    assert v["compile"][0] == FAIL and f"line {line}:" in v["compile"][1], v
+
+
+# Typical wrong answers, refused on a GPU by the element-wise check.
+WRONG = {
+    "no barrier after the copies": (FIRST, ""),
+    "no barrier after the products": (SECOND, ""),
+    "the B tile stored transposed": (STORE_B, STORE_B.replace("Bs[ty][tx]", "Bs[tx][ty]")),
+    "the step's offset forgotten for B": ("const int kb = k0 + ty;", "const int kb = ty;"),
+}
+
+
+@needs_gpu
+@pytest.mark.parametrize("what", WRONG)
+def test_wrong_answers_are_refused_on_a_gpu(what):
+    old, new = WRONG[what]
+    src = solution(NAME)
+    assert old in src
+    step, detail = first_failure(grade(NAME, src.replace(old, new), gpu=True))
+    assert step == "correct", (step, detail)
+
+
+@needs_gpu
+def test_solution_passes_on_a_gpu():
+    r = grade(NAME, solution(NAME), gpu=True)
+    assert r.passed and r.complete, str(r)

@@ -1,0 +1,159 @@
+"""Chapter 04's exercise: the skeleton compiles and is refused, the solution passes every
+step this machine can run, the bank check refuses conflicting layouts here (no GPU
+needed), and its evaluator and model are tested on their own, conflicting expressions
+as the negative control."""
+import pytest
+
+from gemm_kernels.exercises import ch04_checks
+from gemm_kernels.exercises.ch04_checks import (ExpressionError, bank_problems,
+                                                compile_expression, layout_problems,
+                                                tile_layout_check, word_expression,
+                                                word_table)
+from gemm_kernels.exercises.stubs import skeleton
+from exercise_helpers import (FAIL, PASS, first_failure, grade, skeleton_cell, solution,
+                              static_verdict)
+from gpu import needs_gpu
+
+NAME = "04_tile_layout"
+A_LINE = "word = k * (BLOCK + 1) + m;"
+B_LINE = "word = k * (BLOCK + 1) + n;"
+
+
+def with_layout(a=A_LINE, b=B_LINE):
+    src = solution(NAME)
+    assert src.count(A_LINE) == 1 and src.count(B_LINE) == 1
+    return src.replace(A_LINE, a).replace(B_LINE, b)
+
+
+def test_notebook_cell_is_the_solutions_skeleton():
+    assert skeleton_cell(NAME) == skeleton(solution(NAME))
+
+
+def test_solution_passes_the_static_steps():
+    v = static_verdict(NAME, solution(NAME))
+    assert v["compile"][0] == PASS and v["static"][0] == PASS, v
+
+
+def test_skeleton_compiles_and_is_refused_only_for_the_lines_to_write():
+    v = static_verdict(NAME, skeleton_cell(NAME))
+    assert v["compile"][0] == PASS
+    assert v["static"][0] == FAIL and "YOUR CODE HERE" in v["static"][1], v
+    assert "bank" not in v["static"][1] and "word" not in v["static"][1], v
+
+
+def test_the_chapters_conflicting_layout_is_refused_by_the_bank_check():
+    """sB[n][k], rows of BLOCK words: the store of b and every read of B hit one bank."""
+    v = static_verdict(NAME, with_layout(a="word = m * BLOCK + k;", b="word = n * BLOCK + k;"))
+    assert v["compile"][0] == PASS and v["static"][0] == FAIL, v
+    assert "the read of B" in v["static"][1] and "32 wavefronts where 1 would do" in \
+        v["static"][1], v
+    assert "the store of b" in v["static"][1] and "the read of A" not in v["static"][1], v
+
+
+def test_transposed_without_padding_is_refused_for_its_store():
+    v = static_verdict(NAME, with_layout(a="word = k * BLOCK + m;", b="word = k * BLOCK + n;"))
+    assert v["static"][0] == FAIL and "the store of a" in v["static"][1], v
+    assert "the read of" not in v["static"][1] and "the store of b" not in v["static"][1], v
+
+
+def test_an_even_padding_is_refused():
+    v = static_verdict(NAME, with_layout(a="word = k * (BLOCK + 2) + m;"))
+    assert v["static"][0] == FAIL and "costs 2 wavefronts where 1 would do" in v["static"][1], v
+
+
+def test_two_elements_in_one_word_are_refused():
+    v = static_verdict(NAME, with_layout(a="word = m + k;"))
+    assert v["static"][0] == FAIL and "every element needs a word of its own" in v["static"][1], v
+
+
+def test_a_layout_outside_the_tiles_room_is_refused():
+    v = static_verdict(NAME, with_layout(b="word = k * (BLOCK + 5) + n;"))
+    assert v["static"][0] == FAIL and "outside the tile's 1152 words" in v["static"][1], v
+
+
+@pytest.mark.parametrize("a, b", [("m * BLOCK + (k ^ m)", "k * BLOCK + (n ^ k)"),
+                                  ("m * (BLOCK + 1) + k", "n * (BLOCK + 3) + k"),
+                                  ("m * BLOCK + k", "k * BLOCK + n")])
+def test_other_conflict_free_layouts_pass(a, b):
+    v = static_verdict(NAME, with_layout(a=f"word = {a};", b=f"word = {b};"))
+    assert v["static"][0] == PASS, v
+
+
+def test_a_layout_the_check_cannot_read_is_a_clear_problem():
+    v = static_verdict(NAME, with_layout(a="word = m > k ? m : k;"))
+    assert v["static"][0] == FAIL and "a_word: cannot read" in v["static"][1], v
+    v = static_verdict(NAME, with_layout(a="word = k * 33 + m;\n    word += 1;"))
+    assert v["static"][0] == FAIL and "a_word changes word after its line" in v["static"][1], v
+    v = static_verdict(NAME, with_layout(a="word = k * 33 + m;\n    word = word;"))
+    assert v["static"][0] == FAIL and "assigns word 2 times" in v["static"][1], v
+
+
+# ------------------------------------------------------------------ the check's parts
+
+def test_the_evaluator_follows_c():
+    f = compile_expression("a + b * c << 1 ^ a & 3 | 8 / 3 % 2", ("a", "b", "c"))
+    a, b, c = 5, 6, 7
+    # C: ((a + b*c) << 1) ^ (a & 3) | ((8/3) % 2), all non-negative
+    assert f(a=a, b=b, c=c) == ((((a + b * c) << 1) ^ (a & 3)) | ((8 // 3) % 2))
+    assert compile_expression("7 / 2", ())() == 3
+
+
+@pytest.mark.parametrize("bad", ["m ** 2", "m // 2", "-m", "f(m)", "m.x", "m[0]", "1.5 * m",
+                                 "m if k else 1", "m == k", "__import__('os')", "q + 1"])
+def test_the_evaluator_refuses_anything_else(bad):
+    with pytest.raises(ExpressionError):
+        compile_expression(bad, ("m", "k"))
+
+
+def test_the_evaluator_refuses_c_division_of_a_negative_value():
+    with pytest.raises(ExpressionError):
+        compile_expression("(m - 4) / 2", ("m",))(m=1)
+
+
+def test_the_bank_model_on_a_padded_and_a_conflicting_table():
+    padded = word_table("k * (BLOCK + 1) + m", ("m", "k"), 32)
+    assert layout_problems(padded, "A({}, {})", 32 * 36) == []
+    assert bank_problems(padded, padded) == []
+    conflicting = word_table("n * BLOCK + k", ("k", "n"), 32)   # table[k][n]
+    problems = bank_problems(padded, conflicting)
+    assert len(problems) == 2 and all("32 wavefronts" in p for p in problems), problems
+
+
+def test_the_bank_model_with_two_rows_of_threads_per_warp():
+    """BLOCK = 16: a warp holds two rows (ty, ty + 1); rows 17 words apart wrap into
+    one another's banks, rows 16 apart do not when read along n."""
+    good = word_table("k * BLOCK + n", ("k", "n"), 16)
+    a = word_table("m * BLOCK + k", ("m", "k"), 16)
+    assert bank_problems(a, good) == []
+    padded = word_table("k * (BLOCK + 1) + n", ("k", "n"), 16)
+    assert any("the store of b" in p for p in bank_problems(a, padded))
+
+
+def test_the_expression_is_read_from_its_function():
+    src = solution(NAME)
+    assert word_expression(src, "a_word") == ("k * (BLOCK + 1) + m", None)
+    assert word_expression(src, "b_word") == ("k * (BLOCK + 1) + n", None)
+    assert word_expression(skeleton(src), "a_word") == (None, None)
+    expr, problem = word_expression(src.replace("a_word(int m", "aword(int m"), "a_word")
+    assert expr is None and "cannot find the function a_word" in problem
+
+
+def test_the_check_is_the_exercises():
+    from gemm_kernels.exercises.catalog import get
+    (check,) = get(NAME).static_checks
+    assert check.__name__ == tile_layout_check(32).__name__
+    assert ch04_checks.ROOM_PAD == 4 and "BLOCK * (BLOCK + 4)" in solution(NAME)
+
+
+@needs_gpu
+def test_solution_passes_on_a_gpu():
+    r = grade(NAME, solution(NAME), gpu=True)
+    assert r.passed and r.complete, str(r)
+
+
+@needs_gpu
+def test_an_unpadded_swizzle_passes_on_a_gpu():
+    """The bank model's other answer: an XOR instead of padding, correct and fast."""
+    r = grade(NAME, with_layout(a="word = m * BLOCK + (k ^ m);", b="word = k * BLOCK + (n ^ k);"),
+              gpu=True)
+    assert r.passed and r.complete, str(r)
