@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from gemm_kernels.exercises.ch08_checks import step_order
+from gemm_kernels.exercises.ch09_checks import zorder_lanes
 from gemm_kernels.measure.check import RAGGED_SHAPES
 
 
@@ -28,6 +30,9 @@ class Exercise:
     static_checks: further checks of the source without a GPU (e.g. the bank model on
         the student's shared-memory index); each returns problems, empty when fine.
     hints: a hint per step ("compile", "static", "correct", "speed"), shown on failure.
+    racecheck: also run the submission once under compute-sanitizer's racecheck (where
+        the CUDA toolkit provides it); a shared-memory hazard fails step "correct" even
+        when the numbers came out right this time.
     """
     name: str
     chapter: str
@@ -41,6 +46,7 @@ class Exercise:
     shapes: tuple = tuple(RAGGED_SHAPES)
     time_size: int = 2048
     hints: dict = field(default_factory=dict)
+    racecheck: bool = False
 
 
 EXERCISES: dict[str, Exercise] = {}
@@ -149,11 +155,38 @@ register(Exercise(
 
 
 # ---------------------------------------------------------------- chapter 08
-# (chapter 08's exercise is registered here)
+register(Exercise(
+    name="08_double_buffer", chapter="08", title="the order of a double-buffered step",
+    kernel="double_buffer", params={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
+    sass=("LDG.E.128", "LDS.128", "BAR.SYNC"),
+    static_checks=(step_order,), racecheck=True,
+    hints={"compile": "keep the kernel's name, template parameters and the given helpers; "
+                      "call them with their template arguments, e.g. "
+                      "fetch_tiles<BM, BN, BK, NT, VEC>(...)",
+           "static": "in the K loop: fetch_tiles (next tile), compute_stage (stage cur), "
+                     "store_tiles (stage cur ^ 1), __syncthreads()",
+           "correct": "the prologue needs a barrier between its store and the first "
+                      "compute; each step stores into the OTHER stage (cur ^ 1) and ends "
+                      "with a barrier",
+           "speed": "the next tile's fetch_tiles must come before compute_stage, and only "
+                    "one __syncthreads() per step"},
+))
 
 
 # ---------------------------------------------------------------- chapter 09
-# (chapter 09's exercise is registered here)
+register(Exercise(
+    name="09_zorder", chapter="09", title="the z-order lane mapping",
+    kernel="zorder", params={"BM": 128, "BN": 128, "BK": 8, "PAD": 4, "ZORDER": True},
+    sass=("LDS.128",), static_checks=(zorder_lanes,),
+    hints={"compile": "keep the kernel's name and template parameters; write qr and qc "
+                      "as plain integer expressions",
+           "static": "lane = b4 b3 b2 b1 b0 (bits): take qr's two low bits from b1 and b4, "
+                     "qc's three from b0, b2 and b3; then i and i^1 share A, i and i^2 "
+                     "share B",
+           "correct": "every thread needs its own (qr, qc): 4 rows per warp down the grid "
+                      "(warp / WARPS_N), 8 columns across (warp % WARPS_N)",
+           "speed": "the bank check passed, so look for extra work in qr and qc"},
+))
 
 
 # ---------------------------------------------------------------- chapter 10

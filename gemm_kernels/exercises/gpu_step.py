@@ -3,13 +3,24 @@ in a child process: a kernel that hangs or faults ends this process, and the not
 that started it reads the way it ended as the verdict.
 
 Prints one JSON line per step: {"name", "status", "detail"}.
+
+With `--once` it only runs the submission once at RACECHECK_SHAPE: what the racecheck of
+an exercise with `racecheck` set runs under compute-sanitizer, in a process of its own.
 """
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 import sys
+from pathlib import Path
 
 ALPHA_BETA = ((1.0, 0.0), (1.5, -0.5))
+# Small and ragged, but several BK steps deep and wider than a warp, so that every
+# barrier of the K loop is crossed; one block at the usual tile sizes keeps racecheck,
+# which serialises and instruments every shared-memory access, to seconds.
+RACECHECK_SHAPE = (33, 65, 17)
 
 
 def _emit(name: str, status: str, detail: str) -> None:
@@ -43,9 +54,13 @@ def main(job_path: str) -> None:
     if not ran:
         _emit("correct", FAIL, "every shape was refused: " + r.message)
         return
+    race, note = racecheck(job_path) if ex.racecheck else (None, "")
+    if race:
+        _emit("correct", FAIL, race)
+        return
     _emit("correct", PASS, f"every element right on {ran} checks (ragged shapes"
                            + (", alpha/beta 1/0 and 1.5/-0.5" if gemm else "")
-                           + "), nothing written outside the output")
+                           + "), nothing written outside the output" + note)
 
     fns, shape, unit_rate = _timed_calls(k, ref, ex)
     t = timing.time_gpu(fns)
@@ -59,6 +74,73 @@ def main(job_path: str) -> None:
               f"({rate['library']:,.0f}), timed together; asked: {ex.speed:.0%} of the "
               "chapter's kernel")
     _emit("speed", PASS if share >= ex.speed else FAIL, detail)
+
+
+def sanitizer() -> str | None:
+    """compute-sanitizer's path, or None where the CUDA toolkit does not provide it."""
+    tool = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+    return tool if Path(tool).exists() else None
+
+
+def racecheck(job_path: str) -> tuple[str | None, str]:
+    """(the race, when racecheck reported a hazard; a note for the verdict): the job run
+    once (`--once`) under `compute-sanitizer --tool racecheck`, in its own process with
+    its own time limit. Only a reported hazard is a failure: a missing tool, a time-out
+    or a sanitizer that could not start leave the element-wise check to decide."""
+    from gemm_kernels.exercises.grader import RACECHECK_TIME_LIMIT_S
+    tool = sanitizer()
+    if tool is None:
+        return None, "; racecheck was not available (no compute-sanitizer here), so only " \
+                     "the element-wise check decided"
+    cmd = [tool, "--tool", "racecheck", "--error-exitcode", "3", sys.executable, "-m",
+           "gemm_kernels.exercises.gpu_step", job_path, "--once"]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True,
+                             timeout=RACECHECK_TIME_LIMIT_S)
+    except subprocess.TimeoutExpired:
+        return None, f"; racecheck did not finish within {RACECHECK_TIME_LIMIT_S} s, so " \
+                     "only the element-wise check decided"
+    return race_report(res.stdout + "\n" + res.stderr, res.returncode)
+
+
+_HAZARDS = re.compile(r"RACECHECK SUMMARY: (\d+) hazards? displayed \((\d+) errors?")
+
+
+def race_report(output: str, returncode: int) -> tuple[str | None, str]:
+    """racecheck's output read as (the race or None, a note)."""
+    dims = "x".join(map(str, RACECHECK_SHAPE))
+    summary = _HAZARDS.search(output)
+    errors = int(summary.group(2)) if summary else 0
+    if errors:
+        lines = [re.sub(r"^=+\s*", "", l).strip() for l in output.splitlines()]
+        # a race is reported on two lines: "... between Write access at X" "and Read ..."
+        found = [l + (" " + nxt if nxt.startswith("and ") else "")
+                 for l, nxt in zip(lines, lines[1:] + [""])
+                 if re.search(r"Race reported|hazard detected", l, re.I)]
+        what = found[0] if found else f"{errors} hazard(s)"
+        return (f"a data race on shared memory at {dims}: racecheck reported {what}"
+                + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
+                + ". Some threads read or wrote a shared tile while others were still "
+                  "using it: a __syncthreads() is missing or in the wrong place", "")
+    if summary is None or returncode:
+        last = [l for l in output.strip().splitlines() if l.strip()]
+        return None, ("; racecheck could not run (" + (last[-1].strip() if last else
+                      "no message") + "), so only the element-wise check decided")
+    return None, f"; racecheck at {dims}: no shared-memory hazard"
+
+
+def once(job_path: str) -> None:
+    """The submission once at RACECHECK_SHAPE, alpha/beta 1.5/-0.5 (what racecheck
+    watches)."""
+    from gemm_kernels.exercises.catalog import get
+    from gemm_kernels.exercises.grader import student_kernel
+    from gemm_kernels.measure.check import check
+    job = json.loads(open(job_path).read())
+    ex = get(job["exercise"])
+    k = student_kernel(ex, job["source"])
+    gemm = k.op in ("sgemm", "dgemm")
+    check(k, RACECHECK_SHAPE if gemm else RACECHECK_SHAPE[:2], ex.params,
+          *(ALPHA_BETA[1] if gemm else ALPHA_BETA[0]))
 
 
 def _timed_calls(k, ref, ex):
@@ -89,4 +171,4 @@ def _timed_calls(k, ref, ex):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    once(sys.argv[1]) if sys.argv[2:] == ["--once"] else main(sys.argv[1])

@@ -23,6 +23,7 @@ from gemm_kernels.exercises.stubs import STUB, stub_lines
 
 SOURCE_NAME = "exercise.cu"       # what NVRTC calls the student's text in its messages
 GPU_TIME_LIMIT_S = 120            # a correct submission grades in seconds; a hang does not
+RACECHECK_TIME_LIMIT_S = 90       # one small launch under racecheck, sanitizer start included
 NO_GPU = ("needs a GPU, and there is none here. Steps 1-2 ran; to check correctness and "
           "speed, open this notebook in Google Colab (Runtime > Change runtime type > "
           "T4 GPU) or on any machine with an NVIDIA GPU")
@@ -174,6 +175,8 @@ def _static(ex: Exercise, k, source: str) -> Step:
 def run_gpu_steps(ex: Exercise, source: str, time_limit: float = GPU_TIME_LIMIT_S) -> list[Step]:
     """Steps 3-4 in a child process: its verdicts, or the way it ended (a time-out, an
     illegal address) as the verdict of the step it was in."""
+    if ex.racecheck:   # the racecheck runs inside, with its own limit
+        time_limit += RACECHECK_TIME_LIMIT_S
     with tempfile.TemporaryDirectory() as d:
         job = Path(d) / "job.json"
         job.write_text(json.dumps({"exercise": ex.name, "source": source}))

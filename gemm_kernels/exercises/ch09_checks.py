@@ -1,0 +1,142 @@
+"""Chapter 09's static check: the z-order lane mapping, priced by the bank model.
+
+The student writes `qr = ...;` and `qc = ...;` in the kernel's `if constexpr (ZORDER)`
+branch: the thread's place in the (BM/8) x (BN/8) grid. Each k, a thread reads its A
+values with LDS.128 at words 4*qr and BM/2 + 4*qr of row k of As, and its B values at
+4*qc and BN/2 + 4*qc of row k of Bs. The check evaluates both expressions for every
+thread of a block at the graded configuration and asks two things:
+
+* the mapping is one-to-one: every thread gets its own place in the grid;
+* every one of those four LDS.128 costs a warp 2 wavefronts, the least a 128-bit load
+  of 32 lanes can cost (half-warps never merge; inside each half-warp the two quarter
+  phases merge only when lanes i and i^1, or i and i^2, read the same address, and the
+  merged phase must then hit every bank at most once).
+
+Expressions are C integer arithmetic on the names below: evaluated by a small
+evaluator that knows integers, those names, + - * / % & | ^ << >> and parentheses
+(C division and remainder, on non-negative values only), and nothing else.
+"""
+from __future__ import annotations
+
+import ast
+import operator
+import re
+
+from gemm_kernels.memory.banks import analyse
+
+BM = BN = 128                    # the graded configuration (the registry's default)
+WARP = 32
+IDEAL = 2                        # wavefronts of a warp's LDS.128 with merged quarters
+
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+        ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+        ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
+        ast.LShift: operator.lshift, ast.RShift: operator.rshift}
+
+
+def c_eval(expr: str, names: dict[str, int]) -> int:
+    """The value of C integer expression `expr` with `names` bound. ValueError for
+    anything outside the small language above (a call, a comparison, a cast, an unknown
+    name, a division of a negative value, ...)."""
+    if re.search(r"//|/\*", expr):   # C comments; "/" becomes Python's "//" below
+        raise ValueError(f"a comment inside {expr!r}")
+    try:
+        tree = ast.parse(expr.replace("/", "//"), mode="eval")
+    except SyntaxError:
+        raise ValueError(f"cannot read {expr!r} as an expression") from None
+
+    def ev(node) -> int:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id not in names:
+                raise ValueError(f"unknown name {node.id!r} in {expr!r} (known: "
+                                 f"{', '.join(sorted(names))})")
+            return names[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            a, b = ev(node.left), ev(node.right)
+            if isinstance(node.op, (ast.FloorDiv, ast.Mod)) and (a < 0 or b <= 0):
+                raise ValueError(f"{a} {'/' if isinstance(node.op, ast.FloorDiv) else '%'} "
+                                 f"{b} in {expr!r}: only non-negative values divided by "
+                                 "positive ones are understood")
+            if isinstance(node.op, (ast.LShift, ast.RShift)) and not 0 <= b < 32:
+                raise ValueError(f"a shift by {b} in {expr!r}")
+            return _OPS[type(node.op)](a, b)
+        raise ValueError(f"{expr!r}: only integers, names and + - * / % & | ^ << >> ( ) "
+                         "are understood here")
+    return ev(tree)
+
+
+def _assignments(source: str) -> tuple[str, str] | str:
+    """(qr's expression, qc's expression) in the ZORDER branch, or a problem."""
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", "", source, flags=re.S)
+    m = re.search(r"if\s+constexpr\s*\(\s*ZORDER\s*\)", text)
+    if not m:
+        return ("the 'if constexpr (ZORDER) {' branch is not there any more: keep it "
+                "and write qr and qc inside it")
+    start, depth = text.find("{", m.end()), 0
+    for end in range(start, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[end], 0)
+        if depth == 0:
+            break
+    branch = text[start:end]
+    found = {}
+    for name in ("qr", "qc"):
+        a = re.search(rf"\b{name}\s*=(?!=)\s*([^;]+);", branch)
+        if not a:
+            return (f"no '{name} = ...;' in the ZORDER branch: write the thread's "
+                    f"{'row' if name == 'qr' else 'column'} in the grid as one assignment "
+                    f"'{name} = <expression of warp, lane, WARPS_N>;'")
+        found[name] = a.group(1).strip()
+    return found["qr"], found["qc"]
+
+
+def zorder_lanes(source: str, bm: int = BM, bn: int = BN) -> list[str]:
+    """Problems of the lane mapping written in `source`; empty when it is one-to-one and
+    every LDS.128 of the k loop costs a warp the ideal 2 wavefronts."""
+    found = _assignments(source)
+    if isinstance(found, str):
+        return [found]
+    threads = bm * bn // 64
+    places = []
+    for t in range(threads):
+        names = {"t": t, "warp": t >> 5, "lane": t & 31, "WARPS_N": bn // 64,
+                 "BM": bm, "BN": bn}
+        try:
+            places.append(tuple(c_eval(e, names) for e in found))
+        except ValueError as e:
+            return [f"cannot evaluate the lane mapping: {e}"]
+    outside = [(t, p) for t, p in enumerate(places)
+               if not (0 <= p[0] < bm // 8 and 0 <= p[1] < bn // 8)]
+    if outside:
+        t, (qr, qc) = outside[0]
+        return [f"thread {t} gets qr={qr}, qc={qc}, outside the {bm // 8} x {bn // 8} grid "
+                f"(qr < {bm // 8}, qc < {bn // 8})"]
+    if len(set(places)) < threads:
+        seen = {}
+        t, p = next((t, p) for t, p in enumerate(places) if seen.setdefault(p, t) != t)
+        return [f"threads {seen[p]} and {t} both get qr={p[0]}, qc={p[1]}: every thread "
+                "needs its own place in the grid, or some outputs are never computed"]
+    problems = []
+    reads = (("A", 0, "4*qr"), ("A", bm // 2, "BM/2 + 4*qr"),
+             ("B", 0, "4*qc"), ("B", bn // 2, "BN/2 + 4*qc"))
+    for operand, base, where in reads:
+        worst = None
+        for w in range(threads // WARP):
+            lanes = places[w * WARP:(w + 1) * WARP]
+            words = [base + 4 * (qr if operand == "A" else qc) for qr, qc in lanes]
+            a = analyse([4 * x for x in words], 16)
+            if worst is None or a.wavefronts > worst[1].wavefronts:
+                worst = (w, a)
+        w, a = worst
+        if a.wavefronts > IDEAL:
+            problems.append(
+                f"the {operand} read (LDS.128 at word {where} of row k) of warp {w} costs "
+                f"{a.wavefronts} wavefronts, the ideal is {IDEAL} ("
+                + ("the quarter-warps do not merge: lanes i and i^1, or i and i^2, must "
+                   "read the same address" if a.merge is None else
+                   f"the quarters merge ({a.merge}) but a bank is hit {a.max_degree} times")
+                + ")")
+    return problems

@@ -1,0 +1,101 @@
+"""Chapter 09's exercise (the z-order lane mapping): the skeleton compiles and is
+refused, the solution passes every step this machine can run, mappings with bank
+conflicts or shared places are refused by the bank check (and, shown on a GPU, by the element-wise check); and
+the check's expression evaluator."""
+import pytest
+
+from gemm_kernels.exercises.catalog import get
+from gemm_kernels.exercises.ch09_checks import c_eval, zorder_lanes
+from gemm_kernels.exercises.grader import run_gpu_steps
+from gemm_kernels.exercises.stubs import skeleton
+from exercise_helpers import (FAIL, PASS, first_failure, grade, skeleton_cell, solution,
+                              static_verdict)
+from gpu import needs_gpu
+
+NAME = "09_zorder"
+QR = "qr = (warp / WARPS_N) * 4 + (((lane >> 1) & 1) | ((lane >> 3) & 2));"
+QC = "qc = (warp % WARPS_N) * 8 + ((lane & 1) | ((lane >> 1) & 6));"
+
+
+def branch(qr, qc):
+    return f"if constexpr (ZORDER) {{\n    {qr}\n    {qc}\n}} else {{ qr = t / 16; }}"
+
+
+def test_notebook_cell_is_the_solutions_skeleton():
+    assert skeleton_cell(NAME) == skeleton(solution(NAME))
+
+
+def test_solution_passes_the_static_steps():
+    v = static_verdict(NAME, solution(NAME))
+    assert v["compile"][0] == PASS and v["static"][0] == PASS, v
+
+
+def test_skeleton_compiles_and_is_refused_with_the_lines_to_write():
+    v = static_verdict(NAME, skeleton_cell(NAME))
+    assert v["compile"][0] == PASS
+    assert v["static"][0] == FAIL and "YOUR CODE HERE" in v["static"][1], v
+    assert "no 'qr = ...;' in the ZORDER branch" in v["static"][1], v
+
+
+def test_a_typo_is_a_compile_error_on_the_cells_line():
+    src = solution(NAME).replace(QC, QC.replace("WARPS_N)", "WARP_N)"))
+    line = next(i for i, l in enumerate(src.split("\n"), 2) if "WARP_N)" in l)
+    v = static_verdict(NAME, src)
+    assert v["compile"][0] == FAIL and f"line {line}:" in v["compile"][1], v
+
+
+def test_the_z_order_mapping_costs_the_ideal():
+    assert zorder_lanes(branch(QR, QC)) == []
+
+
+def test_row_major_lanes_in_a_warp_are_refused_by_the_bank_check():
+    """4 x 8 per warp, but lane = 8 * row + column: the B reads do not merge (4 wavefronts)."""
+    src = solution(NAME).replace(QR, "qr = (warp / WARPS_N) * 4 + lane / 8;") \
+                        .replace(QC, "qc = (warp % WARPS_N) * 8 + lane % 8;")
+    v = static_verdict(NAME, src)
+    assert v["compile"][0] == PASS
+    assert v["static"][0] == FAIL and "B read" in v["static"][1] \
+        and "4 wavefronts, the ideal is 2" in v["static"][1], v
+
+
+def test_the_chapters_row_major_layout_is_refused_by_the_bank_check():
+    problems = zorder_lanes(branch("qr = t / 16;", "qc = t % 16;"))
+    assert problems and all("B read" in p and "do not merge" in p for p in problems)
+
+
+def test_threads_sharing_a_place_are_refused():
+    problems = zorder_lanes(branch(QR, "qc = (lane & 1) | ((lane >> 1) & 6);"))
+    assert len(problems) == 1 and "both get" in problems[0], problems
+
+
+def test_a_place_outside_the_grid_is_refused():
+    problems = zorder_lanes(branch(QR.replace("* 4", "* 5"), QC))
+    assert len(problems) == 1 and "outside the 16 x 16 grid" in problems[0], problems
+
+
+def test_a_mapping_it_cannot_read_is_named():
+    assert "cannot evaluate" in zorder_lanes(branch("qr = min(warp, 3);", QC))[0]
+    assert "is not there" in zorder_lanes("qr = 0; qc = 0;")[0]
+
+
+def test_c_eval_is_c_integer_arithmetic():
+    assert c_eval("7 / 2 + (1 << 3) ^ 5 % 3", {}) == 9      # C precedence, C division
+    assert c_eval("(lane >> 3) & 2", {"lane": 29}) == 2
+    for bad in ("t < 3", "-t", "t ? 1 : 2", "t ** 2", "f(t)", "4u", "~t", "x", "t / 0"):
+        with pytest.raises(ValueError):
+            c_eval(bad, {"t": 1})
+
+
+@needs_gpu
+def test_shared_places_are_wrong_on_a_gpu_too():
+    """The bank check refuses this before a GPU sees it; run the GPU steps anyway, to
+    show that the element-wise check would refuse it as well (outputs never computed)."""
+    src = solution(NAME).replace(QC, "qc = (lane & 1) | ((lane >> 1) & 6);")
+    steps = run_gpu_steps(get(NAME), src)
+    assert steps[0].name == "correct" and steps[0].status == FAIL, steps
+
+
+@needs_gpu
+def test_solution_passes_on_a_gpu():
+    r = grade(NAME, solution(NAME), gpu=True)
+    assert r.passed and r.complete, str(r)
