@@ -8,6 +8,7 @@ process, not the notebook.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -24,6 +25,9 @@ from gemm_kernels.exercises.stubs import STUB, stub_lines
 SOURCE_NAME = "exercise.cu"       # what NVRTC calls the student's text in its messages
 GPU_TIME_LIMIT_S = 120            # a correct submission grades in seconds; a hang does not
 RACECHECK_TIME_LIMIT_S = 90       # one small launch under racecheck, sanitizer start included
+# The folder holding gemm_kernels/: the child process imports the package from there, as
+# the notebook did, whatever its working directory (a notebook folder, nbgrader's copies).
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 NO_GPU = ("needs a GPU, and there is none here. Steps 1-2 ran; to check correctness and "
           "speed, open this notebook in Google Colab (Runtime > Change runtime type > "
           "T4 GPU) or on any machine with an NVIDIA GPU")
@@ -181,9 +185,11 @@ def run_gpu_steps(ex: Exercise, source: str, time_limit: float = GPU_TIME_LIMIT_
         job = Path(d) / "job.json"
         job.write_text(json.dumps({"exercise": ex.name, "source": source}))
         try:
+            path = [str(PACKAGE_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
             res = subprocess.run([sys.executable, "-m", "gemm_kernels.exercises.gpu_step",
                                   str(job)], capture_output=True, text=True,
-                                 timeout=time_limit)
+                                 timeout=time_limit,
+                                 env={**os.environ, "PYTHONPATH": os.pathsep.join(path)})
         except subprocess.TimeoutExpired:
             return [Step("correct", FAIL, f"timed out after {time_limit:.0f} s: the kernel "
                          "never finished (a loop that does not end, or a __syncthreads() "
