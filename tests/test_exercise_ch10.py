@@ -4,7 +4,7 @@ check, wrong transposes are refused on a GPU; the bank check itself on CPU."""
 import pytest
 
 from gemm_kernels.exercises.catalog import get
-from gemm_kernels.exercises.ch10_checks import c_int, padded_tile
+from gemm_kernels.exercises.ch10_checks import padded_tile
 from gemm_kernels.exercises.stubs import skeleton
 from exercise_helpers import FAIL, PASS, first_failure, grade, skeleton_cell, solution, \
     static_verdict
@@ -106,7 +106,7 @@ def test_the_bank_check_sees_the_row_store_conflict_of_a_16_wide_tile():
 
 @pytest.mark.parametrize("src, says", [
     ("// __shared__ T tile[H][TILE + 1];", "no shared tile found"),
-    ("__shared__ T tile[H][TILE + W];", "`W` has no value here"),
+    ("__shared__ T tile[H][TILE + W];", "'W' in 'TILE + W'"),
     ("__shared__ T tile[TILE][TILE + 1];", "must hold H = 64 rows"),
     ("__shared__ T tile[H][TILE]; __shared__ T tile[H][TILE + 1];", "2 shared arrays"),
 ])
@@ -114,16 +114,3 @@ def test_the_bank_check_says_what_it_cannot_read(src, says):
     problems = padded_tile(PARAMS)(src)
     assert len(problems) == 1 and says in problems[0], problems
 
-
-@pytest.mark.parametrize("expr, value", [("1 + 2 * 3", 7), ("(1 + 2) * 3", 9), ("-4 + 10", 6),
-                                         ("7 / 2", 3), ("7 % 3", 1), ("1 << 4 | 1", 17),
-                                         ("5 ^ 1 & 3", 4), ("TILE * (TILE + 1) >> 1", 528)])
-def test_the_evaluator_follows_c(expr, value):
-    assert c_int(expr, {"TILE": 32}) == value
-
-
-@pytest.mark.parametrize("expr", ["sizeof(T)", "a == 1", "2 ** 3", "(1", "1 +", "-7 / 2",
-                                  "x.y", "__import__('os')", "1 << -1"])
-def test_the_evaluator_refuses_anything_else(expr):
-    with pytest.raises(ValueError):
-        c_int(expr, {"x": 1})

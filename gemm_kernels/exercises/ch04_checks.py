@@ -16,85 +16,25 @@ layout conflicts.
 """
 from __future__ import annotations
 
-import ast
 import re
 from typing import Callable
 
+from gemm_kernels.exercises.cexpr import ExpressionError, code_only, compile_expression
 from gemm_kernels.exercises.stubs import STUB
 from gemm_kernels.memory import banks
 
 ROOM_PAD = 4        # the skeleton's tiles hold BLOCK rows of BLOCK + ROOM_PAD words
 
-_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
-        ast.Mult: lambda a, b: a * b, ast.Div: None, ast.Mod: None,
-        ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b,
-        ast.BitXor: lambda a, b: a ^ b, ast.LShift: lambda a, b: a << b,
-        ast.RShift: lambda a, b: a >> b}
-_ALLOWED = "digits, the names {names}, + - * / % & | ^ << >> and parentheses"
-
-
-class ExpressionError(ValueError):
-    """An expression the evaluator does not accept, or one that has no C meaning here."""
-
-
-def compile_expression(text: str, names: tuple[str, ...]) -> Callable[..., int]:
-    """A function of `names` (keyword arguments) that evaluates the C integer expression
-    `text`. Python parses these operators with C's relative precedence (* / % over + -
-    over << >> over & over ^ over |), so its tree is C's; / and % are C's on the
-    non-negative values they are allowed here. Anything else is an ExpressionError."""
-    allowed = _ALLOWED.format(names=", ".join(names))
-    try:
-        tree = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError:
-        raise ExpressionError(f"cannot read {text.strip()!r}: write it with {allowed}") from None
-
-    def check(node):
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            check(node.left)
-            check(node.right)
-        elif isinstance(node, ast.Constant) and type(node.value) is int:
-            pass
-        elif isinstance(node, ast.Name) and node.id in names:
-            pass
-        else:
-            part = ast.get_source_segment(text.strip(), node) or type(node).__name__
-            raise ExpressionError(f"{part!r} in {text.strip()!r}: the check reads only {allowed}")
-
-    check(tree)
-
-    def value(node, env):
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.Name):
-            return env[node.id]
-        a, b = value(node.left, env), value(node.right, env)
-        if isinstance(node.op, (ast.Div, ast.Mod)):
-            if a < 0 or b <= 0:
-                raise ExpressionError(f"{text.strip()!r} divides {a} by {b}: only a "
-                                      "non-negative value by a positive one is allowed")
-            return a // b if isinstance(node.op, ast.Div) else a % b
-        if isinstance(node.op, (ast.LShift, ast.RShift)) and b < 0:
-            raise ExpressionError(f"{text.strip()!r} shifts by {b}")
-        return _OPS[type(node.op)](a, b)
-
-    return lambda **env: value(tree, env)
-
-
-def _strip_comments(source: str) -> str:
-    source = re.sub(r"/\*.*?\*/", " ", source, flags=re.S)
-    return re.sub(r"//[^\n]*", "", source)
-
-
 def word_expression(source: str, function: str) -> tuple[str | None, str | None]:
     """(the expression of the one line `word = ...;` in `function`'s body, None) or
     (None, a problem; None too when the body still holds the stub, which the grader
     reports itself)."""
-    m = re.search(rf"\b{function}\s*\([^)]*\)\s*\{{", _strip_comments(source))
+    m = re.search(rf"\b{function}\s*\([^)]*\)\s*\{{", code_only(source))
     raw = re.search(rf"\b{function}\s*\([^)]*\)\s*\{{", source)
     if not m or not raw:
         return None, (f"the bank check cannot find the function {function}: keep its "
                       "name and its line `word = <expression>;`")
-    body = re.sub(r"\bint\s+word\s*=[^;]*;", "", _body(_strip_comments(source), m.end()))
+    body = re.sub(r"\bint\s+word\s*=[^;]*;", "", _body(code_only(source), m.end()))
     found = [e.strip() for e in re.findall(r"\bword\s*=(?!=)([^;]+);", body)]
     if not found:
         if STUB in _body(source, raw.end()):

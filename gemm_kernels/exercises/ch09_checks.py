@@ -18,60 +18,19 @@ evaluator that knows integers, those names, + - * / % & | ^ << >> and parenthese
 """
 from __future__ import annotations
 
-import ast
-import operator
 import re
 
+from gemm_kernels.exercises.cexpr import code_only, evaluate
 from gemm_kernels.memory.banks import analyse
 
 BM = BN = 128                    # the graded configuration (the registry's default)
 WARP = 32
 IDEAL = 2                        # wavefronts of a warp's LDS.128 with merged quarters
 
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
-        ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
-        ast.LShift: operator.lshift, ast.RShift: operator.rshift}
-
-
-def c_eval(expr: str, names: dict[str, int]) -> int:
-    """The value of C integer expression `expr` with `names` bound. ValueError for
-    anything outside the small language above (a call, a comparison, a cast, an unknown
-    name, a division of a negative value, ...)."""
-    if re.search(r"//|/\*", expr):   # C comments; "/" becomes Python's "//" below
-        raise ValueError(f"a comment inside {expr!r}")
-    try:
-        tree = ast.parse(expr.replace("/", "//"), mode="eval")
-    except SyntaxError:
-        raise ValueError(f"cannot read {expr!r} as an expression") from None
-
-    def ev(node) -> int:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant) and type(node.value) is int:
-            return node.value
-        if isinstance(node, ast.Name):
-            if node.id not in names:
-                raise ValueError(f"unknown name {node.id!r} in {expr!r} (known: "
-                                 f"{', '.join(sorted(names))})")
-            return names[node.id]
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            a, b = ev(node.left), ev(node.right)
-            if isinstance(node.op, (ast.FloorDiv, ast.Mod)) and (a < 0 or b <= 0):
-                raise ValueError(f"{a} {'/' if isinstance(node.op, ast.FloorDiv) else '%'} "
-                                 f"{b} in {expr!r}: only non-negative values divided by "
-                                 "positive ones are understood")
-            if isinstance(node.op, (ast.LShift, ast.RShift)) and not 0 <= b < 32:
-                raise ValueError(f"a shift by {b} in {expr!r}")
-            return _OPS[type(node.op)](a, b)
-        raise ValueError(f"{expr!r}: only integers, names and + - * / % & | ^ << >> ( ) "
-                         "are understood here")
-    return ev(tree)
-
 
 def _assignments(source: str) -> tuple[str, str] | str:
     """(qr's expression, qc's expression) in the ZORDER branch, or a problem."""
-    text = re.sub(r"//[^\n]*|/\*.*?\*/", "", source, flags=re.S)
+    text = code_only(source)
     m = re.search(r"if\s+constexpr\s*\(\s*ZORDER\s*\)", text)
     if not m:
         return ("the 'if constexpr (ZORDER) {' branch is not there any more: keep it "
@@ -105,7 +64,7 @@ def zorder_lanes(source: str, bm: int = BM, bn: int = BN) -> list[str]:
         names = {"t": t, "warp": t >> 5, "lane": t & 31, "WARPS_N": bn // 64,
                  "BM": bm, "BN": bn}
         try:
-            places.append(tuple(c_eval(e, names) for e in found))
+            places.append(tuple(evaluate(e, names) for e in found))
         except ValueError as e:
             return [f"cannot evaluate the lane mapping: {e}"]
     outside = [(t, p) for t, p in enumerate(places)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from gemm_kernels.exercises.ch10_checks import code_only, eval_tree, parse_c_int
+from gemm_kernels.exercises.cexpr import code_only, compile_expression, evaluate
 from gemm_kernels.exercises.stubs import stub_lines
 from gemm_kernels.memory import banks
 
@@ -39,7 +39,7 @@ def warp_addresses(row_tree, col_tree, pitch: int, block: int, warp: int, k: int
     for lane in range(banks.WARP):
         t = warp * banks.WARP + lane
         names = {"threadIdx.x": t % block, "threadIdx.y": t // block, "k": k, "BLOCK": block}
-        r, c = eval_tree(row_tree, names), eval_tree(col_tree, names)
+        r, c = row_tree(names), col_tree(names)
         if r < 0 or c < 0:
             raise ValueError(f"index [{r}][{c}] for thread ({t % block}, {t // block})")
         out.append((r * pitch + c) * WIDTH)
@@ -49,7 +49,7 @@ def warp_addresses(row_tree, col_tree, pitch: int, block: int, warp: int, k: int
 def worst_access(row: str, col: str, pitch: int, block: int):
     """The costliest warp instruction of an access [row][col] (over the warps of the
     block and the k of the inner loop): its analysis."""
-    row_tree, col_tree = parse_c_int(row), parse_c_int(col)
+    row_tree, col_tree = compile_expression(row, NAMES), compile_expression(col, NAMES)
     return max((banks.analyse(warp_addresses(row_tree, col_tree, pitch, block, warp, k), WIDTH)
                 for warp in range(block * block // banks.WARP) for k in range(block)),
                key=lambda a: a.wavefronts)
@@ -65,7 +65,7 @@ def tiles_64bit(block: int):
         pitch = {}
         for tile, _, length in _DECL.findall(code):
             try:
-                pitch[tile] = eval_tree(parse_c_int(length), names)
+                pitch[tile] = evaluate(length, names)
             except ValueError as e:
                 return [f"cannot read the row length `{length.strip()}` of {tile}: {e}"]
         missing = [t for t in TILES if t not in pitch]
