@@ -1,0 +1,98 @@
+"""Chapter 06's exercise: the skeleton compiles and is refused, the solution passes every
+step this machine can run and its SASS shows the fragments loaded once per k, typical
+mistakes are refused with the right message."""
+import pytest
+
+from gemm_kernels.exercises.catalog import get
+from gemm_kernels.exercises.ch05_checks import load_ratio, submission_sass
+from gemm_kernels.exercises.stubs import skeleton
+from exercise_helpers import (FAIL, PASS, first_failure, grade, skeleton_cell, solution,
+                              static_verdict)
+from gpu import needs_gpu
+
+NAME = "06_tile_2d_reg"
+LOOP = """#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+#pragma unroll
+            for (int i = 0; i < TM; ++i) a[i] = As[tr * TM + i][k];
+#pragma unroll
+            for (int j = 0; j < TN; ++j) b[j] = Bs[k][tc * TN + j];
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j)
+                    acc[i][j] += a[i] * b[j];
+        }"""
+
+
+def _with_loop(loop):
+    src = solution(NAME)
+    assert LOOP in src
+    return src.replace(LOOP, loop)
+
+
+def test_notebook_cell_is_the_solutions_skeleton():
+    assert skeleton_cell(NAME) == skeleton(solution(NAME))
+
+
+def test_solution_passes_the_static_steps():
+    v = static_verdict(NAME, solution(NAME))
+    assert v["compile"][0] == PASS and v["static"][0] == PASS, v
+    assert "no spills" in v["static"][1]
+
+
+def test_solutions_sass_loads_the_fragments_once_per_k():
+    # 8 x 4 per thread, BK = 16: per k, two LDS.128 of A's column every 4 k (the k loop
+    # is unrolled, As[r][k..k+3] merge) and one LDS.128 of B's row: 48 loads, 512 FFMA
+    ex = get(NAME)
+    sass = submission_sass(NAME, ex.kernel, ex.params, solution(NAME))
+    assert load_ratio(sass) == (48, 512)
+
+
+def test_skeleton_compiles_and_is_refused_with_the_lines_to_write():
+    v = static_verdict(NAME, skeleton_cell(NAME))
+    assert v["compile"][0] == PASS
+    assert v["static"][0] == FAIL and "YOUR CODE HERE" in v["static"][1], v
+
+
+def test_a_typo_is_a_compile_error_on_the_cells_line():
+    src = solution(NAME).replace("b[j] = Bs[k][tc * TN + j];", "b[j] = Bs[k][tc * TN + jj];")
+    line = next(i for i, l in enumerate(src.split("\n"), 2) if "jj]" in l)
+    v = static_verdict(NAME, src)
+    assert v["compile"][0] == FAIL and f"line {line}:" in v["compile"][1], v
+
+
+def test_the_inner_product_order_is_refused_by_the_shared_load_count():
+    # a dot product per output, k innermost: 2 shared loads per FFMA, not 12 per 32
+    v = static_verdict(NAME, _with_loop("""#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int j = 0; j < TN; ++j) {
+#pragma unroll 1
+                for (int k = 0; k < BK; ++k)
+                    acc[i][j] += As[tr * TM + i][k] * Bs[k][tc * TN + j];
+            }"""))
+    assert v["static"][0] == FAIL, v
+    assert "2.00 per FFMA" in v["static"][1] and "at most 0.38" in v["static"][1], v
+
+
+def test_a_rolled_j_loop_is_refused_for_its_local_memory():
+    v = static_verdict(NAME, _with_loop(LOOP.replace(
+        "#pragma unroll\n                for (int j", "#pragma unroll 1\n                for (int j")))
+    assert v["static"][0] == FAIL and "bytes of stack" in v["static"][1], v
+
+
+@needs_gpu
+@pytest.mark.parametrize("what,old,new", [
+    ("B's columns from the thread's row", "Bs[k][tc * TN + j]", "Bs[k][tr * TN + j]"),
+    ("B's columns without the patch width", "Bs[k][tc * TN + j]", "Bs[k][tc + j]"),
+])
+def test_wrong_answers_are_refused_on_a_gpu(what, old, new):
+    step, detail = first_failure(grade(NAME, _with_loop(LOOP.replace(old, new)), gpu=True))
+    assert step == "correct", (what, step, detail)
+
+
+@needs_gpu
+def test_solution_passes_on_a_gpu():
+    r = grade(NAME, solution(NAME), gpu=True)
+    assert r.passed and r.complete, str(r)
