@@ -14,13 +14,7 @@ import re
 from fractions import Fraction
 from typing import Callable
 
-from gemm_kernels.core import compiler
-from gemm_kernels.core.kernels import get as get_kernel
-
-# What the grader calls the submission (grader.student_kernel); equal names give equal
-# kernels, whose compilation is cached.
-_SUBMISSION_NAME = "{exercise}:submission"
-_SOURCE_NAME = "exercise.cu"
+from gemm_kernels.exercises.submission import submission_sass
 
 _OPCODE = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", re.M)
 
@@ -35,17 +29,6 @@ def count(sass: str, pattern: str) -> int:
     """How many instructions' opcodes match the regular expression `pattern` whole."""
     rx = re.compile(pattern)
     return sum(1 for op in opcodes(sass) if rx.fullmatch(op))
-
-
-def submission_sass(exercise: str, kernel: str, params: dict, source: str) -> str | None:
-    """The SASS of `source` standing in for registry kernel `kernel` at `params`, or None
-    when it does not compile (the compile step reports that)."""
-    k = get_kernel(kernel).with_code(source, name=_SUBMISSION_NAME.format(exercise=exercise),
-                                     source=_SOURCE_NAME)
-    try:
-        return compiler.sass(k, params)
-    except RuntimeError:
-        return None
 
 
 def between_barriers(ops: list[str]) -> list[str]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from gemm_kernels.exercises.ch05_checks import count, submission_sass
+from gemm_kernels.exercises.ch05_checks import count
+from gemm_kernels.exercises.submission import submission_sass
 
 
 def all_loads_128(exercise: str, kernel: str, params: dict) -> Callable[[str], list[str]]:

@@ -18,11 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gemm_kernels.core import compiler, device
-from gemm_kernels.core.kernels import get as get_kernel
 from gemm_kernels.exercises.catalog import Exercise, get
 from gemm_kernels.exercises.stubs import STUB, stub_lines
+from gemm_kernels.exercises.submission import SOURCE_NAME, submission_kernel
 
-SOURCE_NAME = "exercise.cu"       # what NVRTC calls the student's text in its messages
 GPU_TIME_LIMIT_S = 120            # a correct submission grades in seconds; a hang does not
 RACECHECK_TIME_LIMIT_S = 90       # one small launch under racecheck, sanitizer start included
 # The folder holding gemm_kernels/: the child process imports the package from there, as
@@ -96,8 +95,7 @@ def _html(text: str) -> str:
 
 def student_kernel(exercise: Exercise, source: str):
     """The registry kernel of the exercise around the student's source."""
-    return get_kernel(exercise.kernel).with_code(
-        source, name=f"{exercise.name}:submission", source=SOURCE_NAME)
+    return submission_kernel(exercise.name, exercise.kernel, source)
 
 
 def grade(name: str, source: str, gpu: bool | None = None) -> Report:
