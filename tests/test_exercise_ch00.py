@@ -4,8 +4,8 @@ with the right message."""
 import pytest
 
 from gemm_kernels.exercises.stubs import skeleton
-from exercise_helpers import FAIL, PASS, first_failure, grade, skeleton_cell, solution, \
-    static_verdict
+from exercise_helpers import (FAIL, PASS, assert_right_and_timed, first_failure, grade,
+                              skeleton_cell, solution, static_verdict)
 from gpu import needs_gpu
 
 NAME = "00_copy"
@@ -67,12 +67,13 @@ def test_wrong_answers_are_refused_on_a_gpu(what):
 
 
 @needs_gpu
-def test_a_copy_with_lanes_down_a_column_is_correct_but_too_slow():
-    r = grade(NAME, columns_down_lanes(solution(NAME)), gpu=True)
-    assert first_failure(r)[0] == "speed", str(r)
+def test_a_copy_with_lanes_down_a_column_is_correct_and_only_its_speed_tells():
+    """Right in every element: only the speed step can tell it apart (its verdict, a
+    timing, is printed, not asserted)."""
+    assert_right_and_timed(grade(NAME, columns_down_lanes(solution(NAME)), gpu=True))
 
 
 @needs_gpu
 def test_solution_passes_on_a_gpu():
     r = grade(NAME, solution(NAME), gpu=True)
-    assert r.passed and r.complete, str(r)
+    assert_right_and_timed(r)

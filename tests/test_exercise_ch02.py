@@ -3,8 +3,8 @@ step this machine can run, typical mistakes are refused with the right message."
 import pytest
 
 from gemm_kernels.exercises.stubs import skeleton
-from exercise_helpers import (FAIL, PASS, first_failure, grade, skeleton_cell, solution,
-                              static_verdict)
+from exercise_helpers import (FAIL, PASS, assert_right_and_timed, first_failure, grade,
+                              skeleton_cell, solution, static_verdict)
 from gpu import needs_gpu
 
 NAME = "02_coalesced"
@@ -35,13 +35,13 @@ def test_a_typo_is_a_compile_error_on_the_cells_line():
 
 
 @needs_gpu
-def test_the_uncoalesced_mapping_is_right_but_refused_by_the_timing():
-    """Lanes running down a column: every element right, the naive kernel's speed."""
+def test_the_uncoalesced_mapping_is_right_and_only_its_speed_tells():
+    """Lanes running down a column: every element right; only the speed step can tell it
+    apart (its verdict, a timing, is printed, not asserted)."""
     src = solution(NAME)
     assert ROW in src and COL in src
     wrong = src.replace(ROW, ROW.replace("/", "%")).replace(COL, COL.replace("%", "/"))
-    r = grade(NAME, wrong, gpu=True)
-    assert first_failure(r) is not None and first_failure(r)[0] == "speed", str(r)
+    assert_right_and_timed(grade(NAME, wrong, gpu=True))
 
 
 # Typical wrong answers, refused on a GPU by the element-wise check or the guard.
@@ -65,4 +65,4 @@ def test_wrong_answers_are_refused_on_a_gpu(what):
 @needs_gpu
 def test_solution_passes_on_a_gpu():
     r = grade(NAME, solution(NAME), gpu=True)
-    assert r.passed and r.complete, str(r)
+    assert_right_and_timed(r)

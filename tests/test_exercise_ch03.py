@@ -4,8 +4,8 @@ missing barrier on a GPU, where only a run can show the race)."""
 import pytest
 
 from gemm_kernels.exercises.stubs import skeleton
-from exercise_helpers import (FAIL, PASS, first_failure, grade, skeleton_cell, solution,
-                              static_verdict)
+from exercise_helpers import (FAIL, PASS, assert_right_and_timed, first_failure, grade,
+                              skeleton_cell, solution, static_verdict)
 from gpu import needs_gpu
 
 NAME = "03_tile_loop"
@@ -67,4 +67,4 @@ def test_wrong_answers_are_refused_on_a_gpu(what):
 @needs_gpu
 def test_solution_passes_on_a_gpu():
     r = grade(NAME, solution(NAME), gpu=True)
-    assert r.passed and r.complete, str(r)
+    assert_right_and_timed(r)

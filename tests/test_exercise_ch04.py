@@ -9,8 +9,8 @@ from gemm_kernels.exercises.ch04_checks import (bank_problems, layout_problems,
                                                 tile_layout_check, word_expression,
                                                 word_table)
 from gemm_kernels.exercises.stubs import skeleton
-from exercise_helpers import (FAIL, PASS, first_failure, grade, skeleton_cell, solution,
-                              static_verdict)
+from exercise_helpers import (FAIL, PASS, assert_right_and_timed, first_failure, grade,
+                              skeleton_cell, solution, static_verdict)
 from gpu import needs_gpu
 
 NAME = "04_tile_layout"
@@ -127,7 +127,7 @@ def test_the_check_is_the_exercises():
 @needs_gpu
 def test_solution_passes_on_a_gpu():
     r = grade(NAME, solution(NAME), gpu=True)
-    assert r.passed and r.complete, str(r)
+    assert_right_and_timed(r)
 
 
 @needs_gpu
@@ -135,4 +135,4 @@ def test_an_unpadded_swizzle_passes_on_a_gpu():
     """The bank model's other answer: an XOR instead of padding, correct and fast."""
     r = grade(NAME, with_layout(a="word = m * BLOCK + (k ^ m);", b="word = k * BLOCK + (n ^ k);"),
               gpu=True)
-    assert r.passed and r.complete, str(r)
+    assert_right_and_timed(r)

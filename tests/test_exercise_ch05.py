@@ -5,8 +5,8 @@ import pytest
 
 from gemm_kernels.exercises.ch05_checks import between_barriers, load_ratio, opcodes
 from gemm_kernels.exercises.stubs import skeleton
-from exercise_helpers import (FAIL, PASS, first_failure, grade, skeleton_cell, solution,
-                              static_verdict)
+from exercise_helpers import (FAIL, PASS, assert_right_and_timed, first_failure, grade,
+                              skeleton_cell, solution, static_verdict)
 from gpu import needs_gpu
 
 NAME = "05_tile_1d"
@@ -104,4 +104,4 @@ def test_wrong_answers_are_refused_on_a_gpu(what, loop):
 @needs_gpu
 def test_solution_passes_on_a_gpu():
     r = grade(NAME, solution(NAME), gpu=True)
-    assert r.passed and r.complete, str(r)
+    assert_right_and_timed(r)

@@ -6,8 +6,8 @@ import pytest
 from gemm_kernels.exercises.catalog import get
 from gemm_kernels.exercises.ch05_checks import load_ratio, submission_sass
 from gemm_kernels.exercises.stubs import skeleton
-from exercise_helpers import (FAIL, PASS, first_failure, grade, skeleton_cell, solution,
-                              static_verdict)
+from exercise_helpers import (FAIL, PASS, assert_right_and_timed, first_failure, grade,
+                              skeleton_cell, solution, static_verdict)
 from gpu import needs_gpu
 
 NAME = "06_tile_2d_reg"
@@ -95,4 +95,4 @@ def test_wrong_answers_are_refused_on_a_gpu(what, old, new):
 @needs_gpu
 def test_solution_passes_on_a_gpu():
     r = grade(NAME, solution(NAME), gpu=True)
-    assert r.passed and r.complete, str(r)
+    assert_right_and_timed(r)

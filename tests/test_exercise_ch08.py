@@ -7,8 +7,8 @@ import pytest
 from gemm_kernels.exercises.ch08_checks import step_order
 from gemm_kernels.exercises.gpu_step import RACECHECK_SHAPE, race_report, sanitizer
 from gemm_kernels.exercises.stubs import skeleton
-from exercise_helpers import (FAIL, PASS, first_failure, grade, skeleton_cell, solution,
-                              static_verdict)
+from exercise_helpers import (FAIL, PASS, assert_right_and_timed, first_failure, grade,
+                              skeleton_cell, solution, static_verdict)
 from gpu import needs_gpu
 
 NAME = "08_double_buffer"
@@ -120,6 +120,6 @@ def test_wrong_answers_are_refused_on_a_gpu(what):
 @needs_gpu
 def test_solution_passes_on_a_gpu():
     r = grade(NAME, solution(NAME), gpu=True)
-    assert r.passed and r.complete, str(r)
+    assert_right_and_timed(r)
     correct = next(s for s in r.steps if s.name == "correct")
     assert ("no shared-memory hazard" if sanitizer() else "not available") in correct.detail

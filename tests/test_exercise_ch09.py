@@ -8,8 +8,8 @@ from gemm_kernels.exercises.catalog import get
 from gemm_kernels.exercises.ch09_checks import zorder_lanes
 from gemm_kernels.exercises.grader import run_gpu_steps
 from gemm_kernels.exercises.stubs import skeleton
-from exercise_helpers import (FAIL, PASS, first_failure, grade, skeleton_cell, solution,
-                              static_verdict)
+from exercise_helpers import (FAIL, PASS, assert_right_and_timed, first_failure, grade,
+                              skeleton_cell, solution, static_verdict)
 from gpu import needs_gpu
 
 NAME = "09_zorder"
@@ -90,4 +90,4 @@ def test_shared_places_are_wrong_on_a_gpu_too():
 @needs_gpu
 def test_solution_passes_on_a_gpu():
     r = grade(NAME, solution(NAME), gpu=True)
-    assert r.passed and r.complete, str(r)
+    assert_right_and_timed(r)

@@ -6,8 +6,8 @@ import pytest
 from gemm_kernels.exercises.catalog import get
 from gemm_kernels.exercises.ch10_checks import padded_tile
 from gemm_kernels.exercises.stubs import skeleton
-from exercise_helpers import FAIL, PASS, first_failure, grade, skeleton_cell, solution, \
-    static_verdict
+from exercise_helpers import (FAIL, PASS, assert_right_and_timed, first_failure, grade,
+                              skeleton_cell, solution, static_verdict)
 from gpu import needs_gpu
 
 NAME = "10_padded"
@@ -72,7 +72,7 @@ def test_wrong_answers_are_refused_on_a_gpu(what):
 @needs_gpu
 def test_solution_passes_on_a_gpu():
     r = grade(NAME, solution(NAME), gpu=True)
-    assert r.passed and r.complete, str(r)
+    assert_right_and_timed(r)
 
 
 # ------------------------------------------------------------------ the check on CPU

@@ -7,7 +7,7 @@ import pytest
 
 from gemm_kernels.exercises.catalog import get
 from gemm_kernels.exercises.grader import FAIL, PASS, SKIPPED, grade, run_gpu_steps
-from exercise_helpers import solution
+from exercise_helpers import assert_right_and_timed, solution
 from gpu import needs_gpu
 
 pytestmark = needs_gpu
@@ -56,8 +56,5 @@ def test_a_wild_store_is_refused_and_the_parent_goes_on():
 
 
 def test_the_solution_grades_in_seconds():
-    """All four steps; the time is printed (asked: under 10 s on the GPU)."""
-    r = grade(NAME, solution(NAME), gpu=True)
-    print(f"\n{r}")
-    assert [(s.name, s.status) for s in r.steps] == [
-        ("compile", PASS), ("static", PASS), ("correct", PASS), ("speed", PASS)], str(r)
+    """All four steps run; the grading time is printed (asked: under 10 s on the GPU)."""
+    assert_right_and_timed(grade(NAME, solution(NAME), gpu=True))

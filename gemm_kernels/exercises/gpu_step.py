@@ -48,8 +48,10 @@ def main(job_path: str) -> None:
             ran += 1
             if not r.ok:
                 dims = "x".join(map(str, shape))
-                _emit("correct", FAIL, f"wrong at {dims} with alpha={alpha}, beta={beta}: "
-                                       f"{r.message}")
+                wrong = f"wrong at {dims} with alpha={alpha}, beta={beta}: {r.message}"
+                # A race usually shows as a wrong result first: name it when racecheck can
+                race = racecheck(job_path)[0] if ex.racecheck else None
+                _emit("correct", FAIL, f"{race} ({wrong})" if race else wrong)
                 return
     if not ran:
         _emit("correct", FAIL, "every shape was refused: " + r.message)
