@@ -11,9 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from gemm_kernels.exercises import ch04_checks, ch10_checks, ch11_checks
+from gemm_kernels.exercises.ch05_checks import shared_loads_per_ffma
+from gemm_kernels.exercises.ch07_checks import all_loads_128
 from gemm_kernels.exercises.ch08_checks import step_order
 from gemm_kernels.exercises.ch09_checks import zorder_lanes
-from gemm_kernels.measure.check import RAGGED_SHAPES
+from gemm_kernels.measure.check import RAGGED_SHAPES, TRANSPOSE_SHAPES
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,6 @@ register(Exercise(
 
 
 # ---------------------------------------------------------------- chapter 00
-from gemm_kernels.measure.check import TRANSPOSE_SHAPES  # noqa: E402
 
 # A copy moves bytes and nothing else, so its rate is the memory's: timed at 8192 x 8192
 # floats (256 MiB each way, far beyond the L2) next to the chapter's copy and the device
@@ -127,7 +129,6 @@ register(Exercise(
 
 
 # ---------------------------------------------------------------- chapter 04
-from gemm_kernels.exercises import ch04_checks  # noqa: E402  (kept in its chapter's section)
 
 register(Exercise(
     name="04_tile_layout", chapter="04", title="a tile layout free of bank conflicts",
@@ -143,7 +144,6 @@ register(Exercise(
 
 
 # ---------------------------------------------------------------- chapter 05
-from gemm_kernels.exercises.ch05_checks import shared_loads_per_ffma  # noqa: E402
 
 # graded at the registry's default configuration
 _TILE_1D = {"BM": 64, "BN": 64, "BK": 16, "TM": 16}
@@ -187,7 +187,6 @@ register(Exercise(
 
 
 # ---------------------------------------------------------------- chapter 07
-from gemm_kernels.exercises.ch07_checks import all_loads_128  # noqa: E402
 
 # graded at the registry's default configuration
 _FLOAT4 = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
@@ -244,7 +243,6 @@ register(Exercise(
 
 
 # ---------------------------------------------------------------- chapter 10
-from gemm_kernels.exercises import ch10_checks  # noqa: E402
 
 _PADDED = {"T": "float", "TILE": 32, "ROWS": 8, "PAD": 1, "ORDER": "x->row", "STACK": 2}
 register(Exercise(
@@ -264,7 +262,6 @@ register(Exercise(
 
 
 # ---------------------------------------------------------------- chapter 11
-from gemm_kernels.exercises import ch11_checks  # noqa: E402
 
 register(Exercise(
     name="11_dgemm", chapter="11", title="double tiles read without bank conflicts",
