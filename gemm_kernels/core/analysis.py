@@ -112,7 +112,7 @@ class Occupancy:
         return (f"{self.threads_per_block} threads, {self.registers_per_thread} registers/thread, "
                 f"{self.smem_per_block} B shared/block -> {parts}; "
                 f"{self.blocks_per_sm} blocks = {self.warps_per_sm} of {self.max_warps_per_sm} "
-                f"warps per SM ({self.occupancy:.0%}), limited by {self.limiter}")
+                f"warps per SM ({percent(self.occupancy)}), limited by {self.limiter}")
 
 
 def occupancy(threads: int, registers: int, smem: int, limits: dict | None = None) -> Occupancy:
@@ -168,3 +168,8 @@ def registers_note(pairs) -> str | None:
         return None
     return (f"note: the timed binaries' registers differ from ptxas {compiler.ptxas_version()} "
             f"here ({'; '.join(diff)}); occupancy uses the timed binary's")
+
+
+def percent(fraction: float) -> str:
+    """12.5%, 25%, 100%: occupancy as people write it (no rounding 12.5 to 12)."""
+    return f"{fraction:.1%}".replace(".0%", "%")

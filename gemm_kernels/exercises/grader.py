@@ -29,7 +29,8 @@ RACECHECK_TIME_LIMIT_S = 90       # one small launch under racecheck, sanitizer 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 NO_GPU = ("needs a GPU, and there is none here. Steps 1-2 ran; to check correctness and "
           "speed, open this notebook in Google Colab (Runtime > Change runtime type > "
-          "T4 GPU) or on any machine with an NVIDIA GPU")
+          "T4 GPU) or on any machine with an NVIDIA GPU (the capstone step's cp.async "
+          "needs an sm_80 or newer GPU, such as an A100 or L4)")
 PASS, FAIL, SKIPPED = "pass", "FAIL", "not run"
 
 

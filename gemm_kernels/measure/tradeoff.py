@@ -63,7 +63,7 @@ def table(kernel, configs, size: int = 2048, extra: dict | None = None):
         rows.append({"params": label, analysis.TIMED_REGISTERS: timed, here: res["registers"],
                      "spills": res["spill_stores"],
                      "threads": occ.threads_per_block, "blocks/SM": occ.blocks_per_sm,
-                     "warps/SM": occ.warps_per_sm, "occupancy": f"{occ.occupancy:.0%}",
+                     "warps/SM": occ.warps_per_sm, "occupancy": analysis.percent(occ.occupancy),
                      "limited by": occ.limiter,
                      **{t: f(p) for t, f in (extra or {}).items()},
                      f"GFLOP/s at {size}": None if g is None or math.isnan(g) else g})

@@ -41,7 +41,7 @@ def banner() -> Markdown:
         "reference measured beside them, so no percentage of cuBLAS or of the device copy "
         "is shown (\"-\").")
     return Markdown(f"**Recorded mode**: no usable GPU here. Measurements were "
-                    f"{rec.label} (commit {rec.commit[:10]}); the static analysis, "
+                    f"{rec.label}; the static analysis, "
                     "occupancy and bank model below run live." + older)
 
 
@@ -107,7 +107,7 @@ def resources(kernels, params: dict | None = None):
         rows.append({"kernel": name, analysis.TIMED_REGISTERS: timed, here: s["registers"],
                      "spills": s["spill_stores"],
                      "smem B": s["smem_bytes"], "threads": occ.threads_per_block,
-                     "blocks/SM": occ.blocks_per_sm, "occupancy": f"{occ.occupancy:.0%}",
+                     "blocks/SM": occ.blocks_per_sm, "occupancy": analysis.percent(occ.occupancy),
                      "loop FFMA": h.get("FFMA", 0) + h.get("DFMA", 0),
                      "loop LDS": sum(v for f, v in h.items() if f.startswith("LDS")),
                      "loop LDG": sum(v for f, v in h.items() if f.startswith("LDG")),
