@@ -27,7 +27,7 @@ def peak_table(props: dict) -> str:
              f" = {peak:,.0f} GFLOP/s"]
     if bw:
         lines.append(f"  DRAM: 2 x {props['memory_clock_mhz']:.0f} MHz x {props['memory_bus_bits']} bit / 8"
-                     f" = {bw:,.0f} GB/s (one direction)")
+                     f" = {bw:,.0f} GB/s (reads and writes share it)")
     return "\n".join(lines)
 
 

@@ -182,13 +182,18 @@ def heatmap(kernel, x: str, y: str, size: int | None = None, fixed: dict | None 
     xs, ys, values, reasons = sweep_grid(kernel, x, y, size, fixed)
     if ax is None:
         _, ax = plt.subplots(figsize=(1.1 * len(xs) + 2, 0.8 * len(ys) + 1.5))
-    data = np.array(values, dtype=float)
+    # Cells and colour bar in the same unit (TFLOP/s or TB/s); an invalid cell, left
+    # blank by imshow, gets a dark "x" on the white background.
+    data = np.array(values, dtype=float) / 1000
     im = ax.imshow(data, cmap="viridis", origin="lower")
+    top = np.nanmax(data) if np.isfinite(data).any() else 0.0
     for i in range(len(ys)):
         for j in range(len(xs)):
-            v = values[i][j]
-            ax.text(j, i, "x" if reasons[i][j] else ("" if math.isnan(v) else f"{v / 1000:.1f}"),
-                    ha="center", va="center", color="w" if reasons[i][j] else "k", fontsize=8)
+            v = data[i][j]
+            light = not math.isnan(v) and v < 0.6 * top     # dark viridis end: white text
+            ax.text(j, i, "x" if reasons[i][j] else ("" if math.isnan(v) else f"{v:.1f}"),
+                    ha="center", va="center", fontsize=8,
+                    color="0.3" if reasons[i][j] else ("w" if light else "k"))
     ax.set_xticks(range(len(xs)), xs)
     ax.set_yticks(range(len(ys)), ys)
     ax.set_xlabel(x)
@@ -196,7 +201,7 @@ def heatmap(kernel, x: str, y: str, size: int | None = None, fixed: dict | None 
     unit = "TB/s" if kernel_of(kernel).op in ("transpose", "copy") else "TFLOP/s"
     ax.set_title(f"{kernel_of(kernel).name}: best {unit} (x = invalid)\n{records.recording_label()}",
                  fontsize=9)
-    plt.colorbar(im, ax=ax)
+    plt.colorbar(im, ax=ax, label=unit)
     return ax
 
 
