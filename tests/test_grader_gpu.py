@@ -3,10 +3,9 @@ child process, not the one that graded it, which goes on launching kernels; the
 solution of chapter 01 grades in seconds."""
 import time
 
-import pytest
 
 from gemm_kernels.exercises.catalog import get
-from gemm_kernels.exercises.grader import FAIL, PASS, SKIPPED, grade, run_gpu_steps
+from gemm_kernels.exercises.grader import FAIL, SKIPPED, grade, run_gpu_steps
 from exercise_helpers import assert_right_and_timed, solution
 from gpu import needs_gpu
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gemm_kernels import analysis, kernels
+from gemm_kernels import analysis
 from gemm_kernels.memory import ch05_06_thread_tiles as tt
 
 from test_bank_predict import check_against_recorded

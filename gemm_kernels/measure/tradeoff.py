@@ -20,7 +20,7 @@ def ranked(kernel, size: int = 2048, fixed: dict | None = None) -> list[tuple[di
     """(params, GFLOP/s) of every valid configuration at size^3 that matches `fixed`,
     fastest first, from the recorded sweep (in either mode); configurations missing from
     the recording are left out."""
-    from gemm_kernels.measure import lookup, records
+    from gemm_kernels.measure import lookup
     k = kernel_of(kernel)
     shape = (size,) * 3
     out = []

@@ -157,7 +157,7 @@ def side_by_side(kernel, params=None):
     """A Table for one variant: per instruction group the model's wavefronts per warp
     instruction, times the instructions of the 1024^3 launch, gives the predicted totals;
     the last two rows compare the load and store totals with Nsight Compute's."""
-    from gemm_kernels.measure import lookup, records
+    from gemm_kernels.measure import records
     from gemm_kernels.core.table import Table
     from gemm_kernels.measure.profile import GEMM_SHAPE
     k, p = _params(kernel, params)
@@ -335,7 +335,7 @@ def smem_ceiling(kernel, params=None, props: dict | None = None) -> dict:
     sm_clock_mhz, compute_capability), e.g. `records.current().device` or
     `device.properties()`; default: the live GPU's, else the recording's."""
     from gemm_kernels.core import device
-    from gemm_kernels.measure import lookup, records
+    from gemm_kernels.measure import records
     k, p = _params(kernel, params)
     if props is None:
         rec = records.current()

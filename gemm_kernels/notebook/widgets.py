@@ -108,7 +108,6 @@ class Explorer:
     def widget(self, controls=None):
         import ipywidgets as W
         import matplotlib.pyplot as plt
-        from IPython.display import display
         names = controls or [p.name for p in self.kernel.params if p.name not in self.fixed]
         specs = {p.name: p for p in self.kernel.params}
         boxes = {n: W.Dropdown(options=list(specs[n].values), value=specs[n].default,
@@ -291,7 +290,6 @@ class BankExplorer:
                share: str = "none", inactive: str = "none"):
         import ipywidgets as W
         import matplotlib.pyplot as plt
-        from IPython.display import display
         lay = W.Layout(width="190px")
         c = {"stride": W.Dropdown(options=self.STRIDES, value=stride, description="stride", layout=lay),
              "width": W.Dropdown(options=self.WIDTHS, value=width, description="bytes/lane", layout=lay),
