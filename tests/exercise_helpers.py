@@ -46,6 +46,16 @@ def first_failure(report):
     return next(((s.name, s.detail) for s in report.steps if s.status == FAIL), None)
 
 
+def refused_as_wrong(name: str, old: str, new: str):
+    """Grade the solution with `old` replaced by `new` on a GPU: step "correct" must be
+    the first to fail. Returns its detail, for checks of the message."""
+    src = solution(name)
+    assert old in src, f"{old!r} is not in the solution of {name}"
+    step, detail = first_failure(grade(name, src.replace(old, new), gpu=True))
+    assert step == "correct", (step, detail)
+    return detail
+
+
 def assert_right_and_timed(report) -> None:
     """Steps 1-3 passed and step 4 ran. Its verdict is a timing, which a test never
     asserts: `scripts/gpu_host.sh grade` reports it for every solution."""
@@ -55,5 +65,5 @@ def assert_right_and_timed(report) -> None:
     assert v["speed"][0] in (PASS, FAIL) and "timed together" in v["speed"][1], str(report)
 
 
-__all__ = ["assert_right_and_timed", "FAIL", "PASS", "chapter_notebook", "solution_notebook", "source_in", "solution",
+__all__ = ["assert_right_and_timed", "refused_as_wrong", "FAIL", "PASS", "chapter_notebook", "solution_notebook", "source_in", "solution",
            "skeleton_cell", "status", "static_verdict", "first_failure", "grade", "json"]

@@ -2,7 +2,7 @@
 step this machine can run, typical mistakes are refused with the right message."""
 import pytest
 
-from exercise_helpers import assert_right_and_timed, first_failure, grade, solution
+from exercise_helpers import assert_right_and_timed, grade, solution, refused_as_wrong
 from gpu import needs_gpu
 
 NAME = "02_coalesced"
@@ -31,10 +31,6 @@ WRONG = {
 @needs_gpu
 @pytest.mark.parametrize("what", WRONG)
 def test_wrong_answers_are_refused_on_a_gpu(what):
-    old, new = WRONG[what]
-    src = solution(NAME)
-    assert old in src
-    step, detail = first_failure(grade(NAME, src.replace(old, new), gpu=True))
-    assert step == "correct", (step, detail)
+    refused_as_wrong(NAME, *WRONG[what])
 
 
