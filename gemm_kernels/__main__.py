@@ -258,6 +258,31 @@ def cmd_profile(a):
     profile_main()
 
 
+def cmd_study(a):
+    from gemm_kernels.measure import studies
+    names = list(studies.STUDIES) if a.all else a.names
+    if not names:
+        a.parser.error("name one or more studies, or --all")
+    for n in names:
+        bad = n not in studies.STUDIES and f"no study named {n!r}; known studies: " \
+            f"{', '.join(studies.STUDIES)}"
+        if bad:
+            a.parser.error(bad)
+    _need_gpu("study")
+    from gemm_kernels.measure.record import merge, study_rows
+    failed = []
+    for n in names:
+        try:
+            rows = study_rows(n)
+        except (RuntimeError, ValueError) as e:     # one failed study does not stop the rest
+            print(f"{n}: FAILED\n{e}")
+            failed.append(n)
+            continue
+        rec = merge(rows)
+        print(f"{n}: {len(rows)} rows merged into {rec.path}")
+    sys.exit(1 if failed else 0)
+
+
 def cmd_analyse(a):
     from gemm_kernels.core.analysis import kernel_occupancy, summary
     for n in a.kernels or list(KERNELS):
@@ -320,6 +345,11 @@ def main(argv=None):
     pr = sub.add_parser("profile", help="Nsight Compute counters (bank conflicts, sectors) "
                         "for every chapter, merged into the record (needs a GPU)")
     pr.set_defaults(fn=cmd_profile)
+    st = sub.add_parser("study", help="the measurements behind the chapters' arguments, "
+                        "each in one process, merged into the record (needs a GPU)")
+    st.add_argument("names", nargs="*", metavar="STUDY")
+    st.add_argument("--all", action="store_true", help="every study")
+    st.set_defaults(fn=cmd_study)
     an = sub.add_parser("analyse", help="registers, spills, SASS histogram, occupancy (no GPU)")
     an.add_argument("--kernels", nargs="+", type=_kernel())
     an.set_defaults(fn=cmd_analyse)
@@ -327,7 +357,7 @@ def main(argv=None):
                        "(steps 3-4 need a GPU)")
     g.add_argument("notebooks", nargs="+", metavar="NOTEBOOK")
     g.set_defaults(fn=cmd_grade)
-    for p in (b, c, r, s, pr, an, g):
+    for p in (b, c, r, s, pr, st, an, g):
         p.set_defaults(parser=p)     # so a command can refuse its input argparse-style
     a = ap.parse_args(argv)
     a.fn(a)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One batch on the offline GPU host: install the carried wheels, then check, sanitize,
 # test and time. Logs go to $OUT. Usage: bash scripts/gpu_host.sh STAGE...
-# Stages: info smoke check sanitize tests nbval verify grade bench record sweeps latency probe profile
-# (SWEEPS=name limits the sweeps stage to one kernel's entries; `verify` runs check,
+# Stages: info smoke check sanitize tests nbval verify grade bench record sweeps latency probe
+# profile studies (SWEEPS=name limits the sweeps stage to one kernel's entries; KERNELS="a b"
+# limits check and sanitize to those kernels; STUDIES="a b" the studies stage; `verify` runs check,
 # sanitize, tests and nbval side by side: none of them times anything it reports)
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -21,8 +22,8 @@ for stage in "$@"; do
                   | tee -a "$OUT/smoke.log" || exit 1
               python3 -m pytest -q -x tests/test_gpu_launch.py tests/test_gpu_kernels.py \
                   -k "buggy or cublas or guard" 2>&1 | tee -a "$OUT/smoke.log" | tail -3 || exit 1 ;;
-    check)    python3 -m gemm_kernels check 2>&1 | tee "$OUT/check.log" | grep -v " ok$" ;;
-    sanitize) python3 -m gemm_kernels check --sanitize 2>&1 | tee "$OUT/sanitize.log" ;;
+    check)    python3 -m gemm_kernels check ${KERNELS:+--kernels $KERNELS} 2>&1 | tee "$OUT/check.log" | grep -v " ok$" ;;
+    sanitize) python3 -m gemm_kernels check --sanitize ${KERNELS:+--kernels $KERNELS} 2>&1 | tee "$OUT/sanitize.log" ;;
     tests)    python3 -m pytest -q -x tests/ 2>&1 | tee "$OUT/tests.log" | tail -15 ;;
     nbval)    python3 -m pytest -q --nbval -p no:cacheprovider notebooks/ 2>&1 | tee "$OUT/nbval.log" | tail -25 ;;
     verify)   python3 -m gemm_kernels check > "$OUT/check.log" 2>&1 &
@@ -44,6 +45,11 @@ for stage in "$@"; do
                 python3 -m gemm_kernels sweep $a 2>&1 | tee -a "$OUT/sweeps.log" | tail -1; done ;;
     latency)  python3 -m gemm_kernels.notebook.widget_latency 2>&1 | tee "$OUT/latency.log" ;;
     probe)    python3 -m gemm_kernels.memory.probe --out "$OUT/bank_probe.json" 2>&1 | tee "$OUT/probe.log" | tail -40 ;;
+    studies)  # the metric names this ncu knows, kept beside the counters chosen from them
+              "$(python3 -c 'from gemm_kernels.measure import ncu; print(ncu.executable())')" \
+                  --query-metrics --query-metrics-mode all > "$OUT/ncu_metrics.txt" 2>&1
+              python3 -m gemm_kernels study ${STUDIES:---all} 2>&1 | tee "$OUT/studies.log" | grep -v "^  "
+              cp figures/data/*.json "$OUT/" ;;
     profile)  python3 -m gemm_kernels profile 2>&1 | tee "$OUT/profile.log" | tail -40
               cp figures/data/*.json "$OUT/" ;;
   esac

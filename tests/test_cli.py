@@ -140,6 +140,8 @@ def test_readme_from_an_empty_or_foreign_recording_is_refused(tmp_path, results)
     (["sweep", "naive"], "sweep needs a GPU"),
     (["sweep", "transpose_naive", "--shape", "64x32"], "sweep needs a GPU"),
     (["profile"], "profile needs a GPU"),
+    (["study", "--all"], "study needs a GPU"),
+    (["study", "ch09_ladder"], "study needs a GPU"),
 ])
 def test_gpu_commands_say_they_need_a_gpu(args, needle):
     res = run(*args)
@@ -159,6 +161,8 @@ def test_gpu_commands_say_they_need_a_gpu(args, needle):
     (["sweep", "naive", "--shape", "64x64"], "its shape is 3 integers (M, N, K)"),
     (["sweep", "transpose_naive", "--shape", "64x64x64"], "2 integers (rows, cols)"),
     (["analyse", "--kernels", "naive", "nonesuch"], "'nonesuch' is not a kernel"),
+    (["study"], "name one or more studies, or --all"),
+    (["study", "nonesuch"], "no study named 'nonesuch'; known studies: ch09_ladder"),
 ])
 def test_bad_arguments_come_before_the_gpu(args, needle):
     res = run(*args)

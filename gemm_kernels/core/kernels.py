@@ -156,7 +156,7 @@ register(Kernel(
             Param("BN", (32, 64, 128), 64, "columns of the C tile per block"),
             # defaults: the fastest of the sweep recorded on the H200 (figures/data/)
             Param("BK", (8, 16), 16, "depth of the A and B tiles (step along K)"),
-            Param("TM", (4, 8, 16), 16, "outputs per thread, down one column")),
+            Param("TM", (2, 4, 8, 16), 16, "outputs per thread, down one column")),
     template=("BM", "BN", "BK", "TM"),
     constraints=(
         Constraint(lambda p: p["BM"] % p["TM"] == 0,
@@ -297,16 +297,38 @@ def _vec_tile_params():
                   "columns of outputs per thread (a multiple of 4: LDS.128, STG.128)"))
 
 
+# Chapter 08's question: what does double buffering hide when a second block per SM no
+# longer hides it? ONE_PER_SM asks for so much (unused) dynamic shared memory that two
+# blocks cannot share an SM, whatever the registers would allow. A launch setting, not
+# a template argument: the compiled kernel is the same.
+_ONE_PER_SM = Param("ONE_PER_SM", (False, True), False,
+                    "True: each block reserves unused shared memory so that only one block "
+                    "fits on an SM (what a second resident block hides, made visible)")
+
+
+def _one_per_sm_smem(static_smem):
+    """Dynamic shared memory that leaves room for one block per SM: just over half of
+    the SM's shared memory, counting the block's static tiles and the runtime's share."""
+    def dynamic(p):
+        if not p["ONE_PER_SM"]:
+            return 0
+        from gemm_kernels.core import device
+        lim = device.limits()
+        return lim["smem_per_sm"] // 2 + 1 - static_smem(p) - lim["smem_reserved_per_block"]
+    return dynamic
+
+
 register(Kernel(
     name="float4", chapter="07",
     title="float4 global loads, transposed A tile, LDS.128 reads",
     source="07_float4.cu", entry="sgemm_float4", op="sgemm",
-    params=_vec_tile_params(),
+    params=_vec_tile_params() + (_ONE_PER_SM,),
     template=("BM", "BN", "BK", "TM", "TN", "VEC"),
     constraints=_vec_tile_rules(1),
     threads=lambda p: (_vec_tile_threads(p), 1, 1),
     grid=lambda p, s: (ceil_div(s[1], p["BN"]), ceil_div(s[0], p["BM"]), 1),
     smem=lambda p: (p["BM"] + p["BN"]) * p["BK"] * 4,
+    dynamic_smem=_one_per_sm_smem(lambda p: (p["BM"] + p["BN"]) * p["BK"] * 4),
     shape_params=_vec_ab_shape_params,
     align=16,
 ))
@@ -315,12 +337,13 @@ register(Kernel(
     name="double_buffer", chapter="08",
     title="double buffering: two shared stages, next tile prefetched into registers",
     source="08_double_buffer.cu", entry="sgemm_double_buffer", op="sgemm",
-    params=_vec_tile_params(),
+    params=_vec_tile_params() + (_ONE_PER_SM,),
     template=("BM", "BN", "BK", "TM", "TN", "VEC"),
     constraints=_vec_tile_rules(2),
     threads=lambda p: (_vec_tile_threads(p), 1, 1),
     grid=lambda p, s: (ceil_div(s[1], p["BN"]), ceil_div(s[0], p["BM"]), 1),
     smem=lambda p: 2 * (p["BM"] + p["BN"]) * p["BK"] * 4,
+    dynamic_smem=_one_per_sm_smem(lambda p: 2 * (p["BM"] + p["BN"]) * p["BK"] * 4),
     shape_params=_vec_ab_shape_params,
     align=16,
 ))

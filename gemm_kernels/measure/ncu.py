@@ -23,6 +23,7 @@ import glob
 import io
 import math
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -180,3 +181,27 @@ def profile(argv: list[str], metrics: list[str], kernel_regex: str, *,
             raise RuntimeError(f"launch {launch['id']} ({launch['kernel']}) lacks metrics "
                                f"{missing}\n{details()}")
     return launches
+
+
+_METRIC_NAME = re.compile(r"^([a-z0-9]+__[A-Za-z0-9_.]+)\s")
+
+
+def parse_metric_list(text: str) -> set[str]:
+    """The metric names in `ncu --query-metrics --query-metrics-mode all` output: the
+    first word of every line that looks like a metric (unit__counter[.rollup])."""
+    return {m.group(1) for m in map(_METRIC_NAME.match, text.splitlines()) if m}
+
+
+def known_metrics(timeout: float = 300) -> set[str] | None:
+    """Every metric name this ncu can collect on this GPU, or None when ncu cannot be
+    asked (not installed, no GPU, an error)."""
+    exe = executable()
+    if exe is None:
+        return None
+    try:
+        res = subprocess.run([exe, "--query-metrics", "--query-metrics-mode", "all"],
+                             capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    names = parse_metric_list(res.stdout)
+    return names if res.returncode == 0 and names else None

@@ -47,15 +47,22 @@ def plan() -> list[tuple[str, dict, tuple]]:
     return out
 
 
-def target():
-    """Launch every planned configuration exactly once (ncu profiles each launch)."""
+def launch_plan(study: str | None) -> list[tuple[str, dict, tuple]]:
+    """The launches of the chapters' profile (None) or of one ncu study."""
+    if study is None:
+        return plan()
+    from gemm_kernels.measure import studies
+    return [(step.kernel, full, shape) for step, full, shape
+            in studies.launches(studies.get(study))]
+
+
+def target(todo: list[tuple[str, dict, tuple]]):
+    """Launch every configuration exactly once (ncu profiles each launch)."""
     import cupy
-    from gemm_kernels.core.launch import launch, problems
+    from gemm_kernels.core.launch import launch
     rng = cupy.random.default_rng(0)
-    for name, params, shape in plan():
+    for name, params, shape in todo:
         k = KERNELS[name]
-        if problems(k, params, shape):
-            continue
         if k.op in ("sgemm", "dgemm"):
             dt = "float32" if k.op == "sgemm" else "float64"
             M, N, K = shape
@@ -69,14 +76,20 @@ def target():
     cupy.cuda.runtime.deviceSynchronize()
 
 
-def run() -> list[dict]:
-    """One row per planned launch with its counters, stamped with this process's run."""
+def _launchable(study: str | None) -> list[tuple[str, dict, tuple]]:
     from gemm_kernels.core.launch import problems
+    return [(n, p, s) for n, p, s in launch_plan(study) if not problems(n, p, s)]
+
+
+def run(study: str | None = None, metrics: list[str] = METRICS) -> list[dict]:
+    """One row per launch with its counters, stamped with this process's run (and the
+    study's name, which keeps its rows apart from the chapters' profile)."""
     from gemm_kernels.measure.record import stamp
-    todo = [(n, p, s) for n, p, s in plan() if not problems(n, p, s)]
+    todo = _launchable(study)
     entries = sorted({KERNELS[n].entry for n, _, _ in todo})
-    launches = ncu.profile([sys.executable, "-m", "gemm_kernels.measure.profile", "--target"],
-                           METRICS, "^(" + "|".join(entries) + ")")
+    argv = [sys.executable, "-m", "gemm_kernels.measure.profile", "--target"]
+    launches = ncu.profile(argv + ([study] if study else []), metrics,
+                           "^(" + "|".join(entries) + ")")
     if len(launches) != len(todo):
         raise RuntimeError(f"expected {len(todo)} profiled launches, ncu reported {len(launches)}")
     rows = []
@@ -85,13 +98,15 @@ def run() -> list[dict]:
             raise RuntimeError(f"launch order mismatch: expected {name}, ncu saw {l['kernel']}")
         rows.append(stamp({"chapter": KERNELS[name].chapter, "kernel": name, "params": params,
                            "shape": list(shape), "metrics": l["metrics"], "tool": ncu.version(),
-                           "source": KERNELS[name].source_hash()}))
+                           "source": KERNELS[name].source_hash(),
+                           **({"study": study} if study else {})}))
     return rows
 
 
 def main():
     if "--target" in sys.argv:
-        return target()
+        rest = sys.argv[sys.argv.index("--target") + 1:]
+        return target(_launchable(rest[0] if rest else None))
     from gemm_kernels.measure.record import merge
     rows = run()
     rec = merge(rows)
@@ -115,7 +130,8 @@ def counters(kernel: str, params: dict | None = None) -> dict | None:
     if rec is None:
         return None
     full = KERNELS[kernel].resolve(params)
-    rows = [r for r in rec.find(kernel, None, full) if "metrics" in r and "gflops" not in r]
+    rows = [r for r in rec.find(kernel, None, full)
+            if "metrics" in r and "gflops" not in r and "study" not in r]
     return rows[0] if rows else None
 
 

@@ -110,8 +110,11 @@ def measure(kernel, shape, params: dict | None = None, **kw) -> dict:
 # ------------------------------------------------------------------ the record file
 
 def _key(row) -> tuple:
+    """Rows with the same key replace each other: a timing and a profile of the same
+    configuration do not, nor do the profiles of two studies (different counters)."""
     return (row["kernel"], tuple(sorted(row["params"].items())), tuple(row["shape"]),
-            "metrics" in row and "gflops" not in row and "gbps" not in row)
+            "metrics" in row and "gflops" not in row and "gbps" not in row,
+            row.get("study"))
 
 
 def combine(old: records.Record | None, rows: list[dict], sources: dict,
@@ -232,6 +235,26 @@ def plan_rows(chapters=None, log=print) -> list[dict]:
                     log(f"  {s} {t}: {_rate(rows[-1])}")
         if len(k.valid_configurations()) > 1:
             rows += sweep_rows(k.name, log=log)
+    return rows
+
+
+def study_rows(name: str, log=print) -> list[dict]:
+    """Every step of one study in this process: timed (each row with its reference) or
+    profiled under one ncu run with the study's counters."""
+    from gemm_kernels.measure import ncu, profile, studies
+    study = studies.get(name)
+    bad = studies.problems(study)
+    if bad:
+        raise ValueError("; ".join(bad))
+    if study.kind == "ncu":
+        metrics = studies.pick_metrics(study.metrics, ncu.known_metrics())
+        log(f"{name}: {len(metrics)} counters over {len(study.steps)} steps")
+        return profile.run(name, metrics)
+    warm([(step.kernel, full) for step, full, _ in studies.launches(study)])
+    rows = []
+    for step, full, shape in studies.launches(study):
+        rows.append(measure(step.kernel, shape, full))
+        log(f"  {name} {'x'.join(map(str, shape))} {step.label}: {_rate(rows[-1])}")
     return rows
 
 

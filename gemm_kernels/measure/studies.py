@@ -1,0 +1,237 @@
+"""Studies: the measurements a chapter's argument rests on, each made in one process.
+
+A study is a list of steps (a kernel and its parameters, one change from the step
+before where it is a ladder) measured at a few shapes, either timed with the harness
+(`kind="time"`: every step's row has its own reference, and all rows name the same run)
+or profiled with Nsight Compute (`kind="ncu"`: each step launched once under one ncu
+run, with the study's counters). `python -m gemm_kernels study NAME...` records them;
+the notebooks read them back with `results(name, shape)`.
+
+Counter names are the ones Nsight Compute documents; a study may also give a pattern
+(`re:` prefix) that is matched against the names the installed ncu knows, so a counter
+family (every stall reason) is recorded without typing each name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gemm_kernels.core.kernels import KERNELS
+
+CUBE_4096 = (4096, 4096, 4096)
+CUBE_2048 = (2048, 2048, 2048)
+CUBE_1024 = (1024, 1024, 1024)
+# Chapter 10's awkward shape: neither side a multiple of a tile, rows of odd length.
+ODD_TRANSPOSE = (8191, 4097)
+# siboehm's kernel-5 tile: 128 x 128 x 8, 8 x 8 outputs per thread.
+K5 = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
+# siboehm's kernel-4 tile: 64 x 64 x 8, 8 outputs per thread.
+K4 = {"BM": 64, "BN": 64, "BK": 8, "TM": 8}
+
+# Where each warp of an SM sub-partition waits, per issued instruction (the "warp state"
+# of Nsight Compute): one counter per reason.
+STALLS = "re:^smsp__average_warps_issue_stalled_[a-z_]+_per_issue_active\\.ratio$"
+ISSUE = ["smsp__issue_active.avg.pct_of_peak_sustained_active",
+         "sm__warps_active.avg.pct_of_peak_sustained_active",
+         "smsp__inst_executed.sum", "sm__cycles_elapsed.avg", "gpu__time_duration.sum"]
+PIPES = ["sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+         "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+         "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed",
+         "smsp__inst_executed_pipe_lsu.sum", "smsp__inst_executed_op_shared_ld.sum"]
+CACHES = ["l1tex__t_sector_hit_rate.pct", "lts__t_sector_hit_rate.pct",
+          "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+          "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+          "lts__t_sectors_srcunit_tex_op_read.sum", "dram__bytes_read.sum",
+          "dram__bytes_write.sum"]
+DRAM = ["dram__bytes_read.sum", "dram__bytes_write.sum",
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed", "lts__t_sector_hit_rate.pct",
+        "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum",
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+        "smsp__inst_executed_op_global_ld.sum"]
+# cp.async (LDGSTS) writes shared memory without an STS: its own counters.
+LDGSTS = ["re:^(l1tex|smsp)__.*ldgsts.*\\.sum$",
+          "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+          "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+          "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+          "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+          "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"]
+
+
+@dataclass(frozen=True)
+class Step:
+    label: str          # what this step is, for the reader ("+ 4 stages")
+    kernel: str
+    params: dict
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    chapter: str
+    question: str       # what the study answers, in the chapter's words
+    kind: str           # "time" or "ncu"
+    steps: tuple[Step, ...]
+    shapes: tuple[tuple, ...]
+    metrics: tuple[str, ...] = ()
+
+
+def _capstone(**change):
+    """The capstone's first rung (2 stages, BK = 8, per-tile addresses, plain order)
+    with `change` applied: the steps of chapter 09's ladder."""
+    base = {"BM": 128, "BN": 128, "BK": 8, "WM": 32, "WN": 64, "STAGES": 2, "GROUP": 1,
+            "MINB": 1, "HOIST": False}
+    return {**base, **change}
+
+
+_ZORDER = {"BM": 128, "BN": 128, "BK": 8}
+STUDY_LIST = (
+    Study("ch09_ladder", "09",
+          "From chapter 08's kernel to the capstone, one change per step",
+          "time", (
+              Step("chapter 08: two stages, registers in between", "double_buffer", K5),
+              Step("2 x 2 sub-tiles of 4 x 4 per thread", "zorder",
+                   {**_ZORDER, "PAD": 0, "ZORDER": False}),
+              Step("+ A tile rows padded to BM + 4", "zorder",
+                   {**_ZORDER, "PAD": 4, "ZORDER": False}),
+              Step("+ z-order lanes", "zorder", {**_ZORDER, "PAD": 4, "ZORDER": True}),
+              Step("cp.async ring, 2 stages, warp tiles", "capstone", _capstone()),
+              Step("+ 4 stages", "capstone", _capstone(STAGES=4)),
+              Step("+ BK = 16", "capstone", _capstone(STAGES=4, BK=16)),
+              Step("+ hoisted copy addresses", "capstone",
+                   _capstone(STAGES=4, BK=16, HOIST=True)),
+              Step("+ grouped block order", "capstone",
+                   _capstone(STAGES=4, BK=16, HOIST=True, GROUP=8))),
+          (CUBE_2048, CUBE_4096)),
+    Study("ch07_ablation", "07",
+          "Chapter 06's tile, then 16-byte global loads, then the transposed A tile",
+          "time", (
+              Step("chapter 06: scalar loads, A row-major", "tile_2d_reg", K5),
+              Step("+ 16-byte global loads (LDG.128)", "float4_a_rows", K5),
+              Step("+ transposed A tile (LDS.128 of A)", "float4", K5)),
+          (CUBE_2048, CUBE_4096)),
+    Study("ch08_one_block", "08",
+          "Does double buffering pay when a second block per SM no longer hides the "
+          "loads?", "time", (
+              Step("chapter 07, two blocks per SM", "float4", K5),
+              Step("chapter 08, two blocks per SM", "double_buffer", K5),
+              Step("chapter 07, one block per SM", "float4", {**K5, "ONE_PER_SM": True}),
+              Step("chapter 08, one block per SM", "double_buffer",
+                   {**K5, "ONE_PER_SM": True})),
+          (CUBE_4096,)),
+    Study("ch05_outputs", "05", "How many outputs should a thread compute?", "time", (
+              Step("1 output per thread (chapter 03)", "smem_tiled", {"BLOCK": 32}),
+              Step("2 outputs per thread", "tile_1d", {"BM": 64, "BN": 32, "BK": 8, "TM": 2}),
+              Step("4 outputs per thread", "tile_1d", {"BM": 64, "BN": 64, "BK": 8, "TM": 4}),
+              Step("8 outputs per thread (kernel-4 tile)", "tile_1d", K4),
+              Step("16 outputs per thread (the default)", "tile_1d", {})),
+          (CUBE_4096,)),
+    Study("stalls", "00",
+          "Where the warps wait: stall reasons per issued instruction", "ncu", (
+              Step("chapter 03", "smem_tiled", {}),
+              Step("chapter 05, kernel-4 tile", "tile_1d", K4),
+              Step("chapter 05, default", "tile_1d", {}),
+              Step("chapter 06, kernel-5 tile", "tile_2d_reg", K5),
+              Step("chapter 07", "float4", K5),
+              Step("chapter 08", "double_buffer", K5),
+              Step("chapter 07, one block per SM", "float4", {**K5, "ONE_PER_SM": True}),
+              Step("chapter 08, one block per SM", "double_buffer",
+                   {**K5, "ONE_PER_SM": True}),
+              Step("chapter 09, z-order", "zorder", {}),
+              Step("capstone", "capstone", {})),
+          (CUBE_4096,), (STALLS, *ISSUE, *PIPES)),
+    Study("ch02_caches", "02", "Why BLOCK = 8 runs at half the speed of BLOCK = 32", "ncu", (
+              Step("BLOCK = 8", "coalesced", {"BLOCK": 8}),
+              Step("BLOCK = 16", "coalesced", {"BLOCK": 16}),
+              Step("BLOCK = 32", "coalesced", {"BLOCK": 32})),
+          (CUBE_4096,), (*CACHES, STALLS, *ISSUE)),
+    Study("ch07_ablation_counters", "07", "The same three steps, counted", "ncu", (
+              Step("chapter 06: scalar loads, A row-major", "tile_2d_reg", K5),
+              Step("+ 16-byte global loads (LDG.128)", "float4_a_rows", K5),
+              Step("+ transposed A tile (LDS.128 of A)", "float4", K5)),
+          (CUBE_4096,), (*ISSUE, *PIPES, *LDGSTS[1:], STALLS)),
+    Study("ch09_ldgsts", "09", "What cp.async writes into shared memory, counted", "ncu", (
+              Step("chapter 09, z-order (LDG + STS)", "zorder", {}),
+              Step("capstone (LDGSTS)", "capstone", {})),
+          (CUBE_1024,), tuple(LDGSTS)),
+    Study("ch10_dram", "10", "DRAM traffic and loads in flight at 8191 x 4097", "ncu", (
+              Step("copy", "copy", {}),
+              Step("padded tile, one tile per block", "transpose_padded", {"STACK": 1}),
+              Step("padded tile, two tiles stacked per block", "transpose_padded",
+                   {"STACK": 2}),
+              Step("diagonal block order", "transpose_diagonal", {}),
+              Step("vector loads and stores", "transpose_fast", {})),
+          (ODD_TRANSPOSE,), (*DRAM, STALLS, *ISSUE)),
+)
+STUDIES = {s.name: s for s in STUDY_LIST}
+
+
+def get(name: str) -> Study:
+    try:
+        return STUDIES[name]
+    except KeyError:
+        raise ValueError(f"no study named {name!r}; known studies: "
+                         f"{', '.join(STUDIES)}") from None
+
+
+def problems(study: Study) -> list[str]:
+    """Why a study could not run as written (unknown kernels, invalid parameters)."""
+    out = []
+    for s in study.steps:
+        if s.kernel not in KERNELS:
+            out.append(f"{study.name}: step {s.label!r} names no kernel {s.kernel!r}")
+            continue
+        try:
+            bad = KERNELS[s.kernel].problems(s.params)
+        except ValueError as e:
+            bad = [str(e)]
+        out += [f"{study.name}: step {s.label!r}: {b}" for b in bad]
+    if study.kind not in ("time", "ncu"):
+        out.append(f"{study.name}: kind {study.kind!r} is neither 'time' nor 'ncu'")
+    if study.kind == "ncu" and not study.metrics:
+        out.append(f"{study.name}: an ncu study names no counters")
+    return out
+
+
+def launches(study: Study) -> list[tuple[Step, dict, tuple]]:
+    """(step, full parameters, shape) for every launch, in order: steps within shapes."""
+    return [(s, KERNELS[s.kernel].resolve(s.params), tuple(shape))
+            for shape in study.shapes for s in study.steps]
+
+
+def pick_metrics(wanted, known: set[str] | None) -> list[str]:
+    """The counter names to ask ncu for: names as given, and for each `re:` pattern the
+    known names it matches (sorted). Without a list of known names (ncu could not be
+    asked) patterns give nothing; a plain name unknown to this ncu is left out."""
+    import re
+    out = []
+    for w in wanted:
+        if w.startswith("re:"):
+            pat = re.compile(w[3:])
+            out += sorted(n for n in (known or ()) if pat.search(n))
+        elif known is None or w in known:
+            out.append(w)
+    return list(dict.fromkeys(out))
+
+
+def results(name: str, shape=None) -> list[tuple[Step, dict | None]]:
+    """Each step of the study at `shape` (the first of its shapes by default) with its
+    recorded row, or None where the recording has none for the current kernel source."""
+    from gemm_kernels.measure import records
+    study = get(name)
+    shape = tuple(shape or study.shapes[0])
+    rec = records.current()
+    out = []
+    for step, full, s in launches(study):
+        if s != shape:
+            continue
+        rows = [] if rec is None else [
+            r for r in rec.find(step.kernel, s, full)
+            if (r.get("study") == name if study.kind == "ncu"
+                else "gflops" in r or "gbps" in r)]
+        out.append((step, rows[0] if rows else None))
+    return out
+
+
+def runs(pairs) -> list[str]:
+    """The runs that measured these (step, row) pairs, in order of first appearance."""
+    return list(dict.fromkeys(r["run"] for _, r in pairs if r is not None))

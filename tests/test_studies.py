@@ -1,0 +1,94 @@
+"""The studies behind the chapters' arguments: every step runs as written, counter
+patterns resolve against what ncu knows, and a study's rows keep to themselves in the
+record."""
+import pytest
+
+from gemm_kernels.core.kernels import KERNELS
+from gemm_kernels.measure import ncu, record, studies
+
+
+@pytest.mark.parametrize("name", list(studies.STUDIES))
+def test_every_step_names_a_kernel_and_valid_parameters(name):
+    assert studies.problems(studies.get(name)) == []
+
+
+def test_a_broken_step_is_named():
+    bad = studies.Study("x", "00", "?", "time",
+                        (studies.Step("one", "float4", {"BM": 3}),
+                         studies.Step("two", "nonesuch", {})), ((64, 64, 64),))
+    found = studies.problems(bad)
+    assert len(found) == 2
+    assert "step 'one'" in found[0] and "BM" in found[0]
+    assert "names no kernel 'nonesuch'" in found[1]
+
+
+def test_unknown_study_is_refused_with_the_list():
+    with pytest.raises(ValueError, match="known studies: ch09_ladder"):
+        studies.get("nonesuch")
+
+
+def test_ladder_steps_change_one_thing_each():
+    """Chapter 09's capstone rungs differ from the rung before in exactly one tunable."""
+    caps = [s.params for s in studies.get("ch09_ladder").steps if s.kernel == "capstone"]
+    assert len(caps) >= 4
+    for a, b in zip(caps, caps[1:]):
+        assert len({k for k in a.keys() | b.keys() if a.get(k) != b.get(k)}) == 1, (a, b)
+
+
+def test_launches_are_every_step_at_every_shape_in_order():
+    st = studies.get("ch09_ladder")
+    got = studies.launches(st)
+    assert len(got) == len(st.steps) * len(st.shapes)
+    assert [s.label for s, _, shape in got if shape == st.shapes[0]] == \
+        [s.label for s in st.steps]
+    for step, full, _ in got:
+        assert full == KERNELS[step.kernel].resolve(step.params)
+
+
+def test_one_block_per_sm_is_what_the_occupancy_says():
+    from gemm_kernels.core import analysis
+    for name in ("float4", "double_buffer"):
+        assert analysis.kernel_occupancy(name, {"ONE_PER_SM": True}).blocks == 1
+        assert analysis.kernel_occupancy(name).blocks > 1
+
+
+def test_patterns_pick_known_names_and_unknown_names_drop():
+    known = {"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+             "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+             "smsp__issue_active.avg.pct_of_peak_sustained_active",
+             "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"}
+    got = studies.pick_metrics([studies.STALLS, *studies.ISSUE], known)
+    assert got == sorted(n for n in known if "stalled" in n) + \
+        ["smsp__issue_active.avg.pct_of_peak_sustained_active"]
+    # without a list from ncu, names pass as given and patterns give nothing
+    assert studies.pick_metrics([studies.STALLS, "a__b.sum"], None) == ["a__b.sum"]
+
+
+def test_ncu_metric_list_is_read_from_its_query_output():
+    text = ("Device NVIDIA H200 (GH100)\n"
+            "------------------------------------------ ------------\n"
+            "Metric Name                                Metric Description\n"
+            "dram__bytes_read.sum                       # of bytes read from DRAM\n"
+            "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio   ratio of ...\n")
+    assert ncu.parse_metric_list(text) == {
+        "dram__bytes_read.sum",
+        "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio"}
+
+
+def test_a_study_profile_does_not_replace_the_chapter_profile():
+    base = {"kernel": "zorder", "params": {"BM": 128}, "shape": [1024] * 3,
+            "metrics": {"x": 1.0}}
+    assert record._key(base) != record._key({**base, "study": "stalls"})
+    assert record._key({**base, "study": "stalls"}) != record._key({**base, "study": "other"})
+    timed = {**base, "gflops": {"median": 1.0}}
+    assert record._key(timed) != record._key(base)
+
+
+def test_results_pair_every_step_with_its_row_or_none():
+    for name, st in studies.STUDIES.items():
+        pairs = studies.results(name)
+        assert [s.label for s, _ in pairs] == [s.label for s in st.steps]
+        for step, row in pairs:
+            if row is not None:
+                assert row["kernel"] == step.kernel
+                assert (row.get("study") == name) == (st.kind == "ncu")
