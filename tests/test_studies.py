@@ -48,8 +48,8 @@ def test_launches_are_every_step_at_every_shape_in_order():
 def test_one_block_per_sm_is_what_the_occupancy_says():
     from gemm_kernels.core import analysis
     for name in ("float4", "double_buffer"):
-        assert analysis.kernel_occupancy(name, {"ONE_PER_SM": True}).blocks == 1
-        assert analysis.kernel_occupancy(name).blocks > 1
+        assert analysis.kernel_occupancy(name, {"ONE_PER_SM": True}).blocks_per_sm == 1
+        assert analysis.kernel_occupancy(name).blocks_per_sm > 1
 
 
 def test_patterns_pick_known_names_and_unknown_names_drop():
