@@ -333,6 +333,22 @@ register(Kernel(
     align=16,
 ))
 
+# The same-tile ablation of chapter 07: float4's 16-byte global loads without its
+# transposed A tile (A is stored row-major with STS.128, as chapter 06 lays it out).
+register(Kernel(
+    name="float4_a_rows", chapter="07",
+    title="float4 global loads, A tile kept row-major (A stored with STS.128)",
+    source="07_float4_a_rows.cu", entry="sgemm_float4_a_rows", op="sgemm",
+    params=_vec_tile_params(),
+    template=("BM", "BN", "BK", "TM", "TN", "VEC"),
+    constraints=_vec_tile_rules(1),
+    threads=lambda p: (_vec_tile_threads(p), 1, 1),
+    grid=lambda p, s: (ceil_div(s[1], p["BN"]), ceil_div(s[0], p["BM"]), 1),
+    smem=lambda p: (p["BM"] + p["BN"]) * p["BK"] * 4,
+    shape_params=_vec_ab_shape_params,
+    align=16,
+))
+
 register(Kernel(
     name="double_buffer", chapter="08",
     title="double buffering: two shared stages, next tile prefetched into registers",
