@@ -111,7 +111,8 @@ class Occupancy:
         parts = ", ".join(f"{k} allows {v}" for k, v in self.limits.items())
         return (f"{self.threads_per_block} threads, {self.registers_per_thread} registers/thread, "
                 f"{self.smem_per_block} B shared/block -> {parts}; "
-                f"{self.blocks_per_sm} blocks = {self.warps_per_sm} of {self.max_warps_per_sm} "
+                f"{self.blocks_per_sm} block{'' if self.blocks_per_sm == 1 else 's'} = "
+                f"{self.warps_per_sm} of {self.max_warps_per_sm} "
                 f"warps per SM ({percent(self.occupancy)}), limited by {self.limiter}")
 
 
