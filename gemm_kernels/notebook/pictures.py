@@ -234,7 +234,6 @@ def owners(kernel: str, params=None) -> np.ndarray:
     return grid
 
 
-
 _SHAPE = {
     "tile_1d": "{TM} outputs down one column",
     "tile_2d": "a patch of {TM} x {TN} outputs",
@@ -245,7 +244,8 @@ _SHAPE = {
 # thread_map's panels are about this wide, in inches; an output smaller than _FINE
 # points there is too small to see on its own, and the map adds an enlarged corner of
 # _ZOOM x _ZOOM outputs (enough to hold one stride of the strided kernel at BM = 128).
-_PANEL, _FINE, _ZOOM = 4.0, 6.0, 40
+# Below _LINED points the white lines between outputs would cover the outputs.
+_PANEL, _FINE, _ZOOM, _LINED = 4.0, 6.0, 40, 4.0
 
 
 def thread_map(kernel: str, params=None, threads=None, k: int = 0):
@@ -325,9 +325,9 @@ def _thread_label(g, t) -> str:
 
 def _draw_owners(ax, grid, colour, rows, cols, fine):
     """The top-left rows x cols outputs of the C tile, each in the colour of the thread
-    that computes it. Where what a thread owns is at least 4 points wide (`fine`: one
-    output of the strided kernel, a patch of the others), white lines part outputs of
-    different threads and a black line outlines warp 0."""
+    that computes it. Where what a thread owns is at least _LINED points wide (`fine`:
+    one output of the strided kernel, a patch of the others), white lines part outputs
+    of different threads and a black line outlines warp 0."""
     from matplotlib.collections import LineCollection
     from matplotlib.colors import to_rgb
     from matplotlib.ticker import MaxNLocator
@@ -338,7 +338,7 @@ def _draw_owners(ax, grid, colour, rows, cols, fine):
     for t, c in colour.items():
         rgb[view == t] = to_rgb(c)
     ax.imshow(rgb, interpolation="nearest")
-    if fine >= 4:
+    if fine >= _LINED:
         # A contiguous patch then reads as one block, strided outputs as separate cells.
         split = [[(c + 0.5, r - 0.5), (c + 0.5, r + 0.5)] for r in range(rows)
                  for c in range(cols - 1) if view[r, c] != view[r, c + 1]]
