@@ -269,7 +269,8 @@ def cmd_study(a):
         if bad:
             a.parser.error(bad)
     _need_gpu("study")
-    from gemm_kernels.measure.record import merge, study_rows
+    from gemm_kernels.measure.record import merge
+    from gemm_kernels.measure.study_run import study_rows
     failed = []
     for n in names:
         try:

@@ -28,8 +28,9 @@ def recorded_rows(names):
     for path in records.files():
         rec = records.load(path)
         for name in names:
+            # every profile row carrying the four shared-memory counters, a study's too
             out += [(rec.device.get("name", path.stem), r) for r in rec.find(name)
-                    if "metrics" in r and "gflops" not in r]
+                    if "gflops" not in r and all(s in r.get("metrics", {}) for s in SHARED)]
     return out
 
 

@@ -184,7 +184,7 @@ def sweep_rows(name: str, shape=None, log=print) -> list[dict]:
             s = shape or (SWEEP_SIZE,) * 3
             if k.op == "dgemm" or not _problems(k, c, s):
                 rows.append(measure(k, s, c))
-        log(f"  {name} {c}: {_rate(rows[-1]) if rows else '-'}")
+        log(f"  {name} {c}: {rate_text(rows[-1]) if rows else '-'}")
     return rows
 
 
@@ -193,7 +193,7 @@ def _problems(k, c, s):
     return problems(k, c, s)
 
 
-def _rate(row):
+def rate_text(row):
     text = f"{row['gflops']['median']:,.0f} GFLOP/s" if "gflops" in row \
         else f"{row['gbps']['median']:,.0f} GB/s"
     pct = timing.share(row)
@@ -207,11 +207,11 @@ def plan_rows(chapters=None, log=print) -> list[dict]:
     if want("00"):
         for n in LADDER_SIZES:
             rows.append(measure("cublas", (n, n, n)))
-            log(f"cublas {n}: {_rate(rows[-1])}")
+            log(f"cublas {n}: {rate_text(rows[-1])}")
         rows.append(measure("device_copy", (1 << 30,)))
         for s in TRANSPOSE_SHAPES:
             rows.append(measure("device_copy", s))
-        log(f"device copy: {_rate(rows[-1])}")
+        log(f"device copy: {rate_text(rows[-1])}")
         rows.append(stamp(timing.measure_pitfalls()))
     for k in KERNELS.values():
         if not want(k.chapter):
@@ -224,7 +224,7 @@ def plan_rows(chapters=None, log=print) -> list[dict]:
                     if n == 8192 and k.name in SLOW_AT_8192:
                         continue
                     rows.append(measure(k, (n, n, n), c))
-                    log(f"  {c} {n}: {_rate(rows[-1])}")
+                    log(f"  {c} {n}: {rate_text(rows[-1])}")
         elif k.op == "dgemm":
             rows.append(measure(k, (4096,) * 3))
             rows.append(measure("cublas_dgemm", (4096,) * 3))
@@ -232,29 +232,9 @@ def plan_rows(chapters=None, log=print) -> list[dict]:
             for s in TRANSPOSE_SHAPES:
                 for t in ("float", "double"):
                     rows.append(measure(k, s, {"T": t}))
-                    log(f"  {s} {t}: {_rate(rows[-1])}")
+                    log(f"  {s} {t}: {rate_text(rows[-1])}")
         if len(k.valid_configurations()) > 1:
             rows += sweep_rows(k.name, log=log)
-    return rows
-
-
-def study_rows(name: str, log=print) -> list[dict]:
-    """Every step of one study in this process: timed (each row with its reference) or
-    profiled under one ncu run with the study's counters."""
-    from gemm_kernels.measure import ncu, profile, studies
-    study = studies.get(name)
-    bad = studies.problems(study)
-    if bad:
-        raise ValueError("; ".join(bad))
-    if study.kind == "ncu":
-        metrics = studies.pick_metrics(study.metrics, ncu.known_metrics())
-        log(f"{name}: {len(metrics)} counters over {len(study.steps)} steps")
-        return profile.run(name, metrics)
-    warm([(step.kernel, full) for step, full, _ in studies.launches(study)])
-    rows = []
-    for step, full, shape in studies.launches(study):
-        rows.append(measure(step.kernel, shape, full))
-        log(f"  {name} {'x'.join(map(str, shape))} {step.label}: {_rate(rows[-1])}")
     return rows
 
 

@@ -1,0 +1,24 @@
+"""Running one study (see `studies`): its steps timed in this process, each beside its
+reference, or profiled under one Nsight Compute run with the study's counters."""
+from __future__ import annotations
+
+from gemm_kernels.measure import ncu, profile, record, studies
+
+
+def study_rows(name: str, log=print) -> list[dict]:
+    """Every step of one study in this process: timed (each row with its reference) or
+    profiled under one ncu run with the study's counters."""
+    study = studies.get(name)
+    bad = studies.problems(study)
+    if bad:
+        raise ValueError("; ".join(bad))
+    if study.kind == "ncu":
+        metrics = studies.pick_metrics(study.metrics, ncu.known_metrics())
+        log(f"{name}: {len(metrics)} counters over {len(study.steps)} steps")
+        return profile.run(name, metrics)
+    record.warm([(step.kernel, full) for step, full, _ in studies.launches(study)])
+    rows = []
+    for step, full, shape in studies.launches(study):
+        rows.append(record.measure(step.kernel, shape, full))
+        log(f"  {name} {'x'.join(map(str, shape))} {step.label}: {record.rate_text(rows[-1])}")
+    return rows
