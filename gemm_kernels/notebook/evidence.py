@@ -88,7 +88,7 @@ def plot(name: str, shape=None, ax=None):
     ax.set_yticks(list(y), labels, fontsize=9)
     ax.set_xlabel(unit)
     ax.set_xlim(0, max(rates + [1]) * 1.6)
-    ax.set_title(f"{st.question}, {_shape_text(shape)}", fontsize=10)
+    ax.set_title(f"{st.question} ({_shape_text(shape)})", fontsize=10)
     ax.figure.text(0.01, 0.005, _runs_line(pairs), fontsize=8, color="0.35")
     ax.figure.tight_layout(rect=(0, 0.03, 1, 1))
     return ax.figure
