@@ -31,3 +31,42 @@ def test_pictures_draw_with_or_without_recorded_rows():
                 evidence.plot("ch08_one_block")):
         assert fig.axes
         matplotlib.pyplot.close(fig)
+
+
+def test_counters_divide_and_keep_the_steps_of_the_kernels_asked_for():
+    plain = evidence.counters("stalls", {"ns": "gpu__time_duration.sum"})
+    scaled = evidence.counters("stalls", {"ms": ("gpu__time_duration.sum", 1e6)},
+                               kernels=("float4", "double_buffer"))
+    kept = [s.label for s in studies.get("stalls").steps
+            if s.kernel in ("float4", "double_buffer")]
+    assert [r["step"] for r in scaled] == kept
+    by_step = {r["step"]: r["ns"] for r in plain}
+    for r in scaled:
+        if by_step[r["step"]] is None:
+            assert r["ms"] is None
+        else:
+            assert abs(r["ms"] * 1e6 - by_step[r["step"]]) < 1e-6 * by_step[r["step"]]
+
+
+def test_load_to_use_counts_the_ffmas_before_a_loaded_register_is_read():
+    body = [(0x00, "LDS.128", "LDS.128 R4, [R2]"),
+            (0x10, "FFMA", "FFMA R33, R40, R21, R33"),            # uses the LDS at 0x80
+            (0x20, "FFMA", "FFMA R10, R20.reuse, R21, R10"),
+            (0x30, "FFMA", "FFMA R11, R7, R21, R11"),            # reads R7: 2 FFMAs later
+            (0x40, "LDG.128", "LDG.E.128.CONSTANT R12, desc[UR4][R2.64]"),
+            (0x50, "FFMA", "FFMA R12, R20, R21, R30"),            # writes R12, reads none
+            (0x60, "FFMA", "FFMA R31, R20, R21, R31"),
+            (0x70, "STS", "STS [R3], R13"),                       # reads R13: 2 later
+            (0x80, "LDS", "LDS R40, [R3]"),                       # used in the next trip
+            (0x90, "FFMA", "FFMA R32, R20, R21, R32"),
+            (0xa0, "BRA", "BRA `(.L_x_1)")]
+    assert evidence.load_to_use(body) == {"LDS": [2, 1], "LDG": [2]}
+
+
+def test_load_to_use_table_sees_the_capstone_fragments_loaded_ahead():
+    t = evidence.load_to_use_table(["float4", "capstone"])
+    got = {(r["kernel"], r["loads from"]): r for r in t}
+    assert got["capstone", "global memory"]["loads per trip"] == 0     # cp.async only
+    assert got["capstone", "shared memory"]["FFMAs before first use: fewest"] > \
+        got["float4", "shared memory"]["FFMAs before first use: fewest"]
+    assert "ptxas" in t.title

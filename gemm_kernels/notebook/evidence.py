@@ -3,9 +3,13 @@ of the reference measured beside it, the binary's registers and blocks per SM), 
 plot of a timed study, and the stall reasons of a profiled one as stacked bars.
 
 Every number comes from the recording (or is "not recorded"); the run that measured
-the rows is named under each table and plot.
+the rows is named under each table and plot. One helper reads no recording: how many
+FFMAs a kernel's main loop issues between a load and the first use of its value, from
+the SASS compiled here.
 """
 from __future__ import annotations
+
+import re
 
 from gemm_kernels.core import analysis
 from gemm_kernels.core.table import Table
@@ -144,17 +148,96 @@ def stall_plot(name: str = "stalls", kernels=None, top: int = 6, ax=None):
     return ax.figure
 
 
-def counters(name: str, columns: dict[str, str], shape=None) -> Table:
-    """A profiled study's counters per step: `columns` maps a heading to a metric name
-    (values as recorded; a metric the row lacks shows as '-')."""
+def counters(name: str, columns: dict, shape=None, kernels=None) -> Table:
+    """A profiled study's counters per step: `columns` maps a heading to a metric name,
+    or to a (metric name, divisor) pair to show the value divided (bytes as GB: 1e9).
+    Values as recorded; a metric the row lacks shows as '-'. `kernels` keeps only the
+    steps of those kernels."""
     st = studies.get(name)
     shape = tuple(shape or st.shapes[0])
-    pairs = studies.results(name, shape)
+    pairs = [(s, r) for s, r in studies.results(name, shape)
+             if kernels is None or s.kernel in kernels]
     rows = []
     for step, r in pairs:
         row = {"step": step.label}
-        for head, metric in columns.items():
-            row[head] = None if r is None else r["metrics"].get(metric)
+        for head, spec in columns.items():
+            metric, divisor = (spec, None) if isinstance(spec, str) else spec
+            v = None if r is None else r["metrics"].get(metric)
+            row[head] = v / divisor if v is not None and divisor else v
         rows.append(row)
     return Table(rows, ["step", *columns], title=f"{st.question} ({_shape_text(shape)}, "
                                                   f"Nsight Compute) — {_runs_line(pairs)}")
+
+
+# ---- the SASS of a main loop: how long a loaded value waits before it is used
+
+_REG = re.compile(r"\bR(\d+)(\.64)?\b")
+_NO_DEST = ("STS", "STG", "STL", "ST", "RED", "ATOM", "BAR", "BRA", "LDGSTS", "DEPBAR")
+
+
+def _regs_read(text: str) -> set[int]:
+    """The registers an instruction reads (its first operand is written, except for
+    stores, barriers and branches, which write no register)."""
+    op, _, operands = text.partition(" ")
+    parts = operands.split(",")
+    src = parts if op.split(".")[0] in _NO_DEST else parts[1:]
+    out = set()
+    for m in _REG.finditer(",".join(src)):
+        out.update((int(m.group(1)), int(m.group(1)) + 1) if m.group(2) else
+                   (int(m.group(1)),))
+    return out
+
+
+def _regs_loaded(family: str, text: str) -> set[int]:
+    """The registers a load writes: R<n> and the next ones for .64 / .128 loads."""
+    m = re.match(r"\S+\s+R(\d+)", text)
+    if not m:
+        return set()
+    width = {"64": 2, "128": 4}.get(family.rpartition(".")[2], 1)
+    return set(range(int(m.group(1)), int(m.group(1)) + width))
+
+
+def load_to_use(body) -> dict[str, list[int]]:
+    """For a loop body ((address, family, text) per instruction, as
+    `analysis.main_loop` gives it): per kind of load that fills registers ("LDS" from
+    shared memory, "LDG" from global memory), the FFMAs issued between each load and the
+    first instruction that reads what it loaded. The loop runs again after its last
+    instruction, so a use may come in the next trip."""
+    out = {"LDS": [], "LDG": []}
+    n = len(body)
+    for i, (_, family, text) in enumerate(body):
+        kind = family.split(".")[0]
+        dest = _regs_loaded(family, text) if kind in out else set()
+        if not dest:
+            continue
+        ffma = 0
+        for j in range(1, n + 1):
+            _, f2, t2 = body[(i + j) % n]
+            if _regs_read(t2) & dest:
+                break
+            ffma += f2 == "FFMA"
+        out[kind].append(ffma)
+    return out
+
+
+def load_to_use_table(kernels, params: dict | None = None) -> Table:
+    """Per kernel (its main loop, compiled here for sm_90) and kind of load (from shared
+    memory, from global memory into registers): how many there are, and how many FFMAs
+    the warp issues before it first uses a loaded value (fewest, and the middle one)."""
+    import statistics
+
+    from gemm_kernels.core import compiler
+    from gemm_kernels.core.launch import kernel_of
+    rows = []
+    for name in kernels:
+        k = kernel_of(name)
+        body = analysis.main_loop(compiler.sass(k, k.resolve((params or {}).get(name))))
+        for kind, gaps in load_to_use(body).items():
+            rows.append({"kernel": name,
+                         "loads from": "shared memory" if kind == "LDS" else "global memory",
+                         "loads per trip": len(gaps),
+                         "FFMAs before first use: fewest": min(gaps) if gaps else None,
+                         "median": statistics.median_low(gaps) if gaps else None})
+    return Table(rows, list(rows[0]), title="FFMAs issued between a load into registers "
+                 "and the first use of what it loaded (main loop, SASS compiled here for "
+                 f"sm_90 by ptxas {compiler.ptxas_version()})")
