@@ -85,10 +85,10 @@ def _patterns() -> list[Pattern]:
            "column 5 of a float[32][32] tile"),
         _p("w4_tile32_column5_pad1", 4, S(32, padding=1, base=5 * 4),
            "column 5 of a float[32][33] tile (+1 padding)"),
-        _p("w4_seed16_As_row", 4, T(lambda i: i // 16, lambda i: 3, 16),
-           "seed 003 float version: As[ty][k] with 16x16 blocks (two rows per warp)"),
-        _p("w4_seed16_Bs_col", 4, T(lambda i: 3, lambda i: i % 16, 16),
-           "seed 003 float version: Bs[k][tx]; both half-warps read the same 16 floats"),
+        _p("w4_block16_As_row", 4, T(lambda i: i // 16, lambda i: 3, 16),
+           "As[ty][k] of a float[16][16] tile, 16x16 blocks (two rows per warp)"),
+        _p("w4_block16_Bs_col", 4, T(lambda i: 3, lambda i: i % 16, 16),
+           "Bs[k][tx] of a float[16][16] tile: both half-warps read the same 16 floats"),
         _p("w4_gemm_As_transposed_store", 4,
            T(lambda i: (i % 2) * 4, lambda i: i // 2, 128),
            "address pattern of the transposed A-tile store As[(col4*4)][row] (BM=128, "
@@ -116,10 +116,10 @@ def _patterns() -> list[Pattern]:
         _p("w8_dtile32_column", 8, S(32, 8), "column of a double[32][32] tile"),
         _p("w8_dtile32_column_pad1", 8, S(32, 8, padding=1),
            "column of a double[32][33] tile (+1 padding)"),
-        _p("w8_seed16_As_row", 8, T(lambda i: i // 16, lambda i: 3, 16, elem_bytes=8),
-           "seed 003: A_shared[ty][k] with double[16][16] and 16x16 blocks"),
-        _p("w8_seed16_Bs_col", 8, T(lambda i: 3, lambda i: i % 16, 16, elem_bytes=8),
-           "seed 003: B_shared[k][tx] with double[16][16] and 16x16 blocks"),
+        _p("w8_block16_As_row", 8, T(lambda i: i // 16, lambda i: 3, 16, elem_bytes=8),
+           "A_shared[ty][k] of a double[16][16] tile, 16x16 blocks"),
+        _p("w8_block16_Bs_col", 8, T(lambda i: 3, lambda i: i % 16, 16, elem_bytes=8),
+           "B_shared[k][tx] of a double[16][16] tile, 16x16 blocks"),
     ]
     # ---- 128-bit (LDS.128) --------------------------------------------------------
     ps += [
