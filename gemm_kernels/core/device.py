@@ -13,6 +13,12 @@ import os
 FP32_LANES = {(6, 0): 64, (6, 1): 128, (7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128,
               (8, 7): 128, (8, 9): 128, (9, 0): 128, (10, 0): 128, (12, 0): 128}
 
+# Shared memory since compute capability 5.0: 32 banks, each delivering one 4-byte word
+# per wavefront, and one wavefront per SM per clock (CUDA C++ Programming Guide, "shared
+# memory"; the bank model in memory/banks.py builds on these).
+SMEM_BANKS = 32
+SMEM_BANK_BYTES = 4
+
 # The limits of an sm_90 GPU (H100/H200), for the analysis when no GPU is there.
 SM90_LIMITS = {
     "compute_capability": "9.0",
@@ -117,6 +123,14 @@ def peak_bandwidth_gbps(props: dict) -> float | None:
     if not (props.get("memory_clock_mhz") and props.get("memory_bus_bits")):
         return None
     return 2 * props["memory_clock_mhz"] * 1e6 * props["memory_bus_bits"] / 8 / 1e9
+
+
+def smem_bandwidth_gbps(props: dict) -> float | None:
+    """Shared-memory bandwidth of all SMs together: each serves one wavefront
+    (SMEM_BANKS x SMEM_BANK_BYTES bytes) per clock."""
+    if not (props.get("sm_count") and props.get("sm_clock_mhz")):
+        return None
+    return props["sm_count"] * SMEM_BANKS * SMEM_BANK_BYTES * props["sm_clock_mhz"] / 1000
 
 
 def limits() -> dict:

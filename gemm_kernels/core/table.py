@@ -11,7 +11,7 @@ class Table(list):
         self.title = title
 
     def _cells(self):
-        return [[_fmt(r.get(c)) for c in self.columns] for r in self]
+        return [[_fmt_column(c, r.get(c)) for c in self.columns] for r in self]
 
     def __repr__(self):
         cells = self._cells()
@@ -26,6 +26,15 @@ class Table(list):
         body = "".join("<tr>" + "".join(f"<td>{v}</td>" for v in r) + "</tr>" for r in self._cells())
         cap = f"<caption>{self.title}</caption>" if self.title else ""
         return f"<table>{cap}<tr>{head}</tr>{body}</table>"
+
+
+def _fmt_column(column: str, v) -> str:
+    """A cell as people read it: a number in a percentage column ("% of cuBLAS",
+    "bound % of peak") carries its % sign; the row itself keeps the number, for the
+    code that computes with it."""
+    text = _fmt(v)
+    is_number = isinstance(v, (int, float)) and not isinstance(v, bool)
+    return f"{text}%" if "%" in column and is_number and v == v else text
 
 
 def _fmt(v):

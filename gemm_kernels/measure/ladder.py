@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gemm_kernels.core import style
 from gemm_kernels.core.table import Table
 from gemm_kernels.measure import lookup, records
 from gemm_kernels.measure.record import LADDER_SIZES
@@ -80,13 +81,12 @@ def plot(table: Table, ax=None, path=None):
     if ax is None:
         fig, ax = plt.subplots(figsize=(8, 4.5))
     names = list(dict.fromkeys(r["kernel"] for r in table))
-    colors = plt.get_cmap("tab20").colors      # one distinct colour per kernel
-    for i, name in enumerate(names):
+    for name, (colour, marker) in zip(names, style.series_styles(len(names))):
         pts = sorted((r["size"], r["GFLOP/s"]) for r in table if r["kernel"] == name)
         if name.startswith("cublas"):
             ax.plot(*zip(*pts), "k--", lw=2, label=name)
         else:
-            ax.plot(*zip(*pts), "os^vD<>"[i % 7] + "-", color=colors[i % 20], label=name)
+            ax.plot(*zip(*pts), marker + "-", color=colour, label=name)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("M = N = K")

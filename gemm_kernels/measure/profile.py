@@ -123,14 +123,15 @@ if __name__ == "__main__":
     main()
 
 
-def counters(kernel: str, params: dict | None = None) -> dict | None:
-    """The recorded ncu counters of one configuration (defaults if params is None)."""
+def counters(kernel: str, params: dict | None = None, shape=None) -> dict | None:
+    """The recorded ncu counters of one configuration (defaults if params is None), at
+    `shape` if given, else at whichever shape it was profiled."""
     from gemm_kernels.measure import records
     rec = records.current()
     if rec is None:
         return None
     full = KERNELS[kernel].resolve(params)
-    rows = [r for r in rec.find(kernel, None, full)
+    rows = [r for r in rec.find(kernel, shape, full)
             if "metrics" in r and "gflops" not in r and "study" not in r]
     return rows[0] if rows else None
 

@@ -43,10 +43,11 @@ import numbers
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
+from gemm_kernels.core.device import SMEM_BANK_BYTES, SMEM_BANKS
 from gemm_kernels.core.registry import int_problem
 
-BANKS = 32
-WORD = 4            # bytes per bank per wavefront
+BANKS = SMEM_BANKS
+WORD = SMEM_BANK_BYTES      # bytes per bank per wavefront
 WARP = 32
 WIDTHS = (4, 8, 16)
 
@@ -348,16 +349,22 @@ def words_to_bytes(words: Sequence[int | None]) -> list[int | None]:
 def plot_banks(analysis: Analysis, ax=None, title: str | None = None):
     """Draw the access as a lane x bank grid: a cell (lane, bank) is filled when the lane
     reads a word from that bank, coloured by phase and labelled with the word's row
-    (word // 32). Banks serving more than one distinct word in a phase are outlined in black.
-    Returns the matplotlib Axes."""
+    (word // 32), one box and label per run of neighbouring banks a lane reads in the
+    same row. Banks serving more than one distinct word in a phase are outlined in
+    black. Labels too small to read at the axes' size are left out, and the x label
+    says so. Returns the matplotlib Axes."""
     import matplotlib.pyplot as plt
+    from matplotlib import patheffects
     from matplotlib.patches import Rectangle
+    from gemm_kernels.core import style
 
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 6.5))
     cmap = plt.get_cmap("tab10")
     ax.set_xlim(-0.5, BANKS - 0.5)
     ax.set_ylim(WARP - 0.5, -0.5)
+    cell_w, cell_h = style.cell_points(ax, BANKS, WARP)
+    runs = []       # (lane, first bank, last bank, word row, phase colour)
     for k, phase in enumerate(analysis.phases):
         colour = cmap(k % 10)
         lo, hi = min(phase.lanes), max(phase.lanes)
@@ -366,21 +373,37 @@ def plot_banks(analysis: Analysis, ax=None, title: str | None = None):
         hot = {b for b, n in enumerate(phase.words_per_bank) if n > 1}
         for acc in phase.accesses:
             for w, b in zip(acc.words, acc.banks):
-                ax.add_patch(Rectangle((b - 0.45, acc.lane - 0.45), 0.9, 0.9,
-                                       facecolor=colour, alpha=0.85,
-                                       edgecolor="black" if b in hot else "none",
-                                       linewidth=1.5))
-                ax.text(b, acc.lane, str(w // BANKS), ha="center", va="center",
-                        fontsize=6, color="white")
+                if b in hot:
+                    ax.add_patch(Rectangle((b - 0.45, acc.lane - 0.45), 0.9, 0.9, zorder=2,
+                                           fill=False, edgecolor="black", linewidth=1.5))
+                last = runs[-1] if runs else None
+                if last and last[0] == acc.lane and last[2] + 1 == b and last[3] == w // BANKS:
+                    runs[-1] = (*last[:2], b, *last[3:])
+                else:
+                    runs.append((acc.lane, b, b, w // BANKS, colour))
         ax.text(BANKS - 0.3, (lo + hi) / 2,
                 f"phase {k}: {phase.wavefronts} wf" + (" (merged)" if phase.merged else ""),
-                va="center", fontsize=7, color=colour)
+                va="center", fontsize=9, color=colour)
+    # A run is one filled box, so its label sits on solid colour, not across a gap.
+    for lane, b0, b1, _, colour in runs:
+        ax.add_patch(Rectangle((b0 - 0.45, lane - 0.45), b1 - b0 + 0.9, 0.9, facecolor=colour))
+    # One size for every label, the largest the narrowest run fits.
+    size = min((style.label_points((b1 - b0 + 1) * cell_w, cell_h, len(str(row)))
+                for _, b0, b1, row, _ in runs), default=0)
+    readable = size >= style.MIN_LABEL_POINTS
+    for lane, b0, b1, row, colour in runs if readable else []:
+        # Stroked in the run's colour: a conflict's outline between two banks of the
+        # run would otherwise cross the digits.
+        ax.text((b0 + b1) / 2, lane, str(row), ha="center", va="center_baseline",
+                fontsize=size, color=style.text_colour(colour), zorder=4,
+                path_effects=[patheffects.withStroke(linewidth=3, foreground=colour)])
     for a, lane in zip(analysis.addresses, range(WARP)):
         if a is None:
-            ax.text(-0.9, lane, "off", ha="right", va="center", fontsize=6, color="grey")
+            ax.text(-0.9, lane, "off", ha="right", va="center", fontsize=8, color="grey")
     ax.set_xticks(range(0, BANKS, 4))
     ax.set_yticks(range(0, WARP, 4))
-    ax.set_xlabel("bank (label: word row = word index // 32)")
+    ax.set_xlabel("bank (label: word row = word index // 32)" if readable else
+                  "bank (word rows too small to label at this size)")
     ax.set_ylabel("lane")
     kind = {4: "32-bit", 8: "64-bit", 16: "128-bit"}[analysis.width]
     ax.set_title(title or f"{kind} load: {analysis.wavefronts} wavefront(s), ideal "

@@ -61,22 +61,52 @@ def sector_table(configs, M=4096, N=4096, K=4096):
     return Table(rows, list(rows[0]), title="one warp, one step k: 32-byte sectors per load")
 
 
+def describe_lanes(lanes) -> str:
+    """Where the active lanes of `warp_elements` sit in C, in words."""
+    act = [l for l in lanes if l["active"]]
+    rows, cols = sorted({l["row"] for l in act}), sorted({l["col"] for l in act})
+    if len(cols) == 1:
+        return f"rows {rows[0]} to {rows[-1]} of column {cols[0]}, one lane per row"
+    if len(rows) == 1:
+        return f"columns {cols[0]} to {cols[-1]} of row {rows[0]}, one lane per column"
+    return f"rows {rows[0]} to {rows[-1]} and columns {cols[0]} to {cols[-1]}"
+
+
+# Inches per element of C in `lane_picture`: 18 points, where a two-digit lane label fits
+# at style.MAX_LABEL_POINTS.
+CELL_INCHES = 0.25
+
+
 def lane_picture(kernel: str, params: dict, rows: int = 8, cols: int = 40, ax=None):
-    """Which C elements the 32 lanes of warp 0 own, drawn on the corner of C."""
+    """Which C elements the 32 lanes of warp 0 own, drawn on the top-left rows x cols
+    corner of C, each labelled with its lane. Without `ax`, the figure is sized to the
+    corner, so the cells stay square and the labels readable whatever its shape."""
     import matplotlib.pyplot as plt
     import numpy as np
+    from gemm_kernels.core import style
+    from gemm_kernels.core.kernels import get
     lanes = warp_elements(kernel, params, 4096, 4096, 4096)
     grid = np.full((rows, cols), np.nan)
     for l in lanes:
         if l["active"] and l["row"] < rows and l["col"] < cols:
             grid[l["row"], l["col"]] = l["lane"]
     if ax is None:
-        _, ax = plt.subplots(figsize=(10, 2.6))
-    ax.imshow(grid, cmap="viridis", vmin=0, vmax=31)
-    for (r, c), v in np.ndenumerate(grid):
-        if not np.isnan(v):
-            ax.text(c, r, int(v), ha="center", va="center", fontsize=6, color="w")
-    ax.set_title(f"{kernel} {params}: lanes of warp 0 on C (rows down, columns across)", fontsize=9)
+        # At least 5 inches wide: a tall, narrow corner still leaves its title room.
+        _, ax = plt.subplots(figsize=(max(5, CELL_INCHES * cols + 2), CELL_INCHES * rows + 1.6))
+    im = ax.imshow(grid, cmap="viridis", vmin=0, vmax=31)
+    size = style.label_points(*style.cell_points(ax, cols, rows), chars=2)
+    readable = size >= style.MIN_LABEL_POINTS
+    if readable:
+        for (r, c), v in np.ndenumerate(grid):
+            if not np.isnan(v):
+                ax.text(c, r, int(v), ha="center", va="center", fontsize=size,
+                        color=style.text_colour(im.cmap(im.norm(v))))
+    settings = ", ".join(f"{n} = {v}" for n, v in get(kernel).resolve(params).items())
+    active = sum(l["active"] for l in lanes)
+    unlabelled = "" if readable else " (too small to label the lanes)"
+    title = (f"{kernel}, {settings}: the {active} lanes of warp 0 compute "
+             f"{describe_lanes(lanes)} of C{unlabelled}")
+    style.fit_title(ax, title)
     ax.set_xlabel("column of C")
     ax.set_ylabel("row of C")
     return ax

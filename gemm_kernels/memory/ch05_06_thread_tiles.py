@@ -308,32 +308,61 @@ def store_table(configs, N: int = 4096, warp: int = 0):
 
 def owner_picture(kernel, params=None, warps=(0, 1), ax=None, rows: int | None = None,
                   cols: int | None = None):
-    """Which outputs of the block's C tile the lanes of `warps` compute: colour = warp,
-    label = lane. Drawn on the top-left rows x cols corner of the tile."""
+    """Which outputs of the block's C tile the lanes of `warps` compute, drawn on the
+    top-left rows x cols corner of the tile: colour = warp (legend), label = lane, one
+    label per rectangle of a lane's outputs (each output where they are scattered).
+    Labels too small to read are left out, and the title says so."""
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.patches import Patch, Rectangle
+    from gemm_kernels.core import style
     g = geometry(kernel, params)
     p = g.params
     rows, cols = rows or p["BM"], cols or p["BN"]
     grid = np.full((rows, cols), np.nan)
-    lanes = np.full((rows, cols), -1)
+    owned = {}      # (warp, lane) -> its outputs inside the corner
     for w in warps:
         for lane in range(WARP):
             t = 32 * w + lane
             if t >= g.threads:
                 continue
-            for r, c in g.outputs(t):
-                if r < rows and c < cols:
-                    grid[r, c], lanes[r, c] = w, lane
+            cells = [(r, c) for r, c in g.outputs(t) if r < rows and c < cols]
+            for r, c in cells:
+                grid[r, c] = w
+            if cells:
+                owned[(w, lane)] = cells
     if ax is None:
         _, ax = plt.subplots(figsize=(min(14, 0.2 * cols + 1), min(8, 0.2 * rows + 1)))
-    ax.imshow(grid, cmap="tab10", vmin=0, vmax=9, interpolation="nearest")
-    if rows * cols <= 48 * 48:
-        for (r, c), lane in np.ndenumerate(lanes):
-            if lane >= 0:
-                ax.text(c, r, lane, ha="center", va="center", fontsize=5, color="w")
-    ax.set_title(f"{g.kernel} {_short(g.kernel, p)}: outputs of warps "
-                 f"{', '.join(map(str, warps))} (label: lane)", fontsize=9)
+    im = ax.imshow(grid, cmap="tab10", vmin=0, vmax=9, interpolation="nearest")
+    cell_w, cell_h = style.cell_points(ax, cols, rows)
+    boxes = []      # (rows r0..r1, columns c0..c1, warp, lane, font size, rotation)
+    for (w, lane), cells in owned.items():
+        r0, r1 = min(r for r, _ in cells), max(r for r, _ in cells)
+        c0, c1 = min(c for _, c in cells), max(c for _, c in cells)
+        # One box per lane where its outputs fill a rectangle, else one per output.
+        spans = ([(r0, r1, c0, c1)] if len(cells) == (r1 - r0 + 1) * (c1 - c0 + 1)
+                 else [(r, r, c, c) for r, c in cells])
+        for b0, b1, a0, a1 in spans:
+            wide, tall = (a1 - a0 + 1) * cell_w, (b1 - b0 + 1) * cell_h
+            # Written along the longer side: a TM x 1 column of outputs reads upwards.
+            size, turn = max((style.label_points(wide, tall, len(str(lane))), 0),
+                             (style.label_points(tall, wide, len(str(lane))), 90))
+            boxes.append((b0, b1, a0, a1, w, lane, size, turn))
+    # One size for every label of the picture, the largest all of them fit; none when
+    # that is too small to read.
+    size = min((b[6] for b in boxes), default=0)
+    readable = size >= style.MIN_LABEL_POINTS
+    for b0, b1, a0, a1, w, lane, _, turn in boxes if readable else []:
+        # A thin white frame separates neighbouring lanes of the same warp colour.
+        ax.add_patch(Rectangle((a0 - 0.5, b0 - 0.5), a1 - a0 + 1, b1 - b0 + 1,
+                               fill=False, edgecolor="white", linewidth=0.6))
+        ax.text((a0 + a1) / 2, (b0 + b1) / 2, lane, ha="center", va="center", fontsize=size,
+                rotation=turn, color=style.text_colour(im.cmap(im.norm(w))))
+    note = "; label: lane" if readable else "; lanes too small to label here"
+    style.fit_title(ax, f"{g.kernel} {_short(g.kernel, p)}\noutputs of warps "
+                        f"{', '.join(map(str, warps))}{note}", fontsize=9)
+    ax.legend(handles=[Patch(color=im.cmap(im.norm(w)), label=f"warp {w}") for w in warps],
+              loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0, fontsize=8)
     ax.set_xlabel("column in the C tile")
     ax.set_ylabel("row in the C tile")
     return ax

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-BANKS = 32
-BANK_BYTES = 4
+from gemm_kernels.memory.banks import BANKS, WORD as BANK_BYTES
 
 
 @dataclass(frozen=True)

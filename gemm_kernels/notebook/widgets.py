@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gemm_kernels.core import device
+from gemm_kernels.core import device, style
 
 from gemm_kernels.measure import lookup, records
 from gemm_kernels.core.launch import kernel_of, problems
@@ -13,6 +13,7 @@ from gemm_kernels.core.registry import int_problem
 SIZES = {"gemm": (1024, 2048, 4096), "transpose": (4096, 8192)}
 DEFAULT_SIZE = {"gemm": 2048, "transpose": 8192}   # the sizes sweeps are recorded at
 CHECK_SHAPE = (257, 263, 129)  # ragged: every live widget run is also checked
+SCALES = ("auto", "log", "linear")   # the explorer chart's rate axis (Explorer.log_axis)
 
 
 def _label(params: dict) -> str:
@@ -44,7 +45,9 @@ class Explorer:
         self.size = _size(size, DEFAULT_SIZE[self.family])
         self.fixed = dict(fixed or {})
         self.note = note   # optional: params -> a line added to each result (e.g. counters)
-        # (label, rate, the reference's rate measured beside it in the same run or None)
+        # (label, rate, the reference's rate measured beside it in the same run or None),
+        # one entry per configuration, labelled with all its tunables: running one again
+        # replaces its entry where it stands, so the chart never shows it twice.
         self.history: list[tuple[str, float, float | None]] = []
 
     @property
@@ -77,8 +80,13 @@ class Explorer:
         unit = "GFLOP/s" if "gflops" in row else "GB/s"
         value = row.get("gflops", row.get("gbps"))["median"]
         ref = row.get("reference")
-        self.history.append((_label(p), value, (ref.get("gflops") or ref.get("gbps"))["median"]
-                             if ref else None))
+        entry = (_label(self.kernel.resolve(p)), value,
+                 (ref.get("gflops") or ref.get("gbps"))["median"] if ref else None)
+        same = [i for i, h in enumerate(self.history) if h[0] == entry[0]]
+        if same:
+            self.history[same[0]] = entry
+        else:
+            self.history.append(entry)
         share = lookup.share(row)
         pct = f", {share:.0f}% of {ref['kernel']} in the same run" if share is not None else \
             ", no reference measured in the same run"
@@ -86,12 +94,38 @@ class Explorer:
         return {"ok": True, "value": value,
                 "message": f"{_label(p)}: {value:,.0f} {unit}{pct} ({row['source']}){extra}"}
 
-    def plot(self, ax=None):
+    def _rates(self) -> list[float]:
+        """Every rate the chart shows: the bars and their references' marks."""
+        return [r for h in self.history for r in h[1:] if r]
+
+    def log_axis(self, scale: str = "auto") -> bool:
+        """Whether the chart's rate axis is logarithmic: `scale` 'log' or 'linear', or
+        'auto': log when the rates shown (bars and references) span more than a factor
+        of 10, where a linear axis would shrink the slow configurations to slivers."""
+        if scale not in SCALES:
+            raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+        if scale != "auto":
+            return scale == "log"
+        rates = self._rates()
+        return bool(rates) and max(rates) > 10 * min(rates)
+
+    def plot(self, ax=None, scale: str = "auto"):
+        """Horizontal bars of the configurations run so far, each with its reference's
+        mark; the rate axis as `log_axis(scale)` says."""
         import matplotlib.pyplot as plt
+        log = self.log_axis(scale)
         if ax is None:
             _, ax = plt.subplots(figsize=(7, 0.4 * max(3, len(self.history)) + 1))
         labels = [h[0] for h in self.history]
-        ax.barh(range(len(labels)), [h[1] for h in self.history], color="tab:blue")
+        rates = self._rates()
+        # On a log axis a bar cannot start at 0: all start a little left of the slowest
+        # rate shown, so their lengths still order them.
+        left = min(rates) / 2 if log and rates else 0
+        ax.barh(range(len(labels)), [h[1] - left for h in self.history], left=left,
+                color="tab:blue")
+        if log:
+            ax.set_xscale("log")
+            ax.set_xlim(left, max(rates) * 1.5)
         ax.set_yticks(range(len(labels)), labels, fontsize=8)
         # Each bar's own reference, measured beside it: a mark per bar, not one line.
         refs = [(i, h[2]) for i, h in enumerate(self.history) if h[2]]
@@ -99,9 +133,12 @@ class Explorer:
             ax.scatter([r for _, r in refs], [i for i, _ in refs], marker="|", s=400,
                        color="k", label=("cuBLAS" if self.kernel.op in ("sgemm", "dgemm")
                                          else "device copy") + ", same run")
-            ax.legend(loc="lower right")
+            # Above the axes, right-aligned: inside it would hide the marks of the
+            # fastest bars.
+            ax.legend(loc="lower right", bbox_to_anchor=(1, 1), borderaxespad=0.3, fontsize=8)
         unit = "GB/s" if self.kernel.op in ("transpose", "copy") else "GFLOP/s"
-        ax.set_xlabel(f"{unit} at {'x'.join(map(str, self.shape))} ({records.source()})")
+        ax.set_xlabel(f"{unit} at {'x'.join(map(str, self.shape))}, {'log' if log else 'linear'}"
+                      f" axis ({records.source()})")
         ax.invert_yaxis()
         return ax
 
@@ -115,8 +152,18 @@ class Explorer:
         size = W.Dropdown(options=SIZES[self.family] if device.is_live() else (self.size,),
                           value=self.size,
                           description="size", layout=W.Layout(width="180px"))
+        scale = W.Dropdown(options=SCALES, value="auto", description="axis",
+                           layout=W.Layout(width="180px"))
         button = W.Button(description="Run", button_style="primary")
         status, out = W.HTML(), W.Output()
+
+        def draw(_=None):
+            if not self.history:
+                return
+            with out:
+                out.clear_output(wait=True)
+                self.plot(scale=scale.value)
+                plt.show()
 
         def on_click(_):
             self.size = size.value
@@ -129,13 +176,11 @@ class Explorer:
             color = "green" if res["ok"] else "crimson"
             status.value = f"<span style='color:{color}'>{res['message']}</span>"
             if res["ok"]:
-                with out:
-                    out.clear_output(wait=True)
-                    self.plot()
-                    plt.show()
+                draw()
 
         button.on_click(on_click)
-        return W.VBox([W.HBox(list(boxes.values()) + [size, button]), status, out])
+        scale.observe(draw, names="value")
+        return W.VBox([W.HBox(list(boxes.values()) + [size, scale, button]), status, out])
 
 
 def sweep_grid(kernel, x: str, y: str, size: int | None = None, fixed: dict | None = None):
@@ -160,7 +205,9 @@ def sweep_grid(kernel, x: str, y: str, size: int | None = None, fixed: dict | No
         i, j = ys.index(c[y]), xs.index(c[x])
         bad = problems(k, c, shape)
         if bad:
-            reasons[i][j] = reasons[i][j] or bad[0]
+            # A cell is invalid only while no configuration of it has a rate.
+            if math.isnan(values[i][j]):
+                reasons[i][j] = reasons[i][j] or bad[0]
             continue
         try:
             row = lookup.recorded(k.name, shape, c)
@@ -182,17 +229,18 @@ def heatmap(kernel, x: str, y: str, size: int | None = None, fixed: dict | None 
     if ax is None:
         _, ax = plt.subplots(figsize=(1.1 * len(xs) + 2, 0.8 * len(ys) + 1.5))
     # Cells and colour bar in the same unit (TFLOP/s or TB/s); an invalid cell, left
-    # blank by imshow, gets a dark "x" on the white background.
+    # blank by imshow, gets a dark "x" on the white background. A rate's text is white
+    # or black by the luminance of the colour under it.
     data = np.array(values, dtype=float) / 1000
     im = ax.imshow(data, cmap="viridis", origin="lower")
-    top = np.nanmax(data) if np.isfinite(data).any() else 0.0
     for i in range(len(ys)):
         for j in range(len(xs)):
             v = data[i][j]
-            light = not math.isnan(v) and v < 0.6 * top     # dark viridis end: white text
-            ax.text(j, i, "x" if reasons[i][j] else ("" if math.isnan(v) else f"{v:.1f}"),
-                    ha="center", va="center", fontsize=8,
-                    color="0.3" if reasons[i][j] else ("w" if light else "k"))
+            if reasons[i][j]:
+                ax.text(j, i, "x", ha="center", va="center", fontsize=9, color="0.3")
+            elif not math.isnan(v):
+                ax.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=9,
+                        color=style.text_colour(im.cmap(im.norm(v))))
     ax.set_xticks(range(len(xs)), xs)
     ax.set_yticks(range(len(ys)), ys)
     ax.set_xlabel(x)
@@ -200,7 +248,7 @@ def heatmap(kernel, x: str, y: str, size: int | None = None, fixed: dict | None 
     unit = "TB/s" if kernel_of(kernel).op in ("transpose", "copy") else "TFLOP/s"
     ax.set_title(f"{kernel_of(kernel).name}: best {unit} (x = invalid)\n{records.recording_label()}",
                  fontsize=9)
-    plt.colorbar(im, ax=ax, label=unit)
+    plt.colorbar(im, ax=ax, label=f"best {unit}")
     return ax
 
 
