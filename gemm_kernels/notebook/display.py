@@ -45,16 +45,45 @@ def banner() -> Markdown:
                     "occupancy and bank model below run live." + older)
 
 
-def source(name: str, entry: str | None = None) -> Text:
-    """A kernel's CUDA source (a registry name or a file in cuda/), or one function of it."""
+def source(name: str, entry: str | None = None, whole: bool = False) -> Text:
+    """A kernel's CUDA source (a registry name or a file in cuda/), or one function of it.
+
+    `whole=True`: the file as it is (its header comment, the helpers, the kernel), then
+    each function of the included headers that the file calls, under the header's name,
+    so that every line the kernel runs is on the page."""
     try:
         k = kernel_of(name)
         text, entry = k.source_text(), entry or k.entry
     except ValueError:
         text = (CUDA_DIR / name).read_text()
+    if whole:
+        return Text("\n\n".join([text.rstrip(), *_included_helpers(text)]))
     if entry:
         text = _function_text(text, entry)
     return Text(text.rstrip())
+
+
+_INCLUDE = re.compile(r'#include\s+"([^"]+)"')
+_DEFINED = re.compile(r"__device__[^{;(]*?\b(\w+)\s*\(")
+
+
+def _included_helpers(text: str) -> list[str]:
+    """'// from <header>:' and the function (with its comment) for every function
+    defined in a header that `text` includes, directly or through another header, and
+    calls; in include order, each once."""
+    headers, todo = [], _INCLUDE.findall(text)
+    while todo:
+        h = todo.pop(0)
+        if h not in headers:
+            headers.append(h)
+            todo += _INCLUDE.findall((CUDA_DIR / h).read_text())
+    out = []
+    for h in headers:
+        header = (CUDA_DIR / h).read_text()
+        for fn in dict.fromkeys(_DEFINED.findall(header)):
+            if re.search(rf"\b{fn}\s*\(", text):
+                out.append(f"// from {h}:\n" + _function_text(header, fn))
+    return out
 
 
 def _function_text(text: str, entry: str) -> str:

@@ -1,0 +1,238 @@
+"""Chapter 09's pictures and tables (CPU only): the lane mappings read from the kernels
+agree with the mapping their headers document, the figures draw exactly that, the
+cp.async ring keeps the kernel's promises, and recorded rows are shown (or said to be
+missing) as they are."""
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+from gemm_kernels.core import device                              # noqa: E402
+from gemm_kernels.core.kernels import KERNELS, get                 # noqa: E402
+from gemm_kernels.measure import records, studies                  # noqa: E402
+from gemm_kernels.notebook import capstone_pictures as cp          # noqa: E402
+
+WARP_SHAPES = [{}, {"BN": 256, "BK": 8, "WN": 128}, {"WM": 64, "WN": 64}]
+
+
+def _documented(params):
+    """The capstone's outputs per thread as its header describes them: lane bits
+    b4 b3 b2 b1 b0, qr = (b4 b1), qc = (b3 b2 b0); the warp's region at
+    (warp / WARPS_N) * WM, (warp % WARPS_N) * WN; sub-tiles 16 rows and 32 columns apart."""
+    p = KERNELS["capstone"].resolve(params)
+    warps_n = p["BN"] // p["WN"]
+    out = []
+    for t in range(32 * (p["BM"] // p["WM"]) * warps_n):
+        lane, warp = t % 32, t // 32
+        b = [(lane >> i) & 1 for i in range(5)]
+        qr, qc = 2 * b[4] + b[1], 4 * b[3] + 2 * b[2] + b[0]
+        r0 = warp // warps_n * p["WM"] + 4 * qr
+        c0 = warp % warps_n * p["WN"] + 4 * qc
+        out.append({(r0 + 16 * i + di, c0 + 32 * j + dj) for i in range(p["WM"] // 16)
+                    for j in range(p["WN"] // 32) for di in range(4) for dj in range(4)})
+    return out
+
+
+@pytest.mark.parametrize("params", WARP_SHAPES)
+def test_lane_outputs_are_the_documented_mapping(params):
+    got = cp.lane_outputs(params)
+    assert [set(cells) for cells in got] == _documented(params)
+
+
+@pytest.mark.parametrize("params", WARP_SHAPES)
+def test_every_output_of_the_tile_is_owned_once(params):
+    p = KERNELS["capstone"].resolve(params)
+    cells = [c for per_thread in cp.lane_outputs(params) for c in per_thread]
+    assert len(cells) == len(set(cells)) == p["BM"] * p["BN"]
+    assert set(cells) == {(r, c) for r in range(p["BM"]) for c in range(p["BN"])}
+
+
+def _numbers(ax):
+    """{(row, col) of the cell a number is drawn in: the number}."""
+    return {(int(t.get_position()[1]), int(t.get_position()[0])): int(t.get_text())
+            for t in ax.texts if t.get_text().isdigit()}
+
+
+@pytest.mark.parametrize("params", WARP_SHAPES)
+def test_warp_picture_draws_each_lane_where_the_kernel_puts_it(params):
+    p = KERNELS["capstone"].resolve(params)
+    fig = cp.warp_tiles(params)
+    drawn = _numbers(fig.axes[1])
+    expected = {}
+    for lane, cells in enumerate(_documented(params)[:32]):
+        for r, c in cells:
+            expected[(r // 4, c // 4)] = lane
+    assert drawn == expected
+    assert len(drawn) == p["WM"] // 4 * p["WN"] // 4         # every sub-tile, once
+    warps = [t.get_text() for t in fig.axes[0].texts]
+    assert warps == [f"warp {w}" for w in range(len(_documented(params)) // 32)]
+    matplotlib.pyplot.close(fig)
+
+
+def test_zorder_places_follow_the_lane_bits():
+    places = cp.zorder_places()
+    assert len(set(places)) == len(places) == 256
+    for lane, (qr, qc) in enumerate(places[:32]):
+        b = [(lane >> i) & 1 for i in range(5)]
+        assert (qr, qc) == (2 * b[4] + b[1], 4 * b[3] + 2 * b[2] + b[0])
+    assert cp.zorder_places(zorder=False)[:32] == [(t // 16, t % 16) for t in range(32)]
+
+
+def test_zorder_picture_draws_both_layouts():
+    fig = cp.zorder_grid()
+    for ax, z in zip(fig.axes, (False, True)):
+        assert _numbers(ax) == {pl: lane for lane, pl in enumerate(cp.zorder_places(z)[:32])}
+    matplotlib.pyplot.close(fig)
+
+
+# ------------------------------------------------------------------ the ring
+
+STAGES = (2, 3, 4)
+TILES = (1, 2, 3, 5, 9)
+
+
+def test_the_ring_uses_the_kernels_wait():
+    """The header's argument: wait_group STAGES-2 leaves exactly the tiles after t+1 in
+    flight. The count is read from the kernel; this pins it to the argument."""
+    assert [cp.kernel_wait(s) for s in STAGES] == [s - 2 for s in STAGES]
+
+
+@pytest.mark.parametrize("stages", STAGES)
+@pytest.mark.parametrize("tiles", TILES)
+def test_the_ring_computes_only_landed_tiles_requested_stages_minus_1_steps_before(stages, tiles):
+    cols = cp.ring_schedule(stages, tiles)
+    requested = {tile: x for x, col in enumerate(cols) for tile in col["requests"]}
+    assert sorted(requested) == list(range(tiles))               # each tile requested once
+    computed = [col["computes"] for col in cols[1:]]
+    assert computed == list(range(tiles))
+    for x, col in enumerate(cols[1:], start=1):
+        t = col["computes"]
+        assert col["landed_before_compute"], f"tile {t} computed before its copies landed"
+        assert col["tile_in_that_stage"] == t and col["stage_of_compute"] == t % stages
+        # column 0 is the prologue; step t is column t + 1
+        assert requested[t] == (0 if t < stages - 1 else t - (stages - 1) + 1)
+
+
+@pytest.mark.parametrize("stages", STAGES)
+@pytest.mark.parametrize("tiles", TILES)
+def test_the_ring_never_overwrites_a_stage_still_being_read(stages, tiles):
+    cols = cp.ring_schedule(stages, tiles)
+    for x, col in enumerate(cols):
+        for tile, stage in col["requests"].items():
+            assert stage != col.get("stage_of_compute"), "copy into the stage being computed"
+            if x:
+                before = cols[x - 1]["stage"][stage]
+                # the previous tile of that stage was computed by the end of the last
+                # column, and a wait + barrier closes every column
+                assert before is None or before[1] in ("computing", "done"), \
+                    f"tile {tile} overwrites tile {before[0]} ({before[1]}) in stage {stage}"
+
+
+def test_a_wait_too_lax_is_caught():
+    """Negative control: waiting for one group fewer lets a tile be computed before it
+    has landed, and the schedule says so."""
+    for stages in STAGES:
+        cols = cp.ring_schedule(stages, 5, wait=stages - 1)
+        assert not all(c["landed_before_compute"] for c in cols[1:])
+
+
+def test_the_ring_picture_draws_the_schedule():
+    cols = cp.ring_schedule(3, 4)
+    fig = cp.stage_ring(3, tiles=4)
+    drawn = {(int(t.get_position()[1]), int(t.get_position()[0])): t.get_text()
+             for t in fig.axes[0].texts}
+    for x, col in enumerate(cols):
+        for s, cell in enumerate(col["stage"]):
+            text = drawn[(s, x)]
+            assert text == "empty" if cell is None else text.startswith(f"tile {cell[0]}\n")
+    matplotlib.pyplot.close(fig)
+
+
+# ------------------------------------------------------------------ recorded rows
+
+def _timed(step, shape, gflops, run):
+    k = get(step.kernel)
+    return {"chapter": k.chapter, "kernel": step.kernel, "params": k.resolve(step.params),
+            "shape": list(shape), "gflops": {"median": gflops, "min": gflops, "max": gflops},
+            "source": k.source_hash(), "run": run, "time": "2026-01-02T03:04:05Z",
+            "reference": {"kernel": "cublas", "gflops": {"median": 1000.0, "min": 1000.0,
+                                                          "max": 1000.0}}}
+
+
+def _profiled(step, study, shape, metrics):
+    k = get(step.kernel)
+    return {"chapter": k.chapter, "kernel": step.kernel, "params": k.resolve(step.params),
+            "shape": list(shape), "metrics": metrics, "source": k.source_hash(),
+            "study": study, "run": "run-b", "time": "2026-01-02T03:04:05Z"}
+
+
+@pytest.fixture
+def record(tmp_path, monkeypatch):
+    """A recording with only some of the chapter's rows. Its numbers are test data,
+    never shown as measurements: they exercise what is shown and what is said missing."""
+    monkeypatch.setenv("GEMM_KERNELS_MODE", "recorded")
+    device._gpu_present.cache_clear()
+    ladder = studies.get("ch09_ladder").steps
+    stalls = {s.label: s for s in studies.get("stalls").steps}
+    rows = [_timed(ladder[7], (4096,) * 3, 900.0, "run-a"),
+            _profiled(stalls["capstone"], "stalls", (4096,) * 3,
+                      {"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio": 0.5,
+                       "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active"
+                       ".ratio": 1.25, cp.ISSUE_ACTIVE: 88.0})]
+    rec = records.Record({"name": "Test GPU 9000", "sm_count": 100}, "2026-01-02T03:04:05Z",
+                         "abc1234", rows, runs={"run-a": {"command": "study ch09_ladder",
+                                                          "started": "2026-01-02T03:00:00Z"},
+                                                "run-b": {"command": "study stalls",
+                                                          "started": "2026-01-02T03:01:00Z"}})
+    path = records.save(rec, tmp_path / "test-gpu-9000.json")
+    monkeypatch.setenv("GEMM_KERNELS_RECORD", str(path))
+    records._LOADED.clear()
+    yield
+    records._LOADED.clear()
+
+
+def test_ladder_plot_shows_recorded_steps_and_says_which_are_missing(record):
+    fig = cp.ladder_plot((4096,))
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "4096^3: 90% of cuBLAS" in texts
+    assert texts.count(f"4096^3: {cp.NOT_RECORDED}") == len(studies.get("ch09_ladder").steps) - 1
+    assert any("run run-a: study ch09_ladder" in t for t in texts)
+    matplotlib.pyplot.close(fig)
+
+
+def test_ladder_table_gives_rate_share_and_run_or_the_words(record):
+    rows = cp.ladder_table((4096,))
+    assert rows[7]["4096^3 (% of cuBLAS)"] == "900 GFLOP/s (90%)" and rows[7]["run"] == "run-a"
+    assert all(r["4096^3 (% of cuBLAS)"] == cp.NOT_RECORDED for i, r in enumerate(rows) if i != 7)
+
+
+def test_stall_table_reads_the_study_rows(record):
+    rows = {r["stall reason"]: r for r in cp.stall_table()}
+    assert rows["math pipe throttle"]["capstone"] == "1.25"
+    assert rows["barrier"]["capstone"] == "0.50"
+    assert rows["math pipe throttle"]["chapter 09, z-order"] == cp.NOT_RECORDED
+    assert rows["cycles with an instruction issued"]["capstone"] == "88%"
+    assert list(rows)[0] == "math pipe throttle"                    # largest first
+
+
+def test_missing_studies_are_said_missing(record):
+    assert cp.NOT_RECORDED in cp.ldgsts_counters().title
+
+
+def test_waves_use_the_recorded_device(record):
+    rows = cp.waves(sizes=(4096,))
+    slots = 100 * rows[0]["blocks/SM"]
+    assert rows[0]["SMs"] == 100 and rows[0]["waves"] == -(-1024 // slots)
+
+
+def test_capstone_model_matches_its_bank_analysis():
+    """Every LDS.128 of the z-order warp tile and every cp.async of the default costs
+    the least it can: 2 wavefronts per 128-bit load, 1 per 4-byte copy of a warp,
+    4 per 16-byte copy of a warp (512 bytes)."""
+    m = cp.capstone_model()
+    p = KERNELS["capstone"].resolve(None)
+    mi, nj = p["WM"] // 16, p["WN"] // 32
+    threads = 32 * (p["BM"] // p["WM"]) * (p["BN"] // p["WN"])
+    a_copies, b_copies = p["BM"] * p["BK"] // threads, p["BK"] * p["BN"] // 4 // threads
+    assert m["read_per_k"] == 2 * (mi + nj)
+    assert m["copy_per_tile"] == a_copies + 4 * b_copies

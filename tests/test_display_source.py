@@ -1,0 +1,28 @@
+"""display.source: one function by default (what the chapters showed so far), the whole
+file with the helpers it calls from its headers when asked."""
+from gemm_kernels.core.kernels import KERNELS
+from gemm_kernels.notebook import display
+
+
+def test_whole_shows_header_helpers_kernel_and_included_helpers():
+    text = display.source("capstone", whole=True)
+    file = KERNELS["capstone"].source_text()
+    assert text.startswith(file.rstrip())                       # the file, unchanged
+    for needed in ("// Synchronisation, in step t", "// HOIST (template flag",
+                   "void cp_async_4(", "void cp_async_wait()", "sgemm_capstone("):
+        assert needed in text
+    # the included functions the kernel calls, each once, under its header's name
+    assert text.count("// from common.cuh:\n") == 1 and "T gemm_epilogue(" in text
+    assert text.count("// from vec4.cuh:\n") == 1 and "void gemm_epilogue4(" in text
+    assert "load_float4" not in text                            # not called: not shown
+
+
+def test_whole_follows_the_files_own_calls():
+    assert "float4 load_float4(" in display.source("zorder", whole=True)
+
+
+def test_default_is_still_the_kernel_function_with_its_comment():
+    text = display.source("capstone")
+    assert text.startswith("template <int BM, int BN, int BK, int WM")
+    assert "// Chapter 09, capstone" not in text and text.endswith("}")
+    assert display.source("zorder").startswith("// Launch bounds:")
