@@ -173,16 +173,15 @@ def record(tmp_path, monkeypatch):
     monkeypatch.setenv("GEMM_KERNELS_MODE", "recorded")
     device._gpu_present.cache_clear()
     ladder = studies.get("ch09_ladder").steps
-    stalls = {s.label: s for s in studies.get("stalls").steps}
+    ldgsts = studies.get("ch09_ldgsts").steps
     rows = [_timed(ladder[7], (4096,) * 3, 900.0, "run-a"),
-            _profiled(stalls["capstone"], "stalls", (4096,) * 3,
-                      {"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio": 0.5,
-                       "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active"
-                       ".ratio": 1.25, cp.ISSUE_ACTIVE: 88.0})]
+            _profiled(ldgsts[1], "ch09_ldgsts", (1024,) * 3,
+                      {"smsp__inst_executed_op_ldgsts.sum": 1234567.0,
+                       "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": 0.0})]
     rec = records.Record({"name": "Test GPU 9000", "sm_count": 100}, "2026-01-02T03:04:05Z",
                          "abc1234", rows, runs={"run-a": {"command": "study ch09_ladder",
                                                           "started": "2026-01-02T03:00:00Z"},
-                                                "run-b": {"command": "study stalls",
+                                                "run-b": {"command": "study ch09_ldgsts",
                                                           "started": "2026-01-02T03:01:00Z"}})
     path = records.save(rec, tmp_path / "test-gpu-9000.json")
     monkeypatch.setenv("GEMM_KERNELS_RECORD", str(path))
@@ -206,16 +205,16 @@ def test_ladder_table_gives_rate_share_and_run_or_the_words(record):
     assert all(r["4096^3 (% of cuBLAS)"] == cp.NOT_RECORDED for i, r in enumerate(rows) if i != 7)
 
 
-def test_stall_table_reads_the_study_rows(record):
-    rows = {r["stall reason"]: r for r in cp.stall_table()}
-    assert rows["math pipe throttle"]["capstone"] == "1.25"
-    assert rows["barrier"]["capstone"] == "0.50"
-    assert rows["math pipe throttle"]["chapter 09, z-order"] == cp.NOT_RECORDED
-    assert rows["cycles with an instruction issued"]["capstone"] == "88%"
-    assert list(rows)[0] == "math pipe throttle"                    # largest first
+def test_ldgsts_counters_per_step_or_the_words(record):
+    rows = {r["counter"]: r for r in cp.ldgsts_counters()}
+    z, cap = (s.label for s in studies.get("ch09_ldgsts").steps)
+    assert rows["smsp__inst_executed_op_ldgsts.sum"][cap] == "1,234,567"
+    assert rows["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"][cap] == "0"
+    assert rows["smsp__inst_executed_op_ldgsts.sum"][z] == cp.NOT_RECORDED
 
 
-def test_missing_studies_are_said_missing(record):
+def test_an_unrecorded_study_is_said_missing(record, monkeypatch):
+    monkeypatch.setattr(records.current(), "results", [])
     assert cp.NOT_RECORDED in cp.ldgsts_counters().title
 
 

@@ -72,11 +72,13 @@ def _capstone_threads(params: dict) -> tuple[dict, list[dict]]:
     for n in ("WARPS_N", "NT", "MI", "NJ", "TM", "LDA", "A_PER", "A_STEP", "B_CPR",
               "B_PER", "B_STEP"):
         c[n] = evaluate(_assigned(code, n), c)
+    per_thread = {n: _assigned(code, n) for n in ("lane", "warp", "qr", "qc", "am", "bn",
+                                                   "a_k", "a_m", "b_k", "b_n")}
     threads = []
     for t in range(c["NT"]):
         env = {**c, "t": t}
-        for n in ("lane", "warp", "qr", "qc", "am", "bn", "a_k", "a_m", "b_k", "b_n"):
-            env[n] = evaluate(_assigned(code, n), env)
+        for n, expr in per_thread.items():     # in source order: each uses the ones before
+            env[n] = evaluate(expr, env)
         threads.append(env)
     return c, threads
 
@@ -108,19 +110,21 @@ def zorder_places(zorder: bool = True, BM: int = 128, BN: int = 128) -> list[tup
     consts["NT"] = evaluate(_assigned(code, "NT"), consts)
     if zorder:
         consts["WARPS_N"] = evaluate(_assigned(branch, "WARPS_N"), consts)
+    names = ("warp", "lane") if zorder else ()
+    exprs = {n: _assigned(branch, n) for n in names + ("qr", "qc")}
     out = []
     for t in range(consts["NT"]):
         env = {**consts, "t": t}
-        if zorder:
-            env["warp"] = evaluate(_assigned(branch, "warp"), env)
-            env["lane"] = evaluate(_assigned(branch, "lane"), env)
-        out.append((evaluate(_assigned(branch, "qr"), env), evaluate(_assigned(branch, "qc"), env)))
+        for n, expr in exprs.items():
+            env[n] = evaluate(expr, env)
+        out.append((env["qr"], env["qc"]))
     return out
 
 
 # ------------------------------------------------------------------ pictures: who owns what
 
 def _plt():
+    """pyplot, imported only when a picture is drawn (importing this module stays cheap)."""
     import matplotlib.pyplot as plt
     return plt
 
@@ -142,13 +146,19 @@ def warp_tiles(params: dict | None = None):
     Drawn from `lane_outputs`, i.e. from the kernel's own index expressions."""
     from matplotlib.patches import Rectangle
     p = KERNELS["capstone"].resolve(params)
-    c, threads = _capstone_threads(p)
+    c, _ = _capstone_threads(p)
     outs = lane_outputs(p)
     plt = _plt()
     sub_rows, sub_cols = c["WM"] // 4, c["WN"] // 4
-    fig, (ax0, ax1) = plt.subplots(
-        1, 2, figsize=(4.5 + 0.6 * sub_cols, max(4, 0.5 * sub_rows + 1.6)), layout="constrained",
-        gridspec_kw={"width_ratios": [4 * p["BN"] / p["BM"], sub_cols / sub_rows * 4]})
+    if sub_cols > 16:        # a wide warp region: the two panels one above the other
+        fig, (ax0, ax1) = plt.subplots(2, 1, figsize=(13, 3.5 + 0.42 * sub_rows + 1.2),
+                                       layout="constrained",
+                                       gridspec_kw={"height_ratios": [3.5, 0.42 * sub_rows]})
+    else:
+        fig, (ax0, ax1) = plt.subplots(
+            1, 2, figsize=(4 + 0.55 * sub_cols, max(4.5, 0.5 * sub_rows + 2)),
+            layout="constrained",
+            gridspec_kw={"width_ratios": [4 * p["BN"] / p["BM"], sub_cols / sub_rows * 4]})
     # Left: each warp's region, the bounding box of what its threads store.
     _grid_axes(ax0, p["BM"], p["BN"])
     for w in range(c["NT"] // 32):
@@ -176,10 +186,10 @@ def warp_tiles(params: dict | None = None):
     ax1.set_yticks(range(0, sub_rows + 1, 2), [4 * y for y in range(0, sub_rows + 1, 2)])
     apart = " and ".join(f"{g} {what} apart" for g, what in zip(gaps, ("rows", "columns")) if g)
     n = c["MI"] * c["NJ"]
-    ax1.set_title(f"Warp 0's {c['WM']} x {c['WN']} region: each lane computes "
-                  f"{n} sub-tile{'s' if n > 1 else ''} of 4 x 4{',' if apart else ''}\n"
-                  f"{apart}{' ' if apart else ''}(lane 0 in red; blue: lanes 0-15, "
-                  "orange: lanes 16-31)", fontsize=FONT + 1)
+    title = [f"Warp 0's {c['WM']} x {c['WN']} region: each lane computes "
+             f"{n} sub-tile{'s' if n > 1 else ''} of 4 x 4" + ("," if apart else ""),
+             apart, "(lane 0 in red; blue: lanes 0-15, orange: lanes 16-31)"]
+    ax1.set_title("\n".join(line for line in title if line), fontsize=FONT + 1)
     ax1.set_xlabel("column in the warp's region", fontsize=FONT)
     ax1.set_ylabel("row in the warp's region", fontsize=FONT)
     return fig
@@ -230,8 +240,9 @@ def ring_schedule(stages: int, tiles: int = 6, wait: int | None = None) -> list[
     or None, state one of 'requested' (issued in this column), 'in flight', 'landed',
     'computing', 'done'), `computes` (the tile computed, or None), `requests`
     ({tile: stage} issued in this column), `landed_before_compute` (has the tile computed
-    here been waited for?), `wait_after` (the wait + barrier closing the column: the
-    count, and the tiles certainly landed after it).
+    here been waited for?), `stage_of_compute` and `tile_in_that_stage` (the stage the
+    step reads and the tile it holds then), `wait_after` (the wait + barrier closing the
+    column: the count, and the tiles certainly landed after it).
 
     The rule is the kernel's: before the loop tiles 0..STAGES-2 are requested, one
     commit group each; step t requests tile t+STAGES-1 into stage (t-1) % STAGES at
@@ -346,6 +357,7 @@ def stage_ring(stages: int = 4, tiles: int = 6, wait: int | None = None):
 # ------------------------------------------------------------------ the ladder
 
 def ladder_steps():
+    """The steps of the `ch09_ladder` study: chapter 08's kernel, then one change each."""
     return studies.get(LADDER).steps
 
 
@@ -372,7 +384,8 @@ def step_sass(i: int) -> Table:
     rows = [{"step": f"{j}. {steps[j].label}", **_loop_counts(steps[j].kernel, steps[j].params)}
             for j in range(max(0, i - 1), i + 1)]
     return Table(rows, list(rows[0]), title=f"main loop SASS, one trip (sm_90, ptxas "
-                 f"{compiler.ptxas_version()} here): step {i} against the step before")
+                 f"{compiler.ptxas_version()} here): step {i}"
+                 + (" against the step before" if i else ""))
 
 
 def _rate_cell(row) -> str:
@@ -484,6 +497,14 @@ def _zorder_model(pad: int, zorder: bool) -> tuple[int, int]:
     return reads, a + b
 
 
+def _warps(kernel: str, params: dict, shape) -> int:
+    """Warps in the whole launch of one configuration at `shape` (the registry's grid)."""
+    k = KERNELS[kernel]
+    gx, gy, gz = k.grid(params, shape)
+    tx, ty, tz = k.threads(params)
+    return gx * gy * gz * tx * ty * tz // banks.WARP
+
+
 def zorder_counters() -> Table:
     """The four layouts of 09_zorder.cu at 128 x 128 x 8: shared-memory wavefronts the
     bank model predicts for the whole launch, next to Nsight Compute's counts of the
@@ -493,15 +514,15 @@ def zorder_counters() -> Table:
         for z in (False, True):
             p = KERNELS["zorder"].resolve({"BM": 128, "BN": 128, "BK": 8, "PAD": pad, "ZORDER": z})
             r = profile.counters("zorder", p)
-            M, N, K = r["shape"] if r else profile.GEMM_SHAPE
-            warps = (M // 128) * (N // 128) * 128 * 128 // 64 // 32
+            shape = tuple(r["shape"]) if r else profile.GEMM_SHAPE
+            warps, K = _warps("zorder", p, shape), shape[2]
             per_k, per_tile = _zorder_model(pad, z)
             m = r["metrics"] if r else {}
             rows.append({"PAD": pad, "ZORDER": z,
                          "loads: model": count(warps * K * per_k),
                          "loads: counted": count(m.get(profile.SHARED[0])),
                          "load conflicts": count(m.get(profile.SHARED[2])),
-                         "stores: model": count(warps * K // 8 * per_tile),
+                         "stores: model": count(warps * -(-K // p["BK"]) * per_tile),
                          "stores: counted": count(m.get(profile.SHARED[1])),
                          "store conflicts": count(m.get(profile.SHARED[3]))})
     rec = records.current()
@@ -521,7 +542,7 @@ def capstone_model(params: dict | None = None) -> dict:
     warp = threads[:32]
     outs = lane_outputs(p)[:32]
     b_base = c["STAGES"] * c["BK"] * c["LDA"]       # Bs follows every stage of As
-    firsts = [[sorted({x for x in axis})[::4] for axis in zip(*cells)] for cells in outs]
+    firsts = [[sorted(set(axis))[::4] for axis in zip(*cells)] for cells in outs]
     reads = sum(banks.analyse([4 * f[0][i] for f in firsts], 16).wavefronts
                 for i in range(c["MI"]))
     reads += sum(banks.analyse([4 * (b_base + f[1][j]) for f in firsts], 16).wavefronts
@@ -538,8 +559,7 @@ def capstone_model(params: dict | None = None) -> dict:
     for i in range(c["B_PER"]):
         words = [b_base + evaluate(b_k, {**e, "i": i}) * c["BN"] + e["b_n"] for e in warp]
         copies += banks.analyse([4 * w for w in words], 16).wavefronts
-    return {"read_per_k": reads, "copy_per_tile": copies, "warps": c["NT"] // 32,
-            "BK": c["BK"], "BM": c["BM"], "BN": c["BN"]}
+    return {"read_per_k": reads, "copy_per_tile": copies}
 
 
 def _study_metrics(name: str, shape=None) -> dict:
@@ -554,12 +574,12 @@ def capstone_counters() -> Table:
     for the loads, the `ch09_ldgsts` study for the copies' LDGSTS counters."""
     p = KERNELS["capstone"].resolve(None)
     mod = capstone_model(p)
-    M, N, K = profile.GEMM_SHAPE
-    warps = (M // mod["BM"]) * (N // mod["BN"]) * mod["warps"]
-    tiles = -(-K // mod["BK"])
+    shape = profile.GEMM_SHAPE                     # the shape the chapters' profile uses
+    warps, K = _warps("capstone", p, shape), shape[2]
+    tiles = -(-K // p["BK"])
     prof = profile.counters("capstone", p)
     rows = [{"what": "LDS.128 wavefronts (fragment loads)",
-             "bank model": count(warps * (1 + tiles * mod["BK"]) * mod["read_per_k"]),
+             "bank model": count(warps * (1 + tiles * p["BK"]) * mod["read_per_k"]),
              "counted": count(prof["metrics"][profile.SHARED[0]]) if prof else NOT_RECORDED,
              "counter": profile.SHARED[0]},
             {"what": "cp.async writes into shared memory (wavefronts)",
@@ -568,7 +588,7 @@ def capstone_counters() -> Table:
             {"what": "STS wavefronts (op_st: no STS in the capstone)", "bank model": "0",
              "counted": count(prof["metrics"][profile.SHARED[1]]) if prof else NOT_RECORDED,
              "counter": profile.SHARED[1]}]
-    return Table(rows, list(rows[0]), title=f"capstone at {M}^3, bank model (live) and "
+    return Table(rows, list(rows[0]), title=f"capstone at {'x'.join(map(str, shape))}, bank model (live) and "
                  f"Nsight Compute ({records.recording_label()})")
 
 
@@ -587,40 +607,6 @@ def ldgsts_counters() -> Table:
                               for label, m in study.items()}} for n in names]
     return Table(rows, ["counter", *study], title="cp.async (LDGSTS) and shared-store "
                  f"counters at 1024^3, Nsight Compute ({records.recording_label()})")
-
-
-ISSUE_ACTIVE = studies.ISSUE[0]     # % of cycles in which an instruction was issued
-_STALL = re.compile(r"^smsp__average_warps_issue_stalled_([a-z_]+)_per_issue_active\.ratio$")
-
-
-def stall_table(labels=("chapter 09, z-order", "capstone"), top: int = 8) -> Table:
-    """The `stalls` study at 4096^3: for each warp instruction issued, how many warps
-    were waiting, and why (Nsight Compute's warp states), largest first for the last
-    of `labels`; the share of cycles in which an instruction was issued at all."""
-    study = _study_metrics("stalls", (4096,) * 3)
-    got = {label: study.get(label) for label in labels}
-    if not any(got.values()):
-        return Table([{"stall reason": NOT_RECORDED, **{label: "-" for label in labels}}],
-                     ["stall reason", *labels],
-                     title=f"stall reasons at 4096^3: the stalls study is {NOT_RECORDED}")
-    reasons = {}
-    for label, m in got.items():
-        for n, v in (m or {}).items():
-            hit = _STALL.match(n)
-            if hit:
-                reasons.setdefault(hit.group(1), {})[label] = v
-    last = labels[-1]
-    order = sorted(reasons, key=lambda r: -(reasons[r].get(last) or 0))[:top]
-    fmt = lambda v: "-" if v is None else f"{v:.2f}"
-    rows = [{"stall reason": r.replace("_", " "),
-             **{label: fmt(reasons[r].get(label)) if got[label] else NOT_RECORDED
-                for label in labels}} for r in order]
-    rows.append({"stall reason": "cycles with an instruction issued",
-                 **{label: pct((got[label] or {}).get(ISSUE_ACTIVE)) if got[label]
-                    else NOT_RECORDED for label in labels}})
-    return Table(rows, ["stall reason", *labels], title="warps waiting per issued "
-                 f"instruction, by reason, at 4096^3 ({records.recording_label()})")
-
 
 
 # ------------------------------------------------------------------ waves
