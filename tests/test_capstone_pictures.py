@@ -177,6 +177,7 @@ def record(tmp_path, monkeypatch):
     rows = [_timed(ladder[7], (4096,) * 3, 900.0, "run-a"),
             _profiled(ldgsts[1], "ch09_ldgsts", (1024,) * 3,
                       {"smsp__inst_executed_op_ldgsts.sum": 1234567.0,
+                       "smsp__sass_inst_executed_op_ldgsts_cache_access.sum": 262144.0,
                        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": 0.0})]
     rec = records.Record({"name": "Test GPU 9000", "sm_count": 100}, "2026-01-02T03:04:05Z",
                          "abc1234", rows, runs={"run-a": {"command": "study ch09_ladder",
@@ -213,9 +214,18 @@ def test_ldgsts_counters_per_step_or_the_words(record):
     assert rows["smsp__inst_executed_op_ldgsts.sum"][z] == cp.NOT_RECORDED
 
 
+def test_capstone_counters_set_each_count_beside_its_model(record):
+    rows = {r["access"]: r for r in cp.capstone_counters()}
+    a = rows["LDGSTS (A, 4-byte copies): instructions"]
+    assert a["counted"] == "262,144" and a["bank model"] == "262,144"   # 512 warps x 64 tiles x 8
+    assert rows["STS: wavefronts (op_st)"]["counted"] == "0"
+    assert rows["LDS.128 (fragments): wavefronts"]["counted"] == "-"   # not in this row
+
+
 def test_an_unrecorded_study_is_said_missing(record, monkeypatch):
     monkeypatch.setattr(records.current(), "results", [])
     assert cp.NOT_RECORDED in cp.ldgsts_counters().title
+    assert {r["counted"] for r in cp.capstone_counters()} == {cp.NOT_RECORDED}
 
 
 def test_waves_use_the_recorded_device(record):
@@ -234,4 +244,5 @@ def test_capstone_model_matches_its_bank_analysis():
     threads = 32 * (p["BM"] // p["WM"]) * (p["BN"] // p["WN"])
     a_copies, b_copies = p["BM"] * p["BK"] // threads, p["BK"] * p["BN"] // 4 // threads
     assert m["read_per_k"] == 2 * (mi + nj)
-    assert m["copy_per_tile"] == a_copies + 4 * b_copies
+    assert (m["a_copies"], m["a_copy_wavefronts"]) == (a_copies, a_copies)
+    assert (m["b_copies"], m["b_copy_wavefronts"]) == (b_copies, 4 * b_copies)

@@ -525,10 +525,11 @@ def zorder_counters() -> Table:
 def capstone_model(params: dict | None = None) -> dict:
     """Bank-model wavefronts of capstone warp 0 (stage 0, k = 0): `read_per_k`, its
     LDS.128 of one k (for every sub-tile, the 4 A values of its rows and the 4 B values
-    of its columns: the rows and columns `lane_outputs` gives the lane), and
-    `copy_per_tile`, the shared-memory side of its cp.async copies of one tile, with the
-    destinations of the kernel's `issue_tile` (A transposed to As[k][m], 4 bytes each;
-    B to Bs[k][n], 16 bytes each)."""
+    of its columns: the rows and columns `lane_outputs` gives the lane), and for the
+    cp.async copies of one tile, with the destinations of the kernel's `issue_tile`,
+    `a_copies` / `a_copy_wavefronts` (A transposed to As[k][m], 4 bytes a lane) and
+    `b_copies` / `b_copy_wavefronts` (B to Bs[k][n], 16 bytes a lane): instructions
+    and the wavefronts of their writes into shared memory."""
     p = KERNELS["capstone"].resolve(params)
     c, threads = _capstone_threads(p)
     warp = threads[:32]
@@ -543,15 +544,13 @@ def capstone_model(params: dict | None = None) -> dict:
     lam = _braced(code, code.index("issue_tile"))
     a_m, a_k = _assigned(lam, "m"), _assigned(lam, "k")
     b_k = re.findall(r"\bk\s*=(?!=)\s*([^,;]+);", lam)[1]      # the B loop's k
-    copies = 0
-    for i in range(c["A_PER"]):
-        words = [evaluate(a_k, {**e, "i": i}) * c["LDA"] + evaluate(a_m, {**e, "i": i})
-                 for e in warp]
-        copies += banks.analyse([4 * w for w in words], 4).wavefronts
-    for i in range(c["B_PER"]):
-        words = [b_base + evaluate(b_k, {**e, "i": i}) * c["BN"] + e["b_n"] for e in warp]
-        copies += banks.analyse([4 * w for w in words], 16).wavefronts
-    return {"read_per_k": reads, "copy_per_tile": copies}
+    a_wf = sum(banks.analyse([4 * (evaluate(a_k, {**e, "i": i}) * c["LDA"]
+                                   + evaluate(a_m, {**e, "i": i})) for e in warp], 4).wavefronts
+               for i in range(c["A_PER"]))
+    b_wf = sum(banks.analyse([4 * (b_base + evaluate(b_k, {**e, "i": i}) * c["BN"] + e["b_n"])
+                              for e in warp], 16).wavefronts for i in range(c["B_PER"]))
+    return {"read_per_k": reads, "a_copies": c["A_PER"], "a_copy_wavefronts": a_wf,
+            "b_copies": c["B_PER"], "b_copy_wavefronts": b_wf}
 
 
 def _study_metrics(name: str, shape=None) -> dict:
@@ -559,29 +558,51 @@ def _study_metrics(name: str, shape=None) -> dict:
     return {s.label: (r["metrics"] if r else None) for s, r in studies.results(name, shape)}
 
 
+# The capstone copies A 4 bytes at a time with cp.async.ca (through L1: "cache access")
+# and B 16 bytes at a time with cp.async.cg (L2 only: "cache bypass"), so Nsight
+# Compute's per-instruction LDGSTS counters split cleanly into the copies of A and of B.
+_SASS_LDGSTS = "smsp__sass_{}_op_ldgsts_cache_{}.sum"
+_LD = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"
+_ST = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"
+
+
 def capstone_counters() -> Table:
-    """The capstone's shared memory at 1024^3: the bank model's LDS.128 wavefronts
-    (each thread loads fragments once before the loop and once per k) and its copies'
-    write wavefronts, next to the recorded Nsight Compute counts: the chapters' profile
-    for the loads, the `ch09_ldgsts` study for the copies' LDGSTS counters."""
-    p = KERNELS["capstone"].resolve(None)
+    """The capstone's shared memory at 1024^3 (the `ch09_ldgsts` study): the bank model
+    for each kind of access next to Nsight Compute's count of it. The fragment loads
+    (LDS.128: once before the loop and once per k), the cp.async copies of A and of B
+    (LDGSTS: instructions, and the wavefronts of their writes into shared memory, with
+    what ncu counts as bank conflicts) and STS (none: op_st does not see LDGSTS)."""
+    study = studies.get("ch09_ldgsts")
+    step = next(s for s in study.steps if s.kernel == "capstone")
+    p = KERNELS["capstone"].resolve(step.params)
     mod = capstone_model(p)
-    shape = profile.GEMM_SHAPE                     # the shape the chapters' profile uses
-    warps, K = _warps("capstone", p, shape), shape[2]
-    tiles = -(-K // p["BK"])
-    prof = profile.counters("capstone", p)
-    rows = [{"what": "LDS.128 wavefronts (fragment loads)",
+    shape = study.shapes[0]
+    warps, tiles = _warps("capstone", p, shape), -(-shape[2] // p["BK"])
+    m = _study_metrics(study.name).get(step.label)
+
+    def got(name):
+        return NOT_RECORDED if m is None else count(m.get(name))
+
+    rows = [{"access": "LDS.128 (fragments): wavefronts",
              "bank model": count(warps * (1 + tiles * p["BK"]) * mod["read_per_k"]),
-             "counted": count(prof["metrics"][profile.SHARED[0]]) if prof else NOT_RECORDED,
-             "counter": profile.SHARED[0]},
-            {"what": "cp.async writes into shared memory (wavefronts)",
-             "bank model": count(warps * tiles * mod["copy_per_tile"]),
-             "counted": "see the LDGSTS counters below", "counter": "-"},
-            {"what": "STS wavefronts (op_st: no STS in the capstone)", "bank model": "0",
-             "counted": count(prof["metrics"][profile.SHARED[1]]) if prof else NOT_RECORDED,
-             "counter": profile.SHARED[1]}]
-    return Table(rows, list(rows[0]), title=f"capstone at {'x'.join(map(str, shape))}, bank model (live) and "
-                 f"Nsight Compute ({records.recording_label()})")
+             "counted": got(_LD), "counter": _LD}]
+    for operand, cache, what in (("a", "access", "A, 4-byte copies"),
+                                 ("b", "bypass", "B, 16-byte copies")):
+        inst = _SASS_LDGSTS.format("inst_executed", cache)
+        wf = _SASS_LDGSTS.format("l1tex_data_pipe_lsu_wavefronts_mem_shared", cache)
+        conf = _SASS_LDGSTS.format("l1tex_data_bank_conflicts_pipe_lsu_mem_shared", cache)
+        rows += [{"access": f"LDGSTS ({what}): instructions",
+                  "bank model": count(warps * tiles * mod[f"{operand}_copies"]),
+                  "counted": got(inst), "counter": inst},
+                 {"access": f"LDGSTS ({what}): wavefronts",
+                  "bank model": count(warps * tiles * mod[f"{operand}_copy_wavefronts"]),
+                  "counted": got(wf), "counter": wf},
+                 {"access": f"LDGSTS ({what}): bank conflicts", "bank model": "0",
+                  "counted": got(conf), "counter": conf}]
+    rows.append({"access": "STS: wavefronts (op_st)", "bank model": "0", "counted": got(_ST),
+                 "counter": _ST})
+    return Table(rows, list(rows[0]), title=f"capstone at {'x'.join(map(str, shape))}: "
+                 f"bank model (live) and Nsight Compute ({records.recording_label()})")
 
 
 def ldgsts_counters() -> Table:
