@@ -118,7 +118,7 @@ _TILE_LOOP = re.compile(r"for\s*\(\s*int\s+tile\s*=")
 _WAIT = re.compile(r"cp_async_wait\s*<([^<>;]*)>\s*\(\s*\)\s*;")
 
 
-def _braced(text: str, at: int) -> str | None:
+def braced(text: str, at: int) -> str | None:
     """The text between the first '{' from `at` and its matching '}', or None."""
     start, depth = text.find("{", at), 0
     if start < 0:
@@ -142,7 +142,7 @@ def pipeline_wait(source: str) -> list[str]:
     exactly STAGES-2 groups in flight for every STAGES; empty when all hold."""
     text = code_only(source)
     m = _TILE_LOOP.search(text)
-    body = _braced(text, m.end()) if m else None
+    body = braced(text, m.end()) if m else None
     if body is None:
         return ["the K loop 'for (int tile = 0; tile < tiles; ++tile) { ... }' is not "
                 "there any more: keep it as given and write its step inside it"]

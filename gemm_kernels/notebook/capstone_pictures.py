@@ -23,7 +23,7 @@ from gemm_kernels.core.table import Table
 from gemm_kernels.exercises.cexpr import code_only, evaluate
 # The chapter's checks read the same kernel: one brace matcher (the text inside the
 # first {...} from a position) serves both.
-from gemm_kernels.exercises.ch09_checks import _braced
+from gemm_kernels.exercises.ch09_checks import braced
 from gemm_kernels.measure import lookup, profile, records, studies
 from gemm_kernels.memory import banks, ch07_09_patterns
 
@@ -97,7 +97,7 @@ def zorder_places(zorder: bool = True, BM: int = 128, BN: int = 128) -> list[tup
     code = code_only(KERNELS["zorder"].source_text())
     m = re.search(r"if\s+constexpr\s*\(\s*ZORDER\s*\)", code)
     # the ZORDER branch, or the `else` that follows it (the branch has no `else` inside)
-    branch = _braced(code, code.index("else", m.end()) if not zorder else m.end())
+    branch = braced(code, code.index("else", m.end()) if not zorder else m.end())
     consts = {"BM": BM, "BN": BN}
     consts["NT"] = evaluate(_assigned(code, "NT"), consts)
     if zorder:
@@ -221,7 +221,7 @@ def kernel_wait(stages: int) -> int:
     """The count of the capstone's `cp_async_wait<...>()` in its K loop, evaluated for
     `stages`: how many of a thread's copy groups may still be in flight after the wait."""
     code = code_only(KERNELS["capstone"].source_text())
-    loop = _braced(code, re.search(r"for\s*\(\s*int\s+tile\s*=", code).end())
+    loop = braced(code, re.search(r"for\s*\(\s*int\s+tile\s*=", code).end())
     expr = re.search(r"cp_async_wait\s*<([^<>;]*)>", loop).group(1)
     return evaluate(expr, {"STAGES": stages})
 
@@ -541,7 +541,7 @@ def capstone_model(params: dict | None = None) -> dict:
     reads += sum(banks.analyse([4 * (b_base + f[1][j]) for f in firsts], 16).wavefronts
                  for j in range(c["NJ"]))
     code = code_only(KERNELS["capstone"].source_text())
-    lam = _braced(code, code.index("issue_tile"))
+    lam = braced(code, code.index("issue_tile"))
     a_m, a_k = _assigned(lam, "m"), _assigned(lam, "k")
     b_k = re.findall(r"\bk\s*=(?!=)\s*([^,;]+);", lam)[1]      # the B loop's k
     a_wf = sum(banks.analyse([4 * (evaluate(a_k, {**e, "i": i}) * c["LDA"]
