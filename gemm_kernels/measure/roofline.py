@@ -15,7 +15,8 @@ def device_properties() -> dict:
 
 
 def peak_table(props: dict) -> str:
-    """Peak FP32 derived the way seed 001 derives the RTX 3090's, for this GPU."""
+    """Peak FP32 for this GPU, derived the way the course notes derive the RTX 3090's:
+    SMs x FP32 lanes per SM x 2 FLOP per fused multiply-add x clock."""
     lanes = props.get("fp32_lanes_per_sm") or device.fp32_lanes(props["compute_capability"])
     peak = device.peak_fp32_gflops(props)
     bw = device.peak_bandwidth_gbps(props)

@@ -1,7 +1,7 @@
-"""Seed 000's shared-memory kernels, emulated on the CPU: what their tile loads put in
+"""The course notes' shared-memory kernels, emulated on the CPU: what their tile loads put in
 shared memory and what they compute, next to the corrected index expressions.
 
-Seed 000 (matmulShared, matmulBankOpt, matmulBankOpt2) loads its tiles with
+The notes' kernels (matmulShared, matmulBankOpt, matmulBankOpt2) load their tiles with
 
     i = threadIdx.y + blockIdx.y * blockDim.y      (row of C)
     j = threadIdx.x + blockIdx.x * blockDim.x      (column of C)
@@ -15,16 +15,16 @@ the tiles hold one column of A and one row of B, repeated. The corrected loads a
     A[i * K + (k + threadIdx.x)]      (the element m = threadIdx.y, k = threadIdx.x)
     B[(k + threadIdx.y) * N + j]      (the element k = threadIdx.y, n = threadIdx.x)
 
-This module evaluates both thread by thread for small matrices. version="seed" runs the
-seed's kernels literally (layout "conflict": matmulShared; "transposed": matmulBankOpt,
-whose padded twin matmulBankOpt2 computes the same); version="corrected" runs
-`bank_layout`'s index expressions with the same two layouts.
+This module evaluates both thread by thread for small matrices. version="published"
+runs the kernels exactly as the notes publish them (layout "conflict": matmulShared;
+"transposed": matmulBankOpt, whose padded twin matmulBankOpt2 computes the same);
+version="corrected" runs `bank_layout`'s index expressions with the same two layouts.
 """
 from __future__ import annotations
 
 import numpy as np
 
-VERSIONS = ("seed", "corrected")
+VERSIONS = ("published", "corrected")
 LAYOUTS = ("conflict", "transposed")
 
 
@@ -43,7 +43,7 @@ def tile_sources(version: str, M: int, N: int, K: int, BLOCK: int, block=(0, 0),
     bx, by = block
     ty, tx = np.meshgrid(np.arange(BLOCK), np.arange(BLOCK), indexing="ij")
     i, j = by * BLOCK + ty, bx * BLOCK + tx
-    if version == "seed":
+    if version == "published":
         a, b = i * M + k0, k0 * N + j
     else:
         a, b = i * K + (k0 + tx), (k0 + ty) * N + j
@@ -58,7 +58,8 @@ def label(flat, cols: int, name: str) -> np.ndarray:
 
 def emulate(A, B, BLOCK: int, version: str = "corrected", layout: str = "conflict"):
     """C = A @ B computed the way the kernel does, block by block and thread by thread.
-    Needs M, N, K multiples of BLOCK (the seed has no bounds handling in its loads)."""
+    Needs M, N, K multiples of BLOCK (the published kernels' loads have no bounds
+    handling)."""
     _check(version, layout)
     A, B = np.asarray(A, float), np.asarray(B, float)
     M, K = A.shape
@@ -75,13 +76,13 @@ def emulate(A, B, BLOCK: int, version: str = "corrected", layout: str = "conflic
             acc = np.zeros((BLOCK, BLOCK))
             for k0 in range(0, K, BLOCK):
                 src = tile_sources(version, M, N, K, BLOCK, (bx, by), k0)
-                va = a[np.clip(src["A"], 0, a.size - 1)]   # the seed can read past A
+                va = a[np.clip(src["A"], 0, a.size - 1)]   # the published loads can read past A
                 vb = b[np.clip(src["B"], 0, b.size - 1)]
                 sA, sB = np.zeros((BLOCK, BLOCK)), np.zeros((BLOCK, BLOCK))
-                if version == "seed" and layout == "conflict":     # matmulShared, literally
+                if version == "published" and layout == "conflict":  # matmulShared, literally
                     sA[tx, ty], sB[ty, tx] = va, vb          # shareA[bi][bj], shareB[bj][bi]
                     acc += np.einsum("xk,yk->yx", sA, sB)    # shareA[bi][in] * shareB[bj][in]
-                elif version == "seed":                      # matmulBankOpt(2), literally
+                elif version == "published":                 # matmulBankOpt(2), literally
                     sA[ty, tx], sB[tx, ty] = va, vb          # shareA[bj][bi], shareB[bi][bj]
                     acc += np.einsum("kx,ky->yx", sA, sB)    # shareA[in][bi] * shareB[in][bj]
                 elif layout == "conflict":    # sA[m][k] = a(m=ty, k=tx), sB[n][k] = b(k=ty, n=tx)

@@ -4,7 +4,7 @@ its inner loop issues, what they cost in wavefronts, and how a warp stores C.
 Kernels modelled: `tile_1d` (TM outputs down one column), `tile_2d` (a TM x TN patch,
 inner-product order), `tile_2d_reg` (the same patch, outer product with register
 caching) and `tile_2d_strided` (outer product, the thread's outputs spread across the
-tile with strides BM/TM and BN/TN, seed 004's matrixMul_2_1).
+tile with strides BM/TM and BN/TN, the strided layout of the notes' matrixMul_2_1).
 
 For one step along K (one BM x BK tile of A and one BK x BN tile of B in shared
 memory), a thread reads a fixed pattern of words, shifted by a base that depends on its

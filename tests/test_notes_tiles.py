@@ -1,6 +1,6 @@
-"""Seed 000's tile loads, emulated (gemm_kernels.memory.ch04_notes_tiles).
+"""The course notes' published tile loads, emulated (gemm_kernels.memory.ch04_notes_tiles).
 
-The seed's kernels exist only as the code chapter 04 quotes; the corrected loads are
+The published kernels exist only as the code chapter 04 quotes; the corrected loads are
 bank_layout's, and are checked against cuda/04_bank_conflicts.cu. That the corrected
 kernel computes A @ B is checked on a GPU (test_gpu_kernels.py)."""
 import re
@@ -12,8 +12,8 @@ from gemm_kernels.core.kernels import get
 from gemm_kernels.memory import ch04_notes_tiles as st
 
 
-def test_seed_tile_rows_repeat_one_element():
-    src = st.tile_sources("seed", 8, 8, 8, 4, block=(1, 1), k0=4)
+def test_published_tile_rows_repeat_one_element():
+    src = st.tile_sources("published", 8, 8, 8, 4, block=(1, 1), k0=4)
     # every thread of a tile row copies A[i][k0]; every thread of a column B[k0][j]
     assert (src["A"] == np.array([[r * 8 + 4] * 4 for r in range(4, 8)])).all()
     assert (src["B"] == np.array([[4 * 8 + c for c in range(4, 8)]] * 4)).all()
@@ -53,10 +53,10 @@ def test_corrected_tiles_are_what_the_kernel_loads(block, k0):
 
 
 @pytest.mark.parametrize("layout", st.LAYOUTS)
-def test_seed_kernels_give_one_value_per_block(layout):
+def test_published_kernels_give_one_value_per_block(layout):
     rng = np.random.default_rng(2)
     A, B = rng.standard_normal((8, 8)), rng.standard_normal((8, 8))
-    C = st.emulate(A, B, 4, "seed", layout)
+    C = st.emulate(A, B, 4, "published", layout)
     assert not np.allclose(C, A @ B)
     for by in (0, 4):
         for bx in (0, 4):
