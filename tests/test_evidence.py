@@ -70,3 +70,25 @@ def test_load_to_use_table_sees_the_capstone_fragments_loaded_ahead():
     assert got["capstone", "shared memory"]["FFMAs before first use: fewest"] > \
         got["float4", "shared memory"]["FFMAs before first use: fewest"]
     assert "ptxas" in t.title
+
+
+def test_loads_before_first_store_stops_at_the_first_store():
+    assert evidence.loads_before_first_store(["LDG", "LDG", "LDG", "STG", "STG", "EXIT",
+                                              "LDG", "STG"]) == 3
+    assert evidence.loads_before_first_store(["LDG.128", "STG.128"]) == 1
+    assert evidence.loads_before_first_store(["EXIT"]) == 0
+
+
+def test_global_accesses_of_the_copy_kernel_load_before_they_store():
+    order = evidence.global_accesses("copy", {"T": "float"})
+    assert order and set(order) <= {"LDG", "STG", "EXIT"}
+    assert order.count("LDG") == order.count("STG")
+    assert evidence.loads_before_first_store(order) >= 1
+
+
+def test_device_properties_name_the_gpu_in_recorded_mode(monkeypatch):
+    monkeypatch.setenv("GEMM_KERNELS_MODE", "recorded")
+    from gemm_kernels.measure import records
+    props = evidence.device_properties()
+    rec = records.current()
+    assert props == ({} if rec is None else rec.device)

@@ -241,3 +241,38 @@ def load_to_use_table(kernels, params: dict | None = None) -> Table:
     return Table(rows, list(rows[0]), title="FFMAs issued between a load into registers "
                  "and the first use of what it loaded (main loop, SASS compiled here for "
                  f"sm_90 by ptxas {compiler.ptxas_version()})")
+
+
+# ---- the GPU the rows were measured on, and the order of a kernel's global accesses
+
+def device_properties() -> dict:
+    """The GPU's properties: the live one's, or (recorded mode) those the recording
+    saved of the GPU it measured on. Empty when neither is there."""
+    from gemm_kernels.core import device
+    from gemm_kernels.measure import records
+    if device.is_live():
+        return device.properties()
+    rec = records.current()
+    return dict(rec.device) if rec is not None else {}
+
+
+def global_accesses(kernel, params: dict | None = None) -> list[str]:
+    """The global loads (LDG), global stores (STG) and exits of a kernel in the order
+    of its SASS (compiled here for sm_90), as 'LDG', 'LDG.128', 'STG', 'EXIT', ..."""
+    from gemm_kernels.core import compiler
+    from gemm_kernels.core.launch import kernel_of
+    k = kernel_of(kernel)
+    body = analysis.instructions(compiler.sass(k, k.resolve(params)))
+    return [f for _, f, _ in body if f.split(".")[0] in ("LDG", "STG", "EXIT")]
+
+
+def loads_before_first_store(accesses) -> int:
+    """How many global loads come before the first global store in a list of accesses
+    (as `global_accesses` gives it): the loads a thread has in flight at once before
+    it must wait for one of them."""
+    n = 0
+    for f in accesses:
+        if f.startswith("STG"):
+            break
+        n += f.startswith("LDG")
+    return n
