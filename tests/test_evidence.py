@@ -92,3 +92,17 @@ def test_device_properties_name_the_gpu_in_recorded_mode(monkeypatch):
     props = evidence.device_properties()
     rec = records.current()
     assert props == ({} if rec is None else rec.device)
+
+
+def test_a_stall_reason_has_one_colour_in_every_plot():
+    a = evidence.stall_plot("stalls", kernels=["smem_tiled"])
+    b = evidence.stall_plot("ch02_caches")
+    colour = {}
+    for fig in (a, b):
+        for bars in fig.axes[0].containers:
+            label = bars.get_label()
+            rgba = tuple(bars.patches[0].get_facecolor())
+            assert colour.setdefault(label, rgba) == rgba, label
+        matplotlib.pyplot.close(fig)
+    assert len({c for k, c in colour.items() if k != "other"}) == \
+        len([k for k in colour if k != "other"])

@@ -108,6 +108,21 @@ def stall_reasons(row: dict) -> dict[str, float]:
     return out
 
 
+# One colour per stall reason in every chapter's plot, so "long scoreboard" looks the
+# same wherever the student meets it; reasons not listed share a neutral grey.
+STALL_ORDER = ("long scoreboard", "short scoreboard", "mio throttle", "lg throttle",
+               "barrier", "not selected", "wait", "dispatch stall", "math pipe throttle",
+               "branch resolving", "no instruction", "membar", "drain", "tex throttle")
+
+
+def stall_colour(reason: str):
+    """The reason's colour (the same in every plot); grey for "other" and the rest."""
+    from gemm_kernels.core.style import series_styles
+    if reason not in STALL_ORDER:
+        return "0.75"
+    return series_styles(len(STALL_ORDER))[STALL_ORDER.index(reason)][0]
+
+
 def stall_plot(name: str = "stalls", kernels=None, top: int = 6, ax=None):
     """Stacked bars: per step of a profiled study, the cycles a warp waits per issued
     instruction, split by reason (the `top` largest over the steps shown, the rest
@@ -128,14 +143,13 @@ def stall_plot(name: str = "stalls", kernels=None, top: int = 6, ax=None):
             if k != "selected":    # the issuing warp itself, not a wait
                 totals[k] = totals.get(k, 0) + v
     keys = sorted(totals, key=totals.get, reverse=True)[:top]
-    colours = plt.get_cmap("tab10").colors
     y = list(range(len(got)))[::-1]
     left = [0.0] * len(got)
-    for i, k in enumerate(keys + ["other"]):
+    for k in keys + ["other"]:
         vals = [st.get(k, 0) if k != "other" else
                 sum(v for kk, v in st.items() if kk not in keys and kk != "selected")
                 for _, st in got]
-        ax.barh(y, vals, left=left, color=colours[i % 10] if k != "other" else "0.75",
+        ax.barh(y, vals, left=left, color=stall_colour(k),
                 label=k)
         left = [a + b for a, b in zip(left, vals)]
     ax.set_yticks(y, [s.label for s, _ in got], fontsize=9)
