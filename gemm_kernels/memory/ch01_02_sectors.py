@@ -151,7 +151,7 @@ def sector_picture(kernel: str, params: dict, rows: int = 4, cols: int = 40, k_c
             ax.axvline(x - 0.5, color="0.4", lw=0.8)
         n_sec = sectors(counts)
         what = "row k = 0 of B" if name == "B" else "column k = 0 of A (k along x)"
-        ax.set_title(f"{name}: {what}; the warp loads {len(counts)} elements "
+        ax.set_title(f"{name}: {what}; the warp loads {len(counts)} element{'s' if len(counts) > 1 else ''} "
                      f"in {n_sec} sector{'s' if n_sec > 1 else ''} (label: lanes per element)",
                      fontsize=9)
         ax.set_xlabel("column of B" if name == "B" else "k")
