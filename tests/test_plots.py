@@ -312,3 +312,14 @@ def test_explorer_widget_redraws_on_the_axis_choice(naive_recording, monkeypatch
     by["Run"].click()
     by["axis"].value = "linear"
     assert drawn == ["log", "linear"]
+
+
+@pytest.mark.parametrize("block, a_sectors, b_sectors", [(32, 1, 4), (8, 4, 1)])
+def test_sector_picture_counts_the_sectors_of_the_sector_table(block, a_sectors, b_sectors):
+    fig = ch01_02_sectors.sector_picture("coalesced", {"BLOCK": block})
+    _, ax_a, ax_b = fig.axes[:3]
+    assert f"in {a_sectors} sector" in ax_a.get_title()
+    assert f"in {b_sectors} sector" in ax_b.get_title()
+    # lanes per element, summed over the elements drawn, is the warp's 32 lanes
+    assert sum(int(t.get_text()) for t in ax_b.texts) == 32
+    plt.close(fig)

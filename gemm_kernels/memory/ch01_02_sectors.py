@@ -110,3 +110,52 @@ def lane_picture(kernel: str, params: dict, rows: int = 8, cols: int = 40, ax=No
     ax.set_xlabel("column of C")
     ax.set_ylabel("row of C")
     return ax
+
+
+def sector_picture(kernel: str, params: dict, rows: int = 4, cols: int = 40, k_cols: int = 16):
+    """Warp 0 at step k = 0, in three panels: the C elements its lanes own (as
+    `lane_picture`), then the elements of A and of B they load, each labelled with how
+    many lanes load it, on a light shade for every 32-byte sector the load touches (thin
+    lines: sector boundaries, 8 floats). Returns the figure."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import ListedColormap
+    M = N = K = 4096
+    lanes = [l for l in warp_elements(kernel, params, M, N, K) if l["active"]]
+    per = SECTOR // 4
+    fig, axes = plt.subplots(3, 1, figsize=(max(6, CELL_INCHES * cols + 2),
+                                            CELL_INCHES * (2 * rows + 1) + 4.2),
+                             gridspec_kw={"height_ratios": [rows, rows, 1]})
+    lane_picture(kernel, params, rows=rows, cols=cols, ax=axes[0])
+    for ax, name, shape, width in ((axes[1], "A", (rows, k_cols), K), (axes[2], "B", (1, cols), N)):
+        counts = {}
+        for l in lanes:
+            counts[l[name]] = counts.get(l[name], 0) + 1
+        grid = np.zeros(shape)
+        for idx in counts:                  # shade every sector the warp touches
+            r, c = divmod(idx, width)
+            if name == "B":
+                r = 0
+            if r < shape[0]:
+                c0 = c - c % per
+                grid[r, c0:min(c0 + per, shape[1])] = np.maximum(grid[r, c0:c0 + per], 1)
+        for idx, n in counts.items():
+            r, c = divmod(idx, width)
+            r = 0 if name == "B" else r
+            if r < shape[0] and c < shape[1]:
+                grid[r, c] = 2
+                ax.text(c, r, n, ha="center", va="center", fontsize=8)
+        ax.imshow(grid, cmap=ListedColormap(["white", "#fdd9b5", "#f28e2b"]), vmin=0, vmax=2,
+                  aspect="equal")
+        for x in range(per, shape[1], per):
+            ax.axvline(x - 0.5, color="0.4", lw=0.8)
+        n_sec = sectors(counts)
+        what = "row k = 0 of B" if name == "B" else "column k = 0 of A (k along x)"
+        ax.set_title(f"{name}: {what}; the warp loads {len(counts)} element{'s' if len(counts) > 1 else ''} "
+                     f"in {n_sec} sector{'s' if n_sec > 1 else ''} (label: lanes per element)",
+                     fontsize=9)
+        ax.set_xlabel("column of B" if name == "B" else "k")
+        ax.set_ylabel("row" if name == "A" else "")
+        ax.set_yticks(range(shape[0]) if name == "A" else [])
+    fig.tight_layout()
+    return fig
