@@ -35,8 +35,17 @@ def _code(text, cid, tags=(), nbgrader=None):
             "outputs": [], "source": _lines(text)}
 
 
+# Told to the student under every exercise: the saved notebook shows the check failing.
+EXPECTED_FAIL = ("Until your kernel is written and passes, the check cell at the end of "
+                 "this section stops with a table marked FAIL and an `AssertionError`: "
+                 "that is expected, not a fault of the notebook. \"Run All\" stops there "
+                 "too; run the cells after it one by one.")
+
+
 def cells(name, intro, solution_src, student):
     src = skeleton(solution_src) if student else solution_src
+    if student and EXPECTED_FAIL not in intro:
+        intro = intro + "\n\n" + EXPECTED_FAIL
     return [_md(intro, f"ex-{name}-intro"),
             _code("%load_ext gemm_kernels.exercises", f"ex-{name}-load"),
             _code(f"%%exercise {name}\n" + src, f"ex-{name}-kernel", ("nbval-ignore-output",),
