@@ -246,3 +246,22 @@ def test_capstone_model_matches_its_bank_analysis():
     assert m["read_per_k"] == 2 * (mi + nj)
     assert (m["a_copies"], m["a_copy_wavefronts"]) == (a_copies, a_copies)
     assert (m["b_copies"], m["b_copy_wavefronts"]) == (b_copies, 4 * b_copies)
+
+
+def test_prefetch_schedule_alternates_stages_with_one_barrier():
+    """Chapter 08's pipeline: step t computes tile t in stage t % 2 and stores tile t+1,
+    loaded into registers at the top of the same step, into the other stage."""
+    cols = cp.prefetch_schedule(4)
+    assert cols[0]["stores"] == 0 and cols[0]["store_stage"] == 0
+    for t, c in enumerate(cols[1:]):
+        assert c["computes"] == t and c["compute_stage"] == t % 2 and c["barriers"] == 1
+        if t + 1 < 4:
+            assert c["loads"] == c["stores"] == t + 1
+            assert c["store_stage"] != c["compute_stage"]
+        else:
+            assert c["loads"] is None and c["stores"] is None
+
+
+def test_prefetch_timeline_draws():
+    fig = cp.prefetch_timeline(3)
+    assert len(fig.axes) == 1 and len(fig.axes[0].patches) > 0

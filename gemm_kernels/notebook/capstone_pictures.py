@@ -658,3 +658,70 @@ def waves(params: dict | None = None, sizes=(1024, 2048, 4096, 8192)) -> Table:
                  f"{sms or 'an unknown number of'} SMs, {occ.blocks_per_sm} blocks per SM "
                  f"({'timed binary' if timed else 'ptxas here'}: "
                  f"{occ.registers_per_thread} registers)")
+
+
+# ------------------------------------------------------------------ chapter 08's pipeline
+
+def prefetch_schedule(tiles: int = 4) -> list[dict]:
+    """Chapter 08's double buffering as its source writes it, step by step: column 0 is
+    the prologue (tile 0 loaded, stored to stage 0, barrier), column t + 1 is loop step t.
+    Each step: `loads` (the tile whose global loads go to the registers ra/rb at the top
+    of the step, or None after the last tile), `computes` and `compute_stage` (the tile
+    and stage the FFMAs read), `stores` and `store_stage` (the tile written from the
+    registers into the other stage after the compute), `barriers` (one per step)."""
+    cols = [{"label": "before the loop", "loads": 0, "computes": None, "compute_stage": None,
+             "stores": 0, "store_stage": 0, "barriers": 1}]
+    for t in range(tiles):
+        nxt = t + 1 if t + 1 < tiles else None
+        cols.append({"label": f"step {t}", "loads": nxt, "computes": t,
+                     "compute_stage": t % 2, "stores": nxt,
+                     "store_stage": None if nxt is None else nxt % 2, "barriers": 1})
+    return cols
+
+
+def prefetch_timeline(tiles: int = 4):
+    """Chapter 08's pipeline over time, as the source intends it: in each step the
+    global loads of tile t+1 go to the registers ra/rb first, stay in flight in those
+    registers while the FFMAs of tile t read one shared stage, and are stored to the
+    other stage afterwards; one __syncthreads() (black bar) closes the step."""
+    from matplotlib.patches import Rectangle
+    plt = _plt()
+    cols = prefetch_schedule(tiles)
+    lanes = ["global loads\n(LDG -> ra/rb)", "compute\n(FFMA from shared)",
+             "store\n(STS ra/rb -> shared)"]
+    colours = {"load": "#f6b26b", "flight": "#fce5cd", "compute": "#6aa84f",
+               "store": "#6fa8dc"}
+    fig, ax = plt.subplots(figsize=(2.6 * len(cols) + 1.5, 3.6))
+    ax.set_xlim(0, len(cols))
+    ax.set_ylim(len(lanes), 0)
+
+    def box(x0, w, lane, colour, text, dark=False):
+        ax.add_patch(Rectangle((x0, lane + 0.12), w, 0.76, facecolor=colour, edgecolor="0.4"))
+        ax.text(x0 + w / 2, lane + 0.5, text, ha="center", va="center", fontsize=FONT - 1,
+                color="w" if dark else "k")
+
+    for x, c in enumerate(cols):
+        if c["computes"] is None:                        # prologue: load, wait, store
+            box(x + 0.03, 0.45, 0, colours["load"], f"tile {c['loads']}")
+            box(x + 0.52, 0.42, 2, colours["store"], f"tile {c['stores']}\n-> stage 0")
+        else:
+            if c["loads"] is not None:
+                box(x + 0.03, 0.17, 0, colours["load"], "LDG")
+                box(x + 0.20, 0.55, 0, colours["flight"],
+                    f"tile {c['loads']} in flight\nin ra/rb")
+            box(x + 0.20, 0.55, 1, colours["compute"],
+                f"tile {c['computes']}\nstage {c['compute_stage']}", dark=True)
+            if c["stores"] is not None:
+                box(x + 0.77, 0.20, 2, colours["store"],
+                    f"tile {c['stores']}\n-> st. {c['store_stage']}")
+        ax.plot([x + 1, x + 1], [0, len(lanes)], color="k", lw=3)
+    ax.set_xticks([x + 0.5 for x in range(len(cols))], [c["label"] for c in cols],
+                  fontsize=FONT)
+    ax.set_yticks([i + 0.5 for i in range(len(lanes))], lanes, fontsize=FONT)
+    ax.tick_params(length=0)
+    ax.set_title("Chapter 08's double buffering as the source writes it: 2 shared stages, "
+                 "the next tile staged in registers\nblack bars: one __syncthreads() per "
+                 "step (the store writes the stage everyone finished reading before the "
+                 "previous bar)", fontsize=FONT + 1)
+    fig.tight_layout()
+    return fig
