@@ -11,7 +11,7 @@
 //       for i in 0..TM-1:
 //           acc[i] += As[tr*TM + i][k] * b    ... and reused TM times
 //
-// Chapter 03 issued two shared loads per FMA. Here a step of k costs 1 load of B and
+// Chapter 03's source reads two shared values per FMA. Here a step of k costs 1 load of B and
 // TM loads of A for TM FMAs, and the loads of A walk along k inside one thread, so the
 // compiler merges them into wide loads (LDS.64/LDS.128, see the SASS). In a warp the
 // 32 lanes have consecutive tc and (when BN >= 32) the same tr: the B read is 32

@@ -10,10 +10,10 @@
 //                     dot product over k, reading both operands from shared memory:
 //                     2 shared loads per FMA. The k loop is kept rolled (#pragma
 //                     unroll 1), as a dot product on its own would be: written with
-//                     k outermost and everything unrolled (seed 001's "2D-tile"), ptxas
+//                     k outermost and everything unrolled (the "2D-tile" kernel of Li Shaoxia's SGEMM article), ptxas
 //                     keeps each loaded value in a register by itself and the SASS is
 //                     the same as sgemm_tile_2d_reg's (same LDS.128 count, same FFMA).
-// sgemm_tile_2d_reg   outer-product order with register caching (seed 001's "2D-tile
+// sgemm_tile_2d_reg   outer-product order with register caching (the "2D-tile
 //                     register"). For each k: load the TM values of A's column and the
 //                     TN values of B's row into registers once, then TM*TN FMAs:
 //                     TM + TN values loaded for TM*TN FMAs. In the SASS the loads are
@@ -24,7 +24,7 @@
 //                     out: rows tr + i*(BM/TM), columns tc + j*(BN/TN), instead of the
 //                     contiguous patch rows tr*TM + i, columns tc*TN + j.
 //
-// Contiguous vs strided (seed 004's matrixMul_2_2 vs matrixMul_2_1: 128 x 128 x 8
+// Contiguous vs strided (the course notes' matrixMul_2_2 vs matrixMul_2_1: 128 x 128 x 8
 // tiles, 4x4 outputs, 32 x 32 = 1024 threads). A warp is one row of 32 threads (tr
 // fixed, tc = 0..31), so the A reads are broadcasts in both kernels, and both read
 // As[r][k..k+3] with one LDS.128 (8 per tile). The B reads differ:
@@ -46,7 +46,7 @@
 // reach L2, in 4x more partial requests (once per tile of C, so it matters little).
 // The copies of the tiles into shared memory are identical in both.
 //
-// With 8x8 outputs per thread (seed 001's 128x128x8 tile, 256 threads, 16 threads per
+// With 8x8 outputs per thread (the common 128x128x8 tile, 256 threads, 16 threads per
 // row of the thread grid) sgemm_tile_2d_reg is not conflict-free: a warp spans two
 // thread rows, and in its B load
 // Bs[k][8*tc .. 8*tc+3] lanes tc and tc+4 of a quarter warp hit the same 4 banks:

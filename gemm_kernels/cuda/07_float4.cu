@@ -33,7 +33,7 @@
 //     row: lane 2j fetched k 0..3 of row m, lane 2j+1 fetched k 4..7). For one of its
 //     4 STS.32, lane 2j writes word k*128 + m, lane 2j+1 word (k+4)*128 + m: the same
 //     bank (128 = 4*32), different words. Every bank gets 2 words: a 2-way conflict, 2
-//     wavefronts per STS where 1 would do (seed 001's figure). Chapter 09 pads the rows.
+//     wavefronts per STS where 1 would do (the figure the course notes measure). Chapter 09 pads the rows.
 //   * B store, STS.128 of Bs[k][4c..4c+3]: a warp writes 32 consecutive float4 (one row
 //     of Bs, 512 bytes): each quarter-warp covers the 32 banks once, 4 wavefronts, the
 //     minimum for 512 bytes.

@@ -23,7 +23,7 @@
 //    (its 4 floats are consecutive in global memory and land consecutively in shared
 //    memory). But cp.async also copies 4 bytes, so each float of A is copied straight to
 //    its transposed place As[k][m]. Per tile, a thread issues BM*BK/NT 4-byte copies of A
-//    (4 for the default), where chapter 09 used 1 LDG.128 + 4 STS.32 + 4 staging
+//    (4 for the default), where the z-order kernel uses 1 LDG.128 + 4 STS.32 + 4 staging
 //    registers: the same number of shared-memory writes, no registers, no waiting. (The
 //    alternative, 16-byte copies of A in its natural layout As[m][k], read along k,
 //    needs a different register blocking and new bank analysis; this keeps chapter 09's
@@ -64,11 +64,11 @@
 // registers, so two blocks of 256 threads share an SM (16 warps). On Hopper an SM
 // sub-partition issues one instruction per cycle and the FFMA pipe takes one warp
 // instruction per cycle, so every non-FFMA instruction in the main loop costs an FFMA
-// slot: FFMAs are ~90% of the default's main loop with HOIST and ~83% without it, and
-// HOIST was worth about 5% of the rate. The 128 x 256 x 8 tile (8 x 16 per thread, ~230
-// registers, one block per SM) has a slightly larger FFMA share (~91%) but measured
-// 1-2% slower; the data do not say why (two resident blocks can overlap one block's
-// per-tile wait with the other's FFMAs; one block cannot).
+// slot: HOIST raises the FFMA share of the default's main loop (chapter 09 counts it for
+// each configuration and measures what each step is worth). The 128 x 256 x 8 tile (8 x 16
+// per thread, over 200 registers, one block per SM) has a slightly larger FFMA share; at
+// 4096^3 it measured slightly slower than the default (two resident blocks can overlap
+// one block's per-tile wait with the other's FFMAs; one block cannot).
 //
 // Synchronisation, in step t (STAGES = S, fragments of step k are loaded in step k-1):
 //    k = 0:       load fragments k = 1 from stage t % S; issue the copies of tile t+S-1
@@ -103,8 +103,8 @@
 // BK columns / BK rows per tile, and one shared base per operand, so a copy is one
 // LDGSTS with an immediate offset. Rows beyond M and columns beyond N keep their clamped
 // addresses (set up once) but are no longer zeroed: they only reach accumulators of
-// rows / columns of C that are never stored. Main loop: FFMA share ~91% (BK = 8) and ~93%
-// (BK = 16) instead of ~88%.
+// rows / columns of C that are never stored. The main loop keeps fewer non-FFMA
+// instructions than without HOIST (chapter 09 shows both SASS counts).
 #include "common.cuh"
 #include "vec4.cuh"
 

@@ -5,7 +5,7 @@
 // changes, each a template switch so the chapter can measure them one at a time:
 //
 // PAD (0 or 4): the k-major A tile gets rows of BM + PAD floats. This removes the
-// 2-way conflict of the transposed store (seed 001, "BM + 4"). PAD = 4 rather than 1
+// 2-way conflict of the transposed store (the "BM + 4" padding of Li Shaoxia's SGEMM article). PAD = 4 rather than 1
 // keeps every row start 16-byte aligned (LDS.128 needs that): (BM + 4) * 4 bytes is a
 // multiple of 16 when BM is.
 //
