@@ -330,3 +330,32 @@ def test_pictures_are_readable(label, draw):
         box = boxes[id(t)]
         assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= width and box.y1 <= height, \
             f"{t.get_text()!r} is cut off by the edge of the figure"
+
+
+# ------------------------------------------------------------------ chapter 00
+
+_PROPS = {"name": "Test GPU", "compute_capability": "8.0", "sm_count": 108,
+          "sm_clock_mhz": 1410.0, "memory_clock_mhz": 1215.0, "memory_bus_bits": 5120,
+          "l2_bytes": 40 * 2**20, "max_threads_per_block": 1024, "max_threads_per_sm": 2048,
+          "registers_per_sm": 65536, "smem_per_sm": 167936, "warp_size": 32}
+
+
+def test_gpu_hierarchy_shows_the_device_numbers():
+    fig = pictures.gpu_hierarchy(_PROPS)
+    text = " ".join(t.get_text() for t in fig.findobj(Text))
+    for words in ("Test GPU", "108 SMs", "40 MiB", "164 KiB", "65,536", "2048 threads",
+                  "64 warps", "1024 threads", "32 warps", "16 FP32", "warp = 32 threads"):
+        assert words in text, words
+    gids = {p.get_gid() for p in fig.findobj() if hasattr(p, "get_gid")}
+    assert {"grid", "block", "warp 0", "SM", "L2", "DRAM", "registers", "shared memory",
+            "scheduler 3", "thread 0.31"} <= gids
+
+
+def test_gpu_hierarchy_refuses_missing_properties():
+    with pytest.raises(ValueError, match="l2_bytes"):
+        pictures.gpu_hierarchy({k: v for k, v in _PROPS.items() if k != "l2_bytes"})
+
+
+def test_gpu_hierarchy_is_readable():
+    test_pictures_are_readable("gpu_hierarchy", lambda: pictures.gpu_hierarchy(_PROPS))
+    test_pictures_are_readable("gpu_hierarchy recorded", pictures.gpu_hierarchy)

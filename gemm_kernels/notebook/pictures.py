@@ -1,4 +1,7 @@
-"""Pictures that teach the ideas of chapters 03, 05 and 06.
+"""Pictures that teach the ideas of chapters 00, 03, 05 and 06.
+
+`gpu_hierarchy` (chapter 00) draws grid, blocks, warps and threads beside DRAM, L2 and
+one SM, with the numbers of the live or recorded GPU.
 
 `tile_walk` draws one block of `smem_tiled` (chapter 03) walking along K: at each step
 the block copies one tile of its row strip of A and one tile of its column strip of B
@@ -423,3 +426,108 @@ def _reads_sentence(kernel, n_a, n_b) -> str:
 
 def _fmas(n) -> str:
     return f"{n} FMA" if n == 1 else f"{n} FMAs"
+
+
+# ------------------------------------------------------------------ chapter 00
+
+# gpu_hierarchy's colours: the threads' side (grid, block, warp) and the hardware's
+# (DRAM, L2, SM, its parts).
+_SOFT, _WARP_BOX, _HARD, _SM_BOX, _PART = "#eef3fa", "#a9c4e4", "#f4f4f4", "#fdf0dc", "#f2b45a"
+
+
+def _box(ax, x, y, w, h, text, colour, gid, size=TEXT, top=True):
+    """A labelled rectangle; the label at its top edge (or centred)."""
+    _rect(ax, x, y, w, h, gid=gid, facecolor=colour, edgecolor=_EDGE, lw=1.0)
+    if top:
+        ax.text(x + 0.15, y + h - 0.12, text, ha="left", va="top", fontsize=size)
+    else:
+        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=size)
+
+
+def _mib(n) -> str:
+    return f"{n / 2**20:g} MiB" if n >= 2**20 else f"{n / 2**10:g} KiB"
+
+
+def gpu_hierarchy(props=None):
+    """The hierarchy the course uses, with one GPU's numbers: on the left what a launch
+    creates (a grid of blocks, each block cut into warps of 32 threads), on the right
+    where it runs (DRAM, the L2 shared by all SMs, and one SM with its 4 schedulers,
+    register file and shared memory / L1). `props` is a device-properties dict
+    (`measure.roofline.device_properties()`, the live or recorded GPU, by default).
+    Returns the Figure."""
+    from gemm_kernels.core import device
+    if props is None:
+        from gemm_kernels.measure import roofline
+        props = roofline.device_properties()
+    need = ("name", "sm_count", "l2_bytes", "smem_per_sm", "registers_per_sm",
+            "max_threads_per_sm", "max_threads_per_block")
+    missing = [k for k in need if props.get(k) is None]
+    if missing:
+        raise ValueError("gpu_hierarchy: the device properties lack " + ", ".join(missing))
+    warp = props.get("warp_size", WARP)
+    sms, l2, smem = props["sm_count"], props["l2_bytes"], props["smem_per_sm"]
+    regs, threads_sm = props["registers_per_sm"], props["max_threads_per_sm"]
+    threads_block = props["max_threads_per_block"]
+    lanes = props.get("fp32_lanes_per_sm") or device.fp32_lanes(props["compute_capability"])
+    bw = device.peak_bandwidth_gbps(props)
+
+    plt = _plt()
+    fig, (soft, hard) = plt.subplots(1, 2, figsize=(12, 6.4), width_ratios=(1, 1.25),
+                                     layout="constrained")
+    fig.suptitle(f"Threads and hardware of the {props['name']}", fontsize=TEXT + 2)
+    soft.set_title("What a launch creates", fontsize=TEXT + 1)
+    hard.set_title("Where it runs", fontsize=TEXT + 1)
+    for ax in (soft, hard):
+        ax.set_axis_off()
+        ax.set_aspect("equal")
+    soft.set_xlim(0, 9.2), soft.set_ylim(0, 9.6)
+    hard.set_xlim(0, 11.5), hard.set_ylim(0, 9.6)
+
+    # --- the threads' side: grid > block > warp > thread
+    _box(soft, 0.1, 0.1, 9.0, 9.3, "grid: all the blocks of one launch\n"
+         "(gridDim.x x gridDim.y of them)", _SOFT, "grid")
+    for i, x in enumerate((5.6, 6.5, 7.4)):                 # other blocks, in miniature
+        _rect(soft, x + 0.2, 7.0, 0.7, 0.7, gid=f"block {i + 1}", facecolor="white",
+              edgecolor=_EDGE)
+    soft.text(7.6, 6.8, "more blocks", ha="center", va="top", fontsize=SMALL)
+    _box(soft, 0.4, 0.4, 5.0, 7.9, f"block: up to {threads_block} threads\n"
+         f"= up to {threads_block // warp} warps; all on one SM,\nsharing its shared memory",
+         "white", "block")
+    for w in range(3):
+        y = 4.6 - w * 1.75
+        _box(soft, 0.7, y, 4.4, 1.45, f"warp {w}: threads {w * warp}..{w * warp + warp - 1}",
+             _WARP_BOX, f"warp {w}", size=SMALL)
+        for t in range(16):                                    # its 32 threads, 2 rows
+            for r in range(2):
+                _rect(soft, 0.85 + t * 0.26, y + 0.15 + r * 0.33, 0.22, 0.27,
+                      gid=f"thread {w}.{r * 16 + t}", facecolor="white", edgecolor=_EDGE,
+                      lw=0.5)
+    soft.text(2.9, 0.55, "...", ha="center", va="bottom", fontsize=TEXT)
+    soft.text(5.6, 5.2, f"warp = {warp} threads with\nconsecutive thread indices\n"
+              "(threadIdx.x fastest):\nthey issue each\ninstruction together",
+              ha="left", va="top", fontsize=SMALL)
+
+    # --- the hardware's side: DRAM > L2 > SMs > one SM's parts
+    dram = f"DRAM: {_mib(props.get('dram_bytes', 0))}" if props.get("dram_bytes") else "DRAM"
+    dram += f", {bw:,.0f} GB/s theoretical" if bw else ""
+    _box(hard, 0.1, 0.1, 11.3, 1.0, dram, _HARD, "DRAM", top=False)
+    _box(hard, 0.1, 1.4, 11.3, 1.0, f"L2 cache: {_mib(l2)}, shared by all {sms} SMs",
+         _HARD, "L2", top=False)
+    _box(hard, 0.1, 2.7, 8.6, 6.7, f"one SM (streaming multiprocessor) of {sms}:\n"
+         f"up to {threads_sm} threads = {threads_sm // warp} warps resident at once",
+         _SM_BOX, "SM")
+    for s in range(4):
+        _box(hard, 0.35 + s * 2.07, 5.6, 1.9, 2.3,
+             f"scheduler {s}\n{lanes // 4} FP32\nlanes;\npicks a\nready warp", _PART,
+             f"scheduler {s}", size=SMALL)
+    _box(hard, 0.35, 4.2, 8.1, 1.1, f"register file: {regs:,} x 32-bit registers "
+         f"({_mib(regs * 4)}),\nsplit among the resident threads", _PART, "registers",
+         size=SMALL, top=False)
+    _box(hard, 0.35, 2.95, 8.1, 1.0, f"shared memory / L1: up to {_mib(smem)} of shared "
+         "memory\nfor the SM's blocks; the rest caches loads", _PART, "shared memory",
+         size=SMALL, top=False)
+    for i, y in enumerate((7.9, 6.3, 4.7, 3.1)):               # the other SMs, in miniature
+        _rect(hard, 9.0, y, 1.2, 1.2, gid=f"SM {i + 1}", facecolor=_SM_BOX, edgecolor=_EDGE)
+        hard.text(9.6, y + 0.6, "SM", ha="center", va="center", fontsize=SMALL)
+    hard.text(9.6, 3.02, f"{sms} SMs in all", ha="center", va="top", fontsize=SMALL)
+    return fig
