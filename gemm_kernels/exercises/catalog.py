@@ -294,7 +294,8 @@ register(Exercise(
     hints={"compile": "keep the kernel's name and template parameters as given",
            "static": "a 64-bit access is served per half-warp: the 16 doubles a half-warp "
                      "reads or writes must lie in different pairs of banks (consecutive "
-                     "doubles do; a column of a 16 x 16 tile does not, unless padded)",
+                     "doubles along a row do; a walk down a column of a 16 x 16 tile does "
+                     "not)",
            "correct": "A_shared[ty][kk] must hold A[row][tile * BLOCK + kk] and "
                       "B_shared[kk][tx] B[tile * BLOCK + kk][col], with 0.0 outside the "
                       "matrices",
