@@ -264,10 +264,10 @@ def cmd_study(a):
     if not names:
         a.parser.error("name one or more studies, or --all")
     for n in names:
-        bad = n not in studies.STUDIES and f"no study named {n!r}; known studies: " \
-            f"{', '.join(studies.STUDIES)}"
-        if bad:
-            a.parser.error(bad)
+        try:
+            studies.get(n)
+        except ValueError as e:     # the registry's own message, argparse-style
+            a.parser.error(str(e))
     _need_gpu("study")
     from gemm_kernels.measure.record import merge
     from gemm_kernels.measure.study_run import study_rows

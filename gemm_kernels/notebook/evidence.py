@@ -259,17 +259,6 @@ def load_to_use_table(kernels, params: dict | None = None) -> Table:
 
 # ---- the GPU the rows were measured on, and the order of a kernel's global accesses
 
-def device_properties() -> dict:
-    """The GPU's properties: the live one's, or (recorded mode) those the recording
-    saved of the GPU it measured on. Empty when neither is there."""
-    from gemm_kernels.core import device
-    from gemm_kernels.measure import records
-    if device.is_live():
-        return device.properties()
-    rec = records.current()
-    return dict(rec.device) if rec is not None else {}
-
-
 def global_accesses(kernel, params: dict | None = None) -> list[str]:
     """The global loads (LDG), global stores (STG) and exits of a kernel in the order
     of its SASS (compiled here for sm_90), as 'LDG', 'LDG.128', 'STG', 'EXIT', ..."""
