@@ -3,9 +3,13 @@
     python scripts/exercise_cells.py NAME SOLUTION.cu INTRO.md [SOLUTION_INTRO.md]
 
 The chapter notebook gets the skeleton (each solution region replaced by the stub), the
-solution notebook the solution; both get the intro, `%load_ext`, the `%%exercise` cell
-(an nbgrader solution cell) and the autograded test cell (which raises on the skeleton:
-tagged nbval-raises-exception there). Cells of an earlier run are replaced. Execute both
+solution notebook the solution; both get the intro, `%load_ext` and the `%%exercise` cell
+(an nbgrader solution cell, which shows the grading report without raising), and, at the
+end of the notebook, a "Your grade" heading and the autograded test cell (which raises on
+the skeleton: tagged nbval-raises-exception there). So "Run All" runs the whole chapter
+and stops, if at all, at its last cell, wherever the exercise sits: in a chapter it comes
+before the chapter's own kernel, so that the student writes before reading. Cells of an
+earlier run are replaced where they were (new ones: the exercise at the end). Execute both
 notebooks afterwards (jupyter nbconvert --execute --inplace --allow-errors).
 """
 import json
@@ -35,32 +39,41 @@ def _code(text, cid, tags=(), nbgrader=None):
             "outputs": [], "source": _lines(text)}
 
 
-# Told to the student under every exercise: the saved notebook shows the check failing.
-EXPECTED_FAIL = ("Until your kernel is written and passes, the check cell at the end of "
-                 "this section stops with a table marked FAIL and an `AssertionError`: "
-                 "that is expected, not a fault of the notebook. \"Run All\" stops there "
-                 "too; run the cells after it one by one.")
+# Told to the student under every exercise: the saved notebook shows the report failing.
+EXPECTED_FAIL = ("Until your kernel is written and passes, the report says FAIL: that is "
+                 "expected, and the rest of the chapter runs on regardless. The last cell "
+                 "of the notebook, under *Your grade*, turns the report into a pass or a "
+                 "fail; it stops with an `AssertionError` until your kernel passes.")
 
 
 def cells(name, intro, solution_src, student):
+    """(the exercise's cells, the grade cells that close the notebook)."""
     src = skeleton(solution_src) if student else solution_src
     if student and EXPECTED_FAIL not in intro:
         intro = intro + "\n\n" + EXPECTED_FAIL
-    return [_md(intro, f"ex-{name}-intro"),
-            _code("%load_ext gemm_kernels.exercises", f"ex-{name}-load"),
-            _code(f"%%exercise {name}\n" + src, f"ex-{name}-kernel", ("nbval-ignore-output",),
-                  {"grade": False, "solution": True, "locked": False,
-                   "grade_id": f"ex{name}_kernel"}),
-            _code(f'from gemm_kernels.exercises import verdict\nverdict("{name}").assert_passed()',
-                  f"ex-{name}-test", ("nbval-raises-exception",) if student else (),
-                  {"grade": True, "solution": False, "locked": True, "points": 1,
-                   "grade_id": f"ex{name}_test"})]
+    exercise = [_md(intro, f"ex-{name}-intro"),
+                _code("%load_ext gemm_kernels.exercises", f"ex-{name}-load"),
+                _code(f"%%exercise {name}\n" + src, f"ex-{name}-kernel",
+                      ("nbval-ignore-output",),
+                      {"grade": False, "solution": True, "locked": False,
+                       "grade_id": f"ex{name}_kernel"})]
+    grade = [_md(f"## Your grade: {get(name).title}\n\nThe report of your last run of the "
+                 f"`%%exercise {name}` cell, as a pass or a fail.", f"ex-{name}-grade"),
+             _code(f'from gemm_kernels.exercises import verdict\nverdict("{name}").assert_passed()',
+                   f"ex-{name}-test", ("nbval-raises-exception",) if student else (),
+                   {"grade": True, "solution": False, "locked": True, "points": 1,
+                    "grade_id": f"ex{name}_test"})]
+    return exercise, grade
 
 
-def put(path, new):
+def put(path, exercise, grade):
+    """The exercise where its cells were (else at the end), its grade cells at the end."""
     nb = json.loads(Path(path).read_text())
-    prefix = new[0]["id"].rsplit("-", 1)[0] + "-"
-    nb["cells"] = [c for c in nb["cells"] if not str(c.get("id", "")).startswith(prefix)] + new
+    prefix = exercise[0]["id"].rsplit("-", 1)[0] + "-"
+    old = [i for i, c in enumerate(nb["cells"]) if str(c.get("id", "")).startswith(prefix)]
+    kept = [c for c in nb["cells"] if not str(c.get("id", "")).startswith(prefix)]
+    at = old[0] if old else len(kept)
+    nb["cells"] = kept[:at] + exercise + kept[at:] + grade
     Path(path).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
@@ -70,9 +83,9 @@ def main(name, solution_file, intro_file, solution_intro_file=None):
     intro = Path(intro_file).read_text().strip()
     sol_intro = Path(solution_intro_file).read_text().strip() if solution_intro_file else \
         "## Write the kernel: a solution"
-    put(next((ROOT / "notebooks").glob(f"{ch}_*.ipynb")), cells(name, intro, sol, True))
+    put(next((ROOT / "notebooks").glob(f"{ch}_*.ipynb")), *cells(name, intro, sol, True))
     put(ROOT / "notebooks" / "solutions" / f"{ch}_solution.ipynb",
-        cells(name, sol_intro, sol, False))
+        *cells(name, sol_intro, sol, False))
 
 
 if __name__ == "__main__":

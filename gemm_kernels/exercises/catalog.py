@@ -130,16 +130,20 @@ register(Exercise(
 
 # ---------------------------------------------------------------- chapter 04
 
+_LAYOUT = {"BLOCK": 32, "LAYOUT": "transposed", "PAD": 1}
 register(Exercise(
-    name="04_tile_layout", chapter="04", title="a tile layout free of bank conflicts",
-    kernel="bank_layout", params={"BLOCK": 32, "LAYOUT": "transposed", "PAD": 1},
-    static_checks=(ch04_checks.tile_layout_check(32),),
-    hints={"static": "a warp is one row of threads (ty fixed, tx = 0..31): where its 32 "
-                     "lanes touch 32 elements, their words must fall in 32 different "
-                     "banks (word % 32); a row length of BLOCK + 1 words, or an XOR of "
-                     "the column with the row, spreads a column over all banks",
-           "speed": "keep every access conflict-free: the kernel reads A and B BLOCK "
-                    "times per step"},
+    name="04_tile_layout", chapter="04", title="a tile layout that keeps each step cheap in wavefronts",
+    kernel="bank_layout", params=_LAYOUT,
+    static_checks=(ch04_checks.tile_layout_check(32, "04_tile_layout", "bank_layout",
+                                                 _LAYOUT),),
+    hints={"static": "a warp is one row of threads (ty fixed, tx = 0..31): the reads run "
+                     "BLOCK times per step, so where the 32 lanes read 32 elements their "
+                     "words must fall in 32 different banks (word % 32); a row length of "
+                     "BLOCK + 1 words, or an XOR of the column with the row, spreads a "
+                     "column over all banks",
+           "speed": "the kernel reads A and B BLOCK times per step: keep the reads "
+                    "conflict-free, and let the compiler merge them (rows of an even "
+                    "length, read along k) if you can"},
 ))
 
 

@@ -7,12 +7,18 @@ expressions, evaluates them for every element of a BLOCK x BLOCK tile with a sma
 evaluator of C integer expressions, and then:
 
 * refuses a layout that puts two elements in one word or a word outside the tile's room;
-* prices every warp access of the kernel (the store of a and of b, the reads of A and B
-  for each k) with `gemm_kernels.memory.banks`, one 4-byte word per lane as the source
-  writes it, and refuses any access that costs more wavefronts than its ideal.
+* prices every warp access of one step along K (the store of a and of b, the reads of A
+  and B) with `gemm_kernels.memory.banks`, at the width the compiler gives the reads:
+  ptxas merges the reads of consecutive k into LDS.64 or LDS.128 when the layout puts
+  them in consecutive, aligned words (as chapter 04 shows), and the submission's SASS
+  says which widths it used;
+* refuses a layout whose step costs a warp more than `BUDGET` times the wavefronts its
+  instructions need at the least. The chapter's lesson is that the rate follows the
+  wavefronts per step, not the conflict count: a 2-way conflict in a store, once per
+  step, costs a few percent and passes; a conflict in the reads, repeated at every k,
+  does not.
 
-No GPU and no compiler is needed, so a student without a GPU still learns whether the
-layout conflicts.
+No GPU is needed, so a student without one still learns what the layout costs.
 """
 from __future__ import annotations
 
@@ -20,10 +26,15 @@ import re
 from typing import Callable
 
 from gemm_kernels.exercises.cexpr import ExpressionError, code_only, compile_expression
+from gemm_kernels.exercises.ch05_checks import between_barriers, opcodes
 from gemm_kernels.exercises.stubs import STUB
+from gemm_kernels.exercises.submission import submission_sass
 from gemm_kernels.memory import banks
 
 ROOM_PAD = 4        # the skeleton's tiles hold BLOCK rows of BLOCK + ROOM_PAD words
+# A step may cost a warp at most 10% more wavefronts than its instructions' ideal: room
+# for a conflicted store (one instruction of a step's 34 to 66), none for conflicted reads.
+BUDGET = 1.10
 
 def word_expression(source: str, function: str) -> tuple[str | None, str | None]:
     """(the expression of the one line `word = ...;` in `function`'s body, None) or
@@ -85,38 +96,84 @@ def layout_problems(table: list[list[int]], label: str, room: int) -> list[str]:
     return []
 
 
-def warp_accesses(a: list[list[int]], b: list[list[int]]):
-    """(name, warp, 32 words) for every shared-memory access of every warp of the
-    kernel's block (BLOCK x BLOCK threads, tx = thread % BLOCK, ty = thread // BLOCK):
-    the stores of a = A(ty, tx) and b = B(ty, tx), and the reads A(ty, k), B(k, tx)."""
+def read_width(table: list[list[int]], along_rows: bool) -> int:
+    """The widest merge (4, 2 or 1 words) the layout allows for the reads along k: every
+    lane's w values of consecutive k in consecutive words, the first a multiple of w.
+    `table[i][j]`; k is j for A (a_word(m, k)) and i for B (b_word(k, n))."""
+    block = len(table)
+    for w in (4, 2):
+        def word(x, k):
+            return table[k][x] if along_rows else table[x][k]
+        if all(word(x, k) % w == 0 and all(word(x, k + i) == word(x, k) + i for i in range(w))
+               for x in range(block) for k in range(0, block, w)):
+            return w
+    return 1
+
+
+def sass_widths(sass: str) -> set[int]:
+    """The widths (in words) of the shared loads between the step's two barriers."""
+    widths = {"LDS": 1, "LDS.64": 2, "LDS.128": 4}
+    return {widths[op.replace(".U", "").replace(".32", "")]
+            for op in between_barriers(opcodes(sass)) if op.startswith("LDS")
+            and op.replace(".U", "").replace(".32", "") in widths}
+
+
+def warp_accesses(a: list[list[int]], b: list[list[int]], wa: int = 1, wb: int = 1):
+    """(name, warp, first word of each of the 32 lanes, width in words) for every shared
+    access of one step of every warp of the kernel's block (BLOCK x BLOCK threads,
+    tx = thread % BLOCK, ty = thread // BLOCK): the stores of a = A(ty, tx) and
+    b = B(ty, tx), and the reads A(ty, k) and B(k, tx), `wa` and `wb` values of k per
+    read."""
     block = len(a)
     for warp in range(block * block // banks.WARP):
         lanes = [divmod(warp * banks.WARP + lane, block) for lane in range(banks.WARP)]
-        yield "the store of a, a_word(ty, tx)", warp, [a[ty][tx] for ty, tx in lanes]
-        yield "the store of b, b_word(ty, tx)", warp, [b[ty][tx] for ty, tx in lanes]
-        for k in range(block):
-            yield f"the read of A, a_word(ty, {k})", warp, [a[ty][k] for ty, _ in lanes]
-            yield f"the read of B, b_word({k}, tx)", warp, [b[k][tx] for _, tx in lanes]
+        yield "the store of a, a_word(ty, tx)", warp, [a[ty][tx] for ty, tx in lanes], 1
+        yield "the store of b, b_word(ty, tx)", warp, [b[ty][tx] for ty, tx in lanes], 1
+        for k in range(0, block, wa):
+            yield f"the read of A, a_word(ty, {k})", warp, [a[ty][k] for ty, _ in lanes], wa
+        for k in range(0, block, wb):
+            yield f"the read of B, b_word({k}, tx)", warp, [b[k][tx] for _, tx in lanes], wb
 
 
-def bank_problems(a: list[list[int]], b: list[list[int]]) -> list[str]:
-    """The accesses whose predicted wavefronts exceed the ideal, the worst of each kind
-    first found (one line per kind: store a, store b, read A, read B)."""
-    worst: dict[str, tuple[int, str]] = {}
-    for name, warp, words in warp_accesses(a, b):
-        r = banks.analyse(banks.words_to_bytes(words), 4)
-        if r.wavefronts > r.ideal:
-            kind = name.split(",")[0]
-            bank, served = max(enumerate(r.phases[0].words_per_bank), key=lambda x: x[1])
-            text = (f"{name} in warp {warp} costs {r.wavefronts} wavefronts where "
-                    f"{r.ideal} would do: bank {bank} serves {served} different words")
-            if kind not in worst or r.wavefronts > worst[kind][0]:
-                worst[kind] = (r.wavefronts, text)
-    return [text for _, text in worst.values()]
+def step_cost(a: list[list[int]], b: list[list[int]], wa: int = 1, wb: int = 1):
+    """Per warp, (wavefronts of one step, the ideal of its instructions), and the worst
+    access of each kind (store a, store b, read A, read B) that pays more than its
+    ideal, described."""
+    cost, worst = [], {}
+    for warp in range(len(a) * len(a) // banks.WARP):
+        total = ideal = 0
+        for name, _, words, width in (x for x in warp_accesses(a, b, wa, wb) if x[1] == warp):
+            r = banks.analyse(banks.words_to_bytes(words), 4 * width)
+            total, ideal = total + r.wavefronts, ideal + r.ideal
+            if r.wavefronts > r.ideal:
+                kind = name.split(",")[0]
+                bank, served = max(enumerate(r.phases[0].words_per_bank), key=lambda x: x[1])
+                text = (f"{name} ({32 * width}-bit) in warp {warp} costs {r.wavefronts} "
+                        f"wavefronts where {r.ideal} would do: bank {bank} serves {served} "
+                        "different words")
+                if kind not in worst or r.wavefronts > worst[kind][0]:
+                    worst[kind] = (r.wavefronts, text)
+        cost.append((total, ideal))
+    return cost, [text for _, text in worst.values()]
 
 
-def tile_layout_check(block: int) -> Callable[[str], list[str]]:
-    """The static check of exercise 04 for tiles of `block` x `block` elements."""
+def bank_problems(a: list[list[int]], b: list[list[int]], wa: int = 1, wb: int = 1) -> list[str]:
+    """Empty when every warp's step costs at most BUDGET times its ideal wavefronts;
+    otherwise the first such warp's cost and the worst accesses."""
+    cost, worst = step_cost(a, b, wa, wb)
+    over = next(((w, t, i) for w, (t, i) in enumerate(cost) if t > BUDGET * i), None)
+    if over is None:
+        return []
+    warp, total, ideal = over
+    return [f"one step along K costs warp {warp} {total} wavefronts where its instructions "
+            f"need {ideal} (more than {BUDGET - 1:.0%} over)"] + worst
+
+
+def tile_layout_check(block: int, exercise: str = "", kernel: str = "",
+                      params: dict | None = None) -> Callable[[str], list[str]]:
+    """The static check of exercise 04 for tiles of `block` x `block` elements; with
+    `exercise`, `kernel` and `params` it reads the read widths from the submission's
+    SASS (else it prices one 4-byte word per read)."""
     room = block * (block + ROOM_PAD)
 
     def check(source: str) -> list[str]:
@@ -138,7 +195,12 @@ def tile_layout_check(block: int) -> Callable[[str], list[str]]:
             if not found:
                 tables.append(table)
         if len(tables) == 2 and not problems:
-            problems += bank_problems(*tables)
+            a, b = tables
+            sass = submission_sass(exercise, kernel, params, source) if exercise else None
+            built = sass_widths(sass) if sass else {1}
+            wa = max([1] + [w for w in built if w <= read_width(a, along_rows=False)])
+            wb = max([1] + [w for w in built if w <= read_width(b, along_rows=True)])
+            problems += bank_problems(a, b, wa, wb)
         return problems
 
     check.__name__ = f"tile_layout_check_{block}"
