@@ -5,7 +5,9 @@ kernels share one signature:
 
     (int M, int N, int K, T alpha, const T* A, const T* B, T beta, T* C)
 
-with A (M x K), B (K x N) and C (M x N) row-major, C = alpha*A@B + beta*C.
+with A (M x K), B (K x N) and C (M x N) row-major, C = alpha*A@B + beta*C. A kernel
+marked `a_transposed` receives A^T (K x M, row-major) in place of A; its callers still
+pass A, and the launcher transposes it once (see `launch.operands`).
 Transpose and copy kernels take (int rows, int cols, const T* in, T* out).
 """
 from __future__ import annotations
@@ -347,6 +349,25 @@ register(Kernel(
     smem=lambda p: (p["BM"] + p["BN"]) * p["BK"] * 4,
     shape_params=_vec_ab_shape_params,
     align=16,
+))
+
+# Chapter 10's use of a transpose: float4 reading a pre-transposed A (K x M), whose
+# float4s run along m and go into the k-major A tile whole (one STS.128). Its vector
+# path needs the rows of A^T and of B aligned: M % 4 == 0 and N % 4 == 0, any K.
+register(Kernel(
+    name="float4_at", chapter="07",
+    title="float4 on a pre-transposed A: A^T loaded along m, A tile stored with STS.128",
+    source="07_float4_at.cu", entry="sgemm_float4_at", op="sgemm",
+    params=_vec_tile_params() + (_ONE_PER_SM,),
+    template=("BM", "BN", "BK", "TM", "TN", "VEC"),
+    constraints=_vec_tile_rules(1),
+    threads=lambda p: (_vec_tile_threads(p), 1, 1),
+    grid=lambda p, s: (ceil_div(s[1], p["BN"]), ceil_div(s[0], p["BM"]), 1),
+    smem=lambda p: (p["BM"] + p["BN"]) * p["BK"] * 4,
+    dynamic_smem=_one_per_sm_smem(lambda p: (p["BM"] + p["BN"]) * p["BK"] * 4),
+    shape_params=lambda p, s: {"VEC": s is None or (s[0] % 4 == 0 and s[1] % 4 == 0)},
+    align=16,
+    a_transposed=True,
 ))
 
 register(Kernel(

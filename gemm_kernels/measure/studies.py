@@ -22,6 +22,10 @@ CUBE_2048 = (2048, 2048, 2048)
 CUBE_1024 = (1024, 1024, 1024)
 # Chapter 10's awkward shape: neither side a multiple of a tile, rows of odd length.
 ODD_TRANSPOSE = (8191, 4097)
+# A GEMM with few columns: the transpose of A (M x K) costs a larger share of the GEMM,
+# whose work is M*N*K. 256 blocks of 128 x 128: one wave at two blocks per SM on an H200.
+NARROW_N = (8192, 512, 4096)
+PRETRANSPOSED_A = "ch10_pretransposed_a"
 # siboehm's kernel-5 tile: 128 x 128 x 8, 8 x 8 outputs per thread.
 K5 = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
 # siboehm's kernel-4 tile: 64 x 64 x 8, 8 outputs per thread.
@@ -62,6 +66,27 @@ class Step:
     label: str          # what this step is, for the reader ("+ 4 stages")
     kernel: str
     params: dict
+    # A copy or transpose step in a study of GEMM shapes (M, N, K): the GEMM operand
+    # ("A", "B" or "C") whose matrix it moves, and so the shape it runs at (A: M x K).
+    # None: the step runs at the study's shape itself.
+    operand: str | None = None
+
+
+OPERANDS = {"A": lambda M, N, K: (M, K), "B": lambda M, N, K: (K, N),
+            "C": lambda M, N, K: (M, N)}
+
+
+def step_shape(step: Step, shape) -> tuple:
+    """The shape `step` runs at in a study at `shape`: the shape itself, or for a step
+    with an operand that operand's matrix (rows, cols) at the GEMM shape (M, N, K)."""
+    if step.operand is None:
+        return tuple(shape)
+    if step.operand not in OPERANDS:
+        raise ValueError(f"operand {step.operand!r} is not one of {', '.join(OPERANDS)}")
+    if len(shape) != 3:
+        raise ValueError(f"operand {step.operand!r} needs a GEMM shape (M, N, K), "
+                         f"got {tuple(shape)}")
+    return OPERANDS[step.operand](*shape)
 
 
 @dataclass(frozen=True)
@@ -153,6 +178,14 @@ STUDY_LIST = (
               Step("chapter 09, z-order (LDG + STS)", "zorder", {}),
               Step("capstone (LDGSTS)", "capstone", {})),
           (CUBE_1024,), tuple(LDGSTS)),
+    Study(PRETRANSPOSED_A, "10",
+          "Chapter 07's kernel on a pre-transposed A: is the GEMM faster, and does the "
+          "saving pay for the transpose?", "time", (
+              Step("chapter 07: A as it is (4 STS.32 per float4 of A)", "float4", K5),
+              Step("A^T given (1 STS.128 per float4 of A)", "float4_at", K5),
+              Step("the transpose that makes A^T (M x K, float32)", "transpose_fast",
+                   {"T": "float"}, operand="A")),
+          (CUBE_2048, CUBE_4096, NARROW_N)),
     Study("ch10_dram", "10", "DRAM traffic and loads in flight at 8191 x 4097", "ncu", (
               Step("copy", "copy", {}),
               Step("padded tile, one tile per block", "transpose_padded", {"STACK": 1}),
@@ -174,7 +207,9 @@ def get(name: str) -> Study:
 
 
 def problems(study: Study) -> list[str]:
-    """Why a study could not run as written (unknown kernels, invalid parameters)."""
+    """Why a study could not run as written (unknown kernels, invalid parameters, a
+    step whose shape is not one its kernel takes)."""
+    from gemm_kernels.core.launch import shape_problem
     out = []
     for s in study.steps:
         if s.kernel not in KERNELS:
@@ -184,6 +219,14 @@ def problems(study: Study) -> list[str]:
             bad = KERNELS[s.kernel].problems(s.params)
         except ValueError as e:
             bad = [str(e)]
+        for shape in study.shapes:
+            try:
+                wrong = shape_problem(KERNELS[s.kernel], step_shape(s, shape))
+            except ValueError as e:
+                wrong = str(e)
+            if wrong:
+                bad.append(wrong)
+                break
         out += [f"{study.name}: step {s.label!r}: {b}" for b in bad]
     if study.kind not in ("time", "ncu"):
         out.append(f"{study.name}: kind {study.kind!r} is neither 'time' nor 'ncu'")
@@ -193,8 +236,9 @@ def problems(study: Study) -> list[str]:
 
 
 def launches(study: Study) -> list[tuple[Step, dict, tuple]]:
-    """(step, full parameters, shape) for every launch, in order: steps within shapes."""
-    return [(s, KERNELS[s.kernel].resolve(s.params), tuple(shape))
+    """(step, full parameters, the step's shape) for every launch, in order: steps
+    within the study's shapes."""
+    return [(s, KERNELS[s.kernel].resolve(s.params), step_shape(s, shape))
             for shape in study.shapes for s in study.steps]
 
 
@@ -214,16 +258,19 @@ def pick_metrics(wanted, known: set[str] | None) -> list[str]:
 
 
 def results(name: str, shape=None) -> list[tuple[Step, dict | None]]:
-    """Each step of the study at `shape` (the first of its shapes by default) with its
-    recorded row, or None where the recording has none for the current kernel source."""
+    """Each step of the study at `shape` (one of the study's shapes, the first by
+    default; a step with an operand at that operand's shape) with its recorded row, or
+    None where the recording has none for the current kernel source."""
     from gemm_kernels.measure import records
     study = get(name)
     shape = tuple(shape or study.shapes[0])
+    if shape not in map(tuple, study.shapes):
+        raise ValueError(f"{name} was not measured at {shape}; its shapes are "
+                         f"{', '.join(map(str, study.shapes))}")
     rec = records.current()
     out = []
-    for step, full, s in launches(study):
-        if s != shape:
-            continue
+    for step in study.steps:
+        full, s = KERNELS[step.kernel].resolve(step.params), step_shape(step, shape)
         rows = [] if rec is None else [
             r for r in rec.find(step.kernel, s, full)
             if (r.get("study") == name if study.kind == "ncu"

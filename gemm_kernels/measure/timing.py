@@ -152,6 +152,15 @@ def spread(t: Timing, rate) -> dict:
     return {"median": rate(t.median_ms), "min": rate(t.max_ms), "max": rate(t.min_ms)}
 
 
+def times_ms(row: dict) -> dict:
+    """{median, min, max} in milliseconds of a timed row (GFLOP/s or GB/s): `spread`
+    undone, with the rate's own formula (the highest rate is the fastest call)."""
+    unit, rate = unit_and_rate(row["kernel"], row["shape"], row["params"])
+    work = rate(1.0)              # rate(ms) = work / ms
+    r = row[unit]
+    return {"median": work / r["median"], "min": work / r["max"], "max": work / r["min"]}
+
+
 def reference_of(name: str) -> str | None:
     """The reference a kernel is measured beside (None for the references themselves)."""
     return None if name in REFERENCE_KERNELS else REFERENCES[kernel_of(name).op]
@@ -237,6 +246,8 @@ def _setup(name: str, shape: tuple, p: dict):
     k = kernel_of(name)
     binary = lambda: {"binary": compiler.binary_attributes(compiler.function(k, p, shape))}
     if k.op in DTYPES:
+        # the launcher is built here, before timing: a kernel that reads A^T gets it
+        # now (launch.operands), and each timed call runs the GEMM alone
         A, B, C = _gemm_inputs(shape, DTYPES[k.op], rng)
         C_ref = cupy.empty_like(C)      # cuBLAS must not overwrite what is checked
         return {"candidate": launcher(k, A, B, C, params=p),

@@ -1,10 +1,13 @@
 """Per-lane shared-memory addresses of chapters 07-09 (warp 0, one k), for the bank model.
 
-The index expressions follow the kernels' sources (07_float4.cu, 09_zorder.cu):
+The index expressions follow the kernels' sources (07_float4.cu, 07_float4_at.cu,
+09_zorder.cu):
 
 * ``a_store``: the transposed A store of the VEC path. Lane l of warp 0 fetched the
   float4 of tile row m = l // (BK/4) at k = 4 * (l % (BK/4)); its store number s writes
   As[k + s][m], word (k + s) * (BM + PAD) + m.
+* ``a_store_at``: the same tile stored from a pre-transposed A (07_float4_at.cu): lane l
+  fetched four consecutive m of one k and writes them with one STS.128.
 * ``a_read`` / ``b_read``: one LDS.128 of the A column or B row piece a lane needs at one
   k, for ``layout`` "float4" (chapter 07/08: thread (tr, tc) = (t / (BN/TN), t % (BN/TN))
   reads words TM*tr + 4h and TN*tc + 4h), "rowmajor" or "zorder" (chapter 09: 4 x 4
@@ -36,6 +39,18 @@ def a_store(BM: int = 128, BK: int = 8, PAD: int = 0, s: int = 0) -> list[int]:
     for lane in range(WARP):
         m, k = lane // (BK // 4), 4 * (lane % (BK // 4))
         out.append(((k + s) * lda + m) * 4)
+    return out
+
+
+def a_store_at(BM: int = 128, BK: int = 8, PAD: int = 0) -> list[int]:
+    """Byte addresses of the STS.128 of the A tile in 07_float4_at.cu (A^T given), warp
+    0: lane l fetched float4 number f = l of the tile, four consecutive m of one k
+    (k = f // (BM/4), m = 4 * (f % (BM/4))), and stores it whole at As[k][m]."""
+    lda = BM + PAD
+    out = []
+    for lane in range(WARP):
+        k, m = lane // (BM // 4), 4 * (lane % (BM // 4))
+        out.append((k * lda + m) * 4)
     return out
 
 

@@ -9,6 +9,7 @@ the SASS compiled here.
 """
 from __future__ import annotations
 
+import math
 import re
 
 from gemm_kernels.core import analysis
@@ -62,8 +63,10 @@ def table(name: str, shape=None) -> Table:
                                                              registers=regs).blocks_per_sm
         rows.append(row)
     cols = ["step", "kernel", "rate", "share", "registers", "blocks/SM"]
-    ref = next((_reference(r) for _, r in pairs if r and r.get("reference")), None)
-    title = (f"{st.question} ({_shape_text(shape)}; share = % of {ref or 'the reference'} "
+    refs = list(dict.fromkeys(_reference(r) for _, r in pairs if r and r.get("reference")))
+    ref = refs[0] if len(refs) == 1 else \
+        f"each step's own reference ({' or '.join(refs)})" if refs else "the reference"
+    title = (f"{st.question} ({_shape_text(shape)}; share = % of {ref} "
              f"timed in the same process) — {_runs_line(pairs)}")
     return Table([{c: row.get(c) for c in cols} for row in rows], cols, title=title)
 
@@ -72,7 +75,11 @@ def plot(name: str, shape=None, ax=None):
     """The timed study at one shape as horizontal bars, each labelled with its share of
     the reference; steps not recorded are drawn as empty rows saying so."""
     import matplotlib.pyplot as plt
+    from gemm_kernels.core.launch import DTYPES, kernel_of
     st = studies.get(name)
+    if len({kernel_of(s.kernel).op in DTYPES for s in st.steps}) > 1:
+        raise ValueError(f"{name} times GEMMs (FLOP/s) and copies or transposes (bytes/s): "
+                         "one axis cannot show both; use table() for its rows")
     shape = tuple(shape or st.shapes[0])
     pairs = studies.results(name, shape)
     if ax is None:
@@ -181,6 +188,73 @@ def counters(name: str, columns: dict, shape=None, kernels=None) -> Table:
         rows.append(row)
     return Table(rows, ["step", *columns], title=f"{st.question} ({_shape_text(shape)}, "
                                                   f"Nsight Compute) — {_runs_line(pairs)}")
+
+
+# ---- chapter 10: chapter 07's kernel on a pre-transposed A
+
+_WITH_A, _WITH_AT, _TRANSPOSE = "float4", "float4_at", "transpose_fast"
+
+
+def pretransposed_a(shapes=None) -> Table:
+    """Chapter 10's question about chapter 07's kernel, one row per shape of the study
+    `studies.PRETRANSPOSED_A` (or of `shapes`, some of them): the GEMM's time with A as
+    it is (float4) and with A^T given (float4_at), what the second saves per GEMM, the
+    time of the transpose that makes A^T (transpose_fast on the M x K matrix), the net
+    saving when one GEMM uses the A^T (saving - transpose), and how many GEMMs on the
+    same A^T repay the transpose. Times are the medians of the timed calls, in
+    microseconds, from the recorded rates. A row is worked out only when its three
+    rows come from one run; otherwise its note says why not (not recorded, several runs)."""
+    st = studies.get(studies.PRETRANSPOSED_A)
+    us = "µs"
+    cols = ["shape", f"GEMM, A as is ({us})", f"GEMM, A^T given ({us})",
+            f"saving per GEMM ({us})", f"transpose of A ({us})", f"net, one GEMM ({us})",
+            "GEMMs to repay", "note"]
+    rows, seen, incomplete = [], [], False
+    for shape in shapes or st.shapes:
+        pairs = studies.results(st.name, shape)
+        got = {s.kernel: r for s, r in pairs}
+        runs = studies.runs(pairs)
+        seen += runs
+        row = {"shape": _shape_text(shape)}
+        missing = [k for k in (_WITH_A, _WITH_AT, _TRANSPOSE) if got.get(k) is None]
+        if missing or len(runs) > 1:
+            incomplete = True
+            row["note"] = (f"{', '.join(missing)} {NOT_RECORDED}" if missing else
+                           f"rows from {len(runs)} runs ({', '.join(runs)}): not compared")
+            rows.append(row)
+            continue
+        a, at, tr = (timing.times_ms(got[k]) for k in (_WITH_A, _WITH_AT, _TRANSPOSE))
+        saving, transpose = 1e3 * (a["median"] - at["median"]), 1e3 * tr["median"]
+        row.update({cols[1]: 1e3 * a["median"], cols[2]: 1e3 * at["median"],
+                    cols[3]: saving, cols[4]: transpose, cols[5]: saving - transpose,
+                    cols[6]: math.ceil(transpose / saving) if saving > 0 else "never"})
+        overlap = a["min"] <= at["max"] and at["min"] <= a["max"]
+        row["note"] = ("the timed calls of the two GEMMs overlap (min..max)" if overlap else
+                       "every timed call of the faster GEMM beat every call of the other")
+        rows.append(row)
+    runs = list(dict.fromkeys(seen))
+    src = f"run {', '.join(runs)}" if runs else "no run recorded"
+    if incomplete:
+        src += (f"; to record the rows missing: python -m gemm_kernels study {st.name} "
+                "(on a GPU)")
+    return Table(rows, cols, title=f"{st.question} (median times of the timed calls) — {src}")
+
+
+def loop_instructions(kernels, params: dict | None = None,
+                      families=("LDG.128", "STS", "STS.128", "LDS.128", "FFMA")) -> Table:
+    """Per kernel, the main loop's instructions of each family (one trip: one tile of
+    A and B copied and multiplied) and the registers of a thread, from the SASS compiled
+    here for sm_90 (no GPU needed). `params`: {kernel: its parameters}."""
+    from gemm_kernels.core.launch import kernel_of
+    rows = []
+    for name in kernels:
+        k = kernel_of(name)
+        s = analysis.summary(k, k.resolve((params or {}).get(name)))
+        h = s["loop_histogram"]
+        rows.append({"kernel": name, "registers": s["registers"],
+                     **{f: h.get(f, 0) for f in families}})
+    return Table(rows, ["kernel", "registers", *families],
+                 title="main loop, one trip per tile, SASS compiled here for sm_90")
 
 
 # ---- the SASS of a main loop: how long a loaded value waits before it is used
