@@ -368,30 +368,98 @@ def _loop_counts(kernel: str, params: dict) -> dict:
             "FFMA share": pct(100 * h["FFMA"] / total)}
 
 
-def step_sass(i: int) -> Table:
-    """Main-loop SASS of ladder step `i` next to the step before (sm_90, ptxas here):
-    what the change did to the instructions of one trip around the loop (BK values of
-    k), to the registers and to the blocks that fit on an SM."""
+# The copy and synchronisation instructions the ladder changes; everything else of the
+# loop is FFMA, LDS.128 or address arithmetic.
+COPY_SYNC = ("LDG", "STS", "LDGSTS", "LDGDEPBAR", "DEPBAR", "BAR")
+
+
+def step_listing(kernel: str, params: dict, lds: int = 4) -> list[str]:
+    """The main loop of one configuration, cut to what a ladder step changes: every
+    copy and synchronisation instruction (`COPY_SYNC`) and the first `lds` LDS.128 (the
+    reads of the first k), in program order; each run of instructions left out becomes
+    one line that counts them, FFMAs apart, and names the most frequent others."""
+    body = analysis.main_loop(compiler.sass(KERNELS[kernel], KERNELS[kernel].resolve(params)))
+    out, skipped, seen_lds = [], Counter(), 0
+
+    def flush():
+        if skipped:
+            n = sum(skipped.values())
+            ffma = skipped.pop("FFMA", 0)
+            rest = ", ".join(f"{k} x{v}" for k, v in skipped.most_common(3))
+            parts = [f"{ffma} FFMA"] if ffma else []
+            parts += [rest] if rest else []
+            out.append(f"      ... {n} instruction{'s' if n > 1 else ''} left out: "
+                       + "; ".join(parts) + (", ..." if len(skipped) > 3 else ""))
+            skipped.clear()
+
+    for addr, _, text in body:
+        op = text.split()[0]
+        shown = op.split(".")[0] in COPY_SYNC
+        if op == "LDS.128" and seen_lds < lds:
+            seen_lds += 1
+            shown = True
+        if shown:
+            flush()
+            out.append(f"/*{addr:04x}*/  {text}")
+        else:
+            # LDS.128 keeps its width (the fragments); other opcodes count by family
+            skipped[op if op == "LDS.128" else op.split(".")[0]] += 1
+    flush()
+    return out
+
+
+class StepSass:
+    """One ladder step's evidence: the main-loop instruction counts of the step (and of
+    the steps it is set against) as a table, then the step's own loop cut to its copies,
+    waits, barriers and first LDS.128 (`step_listing`)."""
+
+    def __init__(self, table: Table, title: str, listing: list[str]):
+        self.table, self.title, self.listing = table, title, listing
+
+    def __repr__(self):
+        return f"{self.table!r}\n\n{self.title}\n" + "\n".join(self.listing)
+
+    def _repr_html_(self):
+        import html
+        return (self.table._repr_html_() + f"<p><b>{html.escape(self.title)}</b></p><pre>"
+                + html.escape("\n".join(self.listing)) + "</pre>")
+
+
+def step_sass(i: int, since: int | None = None) -> StepSass:
+    """Ladder step `i` in the SASS (sm_90, ptxas here): the main loop's instruction
+    counts (one trip: BK values of k), registers and blocks per SM of steps `since`..i
+    (default: the step before and this one), then step i's loop cut to the instructions
+    the ladder changes (`step_listing`)."""
     steps = ladder_steps()
+    first = max(0, i - 1) if since is None else since
     rows = [{"step": f"{j}. {steps[j].label}", **_loop_counts(steps[j].kernel, steps[j].params)}
-            for j in range(max(0, i - 1), i + 1)]
-    return Table(rows, list(rows[0]), title=f"main loop SASS, one trip (sm_90, ptxas "
-                 f"{compiler.ptxas_version()} here): step {i}"
-                 + (" against the step before" if i else ""))
+            for j in range(first, i + 1)]
+    table = Table(rows, list(rows[0]), title=f"main loop, one trip (sm_90, ptxas "
+                  f"{compiler.ptxas_version()} here): instruction counts")
+    return StepSass(table, f"Step {i}'s main loop: copies, waits, barriers and the "
+                    "LDS.128 of the first k", step_listing(steps[i].kernel, steps[i].params))
 
 
 def _rate_cell(row) -> str:
     if row is None:
         return NOT_RECORDED
     share = lookup.share(row)
-    return f"{count(row['gflops']['median'])} GFLOP/s" + (f" ({pct(share)})" if share is not None
-                                                         else " (no cuBLAS in its run)")
+    return f"{count(row['gflops']['median'])}" + (f" ({pct(share)})" if share is not None
+                                                 else " (no cuBLAS in its run)")
+
+
+def _change(row, before) -> str:
+    """+7.9%: the rate of a step against the step before it, both from the recording."""
+    if row is None or before is None:
+        return "-"
+    return f"{100 * (row['gflops']['median'] / before['gflops']['median'] - 1):+.1f}%"
 
 
 def ladder_table(sizes=(2048, 4096)) -> Table:
     """Every step of the ladder: registers and blocks per SM (ptxas here), the main
     loop's FFMA share, and per size the recorded GFLOP/s with its % of the cuBLAS
-    measured beside it, and the run that measured it."""
+    measured beside it and the change against the step before. The runs that measured
+    the rows are named in the caption (`run_note`)."""
     steps = ladder_steps()
     by_size = {n: studies.results(LADDER, (n,) * 3) for n in sizes}
     rows = []
@@ -400,12 +468,14 @@ def ladder_table(sizes=(2048, 4096)) -> Table:
         row = {"step": f"{i}. {step.label}", "registers": loop["registers"],
                "blocks/SM": loop["blocks/SM"], "FFMA share": loop["FFMA share"]}
         for n in sizes:
-            row[f"{n}^3 (% of cuBLAS)"] = _rate_cell(by_size[n][i][1])
-        row["run"] = " / ".join(dict.fromkeys(
-            by_size[n][i][1]["run"] for n in sizes if by_size[n][i][1])) or "-"
+            r = by_size[n][i][1]
+            row[f"{n}^3 GFLOP/s (% of cuBLAS)"] = _rate_cell(r)
+            row[f"{n}^3 change"] = _change(r, by_size[n][i - 1][1]) if i else "-"
         rows.append(row)
+    note = run_note([p for n in sizes for p in by_size[n]]).replace("\n", "; ")
     return Table(rows, list(rows[0]), title=f"The ladder to the capstone, "
-                 f"{records.source()}; registers, blocks/SM and FFMA share from ptxas here")
+                 f"{records.source()}; registers, blocks/SM and FFMA share from ptxas here. "
+                 f"{note[0].upper() + note[1:]}")
 
 
 def run_note(pairs) -> str:
