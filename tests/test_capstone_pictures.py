@@ -200,10 +200,45 @@ def test_ladder_plot_shows_recorded_steps_and_says_which_are_missing(record):
     matplotlib.pyplot.close(fig)
 
 
-def test_ladder_table_gives_rate_share_and_run_or_the_words(record):
+def test_ladder_table_gives_rate_share_change_and_names_the_run_in_its_caption(record):
     rows = cp.ladder_table((4096,))
-    assert rows[7]["4096^3 (% of cuBLAS)"] == "900 GFLOP/s (90%)" and rows[7]["run"] == "run-a"
-    assert all(r["4096^3 (% of cuBLAS)"] == cp.NOT_RECORDED for i, r in enumerate(rows) if i != 7)
+    assert rows[7]["4096^3 GFLOP/s (% of cuBLAS)"] == "900 (90%)"
+    assert all(r["4096^3 GFLOP/s (% of cuBLAS)"] == cp.NOT_RECORDED
+               for i, r in enumerate(rows) if i != 7)
+    assert rows[7]["4096^3 change"] == "-"          # step 6 is not recorded: no change
+    assert "run" not in rows.columns and "run run-a: study ch09_ladder" in rows.title
+
+
+def test_ladder_change_is_against_the_step_before():
+    assert cp._change({"gflops": {"median": 108.0}}, {"gflops": {"median": 100.0}}) == "+8.0%"
+    assert cp._change(None, {"gflops": {"median": 100.0}}) == "-"
+
+
+def test_step_listing_keeps_copies_waits_and_barriers_and_counts_the_rest():
+    """Step 4 (cp.async, 2 stages) and step 0 (chapter 08): the listing shows what the
+    step is about, in program order, and every instruction of the loop is either shown
+    or counted on a 'left out' line."""
+    steps = cp.ladder_steps()
+    for i, must, never in ((0, ("LDG.E.128", "STS.128", "BAR.SYNC"), ("LDGSTS", "DEPBAR", "LDGDEPBAR")),
+                           (4, ("LDGSTS", "LDGDEPBAR", "DEPBAR.LE SB0, 0x0", "BAR.SYNC"),
+                            ("STS", "LDG"))):
+        listing = cp.step_listing(steps[i].kernel, steps[i].params)
+        text = "\n".join(listing)
+        ops = {l.split("*/")[1].split()[0].split(".")[0] for l in listing if "*/" in l}
+        assert all(m in text for m in must) and not ops & set(never), i
+        assert sum(1 for l in listing if "LDS.128" in l and "left out" not in l) == 4
+        shown = sum(1 for l in listing if "left out" not in l)
+        counted = sum(int(l.split("...")[1].split()[0]) for l in listing if "left out" in l)
+        total = sum(cp._loop_counts(steps[i].kernel, steps[i].params)[k]
+                    for k in ("FFMA", "LDS.128", "LDG", "STS", "LDGSTS", "LDGDEPBAR",
+                              "DEPBAR", "BAR", "other"))
+        assert shown + counted == total, i
+
+
+def test_step_sass_sets_the_step_against_the_one_before_or_a_range():
+    assert [r["step"][0] for r in cp.step_sass(5).table] == ["4", "5"]
+    assert [r["step"][0] for r in cp.step_sass(3, since=0).table] == ["0", "1", "2", "3"]
+    assert "DEPBAR.LE SB0, 0x2" in cp.step_sass(5)._repr_html_()    # wait_group STAGES - 2
 
 
 def test_ldgsts_counters_per_step_or_the_words(record):
