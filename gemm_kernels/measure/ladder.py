@@ -85,11 +85,19 @@ def plot(table: Table, ax=None, path=None):
     for name, (colour, marker) in zip(names, style.series_styles(len(names))):
         pts = sorted((r["size"], r["GFLOP/s"]) for r in table if r["kernel"] == name)
         if name.startswith("cublas"):
-            ax.plot(*zip(*pts), "k--", lw=2, label=name)
+            ax.plot(*zip(*pts), "kD--", lw=2, ms=5, label=name)
         else:
             ax.plot(*zip(*pts), marker + "-", color=colour, label=name)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    # Sizes and rates as people write them (1024, 20,000), not 2^10 or 2x10^4.
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    sizes = sorted({r["size"] for r in table})
+    ax.set_xticks(sizes, [str(n) for n in sizes])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("M = N = K")
     ax.set_ylabel("GFLOP/s")
     ax.set_title(table.title)
