@@ -196,29 +196,6 @@ def _loads_per_step(k, p) -> str:
     return " + ".join(f"{v} {n}" for n, v in instruction_counts(k, p).items() if n.startswith("LDS"))
 
 
-def overview(configs=None, size: int = 2048):
-    """One row per configuration: recorded or live GFLOP/s at size^3, the shared
-    instructions per warp and step, and predicted vs measured load/store wavefronts and
-    conflicts (launch totals at 1024^3). '-' where nothing was recorded."""
-    from gemm_kernels.measure import lookup, records
-    from gemm_kernels.core.table import Table
-    counters = wavefronts.comparison(configs if configs is not None else variants(), predict,
-                                     lambda name, p: p)
-    rows = []
-    for r in counters:
-        k, p = _params(r["kernel"], r["params"])
-        try:
-            g = lookup.recorded(k.name, (size,) * 3, p)["gflops"]["median"]
-        except LookupError:
-            g = None
-        rows.append({**r, **{n: p[n] for n in ("BLOCK", "LAYOUT", "PAD") if n in p},
-                     "GFLOP/s": g, "loads/step": _loads_per_step(k, p)})
-    cols = ["kernel", "BLOCK", "LAYOUT", "PAD", "GFLOP/s", "loads/step"] + [
-        f"{op} {w} {s}" for op in ("ld", "st") for w in ("wf", "conf") for s in ("model", "ncu")]
-    return Table(rows, cols, title=f"GFLOP/s at {size}^3 and shared-memory counters at 1024^3 "
-                                   f"({records.recording_label()}; model: gemm_kernels.bank_predict)")
-
-
 def _recorded(configs):
     """(kernel, params, recorded counters, prediction at 1024^3) of each configuration
     (default: `variants()`) that has recorded counters."""
@@ -348,33 +325,6 @@ def smem_ceiling(kernel, params=None, props: dict | None = None) -> dict:
     peak = device.peak_fp32_gflops(props)
     return {"wavefronts/step": wf, "FFMA/step": p["BLOCK"], "smem bound GFLOP/s": bound,
             "peak GFLOP/s": peak, "bound % of peak": 100 * bound / peak if peak else None}
-
-
-def ceiling_table(configs=None, size: int = 2048, props: dict | None = None):
-    """Per configuration: the model's wavefronts and conflicts per warp and step, the
-    shared-memory bound (`smem_ceiling`), and the measured (live) or recorded GFLOP/s at
-    size^3 as a fraction of that bound."""
-    from gemm_kernels.measure import lookup, records
-    from gemm_kernels.core.table import Table
-    configs = configs if configs is not None else variants()
-    rows = []
-    for name, params in configs:
-        k, p = _params(name, params)
-        c = smem_ceiling(k, p, props)
-        conf = sum(i.analysis.conflicts for i in warp_instructions(k, p) if i.warp == 0)
-        try:
-            g = lookup.recorded(k.name, (size,) * 3, p)["gflops"]["median"]
-        except LookupError:
-            g = None
-        rows.append({"kernel": k.name, **{n: p[n] for n in ("BLOCK", "LAYOUT", "PAD") if n in p},
-                     "loads/step": _loads_per_step(k, p),
-                     "conflicts/step": conf, "wavefronts/step": c["wavefronts/step"],
-                     "FFMA/step": c["FFMA/step"], "smem bound": c["smem bound GFLOP/s"],
-                     "GFLOP/s": g, "% of bound": 100 * g / c["smem bound GFLOP/s"] if g else None})
-    return Table(rows, ["kernel", "BLOCK", "LAYOUT", "PAD", "loads/step", "conflicts/step",
-                        "wavefronts/step", "FFMA/step", "smem bound", "GFLOP/s", "% of bound"],
-                 title=f"per warp and step (model); bound: 1 wavefront per SM and clock; "
-                       f"GFLOP/s at {size}^3, {records.recording_label()}")
 
 
 def _label(kernel, p) -> str:
