@@ -131,9 +131,13 @@ def test_side_by_side_reads_the_recorded_counters(monkeypatch):
     assert "Test GPU" in t.title
     assert bp.disagreements([("bank_layout", p)]) == [
         "bank_layout BLOCK=32 LAYOUT=transposed PAD=1: st conflicts model 0 ncu 12"]
-    ov = bp.overview([("bank_layout", p)])
-    assert ov[0]["GFLOP/s"] == 1000.0 and ov[0]["st conf ncu"] == 12
-    assert ov[0]["loads/step"] == "64 LDS"
+    records._LOADED["record"].device.update(sm_count=100, sm_clock_mhz=1000.0,
+                                            compute_capability="9.0")
+    row = bp.summary([("bank_layout", p)])[0]
+    warp_steps = (1024 // 32) ** 3 * (32 * 32 // 32)
+    assert row["GFLOP/s"] == 1000.0 and row["loads per step"] == "64 LDS"
+    assert row["conflicts, model"] == 0 and row["conflicts, ncu"] == round(12 / warp_steps, 1)
+    assert row["wavefronts, ncu"] == row["wavefronts, model"] == 66
 
 
 def test_without_a_recording_the_model_still_prints(monkeypatch):
@@ -159,9 +163,13 @@ def test_ceiling_and_excess_tables(monkeypatch):
     c = bp.smem_ceiling("bank_layout", p)
     assert c["wavefronts/step"] == 64 + 32 + 1          # reads, 32-way store, store
     assert c["smem bound GFLOP/s"] == pytest.approx(100 * 1e9 * 32 * 64 / 97 / 1e9)
-    row = bp.ceiling_table([("bank_layout", p)])[0]
-    assert row["conflicts/step"] == 31 and row["GFLOP/s"] == 2000.0
-    assert row["% of bound"] == pytest.approx(100 * 2000.0 / c["smem bound GFLOP/s"])
+    row = bp.summary([("bank_layout", p)])[0]
+    assert row["conflicts, model"] == 31 and row["GFLOP/s"] == 2000.0
+    assert row["wavefronts, model"] == 97 and row["layout"] == "transposed, PAD=0"
+    assert row["% of bound"] == round(100 * 2000.0 / c["smem bound GFLOP/s"])
+    ax = bp.ceiling_plot(bp.summary([("bank_layout", p), ("bank_layout", {**p, "PAD": 1})]))
+    assert len(ax.get_yticklabels()) == 1           # PAD=1 has no rate: left out
+    assert "% of bound" in ax.texts[0].get_text()
     ex = bp.excess([("bank_layout", p)])[0]
     assert ex["ld extra wf"] == 1000 and ex["st extra wf"] == 0 and ex["LAYOUT"] == "transposed"
     with pytest.raises(ValueError, match="sm_count"):

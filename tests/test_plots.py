@@ -323,3 +323,15 @@ def test_sector_picture_counts_the_sectors_of_the_sector_table(block, a_sectors,
     # lanes per element, summed over the elements drawn, is the warp's 32 lanes
     assert sum(int(t.get_text()) for t in ax_b.texts) == 32
     plt.close(fig)
+
+
+def test_table_numbers_read_like_people_write_them():
+    # Integers get thousands separators, whole floats lose ".0", small fractions are
+    # written out (no exponent), percentage columns carry their sign.
+    import numpy as np
+    t = Table([{"n": 1048576, "big": np.int64(33554432), "x": 4.0, "r": 17.25,
+                "f": 0.00012, "% small": 0.0042, "rate": 10705.3}],
+              ["n", "big", "x", "r", "f", "% small", "rate"])
+    cells = t._cells()[0]
+    assert cells == ["1,048,576", "33,554,432", "4", "17.2", "0.00012", "0.0042%", "10,705"]
+    assert "e-" not in repr(t)

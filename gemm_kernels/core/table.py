@@ -1,6 +1,9 @@
 """A list of rows that prints as an aligned text table and renders as HTML in Jupyter."""
 from __future__ import annotations
 
+import math
+import numbers
+
 
 class Table(list):
     """Rows (dicts) that print as an aligned text table and render as HTML in Jupyter."""
@@ -32,23 +35,37 @@ def _fmt_column(column: str, v) -> str:
     """A cell as people read it: a number in a percentage column ("% of cuBLAS",
     "bound % of peak") carries its % sign; the row itself keeps the number, for the
     code that computes with it."""
-    text = _fmt(v)
-    is_number = isinstance(v, (int, float)) and not isinstance(v, bool)
-    return f"{text}%" if "%" in column and is_number and v == v else text
+    text = fmt_number(v) if _is_number(v) else _fmt(v)
+    return f"{text}%" if "%" in column and _is_number(v) and v == v else text
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def fmt_number(v) -> str:
+    """A number as people read it: integers (and whole rates) with thousands separators,
+    never "12.0" or "9.68e-01"; fractions to two significant digits, written out."""
+    if isinstance(v, numbers.Integral):
+        return f"{int(v):,}"
+    v = float(v)
+    if v != v or v in (float("inf"), float("-inf")):
+        return str(v)
+    if v == 0 or abs(v) >= 100:
+        return f"{v:,.0f}"
+    if abs(v) >= 1:
+        text = f"{v:.1f}"
+        return text[:-2] if text.endswith(".0") else text
+    # Two significant digits without an exponent: 0.017, 0.0099, 0.00012.
+    decimals = 1 - math.floor(math.log10(abs(v)))
+    return f"{v:.{decimals}f}".rstrip("0").rstrip(".")
 
 
 def _fmt(v):
     if v is None:
         return "-"
-    if isinstance(v, float):
-        # For people: rates without false precision, small ratios as plain decimals.
-        if v != v or v in (float("inf"), float("-inf")):
-            return str(v)
-        if v == 0 or abs(v) >= 100:
-            return f"{v:,.0f}"
-        if abs(v) >= 1:
-            return f"{v:.1f}"
-        return f"{v:.2g}" if abs(v) >= 1e-3 else f"{v:.1e}"
+    if _is_number(v):
+        return fmt_number(v)
     if isinstance(v, (list, tuple)):
         return "x".join(map(str, v))
     if isinstance(v, dict):

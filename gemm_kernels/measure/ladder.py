@@ -85,7 +85,7 @@ def plot(table: Table, ax=None, path=None):
     for name, (colour, marker) in zip(names, style.series_styles(len(names))):
         pts = sorted((r["size"], r["GFLOP/s"]) for r in table if r["kernel"] == name)
         if name.startswith("cublas"):
-            ax.plot(*zip(*pts), "k--", lw=2, label=name)
+            ax.plot(*zip(*pts), "kD--", lw=2, ms=5, label=name)
         else:
             ax.plot(*zip(*pts), marker + "-", color=colour, label=name)
     _readable_log_axes(ax, sorted({r["size"] for r in table}))

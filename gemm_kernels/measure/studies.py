@@ -150,6 +150,11 @@ STUDY_LIST = (
               Step("8 outputs per thread (kernel-4 tile)", "tile_1d", K4),
               Step("16 outputs per thread (the default)", "tile_1d", {})),
           (CUBE_4096,)),
+    Study("ch05_outputs_stalls", "05",
+          "Where the warps wait with 2 and 4 outputs per thread (BK = 8, 1024 threads)", "ncu", (
+              Step("2 outputs per thread", "tile_1d", {"BM": 64, "BN": 32, "BK": 8, "TM": 2}),
+              Step("4 outputs per thread", "tile_1d", {"BM": 64, "BN": 64, "BK": 8, "TM": 4})),
+          (CUBE_4096,), (STALLS, *ISSUE, *PIPES)),
     Study("stalls", "00",
           "Where the warps wait: stall reasons per issued instruction", "ncu", (
               Step("chapter 03", "smem_tiled", {}),

@@ -196,29 +196,6 @@ def _loads_per_step(k, p) -> str:
     return " + ".join(f"{v} {n}" for n, v in instruction_counts(k, p).items() if n.startswith("LDS"))
 
 
-def overview(configs=None, size: int = 2048):
-    """One row per configuration: recorded or live GFLOP/s at size^3, the shared
-    instructions per warp and step, and predicted vs measured load/store wavefronts and
-    conflicts (launch totals at 1024^3). '-' where nothing was recorded."""
-    from gemm_kernels.measure import lookup, records
-    from gemm_kernels.core.table import Table
-    counters = wavefronts.comparison(configs if configs is not None else variants(), predict,
-                                     lambda name, p: p)
-    rows = []
-    for r in counters:
-        k, p = _params(r["kernel"], r["params"])
-        try:
-            g = lookup.recorded(k.name, (size,) * 3, p)["gflops"]["median"]
-        except LookupError:
-            g = None
-        rows.append({**r, **{n: p[n] for n in ("BLOCK", "LAYOUT", "PAD") if n in p},
-                     "GFLOP/s": g, "loads/step": _loads_per_step(k, p)})
-    cols = ["kernel", "BLOCK", "LAYOUT", "PAD", "GFLOP/s", "loads/step"] + [
-        f"{op} {w} {s}" for op in ("ld", "st") for w in ("wf", "conf") for s in ("model", "ncu")]
-    return Table(rows, cols, title=f"GFLOP/s at {size}^3 and shared-memory counters at 1024^3 "
-                                   f"({records.recording_label()}; model: gemm_kernels.bank_predict)")
-
-
 def _recorded(configs):
     """(kernel, params, recorded counters, prediction at 1024^3) of each configuration
     (default: `variants()`) that has recorded counters."""
@@ -350,28 +327,75 @@ def smem_ceiling(kernel, params=None, props: dict | None = None) -> dict:
             "peak GFLOP/s": peak, "bound % of peak": 100 * bound / peak if peak else None}
 
 
-def ceiling_table(configs=None, size: int = 2048, props: dict | None = None):
-    """Per configuration: the model's wavefronts and conflicts per warp and step, the
-    shared-memory bound (`smem_ceiling`), and the measured (live) or recorded GFLOP/s at
-    size^3 as a fraction of that bound."""
+def _label(kernel, p) -> str:
+    """'conflict, PAD=2' for a bank_layout variant, 'chapter 03 (smem_tiled)' otherwise."""
+    return f"{p['LAYOUT']}, PAD={p['PAD']}" if "LAYOUT" in p else f"chapter 03 ({kernel})"
+
+
+def summary(configs=None, size: int = 2048, props: dict | None = None):
+    """Chapter 04 in one Table, one row per configuration: the shared loads one warp
+    issues per step along K (as the SASS has them), the wavefronts and conflicts per warp
+    and step from the bank model next to the same from Nsight Compute (its launch totals
+    at 1024^3 divided by the warp-steps of that launch; '-' where none were recorded),
+    the shared-memory bound (`smem_ceiling`) and the GFLOP/s at size^3 as a share of it."""
     from gemm_kernels.measure import lookup, records
     from gemm_kernels.core.table import Table
-    configs = configs if configs is not None else variants()
     rows = []
-    for name, params in configs:
+    for name, params in configs if configs is not None else variants():
         k, p = _params(name, params)
         c = smem_ceiling(k, p, props)
-        conf = sum(i.analysis.conflicts for i in warp_instructions(k, p) if i.warp == 0)
+        model = wavefronts.totals([i for i in warp_instructions(k, p) if i.warp == 0], 1)
+        meas = measured(k, p)
+        if meas:
+            warp_steps = launch_steps(k, p, meas["shape"]) * wavefronts.warps(p["BLOCK"] ** 2)
+            ncu = {key: (meas[f"ld {key}"] + meas[f"st {key}"]) / warp_steps
+                   for key in ("wavefronts", "conflicts")}
         try:
             g = lookup.recorded(k.name, (size,) * 3, p)["gflops"]["median"]
         except LookupError:
             g = None
-        rows.append({"kernel": k.name, **{n: p[n] for n in ("BLOCK", "LAYOUT", "PAD") if n in p},
-                     "loads/step": _loads_per_step(k, p),
-                     "conflicts/step": conf, "wavefronts/step": c["wavefronts/step"],
-                     "FFMA/step": c["FFMA/step"], "smem bound": c["smem bound GFLOP/s"],
-                     "GFLOP/s": g, "% of bound": 100 * g / c["smem bound GFLOP/s"] if g else None})
-    return Table(rows, ["kernel", "BLOCK", "LAYOUT", "PAD", "loads/step", "conflicts/step",
-                        "wavefronts/step", "FFMA/step", "smem bound", "GFLOP/s", "% of bound"],
-                 title=f"per warp and step (model); bound: 1 wavefront per SM and clock; "
-                       f"GFLOP/s at {size}^3, {records.recording_label()}")
+        rows.append({
+            "kernel": k.name, "BLOCK": p["BLOCK"], "layout": _label(k.name, p),
+            "loads per step": _loads_per_step(k, p),
+            "wavefronts, model": model["ld wavefronts"] + model["st wavefronts"],
+            "wavefronts, ncu": round(ncu["wavefronts"], 1) if meas else None,
+            "conflicts, model": model["ld conflicts"] + model["st conflicts"],
+            "conflicts, ncu": round(ncu["conflicts"], 1) if meas else None,
+            "bound GFLOP/s": c["smem bound GFLOP/s"], "GFLOP/s": g,
+            "% of bound": round(100 * g / c["smem bound GFLOP/s"]) if g else None})
+    return Table(rows, ["BLOCK", "layout", "loads per step", "wavefronts, model",
+                        "wavefronts, ncu", "conflicts, model", "conflicts, ncu",
+                        "bound GFLOP/s", "GFLOP/s", "% of bound"],
+                 title=f"per warp and step along K: bank model and Nsight Compute (1024^3); "
+                       f"shared-memory bound and GFLOP/s at {size}^3 ({records.recording_label()})")
+
+
+def ceiling_plot(table, size: int = 2048, ax=None):
+    """Each configuration of a `summary` table as a pair of bars: its shared-memory bound
+    (pale) and its measured rate (dark), in TFLOP/s, fastest bound at the top; rows
+    without a rate are left out. Returns the Axes."""
+    import matplotlib.pyplot as plt
+    rows = sorted((r for r in table if r["GFLOP/s"]), key=lambda r: r["bound GFLOP/s"])
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 0.32 * len(rows) + 1.4))
+    colours = {32: "tab:blue", 16: "tab:orange"}
+    y = range(len(rows))
+    ax.barh(y, [r["bound GFLOP/s"] / 1e3 for r in rows], height=0.8, color="0.85",
+            edgecolor="0.6", label="shared-memory bound (bank model)")
+    ax.barh(y, [r["GFLOP/s"] / 1e3 for r in rows], height=0.45,
+            color=[colours.get(r["BLOCK"], "tab:gray") for r in rows])
+    for i, r in zip(y, rows):
+        ax.text(r["bound GFLOP/s"] / 1e3 + 0.1, i, f"{r['% of bound']:.0f}% of bound",
+                va="center", fontsize=8)
+    ax.set_yticks(list(y), [f"BLOCK={r['BLOCK']}  {r['layout']}" for r in rows], fontsize=8)
+    ax.set_xlabel("TFLOP/s")
+    ax.set_xlim(0, max(r["bound GFLOP/s"] for r in rows) / 1e3 * 1.22)
+    from matplotlib.patches import Patch
+    handles = [Patch(facecolor="0.85", edgecolor="0.6", label="shared-memory bound (bank model)")]
+    handles += [Patch(color=c, label=f"measured, BLOCK={b}") for b, c in colours.items()
+                if any(r["BLOCK"] == b for r in rows)]
+    ax.legend(handles=handles, loc="lower right", fontsize=8)
+    from gemm_kernels.measure import records
+    ax.set_title(f"GEMM {size}^3: each layout's rate inside its shared-memory bound "
+                 f"({records.recording_label()})", fontsize=10)
+    return ax
