@@ -65,7 +65,8 @@ def plot(tab, ax=None):
     ax.invert_yaxis()
     ax.set_ylabel("M x N x K")
     ax.set_xlabel("microseconds (median of the timed calls)")
-    ax.set_title(tab.title.split(" — ")[-1], fontsize=9)
+    ax.set_title("What one GEMM saves with A^T given, next to what the transpose costs\n"
+                 f"({tab.title.split(' — ')[-1]})", fontsize=9)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     ax.figure.tight_layout()
     return ax
@@ -92,4 +93,16 @@ def conclusion(tab) -> str:
             out.append(f"{head}; the saving, {r[SAVING]:,.1f} µs per GEMM, is smaller than "
                        f"the transpose ({r[TRANSPOSE]:,.1f} µs): it pays only when "
                        f"{r['GEMMs to repay']:,} GEMMs or more reuse the same A^T.")
+    return "\n".join(out)
+
+
+def store_lines(limit: int = 400) -> str:
+    """The shared stores (STS*) of each kernel's main loop, as the SASS compiled here
+    writes them: where the four 32-bit stores of a float4 of A become one STS.128."""
+    from gemm_kernels.notebook import display
+    out = []
+    for name in (WITH_A, WITH_AT):
+        lines = [l.strip() for l in str(display.sass_loop(name, limit=limit)).splitlines()
+                 if " STS" in l]
+        out.append(f"{name}:\n  " + "\n  ".join(lines))
     return "\n".join(out)
