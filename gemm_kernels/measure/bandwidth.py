@@ -11,16 +11,6 @@ from gemm_kernels.measure import lookup, records
 REFERENCE = "device_copy"
 
 
-def reference(shape) -> float | None:
-    """The device copy's GB/s for a float32 matrix of `shape`, timed on its own (the
-    plot's dashed line; None if unavailable). Percentages use each row's own reference
-    instead (`lookup.share`)."""
-    try:
-        return lookup.measure_or_lookup(REFERENCE, tuple(shape))["gbps"]["median"]
-    except LookupError:
-        return None
-
-
 def table(kernels, shapes=((8192, 8192), (8191, 4097)), types=("float",),
           params: dict | None = None):
     """A Table: per shape, the device copy timed on its own, then each kernel (and
@@ -64,30 +54,45 @@ def best(tab, shape, T="float", op_kernels=None) -> dict | None:
 
 
 def plot(tab, ax=None):
-    """Horizontal bars of GB/s, one group per shape and type, the device copy dashed."""
+    """Horizontal bars of GB/s, one per kernel, shape and type. Each bar carries a black
+    tick at the device copy timed beside it (its own reference, not one line for all) and
+    its % of that copy. Colours: one hue per shape, light for float and dark for double."""
     import matplotlib.pyplot as plt
     groups = list(dict.fromkeys((tuple(r["shape"]), r["T"]) for r in tab
                                 if r["kernel"] != REFERENCE))
+    shapes = list(dict.fromkeys(shape for shape, _ in groups))
     names = list(dict.fromkeys(r["kernel"] for r in tab if r["kernel"] != REFERENCE))
     if ax is None:
-        _, ax = plt.subplots(figsize=(8, 0.35 * len(names) * len(groups) + 1.5))
+        _, ax = plt.subplots(figsize=(9, 0.32 * len(names) * len(groups) + 1.6))
     h = 0.8 / max(len(groups), 1)
-    cmap = plt.get_cmap("tab10")
+    # tab20 holds pairs of a dark and a light shade of one hue: a hue per shape.
+    cmap = plt.get_cmap("tab20")
+    top = max((max(r["GB/s"], r.get("copy same run") or 0) for r in tab), default=1)
     for g, (shape, t) in enumerate(groups):
-        vals = {r["kernel"]: r["GB/s"] for r in tab
-                if tuple(r["shape"]) == shape and r["T"] == t}
-        ys = [i + g * h for i, n in enumerate(names) if n in vals]
-        ax.barh(ys, [vals[n] for n in names if n in vals], height=h, color=cmap(g),
+        pair = 2 * (shapes.index(shape) % 10)
+        colour = cmap(pair if t == "double" else pair + 1)
+        rows = {r["kernel"]: r for r in tab if tuple(r["shape"]) == shape and r["T"] == t}
+        ys = [i + g * h for i, n in enumerate(names) if n in rows]
+        got = [rows[n] for n in names if n in rows]
+        ax.barh(ys, [r["GB/s"] for r in got], height=h, color=colour,
                 label=f"{'x'.join(map(str, shape))} {t}")
-        ref = next((r["GB/s"] for r in tab if r["kernel"] == REFERENCE
-                    and tuple(r["shape"]) == shape), None)
-        if ref:
-            ax.axvline(ref, color=cmap(g), ls="--", lw=1)
+        for y, r in zip(ys, got):
+            ref = r.get("copy same run")
+            if ref:
+                ax.plot([ref, ref], [y - h / 2, y + h / 2], color="black", lw=1.5)
+            pct = r.get("% of device copy")
+            if pct is not None:
+                ax.text(max(r["GB/s"], ref or 0) + 0.01 * top, y, f"{pct:.0f}%",
+                        va="center", fontsize=8, color="0.25")
+    ax.plot([], [], color="black", lw=1.5, label="device copy timed beside the bar")
     ax.set_yticks([i + h * (len(groups) - 1) / 2 for i in range(len(names))], names)
     ax.invert_yaxis()
-    ax.set_xlabel("GB/s (dashed: device copy of the float32 matrix)")
+    ax.set_xlim(0, 1.12 * top)
+    ax.set_xlabel("GB/s = (bytes read + bytes written) / time; "
+                  "label: % of the device copy timed beside it")
     ax.set_title(tab.title, fontsize=9)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    ax.figure.tight_layout()
     return ax
 
 

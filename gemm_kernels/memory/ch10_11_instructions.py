@@ -201,6 +201,10 @@ def comparison(configs, as_written: bool = False):
                               _short, exact=False)
     for row in t:
         for op in ("ld", "st"):
+            # Counts as floats, so that the table prints them with thousands separators
+            # like the recorded ones beside them.
+            for col in (f"{op} wf model", f"{op} conf model"):
+                row[col] = float(row[col])
             model, ncu = row[f"{op} wf model"], row[f"{op} wf ncu"]
             row[f"{op} ncu/model"] = (ncu / model if model else None) if ncu is not None else None
     return Table(t, list(t[0]) if t else t.columns, title=t.title)
@@ -217,7 +221,7 @@ def agreement(table, tolerance: float = 0.1) -> list[str]:
             if ncu is None:
                 continue
             if (model == 0 and ncu > 0) or (model and abs(ncu / model - 1) > tolerance):
-                out.append(f"{r['kernel']} {r['params']}: {op} wavefronts model {model:,} "
+                out.append(f"{r['kernel']} {r['params']}: {op} wavefronts model {model:,.0f} "
                            f"ncu {ncu:,.0f}")
     return out
 
@@ -244,3 +248,66 @@ def access(kernel, params=None, op: str = "ld", index: int = 0, warp: int = 0,
     if not 0 <= index < len(found):
         raise ValueError(f"warp {warp} has {len(found)} shared {op} instructions; index={index}")
     return found[index]
+
+
+# ------------------------------------------------------------------ chapter 11: phases
+
+def dgemm_phase_cases(BLOCK: int = 16, k: int = 3) -> list[tuple[str, WarpInstr]]:
+    """Warp 0's shared loads of `dgemm_tiled` at step k, for the picture of which lanes
+    share a phase: B_shared[k][tx] and A_shared[ty][k] as the source writes them (LDS.64),
+    and the LDS.128 that ptxas emits for A_shared[ty][k - k % 2 ..], next to a plain
+    32-bit load and a plain 128-bit load of consecutive elements for comparison."""
+    from gemm_kernels.memory import banks
+    p = {"BLOCK": BLOCK}
+    plain = lambda width: WarpInstr("ld", f"consecutive {width}-byte elements", 0, width,
+                                    tuple(banks.strided(1, width)))
+    return [("LDS: 32 consecutive floats", plain(4)),
+            (f"LDS.64: B_shared[{k}][tx]", access("dgemm_tiled", p, "ld", BLOCK + k, as_written=True)),
+            (f"LDS.64: A_shared[ty][{k}] (as written)", access("dgemm_tiled", p, "ld", k, as_written=True)),
+            (f"LDS.128: A_shared[ty][{k - k % 2}..{k - k % 2 + 1}] (as emitted)",
+             access("dgemm_tiled", p, "ld", k // 2)),
+            ("LDS.128: 32 consecutive float4", plain(16))]
+
+
+def plot_phases(cases, ax=None):
+    """Which lanes share a phase: one row per (label, WarpInstr), one cell per lane,
+    coloured by the phase that serves it (merged phases span both halves); the number in
+    a cell is the element the lane reads, counted in elements of the access width from the
+    lowest address of the warp, so lanes that read the same element show the same number.
+    At the right: phases and wavefronts."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    from gemm_kernels.core import style
+    from gemm_kernels.memory.banks import WARP
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(12, 0.62 * len(cases) + 1.3))
+    cmap = plt.get_cmap("tab10")
+    for row, (label, instr) in enumerate(cases):
+        an = instr.analysis
+        low = min(a for a in an.addresses if a is not None)
+        for n, phase in enumerate(an.phases):
+            colour = cmap(n % 10)
+            for lane in phase.lanes:
+                a = an.addresses[lane]
+                ax.add_patch(Rectangle((lane - 0.45, row - 0.4), 0.9, 0.8,
+                                       facecolor=colour if a is not None else "0.85"))
+                if a is not None:
+                    ax.text(lane, row, str((a - low) // instr.width), ha="center", va="center",
+                            fontsize=7, color=style.text_colour(colour))
+        what = "the two half-warps merged" if instr.width == 8 else "quarters merged in each half"
+        merged = f"\n{what} ({an.merge} rule)" if an.merge else ""
+        ax.text(WARP, row, f"{sum(p.active for p in an.phases)} phase(s), {an.wavefronts} "
+                f"wavefront(s), ideal {an.ideal}{merged}", va="center", fontsize=8)
+    ax.set_xlim(-0.6, WARP + 9)
+    ax.set_ylim(len(cases) - 0.5, -0.5)
+    ax.set_xticks(range(0, WARP, 4))
+    ax.set_yticks(range(len(cases)), [label for label, _ in cases], fontsize=9)
+    ax.set_xlabel("lane (colour: the phase that serves it; number: the element it reads, "
+                  "counted from the warp's lowest address)")
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.set_title("Which lanes share a phase: 4-byte loads in one, 8-byte in two half-warps, "
+                 "16-byte in four quarter-warps, unless lanes pair up", fontsize=10)
+    ax.figure.tight_layout()
+    return ax

@@ -1,0 +1,108 @@
+"""Chapter 10's last question: would chapter 07's GEMM gain from an A transposed
+beforehand with this chapter's transpose, and would the gain pay for the transpose?
+
+Three views of one answer: what the SASS of the two kernels' main loops differs in (no
+GPU needed), and, from the table of `evidence.pretransposed_a` (the study
+`ch10_pretransposed_a`), a picture of the saving per GEMM next to the transpose's time and
+the conclusion in words. Every sentence is computed from the table, so a recording
+without the study says that the measurement is missing instead of guessing.
+"""
+from __future__ import annotations
+
+from gemm_kernels.core import analysis
+from gemm_kernels.core.launch import kernel_of
+from gemm_kernels.measure import studies
+
+WITH_A, WITH_AT = "float4", "float4_at"
+SAVING, TRANSPOSE = "saving per GEMM (µs)", "transpose of A (µs)"
+GEMM_A, GEMM_AT, NET = "GEMM, A as is (µs)", "GEMM, A^T given (µs)", "net, one GEMM (µs)"
+STORES = ("STS", "STS.128")
+
+
+def _loop(name: str) -> dict:
+    k = kernel_of(name)
+    return analysis.summary(k, k.resolve(None))["loop_histogram"]
+
+
+def loop_difference() -> str:
+    """What one trip of the main loop issues to store the tiles, and how many
+    instructions the trip has in all, for both kernels (SASS compiled here)."""
+    a, at = _loop(WITH_A), _loop(WITH_AT)
+
+    def stores(h):
+        return ", ".join(f"{h.get(f, 0)} {f}" for f in STORES)
+
+    total_a, total_at = sum(a.values()), sum(at.values())
+    return (f"one trip of the main loop (one BK-deep tile of A and of B): "
+            f"{WITH_A} stores with {stores(a)}, {WITH_AT} with {stores(at)}; "
+            f"the trip has {total_a:,} instructions in {WITH_A} and {total_at:,} in "
+            f"{WITH_AT}: {total_a - total_at:,} fewer, "
+            f"{100 * (total_a - total_at) / total_a:.1f}% of the trip")
+
+
+def _complete(tab) -> list[dict]:
+    return [r for r in tab if r.get(NET) is not None]
+
+
+def plot(tab, ax=None):
+    """Per shape with all three times from one run: the time one GEMM saves with A^T
+    given, next to the time of the transpose that makes A^T, in microseconds. Returns
+    the Axes, or None (and draws nothing) when no shape is complete."""
+    rows = _complete(tab)
+    if not rows:
+        return None
+    import matplotlib.pyplot as plt
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 0.9 * len(rows) + 1.6))
+    h = 0.38
+    ys = range(len(rows))
+    ax.barh([y - h / 2 for y in ys], [r[SAVING] for r in rows], height=h,
+            color="tab:green", label="time one GEMM saves with A^T given")
+    ax.barh([y + h / 2 for y in ys], [r[TRANSPOSE] for r in rows], height=h,
+            color="tab:red", label="time of the transpose that makes A^T")
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(list(ys), [r["shape"] for r in rows])
+    ax.invert_yaxis()
+    ax.set_ylabel("M x N x K")
+    ax.set_xlabel("microseconds (median of the timed calls)")
+    ax.set_title("What one GEMM saves with A^T given, next to what the transpose costs\n"
+                 f"({tab.title.split(' — ')[-1]})", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    ax.figure.tight_layout()
+    return ax
+
+
+def conclusion(tab) -> str:
+    """The answer in words, one line per shape, from the numbers of the table; one line
+    saying what is missing when the recording has no complete shape."""
+    rows = _complete(tab)
+    if not rows:
+        return ("The measurement is missing from this recording: run "
+                f"`python -m gemm_kernels study {studies.PRETRANSPOSED_A}` on a GPU.")
+    out = []
+    for r in rows:
+        head = (f"{r['shape']}: {r[GEMM_A]:,.0f} µs with A, {r[GEMM_AT]:,.0f} µs with A^T "
+                f"given ({r['note']})")
+        if r[SAVING] <= 0:
+            out.append(f"{head}; A^T does not make the GEMM faster, so the transpose "
+                       f"({r[TRANSPOSE]:,.0f} µs) never pays.")
+        elif r[NET] >= 0:
+            out.append(f"{head}; the saving, {r[SAVING]:,.1f} µs, covers the transpose "
+                       f"({r[TRANSPOSE]:,.1f} µs) within one GEMM.")
+        else:
+            out.append(f"{head}; the saving, {r[SAVING]:,.1f} µs per GEMM, is smaller than "
+                       f"the transpose ({r[TRANSPOSE]:,.1f} µs): it pays only when "
+                       f"{r['GEMMs to repay']:,} GEMMs or more reuse the same A^T.")
+    return "\n".join(out)
+
+
+def store_lines(limit: int = 400) -> str:
+    """The shared stores (STS*) of each kernel's main loop, as the SASS compiled here
+    writes them: where the four 32-bit stores of a float4 of A become one STS.128."""
+    from gemm_kernels.notebook import display
+    out = []
+    for name in (WITH_A, WITH_AT):
+        lines = [l.strip() for l in str(display.sass_loop(name, limit=limit)).splitlines()
+                 if " STS" in l]
+        out.append(f"{name}:\n  " + "\n  ".join(lines))
+    return "\n".join(out)
