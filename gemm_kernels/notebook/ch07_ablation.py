@@ -2,7 +2,10 @@
 then the transposed A tile (the studies `ch07_ablation`, timed, and
 `ch07_ablation_counters`, profiled), each step with its rate, its registers and what
 Nsight Compute counted, side by side so that what changes and what does not is seen at
-once. Missing rows are drawn as empty bars marked "not recorded".
+once; and a control: the third step's kernel forced to one block per SM (chapter 08's
+study `ch08_one_block`, counted in `stalls`, same run), which keeps the transposed tile
+and takes away the second block. Missing rows are drawn as empty bars marked "not
+recorded".
 """
 from __future__ import annotations
 
@@ -14,7 +17,9 @@ TIMED, COUNTED = "ch07_ablation", "ch07_ablation_counters"
 # the instruction the step was meant to change ("LDS.128 of A"), which the counters
 # show is not what changes, so the picture names only what the source changes.
 STEP_NAMES = ("chapter 06:\nscalar loads,\nA row-major", "+ 16-byte\nglobal loads",
-              "+ transposed\nA tile")
+              "+ transposed\nA tile", "control: transposed\nA tile, one block\nper SM forced")
+# The control's rows: (timed study, counted study, the step's label in both).
+CONTROL = ("ch08_one_block", "stalls", "chapter 07, one block per SM")
 WARPS_PER_SM = 64   # H100/H200 (sm_90): the denominator of sm__warps_active's percentage
 COUNTERS = {   # panel title -> (metric, scale)
     "shared-load instructions (M)": ("smsp__inst_executed_op_shared_ld.sum", 1e-6),
@@ -31,6 +36,11 @@ def steps(shape=(4096, 4096, 4096)) -> list[dict]:
     `COUNTERS` (None where not recorded)."""
     timed = studies.results(TIMED, shape)
     counted = studies.results(COUNTED)
+    t_name, c_name, label = CONTROL
+    # The control was timed at 4096^3 only.
+    timed.append(next((p for p in studies.results(t_name) if p[0].label == label), None)
+                 if tuple(shape) == (4096, 4096, 4096) else (studies.get(t_name).steps[0], None))
+    counted.append(next(p for p in studies.results(c_name) if p[0].label == label))
     out = []
     for (step, r), (_, c) in zip(timed, counted):
         row = {"kernel": step.kernel, "GFLOP/s": None, "share": None, "registers": None,
@@ -56,9 +66,9 @@ def plot(shape=(4096, 4096, 4096)):
     import matplotlib.pyplot as plt
     rows = steps(shape)
     panels = ["TFLOP/s", "registers per thread", *COUNTERS]
-    fig, axes = plt.subplots(1, len(panels), figsize=(16, 3.2), sharey=True)
+    fig, axes = plt.subplots(1, len(panels), figsize=(16, 4), sharey=True)
     y = list(range(len(rows)))[::-1]
-    colours = ["0.6", "tab:orange", "tab:blue"]
+    colours = ["0.6", "tab:orange", "tab:blue", "tab:purple"]
     for ax, panel in zip(axes, panels):
         if panel == "TFLOP/s":
             vals = [r["GFLOP/s"] / 1e3 if r["GFLOP/s"] else None for r in rows]
@@ -88,6 +98,7 @@ def plot(shape=(4096, 4096, 4096)):
         ax.tick_params(axis="x", labelsize=8)
     axes[0].set_yticks(y, STEP_NAMES, fontsize=8)
     timed, counted = studies.results(TIMED, shape), studies.results(COUNTED)
+    timed, counted = timed + studies.results(CONTROL[0]), counted + studies.results(CONTROL[1])
     fig.suptitle(f"Chapter 06's kernel to chapter 07's, one change at a time (K5 tile): "
                  f"timed at {' x '.join(map(str, shape))}, counted by Nsight Compute at "
                  f"4096^3 under its own clocks", fontsize=10)
@@ -103,7 +114,7 @@ def verdict(shape=(4096, 4096, 4096)) -> str:
     it cannot be read."""
     r = steps(shape)
     need = ("GFLOP/s", "registers", *COUNTERS)
-    if any(x[k] is None for x in r for k in need):
+    if any(x[k] is None for x in r[:3] for k in need):
         return "Not every step of the ablation is recorded; nothing to conclude."
     g = [x["GFLOP/s"] for x in r]
     sl = "shared-load instructions (M)"
@@ -119,4 +130,8 @@ def verdict(shape=(4096, 4096, 4096)) -> str:
         f"{r[1][w]:.1f} -> {r[2][w]:.1f}, issue slots used {r[1][iss]:.0f}% -> "
         f"{r[2][iss]:.0f}%.",
         f"In all x{g[2] / g[0]:.2f}, of which x{g[2] / g[1]:.2f} came with the step that "
-        f"doubled the warps per SM and left the shared loads as they were."])
+        f"doubled the warps per SM and left the shared loads as they were."]
+        + ([] if r[3]["GFLOP/s"] is None or r[3][w] is None else [
+            f"Control, the transposed tile at one block per SM ({r[3][w]:.1f} warps): "
+            f"x{r[3]['GFLOP/s'] / g[1]:.2f} over the 16-byte loads alone, issue slots used "
+            f"{r[3][iss]:.0f}%."]))
