@@ -80,7 +80,11 @@ class Explorer:
         unit = "GFLOP/s" if "gflops" in row else "GB/s"
         value = row.get("gflops", row.get("gbps"))["median"]
         ref = row.get("reference")
-        entry = (_label(self.kernel.resolve(p)), value,
+        # Live, the size can change between runs: a configuration at another size is
+        # another bar, named with its size.
+        label = _label(self.kernel.resolve(p)) + \
+            ("" if self.size == DEFAULT_SIZE[self.family] else f" at {self.size}")
+        entry = (label, value,
                  (ref.get("gflops") or ref.get("gbps"))["median"] if ref else None)
         same = [i for i, h in enumerate(self.history) if h[0] == entry[0]]
         if same:
@@ -171,6 +175,9 @@ class Explorer:
             status.value = "running..."
             try:
                 res = self.evaluate({n: b.value for n, b in boxes.items()})
+            except Exception as e:   # e.g. a live compile or launch failure: a message
+                res = {"ok": False, "value": None,
+                       "message": f"Could not run it: {type(e).__name__}: {e}"}
             finally:
                 button.disabled = False
             color = "green" if res["ok"] else "crimson"

@@ -1,0 +1,57 @@
+"""The explorer's chart: one bar per configuration (and size), and a failure of any kind
+in a run shown as a message in the widget, never as a traceback."""
+import html
+
+import pytest
+
+from gemm_kernels.notebook import widgets
+
+from test_plots import _rate, naive_recording, recording  # noqa: F401  (fixtures)
+
+
+def test_same_configuration_twice_is_one_bar(naive_recording):
+    ex = widgets.Explorer("naive")
+    for _ in range(2):
+        assert ex.evaluate({"BLOCK": 32, "MAPPING": "x->row"})["ok"]
+    assert len(ex.history) == 1 and len(ex.plot().patches) == 1
+
+
+def test_same_configuration_at_another_size_is_another_bar(recording):
+    recording([_rate("naive", (n,) * 3, 400.0, {"BLOCK": 32, "MAPPING": "x->row"})
+               for n in (1024, 2048)])
+    ex = widgets.Explorer("naive")
+    ex.evaluate({"BLOCK": 32, "MAPPING": "x->row"})
+    ex.size = 1024
+    ex.evaluate({"BLOCK": 32, "MAPPING": "x->row"})
+    assert [h[0] for h in ex.history] == ["BLOCK=32 MAPPING=x->row",
+                                          "BLOCK=32 MAPPING=x->row at 1024"]
+
+
+def test_log_axis_shows_slow_bars(naive_recording):
+    ex = widgets.Explorer("naive")
+    ex.evaluate({"BLOCK": 32, "MAPPING": "x->row"})   # 400 beside cuBLAS
+    ax = ex.plot()
+    assert ax.get_xscale() == "log" and "log axis" in ax.get_xlabel()
+    left, _ = ax.get_xlim()
+    assert left < 400   # the slow bar has a visible length
+
+
+@pytest.mark.parametrize("choice", [{"BLOCK": 64}, {"BLOCK": 4}])
+def test_invalid_or_unrecorded_choice_is_a_message_in_the_widget(naive_recording, choice):
+    ex = widgets.Explorer("naive")
+    controls, status, _ = ex.widget().children
+    by = {getattr(c, "description", ""): c for c in controls.children}
+    by["BLOCK"].value = choice["BLOCK"]
+    by["Run"].click()
+    assert "crimson" in status.value and ex.history == []
+
+
+def test_a_failing_run_is_a_message_not_a_traceback(naive_recording, monkeypatch):
+    ex = widgets.Explorer("naive")
+    monkeypatch.setattr(ex, "evaluate", lambda p: (_ for _ in ()).throw(
+        RuntimeError("NVRTC: out of memory")))
+    controls, status, _ = ex.widget().children
+    by = {getattr(c, "description", ""): c for c in controls.children}
+    by["Run"].click()
+    assert "crimson" in status.value and "NVRTC: out of memory" in html.unescape(status.value)
+    assert not by["Run"].disabled
