@@ -14,21 +14,48 @@ def device_properties() -> dict:
     return rec.device if rec else {}
 
 
-def peak_table(props: dict) -> str:
-    """Peak FP32 for this GPU, derived the way the course notes derive the RTX 3090's:
-    SMs x FP32 lanes per SM x 2 FLOP per fused multiply-add x clock."""
-    lanes = props.get("fp32_lanes_per_sm") or device.fp32_lanes(props["compute_capability"])
-    peak = device.peak_fp32_gflops(props)
-    bw = device.peak_bandwidth_gbps(props)
-    lines = [f"{props['name']} (compute capability {props['compute_capability']})",
-             f"  SMs                  {props['sm_count']}",
-             f"  FP32 lanes per SM    {lanes}",
-             f"  SM clock (max)       {props['sm_clock_mhz']:.0f} MHz",
-             f"  peak FP32 = {props['sm_count']} x {lanes} x 2 x {props['sm_clock_mhz'] / 1000:.3f} GHz"
-             f" = {peak:,.0f} GFLOP/s"]
-    if bw:
-        lines.append(f"  DRAM: 2 x {props['memory_clock_mhz']:.0f} MHz x {props['memory_bus_bits']} bit / 8"
-                     f" = {bw:,.0f} GB/s (reads and writes share it)")
+MiB = 1 << 20      # buffers and caches are sized in powers of two (MiB, GiB) ...
+MB = 1e6           # ... traffic and bandwidth in powers of ten (MB, GB/s), as profilers do
+
+
+def spec_table(gpus: dict):
+    """The peak FP32 and DRAM bandwidth of each GPU ({column name: properties}), with
+    the formulas filled in: SMs x FP32 lanes per SM x 2 FLOP per FMA x clock, and
+    bus width x data rate per pin / 8 (the data rate is 2 x the memory clock: double
+    data rate). The last row is the ridge: FLOP per DRAM byte needed to reach the peak."""
+    from gemm_kernels.core.table import Table
+    cols = {}
+    for name, p in gpus.items():
+        lanes = p.get("fp32_lanes_per_sm") or device.fp32_lanes(p["compute_capability"])
+        ghz = p["sm_clock_mhz"] / 1000
+        peak = device.peak_fp32_gflops(p)
+        rate = 2 * p["memory_clock_mhz"] / 1000          # Gbit/s per pin
+        bw = device.peak_bandwidth_gbps(p)
+        cols[name] = {
+            "compute capability": p["compute_capability"],
+            "SMs x FP32 lanes per SM": f"{p['sm_count']} x {lanes}",
+            "SM clock": f"{ghz:.3f} GHz",
+            "peak FP32 = SMs x lanes x 2 x clock":
+                f"{p['sm_count']} x {lanes} x 2 x {ghz:.3f} = {peak / 1000:.1f} TFLOP/s",
+            "DRAM = bus width x data rate / 8":
+                f"{p['memory_bus_bits']:,} bit x {rate:.2f} Gbit/s / 8 = {bw:,.0f} GB/s",
+            "ridge = peak / DRAM": f"{peak / bw:.1f} FLOP per byte"}
+    rows = [{"": q, **{n: c[q] for n, c in cols.items()}} for q in next(iter(cols.values()))]
+    return Table(rows, ["", *cols], title="theoretical peaks, from the specifications")
+
+
+def cache_sizes(props: dict, sizes=(1024, 4096)) -> str:
+    """The L2 of this GPU beside the bytes of an n^3 SGEMM's matrices (A, B and C in
+    float32), and the scratch buffer the timing harness writes to empty the L2."""
+    from gemm_kernels.measure import timing
+    l2 = props.get("l2_bytes")
+    lines = [f"L2 of the {props.get('name')}: "
+             + (f"{l2 / MiB:,.0f} MiB" if l2 else "not reported")]
+    for n in sizes:
+        lines.append(f"A, B and C of a {n}^3 SGEMM: 3 x {n}^2 x 4 B = {3 * n * n * 4 / MiB:,.0f} MiB")
+    lines.append(f"scratch buffer written before each timed call: "
+                 f"{timing.flush_bytes(l2) / MiB:,.0f} MiB (twice the L2)")
+    lines.append(f"warm-up calls: {timing.WARMUP}; timed calls: {timing.REPEATS}")
     return "\n".join(lines)
 
 
@@ -202,6 +229,36 @@ def table(kernels, size: int = profile.GEMM_SHAPE[0]):
         rows.append(row)
     return Table(rows, list(rows[0]) if rows else ["kernel"],
                  title=f"{size}^3, bytes counted by Nsight Compute, {records.source()}")
+
+
+def dram_traffic(kernels, size: int = profile.GEMM_SHAPE[0]) -> str:
+    """The DRAM bytes Nsight Compute counted for the kernels at size^3 (smallest and
+    largest over the kernels), beside the bytes of A and B and of C."""
+    shape = (size,) * 3
+    rows = [r for r in (profile.counters(k, shape=shape) for k in kernels)
+            if r and DRAM_METRICS[0] in r["metrics"]]
+    if not rows:
+        return f"no DRAM counts for these kernels at {size}^3 here"
+    read = [r["metrics"][DRAM_METRICS[0]] / MB for r in rows]
+    written = [r["metrics"][DRAM_METRICS[1]] / MB for r in rows]
+    return (f"DRAM bytes of {len(rows)} kernels at {size}^3 (Nsight Compute):\n"
+            f"  read    {min(read):,.2f} to {max(read):,.2f} MB;"
+            f" A and B hold {2 * size * size * 4 / MB:,.2f} MB\n"
+            f"  written {min(written):,.2f} to {max(written):,.2f} MB;"
+            f" C holds {size * size * 4 / MB:,.2f} MB")
+
+
+def l2_summary() -> str:
+    """The L2 ceiling as `l2_ceiling` fits it, in words, or what is missing."""
+    l2 = l2_ceiling()
+    if l2 is None:
+        return ("L2 ceiling: no l2_read timings here (run `python -m gemm_kernels sweep "
+                "l2_read` on a GPU); the roofline leaves the L2 ceiling out.")
+    return (f"l2_read on {l2['bytes'] / MiB:,.0f} MiB, PASSES = "
+            f"{', '.join(map(str, l2['passes']))}: time = {l2['fixed_ms'] * 1e3:,.1f} us + "
+            f"PASSES x {l2['per_pass_ms'] * 1e3:,.2f} us\n"
+            f"L2 read bandwidth = {l2['bytes'] / MB:,.2f} MB / {l2['per_pass_ms'] * 1e3:,.2f} us"
+            f" = {l2['gbps']:,.0f} GB/s")
 
 
 # ------------------------------------------------------------------ the picture
