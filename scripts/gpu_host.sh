@@ -40,7 +40,7 @@ for stage in "$@"; do
               cp figures/data/*.json "$OUT/" ;;
     sweeps)   for a in "capstone --shape 4096x4096x4096" "transpose_fast --shape 8191x4097" \
                        "transpose_padded --shape 8191x4097" "coalesced --shape 4096x4096x4096" \
-                       "smem_tiled --shape 4096x4096x4096"; do
+                       "smem_tiled --shape 4096x4096x4096" "l2_read --shape 2048x2048"; do
                 [ -n "${SWEEPS:-}" ] && [[ "$a" != ${SWEEPS}* ]] && continue
                 python3 -m gemm_kernels sweep $a 2>&1 | tee -a "$OUT/sweeps.log" | tail -1; done ;;
     latency)  python3 -m gemm_kernels.notebook.widget_latency 2>&1 | tee "$OUT/latency.log" ;;

@@ -156,7 +156,7 @@ def test_gpu_commands_say_they_need_a_gpu(args, needle):
     (["check", "--shapes", "0x1x1"], "every dimension at least 1"),
     (["check", "--shapes", "4x4x4x4"], "'4x4x4x4' is not a shape"),
     (["check", "--shapes", "4.5x4x4"], "'4.5x4x4' is not a shape"),
-    (["record", "--chapters", "99"], "no chapter '99'; chapters: 01"),
+    (["record", "--chapters", "99"], "no chapter '99'; chapters: 00, 01"),
     (["sweep", "nonesuch"], "argument kernel: 'nonesuch' is not a kernel"),
     (["sweep", "naive", "--shape", "64x64"], "its shape is 3 integers (M, N, K)"),
     (["sweep", "transpose_naive", "--shape", "64x64x64"], "2 integers (rows, cols)"),

@@ -15,7 +15,7 @@ from gemm_kernels.core import device, style  # noqa: E402
 from gemm_kernels.core.kernels import get  # noqa: E402
 from gemm_kernels.core.launch import problems  # noqa: E402
 from gemm_kernels.core.table import Table  # noqa: E402
-from gemm_kernels.measure import ladder, records, roofline  # noqa: E402
+from gemm_kernels.measure import records  # noqa: E402
 from gemm_kernels.memory import banks, ch01_02_sectors, ch05_06_thread_tiles  # noqa: E402
 from gemm_kernels.notebook import widgets  # noqa: E402
 
@@ -88,88 +88,7 @@ def test_percent_columns_print_a_percent_sign_and_keep_the_number():
     assert t[0]["% of cuBLAS"] == 12.5
 
 
-# ------------------------------------------------------------------ roofline
-
-@pytest.fixture
-def roofline_recording(recording):
-    """Every ladder kernel timed at 1024^3; Nsight Compute's DRAM bytes for every
-    other one."""
-    names = ladder.ladder_kernels()
-    shape = (1024,) * 3
-    rows = [_reference("cublas", shape, "gflops", 40000.0),
-            _reference("device_copy", (1 << 30,), "gbps", 3000.0)]
-    measured = {}
-    for i, name in enumerate(names):
-        rows.append(_rate(name, shape, 500.0 * (i + 1)))
-        if i % 2 == 0:
-            k = get(name)
-            read, written = 8e6 + 1e5 * i, 1e5
-            measured[name] = 2 * 1024 ** 3 / (read + written)
-            rows.append({"chapter": k.chapter, "kernel": name, "params": k.resolve(None),
-                         "shape": list(shape), "source": k.source_hash(),
-                         "metrics": {"dram__bytes_read.sum": read,
-                                     "dram__bytes_write.sum": written}})
-    recording(rows)
-    return names, measured
-
-
-def _points(ax, names):
-    """name -> the Line2D of that kernel's point."""
-    return {line.get_label().split(":")[0]: line for line in ax.get_lines()
-            if line.get_label().split(":")[0] in names}
-
-
-def test_roofline_legend_sits_outside_the_axes(roofline_recording):
-    names, _ = roofline_recording
-    ax = roofline.plot(names, size=1024)
-    ax.figure.canvas.draw()
-    legend = ax.get_legend().get_window_extent()
-    assert legend.x0 >= ax.get_window_extent().x1
-
-
-def test_roofline_gives_every_kernel_its_own_colour_and_marker(roofline_recording):
-    names, _ = roofline_recording
-    ax = roofline.plot(names, size=1024)
-    pts = _points(ax, ["cublas", *names])
-    assert set(pts) == {"cublas", *names}
-    assert len({to_rgba(p.get_markeredgecolor()) for p in pts.values()}) == len(pts)
-    assert len({(to_rgba(p.get_markeredgecolor()), p.get_marker()) for p in pts.values()}) \
-        == len(pts)
-
-
-def test_roofline_places_kernels_by_measured_bytes_where_it_has_them(roofline_recording):
-    names, measured = roofline_recording
-    ax = roofline.plot(names, size=1024)
-    for name, line in _points(ax, names).items():
-        x = line.get_xdata()[0]
-        if name in measured:
-            assert x == pytest.approx(measured[name]) and line.get_label().endswith("(ncu)")
-            assert line.get_markerfacecolor() != "none"
-        else:
-            assert x == pytest.approx(roofline.intensity(1024, 1024, 1024))
-            assert line.get_label().endswith("(model)") and line.get_markerfacecolor() == "none"
-
-
-def test_roofline_is_hierarchical_and_names_the_ceiling_it_lacks(roofline_recording):
-    names, _ = roofline_recording
-    ax = roofline.plot(names, size=1024)
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    smem = device.smem_bandwidth_gbps(GPU)
-    assert any(t.startswith(f"shared memory: {smem / 1000:.1f} TB/s") for t in labels)
-    assert any(t.startswith("DRAM: 3.0 TB/s (measured") for t in labels)
-    assert any(t.startswith("L2: ceiling left out") for t in labels)
-
-
-def test_roofline_ridge_label_is_clear_of_every_point(roofline_recording):
-    names, _ = roofline_recording
-    ax = roofline.plot(names, size=1024)
-    ax.figure.canvas.draw()
-    ridge = next(t for t in ax.texts if "ridge" in t.get_text()).get_window_extent()
-    for line in _points(ax, ["cublas", *names]).values():
-        x, y = ax.transData.transform((line.get_xdata()[0], line.get_ydata()[0]))
-        r = line.get_markersize()       # points; more than the marker's radius in pixels
-        assert not (ridge.x0 - r < x < ridge.x1 + r and ridge.y0 - r < y < ridge.y1 + r)
-
+# The roofline's pictures are tested in test_roofline.py.
 
 # ------------------------------------------------------------------ heat maps
 

@@ -47,6 +47,25 @@ def by_chapter(chapter: str) -> list[Kernel]:
     return [k for k in KERNELS.values() if k.chapter == chapter]
 
 
+# ---------------------------------------------------------------- chapter 00
+# The L2's read bandwidth, for the roofline's L2 ceiling: a buffer that fits in the L2,
+# read PASSES times through loads that skip the L1 (ld.relaxed.gpu) (op "read": the copy signature,
+# out = in, after PASSES reads). 16 MiB fits in the L2 of an A100, H100 or H200 with
+# room to spare; `sweep l2_read` times every PASSES at this shape.
+L2_READ_SHAPE = (2048, 2048)
+L2_READ_THREADS = 256
+register(Kernel(
+    name="l2_read", chapter="00", title="L2 read bandwidth: one buffer read PASSES times",
+    source="00_l2_read.cu", entry="l2_read", op="read",
+    params=(Param("T", ("float",), "float", "element type (4-byte words)"),
+            Param("PASSES", (1, 2, 4, 8, 16, 32, 64), 16,
+                  "times each thread loads its 16 bytes; the first pass comes from DRAM")),
+    template=("T", "PASSES"),
+    threads=lambda p: (L2_READ_THREADS, 1, 1),
+    grid=lambda p, s: (ceil_div(s[0] * s[1], 4 * L2_READ_THREADS), 1, 1),
+    align=16,
+))
+
 # ---------------------------------------------------------------- chapter 01
 register(Kernel(
     name="naive", chapter="01", title="naive: one thread per element of C",

@@ -72,7 +72,8 @@ class Kernel:
     """One kernel of the series.
 
     op: "sgemm" (float32 C = alpha*A@B + beta*C), "dgemm" (the same in float64),
-        "transpose" (out = in.T) or "copy" (out = in); the launcher's signature follows it.
+        "transpose" (out = in.T), "copy" (out = in) or "read" (out = in after reading
+        `in` PASSES times: chapter 00's L2 probe); the launcher's signature follows it.
     template: the order of the template arguments of `entry` in the .cu file.
     threads/grid: block and grid dimensions from the parameters (and the shape).
     smem: static shared memory per block in bytes, for the check before launch.

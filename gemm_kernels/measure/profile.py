@@ -19,7 +19,12 @@ SHARED = ["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
           "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
           "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
           "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"]
-METRICS = GLOBAL + SHARED
+# The hierarchical roofline's bytes per level (chapter 00): the L2 sectors (32 bytes)
+# that the SMs' loads and stores asked of the L2, and every shared-memory wavefront
+# (cp.async's stores into shared memory included, which the op_ld/op_st pair misses).
+ROOFLINE = ["lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum",
+      "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"]
+METRICS = GLOBAL + SHARED + ROOFLINE
 GEMM_SHAPE = (1024, 1024, 1024)
 TRANSPOSE_SHAPE = (2048, 2048)
 # Chapters whose every configuration is profiled (their story is the counters).

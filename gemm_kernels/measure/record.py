@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gemm_kernels.core import device
-from gemm_kernels.core.kernels import KERNELS, get
+from gemm_kernels.core.kernels import KERNELS, L2_READ_SHAPE, get
 from gemm_kernels.measure import records, timing
 
 REPO = Path(__file__).resolve().parents[2]
@@ -180,6 +180,8 @@ def sweep_rows(name: str, shape=None, log=print) -> list[dict]:
         if k.op in ("transpose", "copy"):
             for s in ([shape] if shape else TRANSPOSE_SHAPES[:1]):
                 rows.append(measure(k, s, c))
+        elif k.op == "read":            # l2_read: at a shape that fits in the L2
+            rows.append(measure(k, shape or L2_READ_SHAPE, c))
         else:
             s = shape or (SWEEP_SIZE,) * 3
             if k.op == "dgemm" or not _problems(k, c, s):
@@ -228,7 +230,7 @@ def plan_rows(chapters=None, log=print) -> list[dict]:
         elif k.op == "dgemm":
             rows.append(measure(k, (4096,) * 3))
             rows.append(measure("cublas_dgemm", (4096,) * 3))
-        else:
+        elif k.op in ("transpose", "copy"):
             for s in TRANSPOSE_SHAPES:
                 for t in ("float", "double"):
                     rows.append(measure(k, s, {"T": t}))

@@ -1,9 +1,9 @@
 """Chapter 00: the ceilings of a GPU and where the series' kernels sit under them."""
 from __future__ import annotations
 
-from gemm_kernels.core import device
-from gemm_kernels.core.kernels import KERNELS
-from gemm_kernels.measure import lookup, profile, records
+from gemm_kernels.core import device, style
+from gemm_kernels.core.kernels import KERNELS, L2_READ_SHAPE
+from gemm_kernels.measure import ladder, lookup, profile, records
 
 
 def device_properties() -> dict:
@@ -14,21 +14,48 @@ def device_properties() -> dict:
     return rec.device if rec else {}
 
 
-def peak_table(props: dict) -> str:
-    """Peak FP32 for this GPU, derived the way the course notes derive the RTX 3090's:
-    SMs x FP32 lanes per SM x 2 FLOP per fused multiply-add x clock."""
-    lanes = props.get("fp32_lanes_per_sm") or device.fp32_lanes(props["compute_capability"])
-    peak = device.peak_fp32_gflops(props)
-    bw = device.peak_bandwidth_gbps(props)
-    lines = [f"{props['name']} (compute capability {props['compute_capability']})",
-             f"  SMs                  {props['sm_count']}",
-             f"  FP32 lanes per SM    {lanes}",
-             f"  SM clock (max)       {props['sm_clock_mhz']:.0f} MHz",
-             f"  peak FP32 = {props['sm_count']} x {lanes} x 2 x {props['sm_clock_mhz'] / 1000:.3f} GHz"
-             f" = {peak:,.0f} GFLOP/s"]
-    if bw:
-        lines.append(f"  DRAM: 2 x {props['memory_clock_mhz']:.0f} MHz x {props['memory_bus_bits']} bit / 8"
-                     f" = {bw:,.0f} GB/s (reads and writes share it)")
+MiB = 1 << 20      # buffers and caches are sized in powers of two (MiB, GiB) ...
+MB = 1e6           # ... traffic and bandwidth in powers of ten (MB, GB/s), as profilers do
+
+
+def spec_table(gpus: dict):
+    """The peak FP32 and DRAM bandwidth of each GPU ({column name: properties}), with
+    the formulas filled in: SMs x FP32 lanes per SM x 2 FLOP per FMA x clock, and
+    bus width x data rate per pin / 8 (the data rate is 2 x the memory clock: double
+    data rate). The last row is the ridge: FLOP per DRAM byte needed to reach the peak."""
+    from gemm_kernels.core.table import Table
+    cols = {}
+    for name, p in gpus.items():
+        lanes = p.get("fp32_lanes_per_sm") or device.fp32_lanes(p["compute_capability"])
+        ghz = p["sm_clock_mhz"] / 1000
+        peak = device.peak_fp32_gflops(p)
+        rate = 2 * p["memory_clock_mhz"] / 1000          # Gbit/s per pin
+        bw = device.peak_bandwidth_gbps(p)
+        cols[name] = {
+            "compute capability": p["compute_capability"],
+            "SMs x FP32 lanes per SM": f"{p['sm_count']} x {lanes}",
+            "SM clock": f"{ghz:.3f} GHz",
+            "peak FP32 = SMs x lanes x 2 x clock":
+                f"{p['sm_count']} x {lanes} x 2 x {ghz:.3f} = {peak / 1000:.1f} TFLOP/s",
+            "DRAM = bus width x data rate / 8":
+                f"{p['memory_bus_bits']:,} bit x {rate:.2f} Gbit/s / 8 = {bw:,.0f} GB/s",
+            "ridge = peak / DRAM": f"{peak / bw:.1f} FLOP per byte"}
+    rows = [{"": q, **{n: c[q] for n, c in cols.items()}} for q in next(iter(cols.values()))]
+    return Table(rows, ["", *cols], title="theoretical peaks, from the specifications")
+
+
+def cache_sizes(props: dict, sizes=(1024, 4096)) -> str:
+    """The L2 of this GPU beside the bytes of an n^3 SGEMM's matrices (A, B and C in
+    float32), and the scratch buffer the timing harness writes to empty the L2."""
+    from gemm_kernels.measure import timing
+    l2 = props.get("l2_bytes")
+    lines = [f"L2 of the {props.get('name')}: "
+             + (f"{l2 / MiB:,.0f} MiB" if l2 else "not reported")]
+    for n in sizes:
+        lines.append(f"A, B and C of a {n}^3 SGEMM: 3 x {n}^2 x 4 B = {3 * n * n * 4 / MiB:,.0f} MiB")
+    lines.append(f"scratch buffer written before each timed call: "
+                 f"{timing.flush_bytes(l2) / MiB:,.0f} MiB (twice the L2)")
+    lines.append(f"warm-up calls: {timing.WARMUP}; timed calls: {timing.REPEATS}")
     return "\n".join(lines)
 
 
@@ -37,110 +64,284 @@ def intensity(M: int, N: int, K: int, bytes_per=4) -> float:
     return 2 * M * N * K / (bytes_per * (M * K + K * N + M * N))
 
 
-# Nsight Compute's counters of the bytes a launch moved between the L2 and DRAM.
-DRAM_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
+# ------------------------------------------------------------------ the ceilings
+
 COPY_SHAPE = (1 << 30,)    # the device copy chapter 00 measures: 1 GiB, far beyond the L2
-# How `placement` found a kernel's intensity, as the roofline's legend says it.
-PLACED = {"ncu": "filled: placed by the DRAM bytes Nsight Compute counted",
-          "model": "hollow: placed by the model, each matrix moved once"}
+LEVELS = ("DRAM", "L2", "shared memory")
+# Nsight Compute's counts behind each level's bytes (profile.METRICS holds them all).
+DRAM_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
+L2_METRICS = tuple(profile.ROOFLINE[:2])        # 32-byte sectors the SMs asked of the L2
+SMEM_TOTAL = profile.ROOFLINE[2]                # every shared-memory wavefront
+SMEM_LD_ST = tuple(profile.SHARED[:2])          # the wavefronts of loads and stores only
+SECTOR_BYTES = 32
+# A wavefront is one pass of the 32 banks: 128 bytes of the shared memory's bandwidth,
+# used in full or not (a conflicted access spends more wavefronts on the same bytes).
+WAVEFRONT_BYTES = device.SMEM_BANKS * device.SMEM_BANK_BYTES
+
+
+def l2_ceiling() -> dict | None:
+    """The L2's read bandwidth from the l2_read timings at L2_READ_SHAPE, one per PASSES
+    (measured now, live, or recorded): the straight line time = fixed + PASSES x per
+    pass, fitted by least squares; bandwidth = bytes of the buffer / time per pass. The
+    first pass (from DRAM) and the launch fall into `fixed`. None with fewer than two
+    PASSES timed."""
+    import numpy as np
+    from gemm_kernels.measure import timing
+    k = KERNELS["l2_read"]
+    passes = next(p for p in k.params if p.name == "PASSES").values
+    pts = []
+    for n in passes:
+        try:
+            row = lookup.measure_or_lookup("l2_read", L2_READ_SHAPE, {"PASSES": n})
+        except LookupError:
+            continue
+        pts.append((n, timing.times_ms(row)["median"]))
+    if len(pts) < 2:
+        return None
+    per_pass_ms, fixed_ms = np.polyfit([n for n, _ in pts], [t for _, t in pts], 1)
+    nbytes = timing.input_bytes("l2_read", L2_READ_SHAPE, k.defaults())
+    return {"gbps": nbytes / (per_pass_ms * 1e-3) / 1e9, "per_pass_ms": per_pass_ms,
+            "fixed_ms": fixed_ms, "bytes": nbytes, "passes": [n for n, _ in pts],
+            "times_ms": [t for _, t in pts]}
 
 
 def ceilings(props: dict) -> list[dict]:
-    """The memory ceilings of the roofline, fastest level first: {'level', 'gbps', 'how'}.
-    'gbps' is None where neither the recording nor the device properties give the
-    level's bandwidth; the plot then leaves that ceiling out and says so."""
+    """The memory ceilings of the roofline, fastest level first, each
+    {'level', 'gbps', 'kind' ('measured' or 'theoretical'), 'how'}. 'gbps' is None where
+    a level's bandwidth is not known here (the L2 without l2_read timings)."""
     smem = device.smem_bandwidth_gbps(props)
+    l2 = l2_ceiling()
+    out = [{"level": "shared memory", "gbps": smem, "kind": "theoretical",
+            "how": f"{props.get('sm_count')} SMs x {WAVEFRONT_BYTES} B x clock"},
+           {"level": "L2", "gbps": l2 and l2["gbps"], "kind": "measured",
+            "how": "l2_read: a 16 MiB buffer read again and again" if l2 else
+                   "no l2_read timings here"}]
     try:
-        dram = lookup.measure_or_lookup("device_copy", COPY_SHAPE)["gbps"]["median"]
-        dram_how = "measured: device copy of 1 GiB"
+        copy = lookup.measure_or_lookup("device_copy", COPY_SHAPE)["gbps"]["median"]
+        out.append({"level": "DRAM", "gbps": copy, "kind": "measured",
+                    "how": "device copy of 1 GiB"})
     except LookupError:
-        dram = device.peak_bandwidth_gbps(props)
-        dram_how = "theoretical: memory clock x bus width"
-    return [{"level": "shared memory", "gbps": smem,
-             "how": f"{props.get('sm_count')} SMs x {device.SMEM_BANKS * device.SMEM_BANK_BYTES}"
-                    " B per clock"},
-            {"level": "L2", "gbps": None,
-             "how": "no L2 bandwidth in the recording or the device properties"},
-            {"level": "DRAM", "gbps": dram, "how": dram_how}]
+        pass
+    out.append({"level": "DRAM", "gbps": device.peak_bandwidth_gbps(props),
+                "kind": "theoretical", "how": "2 x memory clock x bus width"})
+    return out
 
 
-def placement(kernel: str, shape, props: dict) -> tuple[float, str]:
-    """(FLOP per DRAM byte, how it was found) of `kernel` at `shape`: 'ncu' from the DRAM
-    bytes Nsight Compute counted for its default configuration at that shape on this GPU
-    (the recording's), else 'model', each matrix moved once (`intensity`)."""
-    M, N, K = shape
+# ------------------------------------------------------------------ the kernels
+
+def level_bytes(metrics: dict) -> dict:
+    """{level: (bytes, note)} for each level whose counts are in `metrics`: DRAM bytes
+    read and written, L2 sectors read and written x 32 B, shared-memory wavefronts x
+    128 B (the total where it was counted, else loads and stores, which leave out
+    cp.async's copies into shared memory: note 'ld+st'). A level with no traffic (no
+    shared memory in the kernel) has no entry."""
+    out = {}
+    if DRAM_METRICS[0] in metrics:
+        out["DRAM"] = (sum(metrics.get(m, 0) for m in DRAM_METRICS), "")
+    if L2_METRICS[0] in metrics:
+        out["L2"] = (SECTOR_BYTES * sum(metrics.get(m, 0) for m in L2_METRICS), "")
+    if SMEM_TOTAL in metrics:
+        out["shared memory"] = (WAVEFRONT_BYTES * metrics[SMEM_TOTAL], "")
+    elif SMEM_LD_ST[0] in metrics:
+        out["shared memory"] = (WAVEFRONT_BYTES * sum(metrics.get(m, 0) for m in SMEM_LD_ST),
+                                "ld+st")
+    return {lv: v for lv, v in out.items() if v[0] > 0}
+
+
+def point(kernel: str, size: int, props: dict) -> dict | None:
+    """One kernel (default configuration) at size^3: {'kernel', 'chapter', 'gflops',
+    'x': {level: FLOP per byte of that level}, 'how' ('ncu' where Nsight Compute counted
+    the bytes on this GPU, else 'model': DRAM only, each matrix moved once), 'notes'}.
+    None when the rate is neither measurable here nor recorded."""
+    shape = (size,) * 3
+    try:
+        rate = lookup.measure_or_lookup(kernel, shape)["gflops"]["median"]
+    except LookupError:
+        return None
+    flops = 2 * size ** 3
     rec = records.current()
     same_gpu = rec is not None and rec.device.get("name") == props.get("name")
     row = profile.counters(kernel, shape=shape) if same_gpu and kernel in KERNELS else None
-    moved = sum(row["metrics"].get(m, 0) for m in DRAM_METRICS) if row else 0
-    if row and DRAM_METRICS[0] in row["metrics"] and moved > 0:
-        return 2 * M * N * K / moved, "ncu"
-    return intensity(M, N, K), "model"
+    moved = level_bytes(row["metrics"]) if row else {}
+    chapter = KERNELS[kernel].chapter if kernel in KERNELS else "00"
+    if "DRAM" not in moved:
+        return {"kernel": kernel, "chapter": chapter, "gflops": rate, "how": "model",
+                "x": {"DRAM": intensity(*shape)}, "notes": {}}
+    return {"kernel": kernel, "chapter": chapter, "gflops": rate, "how": "ncu",
+            "x": {lv: flops / b for lv, (b, _) in moved.items()},
+            "notes": {lv: n for lv, (_, n) in moved.items() if n}}
+
+
+def chapter_kernels(size: int = profile.GEMM_SHAPE[0]) -> list[str]:
+    """One SGEMM kernel per chapter, in chapter order: the ladder kernel of that chapter
+    with the highest recorded GFLOP/s at size^3 (the first registered where none is
+    recorded). A whole ladder on one roofline is a tangle of similar points."""
+    best = {}
+    for name in ladder.ladder_kernels():
+        try:
+            rate = lookup.recorded(name, (size,) * 3)["gflops"]["median"]
+        except LookupError:
+            rate = -1.0
+        ch = KERNELS[name].chapter
+        if ch not in best or rate > best[ch][1]:
+            best[ch] = (name, rate)
+    return [best[ch][0] for ch in sorted(best)]
+
+
+def missing(pts: list[dict], roofs: list[dict]) -> str | None:
+    """One line naming what the roofline lacks here, or None when nothing is missing."""
+    gaps = []
+    if not any(c["level"] == "L2" and c["gbps"] for c in roofs):
+        gaps.append("the L2 ceiling (no l2_read timings: `python -m gemm_kernels sweep "
+                    "l2_read` on a GPU)")
+    measured = [p for p in pts if p["how"] == "ncu"]
+    if measured and not any("L2" in p["x"] for p in measured):
+        gaps.append("the kernels' L2 bytes (no L2 sector counts: `python -m gemm_kernels "
+                    "profile`)")
+    if any(p["notes"].get("shared memory") == "ld+st" for p in measured):
+        gaps.append("cp.async's copies into shared memory (only the wavefronts of loads "
+                    "and stores were counted)")
+    return "Not in this recording: " + "; ".join(gaps) + "." if gaps else None
+
+
+def table(kernels, size: int = profile.GEMM_SHAPE[0]):
+    """Per kernel at size^3: its TFLOP/s, its FLOP per byte at each level, and the
+    lowest roof over it: the FP32 peak or a level's ceiling x the kernel's FLOP per byte
+    of that level (the most it could reach were that level its only limit)."""
+    from gemm_kernels.core.table import Table
+    props = device_properties()
+    peak = device.peak_fp32_gflops(props)
+    bw = {c["level"]: c["gbps"] for c in ceilings(props) if c["gbps"]}   # measured DRAM first
+    rows = []
+    for name in ["cublas", *kernels]:
+        p = point(name, size, props)
+        if p is None:
+            continue
+        roofs = [("FP32 peak", peak)] + [(lv, bw[lv] * x) for lv, x in p["x"].items()
+                                         if lv in bw and p["how"] == "ncu"]
+        level, roof = min(roofs, key=lambda r: r[1])
+        row = {"chapter": p["chapter"], "kernel": name, "TFLOP/s": p["gflops"] / 1000}
+        for lv in LEVELS:
+            x = p["x"].get(lv) if p["how"] == "ncu" or lv == "DRAM" else None
+            row[f"FLOP/B {lv}"] = x
+        row |= {"lowest roof": level, "its TFLOP/s": roof / 1000,
+                "% of it": 100 * p["gflops"] / roof}
+        rows.append(row)
+    return Table(rows, list(rows[0]) if rows else ["kernel"],
+                 title=f"{size}^3, bytes counted by Nsight Compute, {records.source()}")
+
+
+def dram_traffic(kernels, size: int = profile.GEMM_SHAPE[0]) -> str:
+    """The DRAM bytes Nsight Compute counted for the kernels at size^3 (smallest and
+    largest over the kernels), beside the bytes of A and B and of C."""
+    shape = (size,) * 3
+    rows = [r for r in (profile.counters(k, shape=shape) for k in kernels)
+            if r and DRAM_METRICS[0] in r["metrics"]]
+    if not rows:
+        return f"no DRAM counts for these kernels at {size}^3 here"
+    read = [r["metrics"][DRAM_METRICS[0]] / MB for r in rows]
+    written = [r["metrics"][DRAM_METRICS[1]] / MB for r in rows]
+    return (f"DRAM bytes of {len(rows)} kernels at {size}^3 (Nsight Compute):\n"
+            f"  read    {min(read):,.2f} to {max(read):,.2f} MB;"
+            f" A and B hold {2 * size * size * 4 / MB:,.2f} MB\n"
+            f"  written {min(written):,.2f} to {max(written):,.2f} MB;"
+            f" C holds {size * size * 4 / MB:,.2f} MB")
+
+
+def l2_summary() -> str:
+    """The L2 ceiling as `l2_ceiling` fits it, in words, or what is missing."""
+    l2 = l2_ceiling()
+    if l2 is None:
+        return ("L2 ceiling: no l2_read timings here (run `python -m gemm_kernels sweep "
+                "l2_read` on a GPU); the roofline leaves the L2 ceiling out.")
+    return (f"l2_read on {l2['bytes'] / MiB:,.0f} MiB, PASSES = "
+            f"{', '.join(map(str, l2['passes']))}: time = {l2['fixed_ms'] * 1e3:,.1f} us + "
+            f"PASSES x {l2['per_pass_ms'] * 1e3:,.2f} us\n"
+            f"L2 read bandwidth = {l2['bytes'] / MB:,.2f} MB / {l2['per_pass_ms'] * 1e3:,.2f} us"
+            f" = {l2['gbps']:,.0f} GB/s")
+
+
+# ------------------------------------------------------------------ the picture
+
+LEVEL_MARKERS = {"DRAM": "o", "L2": "s", "shared memory": "^"}
+# Measured ceilings black, theoretical ones grey; one dash pattern per level.
+CEILING_LOOK = {"shared memory": "-.", "L2": (0, (6, 2, 1, 2, 1, 2)), "DRAM": "--"}
 
 
 def plot(kernels, size: int = profile.GEMM_SHAPE[0], ax=None):
-    """Hierarchical roofline: the FP32 peak and one bandwidth ceiling per memory level
-    (`ceilings`), cuBLAS and the kernels (default configurations) at size^3, each at its
-    measured GFLOP/s and its FLOP per DRAM byte (`placement`: filled markers where
-    Nsight Compute counted the bytes, hollow where the model places it). The default
-    size is the one the recording profiles, so the kernels sit at measured bytes."""
+    """Hierarchical roofline at size^3: the FP32 peak and one ceiling per memory level
+    (`ceilings`); cuBLAS and each kernel (default configuration) at its measured GFLOP/s,
+    once per level at its FLOP per byte of that level (`point`): one colour per kernel,
+    one marker per level, a thin line joining a kernel's points. Prints one line naming
+    what is missing (`missing`). The default size is the one the recording profiles."""
     import matplotlib.pyplot as plt
     import numpy as np
-    from gemm_kernels.core import style
+    from matplotlib.lines import Line2D
     props = device_properties()
     peak = device.peak_fp32_gflops(props)
-    shape = (size,) * 3
-    pts = []
-    for name in ["cublas", *kernels]:
-        try:
-            rate = lookup.measure_or_lookup(name, shape)["gflops"]["median"]
-        except LookupError:
-            continue
-        pts.append((name, *placement(name, shape, props), rate))
-    roofs = ceilings(props)
+    pts = [p for p in (point(n, size, props) for n in ["cublas", *kernels]) if p]
+    roofs = [c for c in ceilings(props) if c["gbps"] or c["level"] == "L2"]
     drawn = [c for c in roofs if c["gbps"]]
-    ridges = [peak / c["gbps"] for c in drawn]
-    xs = ridges + [ai for _, ai, _, _ in pts]
-    x = np.logspace(np.log10(min(xs) / 8), np.log10(max(xs) * 8), 200)
+    xs = [peak / c["gbps"] for c in drawn] + [x for p in pts for x in p["x"].values()]
+    x = np.logspace(np.log10(min(xs) / 4), np.log10(max(xs) * 4), 400)
     if ax is None:
-        _, ax = plt.subplots(figsize=(8, 5.5))
-    ax.axhline(peak, color="k", lw=2, label=f"FP32 peak: {peak / 1000:.1f} TFLOP/s "
-                                            "(SMs x lanes x 2 x clock)")
-    for c, ls in zip(roofs, ("-.", ":", "--")):
-        if not c["gbps"]:
-            # An empty entry: the legend says which ceiling is missing and why.
-            ax.plot([], [], " ", label=f"{c['level']}: ceiling left out ({c['how']})")
-            continue
-        below = x <= peak / c["gbps"]
-        ax.plot(x[below], c["gbps"] * x[below], ls, color="k", lw=1.5,
-                label=f"{c['level']}: {c['gbps'] / 1000:.1f} TB/s ({c['how']})")
-    # Two key entries explain the fill once, instead of a word on every kernel's line.
-    for how, fill in (("ncu", "k"), ("model", "none")):
-        ax.plot([], [], "o", mec="k", mfc=fill, mew=1.5, ls="none", label=PLACED[how])
-    for (name, ai, how, rate), (colour, marker) in zip(
-            pts, [("k", "*")] + style.series_styles(len(pts) - 1)):
-        ax.plot(ai, rate, marker, ms=11 if marker == "*" else 8, mec=colour, mew=1.5,
-                mfc=colour if how == "ncu" else "none", ls="none",
-                label=f"{name}: {rate / 1000:.1f} TFLOP/s at {ai:.0f} FLOP/B ({how})")
-    dram = next(c for c in roofs if c["level"] == "DRAM")
-    if dram["gbps"]:
-        # The ridge's label runs up its line on the memory-bound side, left of it, at
-        # the bottom: every SGEMM point of the series sits far right of the ridge.
-        ridge = peak / dram["gbps"]
-        ax.axvline(ridge, color="gray", ls=":", lw=1)
-        ax.text(ridge / 1.08, peak / 300, f"DRAM ridge: {ridge:.0f} FLOP/B", color="gray",
-                fontsize=9, rotation=90, ha="right", va="bottom")
+        _, ax = plt.subplots(figsize=(9, 6))
+    handles = [ax.axhline(peak, color="k", lw=2,
+                          label=f"FP32 peak: {peak / 1000:.1f} TFLOP/s (theoretical)")]
+    for c in drawn:
+        ridge = peak / c["gbps"]
+        colour = "k" if c["kind"] == "measured" else "0.55"
+        below = x <= ridge
+        handles += ax.plot(x[below], c["gbps"] * x[below], ls=CEILING_LOOK[c["level"]],
+                           color=colour, lw=1.5,
+                           label=f"{c['level']}, {c['kind']}: {c['gbps'] / 1000:.1f} TB/s,"
+                                 f" ridge {ridge:.1f} FLOP/B\n  ({c['how']})")
+    # The DRAM ridges, measured and theoretical, named above the roof where no point
+    # can be (no kernel beats the peak): one label on each side of its own bend.
+    dram = sorted((c for c in drawn if c["level"] == "DRAM"), key=lambda c: -c["gbps"])
+    for c, ha in zip(dram, ("right", "left") if len(dram) == 2 else ("center",)):
+        ridge = peak / c["gbps"]
+        colour = "k" if c["kind"] == "measured" else "0.4"
+        ax.plot([ridge, ridge], [peak, peak * 1.12], color=colour, lw=1)
+        ax.text(ridge, peak * 1.15, f"{c['kind']} DRAM ridge\n{ridge:.1f} FLOP/B",
+                ha=ha, va="bottom", fontsize=8, color=colour)
+    colours = [("k", None)] + style.series_styles(len(pts) - 1)
+    for p, (colour, _) in zip(pts, colours):
+        levels = [lv for lv in LEVELS if lv in p["x"]]
+        if len(levels) > 1:
+            ax.plot([p["x"][lv] for lv in levels], [p["gflops"]] * len(levels), "-",
+                    color=colour, lw=0.8, alpha=0.6)
+        for lv in levels:
+            line, = ax.plot(p["x"][lv], p["gflops"], LEVEL_MARKERS[lv], ms=8, mew=1.5,
+                            mec=colour, mfc=colour if p["how"] == "ncu" else "none",
+                            ls="none")
+            line.set_gid(f"{p['kernel']}|{lv}")
+        label = "cuBLAS" if p["kernel"] == "cublas" else f"{p['chapter']} {p['kernel']}"
+        handles.append(Line2D([], [], color=colour, lw=3,
+                              label=f"{label}: {p['gflops'] / 1000:.1f} TFLOP/s"))
+    # The marker key, once, in black: which level a point is placed by.
+    shown = {lv for p in pts for lv in p["x"] if p["how"] == "ncu"}
+    for lv in LEVELS:
+        if lv in shown:
+            handles.append(Line2D([], [], marker=LEVEL_MARKERS[lv], color="k", ls="none",
+                                  label=f"FLOP per {lv} byte (Nsight Compute)"))
+    if any(p["how"] == "model" for p in pts):
+        handles.append(Line2D([], [], marker="o", mfc="none", mec="k", ls="none",
+                              label="hollow: FLOP per DRAM byte of the model, n/6"))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(x[0], x[-1])
-    ax.set_ylim(min([rate for *_, rate in pts] + [peak / 300]) / 2, peak * 2)
-    ax.set_xlabel("arithmetic intensity (FLOP per byte of the ceiling's level;\n"
-                  "kernels: FLOP per DRAM byte)")
+    ax.set_ylim(min(p["gflops"] for p in pts) / 3 if pts else peak / 1000, peak * 3)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte moved at that level)")
     ax.set_ylabel("GFLOP/s")
-    ax.set_title(f"Roofline at {size}^3, {records.source()}", fontsize=10)
+    ax.set_title(f"Hierarchical roofline at {size}^3, {records.source()}", fontsize=10)
     # Outside the axes, right of them: the legend never covers a point or a label.
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1),
+              borderaxespad=0)
     ax.grid(True, which="both", alpha=0.3)
+    gap = missing(pts, roofs)
+    if gap:
+        print(gap)
     return ax
 
 

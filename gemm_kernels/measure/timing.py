@@ -38,7 +38,7 @@ UNKNOWN_L2_BYTES = 128 << 20
 
 # What each kind of kernel is compared with, measured in the same process beside it.
 REFERENCES = {"sgemm": "cublas", "dgemm": "cublas_dgemm", "transpose": "device_copy",
-              "copy": "device_copy"}
+              "copy": "device_copy", "read": "device_copy"}
 REFERENCE_KERNELS = ("cublas", "cublas_dgemm", "device_copy")
 
 
@@ -176,11 +176,13 @@ def input_bytes(name: str, shape, params: dict) -> int:
 
 def unit_and_rate(name: str, shape, params: dict):
     """("gflops", ms -> GFLOP/s) for GEMMs, ("gbps", ms -> GB/s) for copies and
-    transposes, whose bytes moved are their input read once and written once."""
+    transposes, whose bytes moved are their input read once and written once, and for
+    a "read" kernel (l2_read), which reads its input PASSES times and writes it once."""
     if name in ("cublas", "cublas_dgemm") or (name != "device_copy"
                                               and kernel_of(name).op in DTYPES):
         return "gflops", lambda ms: gflops(shape, ms)
-    moved = 2 * input_bytes(name, shape, params)
+    reads = params["PASSES"] if name != "device_copy" and kernel_of(name).op == "read" else 1
+    moved = (reads + 1) * input_bytes(name, shape, params)
     return "gbps", lambda ms: gbps(moved, ms)
 
 
