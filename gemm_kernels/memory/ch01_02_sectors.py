@@ -192,7 +192,7 @@ def thread_map(kernel: str, configs, size: int = 32):
     # Light, distinct shades for the warps; warp 0 of the first block gets a dark one of
     # its own, so that its labelled lanes stand out.
     light = ListedColormap([c for c in plt.get_cmap("tab20").colors[1::2]])
-    owned = []
+    owned, boundaries = [], False
     for ax, params in zip(axes[0], configs):
         p = kern.resolve(params)
         bx, by, _ = kern.threads(p)
@@ -215,8 +215,10 @@ def thread_map(kernel: str, configs, size: int = 32):
         for r in range(size):             # block boundaries
             for c in range(size):
                 if c + 1 < size and block_id[r, c] != block_id[r, c + 1]:
+                    boundaries = True
                     ax.plot([c + .5, c + .5], [r - .5, r + .5], color="black", lw=2)
                 if r + 1 < size and block_id[r, c] != block_id[r + 1, c]:
+                    boundaries = True
                     ax.plot([c - .5, c + .5], [r + .5, r + .5], color="black", lw=2)
         ax.set_xlim(-.5, size - .5)
         ax.set_ylim(size - .5, -.5)
@@ -226,8 +228,9 @@ def thread_map(kernel: str, configs, size: int = 32):
                             f"computes {describe_lanes(lanes)}")
         ax.set_xlabel("column of C")
         ax.set_ylabel("row of C")
-    fig.text(0.5, 0.01, "colour: the warp of its block that computes the element; "
-             "thick lines: block boundaries", ha="center", fontsize=9)
+    fig.text(0.5, 0.01, "colour: the warp of its block that computes the element; " +
+             ("thick lines: block boundaries" if boundaries else "the corner is one block"),
+             ha="center", fontsize=9)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     for ax, lane0 in owned:               # sized to the cells as laid out
         pts = style.label_points(*style.cell_points(ax, size, size), chars=2)
