@@ -10,7 +10,7 @@ from gemm_kernels.core import compiler
 from gemm_kernels.core import device
 from gemm_kernels.core.launch import kernel_of
 
-_INSTR = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);")
+_INSTR = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);")
 _LABEL = re.compile(r"^\s*(\.L_x_\d+):")
 _BRANCH = re.compile(r"BRA\s+`?\(?(\.L_x_\d+)")
 
@@ -30,12 +30,11 @@ def _family(opcode: str, operands: str) -> str:
 
 
 def instructions(sass: str) -> list[tuple[int, str, str]]:
-    """(address, family, full text) for each instruction in the SASS listing; the text
-    keeps the guard predicate (`@P1 BRA ...`: a branch taken only where P1 is true)."""
+    """(address, family, full text) for each instruction in the SASS listing."""
     out = []
     for m in _INSTR.finditer(sass):
-        pred, op, args = m.group(2) or "", m.group(3), m.group(4)
-        out.append((int(m.group(1), 16), _family(op, args), f"{pred}{op} {args}".strip()))
+        out.append((int(m.group(1), 16), _family(m.group(2), m.group(3)),
+                    f"{m.group(2)} {m.group(3)}".strip()))
     return out
 
 
