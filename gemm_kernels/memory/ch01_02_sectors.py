@@ -9,6 +9,22 @@ from __future__ import annotations
 SECTOR = 32
 
 
+def _element(kernel: str, p: dict, block: tuple[int, int], t: int) -> tuple[int, int]:
+    """(row, col) of C that thread `t` (linear index within its block, threadIdx.x
+    fastest) of block `block` = (blockIdx.x, blockIdx.y) computes, from the kernels'
+    index expressions."""
+    from gemm_kernels.core.kernels import get
+    bx, by, _ = get(kernel).threads(p)
+    if kernel == "naive":
+        x, y = block[0] * bx + t % bx, block[1] * by + t // bx
+        return (x, y) if p["MAPPING"] == "x->row" else (y, x)
+    if kernel == "coalesced":
+        # GRID only numbers the tiles differently: x->row walks tile rows with blockIdx.x
+        tile_row, tile_col = block if p["GRID"] == "x->row" else block[::-1]
+        return tile_row * p["BLOCK"] + t // p["BLOCK"], tile_col * p["BLOCK"] + t % p["BLOCK"]
+    raise ValueError(f"the access model covers naive and coalesced, not {kernel}")
+
+
 def warp_elements(kernel: str, params: dict, M: int, N: int, K: int, k: int = 0,
                   warp: int = 0) -> list[dict]:
     """Per lane of `warp` in block (0, 0): its (row, col) of C and the element of A and
@@ -24,14 +40,7 @@ def warp_elements(kernel: str, params: dict, M: int, N: int, K: int, k: int = 0,
             out.append({"lane": lane, "row": None, "col": None, "active": False,
                         "A": None, "B": None})
             continue
-        tx, ty = t % bx, t // bx            # threadIdx.x varies fastest within a warp
-        if kernel == "naive":
-            x, y = tx, ty
-            row, col = (x, y) if p["MAPPING"] == "x->row" else (y, x)
-        elif kernel == "coalesced":
-            row, col = t // p["BLOCK"], t % p["BLOCK"]
-        else:
-            raise ValueError(f"the access model covers naive and coalesced, not {kernel}")
+        row, col = _element(kernel, p, (0, 0), t)
         active = row < M and col < N
         out.append({"lane": lane, "row": row, "col": col, "active": active,
                     "A": (row * K + k) if active else None,
@@ -45,19 +54,21 @@ def sectors(indices, elem_bytes: int = 4) -> int:
 
 
 def sector_table(configs, M=4096, N=4096, K=4096):
-    """Sectors per warp-wide load of A and of B, and bytes moved per useful byte."""
+    """Per configuration, one warp at one step k: the 32-byte sectors its load of A and
+    its load of B touch, their average (what Nsight Compute calls sectors per request),
+    and the bytes those sectors hold. Every row is 32 multiply-adds, one per lane."""
+    from gemm_kernels.core.kernels import get
     from gemm_kernels.core.table import Table
     rows = []
     for kernel, params in configs:
         lanes = warp_elements(kernel, params, M, N, K)
         sa, sb = sectors(l["A"] for l in lanes), sectors(l["B"] for l in lanes)
-        used = 4 * (len({l["A"] for l in lanes if l["active"]}) +
-                    len({l["B"] for l in lanes if l["active"]}))
-        rows.append({"kernel": kernel, "params": params,
+        rows.append({"kernel": kernel, "params": get(kernel).resolve(params),
                      "active lanes": sum(l["active"] for l in lanes),
                      "A sectors": sa, "B sectors": sb,
-                     "bytes fetched": SECTOR * (sa + sb), "bytes used": used,
-                     "efficiency": f"{used / (SECTOR * (sa + sb)):.0%}"})
+                     # a whole number shows without ".0"
+                     "sectors per request": (sa + sb) / 2 if (sa + sb) % 2 else (sa + sb) // 2,
+                     "bytes moved": f"{SECTOR * (sa + sb):,}"})
     return Table(rows, list(rows[0]), title="one warp, one step k: 32-byte sectors per load")
 
 
@@ -157,5 +168,120 @@ def sector_picture(kernel: str, params: dict, rows: int = 4, cols: int = 40, k_c
         ax.set_xlabel("column of B" if name == "B" else "k")
         ax.set_ylabel("row" if name == "A" else "")
         ax.set_yticks(range(shape[0]) if name == "A" else [])
+    fig.tight_layout()
+    return fig
+
+
+def _settings(kernel: str, params: dict) -> str:
+    from gemm_kernels.core.kernels import get
+    return ", ".join(f"{n} = {v}" for n, v in get(kernel).resolve(params).items())
+
+
+def thread_map(kernel: str, configs, size: int = 32):
+    """Side by side, one panel per configuration in `configs` (a list of params): the
+    top-left size x size corner of C, each element coloured by the warp of its block
+    that computes it, thick lines between blocks, and the 32 lanes of warp 0 of block
+    (0, 0) labelled with their lane number. Returns the figure."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import ListedColormap
+    from gemm_kernels.core import style
+    from gemm_kernels.core.kernels import get
+    kern = get(kernel)
+    fig, axes = plt.subplots(1, len(configs), figsize=(7.2 * len(configs), 7.9), squeeze=False)
+    # Light, distinct shades for the warps; warp 0 of the first block gets a dark one of
+    # its own, so that its labelled lanes stand out.
+    light = ListedColormap([c for c in plt.get_cmap("tab20").colors[1::2]])
+    owned, boundaries = [], False
+    for ax, params in zip(axes[0], configs):
+        p = kern.resolve(params)
+        bx, by, _ = kern.threads(p)
+        warp = np.full((size, size), -1)
+        block_id = np.full((size, size), -1)
+        lane0 = {}
+        blocks = -(-size // p["BLOCK"])
+        for b in range(blocks * blocks):
+            blk = (b % blocks, b // blocks)
+            for t in range(bx * by):
+                r, c = _element(kernel, p, blk, t)
+                if r < size and c < size:
+                    warp[r, c], block_id[r, c] = t // 32, b
+                    if b == 0 and t < 32:
+                        lane0[(r, c)] = t
+        shade = np.ma.masked_less(warp % light.N, 0)
+        ax.imshow(shade, cmap=light, vmin=0, vmax=light.N - 1)
+        ax.imshow(np.ma.masked_where(warp != 0, np.where(block_id == 0, 1.0, np.nan)),
+                  cmap=ListedColormap(["#08306b"]), vmin=0, vmax=1)
+        for r in range(size):             # block boundaries
+            for c in range(size):
+                if c + 1 < size and block_id[r, c] != block_id[r, c + 1]:
+                    boundaries = True
+                    ax.plot([c + .5, c + .5], [r - .5, r + .5], color="black", lw=2)
+                if r + 1 < size and block_id[r, c] != block_id[r + 1, c]:
+                    boundaries = True
+                    ax.plot([c - .5, c + .5], [r + .5, r + .5], color="black", lw=2)
+        ax.set_xlim(-.5, size - .5)
+        ax.set_ylim(size - .5, -.5)
+        owned.append((ax, lane0))
+        lanes = warp_elements(kernel, params, size, size, size)
+        style.fit_title(ax, f"{_settings(kernel, params)}\nwarp 0 (dark, lanes numbered) "
+                            f"computes {describe_lanes(lanes)}")
+        ax.set_xlabel("column of C")
+        ax.set_ylabel("row of C")
+    fig.text(0.5, 0.01, "colour: the warp of its block that computes the element; " +
+             ("thick lines: block boundaries" if boundaries else "the corner is one block"),
+             ha="center", fontsize=9)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    for ax, lane0 in owned:               # sized to the cells as laid out
+        pts = style.label_points(*style.cell_points(ax, size, size), chars=2)
+        if pts >= style.MIN_LABEL_POINTS:
+            for (r, c), lane in lane0.items():
+                ax.text(c, r, lane, ha="center", va="center", fontsize=pts, color="white")
+    return fig
+
+
+def sector_strips(kernel: str, configs, per_line: int = 16):
+    """One panel per configuration: the 32-byte sectors that warp 0's load of A and its
+    load of B touch at step k = 0, each drawn as a box of 8 floats with the floats some
+    lane loads filled in (`per_line` boxes to a line). Sectors are drawn side by side
+    wherever they lie in memory. Returns the figure."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    per, gap = SECTOR // 4, 1
+    M = N = K = 4096
+    data = []
+    for params in configs:
+        lanes = [l for l in warp_elements(kernel, params, M, N, K) if l["active"]]
+        data.append((params, {m: sorted({l[m] for l in lanes}) for m in "AB"}))
+
+    def lines(idx):
+        return -(-len({i // per for i in idx}) // per_line)
+    heights = [sum(lines(idx[m]) for m in "AB") + 0.6 for _, idx in data]
+    fig, axes = plt.subplots(len(configs), 1, figsize=(12, 0.55 * sum(heights) + 0.8),
+                             squeeze=False, gridspec_kw={"height_ratios": heights})
+    for ax, (params, idx) in zip(axes[:, 0], data):
+        y = 0
+        for m in "AB":
+            secs = sorted({i // per for i in idx[m]})
+            used = set(idx[m])
+            ax.text(-1, y + 0.4, m, ha="right", va="center", fontsize=11, weight="bold")
+            for n, sec in enumerate(secs):
+                x0, yy = (n % per_line) * (per + gap), y + n // per_line
+                for f in range(per):
+                    if sec * per + f in used:
+                        ax.add_patch(Rectangle((x0 + f, yy), 1, 0.8, lw=0, fc="#e8590c"))
+                ax.add_patch(Rectangle((x0, yy), per, 0.8, lw=0.8, ec="black", fc="none"))
+            ax.text(min(len(secs), per_line) * (per + gap), y + 0.4,
+                    f" {len(secs)} sector{'s' if len(secs) > 1 else ''}: "
+                    f"{SECTOR * len(secs):,} bytes moved for {len(used)} "
+                    f"float{'s' if len(used) > 1 else ''} loaded",
+                    ha="left", va="center", fontsize=9)
+            y += lines(idx[m])
+        ax.set_xlim(-3, per_line * (per + gap) + 55)
+        ax.set_ylim(y, -0.1)
+        ax.set_axis_off()
+        ax.set_title(_settings(kernel, params), fontsize=10, loc="left")
+    fig.suptitle("warp 0 at step k = 0: the sectors its two loads touch (box: one 32-byte "
+                 "sector, 8 floats; orange: a float some lane loads)", fontsize=10)
     fig.tight_layout()
     return fig

@@ -104,15 +104,26 @@ def _function_text(text: str, entry: str) -> str:
     return text[start:]
 
 
-def sass_loop(kernel, params=None, limit: int = 60, start: str | None = None) -> Text:
+_GUARD = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+)\s")
+
+
+def sass_loop(kernel, params=None, limit: int = 60, start: str | None = None,
+              tail: int = 0) -> Text:
     """The main loop's SASS (the loop with the most FFMA), at most `limit` lines; with
-    `start` (an opcode prefix such as "LDS"), from the first such instruction on."""
+    `start` (an opcode prefix such as "LDS"), from the first such instruction on; with
+    `tail`, the first `limit` lines and the loop's last `tail` (its branch back)."""
     k = kernel_of(kernel)
-    body = analysis.main_loop(compiler.sass(k, k.resolve(params)))
+    sass = compiler.sass(k, k.resolve(params))
+    body = analysis.main_loop(sass)
+    # the guard predicate of each instruction (`@P1 BRA`: taken only where P1 is true)
+    guard = {int(a, 16): g + " " for a, g in _GUARD.findall(sass)}
     skip = next((n for n, (_, _, t) in enumerate(body) if t.startswith(start)), 0) if start else 0
     lines = ([f"... {skip} earlier instructions of the loop"] if skip else []) + \
-        [f"/*{a:04x}*/  {t}" for a, _, t in body[skip:]]
+        [f"/*{a:04x}*/  {guard.get(a, '')}{t}" for a, _, t in body[skip:]]
     more = len(lines) - limit
+    if tail and more > tail:
+        return Text("\n".join(lines[:limit] + [f"... {more - tail} instructions not shown"]
+                              + lines[-tail:]))
     return Text("\n".join(lines[:limit] + ([f"... {more} more"] if more > 0 else [])))
 
 

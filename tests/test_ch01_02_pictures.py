@@ -1,0 +1,74 @@
+"""Chapters 01-02: the thread -> element map, the sector strips, the indexing mistake
+through the checker, and the SASS loop shown with its branch back."""
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from gemm_kernels.core import style  # noqa: E402
+from gemm_kernels.memory import ch01_02_sectors, ch01_indexing  # noqa: E402
+
+
+def _lanes(ax):
+    return sorted(int(t.get_text()) for t in ax.texts if t.get_text().isdigit())
+
+
+@pytest.mark.parametrize("mapping, where", [("x->row", "rows 0 to 31 of column 0"),
+                                            ("x->col", "columns 0 to 31 of row 0")])
+def test_thread_map_labels_the_32_lanes_of_warp_0_readably(mapping, where):
+    fig = ch01_02_sectors.thread_map("naive", [{"BLOCK": 32, "MAPPING": mapping}])
+    ax = fig.axes[0]
+    assert _lanes(ax) == list(range(32))
+    assert all(t.get_fontsize() >= style.MIN_LABEL_POINTS for t in ax.texts)
+    title = " ".join(ax.get_title().split())
+    assert "{" not in title and where in title
+    plt.close(fig)
+
+
+def test_thread_map_puts_warp_0_where_the_kernel_puts_it():
+    """BLOCK = 8, x->row: warp 0 is 8 rows by 4 columns, lane l at row l % 8, column l // 8."""
+    fig = ch01_02_sectors.thread_map("naive", [{"BLOCK": 8, "MAPPING": "x->row"}])
+    pos = {int(t.get_text()): t.get_position() for t in fig.axes[0].texts}
+    assert all(pos[l] == (l // 8, l % 8) for l in range(32))
+    plt.close(fig)
+
+
+def test_sector_strips_count_the_sectors_of_the_sector_table():
+    configs = [{"BLOCK": 32, "MAPPING": "x->row"}, {"BLOCK": 32, "MAPPING": "x->col"}]
+    fig = ch01_02_sectors.sector_strips("naive", configs)
+    table = ch01_02_sectors.sector_table([("naive", c) for c in configs])
+    for ax, row in zip(fig.axes, table):
+        notes = [t.get_text() for t in ax.texts if "sector" in t.get_text()]
+        assert notes[0].strip().startswith(f"{row['A sectors']} sector")
+        assert notes[1].strip().startswith(f"{row['B sectors']} sector")
+    plt.close(fig)
+
+
+def test_sector_table_gives_the_profilers_sectors_per_request():
+    row = ch01_02_sectors.sector_table([("naive", {"MAPPING": "x->row"})])[0]
+    assert (row["A sectors"], row["B sectors"], row["sectors per request"]) == (32, 1, 16.5)
+    row = ch01_02_sectors.sector_table([("coalesced", {"BLOCK": 16})])[0]
+    assert row["sectors per request"] == 2 and isinstance(row["sectors per request"], int)
+
+
+def test_the_wrong_row_strides_pass_square_shapes_only():
+    wrong = ch01_indexing.check_table([(16, 16, 16), (7, 13, 5), (13, 7, 5)], "M", "M")
+    assert [r["checker"] for r in wrong] == ["pass", "FAIL", "FAIL"]
+    assert wrong[2]["threads writing past C"] != "0"       # M > N: rows land past C
+    right = ch01_indexing.check_table([(7, 13, 5), (13, 7, 5)], "K", "N")
+    assert all(r["checker"] == "pass" and r["never written"] == "0" for r in right)
+
+
+def test_an_unknown_stride_is_refused():
+    import numpy as np
+    with pytest.raises(ValueError, match="row stride"):
+        ch01_indexing.naive_on_cpu(np.ones((2, 3)), np.ones((3, 4)), a_stride="L")
+
+
+def test_the_loop_listing_keeps_its_predicated_branch_back():
+    from gemm_kernels import display
+    text = str(display.sass_loop("naive", limit=4, tail=3))
+    lines = text.splitlines()
+    assert len(lines) == 4 + 1 + 3 and "instructions not shown" in lines[4]
+    assert lines[-1].split("*/")[1].strip().startswith("@P")
+    assert "BRA" in lines[-1]
