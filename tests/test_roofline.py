@@ -179,3 +179,14 @@ def test_l2_read_keeps_one_l1_bypassing_load_per_pass(passes):
     """ptxas merges repeated plain loads of one address; the strong loads must stay."""
     sass = compiler.sass(get("l2_read"), {"PASSES": passes})
     assert sass.count("LDG.E.128.STRONG.GPU") == passes
+
+
+def test_no_shared_memory_point_for_a_kernel_without_shared_loads_or_stores():
+    # Chapter 01's kernel, as profiled on the H200: the total counts 2 wavefronts per
+    # warp although the kernel issues no LDS/STS; it must not be placed on that level.
+    ld, st = roofline.SMEM_LD_ST
+    metrics = {roofline.SMEM_TOTAL: 65536.0, ld: 0.0, st: 0.0,
+               roofline.DRAM_METRICS[0]: 8394240.0}
+    assert "shared memory" not in roofline.level_bytes(metrics)
+    metrics[ld] = 10.0
+    assert roofline.level_bytes(metrics)["shared memory"][0] == 128 * 65536

@@ -133,14 +133,18 @@ def level_bytes(metrics: dict) -> dict:
     """{level: (bytes, note)} for each level whose counts are in `metrics`: DRAM bytes
     read and written, L2 sectors read and written x 32 B, shared-memory wavefronts x
     128 B (the total where it was counted, else loads and stores, which leave out
-    cp.async's copies into shared memory: note 'ld+st'). A level with no traffic (no
-    shared memory in the kernel) has no entry."""
+    cp.async's copies into shared memory: note 'ld+st'). A level with no traffic has
+    no entry. A kernel with no shared-memory loads or stores has no shared-memory
+    entry either: the total still counts a few wavefronts per warp that the kernel's
+    code does not issue (2 per warp for chapter 01's kernel, measured on the H200), and
+    they would place it on a level it never uses."""
     out = {}
     if DRAM_METRICS[0] in metrics:
         out["DRAM"] = (sum(metrics.get(m, 0) for m in DRAM_METRICS), "")
     if L2_METRICS[0] in metrics:
         out["L2"] = (SECTOR_BYTES * sum(metrics.get(m, 0) for m in L2_METRICS), "")
-    if SMEM_TOTAL in metrics:
+    uses_shared = sum(metrics.get(m, 0) for m in SMEM_LD_ST) > 0
+    if SMEM_TOTAL in metrics and uses_shared:
         out["shared memory"] = (WAVEFRONT_BYTES * metrics[SMEM_TOTAL], "")
     elif SMEM_LD_ST[0] in metrics:
         out["shared memory"] = (WAVEFRONT_BYTES * sum(metrics.get(m, 0) for m in SMEM_LD_ST),
