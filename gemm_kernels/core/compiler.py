@@ -116,7 +116,7 @@ def static_arch(kernel: Kernel, arch=None) -> str:
     before NVRTC runs, when the kernel needs a newer GPU (the feature and both
     architectures named) or when this toolchain cannot compile for it."""
     name = device.arch_name(arch) if arch is not None else device.target_arch()
-    why = kernel.arch_problem(name)
+    why = kernel.arch_problem(arch)     # None: the message says "this GPU"
     if why:
         raise ValueError(why)
     sm = device.sm_number(name)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from gemm_kernels.core import device
 from gemm_kernels.core.kernels import KERNELS
+from gemm_kernels.core.registry import runnable
 from gemm_kernels.measure import lookup, profile, records
 
 
@@ -90,8 +91,12 @@ def plot(kernels, size: int = profile.GEMM_SHAPE[0], ax=None):
     props = device_properties()
     peak = device.peak_fp32_gflops(props)
     shape = (size,) * 3
-    pts = []
+    pts, refused = [], []
     for name in ["cublas", *kernels]:
+        ok, why = runnable(KERNELS[name]) if name in KERNELS else (True, "")
+        if not ok:     # a kernel this GPU cannot run: the legend says why
+            refused.append(why)
+            continue
         try:
             rate = lookup.measure_or_lookup(name, shape)["gflops"]["median"]
         except LookupError:
@@ -122,6 +127,8 @@ def plot(kernels, size: int = profile.GEMM_SHAPE[0], ax=None):
         ax.plot(ai, rate, marker, ms=11 if marker == "*" else 8, mec=colour, mew=1.5,
                 mfc=colour if how == "ncu" else "none", ls="none",
                 label=f"{name}: {rate / 1000:.1f} TFLOP/s at {ai:.0f} FLOP/B ({how})")
+    for why in refused:
+        ax.plot([], [], " ", label=f"left out: {why}")
     dram = next(c for c in roofs if c["level"] == "DRAM")
     if dram["gbps"]:
         # The ridge's label runs up its line on the memory-bound side, left of it, at
