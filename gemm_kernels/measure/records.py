@@ -12,7 +12,7 @@ rows have no provenance and no reference, so no ratio is shown for them.
 Which recording recorded mode shows: the file $GEMM_KERNELS_RECORD names, else DEFAULT
 (the H200's, figures/data/nvidia-h200.json), whatever else figures/data holds (an H100's
 recording sits beside it). Only when DEFAULT is missing or unreadable does the newest
-good file there stand in, with a warning. `available()` lists the recordings with their
+good file there stand in (with a warning when there are several). `available()` lists the recordings with their
 labels; `arch()` gives the architecture of the one shown (its device's compute
 capability), which the static analysis then compiles for.
 """
@@ -153,7 +153,8 @@ def read(path) -> Record:
 def load(path: str | Path | None = None) -> Record | None:
     """The record named by `path` or $GEMM_KERNELS_RECORD (ValueError if it is not a
     readable recording), else DEFAULT in figures/data; if that is missing or unreadable,
-    the newest good one there, with a warning (None if there is none). A file there that
+    the one good recording there, or the newest of several with a warning naming it
+    (None if there is none). A file there that
     cannot be read is skipped with a warning naming it."""
     path = path or os.environ.get("GEMM_KERNELS_RECORD")
     if path is not None:
@@ -171,7 +172,7 @@ def load(path: str | Path | None = None) -> Record | None:
         except ValueError as e:
             warnings.warn(f"skipped {e}", stacklevel=2)
     rec = max(good, key=lambda r: r.created, default=None)
-    if rec is not None:
+    if len(good) > 1:       # a choice between several: say which was made
         warnings.warn(f"no {DEFAULT} in {DATA_DIR}: showing {rec.path.name} ({rec.label})",
                       stacklevel=2)
     return rec
