@@ -12,9 +12,9 @@ rows have no provenance and no reference, so no ratio is shown for them.
 Which recording recorded mode shows: the file $GEMM_KERNELS_RECORD names, else DEFAULT
 (the H200's, figures/data/nvidia-h200.json), whatever else figures/data holds (an H100's
 recording sits beside it). Only when DEFAULT is missing or unreadable does the newest
-good file there stand in (with a warning when there are several). `available()` lists the recordings with their
-labels; `arch()` gives the architecture of the one shown (its device's compute
-capability), which the static analysis then compiles for.
+good file there stand in (with a warning when there are several). `available()` lists
+the recordings with their labels; `arch()` gives the architecture of the one shown (its
+device's compute capability), which the static analysis then compiles for.
 """
 from __future__ import annotations
 
