@@ -20,7 +20,7 @@ from gemm_kernels.core import device
 from gemm_kernels.measure import records
 from gemm_kernels.core.kernels import KERNELS, get
 from gemm_kernels.core.launch import DTYPES, shape_problem
-from gemm_kernels.core.registry import int_problem
+from gemm_kernels.core.registry import int_problem, runnable
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -106,6 +106,12 @@ def cmd_bench(a):
         return _bench_readme(a, ladder_kernels(), LADDER_SIZES)
     names = a.kernels or ladder_kernels()
     sizes = a.sizes or BENCH_SIZES
+    refused = {n: why for n in names for ok, why in [runnable(get(n))] if not ok}
+    for n, why in refused.items():
+        print(f"left out: {why}")
+    names = [n for n in names if n not in refused]
+    if not names:
+        a.parser.error("none of the kernels runs on this GPU")
     if not device.is_live():
         print(f"No GPU here: showing the recording ({records.source()}).")
         sizes = _recorded_choice(a, names, sizes)
@@ -284,12 +290,31 @@ def cmd_study(a):
     sys.exit(1 if failed else 0)
 
 
+def _arch(text: str) -> str:
+    """An architecture: sm_86, 8.6, ... (see `device.sm_number`)."""
+    try:
+        return device.arch_name(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def cmd_analyse(a):
+    """For --arch, the GPU here, or in recorded mode the recording's architecture; a
+    kernel that architecture cannot run is listed with the reason, not compiled."""
     from gemm_kernels.core.analysis import kernel_occupancy, summary
+    from gemm_kernels.core.compiler import static_arch
+    arch = a.arch or (None if device.is_live() else records.arch())
+    lim = device.limits(arch)
+    print(f"analysis for {lim['arch']}" + (f" ({lim['limits_note']})" if lim["limits_note"] else ""))
     for n in a.kernels or list(KERNELS):
-        s = summary(n)
+        try:
+            static_arch(get(n), arch)
+        except ValueError as e:     # needs a newer GPU, or a toolchain that knows the arch
+            print(json.dumps({"kernel": n, "arch": lim["arch"], "refused": str(e)}))
+            continue
+        s = summary(n, arch=arch)
         print(json.dumps({k: v for k, v in s.items() if k != "kernel_histogram"}))
-        print("  ", kernel_occupancy(n).explain())
+        print("  ", kernel_occupancy(n, arch=arch).explain())
 
 
 def cmd_grade(a):
@@ -353,6 +378,9 @@ def main(argv=None):
     st.set_defaults(fn=cmd_study)
     an = sub.add_parser("analyse", help="registers, spills, SASS histogram, occupancy (no GPU)")
     an.add_argument("--kernels", nargs="+", type=_kernel())
+    an.add_argument("--arch", type=_arch, metavar="sm_XX",
+                    help="compile for this architecture (default: the GPU here, or the "
+                         "recording's in recorded mode), e.g. sm_75 for a T4")
     an.set_defaults(fn=cmd_analyse)
     g = sub.add_parser("grade", help="grade the exercise cells of students' notebooks "
                        "(steps 3-4 need a GPU)")

@@ -216,6 +216,6 @@ def test_registers_note_names_differences_only(monkeypatch):
 
 def test_occupancy_from_a_given_register_count():
     # 256 threads: 127 registers -> 128 per thread allocated: 2 blocks; 130 -> 136: 1 block
-    lim = dict(device.SM90_LIMITS)
+    lim = device.limits_for("sm_90")
     assert analysis.occupancy(256, 127, 0, lim).blocks_per_sm == 2
     assert analysis.occupancy(256, 130, 0, lim).blocks_per_sm == 1

@@ -107,7 +107,7 @@ def test_geometry():
     assert k.threads(p) == (256, 1, 1)
     assert k.grid(p, (4096, 4096, 4096)) == (32, 32, 1)
     assert k.grid(p, (1, 1, 1)) == (1, 1, 1)
-    assert k.dynamic_smem(p) == 4 * 16 * (128 + 4 + 128) * 4
+    assert k.dynamic_bytes(p) == 4 * 16 * (128 + 4 + 128) * 4
     assert get("zorder").smem(get("zorder").defaults()) == 2 * 8 * (132 + 128) * 4
 
 

@@ -25,16 +25,16 @@ def test_naive_loop_loads_from_global_not_shared():
 
 
 def test_occupancy_register_limit():
-    occ = analysis.occupancy(256, 128, 0, dict(analysis.device.SM90_LIMITS))
+    occ = analysis.occupancy(256, 128, 0, analysis.device.limits_for("sm_90"))
     # 128 regs x 256 threads = 32768 registers: two blocks fill 65536.
     assert occ.blocks_per_sm == 2 and "registers" in occ.limiter
 
 
 def test_occupancy_shared_memory_limit():
-    occ = analysis.occupancy(128, 32, 100 * 1024, dict(analysis.device.SM90_LIMITS))
+    occ = analysis.occupancy(128, 32, 100 * 1024, analysis.device.limits_for("sm_90"))
     assert occ.blocks_per_sm == 2 and occ.limiter == "shared memory"
 
 
 def test_occupancy_thread_limit():
-    occ = analysis.occupancy(1024, 32, 0, dict(analysis.device.SM90_LIMITS))
+    occ = analysis.occupancy(1024, 32, 0, analysis.device.limits_for("sm_90"))
     assert occ.blocks_per_sm == 2 and occ.occupancy == 1.0

@@ -77,16 +77,18 @@ def main_loop(sass: str) -> list[tuple[int, str, str]]:
     return [i for i in ins if lo <= i[0] <= hi]
 
 
-def summary(kernel, params=None) -> dict:
-    """Registers, shared memory, spills, whole-kernel and main-loop histograms."""
+def summary(kernel, params=None, arch=None) -> dict:
+    """Registers, shared memory, spills, whole-kernel and main-loop histograms, and the
+    architecture they were compiled for ("arch": `arch`, or by default the GPU the
+    analysis describes, see `compiler.static_arch`)."""
     k = kernel_of(kernel)
     p = k.resolve(params)
-    res = compiler.resources(k, p)
-    sass = compiler.sass(k, p)
+    res = compiler.resources(k, p, arch)
+    sass = compiler.sass(k, p, res["arch"])
     loop = Counter(f for _, f, _ in main_loop(sass))
     lds = sum(v for f, v in loop.items() if f.startswith("LDS"))
     fma = loop.get("FFMA", 0) + loop.get("DFMA", 0)
-    return {"kernel": k.name, "params": p, **{x: res[x] for x in (
+    return {"kernel": k.name, "params": p, "arch": res["arch"], **{x: res[x] for x in (
         "registers", "smem_bytes", "stack_bytes", "spill_stores", "spill_loads")},
             "kernel_histogram": dict(histogram(sass)), "loop_histogram": dict(loop),
             "fma_per_lds": fma / lds if lds else None}
@@ -102,6 +104,7 @@ class Occupancy:
     max_warps_per_sm: int
     limiter: str
     limits: dict      # blocks per SM allowed by each resource
+    arch: str = device.DEFAULT_ARCH
 
     @property
     def occupancy(self) -> float:
@@ -117,37 +120,58 @@ class Occupancy:
 
 
 def occupancy(threads: int, registers: int, smem: int, limits: dict | None = None) -> Occupancy:
-    """Resident blocks per SM from threads, registers and shared memory per block.
+    """Resident blocks per SM from threads, registers and shared memory per block, as
+    cuda_occupancy.h computes them, with `limits` (default `device.limits()`, the GPU
+    the analysis describes; `device.limits_for(arch)` for another architecture).
 
-    Registers are allocated per warp in units of 256 (8 per thread, rounded up), and
-    each block's shared memory carries the runtime's reserved 1 KiB on sm_80 and later.
+    Registers: each warp gets registers x 32 rounded up to the allocation unit (256),
+    from one of the SM's sub-partitions (4, each a quarter of the register file); a
+    block whose warps, rounded up to a multiple of 4, would need more than the
+    registers a block may have does not launch (0 blocks). Shared memory: each block
+    takes its bytes plus the runtime's reserve (1 KiB from sm_80 on), rounded up to the
+    allocation unit (128 or 256 bytes); with none the reserve alone never limits before
+    the block count does, so it is not listed.
     """
     lim = limits or device.limits()
-    warps = -(-threads // lim["warp_size"])
-    regs_per_warp = -(-max(registers, 1) * lim["warp_size"] // 256) * 256
+    warp = lim["warp_size"]
+    warps = -(-threads // warp)
+    unit = lim["register_allocation_unit"]
+    regs_per_warp = -(-max(registers, 1) * warp // unit) * unit
+    parts = lim["register_subpartitions"]
+    launchable = (registers <= lim["max_registers_per_thread"]
+                  and regs_per_warp * (-(-warps // parts) * parts) <= lim["registers_per_block"])
+    by_regs = ((lim["registers_per_sm"] // parts) // regs_per_warp * parts // warps
+               if launchable else 0)
     by = {
-        "threads": lim["max_threads_per_sm"] // (warps * lim["warp_size"]),
-        "registers": lim["registers_per_sm"] // (regs_per_warp * warps),
+        "threads": lim["max_threads_per_sm"] // (warps * warp),
+        "registers": by_regs,
         "blocks": lim["max_blocks_per_sm"],
     }
     if smem:
-        by["shared memory"] = lim["smem_per_sm"] // (smem + lim["smem_reserved_per_block"])
+        alloc = lim["smem_allocation_unit"]
+        per_block = -(-(smem + lim["smem_reserved_per_block"]) // alloc) * alloc
+        by["shared memory"] = (lim["smem_per_sm"] // per_block
+                               if smem <= lim["smem_per_block_optin"] else 0)
     blocks = min(by.values())
     limiter = " and ".join(k for k in by if by[k] == blocks)
-    max_warps = lim["max_threads_per_sm"] // lim["warp_size"]
-    return Occupancy(threads, registers, smem, blocks, blocks * warps, max_warps, limiter, by)
+    max_warps = lim["max_threads_per_sm"] // warp
+    return Occupancy(threads, registers, smem, blocks, blocks * warps, max_warps, limiter, by,
+                     lim.get("arch", device.DEFAULT_ARCH))
 
 
-def kernel_occupancy(kernel, params=None, registers: int | None = None) -> Occupancy:
-    """Occupancy of one configuration, with the registers per thread that `ptxas -v`
-    reports here, or `registers` when given: beside a recorded rate, those of the binary
-    that was timed (another ptxas can allocate differently)."""
+def kernel_occupancy(kernel, params=None, registers: int | None = None,
+                     arch=None) -> Occupancy:
+    """Occupancy of one configuration on `arch` (default: the GPU the analysis
+    describes), with the registers per thread that `ptxas -v` reports here for it, or
+    `registers` when given: beside a recorded rate, those of the binary that was timed
+    (another ptxas can allocate differently)."""
     k = kernel_of(kernel)
     p = k.resolve(params)
-    res = compiler.resources(k, p)
+    res = compiler.resources(k, p, arch)
     t = k.threads(p)
     regs = res["registers"] if registers is None else registers
-    return occupancy(t[0] * t[1] * t[2], regs, res["smem_bytes"] + k.dynamic_smem(p))
+    return occupancy(t[0] * t[1] * t[2], regs, res["smem_bytes"] + k.dynamic_bytes(p, res["arch"]),
+                     device.limits(res["arch"]))
 
 
 # ------------------------------------------------------------------ timed vs here

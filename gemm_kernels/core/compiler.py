@@ -13,10 +13,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from gemm_kernels.core import device
 from gemm_kernels.core.registry import CUDA_DIR, Kernel
 
 NVRTC_OPTIONS = ("-std=c++17", f"-I{CUDA_DIR}")
-STATIC_ARCH = "sm_90"   # what the static analysis compiles for when no GPU says otherwise
+# What the static analysis compiles for when neither a GPU nor a recording says otherwise.
+STATIC_ARCH = device.DEFAULT_ARCH
 
 
 @functools.lru_cache(maxsize=None)
@@ -97,9 +99,39 @@ def ptxas_version() -> str:
     return parse_ptxas_version(res.stdout + res.stderr) or "unknown"
 
 
-def ptx(kernel: Kernel, params: dict, arch: str = STATIC_ARCH) -> tuple[str, str]:
+@functools.lru_cache(maxsize=None)
+def supported_archs() -> tuple[int, ...]:
+    """The sm numbers NVRTC here compiles for (the pip wheels of CUDA 12.9: 50 to 121,
+    without 110, which CUDA 13 added; ptxas takes the same)."""
+    from cupy_backends.cuda.libs import nvrtc
+    try:
+        return tuple(nvrtc.getSupportedArchs())
+    except Exception:     # an NVRTC older than 11.2 cannot say: let it try
+        return ()
+
+
+def static_arch(kernel: Kernel, arch=None) -> str:
+    """The architecture to compile `kernel` for: `arch`, or the GPU the analysis
+    describes (`device.target_arch()`: the live GPU, else the recording's). ValueError,
+    before NVRTC runs, when the kernel needs a newer GPU (the feature and both
+    architectures named) or when this toolchain cannot compile for it."""
+    name = device.arch_name(arch) if arch is not None else device.target_arch()
+    why = kernel.arch_problem(arch)     # None: the message says "this GPU"
+    if why:
+        raise ValueError(why)
+    sm = device.sm_number(name)
+    known = supported_archs()
+    if known and sm not in known:
+        from cupy_backends.cuda.libs import nvrtc
+        version = ".".join(map(str, nvrtc.getVersion()))
+        raise ValueError(f"this toolchain (NVRTC {version}) cannot compile for {name}; "
+                         f"it compiles for {', '.join(f'sm_{a}' for a in known)}")
+    return name
+
+
+def ptx(kernel: Kernel, params: dict, arch=None) -> tuple[str, str]:
     """(PTX text, lowered function name), through NVRTC."""
-    return _ptx(kernel, kernel.name_expression(params), arch)
+    return _ptx(kernel, kernel.name_expression(params), static_arch(kernel, arch))
 
 
 @functools.lru_cache(maxsize=None)
@@ -133,12 +165,12 @@ def _cubin(kernel: Kernel, expr: str, arch: str) -> tuple[bytes, str, str]:
         return out.read_bytes(), res.stderr, lowered
 
 
-def cubin(kernel: Kernel, params: dict, arch: str = STATIC_ARCH) -> tuple[bytes, str, str]:
-    """(cubin bytes, ptxas -v report, lowered name)."""
-    return _cubin(kernel, kernel.name_expression(params), arch)
+def cubin(kernel: Kernel, params: dict, arch=None) -> tuple[bytes, str, str]:
+    """(cubin bytes, ptxas -v report, lowered name) for `arch` (see `static_arch`)."""
+    return _cubin(kernel, kernel.name_expression(params), static_arch(kernel, arch))
 
 
-def sass(kernel: Kernel, params: dict, arch: str = STATIC_ARCH) -> str:
+def sass(kernel: Kernel, params: dict, arch=None) -> str:
     """The SASS of one configuration, from nvdisasm."""
     data, _, _ = cubin(kernel, params, arch)
     with tempfile.TemporaryDirectory() as d:
@@ -156,8 +188,10 @@ _SMEM = re.compile(r"(\d+) bytes smem")
 _SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 
 
-def resources(kernel: Kernel, params: dict, arch: str = STATIC_ARCH) -> dict:
-    """Registers per thread, static shared memory, stack and spills, from `ptxas -v`."""
+def resources(kernel: Kernel, params: dict, arch=None) -> dict:
+    """Registers per thread, static shared memory, stack and spills, from `ptxas -v`,
+    and the architecture compiled for ("arch")."""
+    arch = static_arch(kernel, arch)
     _, report, _ = cubin(kernel, params, arch)
     regs = _RESOURCE.search(report)
     smem = _SMEM.search(report)
@@ -167,4 +201,4 @@ def resources(kernel: Kernel, params: dict, arch: str = STATIC_ARCH) -> dict:
             "stack_bytes": int(spill.group(1)) if spill else 0,
             "spill_stores": int(spill.group(2)) if spill else 0,
             "spill_loads": int(spill.group(3)) if spill else 0,
-            "report": report.strip()}
+            "arch": arch, "report": report.strip()}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 
 # FP32 lanes (CUDA cores) per SM by compute capability (CUDA C Programming Guide,
 # "arithmetic instructions" throughput table: 32-bit fused multiply-add per clock per SM).
@@ -19,21 +20,128 @@ FP32_LANES = {(6, 0): 64, (6, 1): 128, (7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6
 SMEM_BANKS = 32
 SMEM_BANK_BYTES = 4
 
-# The limits of an sm_90 GPU (H100/H200), for the analysis when no GPU is there.
-SM90_LIMITS = {
-    "compute_capability": "9.0",
+# Resource limits per architecture (CUDA C++ Programming Guide, "Technical
+# Specifications per Compute Capability"; the allocation units and the per-block
+# reserve as cuda_occupancy.h uses them). Keys are sm numbers: 75 is compute capability
+# 7.5. Shared memory: per SM and per block (opt-in, above the 48 KiB a block gets
+# without asking) in bytes; the runtime reserves 1 KiB of shared memory per block from
+# sm_80 on. Registers are allocated per warp in units of 256 (cuda_occupancy.h:
+# cudaOccRegAllocationGranularity), in each of the SM's 4 sub-partitions; shared memory
+# in units of 256 bytes on sm_7x and 128 bytes from sm_80 on
+# (cudaOccSMemAllocationGranularity).
+KIB = 1024
+ARCH_LIMITS = {
+    75: {"gpus": "Turing: T4 (Colab, Kaggle), RTX 20xx", "max_threads_per_sm": 1024,
+         "max_blocks_per_sm": 16, "smem_per_sm": 64 * KIB, "smem_per_block_optin": 64 * KIB,
+         "smem_reserved_per_block": 0, "smem_allocation_unit": 256},
+    80: {"gpus": "Ampere: A100, A30", "max_threads_per_sm": 2048, "max_blocks_per_sm": 32,
+         "smem_per_sm": 164 * KIB, "smem_per_block_optin": 163 * KIB,
+         "smem_reserved_per_block": KIB, "smem_allocation_unit": 128},
+    86: {"gpus": "Ampere: RTX 30xx, A10, A40", "max_threads_per_sm": 1536,
+         "max_blocks_per_sm": 16, "smem_per_sm": 100 * KIB, "smem_per_block_optin": 99 * KIB,
+         "smem_reserved_per_block": KIB, "smem_allocation_unit": 128},
+    89: {"gpus": "Ada: RTX 40xx, L4, L40S", "max_threads_per_sm": 1536,
+         "max_blocks_per_sm": 24, "smem_per_sm": 100 * KIB, "smem_per_block_optin": 99 * KIB,
+         "smem_reserved_per_block": KIB, "smem_allocation_unit": 128},
+    90: {"gpus": "Hopper: H100, H200", "max_threads_per_sm": 2048, "max_blocks_per_sm": 32,
+         "smem_per_sm": 228 * KIB, "smem_per_block_optin": 227 * KIB,
+         "smem_reserved_per_block": KIB, "smem_allocation_unit": 128},
+    100: {"gpus": "Blackwell: B200, GB200", "max_threads_per_sm": 2048,
+          "max_blocks_per_sm": 32, "smem_per_sm": 228 * KIB, "smem_per_block_optin": 227 * KIB,
+          "smem_reserved_per_block": KIB, "smem_allocation_unit": 128},
+    120: {"gpus": "Blackwell: RTX 50xx, RTX PRO 6000", "max_threads_per_sm": 1536,
+          "max_blocks_per_sm": 32, "smem_per_sm": 100 * KIB, "smem_per_block_optin": 99 * KIB,
+          "smem_reserved_per_block": KIB, "smem_allocation_unit": 128},
+}
+# The same on every architecture of the table.
+COMMON_LIMITS = {
     "max_threads_per_block": 1024,
-    "max_threads_per_sm": 2048,
-    "max_blocks_per_sm": 32,
     "registers_per_sm": 65536,
+    "registers_per_block": 65536,
     "max_registers_per_thread": 255,
-    "smem_per_sm": 233472,             # 228 KiB
-    "smem_per_block_optin": 232448,    # 227 KiB
-    "smem_per_block": 49152,
-    "smem_reserved_per_block": 1024,   # the runtime keeps 1 KiB of each block's share
+    "register_allocation_unit": 256,   # registers, per warp
+    "register_subpartitions": 4,
+    "smem_per_block": 48 * KIB,        # without opting in (and the static limit)
     "warp_size": 32,
     "max_grid_y": 65535,
 }
+OLDEST = min(ARCH_LIMITS)
+# What the static analysis and the limits describe when neither a GPU nor a recording
+# says otherwise: the recordings' GPUs (H100, H200).
+DEFAULT_ARCH = "sm_90"
+
+
+def sm_number(arch) -> int:
+    """90 from "sm_90", "sm90", "compute_90", "9.0", 90 or (9, 0); ValueError naming the
+    forms it takes otherwise."""
+    if isinstance(arch, tuple) and len(arch) == 2:
+        return int(arch[0]) * 10 + int(arch[1])
+    if isinstance(arch, int) and not isinstance(arch, bool):
+        return arch
+    text = str(arch).strip().lower()
+    m = re.fullmatch(r"(?:sm_?|compute_)?(\d{2,3})", text)
+    if m:
+        return int(m.group(1))
+    m = re.fullmatch(r"(\d{1,2})\.(\d)", text)
+    if m:
+        return int(m.group(1)) * 10 + int(m.group(2))
+    raise ValueError(f"{arch!r} is not an architecture; write sm_75, sm_86, ... or a "
+                     "compute capability such as 8.6")
+
+
+def arch_name(arch) -> str:
+    """"sm_86" for any form `sm_number` reads."""
+    return f"sm_{sm_number(arch)}"
+
+
+def table_arch(arch) -> tuple[int, str | None]:
+    """(the row of ARCH_LIMITS that describes `arch`, a note or None). An architecture
+    the table does not list (8.7, 10.3, 11.0, 12.1, ...) takes the newest row not newer
+    than it, and the note says so; one older than the table is a ValueError."""
+    sm = sm_number(arch)
+    if sm in ARCH_LIMITS:
+        return sm, None
+    older = [a for a in ARCH_LIMITS if a <= sm]
+    if not older:
+        raise ValueError(f"compute capability {sm // 10}.{sm % 10} (sm_{sm}) is older than "
+                         f"the oldest GPU this series supports, sm_{OLDEST} (Turing, such as "
+                         "Colab's T4)")
+    near = max(older)
+    return near, (f"sm_{sm} is not in this series' table of limits; using sm_{near}'s, the "
+                  "newest it lists below it")
+
+
+def limits_for(arch) -> dict:
+    """The limits of an architecture (see ARCH_LIMITS), with "arch" naming it and
+    "limits_note" saying when another row stands in for it (None otherwise)."""
+    sm = sm_number(arch)
+    row, note = table_arch(sm)
+    lim = {**COMMON_LIMITS, **ARCH_LIMITS[row]}
+    lim.update(arch=f"sm_{sm}", compute_capability=f"{sm // 10}.{sm % 10}",
+               limits_note=note)
+    return lim
+
+
+_RECORDED: dict = {}
+
+
+def use_recording(device_props: dict | None) -> None:
+    """Declare the device of the recording that recorded mode shows (measure.records
+    calls this when it loads one): its architecture is then the one the static analysis
+    compiles for and whose limits occupancy uses, so both describe the GPU the numbers
+    were measured on."""
+    _RECORDED.clear()
+    if device_props:
+        _RECORDED.update(device_props)
+
+
+def target_arch() -> str:
+    """The architecture the analysis describes: the live GPU's; in recorded mode the
+    recording's device's; else DEFAULT_ARCH."""
+    if is_live():
+        return arch_name(properties()["compute_capability"])
+    cc = _RECORDED.get("compute_capability")
+    return arch_name(cc) if cc else DEFAULT_ARCH
 
 
 def mode() -> str:
@@ -133,8 +241,17 @@ def smem_bandwidth_gbps(props: dict) -> float | None:
     return props["sm_count"] * SMEM_BANKS * SMEM_BANK_BYTES * props["sm_clock_mhz"] / 1000
 
 
-def limits() -> dict:
-    """Resource limits for validation and occupancy: the live GPU's, or sm_90's."""
+def limits(arch=None) -> dict:
+    """Resource limits for validation and occupancy on `arch` (default `target_arch()`):
+    the table's row for it, overlaid with what the device itself reports where it is
+    that architecture (the live GPU's attributes; in recorded mode the recording's)."""
+    arch = arch_name(arch) if arch is not None else target_arch()
+    lim = limits_for(arch)
     if is_live():
-        return {**SM90_LIMITS, **{k: v for k, v in properties().items() if v is not None}}
-    return dict(SM90_LIMITS)
+        reported = properties()
+    else:
+        reported = _RECORDED
+    cc = reported.get("compute_capability")
+    if cc and arch_name(cc) == arch:
+        lim.update({k: v for k, v in reported.items() if k in lim and v is not None})
+    return lim

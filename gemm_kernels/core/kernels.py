@@ -330,11 +330,9 @@ _ONE_PER_SM = Param("ONE_PER_SM", (False, True), False,
 def _one_per_sm_smem(static_smem):
     """Dynamic shared memory that leaves room for one block per SM: just over half of
     the SM's shared memory, counting the block's static tiles and the runtime's share."""
-    def dynamic(p):
+    def dynamic(p, lim):
         if not p["ONE_PER_SM"]:
             return 0
-        from gemm_kernels.core import device
-        lim = device.limits()
         return lim["smem_per_sm"] // 2 + 1 - static_smem(p) - lim["smem_reserved_per_block"]
     return dynamic
 
@@ -514,14 +512,18 @@ register(Kernel(
                    "operands; with MINB={MINB} blocks of 32*({BM}/{WM})*({BN}/{WN}) "
                    "threads per SM that does not fit in 65536 registers (255 per thread): "
                    "lower WM or WN, or MINB"),
-        Constraint(lambda p: p["MINB"] * (_cap_smem(p) + 1024) <= 228 * 1024,
+        Constraint(lambda p, lim: p["MINB"] * (_cap_smem(p) + lim["smem_reserved_per_block"])
+                   <= lim["smem_per_sm"],
                    "STAGES * BK * (BM + 4 + BN) * 4 = {STAGES} * {BK} * ({BM} + 4 + {BN}) * 4 "
-                   "bytes of shared memory per block: MINB={MINB} blocks of it (plus 1 KiB "
-                   "each) do not fit in the 228 KiB of an SM: lower STAGES or BK, or MINB"),
+                   "bytes of shared memory per block: MINB={MINB} blocks of it (plus the "
+                   "{smem_reserved_per_block} bytes the runtime keeps for each) do not fit "
+                   "in the {smem_per_sm_kib} KiB of an {arch} SM: lower STAGES or BK, or MINB",
+                   per_arch=True),
     ),
     threads=lambda p: (_cap_threads(p), 1, 1),
     grid=lambda p, s: (ceil_div(s[1], p["BN"]), ceil_div(s[0], p["BM"]), 1),
-    dynamic_smem=_cap_smem,
+    dynamic_smem=lambda p, lim: _cap_smem(p),
+    features=("cp.async",),
     # A is always copied 4 bytes at a time (transposed on the way), so only B and C
     # need 16-byte alignment: the vector path needs N % 4 == 0, any K.
     shape_params=lambda p, s: {"VEC": s is None or s[1] % 4 == 0},

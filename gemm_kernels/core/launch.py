@@ -43,6 +43,9 @@ def problems(kernel: str | Kernel, params: dict | None = None,
     """Every reason this configuration cannot run at this shape (empty when it can).
 
     Needs no arrays and no GPU, so the widgets can ask before anything is allocated.
+    The kernel's own rules (`Kernel.problems`) are checked on the GPU the analysis
+    describes (`device.target_arch()`): a kernel this GPU cannot run is refused here,
+    with the feature it needs, before anything is compiled.
     """
     k = kernel_of(kernel)
     out = k.problems(params)
@@ -50,14 +53,6 @@ def problems(kernel: str | Kernel, params: dict | None = None,
         return out
     p = k.resolve(params)
     lim = device.limits()
-    threads = k.threads(p)
-    if threads[0] * threads[1] * threads[2] > lim["max_threads_per_block"]:
-        out.append(f"{threads} threads per block exceeds this GPU's "
-                   f"{lim['max_threads_per_block']}")
-    smem = k.smem(p) + k.dynamic_smem(p)
-    if smem > lim["smem_per_block_optin"]:
-        out.append(f"{smem} bytes of shared memory per block exceeds this GPU's "
-                   f"limit of {lim['smem_per_block_optin']} bytes")
     if shape is not None:
         bad = shape_problem(k, shape)
         if bad:
@@ -188,8 +183,10 @@ def launcher(kernel: str | Kernel, *arrays, params: dict | None = None):
     k, p, shape = prepare(kernel, arrays, params)
     fn = compiler.function(k, p, shape)
     grid, block = k.grid(p, shape), k.threads(p)
-    dyn = k.dynamic_smem(p)
-    if dyn > 48 * 1024:
+    dyn = k.dynamic_bytes(p)
+    # A block gets 48 KiB of shared memory, static and dynamic together, unless the
+    # kernel's dynamic limit is raised first (up to the GPU's opt-in limit).
+    if k.smem(p) + dyn > device.limits()["smem_per_block"]:
         fn.max_dynamic_shared_size_bytes = dyn
     scalar = np.float64 if k.op == "dgemm" else np.float32
     ints = tuple(np.int32(d) for d in shape)

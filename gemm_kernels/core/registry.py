@@ -14,6 +14,8 @@ from itertools import product
 from pathlib import Path
 from typing import Callable, Mapping
 
+from gemm_kernels.core import device
+
 CUDA_DIR = Path(__file__).resolve().parents[1] / "cuda"
 
 Params = Mapping[str, object]
@@ -60,11 +62,35 @@ class Param:
         return ", ".join(map(repr if self.kind is str else str, self.values))
 
 
+# Hardware features a kernel's source may use beyond what every supported GPU has
+# (device.OLDEST, sm_75): the oldest architecture that has each, and what it is. A kernel
+# lists the ones it uses in `Kernel.features`; tests/test_arch.py checks the sources.
+FEATURES = {
+    "cp.async": (80, "asynchronous global->shared copies (PTX cp.async, SASS LDGSTS)"),
+}
+
+
 @dataclass(frozen=True)
 class Constraint:
-    """A rule between tunables. `message` is formatted with the parameters."""
-    check: Callable[[Params], bool]
+    """A rule between tunables. `message` is formatted with the parameters.
+
+    per_arch: the rule depends on the GPU's limits: `check(params, limits)`, and the
+    message may also name the limits (`device.limits_for` keys, e.g. {arch},
+    {smem_per_sm}, and {smem_per_sm_kib}, the same in KiB).
+    """
+    check: Callable[..., bool]
     message: str
+    per_arch: bool = False
+
+    def holds(self, p: Params, lim: Mapping) -> bool:
+        return self.check(p, lim) if self.per_arch else self.check(p)
+
+    def explain(self, p: Params, lim: Mapping) -> str:
+        if not self.per_arch:
+            return self.message.format(**p)
+        kib = {f"{k}_kib": v // 1024 for k, v in lim.items()
+               if k.startswith("smem") and isinstance(v, int)}
+        return self.message.format(**{**lim, **kib, **p})
 
 
 @dataclass(frozen=True, eq=False)   # hashed by identity: one object per kernel
@@ -77,8 +103,10 @@ class Kernel:
     template: the order of the template arguments of `entry` in the .cu file.
     threads/grid: block and grid dimensions from the parameters (and the shape).
     smem: static shared memory per block in bytes, for the check before launch.
-    dynamic_smem: dynamic shared memory per block in bytes (passed at launch; above
-        48 KiB the launcher raises the kernel's limit first).
+    dynamic_smem: dynamic shared memory per block in bytes, from the parameters and the
+        GPU's limits (`device.limits`); passed at launch (above 48 KiB with the static
+        part, the launcher raises the kernel's limit first). Read it with
+        `dynamic_bytes`.
     shape_rule: returns a message when a shape cannot be handled, else None.
     shape_params: template arguments chosen from the shape, not by the user (for
         example a vectorised path when K % 4 == 0 and a scalar edge path otherwise).
@@ -86,6 +114,9 @@ class Kernel:
     fixed: template arguments that never change for this entry.
     align: bytes the data pointers must be aligned to (kernels whose vector path
         trusts the pointers; 0 when nothing is assumed).
+    features: hardware features the source uses (keys of FEATURES, e.g. "cp.async"):
+        they set the oldest architecture the kernel runs on (`min_arch`); on an older
+        GPU the registry refuses it (`runnable`), before anything is compiled.
     code: the CUDA source itself, for a kernel that has no file (a student's exercise
         submission, see `with_code`); None reads `source` from cuda/.
     a_transposed: a GEMM kernel that reads A^T (K x M, row-major) where the others read
@@ -105,11 +136,12 @@ class Kernel:
     grid: Callable[[Params, tuple], tuple[int, int, int]]
     smem: Callable[[Params], int] = lambda p: 0
     constraints: tuple[Constraint, ...] = ()
-    dynamic_smem: Callable[[Params], int] = lambda p: 0
+    dynamic_smem: Callable[[Params, Mapping], int] = lambda p, lim: 0
     shape_rule: Callable[[Params, tuple], str | None] = lambda p, shape: None
     shape_params: Callable[[Params, tuple], dict] = lambda p, shape: {}
     fixed: Mapping[str, object] = field(default_factory=dict)
     align: int = 0
+    features: tuple[str, ...] = ()
     code: str | None = None
     a_transposed: bool = False
 
@@ -133,6 +165,33 @@ class Kernel:
         for name in sorted(set(re.findall(r'#include\s+"([^"]+)"', text))):
             text += (CUDA_DIR / name).read_text()
         return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+    @property
+    def min_arch(self) -> int:
+        """The oldest architecture (sm number) this kernel runs on: what its features
+        need, or the oldest the series supports."""
+        return max([device.OLDEST] + [FEATURES[f][0] for f in self.features])
+
+    def arch_problem(self, arch=None) -> str | None:
+        """Why this kernel cannot run on `arch` (default: the GPU the analysis
+        describes, `device.target_arch()`), naming the feature and both
+        architectures; None when it can."""
+        sm = device.sm_number(arch if arch is not None else device.target_arch())
+        for f in self.features:
+            need = FEATURES[f][0]
+            if sm < need:
+                return (f"{self.name} needs {f}, sm_{need} or newer; this GPU is sm_{sm}"
+                        if arch is None else
+                        f"{self.name} needs {f}, sm_{need} or newer; sm_{sm} is older")
+        if sm < device.OLDEST:
+            return (f"sm_{sm} is older than the oldest GPU this series supports, "
+                    f"sm_{device.OLDEST}")
+        return None
+
+    def dynamic_bytes(self, params: Params, arch=None) -> int:
+        """Dynamic shared memory per block of resolved `params` on `arch` (default
+        `device.target_arch()`)."""
+        return self.dynamic_smem(params, device.limits(arch))
 
     def defaults(self) -> dict:
         return {p.name: p.default for p in self.params}
@@ -161,9 +220,15 @@ class Kernel:
                  for m in [spec.type_problem(params[spec.name])] if m]
         return {**self.defaults(), **params}, wrong
 
-    def problems(self, params: Params | None = None) -> list[str]:
-        """Every reason the parameters are invalid, as a user would read them (what
-        `resolve` refuses comes back as a message too)."""
+    def problems(self, params: Params | None = None, arch=None) -> list[str]:
+        """Every reason the parameters are invalid on `arch` (default: the GPU the
+        analysis describes, `device.target_arch()`), as a user would read them (what
+        `resolve` refuses comes back as a message too). A kernel the architecture
+        cannot run is that one reason."""
+        why = self.arch_problem(arch)
+        if why:
+            return [why]
+        lim = device.limits(arch)
         p, out = self._overlay(params)
         if out:
             return out
@@ -171,17 +236,23 @@ class Kernel:
         if out:
             return out
         for c in self.constraints:
-            if not c.check(p):
-                out.append(c.message.format(**p))
+            if not c.holds(p, lim):
+                out.append(c.explain(p, lim))
         if out:
             return out
         threads = _prod(self.threads(p))
-        if threads > 1024:
-            out.append(f"{threads} threads per block is more than the limit of 1024 "
-                       f"(threads = {self.threads(p)})")
-        if self.smem(p) > 48 * 1024:
+        if threads > lim["max_threads_per_block"]:
+            out.append(f"{threads} threads per block is more than the limit of "
+                       f"{lim['max_threads_per_block']} (threads = {self.threads(p)})")
+        if self.smem(p) > lim["smem_per_block"]:
             out.append(f"{self.smem(p)} bytes of static shared memory per block is more "
-                       "than the 49152 bytes a block may declare statically")
+                       f"than the {lim['smem_per_block']} bytes a block may declare "
+                       "statically")
+        smem = self.smem(p) + self.dynamic_smem(p, lim)
+        if smem > lim["smem_per_block_optin"]:
+            out.append(f"{smem} bytes of shared memory per block is more than the "
+                       f"{lim['smem_per_block_optin']} bytes a block may have on "
+                       f"{lim['arch']}")
         return out
 
     def name_expression(self, params: Params, shape: tuple | None = None) -> str:
@@ -199,8 +270,18 @@ class Kernel:
         names = [p.name for p in self.params]
         return [dict(zip(names, vals)) for vals in product(*(p.values for p in self.params))]
 
-    def valid_configurations(self) -> list[dict]:
-        return [c for c in self.configurations() if not self.problems(c)]
+    def valid_configurations(self, arch=None) -> list[dict]:
+        """The configurations valid on `arch` (default `device.target_arch()`)."""
+        return [c for c in self.configurations() if not self.problems(c, arch)]
+
+
+def runnable(kernel: Kernel, arch=None) -> tuple[bool, str]:
+    """(True, "") when `kernel` runs on `arch` (default: the GPU the analysis describes,
+    `device.target_arch()`), else (False, the reason, e.g. "capstone needs cp.async,
+    sm_80 or newer; this GPU is sm_75"). Callers that go through several kernels (the
+    ladder, the roofline, bench) skip the ones it refuses and print the reason."""
+    why = kernel.arch_problem(arch)
+    return (why is None, why or "")
 
 
 def int_problem(name: str, value, minimum: int = 1) -> str | None:

@@ -7,7 +7,8 @@ from gemm_kernels.core import style
 from gemm_kernels.core.table import Table
 from gemm_kernels.measure import lookup, records
 from gemm_kernels.measure.record import LADDER_SIZES
-from gemm_kernels.core.kernels import KERNELS
+from gemm_kernels.core.kernels import KERNELS, get
+from gemm_kernels.core.registry import runnable
 from gemm_kernels.measure.timing import REFERENCE_KERNELS as REFERENCES, reference_of
 
 
@@ -32,6 +33,10 @@ def compare(kernels, sizes, params: dict | None = None, repeats: int | None = No
     kernels are compared with (cuBLAS SGEMM when there are none)."""
     refs = [reference] if reference else list(dict.fromkeys(
         reference_of(k) for k in kernels)) or ["cublas"]
+    # A kernel this GPU cannot run (the capstone's cp.async before sm_80) is left out,
+    # and the title says why.
+    refused = {k: why for k in kernels for ok, why in [runnable(get(k))] if not ok}
+    kernels = [k for k in kernels if k not in refused]
     rows = []
     for n in sizes:
         shape = (n, n, n)
@@ -56,7 +61,8 @@ def compare(kernels, sizes, params: dict | None = None, repeats: int | None = No
                          "error / bound": r.get("error_over_bound")})
     return Table(rows, ["chapter", "kernel", "size", "GFLOP/s", "min", "max",
                         "cuBLAS same run", "% of cuBLAS", "error / bound"],
-                 title=f"GFLOP/s, {records.source()}")
+                 title=f"GFLOP/s, {records.source()}"
+                       + "".join(f"\nleft out: {why}" for why in refused.values()))
 
 
 def share(kernel: str, size: int, params: dict | None = None) -> dict | None:

@@ -8,6 +8,13 @@ it was measured in; kernel rows add "binary" (what the timed binary used: regist
 local/shared/constant bytes, ...) and "reference" (cuBLAS or the device copy, measured
 in the same process, interleaved, at the same shape). Schema 1 files still load; their
 rows have no provenance and no reference, so no ratio is shown for them.
+
+Which recording recorded mode shows: the file $GEMM_KERNELS_RECORD names, else DEFAULT
+(the H200's, figures/data/nvidia-h200.json), whatever else figures/data holds (an H100's
+recording sits beside it). Only when DEFAULT is missing or unreadable does the newest
+good file there stand in (with a warning when there are several). `available()` lists
+the recordings with their labels; `arch()` gives the architecture of the one shown (its
+device's compute capability), which the static analysis then compiles for.
 """
 from __future__ import annotations
 
@@ -53,6 +60,15 @@ class Record:
     def label(self) -> str:
         return f"recorded on {self.device['name']}, {self.created[:10]}"
 
+    @property
+    def arch(self) -> str | None:
+        """"sm_90" from the device's compute capability; None when it has none (or one
+        this code cannot read)."""
+        try:
+            return device.arch_name(self.device["compute_capability"])
+        except (KeyError, ValueError):
+            return None
+
     def find(self, kernel: str, shape=None, params: dict | None = None) -> list[dict]:
         """Rows of `kernel`, at `shape` if given, whose params include `params`, measured
         on the kernel's current source (rows of older code are left out)."""
@@ -74,8 +90,27 @@ class Record:
                 "commit": self.commit, "runs": self.runs, "results": self.results}
 
 
+DEFAULT = "nvidia-h200.json"
+
+
 def files() -> list[Path]:
     return sorted(DATA_DIR.glob("*.json"))
+
+
+def available() -> list[dict]:
+    """The readable recordings in figures/data: {'path', 'label', 'arch', 'default'}
+    each, the default first; a file that cannot be read is skipped with a warning.
+    Point $GEMM_KERNELS_RECORD at one's path to show it instead of the default."""
+    out = []
+    for p in files():
+        try:
+            rec = read(p)
+        except ValueError as e:
+            warnings.warn(f"skipped {e}", stacklevel=2)
+            continue
+        out.append({"path": p, "label": rec.label, "arch": rec.arch,
+                    "default": p.name == DEFAULT})
+    return sorted(out, key=lambda r: not r["default"])
 
 
 def parse(data, path) -> Record:
@@ -117,28 +152,49 @@ def read(path) -> Record:
 
 def load(path: str | Path | None = None) -> Record | None:
     """The record named by `path` or $GEMM_KERNELS_RECORD (ValueError if it is not a
-    readable recording), else the newest good one in figures/data (None if there is
-    none): a file there that is not is skipped with a warning naming it."""
+    readable recording), else DEFAULT in figures/data; if that is missing or unreadable,
+    the one good recording there, or the newest of several with a warning naming it
+    (None if there is none). A file there that
+    cannot be read is skipped with a warning naming it."""
     path = path or os.environ.get("GEMM_KERNELS_RECORD")
     if path is not None:
         return read(path)
+    default = DATA_DIR / DEFAULT
+    if default.exists():
+        try:
+            return read(default)
+        except ValueError as e:
+            warnings.warn(f"skipped the default recording: {e}", stacklevel=2)
     good = []
     for p in files():
         try:
             good.append(read(p))
         except ValueError as e:
             warnings.warn(f"skipped {e}", stacklevel=2)
-    return max(good, key=lambda r: r.created, default=None)
+    rec = max(good, key=lambda r: r.created, default=None)
+    if len(good) > 1:       # a choice between several: say which was made
+        warnings.warn(f"no {DEFAULT} in {DATA_DIR}: showing {rec.path.name} ({rec.label})",
+                      stacklevel=2)
+    return rec
 
 
 _LOADED: dict = {}
 
 
 def current() -> Record | None:
-    """The record the notebooks read in recorded mode (loaded once per process)."""
+    """The record the notebooks read in recorded mode (loaded once per process). Its
+    device becomes the one the static analysis describes in recorded mode
+    (`device.use_recording`)."""
     if "record" not in _LOADED:
         _LOADED["record"] = load()
+        device.use_recording(_LOADED["record"].device if _LOADED["record"] else None)
     return _LOADED["record"]
+
+
+def arch() -> str | None:
+    """The architecture of the recording recorded mode shows ("sm_90"), None without one."""
+    rec = current()
+    return rec.arch if rec else None
 
 
 def git_commit() -> str:

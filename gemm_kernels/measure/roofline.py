@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from gemm_kernels.core import device, style
 from gemm_kernels.core.kernels import KERNELS, L2_READ_SHAPE
+from gemm_kernels.core.registry import runnable
 from gemm_kernels.measure import ladder, lookup, profile, records
 
 
@@ -283,7 +284,9 @@ def plot(kernels, size: int = profile.GEMM_SHAPE[0], ax=None):
     from matplotlib.lines import Line2D
     props = device_properties()
     peak = device.peak_fp32_gflops(props)
-    pts = [p for p in (point(n, size, props) for n in ["cublas", *kernels]) if p]
+    refused = [why for ok, why in (runnable(KERNELS[n]) for n in kernels) if not ok]
+    runs = [n for n in kernels if runnable(KERNELS[n])[0]]
+    pts = [p for p in (point(n, size, props) for n in ["cublas", *runs]) if p]
     roofs = [c for c in ceilings(props) if c["gbps"] or c["level"] == "L2"]
     drawn = [c for c in roofs if c["gbps"]]
     xs = [peak / c["gbps"] for c in drawn] + [x for p in pts for x in p["x"].values()]
@@ -332,6 +335,8 @@ def plot(kernels, size: int = profile.GEMM_SHAPE[0], ax=None):
     if any(p["how"] == "model" for p in pts):
         handles.append(Line2D([], [], marker="o", mfc="none", mec="k", ls="none",
                               label="hollow: FLOP per DRAM byte of the model, n/6"))
+    for why in refused:     # a kernel this GPU cannot run: the legend says why
+        handles.append(Line2D([], [], ls="none", label=f"left out: {why}"))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(x[0], x[-1])
