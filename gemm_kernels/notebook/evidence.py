@@ -263,7 +263,7 @@ _REG = re.compile(r"\bR(\d+)(\.64)?\b")
 _NO_DEST = ("STS", "STG", "STL", "ST", "RED", "ATOM", "BAR", "BRA", "LDGSTS", "DEPBAR")
 
 
-def _regs_read(text: str) -> set[int]:
+def regs_read(text: str) -> set[int]:
     """The registers an instruction reads (its first operand is written, except for
     stores, barriers and branches, which write no register)."""
     op, _, operands = text.partition(" ")
@@ -276,7 +276,7 @@ def _regs_read(text: str) -> set[int]:
     return out
 
 
-def _regs_loaded(family: str, text: str) -> set[int]:
+def regs_loaded(family: str, text: str) -> set[int]:
     """The registers a load writes: R<n> and the next ones for .64 / .128 loads."""
     m = re.match(r"\S+\s+R(\d+)", text)
     if not m:
@@ -295,13 +295,13 @@ def load_to_use(body) -> dict[str, list[int]]:
     n = len(body)
     for i, (_, family, text) in enumerate(body):
         kind = family.split(".")[0]
-        dest = _regs_loaded(family, text) if kind in out else set()
+        dest = regs_loaded(family, text) if kind in out else set()
         if not dest:
             continue
         ffma = 0
         for j in range(1, n + 1):
             _, f2, t2 = body[(i + j) % n]
-            if _regs_read(t2) & dest:
+            if regs_read(t2) & dest:
                 break
             ffma += f2 == "FFMA"
         out[kind].append(ffma)

@@ -14,7 +14,7 @@ import re
 from gemm_kernels.core import analysis, compiler
 from gemm_kernels.core.launch import kernel_of
 from gemm_kernels.core.table import Table
-from gemm_kernels.notebook.evidence import _regs_loaded, _regs_read
+from gemm_kernels.notebook.evidence import regs_loaded, regs_read
 
 _DEST = re.compile(r"\S+\s+R(\d+)")
 _NO_DEST = ("STS", "STG", "STL", "ST", "RED", "ATOM", "BAR", "BRA", "LDGSTS", "DEPBAR",
@@ -28,7 +28,7 @@ def _regs_written(family: str, text: str) -> set[int]:
     if family.split(".")[0] in _NO_DEST:
         return set()
     if family.startswith(("LDS", "LDG", "LDL")):
-        return _regs_loaded(family, text)
+        return regs_loaded(family, text)
     m = _DEST.match(text)
     if not m:
         return set()
@@ -51,12 +51,12 @@ def fragment_uses(body) -> list[tuple[int, int, list[int]]]:
     for i, (_, family, text) in enumerate(body):
         if not family.startswith("LDS"):
             continue
-        for reg in sorted(_regs_loaded(family, text)):
+        for reg in sorted(regs_loaded(family, text)):
             readers = []
             for j in range(1, n):
                 pos = (i + j) % n
                 _, f2, t2 = body[pos]
-                if f2 == "FFMA" and reg in _regs_read(t2):
+                if f2 == "FFMA" and reg in regs_read(t2):
                     readers.append(pos)
                 if reg in _regs_written(f2, t2):
                     break
