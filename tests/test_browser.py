@@ -96,9 +96,16 @@ ERRORS = ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']
          ".jp-RenderedText[data-mime-type='application/vnd.jupyter.error']"
 
 
-def _menu(page, item: str) -> None:
+def _menu(page, *items: str) -> None:
+    """Click the first of `items` that the Run menu offers enabled."""
     page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-    page.locator(".lm-Menu-itemLabel").get_by_text(item, exact=True).click()
+    for item in items:
+        entry = page.locator("li.lm-Menu-item:not(.lm-mod-disabled) .lm-Menu-itemLabel") \
+            .get_by_text(item, exact=True)
+        if entry.count():
+            entry.click()
+            return
+    raise AssertionError(f"the Run menu offers none of {items}")
 
 
 def _run_all(page, timeout_s: float) -> None:
@@ -106,16 +113,23 @@ def _run_all(page, timeout_s: float) -> None:
     at an error, so the run goes on from the first cell not yet run, until none is left."""
     deadline = time.time() + timeout_s
     _menu(page, "Run All Cells")
-    while True:
+    for _ in range(10):
         page.wait_for_timeout(1000)
         page.wait_for_function("""() => ![...document.querySelectorAll('.jp-InputPrompt')]
             .some(p => p.textContent.includes('*'))""",
                                timeout=max(1, deadline - time.time()) * 1000, polling=500)
-        waiting = page.locator(".jp-CodeCell .jp-InputPrompt", has_text="[ ]")
+        waiting = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell",
+                               has=page.locator(".jp-InputPrompt", has_text="[ ]"))
         if waiting.count() == 0:
             return
-        waiting.first.click()
-        _menu(page, "Run Selected Cell and All Below")
+        cell = waiting.first
+        cell.locator(".jp-InputPrompt").click()
+        page.wait_for_function("c => c.classList.contains('jp-mod-active')",
+                               arg=cell.element_handle(), timeout=10_000)
+        # the last cell has nothing below it; "Do not Advance" adds no empty cell after it
+        _menu(page, "Run Selected Cell and All Below",
+              "Run Selected Cell and Do not Advance")
+    raise AssertionError("cells still not run after 10 runs")
 
 
 @pytest.mark.parametrize("name", ["04_bank_conflicts.ipynb", "09_zorder_capstone.ipynb"])
