@@ -156,13 +156,55 @@ def is_live() -> bool:
     return mode() == "live"
 
 
+def recorded_reason() -> str | None:
+    """Why this machine runs in recorded mode, in words for the banner; None when live."""
+    if is_live():
+        return None
+    if os.environ.get("GEMM_KERNELS_MODE", "").lower() == "recorded":
+        return "GEMM_KERNELS_MODE=recorded asks for it"
+    return _why_no_gpu()
+
+
+def _cuda(version: int) -> str:
+    """12090 -> '12.9' (CUDA's encoding: 1000 * major + 10 * minor)."""
+    return f"{version // 1000}.{version % 1000 // 10}"
+
+
 @functools.lru_cache(maxsize=None)
 def _gpu_present() -> bool:
+    return _why_no_gpu() is None
+
+
+def _why_no_gpu() -> str | None:
+    """None when CuPy can use a GPU; otherwise which of the three usual causes it is."""
     try:
         import cupy
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:   # no CuPy, no driver, no device: all mean "recorded"
-        return False
+    except ImportError:
+        return "CuPy is not installed (pip install -r requirements.txt)"
+    rt = cupy.cuda.runtime
+    try:
+        if rt.getDeviceCount() > 0:
+            return None
+        error = None
+    except Exception as e:   # CUDARuntimeError: no driver, an old driver, no device
+        error = e
+    try:
+        driver = rt.driverGetVersion()   # 0 when no NVIDIA driver is loaded
+    except Exception:
+        driver = 0
+    runtime = rt.runtimeGetVersion()
+    if driver == 0 or error is None or "NoDevice" in str(error):
+        return "no NVIDIA GPU here"
+    if driver < runtime and driver // 1000 < runtime // 1000:
+        return (f"the NVIDIA driver here supports CUDA {_cuda(driver)}, older than the CUDA "
+                f"{_cuda(runtime)} this CuPy was built for: update the driver (CUDA "
+                f"{runtime // 1000} needs {_MIN_DRIVER.get(runtime // 1000, 'a newer one')})")
+    return f"CuPy cannot use the GPU ({error})"
+
+
+# The oldest Linux driver of each CUDA major version (CUDA Toolkit release notes, "CUDA
+# minor version compatibility"): any driver of that branch runs every minor version.
+_MIN_DRIVER = {12: "driver 525 or newer", 13: "driver 580 or newer"}
 
 
 # cudaDeviceAttr numbers (driver_types.h); read one by one, since CUDA 13 dropped some

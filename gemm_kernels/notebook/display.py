@@ -32,15 +32,16 @@ def banner() -> Markdown:
         p = device.properties()
         return Markdown(f"**Live mode**: kernels run here, on {p['name']} "
                         f"(compute capability {p['compute_capability']}, {p['sm_count']} SMs).")
+    why = f"**Recorded mode** ({device.recorded_reason()})"
     rec = records.current()
     if rec is None:
-        return Markdown("**Recorded mode**, but figures/data/ holds no recording: "
+        return Markdown(f"{why}, but figures/data/ holds no recording: "
                         "measurements are unavailable; the static analysis still runs.")
     older = "" if rec.runs else (
         " This recording predates per-row provenance: its rows name no run and carry no "
         "reference measured beside them, so no percentage of cuBLAS or of the device copy "
         "is shown (\"-\").")
-    return Markdown(f"**Recorded mode**: no usable GPU here. Measurements were "
+    return Markdown(f"{why}: measurements were "
                     f"{rec.label}; the static analysis, "
                     "occupancy and bank model below run live." + older)
 
