@@ -89,3 +89,14 @@ def test_recording_without_references_gives_no_ratio(data_dir):
     assert ladder.share("naive", 1024)["% of cuBLAS"] is None
     with pytest.raises(LookupError, match="no cuBLAS measured in the same run"):
         ladder.markdown((1024,))
+
+
+def test_label_names_the_days_its_rows_were_measured():
+    rec = records.Record({"name": "GPU X"}, "2026-01-05T00:00:00Z", "abc",
+                         [{"time": "2026-01-02T10:00:00Z"}, {"time": "2026-01-05T09:00:00Z"},
+                          {"kernel": "no time"}], None)
+    assert rec.label == "recorded on GPU X, 2026-01-02 to 2026-01-05"
+    rec.results[:] = [{"time": "2026-01-02T10:00:00Z"}]
+    assert rec.label == "recorded on GPU X, 2026-01-02"
+    rec.results[:] = []
+    assert rec.label == "recorded on GPU X, 2026-01-05"

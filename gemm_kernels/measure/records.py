@@ -58,7 +58,13 @@ class Record:
 
     @property
     def label(self) -> str:
-        return f"recorded on {self.device['name']}, {self.created[:10]}"
+        """'recorded on <device>, <day>', or '<first day> to <last day>' where the rows
+        come from runs on several days (a later study merged into the file does not make
+        the older rows look newer)."""
+        days = sorted({r["time"][:10] for r in self.results if r.get("time")})
+        when = self.created[:10] if not days else (
+            days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}")
+        return f"recorded on {self.device['name']}, {when}"
 
     @property
     def arch(self) -> str | None:
