@@ -138,6 +138,14 @@ def test_report_passed_and_complete():
     here.assert_passed()
 
 
+def test_a_grade_without_the_gpu_steps_says_it_is_not_a_full_grade(capsys):
+    report(PASS, PASS, PASS, PASS).assert_passed()
+    assert capsys.readouterr().out == ""
+    report(PASS, PASS, SKIPPED, SKIPPED).assert_passed()
+    out = capsys.readouterr().out
+    assert "NOT FULLY GRADED" in out and "correct, speed" in out and "GPU" in out
+
+
 def test_assert_passed_names_the_first_failing_step():
     r = Report("x", [Step("compile", PASS), Step("static", FAIL, "no LDS.128", "use float4"),
                      Step("correct", FAIL, "wrong")])
