@@ -100,3 +100,13 @@ def test_label_names_the_days_its_rows_were_measured():
     assert rec.label == "recorded on GPU X, 2026-01-02"
     rec.results[:] = []
     assert rec.label == "recorded on GPU X, 2026-01-05"
+
+
+def test_the_recording_to_read_can_be_named_from_anywhere(data_dir, monkeypatch):
+    _write(data_dir / "other.json", json.dumps({**GOOD, "device": {"name": "Other"}}))
+    monkeypatch.chdir(data_dir.parent)        # as a notebook in another folder would be
+    monkeypatch.setenv("GEMM_KERNELS_RECORD", "other.json")
+    assert records.load().device["name"] == "Other"
+    monkeypatch.setenv("GEMM_KERNELS_RECORD", "missing.json")
+    with pytest.raises(ValueError, match="missing.json"):
+        records.load()

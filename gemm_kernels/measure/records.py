@@ -164,6 +164,11 @@ def load(path: str | Path | None = None) -> Record | None:
     cannot be read is skipped with a warning naming it."""
     path = path or os.environ.get("GEMM_KERNELS_RECORD")
     if path is not None:
+        # A notebook runs in notebooks/: a relative path is also looked for from the
+        # repository root, and a bare file name in figures/data.
+        for candidate in (Path(path), DATA_DIR.parents[1] / path, DATA_DIR / path):
+            if candidate.exists():
+                return read(candidate)
         return read(path)
     default = DATA_DIR / DEFAULT
     if default.exists():
