@@ -72,3 +72,30 @@ def test_the_loop_listing_keeps_its_predicated_branch_back():
     assert len(lines) == 4 + 1 + 3 and "instructions not shown" in lines[4]
     assert lines[-1].split("*/")[1].strip().startswith("@P")
     assert "BRA" in lines[-1]
+
+
+def test_line_count_separates_what_the_sector_count_does_not():
+    rows = ch01_02_sectors.sector_table([("coalesced", {"BLOCK": b}) for b in (8, 16, 32)])
+    assert [r["A sectors"] + r["B sectors"] for r in rows] == [5, 4, 5]
+    assert [r["128-byte lines (A + B)"] for r in rows] == [5, 3, 2]
+    assert ch01_02_sectors.lines([0, 31, 32, None]) == 2     # floats 0-31: one line
+
+
+def test_line_rate_divides_the_model_by_the_recorded_cycles():
+    from gemm_kernels.measure import records, studies
+    table = ch01_02_sectors.line_rate("ch02_caches")
+    assert [r["lines per warp and k"] for r in table] == [5, 3, 2]
+    sms = records.current().device["sm_count"]
+    for row, (_, rec) in zip(table, studies.results("ch02_caches")):
+        if rec is None:
+            assert row["lines per SM cycle"] == "-"
+            continue
+        M, N, K = rec["shape"]
+        want = M * N * K / 32 / sms * row["lines per warp and k"] / rec["metrics"]["sm__cycles_elapsed.avg"]
+        assert row["lines per SM cycle"] == f"{want:.2f}"
+
+
+def test_occupancy_table_halves_at_half_warp_blocks():
+    t = ch01_02_sectors.occupancy_table("coalesced", [{"BLOCK": 4}, {"BLOCK": 8}])
+    assert [r["occupancy"] for r in t] == ["50%", "100%"]
+    assert [r["active lanes per warp"] for r in t] == [16, 32]

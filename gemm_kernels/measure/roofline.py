@@ -209,6 +209,9 @@ def missing(pts: list[dict], roofs: list[dict]) -> str | None:
     return "Not in this recording: " + "; ".join(gaps) + "." if gaps else None
 
 
+L1_NOT_DRAWN = "L1, not drawn"
+
+
 def table(kernels, size: int = profile.GEMM_SHAPE[0]):
     """Per kernel at size^3: its TFLOP/s, its FLOP per byte at each level, and the
     lowest roof over it: the FP32 peak or a level's ceiling x the kernel's FLOP per byte
@@ -229,8 +232,13 @@ def table(kernels, size: int = profile.GEMM_SHAPE[0]):
         for lv in LEVELS:
             x = p["x"].get(lv) if p["how"] == "ncu" or lv == "DRAM" else None
             row[f"FLOP/B {lv}"] = x
-        row |= {"lowest roof": level, "its TFLOP/s": roof / 1000,
-                "% of it": 100 * p["gflops"] / roof}
+        if p["how"] == "ncu" and "shared memory" not in p["x"]:
+            # Every load goes through the L1, a level without a ceiling here: no drawn
+            # roof is its limit, and a share of one would read as headroom it lacks.
+            row |= {"lowest roof": L1_NOT_DRAWN, "its TFLOP/s": None, "% of it": None}
+        else:
+            row |= {"lowest roof": level, "its TFLOP/s": roof / 1000,
+                    "% of it": 100 * p["gflops"] / roof}
         rows.append(row)
     return Table(rows, list(rows[0]) if rows else ["kernel"],
                  title=f"{size}^3, bytes counted by Nsight Compute, {records.source()}")
@@ -261,8 +269,8 @@ def l2_summary() -> str:
                 "l2_read` on a GPU); the roofline leaves the L2 ceiling out.")
     return (f"l2_read on {l2['bytes'] / MiB:,.0f} MiB, PASSES = "
             f"{', '.join(map(str, l2['passes']))}: time = {l2['fixed_ms'] * 1e3:,.1f} us + "
-            f"PASSES x {l2['per_pass_ms'] * 1e3:,.2f} us\n"
-            f"L2 read bandwidth = {l2['bytes'] / MB:,.2f} MB / {l2['per_pass_ms'] * 1e3:,.2f} us"
+            f"PASSES x {l2['per_pass_ms'] * 1e3:,.3f} us\n"
+            f"L2 read bandwidth = {l2['bytes'] / MB:,.2f} MB / {l2['per_pass_ms'] * 1e3:,.3f} us"
             f" = {l2['gbps']:,.0f} GB/s")
 
 

@@ -46,6 +46,15 @@ CACHES = ["l1tex__t_sector_hit_rate.pct", "lts__t_sector_hit_rate.pct",
           "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
           "lts__t_sectors_srcunit_tex_op_read.sum", "dram__bytes_read.sum",
           "dram__bytes_write.sum"]
+# What the L1 spends on global loads: its wavefronts (one per cycle in each stage) and
+# how busy it is; with the cycles, these decide whether chapters 01-02 are limited by
+# the cache lines the L1 handles per cycle.
+L1_LINES = ["re:^l1tex__(t_output_wavefronts_pipe_lsu_mem_global_op_ld"
+            "|data_pipe_lsu_wavefronts_mem_lg[a-z_]*)\\.sum$",
+            "l1tex__throughput.avg.pct_of_peak_sustained_active",
+            "l1tex__lsu_writeback_active.avg.pct_of_peak_sustained_active",
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+            "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sector_hit_rate.pct"]
 DRAM = ["dram__bytes_read.sum", "dram__bytes_write.sum",
         "dram__throughput.avg.pct_of_peak_sustained_elapsed", "lts__t_sector_hit_rate.pct",
         "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum",
@@ -174,6 +183,13 @@ STUDY_LIST = (
               Step("BLOCK = 16", "coalesced", {"BLOCK": 16}),
               Step("BLOCK = 32", "coalesced", {"BLOCK": 32})),
           (CUBE_4096,), (*CACHES, STALLS, *ISSUE)),
+    Study("ch02_l1_lines", "02", "Lines the L1 handles per cycle, naive and coalesced", "ncu", (
+              Step("naive x->row, BLOCK = 8", "naive", {"BLOCK": 8, "MAPPING": "x->row"}),
+              Step("naive x->row, BLOCK = 32", "naive", {"BLOCK": 32, "MAPPING": "x->row"}),
+              Step("BLOCK = 8", "coalesced", {"BLOCK": 8}),
+              Step("BLOCK = 16", "coalesced", {"BLOCK": 16}),
+              Step("BLOCK = 32", "coalesced", {"BLOCK": 32})),
+          (CUBE_2048,), (*L1_LINES, STALLS, *ISSUE)),
     Study("ch07_ablation_counters", "07", "The same three steps, counted", "ncu", (
               Step("chapter 06: scalar loads, A row-major", "tile_2d_reg", K5),
               Step("+ 16-byte global loads (LDG.128)", "float4_a_rows", K5),

@@ -1,12 +1,18 @@
 """Which element each lane of a warp touches, and what that costs in 32-byte sectors.
 
 A model of chapters 01-02's global loads: for one warp and one step k of the dot
-product, the addresses the 32 lanes load from A and from B, and the sectors (aligned
-32-byte pieces of memory, the unit the L1/L2 move) those addresses fall in.
+product, the addresses the 32 lanes load from A and from B, the sectors (aligned
+32-byte pieces of memory, the unit the L1/L2 move) and the 128-byte cache lines those
+addresses fall in; and, next to a recorded Nsight Compute study, how many of those lines
+and sectors one SM handled per cycle.
 """
 from __future__ import annotations
 
 SECTOR = 32
+LINE = 128
+# Nsight Compute's count of the wavefronts (units of work one L1TEX stage passes per
+# cycle) spent on global loads.
+WAVEFRONTS = "l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_ld.sum"
 
 
 def _element(kernel: str, p: dict, block: tuple[int, int], t: int) -> tuple[int, int]:
@@ -53,10 +59,16 @@ def sectors(indices, elem_bytes: int = 4) -> int:
     return len({i * elem_bytes // SECTOR for i in indices if i is not None})
 
 
+def lines(indices, elem_bytes: int = 4) -> int:
+    """Distinct 128-byte cache lines touched by element indices (None = inactive lane)."""
+    return len({i * elem_bytes // LINE for i in indices if i is not None})
+
+
 def sector_table(configs, M=4096, N=4096, K=4096):
     """Per configuration, one warp at one step k: the 32-byte sectors its load of A and
     its load of B touch, their average (what Nsight Compute calls sectors per request),
-    and the bytes those sectors hold. Every row is 32 multiply-adds, one per lane."""
+    and the distinct 128-byte cache lines the two loads touch. Every row is one
+    multiply-add per active lane."""
     from gemm_kernels.core.kernels import get
     from gemm_kernels.core.table import Table
     rows = []
@@ -68,7 +80,8 @@ def sector_table(configs, M=4096, N=4096, K=4096):
                      "A sectors": sa, "B sectors": sb,
                      # a whole number shows without ".0"
                      "sectors per request": (sa + sb) / 2 if (sa + sb) % 2 else (sa + sb) // 2,
-                     "bytes moved": f"{SECTOR * (sa + sb):,}"})
+                     "128-byte lines (A + B)": lines(l["A"] for l in lanes)
+                     + lines(l["B"] for l in lanes)})
     return Table(rows, list(rows[0]), title="one warp, one step k: 32-byte sectors per load")
 
 
@@ -272,8 +285,8 @@ def sector_strips(kernel: str, configs, per_line: int = 16):
                         ax.add_patch(Rectangle((x0 + f, yy), 1, 0.8, lw=0, fc="#e8590c"))
                 ax.add_patch(Rectangle((x0, yy), per, 0.8, lw=0.8, ec="black", fc="none"))
             ax.text(min(len(secs), per_line) * (per + gap), y + 0.4,
-                    f" {len(secs)} sector{'s' if len(secs) > 1 else ''}: "
-                    f"{SECTOR * len(secs):,} bytes moved for {len(used)} "
+                    f" {len(secs)} sector{'s' if len(secs) > 1 else ''} "
+                    f"({SECTOR * len(secs):,} bytes) looked up for {len(used)} "
                     f"float{'s' if len(used) > 1 else ''} loaded",
                     ha="left", va="center", fontsize=9)
             y += lines(idx[m])
@@ -285,3 +298,67 @@ def sector_strips(kernel: str, configs, per_line: int = 16):
                  "sector, 8 floats; orange: a float some lane loads)", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def line_rate(study: str = "ch02_caches"):
+    """Per step of a recorded Nsight Compute study of the naive or coalesced kernel: the
+    128-byte lines and the sectors one warp's two loads touch at one step k (the model
+    above), and how many of each one SM worked through per cycle over the whole kernel,
+    from the recorded `sm__cycles_elapsed.avg` (cycles of one SM: the clock does not
+    enter). A step without a recorded row shows "-"."""
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.measure import records, studies
+    rec = records.current()
+    sms = rec.device["sm_count"] if rec else None
+    pairs = studies.results(study)
+    # The L1's own count of the wavefronts it spent on global loads, where the study
+    # recorded it: the direct check of the line count.
+    measured = any(row and WAVEFRONTS in row["metrics"] for _, row in pairs)
+    out = []
+    for step, row in pairs:
+        M, N, K = row["shape"] if row else studies.get(study).shapes[0]
+        lanes = warp_elements(step.kernel, step.params, M, N, K)
+        active = sum(l["active"] for l in lanes)
+        n_lines = lines(l["A"] for l in lanes) + lines(l["B"] for l in lanes)
+        n_sectors = sectors(l["A"] for l in lanes) + sectors(l["B"] for l in lanes)
+        entry = {"step": f"{step.kernel}, {_settings(step.kernel, step.params)}",
+                 "lines per warp and k": n_lines, "sectors per warp and k": n_sectors,
+                 "SM cycles (millions)": "-", "lines per SM cycle": "-",
+                 "sectors per SM cycle": "-"}
+        if measured:
+            entry["L1 wavefronts per warp and k"] = "-"
+            if row is not None and WAVEFRONTS in row["metrics"]:
+                entry["L1 wavefronts per warp and k"] = \
+                    f"{row['metrics'][WAVEFRONTS] / (M * N // active * K):.2f}"
+        if row is not None and sms:
+            cycles = row["metrics"]["sm__cycles_elapsed.avg"]
+            warp_steps = M * N // active * K / sms          # one SM's share
+            # two decimals kept as text: the table would drop the zeros of 1.00
+            entry.update({"SM cycles (millions)": f"{cycles / 1e6:.1f}",
+                          "lines per SM cycle": f"{warp_steps * n_lines / cycles:.2f}",
+                          "sectors per SM cycle": f"{warp_steps * n_sectors / cycles:.2f}"})
+        out.append(entry)
+    shape = "x".join(map(str, studies.get(study).shapes[0]))
+    return Table(out, list(out[0]), title=f"two loads per warp and step k, at {shape}; "
+                 "cycles recorded by Nsight Compute")
+
+
+def occupancy_table(kernel: str, configs):
+    """Per configuration (a list of params) of the naive or coalesced kernel: threads
+    per block, resident blocks and occupancy per SM, and the warp's active lanes, so
+    that block sizes can be compared at equal (or unequal) occupancy."""
+    from gemm_kernels.core import analysis
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.measure import lookup
+    rows = []
+    for params in configs:
+        timed = (lookup.binary(kernel, params) or {}).get("registers")
+        occ = analysis.kernel_occupancy(kernel, params, registers=timed)
+        rows.append({"settings": _settings(kernel, params),
+                     "registers": timed or analysis.summary(kernel, params)["registers"],
+                     "threads per block": occ.threads_per_block,
+                     "blocks per SM": occ.blocks_per_sm,
+                     "occupancy": analysis.percent(occ.occupancy),
+                     "active lanes per warp": sum(l["active"] for l in
+                                                  warp_elements(kernel, params, 4096, 4096, 4096))})
+    return Table(rows, list(rows[0]), title=f"{kernel}: registers and occupancy per SM (sm_90)")
