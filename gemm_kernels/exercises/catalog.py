@@ -130,20 +130,25 @@ register(Exercise(
 
 # ---------------------------------------------------------------- chapter 04
 
-_LAYOUT = {"BLOCK": 32, "LAYOUT": "transposed", "PAD": 1}
+# Graded against the chapter's fastest layout: `conflict` (k along the rows of both
+# tiles), PAD = 2.
+_LAYOUT = {"BLOCK": 32, "LAYOUT": "conflict", "PAD": 2}
 register(Exercise(
-    name="04_tile_layout", chapter="04", title="a tile layout that keeps each step cheap in wavefronts",
+    name="04_tile_layout", chapter="04",
+    title="pad the dot-product layout so that each step stays cheap in wavefronts",
     kernel="bank_layout", params=_LAYOUT,
     static_checks=(ch04_checks.tile_layout_check(32, "04_tile_layout", "bank_layout",
                                                  _LAYOUT),),
-    hints={"static": "a warp is one row of threads (ty fixed, tx = 0..31): the reads run "
-                     "BLOCK times per step, so where the 32 lanes read 32 elements their "
-                     "words must fall in 32 different banks (word % 32); a row length of "
-                     "BLOCK + 1 words, or an XOR of the column with the row, spreads a "
-                     "column over all banks",
-           "speed": "the kernel reads A and B BLOCK times per step: keep the reads "
-                    "conflict-free, and let the compiler merge them (rows of an even "
-                    "length, read along k) if you can"},
+    hints={"static": "a warp is one row of threads (ty fixed, tx = 0..31). The store of b "
+                     "walks down a column of the B tile: rows of BLOCK words put it in one "
+                     "bank. The reads are merged into LDS.64 or LDS.128 when every row "
+                     "starts at a multiple of 2 or 4 words, and a quarter- or half-warp "
+                     "phase of B reads is conflict-free when its lanes' rows start in "
+                     "different banks: count the wavefronts of one step for each row "
+                     "length from BLOCK to BLOCK + 4",
+           "speed": "the reads run at every k: the fewer wavefronts they cost together, "
+                    "the faster the step; a conflict-free layout whose reads stay 32-bit "
+                    "costs more than a wide one with a 2-way conflicted store"},
 ))
 
 
