@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from gemm_kernels.exercises import ch04_checks, ch10_checks, ch11_checks
+from gemm_kernels.exercises import ch03_checks, ch04_checks, ch10_checks, ch11_checks
 from gemm_kernels.exercises.ch05_checks import shared_loads_per_ffma
 from gemm_kernels.exercises.ch07_checks import all_loads_128
 from gemm_kernels.exercises.ch08_checks import step_order
@@ -114,10 +114,12 @@ register(Exercise(
 
 
 # ---------------------------------------------------------------- chapter 03
+_TILE_LOOP = {"BLOCK": 32, "GRID": "x->col", "EDGES": "always"}
 register(Exercise(
     name="03_tile_loop", chapter="03", title="the tile loop and its two barriers",
-    kernel="smem_tiled", params={"BLOCK": 32, "GRID": "x->col", "EDGES": "always"},
+    kernel="smem_tiled", params=_TILE_LOOP,
     sass=("BAR.SYNC",),
+    static_checks=(ch03_checks.two_barriers("03_tile_loop", "smem_tiled", _TILE_LOOP),),
     hints={"static": "the block must wait for its copies (__syncthreads()) before it "
                      "reads the tiles",
            "correct": "__syncthreads() after the copies (the tiles are complete) and "
