@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from gemm_kernels.exercises import ch04_checks, ch10_checks, ch11_checks
+from gemm_kernels.exercises import ch03_checks, ch04_checks, ch10_checks, ch11_checks
 from gemm_kernels.exercises.ch05_checks import shared_loads_per_ffma
 from gemm_kernels.exercises.ch07_checks import all_loads_128
 from gemm_kernels.exercises.ch08_checks import step_order
@@ -114,10 +114,12 @@ register(Exercise(
 
 
 # ---------------------------------------------------------------- chapter 03
+_TILE_LOOP = {"BLOCK": 32, "GRID": "x->col", "EDGES": "always"}
 register(Exercise(
     name="03_tile_loop", chapter="03", title="the tile loop and its two barriers",
-    kernel="smem_tiled", params={"BLOCK": 32, "GRID": "x->col", "EDGES": "always"},
+    kernel="smem_tiled", params=_TILE_LOOP,
     sass=("BAR.SYNC",),
+    static_checks=(ch03_checks.two_barriers("03_tile_loop", "smem_tiled", _TILE_LOOP),),
     hints={"static": "the block must wait for its copies (__syncthreads()) before it "
                      "reads the tiles",
            "correct": "__syncthreads() after the copies (the tiles are complete) and "
@@ -130,20 +132,25 @@ register(Exercise(
 
 # ---------------------------------------------------------------- chapter 04
 
-_LAYOUT = {"BLOCK": 32, "LAYOUT": "transposed", "PAD": 1}
+# Graded against the chapter's fastest layout: `conflict` (k along the rows of both
+# tiles), PAD = 2.
+_LAYOUT = {"BLOCK": 32, "LAYOUT": "conflict", "PAD": 2}
 register(Exercise(
-    name="04_tile_layout", chapter="04", title="a tile layout that keeps each step cheap in wavefronts",
+    name="04_tile_layout", chapter="04",
+    title="pad the dot-product layout so that each step stays cheap in wavefronts",
     kernel="bank_layout", params=_LAYOUT,
     static_checks=(ch04_checks.tile_layout_check(32, "04_tile_layout", "bank_layout",
                                                  _LAYOUT),),
-    hints={"static": "a warp is one row of threads (ty fixed, tx = 0..31): the reads run "
-                     "BLOCK times per step, so where the 32 lanes read 32 elements their "
-                     "words must fall in 32 different banks (word % 32); a row length of "
-                     "BLOCK + 1 words, or an XOR of the column with the row, spreads a "
-                     "column over all banks",
-           "speed": "the kernel reads A and B BLOCK times per step: keep the reads "
-                    "conflict-free, and let the compiler merge them (rows of an even "
-                    "length, read along k) if you can"},
+    hints={"static": "a warp is one row of threads (ty fixed, tx = 0..31). The store of b "
+                     "walks down a column of the B tile: rows of BLOCK words put it in one "
+                     "bank. The reads are merged into LDS.64 or LDS.128 when every row "
+                     "starts at a multiple of 2 or 4 words, and a quarter- or half-warp "
+                     "phase of B reads is conflict-free when its lanes' rows start in "
+                     "different banks: count the wavefronts of one step for each row "
+                     "length from BLOCK to BLOCK + 4",
+           "speed": "the reads run at every k: the fewer wavefronts they cost together, "
+                    "the faster the step; a conflict-free layout whose reads stay 32-bit "
+                    "costs more than a wide one with a 2-way conflicted store"},
 ))
 
 

@@ -328,8 +328,13 @@ def smem_ceiling(kernel, params=None, props: dict | None = None) -> dict:
 
 
 def _label(kernel, p) -> str:
-    """'conflict, PAD=2' for a bank_layout variant, 'chapter 03 (smem_tiled)' otherwise."""
-    return f"{p['LAYOUT']}, PAD={p['PAD']}" if "LAYOUT" in p else f"chapter 03 ({kernel})"
+    """'conflict, PAD=2' for a bank_layout variant, 'chapter 03 (smem_tiled)' otherwise,
+    with ', interior loop' where chapter 03's kernel runs its check-free interior loop
+    (EDGES other than 'always'), which every bank_layout variant lacks."""
+    if "LAYOUT" in p:
+        return f"{p['LAYOUT']}, PAD={p['PAD']}"
+    edges = p.get("EDGES", "auto")
+    return f"chapter 03 ({kernel}{', interior loop' if edges != 'always' else ''})"
 
 
 def summary(configs=None, size: int = 2048, props: dict | None = None):
