@@ -284,6 +284,7 @@ def test_tile_map_as_table():
     tab = as_table(t["A_shared"], "offset")
     assert tab[0]["0"] == 4112 and tab[15]["15"] == 7967 and len(tab.columns) == 17
     assert as_table(t["B_shared"], "banks")[3]["1"] == "2/3"
+    assert [r["ty"] for r in as_table(t["B_shared"], "banks", rows=2)] == [0, 1]
     assert as_table(t["A_shared"])[3]["5"] == "A[19*256 + 21]"
 
 
