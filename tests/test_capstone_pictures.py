@@ -209,6 +209,17 @@ def test_ladder_table_gives_rate_share_change_and_names_the_run_in_its_caption(r
     assert "run" not in rows.columns and "run run-a: study ch09_ladder" in rows.title
 
 
+def test_ladder_table_sets_one_block_steps_at_two_blocks_from_the_minb_2_row():
+    """Step 4 leaves one block per SM; its 'at 2 blocks/SM' cell is the sweep's row of
+    the same kernel with MINB = 2, and the change is against step 3's own rate."""
+    rows = cp.ladder_table()
+    assert rows[4]["blocks/SM"] == 1 and rows[4]["4096^3 at 2 blocks/SM"].endswith("(MINB = 2)")
+    assert rows[3]["4096^3 at 2 blocks/SM"] == rows[3]["4096^3 GFLOP/s (% of cuBLAS)"].split()[0]
+    held = float(rows[4]["4096^3 at 2 blocks/SM"].split()[0].replace(",", ""))
+    own = float(rows[3]["4096^3 at 2 blocks/SM"].replace(",", ""))
+    assert rows[4]["4096^3 change at 2 blocks/SM"] == f"{100 * (held / own - 1):+.1f}%"
+
+
 def test_ladder_change_is_against_the_step_before():
     assert cp._change({"gflops": {"median": 108.0}}, {"gflops": {"median": 100.0}}) == "+8.0%"
     assert cp._change(None, {"gflops": {"median": 100.0}}) == "-"
@@ -244,9 +255,13 @@ def test_step_sass_sets_the_step_against_the_one_before_or_a_range():
 def test_ldgsts_counters_per_step_or_the_words(record):
     rows = {r["counter"]: r for r in cp.ldgsts_counters()}
     z, cap = (s.label for s in studies.get("ch09_ldgsts").steps)
-    assert rows["smsp__inst_executed_op_ldgsts.sum"][cap] == "1,234,567"
+    assert rows["smsp__sass_inst_executed_op_ldgsts_cache_access.sum"][cap] == "262,144"
     assert rows["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"][cap] == "0"
-    assert rows["smsp__inst_executed_op_ldgsts.sum"][z] == cp.NOT_RECORDED
+    assert rows["smsp__sass_inst_executed_op_ldgsts_cache_access.sum"][z] == cp.NOT_RECORDED
+    # a counter the chapter does not read is not shown, even when recorded
+    assert "smsp__inst_executed_op_ldgsts.sum" not in rows
+    # a counter it reads but the recording lacks says so with a dash
+    assert rows["smsp__sass_inst_executed_op_ldgsts_cache_bypass.sum"][cap] == "-"
 
 
 def test_capstone_counters_set_each_count_beside_its_model(record):

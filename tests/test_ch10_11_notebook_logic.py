@@ -284,4 +284,21 @@ def test_tile_map_as_table():
     tab = as_table(t["A_shared"], "offset")
     assert tab[0]["0"] == 4112 and tab[15]["15"] == 7967 and len(tab.columns) == 17
     assert as_table(t["B_shared"], "banks")[3]["1"] == "2/3"
+    assert [r["ty"] for r in as_table(t["B_shared"], "banks", rows=2)] == [0, 1]
     assert as_table(t["A_shared"])[3]["5"] == "A[19*256 + 21]"
+
+
+def test_plot_tiles_draws_the_rows_and_columns_of_each_tile():
+    """Block (2, 1), step 1: A_shared holds rows 16..31 (blockIdx.y = 1) and columns
+    16..31 (tile 1) of A; B_shared rows 16..31 (tile 1) and columns 32..47 (blockIdx.x = 2)
+    of B; the block writes rows 16..31, columns 32..47 of C."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from gemm_kernels.memory.ch11_tile_map import plot_tiles
+    ax = plot_tiles(block=(2, 1), tile=1)
+    rects = [[p for p in a.patches][1] for a in ax]
+    assert [(r.get_x(), r.get_y(), r.get_width(), r.get_height()) for r in rects] == \
+        [(16, 16, 16, 16), (32, 16, 16, 16), (32, 16, 16, 16)]
+    assert "rows 16..31, columns 16..31" in ax[0].get_title()
+    assert "rows 16..31, columns 32..47" in ax[1].get_title()
+    matplotlib.pyplot.close(ax[0].figure)

@@ -60,3 +60,13 @@ def test_missing_measurement_is_one_line(monkeypatch, rec):
     text = pa.conclusion(tab)
     assert "\n" not in text and "missing" in text
     assert f"python -m gemm_kernels study {STUDY.name}" in text
+
+
+def test_a_difference_counts_only_when_half_the_calls_beat_the_other_kernels_fastest():
+    """One slow call of each makes the min..max ranges overlap; the medians decide. When
+    the faster median is not below the other's fastest call, nothing is resolved."""
+    calls = lambda a, at: {pa.WITH_A: a, pa.WITH_AT: at}
+    a = {"median": 498.0, "min": 497.0, "max": 563.0}
+    assert pa.resolved(calls(a, {"median": 457.0, "min": 456.0, "max": 567.0})) == pa.WITH_AT
+    assert pa.resolved(calls(a, {"median": 497.5, "min": 480.0, "max": 520.0})) is None
+    assert pa.resolved(calls({"median": 450.0, "min": 440.0, "max": 460.0}, a)) == pa.WITH_A

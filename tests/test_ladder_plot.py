@@ -31,3 +31,13 @@ def test_log_axes_are_labelled_in_plain_numbers():
     assert ax.get_xscale() == ax.get_yscale() == "log"
     assert "M = N = K" in ax.get_xlabel() and "GFLOP/s" in ax.get_ylabel()
     matplotlib.pyplot.close(ax.figure)
+
+
+def test_lines_are_named_by_chapter_and_a_short_line_says_where_it_stops():
+    rows = list(_rows()) + [{"kernel": "zorder", "chapter": "09", "size": 1024, "GFLOP/s": 9000.0},
+                            {"kernel": "zorder", "chapter": "09", "size": 2048, "GFLOP/s": 30000.0}]
+    ax = ladder.plot(Table(rows, ["kernel", "chapter", "size", "GFLOP/s"], title="test data"))
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "09 · zorder" in labels and "cublas, timed on its own" in labels
+    assert [t.get_text() for t in ax.texts] == ["not recorded at 4,096"]
+    matplotlib.pyplot.close(ax.figure)

@@ -244,9 +244,9 @@ register(Exercise(
     sass=("LDS.128",), static_checks=(zorder_lanes,),
     hints={"compile": "keep the kernel's name and template parameters; write qr and qc "
                       "as plain integer expressions",
-           "static": "lane = b4 b3 b2 b1 b0 (bits): take qr's two low bits from b1 and b4, "
-                     "qc's three from b0, b2 and b3; then i and i^1 share A, i and i^2 "
-                     "share B",
+           "static": "lanes i and i^1 must get the same qr (same A words) and lanes i "
+                     "and i^2 the same qc (same B words): so which bits of the lane may qr "
+                     "depend on, and which may qc? Each lane bit goes to exactly one of them",
            "correct": "every thread needs its own (qr, qc): 4 rows per warp down the grid "
                       "(warp / WARPS_N), 8 columns across (warp % WARPS_N)",
            "speed": "the bank check passed, so look for extra work in qr and qc"},
@@ -266,14 +266,15 @@ register(Exercise(
     static_checks=(pipeline_wait,),
     hints={"compile": "keep the kernel's name, template parameters and the given helpers "
                       "(issue_next, issue_tile, cp_async_commit, cp_async_wait<count>)",
-           "static": "at k == BK - 1: cp_async_wait<STAGES - 2>(); then __syncthreads(); "
-                     "at k == 0: the next tile's copies and one cp_async_commit() per step",
+           "static": "count the groups committed when the wait runs at the last k of "
+                     "step t (the prologue's, then one per step so far), and how many of "
+                     "them are newer than tile t + 1's group: those may stay in flight",
            "correct": "request tile tile + STAGES - 1 into stage ws (the one finished in "
                       "the step before), never into rs; commit in every step, even when "
                       "no tile is left; move rs and ws on by one, back to 0 after "
                       "STAGES - 1",
            "speed": "issue the copies at k == 0 so that they fly during the whole step, "
-                    "and keep STAGES - 2 groups in flight at the wait"},
+                    "and let the wait hold up only for the next tile"},
 ))
 
 

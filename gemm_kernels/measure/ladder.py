@@ -78,8 +78,9 @@ def share(kernel: str, size: int, params: dict | None = None) -> dict | None:
 
 
 def plot(table: Table, ax=None, path=None):
-    """GFLOP/s by size, one line per kernel, cuBLAS dashed. Writes a PNG only when
-    given `path`."""
+    """GFLOP/s by size, one line per kernel named by its chapter ("09 · capstone"),
+    later chapters on top, cuBLAS dashed; a line that stops before the largest size
+    says so at its end. Writes a PNG only when given `path`."""
     import matplotlib
     if path is not None and ax is None:
         matplotlib.use("Agg")
@@ -88,13 +89,22 @@ def plot(table: Table, ax=None, path=None):
     if ax is None:
         fig, ax = plt.subplots(figsize=(8, 4.5))
     names = list(dict.fromkeys(r["kernel"] for r in table))
-    for name, (colour, marker) in zip(names, style.series_styles(len(names))):
+    sizes = sorted({r["size"] for r in table})
+    chapter = {r["kernel"]: r.get("chapter") for r in table}
+    for i, (name, (colour, marker)) in enumerate(zip(names, style.series_styles(len(names)))):
         pts = sorted((r["size"], r["GFLOP/s"]) for r in table if r["kernel"] == name)
         if name.startswith("cublas"):
-            ax.plot(*zip(*pts), "kD--", lw=2, ms=5, label=name)
+            ax.plot(*zip(*pts), "kD--", lw=2, ms=5, label=f"{name}, timed on its own",
+                    zorder=2)
         else:
-            ax.plot(*zip(*pts), marker + "-", color=colour, label=name)
-    _readable_log_axes(ax, sorted({r["size"] for r in table}))
+            # later chapters drawn on top: the fastest kernels are not hidden under
+            # cuBLAS or the kernels before them
+            ax.plot(*zip(*pts), marker + "-", color=colour, label=f"{chapter[name]} · {name}" if chapter[name] else name,
+                    zorder=3 + i)
+        if pts[-1][0] < sizes[-1]:
+            ax.annotate(f"not recorded at {sizes[-1]:,}", pts[-1], xytext=(6, 0),
+                        textcoords="offset points", va="center", fontsize=7, color=colour)
+    _readable_log_axes(ax, sizes)
     ax.set_xlabel("matrix size M = N = K")
     ax.set_ylabel("GFLOP/s (log scale)")
     ax.set_title(table.title)

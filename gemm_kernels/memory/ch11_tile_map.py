@@ -86,10 +86,12 @@ def shared_tile_contents(block=(1, 1), tile=1, BLOCK=16, dim=256, elem_bytes=8):
     return {"A_shared": make("A_shared", "A", a_off), "B_shared": make("B_shared", "B", b_off)}
 
 
-def as_table(t: SharedTile, field: str = "expression", dim: int = 256, title: str = ""):
-    """One of a SharedTile's 16 x 16 tables as a Table, a row per threadIdx.y and a
-    column per threadIdx.x. field: "expression" (e.g. 'A[17*256 + 18]'), "offset",
-    "address", "bank" or "banks" (both banks of an 8-byte slot)."""
+def as_table(t: SharedTile, field: str = "expression", dim: int = 256, title: str = "",
+             rows: int | None = None):
+    """One of a SharedTile's 16 x 16 tables as a Table, a row per threadIdx.y (the
+    first `rows` of them, default all) and a column per threadIdx.x. field: "expression"
+    (e.g. 'A[17*256 + 18]'), "offset", "address", "bank" or "banks" (both banks of an
+    8-byte slot)."""
     from gemm_kernels.core.table import Table
     n = len(t.offset)
 
@@ -99,6 +101,52 @@ def as_table(t: SharedTile, field: str = "expression", dim: int = 256, title: st
         if field == "banks":
             return "/".join(map(str, t.banks_of(ty, tx)))
         return getattr(t, field)[ty][tx]
-    rows = [{"ty": ty, **{str(tx): cell(ty, tx) for tx in range(n)}} for ty in range(n)]
-    return Table(rows, ["ty"] + [str(tx) for tx in range(n)],
+    out = [{"ty": ty, **{str(tx): cell(ty, tx) for tx in range(n)}}
+           for ty in range(n if rows is None else min(rows, n))]
+    return Table(out, ["ty"] + [str(tx) for tx in range(n)],
                  title=title or f"{t.name}[ty][tx]: {field}")
+
+
+def plot_tiles(block=(2, 1), tile=1, BLOCK=16, dim=256, ax=None):
+    """The two tiles of one step over their matrices: A (dim x dim) with the rows of the
+    block (blockIdx.y) and the columns of the step (`tile`) that A_shared holds, B with
+    the rows of the step and the columns of the block (blockIdx.x) that B_shared holds,
+    and C with the block's outputs; a pale band marks what the block reads over all its
+    steps. Every rectangle comes from `shared_tile_contents`,
+    i.e. from the kernel's own index expressions. Returns the array of three Axes."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    t = shared_tile_contents(block, tile, BLOCK, dim)
+    if ax is None:
+        _, ax = plt.subplots(1, 3, figsize=(13, 4.6))
+    bx, by = block
+    out_rows = (by * BLOCK, by * BLOCK + BLOCK - 1)
+    out_cols = (bx * BLOCK, bx * BLOCK + BLOCK - 1)
+    panels = [("A", t["A_shared"], "A_shared", "tab:blue"),
+              ("B", t["B_shared"], "B_shared", "tab:orange"),
+              ("C", None, f"block ({bx}, {by})'s outputs", "tab:green")]
+    for a, (name, s, what, colour) in zip(ax, panels):
+        if s is None:
+            (r0, r1), (c0, c1) = out_rows, out_cols
+        else:
+            r0, r1, c0, c1 = s.row[0][0], s.row[-1][-1], s.col[0][0], s.col[-1][-1]
+        a.add_patch(Rectangle((0, 0), dim, dim, facecolor="0.95", edgecolor="0.4"))
+        a.add_patch(Rectangle((c0, r0), c1 - c0 + 1, r1 - r0 + 1, facecolor=colour,
+                              edgecolor="k"))
+        # the band the block walks over all steps: A's rows of the block, B's columns
+        if name == "A":
+            a.add_patch(Rectangle((0, r0), dim, BLOCK, facecolor=colour, alpha=0.2, lw=0))
+        elif name == "B":
+            a.add_patch(Rectangle((c0, 0), BLOCK, dim, facecolor=colour, alpha=0.2, lw=0))
+        a.set_xlim(0, dim)
+        a.set_ylim(dim, 0)
+        a.set_aspect("equal")
+        a.set_title(f"{name} ({dim} x {dim}): {what}\nrows {r0}..{r1}, columns {c0}..{c1}",
+                    fontsize=10)
+        a.set_xlabel("column")
+        a.set_ylabel("row")
+    ax[0].figure.suptitle(f"Step tile = {tile} of the block blockIdx = ({bx}, {by}), "
+                          f"BLOCK = {BLOCK}: what the two tiles hold (pale: what the "
+                          "block reads over all its steps)", fontsize=11)
+    ax[0].figure.tight_layout()
+    return ax

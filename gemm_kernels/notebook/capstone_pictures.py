@@ -304,11 +304,13 @@ _RING_COLOURS = {"requested": "#f6b26b", "in flight": "#fce5cd", "landed": "#b6d
                  "computing": "#6aa84f", "done": "#eeeeee"}
 
 
-def stage_ring(stages: int = 4, tiles: int = 6, wait: int | None = None):
+def stage_ring(stages: int = 4, tiles: int = 8, wait: int | None = None,
+               show_count: bool = True):
     """The ring drawn over time: one row per shared-memory stage, one column per loop
     step (after the prologue); each cell says which tile the stage holds and what is
     happening to it. A black bar after each column marks the wait + __syncthreads();
-    a tile computed before its copies were waited for is marked in red."""
+    a tile computed before its copies were waited for is marked in red. `show_count`
+    False leaves the wait's count out of the title (it is the chapter's exercise)."""
     from matplotlib.patches import Rectangle
     plt = _plt()
     cols = ring_schedule(stages, tiles, wait)
@@ -337,11 +339,16 @@ def stage_ring(stages: int = 4, tiles: int = 6, wait: int | None = None):
                   fontsize=FONT)
     ax.tick_params(length=0)
     ahead = stages - 1
-    ax.set_title(f"The cp.async ring with {stages} stages: tile t is requested {ahead} "
-                 f"step{'s' if ahead > 1 else ''} before it is computed, into the stage "
-                 "freed one step earlier\n"
-                 f"black bars: cp.async.wait_group {w} (at most {w} groups still in flight) "
-                 "then __syncthreads()", fontsize=FONT + 1)
+    last = tiles - stages + 1     # the first step with no tile left to request
+    ax.set_title(f"The cp.async ring with {stages} stages, K = {tiles} tiles: tile t is "
+                 f"requested {ahead} step{'s' if ahead > 1 else ''} before it is computed, "
+                 "into the stage freed one step earlier\n"
+                 + (f"(from step {last} on, K has no tile left to request: the ring drains)\n"
+                    if 0 < last < tiles else "")
+                 + (f"black bars: cp.async.wait_group {w} (at most {w} groups still in flight) "
+                    "then __syncthreads()" if show_count else
+                    "black bars: the wait for the next tile, then __syncthreads()"),
+                 fontsize=FONT + 1)
     fig.tight_layout()
     return fig
 
@@ -455,14 +462,32 @@ def _change(row, before) -> str:
     return f"{100 * (row['gflops']['median'] / before['gflops']['median'] - 1):+.1f}%"
 
 
-def ladder_table(sizes=(2048, 4096)) -> Table:
+def two_blocks(step, row, blocks_per_sm: int, n: int):
+    """The step's rate with two blocks per SM: its own row where it already has two,
+    else the sweep's row of the same configuration with `MINB = 2` (ptxas held to 128
+    registers; None where the sweep has no such row or the kernel has no MINB)."""
+    if blocks_per_sm >= 2:
+        return row
+    if "MINB" not in step.params:
+        return None
+    try:
+        return lookup.recorded(step.kernel, (n,) * 3, {**step.params, "MINB": 2})
+    except LookupError:
+        return None
+
+
+def ladder_table(sizes=(2048, 4096), two_blocks_at: int | None = 4096) -> Table:
     """Every step of the ladder: registers and blocks per SM (ptxas here), the main
     loop's FFMA share, and per size the recorded GFLOP/s with its % of the cuBLAS
     measured beside it and the change against the step before. The runs that measured
-    the rows are named in the caption (`run_note`)."""
+    the rows are named in the caption (`run_note`).
+
+    Steps that leave only one block per SM mix their change with the occupancy they
+    lose; the last two columns (at `two_blocks_at`) set every step at two blocks per SM
+    (`two_blocks`), so that a change's own effect can be read apart from the cliff."""
     steps = ladder_steps()
     by_size = {n: studies.results(LADDER, (n,) * 3) for n in sizes}
-    rows = []
+    rows, held_before = [], None
     for i, step in enumerate(steps):
         loop = _loop_counts(step.kernel, step.params)
         row = {"step": f"{i}. {step.label}", "registers": loop["registers"],
@@ -471,11 +496,20 @@ def ladder_table(sizes=(2048, 4096)) -> Table:
             r = by_size[n][i][1]
             row[f"{n}^3 GFLOP/s (% of cuBLAS)"] = _rate_cell(r)
             row[f"{n}^3 change"] = _change(r, by_size[n][i - 1][1]) if i else "-"
+        if two_blocks_at:
+            n = two_blocks_at
+            held = two_blocks(step, by_size[n][i][1] if n in by_size else None,
+                              loop["blocks/SM"], n)
+            row[f"{n}^3 at 2 blocks/SM"] = NOT_RECORDED if held is None else \
+                count(held["gflops"]["median"]) + ("" if loop["blocks/SM"] >= 2 else " (MINB = 2)")
+            row[f"{n}^3 change at 2 blocks/SM"] = _change(held, held_before) if i else "-"
+            held_before = held
         rows.append(row)
     note = run_note([p for n in sizes for p in by_size[n]]).replace("\n", "; ")
     return Table(rows, list(rows[0]), title=f"The ladder to the capstone, "
                  f"{records.source()}; registers, blocks/SM and FFMA share from ptxas here. "
-                 f"{note[0].upper() + note[1:]}")
+                 f"{note[0].upper() + note[1:]}. At 2 blocks/SM: a step with one block per SM "
+                 "is replaced by the sweep's row of the same kernel with MINB = 2")
 
 
 def run_note(pairs) -> str:
@@ -525,7 +559,19 @@ def ladder_plot(sizes=(2048, 4096)):
             if row.get("reference"):
                 ax.plot([row["reference"]["gflops"]["median"]] * 2,
                         [y - height / 2, y + height / 2], color="k", lw=2)
-    ax.set_yticks(range(len(steps)), [f"{i}. {s.label}" for i, s in enumerate(steps)],
+            # a step left with one block per SM: where it runs with two (MINB = 2)
+            blocks = _loop_counts(steps[i].kernel, steps[i].params)["blocks/SM"]
+            held = two_blocks(steps[i], row, blocks, n) if blocks < 2 else None
+            if held is not None:
+                ax.plot(held["gflops"]["median"], y, marker="D", ms=7, mfc="#e69138",
+                        mec="k", ls="none", label="the same step at 2 blocks/SM (MINB = 2)")
+
+    def label(i, step):
+        # a step slower than the one before at every size is a negative result
+        slower = all(r and b and r["gflops"]["median"] < b["gflops"]["median"]
+                     for n in sizes for (_, r), (_, b) in [(res[n][i], res[n][i - 1])]) if i else False
+        return f"{i}. {step.label}" + (" (slower here)" if slower else "")
+    ax.set_yticks(range(len(steps)), [label(i, s) for i, s in enumerate(steps)],
                   fontsize=FONT)
     ax.set_ylim(len(steps) - 0.5, -0.5)          # first step on top
     ax.set_xlim(0, top * 1.05)
@@ -537,7 +583,7 @@ def ladder_plot(sizes=(2048, 4096)):
                  f"({records.source()})", fontsize=FONT + 1)
     handles, labels = ax.get_legend_handles_labels()
     if handles:
-        keep = dict(zip(labels, handles))          # one entry per size
+        keep = dict(zip(labels, handles))          # one entry per size and marker
         ax.legend(keep.values(), keep.keys(), fontsize=FONT, loc="upper left",
                   bbox_to_anchor=(1.01, 1))
     ax.annotate(run_note([p for n in sizes for p in res[n]]), xy=(0, 0),
@@ -675,21 +721,45 @@ def capstone_counters() -> Table:
                  f"bank model (live) and Nsight Compute ({records.recording_label()})")
 
 
+# The counters the chapter reads, with what each says. Nsight Compute records dozens
+# more for LDGSTS; some of them (the l1tex__ totals of bank conflicts and the
+# smsp__sass_data_bytes of shared memory) do not add up with the per-instruction
+# counters below, and nothing in the chapter rests on them, so they are left out.
+LDGSTS_READ = (
+    ("smsp__sass_inst_executed_op_ldgsts_cache_access.sum", "A: 4-byte copies (warp instructions)"),
+    ("smsp__sass_inst_executed_op_ldgsts_cache_bypass.sum", "B: 16-byte copies (warp instructions)"),
+    ("l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_access.sum",
+     "A: 32-byte sectors read from global memory"),
+    ("l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_access_lookup_hit.sum",
+     "A: of those, found in L1"),
+    ("smsp__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum",
+     "B: 32-byte sectors read from global memory"),
+    ("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts_cache_access.sum",
+     "A: shared-memory wavefronts written"),
+    ("smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts_cache_access.sum",
+     "A: of those, booked as bank conflicts"),
+    ("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts_cache_bypass.sum",
+     "B: shared-memory wavefronts written"),
+    (_ST, "STS: shared-memory wavefronts written"),
+    ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "STS: of those, booked as bank conflicts"),
+)
+
+
 def ldgsts_counters() -> Table:
-    """The `ch09_ldgsts` study (1024^3): every recorded counter of cp.async's LDGSTS,
-    and the shared-store (op_st) counters beside them, for chapter 09's z-order kernel
-    (LDG + STS) and the capstone (LDGSTS)."""
+    """The `ch09_ldgsts` study (1024^3): the counters of cp.async's LDGSTS that the
+    chapter reads (`LDGSTS_READ`), and the shared-store (op_st) ones beside them, for
+    chapter 09's z-order kernel (LDG + STS) and the capstone (LDGSTS)."""
     study = _study_metrics("ch09_ldgsts")
-    names = sorted({n for m in study.values() if m for n in m
-                    if "ldgsts" in n or "op_st" in n})
-    if not names:
-        return Table([{"counter": NOT_RECORDED, **{label: "-" for label in study}}],
-                     ["counter", *study], title="cp.async (LDGSTS) counters at 1024^3: the "
+    if not any(study.values()):
+        return Table([{"what it counts": NOT_RECORDED, **{label: "-" for label in study},
+                       "counter": "-"}], ["what it counts", *study, "counter"],
+                     title="cp.async (LDGSTS) counters at 1024^3: the "
                      f"ch09_ldgsts study is {NOT_RECORDED}")
-    rows = [{"counter": n, **{label: count((m or {}).get(n)) if m else NOT_RECORDED
-                              for label, m in study.items()}} for n in names]
-    return Table(rows, ["counter", *study], title="cp.async (LDGSTS) and shared-store "
-                 f"counters at 1024^3, Nsight Compute ({records.recording_label()})")
+    rows = [{"what it counts": what,
+             **{label: count((m or {}).get(n)) if m else NOT_RECORDED
+                for label, m in study.items()}, "counter": n} for n, what in LDGSTS_READ]
+    return Table(rows, ["what it counts", *study, "counter"], title="cp.async (LDGSTS) and "
+                 f"shared-store counters at 1024^3, Nsight Compute ({records.recording_label()})")
 
 
 # ------------------------------------------------------------------ waves
@@ -795,3 +865,24 @@ def prefetch_timeline(tiles: int = 4):
                  "previous bar)", fontsize=FONT + 1)
     fig.tight_layout()
     return fig
+
+
+# ------------------------------------------------------------------ part A at two depths
+
+def zorder_depths(size: int = 2048) -> Table:
+    """The four variants of 09_zorder.cu (PAD 0 or 4, ZORDER off or on) at BK = 8 and
+    BK = 16, from the recording (measured live with a GPU): GFLOP/s and % of cuBLAS."""
+    rows = []
+    for bk in (8, 16):
+        for pad in (0, 4):
+            for z in (False, True):
+                c = {"BM": 128, "BN": 128, "BK": bk, "PAD": pad, "ZORDER": z}
+                try:
+                    r = lookup.measure_or_lookup("zorder", (size,) * 3, c)
+                except LookupError:
+                    r = None
+                rows.append({"BK": bk, "PAD": pad, "ZORDER": z,
+                             "GFLOP/s": NOT_RECORDED if r is None else count(r["gflops"]["median"]),
+                             "% of cuBLAS": "-" if r is None else pct(lookup.share(r))})
+    return Table(rows, list(rows[0]), title=f"09_zorder.cu, 128 x 128 tiles, at {size}^3, "
+                 + records.source())

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from gemm_kernels.core import analysis
 from gemm_kernels.core.launch import kernel_of
-from gemm_kernels.measure import studies
+from gemm_kernels.measure import studies, timing
 
 WITH_A, WITH_AT = "float4", "float4_at"
 SAVING, TRANSPOSE = "saving per GEMM (µs)", "transpose of A (µs)"
@@ -72,18 +72,55 @@ def plot(tab, ax=None):
     return ax
 
 
+def _calls(shape_text: str) -> dict | None:
+    """{kernel: {'median', 'min', 'max'} in µs} of the two GEMMs of the study's shape
+    written as `shape_text` ("2048 x 2048 x 2048"); None when either is not recorded."""
+    for shape in studies.get(studies.PRETRANSPOSED_A).shapes:
+        if " x ".join(map(str, shape)) == shape_text:
+            got = {s.kernel: r for s, r in studies.results(studies.PRETRANSPOSED_A, shape)}
+            if got.get(WITH_A) is None or got.get(WITH_AT) is None:
+                return None
+            return {k: {q: 1e3 * v for q, v in timing.times_ms(got[k]).items()}
+                    for k in (WITH_A, WITH_AT)}
+    return None
+
+
+def resolved(calls: dict) -> str | None:
+    """Which GEMM is faster by more than the noise of its timed calls, or None. The
+    min..max ranges of 20 calls overlap as soon as one call of each is slow (the first
+    call, a clock change), so the test is the median: if half of one kernel's calls or
+    more beat the fastest call of the other, the difference is real."""
+    a, at = calls[WITH_A], calls[WITH_AT]
+    if at["median"] < a["min"]:
+        return WITH_AT
+    if a["median"] < at["min"]:
+        return WITH_A
+    return None
+
+
 def conclusion(tab) -> str:
-    """The answer in words, one line per shape, from the numbers of the table; one line
-    saying what is missing when the recording has no complete shape."""
+    """The answer in words, one line per shape, from the numbers of the table and the
+    spread of the timed calls (`resolved`); one line saying what is missing when the
+    recording has no complete shape."""
     rows = _complete(tab)
     if not rows:
         return ("The measurement is missing from this recording: run "
                 f"`python -m gemm_kernels study {studies.PRETRANSPOSED_A}` on a GPU.")
     out = []
     for r in rows:
-        head = (f"{r['shape']}: {r[GEMM_A]:,.0f} µs with A, {r[GEMM_AT]:,.0f} µs with A^T "
-                f"given ({r['note']})")
-        if r[SAVING] <= 0:
+        calls = _calls(r["shape"])
+        faster = resolved(calls) if calls else None
+        head = f"{r['shape']}: {r[GEMM_A]:,.0f} µs with A, {r[GEMM_AT]:,.0f} µs with A^T given"
+        if calls:
+            a, at = calls[WITH_A], calls[WITH_AT]
+            head += (f" (fastest call {a['min']:,.0f} and {at['min']:,.0f} µs; "
+                     + ("half the calls with A^T or more beat every call with A)" if faster == WITH_AT
+                        else "half the calls with A or more beat every call with A^T)" if faster == WITH_A
+                        else "the calls overlap beyond their medians)"))
+        if calls and faster is None:
+            out.append(f"{head}; no difference these calls can resolve, so the transpose "
+                       f"({r[TRANSPOSE]:,.1f} µs) is not shown to pay.")
+        elif r[SAVING] <= 0:
             out.append(f"{head}; A^T does not make the GEMM faster, so the transpose "
                        f"({r[TRANSPOSE]:,.0f} µs) never pays.")
         elif r[NET] >= 0:
