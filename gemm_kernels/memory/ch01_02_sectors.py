@@ -10,9 +10,11 @@ from __future__ import annotations
 
 SECTOR = 32
 LINE = 128
-# Nsight Compute's count of the wavefronts (units of work one L1TEX stage passes per
-# cycle) spent on global loads.
-WAVEFRONTS = "l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_ld.sum"
+# The L1 data pipe's wavefronts for global loads: one per 128-byte line a request
+# touches (measured on the H200: 2, 3, 5, 9 and 33 per warp and step, the model's lines).
+# The output-stage count (l1tex__t_output_wavefronts_...) counts something else.
+WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum"
+L1_BUSY = "l1tex__throughput.avg.pct_of_peak_sustained_active"
 
 
 def _element(kernel: str, p: dict, block: tuple[int, int], t: int) -> tuple[int, int]:
@@ -327,9 +329,11 @@ def line_rate(study: str = "ch02_caches"):
                  "sectors per SM cycle": "-"}
         if measured:
             entry["L1 wavefronts per warp and k"] = "-"
+            entry["L1 busy"] = "-"
             if row is not None and WAVEFRONTS in row["metrics"]:
                 entry["L1 wavefronts per warp and k"] = \
                     f"{row['metrics'][WAVEFRONTS] / (M * N // active * K):.2f}"
+                entry["L1 busy"] = f"{row['metrics'].get(L1_BUSY, float('nan')):.0f}%"
         if row is not None and sms:
             cycles = row["metrics"]["sm__cycles_elapsed.avg"]
             warp_steps = M * N // active * K / sms          # one SM's share
