@@ -366,3 +366,21 @@ def owner_picture(kernel, params=None, warps=(0, 1), ax=None, rows: int | None =
     ax.set_xlabel("column in the C tile")
     ax.set_ylabel("row in the C tile")
     return ax
+
+
+# ------------------------------------------------------------------ the ladder
+
+def ladder_table(kernels, configs, sizes):
+    """ladder.compare of `kernels` in their defaults, plus one line per (label, kernel,
+    params) of `configs`, its rows named by the label: so that one kernel can appear at
+    two configurations (the K5 tile and its default) in one plot next to cuBLAS."""
+    from gemm_kernels.measure import ladder
+    table = ladder.compare(list(kernels), sizes)
+    for label, name, params in configs:
+        table += [dict(r, kernel=label) for r in ladder.compare([name], sizes, params={name: params})
+                  if r["kernel"] == name]
+    # by size, cuBLAS last in each size (one reference row per size: compare adds one per call)
+    refs = {r["size"]: r for r in table if r["chapter"] == "00"}
+    table[:] = sorted([r for r in table if r["chapter"] != "00"] + list(refs.values()),
+                      key=lambda r: (r["size"], r["chapter"] == "00"))
+    return table

@@ -227,8 +227,10 @@ def sweep_grid(kernel, x: str, y: str, size: int | None = None, fixed: dict | No
     return xs, ys, values, reasons
 
 
-def heatmap(kernel, x: str, y: str, size: int | None = None, fixed: dict | None = None, ax=None):
-    """Heat map of sweep_grid; invalid cells marked with an x."""
+def heatmap(kernel, x: str, y: str, size: int | None = None, fixed: dict | None = None, ax=None,
+            vmin: float | None = None, vmax: float | None = None):
+    """Heat map of sweep_grid; invalid cells marked with an x. `vmin`, `vmax` (in the
+    colour bar's unit) give several maps one colour scale."""
     import math
     import matplotlib.pyplot as plt
     import numpy as np
@@ -239,7 +241,7 @@ def heatmap(kernel, x: str, y: str, size: int | None = None, fixed: dict | None 
     # blank by imshow, gets a dark "x" on the white background. A rate's text is white
     # or black by the luminance of the colour under it.
     data = np.array(values, dtype=float) / 1000
-    im = ax.imshow(data, cmap="viridis", origin="lower")
+    im = ax.imshow(data, cmap="viridis", origin="lower", vmin=vmin, vmax=vmax)
     for i in range(len(ys)):
         for j in range(len(xs)):
             v = data[i][j]
