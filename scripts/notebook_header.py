@@ -1,7 +1,6 @@
 """Write the "Open in Colab" badges and the notebooks' first code cell from one setting.
 
-The repository URL is `[project.urls] Repository` in pyproject.toml (or `git remote
-get-url origin` where that exists: the place the notebooks are actually served from). From
+The repository URL is `[project.urls] Repository` in pyproject.toml. From
 it this script writes:
 
 * in every notebook (notebooks/ and notebooks/solutions/), the badge line under the
@@ -20,7 +19,6 @@ from __future__ import annotations
 import argparse
 import copy
 import re
-import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -34,14 +32,10 @@ BADGE_SVG = "https://colab.research.google.com/assets/colab-badge.svg"
 
 
 def repository_url() -> str:
-    """The git remote where there is one, else the setting in pyproject.toml."""
-    res = subprocess.run(["git", "remote", "get-url", "origin"], cwd=ROOT,
-                         capture_output=True, text=True)
-    url = res.stdout.strip() if res.returncode == 0 else ""
-    if not url:
-        url = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
-    # git@github.com:owner/name.git -> https://github.com/owner/name
-    url = re.sub(r"^git@github\.com:", "https://github.com/", url)
+    """The one setting, `[project.urls] Repository` in pyproject.toml. Not the git
+    remote: a clone's remote is wherever it was cloned from (a local path in CI), and
+    the badges must not change with it."""
+    url = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
     return re.sub(r"\.git$", "", url.rstrip("/"))
 
 
