@@ -29,7 +29,7 @@ def _blocks(params: dict, shape) -> int:
 def rows(size: int = 2048, sms: int | None = None) -> list[dict]:
     """Every configuration recorded for both `float4` and `double_buffer` at size^3: the
     two rates, their ratio, blocks per SM and waves of each, sorted by ratio."""
-    from gemm_kernels import tradeoff
+    from gemm_kernels.measure import tradeoff
     from gemm_kernels.measure import records
     if sms is None:
         rec = records.current()
