@@ -7,7 +7,6 @@ import pytest
 
 matplotlib.use("Agg")
 
-from gemm_kernels.core import device  # noqa: E402
 from gemm_kernels.core.kernels import get  # noqa: E402
 from gemm_kernels.measure import gpus, records  # noqa: E402
 
@@ -37,16 +36,9 @@ def _recording(name, blas, capstone, copy):
 
 
 @pytest.fixture
-def two_gpus(tmp_path, monkeypatch):
-    monkeypatch.setattr(records, "DATA_DIR", tmp_path)
-    monkeypatch.delenv("GEMM_KERNELS_RECORD", raising=False)
-    monkeypatch.setenv("GEMM_KERNELS_MODE", "recorded")
-    device._gpu_present.cache_clear()
-    records._LOADED.clear()
-    (tmp_path / records.DEFAULT).write_text(json.dumps(_recording("NVIDIA A1", 40000, 30000, 2000)))
-    (tmp_path / "b.json").write_text(json.dumps(_recording("NVIDIA B2 80GB", 50000, 49000, 3000)))
-    yield
-    records._LOADED.clear()
+def two_gpus(data_dir):
+    (data_dir / records.DEFAULT).write_text(json.dumps(_recording("NVIDIA A1", 40000, 30000, 2000)))
+    (data_dir / "b.json").write_text(json.dumps(_recording("NVIDIA B2 80GB", 50000, 49000, 3000)))
 
 
 def test_each_gpu_is_one_row_and_each_share_uses_its_own_cublas(two_gpus):

@@ -6,7 +6,6 @@ import warnings
 
 import pytest
 
-from gemm_kernels.core import device
 from gemm_kernels.core.kernels import get
 from gemm_kernels.measure import ladder, lookup, records
 
@@ -17,17 +16,6 @@ BAD = {"empty.json": "", "truncated.json": json.dumps(GOOD)[:40], "list.json": "
        "schema.json": json.dumps({**GOOD, "schema": 99}),
        "rows.json": json.dumps({**GOOD, "results": [{"kernel": "naive"}]}),
        "binary.json": b"\xff\xfe\x00garbage"}
-
-
-@pytest.fixture
-def data_dir(tmp_path, monkeypatch):
-    monkeypatch.setattr(records, "DATA_DIR", tmp_path)
-    monkeypatch.delenv("GEMM_KERNELS_RECORD", raising=False)
-    monkeypatch.setenv("GEMM_KERNELS_MODE", "recorded")
-    device._gpu_present.cache_clear()
-    records._LOADED.clear()
-    yield tmp_path
-    records._LOADED.clear()
 
 
 def _write(path, content):
