@@ -21,7 +21,7 @@ def recordings() -> list[records.Record]:
     return [records.read(a["path"]) for a in records.available()]
 
 
-def _median(rec: records.Record, kernel: str, shape, params=None, unit="gflops"):
+def _row(rec: records.Record, kernel: str, shape, params=None, unit="gflops"):
     """The recorded row of `kernel` (default configuration unless `params`) at `shape`,
     or None where that recording has none."""
     full = KERNELS[kernel].resolve(params) if kernel in KERNELS else None
@@ -42,9 +42,9 @@ def summary(size: int = 4096) -> Table:
     rows = []
     for rec in recordings():
         props = rec.device
-        copy = _median(rec, "device_copy", COPY_SHAPE, unit="gbps")
-        blas = _median(rec, "cublas", (size,) * 3)
-        cap = _median(rec, "capstone", (size,) * 3)
+        copy = _row(rec, "device_copy", COPY_SHAPE, unit="gbps")
+        blas = _row(rec, "cublas", (size,) * 3)
+        cap = _row(rec, "capstone", (size,) * 3)
         rows.append({
             "GPU": _short(props["name"]),
             "SMs": props.get("sm_count"),
@@ -76,7 +76,7 @@ def plot_ladder(size: int = 4096, kernels=None, ax=None):
     for i, (rec, (colour, _)) in enumerate(zip(recs, style.series_styles(len(recs)))):
         shares = []
         for k in kernels:
-            row = _median(rec, k, (size,) * 3)
+            row = _row(rec, k, (size,) * 3)
             shares.append(share(row) if row and share(row) is not None else np.nan)
         ax.bar(x + (i - (len(recs) - 1) / 2) * width, shares, width, color=colour,
                label=rec.label.removeprefix("recorded on "))

@@ -292,8 +292,9 @@ def plot(kernels, size: int = profile.GEMM_SHAPE[0], ax=None):
     from matplotlib.lines import Line2D
     props = device_properties()
     peak = device.peak_fp32_gflops(props)
-    refused = [why for ok, why in (runnable(KERNELS[n]) for n in kernels) if not ok]
-    runs = [n for n in kernels if runnable(KERNELS[n])[0]]
+    verdicts = {n: runnable(KERNELS[n]) for n in kernels}
+    refused = [why for ok, why in verdicts.values() if not ok]
+    runs = [n for n, (ok, _) in verdicts.items() if ok]
     pts = [p for p in (point(n, size, props) for n in ["cublas", *runs]) if p]
     roofs = [c for c in ceilings(props) if c["gbps"] or c["level"] == "L2"]
     drawn = [c for c in roofs if c["gbps"]]
