@@ -127,9 +127,13 @@ register(Exercise(
     name="03_tile_loop", chapter="03", title="the tile loop and its two barriers",
     kernel="smem_tiled", params=_TILE_LOOP,
     sass=("BAR.SYNC",),
-    static_checks=(ch03_checks.two_barriers("03_tile_loop", "smem_tiled", _TILE_LOOP),),
+    static_checks=(ch03_checks.two_barriers("03_tile_loop", "smem_tiled", _TILE_LOOP),
+                   ch03_checks.copies_priced(_TILE_LOOP["BLOCK"])),
     hints={"static": "the block must wait for its copies (__syncthreads()) before it "
-                     "reads the tiles",
+                     "reads the tiles, and again before the next copy; a warp is one row "
+                     "of threads (ty fixed, tx = 0..31): its 32 loads should be 32 "
+                     "neighbouring floats, and its store and reads should fall in 32 "
+                     "different banks or on one shared word",
            "correct": "__syncthreads() after the copies (the tiles are complete) and "
                       "after the products (nobody still reads what the next copy "
                       "overwrites); a zero, not a load, for elements outside A or B",

@@ -97,9 +97,9 @@ def tile_walk(BLOCK: int | None = None, K: int | None = None, M: int | None = No
     ragged = False
     for t, ax in enumerate(axes[0]):
         ragged |= _draw_step(ax, b, M, N, K, tile_row, tile_col, t, total)
-    later = f", then {total - shown} more" if total > shown else ""
-    fig.suptitle(f"One block of smem_tiled with BLOCK = {b} walks K = {K} in {total} "
-                 f"steps of {b}: the first {shown}{later}", fontsize=TEXT + 2)
+    shown_text = f" (the first {shown} shown)" if total > shown else ""
+    fig.suptitle(f"One block walks K = {K} in {total} steps of BLOCK = {b}{shown_text}",
+                 fontsize=TEXT + 2)
     handles = [_patch(_NOW, "this step's tiles, copied into shared memory"),
                _patch(_DONE, "tiles of earlier steps (already added)"),
                _patch(_LATER, "tiles of later steps"),
@@ -111,8 +111,8 @@ def tile_walk(BLOCK: int | None = None, K: int | None = None, M: int | None = No
     routine = (f"At every step each of the {tx} x {ty} threads copies one element of the "
                f"A tile and one of the B tile into shared memory ({kernel.smem(p)} bytes: "
                f"As and Bs),\nthe block waits at __syncthreads(), every thread adds {b} "
-               f"products As[ty][k] * Bs[k][tx] to its element of C, and the block waits "
-               f"again before the next copy.")
+               f"products (its row of As times its column of Bs) to its element of C, and "
+               f"the block waits again.")
     fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=TEXT,
                title=routine, title_fontsize=TEXT, frameon=False)
     return fig
