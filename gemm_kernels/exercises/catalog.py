@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from gemm_kernels.exercises import ch03_checks, ch04_checks, ch10_checks, ch11_checks
+from gemm_kernels.exercises import ch00_checks, ch03_checks, ch04_checks, ch10_checks, ch11_checks
 from gemm_kernels.exercises.ch05_checks import shared_loads_per_ffma
 from gemm_kernels.exercises.ch07_checks import all_loads_128
 from gemm_kernels.exercises.ch08_checks import step_order
@@ -94,10 +94,13 @@ register(Exercise(
 
 # A copy moves bytes and nothing else, so its rate is the memory's: timed at 8192 x 8192
 # floats (256 MiB each way, far beyond the L2) next to the chapter's copy and the device
-# copy, in one run on one GPU.
+# copy, in one run on one GPU. No test shape reaches 2^31 elements, so the 64-bit offsets
+# the exercise asks for are checked in the compiled code (ch00_checks).
+_COPY = {"T": "float", "TILE": 32, "ROWS": 4}
 register(Exercise(
     name="00_copy", chapter="00", title="a copy kernel: how fast memory can go",
-    kernel="copy", params={"T": "float", "TILE": 32, "ROWS": 4},
+    kernel="copy", params=_COPY,
+    static_checks=(ch00_checks.offsets_64bit("00_copy", "copy", _COPY),),
     shapes=tuple(TRANSPOSE_SHAPES), time_size=8192,
     hints={"compile": "keep the kernel's name and template parameters as given",
            "correct": "c comes from blockIdx.x and threadIdx.x, r from blockIdx.y, "
