@@ -29,9 +29,14 @@ RACECHECK_TIME_LIMIT_S = 90       # one small launch under racecheck, sanitizer 
 # The folder holding gemm_kernels/: the child process imports the package from there, as
 # the notebook did, whatever its working directory (a notebook folder, nbgrader's copies).
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
-GET_A_GPU = ("open this notebook in Google Colab (Runtime > Change runtime type > T4 GPU) "
-             "or on any machine with an NVIDIA GPU (the capstone step's cp.async needs an "
-             "sm_80 or newer GPU, such as an A100 or L4)")
+def get_a_gpu(k) -> str:
+    """How to get a GPU that runs kernel `k` (Colab's T4 unless its features need a
+    newer one)."""
+    if k.min_arch > device.OLDEST:
+        return (f"open this notebook on a machine with an sm_{k.min_arch} or newer NVIDIA "
+                "GPU (an A100, L4 or H100; Colab's T4 is too old for it)")
+    return ("open this notebook in Google Colab (Runtime > Change runtime type > T4 GPU) "
+            "or on any machine with an NVIDIA GPU")
 PASS, FAIL, SKIPPED = "pass", "FAIL", "not run"
 
 
@@ -134,7 +139,7 @@ def grade(name: str, source: str, gpu: bool | None = None, emulate: bool = True)
     elif not gpu:
         steps += [cpu_correct(ex, k) if emulate else
                   Step("correct", SKIPPED, "not run: steps 1-2 only were asked for"),
-                  Step("speed", SKIPPED, "needs a GPU: to time your kernel, " + GET_A_GPU)]
+                  Step("speed", SKIPPED, "needs a GPU: to time your kernel, " + get_a_gpu(k))]
     else:
         steps += run_gpu_steps(ex, source)
     report.seconds = time.perf_counter() - start
@@ -199,7 +204,7 @@ def cpu_correct(ex: Exercise, k) -> Step:
     (`cpu_step`); skipped with the reason where that cannot run."""
     ok, detail = correct_on_cpu(k, ex.params)
     if ok is None:
-        return Step("correct", SKIPPED, f"{detail}; to run it, {GET_A_GPU}")
+        return Step("correct", SKIPPED, f"{detail}; to run it, {get_a_gpu(k)}")
     return Step("correct", PASS if ok else FAIL, detail,
                 "" if ok else ex.hints.get("correct", ""))
 
