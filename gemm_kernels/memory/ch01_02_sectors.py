@@ -563,17 +563,6 @@ def clock_check(study: str = "ch02_l1_lines", size: int | None = None) -> list[d
     return out
 
 
-def stall_plot(study: str = "ch02_l1_lines", kernels=("coalesced",)):
-    """The stall reasons of `evidence.stall_plot`, for the chapter (without the run's
-    name under the plot)."""
-    from gemm_kernels.notebook import evidence
-    fig = evidence.stall_plot(study, kernels=list(kernels))
-    for t in list(fig.texts):
-        if t.get_text().startswith("run "):
-            t.remove()
-    return fig
-
-
 # ---------------------------------------------------------------- predict, then check
 
 PREDICT = ("naive", {"BLOCK": 4, "MAPPING": "x->row"})
