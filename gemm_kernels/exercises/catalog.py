@@ -20,6 +20,14 @@ from gemm_kernels.exercises.ch09_checks import zorder_lanes
 from gemm_kernels.measure.check import RAGGED_SHAPES, TRANSPOSE_SHAPES
 
 
+# Every GEMM check runs with plain and general alpha/beta.
+ALPHA_BETA = ((1.0, 0.0), (1.5, -0.5))
+# Small and ragged, but several BK steps deep and wider than a warp, so that every
+# barrier of the K loop is crossed; one block at the usual tile sizes keeps racecheck,
+# which serialises and instruments every shared-memory access, to seconds.
+RACECHECK_SHAPE = (33, 65, 17)
+
+
 @dataclass(frozen=True)
 class Exercise:
     """One graded kernel.
@@ -126,9 +134,13 @@ register(Exercise(
     name="03_tile_loop", chapter="03", title="the tile loop and its two barriers",
     kernel="smem_tiled", params=_TILE_LOOP,
     sass=("BAR.SYNC",),
-    static_checks=(ch03_checks.two_barriers("03_tile_loop", "smem_tiled", _TILE_LOOP),),
+    static_checks=(ch03_checks.two_barriers("03_tile_loop", "smem_tiled", _TILE_LOOP),
+                   ch03_checks.copies_priced(_TILE_LOOP["BLOCK"])),
     hints={"static": "the block must wait for its copies (__syncthreads()) before it "
-                     "reads the tiles",
+                     "reads the tiles, and again before the next copy; a warp is one row "
+                     "of threads (ty fixed, tx = 0..31): its 32 loads should be 32 "
+                     "neighbouring floats, and its store and reads should fall in 32 "
+                     "different banks or on one shared word",
            "correct": "__syncthreads() after the copies (the tiles are complete) and "
                       "after the products (nobody still reads what the next copy "
                       "overwrites); a zero, not a load, for elements outside A or B",

@@ -178,6 +178,13 @@ STUDY_LIST = (
               Step("chapter 09, z-order", "zorder", {}),
               Step("capstone", "capstone", {})),
           (CUBE_4096,), (STALLS, *ISSUE, *PIPES)),
+    Study("ch06_path_stalls", "06",
+          "From K5 to the default one change at a time: where the warps wait", "ncu", (
+              Step("K5", "tile_2d_reg", K5),
+              Step("patch 8x4", "tile_2d_reg", {**K5, "TN": 4}),
+              Step("BM 64", "tile_2d_reg", {**K5, "TN": 4, "BM": 64}),
+              Step("BK 16 = default", "tile_2d_reg", {})),
+          (CUBE_4096,), (STALLS, *ISSUE, *PIPES)),
     Study("ch02_caches", "02", "Why BLOCK = 8 runs at half the speed of BLOCK = 32", "ncu", (
               Step("BLOCK = 8", "coalesced", {"BLOCK": 8}),
               Step("BLOCK = 16", "coalesced", {"BLOCK": 16}),
