@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from gemm_kernels.exercises import ch00_checks, ch03_checks, ch04_checks, ch10_checks, ch11_checks
+from gemm_kernels.exercises import (ch00_checks, ch01_checks, ch02_checks, ch03_checks,
+                                    ch04_checks, ch10_checks, ch11_checks)
 from gemm_kernels.exercises.ch05_checks import shared_loads_per_ffma
 from gemm_kernels.exercises.ch07_checks import all_loads_128
 from gemm_kernels.exercises.ch08_checks import step_order
@@ -82,6 +83,9 @@ def get(name: str) -> Exercise:
 register(Exercise(
     name="01_index", chapter="01", title="the thread -> (row, col) index",
     kernel="naive", params={"BLOCK": 32, "MAPPING": "x->col"},
+    # Both mappings, without a GPU: each covers C once and runs the way it says, and the
+    # dot product uses each matrix's own row stride.
+    static_checks=(ch01_checks.index_check,),
     hints={"compile": "keep the kernel's name and template parameters as given",
            "correct": "row comes from the y coordinate and col from x when X_TO_COL is 1; "
                       "threads past the edge of C must not write",
@@ -115,6 +119,9 @@ register(Exercise(
 register(Exercise(
     name="02_coalesced", chapter="02", title="the coalesced thread -> element mapping",
     kernel="coalesced", params={"BLOCK": 32, "GRID": "x->row"},
+    # Without a GPU: the mapping covers C once, and no warp's loads touch more 128-byte
+    # lines than the chapter's mapping (the swapped mapping touches 33 instead of 2).
+    static_checks=(ch02_checks.coalesced_check,),
     hints={"correct": "row = the tile's first row + threadIdx.x / BLOCK and col = the "
                       "tile's first column + threadIdx.x % BLOCK cover every element of "
                       "the tile once",
