@@ -1,16 +1,18 @@
 """Chapter 08's exercise (a double buffer whose loads stay in flight): the static step
 reads the compiled loop, so the chapter's own kernel (loads sunk to the store) is
 refused, and so are a missing barrier, a second barrier and a register count that costs
-the second block; a store into the wrong stage passes the SASS and is refused on a GPU.
+the second block; a store into the wrong stage passes the SASS and is refused by step 3
+(on the CPU without a GPU, on a GPU with one).
 Also the racecheck reading of compute-sanitizer's output."""
 import pytest
 
 from gemm_kernels.core import compiler
+from gemm_kernels.exercises import cpu_step
 from gemm_kernels.exercises.ch08_checks import loop_loads, prefetch_problems
 from gemm_kernels.exercises.gpu_step import RACECHECK_SHAPE, race_report, sanitizer
 from gemm_kernels.exercises.submission import submission_kernel
 from exercise_helpers import (FAIL, PASS, assert_right_and_timed, grade, refused_as_wrong,
-                              solution, static_verdict)
+                              solution, static_verdict, status)
 from gpu import needs_gpu
 
 NAME = "08_double_buffer"
@@ -132,3 +134,19 @@ def test_the_solution_reports_its_racecheck_on_a_gpu():
     assert_right_and_timed(r)
     correct = next(s for s in r.steps if s.name == "correct")
     assert ("no shared-memory hazard" if sanitizer() else "not available") in correct.detail
+
+
+needs_cxx = pytest.mark.skipif(cpu_step.host_compiler() is None,
+                               reason="step 3 on the CPU needs a host C++ compiler")
+
+
+@needs_cxx
+def test_without_a_gpu_the_solution_is_right_and_the_wrong_stage_a_race():
+    """Step 3 on the CPU: the solution passes it, the store into the stage being read
+    (which passes the SASS) is reported as a race on the shared tile."""
+    ok = status(grade(NAME, solution(NAME), gpu=False))
+    assert ok["correct"][0] == PASS, ok
+    old, new = WRONG_STAGE
+    bad = status(grade(NAME, solution(NAME).replace(old, new), gpu=False))
+    assert bad["static"][0] == PASS and bad["correct"][0] == FAIL, bad
+    assert "data race" in bad["correct"][1], bad
