@@ -12,7 +12,7 @@ from gemm_kernels.core.launch import kernel_of
 
 _INSTR = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);")
 _LABEL = re.compile(r"^\s*(\.L_x_\d+):")
-_BRANCH = re.compile(r"BRA\s+`?\(?(\.L_x_\d+)")
+_BRANCH = re.compile(r"BRA(?:\.\w+)*\s+(?:!?U?P\w+,\s*)?`?\(?(\.L_x_\d+)")
 
 # Opcode families worth showing in a GEMM course; the rest are counted as "other".
 SHOWN = ("FFMA", "LDS", "LDS.64", "LDS.128", "STS", "STS.64", "STS.128", "LDG", "LDG.64",

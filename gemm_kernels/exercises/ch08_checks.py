@@ -1,53 +1,158 @@
-"""Chapter 08's static check: the order of one double-buffered step, read from the
-source of the K loop (`for (int tile = ...`, the line the exercise gives).
+"""Chapter 08's static check, read from the submission's SASS: does the compiled main
+loop keep the next tile's global loads in flight?
 
-The point of the chapter is that the global loads of the next tile are issued BEFORE the
-compute on the current stage (they fly while it runs) and stored to the other stage
-AFTER it (the registers are first needed then). Where the barriers go is checked on a
-GPU: by racecheck, or by the element-wise check.
+The source order of the calls in the K loop decides nothing: the compiler schedules the
+loads where it likes. Chapter 08's own kernel issues them first in the source, and the
+compiled loop issues them after all but two FFMAs of the step; a loop that computes
+first and fetches afterwards can compile to loads near the top. So the check reads the
+machine code: for every global load (LDG) of the main loop, how many FFMAs the warp
+issues before the first instruction that reads the loaded registers (the store into
+shared memory). It also counts the barriers: one BAR.SYNC per trip of the loop, and one
+before the loop (after the prologue's store), as a double buffer needs.
+
+What it cannot see: which stage a store writes (storing into the stage being read is a
+race) and whether the indices are right. Those need the kernel to run (the grader's
+step "correct").
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Callable
 
-LOOP = re.compile(r"for\s*\(\s*int\s+tile\s*=")
-CALLS = ("fetch_tiles", "compute_stage", "store_tiles")
+from gemm_kernels.core import analysis
+from gemm_kernels.exercises.stubs import STUB
+from gemm_kernels.exercises.submission import submission_sass
+
+# A load must be in flight for at least this fraction of the FFMAs of one trip.
+IN_FLIGHT_FRACTION = 4          # a quarter of the step
+
+_REG = re.compile(r"\bR(\d+)(\.64)?\b")
+_NO_DEST = ("STS", "STG", "STL", "ST", "RED", "ATOM", "BAR", "BRA", "LDGSTS", "DEPBAR")
 
 
-def _loop_body(source: str) -> str | None:
-    """The text between the braces of the K loop, or None when it is not there."""
-    m = LOOP.search(source)
+def regs_read(text: str) -> set[int]:
+    """The registers an instruction ('OPCODE operands', no predicate) reads: every
+    register operand but the first, which it writes (stores, barriers and branches
+    write none); `.64` operands are register pairs."""
+    op, _, operands = text.partition(" ")
+    parts = operands.split(",")
+    src = parts if op.split(".")[0] in _NO_DEST else parts[1:]
+    out = set()
+    for m in _REG.finditer(",".join(src)):
+        n = int(m.group(1))
+        out.update((n, n + 1) if m.group(2) else (n,))
+    return out
+
+
+def regs_loaded(family: str, text: str) -> set[int]:
+    """The registers a load writes: R<n>, and the next ones for .64 and .128 loads."""
+    m = re.match(r"\S+\s+R(\d+)", text)
     if not m:
-        return None
-    start = source.find("{", m.end())
-    depth = 0
-    for i in range(start, len(source)):
-        depth += {"{": 1, "}": -1}.get(source[i], 0)
-        if depth == 0:
-            return source[start + 1:i]
-    return None
+        return set()
+    width = {"64": 2, "128": 4}.get(family.rpartition(".")[2], 1)
+    return set(range(int(m.group(1)), int(m.group(1)) + width))
 
 
-def step_order(source: str) -> list[str]:
-    """Problems with the order of fetch_tiles, compute_stage and store_tiles in the K
-    loop; empty when the next tile's loads come first and its store after the compute."""
-    body = _loop_body(source)
-    if body is None:
-        return ["the K loop 'for (int tile = 0; tile < tiles; ++tile) { ... }' is not "
-                "there any more: keep the loop as given and write its body"]
-    body = re.sub(r"//[^\n]*", "", body)            # a call in a comment does not count
-    at = {c: m.start() for c in CALLS for m in [re.search(rf"\b{c}\s*<", body)] if m}
-    missing = [c for c in CALLS if c not in at]
-    if missing:
-        return [f"the K loop does not call {' or '.join(missing)}: each step loads the "
-                "next tile, computes on the current stage and stores the next tile"]
+@dataclass(frozen=True)
+class Load:
+    """One global load of the main loop: its position (instruction index in the loop),
+    the position of the first instruction that reads what it loaded (None: none in the
+    loop), and the FFMAs issued in between (the loop runs again after its last
+    instruction, so a use may come in the next trip)."""
+    at: int
+    use: int | None
+    ffma: int
+
+
+@dataclass(frozen=True)
+class LoopLoads:
+    """What the main loop of one compiled kernel does with its global loads."""
+    instructions: int          # in one trip
+    ffma: int                  # FFMAs in one trip
+    barriers: int              # BAR.SYNC in one trip
+    barriers_before: int       # BAR.SYNC before the loop (the prologue's)
+    loads: tuple[Load, ...]    # the LDGs that fill registers, in order
+
+    @property
+    def fewest(self) -> int | None:
+        """The fewest FFMAs between a global load and its first use (None: no load)."""
+        used = [ld.ffma for ld in self.loads if ld.use is not None]
+        return min(used) if used else None
+
+    @property
+    def needed(self) -> int:
+        """The FFMAs a load must stay in flight to count as prefetched."""
+        return self.ffma // IN_FLIGHT_FRACTION
+
+
+def loop_loads(sass: str) -> LoopLoads:
+    """The main loop's global loads and barriers, from nvdisasm's text of one kernel."""
+    body = analysis.main_loop(sass)
+    start = body[0][0] if body else 0
+    before = [f for a, f, _ in analysis.instructions(sass) if a < start]
+    n = len(body)
+    loads = []
+    for i, (_, family, text) in enumerate(body):
+        if family.split(".")[0] != "LDG":
+            continue
+        dest = regs_loaded(family, text)
+        if not dest:
+            continue
+        ffma, use = 0, None
+        for j in range(1, n + 1):
+            _, f2, t2 = body[(i + j) % n]
+            if regs_read(t2) & dest:
+                use = (i + j) % n
+                break
+            ffma += f2 == "FFMA"
+        loads.append(Load(i, use, ffma))
+    return LoopLoads(instructions=n, ffma=sum(f == "FFMA" for _, f, _ in body),
+                     barriers=sum(f.startswith("BAR") for _, f, _ in body),
+                     barriers_before=sum(f.startswith("BAR") for f in before),
+                     loads=tuple(loads))
+
+
+def prefetch_problems(sass: str) -> list[str]:
+    """What keeps a compiled kernel from being a double buffer whose loads are in
+    flight: empty when the main loop has its global loads, every one of them used at
+    least a quarter of a step's FFMAs later, one barrier per trip and one before."""
+    lp = loop_loads(sass)
     problems = []
-    if at["fetch_tiles"] > at["compute_stage"]:
-        problems.append("the K loop loads the next tile after compute_stage: issue "
-                        "fetch_tiles first, so that its global loads are in flight while "
-                        "the current stage is computed (that is what hides their latency)")
-    if at["store_tiles"] < at["compute_stage"]:
-        problems.append("the K loop stores the next tile before compute_stage: a store "
-                        "needs the loaded values, so the warp would wait for its loads "
-                        "right away; store after computing")
+    if lp.barriers_before == 0:
+        problems.append("no __syncthreads() between the prologue and the K loop: the first "
+                        "step could read stage 0 before every thread has stored its part")
+    if lp.barriers != 1:
+        problems.append(
+            "no __syncthreads() in the compiled K loop: a step would read the stage that "
+            "other warps are still storing" if lp.barriers == 0 else
+            f"{lp.barriers} __syncthreads() per step in the compiled K loop: with two "
+            "stages one is enough (the store writes the stage that nobody reads any more)")
+    if not lp.loads:
+        problems.append("no global load in the compiled K loop: each step loads the next "
+                        "tile (fetch_tiles) while it computes on the current one")
+        return problems
+    if any(ld.use is None for ld in lp.loads):
+        problems.append("the compiled K loop loads values from global memory that no "
+                        "instruction of the loop uses: store the next tile into the other "
+                        "stage inside the loop, in every step")
+    fewest = lp.fewest
+    if fewest is not None and fewest < lp.needed:
+        problems.append(
+            f"your loads are not in flight: the compiled loop issues only {fewest} of the "
+            f"step's {lp.ffma} FFMAs between a global load of the next tile and the first "
+            f"instruction that uses it (at least {lp.needed} asked). The compiler moved "
+            "the loads down to the store that uses them")
     return problems
+
+
+def prefetch_in_flight(exercise: str, kernel: str, params: dict) -> Callable[[str], list[str]]:
+    """The static check of exercise 08 (see the module's docstring); silent while the
+    source still holds the stub, which the grader reports itself."""
+    def check(source: str) -> list[str]:
+        if STUB in source:
+            return []
+        sass = submission_sass(exercise, kernel, params, source)
+        return [] if sass is None else prefetch_problems(sass)
+    check.__name__ = f"prefetch_in_flight_{exercise}"
+    return check

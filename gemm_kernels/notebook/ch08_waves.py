@@ -1,12 +1,11 @@
-"""Chapter 08: double buffering against chapter 07, configuration by configuration, with
-the waves each launch needs.
+"""Chapter 08's appendix: double buffering against chapter 07, configuration by
+configuration, with the blocks per SM and the rounds of blocks each launch needs.
 
 A launch of `blocks` blocks on a GPU of `sms` SMs that each hold `per_sm` of them runs
-in waves: ceil(blocks / (sms * per_sm)) rounds, the last one possibly partly empty. When
-double buffering costs a block per SM (more registers or shared memory), the wave count
-can jump (0.97 waves become 1.29, so two rounds instead of one), and the ratio of the two
-rates then measures the tail of the last wave as much as the prefetch. `waves` gives the
-fractional count, so the table shows where that happens.
+in rounds: full rounds of sms * per_sm blocks, then a last, partly filled one in which
+each SM holds at most ceil(rest / sms) blocks. When double buffering costs (or gains) a
+block per SM, the two launches have rounds of another shape, and the ratio of their rates
+then measures that as much as the prefetch. `rounds` spells the shape out.
 """
 from __future__ import annotations
 
@@ -21,21 +20,33 @@ def waves(blocks: int, per_sm: int, sms: int) -> float:
     return blocks / (per_sm * sms)
 
 
+def rounds(blocks: int, per_sm: int, sms: int) -> str:
+    """The rounds of a launch, as blocks per SM in each: '1 x 3 + 1 x 1' is one full
+    round of 3 blocks on every SM, then a last round with at most 1 block per SM."""
+    full, rest = divmod(blocks, per_sm * sms)
+    parts = [f"{full} x {per_sm}"] if full else []
+    if rest:
+        parts.append(f"1 x {-(-rest // sms)}")
+    return " + ".join(parts)
+
+
 def _blocks(params: dict, shape) -> int:
     M, N, _ = shape
     return -(-M // params["BM"]) * -(-N // params["BN"])
 
 
-def rows(size: int = 2048, sms: int | None = None) -> list[dict]:
-    """Every configuration recorded for both `float4` and `double_buffer` at size^3: the
-    two rates, their ratio, blocks per SM and waves of each, sorted by ratio."""
+def rows(size: int = 2048, sms: int | None = None, one_per_sm: bool | None = None) -> list[dict]:
+    """Every configuration recorded for both `float4` and `double_buffer` at size^3 (with
+    ONE_PER_SM = `one_per_sm`, or both settings when None): the two rates, their ratio,
+    blocks per SM, waves and rounds of each, sorted by ratio."""
     from gemm_kernels.measure import tradeoff
     from gemm_kernels.measure import records
     if sms is None:
         rec = records.current()
         sms = rec.device["sm_count"] if rec else 132
-    f4 = {tuple(sorted(c.items())): g for c, g in tradeoff.ranked("float4", size)}
-    db = {tuple(sorted(c.items())): g for c, g in tradeoff.ranked("double_buffer", size)}
+    fixed = None if one_per_sm is None else {"ONE_PER_SM": one_per_sm}
+    f4 = {tuple(sorted(c.items())): g for c, g in tradeoff.ranked("float4", size, fixed)}
+    db = {tuple(sorted(c.items())): g for c, g in tradeoff.ranked("double_buffer", size, fixed)}
     shape = (size,) * 3
     out = []
     for key in sorted(set(f4) & set(db)):
@@ -48,37 +59,65 @@ def rows(size: int = 2048, sms: int | None = None) -> list[dict]:
                     "blocks/SM 07": b7, "blocks/SM 08": b8,
                     "waves 07": f"{waves(blocks, b7, sms):.2f}",
                     "waves 08": f"{waves(blocks, b8, sms):.2f}",
+                    "rounds 07": rounds(blocks, b7, sms), "rounds 08": rounds(blocks, b8, sms),
                     "GFLOP/s 07": f4[key], "GFLOP/s 08": db[key],
                     "08 / 07": f"{db[key] / f4[key]:.3f}"})
     return sorted(out, key=lambda r: float(r["08 / 07"]))
 
 
 def _group(r) -> str:
-    same_blocks = r["blocks/SM 07"] == r["blocks/SM 08"]
-    rounds = lambda w: max(1, -(-float(w) // 1))
-    same_rounds = rounds(r["waves 07"]) == rounds(r["waves 08"])
-    if same_blocks:
-        return "same blocks per SM"
-    return ("other blocks per SM, same rounds" if same_rounds
-            else "other blocks per SM, other rounds")
+    b7, b8 = r["blocks/SM 07"], r["blocks/SM 08"]
+    return ("same blocks per SM" if b7 == b8 else
+            "double buffering fits fewer blocks" if b8 < b7 else
+            "double buffering fits more blocks")
 
 
 def summary(size: int = 2048, sms: int | None = None) -> Table:
-    """One row per group of configurations: the same blocks per SM in both kernels; other
-    blocks per SM but the same number of rounds (waves rounded up); other blocks per SM
-    and another number of rounds. Count, median and range of the ratio."""
+    """At the occupancy each kernel gets by itself (ONE_PER_SM off): one row per group of
+    configurations (the same blocks per SM in both kernels, fewer with double buffering,
+    more with it), with the count, median and range of the ratio."""
     groups: dict[str, list[float]] = {}
-    for r in rows(size, sms):
+    for r in rows(size, sms, one_per_sm=False):
         groups.setdefault(_group(r), []).append(float(r["08 / 07"]))
-    out = [{"configurations": name, "how many": len(v), "median 08 / 07": f"{median(v):.3f}",
-            "lowest": f"{min(v):.3f}", "highest": f"{max(v):.3f}"} for name, v in sorted(groups.items())]
+    order = ("same blocks per SM", "double buffering fits fewer blocks",
+             "double buffering fits more blocks")
+    out = [{"configurations": name, "how many": len(groups[name]),
+            "median 08 / 07": f"{median(groups[name]):.3f}",
+            "lowest": f"{min(groups[name]):.3f}", "highest": f"{max(groups[name]):.3f}"}
+           for name in order if name in groups]
     return Table(out, ["configurations", "how many", "median 08 / 07", "lowest", "highest"],
-                 title=f"double_buffer / float4 at {size}^3, grouped by blocks per SM and rounds")
+                 title=f"double_buffer / float4 at {size}^3, as many blocks per SM as fit, "
+                       "grouped by blocks per SM")
+
+
+_SHOWN = ("BM", "BN", "BK", "TM", "TN", "blocks", "blocks/SM 07", "blocks/SM 08",
+          "rounds 07", "rounds 08", "GFLOP/s 07", "GFLOP/s 08", "08 / 07")
 
 
 def extremes(size: int = 2048, n: int = 3, sms: int | None = None) -> Table:
-    """The `n` lowest and `n` highest ratios, with blocks per SM and waves of each kernel."""
-    r = rows(size, sms)
-    pick = r[:n] + r[-n:]
-    return Table(pick, list(pick[0]), title=f"lowest and highest double_buffer / float4 at {size}^3"
-                                            " (waves: blocks over what the GPU holds at once)")
+    """The `n` lowest and `n` highest ratios at the occupancy each kernel gets by itself,
+    with blocks per SM and the rounds of each launch."""
+    r = rows(size, sms, one_per_sm=False)
+    pick = [{c: row[c] for c in _SHOWN} for row in r[:n] + r[-n:]]
+    return Table(pick, list(_SHOWN), title=f"lowest and highest double_buffer / float4 at "
+                 f"{size}^3 (rounds: blocks per SM in each round of the launch, 'full rounds "
+                 "x blocks per SM + 1 x the most blocks an SM gets in the last one')")
+
+
+def same_rounds(size: int = 2048, sms: int | None = None) -> Table:
+    """The configurations whose two launches have rounds of the same shape as another
+    configuration's: how far apart their ratios lie (the round shape alone does not
+    decide the ratio when these differ widely)."""
+    by_shape: dict[tuple, list[dict]] = {}
+    for r in rows(size, sms, one_per_sm=False):
+        if r["blocks/SM 07"] != r["blocks/SM 08"]:
+            by_shape.setdefault((r["rounds 07"], r["rounds 08"]), []).append(r)
+    out = []
+    for (r7, r8), group in by_shape.items():
+        if len(group) > 1:
+            v = sorted(float(g["08 / 07"]) for g in group)
+            out.append({"rounds 07": r7, "rounds 08": r8, "configurations": len(group),
+                        "08 / 07": ", ".join(f"{x:.3f}" for x in v)})
+    return Table(out, ["rounds 07", "rounds 08", "configurations", "08 / 07"],
+                 title=f"Configurations whose launches have rounds of the same shape "
+                       f"({size}^3, blocks per SM differing between the kernels)")

@@ -1,0 +1,377 @@
+"""Chapter 08: where the compiler puts the loads of the next tile, and what that is worth.
+
+Three kinds of evidence, none of them typed in:
+
+* the SASS of the main loop, compiled here (no GPU needed): for every global load, the
+  FFMAs issued before the first instruction that uses what it loaded
+  (`exercises.ch08_checks.loop_loads`, the measure the exercise is graded on);
+* variants of the chapter's kernel, made from 08_double_buffer.cu by one textual change
+  each (`VARIANTS`), compiled the same way: which change keeps the loads in flight;
+* the recorded sweep of chapters 07 and 08 at one block per SM: the configurations whose
+  compiled loop keeps the loads in flight against those where they sink.
+
+The pictures: the step as the source writes it and as the compiler built it, with the
+position of the loads in the step read from the SASS.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from statistics import median
+
+from gemm_kernels.core import analysis, compiler
+from gemm_kernels.core.launch import kernel_of
+from gemm_kernels.core.table import Table
+from gemm_kernels.exercises.ch08_checks import LoopLoads, loop_loads
+
+KERNEL = "double_buffer"
+FONT = 10
+
+# One change each to 08_double_buffer.cu: (what is replaced, by what).
+_LB = ("__global__ void __launch_bounds__((BM / TM) * (BN / TN))\n",
+       "__global__ void __launch_bounds__((BM / TM) * (BN / TN), 2)\n")
+_FETCH_IF = ("        if (more)   // issue the loads of the next tile now; they land while we "
+             "compute\n            fetch_tiles", "        fetch_tiles")
+_STORE_IF = ("        if (more) store_tiles", "        store_tiles")
+
+VARIANTS = {
+    "chapter 08's kernel": (),
+    "+ __launch_bounds__(256, 2)": (_LB,),
+    "fetch and store without if (more)": (_FETCH_IF, _STORE_IF),
+    "without if (more), + __launch_bounds__(256, 2)": (_FETCH_IF, _STORE_IF, _LB),
+}
+# The one the exercise asks for: the loads in flight, two blocks per SM.
+WORKING = "without if (more), + __launch_bounds__(256, 2)"
+
+
+def variant_source(name: str) -> str:
+    """08_double_buffer.cu with the changes of variant `name`; each change must find its
+    text exactly once (a change to the kernel file shows here, not as a silent no-op)."""
+    text = kernel_of(KERNEL).source_text()
+    for old, new in VARIANTS[name]:
+        if text.count(old) != 1:
+            raise ValueError(f"variant {name!r}: {old.strip()!r} is not in "
+                             f"{kernel_of(KERNEL).source} exactly once")
+        text = text.replace(old, new)
+    return text
+
+
+@functools.lru_cache(maxsize=None)
+def variant_kernel(name: str):
+    """The registry's double_buffer around the variant's source (one object per variant,
+    so the compiler's cache serves every call)."""
+    if not VARIANTS[name]:
+        return kernel_of(KERNEL)
+    return kernel_of(KERNEL).with_code(variant_source(name), name=f"{KERNEL}: {name}",
+                                       source=kernel_of(KERNEL).source)
+
+
+def _params(kernel, params):
+    return kernel_of(kernel).resolve(params)
+
+
+def loads(kernel=KERNEL, params: dict | None = None, arch=None) -> LoopLoads:
+    """The main loop's global loads and barriers of a kernel (a name, a Kernel, or the
+    name of a variant), compiled here for `arch` (default: the GPU the static analysis
+    describes)."""
+    k = variant_kernel(kernel) if kernel in VARIANTS else kernel_of(kernel)
+    return loop_loads(compiler.sass(k, _params(k, params), arch))
+
+
+def variants_table(names=None, params: dict | None = None) -> Table:
+    """Per variant: registers, spills, blocks per SM, and how long the compiled loop keeps
+    its global loads in flight (fewest FFMAs between a load and the first use of its
+    value, out of the FFMAs of one step)."""
+    rows = []
+    for name in names or VARIANTS:
+        k = variant_kernel(name)
+        p = _params(k, params)
+        res = compiler.resources(k, p)
+        lp = loop_loads(compiler.sass(k, p))
+        occ = analysis.kernel_occupancy(k, p)
+        rows.append({"kernel": name, "registers": res["registers"],
+                     "spills (bytes)": res["spill_stores"], "blocks/SM": occ.blocks_per_sm,
+                     "FFMAs per step": lp.ffma,
+                     "FFMAs between a global load and its use": lp.fewest,
+                     "barriers per step": lp.barriers})
+    return Table(rows, list(rows[0]), title="The compiled main loop, one change at a time "
+                 f"(SASS compiled here for {compiler.static_arch(kernel_of(KERNEL))} by "
+                 f"ptxas {compiler.ptxas_version()}; fewest FFMAs over the step's global loads)")
+
+
+# ------------------------------------------------------------------ PTX against SASS
+
+_PTX_KIND = (("ld.global", "global load"), ("fma.rn.f32", "FMA"), ("st.shared", "shared store"),
+             ("ld.shared", "shared load"), ("bar.sync", "barrier"))
+
+
+def _ptx_body(ptx: str) -> list[str]:
+    """The kinds of instruction (global load, FMA, shared store, barrier) of the PTX
+    between the prologue's barrier and the loop's, in order: one step as NVRTC hands it
+    to ptxas."""
+    kinds = []
+    for line in ptx.splitlines():
+        s = line.strip()
+        if s.startswith("@"):
+            s = s.split(None, 1)[1] if " " in s else s
+        for prefix, kind in _PTX_KIND:
+            if s.startswith(prefix):
+                kinds.append(kind)
+    bars = [i for i, k in enumerate(kinds) if k == "barrier"]
+    return kinds[bars[0] + 1:bars[1]] if len(bars) >= 2 else kinds
+
+
+def ffma_before_loads(kernel=KERNEL, params: dict | None = None) -> dict:
+    """How many of one step's FMAs come before its first global load: in the PTX that
+    NVRTC makes from the source (before ptxas schedules it) and in the SASS that ptxas
+    makes from the PTX. {"PTX": (before, of), "SASS": (before, of)}."""
+    k = variant_kernel(kernel) if kernel in VARIANTS else kernel_of(kernel)
+    p = _params(k, params)
+    body = _ptx_body(compiler.ptx(k, p)[0])
+    fma = body.count("FMA")
+    first = body.index("global load") if "global load" in body else len(body)
+    out = {"PTX": (body[:first].count("FMA"), fma)}
+    sass = analysis.main_loop(compiler.sass(k, p))
+    first = next((i for i, (_, f, _) in enumerate(sass) if f.startswith("LDG")), len(sass))
+    out["SASS"] = (sum(f == "FFMA" for _, f, _ in sass[:first]),
+                   sum(f == "FFMA" for _, f, _ in sass))
+    return out
+
+
+# ------------------------------------------------------------------ pictures
+
+_COLOURS = {"load": "#f6b26b", "flight": "#fce5cd", "compute": "#6aa84f",
+            "store": "#6fa8dc", "wait": "#e06666"}
+
+
+def _step_row(ax, where: float | None, steps: int, latency: float, title: str):
+    """One warp's steps on one axes: the compute of each tile (green), its next tile's
+    loads issued at fraction `where` of the compute (orange) and in flight for `latency`
+    (pale), the store into the other stage (blue) once compute and loads are done, a
+    wait (red hatch) where the store has to wait for the loads, and the barrier."""
+    from matplotlib.patches import Rectangle
+    compute, store = 1.0, 0.14
+    lanes = {"load": 0, "compute": 1, "store": 2}
+
+    def box(x0, w, lane, colour, text="", hatch=None, dark=False):
+        ax.add_patch(Rectangle((x0, lanes[lane] + 0.15), w, 0.7, facecolor=colour,
+                               edgecolor="0.4", hatch=hatch, lw=0.8))
+        if text:
+            ax.text(x0 + w / 2, lanes[lane] + 0.5, text, ha="center", va="center",
+                    fontsize=FONT - 1, color="w" if dark else "k")
+
+    x = 0.0
+    for t in range(steps):
+        issue = x + compute * where
+        arrive = issue + latency
+        box(x, compute, "compute", _COLOURS["compute"], f"tile {t}", dark=True)
+        box(issue, 0.06, "load", _COLOURS["load"])
+        box(issue + 0.06, latency - 0.06, "load", _COLOURS["flight"], f"tile {t + 1}\nin flight")
+        end = x + compute
+        if arrive > end:
+            box(end, arrive - end, "store", _COLOURS["wait"], "wait", hatch="//")
+            end = arrive
+        box(end, store, "store", _COLOURS["store"], "STS")
+        x = end + store + 0.03
+        ax.plot([x, x], [0, 3], color="k", lw=2.5)
+        x += 0.03
+    ax.set_xlim(-0.05, x + 0.05)
+    ax.set_ylim(3, 0)
+    ax.set_yticks([0.5, 1.5, 2.5], ["global loads\n(LDG -> ra/rb)", "compute\n(LDS, FFMA)",
+                                    "store\n(STS -> other stage)"], fontsize=FONT - 1)
+    ax.set_xticks([])
+    ax.set_title(title, fontsize=FONT, loc="left")
+    for s in ("top", "right"):
+        ax.spines[s].set_visible(False)
+    return x
+
+
+def timelines(kernel=KERNEL, params: dict | None = None, steps: int = 3,
+              latency: float = 0.6, compiled_title: str | None = None):
+    """The step as the source writes it (loads first, in flight during the compute) and
+    as compiled (the loads issued where the SASS issues them, measured in FFMAs of the
+    step): one warp's view, same scale for both. The latency is drawn as `latency` of a
+    step's compute, a schematic width, not a measurement: only the position of the loads
+    comes from the SASS."""
+    import matplotlib.pyplot as plt
+    lp = loads(kernel, params)
+    k = variant_kernel(kernel) if kernel in VARIANTS else kernel_of(kernel)
+    p = _params(k, params)
+    first = next((i for i, (_, f, _) in enumerate(analysis.main_loop(compiler.sass(k, p)))
+                  if f.startswith("LDG")), None)
+    body = analysis.main_loop(compiler.sass(k, p))
+    before = sum(f == "FFMA" for _, f, _ in body[:first]) if first is not None else lp.ffma
+    where = before / lp.ffma if lp.ffma else 1.0
+    fig, axes = plt.subplots(2, 1, figsize=(11, 4.6), sharex=True)
+    ends = [_step_row(axes[0], 0.0, steps, latency,
+                      "As the source writes it: the loads of the next tile are issued "
+                      "before the compute, and arrive while it runs"),
+            _step_row(axes[1], where, steps, latency, compiled_title or
+                      f"As compiled: the loads are issued after {before} of the step's "
+                      f"{lp.ffma} FFMAs, " + ("and the store waits for them"
+                                             if where + latency > 1 else
+                                             "and arrive while the rest of them run"))]
+    for ax in axes:
+        ax.set_xlim(-0.05, max(ends) + 0.05)
+    fig.text(0.01, 0.01, "One warp, three steps. Black bars: __syncthreads(). The position "
+             "of the loads in the step comes from the SASS; the width of 'in flight' "
+             "(a global load's latency) is schematic.", fontsize=FONT - 2, color="0.3")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return fig
+
+
+def loop_strip(kernels=(KERNEL,), params: dict | None = None):
+    """The compiled main loop of each kernel (names of kernels or of variants) as a strip:
+    one tick per instruction in issue order (FFMA green, shared loads grey, global loads
+    orange, shared stores blue, barriers black), and an arrow from each global load to
+    the first instruction that uses its value, labelled with the FFMAs in between."""
+    import matplotlib.pyplot as plt
+    colour = {"FFMA": "#6aa84f", "LDS": "0.55", "LDG": "#e69138", "STS": "#3d85c6",
+              "BAR": "k"}
+    fig, axes = plt.subplots(len(kernels), 1, figsize=(11, 1.5 * len(kernels) + 0.6),
+                             squeeze=False, sharex=True)
+    for ax, name in zip(axes[:, 0], kernels):
+        k = variant_kernel(name) if name in VARIANTS else kernel_of(name)
+        p = _params(k, params)
+        body = analysis.main_loop(compiler.sass(k, p))
+        lp = loop_loads(compiler.sass(k, p))
+        for i, (_, f, _) in enumerate(body):
+            base = f.split(".")[0]
+            if base in colour:        # barriers a little taller, drawn over the rest
+                height = {"BAR": 1.12, "LDG": 1.0, "STS": 1.0}.get(base, 0.55)
+                ax.plot([i, i], [0, height], color=colour[base],
+                        lw=0.8 if height < 1 else 2.2, zorder=3 if base == "BAR" else 2)
+        used = [ld for ld in lp.loads if ld.use is not None]
+        for n, ld in enumerate(used):
+            end = ld.use if ld.use > ld.at else ld.use + len(body)
+            ax.annotate("", xy=(min(end, len(body)), 1.15 + 0.2 * n), xytext=(ld.at, 1.15 + 0.2 * n),
+                        arrowprops={"arrowstyle": "->", "color": "#e69138", "lw": 1.2})
+        if used:
+            ld = min(used, key=lambda x: x.ffma)
+            ax.text(len(body) + 8, 1.15, f"fewest FFMAs between a\nglobal load and its use: "
+                    f"{ld.ffma}", ha="left", va="center", fontsize=FONT - 1)
+        ax.set_xlim(-5, len(body) + 5)
+        ax.set_ylim(-0.1, 1.35 + 0.2 * len(used))
+        ax.set_yticks([])
+        bars = f"{lp.barriers} barrier" + ("" if lp.barriers == 1 else "s")
+        ax.set_title(f"{name}: {lp.ffma} FFMAs, {len(lp.loads)} global loads, {bars} per step",
+                     fontsize=FONT, loc="left")
+        for s in ("top", "right", "left"):
+            ax.spines[s].set_visible(False)
+    axes[-1, 0].set_xlabel("instructions of one trip around the compiled loop, in issue "
+                           "order (green: FFMA, grey: LDS, orange: LDG, blue: STS, black: "
+                           "BAR)", fontsize=FONT - 1)
+    fig.tight_layout()
+    return fig
+
+
+# ------------------------------------------------------------------ the recorded sweep
+
+def sweep_rows(size: int = 2048, one_per_sm: bool = True) -> list[dict]:
+    """Every configuration recorded for both chapter 07's and chapter 08's kernel at
+    size^3 with ONE_PER_SM = `one_per_sm`: the two rates (median, min, max), their
+    ratio, and how long chapter 08's compiled loop keeps its global loads in flight
+    (compiled here for the recording's GPU, whatever GPU this machine has), with the
+    registers here and of the binary that was timed."""
+    from gemm_kernels.measure import lookup, records
+    from gemm_kernels.measure import tradeoff
+    shape = (size,) * 3
+    arch = records.arch()
+    f4 = {tuple(sorted(c.items())) for c, _ in tradeoff.ranked("float4", size,
+                                                            {"ONE_PER_SM": one_per_sm})}
+    db = {tuple(sorted(c.items())) for c, _ in tradeoff.ranked(KERNEL, size,
+                                                            {"ONE_PER_SM": one_per_sm})}
+    out = []
+    for key in sorted(f4 & db):
+        p = dict(key)
+        r7 = lookup.recorded("float4", shape, p)
+        r8 = lookup.recorded(KERNEL, shape, p)
+        lp = loads(KERNEL, p, arch)
+        here = compiler.resources(kernel_of(KERNEL), kernel_of(KERNEL).resolve(p),
+                                  arch)["registers"]
+        g7, g8 = r7["gflops"], r8["gflops"]
+        out.append({"config": f"{p['BM']}x{p['BN']}x{p['BK']} {p['TM']}x{p['TN']}",
+                    "params": p, "FFMAs per step": lp.ffma, "in flight (FFMAs)": lp.fewest,
+                    "loads in flight": lp.fewest is not None and lp.fewest >= lp.needed,
+                    "registers here": here,
+                    "registers timed": (r8.get("binary") or {}).get("registers"),
+                    "GFLOP/s 07": g7["median"], "GFLOP/s 08": g8["median"],
+                    "ratio": g8["median"] / g7["median"],
+                    "ratio low": g8["min"] / g7["max"], "ratio high": g8["max"] / g7["min"]})
+    return sorted(out, key=lambda r: r["ratio"])
+
+
+_GROUPS = {True: "loads in flight", False: "loads sunk to the store"}
+
+
+def sweep_summary(size: int = 2048, one_per_sm: bool = True) -> Table:
+    """The sweep's ratio chapter 08 / chapter 07, grouped by whether chapter 08's compiled
+    loop keeps its loads in flight: how many configurations, median, lowest, highest."""
+    rows = sweep_rows(size, one_per_sm)
+    out = []
+    for flag in (False, True):
+        v = [r["ratio"] for r in rows if r["loads in flight"] == flag]
+        if v:
+            out.append({"chapter 08's compiled loop": _GROUPS[flag], "configurations": len(v),
+                        "median 08 / 07": f"{median(v):.3f}", "lowest": f"{min(v):.3f}",
+                        "highest": f"{max(v):.3f}"})
+    same = sum(r["registers here"] == r["registers timed"] for r in rows)
+    where = "one block per SM (ONE_PER_SM)" if one_per_sm else "as many blocks per SM as fit"
+    return Table(out, list(out[0]) if out else [],
+                 title=f"Chapter 08 / chapter 07 at {size}^3, {where}, by where the compiler "
+                       f"put chapter 08's loads (timed binary and ptxas here agree on the "
+                       f"registers in {same} of {len(rows)} configurations)")
+
+
+def sweep_plot(size: int = 2048, one_per_sm: bool = True, ax=None):
+    """The ratio of each configuration, one column per group (loads sunk, loads in
+    flight), with the range from the repetitions (slowest 08 over fastest 07 to fastest
+    08 over slowest 07) and the group's median."""
+    import matplotlib.pyplot as plt
+    rows = sweep_rows(size, one_per_sm)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8.5, 4.2))
+    for x, flag in enumerate((False, True)):
+        group = sorted((r for r in rows if r["loads in flight"] == flag),
+                       key=lambda r: r["ratio"])
+        colour = "#e69138" if flag else "0.45"
+        label_y = -1.0
+        for i, r in enumerate(group):
+            xi = x + (i - (len(group) - 1) / 2) * 0.035
+            ax.plot([xi, xi], [r["ratio low"], r["ratio high"]], color=colour, lw=1)
+            ax.plot(xi, r["ratio"], "o", color=colour, ms=6)
+            if flag:            # labels to the right, kept apart, a line to their point
+                label_y = max(r["ratio"], label_y + 0.03)
+                ax.plot([xi + 0.03, x + 0.33], [r["ratio"], label_y], color="0.7", lw=0.6)
+                ax.text(x + 0.35, label_y, r["config"], va="center", fontsize=FONT - 2)
+        if group:
+            m = median(r["ratio"] for r in group)
+            ax.plot([x - 0.25, x + 0.12], [m, m], color=colour, lw=2.5)
+            ax.text(x - 0.27, m, f"median {m:.3f}", ha="right", va="center",
+                    fontsize=FONT - 1)
+    ax.axhline(1, color="k", lw=0.8, ls=":")
+    ax.set_xticks([0, 1], [f"{_GROUPS[False]}\n(fewer FFMAs than a quarter of a step)",
+                           f"{_GROUPS[True]}\n(the whole step of FFMAs)"], fontsize=FONT - 1)
+    ax.set_xlim(-0.9, 1.85)
+    ax.set_ylabel("chapter 08 / chapter 07 (GFLOP/s)", fontsize=FONT)
+    where = "one block per SM" if one_per_sm else "as many blocks per SM as fit"
+    ax.set_title(f"Every configuration of the recorded sweep at {size}^3, {where}:\n"
+                 "does the prefetch pay where the compiler kept the loads in flight?",
+                 fontsize=FONT + 1)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+# ------------------------------------------------------------------ small helpers
+
+def staging_registers(params: dict | None = None) -> int:
+    """Floats of the next tile each thread holds in ra/rb: (BM*BK + BK*BN) / threads."""
+    p = kernel_of(KERNEL).resolve(params)
+    nt = (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
+    return (p["BM"] * p["BK"] + p["BK"] * p["BN"]) // nt
+
+
+def source_lines(pattern: str, kernel=KERNEL) -> str:
+    """The lines of the kernel's source (or a variant's) that match `pattern`."""
+    k = variant_kernel(kernel) if kernel in VARIANTS else kernel_of(kernel)
+    return "\n".join(line for line in k.source_text().splitlines() if re.search(pattern, line))
