@@ -315,3 +315,43 @@ def exercise_lower_bound(block: int = 32):
                      "store b": w, "total": a + b + 1 + w})
     return Table(rows, list(rows[0]), title=f"the least one step can cost a warp under the "
                  f"exercise's rule, BLOCK = {block}")
+
+
+# ------------------------------------------------------------------ printed lines
+
+def ceiling_range(size: int = 2048) -> str:
+    """Measured / bound over every configuration, and how far apart the bounds are."""
+    t = summary(ALL, size)
+    shares = [r["% of bound"] for r in t if r["GFLOP/s"]]
+    bounds = [r["bound GFLOP/s"] for r in t]
+    return (f"measured / bound: {min(shares):.0f}% .. {max(shares):.0f}% over {len(shares)} "
+            f"configurations; the fastest bound is {max(bounds) / min(bounds):.1f}x the slowest")
+
+
+def same_checks(size: int = 2048) -> str:
+    """The chapter's fastest layout next to chapter 03's kernel with the same bounds
+    checks (EDGES='always') and with its check-free interior loop, and its share of the
+    cuBLAS run timed beside it."""
+    from gemm_kernels.measure import ladder, lookup
+    best = {"BLOCK": 32, "LAYOUT": "conflict", "PAD": 2}
+    g = lookup.measure_or_lookup("bank_layout", (size,) * 3, best)["gflops"]["median"]
+    lines = [f"{layout_name(best)}: {g:,.0f} GFLOP/s at {size}^3"]
+    for edges in ("always", "auto"):
+        g03 = lookup.measure_or_lookup("smem_tiled", (size,) * 3,
+                                       {"BLOCK": 32, "EDGES": edges})["gflops"]["median"]
+        lines.append(f"chapter 03, EDGES={edges!r}: {g03:,.0f} GFLOP/s; "
+                     f"{layout_name(best)} runs at {g / g03:.2f}x")
+    share = ladder.share("bank_layout", size, best)
+    if share and share["% of cuBLAS"] is not None:
+        lines.append(f"{layout_name(best)}: {share['% of cuBLAS']:.0f}% of cuBLAS timed in the same run")
+    return "\n".join(lines)
+
+
+def store_excess_line() -> str:
+    ex = store_excess()
+    if not ex:
+        return "no profiled configurations here"
+    return (f"{ex['configurations']} configurations at 1024^3: extra wavefronts per STS "
+            f"{ex['per STS'][0]:.2f} .. {ex['per STS'][1]:.2f}; per load instruction "
+            f"{ex['per load'][0]:.4f} .. {ex['per load'][1]:.4f}; all of it as a share of the "
+            f"shared wavefronts: {ex['share'][0]:.2%} .. {ex['share'][1]:.2%}")

@@ -598,3 +598,61 @@ def bk_scatter(size: int = 2048, ax=None):
     ax.set_title(f"{len(pairs)} pairs differing only in BK\n({records.recording_label()})",
                  fontsize=TEXT)
     return ax, pairs
+
+
+# ------------------------------------------------------------------ printed lines
+
+def shares_4096() -> str:
+    """The K4 tile and the default at 4096^3: rate, share of the cuBLAS run timed beside
+    it, and the ratio to chapter 03's kernel."""
+    from gemm_kernels.measure import ladder
+    t03 = ladder.share("smem_tiled", 4096)
+    lines = []
+    for label, p in (("K4 tile", K4), ("default", get("tile_1d").defaults())):
+        s = ladder.share("tile_1d", 4096, p)
+        if not s:
+            lines.append(f"{label}: not measured")
+            continue
+        line = f"tile_1d {label:8s}: {s['GFLOP/s'] / 1e3:.1f} TFLOP/s"
+        if s["% of cuBLAS"] is not None:
+            line += f" = {s['% of cuBLAS']:.0f}% of cuBLAS"
+        if t03:
+            line += f", {s['GFLOP/s'] / t03['GFLOP/s']:.1f}x chapter 03's kernel"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def fewer_warps_faster() -> str:
+    """The K4 tile and the default at 4096^3: warps per SM, schedulers busy, rate."""
+    from gemm_kernels.measure import ladder
+    t = {r["kernel"]: r for r in wait_table()}
+    rows = [(label, p, t.get(f"chapter 05, {label}")) for label, p in
+            (("kernel-4 tile", K4), ("default", get("tile_1d").defaults()))]
+    lines, rates = [], []
+    for label, p, w in rows:
+        s = ladder.share("tile_1d", 4096, p)
+        rates.append(s["GFLOP/s"] if s else None)
+        lines.append(f"{label + ':':15s}{w['warps per SM'] if w else '-'} warps per SM, schedulers "
+                     f"busy {w['schedulers busy'] if w else '-'}, "
+                     + (f"{rates[-1]:,.0f} GFLOP/s" if rates[-1] else "not measured"))
+    if all(rates):
+        lines[-1] += f" ({rates[1] / rates[0]:.2f}x)"
+    return "\n".join(lines)
+
+
+def load_wavefronts_line() -> str:
+    """The default tile's load wavefronts in a 1024^3 launch: model and Nsight Compute."""
+    from gemm_kernels.memory import ch05_06_thread_tiles
+    row = ch05_06_thread_tiles.counter_table([("tile_1d", get("tile_1d").defaults())])[0]
+    model, ncu = row["ld wf model"], row["ld wf ncu"]
+    if not ncu:
+        return "not profiled here"
+    return (f"load wavefronts, 1024^3: model {model:,}, Nsight Compute {ncu:,} "
+            f"({abs(ncu - model) / model:.2%} apart)")
+
+
+def pair_ratios(size: int = 2048) -> str:
+    ww = warps_or_work(size)
+    return "\n".join(f"{ww[1]['tile']} / {ww[i]['tile']}: "
+                     f"{ww[1]['GFLOP/s'] / ww[i]['GFLOP/s']:.2f}x the rate"
+                     for i in (0, 2) if ww[i]["GFLOP/s"] and ww[1]["GFLOP/s"])
