@@ -260,9 +260,11 @@ def heatmap(kernel, x: str, y: str, size: int | None = None, fixed: dict | None 
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     unit = "TB/s" if kernel_of(kernel).op in ("transpose", "copy") else "TFLOP/s"
+    # The key to the invalid cells' mark only where the map has one.
     mark = "hatched" if invalid == "hatch" else "x"
-    ax.set_title(f"{kernel_of(kernel).name}: best {unit} ({mark} = invalid)\n"
-                 f"{records.recording_label()}", fontsize=9)
+    key = f" ({mark} = invalid)" if any(any(r) for r in reasons) else ""
+    ax.set_title(f"{kernel_of(kernel).name}: best {unit}{key}\n{records.recording_label()}",
+                 fontsize=9)
     plt.colorbar(im, ax=ax, label=f"best {unit}")
     return ax
 
