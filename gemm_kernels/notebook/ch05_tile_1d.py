@@ -523,16 +523,20 @@ def _variant_sources() -> dict:
 
 
 def mistakes(width: int = 240) -> Table:
-    """Step 2 of the exercise (no GPU) on the chapter's kernel and on variants of it: the
-    verdict, and the start of what the grader says."""
+    """Steps 2 and 3 of the exercise without a GPU (step 3 then runs the kernel on the
+    CPU, where a compiler is installed) on the chapter's kernel and on variants of it:
+    the verdicts, and the start of what step 2 says."""
     from gemm_kernels.exercises.grader import grade
     rows = []
     for label, src in _variant_sources().items():
-        step = next(s for s in grade("05_tile_1d", src, gpu=False).steps if s.name == "static")
-        text = step.detail if len(step.detail) <= width else step.detail[:width - 3] + "..."
-        rows.append({"submission": label, "step 2": step.status, "what the grader says": text})
-    return Table(rows, list(rows[0]), title="the exercise's static step on variants of the "
-                 "chapter's kernel (BM = BN = 64, BK = TM = 16)")
+        steps = {s.name: s for s in grade("05_tile_1d", src, gpu=False).steps}
+        static = steps["static"]
+        text = static.detail if len(static.detail) <= width else static.detail[:width - 3] + "..."
+        rows.append({"submission": label, "step 2 (static)": static.status,
+                     "step 3 (right numbers)": steps["correct"].status,
+                     "what step 2 says": text})
+    return Table(rows, list(rows[0]), title="the exercise's steps 2 and 3 without a GPU, on "
+                 "variants of the chapter's kernel (BM = BN = 64, BK = TM = 16)")
 
 
 def bk_table(tile=None, bks=(8, 16, 32)) -> Table:
