@@ -1,13 +1,20 @@
 """Chapter 05's exercise: the skeleton compiles and is refused, the solution passes every
-step this machine can run, typical mistakes are refused with the right message; the
-SASS reading of the shared-load check, on hand-written SASS."""
+step this machine can run, typical mistakes are refused with the right message (a mapping
+whose warps pay more shared-memory wavefronts, one that leaves outputs to no thread, one
+whose stores of C are scattered, a loop the compiler cannot unroll), and what the
+compiler makes equal is accepted (the dot-product order of the loops); the SASS reading
+of the shared-load check, on hand-written SASS."""
 import pytest
 
-from gemm_kernels.exercises.ch05_checks import between_barriers, load_ratio, opcodes
-from exercise_helpers import FAIL, first_failure, grade, solution, static_verdict
+from gemm_kernels.exercises.ch05_checks import (between_barriers, load_ratio,
+                                                mapping_expressions, mapping_problems,
+                                                opcodes)
+from exercise_helpers import FAIL, PASS, first_failure, grade, solution, static_verdict
 from gpu import needs_gpu
 
 NAME = "05_tile_1d"
+PARAMS = {"BM": 64, "BN": 64, "BK": 16, "TM": 16}
+TC, TR = "tc = t % BN;", "tr = t / BN;"
 LOOP = """#pragma unroll
         for (int k = 0; k < BK; ++k) {
             const float b = Bs[k][tc];
@@ -21,6 +28,70 @@ def _with_loop(loop):
     src = solution(NAME)
     assert LOOP in src
     return src.replace(LOOP, loop)
+
+
+def _with_mapping(tc, tr):
+    src = solution(NAME)
+    assert src.count(TC) == 1 and src.count(TR) == 1
+    return src.replace(TC, f"tc = {tc};").replace(TR, f"tr = {tr};")
+
+
+def test_the_dot_product_order_passes_it_compiles_to_the_same_loads():
+    """i outside, k inside, both unrolled: ptxas keeps Bs[k][tc] in a register by itself,
+    so the order is not what the exercise grades (the chapter shows the SASS)."""
+    v = static_verdict(NAME, _with_loop("""#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int k = 0; k < BK; ++k)
+                acc[i] += As[tr * TM + i][k] * Bs[k][tc];"""))
+    assert v["static"][0] == PASS, v
+
+
+def test_threads_down_the_column_are_refused_by_the_bank_check():
+    v = static_verdict(NAME, _with_mapping("t / (BM / TM)", "t % (BM / TM)"))
+    assert v["compile"][0] == PASS and v["static"][0] == FAIL, v
+    assert "costs warp 0 1040 shared-memory wavefronts" in v["static"][1], v
+    assert "more than the 144" in v["static"][1], v
+    assert "4 different row groups" in v["static"][1], v
+
+
+def test_a_mapping_that_leaves_outputs_to_no_thread_is_refused():
+    v = static_verdict(NAME, _with_mapping("t % 32", "t / 32 % (BM / TM)"))
+    assert v["static"][0] == FAIL and "threads 0 and 128 both get tc = 0, tr = 0" in v["static"][1], v
+    v = static_verdict(NAME, _with_mapping("t % 32", "t / 32"))
+    assert v["static"][0] == FAIL and "outside the tile" in v["static"][1], v
+
+
+def test_each_half_warp_may_broadcast_its_own_row_group():
+    """A 128-bit load's half-warps are served apart: one row group per half-warp costs
+    the same 144 wavefronts, and passes the static step."""
+    v = static_verdict(NAME, _with_mapping("t % 16 + (t / 32) * 16 % BN",
+                                           "(t / 16) % 2 + (t / 32) * 16 / BN * 2"))
+    assert v["static"][0] == PASS, v
+
+
+def test_scattered_stores_of_c_are_refused_even_when_the_banks_are_fine():
+    # lanes 0..31 get columns 0, 33, 2, 35, ...: conflict-free reads of B, 8 sectors a store
+    assert mapping_problems("(t * 33) % 64", "t / 64", PARAMS) == [
+        "a store of C by warp 0 touches 8 32-byte sectors where 4 would do: its 32 lanes "
+        "should write 32 neighbouring columns of one row (chapter 02)"]
+
+
+def test_a_conflicted_read_of_b_is_named():
+    problems = mapping_problems("(t % 2) * 32 + (t / 2) % 32", "t / 64", PARAMS)
+    assert "costs warp 0 160 shared-memory wavefronts" in problems[0]
+    assert "the read of Bs[0][tc] (32-bit) in warp 0 costs 2 wavefronts where 1 would do" \
+        in problems[1]
+
+
+def test_the_mapping_lines_are_read_once_and_whole():
+    src = solution(NAME)
+    assert mapping_expressions(src) == ("t % BN", "t / BN")
+    assert mapping_expressions(src.replace(TR, TR + " tr += 0;")).startswith(
+        "tr is changed after its line")
+    assert mapping_expressions(src.replace(TC, "")).startswith("no line `tc = <expression>;`")
+    assert mapping_expressions(src.replace(TC, TC + " " + TC)).startswith("tc is assigned 2 times")
+    assert "cannot evaluate" in mapping_problems("t % q", "t / BN", PARAMS)[0]
 
 
 def test_a_dot_product_per_output_is_refused_by_the_shared_load_count():

@@ -13,7 +13,7 @@ from typing import Callable
 
 from gemm_kernels.exercises import (ch00_checks, ch01_checks, ch02_checks, ch03_checks,
                                     ch04_checks, ch10_checks, ch11_checks)
-from gemm_kernels.exercises.ch05_checks import shared_loads_per_ffma
+from gemm_kernels.exercises.ch05_checks import shared_loads_per_ffma, thread_mapping
 from gemm_kernels.exercises.ch07_checks import all_loads_128
 from gemm_kernels.exercises.ch08_checks import prefetch_in_flight
 from gemm_kernels.exercises.ch09_checks import zorder_lanes
@@ -159,7 +159,7 @@ register(Exercise(
 _LAYOUT = {"BLOCK": 32, "LAYOUT": "conflict", "PAD": 2}
 register(Exercise(
     name="04_tile_layout", chapter="04",
-    title="pad the dot-product layout so that each step stays cheap in wavefronts",
+    title="choose the layout of the dot-product tiles",
     kernel="bank_layout", params=_LAYOUT,
     static_checks=(ch04_checks.tile_layout_check(32, "04_tile_layout", "bank_layout",
                                                  _LAYOUT),),
@@ -181,21 +181,30 @@ register(Exercise(
 # graded at the registry's default configuration
 _TILE_1D = {"BM": 64, "BN": 64, "BK": 16, "TM": 16}
 register(Exercise(
-    name="05_tile_1d", chapter="05", title="the 1D-tile inner loop: one B value, TM FMAs",
+    name="05_tile_1d", chapter="05", title="which outputs each thread computes",
     kernel="tile_1d", params=_TILE_1D,
     sass=("LDS.128",),
-    # One B value and TM A values per k for TM FFMA: (TM + 1) / TM loads per FFMA at
-    # most, against 2 when every product reads both operands from shared memory.
-    static_checks=(shared_loads_per_ffma(
-        "05_tile_1d", "tile_1d", _TILE_1D, 17, 16,
-        "per k, one value of B read once and TM values of A, for TM FFMA"),),
-    hints={"static": "k outermost: read Bs[k][tc] into a register once per k, then the TM "
-                     "products with As[tr*TM + i][k]; unroll both loops so that acc[] "
-                     "stays in registers and the A reads along k merge into LDS.128",
-           "correct": "thread (tr, tc) owns rows tr*TM .. tr*TM+TM-1 of column tc: "
+    static_checks=(
+        # The mapping (tc, tr): every output to one thread; one step of every warp priced
+        # with the bank model (A read as a broadcast, B conflict-free: 144 wavefronts at
+        # this configuration); the stores of C in as few sectors as a warp can use.
+        thread_mapping("05_tile_1d", _TILE_1D),
+        # The loop: per k, one value of B and TM values of A for TM FFMA, (TM + 1) / TM
+        # loads per FFMA at most. Once both loops are unrolled the compiler keeps B's
+        # value in a register whichever loop is outside; a k loop left rolled inside the
+        # i loop reads both operands for every FFMA (2 per FFMA).
+        shared_loads_per_ffma(
+            "05_tile_1d", "tile_1d", _TILE_1D, 17, 16,
+            "per k, one value of B and TM values of A for TM FFMA"),),
+    hints={"static": "a warp is 32 consecutive threads t. Which of them share tr and which "
+                     "share tc decides what a read costs: price As[tr*TM + i][k..k+3] "
+                     "(one LDS.128) and Bs[k][tc] (one LDS) for lanes 0-31 with chapter "
+                     "04's bank rules. Unroll both loops so that acc[] stays in registers "
+                     "and the reads of A along k merge into LDS.128",
+           "correct": "thread t owns rows tr*TM .. tr*TM+TM-1 of column tc: "
                       "acc[i] += As[tr*TM + i][k] * Bs[k][tc], for every k of the tile",
-           "speed": "keep B's value in a register for the whole i loop, and unroll both "
-                    "loops"},
+           "speed": "unroll both loops; the mapping passed the bank check, so look for "
+                    "extra work in the loop"},
 ))
 
 

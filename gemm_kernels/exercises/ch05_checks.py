@@ -1,12 +1,18 @@
-"""Static checks read from the submission's SASS (chapters 05-07): what the compiled
-inner loop issues, which no reading of the source can tell for sure, since the compiler
-merges, hoists and widens loads on its own.
+"""Static checks of chapters 05-07: read from the submission's SASS, and chapter 05's
+thread -> outputs mapping read from its source and priced with the bank model.
 
-Chapter 05 and 06 ask for the shared-memory operands of the inner loop to be read once
-and reused from registers: `shared_loads_per_ffma` bounds the number of shared load
-instructions (LDS of any width) per FFMA by what register reuse gives with one float
-per load. The compiled kernel is the one the grader's static step has just built (same
-kernel, name and configuration), so the SASS comes from the compiler's cache.
+From the SASS: what the compiled inner loop issues, which no reading of the source can
+tell for sure, since the compiler merges, hoists and widens loads on its own. Chapters 05
+and 06 ask for the shared-memory operands of the inner loop to be read once and reused
+from registers: `shared_loads_per_ffma` bounds the number of shared load instructions
+(LDS of any width) per FFMA by what register reuse gives with one float per load. The
+compiled kernel is the one the grader's static step has just built (same kernel, name and
+configuration), so the SASS comes from the compiler's cache. In chapter 05's kernel the
+order of the two loops does not change that count once both are unrolled (ptxas loads
+each distinct word once); a loop kept rolled does.
+
+From the source: `thread_mapping` (chapter 05, below) evaluates the student's two lines
+`tc = ...;` and `tr = ...;` for every thread of a block and prices what they decide.
 """
 from __future__ import annotations
 
@@ -68,4 +74,172 @@ def shared_loads_per_ffma(exercise: str, kernel: str, params: dict,
                     f"at most {float(bound):.2f} expected ({why})"]
         return []
     check.__name__ = f"shared_loads_per_ffma_{exercise}"
+    return check
+
+
+# ------------------------------------------------------------------ chapter 05's mapping
+#
+# Chapter 05's exercise leaves the thread -> outputs mapping to the student: two lines,
+# `tc = <expression>;` and `tr = <expression>;` in t, BM, BN, BK, TM and NT, give thread t
+# the TM outputs at rows tr*TM .. tr*TM + TM-1 of column tc of the block's C tile. Which
+# lanes of a warp share a row group and which share a column decides what the inner loop
+# costs in shared memory: the reads of As[tr*TM + i][k..k+3] (LDS.128) are a broadcast
+# when the lanes share tr, and the reads of Bs[k][tc] (LDS) one wavefront when the lanes'
+# columns fall in different banks. `thread_mapping` evaluates the two expressions for
+# every thread, refuses a mapping that leaves an output to no thread or to two, prices
+# one step of every warp with the bank model at the widths the chapter's loop compiles
+# to (A 128-bit, four k at a time; B 32-bit), and counts the 32-byte sectors of each
+# warp's stores of C. The compiler cannot change any of this: it is the mapping's.
+
+def mapping_expressions(source: str) -> tuple[str, str] | str:
+    """(tc's expression, tr's expression) of the lines `tc = ...;` and `tr = ...;`, or a
+    problem (an empty string while the source still holds the stub, which the grader
+    reports itself)."""
+    from gemm_kernels.exercises.cexpr import code_only
+    from gemm_kernels.exercises.stubs import STUB
+    if STUB in source:
+        return ""
+    text = re.sub(r"\bint\s+tc\s*=\s*0\s*,\s*tr\s*=\s*0\s*;", " ", code_only(source))
+    found = {}
+    for name, what in (("tc", "column of the C tile"), ("tr", "group of TM rows")):
+        lines = re.findall(rf"(?<![\w.]){name}\s*=(?!=)\s*([^;]+);", text)
+        if re.search(rf"(?<![\w.]){name}\s*(<<|>>|[-+*/%&|^])=|\+\+\s*{name}\b|--\s*{name}\b"
+                     rf"|(?<![\w.]){name}\s*(\+\+|--)", text):
+            return (f"{name} is changed after its line `{name} = <expression>;`: the check "
+                    "reads that one line, so write the whole mapping there")
+        if not lines:
+            return (f"no line `{name} = <expression>;`: write the thread's {what} as one "
+                    f"assignment in t, BM, BN, BK, TM and NT")
+        if len(lines) > 1:
+            return f"{name} is assigned {len(lines)} times: the check reads one line `{name} = ...;`"
+        found[name] = lines[0].strip()
+    return found["tc"], found["tr"]
+
+
+def mapping_table(tc: str, tr: str, params: dict) -> list[tuple[int, int]] | str:
+    """(tc, tr) of every thread of a block at `params`, or a problem."""
+    from gemm_kernels.exercises.cexpr import ExpressionError, compile_expression
+    p = params
+    nt = p["BM"] * p["BN"] // p["TM"]
+    names = ("t", "threadIdx.x", "BM", "BN", "BK", "TM", "NT")
+    try:
+        f_tc, f_tr = compile_expression(tc, names), compile_expression(tr, names)
+        out = []
+        for t in range(nt):
+            env = {"t": t, "threadIdx.x": t, "BM": p["BM"], "BN": p["BN"], "BK": p["BK"],
+                   "TM": p["TM"], "NT": nt}
+            out.append((f_tc(env), f_tr(env)))
+    except ExpressionError as e:
+        return f"cannot evaluate the mapping: {e}"
+    return out
+
+
+def coverage_problems(places: list[tuple[int, int]], params: dict) -> list[str]:
+    """An output of the tile left to no thread or to two, or a (tc, tr) outside the tile."""
+    p = params
+    rows = p["BM"] // p["TM"]
+    for t, (tc, tr) in enumerate(places):
+        if not (0 <= tc < p["BN"] and 0 <= tr < rows):
+            return [f"thread {t} gets tc = {tc}, tr = {tr}, outside the tile: tc must lie in "
+                    f"0..{p['BN'] - 1} (BN = {p['BN']} columns) and tr in 0..{rows - 1} "
+                    f"(BM / TM = {rows} groups of TM = {p['TM']} rows)"]
+    seen: dict[tuple[int, int], int] = {}
+    for t, place in enumerate(places):
+        if place in seen:
+            tc, tr = place
+            return [f"threads {seen[place]} and {t} both get tc = {tc}, tr = {tr}: both would "
+                    f"compute rows {tr * p['TM']}..{tr * p['TM'] + p['TM'] - 1} of column "
+                    f"{tc}, and some other outputs of the tile would get no thread"]
+        seen[place] = t
+    return []
+
+
+def _warp_lanes(places, warp):
+    return places[warp * 32:(warp + 1) * 32]
+
+
+def mapping_step(places: list[tuple[int, int]], params: dict):
+    """Per warp: (wavefronts of one step's shared loads, their ideal), and the costliest
+    read of A and of B that pays more than its ideal, described (one text per operand)."""
+    from gemm_kernels.memory import banks
+    p = params
+    BK, BN, TM = p["BK"], p["BN"], p["TM"]
+    b_start = p["BM"] * BK          # Bs follows As; BM*BK words is a multiple of 32
+    cost, worst = [], {}
+    for warp in range(len(places) // 32):
+        lanes = _warp_lanes(places, warp)
+        total = ideal = 0
+        reads = [("A", f"As[tr*TM + {i}][{k}..{k + 3}]", 16,
+                  [4 * ((tr * TM + i) * BK + k) for _, tr in lanes])
+                 for i in range(TM) for k in range(0, BK, 4)]
+        reads += [("B", f"Bs[{k}][tc]", 4, [4 * (b_start + k * BN + tc) for tc, _ in lanes])
+                  for k in range(BK)]
+        for operand, what, width, addresses in reads:
+            r = banks.analyse(addresses, width)
+            total, ideal = total + r.wavefronts, ideal + r.ideal
+            cheapest = 2 if operand == "A" else 1
+            if r.wavefronts > cheapest and (operand not in worst or
+                                            r.wavefronts > worst[operand][0]):
+                rows = len({tr for _, tr in lanes})
+                cols = len({tc for tc, _ in lanes})
+                spread = (f"its 32 lanes read {rows} different row groups (tr)" if operand == "A"
+                          else f"its 32 lanes read {cols} different columns (tc)")
+                worst[operand] = (r.wavefronts,
+                                  f"the read of {what} ({8 * width}-bit) in warp {warp} costs "
+                                  f"{r.wavefronts} wavefronts where {cheapest} would do: "
+                                  f"{spread}, and the busiest bank serves "
+                                  f"{r.max_degree} different words")
+        cost.append((total, ideal))
+    return cost, [text for _, text in worst.values()]
+
+
+def store_sectors(places: list[tuple[int, int]], params: dict, N: int = 4096) -> list[int]:
+    """Per warp: the most 32-byte sectors one of its TM stores of C touches (row-major C
+    with N columns; a warp of 32 lanes storing 4 bytes each needs at least 4)."""
+    p = params
+    out = []
+    for warp in range(len(places) // 32):
+        lanes = _warp_lanes(places, warp)
+        out.append(max(len({((tr * p["TM"] + i) * N + tc) * 4 // 32 for tc, tr in lanes})
+                       for i in range(p["TM"])))
+    return out
+
+
+def mapping_problems(tc: str, tr: str, params: dict, reference=("t % BN", "t / BN")) -> list[str]:
+    """Everything wrong with the mapping (tc, tr) at `params`: coverage, the shared-memory
+    cost of one step against the chapter's mapping (`reference`), the C stores' sectors."""
+    places = mapping_table(tc, tr, params)
+    if isinstance(places, str):
+        return [places]
+    bad = coverage_problems(places, params)
+    if bad:
+        return bad
+    budget = max(t for t, _ in mapping_step(mapping_table(*reference, params), params)[0])
+    cost, worst = mapping_step(places, params)
+    problems = []
+    over = next(((w, t) for w, (t, _) in enumerate(cost) if t > budget), None)
+    if over:
+        warp, total = over
+        problems.append(f"one step along K costs warp {warp} {total} shared-memory "
+                        f"wavefronts in its loads, more than the {budget} a warp can get "
+                        "away with (every read of A a broadcast, every read of B conflict-free)")
+        problems += worst
+    sectors = store_sectors(places, params)
+    if max(sectors) > 4:
+        warp = max(range(len(sectors)), key=sectors.__getitem__)
+        problems.append(f"a store of C by warp {warp} touches {sectors[warp]} 32-byte "
+                        "sectors where 4 would do: its 32 lanes should write 32 neighbouring "
+                        "columns of one row (chapter 02)")
+    return problems
+
+
+def thread_mapping(exercise: str, params: dict) -> Callable[[str], list[str]]:
+    """The static check of exercise 05 (see above): silent while the source holds the
+    stub, which the grader reports itself."""
+    def check(source: str) -> list[str]:
+        found = mapping_expressions(source)
+        if isinstance(found, str):
+            return [found] if found else []
+        return mapping_problems(*found, params)
+    check.__name__ = f"thread_mapping_{exercise}"
     return check

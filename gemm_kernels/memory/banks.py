@@ -346,13 +346,18 @@ def words_to_bytes(words: Sequence[int | None]) -> list[int | None]:
 
 # ------------------------------------------------------------------ picture
 
-def plot_banks(analysis: Analysis, ax=None, title: str | None = None):
+def plot_banks(analysis: Analysis, ax=None, title: str | None = None,
+               row_of: Callable[[int], int] | None = None,
+               row_name: str = "word row = word index // 32"):
     """Draw the access as a lane x bank grid: a cell (lane, bank) is filled when the lane
     reads a word from that bank, coloured by phase and labelled with the word's row
     (word // 32), one box and label per run of neighbouring banks a lane reads in the
     same row. Banks serving more than one distinct word in a phase are outlined in
     black. Labels too small to read at the axes' size are left out, and the x label
-    says so. Returns the matplotlib Axes."""
+    says so. `row_of` (word index -> label number) and `row_name` (what the x label
+    calls it) label the words otherwise, e.g. by the row of a tile. Returns the
+    matplotlib Axes."""
+    row_of = row_of or (lambda w: w // BANKS)
     import matplotlib.pyplot as plt
     from matplotlib import patheffects
     from matplotlib.patches import Rectangle
@@ -377,10 +382,10 @@ def plot_banks(analysis: Analysis, ax=None, title: str | None = None):
                     ax.add_patch(Rectangle((b - 0.45, acc.lane - 0.45), 0.9, 0.9, zorder=2,
                                            fill=False, edgecolor="black", linewidth=1.5))
                 last = runs[-1] if runs else None
-                if last and last[0] == acc.lane and last[2] + 1 == b and last[3] == w // BANKS:
+                if last and last[0] == acc.lane and last[2] + 1 == b and last[3] == row_of(w):
                     runs[-1] = (*last[:2], b, *last[3:])
                 else:
-                    runs.append((acc.lane, b, b, w // BANKS, colour))
+                    runs.append((acc.lane, b, b, row_of(w), colour))
         ax.text(BANKS - 0.3, (lo + hi) / 2,
                 f"phase {k}: {phase.wavefronts} wf" + (" (merged)" if phase.merged else ""),
                 va="center", fontsize=9, color=colour)
@@ -402,7 +407,7 @@ def plot_banks(analysis: Analysis, ax=None, title: str | None = None):
             ax.text(-0.9, lane, "off", ha="right", va="center", fontsize=8, color="grey")
     ax.set_xticks(range(0, BANKS, 4))
     ax.set_yticks(range(0, WARP, 4))
-    ax.set_xlabel("bank (label: word row = word index // 32)" if readable else
+    ax.set_xlabel(f"bank (label: {row_name})" if readable else
                   "bank (word rows too small to label at this size)")
     ax.set_ylabel("lane")
     kind = {4: "32-bit", 8: "64-bit", 16: "128-bit"}[analysis.width]

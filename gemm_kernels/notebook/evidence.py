@@ -71,9 +71,10 @@ def table(name: str, shape=None) -> Table:
     return Table([{c: row.get(c) for c in cols} for row in rows], cols, title=title)
 
 
-def plot(name: str, shape=None, ax=None):
+def plot(name: str, shape=None, ax=None, run_line: bool = True):
     """The timed study at one shape as horizontal bars, each labelled with its share of
-    the reference; steps not recorded are drawn as empty rows saying so."""
+    the reference; steps not recorded are drawn as empty rows saying so. `run_line`:
+    name the run that measured the rows under the plot."""
     import matplotlib.pyplot as plt
     from gemm_kernels.core.launch import DTYPES, kernel_of
     st = studies.get(name)
@@ -100,8 +101,9 @@ def plot(name: str, shape=None, ax=None):
     ax.set_xlabel(unit)
     ax.set_xlim(0, max(rates + [1]) * 1.6)
     ax.set_title(f"{st.question} ({_shape_text(shape)})", fontsize=10)
-    ax.figure.text(0.01, 0.005, _runs_line(pairs), fontsize=8, color="0.35")
-    ax.figure.tight_layout(rect=(0, 0.03, 1, 1))
+    if run_line:
+        ax.figure.text(0.01, 0.005, _runs_line(pairs), fontsize=8, color="0.35")
+    ax.figure.tight_layout(rect=(0, 0.03 if run_line else 0, 1, 1))
     return ax.figure
 
 
@@ -130,10 +132,12 @@ def stall_colour(reason: str):
     return series_styles(len(STALL_ORDER))[STALL_ORDER.index(reason)][0]
 
 
-def stall_plot(name: str = "stalls", kernels=None, top: int = 6, ax=None):
+def stall_plot(name: str = "stalls", kernels=None, top: int = 6, ax=None,
+               run_line: bool = True):
     """Stacked bars: per step of a profiled study, the cycles a warp waits per issued
     instruction, split by reason (the `top` largest over the steps shown, the rest
-    together). `kernels` keeps only the steps of those kernels."""
+    together). `kernels` keeps only the steps of those kernels; `run_line`: name the
+    run that profiled them under the plot."""
     import matplotlib.pyplot as plt
     pairs = [(s, r) for s, r in studies.results(name)
              if kernels is None or s.kernel in kernels]
@@ -164,8 +168,9 @@ def stall_plot(name: str = "stalls", kernels=None, top: int = 6, ax=None):
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9, frameon=False)
     ax.set_title(f"Where the warps wait ({_shape_text(studies.get(name).shapes[0])}, "
                  "Nsight Compute)", fontsize=10)
-    ax.figure.text(0.01, 0.005, _runs_line(pairs), fontsize=8, color="0.35")
-    ax.figure.tight_layout(rect=(0, 0.03, 1, 1))
+    if run_line:
+        ax.figure.text(0.01, 0.005, _runs_line(pairs), fontsize=8, color="0.35")
+    ax.figure.tight_layout(rect=(0, 0.03 if run_line else 0, 1, 1))
     return ax.figure
 
 

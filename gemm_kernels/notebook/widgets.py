@@ -228,9 +228,10 @@ def sweep_grid(kernel, x: str, y: str, size: int | None = None, fixed: dict | No
 
 
 def heatmap(kernel, x: str, y: str, size: int | None = None, fixed: dict | None = None, ax=None,
-            vmin: float | None = None, vmax: float | None = None):
-    """Heat map of sweep_grid; invalid cells marked with an x. `vmin`, `vmax` (in the
-    colour bar's unit) give several maps one colour scale."""
+            vmin: float | None = None, vmax: float | None = None, invalid: str = "x"):
+    """Heat map of sweep_grid; invalid cells marked with an x (`invalid="x"`) or hatched
+    grey (`invalid="hatch"`). `vmin`, `vmax` (in the colour bar's unit) give several maps
+    one colour scale."""
     import math
     import matplotlib.pyplot as plt
     import numpy as np
@@ -245,7 +246,11 @@ def heatmap(kernel, x: str, y: str, size: int | None = None, fixed: dict | None 
     for i in range(len(ys)):
         for j in range(len(xs)):
             v = data[i][j]
-            if reasons[i][j]:
+            if reasons[i][j] and invalid == "hatch":
+                from matplotlib.patches import Rectangle
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.85",
+                                       hatch="///", edgecolor="0.55", linewidth=0))
+            elif reasons[i][j]:
                 ax.text(j, i, "x", ha="center", va="center", fontsize=9, color="0.3")
             elif not math.isnan(v):
                 ax.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=9,
@@ -255,8 +260,9 @@ def heatmap(kernel, x: str, y: str, size: int | None = None, fixed: dict | None 
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     unit = "TB/s" if kernel_of(kernel).op in ("transpose", "copy") else "TFLOP/s"
-    # The key to the "x" only where the map has one.
-    key = " (x = invalid)" if any(any(r) for r in reasons) else ""
+    # The key to the invalid cells' mark only where the map has one.
+    mark = "hatched" if invalid == "hatch" else "x"
+    key = f" ({mark} = invalid)" if any(any(r) for r in reasons) else ""
     ax.set_title(f"{kernel_of(kernel).name}: best {unit}{key}\n{records.recording_label()}",
                  fontsize=9)
     plt.colorbar(im, ax=ax, label=f"best {unit}")

@@ -1,0 +1,357 @@
+"""Chapter 04's pictures and tables: banks drawn on the tile, the layouts named by where
+k runs, one summary table, the lower bound at one output per thread.
+
+The kernel `bank_layout` takes its layout as the parameter LAYOUT, whose values are
+"conflict" (sA[m][k], sB[n][k]: k runs along the rows of both tiles, as a dot product
+reads them) and "transposed" (sA[k][m], sB[k][n]: k runs down the columns). Those
+values key the recorded measurements, so they stay; the chapter calls the layouts by
+where k runs, and every label drawn here does too (`layout_name`).
+"""
+from __future__ import annotations
+
+from gemm_kernels.memory import banks, ch03_04_tiles
+
+# What the chapter calls each value of bank_layout's LAYOUT.
+LAYOUT_NAMES = {"conflict": "k along rows", "transposed": "k down columns"}
+# The configurations of the chapter's summary table: chapter 03's kernel, k along rows
+# with the paddings that change the load width, k down columns unpadded and padded by 1.
+MAIN = ([("smem_tiled", {"BLOCK": 32})] +
+        [("bank_layout", {"BLOCK": 32, "LAYOUT": "conflict", "PAD": p}) for p in (0, 1, 2, 4)] +
+        [("bank_layout", {"BLOCK": 32, "LAYOUT": "transposed", "PAD": p}) for p in (0, 1)])
+# Every configuration: chapter 03's kernel, then both layouts, PAD = 0..4, BLOCK = 32 and 16.
+ALL = [("smem_tiled", {"BLOCK": 32})] + ch03_04_tiles.variants()
+
+
+def layout_name(params: dict) -> str:
+    """'k along rows, PAD=2' for a bank_layout configuration; 'chapter 03' otherwise."""
+    if "LAYOUT" in params:
+        return f"{LAYOUT_NAMES[params['LAYOUT']]}, PAD={params['PAD']}"
+    return "chapter 03 (sA[m][k], sB[k][n])"
+
+
+def _relabel(table):
+    """A copy of a ch03_04_tiles.summary table whose layouts carry the chapter's names."""
+    from gemm_kernels.core.table import Table
+    rows = []
+    for r in table:
+        r = dict(r)
+        if r["kernel"] == "bank_layout":
+            layout, pad = r["layout"].split(", PAD=")
+            r["layout"] = f"{LAYOUT_NAMES[layout]}, PAD={pad}"
+        else:
+            r["layout"] = "chapter 03" + (", interior loop" if "interior" in r["layout"] else "")
+        rows.append(r)
+    return Table(rows, table.columns, title=table.title)
+
+
+def summary(configs=None, size: int = 2048):
+    """The chapter's table: per configuration (default: MAIN) the loads one warp issues per
+    step along K, the wavefronts per warp and step from the bank model and from Nsight
+    Compute, the shared-memory bound, the measured rate at size^3 and its share of the
+    bound."""
+    from gemm_kernels.core.table import Table
+    t = _relabel(ch03_04_tiles.summary(configs if configs is not None else MAIN, size))
+    cols = ["layout", "loads per step", "wavefronts, model", "wavefronts, ncu",
+            "bound GFLOP/s", "GFLOP/s", "% of bound"]
+    if len({r["BLOCK"] for r in t}) > 1:
+        cols.insert(0, "BLOCK")
+    return Table(list(t), cols, title=t.title)
+
+
+def ceiling_plot(size: int = 2048, ax=None):
+    """Every configuration (chapter 03's kernel and both BLOCKs of bank_layout) as its
+    shared-memory bound and its measured rate, labelled by the chapter's names."""
+    everything = ch03_04_tiles.summary(ALL, size)
+    return ch03_04_tiles.ceiling_plot(_relabel(everything), size, ax=ax)
+
+
+# ------------------------------------------------------------------ pictures
+
+def _plt():
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def bank_grid(pads=(0, 1), block: int = 32, column: int = 0):
+    """A block x block tile of floats, one panel per padding: each element drawn where it
+    sits in its row of block + pad words, coloured by the bank that holds it; column
+    `column` outlined, its banks written in, and the wavefronts of a warp that reads or
+    writes that column (one lane per row) in the title. Returns the Figure."""
+    import numpy as np
+    from matplotlib.patches import Rectangle
+    plt = _plt()
+    from matplotlib.colors import ListedColormap
+    # 32 colours from violet (bank 0) to red (bank 31), mixed with white so that the
+    # numbers and the outline stand out; the colour bar reads them back as banks.
+    base = plt.get_cmap("rainbow", banks.BANKS)(range(banks.BANKS))
+    base[:, :3] = 0.3 + 0.7 * base[:, :3]
+    cmap = ListedColormap(base)
+    fig, axes = plt.subplots(1, len(pads), figsize=(7.2 * len(pads), 7.6), layout="constrained")
+    for ax, pad in zip(np.atleast_1d(axes), pads):
+        S = block + pad
+        grid = np.array([[(r * S + c) % banks.BANKS for c in range(S)] for r in range(block)])
+        rgba = cmap(grid)
+        rgba[:, block:, :3] = 0.88                        # padding: unused words, grey
+        ax.imshow(rgba, interpolation="nearest")
+        for c in range(block, S):
+            ax.add_patch(Rectangle((c - 0.5, -0.5), 1, block, fill=False, hatch="///",
+                                   edgecolor="0.55", linewidth=0))
+        ax.add_patch(Rectangle((column - 0.5, -0.5), 1, block, fill=False, edgecolor="black",
+                               linewidth=2.2, zorder=3))
+        for r in range(block):
+            ax.text(column, r, str(grid[r, column]), ha="center", va="center", fontsize=8,
+                    zorder=4)
+        an = banks.analyse(banks.words_to_bytes([r * S + column for r in range(block)]), 4)
+        used = len({grid[r, column] for r in range(block)})
+        what = ("all in bank " + str(grid[0, column])) if used == 1 else f"in {used} different banks"
+        ax.set_title(f"rows of {S} words{' (' + str(pad) + ' unused)' if pad else ''}: "
+                     f"column {column} is {what}\n"
+                     f"a warp reading it (one lane per row): {an.wavefronts} "
+                     f"wavefront{'s' if an.wavefronts > 1 else ''}", fontsize=11)
+        ax.set_xticks(range(0, S, 4))
+        ax.set_yticks(range(0, block, 4))
+        ax.set_xlabel("column of the tile (word in its row)", fontsize=10)
+        ax.set_ylabel("row of the tile", fontsize=10)
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import BoundaryNorm
+    bar = fig.colorbar(ScalarMappable(BoundaryNorm(range(banks.BANKS + 1), banks.BANKS), cmap),
+                       ax=axes, shrink=0.8, ticks=[b + 0.5 for b in range(0, banks.BANKS, 4)])
+    bar.ax.set_yticklabels(range(0, banks.BANKS, 4))
+    bar.set_label("bank")
+    fig.suptitle(f"A {block} x {block} tile of floats, each element coloured by its bank "
+                 "(word % 32); column 0 outlined, with its banks written in", fontsize=12)
+    return fig
+
+
+def column_store(pads=(0, 1), block: int = 32):
+    """The lane x bank pictures of a warp that stores one column of the tile (lane i to
+    row i), for each padding; labels: the tile row of each word. Returns the Figure."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(pads), figsize=(7.5 * len(pads), 5.5), layout="constrained")
+    for ax, pad in zip(axes, pads):
+        S = block + pad
+        an = banks.analyse(banks.words_to_bytes([lane * S for lane in range(banks.WARP)]), 4)
+        banks.plot_banks(an, ax=ax, row_of=lambda w, S=S: w // S, row_name="the tile row",
+                         title=f"one column, rows of {S} words: {an.wavefronts} "
+                               f"wavefront{'s' if an.wavefronts > 1 else ''}, ideal {an.ideal}")
+    return fig
+
+
+def wide_loads():
+    """Two 128-bit loads of one warp, lane x bank: all lanes reading the same 16 bytes
+    (the quarters of each half merge: 2 wavefronts) and lane i reading the 16 bytes at
+    word 36 i (rows of 36 words: 4 quarter phases, 1 wavefront each). Returns the Figure."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(15, 5.5), layout="constrained")
+    cases = ((banks.broadcast(0, 16), "128-bit, every lane the same 16 bytes (a broadcast)"),
+             (banks.words_to_bytes([36 * lane for lane in range(banks.WARP)]),
+              "128-bit, lane i at word 36 i (rows of 36 words)"))
+    for ax, (addresses, what) in zip(axes, cases):
+        an = banks.analyse(addresses, 16)
+        banks.plot_banks(an, ax=ax, row_of=lambda w: w // 36, row_name="row of 36 words",
+                         title=f"{what}:\n{an.wavefronts} wavefronts, ideal {an.ideal}")
+    return fig
+
+
+def read_b(pads=(0, 2)):
+    """The B read of the k-along-rows layout at BLOCK = 32 (one wide load: several values
+    of k per lane), lane x bank, for each padding; labels: the row n of the B tile."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(pads), figsize=(7.5 * len(pads), 7), layout="constrained")
+    for ax, pad in zip(axes, pads):
+        p = {"BLOCK": 32, "LAYOUT": "conflict", "PAD": pad}
+        ins = next(i for i in ch03_04_tiles.warp_instructions("bank_layout", p)
+                   if i.group == "read B")
+        S, start = 32 + pad, 32 * (32 + pad)          # sB follows sA: BLOCK rows of S words
+        banks.plot_banks(ins.analysis, ax=ax, row_of=lambda w, S=S, s=start: (w - s) // S,
+                         row_name="the row n of the B tile",
+                         title=f"{layout_name(p)}: read B, sB[n = tx][k..] ({ins.sass})\n"
+                               f"{ins.analysis.wavefronts} wavefronts, ideal {ins.analysis.ideal}")
+    return fig
+
+
+# ------------------------------------------------------------------ the lower bound
+
+def lower_bound(block: int = 32) -> list[tuple[str, int, str]]:
+    """The fewest wavefronts one warp can spend per step along K at one output per thread
+    (block x block threads, block = 32: a warp is one row ty of threads), whatever the
+    layout, from the data the step must move and the bank model's best case for each
+    access. Rows: (access, wavefronts at least, why)."""
+    warp = banks.WARP
+    # A: the warp's 32 lanes all need the same `block` values A(ty, k): a broadcast. The
+    # widest broadcast per wavefront, over the three load widths, from the model.
+    per_wf = {w: (w // banks.WORD) / banks.analyse(banks.broadcast(0, w), w).wavefronts
+              for w in banks.WIDTHS}
+    best = max(per_wf.values())
+    a = int(-(-block // best))
+    # B: every lane needs its own `block` values B(k, tx): block * 32 different words, and
+    # a wavefront delivers at most one word from each of the 32 banks.
+    b = block * warp // banks.BANKS
+    return [("read A", a, f"{block} values shared by all lanes; a broadcast delivers at most "
+                          f"{best:g} words per wavefront (64-bit: {per_wf[8]:g}, 128-bit: "
+                          f"{per_wf[16]:g}, 32-bit: {per_wf[4]:g})"),
+            ("read B", b, f"{block} x {warp} = {block * warp:,} different words, at most "
+                          f"{banks.BANKS} per wavefront"),
+            ("stores", 2, "one STS of a and one of b, at least 1 wavefront each"),
+            ("total", a + b + 2, "")]
+
+
+def lower_bound_table(block: int = 32):
+    from gemm_kernels.core.table import Table
+    rows = [{"access": n, "wavefronts, at least": w, "because": why}
+            for n, w, why in lower_bound(block)]
+    return Table(rows, ["access", "wavefronts, at least", "because"],
+                 title=f"one warp, one step along K, BLOCK = {block}: the least any layout can cost")
+
+
+# ------------------------------------------------------------------ the store excess
+
+def store_excess():
+    """(per STS, the least and the most extra wavefronts Nsight Compute counted beyond
+    the model over every recorded configuration; the same per load instruction; the
+    excess as a share of all shared wavefronts, least and most)."""
+    per_st, per_ld, share = [], [], []
+    for name, p in [("smem_tiled", {"BLOCK": 32})] + ch03_04_tiles.variants():
+        meas = ch03_04_tiles.measured(name, p)
+        if not meas:
+            continue
+        pred = ch03_04_tiles.predict(name, p)
+        instr = {"ld": 0, "st": 0}
+        for r in ch03_04_tiles.per_instruction(name, p, meas["shape"]):
+            instr[r["op"]] += r["in the launch"]
+        st = meas["st wavefronts"] - pred["st wavefronts"]
+        ld = meas["ld wavefronts"] - pred["ld wavefronts"]
+        per_st.append(st / instr["st"])
+        per_ld.append(ld / instr["ld"])
+        share.append((st + ld) / (meas["st wavefronts"] + meas["ld wavefronts"]))
+    if not per_st:
+        return None
+    return {"configurations": len(per_st), "per STS": (min(per_st), max(per_st)),
+            "per load": (min(per_ld), max(per_ld)), "share": (min(share), max(share))}
+
+
+def readme_default(size: int = 2048) -> dict | None:
+    """The registry default of bank_layout (the ladder's row) and the chapter's fastest
+    layout at size^3: {'default': (label, GFLOP/s), 'fastest': (label, GFLOP/s)}."""
+    from gemm_kernels.core.kernels import get
+    from gemm_kernels.measure import lookup
+    d = get("bank_layout").defaults()
+    best = {"BLOCK": 32, "LAYOUT": "conflict", "PAD": 2}
+    try:
+        return {"default": (layout_name(d), lookup.recorded("bank_layout", (size,) * 3, d)["gflops"]["median"]),
+                "fastest": (layout_name(best),
+                            lookup.recorded("bank_layout", (size,) * 3, best)["gflops"]["median"])}
+    except LookupError:
+        return None
+
+
+# The probe's patterns the chapter discusses.
+PROBE_PATTERNS = ("w4_stride32", "w4_stride33", "w16_broadcast", "w16_pairs_xor1",
+                  "w16_merge_first_half_only")
+
+
+def probe_table():
+    """The hardware probe's patterns that disagree with the model, if any, and those the
+    chapter discusses; the title counts the agreements over all of them. None without
+    the probe's recording."""
+    from gemm_kernels.core.table import Table
+    probe = ch03_04_tiles.probe_table()
+    if probe is None:
+        return None
+    return Table([r for r in probe if r["agree"] != "yes" or r["pattern"] in PROBE_PATTERNS],
+                 probe.columns, title=probe.title + "; shown: the disagreements and the "
+                 "patterns the text discusses")
+
+
+# ------------------------------------------------------------------ the exercise's layouts
+
+# Layouts under the exercise's rule (k along the rows of both tiles), as the two lines
+# `word = ...;` of a_word(m, k) and b_word(k, n); x stands for m and for n.
+EXERCISE_LAYOUTS = {
+    "rows of BLOCK words": "x * BLOCK + k",
+    "rows of BLOCK + 1": "x * (BLOCK + 1) + k",
+    "rows of BLOCK + 2": "x * (BLOCK + 2) + k",
+    "rows of BLOCK + 3": "x * (BLOCK + 3) + k",
+    "rows of BLOCK + 4": "x * (BLOCK + 4) + k",
+    "rows of BLOCK, XOR swizzle": "x * BLOCK + (k ^ ((x & 7) << 2))",
+}
+
+
+def exercise_layouts(layouts=None, block: int = 32):
+    """Each layout priced the way the exercise's check prices it: the widest merge its
+    reads allow (A and B), and one step along K of the costliest warp in wavefronts, with
+    its ideal (the same instructions without a conflict) and the step's budget."""
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.exercises import ch04_checks as c
+    rows = []
+    for label, expr in (layouts or EXERCISE_LAYOUTS).items():
+        a = c.word_table(expr.replace("x", "m"), ("m", "k"), block)
+        b = c.word_table(expr.replace("x", "n"), ("k", "n"), block)
+        wa, wb = c.read_width(a, along_rows=False), c.read_width(b, along_rows=True)
+        cost, _ = c.step_cost(a, b, wa, wb)
+        total, ideal = max(cost)
+        rows.append({"layout": label, "a_word(m, k)": expr.replace("x", "m"),
+                     "reads": f"{32 * wa}-bit" if wa == wb else f"A {32 * wa}-bit, B {32 * wb}-bit",
+                     "wavefronts per step": total, "without conflicts": ideal,
+                     "within the budget": "yes" if total <= c.step_budget(block) else "no"})
+    return Table(rows, list(rows[0]), title=f"under the exercise's rule, BLOCK = {block}: "
+                 f"one step of the costliest warp (budget {c.step_budget(block)})")
+
+
+def exercise_lower_bound(block: int = 32):
+    """The least one step can cost under the exercise's rule, for each width of the merged
+    reads: A (a broadcast: the model's best words per wavefront at that width), B (block
+    x 32 different words, 32 per wavefront), the store of a (1) and the store of b. With
+    reads w words wide, B(k, n) for k a multiple of w starts an aligned group of w words,
+    so it lies in a bank that is a multiple of w: the warp's 32 stores of b for such a k
+    share 32 / w banks, w words per bank."""
+    from gemm_kernels.core.table import Table
+    rows = []
+    for w in (1, 2, 4):
+        an = banks.analyse(banks.broadcast(0, 4 * w), 4 * w)
+        a = block // w * an.wavefronts
+        b = block * banks.WARP // banks.BANKS
+        rows.append({"reads": f"{32 * w}-bit", "read A": a, "read B": b, "store a": 1,
+                     "store b": w, "total": a + b + 1 + w})
+    return Table(rows, list(rows[0]), title=f"the least one step can cost a warp under the "
+                 f"exercise's rule, BLOCK = {block}")
+
+
+# ------------------------------------------------------------------ printed lines
+
+def ceiling_range(size: int = 2048) -> str:
+    """Measured / bound over every configuration, and how far apart the bounds are."""
+    t = summary(ALL, size)
+    shares = [r["% of bound"] for r in t if r["GFLOP/s"]]
+    bounds = [r["bound GFLOP/s"] for r in t]
+    return (f"measured / bound: {min(shares):.0f}% .. {max(shares):.0f}% over {len(shares)} "
+            f"configurations; the fastest bound is {max(bounds) / min(bounds):.1f}x the slowest")
+
+
+def same_checks(size: int = 2048) -> str:
+    """The chapter's fastest layout next to chapter 03's kernel with the same bounds
+    checks (EDGES='always') and with its check-free interior loop, and its share of the
+    cuBLAS run timed beside it."""
+    from gemm_kernels.measure import ladder, lookup
+    best = {"BLOCK": 32, "LAYOUT": "conflict", "PAD": 2}
+    g = lookup.measure_or_lookup("bank_layout", (size,) * 3, best)["gflops"]["median"]
+    lines = [f"{layout_name(best)}: {g:,.0f} GFLOP/s at {size}^3"]
+    for edges in ("always", "auto"):
+        g03 = lookup.measure_or_lookup("smem_tiled", (size,) * 3,
+                                       {"BLOCK": 32, "EDGES": edges})["gflops"]["median"]
+        lines.append(f"chapter 03, EDGES={edges!r}: {g03:,.0f} GFLOP/s; "
+                     f"{layout_name(best)} runs at {g / g03:.2f}x")
+    share = ladder.share("bank_layout", size, best)
+    if share and share["% of cuBLAS"] is not None:
+        lines.append(f"{layout_name(best)}: {share['% of cuBLAS']:.0f}% of cuBLAS timed in the same run")
+    return "\n".join(lines)
+
+
+def store_excess_line() -> str:
+    ex = store_excess()
+    if not ex:
+        return "no profiled configurations here"
+    return (f"{ex['configurations']} configurations at 1024^3: extra wavefronts per STS "
+            f"{ex['per STS'][0]:.2f} .. {ex['per STS'][1]:.2f}; per load instruction "
+            f"{ex['per load'][0]:.4f} .. {ex['per load'][1]:.4f}; all of it as a share of the "
+            f"shared wavefronts: {ex['share'][0]:.2%} .. {ex['share'][1]:.2%}")

@@ -1,0 +1,662 @@
+"""Chapter 05's pictures and tables: one thread's work, the tile copy, what the compiler
+makes of the two loop orders, and the evidence tables the chapter reads (the
+shared-memory bound, where the warps wait, outputs per thread, warps against work).
+
+Every number comes from the static analysis here (ptxas, nvdisasm, the bank model) or
+from the recording; the functions only gather and lay them out.
+"""
+from __future__ import annotations
+
+from gemm_kernels.core import analysis
+from gemm_kernels.core.kernels import get
+from gemm_kernels.core.table import Table
+
+K4 = {"BM": 64, "BN": 64, "BK": 8, "TM": 8}        # the tile of Boehm's kernel 4
+# The K4 tile with twice the outputs per thread: four blocks of 256 threads per SM where
+# K4 has two of 512, the same 32 warps.
+K4_TM16 = {"BM": 64, "BN": 64, "BK": 8, "TM": 16}
+# The same 256-thread blocks as K4_TM16 (four per SM) with half its tile and TM = 8.
+HALF_TM8 = {"BM": 32, "BN": 64, "BK": 8, "TM": 8}
+SMALL, TEXT = 9, 10
+
+
+def _plt():
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _params(params=None) -> dict:
+    k = get("tile_1d")
+    bad = k.problems(params or {})
+    if bad:
+        raise ValueError("tile_1d: " + "; ".join(bad))
+    return k.resolve(params or {})
+
+
+# ------------------------------------------------------------------ one thread's work
+
+def one_thread(params=None, tr: int = 1, tc: int = 40, k: int = 5):
+    """The block's three tiles laid out as a product (As left of C, Bs above it) and one
+    thread's share of step k: the TM outputs it owns (rows tr*TM .. tr*TM + TM-1 of
+    column tc of the C tile), the TM values of As it reads (column k, the same rows) and
+    the one value of Bs (row k, column tc). Which thread that is, the picture does not
+    say: that is the exercise. Returns the Figure."""
+    from matplotlib.patches import Rectangle
+    p = _params(params)
+    BM, BN, BK, TM = p["BM"], p["BN"], p["BK"], p["TM"]
+    if not (0 <= tr < BM // TM and 0 <= tc < BN and 0 <= k < BK):
+        raise ValueError(f"tr in 0..{BM // TM - 1}, tc in 0..{BN - 1}, k in 0..{BK - 1}")
+    gap = max(4, BK // 2)
+    x_c, y_c = BK + gap, BK + gap                        # C's top-left corner
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(9.0, 7.2), layout="constrained")
+    colour, pale = "#d62728", "#f4c7c3"
+
+    def tile(x, y, w, h, name, label):
+        ax.add_patch(Rectangle((x, y), w, h, facecolor="0.93", edgecolor="0.45", lw=1.2))
+        ax.text(x + w / 2, y - 1.2, f"{name}  ({label})", ha="center", va="bottom",
+                fontsize=TEXT)
+
+    tile(0, y_c, BK, BM, "As", f"{BM} x {BK}")
+    tile(x_c, 0, BN, BK, "Bs", f"{BK} x {BN}")
+    tile(x_c, y_c, BN, BM, "C tile", f"{BM} x {BN}")
+    r0 = tr * TM
+    # this step's column of As and row of Bs, pale; what the thread reads, strong
+    ax.add_patch(Rectangle((k, y_c), 1, BM, facecolor=pale, edgecolor="none"))
+    ax.add_patch(Rectangle((x_c, k), BN, 1, facecolor=pale, edgecolor="none"))
+    ax.add_patch(Rectangle((k, y_c + r0), 1, TM, facecolor=colour, edgecolor="black", lw=1))
+    ax.add_patch(Rectangle((x_c + tc, k), 1, 1, facecolor=colour, edgecolor="black", lw=1))
+    ax.add_patch(Rectangle((x_c + tc, y_c + r0), 1, TM, facecolor=colour, edgecolor="black",
+                           lw=1.4))
+    # guides from the reads to the outputs they feed
+    ax.plot([k + 1, x_c + tc], [y_c + r0 + TM / 2] * 2, color=colour, lw=1, ls=":")
+    ax.plot([x_c + tc + 0.5] * 2, [k + 1, y_c + r0], color=colour, lw=1, ls=":")
+    ax.annotate(f"its {TM} outputs: rows {r0}..{r0 + TM - 1}\nof column {tc}, "
+                f"acc[0..{TM - 1}]", xy=(x_c + tc + 1, y_c + r0 + TM / 2),
+                xytext=(x_c + tc + 6, y_c + r0 + TM + 8), fontsize=TEXT,
+                arrowprops=dict(arrowstyle="->", color="0.2"))
+    ax.annotate(f"{TM} values of As:\ncolumn k = {k}, the same rows", xy=(k + 0.5, y_c + r0 + TM),
+                xytext=(0, y_c + BM + 6), fontsize=TEXT, arrowprops=dict(arrowstyle="->", color="0.2"))
+    ax.annotate(f"1 value of Bs:\nrow k = {k}, column {tc}", xy=(x_c + tc + 1, k + 0.5),
+                xytext=(x_c + BN + 3, BK / 2 + 3), fontsize=TEXT,
+                arrowprops=dict(arrowstyle="->", color="0.2"))
+    ax.set_xlim(-1, x_c + BN + 24)
+    ax.set_ylim(y_c + BM + 11, -6)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(f"One thread of a tile_1d block (BM = {BM}, BN = {BN}, BK = {BK}, TM = {TM}) "
+                 f"at step k = {k}:\n{TM} + 1 shared-memory values feed {TM} multiply-adds, "
+                 f"one into each of its {TM} outputs", fontsize=TEXT + 1)
+    return fig
+
+
+# ------------------------------------------------------------------ the tile copy
+
+def copy_map(params=None) -> dict:
+    """For the A tile (BM x BK) and the B tile (BK x BN): the pass i and the thread t that
+    copy each element (idx = t + i*NT walks the tile row by row), the passes, and the
+    threads left idle in the last pass (the `% NT` guard's work)."""
+    import numpy as np
+    p = _params(params)
+    nt = p["BM"] * p["BN"] // p["TM"]
+    out = {"threads": nt}
+    for name, rows, cols in (("A", p["BM"], p["BK"]), ("B", p["BK"], p["BN"])):
+        n = rows * cols
+        passes = -(-n // nt)
+        idx = np.arange(rows * cols).reshape(rows, cols)
+        out[name] = {"pass": idx // nt, "thread": idx % nt, "passes": passes,
+                     "idle": passes * nt - n, "shape": (rows, cols)}
+    return out
+
+
+def copy_picture(params=None):
+    """The A tile and the B tile of one configuration (default: the registry's), drawn to
+    scale side by side, each element coloured by the pass that copies it; warp 0's and
+    warp 1's elements of pass 0 outlined and named, and what they read and store written
+    beside them. Returns the Figure."""
+    from matplotlib.patches import Patch, Rectangle
+    p = _params(params)
+    cm = copy_map(p)
+    nt = cm["threads"]
+    colours = ["#a6cee3", "#b2df8a", "#fdbf6f", "#cab2d6", "#fb9a99", "#ffff99", "#8dd3c7",
+               "#bebada"]
+    outline = {0: "black", 1: "#d62728"}
+    outline_name = {0: "black", 1: "red"}
+    a_rows, a_cols = cm["A"]["shape"]
+    b_rows, b_cols = cm["B"]["shape"]
+    gap = 5
+    width, height = a_cols + gap + b_cols, max(a_rows, b_rows)
+    cell = 0.105
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(width * cell + 0.6, height * cell + 1.4), layout="constrained")
+    notes = []
+    for x0, name in ((0, "A"), (a_cols + gap, "B")):
+        t = cm[name]
+        rows, cols = t["shape"]
+        for r in range(rows):
+            for c in range(cols):
+                i, th = t["pass"][r, c], t["thread"][r, c]
+                warp = th // 32 if i == 0 else None
+                ax.add_patch(Rectangle((x0 + c, r), 1, 1, facecolor=colours[i % len(colours)],
+                                       edgecolor="white", lw=0.3))
+        for warp, colour in outline.items():
+            cells = [(r, c) for r in range(rows) for c in range(cols)
+                     if t["pass"][r, c] == 0 and t["thread"][r, c] // 32 == warp]
+            for r, c in cells:
+                ax.add_patch(Rectangle((x0 + c, r), 1, 1, fill=False, edgecolor=colour,
+                                       lw=1.1, zorder=3))
+            if cells:
+                from gemm_kernels.memory import banks
+                rs = sorted({r for r, _ in cells})
+                store = banks.analyse(banks.words_to_bytes(
+                    [r * cols + c for r, c in sorted(cells)] + [None] * (32 - len(cells))), 4)
+                notes.append((name, warp, rs, sorted({c for _, c in cells}), store.wavefronts))
+        what = "As" if name == "A" else "Bs"
+        ax.text(x0 + cols / 2, -0.8, f"{what}: {rows} x {cols}, {t['passes']} "
+                f"pass{'es' if t['passes'] > 1 else ''}", ha="center", va="bottom",
+                fontsize=TEXT)
+    lines = [f"In pass i, thread t copies element idx = t + i x {nt} of each tile, "
+             "counted row by row:", "a warp copies 32 neighbouring elements."]
+    for name, warp, rs, cs, wf in notes:
+        what, src = ("As", "A") if name == "A" else ("Bs", "B")
+        row_text = f"row {rs[0]}" if len(rs) == 1 else f"rows {rs[0]}-{rs[-1]}"
+        lines.append(f"warp {warp} ({outline_name[warp]}): {what} {row_text}, columns "
+                     f"{cs[0]}-{cs[-1]}: loads {len(rs)} piece{'s' if len(rs) > 1 else ''} of "
+                     f"{4 * len(cs)} bytes of {src}, stores in {wf} wavefront{'s' if wf > 1 else ''}")
+    ax.text(a_cols + gap, b_rows + 3, "\n".join(lines), va="top", ha="left", fontsize=TEXT)
+    ax.legend(handles=[Patch(facecolor=colours[i], label=f"pass i = {i}")
+                       for i in range(max(cm["A"]["passes"], cm["B"]["passes"]))],
+              loc="lower right", fontsize=SMALL, frameon=False, ncols=2)
+    ax.set_xlim(-0.5, width + 0.5)
+    ax.set_ylim(height + 0.5, -3.5)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(f"The tile copy of one step, {nt} threads (BM = {p['BM']}, BN = {p['BN']}, "
+                 f"BK = {p['BK']}, TM = {p['TM']}); colour: the pass", fontsize=TEXT + 1)
+    return fig
+
+
+# ------------------------------------------------------------------ the loop orders
+
+_LOOP = """#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+            const float b = Bs[k][tc];
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+                acc[i] += As[tr * TM + i][k] * b;
+        }"""
+LOOP_ORDERS = {
+    "k outside, Bs[k][tc] in a register (the kernel's)": _LOOP,
+    "i outside: one dot product per output": """#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int k = 0; k < BK; ++k)
+                acc[i] += As[tr * TM + i][k] * Bs[k][tc];""",
+    "i outside, the k loop kept rolled": """#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll 1
+            for (int k = 0; k < BK; ++k)
+                acc[i] += As[tr * TM + i][k] * Bs[k][tc];""",
+}
+
+
+def loop_orders(params=None) -> Table:
+    """tile_1d compiled with each loop of LOOP_ORDERS in place of its own: registers and
+    spills (ptxas) and the shared loads and FFMA between the two barriers of one step
+    (nvdisasm), with the loads per FFMA."""
+    from gemm_kernels.core import compiler
+    from gemm_kernels.exercises.ch05_checks import between_barriers, opcodes
+    p = _params(params)
+    k = get("tile_1d")
+    src = k.source_text()
+    if _LOOP not in src:
+        raise ValueError("tile_1d's loop is not the one this table replaces")
+    rows = []
+    for i, (label, loop) in enumerate(LOOP_ORDERS.items()):
+        variant = k.with_code(src.replace(_LOOP, loop), name=f"tile_1d:order{i}",
+                              source="05_tile_1d_variant.cu")
+        res = compiler.resources(variant, p)
+        ops = between_barriers(opcodes(compiler.sass(variant, p)))
+        n = {w: sum(1 for op in ops if op == w) for w in ("LDS", "LDS.64", "LDS.128")}
+        ffma = sum(1 for op in ops if op.startswith("FFMA"))
+        loads = sum(n.values())
+        rows.append({"loop": label, "registers": res["registers"],
+                     "spills (bytes)": res["spill_stores"], "LDS.128": n["LDS.128"],
+                     "LDS": n["LDS"], "FFMA": ffma,
+                     "loads per FFMA": f"{loads / ffma:.3g}" if ffma else "-"})
+    return Table(rows, list(rows[0]), title="one step of tile_1d between its two barriers, "
+                 f"as compiled ({' '.join(f'{n}={p[n]}' for n in ('BM', 'BN', 'BK', 'TM'))}; "
+                 "a loop kept rolled counts once, as its body)")
+
+
+# ------------------------------------------------------------------ the evidence at 4096^3
+
+def _measured(kernel, params, size=4096):
+    from gemm_kernels.measure import lookup
+    try:
+        return lookup.measure_or_lookup(kernel, (size,) * 3, params)["gflops"]["median"]
+    except LookupError:
+        return None
+
+
+def _profiled():
+    from gemm_kernels.measure import studies
+    return [(s, r) for s, r in studies.results("stalls")
+            if r and s.kernel in ("smem_tiled", "tile_1d")]
+
+
+LDS = "smsp__inst_executed_op_shared_ld.sum"
+WF = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
+BUSY = "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed"
+
+
+def smem_bound(w: float, props: dict | None = None) -> float:
+    """GFLOP/s that shared memory alone allows at w wavefronts per FFMA instruction: an SM
+    serves one wavefront per clock, and an FFMA instruction is 32 lanes x 2 flops."""
+    from gemm_kernels.measure import roofline
+    props = props or roofline.device_properties()
+    return props["sm_count"] * props["sm_clock_mhz"] * 1e6 / w * 32 * 2 / 1e9
+
+
+def bound_table() -> Table:
+    """Chapter 03's kernel and the two tile_1d tiles as profiled at 4096^3: shared loads
+    per FFMA (the SASS, and Nsight Compute's count), wavefronts per FFMA, the
+    shared-memory bound they give, the measured rate, its share of the bound, and how
+    busy Nsight Compute found the shared-memory pipe."""
+    from gemm_kernels.measure import records
+    rows = []
+    for s, r in _profiled():
+        h, m = analysis.summary(s.kernel, s.params)["loop_histogram"], r["metrics"]
+        ffma = r["shape"][0] * r["shape"][1] * r["shape"][2] // 32   # FFMA warp instructions
+        w, g = m[WF] / ffma, _measured(s.kernel, s.params)
+        rows.append({"kernel": s.label,
+                     "loads per FFMA, SASS": f"{(h.get('LDS', 0) + h.get('LDS.128', 0)) / h['FFMA']:.3g}",
+                     "loads per FFMA, counted": f"{m[LDS] / ffma:.3g}",
+                     "wavefronts per FFMA": f"{w:.3f}", "bound GFLOP/s": smem_bound(w),
+                     "measured GFLOP/s": g,
+                     "% of bound": round(100 * g / smem_bound(w)) if g else None,
+                     "shared pipe busy": f"{m[BUSY]:.0f}%"})
+    return Table(rows, list(rows[0]) if rows else [],
+                 title=f"shared-memory bound from the wavefronts Nsight Compute counted, "
+                       f"4096^3 ({records.recording_label()})")
+
+
+def bound_plot(ax=None):
+    """bound_table as bars: the bound and the measured rate of each kernel, TFLOP/s."""
+    plt = _plt()
+    t = bound_table()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 3.2))
+    y = list(range(len(t)))[::-1]
+    for dy, (what, colour, key) in zip((0.17, -0.17), (
+            ("shared-memory bound (counted wavefronts)", "tab:orange", "bound GFLOP/s"),
+            ("measured", "tab:blue", "measured GFLOP/s"))):
+        ax.barh([v + dy for v in y], [(r[key] or 0) / 1e3 for r in t], height=0.32,
+                color=colour, label=what)
+    for yi, r in zip(y, t):
+        if r["% of bound"]:
+            ax.text(r["measured GFLOP/s"] / 1e3, yi - 0.17, f" {r['% of bound']}% of bound",
+                    va="center", fontsize=SMALL)
+    ax.set_yticks(y, [r["kernel"] for r in t])
+    ax.set_xlabel("TFLOP/s at 4096^3")
+    ax.legend(fontsize=SMALL, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    ax.figure.tight_layout()
+    return ax
+
+
+def wait_table() -> Table:
+    """The same three kernels: their two largest waits, registers, resident warps (blocks
+    per SM from ptxas, warps active from Nsight Compute), and how busy the schedulers
+    and the FMA pipe were."""
+    from gemm_kernels.notebook import evidence
+    rows = []
+    for s, r in _profiled():
+        m, occ = r["metrics"], analysis.kernel_occupancy(s.kernel, s.params)
+        waits = sorted(((v, k) for k, v in evidence.stall_reasons(r).items()
+                        if k != "selected"), reverse=True)
+        rows.append({"kernel": s.label,
+                     "two largest waits (cycles per instruction)":
+                         ", ".join(f"{k} {v:.1f}" for v, k in waits[:2]),
+                     "registers": occ.registers_per_thread,
+                     "warps per SM": f"{occ.warps_per_sm} of {occ.max_warps_per_sm}",
+                     "warps active": f"{m['sm__warps_active.avg.pct_of_peak_sustained_active']:.0f}%",
+                     "schedulers busy": f"{m['smsp__issue_active.avg.pct_of_peak_sustained_active']:.0f}%",
+                     "FMA pipe busy": f"{m['sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active']:.0f}%"})
+    return Table(rows, list(rows[0]) if rows else [],
+                 title="Nsight Compute at 4096^3; registers and warps per SM from ptxas")
+
+
+def _tile(kernel, p) -> tuple[int, int, int, int]:
+    if kernel == "smem_tiled":
+        return p["BLOCK"], p["BLOCK"], p["BLOCK"], 1
+    return p["BM"], p["BN"], p["BK"], p["TM"]
+
+
+def outputs_table() -> Table:
+    """The study ch05_outputs (one tile family at 4096^3, 1 to 16 outputs per thread):
+    per step the tile, threads, registers (of the timed binary), warps per SM, the FFMA a
+    thread does between two barriers, shared loads per FFMA and loop instructions per
+    FFMA (from the SASS), and the rate."""
+    from gemm_kernels.measure import studies
+    rows = []
+    for s, r in studies.results("ch05_outputs"):
+        p = get(s.kernel).resolve(s.params)
+        bm, bn, bk, tm = _tile(s.kernel, p)
+        h = analysis.summary(s.kernel, s.params)["loop_histogram"]
+        regs = ((r or {}).get("binary") or {}).get("registers")
+        occ = analysis.kernel_occupancy(s.kernel, s.params, registers=regs)
+        rows.append({"outputs per thread": s.label.split(" (")[0].replace(" outputs per thread", "")
+                                                  .replace(" output per thread", ""),
+                     "BM x BN x BK": f"{bm} x {bn} x {bk}", "threads": occ.threads_per_block,
+                     "registers": occ.registers_per_thread,
+                     "warps per SM": f"{occ.warps_per_sm} ({occ.blocks_per_sm} block"
+                                     f"{'s' if occ.blocks_per_sm > 1 else ''})",
+                     "FFMA per thread per step": tm * bk,
+                     "loads per FFMA": f"{(h.get('LDS', 0) + h.get('LDS.128', 0)) / h['FFMA']:.3g}",
+                     "loop instructions per FFMA": f"{sum(h.values()) / h['FFMA']:.1f}",
+                     "GFLOP/s": r["gflops"]["median"] if r else None})
+    return Table(rows, list(rows[0]), title="one tile family, timed together at 4096^3; "
+                 "registers of the timed binaries, loads and instructions from the SASS")
+
+
+# ------------------------------------------------------------------ the sweep, 2048^3
+
+def best_per_tm(size: int = 2048) -> Table:
+    """For each TM, the fastest tile the sweep recorded at size^3, next to chapter 03's
+    kernel at the same size."""
+    from gemm_kernels.measure import ladder, records, tradeoff
+    t03 = ladder.share("smem_tiled", size)
+    rows = [{"outputs per thread": "1 (chapter 03)", "tile": "32 x 32 x 32", "threads": 1024,
+             "GFLOP/s": t03["GFLOP/s"] if t03 else None, "vs chapter 03": "1.0x"}]
+    for tm in next(q for q in get("tile_1d").params if q.name == "TM").values:
+        ranked = tradeoff.ranked("tile_1d", size, fixed={"TM": tm})
+        if not ranked:
+            continue
+        p, g = ranked[0]
+        rows.append({"outputs per thread": str(tm),
+                     "tile": f"{p['BM']} x {p['BN']} x {p['BK']}",
+                     "threads": p["BM"] * p["BN"] // tm, "GFLOP/s": g,
+                     "vs chapter 03": f"{g / t03['GFLOP/s']:.1f}x" if t03 else "-"})
+    return Table(rows, list(rows[0]), title=f"the fastest recorded tile for each TM, "
+                 f"{size}^3 ({records.recording_label()})")
+
+
+def warps_or_work(size: int = 2048) -> Table:
+    """Two pairs from the sweep, each doubling the outputs per thread while keeping the
+    warps per SM: K4 against K4 with TM = 16 (the same tile, 2 blocks of 16 warps against
+    4 of 8), and a 32 x 64 tile with TM = 8 against the same K4_TM16 (the same 256-thread
+    blocks, 4 of them per SM, and BK; twice the tile). Registers, blocks and warps per
+    SM, FFMA per thread per step, shared loads per FFMA, barriers per 1,000 FFMA (from
+    the SASS) and the rate at size^3."""
+    from gemm_kernels.measure import lookup, records
+    rows = []
+    for label, p in (("K4", K4), ("K4 with TM = 16", K4_TM16), ("half the tile, TM = 8", HALF_TM8)):
+        p = get("tile_1d").resolve(p)
+        h = analysis.summary("tile_1d", p)["loop_histogram"]
+        regs = (lookup.binary("tile_1d", p) or {}).get("registers")
+        occ = analysis.kernel_occupancy("tile_1d", p, registers=regs)
+        try:
+            g = lookup.recorded("tile_1d", (size,) * 3, p)["gflops"]["median"]
+        except LookupError:
+            g = None
+        rows.append({"tile": label, "BM x BN x BK": f"{p['BM']} x {p['BN']} x {p['BK']}",
+                     "TM": p["TM"], "threads": occ.threads_per_block,
+                     "registers": occ.registers_per_thread,
+                     "blocks x warps per SM": f"{occ.blocks_per_sm} x {occ.threads_per_block // 32} "
+                                              f"= {occ.warps_per_sm}",
+                     "FFMA per thread per step": p["TM"] * p["BK"],
+                     "loads per FFMA": f"{(h.get('LDS', 0) + h.get('LDS.128', 0)) / h['FFMA']:.3g}",
+                     "barriers per 1,000 FFMA": f"{1000 * h.get('BAR', 0) / h['FFMA']:.1f}",
+                     "GFLOP/s": g})
+    return Table(rows, list(rows[0]), title=f"the same warps per SM, twice the outputs per "
+                 f"thread: rates at {size}^3 ({records.recording_label()}); registers of "
+                 "the timed binaries")
+
+
+def outputs_stalls() -> Table:
+    """The 2- and 4-output tiles as profiled at 4096^3: warps active, schedulers busy,
+    instructions issued, the time, all waits and the barrier's share of them."""
+    from gemm_kernels.measure import studies
+    from gemm_kernels.notebook import evidence
+    rows = []
+    for s, r in studies.results("ch05_outputs_stalls"):
+        if not r:
+            continue
+        m = r["metrics"]
+        w = {k: v for k, v in evidence.stall_reasons(r).items() if k != "selected"}
+        rows.append({"tile": s.label,
+                     "warps active": f"{m['sm__warps_active.avg.pct_of_peak_sustained_active']:.0f}%",
+                     "schedulers busy": f"{m['smsp__issue_active.avg.pct_of_peak_sustained_active']:.0f}%",
+                     "instructions (billions)": m["smsp__inst_executed.sum"] / 1e9,
+                     "time (ms)": m["gpu__time_duration.sum"] / 1e6,
+                     "waits per instruction (cycles)": sum(w.values()),
+                     "at the barrier": f"{w.get('barrier', 0):.1f} "
+                                       f"({w.get('barrier', 0) / sum(w.values()):.0%})"})
+    return Table(rows, list(rows[0]) if rows else [],
+                 title="the 2- and 4-output tiles under Nsight Compute, 4096^3")
+
+
+def heatmaps(size: int = 2048, fixed_bn: int | None = None):
+    """The sweep as two heat maps with one colour scale: the best rate over the other
+    tunables for each (BM, BN), and for each (BM, TM) at BN = fixed_bn (default: the
+    registry default's BN). Returns the Figure."""
+    import math
+    from gemm_kernels.notebook import widgets
+    plt = _plt()
+    bn = fixed_bn or get("tile_1d").defaults()["BN"]
+    values = []
+    for x, y, fixed in (("BN", "BM", None), ("TM", "BM", {"BN": bn})):
+        values += [v for row in widgets.sweep_grid("tile_1d", x, y, size, fixed)[2]
+                   for v in row if not math.isnan(v)]
+    lo, hi = min(values) / 1e3, max(values) / 1e3
+    fig, axes = plt.subplots(1, 2, figsize=(11.5, 3.9))
+    widgets.heatmap("tile_1d", x="BN", y="BM", size=size, ax=axes[0], vmin=lo, vmax=hi,
+                    invalid="hatch")
+    widgets.heatmap("tile_1d", x="TM", y="BM", size=size, fixed={"BN": bn}, ax=axes[1],
+                    vmin=lo, vmax=hi, invalid="hatch")
+    axes[1].set_title(axes[1].get_title().replace("tile_1d:", f"tile_1d, BN = {bn}:"), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+# ------------------------------------------------------------------ mappings, priced
+
+MAPPINGS = {
+    "along the row (the kernel's)": ("t % BN", "t / BN"),
+    "down the column first": ("t / (BM / TM)", "t % (BM / TM)"),
+}
+# A third that costs no more: each half-warp its own row group (a 128-bit load's two
+# half-warps are served apart, so each can broadcast its own address).
+HALVES = {"one row group per half-warp": ("t % 16 + (t / 32) * 16 % BN",
+                                          "(t / 16) % 2 + (t / 32) * 16 / BN * 2")}
+
+
+def mapping_prices(params=None, mappings=None) -> Table:
+    """Each mapping (tc, tr) priced the way the exercise's check prices it: one step along
+    K of the costliest warp in shared-memory wavefronts (A read as LDS.128, B as LDS),
+    the same with no bank conflict at all, and the 32-byte sectors of a store of C."""
+    from gemm_kernels.exercises.ch05_checks import (coverage_problems, mapping_step,
+                                                    mapping_table, store_sectors)
+    p = _params(params)
+    rows = []
+    for label, (tc, tr) in (mappings or MAPPINGS).items():
+        places = mapping_table(tc, tr, p)
+        if isinstance(places, str) or coverage_problems(places, p):
+            continue
+        cost, _ = mapping_step(places, p)
+        worst = max(range(len(cost)), key=lambda w: cost[w][0])
+        rows.append({"lanes of a warp": label, "tc": tc, "tr": tr,
+                     "row groups per warp": len({r for _, r in places[:32]}),
+                     "wavefronts per step": cost[worst][0],
+                     "without conflicts": cost[worst][1],
+                     "sectors per store of C": max(store_sectors(places, p))})
+    return Table(rows, list(rows[0]), title="one step along K of the costliest warp, bank "
+                 f"model ({' '.join(f'{n}={p[n]}' for n in ('BM', 'BN', 'BK', 'TM'))})")
+
+
+# ------------------------------------------------------------------ for the solution
+
+def _variant_sources() -> dict:
+    """The chapter's kernel as an exercise submission (its own mapping lines and loop),
+    and the same source with one thing changed, as a student might write it."""
+    src = get("tile_1d").source_text()
+    mapping = ("const int tc = t % BN;", "const int tr = t / BN;")
+    if _LOOP not in src or not all(m in src for m in mapping):
+        raise ValueError("tile_1d's mapping or loop is not the one these variants change")
+
+    def mapped(tc, tr):
+        return src.replace(mapping[0], f"const int tc = {tc};").replace(mapping[1],
+                                                                         f"const int tr = {tr};")
+    i_rolled = _LOOP.replace("#pragma unroll\n            for (int i",
+                             "#pragma unroll 1\n            for (int i")
+    return {
+        "the chapter's kernel": src,
+        "i outside: one dot product per output": src.replace(
+            _LOOP, LOOP_ORDERS["i outside: one dot product per output"]),
+        "i outside, the k loop kept rolled": src.replace(
+            _LOOP, LOOP_ORDERS["i outside, the k loop kept rolled"]),
+        "the i loop kept rolled (acc[i] with i not known)": src.replace(_LOOP, i_rolled),
+        "threads down the column first": mapped("t / (BM / TM)", "t % (BM / TM)"),
+        "one row group per half-warp": mapped(*HALVES["one row group per half-warp"]),
+        "tc = t % 32: two threads per output": mapped("t % 32", "t / 32 % (BM / TM)"),
+    }
+
+
+def mistakes(width: int = 240) -> Table:
+    """Steps 2 and 3 of the exercise without a GPU (step 3 then runs the kernel on the
+    CPU, where a compiler is installed) on the chapter's kernel and on variants of it:
+    the verdicts, and the start of what step 2 says."""
+    from gemm_kernels.exercises.grader import grade
+    rows = []
+    for label, src in _variant_sources().items():
+        steps = {s.name: s for s in grade("05_tile_1d", src, gpu=False).steps}
+        static = steps["static"]
+        text = static.detail if len(static.detail) <= width else static.detail[:width - 3] + "..."
+        rows.append({"submission": label, "step 2 (static)": static.status,
+                     "step 3 (right numbers)": steps["correct"].status,
+                     "what step 2 says": text})
+    return Table(rows, list(rows[0]), title="the exercise's steps 2 and 3 without a GPU, on "
+                 "variants of the chapter's kernel (BM = BN = 64, BK = TM = 16)")
+
+
+def bk_table(tile=None, bks=(8, 16, 32)) -> Table:
+    """tile_1d at one BM, BN, TM (default: the registry default's) for each BK, compiled
+    here: registers, spills, shared memory, blocks and warps per SM, FFMA per barrier,
+    and the rate at 2048^3 where one was measured. BK = 32 is outside the kernel's
+    tunables; it is compiled from the same source, without the registry's constraints."""
+    from dataclasses import replace
+    from gemm_kernels.core import compiler
+    from gemm_kernels.measure import lookup
+    k = get("tile_1d")
+    p0 = k.resolve(tile or {})
+    wide = replace(k, name="tile_1d:any_bk", constraints=(),
+                   params=tuple(replace(q, values=tuple(sorted(set(q.values) | set(bks))))
+                                if q.name == "BK" else q for q in k.params))
+    rows = []
+    for bk in bks:
+        p = {**p0, "BK": bk}
+        res = compiler.resources(wide, p)
+        occ = analysis.occupancy(p["BM"] * p["BN"] // p["TM"], res["registers"], res["smem_bytes"])
+        h = analysis.summary(wide, p)["loop_histogram"]
+        try:
+            g = lookup.recorded("tile_1d", (2048,) * 3, p)["gflops"]["median"]
+        except (LookupError, ValueError):
+            g = None
+        rows.append({"BK": bk, "registers": res["registers"], "spills (bytes)": res["spill_stores"],
+                     "shared memory (bytes)": res["smem_bytes"],
+                     "blocks x warps per SM": f"{occ.blocks_per_sm} x {occ.threads_per_block // 32}"
+                                              f" = {occ.warps_per_sm}",
+                     "FFMA per barrier": h["FFMA"] // max(1, h.get("BAR", 1)),
+                     "GFLOP/s at 2048^3": g if g is not None else "not measured"})
+    return Table(rows, list(rows[0]), title=f"tile_1d, BM = {p0['BM']}, BN = {p0['BN']}, "
+                 f"TM = {p0['TM']}: ptxas -v and nvdisasm here (sm_90)")
+
+
+def bk_scatter(size: int = 2048, ax=None):
+    """Every pair of measured configurations that differ only in BK: the rate at BK = 16
+    against the rate at BK = 8, coloured by TM, with the diagonal (no gain) drawn."""
+    from gemm_kernels.core.style import series_styles
+    from gemm_kernels.measure import records, tradeoff
+    plt = _plt()
+    rate = {tuple(sorted(c.items())): g for c, g in tradeoff.ranked("tile_1d", size)}
+    pairs = []
+    for c, g8 in tradeoff.ranked("tile_1d", size, fixed={"BK": 8}):
+        g16 = rate.get(tuple(sorted({**c, "BK": 16}.items())))
+        if g16:
+            pairs.append((c, g8, g16))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 5.6))
+    tms = sorted({c["TM"] for c, _, _ in pairs})
+    for (colour, marker), tm in zip(series_styles(len(tms)), tms):
+        pts = [(g8 / 1e3, g16 / 1e3) for c, g8, g16 in pairs if c["TM"] == tm]
+        ax.scatter(*zip(*pts), color=colour, marker=marker, s=45, label=f"TM = {tm}", zorder=3)
+    lo = min(min(g8, g16) for _, g8, g16 in pairs) / 1e3 * 0.95
+    hi = max(max(g8, g16) for _, g8, g16 in pairs) / 1e3 * 1.03
+    ax.plot([lo, hi], [lo, hi], color="0.5", lw=1, ls="--", label="no gain")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_aspect("equal")
+    ax.set_xlabel(f"TFLOP/s with BK = 8 ({size}^3)")
+    ax.set_ylabel(f"TFLOP/s with BK = 16 ({size}^3)")
+    ax.legend(fontsize=SMALL, loc="lower right")
+    ax.set_title(f"{len(pairs)} pairs differing only in BK\n({records.recording_label()})",
+                 fontsize=TEXT)
+    return ax, pairs
+
+
+# ------------------------------------------------------------------ printed lines
+
+def shares_4096() -> str:
+    """The K4 tile and the default at 4096^3: rate, share of the cuBLAS run timed beside
+    it, and the ratio to chapter 03's kernel."""
+    from gemm_kernels.measure import ladder
+    t03 = ladder.share("smem_tiled", 4096)
+    lines = []
+    for label, p in (("K4 tile", K4), ("default", get("tile_1d").defaults())):
+        s = ladder.share("tile_1d", 4096, p)
+        if not s:
+            lines.append(f"{label}: not measured")
+            continue
+        line = f"tile_1d {label:8s}: {s['GFLOP/s'] / 1e3:.1f} TFLOP/s"
+        if s["% of cuBLAS"] is not None:
+            line += f" = {s['% of cuBLAS']:.0f}% of cuBLAS"
+        if t03:
+            line += f", {s['GFLOP/s'] / t03['GFLOP/s']:.1f}x chapter 03's kernel"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def fewer_warps_faster() -> str:
+    """The K4 tile and the default at 4096^3: warps per SM, schedulers busy, rate."""
+    from gemm_kernels.measure import ladder
+    t = {r["kernel"]: r for r in wait_table()}
+    rows = [(label, p, t.get(f"chapter 05, {label}")) for label, p in
+            (("kernel-4 tile", K4), ("default", get("tile_1d").defaults()))]
+    lines, rates = [], []
+    for label, p, w in rows:
+        s = ladder.share("tile_1d", 4096, p)
+        rates.append(s["GFLOP/s"] if s else None)
+        lines.append(f"{label + ':':15s}{w['warps per SM'] if w else '-'} warps per SM, schedulers "
+                     f"busy {w['schedulers busy'] if w else '-'}, "
+                     + (f"{rates[-1]:,.0f} GFLOP/s" if rates[-1] else "not measured"))
+    if all(rates):
+        lines[-1] += f" ({rates[1] / rates[0]:.2f}x)"
+    return "\n".join(lines)
+
+
+def load_wavefronts_line() -> str:
+    """The default tile's load wavefronts in a 1024^3 launch: model and Nsight Compute."""
+    from gemm_kernels.memory import ch05_06_thread_tiles
+    row = ch05_06_thread_tiles.counter_table([("tile_1d", get("tile_1d").defaults())])[0]
+    model, ncu = row["ld wf model"], row["ld wf ncu"]
+    if not ncu:
+        return "not profiled here"
+    return (f"load wavefronts, 1024^3: model {model:,}, Nsight Compute {ncu:,} "
+            f"({abs(ncu - model) / model:.2%} apart)")
+
+
+def pair_ratios(size: int = 2048) -> str:
+    ww = warps_or_work(size)
+    return "\n".join(f"{ww[1]['tile']} / {ww[i]['tile']}: "
+                     f"{ww[1]['GFLOP/s'] / ww[i]['GFLOP/s']:.2f}x the rate"
+                     for i in (0, 2) if ww[i]["GFLOP/s"] and ww[1]["GFLOP/s"])

@@ -1,0 +1,115 @@
+"""The package logic behind chapters 04 and 05 (gemm_kernels.notebook.ch04_banks,
+ch05_tile_1d): the lower bounds the chapters argue from, the layouts and mappings as the
+exercises' checks price them, the loop orders as compiled, the tile copy, and that the
+pictures draw. Static: no GPU; the recording only where a test says so."""
+import pytest
+
+from gemm_kernels.memory import banks, ch03_04_tiles
+from gemm_kernels.notebook import ch04_banks, ch05_tile_1d
+
+
+# ------------------------------------------------------------------ chapter 04
+
+def test_layout_names_say_where_k_runs_and_keep_the_kernels_values():
+    assert ch04_banks.layout_name({"BLOCK": 32, "LAYOUT": "conflict", "PAD": 2}) == \
+        "k along rows, PAD=2"
+    assert ch04_banks.layout_name({"BLOCK": 32, "LAYOUT": "transposed", "PAD": 0}) == \
+        "k down columns, PAD=0"
+    # the values stay the kernel's: they key its recorded measurements
+    from gemm_kernels.core.kernels import get
+    layout = next(q for q in get("bank_layout").params if q.name == "LAYOUT")
+    assert set(ch04_banks.LAYOUT_NAMES) == set(layout.values)
+
+
+def test_the_lower_bound_at_one_output_per_thread_is_chapter_03s_cost():
+    rows = {n: w for n, w, _ in ch04_banks.lower_bound(32)}
+    assert rows == {"read A": 16, "read B": 32, "stores": 2, "total": 50}
+    # chapter 03's layout reaches it; no bank_layout configuration goes below it
+    assert ch03_04_tiles.wavefronts_per_step("smem_tiled", {"BLOCK": 32}) == 50
+    assert min(ch03_04_tiles.wavefronts_per_step(n, p)
+               for n, p in ch03_04_tiles.variants(blocks=(32,))) == 51
+
+
+def test_under_the_exercises_rule_51_is_the_least_and_the_solution_reaches_it():
+    bound = {r["reads"]: r["total"] for r in ch04_banks.exercise_lower_bound(32)}
+    assert bound == {"32-bit": 66, "64-bit": 51, "128-bit": 53}
+    priced = {r["layout"]: r["wavefronts per step"] for r in ch04_banks.exercise_layouts()}
+    assert priced["rows of BLOCK + 2"] == 51
+    assert priced["rows of BLOCK + 4"] == priced["rows of BLOCK, XOR swizzle"] == 53
+    assert priced["rows of BLOCK + 1"] == priced["rows of BLOCK + 3"] == 66
+    assert min(priced.values()) == min(bound.values())
+
+
+def test_the_bank_grid_colours_a_padded_column_through_every_bank():
+    fig = ch04_banks.bank_grid()
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert "32 wavefronts" in titles[0] and "all in bank 0" in titles[0]
+    assert "1 wavefront" in titles[1] and "32 different banks" in titles[1]
+
+
+def test_plot_banks_labels_words_by_the_row_it_is_given():
+    an = banks.analyse(banks.words_to_bytes([33 * lane for lane in range(32)]), 4)
+    ax = banks.plot_banks(an, row_of=lambda w: w // 33, row_name="the tile row")
+    assert "the tile row" in ax.get_xlabel()
+    assert {t.get_text() for t in ax.texts} >= {str(i) for i in range(32)}
+
+
+def test_main_table_has_chapter_03_and_six_layouts():
+    t = ch04_banks.summary()
+    assert [r["layout"] for r in t][1:] == [
+        "k along rows, PAD=0", "k along rows, PAD=1", "k along rows, PAD=2",
+        "k along rows, PAD=4", "k down columns, PAD=0", "k down columns, PAD=1"]
+    assert "BLOCK" not in t.columns and "BLOCK" in ch04_banks.summary(ch04_banks.ALL).columns
+
+
+# ------------------------------------------------------------------ chapter 05
+
+def test_the_two_unrolled_loop_orders_compile_to_the_same_loads():
+    rows = {r["loop"]: r for r in ch05_tile_1d.loop_orders()}
+    kernel, dot, rolled = rows.values()
+    keys = ("registers", "LDS.128", "LDS", "FFMA")
+    assert [kernel[k] for k in keys] == [dot[k] for k in keys] == [80, 64, 16, 256]
+    assert rolled["LDS.128"] == 0 and rolled["loads per FFMA"] == "2"
+
+
+def test_mappings_priced_as_the_exercise_prices_them():
+    rows = {r["lanes of a warp"]: r for r in ch05_tile_1d.mapping_prices()}
+    kernel, down = rows["along the row (the kernel's)"], rows["down the column first"]
+    assert (kernel["wavefronts per step"], kernel["without conflicts"]) == (144, 144)
+    assert (down["wavefronts per step"], down["row groups per warp"]) == (1040, 4)
+    halves = ch05_tile_1d.mapping_prices(mappings=ch05_tile_1d.HALVES)[0]
+    assert halves["wavefronts per step"] == 144 and halves["row groups per warp"] == 2
+
+
+def test_copy_map_walks_each_tile_row_by_row_in_passes():
+    cm = ch05_tile_1d.copy_map()          # the default: 256 threads, tiles of 1,024
+    assert cm["threads"] == 256 and cm["A"]["passes"] == cm["B"]["passes"] == 4
+    assert cm["A"]["idle"] == cm["B"]["idle"] == 0
+    assert cm["A"]["thread"][1, 0] == 16 and cm["A"]["pass"][16, 0] == 1
+    small = ch05_tile_1d.copy_map({"BM": 32, "BN": 32, "BK": 8, "TM": 2})
+    assert small["threads"] == 512 and small["A"]["passes"] == 1 and small["A"]["idle"] == 256
+
+
+def test_bk_table_compiles_bk_32_outside_the_tunables():
+    rows = {r["BK"]: r for r in ch05_tile_1d.bk_table()}
+    assert rows[32]["spills (bytes)"] == 0 and rows[32]["registers"] > rows[16]["registers"]
+    assert rows[32]["FFMA per barrier"] == 2 * rows[16]["FFMA per barrier"]
+
+
+@pytest.mark.parametrize("picture", [ch05_tile_1d.one_thread, ch05_tile_1d.copy_picture])
+def test_pictures_draw_and_refuse_what_the_registry_refuses(picture):
+    assert picture().axes
+    with pytest.raises(ValueError):
+        picture({"BM": 128, "BN": 128, "BK": 8, "TM": 2})
+
+
+def test_heatmap_can_hatch_invalid_cells_and_evidence_plots_can_leave_the_run_out():
+    from matplotlib.patches import Rectangle
+    from gemm_kernels.notebook import evidence, widgets
+    ax = widgets.heatmap("tile_1d", x="BN", y="BM", invalid="hatch")
+    assert any(isinstance(p, Rectangle) and p.get_hatch() == "///" for p in ax.patches)
+    assert not any(t.get_text() == "x" for t in ax.texts)
+    fig = evidence.plot("ch05_outputs", run_line=False)
+    assert not any(t.get_text().startswith("run ") for t in fig.texts)
+    fig = evidence.stall_plot("ch05_outputs_stalls", run_line=False)
+    assert not any(t.get_text().startswith("run ") for t in fig.texts)
