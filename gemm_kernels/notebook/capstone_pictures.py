@@ -705,16 +705,21 @@ def change_plot(sizes=(2048, 4096)):
         for i, r in enumerate(rungs):
             y = i + (k - (len(sizes) - 1) / 2) * height
             before = full[r.index - 1]
+            held = None
+            if r.held[n] and before.held[n] and (r.has_minb or before.has_minb):
+                held = 100 * (_rate(r.held[n]) / _rate(before.held[n]) - 1)
+                ax.plot(held, y, marker="D", ms=7, mfc="#e69138", mec="k", ls="none",
+                        zorder=5, label="between the MINB = 2 builds (two blocks per SM)")
             if r.rows[n] and before.rows[n]:
                 c = 100 * (_rate(r.rows[n]) / _rate(before.rows[n]) - 1)
                 ax.barh(y, c, height * 0.95, color=colours[k % 2], zorder=3,
                         label=f"{n}^3, as timed")
-                ax.text(c + (0.3 if c >= 0 else -0.3), y, f"{c:+.1f}%", va="center",
+                # the label beyond the bar, and beyond a diamond just past its end
+                end = max(c, held) if held is not None and c >= 0 and held - c < 1.5 else c
+                if c < 0 and held is not None and c - held < 1.5:
+                    end = min(c, held)
+                ax.text(end + (0.45 if c >= 0 else -0.45), y, f"{c:+.1f}%", va="center",
                         ha="left" if c >= 0 else "right", fontsize=FONT - 1, zorder=4)
-            if r.held[n] and before.held[n] and (r.has_minb or before.has_minb):
-                c = 100 * (_rate(r.held[n]) / _rate(before.held[n]) - 1)
-                ax.plot(c, y, marker="D", ms=7, mfc="#e69138", mec="k", ls="none", zorder=5,
-                        label="between the MINB = 2 builds (two blocks per SM)")
     ax.set_yticks(range(len(rungs)), [r.label for r in rungs], fontsize=FONT)
     ax.set_ylim(len(rungs) - 0.5, -0.5)
     ax.set_xlabel("change against the step before (%)", fontsize=FONT)
@@ -771,31 +776,34 @@ def step_listing(kernel: str, params: dict, lds: int = 4) -> list[str]:
 
 class StepSass:
     """One ladder step's evidence: the main-loop instruction counts of the step (and of
-    the steps it is set against) as a table, then the step's own loop cut to its copies,
-    waits, barriers and first LDS.128 (`step_listing`)."""
+    the steps it is set against) as a table, then listings of loops cut to their
+    copies, waits, barriers and first LDS.128 (`step_listing`): (title, lines) each."""
 
-    def __init__(self, table: Table, title: str, listing: list[str]):
-        self.table, self.title, self.listing = table, title, listing
+    def __init__(self, table: Table, listings: list[tuple[str, list[str]]]):
+        self.table, self.listings = table, listings
+
+    @property
+    def listing(self) -> list[str]:
+        """The lines of the last listing (the step's own)."""
+        return self.listings[-1][1] if self.listings else []
 
     def __repr__(self):
-        if not self.listing:
-            return repr(self.table)
-        return f"{self.table!r}\n\n{self.title}\n" + "\n".join(self.listing)
+        return "\n\n".join([repr(self.table)] + [f"{t}\n" + "\n".join(lines)
+                                                 for t, lines in self.listings])
 
     def _repr_html_(self):
         import html
-        if not self.listing:
-            return self.table._repr_html_()
-        return (self.table._repr_html_() + f"<p><b>{html.escape(self.title)}</b></p><pre>"
-                + html.escape("\n".join(self.listing)) + "</pre>")
+        return self.table._repr_html_() + "".join(
+            f"<p><b>{html.escape(t)}</b></p><pre>{html.escape(chr(10).join(lines))}</pre>"
+            for t, lines in self.listings)
 
 
-def step_sass(i: int, since: int | None = None, listing: bool = True) -> StepSass:
+def step_sass(i: int, since: int | None = None, listing=True) -> StepSass:
     """Ladder step `i` in the SASS (sm_90, ptxas here): the main loop's instruction
     counts (one trip: BK values of k) of steps `since`..i (default: the step before and
     this one), with the registers and blocks per SM of the binary that was timed, then
-    step i's loop cut to the instructions the ladder changes (`step_listing`; none
-    with `listing=False`)."""
+    loops cut to the instructions the ladder changes (`step_listing`): step i's
+    (`listing=True`), none (False), or those of the steps in a tuple."""
     rungs = ladder((4096,))
     first = max(0, i - 1) if since is None else since
     rows = [{"step": r.label, **_loop_counts(r.step.kernel, r.step.params, r.registers)}
@@ -804,10 +812,11 @@ def step_sass(i: int, since: int | None = None, listing: bool = True) -> StepSas
     table = Table(rows, list(rows[0]), title="main loop, one trip: instruction counts from "
                   f"the SASS of ptxas {compiler.ptxas_version()} here (sm_90); registers and "
                   "blocks/SM of the compiled kernel that was timed" + (f"\n{note}" if note else ""))
-    step = rungs[i].step
-    return StepSass(table, f"Step {i}'s main loop: copies, waits, barriers and the "
-                    "LDS.128 of the first k" if listing else "",
-                    step_listing(step.kernel, step.params) if listing else [])
+    shown = (i,) if listing is True else () if listing is False else tuple(listing)
+    return StepSass(table, [(f"Step {j}'s main loop: copies, waits, barriers and the "
+                             "LDS.128 of the first k",
+                             step_listing(rungs[j].step.kernel, rungs[j].step.params))
+                            for j in shown])
 
 
 # ------------------------------------------------------------------ bank model vs counters
@@ -1301,8 +1310,9 @@ def stages_table(size: int = 4096, here: bool = False) -> Table:
             extra = {}
             if here:
                 local = _here_registers("capstone", p)
+                nb = _blocks("capstone", p, local)
                 extra = {f"ptxas {compiler.ptxas_version()} here":
-                         f"{local} ({_blocks('capstone', p, local)} block(s)/SM)"}
+                         f"{local}: {nb} block{'s' * (nb != 1)}/SM"}
             rows.append({"STAGES": st, "MINB": minb,
                          "registers": regs if regs is not None else "-",
                          "blocks/SM": _blocks("capstone", p, regs), **extra,
