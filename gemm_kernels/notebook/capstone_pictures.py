@@ -10,7 +10,15 @@ Everything is derived, nothing typed twice:
   flight) with the wait count read from the kernel;
 * SASS counts come from the static analysis here (no GPU needed), rates from the
   recording through `studies.results`, counters from the recorded ncu studies. Where the
-  recording has no row, the tables say so in words instead of showing a number.
+  recording has no row, the tables say so in words instead of showing a number;
+* registers and blocks per SM beside a rate are those of the binary that was timed (the
+  row's `binary`), ptxas here only where the recording names none, and then said so;
+* how large a difference must be to mean something comes from the same rows: the spread
+  of the cuBLAS timed beside them (`cublas_spread`), and what a MINB = 2 build does where
+  it leaves the occupancy alone (`minb_pairs`).
+
+The chapter's code excerpts (`code`), its folded predict answer (`Reveal`) and the K-axis
+picture of HOIST (`hoist_picture`) are here too.
 """
 from __future__ import annotations
 
