@@ -335,7 +335,8 @@ def cmd_grade(a):
                            "first problem"], title=str(path)))
         failed += sum(not r.passed for r in reports)
     if not device.is_live():
-        print("No GPU here: correctness and speed were not graded (steps 3-4).")
+        print("No GPU here: correctness (step 3) was checked on the CPU, every thread "
+              "emulated, where a C++ compiler is installed; speed (step 4) was not graded.")
     sys.exit(1 if failed else 0)
 
 

@@ -1,5 +1,6 @@
-"""Chapters 01-02: the thread -> element map, the sector strips, the indexing mistake
-through the checker, and the SASS loop shown with its branch back."""
+"""Chapters 01-02: the thread -> element map, the sector pictures, the indexing mistake
+through the checker, the SASS loop shown with its branch back, and the line limit next to
+the recorded rates and counters."""
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -33,15 +34,21 @@ def test_thread_map_puts_warp_0_where_the_kernel_puts_it():
     plt.close(fig)
 
 
-def test_sector_strips_count_the_sectors_of_the_sector_table():
-    configs = [{"BLOCK": 32, "MAPPING": "x->row"}, {"BLOCK": 32, "MAPPING": "x->col"}]
-    fig = ch01_02_sectors.sector_strips("naive", configs)
-    table = ch01_02_sectors.sector_table([("naive", c) for c in configs])
-    for ax, row in zip(fig.axes, table):
-        notes = [t.get_text() for t in ax.texts if "sector" in t.get_text()]
-        assert notes[0].strip().startswith(f"{row['A sectors']} sector")
-        assert notes[1].strip().startswith(f"{row['B sectors']} sector")
+def test_a_warp_down_a_column_is_drawn_side_by_side_with_its_32_sectors_of_A():
+    fig = ch01_02_sectors.sector_picture("naive", {"BLOCK": 32, "MAPPING": "x->row"})
+    ax_c, ax_a, ax_b = fig.axes[:3]
+    assert "in 32 sectors (32 lines" in " ".join(ax_a.get_title().split())
+    assert "in 1 sector (1 line" in " ".join(ax_b.get_title().split())
+    assert ax_c.get_position().x1 < ax_a.get_position().x0        # C beside A
+    assert sum(int(t.get_text()) for t in ax_b.texts) == 32      # one element, 32 lanes
     plt.close(fig)
+
+
+def test_the_coalesced_kernels_default_block_order_is_left_out_of_its_name():
+    assert ch01_02_sectors.label("coalesced", {"BLOCK": 8}) == "coalesced, BLOCK = 8"
+    assert "GRID = x->col" in ch01_02_sectors.label("coalesced", {"BLOCK": 8, "GRID": "x->col"})
+    row = ch01_02_sectors.sector_table([("coalesced", {"BLOCK": 8})])[0]
+    assert row["settings"] == "BLOCK = 8" and row["params"]["GRID"] == "x->row"
 
 
 def test_sector_table_gives_the_profilers_sectors_per_request():
@@ -99,3 +106,54 @@ def test_occupancy_table_halves_at_half_warp_blocks():
     t = ch01_02_sectors.occupancy_table("coalesced", [{"BLOCK": 4}, {"BLOCK": 8}])
     assert [r["occupancy"] for r in t] == ["50%", "100%"]
     assert [r["active lanes per warp"] for r in t] == [16, 32]
+
+
+# ------------------------------------------------------------------ the line limit
+
+H200 = {"name": "NVIDIA H200", "sm_count": 132, "sm_clock_mhz": 1980.0}
+
+
+def test_the_line_limit_is_sms_times_clock_times_flop_per_line():
+    lim = ch01_02_sectors.line_limit("naive", {"BLOCK": 32, "MAPPING": "x->row"}, H200)
+    assert (lim["lanes"], lim["lines"], lim["sectors"]) == (32, 33, 33)
+    assert lim["GFLOP/s"] == pytest.approx(132 * 1.98 * 64 / 33)
+    half = ch01_02_sectors.line_limit("naive", {"BLOCK": 4, "MAPPING": "x->row"}, H200)
+    assert (half["lanes"], half["lines"]) == (16, 5)
+    assert half["GFLOP/s"] == pytest.approx(132 * 1.98 * 32 / 5)
+    assert ch01_02_sectors.line_limit("coalesced", {"BLOCK": 32}, {})["GFLOP/s"] is None
+
+
+def test_the_l1_table_divides_the_recorded_wavefronts_by_the_warp_steps():
+    from gemm_kernels.measure import studies
+    table = ch01_02_sectors.l1_table("ch02_l1_lines")
+    for row, (step, rec) in zip(table, studies.results("ch02_l1_lines")):
+        if rec is None:
+            assert row["L1 wavefronts per warp and step"] == "-"
+            continue
+        M, N, K = rec["shape"]
+        lanes = ch01_02_sectors.line_limit(step.kernel, step.params)["lanes"]
+        want = rec["metrics"][ch01_02_sectors.WAVEFRONTS] / (M * N // lanes * K)
+        assert row["L1 wavefronts per warp and step"] == f"{want:.2f}"
+
+
+def test_the_clock_check_scales_the_profiled_clock_by_the_rate_ratio():
+    for r in ch01_02_sectors.clock_check("ch02_l1_lines"):
+        assert r["timed clock (MHz)"] == pytest.approx(r["profiled clock (MHz)"]
+                                                       * r["timed / profiled"])
+
+
+def test_check_prediction_asks_for_both_numbers_first(capsys):
+    ch01_02_sectors.check_prediction(None, 900)
+    assert "both predictions first" in capsys.readouterr().out
+    lim = ch01_02_sectors.line_limit(*ch01_02_sectors.PREDICT)["GFLOP/s"]
+    ch01_02_sectors.check_prediction(lim, 1.0)
+    out = capsys.readouterr().out.splitlines()
+    assert "that is the model's number" in out[0] and "the model gives" in out[1]
+    assert out[2].startswith("Measured at 2048^3")
+
+
+def test_the_rate_table_has_one_row_per_size_and_each_kernels_share():
+    t = ch01_02_sectors.rate_table(["naive", "coalesced"], sizes=(2048,))
+    assert len(t) == 1 and "coalesced: % of cuBLAS" in t.columns and "cuBLAS timed beside" in t.title
+    one = ch01_02_sectors.rate_table(["naive"], sizes=(2048,))
+    assert "cuBLAS, timed beside it (GFLOP/s)" in one.columns

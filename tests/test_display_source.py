@@ -26,3 +26,15 @@ def test_default_is_still_the_kernel_function_with_its_comment():
     assert text.startswith("template <int BM, int BN, int BK, int WM")
     assert "// Chapter 09, capstone" not in text and text.endswith("}")
     assert display.source("zorder").startswith("// Launch bounds:")
+
+
+def test_between_shows_the_lines_an_argument_needs():
+    text = display.source("float4", between=("As[k + 0][m] = v.x;", "As[k + 3][m] = v.w;"))
+    assert text.splitlines()[0].startswith("As[k + 0][m] = v.x;") and len(text.splitlines()) == 4
+    # several excerpts in one, joined by "..."; a one-line excerpt when both markers match it
+    two = display.source("float4_a_rows", between=[("float As[BM][BK]", "float As"),
+                                                   ("a[i] = As[tr * TM + i][k];", "a[i]")])
+    assert two.count("\n...\n") == 1 and len(two.splitlines()) == 3
+    import pytest
+    with pytest.raises(ValueError, match="no line contains"):
+        display.source("float4", between=("not in the file", "}"))

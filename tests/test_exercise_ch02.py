@@ -1,8 +1,9 @@
 """Chapter 02's exercise: the skeleton compiles and is refused, the solution passes every
-step this machine can run, typical mistakes are refused with the right message."""
+step this machine can run, typical mistakes are refused with the right message: the
+uncoalesced mapping and the mappings that miss elements of C without a GPU."""
 import pytest
 
-from exercise_helpers import assert_right_and_timed, grade, solution, refused_as_wrong
+from exercise_helpers import FAIL, PASS, refused_as_wrong, solution, static_verdict
 from gpu import needs_gpu
 
 NAME = "02_coalesced"
@@ -10,27 +11,39 @@ ROW = "row = tile_row * BLOCK + threadIdx.x / BLOCK;"
 COL = "col = tile_col * BLOCK + threadIdx.x % BLOCK;"
 
 
-@needs_gpu
-def test_the_uncoalesced_mapping_is_right_and_only_its_speed_tells():
-    """Lanes running down a column: every element right; only the speed step can tell it
-    apart (its verdict, a timing, is printed, not asserted)."""
+def swapped(src: str) -> str:
+    return src.replace(ROW, ROW.replace("/", "%")).replace(COL, COL.replace("%", "/"))
+
+
+def test_the_uncoalesced_mapping_is_refused_for_its_lines():
+    """Lanes running down a column: every element right, but 33 lines per warp and step
+    instead of 2; the static step says so without a GPU."""
     src = solution(NAME)
     assert ROW in src and COL in src
-    wrong = src.replace(ROW, ROW.replace("/", "%")).replace(COL, COL.replace("%", "/"))
-    assert_right_and_timed(grade(NAME, wrong, gpu=True))
+    v = static_verdict(NAME, swapped(src))
+    assert v["static"][0] == FAIL, v
+    detail = " ".join(v["static"][1].split())
+    assert "33 sectors in 33 lines" in detail and "5 sectors in 2 lines" in detail, detail
 
 
-# Typical wrong answers, refused on a GPU by the element-wise check or the guard.
-WRONG = {
-    "the tile's offset forgotten": (ROW, "row = threadIdx.x / BLOCK;"),
-    "row and column both from the modulo": (ROW, ROW.replace("/", "%")),
-    "one element too far along the row": (COL, COL.replace(";", " + 1;")),
+# Typical wrong answers, refused without a GPU (step "static"), with a word of the message.
+STATIC = {
+    "the tile's offset forgotten": (ROW, "row = threadIdx.x / BLOCK;", "both compute"),
+    "row and column both from the modulo": (ROW, ROW.replace("/", "%"), "both compute"),
+    "one element too far along the row": (COL, COL.replace(";", " + 1;"), "by no thread"),
+    "blockDim.x for BLOCK": (COL, COL.replace("% BLOCK", "% blockDim.x"), "by no thread"),
 }
 
 
+@pytest.mark.parametrize("what", STATIC)
+def test_wrong_answers_are_refused_without_a_gpu(what):
+    old, new, words = STATIC[what]
+    src = solution(NAME)
+    v = static_verdict(NAME, src.replace(old, new))
+    assert v["compile"][0] == PASS and v["static"][0] == FAIL, v
+    assert words in v["static"][1], v["static"][1]
+
+
 @needs_gpu
-@pytest.mark.parametrize("what", WRONG)
-def test_wrong_answers_are_refused_on_a_gpu(what):
-    refused_as_wrong(NAME, *WRONG[what])
-
-
+def test_a_mapping_the_static_check_cannot_read_is_still_judged_by_its_numbers():
+    refused_as_wrong(NAME, ROW, "row = tile_row * BLOCK + min(threadIdx.x, 0u);")

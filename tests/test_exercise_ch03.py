@@ -1,7 +1,9 @@
 """Chapter 03's exercise: the skeleton compiles and is refused, the solution passes every
 step this machine can run, typical mistakes are refused with the right message: a
-missing barrier already by the static check of the SASS (a race a run may not show),
-wrong indices on a GPU."""
+missing barrier already by the static check of the SASS (a race a run may not show), a
+copy or a read that goes down a column of a tile, or a copy that loads one element many
+times, by the price of the copies read from the source; other wrong indices when the
+kernel runs."""
 import pytest
 
 from exercise_helpers import (FAIL, PASS, refused_as_wrong, solution, static_verdict)
@@ -58,10 +60,74 @@ def test_the_barrier_order_is_read_from_the_sass():
         "LDS R4, [R3]"))[0]
 
 
-# Typical wrong answers, refused on a GPU by the element-wise check.
+def _static_problem(old, new):
+    src = solution(NAME)
+    assert old in src, old
+    v = static_verdict(NAME, src.replace(old, new))
+    assert v["compile"][0] == PASS, v
+    return v["static"]
+
+
+def test_the_solutions_copies_are_priced_as_free():
+    from gemm_kernels.exercises.ch03_checks import copy_problems
+    assert copy_problems(solution(NAME), 32) == []
+
+
+def test_a_tile_stored_down_a_column_is_refused_with_its_price():
+    status, detail = _static_problem(STORE_B, STORE_B.replace("Bs[ty][tx]", "Bs[tx][ty]"))
+    assert status == FAIL and "the store Bs[tx][ty] costs warp 0 32 wavefronts where 1 " \
+        "would do" in detail, detail
+
+
+def test_the_copy_without_the_threads_place_is_refused():
+    status, detail = _static_problem("A[row * K + ka]", "A[row * K + k0]")
+    assert status == FAIL and "load only 32 different elements of A" in detail, detail
+
+
+def test_the_swapped_mapping_is_refused_for_its_loads_stores_and_reads():
+    src = solution(NAME).replace("const int tx = threadIdx.x;", "const int tx = threadIdx.y;") \
+        .replace("const int ty = threadIdx.y;", "const int ty = threadIdx.x;")
+    v = static_verdict(NAME, src)
+    detail = v["static"][1]
+    assert v["static"][0] == FAIL, v
+    for part in ("the load A[row * K + ka] touches 32 sectors", "the store As[ty][tx] costs",
+                 "the read As[ty][k] costs warp 0 32 wavefronts"):
+        assert part in detail, (part, detail)
+
+
+def test_a_read_down_a_column_of_bs_is_refused():
+    status, detail = _static_problem("acc += As[ty][k] * Bs[k][tx];",
+                                     "acc += As[ty][k] * Bs[tx][k];")
+    assert status == FAIL and "the read Bs[tx][k] costs" in detail, detail
+
+
+@pytest.mark.parametrize("old, new", [
+    ("A[row * K + ka]", "*(A + row * K + ka)"),                      # pointer arithmetic
+    ("const int ka = k0 + tx;", "const int ka = (k0 + tx) < K ? k0 + tx : 0;"),
+    ("""#pragma unroll
+        for (int k = 0; k < BLOCK; ++k)
+            acc += As[ty][k] * Bs[k][tx];""", "acc = tile_dot<BLOCK>(As, Bs, ty, tx, acc);"),
+])
+def test_what_the_price_check_cannot_read_it_leaves_alone(old, new):
+    from gemm_kernels.exercises.ch03_checks import copy_problems
+    src = solution(NAME)
+    assert old in src
+    assert copy_problems(src.replace(old, new), 32) == []
+
+
+def test_padding_a_tile_makes_its_column_reads_free():
+    from gemm_kernels.exercises.ch03_checks import copy_problems
+    src = solution(NAME).replace("acc += As[ty][k] * Bs[k][tx];", "acc += As[ty][k] * Bs[tx][k];")
+    assert copy_problems(src, 32)
+    padded = src.replace("__shared__ float Bs[BLOCK][BLOCK];", "__shared__ float Bs[BLOCK][BLOCK + 1];")
+    assert copy_problems(padded, 32) == []
+
+
+# Typical wrong answers the price check cannot see, refused on a GPU by the element-wise
+# check.
 WRONG = {
-    "the B tile stored transposed": (STORE_B, STORE_B.replace("Bs[ty][tx]", "Bs[tx][ty]")),
     "the step's offset forgotten for B": ("const int kb = k0 + ty;", "const int kb = ty;"),
+    "A's row stride taken as M": ("A[row * K + ka]", "A[row * M + ka]"),
 }
 
 

@@ -192,3 +192,38 @@ def test_no_shared_memory_point_for_a_kernel_without_shared_loads_or_stores():
     assert "shared memory" not in roofline.level_bytes(metrics)
     metrics[ld] = 10.0
     assert roofline.level_bytes(metrics)["shared memory"][0] == 128 * 65536
+
+
+# ------------------------------------------------------------------ the growing roofline
+
+def test_chapter_plot_puts_counted_kernels_filled_and_the_rest_at_n_over_6(recording):
+    recording()
+    ax = roofline.chapter_plot(["naive"], size=SIZE)
+    pts = _points(ax)
+    assert set(pts) == {("cublas", "DRAM"), ("naive", "DRAM")}
+    naive, cublas = pts[("naive", "DRAM")], pts[("cublas", "DRAM")]
+    assert naive.get_xdata()[0] == pytest.approx(2 * SIZE ** 3 / 8.1e6)   # counted bytes
+    assert naive.get_markerfacecolor() != "none"
+    assert cublas.get_xdata()[0] == pytest.approx(roofline.intensity(*SHAPE))
+    assert cublas.get_markerfacecolor() == "none"
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(t.startswith("L2") for t in labels) is False      # no l2_read rows here
+    assert any(t.startswith("DRAM, measured: 3.0 TB/s") for t in labels)
+
+
+def test_dram_point_says_what_dram_would_have_to_carry(recording):
+    recording()
+    p = roofline.dram_point("naive", SIZE)
+    assert p["gflops"] == 1000.0 and p["how"] == "ncu"
+    assert p["limit_x"] == pytest.approx(1000.0 / 3000.0)       # rate / measured DRAM
+    ms = 2 * SIZE ** 3 / 1000.0e9 * 1e3
+    assert p["ms"] == pytest.approx(ms)
+    assert p["limit_bytes"] == pytest.approx(3000e9 * ms * 1e-3)
+    row = {r["kernel"]: r for r in roofline.dram_table(["naive"], size=SIZE)}["01 naive"]
+    assert row["times A, B and C"] == pytest.approx(p["limit_bytes"] / (3 * SIZE * SIZE * 4))
+
+
+def test_a_kernel_without_a_rate_is_left_out(recording):
+    recording()
+    assert roofline.dram_point("coalesced", SIZE) is None
+    assert [r["kernel"] for r in roofline.dram_table(["coalesced"], size=SIZE)] == ["cuBLAS"]

@@ -11,12 +11,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from gemm_kernels.exercises import ch03_checks, ch04_checks, ch10_checks, ch11_checks
+from gemm_kernels.exercises import (ch00_checks, ch01_checks, ch02_checks, ch03_checks,
+                                    ch04_checks, ch10_checks, ch11_checks)
 from gemm_kernels.exercises.ch05_checks import shared_loads_per_ffma
 from gemm_kernels.exercises.ch07_checks import all_loads_128
 from gemm_kernels.exercises.ch08_checks import step_order
 from gemm_kernels.exercises.ch09_checks import zorder_lanes
 from gemm_kernels.measure.check import RAGGED_SHAPES, TRANSPOSE_SHAPES
+
+
+# Every GEMM check runs with plain and general alpha/beta.
+ALPHA_BETA = ((1.0, 0.0), (1.5, -0.5))
+# Small and ragged, but several BK steps deep and wider than a warp, so that every
+# barrier of the K loop is crossed; one block at the usual tile sizes keeps racecheck,
+# which serialises and instruments every shared-memory access, to seconds.
+RACECHECK_SHAPE = (33, 65, 17)
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,9 @@ def get(name: str) -> Exercise:
 register(Exercise(
     name="01_index", chapter="01", title="the thread -> (row, col) index",
     kernel="naive", params={"BLOCK": 32, "MAPPING": "x->col"},
+    # Both mappings, without a GPU: each covers C once and runs the way it says, and the
+    # dot product uses each matrix's own row stride.
+    static_checks=(ch01_checks.index_check,),
     hints={"compile": "keep the kernel's name and template parameters as given",
            "correct": "row comes from the y coordinate and col from x when X_TO_COL is 1; "
                       "threads past the edge of C must not write",
@@ -86,10 +98,13 @@ register(Exercise(
 
 # A copy moves bytes and nothing else, so its rate is the memory's: timed at 8192 x 8192
 # floats (256 MiB each way, far beyond the L2) next to the chapter's copy and the device
-# copy, in one run on one GPU.
+# copy, in one run on one GPU. No test shape reaches 2^31 elements, so the 64-bit offsets
+# the exercise asks for are checked in the compiled code (ch00_checks).
+_COPY = {"T": "float", "TILE": 32, "ROWS": 4}
 register(Exercise(
     name="00_copy", chapter="00", title="a copy kernel: how fast memory can go",
-    kernel="copy", params={"T": "float", "TILE": 32, "ROWS": 4},
+    kernel="copy", params=_COPY,
+    static_checks=(ch00_checks.offsets_64bit("00_copy", "copy", _COPY),),
     shapes=tuple(TRANSPOSE_SHAPES), time_size=8192,
     hints={"compile": "keep the kernel's name and template parameters as given",
            "correct": "c comes from blockIdx.x and threadIdx.x, r from blockIdx.y, "
@@ -104,6 +119,9 @@ register(Exercise(
 register(Exercise(
     name="02_coalesced", chapter="02", title="the coalesced thread -> element mapping",
     kernel="coalesced", params={"BLOCK": 32, "GRID": "x->row"},
+    # Without a GPU: the mapping covers C once, and no warp's loads touch more 128-byte
+    # lines than the chapter's mapping (the swapped mapping touches 33 instead of 2).
+    static_checks=(ch02_checks.coalesced_check,),
     hints={"correct": "row = the tile's first row + threadIdx.x / BLOCK and col = the "
                       "tile's first column + threadIdx.x % BLOCK cover every element of "
                       "the tile once",
@@ -119,9 +137,13 @@ register(Exercise(
     name="03_tile_loop", chapter="03", title="the tile loop and its two barriers",
     kernel="smem_tiled", params=_TILE_LOOP,
     sass=("BAR.SYNC",),
-    static_checks=(ch03_checks.two_barriers("03_tile_loop", "smem_tiled", _TILE_LOOP),),
+    static_checks=(ch03_checks.two_barriers("03_tile_loop", "smem_tiled", _TILE_LOOP),
+                   ch03_checks.copies_priced(_TILE_LOOP["BLOCK"])),
     hints={"static": "the block must wait for its copies (__syncthreads()) before it "
-                     "reads the tiles",
+                     "reads the tiles, and again before the next copy; a warp is one row "
+                     "of threads (ty fixed, tx = 0..31): its 32 loads should be 32 "
+                     "neighbouring floats, and its store and reads should fall in 32 "
+                     "different banks or on one shared word",
            "correct": "__syncthreads() after the copies (the tiles are complete) and "
                       "after the products (nobody still reads what the next copy "
                       "overwrites); a zero, not a load, for elements outside A or B",

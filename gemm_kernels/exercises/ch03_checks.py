@@ -1,20 +1,39 @@
-"""Chapter 03's static check, read from the submission's SASS: the tile loop's two
-barriers, in their places.
+"""Chapter 03's static checks: the tile loop's two barriers, read from the submission's
+SASS, and the price of the student's copies and reads, read from its source.
 
 A missing barrier is a race, and a race may go unseen in a correctness test: the
 threads of a block happen to run in an order that hides it. The SASS shows the
 structure without running anything: the shared stores (STS, the tile copies) before a
-first BAR.SYNC, the shared loads (LDS, the products) between it and a second one. The
-check cannot see a wrong index; only a run on a GPU shows that.
+first BAR.SYNC, the shared loads (LDS, the products) between it and a second one.
+
+Which element each thread copies is the student's choice. `copy_problems` reads that
+choice from the source (the statements `As[..][..] = ... A[..] ...;` and
+`Bs[..][..] = ... B[..] ...;`, the reads `As[..][..]` and `Bs[..][..]` inside a loop, and
+the `int name = expression;` lines they use), evaluates it for every thread of the
+block with `cexpr`, and prices it with `memory.ch03_copies`, as chapter 02 prices
+global loads and chapter 04 shared accesses:
+
+* a warp's load of A or of B must touch no more 32-byte sectors than its floats need
+  (coalesced, chapter 02);
+* a warp's store into a tile, and each read of a tile in the products, must cost one
+  wavefront per pass (no bank conflict: the chapter's layout has none);
+* the threads of a block must load as many different elements of A (of B) as the tile
+  holds, and store them into as many different words.
+
+It says nothing where it cannot read the source (pointer arithmetic, a helper function,
+a conditional expression in an index): it never refuses a kernel for its style, and a
+wrong index is found when the kernel runs (step 3), where the numbers are compared.
 """
 from __future__ import annotations
 
 import re
 from typing import Callable
 
+from gemm_kernels.exercises.cexpr import ExpressionError, code_only, compile_expression
 from gemm_kernels.exercises.ch05_checks import opcodes
 from gemm_kernels.exercises.stubs import STUB
 from gemm_kernels.exercises.submission import submission_sass
+from gemm_kernels.memory import ch03_copies
 
 
 def barrier_problems(sass: str) -> list[str]:
@@ -35,7 +54,7 @@ def barrier_problems(sass: str) -> list[str]:
 
 
 def two_barriers(exercise: str, kernel: str, params: dict) -> Callable[[str], list[str]]:
-    """The static check of exercise 03 (see the module's docstring); silent while the
+    """The SASS check of exercise 03 (see the module's docstring); silent while the
     source still holds the stub, which the grader reports itself."""
     def check(source: str) -> list[str]:
         if STUB in source:
@@ -43,4 +62,227 @@ def two_barriers(exercise: str, kernel: str, params: dict) -> Callable[[str], li
         sass = submission_sass(exercise, kernel, params, source)
         return [] if sass is None else barrier_problems(sass)
     check.__name__ = f"two_barriers_{exercise}"
+    return check
+
+
+# ------------------------------------------------------------------ the copies, priced
+
+# Where the block sits and which step it is at when the source is evaluated: an interior
+# block (every element inside the matrices) at its second step. The sides are large and
+# different, so that a row of A (K floats) is far from a row of B (N floats).
+_SIDES = {"M": 1024, "N": 2048, "K": 4096}
+_BLOCK_XY = (1, 1)
+_INT_DEF = re.compile(r"\b(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:int|long|size_t|auto)\s+"
+                      r"(\w+)\s*=\s*([^;{}]+);")
+_FOR = re.compile(r"\bfor\s*\(\s*(?:const\s+)?(?:int|unsigned)\s+(\w+)\s*=")
+
+
+def _bracket(text: str, start: int) -> tuple[str, int] | None:
+    """(the text inside the bracket opening at text[start] == '[', the index after its
+    closing bracket), or None when it does not close."""
+    depth = 0
+    for i in range(start, len(text)):
+        depth += {"[": 1, "]": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[start + 1:i], i + 1
+    return None
+
+
+def _subscripts(text: str, name: str):
+    """(position, [index texts], end) of every `name[..][..]` in `text`."""
+    for m in re.finditer(rf"\b{name}\s*\[", text):
+        pos, idx = m.end() - 1, []
+        while pos < len(text) and text[pos] == "[":
+            got = _bracket(text, pos)
+            if got is None:
+                break
+            idx.append(got[0])
+            pos = got[1]
+            while pos < len(text) and text[pos].isspace():
+                pos += 1
+        yield m.start(), idx, pos
+
+
+def _env(block: int, tx: int, ty: int) -> dict:
+    bx, by = _BLOCK_XY
+    return {"threadIdx.x": tx, "threadIdx.y": ty, "threadIdx.z": 0,
+            "blockIdx.x": bx, "blockIdx.y": by, "blockDim.x": block, "blockDim.y": block,
+            "BLOCK": block, "k0": block, **_SIDES,
+            # tile_row and tile_col come from the GRID choice (a conditional expression
+            # the evaluator does not read): the block's place in either order.
+            "tile_row": by, "tile_col": bx}
+
+
+_DEFAULTS = ("tile_row", "tile_col")
+
+
+def _is_store(code: str, end: int) -> bool:
+    """Whether the subscript ending at `end` is assigned to (`=`, not `==`)."""
+    return re.match(r"\s*=(?!=)", code[end:end + 40]) is not None
+
+
+class _Unreadable(Exception):
+    """The source says something this check does not read: it stays silent."""
+
+
+def _values(expr: str, envs: list[dict]) -> list[int]:
+    """`expr` evaluated in each environment (one per thread)."""
+    try:
+        f = compile_expression(expr, tuple(envs[0]))
+        return [f(e) for e in envs]
+    except (ExpressionError, KeyError, ZeroDivisionError, OverflowError, RecursionError):
+        raise _Unreadable(expr) from None
+
+
+def _threads(code: str, upto: int, block: int, loop_vars=()) -> list[dict]:
+    """One environment per thread of the block: the built-in names, then every
+    `int name = expression;` before position `upto` that the evaluator reads (in order);
+    the loop variables in `loop_vars` bound to 0."""
+    envs = [_env(block, t % block, t // block) for t in range(block * block)]
+    for e in envs:
+        e.update({v: 0 for v in loop_vars})
+    for m in _INT_DEF.finditer(code):
+        if m.start() >= upto:
+            break
+        name, expr = m.group(1), m.group(2)
+        if name in loop_vars:
+            continue
+        try:
+            vals = _values(expr, envs)
+        except _Unreadable:
+            if name not in _DEFAULTS:  # a name the evaluator cannot read is unknown from here on
+                for e in envs:
+                    e.pop(name, None)
+            continue
+        for e, v in zip(envs, vals):
+            e[name] = v
+    return envs
+
+
+def _row_length(code: str, tile: str, block: int) -> int:
+    m = re.search(rf"__shared__\s+float\s+{tile}\s*\[([^\]]+)\]\s*\[([^\]]+)\]", code)
+    if not m:
+        raise _Unreadable(tile)
+    return _values(m.group(2), [{"BLOCK": block}])[0]
+
+
+def _warps(values: list[int]) -> list[list[int]]:
+    return [values[i:i + ch03_copies.WARP] for i in range(0, len(values), ch03_copies.WARP)]
+
+
+def _describe_lanes(indices: list[int]) -> str:
+    step = indices[1] - indices[0]
+    if step == 0 and len(set(indices)) == 1:
+        return "all 32 lanes read the same float"
+    if step == 1 and indices == list(range(indices[0], indices[0] + len(indices))):
+        return "its lanes read 32 neighbouring floats"
+    return f"neighbouring lanes read floats {step:,} apart"
+
+
+def _store_problems(code: str, block: int, tile: str, matrix: str, stride: int,
+                    pos: int, idx: list[str], end: int) -> list[str]:
+    """The problems of one store into a tile and of the load on its right-hand side."""
+    problems = []
+    row_len = _row_length(code, tile, block)
+    rhs = code[end:code.find(";", end)]
+    envs = _threads(code, pos, block)
+    where = f"{tile}[{idx[0].strip()}][{idx[1].strip()}]"
+    words = [r * row_len + c for r, c in zip(_values(idx[0], envs), _values(idx[1], envs))]
+    if any(not 0 <= w < block * row_len for w in words):
+        return [f"the store {where} writes outside the tile's {block} x {row_len} words"]
+    if len(set(words)) < block * block:
+        problems.append(f"the {block * block} threads of a block store into only "
+                        f"{len(set(words))} different words of {tile} with {where}: every "
+                        "thread needs a place of its own in the tile")
+    for w, lane_words in enumerate(_warps(words)):
+        wf, ideal = ch03_copies.wavefronts(lane_words)
+        if wf > ideal:
+            bank, served = max(((b, sum(1 for x in set(lane_words) if x % 32 == b))
+                                for b in range(32)), key=lambda x: x[1])
+            problems.append(f"the store {where} costs warp {w} {wf} wavefronts where {ideal} "
+                            f"would do: bank {bank} receives {served} different words (word w "
+                            "of shared memory sits in bank w % 32)")
+            break
+    load = next(_subscripts(rhs, matrix), None)
+    if load is None or len(load[1]) != 1:
+        return problems
+    text = load[1][0].strip()
+    flat = _values(text, envs)
+    if len(set(flat)) < block * block:
+        problems.append(f"the {block * block} threads of a block load only {len(set(flat))} "
+                        f"different elements of {matrix} with {matrix}[{text}], where the tile "
+                        f"holds {block * block}: each thread must copy an element of its own")
+    for w, lane_idx in enumerate(_warps(flat)):
+        got, fewest = ch03_copies.sectors(lane_idx)
+        if got > fewest:
+            problems.append(f"the load {matrix}[{text}] touches {got} sectors of 32 bytes in "
+                            f"warp {w} where {fewest} would hold its floats: "
+                            f"{_describe_lanes(lane_idx)} (chapter 02: a warp's load is "
+                            "cheapest when neighbouring lanes read neighbouring floats)")
+            break
+    return problems
+
+
+def _copy_problems(code: str, block: int) -> list[str]:
+    problems = []
+    for tile, matrix, stride in (("As", "A", _SIDES["K"]), ("Bs", "B", _SIDES["N"])):
+        for pos, idx, end in _subscripts(code, tile):
+            if len(idx) != 2 or not _is_store(code, end):
+                continue
+            try:
+                found = _store_problems(code, block, tile, matrix, stride, pos, idx, end)
+            except _Unreadable:
+                continue
+            problems += [p for p in found if p not in problems]
+    return problems
+
+
+def _read_problems(code: str, block: int) -> list[str]:
+    problems = []
+    loops = [(m.start(), m.group(1)) for m in _FOR.finditer(code)]
+    for tile in ("As", "Bs"):
+        seen = set()
+        for pos, idx, end in _subscripts(code, tile):
+            if len(idx) != 2 or _is_store(code, end):
+                continue                                   # a store, priced above
+            names = set(re.findall(r"[A-Za-z_]\w*", idx[0] + " " + idx[1]))
+            loop_vars = tuple(dict.fromkeys(v for p, v in loops
+                                            if p < pos and v != "k0" and v in names))
+            if not loop_vars or (idx[0], idx[1]) in seen:
+                continue
+            seen.add((idx[0], idx[1]))
+            try:
+                row_len = _row_length(code, tile, block)
+                envs = _threads(code, pos, block, loop_vars)
+                words = [r * row_len + c for r, c in zip(_values(idx[0], envs),
+                                                         _values(idx[1], envs))]
+            except _Unreadable:
+                continue
+            for w, lane_words in enumerate(_warps(words)):
+                wf, ideal = ch03_copies.wavefronts(lane_words)
+                if wf > ideal:
+                    why = (" (a column of a tile whose rows are a multiple of 32 words "
+                           "long lies in one bank)" if row_len % 32 == 0 else "")
+                    problems.append(
+                        f"the read {tile}[{idx[0].strip()}][{idx[1].strip()}] costs warp {w} "
+                        f"{wf} wavefronts where {ideal} would do, at every "
+                        f"{' and '.join(loop_vars)}: some of its lanes read different words "
+                        f"of one bank{why}")
+                    break
+    return problems
+
+
+def copy_problems(source: str, block: int) -> list[str]:
+    """The price of the copies and reads in `source` (see the module's docstring): empty
+    when they are coalesced and conflict-free, or when the source says something this
+    check does not read."""
+    code = code_only(source)
+    return _copy_problems(code, block) + _read_problems(code, block)
+
+
+def copies_priced(block: int) -> Callable[[str], list[str]]:
+    """The copy check of exercise 03; silent while the source still holds the stub."""
+    def check(source: str) -> list[str]:
+        return [] if STUB in source else copy_problems(source, block)
+    check.__name__ = f"copies_priced_{block}"
     return check

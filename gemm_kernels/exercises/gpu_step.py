@@ -16,11 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ALPHA_BETA = ((1.0, 0.0), (1.5, -0.5))
-# Small and ragged, but several BK steps deep and wider than a warp, so that every
-# barrier of the K loop is crossed; one block at the usual tile sizes keeps racecheck,
-# which serialises and instruments every shared-memory access, to seconds.
-RACECHECK_SHAPE = (33, 65, 17)
+from gemm_kernels.exercises.catalog import ALPHA_BETA, RACECHECK_SHAPE
 
 
 def _emit(name: str, status: str, detail: str) -> None:

@@ -1,9 +1,10 @@
 """Grade a submission step by step: compile, static, correct, speed.
 
 Each step gives a verdict and, when it fails, what went wrong and a hint; a step that
-cannot run here (no GPU) says so and how to get one. The GPU steps run in a child
-process with a time limit (`gpu_step`), so a kernel that hangs or faults ends that
-process, not the notebook.
+cannot run here says so and how to get a GPU. The GPU steps run in a child process with
+a time limit (`gpu_step`), so a kernel that hangs or faults ends that process, not the
+notebook. Without a GPU, step 3 runs the kernel on the CPU instead (`cpu_step`, every
+thread emulated, each run a child process with a time limit); step 4 needs a GPU.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from gemm_kernels.core import compiler, device
 from gemm_kernels.exercises.catalog import Exercise, get
+from gemm_kernels.exercises.cpu_step import correct_on_cpu
 from gemm_kernels.exercises.stubs import STUB, stub_lines
 from gemm_kernels.exercises.submission import SOURCE_NAME, submission_kernel
 
@@ -27,10 +29,14 @@ RACECHECK_TIME_LIMIT_S = 90       # one small launch under racecheck, sanitizer 
 # The folder holding gemm_kernels/: the child process imports the package from there, as
 # the notebook did, whatever its working directory (a notebook folder, nbgrader's copies).
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
-NO_GPU = ("needs a GPU, and there is none here. Steps 1-2 ran; to check correctness and "
-          "speed, open this notebook in Google Colab (Runtime > Change runtime type > "
-          "T4 GPU) or on any machine with an NVIDIA GPU (the capstone step's cp.async "
-          "needs an sm_80 or newer GPU, such as an A100 or L4)")
+def get_a_gpu(k) -> str:
+    """How to get a GPU that runs kernel `k` (Colab's T4 unless its features need a
+    newer one)."""
+    if k.min_arch > device.OLDEST:
+        return (f"open this notebook on a machine with an sm_{k.min_arch} or newer NVIDIA "
+                "GPU (an A100, L4 or H100; Colab's T4 is too old for it)")
+    return ("open this notebook in Google Colab (Runtime > Change runtime type > T4 GPU) "
+            "or on any machine with an NVIDIA GPU")
 PASS, FAIL, SKIPPED = "pass", "FAIL", "not run"
 
 
@@ -68,11 +74,17 @@ class Report:
             raise AssertionError(f"{self.exercise}: step '{s.name}' failed: {s.detail}"
                                  + (f" (hint: {s.hint})" if s.hint else ""))
         if not self.complete:
-            skipped = ", ".join(s.name for s in self.steps if s.status == SKIPPED)
-            print(f"{self.exercise}: NOT FULLY GRADED. Steps 1-2 passed here, but {skipped} "
-                  "need a GPU and did not run, so nothing has checked yet that your kernel "
-                  "computes the right numbers. Run this cell on a GPU (Colab: Runtime > "
-                  "Change runtime type > T4 GPU) for the full grade.")
+            skipped = [s.name for s in self.steps if s.status == SKIPPED]
+            if "correct" in skipped:
+                print(f"{self.exercise}: NOT FULLY GRADED. Steps 1-2 passed here, but "
+                      f"{' and '.join(skipped)} did not run, so nothing has checked yet that "
+                      "your kernel computes the right numbers. Run this cell on a GPU "
+                      "(Colab: Runtime > Change runtime type > T4 GPU) for the full grade.")
+            else:
+                print(f"{self.exercise}: NOT FULLY GRADED. Your kernel computes the right "
+                      "numbers (checked on the CPU, every thread emulated), but how fast it "
+                      "runs needs a GPU. Run this cell on a GPU (Colab: Runtime > Change "
+                      "runtime type > T4 GPU) for the full grade.")
 
     def __repr__(self):
         return str(self)
@@ -108,9 +120,10 @@ def student_kernel(exercise: Exercise, source: str):
     return submission_kernel(exercise.name, exercise.kernel, source)
 
 
-def grade(name: str, source: str, gpu: bool | None = None) -> Report:
+def grade(name: str, source: str, gpu: bool | None = None, emulate: bool = True) -> Report:
     """All steps for `source` (the student's CUDA text). gpu: run the GPU steps (None:
-    when this machine has a GPU)."""
+    when this machine has a GPU). Without them, step 3 runs on the CPU unless `emulate`
+    is False (then steps 3-4 are left not run: what a test of steps 1-2 alone wants)."""
     ex = get(name)
     start = time.perf_counter()
     report = Report(ex.name)
@@ -124,7 +137,9 @@ def grade(name: str, source: str, gpu: bool | None = None) -> Report:
         steps += [Step("correct", SKIPPED, "needs steps 1-2 to pass"),
                   Step("speed", SKIPPED, "needs a correct kernel")]
     elif not gpu:
-        steps += [Step("correct", SKIPPED, NO_GPU), Step("speed", SKIPPED, "needs a GPU too")]
+        steps += [cpu_correct(ex, k) if emulate else
+                  Step("correct", SKIPPED, "not run: steps 1-2 only were asked for"),
+                  Step("speed", SKIPPED, "needs a GPU: to time your kernel, " + get_a_gpu(k))]
     else:
         steps += run_gpu_steps(ex, source)
     report.seconds = time.perf_counter() - start
@@ -183,6 +198,16 @@ def _static(ex: Exercise, k, source: str) -> Step:
 
 
 # ------------------------------------------------------------------ steps 3-4
+
+def cpu_correct(ex: Exercise, k) -> Step:
+    """Step 3 without a GPU: the kernel run on the CPU, every thread emulated
+    (`cpu_step`); skipped with the reason where that cannot run."""
+    ok, detail = correct_on_cpu(k, ex.params)
+    if ok is None:
+        return Step("correct", SKIPPED, f"{detail}; to run it, {get_a_gpu(k)}")
+    return Step("correct", PASS if ok else FAIL, detail,
+                "" if ok else ex.hints.get("correct", ""))
+
 
 def run_gpu_steps(ex: Exercise, source: str, time_limit: float = GPU_TIME_LIMIT_S) -> list[Step]:
     """Steps 3-4 in a child process: its verdicts, or the way it ended (a time-out, an

@@ -312,15 +312,7 @@ def plot(kernels, size: int = profile.GEMM_SHAPE[0], ax=None):
                            color=colour, lw=1.5,
                            label=f"{c['level']}, {c['kind']}: {c['gbps'] / 1000:.1f} TB/s,"
                                  f" ridge {ridge:.1f} FLOP/B\n  ({c['how']})")
-    # The DRAM ridges, measured and theoretical, named above the roof where no point
-    # can be (no kernel beats the peak): one label on each side of its own bend.
-    dram = sorted((c for c in drawn if c["level"] == "DRAM"), key=lambda c: -c["gbps"])
-    for c, ha in zip(dram, ("right", "left") if len(dram) == 2 else ("center",)):
-        ridge = peak / c["gbps"]
-        colour = "k" if c["kind"] == "measured" else "0.4"
-        ax.plot([ridge, ridge], [peak, peak * 1.12], color=colour, lw=1)
-        ax.text(ridge, peak * 1.15, f"{c['kind']} DRAM ridge\n{ridge:.1f} FLOP/B",
-                ha=ha, va="bottom", fontsize=8, color=colour)
+    _ridge_labels(ax, drawn, peak)
     colours = [("k", None)] + style.series_styles(len(pts) - 1)
     for p, (colour, _) in zip(pts, colours):
         levels = [lv for lv in LEVELS if lv in p["x"]]
@@ -361,6 +353,188 @@ def plot(kernels, size: int = profile.GEMM_SHAPE[0], ax=None):
     if gap:
         print(gap)
     return ax
+
+
+# ------------------------------------------------------------------ a roofline per chapter
+#
+# The picture grows with the course: chapter 00 draws the ceilings with cuBLAS and the
+# naive kernel on them; a later chapter calls `chapter_plot` with its own kernels. At
+# GROWING_SIZE^3 the three matrices (192 MiB) are larger than the L2, so DRAM traffic is
+# not an artefact of everything staying in the cache, as it is at 1024^3.
+
+GROWING_SIZE = 4096
+
+
+def _name_params(entry) -> tuple[str, dict | None]:
+    """A kernel given as its name (default configuration) or as (name, params)."""
+    return (entry, None) if isinstance(entry, str) else (entry[0], entry[1])
+
+
+def dram_counted(kernel: str, params: dict | None, shape) -> float | None:
+    """The DRAM bytes (read + written) Nsight Compute counted for `kernel` (default
+    configuration where params is None) at `shape` on the recorded GPU, from any profile
+    row (a study's included); None where the recording has none."""
+    rec = records.current()
+    if rec is None or kernel not in KERNELS:
+        return None
+    full = KERNELS[kernel].resolve(params)
+    rows = [r for r in rec.find(kernel, shape, full)
+            if DRAM_METRICS[0] in r.get("metrics", {})
+            and all(r["params"].get(k) == v for k, v in full.items())]
+    if not rows:
+        return None
+    return sum(rows[-1]["metrics"].get(m, 0) for m in DRAM_METRICS)
+
+
+_LIVE_RATES: dict = {}
+
+
+def _rate(name: str, shape, params: dict | None) -> float:
+    """The median GFLOP/s of `name` at `shape`: recorded, or measured once per session
+    when live (the plot and its table ask for the same kernels; a naive kernel at
+    4096^3 takes seconds per timed call on a small GPU)."""
+    if not device.is_live():
+        return lookup.measure_or_lookup(name, shape, params)["gflops"]["median"]
+    key = (name, tuple(shape), tuple(sorted((params or {}).items())))
+    if key not in _LIVE_RATES:
+        _LIVE_RATES[key] = lookup.measure_or_lookup(name, shape, params)["gflops"]["median"]
+    return _LIVE_RATES[key]
+
+
+def dram_point(entry, size: int = GROWING_SIZE, props: dict | None = None) -> dict | None:
+    """One kernel at size^3 on the DRAM roofline: {'kernel', 'params', 'label', 'gflops',
+    'ms', 'bytes' (DRAM bytes), 'x' (FLOP per DRAM byte), 'how' ('ncu': counted by Nsight
+    Compute on this GPU; 'model': each matrix crossing DRAM once, n/6), 'limit_x' (the
+    FLOP per byte at which the measured DRAM ceiling equals the kernel's rate: DRAM can be
+    its limit only left of it), 'limit_bytes' (the bytes that would take)}. None when the
+    rate is neither measurable here nor recorded."""
+    name, params = _name_params(entry)
+    props = props if props is not None else device_properties()
+    shape = (size,) * 3
+    try:
+        rate = _rate(name, shape, params)
+    except LookupError:
+        return None
+    flops = 2 * size ** 3
+    rec = records.current()
+    same_gpu = rec is not None and rec.device.get("name") == props.get("name")
+    counted = dram_counted(name, params, shape) if same_gpu else None
+    moved = counted if counted else flops / intensity(*shape)
+    dram = next((c["gbps"] for c in ceilings(props)
+                 if c["level"] == "DRAM" and c["gbps"]), None)      # measured first
+    chapter = KERNELS[name].chapter if name in KERNELS else "00"
+    label = "cuBLAS" if name == "cublas" else f"{chapter} {name}"
+    ms = flops / (rate * 1e9) * 1e3
+    return {"kernel": name, "params": params, "label": label, "gflops": rate, "ms": ms,
+            "bytes": moved, "x": flops / moved, "how": "ncu" if counted else "model",
+            "limit_x": rate / dram if dram else None,
+            "limit_bytes": dram * 1e9 * ms * 1e-3 if dram else None}
+
+
+def _ridge_labels(ax, drawn: list[dict], peak: float) -> None:
+    """The DRAM ridges, measured and theoretical, named above the roof where no point
+    can be (no kernel beats the peak): one label on each side of its own bend."""
+    dram = sorted((c for c in drawn if c["level"] == "DRAM"), key=lambda c: -c["gbps"])
+    for c, ha in zip(dram, ("right", "left") if len(dram) == 2 else ("center",)):
+        ridge = peak / c["gbps"]
+        colour = "k" if c["kind"] == "measured" else "0.4"
+        ax.plot([ridge, ridge], [peak, peak * 1.12], color=colour, lw=1)
+        ax.text(ridge, peak * 1.15, f"{c['kind']} DRAM ridge\n{ridge:.1f} FLOP/B",
+                ha=ha, va="bottom", fontsize=8, color=colour)
+
+
+def chapter_plot(kernels=(), size: int = GROWING_SIZE, ax=None):
+    """The roofline as far as the course has come: the FP32 peak, the DRAM ceilings
+    (measured by the device copy, and from the specifications) and the L2 ceiling
+    (measured by l2_read), with cuBLAS and `kernels` (names, or (name, params)) at their
+    GFLOP/s at size^3. Each sits at its FLOP per DRAM byte: counted by Nsight Compute
+    where the recording has the count at this size (filled marker), else the model's
+    n/6, each matrix crossing DRAM once (hollow). A dotted line runs left from each
+    point to a bar where its rate meets the measured DRAM ceiling: only a kernel that
+    moved that many bytes would be limited by DRAM."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.lines import Line2D
+    props = device_properties()
+    peak = device.peak_fp32_gflops(props)
+    pts = [p for p in (dram_point(k, size, props) for k in ["cublas", *kernels]) if p]
+    drawn = [c for c in ceilings(props) if c["gbps"] and c["level"] in ("DRAM", "L2")]
+    xs = [peak / c["gbps"] for c in drawn] + [p["x"] for p in pts] + \
+        [p["limit_x"] for p in pts if p["limit_x"]]
+    x = np.logspace(np.log10(min(xs) / 3), np.log10(max(xs) * 3), 400)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 5.5))
+    handles = [ax.axhline(peak, color="k", lw=2,
+                          label=f"FP32 peak: {peak / 1000:.1f} TFLOP/s (theoretical)")]
+    for c in drawn:
+        ridge = peak / c["gbps"]
+        below = x <= ridge
+        handles += ax.plot(x[below], c["gbps"] * x[below], ls=CEILING_LOOK[c["level"]],
+                           color="k" if c["kind"] == "measured" else "0.55", lw=1.5,
+                           label=f"{c['level']}, {c['kind']}: {c['gbps'] / 1000:.1f} TB/s,"
+                                 f" ridge {ridge:.1f} FLOP/B\n  ({c['how']})")
+    _ridge_labels(ax, drawn, peak)
+    colours = [("k", None)] + style.series_styles(len(pts) - 1)
+    for p, (colour, _) in zip(pts, colours):
+        if p["limit_x"] and p["limit_x"] < p["x"]:
+            ax.plot([p["limit_x"], p["x"]], [p["gflops"]] * 2, ":", color=colour, lw=1.5)
+            ax.plot([p["limit_x"]] * 2, [p["gflops"] / 1.25, p["gflops"] * 1.25], "-",
+                    color=colour, lw=1.5)
+        line, = ax.plot(p["x"], p["gflops"], "o", ms=9, mew=2, mec=colour,
+                        mfc=colour if p["how"] == "ncu" else "none", ls="none")
+        line.set_gid(f"{p['kernel']}|DRAM")
+        ax.annotate(p["label"], (p["x"], p["gflops"]), xytext=(-10, -6),
+                    textcoords="offset points", ha="right", va="top", fontsize=9,
+                    color=colour)
+        handles.append(Line2D([], [], color=colour, lw=3,
+                              label=f"{p['label']}: {p['gflops']:,.0f} GFLOP/s"))
+    if any(p["how"] == "ncu" for p in pts):
+        handles.append(Line2D([], [], marker="o", color="k", ls="none",
+                              label="filled: FLOP per DRAM byte counted (Nsight Compute)"))
+    if any(p["how"] == "model" for p in pts):
+        handles.append(Line2D([], [], marker="o", mfc="none", mec="k", ls="none",
+                              label="hollow: each matrix crosses DRAM once (n/6)"))
+    handles.append(Line2D([], [], ls=":", color="k",
+                          label="dotted, to the bar: how far left a point must go\n"
+                                "  for the measured DRAM roof to limit it"))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(x[0], x[-1])
+    ax.set_ylim(min(p["gflops"] for p in pts) / 3 if pts else peak / 1000, peak * 3)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte moved through DRAM, or through the "
+                  "L2 for the L2 roof)")
+    ax.set_ylabel("GFLOP/s")
+    ax.set_title(f"Roofline at {size}^3, {records.source()}", fontsize=10)
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1),
+              borderaxespad=0)
+    ax.grid(True, which="both", alpha=0.3)
+    return ax
+
+
+def dram_table(kernels=(), size: int = GROWING_SIZE):
+    """The numbers behind `chapter_plot`, per kernel: rate, share of the FP32 peak, time,
+    FLOP per DRAM byte (counted or modelled) and the DRAM bytes it would have to move for
+    the measured DRAM ceiling to be its limit, also as a multiple of A, B and C."""
+    from gemm_kernels.core.table import Table
+    props = device_properties()
+    peak = device.peak_fp32_gflops(props)
+    matrices = 3 * size * size * 4
+    rows = []
+    for k in ["cublas", *kernels]:
+        p = dram_point(k, size, props)
+        if p is None:
+            continue
+        rows.append({
+            "kernel": p["label"], "GFLOP/s": p["gflops"],
+            "% of FP32 peak": 100 * p["gflops"] / peak, "time, ms": p["ms"],
+            "FLOP per DRAM byte": p["x"],
+            "bytes from": "Nsight Compute" if p["how"] == "ncu" else
+                          "model: each matrix once",
+            "GB for DRAM to limit it": p["limit_bytes"] / 1e9 if p["limit_bytes"] else None,
+            "times A, B and C": p["limit_bytes"] / matrices if p["limit_bytes"] else None})
+    return Table(rows, list(rows[0]) if rows else ["kernel"],
+                 title=f"{size}^3: A, B and C hold {matrices / MB:,.0f} MB; "
+                       f"{records.source()}")
 
 
 def pitfalls_table():

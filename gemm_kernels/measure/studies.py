@@ -178,6 +178,30 @@ STUDY_LIST = (
               Step("chapter 09, z-order", "zorder", {}),
               Step("capstone", "capstone", {})),
           (CUBE_4096,), (STALLS, *ISSUE, *PIPES)),
+    Study("ch06_path_stalls", "06",
+          "From K5 to the default one change at a time: where the warps wait", "ncu", (
+              Step("K5", "tile_2d_reg", K5),
+              Step("patch 8x4", "tile_2d_reg", {**K5, "TN": 4}),
+              Step("BM 64", "tile_2d_reg", {**K5, "TN": 4, "BM": 64}),
+              Step("BK 16 = default", "tile_2d_reg", {})),
+          (CUBE_4096,), (STALLS, *ISSUE, *PIPES)),
+    Study("ch03_caches", "03",
+          "Shared-memory tiling at 4096^3: DRAM and cache traffic, and where the warps "
+          "wait at each block size", "ncu", (
+              Step("BLOCK = 8", "smem_tiled", {"BLOCK": 8}),
+              Step("BLOCK = 16", "smem_tiled", {"BLOCK": 16}),
+              Step("BLOCK = 32", "smem_tiled", {"BLOCK": 32})),
+          (CUBE_4096,), (*CACHES, STALLS, *ISSUE)),
+    Study("ch00_naive_dram", "00", "The naive kernel and cuBLAS-sized traffic at 4096^3",
+          "ncu", (
+              Step("naive, x->row", "naive", {"BLOCK": 32, "MAPPING": "x->row"}),),
+          (CUBE_4096,), tuple(DRAM)),
+    Study("ch07_one_per_sm_caches", "07",
+          "Chapter 07's kernel with one and two blocks per SM: cache hit rates and waits",
+          "ncu", (
+              Step("two blocks per SM", "float4", K5),
+              Step("one block per SM", "float4", {**K5, "ONE_PER_SM": True})),
+          (CUBE_4096,), (*CACHES, STALLS, *ISSUE)),
     Study("ch02_caches", "02", "Why BLOCK = 8 runs at half the speed of BLOCK = 32", "ncu", (
               Step("BLOCK = 8", "coalesced", {"BLOCK": 8}),
               Step("BLOCK = 16", "coalesced", {"BLOCK": 16}),

@@ -78,13 +78,15 @@ def sector_table(configs, M=4096, N=4096, K=4096):
         lanes = warp_elements(kernel, params, M, N, K)
         sa, sb = sectors(l["A"] for l in lanes), sectors(l["B"] for l in lanes)
         rows.append({"kernel": kernel, "params": get(kernel).resolve(params),
+                     "settings": _settings(kernel, params),
                      "active lanes": sum(l["active"] for l in lanes),
                      "A sectors": sa, "B sectors": sb,
                      # a whole number shows without ".0"
                      "sectors per request": (sa + sb) / 2 if (sa + sb) % 2 else (sa + sb) // 2,
                      "128-byte lines (A + B)": lines(l["A"] for l in lanes)
                      + lines(l["B"] for l in lanes)})
-    return Table(rows, list(rows[0]), title="one warp, one step k: 32-byte sectors per load")
+    return Table(rows, [c for c in rows[0] if c != "params"],
+                 title="one warp, one step k: 32-byte sectors per load")
 
 
 def describe_lanes(lanes) -> str:
@@ -127,7 +129,7 @@ def lane_picture(kernel: str, params: dict, rows: int = 8, cols: int = 40, ax=No
             if not np.isnan(v):
                 ax.text(c, r, int(v), ha="center", va="center", fontsize=size,
                         color=style.text_colour(im.cmap(im.norm(v))))
-    settings = ", ".join(f"{n} = {v}" for n, v in get(kernel).resolve(params).items())
+    settings = _settings(kernel, params)
     active = sum(l["active"] for l in lanes)
     unlabelled = "" if readable else " (too small to label the lanes)"
     title = (f"{kernel}, {settings}: the {active} lanes of warp 0 compute "
@@ -138,22 +140,40 @@ def lane_picture(kernel: str, params: dict, rows: int = 8, cols: int = 40, ax=No
     return ax
 
 
-def sector_picture(kernel: str, params: dict, rows: int = 4, cols: int = 40, k_cols: int = 16):
+def sector_picture(kernel: str, params: dict, k_cols: int = 16):
     """Warp 0 at step k = 0, in three panels: the C elements its lanes own (as
-    `lane_picture`), then the elements of A and of B they load, each labelled with how
-    many lanes load it, on a light shade for every 32-byte sector the load touches (thin
-    lines: sector boundaries, 8 floats). Returns the figure."""
+    `lane_picture`, cropped to the warp's rows and to whole sectors of its columns), then
+    the elements of A and of B they load, each labelled with how many lanes load it, on a
+    light shade for every 32-byte sector the load touches (thin lines: sector boundaries,
+    8 floats). A warp a few rows tall is drawn in a column of panels; a warp down a
+    column of C (32 rows) side by side, C and A next to each other and B under A.
+    Returns the figure; its first three axes are C, A and B."""
     import matplotlib.pyplot as plt
     import numpy as np
     from matplotlib.colors import ListedColormap
+    from gemm_kernels.core import style
     M = N = K = 4096
     lanes = [l for l in warp_elements(kernel, params, M, N, K) if l["active"]]
     per = SECTOR // 4
-    fig, axes = plt.subplots(3, 1, figsize=(max(6, CELL_INCHES * cols + 2),
-                                            CELL_INCHES * (2 * rows + 1) + 4.2),
-                             gridspec_kw={"height_ratios": [rows, rows, 1]})
+    rows = max(l["row"] for l in lanes) + 1
+    cols = -(-(max(l["col"] for l in lanes) + 1) // per) * per
+    b_cols = max(cols, k_cols)
+    tall = rows > 8
+    cell = 0.22 if tall else CELL_INCHES
+    if tall:
+        fig = plt.figure(figsize=(cell * (cols + k_cols) + 5.5, cell * (rows + 1) + 3.2))
+        grid = fig.add_gridspec(2, 2, width_ratios=[cols + 3, k_cols],
+                                height_ratios=[rows, 3])
+        axes = [fig.add_subplot(grid[:, 0]), fig.add_subplot(grid[0, 1]),
+                fig.add_subplot(grid[1, 1])]
+    else:
+        fig, axes = plt.subplots(3, 1, figsize=(max(7, cell * max(cols, b_cols) + 2),
+                                                cell * (2 * rows + 1) + 4.2),
+                                 gridspec_kw={"height_ratios": [rows, rows, 1]})
     lane_picture(kernel, params, rows=rows, cols=cols, ax=axes[0])
-    for ax, name, shape, width in ((axes[1], "A", (rows, k_cols), K), (axes[2], "B", (1, cols), N)):
+    axes[0].set_yticks(range(rows) if rows <= 8 else range(0, rows, 4))
+    for ax, name, shape, width in ((axes[1], "A", (rows, k_cols), K),
+                                   (axes[2], "B", (1, b_cols), N)):
         counts = {}
         for l in lanes:
             counts[l[name]] = counts.get(l[name], 0) + 1
@@ -175,21 +195,37 @@ def sector_picture(kernel: str, params: dict, rows: int = 4, cols: int = 40, k_c
                   aspect="equal")
         for x in range(per, shape[1], per):
             ax.axvline(x - 0.5, color="0.4", lw=0.8)
-        n_sec = sectors(counts)
-        what = "row k = 0 of B" if name == "B" else "column k = 0 of A (k along x)"
-        ax.set_title(f"{name}: {what}; the warp loads {len(counts)} element{'s' if len(counts) > 1 else ''} "
-                     f"in {n_sec} sector{'s' if n_sec > 1 else ''} (label: lanes per element)",
-                     fontsize=9)
+        for y in range(1, shape[0]):
+            ax.axhline(y - 0.5, color="0.85", lw=0.5)
+        n_sec, n_lines = sectors(counts), lines(counts)
+        what = "row k = 0 of B" if name == "B" else "columns k = 0 to 15 of A"
+        style.fit_title(ax, f"{name}: {what}; the warp loads {len(counts)} element"
+                            f"{'s' if len(counts) > 1 else ''} in {n_sec} sector"
+                            f"{'s' if n_sec > 1 else ''} ({n_lines} line"
+                            f"{'s' if n_lines > 1 else ''} of 128 bytes); label: lanes "
+                            "per element", fontsize=9)
         ax.set_xlabel("column of B" if name == "B" else "k")
-        ax.set_ylabel("row" if name == "A" else "")
-        ax.set_yticks(range(shape[0]) if name == "A" else [])
+        ax.set_ylabel("row of A" if name == "A" else "")
+        ax.set_yticks(range(shape[0]) if name == "A" and shape[0] <= 8 else
+                      range(0, shape[0], 4) if name == "A" else [])
     fig.tight_layout()
     return fig
 
 
 def _settings(kernel: str, params: dict) -> str:
+    """The settings in words, e.g. "BLOCK = 32, MAPPING = x->row". The coalesced
+    kernel's block order (GRID) is named only where it is not the default: chapter 02
+    keeps it there throughout."""
     from gemm_kernels.core.kernels import get
-    return ", ".join(f"{n} = {v}" for n, v in get(kernel).resolve(params).items())
+    k = get(kernel)
+    p, default = k.resolve(params), k.defaults()
+    return ", ".join(f"{n} = {v}" for n, v in p.items()
+                     if not (n == "GRID" and v == default.get("GRID")))
+
+
+def label(kernel: str, params: dict) -> str:
+    """"naive, BLOCK = 32, MAPPING = x->row": a configuration as the chapters name it."""
+    return f"{kernel}, {_settings(kernel, params)}"
 
 
 def thread_map(kernel: str, configs, size: int = 32):
@@ -252,53 +288,6 @@ def thread_map(kernel: str, configs, size: int = 32):
         if pts >= style.MIN_LABEL_POINTS:
             for (r, c), lane in lane0.items():
                 ax.text(c, r, lane, ha="center", va="center", fontsize=pts, color="white")
-    return fig
-
-
-def sector_strips(kernel: str, configs, per_line: int = 16):
-    """One panel per configuration: the 32-byte sectors that warp 0's load of A and its
-    load of B touch at step k = 0, each drawn as a box of 8 floats with the floats some
-    lane loads filled in (`per_line` boxes to a line). Sectors are drawn side by side
-    wherever they lie in memory. Returns the figure."""
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
-    per, gap = SECTOR // 4, 1
-    M = N = K = 4096
-    data = []
-    for params in configs:
-        lanes = [l for l in warp_elements(kernel, params, M, N, K) if l["active"]]
-        data.append((params, {m: sorted({l[m] for l in lanes}) for m in "AB"}))
-
-    def lines(idx):
-        return -(-len({i // per for i in idx}) // per_line)
-    heights = [sum(lines(idx[m]) for m in "AB") + 0.6 for _, idx in data]
-    fig, axes = plt.subplots(len(configs), 1, figsize=(12, 0.55 * sum(heights) + 0.8),
-                             squeeze=False, gridspec_kw={"height_ratios": heights})
-    for ax, (params, idx) in zip(axes[:, 0], data):
-        y = 0
-        for m in "AB":
-            secs = sorted({i // per for i in idx[m]})
-            used = set(idx[m])
-            ax.text(-1, y + 0.4, m, ha="right", va="center", fontsize=11, weight="bold")
-            for n, sec in enumerate(secs):
-                x0, yy = (n % per_line) * (per + gap), y + n // per_line
-                for f in range(per):
-                    if sec * per + f in used:
-                        ax.add_patch(Rectangle((x0 + f, yy), 1, 0.8, lw=0, fc="#e8590c"))
-                ax.add_patch(Rectangle((x0, yy), per, 0.8, lw=0.8, ec="black", fc="none"))
-            ax.text(min(len(secs), per_line) * (per + gap), y + 0.4,
-                    f" {len(secs)} sector{'s' if len(secs) > 1 else ''} "
-                    f"({SECTOR * len(secs):,} bytes) looked up for {len(used)} "
-                    f"float{'s' if len(used) > 1 else ''} loaded",
-                    ha="left", va="center", fontsize=9)
-            y += lines(idx[m])
-        ax.set_xlim(-3, per_line * (per + gap) + 55)
-        ax.set_ylim(y, -0.1)
-        ax.set_axis_off()
-        ax.set_title(_settings(kernel, params), fontsize=10, loc="left")
-    fig.suptitle("warp 0 at step k = 0: the sectors its two loads touch (box: one 32-byte "
-                 "sector, 8 floats; orange: a float some lane loads)", fontsize=10)
-    fig.tight_layout()
     return fig
 
 
@@ -366,3 +355,273 @@ def occupancy_table(kernel: str, configs):
                      "active lanes per warp": sum(l["active"] for l in
                                                   warp_elements(kernel, params, 4096, 4096, 4096))})
     return Table(rows, list(rows[0]), title=f"{kernel}: registers and occupancy per SM (sm_90)")
+
+
+# ---------------------------------------------------------------- rates and the line limit
+
+def device_props() -> dict:
+    """The GPU the numbers describe: this one when live, the recording's otherwise."""
+    from gemm_kernels.core import device
+    from gemm_kernels.measure import records
+    if device.is_live():
+        return device.properties()
+    rec = records.current()
+    return dict(rec.device) if rec else {}
+
+
+def line_limit(kernel: str, params: dict, props: dict | None = None) -> dict:
+    """What one 128-byte line per SM and cycle allows. At one step k a warp does one
+    multiply-add (2 FLOP) per active lane and its two loads touch `lines` distinct lines;
+    if the L1 of an SM passes one line per cycle, the whole GPU does at most
+
+        SMs x clock x 2 x active lanes / lines   FLOP per second.
+
+    {'lanes', 'sectors', 'lines', 'GFLOP/s'}; 'GFLOP/s' is None where the device's SM
+    count or clock is unknown."""
+    props = device_props() if props is None else props
+    warp = warp_elements(kernel, params, 4096, 4096, 4096)
+    lanes = sum(l["active"] for l in warp)
+    n_lines = lines(l["A"] for l in warp) + lines(l["B"] for l in warp)
+    n_sectors = sectors(l["A"] for l in warp) + sectors(l["B"] for l in warp)
+    sms, mhz = props.get("sm_count"), props.get("sm_clock_mhz")
+    bound = sms * mhz * 1e6 * 2 * lanes / n_lines / 1e9 if sms and mhz else None
+    return {"lanes": lanes, "sectors": n_sectors, "lines": n_lines, "GFLOP/s": bound}
+
+
+def _rate(kernel: str, params: dict | None, size: int) -> dict:
+    from gemm_kernels.measure import lookup
+    return lookup.measure_or_lookup(kernel, (size,) * 3, params)
+
+
+def rate_table(kernels, sizes=(1024, 2048, 4096)):
+    """One row per size: each kernel's GFLOP/s (the median of its timed runs) and its
+    share of the cuBLAS run timed beside it in the same process. With one kernel, that
+    cuBLAS rate is a column; with several, each kernel had its own and the title gives
+    their range. The title also says how far the fastest and slowest run of any row lay
+    from its median."""
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.measure import lookup, records
+    rows, refs, spread = [], [], 0.0
+    for n in sizes:
+        row = {"size": n}
+        for k in kernels:
+            r = _rate(k, None, n)
+            g = r["gflops"]
+            ref = (r.get("reference") or {}).get("gflops", {}).get("median")
+            row[f"{k} (GFLOP/s)"] = g["median"]
+            if len(kernels) == 1:
+                row["cuBLAS, timed beside it (GFLOP/s)"] = ref
+            row[f"{k}: % of cuBLAS"] = lookup.share(r)
+            refs += [ref] if ref else []
+            spread = max(spread, (g["max"] - g["min"]) / g["median"])
+        if len(kernels) == 2:
+            a, b = kernels
+            row[f"{b} / {a}"] = f"{row[f'{b} (GFLOP/s)'] / row[f'{a} (GFLOP/s)']:.1f} x"
+        rows.append(row)
+    spread_text = f"{spread:.0%}" if spread >= 0.01 else f"{spread:.1%}"
+    note = (f"; cuBLAS timed beside each kernel: {min(refs):,.0f} to {max(refs):,.0f} GFLOP/s"
+            if refs and len(kernels) > 1 else "")
+    return Table(rows, list(rows[0]),
+                 title=f"{records.source()}: medians of the timed runs (in any row, the "
+                       f"fastest and the slowest run differ by {spread_text} of the median "
+                       f"or less){note}")
+
+
+def line_table(configs, size: int = 2048):
+    """Per configuration (kernel, params): the warp's shape on C, the sectors and lines
+    its two loads touch per step k, the measured rate at size^3, the rate one line per
+    SM and cycle allows (`line_limit`) and the measured share of it."""
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.measure import records
+    props = device_props()
+    rows = []
+    for kernel, params in configs:
+        lim = line_limit(kernel, params, props)
+        act = [l for l in warp_elements(kernel, params, 4096, 4096, 4096) if l["active"]]
+        shape = f"{len({l['row'] for l in act})} x {len({l['col'] for l in act})}"
+        rate = _rate(kernel, params, size)["gflops"]["median"]
+        rows.append({"configuration": label(kernel, params), "warp on C (rows x cols)": shape,
+                     "sectors per step": lim["sectors"], "lines per step": lim["lines"],
+                     "measured (GFLOP/s)": rate, "one line per cycle allows (GFLOP/s)":
+                     lim["GFLOP/s"], "measured / allowed": (f"{rate / lim['GFLOP/s']:.0%}"
+                                                            if lim["GFLOP/s"] else "-")})
+    return Table(rows, list(rows[0]), title=f"two loads per warp and step k; rates at "
+                 f"{size}^3, {records.source()}")
+
+
+def limit_plot(configs, size: int = 2048):
+    """Bars: per configuration, the measured rate in front of the rate one line per SM
+    and cycle allows, with the measured share written at its end. Returns the figure."""
+    import matplotlib.pyplot as plt
+    from gemm_kernels.measure import records
+    props = device_props()
+    names, rates, limits = [], [], []
+    for kernel, params in configs:
+        names.append(f"{label(kernel, params)}  ({line_limit(kernel, params, props)['lines']}"
+                     " lines)")
+        rates.append(_rate(kernel, params, size)["gflops"]["median"])
+        limits.append(line_limit(kernel, params, props)["GFLOP/s"] or 0)
+    fig, ax = plt.subplots(figsize=(10, 0.5 * len(configs) + 1.9))
+    y = list(range(len(configs)))[::-1]
+    ax.barh(y, limits, color="#d9d9d9", height=0.75,
+            label="one 128-byte line per SM and cycle allows")
+    ax.barh(y, rates, color="#4c78a8", height=0.45, label=f"measured at {size}^3")
+    for yy, r, lim in zip(y, rates, limits):
+        ax.text(max(r, lim) * 1.01, yy, f"{r:,.0f} of {lim:,.0f} ({r / lim:.0%})" if lim
+                else f"{r:,.0f}", va="center", fontsize=8)
+    ax.set_yticks(y, names, fontsize=9)
+    ax.set_xlim(0, max(limits + rates) * 1.4)
+    ax.set_xlabel("GFLOP/s")
+    sms, mhz = props.get("sm_count"), props.get("sm_clock_mhz")
+    ax.set_title(f"{props.get('name', 'the GPU')}: {sms} SMs x {mhz:,.0f} MHz x 2 FLOP per "
+                 "active lane / lines per step" if sms and mhz else "the line limit",
+                 fontsize=10)
+    ax.legend(loc="upper right", fontsize=8, frameon=False, bbox_to_anchor=(1, -0.12), ncol=2)
+    fig.text(0.01, 0.01, records.source(), fontsize=8, color="0.35")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return fig
+
+
+# ---------------------------------------------------------------- the profiler's counts
+
+SECTORS_LD = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
+REQUESTS_LD = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
+L1_HIT = "l1tex__t_sector_hit_rate.pct"
+CYCLES = "sm__cycles_elapsed.avg"
+DURATION = "gpu__time_duration.sum"
+
+
+def _warp_steps(kernel, params, shape) -> tuple[int, int]:
+    """(active lanes per warp, warp-steps in the whole problem)."""
+    M, N, K = shape
+    lanes = sum(l["active"] for l in warp_elements(kernel, params, M, N, K))
+    return lanes, M * N // lanes * K
+
+
+def requests_table(study: str = "ch02_l1_lines"):
+    """Per step of a profiled study: the load requests and sectors per request Nsight
+    Compute counted, next to the sectors per request of the model (`sector_table`)."""
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.measure import studies
+    rows = []
+    for step, row in studies.results(study):
+        model = sector_table([(step.kernel, step.params)])[0]["sectors per request"]
+        m = (row or {}).get("metrics", {})
+        rows.append({"configuration": label(step.kernel, step.params),
+                     "load requests (millions)": m[REQUESTS_LD] / 1e6 if REQUESTS_LD in m else None,
+                     "sectors per request, counted": (round(m[SECTORS_LD] / m[REQUESTS_LD], 2)
+                                                      if REQUESTS_LD in m else None),
+                     "sectors per request, model": model})
+    shape = " x ".join(map(str, studies.get(study).shapes[0]))
+    return Table(rows, list(rows[0]), title=f"global loads at {shape}, counted by Nsight "
+                 "Compute, and the model's count")
+
+
+def l1_table(study: str = "ch02_l1_lines"):
+    """Per step of a profiled study, what the L1 did: the lines per warp and step of the
+    model; the wavefronts its data pipe spent on global loads per warp and step
+    (`WAVEFRONTS`); those wavefronts per SM and cycle; `L1_BUSY`, the utilisation of
+    its busiest stage; and its sector hit rate."""
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.measure import studies
+    props = device_props()
+    sms = props.get("sm_count")
+    rows = []
+    for step, row in studies.results(study):
+        shape = tuple(row["shape"]) if row else studies.get(study).shapes[0]
+        m = (row or {}).get("metrics", {})
+        _, steps = _warp_steps(step.kernel, step.params, shape)
+        n_lines = line_limit(step.kernel, step.params, props)["lines"]
+        wf = m.get(WAVEFRONTS)
+        rows.append({"configuration": label(step.kernel, step.params),
+                     "lines per warp and step (model)": n_lines,
+                     "L1 wavefronts per warp and step": f"{wf / steps:.2f}" if wf else "-",
+                     "L1 wavefronts per SM and cycle": (f"{wf / sms / m[CYCLES]:.2f}"
+                                                        if wf and sms and CYCLES in m else "-"),
+                     "busiest L1 stage (% of its peak)": m.get(L1_BUSY),
+                     "L1 hit rate (%)": m.get(L1_HIT)})
+    shape = " x ".join(map(str, studies.get(study).shapes[0]))
+    return Table(rows, list(rows[0]), title=f"the L1 at {shape}, counted by Nsight Compute")
+
+
+def clock_check(study: str = "ch02_l1_lines", size: int | None = None) -> list[dict]:
+    """Per step of a profiled study: the SM clock while it was profiled (its SM cycles
+    over its duration), the ratio of its timed rate to its rate under the profiler, and
+    the clock the timed run must have had if it took the same number of cycles."""
+    from gemm_kernels.measure import studies
+    out = []
+    for step, row in studies.results(study):
+        if row is None:
+            continue
+        m, shape = row["metrics"], tuple(row["shape"])
+        profiled = 2 * shape[0] * shape[1] * shape[2] / m[DURATION]          # GFLOP/s
+        timed = _rate(step.kernel, step.params, shape[0])["gflops"]["median"]
+        ghz = m[CYCLES] / m[DURATION]
+        out.append({"configuration": label(step.kernel, step.params),
+                    "profiled clock (MHz)": ghz * 1e3, "timed / profiled": timed / profiled,
+                    "timed clock (MHz)": ghz * 1e3 * timed / profiled})
+    return out
+
+
+# ---------------------------------------------------------------- predict, then check
+
+PREDICT = ("naive", {"BLOCK": 4, "MAPPING": "x->row"})
+PREDICT_FROM = ("naive", {"BLOCK": 8, "MAPPING": "x->row"})
+
+
+def check_prediction(line_model, occupancy_model, size: int = 2048) -> None:
+    """Chapter 02's prediction for the naive kernel, x->row, BLOCK = 4 at size^3: (a)
+    from the line limit, (b) as half of BLOCK = 8's rate (half the warps per SM). Says
+    whether each number is the model's (within 2%), then shows the measured rate."""
+    if line_model is None or occupancy_model is None:
+        print("Write both predictions first (numbers in GFLOP/s), then run this cell again.")
+        return
+    lim = line_limit(*PREDICT)
+    half = _rate(*PREDICT_FROM, size)["gflops"]["median"] / 2
+    for name, got, want, how in (
+            ("(a) the line limit", line_model, lim["GFLOP/s"],
+             f"SMs x clock x 2 FLOP x {lim['lanes']} active lanes / {lim['lines']} lines"),
+            ("(b) half the warps", occupancy_model, half, "half the rate of BLOCK = 8")):
+        ok = abs(got / want - 1) <= 0.02
+        print(f"{name}: you wrote {got:,.0f} GFLOP/s; "
+              + ("that is the model's number" if ok else f"the model gives {want:,.0f}")
+              + f" ({how}).")
+    rate = _rate(*PREDICT, size)["gflops"]["median"]
+    print(f"Measured at {size}^3: {rate:,.0f} GFLOP/s: {rate / lim['GFLOP/s']:.0%} of (a), "
+          f"{rate / half:.0%} of (b).")
+
+
+def loop_mix(configs):
+    """Per configuration (kernel, params): the instructions of the compiled main loop,
+    by opcode (from nvdisasm, run here): the same counts mean the same loop."""
+    from gemm_kernels.core import analysis
+    from gemm_kernels.core.table import Table
+    rows, ops = [], []
+    for kernel, params in configs:
+        h = analysis.summary(kernel, params)["loop_histogram"]
+        ops += [op for op in h if op not in ops]
+        rows.append({"configuration": label(kernel, params), **h})
+    return Table(rows, ["configuration", *ops],
+                 title="instructions in one pass of the compiled loop (static analysis, sm_90)")
+
+
+def caches_table(study: str = "ch02_caches"):
+    """A load's way down the memory hierarchy, per step of the study: requests, sectors,
+    the L1's hit rate, sectors fetched from L2, the L2's hit rate, bytes from DRAM."""
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.measure import studies
+    columns = {"load requests (millions)": (REQUESTS_LD, 1e6),
+               "sectors requested (millions)": (SECTORS_LD, 1e6),
+               "L1 hit rate (%)": (L1_HIT, None),
+               "sectors fetched from L2 (millions)": ("lts__t_sectors_srcunit_tex_op_read.sum", 1e6),
+               "L2 hit rate (%)": ("lts__t_sector_hit_rate.pct", None),
+               "read from DRAM (GB)": ("dram__bytes_read.sum", 1e9)}
+    rows = []
+    for step, row in studies.results(study):
+        m = (row or {}).get("metrics", {})
+        rows.append({"configuration": label(step.kernel, step.params),
+                     **{h: (m[k] / d if d else m[k]) if k in m else None
+                        for h, (k, d) in columns.items()}})
+    shape = " x ".join(map(str, studies.get(study).shapes[0]))
+    return Table(rows, ["configuration", *columns],
+                 title=f"a load's way down the memory hierarchy at {shape}, Nsight Compute")

@@ -1,11 +1,17 @@
-"""Chapter 07's ablation in one picture: chapter 06's kernel, then 16-byte global loads,
-then the transposed A tile (the studies `ch07_ablation`, timed, and
-`ch07_ablation_counters`, profiled), each step with its rate, its registers and what
-Nsight Compute counted, side by side so that what changes and what does not is seen at
-once; and a control: the third step's kernel forced to one block per SM (chapter 08's
-study `ch08_one_block`, counted in `stalls`, same run), which keeps the transposed tile
-and takes away the second block. Missing rows are drawn as empty bars marked "not
+"""Chapter 07's ablation: chapter 06's kernel, then 16-byte global loads, then the
+transposed A tile (the studies `ch07_ablation`, timed, and `ch07_ablation_counters`,
+profiled), each step with its rate, its registers and what Nsight Compute counted; and
+a control: the third step's kernel forced to one block per SM (chapter 08's study
+`ch08_one_block`, counted in `stalls`, same run), which keeps the transposed tile and
+takes away the second block. Missing rows are drawn as empty bars marked "not
 recorded".
+
+Besides the recording, what the SASS compiled here says about the same kernels: the
+instructions of each main loop and how long the values of each shared load stay in
+registers (`sass_table`), where each warp's cycles go (`warp_time`, `stall_plot`), and
+what ptxas does with the row-major kernel when it is promised two blocks per SM, as
+`__launch_bounds__(256, 2)` would promise (`register_cap_table`), without editing the
+kernel's source.
 """
 from __future__ import annotations
 
@@ -61,51 +67,56 @@ def steps(shape=(4096, 4096, 4096)) -> list[dict]:
 
 
 def plot(shape=(4096, 4096, 4096)):
-    """One row per step, one panel per quantity: the rate, the registers per thread
-    (with the 128 under which two blocks of 256 threads fit), then the counters."""
+    """One row per step, three panels: the rate (with its share of cuBLAS), the
+    registers per thread (with the 128 under which two blocks of 256 threads fit, and
+    the blocks per SM), and the share of issue slots used (with the warps resident per
+    SM). What does not change, the shared-load instructions, is said under the plot."""
     import matplotlib.pyplot as plt
+    from gemm_kernels.measure import records
     rows = steps(shape)
-    panels = ["TFLOP/s", "registers per thread", *COUNTERS]
-    fig, axes = plt.subplots(1, len(panels), figsize=(16, 4), sharey=True)
+    warps, issue = "warps resident per SM", "issue slots used (%)"
+    panels = (f"TFLOP/s at {shape[0]}^3", "registers per thread (dashed: 128)",
+              "issue slots used (%), Nsight Compute")
+    fig, axes = plt.subplots(1, len(panels), figsize=(13, 4.3), sharey=True)
     y = list(range(len(rows)))[::-1]
     colours = ["0.6", "tab:orange", "tab:blue", "tab:purple"]
-    for ax, panel in zip(axes, panels):
-        if panel == "TFLOP/s":
+    for n, (ax, panel) in enumerate(zip(axes, panels)):
+        if n == 0:
             vals = [r["GFLOP/s"] / 1e3 if r["GFLOP/s"] else None for r in rows]
-        elif panel == "registers per thread":
+        elif n == 1:
             vals = [r["registers"] for r in rows]
         else:
-            vals = [r[panel] for r in rows]
+            vals = [r[issue] for r in rows]
         top = max([v for v in vals if v is not None] + [1])
         ax.barh(y, [v or 0 for v in vals], color=colours)
         for yi, v, r in zip(y, vals, rows):
             if v is None:
                 text = "not recorded"
-            elif panel == "TFLOP/s":
+            elif n == 0:
                 text = f"{v:.1f}" + (f"\n{r['share']:.0f}% of cuBLAS" if r["share"] else "")
-            elif panel == "registers per thread":
-                text = f"{v}\n{r['blocks/SM']} block{'s' if r['blocks/SM'] != 1 else ''}/SM"
+            elif n == 1:
+                b = r["blocks/SM"]
+                text = f"{v}\n{b} block{'s' if b != 1 else ''}/SM"
             else:
-                text = f"{v:,.1f}" if v < 100 else f"{v:,.0f}"
+                text = f"{v:.0f}%" + (f"\n{r[warps]:.0f} warps/SM" if r[warps] else "")
             # A white box: the registers' labels cross the dashed line at 128.
-            ax.text(v or 0, yi, " " + text, va="center", fontsize=8,
+            ax.text(v or 0, yi, " " + text, va="center", fontsize=9,
                     bbox=dict(facecolor="white", edgecolor="none", pad=0.5))
-        if panel == "registers per thread":
+        if n == 1:
             ax.axvline(128, color="k", ls="--", lw=1)
-        ax.set_xlim(0, top * (1.9 if panel == "TFLOP/s" else 1.55))
-        ax.set_title(panel + ("\n(dashed: 128, two blocks of 256 fit below)"
-                              if panel == "registers per thread" else ""), fontsize=9)
-        ax.tick_params(axis="x", labelsize=8)
-    axes[0].set_yticks(y, STEP_NAMES, fontsize=8)
-    timed, counted = studies.results(TIMED, shape), studies.results(COUNTED)
-    timed, counted = timed + studies.results(CONTROL[0]), counted + studies.results(CONTROL[1])
-    fig.suptitle(f"Chapter 06's kernel to chapter 07's, one change at a time (K5 tile): "
-                 f"timed at {' x '.join(map(str, shape))}, counted by Nsight Compute at "
-                 f"4096^3 under its own clocks", fontsize=10)
-    runs = list(dict.fromkeys(studies.runs(timed) + studies.runs(counted)))
-    fig.text(0.01, 0.01, f"run {', '.join(runs)}" if runs else "not recorded yet",
-             fontsize=7, color="0.35")
-    fig.tight_layout(rect=(0, 0.03, 1, 0.95))
+        ax.set_xlim(0, top * (1.75 if n == 0 else 1.6))
+        ax.set_title(panel, fontsize=10)
+        ax.tick_params(axis="x", labelsize=9)
+    axes[0].set_yticks(y, STEP_NAMES, fontsize=9)
+    loads = [r["shared-load instructions (M)"] for r in rows]
+    same = (None not in loads and max(loads) - min(loads) < 0.5)
+    fig.suptitle("Chapter 06's kernel to chapter 07's, one change at a time (K5 tile)",
+                 fontsize=11)
+    note = (f"Shared-load instructions (Nsight Compute): {loads[0]:,.0f} M in every row. "
+            if same else "")
+    fig.text(0.01, 0.01, note + f"Rates timed beside cuBLAS; counters at 4096^3 under "
+             f"Nsight Compute's clocks ({records.source()}).", fontsize=9, color="0.25")
+    fig.tight_layout(rect=(0, 0.05, 1, 0.95))
     return fig
 
 
@@ -135,3 +146,346 @@ def verdict(shape=(4096, 4096, 4096)) -> str:
             f"Control, the transposed tile at one block per SM ({r[3][w]:.1f} warps): "
             f"x{r[3]['GFLOP/s'] / g[1]:.2f} over the 16-byte loads alone, issue slots used "
             f"{r[3][iss]:.0f}%."]))
+
+
+# ------------------------------------------------------------------ one table
+
+K5 = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
+STORE_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
+
+
+def table(shapes=((4096, 4096, 4096), (2048, 2048, 2048))):
+    """The rows behind `plot`, one per step: the rate at each shape, the share of cuBLAS
+    at the first, registers and blocks per SM of the timed binary, and the counters
+    (M: millions over the whole launch)."""
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.measure import records
+    by_shape = [steps(s) for s in shapes]
+    stores = [(c or {}).get("metrics", {}).get(STORE_CONFLICTS) for _, c in _counted()]
+    out = []
+    for i, label in enumerate(STEP_NAMES):
+        first = by_shape[0][i]
+        row = {"step": label.replace("\n", " "), "kernel": first["kernel"]}
+        for s, rows in zip(shapes, by_shape):
+            g = rows[i]["GFLOP/s"]
+            row[f"TFLOP/s at {s[0]}^3"] = g / 1e3 if g else None
+        row["% of cuBLAS"] = first["share"]
+        row["registers"], row["blocks/SM"] = first["registers"], first["blocks/SM"]
+        row["shared loads (M)"] = first["shared-load instructions (M)"]
+        row["loads + stores (M)"] = first["load + store instructions (M)"]
+        row["store conflicts (M)"] = stores[i] / 1e6 if stores[i] is not None else None
+        row["warps/SM"] = first["warps resident per SM"]
+        row["issue slots used (%)"] = first["issue slots used (%)"]
+        out.append(row)
+    return Table(out, list(out[0]), title=f"The ablation's rows: timed beside cuBLAS, "
+                 f"counted by Nsight Compute at 4096^3 ({records.source()}; '-': not "
+                 f"measured for that row)")
+
+
+def _counted() -> list:
+    """(step, profiled row or None) for the three steps and the control."""
+    counted = studies.results(COUNTED)
+    counted.append(next(p for p in studies.results(CONTROL[1]) if p[0].label == CONTROL[2]))
+    return counted
+
+
+# ------------------------------------------------------------------ where the cycles go
+
+# A warp's states, as the picture groups Nsight Compute's stall reasons (the names
+# `evidence.stall_reasons` gives them); "other" is every reason not named here.
+WARP_STATES = (
+    ("issuing", ("selected",)),
+    ("ready, but another warp issued", ("not selected",)),
+    ("waiting on a global load\n(long scoreboard)", ("long scoreboard",)),
+    ("waiting on shared memory\n(short scoreboard, MIO throttle)",
+     ("short scoreboard", "mio throttle")),
+    ("waiting at the barrier", ("barrier",)),
+    ("other", None),
+)
+SCHEDULERS_PER_SM = 4    # sm_90: four sub-partitions, each with its warp scheduler
+
+
+def warp_time(row) -> dict | None:
+    """Where one warp's cycles go, as fractions that add up to 1 (within rounding).
+
+    Nsight Compute gives, per reason, the warps in that state per cycle in which the
+    scheduler issued (`..._per_issue_active.ratio`). Times the share of cycles with an
+    issue, that is the warps in the state per cycle; divided by the warps per scheduler,
+    the share of a warp's cycles. None when the row lacks a counter it needs."""
+    from gemm_kernels.notebook.evidence import stall_reasons
+    m = (row or {}).get("metrics") or {}
+    issue = m.get("smsp__issue_active.avg.pct_of_peak_sustained_active")
+    warps = m.get("sm__warps_active.avg.pct_of_peak_sustained_active")
+    reasons = stall_reasons(row or {})
+    if not issue or not warps or "selected" not in reasons:
+        return None
+    per_scheduler = warps / 100 * WARPS_PER_SM / SCHEDULERS_PER_SM
+    scale = issue / 100 / per_scheduler
+    out, named = {}, set()
+    for state, names in WARP_STATES:
+        if names is None:
+            out[state] = scale * sum(v for k, v in reasons.items() if k not in named)
+        else:
+            named.update(names)
+            out[state] = scale * sum(reasons.get(k, 0.0) for k in names)
+    out["issue"] = issue / 100
+    out["warps per scheduler"] = per_scheduler
+    return out
+
+
+def stall_plot():
+    """Per step (and the control), one bar of 100%: the share of a warp's cycles in
+    each state (`warp_time`), with the scheduler's share of cycles that issued an
+    instruction beside it. Returns the Figure."""
+    import matplotlib.pyplot as plt
+    from gemm_kernels.notebook.evidence import stall_colour
+    from gemm_kernels.measure import records
+    rows = [warp_time(r) for _, r in _counted()]
+    colours = {"issuing": "#2d7d3a", "ready, but another warp issued": stall_colour("not selected"),
+               WARP_STATES[2][0]: stall_colour("long scoreboard"),
+               WARP_STATES[3][0]: stall_colour("short scoreboard"),
+               "waiting at the barrier": stall_colour("barrier"), "other": "0.8"}
+    fig, ax = plt.subplots(figsize=(12, 4.4))
+    y = list(range(len(rows)))[::-1]
+    left = [0.0] * len(rows)
+    for state, _ in WARP_STATES:
+        vals = [100 * r[state] if r else 0 for r in rows]
+        ax.barh(y, vals, left=left, color=colours[state], label=state, edgecolor="white")
+        for yi, v, x0 in zip(y, vals, left):
+            if v >= 6:
+                ax.text(x0 + v / 2, yi, f"{v:.0f}%", ha="center", va="center", fontsize=9,
+                        color="white" if state != "other" else "black")
+        left = [a + b for a, b in zip(left, vals)]
+    for yi, r, x in zip(y, rows, left):
+        ax.text(max(x, 100) + 1.5, yi, "not recorded" if r is None else
+                f"{r['warps per scheduler']:.0f} warps per scheduler,\n"
+                f"it issues in {100 * r['issue']:.0f}% of cycles", va="center", fontsize=9)
+    ax.set_yticks(y, STEP_NAMES, fontsize=9)
+    ax.set_xlim(0, 135)
+    ax.set_xticks(range(0, 101, 20))
+    ax.set_xlabel("share of one warp's cycles (%)", fontsize=10)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.42, -0.16), ncol=3, fontsize=9,
+              frameon=False)
+    ax.set_title("Where a warp's cycles go (Nsight Compute at 4096^3, "
+                 f"{records.source()})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+# ------------------------------------------------------------------ the SASS
+
+def _loop(kernel, params):
+    from gemm_kernels.core import compiler
+    from gemm_kernels.core.launch import kernel_of
+    k = kernel_of(kernel)
+    return analysis.main_loop(compiler.sass(k, k.resolve(params)))
+
+
+def held_loads(kernel, params=None, steps_of_k: int = 2) -> tuple[int, int]:
+    """(shared loads of the main loop whose values are still read more than
+    `steps_of_k` steps of k after the load, all shared loads). A step of k is TM*TN
+    FFMAs of one thread; counted in the SASS compiled here."""
+    from gemm_kernels.core.launch import kernel_of
+    from gemm_kernels.notebook.fragments import fragment_uses
+    p = kernel_of(kernel).resolve(params)
+    body, n = _loop(kernel, p), None
+    n = len(body)
+    readers = {}
+    for pos, _, rs in fragment_uses(body):
+        readers.setdefault(pos, []).extend(rs)
+    limit, held = steps_of_k * p["TM"] * p["TN"], 0
+    for pos, rs in readers.items():
+        last = max(((r - pos) % n for r in rs), default=0)
+        ffma = sum(1 for j in range(1, last + 1) if body[(pos + j) % n][1] == "FFMA")
+        held += ffma > limit
+    return held, len(readers)
+
+
+def sass_table(kernels=("tile_2d_reg", "float4_a_rows", "float4"), params=None):
+    """Per kernel at the K5 tile: registers (ptxas here) and the blocks of 256 threads
+    they let onto an SM, the main loop's memory instructions and FFMAs per trip (one
+    tile of BK = 8), and how many of its shared loads fill registers that are still
+    read more than two steps of k later."""
+    from gemm_kernels.core import compiler
+    from gemm_kernels.core.table import Table
+    p = params or K5
+    rows = []
+    for name in kernels:
+        s = analysis.summary(name, p)
+        h = s["loop_histogram"]
+        held, total = held_loads(name, p)
+        rows.append({"kernel": name, "A tile": "As[k][m]" if name == "float4" else "As[m][k]",
+                     "registers": s["registers"],
+                     "blocks/SM": analysis.kernel_occupancy(name, p).blocks_per_sm,
+                     **{op: h.get(op, 0) for op in ("LDG", "LDG.128", "STS", "STS.128",
+                                                    "LDS.128", "FFMA")},
+                     "LDS whose values live > 2 steps of k": f"{held} of {total}"})
+    return Table(rows, list(rows[0]), title="main loop, one trip per tile (BK = 8), K5 tile: "
+                 f"SASS compiled here for {compiler.static_arch(_kernel('float4'))} by "
+                 f"ptxas {compiler.ptxas_version()}")
+
+
+def memory_instructions(kernel, params=None, start: str = "LDG", limit: int = 14):
+    """The main loop's memory instructions and barriers (LDG, STS, LDS, BAR), from the
+    first whose opcode starts with `start`, at most `limit` lines (SASS compiled here)."""
+    from gemm_kernels.notebook.display import Text
+    body = _loop(kernel, _kernel(kernel).resolve(params))
+    first = next((i for i, (_, _, t) in enumerate(body) if t.startswith(start)), 0)
+    keep = [f"/*{a:04x}*/  {t}" for a, f, t in body[first:]
+            if f.split(".")[0] in ("LDG", "STS", "LDS", "BAR")]
+    more = len(keep) - limit
+    return Text("\n".join(keep[:limit] + ([f"... {more} more"] if more > 0 else [])))
+
+
+def _kernel(name):
+    from gemm_kernels.core.launch import kernel_of
+    return kernel_of(name)
+
+
+# ------------------------------------------------------------------ a register budget
+
+def promised_ptx(kernel, params=None, min_blocks: int = 2) -> str:
+    """The kernel's PTX as NVRTC compiles it from its source, with the promise that
+    `__launch_bounds__(threads, min_blocks)` adds: a `.minnctapersm min_blocks` line
+    after the entry's `.maxntid` (the source's `__launch_bounds__(threads)`). ptxas then
+    keeps each thread to the registers that let `min_blocks` blocks share an SM."""
+    from gemm_kernels.core import compiler
+    k = _kernel(kernel)
+    text, _ = compiler.ptx(k, k.resolve(params))
+    lines = text.splitlines()
+    at = [i for i, line in enumerate(lines) if line.strip().startswith(".maxntid")]
+    if len(at) != 1 or any(".minnctapersm" in line for line in lines):
+        raise ValueError(f"{k.name}: expected one .maxntid and no .minnctapersm in its PTX")
+    lines.insert(at[0] + 1, f".minnctapersm {min_blocks}")
+    return "\n".join(lines) + "\n"
+
+
+_CAPPED: dict = {}
+
+
+def promised(kernel, params=None, min_blocks: int = 2) -> dict:
+    """ptxas -v and the SASS of `promised_ptx`: registers, spill bytes, the main loop's
+    instruction histogram, and the blocks per SM those registers allow."""
+    import re
+    import subprocess
+    import tempfile
+    from collections import Counter
+    from pathlib import Path
+    from gemm_kernels.core import compiler
+    k = _kernel(kernel)
+    p = k.resolve(params)
+    key = (k.name, tuple(sorted(p.items())), min_blocks)
+    if key in _CAPPED:
+        return _CAPPED[key]
+    arch = compiler.static_arch(k)
+    with tempfile.TemporaryDirectory() as d:
+        src, out = Path(d) / "k.ptx", Path(d) / "k.cubin"
+        src.write_text(promised_ptx(k.name, p, min_blocks))
+        res = subprocess.run([compiler._tool("ptxas"), "-v", f"-arch={arch}", "-o", str(out),
+                              str(src)], capture_output=True, text=True)
+        if res.returncode:
+            raise RuntimeError(f"ptxas failed:\n{res.stderr}")
+        sass = subprocess.run([compiler._tool("nvdisasm"), "-c", "-g", str(out)],
+                              capture_output=True, text=True, check=True).stdout
+    regs = int(re.search(r"Used (\d+) registers", res.stderr).group(1))
+    spill = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", res.stderr)
+    loop = Counter(f for _, f, _ in analysis.main_loop(sass))
+    _CAPPED[key] = {"registers": regs, "spill_stores": int(spill.group(1)) if spill else 0,
+                    "spill_loads": int(spill.group(2)) if spill else 0,
+                    "loop_histogram": dict(loop),
+                    "blocks/SM": analysis.kernel_occupancy(k.name, p,
+                                                           registers=regs).blocks_per_sm}
+    return _CAPPED[key]
+
+
+def register_cap_table(kernels=("float4_a_rows", "tile_2d_reg"), params=None,
+                       min_blocks: int = 2):
+    """Per kernel at the K5 tile, compiled as it is and with the promise of
+    `min_blocks` blocks per SM (`promised_ptx`); `float4` as it is, for comparison:
+    registers, spill bytes, local-memory instructions and shared loads in the main loop,
+    FFMAs, and the blocks per SM the registers allow."""
+    from gemm_kernels.core import compiler
+    from gemm_kernels.core.table import Table
+    p = params or K5
+    rows = []
+
+    def row(name, promise, regs, spills, h, blocks):
+        return {"kernel": name, "__launch_bounds__": promise, "registers": regs,
+                "spill bytes": spills, "loop LDL + STL": h.get("LDL", 0) + h.get("STL", 0),
+                "loop LDS.128": h.get("LDS.128", 0), "loop FFMA": h.get("FFMA", 0),
+                "blocks/SM": blocks}
+    for name in (*kernels, "float4"):
+        k = _kernel(name)
+        threads = k.threads(k.resolve(p))[0]
+        s = analysis.summary(name, p)
+        rows.append(row(name, f"({threads})", s["registers"], s["spill_stores"],
+                        s["loop_histogram"], analysis.kernel_occupancy(name, p).blocks_per_sm))
+        if name in kernels:
+            c = promised(name, p, min_blocks)
+            rows.append(row(name, f"({threads}, {min_blocks})", c["registers"],
+                            c["spill_stores"], c["loop_histogram"], c["blocks/SM"]))
+    return Table(rows, list(rows[0]), title=f"K5 tile, compiled here for "
+                 f"{compiler.static_arch(_kernel('float4'))} by ptxas "
+                 f"{compiler.ptxas_version()}: as written, and promised {min_blocks} "
+                 f"blocks per SM")
+
+
+# ------------------------------------------------------------------ warps or blocks
+
+def warps_or_blocks(size: int = 2048, params=None):
+    """More warps in one block, or a second block? At the K5 tile: chapter 06's kernel
+    with its 8 x 8 patch (8 warps, one block per SM) and with a 4 x 4 patch (four
+    times the threads in one block), and chapter 07's kernel (two blocks of 8 warps):
+    the recorded rate at size^3 and the warps and blocks per SM of the timed binaries."""
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.measure import lookup, records
+    p = params or K5
+    rows = []
+    for name, q in (("tile_2d_reg", p), ("tile_2d_reg", {**p, "TM": 4, "TN": 4}),
+                    ("float4", p)):
+        row = {"kernel": name, "patch": f"{q['TM']} x {q['TN']}"}
+        try:
+            r = lookup.recorded(name, (size,) * 3, q)
+        except LookupError:
+            rows.append({**row, "TFLOP/s": "not recorded"})
+            continue
+        occ = analysis.kernel_occupancy(name, q, registers=(r.get("binary") or {}).get("registers"))
+        rows.append({**row, "warps per block": occ.threads_per_block // 32,
+                     "blocks/SM": occ.blocks_per_sm, "warps/SM": occ.warps_per_sm,
+                     "TFLOP/s": r["gflops"]["median"] / 1e3})
+    return Table(rows, ["kernel", "patch", "warps per block", "blocks/SM", "warps/SM",
+                        "TFLOP/s"],
+                 title=f"{p['BM']} x {p['BN']} x {p['BK']} tile at {size}^3 ({records.source()})")
+
+
+# ------------------------------------------------------------------ the tile's depth
+
+def depth_table(bks=(8, 16), size: int = 2048, params=None):
+    """`float4` at the K5 tile with only BK changed: registers and blocks per SM, and
+    per 1,024 FFMAs of a thread (the same work at every depth) the main loop's trips,
+    barriers, global loads, shared stores and other instructions (address arithmetic,
+    compares, branches), from the SASS compiled here; then the recorded rate."""
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.measure import lookup, records
+    memory = ("LDG", "STS", "LDS", "BAR")
+    rows = []
+    for bk in bks:
+        p = {**(params or K5), "BK": bk}
+        s = analysis.summary("float4", p)
+        h = s["loop_histogram"]
+        trips = 1024 / h["FFMA"]
+        per = lambda fam: trips * sum(v for f, v in h.items() if f.split(".")[0] == fam)
+        row = {"BK": bk, "registers": s["registers"],
+               "blocks/SM": analysis.kernel_occupancy("float4", p).blocks_per_sm,
+               "loop trips": trips, "BAR": per("BAR"), "LDG.128": per("LDG"),
+               "STS": per("STS"), "LDS.128": per("LDS"),
+               "other instructions": trips * sum(v for f, v in h.items() if f != "FFMA"
+                                                 and f.split(".")[0] not in memory)}
+        try:
+            row["TFLOP/s"] = lookup.recorded("float4", (size,) * 3, p)["gflops"]["median"] / 1e3
+        except LookupError:
+            row["TFLOP/s"] = "not recorded"
+        rows.append(row)
+    return Table(rows, list(rows[0]), title=f"float4, 128 x 128 tile, 8 x 8 per thread: per "
+                 f"1,024 FFMAs of a thread (SASS compiled here), and the rate at {size}^3 "
+                 f"({records.source()})")

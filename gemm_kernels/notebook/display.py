@@ -46,22 +46,50 @@ def banner() -> Markdown:
                     "occupancy and bank model below run live." + older)
 
 
-def source(name: str, entry: str | None = None, whole: bool = False) -> Text:
+def source(name: str, entry: str | None = None, whole: bool = False,
+           between=None) -> Text:
     """A kernel's CUDA source (a registry name or a file in cuda/), or one function of it.
 
     `whole=True`: the file as it is (its header comment, the helpers, the kernel), then
     each function of the included headers that the file calls, under the header's name,
-    so that every line the kernel runs is on the page."""
+    so that every line the kernel runs is on the page.
+
+    `between=(first, last)`: only the lines of the file from the first line that
+    contains `first` to the next line (that one included) that contains `last`,
+    dedented: the few lines an argument is about. A list of such pairs gives several
+    excerpts, in the file's order, joined by a line "...". A ValueError names a marker
+    the file does not contain."""
     try:
         k = kernel_of(name)
         text, entry = k.source_text(), entry or k.entry
     except ValueError:
         text = (CUDA_DIR / name).read_text()
+    if between is not None:
+        pairs = [between] if isinstance(between[0], str) else list(between)
+        return Text("\n...\n".join(_lines_between(text, first, last, name)
+                                    for first, last in pairs))
     if whole:
         return Text("\n\n".join([text.rstrip(), *_included_helpers(text)]))
     if entry:
         text = _function_text(text, entry)
     return Text(text.rstrip())
+
+
+def _lines_between(text: str, first: str, last: str, name: str) -> str:
+    """The lines of `text` from the first that contains `first` to the next one (from
+    that line on) that contains `last`, dedented (a `#pragma` at column 0 does not
+    count)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if first in line), None)
+    if start is None:
+        raise ValueError(f"{name}: no line contains {first!r}")
+    end = next((i for i in range(start, len(lines)) if last in lines[i]), None)
+    if end is None:
+        raise ValueError(f"{name}: no line after {first!r} contains {last!r}")
+    part = lines[start:end + 1]
+    indent = min((len(x) - len(x.lstrip(" ")) for x in part
+                  if x.strip() and not x.startswith("#")), default=0)
+    return "\n".join(x[indent:] if x[:indent].isspace() else x for x in part)
 
 
 _INCLUDE = re.compile(r'#include\s+"([^"]+)"')

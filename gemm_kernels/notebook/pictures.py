@@ -97,9 +97,9 @@ def tile_walk(BLOCK: int | None = None, K: int | None = None, M: int | None = No
     ragged = False
     for t, ax in enumerate(axes[0]):
         ragged |= _draw_step(ax, b, M, N, K, tile_row, tile_col, t, total)
-    later = f", then {total - shown} more" if total > shown else ""
-    fig.suptitle(f"One block of smem_tiled with BLOCK = {b} walks K = {K} in {total} "
-                 f"steps of {b}: the first {shown}{later}", fontsize=TEXT + 2)
+    shown_text = f" (the first {shown} shown)" if total > shown else ""
+    fig.suptitle(f"One block walks K = {K} in {total} steps of BLOCK = {b}{shown_text}",
+                 fontsize=TEXT + 2)
     handles = [_patch(_NOW, "this step's tiles, copied into shared memory"),
                _patch(_DONE, "tiles of earlier steps (already added)"),
                _patch(_LATER, "tiles of later steps"),
@@ -111,8 +111,8 @@ def tile_walk(BLOCK: int | None = None, K: int | None = None, M: int | None = No
     routine = (f"At every step each of the {tx} x {ty} threads copies one element of the "
                f"A tile and one of the B tile into shared memory ({kernel.smem(p)} bytes: "
                f"As and Bs),\nthe block waits at __syncthreads(), every thread adds {b} "
-               f"products As[ty][k] * Bs[k][tx] to its element of C, and the block waits "
-               f"again before the next copy.")
+               f"products (its row of As times its column of Bs) to its element of C, and "
+               f"the block waits again.")
     fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=TEXT,
                title=routine, title_fontsize=TEXT, frameon=False)
     return fig
@@ -251,7 +251,7 @@ _SHAPE = {
 _PANEL, _FINE, _ZOOM, _LINED = 4.0, 6.0, 40, 4.0
 
 
-def thread_map(kernel: str, params=None, threads=None, k: int = 0):
+def thread_map(kernel: str, params=None, threads=None, k: int = 0, overview: bool = True):
     """Which outputs of one block's C tile each thread computes, and what one thread
     reads from shared memory at one step k and the FMAs those values feed.
 
@@ -261,7 +261,8 @@ def thread_map(kernel: str, params=None, threads=None, k: int = 0):
     k: the step inside the BK-deep tiles of A and B whose reads are shown.
 
     When a single output would be too small to see, a middle panel enlarges the
-    top-left corner of the tile.
+    top-left corner of the tile; `overview=False` then leaves out the whole tile and
+    draws the enlarged corner and the reads only.
     """
     if kernel not in _SHAPE:
         raise ValueError(f"thread_map draws {', '.join(_SHAPE)}; got {kernel!r}")
@@ -289,20 +290,28 @@ def thread_map(kernel: str, params=None, threads=None, k: int = 0):
     # thread's run of outputs, TN wide (one column for tile_1d).
     fine = cell * (1 if kernel == "tile_2d_strided" else min(tm, tn))
     zoom = fine < _FINE
+    whole = overview or not zoom          # the whole tile is drawn unless zoom replaces it
+    panels = (2 if whole else 1) + zoom
     plt = _plt()
-    fig, axes = plt.subplots(1, 3 if zoom else 2, figsize=(_PANEL * (3 if zoom else 2) + 1, 6.4),
+    # Without the whole tile the figure keeps room for the title's width.
+    fig, axes = plt.subplots(1, panels, figsize=(_PANEL * panels + (1 if whole else 3), 6.4),
                              layout="constrained")
-    _draw_owners(axes[0], grid, colour, BM, BN, fine)
-    axes[0].set_gid("owners")
-    axes[0].set_title("Which outputs each thread computes", fontsize=TEXT + 1)
+    if whole:
+        _draw_owners(axes[0], grid, colour, BM, BN, fine)
+        axes[0].set_gid("owners")
+        axes[0].set_title("Which outputs each thread computes", fontsize=TEXT + 1)
     if zoom:
         rows, cols = min(BM, _ZOOM), min(BN, _ZOOM)
-        # Dashed, unlike warp 0's solid outline: the part the next panel enlarges.
-        _rect(axes[0], -0.5, -0.5, cols, rows, facecolor="none", edgecolor="0.2", lw=1.2,
-              ls="--", zorder=3)
-        _draw_owners(axes[1], grid, colour, rows, cols, fine * max(BM, BN) / max(rows, cols))
-        axes[1].set_gid("zoom")
-        axes[1].set_title(f"Its top-left {rows} x {cols} outputs, enlarged", fontsize=TEXT + 1)
+        if whole:
+            # Dashed, unlike warp 0's solid outline: the part the next panel enlarges.
+            _rect(axes[0], -0.5, -0.5, cols, rows, facecolor="none", edgecolor="0.2",
+                  lw=1.2, ls="--", zorder=3)
+        z = axes[1 if whole else 0]
+        _draw_owners(z, grid, colour, rows, cols, fine * max(BM, BN) / max(rows, cols))
+        z.set_gid("zoom")
+        z.set_title(f"Which outputs each thread computes\n(the top-left {rows} x {cols} "
+                    "of the tile)" if not whole else
+                    f"Its top-left {rows} x {cols} outputs, enlarged", fontsize=TEXT + 1)
     _draw_reads(axes[-1], g, threads[0], colour[threads[0]], k)
     axes[-1].set_gid("reads")
 

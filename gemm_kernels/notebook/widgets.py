@@ -255,7 +255,9 @@ def heatmap(kernel, x: str, y: str, size: int | None = None, fixed: dict | None 
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     unit = "TB/s" if kernel_of(kernel).op in ("transpose", "copy") else "TFLOP/s"
-    ax.set_title(f"{kernel_of(kernel).name}: best {unit} (x = invalid)\n{records.recording_label()}",
+    # The key to the "x" only where the map has one.
+    key = " (x = invalid)" if any(any(r) for r in reasons) else ""
+    ax.set_title(f"{kernel_of(kernel).name}: best {unit}{key}\n{records.recording_label()}",
                  fontsize=9)
     plt.colorbar(im, ax=ax, label=f"best {unit}")
     return ax

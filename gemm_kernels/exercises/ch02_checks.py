@@ -1,0 +1,134 @@
+"""Chapter 02's static check: the student's coalesced mapping covers C once and keeps a
+warp's loads as few lines wide as the chapter's mapping, all without a GPU.
+
+The student writes `row` and `col` of thread `threadIdx.x` inside the block's tile. The
+check runs the kernel's statements before `if (row < M && col < N)` (the given tile
+coordinates, then what the student wrote) for every thread of the grid:
+
+* on a C of 37 x 21 (ragged for every block size), at BLOCK = 8, 16 and 32 and both
+  block orders (GRID), every element of C must be computed by exactly one thread;
+* at BLOCK = 8, 16 and 32, the 32 lanes of each warp of block (0, 0) load A[row][k] and
+  B[k][col] at k = 0 of a 4096^3 problem: the 32-byte sectors and 128-byte lines these
+  two loads touch (`ch01_02_sectors`, the model of the chapter) must be no more than the
+  chapter's mapping touches. Lanes that run down a column of C instead of along a row
+  compute the right numbers but touch 33 lines per step instead of 2 at BLOCK = 32.
+"""
+from __future__ import annotations
+
+from gemm_kernels.core.kernels import get as get_kernel
+from gemm_kernels.exercises.ch01_02_cstatements import (Unsupported, placement,
+                                                        template_names, thread_names)
+from gemm_kernels.exercises.stubs import stub_lines
+from gemm_kernels.memory.ch01_02_sectors import lines, sectors
+
+KERNEL, ENTRY = "coalesced", "sgemm_coalesced"
+SHAPE = (37, 21)
+BLOCKS = (8, 16, 32)
+MODEL = 4096                       # the chapter's model: M = N = K = 4096
+GRIDS = {1: "x->row", 0: "x->col"}
+
+
+def _grid(block: int, grid_value: int, M: int, N: int) -> tuple[int, int]:
+    kern = get_kernel(KERNEL)
+    p = kern.resolve({"BLOCK": block, "GRID": GRIDS[grid_value]})
+    gx, gy, _ = kern.grid(p, (M, N, 1))
+    return gx, gy
+
+
+def _block(run, names, block: int, grid_value: int, M: int, N: int, bx: int, by: int):
+    """[(row, col)] of the threads of block (bx, by), in threadIdx.x order."""
+    gx, gy = _grid(block, grid_value, M, N)
+    values = dict(zip(names, (block, grid_value)))
+    out = []
+    for t in range(block * block):
+        env = {**values, "M": M, "N": N, "K": 1,
+               **thread_names((bx, by, 0), (t, 0, 0), (block * block, 1, 1), (gx, gy, 1))}
+        res = run(env)
+        out.append((res.get("row"), res.get("col")))
+    return out
+
+
+def _run_grid(run, names, block: int, grid_value: int, M: int, N: int):
+    """{(row, col): [(block, thread)]} of the elements inside C, over the whole grid."""
+    gx, gy = _grid(block, grid_value, M, N)
+    owners = {}
+    for bx in range(gx):
+        for by in range(gy):
+            for t, rc in enumerate(_block(run, names, block, grid_value, M, N, bx, by)):
+                if rc[0] is not None and 0 <= rc[0] < M and 0 <= rc[1] < N:
+                    owners.setdefault(rc, []).append(((bx, by), t))
+    return owners
+
+
+def warp_cost(elements, n: int = MODEL, k: int = MODEL) -> tuple[int, int]:
+    """(sectors, lines) that the loads of A[row][0] and B[0][col] of the lanes at
+    `elements` ((row, col) each) touch, with A n x k and B k x n, row-major."""
+    a = [r * k for r, _ in elements]
+    b = [c for _, c in elements]
+    return sectors(a) + sectors(b), lines(a) + lines(b)
+
+
+def _where(elements) -> str:
+    rows = sorted({r for r, _ in elements})
+    cols = sorted({c for _, c in elements})
+    if len(cols) == 1:
+        return f"rows {rows[0]} to {rows[-1]} of column {cols[0]}"
+    if len(rows) == 1:
+        return f"columns {cols[0]} to {cols[-1]} of row {rows[0]}"
+    return f"rows {rows[0]} to {rows[-1]}, columns {cols[0]} to {cols[-1]}"
+
+
+def coalesced_check(source: str) -> list[str]:
+    """The static check of exercise 02_coalesced: problems, empty when the mapping covers
+    C once and no warp's loads touch more lines than the chapter's mapping."""
+    if stub_lines(source):
+        return []
+    try:
+        run, _ = placement(source, ENTRY)
+    except Unsupported:
+        return []
+    names = template_names(source)[:2]
+    if len(names) != 2:
+        return []
+    M, N = SHAPE
+    for block in BLOCKS:
+        for grid_value in (1, 0):
+            try:
+                owners = _run_grid(run, names, block, grid_value, M, N)
+            except Unsupported:
+                return []
+            order = "" if grid_value == 1 else f" and {names[1]} = {grid_value}"
+            at = f"at BLOCK = {block}{order}, on a {M} x {N} C"
+            twice = next(((rc, ts) for rc, ts in owners.items() if len(ts) > 1), None)
+            if twice:
+                (r, c), ((b0, t0), (b1, t1)) = twice[0], twice[1][:2]
+                who = (f"threads {t0} and {t1} of block {b0}" if b0 == b1 else
+                       f"thread {t0} of block {b0} and thread {t1} of block {b1}")
+                return [f"{at}, {who} both compute C[{r}][{c}]: each of the "
+                        f"{block * block} threads needs its own element of the "
+                        f"{block} x {block} tile"]
+            missing = [(r, c) for r in range(M) for c in range(N) if (r, c) not in owners]
+            if missing:
+                r, c = missing[0]
+                return [f"{at}, {len(missing):,} of its {M * N:,} elements are computed by "
+                        f"no thread (C[{r}][{c}] for one): the tile's rows start at "
+                        "tile_row * BLOCK and its columns at tile_col * BLOCK, and the "
+                        f"{block * block} threads must take all {block} x {block} places"]
+    # the lanes: what each warp of block (0, 0) loads, against the chapter's mapping
+    for block in sorted(BLOCKS, reverse=True):
+        try:
+            first = _block(run, names, block, 1, MODEL, MODEL, 0, 0)
+        except Unsupported:
+            return []
+        for w in range(block * block // 32):
+            lanes = first[32 * w:32 * w + 32]
+            want = [(t // block, t % block) for t in range(32 * w, 32 * w + 32)]
+            (s, n), (s0, n0) = warp_cost(lanes), warp_cost(want)
+            if n > n0 or s > s0:
+                return [f"at BLOCK = {block}, warp {w} of block (0, 0) computes "
+                        f"{_where(lanes)} of C: at each k its loads of A and B touch {s} "
+                        f"sectors in {n} lines of 128 bytes, against {s0} sectors in {n0} "
+                        f"lines when consecutive threads take consecutive columns "
+                        f"({_where(want)}). The numbers come out right, but every load "
+                        "costs more: the lanes of a warp must run along a row of the tile"]
+    return []

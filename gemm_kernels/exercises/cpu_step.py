@@ -1,0 +1,331 @@
+"""Step 3 without a GPU: the student's kernel run on the CPU.
+
+The kernel's own text is compiled by the host C++ compiler against `cuda_on_cpu.h`
+(every thread of a block a host thread, __shared__ arrays static storage, blocks one
+after another) and run on small ragged shapes; each output is judged element by element
+by the checker the GPU step uses (`measure.check`). Two builds:
+
+* AddressSanitizer: every read or write outside A, B, C (or a shared array) stops the
+  run and is reported with the line of the cell that did it;
+* ThreadSanitizer, once at the racecheck shape: two threads touching the same shared
+  element, one of them writing, with no __syncthreads() between them, is a data race
+  (what compute-sanitizer's racecheck finds on a GPU).
+
+This decides whether the kernel computes the right numbers; it cannot time it, and a
+kernel with inline PTX (`asm`) runs only on a GPU. Where no C++ compiler is installed the
+step is skipped with that reason. Each run is a child process with a time limit, so a
+kernel that never ends is a verdict, not a hung notebook.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from gemm_kernels.core.launch import DTYPES, problems
+from gemm_kernels.core.registry import CUDA_DIR
+from gemm_kernels.exercises.catalog import ALPHA_BETA, RACECHECK_SHAPE
+from gemm_kernels.exercises.submission import SOURCE_NAME
+from gemm_kernels.measure.check import compare_exact, compare_gemm, random_normal
+
+SHIM = Path(__file__).with_name("cuda_on_cpu.h")
+# The GPU step's ragged shapes, kept small (every thread is a host thread): one and
+# several tiles in each direction, a K remainder at every tile depth (8, 16, 32), K
+# both a multiple of 4 and not (the vector paths), a single row.
+GEMM_SHAPES = [(1, 1, 1), (7, 13, 5), (33, 65, 17), (127, 129, 45), (1, 516, 3),
+               (67, 260, 36)]
+MOVE_SHAPES = [(1, 1), (7, 13), (33, 65), (127, 129), (65, 260)]
+RUN_LIMIT_S = 60
+BUILD_LIMIT_S = 120
+CACHE = Path(tempfile.gettempdir()) / "gemm_kernels_cpu_step"
+
+DRIVER = r"""
+#include <cstdio>
+#include <cstdlib>
+#include "exercise.cu"
+
+thread_local uint3 threadIdx, blockIdx;
+dim3 blockDim, gridDim;
+BlockBarrier cpu_block_barrier;
+
+typedef ELEM T;
+static int dims[3];
+static T alpha_, beta_;
+static T *A_, *B_, *C_;
+static int nthreads;
+
+// Each operand in an allocation of its own, exactly its size: AddressSanitizer names
+// the function that made the block it finds an access outside of.
+__attribute__((noinline)) static T* alloc_A(size_t n) { return (T*)std::malloc(n * sizeof(T)); }
+__attribute__((noinline)) static T* alloc_B(size_t n) { return (T*)std::malloc(n * sizeof(T)); }
+__attribute__((noinline)) static T* alloc_C(size_t n) { return (T*)std::malloc(n * sizeof(T)); }
+
+// All threads finish a block before any starts the next (its shared arrays are reused).
+static BlockBarrier end_barrier;
+static void end_of_block() {
+    unsigned g;
+    {
+        std::lock_guard<std::mutex> lock(end_barrier.m);
+        g = end_barrier.generation.load();
+        if (++end_barrier.arrived == end_barrier.live) {
+            cpu_block_barrier.live = nthreads;     // every thread has left it
+            end_barrier.release();
+            return;
+        }
+    }
+    end_barrier.generation.wait(g);
+}
+
+static void* worker(void* arg) {
+    const unsigned t = (unsigned)(size_t)arg;
+    threadIdx = {t % blockDim.x, t / blockDim.x % blockDim.y, t / (blockDim.x * blockDim.y)};
+    for (unsigned z = 0; z < gridDim.z; ++z)
+        for (unsigned y = 0; y < gridDim.y; ++y)
+            for (unsigned x = 0; x < gridDim.x; ++x) {
+                blockIdx = {x, y, z};
+#if GEMM
+                KERNEL(dims[0], dims[1], dims[2], alpha_, A_, B_, beta_, C_);
+#else
+                KERNEL(dims[0], dims[1], A_, C_);
+#endif
+                cpu_block_barrier.leave();
+                end_of_block();
+            }
+    return nullptr;
+}
+
+static void read_into(FILE* f, T* p, size_t n) {
+    if (std::fread(p, sizeof(T), n, f) != n) { std::fprintf(stderr, "short input\n"); std::exit(2); }
+}
+
+int main(int argc, char** argv) {
+    // in out d0 d1 d2 gx gy gz bx by bz alpha beta
+    FILE* in = std::fopen(argv[1], "rb");
+    for (int i = 0; i < 3; ++i) dims[i] = std::atoi(argv[3 + i]);
+    gridDim = dim3(std::atoi(argv[6]), std::atoi(argv[7]), std::atoi(argv[8]));
+    blockDim = dim3(std::atoi(argv[9]), std::atoi(argv[10]), std::atoi(argv[11]));
+    alpha_ = (T)std::atof(argv[12]);
+    beta_ = (T)std::atof(argv[13]);
+#if GEMM
+    const size_t na = (size_t)dims[0] * dims[2], nb = (size_t)dims[2] * dims[1],
+                 nc = (size_t)dims[0] * dims[1];
+    A_ = alloc_A(na); B_ = alloc_B(nb); C_ = alloc_C(nc);
+    read_into(in, A_, na); read_into(in, B_, nb); read_into(in, C_, nc);
+#else
+    const size_t na = (size_t)dims[0] * dims[1], nc = na;
+    A_ = alloc_A(na); C_ = alloc_C(nc);
+    read_into(in, A_, na); read_into(in, C_, nc);
+#endif
+    std::fclose(in);
+    nthreads = blockDim.x * blockDim.y * blockDim.z;
+    cpu_block_barrier.live = end_barrier.live = nthreads;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 1 << 21);
+    pthread_t* threads = new pthread_t[nthreads];
+    for (int t = 0; t < nthreads; ++t)
+        if (pthread_create(&threads[t], &attr, worker, (void*)(size_t)t)) {
+            std::fprintf(stderr, "could not start %d threads\n", nthreads); return 2;
+        }
+    for (int t = 0; t < nthreads; ++t) pthread_join(threads[t], nullptr);
+    FILE* out = std::fopen(argv[2], "wb");
+    std::fwrite(C_, sizeof(T), nc, out);
+    std::fclose(out);
+    return 0;
+}
+"""
+
+
+class Unavailable(Exception):
+    """The emulation cannot run this kernel here (no compiler, inline PTX, ...)."""
+
+
+def host_compiler() -> str | None:
+    return shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+
+
+def emulation_problem(source: str) -> str | None:
+    """Why this source cannot run on the CPU, or None."""
+    if re.search(r"\basm\b", source):
+        return "its inline PTX (asm: cp.async and the like) exists only on a GPU"
+    if re.search(r"extern\s+__shared__", source):
+        return "its dynamic shared memory (extern __shared__) is not emulated"
+    return None
+
+
+def _element(k) -> str:
+    return {"sgemm": "float", "dgemm": "double"}.get(k.op) or k.resolve({})["T"]
+
+
+def build(k, name_expression: str, sanitizer: str) -> Path:
+    """The emulation binary of kernel `k`'s text at one instantiation, with
+    `sanitizer` ("address", "thread" or "none"); cached by everything that goes into
+    it."""
+    cxx = host_compiler()
+    if cxx is None:
+        raise Unavailable("no C++ compiler (g++ or clang++) is installed here")
+    text = k.source_text()
+    key = hashlib.sha1("\0".join([text, name_expression, sanitizer, _element(k), k.op,
+                                  SHIM.read_text(), DRIVER]).encode()).hexdigest()[:16]
+    folder = CACHE / key
+    binary = folder / "run"
+    if binary.exists():
+        return binary
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / SOURCE_NAME).write_text(text)
+    (folder / "driver.cpp").write_text(DRIVER)
+    cmd = [cxx, "-std=c++20", "-O1", "-g", "-fno-strict-aliasing", "-pthread",
+           *([] if sanitizer == "none" else [f"-fsanitize={sanitizer}"]),
+           "-fno-omit-frame-pointer", "-w",
+           f"-I{folder}", f"-I{CUDA_DIR}", "-include", str(SHIM),
+           f"-DKERNEL={name_expression}", f"-DELEM={_element(k)}",
+           f"-DGEMM={1 if k.op in DTYPES else 0}", "driver.cpp", "-o", "run.tmp"]
+    res = subprocess.run(cmd, cwd=folder, capture_output=True, text=True,
+                         timeout=BUILD_LIMIT_S)
+    if res.returncode:
+        if re.search(r"fsanitize|libasan|libtsan|cannot find -l", res.stderr):
+            raise Unavailable(f"this compiler has no {sanitizer} sanitizer")
+        first = next((l for l in res.stderr.splitlines() if "error" in l), res.stderr[-300:])
+        raise Unavailable("the CPU emulation could not compile it: " + first.strip())
+    (folder / "run.tmp").rename(binary)
+    return binary
+
+
+def run_case(k, p: dict, shape, alpha: float, beta: float, sanitizer: str, seed: int):
+    """Run once on fresh random inputs: (Verdict or None, the sanitizer's or the
+    process's complaint or None)."""
+    rng = np.random.default_rng(seed)
+    gemm = k.op in DTYPES
+    dtype = np.dtype(DTYPES[k.op] if gemm else {"float": "float32",
+                                                 "double": "float64"}[p["T"]])
+    if gemm:
+        M, N, K = shape
+        A, B = random_normal((M, K), dtype, rng), random_normal((K, N), dtype, rng)
+        C0 = random_normal((M, N), dtype, rng) if beta else np.full((M, N), np.nan, dtype)
+        inputs, out_shape, dims = (A, B, C0), (M, N), (M, N, K)
+    else:
+        src = random_normal(shape, dtype, rng)
+        out_shape = shape[::-1] if k.op == "transpose" else shape
+        inputs, dims = (src, np.full(out_shape, np.nan, dtype)), (*shape, 1)
+    binary = build(k, k.name_expression(p, shape), sanitizer)
+    with tempfile.TemporaryDirectory() as d:
+        fin, fout = Path(d) / "in.bin", Path(d) / "out.bin"
+        fin.write_bytes(b"".join(np.ascontiguousarray(a).tobytes() for a in inputs))
+        argv = [str(binary), str(fin), str(fout), *map(str, dims),
+                *map(str, k.grid(p, shape)), *map(str, k.threads(p)),
+                repr(float(alpha)), repr(float(beta))]
+        try:
+            res = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_LIMIT_S,
+                                 env={"ASAN_OPTIONS": "detect_leaks=0",
+                                      "TSAN_OPTIONS": "halt_on_error=1 report_signal_unsafe=0"})
+        except subprocess.TimeoutExpired:
+            return None, (f"it never finished within {RUN_LIMIT_S} s: a loop that does not "
+                          "end, or threads of a block waiting at different __syncthreads()")
+        if res.returncode or "Sanitizer" in res.stderr:
+            return None, sanitizer_message(res.stderr, res.returncode)
+        out = np.fromfile(fout, dtype).reshape(out_shape)
+    if gemm:
+        return compare_gemm(out, A, B, C0 if beta else None, alpha, beta), None
+    return compare_exact(out, src.T if k.op == "transpose" else src), None
+
+
+_LINE = re.compile(re.escape(SOURCE_NAME) + r":(\d+)")
+
+
+def _cell_line(text: str, first_line: int = 2) -> str:
+    """'line N' of the student's cell for the first frame in their source (line 1 of
+    the cell is the %%exercise line), or '' when the report names none."""
+    m = _LINE.search(text)
+    return f"line {int(m.group(1)) + first_line - 1}" if m else ""
+
+
+def sanitizer_message(stderr: str, returncode: int) -> str:
+    """What a sanitizer (or the end of the process) said, in a student's words."""
+    m = re.search(r"AddressSanitizer: ([\w-]+)", stderr)
+    if m:
+        access = re.search(r"\b(READ|WRITE) of size (\d+)", stderr)
+        owner = re.search(r"\balloc_([ABC])\b", stderr)
+        var = re.search(r"global variable '([^']+)'", stderr)
+        what = (f"{'a read' if access.group(1) == 'READ' else 'a write'} of {access.group(2)} "
+                "bytes" if access else "an access")
+        where = (f"outside {'A' if owner.group(1) == 'A' else 'B' if owner.group(1) == 'B' else 'the output'}"
+                 if owner else f"outside the shared array {var.group(1).split('::')[-1]}"
+                 if var else
+                 f"to invalid memory ({m.group(1)})")
+        line = _cell_line(stderr[m.start():])
+        return f"{what} {where}" + (f", at {line} of your cell" if line else "") + \
+            " (found by AddressSanitizer): check the bounds of every load and store"
+    if "ThreadSanitizer: data race" in stderr:
+        body = stderr[stderr.index("ThreadSanitizer: data race"):]
+        parts = re.split(r"\n\s*\n", body)
+        first, second = _cell_line(parts[0]), _cell_line(parts[1] if len(parts) > 1 else "")
+        var = re.search(r"global '([^']+)'", body)
+        lines = " and ".join(x for x in (first, second) if x)
+        return ("a data race" + (f" on the shared array {var.group(1).split('::')[-1]}"
+                                 if var else "")
+                + (f" between {lines} of your cell" if lines else "")
+                + ": two threads touched the same element, one writing, with no "
+                  "__syncthreads() between them (found by ThreadSanitizer)")
+    last = [l for l in stderr.strip().splitlines() if l.strip()]
+    return f"the run ended with code {returncode}" + (f": {last[-1]}" if last else "")
+
+
+def correct_on_cpu(k, params: dict, seed: int = 0) -> tuple[bool | None, str]:
+    """(True, what ran) when every check passed, (False, the first failure), or
+    (None, why the emulation cannot run here)."""
+    why = emulation_problem(k.source_text())
+    if why:
+        return None, f"cannot run on the CPU: {why}"
+    p = k.resolve(params)
+    gemm = k.op in DTYPES
+    shapes = [s for s in (GEMM_SHAPES if gemm else MOVE_SHAPES) if not problems(k, p, s)]
+    bounds, note = "address", ", nothing read or written outside the arrays"
+    try:
+        build(k, k.name_expression(p, shapes[0]), bounds)
+    except Unavailable as e:
+        if "sanitizer" not in str(e):
+            return None, f"cannot run on the CPU: {e}"
+        bounds, note = "none", f" (accesses outside the arrays not checked: {e})"
+    ran = 0
+    try:
+        for i, shape in enumerate(shapes):
+            for alpha, beta in (ALPHA_BETA if gemm else ALPHA_BETA[:1]):
+                verdict, trouble = run_case(k, p, shape, alpha, beta, bounds, seed + i)
+                where = "at " + "x".join(map(str, shape)) + \
+                    (f" with alpha={alpha}, beta={beta}" if gemm else "")
+                if trouble:
+                    return False, f"{where}: {trouble}"
+                if not verdict.ok:
+                    # a race usually shows as a wrong result first: name it if it is one
+                    race, _ = race_check(k, p, gemm, seed)
+                    return False, f"{race} (wrong {where})" if race else f"wrong {where}: {verdict}"
+                ran += 1
+    except Unavailable as e:
+        return None, f"cannot run on the CPU: {e}"
+    race, race_note = race_check(k, p, gemm, seed)
+    if race:
+        return False, race
+    return True, _passed(ran, gemm) + note + race_note
+
+
+def race_check(k, p: dict, gemm: bool, seed: int) -> tuple[str | None, str]:
+    """(the data race ThreadSanitizer found at the racecheck shape, or None; a note for
+    the verdict)."""
+    shape = RACECHECK_SHAPE if gemm else RACECHECK_SHAPE[:2]
+    try:
+        _, trouble = run_case(k, p, shape, *ALPHA_BETA[-1 if gemm else 0], "thread", seed)
+    except Unavailable as e:
+        return None, f"; the race check could not run ({e})"
+    if trouble and "data race" in trouble:
+        return trouble, ""
+    return None, "; no data race at " + "x".join(map(str, shape))
+
+
+def _passed(ran: int, gemm: bool) -> str:
+    return (f"on the CPU (every thread emulated): every element right on {ran} checks of "
+            "small ragged shapes" + (", alpha/beta 1/0 and 1.5/-0.5" if gemm else ""))

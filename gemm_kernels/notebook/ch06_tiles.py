@@ -1,0 +1,511 @@
+"""Chapter 06's tables and pictures: what the compiler makes of each loop order, one
+counting table for the kernels compared, where each kernel stands at 4096^3, why
+Boehm's kernel-5 tile gains nothing on chapter 05 here, the path from that tile to the
+registry's default one change at a time (with where its warps wait, from the study
+`ch06_path_stalls`), and the appendix's comparison of thread patches.
+
+Rates come from the recording (or are measured, live); stall reasons and issue-slot use
+only from the recording; the rest is the static analysis and the bank model, run here.
+A configuration is written (label, kernel, params); params None means the registry's
+default.
+"""
+from __future__ import annotations
+
+import re
+
+from gemm_kernels.core import analysis, compiler
+from gemm_kernels.core.kernels import get as get_kernel
+from gemm_kernels.core.launch import kernel_of
+from gemm_kernels.core.registry import Kernel
+from gemm_kernels.core.table import Table
+from gemm_kernels.measure import lookup, records, studies
+from gemm_kernels.memory import ch05_06_thread_tiles as tiles
+from gemm_kernels.notebook import evidence, fragments
+
+# The tile of Boehm's kernel 5 (chapter 06) and of his kernel 4 (chapter 05).
+K5 = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
+K4 = {"BM": 64, "BN": 64, "BK": 8, "TM": 8}
+# From K5 to the registry's default, one change at a time: the steps of the study
+# `ch06_path_stalls`, whose labels they share.
+PATH_STUDY = "ch06_path_stalls"
+PATH = (("K5", K5), ("patch 8x4", {**K5, "TN": 4}), ("BM 64", {**K5, "TN": 4, "BM": 64}),
+        ("BK 16 = default", None))
+# The four thread patches of the K5 tile (appendix).
+PATCHES = ((8, 8), (8, 4), (4, 8), (4, 4))
+
+_STALL = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+ISSUE = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+WARPS = "sm__warps_active.avg.pct_of_peak_sustained_active"
+WARPS_PER_SM = 64       # sm_90: the denominator of sm__warps_active's percentage
+
+
+def _params(name, params) -> dict:
+    return kernel_of(name).resolve(params)
+
+
+def _f(v, digits: int = 1):
+    """A number with a fixed count of decimals, as text ('21.0', not '21'); None stays."""
+    return None if v is None else f"{v:.{digits}f}"
+
+
+def _short(p: dict) -> str:
+    return " ".join(f"{n}={p[n]}" for n in ("BM", "BN", "BK", "TM", "TN") if n in p)
+
+
+# ------------------------------------------------------------------ loop orders
+
+# The k loop of sgemm_tile_2d, kept rolled on purpose.
+_ROLLED = re.compile(r"#pragma unroll 1(\s*\n\s*for \(int k = 0; k < BK; \+\+k\))")
+
+
+def unrolled_dot_product() -> Kernel:
+    """`tile_2d` as it is, in its dot-product order, with one change: its k loop is
+    unrolled (`#pragma unroll` where the file says `#pragma unroll 1`). For the static
+    analysis only: compiled here, never timed."""
+    k = get_kernel("tile_2d")
+    text, n = _ROLLED.subn(r"#pragma unroll\1", k.source_text())
+    if n != 1:
+        raise ValueError(f"{k.source}: expected one '#pragma unroll 1' before the k loop "
+                         f"of sgemm_tile_2d, found {n}")
+    return k.with_code(text, name="tile_2d, k loop unrolled", source=k.source)
+
+
+def loop_orders(configs) -> Table:
+    """Per (label, kernel, params): registers (ptxas here), and the main loop's shared
+    loads, FFMAs and how many FFMAs read each register a shared load fills (fewest and
+    most), from the SASS compiled here."""
+    rows = []
+    for label, name, params in configs:
+        k = kernel_of(name)
+        p = k.resolve(params)
+        body = analysis.main_loop(compiler.sass(k, p))
+        readers = [len(r) for _, _, r in fragments.fragment_uses(body)]
+        rows.append({"kernel": label, "params": _short(p),
+                     "registers": compiler.resources(k, p)["registers"],
+                     "shared loads": sum(f.startswith("LDS") for _, f, _ in body),
+                     "of them LDS.128": sum(f == "LDS.128" for _, f, _ in body),
+                     "FFMA": sum(f == "FFMA" for _, f, _ in body),
+                     "FFMAs per loaded register: fewest": min(readers, default=None),
+                     "most": max(readers, default=None)})
+    return Table(rows, list(rows[0]), title="main loop, one trip per tile (SASS compiled "
+                 f"here for sm_90 by ptxas {compiler.ptxas_version()})")
+
+
+# ------------------------------------------------------------------ counting
+
+def counting(configs) -> Table:
+    """One table for the kernels compared, per (label, kernel, params): per thread and
+    step along K its FFMAs and shared-load instructions (model, as compiled), per warp
+    and step the shared wavefronts (bank model) and FFMAs per wavefront, and the
+    registers of the binary that was timed (ptxas here where none was) with the warps
+    per SM they allow."""
+    rows = []
+    for label, name, params in configs:
+        p = _params(name, params)
+        s = tiles.step_summary([(name, p)])[0]
+        loads = s["LDS"] + s["LDS.64"] + s["LDS.128"]
+        timed = (lookup.binary(name, p) or {}).get("registers")
+        occ = analysis.kernel_occupancy(name, p, registers=timed)
+        rows.append({"kernel": label, "params": s["params"], "FFMA": s["FFMA"],
+                     "shared loads": loads, "FFMA per load": s["FFMA per load"],
+                     "wavefronts": s["wavefronts"], "of them conflicts":
+                         round(s["wavefronts"] - s["ideal"], 2),
+                     "FFMA per wavefront": s["FFMA per wavefront"],
+                     "registers": occ.registers_per_thread, "warps/SM": occ.warps_per_sm})
+    return Table(rows, list(rows[0]), title="one step along K: FFMA and shared loads per "
+                 "thread, wavefronts per warp (bank model), registers of the timed binary "
+                 "and the warps per SM they allow")
+
+
+# ------------------------------------------------------------------ standings
+
+STANDINGS = (("03 · smem_tiled", "smem_tiled", None),
+             ("05 · tile_1d, kernel-4 tile", "tile_1d", K4),
+             ("05 · tile_1d, default", "tile_1d", None),
+             ("06 · tile_2d (dot products), K5", "tile_2d", K5),
+             ("06 · tile_2d_reg, K5", "tile_2d_reg", K5),
+             ("06 · tile_2d_reg, default", "tile_2d_reg", None))
+
+
+def standings_rows(size: int = 4096, configs=STANDINGS) -> list[dict]:
+    """Per (label, kernel, params): TFLOP/s at size^3 and its % of cuBLAS timed in the
+    same run (None where not measured)."""
+    out = []
+    for label, name, params in configs:
+        try:
+            r = lookup.measure_or_lookup(name, (size,) * 3, params)
+        except LookupError:
+            out.append({"kernel": label, "TFLOP/s": None, "% of cuBLAS": None})
+            continue
+        out.append({"kernel": label, "TFLOP/s": r["gflops"]["median"] / 1e3,
+                    "% of cuBLAS": lookup.share(r)})
+    return out
+
+
+def standings(size: int = 4096, configs=STANDINGS, ax=None):
+    """Horizontal bars: each configuration's TFLOP/s at size^3, labelled with its share
+    of the cuBLAS timed beside it; cuBLAS timed on its own as a dashed line."""
+    import matplotlib.pyplot as plt
+    rows = standings_rows(size, configs)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.4))
+    y = list(range(len(rows)))[::-1]
+    vals = [r["TFLOP/s"] or 0 for r in rows]
+    colours = ["tab:orange" if r["kernel"].startswith("06") else "tab:blue" for r in rows]
+    ax.barh(y, vals, color=colours)
+    for yi, r, v in zip(y, rows, vals):
+        text = "not measured" if r["TFLOP/s"] is None else f"{v:.1f} TFLOP/s" + (
+            f"  ({r['% of cuBLAS']:.0f}% of cuBLAS)" if r["% of cuBLAS"] is not None else "")
+        ax.text(v, yi, " " + text, va="center", fontsize=9)
+    try:
+        ref = lookup.measure_or_lookup("cublas", (size,) * 3)["gflops"]["median"] / 1e3
+        ax.axvline(ref, color="k", ls="--", lw=1.5)
+        ax.text(ref, len(rows) - 0.45, f"cuBLAS {ref:.1f} ", ha="right", va="bottom",
+                fontsize=9)
+    except LookupError:
+        ref = None
+    ax.set_yticks(y, [r["kernel"] for r in rows], fontsize=9)
+    ax.set_xlim(0, max(vals + [ref or 0]) * 1.15)
+    ax.set_ylim(-0.6, len(rows) - 0.1)
+    ax.set_xlabel(f"TFLOP/s at {size:,}^3 (share: of the cuBLAS timed in the same run)")
+    ax.set_title(f"Chapters 03 to 06 at {size:,}^3, {records.source()}", fontsize=10)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+# ------------------------------------------------------------------ chapter 05 vs K5
+
+def issue_table() -> Table:
+    """Chapter 05's kernel (its kernel-4 tile and its default) next to this chapter's
+    K5 tile, profiled at 4096^3 (the study `stalls`): time under the profiler,
+    instructions issued, warps resident per SM, the share of cycles in which a scheduler
+    issued, and the FMA pipe's busy share."""
+    pairs = [(s, r) for s, r in studies.results("stalls")
+             if s.kernel in ("tile_1d", "tile_2d_reg")]
+    rows = []
+    for step, r in pairs:
+        m = (r or {}).get("metrics", {})
+        get = lambda k, f=1.0: None if m.get(k) is None else m[k] * f   # noqa: E731
+        rows.append({"kernel": step.label,
+                     "time (ms)": _f(get("gpu__time_duration.sum", 1e-6), 2),
+                     "instructions (billions)": _f(get("smsp__inst_executed.sum", 1e-9), 2),
+                     "warps per SM": _f(get(WARPS, WARPS_PER_SM / 100)),
+                     "issue slots used %": get(ISSUE),
+                     "FMA pipe busy %": get(
+                         "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active")})
+    return Table(rows, list(rows[0]), title="4096^3 under Nsight Compute, "
+                 + records.recording_label())
+
+
+# ------------------------------------------------------------------ the path to the default
+
+def _stall_row(kernel: str, params: dict, shape) -> dict | None:
+    """The profile of (kernel, params) at `shape` from `ch06_path_stalls`, else from
+    any other profiled study with the same counters (the K5 tile is in `stalls`)."""
+    full = _params(kernel, params)
+    for step, r in studies.results(PATH_STUDY, shape):
+        if r is not None and step.kernel == kernel and _params(kernel, step.params) == full:
+            return r
+    rec = records.current()
+    rows = [] if rec is None else [r for r in rec.find(kernel, shape, full)
+                                   if r.get("study") and _STALL.format("barrier")
+                                   in (r.get("metrics") or {})]
+    # The course-wide study `stalls` first, so that the choice does not hang on file order.
+    rows.sort(key=lambda r: r["study"] != "stalls")
+    return rows[0] if rows else None
+
+
+STALL_COLUMNS = {"issue slots used %": ISSUE,
+                 "barrier": _STALL.format("barrier"),
+                 "long scoreboard": _STALL.format("long_scoreboard"),
+                 "short scoreboard": _STALL.format("short_scoreboard")}
+
+
+def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
+    """Per step of PATH: registers of the timed binary, blocks and warps per SM, steps
+    along K at 4096, FFMA per wavefront and B conflicts (bank model), the recorded rate
+    at size^3 and its ratio to the step before, and where the warps wait at
+    `stall_shape` (None where that configuration was not profiled)."""
+    rows, prev = [], None
+    for label, p in PATH:
+        p = _params("tile_2d_reg", p)
+        try:
+            rec = lookup.recorded("tile_2d_reg", (size,) * 3, p)
+            regs, g = rec["binary"]["registers"], rec["gflops"]["median"]
+        except LookupError:
+            regs, g = None, None
+        occ = analysis.kernel_occupancy("tile_2d_reg", p, registers=regs)
+        s = tiles.step_summary([("tile_2d_reg", p)])[0]
+        prof = _stall_row("tile_2d_reg", p, stall_shape)
+        m = (prof or {}).get("metrics", {})
+        rows.append({"step": label, "params": _short(p), "registers": occ.registers_per_thread,
+                     "blocks/SM": occ.blocks_per_sm, "warps/SM": occ.warps_per_sm,
+                     "k steps at 4096": 4096 // p["BK"],
+                     "FFMA per wavefront": s["FFMA per wavefront"],
+                     "B conflicts": tiles.conflicts("tile_2d_reg", p),
+                     f"TFLOP/s at {size}": None if g is None else _f(g / 1e3),
+                     "x previous": None if g is None or prev is None else _f(g / prev, 2),
+                     **{c: m.get(k) for c, k in STALL_COLUMNS.items()}})
+        prev = g
+    return rows
+
+
+def path_table(size: int = 2048) -> Table:
+    """path_rows as a table, the stall columns to two decimals."""
+    stalls = [c for c in STALL_COLUMNS if not c.endswith("%")]
+    rows = [{**r, **{c: _f(r[c], 2) for c in stalls}} for r in path_rows(size)]
+    return Table(rows, list(rows[0]),
+                 title=f"from K5 to the default, one change at a time: rates at {size}^3, "
+                       "where the warps wait at 4096^3 (Nsight Compute; stalls in cycles "
+                       "per issued instruction; '-': not profiled); "
+                       + records.recording_label())
+
+
+def path_check(rows=None) -> str:
+    """The hypothesis about the step BM 128 -> 64, checked against the counters where
+    both configurations were profiled: otherwise, what would decide it."""
+    rows = rows or path_rows()
+    before, after = rows[1], rows[2]
+    keys = ("barrier", "long scoreboard", "issue slots used %")
+    if any(r[k] is None for r in (before, after) for k in keys):
+        missing = [r["step"] for r in (before, after) if r["barrier"] is None]
+        return (f"Not profiled: {' and '.join(missing)}. The hypothesis stays a hypothesis "
+                "until the barrier and long-scoreboard stalls and the issue-slot use of "
+                f"'{before['step']}' and '{after['step']}' are side by side.")
+    wait = lambda r: r["barrier"] + r["long scoreboard"]   # noqa: E731
+    w0, w1 = wait(before), wait(after)
+    i0, i1 = before["issue slots used %"], after["issue slots used %"]
+    agrees = w1 < w0 and i1 > i0
+    return (f"barrier + long scoreboard per issued instruction: {w0:.2f} -> {w1:.2f}; "
+            f"issue slots used: {i0:.1f}% -> {i1:.1f}%. "
+            + ("Both move as the hypothesis predicts." if agrees else
+               "This is not what the hypothesis predicts: look for another cause in "
+               "the other stall reasons (evidence.stall_plot('ch06_path_stalls'))."))
+
+
+# ------------------------------------------------------------------ patches (appendix)
+
+def patch_rows(size: int = 2048) -> list[dict]:
+    """The four patches of the K5 tile: registers of the timed binary, warps per SM,
+    FFMA per load, wavefronts per warp and step (and the ideal), FFMA per wavefront, the
+    B conflicts of warp 0, and the recorded rate at size^3."""
+    rows = []
+    for tm, tn in PATCHES:
+        p = {**K5, "TM": tm, "TN": tn}
+        try:
+            rec = lookup.recorded("tile_2d_reg", (size,) * 3, p)
+            regs, g = rec["binary"]["registers"], rec["gflops"]
+        except LookupError:
+            regs, g = None, None
+        occ = analysis.kernel_occupancy("tile_2d_reg", p, registers=regs)
+        s = tiles.step_summary([("tile_2d_reg", p)])[0]
+        rows.append({"patch": f"{tm}x{tn}", "registers": occ.registers_per_thread,
+                     "warps/SM": occ.warps_per_sm, "FFMA per thread": s["FFMA"],
+                     "FFMA per load": s["FFMA per load"], "wavefronts": s["wavefronts"],
+                     "ideal": s["ideal"], "FFMA per wavefront": s["FFMA per wavefront"],
+                     "B conflicts": tiles.conflicts("tile_2d_reg", p),
+                     f"TFLOP/s at {size}": None if g is None else g["median"] / 1e3,
+                     "min..max": None if g is None else
+                         f"{g['min'] / 1e3:.1f}..{g['max'] / 1e3:.1f}",
+                     "_min": None if g is None else g["min"] / 1e3,
+                     "_max": None if g is None else g["max"] / 1e3})
+    return rows
+
+
+def patch_table(size: int = 2048) -> Table:
+    rate = f"TFLOP/s at {size}"
+    rows = [{**r, rate: _f(r[rate])} for r in patch_rows(size)]
+    return Table(rows, [c for c in rows[0] if not c.startswith("_")], title="the K5 tile (128 x 128 x 8) with four thread "
+                 "patches: per step along K, FFMA and loads per thread, wavefronts per warp "
+                 f"(bank model); rates {records.recording_label()}")
+
+
+def patch_plot(size: int = 2048, ax=None):
+    """Rate against FFMA per wavefront for the four patches, each point labelled with
+    its patch and warps per SM, its bar the min..max of its timed calls."""
+    import matplotlib.pyplot as plt
+    rows = [r for r in patch_rows(size) if r[f"TFLOP/s at {size}"] is not None]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, 4))
+    xs = [float(r["FFMA per wavefront"]) for r in rows]
+    ys = [r[f"TFLOP/s at {size}"] for r in rows]
+    for r, x, y in zip(rows, xs, ys):
+        ax.errorbar(x, y, yerr=[[y - r["_min"]], [r["_max"] - y]], fmt="o", color="tab:blue",
+                    ms=8, capsize=4)
+        # A label goes left of its point where another point sits close on its right.
+        crowded = any(0 < x2 - x < 1.0 and abs(y2 - y) < 1.0 for x2, y2 in zip(xs, ys))
+        ax.annotate(f"{r['patch']}: {r['warps/SM']} warps/SM", (x, y),
+                    xytext=(-10 if crowded else 10, -3), textcoords="offset points",
+                    ha="right" if crowded else "left", fontsize=9)
+    ax.set_xlim(min(xs) - 1.2, max(xs) + 1.2)
+    ax.set_xlabel("FFMA per shared wavefront (one warp, one step; bank model)")
+    ax.set_ylabel(f"TFLOP/s at {size:,}^3")
+    ax.set_title(f"The K5 tile's four patches, {records.recording_label()}", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def stall_reasons(label_rows=None) -> dict:
+    """{step label: stall reasons (cycles per issued instruction)} for the steps of
+    PATH that were profiled."""
+    out = {}
+    for label, p in label_rows or PATH:
+        r = _stall_row("tile_2d_reg", p, (4096, 4096, 4096))
+        if r is not None:
+            out[label] = evidence.stall_reasons(r)
+    return out
+
+
+__all__ = ["K5", "K4", "PATH", "PATH_STUDY", "unrolled_dot_product", "loop_orders",
+           "counting", "standings", "standings_rows", "issue_table", "path_rows",
+           "path_table", "path_check", "patch_rows", "patch_table", "patch_plot",
+           "stall_reasons"]
+
+
+# ------------------------------------------------------------------ solution notebook
+
+def with_min_blocks(name: str, blocks: int) -> Kernel:
+    """Kernel `name` of 06_tile_2d.cu as it is, with a second argument in its
+    `__launch_bounds__`: at least `blocks` blocks per SM, so ptxas must fit a thread in
+    65536 / (blocks x threads per block) registers, spilling what does not fit. For the
+    static analysis only: compiled here, never timed."""
+    k = get_kernel(name)
+    rx = re.compile(r"(__launch_bounds__\(\(BM / TM\) \* \(BN / TN\))(\)\s*\n" + k.entry + r"\()")
+    text, n = rx.subn(rf"\1, {blocks}\2", k.source_text())
+    if n != 1:
+        raise ValueError(f"{k.source}: expected one __launch_bounds__ before {k.entry}, "
+                         f"found {n}")
+    return k.with_code(text, name=f"{name}, __launch_bounds__(NT, {blocks})", source=k.source)
+
+
+def static_rows(configs) -> Table:
+    """Per (label, kernel, params), from ptxas and the SASS compiled here: registers,
+    spill bytes, blocks and warps per SM those registers allow, and the main loop's
+    shared loads and FFMAs."""
+    rows = []
+    for label, name, params in configs:
+        k = kernel_of(name)
+        p = k.resolve(params)
+        s = analysis.summary(k, p)
+        occ = analysis.kernel_occupancy(k, p)
+        h = s["loop_histogram"]
+        rows.append({"kernel": label, "params": _short(p), "registers": s["registers"],
+                     "spill stores (bytes)": s["spill_stores"], "blocks/SM": occ.blocks_per_sm,
+                     "warps/SM": occ.warps_per_sm,
+                     "loop shared loads": sum(v for f, v in h.items() if f.startswith("LDS")),
+                     "loop FFMA": h.get("FFMA", 0)})
+    return Table(rows, list(rows[0]), title=f"ptxas {compiler.ptxas_version()} -v and the "
+                 "SASS compiled here for sm_90 (no GPU needed)")
+
+
+EXERCISE = "06_tile_2d_reg"
+# Three mistakes students make, as (what, text of the solution, what replaces it).
+MISTAKES = (
+    ("j loop left rolled", "#pragma unroll\n                for (int j",
+     "#pragma unroll 1\n                for (int j"),
+    ("dot-product order, k loop rolled",
+     """#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+#pragma unroll
+            for (int i = 0; i < TM; ++i) a[i] = As[tr * TM + i][k];
+#pragma unroll
+            for (int j = 0; j < TN; ++j) b[j] = Bs[k][tc * TN + j];
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j)
+                    acc[i][j] += a[i] * b[j];
+        }""",
+     """#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int j = 0; j < TN; ++j) {
+#pragma unroll 1
+                for (int k = 0; k < BK; ++k)
+                    acc[i][j] += As[tr * TM + i][k] * Bs[k][tc * TN + j];
+            }"""),
+    ("B's column without the patch width", "b[j] = Bs[k][tc * TN + j]", "b[j] = Bs[k][tc + j]"),
+)
+
+
+def solution_source() -> str:
+    """The exercise's solution, from the cell of notebooks/solutions/06_solution.ipynb."""
+    from pathlib import Path
+
+    from gemm_kernels.exercises.notebooks import exercise_cells
+    path = Path(__file__).resolve().parents[2] / "notebooks" / "solutions" / "06_solution.ipynb"
+    found = [src for n, src in exercise_cells(path) if n == EXERCISE]
+    if len(found) != 1:
+        raise ValueError(f"{path}: expected one %%exercise {EXERCISE} cell, found {len(found)}")
+    return found[0]
+
+
+def mistakes(gpu: bool | None = None) -> Table:
+    """The solution with each of MISTAKES made, graded like a submission: each step's
+    verdict and what the first step that failed says."""
+    from gemm_kernels.exercises.grader import FAIL, grade
+    src = solution_source()
+    rows = []
+    for what, old, new in MISTAKES:
+        if old not in src:
+            raise ValueError(f"the solution no longer holds {old!r}")
+        report = grade(EXERCISE, src.replace(old, new, 1), gpu)
+        row = {"mistake": what, **{s.name: s.status for s in report.steps}}
+        bad = next((s for s in report.steps if s.status == FAIL), None)
+        row["what the grader says"] = bad.detail if bad else "no step that ran here failed"
+        rows.append(row)
+    return Table(rows, list(rows[0]), title=f"the solution with one mistake each, graded "
+                 "as a submission (steps that cannot run here: 'not run')")
+
+
+# ------------------------------------------------------------------ contiguous or strided
+
+def contiguous_vs_strided(tm: int = 4, tn: int = 4, size: int = 2048) -> Table:
+    """Every tile shape recorded for both `tile_2d_reg` (a contiguous patch per thread)
+    and `tile_2d_strided` (outputs spread across the tile) with TM x TN outputs per
+    thread: both rates at size^3 (TFLOP/s) and their ratio; the title gives the range
+    of the ratio."""
+    from gemm_kernels.measure import tradeoff
+    fixed = {"TM": tm, "TN": tn}
+    strided = {tuple(c.items()): g for c, g in tradeoff.ranked("tile_2d_strided", size, fixed)}
+    rows = [{"BM": c["BM"], "BN": c["BN"], "BK": c["BK"], "contiguous": g / 1e3,
+             "strided": strided[tuple(c.items())] / 1e3,
+             "contiguous / strided": g / strided[tuple(c.items())]}
+            for c, g in tradeoff.ranked("tile_2d_reg", size, fixed) if tuple(c.items()) in strided]
+    ratios = [r["contiguous / strided"] for r in rows]
+    span = f"{min(ratios):.2f} to {max(ratios):.2f}" if rows else "nothing recorded"
+    for r in rows:
+        r.update({k: _f(r[k]) for k in ("contiguous", "strided")},
+                 **{"contiguous / strided": _f(r["contiguous / strided"], 2)})
+    return Table(rows, ["BM", "BN", "BK", "contiguous", "strided", "contiguous / strided"],
+                 title=f"TFLOP/s at {size}^3, {tm}x{tn} outputs per thread; contiguous / "
+                       f"strided: {span} over {len(rows)} tile shapes; "
+                       + records.recording_label())
+
+
+def issue_plot(ax=None):
+    """issue_table as a picture: one panel per quantity (time, instructions, warps per
+    SM, issue slots used), one bar per profiled kernel, K5 in this chapter's colour."""
+    import matplotlib.pyplot as plt
+    rows = issue_table()
+    panels = (("time (ms)", "time under the profiler (ms)"),
+              ("instructions (billions)", "instructions issued (billions)"),
+              ("warps per SM", "warps resident per SM"),
+              ("issue slots used %", "issue slots used (%)"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(13, 0.5 * len(rows) + 1.6),
+                             sharey=True)
+    y = list(range(len(rows)))[::-1]
+    colours = ["tab:orange" if "06" in r["kernel"] else "tab:blue" for r in rows]
+    for ax, (key, title) in zip(axes, panels):
+        vals = [float(r[key]) if r[key] is not None else 0.0 for r in rows]
+        ax.barh(y, vals, color=colours)
+        for yi, v, r in zip(y, vals, rows):
+            ax.text(v, yi, " -" if r[key] is None else f" {v:.3g}", va="center", fontsize=9)
+        ax.set_xlim(0, max(vals + [1]) * 1.3)
+        ax.set_title(title, fontsize=10)
+        ax.tick_params(axis="x", labelsize=8)
+    axes[0].set_yticks(y, [r["kernel"] for r in rows], fontsize=9)
+    fig.suptitle(f"4096^3 under Nsight Compute, {records.recording_label()}", fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,81 @@
+"""Chapter 00's tables and excerpts (gemm_kernels.notebook.ch00_ceilings), on a small
+fake recording whose numbers are test data; and the l2_read appendix, compiled here."""
+import pytest
+
+from conftest import stamp
+from gemm_kernels.core import device
+from gemm_kernels.measure import records
+from gemm_kernels.notebook import ch00_ceilings
+
+GPU = {"name": "Test GPU", "compute_capability": "9.0", "sm_count": 100,
+       "sm_clock_mhz": 2000.0, "fp32_lanes_per_sm": 128, "memory_clock_mhz": 3000.0,
+       "memory_bus_bits": 4096, "l2_bytes": 50 << 20}
+
+
+def _spread(median, lo, hi):
+    return {"median": median, "min": lo, "max": hi}
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    monkeypatch.setenv("GEMM_KERNELS_MODE", "recorded")
+    device._gpu_present.cache_clear()
+    rows = [{"chapter": "00", "kernel": "cublas", "params": {}, "shape": [n, n, n],
+             "gflops": _spread(1000.0 * n / 1024, 900.0, 1100.0), "error_over_bound": 0.01}
+            for n in (1024, 2048)]
+    rows.append({"chapter": "00", "kernel": "timing_pitfalls", "params": {},
+                 "shape": [4096] * 3, "metrics": {"host_timer_without_sync_ms": 0.02,
+                                                  "events_random_ms": 2.0,
+                                                  "events_zeros_ms": 1.999}})
+    from gemm_kernels.core.kernels import KERNELS
+    for t in ("float", "double"):
+        for r in (4, 32):
+            rows.append({"chapter": "10", "kernel": "copy",
+                         "params": KERNELS["copy"].resolve({"T": t, "TILE": 32, "ROWS": r}),
+                         "shape": [8192, 8192], "gbps": _spread(100.0 * r, 90.0, 110.0),
+                         "reference": {"kernel": "device_copy",
+                                       "gbps": _spread(4000.0, 3900.0, 4100.0)}})
+    rec = records.Record(GPU, "2026-01-01T00:00:00Z", "abc", stamp(rows), runs={"r": {}})
+    monkeypatch.setattr(records, "_LOADED", {"record": rec})
+    yield rec
+
+
+def test_cublas_table_shows_the_spread_and_the_share_of_the_peak(fake):
+    t = ch00_ceilings.cublas_table()
+    assert [r["size"] for r in t] == ["1,024^3", "2,048^3"]      # 4096 and 8192 not recorded
+    peak = device.peak_fp32_gflops(GPU)
+    assert t[1]["% of FP32 peak"] == f"{100 * 2000.0 / peak:.0f}%"
+    assert t[0]["slowest to fastest call"] == "0.9 to 1.1"
+    assert "cuBLAS same run" not in t.columns and "% of cuBLAS" not in t.columns
+
+
+def test_pitfalls_give_four_digits_and_the_ratio(fake):
+    host, harness, zeros = ch00_ceilings.pitfalls()
+    assert host["/ the harness's time"] == "0.0100"
+    assert harness["ms"] == "2" and harness["/ the harness's time"] == "1.0000"
+    assert zeros["ms"] == "1.999" and zeros["/ the harness's time"] == "0.9995"
+
+
+def test_copy_result_is_the_row_beside_its_device_copy(fake):
+    text = ch00_ceilings.copy_result()
+    assert "400 GB/s" in text and "4,000 GB/s" in text and "10% of it" in text
+
+
+def test_rows_per_thread_plot_draws_both_types(fake):
+    ax = ch00_ceilings.rows_per_thread_plot()
+    lines = {l.get_label(): list(l.get_xdata()) for l in ax.get_lines()}
+    assert lines["copy of floats (4 bytes per lane)"] == [8, 1]
+    assert lines["copy of doubles (8 bytes per lane)"] == [8, 1]
+
+
+def test_l2_read_core_is_the_main_path_only():
+    core = ch00_ceilings.l2_read_core()
+    assert "load16(in + i)" in core and "asm volatile" not in core
+    assert "for (size_t j = i; j < n; ++j)" not in core
+
+
+def test_only_the_relaxed_load_keeps_one_load_per_pass():
+    t = {r["load16 uses"].split()[0]: r for r in ch00_ceilings.l2_read_loads(passes=8)}
+    assert t["ld.relaxed.gpu.global"]["16-byte loads in the SASS"] == 8
+    assert t["ld.global.cg"]["16-byte loads in the SASS"] == 1
+    assert t["ld.global"]["16-byte loads in the SASS"] == 1

@@ -1,0 +1,70 @@
+"""Chapter 06's tables: the dot-product order unrolled compiles to the register-cached
+loop, the path from K5 to the default and its hypothesis check, the patches, and the
+variants compiled for the static analysis only."""
+import pytest
+
+from gemm_kernels.core.kernels import get
+from gemm_kernels.notebook import ch06_tiles
+
+K5 = ch06_tiles.K5
+
+
+def test_the_unrolled_dot_product_compiles_to_the_register_cached_loop():
+    v = ch06_tiles.unrolled_dot_product()
+    assert v.name != "tile_2d" and "#pragma unroll 1" not in v.source_text().split(
+        "sgemm_tile_2d(")[1].split("sgemm_tile_2d_reg")[0]
+    rows = ch06_tiles.loop_orders([("rolled", "tile_2d", K5), ("unrolled", v, K5),
+                                   ("reg", "tile_2d_reg", K5)])
+    rolled, unrolled, reg = rows
+    assert rolled["FFMAs per loaded register: fewest"] == rolled["most"] == 1
+    for r in (unrolled, reg):
+        assert (r["shared loads"], r["of them LDS.128"], r["FFMA"]) == (32, 32, 512)
+        assert r["FFMAs per loaded register: fewest"] == r["most"] == 8
+    # the registry's kernel itself is untouched
+    assert "#pragma unroll 1" in get("tile_2d").source_text()
+
+
+def test_two_blocks_asked_for_caps_the_registers_at_128():
+    v = ch06_tiles.with_min_blocks("tile_2d_reg", 2)
+    row = ch06_tiles.static_rows([("capped", v, K5)])[0]
+    assert row["registers"] <= 128 and row["blocks/SM"] == 2
+
+
+def test_a_source_that_lost_its_pattern_is_refused(monkeypatch):
+    k = get("tile_2d")
+    monkeypatch.setattr(type(k), "source_text", lambda self: "no pragma here")
+    with pytest.raises(ValueError, match="unroll 1"):
+        ch06_tiles.unrolled_dot_product()
+
+
+def test_path_is_one_change_per_step():
+    rows = ch06_tiles.path_rows()
+    assert [r["step"] for r in rows] == [label for label, _ in ch06_tiles.PATH]
+    params = [dict(kv.split("=") for kv in r["params"].split()) for r in rows]
+    for a, b in zip(params, params[1:]):
+        assert sum(a[k] != b[k] for k in a) == 1, (a, b)
+    assert [r["blocks/SM"] for r in rows[1:3]] == [1, 2]
+
+
+def _row(step, barrier, long_sb, issue):
+    return {"step": step, "barrier": barrier, "long scoreboard": long_sb,
+            "issue slots used %": issue}
+
+
+def test_path_check_names_what_is_missing_and_reads_the_counters_when_there():
+    missing = ch06_tiles.path_check([_row("K5", .3, .9, 45), _row("patch 8x4", None, None, None),
+                                     _row("BM 64", None, None, None), _row("BK 16", None, None, None)])
+    assert "Not profiled: patch 8x4 and BM 64" in missing
+    yes = ch06_tiles.path_check([_row("K5", .3, .9, 45), _row("a", .5, 1.0, 50),
+                                 _row("b", .2, .5, 60), _row("c", .1, .4, 62)])
+    assert "as the hypothesis predicts" in yes and "1.50 -> 0.70" in yes
+    no = ch06_tiles.path_check([_row("K5", .3, .9, 45), _row("a", .2, .5, 60),
+                                _row("b", .5, 1.0, 50), _row("c", .1, .4, 62)])
+    assert "not what the hypothesis predicts" in no
+
+
+def test_patches_carry_ffma_per_wavefront():
+    rows = {r["patch"]: r for r in ch06_tiles.patch_rows()}
+    assert set(rows) == {"8x8", "8x4", "4x8", "4x4"}
+    assert [rows[p]["FFMA per wavefront"] for p in ("8x4", "8x8", "4x4", "4x8")] == \
+        ["4.00", "3.20", "2.67", "1.78"]

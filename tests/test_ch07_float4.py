@@ -1,0 +1,100 @@
+"""Chapter 07 without a GPU: its pictures, the ablation's SASS evidence, the warp states
+read from a profiled row, and the register budget promised to ptxas."""
+import re
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from gemm_kernels.core.launch import kernel_of  # noqa: E402
+from gemm_kernels.core.registry import CUDA_DIR  # noqa: E402
+from gemm_kernels.notebook import ch07_ablation, ch07_pictures  # noqa: E402
+
+K5 = ch07_ablation.K5
+
+
+def test_fetch_indices_are_the_kernels():
+    # BK = 8: thread t fetches row t / 2, k = 0 or 4; BK = 16: row t / 4, k = 0, 4, 8, 12
+    assert [ch07_pictures.a_fetch(t) for t in range(4)] == [(0, 0), (0, 4), (1, 0), (1, 4)]
+    assert [ch07_pictures.a_fetch(t, 16)[1] for t in range(5)] == [0, 4, 8, 12, 0]
+    assert ch07_pictures.b_fetch(33) == (1, 4)
+
+
+def test_pictures_draw_and_refuse_what_the_registry_refuses():
+    for fig in (ch07_pictures.tile_stores(), ch07_pictures.tile_stores(BK=16, rows=4, b_tile=False),
+                ch07_pictures.tile_reads()):
+        assert all(ax.get_title() for ax in fig.axes) and fig.texts    # titled, with a suptitle
+        plt.close(fig)
+    fig = ch07_pictures.tile_stores()
+    note = next(t.get_text() for ax in fig.axes for t in ax.texts if "wavefronts" in t.get_text())
+    assert "2 wavefronts" in note          # the bank model's count, not typed
+    plt.close(fig)
+    with pytest.raises(ValueError, match="rows"):
+        ch07_pictures.tile_stores(rows=1000)
+    with pytest.raises(ValueError, match="float4"):
+        ch07_pictures.tile_reads(TM=16)
+
+
+def test_promised_ptx_is_what_launch_bounds_with_two_blocks_compiles_to():
+    """The one line `__launch_bounds__(NT, 2)` adds, checked against NVRTC compiling the
+    source with that second argument (in memory: the .cu file is not touched)."""
+    from cupy_backends.cuda.libs import nvrtc
+    from gemm_kernels.core import compiler
+    k = kernel_of("float4_a_rows")
+    p = k.resolve(K5)
+    src = k.source_text().replace("__launch_bounds__((BM / TM) * (BN / TN))",
+                                  "__launch_bounds__((BM / TM) * (BN / TN), 2)", 1)
+    assert src != k.source_text()
+    prog = nvrtc.createProgram(src, k.source, [], [])
+    try:
+        expr = k.name_expression(p)
+        nvrtc.addNameExpression(prog, expr)
+        arch = compiler.static_arch(k)
+        nvrtc.compileProgram(prog, [*compiler.NVRTC_OPTIONS, f"-arch=compute_{arch.split('_')[1]}"])
+        text = nvrtc.getPTX(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+    text = (text.decode() if isinstance(text, bytes) else text).rstrip("\0")
+    body = lambda t: [line for line in t.splitlines() if line.strip() and not line.startswith("//")]
+    assert body(ch07_ablation.promised_ptx("float4_a_rows", K5)) == body(text)
+    assert CUDA_DIR.joinpath("07_float4_a_rows.cu").read_text() == k.source_text()
+
+
+def test_two_blocks_promised_fit_the_row_major_kernel_in_128_registers():
+    c = ch07_ablation.promised("float4_a_rows", K5)
+    assert c["registers"] <= 128 and c["blocks/SM"] == 2
+    assert c["loop_histogram"]["LDS.128"] == 32 and c["loop_histogram"]["FFMA"] == 512
+    t = ch07_ablation.register_cap_table()
+    assert [r["__launch_bounds__"] for r in t] == ["(256)", "(256, 2)", "(256)", "(256, 2)", "(256)"]
+    with pytest.raises(ValueError, match="minnctapersm"):
+        ch07_ablation.promised_ptx("capstone", {"MINB": 2})
+
+
+def test_row_major_reads_hold_values_over_several_steps_of_k():
+    held, total = ch07_ablation.held_loads("float4", K5)
+    assert (held, total) == (0, 32)
+    held, total = ch07_ablation.held_loads("float4_a_rows", K5)
+    assert total == 32 and held >= 8
+    listing = ch07_ablation.memory_instructions("float4_a_rows", K5, limit=8)
+    assert listing.splitlines()[0].split()[1].startswith("LDG") and "... " in listing
+
+
+def test_warp_time_adds_up_and_needs_its_counters():
+    pre, post = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
+    row = {"metrics": {"smsp__issue_active.avg.pct_of_peak_sustained_active": 50.0,
+                       "sm__warps_active.avg.pct_of_peak_sustained_active": 12.5,
+                       **{pre + k + post: v for k, v in (("selected", 1.0), ("not_selected", 0.5),
+                                                          ("long_scoreboard", 1.5),
+                                                          ("barrier", 0.5), ("wait", 0.5))}}}
+    w = ch07_ablation.warp_time(row)
+    assert w["warps per scheduler"] == 2 and w["issuing"] == 0.25
+    assert sum(w[s] for s, _ in ch07_ablation.WARP_STATES) == pytest.approx(1.0)
+    assert w["other"] == pytest.approx(0.125)
+    assert ch07_ablation.warp_time({"metrics": {}}) is None
+
+
+def test_depth_table_counts_per_1024_ffma():
+    t = ch07_ablation.depth_table((8, 16))
+    assert [r["loop trips"] for r in t] == [2, 1] and [r["BAR"] for r in t] == [4, 2]
+    assert t[0]["LDS.128"] == t[1]["LDS.128"] == 64

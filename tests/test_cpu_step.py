@@ -1,0 +1,72 @@
+"""Step 3 without a GPU: a kernel run on the CPU, every thread emulated
+(`gemm_kernels.exercises.cpu_step`). The kernels of the series pass; planted bugs of
+each kind the step promises to find (a wrong index, an access outside an array, a
+missing barrier, a kernel that never ends) fail, each with its own message."""
+import pytest
+
+from gemm_kernels.core.kernels import KERNELS
+from gemm_kernels.exercises import cpu_step
+from gemm_kernels.exercises.catalog import EXERCISES
+from gemm_kernels.exercises.grader import FAIL, PASS, SKIPPED, grade
+
+pytestmark = pytest.mark.skipif(cpu_step.host_compiler() is None,
+                                reason="no C++ compiler here: the CPU step cannot run")
+
+
+def planted(kernel: str, old: str, new: str, count: int = 1):
+    """Registry kernel `kernel` with `old` replaced by `new` in its source."""
+    k = KERNELS[kernel]
+    text = k.source_text()
+    assert text.count(old) == count, f"{old!r} occurs {text.count(old)} times in {kernel}"
+    return k.with_code(text.replace(old, new), name=f"{kernel}:planted", source="exercise.cu")
+
+
+@pytest.mark.parametrize("name", sorted(EXERCISES))
+def test_every_exercise_kernel_of_the_series_passes_on_the_cpu(name):
+    ex = EXERCISES[name]
+    ok, detail = cpu_step.correct_on_cpu(KERNELS[ex.kernel], ex.params)
+    if ex.kernel == "capstone":    # cp.async is inline PTX: GPU only, and it says so
+        assert ok is None and "inline PTX" in detail, detail
+        return
+    assert ok is True, detail
+    assert "every element right" in detail and "no data race" in detail, detail
+
+
+def test_a_wrong_index_is_a_wrong_result():
+    k = planted("naive", "A[row * K + k]", "A[row * K + k / 2]")
+    ok, detail = cpu_step.correct_on_cpu(k, {"BLOCK": 8, "MAPPING": "x->col"})
+    assert ok is False and detail.startswith("wrong at"), detail
+    assert "element(s) wrong" in detail
+
+
+def test_a_missing_bounds_check_is_an_access_outside_the_output():
+    k = planted("naive", "if (row < M && col < N)", "if (row < M + 1 && col < N)")
+    ok, detail = cpu_step.correct_on_cpu(k, {"BLOCK": 8, "MAPPING": "x->col"})
+    assert ok is False and "AddressSanitizer" in detail, detail
+    assert "outside" in detail and "line" in detail, detail
+
+
+def test_a_missing_barrier_is_a_data_race_on_shared_memory():
+    k = planted("smem_tiled", "__syncthreads();", "", count=4)
+    ok, detail = cpu_step.correct_on_cpu(k, {"BLOCK": 8})
+    assert ok is False and "data race" in detail, detail
+
+
+def test_a_kernel_that_never_ends_is_a_time_out(monkeypatch):
+    monkeypatch.setattr(cpu_step, "RUN_LIMIT_S", 3)
+    k = planted("naive", "for (int k = 0; k < K; ++k)", "for (int k = 0; k < K; k += 0)")
+    ok, detail = cpu_step.correct_on_cpu(k, {"BLOCK": 8, "MAPPING": "x->col"})
+    assert ok is False and "never finished" in detail, detail
+
+
+def test_inline_ptx_is_refused_with_its_reason():
+    ok, detail = cpu_step.correct_on_cpu(KERNELS["capstone"], {})
+    assert ok is None and "only on a GPU" in detail
+
+
+def test_the_grader_runs_step_3_on_the_cpu_without_a_gpu():
+    ex = EXERCISES["01_index"]
+    src = KERNELS[ex.kernel].source_text()
+    report = grade(ex.name, src, gpu=False)
+    steps = {s.name: s.status for s in report.steps}
+    assert steps == {"compile": PASS, "static": PASS, "correct": PASS, "speed": SKIPPED}, report
