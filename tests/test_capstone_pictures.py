@@ -194,30 +194,87 @@ def record(tmp_path, monkeypatch):
 def test_ladder_plot_shows_recorded_steps_and_says_which_are_missing(record):
     fig = cp.ladder_plot((4096,))
     texts = [t.get_text() for t in fig.axes[0].texts]
-    assert "4096^3: 90% of cuBLAS" in texts
+    assert "4096^3: 900 GFLOP/s, 90% of cuBLAS" in texts
     assert texts.count(f"4096^3: {cp.NOT_RECORDED}") == len(studies.get("ch09_ladder").steps) - 1
-    assert any("run run-a: study ch09_ladder" in t for t in texts)
+    # no run ids on the page: the caption names the recording
+    assert not any("run-a" in t.get_text() for ax in fig.axes for t in ax.texts + [ax.title])
     matplotlib.pyplot.close(fig)
 
 
-def test_ladder_table_gives_rate_share_change_and_names_the_run_in_its_caption(record):
+def test_ladder_table_gives_rate_share_change_and_no_run_ids(record):
     rows = cp.ladder_table((4096,))
     assert rows[7]["4096^3 GFLOP/s (% of cuBLAS)"] == "900 (90%)"
     assert all(r["4096^3 GFLOP/s (% of cuBLAS)"] == cp.NOT_RECORDED
                for i, r in enumerate(rows) if i != 7)
     assert rows[7]["4096^3 change"] == "-"          # step 6 is not recorded: no change
-    assert "run" not in rows.columns and "run run-a: study ch09_ladder" in rows.title
+    assert "run" not in rows.columns and "run-a" not in rows.title
 
 
-def test_ladder_table_sets_one_block_steps_at_two_blocks_from_the_minb_2_row():
-    """Step 4 leaves one block per SM; its 'at 2 blocks/SM' cell is the sweep's row of
-    the same kernel with MINB = 2, and the change is against step 3's own rate."""
+def test_ladder_registers_are_those_of_the_binary_that_was_timed(record, monkeypatch):
+    """The timed binary's registers decide the occupancy, not ptxas here: a row that
+    says 129 registers gives one block per SM whatever the compiler here makes of it."""
+    row = records.current().results[0]
+    monkeypatch.setitem(row, "binary", {"registers": 129})
+    rung = cp.ladder((4096,))[7]
+    assert rung.timed and rung.registers == 129 and rung.blocks == 1
+    table = cp.ladder_table((4096,), two_blocks_at=None)
+    assert (table[7]["registers"], table[7]["blocks/SM"]) == (129, 1)
+    assert "step 7: " in table.title and "the timed binary had 129" in table.title
+    monkeypatch.setitem(row, "binary", {"registers": 127})
+    assert cp.ladder((4096,))[7].blocks == 2
+
+
+def test_ladder_table_sets_the_capstone_steps_at_two_blocks_by_their_minb_2_builds():
+    """Every capstone step's 'MINB = 2' cell is the sweep's row of the same kernel built
+    with MINB = 2 (steps 7 and 8 too, which already have two blocks); steps 0-3 have no
+    MINB and stand there with their own rates; the change is between those cells."""
     rows = cp.ladder_table()
-    assert rows[4]["blocks/SM"] == 1 and rows[4]["4096^3 at 2 blocks/SM"].endswith("(MINB = 2)")
-    assert rows[3]["4096^3 at 2 blocks/SM"] == rows[3]["4096^3 GFLOP/s (% of cuBLAS)"].split()[0]
-    held = float(rows[4]["4096^3 at 2 blocks/SM"].split()[0].replace(",", ""))
-    own = float(rows[3]["4096^3 at 2 blocks/SM"].replace(",", ""))
-    assert rows[4]["4096^3 change at 2 blocks/SM"] == f"{100 * (held / own - 1):+.1f}%"
+    rungs = cp.ladder((4096,))
+    assert rows[4]["blocks/SM"] == 1 and rows[7]["blocks/SM"] == 2
+    for i in (4, 7, 8):
+        assert rungs[i].held[4096]["params"]["MINB"] == 2
+        assert rows[i]["4096^3, MINB = 2 builds"] == cp.count(rungs[i].held[4096]["gflops"]["median"])
+    assert rows[3]["4096^3, MINB = 2 builds"] == \
+        rows[3]["4096^3 GFLOP/s (% of cuBLAS)"].split()[0] + " (own)"
+    held = rungs[4].held[4096]["gflops"]["median"]
+    own = rungs[3].rows[4096]["gflops"]["median"]
+    assert rows[4]["4096^3 change, MINB = 2"] == f"{100 * (held / own - 1):+.1f}%"
+
+
+def test_minb_pairs_keep_the_occupancy_and_differ_only_by_minb():
+    pairs = cp.minb_pairs()
+    assert pairs
+    for p in pairs:
+        r1, r2 = p["rows"]
+        assert r1["params"]["MINB"] == 1 and r2["params"]["MINB"] == 2
+        assert {k: v for k, v in r1["params"].items() if k != "MINB"} == \
+               {k: v for k, v in r2["params"].items() if k != "MINB"}
+        assert all(r1["params"][k] == v for k, v in cp._LADDER_TILE.items())
+        assert cp._row_blocks("capstone", r1) == cp._row_blocks("capstone", r2) \
+            == p["blocks/SM"]
+    # the timed binary's blocks per SM, from the row alone, agree with the occupancy
+    # computed here for the same registers
+    r1 = pairs[0]["rows"][0]
+    assert cp._row_blocks("capstone", r1) == \
+        cp._blocks("capstone", r1["params"], r1["binary"]["registers"])
+    lines = str(cp.yardsticks()).splitlines()
+    assert any("MINB = 2 at unchanged occupancy" in l for l in lines)
+    assert any("cuBLAS timed beside" in l for l in lines)
+
+
+def test_cublas_spread_is_the_range_of_the_references():
+    rows = [{"reference": {"gflops": {"median": g}}} for g in (100.0, 103.0, 101.0)] + [None]
+    assert cp.cublas_spread(rows) == (100.0, 103.0)
+    assert cp.cublas_spread([None, {}]) is None
+
+
+def test_change_plot_draws_both_bands_and_every_step():
+    fig = cp.change_plot()
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(l.startswith("timing noise") for l in labels)
+    assert any(l.startswith("MINB = 2 alone") for l in labels)
+    assert len(fig.axes[0].get_yticklabels()) == len(cp.ladder_steps()) - 1
+    matplotlib.pyplot.close(fig)
 
 
 def test_ladder_change_is_against_the_step_before():
@@ -315,3 +372,71 @@ def test_prefetch_schedule_alternates_stages_with_one_barrier():
 def test_prefetch_timeline_draws():
     fig = cp.prefetch_timeline(3)
     assert len(fig.axes) == 1 and len(fig.axes[0].patches) > 0
+
+
+# ------------------------------------------------------------------ the chapter's new pictures
+
+def test_without_empty_groups_the_ring_computes_tiles_that_have_not_landed():
+    """The classic race: commits only in the steps that request a tile. From the first
+    step with nothing to request, the groups fall behind and the wait no longer covers
+    the next tile."""
+    for stages in (3, 4):
+        cols = cp.ring_schedule(stages, 8, empty_groups=False)
+        unguarded = [c["computes"] for c in cols[1:] if not c["landed_before_compute"]]
+        assert unguarded and min(unguarded) == 8 - stages + 2, (stages, unguarded)
+        assert all(c["landed_before_compute"] for c in cp.ring_schedule(stages, 8)[1:])
+
+
+@pytest.mark.parametrize("K", [1, 16, 17, 72, 100])
+def test_hoist_tiles_put_the_remainder_in_tile_0_and_cover_k_once(K):
+    for hoist in (False, True):
+        tiles = cp.hoist_tiles(K, 16, hoist)
+        inside = [k for t in tiles for k in range(t["first"], t["last"] + 1) if 0 <= k < K]
+        assert inside == list(range(K))                    # every k once, in order
+        assert [t["checked"] for t in tiles] == ([True] * len(tiles) if not hoist else
+                                                 [True] + [False] * (len(tiles) - 1))
+        assert all(not t["outside"] for t in tiles if not t["checked"])   # whole tiles
+    assert cp.hoist_tiles(72, 16)[0]["outside"] == list(range(-8, 0))
+
+
+def test_code_shows_the_pieces_asked_for_with_their_lines():
+    one = str(cp.code("capstone", ("int rs = 0;", "ws = ws + 1")))
+    assert one.startswith("*09_capstone.cu, lines ") and "```cpp" in one
+    assert "cp_async_wait<STAGES - 2>();" in one and one.rstrip().endswith("```")
+    block = str(cp.code("zorder", "if constexpr (ZORDER) {"))
+    assert "} else {" in block and "qc = t % (BN / 8);" in block
+    two = str(cp.code("capstone", ("void cp_async_commit()", "}"), ("template <int N>", "}")))
+    assert "// ..." in two and "commit_group" in two and "wait_group" in two
+    with pytest.raises(ValueError):
+        cp.code("capstone", "no such line anywhere")
+
+
+def test_reveal_folds_its_answer_away():
+    html = cp.Reveal("open me", cp.part_a_table())._repr_html_()
+    assert html.startswith("<details><summary><b>open me</b></summary>")
+    assert "<table" in html and html.endswith("</details>")
+
+
+def test_part_a_pictures_and_tables():
+    fig = cp.b_reads()
+    titles = [ax.get_title() for ax in fig.axes]
+    assert "8 wavefronts" in titles[0] and "4 from conflicts" in titles[0]
+    assert "4 wavefronts" in titles[1] and "no conflict" in titles[1]
+    assert "2 wavefronts" in titles[2] and "no conflict" in titles[2]
+    matplotlib.pyplot.close(fig)
+    rows = cp.part_a_table()
+    assert [r["read conflicts"] for r in rows] == [8, 0, 0, 0, 0]
+    assert [r["reads per k"] for r in rows] == [20, 12, 8, 12, 8]
+
+
+def test_zorder_lane_table_checks_the_two_rules():
+    for r in cp.zorder_lane_table(range(32)):
+        assert r["qr of lane ^ 1"] == r["qr"] and r["qc of lane ^ 2"] == r["qc"]
+
+
+def test_stages_and_group_tables_read_the_timed_binaries():
+    rows = cp.stages_table()
+    assert [(r["STAGES"], r["MINB"]) for r in rows] == [(s, m) for s in (2, 3, 4) for m in (1, 2)]
+    assert rows[4]["against the default"] == "+0.0%"
+    groups = cp.group_table()
+    assert [(r["STAGES"], r["MINB"]) for r in groups] == [(s, m) for s in (2, 3, 4) for m in (1, 2)]

@@ -1,11 +1,13 @@
 """Chapter 09's second exercise (one step of the capstone's cp.async pipeline): the
 skeleton compiles and is refused, the solution passes every step this machine can run,
 waits with the wrong count (or none) and a barrier before the wait are refused from the
-source, a tile copied into the stage being computed and a ring that does not move are
-refused on a GPU; and the wait-count check on its own."""
+source, and so are the classic race (the commit inside the request's if), a tile copied
+into the stage being computed, a request past the end of K and source pointers that do
+not move on by one tile; a ring that does not move is refused on a GPU; and the checks on
+their own."""
 import pytest
 
-from gemm_kernels.exercises.ch09_checks import pipeline_wait
+from gemm_kernels.exercises.ch09_checks import hoist_advance, pipeline_requests, pipeline_wait
 from exercise_helpers import (FAIL, PASS, refused_as_wrong, solution, static_verdict)
 from gpu import needs_gpu
 
@@ -80,11 +82,106 @@ def test_the_order_and_form_of_the_step_are_checked():
     assert "is not there any more" in pipeline_wait("cp_async_wait<STAGES - 2>();")[0]
 
 
+REQUEST = ("if (tile + STAGES - 1 < tiles) {\n"
+           "                    if constexpr (HOIST) issue_next(ws);\n"
+           "                    else                 issue_tile(tile + STAGES - 1, ws);\n"
+           "                }")
+COMMIT = "cp_async_commit();\n                // END SOLUTION"
+INSIDE = REQUEST[:-1] + "    cp_async_commit();\n                }"
+
+
+def with_commit_inside_the_if(orelse: str = "") -> str:
+    """The solution with its commit moved into the request's if (and `orelse` after it)."""
+    src = solution(NAME)
+    assert REQUEST in src and COMMIT in src
+    return src.replace(COMMIT, "// END SOLUTION").replace(REQUEST, INSIDE + orelse)
+
+
+def test_the_commit_inside_the_request_is_refused_as_a_race_without_a_gpu():
+    """The known race: no empty groups at the end of K, so at STAGES = 4 and 8 tiles the
+    wait of step 5 leaves tile 6 in flight. The wait's count alone is right."""
+    src = with_commit_inside_the_if()
+    assert pipeline_wait(src) == []
+    v = static_verdict(NAME, src)
+    assert v["compile"][0] == PASS
+    assert v["static"][0] == FAIL and "sits inside 'if (tile + STAGES - 1 < tiles)'" \
+        in v["static"][1] and "(a race" in v["static"][1], v
+
+
+def test_a_commit_in_both_branches_keeps_one_group_per_step():
+    src = with_commit_inside_the_if(" else {\n                    cp_async_commit();\n"
+                                    "                }")
+    assert pipeline_requests(src) == [], pipeline_requests(src)
+
+
+def test_the_stage_of_the_request_is_checked_without_a_gpu():
+    """The copies must go into ws, the stage finished in the step before: rs (this step's)
+    is a race; an expression equal to ws in every step is fine."""
+    rs = solution(NAME).replace(ISSUE, ISSUE.replace("(ws)", "(rs)").replace(", ws)", ", rs)"))
+    v = static_verdict(NAME, rs)
+    assert v["static"][0] == FAIL and "the stage this step is computing on" in v["static"][1], v
+    same = solution(NAME).replace("issue_next(ws)", "issue_next((tile + STAGES - 1) % STAGES)")
+    assert pipeline_requests(same) == []
+    other = pipeline_requests(solution(NAME).replace("issue_next(ws)", "issue_next(0)"))
+    assert len(other) == 1 and "write the stage as ws" in other[0], other
+
+
+def test_a_commit_at_every_k_and_a_request_past_k_are_refused():
+    every_k = loop("for (int k = 0; k < BK; ++k) { if (k == 0) { if (tile + STAGES - 1 < "
+                   "tiles) issue_next(ws); } cp_async_commit(); }")
+    assert any("at every k" in p for p in pipeline_requests(every_k))
+    once = loop("for (int k = 0; k < BK; ++k) { if (k == 0) { if (tile + STAGES - 1 < "
+                "tiles) issue_next(ws); cp_async_commit(); } }")
+    assert pipeline_requests(once) == []
+    past = pipeline_requests(loop("issue_next(ws); cp_async_commit();"))
+    assert len(past) == 1 and "read past the end of A and B" in past[0], past
+
+
+MOVES = ("a_src[r] += BK;", "b_src += BK * N;")
+
+
+def test_the_source_pointers_must_move_on_by_one_tile():
+    src = solution(NAME)
+    assert all(m in src for m in MOVES) and hoist_advance(src) == []
+    assert hoist_advance(src.replace("b_src += BK * N;", "b_src = b_src + BK * N;")) == []
+    assert hoist_advance(src.replace("a_src[r] += BK;", "a_src[r] = BK + a_src[r];")) == []
+    short = hoist_advance(src.replace("b_src += BK * N;", "b_src += BK;"))
+    assert len(short) == 1 and "one tile is BK * N = 65536" in short[0], short
+    wrong = hoist_advance(src.replace("a_src[r] += BK;", "a_src[r] += 8;"))
+    assert len(wrong) == 1 and "a_src moves on by 8 floats" in wrong[0], wrong
+    missing = hoist_advance(src.replace("a_src[r] += BK;", ";"))
+    assert len(missing) == 1 and "does not move a_src on" in missing[0], missing
+    v = static_verdict(NAME, src.replace("b_src += BK * N;", "b_src += N;"))
+    assert v["compile"][0] == PASS and v["static"][0] == FAIL, v
+
+
+def lambda_body(*lines: str) -> str:
+    return "auto issue_next = [&](int stage) {\n" + "\n".join(lines) + "\n};\n"
+
+
+A_COPY = "for (int i = 0; i < A_PER; ++i) cp_async_4(ad, a_src[i % A_ROWS] + 8 * (i / A_ROWS));"
+B_COPY = "for (int i = 0; i < B_PER; ++i) cp_async_16(bd, b_src + i * b_rows);"
+A_MOVE = "for (int r = 0; r < A_ROWS; ++r) a_src[r] += BK;"
+B_MOVE = "b_src += BK * N;"
+
+
+def test_the_pointers_move_after_the_copies_that_read_them_once_per_row():
+    # the kernel's own order: A's pointers move between the A and the B copies
+    assert hoist_advance(lambda_body(A_COPY, A_MOVE, B_COPY, B_MOVE)) == []
+    early = hoist_advance(lambda_body(A_MOVE, A_COPY, B_COPY, B_MOVE))
+    assert len(early) == 1 and "a_src moves on before the last copy that reads it" in early[0]
+    rows = hoist_advance(lambda_body(A_COPY, B_COPY, A_MOVE.replace("A_ROWS", "A_PER"), B_MOVE))
+    assert len(rows) == 1 and "runs to A_PER" in rows[0], rows
+    looped = hoist_advance(lambda_body(A_COPY, B_COPY, A_MOVE, "for (int i = 0; i < 2; ++i) "
+                                       + B_MOVE))
+    assert len(looped) == 1 and "b_src moves on inside a loop" in looped[0], looped
+    unrolled = [f"a_src[{r}] += BK;" for r in range(4)]
+    assert hoist_advance(lambda_body(A_COPY, B_COPY, *unrolled, B_MOVE)) == []
+    assert hoist_advance(lambda_body(A_COPY, B_COPY, *unrolled[:3], B_MOVE))
+    assert "is not there any more" in hoist_advance("a_src[r] += BK;")[0]
+
+
 WRONG = {
-    # the copies land in the stage the block is reading, and stage ws keeps an old tile
-    # that is computed on STAGES - 1 steps later: wrong from the fourth tile (K > 48) on
-    "next tile copied into the stage being computed": (ISSUE, ISSUE.replace("(ws)", "(rs)")
-                                                       .replace(", ws)", ", rs)")),
     # every step computes on stage 0 and copies into stage STAGES - 1
     "the ring does not move": (RING, ""),
 }

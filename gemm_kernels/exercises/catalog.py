@@ -293,7 +293,7 @@ register(Exercise(
            "speed": "the bank check passed, so look for extra work in qr and qc"},
 ))
 
-from gemm_kernels.exercises.ch09_checks import pipeline_wait  # noqa: E402
+from gemm_kernels.exercises.ch09_checks import pipeline_step  # noqa: E402
 
 # graded at the registry's default configuration (the sweep's fastest on the H200)
 register(Exercise(
@@ -304,12 +304,14 @@ register(Exercise(
     # the copies bypass the registers (LDGSTS), close groups (LDGDEPBAR), are waited for
     # (DEPBAR) and shared by the barrier
     sass=("LDGSTS", "LDGDEPBAR", "DEPBAR", "BAR.SYNC"),
-    static_checks=(pipeline_wait,),
+    static_checks=(pipeline_step,),
     hints={"compile": "keep the kernel's name, template parameters and the given helpers "
                       "(issue_next, issue_tile, cp_async_commit, cp_async_wait<count>)",
            "static": "count the groups committed when the wait runs at the last k of "
                      "step t (the prologue's, then one per step so far), and how many of "
-                     "them are newer than tile t + 1's group: those may stay in flight",
+                     "them are newer than tile t + 1's group: those may stay in flight; "
+                     "one commit per step, requested or not; after issue_next's copies, "
+                     "each source pointer moves on by one whole tile",
            "correct": "request tile tile + STAGES - 1 into stage ws (the one finished in "
                       "the step before), never into rs; commit in every step, even when "
                       "no tile is left; move rs and ws on by one, back to 0 after "

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 
 from gemm_kernels.core.kernels import get as get_kernel
-from gemm_kernels.exercises.cexpr import code_only, evaluate
+from gemm_kernels.exercises.cexpr import code_only, compile_expression, evaluate
 from gemm_kernels.memory.banks import analyse
 
 BM = BN = 128                    # the graded configuration (the registry's default)
@@ -197,3 +197,357 @@ def pipeline_wait(source: str) -> list[str]:
                     f"lost); keep STAGES-2 = {want} in flight")
                 break
     return problems
+
+
+# ---------------------------------------------------------------- the step's structure
+# Two races that the wait's count alone does not show, both known from practice:
+#
+# * the commit inside the request's `if (tile + STAGES - 1 < tiles)`: the steps near the
+#   end of K, with no tile left to request, then close no group, the count of groups
+#   falls behind the count of steps, and the wait of step t no longer covers tile t + 1
+#   (at STAGES = 4 and 8 tiles, step 5's wait leaves tile 6 in flight, and step 6 reads
+#   it). An else branch that commits too keeps one group per step, and is fine.
+# * the request into stage rs, the one being read in this very step.
+#
+# So the K loop is read as statements (if / else, loops, blocks, plain statements), and
+# each commit and each request is checked against the conditions around it.
+
+class _Stmt:
+    """One statement of the K loop: `kind` 'if', 'loop', 'block' or 'plain'; `head` the
+    condition or loop header; `body` / `orelse` the statements inside; `text` the plain
+    statement; `at` its offset in the text it was read from."""
+
+    def __init__(self, kind, at, head="", body=(), orelse=(), text=""):
+        self.kind, self.at, self.head = kind, at, head
+        self.body, self.orelse, self.text = list(body), list(orelse), text
+
+    def all_text(self) -> str:
+        inner = " ".join(s.all_text() for s in self.body + self.orelse)
+        return f"{self.head} {self.text} {inner}"
+
+
+_OPEN, _CLOSE = "({[", ")}]"
+
+
+def _skip_ws(text: str, i: int) -> int:
+    while i < len(text) and text[i].isspace():
+        i += 1
+    return i
+
+
+def _matching(text: str, i: int) -> int:
+    """The index just past the bracket that closes the one at `i`."""
+    depth = 0
+    for j in range(i, len(text)):
+        if text[j] in _OPEN:
+            depth += 1
+        elif text[j] in _CLOSE:
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    return len(text)
+
+
+def _statement(text: str, i: int) -> tuple[_Stmt | None, int]:
+    """The statement starting at `i` (after white space), and where the next one starts."""
+    i = _skip_ws(text, i)
+    if i >= len(text):
+        return None, i
+    if text[i] == "#":                                   # #pragma unroll and the like
+        end = text.find("\n", i)
+        return _Stmt("plain", i, text=""), len(text) if end < 0 else end + 1
+    if text[i] == "{":
+        end = _matching(text, i)
+        return _Stmt("block", i, body=_statements(text[i + 1:end - 1], i + 1)), end
+    m = re.match(r"(if|for|while|switch)\b\s*(constexpr\b\s*)?\(", text[i:])
+    if m:
+        open_at = i + m.end() - 1
+        close = _matching(text, open_at)
+        head = text[open_at + 1:close - 1]
+        body, j = _statement(text, close)
+        stmt = _Stmt("if" if m.group(1) == "if" else "loop", i, head=head,
+                     body=[body] if body else [])
+        if m.group(1) == "if":
+            k = _skip_ws(text, j)
+            if re.match(r"else\b", text[k:]):
+                orelse, j = _statement(text, k + 4)
+                stmt.orelse = [orelse] if orelse else []
+        return stmt, j
+    depth = 0                                            # a plain statement: to its ';'
+    for j in range(i, len(text)):
+        c = text[j]
+        if c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth -= 1
+        elif c == ";" and depth == 0:
+            return _Stmt("plain", i, text=text[i:j + 1]), j + 1
+    return _Stmt("plain", i, text=text[i:]), len(text)
+
+
+def _statements(text: str, offset: int = 0) -> list[_Stmt]:
+    out, i = [], 0
+    while True:
+        s, i = _statement(text, i)
+        if s is None:
+            return out
+        s.at += offset
+        out.append(s)
+
+
+def _walk(stmts, around=()):
+    """(plain statement, the statements around it: ('if', head, branch taken, the other
+    branch) or ('loop', head)), for every plain statement, in order."""
+    for s in stmts:
+        if s.kind == "plain":
+            yield s, around
+        elif s.kind == "block":
+            yield from _walk(s.body, around)
+        elif s.kind == "loop":
+            yield from _walk(s.body, around + (("loop", s.head, None, None),))
+        else:
+            yield from _walk(s.body, around + (("if", s.head, "then", s.orelse),))
+            yield from _walk(s.orelse, around + (("if", s.head, "else", s.body),))
+
+
+_COMMIT = re.compile(r"\bcp_async_commit\s*\(")
+_ON_TILES = re.compile(r"\btiles?\b")
+_ON_K = re.compile(r"\bk\b")
+
+
+def _call_args(text: str, name: str) -> list[list[str]]:
+    """The argument lists of every call of `name` in `text`, split at top-level commas."""
+    out = []
+    for m in re.finditer(rf"\b{name}\s*\(", text):
+        end = _matching(text, m.end() - 1)
+        inner, args, depth, start = text[m.end():end - 1], [], 0, 0
+        for j, c in enumerate(inner):
+            depth += (c in _OPEN) - (c in _CLOSE)
+            if c == "," and depth == 0:
+                args.append(inner[start:j].strip())
+                start = j + 1
+        args.append(inner[start:].strip())
+        out.append(args)
+    return out
+
+
+def _stage_is(expr: str, want: str) -> bool | None:
+    """Whether `expr` names the same stage as `want` ('rs' or 'ws') in every step of
+    every ring the kernel takes; None when the expression cannot be read."""
+    try:
+        f = compile_expression(expr, ("tile", "STAGES", "rs", "ws"))
+    except ValueError:
+        return None
+    for stages in _stage_counts():
+        for tile in range(3 * stages):
+            env = {"tile": tile, "STAGES": stages, "rs": tile % stages,
+                   "ws": (tile + stages - 1) % stages}
+            try:
+                if f(env) != env[want]:
+                    return False
+            except ValueError:
+                return None
+    return True
+
+
+def _tile_is(expr: str) -> bool | None:
+    """Whether `expr` is tile + STAGES - 1 for every tile and STAGES; None if unreadable."""
+    try:
+        f = compile_expression(expr, ("tile", "STAGES"))
+        return all(f(tile=t, STAGES=s) == t + s - 1 for s in _stage_counts() for t in range(9))
+    except ValueError:
+        return None
+
+
+def pipeline_requests(source: str) -> list[str]:
+    """Problems of the commits and requests in the K loop: a commit that depends on
+    whether a tile is left (no else branch that commits too), a commit made at every k,
+    a request into any stage but ws (the one freed in the step before), a request of
+    any tile but tile + STAGES - 1, or one made even when K has no such tile. Empty
+    when none of these is found (the K loop missing is `pipeline_wait`'s to report)."""
+    text = code_only(source)
+    m = _TILE_LOOP.search(text)
+    body = braced(text, m.end()) if m else None
+    if body is None:
+        return []
+    problems = []
+    for stmt, around in _walk(_statements(body)):
+        if _COMMIT.search(stmt.text):
+            for kind, head, branch, other in around:
+                if kind == "if" and _ON_TILES.search(head) and \
+                        not any(_COMMIT.search(s.all_text()) for s in other):
+                    shown = " ".join(head.split())
+                    problems.append(
+                        f"cp_async_commit() sits inside 'if ({shown})'"
+                        + (" (its else branch)" if branch == "else" else "")
+                        + ": a step with no tile to request then closes no group, the "
+                        "groups fall behind the steps, and near the end of K the wait "
+                        "lets the next tile still be in flight (a race: at STAGES=4 with "
+                        "8 tiles, step 5's wait leaves tile 6 in flight, and step 6 reads "
+                        "it); commit in every step, outside that if, even when nothing "
+                        "was requested")
+                    break
+            k_loops = [i for i, (kind, head, _, _) in enumerate(around)
+                       if kind == "loop" and _ON_K.search(head)]
+            if k_loops and not any(kind == "if" and _ON_K.search(head)
+                                   for kind, head, _, _ in around[k_loops[-1] + 1:]):
+                problems.append(
+                    "cp_async_commit() runs at every k of the step, so a step closes BK "
+                    "groups and the wait's count of groups no longer counts tiles; commit "
+                    "once per step, at k == 0 with the request")
+        for name, stage_arg in (("issue_next", 0), ("issue_tile", 1)):
+            for args in _call_args(stmt.text, name):
+                if len(args) <= stage_arg:
+                    continue
+                stage = args[stage_arg]
+                if _stage_is(stage, "ws"):
+                    pass
+                elif _stage_is(stage, "rs"):
+                    problems.append(
+                        f"{name}(...) copies into stage {stage}, the stage this step is "
+                        "computing on: the copies overwrite values that are still being "
+                        "read (a race); request into ws, the stage finished in the step "
+                        "before")
+                else:
+                    problems.append(
+                        f"{name}(...) copies into stage '{stage}': the tile requested in "
+                        "step t goes into the stage freed in step t-1, which is ws; write "
+                        "the stage as ws")
+                if name == "issue_tile" and _tile_is(args[0]) is not True:
+                    problems.append(f"issue_tile({args[0]}, ...) requests tile {args[0]}: "
+                                    "the tile requested in step t is tile + STAGES - 1")
+                if not any(kind == "if" and re.search(r"\btiles\b", head)
+                           for kind, head, _, _ in around):
+                    problems.append(
+                        f"{name}(...) runs even when K has no tile tile + STAGES - 1 "
+                        "left: " + ("issue_next's copies are not checked, so they then "
+                                    "read past the end of A and B" if name == "issue_next"
+                                    else "it then requests a tile that does not exist")
+                        + "; request only 'if (tile + STAGES - 1 < tiles)'")
+    return list(dict.fromkeys(problems))
+
+
+# ---------------------------------------------------------------- HOIST: moving on
+# With HOIST every tile after tile 0 is whole, so `issue_next` copies from pointers kept
+# across tiles: a_src[r], one per A row the thread copies (A_ROWS of them), and b_src,
+# the first B row. After its copies it moves them on by one tile: BK floats along a row
+# of A, BK rows (BK * N floats) down B. The student writes those two moves; here they
+# are read from `issue_next` and evaluated for two configurations.
+
+_CONFIGS = ({"BM": 128, "BN": 128, "BK": 16, "NT": 256, "N": 4096, "K": 4096, "M": 4096},
+            {"BM": 128, "BN": 128, "BK": 8, "NT": 256, "N": 1000, "K": 777, "M": 333})
+
+
+def _hoist_names(c: dict) -> dict:
+    """The kernel's constants of the copy layout for configuration `c`."""
+    a_step = c["NT"] // 8
+    b_cpr = c["BN"] // 4
+    b_step = c["NT"] // b_cpr
+    return {**c, "A_STEP": a_step, "A_ROWS": c["BM"] // a_step, "LDA": c["BM"] + 4,
+            "A_PER": c["BM"] * c["BK"] // c["NT"], "B_CPR": b_cpr, "B_STEP": b_step,
+            "B_PER": c["BK"] * b_cpr // c["NT"], "b_rows": b_step * c["N"]}
+
+
+def _increment(stmt: str, target: str) -> tuple[str, str] | None:
+    """(index text or '', the amount added) of `target[...] += amount;` or
+    `target[...] = target[...] + amount;` (or amount + target) in `stmt`, else None."""
+    idx = r"\s*\[\s*([^\]]+?)\s*\]" if target == "a_src" else r"()"
+    m = re.fullmatch(rf"\s*{target}{idx}\s*\+=\s*(.+?)\s*;\s*", stmt, flags=re.S)
+    if m:
+        return m.group(1), m.group(2)
+    m = re.fullmatch(rf"\s*{target}{idx}\s*=\s*(.+?)\s*;\s*", stmt, flags=re.S)
+    if m:
+        same = rf"{target}\s*\[\s*{re.escape(m.group(1))}\s*\]" if target == "a_src" \
+            else rf"{target}\b"
+        rest = re.sub(rf"^\s*{same}\s*\+|\+\s*{same}\s*$", "", m.group(2))
+        if rest != m.group(2):
+            return m.group(1), rest.strip()
+    return None
+
+
+def _loop_rows(head: str) -> tuple[str, str] | None:
+    """(variable, bound) of a loop header `int v = 0; v < bound; ++v` (or v++)."""
+    m = re.fullmatch(r"\s*int\s+(\w+)\s*=\s*0\s*;\s*(\w+)\s*<\s*([^;]+?)\s*;\s*"
+                     r"(?:\+\+\s*(\w+)|(\w+)\s*\+\+|(\w+)\s*\+=\s*1)\s*", head)
+    if m and m.group(1) == m.group(2) == (m.group(4) or m.group(5) or m.group(6)):
+        return m.group(1), m.group(3)
+    return None
+
+
+def hoist_advance(source: str) -> list[str]:
+    """Problems of the source pointers' moves in `issue_next` (the HOIST path): every
+    a_src[r], r = 0..A_ROWS-1, must move on by BK and b_src by BK * N, once per call,
+    after the copies that read them. Empty when they do."""
+    text = code_only(source)
+    m = re.search(r"\bissue_next\s*=\s*\[[^\]]*\]\s*\([^)]*\)\s*(mutable\s*)?\{", text)
+    body = braced(text, m.end() - 1) if m else None
+    if body is None:
+        return ["the lambda 'auto issue_next = [&](int stage) { ... };' is not there any "
+                "more: keep it as given and move the source pointers on inside it"]
+    names = [_hoist_names(c) for c in _CONFIGS]
+    walked = list(_walk(_statements(body)))
+    problems = []
+    for target, want, what in (("a_src", "BK", "one tile along a row of A: BK floats"),
+                               ("b_src", "BK * N", "one tile down B: BK rows of N floats")):
+        moves = [(s, around, inc) for s, around in walked
+                 for inc in [_increment(s.text, target)] if inc]
+        if not moves:
+            problems.append(f"issue_next does not move {target} on: after its copies, "
+                            f"{target} must move {what} ('{target}"
+                            + ("[r]" if target == "a_src" else "") + " += ...;')")
+            continue
+        copies = [s.at for s, _ in walked if re.search(r"\bcp_async_(4|16)\s*\(", s.text)
+                  and re.search(rf"\b{target}\b", s.text)]
+        rows_hit = []
+        for s, around, (index, amount) in moves:
+            try:
+                got = [evaluate(amount, n) for n in names]
+            except ValueError as e:
+                problems.append(f"cannot read the move of {target}: {e}")
+                continue
+            expected = [evaluate(want, n) for n in names]
+            if got != expected:
+                by = amount if amount.strip() == str(got[0]) else f"{amount} = {got[0]}"
+                problems.append(
+                    f"{target} moves on by {by} float{'s' * (got[0] != 1)} at BK = "
+                    f"{names[0]['BK']}, N = {names[0]['N']}, where one tile is {want} = "
+                    f"{expected[0]}: {what}")
+            if copies and s.at < max(copies):
+                problems.append(f"{target} moves on before the last copy that reads it: "
+                                "move it after those copies, or they copy the next tile")
+            loops = [head for kind, head, _, _ in around if kind == "loop"]
+            if target == "b_src":
+                if loops:
+                    problems.append("b_src moves on inside a loop: it must move once per "
+                                    "call, by one tile")
+                continue
+            parsed = _loop_rows(loops[-1]) if len(loops) == 1 else None
+            if parsed and index.strip() == parsed[0]:
+                try:
+                    n_rows = [evaluate(parsed[1], n) for n in names]
+                except ValueError:
+                    n_rows = None
+                if n_rows == [n["A_ROWS"] for n in names]:
+                    rows_hit += list(range(names[0]["A_ROWS"]))
+                else:
+                    problems.append(f"the loop around a_src[{index}] runs to {parsed[1]}: "
+                                    "each of the A_ROWS row pointers moves on once")
+            elif not loops and re.fullmatch(r"\d+", index.strip()):
+                rows_hit.append(int(index))
+            else:
+                problems.append(f"a_src[{index}] moves on inside 'for ({'; '.join(loops)})'"
+                                if loops else f"cannot tell which rows a_src[{index}] is")
+                rows_hit = None
+                break
+        if target == "a_src" and rows_hit is not None and not problems and \
+                sorted(rows_hit) != list(range(names[0]["A_ROWS"])):
+            problems.append("each of the A_ROWS row pointers a_src[0..A_ROWS-1] must move "
+                            "on exactly once per call (write 'for (int r = 0; r < A_ROWS; "
+                            "++r) a_src[r] += ...;')")
+    return list(dict.fromkeys(problems))
+
+
+def pipeline_step(source: str) -> list[str]:
+    """Every static check of the pipeline exercise: the wait (`pipeline_wait`), the
+    commits and requests (`pipeline_requests`) and the HOIST moves (`hoist_advance`)."""
+    return pipeline_wait(source) + pipeline_requests(source) + hoist_advance(source)

@@ -10,7 +10,15 @@ Everything is derived, nothing typed twice:
   flight) with the wait count read from the kernel;
 * SASS counts come from the static analysis here (no GPU needed), rates from the
   recording through `studies.results`, counters from the recorded ncu studies. Where the
-  recording has no row, the tables say so in words instead of showing a number.
+  recording has no row, the tables say so in words instead of showing a number;
+* registers and blocks per SM beside a rate are those of the binary that was timed (the
+  row's `binary`), ptxas here only where the recording names none, and then said so;
+* how large a difference must be to mean something comes from the same rows: the spread
+  of the cuBLAS timed beside them (`cublas_spread`), and what a MINB = 2 build does where
+  it leaves the occupancy alone (`minb_pairs`).
+
+The chapter's code excerpts (`code`), its folded predict answer (`Reveal`) and the K-axis
+picture of HOIST (`hoist_picture`) are here too.
 """
 from __future__ import annotations
 
@@ -26,6 +34,7 @@ from gemm_kernels.exercises.cexpr import code_only, evaluate
 from gemm_kernels.exercises.ch09_checks import braced
 from gemm_kernels.measure import lookup, profile, records, studies
 from gemm_kernels.memory import banks, ch07_09_patterns
+from gemm_kernels.notebook.display import Markdown, Text
 
 NOT_RECORDED = "not recorded yet on this machine's recording"
 LADDER = "ch09_ladder"
@@ -187,18 +196,21 @@ def warp_tiles(params: dict | None = None):
     return fig
 
 
-def zorder_grid(BM: int = 128, BN: int = 128):
+def zorder_grid(BM: int = 128, BN: int = 128, layouts=(False, True)):
     """Warp 0 of 09_zorder.cu in the grid of threads (each cell is one thread's place
-    (qr, qc), i.e. its 2 x 2 sub-tiles of 4 x 4): row-major and z-order side by side."""
-    from matplotlib.patches import Rectangle
+    (qr, qc), i.e. its 2 x 2 sub-tiles of 4 x 4): row-major (False) and z-order (True),
+    one above the other, as `layouts` asks. Blue: lanes 0-15, orange: lanes 16-31."""
+    from matplotlib.patches import Patch, Rectangle
     plt = _plt()
-    fig, axes = plt.subplots(2, 1, figsize=(11, 6), layout="constrained",
-                             gridspec_kw={"height_ratios": [2, 4]})
-    titles = ("Row-major: warp 0 is 2 rows x 16 columns of the grid; a half-warp reads "
-              "16 different B columns",
-              "Z-order: warp 0 is a 4 x 8 block; lanes i and i^1 share a row (same A "
-              "words),\nlanes i and i^2 share a column (same B words)")
-    for ax, z, title in zip(axes, (False, True), titles):
+    heights = {False: 2.3, True: 3.7}          # inches: the cells are square
+    fig, axes = plt.subplots(len(layouts), 1, figsize=(11, 0.5 + sum(heights[z] for z in layouts)),
+                             layout="constrained", squeeze=False,
+                             gridspec_kw={"height_ratios": [heights[z] for z in layouts]})
+    titles = {False: "Threads row-major: warp 0 is 2 rows x 16 columns of the grid; the 16 "
+                     "lanes of a half-warp read 16 different B chunks",
+              True: "Z-order: warp 0 is a 4 x 8 block; lanes i and i^1 share a row (same A "
+                    "words),\nlanes i and i^2 share a column (same B words)"}
+    for ax, z in zip(axes[:, 0], layouts):
         places = zorder_places(z, BM, BN)[:32]
         rows = max(r for r, _ in places) + 1
         cols = max(q for _, q in places) + 1
@@ -211,7 +223,10 @@ def zorder_grid(BM: int = 128, BN: int = 128):
         ax.set_yticks([y + 0.5 for y in range(rows)], range(rows))
         ax.set_xlabel("qc (column of the thread in the grid)", fontsize=FONT)
         ax.set_ylabel("qr", fontsize=FONT)
-        ax.set_title(title, fontsize=FONT + 1)
+        ax.set_title(titles[z], fontsize=FONT + 1)
+    fig.legend([Patch(facecolor=c, edgecolor="0.4") for c in HALF_COLOURS],
+               ["lanes 0-15 (first half-warp)", "lanes 16-31 (second half-warp)"],
+               loc="outside lower center", ncol=2, fontsize=FONT)
     return fig
 
 
@@ -226,7 +241,8 @@ def kernel_wait(stages: int) -> int:
     return evaluate(expr, {"STAGES": stages})
 
 
-def ring_schedule(stages: int, tiles: int = 6, wait: int | None = None) -> list[dict]:
+def ring_schedule(stages: int, tiles: int = 6, wait: int | None = None,
+                  empty_groups: bool = True) -> list[dict]:
     """The capstone's ring, step by step, for `tiles` tiles of K. Column 0 is the
     prologue, column t + 1 is loop step t. Each column: `stage` (per stage: (tile, state)
     or None, state one of 'requested' (issued in this column), 'in flight', 'landed',
@@ -240,7 +256,9 @@ def ring_schedule(stages: int, tiles: int = 6, wait: int | None = None) -> list[
     commit group each; step t requests tile t+STAGES-1 into stage (t-1) % STAGES at
     k = 0 (an empty group once no tile is left), computes tile t in stage t % STAGES,
     and at its last k waits until at most `wait` groups are in flight (default: the
-    kernel's own count), then meets the barrier."""
+    kernel's own count), then meets the barrier. `empty_groups=False`: the classic
+    mistake, a commit only in the steps that request a tile (no empty groups at the
+    end of K), so that the groups fall behind the steps."""
     wait = kernel_wait(stages) if wait is None else wait
     groups: list[int | None] = []           # committed groups, oldest first
     landed: set[int] = set()
@@ -287,7 +305,8 @@ def ring_schedule(stages: int, tiles: int = 6, wait: int | None = None) -> list[
         nxt = t + stages - 1
         if nxt < tiles:
             request(nxt, (t - 1) % stages, col)
-        groups.append(nxt if nxt < tiles else None)
+        if nxt < tiles or empty_groups:
+            groups.append(nxt if nxt < tiles else None)
         col["landed_before_compute"] = t in landed
         held_stage = t % stages
         col["stage_of_compute"] = held_stage
@@ -305,7 +324,7 @@ _RING_COLOURS = {"requested": "#f6b26b", "in flight": "#fce5cd", "landed": "#b6d
 
 
 def stage_ring(stages: int = 4, tiles: int = 8, wait: int | None = None,
-               show_count: bool = True):
+               show_count: bool = True, empty_groups: bool = True):
     """The ring drawn over time: one row per shared-memory stage, one column per loop
     step (after the prologue); each cell says which tile the stage holds and what is
     happening to it. A black bar after each column marks the wait + __syncthreads();
@@ -313,7 +332,7 @@ def stage_ring(stages: int = 4, tiles: int = 8, wait: int | None = None,
     False leaves the wait's count out of the title (it is the chapter's exercise)."""
     from matplotlib.patches import Rectangle
     plt = _plt()
-    cols = ring_schedule(stages, tiles, wait)
+    cols = ring_schedule(stages, tiles, wait, empty_groups)
     w = cols[0]["wait_after"][0]
     fig, ax = plt.subplots(figsize=(1.45 * len(cols) + 1.5, 0.95 * stages + 2.2))
     ax.set_xlim(0, len(cols))
@@ -343,8 +362,9 @@ def stage_ring(stages: int = 4, tiles: int = 8, wait: int | None = None,
     ax.set_title(f"The cp.async ring with {stages} stages, K = {tiles} tiles: tile t is "
                  f"requested {ahead} step{'s' if ahead > 1 else ''} before it is computed, "
                  "into the stage freed one step earlier\n"
-                 + (f"(from step {last} on, K has no tile left to request: the ring drains)\n"
-                    if 0 < last < tiles else "")
+                 + (f"(from step {last} on, K has no tile left to request: the ring drains"
+                    + (", and these steps commit no group" if not empty_groups else "")
+                    + ")\n" if 0 < last < tiles else "")
                  + (f"black bars: cp.async.wait_group {w} (at most {w} groups still in flight) "
                     "then __syncthreads()" if show_count else
                     "black bars: the wait for the next tile, then __syncthreads()"),
@@ -360,8 +380,41 @@ def ladder_steps():
     return studies.get(LADDER).steps
 
 
-def _loop_counts(kernel: str, params: dict) -> dict:
-    """Main-loop SASS of one configuration, in the families the chapter talks about."""
+def _blocks(kernel: str, params: dict, registers: int | None = None) -> int:
+    """Blocks per SM of one configuration: with `registers` (those of the binary that
+    was timed) where given, else with the registers ptxas gives it here."""
+    return analysis.kernel_occupancy(kernel, params, registers=registers).blocks_per_sm
+
+
+def _row_blocks(kernel: str, row: dict) -> int | None:
+    """Blocks per SM of the binary that was timed for `row`, from its own registers and
+    static shared memory (plus the configuration's dynamic shared memory), without
+    compiling anything here; None when the row names no binary."""
+    b = row.get("binary") or {}
+    if b.get("registers") is None or b.get("shared_size_bytes") is None:
+        return None
+    k = KERNELS[kernel]
+    t = k.threads(row["params"])
+    return analysis.occupancy(t[0] * t[1] * t[2], b["registers"],
+                              b["shared_size_bytes"] + k.dynamic_bytes(row["params"])).blocks_per_sm
+
+
+def _here_registers(kernel: str, params: dict) -> int:
+    """Registers per thread that ptxas here gives one configuration (no disassembly)."""
+    k = KERNELS[kernel]
+    return compiler.resources(k, k.resolve(params))["registers"]
+
+
+def _timed_registers(*rows) -> int | None:
+    """Registers of the binary that was timed, from the first of `rows` that has one."""
+    return next((r["binary"]["registers"] for r in rows
+                 if r and (r.get("binary") or {}).get("registers") is not None), None)
+
+
+def _loop_counts(kernel: str, params: dict, registers: int | None = None) -> dict:
+    """Main-loop SASS of one configuration, in the families the chapter talks about.
+    `registers`: those of the binary that was timed (registers and blocks per SM then
+    describe it); by default ptxas's here."""
     s = analysis.summary(kernel, params)
     h = Counter(s["loop_histogram"])
     fam = lambda prefix: sum(v for f, v in h.items() if f == prefix or f.startswith(prefix + "."))
@@ -369,10 +422,324 @@ def _loop_counts(kernel: str, params: dict) -> dict:
              "LDGSTS": h["LDGSTS"], "LDGDEPBAR": h["LDGDEPBAR"], "DEPBAR": h["DEPBAR"],
              "BAR": h["BAR"]}
     total = sum(h.values())
-    occ = analysis.kernel_occupancy(kernel, params)
-    return {"registers": s["registers"], "blocks/SM": occ.blocks_per_sm,
+    regs = s["registers"] if registers is None else registers
+    return {"registers": regs, "blocks/SM": _blocks(kernel, params, regs),
             "k per loop": s["params"]["BK"], **shown, "other": total - sum(shown.values()),
             "FFMA share": pct(100 * h["FFMA"] / total)}
+
+
+class Rung:
+    """One step of the ladder as recorded: `rows` {size: its row or None}, `registers`
+    and `blocks` of the binary that was timed (ptxas here where the recording has
+    none: `timed` says which), `here` (ptxas's registers here), and `held` {size: the
+    row of the same step built with MINB = 2, or None}: for the capstone's steps the
+    build that ptxas must fit in 128 registers, so that two blocks share an SM. Steps
+    without a MINB switch are their own `held` rows (the z-order kernel always asks
+    for two blocks per SM; chapter 08's fits two as it is)."""
+
+    def __init__(self, index, step, rows, held):
+        self.index, self.step, self.rows, self.held = index, step, rows, held
+        self.here = _here_registers(step.kernel, step.params)
+        timed = _timed_registers(*rows.values())
+        self.timed = timed is not None
+        self.registers = timed if self.timed else self.here
+        self.blocks = _blocks(step.kernel, step.params, self.registers)
+        self.has_minb = "MINB" in step.params
+        self.label = f"{index}. {step.label}"
+
+
+def ladder(sizes=(2048, 4096)) -> list[Rung]:
+    """The recorded ladder at `sizes` (each step's row, and its MINB = 2 build)."""
+    steps = ladder_steps()
+    by_size = {n: studies.results(LADDER, (n,) * 3) for n in sizes}
+    out = []
+    for i, step in enumerate(steps):
+        rows = {n: by_size[n][i][1] for n in sizes}
+        held = {}
+        for n in sizes:
+            if "MINB" not in step.params:
+                held[n] = rows[n]
+                continue
+            try:
+                held[n] = lookup.recorded(step.kernel, (n,) * 3, {**step.params, "MINB": 2})
+            except LookupError:
+                held[n] = None
+        out.append(Rung(i, step, rows, held))
+    return out
+
+
+def _rate(row) -> float | None:
+    return None if row is None else row["gflops"]["median"]
+
+
+def _rate_cell(row) -> str:
+    if row is None:
+        return NOT_RECORDED
+    share = lookup.share(row)
+    return f"{count(row['gflops']['median'])}" + (f" ({pct(share)})" if share is not None
+                                                 else " (no cuBLAS in its run)")
+
+
+def _change(row, before) -> str:
+    """+7.9%: the rate of a step against the step before it, both from the recording."""
+    if row is None or before is None:
+        return "-"
+    return f"{100 * (row['gflops']['median'] / before['gflops']['median'] - 1):+.1f}%"
+
+
+def _registers_note(rungs) -> str:
+    """Where ptxas here gives another register count than the binary that was timed,
+    one clause per step, with the blocks per SM that count would leave."""
+    diff = [f"step {r.index}: {r.here} (the timed binary had {r.registers}"
+            + (f"; {_blocks(r.step.kernel, r.step.params, r.here)} block(s)/SM with "
+               f"{r.here})" if _blocks(r.step.kernel, r.step.params, r.here) != r.blocks
+               else ")")
+            for r in rungs if r.timed and r.here != r.registers]
+    return (f"ptxas {compiler.ptxas_version()} here allocates differently for "
+            + "; ".join(diff)) if diff else ""
+
+
+def ladder_table(sizes=(2048, 4096), two_blocks_at: int | None = 4096) -> Table:
+    """Every step of the ladder: registers and blocks per SM of the binary that was
+    timed, and per size the recorded GFLOP/s with its % of the cuBLAS measured beside
+    it and the change against the step before. The last two columns (at
+    `two_blocks_at`) set every step at two blocks per SM: the capstone's steps by their
+    MINB = 2 builds, the others by their own rows (see `Rung`)."""
+    rungs = ladder(tuple(dict.fromkeys([*sizes, *([two_blocks_at] if two_blocks_at else [])])))
+    rows = []
+    for r in rungs:
+        before = rungs[r.index - 1] if r.index else None
+        row = {"step": r.label, "registers": r.registers, "blocks/SM": r.blocks}
+        for n in sizes:
+            row[f"{n}^3 GFLOP/s (% of cuBLAS)"] = _rate_cell(r.rows[n])
+            row[f"{n}^3 change"] = _change(r.rows[n], before.rows[n]) if before else "-"
+        if two_blocks_at:
+            n = two_blocks_at
+            held = r.held[n]
+            row[f"{n}^3, MINB = 2 builds"] = NOT_RECORDED if held is None else \
+                count(_rate(held)) + ("" if r.has_minb else " (own)")
+            row[f"{n}^3 change, MINB = 2"] = _change(held, before.held[n]) if before else "-"
+        rows.append(row)
+    timed = all(r.timed for r in rungs)
+    note = _registers_note(rungs)
+    title = (f"The ladder to the capstone, {records.source()}. Registers and blocks/SM: "
+             + ("of the compiled kernel that was timed" if timed else
+                f"ptxas {compiler.ptxas_version()} here (the recording names no binary "
+                "for some steps)")
+             + (f" ({note})" if note else "") + ".")
+    if two_blocks_at:
+        title += (" MINB = 2 builds: the capstone's steps compiled to fit two blocks per "
+                  "SM; steps 0-3 have no such switch, their own rates stand there (own)")
+    return Table(rows, list(rows[0]), title=title)
+
+
+def cublas_spread(rows) -> tuple[float, float] | None:
+    """(lowest, highest) median of the cuBLAS timed beside each of `rows`: how much the
+    same cuBLAS call moved from row to row of one recording. None without references."""
+    refs = [r["reference"]["gflops"]["median"] for r in rows if r and r.get("reference")]
+    return (min(refs), max(refs)) if refs else None
+
+
+def _spread_pct(lo_hi) -> float | None:
+    return None if lo_hi is None else 100 * (lo_hi[1] / lo_hi[0] - 1)
+
+
+def minb_pairs(sizes=(2048, 4096)) -> list[dict]:
+    """Where the capstone at the ladder's tile (128 x 128, warps of 32 x 64) was
+    recorded both as it is (MINB = 1) and built with MINB = 2, and both binaries allow
+    the same blocks per SM: per such configuration and size, what differs from the
+    default, both register counts, the blocks per SM, both rates and the change. Since
+    the occupancy is the same, the change is what MINB = 2 does to the code ptxas
+    emits, nothing else."""
+    k = KERNELS["capstone"]
+    d = k.resolve(None)
+    rec = records.current()
+    if rec is None:
+        return []
+    out = []
+    for n in sizes:
+        for r1 in rec.find("capstone", (n,) * 3, {**_LADDER_TILE, "MINB": 1}):
+            if "gflops" not in r1:
+                continue
+            try:
+                r2 = lookup.recorded("capstone", (n,) * 3, {**r1["params"], "MINB": 2})
+            except LookupError:
+                continue
+            g1, g2 = _timed_registers(r1), _timed_registers(r2)
+            b1, b2 = _row_blocks("capstone", r1), _row_blocks("capstone", r2)
+            if None in (b1, b2) or b1 != b2:
+                continue
+            changed = ", ".join(f"{p} = {v}" for p, v in r1["params"].items()
+                                if p != "MINB" and v != d[p]) or "the default"
+            out.append({"size": n, "configuration": changed, "params": r1["params"],
+                        "registers": (g1, g2), "blocks/SM": b1, "rows": (r1, r2),
+                        "change": 100 * (_rate(r2) / _rate(r1) - 1)})
+    return out
+
+
+_LADDER_TILE = {"BM": 128, "BN": 128, "WM": 32, "WN": 64}
+
+
+def minb_table(sizes=(2048, 4096)) -> Table:
+    """`minb_pairs` as a table, one row per configuration, the sizes side by side."""
+    pairs = minb_pairs(sizes)
+    rows = {}
+    for p in pairs:
+        row = rows.setdefault(p["configuration"], {"configuration": p["configuration"]})
+        row["registers (MINB = 1 / 2)"] = f"{p['registers'][0]} / {p['registers'][1]}"
+        row["blocks/SM"] = p["blocks/SM"]
+        r1, r2 = p["rows"]
+        row[f"{p['size']}^3: MINB = 1 -> 2"] = f"{count(_rate(r1))} -> {count(_rate(r2))}"
+        row[f"{p['size']}^3 change"] = f"{p['change']:+.1f}%"
+    cols = ["configuration", "registers (MINB = 1 / 2)", "blocks/SM"] + \
+        [c for n in sizes for c in (f"{n}^3: MINB = 1 -> 2", f"{n}^3 change")]
+    table = list(rows.values())
+    for row in table:
+        for c in cols:
+            row.setdefault(c, "-")
+    return Table(table, cols, title="The capstone at the ladder's tile (128 x 128, warps of "
+                 "32 x 64), built as it is and with MINB = 2, where both builds fit the same "
+                 f"blocks per SM; GFLOP/s {records.source()}")
+
+
+def yardsticks(sizes=(2048, 4096)) -> Text:
+    """Two yardsticks for the ladder's changes, both from the recorded rows: how much
+    the cuBLAS timed beside each ladder row (and beside each MINB = 2 build) moved from
+    row to row, and how far MINB = 2 alone moved the capstone where it did not change
+    the occupancy (`minb_pairs`)."""
+    rungs = ladder(sizes)
+    lines = []
+    for n in sizes:
+        own = cublas_spread([r.rows[n] for r in rungs])
+        held = cublas_spread([r.held[n] for r in rungs if r.has_minb])
+        if own is None:
+            lines.append(f"{n}^3: no cuBLAS rows beside the ladder ({NOT_RECORDED})")
+            continue
+        line = (f"{n}^3: cuBLAS timed beside the {sum(1 for r in rungs if r.rows[n])} "
+                f"ladder rows: {count(own[0])} to {count(own[1])} GFLOP/s, a spread of "
+                f"{_spread_pct(own):.1f}%")
+        if held:
+            line += (f"; beside the MINB = 2 builds: {count(held[0])} to {count(held[1])}, "
+                     f"{_spread_pct(held):.1f}%")
+        lines.append(line)
+    pairs = minb_pairs(sizes)
+    for n in sizes:
+        ch = [p["change"] for p in pairs if p["size"] == n]
+        if ch:
+            lines.append(f"{n}^3: MINB = 2 at unchanged occupancy ({len(ch)} configurations): "
+                         f"{min(ch):+.1f}% to {max(ch):+.1f}%")
+    return Text("\n".join(lines))
+
+
+def ladder_plot(sizes=(2048, 4096)):
+    """One horizontal bar per step and size, labelled with its % of cuBLAS; each bar's
+    own cuBLAS (same run) as a black tick; for the capstone's steps, the MINB = 2 build
+    as an orange diamond. A step without a recorded row gets no bar but the words
+    `NOT_RECORDED`."""
+    from matplotlib.ticker import FuncFormatter
+    plt = _plt()
+    rungs = ladder(sizes)
+    rows = [r.rows[n] for r in rungs for n in sizes if r.rows[n]]
+    top = max([_rate(r) for r in rows]
+              + [r["reference"]["gflops"]["median"] for r in rows if r.get("reference")]
+              + [1.0])
+    fig, ax = plt.subplots(figsize=(11, 0.5 * len(rungs) * len(sizes) + 2.2),
+                           layout="constrained")
+    height = 0.8 / len(sizes)
+    colours = ("#9fc5e8", "#3d85c6")
+    for k, n in enumerate(sizes):
+        for r in rungs:
+            row = r.rows[n]
+            y = r.index + (k - (len(sizes) - 1) / 2) * height
+            if row is None:
+                ax.text(0.01 * top, y, f"{n}^3: {NOT_RECORDED}", va="center",
+                        fontsize=FONT, color="0.3")
+                continue
+            g = _rate(row)
+            ax.barh(y, g, height * 0.95, color=colours[k % 2], label=f"{n}^3")
+            share = lookup.share(row)
+            ax.text(0.01 * top, y, f"{n}^3: {count(g)} GFLOP/s, " + (
+                        f"{pct(share)} of cuBLAS" if share is not None else "no cuBLAS in its run"),
+                    va="center", ha="left", fontsize=FONT, color="k" if k == 0 else "w")
+            if row.get("reference"):
+                ax.plot([row["reference"]["gflops"]["median"]] * 2,
+                        [y - height / 2, y + height / 2], color="k", lw=2)
+            if r.has_minb and r.held[n] is not None:
+                ax.plot(_rate(r.held[n]), y, marker="D", ms=7, mfc="#e69138", mec="k",
+                        ls="none", label="the same step built with MINB = 2 "
+                        "(two blocks per SM)")
+    ax.set_yticks(range(len(rungs)), [f"{r.label}\n({r.registers} registers, "
+                                      f"{r.blocks} block{'s' * (r.blocks != 1)}/SM)"
+                                      for r in rungs], fontsize=FONT)
+    ax.set_ylim(len(rungs) - 0.5, -0.5)          # first step on top
+    ax.set_xlim(0, top * 1.05)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.set_xlabel("GFLOP/s (black tick: the cuBLAS timed beside the bar)", fontsize=FONT)
+    ax.tick_params(axis="x", labelsize=FONT)
+    ax.set_title("From chapter 08's kernel to the capstone, one change per step\n"
+                 f"({records.source()})",
+                 fontsize=FONT + 1)
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        keep = dict(zip(labels, handles))          # one entry per size and marker
+        fig.legend(keep.values(), keep.keys(), fontsize=FONT, loc="outside lower center",
+                   ncol=3)
+    return fig
+
+
+def change_plot(sizes=(2048, 4096)):
+    """Each step's change against the step before, in %, as timed (bars, one per size)
+    and between the MINB = 2 builds (diamonds), on top of two bands from the same
+    recording: the row-to-row spread of the cuBLAS timed beside the ladder (grey: timing
+    noise) and the range of MINB = 2's effect where it leaves the occupancy alone
+    (orange: a recompile alone moves the rate that much)."""
+    plt = _plt()
+    rungs = ladder(sizes)[1:]
+    full = ladder(sizes)
+    fig, ax = plt.subplots(figsize=(11, 0.5 * len(rungs) * len(sizes) + 3),
+                           layout="constrained")
+    noise = max((_spread_pct(cublas_spread([r.rows[n] for r in full])) or 0) for n in sizes)
+    ch = [p["change"] for p in minb_pairs(sizes)]
+    if ch:
+        ax.axvspan(min(ch), max(ch), color="#fce5cd", zorder=0,
+                   label=f"MINB = 2 alone, occupancy unchanged: {min(ch):+.1f}% to "
+                         f"{max(ch):+.1f}%")
+    ax.axvspan(-noise, noise, color="0.8", zorder=1,
+               label=f"timing noise: cuBLAS moved up to {noise:.1f}% from row to row")
+    ax.axvline(0, color="k", lw=0.8, zorder=2)
+    height = 0.8 / len(sizes)
+    colours = ("#9fc5e8", "#3d85c6")
+    for k, n in enumerate(sizes):
+        for i, r in enumerate(rungs):
+            y = i + (k - (len(sizes) - 1) / 2) * height
+            before = full[r.index - 1]
+            held = None
+            if r.held[n] and before.held[n] and (r.has_minb or before.has_minb):
+                held = 100 * (_rate(r.held[n]) / _rate(before.held[n]) - 1)
+                ax.plot(held, y, marker="D", ms=7, mfc="#e69138", mec="k", ls="none",
+                        zorder=5, label="between the MINB = 2 builds (two blocks per SM)")
+            if r.rows[n] and before.rows[n]:
+                c = 100 * (_rate(r.rows[n]) / _rate(before.rows[n]) - 1)
+                ax.barh(y, c, height * 0.95, color=colours[k % 2], zorder=3,
+                        label=f"{n}^3, as timed")
+                # the label beyond the bar, and beyond a diamond just past its end
+                end = max(c, held) if held is not None and c >= 0 and held - c < 1.5 else c
+                if c < 0 and held is not None and c - held < 1.5:
+                    end = min(c, held)
+                ax.text(end + (0.45 if c >= 0 else -0.45), y, f"{c:+.1f}%", va="center",
+                        ha="left" if c >= 0 else "right", fontsize=FONT - 1, zorder=4)
+    ax.set_yticks(range(len(rungs)), [r.label for r in rungs], fontsize=FONT)
+    ax.set_ylim(len(rungs) - 0.5, -0.5)
+    ax.set_xlabel("change against the step before (%)", fontsize=FONT)
+    ax.tick_params(axis="x", labelsize=FONT)
+    lo, hi = ax.get_xlim()
+    ax.set_xlim(lo - 2, hi + 2)
+    ax.set_title("What each step changed, and how large a change must be to mean something\n"
+                 f"({records.source()})", fontsize=FONT + 1)
+    handles, labels = ax.get_legend_handles_labels()
+    keep = dict(zip(labels, handles))
+    fig.legend(keep.values(), keep.keys(), fontsize=FONT, loc="outside lower center", ncol=2)
+    return fig
 
 
 # The copy and synchronisation instructions the ladder changes; everything else of the
@@ -417,179 +784,47 @@ def step_listing(kernel: str, params: dict, lds: int = 4) -> list[str]:
 
 class StepSass:
     """One ladder step's evidence: the main-loop instruction counts of the step (and of
-    the steps it is set against) as a table, then the step's own loop cut to its copies,
-    waits, barriers and first LDS.128 (`step_listing`)."""
+    the steps it is set against) as a table, then listings of loops cut to their
+    copies, waits, barriers and first LDS.128 (`step_listing`): (title, lines) each."""
 
-    def __init__(self, table: Table, title: str, listing: list[str]):
-        self.table, self.title, self.listing = table, title, listing
+    def __init__(self, table: Table, listings: list[tuple[str, list[str]]]):
+        self.table, self.listings = table, listings
+
+    @property
+    def listing(self) -> list[str]:
+        """The lines of the last listing (the step's own)."""
+        return self.listings[-1][1] if self.listings else []
 
     def __repr__(self):
-        return f"{self.table!r}\n\n{self.title}\n" + "\n".join(self.listing)
+        return "\n\n".join([repr(self.table)] + [f"{t}\n" + "\n".join(lines)
+                                                 for t, lines in self.listings])
 
     def _repr_html_(self):
         import html
-        return (self.table._repr_html_() + f"<p><b>{html.escape(self.title)}</b></p><pre>"
-                + html.escape("\n".join(self.listing)) + "</pre>")
+        return self.table._repr_html_() + "".join(
+            f"<p><b>{html.escape(t)}</b></p><pre>{html.escape(chr(10).join(lines))}</pre>"
+            for t, lines in self.listings)
 
 
-def step_sass(i: int, since: int | None = None) -> StepSass:
+def step_sass(i: int, since: int | None = None, listing=True) -> StepSass:
     """Ladder step `i` in the SASS (sm_90, ptxas here): the main loop's instruction
-    counts (one trip: BK values of k), registers and blocks per SM of steps `since`..i
-    (default: the step before and this one), then step i's loop cut to the instructions
-    the ladder changes (`step_listing`)."""
-    steps = ladder_steps()
+    counts (one trip: BK values of k) of steps `since`..i (default: the step before and
+    this one), with the registers and blocks per SM of the binary that was timed, then
+    loops cut to the instructions the ladder changes (`step_listing`): step i's
+    (`listing=True`), none (False), or those of the steps in a tuple."""
+    rungs = ladder((4096,))
     first = max(0, i - 1) if since is None else since
-    rows = [{"step": f"{j}. {steps[j].label}", **_loop_counts(steps[j].kernel, steps[j].params)}
-            for j in range(first, i + 1)]
-    table = Table(rows, list(rows[0]), title=f"main loop, one trip (sm_90, ptxas "
-                  f"{compiler.ptxas_version()} here): instruction counts")
-    return StepSass(table, f"Step {i}'s main loop: copies, waits, barriers and the "
-                    "LDS.128 of the first k", step_listing(steps[i].kernel, steps[i].params))
-
-
-def _rate_cell(row) -> str:
-    if row is None:
-        return NOT_RECORDED
-    share = lookup.share(row)
-    return f"{count(row['gflops']['median'])}" + (f" ({pct(share)})" if share is not None
-                                                 else " (no cuBLAS in its run)")
-
-
-def _change(row, before) -> str:
-    """+7.9%: the rate of a step against the step before it, both from the recording."""
-    if row is None or before is None:
-        return "-"
-    return f"{100 * (row['gflops']['median'] / before['gflops']['median'] - 1):+.1f}%"
-
-
-def two_blocks(step, row, blocks_per_sm: int, n: int):
-    """The step's rate with two blocks per SM: its own row where it already has two,
-    else the sweep's row of the same configuration with `MINB = 2` (ptxas held to 128
-    registers; None where the sweep has no such row or the kernel has no MINB)."""
-    if blocks_per_sm >= 2:
-        return row
-    if "MINB" not in step.params:
-        return None
-    try:
-        return lookup.recorded(step.kernel, (n,) * 3, {**step.params, "MINB": 2})
-    except LookupError:
-        return None
-
-
-def ladder_table(sizes=(2048, 4096), two_blocks_at: int | None = 4096) -> Table:
-    """Every step of the ladder: registers and blocks per SM (ptxas here), the main
-    loop's FFMA share, and per size the recorded GFLOP/s with its % of the cuBLAS
-    measured beside it and the change against the step before. The runs that measured
-    the rows are named in the caption (`run_note`).
-
-    Steps that leave only one block per SM mix their change with the occupancy they
-    lose; the last two columns (at `two_blocks_at`) set every step at two blocks per SM
-    (`two_blocks`), so that a change's own effect can be read apart from the cliff."""
-    steps = ladder_steps()
-    by_size = {n: studies.results(LADDER, (n,) * 3) for n in sizes}
-    rows, held_before = [], None
-    for i, step in enumerate(steps):
-        loop = _loop_counts(step.kernel, step.params)
-        row = {"step": f"{i}. {step.label}", "registers": loop["registers"],
-               "blocks/SM": loop["blocks/SM"], "FFMA share": loop["FFMA share"]}
-        for n in sizes:
-            r = by_size[n][i][1]
-            row[f"{n}^3 GFLOP/s (% of cuBLAS)"] = _rate_cell(r)
-            row[f"{n}^3 change"] = _change(r, by_size[n][i - 1][1]) if i else "-"
-        if two_blocks_at:
-            n = two_blocks_at
-            held = two_blocks(step, by_size[n][i][1] if n in by_size else None,
-                              loop["blocks/SM"], n)
-            row[f"{n}^3 at 2 blocks/SM"] = NOT_RECORDED if held is None else \
-                count(held["gflops"]["median"]) + ("" if loop["blocks/SM"] >= 2 else " (MINB = 2)")
-            row[f"{n}^3 change at 2 blocks/SM"] = _change(held, held_before) if i else "-"
-            held_before = held
-        rows.append(row)
-    note = run_note([p for n in sizes for p in by_size[n]]).replace("\n", "; ")
-    return Table(rows, list(rows[0]), title=f"The ladder to the capstone, "
-                 f"{records.source()}; registers, blocks/SM and FFMA share from ptxas here. "
-                 f"{note[0].upper() + note[1:]}. At 2 blocks/SM: a step with one block per SM "
-                 "is replaced by the sweep's row of the same kernel with MINB = 2")
-
-
-def run_note(pairs) -> str:
-    """'measured in run X (command, start time)' for the runs behind these rows; one
-    line per run, since rows of different runs each have their own cuBLAS."""
-    rec = records.current()
-    ids = studies.runs(pairs)
-    if not ids:
-        return f"no step is recorded yet ({records.source()})"
-    info = rec.runs if rec else {}
-    lines = [f"run {r}: {info.get(r, {}).get('command', '?')}, started "
-             f"{info.get(r, {}).get('started', '?')}" for r in ids]
-    head = "measured in one run" if len(ids) == 1 else \
-        f"measured in {len(ids)} runs, each step against the cuBLAS of its own run"
-    return head + "\n" + "\n".join(lines)
-
-
-def ladder_plot(sizes=(2048, 4096)):
-    """One horizontal bar per step and size, labelled with its % of cuBLAS; each bar's
-    own cuBLAS (same run) as a black tick; the runs named under the plot. A step without
-    a recorded row gets no bar but the words `NOT_RECORDED`."""
-    from matplotlib.ticker import FuncFormatter
-    plt = _plt()
-    steps = ladder_steps()
-    res = {n: studies.results(LADDER, (n,) * 3) for n in sizes}
-    rows = [r for n in sizes for _, r in res[n] if r]
-    top = max([r["gflops"]["median"] for r in rows]
-              + [r["reference"]["gflops"]["median"] for r in rows if r.get("reference")]
-              + [1.0])
-    fig, ax = plt.subplots(figsize=(12, 0.5 * len(steps) * len(sizes) + 1.5),
-                           layout="constrained")
-    height = 0.8 / len(sizes)
-    colours = ("#9fc5e8", "#3d85c6")
-    for k, n in enumerate(sizes):
-        for i, (_, row) in enumerate(res[n]):
-            y = i + (k - (len(sizes) - 1) / 2) * height
-            if row is None:
-                ax.text(0.01 * top, y, f"{n}^3: {NOT_RECORDED}", va="center",
-                        fontsize=FONT, color="0.3")
-                continue
-            g = row["gflops"]["median"]
-            ax.barh(y, g, height * 0.95, color=colours[k % 2], label=f"{n}^3")
-            share = lookup.share(row)
-            ax.text(g - 0.01 * top, y, f"{n}^3: " + (f"{pct(share)} of cuBLAS" if share is not None
-                                                     else "no cuBLAS in its run"),
-                    va="center", ha="right", fontsize=FONT, color="k" if k == 0 else "w")
-            if row.get("reference"):
-                ax.plot([row["reference"]["gflops"]["median"]] * 2,
-                        [y - height / 2, y + height / 2], color="k", lw=2)
-            # a step left with one block per SM: where it runs with two (MINB = 2)
-            blocks = _loop_counts(steps[i].kernel, steps[i].params)["blocks/SM"]
-            held = two_blocks(steps[i], row, blocks, n) if blocks < 2 else None
-            if held is not None:
-                ax.plot(held["gflops"]["median"], y, marker="D", ms=7, mfc="#e69138",
-                        mec="k", ls="none", label="the same step at 2 blocks/SM (MINB = 2)")
-
-    def label(i, step):
-        # a step slower than the one before at every size is a negative result
-        slower = all(r and b and r["gflops"]["median"] < b["gflops"]["median"]
-                     for n in sizes for (_, r), (_, b) in [(res[n][i], res[n][i - 1])]) if i else False
-        return f"{i}. {step.label}" + (" (slower here)" if slower else "")
-    ax.set_yticks(range(len(steps)), [label(i, s) for i, s in enumerate(steps)],
-                  fontsize=FONT)
-    ax.set_ylim(len(steps) - 0.5, -0.5)          # first step on top
-    ax.set_xlim(0, top * 1.05)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
-    ax.set_xlabel("GFLOP/s (black tick: cuBLAS, measured in the same run as the bar)",
-                  fontsize=FONT)
-    ax.tick_params(axis="x", labelsize=FONT)
-    ax.set_title("From chapter 08's kernel to the capstone, one change per step\n"
-                 f"({records.source()})", fontsize=FONT + 1)
-    handles, labels = ax.get_legend_handles_labels()
-    if handles:
-        keep = dict(zip(labels, handles))          # one entry per size and marker
-        ax.legend(keep.values(), keep.keys(), fontsize=FONT, loc="upper left",
-                  bbox_to_anchor=(1.01, 1))
-    ax.annotate(run_note([p for n in sizes for p in res[n]]), xy=(0, 0),
-                xycoords="axes fraction", xytext=(0, -42), textcoords="offset points",
-                va="top", fontsize=FONT - 1)
-    return fig
+    rows = [{"step": r.label, **_loop_counts(r.step.kernel, r.step.params, r.registers)}
+            for r in rungs[first:i + 1]]
+    note = _registers_note(rungs[first:i + 1])
+    table = Table(rows, list(rows[0]), title="main loop, one trip: instruction counts from "
+                  f"the SASS of ptxas {compiler.ptxas_version()} here (sm_90); registers and "
+                  "blocks/SM of the compiled kernel that was timed" + (f"\n{note}" if note else ""))
+    shown = (i,) if listing is True else () if listing is False else tuple(listing)
+    return StepSass(table, [(f"Step {j}'s main loop: copies, waits, barriers and the "
+                             "LDS.128 of the first k",
+                             step_listing(rungs[j].step.kernel, rungs[j].step.params))
+                            for j in shown])
 
 
 # ------------------------------------------------------------------ bank model vs counters
@@ -679,6 +914,7 @@ def _study_metrics(name: str, shape=None) -> dict:
 # Compute's per-instruction LDGSTS counters split cleanly into the copies of A and of B.
 _SASS_LDGSTS = "smsp__sass_{}_op_ldgsts_cache_{}.sum"
 _LD = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"
+_A_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_access.sum"
 _ST = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"
 
 
@@ -715,6 +951,10 @@ def capstone_counters() -> Table:
                   "counted": got(wf), "counter": wf},
                  {"access": f"LDGSTS ({what}): bank conflicts", "bank model": "0",
                   "counted": got(conf), "counter": conf}]
+        if operand == "a":      # what a 4-byte copy of a warp reads: 4 rows of 8 floats
+            rows.append({"access": "LDGSTS (A, 4-byte copies): 32-byte sectors read",
+                         "bank model": "-", "counted": got(_A_SECTORS),
+                         "counter": _A_SECTORS})
     rows.append({"access": "STS: wavefronts (op_st)", "bank model": "0", "counted": got(_ST),
                  "counter": _ST})
     return Table(rows, list(rows[0]), title=f"capstone at {'x'.join(map(str, shape))}: "
@@ -796,8 +1036,8 @@ def waves(params: dict | None = None, sizes=(1024, 2048, 4096, 8192)) -> Table:
         rows.append(row)
     return Table(rows, list(rows[0]), title=f"capstone {p['BM']} x {p['BN']} tiles on "
                  f"{sms or 'an unknown number of'} SMs, {occ.blocks_per_sm} blocks per SM "
-                 f"({'timed binary' if timed else 'ptxas here'}: "
-                 f"{occ.registers_per_thread} registers)")
+                 f"({occ.registers_per_thread} registers, "
+                 f"{'of the compiled kernel that was timed' if timed else 'from ptxas here'})")
 
 
 # ------------------------------------------------------------------ chapter 08's pipeline
@@ -886,3 +1126,315 @@ def zorder_depths(size: int = 2048) -> Table:
                              "% of cuBLAS": "-" if r is None else pct(lookup.share(r))})
     return Table(rows, list(rows[0]), title=f"09_zorder.cu, 128 x 128 tiles, at {size}^3, "
                  + records.source())
+
+
+# ------------------------------------------------------------------ part A's bank pictures
+
+_LAYOUT_NAMES = {"float4": "chapter 07/08: 8 x 8 outputs in one block",
+                 "rowmajor": "2 x 2 sub-tiles of 4 x 4, threads row-major",
+                 "zorder": "2 x 2 sub-tiles of 4 x 4, z-order lanes"}
+
+
+def b_reads(layouts=("float4", "rowmajor", "zorder")):
+    """The first B LDS.128 of one k, warp 0, lane by bank, in each of `layouts` (the
+    bank model of chapter 04 on the addresses of `ch07_09_patterns.b_read`): wavefronts,
+    and how many of them are conflicts (beyond one wavefront per quarter-warp phase)."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(layouts), figsize=(6.3 * len(layouts), 6),
+                             layout="constrained", squeeze=False)
+    for ax, lay in zip(axes[0], layouts):
+        a = banks.analyse(ch07_09_patterns.b_read(lay), 16)
+        extra = a.wavefronts - len(a.phases)
+        banks.plot_banks(a, ax=ax, title=f"{_LAYOUT_NAMES.get(lay, lay)}\nB LDS.128: "
+                         f"{a.wavefronts} wavefronts, {len(a.phases)} phase"
+                         f"{'s' * (len(a.phases) != 1)}"
+                         + (f" ({extra} from conflicts)" if extra else ", no conflict"))
+    return fig
+
+
+def a_stores(pads=(0, 4)):
+    """One of the four STS.32 of the transposed A store, warp 0, lane by bank, for rows
+    of 128 + PAD floats."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(pads), figsize=(6.5 * len(pads), 5.5),
+                             layout="constrained", squeeze=False)
+    for ax, pad in zip(axes[0], pads):
+        a = banks.analyse(ch07_09_patterns.a_store(PAD=pad))
+        banks.plot_banks(a, ax=ax, title=f"A store, rows of {128 + pad} floats: "
+                         f"{a.wavefronts} wavefront{'s' * (a.wavefronts != 1)}")
+    return fig
+
+
+# ------------------------------------------------------------------ HOIST along K
+
+def hoist_tiles(K: int, BK: int = 16, hoist: bool = True) -> list[dict]:
+    """The tiles of one block's walk along K, as the capstone cuts it: per tile its
+    first and last k, whether its copies test k against K (`checked`), and the k it
+    covers outside 0..K-1 (`outside`, zero-filled). Without HOIST tile t is k = t*BK..,
+    and every copy tests k < K; with HOIST (the kernel's `kb`, read from its source)
+    tile t is k = kb + t*BK.., kb = K - tiles*BK, so only tile 0 (which takes the
+    remainder) is checked and every later tile is whole."""
+    tiles = -(-K // BK)
+    code = code_only(KERNELS["capstone"].source_text())
+    kb = evaluate(_assigned(code, "kb"), {"K": K, "tiles": tiles, "BK": BK}) if hoist else 0
+    out = []
+    for t in range(tiles):
+        lo = kb + t * BK
+        hi = lo + BK - 1
+        out.append({"tile": t, "first": lo, "last": hi, "checked": t == 0 if hoist else True,
+                    "outside": [k for k in range(lo, hi + 1) if not 0 <= k < K]})
+    return out
+
+
+def hoist_picture(K: int = 72, BK: int = 16):
+    """Both walks along K of `hoist_tiles`, one above the other: tiles as boxes on the k
+    axis, k outside 0..K-1 hatched (their copies write zeros), tiles whose copies are
+    checked against K in orange, whole tiles (no test, no clamp) in green."""
+    from matplotlib.patches import Rectangle
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(12, 3.6), layout="constrained")
+    lanes = (("without HOIST", False), ("with HOIST", True))
+    lo = min(t["first"] for h in (False, True) for t in hoist_tiles(K, BK, h))
+    hi = max(t["last"] for h in (False, True) for t in hoist_tiles(K, BK, h)) + 1
+    for y, (name, h) in enumerate(lanes):
+        for t in hoist_tiles(K, BK, h):
+            colour = "#f6b26b" if t["checked"] else "#93c47d"
+            ax.add_patch(Rectangle((t["first"], y + 0.15), BK, 0.7, facecolor=colour,
+                                   edgecolor="k"))
+            for k in t["outside"]:
+                ax.add_patch(Rectangle((k, y + 0.15), 1, 0.7, facecolor="white",
+                                       edgecolor="0.5", hatch="///", lw=0))
+            inside = [k for k in range(t["first"], t["last"] + 1) if 0 <= k < K]
+            ax.text((inside[0] + inside[-1] + 1) / 2, y + 0.5, f"tile {t['tile']}\n"
+                    + ("checked" if t["checked"] else "whole: no test"),
+                    ha="center", va="center", fontsize=FONT - 1)
+    for x in (0, K):
+        ax.axvline(x, color="crimson", lw=2)
+    ax.text(0.5, -0.05, "k = 0", color="crimson", ha="left", va="bottom", fontsize=FONT)
+    ax.text(K + 0.5, -0.05, f"k = K = {K}", color="crimson", ha="left", va="bottom",
+            fontsize=FONT)
+    ax.set_xlim(lo - 2, hi + 2)
+    ax.set_ylim(len(lanes) + 0.05, -0.35)
+    ax.set_yticks([y + 0.5 for y in range(len(lanes))], [n for n, _ in lanes], fontsize=FONT)
+    ax.set_xlabel(f"k (BK = {BK}); hatched: k outside the matrix, copied as zeros",
+                  fontsize=FONT)
+    ax.tick_params(axis="x", labelsize=FONT)
+    ax.set_title(f"One block's walk along K = {K}: HOIST moves the remainder K % BK = "
+                 f"{K % BK} into tile 0, so only tile 0 tests k; every later tile is whole",
+                 fontsize=FONT + 1)
+    return fig
+
+
+# ------------------------------------------------------------------ code excerpts
+
+class Code(Markdown):
+    """A piece of CUDA source shown with syntax highlighting (a Markdown code block)."""
+
+    def __new__(cls, text: str, caption: str = ""):
+        body = f"```cpp\n{text.rstrip()}\n```"
+        return super().__new__(cls, (f"*{caption}*\n\n" if caption else "") + body)
+
+
+def _lines_of(text: list[str], start: str, end: str | None, name: str) -> tuple[int, int]:
+    """First and last line (0-based) of the piece of `text` from the first line holding
+    `start` to the next line holding `end`, or, without `end`, to the end of the brace
+    block that the start line opens (the start line alone if it opens none)."""
+    first = next((i for i, l in enumerate(text) if start in l), None)
+    if first is None:
+        raise ValueError(f"{start!r} is not in {name}")
+    if end is not None:
+        last = next((i for i in range(first, len(text)) if end in text[i]), None)
+        if last is None:
+            raise ValueError(f"{end!r} is not in {name} after {start!r}")
+        return first, last
+    depth, opened = 0, False
+    for i in range(first, len(text)):
+        line = re.sub(r"//.*", "", text[i])
+        depth += line.count("{") - line.count("}")
+        opened = opened or "{" in line
+        if depth <= 0 and (opened or i == first):
+            return first, i
+    return first, len(text) - 1
+
+
+def code(kernel: str, *pieces) -> Code:
+    """Pieces of `kernel`'s source (a registry name), each a start string (to the end of
+    the brace block its line opens) or a (start, end) pair of strings (from the first
+    line holding start to the next line holding end); shown one after the other, with
+    '// ...' between pieces that are not adjacent. The caption names the file and the
+    line numbers."""
+    k = KERNELS[kernel]
+    text = k.source_text().split("\n")
+    spans = [_lines_of(text, *(p if isinstance(p, tuple) else (p, None)), k.source)
+             for p in pieces]
+    out, prev = [], None
+    for first, last in spans:
+        chunk = text[first:last + 1]
+        indent = min((len(l) - len(l.lstrip()) for l in chunk if l.strip()), default=0)
+        if prev is not None and first != prev + 1:
+            out.append("// ...")
+        out += [l[indent:] for l in chunk]
+        prev = last
+    where = ", ".join(f"{a + 1}-{b + 1}" for a, b in spans)
+    return Code("\n".join(out), f"{k.source}, line{'s' if spans else ''} {where}")
+
+
+# ------------------------------------------------------------------ predict, then check
+
+class Reveal:
+    """An answer folded away under a line that says what it is: shown (HTML) as a
+    <details> element the reader opens after writing a prediction down."""
+
+    def __init__(self, summary: str, *parts):
+        self.summary, self.parts = summary, parts
+
+    def _repr_html_(self):
+        import html
+        inner = "".join(p._repr_html_() if hasattr(p, "_repr_html_") else
+                        f"<pre>{html.escape(str(p))}</pre>" for p in self.parts)
+        return (f"<details><summary><b>{html.escape(self.summary)}</b></summary>"
+                f"{inner}</details>")
+
+    def __repr__(self):
+        return f"{self.summary}\n" + "\n".join(map(repr, self.parts))
+
+
+def stages_table(size: int = 4096, here: bool = False) -> Table:
+    """The capstone's default with 2, 3 and 4 stages, as it is and built with MINB = 2:
+    registers and blocks per SM of the binary that was timed (`here`: also the registers
+    ptxas gives each here, and the blocks per SM they would allow), the recorded rate at
+    size^3 and its change against the default."""
+    d = KERNELS["capstone"].resolve(None)
+    base = _rate(lookup.recorded("capstone", (size,) * 3, d))
+    rows = []
+    for st in (2, 3, 4):
+        for minb in (1, 2):
+            p = {**d, "STAGES": st, "MINB": minb}
+            try:
+                r = lookup.recorded("capstone", (size,) * 3, p)
+            except LookupError:
+                r = None
+            regs = _timed_registers(r)
+            extra = {}
+            if here:
+                local = _here_registers("capstone", p)
+                nb = _blocks("capstone", p, local)
+                extra = {f"ptxas {compiler.ptxas_version()} here":
+                         f"{local}: {nb} block{'s' * (nb != 1)}/SM"}
+            rows.append({"STAGES": st, "MINB": minb,
+                         "registers": regs if regs is not None else "-",
+                         "blocks/SM": _blocks("capstone", p, regs), **extra,
+                         f"{size}^3 GFLOP/s": NOT_RECORDED if r is None else count(_rate(r)),
+                         "against the default": "-" if r is None else
+                         f"{100 * (_rate(r) / base - 1):+.1f}%"})
+    return Table(rows, list(rows[0]), title=f"the capstone's default with 2, 3 or 4 stages "
+                 f"(registers of the compiled kernel that was timed), {records.source()}")
+
+
+# ------------------------------------------------------------------ evidence
+
+def stall_plot(kernels=("zorder", "capstone")):
+    """`evidence.stall_plot` of the `stalls` study for `kernels`, without the line that
+    names the recording run under it (the caption of the chapter names the recording)."""
+    from gemm_kernels.notebook import evidence
+    fig = evidence.stall_plot("stalls", kernels=kernels)
+    for t in list(fig.texts):
+        if t.get_text().startswith("run ") or "no run recorded" in t.get_text():
+            t.remove()
+    return fig
+
+
+def issue_evidence() -> Text:
+    """What the `stalls` study says about the z-order kernel and the capstone at 4096^3:
+    issue slots used, FMA pipe busy, the FFMA share of the capstone's main loop, and what
+    they imply for the clock of the timed runs (which the recording does not hold)."""
+    from gemm_kernels.measure import roofline
+    rec = {s.label: r for s, r in studies.results("stalls")}
+    lines = []
+    issue_key = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+    fma_key = "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"
+    for label in ("chapter 09, z-order", "capstone"):
+        m = (rec.get(label) or {}).get("metrics")
+        if not m:
+            lines.append(f"{label}: {NOT_RECORDED}")
+            continue
+        lines.append(f"{label:20s} issue slots used {m[issue_key]:.0f}%, FMA pipe busy "
+                     f"{m[fma_key]:.0f}%")
+    m = (rec.get("capstone") or {}).get("metrics")
+    props = roofline.device_properties()
+    try:
+        r = lookup.recorded("capstone", (4096,) * 3)
+    except LookupError:
+        r = None
+    if not (m and props and r):
+        return Text("\n".join(lines))
+    peak = device.peak_fp32_gflops(props)
+    lanes = props["sm_count"] * props["fp32_lanes_per_sm"]
+    g, ref = _rate(r), r["reference"]["gflops"]["median"]
+    share = _loop_counts("capstone", KERNELS["capstone"].resolve(None))["FFMA share"]
+    fma = m[fma_key] / 100
+    lines += [
+        f"FP32 peak of the {props['name']}: {props['sm_count']} SMs x "
+        f"{props['fp32_lanes_per_sm']} lanes x 2 FLOP x {props['sm_clock_mhz']:,.0f} MHz = "
+        f"{peak:,.0f} GFLOP/s",
+        f"at 4096^3: capstone {g:,.0f} GFLOP/s = {100 * g / peak:.0f}% of it, cuBLAS "
+        f"{ref:,.0f} = {100 * ref / peak:.0f}%",
+        f"capstone: issue slots used {m[issue_key]:.0f}% x FFMA share of its loop {share} "
+        f"= {m[issue_key] * float(share.rstrip('%')) / 100:.0f}% of the cycles start an FFMA",
+        f"clock of the timed runs: at least {g * 1e3 / (2 * lanes):,.0f} MHz (the FMA pipe "
+        f"busy in every cycle); {g * 1e3 / (2 * lanes * fma):,.0f} MHz if it was busy in "
+        f"{100 * fma:.0f}% of them, as in the profile; Nsight Compute itself ran it at "
+        f"{1e3 * m['sm__cycles_elapsed.avg'] / m['gpu__time_duration.sum']:,.0f} MHz"]
+    return Text("\n".join(lines))
+
+
+def group_table(size: int = 4096) -> Table:
+    """GROUP = 1 against GROUP = 8 at each ring depth of the default (HOIST on,
+    BK = 16), as it is and built with MINB = 2: registers and blocks per SM of the
+    binaries that were timed, and the rates at size^3."""
+    d = KERNELS["capstone"].resolve(None)
+    rows = []
+    for st in (2, 3, 4):
+        for minb in (1, 2):
+            row = {"STAGES": st, "MINB": minb}
+            got = {}
+            for g in (1, 8):
+                p = {**d, "STAGES": st, "MINB": minb, "GROUP": g}
+                try:
+                    r = lookup.recorded("capstone", (size,) * 3, p)
+                except LookupError:
+                    r = None
+                regs = _timed_registers(r)
+                got[g] = r
+                row[f"GROUP = {g}: registers, blocks/SM"] = \
+                    f"{regs}, {_blocks('capstone', p, regs)}" if regs else "-"
+                row[f"GROUP = {g}: GFLOP/s"] = NOT_RECORDED if r is None else count(_rate(r))
+            row["GROUP 8 vs 1"] = _change(got[8], got[1])
+            rows.append(row)
+    return Table(rows, list(rows[0]), title=f"grouped block order at {size}^3 (HOIST on, "
+                 f"BK = 16), {records.source()}")
+
+
+def part_a_table() -> Table:
+    """The bank model's wavefronts per k and warp (reads) and per tile copy (the four
+    STS.32 of the A store) for chapter 08's layout and the four variants of part A."""
+    return ch07_09_patterns.step_table([
+        ("chapter 08", "float4", 0), ("step 1: sub-tiles, row-major", "rowmajor", 0),
+        ("sub-tiles, z-order, no padding", "zorder", 0), ("step 2: + padding", "rowmajor", 4),
+        ("step 3: + z-order", "zorder", 4)])
+
+
+def zorder_lane_table(lanes=range(16)) -> Table:
+    """The z-order place of `lanes` of warp 0 (09_zorder.cu's own expressions): the lane's
+    bits b4..b0, its qr and qc, and whether its neighbours lane^1 (same qr: the same A
+    chunk) and lane^2 (same qc: the same B chunk) share them."""
+    places = zorder_places(True)[:32]
+    rows = []
+    for lane in lanes:
+        qr, qc = places[lane]
+        rows.append({"lane": lane, "b4 b3 b2 b1 b0": " ".join(str((lane >> b) & 1)
+                                                             for b in range(4, -1, -1)),
+                     "qr": qr, "qc": qc,
+                     "qr of lane ^ 1": places[lane ^ 1][0], "qc of lane ^ 2": places[lane ^ 2][1]})
+    return Table(rows, list(rows[0]), title="warp 0 of 09_zorder.cu: qr from lane bits b4 b1, "
+                 "qc from b3 b2 b0")

@@ -53,7 +53,8 @@ class CapstoneExplorer(Explorer):
         occ = analysis.kernel_occupancy(self.kernel, p, registers=timed)
         loop = s["loop_histogram"]
         share = loop.get("FFMA", 0) / max(1, sum(loop.values()))
-        regs = (f"{timed} registers (timed binary; ptxas here: {s['registers']})"
+        regs = (f"{timed} registers (in the compiled kernel that was timed; ptxas here "
+                f"gives {s['registers']})"
                 if timed is not None and timed != s["registers"] else
                 f"{occ.registers_per_thread} registers")
         blocks = f"{occ.blocks_per_sm} block{'s' if occ.blocks_per_sm != 1 else ''}"
