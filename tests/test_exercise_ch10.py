@@ -1,82 +1,88 @@
-"""Chapter 10's exercise, the padded transpose: the skeleton compiles and is refused, the
-solution passes every step this machine can run, an unpadded tile is refused by the bank
-check, wrong transposes are refused on a GPU; the bank check itself on CPU."""
+"""Chapter 10's exercise, a copy with all its loads in flight: the chapter's own copy (three
+loads, a store, the fourth load) is refused by the static step with the counts read from
+its SASS, at the graded ROWS and at ROWS = 4; the solution passes; a wrong index passes
+the static step and is refused by step 3, on the CPU (every thread emulated) or on a GPU.
+The check's reading of SASS is tested on its own."""
 import pytest
 
+from gemm_kernels.core.kernels import KERNELS
+from gemm_kernels.exercises import cpu_step
 from gemm_kernels.exercises.catalog import get
-from gemm_kernels.exercises.ch10_checks import padded_tile
-from exercise_helpers import (FAIL, PASS, refused_as_wrong, solution, static_verdict)
+from gemm_kernels.exercises.ch10_checks import loads_before_first_store, loads_in_flight
+from gemm_kernels.exercises.grader import grade
+from exercise_helpers import FAIL, PASS, refused_as_wrong, solution, static_verdict, status
 from gpu import needs_gpu
 
-NAME = "10_padded"
-DECL = "__shared__ T tile[H][TILE + PAD];"
+NAME = "10_in_flight"
+EX = get(NAME)
 
 
-@pytest.mark.parametrize("row, ways, wavefronts", [("TILE", 32, 32), ("TILE + 2", 2, 2)])
-def test_a_conflicting_tile_is_refused_by_the_bank_check(row, ways, wavefronts):
-    src = solution(NAME).replace(DECL, f"__shared__ T tile[H][{row}];")
-    v = static_verdict(NAME, src)
+def chapter_copy() -> str:
+    """The chapter's copy kernel as a submission: its own loop, one load and one store
+    per iteration."""
+    return KERNELS["copy"].source_text()
+
+
+def test_the_chapters_copy_is_refused_with_its_load_counts():
+    v = static_verdict(NAME, chapter_copy())
     assert v["compile"][0] == PASS and v["static"][0] == FAIL, v
-    assert f"the read down a tile column (tile[x][ty]) costs {wavefronts} wavefronts per " \
-           f"warp instead of 1: a {ways}-way bank conflict" in v["static"][1], v
+    assert "ROWS = 8 a thread sends 3 of its 4 loads before its first store" in v["static"][1], v
+    assert "ROWS = 4 a thread sends 1 of its 8 loads" in v["static"][1], v
 
 
-def test_a_transpose_that_skips_the_tile_is_refused_by_the_sass_check():
-    src = solution(NAME).replace("= tile[x][ty];", "= in[(size_t)(row0 + x) * cols + col0 + ty];")
+def test_the_solution_sends_every_load_first_at_every_rows_checked():
+    v = static_verdict(NAME, solution(NAME))
+    assert v["static"] == (PASS, v["static"][1]) and "no spills" in v["static"][1], v
+
+
+def test_a_count_written_in_for_rows_8_only_is_refused_at_rows_4():
+    src = solution(NAME).replace("constexpr int N = TILE / ROWS;", "constexpr int N = 4;")
+    assert src != solution(NAME)
     v = static_verdict(NAME, src)
-    assert v["static"][0] == FAIL and "no LDS in the SASS" in v["static"][1], v
+    assert v["static"][0] == FAIL and "ROWS = 4" in v["static"][1], v
+    assert "ROWS = 8" not in v["static"][1], v
 
 
-# Typical wrong answers, refused on a GPU by the element-wise check or the guard.
-WRONG = {
-    "the tile read along a row (no transpose)": ("= tile[x][ty];", "= tile[ty][x];"),
-    "out's row stride cols instead of rows": ("(size_t)(col0 + ty) * rows + row0 + x",
-                                             "(size_t)(col0 + ty) * cols + row0 + x"),
-}
+# A wrong index: the same loads first, from the wrong rows. The static step cannot see
+# it; the element-wise check can.
+WRONG_ROW = ("const int r0 = blockIdx.y * TILE + threadIdx.y;",
+             "const int r0 = blockIdx.y * TILE + threadIdx.y * 2;")
+
+
+def test_a_wrong_index_passes_the_static_step():
+    v = static_verdict(NAME, solution(NAME).replace(*WRONG_ROW))
+    assert v["static"][0] == PASS, v
+
+
+@pytest.mark.skipif(cpu_step.host_compiler() is None, reason="no C++ compiler here")
+def test_a_wrong_index_is_refused_on_the_cpu():
+    src = solution(NAME).replace(*WRONG_ROW)
+    v = status(grade(NAME, src, gpu=False))
+    assert v["correct"][0] == FAIL, v
 
 
 @needs_gpu
-@pytest.mark.parametrize("what", WRONG)
-def test_wrong_answers_are_refused_on_a_gpu(what):
-    refused_as_wrong(NAME, *WRONG[what])
+def test_a_wrong_index_is_refused_on_a_gpu():
+    refused_as_wrong(NAME, *WRONG_ROW)
 
 
-# ------------------------------------------------------------------ the check on CPU
+# ------------------------------------------------------------------ the check on its own
 
-PARAMS = get(NAME).params
-
-
-@pytest.mark.parametrize("row", ["TILE + PAD", "TILE + 1", "33", "(TILE + 1) * 1", "TILE | 1"])
-def test_the_bank_check_accepts_a_padded_tile(row):
-    assert padded_tile(PARAMS)(f"__shared__ T tile[H][{row}];") == []
-
-
-@pytest.mark.parametrize("row, ways", [("TILE", 32), ("TILE + 2", 2), ("2 * TILE", 32),
-                                       ("TILE + 16", 16)])
-def test_the_bank_check_refuses_a_conflicting_tile(row, ways):
-    problems = padded_tile(PARAMS)(f"__shared__ T tile[H][{row}];")
-    assert len(problems) == 1 and f"a {ways}-way bank conflict" in problems[0], problems
+SASS = """
+        /*0100*/                   LDG.E.CONSTANT R2, desc[UR4][R2.64] ;
+        /*0110*/               @P0 LDG.E.CONSTANT R4, desc[UR4][R4.64] ;
+        /*0120*/                   STG.E desc[UR4][R6.64], R2 ;
+        /*0130*/                   LDG.E.CONSTANT R8, desc[UR4][R8.64] ;
+        /*0140*/                   STG.E desc[UR4][R6.64+0x10], R4 ;
+        /*0150*/                   EXIT ;
+"""
 
 
-def test_the_bank_check_prices_doubles_with_the_64_bit_rules():
-    double = {**PARAMS, "T": "double"}
-    assert padded_tile(double)("__shared__ T tile[H][TILE + 1];") == []
-    problems = padded_tile(double)("__shared__ T tile[H][TILE];")
-    assert "costs 32 wavefronts per warp instead of 2: a 16-way" in problems[0], problems
+def test_loads_before_the_first_store_are_counted_in_sass_order():
+    assert loads_before_first_store(SASS) == (2, 3)
+    assert loads_before_first_store(SASS.replace("STG", "NOP")) == (3, 3)
 
 
-def test_the_bank_check_sees_the_row_store_conflict_of_a_16_wide_tile():
-    problems = padded_tile({**PARAMS, "TILE": 16})("__shared__ T tile[H][TILE + 1];")
-    assert any("the store of a tile row" in p for p in problems), problems
-
-
-@pytest.mark.parametrize("src, says", [
-    ("// __shared__ T tile[H][TILE + 1];", "no shared tile found"),
-    ("__shared__ T tile[H][TILE + W];", "'W' in 'TILE + W'"),
-    ("__shared__ T tile[TILE][TILE + 1];", "must hold H = 64 rows"),
-    ("__shared__ T tile[H][TILE]; __shared__ T tile[H][TILE + 1];", "2 shared arrays"),
-])
-def test_the_bank_check_says_what_it_cannot_read(src, says):
-    problems = padded_tile(PARAMS)(src)
-    assert len(problems) == 1 and says in problems[0], problems
-
+def test_the_check_is_silent_while_the_stub_is_there():
+    check = loads_in_flight(NAME, EX.kernel, EX.params, also=({"ROWS": 4},))
+    assert check("// YOUR CODE HERE") == []

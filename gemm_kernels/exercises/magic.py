@@ -1,12 +1,14 @@
 """The `%%exercise NAME` cell magic: the cell's text is the student's CUDA source; the
 magic grades it and shows the report. `verdict(NAME)` returns the last report, for the
-autograded test cell (`verdict("01_index").assert_passed()`)."""
+autograded test cell (`verdict("01_index").assert_passed()`), and `submitted(NAME)` the
+last source."""
 from __future__ import annotations
 
 from gemm_kernels.exercises.catalog import get
 from gemm_kernels.exercises.grader import Report, grade
 
 _LAST: dict[str, Report] = {}
+_SOURCES: dict[str, str] = {}
 
 
 def submit(name: str, source: str, gpu: bool | None = None) -> Report:
@@ -14,7 +16,18 @@ def submit(name: str, source: str, gpu: bool | None = None) -> Report:
     get(name)                       # an unknown name is a clear error before any work
     report = grade(name, source, gpu)
     _LAST[name] = report
+    _SOURCES[name] = source
     return report
+
+
+def submitted(name: str) -> str:
+    """The source of the last submission of exercise `name` in this session (a solution
+    notebook reads its SASS with it)."""
+    get(name)
+    if name not in _SOURCES:
+        raise AssertionError(f"exercise {name} has not been run yet: run its "
+                             f"%%exercise {name} cell first")
+    return _SOURCES[name]
 
 
 def verdict(name: str) -> Report:

@@ -5,7 +5,10 @@ Three views of one answer: what the SASS of the two kernels' main loops differs 
 GPU needed), and, from the table of `evidence.pretransposed_a` (the study
 `ch10_pretransposed_a`), a picture of the saving per GEMM next to the transpose's time and
 the conclusion in words. Every sentence is computed from the table, so a recording
-without the study says that the measurement is missing instead of guessing.
+without the study says that the measurement is missing instead of guessing. Two things
+the instruction count leaves out are priced too: the shared stores' wavefronts (the bank
+model, and float4's as Nsight Compute counted them) and the share of float4's time spent
+in the waits of its tile copy, which nothing overlaps within a block.
 """
 from __future__ import annotations
 
@@ -40,6 +43,18 @@ def loop_difference() -> str:
             f"{100 * (total_a - total_at) / total_a:.1f}% of the trip")
 
 
+def table(shapes=None):
+    """`evidence.pretransposed_a` (the study's table: both GEMMs, the saving, the
+    transpose, the net) with the recording's source in its title in place of the run."""
+    from gemm_kernels.measure import records
+    from gemm_kernels.notebook import evidence
+    tab = evidence.pretransposed_a(shapes)
+    head, _, rest = tab.title.partition(" — ")
+    missing = rest.partition("; ")[2]
+    tab.title = f"{head}, {records.source()}" + (f"; {missing}" if missing else "")
+    return tab
+
+
 def _complete(tab) -> list[dict]:
     return [r for r in tab if r.get(NET) is not None]
 
@@ -65,8 +80,9 @@ def plot(tab, ax=None):
     ax.invert_yaxis()
     ax.set_ylabel("M x N x K")
     ax.set_xlabel("microseconds (median of the timed calls)")
+    from gemm_kernels.measure import records
     ax.set_title("What one GEMM saves with A^T given, next to what the transpose costs\n"
-                 f"({tab.title.split(' — ')[-1]})", fontsize=9)
+                 f"({records.source()})", fontsize=9)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     ax.figure.tight_layout()
     return ax
@@ -143,3 +159,89 @@ def store_lines(limit: int = 400) -> str:
                  if " STS" in l]
         out.append(f"{name}:\n  " + "\n  ".join(lines))
     return "\n".join(out)
+
+
+# ---- what else differs: the stores' wavefronts, and the copy phase's share of the time
+
+COUNTED = "ch07_ablation_counters"      # float4 profiled at 4096^3 with shared-memory counters
+STALLED = "stalls"                      # and with every stall reason
+
+
+def _warp_tiles(params: dict, shape) -> int:
+    """Warp-instructions of one kind per launch over the warps x tiles of the launch:
+    blocks x warps per block x tiles along K."""
+    M, N, K = shape
+    blocks = -(-M // params["BM"]) * -(-N // params["BN"])
+    warps = (params["BM"] // params["TM"]) * (params["BN"] // params["TN"]) // 32
+    return blocks * warps * -(-K // params["BK"])
+
+
+def store_wavefronts():
+    """The shared stores of one tile copy, per warp, for both kernels: the bank model on
+    warp 0's addresses (float4: four 4-byte stores of A down columns of As, then B's
+    STS.128; float4_at: one STS.128 each), and for float4 the wavefronts Nsight Compute
+    counted per warp and tile at 4096^3 (stores and, for scale, the loads of the
+    products)."""
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.memory import banks
+    from gemm_kernels.memory.ch07_09_patterns import a_store, a_store_at
+    b_row = [16 * lane for lane in range(32)]      # 32 consecutive float4 of one row of Bs
+    b = banks.analyse(b_row, 16).wavefronts
+    a4 = [banks.analyse(a_store(s=s)) for s in range(4)]
+    at = banks.analyse(a_store_at(), 16)
+    counted = {s.kernel: r for s, r in studies.results(COUNTED)}.get(WITH_A)
+    rows = []
+    for name, a_instr, a_wf, a_ideal in (
+            (WITH_A, "4 STS (4 bytes)", sum(a.wavefronts for a in a4), sum(a.ideal for a in a4)),
+            (WITH_AT, "1 STS.128", at.wavefronts, at.ideal)):
+        row = {"kernel": name, "stores of A per float4": a_instr,
+               "A: wavefronts (ideal)": f"{a_wf} ({a_ideal})", "B: wavefronts": b,
+               "all stores, model": a_wf + b}
+        if name == WITH_A and counted is not None:
+            n = _warp_tiles(counted["params"], counted["shape"])
+            m = counted["metrics"]
+            row["all stores, Nsight Compute"] = (
+                m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"] / n)
+            row["loads of the products, Nsight Compute"] = (
+                m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"] / n)
+        rows.append(row)
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    return Table(rows, cols, title="shared-memory wavefronts of one warp per tile (BK = 8): "
+                 "bank model on warp 0, and float4 as profiled at 4096 x 4096 x 4096")
+
+
+def copy_phase() -> dict | None:
+    """float4 at 4096^3 (the profiled `stalls` study): the share of its warps' stall
+    cycles spent waiting for global loads (long scoreboard) and at the barrier, the two
+    waits of a tile copy that nothing overlaps; None when not recorded."""
+    from gemm_kernels.notebook.evidence import stall_reasons
+    row = next((r for s, r in studies.results(STALLED)
+                if s.kernel == WITH_A and not s.params.get("ONE_PER_SM")), None)
+    if row is None:
+        return None
+    st = stall_reasons(row)
+    total = sum(st.values())
+    return {"shape": tuple(row["shape"]), "long scoreboard": st.get("long scoreboard", 0) / total,
+            "barrier": st.get("barrier", 0) / total,
+            "short scoreboard": st.get("short scoreboard", 0) / total}
+
+
+def copy_phase_text() -> str:
+    """Where float4's warps wait at 4096^3 (the copy phase's waits as shares of their
+    cycles), and the blocks per SM of both kernels (the occupancy calculator, with the
+    registers of the binaries that were timed where the recording has them)."""
+    from gemm_kernels.core.analysis import kernel_occupancy
+    from gemm_kernels.measure import lookup
+    c = copy_phase()
+    blocks = {}
+    for name in (WITH_A, WITH_AT):
+        regs = (lookup.binary(name) or {}).get("registers")
+        blocks[name] = (regs, kernel_occupancy(name, registers=regs).blocks_per_sm)
+    occ = "; ".join(f"{n}: {r if r is not None else '?'} registers, {b} blocks of 256 "
+                    "threads per SM" for n, (r, b) in blocks.items())
+    if c is None:
+        return f"float4's stall reasons are not in this recording. {occ}"
+    shape = " x ".join(map(str, c["shape"]))
+    return (f"float4 at {shape}: {100 * c['long scoreboard']:.1f}% of its warps' cycles "
+            f"waiting for global loads, {100 * c['barrier']:.1f}% at barriers "
+            f"({100 * c['short scoreboard']:.1f}% waiting on shared-memory loads)\n{occ}")

@@ -1,0 +1,525 @@
+"""Chapter 10's tables and pictures: the loads a thread has in flight (read from the SASS)
+next to the timed rates, Little's law worked out from the profiled counters, where a
+warp's time goes, the DRAM and L2 counters of the block orders, and which tiles the
+blocks resident at one time take in each block order.
+
+Every number comes from the SASS compiled here, the static analysis or the recording
+(`figures/data/`); nothing is typed in.
+"""
+from __future__ import annotations
+
+import math
+
+from gemm_kernels.core import analysis, compiler
+from gemm_kernels.core.launch import kernel_of
+from gemm_kernels.core.table import Table
+from gemm_kernels.measure import lookup, records, studies
+from gemm_kernels.notebook import display
+
+SQUARE, ODD = (8192, 8192), studies.ODD_TRANSPOSE
+DRAM_STUDY = "ch10_dram"
+WARP = 32
+_BYTES = {"LDG": 4, "LDG.64": 8, "LDG.128": 16}
+_ITEM = {"float": 4, "double": 8}
+LONG = "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"
+BARRIER = "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio"
+_STALL = ("smsp__average_warps_issue_stalled_", "_per_issue_active.ratio")
+# The profiled study's step names, as this chapter's text calls them: at the study's odd
+# shape the vector transpose runs its scalar path.
+LABELS = {"vector loads and stores": "vector transpose (scalar path at this shape)"}
+
+
+def _label(step) -> str:
+    return LABELS.get(step.label, step.label)
+
+
+def _shape_text(shape) -> str:
+    return " x ".join(map(str, shape))
+
+
+# ------------------------------------------------------------------ sources
+
+def kernel_source(name: str) -> display.Text:
+    """A kernel's source without the comment block above it: the code alone (the
+    chapter's text says what it does)."""
+    lines = str(display.source(name)).splitlines()
+    while lines and lines[0].lstrip().startswith("//"):
+        lines.pop(0)
+    return display.Text("\n".join(lines))
+
+
+# ------------------------------------------------------------------ loads in flight
+
+def accesses(kernel: str, params: dict | None = None) -> list[str]:
+    """The global loads, stores and exits of a kernel in the order of its SASS
+    (compiled here for sm_90): 'LDG', 'LDG.128', 'STG', 'EXIT', ..."""
+    k = kernel_of(kernel)
+    body = analysis.instructions(compiler.sass(k, k.resolve(params)))
+    return [f for _, f, _ in body if f.split(".")[0] in ("LDG", "STG", "EXIT")]
+
+
+def round_trips(order: list[str], family: str | None = None) -> list[int]:
+    """The loads a thread sends in each round trip to memory: the runs of loads
+    (`family` only, e.g. "LDG.128", where a kernel has a vector and a scalar path)
+    between stores. [3, 1]: three loads, then stores (which wait for them), then one."""
+    out, n = [], 0
+    for f in order:
+        if f.startswith("LDG") and (family is None or f == family):
+            n += 1
+        elif f.startswith("STG") and n:
+            out.append(n)
+            n = 0
+    return out + ([n] if n else [])
+
+
+def compact(order: list[str]) -> str:
+    """An access order with repeats counted: '3 LDG, 3 STG, EXIT, LDG, STG, EXIT'."""
+    out, i = [], 0
+    while i < len(order):
+        j = i
+        while j < len(order) and order[j] == order[i]:
+            j += 1
+        out.append(order[i] if j - i == 1 else f"{j - i} {order[i]}")
+        i = j
+    return ", ".join(out)
+
+
+def submission_orders(source: str, exercise: str = "10_in_flight", rows=(8, 4, 2)) -> Table:
+    """The copy exercise: for each ROWS, the global accesses of the submitted source and of
+    the chapter's copy in SASS order, and the loads each sends before its first store."""
+    from gemm_kernels.exercises.catalog import get
+    from gemm_kernels.exercises.submission import submission_kernel
+    ex = get(exercise)
+    mine = submission_kernel(ex.name, ex.kernel, source)
+    out = []
+    for r in rows:
+        p = {**ex.params, "ROWS": r}
+        for who, k in (("the chapter's copy", kernel_of(ex.kernel)), ("this solution", mine)):
+            body = analysis.instructions(compiler.sass(k, k.resolve(p)))
+            order = [f for _, f, _ in body if f.split(".")[0] in ("LDG", "STG", "EXIT")]
+            trips = round_trips(order)
+            out.append({"ROWS": r, "elements a thread": p["TILE"] // r, "kernel": who,
+                        "loads and stores, in SASS order": compact(order),
+                        "loads before the first store": trips[0] if trips else 0})
+    return Table(out, list(out[0]), title=f"TILE = {ex.params['TILE']}, T = {ex.params['T']}, "
+                 f"SASS compiled here by ptxas {compiler.ptxas_version()}")
+
+
+# (label, kernel, parameters, load family counted where a kernel has two paths)
+IN_FLIGHT = (
+    ("copy", "copy", {"T": "float"}, None),
+    ("copy through a shared tile", "copy_smem", {"T": "float"}, None),
+    ("padded transpose, one tile per block", "transpose_padded", {"T": "float", "STACK": 1}, None),
+    ("padded transpose, two tiles per block", "transpose_padded", {"T": "float", "STACK": 2}, None),
+    ("padded, one tile per block, x->col order", "transpose_padded",
+     {"T": "float", "ORDER": "x->col", "STACK": 1}, None),
+    ("diagonal block order", "transpose_diagonal", {"T": "float"}, None),
+    ("copy, double", "copy", {"T": "double"}, None),
+)
+
+
+def _share(kernel, shape, params):
+    try:
+        return lookup.share(lookup.recorded(kernel, shape, params))
+    except LookupError:
+        return None
+
+
+def in_flight_table(rows=IN_FLIGHT) -> Table:
+    """Per kernel: its global accesses in SASS order, the loads a thread sends before its
+    first store and the bytes a warp has in flight then, next to the timed rate at both
+    shapes as a share of the device copy timed beside it."""
+    out, regs = [], []
+    for label, name, p, family in rows:
+        order = accesses(name, p)
+        trips = round_trips(order, family)
+        first = trips[0] if trips else 0
+        width = _BYTES[family] if family else _ITEM[kernel_of(name).resolve(p)["T"]]
+        out.append({"kernel": label, "loads and stores, in SASS order": compact(order),
+                    "loads before the first store": first,
+                    "bytes a warp has in flight": first * width * WARP,
+                    f"% of device copy, {_shape_text(SQUARE)}": _share(name, SQUARE, p),
+                    f"% of device copy, {_shape_text(ODD)}": _share(name, ODD, p)})
+        timed = (lookup.binary(name, p) or {}).get("registers")
+        regs.append((label, timed, analysis.summary(name, p)["registers"]))
+    differ = [f"{l} ({t} timed, {h} here)" for l, t, h in regs if t is not None and t != h]
+    unknown = [l for l, t, _ in regs if t is None]
+    note = ("registers of the SASS here differ from the timed binaries': " + "; ".join(differ)
+            if differ else "every kernel has the registers of the binary that was timed"
+            if not unknown else "the timed binary's registers are not recorded for "
+            + ", ".join(unknown))
+    return Table(out, list(out[0]), title=f"SASS compiled here by ptxas "
+                 f"{compiler.ptxas_version()} ({note}); rates {records.source()}")
+
+
+# ------------------------------------------------------------------ the copy, worked out
+
+def _device():
+    from gemm_kernels.measure import roofline
+    return roofline.device_properties()
+
+
+def copy_rates(shape=ODD) -> str:
+    """The GPU, and the copy kernel's rate in float at `shape` against the device copy
+    timed beside it and against the DRAM peak."""
+    from gemm_kernels.core import device
+    props = _device()
+    peak = device.peak_bandwidth_gbps(props)
+    r = lookup.measure_or_lookup("copy", shape, {"T": "float"})
+    rate, ref = r["gbps"]["median"], r["reference"]["gbps"]["median"]
+    return (f"{props['name']}: {props['sm_count']} SMs, at most "
+            f"{props['max_threads_per_sm'] // WARP} warps per SM, DRAM peak {peak:,.0f} GB/s "
+            f"(memory clock x bus width)\ncopy kernel, float, {_shape_text(shape)}: "
+            f"{rate:,.0f} GB/s = {lookup.share(r):.1f}% of the device copy ({ref:,.0f} GB/s) "
+            f"and {100 * rate / peak:.0f}% of the DRAM peak")
+
+
+def _copy_row(study=DRAM_STUDY):
+    return next((r for s, r in studies.results(study) if s.kernel == "copy"), None)
+
+
+def _copy_chain(shape=ODD) -> dict:
+    props, row = _device(), _copy_row()
+    trips = round_trips(accesses("copy", {"T": "float"}))
+    r = lookup.measure_or_lookup("copy", shape, {"T": "float"})
+    warps = row["metrics"]["sm__warps_active.avg.pct_of_peak_sustained_active"] / 100 * 64
+    per_warp = 4 * WARP * sum(trips) / len(trips)
+    in_flight = warps * per_warp * props["sm_count"]
+    read = r["gbps"]["median"] / 2 * 1e9                  # half of the bytes are reads
+    return {"sms": props["sm_count"], "trips": trips, "warps": warps, "per_warp": per_warp,
+            "in_flight": in_flight, "read": read, "latency": in_flight / read}
+
+
+def copy_little(shape=ODD) -> Table:
+    """Little's law for the copy kernel, piece by piece, each piece with where it comes
+    from: warps resident (a counter), loads per round trip (the SASS), bytes in flight
+    (a model: every resident warp always in one of its round trips, both as long), the
+    timed read rate, and the latency per round trip that these imply."""
+    c = _copy_chain(shape)
+    trips = c["trips"]
+    rows = [("warps resident per SM", f"{c['warps']:.1f}", "counter: warps active % x 64"),
+            ("loads per thread in each round trip", ", then ".join(map(str, trips)), "SASS"),
+            ("bytes per load of a warp", f"{4 * WARP}", "4 bytes x 32 lanes"),
+            ("bytes in flight per warp, on average", f"{c['per_warp']:.0f}",
+             f"model: {4 * WARP * sum(trips)} bytes over {len(trips)} round trips"),
+            ("bytes in flight per SM", f"{c['warps'] * c['per_warp'] / 1e3:.1f} KB",
+             "warps x bytes per warp"),
+            ("bytes in flight, whole GPU", f"{c['in_flight'] / 1e6:.2f} MB", f"x {c['sms']} SMs"),
+            ("read bandwidth, timed", f"{c['read'] / 1e9:,.0f} GB/s", "timed rate / 2"),
+            ("latency this implies", f"{c['latency'] * 1e6:.2f} µs per round trip",
+             "Little's law: in flight / bandwidth")]
+    return Table([dict(zip(("quantity", "value", "from"), x)) for x in rows],
+                 ["quantity", "value", "from"],
+                 title=f"Little's law for the copy kernel, float, {_shape_text(shape)}")
+
+
+def copy_wait_check(shape=ODD) -> str:
+    """The latency of the copy's round trips as the profiler measured it (the warps'
+    long-scoreboard stall), next to what Little's law implies from the timed rate."""
+    w = next((w for w in warp_times() if w["kernel"] == "copy"), None)
+    if w is None:
+        return "the copy's profiled counters are not in this recording"
+    props = _device()
+    row = _copy_row()
+    warps = _warps("copy", {"T": "float"}, shape)
+    loads = row["metrics"]["smsp__inst_executed_op_global_ld.sum"] / warps
+    trips = len(w["trips"])
+    implied = _copy_chain(shape)["latency"] * 1e6
+    return (f"{warps:,} warps launched, {loads:.2f} global loads each (the SASS has "
+            f"{sum(w['trips'])})\nwaiting for global loads: {w['loads']:,.0f} cycles per warp, "
+            f"{w['loads'] / trips:,.0f} per round trip\nat the profiler's clock of "
+            f"{w['clock']:.2f} GHz (the GPU's own: {props['sm_clock_mhz'] / 1e3:.2f} GHz): "
+            f"{w['loads'] / trips / w['clock'] / 1e3:.2f} µs per round trip, against "
+            f"{implied:.2f} µs from Little's law")
+
+
+# ------------------------------------------------------------------ Little's law, counted
+
+def _warps(kernel: str, params: dict, shape) -> int:
+    k = kernel_of(kernel)
+    p = k.resolve(params)
+    threads, grid = math.prod(k.threads(p)), math.prod(k.grid(p, tuple(shape)))
+    return grid * threads // WARP
+
+
+def _stalls(m: dict) -> dict:
+    return {k[len(_STALL[0]):-len(_STALL[1])]: v for k, v in m.items()
+            if k.startswith(_STALL[0]) and k.endswith(_STALL[1])}
+
+
+def _path_family(step) -> str | None:
+    """The loads that run at the study's odd shape: transpose_fast takes its scalar path
+    there (no vector is aligned when rows and cols are odd)."""
+    return "LDG" if step.kernel == "transpose_fast" else None
+
+
+def warp_times(study: str = DRAM_STUDY) -> list[dict]:
+    """Per profiled step of the study: a warp's cycles (over its life, summed over the
+    stall reasons of Nsight Compute, the issuing cycle included) waiting for global loads,
+    at the barrier and on everything else; its round trips; the bytes it reads; the
+    warps resident per SM; the profiler's clock (GHz); and the DRAM read rate (GB/s)."""
+    out = []
+    for step, r in studies.results(study):
+        if r is None:
+            continue
+        m = r["metrics"]
+        shape = tuple(r["shape"])
+        warps = _warps(step.kernel, step.params, shape)
+        inst = m["smsp__inst_executed.sum"]
+        per_warp = {k: v * inst / warps for k, v in _stalls(m).items()}
+        total = sum(per_warp.values())
+        loads, barrier = per_warp.get("long_scoreboard", 0.0), per_warp.get("barrier", 0.0)
+        p = kernel_of(step.kernel).resolve(step.params)
+        trips = round_trips(accesses(step.kernel, p), _path_family(step))
+        family = _path_family(step)
+        width = _BYTES[family] if family else _ITEM[p["T"]]
+        out.append({"step": _label(step), "kernel": step.kernel, "params": p,
+                    "cycles": total, "loads": loads, "barrier": barrier,
+                    "issue": per_warp.get("selected", 0.0), "reasons": per_warp,
+                    "other": total - loads - barrier, "trips": trips,
+                    "bytes": sum(trips) * width * WARP,
+                    "resident": m["sm__warps_active.avg.pct_of_peak_sustained_active"] / 100 * 64,
+                    "clock": m["sm__cycles_elapsed.avg"] / m["gpu__time_duration.sum"],
+                    "read GB/s": m["dram__bytes_read.sum"] / m["gpu__time_duration.sum"],
+                    "timed": _share(step.kernel, shape, step.params)})
+    return out
+
+
+def little_table(study: str = DRAM_STUDY, sms: int | None = None) -> Table:
+    """Little's law per profiled step, factor by factor: read bandwidth = warps resident x
+    SMs x (share of a warp's time waiting for its loads) x (bytes per round trip) /
+    (wait per round trip). The product next to the read rate the profiler measured."""
+    if sms is None:
+        rec = records.current()
+        sms = rec.device["sm_count"] if rec else 132
+    rows = []
+    for w in warp_times(study):
+        trips = w["trips"]
+        share = w["loads"] / w["cycles"]
+        per_trip = w["bytes"] / len(trips)                     # bytes, averaged over trips
+        wait_us = w["loads"] / len(trips) / w["clock"] / 1e3   # cycles / GHz = ns
+        little = w["resident"] * sms * share * per_trip / (wait_us * 1e-6) / 1e9
+        rows.append({"step": w["step"],
+                     "loads per round trip (SASS)": ", then ".join(map(str, trips)),
+                     "bytes a warp reads per round trip": per_trip,
+                     "warps resident per SM": w["resident"],
+                     "share of a warp's time waiting for loads": f"{100 * share:.0f}%",
+                     "wait per round trip (µs)": f"{wait_us:.2f}",
+                     "read GB/s, Little's law": little,
+                     "read GB/s, measured": w["read GB/s"]})
+    return Table(rows, list(rows[0]) if rows else ["step"],
+                 title=f"Little's law, factor by factor ({_shape_text(studies.get(study).shapes[0])}, "
+                       f"float, Nsight Compute at its own clock; {records.source()})")
+
+
+def plot_warp_time(study: str = DRAM_STUDY, ax=None):
+    """A warp's life per profiled step, in microseconds at the profiler's clock, split
+    into waiting for its global loads, waiting at the barrier and everything else (issuing
+    included), with the bytes it reads and in how many round trips."""
+    import matplotlib.pyplot as plt
+    from gemm_kernels.notebook.evidence import stall_colour
+    ws = warp_times(study)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(11, 0.6 * max(len(ws), 1) + 1.6))
+    if not ws:
+        ax.text(0.5, 0.5, "the profiled counters are not in this recording", ha="center")
+        ax.set_axis_off()
+        return ax.figure
+    y = list(range(len(ws)))[::-1]
+    left = [0.0] * len(ws)
+    parts = (("loads", "waiting for its global loads", stall_colour("long scoreboard")),
+             ("barrier", "waiting at __syncthreads()", stall_colour("barrier")),
+             ("other", "issuing, and every other wait", "0.8"))
+    for key, label, colour in parts:
+        vals = [w[key] / w["clock"] / 1e3 for w in ws]
+        ax.barh(y, vals, left=left, color=colour, label=label)
+        left = [a + b for a, b in zip(left, vals)]
+    for yy, w, end in zip(y, ws, left):
+        trips = " + ".join(map(str, w["trips"]))
+        ax.text(end + 0.05, yy, f"reads {w['bytes']:,} B: loads {trips}", va="center", fontsize=8)
+    ax.set_yticks(y, [w["step"] for w in ws], fontsize=9)
+    ax.set_xlim(0, max(left) * 1.35)
+    ax.set_xlabel("one warp's life, µs at the profiler's clock (from the stall counters)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    ax.set_title(f"Where a warp's time goes ({_shape_text(studies.get(study).shapes[0])}, "
+                 "float, Nsight Compute)", fontsize=10)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+# ------------------------------------------------------------------ DRAM and L2
+
+def dram_table(study: str = DRAM_STUDY) -> Table:
+    """Per profiled step: DRAM bytes read and written, each over the bytes of one
+    matrix, the L2 hit rate, the instructions against the padded kernel with one tile
+    per block, and the timed rate as a share of the device copy."""
+    pairs = [(s, r) for s, r in studies.results(study) if r is not None]
+    base = next((r["metrics"]["smsp__inst_executed.sum"] for s, r in pairs
+                 if s.kernel == "transpose_padded" and s.params.get("STACK") == 1), None)
+    rows = []
+    for step, r in pairs:
+        m, shape = r["metrics"], tuple(r["shape"])
+        matrix = shape[0] * shape[1] * _ITEM[kernel_of(step.kernel).resolve(step.params)["T"]]
+        rows.append({"step": _label(step),
+                     "DRAM read / matrix": m["dram__bytes_read.sum"] / matrix,
+                     "DRAM written / matrix": m["dram__bytes_write.sum"] / matrix,
+                     "L2 hit rate (%)": m.get("lts__t_sector_hit_rate.pct"),
+                     "instructions / one tile per block": (m["smsp__inst_executed.sum"] / base
+                                                           if base else None),
+                     "timed % of device copy": _share(step.kernel, shape, step.params)})
+    return Table(rows, list(rows[0]) if rows else ["step"],
+                 title=f"DRAM, L2 and instructions ({_shape_text(studies.get(study).shapes[0])}, "
+                       f"float, Nsight Compute; {records.source()})")
+
+
+def unwritten_text(study: str = DRAM_STUDY) -> str:
+    """How much less than one matrix the profiled kernels wrote to DRAM, next to the L2
+    cache's size (the recorded GPU's device attribute)."""
+    pairs = [(s, r) for s, r in studies.results(study) if r is not None]
+    if not pairs:
+        return "the profiled counters are not in this recording"
+    shape = tuple(pairs[0][1]["shape"])
+    matrix = shape[0] * shape[1] * 4
+    short = [(matrix - r["metrics"]["dram__bytes_write.sum"]) / 1e6 for _, r in pairs]
+    return (f"one float matrix: {matrix / 1e6:.1f} MB; written to DRAM by the kernels: "
+            f"{min(short):.0f} to {max(short):.0f} MB less than that; L2 cache: "
+            f"{_device()['l2_bytes'] / 1e6:.1f} MB (cudaDevAttrL2CacheSize)")
+
+
+def l2_hit_rates(study: str = DRAM_STUDY) -> dict[str, float]:
+    """{step: L2 sector hit rate in %} of the profiled steps."""
+    return {_label(s): r["metrics"]["lts__t_sector_hit_rate.pct"]
+            for s, r in studies.results(study)
+            if r is not None and "lts__t_sector_hit_rate.pct" in r["metrics"]}
+
+
+# ------------------------------------------------------------------ block orders
+
+def first_wave(order: str, shape=ODD, params: dict | None = None, sms: int | None = None):
+    """(tile rows, tile columns, {(tile row, tile column) of `in`: launch number}) for the
+    blocks the GPU holds at once (blocks per SM from the occupancy calculator x SMs), in
+    one of three block orders of the one-tile padded transpose: "x->col", "x->row" or
+    "diagonal" (transpose_diagonal's renumbering)."""
+    name = "transpose_diagonal" if order == "diagonal" else "transpose_padded"
+    p = {"T": "float", **(params or {})}
+    if order != "diagonal":
+        p = {**p, "ORDER": order, "STACK": 1}
+    k = kernel_of(name)
+    full = k.resolve(p)
+    if sms is None:
+        rec = records.current()
+        sms = rec.device["sm_count"] if rec else 132
+    at_once = analysis.kernel_occupancy(name, full).blocks_per_sm * sms
+    tile = full["TILE"]
+    ty, tx = math.ceil(shape[0] / tile), math.ceil(shape[1] / tile)
+    gx, gy, _ = k.grid(full, tuple(shape))
+    taken = {}
+    for b in range(min(at_once, gx * gy)):
+        x, y = b % gx, b // gx
+        if order == "x->col":
+            tile_rc = (y, x)
+        elif order == "x->row":
+            tile_rc = (x, y)
+        else:                                  # transpose_diagonal's map
+            tile_y = b % gy
+            tile_rc = (tile_y, (b // gy + tile_y) % gx)
+        taken[tile_rc] = b
+    return ty, tx, taken
+
+
+def pieces(taken: dict, tile: int, shape, item: int = 4) -> dict:
+    """What the blocks of `taken` ({(tile row, tile column) of `in`: ...}) read and
+    write, as pieces of matrix rows (contiguous stretches of memory): for "in" and for
+    "out", how many pieces and their mean length in bytes (the last tile of a row or
+    column cut at the matrix's edge)."""
+    out = {}
+    for what, tiles, (rows, cols) in (("in", taken, shape),
+                                      ("out", {(c, r) for r, c in taken}, shape[::-1])):
+        runs = {}
+        for r, c in sorted(tiles):
+            runs.setdefault(r, []).append(c)
+        n, total = 0, 0
+        for r, cs in runs.items():
+            height = min(tile, rows - r * tile)
+            start = prev = cs[0]
+            for c in cs[1:] + [None]:
+                if c is not None and c == prev + 1:
+                    prev = c
+                    continue
+                width = min((prev + 1) * tile, cols) - start * tile
+                n += height
+                total += height * width * item
+                if c is not None:
+                    start = prev = c
+        out[what] = {"pieces": n, "bytes": total / n if n else 0}
+    return out
+
+
+def plot_block_orders(shape=ODD, params: dict | None = None,
+                      orders=("x->col", "x->row", "diagonal")):
+    """For each block order (a column), the tiles of `in` that the blocks resident at one
+    time read (top) and the tiles of `out` they write (bottom), shaded by launch number,
+    with how many pieces of rows (contiguous stretches of memory) that makes and how long
+    they are."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    fig = plt.figure(figsize=(10.5, 6.6))
+    gs = fig.add_gridspec(2, len(orders), height_ratios=[shape[0], shape[1]], hspace=0.35,
+                          wspace=0.12)
+    tile = kernel_of("transpose_padded").resolve(params)["TILE"]
+    for col, order in enumerate(orders):
+        ty, tx, taken = first_wave(order, shape, params)
+        grid = np.full((ty, tx), np.nan)
+        for (r, c), b in taken.items():
+            grid[r, c] = b
+        got = pieces(taken, tile, shape)
+        for row, (img, what, dims) in enumerate(((grid, "in", shape),
+                                                 (grid.T, "out", shape[::-1]))):
+            ax = fig.add_subplot(gs[row, col])
+            ax.imshow(np.zeros_like(img), cmap="Greys", vmin=0, vmax=10,
+                      interpolation="nearest")
+            ax.imshow(img, cmap="viridis", interpolation="nearest", vmin=0, vmax=len(taken))
+            verb = "read" if what == "in" else "written"
+            ax.set_title(f"{order}: {what}, {verb}", fontsize=9)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            g = got[what]
+            ax.set_xlabel(f"{dims[0]:,} x {dims[1]:,}: {g['pieces']:,} pieces of rows,\n"
+                          f"{g['bytes']:,.0f} bytes each on average", fontsize=8)
+    fig.suptitle(f"Which tiles the {len(taken):,} blocks resident at one time take "
+                 "(one tile each; dark: launched first)", fontsize=10)
+    return fig
+
+
+# ------------------------------------------------------------------ smaller pieces
+
+def order_table(shapes=(SQUARE, ODD), types=("float", "double")) -> Table:
+    """transpose_padded at its default TILE, ROWS, PAD in each ORDER and STACK: the timed
+    share of the device copy at each shape."""
+    p = kernel_of("transpose_padded").resolve({})
+    rows = []
+    for t in types:
+        for order in ("x->col", "x->row"):
+            for stack in (1, 2):
+                c = {"T": t, "ORDER": order, "STACK": stack}
+                rows.append({**c, **{f"% of device copy, {_shape_text(s)}":
+                                     _share("transpose_padded", s, {**p, **c}) for s in shapes}})
+    return Table(rows, list(rows[0]), title=f"transpose_padded, TILE = {p['TILE']}, ROWS = "
+                 f"{p['ROWS']}, PAD = {p['PAD']} ({records.source()})")
+
+
+def memory_families(kernel: str, params: dict | None = None) -> list[str]:
+    """The kinds of global and shared accesses in a kernel's SASS (LDG.128, STS, ...)."""
+    k = kernel_of(kernel)
+    body = analysis.instructions(compiler.sass(k, k.resolve(params)))
+    return sorted({f for _, f, _ in body if f.split(".")[0] in ("LDG", "STG", "LDS", "STS")})
+
+
+def shared_wait_share(kernel: str, study: str = DRAM_STUDY) -> float | None:
+    """The share of a profiled kernel's warp time spent waiting on shared memory (the
+    short-scoreboard and MIO-throttle stalls), or None when not profiled."""
+    w = next((w for w in warp_times(study) if w["kernel"] == kernel), None)
+    if w is None:
+        return None
+    r = w["reasons"]
+    return (r.get("short_scoreboard", 0) + r.get("mio_throttle", 0)) / w["cycles"]
