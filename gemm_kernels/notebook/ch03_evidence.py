@@ -123,23 +123,7 @@ def stall_plot(top: int = 6):
         ax.text(0.5, 0.5, "stall reasons not recorded", ha="center", va="center")
         ax.set_axis_off()
         return fig
-    totals = {}
-    for _, st in got:
-        for k, v in st.items():
-            if k != "selected":                   # the issuing warp itself, not a wait
-                totals[k] = totals.get(k, 0) + v
-    keys = sorted(totals, key=totals.get, reverse=True)[:top]
-    y = list(range(len(got)))[::-1]
-    left = [0.0] * len(got)
-    for k in keys + ["other"]:
-        vals = [st.get(k, 0) if k != "other" else
-                sum(v for kk, v in st.items() if kk not in keys and kk != "selected")
-                for _, st in got]
-        ax.barh(y, vals, left=left, color=evidence.stall_colour(k), label=k)
-        left = [a + v for a, v in zip(left, vals)]
-    ax.set_yticks(y, [label for label, _ in got], fontsize=10)
-    ax.set_xlabel("cycles a warp waits per issued instruction, by reason")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9, frameon=False)
+    evidence.stall_bars(ax, got, top, fontsize=10)
     ax.set_title(f"Where the warps wait ({' x '.join(map(str, SHAPE))}, Nsight Compute)",
                  fontsize=10)
     fig.tight_layout()

@@ -132,6 +132,29 @@ def stall_colour(reason: str):
     return series_styles(len(STALL_ORDER))[STALL_ORDER.index(reason)][0]
 
 
+def stall_bars(ax, got, top: int = 6, fontsize: int = 9):
+    """Stacked bars on `ax`, one per (label, stall reasons) pair of `got`: the cycles a
+    warp waits per issued instruction by reason, the `top` largest over all bars in
+    their own colours and the rest as "other"."""
+    totals = {}
+    for _, st in got:
+        for k, v in st.items():
+            if k != "selected":    # the issuing warp itself, not a wait
+                totals[k] = totals.get(k, 0) + v
+    keys = sorted(totals, key=totals.get, reverse=True)[:top]
+    y = list(range(len(got)))[::-1]
+    left = [0.0] * len(got)
+    for k in keys + ["other"]:
+        vals = [st.get(k, 0) if k != "other" else
+                sum(v for kk, v in st.items() if kk not in keys and kk != "selected")
+                for _, st in got]
+        ax.barh(y, vals, left=left, color=stall_colour(k), label=k)
+        left = [a + b for a, b in zip(left, vals)]
+    ax.set_yticks(y, [label for label, _ in got], fontsize=fontsize)
+    ax.set_xlabel("cycles a warp waits per issued instruction, by reason")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9, frameon=False)
+
+
 def stall_plot(name: str = "stalls", kernels=None, top: int = 6, ax=None,
                run_line: bool = True):
     """Stacked bars: per step of a profiled study, the cycles a warp waits per issued
@@ -148,24 +171,7 @@ def stall_plot(name: str = "stalls", kernels=None, top: int = 6, ax=None,
         ax.text(0.5, 0.5, f"stall reasons {NOT_RECORDED}", ha="center", va="center")
         ax.set_axis_off()
         return ax.figure
-    totals = {}
-    for _, st in got:
-        for k, v in st.items():
-            if k != "selected":    # the issuing warp itself, not a wait
-                totals[k] = totals.get(k, 0) + v
-    keys = sorted(totals, key=totals.get, reverse=True)[:top]
-    y = list(range(len(got)))[::-1]
-    left = [0.0] * len(got)
-    for k in keys + ["other"]:
-        vals = [st.get(k, 0) if k != "other" else
-                sum(v for kk, v in st.items() if kk not in keys and kk != "selected")
-                for _, st in got]
-        ax.barh(y, vals, left=left, color=stall_colour(k),
-                label=k)
-        left = [a + b for a, b in zip(left, vals)]
-    ax.set_yticks(y, [s.label for s, _ in got], fontsize=9)
-    ax.set_xlabel("cycles a warp waits per issued instruction, by reason")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9, frameon=False)
+    stall_bars(ax, [(s.label, st) for s, st in got], top, fontsize=9)
     ax.set_title(f"Where the warps wait ({_shape_text(studies.get(name).shapes[0])}, "
                  "Nsight Compute)", fontsize=10)
     if run_line:
