@@ -1,51 +1,116 @@
-"""Chapter 11's exercise, double tiles without bank conflicts: the skeleton compiles and is
-refused, the solution passes every step this machine can run, a transposed B tile is
-refused by the 64-bit bank check (and accepted once padded), wrong tiles are refused on a
-GPU; the bank check itself on CPU."""
+"""Chapter 11's exercise, a transposed tile of doubles without bank conflicts: the layouts a
+student tries are priced as the SASS reads them (rows of 16 refused 16-way on the store
+and 8-way on the LDS.128 read, rows of 18 refused 2-way on the store alone, rows of 17 and
+an XOR swizzle accepted), a read that does not find what was stored and the untransposed
+layout are refused with their reason, the check's width rule agrees with ptxas, and wrong
+tiles are refused on a GPU."""
+from collections import Counter
+
 import pytest
 
+from gemm_kernels.core import analysis
+from gemm_kernels.exercises import ch11_checks
 from gemm_kernels.exercises.ch11_checks import tiles_64bit
-from exercise_helpers import (FAIL, PASS, refused_as_wrong, solution, static_verdict)
+from gemm_kernels.exercises.submission import submission_sass
+from exercise_helpers import FAIL, PASS, refused_as_wrong, solution, static_verdict
 from gpu import needs_gpu
 
 NAME = "11_dgemm"
-STORE_B = "B_shared[threadIdx.y][threadIdx.x] = (i < K"
-READ_B = "B_shared[k][threadIdx.x]"
+DECL = "__shared__ double B_shared[BLOCK][BLOCK + 1];"
+STORE = "B_shared[threadIdx.x][threadIdx.y] = b;"
+READ = "B_shared[threadIdx.x][k];"
 
 
-def transposed_b(src: str, padded: bool = False) -> str:
-    """B staged transposed and read accordingly: correct, and a 16-way conflict in both
-    accesses (16 doubles 128 bytes apart) unless each row gets one double of padding."""
-    assert STORE_B in src and READ_B in src
-    out = src.replace(STORE_B, "B_shared[threadIdx.x][threadIdx.y] = (i < K") \
-        .replace(READ_B, "B_shared[threadIdx.x][k]")
-    if padded:
-        out = out.replace("double B_shared[BLOCK][BLOCK];", "double B_shared[BLOCK][BLOCK + 1];")
-    return out
+def variant(pitch=None, store=None, read=None) -> str:
+    src = solution(NAME)
+    assert DECL in src and STORE in src and READ in src
+    if pitch is not None:
+        src = src.replace(DECL, f"__shared__ double B_shared[BLOCK][{pitch}];")
+    if store is not None:
+        src = src.replace(STORE, f"{store} = b;")
+    if read is not None:
+        src = src.replace(READ, f"{read};")
+    return src
 
 
-def test_a_transposed_b_tile_is_refused_by_the_bank_check():
-    v = static_verdict(NAME, transposed_b(solution(NAME)))
+SWIZZLE = dict(pitch="BLOCK", store="B_shared[threadIdx.x][threadIdx.y ^ threadIdx.x]",
+               read="B_shared[threadIdx.x][k ^ threadIdx.x]")
+
+
+def test_rows_of_16_conflict_in_the_store_and_the_wide_read():
+    v = static_verdict(NAME, variant(pitch="BLOCK"))
     assert v["compile"][0] == PASS and v["static"][0] == FAIL, v
-    for access in ("the store to B_shared[threadIdx.x][threadIdx.y]",
-                   "the read of B_shared[threadIdx.x][k]"):
-        assert f"{access} costs 32 wavefronts per warp instead of 2: a 16-way bank " \
-               "conflict" in v["static"][1], v
+    assert "the store to B_shared[threadIdx.x][threadIdx.y] (STS.64) costs warp 0 32 " \
+           "wavefronts where 2 would do: a 16-way bank conflict in each half-warp" in v["static"][1]
+    assert "the read of B_shared[threadIdx.x][k] (LDS.128" in v["static"][1]
+    assert "32 wavefronts where 4 would do: an 8-way bank conflict in each quarter-warp" \
+        in v["static"][1], v
 
 
-def test_a_transposed_b_tile_padded_by_one_double_passes_the_static_steps():
-    v = static_verdict(NAME, transposed_b(solution(NAME), padded=True))
+def test_rows_of_18_read_well_as_lds128_but_store_2_way():
+    """The two rules disagree on one layout: the LDS.128 read is conflict-free, the STS.64
+    store is not."""
+    v = static_verdict(NAME, variant(pitch="BLOCK + 2"))
+    assert v["static"][0] == FAIL, v
+    assert "the store to B_shared[threadIdx.x][threadIdx.y] (STS.64) costs warp 0 4 " \
+           "wavefronts where 2 would do: a 2-way" in v["static"][1]
+    assert "the read of" not in v["static"][1], v
+
+
+@pytest.mark.parametrize("layout", [dict(pitch="BLOCK + 1"), dict(pitch="BLOCK + 3"), SWIZZLE],
+                         ids=["rows of 17", "rows of 19", "xor swizzle"])
+def test_conflict_free_layouts_pass(layout):
+    v = static_verdict(NAME, variant(**layout))
     assert v["static"][0] == PASS, v
 
 
+def test_a_read_that_does_not_find_the_store_is_refused():
+    v = static_verdict(NAME, variant(read="B_shared[threadIdx.x][k + 1]"))
+    assert v["static"][0] == FAIL and "at k = 0 reads [0][1] for threadIdx.x = 0, but the " \
+        "store put B(tile * BLOCK + 0, col) at [0][0]" in v["static"][1], v
+
+
+def test_the_untransposed_layout_is_not_this_exercise():
+    v = static_verdict(NAME, variant(pitch="BLOCK", store="B_shared[threadIdx.y][threadIdx.x]",
+                                     read="B_shared[k][threadIdx.x]"))
+    assert v["static"][0] == FAIL and "this exercise stores B transposed" in v["static"][1], v
+
+
+def test_two_elements_in_one_slot_are_refused():
+    v = static_verdict(NAME, variant(store="B_shared[threadIdx.x][threadIdx.y / 2]",
+                                     read="B_shared[threadIdx.x][k / 2]"))
+    assert v["static"][0] == FAIL and "in the same slot" in v["static"][1], v
+
+
 def test_an_index_the_check_cannot_read_is_named():
-    src = solution(NAME).replace(READ_B, "B_shared[k][col % BLOCK]")
-    v = static_verdict(NAME, src)
-    assert v["static"][0] == FAIL and "cannot evaluate the read of B_shared[k][col % BLOCK]" \
-        in v["static"][1] and "'col' in 'col % BLOCK'" in v["static"][1], v
+    v = static_verdict(NAME, variant(read="B_shared[threadIdx.x][col % BLOCK]"))
+    assert v["static"][0] == FAIL and "cannot evaluate the read of B_shared[threadIdx.x]" \
+        "[col % BLOCK]" in v["static"][1] and "'col' in 'col % BLOCK'" in v["static"][1], v
 
 
-# Typical wrong answers, refused on a GPU by the element-wise check.
+@pytest.mark.parametrize("pitch", [16, 17, 18, 19, 20, 24])
+def test_the_width_rule_is_what_ptxas_does(pitch):
+    """Rows of an even length keep k and k + 1 16-byte aligned: ptxas reads them with one
+    LDS.128 (16 per step with A's 8); rows of an odd length: one LDS.64 per k."""
+    src = variant(pitch=str(pitch))
+    slot = ch11_checks.slot_function(ch11_checks.Access("B_shared", "ld", "threadIdx.x", "k"),
+                                     pitch, 16)
+    sass = submission_sass(NAME, "dgemm_tiled", {"BLOCK": 16}, src)
+    ops = Counter(f for _, f, _ in analysis.main_loop(sass) if f.startswith("LDS"))
+    if ch11_checks.read_pairs(slot, 16):
+        assert pitch % 2 == 0 and ops == {"LDS.128": 16}, ops
+    else:
+        assert pitch % 2 == 1 and ops == {"LDS.128": 8, "LDS.64": 16}, ops
+
+
+def test_the_swizzled_read_stays_lds64():
+    sass = submission_sass(NAME, "dgemm_tiled", {"BLOCK": 16}, variant(**SWIZZLE))
+    ops = Counter(f for _, f, _ in analysis.main_loop(sass) if f.startswith("LDS"))
+    assert ops == {"LDS.128": 8, "LDS.64": 16}, ops
+
+
+# Typical wrong answers the static step cannot see, refused on a GPU by the element-wise
+# check.
 WRONG = {
     "A tile read down a column": ("A_shared[threadIdx.y][k]", "A_shared[k][threadIdx.y]"),
     "no zeros outside the matrices": ("(row < M && j < K) ? A[row * K + j] : 0.0",
@@ -61,49 +126,53 @@ def test_wrong_answers_are_refused_on_a_gpu(what):
 
 # ------------------------------------------------------------------ the check on CPU
 
-def _kernel(store_a, store_b, read, pitch_b="BLOCK"):
-    return (f"__shared__ double A_shared[BLOCK][BLOCK];\n"
-            f"__shared__ double B_shared[BLOCK][{pitch_b}];\n"
-            f"{store_a} = 0.0;\n{store_b} = 0.0;\nacc += {read};\n")
+def _kernel(pitch, store, read, a_read="A_shared[threadIdx.y][k]"):
+    return ("__shared__ double A_shared[BLOCK][BLOCK];\n"
+            f"__shared__ double B_shared[BLOCK][{pitch}];\n"
+            "A_shared[threadIdx.y][threadIdx.x] = 0.0;\n"
+            f"{store} = b;\nacc += {a_read} * {read};\n")
 
 
-GOOD = ("A_shared[threadIdx.y][threadIdx.x]", "B_shared[threadIdx.y][threadIdx.x]",
-        "A_shared[threadIdx.y][k] * B_shared[k][threadIdx.x]")
+T_STORE, T_READ = "B_shared[threadIdx.x][threadIdx.y]", "B_shared[threadIdx.x][k]"
 
 
-def test_the_bank_check_accepts_the_chapters_tiles():
-    assert tiles_64bit(16)(_kernel(*GOOD)) == []
+def test_the_check_accepts_one_double_of_padding():
+    assert tiles_64bit(16)(_kernel("BLOCK + 1", T_STORE, T_READ)) == []
 
 
-def test_a_merged_broadcast_is_not_a_conflict():
-    """A_shared[ty][k]: lanes i and i ^ 1 share a double, the half-warps merge, and the
-    two doubles of the merged phase cost 2 wavefronts, as the two phases would."""
-    assert tiles_64bit(16)(_kernel(GOOD[0], GOOD[1], "A_shared[threadIdx.y][k]")) == []
+def test_the_check_prices_even_rows_as_lds128_reads():
+    problems = tiles_64bit(16)(_kernel("BLOCK + 4", T_STORE, T_READ))
+    assert len(problems) == 2 and "(STS.64)" in problems[0] and "a 4-way" in problems[0]
+    assert "(LDS.128" in problems[1] and "a 2-way" in problems[1], problems
 
 
-@pytest.mark.parametrize("read, ways", [("B_shared[threadIdx.x][k]", 16),
-                                        ("B_shared[k][2 * threadIdx.x]", 2),
-                                        ("B_shared[threadIdx.x % 4][k]", 4)])
-def test_the_bank_check_refuses_a_conflicting_read(read, ways):
-    problems = tiles_64bit(16)(_kernel(GOOD[0], GOOD[1], read, pitch_b="2 * BLOCK"))
-    assert len(problems) == 1 and f"a {ways}-way bank conflict" in problems[0], problems
-
-
-def test_one_double_of_padding_removes_the_column_conflict():
-    src = _kernel(GOOD[0], "B_shared[threadIdx.x][threadIdx.y]", "B_shared[threadIdx.x][k]")
-    assert len(tiles_64bit(16)(src)) == 2
-    assert tiles_64bit(16)(src.replace("B_shared[BLOCK][BLOCK]",
-                                       "B_shared[BLOCK][BLOCK + 1]")) == []
-
-
-def test_comments_are_not_read_as_code():
-    src = _kernel(*GOOD) + "// B_shared[threadIdx.x][k] would conflict\n"
+def test_a_broadcast_of_a_is_no_conflict():
+    """A_shared[ty][k]: one LDS.128 broadcast per half-warp, 2 wavefronts of 4."""
+    assert tiles_64bit(16)(_kernel("BLOCK + 1", T_STORE, T_READ)) == []
+    # read as an LDS.64 (a padded A tile): the half-warps merge, 2 wavefronts of 2
+    src = _kernel("BLOCK + 1", T_STORE, T_READ).replace("A_shared[BLOCK][BLOCK]",
+                                                         "A_shared[BLOCK][BLOCK + 1]")
     assert tiles_64bit(16)(src) == []
 
 
-def test_a_missing_tile_access_is_named():
-    src = "__shared__ double A_shared[BLOCK][BLOCK];\n__shared__ double B_shared[BLOCK][BLOCK];\n" \
-          "acc += A_shared[threadIdx.y][k];\n"
-    problems = tiles_64bit(16)(src)
-    assert problems == ["no access to B_shared found: stage the tile and read it in the inner "
-                        "loop"], problems
+def test_comments_are_not_read_as_code():
+    src = _kernel("BLOCK + 1", T_STORE, T_READ) + "// B_shared[threadIdx.y][threadIdx.x] = b;\n"
+    assert tiles_64bit(16)(src) == []
+
+
+def test_a_missing_access_is_named():
+    src = ("__shared__ double A_shared[BLOCK][BLOCK];\n"
+           "__shared__ double B_shared[BLOCK][BLOCK + 1];\n"
+           "A_shared[threadIdx.y][threadIdx.x] = 0.0;\nacc += A_shared[threadIdx.y][k];\n")
+    assert tiles_64bit(16)(src) == [
+        "no store to B_shared found: stage the tile and read it in the inner loop",
+        "no read of B_shared found: stage the tile and read it in the inner loop"]
+
+
+def test_rows_shorter_than_the_tile_are_refused():
+    assert "at least BLOCK = 16" in tiles_64bit(16)(_kernel("BLOCK - 1", T_STORE, T_READ))[0]
+
+
+def test_an_index_outside_the_tile_is_named():
+    problems = tiles_64bit(16)(_kernel("BLOCK + 1", T_STORE, "B_shared[threadIdx.x][k + 2]"))
+    assert problems and "outside the tile's 16 rows of 17" in problems[0], problems

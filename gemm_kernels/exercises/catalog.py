@@ -351,16 +351,17 @@ register(Exercise(
 # ---------------------------------------------------------------- chapter 11
 
 register(Exercise(
-    name="11_dgemm", chapter="11", title="double tiles read without bank conflicts",
-    kernel="dgemm_tiled", params={"BLOCK": 16}, sass=("LDS.64", "STS.64"),
-    static_checks=(ch11_checks.tiles_64bit(16),),
+    name="11_dgemm", chapter="11", title="a transposed tile of doubles without bank conflicts",
+    kernel="dgemm_tiled", params={"BLOCK": 16},
+    static_checks=(ch11_checks.tiles_64bit(16, "11_dgemm", "dgemm_tiled", {"BLOCK": 16}),),
     hints={"compile": "keep the kernel's name and template parameters as given",
-           "static": "a 64-bit access is served per half-warp: the 16 doubles a half-warp "
-                     "reads or writes must lie in different pairs of banks (consecutive "
-                     "doubles along a row do; a walk down a column of a 16 x 16 tile does "
-                     "not)",
-           "correct": "A_shared[ty][kk] must hold A[row][tile * BLOCK + kk] and "
-                      "B_shared[kk][tx] B[tile * BLOCK + kk][col], with 0.0 outside the "
-                      "matrices",
+           "static": "in each phase (16 lanes of an LDS.64 or STS.64, 8 lanes of an "
+                     "LDS.128) the lanes must use different banks as wide as the access "
+                     "(byte address / width, modulo 128 / width) or share an element; ptxas "
+                     "reads k and k + 1 with one LDS.128 where your rows keep them side by "
+                     "side and 16-byte aligned",
+           "correct": "B_shared[threadIdx.x][c] must hold B[tile * BLOCK + threadIdx.y][col], "
+                      "and the read at k must find the element the thread with "
+                      "threadIdx.y = k stored; 0.0 outside the matrices",
            "speed": "keep the two barriers and the unrolled inner loop"},
 ))

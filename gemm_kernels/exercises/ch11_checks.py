@@ -1,30 +1,46 @@
-"""Chapter 11's static check: the 64-bit bank model on the student's double tiles.
+"""Chapter 11's static check: the wide-access bank rules on the student's tile of doubles.
 
-The student stages the tiles `A_shared` and `B_shared` (doubles) and writes the inner
-loop that reads them. The check finds every `A_shared[..][..]` and `B_shared[..][..]` in
-the code (comments aside), evaluates both indices for every lane of every warp of the
-BLOCK x BLOCK block and every `k` of the inner loop, with the row length read from the
-tile's declaration, and prices each warp instruction with the bank model at width 8: two
-half-warp phases of 16 lanes x 8 bytes.
+The exercise is chapter 03's tiled multiply in double precision with the B tile stored
+transposed: row c of `B_shared` holds column c of B's tile, so thread (tx, ty) stores
+the element it loads, B(tile * BLOCK + ty, col), in row tx, and reads row tx in the inner
+loop. The student chooses the row length of `B_shared` (its declaration) and the column
+each element goes to. This module finds every `A_shared[..][..]` and `B_shared[..][..]`
+in the code (comments aside), evaluates both indices for every lane of every warp of
+the BLOCK x BLOCK block and every `k` of the inner loop, with the row length read from
+the tile's declaration, and then:
 
-The bound is one wavefront per half-warp. When lanes i and i ^ 1 read the same double the
-model merges the two half-warps into one phase, and two different doubles 128 bytes apart
-then show up as a 2-way conflict of that phase: 2 wavefronts, the same as the two phases
-unmerged (`A_shared[ty][k]` with BLOCK = 16 is that case). Merging can only save a
-wavefront, so an access costing more than one per half-warp is the only real conflict.
+* refuses a B layout that is not the transposed one (a row index other than
+  threadIdx.x), that leaves the tile, puts two elements in one slot, or whose read at `k`
+  does not find what the store put there for ty = k;
+* prices every warp instruction with the bank model at the width ptxas gives it. A store
+  of a double is an STS.64. A read is an LDS.64, unless every thread's elements of k and
+  k + 1 (k even) sit in consecutive slots starting at a multiple of 16 bytes: then ptxas
+  reads both with one LDS.128 (as it does for `A_shared[ty][k]`), and the read is priced
+  per quarter-warp with 16-byte banks (tests/test_exercise_ch11.py checks this rule
+  against the SASS for several row lengths). Where the submission's SASS is at hand and
+  holds no LDS.128 in the loop, every read is priced as an LDS.64;
+* refuses an access that costs a warp more wavefronts than its phases before merging
+  (2 for an 8-byte access, two half-warps; 4 for a 16-byte one, four quarter-warps): one
+  wavefront per phase is conflict-free, and merging phases can only save one.
+
+No GPU is needed: a student without one learns what the layout costs.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-from gemm_kernels.exercises.cexpr import code_only, compile_expression, evaluate
+from gemm_kernels.exercises.cexpr import ExpressionError, code_only, compile_expression, evaluate
 from gemm_kernels.exercises.stubs import stub_lines
 from gemm_kernels.memory import banks
 
-WIDTH = 8                                     # a double: one 64-bit shared access
-BOUND = 2                                     # one wavefront per half-warp
+ELEMENT = 8                                   # a double
 TILES = ("A_shared", "B_shared")
 NAMES = ("threadIdx.x", "threadIdx.y", "k", "BLOCK")
+PHASES = {8: 2, 16: 4}                        # phases of a full warp before merging
+PHASE_NAME = {8: "half-warp (16 lanes, 16 banks of 8 bytes)",
+              16: "quarter-warp (8 lanes, 8 banks of 16 bytes)"}
+OPCODE = {("st", 8): "STS.64", ("ld", 8): "LDS.64", ("ld", 16): "LDS.128"}
 
 _DECL = re.compile(r"__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?double\s+"
                    r"(A_shared|B_shared)\s*\[([^\[\]]*)\]\s*\[([^\[\]]*)\]\s*;")
@@ -32,35 +48,144 @@ _ACCESS = re.compile(r"\b(A_shared|B_shared)\s*\[([^\[\]]+)\]\s*\[([^\[\]]+)\]")
 _STORE = re.compile(r"\s*=(?!=)")
 
 
-def warp_addresses(row_tree, col_tree, pitch: int, block: int, warp: int, k: int) -> list[int]:
-    """Byte offsets of [row][col] in a tile of doubles whose rows are `pitch` long, for the
-    32 lanes of `warp` (thread (l % BLOCK, l // BLOCK) of the block for lane l)."""
-    out = []
-    for lane in range(banks.WARP):
-        t = warp * banks.WARP + lane
-        names = {"threadIdx.x": t % block, "threadIdx.y": t // block, "k": k, "BLOCK": block}
-        r, c = row_tree(names), col_tree(names)
-        if r < 0 or c < 0:
-            raise ValueError(f"index [{r}][{c}] for thread ({t % block}, {t // block})")
-        out.append((r * pitch + c) * WIDTH)
-    return out
+@dataclass(frozen=True)
+class Access:
+    """One shared-memory access of the source: its tile, store or read, and its indices."""
+    tile: str
+    op: str                      # "st" or "ld"
+    row: str
+    col: str
+
+    @property
+    def what(self) -> str:
+        return f"{'the store to' if self.op == 'st' else 'the read of'} " \
+               f"{self.tile}[{self.row}][{self.col}]"
 
 
-def worst_access(row: str, col: str, pitch: int, block: int):
-    """The costliest warp instruction of an access [row][col] (over the warps of the
-    block and the k of the inner loop): its analysis."""
-    row_tree, col_tree = compile_expression(row, NAMES), compile_expression(col, NAMES)
-    return max((banks.analyse(warp_addresses(row_tree, col_tree, pitch, block, warp, k), WIDTH)
-                for warp in range(block * block // banks.WARP) for k in range(block)),
-               key=lambda a: a.wavefronts)
+def threads(block: int, warp: int) -> list[tuple[int, int]]:
+    """(tx, ty) of the 32 lanes of `warp` in a BLOCK x BLOCK block."""
+    return [((warp * banks.WARP + lane) % block, (warp * banks.WARP + lane) // block)
+            for lane in range(banks.WARP)]
 
 
-def tiles_64bit(block: int):
-    """The static check of the 64-bit tile exercise with BLOCK = `block`: a callable
-    source -> problems."""
+def slot_function(access: Access, pitch: int, block: int):
+    """(tx, ty, k) -> (row, col, slot) of the access, slot = row * pitch + col."""
+    row = compile_expression(access.row, NAMES)
+    col = compile_expression(access.col, NAMES)
+
+    def slot(tx, ty, k):
+        names = {"threadIdx.x": tx, "threadIdx.y": ty, "k": k, "BLOCK": block}
+        r, c = row(names), col(names)
+        return r, c, r * pitch + c
+    return slot
+
+
+def read_pairs(slot, block: int) -> bool:
+    """True when every thread's elements of k and k + 1 (k even) lie in consecutive slots
+    whose first starts at a multiple of 16 bytes: ptxas then reads both with one LDS.128."""
+    for ty in range(block):
+        for tx in range(block):
+            for k in range(0, block - 1, 2):
+                s = slot(tx, ty, k)[2]
+                if s % 2 or slot(tx, ty, k + 1)[2] != s + 1:
+                    return False
+    return True
+
+
+def cost(slot, block: int, op: str, width: int):
+    """The costliest warp instruction of the access (over the warps of the block and the
+    k of the inner loop, in pairs for a 16-byte read): (its banks.Analysis, warp, k)."""
+    worst = None
+    ks = range(0, block, width // ELEMENT) if op == "ld" else (0,)
+    for warp in range(block * block // banks.WARP):
+        lanes = threads(block, warp)
+        for k in ks:
+            an = banks.analyse([slot(tx, ty, k)[2] * ELEMENT for tx, ty in lanes], width)
+            if worst is None or an.wavefronts > worst[0].wavefronts:
+                worst = (an, warp, k)
+    return worst
+
+
+def layout_problems(accesses: list[Access], slots: dict, pitch: dict, block: int) -> list[str]:
+    """Indices outside their tile; for B_shared, the transposed layout and the match of
+    the read with the store."""
+    problems = []
+    for a in accesses:
+        slot = slots[a]
+        ks = range(block) if a.op == "ld" else (0,)
+        for tx, ty, k in ((tx, ty, k) for ty in range(block) for tx in range(block) for k in ks):
+            r, c, _ = slot(tx, ty, k)
+            if not (0 <= r < block and 0 <= c < pitch[a.tile]):
+                at = f"k = {k}, " if a.op == "ld" else ""
+                problems.append(f"{a.what} is [{r}][{c}] for {at}threadIdx = ({tx}, {ty}), "
+                                f"outside the tile's {block} rows of {pitch[a.tile]}")
+                break
+            if a.tile == "B_shared" and r != tx:
+                at = f"at k = {k} " if a.op == "ld" else ""
+                problems.append(f"{a.what} is row {r} {at}for threadIdx = ({tx}, {ty}): this "
+                                "exercise stores B transposed, so a thread's row of B_shared "
+                                "is the column of B it owns, threadIdx.x")
+                break
+    if problems:
+        return problems
+    stores = [a for a in accesses if a.tile == "B_shared" and a.op == "st"]
+    reads = [a for a in accesses if a.tile == "B_shared" and a.op == "ld"]
+    if len(stores) != 1:
+        return [f"B_shared is stored {len(stores)} times: the check expects one store, "
+                "B_shared[threadIdx.x][..] = b"] if stores else []
+    store = slots[stores[0]]
+    for tx in range(block):
+        seen = {}
+        for ty in range(block):
+            c = store(tx, ty, 0)[1]
+            if c in seen:
+                return [f"{stores[0].what} puts the elements of threadIdx.y = {seen[c]} and "
+                        f"{ty} (threadIdx.x = {tx}) in the same slot [{tx}][{c}]: every "
+                        "element needs a slot of its own"]
+            seen[c] = ty
+    for a in reads:
+        read = slots[a]
+        for tx in range(block):
+            for k in range(block):
+                got, want = read(tx, 0, k)[1], store(tx, k, 0)[1]
+                if got != want:
+                    return [f"{a.what} at k = {k} reads [{tx}][{got}] for threadIdx.x = {tx}, "
+                            f"but the store put B(tile * BLOCK + {k}, col) at [{tx}][{want}] "
+                            f"(the thread with threadIdx.y = {k} stored it)"]
+    return []
+
+
+def price(accesses: list[Access], slots: dict, block: int, wide_reads: bool = True) -> list[str]:
+    """The accesses that cost more than one wavefront per phase, each with its cost."""
+    problems = []
+    for a in accesses:
+        slot = slots[a]
+        width = 16 if a.op == "ld" and wide_reads and read_pairs(slot, block) else ELEMENT
+        an, warp, k = cost(slot, block, a.op, width)
+        if an.wavefronts > PHASES[width]:
+            at = f" at k = {k}" if a.op == "ld" else ""
+            how = (": your rows keep k and k + 1 side by side, 16-byte aligned, so ptxas "
+                   "reads both at once") if width == 16 else ""
+            problems.append(
+                f"{a.what} ({OPCODE[(a.op, width)]}{how}) costs warp {warp}{at} "
+                f"{an.wavefronts} wavefronts where {PHASES[width]} would do: "
+                f"{_article(an.max_degree)}-way bank conflict in each {PHASE_NAME[width]}")
+    return problems
+
+
+def _article(n: int) -> str:
+    """'a 2', 'an 8', 'an 11', 'an 18'."""
+    return f"{'an' if str(n).startswith('8') or n in (11, 18) else 'a'} {n}"
+
+
+def tiles_64bit(block: int, exercise: str = "", kernel: str = "", params: dict | None = None):
+    """The static check of exercise 11 with BLOCK = `block`: a callable source -> problems.
+    With `exercise`, `kernel` and `params` it also reads the submission's SASS: where its
+    loop holds no LDS.128, every read is priced as an LDS.64."""
 
     def check(source: str) -> list[str]:
         code = code_only(source)
+        todo = bool(stub_lines(source))
         names = {"BLOCK": block}
         pitch = {}
         for tile, _, length in _DECL.findall(code):
@@ -70,31 +195,46 @@ def tiles_64bit(block: int):
                 return [f"cannot read the row length `{length.strip()}` of {tile}: {e}"]
         missing = [t for t in TILES if t not in pitch]
         if missing:
-            return [f"no declaration `__shared__ double {missing[0]}[..][..];` found "
-                    "(the bank check reads the row length from it)"]
+            return [] if todo else [
+                f"no declaration `__shared__ double {missing[0]}[BLOCK][..];` found (the "
+                "bank check reads the row length from it)"]
+        if pitch["B_shared"] < block:
+            return [f"B_shared's rows hold {pitch['B_shared']} doubles: they need at least "
+                    f"BLOCK = {block}, one per k"]
         declarations = [d.span() for d in _DECL.finditer(code)]
-        problems, seen = [], set()
+        accesses, problems = [], []
         for m in _ACCESS.finditer(code):
             if any(s <= m.start() < e for s, e in declarations):
                 continue
-            tile, row, col = m.group(1), m.group(2).strip(), m.group(3).strip()
-            seen.add(tile)
-            store = bool(_STORE.match(code, m.end()))
-            what = f"{'the store to' if store else 'the read of'} {tile}[{row}][{col}]"
+            accesses.append(Access(m.group(1), "st" if _STORE.match(code, m.end()) else "ld",
+                                   m.group(2).strip(), m.group(3).strip()))
+        slots = {}
+        for a in dict.fromkeys(accesses):
             try:
-                a = worst_access(row, col, pitch[tile], block)
-            except ValueError as e:
-                problems.append(f"cannot evaluate {what} (write the indices with "
+                slots[a] = slot_function(a, pitch[a.tile], block)
+                slots[a](0, 0, 0)
+            except (ExpressionError, ValueError, KeyError) as e:
+                problems.append(f"cannot evaluate {a.what} (write the indices with "
                                 f"{', '.join(NAMES)}): {e}")
-                continue
-            if a.wavefronts > BOUND:
-                problems.append(
-                    f"{what} costs {a.wavefronts} wavefronts per warp instead of "
-                    f"{BOUND}: a {a.max_degree}-way bank conflict in a half-warp "
-                    "(the doubles one half-warp touches must lie in different pairs of banks)")
-        if not stub_lines(source):
-            problems += [f"no access to {t} found: stage the tile and read it in the "
-                         "inner loop" for t in TILES if t not in seen]
-        return problems
+        if problems:
+            return problems
+        accesses = list(dict.fromkeys(accesses))
+        if not todo:
+            problems += [f"no {'store to' if op == 'st' else 'read of'} {t} found: stage the "
+                         "tile and read it in the inner loop"
+                         for t in TILES for op in ("st", "ld")
+                         if not any(a.tile == t and a.op == op for a in accesses)]
+        problems += layout_problems(accesses, slots, pitch, block)
+        if problems:
+            return problems
+        wide = True
+        if exercise:
+            from gemm_kernels.core import analysis
+            from gemm_kernels.exercises.submission import submission_sass
+            sass = submission_sass(exercise, kernel, params or {}, source)
+            if sass is not None:
+                wide = any(op == "LDS.128" for _, op, _ in analysis.main_loop(sass))
+        return price(accesses, slots, block, wide)
 
+    check.__name__ = f"tiles_64bit_{block}"
     return check

@@ -1,4 +1,5 @@
-"""Which global element sits in which shared-memory slot: chapter 11, question 1.
+"""Which global element sits in which shared-memory slot: chapter 11, appendix D (chapter
+03's index arithmetic, in double precision).
 
 `dgemm_tiled` (cuda/11_dgemm_tiled.cu) stages, for each step `tile` along K,
 

@@ -1,0 +1,503 @@
+"""Chapter 11's pictures and tables: wide shared-memory accesses (LDS.64, LDS.128).
+
+* `phase_cases`, `merge_cases`: warp loads for `ch10_11_instructions.plot_phases`, the
+  picture of which lanes share a phase;
+* `plot_wide_banks`: one phase of a load drawn over shared memory cut into banks as wide
+  as the load (16 banks of 8 bytes for a double, 8 of 16 bytes for a float4), the view in
+  which the wide rules are chapter 04's rule again;
+* `probe_wide`: chapter 04's hardware probe, its 8- and 16-byte loads;
+* `smem_bound`, `bound_plot`: the rate shared memory alone allows (one wavefront per SM
+  per clock) next to the recorded one;
+* `vec_table`, `vec_plot`: `sgemm_tiled_vec` at one BLOCK with VEC = 1, 2, 4, and
+  everything that changes with VEC;
+* `scalar_or_vector`: one vector load of B against VEC scalar loads of the same floats.
+
+Everything runs without a GPU: the bank model, the compiler here and the recording.
+"""
+from __future__ import annotations
+
+from gemm_kernels.core.table import Table
+from gemm_kernels.memory import banks
+from gemm_kernels.memory import ch10_11_instructions as instr
+from gemm_kernels.memory.wavefronts import WarpInstr
+
+WARP = banks.WARP
+SIZE = 2048                       # the size of the recorded sweeps of both kernels
+
+
+def _load(what: str, width: int, addresses) -> WarpInstr:
+    return WarpInstr("ld", what, 0, width, tuple(addresses))
+
+
+def _lanes(block: int):
+    """(tx, ty) of the 32 lanes of warp 0 in a BLOCK x BLOCK block."""
+    return [(lane % block, lane // block) for lane in range(WARP)]
+
+
+def tile_read(row, col, pitch: int, block: int = 16, width: int = 8, elem: int = 8):
+    """Warp 0's byte addresses of tile[row(tx, ty)][col(tx, ty)], rows `pitch` elements of
+    `elem` bytes long, for a load `width` bytes wide."""
+    return tuple((row(tx, ty) * pitch + col(tx, ty)) * elem for tx, ty in _lanes(block))
+
+
+# ------------------------------------------------------------------ which lanes share a phase
+
+def phase_cases() -> list[tuple[str, WarpInstr]]:
+    """A warp reading consecutive elements 4, 8 and 16 bytes wide: one phase of 32 lanes,
+    two half-warps, four quarter-warps."""
+    return [("LDS: 32 consecutive floats", _load("floats", 4, banks.strided(1, 4))),
+            ("LDS.64: 32 consecutive doubles", _load("doubles", 8, banks.strided(1, 8))),
+            ("LDS.128: 32 consecutive float4", _load("float4", 16, banks.strided(1, 16)))]
+
+
+def merge_cases(k: int = 3) -> list[tuple[str, WarpInstr]]:
+    """Loads whose lanes pair up on one address, and one whose halves repeat each other:
+    which phases merge and which do not."""
+    half = tile_read(lambda tx, ty: k, lambda tx, ty: tx, 16)       # B_shared[k][tx]
+    a128 = tile_read(lambda tx, ty: ty, lambda tx, ty: k - k % 2, 16, width=16)
+    xor2 = [((lane // 4) * 2 + lane % 2) * 16 for lane in range(WARP)]  # lanes i, i^2 share
+    return [("LDS.64: lanes i and i^1 on one double",
+             _load("pairs", 8, [(lane // 2) * 8 for lane in range(WARP)])),
+            (f"LDS.64: B_shared[{k}][tx], BLOCK = 16 (halves repeat)",
+             _load("B", 8, half)),
+            (f"LDS.128: A_shared[ty][{k - k % 2}..{k - k % 2 + 1}], BLOCK = 16",
+             _load("A", 16, a128)),
+            ("LDS.128: lanes i and i^2 on one float4 (chapter 09's z-order)",
+             _load("zorder", 16, xor2))]
+
+
+# ------------------------------------------------------------------ the wide-bank view
+
+def column_cases(k: int = 3) -> list[tuple[str, WarpInstr]]:
+    """A 16 x 16 tile of doubles (rows of 128 bytes) read along a row and down a column,
+    as LDS.64, and down a column two doubles at a time, as LDS.128."""
+    return [(f"LDS.64 along a row: tile[{k}][tx]",
+             _load("row", 8, tile_read(lambda tx, ty: k, lambda tx, ty: tx, 16))),
+            (f"LDS.64 down a column: tile[tx][{k}]",
+             _load("column", 8, tile_read(lambda tx, ty: tx, lambda tx, ty: k, 16))),
+            (f"LDS.128 down a column: tile[tx][{k - k % 2}..{k - k % 2 + 1}]",
+             _load("column128", 16, tile_read(lambda tx, ty: tx, lambda tx, ty: k - k % 2, 16,
+                                              width=16)))]
+
+
+def plot_wide_banks(cases, phase: int = 0, axes=None, ncols: int | None = None):
+    """For each (label, WarpInstr): the lanes of one phase (default the first) drawn over
+    shared memory cut into banks as wide as the load (128 / width banks of `width` bytes),
+    one row per 128 bytes of memory (the same rows in every panel: all those the phases
+    shown touch, and those between); a cell holds the lanes that read it. A bank asked
+    for more than one different element is outlined in red, and the phase costs as many
+    wavefronts as the most different elements one bank holds."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    if axes is None:
+        ncols = ncols or len(cases)
+        nrows = -(-len(cases) // ncols)
+        _, grid = plt.subplots(nrows, ncols, figsize=(4.4 * ncols, 5.4 * nrows), squeeze=False)
+        axes = grid.ravel()
+    colour = plt.get_cmap("tab10")(0)
+    phases = [ins.analysis.phases[phase] for _, ins in cases]
+    touched = [acc.address // 128 for ph in phases for acc in ph.accesses]
+    lines = list(range(min(touched), max(touched) + 1))
+    for ax in axes[len(cases):]:
+        ax.set_axis_off()
+    for ax, (label, ins), ph in zip(axes, cases, phases):
+        width = ins.width
+        nbanks = 128 // width
+        cells: dict[tuple[int, int], list[int]] = {}
+        for acc in ph.accesses:
+            cells.setdefault((acc.address // 128, (acc.address % 128) // width), []).append(acc.lane)
+        per_bank: dict[int, int] = {}
+        for _, bank in cells:
+            per_bank[bank] = per_bank.get(bank, 0) + 1
+        for y in range(len(lines)):
+            for bank in range(nbanks):
+                ax.add_patch(Rectangle((bank - 0.45, y - 0.42), 0.9, 0.84, facecolor="0.94",
+                                       edgecolor="none", zorder=0))
+        for (line, bank), lanes in cells.items():
+            y = lines.index(line)
+            hot = per_bank[bank] > 1
+            ax.add_patch(Rectangle((bank - 0.45, y - 0.42), 0.9, 0.84, facecolor=colour,
+                                   edgecolor="crimson" if hot else "none",
+                                   linewidth=2 if hot else 0, zorder=1))
+            text = str(lanes[0]) if len(lanes) == 1 else f"{lanes[0]}-{lanes[-1]}"
+            ax.text(bank, y, text, ha="center", va="center", color="white", zorder=2,
+                    fontsize=8 if len(text) < 4 else 6.5)
+        ax.set_xlim(-0.6, nbanks - 0.4)
+        ax.set_ylim(len(lines) - 0.5, -0.5)
+        ax.set_xticks(range(0, nbanks, max(1, nbanks // 8)))
+        ax.set_yticks(range(len(lines)), [str(line) for line in lines], fontsize=8)
+        ax.set_xlabel(f"{width}-byte bank (128 bytes = {nbanks} banks)")
+        ax.set_ylabel("128-byte row of shared memory")
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        lo, hi = min(ph.lanes), max(ph.lanes)
+        ax.set_title(f"{label}\nphase {phase} (lanes {lo}-{hi}): {ph.wavefronts} "
+                     f"wavefront{'s' if ph.wavefronts != 1 else ''}", fontsize=10)
+    axes[0].figure.suptitle("One phase over banks as wide as the load: one wavefront when its "
+                            "lanes use different banks (red: a bank asked for several elements)",
+                            fontsize=11)
+    axes[0].figure.tight_layout()
+    return axes
+
+
+# ------------------------------------------------------------------ the probe
+
+def probe_wide():
+    """Chapter 04's bank probe (Nsight Compute, one warp, one load per launch), its 8- and
+    16-byte loads: what each pattern is, the model's wavefronts and the measured ones."""
+    from gemm_kernels.memory import ch03_04_tiles
+    full = ch03_04_tiles.probe_table()
+    if full is None:
+        return None
+    import json
+    from pathlib import Path
+    path = Path(ch03_04_tiles.__file__).resolve().parents[2] / "tests" / "data" / "bank_probe.json"
+    notes = {r["name"]: r.get("note", "") for r in json.loads(path.read_text())["results"]}
+    rows = [{"bytes/lane": r["bytes/lane"], "load": notes.get(r["pattern"]) or r["pattern"],
+             "model wf": r["model wf"], "measured wf": r["ncu wf"], "agree": r["agree"]}
+            for r in full if r["bytes/lane"] > 4]
+    agree = sum(r["agree"] == "yes" for r in rows)
+    return Table(rows, list(rows[0]), title=f"{full.title.split(';')[0]}: the {len(rows)} "
+                 f"wide loads; model and measurement agree on {agree}")
+
+
+# ------------------------------------------------------------------ the shared-memory bound
+
+def _props():
+    from gemm_kernels.core import device
+    from gemm_kernels.measure import records
+    if device.is_live():
+        return device.properties()
+    rec = records.current()
+    return rec.device if rec else None
+
+
+def _rate(kernel, params, size):
+    from gemm_kernels.measure import lookup
+    try:
+        return lookup.measure_or_lookup(kernel, (size,) * 3, params)["gflops"]["median"]
+    except LookupError:
+        return None
+
+
+def step_wavefronts(kernel, params) -> dict:
+    """One warp's shared-memory wavefronts per step along K (the model of what ptxas
+    emits, averaged over the warps of the block): loads, stores, and the FMA
+    instructions of the step (BLOCK * VEC per warp)."""
+    from gemm_kernels.core.launch import kernel_of
+    p = kernel_of(kernel).resolve(params)
+    acc = instr.block_accesses(kernel, p)
+    nw = max(a.warp for a in acc) + 1
+    out = {op: sum(a.analysis.wavefronts for a in acc if a.op == op) / nw for op in ("ld", "st")}
+    return {**out, "total": out["ld"] + out["st"], "fma": p["BLOCK"] * p.get("VEC", 1)}
+
+
+def recorded_step_wavefronts(kernel, params) -> float | None:
+    """Nsight Compute's shared wavefronts (loads and stores) per warp and step, from the
+    recorded launch totals; None where the recording has none."""
+    from gemm_kernels.core.launch import kernel_of
+    from gemm_kernels.memory import wavefronts
+    k = kernel_of(kernel)
+    p = k.resolve(params)
+    m = wavefronts.recorded(k, p)
+    if not m or m.get("ld wavefronts") is None:
+        return None
+    warps = p["BLOCK"] * p["BLOCK"] // WARP
+    return (m["ld wavefronts"] + m["st wavefronts"]) / (instr.repeats(k, p, m["shape"]) * warps)
+
+
+def smem_bound(kernel, params) -> dict:
+    """The rate shared memory alone allows: each SM serves one wavefront per clock (the
+    device's clock as it reports it), and a warp's step costs `step_wavefronts` of them
+    for BLOCK * VEC FMA instructions of 32 lanes (2 flops each). An upper bound: it
+    leaves out the global loads, the barriers and everything else."""
+    props = _props()
+    if not props or not props.get("sm_count") or not props.get("sm_clock_mhz"):
+        raise ValueError("the bound needs the device's sm_count and sm_clock_mhz")
+    w = step_wavefronts(kernel, params)
+    bound = props["sm_count"] * props["sm_clock_mhz"] * 1e6 * w["fma"] * WARP * 2 / w["total"] / 1e9
+    return {**w, "recorded": recorded_step_wavefronts(kernel, params), "bound": bound,
+            "clock GHz": props["sm_clock_mhz"] / 1e3, "SMs": props["sm_count"]}
+
+
+def _label(kernel, p) -> str:
+    return " ".join(f"{n}={v}" for n, v in p.items() if n in ("BLOCK", "VEC"))
+
+
+def bound_table(configs, size: int = SIZE):
+    """Per (kernel, params): wavefronts per warp and step (model, and Nsight Compute's
+    where recorded), FMA per step, the shared-memory bound, the
+    recorded rate and its share of the bound."""
+    from gemm_kernels.core.launch import kernel_of
+    from gemm_kernels.measure import records
+    rows = []
+    for name, params in configs:
+        p = kernel_of(name).resolve(params)
+        b = smem_bound(name, p)
+        g = _rate(name, p, size)
+        rows.append({"kernel": name, "params": _label(name, p),
+                     "wavefronts/step": b["total"], "Nsight wavefronts/step": b["recorded"],
+                     "FMA/step": b["fma"],
+                     "bound GFLOP/s": b["bound"], f"GFLOP/s at {size}": g,
+                     "% of bound": None if g is None else 100 * g / b["bound"]})
+    b = smem_bound(*configs[0])
+    return Table(rows, list(rows[0]),
+                 title=f"shared-memory bound: {b['SMs']} SMs x 1 wavefront per clock x "
+                       f"{b['clock GHz']:.2f} GHz; rates {records.recording_label()}")
+
+
+def bound_plot(table, ax=None, title: str = ""):
+    """Bars of a `bound_table`: the bound (pale) and the recorded rate (solid), with the
+    share of the bound written on each bar."""
+    import matplotlib.pyplot as plt
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8.5, 0.55 * len(table) + 1.6))
+    rate_col = next(c for c in table.columns if c.startswith("GFLOP/s at"))
+    labels = [f"{r['kernel']} {r['params']}" for r in table]
+    y = list(range(len(table)))[::-1]
+    ax.barh(y, [r["bound GFLOP/s"] for r in table], color="tab:blue", alpha=0.25,
+            label="shared-memory bound")
+    ax.barh(y, [r[rate_col] or 0 for r in table], height=0.5, color="tab:blue",
+            label=f"recorded, {rate_col.replace('GFLOP/s at ', '')}^3")
+    for yy, r in zip(y, table):
+        if r[rate_col]:
+            ax.text(r[rate_col], yy, f" {r['% of bound']:.0f}%", va="center", fontsize=9)
+    ax.set_yticks(y, labels, fontsize=9)
+    ax.set_xlabel("GFLOP/s")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.3 / len(table)), ncol=2,
+              fontsize=8, frameon=False)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.set_title(title or "Recorded rate against the rate shared memory alone allows",
+                 fontsize=10)
+    ax.figure.tight_layout()
+    return ax
+
+
+# ------------------------------------------------------------------ float: VEC = 1, 2, 4
+
+def b_read_opcode(vec: int) -> str:
+    return {1: "LDS", 2: "LDS.64", 4: "LDS.128"}[vec]
+
+
+def store_conflict(kernel, params) -> int:
+    """The worst conflict degree of the block's shared stores (model)."""
+    return max((a.analysis.max_degree for a in instr.block_accesses(kernel, params)
+                if a.op == "st"), default=0)
+
+
+def vec_table(block: int = 16, size: int = SIZE):
+    """`sgemm_tiled_vec` at BLOCK = `block`, VEC = 1, 2, 4: what changes with VEC. Per
+    configuration, for one warp and one step along K: the width of the B read, the FFMA
+    instructions (BLOCK * VEC: each A value feeds VEC of them), the shared loads (the
+    model's, which the tests check against the SASS) and their wavefronts; then the
+    registers of the timed binary and blocks per SM, blocks in the grid at size^3, the
+    worst conflict of the B stores, the shared-memory bound and the recorded rate."""
+    import math
+    from gemm_kernels.core import analysis
+    from gemm_kernels.core.launch import kernel_of
+    from gemm_kernels.measure import lookup, records
+    k = kernel_of("sgemm_tiled_vec")
+    rows = []
+    for vec in (1, 2, 4):
+        p = k.resolve({"BLOCK": block, "VEC": vec})
+        loads = sum(n for f, n in instr.instruction_counts(k, p).items() if f.startswith("LDS"))
+        b = smem_bound(k, p)
+        binary = lookup.binary(k, p, (size,) * 3) or {}
+        occ = analysis.kernel_occupancy(k, p, registers=binary.get("registers"))
+        g = _rate(k.name, p, size)
+        rows.append({"VEC": vec, "B read": b_read_opcode(vec), "FFMA/step": b["fma"],
+                     "shared loads/step": loads, "wavefronts/step": b["total"],
+                     "registers": binary.get("registers"), "blocks/SM": occ.blocks_per_sm,
+                     "blocks in grid": math.prod(k.grid(p, (size,) * 3)),
+                     "B store conflict": (lambda d: "none" if d <= 1 else f"{d}-way")(
+                         store_conflict(k, p)),
+                     "bound GFLOP/s": b["bound"], f"GFLOP/s at {size}": g,
+                     "% of bound": None if g is None else 100 * g / b["bound"]})
+    return Table(rows, list(rows[0]), title=f"sgemm_tiled_vec, BLOCK = {block}: one parameter, "
+                 f"VEC; rates and registers {records.recording_label()}")
+
+
+def vec_plot(table, ax=None):
+    """Recorded rate and shared-memory bound against VEC (a `vec_table`), each relative to
+    VEC = 1: if shared memory sets the pace, the two lines rise together."""
+    import matplotlib.pyplot as plt
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, 4))
+    rate_col = next(c for c in table.columns if c.startswith("GFLOP/s at"))
+    vecs = [r["VEC"] for r in table]
+    r0, b0 = table[0][rate_col], table[0]["bound GFLOP/s"]
+    ax.plot(vecs, [r["bound GFLOP/s"] / b0 for r in table], "o--", color="tab:blue",
+            label="shared-memory bound (1 / wavefronts per FFMA)")
+    if r0:
+        ax.plot(vecs, [r[rate_col] / r0 for r in table], "s-", color="tab:orange",
+                label=f"recorded rate, {rate_col.replace('GFLOP/s at ', '')}^3")
+        for v, r in zip(vecs, table):
+            ax.annotate(f"{r[rate_col]:,.0f} GFLOP/s", (v, r[rate_col] / r0),
+                        textcoords="offset points", xytext=(6, -12), fontsize=8)
+    ax.set_xticks(vecs, [f"VEC={v}\n{r['B read']}" for v, r in zip(vecs, table)])
+    ax.set_ylabel("relative to VEC = 1")
+    ax.legend(fontsize=8, loc="upper left")
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.set_title("sgemm_tiled_vec: the bound rises with VEC, the rate a little more",
+                 fontsize=10)
+    ax.figure.tight_layout()
+    return ax
+
+
+def scalar_or_vector(block: int = 16, k: int = 0):
+    """Warp 0 reading its VEC neighbouring floats of row k of the B tile, B_shared[k][VEC
+    * tx + j]: with one VEC-wide load (what the kernel does), or with VEC scalar LDS of
+    the same floats. Wavefronts per warp for all VEC floats."""
+    rows = []
+    for vec in (1, 2, 4):
+        width = block * vec
+
+        def addr(j, w=4, vec=vec, width=width):
+            return tile_read(lambda tx, ty: k, lambda tx, ty: vec * tx + j, width, block,
+                             width=w, elem=4)
+        one = banks.analyse(addr(0, 4 * vec), 4 * vec)
+        scalar = [banks.analyse(addr(j), 4) for j in range(vec)]
+        rows.append({"VEC": vec, "one vector load": f"{b_read_opcode(vec)}: {one.wavefronts}",
+                     f"{vec} scalar LDS": f"{vec} x {scalar[0].wavefronts} = "
+                                          f"{sum(a.wavefronts for a in scalar)}"})
+    return Table([{"VEC": r["VEC"], "one vector load": r["one vector load"],
+                   "VEC scalar LDS": next(v for c, v in r.items() if c.endswith("scalar LDS"))}
+                  for r in rows], ["VEC", "one vector load", "VEC scalar LDS"],
+                 title=f"B_shared[k][VEC*tx + j], BLOCK = {block}: wavefronts per warp for all "
+                       "VEC floats (bank model)")
+
+
+# ------------------------------------------------------------------ the chapter's readings
+
+def ncu_agreement(configs) -> str:
+    """How far Nsight Compute's recorded shared wavefronts are from the model's, over a
+    launch at the profiled shape, for loads and for stores."""
+    t = instr.comparison(configs)
+    lines = []
+    for op, what in (("ld", "loads"), ("st", "stores")):
+        got = [r[f"{op} ncu/model"] for r in t if r[f"{op} ncu/model"] is not None]
+        if not got:
+            return "no Nsight Compute counters recorded for these kernels"
+        worst = max(abs(x - 1) for x in got)
+        extra = "" if op == "ld" else ", all of it booked as bank conflicts" \
+            if instr.excess_is_conflicts(t) else ""
+        lines.append(f"{what}: Nsight Compute's wavefronts are within {100 * worst:.2f}% of "
+                     f"the model's{extra}")
+    return "\n".join(lines)
+
+
+def dgemm_reading(block: int = 16, size: int = 4096) -> str:
+    """dgemm_tiled at `block`: its shared-memory bound, the recorded rate at size^3, the
+    FP64 FMA peak (64 FP64 FMA per SM per clock on compute capability 9.0: CUDA C++
+    Programming Guide, throughput of arithmetic instructions) and cuBLAS DGEMM."""
+    props = _props()
+    b = smem_bound("dgemm_tiled", {"BLOCK": block})
+    peak = props["sm_count"] * 64 * 2 * props["sm_clock_mhz"] / 1e3
+    g = _rate("dgemm_tiled", {"BLOCK": block}, size)
+    cub = _rate("cublas_dgemm", None, size)
+    lines = [f"BLOCK = {block}: {b['total']:.0f} wavefronts per {b['fma']} DFMA per warp and step "
+             f"-> shared-memory bound {b['bound']:,.0f} GFLOP/s",
+             f"FP64 FMA peak: {props['sm_count']} SMs x 64 x 2 x {props['sm_clock_mhz'] / 1e3:.2f} "
+             f"GHz = {peak:,.0f} GFLOP/s; the bound is {100 * b['bound'] / peak:.0f}% of it"]
+    if g:
+        lines.append(f"dgemm_tiled at {size}^3: {g:,.0f} GFLOP/s = {100 * g / b['bound']:.0f}% of "
+                     f"the bound, {100 * g / peak:.0f}% of the FP64 FMA peak")
+    if cub:
+        lines.append(f"cuBLAS DGEMM at {size}^3: {cub:,.0f} GFLOP/s, {cub / peak:.1f} x the FP64 "
+                     "FMA peak")
+    return "\n".join(lines)
+
+
+def vec_steps(block: int = 16) -> str:
+    """Per VEC: one warp's wavefronts and FFMA per step of `sgemm_tiled_vec` (model)."""
+    out = []
+    for vec in (1, 2, 4):
+        w = step_wavefronts("sgemm_tiled_vec", {"BLOCK": block, "VEC": vec})
+        out.append(f"VEC = {vec}: {w['total']:.0f} wavefronts ({w['ld']:.0f} loads, {w['st']:.0f} "
+                   f"stores) for {w['fma']} FFMA per warp and step")
+    return "\n".join(out)
+
+
+def vec_reading(table) -> str:
+    """How much VEC = 2 and 4 gain over VEC = 1 in a `vec_table`: the bound and the rate."""
+    rate_col = next(c for c in table.columns if c.startswith("GFLOP/s at"))
+    r0, b0 = table[0][rate_col], table[0]["bound GFLOP/s"]
+    return "\n".join(
+        f"VEC = {r['VEC']} against VEC = 1: bound x {r['bound GFLOP/s'] / b0:.2f}, recorded rate "
+        f"x {r[rate_col] / r0:.2f}" for r in table[1:] if r0 and r[rate_col])
+
+
+# ------------------------------------------------------------------ the exercise, for the solution
+
+EXERCISE = "11_dgemm"
+
+
+def transposed_cases(pitch: int, block: int = 16, k: int = 0) -> list[tuple[str, WarpInstr]]:
+    """Warp 0's store B_shared[tx][ty] (an STS.64) and read B_shared[tx][k] of a transposed
+    B tile with rows of `pitch` doubles; the read as ptxas emits it: one LDS.128 for k and
+    k + 1 where the rows keep them 16-byte aligned (even pitch), else an LDS.64."""
+    store = tile_read(lambda tx, ty: tx, lambda tx, ty: ty, pitch, block)
+    wide = pitch % 2 == 0
+    kk = k - k % 2 if wide else k
+    read = tile_read(lambda tx, ty: tx, lambda tx, ty: kk, pitch, block, width=16 if wide else 8)
+    what = f"B_shared[tx][{kk}..{kk + 1}]" if wide else f"B_shared[tx][{kk}]"
+    return [(f"rows of {pitch}: STS.64 B_shared[tx][ty]",
+             WarpInstr("st", "store", 0, 8, store)),
+            (f"rows of {pitch}: {'LDS.128' if wide else 'LDS.64'} {what}",
+             WarpInstr("ld", "read", 0, 16 if wide else 8, read))]
+
+
+def solution_source() -> str:
+    """The exercise's solution, from the cell of notebooks/solutions/11_solution.ipynb."""
+    from pathlib import Path
+    from gemm_kernels.exercises.notebooks import exercise_cells
+    path = Path(__file__).resolve().parents[2] / "notebooks" / "solutions" / "11_solution.ipynb"
+    found = [src for n, src in exercise_cells(path) if n == EXERCISE]
+    if len(found) != 1:
+        raise ValueError(f"{path}: expected one %%exercise {EXERCISE} cell, found {len(found)}")
+    return found[0]
+
+
+DECLARATION = "__shared__ double B_shared[BLOCK][BLOCK + 1];"
+STORE = "B_shared[threadIdx.x][threadIdx.y] = b;"
+READ = "B_shared[threadIdx.x][k];"
+# (answer, [(text of the solution, replacement), ...])
+ANSWERS = (
+    ("rows of 16 doubles, no padding",
+     [(DECLARATION, "__shared__ double B_shared[BLOCK][BLOCK];")]),
+    ("rows of 18: padded, and still 16-byte aligned",
+     [(DECLARATION, "__shared__ double B_shared[BLOCK][BLOCK + 2];")]),
+    ("rows of 20",
+     [(DECLARATION, "__shared__ double B_shared[BLOCK][BLOCK + 4];")]),
+    ("rows of 16, column swizzled: [tx][ty ^ tx], read [tx][k ^ tx]",
+     [(DECLARATION, "__shared__ double B_shared[BLOCK][BLOCK];"),
+      (STORE, "B_shared[threadIdx.x][threadIdx.y ^ threadIdx.x] = b;"),
+      (READ, "B_shared[threadIdx.x][k ^ threadIdx.x];")]),
+    ("rows of 17, read one element late: [tx][k + 1]",
+     [(READ, "B_shared[threadIdx.x][k + 1];")]),
+    ("B not transposed: [ty][tx], read [k][tx]",
+     [(STORE, "B_shared[threadIdx.y][threadIdx.x] = b;"), (READ, "B_shared[k][threadIdx.x];")]),
+)
+
+
+def answers() -> Table:
+    """The solution changed into each of ANSWERS, through the grader's steps 1 and 2 (the
+    compiler and the layout check, which need no GPU): the verdict of step 2, and what it
+    says, or the registers where it passes."""
+    from gemm_kernels.exercises.grader import grade
+    src = solution_source()
+    rows = []
+    for what, changes in ANSWERS:
+        text = src
+        for old, new in changes:
+            if old not in text:
+                raise ValueError(f"the solution no longer holds {old!r}")
+            text = text.replace(old, new, 1)
+        report = grade(EXERCISE, text, gpu=False, emulate=False)
+        static = report.steps[1]
+        rows.append({"answer": what, "step 2": static.status, "what the grader says": static.detail})
+    return Table(rows, ["answer", "step 2", "what the grader says"],
+                 title="the solution changed into other answers, through steps 1-2 of the grader")

@@ -1,0 +1,115 @@
+"""Chapter 11's pictures and tables (gemm_kernels.notebook.ch11_wide), CPU only: the phase
+and wide-bank cases cost what the chapter says, the bound is the chapter's arithmetic, the
+VEC table and the answers table hold what the text reads from them."""
+import pytest
+
+from gemm_kernels.core.kernels import get
+from gemm_kernels.measure import records
+from gemm_kernels.notebook import ch11_wide as w
+
+from conftest import stamp
+
+
+def _costs(cases):
+    return [(c.width, c.analysis.wavefronts) for _, c in cases]
+
+
+def test_phase_cases_cost_one_wavefront_per_phase():
+    assert _costs(w.phase_cases()) == [(4, 1), (8, 2), (16, 4)]
+
+
+def test_merge_cases():
+    """i^1 pairs of doubles: 1; halves that repeat each other: 2; an LDS.128 broadcast per
+    half-warp and chapter 09's i^2 pairs: 2."""
+    cases = w.merge_cases()
+    assert _costs(cases) == [(8, 1), (8, 2), (16, 2), (16, 2)]
+    assert [c.analysis.merge for _, c in cases] == ["i^1", None, "i^1", "i^2"]
+
+
+def test_column_cases_are_16_and_8_way_in_the_first_phase():
+    row, col, col128 = (c.analysis.phases[0] for _, c in w.column_cases())
+    assert (row.wavefronts, col.wavefronts, col128.wavefronts) == (1, 16, 8)
+
+
+@pytest.mark.parametrize("pitch, store, read", [(16, 16, 8), (17, 1, 1), (18, 2, 1), (20, 4, 2)])
+def test_transposed_cases_match_the_rules(pitch, store, read):
+    (_, st), (_, ld) = w.transposed_cases(pitch)
+    assert st.width == 8 and ld.width == (16 if pitch % 2 == 0 else 8)
+    assert (st.analysis.phases[0].wavefronts, ld.analysis.phases[0].wavefronts) == (store, read)
+
+
+def test_plot_wide_banks_draws_one_panel_per_case():
+    import matplotlib
+    matplotlib.use("Agg")
+    axes = w.plot_wide_banks(w.transposed_cases(17) + w.transposed_cases(18), ncols=2)
+    assert len(axes) == 4 and "2 wavefronts" in axes[2].get_title()
+    matplotlib.pyplot.close(axes[0].figure)
+
+
+def test_step_wavefronts_of_the_chapter():
+    d = w.step_wavefronts("dgemm_tiled", {"BLOCK": 16})
+    assert (d["ld"], d["st"], d["fma"]) == (48, 4, 16)
+    got = [w.step_wavefronts("sgemm_tiled_vec", {"BLOCK": 16, "VEC": v}) for v in (1, 2, 4)]
+    assert [(g["total"], g["fma"]) for g in got] == [(26, 16), (45, 32), (81, 64)]
+
+
+def test_scalar_or_vector():
+    t = w.scalar_or_vector(16)
+    assert [r["VEC scalar LDS"] for r in t] == ["1 x 1 = 1", "2 x 1 = 2", "4 x 2 = 8"]
+    assert t[2]["one vector load"] == "LDS.128: 4"
+
+
+def _fake(data_dir):
+    """A recording with dgemm_tiled BLOCK=16 and sgemm_tiled_vec BLOCK=16 at 2048^3."""
+    import json
+    dev = {"name": "Test GPU", "compute_capability": "9.0", "sm_count": 100,
+           "sm_clock_mhz": 2000.0}
+
+    def row(kernel, params, g):
+        return {"chapter": "11", "kernel": kernel, "params": get(kernel).resolve(params),
+                "shape": [2048] * 3, "gflops": {"median": g, "min": g, "max": g},
+                "error_over_bound": 0.0, "repeats": 20, "binary": {"registers": 32}}
+    rows = [row("dgemm_tiled", {"BLOCK": 16}, 4000.0)] + \
+        [row("sgemm_tiled_vec", {"BLOCK": 16, "VEC": v}, g)
+         for v, g in ((1, 8000.0), (2, 9000.0), (4, 10000.0))]
+    (data_dir / "test-gpu.json").write_text(json.dumps(
+        {"schema": 2, "device": dev, "created": "2026-01-01T00:00:00Z", "commit": "abc",
+         "results": stamp(rows)}))
+    records._LOADED.clear()
+
+
+def test_bound_is_the_chapters_arithmetic(data_dir):
+    _fake(data_dir)
+    b = w.smem_bound("dgemm_tiled", {"BLOCK": 16})
+    # 100 SMs x 2 GHz x (16 DFMA x 32 lanes x 2 flops) / 52 wavefronts per step
+    assert b["bound"] == pytest.approx(100 * 2.0 * 16 * 64 / 52)
+    t = w.bound_table([("dgemm_tiled", {"BLOCK": 16})])
+    assert t[0]["% of bound"] == pytest.approx(100 * 4000 / b["bound"])
+
+
+def test_vec_table_and_reading(data_dir):
+    _fake(data_dir)
+    t = w.vec_table(16)
+    assert [r["B read"] for r in t] == ["LDS", "LDS.64", "LDS.128"]
+    assert [r["shared loads/step"] for r in t] == [20, 20, 20]
+    assert [r["B store conflict"] for r in t] == ["none", "2-way", "2-way"]
+    assert [r["blocks in grid"] for r in t] == [16384, 8192, 4096]
+    assert "VEC = 4 against VEC = 1: bound x 1.28, recorded rate x 1.25" in w.vec_reading(t)
+
+
+def test_probe_wide_keeps_the_wide_loads():
+    t = w.probe_wide()
+    assert t is not None and all(r["bytes/lane"] in (8, 16) for r in t)
+    assert all(r["agree"] == "yes" for r in t)
+
+
+def test_answers_table_grades_each_layout():
+    t = w.answers()
+    verdicts = {r["answer"]: r["step 2"] for r in t}
+    assert verdicts == {
+        "rows of 16 doubles, no padding": "FAIL",
+        "rows of 18: padded, and still 16-byte aligned": "FAIL",
+        "rows of 20": "FAIL",
+        "rows of 16, column swizzled: [tx][ty ^ tx], read [tx][k ^ tx]": "pass",
+        "rows of 17, read one element late: [tx][k + 1]": "FAIL",
+        "B not transposed: [ty][tx], read [k][tx]": "FAIL"}
