@@ -317,3 +317,26 @@ def thread_names(block: tuple[int, int, int], thread: tuple[int, int, int],
         for axis, v in zip("xyz", values):
             env[f"{prefix}.{axis}"] = v
     return env
+
+
+def readable(source: str, entry: str):
+    """(run, the first two template names) of a chapter 01-02 kernel whose statements
+    before the guard can be read (see `placement`), or None: a check that cannot read
+    the source says nothing, and the run on the CPU or GPU judges it."""
+    try:
+        run, _ = placement(source, entry)
+    except Unsupported:
+        return None
+    names = template_names(source)[:2]
+    return (run, names) if len(names) == 2 else None
+
+
+def cells_text(elements) -> str:
+    """Where the (row, col) `elements` of C lie, in words: 'rows 0 to 31 of column 5'."""
+    rows = sorted({r for r, _ in elements})
+    cols = sorted({c for _, c in elements})
+    if len(cols) == 1:
+        return f"rows {rows[0]} to {rows[-1]} of column {cols[0]}"
+    if len(rows) == 1:
+        return f"columns {cols[0]} to {cols[-1]} of row {rows[0]}"
+    return f"rows {rows[0]} to {rows[-1]}, columns {cols[0]} to {cols[-1]}"

@@ -24,9 +24,9 @@ from __future__ import annotations
 import re
 
 from gemm_kernels.core.kernels import get as get_kernel
-from gemm_kernels.exercises.ch01_02_cstatements import (Unsupported, compile_expression,
-                                                        placement, template_names,
-                                                        thread_names)
+from gemm_kernels.exercises.ch01_02_cstatements import (Unsupported, cells_text,
+                                                        compile_expression, placement,
+                                                        readable, thread_names)
 from gemm_kernels.exercises.stubs import stub_lines
 
 KERNEL, ENTRY = "naive", "sgemm_naive"
@@ -67,13 +67,10 @@ def _thread(t) -> str:
 
 def mapping_problems(source: str) -> list[str]:
     """Problems of the row and col the source computes, at X_TO_COL = 1 then 0."""
-    try:
-        run, _ = placement(source, ENTRY)
-    except Unsupported:
+    found = readable(source, ENTRY)
+    if found is None:
         return []
-    names = template_names(source)[:2]
-    if len(names) != 2:
-        return []
+    run, names = found
     M, N = SHAPE
     for x_to_col in (1, 0):
         setting = f"{names[1]} = {x_to_col}"
@@ -102,12 +99,7 @@ def mapping_problems(source: str) -> list[str]:
             want = (r0, c0 + 1) if x_to_col else (r0 + 1, c0)
             if (r1, c1) != want:
                 lanes = [first[(tx, 0)] for tx in range(min(block, 32))]
-                rows = sorted({r for r, _ in lanes})
-                cols = sorted({c for _, c in lanes})
-                where = (f"rows {rows[0]} to {rows[-1]} of column {cols[0]}" if len(cols) == 1
-                         else f"columns {cols[0]} to {cols[-1]} of row {rows[0]}"
-                         if len(rows) == 1 else f"rows {rows[0]}-{rows[-1]}, columns "
-                         f"{cols[0]}-{cols[-1]}")
+                where = cells_text(lanes)
                 return [f"{at}, threads (0, 0) and (1, 0) of block (0, 0) compute "
                         f"C[{r0}][{c0}] and C[{r1}][{c1}], so the first {len(lanes)} lanes "
                         f"of warp 0 compute {where}; {setting} asks for neighbouring "

@@ -16,8 +16,8 @@ coordinates, then what the student wrote) for every thread of the grid:
 from __future__ import annotations
 
 from gemm_kernels.core.kernels import get as get_kernel
-from gemm_kernels.exercises.ch01_02_cstatements import (Unsupported, placement,
-                                                        template_names, thread_names)
+from gemm_kernels.exercises.ch01_02_cstatements import (Unsupported, cells_text, readable,
+                                                        thread_names)
 from gemm_kernels.exercises.stubs import stub_lines
 from gemm_kernels.memory.ch01_02_sectors import lines, sectors
 
@@ -68,28 +68,15 @@ def warp_cost(elements, n: int = MODEL, k: int = MODEL) -> tuple[int, int]:
     return sectors(a) + sectors(b), lines(a) + lines(b)
 
 
-def _where(elements) -> str:
-    rows = sorted({r for r, _ in elements})
-    cols = sorted({c for _, c in elements})
-    if len(cols) == 1:
-        return f"rows {rows[0]} to {rows[-1]} of column {cols[0]}"
-    if len(rows) == 1:
-        return f"columns {cols[0]} to {cols[-1]} of row {rows[0]}"
-    return f"rows {rows[0]} to {rows[-1]}, columns {cols[0]} to {cols[-1]}"
-
-
 def coalesced_check(source: str) -> list[str]:
     """The static check of exercise 02_coalesced: problems, empty when the mapping covers
     C once and no warp's loads touch more lines than the chapter's mapping."""
     if stub_lines(source):
         return []
-    try:
-        run, _ = placement(source, ENTRY)
-    except Unsupported:
+    found = readable(source, ENTRY)
+    if found is None:
         return []
-    names = template_names(source)[:2]
-    if len(names) != 2:
-        return []
+    run, names = found
     M, N = SHAPE
     for block in BLOCKS:
         for grid_value in (1, 0):
@@ -126,9 +113,9 @@ def coalesced_check(source: str) -> list[str]:
             (s, n), (s0, n0) = warp_cost(lanes), warp_cost(want)
             if n > n0 or s > s0:
                 return [f"at BLOCK = {block}, warp {w} of block (0, 0) computes "
-                        f"{_where(lanes)} of C: at each k its loads of A and B touch {s} "
+                        f"{cells_text(lanes)} of C: at each k its loads of A and B touch {s} "
                         f"sectors in {n} lines of 128 bytes, against {s0} sectors in {n0} "
                         f"lines when consecutive threads take consecutive columns "
-                        f"({_where(want)}). The numbers come out right, but every load "
+                        f"({cells_text(want)}). The numbers come out right, but every load "
                         "costs more: the lanes of a warp must run along a row of the tile"]
     return []
