@@ -79,7 +79,7 @@ class Report:
                 print(f"{self.exercise}: NOT FULLY GRADED. Steps 1-2 passed here, but "
                       f"{' and '.join(skipped)} did not run, so nothing has checked yet that "
                       "your kernel computes the right numbers. Run this cell on a GPU "
-                      "(Colab: Runtime > Change runtime type > T4 GPU) for the full grade.")
+                      "(step 3 says which will do) for the full grade.")
             else:
                 print(f"{self.exercise}: NOT FULLY GRADED. Your kernel computes the right "
                       "numbers (checked on the CPU, every thread emulated), but how fast it "
