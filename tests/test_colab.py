@@ -4,6 +4,7 @@ and installing nothing over the network (GEMM_SERIES_NO_INSTALL=1, and pip point
 index). Also the pieces: what `first_cell` installs, why the banner says recorded mode,
 and the badges and bootstrap that scripts/notebook_header.py writes."""
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -52,7 +53,11 @@ def colab(tmp_path, monkeypatch):
     monkeypatch.setenv(first_cell.NO_INSTALL, "1")
     monkeypatch.setenv("PIP_NO_INDEX", "1")        # a pip that slips through fails offline
     monkeypatch.setenv("GEMM_KERNELS_MODE", "recorded")
-    monkeypatch.delenv("PYTHONPATH", raising=False)
+    # The package must come from the clone, not from this checkout; other entries stay
+    # (the GPU host's Jupyter stack is itself on PYTHONPATH).
+    kept = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+            if p and Path(p).resolve() != ROOT]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(kept))
     return content
 
 
