@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One batch on the offline GPU host: install the carried wheels, then check, sanitize,
+# The Jupyter stack travels as wheels in .whl/: `bash ../shared/gpu-host/fetch-wheels.sh pytest-xdist execnet`
+# (xdist only for NBVAL_WORKERS), then `carry` .whl with the run.
 # test and time. Logs go to $OUT. Usage: bash scripts/gpu_host.sh STAGE...
-# Stages: info smoke check sanitize tests nbval verify grade bench record sweeps latency probe
+# Stages: info smoke check sanitize tests gputests nbval verify grade bench record sweeps latency probe
 # profile studies (SWEEPS=name limits the sweeps stage to one kernel's entries; KERNELS="a b"
 # limits check and sanitize to those kernels; STUDIES="a b" the studies stage; `verify` runs check,
 # sanitize, tests and nbval side by side: none of them times anything it reports)
@@ -25,7 +27,14 @@ for stage in "$@"; do
     check)    python3 -m gemm_kernels check ${KERNELS:+--kernels $KERNELS} 2>&1 | tee "$OUT/check.log" | grep -v " ok$" ;;
     sanitize) python3 -m gemm_kernels check --sanitize ${KERNELS:+--kernels $KERNELS} 2>&1 | tee "$OUT/sanitize.log" ;;
     tests)    python3 -m pytest -q -x tests/ 2>&1 | tee "$OUT/tests.log" | tail -15 ;;
-    nbval)    python3 -m pytest -q --nbval -p no:cacheprovider notebooks/ 2>&1 | tee "$OUT/nbval.log" | tail -25 ;;
+    nbval)    # NBVAL_WORKERS=4 runs notebooks side by side (pytest-xdist wheel, one notebook per
+              # worker): a quarter of the time; the live numbers it prints are then not timings
+              python3 -m pytest -q --nbval -p no:cacheprovider \
+                  ${NBVAL_WORKERS:+-n $NBVAL_WORKERS --dist loadfile} notebooks/ 2>&1 \
+                  | tee "$OUT/nbval.log" | tail -25 ;;
+    gputests) # only the test files that hold GPU tests (the rest is what CI runs without a GPU)
+              python3 -m pytest -q -p no:cacheprovider --durations=10 \
+                  $(grep -l needs_gpu tests/test_*.py) 2>&1 | tee "$OUT/gputests.log" | tail -15 ;;
     verify)   python3 -m gemm_kernels check > "$OUT/check.log" 2>&1 &
               python3 -m gemm_kernels check --sanitize > "$OUT/sanitize.log" 2>&1 &
               python3 -m pytest -q tests/ > "$OUT/tests.log" 2>&1 &
