@@ -1,0 +1,150 @@
+"""Chapter 00: where the naive kernel's bytes go at 4096^3.
+
+Why this exists: the roofline places a kernel by the bytes it moves through DRAM, and a
+kernel at 1% of the FP32 peak invites the guess that DRAM is what holds it back. The
+study `ch00_naive_dram` profiled the naive kernel (its default: BLOCK = 32, x->row) at
+4096^3 with Nsight Compute. Here its counts become bytes at each level of the memory
+hierarchy (what the warps asked of the L1, what the SMs asked of the L2, what crossed
+DRAM), set beside two yardsticks: the three matrices once each, the least an SGEMM
+moves, and the DRAM traffic that would make DRAM the limit in the kernel's timed run
+(`roofline.dram_point`). Every number comes from the recording (or is measured now,
+live); nothing here is typed in.
+"""
+from __future__ import annotations
+
+from gemm_kernels.core import device
+from gemm_kernels.core.kernels import KERNELS
+from gemm_kernels.core.table import fmt_number
+from gemm_kernels.measure import records, roofline, studies
+from gemm_kernels.notebook.display import Text
+
+STUDY = "ch00_naive_dram"
+# Sectors of 32 bytes the warps' global loads and stores asked of the L1 (hits and misses).
+L1_SECTORS = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+              "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum")
+DRAM_BUSY = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+L2_HIT = "lts__t_sector_hit_rate.pct"
+LOAD_INSTRUCTIONS = "smsp__inst_executed_op_global_ld.sum"
+
+
+def traffic(study: str = STUDY) -> dict | None:
+    """The profiled kernel's bytes and the yardsticks they are read against, or None where
+    the recording lacks the study's row or the kernel's rate at its size, or the row was
+    profiled on another GPU than the live one:
+    {'kernel', 'params', 'size', 'gflops', 'ms', 'bytes': {'L1', 'L2', 'DRAM'},
+    'matrices' (A, B and C once each), 'dram_limit' (DRAM bytes that would make DRAM the
+    limit: the DRAM ceiling, measured where it can be, x the timed run), 'dram_gbps'
+    (that ceiling),
+    'dram_how' (whose bandwidth it is: the device copy's, or the theoretical one),
+    'flop_per_dram_byte', 'dram_roof' (GFLOP/s the DRAM ceiling allows at that
+    intensity), 'peak' (FP32), 'dram_busy_pct', 'l2_hit_pct', 'sectors_per_load',
+    'line_limit' (chapter 02's limit from one L1 line per SM and cycle, GFLOP/s)}."""
+    from gemm_kernels.memory.ch01_02_sectors import line_limit
+    (step, row), = studies.results(study)
+    props = roofline.device_properties()
+    if row is None or records.current().device.get("name") != props.get("name"):
+        return None     # not profiled, or profiled on another GPU than the live one
+    size = row["shape"][0]
+    p = roofline.dram_point((step.kernel, step.params), size)
+    if p is None or not p["limit_bytes"]:
+        return None
+    m = row["metrics"]
+    moved = roofline.level_bytes(m)
+    dram = moved["DRAM"][0]
+    peak = device.peak_fp32_gflops(props)
+    dram_gbps = p["limit_bytes"] / (p["ms"] * 1e-3) / 1e9
+    # dram_point takes the device copy's bandwidth, or the theoretical one without it
+    theoretical = abs(dram_gbps / device.peak_bandwidth_gbps(props) - 1) < 1e-9
+    x = 2 * size ** 3 / dram
+    params = KERNELS[step.kernel].resolve(step.params)
+    return {"kernel": step.kernel, "params": params, "size": size,
+            "gflops": p["gflops"], "ms": p["ms"],
+            "bytes": {"L1": roofline.SECTOR_BYTES * sum(m.get(k, 0) for k in L1_SECTORS),
+                      "L2": moved["L2"][0], "DRAM": dram},
+            "matrices": 3 * size * size * 4, "dram_limit": p["limit_bytes"],
+            "dram_gbps": dram_gbps, "flop_per_dram_byte": x,
+            "dram_how": "the theoretical" if theoretical else "the device copy's",
+            "dram_roof": dram_gbps * x, "peak": peak,
+            "dram_busy_pct": m.get(DRAM_BUSY), "l2_hit_pct": m.get(L2_HIT),
+            "sectors_per_load": m[L1_SECTORS[0]] / m[LOAD_INSTRUCTIONS],
+            "line_limit": line_limit(step.kernel, params, props)["GFLOP/s"]}
+
+
+def bytes_text(n: float) -> str:
+    """Bytes in powers of ten, as profilers give traffic: 201 MB, 8.53 GB, 2.27 TB."""
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            v = n / scale
+            return f"{v:,.3g} {unit}" if v < 1000 else f"{v:,.0f} {unit}"
+    return f"{n:,.0f} B"
+
+
+def _settings(t: dict) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in t["params"].items())
+
+
+def bytes_plot(study: str = STUDY, ax=None):
+    """One bar per level on a log scale, top to bottom: A, B and C once each; the bytes
+    that crossed DRAM; the sectors the SMs asked of the L2 and the warps asked of the L1
+    (x 32 B); and, hatched, the DRAM traffic that would make DRAM the limit in the
+    kernel's timed run, also drawn as a dashed line down the picture. Each bar says its
+    bytes and its multiple of A, B and C, which the top axis also gives."""
+    import matplotlib.pyplot as plt
+    t = traffic(study)
+    if t is None:
+        print(f"Not in this recording: the {STUDY} study, or the naive kernel's rate.")
+        return None
+    mats = t["matrices"]
+    bars = [("A, B and C, once each\n(the least any SGEMM moves)", mats, "0.75", None),
+            ("DRAM: bytes read and written", t["bytes"]["DRAM"], "C0", None),
+            ("L2: sectors the SMs asked for, x 32 B", t["bytes"]["L2"], "C0", None),
+            ("L1: sectors the warps asked for, x 32 B", t["bytes"]["L1"], "C3", None),
+            (f"DRAM bytes that would make DRAM its limit\n({t['ms']:,.0f} ms at "
+             f"{t['dram_how']} {t['dram_gbps']:,.0f} GB/s)", t["dram_limit"], "white", "//")]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 3.8))
+    ys = range(len(bars))[::-1]
+    for y, (label, b, colour, hatch) in zip(ys, bars):
+        ax.barh(y, b, color=colour, edgecolor="k", hatch=hatch, height=0.6, gid=label)
+        ax.text(b * 1.15, y, f"{bytes_text(b)} ({fmt_number(b / mats)} x)", va="center",
+                fontsize=9)
+    ax.axvline(t["dram_limit"], color="k", ls="--", lw=1)
+    ax.set_yticks(list(ys), [b[0] for b in bars], fontsize=9)
+    ax.set_xscale("log")
+    ax.set_xlim(mats / 3, max(b[1] for b in bars) * 30)
+    top = ax.secondary_xaxis("top", functions=(lambda b: b / mats, lambda m: m * mats))
+    top.set_xlabel("times A, B and C (log scale)", fontsize=9)
+    ax.set_xlabel("bytes (log scale)")
+    ax.set_title(f"The naive kernel ({_settings(t)}) at {t['size']}^3: its bytes at each "
+                 f"level, counted by Nsight Compute;\n{records.source()}", fontsize=10, pad=12)
+    ax.grid(True, axis="x", which="major", alpha=0.3)
+    return ax
+
+
+def summary(study: str = STUDY) -> Text:
+    """The recorded counts behind the verdict, in words: how busy DRAM was, the roof its
+    counted bytes allow, how many sectors a load instruction asked of the L1, and the
+    limit chapter 02 computes from the L1's lines."""
+    t = traffic(study)
+    if t is None:
+        return Text(f"Not in this recording: the {STUDY} study, or the naive kernel's rate.")
+    b = t["bytes"]
+    roof, roof_name = min((t["peak"], "the FP32 peak"), (t["dram_roof"], "DRAM's"))
+    lines = [
+        f"The naive kernel ({_settings(t)}) at {t['size']}^3, {t['gflops']:,.0f} GFLOP/s "
+        f"({records.source()}):",
+        f"  DRAM moved {bytes_text(b['DRAM'])}, 1/{t['dram_limit'] / b['DRAM']:,.0f} of the "
+        f"{bytes_text(t['dram_limit'])} that would make DRAM its limit",
+        f"  DRAM busy: {t['dram_busy_pct']:.2g}% of its peak over the profiled run "
+        f"(dram__throughput)",
+        f"  the L2 already held {t['l2_hit_pct']:.0f}% of the sectors the SMs asked for",
+        f"  {t['flop_per_dram_byte']:.1f} FLOP per DRAM byte: the lower roof there is "
+        f"{roof_name}, {roof / 1000:.1f} TFLOP/s, {roof / t['gflops']:,.0f} times its rate",
+        f"  the L1 was asked for {bytes_text(b['L1'])}, {b['L1'] / b['DRAM']:,.0f} times "
+        f"DRAM's bytes: {t['sectors_per_load']:.1f} sectors per load instruction",
+    ]
+    if t["line_limit"]:
+        lines.append(f"  chapter 02's limit from one L1 cache line per SM and cycle: "
+                     f"{t['line_limit']:,.0f} GFLOP/s; it runs at "
+                     f"{t['gflops'] / t['line_limit']:.0%} of it")
+    return Text("\n".join(lines))

@@ -1,0 +1,131 @@
+"""Chapter 00's count of the naive kernel's bytes per level
+(gemm_kernels.notebook.ch00_naive_dram), on a small fake recording whose numbers are
+test data, never measurements."""
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from gemm_kernels.core import device  # noqa: E402
+from gemm_kernels.core.kernels import get  # noqa: E402
+from gemm_kernels.measure import records, roofline  # noqa: E402
+from gemm_kernels.notebook import ch00_naive_dram as ch  # noqa: E402
+
+GPU = {"name": "Test GPU", "compute_capability": "9.0", "sm_count": 100,
+       "sm_clock_mhz": 2000.0, "fp32_lanes_per_sm": 128, "memory_clock_mhz": 3000.0,
+       "memory_bus_bits": 4096, "l2_bytes": 50 << 20}
+N = 4096
+SHAPE = [N, N, N]
+METRICS = {"dram__bytes_read.sum": 4e9, "dram__bytes_write.sum": 1e9,
+           "dram__throughput.avg.pct_of_peak_sustained_elapsed": 0.5,
+           "lts__t_sector_hit_rate.pct": 60.0,
+           "lts__t_sectors_srcunit_tex_op_read.sum": 3e8,
+           "lts__t_sectors_srcunit_tex_op_write.sum": 1e8,
+           "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": 4e10,
+           "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum": 1e10,
+           "smsp__inst_executed_op_global_ld.sum": 2e9}
+GFLOPS, COPY_GBPS = 500.0, 3000.0
+
+
+def _spread(v):
+    return {"median": v, "min": v, "max": v}
+
+
+@pytest.fixture
+def recording(monkeypatch):
+    """A fake recording: the naive kernel's rate and its study row, and a device copy."""
+    monkeypatch.setenv("GEMM_KERNELS_MODE", "recorded")
+    device._gpu_present.cache_clear()
+
+    def install(with_study=True):
+        k = get("naive")
+        base = {"chapter": k.chapter, "kernel": "naive", "params": k.resolve(None),
+                "shape": SHAPE, "source": k.source_hash()}
+        rows = [{"chapter": "00", "kernel": "device_copy", "params": {},
+                 "shape": list(roofline.COPY_SHAPE), "gbps": _spread(COPY_GBPS)},
+                {**base, "gflops": _spread(GFLOPS)}]
+        if with_study:
+            rows.append({**base, "metrics": dict(METRICS), "study": ch.STUDY, "run": "r"})
+        rec = records.Record(GPU, "2026-01-01T00:00:00Z", "abc", rows, runs={"r": {}})
+        monkeypatch.setattr(records, "_LOADED", {"record": rec})
+    yield install
+    plt.close("all")
+
+
+def ax_labels(ax):
+    return " ".join(t.get_text() for t in ax.get_yticklabels())
+
+
+def test_traffic_turns_counts_into_bytes_and_yardsticks(recording):
+    recording()
+    t = ch.traffic()
+    assert t["bytes"] == {"L1": 32 * 5e10, "L2": 32 * 4e8, "DRAM": 5e9}
+    assert t["matrices"] == 3 * N * N * 4
+    ms = 2 * N ** 3 / (GFLOPS * 1e9) * 1e3
+    assert t["ms"] == pytest.approx(ms)
+    assert t["dram_limit"] == pytest.approx(COPY_GBPS * 1e9 * ms * 1e-3)
+    assert t["dram_gbps"] == pytest.approx(COPY_GBPS)
+    assert t["flop_per_dram_byte"] == pytest.approx(2 * N ** 3 / 5e9)
+    assert t["dram_roof"] == pytest.approx(COPY_GBPS * 2 * N ** 3 / 5e9)
+    assert t["sectors_per_load"] == 20.0
+    assert t["dram_busy_pct"] == 0.5 and t["l2_hit_pct"] == 60.0
+    # one line per SM and cycle: x->row touches 33 lines per step of a full warp
+    assert t["line_limit"] == pytest.approx(100 * 2000e6 * 2 * 32 / 33 / 1e9)
+
+
+def test_summary_names_the_lower_roof_and_the_share_of_the_limits(recording):
+    recording()
+    text = ch.summary()
+    t = ch.traffic()
+    assert f"1/{t['dram_limit'] / 5e9:,.0f} of the" in text
+    # 2 * 4096^3 / 5 GB = 27.5 FLOP/B: DRAM at 3 TB/s would feed 82 TFLOP/s, above the
+    # 51.2 TFLOP/s peak of this GPU, so the peak is the lower roof
+    assert "the lower roof there is the FP32 peak, 51.2 TFLOP/s" in text
+    assert "0.5% of its peak" in text and "60% of the sectors" in text
+    assert "20.0 sectors per load instruction" in text
+    assert f"{GFLOPS / t['line_limit']:.0%} of it" in text
+
+
+def test_bytes_plot_draws_five_bars_in_order_and_the_dram_limit(recording):
+    recording()
+    ax = ch.bytes_plot()
+    widths = [p.get_width() for p in ax.patches]
+    t = ch.traffic()
+    assert widths == [t["matrices"], 5e9, 32 * 4e8, 32 * 5e10, pytest.approx(t["dram_limit"])]
+    assert ax.get_xscale() == "log"
+    dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+    assert len(dashed) == 1 and dashed[0].get_xdata()[0] == pytest.approx(t["dram_limit"])
+
+
+def test_without_the_study_nothing_is_invented(recording, capsys):
+    recording(with_study=False)
+    assert ch.traffic() is None
+    assert ch.summary().startswith("Not in this recording")
+    assert ch.bytes_plot() is None
+    assert "Not in this recording" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("n, text", [(201326592, "201 MB"), (8.526e9, "8.53 GB"),
+                                     (2.268e12, "2.27 TB"), (1165e9, "1.17 TB"),
+                                     (999.0, "999 B"), (2.5e15, "2,500 TB")])
+def test_bytes_text_uses_powers_of_ten(n, text):
+    assert ch.bytes_text(n) == text
+
+
+def test_without_a_device_copy_the_limit_uses_the_theoretical_bandwidth(recording, monkeypatch):
+    recording()
+    monkeypatch.setattr(roofline, "ceilings", lambda props: [
+        {"level": "DRAM", "gbps": device.peak_bandwidth_gbps(props), "kind": "theoretical",
+         "how": ""}])
+    t = ch.traffic()
+    assert t["dram_how"] == "the theoretical"
+    assert t["dram_gbps"] == pytest.approx(device.peak_bandwidth_gbps(GPU))
+    assert "the theoretical" in ax_labels(ch.bytes_plot())
+
+
+def test_a_row_profiled_on_another_gpu_is_not_used(recording, monkeypatch):
+    recording()
+    assert ch.traffic()["dram_how"] == "the device copy's"
+    monkeypatch.setattr(roofline, "device_properties", lambda: {**GPU, "name": "Other GPU"})
+    assert ch.traffic() is None
