@@ -1,8 +1,10 @@
 """Chapter 03's evidence, one call per notebook cell: the rates next to chapter 02 and
-cuBLAS (linear axis), the shared-memory bound, what Nsight Compute counted on the
-shared-memory side and on the global side, the whole argument in one table, the
-prediction for the kernel with threadIdx.x and threadIdx.y swapped, the EDGES and GRID
-appendix, and, for the solution notebook, the grader's verdict on typical mistakes.
+cuBLAS (linear axis), the shared-memory bound, where the warps wait at each BLOCK, what
+Nsight Compute counted on the shared-memory side, the global traffic at 4096^3 against
+the prediction 2 n^3 / BLOCK floats, the whole argument in one table, the prediction
+for the kernel with threadIdx.x and threadIdx.y swapped, the EDGES and GRID appendix,
+and, for the solution notebook, why the rate rises with BLOCK (instructions and waits
+per BLOCK) and the grader's verdict on typical mistakes.
 
 Every number is measured now (live) or read from the recording, or computed from the
 kernels' SASS and the bank model here; where a counter was not recorded, the text says
@@ -15,7 +17,7 @@ from fractions import Fraction
 
 from gemm_kernels.core import analysis
 from gemm_kernels.core.table import Table
-from gemm_kernels.measure import ladder, lookup, profile, records, roofline, studies
+from gemm_kernels.measure import ladder, lookup, records, roofline, studies
 from gemm_kernels.memory import ch03_04_tiles, ch03_copies
 
 KERNEL, BEFORE = "smem_tiled", "coalesced"
@@ -25,10 +27,17 @@ SHARED_BUSY = "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustai
 FMA_BUSY = "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"
 SHARED_LOADS = "smsp__inst_executed_op_shared_ld.sum"
 SHARED_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
+ISSUE_ACTIVE = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+STALL = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+INSTRUCTIONS, DURATION = "smsp__inst_executed.sum", "gpu__time_duration.sum"
 L1_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
-L2_SECTORS = "lts__t_sectors_srcunit_tex_op_read.sum"
 DRAM_READ = "dram__bytes_read.sum"
-L1_HIT, L2_HIT = "l1tex__t_sector_hit_rate.pct", "lts__t_sector_hit_rate.pct"
+L1_HIT = "l1tex__t_sector_hit_rate.pct"
+SECTOR = 32                                       # bytes in an L1 / L2 sector
+# The study that profiled this chapter's kernel at each BLOCK at 4096^3 (global traffic,
+# cache hit rates, stall reasons), and chapter 02's kernel the same way.
+CACHES, CACHES_BEFORE = "ch03_caches", "ch02_caches"
+TRAFFIC_BLOCKS = (8, 16, 32)
 
 
 def _rate(kernel: str, shape=SHAPE, params: dict | None = None):
@@ -110,15 +119,20 @@ def bound(params: dict | None = None) -> str:
 
 
 def stall_plot(top: int = 6):
-    """Where the warps wait at 4096^3, chapter 02's kernel above this chapter's: the
-    cycles a warp waits per issued instruction, by reason (Nsight Compute), the `top`
-    largest reasons over both and the rest as "other"."""
+    """Where the warps wait at 4096^3: chapter 02's kernel (BLOCK = 32) above this
+    chapter's at BLOCK = 8, 16 and 32, the cycles a warp waits per issued instruction,
+    by reason (Nsight Compute), the `top` largest reasons over all bars and the rest as
+    "other". Each bar's label says on what share of the cycles the schedulers issued."""
     import matplotlib.pyplot as plt
     from gemm_kernels.notebook import evidence
-    got = [(label, evidence.stall_reasons(row)) for label, row in (
-        ("chapter 02 (coalesced)", _study_row("ch02_caches", BEFORE, {"BLOCK": 32})),
-        ("chapter 03 (smem_tiled)", _study_row("stalls", KERNEL))) if row]
-    fig, ax = plt.subplots(figsize=(10, 0.7 * max(len(got), 1) + 1.6))
+    rows = [("chapter 02, coalesced, BLOCK = 32",
+             _study_row(CACHES_BEFORE, BEFORE, {"BLOCK": 32}))]
+    rows += [(f"chapter 03, BLOCK = {b}", _study_row(CACHES, KERNEL, {"BLOCK": b}))
+             for b in TRAFFIC_BLOCKS]
+    got = [(f"{label}\nschedulers issue on {row['metrics'][ISSUE_ACTIVE]:.0f}% of cycles"
+            if ISSUE_ACTIVE in row["metrics"] else label, evidence.stall_reasons(row))
+           for label, row in rows if row]
+    fig, ax = plt.subplots(figsize=(10, 0.8 * max(len(got), 1) + 1.6))
     if not got:
         ax.text(0.5, 0.5, "stall reasons not recorded", ha="center", va="center")
         ax.set_axis_off()
@@ -166,66 +180,101 @@ def shared_side() -> str:
 
 # ------------------------------------------------------------------ the global side
 
-def global_side():
-    """Nsight Compute's global-load counters of both kernels at 1024^3 as a Table, after
-    a printed paragraph on 4096^3: chapter 02's kernel's DRAM traffic and cache hit
-    rates there, and an upper bound on smem_tiled's DRAM bandwidth from its load count
-    (its DRAM bytes at 4096^3 were not profiled)."""
-    rows = []
-    cols = {BEFORE: profile.counters(BEFORE), KERNEL: profile.counters(KERNEL)}
-    labels = (("sectors the loads ask of L1", L1_SECTORS, 1, "{:,.0f}"),
-              ("sectors L1 asks of L2 (its misses)", L2_SECTORS, 1, "{:,.0f}"),
-              ("MB read from DRAM", DRAM_READ, 1e6, "{:,.1f}"))
-    for label, metric, div, fmt in labels:
-        row = {"1024^3": label}
-        for k, r in cols.items():
-            v = (r or {}).get("metrics", {}).get(metric)
-            row[k] = fmt.format(v / div) if v is not None else "-"
-        if all(cols.values()):
-            a, b = (cols[k]["metrics"].get(metric) for k in (BEFORE, KERNEL))
-            row["smem_tiled / coalesced"] = f"{b / a:.2f}" if a and b is not None else "-"
-        rows.append(row)
-    print(_dram_at_4096())
-    src = records.current()
-    return Table(rows, ["1024^3", BEFORE, KERNEL, "smem_tiled / coalesced"],
-                 title="global loads at 1024^3, Nsight Compute"
-                       + (f" ({src.label})" if src else ""))
+def predicted_load_bytes(block: int, n: int = SHAPE[0]) -> int:
+    """The bytes this chapter's kernel loads from global memory for an n x n x n GEMM:
+    (n / BLOCK)^2 blocks, each copying 2 BLOCK^2 floats at each of n / BLOCK steps,
+    i.e. 2 n^3 / BLOCK floats of 4 bytes: BLOCK times fewer than one load per operand of
+    every multiply-add."""
+    return 2 * n ** 3 // block * 4
 
 
-def _dram_at_4096() -> str:
-    M = N = K = SHAPE[0]
-    inputs = 4 * (M * K + K * N)
+def _copy_gbps():
+    """The DRAM rate a device copy reaches (chapter 00), or None."""
     copy = [c for c in roofline.ceilings(roofline.device_properties())
             if c["level"] == "DRAM" and c["kind"] == "measured"]
-    copy_gbps = copy[0]["gbps"] if copy else None
-    lines = []
-    row = _study_row("ch02_caches", BEFORE, {"BLOCK": 32})
-    timed = _rate(BEFORE)
-    if row and timed:
-        m = row["metrics"]
-        ms = 2 * M * N * K / timed["gflops"]["median"] / 1e6
-        gbps = m[DRAM_READ] / (ms * 1e-3) / 1e9
-        lines.append(
-            f"coalesced at 4096^3: {m[L1_HIT]:.0f}% of its load sectors hit L1, "
-            f"{m[L2_HIT]:.0f}% of the rest hit L2; it reads {m[DRAM_READ] / 1e9:.2f} GB from "
-            f"DRAM, {m[DRAM_READ] / inputs:.0f} x the {inputs / 1e6:,.0f} MB of A and B.\n"
-            f"  Over the {ms:.1f} ms the kernel runs, that is {gbps / 1e3:.2f} TB/s"
-            + (f", {gbps / copy_gbps:.0%} of the {copy_gbps:,.0f} GB/s a device copy reaches "
-               "(chapter 00)." if copy_gbps else "."))
-    timed = _rate(KERNEL)
-    if timed:
-        h = _loop(KERNEL)
-        warp_steps = (M * N // 32) * (K // 32)             # warps x steps along K
-        requests = h["LDG"] * warp_steps
-        nbytes = requests * 128                           # 32 lanes x 4 bytes each
-        ms = 2 * M * N * K / timed["gflops"]["median"] / 1e6
-        gbps = nbytes / (ms * 1e-3) / 1e9
-        lines.append(
-            f"smem_tiled at 4096^3: its DRAM bytes were not profiled. Its loads ask for "
-            f"{requests:,} x 128 B = {nbytes / 1e9:.1f} GB;\n  even if not one of them hit "
-            f"a cache, over its {ms:.1f} ms that is {gbps / 1e3:.2f} TB/s"
-            + (f", {gbps / copy_gbps:.0%} of the device copy's rate." if copy_gbps else "."))
-    return "\n".join(lines)
+    return copy[0]["gbps"] if copy else None
+
+
+def traffic_rows(blocks=TRAFFIC_BLOCKS) -> list[dict]:
+    """Per BLOCK of this chapter's kernel at 4096^3, then chapter 02's kernel at
+    BLOCK = 32: the predicted load bytes (none for chapter 02), the bytes its loads ask
+    of the L1 (32-byte sectors), the share of those sectors that hit the L1, the bytes
+    read from DRAM (Nsight Compute, study ch03_caches / ch02_caches), and the DRAM rate
+    those bytes need over the time of the timed run (not the profiled one, whose clock
+    the profiler fixes), also as a share of what a device copy reaches. Steps not
+    recorded are left out."""
+    copy = _copy_gbps()
+    steps = [(f"smem_tiled, BLOCK = {b}", KERNEL, b, CACHES) for b in blocks]
+    steps.append(("coalesced, BLOCK = 32 (chapter 02)", BEFORE, 32, CACHES_BEFORE))
+    rows = []
+    for label, kernel, b, study in steps:
+        prof = _study_row(study, kernel, {"BLOCK": b})
+        if prof is None:
+            continue
+        m = prof["metrics"]
+        row = {"kernel": label, "BLOCK": b,
+               "predicted loads, GB": predicted_load_bytes(b) / 1e9 if kernel == KERNEL
+               else None,
+               "asked of L1, GB": m[L1_SECTORS] * SECTOR / 1e9,
+               "L1 hit %": m[L1_HIT], "read from DRAM, GB": m[DRAM_READ] / 1e9}
+        timed = _rate(kernel, SHAPE, {"BLOCK": b})
+        if timed:
+            seconds = 2 * SHAPE[0] * SHAPE[1] * SHAPE[2] / (timed["gflops"]["median"] * 1e9)
+            gbps = m[DRAM_READ] / seconds / 1e9
+            row["DRAM GB/s at the timed rate"] = gbps
+            if copy:
+                row["% of a device copy"] = 100 * gbps / copy
+        rows.append(row)
+    return rows
+
+
+def traffic():
+    """The evidence that tiling by BLOCK divides global traffic by BLOCK, at 4096^3 where
+    A and B do not fit in the L2: printed first, `traffic_rows` as a table (with chapter
+    02's kernel for comparison); then one picture, the predicted bytes 2 n^3 / BLOCK x 4
+    against the bytes the loads asked of the L1 and those read from DRAM, per BLOCK, on
+    log axes (a factor of BLOCK is a straight line). Returns the Figure."""
+    import matplotlib.pyplot as plt
+    rows = traffic_rows()
+    cols = ["kernel", "predicted loads, GB", "asked of L1, GB", "L1 hit %",
+            "read from DRAM, GB", "DRAM GB/s at the timed rate", "% of a device copy"]
+    src = records.current()
+    print(Table([{c: r.get(c) for c in cols} for r in rows], cols,
+                title=f"global loads at {'x'.join(map(str, SHAPE))}, Nsight Compute"
+                      + (f" ({src.label})" if src else "")))
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    mine = [r for r in rows if r["kernel"].startswith(KERNEL)]
+    if not mine:
+        ax.text(0.5, 0.5, "global traffic by BLOCK not recorded", ha="center", va="center")
+        ax.set_axis_off()
+        return fig
+    from gemm_kernels.core.style import series_styles
+    (c_l1, _), (c_dram, _) = series_styles(2)
+    blocks = list(TRAFFIC_BLOCKS)
+    ax.plot(blocks, [predicted_load_bytes(b) / 1e9 for b in blocks], "--", color="0.3",
+            label="predicted: 2 n³ / BLOCK floats x 4 B")
+    x = [r["BLOCK"] for r in mine]
+    l1 = [r["asked of L1, GB"] for r in mine]
+    dram = [r["read from DRAM, GB"] for r in mine]
+    ax.plot(x, l1, "o", ms=9, color=c_l1, label="asked of L1 (sectors x 32 B)")
+    ax.plot(x, dram, "s-", ms=8, color=c_dram, label="read from DRAM")
+    for b, a, d in zip(x, l1, dram):
+        ax.annotate(f"{a:.1f} GB", (b, a), textcoords="offset points", xytext=(8, 6),
+                    fontsize=9, color=c_l1)
+        ax.annotate(f"{d:.1f} GB", (b, d), textcoords="offset points", xytext=(-8, -16),
+                    ha="right", fontsize=9, color=c_dram)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(blocks, [str(b) for b in blocks])
+    ax.set_xlim(blocks[0] / 1.4, blocks[-1] * 1.6)
+    ax.set_ylim(min(dram) / 2, max(l1) * 3)
+    ax.set_xlabel("BLOCK")
+    ax.set_ylabel("GB")
+    ax.legend(fontsize=9, loc="upper right", frameon=False)
+    ax.set_title(f"smem_tiled's global loads at {' x '.join(map(str, SHAPE))}: "
+                 "predicted and measured (Nsight Compute)", fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 # ------------------------------------------------------------------ one table
@@ -439,3 +488,28 @@ def block_bounds(blocks=(8, 16, 32), shape=(2048,) * 3) -> Table:
     return Table(rows, list(rows[0]), title=f"shared-memory bound and rate at "
                                             f"{'x'.join(map(str, shape))} ({records.source()})")
 
+
+def block_stalls(blocks=TRAFFIC_BLOCKS) -> Table:
+    """Per BLOCK at 4096^3, under Nsight Compute (study ch03_caches): the time, the warp
+    instructions per FFMA instruction of the launch (n^3 / 32 of them), on what share of
+    the cycles the schedulers issued, and the largest waits per issued instruction.
+    Printed first: the time of the smallest BLOCK over the largest's, split into the
+    ratio of instructions times the ratio of cycles per instruction (1 / issue share)."""
+    from gemm_kernels.notebook import evidence
+    ffma = SHAPE[0] * SHAPE[1] * SHAPE[2] // 32
+    cols = {"time, ms": (DURATION, 1e6), "instructions per FFMA": (INSTRUCTIONS, ffma),
+            "schedulers issue, % of cycles": ISSUE_ACTIVE,
+            "warps active %": "sm__warps_active.avg.pct_of_peak_sustained_active"}
+    for reason in ("mio_throttle", "short_scoreboard", "barrier", "long_scoreboard"):
+        cols[f"{reason.replace('_', ' ')} (cycles)"] = STALL.format(reason)
+    table = evidence.counters(CACHES, cols, kernels=(KERNEL,))
+    got = {r["step"]: r for r in table if r["time, ms"] is not None}
+    lo, hi = (f"BLOCK = {b}" for b in (min(blocks), max(blocks)))
+    if lo in got and hi in got:
+        a, b = got[lo], got[hi]
+        inst = a["instructions per FFMA"] / b["instructions per FFMA"]
+        cpi = b["schedulers issue, % of cycles"] / a["schedulers issue, % of cycles"]
+        print(f"{lo} against {hi}: {inst:.2f}x the instructions x {cpi:.2f}x the cycles "
+              f"per instruction = {inst * cpi:.2f}x the time (measured: "
+              f"{a['time, ms'] / b['time, ms']:.2f}x)")
+    return table

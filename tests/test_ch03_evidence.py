@@ -1,0 +1,101 @@
+"""Chapter 03's evidence at 4096^3 (study ch03_caches): the predicted global loads, the
+traffic table and picture, the stall plot by BLOCK, and the split of BLOCK = 8's time
+into instructions and cycles per instruction."""
+import contextlib
+import re
+import io
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+from gemm_kernels.notebook import ch03_evidence as ch03  # noqa: E402
+
+
+def _quiet(f, *a, **k):
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        got = f(*a, **k)
+    return got, out.getvalue()
+
+
+def test_the_prediction_is_two_n_cubed_over_block_floats():
+    assert ch03.predicted_load_bytes(32, 4096) == 2 * 4096 ** 3 // 32 * 4 == 17_179_869_184
+    assert ch03.predicted_load_bytes(8, 64) == 2 * ch03.predicted_load_bytes(16, 64)
+    # One block of 2 x 2 threads on a 2 x 2 x 2 GEMM copies 2 tiles of 4 floats once.
+    assert ch03.predicted_load_bytes(2, 2) == 2 * 4 * 4
+
+
+def _fake(monkeypatch, l1_sectors, dram, hit=0.0):
+    """Recorded rows with the given counters for every step, a timed rate of 1 ms at
+    4096^3 and a device copy of 4,000 GB/s."""
+    def row(study, kernel, params=None):
+        return {"metrics": {ch03.L1_SECTORS: l1_sectors[params["BLOCK"]],
+                            ch03.DRAM_READ: dram[params["BLOCK"]], ch03.L1_HIT: hit}}
+    flops = 2 * 4096 ** 3
+    monkeypatch.setattr(ch03, "_study_row", row)
+    monkeypatch.setattr(ch03, "_rate", lambda *a: {"gflops": {"median": flops / 1e-3 / 1e9}})
+    monkeypatch.setattr(ch03, "_copy_gbps", lambda: 4000.0)
+
+
+def test_traffic_rows_turn_sectors_and_bytes_into_gigabytes_and_a_dram_rate(monkeypatch):
+    _fake(monkeypatch, {8: 2e9, 16: 1e9, 32: 5e8}, {8: 4e9, 16: 2e9, 32: 1e9})
+    rows = ch03.traffic_rows()
+    assert [r["BLOCK"] for r in rows] == [8, 16, 32, 32]
+    assert rows[0]["asked of L1, GB"] == pytest.approx(2e9 * 32 / 1e9)
+    assert rows[0]["read from DRAM, GB"] == pytest.approx(4.0)
+    # 4 GB in the 1 ms of the timed run: 4,000 GB/s, all of a device copy.
+    assert rows[0]["DRAM GB/s at the timed rate"] == pytest.approx(4000.0)
+    assert rows[0]["% of a device copy"] == pytest.approx(100.0)
+    assert rows[-1]["kernel"].startswith(ch03.BEFORE) and rows[-1]["predicted loads, GB"] is None
+
+
+def test_traffic_leaves_out_what_was_not_profiled(monkeypatch):
+    monkeypatch.setattr(ch03, "_study_row", lambda *a, **k: None)
+    assert ch03.traffic_rows() == []
+    fig, out = _quiet(ch03.traffic)
+    assert "not recorded" in fig.axes[0].texts[0].get_text()
+    matplotlib.pyplot.close(fig)
+
+
+def test_the_recorded_loads_are_what_the_prediction_says():
+    rows = [r for r in ch03.traffic_rows() if r["predicted loads, GB"] is not None]
+    if not rows:
+        pytest.skip("ch03_caches not in the recording")
+    for r in rows:
+        # Every element of a tile is loaded once, in whole sectors.
+        assert r["asked of L1, GB"] == pytest.approx(r["predicted loads, GB"], rel=0.01)
+        # DRAM reads fall by BLOCK as well, and are less than what the loads ask for.
+        assert 0.3 < r["read from DRAM, GB"] / r["predicted loads, GB"] < 0.7
+        # DRAM is not the limit: well under what a device copy reaches.
+        assert r.get("% of a device copy", 0) < 50
+
+
+@pytest.mark.parametrize("name", ["traffic", "stall_plot"])
+def test_the_pictures_are_readable(name):
+    from test_pictures import test_pictures_are_readable
+    test_pictures_are_readable(name, lambda: _quiet(getattr(ch03, name))[0])
+
+
+def test_the_stall_plot_has_chapter_02_and_each_block():
+    fig = ch03.stall_plot()
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    matplotlib.pyplot.close(fig)
+    if len(labels) < 4:
+        pytest.skip("ch03_caches or ch02_caches not in the recording")
+    assert labels[0].startswith("chapter 02") and "schedulers issue on" in labels[0]
+    assert [lb.split("\n")[0] for lb in labels[1:]] == \
+        [f"chapter 03, BLOCK = {b}" for b in ch03.TRAFFIC_BLOCKS]
+
+
+def test_block_stalls_splits_the_time_into_instructions_and_cycles_per_instruction():
+    table, out = _quiet(ch03.block_stalls)
+    if not out:
+        pytest.skip("ch03_caches not in the recording")
+    assert [r["step"] for r in table] == [f"BLOCK = {b}" for b in ch03.TRAFFIC_BLOCKS]
+    inst, cpi, product, measured = (float(x) for x in re.findall(r"([\d.]+)x", out))
+    assert product == pytest.approx(inst * cpi, abs=0.01)
+    # Time on one scheduler = instructions / issue rate: the split explains the time.
+    assert product == pytest.approx(measured, rel=0.03)
+    # The smaller BLOCK needs more instructions for the same FFMA.
+    assert inst > 1
