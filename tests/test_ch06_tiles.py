@@ -53,14 +53,33 @@ def _row(step, barrier, long_sb, issue):
 
 def test_path_check_names_what_is_missing_and_reads_the_counters_when_there():
     missing = ch06_tiles.path_check([_row("K5", .3, .9, 45), _row("patch 8x4", None, None, None),
-                                     _row("BM 64", None, None, None), _row("BK 16", None, None, None)])
-    assert "Not profiled: patch 8x4 and BM 64" in missing
+                                     _row("BM 64", None, None, None), _row("BK 16", .1, .4, 62)])
+    first, second = missing.splitlines()
+    assert "not profiled: patch 8x4 and BM 64" in first
+    assert "not profiled: BM 64" in second and "BK 16" not in second.split(":")[1]
     yes = ch06_tiles.path_check([_row("K5", .3, .9, 45), _row("a", .5, 1.0, 50),
                                  _row("b", .2, .5, 60), _row("c", .1, .4, 62)])
-    assert "as the hypothesis predicts" in yes and "1.50 -> 0.70" in yes
+    assert yes.count("as predicted") == 2 and "1.50 -> 0.70" in yes and "0.70 -> 0.50" in yes
     no = ch06_tiles.path_check([_row("K5", .3, .9, 45), _row("a", .2, .5, 60),
                                 _row("b", .5, 1.0, 50), _row("c", .1, .4, 62)])
-    assert "not what the hypothesis predicts" in no
+    first, second = no.splitlines()
+    assert "Not what the prediction says" in first and "as predicted" in second
+
+
+def test_path_check_gives_one_step_on_request_and_refuses_an_unknown_one():
+    rows = [_row("K5", .3, .9, 45), _row("a", .5, 1.0, 50), _row("b", .2, .5, 60),
+            _row("c", .1, .4, 62)]
+    only = ch06_tiles.path_check(rows, only="c")
+    assert only.startswith("b -> c") and "\n" not in only
+    with pytest.raises(ValueError, match="'K5'"):
+        ch06_tiles.path_check(rows, only="K5")
+
+
+def test_path_checks_the_recorded_steps_and_both_move_as_predicted():
+    # The study ch06_path_stalls is recorded: the check reads it and does not say
+    # "not profiled".
+    text = ch06_tiles.path_check()
+    assert "not profiled" not in text and text.count("as predicted") == 2
 
 
 def test_patches_carry_ffma_per_wavefront():

@@ -98,3 +98,42 @@ def test_depth_table_counts_per_1024_ffma():
     t = ch07_ablation.depth_table((8, 16))
     assert [r["loop trips"] for r in t] == [2, 1] and [r["BAR"] for r in t] == [4, 2]
     assert t[0]["LDS.128"] == t[1]["LDS.128"] == 64
+
+
+def test_one_per_sm_reads_both_settings_of_its_study(monkeypatch):
+    # Made-up rows: each column shows its metric divided as declared (ns -> ms, % of 64
+    # warps -> warps, bytes -> MB), and a row the study lacks shows '-'.
+    def results(name, shape=None):
+        assert name == ch07_ablation.ONE_PER_SM
+        two, one = ch07_ablation.studies.get(name).steps
+        metrics = {"gpu__time_duration.sum": 5e6, "lts__t_sector_hit_rate.pct": 94.0,
+                   "sm__warps_active.avg.pct_of_peak_sustained_active": 25.0,
+                   "dram__bytes_read.sum": 3.5e8}
+        return [(two, {"run": "r1", "metrics": metrics}), (one, None)]
+    monkeypatch.setattr(ch07_ablation.studies, "results", results)
+    t = ch07_ablation.one_per_sm()
+    assert [r["step"] for r in t] == ["two blocks per SM", "one block per SM"]
+    two, one = t
+    assert (two["time (ms)"], two["warps/SM"], two["L2 hit (%)"], two["DRAM read (MB)"]) == \
+        (5.0, 16.0, 94.0, 350.0)
+    assert two["L1 hit (%)"] is None and one["L2 hit (%)"] is None
+    assert "\n one block per SM" in repr(t) and " -" in repr(t).splitlines()[-1]
+
+
+def test_one_per_sm_study_holds_the_same_kernel_at_one_and_two_blocks():
+    two, one = ch07_ablation.studies.get(ch07_ablation.ONE_PER_SM).steps
+    assert two.kernel == one.kernel == "float4"
+    assert {**two.params, "ONE_PER_SM": True} == one.params
+    wanted = {m if isinstance(m, str) else m[0] for m in ch07_ablation.ONE_PER_SM_COLUMNS.values()}
+    recorded = set()
+    for _, r in ch07_ablation.studies.results(ch07_ablation.ONE_PER_SM):
+        recorded |= set((r or {}).get("metrics", {}))
+    assert wanted <= recorded, wanted - recorded
+
+
+def test_warps_or_blocks_keeps_the_warps_and_changes_the_blocks():
+    one, two = ch07_ablation.warps_or_blocks()
+    assert one["warps/SM"] == two["warps/SM"] == 16
+    assert one["FFMA per wavefront"] == two["FFMA per wavefront"]
+    assert (one["warps grouped as"], two["warps grouped as"]) == \
+        ("1 block of 16 warps", "2 blocks of 8 warps")

@@ -257,30 +257,48 @@ def path_table(size: int = 2048) -> Table:
     return Table(rows, list(rows[0]),
                  title=f"from K5 to the default, one change at a time: rates at {size}^3, "
                        "where the warps wait at 4096^3 (Nsight Compute; stalls in cycles "
-                       "per issued instruction; '-': not profiled); "
+                       "per issued instruction; '-': not profiled, or no step before); "
                        + records.recording_label())
 
 
-def path_check(rows=None) -> str:
-    """The hypothesis about the step BM 128 -> 64, checked against the counters where
-    both configurations were profiled: otherwise, what would decide it."""
+# The two steps of PATH the chapter makes a prediction for, by position in PATH, with
+# what each changes; both keep 16 warps per SM, so their stalls compare directly. The
+# prediction: fewer barrier and long-scoreboard stalls per issued instruction, and a
+# larger share of issue slots used.
+CHECKS = ((2, "one block of 16 warps per SM becomes two blocks of 8"),
+          (3, "half as many tile copies and barriers per FFMA"))
+
+
+def path_check(rows=None, only: str | None = None) -> str:
+    """Each step of CHECKS against its prediction, one line per step: the barrier +
+    long-scoreboard stalls per issued instruction and the issue slots used, before and
+    after, where both configurations were profiled; otherwise which were not.
+    `only`: the line of that step's label alone."""
     rows = rows or path_rows()
-    before, after = rows[1], rows[2]
     keys = ("barrier", "long scoreboard", "issue slots used %")
-    if any(r[k] is None for r in (before, after) for k in keys):
-        missing = [r["step"] for r in (before, after) if r["barrier"] is None]
-        return (f"Not profiled: {' and '.join(missing)}. The hypothesis stays a hypothesis "
-                "until the barrier and long-scoreboard stalls and the issue-slot use of "
-                f"'{before['step']}' and '{after['step']}' are side by side.")
     wait = lambda r: r["barrier"] + r["long scoreboard"]   # noqa: E731
-    w0, w1 = wait(before), wait(after)
-    i0, i1 = before["issue slots used %"], after["issue slots used %"]
-    agrees = w1 < w0 and i1 > i0
-    return (f"barrier + long scoreboard per issued instruction: {w0:.2f} -> {w1:.2f}; "
-            f"issue slots used: {i0:.1f}% -> {i1:.1f}%. "
-            + ("Both move as the hypothesis predicts." if agrees else
-               "This is not what the hypothesis predicts: look for another cause in "
-               "the other stall reasons (evidence.stall_plot('ch06_path_stalls'))."))
+    lines = []
+    for at, what in CHECKS:
+        before, after = rows[at - 1], rows[at]
+        if only is not None and after["step"] != only:
+            continue
+        head = f"{before['step']} -> {after['step']} ({what}): "
+        missing = [r["step"] for r in (before, after) if any(r[k] is None for k in keys)]
+        if missing:
+            lines.append(head + f"not profiled: {' and '.join(missing)}; the prediction "
+                         "stays a prediction until the barrier and long-scoreboard stalls "
+                         "and the issue slots used of both are side by side.")
+            continue
+        w0, w1 = wait(before), wait(after)
+        i0, i1 = before["issue slots used %"], after["issue slots used %"]
+        lines.append(head + f"barrier + long scoreboard per issued instruction {w0:.2f} -> "
+                     f"{w1:.2f}, issue slots used {i0:.1f}% -> {i1:.1f}%. "
+                     + ("Both move as predicted." if w1 < w0 and i1 > i0 else
+                        "Not what the prediction says: look for another cause in the other "
+                        "stall reasons (evidence.stall_plot('ch06_path_stalls'))."))
+    if not lines:
+        raise ValueError(f"no checked step is labelled {only!r}")
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------ patches (appendix)
@@ -357,7 +375,7 @@ def stall_reasons(label_rows=None) -> dict:
     return out
 
 
-__all__ = ["K5", "K4", "PATH", "PATH_STUDY", "unrolled_dot_product", "loop_orders",
+__all__ = ["K5", "K4", "PATH", "PATH_STUDY", "CHECKS", "unrolled_dot_product", "loop_orders",
            "counting", "standings", "standings_rows", "issue_table", "path_rows",
            "path_table", "path_check", "patch_rows", "patch_table", "patch_plot",
            "stall_reasons"]

@@ -4,7 +4,9 @@ profiled), each step with its rate, its registers and what Nsight Compute counte
 a control: the third step's kernel forced to one block per SM (chapter 08's study
 `ch08_one_block`, counted in `stalls`, same run), which keeps the transposed tile and
 takes away the second block. Missing rows are drawn as empty bars marked "not
-recorded".
+recorded". The control once more, profiled beside its two-block twin in one run with the
+caches (`one_per_sm`): what else forcing one block per SM takes away. And chapter 06's
+step that regroups the same 16 warps per SM from one block into two (`warps_or_blocks`).
 
 Besides the recording, what the SASS compiled here says about the same kernels: the
 instructions of each main loop and how long the values of each shared load stay in
@@ -432,30 +434,60 @@ def register_cap_table(kernels=("float4_a_rows", "tile_2d_reg"), params=None,
 
 # ------------------------------------------------------------------ warps or blocks
 
-def warps_or_blocks(size: int = 2048, params=None):
-    """More warps in one block, or a second block? At the K5 tile: chapter 06's kernel
-    with its 8 x 8 patch (8 warps, one block per SM) and with a 4 x 4 patch (four
-    times the threads in one block), and chapter 07's kernel (two blocks of 8 warps):
-    the recorded rate at size^3 and the warps and blocks per SM of the timed binaries."""
+def warps_or_blocks(size: int = 2048):
+    """More warps in one block, or a second block? Chapter 06's kernel at the two steps
+    of its path (`ch06_tiles.PATH`, profiled in `ch06_path_stalls`) that keep the patch,
+    the FFMA per wavefront and the 16 warps per SM, and group them as one block of 16
+    warps (128 x 128 x 8 tile) or two blocks of 8 (64 x 128 x 8): the recorded rate at
+    size^3, and at 4096^3 the issue slots used and the barrier and long-scoreboard
+    stalls per issued instruction."""
     from gemm_kernels.core.table import Table
-    from gemm_kernels.measure import lookup, records
-    p = params or K5
+    from gemm_kernels.measure import records
+    from gemm_kernels.notebook import ch06_tiles
+    rate = f"TFLOP/s at {size}"
     rows = []
-    for name, q in (("tile_2d_reg", p), ("tile_2d_reg", {**p, "TM": 4, "TN": 4}),
-                    ("float4", p)):
-        row = {"kernel": name, "patch": f"{q['TM']} x {q['TN']}"}
-        try:
-            r = lookup.recorded(name, (size,) * 3, q)
-        except LookupError:
-            rows.append({**row, "TFLOP/s": "not recorded"})
-            continue
-        occ = analysis.kernel_occupancy(name, q, registers=(r.get("binary") or {}).get("registers"))
-        rows.append({**row, "warps per block": occ.threads_per_block // 32,
-                     "blocks/SM": occ.blocks_per_sm, "warps/SM": occ.warps_per_sm,
-                     "TFLOP/s": r["gflops"]["median"] / 1e3})
-    return Table(rows, ["kernel", "patch", "warps per block", "blocks/SM", "warps/SM",
-                        "TFLOP/s"],
-                 title=f"{p['BM']} x {p['BN']} x {p['BK']} tile at {size}^3 ({records.source()})")
+    for r in ch06_tiles.path_table(size)[1:3]:
+        blocks = r["blocks/SM"]
+        rows.append({"warps grouped as": f"{blocks} block{'s' if blocks > 1 else ''} of "
+                                         f"{r['warps/SM'] // blocks} warps",
+                     "params": r["params"], "warps/SM": r["warps/SM"],
+                     "FFMA per wavefront": r["FFMA per wavefront"], rate: r[rate],
+                     "issue slots used %": r["issue slots used %"],
+                     "barrier": r["barrier"], "long scoreboard": r["long scoreboard"]})
+    return Table(rows, list(rows[0]), title=f"chapter 06's kernel, the same 16 warps per SM "
+                 f"in one block or two: rates at {size}^3, issue slots and stalls (cycles "
+                 f"per issued instruction) at 4096^3 under Nsight Compute; "
+                 f"{records.recording_label()}")
+
+
+# ------------------------------------------------------------------ one block per SM, counted
+
+ONE_PER_SM = "ch07_one_per_sm_caches"
+# The columns of `one_per_sm`: heading -> metric, or (metric, divisor). Stalls: cycles a
+# warp waits per instruction it issues.
+ONE_PER_SM_COLUMNS = {
+    "time (ms)": ("gpu__time_duration.sum", 1e6),
+    "warps/SM": ("sm__warps_active.avg.pct_of_peak_sustained_active", 100 / WARPS_PER_SM),
+    "issue slots used (%)": "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "long scoreboard / instr.":
+        "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+    "not selected / instr.":
+        "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio",
+    "L1 hit (%)": "l1tex__t_sector_hit_rate.pct",
+    "L2 hit (%)": "lts__t_sector_hit_rate.pct",
+    "DRAM read (MB)": ("dram__bytes_read.sum", 1e6),
+}
+
+
+def one_per_sm():
+    """Chapter 07's kernel at the K5 tile with two blocks per SM and forced to one
+    (ONE_PER_SM), profiled one after the other in one run (`ch07_one_per_sm_caches`):
+    time under the profiler, warps per SM, issue slots used, the long-scoreboard and
+    not-selected stalls per issued instruction, the L1 and L2 hit rates and the bytes
+    read from DRAM. The control takes the second block away; this says what else it
+    takes (the caches) and what the missing warps cost (idle issue slots)."""
+    from gemm_kernels.notebook import evidence
+    return evidence.counters(ONE_PER_SM, ONE_PER_SM_COLUMNS)
 
 
 # ------------------------------------------------------------------ the tile's depth
