@@ -24,6 +24,11 @@ STATIC = {
     "row stride M (the notes' A[i*M+k])": ("A[row * K + k]", "A[row * M + k]",
                                             "right only when M == K"),
     "row stride of B": ("B[k * N + col]", "B[k * K + col]", "row k of B starts at k * N"),
+    # The loop: each mistake named as what it is, not as a mapping problem.
+    "one step short": (LOOP, LOOP.replace("k < K", "k < K - 1"), "k = 4 is left out"),
+    "one step too many": (LOOP, LOOP.replace("k < K", "k <= K"), "past the end of B"),
+    "assigned, not added": (LOOP, LOOP.replace("acc +=", "acc ="),
+                            "only the last product is left"),
 }
 # Right answers in other forms: the static step passes them.
 RIGHT = {
@@ -35,6 +40,10 @@ RIGHT = {
                                 "    } else { row = x; col = y; }"),
     "another loop variable": (LOOP, "for (int i = 0; i < K; i++) acc += A[row * K + i] * "
                                     "B[i * N + col];"),
+    "k counted down, acc = acc + ...": (
+        LOOP, "for (int k = K - 1; k >= 0; k--) { acc = acc + A[row * K + k] * B[k * N + col]; }"),
+    "pointer walking": (LOOP, "const float* a = A + row * K;\n        const float* b = B + col;\n"
+                              "        for (int k = 0; k < K; ++k, b += N) acc += a[k] * *b;"),
 }
 
 

@@ -87,8 +87,11 @@ register(Exercise(
     # dot product uses each matrix's own row stride.
     static_checks=(ch01_checks.index_check,),
     hints={"compile": "keep the kernel's name and template parameters as given",
-           "correct": "row comes from the y coordinate and col from x when X_TO_COL is 1; "
-                      "threads past the edge of C must not write",
+           # Step 2 has checked the mapping, the subscripts and the loop where it could
+           # read them: the hint names what is left.
+           "correct": "step 2 checks row, col, the subscripts and the loop over k where it "
+                      "can read them; what is left: acc starts at 0 and gets one product "
+                      "per k, and C is written once, inside if (row < M && col < N)",
            "speed": "with X_TO_COL = 1, neighbouring lanes (threadIdx.x) must get "
                     "neighbouring columns, so that a warp reads B in one piece"},
 ))

@@ -14,7 +14,11 @@ and the loop `acc += A[...] * B[...]`. The check:
 * evaluates each `A[...]` and `B[...]` of the dot product, where it is written with
   row, col, the loop's variable and M, N, K, on a 7 x 13 x 5 problem: A is M x K and B is
   K x N, row-major, so row r of A starts at r * K and row k of B at k * N. The chapter's
-  indexing mistake, `A[row * M + k]`, is right only when M == K.
+  indexing mistake, `A[row * M + k]`, is right only when M == K;
+* runs the header of the loop over k (`for (int k = 0; k < K; ++k)`) at K = 5: it must
+  take every k from 0 to K - 1 once (`k < K - 1` leaves a product out, `k <= K` reads
+  past the row of A and past the end of B); and the loop must add each product to the
+  accumulator (`acc = A[...] * B[...]` keeps only the last one).
 
 Where a statement cannot be read (a form this reader does not know), that part of the
 check is left out: the run of the kernel on ragged shapes still judges the numbers.
@@ -25,7 +29,8 @@ import re
 
 from gemm_kernels.core.kernels import get as get_kernel
 from gemm_kernels.exercises.ch01_02_cstatements import (Unsupported, cells_text,
-                                                        compile_expression, placement,
+                                                        compile_expression,
+                                                        compile_statements, placement,
                                                         readable, thread_names)
 from gemm_kernels.exercises.stubs import stub_lines
 
@@ -161,9 +166,89 @@ def stride_problems(source: str) -> list[str]:
     return problems
 
 
+_FOR = re.compile(r"for\s*\(([^;()]*);([^;]*);([^)]*)\)")
+_STEP = {r"^\+\+\s*(\w+)$": r"\1 += 1", r"^(\w+)\s*\+\+$": r"\1 += 1"}
+
+
+def _loop_values(init: str, cond: str, step: str, K: int) -> tuple[str, list[int]] | None:
+    """(the loop variable, the values it takes) for the loop header at K; None where the
+    header is not one this reader follows (a pointer, a call, another variable)."""
+    name = re.search(r"([A-Za-z_]\w*)\s*=[^=]", init + " ")
+    if not name:
+        return None
+    k = name.group(1)
+    for pattern, repl in _STEP.items():
+        step = re.sub(pattern, repl, step.strip())
+    M, N, _ = STRIDE_SHAPE
+    try:
+        env = compile_statements(init + ";")({"M": M, "N": N, "K": K})
+        test, advance = compile_expression(cond), compile_statements(step + ";")
+        values = []
+        while test(env) and len(values) <= 2 * K + 2:
+            values.append(env[k])
+            env = advance(env)
+    except (Unsupported, KeyError):
+        return None
+    return k, values
+
+
+def _body(text: str) -> str:
+    """The statement after a loop header: a { block } or one statement up to its ';'."""
+    text = text.lstrip()
+    if not text.startswith("{"):
+        return text.split(";", 1)[0] + ";"
+    depth = 0
+    for end, ch in enumerate(text):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth == 0:
+            return text[1:end]
+    return text
+
+
+def loop_problems(source: str) -> list[str]:
+    """Problems of the dot product's loop: the values its variable takes (every k from 0
+    to K - 1, once) and how the products reach the accumulator (added, not assigned)."""
+    try:
+        _, rest = placement(source, ENTRY)
+    except Unsupported:
+        return []
+    loop = _FOR.search(rest)
+    if not loop:
+        return []
+    problems = []
+    K = STRIDE_SHAPE[2]
+    header = f"for ({'; '.join(' '.join(p.split()) for p in loop.groups())})"
+    found = _loop_values(*loop.groups(), K)
+    if found and sorted(found[1]) != list(range(K)):
+        k, values = found
+        took = (f"{k} = {values[0]} to {values[-1]}" if values and
+                values == list(range(values[0], values[-1] + 1)) else
+                f"{k} = {', '.join(map(str, values[:8]))}" if values else "no value at all")
+        left = [v for v in range(K) if v not in values]
+        why = (f"at {k} = K it reads A[row * K + K], the first element of the next row "
+               "of A, and B[K * N + col], past the end of B" if K in values else
+               f"the product of {k} = {', '.join(map(str, left))} "
+               f"{'is' if len(left) == 1 else 'are'} left out" if left else
+               "a product is added twice")
+        problems.append(f"at K = {K} the loop {header} takes {took}: the dot product "
+                        f"needs every k from 0 to K - 1 = {K - 1}, once each ({why})")
+    acc = re.search(r"gemm_epilogue\s*\(\s*([A-Za-z_]\w*)", rest)
+    acc = acc.group(1) if acc else "acc"
+    body = _body(rest[loop.end():])
+    for m in re.finditer(rf"(?<![\w.]){re.escape(acc)}\s*=(?!=)\s*([^;]*);", body):
+        if not re.search(rf"\b{re.escape(acc)}\b", m.group(1)) and re.search(r"\b[AB]\s*\[",
+                                                                           m.group(1)):
+            problems.append(f"inside the loop, '{acc} = {' '.join(m.group(1).split())}' "
+                            f"replaces {acc} at every k, so only the last product is left: "
+                            f"add each product to it ('{acc} += ...')")
+            break
+    return problems
+
+
 def index_check(source: str) -> list[str]:
     """The static check of exercise 01_index: problems, empty when the mapping covers C
-    once in both settings, runs the right way in each, and the strides are right."""
+    once in both settings, runs the right way in each, the strides are right, and the
+    loop adds the product of every k from 0 to K - 1 to the accumulator."""
     if stub_lines(source):          # the grader already names the lines still to write
         return []
-    return mapping_problems(source) + stride_problems(source)
+    return mapping_problems(source) + stride_problems(source) + loop_problems(source)

@@ -1,0 +1,239 @@
+"""Chapter 01's helpers: the first launch without a GPU, the naive kernel's resources in
+words, its compiled loop read line by line, and the check of the chapter's prediction.
+
+Why a module: the chapter's cells stay one call long, and what they print (the reading
+of the SASS, the occupancy arithmetic, the recorded ratio of the two mappings) is
+computed from the compiler's output and the recording, never typed into the text.
+"""
+from __future__ import annotations
+
+import re
+
+from gemm_kernels.core import analysis, compiler, device
+from gemm_kernels.core.kernels import get as get_kernel
+from gemm_kernels.core.table import Table, fmt_number
+from gemm_kernels.notebook.display import Text
+
+KERNEL = "naive"
+
+
+# ---------------------------------------------------------------- the first launch
+
+def add_one_on_cpu(n: int = 1000, threads: int = 256):
+    """(blocks, x): the launch of `add_one` (x[i] += 1 for i < n, one thread per
+    element) played thread by thread on the CPU, block after block: what the GPU
+    computes, for a reader without one."""
+    import numpy as np
+    x = np.zeros(n, dtype=np.float32)
+    blocks = (n + threads - 1) // threads
+    for b in range(blocks):
+        for t in range(threads):
+            i = b * threads + t          # int i = blockIdx.x * blockDim.x + threadIdx.x
+            if i < n:                    # the last block is only partly used
+                x[i] += 1.0
+    return blocks, x
+
+
+def launch_naive(shape=(1000, 700, 300), params: dict | None = None) -> Text:
+    """`gk.launch` on the naive kernel: the grid and the block the launcher picks for
+    `shape` (M, N, K), from the registry (no GPU needed); live, the kernel also runs on
+    random matrices and its C is compared with cuBLAS's (cupy.matmul)."""
+    k = get_kernel(KERNEL)
+    p = k.resolve(params)
+    M, N, K = shape
+    grid, block = k.grid(p, shape), k.threads(p)
+    threads = grid[0] * grid[1] * block[0] * block[1]
+    text = (f"{k.name_expression(p, shape)} on C of {M:,} x {N:,}: a grid of "
+            f"{grid[0]} x {grid[1]} blocks of {block[0]} x {block[1]} threads, "
+            f"{threads:,} threads for {M * N:,} elements (the rest fail the edge test)")
+    if not device.is_live():
+        return Text(text + ".\nNo GPU here: the launch itself needs one.")
+    import cupy
+    from gemm_kernels.core.launch import launch
+    A, B = cupy.random.rand(M, K, dtype=cupy.float32), cupy.random.rand(K, N, dtype=cupy.float32)
+    C = cupy.zeros((M, N), dtype=cupy.float32)
+    launch(KERNEL, A, B, C, params=p)
+    cupy.cuda.Device().synchronize()
+    err = float(cupy.abs(C - A @ B).max())
+    return Text(text + f".\nLaunched: the largest difference from cupy.matmul is {err:.1e}.")
+
+
+# ---------------------------------------------------------------- resources
+
+def resources(params: dict | None = None) -> Table:
+    """The naive kernel's registers, spills, block, blocks and warps per SM, occupancy,
+    and the instructions of one pass of its compiled loop (no shared memory yet: its
+    columns come in chapter 03)."""
+    from gemm_kernels.measure import lookup
+    s = analysis.summary(KERNEL, params)
+    timed = (lookup.binary(KERNEL, params) or {}).get("registers")
+    occ = analysis.kernel_occupancy(KERNEL, params, registers=timed)
+    h = s["loop_histogram"]
+    row = {"registers per thread": timed or s["registers"], "spills": s["spill_stores"],
+           "threads per block": occ.threads_per_block, "blocks per SM": occ.blocks_per_sm,
+           "warps per SM": f"{occ.warps_per_sm} of {occ.max_warps_per_sm}",
+           "occupancy": analysis.percent(occ.occupancy),
+           "FFMA per pass of the loop": h.get("FFMA", 0),
+           "LDG per pass of the loop": sum(v for op, v in h.items() if op.startswith("LDG"))}
+    return Table([row], list(row), title=f"{KERNEL}, {_settings(s['params'])}: static "
+                 f"analysis (ptxas -v, nvdisasm; {s['arch']})")
+
+
+def registers_in_words(params: dict | None = None) -> Text:
+    """Why the occupancy is what it is, as arithmetic: registers per thread times the
+    threads an SM can hold, against the SM's register file; which registers are used
+    (the timed binary's, and whether ptxas here agrees)."""
+    from gemm_kernels.measure import lookup
+    from gemm_kernels.memory.ch01_02_sectors import device_props
+    s = analysis.summary(KERNEL, params)
+    timed = (lookup.binary(KERNEL, params) or {}).get("registers")
+    regs = timed or s["registers"]
+    props = device_props()
+    threads, file = props.get("max_threads_per_sm"), props.get("registers_per_sm")
+    occ = analysis.kernel_occupancy(KERNEL, params, registers=timed)
+    source = ("the binary that was timed uses " if timed else "ptxas here reports ") + \
+        f"{regs} registers per thread" + \
+        ("" if not timed or timed == s["registers"] else
+         f" (ptxas {compiler.ptxas_version()} here: {s['registers']})") + \
+        (f", and ptxas {compiler.ptxas_version()} here agrees" if timed == s["registers"] else "")
+    if not (threads and file):
+        return Text(source + ".")
+    used = regs * threads
+    fits = ("exactly the whole register file" if used == file else
+            "within the register file" if used < file else "more than the register file")
+    return Text(f"{source[0].upper()}{source[1:]}. An SM holds at most {threads:,} threads: "
+                f"{regs} x {threads:,} = {used:,} registers, {fits} of an SM ({file:,}). "
+                f"So {occ.blocks_per_sm} blocks of {occ.threads_per_block:,} threads fit, "
+                f"{occ.warps_per_sm} warps of the {occ.max_warps_per_sm} an SM can hold: "
+                f"occupancy {analysis.percent(occ.occupancy)}.")
+
+
+def _settings(p: dict) -> str:
+    return ", ".join(f"{n} = {v}" for n, v in p.items())
+
+
+# ---------------------------------------------------------------- the compiled loop
+
+_LDG = re.compile(r"^LDG\S*\s+(R\d+),\s*(?:desc\[\w+\])?\[(R\d+)\.64(?:\+(0x[0-9a-f]+))?\]")
+_WIDE = re.compile(r"^IMAD\.WIDE\s+(R\d+),\s*(R\d+)(?:\.reuse)?,\s*0x4,\s*(R\d+)")
+_UPTR = re.compile(r"^UIADD3\s+(UR\d+),\s*UP\d+,\s*(UR\d+),\s*(0x[0-9a-f]+)")
+_COUNT = re.compile(r"^IADD3\s+(R\d+),\s*(R\d+),\s*-(0x[0-9a-f]+)")
+
+
+def loop_loads(params: dict | None = None) -> dict:
+    """What one pass of the naive kernel's compiled loop loads, read off its SASS.
+
+    The loads of B are those whose address register was made by `IMAD.WIDE d, s, 0x4, p`
+    with the loop's most used multiplier `s` (a register holding N: each is the previous
+    address plus N floats, the next row of B). The other loads read A: one base
+    register plus constant offsets (consecutive floats of one row). Returns {'FFMA',
+    'LDG', 'A': [(address, text, k offset)], 'B': [(address, text, k offset)],
+    'stride': s, 'notes': {address: what the line does}}."""
+    k = get_kernel(KERNEL)
+    body = analysis.main_loop(compiler.sass(k, k.resolve(params)))
+    wides = [(a, _WIDE.match(t)) for a, _, t in body if _WIDE.match(t)]
+    multipliers = [m.group(2) for _, m in wides]
+    stride = max(set(multipliers), key=multipliers.count) if multipliers else None
+    b_regs = {m.group(1) for _, m in wides if m.group(2) == stride}
+    row_of, a_loads, b_loads, notes = {}, [], [], {}
+    ffma = sum(op == "FFMA" for _, op, _ in body)
+    for a, op, t in body:
+        ld, wide = _LDG.match(t), _WIDE.match(t)
+        if ld and ld.group(2) in b_regs:
+            j = row_of.setdefault(ld.group(2), 0)     # made at the end of the pass before
+            b_loads.append((a, t, j))
+            notes[a] = f"B[k+{j}][col]" if j else "B[k][col]"
+        elif ld:
+            off = int(ld.group(3) or "0", 16) // 4
+            a_loads.append((a, t, off))
+            notes[a] = f"A[row][k+{off}]" if off else "A[row][k]"
+        elif wide and wide.group(2) == stride:
+            j = row_of.get(wide.group(3), 0) + 1
+            row_of[wide.group(1)] = j
+            notes[a] = (f"address of B[k+{j}][col]: the one before + {stride} x 4 bytes"
+                        + (" (for the next pass)" if j >= ffma else ""))
+        elif wide and wide.group(1) == wide.group(3):
+            notes[a] = (f"the address of A[row][k]: A's running pointer + {wide.group(2)} "
+                        f"x 4 bytes ({wide.group(2)} holds row * K)")
+        elif op == "FFMA":
+            notes[a] = "acc += a * b"
+        elif _UPTR.match(t) and int(_UPTR.match(t).group(3), 16) == 4 * ffma:
+            notes[a] = f"A's pointer moves on {4 * ffma} bytes: the next {ffma} floats of the row"
+        elif _COUNT.match(t) and int(_COUNT.match(t).group(3), 16) == ffma:
+            notes[a] = f"{ffma} fewer k left to do"
+        elif op == "ISETP":
+            notes[a] = "enough k left for another pass? (sets the predicate)"
+        elif op == "BRA":
+            notes[a] = "if so, back to the loop's first instruction"
+    return {"FFMA": ffma, "LDG": len(a_loads) + len(b_loads), "A": a_loads, "B": b_loads,
+            "stride": stride, "notes": notes}
+
+
+def read_loop(params: dict | None = None, head: int = 8, tail: int = 14) -> Text:
+    """The loop's first `head` and last `tail` instructions (as `display.sass_loop`
+    shows them), each with what it does in the kernel's terms after '//'."""
+    from gemm_kernels.notebook.display import sass_loop
+    notes = loop_loads(params)["notes"]
+    width = 52
+    out = []
+    for line in sass_loop(KERNEL, params, limit=head, tail=tail).splitlines():
+        m = re.match(r"/\*([0-9a-f]+)\*/", line)
+        note = notes.get(int(m.group(1), 16)) if m else None
+        out.append(f"{line:<{width}}// {note}" if note else line)
+    return Text("\n".join(out))
+
+
+def loop_in_numbers(params: dict | None = None) -> Text:
+    """One pass of the loop in numbers: FFMA and LDG, how many loads read A and B and
+    how their addresses are made, and the bytes loaded per FLOP set against the ridge
+    of the roofline (chapter 00) of the GPU the numbers describe."""
+    from gemm_kernels.memory.ch01_02_sectors import device_props
+    r = loop_loads(params)
+    offsets = sorted(o for _, _, o in r["A"])
+    props = device_props()
+    peak, bw = device.peak_fp32_gflops(props), device.peak_bandwidth_gbps(props)
+    per_ffma = 4 * r["LDG"] / r["FFMA"]          # bytes loaded per multiply-add
+    lines = [
+        f"One pass of the loop: {r['FFMA']} FFMA and {r['LDG']} LDG, so k is unrolled by "
+        f"{r['FFMA']}: {r['LDG'] / r['FFMA']:g} loads per multiply-add.",
+        f"{len(r['A'])} LDG read A: one base register plus {4 * offsets[0]} to "
+        f"{4 * offsets[-1]} bytes, {len(offsets)} consecutive floats of row `row`.",
+        f"{len(r['B'])} LDG read B: each address is the one before plus {r['stride']} x 4 "
+        f"bytes ({r['stride']} holds N), the next row of column `col`.",
+        f"{per_ffma:g} bytes loaded per multiply-add (2 FLOP): {2 / per_ffma:g} FLOP per "
+        "byte loaded."]
+    if peak and bw:
+        lines.append(f"The ridge of the {props.get('name', 'GPU')}'s roofline (chapter 00): "
+                     f"{fmt_number(peak)} GFLOP/s / {fmt_number(bw)} GB/s = "
+                     f"{peak / bw:.1f} FLOP per byte of DRAM.")
+    return Text("\n".join(lines))
+
+
+# ---------------------------------------------------------------- the measurement
+
+def share_range(table) -> str:
+    """'0.97% to 1.5%': the range of the naive kernel's share of cuBLAS in a
+    `ch01_02_sectors.rate_table`, written as the table writes it."""
+    share = [r[f"{KERNEL}: % of cuBLAS"] for r in table]
+    return f"{fmt_number(min(share))}% to {fmt_number(max(share))}%"
+
+
+def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
+    """The chapter's prediction: x->col's rate over x->row's at `block`, size^3. Says
+    how the guess compares with the recorded (or, live, measured) ratio."""
+    from gemm_kernels.measure import lookup
+    if my_guess is None:
+        print("Write your guess first (a number: 1.0 means the same speed), then run "
+              "this cell again.")
+        return
+    rate = {m: lookup.measure_or_lookup(KERNEL, (size,) * 3, {"BLOCK": block, "MAPPING": m})
+            ["gflops"]["median"] for m in ("x->row", "x->col")}
+    ratio = rate["x->col"] / rate["x->row"]
+    verdict = ("close" if abs(my_guess / ratio - 1) <= 0.25 else
+               "too low" if my_guess < ratio else "too high")
+    print(f"You guessed {my_guess:g}; at BLOCK = {block}, {size}^3: x->row "
+          f"{rate['x->row']:,.0f} GFLOP/s, x->col {rate['x->col']:,.0f} GFLOP/s, "
+          f"{ratio:.1f} times as fast. Your guess is {verdict}.")
+    if my_guess < 2:
+        print("The same instructions, many times the speed: the addresses a warp loads "
+              "decide it. Chapter 02 counts them.")

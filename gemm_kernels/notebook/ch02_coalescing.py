@@ -1,0 +1,203 @@
+"""Chapter 02's helpers around the sector and line model (`memory.ch01_02_sectors`): the
+L1's documented bandwidth in lines, the recorded counters under readable names, their
+tables with every percentage to one decimal, the Nsight Compute command that counts
+them again on the reader's GPU, and the prediction check with a word on the usual slip.
+
+Why a module: the chapter's cells stay one call long, and every number they print comes
+from the recording (or from the device's properties) through these functions.
+"""
+from __future__ import annotations
+
+from gemm_kernels.core import device
+from gemm_kernels.core.kernels import get as get_kernel
+from gemm_kernels.memory import ch01_02_sectors as model
+from gemm_kernels.notebook.display import Text
+
+L1_STUDY, CACHES_STUDY = "ch02_l1_lines", "ch02_caches"
+LINE_BYTES = device.SMEM_BANKS * device.SMEM_BANK_BYTES       # 32 banks x 4 bytes = 128
+
+
+# ---------------------------------------------------------------- the L1's bandwidth
+
+def l1_bandwidth(props: dict | None = None) -> Text:
+    """The L1's documented width as bytes and as lines per clock, and the whole GPU's
+    L1 bandwidth from the SM count and the clock (the shared-memory ceiling of chapter
+    00's roofline: L1 and shared memory are one array)."""
+    props = model.device_props() if props is None else props
+    gbps = device.smem_bandwidth_gbps(props)
+    head = (f"One SM's L1: {device.SMEM_BANKS} banks x {device.SMEM_BANK_BYTES} bytes per "
+            f"clock = {LINE_BYTES} bytes per clock, one {LINE_BYTES}-byte line.")
+    if not gbps:
+        return Text(head)
+    return Text(f"{head}\n{props.get('name', 'The GPU')}: {props['sm_count']} SMs x "
+                f"{props['sm_clock_mhz']:,.0f} MHz x {LINE_BYTES} B = {gbps / 1e3:,.1f} TB/s "
+                "(chapter 00's shared-memory ceiling).")
+
+
+# ---------------------------------------------------------------- recorded counters
+
+def profiled(kernel: str, params: dict, study: str = L1_STUDY) -> dict:
+    """The counters Nsight Compute recorded for one configuration of a study of this
+    chapter ({} when that step was not recorded)."""
+    from gemm_kernels.measure import studies
+    want = get_kernel(kernel).resolve(params)
+    for step, row in studies.results(study):
+        if step.kernel == kernel and get_kernel(kernel).resolve(step.params) == want:
+            return (row or {}).get("metrics", {})
+    return {}
+
+
+def _one_decimal(table, columns):
+    """Percent columns of a table written with one decimal each ("95.0%", not "95%"
+    beside "87.6%")."""
+    for row in table:
+        for c in columns:
+            if isinstance(row.get(c), (int, float)):
+                row[c] = f"{row[c]:.1f}%"
+    return table
+
+
+def l1_table(study: str = L1_STUDY):
+    """`ch01_02_sectors.l1_table`, its percentages to one decimal."""
+    return _one_decimal(model.l1_table(study), ["busiest L1 stage (% of its peak)",
+                                                "L1 hit rate (%)"])
+
+
+FROM_L2 = "lts__t_sectors_srcunit_tex_op_read.sum"
+
+
+def caches_table(study: str = CACHES_STUDY):
+    """`ch01_02_sectors.caches_table`, its percentages to one decimal, with a column
+    computed from two of its counters: the share of the requested sectors the L1 did
+    not fetch from the L2 (1 - fetched / requested), next to its hit rate."""
+    t = model.caches_table(study)
+    for row, (step, rec) in zip(t, _results(study)):
+        m = (rec or {}).get("metrics", {})
+        got = m.get(FROM_L2), m.get(model.SECTORS_LD)
+        row["1 - fetched / requested (%)"] = 100 * (1 - got[0] / got[1]) if all(got) else None
+    cols = list(t.columns)
+    cols.insert(cols.index("L1 hit rate (%)") + 1, "1 - fetched / requested (%)")
+    t.columns = cols
+    return _one_decimal(t, ["L1 hit rate (%)", "1 - fetched / requested (%)",
+                            "L2 hit rate (%)"])
+
+
+def _results(study: str):
+    from gemm_kernels.measure import studies
+    return studies.results(study)
+
+
+def l2_count(size: int = 4096, blocks=(8, 32), study: str = CACHES_STUDY) -> Text:
+    """The count of the DRAM appendix: a block of BLOCK x BLOCK threads fetches BLOCK / 4
+    sectors from the L2 per step if blocks shared nothing (BLOCK / 8 for A, BLOCK / 8 for
+    B), against the sectors Nsight Compute counted."""
+    counted, fetched, lines = {}, {}, []
+    for b in blocks:
+        n_blocks = size * size // (b * b)
+        counted[b] = n_blocks * size * b / 4
+        fetched[b] = profiled("coalesced", {"BLOCK": b}, study).get(FROM_L2)
+        lines.append(f"BLOCK = {b:2d}: {n_blocks:,} blocks of {b * b:,} threads; counted "
+                     f"{counted[b] / 1e6:,.0f} million sectors from L2, measured "
+                     + (f"{fetched[b] / 1e6:,.0f} million" if fetched[b] else "-"))
+    lo, hi = blocks[0], blocks[-1]
+    lines.append(f"The count says {counted[lo] / counted[hi]:.0f} times as many at BLOCK = "
+                 f"{lo}" + (f"; the profiler measured {fetched[lo] / fetched[hi]:.1f} times "
+                            "as many." if fetched[lo] and fetched[hi] else "."))
+    return Text("\n".join(lines))
+
+
+# ---------------------------------------------------------------- below the limit
+
+def below_the_limit(kernel: str = "coalesced", params: dict | None = None,
+                    size: int = 2048) -> Text:
+    """For the configuration that stays below the line limit: its share of the limit,
+    and what the L1 and the schedulers did (wavefronts per SM and cycle, busiest L1
+    stage, the write-back of loaded data, the share of cycles an instruction issued)."""
+    params = params or {"BLOCK": 32}
+    lim = model.line_limit(kernel, params)
+    rate = model._rate(kernel, params, size)["gflops"]["median"]
+    m = profiled(kernel, params)
+    row = next((r for r in model.l1_table() if r["configuration"] == model.label(kernel, params)),
+               {})
+    parts = [f"{model.label(kernel, params)}: {rate:,.0f} GFLOP/s, "
+             f"{rate / lim['GFLOP/s']:.0%} of the {lim['GFLOP/s']:,.0f} its "
+             f"{lim['lines']} lines allow"]
+    if row:
+        parts.append(f"L1 wavefronts per SM and cycle {row['L1 wavefronts per SM and cycle']}")
+    for name, metric in (("busiest L1 stage", model.L1_BUSY),
+                         ("write-back of loaded data to the registers",
+                          "l1tex__lsu_writeback_active.avg.pct_of_peak_sustained_active"),
+                         ("cycles in which a scheduler issued",
+                          "smsp__issue_active.avg.pct_of_peak_sustained_active")):
+        if metric in m:
+            parts.append(f"{name} {m[metric]:.0f}%")
+    return Text(parts[0] + ";\n" + "; ".join(parts[1:]) + ".")
+
+
+# ---------------------------------------------------------------- counting it again
+
+TABLE_METRICS = (model.REQUESTS_LD, model.SECTORS_LD, model.WAVEFRONTS, model.L1_BUSY,
+                 model.L1_HIT, model.CYCLES, model.DURATION)
+OPEN_QUESTION_METRICS = ("breakdown:l1tex__throughput.avg.pct_of_peak_sustained_active",
+                         "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+                         "l1tex__lsu_writeback_active.avg.pct_of_peak_sustained_active")
+
+
+def ncu_command(study: str = L1_STUDY, metrics=TABLE_METRICS) -> Text:
+    """The Nsight Compute command line that profiles the launches of a study of this
+    chapter (each configuration once, at the study's shape) with `metrics`: what the
+    recording ran, to run again on another GPU."""
+    from gemm_kernels.measure import studies
+    st = studies.get(study)
+    entries = sorted({get_kernel(s.kernel).entry for s in st.steps})
+    lines = [f'ncu --target-processes all -k "regex:^({"|".join(entries)})" \\',
+             "    --metrics " + ",\\\n".join(metrics) + " \\",
+             f"    python -m gemm_kernels.measure.profile --target {study}"]
+    return Text("\n".join(lines))
+
+
+# ---------------------------------------------------------------- predict, then check
+
+def check_prediction(line_model, occupancy_model, size: int = 2048) -> None:
+    """`ch01_02_sectors.check_prediction`, after a word on the usual slips: a line
+    limit for 32 lanes (the block of 16 threads fills half a warp), or BLOCK = 8's rate
+    not halved."""
+    if line_model is not None and occupancy_model is not None:
+        lim = model.line_limit(*model.PREDICT)
+        if lim["GFLOP/s"] and abs(line_model / (lim["GFLOP/s"] * 32 / lim["lanes"]) - 1) <= 0.02:
+            print(f"(a): did you count 32 lanes? A block of 4 x 4 threads fills half a warp: "
+                  f"{lim['lanes']} lanes are active, and {32 - lim['lanes']} idle.")
+        whole = model._rate(*model.PREDICT_FROM, size)["gflops"]["median"]
+        if abs(occupancy_model / whole - 1) <= 0.02:
+            print("(b): that is BLOCK = 8's rate itself; the occupancy model halves it.")
+    model.check_prediction(line_model, occupancy_model, size)
+
+
+# ---------------------------------------------------------------- figures
+
+def limit_plot(configs, size: int = 2048):
+    """`ch01_02_sectors.limit_plot`, its rate axis with thousands separators as in the
+    tables ("2,000")."""
+    from matplotlib.ticker import FuncFormatter
+    fig = model.limit_plot(configs, size)
+    fig.axes[0].xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    return fig
+
+
+def sector_picture(kernel: str, params: dict):
+    """`ch01_02_sectors.sector_picture`, with room between the stacked panels, so that
+    no axis label runs into the title of the panel below. A warp down a column of C
+    (the tall layout) keeps only the columns of C its lanes own, and its strip of B is
+    lined up under the panel of A."""
+    fig = model.sector_picture(kernel, params)
+    c_ax, a_ax, b_ax = fig.axes[:3]
+    lanes = [l for l in model.warp_elements(kernel, params, 4096, 4096, 4096) if l["active"]]
+    tall = max(l["row"] for l in lanes) + 1 > 8
+    if tall:
+        c_ax.set_xlim(-0.5, max(l["col"] for l in lanes) + 0.5)
+        c_ax.set_xticks(range(max(l["col"] for l in lanes) + 1))
+    fig.tight_layout(h_pad=2.0)
+    if tall:
+        a, b = a_ax.get_position(), b_ax.get_position()
+        b_ax.set_position([a.x0, b.y0, a.width, b.height])
+    return fig

@@ -1,0 +1,63 @@
+"""Chapter 01's notebook helpers: the launch played on the CPU, the loop read off the
+SASS (which loads read A, which read B), the occupancy in words, the prediction check."""
+import pytest
+
+from gemm_kernels.notebook import ch01_naive
+
+
+def test_add_one_on_the_cpu_is_what_the_gpu_computes():
+    blocks, x = ch01_naive.add_one_on_cpu(1000, 256)
+    assert blocks == 4 and x.shape == (1000,)
+    assert (x == 1).all()                 # every element once, none past n
+
+
+@pytest.mark.parametrize("params", [None, {"MAPPING": "x->col"}, {"BLOCK": 8}])
+def test_the_loop_reads_a_row_of_A_and_a_column_of_B(params):
+    r = ch01_naive.loop_loads(params)
+    assert r["FFMA"] == 16 and r["LDG"] == 32
+    # A: one base, offsets k .. k+15; B: a chain of addresses, rows k .. k+15
+    assert sorted(o for *_, o in r["A"]) == list(range(16))
+    assert sorted(j for *_, j in r["B"]) == list(range(16))
+    assert len({t.split("[")[2].split(".")[0] for _, t, _ in r["A"]}) == 1
+
+
+def test_every_load_of_the_listing_is_named():
+    text = ch01_naive.read_loop()
+    loads = [line for line in text.splitlines() if "LDG" in line]
+    assert loads and all("// A[row]" in line or "// B[k" in line for line in loads)
+    assert "back to the loop's first instruction" in text
+
+
+def test_the_loop_in_numbers_gives_the_intensity():
+    text = ch01_naive.loop_in_numbers()
+    assert "16 FFMA and 32 LDG" in text and "0.25 FLOP per byte" in text
+
+
+def test_the_occupancy_is_explained_by_the_register_file():
+    text = ch01_naive.registers_in_words()
+    assert "32 x 2,048 = 65,536" in text and "occupancy 100%" in text
+
+
+def test_the_resources_table_has_no_shared_memory_columns():
+    cols = ch01_naive.resources().columns
+    assert not any("LDS" in c for c in cols) and "occupancy" in cols
+
+
+def test_the_share_range_is_written_as_the_table_writes_it():
+    rows = [{"naive: % of cuBLAS": v} for v in (0.974, 1.52, 0.981)]
+    assert ch01_naive.share_range(rows) == "0.97% to 1.5%"
+
+
+def test_the_guess_is_checked_against_the_recorded_ratio(capsys):
+    ch01_naive.check_guess(None)
+    assert "Write your guess" in capsys.readouterr().out
+    ch01_naive.check_guess(1.0)
+    out = capsys.readouterr().out
+    assert "too low" in out and "Chapter 02" in out
+    ch01_naive.check_guess(13)
+    assert "close" in capsys.readouterr().out
+
+
+def test_the_launch_names_grid_and_block():
+    text = ch01_naive.launch_naive((1000, 700, 300))
+    assert "32 x 22 blocks of 32 x 32 threads" in text

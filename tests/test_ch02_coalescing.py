@@ -1,0 +1,85 @@
+"""Chapter 02's notebook helpers: the L1's bandwidth in lines, the recorded counters under
+readable names, tables with one decimal per percentage, the ncu command, the prediction
+check's word on the usual slip, and the figures' finishing touches."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+from gemm_kernels.memory import ch01_02_sectors as model   # noqa: E402
+from gemm_kernels.notebook import ch02_coalescing, ch02_stalls   # noqa: E402
+
+H200 = {"name": "NVIDIA H200", "sm_count": 132, "sm_clock_mhz": 1980.0}
+
+
+def test_the_l1_moves_one_line_per_clock():
+    text = ch02_coalescing.l1_bandwidth(H200)
+    assert "128 bytes per clock" in text and "33.5 TB/s" in text
+
+
+def test_profiled_counters_by_configuration():
+    m = ch02_coalescing.profiled("coalesced", {"BLOCK": 32})
+    assert model.WAVEFRONTS in m
+    assert ch02_coalescing.profiled("coalesced", {"BLOCK": 4}) == {}
+
+
+def test_percentages_have_one_decimal_each():
+    t = ch02_coalescing.l1_table()
+    assert all(r["L1 hit rate (%)"].endswith("%") and "." in r["L1 hit rate (%)"] for r in t)
+
+
+def test_the_caches_table_sets_fetched_over_requested_beside_the_hit_rate():
+    t = ch02_coalescing.caches_table()
+    col = "1 - fetched / requested (%)"
+    assert t.columns.index(col) == t.columns.index("L1 hit rate (%)") + 1
+    for r in t:
+        m = ch02_coalescing.profiled("coalesced", {"BLOCK": int(r["configuration"].split()[-1])},
+                                     ch02_coalescing.CACHES_STUDY)
+        want = 100 * (1 - m[ch02_coalescing.FROM_L2] / m[model.SECTORS_LD])
+        assert r[col] == f"{want:.1f}%"
+
+
+def test_the_l2_count_compares_the_two_block_sizes():
+    text = ch02_coalescing.l2_count()
+    assert "262,144 blocks of 64 threads" in text and "times as many at BLOCK = 8" in text
+
+
+def test_below_the_limit_names_the_share_and_the_counters():
+    text = ch02_coalescing.below_the_limit("coalesced", {"BLOCK": 32})
+    assert "lines allow" in text and "busiest L1 stage" in text and "write-back" in text
+
+
+def test_the_ncu_command_profiles_the_study_with_every_counter():
+    text = ch02_coalescing.ncu_command()
+    for metric in ch02_coalescing.TABLE_METRICS:
+        assert metric in text
+    assert "--target ch02_l1_lines" in text and "sgemm_coalesced|sgemm_naive" in text
+
+
+def test_the_prediction_check_names_the_half_warp(capsys):
+    lim = model.line_limit(*model.PREDICT)["GFLOP/s"]
+    ch02_coalescing.check_prediction(2 * lim, 900)
+    out = capsys.readouterr().out
+    assert "did you count 32 lanes" in out and "the model gives" in out
+    ch02_coalescing.check_prediction(lim, 900)
+    assert "did you count" not in capsys.readouterr().out
+
+
+def test_the_stall_plot_hatches_not_selected_and_writes_totals():
+    fig = ch02_stalls.stall_plot("ch02_l1_lines", kernels=["coalesced"])
+    ax = fig.axes[0]
+    hatched = [c for c in ax.containers if c.get_label().startswith(ch02_stalls.NOT_SELECTED)]
+    assert hatched and all(p.get_hatch() == "///" for p in hatched[0].patches)
+    assert sum(t.get_text().endswith("in all") for t in ax.texts) == 3
+
+
+def test_the_limit_plot_writes_thousands_separators():
+    fig = ch02_coalescing.limit_plot([("coalesced", {"BLOCK": 32})])
+    fmt = fig.axes[0].xaxis.get_major_formatter()
+    assert fmt(2000, 0) == "2,000"
+
+
+def test_a_warp_down_a_column_keeps_only_its_columns_of_c():
+    fig = ch02_coalescing.sector_picture("naive", {"BLOCK": 32, "MAPPING": "x->row"})
+    assert fig.axes[0].get_xlim() == (-0.5, 0.5)
+    a, b = fig.axes[1].get_position(), fig.axes[2].get_position()
+    assert abs(a.x0 - b.x0) < 1e-6 and abs(a.width - b.width) < 1e-6
