@@ -113,3 +113,62 @@ def test_answers_table_grades_each_layout():
         "rows of 16, column swizzled: [tx][ty ^ tx], read [tx][k ^ tx]": "pass",
         "rows of 17, read one element late: [tx][k + 1]": "FAIL",
         "B not transposed: [ty][tx], read [k][tx]": "FAIL"}
+
+
+# ------------------------------------------------------------------ the control, the exercise's trade
+
+def test_the_control_changes_three_lines_and_only_the_b_instructions():
+    src = w.control_source()
+    assert src.count("\n- ") + src.startswith("- ") == 3 and src.count("\n+ ") == 2
+    t = {(r["VEC"], r["kernel"]): r for r in w.control_table(block=16)}
+    for vec, want in ((2, "32 LDS, 4 LDS.128"), (4, "64 LDS, 4 LDS.128")):
+        assert t[(vec, "control: scalar loads")]["shared loads in the loop"] == want
+        assert t[(vec, "control: scalar loads")]["FFMA in the loop"] == \
+            t[(vec, "vector load")]["FFMA in the loop"] == 16 * vec
+        assert t[(vec, "control: scalar loads")]["B wavefronts per warp and k"] == f"{vec} x 1 = {vec}"
+        assert t[(vec, "vector load")]["B wavefronts per warp and k"] == f"{vec}"
+
+
+def test_the_control_is_timed_only_on_a_gpu():
+    from gemm_kernels.core import device
+    if device.is_live():
+        pytest.skip("a GPU is here: the live path is tested by the notebook")
+    assert w.control_timing().startswith("not recorded")
+
+
+@pytest.mark.skipif(__import__("shutil").which("g++") is None, reason="no C++ compiler here")
+def test_the_control_computes_the_product():
+    from gemm_kernels.exercises.cpu_step import correct_on_cpu
+    ok, detail = correct_on_cpu(w.control_kernel(), {"BLOCK": 16, "VEC": 4})
+    assert ok, detail
+
+
+def test_no_row_length_gives_a_fused_conflict_free_read_and_store():
+    t = w.pitch_table()
+    assert all(r["both conflict-free, read fused"] == "no" for r in t)
+    assert [r["P"] for r in t if r["both conflict-free"] == "yes"] == [17, 19, 21, 23]
+    assert all(r["read"] == ("LDS.64" if r["P"] % 2 else "LDS.128") for r in t)
+
+
+def test_the_exercise_costs_what_the_chapters_kernel_costs():
+    text = w.exercise_step(17)
+    assert "= 52 wavefronts per warp and step; the chapter's dgemm_tiled: 52" in text
+    chapter, mine = text.splitlines()[1].split(": ", 1)[1].split("; ")
+    assert chapter.split(": ")[1] == mine.split(": ")[1]          # the same loop, instruction for instruction
+    with pytest.raises(ValueError):
+        w.exercise_step(18)
+
+
+def test_the_phase_picture_writes_its_counts_and_its_unit_out():
+    ax = w.plot_phases(w.merge_cases())
+    texts = [t.get_text() for t in ax.texts]
+    assert not any("(s)" in t for t in texts)
+    assert any(t.startswith("1 phase, 1 wavefront,") for t in texts)
+    assert "units of the load's width" in ax.get_xlabel()
+
+
+def test_the_dgemm_reading_uses_the_sweeps_size():
+    if records.current() is None:
+        pytest.skip("no recording")
+    text = w.dgemm_reading()
+    assert f"dgemm_tiled at {w.SIZE}^3" in text

@@ -2,7 +2,10 @@
 loads, a store, the fourth load) is refused by the static step with the counts read from
 its SASS, at the graded ROWS and at ROWS = 4; the solution passes; a wrong index passes
 the static step and is refused by step 3, on the CPU (every thread emulated) or on a GPU.
-The check's reading of SASS is tested on its own."""
+The check's reading of SASS is tested on its own, and so are the messages for four natural
+mistakes: offsets in int (ptxas moves a store up), a transposing store (wrong, said first),
+overlapping rows (two threads on one element, not a missing barrier) and a load without its
+row check (a read outside `in`)."""
 import pytest
 
 from gemm_kernels.core.kernels import KERNELS
@@ -86,3 +89,71 @@ def test_loads_before_the_first_store_are_counted_in_sass_order():
 def test_the_check_is_silent_while_the_stub_is_there():
     check = loads_in_flight(NAME, EX.kernel, EX.params, also=({"ROWS": 4},))
     assert check("// YOUR CODE HERE") == []
+
+
+# ------------------------------------------------------------------ messages a student can act on
+
+from gemm_kernels.exercises.ch10_checks import ptx_loads_first   # noqa: E402
+
+LOAD = "if (r < rows && c < cols) v[i] = in[(size_t)r * cols + c];"
+STORE = "if (r < rows && c < cols) out[(size_t)r * cols + c] = v[i];"
+no_compiler = pytest.mark.skipif(cpu_step.host_compiler() is None, reason="no C++ compiler here")
+
+
+def test_the_ptx_order_is_read_from_global_loads_and_stores():
+    assert ptx_loads_first("ld.global.f32 %f1, [%rd1];\nld.global.f32 %f2, [%rd2];\n"
+                           "st.global.f32 [%rd3], %f1;\nst.global.f32 [%rd4], %f2;")
+    assert not ptx_loads_first("ld.global.f32 %f1, [%rd1];\nst.global.f32 [%rd3], %f1;\n"
+                               "ld.global.f32 %f2, [%rd2];")
+    assert ptx_loads_first("ld.shared.f32 %f1, [%r1];")
+
+
+def test_offsets_in_int_are_reported_as_a_store_ptxas_moved():
+    src = solution(NAME).replace(LOAD, LOAD.replace("(size_t)r", "r")) \
+        .replace(STORE, STORE.replace("(size_t)r", "r"))
+    v = static_verdict(NAME, src)
+    assert v["static"][0] == FAIL, v
+    assert "your source sends all 8 loads before the first store" in v["static"][1], v
+    assert "moved a store up" in v["static"][1] and "size_t" in v["static"][1], v
+
+
+@no_compiler
+def test_a_transposing_store_is_reported_as_wrong_before_slow():
+    src = solution(NAME).replace(STORE, STORE.replace("(size_t)r * cols + c", "(size_t)c * rows + r"))
+    detail = static_verdict(NAME, src)["static"][1]
+    assert detail.startswith("it does not copy yet"), detail
+    assert "wrong at" in detail and "moved a store up" in detail, detail
+
+
+@no_compiler
+def test_overlapping_rows_are_two_threads_on_one_element_not_a_missing_barrier():
+    src = solution(NAME).replace("const int r = r0 + i * ROWS;", "const int r = r0 + i;")
+    v = status(grade(NAME, src, gpu=False))
+    assert v["correct"][0] == FAIL, v
+    assert "two threads wrote the same element" in v["correct"][1], v
+    assert "exactly one thread" in v["correct"][1] and "__syncthreads" not in v["correct"][1], v
+
+
+@no_compiler
+def test_a_load_without_its_row_check_is_a_read_outside_the_input():
+    src = solution(NAME).replace(LOAD, "if (c < cols) v[i] = in[(size_t)r * cols + c];")
+    v = status(grade(NAME, src, gpu=False))
+    assert v["correct"][0] == FAIL and "outside the input `in`" in v["correct"][1], v
+
+
+ASAN_LEFT_OF_C = """==1==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x613 at pc 0x5
+READ of size 4 at 0x6130000001e0 thread T1
+    #0 0x55 in void copy<float, 32, 8>(int, int, float const*, float*) exercise.cu:21
+0x6130000001e0 is located 32 bytes to the left of 364-byte region [0x613000000200,0x61300000036c)
+allocated by thread T0 here:
+    #1 0x564 in alloc_C driver.cpp:20
+"""
+
+
+def test_asan_names_the_array_of_a_copy_by_the_kind_of_access():
+    """AddressSanitizer names the allocation nearest to the address: past the end of `in`
+    that can be `out`. In a copy a read is of `in`, a write of `out`."""
+    assert "outside the input `in`" in cpu_step.sanitizer_message(ASAN_LEFT_OF_C, 1, move=True)
+    assert "outside the output `out`" in cpu_step.sanitizer_message(
+        ASAN_LEFT_OF_C.replace("READ of", "WRITE of"), 1, move=True)
+    assert "outside the output" in cpu_step.sanitizer_message(ASAN_LEFT_OF_C, 1)   # GEMM: C

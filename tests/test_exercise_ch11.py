@@ -176,3 +176,23 @@ def test_rows_shorter_than_the_tile_are_refused():
 def test_an_index_outside_the_tile_is_named():
     problems = tiles_64bit(16)(_kernel("BLOCK + 1", T_STORE, "B_shared[threadIdx.x][k + 2]"))
     assert problems and "outside the tile's 16 rows of 17" in problems[0], problems
+
+
+def test_names_for_the_thread_indices_are_read_as_the_indices():
+    """`const int tx = threadIdx.x, ty = threadIdx.y;`, as chapters 05 on write it, is not
+    refused as an expression the check cannot evaluate."""
+    assert ch11_checks.aliases("const int tx = threadIdx.x, ty = threadIdx.y;\n"
+                               "int row = blockIdx.y * BLOCK + threadIdx.y;\n"
+                               "for (int k = 0; k < BLOCK; ++k)") == \
+        {"tx": "threadIdx.x", "ty": "threadIdx.y"}
+    src = solution(NAME).replace(
+        "    const int row = blockIdx.y",
+        "    const int tx = threadIdx.x, ty = threadIdx.y;\n    const int row = blockIdx.y", 1)
+    src = src.replace("B_shared[threadIdx.x][threadIdx.y] = b;", "B_shared[tx][ty] = b;") \
+        .replace("B_shared[threadIdx.x][k];", "B_shared[tx][k];")
+    assert "B_shared[tx][ty]" in src and "B_shared[tx][k]" in src
+    v = static_verdict(NAME, src)
+    assert v["static"][0] == PASS, v
+    # and a conflict written with the names is still priced
+    bad = src.replace("B_shared[BLOCK][BLOCK + 1]", "B_shared[BLOCK][BLOCK]")
+    assert "16-way bank conflict" in static_verdict(NAME, bad)["static"][1]

@@ -8,16 +8,28 @@ compiles the student's copy, reads the order of its global loads (LDG) and store
 in the SASS, and asks for all TILE / ROWS loads of a thread before its first store, at
 the graded parameters and at other values of ROWS (a count that only fits one
 configuration, or a compiler that reorders one configuration only, does not pass).
+
+Two things make the message one a student can act on:
+
+* the order is read twice, in the PTX (what the source asked for, after NVVM) and in the
+  SASS (what ptxas made of it). Where the PTX sends every load first and the SASS does
+  not, the source is right and ptxas moved a store up: the message says so, and where the
+  offsets are not computed in size_t (the TODO asks for it) it says that too;
+* a kernel that fails on the order is also run on the CPU (`cpu_step`, every thread
+  emulated) when that can run here: the grader stops after a failed step 2, and a kernel
+  that copies the wrong elements must not be reported only as a slow one.
 """
 from __future__ import annotations
 
 import re
 
+from gemm_kernels.exercises.cexpr import code_only
 from gemm_kernels.exercises.ch05_checks import opcodes
 from gemm_kernels.exercises.stubs import stub_lines
-from gemm_kernels.exercises.submission import submission_sass
+from gemm_kernels.exercises.submission import submission_kernel, submission_sass
 
 _LOAD, _STORE = re.compile(r"LDG(\.\w+)*"), re.compile(r"STG(\.\w+)*")
+_PTX_ACCESS = re.compile(r"\b(ld|st)\.global\b")
 
 
 def loads_before_first_store(sass: str) -> tuple[int, int]:
@@ -30,16 +42,51 @@ def loads_before_first_store(sass: str) -> tuple[int, int]:
             sum(1 for op in ops if _LOAD.fullmatch(op)))
 
 
+def ptx_loads_first(ptx: str) -> bool:
+    """True when the PTX (NVRTC's output, before ptxas schedules it) has all its global
+    loads before its first global store: the order the source asked for."""
+    ops = _PTX_ACCESS.findall(ptx)
+    return "st" not in ops or "ld" not in ops[ops.index("st"):]
+
+
+def _order_problem(p: dict, before: int, want: int, source_first: bool, wide: bool) -> str:
+    where = f"with TILE = {p['TILE']}, ROWS = {p['ROWS']}"
+    if not source_first:
+        return (f"{where} a thread sends {before} of its {want} loads before its first store "
+                "(STG), so the rest wait for another round trip to memory: all of them must "
+                "be in flight first")
+    advice = ("; compute each offset r * cols + c in size_t, as the TODO asks: the reference "
+              "solution does, and there ptxas keeps every load first" if not wide else "")
+    return (f"{where} your source sends all {want} loads before the first store (the PTX "
+            f"keeps that order), but ptxas, which turns the PTX into machine code, moved a "
+            f"store up: in the SASS a thread sends {before} of its {want} loads before its "
+            f"first store (STG){advice}")
+
+
+def _also_wrong(exercise: str, kernel: str, params: dict, source: str) -> str | None:
+    """The CPU emulation's verdict on a kernel that failed on the order, when it is wrong
+    (None when it is right or cannot run here)."""
+    from gemm_kernels.exercises.cpu_step import correct_on_cpu
+    ok, detail = correct_on_cpu(submission_kernel(exercise, kernel, source), params)
+    if ok is False:
+        return ("it does not copy yet; run on the CPU (every thread emulated): "
+                f"{detail}; element (r, c) of `out` must be element (r, c) of `in`")
+    return None
+
+
 def loads_in_flight(exercise: str, kernel: str, params: dict, also=()):
     """The static check of the copy exercise: at the graded parameters and at each
     change of them in `also` (e.g. {"ROWS": 4}), the compiled kernel issues every one of
-    a thread's TILE / ROWS loads before its first store. Reads the SASS of each
-    configuration; silent while the source still holds the stub, which the grader
+    a thread's TILE / ROWS loads before its first store. Reads the SASS (and the PTX) of
+    each configuration; silent while the source still holds the stub, which the grader
     reports itself."""
     def check(source: str) -> list[str]:
         if stub_lines(source):
             return []
-        problems = []
+        from gemm_kernels.core import compiler
+        k = submission_kernel(exercise, kernel, source)
+        wide = "size_t" in code_only(source)
+        problems, ordering = [], False
         for change in ({}, *also):
             p = {**params, **change}
             sass = submission_sass(exercise, kernel, p, source)
@@ -54,10 +101,12 @@ def loads_in_flight(exercise: str, kernel: str, params: dict, also=()):
                     f"with TILE = {p['TILE']}, ROWS = {p['ROWS']} the SASS has {total} global "
                     f"loads (LDG) where each thread copies {want} elements")
             elif before < want:
-                problems.append(
-                    f"with TILE = {p['TILE']}, ROWS = {p['ROWS']} a thread sends {before} of "
-                    f"its {want} loads before its first store (STG), so the rest wait for "
-                    "another round trip to memory: all of them must be in flight first")
+                ordering = True
+                problems.append(_order_problem(p, before, want,
+                                               ptx_loads_first(compiler.ptx(k, p)[0]), wide))
+        if ordering:          # a wrong kernel is reported as wrong first, then as slow
+            wrong = _also_wrong(exercise, kernel, params, source)
+            problems = ([wrong] if wrong else []) + problems
         return problems
 
     check.__name__ = f"loads_in_flight_{exercise}"

@@ -7,7 +7,8 @@ loop. The student chooses the row length of `B_shared` (its declaration) and the
 each element goes to. This module finds every `A_shared[..][..]` and `B_shared[..][..]`
 in the code (comments aside), evaluates both indices for every lane of every warp of
 the BLOCK x BLOCK block and every `k` of the inner loop, with the row length read from
-the tile's declaration, and then:
+the tile's declaration (a local name for a thread index, `const int tx = threadIdx.x;`,
+is read as the index it names), and then:
 
 * refuses a B layout that is not the transposed one (a row index other than
   threadIdx.x), that leaves the tile, puts two elements in one slot, or whose read at `k`
@@ -46,6 +47,28 @@ _DECL = re.compile(r"__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?double\s+"
                    r"(A_shared|B_shared)\s*\[([^\[\]]*)\]\s*\[([^\[\]]*)\]\s*;")
 _ACCESS = re.compile(r"\b(A_shared|B_shared)\s*\[([^\[\]]+)\]\s*\[([^\[\]]+)\]")
 _STORE = re.compile(r"\s*=(?!=)")
+# `const int tx = threadIdx.x, ty = threadIdx.y;`: names for the thread indices, as
+# chapters 05 on write them
+_DECLARATION = re.compile(r"\b(?:const\s+)?(?:int|unsigned(?:\s+int)?|auto)\s+([^;{}()]+?);")
+_NAMED_INDEX = re.compile(r"^\s*(\w+)\s*=\s*(threadIdx\.[xy])\s*$")
+
+
+def aliases(code: str) -> dict[str, str]:
+    """{name: 'threadIdx.x' or 'threadIdx.y'} for every local variable the code sets to a
+    thread index and nothing else (`const int tx = threadIdx.x, ty = threadIdx.y;`)."""
+    found = {}
+    for d in _DECLARATION.finditer(code):
+        for part in d.group(1).split(","):
+            m = _NAMED_INDEX.match(part)
+            if m:
+                found[m.group(1)] = m.group(2)
+    return found
+
+
+def _unalias(expr: str, names: dict[str, str]) -> str:
+    for name, index in names.items():
+        expr = re.sub(rf"\b{re.escape(name)}\b", index, expr)
+    return expr
 
 
 @dataclass(frozen=True)
@@ -202,12 +225,14 @@ def tiles_64bit(block: int, exercise: str = "", kernel: str = "", params: dict |
             return [f"B_shared's rows hold {pitch['B_shared']} doubles: they need at least "
                     f"BLOCK = {block}, one per k"]
         declarations = [d.span() for d in _DECL.finditer(code)]
+        alias = aliases(code)
         accesses, problems = [], []
         for m in _ACCESS.finditer(code):
             if any(s <= m.start() < e for s, e in declarations):
                 continue
             accesses.append(Access(m.group(1), "st" if _STORE.match(code, m.end()) else "ld",
-                                   m.group(2).strip(), m.group(3).strip()))
+                                   _unalias(m.group(2).strip(), alias),
+                                   _unalias(m.group(3).strip(), alias)))
         slots = {}
         for a in dict.fromkeys(accesses):
             try:

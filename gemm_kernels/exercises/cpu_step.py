@@ -227,7 +227,7 @@ def run_case(k, p: dict, shape, alpha: float, beta: float, sanitizer: str, seed:
             return None, (f"it never finished within {RUN_LIMIT_S} s: a loop that does not "
                           "end, or threads of a block waiting at different __syncthreads()")
         if res.returncode or "Sanitizer" in res.stderr:
-            return None, sanitizer_message(res.stderr, res.returncode)
+            return None, sanitizer_message(res.stderr, res.returncode, move=not gemm)
         out = np.fromfile(fout, dtype).reshape(out_shape)
     if gemm:
         return compare_gemm(out, A, B, C0 if beta else None, alpha, beta), None
@@ -244,8 +244,11 @@ def _cell_line(text: str, first_line: int = 2) -> str:
     return f"line {int(m.group(1)) + first_line - 1}" if m else ""
 
 
-def sanitizer_message(stderr: str, returncode: int) -> str:
-    """What a sanitizer (or the end of the process) said, in a student's words."""
+def sanitizer_message(stderr: str, returncode: int, move: bool = False) -> str:
+    """What a sanitizer (or the end of the process) said, in a student's words. `move`:
+    a copy or transpose, whose kernel reads only `in` and writes only `out`; an access
+    past an array is named by its kind there (AddressSanitizer names the allocation
+    nearest to the address, which past the end of `in` can be `out`)."""
     m = re.search(r"AddressSanitizer: ([\w-]+)", stderr)
     if m:
         access = re.search(r"\b(READ|WRITE) of size (\d+)", stderr)
@@ -253,7 +256,9 @@ def sanitizer_message(stderr: str, returncode: int) -> str:
         var = re.search(r"global variable '([^']+)'", stderr)
         what = (f"{'a read' if access.group(1) == 'READ' else 'a write'} of {access.group(2)} "
                 "bytes" if access else "an access")
-        where = (f"outside {'A' if owner.group(1) == 'A' else 'B' if owner.group(1) == 'B' else 'the output'}"
+        where = (("outside the input `in`" if access.group(1) == "READ" else
+                  "outside the output `out`") if move and access and owner else
+                 f"outside {'A' if owner.group(1) == 'A' else 'B' if owner.group(1) == 'B' else 'the output'}"
                  if owner else f"outside the shared array {var.group(1).split('::')[-1]}"
                  if var else
                  f"to invalid memory ({m.group(1)})")
@@ -266,6 +271,14 @@ def sanitizer_message(stderr: str, returncode: int) -> str:
         first, second = _cell_line(parts[0]), _cell_line(parts[1] if len(parts) > 1 else "")
         var = re.search(r"global '([^']+)'", body)
         lines = " and ".join(x for x in (first, second) if x)
+        if var is None and re.search(r"heap block.*\n.*\n\s*#1 alloc_C\b", body):
+            lines = " and ".join(dict.fromkeys(x for x in (first, second) if x))
+            both = re.search(r"^\s*Write of size", parts[0], re.M) and "Previous write" in body
+            return (f"a data race on the output: two threads {'wrote' if both else 'touched'} "
+                    "the same element" + ("" if both else ", one of them writing")
+                    + (f" (at {lines} of your cell)" if lines else "")
+                    + ": each element must belong to exactly one thread, so check which "
+                      "elements each thread's indices reach (found by ThreadSanitizer)")
         return ("a data race" + (f" on the shared array {var.group(1).split('::')[-1]}"
                                  if var else "")
                 + (f" between {lines} of your cell" if lines else "")

@@ -245,3 +245,22 @@ def copy_phase_text() -> str:
     return (f"float4 at {shape}: {100 * c['long scoreboard']:.1f}% of its warps' cycles "
             f"waiting for global loads, {100 * c['barrier']:.1f}% at barriers "
             f"({100 * c['short scoreboard']:.1f}% waiting on shared-memory loads)\n{occ}")
+
+
+# The counters that would tell which difference pays: the waits of the copy phase, the
+# global loads' L1 traffic and the shared stores (only float4 was profiled).
+PROFILE_METRICS = (
+    "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+)
+
+
+def profile_command(size: int = 4096) -> str:
+    """The Nsight Compute command that profiles one launch of float4 and one of float4_at
+    at size^3 with PROFILE_METRICS: the measurement the recording lacks."""
+    from gemm_kernels.notebook.ch10_11_ncu import ncu_command
+    return ncu_command([(WITH_A, None), (WITH_AT, None)], (size,) * 3, PROFILE_METRICS)

@@ -48,6 +48,23 @@ def kernel_source(name: str) -> display.Text:
     return display.Text("\n".join(lines))
 
 
+def source_without(name: str, paragraph: str) -> display.Text:
+    """A kernel's source with one paragraph of its header comment left out: the comment
+    lines from the one that contains `paragraph` to the next empty comment line (that one
+    included). For a remark of the kernel file that is about the course's history, not
+    about the code. A ValueError when no comment line contains `paragraph`."""
+    lines = str(display.source(name)).splitlines()
+    start = next((i for i, x in enumerate(lines)
+                  if x.lstrip().startswith("//") and paragraph in x), None)
+    if start is None:
+        raise ValueError(f"{name}: no comment line contains {paragraph!r}")
+    end = next((i for i in range(start, len(lines)) if lines[i].strip() == "//"
+                or not lines[i].lstrip().startswith("//")), len(lines) - 1)
+    if lines[end].strip() != "//":
+        end -= 1
+    return display.Text("\n".join(lines[:start] + lines[end + 1:]))
+
+
 # ------------------------------------------------------------------ loads in flight
 
 def accesses(kernel: str, params: dict | None = None) -> list[str]:
@@ -105,6 +122,7 @@ def submission_orders(source: str, exercise: str = "10_in_flight", rows=(8, 4, 2
                  f"SASS compiled here by ptxas {compiler.ptxas_version()}")
 
 
+IN_FLIGHT_BYTES = "bytes a warp has in flight in its first round trip"
 # (label, kernel, parameters, load family counted where a kernel has two paths)
 IN_FLIGHT = (
     ("copy", "copy", {"T": "float"}, None),
@@ -127,8 +145,8 @@ def _share(kernel, shape, params):
 
 def in_flight_table(rows=IN_FLIGHT) -> Table:
     """Per kernel: its global accesses in SASS order, the loads a thread sends before its
-    first store and the bytes a warp has in flight then, next to the timed rate at both
-    shapes as a share of the device copy timed beside it."""
+    first store and the bytes a warp has in flight then (in its first round trip), next to
+    the timed rate at both shapes as a share of the device copy timed beside it."""
     out, regs = [], []
     for label, name, p, family in rows:
         order = accesses(name, p)
@@ -137,7 +155,7 @@ def in_flight_table(rows=IN_FLIGHT) -> Table:
         width = _BYTES[family] if family else _ITEM[kernel_of(name).resolve(p)["T"]]
         out.append({"kernel": label, "loads and stores, in SASS order": compact(order),
                     "loads before the first store": first,
-                    "bytes a warp has in flight": first * width * WARP,
+                    IN_FLIGHT_BYTES: first * width * WARP,
                     f"% of device copy, {_shape_text(SQUARE)}": _share(name, SQUARE, p),
                     f"% of device copy, {_shape_text(ODD)}": _share(name, ODD, p)})
         timed = (lookup.binary(name, p) or {}).get("registers")
@@ -200,8 +218,11 @@ def copy_little(shape=ODD) -> Table:
     rows = [("warps resident per SM", f"{c['warps']:.1f}", "counter: warps active % x 64"),
             ("loads per thread in each round trip", ", then ".join(map(str, trips)), "SASS"),
             ("bytes per load of a warp", f"{4 * WARP}", "4 bytes x 32 lanes"),
-            ("bytes in flight per warp, on average", f"{c['per_warp']:.0f}",
-             f"model: {4 * WARP * sum(trips)} bytes over {len(trips)} round trips"),
+            ("bytes a warp has in flight, averaged over its round trips",
+             f"{c['per_warp']:.0f}",
+             "model: " + " in the first round trip, ".join(str(4 * WARP * n) for n in trips)
+             + f" in the {'second' if len(trips) == 2 else 'last'}; "
+             f"{4 * WARP * sum(trips)} bytes over {len(trips)} round trips"),
             ("bytes in flight per SM", f"{c['warps'] * c['per_warp'] / 1e3:.1f} KB",
              "warps x bytes per warp"),
             ("bytes in flight, whole GPU", f"{c['in_flight'] / 1e6:.2f} MB", f"x {c['sms']} SMs"),
@@ -285,31 +306,48 @@ def warp_times(study: str = DRAM_STUDY) -> list[dict]:
     return out
 
 
-def little_table(study: str = DRAM_STUDY, sms: int | None = None) -> Table:
-    """Little's law per profiled step, factor by factor: read bandwidth = warps resident x
-    SMs x (share of a warp's time waiting for its loads) x (bytes per round trip) /
-    (wait per round trip). The product next to the read rate the profiler measured."""
+def _factors(study: str = DRAM_STUDY, sms: int | None = None) -> list[dict]:
+    """Per profiled step, the factors of the read rate written per warp: warps resident
+    per SM, the SMs, the share of a warp's time waiting for its loads, the bytes per
+    round trip and the wait per round trip; their product (GB/s); the measured rate."""
     if sms is None:
         rec = records.current()
         sms = rec.device["sm_count"] if rec else 132
-    rows = []
+    out = []
     for w in warp_times(study):
         trips = w["trips"]
         share = w["loads"] / w["cycles"]
         per_trip = w["bytes"] / len(trips)                     # bytes, averaged over trips
         wait_us = w["loads"] / len(trips) / w["clock"] / 1e3   # cycles / GHz = ns
-        little = w["resident"] * sms * share * per_trip / (wait_us * 1e-6) / 1e9
-        rows.append({"step": w["step"],
-                     "loads per round trip (SASS)": ", then ".join(map(str, trips)),
-                     "bytes a warp reads per round trip": per_trip,
-                     "warps resident per SM": w["resident"],
-                     "share of a warp's time waiting for loads": f"{100 * share:.0f}%",
-                     "wait per round trip (µs)": f"{wait_us:.2f}",
-                     "read GB/s, Little's law": little,
-                     "read GB/s, measured": w["read GB/s"]})
+        product = w["resident"] * sms * share * per_trip / (wait_us * 1e-6) / 1e9
+        out.append({**w, "share": share, "per_trip": per_trip, "wait_us": wait_us,
+                    "product": product})
+    return out
+
+
+def little_table(study: str = DRAM_STUDY, sms: int | None = None) -> Table:
+    """The profiled read rate taken apart per step: read rate = warps resident x SMs x
+    (share of a warp's time waiting for its loads) x (bytes per round trip) / (wait per
+    round trip). The factors multiply back to the measured rate by construction (the wait
+    per round trip and the share are both the same stall counter), so the table does not
+    test Little's law: it shows which factor moves from one kernel to the next."""
+    rows = [{"step": f["step"],
+             "loads per round trip (SASS)": ", then ".join(map(str, f["trips"])),
+             "bytes a warp reads per round trip (average)": f["per_trip"],
+             "warps resident per SM": f["resident"],
+             "share of a warp's time waiting for loads": f"{100 * f['share']:.0f}%",
+             "wait per round trip (µs)": f"{f['wait_us']:.2f}",
+             "read GB/s, measured": f["read GB/s"]} for f in _factors(study, sms)]
     return Table(rows, list(rows[0]) if rows else ["step"],
-                 title=f"Little's law, factor by factor ({_shape_text(studies.get(study).shapes[0])}, "
+                 title=f"The read rate taken apart ({_shape_text(studies.get(study).shapes[0])}, "
                        f"float, Nsight Compute at its own clock; {records.source()})")
+
+
+def factors_gap(study: str = DRAM_STUDY) -> float | None:
+    """The largest relative difference between the product of `little_table`'s factors
+    and the measured read rate: zero if the counters agreed exactly with one another."""
+    fs = _factors(study)
+    return max(abs(f["product"] / f["read GB/s"] - 1) for f in fs) if fs else None
 
 
 def plot_warp_time(study: str = DRAM_STUDY, ax=None):
@@ -351,8 +389,8 @@ def plot_warp_time(study: str = DRAM_STUDY, ax=None):
 
 def dram_table(study: str = DRAM_STUDY) -> Table:
     """Per profiled step: DRAM bytes read and written, each over the bytes of one
-    matrix, the L2 hit rate, the instructions against the padded kernel with one tile
-    per block, and the timed rate as a share of the device copy."""
+    matrix, the L2 hit rate, the instructions executed relative to the padded kernel with
+    one tile per block, and the timed rate as a share of the device copy."""
     pairs = [(s, r) for s, r in studies.results(study) if r is not None]
     base = next((r["metrics"]["smsp__inst_executed.sum"] for s, r in pairs
                  if s.kernel == "transpose_padded" and s.params.get("STACK") == 1), None)
@@ -364,8 +402,8 @@ def dram_table(study: str = DRAM_STUDY) -> Table:
                      "DRAM read / matrix": m["dram__bytes_read.sum"] / matrix,
                      "DRAM written / matrix": m["dram__bytes_write.sum"] / matrix,
                      "L2 hit rate (%)": m.get("lts__t_sector_hit_rate.pct"),
-                     "instructions / one tile per block": (m["smsp__inst_executed.sum"] / base
-                                                           if base else None),
+                     "instructions, relative to the one-tile padded kernel":
+                         m["smsp__inst_executed.sum"] / base if base else None,
                      "timed % of device copy": _share(step.kernel, shape, step.params)})
     return Table(rows, list(rows[0]) if rows else ["step"],
                  title=f"DRAM, L2 and instructions ({_shape_text(studies.get(study).shapes[0])}, "
@@ -458,27 +496,30 @@ def pieces(taken: dict, tile: int, shape, item: int = 4) -> dict:
 def plot_block_orders(shape=ODD, params: dict | None = None,
                       orders=("x->col", "x->row", "diagonal")):
     """For each block order (a column), the tiles of `in` that the blocks resident at one
-    time read (top) and the tiles of `out` they write (bottom), shaded by launch number,
-    with how many pieces of rows (contiguous stretches of memory) that makes and how long
-    they are."""
+    time read (top) and the tiles of `out` they write (bottom), one square per tile
+    (drawn at least a few points wide, so that a single tile shows) coloured by launch
+    number, with how many pieces of rows (contiguous stretches of memory) that makes and
+    how long they are."""
     import matplotlib.pyplot as plt
-    import numpy as np
-    fig = plt.figure(figsize=(10.5, 6.6))
+    fig = plt.figure(figsize=(10.5, 6.8))
     gs = fig.add_gridspec(2, len(orders), height_ratios=[shape[0], shape[1]], hspace=0.35,
                           wspace=0.12)
     tile = kernel_of("transpose_padded").resolve(params)["TILE"]
+    dots = None
     for col, order in enumerate(orders):
         ty, tx, taken = first_wave(order, shape, params)
-        grid = np.full((ty, tx), np.nan)
-        for (r, c), b in taken.items():
-            grid[r, c] = b
         got = pieces(taken, tile, shape)
-        for row, (img, what, dims) in enumerate(((grid, "in", shape),
-                                                 (grid.T, "out", shape[::-1]))):
+        for row, (what, dims) in enumerate((("in", shape), ("out", shape[::-1]))):
             ax = fig.add_subplot(gs[row, col])
-            ax.imshow(np.zeros_like(img), cmap="Greys", vmin=0, vmax=10,
-                      interpolation="nearest")
-            ax.imshow(img, cmap="viridis", interpolation="nearest", vmin=0, vmax=len(taken))
+            h, w = (ty, tx) if what == "in" else (tx, ty)
+            ax.add_patch(plt.Rectangle((-0.5, -0.5), w, h, facecolor="0.93", edgecolor="0.6"))
+            cells = sorted(taken.items(), key=lambda x: -x[1])       # first launched on top
+            ys, xs = zip(*[(r, c) if what == "in" else (c, r) for (r, c), _ in cells])
+            dots = ax.scatter(xs, ys, c=[b for _, b in cells], cmap="viridis", marker="s",
+                              s=6, linewidths=0, vmin=0, vmax=len(taken))
+            ax.set_xlim(-0.5, w - 0.5)
+            ax.set_ylim(h - 0.5, -0.5)
+            ax.set_aspect("equal")
             verb = "read" if what == "in" else "written"
             ax.set_title(f"{order}: {what}, {verb}", fontsize=9)
             ax.set_xticks([])
@@ -486,9 +527,39 @@ def plot_block_orders(shape=ODD, params: dict | None = None,
             g = got[what]
             ax.set_xlabel(f"{dims[0]:,} x {dims[1]:,}: {g['pieces']:,} pieces of rows,\n"
                           f"{g['bytes']:,.0f} bytes each on average", fontsize=8)
-    fig.suptitle(f"Which tiles the {len(taken):,} blocks resident at one time take "
-                 "(one tile each; dark: launched first)", fontsize=10)
+    fig.subplots_adjust(left=0.03, right=0.88)
+    bar = fig.colorbar(dots, cax=fig.add_axes([0.91, 0.3, 0.012, 0.4]))
+    bar.set_label("launch number of the block (dark: launched first)", fontsize=8)
+    fig.suptitle(f"Which tiles the {len(taken):,} blocks resident at one time take, "
+                 f"{_shape_text(shape)}, float (one tile each; grey: tiles not yet taken)",
+                 fontsize=10)
     return fig
+
+
+def padded_heatmap(shape=SQUARE, t: str = "float", pad: int = 1):
+    """transpose_padded's recorded sweep at `shape` as a heat map over ROWS and TILE, each
+    cell the best rate over ORDER and STACK (the sweep's other tunables)."""
+    from gemm_kernels.notebook import widgets
+    ax = widgets.heatmap("transpose_padded", x="ROWS", y="TILE", fixed={"T": t, "PAD": pad})
+    ax.set_title(f"transpose_padded, {t}, PAD = {pad}, {_shape_text(shape)}\nTB/s, each cell "
+                 "the best over ORDER and STACK", fontsize=10)
+    return ax
+
+
+def plot_column_read(kernel: str, params: dict):
+    """Warp 0's column read of the shared tile (the load after the barrier) drawn over the
+    32 banks, with the kernel's element type, TILE and PAD in the title; a bank asked for
+    more than one word is outlined in red (chapter 11's picture)."""
+    from gemm_kernels.memory import ch10_11_instructions
+    from gemm_kernels.notebook import ch11_wide
+    import matplotlib.pyplot as plt
+    p = kernel_of(kernel).resolve(params)
+    ins = ch10_11_instructions.access(kernel, params)
+    rows = len({a // 128 for a in ins.addresses if a is not None})
+    label = (f"{kernel}, {p['T']}, TILE = {p['TILE']}, ROWS = {p['ROWS']}, "
+             f"PAD = {p.get('PAD', 0)}: column read {ins.what}")
+    _, ax = plt.subplots(figsize=(11, 0.2 * max(rows, 8) + 1.8))
+    return ch11_wide.plot_wide_banks([(label, ins)], axes=[ax])[0]
 
 
 # ------------------------------------------------------------------ smaller pieces
@@ -523,3 +594,64 @@ def shared_wait_share(kernel: str, study: str = DRAM_STUDY) -> float | None:
         return None
     r = w["reasons"]
     return (r.get("short_scoreboard", 0) + r.get("mio_throttle", 0)) / w["cycles"]
+
+
+# ------------------------------------------------------------------ the exercise, for the solution
+
+EXERCISE = "10_in_flight"
+
+
+def solution_source() -> str:
+    """The exercise's solution, from the cell of notebooks/solutions/10_solution.ipynb."""
+    from pathlib import Path
+    from gemm_kernels.exercises.notebooks import exercise_cells
+    path = Path(__file__).resolve().parents[2] / "notebooks" / "solutions" / "10_solution.ipynb"
+    found = [src for n, src in exercise_cells(path) if n == EXERCISE]
+    if len(found) != 1:
+        raise ValueError(f"{path}: expected one %%exercise {EXERCISE} cell, found {len(found)}")
+    return found[0]
+
+
+LOAD = "if (r < rows && c < cols) v[i] = in[(size_t)r * cols + c];"
+STORE = "if (r < rows && c < cols) out[(size_t)r * cols + c] = v[i];"
+# (answer, [(text of the solution, replacement), ...]); None: the chapter's own copy
+MISTAKES = (
+    ("the chapter's loop with #pragma unroll", None),
+    ("all loads first, offsets in int", [(LOAD, "if (r < rows && c < cols) v[i] = in[r * cols + c];"),
+                                         (STORE, "if (r < rows && c < cols) out[r * cols + c] = v[i];")]),
+    ("all loads first, a transposing store out[c * rows + r]",
+     [(STORE, "if (r < rows && c < cols) out[(size_t)c * rows + r] = v[i];")]),
+    ("rows r0 + i instead of r0 + i * ROWS",
+     [("const int r = r0 + i * ROWS;", "const int r = r0 + i;")] * 2),
+    ("a load that tests only its column", [(LOAD, "if (c < cols) v[i] = in[(size_t)r * cols + c];")]),
+)
+
+
+def _mistake_source(changes) -> str:
+    if changes is None:
+        text = kernel_of("copy").source_text()
+        loop = "    for (int dy = 0; dy < TILE; dy += ROWS) {"
+        at = text.find(loop, text.index("__global__ void copy("))
+        if at < 0:
+            raise ValueError("the chapter's copy no longer holds its loop")
+        return text[:at] + "#pragma unroll\n" + text[at:]
+    text = solution_source()
+    for old, new in changes:
+        if old not in text:
+            raise ValueError(f"the solution no longer holds {old!r}")
+        text = text.replace(old, new, 1)
+    return text
+
+
+def mistakes() -> Table:
+    """The solution changed into natural mistakes, each graded without a GPU (step 3 on
+    the CPU, every thread emulated): the first step that fails and what it says."""
+    from gemm_kernels.exercises.grader import FAIL, grade
+    rows = []
+    for what, changes in MISTAKES:
+        report = grade(EXERCISE, _mistake_source(changes), gpu=False)
+        bad = next((s for s in report.steps if s.status == FAIL), None)
+        rows.append({"answer": what, "fails at step": bad.name if bad else "-",
+                     "what the grader says": bad.detail if bad else "passes"})
+    return Table(rows, ["answer", "fails at step", "what the grader says"],
+                 title="the solution changed into common mistakes, graded without a GPU")

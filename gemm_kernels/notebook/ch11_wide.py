@@ -1,7 +1,7 @@
 """Chapter 11's pictures and tables: wide shared-memory accesses (LDS.64, LDS.128).
 
-* `phase_cases`, `merge_cases`: warp loads for `ch10_11_instructions.plot_phases`, the
-  picture of which lanes share a phase;
+* `phase_cases`, `merge_cases`: warp loads for `plot_phases`, the picture of which lanes
+  share a phase;
 * `plot_wide_banks`: one phase of a load drawn over shared memory cut into banks as wide
   as the load (16 banks of 8 bytes for a double, 8 of 16 bytes for a float4), the view in
   which the wide rules are chapter 04's rule again;
@@ -64,6 +64,24 @@ def merge_cases(k: int = 3) -> list[tuple[str, WarpInstr]]:
              _load("A", 16, a128)),
             ("LDS.128: lanes i and i^2 on one float4 (chapter 09's z-order)",
              _load("zorder", 16, xor2))]
+
+
+def plot_phases(cases):
+    """`ch10_11_instructions.plot_phases` for this chapter: the number in a cell said in
+    the load's own unit (an element of 4, 8 or 16 bytes: for an LDS.128 a 16-byte pair
+    of doubles or a float4), and the counts at the right written out ("1 phase, 2
+    wavefronts")."""
+    import re
+    ax = instr.plot_phases(cases)
+    for t in ax.texts:
+        t.set_text(re.sub(r"(\d+) (phase|wavefront)\(s\)",
+                          lambda m: f"{m.group(1)} {m.group(2)}" + ("" if m.group(1) == "1" else "s"),
+                          t.get_text()))
+    ax.set_xlabel("lane (colour: the phase that serves it; number: the element it reads, in "
+                  "units of the load's width, 4, 8 or 16 bytes,\ncounted from the warp's lowest "
+                  "address: lanes with the same number read the same bytes)")
+    ax.figure.tight_layout()
+    return ax
 
 
 # ------------------------------------------------------------------ the wide-bank view
@@ -389,15 +407,17 @@ def ncu_agreement(configs) -> str:
     return "\n".join(lines)
 
 
-def dgemm_reading(block: int = 16, size: int = 4096) -> str:
+def dgemm_reading(block: int = 16, size: int = SIZE, cublas_sizes=(SIZE, 4096)) -> str:
     """dgemm_tiled at `block`: its shared-memory bound, the recorded rate at size^3, the
     FP64 FMA peak (64 FP64 FMA per SM per clock on compute capability 9.0: CUDA C++
-    Programming Guide, throughput of arithmetic instructions) and cuBLAS DGEMM."""
+    Programming Guide, throughput of arithmetic instructions) and cuBLAS DGEMM at the
+    first of `cublas_sizes` the recording has (it has DGEMM at 4096^3 only)."""
     props = _props()
     b = smem_bound("dgemm_tiled", {"BLOCK": block})
     peak = props["sm_count"] * 64 * 2 * props["sm_clock_mhz"] / 1e3
     g = _rate("dgemm_tiled", {"BLOCK": block}, size)
-    cub = _rate("cublas_dgemm", None, size)
+    cub, csize = next(((r, n) for n in cublas_sizes
+                       for r in [_rate("cublas_dgemm", None, n)] if r), (None, None))
     lines = [f"BLOCK = {block}: {b['total']:.0f} wavefronts per {b['fma']} DFMA per warp and step "
              f"-> shared-memory bound {b['bound']:,.0f} GFLOP/s",
              f"FP64 FMA peak: {props['sm_count']} SMs x 64 x 2 x {props['sm_clock_mhz'] / 1e3:.2f} "
@@ -406,8 +426,8 @@ def dgemm_reading(block: int = 16, size: int = 4096) -> str:
         lines.append(f"dgemm_tiled at {size}^3: {g:,.0f} GFLOP/s = {100 * g / b['bound']:.0f}% of "
                      f"the bound, {100 * g / peak:.0f}% of the FP64 FMA peak")
     if cub:
-        lines.append(f"cuBLAS DGEMM at {size}^3: {cub:,.0f} GFLOP/s, {cub / peak:.1f} x the FP64 "
-                     "FMA peak")
+        lines.append(f"cuBLAS DGEMM at {csize}^3: {cub:,.0f} GFLOP/s, {cub / peak:.1f} x the "
+                     "FP64 FMA peak")
     return "\n".join(lines)
 
 
@@ -501,3 +521,184 @@ def answers() -> Table:
         rows.append({"answer": what, "step 2": static.status, "what the grader says": static.detail})
     return Table(rows, ["answer", "step 2", "what the grader says"],
                  title="the solution changed into other answers, through steps 1-2 of the grader")
+
+
+# ------------------------------------------------------------------ the wide load alone
+
+# sgemm_tiled_vec with the same tile and the same stores, where each thread owns the
+# columns tx + j * BLOCK instead of VEC * tx + j: it reads its VEC floats of B with VEC
+# scalar LDS, as many wavefronts as the one vector load (lanes on consecutive words),
+# VEC times as many instructions. The pair isolates what the width of the load buys.
+CONTROL = (
+    ("            const V b = reinterpret_cast<const V*>(&B_shared[k][0])[tx];\n", ""),
+    ("for (int j = 0; j < VEC; ++j) acc[j] += a * lane<VEC>(b, j);",
+     "for (int j = 0; j < VEC; ++j) acc[j] += a * B_shared[k][tx + j * BLOCK];"),
+    ("const int c = col0 + tx * VEC + j;", "const int c = col0 + tx + j * BLOCK;"),
+)
+
+
+def control_kernel():
+    """The control of `CONTROL` as a kernel: `sgemm_tiled_vec`'s tunables, launch and
+    checks around the changed source."""
+    from gemm_kernels.core.launch import kernel_of
+    k = kernel_of("sgemm_tiled_vec")
+    text = k.source_text()
+    for old, new in CONTROL:
+        if text.count(old) != 1:
+            raise ValueError(f"sgemm_tiled_vec's source no longer holds {old.strip()!r} once")
+        text = text.replace(old, new)
+    return k.with_code(text, name="sgemm_tiled_vec:scalar_B", source=k.source)
+
+
+def control_source() -> str:
+    """The lines of the control that differ from `sgemm_tiled_vec`, as a diff would show
+    them ('-' the kernel's, '+' the control's)."""
+    out = []
+    for old, new in CONTROL:
+        out.append("- " + old.strip())
+        if new:
+            out.append("+ " + new.strip())
+    return "\n".join(out)
+
+
+def _loop_counts(k, p) -> dict:
+    from gemm_kernels.core import analysis, compiler
+    loop = analysis.main_loop(compiler.sass(k, p))
+    count = lambda f: sum(1 for _, op, _ in loop if op == f)
+    return {"LDS": count("LDS"), "LDS.64": count("LDS.64"), "LDS.128": count("LDS.128"),
+            "FFMA": count("FFMA")}
+
+
+def control_table(block: int = 16) -> Table:
+    """The vector kernel against its control at each VEC: the shared loads and FFMA of the
+    compiled main loop (SASS compiled here), and one warp's wavefronts for the B read of
+    one k (bank model). The control has the wavefronts of the vector load and VEC times
+    as many B instructions."""
+    from gemm_kernels.core import compiler
+    from gemm_kernels.core.launch import kernel_of
+    vec_k, ctl = kernel_of("sgemm_tiled_vec"), control_kernel()
+    rows = []
+    for vec in (1, 2, 4):
+        p = vec_k.resolve({"BLOCK": block, "VEC": vec})
+        width = block * vec                                  # floats in a row of the B tile
+        one = banks.analyse(tile_read(lambda tx, ty: 0, lambda tx, ty: vec * tx, width, block,
+                                      width=4 * vec, elem=4), 4 * vec).wavefronts
+        scalar = [banks.analyse(tile_read(lambda tx, ty: 0, lambda tx, ty, j=j: tx + j * block,
+                                          width, block, width=4, elem=4), 4).wavefronts
+                  for j in range(vec)]
+        for who, k, wf in (("vector load", vec_k, f"{one}"),
+                           ("control: scalar loads", ctl, f"{vec} x {scalar[0]} = {sum(scalar)}")):
+            c = _loop_counts(k, p)
+            rows.append({"VEC": vec, "kernel": who,
+                         "shared loads in the loop": ", ".join(f"{n} {f}" for f, n in c.items()
+                                                               if f.startswith("LDS") and n),
+                         "FFMA in the loop": c["FFMA"], "B wavefronts per warp and k": wf})
+    return Table(rows, list(rows[0]), title=f"BLOCK = {block}: the vector kernel and its control, "
+                 f"main loop compiled here by ptxas {compiler.ptxas_version()}; wavefronts: "
+                 "bank model, warp 0")
+
+
+def control_timing(block: int = 16, size: int = SIZE):
+    """On a GPU: the vector kernel and its control at each VEC, checked on a ragged shape
+    and timed together at size^3 (GFLOP/s, medians). Without a GPU, a sentence saying so:
+    the recording holds no control."""
+    from gemm_kernels.core import device
+    from gemm_kernels.notebook.display import Text
+    if not device.is_live():
+        return Text("not recorded: the control was never timed on the recording's GPU. On a "
+                    "machine with an NVIDIA GPU this cell checks and times both kernels.")
+    import cupy
+    from gemm_kernels.core.launch import kernel_of, launcher
+    from gemm_kernels.measure import timing
+    from gemm_kernels.measure.check import check, random_normal
+    vec_k, ctl = kernel_of("sgemm_tiled_vec"), control_kernel()
+    rng = cupy.random.default_rng()
+    A, B = (random_normal((size, size), "float32", rng) for _ in range(2))
+    rows = []
+    for vec in (1, 2, 4):
+        p = vec_k.resolve({"BLOCK": block, "VEC": vec})
+        verdict = check(ctl, (127, 129, 45), p)
+        if not verdict.ok:
+            raise RuntimeError(f"the control is wrong at VEC = {vec}: {verdict.message}")
+        C1, C2 = cupy.empty((size, size), "float32"), cupy.empty((size, size), "float32")
+        t = timing.time_gpu({"vector load": launcher(vec_k, A, B, C1, params=p),
+                             "control: scalar loads": launcher(ctl, A, B, C2, params=p)})
+        rows += [{"VEC": vec, "kernel": who,
+                  f"GFLOP/s at {size}": timing.gflops((size,) * 3, x.median_ms)}
+                 for who, x in t.items()]
+    return Table(rows, list(rows[0]), title=f"BLOCK = {block}, timed together on "
+                 f"{device.properties()['name']}")
+
+
+# ------------------------------------------------------------------ what the exercise trades
+
+def pitch_table(block: int = 16, pitches=range(16, 24)) -> Table:
+    """The transposed B tile with rows of P doubles, for each P: the store B_shared[tx][ty]
+    (STS.64) and the read B_shared[tx][k] as ptxas emits it (one LDS.128 for k and k + 1
+    where P is even, else one LDS.64 per k), each with warp 0's wavefronts and its least.
+    No P gives both a conflict-free store and a fused, conflict-free read."""
+    rows = []
+    for pitch in pitches:
+        (_, st), (_, ld) = transposed_cases(pitch, block)
+        s, r = st.analysis, ld.analysis
+        rows.append({"P": pitch, "store (STS.64): wavefronts": s.wavefronts,
+                     "read": ld.sass, "read: wavefronts": r.wavefronts,
+                     "least, store / read": f"{s.ideal} / {r.ideal}",
+                     "both conflict-free": "yes" if (s.wavefronts, r.wavefronts) ==
+                     (s.ideal, r.ideal) else "no",
+                     "both conflict-free, read fused": "yes" if ld.width == 16 and
+                     (s.wavefronts, r.wavefronts) == (s.ideal, r.ideal) else "no"})
+    return Table(rows, list(rows[0]), title=f"B_shared[BLOCK][P], BLOCK = {block}: warp 0, bank "
+                 "model (per k for an LDS.64, per k and k + 1 for an LDS.128)")
+
+
+def exercise_step(pitch: int = 17, block: int = 16) -> str:
+    """One warp's shared wavefronts per step along K of the exercise's kernel with B rows
+    of `pitch` doubles (P odd: every read an LDS.64), next to the chapter's dgemm_tiled."""
+    (_, st), (_, ld) = transposed_cases(pitch, block)
+    if ld.width != 8:
+        raise ValueError("exercise_step prices odd row lengths (LDS.64 reads) only")
+    chapter = step_wavefronts("dgemm_tiled", {"BLOCK": block})
+    a_reads = sum(a.analysis.wavefronts for a in instr.block_accesses("dgemm_tiled", {"BLOCK": block})
+                  if a.op == "ld" and a.warp == 0 and a.what.startswith("A_shared"))
+    a_store = st.analysis.wavefronts           # A_shared[ty][tx] costs what B's store costs
+    total = a_store + st.analysis.wavefronts + a_reads + block * ld.analysis.wavefronts
+    return (f"rows of {pitch}: stores {a_store} (A) + {st.analysis.wavefronts} (B), reads "
+            f"{a_reads} (A, {block // 2} LDS.128) + {block} x {ld.analysis.wavefronts} (B, "
+            f"{block} LDS.64) = {total} wavefronts per warp and step; the chapter's "
+            f"dgemm_tiled: {chapter['total']:.0f}\n" + solution_loop(block))
+
+
+def solution_loop(block: int = 16) -> str:
+    """The main loop of the chapter's dgemm_tiled and of the exercise's solution as
+    compiled here: how many instructions, and the shared accesses and DFMA among them."""
+    import collections
+    from gemm_kernels.core import analysis, compiler
+    from gemm_kernels.core.launch import kernel_of
+    from gemm_kernels.exercises.submission import submission_kernel
+    out = []
+    for who, k in (("the chapter's dgemm_tiled", kernel_of("dgemm_tiled")),
+                   ("the solution", submission_kernel(EXERCISE, "dgemm_tiled", solution_source()))):
+        loop = analysis.main_loop(compiler.sass(k, {"BLOCK": block}))
+        n = collections.Counter(op for _, op, _ in loop)
+        kinds = ", ".join(f"{n[f]} {f}" for f in ("STS.64", "LDS.128", "LDS.64", "DFMA") if n[f])
+        out.append(f"{who}: {len(loop)} instructions ({kinds})")
+    return "main loop compiled here, one trip per tile: " + "; ".join(out)
+
+
+# The counters that would tell what holds a configuration below its bound: the barrier
+# and the waits for global and shared loads, and how busy shared memory is.
+STALL_METRICS = (
+    "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+)
+
+
+def stall_command(configs, size: int = SIZE) -> str:
+    """The Nsight Compute command that profiles one launch of each (kernel, params) at
+    size^3 with STALL_METRICS: the measurement the recording lacks for these kernels."""
+    from gemm_kernels.notebook.ch10_11_ncu import ncu_command
+    return ncu_command(configs, (size,) * 3, STALL_METRICS)
