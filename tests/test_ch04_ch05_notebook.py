@@ -6,19 +6,18 @@ import pytest
 
 from gemm_kernels.memory import banks, ch03_04_tiles
 from gemm_kernels.notebook import ch04_banks, ch05_tile_1d
+from exercise_helpers import solution
 
 
 # ------------------------------------------------------------------ chapter 04
 
-def test_layout_names_say_where_k_runs_and_keep_the_kernels_values():
+def test_layout_names_are_the_kernels_values():
+    """One name per layout across the chapter: the kernel's LAYOUT values, which key its
+    recorded measurements, in the tables as in the explorer."""
     assert ch04_banks.layout_name({"BLOCK": 32, "LAYOUT": "conflict", "PAD": 2}) == \
-        "k along rows, PAD=2"
+        "conflict, PAD=2"
     assert ch04_banks.layout_name({"BLOCK": 32, "LAYOUT": "transposed", "PAD": 0}) == \
-        "k down columns, PAD=0"
-    # the values stay the kernel's: they key its recorded measurements
-    from gemm_kernels.core.kernels import get
-    layout = next(q for q in get("bank_layout").params if q.name == "LAYOUT")
-    assert set(ch04_banks.LAYOUT_NAMES) == set(layout.values)
+        "transposed, PAD=0"
 
 
 def test_the_lower_bound_at_one_output_per_thread_is_chapter_03s_cost():
@@ -33,11 +32,22 @@ def test_the_lower_bound_at_one_output_per_thread_is_chapter_03s_cost():
 def test_under_the_exercises_rule_51_is_the_least_and_the_solution_reaches_it():
     bound = {r["reads"]: r["total"] for r in ch04_banks.exercise_lower_bound(32)}
     assert bound == {"32-bit": 66, "64-bit": 51, "128-bit": 53}
-    priced = {r["layout"]: r["wavefronts per step"] for r in ch04_banks.exercise_layouts()}
-    assert priced["rows of BLOCK + 2"] == 51
-    assert priced["rows of BLOCK + 4"] == priced["rows of BLOCK, XOR swizzle"] == 53
-    assert priced["rows of BLOCK + 1"] == priced["rows of BLOCK + 3"] == 66
-    assert min(priced.values()) == min(bound.values())
+    layouts = {k: ch04_banks.EXERCISE_LAYOUTS[k]
+               for k in ("rows of BLOCK + 2", "rows of BLOCK, XOR swizzle")}
+    rows = {r["layout"]: r for r in ch04_banks.exercise_layouts(solution("04_tile_layout"),
+                                                                layouts)}
+    assert rows["rows of BLOCK + 2"]["wavefronts per step"] == min(bound.values())
+    assert rows["rows of BLOCK + 2"]["loads of one step (SASS)"] == "32 LDS.64"
+    # the swizzle as the kernel reads it, one float per k: mostly scalar loads, refused
+    swz = rows["rows of BLOCK, XOR swizzle"]
+    assert swz["within the budget"] == "no" and swz["wavefronts per step"] > 140
+    assert "LDS +" in swz["loads of one step (SASS)"]
+
+
+def test_a_float4_swizzle_compiles_to_lds_128_and_passes_every_step_here():
+    report, loop = ch04_banks.float4_swizzle(solution("04_tile_layout"))
+    assert report.passed, report
+    assert "LDS.128" in loop and "FFMA" in loop
 
 
 def test_the_bank_grid_colours_a_padded_column_through_every_bank():
@@ -57,8 +67,8 @@ def test_plot_banks_labels_words_by_the_row_it_is_given():
 def test_main_table_has_chapter_03_and_six_layouts():
     t = ch04_banks.summary()
     assert [r["layout"] for r in t][1:] == [
-        "k along rows, PAD=0", "k along rows, PAD=1", "k along rows, PAD=2",
-        "k along rows, PAD=4", "k down columns, PAD=0", "k down columns, PAD=1"]
+        "conflict, PAD=0", "conflict, PAD=1", "conflict, PAD=2",
+        "conflict, PAD=4", "transposed, PAD=0", "transposed, PAD=1"]
     assert "BLOCK" not in t.columns and "BLOCK" in ch04_banks.summary(ch04_banks.ALL).columns
 
 
