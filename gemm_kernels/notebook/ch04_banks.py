@@ -134,18 +134,24 @@ def column_store(pads=(0, 1), block: int = 32):
 
 
 def wide_loads():
-    """Two 128-bit loads of one warp, lane x bank: all lanes reading the same 16 bytes
-    (the quarters of each half merge: 2 wavefronts) and lane i reading the 16 bytes at
-    word 36 i (rows of 36 words: 4 quarter phases, 1 wavefront each). Returns the Figure."""
+    """Three 128-bit loads of one warp, lane x bank: every lane reading the same 16 bytes
+    (a broadcast: the quarters of each half merge, 2 wavefronts); lanes 2j and 2j + 1
+    reading float4 j (the i^1 rule: each half-warp asks for 8 float4, 128 neighbouring
+    bytes, and its quarters merge: 2 wavefronts); lane i reading the 16 bytes at word
+    36 i (rows of 36 words: no pairs, 4 quarter phases of 1 wavefront each). Returns the
+    Figure."""
     plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(15, 5.5), layout="constrained")
-    cases = ((banks.broadcast(0, 16), "128-bit, every lane the same 16 bytes (a broadcast)"),
+    fig, axes = plt.subplots(1, 3, figsize=(20, 5.5), layout="constrained")
+    cases = ((banks.broadcast(0, 16), "every lane the same 16 bytes (a broadcast)",
+              lambda w: w // 4, "float4 number"),
+             (banks.words_to_bytes([4 * (lane // 2) for lane in range(banks.WARP)]),
+              "lanes 2j and 2j + 1 both read float4 j", lambda w: w // 4, "float4 number"),
              (banks.words_to_bytes([36 * lane for lane in range(banks.WARP)]),
-              "128-bit, lane i at word 36 i (rows of 36 words)"))
-    for ax, (addresses, what) in zip(axes, cases):
+              "lane i at word 36 i (rows of 36 words)", lambda w: w // 36, "row of 36 words"))
+    for ax, (addresses, what, row_of, row_name) in zip(axes, cases):
         an = banks.analyse(addresses, 16)
-        banks.plot_banks(an, ax=ax, row_of=lambda w: w // 36, row_name="row of 36 words",
-                         title=f"{what}:\n{an.wavefronts} wavefronts, ideal {an.ideal}")
+        banks.plot_banks(an, ax=ax, row_of=row_of, row_name=row_name,
+                         title=f"128-bit, {what}:\n{an.wavefronts} wavefronts, ideal {an.ideal}")
     return fig
 
 
@@ -378,6 +384,20 @@ def exercise_lower_bound(block: int = 32):
 
 
 # ------------------------------------------------------------------ printed lines
+
+def bound_line(block: int = 32) -> str:
+    """The constants of the table's shared-memory bound (the measured GPU's SMs and clock)
+    and the formula with them, worked for chapter 03's kernel."""
+    from gemm_kernels.measure import roofline
+    props = roofline.device_properties()
+    if not props.get("sm_count") or not props.get("sm_clock_mhz"):
+        return "no device properties here"
+    wf = ch03_04_tiles.wavefronts_per_step("smem_tiled", {"BLOCK": block})
+    bound = ch03_04_tiles.smem_ceiling("smem_tiled", {"BLOCK": block}, props)["smem bound GFLOP/s"]
+    return (f"bound GFLOP/s = {props['sm_count']} SMs x {props['sm_clock_mhz']:,.0f} MHz x "
+            f"({block} x 32 x 2 flops) / wavefronts per step, on the {props.get('name', 'GPU')} "
+            f"measured; chapter 03's kernel, {wf} wavefronts: {bound:,.0f} GFLOP/s")
+
 
 def ceiling_range(size: int = 2048) -> str:
     """Measured / bound over every configuration, and how far apart the bounds are."""
