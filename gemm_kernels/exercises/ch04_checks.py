@@ -18,12 +18,13 @@ evaluator of C integer expressions, and then:
   prove from the index arithmetic that the words are adjacent and aligned: rows of BLOCK
   + 2 or + 4 words, yes; an XOR in the index, mostly not (the layout would allow LDS.128,
   the SASS has 32-bit LDS). So the check counts the loads of each width between the
-  step's two barriers in the submission's SASS and prices exactly those: it shares them
-  out between the reads of A and of B, each load covering an aligned group of k the
-  layout keeps in neighbouring words, in the way that costs the step least (the SASS
-  does not say which tile a load reads; the cheapest sharing gives the layout the benefit
-  of the doubt). Where the loads do not add up to one word per value of k (a loop left
-  rolled), each tile is priced at the narrowest width the SASS has;
+  step's two barriers in the submission's SASS and prices exactly those. Which of them
+  read A it learns from one more compilation, with B's layout replaced by one whose
+  reads always merge (`loads_of_a`); inside a tile each load covers an aligned group of
+  k the layout keeps in neighbouring words, placed in the way that costs the step least
+  (the SASS does not say which k a load reads: the benefit of the doubt). Where the
+  loads do not add up to one word per value of k (a loop left rolled), each tile is
+  priced at the narrowest width the SASS has;
 * refuses a layout whose step costs a warp more wavefronts than the chapter's `conflict`
   layout with PAD = 4 (53 at BLOCK = 32). The chapter's lesson is that the rate follows
   the wavefronts per step, not the conflict count: PAD = 2 (51, one 2-way conflicted
