@@ -6,19 +6,18 @@ import pytest
 
 from gemm_kernels.memory import banks, ch03_04_tiles
 from gemm_kernels.notebook import ch04_banks, ch05_tile_1d
+from exercise_helpers import solution
 
 
 # ------------------------------------------------------------------ chapter 04
 
-def test_layout_names_say_where_k_runs_and_keep_the_kernels_values():
+def test_layout_names_are_the_kernels_values():
+    """One name per layout across the chapter: the kernel's LAYOUT values, which key its
+    recorded measurements, in the tables as in the explorer."""
     assert ch04_banks.layout_name({"BLOCK": 32, "LAYOUT": "conflict", "PAD": 2}) == \
-        "k along rows, PAD=2"
+        "conflict, PAD=2"
     assert ch04_banks.layout_name({"BLOCK": 32, "LAYOUT": "transposed", "PAD": 0}) == \
-        "k down columns, PAD=0"
-    # the values stay the kernel's: they key its recorded measurements
-    from gemm_kernels.core.kernels import get
-    layout = next(q for q in get("bank_layout").params if q.name == "LAYOUT")
-    assert set(ch04_banks.LAYOUT_NAMES) == set(layout.values)
+        "transposed, PAD=0"
 
 
 def test_the_lower_bound_at_one_output_per_thread_is_chapter_03s_cost():
@@ -33,11 +32,22 @@ def test_the_lower_bound_at_one_output_per_thread_is_chapter_03s_cost():
 def test_under_the_exercises_rule_51_is_the_least_and_the_solution_reaches_it():
     bound = {r["reads"]: r["total"] for r in ch04_banks.exercise_lower_bound(32)}
     assert bound == {"32-bit": 66, "64-bit": 51, "128-bit": 53}
-    priced = {r["layout"]: r["wavefronts per step"] for r in ch04_banks.exercise_layouts()}
-    assert priced["rows of BLOCK + 2"] == 51
-    assert priced["rows of BLOCK + 4"] == priced["rows of BLOCK, XOR swizzle"] == 53
-    assert priced["rows of BLOCK + 1"] == priced["rows of BLOCK + 3"] == 66
-    assert min(priced.values()) == min(bound.values())
+    layouts = {k: ch04_banks.EXERCISE_LAYOUTS[k]
+               for k in ("rows of BLOCK + 2", "rows of BLOCK, XOR swizzle")}
+    rows = {r["layout"]: r for r in ch04_banks.exercise_layouts(solution("04_tile_layout"),
+                                                                layouts)}
+    assert rows["rows of BLOCK + 2"]["wavefronts per step"] == min(bound.values())
+    assert rows["rows of BLOCK + 2"]["loads of one step (SASS)"] == "32 LDS.64"
+    # the swizzle as the kernel reads it, one float per k: mostly scalar loads, refused
+    swz = rows["rows of BLOCK, XOR swizzle"]
+    assert swz["within the budget"] == "no" and swz["wavefronts per step"] > 140
+    assert "LDS +" in swz["loads of one step (SASS)"]
+
+
+def test_a_float4_swizzle_compiles_to_lds_128_and_passes_every_step_here():
+    report, loop = ch04_banks.float4_swizzle(solution("04_tile_layout"))
+    assert report.passed, report
+    assert "LDS.128" in loop and "FFMA" in loop
 
 
 def test_the_bank_grid_colours_a_padded_column_through_every_bank():
@@ -57,8 +67,8 @@ def test_plot_banks_labels_words_by_the_row_it_is_given():
 def test_main_table_has_chapter_03_and_six_layouts():
     t = ch04_banks.summary()
     assert [r["layout"] for r in t][1:] == [
-        "k along rows, PAD=0", "k along rows, PAD=1", "k along rows, PAD=2",
-        "k along rows, PAD=4", "k down columns, PAD=0", "k down columns, PAD=1"]
+        "conflict, PAD=0", "conflict, PAD=1", "conflict, PAD=2",
+        "conflict, PAD=4", "transposed, PAD=0", "transposed, PAD=1"]
     assert "BLOCK" not in t.columns and "BLOCK" in ch04_banks.summary(ch04_banks.ALL).columns
 
 
@@ -113,3 +123,61 @@ def test_heatmap_can_hatch_invalid_cells_and_evidence_plots_can_leave_the_run_ou
     assert not any(t.get_text().startswith("run ") for t in fig.texts)
     fig = evidence.stall_plot("ch05_outputs_stalls", run_line=False)
     assert not any(t.get_text().startswith("run ") for t in fig.texts)
+
+
+def test_the_bound_line_names_the_constants_that_give_chapter_03s_bound():
+    line = ch04_banks.bound_line()
+    from gemm_kernels.measure import roofline
+    props = roofline.device_properties()
+    assert f"{props['sm_count']} SMs x {props['sm_clock_mhz']:,.0f} MHz" in line
+    bound = ch03_04_tiles.smem_ceiling("smem_tiled", {"BLOCK": 32}, props)["smem bound GFLOP/s"]
+    assert line.endswith(f"50 wavefronts: {bound:,.0f} GFLOP/s")
+
+
+def test_the_wide_loads_picture_shows_a_merge_that_is_not_a_broadcast():
+    titles = [ax.get_title() for ax in ch04_banks.wide_loads().axes if ax.get_title()]
+    assert len(titles) == 3
+    assert "2 wavefronts" in titles[0] and "2j + 1" in titles[1] and "2 wavefronts" in titles[1]
+    assert "4 wavefronts" in titles[2]
+
+
+def test_with_layout_rewrites_both_functions_and_the_loop():
+    src = ch04_banks.with_layout(solution("04_tile_layout"), ch04_banks.SWIZZLE, float4=True)
+    assert "word = m * BLOCK + (k ^ ((m & 7) << 2));" in src
+    assert "word = n * BLOCK + (k ^ ((n & 7) << 2));" in src
+    assert ch04_banks.FLOAT4_LOOP in src and ch04_banks.SCALAR_LOOP not in src
+    assert "__shared__ __align__(16) float sA" in src
+    with pytest.raises(ValueError):
+        ch04_banks.with_layout("int main() {}", "x * BLOCK + k")
+
+
+# ------------------------------------------------------------------ chapter 05, continued
+
+def test_the_inner_loop_shows_one_b_value_feeding_tm_ffma():
+    loop, reuse = ch05_tile_1d.inner_loop()
+    assert "LDS.128" in loop and "FFMA" in loop and loop.splitlines()[1].split()[1] == "LDS"
+    b, a = reuse.splitlines()
+    assert "is read by 16 FFMA before it is loaded again (TM = 16)" in b
+    assert a.endswith("read by 1, 1, 1, 1 FFMA")
+    _, reuse8 = ch05_tile_1d.inner_loop(ch05_tile_1d.K4)
+    assert "is read by 8 FFMA" in reuse8
+
+
+def test_chapter_03s_loads_as_compiled():
+    assert ch05_tile_1d.chapter_03_loads() == \
+        "chapter 03's kernel as compiled: 8 LDS.128 and 32 LDS for 32 FFMA, 0.80 FFMA per load"
+
+
+def test_the_outputs_plot_names_each_tile_and_trims_its_axis():
+    ax = ch05_tile_1d.outputs_plot().axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert "16 outputs per thread\n64 x 64 x 16 tile, 256 threads" in labels
+    assert "1 output per thread (chapter 03)\n32 x 32 x 32 tile, 1,024 threads" in labels
+    top = max(p.get_width() for p in ax.patches)
+    assert ax.get_xlim()[1] < 1.5 * top
+
+
+def test_every_printed_rate_names_its_size():
+    assert all("4096^3" in line for line in ch05_tile_1d.shares_4096().splitlines())
+    assert all("4096^3" in line for line in ch05_tile_1d.fewer_warps_faster().splitlines())
+    assert all("2048^3" in line for line in ch05_tile_1d.pair_ratios().splitlines())

@@ -1,16 +1,20 @@
 """Chapter 04's exercise: the skeleton compiles and is refused, the solution (the chapter's
 fastest layout) passes every step this machine can run, and the bank check refuses here
 (no GPU needed) what the chapter shows to be slower: the conflicted layouts, the
-conflict-free padding whose reads cannot merge, and layouts outside the exercise's rule
-(chapter 03's among them). Its evaluator and model are tested on their own, conflicting
-expressions as the negative control."""
+conflict-free padding whose reads cannot merge, XOR swizzles that the compiler reads with
+scalar loads (each load is priced at the width the SASS gives it), and layouts outside
+the exercise's rule (chapter 03's among them). The same swizzle read with explicit float4
+loads passes. Its evaluator and model are tested on their own, conflicting expressions
+as the negative control."""
 import pytest
 
 from gemm_kernels.exercises import ch04_checks
-from gemm_kernels.exercises.ch04_checks import (bank_problems, k_across_rows, layout_problems,
-                                                read_width, sass_widths, step_budget,
-                                                step_cost, tile_layout_check,
+from gemm_kernels.exercises.ch04_checks import (bank_problems, compiled_reads, describe,
+                                                k_across_rows, layout_problems, read_width,
+                                                sass_loads, step_budget, step_cost,
+                                                tile_layout_check, with_word,
                                                 word_expression, word_table)
+from gemm_kernels.notebook.ch04_banks import SWIZZLE, with_layout as layout_in
 from gemm_kernels.exercises.stubs import skeleton
 from exercise_helpers import (FAIL, PASS, assert_right_and_timed, grade, skeleton_cell,
                               solution, static_verdict)
@@ -91,13 +95,48 @@ def test_a_layout_without_k_along_its_rows_is_refused(a, b, rule):
 
 @pytest.mark.parametrize("a, b", [
     ("m * (BLOCK + 4) + k", "n * (BLOCK + 4) + k"),
-    ("m * (BLOCK + 2) + k", "n * (BLOCK + 4) + k"),
-    ("m * BLOCK + (k ^ ((m & 7) << 2))", "n * BLOCK + (k ^ ((n & 7) << 2))")])
+    ("m * (BLOCK + 2) + k", "n * (BLOCK + 4) + k")])
 def test_other_layouts_within_the_budget_pass(a, b):
-    """Rows of BLOCK + 4 words, and an XOR that keeps groups of four k together: the
-    reads merge into LDS.128 and the store of b costs 4 wavefronts, 53 per step."""
+    """Rows of BLOCK + 4 words: the reads merge into LDS.128 and the store of b costs 4
+    wavefronts, 53 per step; A at BLOCK + 2 and B at BLOCK + 4 too."""
     v = verdict_of(a, b)
     assert v["static"][0] == PASS, v
+
+
+def test_a_pass_reports_its_cost_next_to_the_budget_and_chapter_03():
+    v = static_verdict(NAME, solution(NAME))
+    assert "51 wavefronts per warp and step (the budget: 53; chapter 03's layout, outside " \
+        "this exercise's rule: 50)" in v["static"][1], v
+    v = verdict_of("m * (BLOCK + 4) + k", "n * (BLOCK + 4) + k")
+    assert "53 wavefronts per warp and step" in v["static"][1], v
+
+
+@pytest.mark.parametrize("a, b, cost, tiles, load", [
+    # the worked solution's old swizzle: ptxas merges one group of four k per tile
+    ("m * BLOCK + (k ^ ((m & 7) << 2))", "n * BLOCK + (k ^ ((n & 7) << 2))", 151,
+     "A and of B", "LDS.128"),
+    # an XOR that keeps the pairs of k: A at BLOCK + 2 is merged, B is not
+    ("m * (BLOCK + 2) + k", "n * BLOCK + (k ^ ((2 * n) & (BLOCK - 1)))", 81, "B", "LDS.64")])
+def test_an_xor_swizzle_read_one_float_per_k_is_refused_as_compiled(a, b, cost, tiles, load):
+    """The layout would allow wide reads, but ptxas cannot prove the XOR-ed addresses
+    adjacent and emits mostly 32-bit LDS: priced as compiled, the step costs far more
+    than the budget, and the message says why and what would merge them."""
+    v = verdict_of(a, b)
+    assert v["compile"][0] == PASS and v["static"][0] == FAIL, v
+    msg = v["static"][1]
+    assert f"costs warp 0 {cost} wavefronts, more than the 53" in msg, v
+    assert f"each aligned group of {4 if load == 'LDS.128' else 2} values of k of {tiles} in " \
+        f"neighbouring words, so each group could be one {load}" in msg, v
+    assert "through an XOR it could not" in msg and "explicit vector loads" in msg, v
+    assert "reinterpret_cast<const float" in msg and "or pad the rows instead" in msg, v
+
+
+def test_the_swizzle_with_explicit_float4_loads_passes_at_the_cost_of_pad_4():
+    """The positive control: the same XOR swizzle, read four k at a time with explicit
+    float4 loads (16 LDS.128 in the SASS), costs 53 wavefronts and passes."""
+    src = layout_in(solution(NAME), SWIZZLE, float4=True)
+    v = static_verdict(NAME, src)
+    assert v["static"][0] == PASS and "53 wavefronts per warp and step" in v["static"][1], v
 
 
 def test_the_budget_is_the_chapters_pad_4_layout():
@@ -135,8 +174,38 @@ def test_the_read_widths_follow_the_layout_and_the_sass():
     sass = ("        /*0100*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;\n"
             "        /*0110*/                   LDS.64 R4, [R2] ;\n"
             "        /*0120*/                   LDS R6, [R3] ;\n"
-            "        /*0130*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;\n")
-    assert sass_widths(sass) == {1, 2}
+            "        /*0125*/                   LDS.U.128 R8, [R3+0x10] ;\n"
+            "        /*0130*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;\n"
+            "        /*0140*/                   LDS R7, [R3] ;\n")
+    assert sass_loads(sass) == {1: 1, 2: 1, 4: 1}
+
+
+def test_each_load_is_priced_at_its_own_width():
+    """compiled_reads shares the SASS's loads out between the tiles; each covers an
+    aligned group of k the layout keeps together. Two LDS.128 among 56 LDS do not make
+    the reads 128-bit (the old check priced every read at the widest width found)."""
+    a = word_table("m * BLOCK + (k ^ ((m & 7) << 2))", ("m", "k"), 32)
+    b = word_table("n * BLOCK + (k ^ ((n & 7) << 2))", ("k", "n"), 32)
+    pa, pb = compiled_reads(a, b, {1: 56, 2: 0, 4: 2}, {1: 28, 2: 0, 4: 1})
+    assert describe(pa) == describe(pb) == "28 LDS and 1 LDS.128"
+    assert sum(w for _, w in pa) == sum(w for _, w in pb) == 32
+    assert max(step_cost(a, b, pa, pb)[0])[0] > 140
+    assert max(step_cost(a, b, 4, 4)[0])[0] == 53          # what the old check priced
+    # without knowing which tile a load reads, the cheapest sharing: still far over
+    pa, pb = compiled_reads(a, b, {1: 56, 2: 0, 4: 2})
+    assert max(step_cost(a, b, pa, pb)[0])[0] > 53
+    # loads that are not one word per k (a loop left rolled): cannot be shared out
+    assert compiled_reads(a, b, {1: 2, 2: 0, 4: 0}) is None
+    # a layout that forbids wide reads cannot take them
+    odd = word_table("m * (BLOCK + 1) + k", ("m", "k"), 32)
+    assert compiled_reads(odd, odd, {1: 0, 2: 0, 4: 16}) is None
+
+
+def test_with_word_rewrites_one_function_as_the_check_reads_it():
+    src = with_word(solution(NAME), "b_word", "n * BLOCK + k")
+    assert word_expression(src, "b_word") == ("n * BLOCK + k", None)
+    assert word_expression(src, "a_word") == ("m * (BLOCK + 2) + k", None)
+    assert with_word("int f() { return 0; }", "b_word", "k") is None
 
 
 def test_two_elements_in_one_word_are_refused():
@@ -198,9 +267,8 @@ def test_the_check_is_the_exercises():
 
 
 @needs_gpu
-def test_an_unpadded_swizzle_passes_on_a_gpu():
-    """The bank model's other answer: an XOR of groups of four k instead of padding,
-    correct and fast."""
-    r = grade(NAME, with_layout(a="word = m * BLOCK + (k ^ ((m & 7) << 2));",
-                                b="word = n * BLOCK + (k ^ ((n & 7) << 2));"), gpu=True)
+def test_an_unpadded_swizzle_with_float4_loads_passes_on_a_gpu():
+    """The bank model's other answer: an XOR of groups of four k instead of padding, read
+    with explicit float4 loads: correct and fast."""
+    r = grade(NAME, layout_in(solution(NAME), SWIZZLE, float4=True), gpu=True)
     assert_right_and_timed(r)

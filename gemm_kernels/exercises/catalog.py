@@ -167,12 +167,10 @@ register(Exercise(
     static_checks=(ch04_checks.tile_layout_check(32, "04_tile_layout", "bank_layout",
                                                  _LAYOUT),),
     hints={"static": "a warp is one row of threads (ty fixed, tx = 0..31). The store of b "
-                     "walks down a column of the B tile: rows of BLOCK words put it in one "
-                     "bank. The reads are merged into LDS.64 or LDS.128 when every row "
-                     "starts at a multiple of 2 or 4 words, and a quarter- or half-warp "
-                     "phase of B reads is conflict-free when its lanes' rows start in "
-                     "different banks: count the wavefronts of one step for each row "
-                     "length from BLOCK to BLOCK + 4",
+                     "walks down a column of the B tile; the reads of consecutive k are "
+                     "merged into LDS.64 or LDS.128 only where ptxas can prove them "
+                     "neighbouring and aligned; price the four accesses of one step with "
+                     "the chapter's bank rules: the total counts, not the conflicts",
            "speed": "the reads run at every k: the fewer wavefronts they cost together, "
                     "the faster the step; a conflict-free layout whose reads stay 32-bit "
                     "costs more than a wide one with a 2-way conflicted store"},

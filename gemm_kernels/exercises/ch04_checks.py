@@ -13,20 +13,31 @@ evaluator of C integer expressions, and then:
   walks down a column and whose reads the compiler can merge into wide loads. Chapter
   03's layout, B stored as sB[k][n], is already cheap; this one needs the chapter;
 * prices every warp access of one step along K (the store of a and of b, the reads of A
-  and B) with `gemm_kernels.memory.banks`, at the width the compiler gives the reads:
-  ptxas merges the reads of consecutive k into LDS.64 or LDS.128 when the layout puts
-  them in consecutive, aligned words (as chapter 04 shows), and the submission's SASS
-  says which widths it used;
+  and B) with `gemm_kernels.memory.banks`, each shared load at the width the compiler gave
+  it. ptxas merges the reads of consecutive k into LDS.64 or LDS.128 only where it can
+  prove from the index arithmetic that the words are adjacent and aligned: rows of BLOCK
+  + 2 or + 4 words, yes; an XOR in the index, mostly not (the layout would allow LDS.128,
+  the SASS has 32-bit LDS). So the check counts the loads of each width between the
+  step's two barriers in the submission's SASS and prices exactly those. Which of them
+  read A it learns from one more compilation, with B's layout replaced by one whose
+  reads always merge (`loads_of_a`); inside a tile each load covers an aligned group of
+  k the layout keeps in neighbouring words, placed in the way that costs the step least
+  (the SASS does not say which k a load reads: the benefit of the doubt). Where the
+  loads do not add up to one word per value of k (a loop left rolled), each tile is
+  priced at the narrowest width the SASS has;
 * refuses a layout whose step costs a warp more wavefronts than the chapter's `conflict`
   layout with PAD = 4 (53 at BLOCK = 32). The chapter's lesson is that the rate follows
   the wavefronts per step, not the conflict count: PAD = 2 (51, one 2-way conflicted
   store) and PAD = 4 (53) pass, the conflict-free PAD = 1 (66: its reads cannot merge)
-  does not.
+  does not, and neither does an XOR swizzle read through the kernel's scalar loads
+  (about 150: the compiler cannot merge them); the message says why and what would
+  (explicit float4 loads).
 
 No GPU is needed, so a student without one still learns what the layout costs.
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Callable
 
@@ -126,6 +137,7 @@ def k_across_rows(table: list[list[int]], along_rows: bool) -> tuple[int, int] |
                  if word(x, k + 1) != word(x, k) + 1), None)
 
 
+@functools.cache
 def step_budget(block: int) -> int:
     """The wavefronts one step of the chapter's `conflict`, PAD = 4 layout costs a warp."""
     a = word_table(BUDGET_LAYOUT.replace("x", "m"), ("m", "k"), block)
@@ -134,35 +146,177 @@ def step_budget(block: int) -> int:
     return max(total for total, _ in cost)
 
 
-def sass_widths(sass: str) -> set[int]:
-    """The widths (in words) of the shared loads between the step's two barriers."""
-    widths = {"LDS": 1, "LDS.64": 2, "LDS.128": 4}
-    return {widths[op.replace(".U", "").replace(".32", "")]
-            for op in between_barriers(opcodes(sass)) if op.startswith("LDS")
-            and op.replace(".U", "").replace(".32", "") in widths}
+@functools.cache
+def chapter_03_cost(block: int) -> int:
+    """One step of chapter 03's layout (sA[m][k] and sB[k][n], rows of BLOCK words; A read
+    with LDS.128, B with LDS along a row), outside this exercise's rule: the least a step
+    can cost at one output per thread."""
+    a = word_table("m * BLOCK + k", ("m", "k"), block)
+    b = word_table("k * BLOCK + n", ("k", "n"), block)
+    cost, _ = step_cost(a, b, read_width(a, along_rows=False), 1)
+    return max(total for total, _ in cost)
 
 
-def warp_accesses(a: list[list[int]], b: list[list[int]], wa: int = 1, wb: int = 1):
+# The shared loads of SASS and their width in words.
+LOAD_WIDTHS = {"LDS": 1, "LDS.64": 2, "LDS.128": 4}
+LOAD_NAMES = {w: op for op, w in LOAD_WIDTHS.items()}
+
+
+def sass_loads(sass: str) -> dict[int, int]:
+    """How many shared loads of each width (in words: 1, 2, 4) lie between the step's two
+    barriers, the inner loop of one step."""
+    n = dict.fromkeys(LOAD_NAMES, 0)
+    for op in between_barriers(opcodes(sass)):
+        w = LOAD_WIDTHS.get(op.replace(".U", "").replace(".32", ""))
+        if w:
+            n[w] += 1
+    return n
+
+
+def uniform(width: int, block: int) -> tuple[tuple[int, int], ...]:
+    """The reads of one tile in a step, every load `width` words wide: (first k, width)."""
+    return tuple((k, width) for k in range(0, block, width))
+
+
+def describe(plan) -> str:
+    """'24 LDS and 2 LDS.128' for a tile's reads (a plan of (first k, width))."""
+    n = {w: sum(1 for _, x in plan if x == w) for w in LOAD_NAMES}
+    return " and ".join(f"{n[w]} {LOAD_NAMES[w]}" for w in sorted(n) if n[w])
+
+
+def _modes(k0: int, allowed: int):
+    """The ways one aligned group of four k can be read when the layout allows loads up
+    to `allowed` words wide: each a tuple of (first k, width)."""
+    modes = [tuple((k0 + i, 1) for i in range(4))]
+    if allowed >= 2:
+        modes += [((k0, 2), (k0 + 2, 2)), ((k0, 2), (k0 + 2, 1), (k0 + 3, 1)),
+                  ((k0, 1), (k0 + 1, 1), (k0 + 2, 2))]
+    if allowed >= 4:
+        modes.append(((k0, 4),))
+    return modes
+
+
+def _read_words(table, along_rows: bool, k: int, lanes) -> list[int]:
+    """The word each lane reads at `k`: A(ty, k) (a_word, table[m][k]) or B(k, tx)
+    (b_word, table[k][n])."""
+    return [table[k][tx] for _, tx in lanes] if along_rows else [table[ty][k] for ty, _ in lanes]
+
+
+def _lanes(block: int, warp: int):
+    return [divmod(warp * banks.WARP + lane, block) for lane in range(banks.WARP)]
+
+
+def _cheapest(a, b, tiles, loads: dict[int, int]):
+    """The reads of `tiles` (0: A, 1: B) with exactly `loads[w]` loads of w words between
+    them, each load covering an aligned group of w consecutive k that the layout keeps
+    in neighbouring words, in the way that costs a step least over all warps: a plan
+    (tuple of (first k, width)) per tile, or None when no such reading exists."""
+    block = len(a)
+    if block % 4 or sum(w * n for w, n in loads.items()) != block * len(tiles):
+        return None
+    tables = ((a, False), (b, True))
+    allowed = [read_width(t, along_rows=r) for t, r in tables]
+    warps = block * block // banks.WARP
+
+    @functools.cache
+    def cost(tile: int, k: int, w: int) -> int:
+        t, r = tables[tile]
+        return sum(banks.analyse(banks.words_to_bytes(_read_words(t, r, k, _lanes(block, wp))),
+                                 4 * w).wavefronts for wp in range(warps))
+
+    best = {(0, 0): (0, ())}                  # (LDS.128 used, LDS.64 used) -> (cost, modes)
+    for tile in tiles:
+        for k0 in range(0, block, 4):
+            nxt = {}
+            for (n4, n2), (c, chosen) in best.items():
+                for mode in _modes(k0, allowed[tile]):
+                    m4 = n4 + sum(w == 4 for _, w in mode)
+                    m2 = n2 + sum(w == 2 for _, w in mode)
+                    if m4 > loads.get(4, 0) or m2 > loads.get(2, 0):
+                        continue
+                    cc = c + sum(cost(tile, k, w) for k, w in mode)
+                    if (m4, m2) not in nxt or cc < nxt[(m4, m2)][0]:
+                        nxt[(m4, m2)] = (cc, chosen + ((tile, mode),))
+            best = nxt
+    found = best.get((loads.get(4, 0), loads.get(2, 0)))
+    if found is None:
+        return None
+    plans = {tile: [] for tile in tiles}
+    for tile, mode in found[1]:
+        plans[tile].extend(mode)
+    return [tuple(plans[t]) for t in tiles]
+
+
+def compiled_reads(a: list[list[int]], b: list[list[int]], loads: dict[int, int],
+                   loads_a: dict[int, int] | None = None):
+    """The reads of A and of B in one step as the SASS issues them: (plan of A, plan of
+    B), each a tuple of (first k, width), or None when the loads do not add up to one
+    word per value of k of each tile. `loads[w]`: the step's shared loads of w words;
+    `loads_a`, where known, those that read A (the rest read B). Inside a tile, and
+    between the tiles where `loads_a` is not known, the loads are placed in the way that
+    costs a step least (the SASS does not say which k a load reads: the benefit of the
+    doubt)."""
+    if loads_a is not None:
+        loads_b = {w: loads.get(w, 0) - loads_a.get(w, 0) for w in LOAD_NAMES}
+        if min(loads_b.values()) >= 0:
+            pa, pb = _cheapest(a, b, (0,), loads_a), _cheapest(a, b, (1,), loads_b)
+            if pa and pb:
+                return pa[0], pb[0]
+    found = _cheapest(a, b, (0, 1), loads)
+    return tuple(found) if found else None
+
+
+def with_word(source: str, function: str, expression: str) -> str | None:
+    """`source` with the body of `function` replaced by the one line `word =
+    <expression>;` (and its declaration and return), or None when the function cannot be
+    found."""
+    m = re.search(rf"\b{function}\s*\([^)]*\)\s*\{{", source)
+    if not m:
+        return None
+    body = _body(source, m.end())
+    return (source[:m.end()] + f"\n    int word = 0;\n    word = {expression};\n    return word;\n"
+            + source[m.end() + len(body):])
+
+
+def loads_of_a(exercise: str, kernel: str, params: dict, source: str,
+               block: int) -> dict[int, int] | None:
+    """The shared loads of one step that read A, by width: the submission compiled once
+    more with B's layout replaced by one whose reads always merge (BLOCK / 4 LDS.128),
+    minus those. None where that cannot be told."""
+    probe = with_word(source, "b_word", BUDGET_LAYOUT.replace("x", "n"))
+    sass = submission_sass(exercise, kernel, params, probe) if probe else None
+    if not sass:
+        return None
+    n = sass_loads(sass)
+    if n[4] < block // 4:
+        return None
+    n[4] -= block // 4
+    return n
+
+
+def warp_accesses(a: list[list[int]], b: list[list[int]], wa=1, wb=1):
     """(name, warp, first word of each of the 32 lanes, width in words) for every shared
     access of one step of every warp of the kernel's block (BLOCK x BLOCK threads,
     tx = thread % BLOCK, ty = thread // BLOCK): the stores of a = A(ty, tx) and
-    b = B(ty, tx), and the reads A(ty, k) and B(k, tx), `wa` and `wb` values of k per
-    read."""
+    b = B(ty, tx), and the reads A(ty, k) and B(k, tx). `wa` and `wb`: the reads of each
+    tile, a width in words for all of them or a plan of (first k, width)."""
     block = len(a)
+    plan_a = uniform(wa, block) if isinstance(wa, int) else wa
+    plan_b = uniform(wb, block) if isinstance(wb, int) else wb
     for warp in range(block * block // banks.WARP):
-        lanes = [divmod(warp * banks.WARP + lane, block) for lane in range(banks.WARP)]
+        lanes = _lanes(block, warp)
         yield "the store of a, a_word(ty, tx)", warp, [a[ty][tx] for ty, tx in lanes], 1
         yield "the store of b, b_word(ty, tx)", warp, [b[ty][tx] for ty, tx in lanes], 1
-        for k in range(0, block, wa):
-            yield f"the read of A, a_word(ty, {k})", warp, [a[ty][k] for ty, _ in lanes], wa
-        for k in range(0, block, wb):
-            yield f"the read of B, b_word({k}, tx)", warp, [b[k][tx] for _, tx in lanes], wb
+        for k, w in plan_a:
+            yield f"the read of A, a_word(ty, {k})", warp, _read_words(a, False, k, lanes), w
+        for k, w in plan_b:
+            yield f"the read of B, b_word({k}, tx)", warp, _read_words(b, True, k, lanes), w
 
 
-def step_cost(a: list[list[int]], b: list[list[int]], wa: int = 1, wb: int = 1):
+def step_cost(a: list[list[int]], b: list[list[int]], wa=1, wb=1):
     """Per warp, (wavefronts of one step, the ideal of its instructions), and the worst
     access of each kind (store a, store b, read A, read B) that pays more than its
-    ideal, described."""
+    ideal, described. `wa`, `wb` as for `warp_accesses`."""
     cost, worst = [], {}
     for warp in range(len(a) * len(a) // banks.WARP):
         total = ideal = 0
@@ -181,70 +335,139 @@ def step_cost(a: list[list[int]], b: list[list[int]], wa: int = 1, wb: int = 1):
     return cost, [text for _, text in worst.values()]
 
 
-def bank_problems(a: list[list[int]], b: list[list[int]], wa: int, wb: int,
-                  budget: int) -> list[str]:
+def unmerged(a, b, wa, wb, expressions=("", "")) -> list[str]:
+    """Why the tiles whose layout allows wider reads than the compiled ones (`wa`, `wb`:
+    widths or plans) were not merged, and what would merge them; empty when none.
+    `expressions`: the submission's a_word and b_word, to name an XOR when there is one."""
+    found = []
+    for tile, table, along, plan, expr, call in (
+            ("A", a, False, wa, expressions[0], "sA[a_word<BLOCK>(ty, k)]"),
+            ("B", b, True, wb, expressions[1], "sB[b_word<BLOCK>(k, tx)]")):
+        plan = uniform(plan, len(a)) if isinstance(plan, int) else plan
+        allowed = read_width(table, along_rows=along)
+        if any(w < allowed for _, w in plan):
+            found.append((tile, allowed, describe(plan), "^" in expr, call))
+    if not found:
+        return []
+    widths = {w for _, w, _, _, _ in found}
+    allowed = max(widths)
+    vec = {4: "float4", 2: "float2"}[allowed]
+    tiles = " and of ".join(t for t, *_ in found)
+    reads = " and ".join(f"{t} with {d}" for t, _, d, _, _ in found)
+    how = "through an XOR" if any(x for *_, x, _ in found) else "through this index arithmetic"
+    return [f"your layout keeps each aligned group of {allowed} values of k of {tiles} in "
+            f"neighbouring words, so each group could be one {LOAD_NAMES[allowed]}, but the "
+            f"SASS of your kernel reads {reads}: ptxas merges neighbouring reads only where "
+            "it can prove from the index arithmetic that the addresses are adjacent and "
+            f"aligned, and {how} it could not, so it emitted narrower loads (priced here as "
+            "compiled). A swizzled layout needs explicit vector loads: read "
+            f"{allowed} values of k at once, *reinterpret_cast<const {vec}*>(&{found[-1][4]}) "
+            f"for k = 0, {allowed}, {2 * allowed}, ... (with __align__(16) tiles); or pad the "
+            "rows instead"]
+
+
+def bank_problems(a: list[list[int]], b: list[list[int]], wa, wb, budget: int,
+                  expressions: tuple[str, str] | None = None) -> list[str]:
     """Empty when every warp's step costs at most `budget` wavefronts; otherwise the
     first such warp's cost, and the accesses that pay more than their ideal or, where
-    none does, the loads that did not merge."""
+    none does, the loads that did not merge. `wa`, `wb`: widths or plans of the reads;
+    `expressions` (a_word's and b_word's) where they come from a submission's SASS: then
+    a tile read narrower than its layout allows is explained (`unmerged`)."""
     cost, worst = step_cost(a, b, wa, wb)
     over = next(((w, t, i) for w, (t, i) in enumerate(cost) if t > budget), None)
     if over is None:
         return []
     warp, total, ideal = over
+    why = unmerged(a, b, wa, wb, expressions) if expressions is not None else []
     head = (f"one step along K costs warp {warp} {total} wavefronts, more than the "
             f"{budget} this exercise allows")
     if ideal > budget:
-        head += (f": even without a conflict its instructions need {ideal}, because the "
-                 f"reads are {32 * wa}-bit (A) and {32 * wb}-bit (B) loads; the compiler "
-                 "merges the reads of consecutive k into LDS.64 or LDS.128 only where a "
-                 "row starts at a word that is a multiple of 2 or 4")
-    return [head] + worst
+        head += f": even without a conflict its instructions need {ideal}"
+        if not why:
+            reads = " and ".join(f"{describe(uniform(w, len(a)) if isinstance(w, int) else w)}"
+                                 f" ({t})" for t, w in (("A", wa), ("B", wb)))
+            head += (f", because the reads are {reads}; the compiler merges the reads of "
+                     "consecutive k into LDS.64 or LDS.128 only where a row starts at a word "
+                     "that is a multiple of 2 or 4")
+    return [head] + why + worst
+
+
+@functools.lru_cache(maxsize=32)
+def assess(source: str, block: int, exercise: str = "", kernel: str = "",
+           params: tuple = ()) -> dict:
+    """Exercise 04's check of `source` for tiles of `block` x `block` elements:
+    {"problems": what is wrong (empty: a pass), "wavefronts" and "ideal": one step of the
+    costliest warp and the same loads without a conflict (None where the layout could not
+    be priced), "loads": the step's shared loads by width in the SASS, "plans": the reads
+    of A and of B as priced}. With `exercise`,
+    `kernel` and `params` (a tuple of items) it prices the loads of the submission's
+    SASS; else one 4-byte word per read."""
+    room = block * (block + ROOM_PAD)
+    tables, problems, expressions = [], [], []
+    for function, names, label in (("a_word", ("m", "k"), "A({}, {})"),
+                                   ("b_word", ("k", "n"), "B({}, {})")):
+        expr, problem = word_expression(source, function)
+        if problem:
+            problems.append(problem)
+        if expr is None:
+            continue
+        try:
+            table = word_table(expr, names, block)
+        except ExpressionError as e:
+            problems.append(f"{function}: {e}")
+            continue
+        found = layout_problems(table, label, room)
+        is_b = function == "b_word"
+        across = None if found else k_across_rows(table, along_rows=is_b)
+        if across:
+            x, k = across
+            first, second = ((k, x), (k + 1, x)) if is_b else ((x, k), (x, k + 1))
+            found = [f"this exercise keeps k along the rows of both tiles, as the dot "
+                     f"product reads them ({'sB[n][k]' if is_b else 'sA[m][k]'}): the "
+                     "element of k + 1 must be in the word after the element of k, for "
+                     f"every even k, but {label.format(*first)} is word "
+                     f"{table[first[0]][first[1]]} and {label.format(*second)} word "
+                     f"{table[second[0]][second[1]]}"]
+        problems += [f"{function}: {p}" for p in found]
+        if not found:
+            tables.append(table)
+            expressions.append(expr)
+    if len(tables) != 2 or problems:
+        return {"problems": tuple(problems), "wavefronts": None, "ideal": None, "loads": None,
+                "plans": None}
+    a, b = tables
+    params = dict(params)
+    sass = submission_sass(exercise, kernel, params, source) if exercise else None
+    loads = sass_loads(sass) if sass else {1: 2 * block, 2: 0, 4: 0}
+    plans = compiled_reads(a, b, loads, loads_of_a(exercise, kernel, params, source, block)
+                           if sass else None)
+    if plans is None:                   # not one load per k: the narrowest width each
+        built = [w for w in sorted(loads) if loads[w]] or [1]
+        plans = tuple(next((w for w in built if w <= read_width(t, along_rows=r)), 1)
+                      for t, r in ((a, False), (b, True)))
+    found = bank_problems(a, b, *plans, step_budget(block),
+                          tuple(expressions) if sass else None)
+    total, ideal = max(step_cost(a, b, *plans)[0])
+    return {"problems": tuple(found), "loads": loads, "plans": plans, "wavefronts": total,
+            "ideal": ideal}
 
 
 def tile_layout_check(block: int, exercise: str = "", kernel: str = "",
                       params: dict | None = None) -> Callable[[str], list[str]]:
-    """The static check of exercise 04 for tiles of `block` x `block` elements; with
-    `exercise`, `kernel` and `params` it reads the read widths from the submission's
-    SASS (else it prices one 4-byte word per read)."""
-    room = block * (block + ROOM_PAD)
+    """The static check of exercise 04 for tiles of `block` x `block` elements (`assess`).
+    Its `note(source)` is what a passing layout costs, for the grader's report."""
+    items = tuple(sorted((params or {}).items()))
 
     def check(source: str) -> list[str]:
-        tables, problems = [], []
-        for function, names, label in (("a_word", ("m", "k"), "A({}, {})"),
-                                       ("b_word", ("k", "n"), "B({}, {})")):
-            expr, problem = word_expression(source, function)
-            if problem:
-                problems.append(problem)
-            if expr is None:
-                continue
-            try:
-                table = word_table(expr, names, block)
-            except ExpressionError as e:
-                problems.append(f"{function}: {e}")
-                continue
-            found = layout_problems(table, label, room)
-            is_b = function == "b_word"
-            across = None if found else k_across_rows(table, along_rows=is_b)
-            if across:
-                x, k = across
-                first, second = ((k, x), (k + 1, x)) if is_b else ((x, k), (x, k + 1))
-                found = [f"this exercise keeps k along the rows of both tiles, as the dot "
-                         f"product reads them ({'sB[n][k]' if is_b else 'sA[m][k]'}): the "
-                         "element of k + 1 must be in the word after the element of k, for "
-                         f"every even k, but {label.format(*first)} is word "
-                         f"{table[first[0]][first[1]]} and {label.format(*second)} word "
-                         f"{table[second[0]][second[1]]}"]
-            problems += [f"{function}: {p}" for p in found]
-            if not found:
-                tables.append(table)
-        if len(tables) == 2 and not problems:
-            a, b = tables
-            sass = submission_sass(exercise, kernel, params, source) if exercise else None
-            built = sass_widths(sass) if sass else {1}
-            wa = max([1] + [w for w in built if w <= read_width(a, along_rows=False)])
-            wb = max([1] + [w for w in built if w <= read_width(b, along_rows=True)])
-            problems += bank_problems(a, b, wa, wb, step_budget(block))
-        return problems
+        return list(assess(source, block, exercise, kernel, items)["problems"])
+
+    def note(source: str) -> str:
+        r = assess(source, block, exercise, kernel, items)
+        return "" if r["problems"] or r["wavefronts"] is None else (
+            f"{r['wavefronts']} wavefronts per warp and step (the budget: "
+            f"{step_budget(block)}; chapter 03's layout, outside this exercise's rule: "
+            f"{chapter_03_cost(block)})")
 
     check.__name__ = f"tile_layout_check_{block}"
+    check.note = note
     return check

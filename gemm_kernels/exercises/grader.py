@@ -193,7 +193,8 @@ def _static(ex: Exercise, k, source: str) -> Step:
         problems += check(source)
     detail = "; ".join(problems) if problems else \
         f"{res['registers']} registers, no spills" + \
-        (f", {', '.join(ex.sass)} present" if ex.sass else "")
+        (f", {', '.join(ex.sass)} present" if ex.sass else "") + \
+        "".join(f"; {c.note(source)}" for c in ex.static_checks if getattr(c, "note", None))
     return Step("static", FAIL if problems else PASS, detail, ex.hints.get("static", ""))
 
 

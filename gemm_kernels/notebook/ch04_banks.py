@@ -1,20 +1,19 @@
-"""Chapter 04's pictures and tables: banks drawn on the tile, the layouts named by where
-k runs, one summary table, the lower bound at one output per thread.
+"""Chapter 04's pictures and tables: banks drawn on the tile, one summary table, the
+lower bound at one output per thread, and the exercise's layouts priced as the grader
+prices them (as compiled).
 
-The kernel `bank_layout` takes its layout as the parameter LAYOUT, whose values are
-"conflict" (sA[m][k], sB[n][k]: k runs along the rows of both tiles, as a dot product
-reads them) and "transposed" (sA[k][m], sB[k][n]: k runs down the columns). Those
-values key the recorded measurements, so they stay; the chapter calls the layouts by
-where k runs, and every label drawn here does too (`layout_name`).
+The kernel `bank_layout` takes its layout as the parameter LAYOUT: "conflict"
+(sA[m][k], sB[n][k]: k runs along the rows of both tiles, as a dot product reads them;
+named for what it does without padding) and "transposed" (sA[k][m], sB[k][n]). Those
+values key the recorded measurements, and the chapter uses them as the layouts' only
+names, in the text, the tables and the explorer alike.
 """
 from __future__ import annotations
 
 from gemm_kernels.memory import banks, ch03_04_tiles
 
-# What the chapter calls each value of bank_layout's LAYOUT.
-LAYOUT_NAMES = {"conflict": "k along rows", "transposed": "k down columns"}
-# The configurations of the chapter's summary table: chapter 03's kernel, k along rows
-# with the paddings that change the load width, k down columns unpadded and padded by 1.
+# The configurations of the chapter's summary table: chapter 03's kernel, `conflict` with
+# the paddings that change the load width, `transposed` unpadded and padded by 1.
 MAIN = ([("smem_tiled", {"BLOCK": 32})] +
         [("bank_layout", {"BLOCK": 32, "LAYOUT": "conflict", "PAD": p}) for p in (0, 1, 2, 4)] +
         [("bank_layout", {"BLOCK": 32, "LAYOUT": "transposed", "PAD": p}) for p in (0, 1)])
@@ -23,22 +22,19 @@ ALL = [("smem_tiled", {"BLOCK": 32})] + ch03_04_tiles.variants()
 
 
 def layout_name(params: dict) -> str:
-    """'k along rows, PAD=2' for a bank_layout configuration; 'chapter 03' otherwise."""
+    """'conflict, PAD=2' for a bank_layout configuration; 'chapter 03' otherwise."""
     if "LAYOUT" in params:
-        return f"{LAYOUT_NAMES[params['LAYOUT']]}, PAD={params['PAD']}"
+        return f"{params['LAYOUT']}, PAD={params['PAD']}"
     return "chapter 03 (sA[m][k], sB[k][n])"
 
 
 def _relabel(table):
-    """A copy of a ch03_04_tiles.summary table whose layouts carry the chapter's names."""
+    """A copy of a ch03_04_tiles.summary table whose chapter-03 rows read 'chapter 03'."""
     from gemm_kernels.core.table import Table
     rows = []
     for r in table:
         r = dict(r)
-        if r["kernel"] == "bank_layout":
-            layout, pad = r["layout"].split(", PAD=")
-            r["layout"] = f"{LAYOUT_NAMES[layout]}, PAD={pad}"
-        else:
+        if r["kernel"] != "bank_layout":
             r["layout"] = "chapter 03" + (", interior loop" if "interior" in r["layout"] else "")
         rows.append(r)
     return Table(rows, table.columns, title=table.title)
@@ -138,18 +134,24 @@ def column_store(pads=(0, 1), block: int = 32):
 
 
 def wide_loads():
-    """Two 128-bit loads of one warp, lane x bank: all lanes reading the same 16 bytes
-    (the quarters of each half merge: 2 wavefronts) and lane i reading the 16 bytes at
-    word 36 i (rows of 36 words: 4 quarter phases, 1 wavefront each). Returns the Figure."""
+    """Three 128-bit loads of one warp, lane x bank: every lane reading the same 16 bytes
+    (a broadcast: the quarters of each half merge, 2 wavefronts); lanes 2j and 2j + 1
+    reading float4 j (the i^1 rule: each half-warp asks for 8 float4, 128 neighbouring
+    bytes, and its quarters merge: 2 wavefronts); lane i reading the 16 bytes at word
+    36 i (rows of 36 words: no pairs, 4 quarter phases of 1 wavefront each). Returns the
+    Figure."""
     plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(15, 5.5), layout="constrained")
-    cases = ((banks.broadcast(0, 16), "128-bit, every lane the same 16 bytes (a broadcast)"),
+    fig, axes = plt.subplots(1, 3, figsize=(20, 5.5), layout="constrained")
+    cases = ((banks.broadcast(0, 16), "every lane the same 16 bytes (a broadcast)",
+              lambda w: w // 4, "float4 number"),
+             (banks.words_to_bytes([4 * (lane // 2) for lane in range(banks.WARP)]),
+              "lanes 2j and 2j + 1 both read float4 j", lambda w: w // 4, "float4 number"),
              (banks.words_to_bytes([36 * lane for lane in range(banks.WARP)]),
-              "128-bit, lane i at word 36 i (rows of 36 words)"))
-    for ax, (addresses, what) in zip(axes, cases):
+              "lane i at word 36 i (rows of 36 words)", lambda w: w // 36, "row of 36 words"))
+    for ax, (addresses, what, row_of, row_name) in zip(axes, cases):
         an = banks.analyse(addresses, 16)
-        banks.plot_banks(an, ax=ax, row_of=lambda w: w // 36, row_name="row of 36 words",
-                         title=f"{what}:\n{an.wavefronts} wavefronts, ideal {an.ideal}")
+        banks.plot_banks(an, ax=ax, row_of=row_of, row_name=row_name,
+                         title=f"128-bit, {what}:\n{an.wavefronts} wavefronts, ideal {an.ideal}")
     return fig
 
 
@@ -265,8 +267,9 @@ def probe_table():
 
 # ------------------------------------------------------------------ the exercise's layouts
 
-# Layouts under the exercise's rule (k along the rows of both tiles), as the two lines
-# `word = ...;` of a_word(m, k) and b_word(k, n); x stands for m and for n.
+EXERCISE = "04_tile_layout"
+# Layouts under the exercise's rule (k along the rows of both tiles), as the expression of
+# a_word(m, k); b_word(k, n) is the same with n for m (x stands for both).
 EXERCISE_LAYOUTS = {
     "rows of BLOCK words": "x * BLOCK + k",
     "rows of BLOCK + 1": "x * (BLOCK + 1) + k",
@@ -275,27 +278,90 @@ EXERCISE_LAYOUTS = {
     "rows of BLOCK + 4": "x * (BLOCK + 4) + k",
     "rows of BLOCK, XOR swizzle": "x * BLOCK + (k ^ ((x & 7) << 2))",
 }
+SWIZZLE = EXERCISE_LAYOUTS["rows of BLOCK, XOR swizzle"]
+# The exercise kernel's inner loop, and the same with explicit 16-byte loads: four values
+# of k of each tile per load, whatever the compiler can prove about the addresses.
+SCALAR_LOOP = """#pragma unroll
+        for (int k = 0; k < BLOCK; ++k)
+            acc += sA[a_word<BLOCK>(ty, k)] * sB[b_word<BLOCK>(k, tx)];"""
+FLOAT4_LOOP = """#pragma unroll
+        for (int k = 0; k < BLOCK; k += 4) {      // four values of k per load
+            const float4 a4 = *reinterpret_cast<const float4*>(&sA[a_word<BLOCK>(ty, k)]);
+            const float4 b4 = *reinterpret_cast<const float4*>(&sB[b_word<BLOCK>(k, tx)]);
+            acc += a4.x * b4.x;
+            acc += a4.y * b4.y;
+            acc += a4.z * b4.z;
+            acc += a4.w * b4.w;
+        }"""
 
 
-def exercise_layouts(layouts=None, block: int = 32):
-    """Each layout priced the way the exercise's check prices it: the widest merge its
-    reads allow (A and B), and one step along K of the costliest warp in wavefronts, with
-    its ideal (the same instructions without a conflict) and the step's budget."""
+def with_layout(source: str, expression: str, float4: bool = False) -> str:
+    """The exercise's source `source` (a submission, e.g. `magic.submitted`) with
+    `expression` as the layout of both tiles (x: m in a_word, n in b_word); with
+    `float4`, its inner loop reads four values of k at once with explicit float4 loads
+    (FLOAT4_LOOP) from tiles declared 16-byte aligned."""
+    from gemm_kernels.exercises.ch04_checks import with_word
+    for function, x in (("a_word", "m"), ("b_word", "n")):
+        source = with_word(source, function, expression.replace("x", x))
+        if source is None:
+            raise ValueError(f"the source has no function {function}")
+    if float4:
+        if SCALAR_LOOP not in source:
+            raise ValueError("the source's inner loop is not the exercise's")
+        source = source.replace(SCALAR_LOOP, FLOAT4_LOOP).replace(
+            "__shared__ float", "__shared__ __align__(16) float")
+    return source
+
+
+def _priced(source: str) -> dict:
+    from gemm_kernels.exercises import ch04_checks
+    from gemm_kernels.exercises.catalog import get
+    ex = get(EXERCISE)
+    return ch04_checks.assess(source, ex.params["BLOCK"], EXERCISE, ex.kernel,
+                              tuple(sorted(ex.params.items())))
+
+
+def exercise_layouts(source: str, layouts=None):
+    """Each layout compiled in the exercise's kernel (`source`: a submission) and priced
+    the way the grader prices it: the shared loads of one step in the SASS, and one step
+    of the costliest warp in wavefronts, with its ideal (the same loads without a
+    conflict) and the budget. The XOR swizzle twice: read by the kernel's scalar loop, and
+    by explicit float4 loads."""
     from gemm_kernels.core.table import Table
     from gemm_kernels.exercises import ch04_checks as c
+    from gemm_kernels.exercises.catalog import get
+    block = get(EXERCISE).params["BLOCK"]
+    cases = [(label, expr, False) for label, expr in (layouts or EXERCISE_LAYOUTS).items()]
+    if layouts is None:
+        cases.append(("rows of BLOCK, XOR swizzle", SWIZZLE, True))
     rows = []
-    for label, expr in (layouts or EXERCISE_LAYOUTS).items():
-        a = c.word_table(expr.replace("x", "m"), ("m", "k"), block)
-        b = c.word_table(expr.replace("x", "n"), ("k", "n"), block)
-        wa, wb = c.read_width(a, along_rows=False), c.read_width(b, along_rows=True)
-        cost, _ = c.step_cost(a, b, wa, wb)
-        total, ideal = max(cost)
+    for label, expr, float4 in cases:
+        r = _priced(with_layout(source, expr, float4))
+        loads = {w: n for w, n in r["loads"].items() if n}
         rows.append({"layout": label, "a_word(m, k)": expr.replace("x", "m"),
-                     "reads": f"{32 * wa}-bit" if wa == wb else f"A {32 * wa}-bit, B {32 * wb}-bit",
-                     "wavefronts per step": total, "without conflicts": ideal,
-                     "within the budget": "yes" if total <= c.step_budget(block) else "no"})
-    return Table(rows, list(rows[0]), title=f"under the exercise's rule, BLOCK = {block}: "
-                 f"one step of the costliest warp (budget {c.step_budget(block)})")
+                     "reads in the source": "explicit float4" if float4 else "one float per k",
+                     "loads of one step (SASS)": " + ".join(
+                         f"{n} {c.LOAD_NAMES[w]}" for w, n in sorted(loads.items())),
+                     "wavefronts per step": r["wavefronts"], "without conflicts": r["ideal"],
+                     "within the budget": "yes" if not r["problems"] else "no"})
+    return Table(rows, list(rows[0]), title=f"under the exercise's rule, BLOCK = {block}, "
+                 f"compiled and priced as the grader does: one step of the costliest warp "
+                 f"(budget {c.step_budget(block)})")
+
+
+def float4_swizzle(source: str):
+    """The XOR swizzle with explicit float4 loads, graded like a submission (without a
+    GPU: steps 1-3, step 3 on the CPU), and the start of its compiled inner loop:
+    (Report, SASS text)."""
+    from gemm_kernels.exercises.catalog import get
+    from gemm_kernels.exercises.grader import grade
+    from gemm_kernels.exercises.submission import submission_kernel
+    from gemm_kernels.notebook import display
+    ex = get(EXERCISE)
+    src = with_layout(source, SWIZZLE, float4=True)
+    loop = display.sass_loop(submission_kernel(EXERCISE, ex.kernel, src), ex.params,
+                             start="LDS", limit=14)
+    return grade(EXERCISE, src), loop
 
 
 def exercise_lower_bound(block: int = 32):
@@ -318,6 +384,20 @@ def exercise_lower_bound(block: int = 32):
 
 
 # ------------------------------------------------------------------ printed lines
+
+def bound_line(block: int = 32) -> str:
+    """The constants of the table's shared-memory bound (the measured GPU's SMs and clock)
+    and the formula with them, worked for chapter 03's kernel."""
+    from gemm_kernels.measure import roofline
+    props = roofline.device_properties()
+    if not props.get("sm_count") or not props.get("sm_clock_mhz"):
+        return "no device properties here"
+    wf = ch03_04_tiles.wavefronts_per_step("smem_tiled", {"BLOCK": block})
+    bound = ch03_04_tiles.smem_ceiling("smem_tiled", {"BLOCK": block}, props)["smem bound GFLOP/s"]
+    return (f"bound GFLOP/s = {props['sm_count']} SMs x {props['sm_clock_mhz']:,.0f} MHz x "
+            f"({block} x 32 x 2 flops) / wavefronts per step, on the {props.get('name', 'GPU')} "
+            f"measured; chapter 03's kernel, {wf} wavefronts: {bound:,.0f} GFLOP/s")
+
 
 def ceiling_range(size: int = 2048) -> str:
     """Measured / bound over every configuration, and how far apart the bounds are."""

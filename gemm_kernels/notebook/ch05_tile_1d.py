@@ -229,6 +229,62 @@ def loop_orders(params=None) -> Table:
                  "a loop kept rolled counts once, as its body)")
 
 
+def inner_loop(params=None, limit: int = 24):
+    """The compiled inner loop of one step, from its first shared load on (`limit`
+    lines), and what it shows about reuse: the first LDS (a value of B) and how many FFMA
+    read its register before it is loaded again, and the same for the four registers of
+    the first LDS.128 (four values of k of one row of A). Returns (SASS text, the two
+    findings as lines)."""
+    import re
+    from gemm_kernels.core import compiler
+    from gemm_kernels.notebook import display
+    p = _params(params)
+    k = get("tile_1d")
+    body = [t for _, _, t in analysis.main_loop(compiler.sass(k, p))]
+    regs = [[int(r) for r in re.findall(r"\bR(\d+)", t)] for t in body]
+
+    def written(i: int) -> set[int]:
+        """The registers instruction i writes: none for a store, a barrier or a branch;
+        4 from the first for LDS.128, 2 for LDS.64, else the first."""
+        t, r = body[i], regs[i]
+        if not r or t.startswith(("ST", "BAR", "BRA", "@")):
+            return set()
+        n = 4 if t.startswith("LDS.128") else 2 if t.startswith("LDS.64") else 1
+        return set(range(r[0], r[0] + n))
+
+    def readers(i: int, width: int) -> list[int]:
+        """For each of the `width` registers instruction i loads, the FFMA that read it
+        before it is written again."""
+        out = []
+        for reg in range(regs[i][0], regs[i][0] + width):
+            n = 0
+            for j in range(i + 1, len(body)):
+                if body[j].startswith("FFMA") and reg in regs[j][1:]:
+                    n += 1
+                if reg in written(j):
+                    break
+            out.append(n)
+        return out
+
+    first_b = next(i for i, t in enumerate(body) if re.match(r"LDS R\d+, \[", t))
+    first_a = next(i for i, t in enumerate(body) if t.startswith("LDS.128"))
+    b, a = readers(first_b, 1)[0], readers(first_a, 4)
+    lines = [f"{body[first_b]}  (Bs[k][tc], one value of B): R{regs[first_b][0]} is read by "
+             f"{b} FFMA before it is loaded again (TM = {p['TM']})",
+             f"{body[first_a]}  (As[tr*TM + i][k..k+3], four values of k of one row of A): "
+             f"its four registers are read by {', '.join(map(str, a))} FFMA"]
+    return display.sass_loop(k, p, start="LDS", limit=limit), "\n".join(lines)
+
+
+def chapter_03_loads() -> str:
+    """Chapter 03's kernel as compiled: its shared loads and FFMA per step of its main
+    loop, and FFMA per load."""
+    h = analysis.summary("smem_tiled", {"BLOCK": 32})["loop_histogram"]
+    loads = h.get("LDS", 0) + h.get("LDS.128", 0)
+    return (f"chapter 03's kernel as compiled: {h.get('LDS.128', 0)} LDS.128 and "
+            f"{h.get('LDS', 0)} LDS for {h['FFMA']} FFMA, {h['FFMA'] / loads:.2f} FFMA per load")
+
+
 # ------------------------------------------------------------------ the evidence at 4096^3
 
 def _measured(kernel, params, size=4096):
@@ -282,24 +338,28 @@ def bound_table() -> Table:
 
 
 def bound_plot(ax=None):
-    """bound_table as bars: the bound and the measured rate of each kernel, TFLOP/s."""
+    """bound_table as bars, drawn as chapter 04 draws its bounds: the bound pale, the
+    measured rate solid inside it, with its share of the bound; TFLOP/s at 4096^3."""
+    from matplotlib.patches import Patch
     plt = _plt()
     t = bound_table()
     if ax is None:
-        _, ax = plt.subplots(figsize=(10, 3.2))
+        _, ax = plt.subplots(figsize=(10, 2.9))
     y = list(range(len(t)))[::-1]
-    for dy, (what, colour, key) in zip((0.17, -0.17), (
-            ("shared-memory bound (counted wavefronts)", "tab:orange", "bound GFLOP/s"),
-            ("measured", "tab:blue", "measured GFLOP/s"))):
-        ax.barh([v + dy for v in y], [(r[key] or 0) / 1e3 for r in t], height=0.32,
-                color=colour, label=what)
+    ax.barh(y, [(r["bound GFLOP/s"] or 0) / 1e3 for r in t], height=0.8, color="0.85",
+            edgecolor="0.6")
+    ax.barh(y, [(r["measured GFLOP/s"] or 0) / 1e3 for r in t], height=0.45, color="tab:blue")
     for yi, r in zip(y, t):
         if r["% of bound"]:
-            ax.text(r["measured GFLOP/s"] / 1e3, yi - 0.17, f" {r['% of bound']}% of bound",
+            ax.text(r["bound GFLOP/s"] / 1e3, yi, f" {r['% of bound']}% of bound",
                     va="center", fontsize=SMALL)
     ax.set_yticks(y, [r["kernel"] for r in t])
     ax.set_xlabel("TFLOP/s at 4096^3")
-    ax.legend(fontsize=SMALL, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    ax.set_xlim(0, max(r["bound GFLOP/s"] for r in t) / 1e3 * 1.2)
+    ax.legend(handles=[Patch(facecolor="0.85", edgecolor="0.6",
+                             label="shared-memory bound (counted wavefronts)"),
+                       Patch(color="tab:blue", label="measured")],
+              fontsize=SMALL, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     ax.figure.tight_layout()
     return ax
 
@@ -357,6 +417,32 @@ def outputs_table() -> Table:
                      "GFLOP/s": r["gflops"]["median"] if r else None})
     return Table(rows, list(rows[0]), title="one tile family, timed together at 4096^3; "
                  "registers of the timed binaries, loads and instructions from the SASS")
+
+
+def outputs_plot():
+    """The study ch05_outputs as bars (evidence.plot: the rate and its share of the cuBLAS
+    run beside it, in TFLOP/s), each bar named by its outputs per thread, its tile
+    (BM x BN x BK) and its threads per block, the axis trimmed to the bars and their
+    labels. Returns the Figure."""
+    from gemm_kernels.measure import studies
+    from gemm_kernels.notebook import evidence
+    fig = evidence.plot("ch05_outputs", run_line=False)
+    ax = fig.axes[0]
+    pairs = studies.results("ch05_outputs")
+    labels = []
+    for s, _ in pairs:
+        bm, bn, bk, tm = _tile(s.kernel, get(s.kernel).resolve(s.params))
+        what = " (chapter 03)" if s.kernel == "smem_tiled" else ""
+        labels.append(f"{tm} output{'s' if tm > 1 else ''} per thread{what}\n"
+                      f"{bm} x {bn} x {bk} tile, {bm * bn // tm:,} threads")
+    ax.set_yticks(list(range(len(pairs)))[::-1], labels, fontsize=9)
+    for text in ax.texts:                         # the unit is on the axis
+        text.set_text(text.get_text().replace(" TFLOP/s  (", " ("))
+    top = max(r["gflops"]["median"] for _, r in pairs if r) / 1e3
+    ax.set_xlim(0, top * 1.4)
+    fig.set_size_inches(10, 0.62 * len(pairs) + 1.5)
+    fig.tight_layout()
+    return fig
 
 
 # ------------------------------------------------------------------ the sweep, 2048^3
@@ -617,7 +703,7 @@ def shares_4096() -> str:
         if not s:
             lines.append(f"{label}: not measured")
             continue
-        line = f"tile_1d {label:8s}: {s['GFLOP/s'] / 1e3:.1f} TFLOP/s"
+        line = f"tile_1d {label:8s} at 4096^3: {s['GFLOP/s'] / 1e3:.1f} TFLOP/s"
         if s["% of cuBLAS"] is not None:
             line += f" = {s['% of cuBLAS']:.0f}% of cuBLAS"
         if t03:
@@ -636,7 +722,7 @@ def fewer_warps_faster() -> str:
     for label, p, w in rows:
         s = ladder.share("tile_1d", 4096, p)
         rates.append(s["GFLOP/s"] if s else None)
-        lines.append(f"{label + ':':15s}{w['warps per SM'] if w else '-'} warps per SM, schedulers "
+        lines.append(f"{label + ', 4096^3:':23s}{w['warps per SM'] if w else '-'} warps per SM, schedulers "
                      f"busy {w['schedulers busy'] if w else '-'}, "
                      + (f"{rates[-1]:,.0f} GFLOP/s" if rates[-1] else "not measured"))
     if all(rates):
@@ -658,5 +744,5 @@ def load_wavefronts_line() -> str:
 def pair_ratios(size: int = 2048) -> str:
     ww = warps_or_work(size)
     return "\n".join(f"{ww[1]['tile']} / {ww[i]['tile']}: "
-                     f"{ww[1]['GFLOP/s'] / ww[i]['GFLOP/s']:.2f}x the rate"
+                     f"{ww[1]['GFLOP/s'] / ww[i]['GFLOP/s']:.2f}x the rate at {size}^3"
                      for i in (0, 2) if ww[i]["GFLOP/s"] and ww[1]["GFLOP/s"])
