@@ -1385,7 +1385,7 @@ def exercise_references(names=("09_zorder", "09_capstone_step")) -> Table:
         rows.append({"exercise": name, "timed against": f"{k.source}, graded configuration",
                      "registers (timed)": regs if regs is not None else "-",
                      "blocks/SM": analysis.kernel_occupancy(k, p, registers=regs).blocks_per_sm,
-                     f"GFLOP/s at {ex.time_size}^3": _rate_cell(r),
+                     f"GFLOP/s at {ex.time_size}^3 (% of cuBLAS)": _rate_cell(r),
                      "an answer must reach": "-" if r is None else
                      f"{count(ex.speed * _rate(r))} ({ex.speed:.0%})"})
     return Table(rows, list(rows[0]), title="The kernels the exercises are timed against "
