@@ -272,6 +272,11 @@ def test_change_plot_draws_both_bands_and_every_step():
     fig = cp.change_plot()
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any(l.startswith("timing noise") for l in labels)
+    # the band is the larger spread: beside the MINB = 2 builds when that one is larger
+    rungs = cp.ladder()
+    larger = max(cp._spread_pct(cp.cublas_spread(rows)) for n in (2048, 4096)
+                 for rows in ([r.rows[n] for r in rungs], [r.held[n] for r in rungs if r.has_minb]))
+    assert any(f"up to {larger:.1f}%" in l for l in labels), labels
     assert any(l.startswith("MINB = 2 alone") for l in labels)
     assert len(fig.axes[0].get_yticklabels()) == len(cp.ladder_steps()) - 1
     matplotlib.pyplot.close(fig)
@@ -417,10 +422,21 @@ def test_reveal_folds_its_answer_away():
     assert "<table" in html and html.endswith("</details>")
 
 
+def test_reveal_folds_text_code_and_figures_too():
+    fig = cp.zorder_grid()
+    answer = cp.Reveal("the answer", "`qr` takes **two** bits, *not* three; a < b.",
+                       cp.code("zorder", "if constexpr (ZORDER) {"), fig)
+    html = answer._repr_html_()
+    assert "<p><code>qr</code> takes <b>two</b> bits, <i>not</i> three; a &lt; b.</p>" in html
+    assert "<pre>if constexpr (ZORDER) {" in html and "<i>09_zorder.cu, lines" in html
+    assert '<img src="data:image/png;base64,' in html
+    assert not matplotlib.pyplot.fignum_exists(fig.number)   # shown in the fold only
+
+
 def test_part_a_pictures_and_tables():
     fig = cp.b_reads()
     titles = [ax.get_title() for ax in fig.axes]
-    assert "8 wavefronts" in titles[0] and "4 from conflicts" in titles[0]
+    assert "8 wavefronts: 4 phases x 2 (a 2-way conflict in each)" in titles[0]
     assert "4 wavefronts" in titles[1] and "no conflict" in titles[1]
     assert "2 wavefronts" in titles[2] and "no conflict" in titles[2]
     matplotlib.pyplot.close(fig)
@@ -440,3 +456,13 @@ def test_stages_and_group_tables_read_the_timed_binaries():
     assert rows[4]["against the default"] == "+0.0%"
     groups = cp.group_table()
     assert [(r["STAGES"], r["MINB"]) for r in groups] == [(s, m) for s in (2, 3, 4) for m in (1, 2)]
+
+
+def test_exercise_references_are_the_recorded_kernels_at_the_graded_configuration():
+    rows = cp.exercise_references()
+    assert [r["exercise"] for r in rows] == ["09_zorder", "09_capstone_step"]
+    for r in rows:
+        rate = float(r["GFLOP/s at 2048^3 (% of cuBLAS)"].split()[0].replace(",", ""))
+        asked = float(r["an answer must reach"].split()[0].replace(",", ""))
+        assert rate > 0 and abs(asked - 0.9 * rate) <= 1
+    assert rows[1]["registers (timed)"] == 127 and rows[1]["blocks/SM"] == 2

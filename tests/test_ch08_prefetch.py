@@ -1,8 +1,11 @@
-"""ch08_prefetch: the variants of chapter 08's kernel (one textual change each), where
-their compiled loops put the global loads, the PTX against the SASS, the recorded sweep
-grouped by that, and the pictures."""
+"""ch08_prefetch: the variants of chapter 08's kernel (textual changes), where their
+compiled loops put the global loads, the PTX against the SASS, the recorded sweep grouped
+by that, the recorded payoff where the loads stay in flight, the timing of what the
+recording lacks (on a GPU), and the pictures."""
 import matplotlib
 import pytest
+
+from gpu import needs_gpu
 
 matplotlib.use("Agg")
 
@@ -61,3 +64,75 @@ def test_pictures_draw(draw):
 
 def test_staging_registers_of_the_default_tile():
     assert c.staging_registers() == (128 * 8 + 8 * 128) // 256
+
+
+def test_other_sources_keep_the_loads_in_flight_at_this_tile_too():
+    """With the exercise's budget: the if on the store only, the fetch after the
+    compute, and the last tile peeled off the loop all keep the loads in flight at the
+    default tile, at 128 registers, like the exercise's answer."""
+    rows = {r["kernel"]: r for r in c.variants_table(list(c.ALTERNATIVES))}
+    for name in c.ALTERNATIVES:
+        r = rows[name]
+        assert r["FFMAs between a global load and its use"] >= r["FFMAs per step"] // 4, r
+        assert r["registers"] <= 128 and r["spills (bytes)"] == 0 and r["barriers per step"] == 1
+
+
+def test_the_fix_holds_for_one_tile_not_as_a_rule():
+    """At BK = 16 this ptxas keeps the chapter's own kernel's loads in flight, branch and
+    all, while the branch-free answer of the exercise falls short of a quarter step."""
+    deep = {r["kernel"]: r for r in c.variants_table(["chapter 08's kernel", c.WORKING],
+                                                      params=c.DEEP)}
+    own, working = deep["chapter 08's kernel"], deep[c.WORKING]
+    assert own["FFMAs between a global load and its use"] == own["FFMAs per step"]
+    assert working["FFMAs between a global load and its use"] < working["FFMAs per step"] // 4
+
+
+def test_the_peeled_variant_runs_the_loop_to_the_last_tile_but_one():
+    text = c.variant_source(c.PEELED)
+    assert "tile < tiles - 1; ++tile" in text and "if (more)" not in text
+    after = text[text.index("peeled off the loop"):]
+    assert "const int cur = (tiles - 1) & 1;" in after and "acc[i][j] = fmaf" in after
+
+
+def test_the_recorded_payoff_sets_sunk_loads_against_loads_in_flight():
+    rows = c.recorded_payoff()
+    assert [r["setting"] for r in rows] == ["one block per SM", "own occupancy"] * 2
+    default, deep = rows[0], rows[2]
+    assert default["08's loads in flight"].startswith("2 of 512")
+    assert deep["08's loads in flight"] == "1,024 of 1,024 FFMAs"
+    assert float(deep["08 / 07"]) > float(default["08 / 07"]) > 1
+    # at its own occupancy the deep tile's 130 registers cost chapter 08 its second block
+    assert rows[3]["blocks/SM 07 / 08 (registers)"].startswith("2 / 1")
+    assert c.recovered(c.DEEP) > 3 * c.recovered() > 0
+
+
+def test_without_a_gpu_the_payoff_says_what_it_would_measure():
+    text = c.payoff()
+    assert "no GPU here" in text and c.WORKING in text
+
+
+def test_the_ratio_plot_and_the_labelled_figure():
+    import matplotlib.pyplot as plt
+    from gemm_kernels.measure import ladder
+    fig = c.ratio_plot(ladder.compare(["float4", "double_buffer"], (1024, 2048)))
+    assert [t.get_text().split("\n")[0] for t in fig.axes[0].get_xticklabels()] == \
+        ["1024^3", "2048^3"]
+    assert "recorded on" in c.labelled(fig).texts[-1].get_text()
+    plt.close(fig)
+
+
+def test_the_loop_strip_shows_the_whole_of_the_longest_loop():
+    import matplotlib.pyplot as plt
+    fig = c.loop_strip(["chapter 08's kernel", c.WORKING])
+    longest = max(c.loads(k).instructions for k in ("chapter 08's kernel", c.WORKING))
+    for ax in fig.axes:
+        assert ax.get_xlim()[1] > longest
+    plt.close(fig)
+
+
+@needs_gpu
+def test_on_a_gpu_the_payoff_times_each_kernel_at_both_settings():
+    rows = c.payoff(repeats=3)
+    assert [r["kernel"] for r in rows] == ["chapter 07", "chapter 08", c.WORKING] * 2 + ["cuBLAS"]
+    assert all(r["/ chapter 07"] == "1.000" for r in rows if r["kernel"] == "chapter 07")
+    assert [r["setting"] for r in rows].count("one block per SM") == 3

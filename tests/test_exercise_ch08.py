@@ -38,6 +38,7 @@ def test_the_chapters_own_loop_is_refused_for_its_sunk_loads():
     v = static_verdict(NAME, _guarded(solution(NAME)))
     assert v["compile"][0] == PASS
     assert v["static"][0] == FAIL and "not in flight" in v["static"][1], v
+    assert f"ptxas {compiler.ptxas_version()} here" in v["static"][1], v
     assert "registers" not in v["static"][1] and "__syncthreads" not in v["static"][1], v
 
 
@@ -65,6 +66,8 @@ def test_barriers_are_counted_in_the_sass():
         in none["static"][1], none
     two = static_verdict(NAME, src.replace(STORE, "        __syncthreads();\n" + STORE))
     assert two["static"][0] == FAIL and "2 __syncthreads() per step" in two["static"][1], two
+    # a second barrier is safe: the message says the exercise, not the kernel, is the limit
+    assert "is not wrong" in two["static"][1] and "this exercise asks for one" in two["static"][1]
     pro = static_verdict(NAME, src.replace(PROLOGUE_BARRIER, "As[0], Bs[0]);\n"))
     assert pro["static"][0] == FAIL and "between the prologue and the K loop" \
         in pro["static"][1], pro
@@ -150,3 +153,20 @@ def test_without_a_gpu_the_solution_is_right_and_the_wrong_stage_a_race():
     bad = status(grade(NAME, solution(NAME).replace(old, new), gpu=False))
     assert bad["static"][0] == PASS and bad["correct"][0] == FAIL, bad
     assert "data race" in bad["correct"][1], bad
+
+
+def test_a_peeled_loop_is_another_answer():
+    """The last tile's compute after a loop over the others, fetch and store in every
+    step: the grader takes it (the exercise's K loop is the student's to shape)."""
+    from gemm_kernels.notebook.ch08_prefetch import with_k_loop
+    src = with_k_loop(solution(NAME))
+    assert "tile < tiles - 1" in src and src.count("for (int tile = 0;") == 1
+    v = static_verdict(NAME, src)
+    assert v["static"][0] == PASS, v
+
+
+@needs_cxx
+def test_the_peeled_loop_is_right_on_the_cpu():
+    from gemm_kernels.notebook.ch08_prefetch import with_k_loop
+    v = status(grade(NAME, with_k_loop(solution(NAME)), gpu=False))
+    assert v["correct"][0] == PASS, v

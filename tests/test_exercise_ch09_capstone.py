@@ -2,8 +2,8 @@
 skeleton compiles and is refused, the solution passes every step this machine can run,
 waits with the wrong count (or none) and a barrier before the wait are refused from the
 source, and so are the classic race (the commit inside the request's if), a tile copied
-into the stage being computed, a request past the end of K and source pointers that do
-not move on by one tile; a ring that does not move is refused on a GPU; and the checks on
+into the stage being computed, a request past the end of K, a request bound off by one
+either way, and source pointers that do not move on by one tile; a ring that does not move is refused on a GPU; and the checks on
 their own."""
 import pytest
 
@@ -135,6 +135,48 @@ def test_a_commit_at_every_k_and_a_request_past_k_are_refused():
     assert pipeline_requests(once) == []
     past = pipeline_requests(loop("issue_next(ws); cp_async_commit();"))
     assert len(past) == 1 and "read past the end of A and B" in past[0], past
+
+
+GUARD = "if (tile + STAGES - 1 < tiles) {"
+
+
+@pytest.mark.parametrize("guard, says", [
+    # the last tile is never requested: its stage keeps an older tile, wrong results
+    ("tile + STAGES < tiles", "does not request tile 7 at STAGES=4 with 8 tiles, step 4"),
+    # a tile past the end of K: issue_next copies it unchecked, past the end of A and B
+    ("tile + STAGES - 2 < tiles", "requests tile 8 at STAGES=4 with 8 tiles, step 5"),
+    ("tile + STAGES - 1 <= tiles", "requests tile 8 at STAGES=4 with 8 tiles, step 5"),
+])
+def test_a_request_bound_off_by_one_is_refused_without_a_gpu(guard, says):
+    """Each passes every other static check, and without a GPU nothing runs the copies
+    (the CPU cannot emulate cp.async): the guard itself is read and evaluated."""
+    src = solution(NAME)
+    assert src.count(GUARD) == 1
+    v = static_verdict(NAME, src.replace(GUARD, f"if ({guard}) {{"))
+    assert v["compile"][0] == PASS
+    assert v["static"][0] == FAIL and says in v["static"][1], v
+    assert ("read past the end of A and B" if "requests" in says else
+            "the results come out wrong") in v["static"][1], v
+
+
+@pytest.mark.parametrize("guard", ["tile + STAGES <= tiles", "tiles > tile + STAGES - 1",
+                                   "tile < tiles - (STAGES - 1)", "!(tile + STAGES - 1 >= tiles)",
+                                   "(tile + STAGES - 1) * BK < K",
+                                   "tile >= 0 && tile + STAGES - 1 < tiles"])
+def test_any_guard_with_the_same_truth_table_passes(guard):
+    assert pipeline_requests(loop(f"if ({guard}) issue_next(ws); cp_async_commit();")) == []
+
+
+def test_a_guard_it_cannot_read_or_a_request_in_the_else_branch():
+    unread = pipeline_requests(loop("if (min(tile, 3) < tiles) issue_next(ws); "
+                                    "cp_async_commit();"))
+    assert len(unread) == 1 and "cannot read the condition of the request" in unread[0]
+    flipped = "if (tile + STAGES - 1 >= tiles) {} else issue_next(ws); cp_async_commit();"
+    assert pipeline_requests(loop(flipped)) == []
+    wrong = pipeline_requests(loop("if (tile + STAGES - 1 < tiles) {} else issue_next(ws); "
+                                   "cp_async_commit();"))
+    assert len(wrong) == 1 and \
+        "'if (!(tile + STAGES - 1 < tiles))' does not request tile 3" in wrong[0], wrong
 
 
 MOVES = ("a_src[r] += BK;", "b_src += BK * N;")

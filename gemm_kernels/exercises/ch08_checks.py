@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from gemm_kernels.core import analysis
+from gemm_kernels.core import analysis, compiler
 from gemm_kernels.exercises.stubs import STUB
 from gemm_kernels.exercises.submission import submission_sass
 
@@ -126,8 +126,10 @@ def prefetch_problems(sass: str) -> list[str]:
         problems.append(
             "no __syncthreads() in the compiled K loop: a step would read the stage that "
             "other warps are still storing" if lp.barriers == 0 else
-            f"{lp.barriers} __syncthreads() per step in the compiled K loop: with two "
-            "stages one is enough (the store writes the stage that nobody reads any more)")
+            f"{lp.barriers} __syncthreads() per step in the compiled K loop: a second "
+            "barrier is not wrong (the results can still be right), but this exercise asks "
+            "for one per step, and with two stages one is enough: the store writes the "
+            "stage that nobody reads any more")
     if not lp.loads:
         problems.append("no global load in the compiled K loop: each step loads the next "
                         "tile (fetch_tiles) while it computes on the current one")
@@ -141,8 +143,10 @@ def prefetch_problems(sass: str) -> list[str]:
         problems.append(
             f"your loads are not in flight: the compiled loop issues only {fewest} of the "
             f"step's {lp.ffma} FFMAs between a global load of the next tile and the first "
-            f"instruction that uses it (at least {lp.needed} asked). The compiler moved "
-            "the loads down to the store that uses them")
+            f"instruction that uses it (at least {lp.needed} asked). The compiler "
+            f"(ptxas {compiler.ptxas_version()} here) moved the loads down to the store "
+            "that uses them: compare your loop with the chapter's SASS listing, and look "
+            "at what your step does only on some trips")
     return problems
 
 

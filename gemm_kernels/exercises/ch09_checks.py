@@ -359,6 +359,116 @@ def _tile_is(expr: str) -> bool | None:
         return None
 
 
+# The request's guard. A request of tile t + STAGES - 1 is right exactly when that tile
+# exists: `tile + STAGES - 1 < tiles`. One off either way is wrong, and on a GPU the
+# result rarely says why: a guard one step too strict (`tile + STAGES < tiles`) never
+# requests the last tile, so its stage still holds an older one; one too lax
+# (`tile + STAGES - 2 < tiles`, or `<= tiles`) requests a tile past the end of K, which
+# issue_next copies without a bounds test, reading past the end of A and B. So the
+# guard is read from the source and evaluated for every step of K's of 1 to 12 tiles
+# at every STAGES the kernel takes; any condition with the same truth table passes.
+
+_COMPARE = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+            ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+_GUARD_NAMES = ("tile", "tiles", "STAGES", "BK", "K")
+_GUARD_BK = 16
+
+
+def _top_level(text: str, token: str) -> list[int]:
+    """Where `token` occurs in `text` outside brackets."""
+    out, depth = [], 0
+    for i, c in enumerate(text):
+        depth += (c in _OPEN) - (c in _CLOSE)
+        if depth == 0 and text.startswith(token, i):
+            out.append(i)
+    return out
+
+
+def _comparison_at(text: str) -> tuple[int, str] | None:
+    """(position, operator) of the one top-level comparison of `text`, else None
+    (`<<` and `>>` are shifts, not comparisons)."""
+    found, depth, i = [], 0, 0
+    while i < len(text):
+        c = text[i]
+        depth += (c in _OPEN) - (c in _CLOSE)
+        two = text[i:i + 2]
+        if depth == 0 and two in ("<<", ">>"):
+            i += 2
+            continue
+        if depth == 0 and two in ("<=", ">=", "==", "!="):
+            found.append((i, two))
+            i += 2
+            continue
+        if depth == 0 and c in "<>":
+            found.append((i, c))
+        i += 1
+    return found[0] if len(found) == 1 else None
+
+
+def compile_condition(text: str):
+    """A function of tile, tiles, STAGES, BK and K that evaluates the C condition `text`:
+    comparisons of integer expressions, joined by && and ||, negated by !, in
+    parentheses. ValueError for anything else."""
+    text = text.strip()
+    if text.startswith("(") and _matching(text, 0) == len(text):
+        return compile_condition(text[1:-1])
+    for token, join in (("||", any), ("&&", all)):
+        cuts = _top_level(text, token)
+        if cuts:
+            parts = [text[a:b] for a, b in zip([0] + [c + 2 for c in cuts], cuts + [len(text)])]
+            fs = [compile_condition(p) for p in parts]
+            return lambda env, fs=fs, join=join: join(f(env) for f in fs)
+    if text.startswith("!") and not text.startswith("!="):
+        f = compile_condition(text[1:])
+        return lambda env: not f(env)
+    at = _comparison_at(text)
+    if at is None:
+        raise ValueError(f"cannot read the condition {text!r}: write it as a comparison "
+                         "such as 'tile + STAGES - 1 < tiles'")
+    i, op = at
+    lhs = compile_expression(text[:i], _GUARD_NAMES)
+    rhs = compile_expression(text[i + len(op):], _GUARD_NAMES)
+    return lambda env: _COMPARE[op](lhs(env), rhs(env))
+
+
+def _guard_problem(guards: list[tuple[str, bool]]) -> str | None:
+    """What is wrong with requesting under `guards` ((condition, branch taken) of every
+    if around the request that names tiles), or None when together they hold exactly
+    when tile + STAGES - 1 < tiles, for every step of every K and ring."""
+    shown = " && ".join(("" if taken else "!") + f"({' '.join(h.split())})"
+                        for h, taken in guards)
+    if len(guards) == 1 and guards[0][1]:
+        shown = " ".join(guards[0][0].split())
+    try:
+        tests = [(compile_condition(h), taken) for h, taken in guards]
+    except ValueError as e:
+        return f"cannot read the condition of the request: {e}"
+    cases = [(4, 8)] + [(s, n) for s in _stage_counts() for n in range(1, 13)]
+    for stages, tiles in cases:
+        for k in (tiles * _GUARD_BK, tiles * _GUARD_BK - 5):
+            for tile in range(tiles):
+                env = {"tile": tile, "tiles": tiles, "STAGES": stages, "BK": _GUARD_BK,
+                       "K": k}
+                try:
+                    asks = all(f(env) == taken for f, taken in tests)
+                except ValueError as e:
+                    return f"cannot evaluate the condition of the request: {e}"
+                want, wanted = tile + stages - 1 < tiles, tile + stages - 1
+                if asks == want:
+                    continue
+                where = f"at STAGES={stages} with {tiles} tile{'s' * (tiles != 1)}, step {tile}"
+                if asks:
+                    return (f"'if ({shown})' requests tile {wanted} {where}, but the last "
+                            f"tile is tile {tiles - 1}: issue_next's copies are not "
+                            "checked, so they read past the end of A and B; request "
+                            "exactly when tile + STAGES - 1 < tiles")
+                return (f"'if ({shown})' does not request tile {wanted} {where}, although "
+                        "K has it: that tile is never copied, its stage still holds an "
+                        "older tile, and the results come out wrong; request exactly when "
+                        "tile + STAGES - 1 < tiles")
+    return None
+
+
 def pipeline_requests(source: str) -> list[str]:
     """Problems of the commits and requests in the K loop: a commit that depends on
     whether a tile is left (no else branch that commits too), a commit made at every k,
@@ -416,8 +526,13 @@ def pipeline_requests(source: str) -> list[str]:
                 if name == "issue_tile" and _tile_is(args[0]) is not True:
                     problems.append(f"issue_tile({args[0]}, ...) requests tile {args[0]}: "
                                     "the tile requested in step t is tile + STAGES - 1")
-                if not any(kind == "if" and re.search(r"\btiles\b", head)
-                           for kind, head, _, _ in around):
+                guards = [(head, branch == "then") for kind, head, branch, _ in around
+                          if kind == "if" and re.search(r"\b(tiles|K)\b", head)]
+                if guards:
+                    problem = _guard_problem(guards)
+                    if problem:
+                        problems.append(problem)
+                else:
                     problems.append(
                         f"{name}(...) runs even when K has no tile tile + STAGES - 1 "
                         "left: " + ("issue_next's copies are not checked, so they then "

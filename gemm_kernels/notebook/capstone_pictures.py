@@ -698,14 +698,18 @@ def change_plot(sizes=(2048, 4096)):
     full = ladder(sizes)
     fig, ax = plt.subplots(figsize=(11, 0.5 * len(rungs) * len(sizes) + 3),
                            layout="constrained")
-    noise = max((_spread_pct(cublas_spread([r.rows[n] for r in full])) or 0) for n in sizes)
+    # the larger of the two spreads, beside the ladder rows and beside the MINB = 2 builds
+    noise = max((_spread_pct(cublas_spread(rows)) or 0) for n in sizes
+                for rows in ([r.rows[n] for r in full],
+                             [r.held[n] for r in full if r.has_minb]))
     ch = [p["change"] for p in minb_pairs(sizes)]
     if ch:
         ax.axvspan(min(ch), max(ch), color="#fce5cd", zorder=0,
                    label=f"MINB = 2 alone, occupancy unchanged: {min(ch):+.1f}% to "
                          f"{max(ch):+.1f}%")
     ax.axvspan(-noise, noise, color="0.8", zorder=1,
-               label=f"timing noise: cuBLAS moved up to {noise:.1f}% from row to row")
+               label=f"timing noise: cuBLAS moved up to {noise:.1f}% from row to row "
+                     "(beside the ladder or the MINB = 2 builds)")
     ax.axvline(0, color="k", lw=0.8, zorder=2)
     height = 0.8 / len(sizes)
     colours = ("#9fc5e8", "#3d85c6")
@@ -1144,12 +1148,24 @@ def b_reads(layouts=("float4", "rowmajor", "zorder")):
                              layout="constrained", squeeze=False)
     for ax, lay in zip(axes[0], layouts):
         a = banks.analyse(ch07_09_patterns.b_read(lay), 16)
-        extra = a.wavefronts - len(a.phases)
         banks.plot_banks(a, ax=ax, title=f"{_LAYOUT_NAMES.get(lay, lay)}\nB LDS.128: "
-                         f"{a.wavefronts} wavefronts, {len(a.phases)} phase"
-                         f"{'s' * (len(a.phases) != 1)}"
-                         + (f" ({extra} from conflicts)" if extra else ", no conflict"))
+                         + cost_words(a))
     return fig
+
+
+def cost_words(a) -> str:
+    """A warp access's cost in words: '8 wavefronts: 4 phases x 2 (a 2-way conflict in
+    each)', '4 wavefronts: 4 phases, no conflict', or the conflicts' total where the
+    phases differ."""
+    n = len(a.phases)
+    phases = f"{n} phase{'s' * (n != 1)}"
+    degrees = {p.degree for p in a.phases}
+    if a.wavefronts == n:
+        return f"{a.wavefronts} wavefronts: {phases}, no conflict"
+    if len(degrees) == 1:
+        d = degrees.pop()
+        return f"{a.wavefronts} wavefronts: {phases} x {d} (a {d}-way conflict in each)"
+    return f"{a.wavefronts} wavefronts: {phases}, {a.wavefronts - n} more from conflicts"
 
 
 def a_stores(pads=(0, 4)):
@@ -1283,20 +1299,97 @@ def code(kernel: str, *pieces) -> Code:
 
 class Reveal:
     """An answer folded away under a line that says what it is: shown (HTML) as a
-    <details> element the reader opens after writing a prediction down."""
+    <details> element the reader opens after writing a prediction down, or after trying
+    an exercise. Its parts: tables (anything with HTML), pieces of source (`code`),
+    figures (drawn into the fold, and closed so that they show only there) and text in
+    the notebooks' Markdown (paragraphs, `code`, **bold**, *italic*)."""
 
     def __init__(self, summary: str, *parts):
-        self.summary, self.parts = summary, parts
+        self.summary = summary
+        self.parts = tuple(_figure_html(p) if hasattr(p, "savefig") else p for p in parts)
 
     def _repr_html_(self):
         import html
-        inner = "".join(p._repr_html_() if hasattr(p, "_repr_html_") else
-                        f"<pre>{html.escape(str(p))}</pre>" for p in self.parts)
         return (f"<details><summary><b>{html.escape(self.summary)}</b></summary>"
-                f"{inner}</details>")
+                f"{''.join(map(_part_html, self.parts))}</details>")
 
     def __repr__(self):
-        return f"{self.summary}\n" + "\n".join(map(repr, self.parts))
+        return f"{self.summary}\n" + "\n".join(map(str, self.parts))
+
+
+class _Html(str):
+    """Ready HTML (a figure already drawn): shown as it is."""
+
+    def _repr_html_(self):
+        return str(self)
+
+
+def _figure_html(fig) -> _Html:
+    """A matplotlib figure as an inline PNG, the figure closed (a notebook would also
+    show it outside the fold)."""
+    import base64
+    import io
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight", dpi=90)
+    _plt().close(fig)
+    data = base64.b64encode(buf.getvalue()).decode()
+    return _Html(f'<img src="data:image/png;base64,{data}" style="max-width:100%"/>')
+
+
+def _inline_html(text: str) -> str:
+    """One paragraph of Markdown: `code`, **bold** and *italic* (the text HTML-escaped)."""
+    import html
+    out = []
+    for i, piece in enumerate(text.split("`")):
+        piece = html.escape(piece)
+        if i % 2:
+            out.append(f"<code>{piece}</code>")
+        else:
+            piece = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", piece, flags=re.S)
+            out.append(re.sub(r"\*(.+?)\*", r"<i>\1</i>", piece, flags=re.S))
+    return "".join(out)
+
+
+def _part_html(part) -> str:
+    """One part of a Reveal as HTML: its own HTML where it has some, else its text read
+    as Markdown, fenced code blocks as preformatted text."""
+    import html
+    if hasattr(part, "_repr_html_"):
+        return part._repr_html_()
+    out = []
+    for i, chunk in enumerate(re.split(r"```\w*\n(.*?)\n```", str(part), flags=re.S)):
+        if i % 2:
+            out.append(f"<pre>{html.escape(chunk)}</pre>")
+        else:
+            out += [f"<p>{_inline_html(p.strip())}</p>" for p in chunk.split("\n\n")
+                    if p.strip()]
+    return "".join(out)
+
+
+def exercise_references(names=("09_zorder", "09_capstone_step")) -> Table:
+    """For each exercise of the chapter, the kernel its answer reproduces and is timed
+    against (the chapter's own, at the graded configuration), as recorded at the size the
+    speed step times: registers of the binary that was timed, blocks per SM, the rate
+    with its share of the cuBLAS timed beside it, and the rate an answer must reach."""
+    from gemm_kernels.exercises.catalog import get
+    rows = []
+    for name in names:
+        ex = get(name)
+        k = KERNELS[ex.kernel]
+        p = k.resolve(ex.params)
+        try:
+            r = lookup.recorded(ex.kernel, (ex.time_size,) * 3, p)
+        except LookupError:
+            r = None
+        regs = ((r or {}).get("binary") or {}).get("registers")
+        rows.append({"exercise": name, "timed against": f"{k.source}, graded configuration",
+                     "registers (timed)": regs if regs is not None else "-",
+                     "blocks/SM": analysis.kernel_occupancy(k, p, registers=regs).blocks_per_sm,
+                     f"GFLOP/s at {ex.time_size}^3 (% of cuBLAS)": _rate_cell(r),
+                     "an answer must reach": "-" if r is None else
+                     f"{count(ex.speed * _rate(r))} ({ex.speed:.0%})"})
+    return Table(rows, list(rows[0]), title="The kernels the exercises are timed against "
+                 f"({records.source()})")
 
 
 def stages_table(size: int = 4096, here: bool = False) -> Table:

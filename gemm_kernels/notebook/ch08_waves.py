@@ -88,36 +88,3 @@ def summary(size: int = 2048, sms: int | None = None) -> Table:
     return Table(out, ["configurations", "how many", "median 08 / 07", "lowest", "highest"],
                  title=f"double_buffer / float4 at {size}^3, as many blocks per SM as fit, "
                        "grouped by blocks per SM")
-
-
-_SHOWN = ("BM", "BN", "BK", "TM", "TN", "blocks", "blocks/SM 07", "blocks/SM 08",
-          "rounds 07", "rounds 08", "GFLOP/s 07", "GFLOP/s 08", "08 / 07")
-
-
-def extremes(size: int = 2048, n: int = 3, sms: int | None = None) -> Table:
-    """The `n` lowest and `n` highest ratios at the occupancy each kernel gets by itself,
-    with blocks per SM and the rounds of each launch."""
-    r = rows(size, sms, one_per_sm=False)
-    pick = [{c: row[c] for c in _SHOWN} for row in r[:n] + r[-n:]]
-    return Table(pick, list(_SHOWN), title=f"lowest and highest double_buffer / float4 at "
-                 f"{size}^3 (rounds: blocks per SM in each round of the launch, 'full rounds "
-                 "x blocks per SM + 1 x the most blocks an SM gets in the last one')")
-
-
-def same_rounds(size: int = 2048, sms: int | None = None) -> Table:
-    """The configurations whose two launches have rounds of the same shape as another
-    configuration's: how far apart their ratios lie (the round shape alone does not
-    decide the ratio when these differ widely)."""
-    by_shape: dict[tuple, list[dict]] = {}
-    for r in rows(size, sms, one_per_sm=False):
-        if r["blocks/SM 07"] != r["blocks/SM 08"]:
-            by_shape.setdefault((r["rounds 07"], r["rounds 08"]), []).append(r)
-    out = []
-    for (r7, r8), group in by_shape.items():
-        if len(group) > 1:
-            v = sorted(float(g["08 / 07"]) for g in group)
-            out.append({"rounds 07": r7, "rounds 08": r8, "configurations": len(group),
-                        "08 / 07": ", ".join(f"{x:.3f}" for x in v)})
-    return Table(out, ["rounds 07", "rounds 08", "configurations", "08 / 07"],
-                 title=f"Configurations whose launches have rounds of the same shape "
-                       f"({size}^3, blocks per SM differing between the kernels)")
