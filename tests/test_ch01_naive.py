@@ -61,3 +61,9 @@ def test_the_guess_is_checked_against_the_recorded_ratio(capsys):
 def test_the_launch_names_grid_and_block():
     text = ch01_naive.launch_naive((1000, 700, 300))
     assert "32 x 22 blocks of 32 x 32 threads" in text
+
+
+def test_the_sweep_table_has_both_mappings_at_every_block():
+    t = ch01_naive.sweep_table()
+    assert [r["BLOCK"] for r in t] == [4, 8, 16, 32]
+    assert all(r["x->row (GFLOP/s)"] > 0 and r["x->col (GFLOP/s)"] > 0 for r in t)

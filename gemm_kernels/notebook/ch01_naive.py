@@ -218,6 +218,18 @@ def share_range(table) -> str:
     return f"{fmt_number(min(share))}% to {fmt_number(max(share))}%"
 
 
+def sweep_table(size: int = 2048, blocks=(4, 8, 16, 32)) -> Table:
+    """The rates the chapter's widget looks up, as a table: the naive kernel at size^3
+    for every BLOCK, with both mappings (recorded, or measured live), for a reader
+    whose notebook has no running kernel to draw the widget."""
+    from gemm_kernels.measure import lookup, records
+    rows = [{"BLOCK": b, **{f"{m} (GFLOP/s)": lookup.measure_or_lookup(
+        KERNEL, (size,) * 3, {"BLOCK": b, "MAPPING": m})["gflops"]["median"]
+        for m in ("x->row", "x->col")}} for b in blocks]
+    return Table(rows, ["BLOCK", "x->row (GFLOP/s)", "x->col (GFLOP/s)"],
+                 title=f"naive at {size}^3, {records.source()}")
+
+
 def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
     """The chapter's prediction: x->col's rate over x->row's at `block`, size^3. Says
     how the guess compares with the recorded (or, live, measured) ratio."""
