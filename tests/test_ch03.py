@@ -4,6 +4,7 @@ pictures are readable, and the evidence helpers read the recording."""
 import pytest
 
 from gemm_kernels.memory import ch03_04_tiles, ch03_copies
+from gemm_kernels.exercises.notebooks import solution_source
 
 
 def test_the_chapters_mapping_costs_what_the_kernels_bank_model_says():
@@ -53,6 +54,6 @@ def test_thread_zoom_refuses_a_thread_outside_the_block():
 
 def test_the_mistakes_are_four_changes_of_the_solution():
     from gemm_kernels.notebook import ch03_evidence
-    src = ch03_evidence.solution_source()
+    src = solution_source("03_tile_loop")
     got = ch03_evidence.mistakes(src)
     assert len(got) == 4 and all(v != src for v in got.values())

@@ -7,6 +7,7 @@ import pytest
 
 from gemm_kernels.exercises import magic
 from gemm_kernels.notebook import ch10_transpose as c
+from gemm_kernels.exercises.notebooks import solution_source
 
 matplotlib.use("Agg")
 
@@ -103,7 +104,7 @@ def test_the_heat_map_title_gives_the_shape_and_what_a_cell_is():
 def test_every_mistake_of_the_solution_table_applies():
     for what, changes in c.MISTAKES:
         src = c._mistake_source(changes)
-        assert src != c.solution_source(), what
+        assert src != solution_source(c.EXERCISE), what
     assert "#pragma unroll\n    for (int dy" in c._mistake_source(None)
 
 

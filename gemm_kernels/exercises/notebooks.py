@@ -9,6 +9,7 @@ from gemm_kernels.exercises.grader import Report
 from gemm_kernels.exercises.magic import submit
 
 MAGIC = "%%exercise"
+SOLUTIONS = Path(__file__).resolve().parents[2] / "notebooks" / "solutions"
 
 
 def exercise_cells(path: str | Path) -> list[tuple[str, str]]:
@@ -27,6 +28,17 @@ def exercise_cells(path: str | Path) -> list[tuple[str, str]]:
         if first.startswith(MAGIC):
             out.append((first[len(MAGIC):].strip(), body))
     return out
+
+
+def solution_source(name: str) -> str:
+    """The worked solution of exercise `name`: its cell in its chapter's solution notebook,
+    the one source the chapters' tables of graded mistakes start from."""
+    from gemm_kernels.exercises.catalog import get
+    path = SOLUTIONS / f"{get(name).chapter}_solution.ipynb"
+    found = [src for n, src in exercise_cells(path) if n == name]
+    if len(found) != 1:
+        raise ValueError(f"{path}: expected one {MAGIC} {name} cell, found {len(found)}")
+    return found[0]
 
 
 def grade_notebook(path: str | Path, gpu: bool | None = None) -> list[Report]:

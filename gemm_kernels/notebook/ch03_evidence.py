@@ -19,6 +19,7 @@ from gemm_kernels.core import analysis
 from gemm_kernels.core.table import Table
 from gemm_kernels.measure import ladder, lookup, records, roofline, studies
 from gemm_kernels.memory import ch03_04_tiles, ch03_copies
+from gemm_kernels.exercises.notebooks import solution_source
 
 KERNEL, BEFORE = "smem_tiled", "coalesced"
 SIZES = (1024, 2048, 4096, 8192)
@@ -381,21 +382,13 @@ def edges_table() -> Table:
 
 # ------------------------------------------------------------------ the solution
 
-def solution_source() -> str:
-    """The solution's source of exercise 03_tile_loop, read from the solution notebook."""
-    from pathlib import Path
-    from gemm_kernels.exercises.notebooks import exercise_cells
-    path = Path(__file__).resolve().parents[2] / "notebooks" / "solutions" / "03_solution.ipynb"
-    return dict(exercise_cells(path))["03_tile_loop"]
-
-
 _EARLY_RETURN = ("    float acc = 0.f;\n",
                  "    float acc = 0.f;\n    if (row >= M || col >= N) return;   // the mistake\n")
 
 
 def mistakes(source: str | None = None) -> dict[str, str]:
     """Typical wrong versions of the solution, by what is wrong."""
-    src = source or solution_source()
+    src = source or solution_source("03_tile_loop")
     second = re.search(r"\n[ \t]*__syncthreads\(\);[^\n]*before the next copy[^\n]*", src)
     out = {}
     if second:

@@ -21,6 +21,7 @@ from gemm_kernels.core.table import Table
 from gemm_kernels.measure import lookup, records, studies
 from gemm_kernels.memory import ch05_06_thread_tiles as tiles
 from gemm_kernels.notebook import evidence, fragments
+from gemm_kernels.exercises.notebooks import solution_source
 
 # The tile of Boehm's kernel 5 (chapter 06) and of his kernel 4 (chapter 05).
 K5 = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
@@ -447,23 +448,11 @@ MISTAKES = (
 )
 
 
-def solution_source() -> str:
-    """The exercise's solution, from the cell of notebooks/solutions/06_solution.ipynb."""
-    from pathlib import Path
-
-    from gemm_kernels.exercises.notebooks import exercise_cells
-    path = Path(__file__).resolve().parents[2] / "notebooks" / "solutions" / "06_solution.ipynb"
-    found = [src for n, src in exercise_cells(path) if n == EXERCISE]
-    if len(found) != 1:
-        raise ValueError(f"{path}: expected one %%exercise {EXERCISE} cell, found {len(found)}")
-    return found[0]
-
-
 def mistakes(gpu: bool | None = None) -> Table:
     """The solution with each of MISTAKES made, graded like a submission: each step's
     verdict and what the first step that failed says."""
     from gemm_kernels.exercises.grader import FAIL, grade
-    src = solution_source()
+    src = solution_source(EXERCISE)
     rows = []
     for what, old, new in MISTAKES:
         if old not in src:

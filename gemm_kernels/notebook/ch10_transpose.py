@@ -15,6 +15,7 @@ from gemm_kernels.core.launch import kernel_of
 from gemm_kernels.core.table import Table
 from gemm_kernels.measure import lookup, records, studies
 from gemm_kernels.notebook import display
+from gemm_kernels.exercises.notebooks import solution_source
 
 SQUARE, ODD = (8192, 8192), studies.ODD_TRANSPOSE
 DRAM_STUDY = "ch10_dram"
@@ -601,17 +602,6 @@ def shared_wait_share(kernel: str, study: str = DRAM_STUDY) -> float | None:
 EXERCISE = "10_in_flight"
 
 
-def solution_source() -> str:
-    """The exercise's solution, from the cell of notebooks/solutions/10_solution.ipynb."""
-    from pathlib import Path
-    from gemm_kernels.exercises.notebooks import exercise_cells
-    path = Path(__file__).resolve().parents[2] / "notebooks" / "solutions" / "10_solution.ipynb"
-    found = [src for n, src in exercise_cells(path) if n == EXERCISE]
-    if len(found) != 1:
-        raise ValueError(f"{path}: expected one %%exercise {EXERCISE} cell, found {len(found)}")
-    return found[0]
-
-
 LOAD = "if (r < rows && c < cols) v[i] = in[(size_t)r * cols + c];"
 STORE = "if (r < rows && c < cols) out[(size_t)r * cols + c] = v[i];"
 # (answer, [(text of the solution, replacement), ...]); None: the chapter's own copy
@@ -635,7 +625,7 @@ def _mistake_source(changes) -> str:
         if at < 0:
             raise ValueError("the chapter's copy no longer holds its loop")
         return text[:at] + "#pragma unroll\n" + text[at:]
-    text = solution_source()
+    text = solution_source(EXERCISE)
     for old, new in changes:
         if old not in text:
             raise ValueError(f"the solution no longer holds {old!r}")

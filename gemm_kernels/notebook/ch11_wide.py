@@ -20,6 +20,7 @@ from gemm_kernels.core.table import Table
 from gemm_kernels.memory import banks
 from gemm_kernels.memory import ch10_11_instructions as instr
 from gemm_kernels.memory.wavefronts import WarpInstr
+from gemm_kernels.exercises.notebooks import solution_source
 
 WARP = banks.WARP
 SIZE = 2048                       # the size of the recorded sweeps of both kernels
@@ -470,17 +471,6 @@ def transposed_cases(pitch: int, block: int = 16, k: int = 0) -> list[tuple[str,
              WarpInstr("ld", "read", 0, 16 if wide else 8, read))]
 
 
-def solution_source() -> str:
-    """The exercise's solution, from the cell of notebooks/solutions/11_solution.ipynb."""
-    from pathlib import Path
-    from gemm_kernels.exercises.notebooks import exercise_cells
-    path = Path(__file__).resolve().parents[2] / "notebooks" / "solutions" / "11_solution.ipynb"
-    found = [src for n, src in exercise_cells(path) if n == EXERCISE]
-    if len(found) != 1:
-        raise ValueError(f"{path}: expected one %%exercise {EXERCISE} cell, found {len(found)}")
-    return found[0]
-
-
 DECLARATION = "__shared__ double B_shared[BLOCK][BLOCK + 1];"
 STORE = "B_shared[threadIdx.x][threadIdx.y] = b;"
 READ = "B_shared[threadIdx.x][k];"
@@ -508,7 +498,7 @@ def answers() -> Table:
     compiler and the layout check, which need no GPU): the verdict of step 2, and what it
     says, or the registers where it passes."""
     from gemm_kernels.exercises.grader import grade
-    src = solution_source()
+    src = solution_source(EXERCISE)
     rows = []
     for what, changes in ANSWERS:
         text = src
@@ -678,7 +668,7 @@ def solution_loop(block: int = 16) -> str:
     from gemm_kernels.exercises.submission import submission_kernel
     out = []
     for who, k in (("the chapter's dgemm_tiled", kernel_of("dgemm_tiled")),
-                   ("the solution", submission_kernel(EXERCISE, "dgemm_tiled", solution_source()))):
+                   ("the solution", submission_kernel(EXERCISE, "dgemm_tiled", solution_source(EXERCISE)))):
         loop = analysis.main_loop(compiler.sass(k, {"BLOCK": block}))
         n = collections.Counter(op for _, op, _ in loop)
         kinds = ", ".join(f"{n[f]} {f}" for f in ("STS.64", "LDS.128", "LDS.64", "DFMA") if n[f])
