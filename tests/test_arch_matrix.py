@@ -77,7 +77,7 @@ KNOWN_SPILLS = (
     KnownSpill("capstone", ("sm_80", "sm_86", "sm_89", "sm_90"),
                lambda p: (p["WM"], p["WN"]) == (32, 64) and _capstone_cap(p) == 128,
                "8 x 8 outputs per thread at a cap of 128 registers (MINB=2 with BN=128, or "
-               "BN=256): ptxas takes 120-128 and spills 8-68 bytes in 3-7 of these ~48 "
+               "BN=256): ptxas takes 120-128 and spills 4-32 bytes in 3-7 of these ~48 "
                "builds per architecture, which ones depending on BK, STAGES, GROUP and "
                "HOIST in no pattern (see the capstone's register rule in kernels.py)"),
     KnownSpill("tile_2d", ("sm_90",),
@@ -90,7 +90,7 @@ KNOWN_SPILLS = (
                lambda p: p in ({"BM": 64, "BN": 64, "BK": 8, "TM": 16},
                                {"BM": 128, "BN": 32, "BK": 16, "TM": 8}),
                "ptxas for sm_120 holds these to 80 of 255 and 64 of 128 registers, the most "
-               "that lets one more block share the SM, and spills 8-24 bytes: its own "
+               "that lets one more block share the SM, and spills 8-12 bytes: its own "
                "trade, not a lack of registers (the same TM, BK and thread count at other "
                "BM, BN fit)"),
 )
