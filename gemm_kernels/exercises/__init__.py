@@ -1,6 +1,6 @@
 """The students' kernels: each chapter's exercise (`catalog`), the grader that compiles,
 inspects, checks and times a submission step by step (`grader`, with the GPU steps in a
-child process, `gpu_step`), the `%%exercise` cell magic (`magic`) and the grading of a
+child process, `gpu_step`, and the CPU emulation, `cpu_step`, both run with `inputs`), the `%%exercise` cell magic (`magic`) and the grading of a
 whole notebook for an instructor (`notebooks`).
 
 May import `gemm_kernels.core`, `gemm_kernels.measure` and `gemm_kernels.memory`;

@@ -20,13 +20,6 @@ from gemm_kernels.exercises.ch09_checks import zorder_lanes
 from gemm_kernels.measure.check import RAGGED_SHAPES, TRANSPOSE_SHAPES
 
 
-# Every GEMM check runs with plain and general alpha/beta.
-ALPHA_BETA = ((1.0, 0.0), (1.5, -0.5))
-# Small and ragged, but several BK steps deep and wider than a warp, so that every
-# barrier of the K loop is crossed; one block at the usual tile sizes keeps racecheck,
-# which serialises and instruments every shared-memory access, to seconds.
-RACECHECK_SHAPE = (33, 65, 17)
-
 
 @dataclass(frozen=True)
 class Exercise:

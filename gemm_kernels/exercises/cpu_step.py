@@ -29,7 +29,7 @@ import numpy as np
 
 from gemm_kernels.core.launch import DTYPES, problems
 from gemm_kernels.core.registry import CUDA_DIR
-from gemm_kernels.exercises.catalog import ALPHA_BETA, RACECHECK_SHAPE
+from gemm_kernels.exercises.inputs import ALPHA_BETA, RACECHECK_SHAPE
 from gemm_kernels.exercises.submission import SOURCE_NAME
 from gemm_kernels.measure.check import compare_exact, compare_gemm, random_normal
 

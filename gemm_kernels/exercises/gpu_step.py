@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gemm_kernels.exercises.catalog import ALPHA_BETA, RACECHECK_SHAPE
+from gemm_kernels.exercises.inputs import ALPHA_BETA, RACECHECK_SHAPE
 
 
 def _emit(name: str, status: str, detail: str) -> None:
