@@ -3,7 +3,7 @@
 # test and time. Logs go to $OUT. Usage: bash scripts/gpu_host.sh STAGE...
 # The Jupyter stack travels as wheels in .whl/: `bash ../shared/gpu-host/fetch-wheels.sh pytest-xdist execnet`
 # (xdist only for NBVAL_WORKERS), then `carry` .whl with the run.
-# Stages: info smoke check sanitize tests gputests nbval verify grade bench record sweeps latency probe
+# Stages: info smoke check sanitize tests gputests full nbval verify grade bench record sweeps latency probe
 # profile studies (SWEEPS=name limits the sweeps stage to one kernel's entries; KERNELS="a b"
 # limits check and sanitize to those kernels; STUDIES="a b" the studies stage; `verify` runs check,
 # sanitize, tests and nbval side by side: none of them times anything it reports)
@@ -35,6 +35,10 @@ for stage in "$@"; do
     gputests) # only the test files that hold GPU tests (the rest is what CI runs without a GPU)
               python3 -m pytest -q -p no:cacheprovider --durations=10 \
                   $(grep -l needs_gpu tests/test_*.py) 2>&1 | tee "$OUT/gputests.log" | tail -15 ;;
+    full)     # the whole suite, notebooks and tests/, as CI runs it, spread over WORKERS processes
+              # (one file per worker): alone it needs more than the 600 s a call may run
+              python3 -m pytest -q -p no:cacheprovider -n ${WORKERS:-12} --dist loadfile \
+                  --nbval notebooks/ tests/ 2>&1 | tee "$OUT/full.log" | tail -25 ;;
     verify)   python3 -m gemm_kernels check > "$OUT/check.log" 2>&1 &
               python3 -m gemm_kernels check --sanitize > "$OUT/sanitize.log" 2>&1 &
               python3 -m pytest -q tests/ > "$OUT/tests.log" 2>&1 &
