@@ -35,10 +35,13 @@ for stage in "$@"; do
     gputests) # only the test files that hold GPU tests (the rest is what CI runs without a GPU)
               python3 -m pytest -q -p no:cacheprovider --durations=10 \
                   $(grep -l needs_gpu tests/test_*.py) 2>&1 | tee "$OUT/gputests.log" | tail -15 ;;
-    full)     # the whole suite, notebooks and tests/, as CI runs it, spread over WORKERS processes
-              # (one file per worker): alone it needs more than the 600 s a call may run
-              python3 -m pytest -q -p no:cacheprovider -n ${WORKERS:-12} --dist loadfile \
-                  --nbval notebooks/ tests/ 2>&1 | tee "$OUT/full.log" | tail -25 ;;
+    full)     # the whole suite as CI runs it, in two passes that fit the 600 s a call may run:
+              # tests/ spread over WORKERS processes (no test times anything), then the
+              # notebooks NBVAL_WORKERS side by side (fewer: the solutions' speed steps time)
+              python3 -m pytest -q -p no:cacheprovider -n ${WORKERS:-12} --dist loadfile tests/ 2>&1 \
+                  | tee "$OUT/full-tests.log" | tail -15
+              python3 -m pytest -q -p no:cacheprovider --nbval -n ${NBVAL_WORKERS:-4} --dist loadfile \
+                  notebooks/ 2>&1 | tee "$OUT/full-nbval.log" | tail -15 ;;
     verify)   python3 -m gemm_kernels check > "$OUT/check.log" 2>&1 &
               python3 -m gemm_kernels check --sanitize > "$OUT/sanitize.log" 2>&1 &
               python3 -m pytest -q tests/ > "$OUT/tests.log" 2>&1 &

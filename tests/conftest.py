@@ -17,6 +17,12 @@ def stamp(rows):
 
 
 @pytest.fixture
+def recorded_mode(monkeypatch):
+    """Recorded mode even on a GPU host: for tests of what a machine without a GPU shows."""
+    monkeypatch.setenv("GEMM_KERNELS_MODE", "recorded")
+
+
+@pytest.fixture
 def data_dir(tmp_path, monkeypatch):
     """An empty figures/data in tmp_path, read in recorded mode with no recording named:
     what a test writes there is all the package can find."""

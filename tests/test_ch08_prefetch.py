@@ -106,12 +106,12 @@ def test_the_recorded_payoff_sets_sunk_loads_against_loads_in_flight():
     assert c.recovered(c.DEEP) > 3 * c.recovered() > 0
 
 
-def test_without_a_gpu_the_payoff_says_what_it_would_measure():
+def test_without_a_gpu_the_payoff_says_what_it_would_measure(recorded_mode):
     text = c.payoff()
     assert "no GPU here" in text and c.WORKING in text
 
 
-def test_the_ratio_plot_and_the_labelled_figure():
+def test_the_ratio_plot_and_the_labelled_figure(recorded_mode):
     import matplotlib.pyplot as plt
     from gemm_kernels.measure import ladder
     fig = c.ratio_plot(ladder.compare(["float4", "double_buffer"], (1024, 2048)))

@@ -73,7 +73,8 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(record, "toolchain", lambda: {"cupy": "14.2.0", "cuda_runtime": 13020,
                                                       "nvrtc": "13.0", "driver": 13000})
     monkeypatch.setattr(record, "warm", lambda configs: None)
-    monkeypatch.setattr(device, "properties", lambda: {"name": "Test GPU", "l2_bytes": 1 << 20})
+    monkeypatch.setattr(device, "properties", lambda: {"name": "Test GPU", "l2_bytes": 1 << 20,
+                                                          "compute_capability": "9.0"})
     record.run.cache_clear()
     yield
     record.run.cache_clear()
