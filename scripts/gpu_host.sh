@@ -3,7 +3,7 @@
 # test and time. Logs go to $OUT. Usage: bash scripts/gpu_host.sh STAGE...
 # The Jupyter stack travels as wheels in .whl/: `bash ../shared/gpu-host/fetch-wheels.sh pytest-xdist execnet`
 # (xdist only for NBVAL_WORKERS), then `carry` .whl with the run.
-# Stages: info smoke check sanitize tests gputests full nbval verify grade bench record sweeps latency probe
+# Stages: info smoke check sanitize tests gputests full nbval verify grade bench record sweeps variants latency probe
 # profile studies (SWEEPS=name limits the sweeps stage to one kernel's entries; KERNELS="a b"
 # limits check and sanitize to those kernels; STUDIES="a b" the studies stage; `verify` runs check,
 # sanitize, tests and nbval side by side: none of them times anything it reports)
@@ -59,6 +59,9 @@ for stage in "$@"; do
                        "smem_tiled --shape 4096x4096x4096" "l2_read --shape 2048x2048"; do
                 [ -n "${SWEEPS:-}" ] && [[ "$a" != ${SWEEPS}* ]] && continue
                 python3 -m gemm_kernels sweep $a 2>&1 | tee -a "$OUT/sweeps.log" | tail -1; done ;;
+    variants) # the code variants the chapters time (controls, worked solutions), recorded
+              python3 -m gemm_kernels.notebook.timed_variants 2>&1 | tee "$OUT/variants.log" | tail -60
+              cp figures/data/*.json "$OUT/" ;;
     latency)  python3 -m gemm_kernels.notebook.widget_latency 2>&1 | tee "$OUT/latency.log" ;;
     probe)    python3 -m gemm_kernels.memory.probe --out "$OUT/bank_probe.json" 2>&1 | tee "$OUT/probe.log" | tail -40 ;;
     studies)  # the metric names this ncu knows, kept beside the counters chosen from them

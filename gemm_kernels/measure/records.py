@@ -75,11 +75,15 @@ class Record:
         except (KeyError, ValueError):
             return None
 
-    def find(self, kernel: str, shape=None, params: dict | None = None) -> list[dict]:
-        """Rows of `kernel`, at `shape` if given, whose params include `params`, measured
-        on the kernel's current source (rows of older code are left out)."""
+    def find(self, kernel, shape=None, params: dict | None = None) -> list[dict]:
+        """Rows of `kernel` (a name, or a Kernel: a registry kernel or a variant of one),
+        at `shape` if given, whose params include `params`, measured on the kernel's
+        current source (rows of older code are left out)."""
         from gemm_kernels.core.kernels import KERNELS
-        current = KERNELS[kernel].source_hash() if kernel in KERNELS else None
+        if isinstance(kernel, str):
+            current = KERNELS[kernel].source_hash() if kernel in KERNELS else None
+        else:
+            kernel, current = kernel.name, kernel.source_hash()
         out = []
         for r in self.results:
             if r["kernel"] != kernel or r.get("source") != current:

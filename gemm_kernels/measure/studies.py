@@ -55,6 +55,14 @@ L1_LINES = ["re:^l1tex__(t_output_wavefronts_pipe_lsu_mem_global_op_ld"
             "l1tex__lsu_writeback_active.avg.pct_of_peak_sustained_active",
             "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
             "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sector_hit_rate.pct"]
+# Every stage of the L1 that Nsight Compute's l1tex__throughput takes the maximum of
+# (its "breakdown"), each as a share of its peak, and the rate at which the SM's
+# sub-partitions hand load/store instructions to the L1: which one is the busiest.
+L1_STAGES = ["re:^l1tex__[a-z0-9_]+\\.avg\\.pct_of_peak_sustained_active$",
+             "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+             "smsp__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+             "l1tex__data_pipe_lsu_wavefronts_mem_lg_cmd_read.sum",
+             "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"]
 DRAM = ["dram__bytes_read.sum", "dram__bytes_write.sum",
         "dram__throughput.avg.pct_of_peak_sustained_elapsed", "lts__t_sector_hit_rate.pct",
         "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum",
@@ -214,6 +222,32 @@ STUDY_LIST = (
               Step("BLOCK = 16", "coalesced", {"BLOCK": 16}),
               Step("BLOCK = 32", "coalesced", {"BLOCK": 32})),
           (CUBE_2048,), (*L1_LINES, STALLS, *ISSUE)),
+    Study("ch02_l1_stages", "02", "What limits the coalesced kernel at BLOCK = 32: the load "
+          "pipe, or a stage of the L1 other than the lines", "ncu", (
+              Step("naive x->row, BLOCK = 32", "naive", {"BLOCK": 32, "MAPPING": "x->row"}),
+              Step("BLOCK = 8", "coalesced", {"BLOCK": 8}),
+              Step("BLOCK = 32", "coalesced", {"BLOCK": 32})),
+          (CUBE_2048,), (*L1_STAGES, *ISSUE)),
+    Study("ch07_depth_stalls", "07", "Chapter 07's kernel at BK = 8 and BK = 16: where the "
+          "warps wait", "ncu", (
+              Step("BK = 8", "float4", K5),
+              Step("BK = 16", "float4", {**K5, "BK": 16})),
+          (CUBE_4096,), (STALLS, *ISSUE, *PIPES)),
+    Study("ch09_step_stalls", "09", "Where the warps wait before and after the cp.async ring, "
+          "and at the capstone", "ncu", (
+              Step("+ z-order lanes", "zorder", {**_ZORDER, "PAD": 4, "ZORDER": True}),
+              Step("cp.async ring, 2 stages, warp tiles", "capstone", _capstone()),
+              Step("+ 4 stages", "capstone", _capstone(STAGES=4)),
+              Step("+ BK = 16", "capstone", _capstone(STAGES=4, BK=16)),
+              Step("+ hoisted copy addresses", "capstone",
+                   _capstone(STAGES=4, BK=16, HOIST=True))),
+          (CUBE_4096,), (STALLS, *ISSUE, *PIPES)),
+    Study("ch11_dgemm_stalls", "11", "The tiled DGEMM at BLOCK = 8, 16 and 32: where the warps "
+          "wait", "ncu", (
+              Step("BLOCK = 8", "dgemm_tiled", {"BLOCK": 8}),
+              Step("BLOCK = 16", "dgemm_tiled", {"BLOCK": 16}),
+              Step("BLOCK = 32", "dgemm_tiled", {"BLOCK": 32})),
+          (CUBE_2048,), (STALLS, *ISSUE, *PIPES)),
     Study("ch07_ablation_counters", "07", "The same three steps, counted", "ncu", (
               Step("chapter 06: scalar loads, A row-major", "tile_2d_reg", K5),
               Step("+ 16-byte global loads (LDG.128)", "float4_a_rows", K5),

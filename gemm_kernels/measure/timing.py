@@ -186,18 +186,23 @@ def unit_and_rate(name: str, shape, params: dict):
     return "gbps", lambda ms: gbps(moved, ms)
 
 
-def row(name: str, shape, params: dict, timings: dict, extra: dict) -> dict:
+def row(kernel, shape, params: dict, timings: dict, extra: dict) -> dict:
     """One record row from the harness's timings ("candidate", and "reference" for a
-    kernel) and what was learnt after timing (`extra`: error_over_bound or exact, binary)."""
+    kernel) and what was learnt after timing (`extra`: error_over_bound or exact, binary).
+    `kernel`: a reference's or registry kernel's name, or a Kernel (a variant: a registry
+    kernel around changed text), whose row carries its own name, op and text's hash."""
     from gemm_kernels.measure import records
-    unit, rate = unit_and_rate(name, shape, params)
+    unit, rate = unit_and_rate(kernel, shape, params)
     cand = timings["candidate"]
-    out = {"chapter": KERNELS[name].chapter if name in KERNELS else "00", "kernel": name,
+    k = None if kernel in REFERENCE_KERNELS else kernel_of(kernel)
+    out = {"chapter": k.chapter if k else "00", "kernel": k.name if k else kernel,
            "params": params, "shape": list(shape), unit: spread(cand, rate), **extra,
            "repeats": cand.repeats, "time": records.utc_now()}
-    if name in KERNELS:
-        out["source"] = KERNELS[name].source_hash()
-    ref = reference_of(name)
+    if k:
+        out["source"] = k.source_hash()
+        if k.name not in KERNELS:
+            out["op"] = k.op
+    ref = reference_of(kernel)
     if ref:
         out["reference"] = {"kernel": ref, unit: spread(timings["reference"], rate)}
     return out
@@ -221,19 +226,25 @@ def measure(kernel, shape, params: dict | None = None, repeats: int = REPEATS,
             interleave: bool = INTERLEAVE) -> dict:
     """One row: `kernel` at `shape`, timed with its reference interleaved (cuBLAS SGEMM
     or DGEMM for GEMMs, the device copy of the same bytes for copies and transposes);
-    a reference kernel ("cublas", "cublas_dgemm", "device_copy") is timed alone."""
-    name = kernel if isinstance(kernel, str) else kernel.name
-    p = {} if name in REFERENCE_KERNELS else kernel_of(name).resolve(params)
-    fns, after = _setup(name, tuple(shape), p)
+    a reference kernel ("cublas", "cublas_dgemm", "device_copy") is timed alone.
+    `kernel`: a name, or a Kernel (a registry kernel or a variant of one)."""
+    reference = isinstance(kernel, str) and kernel in REFERENCE_KERNELS
+    if isinstance(kernel, str) and not reference:
+        kernel = kernel_of(kernel)
+    p = {} if reference else kernel.resolve(params)
+    # registry kernels by name; a variant (not in the registry) as itself
+    who = kernel if reference or kernel.name not in KERNELS else kernel.name
+    fns, after = _setup(who, tuple(shape), p)
     timings = harness(fns, cuda_clock(), repeats, warmup, flush_l2, interleave)
-    return row(name, shape, p, timings, after())
+    return row(who, shape, p, timings, after())
 
 
 # ------------------------------------------------------------------ GPU side
 
-def _setup(name: str, shape: tuple, p: dict):
+def _setup(name, shape: tuple, p: dict):
     """({"candidate": fn[, "reference": fn]}, after): the callables to time on fresh
-    random inputs, and a function giving the row's fields known only after timing."""
+    random inputs, and a function giving the row's fields known only after timing.
+    `name`: a reference's name or a Kernel."""
     import cupy
     from gemm_kernels.core import compiler
     from gemm_kernels.measure.check import random_normal

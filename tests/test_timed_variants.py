@@ -1,0 +1,43 @@
+"""The code variants the chapters time: each builds under its own name, a variant's row
+carries its own text's hash and op, and a row of other text is never found for it."""
+import pytest
+
+from gemm_kernels.core.launch import kernel_of
+from gemm_kernels.measure import records, timing
+from gemm_kernels.notebook import timed_variants as tv
+
+
+def test_every_variant_builds_under_its_own_name():
+    names = [t.name for t in tv.entries()]
+    assert len(names) == len(set(names))
+    for t in tv.entries():
+        k = t.kernel()
+        assert k.name == t.name
+        for p in t.configurations():
+            k.resolve(p)          # every configuration is one the kernel accepts
+    # the worked solutions are variants of their chapters' kernels, with other text
+    sol = tv.get("11_dgemm: worked solution").kernel()
+    assert sol.code and sol.source_hash() != kernel_of("dgemm_tiled").source_hash()
+
+
+def test_a_variant_row_names_its_text_and_is_found_only_for_that_text(monkeypatch):
+    t = tv.get("sgemm_tiled_vec:scalar_B")
+    k = t.kernel()
+    p = k.resolve(t.configurations()[0])
+    fake = timing.Timing(1.0, 0.9, 1.1, 5)
+    row = timing.row(k, t.shape, p, {"candidate": fake, "reference": fake}, {})
+    assert row["kernel"] == t.name and row["op"] == "sgemm"
+    assert row["source"] == k.source_hash() != kernel_of("sgemm_tiled_vec").source_hash()
+    assert row["reference"]["kernel"] == "cublas"
+    rec = records.Record({"name": "Test GPU"}, "now", "abc", [row])
+    assert rec.find(k, t.shape, p) == [row]
+    stale = {**row, "source": "0" * 12}
+    assert records.Record({"name": "Test GPU"}, "now", "abc", [stale]).find(k, t.shape, p) == []
+    # a registry kernel's row keeps its registry name and no op
+    reg = timing.row("sgemm_tiled_vec", t.shape, p, {"candidate": fake, "reference": fake}, {})
+    assert reg["kernel"] == "sgemm_tiled_vec" and "op" not in reg
+
+
+def test_an_unknown_variant_is_refused():
+    with pytest.raises(ValueError, match="no timed variant"):
+        tv.get("nothing")
