@@ -48,7 +48,7 @@ def test_the_share_range_is_written_as_the_table_writes_it():
     assert ch01_naive.share_range(rows) == "0.97% to 1.5%"
 
 
-def test_the_guess_is_checked_against_the_recorded_ratio(capsys):
+def test_the_guess_is_checked_against_the_recorded_ratio(capsys, recorded_mode):
     ch01_naive.check_guess(None)
     assert "Write your guess" in capsys.readouterr().out
     ch01_naive.check_guess(1.0)

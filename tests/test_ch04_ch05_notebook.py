@@ -44,8 +44,9 @@ def test_under_the_exercises_rule_51_is_the_least_and_the_solution_reaches_it():
     assert "LDS +" in swz["loads of one step (SASS)"]
 
 
-def test_a_float4_swizzle_compiles_to_lds_128_and_passes_every_step_here():
-    report, loop = ch04_banks.float4_swizzle(solution("04_tile_layout"))
+def test_a_float4_swizzle_compiles_to_lds_128_and_passes_every_step_without_a_gpu():
+    # steps 1-3 (step 3 emulated): the speed step would time it, which no test asserts
+    report, loop = ch04_banks.float4_swizzle(solution("04_tile_layout"), gpu=False)
     assert report.passed, report
     assert "LDS.128" in loop and "FFMA" in loop
 

@@ -349,10 +349,10 @@ def exercise_layouts(source: str, layouts=None):
                  f"(budget {c.step_budget(block)})")
 
 
-def float4_swizzle(source: str):
+def float4_swizzle(source: str, gpu: bool | None = None):
     """The XOR swizzle with explicit float4 loads, graded like a submission (without a
-    GPU: steps 1-3, step 3 on the CPU), and the start of its compiled inner loop:
-    (Report, SASS text)."""
+    GPU, or with gpu=False: steps 1-3, step 3 on the CPU), and the start of its compiled
+    inner loop: (Report, SASS text)."""
     from gemm_kernels.exercises.catalog import get
     from gemm_kernels.exercises.grader import grade
     from gemm_kernels.exercises.submission import submission_kernel
@@ -361,7 +361,7 @@ def float4_swizzle(source: str):
     src = with_layout(source, SWIZZLE, float4=True)
     loop = display.sass_loop(submission_kernel(EXERCISE, ex.kernel, src), ex.params,
                              start="LDS", limit=14)
-    return grade(EXERCISE, src), loop
+    return grade(EXERCISE, src, gpu), loop
 
 
 def exercise_lower_bound(block: int = 32):
