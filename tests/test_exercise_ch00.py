@@ -80,3 +80,72 @@ def test_a_half_warp_is_held_to_its_own_lanes():
     """16 active lanes on 16 neighbouring floats: 2 sectors, which is all they need."""
     trace = [([lane], [lane]) if lane < 16 else ([], []) for lane in range(32)]
     assert ch00_checks.lane_problems(trace) == []
+
+
+# The offset r * cols + c: in 32 bits it wraps past 2^31 elements, which no test shape
+# reaches; the static step reads the width of the multiplication from the PTX.
+OFFSET = "(size_t)r * cols + c"
+SIXTY_FOUR = {
+    "a size_t variable": ("if (r < rows && c < cols)\n            out[(size_t)r * cols + c] = "
+                          "in[(size_t)r * cols + c];",
+                          "const size_t i = (size_t)r * cols + c;\n        "
+                          "if (r < rows && c < cols)\n            out[i] = in[i];"),
+    "an unsigned long long factor": (OFFSET, "r * (unsigned long long)cols + c"),
+}
+THIRTY_TWO = {
+    "int": (OFFSET, "r * cols + c"),
+    "the cast after the product": (OFFSET, "(size_t)(r * cols + c)"),
+    "unsigned": (OFFSET, "(unsigned)r * cols + c"),
+}
+
+
+@pytest.mark.parametrize("what", SIXTY_FOUR)
+def test_64_bit_offsets_pass_the_static_step(what):
+    src = solution(NAME)
+    old, new = SIXTY_FOUR[what]
+    assert old in src
+    v = static_verdict(NAME, src.replace(old, new))
+    assert v["static"][0] == PASS, v
+
+
+@pytest.mark.parametrize("what", THIRTY_TWO)
+def test_32_bit_offsets_are_refused_without_a_gpu(what):
+    src = solution(NAME)
+    old, new = THIRTY_TWO[what]
+    assert old in src
+    v = static_verdict(NAME, src.replace(old, new))
+    assert v["static"][0] == FAIL and "computed in 32 bits" in v["static"][1], v
+    assert "(size_t)r * cols + c" in v["static"][1]
+
+
+def test_the_skeleton_is_refused_for_its_stub_only():
+    v = static_verdict(NAME, skeleton_cell(NAME))
+    assert "32 bits" not in v["static"][1], v
+
+
+@needs_gpu
+@pytest.mark.parametrize("what", WRONG)
+def test_wrong_answers_are_refused_on_a_gpu(what):
+    refused_as_wrong(NAME, *WRONG[what])
+
+
+@needs_gpu
+def test_a_copy_with_lanes_down_a_column_is_correct_and_only_its_speed_tells():
+    """Right in every element: only the speed step can tell it apart (its verdict, a
+    timing, is printed, not asserted)."""
+    assert_right_and_timed(grade(NAME, columns_down_lanes(solution(NAME)), gpu=True))
+
+
+
+
+def test_the_solution_is_the_reference_copy_line_for_line():
+    """The solution notebook shows the reference kernel's recorded rate as the solution's:
+    that holds only while the two bodies are the same code."""
+    import re
+    from gemm_kernels.notebook.display import source
+
+    def body(text):
+        text = re.sub(r"//[^\n]*", "", text)
+        return " ".join(text[text.index("__global__"):].split())
+
+    assert body(solution(NAME).split("#include \"common.cuh\"")[1]) == body(source("copy"))
