@@ -37,14 +37,21 @@ def cublas_table(sizes=(1024, 2048, 4096, 8192)) -> Table:
                  title=f"cuBLAS SGEMM, {records.source()}")
 
 
+def _duration(ms: float) -> str:
+    """A time for people: microseconds below a millisecond, else milliseconds."""
+    return f"{ms * 1000:,.0f} µs" if ms < 1 else f"{ms:,.3f} ms"
+
+
 def pitfalls() -> Table:
     """The two timing mistakes measured on cuBLAS at 4096^3, each next to the harness's
-    time: the milliseconds to four significant digits and their ratio."""
+    time: the time (µs below a millisecond) and its share of the harness's, in percent
+    to the digit that tells the all-zero run from the random one."""
     t = roofline.pitfalls_table()
     harness = next(r["ms"] for r in t if r["what"].startswith("CUDA events, random"))
-    rows = [{"what": r["what"], "ms": f"{r['ms']:.4g}",
-             "/ the harness's time": f"{r['ms'] / harness:.4f}"} for r in t]
-    return Table(rows, ["what", "ms", "/ the harness's time"], title=t.title)
+    col = "% of the harness's time"
+    rows = [{"what": r["what"], "time": _duration(r["ms"]),
+             col: f"{100 * r['ms'] / harness:.3g}%"} for r in t]
+    return Table(rows, ["what", "time", col], title=t.title)
 
 
 def l2_read_core() -> Text:
