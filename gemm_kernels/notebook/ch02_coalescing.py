@@ -1,5 +1,5 @@
 """Chapter 02's helpers around the sector and line model (`memory.ch01_02_sectors`): the
-L1's documented bandwidth in lines, the recorded counters under readable names, their
+width of the L1's data array (shared memory's 32 banks) in lines, the recorded counters under readable names, their
 tables with every percentage to one decimal, the Nsight Compute command that counts
 them again on the reader's GPU, and the prediction check with a word on the usual slip.
 
@@ -20,9 +20,9 @@ LINE_BYTES = device.SMEM_BANKS * device.SMEM_BANK_BYTES       # 32 banks x 4 byt
 # ---------------------------------------------------------------- the L1's bandwidth
 
 def l1_bandwidth(props: dict | None = None) -> Text:
-    """The L1's documented width as bytes and as lines per clock, and the whole GPU's
-    L1 bandwidth from the SM count and the clock (the shared-memory ceiling of chapter
-    00's roofline: L1 and shared memory are one array)."""
+    """The width of the data array the L1 shares with shared memory (its 32 banks of 4
+    bytes, documented for shared memory) as bytes and as lines per clock, and the whole
+    GPU's bandwidth at that width from the SM count and the clock."""
     props = model.device_props() if props is None else props
     gbps = device.smem_bandwidth_gbps(props)
     head = (f"One SM's L1: {device.SMEM_BANKS} banks x {device.SMEM_BANK_BYTES} bytes per "
@@ -30,8 +30,7 @@ def l1_bandwidth(props: dict | None = None) -> Text:
     if not gbps:
         return Text(head)
     return Text(f"{head}\n{props.get('name', 'The GPU')}: {props['sm_count']} SMs x "
-                f"{props['sm_clock_mhz']:,.0f} MHz x {LINE_BYTES} B = {gbps / 1e3:,.1f} TB/s "
-                "(chapter 00's shared-memory ceiling).")
+                f"{props['sm_clock_mhz']:,.0f} MHz x {LINE_BYTES} B = {gbps / 1e3:,.1f} TB/s.")
 
 
 # ---------------------------------------------------------------- recorded counters
