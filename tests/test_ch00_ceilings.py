@@ -49,11 +49,12 @@ def test_cublas_table_shows_the_spread_and_the_share_of_the_peak(fake):
     assert "cuBLAS same run" not in t.columns and "% of cuBLAS" not in t.columns
 
 
-def test_pitfalls_give_four_digits_and_the_ratio(fake):
+def test_pitfalls_give_times_for_people_and_the_share(fake):
     host, harness, zeros = ch00_ceilings.pitfalls()
-    assert host["/ the harness's time"] == "0.0100"
-    assert harness["ms"] == "2" and harness["/ the harness's time"] == "1.0000"
-    assert zeros["ms"] == "1.999" and zeros["/ the harness's time"] == "0.9995"
+    col = "% of the harness's time"
+    assert host["time"] == "20 µs" and host[col] == "1%"
+    assert harness["time"] == "2.000 ms" and harness[col] == "100%"
+    assert zeros["time"] == "1.999 ms" and zeros[col] == "100%"
 
 
 def test_copy_result_is_the_row_beside_its_device_copy(fake):
@@ -79,3 +80,48 @@ def test_only_the_relaxed_load_keeps_one_load_per_pass():
     assert t["ld.relaxed.gpu.global"]["16-byte loads in the SASS"] == 8
     assert t["ld.global.cg"]["16-byte loads in the SASS"] == 1
     assert t["ld.global"]["16-byte loads in the SASS"] == 1
+
+
+A100 = {"sm_count": 108, "fp32_lanes_per_sm": 64, "sm_clock_mhz": 1410,
+        "compute_capability": "8.0"}
+
+
+def _a100(capsys, *guess):
+    ch00_ceilings.check_a100(A100, 2039, *guess)
+    return capsys.readouterr().out
+
+
+def test_check_a100_accepts_the_right_numbers(capsys):
+    # 108 x 64 x 2 x 1.41 GHz = 19,492 GFLOP/s; / 2039 GB/s = 9.56; 6 x 9.56 = 57.4 -> 58
+    out = _a100(capsys, 19492, 9.56, 58)
+    assert out.count("right") == 3 and "but" not in out, out
+
+
+def test_check_a100_names_the_128_lanes_slip_once(capsys):
+    out = _a100(capsys, 2 * 19492, 2 * 9.56, 115)
+    assert "128 lanes" in out and "follows from your peak" in out
+    assert "follows from your ridge" in out and "n = 58" in out
+
+
+def test_check_a100_names_the_unit_slips(capsys):
+    assert "TFLOP/s" in _a100(capsys, 19.49, 9.56, 58)
+    assert "MB/s" in _a100(capsys, 19492, 0.00956, 58)
+    assert "TB/s" in _a100(capsys, 19492, 9560, 58)
+
+
+def test_check_a100_refuses_a_wrong_n(capsys):
+    out = _a100(capsys, 19492, 9.56, 57)
+    assert "first holds at n = 58" in out
+
+
+def test_check_a100_asks_for_the_numbers_first(capsys):
+    assert "Write your three numbers first" in _a100(capsys, None, None, None)
+
+
+def test_copy_sweep_picture_marks_one_thread_per_pass():
+    fig = ch00_ceilings.copy_sweep_picture(32, 4)
+    ax = fig.axes[0]
+    (marks,) = [l for l in ax.lines if l.get_marker() == "o"]
+    assert len(marks.get_xdata()) == 8                       # TILE / ROWS passes
+    assert sorted(marks.get_ydata()) == [1.5 + 4 * p for p in range(8)]
+    assert sum(t.get_text().startswith("pass ") for t in ax.texts) == 8

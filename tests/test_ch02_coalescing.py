@@ -2,6 +2,7 @@
 readable names, tables with one decimal per percentage, the ncu command, the prediction
 check's word on the usual slip, and the figures' finishing touches."""
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 
@@ -43,9 +44,20 @@ def test_the_l2_count_compares_the_two_block_sizes():
     assert "262,144 blocks of 64 threads" in text and "times as many at BLOCK = 8" in text
 
 
-def test_below_the_limit_names_the_share_and_the_counters():
-    text = ch02_coalescing.below_the_limit("coalesced", {"BLOCK": 32})
-    assert "lines allow" in text and "busiest L1 stage" in text and "write-back" in text
+def test_the_stages_table_sets_every_stage_of_the_load_path_side_by_side():
+    t = ch02_coalescing.stages_table()
+    rows = {r["configuration"]: r for r in t}
+    assert set(rows) == {"naive, BLOCK = 32, MAPPING = x->row", "coalesced, BLOCK = 8",
+                         "coalesced, BLOCK = 32"}
+    pct = lambda r, c: float(r[c].rstrip("%"))
+    # on the limit the data stage is full; at BLOCK = 32 every stage sits at one share
+    assert pct(rows["coalesced, BLOCK = 8"], "L1 data stage (%)") > 95
+    b32 = rows["coalesced, BLOCK = 32"]
+    shares = [pct(b32, c) for c in ch02_coalescing.STAGES]
+    assert max(shares) < 90 and max(shares) - min(shares) < 2
+    # two loads per step: one load per line at BLOCK = 32
+    assert b32["lines per step"] == 2
+    assert float(b32["loads per SM and cycle"]) == pytest.approx(max(shares) / 100, abs=0.05)
 
 
 def test_the_ncu_command_profiles_the_study_with_every_counter():

@@ -5,6 +5,7 @@ import pytest
 
 from exercise_helpers import (FAIL, PASS, assert_right_and_timed, grade, refused_as_wrong,
                               skeleton_cell, solution, static_verdict)
+from gemm_kernels.exercises import ch00_checks
 from gpu import needs_gpu
 
 NAME = "00_copy"
@@ -34,9 +35,51 @@ def columns_down_lanes(src: str) -> str:
                "        const int c = blockIdx.x * TILE + threadIdx.y + dy;")
 
 
-def test_the_column_mapping_passes_the_static_steps():
+def test_the_column_mapping_is_refused_without_a_gpu():
     v = static_verdict(NAME, columns_down_lanes(solution(NAME)))
-    assert v["compile"][0] == PASS and v["static"][0] == PASS, v
+    assert v["compile"][0] == PASS and v["static"][0] == FAIL, v
+    assert "32 sectors of 32 bytes in 32 lines" in v["static"][1], v
+    assert "4 sectors in 1 line" in v["static"][1], v
+
+
+def test_the_probe_sees_every_read_and_write_of_the_solution():
+    trace = ch00_checks.probe_trace(solution(NAME), 32, 4)
+    assert trace is not None and len(trace) == 32 * 4
+    reads, writes = trace[33]               # thread (1, 1): rows 1, 5, ..., 29 of column 1
+    assert reads == writes == [r * ch00_checks.PROBE_SIDE + 1 for r in range(1, 32, 4)]
+    assert ch00_checks.lane_problems(trace) == []
+
+
+# Coalesced in other words than the solution's: a local copy, pointer steps.
+COALESCED = {
+    "through a local": ("out[(size_t)r * cols + c] = in[(size_t)r * cols + c];",
+                        "{ const T v = in[(size_t)r * cols + c]; out[(size_t)r * cols + c] = v; }"),
+    "pointer arithmetic": ("out[(size_t)r * cols + c] = in[(size_t)r * cols + c];",
+                           "*(out + (size_t)r * cols + c) = *(in + (size_t)r * cols + c);"),
+}
+
+
+@pytest.mark.parametrize("what", COALESCED)
+def test_coalesced_rewrites_pass_the_lane_check(what):
+    src = solution(NAME)
+    old, new = COALESCED[what]
+    assert old in src
+    v = static_verdict(NAME, src.replace(old, new))
+    assert v["static"][0] == PASS, v
+
+
+def test_lanes_8_floats_apart_are_refused():
+    """Each lane copying its own run of 8 floats of a row: lanes 32 bytes apart, so a
+    warp's load touches 32 sectors in 8 lines."""
+    trace = [([8 * lane], [8 * lane]) for lane in range(32)]
+    (problem,) = ch00_checks.lane_problems(trace)
+    assert "32 sectors of 32 bytes in 8 lines" in problem and "1st load" in problem
+
+
+def test_a_half_warp_is_held_to_its_own_lanes():
+    """16 active lanes on 16 neighbouring floats: 2 sectors, which is all they need."""
+    trace = [([lane], [lane]) if lane < 16 else ([], []) for lane in range(32)]
+    assert ch00_checks.lane_problems(trace) == []
 
 
 # The offset r * cols + c: in 32 bits it wraps past 2^31 elements, which no test shape

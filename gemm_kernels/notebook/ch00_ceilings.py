@@ -1,6 +1,7 @@
 """Chapter 00's tables and excerpts: cuBLAS against the FP32 peak, the two timing
-pitfalls with their ratio, the core loop of l2_read, and (for the solution) what the
-copy kernel reaches and how the number of rows per thread moves it.
+pitfalls with their ratio, the core loop of l2_read, the checker of the A100 prediction,
+the picture of the copy exercise's block sweeping its tile, and (for the solution) what
+the copy kernel reaches and how the number of rows per thread moves it.
 
 Every number comes from the recording (or is measured now, live) through `lookup` and
 `roofline`; nothing here is typed in.
@@ -36,14 +37,21 @@ def cublas_table(sizes=(1024, 2048, 4096, 8192)) -> Table:
                  title=f"cuBLAS SGEMM, {records.source()}")
 
 
+def _duration(ms: float) -> str:
+    """A time for people: microseconds below a millisecond, else milliseconds."""
+    return f"{ms * 1000:,.0f} µs" if ms < 1 else f"{ms:,.3f} ms"
+
+
 def pitfalls() -> Table:
     """The two timing mistakes measured on cuBLAS at 4096^3, each next to the harness's
-    time: the milliseconds to four significant digits and their ratio."""
+    time: the time (µs below a millisecond) and its share of the harness's, in percent
+    to the digit that tells the all-zero run from the random one."""
     t = roofline.pitfalls_table()
     harness = next(r["ms"] for r in t if r["what"].startswith("CUDA events, random"))
-    rows = [{"what": r["what"], "ms": f"{r['ms']:.4g}",
-             "/ the harness's time": f"{r['ms'] / harness:.4f}"} for r in t]
-    return Table(rows, ["what", "ms", "/ the harness's time"], title=t.title)
+    col = "% of the harness's time"
+    rows = [{"what": r["what"], "time": _duration(r["ms"]),
+             col: f"{100 * r['ms'] / harness:.3g}%"} for r in t]
+    return Table(rows, ["what", "time", col], title=t.title)
 
 
 def l2_read_core() -> Text:
@@ -58,6 +66,125 @@ def l2_read_core() -> Text:
     core = lines[start:stop] + ["    }", "    // ... (the last 1 to 3 words when rows * cols "
                                 "is not a multiple of 4)", "}"]
     return Text("\n".join(core))
+
+
+# ------------------------------------------------------------------ the A100 prediction
+
+_SLIPS = {
+    "peak": ((2, "twice the right value: 128 lanes per SM? The A100 (8.0) has 64"),
+             (0.5, "half the right value: each lane does one FMA, 2 FLOP, per clock"),
+             (1e-3, "a thousand times too small: that is TFLOP/s, the cell asks for GFLOP/s"),
+             (1e3, "a thousand times too large: clock in MHz gives MFLOP/s; divide by "
+                   "1,000 for GFLOP/s")),
+    "ridge": ((1e-3, "a thousand times too small: the bandwidth in MB/s? GFLOP/s over "
+                     "GB/s gives FLOP per byte"),
+              (1e3, "a thousand times too large: GFLOP/s over TB/s (2.039)? Take both in "
+                    "giga: GFLOP/s over 2,039 GB/s")),
+}
+
+
+def _number(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def check_a100(a100: dict, bandwidth_gbps: float, my_peak_gflops, my_ridge, my_n) -> None:
+    """The chapter's prediction for the A100: peak FP32 in GFLOP/s, the ridge in FLOP per
+    DRAM byte and the smallest square n with n/6 at or right of it. Each guess is
+    compared with the formula's value (within 5%); a wrong one is matched against the
+    usual slips (128 lanes, the 2 of an FMA, a factor of 1,000 in the units). The ridge
+    and n are also judged against the student's own peak and ridge, so that one slip is
+    not counted three times."""
+    import math
+    if None in (my_peak_gflops, my_ridge, my_n):
+        print("Write your three numbers first (my_peak_gflops, my_ridge, my_n), then run "
+              "this cell again.")
+        return
+    peak = device.peak_fp32_gflops(a100)
+    ridge = peak / bandwidth_gbps
+    n = math.ceil(6 * ridge)
+    close = lambda a, b: b != 0 and abs(a / b - 1) <= 0.05
+    out = []
+    for what, mine, right, unit in (("peak", my_peak_gflops, peak, "GFLOP/s"),
+                                    ("ridge", my_ridge, ridge, "FLOP per byte")):
+        if close(mine, right):
+            out.append(f"{what}: {_number(mine)} {unit}, right.")
+            continue
+        why = next((w for f, w in _SLIPS[what] if close(mine, right * f)), None)
+        if what == "ridge" and close(mine, my_peak_gflops / bandwidth_gbps):
+            why = "it follows from your peak, and the division is right"
+        out.append(f"{what}: {_number(mine)} {unit}, but the formula gives "
+                   f"{_number(right)} {unit}" + (f": {why}." if why else "."))
+    if my_n == n:
+        out.append(f"n: {my_n}, right: n/6 = {n / 6:.2f} is the first at or past the ridge, "
+                   f"{ridge:.2f}.")
+    elif my_ridge > 0 and my_n == math.ceil(6 * my_ridge):
+        out.append(f"n: {my_n} follows from your ridge; from the right one, {ridge:.2f}, "
+                   f"n = {n} (n/6 >= ridge means n >= 6 x ridge, rounded up).")
+    else:
+        out.append(f"n: {my_n}, but n/6 >= {ridge:.2f} first holds at n = {n} "
+                   "(n >= 6 x ridge, rounded up).")
+    print("\n".join(out))
+
+
+# ------------------------------------------------------------------ the copy exercise
+
+def copy_sweep_picture(tile: int = COPY_PARAMS["TILE"], rows: int = COPY_PARAMS["ROWS"]):
+    """One block of the copy exercise (tile x rows threads) sweeping its tile x tile
+    tile: the block's rows of threads are its warps (a warp is 32 consecutive
+    threadIdx.x), and pass p of the loop puts thread row y on row y + p * rows of the
+    tile. Each cell is coloured by the pass that copies it; warp 0's first pass is drawn
+    lane by lane."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    passes = tile // rows
+    grid = np.repeat(np.arange(passes), rows)[:, None] * np.ones((1, tile))
+    fig, ax = plt.subplots(figsize=(11, 7))
+    cmap = plt.get_cmap("Blues", passes + 2)
+    ax.imshow(grid + 1.5, cmap=cmap, vmin=0, vmax=passes + 2, aspect="equal",
+              extent=(0, tile, tile, 0))
+    for y in range(0, tile + 1, rows):
+        ax.axhline(y, color="0.2", lw=1.2)
+    for y in range(tile + 1):
+        ax.axhline(y, color="white", lw=0.3)
+    for x in range(tile + 1):
+        ax.axvline(x, color="white", lw=0.3)
+    ax.add_patch(plt.Rectangle((0, 0), tile, 1, fill=False, ec="#c0392b", lw=2.5))
+    for lane in (0, 1, 2, tile - 1):
+        ax.text(lane + 0.5, 0.55, str(lane), ha="center", va="center", fontsize=6,
+                color="white")
+    ax.text(tile / 2 + 2, 0.55, "...", ha="center", va="center", color="white", fontsize=8)
+    tx, ty = 5, 1                     # one thread: its elements down one column
+    ax.plot([tx + 0.5] * passes, [ty + p * rows + 0.5 for p in range(passes)], "o",
+            color="#e67e22", ms=6, mec="black", mew=0.6)
+    ax.annotate(f"thread (threadIdx.x = {tx}, threadIdx.y = {ty}):\nits {passes} elements, "
+                f"one per pass", xy=(tx + 0.5, ty + (passes - 1) * rows + 0.5),
+                xytext=(tile + 1.2, tile - 3), fontsize=9, color="#b35900", va="center",
+                arrowprops={"arrowstyle": "->", "color": "#b35900"})
+    for p in range(passes):
+        ax.text(-0.6, p * rows + rows / 2, f"pass {p}: threadIdx.y = 0..{rows - 1}\n"
+                f"on rows {p * rows}..{p * rows + rows - 1}", ha="right", va="center",
+                fontsize=8)
+    ax.annotate(f"warp 0 (threadIdx.y = 0), pass 0: lanes 0..{tile - 1} copy\n"
+                f"{tile} neighbouring floats of row 0 = {4 * tile} bytes, one load\n"
+                f"and one store of whole 32-byte sectors",
+                xy=(tile, 0.5), xytext=(tile + 1.2, 3), fontsize=9, color="#c0392b",
+                va="center", arrowprops={"arrowstyle": "->", "color": "#c0392b"})
+    ax.text(tile + 1.2, tile / 2,
+            f"a block = {tile} x {rows} threads = {tile * rows // 32} warps,\n"
+            f"one warp per row of threads;\neach pass moves the block {rows} rows "
+            f"down,\n{passes} passes cover the {tile} x {tile} tile:\n"
+            f"each thread copies {passes} elements\nof one column, {rows} rows apart "
+            f"(orange)",
+            fontsize=9, va="center")
+    ax.set_xticks([0, tile // 2, tile])
+    ax.set_xticklabels(["0", f"column {tile // 2}", f"{tile}"])
+    ax.set_yticks([])
+    ax.set_xlabel("columns of the tile: threadIdx.x (the lane) picks the column")
+    ax.set_title(f"One block of the copy sweeping its {tile} x {tile} tile "
+                 f"(TILE = {tile}, ROWS = {rows})", fontsize=10)
+    ax.set_xlim(-0.2, tile)
+    fig.subplots_adjust(left=0.2, right=0.62)
+    return fig
 
 
 # ------------------------------------------------------------------ the copy's solution

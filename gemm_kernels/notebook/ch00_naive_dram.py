@@ -37,9 +37,7 @@ def traffic(study: str = STUDY) -> dict | None:
     (that ceiling),
     'dram_how' (whose bandwidth it is: the device copy's, or the theoretical one),
     'flop_per_dram_byte', 'dram_roof' (GFLOP/s the DRAM ceiling allows at that
-    intensity), 'peak' (FP32), 'dram_busy_pct', 'l2_hit_pct', 'sectors_per_load',
-    'line_limit' (chapter 02's limit from one L1 line per SM and cycle, GFLOP/s)}."""
-    from gemm_kernels.memory.ch01_02_sectors import line_limit
+    intensity), 'peak' (FP32), 'dram_busy_pct', 'l2_hit_pct', 'sectors_per_load'}."""
     (step, row), = studies.results(study)
     props = roofline.device_properties()
     if row is None or records.current().device.get("name") != props.get("name"):
@@ -66,8 +64,7 @@ def traffic(study: str = STUDY) -> dict | None:
             "dram_how": "the theoretical" if theoretical else "the device copy's",
             "dram_roof": dram_gbps * x, "peak": peak,
             "dram_busy_pct": m.get(DRAM_BUSY), "l2_hit_pct": m.get(L2_HIT),
-            "sectors_per_load": m[L1_SECTORS[0]] / m[LOAD_INSTRUCTIONS],
-            "line_limit": line_limit(step.kernel, params, props)["GFLOP/s"]}
+            "sectors_per_load": m[L1_SECTORS[0]] / m[LOAD_INSTRUCTIONS]}
 
 
 def bytes_text(n: float) -> str:
@@ -123,8 +120,8 @@ def bytes_plot(study: str = STUDY, ax=None):
 
 def summary(study: str = STUDY) -> Text:
     """The recorded counts behind the verdict, in words: how busy DRAM was, the roof its
-    counted bytes allow, how many sectors a load instruction asked of the L1, and the
-    limit chapter 02 computes from the L1's lines."""
+    counted bytes allow, and how many 32-byte sectors a warp's load instruction asked of
+    the L1 (chapter 02 explains why that, not DRAM, sets the pace)."""
     t = traffic(study)
     if t is None:
         return Text(f"Not in this recording: the {STUDY} study, or the naive kernel's rate.")
@@ -141,10 +138,7 @@ def summary(study: str = STUDY) -> Text:
         f"  {t['flop_per_dram_byte']:.1f} FLOP per DRAM byte: the lower roof there is "
         f"{roof_name}, {roof / 1000:.1f} TFLOP/s, {roof / t['gflops']:,.0f} times its rate",
         f"  the L1 was asked for {bytes_text(b['L1'])}, {b['L1'] / b['DRAM']:,.0f} times "
-        f"DRAM's bytes: {t['sectors_per_load']:.1f} sectors per load instruction",
+        f"DRAM's bytes: {t['sectors_per_load']:.1f} sectors of 32 bytes per load "
+        f"instruction of a warp, whose 32 lanes load 4 bytes each",
     ]
-    if t["line_limit"]:
-        lines.append(f"  chapter 02's limit from one L1 cache line per SM and cycle: "
-                     f"{t['line_limit']:,.0f} GFLOP/s; it runs at "
-                     f"{t['gflops'] / t['line_limit']:.0%} of it")
     return Text("\n".join(lines))

@@ -1,5 +1,5 @@
 """Chapter 02's helpers around the sector and line model (`memory.ch01_02_sectors`): the
-L1's documented bandwidth in lines, the recorded counters under readable names, their
+width of the L1's data array (shared memory's 32 banks) in lines, the recorded counters under readable names, their
 tables with every percentage to one decimal, the Nsight Compute command that counts
 them again on the reader's GPU, and the prediction check with a word on the usual slip.
 
@@ -20,9 +20,9 @@ LINE_BYTES = device.SMEM_BANKS * device.SMEM_BANK_BYTES       # 32 banks x 4 byt
 # ---------------------------------------------------------------- the L1's bandwidth
 
 def l1_bandwidth(props: dict | None = None) -> Text:
-    """The L1's documented width as bytes and as lines per clock, and the whole GPU's
-    L1 bandwidth from the SM count and the clock (the shared-memory ceiling of chapter
-    00's roofline: L1 and shared memory are one array)."""
+    """The width of the data array the L1 shares with shared memory (its 32 banks of 4
+    bytes, documented for shared memory) as bytes and as lines per clock, and the whole
+    GPU's bandwidth at that width from the SM count and the clock."""
     props = model.device_props() if props is None else props
     gbps = device.smem_bandwidth_gbps(props)
     head = (f"One SM's L1: {device.SMEM_BANKS} banks x {device.SMEM_BANK_BYTES} bytes per "
@@ -30,8 +30,7 @@ def l1_bandwidth(props: dict | None = None) -> Text:
     if not gbps:
         return Text(head)
     return Text(f"{head}\n{props.get('name', 'The GPU')}: {props['sm_count']} SMs x "
-                f"{props['sm_clock_mhz']:,.0f} MHz x {LINE_BYTES} B = {gbps / 1e3:,.1f} TB/s "
-                "(chapter 00's shared-memory ceiling).")
+                f"{props['sm_clock_mhz']:,.0f} MHz x {LINE_BYTES} B = {gbps / 1e3:,.1f} TB/s.")
 
 
 # ---------------------------------------------------------------- recorded counters
@@ -108,39 +107,51 @@ def l2_count(size: int = 4096, blocks=(8, 32), study: str = CACHES_STUDY) -> Tex
 
 # ---------------------------------------------------------------- below the limit
 
-def below_the_limit(kernel: str = "coalesced", params: dict | None = None,
-                    size: int = 2048) -> Text:
-    """For the configuration that stays below the line limit: its share of the limit,
-    and what the L1 and the schedulers did (wavefronts per SM and cycle, busiest L1
-    stage, the write-back of loaded data, the share of cycles an instruction issued)."""
-    params = params or {"BLOCK": 32}
-    lim = model.line_limit(kernel, params)
-    rate = model._rate(kernel, params, size)["gflops"]["median"]
-    m = profiled(kernel, params)
-    row = next((r for r in model.l1_table() if r["configuration"] == model.label(kernel, params)),
-               {})
-    parts = [f"{model.label(kernel, params)}: {rate:,.0f} GFLOP/s, "
-             f"{rate / lim['GFLOP/s']:.0%} of the {lim['GFLOP/s']:,.0f} its "
-             f"{lim['lines']} lines allow"]
-    if row:
-        parts.append(f"L1 wavefronts per SM and cycle {row['L1 wavefronts per SM and cycle']}")
-    for name, metric in (("busiest L1 stage", model.L1_BUSY),
-                         ("write-back of loaded data to the registers",
-                          "l1tex__lsu_writeback_active.avg.pct_of_peak_sustained_active"),
-                         ("cycles in which a scheduler issued",
-                          "smsp__issue_active.avg.pct_of_peak_sustained_active")):
-        if metric in m:
-            parts.append(f"{name} {m[metric]:.0f}%")
-    return Text(parts[0] + ";\n" + "; ".join(parts[1:]) + ".")
+STAGES_STUDY = "ch02_l1_stages"
+# The stages of the load path, in the order a load meets them, as % of each one's peak
+# over the cycles the SM was active: the SM's load pipe, the L1's input of load
+# instructions, its data stage (one wavefront per line), the write-back of loaded data
+# to the registers; then the busiest of every L1 stage Nsight Compute measures.
+_PCT = ".avg.pct_of_peak_sustained_active"
+STAGES = {"load pipe of the SM (%)": "sm__inst_executed_pipe_lsu" + _PCT,
+          "L1 input of loads (%)": "l1tex__lsuin_requests" + _PCT,
+          "L1 data stage (%)": "l1tex__data_pipe_lsu_wavefronts" + _PCT,
+          "write-back to registers (%)": "l1tex__lsu_writeback_active" + _PCT,
+          "busiest L1 stage (%)": model.L1_BUSY}
+ISSUED = "smsp__issue_active" + _PCT
+
+
+def stages_table(study: str = STAGES_STUDY):
+    """Every stage of the load path as a share of its peak, for the steps of `study`:
+    which one (if any) was at its peak. Beside them the loads per SM and cycle (global
+    load requests over SMs and cycles), the instructions a warp issued per step k, and
+    the share of cycles in which a scheduler issued."""
+    from gemm_kernels.core.table import Table
+    sms = model.device_props()["sm_count"]
+    rows = []
+    for step, rec in _results(study):
+        if rec is None:
+            continue
+        m, (M, N, K) = rec["metrics"], rec["shape"]
+        warp_steps = M * N // 32 * K
+        row = {"configuration": model.label(step.kernel, step.params),
+               "lines per step": model.line_limit(step.kernel, step.params)["lines"]}
+        row.update({name: m.get(metric) for name, metric in STAGES.items()})
+        row["loads per SM and cycle"] = f"{m[model.REQUESTS_LD] / (sms * m[model.CYCLES]):.2f}"
+        row["instructions per warp and step"] = f"{m['smsp__inst_executed.sum'] / warp_steps:.1f}"
+        row["scheduler issued (% of cycles)"] = m.get(ISSUED)
+        rows.append(row)
+    cols = ["configuration", "lines per step", *STAGES, "loads per SM and cycle",
+            "instructions per warp and step", "scheduler issued (% of cycles)"]
+    return _one_decimal(Table(rows, cols, title=f"the load path at {rec['shape'][0]}^3, "
+                                                 "counted by Nsight Compute"),
+                        [*STAGES, "scheduler issued (% of cycles)"])
 
 
 # ---------------------------------------------------------------- counting it again
 
 TABLE_METRICS = (model.REQUESTS_LD, model.SECTORS_LD, model.WAVEFRONTS, model.L1_BUSY,
                  model.L1_HIT, model.CYCLES, model.DURATION)
-OPEN_QUESTION_METRICS = ("breakdown:l1tex__throughput.avg.pct_of_peak_sustained_active",
-                         "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
-                         "l1tex__lsu_writeback_active.avg.pct_of_peak_sustained_active")
 
 
 def ncu_command(study: str = L1_STUDY, metrics=TABLE_METRICS) -> Text:
