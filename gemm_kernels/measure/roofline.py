@@ -268,9 +268,9 @@ def l2_summary() -> str:
         return ("L2 ceiling: no l2_read timings here (run `python -m gemm_kernels sweep "
                 "l2_read` on a GPU); the roofline leaves the L2 ceiling out.")
     return (f"l2_read on {l2['bytes'] / MiB:,.0f} MiB, PASSES = "
-            f"{', '.join(map(str, l2['passes']))}: time = {l2['fixed_ms'] * 1e3:,.1f} us + "
-            f"PASSES x {l2['per_pass_ms'] * 1e3:,.3f} us\n"
-            f"L2 read bandwidth = {l2['bytes'] / MB:,.2f} MB / {l2['per_pass_ms'] * 1e3:,.3f} us"
+            f"{', '.join(map(str, l2['passes']))}: time = {l2['fixed_ms'] * 1e3:,.1f} µs + "
+            f"PASSES x {l2['per_pass_ms'] * 1e3:,.3f} µs\n"
+            f"L2 read bandwidth = {l2['bytes'] / MB:,.2f} MB / {l2['per_pass_ms'] * 1e3:,.3f} µs"
             f" = {l2['gbps']:,.0f} GB/s")
 
 
@@ -341,7 +341,8 @@ def plot(kernels, size: int = profile.GEMM_SHAPE[0], ax=None):
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(x[0], x[-1])
-    ax.set_ylim(min(p["gflops"] for p in pts) / 3 if pts else peak / 1000, peak * 3)
+    ax.set_ylim(min(p["gflops"] for p in pts) / 3 if pts else peak / 1000,
+                peak * 1.5 ** (len(drawn) + 1.6))
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved at that level)")
     ax.set_ylabel("GFLOP/s")
     ax.set_title(f"Hierarchical roofline at {size}^3, {records.source()}", fontsize=10)
@@ -432,15 +433,17 @@ def dram_point(entry, size: int = GROWING_SIZE, props: dict | None = None) -> di
 
 
 def _ridge_labels(ax, drawn: list[dict], peak: float) -> None:
-    """The DRAM ridges, measured and theoretical, named above the roof where no point
-    can be (no kernel beats the peak): one label on each side of its own bend."""
-    dram = sorted((c for c in drawn if c["level"] == "DRAM"), key=lambda c: -c["gbps"])
-    for c, ha in zip(dram, ("right", "left") if len(dram) == 2 else ("center",)):
+    """Every ridge (the L2's, the measured and the theoretical DRAM's) named above the
+    roof, where no point can be (no kernel beats the peak): a tick up from the bend and
+    its label, each on its own height so that ridges close together stay readable."""
+    # largest ridge lowest: a tick rising from a smaller ridge passes left of every label
+    for i, c in enumerate(sorted(drawn, key=lambda c: c["gbps"])):
         ridge = peak / c["gbps"]
         colour = "k" if c["kind"] == "measured" else "0.4"
-        ax.plot([ridge, ridge], [peak, peak * 1.12], color=colour, lw=1)
-        ax.text(ridge, peak * 1.15, f"{c['kind']} DRAM ridge\n{ridge:.1f} FLOP/B",
-                ha=ha, va="bottom", fontsize=8, color=colour)
+        top = peak * 1.5 ** (i + 1)
+        ax.plot([ridge, ridge], [peak, top], color=colour, lw=1, ls=":")
+        ax.text(ridge, top, f" {c['level']} ridge ({c['kind']}): {ridge:.1f} FLOP/B",
+                ha="left", va="center", fontsize=8, color=colour)
 
 
 def chapter_plot(kernels=(), size: int = GROWING_SIZE, ax=None):
@@ -486,7 +489,7 @@ def chapter_plot(kernels=(), size: int = GROWING_SIZE, ax=None):
         ax.annotate(p["label"], (p["x"], p["gflops"]), xytext=(-10, -6),
                     textcoords="offset points", ha="right", va="top", fontsize=9,
                     color=colour)
-        handles.append(Line2D([], [], color=colour, lw=3,
+        handles.append(Line2D([], [], color=colour, marker="o", ms=7, ls=":",
                               label=f"{p['label']}: {p['gflops']:,.0f} GFLOP/s"))
     if any(p["how"] == "ncu" for p in pts):
         handles.append(Line2D([], [], marker="o", color="k", ls="none",
@@ -500,7 +503,8 @@ def chapter_plot(kernels=(), size: int = GROWING_SIZE, ax=None):
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(x[0], x[-1])
-    ax.set_ylim(min(p["gflops"] for p in pts) / 3 if pts else peak / 1000, peak * 3)
+    ax.set_ylim(min(p["gflops"] for p in pts) / 3 if pts else peak / 1000,
+                peak * 1.5 ** (len(drawn) + 1.6))
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved through DRAM, or through the "
                   "L2 for the L2 roof)")
     ax.set_ylabel("GFLOP/s")
