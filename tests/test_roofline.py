@@ -119,10 +119,12 @@ def test_ridge_labels_name_measured_and_theoretical_and_collide_with_nothing(rec
     ax = roofline.plot(KERNELS, size=SIZE)
     ax.figure.canvas.draw()
     labels = [t for t in ax.texts if "ridge" in t.get_text()]
-    assert sorted(t.get_text().split()[0] for t in labels) == ["measured", "theoretical"]
+    assert sorted(t.get_text().split(":")[0].strip() for t in labels) == \
+        ["DRAM ridge (measured)", "DRAM ridge (theoretical)"]
     boxes = [t.get_window_extent() for t in labels]
-    a, b = boxes
-    assert not (a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1)
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not (a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1)
     for line in _points(ax).values():
         x, y = ax.transData.transform((line.get_xdata()[0], line.get_ydata()[0]))
         r = line.get_markersize()

@@ -433,11 +433,12 @@ def dram_point(entry, size: int = GROWING_SIZE, props: dict | None = None) -> di
 
 
 def _ridge_labels(ax, drawn: list[dict], peak: float) -> None:
-    """Every ridge (the L2's, the measured and the theoretical DRAM's) named above the
+    """The memory ridges (the L2's, the measured and the theoretical DRAM's) named above the
     roof, where no point can be (no kernel beats the peak): a tick up from the bend and
     its label, each on its own height so that ridges close together stay readable."""
     # largest ridge lowest: a tick rising from a smaller ridge passes left of every label
-    for i, c in enumerate(sorted(drawn, key=lambda c: c["gbps"])):
+    ridges = [c for c in drawn if c["level"] in ("DRAM", "L2")]
+    for i, c in enumerate(sorted(ridges, key=lambda c: c["gbps"])):
         ridge = peak / c["gbps"]
         colour = "k" if c["kind"] == "measured" else "0.4"
         top = peak * 1.5 ** (i + 1)
