@@ -207,3 +207,11 @@ def test_the_dgemm_reading_uses_the_sweeps_size():
         pytest.skip("no recording")
     text = w.dgemm_reading()
     assert f"dgemm_tiled at {w.SIZE}^3" in text
+
+
+def test_the_worked_solution_is_set_beside_the_chapters_kernel_of_its_run():
+    line = w.solution_rate()
+    if line.startswith("the worked solution was not timed"):
+        pytest.skip("the recording has no row of the worked solution")
+    assert "the worked solution" in line and "the chapter's kernel" in line, line
+    assert line.rstrip().endswith("% of it"), line

@@ -588,6 +588,29 @@ def control_table(block: int = 16) -> Table:
                  "bank model, warp 0")
 
 
+def solution_rate(size: int = SIZE) -> str:
+    """The exercise's worked solution (rows of BLOCK + 1 doubles, B transposed) and
+    `dgemm_tiled` at the exercise's BLOCK, timed in one run: GFLOP/s (median, range) and
+    the solution's share of the chapter's kernel. A sentence saying so where not
+    recorded."""
+    from gemm_kernels.exercises.catalog import get
+    from gemm_kernels.measure import records
+    from gemm_kernels.notebook import timed_variants
+    ex = get(EXERCISE)
+    sol = timed_variants.row(f"{EXERCISE}: worked solution", dict(ex.params), (size,) * 3)
+    if sol is None:
+        return f"the worked solution was not timed at {size}^3"
+    ref = next((r for r in records.current().find(ex.kernel, (size,) * 3, dict(ex.params))
+                if "gflops" in r and r.get("run") == sol.get("run")), None)
+    g = lambda r: (f"{r['gflops']['median']:,.0f} GFLOP/s ({r['gflops']['min']:,.0f} .. "
+                   f"{r['gflops']['max']:,.0f}), {r['binary']['registers']} registers")
+    line = f"{ex.kernel}, BLOCK = {ex.params['BLOCK']}, {size}^3, one run: the worked solution {g(sol)}"
+    if ref:
+        line += (f"; the chapter's kernel {g(ref)}; the solution at "
+                 f"{100 * sol['gflops']['median'] / ref['gflops']['median']:.1f}% of it")
+    return line
+
+
 CONTROL_NAME = "sgemm_tiled_vec:scalar_B"
 
 
