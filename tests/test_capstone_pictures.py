@@ -466,3 +466,24 @@ def test_exercise_references_are_the_recorded_kernels_at_the_graded_configuratio
         asked = float(r["an answer must reach"].split()[0].replace(",", ""))
         assert rate > 0 and abs(asked - 0.9 * rate) <= 1
     assert rows[1]["registers (timed)"] == 127 and rows[1]["blocks/SM"] == 2
+
+
+def test_the_step_profile_holds_steps_3_to_7_in_ladder_order():
+    t = cp.step_counters()
+    assert [r["step"] for r in t] == ["+ z-order lanes", "cp.async ring, 2 stages, warp tiles",
+                                      "+ 4 stages", "+ BK = 16", "+ hoisted copy addresses"]
+    if t[0]["warps resident, %"] is None:
+        pytest.skip("the recording has no profile of the steps")
+    assert "run 2" not in t.title                      # no run id in the student's table
+    # step 4 runs one block per SM where step 3 runs two: half the warps resident
+    assert t[1]["warps resident, %"] == pytest.approx(t[0]["warps resident, %"] / 2, rel=0.1)
+    assert cp.step_stall_plot().axes
+
+
+def test_the_worked_solutions_sit_beside_the_kernels_of_their_run():
+    t = cp.exercise_references()
+    assert [r["exercise"] for r in t] == ["09_zorder", "09_capstone_step"]
+    for r in t:
+        if r["worked solution (% of cuBLAS)"] == cp.NOT_RECORDED:
+            pytest.skip("the recording has no worked solution")
+        assert r["solution / kernel"].endswith("%")

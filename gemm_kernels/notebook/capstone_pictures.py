@@ -1370,8 +1370,11 @@ def exercise_references(names=("09_zorder", "09_capstone_step")) -> Table:
     """For each exercise of the chapter, the kernel its answer reproduces and is timed
     against (the chapter's own, at the graded configuration), as recorded at the size the
     speed step times: registers of the binary that was timed, blocks per SM, the rate
-    with its share of the cuBLAS timed beside it, and the rate an answer must reach."""
+    with its share of the cuBLAS timed beside it, and the rate an answer must reach; then
+    the worked solution, timed with the kernel in one run: its rate, its share of the
+    kernel's ('-' where the two rows come from different runs) and its registers."""
     from gemm_kernels.exercises.catalog import get
+    from gemm_kernels.notebook import timed_variants
     rows = []
     for name in names:
         ex = get(name)
@@ -1382,14 +1385,21 @@ def exercise_references(names=("09_zorder", "09_capstone_step")) -> Table:
         except LookupError:
             r = None
         regs = ((r or {}).get("binary") or {}).get("registers")
+        sol = timed_variants.row(f"{name}: worked solution", dict(ex.params),
+                                 (ex.time_size,) * 3)
         rows.append({"exercise": name, "timed against": f"{k.source}, graded configuration",
                      "registers (timed)": regs if regs is not None else "-",
                      "blocks/SM": analysis.kernel_occupancy(k, p, registers=regs).blocks_per_sm,
                      f"GFLOP/s at {ex.time_size}^3 (% of cuBLAS)": _rate_cell(r),
                      "an answer must reach": "-" if r is None else
-                     f"{count(ex.speed * _rate(r))} ({ex.speed:.0%})"})
-    return Table(rows, list(rows[0]), title="The kernels the exercises are timed against "
-                 f"({records.source()})")
+                     f"{count(ex.speed * _rate(r))} ({ex.speed:.0%})",
+                     "worked solution (% of cuBLAS)": _rate_cell(sol),
+                     "solution / kernel": "-" if sol is None or r is None or
+                     sol.get("run") != r.get("run") else f"{100 * _rate(sol) / _rate(r):.1f}%",
+                     "solution's registers": ((sol or {}).get("binary") or {}).get("registers",
+                                                                                   "-")})
+    return Table(rows, list(rows[0]), title="The kernels the exercises are timed against, and "
+                 f"the worked solutions timed beside them ({records.source()})")
 
 
 def stages_table(size: int = 4096, here: bool = False) -> Table:
@@ -1435,6 +1445,38 @@ def stall_plot(kernels=("zorder", "capstone")):
         if t.get_text().startswith("run ") or "no run recorded" in t.get_text():
             t.remove()
     return fig
+
+
+STEP_STALLS = "ch09_step_stalls"
+
+
+def step_stall_plot():
+    """Where the warps wait at step 3 (z-order), at step 4 (the cp.async ring, 2 stages)
+    and at steps 5 to 7, at 4096^3: `evidence.stall_plot` of the study, without its run
+    line (the chapter's caption names the recording)."""
+    from gemm_kernels.notebook import evidence
+    return evidence.stall_plot(STEP_STALLS, run_line=False)
+
+
+_WAIT = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+
+
+def step_counters() -> Table:
+    """The same steps' occupancy and busy-ness: warps resident (% of the SM's slots),
+    issue slots used, FMA pipe busy and the shared-memory pipe busy (all % of peak), and
+    the waits for global memory and at barriers per issued instruction."""
+    from gemm_kernels.notebook import evidence
+    t = evidence.counters(STEP_STALLS, {
+        "warps resident, %": "sm__warps_active.avg.pct_of_peak_sustained_active",
+        "issue slots used, %": "smsp__issue_active.avg.pct_of_peak_sustained_active",
+        "FMA pipe busy, %": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+        "shared pipe busy, %": "l1tex__data_pipe_lsu_wavefronts_mem_shared"
+                               ".avg.pct_of_peak_sustained_elapsed",
+        "long scoreboard / issue": _WAIT.format("long_scoreboard"),
+        "barrier / issue": _WAIT.format("barrier"),
+        "kernel time, ms": ("gpu__time_duration.sum", 1e6)})
+    return Table(list(t), t.columns, title="Steps 3 to 7 at 4096^3, Nsight Compute at its own "
+                 f"clock; {records.recording_label()}")
 
 
 def issue_evidence() -> Text:

@@ -731,4 +731,5 @@ def mistakes() -> Table:
                      "what the grader says": bad.detail if bad else
                      "passes; step 2 says: " + (static.detail if static else "")})
     return Table(rows, ["answer", "fails at step", "what the grader says"],
-                 title="the solution changed into common mistakes, graded without a GPU")
+                 title="the solution changed into common mistakes, and one right rewrite, graded "
+                 "without a GPU")
