@@ -487,3 +487,14 @@ def test_the_worked_solutions_sit_beside_the_kernels_of_their_run():
         if r["worked solution (% of cuBLAS)"] == cp.NOT_RECORDED:
             pytest.skip("the recording has no worked solution")
         assert r["solution / kernel"].endswith("%")
+
+
+def test_step_changes_are_the_numbers_of_the_change_plot():
+    lines = str(cp.step_changes()).splitlines()
+    assert lines[0] == "(at 2048^3 and 4096^3)" and len(lines) == 9
+    full = cp.ladder((2048, 4096))
+    c, held = cp._step_change(full[1], full[0], 2048)
+    if c is None:
+        pytest.skip("the ladder is not recorded")
+    assert lines[1].startswith(full[1].label) and f"{c:+.1f}%" in lines[1]
+    assert "MINB = 2" not in lines[1] and "between the MINB = 2 builds" in lines[4]

@@ -687,6 +687,36 @@ def ladder_plot(sizes=(2048, 4096)):
     return fig
 
 
+def _step_change(r, before, n):
+    """(change as timed, change between the MINB = 2 builds) of ladder step `r` against
+    the step `before` at n^3, in %; None where a row is missing (or, for the second, where
+    neither step has a MINB = 2 build)."""
+    held = None
+    if r.held[n] and before.held[n] and (r.has_minb or before.has_minb):
+        held = 100 * (_rate(r.held[n]) / _rate(before.held[n]) - 1)
+    c = (100 * (_rate(r.rows[n]) / _rate(before.rows[n]) - 1)
+         if r.rows[n] and before.rows[n] else None)
+    return c, held
+
+
+def step_changes(sizes=(2048, 4096)) -> Text:
+    """One line per step of the ladder: its change against the step before at each size,
+    as timed and, where a MINB = 2 build exists, between the two-block builds (the
+    numbers of `change_plot`, for the reading under it)."""
+    full = ladder(sizes)
+    lines = []
+    for r in full[1:]:
+        before = full[r.index - 1]
+        got = [_step_change(r, before, n) for n in sizes]
+        fmt = lambda v: "-" if v is None else f"{v:+.1f}%"
+        line = (f"{r.label}: " + " and ".join(fmt(c) for c, _ in got)
+                + " as timed")
+        if any(h is not None for _, h in got):
+            line += "; " + " and ".join(fmt(h) for _, h in got) + " between the MINB = 2 builds"
+        lines.append(line)
+    return Text(f"(at {' and '.join(f'{n}^3' for n in sizes)})\n" + "\n".join(lines))
+
+
 def change_plot(sizes=(2048, 4096)):
     """Each step's change against the step before, in %, as timed (bars, one per size)
     and between the MINB = 2 builds (diamonds), on top of two bands from the same
@@ -717,13 +747,11 @@ def change_plot(sizes=(2048, 4096)):
         for i, r in enumerate(rungs):
             y = i + (k - (len(sizes) - 1) / 2) * height
             before = full[r.index - 1]
-            held = None
-            if r.held[n] and before.held[n] and (r.has_minb or before.has_minb):
-                held = 100 * (_rate(r.held[n]) / _rate(before.held[n]) - 1)
+            c, held = _step_change(r, before, n)
+            if held is not None:
                 ax.plot(held, y, marker="D", ms=7, mfc="#e69138", mec="k", ls="none",
                         zorder=5, label="between the MINB = 2 builds (two blocks per SM)")
-            if r.rows[n] and before.rows[n]:
-                c = 100 * (_rate(r.rows[n]) / _rate(before.rows[n]) - 1)
+            if c is not None:
                 ax.barh(y, c, height * 0.95, color=colours[k % 2], zorder=3,
                         label=f"{n}^3, as timed")
                 # the label beyond the bar, and beyond a diamond just past its end
