@@ -466,3 +466,35 @@ def test_exercise_references_are_the_recorded_kernels_at_the_graded_configuratio
         asked = float(r["an answer must reach"].split()[0].replace(",", ""))
         assert rate > 0 and abs(asked - 0.9 * rate) <= 1
     assert rows[1]["registers (timed)"] == 127 and rows[1]["blocks/SM"] == 2
+
+
+def test_the_step_profile_holds_steps_3_to_7_in_ladder_order():
+    t = cp.step_counters()
+    assert [r["step"] for r in t] == ["+ z-order lanes", "cp.async ring, 2 stages, warp tiles",
+                                      "+ 4 stages", "+ BK = 16", "+ hoisted copy addresses"]
+    if t[0]["warps resident, %"] is None:
+        pytest.skip("the recording has no profile of the steps")
+    assert "run 2" not in t.title                      # no run id in the student's table
+    # step 4 runs one block per SM where step 3 runs two: half the warps resident
+    assert t[1]["warps resident, %"] == pytest.approx(t[0]["warps resident, %"] / 2, rel=0.1)
+    assert cp.step_stall_plot().axes
+
+
+def test_the_worked_solutions_sit_beside_the_kernels_of_their_run():
+    t = cp.exercise_references()
+    assert [r["exercise"] for r in t] == ["09_zorder", "09_capstone_step"]
+    for r in t:
+        if r["worked solution (% of cuBLAS)"] == cp.NOT_RECORDED:
+            pytest.skip("the recording has no worked solution")
+        assert r["solution / kernel"].endswith("%")
+
+
+def test_step_changes_are_the_numbers_of_the_change_plot():
+    lines = str(cp.step_changes()).splitlines()
+    assert lines[0] == "(at 2048^3 and 4096^3)" and len(lines) == 9
+    full = cp.ladder((2048, 4096))
+    c, held = cp._step_change(full[1], full[0], 2048)
+    if c is None:
+        pytest.skip("the ladder is not recorded")
+    assert lines[1].startswith(full[1].label) and f"{c:+.1f}%" in lines[1]
+    assert "MINB = 2" not in lines[1] and "between the MINB = 2 builds" in lines[4]

@@ -122,3 +122,21 @@ def test_submitted_returns_the_last_source_of_an_exercise(monkeypatch):
     assert magic.submitted("10_in_flight") == "// my copy"
     with pytest.raises(ValueError):
         magic.submitted("no_such_exercise")
+
+
+def test_the_worked_solution_is_set_beside_the_copy_of_its_own_run():
+    rows = list(c.solution_rates())
+    assert [r["kernel"] for r in rows] == ["the chapter's copy",
+                                           "the worked solution: every load first",
+                                           "copy through a shared tile"]
+    assert [r["loads before the first store"] for r in rows] == [3, 4, 4]
+    if rows[1]["% of device copy"] is None:
+        pytest.skip("the recording has no row of the worked solution")
+    assert rows[0]["timed"] == rows[1]["timed"] == "same run"
+    line = c.solution_gap()
+    assert "closes" in line and f"{rows[1]['% of device copy']:.1f}%" in line, line
+
+
+def test_a_pointer_answer_is_in_the_mistakes_as_a_pass_with_ptxas_note():
+    src = c._mistake_source(dict(c.MISTAKES)["all loads first, through pointers (size_t)"])
+    assert "src[(size_t)i * ROWS * cols]" in src and "v[i] = in[" not in src

@@ -129,11 +129,46 @@ def test_the_control_changes_three_lines_and_only_the_b_instructions():
         assert t[(vec, "vector load")]["B wavefronts per warp and k"] == f"{vec}"
 
 
-def test_the_control_is_timed_only_on_a_gpu():
+def test_without_a_gpu_the_control_is_read_from_the_recording():
     from gemm_kernels.core import device
     if device.is_live():
         pytest.skip("a GPU is here: the live path is tested by the notebook")
-    assert w.control_timing().startswith("not recorded")
+    t = w.control_timing()
+    assert [(r["VEC"], r["kernel"]) for r in t] == [
+        (v, k) for v in (1, 2, 4) for k in ("vector load", "control: scalar loads")]
+    rate = next(c for c in t.columns if c.startswith("GFLOP/s at"))
+    if any(r[rate] is None for r in t):
+        pytest.skip("the recording has no control")
+    # the same bound for both kernels of a VEC: the shares of it keep the rates' ratio
+    for a, b in zip(t[::2], t[1::2]):
+        assert a["% of bound"] / b["% of bound"] == pytest.approx(a[rate] / b[rate])
+        assert a["slowest call"] <= a[rate] <= a["fastest call"]
+    lines = w.control_reading(t).splitlines()
+    assert len(lines) == 3 and lines[0].startswith("VEC = 1: the control runs at")
+
+
+def test_control_reading_tells_overlapping_ranges_apart():
+    rate = "GFLOP/s at 2048, median"
+    t = [{"VEC": 2, "kernel": "vector load", rate: 100.0, "fastest call": 101.0,
+          "slowest call": 99.0},
+         {"VEC": 2, "kernel": "control: scalar loads", rate: 90.0, "fastest call": 98.0,
+          "slowest call": 89.0}]
+    from gemm_kernels.core.table import Table
+    out = w.control_reading(Table(t, list(t[0])))
+    assert "90.0% of the vector kernel" in out and "do not overlap" in out
+    t[1]["fastest call"] = 99.5
+    assert "ranges overlap" in w.control_reading(Table(t, list(t[0])))
+
+
+def test_the_dgemm_stalls_are_per_warp_dfma():
+    t = w.dgemm_stalls()
+    assert [r["BLOCK"] for r in t] == [8, 16, 32]
+    if "profiled" in t[0]:
+        pytest.skip("the recording has no profile of the tiled DGEMM")
+    for r in t:
+        assert 0 < r["shared pipe, % of peak"] <= 100 and r["instructions per warp DFMA"] > 1
+        assert all(r[c] >= 0 for c in ("long scoreboard", "barrier", "MIO throttle",
+                                       "short scoreboard"))
 
 
 @pytest.mark.skipif(__import__("shutil").which("g++") is None, reason="no C++ compiler here")
@@ -172,3 +207,11 @@ def test_the_dgemm_reading_uses_the_sweeps_size():
         pytest.skip("no recording")
     text = w.dgemm_reading()
     assert f"dgemm_tiled at {w.SIZE}^3" in text
+
+
+def test_the_worked_solution_is_set_beside_the_chapters_kernel_of_its_run():
+    line = w.solution_rate()
+    if line.startswith("the worked solution was not timed"):
+        pytest.skip("the recording has no row of the worked solution")
+    assert "the worked solution" in line and "the chapter's kernel" in line, line
+    assert line.rstrip().endswith("% of it"), line

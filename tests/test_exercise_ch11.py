@@ -109,6 +109,43 @@ def test_the_swizzled_read_stays_lds64():
     assert ops == {"LDS.128": 8, "LDS.64": 16}, ops
 
 
+# An XOR swizzle by an even number keeps k and k + 1 side by side, 16-byte aligned, so
+# the layout allows LDS.128; ptxas cannot prove it and reads B with LDS.64 (A keeps its 8
+# LDS.128 and one more pair merges). The check must price the LDS.64 it compiled to.
+EVEN_SWIZZLE = dict(pitch="BLOCK",
+                    store="B_shared[threadIdx.x][threadIdx.y ^ (2 * (threadIdx.x & 7))]",
+                    read="B_shared[threadIdx.x][k ^ (2 * (threadIdx.x & 7))]")
+
+
+def test_an_even_swizzle_compiled_to_lds64_is_priced_as_lds64():
+    src = variant(**EVEN_SWIZZLE)
+    read = ch11_checks.Access("B_shared", "ld", "threadIdx.x", "k ^ (2 * (threadIdx.x & 7))")
+    slot = ch11_checks.slot_function(read, 16, 16)
+    assert ch11_checks.read_pairs(slot, 16)          # the layout would allow LDS.128
+    sass = submission_sass(NAME, "dgemm_tiled", {"BLOCK": 16}, src)
+    ops = Counter(f for _, f, _ in analysis.main_loop(sass) if f.startswith("LDS"))
+    assert ops["LDS.128"] < 16 and ops["LDS.64"] > 0, ops
+    # without the SASS the read is priced as an LDS.128 and passes; with it, as the
+    # LDS.64 it is, 2-way in each half-warp
+    assert not any("the read of" in p for p in tiles_64bit(16)(src))
+    problems = tiles_64bit(16, NAME, "dgemm_tiled", {"BLOCK": 16})(src)
+    read = [p for p in problems if p.startswith("the read of B_shared")]
+    assert len(read) == 1 and "(LDS.64)" in read[0] and "a 2-way" in read[0], problems
+
+
+def test_the_loop_lds128_go_to_a_first():
+    """Eight LDS.128 (A's own) leave none for B: its pairable read is an LDS.64; sixteen
+    leave eight, enough for B's read."""
+    accesses = [ch11_checks.Access("A_shared", "ld", "threadIdx.y", "k"),
+                ch11_checks.Access("B_shared", "ld", "threadIdx.x", "k")]
+    slots = {a: ch11_checks.slot_function(a, 18, 16) for a in accesses}
+    w = ch11_checks.widths(accesses, slots, 16, 8)
+    assert w[accesses[0]] == 16 and w[accesses[1]] == 8
+    w = ch11_checks.widths(accesses, slots, 16, 16)
+    assert w[accesses[0]] == 16 and w[accesses[1]] == 16
+    assert ch11_checks.widths(accesses, slots, 16)[accesses[1]] == 16
+
+
 # Typical wrong answers the static step cannot see, refused on a GPU by the element-wise
 # check.
 WRONG = {

@@ -153,6 +153,11 @@ def pipeline_wait(source: str) -> list[str]:
                         "wait counts groups")
     waits = list(_WAIT.finditer(body))
     if not waits:
+        if re.search(r"\bcp_async_wait\s*<", body):
+            return problems + [
+                "cannot read the count of the wait in the K loop: write it as "
+                "'cp_async_wait<count>();' with a count in STAGES, + - * / and numbers "
+                "(no < or > inside it)"]
         return problems + [
             "no 'cp_async_wait<count>();' in the K loop: without a wait the fragments of "
             "the next tile may be read before its copies have landed (a race that the "
@@ -176,25 +181,23 @@ def pipeline_wait(source: str) -> list[str]:
             want = stages - 2
             if n < 0:
                 problems.append(f"cp_async_wait<{expr}>() at STAGES={stages} is a count of "
-                                f"{n}: a count of groups is 0 or more; keep STAGES-2 = "
-                                f"{want} in flight")
+                                f"{n}: a count of groups is 0 or more")
                 break
-            at = (f"cp_async_wait<{expr}>() at STAGES={stages} waits until at most {n} "
-                  f"group{'s' * (n != 1)} {'are' if n != 1 else 'is'} in flight")
+            at = (f"cp_async_wait<{expr}>() at STAGES={stages} lets up to {n} "
+                  f"group{'s' * (n != 1)} stay in flight")
             if n > want:
                 problems.append(
-                    f"{at}: tile t+1, which the next fragments read, has only {want} "
-                    f"newer group{'s' * (want != 1)} after it, so its own copies may "
-                    f"still be in flight (a race); keep STAGES-2 = {want} in flight")
+                    f"{at}: that can include the group of tile t+1, the tile the next "
+                    "fragments read, so its copies may still be in flight (a race); "
+                    "count the groups committed by then, and find tile t+1's place among "
+                    "them")
                 break
             if n < want:
                 ago = "in this step" if n == 0 else f"{n} step{'s' * (n != 1)} ago"
                 problems.append(
-                    f"{at}: it also waits for tiles that are not needed yet, down to the "
-                    f"one requested {ago}, so a copy gets {n + 1} step"
-                    f"{'s' * (n != 0)} of compute to arrive in instead of STAGES-1 = "
-                    f"{stages - 1} (right results, but the overlap the stages buy is "
-                    f"lost); keep STAGES-2 = {want} in flight")
+                    f"{at}: so it also waits for the tile requested {ago}, which no "
+                    "fragment reads yet: right results, but that copy had less time to "
+                    "arrive than the ring gives it, and the overlap the stages buy is lost")
                 break
     return problems
 
@@ -460,12 +463,10 @@ def _guard_problem(guards: list[tuple[str, bool]]) -> str | None:
                 if asks:
                     return (f"'if ({shown})' requests tile {wanted} {where}, but the last "
                             f"tile is tile {tiles - 1}: issue_next's copies are not "
-                            "checked, so they read past the end of A and B; request "
-                            "exactly when tile + STAGES - 1 < tiles")
+                            "checked, so they read past the end of A and B")
                 return (f"'if ({shown})' does not request tile {wanted} {where}, although "
                         "K has it: that tile is never copied, its stage still holds an "
-                        "older tile, and the results come out wrong; request exactly when "
-                        "tile + STAGES - 1 < tiles")
+                        "older tile, and the results come out wrong")
     return None
 
 
@@ -538,7 +539,7 @@ def pipeline_requests(source: str) -> list[str]:
                         "left: " + ("issue_next's copies are not checked, so they then "
                                     "read past the end of A and B" if name == "issue_next"
                                     else "it then requests a tile that does not exist")
-                        + "; request only 'if (tile + STAGES - 1 < tiles)'")
+                        + "; request it only when K has it")
     return list(dict.fromkeys(problems))
 
 
@@ -589,6 +590,18 @@ def _loop_rows(head: str) -> tuple[str, str] | None:
     return None
 
 
+def _landing(target: str, floats: int, n: dict) -> str:
+    """Where a move of `floats` takes the pointer, in the matrix's own terms: along a
+    row of A (K floats long), or down B (rows of N floats)."""
+    if target == "a_src":
+        return (f"that is {floats} column{'s' * (floats != 1)} along a row of A"
+                if 0 <= floats < n["K"] else "that leaves the thread's row of A")
+    rows, rest = divmod(floats, n["N"])
+    return (f"that is {rows} row{'s' * (rows != 1)} down B" if rest == 0 else
+            f"that is {rows} row{'s' * (rows != 1)} and {rest} float{'s' * (rest != 1)} "
+            "down B, off the thread's column")
+
+
 def hoist_advance(source: str) -> list[str]:
     """Problems of the source pointers' moves in `issue_next` (the HOIST path): every
     a_src[r], r = 0..A_ROWS-1, must move on by BK and b_src by BK * N, once per call,
@@ -602,8 +615,8 @@ def hoist_advance(source: str) -> list[str]:
     names = [_hoist_names(c) for c in _CONFIGS]
     walked = list(_walk(_statements(body)))
     problems = []
-    for target, want, what in (("a_src", "BK", "one tile along a row of A: BK floats"),
-                               ("b_src", "BK * N", "one tile down B: BK rows of N floats")):
+    for target, want, what in (("a_src", "BK", "one tile along its row of A"),
+                               ("b_src", "BK * N", "one tile down B")):
         moves = [(s, around, inc) for s, around in walked
                  for inc in [_increment(s.text, target)] if inc]
         if not moves:
@@ -625,8 +638,8 @@ def hoist_advance(source: str) -> list[str]:
                 by = amount if amount.strip() == str(got[0]) else f"{amount} = {got[0]}"
                 problems.append(
                     f"{target} moves on by {by} float{'s' * (got[0] != 1)} at BK = "
-                    f"{names[0]['BK']}, N = {names[0]['N']}, where one tile is {want} = "
-                    f"{expected[0]}: {what}")
+                    f"{names[0]['BK']}, N = {names[0]['N']}, K = {names[0]['K']}: "
+                    f"{_landing(target, got[0], names[0])}, not {what}")
             if copies and s.at < max(copies):
                 problems.append(f"{target} moves on before the last copy that reads it: "
                                 "move it after those copies, or they copy the next tile")

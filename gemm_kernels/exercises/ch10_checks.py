@@ -9,13 +9,19 @@ in the SASS, and asks for all TILE / ROWS loads of a thread before its first sto
 the graded parameters and at other values of ROWS (a count that only fits one
 configuration, or a compiler that reorders one configuration only, does not pass).
 
-Two things make the message one a student can act on:
+The order is read twice, in the PTX (what the source asked for, after NVVM) and in the
+SASS (what ptxas made of it), so that the verdict judges what the student can change:
 
-* the order is read twice, in the PTX (what the source asked for, after NVVM) and in the
-  SASS (what ptxas made of it). Where the PTX sends every load first and the SASS does
-  not, the source is right and ptxas moved a store up: the message says so, and where the
-  offsets are not computed in size_t (the TODO asks for it) it says that too;
-* a kernel that fails on the order is also run on the CPU (`cpu_step`, every thread
+* where the PTX interleaves loads and stores, the source does: refused, with the counts;
+* where the PTX sends every load first and the SASS does not, the source is right and
+  ptxas, scheduling on its own, moved a store up. With offsets in int (the TODO asks for
+  size_t) that is refused with the one change that helps; with size_t offsets the
+  student has nothing left to change (ptxas's scheduling of equivalent sources, pointer
+  arithmetic for instance, differs; __syncwarp(), __threadfence_block() or an empty
+  asm volatile with a memory clobber between the loops do not move it), so the step
+  passes and its note says what ptxas did: the timing on a GPU then tells whether it
+  costs anything;
+* a kernel refused on the order is also run on the CPU (`cpu_step`, every thread
   emulated) when that can run here: the grader stops after a failed step 2, and a kernel
   that copies the wrong elements must not be reported only as a slow one.
 """
@@ -49,18 +55,17 @@ def ptx_loads_first(ptx: str) -> bool:
     return "st" not in ops or "ld" not in ops[ops.index("st"):]
 
 
-def _order_problem(p: dict, before: int, want: int, source_first: bool, wide: bool) -> str:
+def _order_problem(p: dict, before: int, want: int, source_first: bool) -> str:
     where = f"with TILE = {p['TILE']}, ROWS = {p['ROWS']}"
     if not source_first:
         return (f"{where} a thread sends {before} of its {want} loads before its first store "
                 "(STG), so the rest wait for another round trip to memory: all of them must "
                 "be in flight first")
-    advice = ("; compute each offset r * cols + c in size_t, as the TODO asks: the reference "
-              "solution does, and there ptxas keeps every load first" if not wide else "")
     return (f"{where} your source sends all {want} loads before the first store (the PTX "
             f"keeps that order), but ptxas, which turns the PTX into machine code, moved a "
             f"store up: in the SASS a thread sends {before} of its {want} loads before its "
-            f"first store (STG){advice}")
+            "first store (STG); compute each offset r * cols + c in size_t, as the TODO "
+            "asks: the reference solution does, and there ptxas keeps every load first")
 
 
 def _also_wrong(exercise: str, kernel: str, params: dict, source: str) -> str | None:
@@ -74,40 +79,61 @@ def _also_wrong(exercise: str, kernel: str, params: dict, source: str) -> str | 
     return None
 
 
+def _measure(exercise: str, kernel: str, params: dict, also, source: str):
+    """(problems, notes) of the source: the notes say where ptxas moved a store up in a
+    source whose PTX keeps every load first (no problem of the student's)."""
+    from gemm_kernels.core import compiler
+    k = submission_kernel(exercise, kernel, source)
+    wide = "size_t" in code_only(source)
+    problems, notes, ordering = [], [], False
+    for change in ({}, *also):
+        p = {**params, **change}
+        sass = submission_sass(exercise, kernel, p, source)
+        if sass is None:
+            if change:
+                problems.append(f"it does not compile with ROWS = {p['ROWS']}")
+            continue
+        want = p["TILE"] // p["ROWS"]
+        before, total = loads_before_first_store(sass)
+        if total < want:
+            problems.append(
+                f"with TILE = {p['TILE']}, ROWS = {p['ROWS']} the SASS has {total} global "
+                f"loads (LDG) where each thread copies {want} elements")
+        elif before < want:
+            source_first = ptx_loads_first(compiler.ptx(k, p)[0])
+            if source_first and wide:
+                notes.append(f"at ROWS = {p['ROWS']} your source sends all {want} loads "
+                             f"first (the PTX keeps that order), and ptxas moved a store "
+                             f"up: {before} of them go before the first store in the SASS. "
+                             "That is ptxas's scheduling, not your source's order; the "
+                             "timing on a GPU says whether it costs speed")
+            else:
+                ordering = True
+                problems.append(_order_problem(p, before, want, source_first))
+    if ordering:          # a wrong kernel is reported as wrong first, then as slow
+        wrong = _also_wrong(exercise, kernel, params, source)
+        problems = [wrong] if wrong else problems
+    return problems, notes
+
+
 def loads_in_flight(exercise: str, kernel: str, params: dict, also=()):
     """The static check of the copy exercise: at the graded parameters and at each
     change of them in `also` (e.g. {"ROWS": 4}), the compiled kernel issues every one of
     a thread's TILE / ROWS loads before its first store. Reads the SASS (and the PTX) of
     each configuration; silent while the source still holds the stub, which the grader
-    reports itself."""
+    reports itself. Its `note(source)`, for a passing source, says what the SASS holds."""
     def check(source: str) -> list[str]:
         if stub_lines(source):
             return []
-        from gemm_kernels.core import compiler
-        k = submission_kernel(exercise, kernel, source)
-        wide = "size_t" in code_only(source)
-        problems, ordering = [], False
-        for change in ({}, *also):
-            p = {**params, **change}
-            sass = submission_sass(exercise, kernel, p, source)
-            if sass is None:
-                if change:
-                    problems.append(f"it does not compile with ROWS = {p['ROWS']}")
-                continue
-            want = p["TILE"] // p["ROWS"]
-            before, total = loads_before_first_store(sass)
-            if total < want:
-                problems.append(
-                    f"with TILE = {p['TILE']}, ROWS = {p['ROWS']} the SASS has {total} global "
-                    f"loads (LDG) where each thread copies {want} elements")
-            elif before < want:
-                ordering = True
-                problems.append(_order_problem(p, before, want,
-                                               ptx_loads_first(compiler.ptx(k, p)[0]), wide))
-        if ordering:          # a wrong kernel is reported as wrong first, then as slow
-            wrong = _also_wrong(exercise, kernel, params, source)
-            problems = ([wrong] if wrong else []) + problems
-        return problems
+        return _measure(exercise, kernel, params, also, source)[0]
+
+    def note(source: str) -> str:
+        problems, notes = _measure(exercise, kernel, params, also, source)
+        if problems or stub_lines(source):
+            return ""
+        return "; ".join(notes) or "every load before the first store in the SASS at ROWS = " \
+            + " and ".join(str({**params, **c}["ROWS"]) for c in ({}, *also))
 
     check.__name__ = f"loads_in_flight_{exercise}"
+    check.note = note
     return check

@@ -18,8 +18,11 @@ is read as the index it names), and then:
   k + 1 (k even) sit in consecutive slots starting at a multiple of 16 bytes: then ptxas
   reads both with one LDS.128 (as it does for `A_shared[ty][k]`), and the read is priced
   per quarter-warp with 16-byte banks (tests/test_exercise_ch11.py checks this rule
-  against the SASS for several row lengths). Where the submission's SASS is at hand and
-  holds no LDS.128 in the loop, every read is priced as an LDS.64;
+  against the SASS for several row lengths). Where the submission's SASS is at hand, each
+  read is priced at its own compiled width: the loop's LDS.128 go first to the reads
+  that can pair, A's first (BLOCK / 2 per read of a tile step), and a read left without
+  enough of them (an XOR-swizzled read that ptxas cannot prove pairs, say) is priced as
+  the LDS.64 it compiled to, as chapter 04's check does per instruction;
 * refuses an access that costs a warp more wavefronts than its phases before merging
   (2 for an 8-byte access, two half-warps; 4 for a 16-byte one, four quarter-warps): one
   wavefront per phase is conflict-free, and merging phases can only save one.
@@ -178,12 +181,31 @@ def layout_problems(accesses: list[Access], slots: dict, pitch: dict, block: int
     return []
 
 
-def price(accesses: list[Access], slots: dict, block: int, wide_reads: bool = True) -> list[str]:
-    """The accesses that cost more than one wavefront per phase, each with its cost."""
+def widths(accesses: list[Access], slots: dict, block: int,
+           loads_128: int | None = None) -> dict[Access, int]:
+    """The width ptxas gives each access: 8 bytes, or 16 for a read whose k and k + 1 lie
+    side by side, 16-byte aligned (`read_pairs`). `loads_128`, where the SASS is at hand:
+    the LDS.128 of the loop (one tile step, BLOCK values of k). A read that pairs needs
+    BLOCK / 2 of them; they go to A's reads first, then B's, and a read left without
+    enough is priced as the LDS.64 it compiled to."""
+    left = loads_128
+    out = {}
+    for a in sorted(accesses, key=lambda a: (a.op != "ld", a.tile != "A_shared")):
+        wide = a.op == "ld" and read_pairs(slots[a], block)
+        if wide and left is not None:
+            wide, left = (True, left - block // 2) if left >= block // 2 else (False, left)
+        out[a] = 16 if wide else ELEMENT
+    return out
+
+
+def price(accesses: list[Access], slots: dict, block: int,
+          loads_128: int | None = None) -> list[str]:
+    """The accesses that cost more than one wavefront per phase, each with its cost, each
+    priced at its compiled width (`widths`)."""
     problems = []
+    width_of = widths(accesses, slots, block, loads_128)
     for a in accesses:
-        slot = slots[a]
-        width = 16 if a.op == "ld" and wide_reads and read_pairs(slot, block) else ELEMENT
+        slot, width = slots[a], width_of[a]
         an, warp, k = cost(slot, block, a.op, width)
         if an.wavefronts > PHASES[width]:
             at = f" at k = {k}" if a.op == "ld" else ""
@@ -203,8 +225,8 @@ def _article(n: int) -> str:
 
 def tiles_64bit(block: int, exercise: str = "", kernel: str = "", params: dict | None = None):
     """The static check of exercise 11 with BLOCK = `block`: a callable source -> problems.
-    With `exercise`, `kernel` and `params` it also reads the submission's SASS: where its
-    loop holds no LDS.128, every read is priced as an LDS.64."""
+    With `exercise`, `kernel` and `params` it also reads the submission's SASS and prices
+    each read at the width it compiled to (`widths`)."""
 
     def check(source: str) -> list[str]:
         code = code_only(source)
@@ -252,14 +274,14 @@ def tiles_64bit(block: int, exercise: str = "", kernel: str = "", params: dict |
         problems += layout_problems(accesses, slots, pitch, block)
         if problems:
             return problems
-        wide = True
+        loads_128 = None
         if exercise:
             from gemm_kernels.core import analysis
             from gemm_kernels.exercises.submission import submission_sass
             sass = submission_sass(exercise, kernel, params or {}, source)
             if sass is not None:
-                wide = any(op == "LDS.128" for _, op, _ in analysis.main_loop(sass))
-        return price(accesses, slots, block, wide)
+                loads_128 = sum(op == "LDS.128" for _, op, _ in analysis.main_loop(sass))
+        return price(accesses, slots, block, loads_128)
 
     check.__name__ = f"tiles_64bit_{block}"
     return check

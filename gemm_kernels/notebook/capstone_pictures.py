@@ -687,6 +687,36 @@ def ladder_plot(sizes=(2048, 4096)):
     return fig
 
 
+def _step_change(r, before, n):
+    """(change as timed, change between the MINB = 2 builds) of ladder step `r` against
+    the step `before` at n^3, in %; None where a row is missing (or, for the second, where
+    neither step has a MINB = 2 build)."""
+    held = None
+    if r.held[n] and before.held[n] and (r.has_minb or before.has_minb):
+        held = 100 * (_rate(r.held[n]) / _rate(before.held[n]) - 1)
+    c = (100 * (_rate(r.rows[n]) / _rate(before.rows[n]) - 1)
+         if r.rows[n] and before.rows[n] else None)
+    return c, held
+
+
+def step_changes(sizes=(2048, 4096)) -> Text:
+    """One line per step of the ladder: its change against the step before at each size,
+    as timed and, where a MINB = 2 build exists, between the two-block builds (the
+    numbers of `change_plot`, for the reading under it)."""
+    full = ladder(sizes)
+    lines = []
+    for r in full[1:]:
+        before = full[r.index - 1]
+        got = [_step_change(r, before, n) for n in sizes]
+        fmt = lambda v: "-" if v is None else f"{v:+.1f}%"
+        line = (f"{r.label}: " + " and ".join(fmt(c) for c, _ in got)
+                + " as timed")
+        if any(h is not None for _, h in got):
+            line += "; " + " and ".join(fmt(h) for _, h in got) + " between the MINB = 2 builds"
+        lines.append(line)
+    return Text(f"(at {' and '.join(f'{n}^3' for n in sizes)})\n" + "\n".join(lines))
+
+
 def change_plot(sizes=(2048, 4096)):
     """Each step's change against the step before, in %, as timed (bars, one per size)
     and between the MINB = 2 builds (diamonds), on top of two bands from the same
@@ -717,13 +747,11 @@ def change_plot(sizes=(2048, 4096)):
         for i, r in enumerate(rungs):
             y = i + (k - (len(sizes) - 1) / 2) * height
             before = full[r.index - 1]
-            held = None
-            if r.held[n] and before.held[n] and (r.has_minb or before.has_minb):
-                held = 100 * (_rate(r.held[n]) / _rate(before.held[n]) - 1)
+            c, held = _step_change(r, before, n)
+            if held is not None:
                 ax.plot(held, y, marker="D", ms=7, mfc="#e69138", mec="k", ls="none",
                         zorder=5, label="between the MINB = 2 builds (two blocks per SM)")
-            if r.rows[n] and before.rows[n]:
-                c = 100 * (_rate(r.rows[n]) / _rate(before.rows[n]) - 1)
+            if c is not None:
                 ax.barh(y, c, height * 0.95, color=colours[k % 2], zorder=3,
                         label=f"{n}^3, as timed")
                 # the label beyond the bar, and beyond a diamond just past its end
@@ -1370,8 +1398,11 @@ def exercise_references(names=("09_zorder", "09_capstone_step")) -> Table:
     """For each exercise of the chapter, the kernel its answer reproduces and is timed
     against (the chapter's own, at the graded configuration), as recorded at the size the
     speed step times: registers of the binary that was timed, blocks per SM, the rate
-    with its share of the cuBLAS timed beside it, and the rate an answer must reach."""
+    with its share of the cuBLAS timed beside it, and the rate an answer must reach; then
+    the worked solution, timed with the kernel in one run: its rate, its share of the
+    kernel's ('-' where the two rows come from different runs) and its registers."""
     from gemm_kernels.exercises.catalog import get
+    from gemm_kernels.notebook import timed_variants
     rows = []
     for name in names:
         ex = get(name)
@@ -1382,14 +1413,21 @@ def exercise_references(names=("09_zorder", "09_capstone_step")) -> Table:
         except LookupError:
             r = None
         regs = ((r or {}).get("binary") or {}).get("registers")
+        sol = timed_variants.row(f"{name}: worked solution", dict(ex.params),
+                                 (ex.time_size,) * 3)
         rows.append({"exercise": name, "timed against": f"{k.source}, graded configuration",
                      "registers (timed)": regs if regs is not None else "-",
                      "blocks/SM": analysis.kernel_occupancy(k, p, registers=regs).blocks_per_sm,
                      f"GFLOP/s at {ex.time_size}^3 (% of cuBLAS)": _rate_cell(r),
                      "an answer must reach": "-" if r is None else
-                     f"{count(ex.speed * _rate(r))} ({ex.speed:.0%})"})
-    return Table(rows, list(rows[0]), title="The kernels the exercises are timed against "
-                 f"({records.source()})")
+                     f"{count(ex.speed * _rate(r))} ({ex.speed:.0%})",
+                     "worked solution (% of cuBLAS)": _rate_cell(sol),
+                     "solution / kernel": "-" if sol is None or r is None or
+                     sol.get("run") != r.get("run") else f"{100 * _rate(sol) / _rate(r):.1f}%",
+                     "solution's registers": ((sol or {}).get("binary") or {}).get("registers",
+                                                                                   "-")})
+    return Table(rows, list(rows[0]), title="The kernels the exercises are timed against, and "
+                 f"the worked solutions timed beside them ({records.source()})")
 
 
 def stages_table(size: int = 4096, here: bool = False) -> Table:
@@ -1435,6 +1473,38 @@ def stall_plot(kernels=("zorder", "capstone")):
         if t.get_text().startswith("run ") or "no run recorded" in t.get_text():
             t.remove()
     return fig
+
+
+STEP_STALLS = "ch09_step_stalls"
+
+
+def step_stall_plot():
+    """Where the warps wait at step 3 (z-order), at step 4 (the cp.async ring, 2 stages)
+    and at steps 5 to 7, at 4096^3: `evidence.stall_plot` of the study, without its run
+    line (the chapter's caption names the recording)."""
+    from gemm_kernels.notebook import evidence
+    return evidence.stall_plot(STEP_STALLS, run_line=False)
+
+
+_WAIT = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+
+
+def step_counters() -> Table:
+    """The same steps' occupancy and busy-ness: warps resident (% of the SM's slots),
+    issue slots used, FMA pipe busy and the shared-memory pipe busy (all % of peak), and
+    the waits for global memory and at barriers per issued instruction."""
+    from gemm_kernels.notebook import evidence
+    t = evidence.counters(STEP_STALLS, {
+        "warps resident, %": "sm__warps_active.avg.pct_of_peak_sustained_active",
+        "issue slots used, %": "smsp__issue_active.avg.pct_of_peak_sustained_active",
+        "FMA pipe busy, %": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+        "shared pipe busy, %": "l1tex__data_pipe_lsu_wavefronts_mem_shared"
+                               ".avg.pct_of_peak_sustained_elapsed",
+        "long scoreboard / issue": _WAIT.format("long_scoreboard"),
+        "barrier / issue": _WAIT.format("barrier"),
+        "kernel time, ms": ("gpu__time_duration.sum", 1e6)})
+    return Table(list(t), t.columns, title="Steps 3 to 7 at 4096^3, Nsight Compute at its own "
+                 f"clock; {records.recording_label()}")
 
 
 def issue_evidence() -> Text:

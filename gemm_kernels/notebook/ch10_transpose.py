@@ -171,6 +171,65 @@ def in_flight_table(rows=IN_FLIGHT) -> Table:
                  f"{compiler.ptxas_version()} ({note}); rates {records.source()}")
 
 
+SOLUTION = "10_in_flight: worked solution"
+
+
+def solution_rates(shape=SQUARE) -> Table:
+    """The exercise's payoff, measured: the worked solution (every load before the first
+    store), timed beside the chapter's copy and the device copy in one run, with
+    `copy_smem` (the other kernel with all its loads first, timed in its own run) and
+    their loads before the first store in the SASS here. Empty where the solution's row
+    is not recorded."""
+    from gemm_kernels.notebook import timed_variants
+    from gemm_kernels.exercises.catalog import get
+    from gemm_kernels.exercises.submission import submission_kernel
+    ex = get("10_in_flight")
+    sol = timed_variants.row(SOLUTION, dict(ex.params), shape)
+    if sol is None:
+        return Table([], ["kernel"], title=f"{SOLUTION}: not recorded at {_shape_text(shape)}")
+    same_run = [r for r in records.current().find(ex.kernel, shape, dict(ex.params))
+                if r.get("run") == sol.get("run")]
+    mine = submission_kernel(ex.name, ex.kernel, solution_source(ex.name))
+    out = []
+    for label, k, row, run in (
+            ("the chapter's copy", kernel_of(ex.kernel), same_run[0] if same_run else None,
+             "same run"),
+            ("the worked solution: every load first", mine, sol, "same run"),
+            ("copy through a shared tile", kernel_of("copy_smem"),
+             _recorded("copy_smem", shape, dict(ex.params)), "its own run")):
+        order = [f for _, f, _ in analysis.instructions(compiler.sass(k, k.resolve(ex.params)))
+                 if f.split(".")[0] in ("LDG", "STG", "EXIT")]
+        trips = round_trips(order)
+        out.append({"kernel": label, "loads before the first store": trips[0] if trips else 0,
+                    "GB/s (median)": row["gbps"]["median"] if row else None,
+                    "device copy beside it, GB/s": row["reference"]["gbps"]["median"]
+                    if row else None,
+                    "% of device copy": lookup.share(row) if row else None,
+                    "timed": run if row else "not recorded"})
+    return Table(out, list(out[0]), title=f"float, {_shape_text(shape)}, TILE = "
+                 f"{ex.params['TILE']}, ROWS = {ex.params['ROWS']}; rates {records.source()}")
+
+
+def solution_gap(shape=SQUARE) -> str:
+    """One line: how much of the gap between the chapter's copy and the device copy the
+    worked solution closes, both timed in one run ('' where not recorded)."""
+    rows = {r["kernel"]: r for r in solution_rates(shape)}
+    copy, sol = rows.get("the chapter's copy"), rows.get("the worked solution: every load first")
+    if not copy or not sol or copy["% of device copy"] is None or sol["% of device copy"] is None:
+        return ""
+    a, b = copy["% of device copy"], sol["% of device copy"]
+    return (f"{_shape_text(shape)}, one run: the chapter's copy at {a:.1f}% of the device "
+            f"copy, the worked solution at {b:.1f}%: it closes {100 * (b - a) / (100 - a):.0f}% "
+            "of the gap")
+
+
+def _recorded(kernel, shape, params):
+    try:
+        return lookup.recorded(kernel, shape, params)
+    except LookupError:
+        return None
+
+
 # ------------------------------------------------------------------ the copy, worked out
 
 def _device():
@@ -605,6 +664,29 @@ EXERCISE = "10_in_flight"
 LOAD = "if (r < rows && c < cols) v[i] = in[(size_t)r * cols + c];"
 STORE = "if (r < rows && c < cols) out[(size_t)r * cols + c] = v[i];"
 # (answer, [(text of the solution, replacement), ...]); None: the chapter's own copy
+_BODY = """    T v[N];                                              // registers: the loops are unrolled
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        const int r = r0 + i * ROWS;
+        if (r < rows && c < cols) v[i] = in[(size_t)r * cols + c];
+    }
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        const int r = r0 + i * ROWS;
+        if (r < rows && c < cols) out[(size_t)r * cols + c] = v[i];
+    }
+"""
+_POINTERS = """    T v[N];
+    const bool inside = c < cols;
+    const T* src = in + (size_t)r0 * cols + c;
+    T* dst = out + (size_t)r0 * cols + c;
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+        if (inside && r0 + i * ROWS < rows) v[i] = src[(size_t)i * ROWS * cols];
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+        if (inside && r0 + i * ROWS < rows) dst[(size_t)i * ROWS * cols] = v[i];
+"""
 MISTAKES = (
     ("the chapter's loop with #pragma unroll", None),
     ("all loads first, offsets in int", [(LOAD, "if (r < rows && c < cols) v[i] = in[r * cols + c];"),
@@ -614,6 +696,8 @@ MISTAKES = (
     ("rows r0 + i instead of r0 + i * ROWS",
      [("const int r = r0 + i * ROWS;", "const int r = r0 + i;")] * 2),
     ("a load that tests only its column", [(LOAD, "if (c < cols) v[i] = in[(size_t)r * cols + c];")]),
+    # right, and ptxas moves a store up at ROWS = 4 all the same: passes, with a note
+    ("all loads first, through pointers (size_t)", [(_BODY, _POINTERS)]),
 )
 
 
@@ -634,14 +718,18 @@ def _mistake_source(changes) -> str:
 
 
 def mistakes() -> Table:
-    """The solution changed into natural mistakes, each graded without a GPU (step 3 on
-    the CPU, every thread emulated): the first step that fails and what it says."""
+    """The solution changed into natural mistakes (and one right answer that ptxas
+    schedules differently), each graded without a GPU (step 3 on the CPU, every thread
+    emulated): the first step that fails and what it says, or step 2's note."""
     from gemm_kernels.exercises.grader import FAIL, grade
     rows = []
     for what, changes in MISTAKES:
         report = grade(EXERCISE, _mistake_source(changes), gpu=False)
         bad = next((s for s in report.steps if s.status == FAIL), None)
+        static = next((s for s in report.steps if s.name == "static"), None)
         rows.append({"answer": what, "fails at step": bad.name if bad else "-",
-                     "what the grader says": bad.detail if bad else "passes"})
+                     "what the grader says": bad.detail if bad else
+                     "passes; step 2 says: " + (static.detail if static else "")})
     return Table(rows, ["answer", "fails at step", "what the grader says"],
-                 title="the solution changed into common mistakes, graded without a GPU")
+                 title="the solution changed into common mistakes, and one right rewrite, graded "
+                 "without a GPU")

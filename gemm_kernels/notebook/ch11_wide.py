@@ -588,15 +588,86 @@ def control_table(block: int = 16) -> Table:
                  "bank model, warp 0")
 
 
+def solution_rate(size: int = SIZE) -> str:
+    """The exercise's worked solution (rows of BLOCK + 1 doubles, B transposed) and
+    `dgemm_tiled` at the exercise's BLOCK, timed in one run: GFLOP/s (median, range) and
+    the solution's share of the chapter's kernel. A sentence saying so where not
+    recorded."""
+    from gemm_kernels.exercises.catalog import get
+    from gemm_kernels.measure import records
+    from gemm_kernels.notebook import timed_variants
+    ex = get(EXERCISE)
+    sol = timed_variants.row(f"{EXERCISE}: worked solution", dict(ex.params), (size,) * 3)
+    if sol is None:
+        return f"the worked solution was not timed at {size}^3"
+    ref = next((r for r in records.current().find(ex.kernel, (size,) * 3, dict(ex.params))
+                if "gflops" in r and r.get("run") == sol.get("run")), None)
+    g = lambda r: (f"{r['gflops']['median']:,.0f} GFLOP/s ({r['gflops']['min']:,.0f} .. "
+                   f"{r['gflops']['max']:,.0f}), {r['binary']['registers']} registers")
+    line = f"{ex.kernel}, BLOCK = {ex.params['BLOCK']}, {size}^3, one run: the worked solution {g(sol)}"
+    if ref:
+        line += (f"; the chapter's kernel {g(ref)}; the solution at "
+                 f"{100 * sol['gflops']['median'] / ref['gflops']['median']:.1f}% of it")
+    return line
+
+
+CONTROL_NAME = "sgemm_tiled_vec:scalar_B"
+
+
+def control_recorded(block: int = 16, size: int = SIZE) -> Table:
+    """The control as recorded: at each VEC, the vector kernel and its control timed in
+    one run (each beside cuBLAS in the same process): GFLOP/s median and range, the share
+    of cuBLAS, the share of the shared-memory bound (the same bound for both: the same
+    wavefronts), and the registers of the binaries timed. Rows without a recording say
+    so."""
+    from gemm_kernels.measure import records, timing
+    from gemm_kernels.notebook import timed_variants
+    rows = []
+    for vec in (1, 2, 4):
+        p = {"BLOCK": block, "VEC": vec}
+        ctl = timed_variants.row(CONTROL_NAME, p, (size,) * 3)
+        vec_rows = [r for r in records.current().find("sgemm_tiled_vec", (size,) * 3, p)
+                    if ctl is None or r.get("run") == ctl.get("run")]
+        bound = smem_bound("sgemm_tiled_vec", p)["bound"]
+        for who, r in (("vector load", vec_rows[0] if vec_rows else None),
+                       ("control: scalar loads", ctl)):
+            g = r["gflops"] if r else None
+            rows.append({"VEC": vec, "kernel": who,
+                         f"GFLOP/s at {size}, median": g["median"] if g else None,
+                         "fastest call": g["max"] if g else None,
+                         "slowest call": g["min"] if g else None,
+                         "% of cuBLAS": timing.share(r) if r else None,
+                         "% of bound": 100 * g["median"] / bound if g else None,
+                         "registers": (r.get("binary") or {}).get("registers") if r else None})
+    return Table(rows, list(rows[0]), title=f"BLOCK = {block}: the vector kernel and its "
+                 f"control, timed in one run; {records.recording_label()}")
+
+
+def control_reading(table) -> str:
+    """Per VEC: the control's rate as a share of the vector kernel's, and whether their
+    ranges of timed calls overlap."""
+    rate = next(c for c in table.columns if c.startswith("GFLOP/s at"))
+    out = []
+    for vec in sorted({r["VEC"] for r in table}):
+        v, c = (next(r for r in table if r["VEC"] == vec and r["kernel"].startswith(w))
+                for w in ("vector", "control"))
+        if v[rate] is None or c[rate] is None:
+            out.append(f"VEC = {vec}: not recorded")
+            continue
+        lo_v, hi_c = v["slowest call"], c["fastest call"]
+        out.append(f"VEC = {vec}: the control runs at {100 * c[rate] / v[rate]:.1f}% of the "
+                   f"vector kernel; " + ("their ranges do not overlap" if hi_c < lo_v else
+                                         "their ranges overlap"))
+    return "\n".join(out)
+
+
 def control_timing(block: int = 16, size: int = SIZE):
     """On a GPU: the vector kernel and its control at each VEC, checked on a ragged shape
-    and timed together at size^3 (GFLOP/s, medians). Without a GPU, a sentence saying so:
-    the recording holds no control."""
+    and timed together at size^3 (GFLOP/s, medians). Without a GPU, the recorded timing
+    (`control_recorded`)."""
     from gemm_kernels.core import device
-    from gemm_kernels.notebook.display import Text
     if not device.is_live():
-        return Text("not recorded: the control was never timed on the recording's GPU. On a "
-                    "machine with an NVIDIA GPU this cell checks and times both kernels.")
+        return control_recorded(block, size)
     import cupy
     from gemm_kernels.core.launch import kernel_of, launcher
     from gemm_kernels.measure import timing
@@ -685,6 +756,41 @@ STALL_METRICS = (
     "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
 )
+
+
+DGEMM_STALLS = "ch11_dgemm_stalls"
+_STALL_REASONS = (("long_scoreboard", "long scoreboard"), ("barrier", "barrier"),
+                  ("mio_throttle", "MIO throttle"), ("short_scoreboard", "short scoreboard"))
+
+
+def dgemm_stalls(study: str = DGEMM_STALLS) -> Table:
+    """The tiled DGEMM at each BLOCK as Nsight Compute profiled it: how busy the
+    shared-memory pipe and the schedulers were, and, per warp DFMA (the same number of
+    DFMA at every BLOCK), the cycles warps spent stalled for each main reason (the
+    per-issue stall ratio x the instructions issued / the warp DFMA)."""
+    import math
+    from gemm_kernels.measure import records, studies
+    rows = []
+    for step, row in studies.results(study):
+        if row is None:
+            rows.append({"BLOCK": step.params.get("BLOCK"), "profiled": "not recorded"})
+            continue
+        m = row["metrics"]
+        dfma = math.prod(row["shape"]) / WARP
+        per = m["smsp__inst_executed.sum"] / dfma
+        out = {"BLOCK": step.params["BLOCK"],
+               "shared pipe, % of peak": m["l1tex__data_pipe_lsu_wavefronts_mem_shared"
+                                           ".avg.pct_of_peak_sustained_elapsed"],
+               "issue slots busy, %": m["smsp__issue_active.avg.pct_of_peak_sustained_active"],
+               "instructions per warp DFMA": per}
+        for key, label in _STALL_REASONS:
+            ratio = m[f"smsp__average_warps_issue_stalled_{key}_per_issue_active.ratio"]
+            out[label] = ratio * per
+        rows.append(out)
+    return Table(rows, list(rows[0]), title=f"dgemm_tiled at {studies.get(study).shapes[0][0]}^3, "
+                 "Nsight Compute at its own clock; the last four columns: cycles warps spent "
+                 "stalled for that reason, summed over warps, per warp DFMA; "
+                 f"{records.recording_label()}")
 
 
 def stall_command(configs, size: int = SIZE) -> str:
