@@ -135,14 +135,16 @@ register(Exercise(
     sass=("BAR.SYNC",),
     static_checks=(ch03_checks.two_barriers("03_tile_loop", "smem_tiled", _TILE_LOOP),
                    ch03_checks.copies_priced(_TILE_LOOP["BLOCK"])),
-    hints={"static": "the block must wait for its copies (__syncthreads()) before it "
-                     "reads the tiles, and again before the next copy; a warp is one row "
-                     "of threads (ty fixed, tx = 0..31): its 32 loads should be 32 "
-                     "neighbouring floats, and its store and reads should fall in 32 "
-                     "different banks or on one shared word",
-           "correct": "__syncthreads() after the copies (the tiles are complete) and "
-                      "after the products (nobody still reads what the next copy "
-                      "overwrites); a zero, not a load, for elements outside A or B",
+    # Step 2's checks each end their message with what to look at, so the step has no
+    # hint of its own: one text for all of them would point at the wrong thing.
+    hints={"correct": "'worst at (r, c)' is C[r][c], computed by thread tx = c % 32, "
+                      "ty = r % 32 of the block blockIdx = (c / 32, r / 32); |err|/bound is "
+                      "its error over the rounding error a right sum of K products may have "
+                      "(above 1: a wrong value, not rounding). Step 2 has followed every "
+                      "product of an interior block, so look at what differs at the edges of "
+                      "this small shape: which elements of the tiles that thread's block "
+                      "fills there, and whether every thread of the block still reaches both "
+                      "barriers. A data race means a barrier is missing or skipped",
            "speed": "copy with threadIdx.x along a row of A and of B, so a warp's loads "
                     "are consecutive addresses; read As[ty][k] and Bs[k][tx]"},
 ))
