@@ -13,7 +13,8 @@ from typing import Callable
 
 from gemm_kernels.exercises import (ch00_checks, ch01_checks, ch02_checks, ch03_checks,
                                     ch04_checks, ch10_checks, ch11_checks)
-from gemm_kernels.exercises.ch05_checks import shared_loads_per_ffma, thread_mapping
+from gemm_kernels.exercises.ch05_checks import (products_followed, shared_loads_per_ffma,
+                                                thread_mapping)
 from gemm_kernels.exercises.ch07_checks import all_loads_128
 from gemm_kernels.exercises.ch08_checks import prefetch_in_flight
 from gemm_kernels.exercises.ch09_checks import zorder_lanes
@@ -185,6 +186,9 @@ register(Exercise(
         # with the bank model (A read as a broadcast, B conflict-free: 144 wavefronts at
         # this configuration); the stores of C in as few sectors as a warp can use.
         thread_mapping("05_tile_1d", _TILE_1D),
+        # The loop of products followed for every thread with its own (tc, tr): the first
+        # output that adds a wrong product, or misses a k, named with its thread.
+        products_followed("05_tile_1d", _TILE_1D),
         # The loop: per k, one value of B and TM values of A for TM FFMA, (TM + 1) / TM
         # loads per FFMA at most. Once both loops are unrolled the compiler keeps B's
         # value in a register whichever loop is outside; a k loop left rolled inside the
@@ -192,13 +196,19 @@ register(Exercise(
         shared_loads_per_ffma(
             "05_tile_1d", "tile_1d", _TILE_1D, 17, 16,
             "per k, one value of B and TM values of A for TM FFMA"),),
-    hints={"static": "a warp is 32 consecutive threads t. Which of them share tr and which "
-                     "share tc decides what a read costs: price As[tr*TM + i][k..k+3] "
-                     "(one LDS.128) and Bs[k][tc] (one LDS) for lanes 0-31 with chapter "
-                     "04's bank rules. Unroll both loops so that acc[] stays in registers "
-                     "and the reads of A along k merge into LDS.128",
-           "correct": "thread t owns rows tr*TM .. tr*TM+TM-1 of column tc: "
-                      "acc[i] += As[tr*TM + i][k] * Bs[k][tc], for every k of the tile",
+    # The mapping's and the products' messages carry their own guidance; the hint is for
+    # what the SASS shows (no LDS.128, spills, too many shared loads per FFMA).
+    hints={"static": "where the report names the SASS (LDS.128, spills, shared loads per "
+                     "FFMA): unroll both loops (#pragma unroll) so that acc[] stays in "
+                     "registers and the reads of A along k merge into LDS.128",
+           "correct": "'worst at (r, c)' is C[r][c]: row r % 64, column c % 64 of the C tile "
+                      "of block blockIdx = (c / 64, r / 64), i.e. acc[r % 16] of the thread "
+                      "whose tc is c % 64 and tr is (r % 64) / 16; |err|/bound is its error "
+                      "over the rounding error a right sum of K products may have (above 1: "
+                      "a wrong value, not rounding). Step 2 has followed the products of every "
+                      "thread where it could read your loop; if it could not (a helper, a "
+                      "pointer, an fmaf), write the loop as acc[..] += <read> * <read>; and "
+                      "run the cell again to have that output's products named",
            "speed": "unroll both loops; the mapping passed the bank check, so look for "
                     "extra work in the loop"},
 ))
