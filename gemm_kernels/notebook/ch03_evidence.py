@@ -229,6 +229,20 @@ def traffic_rows(blocks=TRAFFIC_BLOCKS) -> list[dict]:
     return rows
 
 
+def l2_line(shape=SHAPE) -> str:
+    """One line: how large A, B and C are at `shape` against the L2 of the recorded (or
+    live) GPU, so that 'larger than the L2' is a number."""
+    l2 = roofline.device_properties().get("l2_bytes")
+    M, N, K = shape
+    sizes = {"A": M * K * 4, "B": K * N * 4, "C": M * N * 4}
+    each = ", ".join(f"{n} {b / 2**20:,.0f} MiB" for n, b in sizes.items())
+    if not l2:
+        return f"at {M}x{N}x{K}: {each}; the L2's size is not recorded here"
+    ratios = sorted({round(b / l2, 2) for b in sizes.values()})
+    return (f"at {M}x{N}x{K}: {each}, each {' or '.join(f'{r:.2f}x' for r in ratios)} the L2 "
+            f"({l2 / 2**20:,.0f} MiB), all three together {sum(sizes.values()) / l2:.1f}x")
+
+
 def traffic():
     """The evidence that tiling by BLOCK divides global traffic by BLOCK, at 4096^3 where
     A and B do not fit in the L2: printed first, `traffic_rows` as a table (with chapter
@@ -496,7 +510,12 @@ def block_stalls(blocks=TRAFFIC_BLOCKS) -> Table:
     for reason in ("mio_throttle", "short_scoreboard", "barrier", "long_scoreboard"):
         cols[f"{reason.replace('_', ' ')} (cycles)"] = STALL.format(reason)
     table = evidence.counters(CACHES, cols, kernels=(KERNEL,))
-    got = {r["step"]: r for r in table if r["time, ms"] is not None}
+    for r in table:                       # the study's steps are the BLOCK values
+        r["BLOCK"] = r.pop("step").replace("BLOCK = ", "")
+    table.columns = ["BLOCK", *cols]
+    table.title = (f"smem_tiled by BLOCK at {SHAPE[0]}^3 under Nsight Compute: the time, "
+                   "the instructions and where the warps wait")
+    got = {f"BLOCK = {r['BLOCK']}": r for r in table if r["time, ms"] is not None}
     lo, hi = (f"BLOCK = {b}" for b in (min(blocks), max(blocks)))
     if lo in got and hi in got:
         a, b = got[lo], got[hi]
