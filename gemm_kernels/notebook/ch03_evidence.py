@@ -437,6 +437,19 @@ def grade_mistakes(source: str | None = None) -> Table:
 
 # ------------------------------------------------------------------ occupancy and BLOCK
 
+def check_prediction(block: int | None, shape=(2048,) * 3) -> str:
+    """The answer to the chapter's 'Predict, then check' for one BLOCK: the occupancy the
+    compiler's resources allow and the rate recorded at `shape`. With no BLOCK chosen, it
+    says what to do instead, so that the notebook as given does not show an answer."""
+    if block is None:
+        return "write your prediction down, then set BLOCK to 4, 8, 16 or 32 and run this cell"
+    occ = analysis.kernel_occupancy(KERNEL, {"BLOCK": block}).explain()
+    r = _rate(KERNEL, shape, {"BLOCK": block})
+    rate = (f"{r['gflops']['median']:,.0f} GFLOP/s at {shape[0]}^3" if r else
+            f"no rate recorded at {shape[0]}^3")
+    return f"BLOCK = {block}: {occ}\n{rate}"
+
+
 def register_cliff(registers=(32, 33, 40, 64), threads: int = 1024,
                    shared: int = 8192) -> Table:
     """Blocks and warps per SM of a 1024-thread block with 8 KiB of shared memory, for
