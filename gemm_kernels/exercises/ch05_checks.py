@@ -233,8 +233,8 @@ def mapping_problems(tc: str, tr: str, params: dict, reference=("t % BN", "t / B
     return problems
 
 
-_PRICE_IT = (" (a warp is 32 consecutive t: which of them share tr and which share tc "
-             "decides the price; price As[tr*TM + i][k..k+3], one LDS.128, and Bs[k][tc], "
+_PRICE_IT = (" (a warp is 32 consecutive t, and which of them share tr and which share tc "
+             "decides the price: price As[tr*TM + i][k..k+3], one LDS.128, and Bs[k][tc], "
              "one LDS, for lanes 0-31 with chapter 04's bank rules)")
 
 
