@@ -824,3 +824,22 @@ def pair_ratios(size: int = 2048) -> str:
     return "\n".join(f"{ww[1]['tile']} / {ww[i]['tile']}: "
                      f"{ww[1]['GFLOP/s'] / ww[i]['GFLOP/s']:.2f}x the rate at {size}^3"
                      for i in (0, 2) if ww[i]["GFLOP/s"] and ww[1]["GFLOP/s"])
+
+
+def bk_gain_by_threads(size: int = 2048) -> Table:
+    """The sweep's BK pairs grouped by threads per block (BM * BN / TM): how many pairs,
+    the median gain of BK = 16 over BK = 8, and the median of measured gain over the
+    one-number model's (`bk_model`), which has no term for how many warps meet at a
+    barrier (above 1: the pairs gain more than the model says)."""
+    import statistics
+    pairs = bk_pairs(size)
+    f, _ = bk_model(size)
+    rows = []
+    for nt in sorted({c["BM"] * c["BN"] // c["TM"] for c, _, _ in pairs}):
+        group = [(c, g16 / g8) for c, g8, g16 in pairs if c["BM"] * c["BN"] // c["TM"] == nt]
+        over = [g / (2 * (f + 8 * c["TM"]) / (f + 16 * c["TM"])) for c, g in group]
+        rows.append({"threads per block": nt, "pairs": len(group),
+                     "TM in the group": ", ".join(str(t) for t in sorted({c["TM"] for c, _ in group})),
+                     "gain, median": f"{statistics.median(g for _, g in group):.2f}x",
+                     "measured / model, median": f"{statistics.median(over):.2f}"})
+    return Table(rows, list(rows[0]), title=f"BK = 16 over BK = 8 at {size}^3, by block size")
