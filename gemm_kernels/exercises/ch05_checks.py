@@ -354,7 +354,7 @@ def _products(source: str, params: dict, places) -> list[str]:
                 wrong = ("the row of As" if not a_ok else "the column of Bs" if not b_ok
                          else "the k of As and of Bs (they differ)")
                 return [f"{out}: at {at} it adds {a_txt} * {b_txt} = As[{ar}][{ac}] * "
-                        f"Bs[{br}][{bc}], and {wrong} is wrong there; that output needs "
+                        f"Bs[{br}][{bc}], and {wrong} is wrong there: that output needs "
                         f"{need}"]
             seen.setdefault(i, []).append(ac)
         for i in range(TM):
