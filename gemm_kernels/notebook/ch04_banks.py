@@ -97,6 +97,13 @@ def bank_grid(pads=(0, 1), block: int = 32, column: int = 0):
         for r in range(block):
             ax.text(column, r, str(grid[r, column]), ha="center", va="center", fontsize=8,
                     zorder=4)
+        # Neighbouring banks have close colours: the first two rows carry their bank
+        # numbers too, so the shift of one row against the next can be read off.
+        for r in (0, 1):
+            for c in range(block):
+                if c != column:
+                    ax.text(c, r, str(grid[r, c]), ha="center", va="center", fontsize=6,
+                            zorder=4)
         an = banks.analyse(banks.words_to_bytes([r * S + column for r in range(block)]), 4)
         used = len({grid[r, column] for r in range(block)})
         what = ("all in bank " + str(grid[0, column])) if used == 1 else f"in {used} different banks"
@@ -115,7 +122,8 @@ def bank_grid(pads=(0, 1), block: int = 32, column: int = 0):
     bar.ax.set_yticklabels(range(0, banks.BANKS, 4))
     bar.set_label("bank")
     fig.suptitle(f"A {block} x {block} tile of floats, each element coloured by its bank "
-                 "(word % 32); column 0 outlined, with its banks written in", fontsize=12)
+                 "(word % 32); column 0 outlined and the first two rows with their banks "
+                 "written in", fontsize=12)
     return fig
 
 
