@@ -166,7 +166,7 @@ def test_the_solutions_products_are_followed_and_pass():
     ("acc[i] += As[tr + i][k] * b;",
      "output (row 16, column 0) of the C tile is acc[0] of thread t = 64 (tc = 0, tr = 1): "
      "at k = 0, i = 0 it adds As[tr + i][k] * Bs[k][tc] = As[1][0] * Bs[0][0], and the row "
-     "of As is wrong there; that output needs row 16 of As and column 0 of Bs"),
+     "of As is wrong there: that output needs row 16 of As and column 0 of Bs"),
     ("acc[i] += As[tr * TM + i][k] * Bs[k][tr];", "and the column of Bs is wrong there"),
     ("acc[i] += As[tr * TM + i][k] * Bs[i][tc];", "the k of As and of Bs (they differ)"),
 ])
