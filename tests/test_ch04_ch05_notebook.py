@@ -182,3 +182,72 @@ def test_every_printed_rate_names_its_size():
     assert all("4096^3" in line for line in ch05_tile_1d.shares_4096().splitlines())
     assert all("4096^3" in line for line in ch05_tile_1d.fewer_warps_faster().splitlines())
     assert all("2048^3" in line for line in ch05_tile_1d.pair_ratios().splitlines())
+
+
+def test_the_bk_loop_counts_show_the_fixed_barriers_and_the_copy_growing_with_bk():
+    rows = {r["BK"]: r for r in ch05_tile_1d.bk_loop_counts()}
+    assert set(rows) == {8, 16, 32}
+    assert {r["BAR"] for r in rows.values()} == {2}              # fixed per step
+    assert rows[16]["LDG (copy)"] == 2 * rows[8]["LDG (copy)"]   # the copy grows with BK
+    assert rows[16]["FFMA"] == 2 * rows[8]["FFMA"] == 256
+    assert rows[16]["FFMA per BAR"] == 2 * rows[8]["FFMA per BAR"]
+    assert float(rows[8]["per FFMA"]) > float(rows[16]["per FFMA"]) > float(rows[32]["per FFMA"])
+
+
+def test_the_bk_model_falls_with_tm_and_is_fitted_to_the_pairs():
+    pairs = ch05_tile_1d.bk_pairs()
+    if not pairs:
+        pytest.skip("no sweep recorded here")
+    f, table = ch05_tile_1d.bk_model()
+    model = [float(r["model"].rstrip("x")) for r in table]
+    assert model == sorted(model, reverse=True) and all(m > 1 for m in model)
+    assert sum(r["pairs"] for r in table) == len(pairs)
+    # the fitted constant is the best of its range: one off either side fits worse
+    def err(f):
+        return sum((2 * (f + 8 * c["TM"]) / (f + 16 * c["TM"]) - g16 / g8) ** 2
+                   for c, g8, g16 in pairs)
+    assert err(f) <= err(f + 1) and (f == 0 or err(f) <= err(f - 1))
+
+
+def test_step_2s_problems_are_shown_whole():
+    from gemm_kernels.notebook.ch05_tile_1d import _whole_problems
+    assert _whole_problems("aaa; bbb; ccc", 8) == "aaa; bbb (and 1 more)"
+    assert _whole_problems("a very long first problem", 5) == "a very long first problem"
+
+
+def test_the_predict_cells_show_no_answer_until_a_value_is_chosen(capsys):
+    from gemm_kernels.notebook import ch03_evidence
+    assert "set BLOCK" in ch03_evidence.check_prediction(None)
+    assert "GFLOP/s" in ch03_evidence.check_prediction(16) or "no rate" in \
+        ch03_evidence.check_prediction(16)
+    assert ch04_banks.check_prediction(None) is None
+    assert "set PAD" in capsys.readouterr().out
+    table = ch04_banks.check_prediction(2)
+    assert "27 wavefronts per warp and step" in capsys.readouterr().out
+    assert [r["access"] for r in table][:4] == ["store a", "store b", "read A", "read B"]
+
+
+def test_the_prediction_table_counts_81_36_27_at_block_16():
+    rows = ch04_banks.prediction_table()
+    assert [r["per step"] for r in rows] == [81, 36, 27]
+    assert rows[0]["B read"] == "4 LDS.128 x 16"
+
+
+def test_the_probe_table_speaks_in_words_and_names_nsight_compute():
+    t = ch04_banks.probe_table()
+    if t is None:
+        pytest.skip("no probe recording here")
+    assert "Version" not in t.title and "Nsight Compute" in t.title
+    assert not any(r["pattern"].startswith("w16_merge") for r in t)
+
+
+def test_chapter_03s_l2_line_gives_sizes_not_adjectives():
+    from gemm_kernels.notebook import ch03_evidence
+    line = ch03_evidence.l2_line()
+    assert "A 64 MiB, B 64 MiB, C 64 MiB" in line
+
+
+def test_the_copy_bug_counts_the_wrong_elements():
+    from gemm_kernels.memory import ch03_copies
+    got = ch03_copies.copy_bug()
+    assert got["correct"]["wrong elements"] == 0 and got["buggy"]["wrong elements"] > 0

@@ -137,3 +137,44 @@ def test_wrong_answers_are_refused_on_a_gpu(what):
     refused_as_wrong(NAME, *WRONG[what])
 
 
+
+
+PRODUCT = "acc += As[ty][k] * Bs[k][tx];"
+
+
+def test_the_solutions_products_are_those_of_each_threads_output():
+    from gemm_kernels.exercises.ch03_checks import product_problems
+    src = solution(NAME)
+    assert product_problems(src, 32) == []
+    # the k of the tile in another order is the same sum
+    assert product_problems(src.replace(
+        PRODUCT, "acc += As[ty][BLOCK - 1 - k] * Bs[BLOCK - 1 - k][tx];"), 32) == []
+
+
+@pytest.mark.parametrize("wrong, says", [
+    ("acc += As[k][tx] * Bs[ty][k];",
+     "thread (tx = 0, ty = 0) computes C[32][32] (the check places the block at blockIdx "
+     "(1, 1), at the step k0 = 0), but at k = 1 its product reads As[k][tx] = As[1][0], "
+     "which holds A[33][0] (copied by thread (0, 1)); C[32][32] needs A[32][1] there, "
+     "which the copies put in As[0][1]"),
+    ("acc += As[ty][k] * Bs[k][ty];",
+     "thread (tx = 1, ty = 0) computes C[32][33]"),
+    ("acc += As[ty][k] * Bs[0][tx];",
+     "reads Bs[0][tx] = Bs[0][0], which holds B[0][32] (copied by thread (0, 0)); "
+     "C[32][32] needs B[1][32] there"),
+])
+def test_a_wrong_product_is_named_with_its_thread_and_the_element_it_needed(wrong, says):
+    status, detail = _static_problem(PRODUCT, wrong)
+    assert status == FAIL and says in detail, detail
+
+
+def test_a_loop_that_stops_short_is_named_with_the_product_it_leaves_out():
+    status, detail = _static_problem("k < BLOCK; ++k", "k < BLOCK - 1; ++k")
+    assert status == FAIL and "its loop over k runs k = 0 .. 30: it never adds " \
+        "A[32][31] * B[31][32]" in detail, detail
+
+
+def test_a_copy_refusal_says_what_a_warp_should_do_and_where_the_block_was_placed():
+    status, detail = _static_problem("A[row * K + ka]", "A[ka * K + row]")
+    assert status == FAIL and "a row of A is 4,096 floats long" in detail, detail
+    assert "its 32 loads should be 32 neighbouring floats" in detail, detail

@@ -147,3 +147,50 @@ def test_wrong_answers_are_refused_on_a_gpu(what, loop):
     assert step == "correct", (what, step, detail)
 
 
+
+
+PRODUCT = "acc[i] += As[tr * TM + i][k] * b;"
+
+
+def test_the_solutions_products_are_followed_and_pass():
+    from gemm_kernels.exercises.ch05_checks import product_problems
+    assert product_problems(solution(NAME), PARAMS) == []
+    assert product_problems(_with_loop("""#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int k = 0; k < BK; ++k)
+                acc[i] += As[tr * TM + i][k] * Bs[k][tc];"""), PARAMS) == []
+
+
+@pytest.mark.parametrize("wrong, says", [
+    ("acc[i] += As[tr + i][k] * b;",
+     "output (row 16, column 0) of the C tile is acc[0] of thread t = 64 (tc = 0, tr = 1): "
+     "at k = 0, i = 0 it adds As[tr + i][k] * Bs[k][tc] = As[1][0] * Bs[0][0], and the row "
+     "of As is wrong there: that output needs row 16 of As and column 0 of Bs"),
+    ("acc[i] += As[tr * TM + i][k] * Bs[k][tr];", "and the column of Bs is wrong there"),
+    ("acc[i] += As[tr * TM + i][k] * Bs[i][tc];", "the k of As and of Bs (they differ)"),
+])
+def test_a_wrong_product_names_its_output_thread_and_what_it_needed(wrong, says):
+    from gemm_kernels.exercises.ch05_checks import product_problems
+    src = solution(NAME)
+    assert PRODUCT in src
+    problems = product_problems(src.replace(PRODUCT, wrong), PARAMS)
+    assert problems and says in problems[0], problems
+    # the solution's own line is not dictated
+    assert "tr * TM + i" not in problems[0].split(" it adds ")[0], problems
+
+
+def test_a_loop_that_misses_a_k_is_named():
+    from gemm_kernels.exercises.ch05_checks import product_problems
+    problems = product_problems(solution(NAME).replace("k < BK; ++k", "k < BK - 1; ++k"), PARAMS)
+    assert problems == ["output (row 0, column 0) of the C tile is acc[0] of thread t = 0 "
+                        "(tc = 0, tr = 0): its loop never adds the product of k = 15, while "
+                        "the tiles hold BK = 16 values of k (0 .. 15) at each step"]
+
+
+def test_the_wrong_product_is_refused_in_step_2_and_the_hints_do_not_give_the_line():
+    from gemm_kernels.exercises.catalog import get
+    v = static_verdict(NAME, solution(NAME).replace(PRODUCT, "acc[i] += As[i][k] * b;"))
+    assert v["static"][0] == FAIL and "needs row 16 of As" in v["static"][1], v
+    hints = " ".join(get(NAME).hints.values())
+    assert "As[tr*TM + i][k] * Bs[k][tc]" not in hints and "acc[i] +=" not in hints

@@ -13,7 +13,8 @@ from typing import Callable
 
 from gemm_kernels.exercises import (ch00_checks, ch01_checks, ch02_checks, ch03_checks,
                                     ch04_checks, ch10_checks, ch11_checks)
-from gemm_kernels.exercises.ch05_checks import shared_loads_per_ffma, thread_mapping
+from gemm_kernels.exercises.ch05_checks import (products_followed, shared_loads_per_ffma,
+                                                thread_mapping)
 from gemm_kernels.exercises.ch07_checks import all_loads_128
 from gemm_kernels.exercises.ch08_checks import prefetch_in_flight
 from gemm_kernels.exercises.ch09_checks import zorder_lanes
@@ -138,14 +139,16 @@ register(Exercise(
     sass=("BAR.SYNC",),
     static_checks=(ch03_checks.two_barriers("03_tile_loop", "smem_tiled", _TILE_LOOP),
                    ch03_checks.copies_priced(_TILE_LOOP["BLOCK"])),
-    hints={"static": "the block must wait for its copies (__syncthreads()) before it "
-                     "reads the tiles, and again before the next copy; a warp is one row "
-                     "of threads (ty fixed, tx = 0..31): its 32 loads should be 32 "
-                     "neighbouring floats, and its store and reads should fall in 32 "
-                     "different banks or on one shared word",
-           "correct": "__syncthreads() after the copies (the tiles are complete) and "
-                      "after the products (nobody still reads what the next copy "
-                      "overwrites); a zero, not a load, for elements outside A or B",
+    # Step 2's checks each end their message with what to look at, so the step has no
+    # hint of its own: one text for all of them would point at the wrong thing.
+    hints={"correct": "'worst at (r, c)' is C[r][c], computed by thread tx = c % 32, "
+                      "ty = r % 32 of the block blockIdx = (c / 32, r / 32); |err|/bound is "
+                      "its error over the rounding error a right sum of K products may have "
+                      "(above 1: a wrong value, not rounding). Step 2 has followed every "
+                      "product of an interior block, so look at what differs at the edges of "
+                      "this small shape: which elements of the tiles that thread's block "
+                      "fills there, and whether every thread of the block still reaches both "
+                      "barriers. A data race means a barrier is missing or skipped",
            "speed": "copy with threadIdx.x along a row of A and of B, so a warp's loads "
                     "are consecutive addresses; read As[ty][k] and Bs[k][tx]"},
 ))
@@ -186,6 +189,9 @@ register(Exercise(
         # with the bank model (A read as a broadcast, B conflict-free: 144 wavefronts at
         # this configuration); the stores of C in as few sectors as a warp can use.
         thread_mapping("05_tile_1d", _TILE_1D),
+        # The loop of products followed for every thread with its own (tc, tr): the first
+        # output that adds a wrong product, or misses a k, named with its thread.
+        products_followed("05_tile_1d", _TILE_1D),
         # The loop: per k, one value of B and TM values of A for TM FFMA, (TM + 1) / TM
         # loads per FFMA at most. Once both loops are unrolled the compiler keeps B's
         # value in a register whichever loop is outside; a k loop left rolled inside the
@@ -193,13 +199,19 @@ register(Exercise(
         shared_loads_per_ffma(
             "05_tile_1d", "tile_1d", _TILE_1D, 17, 16,
             "per k, one value of B and TM values of A for TM FFMA"),),
-    hints={"static": "a warp is 32 consecutive threads t. Which of them share tr and which "
-                     "share tc decides what a read costs: price As[tr*TM + i][k..k+3] "
-                     "(one LDS.128) and Bs[k][tc] (one LDS) for lanes 0-31 with chapter "
-                     "04's bank rules. Unroll both loops so that acc[] stays in registers "
-                     "and the reads of A along k merge into LDS.128",
-           "correct": "thread t owns rows tr*TM .. tr*TM+TM-1 of column tc: "
-                      "acc[i] += As[tr*TM + i][k] * Bs[k][tc], for every k of the tile",
+    # The mapping's and the products' messages carry their own guidance; the hint is for
+    # what the SASS shows (no LDS.128, spills, too many shared loads per FFMA).
+    hints={"static": "where the report names the SASS (LDS.128, spills, shared loads per "
+                     "FFMA): unroll both loops (#pragma unroll) so that acc[] stays in "
+                     "registers and the reads of A along k merge into LDS.128",
+           "correct": "'worst at (r, c)' is C[r][c]: row r % 64, column c % 64 of the C tile "
+                      "of block blockIdx = (c / 64, r / 64), i.e. acc[r % 16] of the thread "
+                      "whose tc is c % 64 and tr is (r % 64) / 16; |err|/bound is its error "
+                      "over the rounding error a right sum of K products may have (above 1: "
+                      "a wrong value, not rounding). Step 2 has followed the products of every "
+                      "thread where it could read your loop; if it could not (a helper, a "
+                      "pointer, an fmaf), write the loop as acc[..] += <read> * <read>; and "
+                      "run the cell again to have that output's products named",
            "speed": "unroll both loops; the mapping passed the bank check, so look for "
                     "extra work in the loop"},
 ))

@@ -20,6 +20,15 @@ global loads and chapter 04 shared accesses:
 * the threads of a block must load as many different elements of A (of B) as the tile
   holds, and store them into as many different words.
 
+`product_problems` then follows the products through those copies: for every thread and
+every k of the loop it finds which element of A and of B the words it reads hold, and
+names the first thread whose products are not those of its own output C[row][col] (the
+element it read, where that came from, and the element it needed there), or the k its
+loop leaves out. A wrong index is thus named with its thread before anything runs.
+
+Each message ends with what to look at for that check (the grader's hint for step 2 is
+one text for all checks, so the guidance lives in the messages).
+
 It says nothing where it cannot read the source (pointer arithmetic, a helper function,
 a conditional expression in an index): it never refuses a kernel for its style, and a
 wrong index is found when the kernel runs (step 3), where the numbers are compared.
@@ -176,7 +185,9 @@ def _describe_lanes(indices: list[int]) -> str:
         return "all 32 lanes read the same float"
     if step == 1 and indices == list(range(indices[0], indices[0] + len(indices))):
         return "its lanes read 32 neighbouring floats"
-    return f"neighbouring lanes read floats {step:,} apart"
+    return (f"neighbouring lanes read floats {step:,} apart (the check places the block in "
+            f"matrices with M = {_SIDES['M']:,}, N = {_SIDES['N']:,}, K = {_SIDES['K']:,}: a "
+            f"row of A is {_SIDES['K']:,} floats long, a row of B {_SIDES['N']:,})")
 
 
 def _store_problems(code: str, block: int, tile: str, matrix: str, stride: int,
@@ -272,6 +283,119 @@ def _read_problems(code: str, block: int) -> list[str]:
     return problems
 
 
+# ------------------------------------------------------------------ the products, followed
+
+_K_LOOP = re.compile(r"\bfor\s*\(\s*(?:const\s+)?(?:int|unsigned)\s+(\w+)\s*=\s*([^;]+);\s*(\w+)"
+                     r"\s*(<=|<)\s*([^;]+);\s*(?:\+\+\s*(\w+)|(\w+)\s*\+\+|(\w+)\s*\+=\s*1)\s*\)")
+
+
+def _tile_contents(code: str, block: int, tile: str, matrix: str, cols: int):
+    """{word of the tile: ((row, column) of the matrix element stored there, (tx, ty) of
+    the thread that stores it)} from the store `tile[..][..] = ... matrix[..] ...;`."""
+    for pos, idx, end in _subscripts(code, tile):
+        if len(idx) != 2 or not _is_store(code, end):
+            continue
+        rhs = code[end:code.find(";", end)]
+        load = next(_subscripts(rhs, matrix), None)
+        if load is None or len(load[1]) != 1:
+            continue
+        envs = _threads(code, pos, block)
+        row_len = _row_length(code, tile, block)
+        words = [r * row_len + c for r, c in zip(_values(idx[0], envs), _values(idx[1], envs))]
+        flat = _values(load[1][0], envs)
+        return {w: (divmod(f, cols), (e["threadIdx.x"], e["threadIdx.y"]))
+                for w, f, e in zip(words, flat, envs)}, row_len
+    raise _Unreadable(tile)
+
+
+def _where(word: int, row_len: int, tile: str) -> str:
+    return f"{tile}[{word // row_len}][{word % row_len}]"
+
+
+def _product_problems(code: str, block: int) -> list[str]:
+    a_of, a_len = _tile_contents(code, block, "As", "A", _SIDES["K"])
+    b_of, b_len = _tile_contents(code, block, "Bs", "B", _SIDES["N"])
+    loop = next((m for m in _K_LOOP.finditer(code) if m.group(1) != "k0"), None)
+    if loop is None or len({g for g in (loop.group(1), loop.group(3), loop.group(6),
+                                         loop.group(7), loop.group(8)) if g}) != 1:
+        raise _Unreadable("loop")
+    var, body = loop.group(1), code[loop.end():]
+    reads = {}
+    for tile in ("As", "Bs"):
+        found = next(((pos, idx) for pos, idx, end in _subscripts(body, tile)
+                      if len(idx) == 2 and not _is_store(body, end)), None)
+        if found is None:
+            raise _Unreadable(tile)
+        reads[tile] = found
+    envs = _threads(code, loop.start(), block)
+    if not all("row" in e and "col" in e for e in envs[:1]):
+        raise _Unreadable("row, col")
+    first = _values(loop.group(2), envs[:1])[0]
+    last = _values(loop.group(5), envs[:1])[0] - (loop.group(4) == "<")
+    ks = range(first, last + 1)
+    k0 = envs[0]["k0"]
+    text = {t: f"{t}[{i[0].strip()}][{i[1].strip()}]" for t, (_, i) in reads.items()}
+    words = {}
+    for t, (_, idx) in reads.items():
+        row_len = a_len if t == "As" else b_len
+        words[t] = [[r * row_len + c for r, c in zip(_values(idx[0], k_envs),
+                                                     _values(idx[1], k_envs))]
+                    for k_envs in ([{**e, var: k} for e in envs] for k in ks)]
+    where_a = {elem: w for w, (elem, _) in a_of.items()}
+    where_b = {elem: w for w, (elem, _) in b_of.items()}
+    look = ("; look at the indices of that read: which one must follow the thread, which "
+            f"one follows {var}")
+    for n, e in enumerate(envs):
+        tx, ty, row, col = e["threadIdx.x"], e["threadIdx.y"], e["row"], e["col"]
+        who = (f"thread (tx = {tx}, ty = {ty}) computes C[{row}][{col}] (the check places "
+               f"the block at blockIdx (1, 1), at the step k0 = {k0})")
+        used = []
+        for j, k in enumerate(ks):
+            wa, wb = words["As"][j][n], words["Bs"][j][n]
+            if wa not in a_of or wb not in b_of:
+                t, w = ("As", wa) if wa not in a_of else ("Bs", wb)
+                return [f"{who}, but at {var} = {k} {text[t]} reads word {w} of {t}, which "
+                        "no thread of the block wrote at this step" + look]
+            (ar, ac), a_by = a_of[wa]
+            (br, bc), b_by = b_of[wb]
+            if ar != row or (bc == col and ac != br and ac != k0 + k):
+                need, t, w, held, by = ((row, br if bc == col else k0 + k), "As", wa,
+                                        f"A[{ar}][{ac}]", a_by)
+            elif bc != col or ac != br:
+                need, t, w, held, by = ((ac, col), "Bs", wb, f"B[{br}][{bc}]", b_by)
+            else:
+                used.append(ac)
+                continue
+            at = (where_a if t == "As" else where_b).get(need)
+            row_len = a_len if t == "As" else b_len
+            return [f"{who}, but at {var} = {k} its product reads {text[t]} = "
+                    f"{_where(w, row_len, t)}, which holds {held} (copied by thread "
+                    f"({by[0]}, {by[1]})); C[{row}][{col}] needs {t[0]}[{need[0]}][{need[1]}] "
+                    "there" + (f", which the copies put in {_where(at, row_len, t)}"
+                               if at is not None else "") + look]
+        missing = sorted(set(range(k0, k0 + block)) - set(used))
+        twice = sorted({c for c in used if used.count(c) > 1})
+        if missing or twice:
+            what = (f"never adds A[{row}][{missing[0]}] * B[{missing[0]}][{col}]"
+                    + (f" (nor {len(missing) - 1} other products of this step)"
+                       if len(missing) > 1 else "") if missing else
+                    f"adds A[{row}][{twice[0]}] * B[{twice[0]}][{col}] more than once")
+            return [f"{who}, and its loop over {var} runs {var} = {first} .. {last}: it "
+                    f"{what}, while the tiles hold the {block} values of k from k0 to "
+                    f"k0 + {block - 1}"]
+    return []
+
+
+def product_problems(source: str, block: int) -> list[str]:
+    """The first thread whose products are not those of its own output (see the module's
+    docstring); empty when every thread adds A[row][k] * B[k][col] once for every k of
+    the tile, or when the source says something this check does not read."""
+    try:
+        return _product_problems(code_only(source), block)
+    except (_Unreadable, KeyError, IndexError):
+        return []
+
+
 def copy_problems(source: str, block: int) -> list[str]:
     """The price of the copies and reads in `source` (see the module's docstring): empty
     when they are coalesced and conflict-free, or when the source says something this
@@ -280,9 +404,19 @@ def copy_problems(source: str, block: int) -> list[str]:
     return _copy_problems(code, block) + _read_problems(code, block)
 
 
+_COPY_HINT = (" (a warp is one row of threads, ty fixed and tx = 0..31 at BLOCK = 32: its "
+              "32 loads should be 32 neighbouring floats, its store and reads 32 different "
+              "banks or one shared word)")
+
+
 def copies_priced(block: int) -> Callable[[str], list[str]]:
     """The copy check of exercise 03; silent while the source still holds the stub."""
     def check(source: str) -> list[str]:
-        return [] if STUB in source else copy_problems(source, block)
+        if STUB in source:
+            return []
+        priced = copy_problems(source, block)
+        if priced:
+            return [priced[0] + _COPY_HINT] + priced[1:]
+        return product_problems(source, block)
     check.__name__ = f"copies_priced_{block}"
     return check

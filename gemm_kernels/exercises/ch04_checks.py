@@ -360,10 +360,12 @@ def unmerged(a, b, wa, wb, expressions=("", "")) -> list[str]:
             f"SASS of your kernel reads {reads}: ptxas merges neighbouring reads only where "
             "it can prove from the index arithmetic that the addresses are adjacent and "
             f"aligned, and {how} it could not, so it emitted narrower loads (priced here as "
-            "compiled). A swizzled layout needs explicit vector loads: read "
-            f"{allowed} values of k at once, *reinterpret_cast<const {vec}*>(&{found[-1][4]}) "
-            f"for k = 0, {allowed}, {2 * allowed}, ... (with __align__(16) tiles); or pad the "
-            "rows instead"]
+            "compiled). In this exercise, where only a_word and b_word are yours, pad the "
+            "rows instead: a row start the compiler can see is a multiple of "
+            f"{allowed} words keeps the reads merged. (Outside it, a swizzled layout needs "
+            f"explicit vector loads: {allowed} values of k at once, "
+            f"*reinterpret_cast<const {vec}*>(&{found[-1][4]}) for k = 0, {allowed}, "
+            f"{2 * allowed}, ..., with __align__(16) tiles; the worked solution prices that.)"]
 
 
 def bank_problems(a: list[list[int]], b: list[list[int]], wa, wb, budget: int,

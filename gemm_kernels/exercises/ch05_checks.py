@@ -233,6 +233,11 @@ def mapping_problems(tc: str, tr: str, params: dict, reference=("t % BN", "t / B
     return problems
 
 
+_PRICE_IT = (" (a warp is 32 consecutive t, and which of them share tr and which share tc "
+             "decides the price: price As[tr*TM + i][k..k+3], one LDS.128, and Bs[k][tc], "
+             "one LDS, for lanes 0-31 with chapter 04's bank rules)")
+
+
 def thread_mapping(exercise: str, params: dict) -> Callable[[str], list[str]]:
     """The static check of exercise 05 (see above): silent while the source holds the
     stub, which the grader reports itself."""
@@ -240,6 +245,152 @@ def thread_mapping(exercise: str, params: dict) -> Callable[[str], list[str]]:
         found = mapping_expressions(source)
         if isinstance(found, str):
             return [found] if found else []
-        return mapping_problems(*found, params)
+        problems = mapping_problems(*found, params)
+        if problems and "wavefronts" in problems[0]:
+            problems[0] += _PRICE_IT
+        return problems
     check.__name__ = f"thread_mapping_{exercise}"
+    return check
+
+
+# ------------------------------------------------------------------ chapter 05's products
+#
+# A wrong index in the loop of products shows in step 3 as a wrong element, far from its
+# cause. `product_problems` follows the loop instead, before anything runs: the statement
+# `acc[..] += <factor> * <factor>;` between the two barriers, each factor a read
+# `As[..][..]` or `Bs[..][..]` or a `float name = As/Bs[..][..];` read before it, every
+# enclosing `for (int v = a; v < b; ++v)` walked, for every thread of the block with the
+# student's own (tc, tr). Output acc[i] of thread t is row tr*TM + i, column tc of the C
+# tile (the given stores say so); it must add As[that row][k] * Bs[k][that column] once for
+# every k of the tile. The first output that does not is named with its thread, the k at
+# which it went wrong, what it read and the row of As and column of Bs it needed.
+
+_FLOAT_READ = re.compile(r"\bfloat\s+(\w+)\s*=\s*(As|Bs)\s*\[([^\]]+)\]\s*\[([^\]]+)\]\s*;")
+_TILE_READ = re.compile(r"^(As|Bs)\s*\[([^\]]+)\]\s*\[([^\]]+)\]$")
+_ACC_ADD = re.compile(r"\bacc\s*\[([^\]]+)\]\s*\+=\s*([^;]+);")
+_LOOP = re.compile(r"\bfor\s*\(\s*(?:const\s+)?int\s+(\w+)\s*=\s*([^;]+);\s*(\w+)\s*(<=|<)"
+                   r"\s*([^;]+);\s*(?:\+\+\s*(\w+)|(\w+)\s*\+\+|(\w+)\s*\+=\s*1)\s*\)")
+
+
+class _Unread(Exception):
+    """The loop says something this check does not read: it stays silent."""
+
+
+def _between_barriers_text(code: str) -> str:
+    at = [m.end() for m in re.finditer(r"__syncthreads\s*\(\s*\)\s*;", code)]
+    if len(at) < 2:
+        raise _Unread("barriers")
+    return code[at[0]:at[1] - len("__syncthreads();")]
+
+
+def _factor(text: str, temps: dict) -> tuple[str, str, str]:
+    text = text.strip().strip("()").strip()
+    if text in temps:
+        return temps[text]
+    m = _TILE_READ.match(text)
+    if not m:
+        raise _Unread(text)
+    return m.group(1), m.group(2).strip(), m.group(3).strip()
+
+
+def _products(source: str, params: dict, places) -> list[str]:
+    from itertools import product as combos
+
+    from gemm_kernels.exercises.cexpr import ExpressionError, code_only, compile_expression
+    body = _between_barriers_text(code_only(source))
+    adds = _ACC_ADD.findall(body)
+    if len(adds) != 1:
+        raise _Unread("acc")
+    acc_index, rhs = adds[0]
+    temps = {m.group(1): (m.group(2), m.group(3).strip(), m.group(4).strip())
+             for m in _FLOAT_READ.finditer(body)}
+    factors = [f for f in re.split(r"\*(?![^\[]*\])", rhs)]
+    if len(factors) != 2:
+        raise _Unread(rhs)
+    reads = dict((f[0], f) for f in (_factor(x, temps) for x in factors))
+    if set(reads) != {"As", "Bs"}:
+        raise _Unread(rhs)
+    p = params
+    nt = p["BM"] * p["BN"] // p["TM"]
+    consts = {"BM": p["BM"], "BN": p["BN"], "BK": p["BK"], "TM": p["TM"], "NT": nt}
+    loops = []
+    for m in _LOOP.finditer(body):
+        var = m.group(1)
+        if {g for g in m.group(3, 6, 7, 8) if g} != {var}:
+            raise _Unread(var)
+        try:
+            lo = compile_expression(m.group(2), tuple(consts))(consts)
+            hi = compile_expression(m.group(5), tuple(consts))(consts) - (m.group(4) == "<")
+        except ExpressionError:
+            raise _Unread(var) from None
+        loops.append((var, range(lo, hi + 1)))
+    names = (*consts, *(v for v, _ in loops), "t", "threadIdx.x", "tc", "tr")
+    try:
+        f_acc = compile_expression(acc_index, names)
+        f = {t: (compile_expression(r[1], names), compile_expression(r[2], names), r)
+             for t, r in reads.items()}
+    except ExpressionError:
+        raise _Unread(rhs) from None
+    BK, BN, TM = p["BK"], p["BN"], p["TM"]
+    for t, (tc, tr) in enumerate(places):
+        seen = {}
+        for values in combos(*(r for _, r in loops)):
+            env = {**consts, **dict(zip((v for v, _ in loops), values)), "t": t,
+                   "threadIdx.x": t, "tc": tc, "tr": tr}
+            i = f_acc(env)
+            (ar, ac), (br, bc) = ((f[x][0](env), f[x][1](env)) for x in ("As", "Bs"))
+            at = ", ".join(f"{v} = {x}" for (v, _), x in zip(loops, values))
+            who = (f"thread t = {t} (tc = {tc}, tr = {tr})")
+            if not 0 <= i < TM:
+                return [f"{who} adds to acc[{i}] at {at}: its outputs are acc[0] .. "
+                        f"acc[{TM - 1}]"]
+            row = tr * TM + i
+            out = (f"output (row {row}, column {tc}) of the C tile is acc[{i}] of {who}")
+            a_ok, b_ok = ar == row and 0 <= ac < BK, bc == tc and 0 <= br < BK
+            if not (a_ok and b_ok and ac == br):
+                a_txt = "As[{}][{}]".format(*reads["As"][1:])
+                b_txt = "Bs[{}][{}]".format(*reads["Bs"][1:])
+                need = ("row {} of As and column {} of Bs, the same k in both".format(row, tc))
+                wrong = ("the row of As" if not a_ok else "the column of Bs" if not b_ok
+                         else "the k of As and of Bs (they differ)")
+                return [f"{out}: at {at} it adds {a_txt} * {b_txt} = As[{ar}][{ac}] * "
+                        f"Bs[{br}][{bc}], and {wrong} is wrong there: that output needs "
+                        f"{need}"]
+            seen.setdefault(i, []).append(ac)
+        for i in range(TM):
+            ks = seen.get(i, [])
+            missing = sorted(set(range(BK)) - set(ks))
+            twice = sorted({k for k in ks if ks.count(k) > 1})
+            if missing or twice:
+                row = tr * TM + i
+                what = (f"never adds the product of k = {missing[0]}"
+                        + (f" (nor {len(missing) - 1} more)" if len(missing) > 1 else "")
+                        if missing else f"adds the product of k = {twice[0]} more than once")
+                return [f"output (row {row}, column {tc}) of the C tile is acc[{i}] of "
+                        f"thread t = {t} (tc = {tc}, tr = {tr}): its loop {what}, while "
+                        f"the tiles hold BK = {BK} values of k (0 .. {BK - 1}) at each step"]
+    return []
+
+
+def product_problems(source: str, params: dict) -> list[str]:
+    """The first output whose products are wrong (see above); empty when every output
+    adds each k of the tile once, when the mapping itself is refused (its own message
+    says why), or when the source says something this check does not read."""
+    found = mapping_expressions(source)
+    if isinstance(found, str):
+        return []
+    places = mapping_table(*found, params)
+    if isinstance(places, str) or coverage_problems(places, params):
+        return []
+    try:
+        return _products(source, params, places)
+    except (_Unread, KeyError, ZeroDivisionError):
+        return []
+
+
+def products_followed(exercise: str, params: dict) -> Callable[[str], list[str]]:
+    """Exercise 05's check of the loop of products (see above)."""
+    def check(source: str) -> list[str]:
+        return product_problems(source, params)
+    check.__name__ = f"products_followed_{exercise}"
     return check

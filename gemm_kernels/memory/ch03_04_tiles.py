@@ -377,7 +377,7 @@ def summary(configs=None, size: int = 2048, props: dict | None = None):
 
 def ceiling_plot(table, size: int = 2048, ax=None):
     """Each configuration of a `summary` table as a pair of bars: its shared-memory bound
-    (pale) and its measured rate (dark), in TFLOP/s, fastest bound at the top; rows
+    (pale) and its measured rate (dark), in GFLOP/s as every table, fastest bound at the top; rows
     without a rate are left out. Returns the Axes."""
     import matplotlib.pyplot as plt
     rows = sorted((r for r in table if r["GFLOP/s"]), key=lambda r: r["bound GFLOP/s"])
@@ -385,16 +385,19 @@ def ceiling_plot(table, size: int = 2048, ax=None):
         _, ax = plt.subplots(figsize=(10, 0.32 * len(rows) + 1.4))
     colours = {32: "tab:blue", 16: "tab:orange"}
     y = range(len(rows))
-    ax.barh(y, [r["bound GFLOP/s"] / 1e3 for r in rows], height=0.8, color="0.85",
+    top = max(r["bound GFLOP/s"] for r in rows)
+    ax.barh(y, [r["bound GFLOP/s"] for r in rows], height=0.8, color="0.85",
             edgecolor="0.6", label="shared-memory bound (bank model)")
-    ax.barh(y, [r["GFLOP/s"] / 1e3 for r in rows], height=0.45,
+    ax.barh(y, [r["GFLOP/s"] for r in rows], height=0.45,
             color=[colours.get(r["BLOCK"], "tab:gray") for r in rows])
     for i, r in zip(y, rows):
-        ax.text(r["bound GFLOP/s"] / 1e3 + 0.1, i, f"{r['% of bound']:.0f}% of bound",
+        ax.text(r["bound GFLOP/s"] + top / 100, i, f"{r['% of bound']:.0f}% of bound",
                 va="center", fontsize=8)
     ax.set_yticks(list(y), [f"BLOCK={r['BLOCK']}  {r['layout']}" for r in rows], fontsize=8)
-    ax.set_xlabel("TFLOP/s")
-    ax.set_xlim(0, max(r["bound GFLOP/s"] for r in rows) / 1e3 * 1.22)
+    from matplotlib.ticker import FuncFormatter
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.set_xlabel("GFLOP/s")
+    ax.set_xlim(0, top * 1.22)
     from matplotlib.patches import Patch
     handles = [Patch(facecolor="0.85", edgecolor="0.6", label="shared-memory bound (bank model)")]
     handles += [Patch(color=c, label=f"measured, BLOCK={b}") for b, c in colours.items()

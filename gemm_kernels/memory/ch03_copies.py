@@ -160,8 +160,8 @@ def emulate(A, B, BLOCK: int, version: str = "correct"):
 def copy_bug(M: int = 8, N: int = 8, K: int = 8, BLOCK: int = 4, block=(1, 1), k0: int = 4,
              seed: int = 0) -> dict:
     """The copy bug on small random matrices: per version, the tiles of block `block` at
-    step k0 as 'A[r][c]' labels, whether C equals A @ B, and how many different values
-    the block's tile of C holds."""
+    step k0 as 'A[r][c]' labels, whether C equals A @ B, how many elements of C differ
+    from A @ B (of M * N), and how many different values the block's tile of C holds."""
     rng = np.random.default_rng(seed)
     A, B = rng.standard_normal((M, K)), rng.standard_normal((K, N))
     out = {}
@@ -174,6 +174,7 @@ def copy_bug(M: int = 8, N: int = 8, K: int = 8, BLOCK: int = 4, block=(1, 1), k
             "As": [[f"A[{i // K}][{i % K}]" for i in r] for r in src["A"]],
             "Bs": [[f"B[{i // N}][{i % N}]" for i in r] for r in src["B"]],
             "right": bool(np.allclose(C, A @ B)),
+            "wrong elements": int(np.count_nonzero(~np.isclose(C, A @ B))),
             "distinct A elements": len(np.unique(src["A"])),
             "tile values": len(np.unique(tile.round(12)))}
     return out

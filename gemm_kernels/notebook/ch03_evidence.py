@@ -229,6 +229,20 @@ def traffic_rows(blocks=TRAFFIC_BLOCKS) -> list[dict]:
     return rows
 
 
+def l2_line(shape=SHAPE) -> str:
+    """One line: how large A, B and C are at `shape` against the L2 of the recorded (or
+    live) GPU, so that 'larger than the L2' is a number."""
+    l2 = roofline.device_properties().get("l2_bytes")
+    M, N, K = shape
+    sizes = {"A": M * K * 4, "B": K * N * 4, "C": M * N * 4}
+    each = ", ".join(f"{n} {b / 2**20:,.0f} MiB" for n, b in sizes.items())
+    if not l2:
+        return f"at {M}x{N}x{K}: {each}; the L2's size is not recorded here"
+    ratios = sorted({round(b / l2, 2) for b in sizes.values()})
+    return (f"at {M}x{N}x{K}: {each}, each {' or '.join(f'{r:.2f}x' for r in ratios)} the L2 "
+            f"({l2 / 2**20:,.0f} MiB), all three together {sum(sizes.values()) / l2:.1f}x")
+
+
 def traffic():
     """The evidence that tiling by BLOCK divides global traffic by BLOCK, at 4096^3 where
     A and B do not fit in the L2: printed first, `traffic_rows` as a table (with chapter
@@ -423,6 +437,19 @@ def grade_mistakes(source: str | None = None) -> Table:
 
 # ------------------------------------------------------------------ occupancy and BLOCK
 
+def check_prediction(block: int | None, shape=(2048,) * 3) -> str:
+    """The answer to the chapter's 'Predict, then check' for one BLOCK: the occupancy the
+    compiler's resources allow and the rate recorded at `shape`. With no BLOCK chosen, it
+    says what to do instead, so that the notebook as given does not show an answer."""
+    if block is None:
+        return "write your prediction down, then set BLOCK to 4, 8, 16 or 32 and run this cell"
+    occ = analysis.kernel_occupancy(KERNEL, {"BLOCK": block}).explain()
+    r = _rate(KERNEL, shape, {"BLOCK": block})
+    rate = (f"{r['gflops']['median']:,.0f} GFLOP/s at {shape[0]}^3" if r else
+            f"no rate recorded at {shape[0]}^3")
+    return f"BLOCK = {block}: {occ}\n{rate}"
+
+
 def register_cliff(registers=(32, 33, 40, 64), threads: int = 1024,
                    shared: int = 8192) -> Table:
     """Blocks and warps per SM of a 1024-thread block with 8 KiB of shared memory, for
@@ -496,7 +523,12 @@ def block_stalls(blocks=TRAFFIC_BLOCKS) -> Table:
     for reason in ("mio_throttle", "short_scoreboard", "barrier", "long_scoreboard"):
         cols[f"{reason.replace('_', ' ')} (cycles)"] = STALL.format(reason)
     table = evidence.counters(CACHES, cols, kernels=(KERNEL,))
-    got = {r["step"]: r for r in table if r["time, ms"] is not None}
+    for r in table:                       # the study's steps are the BLOCK values
+        r["BLOCK"] = r.pop("step").replace("BLOCK = ", "")
+    table.columns = ["BLOCK", *cols]
+    table.title = (f"smem_tiled by BLOCK at {SHAPE[0]}^3 under Nsight Compute: the time, "
+                   "the instructions and where the warps wait")
+    got = {f"BLOCK = {r['BLOCK']}": r for r in table if r["time, ms"] is not None}
     lo, hi = (f"BLOCK = {b}" for b in (min(blocks), max(blocks)))
     if lo in got and hi in got:
         a, b = got[lo], got[hi]

@@ -164,9 +164,12 @@ def wavefront_lanes(k: int = 0, ty: int = 0):
 def copy_bug(M: int = 8, N: int = 8, K: int = 8, BLOCK: int = 4, block=(1, 1), k0: int = 4):
     """The A and B tiles of block `block` at the step starting at k0, as the buggy copy
     (A[row * K + k0], B[k0 * N + col]) and the correct one fill them, each cell labelled
-    with the element it holds (`memory.ch03_copies.copy_bug`)."""
+    with the element it holds (`memory.ch03_copies.copy_bug`). Printed first: how many
+    elements of C each version gets wrong against A @ B, the whole product emulated."""
     from matplotlib.patches import Rectangle
     got = ch03_copies.copy_bug(M, N, K, BLOCK, block, k0)
+    print("; ".join(f"{v} copy: {got[v]['wrong elements']} of {M * N} elements of C wrong "
+                    "against A @ B" for v in got))
     plt = _plt()
     fig, axes = plt.subplots(1, 4, figsize=(13, 4.2), layout="constrained")
     cmap = plt.get_cmap("Pastel1")

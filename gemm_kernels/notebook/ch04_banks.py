@@ -97,6 +97,13 @@ def bank_grid(pads=(0, 1), block: int = 32, column: int = 0):
         for r in range(block):
             ax.text(column, r, str(grid[r, column]), ha="center", va="center", fontsize=8,
                     zorder=4)
+        # Neighbouring banks have close colours: the first two rows carry their bank
+        # numbers too, so the shift of one row against the next can be read off.
+        for r in (0, 1):
+            for c in range(block):
+                if c != column:
+                    ax.text(c, r, str(grid[r, c]), ha="center", va="center", fontsize=6,
+                            zorder=4)
         an = banks.analyse(banks.words_to_bytes([r * S + column for r in range(block)]), 4)
         used = len({grid[r, column] for r in range(block)})
         what = ("all in bank " + str(grid[0, column])) if used == 1 else f"in {used} different banks"
@@ -115,7 +122,8 @@ def bank_grid(pads=(0, 1), block: int = 32, column: int = 0):
     bar.ax.set_yticklabels(range(0, banks.BANKS, 4))
     bar.set_label("bank")
     fig.suptitle(f"A {block} x {block} tile of floats, each element coloured by its bank "
-                 "(word % 32); column 0 outlined, with its banks written in", fontsize=12)
+                 "(word % 32); column 0 outlined and the first two rows with their banks "
+                 "written in", fontsize=12)
     return fig
 
 
@@ -250,6 +258,15 @@ def readme_default(size: int = 2048) -> dict | None:
 # The probe's patterns the chapter discusses.
 PROBE_PATTERNS = ("w4_stride32", "w4_stride33", "w16_broadcast", "w16_pairs_xor1",
                   "w16_merge_first_half_only")
+# The patterns the text discusses, in words (the probe's own names are for its log).
+PROBE_WORDS = {
+    "w4_stride32": "32-bit, lanes 32 words apart (a column of a 32-word-wide tile)",
+    "w4_stride33": "32-bit, lanes 33 words apart (the same column, rows padded by one)",
+    "w16_broadcast": "128-bit, every lane the same address (a broadcast)",
+    "w16_pairs_xor1": "128-bit, lanes i and i^1 share an address, in the whole warp",
+    "w16_merge_first_half_only": "128-bit, lanes i and i^1 share an address in lanes "
+                                 "0-15 only",
+}
 
 
 def probe_table():
@@ -260,8 +277,11 @@ def probe_table():
     probe = ch03_04_tiles.probe_table()
     if probe is None:
         return None
-    return Table([r for r in probe if r["agree"] != "yes" or r["pattern"] in PROBE_PATTERNS],
-                 probe.columns, title=probe.title + "; shown: the disagreements and the "
+    import re
+    rows = [{**r, "pattern": PROBE_WORDS.get(r["pattern"], r["pattern"])} for r in probe
+            if r["agree"] != "yes" or r["pattern"] in PROBE_PATTERNS]
+    title = re.sub(r"Version (\d+\.\d+\.\d+)(\.\d+)?", r"Nsight Compute \1", probe.title)
+    return Table(rows, probe.columns, title=title + "; shown: the disagreements and the "
                  "patterns the text discusses")
 
 
@@ -435,3 +455,48 @@ def store_excess_line() -> str:
             f"{ex['per STS'][0]:.2f} .. {ex['per STS'][1]:.2f}; per load instruction "
             f"{ex['per load'][0]:.4f} .. {ex['per load'][1]:.4f}; all of it as a share of the "
             f"shared wavefronts: {ex['share'][0]:.2%} .. {ex['share'][1]:.2%}")
+
+
+def check_prediction(pad: int | None, block: int = 16, layout: str = "conflict",
+                     size: int = 2048):
+    """The answer to the chapter's 'Predict, then check' for one padding: printed, the
+    wavefronts per warp and step (model and Nsight Compute) and the rate at size^3; returned,
+    the access-by-access table (`ch03_04_tiles.side_by_side`). With no PAD chosen it only
+    says what to do, so that the notebook as given shows no answer."""
+    if pad is None:
+        print("write your prediction down, then set PAD to 0, 1 or 2 and run this cell")
+        return None
+    params = {"BLOCK": block, "LAYOUT": layout, "PAD": pad}
+    row = summary([("bank_layout", params)], size)[0]
+    ncu = row["wavefronts, ncu"]
+    rate = row["GFLOP/s"]
+    print(f"{layout_name(params)}, BLOCK = {block}: {row['wavefronts, model']} wavefronts per "
+          "warp and step (bank model)"
+          + (f", {ncu:.1f} counted by Nsight Compute" if ncu is not None else "")
+          + (f"; {rate:,.0f} GFLOP/s at {size}^3" if rate is not None else
+             f"; no rate recorded at {size}^3"))
+    return ch03_04_tiles.side_by_side("bank_layout", params)
+
+
+def prediction_table(pads=(0, 1, 2), block: int = 16, layout: str = "conflict"):
+    """The solution's answer in one table: per PAD, each access of one warp and step as
+    the SASS issues it (instruction x count) with the wavefronts one of them costs (bank
+    model), and the step's total; the derivation by hand explains each cell."""
+    from gemm_kernels.core.table import Table
+    names = {"read B": "B read", "store b": "store of b", "read A": "A read",
+             "store a": "store of a"}
+    rows = []
+    for pad in pads:
+        params = {"BLOCK": block, "LAYOUT": layout, "PAD": pad}
+        got = {r["access"]: r for r in ch03_04_tiles.per_instruction("bank_layout", params)}
+        row = {"PAD": pad}
+        total = 0
+        for access, head in names.items():
+            r = got[access]
+            row[head] = f"{r['per warp and step']} {r['SASS']} x {r['wavefronts each']:g}"
+            total += r["per warp and step"] * r["wavefronts each"]
+        row["per step"] = total
+        rows.append(row)
+    return Table(rows, ["PAD", *names.values(), "per step"],
+                 title=f"{layout}, BLOCK = {block}: per warp and step, instructions x "
+                       "wavefronts each (bank model)")

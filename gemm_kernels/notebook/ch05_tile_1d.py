@@ -605,19 +605,34 @@ def _variant_sources() -> dict:
         "threads down the column first": mapped("t / (BM / TM)", "t % (BM / TM)"),
         "one row group per half-warp": mapped(*HALVES["one row group per half-warp"]),
         "tc = t % 32: two threads per output": mapped("t % 32", "t / 32 % (BM / TM)"),
+        "the row of As without tr*TM": src.replace(
+            _LOOP, _LOOP.replace("As[tr * TM + i][k]", "As[i][k]")),
     }
+
+
+def _whole_problems(detail: str, width: int) -> str:
+    """Step 2's problems (separated by '; ') as whole sentences: as many as fit in
+    `width` characters, at least the first, and how many more there are."""
+    parts = detail.split("; ")
+    shown = [parts[0]]
+    for part in parts[1:]:
+        if len("; ".join(shown + [part])) > width:
+            break
+        shown.append(part)
+    rest = len(parts) - len(shown)
+    return "; ".join(shown) + (f" (and {rest} more)" if rest else "")
 
 
 def mistakes(width: int = 240) -> Table:
     """Steps 2 and 3 of the exercise without a GPU (step 3 then runs the kernel on the
     CPU, where a compiler is installed) on the chapter's kernel and on variants of it:
-    the verdicts, and the start of what step 2 says."""
+    the verdicts, and what step 2 says (whole problems, never cut inside one)."""
     from gemm_kernels.exercises.grader import grade
     rows = []
     for label, src in _variant_sources().items():
         steps = {s.name: s for s in grade("05_tile_1d", src, gpu=False).steps}
         static = steps["static"]
-        text = static.detail if len(static.detail) <= width else static.detail[:width - 3] + "..."
+        text = _whole_problems(static.detail, width)
         rows.append({"submission": label, "step 2 (static)": static.status,
                      "step 3 (right numbers)": steps["correct"].status,
                      "what step 2 says": text})
@@ -625,19 +640,76 @@ def mistakes(width: int = 240) -> Table:
                  "variants of the chapter's kernel (BM = BN = 64, BK = TM = 16)")
 
 
+def _any_bk(tile, bks):
+    """(the tile's resolved params, tile_1d without its constraints and with every BK of
+    `bks` allowed): BK = 32 is outside the kernel's tunables but compiles from the same
+    source."""
+    from dataclasses import replace
+    k = get("tile_1d")
+    wide = replace(k, name="tile_1d:any_bk", constraints=(),
+                   params=tuple(replace(q, values=tuple(sorted(set(q.values) | set(bks))))
+                                if q.name == "BK" else q for q in k.params))
+    return k.resolve(tile or {}), wide
+
+
+def bk_loop_counts(tile=None, bks=(8, 16, 32)) -> Table:
+    """The static evidence for 'what happens once per step': the main loop (one step
+    along K) of tile_1d at one BM, BN, TM for each BK, counted in its SASS: barriers,
+    global loads and shared stores (the tile copy), shared loads, FFMA, every other
+    instruction, and the loop's instructions per FFMA. Compiled here, no GPU needed."""
+    p0, wide = _any_bk(tile, bks)
+    rows = []
+    for bk in bks:
+        h = analysis.summary(wide, {**p0, "BK": bk})["loop_histogram"]
+        ffma = h.get("FFMA", 0)
+        named = {"BAR": h.get("BAR", 0), "LDG (copy)": h.get("LDG", 0),
+                 "STS (copy)": h.get("STS", 0),
+                 "LDS + LDS.128": h.get("LDS", 0) + h.get("LDS.128", 0), "FFMA": ffma}
+        total = sum(h.values())
+        rows.append({"BK": bk, **named, "other": total - sum(named.values()),
+                     "loop instructions": total,
+                     "per FFMA": f"{total / ffma:.2f}" if ffma else None,
+                     "FFMA per BAR": ffma / named["BAR"] if named["BAR"] else None})
+    return Table(rows, list(rows[0]), title=f"tile_1d, BM = {p0['BM']}, BN = {p0['BN']}, "
+                 f"TM = {p0['TM']}: one step of the main loop per thread, counted in the SASS "
+                 "(sm_90, compiled here)")
+
+
+def bk_model(size: int = 2048, fixed=range(0, 2001)):
+    """A one-number model of the gain of BK = 16 over BK = 8, against the sweep's pairs.
+    A step costs a thread a fixed time F (the tile copy's wait, the two barriers) plus
+    its n FFMA at BK = 8 (n = 8 TM), 2n at BK = 16; in units of one FFMA's time,
+    f = F / w, so rate(16) / rate(8) = 2 (f + n) / (f + 2 n). The one f that fits the
+    pairs best (least squares over `fixed`), and per TM: the pairs, the measured median
+    gain and range, and the model's gain. Returns (f, Table)."""
+    import statistics
+    pairs = bk_pairs(size)
+
+    def gain(f, tm):
+        n = 8 * tm
+        return 2 * (f + n) / (f + 2 * n)
+
+    f = min(fixed, key=lambda f: sum((gain(f, c["TM"]) - g16 / g8) ** 2
+                                     for c, g8, g16 in pairs))
+    rows = []
+    for tm in sorted({c["TM"] for c, _, _ in pairs}):
+        r = sorted(g16 / g8 for c, g8, g16 in pairs if c["TM"] == tm)
+        rows.append({"TM": tm, "FFMA per thread per step at BK = 8": 8 * tm,
+                     "pairs": len(r), "measured gain, median": f"{statistics.median(r):.2f}x",
+                     "measured range": f"{r[0]:.2f}x .. {r[-1]:.2f}x",
+                     "model": f"{gain(f, tm):.2f}x"})
+    return f, Table(rows, list(rows[0]), title=f"BK = 16 over BK = 8 at {size}^3: the sweep's "
+                    f"pairs against a fixed cost per step of {f} FFMA per thread")
+
+
 def bk_table(tile=None, bks=(8, 16, 32)) -> Table:
     """tile_1d at one BM, BN, TM (default: the registry default's) for each BK, compiled
     here: registers, spills, shared memory, blocks and warps per SM, FFMA per barrier,
     and the rate at 2048^3 where one was measured. BK = 32 is outside the kernel's
     tunables; it is compiled from the same source, without the registry's constraints."""
-    from dataclasses import replace
     from gemm_kernels.core import compiler
     from gemm_kernels.measure import lookup
-    k = get("tile_1d")
-    p0 = k.resolve(tile or {})
-    wide = replace(k, name="tile_1d:any_bk", constraints=(),
-                   params=tuple(replace(q, values=tuple(sorted(set(q.values) | set(bks))))
-                                if q.name == "BK" else q for q in k.params))
+    p0, wide = _any_bk(tile, bks)
     rows = []
     for bk in bks:
         p = {**p0, "BK": bk}
@@ -658,18 +730,26 @@ def bk_table(tile=None, bks=(8, 16, 32)) -> Table:
                  f"TM = {p0['TM']}: ptxas -v and nvdisasm here (sm_90)")
 
 
-def bk_scatter(size: int = 2048, ax=None):
-    """Every pair of measured configurations that differ only in BK: the rate at BK = 16
-    against the rate at BK = 8, coloured by TM, with the diagonal (no gain) drawn."""
-    from gemm_kernels.core.style import series_styles
-    from gemm_kernels.measure import records, tradeoff
-    plt = _plt()
+def bk_pairs(size: int = 2048) -> list[tuple[dict, float, float]]:
+    """Every pair of measured configurations that differ only in BK: (the BK = 8
+    configuration, its GFLOP/s, the GFLOP/s at BK = 16), from the sweep at size^3."""
+    from gemm_kernels.measure import tradeoff
     rate = {tuple(sorted(c.items())): g for c, g in tradeoff.ranked("tile_1d", size)}
     pairs = []
     for c, g8 in tradeoff.ranked("tile_1d", size, fixed={"BK": 8}):
         g16 = rate.get(tuple(sorted({**c, "BK": 16}.items())))
         if g16:
             pairs.append((c, g8, g16))
+    return pairs
+
+
+def bk_scatter(size: int = 2048, ax=None):
+    """Every pair of measured configurations that differ only in BK: the rate at BK = 16
+    against the rate at BK = 8, coloured by TM, with the diagonal (no gain) drawn."""
+    from gemm_kernels.core.style import series_styles
+    from gemm_kernels.measure import records, tradeoff
+    plt = _plt()
+    pairs = bk_pairs(size)
     if ax is None:
         _, ax = plt.subplots(figsize=(6.4, 5.6))
     tms = sorted({c["TM"] for c, _, _ in pairs})
@@ -746,3 +826,22 @@ def pair_ratios(size: int = 2048) -> str:
     return "\n".join(f"{ww[1]['tile']} / {ww[i]['tile']}: "
                      f"{ww[1]['GFLOP/s'] / ww[i]['GFLOP/s']:.2f}x the rate at {size}^3"
                      for i in (0, 2) if ww[i]["GFLOP/s"] and ww[1]["GFLOP/s"])
+
+
+def bk_gain_by_threads(size: int = 2048) -> Table:
+    """The sweep's BK pairs grouped by threads per block (BM * BN / TM): how many pairs,
+    the median gain of BK = 16 over BK = 8, and the median of measured gain over the
+    one-number model's (`bk_model`), which has no term for how many warps meet at a
+    barrier (above 1: the pairs gain more than the model says)."""
+    import statistics
+    pairs = bk_pairs(size)
+    f, _ = bk_model(size)
+    rows = []
+    for nt in sorted({c["BM"] * c["BN"] // c["TM"] for c, _, _ in pairs}):
+        group = [(c, g16 / g8) for c, g8, g16 in pairs if c["BM"] * c["BN"] // c["TM"] == nt]
+        over = [g / (2 * (f + 8 * c["TM"]) / (f + 16 * c["TM"])) for c, g in group]
+        rows.append({"threads per block": nt, "pairs": len(group),
+                     "TM in the group": ", ".join(str(t) for t in sorted({c["TM"] for c, _ in group})),
+                     "gain, median": f"{statistics.median(g for _, g in group):.2f}x",
+                     "measured / model, median": f"{statistics.median(over):.2f}"})
+    return Table(rows, list(rows[0]), title=f"BK = 16 over BK = 8 at {size}^3, by block size")
