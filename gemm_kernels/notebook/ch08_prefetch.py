@@ -11,8 +11,9 @@ Three kinds of evidence, none of them typed in:
   compiled loop keeps the loads in flight against those where they sink, and the one
   tile (128 x 128 x 16) where the chapter's own kernel keeps them in flight, read
   against chapter 07 at one block per SM and at each kernel's own occupancy;
-* on a GPU, what the recording lacks: the exercise's answer at the default tile, timed
-  beside chapters 07 and 08 at one and at two blocks per SM (`payoff`).
+* the exercise's answer and the other sources that keep the loads in flight, timed in
+  one run beside chapters 07 and 08 at one and at two blocks per SM (`payoff`, rows of
+  `timed_variants`).
 
 The pictures: the step as the source writes it and as the compiler built it, with the
 position of the loads in the step read from the SASS.
@@ -475,56 +476,65 @@ def recovered(params: dict | None = None, size: int = 2048) -> float:
         (rate["float4", False] - rate["float4", True])
 
 
-def payoff(params: dict | None = None, size: int = 2048, kernels=(WORKING,),
-           repeats: int = 20) -> Table | Text:
-    """What the recording lacks, measured on this machine's GPU: chapter 07's kernel,
-    chapter 08's and each of `kernels` (names of `VARIANTS`, by default the exercise's
-    answer) at one tile, each at two blocks per SM where its registers allow them and
-    at one (ONE_PER_SM), all timed in one process, interleaved, on the same inputs with
-    cuBLAS: per kernel and setting the rate, its range and the ratio to chapter 07's at
-    the same setting. Without a GPU, a note saying so."""
-    from gemm_kernels.core import device
-    if not device.is_live():
-        return Text("Not recorded, and there is no GPU here to measure it: run this cell on "
-                    "a machine with an NVIDIA GPU (Colab: Runtime > Change runtime type > T4 "
-                    "GPU). It times chapter 07's kernel, chapter 08's and "
-                    + ", ".join(f"'{k}'" for k in kernels)
-                    + f" at {size}^3, at two blocks per SM and at one.")
-    import cupy
-    from gemm_kernels.core.launch import launcher
-    from gemm_kernels.measure import timing
-    from gemm_kernels.measure.check import random_normal
-    rng = cupy.random.default_rng()
-    A, B = (random_normal((size, size), "float32", rng) for _ in range(2))
-    shown = {"chapter 07": kernel_of("float4"),
-             "chapter 08": variant_kernel("chapter 08's kernel"),
-             **{name: variant_kernel(name) for name in kernels}}
-    fns, setting = {}, {}
-    for one in (False, True):
-        for label, k in shown.items():
-            p = {**k.resolve(params), "ONE_PER_SM": one}
-            fns[label, one] = launcher(k, A, B, cupy.empty((size, size), cupy.float32),
-                                       params=p)
-            setting[label, one] = ("one block per SM" if one else
-                                   f"{analysis.kernel_occupancy(k, p).blocks_per_sm} "
-                                   "block(s) per SM, as its registers allow")
-    out = cupy.empty((size, size), cupy.float32)
-    fns["cuBLAS", None] = lambda: cupy.matmul(A, B, out=out)
-    t = timing.time_gpu(fns, repeats=repeats)
-    n3 = (size,) * 3
-    rate = {key: {"median": timing.gflops(n3, x.median_ms),
-                  "slowest": timing.gflops(n3, x.max_ms),
-                  "fastest": timing.gflops(n3, x.min_ms)} for key, x in t.items()}
-    rows = [{"kernel": label, "setting": setting[label, one],
-             "GFLOP/s": f"{rate[label, one]['median']:,.0f}",
-             "range": f"{rate[label, one]['slowest']:,.0f}..{rate[label, one]['fastest']:,.0f}",
-             "/ chapter 07": f"{rate[label, one]['median'] / rate['chapter 07', one]['median']:.3f}"}
-            for one in (False, True) for label in shown]
-    rows.append({"kernel": "cuBLAS", "setting": "its own",
-                 "GFLOP/s": f"{rate['cuBLAS', None]['median']:,.0f}", "range": "",
-                 "/ chapter 07": ""})
-    return Table(rows, list(rows[0]), title=f"measured here, {records_source()}, {size}^3, "
-                 f"{repeats} timed calls each, interleaved")
+def payoff(params: dict | None = None, kernels=ALTERNATIVES) -> Table:
+    """Did the prefetch pay, with two blocks per SM and with one? Chapter 07's kernel,
+    chapter 08's and each of `kernels` (names of `VARIANTS`: by default the exercise's
+    answer and the other sources that keep the loads in flight) at the tile `params`
+    (default: the chapter's), as recorded in one run at 2048^3 with cuBLAS timed in the
+    same process (`timed_variants`): per kernel, how long its compiled loop keeps the
+    loads in flight (SASS compiled here), the registers of the binary that was timed,
+    and at its own occupancy and at one block per SM (ONE_PER_SM) the blocks per SM, the
+    rate with its range, and the ratio to chapter 07's at the same setting."""
+    from gemm_kernels.measure import records, timing
+    from gemm_kernels.notebook import timed_variants
+    p = {k: v for k, v in kernel_of(KERNEL).resolve(params).items()
+         if k in ("BM", "BN", "BK", "TM", "TN")}
+    shape = timed_variants.get(f"{KERNEL}: {kernels[0]}").shape
+
+    def recorded(name: str, one: bool) -> dict:
+        q = {**p, "ONE_PER_SM": one}
+        if name in ("float4", KERNEL):
+            found = records.current().find(name, shape, kernel_of(name).resolve(q))
+            return found[0] if found else None
+        return timed_variants.row(f"{KERNEL}: {name}", q)
+
+    shown = [("chapter 07's kernel", "float4"), ("chapter 08's kernel", KERNEL),
+             *((name, name) for name in kernels)]
+    rate = {(label, one): recorded(name, one) for label, name in shown for one in (False, True)}
+    missing = [f"{label} ({'one' if one else 'own'})" for (label, one), r in rate.items() if r is None]
+    if missing:
+        raise LookupError("not in the recording: " + ", ".join(missing))
+    rows = []
+    for label, name in shown:
+        lp = None if name == "float4" else loads(name, p)
+        regs = (rate[label, False].get("binary") or {}).get("registers")
+        k = kernel_of(name) if name in ("float4", KERNEL) else variant_kernel(name)
+        blocks = analysis.kernel_occupancy(k, {**p, "ONE_PER_SM": False},
+                                           registers=regs).blocks_per_sm
+        row = {"kernel": label,
+               "loads in flight (FFMAs)": "-" if lp is None else f"{lp.fewest:,} of {lp.ffma:,}",
+               "registers": regs}
+        for one, setting in ((False, "own occupancy"), (True, "one block per SM")):
+            g = rate[label, one]["gflops"]
+            ref = rate["chapter 07's kernel", one]["gflops"]["median"]
+            row[f"{setting}: blocks/SM"] = 1 if one else blocks
+            row[f"{setting}: GFLOP/s"] = f"{g['median']:,.0f} ({g['min']:,.0f}..{g['max']:,.0f})"
+            row[f"{setting}: % of cuBLAS"] = f"{timing.share(rate[label, one]):.1f}"
+            row[f"{setting}: / 07"] = f"{g['median'] / ref:.3f}"
+        rows.append(row)
+    return Table(rows, list(rows[0]), title=(
+        f"Chapters 07 and 08 and the sources that keep the loads in flight, "
+        f"{p['BM']} x {p['BN']} x {p['BK']}, {p['TM']} x {p['TN']} per thread, "
+        f"{'x'.join(map(str, shape))}, all timed in one run with cuBLAS in the same "
+        f"process (loads in flight: SASS compiled here by ptxas {compiler.ptxas_version()}; "
+        f"{records.source()})"))
+
+
+def payoff_gain(params: dict | None = None, one_per_sm: bool = False,
+                kernel: str = WORKING) -> float:
+    """`kernel`'s rate over chapter 07's, as `payoff` shows it (the ratio)."""
+    row = next(r for r in payoff(params, (kernel,)) if r["kernel"] == kernel)
+    return float(row[f"{'one block per SM' if one_per_sm else 'own occupancy'}: / 07"])
 
 
 def records_source() -> str:
