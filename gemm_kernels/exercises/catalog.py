@@ -273,16 +273,12 @@ register(Exercise(
     hints={"compile": "keep the kernel's name, template parameters and the given helpers; "
                       "call them with their template arguments, e.g. "
                       "fetch_tiles<BM, BN, BK, NT, VEC>(...)",
-           "static": "the message says which part of the compiled loop failed. For loads "
-                     "that are not in flight, compare your loop with the chapter's SASS "
-                     "listing: where do the LDGs sit, and what does the step do only on "
-                     "some trips? If ptxas spills at 128 registers, simplify the step's "
-                     "index arithmetic. Keep one __syncthreads() after the prologue and "
-                     "one per step",
-           "correct": "the prologue needs a barrier between its store and the first "
-                      "compute; each step stores into the OTHER stage (cur ^ 1) and ends "
-                      "with a barrier; on the last step the fetch must read nothing past "
-                      "the end of A and B (fetch_tiles gives zeros there)",
+           "static": "the message says which part of the compiled loop failed, and why; "
+                     "for spills at 128 registers, simplify the step's index arithmetic",
+           "correct": "a data race names the two lines of your cell that touch one shared "
+                      "element with no barrier between them: which stage does each of them "
+                      "use in that step? Wrong numbers with no race: check the k0 of each "
+                      "fetch and what the last step fetches and stores",
            "speed": "timed against the chapter's kernel at the same tile: keep the loads "
                     "in flight (step 2) and the two blocks per SM that 128 registers allow"},
 ))
