@@ -137,3 +137,20 @@ def test_warps_or_blocks_keeps_the_warps_and_changes_the_blocks():
     assert one["FFMA per wavefront"] == two["FFMA per wavefront"]
     assert (one["warps grouped as"], two["warps grouped as"]) == \
         ("1 block of 16 warps", "2 blocks of 8 warps")
+
+
+def test_the_ablation_sets_the_promised_row_major_kernel_beside_the_steps():
+    rows = ch07_ablation.steps()
+    assert len(rows) == len(ch07_ablation.STEP_NAMES) == 5
+    promised, rows_only, transposed = rows[4], rows[1], rows[2]
+    assert promised["registers"] == 128 and promised["blocks/SM"] == 2
+    assert promised["spill bytes"] == 0 and promised["issue slots used (%)"] is None
+    # the second block pays most of the way, the transposed tile a little more
+    assert rows_only["GFLOP/s"] < promised["GFLOP/s"] < transposed["GFLOP/s"]
+    assert "two blocks per SM" in ch07_ablation.verdict().splitlines()[-1]
+    assert ch07_ablation.steps((2048,) * 3)[4]["GFLOP/s"] is None   # timed at 4096^3 only
+
+
+def test_the_one_per_sm_caption_names_the_recording_not_a_run():
+    title = ch07_ablation.one_per_sm().title
+    assert "run 2" not in title and "recorded on" in title and "one run" in title

@@ -1,9 +1,11 @@
 """Chapter 07's ablation: chapter 06's kernel, then 16-byte global loads, then the
 transposed A tile (the studies `ch07_ablation`, timed, and `ch07_ablation_counters`,
 profiled), each step with its rate, its registers and what Nsight Compute counted; and
-a control: the third step's kernel forced to one block per SM (chapter 08's study
+two controls: the third step's kernel forced to one block per SM (chapter 08's study
 `ch08_one_block`, counted in `stalls`, same run), which keeps the transposed tile and
-takes away the second block. Missing rows are drawn as empty bars marked "not
+takes away the second block, and the second step's kernel promised two blocks per SM
+(`__launch_bounds__(256, 2)`, timed in one run with the three steps: `timed_variants`),
+which keeps the row-major tile and gives it the second block. Missing rows are drawn as empty bars marked "not
 recorded". The control once more, profiled beside its two-block twin in one run with the
 caches (`one_per_sm`): what else forcing one block per SM takes away. And chapter 06's
 step that regroups the same 16 warps per SM from one block into two (`warps_or_blocks`).
@@ -25,9 +27,13 @@ TIMED, COUNTED = "ch07_ablation", "ch07_ablation_counters"
 # the instruction the step was meant to change ("LDS.128 of A"), which the counters
 # show is not what changes, so the picture names only what the source changes.
 STEP_NAMES = ("chapter 06:\nscalar loads,\nA row-major", "+ 16-byte\nglobal loads",
-              "+ transposed\nA tile", "control: transposed\nA tile, one block\nper SM forced")
+              "+ transposed\nA tile", "control: transposed\nA tile, one block\nper SM forced",
+              "control: row-major\nA tile, two blocks\npromised (__launch_\nbounds__(256, 2))")
 # The control's rows: (timed study, counted study, the step's label in both).
 CONTROL = ("ch08_one_block", "stalls", "chapter 07, one block per SM")
+# The other control: the row-major kernel promised two blocks per SM, timed at 4096^3 in
+# one run with the three steps (`timed_variants`; not profiled).
+PROMISED = "float4_a_rows, __launch_bounds__(NT, 2)"
 WARPS_PER_SM = 64   # H100/H200 (sm_90): the denominator of sm__warps_active's percentage
 COUNTERS = {   # panel title -> (metric, scale)
     "shared-load instructions (M)": ("smsp__inst_executed_op_shared_ld.sum", 1e-6),
@@ -65,7 +71,24 @@ def steps(shape=(4096, 4096, 4096)) -> list[dict]:
         for title, (metric, scale) in COUNTERS.items():
             row[title] = metrics[metric] * scale if metric in metrics else None
         out.append(row)
+    out.append(_promised(shape))
     return out
+
+
+def _promised(shape) -> dict:
+    """The row of `PROMISED` in the form of `steps` (counters None: not profiled)."""
+    from gemm_kernels.notebook import timed_variants
+    r = timed_variants.row(PROMISED) if tuple(shape) == timed_variants.get(PROMISED).shape \
+        else None
+    row = {"kernel": "float4_a_rows", "GFLOP/s": None, "share": None, "registers": None,
+           "blocks/SM": None, **{title: None for title in COUNTERS}}
+    if r is not None:
+        regs = r["binary"]["registers"]
+        row.update({"GFLOP/s": r["gflops"]["median"], "share": timing.share(r),
+                    "registers": regs, "spill bytes": r["binary"]["local_size_bytes"],
+                    "blocks/SM": analysis.kernel_occupancy(
+                        "float4_a_rows", r["params"], registers=regs).blocks_per_sm})
+    return row
 
 
 def plot(shape=(4096, 4096, 4096)):
@@ -79,9 +102,9 @@ def plot(shape=(4096, 4096, 4096)):
     warps, issue = "warps resident per SM", "issue slots used (%)"
     panels = (f"TFLOP/s at {shape[0]}^3", "registers per thread (dashed: 128)",
               "issue slots used (%), Nsight Compute")
-    fig, axes = plt.subplots(1, len(panels), figsize=(13, 4.3), sharey=True)
+    fig, axes = plt.subplots(1, len(panels), figsize=(13, 5.4), sharey=True)
     y = list(range(len(rows)))[::-1]
-    colours = ["0.6", "tab:orange", "tab:blue", "tab:purple"]
+    colours = ["0.6", "tab:orange", "tab:blue", "tab:purple", "tab:olive"]
     for n, (ax, panel) in enumerate(zip(axes, panels)):
         if n == 0:
             vals = [r["GFLOP/s"] / 1e3 if r["GFLOP/s"] else None for r in rows]
@@ -93,7 +116,7 @@ def plot(shape=(4096, 4096, 4096)):
         ax.barh(y, [v or 0 for v in vals], color=colours)
         for yi, v, r in zip(y, vals, rows):
             if v is None:
-                text = "not recorded"
+                text = "not profiled" if n == 2 and r["GFLOP/s"] else "not recorded"
             elif n == 0:
                 text = f"{v:.1f}" + (f"\n{r['share']:.0f}% of cuBLAS" if r["share"] else "")
             elif n == 1:
@@ -147,7 +170,11 @@ def verdict(shape=(4096, 4096, 4096)) -> str:
         + ([] if r[3]["GFLOP/s"] is None or r[3][w] is None else [
             f"Control, the transposed tile at one block per SM ({r[3][w]:.1f} warps): "
             f"x{r[3]['GFLOP/s'] / g[1]:.2f} over the 16-byte loads alone, issue slots used "
-            f"{r[3][iss]:.0f}%."]))
+            f"{r[3][iss]:.0f}%."])
+        + ([] if r[4]["GFLOP/s"] is None else [
+            f"Control, the row-major tile promised two blocks per SM ({r[4]['registers']} "
+            f"registers, {r[4]['blocks/SM']} blocks per SM): x{g[4] / g[1]:.2f} over the "
+            f"16-byte loads alone; the transposed tile adds x{g[2] / g[4]:.2f} to that."]))
 
 
 # ------------------------------------------------------------------ one table
@@ -185,10 +212,11 @@ def table(shapes=((4096, 4096, 4096), (2048, 2048, 2048))):
 
 
 def _counted() -> list:
-    """(step, profiled row or None) for the three steps and the control."""
+    """(step, profiled row or None) for the three steps and the two controls (the
+    second was not profiled)."""
     counted = studies.results(COUNTED)
     counted.append(next(p for p in studies.results(CONTROL[1]) if p[0].label == CONTROL[2]))
-    return counted
+    return counted + [(None, None)]
 
 
 # ------------------------------------------------------------------ where the cycles go
@@ -486,8 +514,13 @@ def one_per_sm():
     not-selected stalls per issued instruction, the L1 and L2 hit rates and the bytes
     read from DRAM. The control takes the second block away; this says what else it
     takes (the caches) and what the missing warps cost (idle issue slots)."""
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.measure import records
     from gemm_kernels.notebook import evidence
-    return evidence.counters(ONE_PER_SM, ONE_PER_SM_COLUMNS)
+    t = evidence.counters(ONE_PER_SM, ONE_PER_SM_COLUMNS)
+    # the caption names the device and dates (the recording), not the run's id
+    return Table(list(t), t.columns, title=t.title.split(" — ")[0].rstrip(")")
+                 + f"; both rows profiled in one run, {records.source()})")
 
 
 # ------------------------------------------------------------------ the tile's depth
