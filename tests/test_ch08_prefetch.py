@@ -93,18 +93,6 @@ def test_the_peeled_variant_runs_the_loop_to_the_last_tile_but_one():
     assert "const int cur = (tiles - 1) & 1;" in after and "acc[i][j] = fmaf" in after
 
 
-def test_the_recorded_payoff_sets_sunk_loads_against_loads_in_flight():
-    rows = c.recorded_payoff()
-    assert [r["setting"] for r in rows] == ["one block per SM", "own occupancy"] * 2
-    default, deep = rows[0], rows[2]
-    assert default["08's loads in flight"].startswith("2 of 512")
-    assert deep["08's loads in flight"] == "1,024 of 1,024 FFMAs"
-    assert float(deep["08 / 07"]) > float(default["08 / 07"]) > 1
-    # at its own occupancy the deep tile's 130 registers cost chapter 08 its second block
-    assert rows[3]["blocks/SM 07 / 08 (registers)"].startswith("2 / 1")
-    assert c.recovered(c.DEEP) > 3 * c.recovered() > 0
-
-
 def test_the_payoff_reads_every_kernel_of_one_run_at_both_settings():
     rows = c.payoff()
     assert [r["kernel"] for r in rows] == ["chapter 07's kernel", "chapter 08's kernel",

@@ -8,12 +8,11 @@ Three kinds of evidence, none of them typed in:
 * variants of the chapter's kernel, made from 08_double_buffer.cu by one textual change
   each (`VARIANTS`), compiled the same way: which change keeps the loads in flight;
 * the recorded sweep of chapters 07 and 08 at one block per SM: the configurations whose
-  compiled loop keeps the loads in flight against those where they sink, and the one
-  tile (128 x 128 x 16) where the chapter's own kernel keeps them in flight, read
-  against chapter 07 at one block per SM and at each kernel's own occupancy;
+  compiled loop keeps the loads in flight against those where they sink;
 * the exercise's answer and the other sources that keep the loads in flight, timed in
   one run beside chapters 07 and 08 at one and at two blocks per SM (`payoff`, rows of
-  `timed_variants`).
+  `timed_variants`), at the chapter's tile and at 128 x 128 x 16, where the chapter's
+  own kernel keeps its loads in flight too.
 
 The pictures: the step as the source writes it and as the compiler built it, with the
 position of the loads in the step read from the SASS.
@@ -29,7 +28,6 @@ from gemm_kernels.core.launch import kernel_of
 from gemm_kernels.core.table import Table
 from gemm_kernels.exercises.ch08_checks import LoopLoads, loop_loads
 from gemm_kernels.exercises.ch09_checks import braced
-from gemm_kernels.notebook.display import Text
 
 KERNEL = "double_buffer"
 FONT = 10
@@ -421,59 +419,6 @@ def sweep_plot(size: int = 2048, one_per_sm: bool = True, ax=None):
 # The one tile of the recorded sweep where the chapter's own kernel keeps its loads in
 # flight for a whole step (with ptxas 12.9), at chapter 07's and 08's width.
 DEEP = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8}
-
-
-def recorded_payoff(tiles=None, size: int = 2048) -> Table:
-    """Chapter 07's kernel and chapter 08's at each of `tiles` (default: the chapter's
-    tile, where 08's loads sink, and `DEEP`, where they stay in flight), as recorded at
-    size^3, at one block per SM (ONE_PER_SM) and at each kernel's own occupancy: how long
-    08's compiled loop keeps its loads in flight, the blocks per SM (from the registers
-    of the binaries that were timed), both rates with the range of their repetitions,
-    each one's share of the cuBLAS timed beside it (the two kernels come from different
-    runs), and the ratio."""
-    from gemm_kernels.measure import lookup, records, timing
-    shape = (size,) * 3
-    rows = []
-    for tile in tiles or (kernel_of(KERNEL).resolve(None), DEEP):
-        p = {k: tile[k] for k in ("BM", "BN", "BK", "TM", "TN")}
-        lp = loads(KERNEL, p, records.arch())
-        for one in (True, False):
-            got = {k: lookup.recorded(k, shape, {**p, "ONE_PER_SM": one})
-                   for k in ("float4", KERNEL)}
-            regs = {k: (r.get("binary") or {}).get("registers") for k, r in got.items()}
-            blocks = {k: 1 if one else analysis.kernel_occupancy(
-                k, {**p, "ONE_PER_SM": False}, registers=regs[k]).blocks_per_sm
-                for k in got}
-            g7, g8 = got["float4"]["gflops"], got[KERNEL]["gflops"]
-            rows.append({
-                "tile": f"{p['BM']} x {p['BN']} x {p['BK']}, {p['TM']} x {p['TN']}",
-                "08's loads in flight": f"{lp.fewest:,} of {lp.ffma:,} FFMAs",
-                "setting": "one block per SM" if one else "own occupancy",
-                "blocks/SM 07 / 08 (registers)":
-                    f"{blocks['float4']} / {blocks[KERNEL]} ({regs['float4']} / {regs[KERNEL]})",
-                "GFLOP/s 07": f"{g7['median']:,.0f} ({g7['min']:,.0f}..{g7['max']:,.0f})",
-                "GFLOP/s 08": f"{g8['median']:,.0f} ({g8['min']:,.0f}..{g8['max']:,.0f})",
-                "% of cuBLAS 07 / 08":
-                    f"{timing.share(got['float4']):.1f} / {timing.share(got[KERNEL]):.1f}",
-                "08 / 07": f"{g8['median'] / g7['median']:.3f}"})
-    return Table(rows, list(rows[0]), title=(
-        f"Chapter 08 against chapter 07 at {size}^3, where 08's loads sink and where they "
-        f"stay in flight (SASS compiled here by ptxas {compiler.ptxas_version()}; "
-        f"{records.source()})"))
-
-
-def recovered(params: dict | None = None, size: int = 2048) -> float:
-    """Of what chapter 07's kernel loses when it gives up its second block per SM (its
-    own occupancy against ONE_PER_SM), the share chapter 08's kernel wins back alone on
-    an SM: (08 alone - 07 alone) / (07 own - 07 alone), medians as recorded at size^3,
-    at the tile `params` (default: the chapter's)."""
-    from gemm_kernels.measure import lookup
-    p = {k: v for k, v in kernel_of(KERNEL).resolve(params).items()
-         if k in ("BM", "BN", "BK", "TM", "TN")}
-    rate = {(k, one): lookup.recorded(k, (size,) * 3, {**p, "ONE_PER_SM": one})["gflops"]["median"]
-            for k in ("float4", KERNEL) for one in (True, False)}
-    return (rate[KERNEL, True] - rate["float4", True]) / \
-        (rate["float4", False] - rate["float4", True])
 
 
 def payoff(params: dict | None = None, kernels=ALTERNATIVES) -> Table:
