@@ -1,7 +1,9 @@
 """What the worked solutions of chapters 06 to 08 measured: each solution was timed at
 its exercise's configuration and timing size beside the chapter's own kernel, in one run
 with cuBLAS in the same process (`timed_variants`). The solution notebooks show the pair,
-so that an instructor sees the rate a correct answer reaches, not only that it passes.
+so that an instructor sees the rate a correct answer reaches, not only that it passes;
+and the usual mistakes, each made in the worked solution and graded like a submission,
+so that the instructor sees what the grader catches, at which step, and what it says.
 """
 from __future__ import annotations
 
@@ -36,3 +38,23 @@ def rate(exercise: str) -> Table:
     return Table(rows, list(rows[0]), title=f"{exercise}: the worked solution and the chapter's "
                  f"kernel at {params}, {shape}, timed in one run with cuBLAS in the same "
                  f"process ({records.source()})")
+
+
+def graded_mistakes(exercise: str, mistakes, gpu: bool | None = None) -> Table:
+    """The worked solution of `exercise` with each of `mistakes` ((what, text of the
+    solution, what replaces it)) made, graded like a submission: each step's verdict and
+    what the first step that failed says."""
+    from gemm_kernels.exercises.grader import FAIL, grade
+    from gemm_kernels.exercises.notebooks import solution_source
+    src = solution_source(exercise)
+    rows = []
+    for what, old, new in mistakes:
+        if old not in src:
+            raise ValueError(f"the solution no longer holds {old!r}")
+        report = grade(exercise, src.replace(old, new, 1), gpu)
+        row = {"mistake": what, **{s.name: s.status for s in report.steps}}
+        bad = next((s for s in report.steps if s.status == FAIL), None)
+        row["what the grader says"] = bad.detail if bad else "no step that ran here failed"
+        rows.append(row)
+    return Table(rows, list(rows[0]), title=f"the solution with one mistake each, graded "
+                 "as a submission (steps that cannot run here: 'not run')")

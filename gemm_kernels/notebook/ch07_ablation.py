@@ -514,13 +514,80 @@ def one_per_sm():
     not-selected stalls per issued instruction, the L1 and L2 hit rates and the bytes
     read from DRAM. The control takes the second block away; this says what else it
     takes (the caches) and what the missing warps cost (idle issue slots)."""
+    from gemm_kernels.notebook import evidence
+    return _one_run(evidence.counters(ONE_PER_SM, ONE_PER_SM_COLUMNS))
+
+
+def _one_run(t):
+    """A study's counter table with the device and dates of the recording in its caption
+    in place of the run's id (the rows of one study come from one run)."""
     from gemm_kernels.core.table import Table
     from gemm_kernels.measure import records
-    from gemm_kernels.notebook import evidence
-    t = evidence.counters(ONE_PER_SM, ONE_PER_SM_COLUMNS)
-    # the caption names the device and dates (the recording), not the run's id
     return Table(list(t), t.columns, title=t.title.split(" — ")[0].rstrip(")")
-                 + f"; both rows profiled in one run, {records.source()})")
+                 + f"; all rows profiled in one run, {records.source()})")
+
+
+DEPTH_STALLS = "ch07_depth_stalls"
+_STALL = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+DEPTH_COLUMNS = {
+    "barrier / instr.": _STALL.format("barrier"),
+    "long scoreboard / instr.": _STALL.format("long_scoreboard"),
+    "short scoreboard / instr.": _STALL.format("short_scoreboard"),
+    "mio throttle / instr.": _STALL.format("mio_throttle"),
+    "not selected / instr.": _STALL.format("not_selected"),
+    "issue slots used (%)": "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "FMA pipe busy (%)": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "shared wavefronts (% of peak)":
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed",
+}
+
+
+def depth_stalls():
+    """`float4` at the K5 tile with BK = 8 and BK = 16, profiled in one run
+    (`ch07_depth_stalls`): where a warp waits, per issued instruction, the share of
+    issue slots used and how busy the FMA pipe and shared memory are. Both depths keep
+    two blocks per SM, so the stalls compare directly."""
+    from gemm_kernels.notebook import evidence
+    return _one_run(evidence.counters(DEPTH_STALLS, DEPTH_COLUMNS))
+
+
+def depth_check() -> str:
+    """The model's prediction for BK 8 -> 16 (half the copies and barriers per FFMA:
+    barrier and long-scoreboard stalls fall, issue slots used rise) read against the
+    recorded counters."""
+    rows = list(depth_stalls())
+    if len(rows) != 2 or any(r[c] is None for r in rows for c in DEPTH_COLUMNS):
+        return "The depth study is not fully recorded; nothing to conclude."
+    a, b = rows
+    wait = lambda r: r["barrier / instr."] + r["long scoreboard / instr."]
+    issue = "issue slots used (%)"
+    held = wait(b) < wait(a) and b[issue] > a[issue]
+    return (f"{a['step']} -> {b['step']}: barrier + long scoreboard per issued instruction "
+            f"{wait(a):.2f} -> {wait(b):.2f}, issue slots used {a[issue]:.1f}% -> "
+            f"{b[issue]:.1f}%, mio throttle {a['mio throttle / instr.']:.2f} -> "
+            f"{b['mio throttle / instr.']:.2f}. "
+            + ("Both move as predicted." if held else "Not as predicted."))
+
+
+# ------------------------------------------------------------------ the usual mistakes
+
+EXERCISE = "07_float4"
+# Three mistakes students make, as (what, text of the solution, what replaces it).
+MISTAKES = (
+    ("the float4 -> (m, k) mapping written for BK = 8",
+     "const int m = f / (BK / 4), k = f % (BK / 4) * 4;", "const int m = f / 2, k = f % 2 * 4;"),
+    ("k of a float4 without the * 4",
+     "const int m = f / (BK / 4), k = f % (BK / 4) * 4;", "const int m = f / (BK / 4), k = f % (BK / 4);"),
+    ("v.y and v.z swapped in the transposed store",
+     "As[k + 1][m] = v.y;\n                As[k + 2][m] = v.z;",
+     "As[k + 1][m] = v.z;\n                As[k + 2][m] = v.y;"),
+)
+
+
+def mistakes(gpu: bool | None = None):
+    """The solution with each of MISTAKES made, graded like a submission."""
+    from gemm_kernels.notebook.ch06_08_solutions import graded_mistakes
+    return graded_mistakes(EXERCISE, MISTAKES, gpu)
 
 
 # ------------------------------------------------------------------ the tile's depth
