@@ -87,3 +87,12 @@ def test_patches_carry_ffma_per_wavefront():
     assert set(rows) == {"8x8", "8x4", "4x8", "4x4"}
     assert [rows[p]["FFMA per wavefront"] for p in ("8x4", "8x8", "4x4", "4x8")] == \
         ["4.00", "3.20", "2.67", "1.78"]
+
+
+def test_the_capped_contiguous_patch_closes_most_of_the_gap_to_the_strided_one():
+    from gemm_kernels.notebook import ch06_tiles
+    rows = {r["kernel"]: r for r in ch06_tiles.capped_split()}
+    capped = rows["contiguous, two blocks promised"]
+    assert capped["registers"] == 128 and capped["blocks/SM"] == 2
+    assert rows["contiguous"]["blocks/SM"] == 1 and rows["strided"]["share of the gap closed"] == "100%"
+    assert int(capped["share of the gap closed"].rstrip("%")) > 50

@@ -137,3 +137,34 @@ def test_warps_or_blocks_keeps_the_warps_and_changes_the_blocks():
     assert one["FFMA per wavefront"] == two["FFMA per wavefront"]
     assert (one["warps grouped as"], two["warps grouped as"]) == \
         ("1 block of 16 warps", "2 blocks of 8 warps")
+
+
+def test_the_ablation_sets_the_promised_row_major_kernel_beside_the_steps():
+    rows = ch07_ablation.steps()
+    assert len(rows) == len(ch07_ablation.STEP_NAMES) == 5
+    promised, rows_only, transposed = rows[4], rows[1], rows[2]
+    assert promised["registers"] == 128 and promised["blocks/SM"] == 2
+    assert promised["spill bytes"] == 0 and promised["issue slots used (%)"] is None
+    # the second block pays most of the way, the transposed tile a little more
+    assert rows_only["GFLOP/s"] < promised["GFLOP/s"] < transposed["GFLOP/s"]
+    assert "two blocks per SM" in ch07_ablation.verdict().splitlines()[-1]
+    assert ch07_ablation.steps((2048,) * 3)[4]["GFLOP/s"] is None   # timed at 4096^3 only
+
+
+def test_the_one_per_sm_caption_names_the_recording_not_a_run():
+    title = ch07_ablation.one_per_sm().title
+    assert "run 2" not in title and "recorded on" in title and "one run" in title
+
+
+def test_the_depth_study_reads_both_depths_of_one_run():
+    rows = list(ch07_ablation.depth_stalls())
+    assert [r["step"] for r in rows] == ["BK = 8", "BK = 16"]
+    assert "run 2" not in ch07_ablation.depth_stalls().title
+    assert ch07_ablation.depth_check().endswith("Both move as predicted.")
+
+
+def test_the_usual_mistakes_fail_at_the_step_the_solution_says():
+    rows = {r["mistake"]: r for r in ch07_ablation.mistakes(gpu=False)}
+    assert [r["static"] for r in rows.values()] == ["FAIL", "pass", "pass"]
+    assert all(r["correct"] == "FAIL" for r in list(rows.values())[1:])
+    assert "BK = 16" in rows["the float4 -> (m, k) mapping written for BK = 8"]["what the grader says"]

@@ -67,3 +67,9 @@ def test_wrong_answers_are_refused_on_a_gpu(what, old, new):
     assert step == "correct", (what, step, detail)
 
 
+
+
+def test_hints_point_at_the_failure_not_at_the_answer():
+    # the chapter leaves the loop order and the indices to the student
+    for hint in get(NAME).hints.values():
+        assert "As[tr" not in hint and "Bs[k]" not in hint and "outermost" not in hint, hint

@@ -52,3 +52,31 @@ def test_wrong_answers_are_refused_on_a_gpu(what, old, new):
     assert step == "correct", (what, step, detail)
 
 
+
+
+def test_a_mapping_written_for_BK_8_only_is_refused_at_BK_16():
+    # the float4 -> (m, k) mapping with BK = 8's numbers written in: right at the graded
+    # BK = 8, wrong at BK = 16 (run on the CPU, every thread emulated)
+    src = _changed("const int m = f / (BK / 4), k = f % (BK / 4) * 4;",
+                   "const int m = f / 2, k = f % 2 * 4;")
+    static = {s.name: s for s in grade(NAME, src, gpu=False).steps}["static"]
+    assert static.status == FAIL and "with BK = 16 your kernel computes wrong numbers" \
+        in static.detail, static
+
+
+def test_a_kernel_wrong_where_graded_is_left_to_step_3():
+    # A's tile not transposed: wrong at BK = 8 too, so step 3 reports it with its hint
+    src = _changed(A_STORE, "                *reinterpret_cast<float4*>(&As[0][0] + m * BK + k) = v;")
+    steps = {s.name: s for s in grade(NAME, src, gpu=False).steps}
+    assert steps["static"].status != FAIL and steps["correct"].status == FAIL, steps
+
+
+def test_the_solution_is_right_at_BK_16_and_says_so():
+    static = {s.name: s for s in grade(NAME, solution(NAME), gpu=False).steps}["static"]
+    assert "right with BK = 16 as well" in static.detail, static
+
+
+def test_hints_do_not_give_the_answer():
+    from gemm_kernels.exercises.catalog import get
+    for hint in get(NAME).hints.values():
+        assert "As[k][tr" not in hint and "Bs[k][tc" not in hint, hint

@@ -261,3 +261,11 @@ def test_grade_cli_refuses_a_notebook_without_an_exercise_cell(tmp_path):
     res = grade_cli(nb)
     assert res.returncode == 2 and "no %%exercise cell to grade" in res.stderr, res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_a_marker_left_above_a_written_part_says_to_delete_it():
+    # the student wrote the part under the marker and left the marker line in
+    src = solution("06_tile_2d_reg").replace("// BEGIN SOLUTION", STUB, 1)
+    static = {s.name: s for s in grader.grade("06_tile_2d_reg", src, gpu=False,
+                                              emulate=False).steps}["static"]
+    assert static.status == FAIL and "delete the marker line" in static.detail, static

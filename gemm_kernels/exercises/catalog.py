@@ -15,7 +15,7 @@ from gemm_kernels.exercises import (ch00_checks, ch01_checks, ch02_checks, ch03_
                                     ch04_checks, ch10_checks, ch11_checks)
 from gemm_kernels.exercises.ch05_checks import (products_followed, shared_loads_per_ffma,
                                                 thread_mapping)
-from gemm_kernels.exercises.ch07_checks import all_loads_128
+from gemm_kernels.exercises.ch07_checks import all_loads_128, right_at
 from gemm_kernels.exercises.ch08_checks import prefetch_in_flight
 from gemm_kernels.exercises.ch09_checks import zorder_lanes
 from gemm_kernels.measure.check import RAGGED_SHAPES, TRANSPOSE_SHAPES
@@ -229,11 +229,18 @@ register(Exercise(
     static_checks=(shared_loads_per_ffma(
         "06_tile_2d_reg", "tile_2d_reg", _TILE_2D_REG,
         8 + 4, 8 * 4, "per k, TM + TN values read into registers, then TM*TN FFMA"),),
-    hints={"static": "k outermost: per k, load a[0..TM-1] and b[0..TN-1] from shared memory "
-                     "once, then the TM x TN products from registers; unroll every loop",
-           "correct": "a[i] = As[tr*TM + i][k], b[j] = Bs[k][tc*TN + j], then "
-                      "acc[i][j] += a[i] * b[j] for every i and j",
-           "speed": "unroll the k, i and j loops so that a[], b[] and acc[][] are registers"},
+    # The hints point at what the message found, not at the answer (the chapter leaves
+    # the loop order and the unrolling to the student).
+    hints={"static": "the message says what the compiled loop lacks. Count the values of "
+                     "As and Bs one k needs (TM and TN) against the shared loads it names; "
+                     "an array keeps to registers only where the compiler knows every index "
+                     "when it compiles",
+           "correct": "the message names a shape and its worst element. Find that element's "
+                      "place in a thread's TM x TN patch: a whole row of the patch wrong "
+                      "points at the read of a[], a whole column at b[], everything wrong "
+                      "(even at 1x1x1) at the k index or the accumulation",
+           "speed": "step 2 passed, so the loads are right: look at what the loop does "
+                    "besides them (a loop left rolled keeps its counter, compare and branch)"},
 ))
 
 
@@ -247,13 +254,22 @@ register(Exercise(
     # A and B arrive by 128-bit read-only loads, B's float4 is stored whole, the
     # operands leave shared memory 128 bits at a time.
     sass=("LDG.E.128.CONSTANT", "LDS.128", "STS.128"),
-    static_checks=(all_loads_128("07_float4", "float4", _FLOAT4),),
-    hints={"static": "read A and B with load_float4 (one LDG.E.128 each), store B's float4 "
-                     "whole with a float4 store, and read a[] and b[] as float4s from "
-                     "As[k][tr*TM + i] and Bs[k][tc*TN + j]",
-           "correct": "the float4 of A at row m, columns k..k+3 goes down a column of the "
-                      "transposed tile: As[k][m], As[k+1][m], As[k+2][m], As[k+3][m]; "
-                      "float4s outside A or B are zeros",
+    # Also at BK = 16 (the sweep's best depth): a float4 -> (m, k) mapping written for
+    # BK = 8 alone must not pass.
+    static_checks=(all_loads_128("07_float4", "float4", _FLOAT4),
+                   right_at("07_float4", "float4", {**_FLOAT4, "BK": 16})),
+    hints={"static": "the message names the operand and the kind of load. A float4 read "
+                     "from global memory is one 128-bit load only where the compiler can "
+                     "prove its address 16-byte aligned; four floats read from shared "
+                     "memory become one LDS.128 only where they are neighbours, read "
+                     "together",
+           "correct": "the message names the array and the line of your cell. Outside A or "
+                      "B: check that line's index and its bounds test for all four floats "
+                      "of the float4 (on a GPU, a float4 whose address is not a multiple of "
+                      "16 bytes stops the kernel with 'misaligned address'; the CPU "
+                      "emulation reports the floats it reaches instead). Wrong numbers and "
+                      "nothing outside: a value lands in the wrong place of As or Bs, so "
+                      "compare your stores with the layout comments at their declarations",
            "speed": "every shared-memory read of the inner loop should be an LDS.128"},
 ))
 
@@ -272,16 +288,12 @@ register(Exercise(
     hints={"compile": "keep the kernel's name, template parameters and the given helpers; "
                       "call them with their template arguments, e.g. "
                       "fetch_tiles<BM, BN, BK, NT, VEC>(...)",
-           "static": "the message says which part of the compiled loop failed. For loads "
-                     "that are not in flight, compare your loop with the chapter's SASS "
-                     "listing: where do the LDGs sit, and what does the step do only on "
-                     "some trips? If ptxas spills at 128 registers, simplify the step's "
-                     "index arithmetic. Keep one __syncthreads() after the prologue and "
-                     "one per step",
-           "correct": "the prologue needs a barrier between its store and the first "
-                      "compute; each step stores into the OTHER stage (cur ^ 1) and ends "
-                      "with a barrier; on the last step the fetch must read nothing past "
-                      "the end of A and B (fetch_tiles gives zeros there)",
+           "static": "the message says which part of the compiled loop failed, and why; "
+                     "for spills at 128 registers, simplify the step's index arithmetic",
+           "correct": "a data race names the two lines of your cell that touch one shared "
+                      "element with no barrier between them: which stage does each of them "
+                      "use in that step? Wrong numbers with no race: check the k0 of each "
+                      "fetch and what the last step fetches and stores",
            "speed": "timed against the chapter's kernel at the same tile: keep the loads "
                     "in flight (step 2) and the two blocks per SM that 128 registers allow"},
 ))

@@ -6,13 +6,19 @@ float4 reads of C are LDG.E.128 too, and one operand read as float4 next to anot
 read a float at a time still shows an LDS.128. A and B are `const __restrict__`, so
 their loads take the read-only path (LDG.E...CONSTANT) and C's do not: that tells them
 apart.
+
+The exercise is graded at BK = 8, but the float4 -> (m, k) mapping it asks for must hold
+for any BK: `right_at` also runs the submission at BK = 16 (the sweep's best depth) on
+the CPU, every thread emulated, so a mapping with the 8 written in does not pass.
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 from gemm_kernels.exercises.ch05_checks import count
-from gemm_kernels.exercises.submission import submission_sass
+from gemm_kernels.exercises.stubs import stub_lines
+from gemm_kernels.exercises.submission import submission_kernel, submission_sass
 
 
 def all_loads_128(exercise: str, kernel: str, params: dict) -> Callable[[str], list[str]]:
@@ -33,4 +39,49 @@ def all_loads_128(exercise: str, kernel: str, params: dict) -> Callable[[str], l
                             "read a[] and b[] four values at a time, as float4")
         return problems
     check.__name__ = f"all_loads_128_{exercise}"
+    return check
+
+
+def _where(params: dict, base: dict) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in params.items() if base.get(k) != v)
+
+
+def right_at(exercise: str, kernel: str, params: dict) -> Callable[[str], list[str]]:
+    """A static check: a submission that computes the right C at the graded
+    configuration does so at `params` too, both run on the CPU with every thread
+    emulated (`cpu_step`). One that is wrong where graded is left to step 3 (its message
+    and hint fit that failure); where the emulation cannot run here, the check says so
+    in its note and passes."""
+    from gemm_kernels.exercises.catalog import get
+
+    @functools.lru_cache(maxsize=8)
+    def verdict(source: str):
+        from gemm_kernels.exercises.cpu_step import correct_on_cpu
+        if stub_lines(source) or submission_sass(exercise, kernel, params, source) is None:
+            return None, ""
+        k = submission_kernel(exercise, kernel, source)
+        graded, detail = correct_on_cpu(k, get(exercise).params)
+        if graded is not True:      # wrong where graded: step 3 reports it, with its hint
+            return None, detail if graded is None else ""
+        return correct_on_cpu(k, params)
+
+    def where() -> str:
+        return _where(params, get(exercise).params)
+
+    def check(source: str) -> list[str]:
+        ok, detail = verdict(source)
+        if ok is False:
+            return [f"with {where()} your kernel computes wrong numbers (run on the CPU, "
+                    f"every thread emulated): {detail}; the mapping of a float4 to its "
+                    f"place in the tile must hold for every BK, not only for "
+                    f"{get(exercise).params['BK']}"]
+        return []
+
+    def note(source: str) -> str:
+        ok, detail = verdict(source)
+        return (f"right with {where()} as well (on the CPU)" if ok else
+                f"not checked with {where()} here ({detail})" if ok is None and detail else "")
+
+    check.__name__ = f"right_at_{exercise}"
+    check.note = note
     return check

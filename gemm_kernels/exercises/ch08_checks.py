@@ -145,8 +145,12 @@ def prefetch_problems(sass: str) -> list[str]:
             f"step's {lp.ffma} FFMAs between a global load of the next tile and the first "
             f"instruction that uses it (at least {lp.needed} asked). The compiler "
             f"(ptxas {compiler.ptxas_version()} here) moved the loads down to the store "
-            "that uses them: compare your loop with the chapter's SASS listing, and look "
-            "at what your step does only on some trips")
+            "that uses them. This is a verdict on the schedule ptxas made, not on your "
+            "results: a correct kernel can fail here, and the same source can pass with "
+            "another ptxas. To go on, change the shape of the step (what it does only on "
+            "some trips, where the fetch sits) and read the SASS again; the chapter's "
+            "section after the exercise lists sources that kept the loads in flight with "
+            "the ptxas named in its captions")
     return problems
 
 

@@ -178,7 +178,8 @@ def _static(ex: Exercise, k, source: str) -> Step:
     todo = stub_lines(source)
     if todo:
         problems.append(f"write the part marked '{STUB}' (line "
-                        f"{', '.join(map(str, todo))} of the cell)")
+                        f"{', '.join(map(str, todo))} of the cell), then delete the marker "
+                        "line: while it is there, the grader takes that part as not written")
     if res["spill_stores"] or res["spill_loads"] or res["stack_bytes"]:
         problems.append(f"{res['spill_stores']} bytes of spill stores and "
                         f"{res['stack_bytes']} bytes of stack: an array indexed by a "

@@ -387,8 +387,8 @@ __all__ = ["K5", "K4", "PATH", "PATH_STUDY", "CHECKS", "unrolled_dot_product", "
 def with_min_blocks(name: str, blocks: int) -> Kernel:
     """Kernel `name` of 06_tile_2d.cu as it is, with a second argument in its
     `__launch_bounds__`: at least `blocks` blocks per SM, so ptxas must fit a thread in
-    65536 / (blocks x threads per block) registers, spilling what does not fit. For the
-    static analysis only: compiled here, never timed."""
+    65536 / (blocks x threads per block) registers, spilling what does not fit. The
+    variant `tile_2d_reg` with 2 was timed (`timed_variants`, read by `capped_split`)."""
     k = get_kernel(name)
     rx = re.compile(r"(__launch_bounds__\(\(BM / TM\) \* \(BN / TN\))(\)\s*\n" + k.entry + r"\()")
     text, n = rx.subn(rf"\1, {blocks}\2", k.source_text())
@@ -449,21 +449,9 @@ MISTAKES = (
 
 
 def mistakes(gpu: bool | None = None) -> Table:
-    """The solution with each of MISTAKES made, graded like a submission: each step's
-    verdict and what the first step that failed says."""
-    from gemm_kernels.exercises.grader import FAIL, grade
-    src = solution_source(EXERCISE)
-    rows = []
-    for what, old, new in MISTAKES:
-        if old not in src:
-            raise ValueError(f"the solution no longer holds {old!r}")
-        report = grade(EXERCISE, src.replace(old, new, 1), gpu)
-        row = {"mistake": what, **{s.name: s.status for s in report.steps}}
-        bad = next((s for s in report.steps if s.status == FAIL), None)
-        row["what the grader says"] = bad.detail if bad else "no step that ran here failed"
-        rows.append(row)
-    return Table(rows, list(rows[0]), title=f"the solution with one mistake each, graded "
-                 "as a submission (steps that cannot run here: 'not run')")
+    """The solution with each of MISTAKES made, graded like a submission."""
+    from gemm_kernels.notebook.ch06_08_solutions import graded_mistakes
+    return graded_mistakes(EXERCISE, MISTAKES, gpu)
 
 
 # ------------------------------------------------------------------ contiguous or strided
@@ -516,3 +504,50 @@ def issue_plot(ax=None):
     fig.suptitle(f"4096^3 under Nsight Compute, {records.recording_label()}", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+CAPPED = "tile_2d_reg, __launch_bounds__(NT, 2)"
+
+
+def capped_split(params: dict | None = None) -> Table:
+    """The contiguous 8x8 patch, the strided one, and the contiguous one held to two
+    blocks per SM (`__launch_bounds__(NT, 2)`, spilling a little), timed in one run at
+    4096^3 with cuBLAS in the same process: is the strided kernel's gain its second
+    block or its conflict-free reads? Per kernel the rate, the share of cuBLAS, the
+    registers and local memory of the timed binary, the blocks per SM they allow, and
+    the share of the contiguous-to-strided gap the kernel closes."""
+    from gemm_kernels.measure import timing
+    from gemm_kernels.notebook import timed_variants
+    t = timed_variants.get(CAPPED)
+    p = params or t.configurations()[0]
+    capped = timed_variants.row(CAPPED, p)
+    if capped is None:
+        raise LookupError(f"{CAPPED} is not recorded")
+    got = {}
+    for name in t.compare:
+        found = [r for r in records.current().find(name, t.shape, kernel_of(name).resolve(p))
+                 if r.get("run") == capped["run"] and "gflops" in r]
+        if not found:
+            raise LookupError(f"{name} is not recorded in the run of {CAPPED}")
+        got[name] = found[0]
+    rows = [("contiguous", "tile_2d_reg", got["tile_2d_reg"]),
+            ("strided", "tile_2d_strided", got["tile_2d_strided"]),
+            ("contiguous, two blocks promised", "tile_2d_reg", capped)]
+    low = got["tile_2d_reg"]["gflops"]["median"]
+    gap = got["tile_2d_strided"]["gflops"]["median"] - low
+    out = []
+    for label, kernel, r in rows:
+        b = r.get("binary") or {}
+        g = r["gflops"]
+        out.append({"kernel": label, "GFLOP/s": f"{g['median']:,.0f}",
+                    "range": f"{g['min']:,.0f}..{g['max']:,.0f}",
+                    "% of cuBLAS": f"{timing.share(r):.1f}",
+                    "registers": b.get("registers"),
+                    "local memory (bytes)": b.get("local_size_bytes"),
+                    "blocks/SM": analysis.kernel_occupancy(
+                        kernel, r["params"], registers=b.get("registers")).blocks_per_sm,
+                    "share of the gap closed": f"{(g['median'] - low) / gap:.0%}"})
+    return Table(out, list(out[0]), title=(
+        f"The 8x8 patch at {' '.join(f'{k}={v}' for k, v in p.items())}, "
+        f"{'x'.join(map(str, t.shape))}, the three timed in one run with cuBLAS in the same "
+        f"process ({records.source()})"))

@@ -1,9 +1,11 @@
 """Chapter 07's ablation: chapter 06's kernel, then 16-byte global loads, then the
 transposed A tile (the studies `ch07_ablation`, timed, and `ch07_ablation_counters`,
 profiled), each step with its rate, its registers and what Nsight Compute counted; and
-a control: the third step's kernel forced to one block per SM (chapter 08's study
+two controls: the third step's kernel forced to one block per SM (chapter 08's study
 `ch08_one_block`, counted in `stalls`, same run), which keeps the transposed tile and
-takes away the second block. Missing rows are drawn as empty bars marked "not
+takes away the second block, and the second step's kernel promised two blocks per SM
+(`__launch_bounds__(256, 2)`, timed in one run with the three steps: `timed_variants`),
+which keeps the row-major tile and gives it the second block. Missing rows are drawn as empty bars marked "not
 recorded". The control once more, profiled beside its two-block twin in one run with the
 caches (`one_per_sm`): what else forcing one block per SM takes away. And chapter 06's
 step that regroups the same 16 warps per SM from one block into two (`warps_or_blocks`).
@@ -25,9 +27,13 @@ TIMED, COUNTED = "ch07_ablation", "ch07_ablation_counters"
 # the instruction the step was meant to change ("LDS.128 of A"), which the counters
 # show is not what changes, so the picture names only what the source changes.
 STEP_NAMES = ("chapter 06:\nscalar loads,\nA row-major", "+ 16-byte\nglobal loads",
-              "+ transposed\nA tile", "control: transposed\nA tile, one block\nper SM forced")
+              "+ transposed\nA tile", "control: transposed\nA tile, one block\nper SM forced",
+              "control: row-major\nA tile, two blocks\npromised (__launch_\nbounds__(256, 2))")
 # The control's rows: (timed study, counted study, the step's label in both).
 CONTROL = ("ch08_one_block", "stalls", "chapter 07, one block per SM")
+# The other control: the row-major kernel promised two blocks per SM, timed at 4096^3 in
+# one run with the three steps (`timed_variants`; not profiled).
+PROMISED = "float4_a_rows, __launch_bounds__(NT, 2)"
 WARPS_PER_SM = 64   # H100/H200 (sm_90): the denominator of sm__warps_active's percentage
 COUNTERS = {   # panel title -> (metric, scale)
     "shared-load instructions (M)": ("smsp__inst_executed_op_shared_ld.sum", 1e-6),
@@ -65,7 +71,24 @@ def steps(shape=(4096, 4096, 4096)) -> list[dict]:
         for title, (metric, scale) in COUNTERS.items():
             row[title] = metrics[metric] * scale if metric in metrics else None
         out.append(row)
+    out.append(_promised(shape))
     return out
+
+
+def _promised(shape) -> dict:
+    """The row of `PROMISED` in the form of `steps` (counters None: not profiled)."""
+    from gemm_kernels.notebook import timed_variants
+    r = timed_variants.row(PROMISED) if tuple(shape) == timed_variants.get(PROMISED).shape \
+        else None
+    row = {"kernel": "float4_a_rows", "GFLOP/s": None, "share": None, "registers": None,
+           "blocks/SM": None, **{title: None for title in COUNTERS}}
+    if r is not None:
+        regs = r["binary"]["registers"]
+        row.update({"GFLOP/s": r["gflops"]["median"], "share": timing.share(r),
+                    "registers": regs, "spill bytes": r["binary"]["local_size_bytes"],
+                    "blocks/SM": analysis.kernel_occupancy(
+                        "float4_a_rows", r["params"], registers=regs).blocks_per_sm})
+    return row
 
 
 def plot(shape=(4096, 4096, 4096)):
@@ -79,9 +102,9 @@ def plot(shape=(4096, 4096, 4096)):
     warps, issue = "warps resident per SM", "issue slots used (%)"
     panels = (f"TFLOP/s at {shape[0]}^3", "registers per thread (dashed: 128)",
               "issue slots used (%), Nsight Compute")
-    fig, axes = plt.subplots(1, len(panels), figsize=(13, 4.3), sharey=True)
+    fig, axes = plt.subplots(1, len(panels), figsize=(13, 5.4), sharey=True)
     y = list(range(len(rows)))[::-1]
-    colours = ["0.6", "tab:orange", "tab:blue", "tab:purple"]
+    colours = ["0.6", "tab:orange", "tab:blue", "tab:purple", "tab:olive"]
     for n, (ax, panel) in enumerate(zip(axes, panels)):
         if n == 0:
             vals = [r["GFLOP/s"] / 1e3 if r["GFLOP/s"] else None for r in rows]
@@ -93,7 +116,7 @@ def plot(shape=(4096, 4096, 4096)):
         ax.barh(y, [v or 0 for v in vals], color=colours)
         for yi, v, r in zip(y, vals, rows):
             if v is None:
-                text = "not recorded"
+                text = "not profiled" if n == 2 and r["GFLOP/s"] else "not recorded"
             elif n == 0:
                 text = f"{v:.1f}" + (f"\n{r['share']:.0f}% of cuBLAS" if r["share"] else "")
             elif n == 1:
@@ -147,7 +170,11 @@ def verdict(shape=(4096, 4096, 4096)) -> str:
         + ([] if r[3]["GFLOP/s"] is None or r[3][w] is None else [
             f"Control, the transposed tile at one block per SM ({r[3][w]:.1f} warps): "
             f"x{r[3]['GFLOP/s'] / g[1]:.2f} over the 16-byte loads alone, issue slots used "
-            f"{r[3][iss]:.0f}%."]))
+            f"{r[3][iss]:.0f}%."])
+        + ([] if r[4]["GFLOP/s"] is None else [
+            f"Control, the row-major tile promised two blocks per SM ({r[4]['registers']} "
+            f"registers, {r[4]['blocks/SM']} blocks per SM): x{g[4] / g[1]:.2f} over the "
+            f"16-byte loads alone; the transposed tile adds x{g[2] / g[4]:.2f} to that."]))
 
 
 # ------------------------------------------------------------------ one table
@@ -185,10 +212,11 @@ def table(shapes=((4096, 4096, 4096), (2048, 2048, 2048))):
 
 
 def _counted() -> list:
-    """(step, profiled row or None) for the three steps and the control."""
+    """(step, profiled row or None) for the three steps and the two controls (the
+    second was not profiled)."""
     counted = studies.results(COUNTED)
     counted.append(next(p for p in studies.results(CONTROL[1]) if p[0].label == CONTROL[2]))
-    return counted
+    return counted + [(None, None)]
 
 
 # ------------------------------------------------------------------ where the cycles go
@@ -487,7 +515,79 @@ def one_per_sm():
     read from DRAM. The control takes the second block away; this says what else it
     takes (the caches) and what the missing warps cost (idle issue slots)."""
     from gemm_kernels.notebook import evidence
-    return evidence.counters(ONE_PER_SM, ONE_PER_SM_COLUMNS)
+    return _one_run(evidence.counters(ONE_PER_SM, ONE_PER_SM_COLUMNS))
+
+
+def _one_run(t):
+    """A study's counter table with the device and dates of the recording in its caption
+    in place of the run's id (the rows of one study come from one run)."""
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.measure import records
+    return Table(list(t), t.columns, title=t.title.split(" — ")[0].rstrip(")")
+                 + f"; all rows profiled in one run, {records.source()})")
+
+
+DEPTH_STALLS = "ch07_depth_stalls"
+_STALL = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+DEPTH_COLUMNS = {
+    "barrier / instr.": _STALL.format("barrier"),
+    "long scoreboard / instr.": _STALL.format("long_scoreboard"),
+    "short scoreboard / instr.": _STALL.format("short_scoreboard"),
+    "mio throttle / instr.": _STALL.format("mio_throttle"),
+    "not selected / instr.": _STALL.format("not_selected"),
+    "issue slots used (%)": "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "FMA pipe busy (%)": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "shared wavefronts (% of peak)":
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed",
+}
+
+
+def depth_stalls():
+    """`float4` at the K5 tile with BK = 8 and BK = 16, profiled in one run
+    (`ch07_depth_stalls`): where a warp waits, per issued instruction, the share of
+    issue slots used and how busy the FMA pipe and shared memory are. Both depths keep
+    two blocks per SM, so the stalls compare directly."""
+    from gemm_kernels.notebook import evidence
+    return _one_run(evidence.counters(DEPTH_STALLS, DEPTH_COLUMNS))
+
+
+def depth_check() -> str:
+    """The model's prediction for BK 8 -> 16 (half the copies and barriers per FFMA:
+    barrier and long-scoreboard stalls fall, issue slots used rise) read against the
+    recorded counters."""
+    rows = list(depth_stalls())
+    if len(rows) != 2 or any(r[c] is None for r in rows for c in DEPTH_COLUMNS):
+        return "The depth study is not fully recorded; nothing to conclude."
+    a, b = rows
+    wait = lambda r: r["barrier / instr."] + r["long scoreboard / instr."]
+    issue = "issue slots used (%)"
+    held = wait(b) < wait(a) and b[issue] > a[issue]
+    return (f"{a['step']} -> {b['step']}: barrier + long scoreboard per issued instruction "
+            f"{wait(a):.2f} -> {wait(b):.2f}, issue slots used {a[issue]:.1f}% -> "
+            f"{b[issue]:.1f}%, mio throttle {a['mio throttle / instr.']:.2f} -> "
+            f"{b['mio throttle / instr.']:.2f}. "
+            + ("Both move as predicted." if held else "Not as predicted."))
+
+
+# ------------------------------------------------------------------ the usual mistakes
+
+EXERCISE = "07_float4"
+# Three mistakes students make, as (what, text of the solution, what replaces it).
+MISTAKES = (
+    ("the float4 -> (m, k) mapping written for BK = 8",
+     "const int m = f / (BK / 4), k = f % (BK / 4) * 4;", "const int m = f / 2, k = f % 2 * 4;"),
+    ("k of a float4 without the * 4",
+     "const int m = f / (BK / 4), k = f % (BK / 4) * 4;", "const int m = f / (BK / 4), k = f % (BK / 4);"),
+    ("v.y and v.z swapped in the transposed store",
+     "As[k + 1][m] = v.y;\n                As[k + 2][m] = v.z;",
+     "As[k + 1][m] = v.z;\n                As[k + 2][m] = v.y;"),
+)
+
+
+def mistakes(gpu: bool | None = None):
+    """The solution with each of MISTAKES made, graded like a submission."""
+    from gemm_kernels.notebook.ch06_08_solutions import graded_mistakes
+    return graded_mistakes(EXERCISE, MISTAKES, gpu)
 
 
 # ------------------------------------------------------------------ the tile's depth

@@ -8,11 +8,11 @@ Three kinds of evidence, none of them typed in:
 * variants of the chapter's kernel, made from 08_double_buffer.cu by one textual change
   each (`VARIANTS`), compiled the same way: which change keeps the loads in flight;
 * the recorded sweep of chapters 07 and 08 at one block per SM: the configurations whose
-  compiled loop keeps the loads in flight against those where they sink, and the one
-  tile (128 x 128 x 16) where the chapter's own kernel keeps them in flight, read
-  against chapter 07 at one block per SM and at each kernel's own occupancy;
-* on a GPU, what the recording lacks: the exercise's answer at the default tile, timed
-  beside chapters 07 and 08 at one and at two blocks per SM (`payoff`).
+  compiled loop keeps the loads in flight against those where they sink;
+* the exercise's answer and the other sources that keep the loads in flight, timed in
+  one run beside chapters 07 and 08 at one and at two blocks per SM (`payoff`, rows of
+  `timed_variants`), at the chapter's tile and at 128 x 128 x 16, where the chapter's
+  own kernel keeps its loads in flight too.
 
 The pictures: the step as the source writes it and as the compiler built it, with the
 position of the loads in the step read from the SASS.
@@ -28,7 +28,6 @@ from gemm_kernels.core.launch import kernel_of
 from gemm_kernels.core.table import Table
 from gemm_kernels.exercises.ch08_checks import LoopLoads, loop_loads
 from gemm_kernels.exercises.ch09_checks import braced
-from gemm_kernels.notebook.display import Text
 
 KERNEL = "double_buffer"
 FONT = 10
@@ -422,109 +421,65 @@ def sweep_plot(size: int = 2048, one_per_sm: bool = True, ax=None):
 DEEP = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8}
 
 
-def recorded_payoff(tiles=None, size: int = 2048) -> Table:
-    """Chapter 07's kernel and chapter 08's at each of `tiles` (default: the chapter's
-    tile, where 08's loads sink, and `DEEP`, where they stay in flight), as recorded at
-    size^3, at one block per SM (ONE_PER_SM) and at each kernel's own occupancy: how long
-    08's compiled loop keeps its loads in flight, the blocks per SM (from the registers
-    of the binaries that were timed), both rates with the range of their repetitions,
-    each one's share of the cuBLAS timed beside it (the two kernels come from different
-    runs), and the ratio."""
-    from gemm_kernels.measure import lookup, records, timing
-    shape = (size,) * 3
+def payoff(params: dict | None = None, kernels=ALTERNATIVES) -> Table:
+    """Did the prefetch pay, with two blocks per SM and with one? Chapter 07's kernel,
+    chapter 08's and each of `kernels` (names of `VARIANTS`: by default the exercise's
+    answer and the other sources that keep the loads in flight) at the tile `params`
+    (default: the chapter's), as recorded in one run at 2048^3 with cuBLAS timed in the
+    same process (`timed_variants`): per kernel, how long its compiled loop keeps the
+    loads in flight (SASS compiled here), the registers of the binary that was timed,
+    and at its own occupancy and at one block per SM (ONE_PER_SM) the blocks per SM, the
+    rate with its range, and the ratio to chapter 07's at the same setting."""
+    from gemm_kernels.measure import records, timing
+    from gemm_kernels.notebook import timed_variants
+    p = {k: v for k, v in kernel_of(KERNEL).resolve(params).items()
+         if k in ("BM", "BN", "BK", "TM", "TN")}
+    shape = timed_variants.get(f"{KERNEL}: {kernels[0]}").shape
+
+    def recorded(name: str, one: bool) -> dict:
+        q = {**p, "ONE_PER_SM": one}
+        if name in ("float4", KERNEL):
+            found = records.current().find(name, shape, kernel_of(name).resolve(q))
+            return found[0] if found else None
+        return timed_variants.row(f"{KERNEL}: {name}", q)
+
+    shown = [("chapter 07's kernel", "float4"), ("chapter 08's kernel", KERNEL),
+             *((name, name) for name in kernels)]
+    rate = {(label, one): recorded(name, one) for label, name in shown for one in (False, True)}
+    missing = [f"{label} ({'one' if one else 'own'})" for (label, one), r in rate.items() if r is None]
+    if missing:
+        raise LookupError("not in the recording: " + ", ".join(missing))
     rows = []
-    for tile in tiles or (kernel_of(KERNEL).resolve(None), DEEP):
-        p = {k: tile[k] for k in ("BM", "BN", "BK", "TM", "TN")}
-        lp = loads(KERNEL, p, records.arch())
-        for one in (True, False):
-            got = {k: lookup.recorded(k, shape, {**p, "ONE_PER_SM": one})
-                   for k in ("float4", KERNEL)}
-            regs = {k: (r.get("binary") or {}).get("registers") for k, r in got.items()}
-            blocks = {k: 1 if one else analysis.kernel_occupancy(
-                k, {**p, "ONE_PER_SM": False}, registers=regs[k]).blocks_per_sm
-                for k in got}
-            g7, g8 = got["float4"]["gflops"], got[KERNEL]["gflops"]
-            rows.append({
-                "tile": f"{p['BM']} x {p['BN']} x {p['BK']}, {p['TM']} x {p['TN']}",
-                "08's loads in flight": f"{lp.fewest:,} of {lp.ffma:,} FFMAs",
-                "setting": "one block per SM" if one else "own occupancy",
-                "blocks/SM 07 / 08 (registers)":
-                    f"{blocks['float4']} / {blocks[KERNEL]} ({regs['float4']} / {regs[KERNEL]})",
-                "GFLOP/s 07": f"{g7['median']:,.0f} ({g7['min']:,.0f}..{g7['max']:,.0f})",
-                "GFLOP/s 08": f"{g8['median']:,.0f} ({g8['min']:,.0f}..{g8['max']:,.0f})",
-                "% of cuBLAS 07 / 08":
-                    f"{timing.share(got['float4']):.1f} / {timing.share(got[KERNEL]):.1f}",
-                "08 / 07": f"{g8['median'] / g7['median']:.3f}"})
+    for label, name in shown:
+        lp = None if name == "float4" else loads(name, p)
+        regs = (rate[label, False].get("binary") or {}).get("registers")
+        k = kernel_of(name) if name in ("float4", KERNEL) else variant_kernel(name)
+        blocks = analysis.kernel_occupancy(k, {**p, "ONE_PER_SM": False},
+                                           registers=regs).blocks_per_sm
+        row = {"kernel": label,
+               "loads in flight (FFMAs)": "-" if lp is None else f"{lp.fewest:,} of {lp.ffma:,}",
+               "registers": regs}
+        for one, setting in ((False, "own occupancy"), (True, "one block per SM")):
+            g = rate[label, one]["gflops"]
+            ref = rate["chapter 07's kernel", one]["gflops"]["median"]
+            row[f"{setting}: blocks/SM"] = 1 if one else blocks
+            row[f"{setting}: GFLOP/s"] = f"{g['median']:,.0f} ({g['min']:,.0f}..{g['max']:,.0f})"
+            row[f"{setting}: % of cuBLAS"] = f"{timing.share(rate[label, one]):.1f}"
+            row[f"{setting}: / 07"] = f"{g['median'] / ref:.3f}"
+        rows.append(row)
     return Table(rows, list(rows[0]), title=(
-        f"Chapter 08 against chapter 07 at {size}^3, where 08's loads sink and where they "
-        f"stay in flight (SASS compiled here by ptxas {compiler.ptxas_version()}; "
+        f"Chapters 07 and 08 and the sources that keep the loads in flight, "
+        f"{p['BM']} x {p['BN']} x {p['BK']}, {p['TM']} x {p['TN']} per thread, "
+        f"{'x'.join(map(str, shape))}, all timed in one run with cuBLAS in the same "
+        f"process (loads in flight: SASS compiled here by ptxas {compiler.ptxas_version()}; "
         f"{records.source()})"))
 
 
-def recovered(params: dict | None = None, size: int = 2048) -> float:
-    """Of what chapter 07's kernel loses when it gives up its second block per SM (its
-    own occupancy against ONE_PER_SM), the share chapter 08's kernel wins back alone on
-    an SM: (08 alone - 07 alone) / (07 own - 07 alone), medians as recorded at size^3,
-    at the tile `params` (default: the chapter's)."""
-    from gemm_kernels.measure import lookup
-    p = {k: v for k, v in kernel_of(KERNEL).resolve(params).items()
-         if k in ("BM", "BN", "BK", "TM", "TN")}
-    rate = {(k, one): lookup.recorded(k, (size,) * 3, {**p, "ONE_PER_SM": one})["gflops"]["median"]
-            for k in ("float4", KERNEL) for one in (True, False)}
-    return (rate[KERNEL, True] - rate["float4", True]) / \
-        (rate["float4", False] - rate["float4", True])
-
-
-def payoff(params: dict | None = None, size: int = 2048, kernels=(WORKING,),
-           repeats: int = 20) -> Table | Text:
-    """What the recording lacks, measured on this machine's GPU: chapter 07's kernel,
-    chapter 08's and each of `kernels` (names of `VARIANTS`, by default the exercise's
-    answer) at one tile, each at two blocks per SM where its registers allow them and
-    at one (ONE_PER_SM), all timed in one process, interleaved, on the same inputs with
-    cuBLAS: per kernel and setting the rate, its range and the ratio to chapter 07's at
-    the same setting. Without a GPU, a note saying so."""
-    from gemm_kernels.core import device
-    if not device.is_live():
-        return Text("Not recorded, and there is no GPU here to measure it: run this cell on "
-                    "a machine with an NVIDIA GPU (Colab: Runtime > Change runtime type > T4 "
-                    "GPU). It times chapter 07's kernel, chapter 08's and "
-                    + ", ".join(f"'{k}'" for k in kernels)
-                    + f" at {size}^3, at two blocks per SM and at one.")
-    import cupy
-    from gemm_kernels.core.launch import launcher
-    from gemm_kernels.measure import timing
-    from gemm_kernels.measure.check import random_normal
-    rng = cupy.random.default_rng()
-    A, B = (random_normal((size, size), "float32", rng) for _ in range(2))
-    shown = {"chapter 07": kernel_of("float4"),
-             "chapter 08": variant_kernel("chapter 08's kernel"),
-             **{name: variant_kernel(name) for name in kernels}}
-    fns, setting = {}, {}
-    for one in (False, True):
-        for label, k in shown.items():
-            p = {**k.resolve(params), "ONE_PER_SM": one}
-            fns[label, one] = launcher(k, A, B, cupy.empty((size, size), cupy.float32),
-                                       params=p)
-            setting[label, one] = ("one block per SM" if one else
-                                   f"{analysis.kernel_occupancy(k, p).blocks_per_sm} "
-                                   "block(s) per SM, as its registers allow")
-    out = cupy.empty((size, size), cupy.float32)
-    fns["cuBLAS", None] = lambda: cupy.matmul(A, B, out=out)
-    t = timing.time_gpu(fns, repeats=repeats)
-    n3 = (size,) * 3
-    rate = {key: {"median": timing.gflops(n3, x.median_ms),
-                  "slowest": timing.gflops(n3, x.max_ms),
-                  "fastest": timing.gflops(n3, x.min_ms)} for key, x in t.items()}
-    rows = [{"kernel": label, "setting": setting[label, one],
-             "GFLOP/s": f"{rate[label, one]['median']:,.0f}",
-             "range": f"{rate[label, one]['slowest']:,.0f}..{rate[label, one]['fastest']:,.0f}",
-             "/ chapter 07": f"{rate[label, one]['median'] / rate['chapter 07', one]['median']:.3f}"}
-            for one in (False, True) for label in shown]
-    rows.append({"kernel": "cuBLAS", "setting": "its own",
-                 "GFLOP/s": f"{rate['cuBLAS', None]['median']:,.0f}", "range": "",
-                 "/ chapter 07": ""})
-    return Table(rows, list(rows[0]), title=f"measured here, {records_source()}, {size}^3, "
-                 f"{repeats} timed calls each, interleaved")
+def payoff_gain(params: dict | None = None, one_per_sm: bool = False,
+                kernel: str = WORKING) -> float:
+    """`kernel`'s rate over chapter 07's, as `payoff` shows it (the ratio)."""
+    row = next(r for r in payoff(params, (kernel,)) if r["kernel"] == kernel)
+    return float(row[f"{'one block per SM' if one_per_sm else 'own occupancy'}: / 07"])
 
 
 def records_source() -> str:
