@@ -228,6 +228,11 @@ STUDY_LIST = (
               Step("BLOCK = 8", "coalesced", {"BLOCK": 8}),
               Step("BLOCK = 32", "coalesced", {"BLOCK": 32})),
           (CUBE_2048,), (*L1_STAGES, *ISSUE)),
+    Study("ch05_depth_stalls", "05", "The default tile at BK = 8 and BK = 16: where the warps "
+          "wait", "ncu", (
+              Step("BK = 8", "tile_1d", {"BM": 64, "BN": 64, "BK": 8, "TM": 16}),
+              Step("BK = 16", "tile_1d", {"BM": 64, "BN": 64, "BK": 16, "TM": 16})),
+          (CUBE_4096,), (STALLS, *ISSUE, *PIPES)),
     Study("ch07_depth_stalls", "07", "Chapter 07's kernel at BK = 8 and BK = 16: where the "
           "warps wait", "ncu", (
               Step("BK = 8", "float4", K5),
