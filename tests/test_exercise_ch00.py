@@ -3,7 +3,7 @@ refused, the solution passes every step this machine can run, typical mistakes a
 with the right message."""
 import pytest
 
-from exercise_helpers import (FAIL, PASS, assert_right_and_timed, grade, refused_as_wrong,
+from exercise_helpers import (FAIL, PASS, first_failure, grade, refused_as_wrong,
                               skeleton_cell, solution, static_verdict)
 from gemm_kernels.exercises import ch00_checks
 from gpu import needs_gpu
@@ -130,12 +130,11 @@ def test_wrong_answers_are_refused_on_a_gpu(what):
 
 
 @needs_gpu
-def test_a_copy_with_lanes_down_a_column_is_correct_and_only_its_speed_tells():
-    """Right in every element: only the speed step can tell it apart (its verdict, a
-    timing, is printed, not asserted)."""
-    assert_right_and_timed(grade(NAME, columns_down_lanes(solution(NAME)), gpu=True))
-
-
+def test_a_copy_with_lanes_down_a_column_is_refused_before_the_gpu_runs_it():
+    """Right in every element, but uncoalesced: step 2 refuses it on a GPU as it does
+    without one (its sectors and lines counted), so nothing is launched."""
+    step, detail = first_failure(grade(NAME, columns_down_lanes(solution(NAME)), gpu=True))
+    assert step == "static" and "sectors" in detail, (step, detail)
 
 
 def test_the_solution_is_the_reference_copy_line_for_line():

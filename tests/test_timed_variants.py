@@ -1,9 +1,11 @@
 """The code variants the chapters time: each builds under its own name, a variant's row
-carries its own text's hash and op, and a row of other text is never found for it."""
+carries its own text's hash and op, a row of other text is never found for it, and the
+chapters read back exactly what was timed."""
 import pytest
 
 from gemm_kernels.core.launch import kernel_of
-from gemm_kernels.measure import records, timing
+from gemm_kernels.exercises.notebooks import solution_kernel
+from gemm_kernels.measure import lookup, records, timing
 from gemm_kernels.notebook import timed_variants as tv
 
 
@@ -18,23 +20,33 @@ def test_every_variant_builds_under_its_own_name():
     # the worked solutions are variants of their chapters' kernels, with other text
     sol = tv.get("11_dgemm: worked solution").kernel()
     assert sol.code and sol.source_hash() != kernel_of("dgemm_tiled").source_hash()
+    assert sol.source_hash() == solution_kernel("11_dgemm").source_hash()
+
+
+def _row(kernel, shape, p):
+    fake = timing.Timing(1.0, 0.9, 1.1, 5)
+    return timing.row(kernel, shape, p, {"candidate": fake, "reference": fake}, {})
 
 
 def test_a_variant_row_names_its_text_and_is_found_only_for_that_text(monkeypatch):
     t = tv.get("sgemm_tiled_vec:scalar_B")
     k = t.kernel()
     p = k.resolve(t.configurations()[0])
-    fake = timing.Timing(1.0, 0.9, 1.1, 5)
-    row = timing.row(k, t.shape, p, {"candidate": fake, "reference": fake}, {})
+    row = _row(k, t.shape, p)
     assert row["kernel"] == t.name and row["op"] == "sgemm"
     assert row["source"] == k.source_hash() != kernel_of("sgemm_tiled_vec").source_hash()
     assert row["reference"]["kernel"] == "cublas"
     rec = records.Record({"name": "Test GPU"}, "now", "abc", [row])
+    monkeypatch.setattr(records, "current", lambda: rec)
     assert rec.find(k, t.shape, p) == [row]
+    assert lookup.variant_row(k, t.shape, p) == row
+    assert lookup.variant_row(k, (1024,) * 3, p) is None          # another shape
     stale = {**row, "source": "0" * 12}
-    assert records.Record({"name": "Test GPU"}, "now", "abc", [stale]).find(k, t.shape, p) == []
+    monkeypatch.setattr(records, "current",
+                        lambda: records.Record({"name": "Test GPU"}, "now", "abc", [stale]))
+    assert lookup.variant_row(k, t.shape, p) is None
     # a registry kernel's row keeps its registry name and no op
-    reg = timing.row("sgemm_tiled_vec", t.shape, p, {"candidate": fake, "reference": fake}, {})
+    reg = _row("sgemm_tiled_vec", t.shape, p)
     assert reg["kernel"] == "sgemm_tiled_vec" and "op" not in reg
 
 

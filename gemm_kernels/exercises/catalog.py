@@ -257,7 +257,7 @@ register(Exercise(
     # Also at BK = 16 (the sweep's best depth): a float4 -> (m, k) mapping written for
     # BK = 8 alone must not pass.
     static_checks=(all_loads_128("07_float4", "float4", _FLOAT4),
-                   right_at("07_float4", "float4", {**_FLOAT4, "BK": 16})),
+                   right_at("07_float4", "float4", _FLOAT4, {**_FLOAT4, "BK": 16})),
     hints={"static": "the message names the operand and the kind of load. A float4 read "
                      "from global memory is one 128-bit load only where the compiler can "
                      "prove its address 16-byte aligned; four floats read from shared "

@@ -46,13 +46,12 @@ def _where(params: dict, base: dict) -> str:
     return ", ".join(f"{k} = {v}" for k, v in params.items() if base.get(k) != v)
 
 
-def right_at(exercise: str, kernel: str, params: dict) -> Callable[[str], list[str]]:
+def right_at(exercise: str, kernel: str, graded: dict, params: dict) -> Callable[[str], list[str]]:
     """A static check: a submission that computes the right C at the graded
-    configuration does so at `params` too, both run on the CPU with every thread
-    emulated (`cpu_step`). One that is wrong where graded is left to step 3 (its message
-    and hint fit that failure); where the emulation cannot run here, the check says so
-    in its note and passes."""
-    from gemm_kernels.exercises.catalog import get
+    configuration (`graded`) does so at `params` too, both run on the CPU with every
+    thread emulated (`cpu_step`). One that is wrong where graded is left to step 3 (its
+    message and hint fit that failure); where the emulation cannot run here, the check
+    says so in its note and passes."""
 
     @functools.lru_cache(maxsize=8)
     def verdict(source: str):
@@ -60,13 +59,13 @@ def right_at(exercise: str, kernel: str, params: dict) -> Callable[[str], list[s
         if stub_lines(source) or submission_sass(exercise, kernel, params, source) is None:
             return None, ""
         k = submission_kernel(exercise, kernel, source)
-        graded, detail = correct_on_cpu(k, get(exercise).params)
-        if graded is not True:      # wrong where graded: step 3 reports it, with its hint
-            return None, detail if graded is None else ""
+        ok_graded, detail = correct_on_cpu(k, graded)
+        if ok_graded is not True:   # wrong where graded: step 3 reports it, with its hint
+            return None, detail if ok_graded is None else ""
         return correct_on_cpu(k, params)
 
     def where() -> str:
-        return _where(params, get(exercise).params)
+        return _where(params, graded)
 
     def check(source: str) -> list[str]:
         ok, detail = verdict(source)
@@ -74,7 +73,7 @@ def right_at(exercise: str, kernel: str, params: dict) -> Callable[[str], list[s
             return [f"with {where()} your kernel computes wrong numbers (run on the CPU, "
                     f"every thread emulated): {detail}; the mapping of a float4 to its "
                     f"place in the tile must hold for every BK, not only for "
-                    f"{get(exercise).params['BK']}"]
+                    f"{graded['BK']}"]
         return []
 
     def note(source: str) -> str:

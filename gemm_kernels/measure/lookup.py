@@ -62,3 +62,16 @@ def binary(kernel, params: dict | None = None, shape=None) -> dict | None:
         if r.get("binary") and k.name_expression(p, tuple(r["shape"])) == want:
             return r["binary"]
     return None
+
+
+def variant_row(kernel, shape, params: dict | None = None) -> dict | None:
+    """The recorded timing of `kernel` (a registry kernel or a variant of one: a control,
+    a worked solution) at `shape` and `params`, measured on its current text; None where
+    the recording has none."""
+    from gemm_kernels.core.launch import kernel_of
+    rec = records.current()
+    if rec is None:
+        return None
+    k = kernel_of(kernel)
+    rows = [r for r in rec.find(k, shape, k.resolve(params)) if "gflops" in r or "gbps" in r]
+    return rows[0] if rows else None

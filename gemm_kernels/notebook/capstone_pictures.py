@@ -1402,7 +1402,7 @@ def exercise_references(names=("09_zorder", "09_capstone_step")) -> Table:
     the worked solution, timed with the kernel in one run: its rate, its share of the
     kernel's ('-' where the two rows come from different runs) and its registers."""
     from gemm_kernels.exercises.catalog import get
-    from gemm_kernels.notebook import timed_variants
+    from gemm_kernels.notebook.worked_solutions import pair
     rows = []
     for name in names:
         ex = get(name)
@@ -1413,8 +1413,7 @@ def exercise_references(names=("09_zorder", "09_capstone_step")) -> Table:
         except LookupError:
             r = None
         regs = ((r or {}).get("binary") or {}).get("registers")
-        sol = timed_variants.row(f"{name}: worked solution", dict(ex.params),
-                                 (ex.time_size,) * 3)
+        sol = pair(name, (ex.time_size,) * 3)[0]
         rows.append({"exercise": name, "timed against": f"{k.source}, graded configuration",
                      "registers (timed)": regs if regs is not None else "-",
                      "blocks/SM": analysis.kernel_occupancy(k, p, registers=regs).blocks_per_sm,

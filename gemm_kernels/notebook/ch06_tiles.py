@@ -450,7 +450,7 @@ MISTAKES = (
 
 def mistakes(gpu: bool | None = None) -> Table:
     """The solution with each of MISTAKES made, graded like a submission."""
-    from gemm_kernels.notebook.ch06_08_solutions import graded_mistakes
+    from gemm_kernels.notebook.worked_solutions import graded_mistakes
     return graded_mistakes(EXERCISE, MISTAKES, gpu)
 
 
@@ -506,7 +506,9 @@ def issue_plot(ax=None):
     return fig
 
 
-CAPPED = "tile_2d_reg, __launch_bounds__(NT, 2)"
+# the capped patch is timed at 4096^3, K5, in one run with these two (`timed_variants`)
+CAPPED_SHAPE, CAPPED_PARAMS = (4096, 4096, 4096), K5
+CAPPED_COMPARE = ("tile_2d_reg", "tile_2d_strided")
 
 
 def capped_split(params: dict | None = None) -> Table:
@@ -517,18 +519,17 @@ def capped_split(params: dict | None = None) -> Table:
     registers and local memory of the timed binary, the blocks per SM they allow, and
     the share of the contiguous-to-strided gap the kernel closes."""
     from gemm_kernels.measure import timing
-    from gemm_kernels.notebook import timed_variants
-    t = timed_variants.get(CAPPED)
-    p = params or t.configurations()[0]
-    capped = timed_variants.row(CAPPED, p)
+    from gemm_kernels.measure import lookup
+    p = params or CAPPED_PARAMS
+    capped = lookup.variant_row(with_min_blocks("tile_2d_reg", 2), CAPPED_SHAPE, p)
     if capped is None:
-        raise LookupError(f"{CAPPED} is not recorded")
+        raise LookupError("the contiguous patch with __launch_bounds__(NT, 2) is not recorded")
     got = {}
-    for name in t.compare:
-        found = [r for r in records.current().find(name, t.shape, kernel_of(name).resolve(p))
+    for name in CAPPED_COMPARE:
+        found = [r for r in records.current().find(name, CAPPED_SHAPE, kernel_of(name).resolve(p))
                  if r.get("run") == capped["run"] and "gflops" in r]
         if not found:
-            raise LookupError(f"{name} is not recorded in the run of {CAPPED}")
+            raise LookupError(f"{name} is not recorded in the run of the capped patch")
         got[name] = found[0]
     rows = [("contiguous", "tile_2d_reg", got["tile_2d_reg"]),
             ("strided", "tile_2d_strided", got["tile_2d_strided"]),
@@ -549,5 +550,5 @@ def capped_split(params: dict | None = None) -> Table:
                     "share of the gap closed": f"{(g['median'] - low) / gap:.0%}"})
     return Table(out, list(out[0]), title=(
         f"The 8x8 patch at {' '.join(f'{k}={v}' for k, v in p.items())}, "
-        f"{'x'.join(map(str, t.shape))}, the three timed in one run with cuBLAS in the same "
-        f"process ({records.source()})"))
+        f"{'x'.join(map(str, CAPPED_SHAPE))}, the three timed in one run with cuBLAS in the same "
+        f"process ({records.recording_label()})"))

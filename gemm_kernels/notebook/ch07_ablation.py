@@ -33,7 +33,7 @@ STEP_NAMES = ("chapter 06:\nscalar loads,\nA row-major", "+ 16-byte\nglobal load
 CONTROL = ("ch08_one_block", "stalls", "chapter 07, one block per SM")
 # The other control: the row-major kernel promised two blocks per SM, timed at 4096^3 in
 # one run with the three steps (`timed_variants`; not profiled).
-PROMISED = "float4_a_rows, __launch_bounds__(NT, 2)"
+PROMISED_SHAPE = (4096, 4096, 4096)           # timed there at K5 with the steps
 WARPS_PER_SM = 64   # H100/H200 (sm_90): the denominator of sm__warps_active's percentage
 COUNTERS = {   # panel title -> (metric, scale)
     "shared-load instructions (M)": ("smsp__inst_executed_op_shared_ld.sum", 1e-6),
@@ -76,10 +76,12 @@ def steps(shape=(4096, 4096, 4096)) -> list[dict]:
 
 
 def _promised(shape) -> dict:
-    """The row of `PROMISED` in the form of `steps` (counters None: not profiled)."""
-    from gemm_kernels.notebook import timed_variants
-    r = timed_variants.row(PROMISED) if tuple(shape) == timed_variants.get(PROMISED).shape \
-        else None
+    """The row of float4_a_rows with `__launch_bounds__(NT, 2)` in the form of `steps`
+    (counters None: not profiled)."""
+    from gemm_kernels.measure import lookup
+    from gemm_kernels.notebook.ch06_tiles import with_min_blocks
+    r = lookup.variant_row(with_min_blocks("float4_a_rows", 2), shape, K5) \
+        if tuple(shape) == PROMISED_SHAPE else None
     row = {"kernel": "float4_a_rows", "GFLOP/s": None, "share": None, "registers": None,
            "blocks/SM": None, **{title: None for title in COUNTERS}}
     if r is not None:
@@ -207,7 +209,7 @@ def table(shapes=((4096, 4096, 4096), (2048, 2048, 2048))):
         row["issue slots used (%)"] = first["issue slots used (%)"]
         out.append(row)
     return Table(out, list(out[0]), title=f"The ablation's rows: timed beside cuBLAS, "
-                 f"counted by Nsight Compute at 4096^3 ({records.source()}; '-': not "
+                 f"counted by Nsight Compute at 4096^3 ({records.recording_label()}; '-': not "
                  f"measured for that row)")
 
 
@@ -524,7 +526,7 @@ def _one_run(t):
     from gemm_kernels.core.table import Table
     from gemm_kernels.measure import records
     return Table(list(t), t.columns, title=t.title.split(" — ")[0].rstrip(")")
-                 + f"; all rows profiled in one run, {records.source()})")
+                 + f"; all rows profiled in one run, {records.recording_label()})")
 
 
 DEPTH_STALLS = "ch07_depth_stalls"
@@ -586,7 +588,7 @@ MISTAKES = (
 
 def mistakes(gpu: bool | None = None):
     """The solution with each of MISTAKES made, graded like a submission."""
-    from gemm_kernels.notebook.ch06_08_solutions import graded_mistakes
+    from gemm_kernels.notebook.worked_solutions import graded_mistakes
     return graded_mistakes(EXERCISE, MISTAKES, gpu)
 
 

@@ -419,6 +419,8 @@ def sweep_plot(size: int = 2048, one_per_sm: bool = True, ax=None):
 # The one tile of the recorded sweep where the chapter's own kernel keeps its loads in
 # flight for a whole step (with ptxas 12.9), at chapter 07's and 08's width.
 DEEP = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8}
+# The payoff's runs (`timed_variants`): 2048^3, at the chapter's tile and at DEEP.
+PAYOFF_SHAPE = (2048, 2048, 2048)
 
 
 def payoff(params: dict | None = None, kernels=ALTERNATIVES) -> Table:
@@ -431,17 +433,17 @@ def payoff(params: dict | None = None, kernels=ALTERNATIVES) -> Table:
     and at its own occupancy and at one block per SM (ONE_PER_SM) the blocks per SM, the
     rate with its range, and the ratio to chapter 07's at the same setting."""
     from gemm_kernels.measure import records, timing
-    from gemm_kernels.notebook import timed_variants
+    from gemm_kernels.measure import lookup
     p = {k: v for k, v in kernel_of(KERNEL).resolve(params).items()
          if k in ("BM", "BN", "BK", "TM", "TN")}
-    shape = timed_variants.get(f"{KERNEL}: {kernels[0]}").shape
+    shape = PAYOFF_SHAPE
 
     def recorded(name: str, one: bool) -> dict:
         q = {**p, "ONE_PER_SM": one}
         if name in ("float4", KERNEL):
             found = records.current().find(name, shape, kernel_of(name).resolve(q))
             return found[0] if found else None
-        return timed_variants.row(f"{KERNEL}: {name}", q)
+        return lookup.variant_row(variant_kernel(name), shape, q)
 
     shown = [("chapter 07's kernel", "float4"), ("chapter 08's kernel", KERNEL),
              *((name, name) for name in kernels)]
@@ -472,7 +474,7 @@ def payoff(params: dict | None = None, kernels=ALTERNATIVES) -> Table:
         f"{p['BM']} x {p['BN']} x {p['BK']}, {p['TM']} x {p['TN']} per thread, "
         f"{'x'.join(map(str, shape))}, all timed in one run with cuBLAS in the same "
         f"process (loads in flight: SASS compiled here by ptxas {compiler.ptxas_version()}; "
-        f"{records.source()})"))
+        f"{records.recording_label()})"))
 
 
 def payoff_gain(params: dict | None = None, one_per_sm: bool = False,

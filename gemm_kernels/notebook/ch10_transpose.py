@@ -180,11 +180,11 @@ def solution_rates(shape=SQUARE) -> Table:
     `copy_smem` (the other kernel with all its loads first, timed in its own run) and
     their loads before the first store in the SASS here. Empty where the solution's row
     is not recorded."""
-    from gemm_kernels.notebook import timed_variants
     from gemm_kernels.exercises.catalog import get
     from gemm_kernels.exercises.submission import submission_kernel
+    from gemm_kernels.notebook.worked_solutions import pair
     ex = get("10_in_flight")
-    sol = timed_variants.row(SOLUTION, dict(ex.params), shape)
+    sol = pair(ex.name, shape)[0]
     if sol is None:
         return Table([], ["kernel"], title=f"{SOLUTION}: not recorded at {_shape_text(shape)}")
     same_run = [r for r in records.current().find(ex.kernel, shape, dict(ex.params))
@@ -207,7 +207,7 @@ def solution_rates(shape=SQUARE) -> Table:
                     "% of device copy": lookup.share(row) if row else None,
                     "timed": run if row else "not recorded"})
     return Table(out, list(out[0]), title=f"float, {_shape_text(shape)}, TILE = "
-                 f"{ex.params['TILE']}, ROWS = {ex.params['ROWS']}; rates {records.source()}")
+                 f"{ex.params['TILE']}, ROWS = {ex.params['ROWS']}; rates {records.recording_label()}")
 
 
 def solution_gap(shape=SQUARE) -> str:
@@ -400,7 +400,7 @@ def little_table(study: str = DRAM_STUDY, sms: int | None = None) -> Table:
              "read GB/s, measured": f["read GB/s"]} for f in _factors(study, sms)]
     return Table(rows, list(rows[0]) if rows else ["step"],
                  title=f"The read rate taken apart ({_shape_text(studies.get(study).shapes[0])}, "
-                       f"float, Nsight Compute at its own clock; {records.source()})")
+                       f"float, Nsight Compute at its own clock; {records.recording_label()})")
 
 
 def factors_gap(study: str = DRAM_STUDY) -> float | None:
@@ -467,7 +467,7 @@ def dram_table(study: str = DRAM_STUDY) -> Table:
                      "timed % of device copy": _share(step.kernel, shape, step.params)})
     return Table(rows, list(rows[0]) if rows else ["step"],
                  title=f"DRAM, L2 and instructions ({_shape_text(studies.get(study).shapes[0])}, "
-                       f"float, Nsight Compute; {records.source()})")
+                       f"float, Nsight Compute; {records.recording_label()})")
 
 
 def unwritten_text(study: str = DRAM_STUDY) -> str:

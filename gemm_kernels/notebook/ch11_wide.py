@@ -595,9 +595,9 @@ def solution_rate(size: int = SIZE) -> str:
     recorded."""
     from gemm_kernels.exercises.catalog import get
     from gemm_kernels.measure import records
-    from gemm_kernels.notebook import timed_variants
+    from gemm_kernels.notebook.worked_solutions import pair
     ex = get(EXERCISE)
-    sol = timed_variants.row(f"{EXERCISE}: worked solution", dict(ex.params), (size,) * 3)
+    sol = pair(EXERCISE, (size,) * 3)[0]
     if sol is None:
         return f"the worked solution was not timed at {size}^3"
     ref = next((r for r in records.current().find(ex.kernel, (size,) * 3, dict(ex.params))
@@ -611,7 +611,6 @@ def solution_rate(size: int = SIZE) -> str:
     return line
 
 
-CONTROL_NAME = "sgemm_tiled_vec:scalar_B"
 
 
 def control_recorded(block: int = 16, size: int = SIZE) -> Table:
@@ -621,11 +620,11 @@ def control_recorded(block: int = 16, size: int = SIZE) -> Table:
     wavefronts), and the registers of the binaries timed. Rows without a recording say
     so."""
     from gemm_kernels.measure import records, timing
-    from gemm_kernels.notebook import timed_variants
+    from gemm_kernels.measure import lookup
     rows = []
     for vec in (1, 2, 4):
         p = {"BLOCK": block, "VEC": vec}
-        ctl = timed_variants.row(CONTROL_NAME, p, (size,) * 3)
+        ctl = lookup.variant_row(control_kernel(), (size,) * 3, p)
         vec_rows = [r for r in records.current().find("sgemm_tiled_vec", (size,) * 3, p)
                     if ctl is None or r.get("run") == ctl.get("run")]
         bound = smem_bound("sgemm_tiled_vec", p)["bound"]

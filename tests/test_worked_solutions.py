@@ -1,0 +1,39 @@
+"""The worked solutions, timed: the solution's row next to the chapter's kernel of the
+same run, and 'not recorded' (never an old rate, never a row of another run) otherwise."""
+import pytest
+
+from gemm_kernels.measure import lookup, records
+from gemm_kernels.notebook import worked_solutions as ws
+
+EXERCISES = ["03_tile_loop", "04_tile_layout", "05_tile_1d", "06_tile_2d_reg", "07_float4",
+             "08_double_buffer", "10_in_flight", "11_dgemm"]
+
+
+@pytest.mark.parametrize("exercise", EXERCISES)
+def test_the_solution_is_shown_beside_the_chapters_kernel_of_the_same_run(exercise,
+                                                                        recorded_mode):
+    mine, theirs = ws.pair(exercise)
+    if mine is None:
+        pytest.skip("no recording of this worked solution's text here")
+    assert theirs is not None and theirs["run"] == mine["run"]
+    table = ws.worked_solution(exercise)
+    unit = "GB/s" if "gbps" in mine else "GFLOP/s"
+    assert table[0][unit] == mine[unit.replace("GFLOP/s", "gflops").replace("GB/s", "gbps")][
+        "median"]
+    assert table[0]["/ chapter's kernel"] == f"{table[0][unit] / table[1][unit]:.3f}"
+    assert "one run" in table.title
+
+
+def test_the_double_buffer_that_keeps_its_loads_in_flight_beats_the_chapters_kernel(
+        recorded_mode):
+    if ws.pair("08_double_buffer")[0] is None:
+        pytest.skip("no recording of this worked solution's text here")
+    assert float(ws.worked_solution("08_double_buffer")[0]["/ chapter's kernel"]) > 1.05
+
+
+def test_without_a_row_of_its_text_nothing_is_compared(monkeypatch):
+    monkeypatch.setattr(lookup, "variant_row", lambda *a, **k: None)
+    table = ws.worked_solution("05_tile_1d")
+    assert table[0]["GFLOP/s"] is None and table[0]["range"] == "not recorded"
+    assert table[1]["GFLOP/s"] is None     # no run to compare within
+    assert table[0]["/ chapter's kernel"] == "-" and "not recorded" in table.title
