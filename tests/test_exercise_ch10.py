@@ -15,6 +15,7 @@ from gemm_kernels.exercises.ch10_checks import loads_before_first_store, loads_i
 from gemm_kernels.exercises.grader import grade
 from exercise_helpers import FAIL, PASS, refused_as_wrong, solution, static_verdict, status
 from gpu import needs_gpu
+from gemm_kernels.notebook.ch10_transpose import POINTERS
 
 NAME = "10_in_flight"
 EX = get(NAME)
@@ -130,17 +131,6 @@ def test_a_transposing_store_is_reported_as_wrong_not_as_slow():
 # The reviewer's answer with pointers: all loads, then all stores, offsets in size_t. Its
 # PTX keeps that order; ptxas moves a store up at ROWS = 4, which nothing in the source
 # can change (fences between the loops do not): the static step passes and says so.
-POINTERS = """    T v[N];
-    const bool inside = c < cols;
-    const T* src = in + (size_t)r0 * cols + c;
-    T* dst = out + (size_t)r0 * cols + c;
-#pragma unroll
-    for (int i = 0; i < N; ++i)
-        if (inside && r0 + i * ROWS < rows) v[i] = src[(size_t)i * ROWS * cols];
-#pragma unroll
-    for (int i = 0; i < N; ++i)
-        if (inside && r0 + i * ROWS < rows) dst[(size_t)i * ROWS * cols] = v[i];
-"""
 
 
 def pointer_answer() -> str:

@@ -33,6 +33,7 @@ from typing import Callable
 from gemm_kernels.core import compiler
 from gemm_kernels.core.registry import CUDA_DIR
 from gemm_kernels.exercises import cpu_step
+from gemm_kernels.exercises.ch01_02_cstatements import cells_text
 from gemm_kernels.exercises.stubs import STUB
 from gemm_kernels.exercises.submission import SOURCE_NAME, submission_kernel
 from gemm_kernels.memory.ch01_02_sectors import lines, sectors
@@ -193,14 +194,8 @@ def probe_trace(source: str, tile: int, rows: int, side: int = PROBE_SIDE):
 
 
 def _where(indices, side: int) -> str:
-    cells = [divmod(i, side) for i in indices]
-    rows = sorted({r for r, _ in cells})
-    cols = sorted({c for _, c in cells})
-    if len(cols) == 1:
-        return f"rows {rows[0]} to {rows[-1]} of column {cols[0]}"
-    if len(rows) == 1:
-        return f"columns {cols[0]} to {cols[-1]} of row {rows[0]}"
-    return f"rows {rows[0]} to {rows[-1]}, columns {cols[0]} to {cols[-1]}"
+    """Where the flat `indices` of a side x side matrix lie, in words."""
+    return cells_text([divmod(i, side) for i in indices])
 
 
 def lane_problems(trace, side: int = PROBE_SIDE) -> list[str]:

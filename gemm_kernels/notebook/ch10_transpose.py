@@ -676,7 +676,7 @@ _BODY = """    T v[N];                                              // registers
         if (r < rows && c < cols) out[(size_t)r * cols + c] = v[i];
     }
 """
-_POINTERS = """    T v[N];
+POINTERS = """    T v[N];
     const bool inside = c < cols;
     const T* src = in + (size_t)r0 * cols + c;
     T* dst = out + (size_t)r0 * cols + c;
@@ -697,7 +697,7 @@ MISTAKES = (
      [("const int r = r0 + i * ROWS;", "const int r = r0 + i;")] * 2),
     ("a load that tests only its column", [(LOAD, "if (c < cols) v[i] = in[(size_t)r * cols + c];")]),
     # right, and ptxas moves a store up at ROWS = 4 all the same: passes, with a note
-    ("all loads first, through pointers (size_t)", [(_BODY, _POINTERS)]),
+    ("all loads first, through pointers (size_t)", [(_BODY, POINTERS)]),
 )
 
 
