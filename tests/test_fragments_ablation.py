@@ -43,8 +43,8 @@ def test_ablation_steps_and_plot_degrade_without_rows(monkeypatch):
     monkeypatch.setattr(ch07_ablation.studies, "results",
                         lambda name, shape=None: [(s, None) for s in
                                                   ch07_ablation.studies.get(name).steps])
-    from gemm_kernels.notebook import timed_variants
-    monkeypatch.setattr(timed_variants, "row", lambda name, params=None, shape=None: None)
+    from gemm_kernels.measure import lookup
+    monkeypatch.setattr(lookup, "variant_row", lambda kernel, shape, params=None: None)
     rows = ch07_ablation.steps()
     assert len(rows) == 5 and all(r["GFLOP/s"] is None for r in rows)   # 3 steps + 2 controls
     assert "Not every step" in ch07_ablation.verdict()
