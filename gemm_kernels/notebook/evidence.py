@@ -14,7 +14,7 @@ import re
 
 from gemm_kernels.core import analysis
 from gemm_kernels.core.table import Table
-from gemm_kernels.measure import studies, timing
+from gemm_kernels.measure import records, studies, timing
 
 _STALL_PREFIX = "smsp__average_warps_issue_stalled_"
 _STALL_SUFFIX = "_per_issue_active.ratio"
@@ -32,11 +32,19 @@ def _shape_text(shape) -> str:
     return " x ".join(map(str, shape))
 
 
+def _runs_text(runs) -> str:
+    """How many processes measured the rows, in words for the student (the run ids
+    themselves are provenance for the recording, not for the reader)."""
+    if not runs:
+        return "no run recorded"
+    return ("measured in one run" if len(runs) == 1 else f"measured in {len(runs)} runs") \
+        + f" ({records.recording_label()})"
+
+
 def _runs_line(pairs) -> str:
-    runs = studies.runs(pairs)
     missing = sum(1 for _, r in pairs if r is None)
-    text = f"run {', '.join(runs)}" if runs else "no run recorded"
-    return text + (f"; {missing} step(s) {NOT_RECORDED}" if missing else "")
+    return _runs_text(studies.runs(pairs)) + (f"; {missing} step(s) {NOT_RECORDED}"
+                                              if missing else "")
 
 
 def table(name: str, shape=None) -> Table:
@@ -231,7 +239,7 @@ def pretransposed_a(shapes=None) -> Table:
         if missing or len(runs) > 1:
             incomplete = True
             row["note"] = (f"{', '.join(missing)} {NOT_RECORDED}" if missing else
-                           f"rows from {len(runs)} runs ({', '.join(runs)}): not compared")
+                           f"rows from {len(runs)} different runs: not compared")
             rows.append(row)
             continue
         a, at, tr = (timing.times_ms(got[k]) for k in (_WITH_A, _WITH_AT, _TRANSPOSE))
@@ -243,11 +251,9 @@ def pretransposed_a(shapes=None) -> Table:
         row["note"] = ("the timed calls of the two GEMMs overlap (min..max)" if overlap else
                        "every timed call of the faster GEMM beat every call of the other")
         rows.append(row)
-    runs = list(dict.fromkeys(seen))
-    src = f"run {', '.join(runs)}" if runs else "no run recorded"
+    src = _runs_text(list(dict.fromkeys(seen)))
     if incomplete:
-        src += (f"; to record the rows missing: python -m gemm_kernels study {st.name} "
-                "(on a GPU)")
+        src += "; not every row recorded"
     return Table(rows, cols, title=f"{st.question} (median times of the timed calls) — {src}")
 
 
