@@ -190,7 +190,7 @@ def row(kernel, shape, params: dict, timings: dict, extra: dict) -> dict:
     """One record row from the harness's timings ("candidate", and "reference" for a
     kernel) and what was learnt after timing (`extra`: error_over_bound or exact, binary).
     `kernel`: a reference's or registry kernel's name, or a Kernel (a variant: a registry
-    kernel around changed text), whose row carries its own name, op and text's hash."""
+    kernel around changed text), whose row carries its own name and its text's hash."""
     from gemm_kernels.measure import records
     unit, rate = unit_and_rate(kernel, shape, params)
     cand = timings["candidate"]
@@ -200,8 +200,6 @@ def row(kernel, shape, params: dict, timings: dict, extra: dict) -> dict:
            "repeats": cand.repeats, "time": records.utc_now()}
     if k:
         out["source"] = k.source_hash()
-        if k.name not in KERNELS:
-            out["op"] = k.op
     ref = reference_of(kernel)
     if ref:
         out["reference"] = {"kernel": ref, unit: spread(timings["reference"], rate)}
@@ -244,7 +242,7 @@ def measure(kernel, shape, params: dict | None = None, repeats: int = REPEATS,
 def _setup(name, shape: tuple, p: dict):
     """({"candidate": fn[, "reference": fn]}, after): the callables to time on fresh
     random inputs, and a function giving the row's fields known only after timing.
-    `name`: a reference's name or a Kernel."""
+    `name`: a reference's or registry kernel's name, or a Kernel (a variant)."""
     import cupy
     from gemm_kernels.core import compiler
     from gemm_kernels.measure.check import random_normal
