@@ -69,7 +69,7 @@ def test_the_sweep_table_has_both_mappings_at_every_block():
     assert all(r["x->row (GFLOP/s)"] > 0 and r["x->col (GFLOP/s)"] > 0 for r in t)
 
 
-def test_load_pressure_reads_dram_sectors_and_the_l1_from_the_recording():
+def test_load_pressure_reads_dram_sectors_and_the_l1_from_the_recording(recorded_mode):
     text = ch01_naive.load_pressure()
     from gemm_kernels.notebook import ch00_naive_dram
     t = ch00_naive_dram.traffic()
