@@ -100,3 +100,11 @@ def test_block_stalls_splits_the_time_into_instructions_and_cycles_per_instructi
     assert product == pytest.approx(measured, rel=0.03)
     # The smaller BLOCK needs more instructions for the same FFMA.
     assert inst > 1
+
+
+def test_the_bound_of_a_half_empty_warp_counts_only_its_lanes():
+    rows = {r["BLOCK"]: r for r in ch03.block_bounds()}
+    assert rows[4]["lanes per warp"] == 16 and rows[8]["lanes per warp"] == 32
+    # BLOCK = 4 and 8 cost the same wavefronts per FFMA instruction; BLOCK = 4's FFMA
+    # does 16 multiply-adds, so its bound is half
+    assert rows[4]["bound GFLOP/s"] == pytest.approx(rows[8]["bound GFLOP/s"] / 2)

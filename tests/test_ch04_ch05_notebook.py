@@ -251,3 +251,28 @@ def test_the_copy_bug_counts_the_wrong_elements():
     from gemm_kernels.memory import ch03_copies
     got = ch03_copies.copy_bug()
     assert got["correct"]["wrong elements"] == 0 and got["buggy"]["wrong elements"] > 0
+
+
+def test_chapter_05s_prediction_check_shows_nothing_until_bk_is_set():
+    from gemm_kernels.notebook import ch05_tile_1d
+    assert "set BK to 8 or 16" in ch05_tile_1d.check_prediction(None)
+    eight, sixteen = (ch05_tile_1d.check_prediction(bk) for bk in (8, 16))
+    # the same two barriers per step, twice the FFMA between them at BK = 16
+    assert "2 barriers for 128 FFMA" in eight and "2 barriers for 256 FFMA" in sixteen
+    assert "tiles with BK = 8" in eight and "tiles with BK = 16" in sixteen
+
+
+def test_chapter_04_prints_its_default_against_its_fastest_layout():
+    from gemm_kernels.notebook import ch04_banks
+    text = ch04_banks.default_against_fastest()
+    assert "conflict, PAD=0" in text and "conflict, PAD=2" in text and "x the default" in text
+
+
+def test_the_clean_bk_pair_splits_its_time_into_instructions_and_cycles(capsys):
+    table = ch05_tile_1d.depth_stalls()
+    line = capsys.readouterr().out
+    rows = {r["step"]: r for r in table}
+    assert set(rows) == {"BK = 8", "BK = 16"}
+    assert line.startswith("BK = 8 against BK = 16:") and "the cycles per instruction" in line
+    # the deeper tile keeps fewer warps resident (3 blocks of 8 warps against 4)
+    assert rows["BK = 16"]["warps active %"] < rows["BK = 8"]["warps active %"]

@@ -13,6 +13,7 @@ NAME = "03_tile_loop"
 FIRST = "__syncthreads();               // the tiles are complete"
 SECOND = "__syncthreads();               // everyone has read the tiles before the next copy"
 STORE_B = "Bs[ty][tx] = (kb < K && col < N) ? B[kb * N + col] : 0.f;"
+PRODUCT = "acc += As[ty][k] * Bs[k][tx];"
 
 
 def test_solution_passes_the_static_steps_with_its_barriers():
@@ -60,8 +61,8 @@ def test_the_barrier_order_is_read_from_the_sass():
         "LDS R4, [R3]"))[0]
 
 
-def _static_problem(old, new):
-    src = solution(NAME)
+def _static_problem(old, new, src=None):
+    src = solution(NAME) if src is None else src
     assert old in src, old
     v = static_verdict(NAME, src.replace(old, new))
     assert v["compile"][0] == PASS, v
@@ -74,7 +75,9 @@ def test_the_solutions_copies_are_priced_as_free():
 
 
 def test_a_tile_stored_down_a_column_is_refused_with_its_price():
-    status, detail = _static_problem(STORE_B, STORE_B.replace("Bs[ty][tx]", "Bs[tx][ty]"))
+    # stored and read transposed: the products are right, the store is 32-way conflicted
+    src = solution(NAME).replace(STORE_B, STORE_B.replace("Bs[ty][tx]", "Bs[tx][ty]"))
+    status, detail = _static_problem(PRODUCT, "acc += As[ty][k] * Bs[tx][k];", src)
     assert status == FAIL and "the store Bs[tx][ty] costs warp 0 32 wavefronts where 1 " \
         "would do" in detail, detail
 
@@ -95,10 +98,22 @@ def test_the_swapped_mapping_is_refused_for_its_loads_stores_and_reads():
         assert part in detail, (part, detail)
 
 
-def test_a_read_down_a_column_of_bs_is_refused():
+def test_a_read_down_a_column_of_bs_is_refused_as_a_wrong_product_before_its_price():
+    # Bs[tx][k] reads B transposed: a wrong product first, which is what the student
+    # must fix; its 32-way conflict is not the point
     status, detail = _static_problem("acc += As[ty][k] * Bs[k][tx];",
                                      "acc += As[ty][k] * Bs[tx][k];")
-    assert status == FAIL and "the read Bs[tx][k] costs" in detail, detail
+    assert status == FAIL and "its product reads Bs[tx][k]" in detail, detail
+    assert "costs" not in detail, detail
+
+
+def test_a_costly_read_of_the_right_element_is_refused_with_its_price():
+    from gemm_kernels.exercises.ch03_checks import copies_priced
+    # both tiles stored and read transposed: every product right, every access conflicted
+    src = solution(NAME).replace("As[ty][tx] =", "As[tx][ty] =").replace(
+        "Bs[ty][tx] =", "Bs[tx][ty] =").replace(PRODUCT, "acc += As[k][ty] * Bs[tx][k];")
+    problems = copies_priced(32)(src)
+    assert problems and "costs warp 0 32 wavefronts" in problems[0], problems
 
 
 @pytest.mark.parametrize("old, new", [
@@ -140,8 +155,6 @@ def test_wrong_answers_are_refused_on_a_gpu(what):
 
 
 
-PRODUCT = "acc += As[ty][k] * Bs[k][tx];"
-
 
 def test_the_solutions_products_are_those_of_each_threads_output():
     from gemm_kernels.exercises.ch03_checks import product_problems
@@ -175,7 +188,16 @@ def test_a_loop_that_stops_short_is_named_with_the_product_it_leaves_out():
         "A[32][31] * B[31][32]" in detail, detail
 
 
-def test_a_copy_refusal_says_what_a_warp_should_do_and_where_the_block_was_placed():
+def test_a_wrong_copy_is_named_before_its_price():
+    # A[ka * K + row] copies A transposed: uncoalesced, but above all the wrong element
     status, detail = _static_problem("A[row * K + ka]", "A[ka * K + row]")
+    assert status == FAIL and detail.startswith("thread (tx = 0, ty = 0) computes C[32][32]")
+    assert "which holds A[0][32]" in detail and "sectors" not in detail, detail
+
+
+def test_a_copy_refusal_says_what_a_warp_should_do_and_where_the_block_was_placed():
+    # the swapped mapping: right products, lanes down the columns of A
+    status, detail = _static_problem("const int tx = threadIdx.x;\n    const int ty = threadIdx.y;",
+                                     "const int tx = threadIdx.y;\n    const int ty = threadIdx.x;")
     assert status == FAIL and "a row of A is 4,096 floats long" in detail, detail
     assert "its 32 loads should be 32 neighbouring floats" in detail, detail

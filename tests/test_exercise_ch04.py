@@ -12,7 +12,8 @@ from gemm_kernels.exercises import ch04_checks
 from gemm_kernels.exercises.ch04_checks import (bank_problems, compiled_reads, describe,
                                                 k_across_rows, layout_problems, read_width,
                                                 sass_loads, step_budget, step_cost,
-                                                tile_layout_check, with_word,
+                                                tile_layout_check, with_prediction,
+                                                with_word,
                                                 word_expression, word_table)
 from gemm_kernels.notebook.ch04_banks import SWIZZLE, with_layout as layout_in
 from gemm_kernels.exercises.stubs import skeleton
@@ -25,14 +26,15 @@ A_LINE = "word = m * (BLOCK + 2) + k;"
 B_LINE = "word = n * (BLOCK + 2) + k;"
 
 
-def with_layout(a=A_LINE, b=B_LINE):
+def with_layout(a=A_LINE, b=B_LINE, predicted=51):
     src = solution(NAME)
     assert src.count(A_LINE) == 1 and src.count(B_LINE) == 1
-    return src.replace(A_LINE, a).replace(B_LINE, b)
+    return with_prediction(src.replace(A_LINE, a).replace(B_LINE, b), predicted)
 
 
-def verdict_of(a, b):
-    return static_verdict(NAME, with_layout(a=f"word = {a};", b=f"word = {b};"))
+def verdict_of(a, b, predicted=51):
+    return static_verdict(NAME, with_layout(a=f"word = {a};", b=f"word = {b};",
+                                            predicted=predicted))
 
 
 def test_skeleton_compiles_and_is_refused_only_for_the_lines_to_write():
@@ -99,7 +101,7 @@ def test_a_layout_without_k_along_its_rows_is_refused(a, b, rule):
 def test_other_layouts_within_the_budget_pass(a, b):
     """Rows of BLOCK + 4 words: the reads merge into LDS.128 and the store of b costs 4
     wavefronts, 53 per step; A at BLOCK + 2 and B at BLOCK + 4 too."""
-    v = verdict_of(a, b)
+    v = verdict_of(a, b, predicted=53)
     assert v["static"][0] == PASS, v
 
 
@@ -107,7 +109,7 @@ def test_a_pass_reports_its_cost_next_to_the_budget_and_chapter_03():
     v = static_verdict(NAME, solution(NAME))
     assert "51 wavefronts per warp and step (the budget: 53; chapter 03's layout, outside " \
         "this exercise's rule: 50)" in v["static"][1], v
-    v = verdict_of("m * (BLOCK + 4) + k", "n * (BLOCK + 4) + k")
+    v = verdict_of("m * (BLOCK + 4) + k", "n * (BLOCK + 4) + k", predicted=53)
     assert "53 wavefronts per warp and step" in v["static"][1], v
 
 
@@ -136,7 +138,7 @@ def test_an_xor_swizzle_read_one_float_per_k_is_refused_as_compiled(a, b, cost, 
 def test_the_swizzle_with_explicit_float4_loads_passes_at_the_cost_of_pad_4():
     """The positive control: the same XOR swizzle, read four k at a time with explicit
     float4 loads (16 LDS.128 in the SASS), costs 53 wavefronts and passes."""
-    src = layout_in(solution(NAME), SWIZZLE, float4=True)
+    src = with_prediction(layout_in(solution(NAME), SWIZZLE, float4=True), 53)
     v = static_verdict(NAME, src)
     assert v["static"][0] == PASS and "53 wavefronts per warp and step" in v["static"][1], v
 
@@ -272,5 +274,27 @@ def test_the_check_is_the_exercises():
 def test_an_unpadded_swizzle_with_float4_loads_passes_on_a_gpu():
     """The bank model's other answer: an XOR of groups of four k instead of padding, read
     with explicit float4 loads: correct and fast."""
-    r = grade(NAME, layout_in(solution(NAME), SWIZZLE, float4=True), gpu=True)
+    r = grade(NAME, with_prediction(layout_in(solution(NAME), SWIZZLE, float4=True), 53),
+              gpu=True)
     assert_right_and_timed(r)
+
+
+def test_a_layout_within_the_budget_needs_its_price_predicted():
+    """The exercise asks for a layout priced by hand: without a prediction, or with a
+    wrong one, a layout within the budget is refused, and the message prices each access
+    so that the student can find the miscount."""
+    v = verdict_of("m * (BLOCK + 2) + k", "n * (BLOCK + 2) + k", predicted=0)
+    assert v["static"][0] == FAIL and "set PREDICTED_WAVEFRONTS" in v["static"][1], v
+    v = verdict_of("m * (BLOCK + 2) + k", "n * (BLOCK + 2) + k", predicted=48)
+    assert v["static"][0] == FAIL, v
+    assert "you predicted 48 wavefronts per warp and step; the grader prices 51 (store of " \
+        "a 1, store of b 2, reads of A 16, reads of B 32)" in v["static"][1], v
+    # over the budget, the price is the message; the prediction is not asked about
+    v = verdict_of("m * (BLOCK + 1) + k", "n * (BLOCK + 1) + k", predicted=0)
+    assert "PREDICTED" not in v["static"][1], v
+
+
+def test_with_prediction_sets_or_adds_the_line():
+    assert "PREDICTED_WAVEFRONTS = 53;" in with_prediction(solution(NAME), 53)
+    assert "PREDICTED_WAVEFRONTS = 51;" not in with_prediction(solution(NAME), 53)
+    assert with_prediction("int x;", 7).startswith("constexpr int PREDICTED_WAVEFRONTS = 7;")

@@ -141,14 +141,15 @@ register(Exercise(
                    ch03_checks.copies_priced(_TILE_LOOP["BLOCK"])),
     # Step 2's checks each end their message with what to look at, so the step has no
     # hint of its own: one text for all of them would point at the wrong thing.
-    hints={"correct": "'worst at (r, c)' is C[r][c], computed by thread tx = c % 32, "
-                      "ty = r % 32 of the block blockIdx = (c / 32, r / 32); |err|/bound is "
-                      "its error over the rounding error a right sum of K products may have "
-                      "(above 1: a wrong value, not rounding). Step 2 has followed every "
-                      "product of an interior block, so look at what differs at the edges of "
-                      "this small shape: which elements of the tiles that thread's block "
-                      "fills there, and whether every thread of the block still reaches both "
-                      "barriers. A data race means a barrier is missing or skipped",
+    hints={"correct": "where the message names 'worst at (r, c)': that is C[r][c], computed "
+                      "by thread tx = c % 32, ty = r % 32 of the block blockIdx = (c / 32, "
+                      "r / 32), and |err|/bound above 1 is a wrong value, not rounding. Step 2 "
+                      "has followed every product of an interior block, so look at what "
+                      "differs at the edges of this small shape: which elements of the tiles "
+                      "that thread's block fills there, and whether every thread of the block "
+                      "still reaches both barriers. An access out of bounds: an index that "
+                      "runs past M, N or K at the edge of the matrix is missing its check. "
+                      "A data race: a barrier is missing or skipped",
            "speed": "copy with threadIdx.x along a row of A and of B, so a warp's loads "
                     "are consecutive addresses; read As[ty][k] and Bs[k][tx]"},
 ))

@@ -192,17 +192,19 @@ def _describe_lanes(indices: list[int]) -> str:
 
 def _store_problems(code: str, block: int, tile: str, matrix: str, stride: int,
                     pos: int, idx: list[str], end: int) -> list[str]:
-    """The problems of one store into a tile and of the load on its right-hand side."""
-    problems = []
+    """(what is wrong, what is costly) about one store into a tile and the load on its
+    right-hand side: wrong, the elements or words the block cannot all have; costly,
+    wavefronts or sectors beyond the fewest."""
+    problems, wrong = [], []
     row_len = _row_length(code, tile, block)
     rhs = code[end:code.find(";", end)]
     envs = _threads(code, pos, block)
     where = f"{tile}[{idx[0].strip()}][{idx[1].strip()}]"
     words = [r * row_len + c for r, c in zip(_values(idx[0], envs), _values(idx[1], envs))]
     if any(not 0 <= w < block * row_len for w in words):
-        return [f"the store {where} writes outside the tile's {block} x {row_len} words"]
+        return [f"the store {where} writes outside the tile's {block} x {row_len} words"], []
     if len(set(words)) < block * block:
-        problems.append(f"the {block * block} threads of a block store into only "
+        wrong.append(f"the {block * block} threads of a block store into only "
                         f"{len(set(words))} different words of {tile} with {where}: every "
                         "thread needs a place of its own in the tile")
     for w, lane_words in enumerate(_warps(words)):
@@ -216,11 +218,11 @@ def _store_problems(code: str, block: int, tile: str, matrix: str, stride: int,
             break
     load = next(_subscripts(rhs, matrix), None)
     if load is None or len(load[1]) != 1:
-        return problems
+        return wrong, problems
     text = load[1][0].strip()
     flat = _values(text, envs)
     if len(set(flat)) < block * block:
-        problems.append(f"the {block * block} threads of a block load only {len(set(flat))} "
+        wrong.append(f"the {block * block} threads of a block load only {len(set(flat))} "
                         f"different elements of {matrix} with {matrix}[{text}], where the tile "
                         f"holds {block * block}: each thread must copy an element of its own")
     for w, lane_idx in enumerate(_warps(flat)):
@@ -231,21 +233,23 @@ def _store_problems(code: str, block: int, tile: str, matrix: str, stride: int,
                             f"{_describe_lanes(lane_idx)} (chapter 02: a warp's load is "
                             "cheapest when neighbouring lanes read neighbouring floats)")
             break
-    return problems
+    return wrong, problems
 
 
-def _copy_problems(code: str, block: int) -> list[str]:
-    problems = []
+def _copy_problems(code: str, block: int) -> tuple[list[str], list[str]]:
+    """(what is wrong, what is costly) about the copies, as `_store_problems`."""
+    wrong, costly = [], []
     for tile, matrix, stride in (("As", "A", _SIDES["K"]), ("Bs", "B", _SIDES["N"])):
         for pos, idx, end in _subscripts(code, tile):
             if len(idx) != 2 or not _is_store(code, end):
                 continue
             try:
-                found = _store_problems(code, block, tile, matrix, stride, pos, idx, end)
+                bad, dear = _store_problems(code, block, tile, matrix, stride, pos, idx, end)
             except _Unreadable:
                 continue
-            problems += [p for p in found if p not in problems]
-    return problems
+            wrong += [p for p in bad if p not in wrong]
+            costly += [p for p in dear if p not in costly]
+    return wrong, costly
 
 
 def _read_problems(code: str, block: int) -> list[str]:
@@ -401,7 +405,8 @@ def copy_problems(source: str, block: int) -> list[str]:
     when they are coalesced and conflict-free, or when the source says something this
     check does not read."""
     code = code_only(source)
-    return _copy_problems(code, block) + _read_problems(code, block)
+    wrong, costly = _copy_problems(code, block)
+    return wrong + costly + _read_problems(code, block)
 
 
 _COPY_HINT = (" (a warp is one row of threads, ty fixed and tx = 0..31 at BLOCK = 32: its "
@@ -410,13 +415,25 @@ _COPY_HINT = (" (a warp is one row of threads, ty fixed and tx = 0..31 at BLOCK 
 
 
 def copies_priced(block: int) -> Callable[[str], list[str]]:
-    """The copy check of exercise 03; silent while the source still holds the stub."""
+    """The copy check of exercise 03; silent while the source still holds the stub.
+
+    What is wrong comes before what is costly: copies that cannot fill the tiles, then a
+    product that reads the wrong element or a k left out, then the price of the accesses.
+    A read such as Bs[tx][k] is both a wrong product and a conflicted read; the student
+    must fix the index, not make the read cheaper."""
     def check(source: str) -> list[str]:
         if STUB in source:
             return []
-        priced = copy_problems(source, block)
+        code = code_only(source)
+        wrong, costly = _copy_problems(code, block)
+        if wrong:
+            return [wrong[0] + _COPY_HINT] + wrong[1:]
+        products = product_problems(source, block)
+        priced = costly + _read_problems(code, block)
+        if products:
+            return products
         if priced:
             return [priced[0] + _COPY_HINT] + priced[1:]
-        return product_problems(source, block)
+        return []
     check.__name__ = f"copies_priced_{block}"
     return check

@@ -436,7 +436,7 @@ def assess(source: str, block: int, exercise: str = "", kernel: str = "",
             expressions.append(expr)
     if len(tables) != 2 or problems:
         return {"problems": tuple(problems), "wavefronts": None, "ideal": None, "loads": None,
-                "plans": None}
+                "plans": None, "parts": None}
     a, b = tables
     params = dict(params)
     sass = submission_sass(exercise, kernel, params, source) if exercise else None
@@ -449,9 +449,53 @@ def assess(source: str, block: int, exercise: str = "", kernel: str = "",
                       for t, r in ((a, False), (b, True)))
     found = bank_problems(a, b, *plans, step_budget(block),
                           tuple(expressions) if sass else None)
-    total, ideal = max(step_cost(a, b, *plans)[0])
+    cost = step_cost(a, b, *plans)[0]
+    total, ideal = max(cost)
     return {"problems": tuple(found), "loads": loads, "plans": plans, "wavefronts": total,
-            "ideal": ideal}
+            "ideal": ideal, "parts": step_parts(a, b, *plans, warp=cost.index((total, ideal)))}
+
+
+def step_parts(a, b, wa, wb, warp: int = 0) -> dict[str, int]:
+    """The wavefronts of one step of `warp`, by access: {"store of a": .., "store of b":
+    .., "reads of A": .., "reads of B": ..}."""
+    parts = dict.fromkeys(("store of a", "store of b", "reads of A", "reads of B"), 0)
+    for name, _, words, width in (x for x in warp_accesses(a, b, wa, wb) if x[1] == warp):
+        kind = {"the store of a": "store of a", "the store of b": "store of b",
+                "the read of A": "reads of A", "the read of B": "reads of B"}[name.split(",")[0]]
+        parts[kind] += banks.analyse(banks.words_to_bytes(words), 4 * width).wavefronts
+    return parts
+
+
+PREDICTION = "PREDICTED_WAVEFRONTS"
+
+
+def with_prediction(source: str, wavefronts: int) -> str:
+    """`source` with its prediction set to `wavefronts` (added where it has none)."""
+    line = f"constexpr int {PREDICTION} = {wavefronts};"
+    found = re.sub(rf"constexpr\s+int\s+{PREDICTION}\s*=\s*\d+\s*;", line, source, count=1)
+    return found if found != source or line in source else line + "\n" + source
+
+
+def prediction_problems(source: str, result: dict) -> list[str]:
+    """The student's written price of one step (`constexpr int PREDICTED_WAVEFRONTS =
+    ...;`) against the grader's, for a layout that passed the budget: the exercise asks
+    for a layout priced by hand before it is run, not one found by trying paddings."""
+    if result["problems"] or result["wavefronts"] is None:
+        return []
+    m = re.search(rf"\b{PREDICTION}\s*=\s*(\d+)", code_only(source))
+    predicted = int(m.group(1)) if m else 0
+    total = result["wavefronts"]
+    if predicted == total:
+        return []
+    parts = ", ".join(f"{k} {v}" for k, v in result["parts"].items())
+    if not predicted:
+        return [f"your layout is within the budget; now price it: set {PREDICTION} to the "
+                "wavefronts one step costs a warp (the two stores, then the reads of A and "
+                "of B at all 32 k, at the width the compiler gives them) and run the cell "
+                "again"]
+    return [f"you predicted {predicted} wavefronts per warp and step; the grader prices "
+            f"{total} ({parts}). Find which access your count got wrong with the chapter's "
+            "rules (phases, merging, the bank of each word), then correct the prediction"]
 
 
 def tile_layout_check(block: int, exercise: str = "", kernel: str = "",
@@ -461,7 +505,8 @@ def tile_layout_check(block: int, exercise: str = "", kernel: str = "",
     items = tuple(sorted((params or {}).items()))
 
     def check(source: str) -> list[str]:
-        return list(assess(source, block, exercise, kernel, items)["problems"])
+        r = assess(source, block, exercise, kernel, items)
+        return list(r["problems"]) + prediction_problems(source, r)
 
     def note(source: str) -> str:
         r = assess(source, block, exercise, kernel, items)

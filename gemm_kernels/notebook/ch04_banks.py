@@ -240,19 +240,21 @@ def store_excess():
             "per load": (min(per_ld), max(per_ld)), "share": (min(share), max(share))}
 
 
-def readme_default(size: int = 2048) -> dict | None:
-    """The registry default of bank_layout (the ladder's row) and the chapter's fastest
-    layout at size^3: {'default': (label, GFLOP/s), 'fastest': (label, GFLOP/s)}."""
+def default_against_fastest(size: int = 2048) -> str:
+    """The kernel's default layout (conflict, PAD=0: the worst, on purpose) next to the
+    chapter's fastest (conflict, PAD=2) at size^3, one line each, with their ratio."""
     from gemm_kernels.core.kernels import get
     from gemm_kernels.measure import lookup
-    d = get("bank_layout").defaults()
-    best = {"BLOCK": 32, "LAYOUT": "conflict", "PAD": 2}
-    try:
-        return {"default": (layout_name(d), lookup.recorded("bank_layout", (size,) * 3, d)["gflops"]["median"]),
-                "fastest": (layout_name(best),
-                            lookup.recorded("bank_layout", (size,) * 3, best)["gflops"]["median"])}
-    except LookupError:
-        return None
+    rows = []
+    for what, p in (("the kernel's default", get("bank_layout").defaults()),
+                    ("the chapter's fastest", {"BLOCK": 32, "LAYOUT": "conflict", "PAD": 2})):
+        try:
+            g = lookup.recorded("bank_layout", (size,) * 3, p)["gflops"]["median"]
+        except LookupError:
+            return f"bank_layout: not recorded at {size}^3"
+        rows.append((what, layout_name(p), g))
+    lines = [f"{what:22}: {label}, {g:,.0f} GFLOP/s at {size}^3" for what, label, g in rows]
+    return "\n".join(lines + [f"the fastest runs {rows[1][2] / rows[0][2]:.1f}x the default"])
 
 
 # The probe's patterns the chapter discusses.
@@ -377,8 +379,10 @@ def float4_swizzle(source: str, gpu: bool | None = None):
     from gemm_kernels.exercises.grader import grade
     from gemm_kernels.exercises.submission import submission_kernel
     from gemm_kernels.notebook import display
+    from gemm_kernels.exercises.ch04_checks import with_prediction
     ex = get(EXERCISE)
     src = with_layout(source, SWIZZLE, float4=True)
+    src = with_prediction(src, _priced(src)["wavefronts"])   # the price, rightly predicted
     loop = display.sass_loop(submission_kernel(EXERCISE, ex.kernel, src), ex.params,
                              start="LDS", limit=14)
     return grade(EXERCISE, src, gpu), loop

@@ -675,6 +675,70 @@ def bk_loop_counts(tile=None, bks=(8, 16, 32)) -> Table:
                  "(sm_90, compiled here)")
 
 
+def check_prediction(bk: int | None, size: int = 2048) -> str:
+    """The check of the chapter's 'Predict, then check' for one BK at the default tile's
+    BM, BN, TM: per step, the barriers and FFMA of the compiled loop (no GPU needed), and
+    the best and median rates the sweep measured at size^3 over the tiles with that BK.
+    With no BK chosen it says what to do, so that the notebook as given shows no answer."""
+    import statistics
+    from gemm_kernels.measure import tradeoff
+    if bk not in (8, 16):
+        return "write your prediction down, then set BK to 8 or 16 and run this cell"
+    p0, wide = _any_bk(None, (bk,))
+    h = analysis.summary(wide, {**p0, "BK": bk})["loop_histogram"]
+    rates = [g for _, g in tradeoff.ranked("tile_1d", size, fixed={"BK": bk})]
+    line = (f"BK = {bk}, BM = {p0['BM']}, BN = {p0['BN']}, TM = {p0['TM']}: per step "
+            f"{h.get('BAR', 0)} barriers for {h.get('FFMA', 0)} FFMA per thread (SASS)")
+    if not rates:
+        return line + f"\nno tile with BK = {bk} measured at {size}^3"
+    return line + (f"\nthe sweep at {size}^3, {len(rates)} tiles with BK = {bk}: best "
+                   f"{max(rates):,.0f} GFLOP/s, median {statistics.median(rates):,.0f}")
+
+
+DEPTH_STALLS = "ch05_depth_stalls"
+_STALL = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+DEPTH_COLUMNS = {
+    "time, ms": ("gpu__time_duration.sum", 1e6),
+    "instructions (billions)": ("smsp__inst_executed.sum", 1e9),
+    "schedulers issue, % of cycles": "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "warps active %": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "barrier": _STALL.format("barrier"),
+    "long scoreboard": _STALL.format("long_scoreboard"),
+    "short scoreboard": _STALL.format("short_scoreboard"),
+    "mio throttle": _STALL.format("mio_throttle"),
+    "FMA pipe busy %": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+}
+
+
+def depth_stalls() -> Table:
+    """The clean BK pair under Nsight Compute (study ch05_depth_stalls: the default tile,
+    BM = BN = 64, TM = 16, at BK = 8 and 16, profiled in one run): the time, the
+    instructions, the share of cycles the schedulers issue, the warp slots in use, the
+    waits per issued instruction (cycles) and the FMA pipe. Printed first, the time of
+    BK = 8 over BK = 16 split into the ratio of instructions times the ratio of cycles per
+    instruction (1 / issue share), as chapter 03's solution splits BLOCK."""
+    from gemm_kernels.notebook import evidence
+    table = evidence.counters(DEPTH_STALLS, DEPTH_COLUMNS)
+    got = {r["step"]: r for r in table if r["time, ms"] is not None}
+    if {"BK = 8", "BK = 16"} <= set(got):
+        a, b = got["BK = 8"], got["BK = 16"]
+        inst = a["instructions (billions)"] / b["instructions (billions)"]
+        cpi = b["schedulers issue, % of cycles"] / a["schedulers issue, % of cycles"]
+        print(f"BK = 8 against BK = 16: {inst:.2f}x the instructions x {cpi:.2f}x the cycles "
+              f"per instruction = {inst * cpi:.2f}x the time (measured: "
+              f"{a['time, ms'] / b['time, ms']:.2f}x)")
+    else:
+        print(f"study {DEPTH_STALLS}: not recorded")
+    table.title = (f"tile_1d, BM = BN = 64, TM = 16, at {_shape(DEPTH_STALLS)} under Nsight "
+                   "Compute, both depths in one run: waits in cycles per issued instruction")
+    return table
+
+
+def _shape(study: str) -> str:
+    from gemm_kernels.measure import studies
+    return "x".join(map(str, studies.get(study).shapes[0]))
+
+
 def bk_model(size: int = 2048, fixed=range(0, 2001)):
     """A one-number model of the gain of BK = 16 over BK = 8, against the sweep's pairs.
     A step costs a thread a fixed time F (the tile copy's wait, the two barriers) plus
