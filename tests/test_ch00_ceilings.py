@@ -62,6 +62,20 @@ def test_copy_result_is_the_row_beside_its_device_copy(fake):
     assert "400 GB/s" in text and "4,000 GB/s" in text and "10% of it" in text
 
 
+def test_column_writes_cost_sets_the_naive_transpose_beside_the_copy(fake):
+    assert ch00_ceilings.column_writes_cost().startswith("Not in this recording")
+    from gemm_kernels.core.kernels import KERNELS
+    fake.results.append(stamp([{"chapter": "10", "kernel": "transpose_naive",
+                             "params": KERNELS["transpose_naive"].resolve(
+                                 ch00_ceilings.COPY_PARAMS),
+                             "shape": [8192, 8192], "gbps": _spread(50.0, 45.0, 55.0),
+                             "reference": {"kernel": "device_copy",
+                                           "gbps": _spread(4000.0, 3900.0, 4100.0)}}])[0])
+    text = ch00_ceilings.column_writes_cost()
+    assert "400 GB/s, 10% of the device copy" in text
+    assert "50 GB/s, 1% of the device copy" in text and "8.0 times slower" in text
+
+
 def test_rows_per_thread_plot_draws_both_types(fake):
     ax = ch00_ceilings.rows_per_thread_plot()
     lines = {l.get_label(): list(l.get_xdata()) for l in ax.get_lines()}

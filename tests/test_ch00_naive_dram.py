@@ -82,6 +82,10 @@ def test_summary_names_the_lower_roof_and_the_share_of_the_limits(recording):
     assert "the lower roof there is the FP32 peak, 51.2 TFLOP/s" in text
     assert "0.5% of its peak" in text and "60% of the sectors" in text
     assert "20.0 sectors of 32 bytes per load instruction of a warp" in text
+    # the profiled run is longer than the timed one: the same bytes over the timed run
+    peak_gbps = device.peak_bandwidth_gbps(GPU)
+    timed = 100 * 5e9 / (t["ms"] * 1e-3) / (peak_gbps * 1e9)
+    assert f"are {timed:.2g}% of the theoretical {peak_gbps:,.0f} GB/s" in text
     # chapter 00 leaves the L1's lines to chapter 02
     assert "line" not in text
 

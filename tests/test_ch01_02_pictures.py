@@ -66,6 +66,14 @@ def test_the_wrong_row_strides_pass_square_shapes_only():
     assert all(r["checker"] == "pass" and r["never written"] == "0" for r in right)
 
 
+def test_never_written_counts_only_elements_no_thread_stores_to():
+    # 7 x 13 with C[row * 7 + col]: the stores cover offsets 0 .. 6*7+12 = 54, so 91 - 55
+    # elements are never written; the other NaN were written by threads that read past A.
+    row = ch01_indexing.check_table([(7, 13, 5)], "M", "M")[0]
+    assert row["never written"] == "36"
+    assert row["written as NaN (read past A)"] == "20"
+
+
 def test_an_unknown_stride_is_refused():
     import numpy as np
     with pytest.raises(ValueError, match="row stride"):

@@ -84,6 +84,16 @@ def test_the_stall_plot_hatches_not_selected_and_writes_totals():
     assert sum(t.get_text().endswith("in all") for t in ax.texts) == 3
 
 
+def test_the_stall_plot_names_each_kernel_and_explains_each_reason_it_draws():
+    fig = ch02_stalls.stall_plot("ch02_l1_lines", kernels=["naive", "coalesced"])
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels and all(l.startswith(("naive", "coalesced")) for l in labels)
+    drawn = ch02_stalls.reasons(fig)
+    text = str(ch02_stalls.meanings(fig))
+    assert [line.split(":")[0] for line in text.splitlines()[:-1]] == drawn
+    assert all(r in ch02_stalls.MEANING for r in drawn)
+
+
 def test_the_limit_plot_writes_thousands_separators():
     fig = ch02_coalescing.limit_plot([("coalesced", {"BLOCK": 32})])
     fmt = fig.axes[0].xaxis.get_major_formatter()

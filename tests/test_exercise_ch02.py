@@ -44,6 +44,19 @@ def test_wrong_answers_are_refused_without_a_gpu(what):
     assert words in v["static"][1], v["static"][1]
 
 
+def test_the_tile_from_blockidx_is_refused_naming_the_block_order():
+    """blockIdx.y / blockIdx.x in place of tile_row / tile_col covers C with one GRID
+    only; the message names the order that fails and the one that works."""
+    src = solution(NAME)
+    src = src.replace(ROW, ROW.replace("tile_row", "blockIdx.y")).replace(
+        COL, COL.replace("tile_col", "blockIdx.x"))
+    v = static_verdict(NAME, src)
+    assert v["static"][0] == FAIL, v
+    detail = " ".join(v["static"][1].split())
+    assert "by no thread" in detail and "GRID = 1 numbers the blocks" in detail, detail
+    assert "not from blockIdx" in detail, detail
+
+
 @needs_gpu
 def test_a_mapping_the_static_check_cannot_read_is_still_judged_by_its_numbers():
     refused_as_wrong(NAME, ROW, "row = tile_row * BLOCK + min(threadIdx.x, 0u);")

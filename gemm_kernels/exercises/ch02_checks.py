@@ -84,8 +84,7 @@ def coalesced_check(source: str) -> list[str]:
                 owners = _run_grid(run, names, block, grid_value, M, N)
             except Unsupported:
                 return []
-            order = "" if grid_value == 1 else f" and {names[1]} = {grid_value}"
-            at = f"at BLOCK = {block}{order}, on a {M} x {N} C"
+            at = f"at BLOCK = {block} and {names[1]} = {grid_value}, on a {M} x {N} C"
             twice = next(((rc, ts) for rc, ts in owners.items() if len(ts) > 1), None)
             if twice:
                 (r, c), ((b0, t0), (b1, t1)) = twice[0], twice[1][:2]
@@ -97,10 +96,17 @@ def coalesced_check(source: str) -> list[str]:
             missing = [(r, c) for r in range(M) for c in range(N) if (r, c) not in owners]
             if missing:
                 r, c = missing[0]
-                return [f"{at}, {len(missing):,} of its {M * N:,} elements are computed by "
-                        f"no thread (C[{r}][{c}] for one): the tile's rows start at "
-                        "tile_row * BLOCK and its columns at tile_col * BLOCK, and the "
-                        f"{block * block} threads must take all {block} x {block} places"]
+                head = (f"{at}, {len(missing):,} of its {M * N:,} elements are computed "
+                        f"by no thread (C[{r}][{c}] for one)")
+                other = 1 - grid_value
+                if len(_run_grid(run, names, block, other, M, N)) == M * N:
+                    return [f"{head}. {names[1]} = {grid_value} numbers the blocks the "
+                            f"other way round from {names[1]} = {other}, with which your "
+                            "lines compute every element: take the tile from tile_row and "
+                            "tile_col, not from blockIdx, and both orders work"]
+                return [f"{head}: the tile's rows start at tile_row * BLOCK and its columns "
+                        f"at tile_col * BLOCK, and the {block * block} threads must take all "
+                        f"{block} x {block} places"]
     # the lanes: what each warp of block (0, 0) loads, against the chapter's mapping
     for block in sorted(BLOCKS, reverse=True):
         try:

@@ -13,10 +13,12 @@ STRIDES = ("M", "N", "K")
 
 
 def naive_on_cpu(A, B, a_stride: str = "K", c_stride: str = "N"):
-    """(C, reads past A, writes past C) for C[row*c_stride + col] = sum over k of
-    A[row*a_stride + k] * B[k*N + col], one (row, col) per thread of an M x N grid;
-    a_stride and c_stride name the dimension used as the row stride ("M", "N" or "K").
-    Where two threads write one element the later one (row-major order) wins."""
+    """(C, reads past A, writes past C, never written) for C[row*c_stride + col] = sum
+    over k of A[row*a_stride + k] * B[k*N + col], one (row, col) per thread of an M x N
+    grid; a_stride and c_stride name the dimension used as the row stride ("M", "N" or
+    "K"). Where two threads write one element the later one (row-major order) wins.
+    "Never written" counts the elements of C no thread stores to: a NaN in C is either
+    one of those or a NaN a thread wrote after reading past A."""
     import numpy as np
     from gemm_kernels.measure.check import guard_length
     (M, K), N = A.shape, B.shape[1]
@@ -32,14 +34,17 @@ def naive_on_cpu(A, B, a_stride: str = "K", c_stride: str = "N"):
     c_idx = (row * dims[c_stride] + col).ravel()
     inside = c_idx < out.size            # further out than the guard: not seen at all
     out[c_idx[inside]] = acc.ravel()[inside]
+    written = np.zeros(M * N, dtype=bool)
+    written[c_idx[c_idx < M * N]] = True
     return (out[:M * N].reshape(M, N), int((a_idx >= A.size).any(axis=2).sum()),
-            int((c_idx >= M * N).sum()))
+            int((c_idx >= M * N).sum()), int((~written).sum()))
 
 
 def check_table(shapes, a_stride: str = "M", c_stride: str = "M", seed: int = 0):
     """Per shape (M, N, K): the naive kernel with the given row strides, on random normal
-    inputs, judged by the checker: elements wrong, never written, threads that read past
-    A or write past C."""
+    inputs, judged by the checker: elements wrong; the NaN among them split into
+    elements no thread wrote and elements written as NaN (by a thread that read past A);
+    threads that read past A or write past C."""
     import numpy as np
     from gemm_kernels.core.table import Table
     from gemm_kernels.measure.check import compare_gemm
@@ -48,11 +53,12 @@ def check_table(shapes, a_stride: str = "M", c_stride: str = "M", seed: int = 0)
     for M, N, K in shapes:
         A = rng.standard_normal((M, K)).astype(np.float32)
         B = rng.standard_normal((K, N)).astype(np.float32)
-        C, read_past, write_past = naive_on_cpu(A, B, a_stride, c_stride)
+        C, read_past, write_past, unwritten = naive_on_cpu(A, B, a_stride, c_stride)
         v = compare_gemm(C.astype(np.float32), A, B)
         rows.append({"M x N x K": f"{M} x {N} x {K}",
                      "elements of C": f"{M * N:,}",
-                     "wrong": f"{v.bad:,}", "never written": f"{v.nan:,}",
+                     "wrong": f"{v.bad:,}", "never written": f"{unwritten:,}",
+                     "written as NaN (read past A)": f"{v.nan - unwritten:,}",
                      "threads reading past A": f"{read_past:,}",
                      "threads writing past C": f"{write_past:,}",
                      "checker": "pass" if v.ok else "FAIL"})

@@ -205,6 +205,27 @@ def copy_result(params: dict = COPY_PARAMS, shape=COPY_SIZE) -> str:
     return line + f"\n({r['source']})"
 
 
+def column_writes_cost(params: dict = COPY_PARAMS, shape=COPY_SIZE) -> str:
+    """Half of the "lanes down a column" copy, as recorded: chapter 10's naive transpose
+    reads rows as the copy does but writes down columns of its output. Its share of the
+    device copy timed beside it, next to the copy's own, at the exercise's configuration;
+    the recording holds no timed run of a copy with both sides down a column."""
+    rows = {}
+    for name in ("copy", "transpose_naive"):
+        try:
+            r = lookup.measure_or_lookup(name, shape, params)
+        except LookupError:
+            return "Not in this recording: the naive transpose at the exercise's configuration."
+        rows[name] = (r["gbps"]["median"], lookup.share(r))
+    (c, c_share), (t, t_share) = rows["copy"], rows["transpose_naive"]
+    return (f"copy (reads and writes along rows): {c:,.0f} GB/s, {c_share:.0f}% of the device "
+            f"copy timed beside it\n"
+            f"naive transpose (reads along rows, writes down columns): {t:,.0f} GB/s, "
+            f"{t_share:.0f}% of the device copy timed beside it, {c / t:.1f} times slower\n"
+            f"(TILE={params['TILE']}, ROWS={params['ROWS']}, {params['T']}, "
+            f"{shape[0]:,} x {shape[1]:,}; {records.source()})")
+
+
 def rows_per_thread_plot(tile: int = 32, shape=COPY_SIZE, ax=None):
     """The copy at TILE = `tile`: GB/s against ROWS (so TILE / ROWS elements per thread),
     float and double, each with the device copy timed beside it."""

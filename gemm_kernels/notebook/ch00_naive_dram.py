@@ -37,7 +37,7 @@ def traffic(study: str = STUDY) -> dict | None:
     (that ceiling),
     'dram_how' (whose bandwidth it is: the device copy's, or the theoretical one),
     'flop_per_dram_byte', 'dram_roof' (GFLOP/s the DRAM ceiling allows at that
-    intensity), 'peak' (FP32), 'dram_busy_pct', 'l2_hit_pct', 'sectors_per_load'}."""
+    intensity), 'peak' (FP32), 'peak_gbps' (theoretical DRAM bandwidth), 'dram_busy_pct', 'l2_hit_pct', 'sectors_per_load'}."""
     (step, row), = studies.results(study)
     props = roofline.device_properties()
     if row is None or records.current().device.get("name") != props.get("name"):
@@ -63,6 +63,7 @@ def traffic(study: str = STUDY) -> dict | None:
             "dram_gbps": dram_gbps, "flop_per_dram_byte": x,
             "dram_how": "the theoretical" if theoretical else "the device copy's",
             "dram_roof": dram_gbps * x, "peak": peak,
+            "peak_gbps": device.peak_bandwidth_gbps(props),
             "dram_busy_pct": m.get(DRAM_BUSY), "l2_hit_pct": m.get(L2_HIT),
             "sectors_per_load": m[L1_SECTORS[0]] / m[LOAD_INSTRUCTIONS]}
 
@@ -133,7 +134,10 @@ def summary(study: str = STUDY) -> Text:
         f"  DRAM moved {bytes_text(b['DRAM'])}, 1/{t['dram_limit'] / b['DRAM']:,.0f} of the "
         f"{bytes_text(t['dram_limit'])} that would make DRAM its limit",
         f"  DRAM busy: {t['dram_busy_pct']:.2g}% of its peak over the profiled run "
-        f"(dram__throughput)",
+        f"(dram__throughput); the profiler holds the clock lower, so that run is longer "
+        f"than the timed one: the same bytes over the timed {t['ms']:,.0f} ms are "
+        f"{100 * b['DRAM'] / (t['ms'] * 1e-3) / (t['peak_gbps'] * 1e9):.2g}% of the "
+        f"theoretical {t['peak_gbps']:,.0f} GB/s",
         f"  the L2 already held {t['l2_hit_pct']:.0f}% of the sectors the SMs asked for",
         f"  {t['flop_per_dram_byte']:.1f} FLOP per DRAM byte: the lower roof there is "
         f"{roof_name}, {roof / 1000:.1f} TFLOP/s, {roof / t['gflops']:,.0f} times its rate",

@@ -212,30 +212,6 @@ def loop_in_numbers(params: dict | None = None) -> Text:
 
 # ---------------------------------------------------------------- the measurement
 
-def load_pressure() -> Text:
-    """What Nsight Compute counted for the naive kernel at its default (BLOCK = 32,
-    x->row), read from chapters 00's and 02's studies: how busy DRAM was, how many 32-byte
-    sectors a warp's load instruction asked of the L1, and how busy the L1's busiest
-    stage was. The measured side of the chapter's argument that the loads, served on the
-    chip, set this kernel's pace; chapter 02 explains the numbers."""
-    from gemm_kernels.memory.ch01_02_sectors import L1_BUSY
-    from gemm_kernels.notebook import ch00_naive_dram, ch02_coalescing
-    t = ch00_naive_dram.traffic()
-    m = ch02_coalescing.profiled(KERNEL, {"BLOCK": 32, "MAPPING": "x->row"})
-    lines = ["Nsight Compute on this kernel (BLOCK = 32, x->row):"]
-    if t:
-        lines.append(f"  at {t['size']}^3: DRAM busy {t['dram_busy_pct']:.2g}% of its peak; "
-                     f"each load instruction of a warp asked the L1 for "
-                     f"{t['sectors_per_load']:.1f} sectors of 32 bytes, for 32 lanes that "
-                     "need 4 bytes each")
-    if L1_BUSY in m:
-        lines.append(f"  at 2048^3: the busiest stage of the L1 at {m[L1_BUSY]:.0f}% of its "
-                     "peak")
-    if len(lines) == 1:
-        return Text("Not in this recording: the profiled runs of the naive kernel.")
-    return Text("\n".join(lines))
-
-
 def share_range(table) -> str:
     """'0.97% to 1.5%': the range of the naive kernel's share of cuBLAS in a
     `ch01_02_sectors.rate_table`, written as the table writes it."""
@@ -243,10 +219,11 @@ def share_range(table) -> str:
     return f"{fmt_number(min(share))}% to {fmt_number(max(share))}%"
 
 
-def sweep_table(size: int = 2048, blocks=(4, 8, 16, 32)) -> Table:
+def sweep_table(size: int = 2048, blocks=(8, 16, 32)) -> Table:
     """The rates the chapter's widget looks up, as a table: the naive kernel at size^3
-    for every BLOCK, with both mappings (recorded, or measured live), for a reader
-    whose notebook has no running kernel to draw the widget."""
+    for `blocks`, with both mappings (recorded, or measured live), for a reader whose
+    notebook has no running kernel to draw the widget. BLOCK = 4 is left out: its rate
+    is what chapter 02 asks the student to predict."""
     from gemm_kernels.measure import lookup, records
     rows = [{"BLOCK": b, **{f"{m} (GFLOP/s)": lookup.measure_or_lookup(
         KERNEL, (size,) * 3, {"BLOCK": b, "MAPPING": m})["gflops"]["median"]

@@ -2,23 +2,51 @@
 without the name of the recording run under it (the chapter names its source once),
 with the total wait written at the end of each bar, and "not selected" hatched and named
 apart: a warp that was ready but not picked costs its SM nothing, so it is drawn as
-time spent, not as time lost."""
+time spent, not as time lost. Each bar names its kernel, and `meanings` explains exactly
+the reasons the plot's legend shows (which the recording decides), so the appendix and
+the legend cannot drift apart."""
 from __future__ import annotations
 
 from gemm_kernels.notebook import evidence
 
 NOT_SELECTED = "not selected"
 
+# What each stall reason means, in the words of Nsight Compute's Kernel Profiling Guide
+# ("Warp Stall Reasons"), for the reasons these kernels' plots can show.
+MEANING = {
+    "long scoreboard": "the warp needs a value that a global-memory load has not "
+                       "delivered yet.",
+    "lg throttle": "the queue for local and global memory instructions is full, so the "
+                   "warp cannot even hand in its load.",
+    "mio throttle": "the queue of the memory input/output unit (shared memory, special "
+                    "math functions, some branches) is full.",
+    "short scoreboard": "the warp needs a value from the memory input/output unit, "
+                        "such as a shared-memory load, that has not arrived yet.",
+    "dispatch stall": "the instruction was picked but could not be dispatched to its "
+                      "unit in that cycle.",
+    "wait": "a short, fixed pause the compiler places between dependent instructions.",
+    "math pipe throttle": "the arithmetic unit the instruction needs is busy.",
+    "barrier": "the warp waits at __syncthreads() for the other warps of its block.",
+    NOT_SELECTED: "the warp was ready, but another warp got the scheduler's slot this "
+                  "cycle. The SM loses nothing by it (hatched).",
+    "other": "every remaining reason, together.",
+}
+
 
 def stall_plot(study: str = "ch02_l1_lines", kernels=("coalesced",)):
     """Stacked bars of the cycles a warp waits per issued instruction, by reason, for the
     steps of `study` that run one of `kernels`, each bar's total at its end. Returns the
     figure."""
+    from gemm_kernels.measure import studies
     fig = evidence.stall_plot(study, kernels=list(kernels))
+    ax = fig.axes[0]
+    steps = [s for s, r in studies.results(study) if s.kernel in kernels and r is not None]
+    if len(steps) == len(ax.get_yticks()):      # name the kernel on every bar
+        ax.set_yticklabels([s.label if s.label.startswith(s.kernel) else
+                            f"{s.kernel}, {s.label}" for s in steps], fontsize=9)
     for t in list(fig.texts):
         if t.get_text().startswith("run "):
             t.remove()
-    ax = fig.axes[0]
     bars = [c for c in ax.containers if hasattr(c, "patches")]
     for c in bars:
         if c.get_label() == NOT_SELECTED:
@@ -39,3 +67,20 @@ def stall_plot(study: str = "ch02_l1_lines", kernels=("coalesced",)):
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9, frameon=False)
     fig.tight_layout()
     return fig
+
+
+def reasons(fig) -> list[str]:
+    """The stall reasons drawn in a figure of `stall_plot`, in the legend's order."""
+    return [c.get_label().split(" (")[0] for c in fig.axes[0].containers
+            if hasattr(c, "patches")]
+
+
+def meanings(fig):
+    """The meaning of each reason the figure's legend shows, one line each, and of the
+    one it leaves out ("selected": the cycle the warp issues)."""
+    from gemm_kernels.notebook.display import Text
+    lines = [f"{r}: {MEANING.get(r, 'see the Kernel Profiling Guide, Warp Stall Reasons.')}"
+             for r in reasons(fig)]
+    lines.append("selected (not drawn): the cycle in which the warp does issue its "
+                 "instruction.")
+    return Text("\n".join(lines))
