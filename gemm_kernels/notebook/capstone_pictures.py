@@ -1461,6 +1461,36 @@ def stages_table(size: int = 4096, here: bool = False) -> Table:
                  f"(registers of the compiled kernel that was timed), {records.source()}")
 
 
+def stages_reading(sizes=(4096, 2048)) -> str:
+    """The numbers the solution's reading of `stages_table` rests on, from the recording
+    (so that the text and the table round alike): the change against the default of the
+    2- and 3-stage builds at MINB = 1, and how far apart the three MINB = 2 builds lie."""
+    d = KERNELS["capstone"].resolve(None)
+
+    def rate(size, st, minb):
+        try:
+            return _rate(lookup.recorded("capstone", (size,) * 3,
+                                         {**d, "STAGES": st, "MINB": minb}))
+        except LookupError:
+            return None
+
+    lines = []
+    for st in (3, 2):
+        parts = []
+        for n in sizes:
+            base, r = rate(n, d["STAGES"], d["MINB"]), rate(n, st, 1)
+            parts.append(f"{100 * (r / base - 1):+.1f}% at {n}^3" if base and r else
+                         f"{NOT_RECORDED} at {n}^3")
+        lines.append(f"{st} stages, MINB = 1, against the default: " + ", ".join(parts))
+    parts = []
+    for n in sizes:
+        rs = [rate(n, st, 2) for st in (2, 3, 4)]
+        parts.append(f"{100 * (max(rs) / min(rs) - 1):.1f}% apart at {n}^3" if all(rs) else
+                     f"{NOT_RECORDED} at {n}^3")
+    lines.append("the three MINB = 2 builds (2, 3 and 4 stages): " + ", ".join(parts))
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------ evidence
 
 def stall_plot(kernels=("zorder", "capstone")):
