@@ -1507,12 +1507,24 @@ def stall_plot(kernels=("zorder", "capstone")):
 STEP_STALLS = "ch09_step_stalls"
 
 
-def step_stall_plot():
+def numbered(label: str) -> str:
+    """A step's label with its number on the ladder ("3. + z-order lanes"), as the
+    ladder's tables and pictures write it; the label itself where it is not a step."""
+    labels = [st.label for st in ladder_steps()]
+    return f"{labels.index(label)}. {label}" if label in labels else label
+
+
+def step_stall_plot(top: int = 7):
     """Where the warps wait at step 3 (z-order), at step 4 (the cp.async ring, 2 stages)
-    and at steps 5 to 7, at 4096^3: `evidence.stall_plot` of the study, without its run
-    line (the chapter's caption names the recording)."""
+    and at steps 5 to 7, at 4096^3: `evidence.stall_plot` of the study, with the steps
+    numbered as on the ladder and without its run line (the chapter's caption names the
+    recording). `top` = 7 keeps *math pipe throttle* in a colour of its own."""
     from gemm_kernels.notebook import evidence
-    return evidence.stall_plot(STEP_STALLS, run_line=False)
+    fig = evidence.stall_plot(STEP_STALLS, top=top, run_line=False)
+    ax = fig.axes[0]
+    ax.set_yticks(ax.get_yticks(), [numbered(t.get_text()) for t in ax.get_yticklabels()])
+    fig.tight_layout()
+    return fig
 
 
 _WAIT = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
@@ -1532,7 +1544,8 @@ def step_counters() -> Table:
         "long scoreboard / issue": _WAIT.format("long_scoreboard"),
         "barrier / issue": _WAIT.format("barrier"),
         "kernel time, ms": ("gpu__time_duration.sum", 1e6)})
-    return Table(list(t), t.columns, title="Steps 3 to 7 at 4096^3, Nsight Compute at its own "
+    rows = [{**r, "step": numbered(r["step"])} for r in t]
+    return Table(rows, t.columns, title="Steps 3 to 7 at 4096^3, Nsight Compute at its own "
                  f"clock; {records.recording_label()}")
 
 
