@@ -470,14 +470,26 @@ def test_exercise_references_are_the_recorded_kernels_at_the_graded_configuratio
 
 def test_the_step_profile_holds_steps_3_to_7_in_ladder_order():
     t = cp.step_counters()
-    assert [r["step"] for r in t] == ["+ z-order lanes", "cp.async ring, 2 stages, warp tiles",
-                                      "+ 4 stages", "+ BK = 16", "+ hoisted copy addresses"]
+    assert [r["step"] for r in t] == ["3. + z-order lanes", "4. cp.async ring, 2 stages, warp tiles",
+                                      "5. + 4 stages", "6. + BK = 16", "7. + hoisted copy addresses"]
     if t[0]["warps resident, %"] is None:
         pytest.skip("the recording has no profile of the steps")
     assert "run 2" not in t.title                      # no run id in the student's table
     # step 4 runs one block per SM where step 3 runs two: half the warps resident
     assert t[1]["warps resident, %"] == pytest.approx(t[0]["warps resident, %"] / 2, rel=0.1)
-    assert cp.step_stall_plot().axes
+    ax = cp.step_stall_plot().axes[0]
+    assert [x.get_text() for x in ax.get_yticklabels()] == [r["step"] for r in t]
+    assert "math pipe throttle" in ax.get_legend_handles_labels()[1]
+
+
+def test_stages_reading_is_the_tables_rounding():
+    """The solution's sentences quote the same changes as stages_table prints."""
+    text = cp.stages_reading()
+    for size in (4096, 2048):
+        rows = {(r["STAGES"], r["MINB"]): r["against the default"] for r in cp.stages_table(size)}
+        assert f"{rows[(3, 1)]} at {size}^3" in text.splitlines()[0]
+        assert f"{rows[(2, 1)]} at {size}^3" in text.splitlines()[1]
+    assert cp.numbered("+ BK = 16") == "6. + BK = 16" and cp.numbered("x") == "x"
 
 
 def test_the_worked_solutions_sit_beside_the_kernels_of_their_run():

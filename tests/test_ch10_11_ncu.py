@@ -3,7 +3,7 @@ leaves open (gemm_kernels.notebook.ch10_11_ncu): one launch per configuration, t
 registry's entry names in the kernel filter, the chapter's parameters, valid shell."""
 import shlex
 
-from gemm_kernels.notebook import ch10_11_ncu, ch10_pretransposed_a, ch11_wide
+from gemm_kernels.notebook import ch10_11_ncu, ch11_wide
 
 
 def test_the_command_profiles_one_launch_of_each_configuration():
@@ -21,9 +21,6 @@ def test_the_command_profiles_one_launch_of_each_configuration():
 
 
 def test_the_chapters_commands_name_their_kernels_and_counters():
-    cmd = ch10_pretransposed_a.profile_command()
-    assert "regex:sgemm_float4|sgemm_float4_at" in cmd and "(4096, 4096, 4096)" in cmd
-    assert all(m in cmd for m in ch10_pretransposed_a.PROFILE_METRICS)
     cmd = ch11_wide.stall_command([("sgemm_tiled_vec", {"BLOCK": 32, "VEC": v}) for v in (2, 4)])
     assert '"VEC": 2' in cmd and '"VEC": 4' in cmd and "(2048, 2048, 2048)" in cmd
     assert all(m in cmd for m in ch11_wide.STALL_METRICS)

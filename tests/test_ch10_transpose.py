@@ -140,3 +140,37 @@ def test_the_worked_solution_is_set_beside_the_copy_of_its_own_run():
 def test_a_pointer_answer_is_in_the_mistakes_as_a_pass_with_ptxas_note():
     src = c._mistake_source(dict(c.MISTAKES)["all loads first, through pointers (size_t)"])
     assert "src[(size_t)i * ROWS * cols]" in src and "v[i] = in[" not in src
+
+
+def test_part_2_answers_come_from_the_sass_and_the_warp_slots():
+    """copy_smem sends all TILE / ROWS loads first; ROWS = 16 would need twice the 64 warp
+    slots an SM has to keep ROWS = 8's bytes in flight."""
+    key = c.in_flight_key()
+    assert [key[f"loads, ROWS={r}"] for r in (4, 16)] == [8, 2]
+    assert [key[f"bytes a warp, ROWS={r}"] for r in (4, 16)] == [1024, 256]
+    assert key["warps per SM, ROWS=16"] == 128 and key["warp slots per SM"] == 64
+
+
+def test_part_2_is_graded_item_by_item():
+    key = c.in_flight_key()
+    right = {k: key[k] for k in c.ANSWER_KEYS}
+    assert c.in_flight_problems(right) == []
+    c.assert_in_flight(right)
+    assert "not answered yet" in c.in_flight_problems({k: None for k in c.ANSWER_KEYS})[0]
+    wrong = {**right, "loads, ROWS=4": 4, "warps per SM, ROWS=16": 64}
+    problems = c.in_flight_problems(wrong)
+    assert len(problems) == 2 and problems[0].startswith("loads, ROWS=4: 4 is not it")
+    assert "ROWS=16" in problems[1] and "warps" in problems[1]
+    with pytest.raises(AssertionError, match="part 2"):
+        c.assert_in_flight(wrong)
+    assert "not answered" in c.in_flight_problems({**right, "bytes a warp, ROWS=16": None})[0]
+
+
+def test_the_notebooks_ask_exactly_the_graded_questions():
+    """The answer cell of the chapter names every key the check grades."""
+    import json, pathlib
+    nb = json.loads(pathlib.Path(__file__).parents[1].joinpath(
+        "notebooks", "10_transpose.ipynb").read_text())
+    cell = next("".join(x["source"]) for x in nb["cells"]
+                if "".join(x["source"]).startswith("my_answer = {"))
+    assert all(f'"{k}": None' in cell for k in c.ANSWER_KEYS)

@@ -161,14 +161,21 @@ def test_control_reading_tells_overlapping_ranges_apart():
 
 
 def test_the_dgemm_stalls_are_per_warp_dfma():
+    """One LDS.128 of A per two k and one LDS.64 of B per k: 1.5 shared loads per DFMA at
+    every BLOCK; the load/store pipe has more at BLOCK = 8 (its global loads and stores)."""
     t = w.dgemm_stalls()
     assert [r["BLOCK"] for r in t] == [8, 16, 32]
     if "profiled" in t[0]:
         pytest.skip("the recording has no profile of the tiled DGEMM")
     for r in t:
         assert 0 < r["shared pipe, % of peak"] <= 100 and r["instructions per warp DFMA"] > 1
+        assert 0 < r["of them shared loads"] < r["LSU instructions per warp DFMA"] < \
+            r["instructions per warp DFMA"]
+        assert 0 < r["warps resident, % of slots"] <= 100
         assert all(r[c] >= 0 for c in ("long scoreboard", "barrier", "MIO throttle",
                                        "short scoreboard"))
+    assert [round(r["of them shared loads"], 2) for r in t] == [1.5] * 3
+    assert t[0]["LSU instructions per warp DFMA"] > t[1]["LSU instructions per warp DFMA"]
 
 
 @pytest.mark.skipif(__import__("shutil").which("g++") is None, reason="no C++ compiler here")

@@ -1461,6 +1461,36 @@ def stages_table(size: int = 4096, here: bool = False) -> Table:
                  f"(registers of the compiled kernel that was timed), {records.source()}")
 
 
+def stages_reading(sizes=(4096, 2048)) -> str:
+    """The numbers the solution's reading of `stages_table` rests on, from the recording
+    (so that the text and the table round alike): the change against the default of the
+    2- and 3-stage builds at MINB = 1, and how far apart the three MINB = 2 builds lie."""
+    d = KERNELS["capstone"].resolve(None)
+
+    def rate(size, st, minb):
+        try:
+            return _rate(lookup.recorded("capstone", (size,) * 3,
+                                         {**d, "STAGES": st, "MINB": minb}))
+        except LookupError:
+            return None
+
+    lines = []
+    for st in (3, 2):
+        parts = []
+        for n in sizes:
+            base, r = rate(n, d["STAGES"], d["MINB"]), rate(n, st, 1)
+            parts.append(f"{100 * (r / base - 1):+.1f}% at {n}^3" if base and r else
+                         f"{NOT_RECORDED} at {n}^3")
+        lines.append(f"{st} stages, MINB = 1, against the default: " + ", ".join(parts))
+    parts = []
+    for n in sizes:
+        rs = [rate(n, st, 2) for st in (2, 3, 4)]
+        parts.append(f"{100 * (max(rs) / min(rs) - 1):.1f}% apart at {n}^3" if all(rs) else
+                     f"{NOT_RECORDED} at {n}^3")
+    lines.append("the three MINB = 2 builds (2, 3 and 4 stages): " + ", ".join(parts))
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------ evidence
 
 def stall_plot(kernels=("zorder", "capstone")):
@@ -1477,12 +1507,24 @@ def stall_plot(kernels=("zorder", "capstone")):
 STEP_STALLS = "ch09_step_stalls"
 
 
-def step_stall_plot():
+def numbered(label: str) -> str:
+    """A step's label with its number on the ladder ("3. + z-order lanes"), as the
+    ladder's tables and pictures write it; the label itself where it is not a step."""
+    labels = [st.label for st in ladder_steps()]
+    return f"{labels.index(label)}. {label}" if label in labels else label
+
+
+def step_stall_plot(top: int = 7):
     """Where the warps wait at step 3 (z-order), at step 4 (the cp.async ring, 2 stages)
-    and at steps 5 to 7, at 4096^3: `evidence.stall_plot` of the study, without its run
-    line (the chapter's caption names the recording)."""
+    and at steps 5 to 7, at 4096^3: `evidence.stall_plot` of the study, with the steps
+    numbered as on the ladder and without its run line (the chapter's caption names the
+    recording). `top` = 7 keeps *math pipe throttle* in a colour of its own."""
     from gemm_kernels.notebook import evidence
-    return evidence.stall_plot(STEP_STALLS, run_line=False)
+    fig = evidence.stall_plot(STEP_STALLS, top=top, run_line=False)
+    ax = fig.axes[0]
+    ax.set_yticks(ax.get_yticks(), [numbered(t.get_text()) for t in ax.get_yticklabels()])
+    fig.tight_layout()
+    return fig
 
 
 _WAIT = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
@@ -1502,7 +1544,8 @@ def step_counters() -> Table:
         "long scoreboard / issue": _WAIT.format("long_scoreboard"),
         "barrier / issue": _WAIT.format("barrier"),
         "kernel time, ms": ("gpu__time_duration.sum", 1e6)})
-    return Table(list(t), t.columns, title="Steps 3 to 7 at 4096^3, Nsight Compute at its own "
+    rows = [{**r, "step": numbered(r["step"])} for r in t]
+    return Table(rows, t.columns, title="Steps 3 to 7 at 4096^3, Nsight Compute at its own "
                  f"clock; {records.recording_label()}")
 
 

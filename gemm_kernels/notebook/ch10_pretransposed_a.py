@@ -45,14 +45,34 @@ def loop_difference() -> str:
 
 def table(shapes=None):
     """`evidence.pretransposed_a` (the study's table: both GEMMs, the saving, the
-    transpose, the net) with the recording's source in its title in place of the run."""
+    transpose, the net) cut to what a reader can compare: only the shapes whose three
+    times come from one run (their note says whether the timed calls overlap), with the
+    recording's source in the title in place of the runs. `not_compared` names the shapes left out."""
+    from gemm_kernels.core.table import Table
     from gemm_kernels.measure import records
     from gemm_kernels.notebook import evidence
     tab = evidence.pretransposed_a(shapes)
-    head, _, rest = tab.title.partition(" — ")
-    missing = rest.partition("; ")[2]
-    tab.title = f"{head}, {records.source()}" + (f"; {missing}" if missing else "")
-    return tab
+    head = tab.title.partition(" — ")[0]
+    rows = _complete(tab)
+    cols = [c for c in tab.columns if any(c in r for r in rows)] if rows else ["shape"]
+    out = Table(rows, cols, title=f"{head}, {records.source()}")
+    out.left_out = [r["shape"] for r in tab if r.get(NET) is None]
+    return out
+
+
+def not_compared(tab) -> str:
+    """One sentence naming the shapes `table` left out, in a reader's words: their GEMMs
+    and transpose were not timed in one run (or not at all), and times of different runs
+    are not compared. Empty when nothing was left out."""
+    left = getattr(tab, "left_out", [])
+    if not left:
+        return ""
+    return (f"Left out: {' and '.join(left)}. The three times of "
+            f"{'each of these shapes' if len(left) > 1 else 'this shape'} were not recorded "
+            "in one run, and times from different runs are not compared here (a GPU's "
+            "clock and temperature differ from one run to the next), so the recording "
+            "does not answer the question at "
+            f"{'these shapes' if len(left) > 1 else 'this shape'}.")
 
 
 def _complete(tab) -> list[dict]:
@@ -120,8 +140,8 @@ def conclusion(tab) -> str:
     recording has no complete shape."""
     rows = _complete(tab)
     if not rows:
-        return ("The measurement is missing from this recording: run "
-                f"`python -m gemm_kernels study {studies.PRETRANSPOSED_A}` on a GPU.")
+        return ("The measurement is missing from this recording: no shape has both "
+                "GEMMs and the transpose timed in one run.")
     out = []
     for r in rows:
         calls = _calls(r["shape"])
@@ -245,22 +265,3 @@ def copy_phase_text() -> str:
     return (f"float4 at {shape}: {100 * c['long scoreboard']:.1f}% of its warps' cycles "
             f"waiting for global loads, {100 * c['barrier']:.1f}% at barriers "
             f"({100 * c['short scoreboard']:.1f}% waiting on shared-memory loads)\n{occ}")
-
-
-# The counters that would tell which difference pays: the waits of the copy phase, the
-# global loads' L1 traffic and the shared stores (only float4 was profiled).
-PROFILE_METRICS = (
-    "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
-    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
-    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
-)
-
-
-def profile_command(size: int = 4096) -> str:
-    """The Nsight Compute command that profiles one launch of float4 and one of float4_at
-    at size^3 with PROFILE_METRICS: the measurement the recording lacks."""
-    from gemm_kernels.notebook.ch10_11_ncu import ncu_command
-    return ncu_command([(WITH_A, None), (WITH_AT, None)], (size,) * 3, PROFILE_METRICS)

@@ -733,3 +733,80 @@ def mistakes() -> Table:
     return Table(rows, ["answer", "fails at step", "what the grader says"],
                  title="the solution changed into common mistakes, and one right rewrite, graded "
                  "without a GPU")
+
+
+# ------------------------------------------------------------------ part 2 of the exercise
+# Reasoning, graded: the loads a thread of copy_smem has in flight at other ROWS (the
+# barrier after the shared stores waits for every load anyway, so ptxas sends them all
+# first), the bytes a warp has in flight, and Little's law per SM: how many warps a
+# smaller ROWS would need to keep the same bytes in flight, against the warp slots an SM
+# has. The answers are worked out here from the SASS and the GPU, never typed in.
+
+PREDICTED = "copy_smem"
+PREDICT_ROWS = (4, 16)
+BASE_ROWS = 8
+ANSWER_KEYS = tuple([f"loads, ROWS={r}" for r in PREDICT_ROWS]
+                    + [f"bytes a warp, ROWS={r}" for r in PREDICT_ROWS]
+                    + ["warps per SM, ROWS=16"])
+
+
+def _first_trip(rows: int) -> int:
+    return round_trips(accesses(PREDICTED, {"T": "float", "TILE": 32, "ROWS": rows}))[0]
+
+
+def in_flight_key() -> dict:
+    """The answers of part 2: for copy_smem in float, TILE = 32, the loads before the first
+    store at each ROWS of PREDICT_ROWS and the bytes a warp has in flight then (SASS
+    compiled here), and the warps an SM would need at ROWS = 16 to keep in flight what
+    ROWS = 8 keeps with every warp slot of the SM full (Little's law, the same latency)."""
+    slots = _device()["max_threads_per_sm"] // WARP
+    per_warp = {r: _first_trip(r) * WARP * _ITEM["float"] for r in (*PREDICT_ROWS, BASE_ROWS)}
+    key = {f"loads, ROWS={r}": _first_trip(r) for r in PREDICT_ROWS}
+    key.update({f"bytes a warp, ROWS={r}": per_warp[r] for r in PREDICT_ROWS})
+    key["warps per SM, ROWS=16"] = slots * per_warp[BASE_ROWS] // per_warp[16]
+    key["warp slots per SM"] = slots
+    return key
+
+
+def in_flight_problems(answer: dict | None) -> list[str]:
+    """What is wrong in the student's answers to part 2, one line each (empty: all
+    right); a missing or unanswered key is a problem of its own."""
+    if not answer or all(answer.get(k) is None for k in ANSWER_KEYS):
+        return ["not answered yet: fill in my_answer, then run the cell again"]
+    key, out = in_flight_key(), []
+    for k in ANSWER_KEYS:
+        got = answer.get(k)
+        if got is None:
+            out.append(f"{k}: not answered")
+        elif not isinstance(got, (int, float)) or abs(got - key[k]) > 1e-9 * max(1, key[k]):
+            hint = ("the barrier after the shared stores waits for every load, so what "
+                    "does ptxas lose by sending all of a thread's TILE / ROWS loads first?"
+                    if k.startswith("loads") else
+                    "a load of a warp moves 32 lanes x 4 bytes" if k.startswith("bytes") else
+                    "bytes in flight per SM = warps x bytes a warp; keep that product "
+                    f"with {key['warp slots per SM']} warps at ROWS = {BASE_ROWS}")
+            out.append(f"{k}: {got!r} is not it ({hint})")
+    return out
+
+
+def check_in_flight(answer: dict | None) -> None:
+    """Prints the verdict on part 2; once every answer is right, the reading of the last
+    one against the warp slots an SM has."""
+    problems = in_flight_problems(answer)
+    if problems:
+        print("part 2: not yet\n  " + "\n  ".join(problems))
+        return
+    key = in_flight_key()
+    need, slots = key["warps per SM, ROWS=16"], key["warp slots per SM"]
+    print(f"part 2: all right. At ROWS = 16 an SM would need {need} warps to keep the bytes "
+          f"in flight of ROWS = {BASE_ROWS} with every slot full, and it has {slots} warp "
+          "slots: with more rows of threads a thread has fewer loads, and the SM cannot "
+          "hold the warps that would make up for it." if need > slots else
+          f"part 2: all right: {need} warps, within the {slots} warp slots of an SM.")
+
+
+def assert_in_flight(answer: dict | None) -> None:
+    """The grade of part 2: raises AssertionError with what is wrong."""
+    problems = in_flight_problems(answer)
+    if problems:
+        raise AssertionError("10_in_flight, part 2: " + "; ".join(problems))

@@ -764,9 +764,11 @@ _STALL_REASONS = (("long_scoreboard", "long scoreboard"), ("barrier", "barrier")
 
 def dgemm_stalls(study: str = DGEMM_STALLS) -> Table:
     """The tiled DGEMM at each BLOCK as Nsight Compute profiled it: how busy the
-    shared-memory pipe and the schedulers were, and, per warp DFMA (the same number of
-    DFMA at every BLOCK), the cycles warps spent stalled for each main reason (the
-    per-issue stall ratio x the instructions issued / the warp DFMA)."""
+    shared-memory pipe and the schedulers were, how full the SMs were with warps, and, per
+    warp DFMA (the same number of DFMA at every BLOCK), the instructions issued, those of
+    the load/store pipe (shared and global loads and stores, which queue for the MIO) and
+    the shared loads among them, and the cycles warps spent stalled for each main reason
+    (the per-issue stall ratio x the instructions issued / the warp DFMA)."""
     import math
     from gemm_kernels.measure import records, studies
     rows = []
@@ -781,7 +783,10 @@ def dgemm_stalls(study: str = DGEMM_STALLS) -> Table:
                "shared pipe, % of peak": m["l1tex__data_pipe_lsu_wavefronts_mem_shared"
                                            ".avg.pct_of_peak_sustained_elapsed"],
                "issue slots busy, %": m["smsp__issue_active.avg.pct_of_peak_sustained_active"],
-               "instructions per warp DFMA": per}
+               "warps resident, % of slots": m["sm__warps_active.avg.pct_of_peak_sustained_active"],
+               "instructions per warp DFMA": per,
+               "LSU instructions per warp DFMA": m["smsp__inst_executed_pipe_lsu.sum"] / dfma,
+               "of them shared loads": m["smsp__inst_executed_op_shared_ld.sum"] / dfma}
         for key, label in _STALL_REASONS:
             ratio = m[f"smsp__average_warps_issue_stalled_{key}_per_issue_active.ratio"]
             out[label] = ratio * per
