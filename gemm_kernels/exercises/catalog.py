@@ -288,8 +288,9 @@ register(Exercise(
     hints={"compile": "keep the kernel's name, template parameters and the given helpers; "
                       "call them with their template arguments, e.g. "
                       "fetch_tiles<BM, BN, BK, NT, VEC>(...)",
-           "static": "the message says which part of the compiled loop failed, and why; "
-                     "for spills at 128 registers, simplify the step's index arithmetic",
+           "static": "each problem above says what failed in the compiled loop and what "
+                     "to change; the chapter's listing under 'Where the compiler put the "
+                     "loads' shows how to find the LDGs and their first use in the SASS",
            "correct": "a data race names the two lines of your cell that touch one shared "
                       "element with no barrier between them: which stage does each of them "
                       "use in that step? Wrong numbers with no race: check the k0 of each "
