@@ -18,8 +18,13 @@ def test_the_unrolled_dot_product_compiles_to_the_register_cached_loop():
     rolled, unrolled, reg = rows
     assert rolled["FFMAs per loaded register: fewest"] == rolled["most"] == 1
     for r in (unrolled, reg):
-        assert (r["shared loads"], r["of them LDS.128"], r["FFMA"]) == (32, 32, 512)
+        assert (r["shared loads in the code"], r["of them LDS.128"], r["FFMA in the code"]) \
+            == (32, 32, 512)
         assert r["FFMAs per loaded register: fewest"] == r["most"] == 8
+        assert r["inner k loop runs"] == 1 and r["FFMA executed"] == "512"
+    # the rolled k loop: its code runs BK times a trip, two shared loads per FFMA executed
+    assert rolled["inner k loop runs"] == K5["BK"]
+    assert rolled["FFMA executed"] == "512" and rolled["shared loads executed"] == "1,024"
     # the registry's kernel itself is untouched
     assert "#pragma unroll 1" in get("tile_2d").source_text()
 
@@ -96,3 +101,19 @@ def test_the_capped_contiguous_patch_closes_most_of_the_gap_to_the_strided_one()
     assert capped["registers"] == 128 and capped["blocks/SM"] == 2
     assert rows["contiguous"]["blocks/SM"] == 1 and rows["strided"]["share of the gap closed"] == "100%"
     assert int(capped["share of the gap closed"].rstrip("%")) > 50
+
+
+def test_counting_gives_ffma_per_wavefront_per_warp_too():
+    row = ch06_tiles.counting([("reg", "tile_2d_reg", K5)])[0]
+    assert int(row["warp FFMA per wavefront"]) == round(32 * float(row["FFMA per wavefront"]))
+
+
+def test_the_counter_table_and_the_heat_maps_are_written_for_people():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    t = ch06_tiles.counter_table([("tile_2d", K5)])
+    assert t[0]["ld wf model"].count(",") >= 2
+    fig = ch06_tiles.sweep_heatmaps()
+    assert [a.get_ylabel() for a in fig.axes[2:]] == ["best TFLOP/s at 2048^3"] * 2
+    plt.close(fig)

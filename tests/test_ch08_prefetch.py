@@ -22,7 +22,7 @@ def test_every_variant_applies_its_changes_to_the_kernel_file():
 
 def test_the_branch_not_the_register_budget_decides_where_the_loads_go():
     rows = {r["kernel"]: r for r in c.variants_table()}
-    shipped, bounded = rows["chapter 08's kernel"], rows["+ __launch_bounds__(256, 2)"]
+    shipped, bounded = rows["chapter 08's kernel"], rows[c.BUDGET]
     free, working = rows["fetch and store without if (more)"], rows[c.WORKING]
     per_step = shipped["FFMAs per step"]
     for r in (shipped, bounded):
@@ -48,7 +48,7 @@ def test_the_sweep_rows_pair_both_kernels_at_one_block_per_sm():
         assert r["ratio low"] <= r["ratio"] <= r["ratio high"]
     table = c.sweep_summary()
     assert [row["chapter 08's compiled loop"] for row in table] == \
-        ["loads sunk to the store", "loads in flight"]
+        ["in flight for less than a quarter", "in flight for a quarter of the step or more"]
 
 
 @pytest.mark.parametrize("draw", [lambda: c.timelines(), lambda: c.timelines(c.WORKING),
@@ -124,3 +124,23 @@ def test_the_loop_strip_shows_the_whole_of_the_longest_loop():
     for ax in fig.axes:
         assert ax.get_xlim()[1] > longest
     plt.close(fig)
+
+
+def test_the_budget_variant_is_the_kernel_timed_with_two_blocks_per_sm():
+    """The chapter's kernel under __launch_bounds__(256, 2) has the text of ch06's
+    with_min_blocks and reads its timed rows: at BK = 16 in flight for the whole step,
+    two blocks per SM, faster than chapter 07's kernel."""
+    from gemm_kernels.notebook.ch06_tiles import with_min_blocks
+    assert c.variant_source(c.BUDGET) == with_min_blocks("double_buffer", 2).source_text()
+    rows = {r["kernel"]: r for r in c.payoff(c.DEEP, (c.BUDGET,))}
+    budget = rows[c.BUDGET]
+    assert budget["own occupancy: blocks/SM"] == 2 and budget["registers"] <= 128
+    assert budget["the exercise's bar (a quarter)"].startswith("at or above")
+    assert c.payoff_gain(c.DEEP, kernel=c.BUDGET) > 1 > \
+        float(rows["chapter 08's kernel"]["own occupancy: / 07"])
+    assert c.in_flight(c.BUDGET, c.DEEP).startswith("in flight for 1,024 of the step's 1,024")
+
+
+def test_the_one_block_summary_reads_the_study():
+    text = c.one_block_summary()
+    assert text.count("\n") == 3 and "wins back" in text and "% of its rate" in text

@@ -33,3 +33,9 @@ def test_rows_cover_the_recorded_sweep_sorted():
     alone = ch08_waves.rows(2048, sms=132, one_per_sm=True)
     assert alone and all(r["one per SM"] and r["blocks/SM 07"] == r["blocks/SM 08"] == 1
                          for r in alone)
+
+
+def test_the_more_blocks_case_is_explained_by_registers():
+    from gemm_kernels.notebook import ch08_waves
+    note = ch08_waves.more_blocks_note()
+    assert note and "registers per thread" in note and "fits 2" in note

@@ -60,8 +60,9 @@ def test_a_mapping_written_for_BK_8_only_is_refused_at_BK_16():
     src = _changed("const int m = f / (BK / 4), k = f % (BK / 4) * 4;",
                    "const int m = f / 2, k = f % 2 * 4;")
     static = {s.name: s for s in grade(NAME, src, gpu=False).steps}["static"]
-    assert static.status == FAIL and "with BK = 16 your kernel computes wrong numbers" \
+    assert static.status == FAIL and "right at BK = 8 but wrong with BK = 16" \
         in static.detail, static
+    assert "write m and k with BK" in static.detail, static
 
 
 def test_a_kernel_wrong_where_graded_is_left_to_step_3():
@@ -69,6 +70,9 @@ def test_a_kernel_wrong_where_graded_is_left_to_step_3():
     src = _changed(A_STORE, "                *reinterpret_cast<float4*>(&As[0][0] + m * BK + k) = v;")
     steps = {s.name: s for s in grade(NAME, src, gpu=False).steps}
     assert steps["static"].status != FAIL and steps["correct"].status == FAIL, steps
+    # the pass message ends in a sentence, not a dangling separator
+    assert "BK = 16 not checked: the kernel is wrong at the graded tile (step 3)" \
+        in steps["static"].detail and not steps["static"].detail.rstrip().endswith(";"), steps
 
 
 def test_the_solution_is_right_at_BK_16_and_says_so():

@@ -259,18 +259,21 @@ register(Exercise(
     # BK = 8 alone must not pass.
     static_checks=(all_loads_128("07_float4", "float4", _FLOAT4),
                    right_at("07_float4", "float4", _FLOAT4, {**_FLOAT4, "BK": 16})),
-    hints={"static": "the message names the operand and the kind of load. A float4 read "
-                     "from global memory is one 128-bit load only where the compiler can "
-                     "prove its address 16-byte aligned; four floats read from shared "
-                     "memory become one LDS.128 only where they are neighbours, read "
-                     "together",
+    hints={"static": "each problem above says what failed. Wrong numbers at BK = 16 only: "
+                     "the float4 -> (m, k) mapping has the graded BK written in. A load "
+                     "narrower than 128 bits: a float4 read from global memory is one "
+                     "128-bit load only where the compiler can prove its address 16-byte "
+                     "aligned; four floats read from shared memory become one LDS.128 only "
+                     "where they are neighbours, read together",
            "correct": "the message names the array and the line of your cell. Outside A or "
                       "B: check that line's index and its bounds test for all four floats "
                       "of the float4 (on a GPU, a float4 whose address is not a multiple of "
                       "16 bytes stops the kernel with 'misaligned address'; the CPU "
                       "emulation reports the floats it reaches instead). Wrong numbers and "
-                      "nothing outside: a value lands in the wrong place of As or Bs, so "
-                      "compare your stores with the layout comments at their declarations",
+                      "nothing outside: a value lands in the wrong place of As or Bs, or is "
+                      "read from the wrong one: compare your stores with the layout "
+                      "comments at their declarations, and your reads of As and Bs with "
+                      "the patch of the thread (rows tr*TM.., columns tc*TN..)",
            "speed": "every shared-memory read of the inner loop should be an LDS.128"},
 ))
 
@@ -289,8 +292,9 @@ register(Exercise(
     hints={"compile": "keep the kernel's name, template parameters and the given helpers; "
                       "call them with their template arguments, e.g. "
                       "fetch_tiles<BM, BN, BK, NT, VEC>(...)",
-           "static": "the message says which part of the compiled loop failed, and why; "
-                     "for spills at 128 registers, simplify the step's index arithmetic",
+           "static": "each problem above says what failed in the compiled loop and what "
+                     "to change; the chapter's listing under 'Where the compiler put the "
+                     "loads' shows how to find the LDGs and their first use in the SASS",
            "correct": "a data race names the two lines of your cell that touch one shared "
                       "element with no barrier between them: which stage does each of them "
                       "use in that step? Wrong numbers with no race: check the k0 of each "

@@ -70,16 +70,21 @@ def right_at(exercise: str, kernel: str, graded: dict, params: dict) -> Callable
     def check(source: str) -> list[str]:
         ok, detail = verdict(source)
         if ok is False:
-            return [f"with {where()} your kernel computes wrong numbers (run on the CPU, "
-                    f"every thread emulated): {detail}; the mapping of a float4 to its "
-                    f"place in the tile must hold for every BK, not only for "
-                    f"{graded['BK']}"]
+            return [f"right at BK = {graded['BK']} but wrong with {where()} (run on the "
+                    f"CPU, every thread emulated): {detail}. The mapping of a float4 to its "
+                    f"row m and first k must hold for every BK: a row of the A tile holds "
+                    f"BK / 4 float4s, so write m and k with BK, not with the "
+                    f"{graded['BK']} of the graded tile"]
         return []
 
     def note(source: str) -> str:
         ok, detail = verdict(source)
-        return (f"right with {where()} as well (on the CPU)" if ok else
-                f"not checked with {where()} here ({detail})" if ok is None and detail else "")
+        if ok:
+            return f"right with {where()} as well (on the CPU)"
+        if ok is None and detail:
+            return f"not checked with {where()} here ({detail})"
+        # wrong where graded: step 3 reports it at BK = graded, with its own hint
+        return f"{where()} not checked: the kernel is wrong at the graded tile (step 3)"
 
     check.__name__ = f"right_at_{exercise}"
     check.note = note

@@ -24,7 +24,9 @@ from gemm_kernels.core import analysis, compiler
 from gemm_kernels.exercises.stubs import STUB
 from gemm_kernels.exercises.submission import submission_sass
 
-# A load must be in flight for at least this fraction of the FFMAs of one trip.
+# The one definition of "in flight" the chapter, its solution and this grader share: a
+# global load is in flight for the FFMAs the warp issues between the load and the first
+# instruction that uses its value. The exercise's bar: at least a quarter of the step's.
 IN_FLIGHT_FRACTION = 4          # a quarter of the step
 
 _REG = re.compile(r"\bR(\d+)(\.64)?\b")
@@ -86,6 +88,17 @@ class LoopLoads:
         return self.ffma // IN_FLIGHT_FRACTION
 
 
+def in_flight_words(lp: LoopLoads) -> str:
+    """How long a compiled loop keeps its loads in flight, in the words the chapter, its
+    solution and the grader all use: 'in flight for 163 of the step's 1,024 FFMAs, below
+    the exercise's bar of 256 (a quarter)'."""
+    if lp.fewest is None:
+        return "no global load used in the loop"
+    side = "at or above" if lp.fewest >= lp.needed else "below"
+    return (f"in flight for {lp.fewest:,} of the step's {lp.ffma:,} FFMAs, {side} the "
+            f"exercise's bar of {lp.needed:,} (a quarter)")
+
+
 def loop_loads(sass: str) -> LoopLoads:
     """The main loop's global loads and barriers, from nvdisasm's text of one kernel."""
     body = analysis.main_loop(sass)
@@ -141,17 +154,36 @@ def prefetch_problems(sass: str) -> list[str]:
     fewest = lp.fewest
     if fewest is not None and fewest < lp.needed:
         problems.append(
-            f"your loads are not in flight: the compiled loop issues only {fewest} of the "
-            f"step's {lp.ffma} FFMAs between a global load of the next tile and the first "
-            f"instruction that uses it (at least {lp.needed} asked). The compiler "
-            f"(ptxas {compiler.ptxas_version()} here) moved the loads down to the store "
-            "that uses them. This is a verdict on the schedule ptxas made, not on your "
-            "results: a correct kernel can fail here, and the same source can pass with "
-            "another ptxas. To go on, change the shape of the step (what it does only on "
-            "some trips, where the fetch sits) and read the SASS again; the chapter's "
-            "section after the exercise lists sources that kept the loads in flight with "
-            "the ptxas named in its captions")
+            f"your loads are not in flight long enough: {in_flight_words(lp)}, counted from "
+            "a global load of the next tile to the first instruction that uses it. The "
+            f"compiler moved the loads down towards the store that uses them. "
+            f"{compiler_agreement()} This is a verdict on the schedule ptxas made, not on "
+            "your results: change the shape of the step (what it does only on some trips, "
+            "where the fetch sits) and read the SASS again; the chapter's section after "
+            "the exercise lists sources that pass with the ptxas named in its captions")
+    if re.search(r"\bSTL\b", sass):
+        problems.append("the compiled kernel stores registers to local memory (STL): at the "
+                        "cap of 128 registers this is register pressure, not an array: "
+                        "simplify the step's index arithmetic (a clamped "
+                        "min(tile + 1, tiles - 1) index, for one, costs registers)")
     return problems
+
+
+def compiler_agreement() -> str:
+    """Whether the ptxas installed here schedules as the chapter's did: the chapter's
+    worked answer compiled here, and how long it keeps its loads in flight. One sentence
+    for the grader's message (a failing source is then the source, not the compiler)."""
+    from gemm_kernels.notebook import ch08_prefetch     # it imports this module
+    lp = ch08_prefetch.loads(ch08_prefetch.WORKING)
+    version = compiler.ptxas_version()
+    if lp.fewest is not None and lp.fewest >= lp.needed:
+        return (f"The ptxas installed here ({version}) schedules as the chapter's did: "
+                f"the chapter's worked answer compiled with it keeps its loads "
+                f"{in_flight_words(lp)}.")
+    return (f"Note: with the ptxas installed here ({version}) even the chapter's worked "
+            f"answer fails this check ({in_flight_words(lp)}): this compiler schedules "
+            "differently from the one the chapter used, so compare with the chapter's "
+            "tables, which this notebook compiles here too.")
 
 
 def prefetch_in_flight(exercise: str, kernel: str, params: dict) -> Callable[[str], list[str]]:

@@ -74,22 +74,32 @@ def unrolled_dot_product() -> Kernel:
 def loop_orders(configs) -> Table:
     """Per (label, kernel, params): registers (ptxas here), and the main loop's shared
     loads, FFMAs and how many FFMAs read each register a shared load fills (fewest and
-    most), from the SASS compiled here."""
+    most), from the SASS compiled here. The loads and FFMAs are counted twice: as written
+    in the loop's code (static) and as executed in one trip per tile, where a k loop left
+    rolled inside runs its body once per k (TM * TN * BK FFMAs a trip, whatever the code
+    size)."""
     rows = []
     for label, name, params in configs:
         k = kernel_of(name)
         p = k.resolve(params)
         body = analysis.main_loop(compiler.sass(k, p))
         readers = [len(r) for _, _, r in fragments.fragment_uses(body)]
+        lds = sum(f.startswith("LDS") for _, f, _ in body)
+        ffma = sum(f == "FFMA" for _, f, _ in body)
+        runs = p["TM"] * p["TN"] * p["BK"] // ffma if ffma else 1
         rows.append({"kernel": label, "params": _short(p),
                      "registers": compiler.resources(k, p)["registers"],
-                     "shared loads": sum(f.startswith("LDS") for _, f, _ in body),
+                     "shared loads in the code": lds,
                      "of them LDS.128": sum(f == "LDS.128" for _, f, _ in body),
-                     "FFMA": sum(f == "FFMA" for _, f, _ in body),
+                     "FFMA in the code": ffma,
+                     "inner k loop runs": runs,
+                     "shared loads executed": f"{lds * runs:,}",
+                     "FFMA executed": f"{ffma * runs:,}",
                      "FFMAs per loaded register: fewest": min(readers, default=None),
                      "most": max(readers, default=None)})
-    return Table(rows, list(rows[0]), title="main loop, one trip per tile (SASS compiled "
-                 f"here for sm_90 by ptxas {compiler.ptxas_version()})")
+    return Table(rows, list(rows[0]), title="main loop, one trip per tile: instructions in "
+                 "the code, and executed (a rolled k loop runs its body once per k; SASS "
+                 f"compiled here for sm_90 by ptxas {compiler.ptxas_version()})")
 
 
 # ------------------------------------------------------------------ counting
@@ -112,10 +122,12 @@ def counting(configs) -> Table:
                      "wavefronts": s["wavefronts"], "of them conflicts":
                          round(s["wavefronts"] - s["ideal"], 2),
                      "FFMA per wavefront": s["FFMA per wavefront"],
+                     "warp FFMA per wavefront": f"{32 * float(s['FFMA per wavefront']):.0f}",
                      "registers": occ.registers_per_thread, "warps/SM": occ.warps_per_sm})
     return Table(rows, list(rows[0]), title="one step along K: FFMA and shared loads per "
-                 "thread, wavefronts per warp (bank model), registers of the timed binary "
-                 "and the warps per SM they allow")
+                 "thread, wavefronts per warp (bank model); FFMA per wavefront: one thread's "
+                 "FFMAs over its warp's wavefronts, x 32 for the warp's; registers of the "
+                 "timed binary and the warps per SM they allow")
 
 
 # ------------------------------------------------------------------ standings
@@ -552,3 +564,27 @@ def capped_split(params: dict | None = None) -> Table:
         f"The 8x8 patch at {' '.join(f'{k}={v}' for k, v in p.items())}, "
         f"{'x'.join(map(str, CAPPED_SHAPE))}, the three timed in one run with cuBLAS in the same "
         f"process ({records.recording_label()})"))
+
+
+def counter_table(configs) -> Table:
+    """`ch05_06_thread_tiles.counter_table` (the bank model against Nsight Compute) with
+    its counts written for people (thousands separated)."""
+    from gemm_kernels.memory import ch05_06_thread_tiles
+    ctr = ch05_06_thread_tiles.counter_table(configs)
+    return Table([{c: f"{v:,}" if isinstance(v, int) else v for c, v in r.items()}
+                  for r in ctr], ctr.columns, title=ctr.title)
+
+
+def sweep_heatmaps(size: int = 2048, vmin: float = 15, vmax: float = 32):
+    """The sweep of tile_2d_reg as two heat maps on one colour scale (TM against TN, BM
+    against BN), each cell the best rate over the tunables not on its axes, the colour
+    bars naming the size."""
+    import matplotlib.pyplot as plt
+    from gemm_kernels.notebook import widgets
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    widgets.heatmap("tile_2d_reg", x="TN", y="TM", size=size, ax=axes[0], vmin=vmin, vmax=vmax)
+    widgets.heatmap("tile_2d_reg", x="BN", y="BM", size=size, ax=axes[1], vmin=vmin, vmax=vmax)
+    for cb in fig.axes[2:]:
+        cb.set_ylabel(f"best TFLOP/s at {size}^3", fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -277,7 +277,8 @@ def stall_plot():
                WARP_STATES[2][0]: stall_colour("long scoreboard"),
                WARP_STATES[3][0]: stall_colour("short scoreboard"),
                "waiting at the barrier": stall_colour("barrier"), "other": "0.8"}
-    fig, ax = plt.subplots(figsize=(12, 4.4))
+    # one inch and more per row: the labels of the two controls run to five lines
+    fig, ax = plt.subplots(figsize=(12, 1.25 * len(rows) + 1.8))
     y = list(range(len(rows)))[::-1]
     left = [0.0] * len(rows)
     for state, _ in WARP_STATES:

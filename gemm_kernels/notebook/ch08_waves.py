@@ -72,6 +72,29 @@ def _group(r) -> str:
             "double buffering fits more blocks")
 
 
+def more_blocks_note(size: int = 2048) -> str:
+    """Why double buffering fits more blocks per SM in some configuration, although it
+    holds twice the shared memory: per configuration of that group, both kernels'
+    registers per thread (ptxas here) and threads per block, which decide it there."""
+    from gemm_kernels.core import compiler
+    from gemm_kernels.core.launch import kernel_of
+    out = []
+    for r in rows(size, one_per_sm=False):
+        if r["blocks/SM 08"] <= r["blocks/SM 07"]:
+            continue
+        p = {k: r[k] for k in ("BM", "BN", "BK", "TM", "TN")}
+        threads = (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
+        regs = {k: compiler.resources(kernel_of(k), kernel_of(k).resolve(p))["registers"]
+                for k in ("float4", "double_buffer")}
+        out.append(f"{p['BM']}x{p['BN']}x{p['BK']}, {p['TM']}x{p['TN']} per thread "
+                   f"({threads} threads per block): chapter 07's kernel takes "
+                   f"{regs['float4']} registers per thread and fits {r['blocks/SM 07']} "
+                   f"block per SM, chapter 08's takes {regs['double_buffer']} and fits "
+                   f"{r['blocks/SM 08']}. Registers, not shared memory, limit both here: "
+                   "a few registers fewer let a second block of this many threads fit.")
+    return "\n".join(out)
+
+
 def summary(size: int = 2048, sms: int | None = None) -> Table:
     """At the occupancy each kernel gets by itself (ONE_PER_SM off): one row per group of
     configurations (the same blocks per SM in both kernels, fewer with double buffering,
