@@ -195,7 +195,8 @@ def _static(ex: Exercise, k, source: str) -> Step:
     detail = "; ".join(problems) if problems else \
         f"{res['registers']} registers, no spills" + \
         (f", {', '.join(ex.sass)} present" if ex.sass else "") + \
-        "".join(f"; {c.note(source)}" for c in ex.static_checks if getattr(c, "note", None))
+        "".join(f"; {n}" for n in (c.note(source) for c in ex.static_checks
+                                   if getattr(c, "note", None)) if n)
     return Step("static", FAIL if problems else PASS, detail, ex.hints.get("static", ""))
 
 
