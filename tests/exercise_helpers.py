@@ -5,7 +5,7 @@ from pathlib import Path
 
 from gemm_kernels.exercises.catalog import get
 from gemm_kernels.exercises.grader import FAIL, PASS, grade
-from gemm_kernels.exercises.notebooks import exercise_cells
+from gemm_kernels.exercises.solutions import exercise_cells
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 

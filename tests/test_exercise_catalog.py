@@ -4,7 +4,7 @@ import pytest
 
 from gemm_kernels.core.kernels import KERNELS
 from gemm_kernels.exercises.catalog import EXERCISES
-from gemm_kernels.exercises.notebooks import exercise_cells
+from gemm_kernels.exercises.solutions import exercise_cells
 from gemm_kernels.exercises.stubs import skeleton
 from exercise_helpers import NOTEBOOKS, chapter_notebook, solution_notebook
 

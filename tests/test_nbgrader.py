@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gemm_kernels.exercises.notebooks import exercise_cells
+from gemm_kernels.exercises.solutions import exercise_cells
 from gemm_kernels.exercises.stubs import STUB, skeleton
 from exercise_helpers import chapter_notebook, solution_notebook, source_in
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from gemm_kernels.core import analysis, compiler
+from gemm_kernels.exercises.solutions import solution_text
 from gemm_kernels.exercises.stubs import STUB
 from gemm_kernels.exercises.submission import submission_sass
 
@@ -126,10 +127,11 @@ def loop_loads(sass: str) -> LoopLoads:
                      loads=tuple(loads))
 
 
-def prefetch_problems(sass: str) -> list[str]:
+def prefetch_problems(sass: str, agreement=lambda: "") -> list[str]:
     """What keeps a compiled kernel from being a double buffer whose loads are in
     flight: empty when the main loop has its global loads, every one of them used at
-    least a quarter of a step's FFMAs later, one barrier per trip and one before."""
+    least a quarter of a step's FFMAs later, one barrier per trip and one before.
+    `agreement()`: a sentence on whether this ptxas keeps the worked answer in flight."""
     lp = loop_loads(sass)
     problems = []
     if lp.barriers_before == 0:
@@ -153,13 +155,14 @@ def prefetch_problems(sass: str) -> list[str]:
                         "stage inside the loop, in every step")
     fewest = lp.fewest
     if fewest is not None and fewest < lp.needed:
+        note = agreement()
         problems.append(
             f"your loads are not in flight long enough: {in_flight_words(lp)}, counted from "
             "a global load of the next tile to the first instruction that uses it. The "
             f"compiler moved the loads down towards the store that uses them. "
-            f"{compiler_agreement()} This is a verdict on the schedule ptxas made, not on "
-            "your results: change the shape of the step (what it does only on some trips, "
-            "where the fetch sits) and read the SASS again; the chapter's section after "
+            + (note + " " if note else "")
+            + "This is a verdict on the schedule ptxas made, not on your results: change "
+            "the shape of the step (what it does only on some trips, where the fetch sits) and read the SASS again; the chapter's section after "
             "the exercise lists sources that pass with the ptxas named in its captions")
     if re.search(r"\bSTL\b", sass):
         problems.append("the compiled kernel stores registers to local memory (STL): at the "
@@ -169,12 +172,12 @@ def prefetch_problems(sass: str) -> list[str]:
     return problems
 
 
-def compiler_agreement() -> str:
-    """Whether the ptxas installed here schedules as the chapter's did: the chapter's
+def compiler_agreement(exercise: str, kernel: str, params: dict) -> str:
+    """Whether the ptxas installed here schedules as the chapter's did: the exercise's
     worked answer compiled here, and how long it keeps its loads in flight. One sentence
     for the grader's message (a failing source is then the source, not the compiler)."""
-    from gemm_kernels.notebook import ch08_prefetch     # it imports this module
-    lp = ch08_prefetch.loads(ch08_prefetch.WORKING)
+    worked = solution_text(exercise[:2], exercise)   # an exercise's name starts with its chapter
+    lp = loop_loads(submission_sass(exercise, kernel, params, worked) or "")
     version = compiler.ptxas_version()
     if lp.fewest is not None and lp.fewest >= lp.needed:
         return (f"The ptxas installed here ({version}) schedules as the chapter's did: "
@@ -193,6 +196,7 @@ def prefetch_in_flight(exercise: str, kernel: str, params: dict) -> Callable[[st
         if STUB in source:
             return []
         sass = submission_sass(exercise, kernel, params, source)
-        return [] if sass is None else prefetch_problems(sass)
+        return [] if sass is None else prefetch_problems(
+            sass, lambda: compiler_agreement(exercise, kernel, params))
     check.__name__ = f"prefetch_in_flight_{exercise}"
     return check
