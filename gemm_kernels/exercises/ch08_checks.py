@@ -163,7 +163,8 @@ def prefetch_problems(sass: str, agreement=lambda: "") -> list[str]:
             + (note + " " if note else "")
             + "This is a verdict on the schedule ptxas made, not on your results: change "
             "the shape of the step (what it does only on some trips, where the fetch sits) "
-            "and read the SASS again; the chapter's section after sources that pass with the ptxas named in its captions")
+            "and read the SASS again; the chapter's section after the exercise lists sources "
+            "that pass with the ptxas named in its captions")
     if re.search(r"\bSTL\b", sass):
         problems.append("the compiled kernel stores registers to local memory (STL): at the "
                         "cap of 128 registers this is register pressure, not an array: "
