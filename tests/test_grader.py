@@ -1,6 +1,7 @@
 """The grader's own machinery, without a GPU: NVRTC messages on the cell's lines, the
 child process's endings (time-out, crash, verdicts) with `subprocess.run` replaced, the
 report, the solution regions, the magic, and `python -m gemm_kernels grade`."""
+import dataclasses
 import json
 import os
 import subprocess
@@ -117,6 +118,16 @@ def test_a_wrong_result_leaves_speed_not_run(monkeypatch):
     fake_run(monkeypatch, stdout=step("correct", FAIL, "wrong at 33x65x17") + "\n")
     steps = run_gpu_steps(get(NAME), "src")
     assert [(s.name, s.status) for s in steps] == [("correct", FAIL), ("speed", SKIPPED)]
+
+
+def test_a_hint_may_answer_the_failures_detail(monkeypatch):
+    ex = dataclasses.replace(get(NAME), hints={
+        "correct": lambda d: "look at the edge" if "33x65x17" in d else "look elsewhere"})
+    fake_run(monkeypatch, stdout=step("correct", FAIL, "wrong at 33x65x17") + "\n")
+    assert run_gpu_steps(ex, "src")[0].hint == "look at the edge"
+    fake_run(monkeypatch, stdout=step("correct", FAIL, "wrong at 1x1x1") + "\n")
+    assert run_gpu_steps(ex, "src")[0].hint == "look elsewhere"
+    assert grader.hint(ex, "speed", "anything") == ""
 
 
 # ------------------------------------------------------------------ the report

@@ -35,7 +35,8 @@ class Exercise:
         both timed in one process, interleaved with cuBLAS.
     static_checks: further checks of the source without a GPU (e.g. the bank model on
         the student's shared-memory index); each returns problems, empty when fine.
-    hints: a hint per step ("compile", "static", "correct", "speed"), shown on failure.
+    hints: a hint per step ("compile", "static", "correct", "speed"), shown on failure: a
+        text, or a function of the failure's detail returning the text.
     racecheck: also run the submission once under compute-sanitizer's racecheck (where
         the CUDA toolkit provides it); a shared-memory hazard fails step "correct" even
         when the numbers came out right this time.

@@ -159,12 +159,19 @@ def compile_messages(log: str, first_line: int = 2) -> list[str]:
     return found or [log.strip().splitlines()[-1] if log.strip() else "NVRTC failed"]
 
 
+def hint(ex: Exercise, step: str, detail: str) -> str:
+    """The exercise's hint for a failed step: a fixed text, or a function of the failure's
+    detail, so that a hint can answer what went wrong rather than every possible slip."""
+    h = ex.hints.get(step, "")
+    return h(detail) if callable(h) else h
+
+
 def _compile(ex: Exercise, k) -> Step:
     try:
         compiler.ptx(k, ex.params)
     except RuntimeError as e:
-        msgs = compile_messages(str(e))
-        return Step("compile", FAIL, "; ".join(msgs[:5]), ex.hints.get("compile", ""))
+        detail = "; ".join(compile_messages(str(e))[:5])
+        return Step("compile", FAIL, detail, hint(ex, "compile", detail))
     return Step("compile", PASS, "NVRTC compiled it")
 
 
@@ -173,7 +180,8 @@ def _static(ex: Exercise, k, source: str) -> Step:
         res = compiler.resources(k, ex.params)
         text = compiler.sass(k, ex.params) if ex.sass else ""
     except RuntimeError as e:
-        return Step("static", FAIL, str(e).splitlines()[0], ex.hints.get("static", ""))
+        detail = str(e).splitlines()[0]
+        return Step("static", FAIL, detail, hint(ex, "static", detail))
     problems = []
     todo = stub_lines(source)
     if todo:
@@ -197,7 +205,8 @@ def _static(ex: Exercise, k, source: str) -> Step:
         (f", {', '.join(ex.sass)} present" if ex.sass else "") + \
         "".join(f"; {n}" for n in (c.note(source) for c in ex.static_checks
                                    if getattr(c, "note", None)) if n)
-    return Step("static", FAIL if problems else PASS, detail, ex.hints.get("static", ""))
+    return Step("static", FAIL if problems else PASS, detail,
+                hint(ex, "static", detail) if problems else "")
 
 
 # ------------------------------------------------------------------ steps 3-4
@@ -209,7 +218,7 @@ def cpu_correct(ex: Exercise, k) -> Step:
     if ok is None:
         return Step("correct", SKIPPED, f"{detail}; to run it, {get_a_gpu(k)}")
     return Step("correct", PASS if ok else FAIL, detail,
-                "" if ok else ex.hints.get("correct", ""))
+                "" if ok else hint(ex, "correct", detail))
 
 
 def run_gpu_steps(ex: Exercise, source: str, time_limit: float = GPU_TIME_LIMIT_S) -> list[Step]:
@@ -227,19 +236,21 @@ def run_gpu_steps(ex: Exercise, source: str, time_limit: float = GPU_TIME_LIMIT_
                                  timeout=time_limit,
                                  env={**os.environ, "PYTHONPATH": os.pathsep.join(path)})
         except subprocess.TimeoutExpired:
-            return [Step("correct", FAIL, f"timed out after {time_limit:.0f} s: the kernel "
-                         "never finished (a loop that does not end, or a __syncthreads() "
-                         "some threads of the block never reach)", ex.hints.get("correct", "")),
+            detail = (f"timed out after {time_limit:.0f} s: the kernel never finished (a loop "
+                      "that does not end, or a __syncthreads() some threads of the block "
+                      "never reach)")
+            return [Step("correct", FAIL, detail, hint(ex, "correct", detail)),
                     Step("speed", SKIPPED, "needs a correct kernel")]
     steps = []
     for line in res.stdout.splitlines():
         if line.startswith("{"):
             d = json.loads(line)
             steps.append(Step(d["name"], d["status"], d["detail"],
-                              ex.hints.get(d["name"], "") if d["status"] == FAIL else ""))
+                              hint(ex, d["name"], d["detail"]) if d["status"] == FAIL else ""))
     if res.returncode and len(steps) < 2:
-        steps.append(Step("correct" if not steps else "speed", FAIL, crash_message(res.stderr),
-                          ex.hints.get("correct", "")))
+        detail = crash_message(res.stderr)
+        steps.append(Step("correct" if not steps else "speed", FAIL, detail,
+                          hint(ex, "correct", detail)))
     while len(steps) < 2:
         steps.append(Step(("correct", "speed")[len(steps)], SKIPPED, "needs a correct kernel"))
     return steps
