@@ -3,7 +3,7 @@
 # test and time. Logs go to $OUT. Usage: bash scripts/gpu_host.sh STAGE...
 # The Jupyter stack travels as wheels in .whl/: `bash ../shared/gpu-host/fetch-wheels.sh pytest-xdist execnet`
 # (xdist only for NBVAL_WORKERS), then `carry` .whl with the run.
-# Stages: info smoke check sanitize tests gputests full nbval verify grade bench record sweeps variants latency probe
+# Stages: info smoke check sanitize tests gputests full nbval verify grade bench record sweeps variants ch12 latency probe
 # profile studies (SWEEPS=name limits the sweeps stage to one kernel's entries; KERNELS="a b"
 # limits check and sanitize to those kernels; STUDIES="a b" the studies stage; `verify` runs check,
 # sanitize, tests and nbval side by side: none of them times anything it reports)
@@ -62,6 +62,21 @@ for stage in "$@"; do
     variants) # the code variants the chapters time (controls, worked solutions), recorded
               python3 -m gemm_kernels.notebook.timed_variants 2>&1 | tee "$OUT/variants.log" | tail -60
               cp figures/data/*.json "$OUT/" ;;
+    ch12)     # chapter 12: its kernels checked (and under both sanitizers), the model's
+              # calibration recorded and fitted (rules.json), then the benchmark timed
+              python3 -m pytest -q -p no:cacheprovider tests/test_gpu_plan.py 2>&1 \
+                  | tee "$OUT/ch12-tests.log" | tail -5
+              san="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+              for t in memcheck racecheck; do
+                "$san" --tool $t --error-exitcode 3 python3 -m pytest -q -p no:cacheprovider \
+                    tests/test_gpu_plan.py -k "nan_and_inf or reproducible or (sgemm_is_right and \
+                    (7x13 or 33x65 or 1x4096 or 4096x1 or 100x100))" > "$OUT/ch12-$t.log" 2>&1
+                echo "$t exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed|failed' "$OUT/ch12-$t.log" | tr '\n' ' ')"
+              done
+              python3 -m gemm_kernels.plan calibrate > "$OUT/ch12-calibrate.log" 2>&1; tail -2 "$OUT/ch12-calibrate.log"
+              python3 -m gemm_kernels.plan fit > "$OUT/ch12-fit.log" 2>&1; cat "$OUT/ch12-fit.log" | head -40
+              python3 -m gemm_kernels.plan bench 2>&1 | tee "$OUT/ch12-bench.log"
+              cp figures/data/*.json gemm_kernels/plan/rules.json "$OUT/" ;;
     latency)  python3 -m gemm_kernels.notebook.widget_latency 2>&1 | tee "$OUT/latency.log" ;;
     probe)    python3 -m gemm_kernels.memory.probe --out "$OUT/bank_probe.json" 2>&1 | tee "$OUT/probe.log" | tail -40 ;;
     studies)  # the metric names this ncu knows, kept beside the counters chosen from them
@@ -69,7 +84,8 @@ for stage in "$@"; do
                   --query-metrics --query-metrics-mode all > "$OUT/ncu_metrics.txt" 2>&1
               python3 -m gemm_kernels study ${STUDIES:---all} 2>&1 | tee "$OUT/studies.log" | grep -v "^  "
               cp figures/data/*.json "$OUT/" ;;
-    profile)  python3 -m gemm_kernels profile 2>&1 | tee "$OUT/profile.log" | tail -40
+    profile)  # PROFILE_KERNELS="a b" limits it to those kernels
+              python3 -m gemm_kernels profile 2>&1 | tee "$OUT/profile.log" | tail -40
               cp figures/data/*.json "$OUT/" ;;
   esac
 done

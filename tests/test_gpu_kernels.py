@@ -40,8 +40,10 @@ def _declared_rule(kernel, params, shape):
     return kernel.shape_rule(params, tuple(shape))
 
 
+# gemv takes only M == 1 or N == 1 (its declared rule): test_gpu_plan.py checks it on
+# matrix-vector shapes, ragged ones included.
 CASES = [(name, ab) for name, k in KERNELS.items() for ab in ALPHA_BETA
-         if k.op in GEMM_OPS or ab == (1.0, 0.0)]
+         if (k.op in GEMM_OPS or ab == (1.0, 0.0)) and name != "gemv"]
 
 
 @pytest.mark.parametrize("name,ab", CASES, ids=[f"{n}-a{a}b{b}" for n, (a, b) in CASES])

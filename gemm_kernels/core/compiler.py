@@ -35,6 +35,12 @@ def function(kernel: Kernel, params: dict, shape: tuple | None = None):
     return _function(kernel, kernel.name_expression(params, shape))
 
 
+def entry(kernel: Kernel, expr: str):
+    """Another kernel of the same source, by its C++ name expression (e.g. the split-K
+    reduction beside a GEMM: `split_k_reduce<float, true>`), compiled once per process."""
+    return _function(kernel, expr)
+
+
 # Row key -> attribute of the loaded kernel (cupy.RawKernel, which RawModule.get_function
 # returns; the values come from cuFuncGetAttribute).
 BINARY_ATTRIBUTES = {"registers": "num_regs", "local_size_bytes": "local_size_bytes",

@@ -511,75 +511,80 @@ def _cap_ok(p):
     return p["BM"] % p["WM"] == 0 and p["BN"] % p["WN"] == 0 and _cap_threads(p) <= 1024
 
 
+# The capstone's tunables and rules, shared with chapter 12's split-K entry (same source).
+_CAP_PARAMS = (Param("BM", (128,), 128, "rows of the C tile per block"),
+               Param("BN", (128, 256), 128, "columns of the C tile per block"),
+               Param("BK", (8, 16), 16, "depth of a pipeline stage (step along K)"),
+               Param("WM", (32, 64), 32,
+                     "rows of a warp's region (each thread: WM/16 sub-tiles of 4 rows)"),
+               Param("WN", (64, 128), 64,
+                     "columns of a warp's region (each thread: WN/32 sub-tiles of 4 columns)"),
+               Param("STAGES", (2, 3, 4), 4,
+                     "shared-memory stages in the cp.async ring (STAGES-1 tiles in flight)"),
+               Param("GROUP", (1, 8), 1,
+                     "tile rows per rasterisation group (1: plain row-by-row block order)"),
+               Param("MINB", (1, 2), 1,
+                     "blocks per SM promised to ptxas (__launch_bounds__): 2 caps a 256-thread "
+                     "block at 128 registers per thread"),
+               Param("HOIST", (False, True), True,
+                     "copy addresses leave the main loop: the K remainder is tile 0, every "
+                     "later tile is whole and its copies use source pointers that just "
+                     "advance (no per-tile clamps or predicates)"))
+_CAP_RULES = (
+    Constraint(lambda p: p["BM"] % p["WM"] == 0,
+               "WM={WM} must divide BM={BM}: the block tile is split into warp regions"),
+    Constraint(lambda p: p["BN"] % p["WN"] == 0,
+               "WN={WN} must divide BN={BN}: the block tile is split into warp regions"),
+    Constraint(lambda p: p["BM"] % p["WM"] or p["BN"] % p["WN"] or _cap_threads(p) <= 1024,
+               "(BM/WM)*(BN/WN) = ({BM}/{WM})*({BN}/{WN}) warps is more than 32 "
+               "(1024 threads): raise WM or WN"),
+    Constraint(lambda p: not _cap_ok(p) or _cap_threads(p) % p["BN"] == 0,
+               "BN={BN} must divide the number of threads, 32*(BM/WM)*(BN/WN) = "
+               "32*({BM}/{WM})*({BN}/{WN}), so that every thread copies whole parts of "
+               "a B row: lower WM or WN, or BN"),
+    Constraint(lambda p: not _cap_ok(p) or p["BM"] % (_cap_threads(p) // 8) == 0,
+               "each copy of the A tile covers threads/8 rows, and BM={BM} must be a "
+               "multiple of that (threads = 32*({BM}/{WM})*({BN}/{WN})): raise WM or WN"),
+    Constraint(lambda p: not _cap_ok(p) or (p["BK"] * p["BN"] // 4) % _cap_threads(p) == 0,
+               "the B tile holds BK*BN/4 = {BK}*{BN}/4 float4s, which must split evenly "
+               "over the 32*(BM/WM)*(BN/WN) = 32*({BM}/{WM})*({BN}/{WN}) threads: raise "
+               "BK, WM or WN"),
+    # Registers: WM*WN/32 accumulators, two sets of fragments (TM + TN each) and
+    # about 24 for addresses. With warps of 32 x 64 (8 x 8 per thread) that is 120,
+    # and where the cap is 128 (MINB=2 with BN=128, or BN=256: 512 threads) ptxas
+    # takes 120-128 and, in a few builds per architecture, spills 4-32 bytes. Which
+    # builds depends on BK, STAGES, GROUP and HOIST in no pattern (on sm_90: 7 of
+    # the 48, and their register need without the cap, 128-154, is no different
+    # from the builds that fit), so no rule here picks them out. Refusing all 48
+    # would refuse the MINB=2 builds that chapter 09 measures and the 128 x 256
+    # tile, where 41 of the 48 compile for sm_90 without spills (the H200's
+    # recording agrees). tests/test_arch_matrix.py lists them as known spills.
+    Constraint(lambda p: not _cap_ok(p)
+               or p["WM"] * p["WN"] // 32 + 2 * (p["WM"] // 4 + p["WN"] // 8) + 24
+               <= _cap(_cap_threads(p), p["MINB"]),
+               "a thread holds WM*WN/32 = {WM}*{WN}/32 accumulators plus two sets of "
+               "operands; with MINB={MINB} blocks of 32*({BM}/{WM})*({BN}/{WN}) "
+               "threads per SM that does not fit in 65536 registers (255 per thread): "
+               "lower WM or WN, or MINB"),
+    Constraint(lambda p, lim: p["MINB"] * (_cap_smem(p) + lim["smem_reserved_per_block"])
+               <= lim["smem_per_sm"],
+               "STAGES * BK * (BM + 4 + BN) * 4 = {STAGES} * {BK} * ({BM} + 4 + {BN}) * 4 "
+               "bytes of shared memory per block: MINB={MINB} blocks of it (plus the "
+               "{smem_reserved_per_block} bytes the runtime keeps for each) do not fit "
+               "in the {smem_per_sm_kib} KiB of an {arch} SM: lower STAGES or BK, or MINB",
+               per_arch=True),
+)
+
+
 register(Kernel(
     name="capstone", chapter="09",
     title="capstone: cp.async multi-stage pipeline, warp tiling, z-order, "
           "register double buffering",
     source="09_capstone.cu", entry="sgemm_capstone", op="sgemm",
     # defaults: the fastest of the 4096^3 sweep on the H200 (98% of cuBLAS there)
-    params=(Param("BM", (128,), 128, "rows of the C tile per block"),
-            Param("BN", (128, 256), 128, "columns of the C tile per block"),
-            Param("BK", (8, 16), 16, "depth of a pipeline stage (step along K)"),
-            Param("WM", (32, 64), 32,
-                  "rows of a warp's region (each thread: WM/16 sub-tiles of 4 rows)"),
-            Param("WN", (64, 128), 64,
-                  "columns of a warp's region (each thread: WN/32 sub-tiles of 4 columns)"),
-            Param("STAGES", (2, 3, 4), 4,
-                  "shared-memory stages in the cp.async ring (STAGES-1 tiles in flight)"),
-            Param("GROUP", (1, 8), 1,
-                  "tile rows per rasterisation group (1: plain row-by-row block order)"),
-            Param("MINB", (1, 2), 1,
-                  "blocks per SM promised to ptxas (__launch_bounds__): 2 caps a 256-thread "
-                  "block at 128 registers per thread"),
-            Param("HOIST", (False, True), True,
-                  "copy addresses leave the main loop: the K remainder is tile 0, every "
-                  "later tile is whole and its copies use source pointers that just "
-                  "advance (no per-tile clamps or predicates)")),
+    params=_CAP_PARAMS,
     template=("BM", "BN", "BK", "WM", "WN", "STAGES", "GROUP", "MINB", "HOIST", "VEC"),
-    constraints=(
-        Constraint(lambda p: p["BM"] % p["WM"] == 0,
-                   "WM={WM} must divide BM={BM}: the block tile is split into warp regions"),
-        Constraint(lambda p: p["BN"] % p["WN"] == 0,
-                   "WN={WN} must divide BN={BN}: the block tile is split into warp regions"),
-        Constraint(lambda p: p["BM"] % p["WM"] or p["BN"] % p["WN"] or _cap_threads(p) <= 1024,
-                   "(BM/WM)*(BN/WN) = ({BM}/{WM})*({BN}/{WN}) warps is more than 32 "
-                   "(1024 threads): raise WM or WN"),
-        Constraint(lambda p: not _cap_ok(p) or _cap_threads(p) % p["BN"] == 0,
-                   "BN={BN} must divide the number of threads, 32*(BM/WM)*(BN/WN) = "
-                   "32*({BM}/{WM})*({BN}/{WN}), so that every thread copies whole parts of "
-                   "a B row: lower WM or WN, or BN"),
-        Constraint(lambda p: not _cap_ok(p) or p["BM"] % (_cap_threads(p) // 8) == 0,
-                   "each copy of the A tile covers threads/8 rows, and BM={BM} must be a "
-                   "multiple of that (threads = 32*({BM}/{WM})*({BN}/{WN})): raise WM or WN"),
-        Constraint(lambda p: not _cap_ok(p) or (p["BK"] * p["BN"] // 4) % _cap_threads(p) == 0,
-                   "the B tile holds BK*BN/4 = {BK}*{BN}/4 float4s, which must split evenly "
-                   "over the 32*(BM/WM)*(BN/WN) = 32*({BM}/{WM})*({BN}/{WN}) threads: raise "
-                   "BK, WM or WN"),
-        # Registers: WM*WN/32 accumulators, two sets of fragments (TM + TN each) and
-        # about 24 for addresses. With warps of 32 x 64 (8 x 8 per thread) that is 120,
-        # and where the cap is 128 (MINB=2 with BN=128, or BN=256: 512 threads) ptxas
-        # takes 120-128 and, in a few builds per architecture, spills 4-32 bytes. Which
-        # builds depends on BK, STAGES, GROUP and HOIST in no pattern (on sm_90: 7 of
-        # the 48, and their register need without the cap, 128-154, is no different
-        # from the builds that fit), so no rule here picks them out. Refusing all 48
-        # would refuse the MINB=2 builds that chapter 09 measures and the 128 x 256
-        # tile, where 41 of the 48 compile for sm_90 without spills (the H200's
-        # recording agrees). tests/test_arch_matrix.py lists them as known spills.
-        Constraint(lambda p: not _cap_ok(p)
-                   or p["WM"] * p["WN"] // 32 + 2 * (p["WM"] // 4 + p["WN"] // 8) + 24
-                   <= _cap(_cap_threads(p), p["MINB"]),
-                   "a thread holds WM*WN/32 = {WM}*{WN}/32 accumulators plus two sets of "
-                   "operands; with MINB={MINB} blocks of 32*({BM}/{WM})*({BN}/{WN}) "
-                   "threads per SM that does not fit in 65536 registers (255 per thread): "
-                   "lower WM or WN, or MINB"),
-        Constraint(lambda p, lim: p["MINB"] * (_cap_smem(p) + lim["smem_reserved_per_block"])
-                   <= lim["smem_per_sm"],
-                   "STAGES * BK * (BM + 4 + BN) * 4 = {STAGES} * {BK} * ({BM} + 4 + {BN}) * 4 "
-                   "bytes of shared memory per block: MINB={MINB} blocks of it (plus the "
-                   "{smem_reserved_per_block} bytes the runtime keeps for each) do not fit "
-                   "in the {smem_per_sm_kib} KiB of an {arch} SM: lower STAGES or BK, or MINB",
-                   per_arch=True),
-    ),
+    constraints=_CAP_RULES,
     threads=lambda p: (_cap_threads(p), 1, 1),
     grid=lambda p, s: (ceil_div(s[1], p["BN"]), ceil_div(s[0], p["BM"]), 1),
     dynamic_smem=lambda p, lim: _cap_smem(p),
@@ -781,4 +786,110 @@ register(Kernel(
     grid=lambda p, s: (ceil_div(s[1], p["BLOCK"] * p["VEC"]), ceil_div(s[0], p["BLOCK"]), 1),
     smem=lambda p: (p["BLOCK"] * p["BLOCK"] + p["BLOCK"] * p["BLOCK"] * p["VEC"]) * 4,
     shape_rule=_gemm_int_rule,
+))
+
+
+# ---------------------------------------------------------------- chapter 12
+# The last mile: a tile size and a split of K for every shape, and the matrix-vector
+# end. Both kernels split K over the grid's z (cuda/split_k.cuh) and go through the one
+# launcher, which adds the workspace and the reduction when there is more than a slice.
+SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+WORKSPACE_LIMIT = 1 << 30      # bytes of split-K partial products the launcher allocates
+
+
+def slices(k_chunks: int, split: int) -> int:
+    """K slices of a split-K launch: `split` asked for, as many as whole chunks of K
+    allow with none empty (split_k_range gives each ceil(chunks / slices) chunks)."""
+    return ceil_div(k_chunks, ceil_div(k_chunks, split))
+
+
+def _workspace_rule(chunk: int):
+    def rule(p, s):
+        z = slices(ceil_div(s[2], chunk), p["SPLIT"])
+        need = z * s[0] * s[1] * 4 if z > 1 else 0
+        if need > WORKSPACE_LIMIT:
+            return (f"SPLIT={p['SPLIT']} at {s[0]}x{s[1]}x{s[2]}: {z} partial products of "
+                    f"{s[0]}x{s[1]} floats need {need / 2**30:.1f} GiB of workspace, more "
+                    f"than the {WORKSPACE_LIMIT >> 30} GiB allowed: lower SPLIT")
+        return None
+    return rule
+
+
+_SPLIT = Param("SPLIT", SPLITS, 1,
+               "slices of K, one per blockIdx.z; above 1 each slice writes a partial "
+               "product and a second kernel adds them into C (in a fixed order)")
+CAP_SPLIT_BK = 16
+
+
+def _one(name: str, value) -> Param:
+    """The capstone's tunable `name` held at one value (the capstone's default)."""
+    spec = next(q for q in _CAP_PARAMS if q.name == name)
+    return Param(name, (value,), value, spec.doc)
+
+
+register(Kernel(
+    name="capstone_split", chapter="12",
+    title="the capstone with a tile size and a split of K chosen for the shape",
+    source="09_capstone.cu", entry="sgemm_capstone", op="sgemm",
+    # The capstone's kernel with smaller tiles and split-K. A separate entry, not more
+    # values of the capstone's tunables: chapter 09 sweeps every capstone configuration
+    # at 4096^3, where these are beside the point. The rest is held at the capstone's
+    # defaults (warps of 32 x 64, BK 16, 4 stages, HOIST), so its rules apply unchanged.
+    params=(Param("BM", (64, 128), 128, "rows of the C tile per block"),
+            Param("BN", (64, 128), 128, "columns of the C tile per block"),
+            _SPLIT, _one("BK", CAP_SPLIT_BK),
+            *(_one(n, v) for n, v in (("WM", 32), ("WN", 64), ("STAGES", 4), ("GROUP", 1),
+                                      ("MINB", 1), ("HOIST", True)))),
+    template=("BM", "BN", "BK", "WM", "WN", "STAGES", "GROUP", "MINB", "HOIST", "VEC"),
+    constraints=_CAP_RULES,
+    threads=lambda p: (_cap_threads(p), 1, 1),
+    grid=lambda p, s: (ceil_div(s[1], p["BN"]), ceil_div(s[0], p["BM"]),
+                       slices(ceil_div(s[2], p["BK"]), p["SPLIT"])),
+    dynamic_smem=lambda p, lim: _cap_smem(p),
+    features=("cp.async",),
+    shape_rule=_workspace_rule(CAP_SPLIT_BK),
+    shape_params=lambda p, s: {"VEC": s is None or s[1] % 4 == 0},
+    splits=lambda p, s: slices(ceil_div(s[2], p["BK"]), p["SPLIT"]),
+    align=16,
+))
+
+# The matrix-vector end (M == 1 or N == 1). ROWS (N == 1): a warp per row of A, K cut
+# into slices of whole 128-float chunks; COLS (M == 1): a block per 128 (or 32) columns
+# of B, K cut into slices of whole groups of 8 rows.
+GEMV_THREADS = 256
+
+
+def _gemv_cols(s) -> bool:
+    return s is not None and s[0] == 1 and s[1] > 1
+
+
+def _gemv_chunk(s) -> int:
+    return 8 if _gemv_cols(s) else 128
+
+
+def _gemv_vec(s) -> bool:
+    return s is None or (s[1] % 4 == 0 if _gemv_cols(s) else s[2] % 4 == 0)
+
+
+def _gemv_rule(p, s):
+    if s[0] != 1 and s[1] != 1:
+        return (f"gemv computes a matrix-vector product: M or N must be 1, got "
+                f"{s[0]}x{s[1]}x{s[2]} (use capstone_split)")
+    return _workspace_rule(_gemv_chunk(s))(p, s)
+
+
+register(Kernel(
+    name="gemv", chapter="12", title="matrix-vector product: M == 1 or N == 1",
+    source="12_gemv.cu", entry="sgemv", op="sgemm",
+    params=(Param("SPLIT", (1, 2, 4, 8, 16, 32, 64), 1, _SPLIT.doc),),
+    template=("COLS", "VEC"),
+    threads=lambda p: (GEMV_THREADS, 1, 1),
+    grid=lambda p, s: (ceil_div(s[1], 32 * (4 if _gemv_vec(s) else 1)) if _gemv_cols(s)
+                       else ceil_div(s[0], GEMV_THREADS // 32), 1,
+                       slices(ceil_div(s[2], _gemv_chunk(s)), p["SPLIT"])),
+    shape_rule=_gemv_rule,
+    shape_params=lambda p, s: {"COLS": _gemv_cols(s), "VEC": _gemv_vec(s)},
+    splits=lambda p, s: slices(ceil_div(s[2], _gemv_chunk(s)), p["SPLIT"]),
+    smem=lambda p: 8 * 128 * 4,     # COLS: the 8 warps' sums of 128 columns
+    align=16,
 ))

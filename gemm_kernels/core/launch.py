@@ -194,6 +194,9 @@ def launcher(kernel: str | Kernel, *arrays, params: dict | None = None):
     if k.op in DTYPES:
         M, N, K = ints
         A, B, C = operands(k, arrays)
+        slices = k.splits(p, shape)
+        if slices > 1:
+            return _split_k(k, fn, grid, block, dyn, scalar, ints, (A, B, C), slices)
 
         def run(alpha=1.0, beta=0.0):
             fn(grid, block, (M, N, K, scalar(alpha), A, B, scalar(beta), C), shared_mem=dyn)
@@ -202,4 +205,36 @@ def launcher(kernel: str | Kernel, *arrays, params: dict | None = None):
 
         def run(alpha=None, beta=None):
             fn(grid, block, (*ints, src, dst), shared_mem=dyn)
+    return run
+
+
+# The reduction of a split-K launch: blocks of 256 threads, at most 8 per SM (each
+# thread then walks the planes in steps of the whole grid).
+REDUCE_THREADS = 256
+REDUCE_BLOCKS_PER_SM = 8
+
+
+def _split_k(k: Kernel, fn, grid, block, dyn, scalar, ints, arrays, slices: int):
+    """The launch of a split-K configuration (cuda/split_k.cuh): the GEMM over `slices`
+    slices of K into a workspace of `slices` M x N planes (alpha = 1, beta = 0), then
+    `split_k_reduce`: C = alpha * (sum of the planes, in plane order) + beta * C. The
+    workspace is allocated here, once, like A^T in `operands`: a timed call runs the two
+    kernels and allocates nothing."""
+    import cupy
+    import numpy as np
+    M, N, K = ints
+    A, B, C = arrays
+    elements = int(M) * int(N)
+    work = cupy.empty((slices, elements), dtype=C.dtype)
+    vec = C.dtype == cupy.float32 and elements % 4 == 0
+    reduce = compiler.entry(k, f"split_k_reduce<{'float' if C.dtype == cupy.float32 else 'double'}, "
+                               f"{'true' if vec else 'false'}>")
+    per_block = REDUCE_THREADS * (4 if vec else 1)
+    blocks = min(-(-elements // per_block), REDUCE_BLOCKS_PER_SM * device.properties()["sm_count"])
+    one, zero, S = scalar(1), scalar(0), np.int32(slices)
+
+    def run(alpha=1.0, beta=0.0):
+        fn(grid, block, (M, N, K, one, A, B, zero, work), shared_mem=dyn)
+        reduce((blocks, 1, 1), (REDUCE_THREADS, 1, 1),
+               (M, N, S, scalar(alpha), work, scalar(beta), C))
     return run

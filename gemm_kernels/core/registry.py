@@ -123,6 +123,10 @@ class Kernel:
         A. It computes the same C = alpha*A@B + beta*C and its callers pass the same A
         (M x K): the launcher makes A^T once, when it is built, outside the calls it
         returns (see `launch.operands`), so a timed call runs the GEMM alone.
+    splits: for a split-K GEMM kernel (cuda/split_k.cuh), the number of K slices, which
+        is also the grid's z: with more than one, each slice writes its partial product
+        into a plane of a workspace the launcher allocates when it is built, and the
+        source's `split_k_reduce` sums the planes into C (see `launch.launcher`).
     """
     name: str
     chapter: str
@@ -144,6 +148,7 @@ class Kernel:
     features: tuple[str, ...] = ()
     code: str | None = None
     a_transposed: bool = False
+    splits: Callable[[Params, tuple], int] = lambda p, shape: 1
 
     @property
     def path(self) -> Path:

@@ -7,6 +7,7 @@ with the profiling process's run and time like every other row.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from gemm_kernels.measure import ncu
@@ -36,9 +37,14 @@ SUBSETS = {"zorder": {"BM": 128, "BN": 128, "BK": 8},
 
 
 def plan() -> list[tuple[str, dict, tuple]]:
-    """(kernel, params, shape) for every launch to profile, in launch order."""
+    """(kernel, params, shape) for every launch to profile, in launch order; only the
+    kernels named in $PROFILE_KERNELS when it is set (to re-profile kernels whose source
+    changed without profiling the rest again; the variable reaches ncu's child too)."""
+    only = os.environ.get("PROFILE_KERNELS", "").split()
     out = []
     for k in KERNELS.values():
+        if only and k.name not in only:
+            continue
         shape = GEMM_SHAPE if k.op in ("sgemm", "dgemm") else TRANSPOSE_SHAPE
         configs = k.valid_configurations() if k.chapter in SWEPT else [k.defaults()]
         if k.name in SUBSETS:

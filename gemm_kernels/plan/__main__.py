@@ -1,0 +1,3 @@
+from gemm_kernels.plan.calibrate import main
+
+main()
