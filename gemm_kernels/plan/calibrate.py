@@ -2,7 +2,8 @@
 
     python -m gemm_kernels.plan calibrate   time every tile (and some splits) at the
                                             calibration shapes; merge into the record
-    python -m gemm_kernels.plan fit         rules.json from the recorded calibration
+    python -m gemm_kernels.plan fit [FILE]  rules/<device>.json from the recorded calibration
+                                            (of the live GPU, or of the recording FILE)
     python -m gemm_kernels.plan bench       time sgemm's plan for each benchmark shape
                                             (cuBLAS beside it, in the same process)
 
@@ -84,11 +85,16 @@ def fit_rules(rec=None) -> dict:
                      sorted({r["run"] for r in rows}))
 
 
-def fit():
-    rules = fit_rules(records.load(records.DATA_DIR / f"{records.slug(device.properties()['name'])}.json")
-                      if device.is_live() else None)
-    model.RULES_PATH.write_text(json.dumps(rules, indent=1) + "\n")
+def fit(path=None):
+    """rules/<device>.json from the recording of the live GPU, or of the file `path`."""
+    rec = records.load(path) if path else records.load(
+        records.DATA_DIR / f"{records.slug(device.properties()['name'])}.json")
+    rules = fit_rules(rec)
+    out = model.rules_path(rules["device"])
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(rules, indent=1) + "\n")
     model.load.cache_clear()
+    print(f"wrote {out}")
     print(json.dumps(rules, indent=1))
 
 
@@ -105,8 +111,8 @@ def bench():
 
 
 def main(argv=None):
-    cmd = (argv or sys.argv[1:] or ["?"])[0]
+    cmd, *rest = argv or sys.argv[1:] or ["?"]
     actions = {"calibrate": calibrate, "fit": fit, "bench": bench}
-    if cmd not in actions:
-        sys.exit(f"usage: python -m gemm_kernels.plan {{{','.join(actions)}}}")
-    actions[cmd]()
+    if cmd not in actions or (rest and cmd != "fit"):
+        sys.exit(f"usage: python -m gemm_kernels.plan {{{','.join(actions)}}} (fit: [FILE])")
+    actions[cmd](*rest)

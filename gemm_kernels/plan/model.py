@@ -13,8 +13,11 @@ bandwidth plus a fixed r0 fitted from the rows with a split. A gemv plan takes t
 smallest split that gives every SM `gemv_blocks_per_sm` blocks, the count that was
 fastest in the calibration rows.
 
-rules.json holds the fitted constants with where they come from (device, runs, rows);
-`python -m gemm_kernels.plan fit` writes it from the recording (never by hand).
+rules/<device>.json holds one GPU's fitted constants with where they come from (runs,
+rows); `python -m gemm_kernels.plan fit` writes it from that GPU's recording (never by
+hand). A GPU without its own rules uses those of the recording the notebooks show (or
+any other): the model's shape (tiles, waves, splits) is the same everywhere, and the
+SM count and occupancy are the GPU's own.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ from gemm_kernels.core.kernels import get, slices
 from gemm_kernels.core.registry import ceil_div
 from gemm_kernels.plan import waves as W
 
-RULES_PATH = Path(__file__).with_name("rules.json")
+RULES_DIR = Path(__file__).with_name("rules")
 TILES = ((128, 128), (64, 128), (128, 64), (64, 64))
 SPLIT_KERNEL, GEMV_KERNEL = "capstone_split", "gemv"
 
@@ -54,10 +57,27 @@ class Rules:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__})
 
 
+def rules_path(device_name: str) -> Path:
+    from gemm_kernels.measure.records import slug
+    return RULES_DIR / f"{slug(device_name)}.json"
+
+
 @lru_cache(maxsize=None)
-def load(path: Path = RULES_PATH) -> Rules | None:
-    """The package's rules, or None where none were fitted yet."""
-    return Rules.from_dict(json.loads(path.read_text())) if path.exists() else None
+def load() -> Rules | None:
+    """The rules for this GPU (live), else for the recording shown, else any; None where
+    none were fitted yet."""
+    from gemm_kernels.measure import records
+    want = []
+    if device.is_live():
+        want.append(rules_path(device.properties()["name"]))
+    rec = records.current()
+    if rec:
+        want.append(rules_path(rec.device["name"]))
+    want += sorted(RULES_DIR.glob("*.json"))
+    for path in want:
+        if path.exists():
+            return Rules.from_dict(json.loads(path.read_text()))
+    return None
 
 
 def split_params(BM: int, BN: int, split: int) -> dict:
