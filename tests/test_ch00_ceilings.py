@@ -132,10 +132,24 @@ def test_check_a100_asks_for_the_numbers_first(capsys):
     assert "Write your three numbers first" in _a100(capsys, None, None, None)
 
 
-def test_copy_sweep_picture_marks_one_thread_per_pass():
-    fig = ch00_ceilings.copy_sweep_picture(32, 4)
+def test_copy_block_picture_shows_where_the_block_starts_and_not_the_loop():
+    fig = ch00_ceilings.copy_block_picture(32, 4)
     ax = fig.axes[0]
-    (marks,) = [l for l in ax.lines if l.get_marker() == "o"]
-    assert len(marks.get_xdata()) == 8                       # TILE / ROWS passes
-    assert sorted(marks.get_ydata()) == [1.5 + 4 * p for p in range(8)]
-    assert sum(t.get_text().startswith("pass ") for t in ax.texts) == 8
+    texts = [t.get_text() for t in ax.texts]
+    assert sum(t.startswith("threadIdx.y = ") for t in texts) == 4     # ROWS warps
+    assert any("which threads copy them?" in t for t in texts)
+    assert not any("pass" in t or "rows apart" in t for t in texts)   # the loop is asked
+    assert not [l for l in ax.lines if l.get_marker() == "o"]
+
+
+def test_two_gpus_shows_only_what_chapter_00_taught(monkeypatch):
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.measure import gpus
+    cols = ["GPU", "SMs", "FP32 peak, TFLOP/s", "device copy, GB/s",
+            "capstone, % of its cuBLAS", "recording"]
+    monkeypatch.setattr(gpus, "summary", lambda size: Table(
+        [dict(zip(cols, ["H200", 132, 66.9, 4224, "99%", "x"]))], cols, "t"))
+    t = ch00_ceilings.two_gpus()
+    assert t.columns == cols[:4] and t[0] == {"GPU": "H200", "SMs": 132,
+                                              "FP32 peak, TFLOP/s": 66.9,
+                                              "device copy, GB/s": 4224}

@@ -77,7 +77,7 @@ def test_the_prediction_check_names_the_half_warp(capsys):
 
 
 def test_the_stall_plot_hatches_not_selected_and_writes_totals():
-    fig = ch02_stalls.stall_plot("ch02_l1_lines", kernels=["coalesced"])
+    fig = ch02_stalls.stall_plot(kernels=["coalesced"])
     ax = fig.axes[0]
     hatched = [c for c in ax.containers if c.get_label().startswith(ch02_stalls.NOT_SELECTED)]
     assert hatched and all(p.get_hatch() == "///" for p in hatched[0].patches)
@@ -85,7 +85,7 @@ def test_the_stall_plot_hatches_not_selected_and_writes_totals():
 
 
 def test_the_stall_plot_names_each_kernel_and_explains_each_reason_it_draws():
-    fig = ch02_stalls.stall_plot("ch02_l1_lines", kernels=["naive", "coalesced"])
+    fig = ch02_stalls.stall_plot()
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert labels and all(l.startswith(("naive", "coalesced")) for l in labels)
     drawn = ch02_stalls.reasons(fig)
@@ -105,3 +105,23 @@ def test_a_warp_down_a_column_keeps_only_its_columns_of_c():
     assert fig.axes[0].get_xlim() == (-0.5, 0.5)
     a, b = fig.axes[1].get_position(), fig.axes[2].get_position()
     assert abs(a.x0 - b.x0) < 1e-6 and abs(a.width - b.width) < 1e-6
+
+
+def test_your_lines_asks_first_then_shows_the_line_table(capsys):
+    ch02_coalescing.your_lines(None)
+    assert "write your configuration in `mine`" in capsys.readouterr().out
+    ch02_coalescing.your_lines(("naive", {"BLOCK": 8, "MAPPING": "x->col"}))
+    out = capsys.readouterr().out
+    assert "naive, BLOCK = 8, MAPPING = x->col" in out and "lines per step" in out
+
+
+def test_the_stall_plot_leaves_reasons_too_small_to_see_out_of_the_legend():
+    fig = ch02_stalls.stall_plot()
+    ax = fig.axes[0]
+    longest = max(p.get_x() + p.get_width() for c in ax.containers for p in c.patches)
+    shown = {t.get_text().split(" (")[0] for t in ax.get_legend().get_texts()}
+    for c in ax.containers:
+        visible = max(p.get_width() for p in c.patches) >= 0.002 * longest
+        assert (c.get_label().split(" (")[0] in shown) == visible
+    assert set(ch02_stalls.reasons(fig)) == shown
+    assert ax.get_xlim()[1] >= 1.2 * longest - 1e-9       # room for "N in all"

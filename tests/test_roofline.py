@@ -211,6 +211,11 @@ def test_chapter_plot_puts_counted_kernels_filled_and_the_rest_at_n_over_6(recor
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any(t.startswith("L2") for t in labels) is False      # no l2_read rows here
     assert any(t.startswith("DRAM, measured: 3.0 TB/s") for t in labels)
+    # each kernel's legend marker is drawn as its point is: filled or hollow
+    legend = {h.get_label().split(":")[0]: h for h in ax.get_legend().legend_handles}
+    assert legend["cuBLAS"].get_markerfacecolor() == "none"
+    assert legend["01 naive"].get_markerfacecolor() != "none"
+    assert not [t for t in ax.texts if "ridge" in t.get_text()]   # ridges: legend only
 
 
 def test_dram_point_says_what_dram_would_have_to_carry(recording):

@@ -453,9 +453,10 @@ def chapter_plot(kernels=(), size: int = GROWING_SIZE, ax=None):
     (measured by l2_read), with cuBLAS and `kernels` (names, or (name, params)) at their
     GFLOP/s at size^3. Each sits at its FLOP per DRAM byte: counted by Nsight Compute
     where the recording has the count at this size (filled marker), else the model's
-    n/6, each matrix crossing DRAM once (hollow). A dotted line runs left from each
-    point to a bar where its rate meets the measured DRAM ceiling: only a kernel that
-    moved that many bytes would be limited by DRAM."""
+    n/6, each matrix crossing DRAM once (hollow); the legend draws each kernel's marker
+    as the plot does. The ridges are named in the legend only (three labels close
+    together above the roof would be unreadable); how far left a kernel would have to
+    move for DRAM to limit it is `dram_table`'s, in numbers."""
     import matplotlib.pyplot as plt
     import numpy as np
     from matplotlib.lines import Line2D
@@ -463,9 +464,8 @@ def chapter_plot(kernels=(), size: int = GROWING_SIZE, ax=None):
     peak = device.peak_fp32_gflops(props)
     pts = [p for p in (dram_point(k, size, props) for k in ["cublas", *kernels]) if p]
     drawn = [c for c in ceilings(props) if c["gbps"] and c["level"] in ("DRAM", "L2")]
-    xs = [peak / c["gbps"] for c in drawn] + [p["x"] for p in pts] + \
-        [p["limit_x"] for p in pts if p["limit_x"]]
-    x = np.logspace(np.log10(min(xs) / 3), np.log10(max(xs) * 3), 400)
+    xs = [peak / c["gbps"] for c in drawn] + [p["x"] for p in pts]
+    x = np.logspace(np.log10(min(xs) / 30), np.log10(max(xs) * 3), 400)
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 5.5))
     handles = [ax.axhline(peak, color="k", lw=2,
@@ -477,35 +477,27 @@ def chapter_plot(kernels=(), size: int = GROWING_SIZE, ax=None):
                            color="k" if c["kind"] == "measured" else "0.55", lw=1.5,
                            label=f"{c['level']}, {c['kind']}: {c['gbps'] / 1000:.1f} TB/s,"
                                  f" ridge {ridge:.1f} FLOP/B\n  ({c['how']})")
-    _ridge_labels(ax, drawn, peak)
     colours = [("k", None)] + style.series_styles(len(pts) - 1)
     for p, (colour, _) in zip(pts, colours):
-        if p["limit_x"] and p["limit_x"] < p["x"]:
-            ax.plot([p["limit_x"], p["x"]], [p["gflops"]] * 2, ":", color=colour, lw=1.5)
-            ax.plot([p["limit_x"]] * 2, [p["gflops"] / 1.25, p["gflops"] * 1.25], "-",
-                    color=colour, lw=1.5)
-        line, = ax.plot(p["x"], p["gflops"], "o", ms=9, mew=2, mec=colour,
-                        mfc=colour if p["how"] == "ncu" else "none", ls="none")
+        face = colour if p["how"] == "ncu" else "none"      # filled: counted; hollow: n/6
+        line, = ax.plot(p["x"], p["gflops"], "o", ms=9, mew=2, mec=colour, mfc=face,
+                        ls="none")
         line.set_gid(f"{p['kernel']}|DRAM")
         ax.annotate(p["label"], (p["x"], p["gflops"]), xytext=(-10, -6),
                     textcoords="offset points", ha="right", va="top", fontsize=9,
                     color=colour)
-        handles.append(Line2D([], [], color=colour, marker="o", ms=7, ls=":",
-                              label=f"{p['label']}: {p['gflops']:,.0f} GFLOP/s"))
+        handles.append(Line2D([], [], marker="o", ms=7, mew=2, mec=colour, mfc=face,
+                              ls="none", label=f"{p['label']}: {p['gflops']:,.0f} GFLOP/s"))
     if any(p["how"] == "ncu" for p in pts):
         handles.append(Line2D([], [], marker="o", color="k", ls="none",
                               label="filled: FLOP per DRAM byte counted (Nsight Compute)"))
     if any(p["how"] == "model" for p in pts):
         handles.append(Line2D([], [], marker="o", mfc="none", mec="k", ls="none",
                               label="hollow: each matrix crosses DRAM once (n/6)"))
-    handles.append(Line2D([], [], ls=":", color="k",
-                          label="dotted, to the bar: how far left a point must go\n"
-                                "  for the measured DRAM roof to limit it"))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(x[0], x[-1])
-    ax.set_ylim(min(p["gflops"] for p in pts) / 3 if pts else peak / 1000,
-                peak * 1.5 ** (len(drawn) + 1.6))
+    ax.set_ylim(min(p["gflops"] for p in pts) / 3 if pts else peak / 1000, peak * 2)
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved through DRAM, or through the "
                   "L2 for the L2 roof)")
     ax.set_ylabel("GFLOP/s")

@@ -1,6 +1,7 @@
 """Chapter 00's tables and excerpts: cuBLAS against the FP32 peak, the two timing
 pitfalls with their ratio, the core loop of l2_read, the checker of the A100 prediction,
-the picture of the copy exercise's block sweeping its tile, and (for the solution) what
+the picture of the copy exercise's block where it starts on its tile, the two
+recorded GPUs side by side, and (for the solution) what
 the copy kernel reaches and how the number of rows per thread moves it.
 
 Every number comes from the recording (or is measured now, live) through `lookup` and
@@ -35,6 +36,17 @@ def cublas_table(sizes=(1024, 2048, 4096, 8192)) -> Table:
                      "error / bound": r.get("error_over_bound")})
     return Table(rows, list(rows[0]) if rows else ["size"],
                  title=f"cuBLAS SGEMM, {records.source()}")
+
+
+def two_gpus(size: int = 4096) -> Table:
+    """The recorded GPUs side by side with only what this chapter has taught: the peaks
+    from its formulas and its two measured ceilings (`gpus.summary` without the
+    later-chapter kernel and the recording's name, which the appendix table keeps)."""
+    from gemm_kernels.measure import gpus
+    full = gpus.summary(size)
+    keep = [c for c in full.columns if c not in ("capstone, % of its cuBLAS", "recording")]
+    return Table([{c: r[c] for c in keep} for r in full], keep,
+                 f"The recorded GPUs side by side ({size}^3 for cuBLAS)")
 
 
 def _duration(ms: float) -> str:
@@ -128,61 +140,52 @@ def check_a100(a100: dict, bandwidth_gbps: float, my_peak_gflops, my_ridge, my_n
 
 # ------------------------------------------------------------------ the copy exercise
 
-def copy_sweep_picture(tile: int = COPY_PARAMS["TILE"], rows: int = COPY_PARAMS["ROWS"]):
-    """One block of the copy exercise (tile x rows threads) sweeping its tile x tile
-    tile: the block's rows of threads are its warps (a warp is 32 consecutive
-    threadIdx.x), and pass p of the loop puts thread row y on row y + p * rows of the
-    tile. Each cell is coloured by the pass that copies it; warp 0's first pass is drawn
-    lane by lane."""
+def copy_block_picture(tile: int = COPY_PARAMS["TILE"], rows: int = COPY_PARAMS["ROWS"]):
+    """One block of the copy exercise (tile x rows threads) on its tile x tile tile, where
+    the block starts: its rows of threads are its warps (a warp is 32 consecutive
+    threadIdx.x), on the first `rows` rows of the tile, warp 0 drawn lane by lane. The
+    rest of the tile is left blank with a question: how the block covers it is the
+    exercise, so the picture shows the start and not the loop."""
     import matplotlib.pyplot as plt
     import numpy as np
-    passes = tile // rows
-    grid = np.repeat(np.arange(passes), rows)[:, None] * np.ones((1, tile))
+    warps = tile * rows // 32
     fig, ax = plt.subplots(figsize=(11, 7))
-    cmap = plt.get_cmap("Blues", passes + 2)
-    ax.imshow(grid + 1.5, cmap=cmap, vmin=0, vmax=passes + 2, aspect="equal",
-              extent=(0, tile, tile, 0))
-    for y in range(0, tile + 1, rows):
-        ax.axhline(y, color="0.2", lw=1.2)
+    shades = plt.get_cmap("Blues")(np.linspace(0.35, 0.75, rows))
+    ax.add_patch(plt.Rectangle((0, 0), tile, tile, fc="0.93", ec="0.2", lw=1.2))
+    for y in range(rows):
+        ax.add_patch(plt.Rectangle((0, y), tile, 1, fc=shades[y], ec="none"))
+        ax.text(-0.6, y + 0.5, f"threadIdx.y = {y} (warp {y * tile // 32})", ha="right",
+                va="center", fontsize=8)
     for y in range(tile + 1):
         ax.axhline(y, color="white", lw=0.3)
     for x in range(tile + 1):
         ax.axvline(x, color="white", lw=0.3)
+    ax.axhline(rows, color="0.2", lw=1.2)
     ax.add_patch(plt.Rectangle((0, 0), tile, 1, fill=False, ec="#c0392b", lw=2.5))
     for lane in (0, 1, 2, tile - 1):
         ax.text(lane + 0.5, 0.55, str(lane), ha="center", va="center", fontsize=6,
-                color="white")
-    ax.text(tile / 2 + 2, 0.55, "...", ha="center", va="center", color="white", fontsize=8)
-    tx, ty = 5, 1                     # one thread: its elements down one column
-    ax.plot([tx + 0.5] * passes, [ty + p * rows + 0.5 for p in range(passes)], "o",
-            color="#e67e22", ms=6, mec="black", mew=0.6)
-    ax.annotate(f"thread (threadIdx.x = {tx}, threadIdx.y = {ty}):\nits {passes} elements, "
-                f"one per pass", xy=(tx + 0.5, ty + (passes - 1) * rows + 0.5),
-                xytext=(tile + 1.2, tile - 3), fontsize=9, color="#b35900", va="center",
-                arrowprops={"arrowstyle": "->", "color": "#b35900"})
-    for p in range(passes):
-        ax.text(-0.6, p * rows + rows / 2, f"pass {p}: threadIdx.y = 0..{rows - 1}\n"
-                f"on rows {p * rows}..{p * rows + rows - 1}", ha="right", va="center",
-                fontsize=8)
-    ax.annotate(f"warp 0 (threadIdx.y = 0), pass 0: lanes 0..{tile - 1} copy\n"
-                f"{tile} neighbouring floats of row 0 = {4 * tile} bytes, one load\n"
-                f"and one store of whole 32-byte sectors",
-                xy=(tile, 0.5), xytext=(tile + 1.2, 3), fontsize=9, color="#c0392b",
+                color="black")
+    ax.text(tile / 2 + 2, 0.55, "...", ha="center", va="center", color="black", fontsize=8)
+    ax.text(tile / 2, (rows + tile) / 2,
+            f"rows {rows} to {tile - 1} of the tile:\nwhich threads copy them?",
+            ha="center", va="center", fontsize=12, color="0.35")
+    ax.annotate(f"warp 0 (threadIdx.y = 0): lanes 0..{tile - 1},\n"
+                f"threadIdx.x = 0..{tile - 1}, on {tile} neighbouring\nfloats of row 0",
+                xy=(tile, 0.5), xytext=(tile + 1.2, 2.5), fontsize=9, color="#c0392b",
                 va="center", arrowprops={"arrowstyle": "->", "color": "#c0392b"})
     ax.text(tile + 1.2, tile / 2,
-            f"a block = {tile} x {rows} threads = {tile * rows // 32} warps,\n"
-            f"one warp per row of threads;\neach pass moves the block {rows} rows "
-            f"down,\n{passes} passes cover the {tile} x {tile} tile:\n"
-            f"each thread copies {passes} elements\nof one column, {rows} rows apart "
-            f"(orange)",
+            f"a block = {tile} x {rows} threads = {warps} warps,\n"
+            f"one warp per row of threads;\nthe tile = {tile} x {tile} elements",
             fontsize=9, va="center")
     ax.set_xticks([0, tile // 2, tile])
     ax.set_xticklabels(["0", f"column {tile // 2}", f"{tile}"])
     ax.set_yticks([])
-    ax.set_xlabel("columns of the tile: threadIdx.x (the lane) picks the column")
-    ax.set_title(f"One block of the copy sweeping its {tile} x {tile} tile "
+    ax.set_xlabel("columns of the tile")
+    ax.set_title(f"One block of the copy where it starts on its {tile} x {tile} tile "
                  f"(TILE = {tile}, ROWS = {rows})", fontsize=10)
     ax.set_xlim(-0.2, tile)
+    ax.set_ylim(tile, 0)
+    ax.set_aspect("equal")
     fig.subplots_adjust(left=0.2, right=0.62)
     return fig
 

@@ -184,6 +184,18 @@ def check_prediction(line_model, occupancy_model, size: int = 2048) -> None:
     model.check_prediction(line_model, occupancy_model, size)
 
 
+def your_lines(configs) -> None:
+    """The "Try it" check: the line table of the student's configurations ((kernel,
+    params) pairs, or one pair), or, while the cell still holds None, what to write."""
+    if configs is None:
+        print('Pencil first, then write your configuration in `mine`, for instance '
+              '[("naive", {"BLOCK": 8, "MAPPING": "x->col"})], and run this cell again.')
+        return
+    if isinstance(configs, tuple):
+        configs = [configs]
+    print(model.line_table(configs))
+
+
 # ---------------------------------------------------------------- figures
 
 def limit_plot(configs, size: int = 2048):

@@ -33,10 +33,11 @@ MEANING = {
 }
 
 
-def stall_plot(study: str = "ch02_l1_lines", kernels=("coalesced",)):
+def stall_plot(kernels=("naive", "coalesced"), study: str = "ch02_l1_lines"):
     """Stacked bars of the cycles a warp waits per issued instruction, by reason, for the
-    steps of `study` that run one of `kernels`, each bar's total at its end. Returns the
-    figure."""
+    steps of `study` (the chapter's profiled run) that run one of `kernels`, each bar's
+    total at its end. A reason too small to see on any bar (under 0.2% of the longest) is
+    left out of the legend, and so out of `meanings`. Returns the figure."""
     from gemm_kernels.measure import studies
     fig = evidence.stall_plot(study, kernels=list(kernels))
     ax = fig.axes[0]
@@ -63,7 +64,10 @@ def stall_plot(study: str = "ch02_l1_lines", kernels=("coalesced",)):
     for y, end in ends.items():
         ax.text(end + 0.01 * max(ends.values()), y, f"{end:.0f} in all", va="center",
                 fontsize=8)
-    ax.set_xlim(0, max(ends.values()) * 1.12)
+    ax.set_xlim(0, max(ends.values()) * 1.2)           # room for the longest total
+    for c in bars:
+        if max(p.get_width() for p in c.patches) < 0.002 * max(ends.values()):
+            c.set_label("_" + c.get_label())            # invisible here: not in the legend
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9, frameon=False)
     fig.tight_layout()
     return fig
@@ -72,7 +76,7 @@ def stall_plot(study: str = "ch02_l1_lines", kernels=("coalesced",)):
 def reasons(fig) -> list[str]:
     """The stall reasons drawn in a figure of `stall_plot`, in the legend's order."""
     return [c.get_label().split(" (")[0] for c in fig.axes[0].containers
-            if hasattr(c, "patches")]
+            if hasattr(c, "patches") and not c.get_label().startswith("_")]
 
 
 def meanings(fig):
