@@ -276,3 +276,12 @@ def test_the_clean_bk_pair_splits_its_time_into_instructions_and_cycles(capsys):
     assert line.startswith("BK = 8 against BK = 16:") and "the cycles per instruction" in line
     # the deeper tile keeps fewer warps resident (3 blocks of 8 warps against 4)
     assert rows["BK = 16"]["warps active %"] < rows["BK = 8"]["warps active %"]
+
+
+def test_the_sweep_maps_share_one_colour_bar():
+    """Both maps use one colour scale, so the figure draws one bar, not two identical."""
+    import matplotlib
+    matplotlib.use("Agg")
+    fig = ch05_tile_1d.heatmaps()
+    bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+    assert len(fig.axes) == 3 and len(bars) == 1, [ax.get_label() for ax in fig.axes]

@@ -201,3 +201,33 @@ def test_a_copy_refusal_says_what_a_warp_should_do_and_where_the_block_was_place
                                      "const int tx = threadIdx.y;\n    const int ty = threadIdx.x;")
     assert status == FAIL and "a row of A is 4,096 floats long" in detail, detail
     assert "its 32 loads should be 32 neighbouring floats" in detail, detail
+
+
+STORE_A = "As[ty][tx] = (row < M && ka < K) ? A[row * K + ka] : 0.f;"
+
+
+@pytest.mark.parametrize("store", [
+    "if (row < M && ka < K) As[ty][tx] = A[row * K + ka];",
+    "if (row < M && ka < K) {\n            As[ty][tx] = A[row * K + ka];\n        }",
+])
+def test_a_store_without_its_zero_fill_is_named_in_step_2(store):
+    """The edges are the one subtle part of the copy: a store skipped outside A leaves
+    the previous step's element in the tile. Step 2 names that cause; step 3 would only
+    see wrong numbers."""
+    src = solution(NAME)
+    assert STORE_A in src
+    v = static_verdict(NAME, src.replace(STORE_A, store))
+    assert v["static"][0] == FAIL, v
+    assert "store into As runs only inside an if" in v["static"][1], v
+    assert "Write 0.f where the element lies outside A" in v["static"][1], v
+
+
+@pytest.mark.parametrize("store", [
+    "if (row < M && ka < K) As[ty][tx] = A[row * K + ka]; else As[ty][tx] = 0.f;",
+    "As[ty][tx] = 0.f;\n        if (row < M && ka < K) As[ty][tx] = A[row * K + ka];",
+    "float a = 0.f;\n        if (row < M && ka < K) a = A[row * K + ka];\n        As[ty][tx] = a;",
+])
+def test_a_store_with_its_zero_fill_written_otherwise_is_not_refused(store):
+    from gemm_kernels.exercises.ch03_checks import unfilled_edges
+    from gemm_kernels.exercises.cexpr import code_only
+    assert unfilled_edges(code_only(solution(NAME).replace(STORE_A, store))) == []

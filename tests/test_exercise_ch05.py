@@ -193,5 +193,23 @@ def test_the_wrong_product_is_refused_in_step_2_and_the_hints_do_not_give_the_li
     from gemm_kernels.exercises.catalog import get
     v = static_verdict(NAME, solution(NAME).replace(PRODUCT, "acc[i] += As[i][k] * b;"))
     assert v["static"][0] == FAIL and "needs row 16 of As" in v["static"][1], v
-    hints = " ".join(get(NAME).hints.values())
+    hints = " ".join(h if isinstance(h, str) else h("no LDS.128 in the SASS")
+                     for h in get(NAME).hints.values())
     assert "As[tr*TM + i][k] * Bs[k][tc]" not in hints and "acc[i] +=" not in hints
+
+
+def _static_hint(source):
+    step = next(s for s in grade(NAME, source, gpu=False, emulate=False).steps
+                if s.name == "static")
+    assert step.status == FAIL, step
+    return step.hint
+
+
+def test_the_unroll_hint_comes_only_where_the_compiled_loop_is_at_fault():
+    """The advice to unroll answers a failure of the SASS (no LDS.128, a rolled loop's
+    spills), never a wrong mapping or a wrong product, which it would send the wrong way."""
+    rolled = _with_loop(LOOP.replace("#pragma unroll\n            for (int i",
+                                     "#pragma unroll 1\n            for (int i"))
+    assert "#pragma unroll" in _static_hint(rolled)
+    assert _static_hint(_with_mapping("t / 16", "t % 16")) == ""
+    assert _static_hint(solution(NAME).replace(PRODUCT, "acc[i] += As[i][k] * b;")) == ""

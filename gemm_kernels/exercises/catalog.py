@@ -182,6 +182,20 @@ register(Exercise(
 
 # graded at the registry's default configuration
 _TILE_1D = {"BM": 64, "BN": 64, "BK": 16, "TM": 16}
+
+# What step 2 says when the compiled loop, not the mapping, is at fault.
+_SASS_FAILURES = ("no LDS.128", "spill", "shared loads (LDS)", "no FFMA between",
+                  "registers per thread")
+
+
+def _tile_1d_static_hint(detail: str) -> str:
+    """Exercise 05's step-2 hint: the advice to unroll, only where the failure is about
+    the compiled loop; the mapping's and the products' messages say what to change."""
+    if not any(s in detail for s in _SASS_FAILURES):
+        return ""
+    return ("unroll both loops (#pragma unroll) so that acc[] stays in registers and the "
+            "reads of A along k merge into LDS.128")
+
 register(Exercise(
     name="05_tile_1d", chapter="05", title="which outputs each thread computes",
     kernel="tile_1d", params=_TILE_1D,
@@ -201,11 +215,9 @@ register(Exercise(
         shared_loads_per_ffma(
             "05_tile_1d", "tile_1d", _TILE_1D, 17, 16,
             "per k, one value of B and TM values of A for TM FFMA"),),
-    # The mapping's and the products' messages carry their own guidance; the hint is for
-    # what the SASS shows (no LDS.128, spills, too many shared loads per FFMA).
-    hints={"static": "where the report names the SASS (LDS.128, spills, shared loads per "
-                     "FFMA): unroll both loops (#pragma unroll) so that acc[] stays in "
-                     "registers and the reads of A along k merge into LDS.128",
+    # The mapping's and the products' messages carry their own guidance; the hint answers
+    # only what the SASS shows (no LDS.128, spills, too many shared loads per FFMA).
+    hints={"static": _tile_1d_static_hint,
            "correct": "'worst at (r, c)' is C[r][c]: row r % 64, column c % 64 of the C tile "
                       "of block blockIdx = (c / 64, r / 64), i.e. acc[r % 16] of the thread "
                       "whose tc is c % 64 and tr is (r % 64) / 16; |err|/bound is its error "

@@ -414,6 +414,49 @@ _COPY_HINT = (" (a warp is one row of threads, ty fixed and tx = 0..31 at BLOCK 
               "banks or one shared word)")
 
 
+def _guarded(code: str, pos: int) -> bool:
+    """Whether the statement starting at code[pos] runs only under an `if (...)`: it
+    follows the condition directly, or lies in the braces that follow it."""
+    before = code[:pos].rstrip()
+    if not before.endswith(")"):
+        depth = 0                       # the brace that opens the statement's block
+        for i in range(pos - 1, -1, -1):
+            depth += {"}": 1, "{": -1}.get(code[i], 0)
+            if depth < 0:
+                before = code[:i].rstrip()
+                break
+        else:
+            return False
+    if not before.endswith(")"):
+        return False
+    depth = 0
+    for i in range(len(before) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(before[i], 0)
+        if depth == 0:
+            return re.search(r"\bif\s*$", before[:i]) is not None
+    return False
+
+
+def unfilled_edges(code: str) -> list[str]:
+    """A tile whose only store sits under an `if` (in bounds) with nothing written
+    otherwise: at the edges of the matrix the thread's word keeps the previous step's
+    element, which the products then add. Step 3 would see only wrong numbers; this names
+    the cause. Empty where a tile has several stores (an else, a zero written first)."""
+    found = []
+    for tile, matrix in (("As", "A"), ("Bs", "B")):
+        stores = [pos for pos, _, end in _subscripts(code, tile) if _is_store(code, end)]
+        if len(stores) == 1 and _guarded(code, stores[0]):
+            found.append(
+                f"the store into {tile} runs only inside an if, and nothing is written when "
+                f"the element lies outside {matrix}: at the last step along K, and in the "
+                f"blocks at the edge of C, that word of {tile} keeps the element of the "
+                f"previous step (or whatever shared memory held at the first), and the "
+                f"products of the threads that read it add it to their sums. Write 0.f "
+                f"where the element lies outside {matrix} (an else, or cond ? {matrix}[..] "
+                f": 0.f)")
+    return found
+
+
 def copies_priced(block: int) -> Callable[[str], list[str]]:
     """The copy check of exercise 03; silent while the source still holds the stub.
 
@@ -425,6 +468,9 @@ def copies_priced(block: int) -> Callable[[str], list[str]]:
         if STUB in source:
             return []
         code = code_only(source)
+        unfilled = unfilled_edges(code)
+        if unfilled:
+            return unfilled
         wrong, costly = _copy_problems(code, block)
         if wrong:
             return [wrong[0] + _COPY_HINT] + wrong[1:]

@@ -487,15 +487,24 @@ def prediction_problems(source: str, result: dict) -> list[str]:
     total = result["wavefronts"]
     if predicted == total:
         return []
-    parts = ", ".join(f"{k} {v}" for k, v in result["parts"].items())
     if not predicted:
         return [f"your layout is within the budget; now price it: set {PREDICTION} to the "
                 "wavefronts one step costs a warp (the two stores, then the reads of A and "
                 "of B at all 32 k, at the width the compiler gives them) and run the cell "
                 "again"]
-    return [f"you predicted {predicted} wavefronts per warp and step; the grader prices "
-            f"{total} ({parts}). Find which access your count got wrong with the chapter's "
-            "rules (phases, merging, the bank of each word), then correct the prediction"]
+    return [f"you predicted {predicted} wavefronts per warp and step: "
+            f"{prediction_gap(predicted, total)}. Price the four accesses one by one with the "
+            "chapter's rules (the width the compiler gives each read, its phases and whether "
+            "they merge, the bank of each word), then correct the prediction"]
+
+
+def prediction_gap(predicted: int, total: int) -> str:
+    """How far a wrong prediction is from the price, in words that do not give the price
+    away: the direction and a band (a store costs a few wavefronts, the reads of one
+    operand at all 32 k a few dozen), so the student recounts rather than copies."""
+    off = abs(predicted - total)
+    band = "by 1 or 2" if off <= 2 else "by 3 to 16" if off <= 16 else "by more than 16"
+    return f"too {'high' if predicted > total else 'low'} {band}"
 
 
 def tile_layout_check(block: int, exercise: str = "", kernel: str = "",

@@ -254,7 +254,9 @@ def traffic():
     cols = ["kernel", "predicted loads, GB", "asked of L1, GB", "L1 hit %",
             "read from DRAM, GB", "DRAM GB/s at the timed rate", "% of a device copy"]
     src = records.current()
-    print(Table([{c: r.get(c) for c in cols} for r in rows], cols,
+    hit = "L1 hit %"        # one precision for the whole column (0.7%, not 0.66% beside 95%)
+    print(Table([{c: (f"{r[c]:.1f}%" if c == hit and r.get(c) is not None else r.get(c))
+                  for c in cols} for r in rows], cols,
                 title=f"global loads at {'x'.join(map(str, SHAPE))}, Nsight Compute"
                       + (f" ({src.label})" if src else "")))
     fig, ax = plt.subplots(figsize=(7.5, 4.2))

@@ -541,6 +541,10 @@ def heatmaps(size: int = 2048, fixed_bn: int | None = None):
     widgets.heatmap("tile_1d", x="TM", y="BM", size=size, fixed={"BN": bn}, ax=axes[1],
                     vmin=lo, vmax=hi, invalid="hatch")
     axes[1].set_title(axes[1].get_title().replace("tile_1d:", f"tile_1d, BN = {bn}:"), fontsize=9)
+    # One colour scale, so one bar: the left map's is the same as the right one's.
+    bar = axes[0].images[0].colorbar if axes[0].images else None
+    if bar is not None:
+        bar.remove()
     fig.tight_layout()
     return fig
 
