@@ -480,6 +480,8 @@ def test_the_step_profile_holds_steps_3_to_7_in_ladder_order():
     ax = cp.step_stall_plot().axes[0]
     assert [x.get_text() for x in ax.get_yticklabels()] == [r["step"] for r in t]
     assert "math pipe throttle" in ax.get_legend_handles_labels()[1]
+    # steps with one and two blocks per SM share the axis: it says the cycles are summed
+    assert "summed over the resident warps" in ax.get_xlabel()
 
 
 def test_stages_reading_is_the_tables_rounding():

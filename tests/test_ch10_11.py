@@ -210,3 +210,18 @@ def test_tile_map_rejects_outside_grid():
         shared_tile_contents(block=(16, 0))
     with pytest.raises(ValueError, match="tile"):
         shared_tile_contents(tile=16)
+
+
+def test_the_exercise_payoff_prices_the_unpadded_layout_far_above_the_padded_one():
+    """Rows of 16 doubles conflict on the store and the read; rows of 17 cost exactly what
+    the chapter's kernel costs; rows of 18 keep the LDS.128 and pay two wavefronts more."""
+    from gemm_kernels.notebook import ch11_wide
+    t = ch11_wide.exercise_payoff()
+    rows = {r["layout"]: r["wavefronts per warp and step"] for r in t}
+    chapter = next(v for k, v in rows.items() if k.startswith("the chapter's"))
+    assert rows["B transposed, rows of 17"] == chapter
+    assert rows["B transposed, rows of 18"] == chapter + 2
+    assert rows["B transposed, rows of 16"] > 4 * chapter
+    bound = [r["shared-memory bound, GFLOP/s"] for r in t]
+    if bound[0] is not None:
+        assert bound[2] == pytest.approx(bound[0]) and bound[1] < bound[0] / 4

@@ -109,12 +109,15 @@ def test_the_ptx_order_is_read_from_global_loads_and_stores():
     assert ptx_loads_first("ld.shared.f32 %f1, [%r1];")
 
 
-def test_offsets_in_int_are_reported_as_a_store_ptxas_moved():
+def test_offsets_in_int_pass_with_a_note_on_what_ptxas_did():
+    """A correct source in int offsets sends every load first in its PTX: ptxas's moving a
+    store up is no fault of the source (the pointer answer below gets the same verdict),
+    so it passes, and the note names the size_t offsets that keep the order here."""
     src = solution(NAME).replace(LOAD, LOAD.replace("(size_t)r", "r")) \
         .replace(STORE, STORE.replace("(size_t)r", "r"))
     v = static_verdict(NAME, src)
-    assert v["static"][0] == FAIL, v
-    assert "your source sends all 8 loads before the first store" in v["static"][1], v
+    assert v["static"][0] == PASS, v
+    assert "your source sends all 8 loads" in v["static"][1], v
     assert "moved a store up" in v["static"][1] and "size_t" in v["static"][1], v
 
 

@@ -14,13 +14,13 @@ SASS (what ptxas made of it), so that the verdict judges what the student can ch
 
 * where the PTX interleaves loads and stores, the source does: refused, with the counts;
 * where the PTX sends every load first and the SASS does not, the source is right and
-  ptxas, scheduling on its own, moved a store up. With offsets in int (the TODO asks for
-  size_t) that is refused with the one change that helps; with size_t offsets the
-  student has nothing left to change (ptxas's scheduling of equivalent sources, pointer
-  arithmetic for instance, differs; __syncwarp(), __threadfence_block() or an empty
-  asm volatile with a memory clobber between the loops do not move it), so the step
-  passes and its note says what ptxas did: the timing on a GPU then tells whether it
-  costs anything;
+  ptxas, scheduling on its own, moved a store up. That passes, whatever the offsets'
+  type: ptxas's scheduling of equivalent sources differs (int offsets, pointer
+  arithmetic; __syncwarp(), __threadfence_block() or an empty asm volatile with a memory
+  clobber between the loops do not move it), and refusing one equivalent source while
+  accepting another would be arbitrary. The note says what ptxas did (with int offsets:
+  that the reference's size_t offsets keep every load first here), and the timing on a
+  GPU tells whether it costs anything;
 * a kernel refused on the order is also run on the CPU (`cpu_step`, every thread
   emulated) when that can run here: the grader stops after a failed step 2, and a kernel
   that copies the wrong elements must not be reported only as a slow one.
@@ -55,17 +55,10 @@ def ptx_loads_first(ptx: str) -> bool:
     return "st" not in ops or "ld" not in ops[ops.index("st"):]
 
 
-def _order_problem(p: dict, before: int, want: int, source_first: bool) -> str:
-    where = f"with TILE = {p['TILE']}, ROWS = {p['ROWS']}"
-    if not source_first:
-        return (f"{where} a thread sends {before} of its {want} loads before its first store "
-                "(STG), so the rest wait for another round trip to memory: all of them must "
-                "be in flight first")
-    return (f"{where} your source sends all {want} loads before the first store (the PTX "
-            f"keeps that order), but ptxas, which turns the PTX into machine code, moved a "
-            f"store up: in the SASS a thread sends {before} of its {want} loads before its "
-            "first store (STG); compute each offset r * cols + c in size_t, as the TODO "
-            "asks: the reference solution does, and there ptxas keeps every load first")
+def _order_problem(p: dict, before: int, want: int) -> str:
+    return (f"with TILE = {p['TILE']}, ROWS = {p['ROWS']} a thread sends {before} of its "
+            f"{want} loads before its first store (STG), so the rest wait for another round "
+            "trip to memory: all of them must be in flight first")
 
 
 def _also_wrong(exercise: str, kernel: str, params: dict, source: str) -> str | None:
@@ -101,15 +94,17 @@ def _measure(exercise: str, kernel: str, params: dict, also, source: str):
                 f"loads (LDG) where each thread copies {want} elements")
         elif before < want:
             source_first = ptx_loads_first(compiler.ptx(k, p)[0])
-            if source_first and wide:
+            if source_first:
                 notes.append(f"at ROWS = {p['ROWS']} your source sends all {want} loads "
                              f"first (the PTX keeps that order), and ptxas moved a store "
                              f"up: {before} of them go before the first store in the SASS. "
                              "That is ptxas's scheduling, not your source's order; the "
-                             "timing on a GPU says whether it costs speed")
+                             "timing on a GPU says whether it costs speed" +
+                             ("" if wide else " (with the offsets in size_t, as in the "
+                              "reference solution, ptxas keeps every load first here)"))
             else:
                 ordering = True
-                problems.append(_order_problem(p, before, want, source_first))
+                problems.append(_order_problem(p, before, want))
     if ordering:          # a wrong kernel is reported as wrong first, then as slow
         wrong = _also_wrong(exercise, kernel, params, source)
         problems = [wrong] if wrong else problems

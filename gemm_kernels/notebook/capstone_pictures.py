@@ -1523,9 +1523,15 @@ def step_stall_plot(top: int = 7):
     fig = evidence.stall_plot(STEP_STALLS, top=top, run_line=False)
     ax = fig.axes[0]
     ax.set_yticks(ax.get_yticks(), [numbered(t.get_text()) for t in ax.get_yticklabels()])
+    # Steps 3 and 7 run two blocks per SM, steps 4 to 6 one: the cycles are summed over
+    # the resident warps, so the label says so (compare rows with equal warps resident).
+    ax.set_xlabel(STALL_AXIS)
     fig.tight_layout()
     return fig
 
+
+STALL_AXIS = ("warp-cycles stalled, summed over the resident warps, per instruction issued, "
+              "by reason")
 
 _WAIT = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
 

@@ -729,6 +729,39 @@ def exercise_step(pitch: int = 17, block: int = 16) -> str:
             f"dgemm_tiled: {chapter['total']:.0f}\n" + solution_loop(block))
 
 
+def exercise_payoff(block: int = 16, pitches=(16, 17, 18)) -> Table:
+    """What the exercise's layout buys, priced by the bank model: the kernel with B stored
+    transposed in rows of P doubles, per P one warp's shared wavefronts per step along K
+    (A's store and reads as in the chapter's kernel; B's STS.64 store and its read as ptxas
+    emits it: an LDS.128 per two k where P is even, an LDS.64 per k where P is odd), and
+    the shared-memory bound that implies (`smem_bound`'s arithmetic). The chapter's kernel
+    comes first. Rows of 16 are the transposed layout nobody padded: why padding pays."""
+    props = _props()
+    acc = instr.block_accesses("dgemm_tiled", {"BLOCK": block})
+    a = {op: sum(x.analysis.wavefronts for x in acc
+                 if x.op == op and x.warp == 0 and x.what.startswith("A_shared"))
+         for op in ("st", "ld")}
+    clock = props["sm_count"] * props["sm_clock_mhz"] * 1e6 if props else None
+    bound = lambda total: clock * block * WARP * 2 / total / 1e9 if clock else None
+    chapter = step_wavefronts("dgemm_tiled", {"BLOCK": block})["total"]
+    rows = [{"layout": "the chapter's kernel: B as it is, rows of 16", "B store": None,
+             "B read": "LDS.64 per k", "B read: wavefronts": None,
+             "wavefronts per warp and step": chapter, "shared-memory bound, GFLOP/s": bound(chapter)}]
+    for pitch in pitches:
+        (_, st), (_, ld) = transposed_cases(pitch, block)
+        reads = block // 2 if ld.width == 16 else block
+        total = a["st"] + st.analysis.wavefronts + a["ld"] + reads * ld.analysis.wavefronts
+        rows.append({"layout": f"B transposed, rows of {pitch}",
+                     "B store": st.analysis.wavefronts,
+                     "B read": f"{ld.sass} per {'two k' if ld.width == 16 else 'k'}",
+                     "B read: wavefronts": ld.analysis.wavefronts,
+                     "wavefronts per warp and step": total,
+                     "shared-memory bound, GFLOP/s": bound(total)})
+    return Table(rows, list(rows[0]), title=f"BLOCK = {block}: bank model (sm_90 rules), warp 0; "
+                 "the bound: one wavefront per SM and clock" +
+                 (f", {props['sm_count']} SMs at {props['sm_clock_mhz'] / 1e3:.2f} GHz" if props else ""))
+
+
 def solution_loop(block: int = 16) -> str:
     """The main loop of the chapter's dgemm_tiled and of the exercise's solution as
     compiled here: how many instructions, and the shared accesses and DFMA among them."""
