@@ -142,6 +142,8 @@ def test_warps_or_blocks_keeps_the_warps_and_changes_the_blocks():
 def test_the_ablation_sets_the_promised_row_major_kernel_beside_the_steps():
     rows = ch07_ablation.steps()
     assert len(rows) == len(ch07_ablation.STEP_NAMES) == 5
+    # the promise stays whole in the label, so that it can be copied
+    assert "__launch_bounds__(256, 2)" in ch07_ablation.STEP_NAMES[4].split("\n")
     promised, rows_only, transposed = rows[4], rows[1], rows[2]
     assert promised["registers"] == 128 and promised["blocks/SM"] == 2
     assert promised["spill bytes"] == 0 and promised["issue slots used (%)"] is None
