@@ -162,7 +162,9 @@ def test_the_depth_study_reads_both_depths_of_one_run():
     rows = list(ch07_ablation.depth_stalls())
     assert [r["step"] for r in rows] == ["BK = 8", "BK = 16"]
     assert "run 2" not in ch07_ablation.depth_stalls().title
-    assert ch07_ablation.depth_check().endswith("Both move as predicted.")
+    text = ch07_ablation.depth_check()
+    assert "-> 1.12 (falls)" in text and "(rises), mio throttle" in text
+    assert text.endswith("(rises).") and "predicted" not in text
 
 
 def test_the_usual_mistakes_fail_at_the_step_the_solution_says():
