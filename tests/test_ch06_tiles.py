@@ -64,11 +64,13 @@ def test_path_check_names_what_is_missing_and_reads_the_counters_when_there():
     assert "not profiled: BM 64" in second and "BK 16" not in second.split(":")[1]
     yes = ch06_tiles.path_check([_row("K5", .3, .9, 45), _row("a", .5, 1.0, 50),
                                  _row("b", .2, .5, 60), _row("c", .1, .4, 62)])
-    assert yes.count("as predicted") == 2 and "1.50 -> 0.70" in yes and "0.70 -> 0.50" in yes
+    assert yes.count("(falls)") == 2 and yes.count("(rises)") == 2
+    assert "1.50 -> 0.70" in yes and "0.70 -> 0.50" in yes
     no = ch06_tiles.path_check([_row("K5", .3, .9, 45), _row("a", .2, .5, 60),
                                 _row("b", .5, 1.0, 50), _row("c", .1, .4, 62)])
     first, second = no.splitlines()
-    assert "Not what the prediction says" in first and "as predicted" in second
+    assert "0.70 -> 1.50 (rises)" in first and "60.0% -> 50.0% (falls)" in first
+    assert "(falls)" in second and "(rises)" in second
 
 
 def test_path_check_gives_one_step_on_request_and_refuses_an_unknown_one():
@@ -84,7 +86,16 @@ def test_path_checks_the_recorded_steps_and_both_move_as_predicted():
     # The study ch06_path_stalls is recorded: the check reads it and does not say
     # "not profiled".
     text = ch06_tiles.path_check()
-    assert "not profiled" not in text and text.count("as predicted") == 2
+    assert "not profiled" not in text
+    assert text.count("(falls)") == 2 and text.count("(rises)") == 2
+
+
+def test_the_path_table_splits_into_what_changed_and_where_the_warps_wait():
+    changed, waits = ch06_tiles.path_table(part="changed"), ch06_tiles.path_table(part="waits")
+    assert "TFLOP/s at 2048" in changed.columns and "barrier" not in changed.columns
+    assert "barrier" in waits.columns and "TFLOP/s at 2048" not in waits.columns
+    assert len(changed.columns) < len(ch06_tiles.path_table().columns) > len(waits.columns)
+    assert "registers" not in ch06_tiles.loop_orders([("reg", "tile_2d_reg", K5)]).columns
 
 
 def test_patches_carry_ffma_per_wavefront():

@@ -142,6 +142,8 @@ def test_warps_or_blocks_keeps_the_warps_and_changes_the_blocks():
 def test_the_ablation_sets_the_promised_row_major_kernel_beside_the_steps():
     rows = ch07_ablation.steps()
     assert len(rows) == len(ch07_ablation.STEP_NAMES) == 5
+    # the promise stays whole in the label, so that it can be copied
+    assert "__launch_bounds__(256, 2)" in ch07_ablation.STEP_NAMES[4].split("\n")
     promised, rows_only, transposed = rows[4], rows[1], rows[2]
     assert promised["registers"] == 128 and promised["blocks/SM"] == 2
     assert promised["spill bytes"] == 0 and promised["issue slots used (%)"] is None
@@ -160,7 +162,9 @@ def test_the_depth_study_reads_both_depths_of_one_run():
     rows = list(ch07_ablation.depth_stalls())
     assert [r["step"] for r in rows] == ["BK = 8", "BK = 16"]
     assert "run 2" not in ch07_ablation.depth_stalls().title
-    assert ch07_ablation.depth_check().endswith("Both move as predicted.")
+    text = ch07_ablation.depth_check()
+    assert "-> 1.12 (falls)" in text and "(rises), mio throttle" in text
+    assert text.endswith("(rises).") and "predicted" not in text
 
 
 def test_the_usual_mistakes_fail_at_the_step_the_solution_says():

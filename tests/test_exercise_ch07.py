@@ -82,5 +82,24 @@ def test_the_solution_is_right_at_BK_16_and_says_so():
 
 def test_hints_do_not_give_the_answer():
     from gemm_kernels.exercises.catalog import get
-    for hint in get(NAME).hints.values():
-        assert "As[k][tr" not in hint and "Bs[k][tc" not in hint, hint
+    from gemm_kernels.exercises.grader import hint as hint_for
+    ex = get(NAME)
+    details = ("a read of 16 bytes outside A, at line 40 of your cell (found by "
+               "AddressSanitizer)", "wrong at 7x13x5: 3 element(s) wrong", "misaligned address")
+    for step in ex.hints:
+        for detail in details:
+            hint = hint_for(ex, step, detail)
+            assert "As[k][tr" not in hint and "Bs[k][tc" not in hint, hint
+
+
+def test_the_correct_hint_answers_the_kind_of_failure():
+    from gemm_kernels.exercises.catalog import get
+    from gemm_kernels.exercises.grader import hint as hint_for
+    ex = get(NAME)
+    outside = hint_for(ex, "correct", "a read of 16 bytes outside A, at line 40 of your cell "
+                                      "(found by AddressSanitizer): check the bounds")
+    wrong = hint_for(ex, "correct", "wrong at 7x13x5 with alpha=1.0, beta=0.0: 3 element(s) "
+                                    "wrong; worst at (4, 5)")
+    assert "bounds test" in outside and "names the array" in outside
+    assert "nothing was read or written outside" in wrong and "names the array" not in wrong
+    assert "16 bytes" in hint_for(ex, "correct", "misaligned address: a vector load")

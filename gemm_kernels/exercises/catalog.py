@@ -260,6 +260,23 @@ register(Exercise(
 
 # ---------------------------------------------------------------- chapter 07
 
+
+def _float4_correct_hint(detail: str) -> str:
+    """07_float4's hint for a failed step 3, by the kind of failure: an access outside an
+    array (AddressSanitizer on the CPU, an illegal or misaligned address on a GPU) or
+    wrong numbers with nothing outside (a value in the wrong place of As or Bs)."""
+    if "misaligned" in detail:
+        return ("a float4 at an address that is not a multiple of 16 bytes: the float4's "
+                "first element must start a group of four (k and n multiples of 4)")
+    if "outside" in detail or "illegal address" in detail:
+        return ("the message names the array and, on the CPU, the line of your cell: check "
+                "that line's index and its bounds test, for all four floats of the float4")
+    return ("nothing was read or written outside the arrays, so a value lands in the wrong "
+            "place of As or Bs, or is read from the wrong one: compare your stores with the "
+            "layout comments at their declarations (which of v.x .. v.w goes to which k?), "
+            "and your reads with the patch of the thread (rows tr*TM.., columns tc*TN..)")
+
+
 # graded at the registry's default configuration
 _FLOAT4 = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
 register(Exercise(
@@ -278,15 +295,7 @@ register(Exercise(
                      "128-bit load only where the compiler can prove its address 16-byte "
                      "aligned; four floats read from shared memory become one LDS.128 only "
                      "where they are neighbours, read together",
-           "correct": "the message names the array and the line of your cell. Outside A or "
-                      "B: check that line's index and its bounds test for all four floats "
-                      "of the float4 (on a GPU, a float4 whose address is not a multiple of "
-                      "16 bytes stops the kernel with 'misaligned address'; the CPU "
-                      "emulation reports the floats it reaches instead). Wrong numbers and "
-                      "nothing outside: a value lands in the wrong place of As or Bs, or is "
-                      "read from the wrong one: compare your stores with the layout "
-                      "comments at their declarations, and your reads of As and Bs with "
-                      "the patch of the thread (rows tr*TM.., columns tc*TN..)",
+           "correct": _float4_correct_hint,
            "speed": "every shared-memory read of the inner loop should be an LDS.128"},
 ))
 
