@@ -13,7 +13,8 @@ Transpose and copy kernels take (int rows, int cols, const T* in, T* out).
 from __future__ import annotations
 
 from gemm_kernels.core import device
-from gemm_kernels.core.registry import Constraint, Kernel, Param, ceil_div
+from gemm_kernels.core import split_k_source
+from gemm_kernels.core.registry import CUDA_DIR, Constraint, Kernel, Param, ceil_div
 
 BLOCK_SIZES = (4, 8, 16, 32, 64)
 
@@ -831,6 +832,8 @@ register(Kernel(
     name="capstone_split", chapter="12",
     title="the capstone with a tile size and a split of K chosen for the shape",
     source="09_capstone.cu", entry="sgemm_capstone", op="sgemm",
+    # the capstone's text with split-K's few lines added (core/split_k_source.py)
+    code=split_k_source.derive((CUDA_DIR / "09_capstone.cu").read_text()),
     # The capstone's kernel with smaller tiles and split-K. A separate entry, not more
     # values of the capstone's tunables: chapter 09 sweeps every capstone configuration
     # at 4096^3, where these are beside the point. The rest is held at the capstone's

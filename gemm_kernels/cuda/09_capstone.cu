@@ -93,13 +93,6 @@
 // of C are guarded; on the VEC path (N % 4 == 0) a float4 of C is wholly inside or
 // wholly outside.
 //
-// Split-K (chapter 12; split_k.cuh): with gridDim.z = S > 1, block z computes the
-// product over its own slice of K (whole BK tiles), into plane z of a workspace that the
-// launcher passes as C, and a second kernel sums the planes. Everything below, HOIST's
-// remainder tile included, works on the slice: A and B start at its first k, A's rows
-// keep their stride K, and KS (the slice's length) replaces K as the extent. With S = 1
-// the slice is the whole of K.
-//
 // HOIST (template flag, on by default): the copy addresses leave the main loop. In the
 // SASS of the default, each tile's 6 copies cost ~90 instructions: clamps of k, 64-bit
 // address products, predicates, shared addresses. With HOIST the tiles are shifted
@@ -114,7 +107,6 @@
 // instructions than without HOIST (chapter 09 shows both SASS counts).
 #include "common.cuh"
 #include "vec4.cuh"
-#include "split_k.cuh"
 
 // 4-byte copy global -> shared; src_bytes = 0 writes a zero and reads nothing.
 // (.ca: the 4-byte form may not bypass L1; only 16-byte copies can use .cg.)
@@ -192,13 +184,6 @@ sgemm_capstone(int M, int N, int K, float alpha, const float* __restrict__ A,
     }
     const int row0 = by * BM, col0 = bx * BN;
 
-    // ---- the slice of K this block sums over (all of K unless the grid is split in z)
-    int k_begin, KS;
-    split_k_range<BK>(K, &k_begin, &KS);
-    A += k_begin;
-    B += static_cast<size_t>(k_begin) * N;
-    C += static_cast<size_t>(blockIdx.z) * M * N;
-
     // ---- the thread's outputs: warp tile, then the z-order lane grid
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     const int qr = ((lane >> 1) & 1) | ((lane >> 3) & 2);   // 0..3, from lane bits b4 b1
@@ -210,7 +195,7 @@ sgemm_capstone(int M, int N, int K, float alpha, const float* __restrict__ A,
     // here, once: the source row offsets (rows beyond M clamped to row M-1, columns
     // beyond N to column 0, so that every address formed is inside the matrix) and
     // whether the row / column is real. Per tile only the k index remains (clamped to
-    // KS-1 in the same way), so each copy costs a few integer instructions.
+    // K-1 in the same way), so each copy costs a few integer instructions.
     const int a_k = t % 8, a_m = t / 8;   // copy i: tile row a_m + (i*A_STEP) % BM,
                                           //         tile k a_k + 8 * ((i*A_STEP) / BM)
     int a_off[A_PER];                     // offset of the copy's source row in A
@@ -224,7 +209,7 @@ sgemm_capstone(int M, int N, int K, float alpha, const float* __restrict__ A,
     const int b_k = t / B_CPR, b_n = t % B_CPR * BW;   // copy i: tile row b_k + i*B_STEP
     const bool b_col_ok = col0 + b_n < N;
     const int b_col = b_col_ok ? col0 + b_n : 0;
-    const int tiles = (KS + BK - 1) / BK;
+    const int tiles = (K + BK - 1) / BK;
 
     auto issue_tile = [&](int tile, int stage) {
         const int k0 = tile * BK;
@@ -234,14 +219,14 @@ sgemm_capstone(int M, int N, int K, float alpha, const float* __restrict__ A,
         for (int i = 0; i < A_PER; ++i) {
             const int m = a_m + (i * A_STEP) % BM;
             const int k = a_k + 8 * ((i * A_STEP) / BM);
-            const bool ok = ((a_row_ok >> i) & 1u) && k0 + k < KS;
-            cp_async_4(as + k * LDA + m, A + a_off[i] + min(k0 + k, KS - 1), ok);
+            const bool ok = ((a_row_ok >> i) & 1u) && k0 + k < K;
+            cp_async_4(as + k * LDA + m, A + a_off[i] + min(k0 + k, K - 1), ok);
         }
 #pragma unroll
         for (int i = 0; i < B_PER; ++i) {
             const int k = b_k + i * B_STEP;
-            const bool ok = b_col_ok && k0 + k < KS;
-            const float* src = B + min(k0 + k, KS - 1) * N + b_col;
+            const bool ok = b_col_ok && k0 + k < K;
+            const float* src = B + min(k0 + k, K - 1) * N + b_col;
             if constexpr (VEC) cp_async_16(bs + k * BN + b_n, src, ok);
             else               cp_async_4(bs + k * BN + b_n, src, ok);
         }
@@ -267,12 +252,12 @@ sgemm_capstone(int M, int N, int K, float alpha, const float* __restrict__ A,
     float fa[2][TM], fb[2][TN];
 
     // ---- HOIST variant (see the top of the file): tile t covers k = kb + t*BK + 0..BK-1,
-    // kb = KS - tiles*BK in (-BK, 0]; only tile 0 is checked along K, later tiles are whole.
+    // kb = K - tiles*BK in (-BK, 0]; only tile 0 is checked along K, later tiles are whole.
     // A thread's A copies come from A_ROWS rows (a_m + A_STEP*r) and, for BK > 8, from
     // k blocks 8 apart in each row: one pointer per row, the k blocks at +8 floats (an
     // immediate offset). Its B copies are B_STEP rows apart: one pointer, + i*B_STEP*N.
     constexpr int A_ROWS = BM / A_STEP;
-    [[maybe_unused]] const int kb = KS - tiles * BK;
+    [[maybe_unused]] const int kb = K - tiles * BK;
     [[maybe_unused]] const float* a_src[A_ROWS];   // row r's source in the next whole tile
     [[maybe_unused]] const float* b_src = nullptr; // first B row of the next whole tile
     [[maybe_unused]] const int b_rows = B_STEP * N;   // between a thread's B copies
