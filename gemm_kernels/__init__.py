@@ -3,6 +3,7 @@
     core/      registry, compiler, launcher, device, static analysis (imports nothing here)
     measure/   checker, timing harness, recording and lookup, ladder, profiler
     memory/    bank model and each chapter's memory-access patterns
+    plan/      the kernel, tile and split of K for a shape (chapter 12), and sgemm()
     notebook/  banner, sources, SASS excerpts, widgets
 
 The notebooks' short names (`gk.banks`, `gk.launch`, `from gemm_kernels import display`)
@@ -25,9 +26,10 @@ _MODULES = {
 }
 # Functions and classes a notebook reaches for directly.
 _NAMES = {"launch": ("core.launch", "launch"), "problems": ("core.launch", "problems"),
+          "sgemm": ("plan.choose", "sgemm"),
           "KERNELS": ("core.kernels", "KERNELS"), "Table": ("core.table", "Table")}
 
-__all__ = sorted([*_MODULES, *_NAMES, "core", "measure", "memory", "notebook"])
+__all__ = sorted([*_MODULES, *_NAMES, "core", "measure", "memory", "notebook", "plan"])
 
 
 def __getattr__(name):
@@ -36,6 +38,6 @@ def __getattr__(name):
     if name in _NAMES:
         mod, attr = _NAMES[name]
         return getattr(importlib.import_module(f"{__name__}.{mod}"), attr)
-    if name in ("core", "measure", "memory", "notebook"):
+    if name in ("core", "measure", "memory", "notebook", "plan"):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
