@@ -8,6 +8,7 @@ chapter's notebook holds the same cell with those regions replaced by TODO comme
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -37,6 +38,8 @@ class Exercise:
         the student's shared-memory index); each returns problems, empty when fine.
     hints: a hint per step ("compile", "static", "correct", "speed"), shown on failure: a
         text, or a function of the failure's detail returning the text.
+    time_size / time_shape: step 4 times at time_size cubed (a GEMM) or squared (a copy),
+        or at time_shape where the kernel takes only some shapes (a matrix-vector product).
     racecheck: also run the submission once under compute-sanitizer's racecheck (where
         the CUDA toolkit provides it); a shared-memory hazard fails step "correct" even
         when the numbers came out right this time.
@@ -52,6 +55,7 @@ class Exercise:
     static_checks: tuple[Callable[[str], list[str]], ...] = ()
     shapes: tuple = tuple(RAGGED_SHAPES)
     time_size: int = 2048
+    time_shape: tuple = ()
     hints: dict = field(default_factory=dict)
     racecheck: bool = False
 
@@ -415,4 +419,48 @@ register(Exercise(
                       "and the read at k must find the element the thread with "
                       "threadIdx.y = k stored; 0.0 outside the matrices",
            "speed": "keep the two barriers and the unrolled inner loop"},
+))
+
+
+# ---------------------------------------------------------------- chapter 12
+
+# The N == 1 path of chapter 12's matrix-vector product: a warp per row of A, float4
+# loads along the row, a shuffle reduction. Graded on matrix-vector shapes only (the
+# kernel takes no other), ragged K included (the scalar path) and both paths (M == 1 runs
+# the given COLS path); timed at 8192 x 1 x 8192: a 256 MiB matrix, far beyond the L2.
+GEMV_SHAPES = ((1, 1, 1), (7, 1, 13), (1, 13, 5), (33, 1, 517), (127, 1, 1024),
+               (1000, 1, 1000), (4097, 1, 515), (1, 1023, 515), (2049, 1, 20000))
+
+
+def _gemv_hint(detail: str) -> str:
+    """What a failed step 2 of 12_gemv points at: the one thing its message names."""
+    if "SHFL" in detail:
+        return ("the 32 lanes of a warp each hold a partial sum; __shfl_xor_sync(0xffffffff, "
+                "v, d) hands a lane the value of lane ^ d: five rounds, d = 16, 8, 4, 2, 1")
+    if "LDG.E.128" in detail:
+        return ("on the VEC path a lane reads 4 consecutive floats of its row at once "
+                "(a float4 load); which k does lane l start at, so that a warp's 32 loads "
+                "cover 128 consecutive floats?")
+    return ""
+
+
+def _gemv_correct_hint(detail: str) -> str:
+    """Step 3 of 12_gemv: at a shape with M == 1 the given COLS path ran, so the slip is
+    outside the student's branch; at N == 1 it is in the row's sum."""
+    m = re.search(r"at (\d+)x(\d+)x(\d+)", detail)
+    if m and m.group(1) == "1" and m.group(2) != "1":
+        return "at M == 1 the given path runs: look at what your part changed outside its branch"
+    return ("each lane adds the float4s of the slice at k = 4*lane, 4*lane + 128, ... "
+            "(below KS), and after the five shuffle rounds lane 0 holds the whole row's sum")
+
+
+register(Exercise(
+    name="12_gemv", chapter="12", title="a warp per row: the matrix-vector product",
+    kernel="gemv", params={"SPLIT": 1}, sass=("SHFL.BFLY", "LDG.E.128"), speed=0.9,
+    shapes=GEMV_SHAPES, time_shape=(8192, 1, 8192),
+    hints={"compile": "keep the kernel's name and template parameters as given",
+           "static": _gemv_hint,
+           "correct": _gemv_correct_hint,
+           "speed": "a warp should read 512 contiguous bytes per step (a float4 per lane) "
+                    "and keep several loads in flight (the loop is unrolled by 4)"},
 ))

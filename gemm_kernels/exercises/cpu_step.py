@@ -36,9 +36,10 @@ from gemm_kernels.measure.check import compare_exact, compare_gemm, random_norma
 SHIM = Path(__file__).with_name("cuda_on_cpu.h")
 # The GPU step's ragged shapes, kept small (every thread is a host thread): one and
 # several tiles in each direction, a K remainder at every tile depth (8, 16, 32), K
-# both a multiple of 4 and not (the vector paths), a single row.
+# both a multiple of 4 and not (the vector paths), a single row; and a single column
+# with K past one 128-float chunk (chapter 12's gemv, which takes M == 1 or N == 1 only).
 GEMM_SHAPES = [(1, 1, 1), (7, 13, 5), (33, 65, 17), (127, 129, 45), (1, 516, 3),
-               (67, 260, 36)]
+               (67, 260, 36), (67, 1, 260), (9, 1, 45)]
 MOVE_SHAPES = [(1, 1), (7, 13), (33, 65), (127, 129), (65, 260)]
 RUN_LIMIT_S = 60
 BUILD_LIMIT_S = 120

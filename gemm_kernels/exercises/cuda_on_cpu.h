@@ -73,3 +73,17 @@ struct BlockBarrier {
 };
 extern BlockBarrier cpu_block_barrier;
 inline void __syncthreads() { cpu_block_barrier.wait(); }
+
+// Warp shuffles through one slot per thread and two block barriers: right when every
+// live thread of the block calls them the same number of times (a reduction that every
+// warp runs in full, as in chapter 12's gemv); a warp that has left the kernel as a
+// whole does not count, as for __syncthreads().
+inline float cpu_shuffle_slots[1024];
+inline float __shfl_xor_sync(unsigned, float value, int lane_mask, int = warpSize) {
+    const unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    cpu_shuffle_slots[t] = value;
+    cpu_block_barrier.wait();
+    const float other = cpu_shuffle_slots[(t & ~31u) | ((t & 31u) ^ unsigned(lane_mask))];
+    cpu_block_barrier.wait();
+    return other;
+}

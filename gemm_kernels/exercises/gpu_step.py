@@ -148,18 +148,18 @@ def _timed_calls(k, ref, ex):
     from gemm_kernels.core.launch import DTYPES, launcher
     from gemm_kernels.measure import timing
     from gemm_kernels.measure.check import random_normal
+    from gemm_kernels.exercises.notebooks import solution_shape
     rng = cupy.random.default_rng()
-    n = ex.time_size
+    shape = solution_shape(ex.name)
     p = ref.resolve(ex.params)
     if k.op in DTYPES:
-        shape, dtype = (n, n, n), DTYPES[k.op]
-        A, B = random_normal((n, n), dtype, rng), random_normal((n, n), dtype, rng)
-        C1, C2, C3 = (cupy.empty((n, n), dtype) for _ in range(3))
+        (M, N, K), dtype = shape, DTYPES[k.op]
+        A, B = random_normal((M, K), dtype, rng), random_normal((K, N), dtype, rng)
+        C1, C2, C3 = (cupy.empty((M, N), dtype) for _ in range(3))
         fns = {"yours": launcher(k, A, B, C1, params=p),
                "chapter": launcher(ref, A, B, C2, params=p),
                "library": lambda: cupy.matmul(A, B, out=C3)}
     else:
-        shape = (n, n)
         src = random_normal(shape, {"float": "float32", "double": "float64"}[p["T"]], rng)
         out1, out2 = cupy.empty_like(src), cupy.empty_like(src)
         fns = {"yours": launcher(k, src, out1, params=p),
