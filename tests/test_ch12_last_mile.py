@@ -135,3 +135,19 @@ def test_pictures_draw_with_the_device_in_the_title(rec):
     assert rec.label in c.plot_bench(rec).get_title()
     assert rec.label in c.plot_fit(rec).get_title()
     assert c.plot_split_k(3).get_title().startswith("Split-K with 3 slices")
+
+
+def test_gemv_bound_is_two_flops_per_four_bytes():
+    # 1000 x 1 x 1000: 4,008,000 bytes, 2,000,000 FLOPs; at 1000 GB/s: 499 GFLOP/s
+    assert c.gemv_bound_gflops((1000, 1, 1000), 1000.0) == pytest.approx(2e6 / 4.008e6 * 1000)
+
+
+def test_gemv_table_has_the_vector_shapes_only(rec):
+    rows = c.gemv_table(rec)
+    assert rows and all(1 in r["shape"][:2] for r in rows)
+    assert all(r["% of the bound"] is None or r["GFLOP/s"] < r["bound GFLOP/s"] * 1.5
+               for r in rows)
+
+
+def test_sgemm_demo_says_it_needs_a_gpu_in_recorded_mode(rec):
+    assert "needs a GPU" in c.sgemm_demo((64, 64, 64))

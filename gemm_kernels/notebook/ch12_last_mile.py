@@ -264,6 +264,52 @@ def capstone_share(n: int = 1024, rec=None) -> Text:
                 f"({lay['sms']} SMs x {lay['per_sm']}): {lay['filled']:.0%} of the GPU works.")
 
 
+# ------------------------------------------------------------------ the vector end
+
+def gemv_bound_gflops(shape, bandwidth_gbps: float) -> float:
+    """The roofline of a matrix-vector product: its FLOPs (2 per element of the matrix)
+    over the time to read the matrix and the vector and write the result at
+    `bandwidth_gbps`."""
+    M, N, K = shape
+    nbytes = 4 * (M * K + K * N + M * N)      # one of the operands is the vector
+    return 2 * M * N * K / (nbytes / bandwidth_gbps)
+
+
+def gemv_table(rec=None) -> Table:
+    """The benchmark's vector shapes: the rate, cuBLAS's, and the bandwidth bound (the
+    device copy's rate recorded for the rules, times 2 FLOPs per 4 bytes)."""
+    rec = rec or recording()
+    bw = rules(rec).bandwidth_gbps
+    rows = [{**{k: r[k] for k in ("shape", "plan", "GFLOP/s", "cuBLAS GFLOP/s")},
+             "bound GFLOP/s": gemv_bound_gflops(r["shape"], bw),
+             "% of the bound": 100 * r["GFLOP/s"] / gemv_bound_gflops(r["shape"], bw)
+             if r["GFLOP/s"] else None}
+            for r in bench_rows(rec) if 1 in r["shape"][:2]]
+    return Table(rows, ["shape", "plan", "GFLOP/s", "cuBLAS GFLOP/s", "bound GFLOP/s",
+                        "% of the bound"],
+                 title=f"The matrix-vector shapes against their roofline ({fmt_number(bw)} GB/s, "
+                       f"the device copy's rate); {rec.label}")
+
+
+def sgemm_demo(shape=(777, 555, 333)) -> Text:
+    """Live: `choose.sgemm` on random inputs, checked against CuPy's product. Recorded
+    mode: a note saying it needs a GPU."""
+    if not device.is_live():
+        return Text("sgemm runs kernels, so it needs a GPU: in recorded mode this cell only "
+                    "says so. On a GPU it multiplies random matrices of this shape with the "
+                    "plan below and compares the result with CuPy's product.
+"
+                    f"The plan it would run at {_shape_text(shape)}: {plan_for(shape)}.")
+    import cupy as cp
+    M, N, K = shape
+    A = cp.random.rand(M, K, dtype=cp.float32)
+    B = cp.random.rand(K, N, dtype=cp.float32)
+    C = choose.sgemm(A, B)
+    err = float(cp.abs(C - A @ B).max() / cp.abs(A @ B).max())
+    return Text(f"sgemm at {_shape_text(shape)} ran {choose.plan(shape)}; largest difference "
+                f"from CuPy's product, relative to its largest element: {err:.1e}.")
+
+
 # ------------------------------------------------------------------ the model's evidence
 
 def _time_us(row) -> float:
