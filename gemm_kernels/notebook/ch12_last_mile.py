@@ -297,8 +297,7 @@ def sgemm_demo(shape=(777, 555, 333)) -> Text:
     if not device.is_live():
         return Text("sgemm runs kernels, so it needs a GPU: in recorded mode this cell only "
                     "says so. On a GPU it multiplies random matrices of this shape with the "
-                    "plan below and compares the result with CuPy's product.
-"
+                    "plan below and compares the result with CuPy's product.\n"
                     f"The plan it would run at {_shape_text(shape)}: {plan_for(shape)}.")
     import cupy as cp
     M, N, K = shape
