@@ -151,3 +151,11 @@ def test_gemv_table_has_the_vector_shapes_only(rec):
 
 def test_sgemm_demo_says_it_needs_a_gpu_in_recorded_mode(rec):
     assert "needs a GPU" in c.sgemm_demo((64, 64, 64))
+
+
+def test_fit_summary_splits_the_rows_by_measured_time(rec):
+    text = c.fit_summary(rec, bands=(100.0, 1000.0))
+    n = len(c.fit_points(rec))
+    import re
+    counts = [int(x) for x in re.findall(r"(\d+) rows,", text)]
+    assert sum(counts) == n and "under 100 µs" in text

@@ -358,15 +358,22 @@ def plot_fit(rec=None, ax=None):
     return ax
 
 
-def fit_summary(rec=None) -> Text:
-    """The median and worst ratio of predicted to measured time on the calibration rows."""
+def fit_summary(rec=None, bands=(100.0, 1000.0)) -> Text:
+    """The median ratio of predicted to measured time on the calibration rows, for short,
+    middle and long runs (split at `bands`, in microseconds)."""
     import statistics
     pts = fit_points(rec)
-    ratios = [p["predicted_us"] / p["measured_us"] for p in pts]
-    off = sorted(abs(x - 1) for x in ratios)
-    return Text(f"{len(pts)} calibration rows: predicted / measured time has median "
-                f"{statistics.median(ratios):.2f}; half the rows are within "
-                f"{statistics.median(off):.0%} of the measurement, the worst is off by {off[-1]:.0%}.")
+    edges = [0.0, *bands, float("inf")]
+    names = [f"under {fmt_number(bands[0])} µs", f"{fmt_number(bands[0])} µs to "
+             f"{fmt_number(bands[1])} µs", f"over {fmt_number(bands[1])} µs"]
+    parts = []
+    for lo, hi, name in zip(edges, edges[1:], names):
+        r = [p["predicted_us"] / p["measured_us"] for p in pts if lo <= p["measured_us"] < hi]
+        if r:
+            parts.append(f"{name}: {len(r)} rows, median {statistics.median(r):.2f}")
+    return Text(f"Predicted / measured time on the {len(pts)} calibration rows, by measured "
+                "time (1 is exact, above 1 the model predicts too long a time): "
+                + "; ".join(parts) + ".")
 
 
 def pick_rows(rec=None) -> list[dict]:
