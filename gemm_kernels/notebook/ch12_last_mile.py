@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 
 from gemm_kernels.core import device
-from gemm_kernels.core.kernels import get
+from gemm_kernels.core.kernels import get, slices
 from gemm_kernels.core.launch import problems, shape_problem
+from gemm_kernels.core.registry import ceil_div
 from gemm_kernels.core.table import Table, fmt_number
 from gemm_kernels.measure import records, timing
-from gemm_kernels.notebook.display import Markdown, Text
+from gemm_kernels.notebook.display import Text
 from gemm_kernels.plan import calibrate, choose, model
 from gemm_kernels.plan import waves as W
 
@@ -93,8 +94,6 @@ def wave_layout(shape, BM: int, BN: int, split: int = 1, rec=None) -> dict:
     rec = rec or recording()
     r = rules(rec)
     p = model.split_params(BM, BN, split)
-    from gemm_kernels.core.kernels import slices
-    from gemm_kernels.core.registry import ceil_div
     z = slices(ceil_div(shape[2], p["BK"]), split)
     regs = r.tiles[model.tile_name(BM, BN)]["registers"]
     slots = model.slots(p, regs, r.sm_count, _limits(rec))
@@ -149,8 +148,8 @@ def plot_waves(shape, BM: int | None = None, BN: int | None = None, split: int |
     ax.set_yticks([i * lay["per_sm"] + (lay["per_sm"] - 1) / 2 for i in range(len(keep))])
     ax.set_yticklabels([f"wave {w + 1}" for w in keep])
     ax.set_xlabel(f"SM (of {lay['sms']}); {lay['per_sm']} block slot(s) per SM")
-    skipped = "" if len(keep) == lay["waves"] else f" (waves {keep[-2] + 2} to {lay['waves'] - 1} " \
-                                                   "not drawn: full)"
+    skipped = ("" if len(keep) == lay["waves"] else
+               f" (waves {keep[-2] + 2} to {lay['waves'] - 1} not drawn: full)")
     split_text = f", K in {lay['slices']} slices" if lay["slices"] > 1 else ""
     ax.set_title(f"{_shape_text(shape)}, {BM}x{BN} tiles{split_text}: {lay['blocks']:,} blocks "
                  f"in {lay['slots']:,} slots = {lay['waves']} wave(s), "
@@ -255,7 +254,7 @@ def capstone_share(n: int = 1024, rec=None) -> Text:
     cuBLAS, with its tiles and the block slots it leaves empty."""
     rec = rec or recording()
     row = row_of(rec, "capstone", (n, n, n), {})
-    p = get(SPLIT).resolve({})
+    p = get("capstone").resolve({})
     lay = wave_layout((n, n, n), p["BM"], p["BN"], 1, rec)
     rate = (f"{timing.share(row):.0f}% of cuBLAS ({fmt_number(row['gflops']['median'])} "
             f"GFLOP/s)" if row and timing.share(row) else "not recorded here")
@@ -443,9 +442,11 @@ def rate_choice(shape, BM: int, BN: int, split: int, rec=None) -> Text:
     mine = next((t for t, c in ranking if c == (BM, BN, split)), None)
     if mine is None:
         return Text(f"{BM}x{BN} with K in {split} slices is not a candidate at "
-                    f"{_shape_text(shape)}: tiles are {', '.join(model.tile_name(*t) for t in model.TILES)}, "
+                    f"{_shape_text(shape)}: tiles are "
+                    f"{', '.join(model.tile_name(*t) for t in model.TILES)}, "
                     f"and each slice needs at least {choose.MIN_STEPS_PER_SLICE} steps of K. "
-                    f"Candidates: {', '.join(f'{a}x{b}/{s}' for _, (a, b, s) in ranking)}.")
+                    "Candidates (tile / slices of K): "
+                    f"{', '.join(f'{a}x{b}/{s}' for _, (a, b, s) in ranking)}.")
     best_t, best = ranking[0]
     place = [c for _, c in ranking].index((BM, BN, split)) + 1
 
@@ -497,7 +498,8 @@ def report(M, N, K, rec=None) -> tuple[str, tuple | None]:
     lines = [f"**{_shape_text(shape)}**: plan {p}."]
     if p.predicted_us:
         lines.append(f"The model's **prediction** ({rules(rec).device}): "
-                     f"{fmt_number(p.predicted_us)} µs, {fmt_number(flops / (p.predicted_us * 1e3))}"
+                     f"{fmt_number(p.predicted_us)} µs, "
+                     f"{fmt_number(flops / (p.predicted_us * 1e3))}"
                      " GFLOP/s.")
     if device.is_live():
         row = timing.measure(p.kernel, shape, p.params)
@@ -527,7 +529,7 @@ def widget(M: int = 1024, N: int = 1024, K: int = 1024):
 
     import ipywidgets as Wd
     import matplotlib.pyplot as plt
-    from IPython.display import Markdown as Md, display
+    from IPython.display import Markdown, display
     boxes = [Wd.Text(value=str(v), description=n, layout=Wd.Layout(width="160px"))
              for n, v in (("M", M), ("N", N), ("K", K))]
     button = Wd.Button(description="Plan", button_style="primary")
@@ -537,7 +539,7 @@ def widget(M: int = 1024, N: int = 1024, K: int = 1024):
         answer, shape = report(*(b.value for b in boxes))
         text.clear_output()
         with text:
-            display(Md(answer))
+            display(Markdown(answer))
         image.layout.display = "none"
         if shape is not None:
             ax = plot_waves(shape)
