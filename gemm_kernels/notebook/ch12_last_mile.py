@@ -1,0 +1,553 @@
+"""Chapter 12: the last mile. Why a fast kernel is not fast at every shape (waves, wave
+quantisation, too few tiles), what a tile choice and a split of K change, and the
+evidence that `gemm_kernels.plan` picks well: its model against the calibration, and
+sgemm's plan against cuBLAS at the benchmark shapes.
+
+Chapter 12's rows may sit in another recording than the one the other chapters show
+(an H100's beside the H200's): `recording()` finds the one that holds them, and every
+prediction here uses that device's fitted rules and SM count, so that a picture, a
+prediction and a measurement always describe the same GPU. The widget's logic
+(`parse_shape`, `report`) is plain Python, tested without a browser.
+"""
+from __future__ import annotations
+
+import json
+
+from gemm_kernels.core import device
+from gemm_kernels.core.kernels import get, slices
+from gemm_kernels.core.launch import problems, shape_problem
+from gemm_kernels.core.registry import ceil_div
+from gemm_kernels.core.table import Table, fmt_number
+from gemm_kernels.measure import records, timing
+from gemm_kernels.notebook.display import Text
+from gemm_kernels.plan import calibrate, choose, model
+from gemm_kernels.plan import waves as W
+
+SPLIT, GEMV = model.SPLIT_KERNEL, model.GEMV_KERNEL
+
+
+# ------------------------------------------------------------------ the data
+
+def recording():
+    """The recording that holds chapter 12's rows: the one shown if it does, else the
+    first of the others that does (None when none does)."""
+    rec = records.current()
+    if rec is not None and rec.find(SPLIT):
+        return rec
+    for entry in records.available():
+        other = records.load(entry["path"])
+        if other.find(SPLIT):
+            return other
+    return None
+
+
+def rules(rec=None) -> model.Rules | None:
+    """The fitted rules of the recording's device (else whatever `model.load` finds)."""
+    rec = rec or recording()
+    path = model.rules_path(rec.device["name"]) if rec else None
+    if path is not None and path.exists():
+        return model.Rules.from_dict(json.loads(path.read_text()))
+    return model.load()
+
+
+def _limits(rec):
+    return device.limits_for(rec.arch) if rec and rec.arch else device.limits()
+
+
+def ranked(shape, rules_, lim) -> list[tuple[float, tuple[int, int, int]]]:
+    """Every candidate (BM, BN, split) for `shape` with the model's time, fastest first."""
+    k = get(SPLIT)
+    return sorted((model.predict_us(rules_, shape, BM, BN, s, sm_count=rules_.sm_count,
+                                    limits=lim), (BM, BN, s))
+                  for BM, BN, s in choose.candidates(shape)
+                  if not problems(k, {"BM": BM, "BN": BN, "SPLIT": s}, shape))
+
+
+def plan_for(shape, rec=None) -> choose.Plan:
+    """The plan `choose.plan` makes for `shape`, under the rules of the recording's
+    device (live: the plan sgemm runs here)."""
+    if device.is_live():
+        return choose.plan(shape)
+    rec = rec or recording()
+    r = rules(rec)
+    shape = tuple(int(d) for d in shape)
+    if 1 in shape[:2]:
+        return choose.Plan(GEMV, get(GEMV).resolve({"SPLIT": choose.gemv_split(shape, r)}))
+    t, (BM, BN, s) = ranked(shape, r, _limits(rec))[0]
+    return choose.Plan(SPLIT, model.split_params(BM, BN, s), t)
+
+
+def row_of(rec, kernel: str, shape, params: dict) -> dict | None:
+    found = rec.find(kernel, list(shape), get(kernel).resolve(params)) if rec else []
+    return found[0] if found else None
+
+
+def _shape_text(shape) -> str:
+    return "x".join(map(str, shape))
+
+
+# ------------------------------------------------------------------ waves
+
+def wave_layout(shape, BM: int, BN: int, split: int = 1, rec=None) -> dict:
+    """Tiles, blocks (tiles x slices), block slots (SMs x blocks per SM, from the
+    registers the rules recorded for this tile), waves and the filled share."""
+    rec = rec or recording()
+    r = rules(rec)
+    p = model.split_params(BM, BN, split)
+    z = slices(ceil_div(shape[2], p["BK"]), split)
+    regs = r.tiles[model.tile_name(BM, BN)]["registers"]
+    slots = model.slots(p, regs, r.sm_count, _limits(rec))
+    tiles = W.tiles(shape, BM, BN)
+    return {"tiles": tiles, "slices": z, "blocks": tiles * z, "sms": r.sm_count,
+            "per_sm": slots // r.sm_count, "slots": slots,
+            "waves": W.waves(tiles * z, slots), "filled": W.filled(tiles * z, slots)}
+
+
+def slot_grid(blocks: int, sms: int, per_sm: int, show: int = 3):
+    """Rows of block slots (one row = one slot on every SM), wave by wave: the wave number
+    (1, 2, ...) where a block runs, 0 where a slot of the last wave stays empty. More
+    than `show` waves: the first show - 1 and the last."""
+    import numpy as np
+    slots = sms * per_sm
+    n_waves = W.waves(blocks, slots)
+    keep = list(range(n_waves)) if n_waves <= show else [*range(show - 1), n_waves - 1]
+    rows = []
+    for w in keep:
+        in_wave = min(slots, blocks - w * slots)
+        grid = np.zeros(slots, int)
+        grid[:in_wave] = w + 1          # block b of the wave on SM b % sms, slot b // sms
+        rows.append(grid.reshape(per_sm, sms))
+    return np.vstack(rows), keep
+
+
+def plot_waves(shape, BM: int | None = None, BN: int | None = None, split: int | None = None,
+               rec=None, ax=None):
+    """The GPU's block slots (SMs across, blocks per SM up), wave by wave, each block
+    coloured by its wave; the last wave's empty slots stay white. Without a tile: the
+    plan's."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import ListedColormap
+    rec = rec or recording()
+    if BM is None:
+        p = plan_for(shape, rec).params
+        BM, BN, split = p["BM"], p["BN"], p["SPLIT"]
+    lay = wave_layout(shape, BM, BN, split or 1, rec)
+    grid, keep = slot_grid(lay["blocks"], lay["sms"], lay["per_sm"])
+    if ax is None:
+        _, ax = plt.subplots(figsize=(11, 0.35 * grid.shape[0] + 2.2), layout="constrained")
+    colours = ["white"] + [plt.cm.tab10(i % 10) for i in range(max(keep) + 1)]
+    ax.imshow(np.ma.masked_less(grid, 0), cmap=ListedColormap(colours), vmin=0,
+              vmax=len(colours) - 1, aspect="auto", origin="lower", interpolation="nearest")
+    ax.set_xticks(np.arange(-0.5, lay["sms"], 1), minor=True)
+    ax.set_yticks(np.arange(-0.5, grid.shape[0], 1), minor=True)
+    ax.grid(which="minor", color="0.8", linewidth=0.3)
+    ax.tick_params(which="minor", length=0)
+    for i in range(1, len(keep)):
+        ax.axhline(i * lay["per_sm"] - 0.5, color="k", linewidth=1.5)
+    ax.set_yticks([i * lay["per_sm"] + (lay["per_sm"] - 1) / 2 for i in range(len(keep))])
+    ax.set_yticklabels([f"wave {w + 1}" for w in keep])
+    ax.set_xlabel(f"SM (of {lay['sms']}); {lay['per_sm']} block slot(s) per SM")
+    skipped = ("" if len(keep) == lay["waves"] else
+               f" (waves {keep[-2] + 2} to {lay['waves'] - 1} not drawn: full)")
+    split_text = f", K in {lay['slices']} slices" if lay["slices"] > 1 else ""
+    ax.set_title(f"{_shape_text(shape)}, {BM}x{BN} tiles{split_text}: {lay['blocks']:,} blocks "
+                 f"in {lay['slots']:,} slots = {lay['waves']} wave(s), "
+                 f"{lay['filled']:.0%} of the slots filled{skipped}\n"
+                 f"(blocks per SM of {rec.device['name'] if rec else 'this GPU'})", fontsize=10)
+    return ax
+
+
+# ------------------------------------------------------------------ split-K
+
+def plot_split_k(split: int = 4, ax=None):
+    """K cut into `split` slices: slice z of A's columns and B's rows gives a partial
+    product plane; the reduction adds the planes in a fixed order into C."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyArrowPatch, Rectangle
+    if ax is None:
+        _, ax = plt.subplots(figsize=(11, 3.6))
+    colours = [plt.cm.tab10(i) for i in range(split)]
+    w = 4.0 / split
+    for z in range(split):      # A: M x K, cut along K (columns)
+        ax.add_patch(Rectangle((z * w, 0), w, 3, facecolor=colours[z], alpha=0.5, edgecolor="k"))
+        ax.add_patch(Rectangle((5, 3 - (z + 1) * w * 0.75), 3, w * 0.75, facecolor=colours[z],
+                               alpha=0.5, edgecolor="k"))     # B: K x N, cut along K (rows)
+    ax.text(2, -0.4, "A (M x K): slices of K", ha="center")
+    ax.text(6.5, -0.4, "B (K x N): the same slices", ha="center")
+    for z in range(split):      # the partial products, one plane per slice
+        x0 = 9.3 + 0.35 * z
+        ax.add_patch(Rectangle((x0, 0.35 * z), 2.2, 2.2, facecolor=colours[z], alpha=0.6,
+                               edgecolor="k"))
+    ax.text(10.4 + 0.17 * split, -0.4, f"{split} partial products\n(blockIdx.z = slice)",
+            ha="center", va="top")
+    ax.add_patch(FancyArrowPatch((12.2 + 0.35 * split, 1.5), (13.6 + 0.35 * split, 1.5),
+                                 arrowstyle="-|>", mutation_scale=18))
+    ax.text(12.9 + 0.35 * split, 1.8, "reduce:\nC = P0 + P1 + ...\nalways this order",
+            ha="center", va="bottom", fontsize=9)
+    ax.add_patch(Rectangle((13.8 + 0.35 * split, 0.4), 2.2, 2.2, facecolor="0.85", edgecolor="k"))
+    ax.text(14.9 + 0.35 * split, 1.5, "C", ha="center", va="center", fontsize=14)
+    ax.set_xlim(-0.3, 16.5 + 0.35 * split)
+    ax.set_ylim(-1.2, 3.6)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(f"Split-K with {split} slices: every slice is a GEMM of depth K/{split}, "
+                 "then one deterministic reduction", fontsize=10)
+    return ax
+
+
+# ------------------------------------------------------------------ the benchmark
+
+def bench_rows(rec=None) -> list[dict]:
+    """Per benchmark shape: the plan, its recorded rate, cuBLAS's of the same run, the
+    share; rates None where the shape was not recorded with that plan."""
+    rec = rec or recording()
+    out = []
+    for shape in calibrate.bench_shapes():
+        p = plan_for(shape, rec)
+        row = row_of(rec, p.kernel, shape, p.params)
+        out.append({"shape": shape, "plan": str(p),
+                    "GFLOP/s": row["gflops"]["median"] if row else None,
+                    "cuBLAS GFLOP/s": row["reference"]["gflops"]["median"] if row else None,
+                    "% of cuBLAS": timing.share(row) if row else None})
+    return out
+
+
+def bench_table(rec=None) -> Table:
+    rec = rec or recording()
+    return Table(bench_rows(rec), ["shape", "plan", "GFLOP/s", "cuBLAS GFLOP/s", "% of cuBLAS"],
+                 title=f"sgemm's plan against cuBLAS (timed in the same process), {rec.label}")
+
+
+def plot_bench(rec=None, ax=None):
+    """% of cuBLAS per benchmark shape, squares first, a line at 100%."""
+    import matplotlib.pyplot as plt
+    rec = rec or recording()
+    rows = [r for r in bench_rows(rec) if r["% of cuBLAS"] is not None]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(11, 4))
+    squares = len(calibrate.BENCH_SQUARES)
+    colours = ["tab:blue" if i < squares else "tab:orange" for i in range(len(rows))]
+    ax.bar(range(len(rows)), [r["% of cuBLAS"] for r in rows], color=colours)
+    ax.axhline(100, color="k", linewidth=1)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([_shape_text(r["shape"]) for r in rows], rotation=60, ha="right",
+                       fontsize=8)
+    ax.set_ylabel("% of cuBLAS")
+    ax.set_title(f"sgemm's plan against cuBLAS: squares (blue), other shapes (orange); "
+                 f"{rec.label}", fontsize=10)
+    return ax
+
+
+def shortfalls(rec=None, below: float = 90.0) -> Text:
+    """The benchmark shapes where sgemm's plan is below `below` % of cuBLAS."""
+    rows = [r for r in bench_rows(rec) if r["% of cuBLAS"] is not None
+            and r["% of cuBLAS"] < below]
+    if not rows:
+        return Text(f"At every benchmark shape sgemm's plan reaches {below:.0f}% of cuBLAS.")
+    return Text(f"Below {below:.0f}% of cuBLAS: " + "; ".join(
+        f"{_shape_text(r['shape'])} ({r['plan']}): {r['% of cuBLAS']:.0f}%" for r in rows) + ".")
+
+
+def capstone_share(n: int = 1024, rec=None) -> Text:
+    """Chapter 09's capstone (its defaults, one block per tile, no split) at n^3 against
+    cuBLAS, with its tiles and the block slots it leaves empty."""
+    rec = rec or recording()
+    row = row_of(rec, "capstone", (n, n, n), {})
+    p = get("capstone").resolve({})
+    lay = wave_layout((n, n, n), p["BM"], p["BN"], 1, rec)
+    rate = (f"{timing.share(row):.0f}% of cuBLAS ({fmt_number(row['gflops']['median'])} "
+            f"GFLOP/s)" if row and timing.share(row) else "not recorded here")
+    return Text(f"Chapter 09's capstone at {n}^3 ({rec.label}): {rate}. Its {p['BM']}x{p['BN']} "
+                f"tiles make {lay['tiles']} blocks for {lay['slots']} block slots "
+                f"({lay['sms']} SMs x {lay['per_sm']}): {lay['filled']:.0%} of the GPU works.")
+
+
+# ------------------------------------------------------------------ the vector end
+
+def gemv_bound_gflops(shape, bandwidth_gbps: float) -> float:
+    """The roofline of a matrix-vector product: its FLOPs (2 per element of the matrix)
+    over the time to read the matrix and the vector and write the result at
+    `bandwidth_gbps`."""
+    M, N, K = shape
+    nbytes = 4 * (M * K + K * N + M * N)      # one of the operands is the vector
+    return 2 * M * N * K / (nbytes / bandwidth_gbps)
+
+
+def gemv_table(rec=None) -> Table:
+    """The benchmark's vector shapes: the rate, cuBLAS's, and the bandwidth bound (the
+    device copy's rate recorded for the rules, times 2 FLOPs per 4 bytes)."""
+    rec = rec or recording()
+    bw = rules(rec).bandwidth_gbps
+    rows = [{**{k: r[k] for k in ("shape", "plan", "GFLOP/s", "cuBLAS GFLOP/s")},
+             "bound GFLOP/s": gemv_bound_gflops(r["shape"], bw),
+             "% of the bound": 100 * r["GFLOP/s"] / gemv_bound_gflops(r["shape"], bw)
+             if r["GFLOP/s"] else None}
+            for r in bench_rows(rec) if 1 in r["shape"][:2]]
+    return Table(rows, ["shape", "plan", "GFLOP/s", "cuBLAS GFLOP/s", "bound GFLOP/s",
+                        "% of the bound"],
+                 title=f"The matrix-vector shapes against their roofline ({fmt_number(bw)} GB/s, "
+                       f"the device copy's rate); {rec.label}")
+
+
+def sgemm_demo(shape=(777, 555, 333)) -> Text:
+    """Live: `choose.sgemm` on random inputs, checked against CuPy's product. Recorded
+    mode: a note saying it needs a GPU."""
+    if not device.is_live():
+        return Text("sgemm runs kernels, so it needs a GPU: in recorded mode this cell only "
+                    "says so. On a GPU it multiplies random matrices of this shape with the "
+                    "plan below and compares the result with CuPy's product.\n"
+                    f"The plan it would run at {_shape_text(shape)}: {plan_for(shape)}.")
+    import cupy as cp
+    M, N, K = shape
+    A = cp.random.rand(M, K, dtype=cp.float32)
+    B = cp.random.rand(K, N, dtype=cp.float32)
+    C = choose.sgemm(A, B)
+    err = float(cp.abs(C - A @ B).max() / cp.abs(A @ B).max())
+    return Text(f"sgemm at {_shape_text(shape)} ran {choose.plan(shape)}; largest difference "
+                f"from CuPy's product, relative to its largest element: {err:.1e}.")
+
+
+# ------------------------------------------------------------------ the model's evidence
+
+def _time_us(row) -> float:
+    M, N, K = row["shape"]
+    return 2 * M * N * K / (row["gflops"]["median"] * 1e3)
+
+
+def fit_points(rec=None) -> list[dict]:
+    """Per calibration row of the split kernel: the configuration, predicted and measured
+    time (microseconds)."""
+    rec = rec or recording()
+    r, lim = rules(rec), _limits(rec)
+    out = []
+    for kernel, params, shape in calibrate.calibration_runs():
+        row = row_of(rec, kernel, shape, params) if kernel == SPLIT else None
+        if row is None:
+            continue
+        out.append({"shape": tuple(shape), "BM": params["BM"], "BN": params["BN"],
+                    "SPLIT": params["SPLIT"], "measured_us": _time_us(row),
+                    "predicted_us": model.predict_us(r, shape, params["BM"], params["BN"],
+                                                     params["SPLIT"], sm_count=r.sm_count,
+                                                     limits=lim)})
+    return out
+
+
+def plot_fit(rec=None, ax=None):
+    """Predicted against measured time on the calibration rows, log-log, y = x."""
+    import matplotlib.pyplot as plt
+    rec = rec or recording()
+    pts = fit_points(rec)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 6))
+    for split, marker in ((False, "o"), (True, "^")):
+        sel = [p for p in pts if (p["SPLIT"] > 1) == split]
+        ax.scatter([p["measured_us"] for p in sel], [p["predicted_us"] for p in sel], s=14,
+                   marker=marker, alpha=0.7,
+                   label="with a split of K" if split else "no split (the rows fitted)")
+    lo = min(min(p["measured_us"], p["predicted_us"]) for p in pts) * 0.8
+    hi = max(max(p["measured_us"], p["predicted_us"]) for p in pts) * 1.2
+    ax.plot([lo, hi], [lo, hi], "k-", linewidth=1, label="predicted = measured")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("measured time (µs)")
+    ax.set_ylabel("predicted time (µs)")
+    ax.legend(fontsize=8)
+    ax.set_title(f"The model on its {len(pts)} calibration rows\n{rec.label}", fontsize=10)
+    return ax
+
+
+def fit_summary(rec=None, bands=(100.0, 1000.0)) -> Text:
+    """The median ratio of predicted to measured time on the calibration rows, for short,
+    middle and long runs (split at `bands`, in microseconds)."""
+    import statistics
+    pts = fit_points(rec)
+    edges = [0.0, *bands, float("inf")]
+    names = [f"under {fmt_number(bands[0])} µs", f"{fmt_number(bands[0])} µs to "
+             f"{fmt_number(bands[1])} µs", f"over {fmt_number(bands[1])} µs"]
+    parts = []
+    for lo, hi, name in zip(edges, edges[1:], names):
+        r = [p["predicted_us"] / p["measured_us"] for p in pts if lo <= p["measured_us"] < hi]
+        if r:
+            parts.append(f"{name}: {len(r)} rows, median {statistics.median(r):.2f}")
+    return Text(f"Predicted / measured time on the {len(pts)} calibration rows, by measured "
+                "time (1 is exact, above 1 the model predicts too long a time): "
+                + "; ".join(parts) + ".")
+
+
+def pick_rows(rec=None) -> list[dict]:
+    """At each calibration shape: the configuration the model ranks first among those
+    recorded there, its measured rate, and the best measured one (the model's pick need
+    not be the best; the loss is what it costs)."""
+    rec = rec or recording()
+    by_shape: dict = {}
+    for p in fit_points(rec):
+        by_shape.setdefault(p["shape"], []).append(p)
+    out = []
+    for shape, pts in by_shape.items():
+        if len(pts) < 2:
+            continue
+        pick = min(pts, key=lambda p: p["predicted_us"])
+        best = min(pts, key=lambda p: p["measured_us"])
+        out.append({"shape": shape, "configurations": len(pts),
+                    "model's pick": _config(pick), "best measured": _config(best),
+                    "pick / best rate %": 100 * best["measured_us"] / pick["measured_us"]})
+    return out
+
+
+def _config(p) -> str:
+    return f"{p['BM']}x{p['BN']}, K in {p['SPLIT']}"
+
+
+def pick_table(rec=None) -> Table:
+    rec = rec or recording()
+    return Table(pick_rows(rec), ["shape", "configurations", "model's pick", "best measured",
+                                  "pick / best rate %"],
+                 title="At the calibration shapes (several configurations timed at each): the "
+                       f"model's pick against the best one measured; {rec.label}")
+
+
+def bench_alternatives(rec=None) -> Table | Text:
+    """At each benchmark shape: the plan's measured rate and the best other configuration
+    the recording holds at that shape ('-' where only the plan was timed)."""
+    rec = rec or recording()
+    rows = []
+    for b in bench_rows(rec):
+        others = [r for r in rec.find(SPLIT, list(b["shape"])) + rec.find(GEMV, list(b["shape"]))
+                  if "gflops" in r]
+        best = max(others, key=lambda r: r["gflops"]["median"], default=None)
+        rows.append({"shape": b["shape"], "plan": b["plan"], "plan GFLOP/s": b["GFLOP/s"],
+                     "configurations recorded": len(others),
+                     "best recorded GFLOP/s": best["gflops"]["median"] if best else None})
+    if all(r["configurations recorded"] <= 1 for r in rows):
+        return Text(f"At the {len(rows)} benchmark shapes the recording ({rec.label}) holds "
+                    "only the plan's own measurement: no alternative was timed there, so "
+                    "the plan is compared with the best alternative only at the calibration "
+                    "shapes.")
+    return Table(rows, ["shape", "plan", "plan GFLOP/s", "configurations recorded",
+                        "best recorded GFLOP/s"],
+                 title=f"At the benchmark shapes; {rec.label}")
+
+
+# ------------------------------------------------------------------ choose the plan
+
+def rate_choice(shape, BM: int, BN: int, split: int, rec=None) -> Text:
+    """How the model rates (BM, BN, split) at `shape` against its own best: predicted
+    time, waves, filled share, and the recorded rate where that configuration was
+    recorded there."""
+    rec = rec or recording()
+    r, lim = rules(rec), _limits(rec)
+    shape = tuple(shape)
+    ranking = ranked(shape, r, lim)
+    mine = next((t for t, c in ranking if c == (BM, BN, split)), None)
+    if mine is None:
+        return Text(f"{BM}x{BN} with K in {split} slices is not a candidate at "
+                    f"{_shape_text(shape)}: tiles are "
+                    f"{', '.join(model.tile_name(*t) for t in model.TILES)}, "
+                    f"and each slice needs at least {choose.MIN_STEPS_PER_SLICE} steps of K. "
+                    "Candidates (tile / slices of K): "
+                    f"{', '.join(f'{a}x{b}/{s}' for _, (a, b, s) in ranking)}.")
+    best_t, best = ranking[0]
+    place = [c for _, c in ranking].index((BM, BN, split)) + 1
+
+    def line(who, t, c):
+        lay = wave_layout(shape, *c, rec)
+        row = row_of(rec, SPLIT, shape, {"BM": c[0], "BN": c[1], "SPLIT": c[2]})
+        rec_text = (f"recorded {fmt_number(row['gflops']['median'])} GFLOP/s"
+                    if row else "not recorded at this shape")
+        return (f"{who}: {c[0]}x{c[1]}, K in {lay['slices']} slice(s): predicted "
+                f"{fmt_number(t)} µs ({fmt_number(2 * shape[0] * shape[1] * shape[2] / (t * 1e3))}"
+                f" GFLOP/s), {lay['blocks']:,} blocks, {lay['waves']} wave(s), "
+                f"{lay['filled']:.0%} of the slots filled; {rec_text}")
+    verdict = ("the model's best" if place == 1 else
+               f"number {place} of {len(ranking)}, predicted {mine / best_t:.2f}x the best's time")
+    return Text("\n".join([f"{_shape_text(shape)} under the rules of {r.device}:",
+                           line("your choice", mine, (BM, BN, split)),
+                           line("the model's best", best_t, best),
+                           f"Your choice is {verdict}."]))
+
+
+# ------------------------------------------------------------------ the widget
+
+def parse_shape(M, N, K):
+    """(M, N, K) as ints, or a message saying what is wrong (never an exception)."""
+    out = []
+    for name, v in (("M", M), ("N", N), ("K", K)):
+        text = str(v).strip()
+        try:
+            n = int(text)
+        except ValueError:
+            return f"{name} = {text!r} is not a whole number: give M, N and K as integers."
+        if n < 1:
+            return f"{name} = {n}: every dimension must be at least 1."
+        out.append(n)
+    bad = shape_problem(SPLIT, tuple(out))
+    return bad or tuple(out)
+
+
+def report(M, N, K, rec=None) -> tuple[str, tuple | None]:
+    """The widget's answer for M, N, K: (markdown text, the shape to draw or None). The
+    plan, the model's prediction, and the recorded rate with cuBLAS's where this shape
+    was recorded with this plan; live, the plan timed here."""
+    shape = parse_shape(M, N, K)
+    if isinstance(shape, str):
+        return f"**Cannot plan this shape.** {shape}", None
+    rec = rec or recording()
+    p = plan_for(shape, rec)
+    flops = 2 * shape[0] * shape[1] * shape[2]
+    lines = [f"**{_shape_text(shape)}**: plan {p}."]
+    if p.predicted_us:
+        lines.append(f"The model's **prediction** ({rules(rec).device}): "
+                     f"{fmt_number(p.predicted_us)} µs, "
+                     f"{fmt_number(flops / (p.predicted_us * 1e3))}"
+                     " GFLOP/s.")
+    if device.is_live():
+        row = timing.measure(p.kernel, shape, p.params)
+        lines.append(f"Timed here, live on {device.properties()['name']}: "
+                     f"{fmt_number(row['gflops']['median'])} GFLOP/s, cuBLAS "
+                     f"{fmt_number(row['reference']['gflops']['median'])}: "
+                     f"{timing.share(row):.0f}% of cuBLAS.")
+        return "\n\n".join(lines), shape
+    row = row_of(rec, p.kernel, shape, p.params)
+    if row is None and not p.predicted_us:
+        lines.append(f"Not recorded at this shape ({rec.label if rec else 'no recording'}), "
+                     "and the model predicts no time for a matrix-vector product (it only "
+                     "picks the split): nothing measured to show.")
+    elif row is None:
+        lines.append(f"Not recorded at this shape ({rec.label if rec else 'no recording'}): "
+                     "only the model's prediction above, no measurement.")
+    else:
+        lines.append(f"Recorded ({rec.label}): {fmt_number(row['gflops']['median'])} GFLOP/s, "
+                     f"cuBLAS {fmt_number(row['reference']['gflops']['median'])} in the same "
+                     f"run: {timing.share(row):.0f}% of cuBLAS.")
+    return "\n\n".join(lines), (shape if p.kernel == SPLIT else None)
+
+
+def widget(M: int = 1024, N: int = 1024, K: int = 1024):
+    """M, N, K boxes and a button; the answer of `report` and the plan's waves picture."""
+    import io
+
+    import ipywidgets as Wd
+    import matplotlib.pyplot as plt
+    from IPython.display import Markdown, display
+    boxes = [Wd.Text(value=str(v), description=n, layout=Wd.Layout(width="160px"))
+             for n, v in (("M", M), ("N", N), ("K", K))]
+    button = Wd.Button(description="Plan", button_style="primary")
+    text, image = Wd.Output(), Wd.Image(format="png")
+
+    def on_click(_):
+        answer, shape = report(*(b.value for b in boxes))
+        text.clear_output()
+        with text:
+            display(Markdown(answer))
+        image.layout.display = "none"
+        if shape is not None:
+            ax = plot_waves(shape)
+            buf = io.BytesIO()
+            ax.figure.savefig(buf, format="png", dpi=80, bbox_inches="tight")
+            plt.close(ax.figure)
+            image.value = buf.getvalue()
+            image.layout.display = None
+    button.on_click(on_click)
+    on_click(None)
+    return Wd.VBox([Wd.HBox([*boxes, button]), text, image])

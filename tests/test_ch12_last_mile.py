@@ -1,0 +1,161 @@
+"""Chapter 12's module: the recording it reads, the waves arithmetic it draws, the
+benchmark and the model's evidence it shows, the plan exercise's rating and the
+widget's answers (bad input included), all in recorded mode."""
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+from gemm_kernels.measure import records, timing  # noqa: E402
+from gemm_kernels.notebook import ch12_last_mile as c  # noqa: E402
+from gemm_kernels.plan import calibrate  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def rec():
+    r = c.recording()
+    if r is None:
+        pytest.skip("no recording holds chapter 12's rows")
+    return r
+
+
+def test_the_recording_holds_the_split_kernels_rows(rec):
+    assert rec.find(c.SPLIT)
+    assert c.rules(rec).device == rec.device["name"]
+
+
+def test_slot_grid_marks_the_empty_slots_of_the_last_wave():
+    grid, keep = c.slot_grid(blocks=10, sms=4, per_sm=2)     # 8 slots: 2 waves, 6 empty
+    assert keep == [0, 1]
+    assert (grid[:2] == 1).all()
+    assert (grid[2:] == 2).sum() == 2 and (grid[2:] == 0).sum() == 6
+
+
+def test_slot_grid_skips_the_middle_waves():
+    grid, keep = c.slot_grid(blocks=8 * 10 + 1, sms=4, per_sm=2, show=3)
+    assert keep == [0, 1, 10] and grid.shape == (6, 4)
+
+
+def test_wave_layout_of_the_capstone_at_1024(rec):
+    lay = c.wave_layout((1024, 1024, 1024), 128, 128, 1, rec)
+    assert lay["tiles"] == 64 and lay["blocks"] == 64 and lay["waves"] == 1
+    assert lay["slots"] == lay["sms"] * lay["per_sm"]
+    assert lay["filled"] == pytest.approx(64 / lay["slots"])
+
+
+def test_a_split_multiplies_the_blocks(rec):
+    one = c.wave_layout((1024, 1024, 1024), 128, 64, 1, rec)
+    three = c.wave_layout((1024, 1024, 1024), 128, 64, 3, rec)
+    assert three["slices"] == 3 and three["blocks"] == 3 * one["blocks"]
+
+
+def test_the_plan_is_the_models_fastest_candidate(rec):
+    shape = (1024, 1024, 1024)
+    p = c.plan_for(shape, rec)
+    t, (BM, BN, s) = c.ranked(shape, c.rules(rec), c._limits(rec))[0]
+    assert (p.params["BM"], p.params["BN"], p.params["SPLIT"]) == (BM, BN, s)
+    assert p.predicted_us == t
+
+
+def test_a_vector_shape_gets_the_gemv_plan(rec):
+    assert c.plan_for((1, 4096, 4096), rec).kernel == c.GEMV
+
+
+def test_bench_rows_cover_every_benchmark_shape_with_the_recorded_share(rec):
+    rows = c.bench_rows(rec)
+    assert [r["shape"] for r in rows] == calibrate.bench_shapes()
+    r = next(r for r in rows if r["% of cuBLAS"] is not None)
+    p = c.plan_for(r["shape"], rec)
+    assert r["% of cuBLAS"] == timing.share(c.row_of(rec, p.kernel, r["shape"], p.params))
+    assert "cuBLAS" in c.bench_table(rec).title and rec.label in c.bench_table(rec).title
+
+
+def test_shortfalls_name_only_shapes_below_the_line(rec):
+    text = c.shortfalls(rec, below=0.0)
+    assert text.startswith("At every benchmark shape")
+    low = min((r for r in c.bench_rows(rec) if r["% of cuBLAS"]), key=lambda r: r["% of cuBLAS"])
+    assert "x".join(map(str, low["shape"])) in c.shortfalls(rec, below=100.0)
+
+
+def test_fit_points_predict_with_the_rules_and_measure_from_the_rows(rec):
+    pts = c.fit_points(rec)
+    assert pts and all(p["measured_us"] > 0 and p["predicted_us"] > 0 for p in pts)
+    p = pts[0]
+    row = c.row_of(rec, c.SPLIT, p["shape"], {k: p[k] for k in ("BM", "BN", "SPLIT")})
+    M, N, K = p["shape"]
+    assert p["measured_us"] == pytest.approx(2 * M * N * K / (row["gflops"]["median"] * 1e3))
+
+
+def test_pick_rows_compare_with_the_best_measured(rec):
+    rows = c.pick_rows(rec)
+    assert rows and all(0 < r["pick / best rate %"] <= 100 for r in rows)
+
+
+def test_bench_alternatives_says_when_only_the_plan_was_timed(rec, monkeypatch):
+    monkeypatch.setattr(c, "bench_rows", lambda rec=None: [
+        {"shape": (7, 9, 11), "plan": "x", "GFLOP/s": 1.0}])
+    out = c.bench_alternatives(rec)
+    assert "only the plan" in out
+
+
+def test_rate_choice_best_and_worse_and_not_a_candidate(rec):
+    shape = (256, 384, 16384)
+    t, (BM, BN, s) = c.ranked(shape, c.rules(rec), c._limits(rec))[0]
+    assert "is the model's best" in c.rate_choice(shape, BM, BN, s, rec)
+    worse = c.rate_choice(shape, 128, 128, 1, rec)
+    assert "number" in worse and "the best's time" in worse
+    assert "not a candidate" in c.rate_choice(shape, 32, 32, 1, rec)
+
+
+@pytest.mark.parametrize("M, N, K, says", [
+    (0, 5, 5, "at least 1"), (-3, 5, 5, "at least 1"), ("1.5", 5, 5, "not a whole number"),
+    (8, "abc", 8, "not a whole number"), (8, 8, "", "not a whole number")])
+def test_bad_input_gets_a_message_not_a_traceback(rec, M, N, K, says):
+    text, shape = c.report(M, N, K, rec)
+    assert shape is None and "Cannot plan" in text and says in text
+
+
+def test_a_recorded_shape_shows_the_recorded_rate_and_cublas(rec):
+    text, shape = c.report(1024, 1024, 1024, rec)
+    assert shape == (1024, 1024, 1024)
+    assert "Recorded" in text and "cuBLAS" in text and "prediction" in text
+
+
+def test_an_unrecorded_shape_shows_only_the_labelled_prediction(rec):
+    text, _ = c.report(1234, 567, 89, rec)
+    assert "Not recorded at this shape" in text and "prediction" in text
+    assert "% of cuBLAS" not in text
+
+
+def test_pictures_draw_with_the_device_in_the_title(rec):
+    ax = c.plot_waves((1024, 1024, 1024), 128, 128, 1, rec)
+    lay = c.wave_layout((1024, 1024, 1024), 128, 128, 1, rec)
+    assert f"{lay['filled']:.0%} of the slots filled" in ax.get_title()
+    assert rec.device["name"] in ax.get_title()
+    assert rec.label in c.plot_bench(rec).get_title()
+    assert rec.label in c.plot_fit(rec).get_title()
+    assert c.plot_split_k(3).get_title().startswith("Split-K with 3 slices")
+
+
+def test_gemv_bound_is_two_flops_per_four_bytes():
+    # 1000 x 1 x 1000: 4,008,000 bytes, 2,000,000 FLOPs; at 1000 GB/s: 499 GFLOP/s
+    assert c.gemv_bound_gflops((1000, 1, 1000), 1000.0) == pytest.approx(2e6 / 4.008e6 * 1000)
+
+
+def test_gemv_table_has_the_vector_shapes_only(rec):
+    rows = c.gemv_table(rec)
+    assert rows and all(1 in r["shape"][:2] for r in rows)
+    assert all(r["% of the bound"] is None or r["GFLOP/s"] < r["bound GFLOP/s"] * 1.5
+               for r in rows)
+
+
+def test_sgemm_demo_says_it_needs_a_gpu_in_recorded_mode(rec):
+    assert "needs a GPU" in c.sgemm_demo((64, 64, 64))
+
+
+def test_fit_summary_splits_the_rows_by_measured_time(rec):
+    text = c.fit_summary(rec, bands=(100.0, 1000.0))
+    n = len(c.fit_points(rec))
+    import re
+    counts = [int(x) for x in re.findall(r"(\d+) rows,", text)]
+    assert sum(counts) == n and "under 100 µs" in text
