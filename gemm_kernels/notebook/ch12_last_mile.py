@@ -265,6 +265,21 @@ def capstone_share(n: int = 1024, rec=None) -> Text:
 
 # ------------------------------------------------------------------ the vector end
 
+def split_k_edits() -> Text:
+    """What chapter 12's kernel changes in the capstone's source: the lines of
+    core/split_k_source.py's edits, as a diff of cuda/09_capstone.cu (comments left out:
+    the code is the point here)."""
+    import difflib
+    from gemm_kernels.core.registry import CUDA_DIR
+    from gemm_kernels.core.split_k_source import derive
+    before = (CUDA_DIR / "09_capstone.cu").read_text().splitlines()
+    after = derive("\n".join(before) + "\n").splitlines()
+    lines = [l for l in difflib.unified_diff(before, after, "09_capstone.cu",
+                                             "with split-K", n=0, lineterm="")
+             if not l.startswith("@@") and not l[1:].lstrip().startswith("//")]
+    return Text("\n".join(l for l in lines if l.strip() not in ("+", "-")))
+
+
 def gemv_bound_gflops(shape, bandwidth_gbps: float) -> float:
     """The roofline of a matrix-vector product: its FLOPs (2 per element of the matrix)
     over the time to read the matrix and the vector and write the result at

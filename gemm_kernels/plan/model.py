@@ -7,8 +7,8 @@ blocks in w = waves(blocks, slots) rounds, each round as long as one block's wor
 
 Kz is the depth of one slice; c0 (a block's fixed cost: prologue, epilogue, the
 pipeline filling) and c1 (time per multiply-add of a block while the SM is full) are
-fitted per tile from the calibration rows without a split; the reduction reads the z
-partial products and writes C (and reads C when beta != 0), at the device copy's
+fitted per tile (least squares on relative errors) from the calibration rows without a
+split; the reduction reads the z partial products and writes C (and reads C when beta != 0), at the device copy's
 bandwidth plus a fixed r0 fitted from the rows with a split. A gemv plan takes the
 smallest split that gives every SM `gemv_blocks_per_sm` blocks, the count that was
 fastest in the calibration rows.
@@ -141,7 +141,11 @@ def fit(rows: list[dict], props: dict, bandwidth_gbps: float, runs: list[str]) -
             w = W.waves(W.tiles(r["shape"], BM, BN), n_slots)
             X.append([w, w * BM * BN * ceil_div(K, 16) * 16])
             y.append(_time_us(r))
-        (c0, c1), *_ = np.linalg.lstsq(np.array(X, float), np.array(y), rcond=None)
+        # Relative errors, not microseconds: each row divided by its own time, so that a
+        # 10 us run counts as much as a 10 ms one (the plan must rank configurations at
+        # every size, and the short runs are where c0, the fixed cost, shows).
+        X, y = np.array(X, float), np.array(y)
+        (c0, c1), *_ = np.linalg.lstsq(X / y[:, None], np.ones_like(y), rcond=None)
         tiles[tile_name(BM, BN)] = {"registers": regs, "c0_us": float(max(c0, 0.0)),
                                     "c1_us_per_mfma": float(c1)}
     partial = Rules(props["name"], sms, tiles, 0.0, bandwidth_gbps, 1, {})
