@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 
 from gemm_kernels.measure import records, timing  # noqa: E402
 from gemm_kernels.notebook import ch12_last_mile as c  # noqa: E402
-from gemm_kernels.plan import calibrate  # noqa: E402
+from gemm_kernels.plan import calibrate, model  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -159,3 +159,10 @@ def test_fit_summary_splits_the_rows_by_measured_time(rec):
     import re
     counts = [int(x) for x in re.findall(r"(\d+) rows,", text)]
     assert sum(counts) == n and "under 100 µs" in text
+
+
+def test_the_rules_summary_names_gamma_and_every_tile(rec):
+    text = c.rules_summary(rec)
+    assert "gamma = " in text and "r0 = " in text
+    for BM, BN in model.TILES:
+        assert f"{BM}x{BN} tile: c0 = " in text

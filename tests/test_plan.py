@@ -52,7 +52,7 @@ def _rules(**over):
     tiles = {model.tile_name(BM, BN): {"registers": 127, "c0_us": 5.0,
                                          "c1_us_per_mfma": 1e-5 * (BM * BN / 16384) ** -0.1}
              for BM, BN in model.TILES}
-    d = dict(device="Test GPU", sm_count=132, tiles=tiles, reduce_us=3.0,
+    d = dict(device="Test GPU", sm_count=132, tiles=tiles, gamma=0.5, reduce_us=3.0,
              bandwidth_gbps=3000.0, gemv_blocks_per_sm=4, provenance={})
     d.update(over)
     return model.Rules(**d)
@@ -113,6 +113,7 @@ def test_the_fit_recovers_known_constants():
         assert fitted["tiles"][name]["c1_us_per_mfma"] == pytest.approx(
             c["c1_us_per_mfma"], rel=1e-6)
     assert fitted["reduce_us"] == pytest.approx(3.0, rel=1e-6)
+    assert fitted["gamma"] == 0.5
     rows[0]["gflops"]["median"] *= 2      # the fit answers the rows, not a stored truth
     assert model.fit(rows, props, 3000.0, ["r"])["tiles"] != fitted["tiles"]
 

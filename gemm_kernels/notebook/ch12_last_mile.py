@@ -348,6 +348,19 @@ def fit_points(rec=None) -> list[dict]:
     return out
 
 
+def rules_summary(rec=None) -> Text:
+    """The fitted constants of the recording's device, in the chapter's words."""
+    rec = rec or recording()
+    r = rules(rec)
+    lines = [f"Rules of {r.device} (fitted to {r.provenance['rows']} calibration rows): "
+             f"gamma = {r.gamma:g}; the reduction's fixed cost r0 = {r.reduce_us:.1f} µs"]
+    for name, c in r.tiles.items():
+        alone = 2 / c["c1_us_per_mfma"] / 1e3
+        lines.append(f"  {name} tile: c0 = {c['c0_us']:.1f} µs per round, one block alone on "
+                     f"an SM: {fmt_number(alone)} GFLOP/s")
+    return Text("\n".join(lines))
+
+
 def plot_fit(rec=None, ax=None):
     """Predicted against measured time on the calibration rows, log-log, y = x."""
     import matplotlib.pyplot as plt

@@ -1,17 +1,25 @@
 """The time model that picks a plan, and the fit of its constants to recorded sweeps.
 
-A capstone_split plan (tile BM x BN, K cut into z slices) runs blocks = tiles * z
-blocks in w = waves(blocks, slots) rounds, each round as long as one block's work:
+A capstone_split plan (tile BM x BN, K cut into z slices) launches tiles * z blocks;
+spread over the SMs, the busiest SM gets n = ceil(blocks / SMs) of them and holds at most
+`per_sm` at once (its registers and shared memory decide), so it runs them in
+ceil(n / per_sm) rounds with q = min(n, per_sm) blocks side by side:
 
-    time = w * (c0 + c1 * BM * BN * Kz)   [+ r0 + bytes / bandwidth   when z > 1]
+    time = c0 * ceil(n / per_sm) + c1 * BM * BN * Kz * n / q ** gamma
+           [+ r0 + bytes / bandwidth   when z > 1]
 
-Kz is the depth of one slice; c0 (a block's fixed cost: prologue, epilogue, the
-pipeline filling) and c1 (time per multiply-add of a block while the SM is full) are
-fitted per tile (least squares on relative errors) from the calibration rows without a
-split; the reduction reads the z partial products and writes C (and reads C when beta != 0), at the device copy's
-bandwidth plus a fixed r0 fitted from the rows with a split. A gemv plan takes the
-smallest split that gives every SM `gemv_blocks_per_sm` blocks, the count that was
-fastest in the calibration rows.
+Kz is the depth of one slice. c0 is a round's fixed cost (prologue, epilogue, filling
+the pipeline); c1 the time of a multiply-add of a block running alone on its SM; gamma
+says how much q blocks side by side gain over one: gamma = 0 none (the SM is already
+busy with one), gamma = 1 each runs as fast as alone (the old picture of waves, every
+block of a wave costing the same). c0 and c1 are fitted per tile by least squares on the
+calibration rows without a split, for each gamma of GAMMAS; the reduction reads the z
+partial products and writes C (and reads C when beta != 0) at the device copy's
+bandwidth plus r0, the median of what the rows with a split leave unexplained. Of the
+gammas, the fit keeps the one whose picks are fastest at the calibration shapes (the
+mean of measured best / measured pick; of equals, the one nearest the measured times).
+A gemv plan takes the smallest split that gives every SM `gemv_blocks_per_sm` blocks, the
+count that was fastest in the calibration rows.
 
 rules/<device>.json holds one GPU's fitted constants with where they come from (runs,
 rows); `python -m gemm_kernels.plan fit` writes it from that GPU's recording (never by
@@ -34,6 +42,7 @@ from gemm_kernels.plan import waves as W
 
 RULES_DIR = Path(__file__).with_name("rules")
 TILES = ((128, 128), (64, 128), (128, 64), (64, 64))
+GAMMAS = (0.0, 0.25, 0.5, 0.75, 1.0)
 SPLIT_KERNEL, GEMV_KERNEL = "capstone_split", "gemv"
 
 
@@ -47,6 +56,7 @@ class Rules:
     device: str
     sm_count: int
     tiles: dict            # "BMxBN" -> {"registers", "c0_us", "c1_us_per_mfma"}
+    gamma: float           # what blocks side by side on an SM gain (see the top)
     reduce_us: float       # r0
     bandwidth_gbps: float  # the device copy's rate, for the reduction's bytes
     gemv_blocks_per_sm: int
@@ -92,18 +102,28 @@ def slots(params: dict, registers: int, sm_count: int, limits: dict) -> int:
                                k.dynamic_smem(params, limits), limits)
 
 
+def terms(shape, BM: int, BN: int, split: int, registers: int, sm_count: int,
+          limits: dict, gamma: float) -> tuple[list[float], int]:
+    """([rounds, multiply-adds per block x n / q**gamma], z): the model's two terms for
+    capstone_split (BM, BN, split) at `shape`, and its number of K slices."""
+    p = split_params(BM, BN, split)
+    chunks = ceil_div(shape[2], p["BK"])
+    z = slices(chunks, split)
+    depth = ceil_div(chunks, z) * p["BK"]
+    per_sm = slots(p, registers, 1, limits)
+    n = ceil_div(W.tiles(shape, BM, BN) * z, sm_count)
+    q = min(n, per_sm)
+    return [ceil_div(n, per_sm), BM * BN * depth * n / q ** gamma], z
+
+
 def predict_us(rules: Rules, shape, BM: int, BN: int, split: int, beta_nonzero: bool = False,
                sm_count: int | None = None, limits: dict | None = None) -> float:
     """The model's time of capstone_split (BM, BN, split) at `shape`, in microseconds."""
-    M, N, K = shape
-    p = split_params(BM, BN, split)
+    M, N, _ = shape
     c = rules.tiles[tile_name(BM, BN)]
-    chunks = ceil_div(K, p["BK"])
-    z = slices(chunks, split)
-    depth = ceil_div(chunks, z) * p["BK"]
-    n_slots = slots(p, c["registers"], sm_count or rules.sm_count, limits or device.limits())
-    w = W.waves(W.tiles(shape, BM, BN) * z, n_slots)
-    t = w * (c["c0_us"] + c["c1_us_per_mfma"] * BM * BN * depth)
+    (rounds, work), z = terms(shape, BM, BN, split, c["registers"], sm_count or rules.sm_count,
+                              limits or device.limits(), rules.gamma)
+    t = c["c0_us"] * rounds + c["c1_us_per_mfma"] * work
     if z > 1:
         planes = z + 1 + (1 if beta_nonzero else 0)
         t += rules.reduce_us + planes * M * N * 4 / (rules.bandwidth_gbps * 1e3)
@@ -117,14 +137,10 @@ def _time_us(row: dict) -> float:
     return 2 * M * N * K / (row["gflops"]["median"] * 1e3)
 
 
-def fit(rows: list[dict], props: dict, bandwidth_gbps: float, runs: list[str]) -> dict:
-    """Rules from calibration rows measured on the device `props` describes: each tile's
-    (c0, c1) by least squares over its rows without a split, r0 as the median of what
-    the rows with a split leave unexplained, and the gemv blocks per SM that were
-    fastest most often."""
+def _fit_gamma(rows, sms: int, lim: dict, gamma: float, bandwidth_gbps: float,
+               name: str) -> Rules:
+    """Rules for one gamma: (c0, c1) per tile by least squares, then r0."""
     import numpy as np
-    lim = device.limits_for(device.arch_name(props["compute_capability"]))
-    sms = props["sm_count"]
     tiles = {}
     for BM, BN in TILES:
         own = [r for r in rows if r["kernel"] == SPLIT_KERNEL and r["params"]["BM"] == BM
@@ -134,24 +150,55 @@ def fit(rows: list[dict], props: dict, bandwidth_gbps: float, runs: list[str]) -
             raise ValueError(f"tile {BM}x{BN}: {len(plain)} calibration rows without a split; "
                              "the fit needs at least 2")
         regs = max(r["binary"]["registers"] for r in own)
-        n_slots = slots(split_params(BM, BN, 1), regs, sms, lim)
-        X, y = [], []
-        for r in plain:
-            M, N, K = r["shape"]
-            w = W.waves(W.tiles(r["shape"], BM, BN), n_slots)
-            X.append([w, w * BM * BN * ceil_div(K, 16) * 16])
-            y.append(_time_us(r))
-        # Relative errors, not microseconds: each row divided by its own time, so that a
-        # 10 us run counts as much as a 10 ms one (the plan must rank configurations at
-        # every size, and the short runs are where c0, the fixed cost, shows).
-        X, y = np.array(X, float), np.array(y)
-        (c0, c1), *_ = np.linalg.lstsq(X / y[:, None], np.ones_like(y), rcond=None)
+        X = [terms(r["shape"], BM, BN, 1, regs, sms, lim, gamma)[0] for r in plain]
+        (c0, c1), *_ = np.linalg.lstsq(np.array(X, float),
+                                       np.array([_time_us(r) for r in plain]), rcond=None)
         tiles[tile_name(BM, BN)] = {"registers": regs, "c0_us": float(max(c0, 0.0)),
                                     "c1_us_per_mfma": float(c1)}
-    partial = Rules(props["name"], sms, tiles, 0.0, bandwidth_gbps, 1, {})
-    left = [_time_us(r) - predict_us(partial, r["shape"], r["params"]["BM"], r["params"]["BN"],
-                                     r["params"]["SPLIT"], sm_count=sms, limits=lim)
+    partial = Rules(name, sms, tiles, gamma, 0.0, bandwidth_gbps, 1, {})
+    left = [_time_us(r) - _predict_row(partial, r, sms, lim)
             for r in rows if r["kernel"] == SPLIT_KERNEL and r["params"]["SPLIT"] > 1]
+    r0 = float(max(statistics.median(left), 0.0)) if left else 0.0
+    return Rules(name, sms, tiles, gamma, r0, bandwidth_gbps, 1, {})
+
+
+def _predict_row(rules: Rules, r: dict, sms: int, lim: dict) -> float:
+    p = r["params"]
+    return predict_us(rules, r["shape"], p["BM"], p["BN"], p["SPLIT"], sm_count=sms, limits=lim)
+
+
+def pick_ratios(rules: Rules, rows: list[dict], sms: int, lim: dict) -> list[float]:
+    """At each shape where rows of several capstone_split configurations were measured:
+    the measured time of the best / that of the one the rules rank first (1 is a perfect
+    pick)."""
+    by_shape: dict = {}
+    for r in rows:
+        if r["kernel"] == SPLIT_KERNEL:
+            by_shape.setdefault(tuple(r["shape"]), []).append(r)
+    out = []
+    for rs in by_shape.values():
+        if len(rs) > 1:
+            pick = min(rs, key=lambda r: _predict_row(rules, r, sms, lim))
+            out.append(min(map(_time_us, rs)) / _time_us(pick))
+    return out
+
+
+def fit(rows: list[dict], props: dict, bandwidth_gbps: float, runs: list[str]) -> dict:
+    """Rules from calibration rows measured on the device `props` describes: for each
+    gamma of GAMMAS each tile's (c0, c1) and r0 (see the top), keeping the gamma whose
+    picks are fastest at the calibration shapes (of equals, the one whose predictions are
+    nearest the measured times, in relative terms); and the gemv
+    blocks per SM that were fastest most often."""
+    lim = device.limits_for(device.arch_name(props["compute_capability"]))
+    sms = props["sm_count"]
+    scored = []
+    for gamma in GAMMAS:
+        rules = _fit_gamma(rows, sms, lim, gamma, bandwidth_gbps, props["name"])
+        ratios = pick_ratios(rules, rows, sms, lim)
+        misfit = sum((_predict_row(rules, r, sms, lim) / _time_us(r) - 1) ** 2
+                     for r in rows if r["kernel"] == SPLIT_KERNEL)
+        scored.append((-round(statistics.mean(ratios), 6) if ratios else 0.0, misfit, rules))
+    score, _, rules = min(scored, key=lambda x: x[:2])
     best = {}
     for r in rows:
         if r["kernel"] == GEMV_KERNEL:
@@ -159,11 +206,12 @@ def fit(rows: list[dict], props: dict, bandwidth_gbps: float, runs: list[str]) -
             if key not in best or r["gflops"]["median"] > best[key]["gflops"]["median"]:
                 best[key] = r
     per_sm = [gemv_blocks(get(GEMV_KERNEL), r["params"], r["shape"]) / sms for r in best.values()]
-    return {"device": props["name"], "sm_count": sms, "tiles": tiles,
-            "reduce_us": float(max(statistics.median(left), 0.0)) if left else 0.0,
+    return {"device": props["name"], "sm_count": sms, "tiles": rules.tiles,
+            "gamma": rules.gamma, "reduce_us": rules.reduce_us,
             "bandwidth_gbps": bandwidth_gbps,
             "gemv_blocks_per_sm": max(1, round(statistics.median(per_sm))) if per_sm else 4,
             "provenance": {"runs": sorted(runs), "rows": len(rows),
+                           "calibration_pick_vs_best_pct": round(-100 * score, 2),
                            "rule": "fitted by gemm_kernels.plan.model.fit"}}
 
 
