@@ -89,11 +89,15 @@ def get(name: str) -> Timed:
     return found[0]
 
 
+RAGGED = {3: ((127, 129, 45), (127, 1, 1031)), 2: ((127, 129),)}
+
+
 def record(names=None, log=print) -> list[dict]:
     """On a GPU: each variant (all, or `names`) checked on a ragged shape and timed at its
     shape and configurations, with its group's registry kernels, in this process; the
     rows merged into the device's recording. A variant that fails the check is reported
     and not timed."""
+    from gemm_kernels.core.launch import problems
     from gemm_kernels.measure import record as rec
     from gemm_kernels.measure.check import check
     rows, done = [], set()
@@ -101,8 +105,10 @@ def record(names=None, log=print) -> list[dict]:
         if names and t.name not in names:
             continue
         k = t.kernel()
-        ragged = (127, 129, 45) if len(t.shape) == 3 else (127, 129)
         for p in t.configurations():
+            # a ragged shape the kernel takes (a matrix-vector kernel takes only N == 1)
+            ragged = next((s for s in RAGGED[len(t.shape)] if not problems(k, p, s)),
+                          RAGGED[len(t.shape)][0])
             verdict = check(k, ragged, p)
             if not verdict.ok:
                 log(f"  {t.name} {p}: NOT timed, {'refused' if verdict.ok is None else 'wrong'}"
