@@ -115,13 +115,13 @@ def test_bad_input_gets_a_message_not_a_traceback(rec, M, N, K, says):
     assert shape is None and "Cannot plan" in text and says in text
 
 
-def test_a_recorded_shape_shows_the_recorded_rate_and_cublas(rec):
+def test_a_recorded_shape_shows_the_recorded_rate_and_cublas(rec, recorded_mode):
     text, shape = c.report(1024, 1024, 1024, rec)
     assert shape == (1024, 1024, 1024)
     assert "Recorded" in text and "cuBLAS" in text and "prediction" in text
 
 
-def test_an_unrecorded_shape_shows_only_the_labelled_prediction(rec):
+def test_an_unrecorded_shape_shows_only_the_labelled_prediction(rec, recorded_mode):
     text, _ = c.report(1234, 567, 89, rec)
     assert "Not recorded at this shape" in text and "prediction" in text
     assert "% of cuBLAS" not in text
@@ -149,7 +149,7 @@ def test_gemv_table_has_the_vector_shapes_only(rec):
                for r in rows)
 
 
-def test_sgemm_demo_says_it_needs_a_gpu_in_recorded_mode(rec):
+def test_sgemm_demo_says_it_needs_a_gpu_in_recorded_mode(rec, recorded_mode):
     assert "needs a GPU" in c.sgemm_demo((64, 64, 64))
 
 

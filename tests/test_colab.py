@@ -26,11 +26,14 @@ _spec.loader.exec_module(header)
 # ------------------------------------------------------------------ the simulation
 
 def _source_repo(dest: Path) -> Path:
-    """A git repository holding the working tree's tracked files as they are now."""
-    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    """A git repository holding the working tree's files as they are now: the tracked
+    ones and those git would track (not ignored), since the GPU host's copy of the tree
+    can carry an older index than its files."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                            cwd=ROOT, capture_output=True, text=True)
     if listed.returncode != 0:      # a copy of the tree without .git (the GPU host's)
         pytest.skip("the simulated clone needs a git checkout of this repository")
-    files = listed.stdout.split()
+    files = sorted(set(listed.stdout.split()))
     for f in files:
         src = ROOT / f
         if src.is_file() and not src.is_symlink():
