@@ -90,12 +90,13 @@ def _shape_text(shape) -> str:
 
 def wave_layout(shape, BM: int, BN: int, split: int = 1, rec=None) -> dict:
     """Tiles, blocks (tiles x slices), block slots (SMs x blocks per SM, from the
-    registers the rules recorded for this tile), waves and the filled share."""
+    registers the rules recorded for this tile and this shape's path), waves and the
+    filled share."""
     rec = rec or recording()
     r = rules(rec)
     p = model.split_params(BM, BN, split)
     z = slices(ceil_div(shape[2], p["BK"]), split)
-    regs = r.tiles[model.tile_name(BM, BN)]["registers"]
+    regs = model.registers(r.tiles[model.tile_name(BM, BN)], shape[1])
     slots = model.slots(p, regs, r.sm_count, _limits(rec))
     tiles = W.tiles(shape, BM, BN)
     return {"tiles": tiles, "slices": z, "blocks": tiles * z, "sms": r.sm_count,

@@ -55,7 +55,8 @@ class Rules:
     """The fitted constants (times in microseconds) and their provenance."""
     device: str
     sm_count: int
-    tiles: dict            # "BMxBN" -> {"registers", "c0_us", "c1_us_per_mfma"}
+    tiles: dict            # "BMxBN" -> {"registers", "registers_scalar", "c0_us",
+                           #             "c1_us_per_mfma"}
     gamma: float           # what blocks side by side on an SM gain (see the top)
     reduce_us: float       # r0
     bandwidth_gbps: float  # the device copy's rate, for the reduction's bytes
@@ -102,6 +103,12 @@ def slots(params: dict, registers: int, sm_count: int, limits: dict) -> int:
                                k.dynamic_smem(params, limits), limits)
 
 
+def registers(tile: dict, N: int) -> int:
+    """Registers per thread of a tile's build for N: the vector path (N % 4 == 0) or the
+    scalar one, which ptxas can allocate differently (and so fit fewer blocks per SM)."""
+    return tile["registers"] if N % 4 == 0 else tile.get("registers_scalar", tile["registers"])
+
+
 def terms(shape, BM: int, BN: int, split: int, registers: int, sm_count: int,
           limits: dict, gamma: float) -> tuple[list[float], int]:
     """([rounds, multiply-adds per block x n / q**gamma], z): the model's two terms for
@@ -121,8 +128,8 @@ def predict_us(rules: Rules, shape, BM: int, BN: int, split: int, beta_nonzero: 
     """The model's time of capstone_split (BM, BN, split) at `shape`, in microseconds."""
     M, N, _ = shape
     c = rules.tiles[tile_name(BM, BN)]
-    (rounds, work), z = terms(shape, BM, BN, split, c["registers"], sm_count or rules.sm_count,
-                              limits or device.limits(), rules.gamma)
+    (rounds, work), z = terms(shape, BM, BN, split, registers(c, N),
+                              sm_count or rules.sm_count, limits or device.limits(), rules.gamma)
     t = c["c0_us"] * rounds + c["c1_us_per_mfma"] * work
     if z > 1:
         planes = z + 1 + (1 if beta_nonzero else 0)
@@ -149,11 +156,16 @@ def _fit_gamma(rows, sms: int, lim: dict, gamma: float, bandwidth_gbps: float,
         if len(plain) < 2:
             raise ValueError(f"tile {BM}x{BN}: {len(plain)} calibration rows without a split; "
                              "the fit needs at least 2")
-        regs = max(r["binary"]["registers"] for r in own)
-        X = [terms(r["shape"], BM, BN, 1, regs, sms, lim, gamma)[0] for r in plain]
+        regs = {vec: max([r["binary"]["registers"] for r in own
+                          if (r["shape"][1] % 4 == 0) == vec], default=None)
+                for vec in (True, False)}
+        tile = {"registers": regs[True] or regs[False],
+                "registers_scalar": regs[False] or regs[True]}
+        X = [terms(r["shape"], BM, BN, 1, registers(tile, r["shape"][1]), sms, lim, gamma)[0]
+             for r in plain]
         (c0, c1), *_ = np.linalg.lstsq(np.array(X, float),
                                        np.array([_time_us(r) for r in plain]), rcond=None)
-        tiles[tile_name(BM, BN)] = {"registers": regs, "c0_us": float(max(c0, 0.0)),
+        tiles[tile_name(BM, BN)] = {**tile, "c0_us": float(max(c0, 0.0)),
                                     "c1_us_per_mfma": float(c1)}
     partial = Rules(name, sms, tiles, gamma, 0.0, bandwidth_gbps, 1, {})
     left = [_time_us(r) - _predict_row(partial, r, sms, lim)
