@@ -427,36 +427,42 @@ register(Exercise(
 # The N == 1 path of chapter 12's matrix-vector product: a warp per row of A, float4
 # loads along the row, a shuffle reduction. Graded on matrix-vector shapes only (the
 # kernel takes no other), ragged K included (the scalar path) and both paths (M == 1 runs
-# the given COLS path); timed at 8192 x 1 x 8192: a 256 MiB matrix, far beyond the L2.
+# the given COLS path), with K in up to 4 slices where K is long enough, so that a loop
+# over all of K instead of the block's slice fails; timed at 8192 x 1 x 8192: a 256 MiB
+# matrix, far beyond the L2.
 GEMV_SHAPES = ((1, 1, 1), (7, 1, 13), (1, 13, 5), (33, 1, 517), (127, 1, 1024),
                (1000, 1, 1000), (4097, 1, 515), (1, 1023, 515), (2049, 1, 20000))
 
 
 def _gemv_hint(detail: str) -> str:
-    """What a failed step 2 of 12_gemv points at: the one thing its message names."""
+    """Step 2 of 12_gemv: a nudge toward what the compiled code lacks, never the answer
+    (nothing while the part is not written yet: the message says so)."""
+    if "YOUR CODE HERE" in detail:
+        return ""
     if "SHFL" in detail:
-        return ("the 32 lanes of a warp each hold a partial sum; __shfl_xor_sync(0xffffffff, "
-                "v, d) hands a lane the value of lane ^ d: five rounds, d = 16, 8, 4, 2, 1")
+        return ("the 32 partial sums must meet without shared memory: a warp shuffle hands "
+                "a lane the value another lane holds")
     if "LDG.E.128" in detail:
-        return ("on the VEC path a lane reads 4 consecutive floats of its row at once "
-                "(a float4 load); which k does lane l start at, so that a warp's 32 loads "
-                "cover 128 consecutive floats?")
+        return "on the VEC path a lane can read 4 consecutive floats of its row at once"
     return ""
 
 
 def _gemv_correct_hint(detail: str) -> str:
-    """Step 3 of 12_gemv: at a shape with M == 1 the given COLS path ran, so the slip is
-    outside the student's branch; at N == 1 it is in the row's sum."""
+    """Step 3 of 12_gemv: what the failure's kind points at."""
     m = re.search(r"at (\d+)x(\d+)x(\d+)", detail)
     if m and m.group(1) == "1" and m.group(2) != "1":
         return "at M == 1 the given path runs: look at what your part changed outside its branch"
-    return ("each lane adds the float4s of the slice at k = 4*lane, 4*lane + 128, ... "
-            "(below KS), and after the five shuffle rounds lane 0 holds the whole row's sum")
+    if "outside" in detail:
+        return ("an access past the row or the vector: the block's slice starts at a and x "
+                "and is KS elements long, not K")
+    return ("either some elements are added twice or missed (does each lane's step match how "
+            "many elements a warp reads at once?), or the 32 partial sums are not all "
+            "combined (after your rounds, does lane 0 hold every lane's share?)")
 
 
 register(Exercise(
     name="12_gemv", chapter="12", title="a warp per row: the matrix-vector product",
-    kernel="gemv", params={"SPLIT": 1}, sass=("SHFL.BFLY", "LDG.E.128"), speed=0.9,
+    kernel="gemv", params={"SPLIT": 4}, sass=("SHFL.BFLY", "LDG.E.128"), speed=0.9,
     shapes=GEMV_SHAPES, time_shape=(8192, 1, 8192),
     hints={"compile": "keep the kernel's name and template parameters as given",
            "static": _gemv_hint,

@@ -105,8 +105,10 @@ static void read_into(FILE* f, T* p, size_t n) {
 }
 
 int main(int argc, char** argv) {
-    // in out d0 d1 d2 gx gy gz bx by bz alpha beta
+    // in out d0 d1 d2 gx gy gz bx by bz alpha beta [planes: C holds that many M x N
+    // planes, the workspace of a split-K launch]
     FILE* in = std::fopen(argv[1], "rb");
+    const size_t planes = argc > 14 ? (size_t)std::atoi(argv[14]) : 1;
     for (int i = 0; i < 3; ++i) dims[i] = std::atoi(argv[3 + i]);
     gridDim = dim3(std::atoi(argv[6]), std::atoi(argv[7]), std::atoi(argv[8]));
     blockDim = dim3(std::atoi(argv[9]), std::atoi(argv[10]), std::atoi(argv[11]));
@@ -114,7 +116,7 @@ int main(int argc, char** argv) {
     beta_ = (T)std::atof(argv[13]);
 #if GEMM
     const size_t na = (size_t)dims[0] * dims[2], nb = (size_t)dims[2] * dims[1],
-                 nc = (size_t)dims[0] * dims[1];
+                 nc = (size_t)dims[0] * dims[1] * planes;
     A_ = alloc_A(na); B_ = alloc_B(nb); C_ = alloc_C(nc);
     read_into(in, A_, na); read_into(in, B_, nb); read_into(in, C_, nc);
 #else
@@ -204,11 +206,16 @@ def run_case(k, p: dict, shape, alpha: float, beta: float, sanitizer: str, seed:
     gemm = k.op in DTYPES
     dtype = np.dtype(DTYPES[k.op] if gemm else {"float": "float32",
                                                  "double": "float64"}[p["T"]])
+    # A split-K launch (Kernel.splits) writes z partial products into a workspace of z
+    # planes with alpha = 1, beta = 0; the sum and the epilogue are then done here, in
+    # plane order, as split_k_reduce does on the GPU.
+    planes = k.splits(p, shape) if gemm else 1
     if gemm:
         M, N, K = shape
         A, B = random_normal((M, K), dtype, rng), random_normal((K, N), dtype, rng)
         C0 = random_normal((M, N), dtype, rng) if beta else np.full((M, N), np.nan, dtype)
-        inputs, out_shape, dims = (A, B, C0), (M, N), (M, N, K)
+        work = C0 if planes == 1 else np.full((planes, M, N), np.nan, dtype)
+        inputs, out_shape, dims = (A, B, work), work.shape, (M, N, K)
     else:
         src = random_normal(shape, dtype, rng)
         out_shape = shape[::-1] if k.op == "transpose" else shape
@@ -219,7 +226,8 @@ def run_case(k, p: dict, shape, alpha: float, beta: float, sanitizer: str, seed:
         fin.write_bytes(b"".join(np.ascontiguousarray(a).tobytes() for a in inputs))
         argv = [str(binary), str(fin), str(fout), *map(str, dims),
                 *map(str, k.grid(p, shape)), *map(str, k.threads(p)),
-                repr(float(alpha)), repr(float(beta))]
+                *map(repr, (float(alpha), float(beta)) if planes == 1 else (1.0, 0.0)),
+                str(planes)]
         try:
             res = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_LIMIT_S,
                                  env={"ASAN_OPTIONS": "detect_leaks=0",
@@ -231,6 +239,11 @@ def run_case(k, p: dict, shape, alpha: float, beta: float, sanitizer: str, seed:
             return None, sanitizer_message(res.stderr, res.returncode, move=not gemm)
         out = np.fromfile(fout, dtype).reshape(out_shape)
     if gemm:
+        if planes > 1:
+            total = out[0].copy()
+            for plane in out[1:]:
+                total += plane
+            out = dtype.type(alpha) * total + (dtype.type(beta) * C0 if beta else 0)
         return compare_gemm(out, A, B, C0 if beta else None, alpha, beta), None
     return compare_exact(out, src.T if k.op == "transpose" else src), None
 
