@@ -76,6 +76,7 @@ for stage in "$@"; do
               python3 -m gemm_kernels.plan calibrate > "$OUT/ch12-calibrate.log" 2>&1; tail -2 "$OUT/ch12-calibrate.log"
               python3 -m gemm_kernels.plan fit > "$OUT/ch12-fit.log" 2>&1; cat "$OUT/ch12-fit.log" | head -40
               python3 -m gemm_kernels.plan bench 2>&1 | tee "$OUT/ch12-bench.log"
+              python3 -m gemm_kernels.plan exercise > "$OUT/ch12-exercise.log" 2>&1
               mkdir -p "$OUT/rules"; cp gemm_kernels/plan/rules/*.json "$OUT/rules/"; cp figures/data/*.json "$OUT/" ;;
     latency)  python3 -m gemm_kernels.notebook.widget_latency 2>&1 | tee "$OUT/latency.log" ;;
     probe)    python3 -m gemm_kernels.memory.probe --out "$OUT/bank_probe.json" 2>&1 | tee "$OUT/probe.log" | tail -40 ;;

@@ -355,17 +355,18 @@ def pick_metrics(wanted, known: set[str] | None) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def results(name: str, shape=None) -> list[tuple[Step, dict | None]]:
+def results(name: str, shape=None, rec=None) -> list[tuple[Step, dict | None]]:
     """Each step of the study at `shape` (one of the study's shapes, the first by
     default; a step with an operand at that operand's shape) with its recorded row, or
-    None where the recording has none for the current kernel source."""
+    None where the recording (`rec`, default the one shown) has none for the current
+    kernel source."""
     from gemm_kernels.measure import records
     study = get(name)
     shape = tuple(shape or study.shapes[0])
     if shape not in map(tuple, study.shapes):
         raise ValueError(f"{name} was not measured at {shape}; its shapes are "
                          f"{', '.join(map(str, study.shapes))}")
-    rec = records.current()
+    rec = rec or records.current()
     out = []
     for step in study.steps:
         full, s = KERNELS[step.kernel].resolve(step.params), step_shape(step, shape)

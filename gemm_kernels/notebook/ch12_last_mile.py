@@ -259,9 +259,90 @@ def capstone_share(n: int = 1024, rec=None) -> Text:
     lay = wave_layout((n, n, n), p["BM"], p["BN"], 1, rec)
     rate = (f"{timing.share(row):.0f}% of cuBLAS ({fmt_number(row['gflops']['median'])} "
             f"GFLOP/s)" if row and timing.share(row) else "not recorded here")
+    busy = min(lay["blocks"], lay["sms"])
     return Text(f"Chapter 09's capstone at {n}^3 ({rec.label}): {rate}. Its {p['BM']}x{p['BN']} "
                 f"tiles make {lay['tiles']} blocks for {lay['slots']} block slots "
-                f"({lay['sms']} SMs x {lay['per_sm']}): {lay['filled']:.0%} of the GPU works.")
+                f"({lay['sms']} SMs x {lay['per_sm']}): {lay['filled']:.0%} of the slots are "
+                f"filled, and {busy} of the {lay['sms']} SMs have a block.")
+
+
+def tile_table(rec=None) -> Table:
+    """Each tile's block: threads, registers per thread on the vector path (N % 4 == 0)
+    and the scalar one, shared memory, and the blocks an SM holds with each."""
+    rec = rec or recording()
+    r, lim = rules(rec), _limits(rec)
+    k = get(SPLIT)
+    rows = []
+    for BM, BN in model.TILES:
+        p = model.split_params(BM, BN, 1)
+        t = r.tiles[model.tile_name(BM, BN)]
+        threads = k.threads(p)[0]
+        per = {vec: model.slots(p, model.registers(t, 4 if vec else 3), 1, lim)
+               for vec in (True, False)}
+        rows.append({"tile": f"{BM}x{BN}", "threads": threads,
+                     "registers, N a multiple of 4": model.registers(t, 4),
+                     "registers, other N": model.registers(t, 3),
+                     "shared memory (KiB)": k.dynamic_smem(p, lim) / 1024,
+                     "blocks per SM, N a multiple of 4": per[True],
+                     "blocks per SM, other N": per[False]})
+    return Table(rows, list(rows[0]), title=f"Each tile's block on {r.device} (registers as "
+                                             "compiled for the recorded runs)")
+
+
+STALL_PREFIX = "smsp__average_warps_issue_stalled_"
+
+
+def profile_table(study: str, rec=None) -> Table:
+    """An Nsight Compute study of chapter 12 (ch12_ragged_n, ch12_gemv): per launch its
+    time, issue activity, FMA pipe, DRAM throughput, warps resident and the largest
+    stall reason."""
+    from gemm_kernels.measure import studies
+    rec = rec or recording()
+    rows = []
+    for shape in studies.get(study).shapes:
+        for step, row in studies.results(study, shape, rec):
+            if row is None:
+                continue
+            m = row["metrics"]
+            stalls = {k[len(STALL_PREFIX):].split("_per_")[0]: v for k, v in m.items()
+                      if k.startswith(STALL_PREFIX) and k.split("_per_")[0][len(STALL_PREFIX):]
+                      not in ("selected", "not_selected")}
+            top = max(stalls.items(), key=lambda kv: kv[1], default=("-", 0))
+            fma = m.get("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active")
+            rows.append({"shape": _shape_text(shape), "launch": step.label,
+                         "time (µs)": m["gpu__time_duration.sum"] / 1e3,
+                         "issue active %": m["smsp__issue_active.avg.pct_of_peak_sustained_active"],
+                         "FMA pipe %": fma if fma is not None else "-",
+                         "DRAM % of peak": m["dram__throughput.avg.pct_of_peak_sustained_elapsed"],
+                         "warps resident %": m["sm__warps_active.avg.pct_of_peak_sustained_active"],
+                         "largest stall (per instruction)": f"{top[0].replace('_', ' ')} {top[1]:.1f}"})
+    if not rows:
+        return Text(f"The profile {study} is not in this recording ({rec.label}).")
+    return Table(rows, list(rows[0]), title=f"Nsight Compute, one launch each; {rec.label}")
+
+
+def reduction_share(shape, rec=None) -> Text:
+    """The model's split of the plan's predicted time at `shape` into the GEMM and the
+    reduction (its fixed cost and its bytes)."""
+    rec = rec or recording()
+    r, lim = rules(rec), _limits(rec)
+    p = plan_for(shape, rec)
+    if p.kernel != SPLIT or p.params["SPLIT"] == 1:
+        return Text(f"At {_shape_text(shape)} the plan has no split: no reduction.")
+    whole = model.predict_us(r, shape, p.params["BM"], p.params["BN"], p.params["SPLIT"],
+                             sm_count=r.sm_count, limits=lim)
+    z = slices(ceil_div(shape[2], p.params["BK"]), p.params["SPLIT"])
+    red = r.reduce_us + (z + 1) * shape[0] * shape[1] * 4 / (r.bandwidth_gbps * 1e3)
+    return Text(f"At {_shape_text(shape)} ({choose.Plan(p.kernel, p.params)}): the model "
+                f"predicts {fmt_number(whole)} µs, of which the reduction takes "
+                f"{fmt_number(red)} µs ({red / whole:.0%}): {z} partial products written and "
+                f"read back, and C written, {(z + 1) * shape[0] * shape[1] * 4 / 1e6:.1f} MB in all.")
+
+
+def which_recording() -> Text:
+    rec = recording()
+    return Text(f"This chapter's measurements: {rec.label}." if rec else
+                "This chapter's measurements are not in any recording here.")
 
 
 # ------------------------------------------------------------------ the vector end
@@ -353,8 +434,11 @@ def rules_summary(rec=None) -> Text:
     """The fitted constants of the recording's device, in the chapter's words."""
     rec = rec or recording()
     r = rules(rec)
-    lines = [f"Rules of {r.device} (fitted to {r.provenance['rows']} calibration rows): "
-             f"gamma = {r.gamma:g}; the reduction's fixed cost r0 = {r.reduce_us:.1f} µs"]
+    pts = fit_points(rec)
+    plain = sum(1 for p in pts if p["SPLIT"] == 1)
+    lines = [f"Fitted on {r.device}: c0 and c1 of each tile from {plain} measurements without "
+             f"a split, r0 from {len(pts) - plain} with one; gamma = {r.gamma:g}; the "
+             f"reduction's fixed cost r0 = {r.reduce_us:.1f} µs"]
     for name, c in r.tiles.items():
         alone = 2 / c["c1_us_per_mfma"] / 1e3
         lines.append(f"  {name} tile: c0 = {c['c0_us']:.1f} µs per round, one block alone on "
@@ -484,16 +568,69 @@ def rate_choice(shape, BM: int, BN: int, split: int, rec=None) -> Text:
         row = row_of(rec, SPLIT, shape, {"BM": c[0], "BN": c[1], "SPLIT": c[2]})
         rec_text = (f"recorded {fmt_number(row['gflops']['median'])} GFLOP/s"
                     if row else "not recorded at this shape")
-        return (f"{who}: {c[0]}x{c[1]}, K in {lay['slices']} slice(s): predicted "
+        split = "no split" if lay["slices"] == 1 else f"K in {lay['slices']} slices"
+        return (f"{who}: {c[0]}x{c[1]}, {split}: predicted "
                 f"{fmt_number(t)} µs ({fmt_number(2 * shape[0] * shape[1] * shape[2] / (t * 1e3))}"
                 f" GFLOP/s), {lay['blocks']:,} blocks, {lay['waves']} wave(s), "
                 f"{lay['filled']:.0%} of the slots filled; {rec_text}")
     verdict = ("the model's best" if place == 1 else
                f"number {place} of {len(ranking)}, predicted {mine / best_t:.2f}x the best's time")
-    return Text("\n".join([f"{_shape_text(shape)} under the rules of {r.device}:",
-                           line("your choice", mine, (BM, BN, split)),
-                           line("the model's best", best_t, best),
-                           f"Your choice is {verdict}."]))
+    lines = [f"{_shape_text(shape)} under the rules of {r.device}:",
+             line("your choice", mine, (BM, BN, split)),
+             line("the model's best", best_t, best),
+             f"Your choice is {verdict}. The model's predictions are off by "
+             f"{model_error(rec):.0%} or less for half of its calibration measurements: "
+             "choices it predicts within that of each other, only a measurement tells apart."]
+    measured = measured_best(shape, rec)
+    if measured:
+        lines.append(f"Measured at this shape: the fastest configuration is {measured}.")
+    return Text("\n".join(lines))
+
+
+def plan_terms(shape, configs, rec=None) -> Table:
+    """The model's terms for each (BM, BN, split) of `configs` at `shape`: the busiest
+    SM's blocks n, how many it holds at once, rounds, the work term n / q^gamma per
+    block's multiply-adds, the reduction, and the predicted time."""
+    rec = rec or recording()
+    r, lim = rules(rec), _limits(rec)
+    rows = []
+    for BM, BN, split in configs:
+        c = r.tiles[model.tile_name(BM, BN)]
+        regs = model.registers(c, shape[1])
+        (rounds, work), z = model.terms(shape, BM, BN, split, regs, r.sm_count, lim, r.gamma)
+        p = model.split_params(BM, BN, split)
+        per_sm = model.slots(p, regs, 1, lim)
+        blocks = W.tiles(shape, BM, BN) * z
+        n = ceil_div(blocks, r.sm_count)
+        total = model.predict_us(r, shape, BM, BN, split, sm_count=r.sm_count, limits=lim)
+        gemm = c["c0_us"] * rounds + c["c1_us_per_mfma"] * work
+        rows.append({"tile, slices": f"{BM}x{BN}, {z}", "blocks": blocks,
+                     "n on the busiest SM": n, "held at once": min(n, per_sm),
+                     "rounds": rounds, "n / q^gamma": n / min(n, per_sm) ** r.gamma,
+                     "depth of a slice": ceil_div(ceil_div(shape[2], p["BK"]), z) * p["BK"],
+                     "GEMM (µs)": gemm, "reduction (µs)": total - gemm, "predicted (µs)": total})
+    return Table(rows, list(rows[0]), title=f"The model's terms at {_shape_text(shape)} "
+                                             f"(gamma = {r.gamma:g}; {r.device})")
+
+
+def model_error(rec=None) -> float:
+    """The median of |predicted / measured - 1| over the calibration rows."""
+    import statistics
+    pts = fit_points(rec or recording())
+    return statistics.median(abs(p["predicted_us"] / p["measured_us"] - 1) for p in pts)
+
+
+def measured_best(shape, rec=None) -> str | None:
+    """The fastest capstone_split configuration recorded at `shape`, as text."""
+    rec = rec or recording()
+    rows = [r for r in rec.find(SPLIT, list(shape)) if "gflops" in r]
+    if not rows:
+        return None
+    b = max(rows, key=lambda r: r["gflops"]["median"])
+    p = b["params"]
+    split = "no split" if p["SPLIT"] == 1 else f"K in {p['SPLIT']} slices"
+    return (f"{p['BM']}x{p['BN']}, {split}: {fmt_number(b['gflops']['median'])} GFLOP/s "
+            f"({timing.share(b):.0f}% of cuBLAS), of {len(rows)} configurations timed")
 
 
 # ------------------------------------------------------------------ the widget

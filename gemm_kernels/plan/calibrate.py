@@ -6,6 +6,7 @@
                                             (of the live GPU, or of the recording FILE)
     python -m gemm_kernels.plan bench       time sgemm's plan for each benchmark shape
                                             (cuBLAS beside it, in the same process)
+    python -m gemm_kernels.plan exercise    time every candidate at the exercise's shape
 
 The calibration shapes are not the benchmark shapes: the rules are fitted on the first
 and judged on the second, and the fit is written before the benchmark runs.
@@ -37,6 +38,9 @@ BENCH_ODD = ((4097, 1023, 515), (8192, 128, 8192), (128, 8192, 8192), (256, 256,
 BENCH_MORE = ((3, 4096, 4096), (1, 8192, 1024), (512, 8192, 512), (1500, 1500, 20000),
               (100, 100, 100), (777, 555, 333))
 COPY_SHAPE = (1 << 30,)
+# Chapter 12's "choose the plan" exercise: every candidate is timed there, so a student's
+# choice is judged by a measurement, not only by the model.
+EXERCISE_SHAPE = (256, 384, 16384)
 
 
 def bench_shapes() -> list[tuple]:
@@ -112,9 +116,24 @@ def bench():
     merge(rows)
 
 
+def exercise():
+    """Time every candidate configuration at EXERCISE_SHAPE (cuBLAS beside each)."""
+    from gemm_kernels.measure.record import measure, merge, rate_text
+    from gemm_kernels.plan.choose import candidates
+    _need_gpu()
+    rows = []
+    for BM, BN, z in candidates(EXERCISE_SHAPE):
+        p = {"BM": BM, "BN": BN, "SPLIT": z}
+        if problems(model.SPLIT_KERNEL, p, EXERCISE_SHAPE):
+            continue
+        rows.append(measure(model.SPLIT_KERNEL, EXERCISE_SHAPE, p))
+        print(f"{p}: {rate_text(rows[-1])}", flush=True)
+    merge(rows)
+
+
 def main(argv=None):
     cmd, *rest = argv or sys.argv[1:] or ["?"]
-    actions = {"calibrate": calibrate, "fit": fit, "bench": bench}
+    actions = {"calibrate": calibrate, "fit": fit, "bench": bench, "exercise": exercise}
     if cmd not in actions or (rest and cmd != "fit"):
         sys.exit(f"usage: python -m gemm_kernels.plan {{{','.join(actions)}}} (fit: [FILE])")
     actions[cmd](*rest)

@@ -29,10 +29,11 @@ class Plan:
 
     def __str__(self) -> str:
         p = self.params
+        split = "no split" if p.get("SPLIT", 1) == 1 else f"K in {p['SPLIT']} slices"
         if self.kernel == model.SPLIT_KERNEL:
-            return f"{p['BM']}x{p['BN']} tiles, K in {p['SPLIT']} slice(s)"
+            return f"{p['BM']}x{p['BN']} tiles, {split}"
         if self.kernel == model.GEMV_KERNEL:
-            return f"matrix-vector product, K in {p['SPLIT']} slice(s)"
+            return f"matrix-vector product, {split}"
         return f"{self.kernel} (defaults)"
 
 
