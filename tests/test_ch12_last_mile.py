@@ -166,3 +166,33 @@ def test_the_rules_summary_names_gamma_and_every_tile(rec):
     assert "gamma = " in text and "r0 = " in text
     for BM, BN in model.TILES:
         assert f"{BM}x{BN} tile: c0 = " in text
+
+
+def test_the_tile_table_shows_fewer_blocks_where_the_scalar_path_needs_more_registers(rec):
+    rows = {r["tile"]: r for r in c.tile_table(rec)}
+    assert set(rows) == {f"{BM}x{BN}" for BM, BN in model.TILES}
+    for r in rows.values():
+        if r["registers, other N"] > r["registers, N a multiple of 4"]:
+            assert r["blocks per SM, other N"] <= r["blocks per SM, N a multiple of 4"]
+
+
+def test_the_profiles_name_every_launch_and_a_stall(rec):
+    t = c.profile_table("ch12_gemv", rec)
+    assert len(t) == 4 and all(r["largest stall (per instruction)"] != "-" for r in t)
+    assert "not in this recording" in c.profile_table("ch09_ldgsts", rec)   # H200-only study
+
+
+def test_the_model_terms_add_up_to_the_prediction(rec):
+    t = c.plan_terms((256, 384, 16384), [(64, 128, 32), (128, 128, 1)], rec)
+    for r in t:
+        assert r["GEMM (µs)"] + r["reduction (µs)"] == pytest.approx(r["predicted (µs)"])
+    assert t[1]["reduction (µs)"] == pytest.approx(0)
+    assert "reduction takes" in c.reduction_share((1024, 1024, 1024), rec)
+    assert "no split" in c.reduction_share((8192, 8192, 8192), rec)
+
+
+def test_a_choice_is_judged_by_a_measurement_where_every_candidate_was_timed(rec):
+    text = c.rate_choice((256, 384, 16384), 64, 128, 32, rec)
+    assert "Measured at this shape: the fastest configuration is" in text
+    assert 0 < c.model_error(rec) < 1
+    assert c.measured_best((7, 7, 7), rec) is None
