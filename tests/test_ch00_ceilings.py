@@ -153,3 +153,19 @@ def test_two_gpus_shows_only_what_chapter_00_taught(monkeypatch):
     assert t.columns == cols[:4] and t[0] == {"GPU": "H200", "SMs": 132,
                                               "FP32 peak, TFLOP/s": 66.9,
                                               "device copy, GB/s": 4224}
+
+
+def test_ladder_plot_names_every_bar_in_words():
+    """Every bar of the ladder has a plain label (no registry identifier), chapter first;
+    chapter 11's bar is the float kernel it is."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from gemm_kernels.measure.ladder import ladder_kernels
+    assert set(ladder_kernels()) <= set(ch00_ceilings.LADDER_LABELS)
+    ax = ch00_ceilings.ladder_plot()
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    plt.close("all")
+    assert len(labels) == len(ladder_kernels())
+    assert not any("_" in t for t in labels), labels
+    assert "11 float, vector shared loads" in labels

@@ -132,3 +132,17 @@ def test_a_row_profiled_on_another_gpu_is_not_used(recording, monkeypatch):
     assert ch.traffic()["dram_how"] == "the device copy's"
     monkeypatch.setattr(roofline, "device_properties", lambda: {**GPU, "name": "Other GPU"})
     assert ch.traffic() is None
+
+
+def test_l2_misses_are_set_against_drams_bytes(recording):
+    """The hit rate's misses are multiplied out and set against DRAM's bytes: close (the
+    fake recording: 40% of 12.8 GB = 5.12 GB against 5 GB), or short, and then the text
+    says plainly that the counts do not explain the rest."""
+    recording()
+    t = ch.traffic()
+    assert t["l2_miss_bytes"] == pytest.approx(0.4 * 32 * 4e8)
+    assert "the other 40% are 5.12 GB, close to the 5 GB that crossed DRAM" in ch.summary()
+    short = {**t, "l2_hit_pct": 80.0, "l2_miss_bytes": 0.2 * 32 * 4e8}
+    text = ch._misses_against_dram(short)
+    assert "2.56 GB, less than the 5 GB" in text
+    assert "do not say where the other 2.44 GB come from" in text

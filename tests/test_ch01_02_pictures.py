@@ -170,3 +170,10 @@ def test_the_rate_table_has_one_row_per_size_and_each_kernels_share():
         assert share == pytest.approx(row[f"{k}: % of cuBLAS"], rel=1e-6)
     one = ch01_02_sectors.rate_table(["naive"], sizes=(2048,))
     assert "cuBLAS, timed beside it (GFLOP/s)" in one.columns
+
+
+def test_the_rate_tables_spread_names_the_kernels_not_cublas():
+    """The caption's spread is the kernels' runs only: cuBLAS's calls spread more
+    (chapter 00), so the caption must not read as covering them."""
+    t = ch01_02_sectors.rate_table(["naive"], sizes=(2048,))
+    assert "slowest run of naive differ by" in t.title and "cuBLAS's calls spread" in t.title

@@ -139,3 +139,21 @@ def test_the_solution_is_the_reference_copy_line_for_line():
         return " ".join(text[text.index("__global__"):].split())
 
     assert body(solution(NAME).split("#include \"common.cuh\"")[1]) == body(source("copy"))
+
+
+def test_copy_correct_hint_answers_the_failure_found():
+    """Step 3's hint asks about what failed: the bound for an access outside the arrays,
+    the row step for a race, the block and tile place of an unwritten element; none of
+    them spells out the whole index."""
+    from gemm_kernels.exercises.catalog import get
+    from gemm_kernels.exercises.grader import hint
+    ex = get("00_copy")
+    outside = hint(ex, "correct", "at 1x1: a read of 4 bytes outside the input `in`")
+    race = hint(ex, "correct", "a data race on the output: two threads wrote the same element")
+    nan = hint(ex, "correct", "wrong at 127x129: 10707 element(s) wrong, 10707 NaN; "
+                              "worst at (44, 0): nan against -1.8 (|err|/bound inf)")
+    assert "inside" in outside and "race" not in outside
+    assert "By how many rows" in race
+    assert "blockIdx = (0, 1)" in nan and "row 12, column 0" in nan
+    for h in (outside, race, nan):
+        assert "threadIdx.y" not in h and "blockIdx.y" not in h

@@ -103,6 +103,35 @@ register(Exercise(
 # copy, in one run on one GPU. No test shape reaches 2^31 elements, so the 64-bit offsets
 # the exercise asks for are checked in the compiled code (ch00_checks).
 _COPY = {"T": "float", "TILE": 32, "ROWS": 4}
+
+
+def _copy_correct_hint(detail: str, tile: int = _COPY["TILE"]) -> str:
+    """Exercise 00's step-3 hint, for the failure found: a read or write outside the
+    arrays asks for the bound; a race asks how far a thread's row moves per pass;
+    elements left unwritten (NaN) are placed in their block and tile, as a question,
+    so that no failure is answered with the whole index."""
+    if "outside" in detail:
+        return ("the tiles at the right and bottom edges stick out of the matrix: a thread "
+                "whose element (r, c) is outside it must copy nothing. Which two "
+                "comparisons say that (r, c) is inside a rows x cols matrix?")
+    if "data race" in detail:
+        return (f"each element must be copied by one thread only. A block has {tile} x "
+                f"ROWS threads for a {tile} x {tile} tile: while one row of threads copies "
+                "tile row j, the other rows of threads copy other tile rows. By how many "
+                "rows must a thread move between two of its copies so that it lands on "
+                "a row no other thread takes?")
+    m = re.search(r"worst at \((\d+), (\d+)\)", detail)
+    if m and "NaN" in detail:
+        r, c = int(m[1]), int(m[2])
+        return (f"NaN: element ({r}, {c}) of the output was never written. It lies in the "
+                f"tile of the block with blockIdx = ({c // tile}, {r // tile}), at row "
+                f"{r % tile}, column {c % tile} of that tile. Which thread of that block "
+                "should copy it, on which pass of its loop, and does your code take it "
+                "there (offset r * cols + c, in the input and the output alike)?")
+    return ("the values landed in the wrong places: the input and the output must use the "
+            "same offset, row r times the row length cols plus column c")
+
+
 register(Exercise(
     name="00_copy", chapter="00", title="a copy kernel: how fast memory can go",
     kernel="copy", params=_COPY,
@@ -112,9 +141,7 @@ register(Exercise(
                    ch00_checks.lanes_coalesced(_COPY)),
     shapes=tuple(TRANSPOSE_SHAPES), time_size=8192,
     hints={"compile": "keep the kernel's name and template parameters as given",
-           "correct": "c comes from blockIdx.x and threadIdx.x, r from blockIdx.y, "
-                      "threadIdx.y and the loop's step; copy only where r < rows and "
-                      "c < cols, and cover all TILE rows of the tile",
+           "correct": _copy_correct_hint,
            "speed": "neighbouring lanes (threadIdx.x) must copy neighbouring elements of "
                     "a row, so that a warp reads and writes 128 consecutive bytes"},
 ))

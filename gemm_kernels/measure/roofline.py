@@ -124,7 +124,7 @@ def ceilings(props: dict) -> list[dict]:
     except LookupError:
         pass
     out.append({"level": "DRAM", "gbps": device.peak_bandwidth_gbps(props),
-                "kind": "theoretical", "how": "2 x memory clock x bus width"})
+                "kind": "theoretical", "how": "bus width x data rate / 8"})
     return out
 
 

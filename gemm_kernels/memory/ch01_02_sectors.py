@@ -397,7 +397,8 @@ def rate_table(kernels, sizes=(1024, 2048, 4096)):
     """One row per size: each kernel's GFLOP/s (the median of its timed runs) and its
     share of the cuBLAS run timed beside it in the same process, with that cuBLAS rate as
     a column (one per kernel: each kernel had its own), so every share can be checked.
-    The title says how far the fastest and slowest run of any row lay from its median."""
+    The title says how far the fastest and slowest run of the kernels (not cuBLAS's,
+    which spread more) lay from their median in any row."""
     from gemm_kernels.core.table import Table
     from gemm_kernels.measure import lookup, records
     rows, spread = [], 0.0
@@ -419,8 +420,9 @@ def rate_table(kernels, sizes=(1024, 2048, 4096)):
     spread_text = f"{spread:.0%}" if spread >= 0.01 else f"{spread:.1%}"
     return Table(rows, list(rows[0]),
                  title=f"{records.source()}: medians of the timed runs (in any row, the "
-                       f"fastest and the slowest run differ by {spread_text} of the median "
-                       f"or less)")
+                       f"fastest and the slowest run of {' and of '.join(kernels)} differ "
+                       f"by {spread_text} of its median or less; cuBLAS's calls spread "
+                       f"more, as chapter 00 shows)")
 
 
 def line_table(configs, size: int = 2048):

@@ -37,7 +37,9 @@ def traffic(study: str = STUDY) -> dict | None:
     (that ceiling),
     'dram_how' (whose bandwidth it is: the device copy's, or the theoretical one),
     'flop_per_dram_byte', 'dram_roof' (GFLOP/s the DRAM ceiling allows at that
-    intensity), 'peak' (FP32), 'peak_gbps' (theoretical DRAM bandwidth), 'dram_busy_pct', 'l2_hit_pct', 'sectors_per_load'}."""
+    intensity), 'peak' (FP32), 'peak_gbps' (theoretical DRAM bandwidth), 'dram_busy_pct', 'l2_hit_pct', 'l2_miss_bytes'
+    (the L2's bytes times its miss rate: what the hit rate leaves for DRAM, fewer than
+    DRAM's bytes in the naive kernel's recording), 'sectors_per_load'}."""
     (step, row), = studies.results(study)
     props = roofline.device_properties()
     if row is None or records.current().device.get("name") != props.get("name"):
@@ -65,6 +67,7 @@ def traffic(study: str = STUDY) -> dict | None:
             "dram_roof": dram_gbps * x, "peak": peak,
             "peak_gbps": device.peak_bandwidth_gbps(props),
             "dram_busy_pct": m.get(DRAM_BUSY), "l2_hit_pct": m.get(L2_HIT),
+            "l2_miss_bytes": moved["L2"][0] * (1 - m.get(L2_HIT, 100) / 100),
             "sectors_per_load": m[L1_SECTORS[0]] / m[LOAD_INSTRUCTIONS]}
 
 
@@ -119,6 +122,21 @@ def bytes_plot(study: str = STUDY, ax=None):
     return ax
 
 
+def _misses_against_dram(t: dict) -> str:
+    """The L2's misses set against DRAM's bytes, so that a reader who multiplies them
+    out is not left with a gap nobody mentions: where the misses fall short of DRAM's
+    bytes by more than 5%, the sentence says that the recorded counts do not explain
+    the rest, and names what was not counted."""
+    miss, dram = t["l2_miss_bytes"], t["bytes"]["DRAM"]
+    text = f"the other {100 - t['l2_hit_pct']:.0f}% are {bytes_text(miss)}"
+    if miss >= 0.95 * dram:
+        return text + f", close to the {bytes_text(dram)} that crossed DRAM"
+    return (text + f", less than the {bytes_text(dram)} that crossed DRAM. The counts recorded do not say where the other "
+            f"{bytes_text(dram - miss)} come from (the hit rate counts every lookup of "
+            f"the L2, not only the SMs' requests, and a miss may bring more than its one "
+            f"sector from DRAM: neither was counted apart)")
+
+
 def summary(study: str = STUDY) -> Text:
     """The recorded counts behind the verdict, in words: how busy DRAM was, the roof its
     counted bytes allow, and how many 32-byte sectors a warp's load instruction asked of
@@ -138,7 +156,8 @@ def summary(study: str = STUDY) -> Text:
         f"than the timed one: the same bytes over the timed {t['ms']:,.0f} ms are "
         f"{100 * b['DRAM'] / (t['ms'] * 1e-3) / (t['peak_gbps'] * 1e9):.2g}% of the "
         f"theoretical {t['peak_gbps']:,.0f} GB/s",
-        f"  the L2 already held {t['l2_hit_pct']:.0f}% of the sectors the SMs asked for",
+        f"  the L2 already held {t['l2_hit_pct']:.0f}% of the sectors the SMs asked for; "
+        + _misses_against_dram(t),
         f"  {t['flop_per_dram_byte']:.1f} FLOP per DRAM byte: the lower roof there is "
         f"{roof_name}, {roof / 1000:.1f} TFLOP/s, {roof / t['gflops']:,.0f} times its rate",
         f"  the L1 was asked for {bytes_text(b['L1'])}, {b['L1'] / b['DRAM']:,.0f} times "
