@@ -306,6 +306,22 @@ register(Exercise(
 
 # ---------------------------------------------------------------- chapter 08
 
+def _double_buffer_static_hint(detail: str) -> str:
+    """08_double_buffer's hint for a failed step 2, by what the check found: a missing
+    prologue barrier, loads that sank to their store, or anything else."""
+    if "between the prologue and the K loop" in detail:
+        return ("after the prologue's store into stage 0, every thread must wait until all "
+                "others have stored their part: one __syncthreads() before the loop starts")
+    if "not in flight long enough" in detail:
+        return ("the strip above is your loop as compiled: L marks your global loads, u their "
+                "first use. L next to u at the end of the trip means ptxas moved the loads "
+                "down to the store; the chapter's listing under 'Where the compiler put the "
+                "loads' shows the same thing for its own kernel")
+    return ("each problem above says what failed in the compiled loop and what to change; "
+            "the chapter's listing under 'Where the compiler put the loads' shows how to "
+            "find the LDGs and their first use in the SASS")
+
+
 # The chapter's default tile. 128 registers per thread let two blocks of 256 threads
 # share an SM (65,536 registers), as chapter 07's kernel and chapter 08's own do.
 _DOUBLE_BUFFER = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
@@ -318,9 +334,7 @@ register(Exercise(
     hints={"compile": "keep the kernel's name, template parameters and the given helpers; "
                       "call them with their template arguments, e.g. "
                       "fetch_tiles<BM, BN, BK, NT, VEC>(...)",
-           "static": "each problem above says what failed in the compiled loop and what "
-                     "to change; the chapter's listing under 'Where the compiler put the "
-                     "loads' shows how to find the LDGs and their first use in the SASS",
+           "static": _double_buffer_static_hint,
            "correct": "a data race names the two lines of your cell that touch one shared "
                       "element with no barrier between them: which stage does each of them "
                       "use in that step? Wrong numbers with no race: check the k0 of each "
