@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from gemm_kernels.exercises import ch06_checks
 from gemm_kernels.exercises import (ch00_checks, ch01_checks, ch02_checks, ch03_checks,
                                     ch04_checks, ch10_checks, ch11_checks)
 from gemm_kernels.exercises.ch05_checks import (products_followed, shared_loads_per_ffma,
@@ -246,19 +247,19 @@ register(Exercise(
     # order (each output's dot product on its own) reads 2 per FFMA.
     static_checks=(shared_loads_per_ffma(
         "06_tile_2d_reg", "tile_2d_reg", _TILE_2D_REG,
-        8 + 4, 8 * 4, "per k, TM + TN values read into registers, then TM*TN FFMA"),),
+        8 + 4, 8 * 4, "per k, TM + TN values read into registers, then TM*TN FFMA"),
+        ch06_checks.shared_load_widths("06_tile_2d_reg", "tile_2d_reg", _TILE_2D_REG)),
     # The hints point at what the message found, not at the answer (the chapter leaves
     # the loop order and the unrolling to the student).
     hints={"static": "the message says what the compiled loop lacks. Count the values of "
                      "As and Bs one k needs (TM and TN) against the shared loads it names; "
                      "an array keeps to registers only where the compiler knows every index "
                      "when it compiles",
-           "correct": "the message names a shape and its worst element. Find that element's "
-                      "place in a thread's TM x TN patch: a whole row of the patch wrong "
-                      "points at the read of a[], a whole column at b[], everything wrong "
-                      "(even at 1x1x1) at the k index or the accumulation",
-           "speed": "step 2 passed, so the loads are right: look at what the loop does "
-                    "besides them (a loop left rolled keeps its counter, compare and branch)"},
+           "correct": ch06_checks.correct_hint,
+           "speed": "step 2 passed, so the loads per FFMA are right: look at what the loop "
+                    "does besides them (a loop left rolled keeps its counter, compare and "
+                    "branch, and step 2's note says whether some shared loads are narrower "
+                    "than LDS.128)"},
 ))
 
 
@@ -272,6 +273,12 @@ def _float4_correct_hint(detail: str) -> str:
     if "misaligned" in detail:
         return ("a float4 at an address that is not a multiple of 16 bytes: the float4's "
                 "first element must start a group of four (k and n multiples of 4)")
+    if re.search(r"of 16 bytes outside [AB]\b", detail):
+        return ("a float4 read ran past the end of the array. Two causes: the bounds test "
+                "lets a group of four start too close to the end, or the group does not start "
+                "at a multiple of 4 (a first k or n without its * 4). On a GPU the second is a "
+                "misaligned 16-byte load, an error of its own; the CPU emulation does not "
+                "check alignment and sees only the overrun at the ragged edge")
     if "outside" in detail or "illegal address" in detail:
         return ("the message names the array and, on the CPU, the line of your cell: check "
                 "that line's index and its bounds test, for all four floats of the float4")

@@ -469,7 +469,7 @@ def register_cap_table(kernels=("float4_a_rows", "tile_2d_reg"), params=None,
 def warps_or_blocks(size: int = 2048):
     """More warps in one block, or a second block? Chapter 06's kernel at the two steps
     of its path (`ch06_tiles.PATH`, profiled in `ch06_path_stalls`) that keep the patch,
-    the FFMA per wavefront and the 16 warps per SM, and group them as one block of 16
+    the warp FFMA per wavefront and the 16 warps per SM, and group them as one block of 16
     warps (128 x 128 x 8 tile) or two blocks of 8 (64 x 128 x 8): the recorded rate at
     size^3, and at 4096^3 the issue slots used and the barrier and long-scoreboard
     stalls per issued instruction."""
@@ -483,7 +483,7 @@ def warps_or_blocks(size: int = 2048):
         rows.append({"warps grouped as": f"{blocks} block{'s' if blocks > 1 else ''} of "
                                          f"{r['warps/SM'] // blocks} warps",
                      "params": r["params"], "warps/SM": r["warps/SM"],
-                     "FFMA per wavefront": r["FFMA per wavefront"], rate: r[rate],
+                     ch06_tiles.WARP_FFMA: r[ch06_tiles.WARP_FFMA], rate: r[rate],
                      "issue slots used %": r["issue slots used %"],
                      "barrier": r["barrier"], "long scoreboard": r["long scoreboard"]})
     return Table(rows, list(rows[0]), title=f"chapter 06's kernel, the same 16 warps per SM "
