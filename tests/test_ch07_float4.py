@@ -134,7 +134,7 @@ def test_one_per_sm_study_holds_the_same_kernel_at_one_and_two_blocks():
 def test_warps_or_blocks_keeps_the_warps_and_changes_the_blocks():
     one, two = ch07_ablation.warps_or_blocks()
     assert one["warps/SM"] == two["warps/SM"] == 16
-    assert one["FFMA per wavefront"] == two["FFMA per wavefront"]
+    assert one["warp FFMA per wavefront"] == two["warp FFMA per wavefront"] == 128
     assert (one["warps grouped as"], two["warps grouped as"]) == \
         ("1 block of 16 warps", "2 blocks of 8 warps")
 
@@ -172,3 +172,25 @@ def test_the_usual_mistakes_fail_at_the_step_the_solution_says():
     assert [r["static"] for r in rows.values()] == ["FAIL", "pass", "pass"]
     assert all(r["correct"] == "FAIL" for r in list(rows.values())[1:])
     assert "BK = 16" in rows["the float4 -> (m, k) mapping written for BK = 8"]["what the grader says"]
+
+
+def test_the_stall_example_works_one_bar_out_from_its_three_inputs():
+    import re
+    text = ch07_ablation.stall_example()
+    per, issue, warps, share = map(float, re.search(
+        r": ([\d.]+) warps .* x (\d+)% of cycles .* / ([\d.]+) warps per scheduler = (\d+)%",
+        text).groups())
+    assert abs(per * issue / warps - share) < 1.5, text
+    assert text.startswith("+ transposed A tile, 'waiting on a global load'")
+
+
+def test_the_stall_plot_leaves_out_the_row_that_was_not_profiled():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = ch07_ablation.stall_plot()
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert len(labels) == len(ch07_ablation.STEP_NAMES) - 1
+    assert not any("promised" in l for l in labels)
+    assert not any(t.get_text() == "not recorded" for t in fig.axes[0].texts)
+    plt.close(fig)

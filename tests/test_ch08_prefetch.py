@@ -144,3 +144,14 @@ def test_the_budget_variant_is_the_kernel_timed_with_two_blocks_per_sm():
 def test_the_one_block_summary_reads_the_study():
     text = c.one_block_summary()
     assert text.count("\n") == 3 and "wins back" in text and "% of its rate" in text
+
+
+def test_the_short_payoff_keeps_the_medians_and_names_the_sunk_attempt():
+    full, short = c.payoff(), c.payoff_short()
+    assert short.columns == list(c.PAYOFF_SHORT.values())
+    assert short[1]["kernel"] == "chapter 08's first attempt (loads sunk by ptxas)"
+    for f, s in zip(full, short):
+        assert s["GFLOP/s"] == f["own occupancy: GFLOP/s"].split(" (")[0]
+        assert s["x 07, 1 block/SM"] == f["one block per SM: / 07"]
+    # at BK = 16 the chapter's kernel keeps its loads in flight: no such label there
+    assert c.payoff_short(c.DEEP)[1]["kernel"] == "chapter 08's kernel"

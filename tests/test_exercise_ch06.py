@@ -71,5 +71,27 @@ def test_wrong_answers_are_refused_on_a_gpu(what, old, new):
 
 def test_hints_point_at_the_failure_not_at_the_answer():
     # the chapter leaves the loop order and the indices to the student
+    details = ("access to invalid memory (SEGV), at line 64 of your cell", "63 elements wrong")
     for hint in get(NAME).hints.values():
-        assert "As[tr" not in hint and "Bs[k]" not in hint and "outermost" not in hint, hint
+        for text in ([hint(d) for d in details] if callable(hint) else [hint]):
+            assert "As[tr" not in text and "Bs[k]" not in text and "outermost" not in text, text
+
+
+def test_a_crash_gets_the_shared_index_hint_and_wrong_numbers_the_patch_hint():
+    from gemm_kernels.exercises.grader import hint
+    ex = get(NAME)
+    crash = hint(ex, "correct", "an access to invalid memory (SEGV), at line 64 of your cell "
+                                "(found by AddressSanitizer): check the bounds")
+    assert "As or Bs past the end of the tile" in crash and "row of the patch" not in crash
+    wrong = hint(ex, "correct", "63 of 4096 elements wrong at 64x64x64")
+    assert "row of the patch" in wrong and "past the end" not in wrong
+
+
+def test_the_static_step_says_which_widths_the_shared_loads_have():
+    from gemm_kernels.exercises.ch06_checks import widths_words
+    ok = static_verdict(NAME, solution(NAME))["static"][1]
+    assert "the loop's 48 shared loads are all LDS.128" in ok, ok
+    rolled = static_verdict(NAME, _with_loop(LOOP.replace(
+        "#pragma unroll\n        for (int k", "#pragma unroll 1\n        for (int k")))["static"]
+    assert "LDS.128 present" in rolled[1] and "narrower" in rolled[1], rolled
+    assert "speed step" in widths_words({"LDS.128": 1, "LDS": 8})

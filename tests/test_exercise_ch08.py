@@ -194,3 +194,21 @@ def test_a_spill_in_the_loop_is_named_as_register_pressure(monkeypatch):
     problems = prefetch_problems("/*0010*/  STL [R1], R2 ;")
     assert len(problems) == 1 and "register pressure" in problems[0]
     assert prefetch_problems("/*0010*/  STS [R1], R2 ;") == []
+
+
+def test_a_sunk_loop_report_draws_the_students_own_loop():
+    """The refusal shows where the student's own LDGs sit: a text loop strip with its
+    loads at the end of the trip, and per load the FFMAs before it and before its use."""
+    msg = static_verdict(NAME, _guarded(solution(NAME)))["static"][1]
+    assert "your compiled loop, one trip" in msg, msg
+    strip = msg.split("|")[1]
+    assert "L" in strip and strip.index("L") > len(strip) * 3 // 4, strip
+    assert "global load 1: issued after" in msg and "FFMAs later" in msg, msg
+
+
+def test_loop_strip_text_places_loads_and_uses():
+    from gemm_kernels.exercises.ch08_checks import Load, LoopLoads, loop_strip_text
+    text = loop_strip_text(LoopLoads(100, 512, 1, 1, (Load(10, 90, 300, 20),)), width=10)
+    assert text.splitlines()[0].endswith("|-L-------u|"), text
+    assert "issued after 20 of the step's 512 FFMAs, first used 300 FFMAs later" in text
+    assert loop_strip_text(LoopLoads(100, 512, 1, 1, ())) == ""

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from gemm_kernels.exercises import ch06_checks
 from gemm_kernels.exercises import (ch00_checks, ch01_checks, ch02_checks, ch03_checks,
                                     ch04_checks, ch10_checks, ch11_checks)
 from gemm_kernels.exercises.ch05_checks import (products_followed, shared_loads_per_ffma,
@@ -273,19 +274,19 @@ register(Exercise(
     # order (each output's dot product on its own) reads 2 per FFMA.
     static_checks=(shared_loads_per_ffma(
         "06_tile_2d_reg", "tile_2d_reg", _TILE_2D_REG,
-        8 + 4, 8 * 4, "per k, TM + TN values read into registers, then TM*TN FFMA"),),
+        8 + 4, 8 * 4, "per k, TM + TN values read into registers, then TM*TN FFMA"),
+        ch06_checks.shared_load_widths("06_tile_2d_reg", "tile_2d_reg", _TILE_2D_REG)),
     # The hints point at what the message found, not at the answer (the chapter leaves
     # the loop order and the unrolling to the student).
     hints={"static": "the message says what the compiled loop lacks. Count the values of "
                      "As and Bs one k needs (TM and TN) against the shared loads it names; "
                      "an array keeps to registers only where the compiler knows every index "
                      "when it compiles",
-           "correct": "the message names a shape and its worst element. Find that element's "
-                      "place in a thread's TM x TN patch: a whole row of the patch wrong "
-                      "points at the read of a[], a whole column at b[], everything wrong "
-                      "(even at 1x1x1) at the k index or the accumulation",
-           "speed": "step 2 passed, so the loads are right: look at what the loop does "
-                    "besides them (a loop left rolled keeps its counter, compare and branch)"},
+           "correct": ch06_checks.correct_hint,
+           "speed": "step 2 passed, so the loads per FFMA are right: look at what the loop "
+                    "does besides them (a loop left rolled keeps its counter, compare and "
+                    "branch, and step 2's note says whether some shared loads are narrower "
+                    "than LDS.128)"},
 ))
 
 
@@ -299,6 +300,12 @@ def _float4_correct_hint(detail: str) -> str:
     if "misaligned" in detail:
         return ("a float4 at an address that is not a multiple of 16 bytes: the float4's "
                 "first element must start a group of four (k and n multiples of 4)")
+    if re.search(r"of 16 bytes outside [AB]\b", detail):
+        return ("a float4 read ran past the end of the array. Two causes: the bounds test "
+                "lets a group of four start too close to the end, or the group does not start "
+                "at a multiple of 4 (a first k or n without its * 4). On a GPU the second is a "
+                "misaligned 16-byte load, an error of its own; the CPU emulation does not "
+                "check alignment and sees only the overrun at the ragged edge")
     if "outside" in detail or "illegal address" in detail:
         return ("the message names the array and, on the CPU, the line of your cell: check "
                 "that line's index and its bounds test, for all four floats of the float4")
@@ -333,6 +340,22 @@ register(Exercise(
 
 # ---------------------------------------------------------------- chapter 08
 
+def _double_buffer_static_hint(detail: str) -> str:
+    """08_double_buffer's hint for a failed step 2, by what the check found: a missing
+    prologue barrier, loads that sank to their store, or anything else."""
+    if "between the prologue and the K loop" in detail:
+        return ("after the prologue's store into stage 0, every thread must wait until all "
+                "others have stored their part: one __syncthreads() before the loop starts")
+    if "not in flight long enough" in detail:
+        return ("the strip above is your loop as compiled: L marks your global loads, u their "
+                "first use. L next to u at the end of the trip means ptxas moved the loads "
+                "down to the store; the chapter's listing under 'Where the compiler put the "
+                "loads' shows the same thing for its own kernel")
+    return ("each problem above says what failed in the compiled loop and what to change; "
+            "the chapter's listing under 'Where the compiler put the loads' shows how to "
+            "find the LDGs and their first use in the SASS")
+
+
 # The chapter's default tile. 128 registers per thread let two blocks of 256 threads
 # share an SM (65,536 registers), as chapter 07's kernel and chapter 08's own do.
 _DOUBLE_BUFFER = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
@@ -345,9 +368,7 @@ register(Exercise(
     hints={"compile": "keep the kernel's name, template parameters and the given helpers; "
                       "call them with their template arguments, e.g. "
                       "fetch_tiles<BM, BN, BK, NT, VEC>(...)",
-           "static": "each problem above says what failed in the compiled loop and what "
-                     "to change; the chapter's listing under 'Where the compiler put the "
-                     "loads' shows how to find the LDGs and their first use in the SASS",
+           "static": _double_buffer_static_hint,
            "correct": "a data race names the two lines of your cell that touch one shared "
                       "element with no barrier between them: which stage does each of them "
                       "use in that step? Wrong numbers with no race: check the k0 of each "

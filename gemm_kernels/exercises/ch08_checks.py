@@ -66,6 +66,7 @@ class Load:
     at: int
     use: int | None
     ffma: int
+    before: int = 0            # FFMAs of the trip issued before the load
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,30 @@ def in_flight_words(lp: LoopLoads) -> str:
             f"exercise's bar of {lp.needed:,} (a quarter)")
 
 
+def loop_strip_text(lp: LoopLoads, width: int = 64) -> str:
+    """The chapter's loop strip in text, for the grader's message: one trip of the
+    compiled loop drawn `width` characters wide ('L': a global load, 'u': the first
+    instruction that uses one, '-': the rest), then one line per load saying where it
+    sits among the step's FFMAs and how many FFMAs later its value is first used."""
+    if not lp.loads or not lp.instructions:
+        return ""
+    cells = ["-"] * width
+    cell = lambda i: min(width - 1, i * width // lp.instructions)   # noqa: E731
+    for ld in lp.loads:
+        if ld.use is not None and cells[cell(ld.use)] != "L":
+            cells[cell(ld.use)] = "u"
+    for ld in lp.loads:
+        cells[cell(ld.at)] = "L"
+    lines = [f"your compiled loop, one trip ({lp.instructions:,} instructions, "
+             f"{lp.ffma:,} FFMAs), start to end: |{''.join(cells)}|"]
+    for n, ld in enumerate(lp.loads, 1):
+        used = ("never used in the loop" if ld.use is None else
+                f"first used {ld.ffma:,} FFMAs later")
+        lines.append(f"  global load {n}: issued after {ld.before:,} of the step's "
+                     f"{lp.ffma:,} FFMAs, {used}")
+    return "\n".join(lines)
+
+
 def loop_loads(sass: str) -> LoopLoads:
     """The main loop's global loads and barriers, from nvdisasm's text of one kernel."""
     body = analysis.main_loop(sass)
@@ -120,7 +145,7 @@ def loop_loads(sass: str) -> LoopLoads:
                 use = (i + j) % n
                 break
             ffma += f2 == "FFMA"
-        loads.append(Load(i, use, ffma))
+        loads.append(Load(i, use, ffma, sum(f == "FFMA" for _, f, _ in body[:i])))
     return LoopLoads(instructions=n, ffma=sum(f == "FFMA" for _, f, _ in body),
                      barriers=sum(f.startswith("BAR") for _, f, _ in body),
                      barriers_before=sum(f.startswith("BAR") for f in before),
@@ -161,10 +186,11 @@ def prefetch_problems(sass: str, agreement=lambda: "") -> list[str]:
             "a global load of the next tile to the first instruction that uses it. The "
             f"compiler moved the loads down towards the store that uses them. "
             + (note + " " if note else "")
-            + "This is a verdict on the schedule ptxas made, not on your results: change "
-            "the shape of the step (what it does only on some trips, where the fetch sits) "
-            "and read the SASS again; the chapter's section after the exercise lists sources "
-            "that pass with the ptxas named in its captions")
+            + "This is a verdict on the schedule ptxas made, not on your results. Where "
+            "do your loads sit in the strip below? A step that does some work only on some "
+            "trips (an if around the fetch and the store) lets ptxas gather that work at "
+            "the end of the step, loads included: give every step the same work and read "
+            "the SASS again.\n" + loop_strip_text(lp))
     if re.search(r"\bSTL\b", sass):
         problems.append("the compiled kernel stores registers to local memory (STL): at the "
                         "cap of 128 registers this is register pressure, not an array: "

@@ -97,15 +97,35 @@ def loop_orders(configs) -> Table:
                      "FFMA executed": f"{ffma * runs:,}",
                      "FFMAs per loaded register: fewest": min(readers, default=None),
                      "most": max(readers, default=None)})
-    # registers and the runs of the inner loop stay in the rows (tests, readers), off the
-    # page: the chapter's argument needs only the loads, the FFMAs and their readers
-    shown = [c for c in rows[0] if c not in ("registers", "inner k loop runs")]
+    # the runs of the inner loop stay in the rows (tests, readers), off the page
+    shown = [c for c in rows[0] if c != "inner k loop runs"]
     return Table(rows, shown, title="main loop, one trip per tile: instructions in "
                  "the code, and executed (a rolled k loop runs its body once per k; SASS "
                  f"compiled here for sm_90 by ptxas {compiler.ptxas_version()})")
 
 
 # ------------------------------------------------------------------ counting
+
+# The one measure of shared-memory work the chapter compares: the FFMAs a whole warp
+# issues per shared wavefront in one step along K (one thread's FFMAs x 32 over the
+# warp's wavefronts). Shared memory serves about one wavefront per cycle per SM, so this
+# is how many FMAs of the warp one wavefront feeds.
+WARP_FFMA = "warp FFMA per wavefront"
+
+
+def warp_ffma_per_wavefront(summary_row: dict) -> int:
+    """WARP_FFMA of one row of the bank model's `step_summary`, rounded to a whole FFMA."""
+    return round(32 * summary_row["FFMA"] / float(summary_row["wavefronts"]))
+
+
+def step_table(configs) -> Table:
+    """The bank model's `step_summary` of `configs` with the chapter's one measure,
+    WARP_FFMA, in place of the per-thread ratio."""
+    rows = [{**{k: v for k, v in r.items() if k != "FFMA per wavefront"},
+             WARP_FFMA: warp_ffma_per_wavefront(r)} for r in tiles.step_summary(configs)]
+    return Table(rows, list(rows[0]), title="one step along K: per thread (FFMA, loads) and "
+                 "per warp (wavefronts, bank model, and the warp's FFMAs per wavefront)")
+
 
 def counting(configs) -> Table:
     """One table for the kernels compared, per (label, kernel, params): per thread and
@@ -124,13 +144,12 @@ def counting(configs) -> Table:
                      "shared loads": loads, "FFMA per load": s["FFMA per load"],
                      "wavefronts": s["wavefronts"], "of them conflicts":
                          round(s["wavefronts"] - s["ideal"], 2),
-                     "FFMA per wavefront": s["FFMA per wavefront"],
-                     "warp FFMA per wavefront": f"{32 * float(s['FFMA per wavefront']):.0f}",
+                     WARP_FFMA: warp_ffma_per_wavefront(s),
                      "registers": occ.registers_per_thread, "warps/SM": occ.warps_per_sm})
     return Table(rows, list(rows[0]), title="one step along K: FFMA and shared loads per "
-                 "thread, wavefronts per warp (bank model); FFMA per wavefront: one thread's "
-                 "FFMAs over its warp's wavefronts, x 32 for the warp's; registers of the "
-                 "timed binary and the warps per SM they allow")
+                 "thread, wavefronts per warp (bank model); warp FFMA per wavefront: the "
+                 "warp's 32 x FFMA over its wavefronts; registers of the timed binary and the "
+                 "warps per SM they allow")
 
 
 # ------------------------------------------------------------------ standings
@@ -239,7 +258,7 @@ STALL_COLUMNS = {"issue slots used %": ISSUE,
 
 def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
     """Per step of PATH: registers of the timed binary, blocks and warps per SM, steps
-    along K at 4096, FFMA per wavefront and B conflicts (bank model), the recorded rate
+    along K at 4096, warp FFMA per wavefront and B conflicts (bank model), the recorded rate
     at size^3 and its ratio to the step before, and where the warps wait at
     `stall_shape` (None where that configuration was not profiled)."""
     rows, prev = [], None
@@ -257,7 +276,7 @@ def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
         rows.append({"step": label, "params": _short(p), "registers": occ.registers_per_thread,
                      "blocks/SM": occ.blocks_per_sm, "warps/SM": occ.warps_per_sm,
                      "k steps at 4096": 4096 // p["BK"],
-                     "FFMA per wavefront": s["FFMA per wavefront"],
+                     WARP_FFMA: warp_ffma_per_wavefront(s),
                      "B conflicts": tiles.conflicts("tile_2d_reg", p),
                      f"TFLOP/s at {size}": None if g is None else _f(g / 1e3),
                      "x previous": None if g is None or prev is None else _f(g / prev, 2),
@@ -270,7 +289,7 @@ def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
 # changed and what it did to the rate, then where the warps wait.
 PATH_PARTS = {
     "changed": ("step", "params", "registers", "blocks/SM", "warps/SM",
-                "FFMA per wavefront", "B conflicts", "TFLOP/s at {size}", "x previous"),
+                WARP_FFMA, "B conflicts", "TFLOP/s at {size}", "x previous"),
     "waits": ("step", "warps/SM", *STALL_COLUMNS)}
 
 
@@ -338,7 +357,7 @@ def path_check(rows=None, only: str | None = None) -> str:
 
 def patch_rows(size: int = 2048) -> list[dict]:
     """The four patches of the K5 tile: registers of the timed binary, warps per SM,
-    FFMA per load, wavefronts per warp and step (and the ideal), FFMA per wavefront, the
+    FFMA per load, wavefronts per warp and step (and the ideal), warp FFMA per wavefront, the
     B conflicts of warp 0, and the recorded rate at size^3."""
     rows = []
     for tm, tn in PATCHES:
@@ -353,7 +372,7 @@ def patch_rows(size: int = 2048) -> list[dict]:
         rows.append({"patch": f"{tm}x{tn}", "registers": occ.registers_per_thread,
                      "warps/SM": occ.warps_per_sm, "FFMA per thread": s["FFMA"],
                      "FFMA per load": s["FFMA per load"], "wavefronts": s["wavefronts"],
-                     "ideal": s["ideal"], "FFMA per wavefront": s["FFMA per wavefront"],
+                     "ideal": s["ideal"], WARP_FFMA: warp_ffma_per_wavefront(s),
                      "B conflicts": tiles.conflicts("tile_2d_reg", p),
                      f"TFLOP/s at {size}": None if g is None else g["median"] / 1e3,
                      "min..max": None if g is None else
@@ -372,24 +391,24 @@ def patch_table(size: int = 2048) -> Table:
 
 
 def patch_plot(size: int = 2048, ax=None):
-    """Rate against FFMA per wavefront for the four patches, each point labelled with
+    """Rate against warp FFMA per wavefront for the four patches, each point labelled with
     its patch and warps per SM, its bar the min..max of its timed calls."""
     import matplotlib.pyplot as plt
     rows = [r for r in patch_rows(size) if r[f"TFLOP/s at {size}"] is not None]
     if ax is None:
         _, ax = plt.subplots(figsize=(6.5, 4))
-    xs = [float(r["FFMA per wavefront"]) for r in rows]
+    xs = [float(r[WARP_FFMA]) for r in rows]
     ys = [r[f"TFLOP/s at {size}"] for r in rows]
     for r, x, y in zip(rows, xs, ys):
         ax.errorbar(x, y, yerr=[[y - r["_min"]], [r["_max"] - y]], fmt="o", color="tab:blue",
                     ms=8, capsize=4)
         # A label goes left of its point where another point sits close on its right.
-        crowded = any(0 < x2 - x < 1.0 and abs(y2 - y) < 1.0 for x2, y2 in zip(xs, ys))
+        crowded = any(0 < x2 - x < 32 and abs(y2 - y) < 1.0 for x2, y2 in zip(xs, ys))
         ax.annotate(f"{r['patch']}: {r['warps/SM']} warps/SM", (x, y),
                     xytext=(-10 if crowded else 10, -3), textcoords="offset points",
                     ha="right" if crowded else "left", fontsize=9)
-    ax.set_xlim(min(xs) - 1.2, max(xs) + 1.2)
-    ax.set_xlabel("FFMA per shared wavefront (one warp, one step; bank model)")
+    ax.set_xlim(min(xs) - 38, max(xs) + 38)
+    ax.set_xlabel("warp FFMA per shared wavefront (the warp's 32 threads, one step; bank model)")
     ax.set_ylabel(f"TFLOP/s at {size:,}^3")
     ax.set_title(f"The K5 tile's four patches, {records.recording_label()}", fontsize=10)
     ax.grid(True, alpha=0.3)

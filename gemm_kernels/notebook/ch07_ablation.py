@@ -119,7 +119,7 @@ def plot(shape=(4096, 4096, 4096)):
         ax.barh(y, [v or 0 for v in vals], color=colours)
         for yi, v, r in zip(y, vals, rows):
             if v is None:
-                text = "not profiled" if n == 2 and r["GFLOP/s"] else "not recorded"
+                text = "timed only,\nnot profiled" if n == 2 and r["GFLOP/s"] else "not recorded"
             elif n == 0:
                 text = f"{v:.1f}" + (f"\n{r['share']:.0f}% of cuBLAS" if r["share"] else "")
             elif n == 1:
@@ -266,6 +266,23 @@ def warp_time(row) -> dict | None:
     return out
 
 
+def stall_example(step: int = 2, state: str = WARP_STATES[2][0]) -> str:
+    """One bar of `stall_plot` worked out from its three inputs, in a sentence: for the
+    step at `step` of the ablation, Nsight Compute's cycles of `state` per issued
+    instruction, the share of cycles with an issue and the warps per scheduler, and the
+    share of a warp's cycles they give."""
+    from gemm_kernels.notebook.evidence import stall_reasons
+    _, row = _counted()[step]
+    w = warp_time(row)
+    names = dict(WARP_STATES)[state]
+    per_issue = sum(stall_reasons(row).get(k, 0.0) for k in names)
+    label = state.split("\n")[0]
+    return (f"{STEP_NAMES[step].replace(chr(10), ' ')}, '{label}': {per_issue:.2f} warps in "
+            f"that state per issued instruction x {100 * w['issue']:.0f}% of cycles with an "
+            f"issue / {w['warps per scheduler']:.1f} warps per scheduler = "
+            f"{100 * w[state]:.0f}% of one warp's cycles")
+
+
 def stall_plot():
     """Per step (and the control), one bar of 100%: the share of a warp's cycles in
     each state (`warp_time`), with the scheduler's share of cycles that issued an
@@ -273,7 +290,10 @@ def stall_plot():
     import matplotlib.pyplot as plt
     from gemm_kernels.notebook.evidence import stall_colour
     from gemm_kernels.measure import records
-    rows = [warp_time(r) for _, r in _counted()]
+    # only the rows that were profiled: the row-major control was timed, not profiled
+    shown = [(name, warp_time(r)) for name, (_, r) in zip(STEP_NAMES, _counted())
+             if warp_time(r) is not None]
+    names, rows = [n for n, _ in shown], [r for _, r in shown]
     colours = {"issuing": "#2d7d3a", "ready, but another warp issued": stall_colour("not selected"),
                WARP_STATES[2][0]: stall_colour("long scoreboard"),
                WARP_STATES[3][0]: stall_colour("short scoreboard"),
@@ -291,10 +311,10 @@ def stall_plot():
                         color="white" if state != "other" else "black")
         left = [a + b for a, b in zip(left, vals)]
     for yi, r, x in zip(y, rows, left):
-        ax.text(max(x, 100) + 1.5, yi, "not recorded" if r is None else
+        ax.text(max(x, 100) + 1.5, yi,
                 f"{r['warps per scheduler']:.0f} warps per scheduler,\n"
                 f"it issues in {100 * r['issue']:.0f}% of cycles", va="center", fontsize=9)
-    ax.set_yticks(y, STEP_NAMES, fontsize=9)
+    ax.set_yticks(y, names, fontsize=9)
     ax.set_xlim(0, 135)
     ax.set_xticks(range(0, 101, 20))
     ax.set_xlabel("share of one warp's cycles (%)", fontsize=10)
@@ -469,7 +489,7 @@ def register_cap_table(kernels=("float4_a_rows", "tile_2d_reg"), params=None,
 def warps_or_blocks(size: int = 2048):
     """More warps in one block, or a second block? Chapter 06's kernel at the two steps
     of its path (`ch06_tiles.PATH`, profiled in `ch06_path_stalls`) that keep the patch,
-    the FFMA per wavefront and the 16 warps per SM, and group them as one block of 16
+    the warp FFMA per wavefront and the 16 warps per SM, and group them as one block of 16
     warps (128 x 128 x 8 tile) or two blocks of 8 (64 x 128 x 8): the recorded rate at
     size^3, and at 4096^3 the issue slots used and the barrier and long-scoreboard
     stalls per issued instruction."""
@@ -483,7 +503,7 @@ def warps_or_blocks(size: int = 2048):
         rows.append({"warps grouped as": f"{blocks} block{'s' if blocks > 1 else ''} of "
                                          f"{r['warps/SM'] // blocks} warps",
                      "params": r["params"], "warps/SM": r["warps/SM"],
-                     "FFMA per wavefront": r["FFMA per wavefront"], rate: r[rate],
+                     ch06_tiles.WARP_FFMA: r[ch06_tiles.WARP_FFMA], rate: r[rate],
                      "issue slots used %": r["issue slots used %"],
                      "barrier": r["barrier"], "long scoreboard": r["long scoreboard"]})
     return Table(rows, list(rows[0]), title=f"chapter 06's kernel, the same 16 warps per SM "
