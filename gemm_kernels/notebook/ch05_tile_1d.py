@@ -851,7 +851,7 @@ def shares_4096() -> str:
         if not s:
             lines.append(f"{label}: not measured")
             continue
-        line = f"tile_1d {label:8s} at 4096^3: {s['GFLOP/s'] / 1e3:.1f} TFLOP/s"
+        line = f"tile_1d {label:8s} at 4096^3: {s['GFLOP/s']:,.0f} GFLOP/s"
         if s["% of cuBLAS"] is not None:
             line += f" = {s['% of cuBLAS']:.0f}% of cuBLAS"
         if t03:
