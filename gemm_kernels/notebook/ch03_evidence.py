@@ -485,12 +485,15 @@ def check_prediction(block: int | None, shape=(2048,) * 3) -> str:
     if block is None:
         return "write your prediction down, then set BLOCK to 4, 8, 16 or 32 and run this cell"
     occ = analysis.kernel_occupancy(KERNEL, {"BLOCK": block}).explain()
-    ffma = _loop(KERNEL, {"BLOCK": block})["FFMA"]   # per warp and step = per thread
+    # ptxas unrolls several steps into one loop at small BLOCK: count per barrier pair
+    loop = _loop(KERNEL, {"BLOCK": block})
+    ffma = loop["FFMA"] * 2 // max(loop.get("BAR", 2), 2)
     r = _rate(KERNEL, shape, {"BLOCK": block})
     rate = (f"{r['gflops']['median']:,.0f} GFLOP/s at {shape[0]}^3" if r else
             f"no rate recorded at {shape[0]}^3")
     return (f"BLOCK = {block}: {occ}\n"
-            f"each thread: {ffma} multiply-adds between two barriers (FFMA in the SASS loop)\n"
+            f"each thread: {ffma} multiply-adds between two barriers (FFMA per pair of "
+            "barriers in the SASS loop)\n"
             f"{rate}")
 
 
