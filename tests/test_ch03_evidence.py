@@ -108,3 +108,38 @@ def test_the_bound_of_a_half_empty_warp_counts_only_its_lanes():
     # BLOCK = 4 and 8 cost the same wavefronts per FFMA instruction; BLOCK = 4's FFMA
     # does 16 multiply-adds, so its bound is half
     assert rows[4]["bound GFLOP/s"] == pytest.approx(rows[8]["bound GFLOP/s"] / 2)
+
+
+def test_the_gain_sentence_spans_the_sizes_measured_for_both_kernels():
+    table = [{"kernel": "coalesced", "size": 1024, "GFLOP/s": 100.0},
+             {"kernel": "smem_tiled", "size": 1024, "GFLOP/s": 150.0},
+             {"kernel": "coalesced", "size": 2048, "GFLOP/s": 100.0},
+             {"kernel": "smem_tiled", "size": 2048, "GFLOP/s": 140.0},
+             {"kernel": "smem_tiled", "size": 4096, "GFLOP/s": 140.0}]
+    s = ch03.gain_sentence(table, (1024, 2048, 4096))
+    assert "1.40x to 1.50x" in s and "1024^3: 1.50x" in s
+    assert "not both measured at 4096^3" in s
+    assert ch03.gain_sentence([], (1024,)) == "no size has both kernels measured"
+
+
+def test_the_rates_figure_has_the_ratio_panel_and_says_what_is_compared():
+    fig = ch03.rates()
+    if fig is None:
+        pytest.skip("no rates here")
+    titles = [ax.get_title() for ax in fig.axes]
+    assert any("smem_tiled / coalesced" in t for t in titles)
+    assert any("coalesced" in t and "cuBLAS" in t for t in titles)
+
+
+def test_the_traffic_rows_carry_the_l2_columns_where_recorded():
+    rows = [r for r in ch03.traffic_rows() if r["kernel"].startswith("smem_tiled")]
+    if not rows:
+        pytest.skip("no cache study recorded here")
+    for r in rows:
+        assert 0 <= r["L2 hit %"] <= 100
+        assert r["read from DRAM, GB"] <= r["read from L2, GB"] * 1.1
+
+
+def test_check_prediction_gives_the_multiply_adds_between_two_barriers():
+    for block in (8, 32):
+        assert f"{block} multiply-adds between two barriers" in ch03.check_prediction(block)

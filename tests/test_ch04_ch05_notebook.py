@@ -285,3 +285,13 @@ def test_the_sweep_maps_share_one_colour_bar():
     fig = ch05_tile_1d.heatmaps()
     bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
     assert len(fig.axes) == 3 and len(bars) == 1, [ax.get_label() for ax in fig.axes]
+
+
+def test_the_bk_model_shows_its_residuals_and_says_it_is_a_fit():
+    if not ch05_tile_1d.bk_pairs():
+        pytest.skip("no sweep recorded here")
+    f, table = ch05_tile_1d.bk_model()
+    assert "fit" in table.title and "not a prediction" in table.title
+    for r in table:
+        median = float(r["measured gain, median"].rstrip("x"))
+        assert abs(float(r["median / model"]) - median / float(r["model"].rstrip("x"))) < 0.02

@@ -304,3 +304,29 @@ def test_with_prediction_sets_or_adds_the_line():
     assert "PREDICTED_WAVEFRONTS = 53;" in with_prediction(solution(NAME), 53)
     assert "PREDICTED_WAVEFRONTS = 51;" not in with_prediction(solution(NAME), 53)
     assert with_prediction("int x;", 7).startswith("constexpr int PREDICTED_WAVEFRONTS = 7;")
+
+
+def _static_hint(source):
+    report = grade(NAME, source, gpu=False, emulate=False)
+    step = next(s for s in report.steps if s.name == "static")
+    assert step.status == FAIL, step
+    return step.hint
+
+
+def test_the_step_2_hint_answers_the_failure_not_every_failure():
+    """The hint depends on the message: a mispriced layout is told how to price, a
+    layout over the budget where to look, k down the rows the shape of the rule, and an
+    unwritten skeleton nothing beyond the message."""
+    mispriced = _static_hint(with_layout(predicted=50))
+    assert "price the four accesses" in mispriced and "column of a tile" not in mispriced
+    over = _static_hint(with_layout(a="word = m * BLOCK + k;", b="word = n * BLOCK + k;",
+                                    predicted=305))
+    assert "down a column" in over and "price the four" not in over
+    across = _static_hint(with_layout(b="word = k * (BLOCK + 2) + n;"))
+    assert "row_start" in across
+    narrow = _static_hint(with_layout(a="word = m * (BLOCK + 1) + k;",
+                                      b="word = n * (BLOCK + 1) + k;", predicted=66))
+    assert "LDS.64" in narrow and "down a column" not in narrow
+    assert _static_hint(skeleton_cell(NAME)) == ""
+    for hint in (mispriced, over, across, narrow):
+        assert "51" not in hint and "BLOCK + 2" not in hint     # never the answer

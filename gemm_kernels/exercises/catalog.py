@@ -199,11 +199,7 @@ register(Exercise(
     kernel="bank_layout", params=_LAYOUT,
     static_checks=(ch04_checks.tile_layout_check(32, "04_tile_layout", "bank_layout",
                                                  _LAYOUT),),
-    hints={"static": "a warp is one row of threads (ty fixed, tx = 0..31). The store of b "
-                     "walks down a column of the B tile; the reads of consecutive k are "
-                     "merged into LDS.64 or LDS.128 only where ptxas can prove them "
-                     "neighbouring and aligned; price the four accesses of one step with "
-                     "the chapter's bank rules: the total counts, not the conflicts",
+    hints={"static": ch04_checks.tile_layout_hint,
            "speed": "the reads run at every k: the fewer wavefronts they cost together, "
                     "the faster the step; a conflict-free layout whose reads stay 32-bit "
                     "costs more than a wide one with a 2-way conflicted store"},

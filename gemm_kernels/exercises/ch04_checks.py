@@ -527,3 +527,33 @@ def tile_layout_check(block: int, exercise: str = "", kernel: str = "",
     check.__name__ = f"tile_layout_check_{block}"
     check.note = note
     return check
+
+
+def tile_layout_hint(detail: str) -> str:
+    """Exercise 04's step-2 hint, chosen by what the check found: one fixed text would
+    talk about prices to a student whose expression is not yet a layout, and about the
+    layout rule to one whose layout is only mispriced."""
+    if "YOUR CODE HERE" in detail or "cannot find" in detail:
+        return ""                                   # the message says what to write
+    if "k along the rows" in detail:
+        return ("write each word as row_start(row) + position(k): the row (m for A, n for B) "
+                "picks where a row begins, k the place inside it, so that k and k + 1 sit "
+                "side by side")
+    if "outside the tile" in detail or "word of its own" in detail:
+        return ("rows of S words, BLOCK <= S <= BLOCK + 4, starting at row * S, give every "
+                "element a word of its own inside the tile")
+    if "even without a conflict" in detail:
+        return ("the reads are narrow: the compiler merges the reads of consecutive k into "
+                "LDS.64 or LDS.128 only where it can prove them neighbouring and a row starts "
+                "at a multiple of 2 or 4 words (the section 'What the compiler emits')")
+    if "more than the" in detail:
+        return ("a warp is one row of threads (ty fixed, tx = 0..31): find the access that "
+                "walks down a column of a tile, and give each row a start that moves the "
+                "next row to other banks, without losing the merged reads")
+    if PREDICTION in detail or "you predicted" in detail:
+        return ("price the four accesses one by one for warp 0: the store of a, the store of "
+                "b, and the reads of A and of B, each read as many times as the loop issues "
+                "it at the width the compiler gives it (32 / 4 LDS.128, 32 / 2 LDS.64 or 32 "
+                "LDS); a broadcast and a read of neighbouring words cost the least their "
+                "width allows, a column the most words one bank must deliver")
+    return ""

@@ -1,5 +1,5 @@
 """Chapter 03's evidence, one call per notebook cell: the rates next to chapter 02 and
-cuBLAS (linear axis), the shared-memory bound, where the warps wait at each BLOCK, what
+cuBLAS (with the gain over chapter 02 as its own panel), the shared-memory bound, where the warps wait at each BLOCK, what
 Nsight Compute counted on the shared-memory side, the global traffic at 4096^3 against
 the prediction 2 n^3 / BLOCK floats, the whole argument in one table, the prediction
 for the kernel with threadIdx.x and threadIdx.y swapped, the EDGES and GRID appendix,
@@ -34,6 +34,8 @@ INSTRUCTIONS, DURATION = "smsp__inst_executed.sum", "gpu__time_duration.sum"
 L1_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
 DRAM_READ = "dram__bytes_read.sum"
 L1_HIT = "l1tex__t_sector_hit_rate.pct"
+L2_READ = "lts__t_sectors_srcunit_tex_op_read.sum"   # sectors the L1 read from the L2
+L2_HIT = "lts__t_sector_hit_rate.pct"                # all L2 sectors, reads and writes
 SECTOR = 32                                       # bytes in an L1 / L2 sector
 # The study that profiled this chapter's kernel at each BLOCK at 4096^3 (global traffic,
 # cache hit rates, stall reasons), and chapter 02's kernel the same way.
@@ -63,34 +65,60 @@ def _loop(kernel: str, params: dict | None = None) -> dict:
 
 # ------------------------------------------------------------------ the measurement
 
+def gain_sentence(table, sizes=SIZES) -> str:
+    """One sentence: smem_tiled / coalesced over the sizes where both were measured, and
+    the sizes where one is missing (so the prose need not point at a printed ratio)."""
+    by = {(r["kernel"], r["size"]): r["GFLOP/s"] for r in table}
+    both = [n for n in sizes if (KERNEL, n) in by and (BEFORE, n) in by]
+    if not both:
+        return "no size has both kernels measured"
+    ratios = [by[KERNEL, n] / by[BEFORE, n] for n in both]
+    lo, hi = min(ratios), max(ratios)
+    span = f"{lo:.2f}x" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}x to {hi:.2f}x"
+    text = (f"smem_tiled runs {span} as fast as chapter 02's coalesced kernel "
+            f"({', '.join(f'{n}^3: {r:.2f}x' for n, r in zip(both, ratios))})")
+    missing = [n for n in sizes if n not in both]
+    if missing:
+        text += f"; not both measured at {', '.join(f'{n}^3' for n in missing)}"
+    return text
+
+
 def rates(sizes=SIZES):
-    """The rates of chapter 02's and this chapter's kernel, with cuBLAS, by size, on a
-    linear axis (the gain of this chapter is a factor of about one and a half, which a
-    log axis flattens); under it, smem_tiled / coalesced per size. Returns the Figure,
-    or None without any rate."""
+    """Left: the rates of chapter 02's and this chapter's kernel, with cuBLAS, by size, on
+    log axes; right: the ratio smem_tiled / coalesced per size, the gain this chapter is
+    about (about one and a half, which the left panel, spanning cuBLAS, cannot show).
+    Printed first, `gain_sentence`. Returns the Figure, or None without any rate."""
     table = ladder.compare([BEFORE, KERNEL], sizes)
     if not table:
         print("no rates here: no GPU, and the recording has none for these kernels")
         return None
-    ax = ladder.plot(table)
-    from matplotlib.ticker import FuncFormatter, MultipleLocator
-    ax.set_yscale("linear")
-    top = max(r["GFLOP/s"] for r in table)
-    ax.set_ylim(0, top * 1.1)
-    ax.yaxis.set_major_locator(MultipleLocator(10_000 if top > 20_000 else 2_000))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
-    ax.set_ylabel("GFLOP/s")
-    for line in ax.get_legend().get_texts():
-        if line.get_text().startswith("cublas"):
-            line.set_text("cuBLAS (timed on its own at each size)")
+    import matplotlib.pyplot as plt
+    print(gain_sentence(table, sizes))
+    fig, (ax, ax_r) = plt.subplots(1, 2, figsize=(11, 4.2),
+                                   gridspec_kw={"width_ratios": [3, 2]})
+    ladder.plot(table, ax=ax)
+    handles, labels = ax.get_legend_handles_labels()
+    labels = ["cuBLAS (timed on its own at each size)" if t.startswith("cublas") else t
+              for t in labels]
+    ax.legend(handles, labels, loc="center right", fontsize=8, frameon=False)
+    ax.set_title("GFLOP/s: smem_tiled, coalesced (chapter 02), cuBLAS", fontsize=10)
     by = {(r["kernel"], r["size"]): r["GFLOP/s"] for r in table}
-    for n in sizes:
-        if (KERNEL, n) in by and (BEFORE, n) in by:
-            print(f"{n}^3: smem_tiled / coalesced = {by[KERNEL, n] / by[BEFORE, n]:.2f}x")
-        else:
-            missing = [k for k in (BEFORE, KERNEL) if (k, n) not in by]
-            print(f"{n}^3: no ratio, {' and '.join(missing)} not measured at this size")
-    return ax.figure
+    both = [n for n in sizes if (KERNEL, n) in by and (BEFORE, n) in by]
+    ratios = [by[KERNEL, n] / by[BEFORE, n] for n in both]
+    ax_r.bar(range(len(both)), ratios, color="C1", width=0.6)
+    for i, r in enumerate(ratios):
+        ax_r.text(i, r, f"{r:.2f}x", ha="center", va="bottom", fontsize=10)
+    ax_r.axhline(1, color="0.3", lw=1)
+    ax_r.set_xticks(range(len(both)), [f"{n:,}" for n in both])
+    ax_r.set_ylim(0, max(ratios, default=1) * 1.25)
+    ax_r.set_xlabel("matrix size M = N = K")
+    ax_r.set_ylabel("smem_tiled / coalesced")
+    ax_r.set_title("the gain: smem_tiled / coalesced", fontsize=10)
+    src = records.current()
+    if src:
+        fig.suptitle(f"smem_tiled against chapter 02's kernel ({src.label})", fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 def wavefront_sum(params: dict | None = None) -> str:
@@ -110,12 +138,18 @@ def bound(params: dict | None = None) -> str:
     lines = [f"{c['wavefronts/step']} wavefronts per {c['FFMA/step']} FFMA per warp and step "
              f"-> shared-memory bound {c['smem bound GFLOP/s']:,.0f} GFLOP/s = "
              f"{c['bound % of peak']:.0f}% of the FP32 peak ({c['peak GFLOP/s']:,.0f} GFLOP/s)"]
+    shares = []
     for n in (2048, 4096):
         r = _rate(KERNEL, (n,) * 3, params)
         if r:
             g = r["gflops"]["median"]
+            shares.append(g / c['smem bound GFLOP/s'])
             lines.append(f"measured at {n}^3: {g:,.0f} GFLOP/s = "
-                         f"{g / c['smem bound GFLOP/s']:.0%} of the bound")
+                         f"{shares[-1]:.0%} of the bound")
+    if shares:
+        lo, hi = f"{min(shares):.0%}", f"{max(shares):.0%}"
+        lines.append(f"so the kernel runs at {lo if lo == hi else lo + ' to ' + hi} of what "
+                     "shared memory alone allows")
     return "\n".join(lines)
 
 
@@ -200,7 +234,8 @@ def traffic_rows(blocks=TRAFFIC_BLOCKS) -> list[dict]:
     """Per BLOCK of this chapter's kernel at 4096^3, then chapter 02's kernel at
     BLOCK = 32: the predicted load bytes (none for chapter 02), the bytes its loads ask
     of the L1 (32-byte sectors), the share of those sectors that hit the L1, the bytes
-    read from DRAM (Nsight Compute, study ch03_caches / ch02_caches), and the DRAM rate
+    the L1 read from the L2 and the L2's hit rate (over all its sectors, reads and writes),
+    the bytes read from DRAM (Nsight Compute, study ch03_caches / ch02_caches), and the DRAM rate
     those bytes need over the time of the timed run (not the profiled one, whose clock
     the profiler fixes), also as a share of what a device copy reaches. Steps not
     recorded are left out."""
@@ -217,7 +252,9 @@ def traffic_rows(blocks=TRAFFIC_BLOCKS) -> list[dict]:
                "predicted loads, GB": predicted_load_bytes(b) / 1e9 if kernel == KERNEL
                else None,
                "asked of L1, GB": m[L1_SECTORS] * SECTOR / 1e9,
-               "L1 hit %": m[L1_HIT], "read from DRAM, GB": m[DRAM_READ] / 1e9}
+               "L1 hit %": m[L1_HIT],
+               "read from L2, GB": m[L2_READ] * SECTOR / 1e9 if L2_READ in m else None,
+               "L2 hit %": m.get(L2_HIT), "read from DRAM, GB": m[DRAM_READ] / 1e9}
         timed = _rate(kernel, SHAPE, {"BLOCK": b})
         if timed:
             seconds = 2 * SHAPE[0] * SHAPE[1] * SHAPE[2] / (timed["gflops"]["median"] * 1e9)
@@ -252,10 +289,11 @@ def traffic():
     import matplotlib.pyplot as plt
     rows = traffic_rows()
     cols = ["kernel", "predicted loads, GB", "asked of L1, GB", "L1 hit %",
-            "read from DRAM, GB", "DRAM GB/s at the timed rate", "% of a device copy"]
+            "read from L2, GB", "L2 hit %", "read from DRAM, GB",
+            "DRAM GB/s at the timed rate", "% of a device copy"]
     src = records.current()
-    hit = "L1 hit %"        # one precision for the whole column (0.7%, not 0.66% beside 95%)
-    print(Table([{c: (f"{r[c]:.1f}%" if c == hit and r.get(c) is not None else r.get(c))
+    hits = ("L1 hit %", "L2 hit %")   # one precision per column (0.7%, not 0.66% beside 95%)
+    print(Table([{c: (f"{r[c]:.1f}%" if c in hits and r.get(c) is not None else r.get(c))
                   for c in cols} for r in rows], cols,
                 title=f"global loads at {'x'.join(map(str, SHAPE))}, Nsight Compute"
                       + (f" ({src.label})" if src else "")))
@@ -441,15 +479,22 @@ def grade_mistakes(source: str | None = None) -> Table:
 
 def check_prediction(block: int | None, shape=(2048,) * 3) -> str:
     """The answer to the chapter's 'Predict, then check' for one BLOCK: the occupancy the
-    compiler's resources allow and the rate recorded at `shape`. With no BLOCK chosen, it
+    compiler's resources allow, the multiply-adds per thread between two barriers (the
+    FFMA of the SASS loop), and the rate recorded at `shape`. With no BLOCK chosen, it
     says what to do instead, so that the notebook as given does not show an answer."""
     if block is None:
         return "write your prediction down, then set BLOCK to 4, 8, 16 or 32 and run this cell"
     occ = analysis.kernel_occupancy(KERNEL, {"BLOCK": block}).explain()
+    # ptxas unrolls several steps into one loop at small BLOCK: count per barrier pair
+    loop = _loop(KERNEL, {"BLOCK": block})
+    ffma = loop["FFMA"] * 2 // max(loop.get("BAR", 2), 2)
     r = _rate(KERNEL, shape, {"BLOCK": block})
     rate = (f"{r['gflops']['median']:,.0f} GFLOP/s at {shape[0]}^3" if r else
             f"no rate recorded at {shape[0]}^3")
-    return f"BLOCK = {block}: {occ}\n{rate}"
+    return (f"BLOCK = {block}: {occ}\n"
+            f"each thread: {ffma} multiply-adds between two barriers (FFMA per pair of "
+            "barriers in the SASS loop)\n"
+            f"{rate}")
 
 
 def register_cliff(registers=(32, 33, 40, 64), threads: int = 1024,

@@ -68,62 +68,62 @@ def _plt():
     return plt
 
 
-def bank_grid(pads=(0, 1), block: int = 32, column: int = 0):
-    """A block x block tile of floats, one panel per padding: each element drawn where it
-    sits in its row of block + pad words, coloured by the bank that holds it; column
-    `column` outlined, its banks written in, and the wavefronts of a warp that reads or
-    writes that column (one lane per row) in the title. Returns the Figure."""
+def bank_grid(pads=(0, 1), block: int = 32, column: int = 0, rows: int = 12,
+              first: int = 8, last: int = 3):
+    """A block x block tile of floats, one panel per padding, drawn as an excerpt large
+    enough to read: its first `rows` rows, its first `first` and last `last` columns and
+    the padding, each word labelled with its bank and coloured by it (a cyclic colour
+    map: bank 31 sits next to bank 0); column `column` outlined, and the wavefronts of a
+    warp that reads or writes the whole column (one lane per row) in the title. Returns
+    the Figure."""
     import numpy as np
     from matplotlib.patches import Rectangle
     plt = _plt()
     from matplotlib.colors import ListedColormap
-    # 32 colours from violet (bank 0) to red (bank 31), mixed with white so that the
-    # numbers and the outline stand out; the colour bar reads them back as banks.
-    base = plt.get_cmap("rainbow", banks.BANKS)(range(banks.BANKS))
-    base[:, :3] = 0.3 + 0.7 * base[:, :3]
+    base = plt.get_cmap("hsv", banks.BANKS)(range(banks.BANKS))
+    base[:, :3] = 0.45 + 0.55 * base[:, :3]       # light, so that the numbers stand out
     cmap = ListedColormap(base)
-    fig, axes = plt.subplots(1, len(pads), figsize=(7.2 * len(pads), 7.6), layout="constrained")
+    fig, axes = plt.subplots(1, len(pads), figsize=(6.4 * len(pads), 6.2), layout="constrained")
     for ax, pad in zip(np.atleast_1d(axes), pads):
         S = block + pad
-        grid = np.array([[(r * S + c) % banks.BANKS for c in range(S)] for r in range(block)])
-        rgba = cmap(grid)
-        rgba[:, block:, :3] = 0.88                        # padding: unused words, grey
-        ax.imshow(rgba, interpolation="nearest")
-        for c in range(block, S):
-            ax.add_patch(Rectangle((c - 0.5, -0.5), 1, block, fill=False, hatch="///",
-                                   edgecolor="0.55", linewidth=0))
-        ax.add_patch(Rectangle((column - 0.5, -0.5), 1, block, fill=False, edgecolor="black",
-                               linewidth=2.2, zorder=3))
-        for r in range(block):
-            ax.text(column, r, str(grid[r, column]), ha="center", va="center", fontsize=8,
-                    zorder=4)
-        # Neighbouring banks have close colours: the first two rows carry their bank
-        # numbers too, so the shift of one row against the next can be read off.
-        for r in (0, 1):
-            for c in range(block):
-                if c != column:
-                    ax.text(c, r, str(grid[r, c]), ha="center", va="center", fontsize=6,
-                            zorder=4)
+        cols = list(range(first)) + [None] + list(range(block - last, S))
+        for y in range(rows):
+            for x, c in enumerate(cols):
+                if c is None:
+                    ax.text(x, y, "...", ha="center", va="center", fontsize=10)
+                    continue
+                bank = (y * S + c) % banks.BANKS
+                colour = "0.88" if c >= block else cmap(bank)
+                ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=colour,
+                                       edgecolor="white", linewidth=0.8,
+                                       hatch="///" if c >= block else None))
+                ax.text(x, y, str(bank), ha="center", va="center", fontsize=10,
+                        color="0.4" if c >= block else "black")
+        x0 = cols.index(column)
+        ax.add_patch(Rectangle((x0 - 0.5, -0.5), 1, rows, fill=False, edgecolor="black",
+                               linewidth=2.4, zorder=3))
+        ax.set_xlim(-0.5, len(cols) - 0.5)
+        ax.set_ylim(rows - 0.5, -0.5)
+        ax.set_aspect("equal")
+        ax.set_xticks(range(len(cols)), ["" if c is None else
+                                         (f"{c}\npad" if c >= block else str(c)) for c in cols],
+                      fontsize=9)
+        ax.set_yticks(range(rows), [str(r) for r in range(rows)], fontsize=9)
+        for side in ("top", "right", "bottom", "left"):
+            ax.spines[side].set_visible(False)
         an = banks.analyse(banks.words_to_bytes([r * S + column for r in range(block)]), 4)
-        used = len({grid[r, column] for r in range(block)})
-        what = ("all in bank " + str(grid[0, column])) if used == 1 else f"in {used} different banks"
+        used = len({(r * S + column) % banks.BANKS for r in range(block)})
+        what = (f"all in bank {column % banks.BANKS}" if used == 1
+                else f"in {used} different banks")
         ax.set_title(f"rows of {S} words{' (' + str(pad) + ' unused)' if pad else ''}: "
                      f"column {column} is {what}\n"
                      f"a warp reading it (one lane per row): {an.wavefronts} "
                      f"wavefront{'s' if an.wavefronts > 1 else ''}", fontsize=11)
-        ax.set_xticks(range(0, S, 4))
-        ax.set_yticks(range(0, block, 4))
         ax.set_xlabel("column of the tile (word in its row)", fontsize=10)
         ax.set_ylabel("row of the tile", fontsize=10)
-    from matplotlib.cm import ScalarMappable
-    from matplotlib.colors import BoundaryNorm
-    bar = fig.colorbar(ScalarMappable(BoundaryNorm(range(banks.BANKS + 1), banks.BANKS), cmap),
-                       ax=axes, shrink=0.8, ticks=[b + 0.5 for b in range(0, banks.BANKS, 4)])
-    bar.ax.set_yticklabels(range(0, banks.BANKS, 4))
-    bar.set_label("bank")
-    fig.suptitle(f"A {block} x {block} tile of floats, each element coloured by its bank "
-                 "(word % 32); column 0 outlined and the first two rows with their banks "
-                 "written in", fontsize=12)
+    fig.suptitle(f"A {block} x {block} tile of floats: the bank of each word (word % 32), "
+                 f"rows 0-{rows - 1} and the first and last columns; column {column} "
+                 "outlined", fontsize=12)
     return fig
 
 
@@ -419,8 +419,8 @@ def bound_line(block: int = 32) -> str:
     wf = ch03_04_tiles.wavefronts_per_step("smem_tiled", {"BLOCK": block})
     bound = ch03_04_tiles.smem_ceiling("smem_tiled", {"BLOCK": block}, props)["smem bound GFLOP/s"]
     return (f"bound GFLOP/s = {props['sm_count']} SMs x {props['sm_clock_mhz']:,.0f} MHz x "
-            f"({block} x 32 x 2 flops) / wavefronts per step, on the {props.get('name', 'GPU')} "
-            f"measured; chapter 03's kernel, {wf} wavefronts: {bound:,.0f} GFLOP/s")
+            f"({block} x 32 x 2 flops) / wavefronts per step, for the {props.get('name', 'GPU')} "
+            f"that was measured; chapter 03's kernel, {wf} wavefronts: {bound:,.0f} GFLOP/s")
 
 
 def ceiling_range(size: int = 2048) -> str:
@@ -428,8 +428,9 @@ def ceiling_range(size: int = 2048) -> str:
     t = summary(ALL, size)
     shares = [r["% of bound"] for r in t if r["GFLOP/s"]]
     bounds = [r["bound GFLOP/s"] for r in t]
-    return (f"measured / bound: {min(shares):.0f}% .. {max(shares):.0f}% over {len(shares)} "
-            f"configurations; the fastest bound is {max(bounds) / min(bounds):.1f}x the slowest")
+    return (f"every one of the {len(shares)} configurations runs at {min(shares):.0f}% to "
+            f"{max(shares):.0f}% of its shared-memory bound, while the bounds differ "
+            f"{max(bounds) / min(bounds):.1f}-fold (the fastest bound over the slowest)")
 
 
 def same_checks(size: int = 2048) -> str:
