@@ -512,3 +512,11 @@ def test_step_changes_are_the_numbers_of_the_change_plot():
         pytest.skip("the ladder is not recorded")
     assert lines[1].startswith(full[1].label) and f"{c:+.1f}%" in lines[1]
     assert "MINB = 2" not in lines[1] and "between the MINB = 2 builds" in lines[4]
+
+
+def test_listings_before_the_pipeline_exercise_hide_the_waits_count():
+    shown = cp.step_sass(7, hide_wait=True).listing
+    waits = [ln for ln in shown if "DEPBAR.LE" in ln]
+    assert waits and all(ln.rstrip().endswith("0x?") for ln in waits), waits
+    plain = [ln for ln in cp.step_sass(7).listing if "DEPBAR.LE" in ln]
+    assert plain and not any("0x?" in ln for ln in plain), plain

@@ -174,3 +174,12 @@ def test_the_notebooks_ask_exactly_the_graded_questions():
     cell = next("".join(x["source"]) for x in nb["cells"]
                 if "".join(x["source"]).startswith("my_answer = {"))
     assert all(f'"{k}": None' in cell for k in c.ANSWER_KEYS)
+
+
+def test_copy_smem_by_rows_counts_the_loads_and_compares_with_rows_8():
+    t = c.copy_smem_by_rows()
+    got = {r["ROWS"]: r for r in t}
+    assert [got[r]["loads before the first store"] for r in (4, 8, 16)] == [8, 4, 2]
+    assert got[16]["bytes a warp has in flight"] == 256
+    if got[8]["GB/s (median)"]:
+        assert got[8]["rate / rate at ROWS = 8"] == "1.00"

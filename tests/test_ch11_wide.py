@@ -216,9 +216,12 @@ def test_the_dgemm_reading_uses_the_sweeps_size():
     assert f"dgemm_tiled at {w.SIZE}^3" in text
 
 
-def test_the_worked_solution_is_set_beside_the_chapters_kernel_of_its_run():
-    line = w.solution_rate()
-    if line.startswith("the worked solution was not timed"):
-        pytest.skip("the recording has no row of the worked solution")
-    assert "the worked solution" in line and "the chapter's kernel" in line, line
-    assert line.rstrip().endswith("% of it"), line
+def test_the_model_agreement_is_printed_to_two_significant_digits():
+    if records.current() is None:
+        pytest.skip("no recording")
+    import re
+    text = w.ncu_agreement([("dgemm_tiled", {"BLOCK": b}) for b in (8, 16, 32)])
+    shares = re.findall(r"within ([0-9.e+-]+)%", text)
+    assert len(shares) == 2, text
+    for s in shares:
+        assert len(s.replace(".", "").lstrip("0")) <= 2, text

@@ -838,12 +838,20 @@ class StepSass:
             for t, lines in self.listings)
 
 
-def step_sass(i: int, since: int | None = None, listing=True) -> StepSass:
+def hide_wait_count(lines: list[str]) -> list[str]:
+    """A listing with the count of each `DEPBAR.LE SB0, n` replaced by `0x?`: the
+    pipeline exercise asks for that count, so listings shown before it must not give it."""
+    return [re.sub(r"(DEPBAR\.LE\s+SB0,\s*)0x[0-9a-fA-F]+", r"\g<1>0x?", ln) for ln in lines]
+
+
+def step_sass(i: int, since: int | None = None, listing=True,
+              hide_wait: bool = False) -> StepSass:
     """Ladder step `i` in the SASS (sm_90, ptxas here): the main loop's instruction
     counts (one trip: BK values of k) of steps `since`..i (default: the step before and
     this one), with the registers and blocks per SM of the binary that was timed, then
     loops cut to the instructions the ladder changes (`step_listing`): step i's
-    (`listing=True`), none (False), or those of the steps in a tuple."""
+    (`listing=True`), none (False), or those of the steps in a tuple. `hide_wait`: the
+    wait's count masked (`hide_wait_count`), for listings shown before the exercise."""
     rungs = ladder((4096,))
     first = max(0, i - 1) if since is None else since
     rows = [{"step": r.label, **_loop_counts(r.step.kernel, r.step.params, r.registers)}
@@ -853,9 +861,11 @@ def step_sass(i: int, since: int | None = None, listing=True) -> StepSass:
                   f"the SASS of ptxas {compiler.ptxas_version()} here (sm_90); registers and "
                   "blocks/SM of the compiled kernel that was timed" + (f"\n{note}" if note else ""))
     shown = (i,) if listing is True else () if listing is False else tuple(listing)
+    mask = hide_wait_count if hide_wait else list
+    why = " (the wait's count hidden: the exercise below asks for it)" if hide_wait else ""
     return StepSass(table, [(f"Step {j}'s main loop: copies, waits, barriers and the "
-                             "LDS.128 of the first k",
-                             step_listing(rungs[j].step.kernel, rungs[j].step.params))
+                             f"LDS.128 of the first k{why}",
+                             mask(step_listing(rungs[j].step.kernel, rungs[j].step.params)))
                             for j in shown])
 
 

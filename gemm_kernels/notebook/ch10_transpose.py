@@ -223,6 +223,29 @@ def solution_gap(shape=SQUARE) -> str:
             "of the gap")
 
 
+def copy_smem_by_rows(shape=SQUARE, rows=(4, 8, 16)) -> Table:
+    """`copy_smem` in float at TILE = 32 and each ROWS: the loads a thread sends before
+    its first store (SASS here), the bytes a warp then has in flight, and the timed rate
+    (a share of the device copy timed beside it, and a ratio to ROWS = 8). It tests part
+    2's Little's-law arithmetic: half the bytes per warp need not mean half the rate,
+    because the latency falls with the load."""
+    out = []
+    for r in rows:
+        p = {"T": "float", "TILE": 32, "ROWS": r}
+        trips = round_trips(accesses("copy_smem", p))
+        row = _recorded("copy_smem", shape, p)
+        out.append({"ROWS": r, "loads before the first store": trips[0] if trips else 0,
+                    "bytes a warp has in flight": (trips[0] if trips else 0) * 4 * WARP,
+                    "GB/s (median)": row["gbps"]["median"] if row else None,
+                    "% of device copy": lookup.share(row) if row else None})
+    base = next((o["GB/s (median)"] for o in out if o["ROWS"] == 8), None)
+    for o in out:
+        o["rate / rate at ROWS = 8"] = (f"{o['GB/s (median)'] / base:.2f}"
+                                        if base and o["GB/s (median)"] else "-")
+    return Table(out, list(out[0]), title=f"copy_smem, float, TILE = 32, {_shape_text(shape)}; "
+                 f"rates {records.recording_label()}")
+
+
 def _recorded(kernel, shape, params):
     try:
         return lookup.recorded(kernel, shape, params)

@@ -281,7 +281,7 @@ def bound_plot(table, ax=None, title: str = ""):
             label=f"recorded, {rate_col.replace('GFLOP/s at ', '')}^3")
     for yy, r in zip(y, table):
         if r[rate_col]:
-            ax.text(r[rate_col], yy, f" {r['% of bound']:.0f}%", va="center", fontsize=9)
+            ax.text(r[rate_col], yy, f" {r['% of bound']:.0f}% of bound", va="center", fontsize=9)
     ax.set_yticks(y, labels, fontsize=9)
     ax.set_xlabel("GFLOP/s")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.3 / len(table)), ncol=2,
@@ -403,7 +403,7 @@ def ncu_agreement(configs) -> str:
         worst = max(abs(x - 1) for x in got)
         extra = "" if op == "ld" else ", all of it booked as bank conflicts" \
             if instr.excess_is_conflicts(t) else ""
-        lines.append(f"{what}: Nsight Compute's wavefronts are within {100 * worst:.2f}% of "
+        lines.append(f"{what}: Nsight Compute's wavefronts are within {100 * worst:.2g}% of "
                      f"the model's{extra}")
     return "\n".join(lines)
 
@@ -586,31 +586,6 @@ def control_table(block: int = 16) -> Table:
     return Table(rows, list(rows[0]), title=f"BLOCK = {block}: the vector kernel and its control, "
                  f"main loop compiled here by ptxas {compiler.ptxas_version()}; wavefronts: "
                  "bank model, warp 0")
-
-
-def solution_rate(size: int = SIZE) -> str:
-    """The exercise's worked solution (rows of BLOCK + 1 doubles, B transposed) and
-    `dgemm_tiled` at the exercise's BLOCK, timed in one run: GFLOP/s (median, range) and
-    the solution's share of the chapter's kernel. A sentence saying so where not
-    recorded."""
-    from gemm_kernels.exercises.catalog import get
-    from gemm_kernels.measure import records
-    from gemm_kernels.notebook.worked_solutions import pair
-    ex = get(EXERCISE)
-    sol = pair(EXERCISE, (size,) * 3)[0]
-    if sol is None:
-        return f"the worked solution was not timed at {size}^3"
-    ref = next((r for r in records.current().find(ex.kernel, (size,) * 3, dict(ex.params))
-                if "gflops" in r and r.get("run") == sol.get("run")), None)
-    g = lambda r: (f"{r['gflops']['median']:,.0f} GFLOP/s ({r['gflops']['min']:,.0f} .. "
-                   f"{r['gflops']['max']:,.0f}), {r['binary']['registers']} registers")
-    line = f"{ex.kernel}, BLOCK = {ex.params['BLOCK']}, {size}^3, one run: the worked solution {g(sol)}"
-    if ref:
-        line += (f"; the chapter's kernel {g(ref)}; the solution at "
-                 f"{100 * sol['gflops']['median'] / ref['gflops']['median']:.1f}% of it")
-    return line
-
-
 
 
 def control_recorded(block: int = 16, size: int = SIZE) -> Table:
