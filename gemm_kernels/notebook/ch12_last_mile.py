@@ -11,11 +11,9 @@ prediction and a measurement always describe the same GPU. The widget's logic
 """
 from __future__ import annotations
 
-import json
-
 from gemm_kernels.core import device
 from gemm_kernels.core.kernels import get, slices
-from gemm_kernels.core.launch import problems, shape_problem
+from gemm_kernels.core.launch import shape_problem
 from gemm_kernels.core.registry import ceil_div
 from gemm_kernels.core.table import Table, fmt_number
 from gemm_kernels.measure import records, timing
@@ -44,10 +42,7 @@ def recording():
 def rules(rec=None) -> model.Rules | None:
     """The fitted rules of the recording's device (else whatever `model.load` finds)."""
     rec = rec or recording()
-    path = model.rules_path(rec.device["name"]) if rec else None
-    if path is not None and path.exists():
-        return model.Rules.from_dict(json.loads(path.read_text()))
-    return model.load()
+    return (model.for_device(rec.device["name"]) if rec else None) or model.load()
 
 
 def _limits(rec):
@@ -55,12 +50,9 @@ def _limits(rec):
 
 
 def ranked(shape, rules_, lim) -> list[tuple[float, tuple[int, int, int]]]:
-    """Every candidate (BM, BN, split) for `shape` with the model's time, fastest first."""
-    k = get(SPLIT)
-    return sorted((model.predict_us(rules_, shape, BM, BN, s, sm_count=rules_.sm_count,
-                                    limits=lim), (BM, BN, s))
-                  for BM, BN, s in choose.candidates(shape)
-                  if not problems(k, {"BM": BM, "BN": BN, "SPLIT": s}, shape))
+    """Every candidate (BM, BN, split) for `shape` with the model's time, fastest first,
+    on the rules' GPU."""
+    return choose.ranked(tuple(shape), rules_, rules_.sm_count, lim)
 
 
 def plan_for(shape, rec=None) -> choose.Plan:
@@ -69,12 +61,7 @@ def plan_for(shape, rec=None) -> choose.Plan:
     if device.is_live():
         return choose.plan(shape)
     rec = rec or recording()
-    r = rules(rec)
-    shape = tuple(int(d) for d in shape)
-    if 1 in shape[:2]:
-        return choose.Plan(GEMV, get(GEMV).resolve({"SPLIT": choose.gemv_split(shape, r)}))
-    t, (BM, BN, s) = ranked(shape, r, _limits(rec))[0]
-    return choose.Plan(SPLIT, model.split_params(BM, BN, s), t)
+    return choose.plan(shape, rules=rules(rec), limits=_limits(rec))
 
 
 def row_of(rec, kernel: str, shape, params: dict) -> dict | None:

@@ -59,13 +59,26 @@ def gemv_split(shape, rules) -> int:
     return k.params[0].values[-1]
 
 
-def plan(shape, beta_nonzero: bool = False) -> Plan:
-    """The plan for a GEMM of `shape` (M, N, K) on this GPU (or the recorded one)."""
+def ranked(shape, rules, sm_count: int, limits: dict | None = None,
+           beta_nonzero: bool = False) -> list[tuple[float, tuple[int, int, int]]]:
+    """Every candidate (BM, BN, split) for `shape` that the registry accepts, with the
+    model's time under `rules`, fastest first."""
+    from gemm_kernels.core.launch import problems
+    k = get(model.SPLIT_KERNEL)
+    return sorted((model.predict_us(rules, shape, BM, BN, s, beta_nonzero, sm_count=sm_count,
+                                    limits=limits), (BM, BN, s))
+                  for BM, BN, s in candidates(shape)
+                  if not problems(k, {"BM": BM, "BN": BN, "SPLIT": s}, shape))
+
+
+def plan(shape, beta_nonzero: bool = False, rules=None, limits: dict | None = None) -> Plan:
+    """The plan for a GEMM of `shape` (M, N, K) on this GPU (or the recorded one), under
+    `rules` (default `model.load()`) and the GPU `limits` describe (default this one)."""
     bad = shape_problem(model.SPLIT_KERNEL, shape)
     if bad:
         raise ValueError(bad)
     shape = tuple(int(d) for d in shape)
-    rules = model.load()
+    rules = rules or model.load()
     if 1 in shape[:2]:
         k = get(model.GEMV_KERNEL)
         return Plan(k.name, k.resolve({"SPLIT": gemv_split(shape, rules) if rules else 1}))
@@ -74,12 +87,7 @@ def plan(shape, beta_nonzero: bool = False) -> Plan:
         return Plan(FALLBACK, get(FALLBACK).defaults())
     if rules is None:
         return Plan(k.name, k.defaults())
-    from gemm_kernels.core.launch import problems
-    scored = sorted((model.predict_us(rules, shape, BM, BN, s, beta_nonzero,
-                                      sm_count=_sm_count(rules)), (BM, BN, s))
-                    for BM, BN, s in candidates(shape)
-                    if not problems(k, {"BM": BM, "BN": BN, "SPLIT": s}, shape))
-    t, (BM, BN, s) = scored[0]
+    t, (BM, BN, s) = ranked(shape, rules, _sm_count(rules), limits, beta_nonzero)[0]
     return Plan(k.name, model.split_params(BM, BN, s), t)
 
 

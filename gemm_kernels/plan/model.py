@@ -73,22 +73,28 @@ def rules_path(device_name: str) -> Path:
     return RULES_DIR / f"{slug(device_name)}.json"
 
 
+def for_device(device_name: str) -> Rules | None:
+    """The rules fitted for the GPU named `device_name`, or None."""
+    path = rules_path(device_name)
+    return Rules.from_dict(json.loads(path.read_text())) if path.exists() else None
+
+
 @lru_cache(maxsize=None)
 def load() -> Rules | None:
     """The rules for this GPU (live), else for the recording shown, else any; None where
     none were fitted yet."""
     from gemm_kernels.measure import records
-    want = []
+    names = []
     if device.is_live():
-        want.append(rules_path(device.properties()["name"]))
+        names.append(device.properties()["name"])
     rec = records.current()
     if rec:
-        want.append(rules_path(rec.device["name"]))
-    want += sorted(RULES_DIR.glob("*.json"))
-    for path in want:
-        if path.exists():
-            return Rules.from_dict(json.loads(path.read_text()))
-    return None
+        names.append(rec.device["name"])
+    for name in names:
+        if for_device(name):
+            return for_device(name)
+    anyone = sorted(RULES_DIR.glob("*.json"))
+    return Rules.from_dict(json.loads(anyone[0].read_text())) if anyone else None
 
 
 def split_params(BM: int, BN: int, split: int) -> dict:
