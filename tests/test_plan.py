@@ -139,3 +139,8 @@ def test_committed_rules_name_recorded_runs():
         assert set(r["provenance"]["runs"]) <= set(rec.runs), f"{f.name}: runs not recorded"
         assert r["provenance"]["rows"] > 0
         assert set(r["tiles"]) == {model.tile_name(BM, BN) for BM, BN in model.TILES}
+
+
+def test_sgemm_is_one_short_name_away():
+    import gemm_kernels as gk
+    assert gk.sgemm is choose.sgemm and "sgemm" in gk.__all__
