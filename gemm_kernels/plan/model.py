@@ -84,17 +84,12 @@ def load() -> Rules | None:
     """The rules for this GPU (live), else for the recording shown, else any; None where
     none were fitted yet."""
     from gemm_kernels.measure import records
-    names = []
-    if device.is_live():
-        names.append(device.properties()["name"])
     rec = records.current()
-    if rec:
-        names.append(rec.device["name"])
-    for name in names:
-        if for_device(name):
-            return for_device(name)
-    anyone = sorted(RULES_DIR.glob("*.json"))
-    return Rules.from_dict(json.loads(anyone[0].read_text())) if anyone else None
+    names = ([device.properties()["name"]] if device.is_live() else []) + \
+        ([rec.device["name"]] if rec else [])
+    paths = [rules_path(n) for n in names] + sorted(RULES_DIR.glob("*.json"))
+    found = next((p for p in paths if p.exists()), None)
+    return Rules.from_dict(json.loads(found.read_text())) if found else None
 
 
 def split_params(BM: int, BN: int, split: int) -> dict:
