@@ -100,6 +100,16 @@ def test_the_limit_plot_writes_thousands_separators():
     assert fmt(2000, 0) == "2,000"
 
 
+def test_the_limit_plot_ends_just_past_its_longest_label():
+    fig = ch02_coalescing.limit_plot([("naive", {"BLOCK": 32, "MAPPING": "x->row"}),
+                                      ("coalesced", {"BLOCK": 32})])
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    right = max(ax.transData.inverted().transform(t.get_window_extent().corners())[:, 0].max()
+                for t in ax.texts)
+    assert right <= ax.get_xlim()[1] <= right * 1.05
+
+
 def test_a_warp_down_a_column_keeps_only_its_columns_of_c():
     fig = ch02_coalescing.sector_picture("naive", {"BLOCK": 32, "MAPPING": "x->row"})
     assert fig.axes[0].get_xlim() == (-0.5, 0.5)

@@ -200,10 +200,17 @@ def your_lines(configs) -> None:
 
 def limit_plot(configs, size: int = 2048):
     """`ch01_02_sectors.limit_plot`, its rate axis with thousands separators as in the
-    tables ("2,000")."""
+    tables ("2,000"), and cut just past the end of the longest label on the bars, so that
+    no empty stretch of axis suggests rates that nothing reaches."""
     from matplotlib.ticker import FuncFormatter
     fig = model.limit_plot(configs, size)
-    fig.axes[0].xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax = fig.axes[0]
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    fig.canvas.draw()
+    to_data = ax.transData.inverted()
+    right = max(to_data.transform(t.get_window_extent().corners())[:, 0].max()
+                for t in ax.texts)
+    ax.set_xlim(0, right * 1.02)
     return fig
 
 
