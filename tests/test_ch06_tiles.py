@@ -136,3 +136,14 @@ def test_the_counter_table_and_the_heat_maps_are_written_for_people():
     fig = ch06_tiles.sweep_heatmaps()
     assert [a.get_ylabel() for a in fig.axes[2:]] == ["best TFLOP/s at 2048^3"] * 2
     plt.close(fig)
+
+
+def test_the_ladder_plot_names_cublas_as_timed_on_its_own():
+    import matplotlib
+    matplotlib.use("Agg")
+    from gemm_kernels.memory import ch05_06_thread_tiles as tiles
+    table = tiles.ladder_table(["tile_1d"], [], [2048])
+    ax = ch06_tiles.ladder_plot(table)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "cuBLAS (timed on its own at each size)" in labels
+    assert not any(l.startswith("cublas") for l in labels)

@@ -162,6 +162,20 @@ STANDINGS = (("03 · smem_tiled", "smem_tiled", None),
              ("06 · tile_2d_reg, default", "tile_2d_reg", None))
 
 
+def ladder_plot(table, ax=None):
+    """`ladder.plot` of a `ch05_06_thread_tiles.ladder_table`, with cuBLAS named as chapter
+    03 names it: the ladder's cuBLAS line is cuBLAS timed in runs of its own, not the
+    cuBLAS beside each kernel that the standings chart divides by, and the legend says so.
+    Returns the Axes."""
+    from gemm_kernels.measure import ladder
+    ax = ladder.plot(table, ax=ax)
+    legend = ax.get_legend()
+    for text in legend.get_texts() if legend else []:
+        if text.get_text().startswith("cublas"):
+            text.set_text("cuBLAS (timed on its own at each size)")
+    return ax
+
+
 def standings_rows(size: int = 4096, configs=STANDINGS) -> list[dict]:
     """Per (label, kernel, params): TFLOP/s at size^3 and its % of cuBLAS timed in the
     same run (None where not measured)."""
