@@ -194,3 +194,14 @@ def test_the_stall_plot_leaves_out_the_row_that_was_not_profiled():
     assert not any("promised" in l for l in labels)
     assert not any(t.get_text() == "not recorded" for t in fig.axes[0].texts)
     plt.close(fig)
+
+
+def test_the_ladder_lines_compare_at_k5_then_against_chapter_06s_default(monkeypatch):
+    monkeypatch.setenv("GEMM_KERNELS_MODE", "recorded")
+    from gemm_kernels.measure import ladder
+    table = ladder.compare(["tile_2d_reg", "float4"], (2048, 4096),
+                           params={"tile_2d_reg": ch07_ablation.K5})
+    lines = ch07_ablation.ladder_lines(table).splitlines()
+    assert [l.split(":")[0] for l in lines[:2]] == ["2048", "4096"]
+    assert all("float4 / tile_2d_reg, both at K5 = " in l and "of cuBLAS" in l for l in lines[:2])
+    assert lines[2].startswith("float4 (K5) / tile_2d_reg at its default (64 x 128 x 16, 8 x 4), 4096: ")

@@ -155,3 +155,19 @@ def test_the_short_payoff_keeps_the_medians_and_names_the_sunk_attempt():
         assert s["x 07, 1 block/SM"] == f["one block per SM: / 07"]
     # at BK = 16 the chapter's kernel keeps its loads in flight: no such label there
     assert c.payoff_short(c.DEEP)[1]["kernel"] == "chapter 08's kernel"
+
+
+def test_the_size_lines_put_each_ratio_beside_its_ranges(recorded_mode):
+    from gemm_kernels.measure import ladder
+    text = c.size_lines(ladder.compare(["float4", "double_buffer"], (1024, 4096)))
+    lines = text.splitlines()
+    assert [l.split(":")[0] for l in lines] == ["1024", "4096"]
+    assert "64 blocks of 128 x 128" in lines[0] and "1,024 blocks" in lines[1]
+    assert all("double_buffer / float4 = " in l and "min..max" in l for l in lines)
+
+
+def test_the_stall_summary_reads_both_block_counts(recorded_mode):
+    text = c.stall_summary()
+    assert text.startswith("Two blocks per SM: the largest wait is")
+    assert "One block per SM: the largest wait is 'long scoreboard'" in text
+    assert text.count("cycles per instruction") == 2 * len(c.STALL_READ)

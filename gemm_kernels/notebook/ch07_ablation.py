@@ -186,6 +186,29 @@ K5 = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
 STORE_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
 
 
+def ladder_lines(table, sizes=None, against_default: int = 4096) -> str:
+    """The ladder of chapter 07 in words: at each size of `table` (`ladder.compare` rows
+    of `tile_2d_reg` at `K5` and `float4`), the rate of `float4` over chapter 06's at the
+    same tile and both shares of cuBLAS; then, at `against_default`, `float4` over chapter
+    06's kernel at its own default tile (the step a student meets on the ladder)."""
+    from gemm_kernels.measure import ladder
+    at = {(r["kernel"], r["size"]): r for r in table}
+    sizes = sizes or sorted({n for _, n in at})
+    lines = []
+    for n in sizes:
+        if ("tile_2d_reg", n) in at and ("float4", n) in at:
+            f4, reg = at["float4", n], at["tile_2d_reg", n]
+            lines.append(f"{n}: float4 / tile_2d_reg, both at K5 = "
+                         f"{f4['GFLOP/s'] / reg['GFLOP/s']:.2f}  ({reg['% of cuBLAS']:.0f}% -> "
+                         f"{f4['% of cuBLAS']:.0f}% of cuBLAS)")
+    f4, reg = ladder.share("float4", against_default), ladder.share("tile_2d_reg", against_default)
+    p = _kernel("tile_2d_reg").resolve(None)
+    lines.append(f"float4 (K5) / tile_2d_reg at its default ({p['BM']} x {p['BN']} x "
+                 f"{p['BK']}, {p['TM']} x {p['TN']}), {against_default}: "
+                 f"{f4['GFLOP/s'] / reg['GFLOP/s']:.2f}")
+    return "\n".join(lines)
+
+
 def table(shapes=((4096, 4096, 4096), (2048, 2048, 2048))):
     """The rows behind `plot`, one per step: the rate at each shape, the share of cuBLAS
     at the first, registers and blocks per SM of the timed binary, and the counters

@@ -295,7 +295,7 @@ def loop_strip(kernels=(KERNEL,), params: dict | None = None):
     import matplotlib.pyplot as plt
     colour = {"FFMA": "#6aa84f", "LDS": "0.55", "LDG": "#e69138", "STS": "#3d85c6",
               "BAR": "k"}
-    fig, axes = plt.subplots(len(kernels), 1, figsize=(11, 1.8 * len(kernels) + 0.6),
+    fig, axes = plt.subplots(len(kernels), 1, figsize=(11, 2.2 * len(kernels) + 0.7),
                              squeeze=False, sharex=True)
     longest = 0
     for ax, name in zip(axes[:, 0], kernels):
@@ -318,17 +318,14 @@ def loop_strip(kernels=(KERNEL,), params: dict | None = None):
                         arrowprops={"arrowstyle": "-|>", "color": "#b45f06", "lw": 2.4,
                                     "mutation_scale": 18})
             ax.plot([ld.at, ld.at], [1.0, y], color="#b45f06", lw=1.2, ls=":")
-        if used:
-            ld = min(used, key=lambda x: x.ffma)
-            ax.annotate(f"fewest FFMAs between a\nglobal load and its use: {ld.ffma}\n"
-                        f"(the exercise's bar: {lp.needed})",
-                        xy=(1.01, 1.15), xycoords=("axes fraction", "data"), ha="left",
-                        va="center", fontsize=FONT - 1)
         ax.set_ylim(-0.1, 1.45 + 0.3 * len(used))
         ax.set_yticks([])
         bars = f"{lp.barriers} barrier" + ("" if lp.barriers == 1 else "s")
-        ax.set_title(f"{name}: {lp.ffma} FFMAs, {len(lp.loads)} global loads, {bars} per step",
-                     fontsize=FONT, loc="left")
+        fewest = (f"; fewest FFMAs between a global load and its use: "
+                  f"{lp.fewest} (the exercise's bar: {lp.needed})"
+                  if lp.fewest is not None else "")
+        ax.set_title(f"{name}: {lp.ffma} FFMAs, {len(lp.loads)} global loads, {bars} per "
+                     f"step{fewest}", fontsize=FONT, loc="left")
         for s in ("top", "right", "left"):
             ax.spines[s].set_visible(False)
     # the axes share x: the longest loop decides, or a shorter strip's limits would
@@ -574,6 +571,49 @@ def one_block_summary(study: str = "ch08_one_block") -> str:
         / (two7["median"] - one7["median"])
     lines.append(f"Of what chapter 07's kernel loses with its second block, double "
                  f"buffering wins back {back:.0%}.")
+    return "\n".join(lines)
+
+
+def size_lines(table) -> str:
+    """One line per size of `table` (`ladder.compare` rows of chapters 07 and 08): the
+    blocks of the launch, chapter 08's rate over chapter 07's, and both ranges of the
+    repetitions, so that a difference can be read against the noise beside it."""
+    at = {(r["kernel"], r["size"]): r for r in table}
+    p = kernel_of(KERNEL).resolve(None)
+    lines = []
+    for n in sorted(n for k, n in at if k == KERNEL and ("float4", n) in at):
+        f, d = at["float4", n], at[KERNEL, n]
+        lines.append(f"{n}: {(n // p['BM']) * (n // p['BN']):>5,} blocks of {p['BM']} x "
+                     f"{p['BN']}; double_buffer / float4 = {d['GFLOP/s'] / f['GFLOP/s']:.3f}  "
+                     f"(float4 min..max {f['min']:,.0f}..{f['max']:,.0f}, double_buffer "
+                     f"{d['min']:,.0f}..{d['max']:,.0f})")
+    return "\n".join(lines)
+
+
+STALL_PAIRS = {"two blocks per SM": ("chapter 07", "chapter 08"),
+               "one block per SM": ("chapter 07, one block per SM",
+                                    "chapter 08, one block per SM")}
+STALL_READ = ("long scoreboard", "short scoreboard", "barrier", "mio throttle")
+
+
+def stall_summary(study: str = "stalls") -> str:
+    """The stall bars in words, for chapter 07's and chapter 08's kernels at two blocks
+    per SM and at one: each kernel's largest wait, and the four waits the chapter reads
+    (stall cycles per issued instruction), chapter 07 -> chapter 08. From the profile."""
+    from gemm_kernels.measure import studies
+    from gemm_kernels.notebook import evidence
+    stalls = {s.label: evidence.stall_reasons(r) for s, r in studies.results(study)}
+
+    def largest(st):
+        return max((k for k in st if k != "selected"), key=st.get)
+
+    lines = []
+    for n, (f4, db) in STALL_PAIRS.items():
+        a, b = stalls[f4], stalls[db]
+        lines.append(f"{n[0].upper() + n[1:]}: the largest wait is '{largest(a)}' in chapter "
+                     f"07 and '{largest(b)}' in chapter 08.")
+        lines += [f"    {r}: {a.get(r, 0):.2f} -> {b.get(r, 0):.2f} cycles per instruction"
+                  for r in STALL_READ]
     return "\n".join(lines)
 
 
