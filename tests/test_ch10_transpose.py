@@ -183,3 +183,15 @@ def test_copy_smem_by_rows_counts_the_loads_and_compares_with_rows_8():
     assert got[16]["bytes a warp has in flight"] == 256
     if got[8]["GB/s (median)"]:
         assert got[8]["rate / rate at ROWS = 8"] == "1.00"
+
+
+def test_copy_orders_shows_the_copys_split_changing_with_rows():
+    """The chapter's copy: 3 loads first at ROWS = 8, 1 of 8 at ROWS = 4 (ptxas's choice)."""
+    got = {r["ROWS"]: r for r in c.copy_orders()}
+    assert [got[r]["elements a thread"] for r in (8, 4, 2)] == [4, 8, 16]
+    assert got[8]["loads and stores, in SASS order"] == "3 LDG, 3 STG, EXIT, LDG, STG, EXIT"
+    assert got[8]["loads before the first store"] == 3
+    assert got[4]["loads before the first store"] < 8
+    # a kernel that sends every load first (copy_smem) has no split
+    smem = {r["ROWS"]: r for r in c.copy_orders("copy_smem", rows=(8,))}
+    assert smem[8]["loads before the first store"] == 4

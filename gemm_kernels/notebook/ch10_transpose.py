@@ -71,9 +71,21 @@ def source_without(name: str, paragraph: str) -> display.Text:
 def accesses(kernel: str, params: dict | None = None) -> list[str]:
     """The global loads, stores and exits of a kernel in the order of its SASS
     (compiled here for sm_90): 'LDG', 'LDG.128', 'STG', 'EXIT', ..."""
-    k = kernel_of(kernel)
+    return _sass_order(kernel_of(kernel), params)
+
+
+def _sass_order(k, params: dict | None) -> list[str]:
+    """`accesses` for a kernel object (the chapter's, or a submitted one)."""
     body = analysis.instructions(compiler.sass(k, k.resolve(params)))
     return [f for _, f, _ in body if f.split(".")[0] in ("LDG", "STG", "EXIT")]
+
+
+def _order_row(k, params: dict) -> dict:
+    """One row of an access-order table: the order, compacted, and the first round trip."""
+    order = _sass_order(k, params)
+    trips = round_trips(order)
+    return {"loads and stores, in SASS order": compact(order),
+            "loads before the first store": trips[0] if trips else 0}
 
 
 def round_trips(order: list[str], family: str | None = None) -> list[int]:
@@ -113,14 +125,24 @@ def submission_orders(source: str, exercise: str = "10_in_flight", rows=(8, 4, 2
     for r in rows:
         p = {**ex.params, "ROWS": r}
         for who, k in (("the chapter's copy", kernel_of(ex.kernel)), ("this solution", mine)):
-            body = analysis.instructions(compiler.sass(k, k.resolve(p)))
-            order = [f for _, f, _ in body if f.split(".")[0] in ("LDG", "STG", "EXIT")]
-            trips = round_trips(order)
             out.append({"ROWS": r, "elements a thread": p["TILE"] // r, "kernel": who,
-                        "loads and stores, in SASS order": compact(order),
-                        "loads before the first store": trips[0] if trips else 0})
+                        **_order_row(k, p)})
     return Table(out, list(out[0]), title=f"TILE = {ex.params['TILE']}, T = {ex.params['T']}, "
                  f"SASS compiled here by ptxas {compiler.ptxas_version()}")
+
+
+def copy_orders(kernel: str = "copy", rows=(8, 4, 2), t: str = "float") -> Table:
+    """The chapter's copy at several ROWS: how many loads ptxas sends before the first store
+    is its own choice, and it changes with ROWS. This is why the exercise asks for a source
+    that sends them all first, whatever ROWS is."""
+    k = kernel_of(kernel)
+    out = []
+    for r in rows:
+        p = k.resolve({"T": t, "ROWS": r})
+        out.append({"ROWS": r, "elements a thread": p["TILE"] // r, **_order_row(k, p)})
+    return Table(out, list(out[0]), title=f"{kernel}, {t}, TILE = {k.resolve({'T': t})['TILE']}: "
+                 f"global loads, stores and exits in SASS order (ptxas {compiler.ptxas_version()}, "
+                 f"compiled here)")
 
 
 IN_FLIGHT_BYTES = "bytes a warp has in flight in its first round trip"
