@@ -70,7 +70,7 @@ def test_bench_dgemm_is_accepted():
 
 @pytest.mark.parametrize("args,needle", [
     (["--kernels", "nonesuch"], "argument --kernels: 'nonesuch' is not a kernel; known: naive"),
-    (["--kernels", "transpose_naive"], "'transpose_naive' is not a sgemm/dgemm kernel"),
+    (["--kernels", "transpose_naive"], "'transpose_naive' is not a sgemm/dgemm/hgemm kernel"),
     (["--repeats", "0"], "argument --repeats: the value must be at least 1, got 0"),
     (["--repeats", "-5"], "at least 1, got -5"),
     (["--repeats", "2.5"], "'2.5' is not an integer"),

@@ -21,10 +21,46 @@ NVRTC_OPTIONS = ("-std=c++17", f"-I{CUDA_DIR}")
 STATIC_ARCH = device.DEFAULT_ARCH
 
 
+_CUDART_VERSION = re.compile(r"#define\s+CUDART_VERSION\s+(\d+)")
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_include_dirs() -> tuple[str, ...]:
+    """Folders of the CUDA toolkit's headers for NVRTC, which has none of its own beyond
+    the basics: the tensor-core chapters include <mma.h> and <cuda_fp16.h>. The headers
+    of NVRTC's own CUDA major version where there are several: a CUDA install has them
+    in one folder; the pip wheels split them (mma.h in nvidia-cuda-runtime, the crt/mma.h
+    it includes in nvidia-cuda-nvcc). Empty when there are none: a kernel that includes
+    them then fails to compile, with NVRTC's message naming the header."""
+    from cupy_backends.cuda.libs import nvrtc
+    major = nvrtc.getVersion()[0]
+    groups = []          # folders that serve together: one install, or the pip wheels
+    try:
+        import nvidia
+        groups += [sorted(Path(root).glob("*/include")) for root in nvidia.__path__]
+    except ImportError:
+        pass
+    groups += [[f] for f in sorted(Path("/usr/local").glob("cuda*/include"))]
+    found = []
+    for group in groups:
+        top = next((f for f in group if (f / "mma.h").is_file()
+                    and (f / "cuda_runtime_api.h").is_file()), None)
+        crt = next((f for f in group if (f / "crt" / "mma.h").is_file()), None)
+        if top and crt:
+            m = _CUDART_VERSION.search((top / "cuda_runtime_api.h").read_text(errors="replace"))
+            same = m is not None and int(m.group(1)) // 1000 == major
+            found.append((same, tuple(dict.fromkeys([str(top), str(crt)]))))
+    return max(found, key=lambda x: x[0])[1] if found else ()
+
+
+def nvrtc_options() -> tuple[str, ...]:
+    return NVRTC_OPTIONS + tuple(f"-I{d}" for d in cuda_include_dirs())
+
+
 @functools.lru_cache(maxsize=None)
 def _function(kernel: Kernel, expr: str):
     import cupy
-    mod = cupy.RawModule(code=kernel.source_text(), options=NVRTC_OPTIONS,
+    mod = cupy.RawModule(code=kernel.source_text(), options=nvrtc_options(),
                          name_expressions=[expr])
     return mod.get_function(expr)
 
@@ -146,7 +182,7 @@ def _ptx(kernel: Kernel, expr: str, arch: str) -> tuple[str, str]:
     prog = nvrtc.createProgram(kernel.source_text(), kernel.source, [], [])
     try:
         nvrtc.addNameExpression(prog, expr)
-        opts = [*NVRTC_OPTIONS, f"-arch=compute_{arch.split('_')[1]}"]
+        opts = [*nvrtc_options(), f"-arch=compute_{arch.split('_')[1]}"]
         try:
             nvrtc.compileProgram(prog, opts)
         except nvrtc.NVRTCError as e:

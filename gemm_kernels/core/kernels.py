@@ -896,3 +896,72 @@ register(Kernel(
     smem=lambda p: 8 * 128 * 4,     # COLS: the 8 warps' sums of 128 columns
     align=16,
 ))
+
+
+# ---------------------------------------------------------------- chapter 13
+
+# The naive WMMA kernel reads whole 16 x 16 fragments from global memory.
+def _wmma_whole_tiles(p, s):
+    bad = [f"{d}={v}" for d, v in zip("MNK", s) if v % 16]
+    if bad:
+        return (f"hgemm_wmma_naive loads whole 16 x 16 fragments straight from global "
+                f"memory, so M, N and K must be multiples of 16 ({', '.join(bad)}); "
+                f"wmma_tiled takes any shape")
+    return None
+
+
+register(Kernel(
+    name="wmma_naive", chapter="13",
+    title="tensor cores through WMMA: one warp per 16 x 16 tile, fragments from global memory",
+    source="13_wmma.cu", entry="hgemm_wmma_naive", op="hgemm",
+    params=(Param("WM", (1, 2, 4), 2, "warps of a block along M (each 16 rows of C)"),
+            Param("WN", (1, 2, 4), 2, "warps of a block along N (each 16 columns of C)")),
+    template=("WM", "WN"),
+    threads=lambda p: (32, p["WM"] * p["WN"], 1),
+    grid=lambda p, s: (ceil_div(s[1], 16 * p["WN"]), ceil_div(s[0], 16 * p["WM"]), 1),
+    shape_rule=_wmma_whole_tiles,
+    # load_matrix_sync and store_matrix_sync need 32-byte-aligned addresses
+    align=32,
+))
+
+TILED_WMMA_THREADS = 256
+
+
+def _wmma_tiles_bytes(p) -> int:
+    """Two buffers of the A and B tiles (FP16), or the epilogue's scratch of one 16 x 16
+    FP32 tile per warp where that is larger (the source puts both in the same bytes)."""
+    tiles = 2 * (p["BM"] * (p["BK"] + p["PAD"]) + p["BK"] * (p["BN"] + p["PAD"])) * 2
+    return max(tiles, TILED_WMMA_THREADS // 32 * 16 * 16 * 4)
+
+
+register(Kernel(
+    name="wmma_tiled", chapter="13",
+    title="tensor cores through WMMA: shared-memory tiles in two buffers, 8 warps each "
+          "computing a grid of fragments",
+    source="13_wmma.cu", entry="hgemm_wmma_tiled", op="hgemm",
+    params=(Param("BM", (64, 128), 128, "rows of the C tile per block"),
+            Param("BN", (64, 128), 128, "columns of the C tile per block"),
+            Param("BK", (16, 32), 32, "depth of a shared-memory tile (one or two fragment "
+                                      "steps along K)"),
+            Param("WARPS_M", (2, 4), 2, "the 8 warps as WARPS_M x (8 / WARPS_M): each "
+                                        "computes (BM / WARPS_M) x (BN * WARPS_M / 8)"),
+            Param("PAD", (0, 8), 8, "halves added to each shared row (8: rows start in "
+                                    "different banks)")),
+    template=("BM", "BN", "BK", "WARPS_M", "PAD", "VEC"),
+    constraints=(
+        # __launch_bounds__(256, 2) caps a thread at 128 registers. The 128 x 128 tile
+        # holds 8 accumulator fragments (64 registers) and, with BK = 32, the next
+        # tile's 4 x 16 bytes in flight: ptxas 12.9 fits that in 128 for sm_90 and
+        # newer, and spills 4-24 bytes for sm_75 to sm_89.
+        Constraint(lambda p, lim: not (p["BM"] == p["BN"] == 128 and p["BK"] == 32)
+                   or _sm(lim) >= 90,
+                   "BM=128, BN=128 with BK=32 needs more than the 128 registers a thread "
+                   "may have at two blocks per SM on {arch} (ptxas would spill to local "
+                   "memory): use BK=16, or a 64-wide tile", per_arch=True),),
+    threads=lambda p: (TILED_WMMA_THREADS, 1, 1),
+    grid=lambda p, s: (ceil_div(s[1], p["BN"]), ceil_div(s[0], p["BM"]), 1),
+    smem=_wmma_tiles_bytes,
+    # 16-byte loads (8 halves) where K % 8 == 0 and N % 8 == 0, else element by element
+    shape_params=lambda p, s: {"VEC": s is None or (s[2] % 8 == 0 and s[1] % 8 == 0)},
+    align=16,
+))

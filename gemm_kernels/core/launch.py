@@ -11,8 +11,17 @@ from gemm_kernels.core import device
 from gemm_kernels.core.kernels import get
 from gemm_kernels.core.registry import Kernel, int_problem
 
-DTYPES = {"sgemm": "float32", "dgemm": "float64"}
+# GEMM ops -> the dtype of C (and of alpha and beta). A and B have the same dtype,
+# except in "hgemm" (the tensor-core chapters): FP16 inputs, FP32 accumulation and C.
+DTYPES = {"sgemm": "float32", "dgemm": "float64", "hgemm": "float32"}
+INPUT_DTYPES = {"hgemm": "float16"}
 INT32_MAX = 2**31 - 1
+
+
+def operand_dtypes(op: str) -> tuple[str, str, str]:
+    """The dtypes of A, B and C of a GEMM op."""
+    inputs = INPUT_DTYPES.get(op, DTYPES[op])
+    return inputs, inputs, DTYPES[op]
 
 
 def kernel_of(kernel: str | Kernel) -> Kernel:
@@ -81,8 +90,9 @@ def _check_arrays(k: Kernel, p: dict, arrays) -> tuple:
     if len(arrays) != len(names):
         raise ValueError(f"{k.name} takes {len(names)} arrays ({', '.join(names)}), "
                          f"got {len(arrays)}")
-    want = DTYPES.get(k.op) or {"float": "float32", "double": "float64"}[p["T"]]
-    for n, a in zip(names, arrays):
+    wants = operand_dtypes(k.op) if k.op in DTYPES else \
+        ({"float": "float32", "double": "float64"}[p["T"]],) * 2
+    for n, a, want in zip(names, arrays, wants):
         if not isinstance(a, cupy.ndarray):
             raise ValueError(f"{n} must be a cupy.ndarray on the GPU, got {type(a).__name__}")
         if a.ndim != 2:

@@ -7,7 +7,7 @@ tests drive exactly the code that judges the GPU's output.
 
     gemm_reference(A, B, C0, alpha, beta) -> (ref, scale)   float64 reference and
                                              |alpha|*(|A|@|B|) + |beta|*|C0|
-    gemm_bound(M, N, K, dtype)            -> the factor: bound of element = factor * scale
+    gemm_bound(M, N, K, dtype, inputs)    -> the factor: bound of element = factor * scale
     compare_within(out, ref, bound)       -> Verdict (each element within its own bound)
     compare_exact(out, ref)               -> Verdict (bit-for-bit: copies, transposes)
     compare_gemm(C, A, B, C0, alpha, beta)-> Verdict (the three above, composed)
@@ -19,7 +19,7 @@ import math
 import secrets
 from dataclasses import dataclass
 
-from gemm_kernels.core.launch import DTYPES, kernel_of, launch, problems
+from gemm_kernels.core.launch import DTYPES, kernel_of, launch, operand_dtypes, problems
 
 # The shapes every kernel is checked on: tiny, prime-ish, ragged in every dimension.
 RAGGED_SHAPES = [(1, 1, 1), (7, 13, 5), (33, 65, 17), (127, 129, 255),
@@ -64,9 +64,11 @@ def gamma(n: int, u: float) -> float:
     return n * u / (1 - n * u)
 
 
-def gemm_bound(M: int, N: int, K: int, dtype="float32") -> float:
+def gemm_bound(M: int, N: int, K: int, dtype="float32", inputs=None) -> float:
     """The factor f such that every element of a correct C satisfies
     |C_ij - ref_ij| <= f * scale_ij, scale = |alpha|*(|A|@|B|) + |beta|*|C0|.
+    `inputs`: the dtype of A and B where it differs from C's (FP16 on tensor cores,
+    see `tensor_core_bound`).
 
     The rule, fixed before any test was run:
 
@@ -95,6 +97,8 @@ def gemm_bound(M: int, N: int, K: int, dtype="float32") -> float:
       by 1 - gamma_n(2^-53) for the scale. This matters only for float64 kernels, whose
       bound is then set by the reference's worst case.
     """
+    if inputs is not None and str(inputs) == "float16" and str(dtype) == "float32":
+        return tensor_core_bound(K)
     n = K + 2
     u = unit_roundoff(dtype)
     lam = math.sqrt(2 * math.log(2 * M * N * n / P_FAIL)) / (1 - u)
@@ -103,13 +107,38 @@ def gemm_bound(M: int, N: int, K: int, dtype="float32") -> float:
     return (min(gamma(n, u), probabilistic) + g64) / (1 - g64)
 
 
+def tensor_core_bound(K: int) -> float:
+    """The factor f of `gemm_bound` for FP16 inputs with FP32 accumulation on tensor
+    cores. The reference is computed from the FP16 inputs themselves (exact in float64),
+    so the rounding of the inputs to FP16 is not an error of the kernel. Then:
+
+    * a product of two FP16 numbers (11-bit significands) is exact in FP32 (24 bits);
+    * the accumulation is not IEEE round-to-nearest: Fasi, Higham, Mikaitis and Pranesh,
+      "Numerical behavior of NVIDIA tensor cores" (PeerJ Comput. Sci. 7:e330, 2021)
+      found that the tensor cores of the V100, T4 and A100 align the addends of each
+      block sum to the largest exponent and truncate (round toward zero), so each
+      addition loses up to one unit in the last place, 2^-23 relative, not half of it;
+    * truncation errors all have the same sign, so the probabilistic argument of
+      `gemm_bound` (independent errors of mean zero) does not hold. The rule takes the
+      deterministic bound gamma_n(2^-23) with n = K + 2 (K - 1 additions, alpha, beta),
+      which holds whatever the order of the additions, plus the float64 reference's
+      own rounding.
+    """
+    n = K + 2
+    g64 = gamma(n, unit_roundoff("float64"))
+    return (gamma(n, 2.0 ** -23) + g64) / (1 - g64)
+
+
 def gemm_reference(A, B, C0=None, alpha=1.0, beta=0.0):
     """(ref, scale) in float64: ref = alpha*A@B + beta*C0 and scale = |alpha|*(|A|@|B|)
-    + |beta|*|C0|, with alpha and beta first rounded to the precision of A, as the
-    launcher passes them to the kernel. With beta == 0, C0 is not read (it may be NaN)."""
+    + |beta|*|C0|, with alpha and beta first rounded to the precision the launcher passes
+    them in: A's, and at least FP32 (FP16 inputs accumulate in FP32). With beta == 0,
+    C0 is not read (it may be NaN)."""
+    import numpy as np
     xp = array_module(A, B, C0)
-    a = A.dtype.type(alpha).item()
-    b = A.dtype.type(beta).item()
+    scalar = np.promote_types(A.dtype, np.float32).type
+    a = scalar(alpha).item()
+    b = scalar(beta).item()
     A64, B64 = A.astype(xp.float64), B.astype(xp.float64)
     ref = a * (A64 @ B64)
     scale = abs(a) * (xp.abs(A64) @ xp.abs(B64))
@@ -203,7 +232,8 @@ def compare_gemm(C, A, B, C0=None, alpha=1.0, beta=0.0) -> Verdict:
     """
     ref, scale = gemm_reference(A, B, C0, alpha, beta)
     (M, K), N = A.shape, B.shape[1]
-    return compare_within(C, ref, gemm_bound(M, N, K, C.dtype) * scale)
+    inputs = A.dtype if A.dtype != C.dtype else None
+    return compare_within(C, ref, gemm_bound(M, N, K, C.dtype, inputs) * scale)
 
 
 def guard_length(cols: int) -> int:
@@ -285,9 +315,9 @@ def check(kernel, shape, params=None, alpha=1.0, beta=0.0, seed=None) -> CheckRe
     p = k.resolve(params)
     rng = cupy.random.default_rng(seed)
     if k.op in DTYPES:
-        dtype = DTYPES[k.op]
+        a_type, b_type, dtype = operand_dtypes(k.op)
         M, N, K = shape
-        A, B = random_normal((M, K), dtype, rng), random_normal((K, N), dtype, rng)
+        A, B = random_normal((M, K), a_type, rng), random_normal((K, N), b_type, rng)
         buf, out = guarded((M, N), dtype, cupy)
         C0 = None
         if beta:

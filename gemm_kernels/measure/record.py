@@ -211,6 +211,10 @@ def plan_rows(chapters=None, log=print) -> list[dict]:
     """The whole recording: baselines, the ladder, every chapter's sweep."""
     rows = []
     want = lambda ch: chapters is None or ch in chapters
+    if want("13"):
+        for n in LADDER_SIZES:
+            rows.append(measure("cublas_hgemm", (n, n, n)))
+            log(f"cublas_hgemm {n}: {rate_text(rows[-1])}")
     if want("00"):
         for n in LADDER_SIZES:
             rows.append(measure("cublas", (n, n, n)))
@@ -239,6 +243,10 @@ def plan_rows(chapters=None, log=print) -> list[dict]:
         elif k.op == "dgemm":
             rows.append(measure(k, (4096,) * 3))
             rows.append(measure("cublas_dgemm", (4096,) * 3))
+        elif k.op == "hgemm":          # the tensor-core chapters, beside cuBLAS FP16
+            for n in LADDER_SIZES:
+                rows.append(measure(k, (n, n, n)))
+                log(f"  {n}: {rate_text(rows[-1])}")
         elif k.op in ("transpose", "copy"):
             for s in TRANSPOSE_SHAPES:
                 for t in ("float", "double"):

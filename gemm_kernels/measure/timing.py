@@ -27,7 +27,7 @@ import statistics
 from dataclasses import dataclass
 
 from gemm_kernels.core.kernels import KERNELS
-from gemm_kernels.core.launch import DTYPES, kernel_of, launcher
+from gemm_kernels.core.launch import DTYPES, kernel_of, launcher, operand_dtypes
 
 REPEATS = 20
 WARMUP = 3
@@ -37,9 +37,11 @@ INTERLEAVE = True
 UNKNOWN_L2_BYTES = 128 << 20
 
 # What each kind of kernel is compared with, measured in the same process beside it.
-REFERENCES = {"sgemm": "cublas", "dgemm": "cublas_dgemm", "transpose": "device_copy",
-              "copy": "device_copy", "read": "device_copy"}
-REFERENCE_KERNELS = ("cublas", "cublas_dgemm", "device_copy")
+REFERENCES = {"sgemm": "cublas", "dgemm": "cublas_dgemm", "hgemm": "cublas_hgemm",
+              "transpose": "device_copy", "copy": "device_copy", "read": "device_copy"}
+# cuBLAS for each GEMM op: its op (the dtypes of its operands) and how it is called.
+CUBLAS_OPS = {"cublas": "sgemm", "cublas_dgemm": "dgemm", "cublas_hgemm": "hgemm"}
+REFERENCE_KERNELS = (*CUBLAS_OPS, "device_copy")
 
 
 @dataclass(frozen=True)
@@ -178,8 +180,7 @@ def unit_and_rate(name: str, shape, params: dict):
     """("gflops", ms -> GFLOP/s) for GEMMs, ("gbps", ms -> GB/s) for copies and
     transposes, whose bytes moved are their input read once and written once, and for
     a "read" kernel (l2_read), which reads its input PASSES times and writes it once."""
-    if name in ("cublas", "cublas_dgemm") or (name != "device_copy"
-                                              and kernel_of(name).op in DTYPES):
+    if name in CUBLAS_OPS or (name != "device_copy" and kernel_of(name).op in DTYPES):
         return "gflops", lambda ms: gflops(shape, ms)
     reads = params["PASSES"] if name != "device_copy" and kernel_of(name).op == "read" else 1
     moved = (reads + 1) * input_bytes(name, shape, params)
@@ -224,7 +225,7 @@ def measure(kernel, shape, params: dict | None = None, repeats: int = REPEATS,
             interleave: bool = INTERLEAVE) -> dict:
     """One row: `kernel` at `shape`, timed with its reference interleaved (cuBLAS SGEMM
     or DGEMM for GEMMs, the device copy of the same bytes for copies and transposes);
-    a reference kernel ("cublas", "cublas_dgemm", "device_copy") is timed alone.
+    a reference kernel (cuBLAS for each op, "device_copy") is timed alone.
     `kernel`: a name, or a Kernel (a registry kernel or a variant of one)."""
     reference = isinstance(kernel, str) and kernel in REFERENCE_KERNELS
     if isinstance(kernel, str) and not reference:
@@ -250,19 +251,19 @@ def _setup(name, shape: tuple, p: dict):
     if name == "device_copy":
         src = rng.standard_normal(input_bytes(name, shape, p) // 4, dtype=cupy.float32)
         return {"candidate": copy_call(src)}, lambda: {}
-    if name in ("cublas", "cublas_dgemm"):
-        A, B, C = _gemm_inputs(shape, "float32" if name == "cublas" else "float64", rng)
-        return {"candidate": lambda: cupy.matmul(A, B, out=C)}, \
+    if name in CUBLAS_OPS:
+        A, B, C = _gemm_inputs(shape, CUBLAS_OPS[name], rng)
+        return {"candidate": cublas_call(A, B, C)}, \
             lambda: {"error_over_bound": _error_over_bound(A, B, C)}
     k = kernel_of(name)
     binary = lambda: {"binary": compiler.binary_attributes(compiler.function(k, p, shape))}
     if k.op in DTYPES:
         # the launcher is built here, before timing: a kernel that reads A^T gets it
         # now (launch.operands), and each timed call runs the GEMM alone
-        A, B, C = _gemm_inputs(shape, DTYPES[k.op], rng)
+        A, B, C = _gemm_inputs(shape, k.op, rng)
         C_ref = cupy.empty_like(C)      # cuBLAS must not overwrite what is checked
         return {"candidate": launcher(k, A, B, C, params=p),
-                "reference": lambda: cupy.matmul(A, B, out=C_ref)}, \
+                "reference": cublas_call(A, B, C_ref)}, \
             lambda: {"error_over_bound": _error_over_bound(A, B, C), **binary()}
     src = random_normal(shape, {"float": "float32", "double": "float64"}[p["T"]], rng)
     out = cupy.empty(shape[::-1] if k.op == "transpose" else shape, src.dtype)
@@ -280,12 +281,38 @@ def copy_call(src):
                                   rt.memcpyDeviceToDevice, cupy.cuda.get_current_stream().ptr)
 
 
-def _gemm_inputs(shape, dtype, rng):
+def cublas_call(A, B, C):
+    """C = A @ B by cuBLAS. Same dtypes: cupy.matmul (SGEMM, DGEMM; TF32 stays off unless
+    CUPY_TF32 is set). FP16 A and B with an FP32 C: cublasGemmEx with FP32 computation,
+    the tensor-core GEMM the chapters' kernels do (cupy.matmul on float16 arrays would
+    also write C in FP16). cuBLAS is column-major: the row-major C = A @ B is its
+    C^T = B^T @ A^T, so B goes first."""
+    import cupy
+    import numpy as np
+    if A.dtype == C.dtype:
+        return lambda: cupy.matmul(A, B, out=C)
+    from cupy_backends.cuda.libs import cublas
+    from cupy.cuda import device
+    (M, K), N = A.shape, B.shape[1]
+    one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)
+    r16f, r32f, compute_32f, default_algo = 2, 0, 68, -1    # the CUDA enums' values
+
+    def call():
+        cublas.setPointerMode(device.get_cublas_handle(), cublas.CUBLAS_POINTER_MODE_HOST)
+        cublas.gemmEx(device.get_cublas_handle(), cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N,
+                      N, M, K, one.ctypes.data, B.data.ptr, r16f, N, A.data.ptr, r16f, K,
+                      zero.ctypes.data, C.data.ptr, r32f, N, compute_32f, default_algo)
+    return call
+
+
+def _gemm_inputs(shape, op, rng):
+    """Random A and B and an empty C of a GEMM op's dtypes."""
     import cupy
     from gemm_kernels.measure.check import random_normal
     M, N, K = shape
-    return random_normal((M, K), dtype, rng), random_normal((K, N), dtype, rng), \
-        cupy.empty((M, N), dtype)
+    a, b, c = operand_dtypes(op)
+    return random_normal((M, K), a, rng), random_normal((K, N), b, rng), \
+        cupy.empty((M, N), c)
 
 
 def _error_over_bound(A, B, C) -> float:
@@ -301,7 +328,7 @@ def measure_pitfalls(n: int = 4096) -> dict:
     import time
     import cupy
     from gemm_kernels.measure import records
-    A, B, C = _gemm_inputs((n, n, n), "float32", cupy.random.default_rng())
+    A, B, C = _gemm_inputs((n, n, n), "sgemm", cupy.random.default_rng())
     mm = lambda: cupy.matmul(A, B, out=C)
     random_ms = time_gpu({"cublas": mm})["cublas"].median_ms
     cupy.cuda.runtime.deviceSynchronize()

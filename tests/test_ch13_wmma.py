@@ -1,0 +1,143 @@
+"""Chapter 13 without a GPU: the WMMA kernels compile to tensor-core instructions for the
+oldest and the newest GPU of the series, the registry's rules, the FP16 operand types,
+and the tensor-core error bound with its negative controls (planted bugs of the kinds
+the chapter shows are caught; a correct FP32 accumulation of FP16 inputs passes)."""
+import numpy as np
+import pytest
+
+from gemm_kernels.core import compiler
+from gemm_kernels.core.kernels import get
+from gemm_kernels.core.launch import operand_dtypes, problems
+from gemm_kernels.measure.check import (compare_gemm, gemm_bound, gemm_reference,
+                                        random_normal, tensor_core_bound)
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
+@pytest.mark.parametrize("name", ["wmma_naive", "wmma_tiled"])
+def test_the_kernels_compile_to_tensor_core_instructions(name, arch):
+    sass = compiler.sass(get(name), {}, arch)
+    assert "HMMA" in sass
+    assert compiler.resources(get(name), {}, arch)["spill_stores"] == 0 or arch == "sm_75"
+
+
+def test_the_tiled_kernel_reads_fragments_from_shared_memory_with_ldmatrix():
+    sass = compiler.sass(get("wmma_tiled"), {}, "sm_90")
+    # 8 warps, each 64 x 32 of C per BK = 32: 4 A and 2 B fragments per 16-step (LDSM:
+    # one ldmatrix of four 8 x 8 matrices each; B's transposed, .MT88), 8 mma of
+    # m16n16k16 = 16 HMMA.16816 per step
+    assert sass.count("LDSM.16.M88.4") == 8 and sass.count("LDSM.16.MT88.4") == 4
+    assert sass.count("HMMA.16816.F32") == 32
+
+
+def test_the_naive_kernel_reads_global_memory_only():
+    sass = compiler.sass(get("wmma_naive"), {}, "sm_90")
+    assert "LDG" in sass and "LDS" not in sass and "LDSM" not in sass
+
+
+def test_the_naive_kernel_refuses_partial_tiles_with_the_reason():
+    bad = problems("wmma_naive", None, (33, 64, 16))
+    assert len(bad) == 1 and "multiples of 16" in bad[0] and "M=33" in bad[0]
+    assert not problems("wmma_naive", None, (32, 64, 16))
+
+
+def test_the_tiled_kernel_takes_any_shape():
+    for shape in [(1, 1, 1), (7, 13, 5), (4097, 1023, 515)]:
+        assert not problems("wmma_tiled", None, shape)
+
+
+def test_the_big_tile_with_bk32_is_refused_where_ptxas_would_spill():
+    p = {"BM": 128, "BN": 128, "BK": 32}
+    assert not get("wmma_tiled").problems(p, "sm_90")
+    (msg,) = get("wmma_tiled").problems(p, "sm_75")
+    assert "BK=16" in msg and "sm_75" in msg
+    assert not get("wmma_tiled").problems({**p, "BK": 16}, "sm_75")
+
+
+def test_every_accepted_configuration_compiles_without_spills_for_sm_75_and_sm_90():
+    k = get("wmma_tiled")
+    for arch in ("sm_75", "sm_90"):
+        for c in k.valid_configurations(arch):
+            assert compiler.resources(k, c, arch)["spill_stores"] == 0, (arch, c)
+
+
+def test_hgemm_takes_fp16_inputs_and_an_fp32_output():
+    assert operand_dtypes("hgemm") == ("float16", "float16", "float32")
+    assert operand_dtypes("sgemm") == ("float32",) * 3
+
+
+# ------------------------------------------------------------------ the bound
+
+def _inputs(M, N, K, seed=1):
+    rng = np.random.default_rng(seed)
+    return random_normal((M, K), "float16", rng), random_normal((K, N), "float16", rng)
+
+
+def _fp32_product(A, B):
+    """What a correct kernel may compute: exact products, FP32 sums."""
+    return A.astype(np.float32) @ B.astype(np.float32)
+
+
+def test_the_tensor_core_bound_is_the_deterministic_one_with_one_ulp_per_addition():
+    K = 1000
+    assert tensor_core_bound(K) == pytest.approx(1002 * 2.0 ** -23, rel=1e-3)
+    # wider than the FP32 kernels' rule (round to nearest, errors of mean zero)
+    assert tensor_core_bound(K) > 5 * gemm_bound(64, 64, K, "float32")
+    assert gemm_bound(64, 64, K, "float32", "float16") == tensor_core_bound(K)
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (33, 65, 17), (127, 129, 255), (64, 64, 1024)])
+def test_a_correct_fp32_accumulation_passes(shape):
+    A, B = _inputs(*shape)
+    assert compare_gemm(_fp32_product(A, B), A, B).ok
+
+
+def test_alpha_and_beta_are_taken_in_fp32_for_fp16_inputs():
+    A, B = _inputs(16, 16, 16)
+    ref, _ = gemm_reference(A, B, None, alpha=1.1)
+    want = float(np.float32(1.1)) * (A.astype(np.float64) @ B.astype(np.float64))
+    assert np.array_equal(ref, want)
+
+
+def _transposed_blocks(B):
+    """B with each 16 x 16 block transposed in place: a col_major fragment loaded from
+    row-major data."""
+    out = B.copy()
+    for r in range(0, B.shape[0], 16):
+        for c in range(0, B.shape[1], 16):
+            out[r:r + 16, c:c + 16] = B[r:r + 16, c:c + 16].T
+    return out
+
+
+def test_a_fragment_of_b_read_in_the_wrong_layout_is_caught():
+    A, B = _inputs(64, 64, 64)
+    v = compare_gemm(_fp32_product(A, _transposed_blocks(B)), A, B)
+    assert not v.ok and v.bad > 0.9 * 64 * 64
+
+
+def test_a_missing_last_step_of_k_is_caught():
+    A, B = _inputs(64, 64, 528)
+    v = compare_gemm(_fp32_product(A[:, :512], B[:512]), A, B)
+    assert not v.ok and v.bad > 0.9 * 64 * 64
+
+
+def test_one_slightly_wrong_element_is_caught():
+    A, B = _inputs(64, 64, 512)
+    C = _fp32_product(A, B)
+    _, scale = gemm_reference(A, B)
+    C[10, 20] += 20 * tensor_core_bound(512) * scale[10, 20]
+    v = compare_gemm(C, A, B)
+    assert not v.ok and v.bad == 1 and v.worst == (10, 20)
+
+
+def test_fp32_data_reinterpreted_as_fp16_is_caught():
+    """The notes' `reinterpret_cast<half*>(A)` on FP32 data: the kernel reads the first
+    M*K halves of A's bytes as A."""
+    M, N, K = 32, 32, 32
+    rng = np.random.default_rng(3)
+    A32 = random_normal((M, K), "float32", rng)
+    B32 = random_normal((K, N), "float32", rng)
+    seen_a = A32.view(np.float16).ravel()[:M * K].reshape(M, K)
+    seen_b = B32.view(np.float16).ravel()[:K * N].reshape(K, N)
+    with np.errstate(all="ignore"):
+        C = _fp32_product(seen_a, seen_b)
+    assert not compare_gemm(C, A32.astype(np.float16), B32.astype(np.float16)).ok
