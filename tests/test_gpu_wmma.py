@@ -24,7 +24,8 @@ WHOLE_SHAPES = [(16, 16, 16), (48, 80, 32), (64, 16, 1024), (1024, 1024, 1024), 
 ALPHA_BETA = ((1.0, 0.0), (1.5, -0.5))
 
 
-@pytest.mark.parametrize("params", get("wmma_naive").valid_configurations(), ids=str)
+@pytest.mark.parametrize("params", get("wmma_naive").valid_configurations(),
+                         ids=lambda p: f"{p['WM']}x{p['WN']}")
 def test_naive_is_right_on_whole_tiles(params):
     for shape in WHOLE_SHAPES:
         for alpha, beta in ALPHA_BETA:
@@ -37,12 +38,23 @@ def test_naive_refuses_ragged_shapes_before_launch():
     assert r.ok is None and "multiples of 16" in r.message
 
 
-@pytest.mark.parametrize("params", get("wmma_tiled").valid_configurations(), ids=str)
+@pytest.mark.parametrize("params", get("wmma_tiled").valid_configurations(),
+                         ids=lambda p: f"{p['BM']}x{p['BN']}x{p['BK']}-w{p['WARPS_M']}-p{p['PAD']}")
 def test_every_tiled_configuration_is_right_on_ragged_shapes(params):
     for shape in RAGGED_SHAPES + [(4096, 1024, 520)]:
         for alpha, beta in ALPHA_BETA:
             r = check("wmma_tiled", shape, params, alpha, beta, seed=SEED)
             assert r.ok, str(r)
+
+
+@pytest.mark.parametrize("params", [{}, {"BM": 64, "BN": 64, "BK": 16, "WARPS_M": 4, "PAD": 0}],
+                         ids=["default", "small"])
+def test_tiled_on_small_ragged_shapes(params):
+    """A few small shapes, edges in every dimension, both load paths: quick enough to
+    run under compute-sanitizer's memcheck and racecheck."""
+    for shape in [(7, 13, 5), (33, 65, 17), (127, 129, 255), (130, 136, 72)]:
+        r = check("wmma_tiled", shape, params, 1.5, -0.5, seed=SEED)
+        assert r.ok, str(r)
 
 
 def _half_inputs(M, N, K, seed=SEED):
