@@ -8,6 +8,7 @@ import pytest
 from gemm_kernels.core import compiler
 from gemm_kernels.core.kernels import get
 from gemm_kernels.core.launch import operand_dtypes, problems
+from gemm_kernels.exercises import cpu_step
 from gemm_kernels.measure.check import (compare_gemm, gemm_bound, gemm_reference,
                                         random_normal, tensor_core_bound)
 
@@ -141,3 +142,39 @@ def test_fp32_data_reinterpreted_as_fp16_is_caught():
     with np.errstate(all="ignore"):
         C = _fp32_product(seen_a, seen_b)
     assert not compare_gemm(C, A32.astype(np.float16), B32.astype(np.float16)).ok
+
+
+# ------------------------------------------------------------------ on the CPU
+
+needs_cxx = pytest.mark.skipif(cpu_step.host_compiler() is None, reason="no C++ compiler here")
+
+NOTES_WARPS = ("const int warp_m = threadIdx.y / WN, warp_n = threadIdx.y % WN;",
+               "const int warp_m = threadIdx.y / 8, warp_n = threadIdx.x / 8;")
+NOTES_LAYOUT = ("wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;",
+                "wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::col_major> b;")
+
+
+def _with(edit):
+    k = get("wmma_naive")
+    assert edit[0] in k.source_text()
+    return k.with_code(k.source_text().replace(*edit), name="wmma_naive (edited)",
+                       source="13_wmma.cu")
+
+
+@needs_cxx
+@pytest.mark.parametrize("name", ["wmma_naive", "wmma_tiled"])
+def test_both_kernels_run_right_in_the_cpu_emulation(name):
+    ok, what = cpu_step.correct_on_cpu(get(name), {})
+    assert ok, what
+
+
+@needs_cxx
+def test_the_emulation_stops_a_warp_whose_lanes_pass_different_pointers():
+    ok, what = cpu_step.correct_on_cpu(_with(NOTES_WARPS), {})
+    assert ok is False and "wmma::load_matrix_sync" in what and "lane 0 of its warp" in what
+
+
+@needs_cxx
+def test_the_emulation_catches_b_read_as_col_major():
+    ok, what = cpu_step.correct_on_cpu(_with(NOTES_LAYOUT), {})
+    assert ok is False and "wrong at" in what

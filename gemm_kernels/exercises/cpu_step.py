@@ -27,19 +27,22 @@ from pathlib import Path
 
 import numpy as np
 
-from gemm_kernels.core.launch import DTYPES, problems
+from gemm_kernels.core.launch import DTYPES, operand_dtypes, problems
 from gemm_kernels.core.registry import CUDA_DIR
 from gemm_kernels.exercises.inputs import ALPHA_BETA, RACECHECK_SHAPE
 from gemm_kernels.exercises.submission import SOURCE_NAME
 from gemm_kernels.measure.check import compare_exact, compare_gemm, random_normal
 
 SHIM = Path(__file__).with_name("cuda_on_cpu.h")
+# Empty stand-ins for <mma.h> and <cuda_fp16.h>: the shim defines what they would.
+CPU_HEADERS = Path(__file__).with_name("cpu_headers")
 # The GPU step's ragged shapes, kept small (every thread is a host thread): one and
 # several tiles in each direction, a K remainder at every tile depth (8, 16, 32), K
 # both a multiple of 4 and not (the vector paths), a single row; and a single column
-# with K past one 128-float chunk (chapter 12's gemv, which takes M == 1 or N == 1 only).
+# with K past one 128-float chunk (chapter 12's gemv, which takes M == 1 or N == 1 only);
+# and whole 16 x 16 tiles (chapter 13's first WMMA kernel takes only those).
 GEMM_SHAPES = [(1, 1, 1), (7, 13, 5), (33, 65, 17), (127, 129, 45), (1, 516, 3),
-               (67, 260, 36), (67, 1, 260), (9, 1, 45)]
+               (67, 260, 36), (67, 1, 260), (9, 1, 45), (32, 48, 64)]
 MOVE_SHAPES = [(1, 1), (7, 13), (33, 65), (127, 129), (65, 260)]
 RUN_LIMIT_S = 60
 BUILD_LIMIT_S = 120
@@ -54,16 +57,18 @@ thread_local uint3 threadIdx, blockIdx;
 dim3 blockDim, gridDim;
 BlockBarrier cpu_block_barrier;
 
-typedef ELEM T;
+typedef ELEM T;          // C, alpha and beta
+typedef ELEM_IN TI;      // A and B (FP16 in the tensor-core chapters)
 static int dims[3];
 static T alpha_, beta_;
-static T *A_, *B_, *C_;
+static TI *A_, *B_;
+static T *C_;
 static int nthreads;
 
 // Each operand in an allocation of its own, exactly its size: AddressSanitizer names
 // the function that made the block it finds an access outside of.
-__attribute__((noinline)) static T* alloc_A(size_t n) { return (T*)std::malloc(n * sizeof(T)); }
-__attribute__((noinline)) static T* alloc_B(size_t n) { return (T*)std::malloc(n * sizeof(T)); }
+__attribute__((noinline)) static TI* alloc_A(size_t n) { return (TI*)std::malloc(n * sizeof(TI)); }
+__attribute__((noinline)) static TI* alloc_B(size_t n) { return (TI*)std::malloc(n * sizeof(TI)); }
 __attribute__((noinline)) static T* alloc_C(size_t n) { return (T*)std::malloc(n * sizeof(T)); }
 
 // All threads finish a block before any starts the next (its shared arrays are reused).
@@ -100,8 +105,9 @@ static void* worker(void* arg) {
     return nullptr;
 }
 
-static void read_into(FILE* f, T* p, size_t n) {
-    if (std::fread(p, sizeof(T), n, f) != n) { std::fprintf(stderr, "short input\n"); std::exit(2); }
+template <typename E>
+static void read_into(FILE* f, E* p, size_t n) {
+    if (std::fread(p, sizeof(E), n, f) != n) { std::fprintf(stderr, "short input\n"); std::exit(2); }
 }
 
 int main(int argc, char** argv) {
@@ -161,8 +167,17 @@ def emulation_problem(source: str) -> str | None:
     return None
 
 
+C_TYPES = {"float32": "float", "float64": "double", "float16": "_Float16"}
+
+
 def _element(k) -> str:
-    return {"sgemm": "float", "dgemm": "double"}.get(k.op) or k.resolve({})["T"]
+    """The C type of C (and alpha, beta): of the op, or the kernel's T."""
+    return C_TYPES[DTYPES[k.op]] if k.op in DTYPES else k.resolve({})["T"]
+
+
+def _input_element(k) -> str:
+    """The C type of A and B: FP16 (the compiler's _Float16) in the tensor-core chapters."""
+    return C_TYPES[operand_dtypes(k.op)[0]] if k.op in DTYPES else _element(k)
 
 
 def build(k, name_expression: str, sanitizer: str) -> Path:
@@ -185,8 +200,9 @@ def build(k, name_expression: str, sanitizer: str) -> Path:
     cmd = [cxx, "-std=c++20", "-O1", "-g", "-fno-strict-aliasing", "-pthread",
            *([] if sanitizer == "none" else [f"-fsanitize={sanitizer}"]),
            "-fno-omit-frame-pointer", "-w",
-           f"-I{folder}", f"-I{CUDA_DIR}", "-include", str(SHIM),
+           f"-I{folder}", f"-I{CUDA_DIR}", f"-I{CPU_HEADERS}", "-include", str(SHIM),
            f"-DKERNEL={name_expression}", f"-DELEM={_element(k)}",
+           f"-DELEM_IN={_input_element(k)}",
            f"-DGEMM={1 if k.op in DTYPES else 0}", "driver.cpp", "-o", "run.tmp"]
     res = subprocess.run(cmd, cwd=folder, capture_output=True, text=True,
                          timeout=BUILD_LIMIT_S)
@@ -206,13 +222,14 @@ def run_case(k, p: dict, shape, alpha: float, beta: float, sanitizer: str, seed:
     gemm = k.op in DTYPES
     dtype = np.dtype(DTYPES[k.op] if gemm else {"float": "float32",
                                                  "double": "float64"}[p["T"]])
+    in_dtype = np.dtype(operand_dtypes(k.op)[0]) if gemm else dtype
     # A split-K launch (Kernel.splits) writes z partial products into a workspace of z
     # planes with alpha = 1, beta = 0; the sum and the epilogue are then done here, in
     # plane order, as split_k_reduce does on the GPU.
     planes = k.splits(p, shape) if gemm else 1
     if gemm:
         M, N, K = shape
-        A, B = random_normal((M, K), dtype, rng), random_normal((K, N), dtype, rng)
+        A, B = random_normal((M, K), in_dtype, rng), random_normal((K, N), in_dtype, rng)
         C0 = random_normal((M, N), dtype, rng) if beta else np.full((M, N), np.nan, dtype)
         work = C0 if planes == 1 else np.full((planes, M, N), np.nan, dtype)
         inputs, out_shape, dims = (A, B, work), work.shape, (M, N, K)
@@ -298,6 +315,9 @@ def sanitizer_message(stderr: str, returncode: int, move: bool = False) -> str:
                 + (f" between {lines} of your cell" if lines else "")
                 + ": two threads touched the same element, one writing, with no "
                   "__syncthreads() between them (found by ThreadSanitizer)")
+    wmma = re.search(r"^wmma::.*$", stderr, re.M)     # the shim's own check (cuda_on_cpu.h)
+    if wmma:
+        return wmma.group(0)
     last = [l for l in stderr.strip().splitlines() if l.strip()]
     return f"the run ended with code {returncode}" + (f": {last[-1]}" if last else "")
 
@@ -344,6 +364,8 @@ def race_check(k, p: dict, gemm: bool, seed: int) -> tuple[str | None, str]:
     """(the data race ThreadSanitizer found at the racecheck shape, or None; a note for
     the verdict)."""
     shape = RACECHECK_SHAPE if gemm else RACECHECK_SHAPE[:2]
+    if problems(k, p, shape):       # a kernel that takes whole tiles only: the first it takes
+        shape = next((s for s in GEMM_SHAPES if not problems(k, p, s)), shape)
     try:
         _, trouble = run_case(k, p, shape, *ALPHA_BETA[-1 if gemm else 0], "thread", seed)
     except Unavailable as e:

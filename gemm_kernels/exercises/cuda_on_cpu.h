@@ -9,6 +9,8 @@
 
 #include <cmath>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -87,3 +89,113 @@ inline float __shfl_xor_sync(unsigned, float value, int lane_mask, int = warpSiz
     cpu_block_barrier.wait();
     return other;
 }
+
+// Barriers of one warp: here the block's barrier, so right when every live warp of the
+// block calls it the same number of times (as in chapter 13's epilogue).
+inline void __syncwarp(unsigned = 0xffffffffu) { cpu_block_barrier.wait(); }
+
+// Half precision: the compiler's own IEEE binary16 type, rounded to nearest like
+// __float2half.
+using half = _Float16;
+inline half __float2half(float f) { return static_cast<half>(f); }
+inline float __half2float(half h) { return static_cast<float>(h); }
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+
+// WMMA (chapter 13). On a GPU the 32 lanes of a warp share a fragment, each holding
+// some of its elements; here every lane holds the whole tile (num_elements covers it
+// all, so element-wise loops over x[] stay right) and does the whole load or product
+// itself. Every load and store first checks that all lanes of the warp passed the same
+// pointer and stride, since a fragment belongs to the whole warp: a kernel whose lanes
+// disagree (a warp index computed as if a warp were 8 x 8 threads) is stopped with a
+// message instead of giving the GPU's undefined result. Stores are made by lane 0 only.
+namespace nvcuda {
+namespace wmma {
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+
+template <class Use, int M, int N, int K, class T, class Layout = void>
+struct fragment {
+    static constexpr int rows = __is_same(Use, matrix_b) ? K : M;
+    static constexpr int cols = __is_same(Use, matrix_a) ? K : N;
+    static constexpr int num_elements = rows * cols;
+    T x[num_elements];
+};
+
+inline const void* cpu_wmma_pointer[1024];
+inline unsigned cpu_wmma_stride[1024];
+
+inline void cpu_wmma_same_in_warp(const void* p, unsigned ldm, const char* what) {
+    const unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    cpu_wmma_pointer[t] = p;
+    cpu_wmma_stride[t] = ldm;
+    cpu_block_barrier.wait();
+    const unsigned first = t & ~31u;
+    if (cpu_wmma_pointer[first] != p || cpu_wmma_stride[first] != ldm) {
+        std::fprintf(stderr, "wmma::%s: lane %u of warp %u (thread (%u, %u, %u)) passed "
+                     "another pointer or stride than lane 0 of its warp: a fragment belongs "
+                     "to the whole warp, so its 32 lanes (32 consecutive threads, x "
+                     "fastest) must pass the same ones\n", what, t & 31u, t / 32u,
+                     threadIdx.x, threadIdx.y, threadIdx.z);
+        std::abort();
+    }
+    cpu_block_barrier.wait();
+}
+
+template <class Use, int M, int N, int K, class T, class L, class V>
+inline void fill_fragment(fragment<Use, M, N, K, T, L>& f, V v) {
+    for (int i = 0; i < f.num_elements; ++i) f.x[i] = static_cast<T>(v);
+}
+
+template <class Use, int M, int N, int K, class T, class L>
+inline void load_matrix_sync(fragment<Use, M, N, K, T, L>& f, const T* p, unsigned ldm) {
+    cpu_wmma_same_in_warp(p, ldm, "load_matrix_sync");
+    using F = fragment<Use, M, N, K, T, L>;
+    for (int r = 0; r < F::rows; ++r)
+        for (int c = 0; c < F::cols; ++c)
+            f.x[r * F::cols + c] = __is_same(L, col_major) ? p[c * ldm + r] : p[r * ldm + c];
+}
+
+template <int M, int N, int K, class T>
+inline void load_matrix_sync(fragment<accumulator, M, N, K, T>& f, const T* p, unsigned ldm,
+                             layout_t layout) {
+    cpu_wmma_same_in_warp(p, ldm, "load_matrix_sync");
+    for (int r = 0; r < M; ++r)
+        for (int c = 0; c < N; ++c)
+            f.x[r * N + c] = layout == mem_col_major ? p[c * ldm + r] : p[r * ldm + c];
+}
+
+template <int M, int N, int K, class T>
+inline void store_matrix_sync(T* p, const fragment<accumulator, M, N, K, T>& f, unsigned ldm,
+                              layout_t layout) {
+    cpu_wmma_same_in_warp(p, ldm, "store_matrix_sync");
+    const unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    if (t % 32 == 0)
+        for (int r = 0; r < M; ++r)
+            for (int c = 0; c < N; ++c)
+                (layout == mem_col_major ? p[c * ldm + r] : p[r * ldm + c]) = f.x[r * N + c];
+    cpu_block_barrier.wait();        // the tile is in memory for every lane after the call
+}
+
+// d = a * b + c: exact products of the half inputs, sums in float.
+template <int M, int N, int K, class TA, class LA, class LB, class TC>
+inline void mma_sync(fragment<accumulator, M, N, K, TC>& d,
+                     const fragment<matrix_a, M, N, K, TA, LA>& a,
+                     const fragment<matrix_b, M, N, K, TA, LB>& b,
+                     const fragment<accumulator, M, N, K, TC>& c) {
+    TC out[M * N];
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+            TC s = c.x[i * N + j];
+            for (int k = 0; k < K; ++k)
+                s += static_cast<TC>(a.x[i * K + k]) * static_cast<TC>(b.x[k * N + j]);
+            out[i * N + j] = s;
+        }
+    for (int i = 0; i < M * N; ++i) d.x[i] = out[i];
+}
+}  // namespace wmma
+}  // namespace nvcuda
