@@ -293,6 +293,21 @@ STUDY_LIST += (
               Step("no split", "gemv", {"SPLIT": 1})),
           ((1, 4096, 4096), (4096, 1, 4096)), (STALLS, *ISSUE, *DRAM)),
 )
+# Chapter 13: where the WMMA kernels' time goes. The naive kernel (fragments straight
+# from global memory), the tiled one without and with padded shared rows (the fragment
+# loads are ldmatrix, LDSM: their shared-memory wavefronts and bank conflicts), and the
+# tensor pipe's share of the cycles.
+SHARED_ALL = "re:^l1tex__data_(pipe_lsu_wavefronts|bank_conflicts_pipe_lsu)_mem_shared[a-z_]*\\.sum$"
+TENSOR = ["re:^sm__(pipe_tensor_op_hmma_cycles_active|inst_executed_pipe_tensor_op_hmma)"
+          "\\.(sum|avg\\.pct_of_peak_sustained_active)$",
+          "re:^smsp__inst_executed_op_ldsm\\.sum$"]
+STUDY_LIST += (
+    Study("ch13_wmma", "13", "Where the WMMA kernels spend their time", "ncu", (
+              Step("one warp per tile, fragments from global memory", "wmma_naive", {}),
+              Step("shared tiles, rows not padded", "wmma_tiled", {"PAD": 0}),
+              Step("shared tiles, rows padded by 8 halves", "wmma_tiled", {"PAD": 8})),
+          (CUBE_4096,), (STALLS, *ISSUE, SHARED_ALL, *TENSOR, *DRAM)),
+)
 STUDIES = {s.name: s for s in STUDY_LIST}
 
 
