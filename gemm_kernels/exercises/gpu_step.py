@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gemm_kernels.core.launch import DTYPES, operand_dtypes
 from gemm_kernels.exercises.inputs import ALPHA_BETA, RACECHECK_SHAPE
 
 
@@ -35,7 +36,7 @@ def main(job_path: str) -> None:
     k, ref = student_kernel(ex, job["source"]), get_kernel(ex.kernel)
 
     ran = 0
-    gemm = k.op in ("sgemm", "dgemm")
+    gemm = k.op in DTYPES
     for shape in ex.shapes:
         for alpha, beta in (ALPHA_BETA if gemm else ((1.0, 0.0),)):
             r = check(k, shape, ex.params, alpha, beta)
@@ -63,7 +64,7 @@ def main(job_path: str) -> None:
     fns, shape, unit_rate = _timed_calls(k, ref, ex)
     t = timing.time_gpu(fns)
     rate = {name: unit_rate(x.median_ms) for name, x in t.items()}
-    unit = "GFLOP/s" if k.op in ("sgemm", "dgemm") else "GB/s"
+    unit = "GFLOP/s" if k.op in DTYPES else "GB/s"
     lib = "cuBLAS" if unit == "GFLOP/s" else "the device copy"
     share = rate["yours"] / rate["chapter"]
     dims = "x".join(map(str, shape))
@@ -136,7 +137,7 @@ def once(job_path: str) -> None:
     job = json.loads(open(job_path).read())
     ex = get(job["exercise"])
     k = student_kernel(ex, job["source"])
-    gemm = k.op in ("sgemm", "dgemm")
+    gemm = k.op in DTYPES
     check(k, RACECHECK_SHAPE if gemm else RACECHECK_SHAPE[:2], ex.params,
           *(ALPHA_BETA[1] if gemm else ALPHA_BETA[0]))
 
@@ -145,7 +146,7 @@ def _timed_calls(k, ref, ex):
     """({"yours", "chapter", "library"}: callables on shared random inputs, the shape,
     ms -> rate): the submission, the chapter's kernel and cuBLAS (or the device copy)."""
     import cupy
-    from gemm_kernels.core.launch import DTYPES, launcher
+    from gemm_kernels.core.launch import launcher
     from gemm_kernels.measure import timing
     from gemm_kernels.measure.check import random_normal
     from gemm_kernels.exercises.notebooks import solution_shape
@@ -153,12 +154,12 @@ def _timed_calls(k, ref, ex):
     shape = solution_shape(ex.name)
     p = ref.resolve(ex.params)
     if k.op in DTYPES:
-        (M, N, K), dtype = shape, DTYPES[k.op]
-        A, B = random_normal((M, K), dtype, rng), random_normal((K, N), dtype, rng)
+        (M, N, K), (a_type, b_type, dtype) = shape, operand_dtypes(k.op)
+        A, B = random_normal((M, K), a_type, rng), random_normal((K, N), b_type, rng)
         C1, C2, C3 = (cupy.empty((M, N), dtype) for _ in range(3))
         fns = {"yours": launcher(k, A, B, C1, params=p),
                "chapter": launcher(ref, A, B, C2, params=p),
-               "library": lambda: cupy.matmul(A, B, out=C3)}
+               "library": timing.cublas_call(A, B, C3)}
     else:
         src = random_normal(shape, {"float": "float32", "double": "float64"}[p["T"]], rng)
         out1, out2 = cupy.empty_like(src), cupy.empty_like(src)

@@ -12,6 +12,7 @@ import sys
 
 from gemm_kernels.measure import ncu
 from gemm_kernels.core.kernels import KERNELS
+from gemm_kernels.core.launch import DTYPES, operand_dtypes
 
 GLOBAL = ["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
           "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
@@ -45,7 +46,7 @@ def plan() -> list[tuple[str, dict, tuple]]:
     for k in KERNELS.values():
         if only and k.name not in only:
             continue
-        shape = GEMM_SHAPE if k.op in ("sgemm", "dgemm") else TRANSPOSE_SHAPE
+        shape = GEMM_SHAPE if k.op in DTYPES else TRANSPOSE_SHAPE
         configs = k.valid_configurations() if k.chapter in SWEPT else [k.defaults()]
         if k.name in SUBSETS:
             configs = [k.defaults()] + [c for c in k.valid_configurations()
@@ -74,11 +75,11 @@ def target(todo: list[tuple[str, dict, tuple]]):
     rng = cupy.random.default_rng(0)
     for name, params, shape in todo:
         k = KERNELS[name]
-        if k.op in ("sgemm", "dgemm"):
-            dt = "float32" if k.op == "sgemm" else "float64"
+        if k.op in DTYPES:
+            a, b, c = operand_dtypes(k.op)
             M, N, K = shape
-            arrays = (rng.standard_normal((M, K)).astype(dt), rng.standard_normal((K, N)).astype(dt),
-                      cupy.zeros((M, N), dt))
+            arrays = (rng.standard_normal((M, K)).astype(a), rng.standard_normal((K, N)).astype(b),
+                      cupy.zeros((M, N), c))
         else:
             dt = "float32" if params.get("T", "float") == "float" else "float64"
             src = rng.standard_normal(shape).astype(dt)

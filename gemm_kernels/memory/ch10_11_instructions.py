@@ -18,7 +18,7 @@ profiled shapes, 2048 x 2048 and 1024^3, are).
 from __future__ import annotations
 
 from gemm_kernels.memory import wavefronts
-from gemm_kernels.core.launch import kernel_of
+from gemm_kernels.core.launch import DTYPES, kernel_of
 from gemm_kernels.memory.wavefronts import WarpInstr, lane_addresses, warps
 
 _SIZE = {"float": 4, "double": 8}
@@ -140,7 +140,7 @@ def repeats(kernel, params, shape) -> int:
     """How many times a launch at `shape` runs one block's list: blocks (x steps along K)."""
     k = kernel_of(kernel)
     p = k.resolve(params)
-    if k.op in ("sgemm", "dgemm"):
+    if k.op in DTYPES:
         B = p["BLOCK"]
         return wavefronts.whole_tiles(shape, (B, B * p.get("VEC", 1), B),
                                       ("BLOCK", "BLOCK*VEC", "BLOCK"))
@@ -155,7 +155,7 @@ def predict(kernel, params=None, shape=None, as_written: bool = False) -> dict:
     {'ld wavefronts', 'ld conflicts', 'st wavefronts', 'st conflicts'}."""
     from gemm_kernels.measure.profile import GEMM_SHAPE, TRANSPOSE_SHAPE
     k = kernel_of(kernel)
-    shape = shape or (GEMM_SHAPE if k.op in ("sgemm", "dgemm") else TRANSPOSE_SHAPE)
+    shape = shape or (GEMM_SHAPE if k.op in DTYPES else TRANSPOSE_SHAPE)
     return wavefronts.totals(block_accesses(k, params, as_written), repeats(k, params, shape))
 
 

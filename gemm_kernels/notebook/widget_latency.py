@@ -16,6 +16,7 @@ from gemm_kernels.core import device
 
 from gemm_kernels.notebook import widgets
 from gemm_kernels.core.kernels import get
+from gemm_kernels.core.launch import DTYPES
 
 CASES = [("coalesced", {"BLOCK": 16}), ("tile_2d_reg", {"BM": 128, "BN": 64, "BK": 8, "TM": 8, "TN": 4}),
          ("capstone", {"BN": 256, "BK": 8, "WM": 64, "WN": 64}),
@@ -28,7 +29,7 @@ def main():
     for name, params in CASES:
         ex = widgets.Explorer(name)
         k = get(name)
-        check_shape = widgets.CHECK_SHAPE if k.op in ("sgemm", "dgemm") else widgets.CHECK_SHAPE[:2]
+        check_shape = widgets.CHECK_SHAPE if k.op in DTYPES else widgets.CHECK_SHAPE[:2]
         for shape in (ex.shape, check_shape):
             for p in (k.defaults(), params):
                 compiler.function(k, p, shape)

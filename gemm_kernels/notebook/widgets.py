@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from gemm_kernels.core import device, style
 
 from gemm_kernels.measure import lookup, records
-from gemm_kernels.core.launch import kernel_of, problems
+from gemm_kernels.core.launch import DTYPES, kernel_of, problems
 from gemm_kernels.core.registry import int_problem
 
 SIZES = {"gemm": (1024, 2048, 4096), "transpose": (4096, 8192)}
@@ -41,7 +41,7 @@ class Explorer:
     def __init__(self, kernel, size: int | None = None, fixed: dict | None = None,
                  note=None):
         self.kernel = kernel_of(kernel)
-        self.family = "gemm" if self.kernel.op in ("sgemm", "dgemm") else "transpose"
+        self.family = "gemm" if self.kernel.op in DTYPES else "transpose"
         self.size = _size(size, DEFAULT_SIZE[self.family])
         self.fixed = dict(fixed or {})
         self.note = note   # optional: params -> a line added to each result (e.g. counters)
@@ -52,7 +52,7 @@ class Explorer:
 
     @property
     def shape(self):
-        return (self.size,) * 3 if self.kernel.op in ("sgemm", "dgemm") else (self.size,) * 2
+        return (self.size,) * 3 if self.kernel.op in DTYPES else (self.size,) * 2
 
     def evaluate(self, params: dict) -> dict:
         """{'ok', 'message', 'value'}; never raises for a bad choice: a wrong name, type
@@ -69,7 +69,7 @@ class Explorer:
                     "value": None}
         if device.is_live():
             from gemm_kernels.measure.check import check
-            shape = CHECK_SHAPE if self.kernel.op in ("sgemm", "dgemm") else CHECK_SHAPE[:2]
+            shape = CHECK_SHAPE if self.kernel.op in DTYPES else CHECK_SHAPE[:2]
             c = check(self.kernel, shape, p)
             if c.ok is False:
                 return {"ok": False, "message": f"Wrong result on {shape}: {c}", "value": None}
@@ -135,7 +135,7 @@ class Explorer:
         refs = [(i, h[2]) for i, h in enumerate(self.history) if h[2]]
         if refs:
             ax.scatter([r for _, r in refs], [i for i, _ in refs], marker="|", s=400,
-                       color="k", label=("cuBLAS" if self.kernel.op in ("sgemm", "dgemm")
+                       color="k", label=("cuBLAS" if self.kernel.op in DTYPES
                                          else "device copy") + ", same run")
             # Above the axes, right-aligned: inside it would hide the marks of the
             # fastest bars.
@@ -195,7 +195,7 @@ def sweep_grid(kernel, x: str, y: str, size: int | None = None, fixed: dict | No
     tunables, with the reason for each invalid cell. Returns (xs, ys, values, reasons)."""
     import math
     k = kernel_of(kernel)
-    size = _size(size, DEFAULT_SIZE["gemm" if k.op in ("sgemm", "dgemm") else "transpose"])
+    size = _size(size, DEFAULT_SIZE["gemm" if k.op in DTYPES else "transpose"])
     specs = {p.name: p for p in k.params}
     for axis in (x, y):
         if axis not in specs:
@@ -203,7 +203,7 @@ def sweep_grid(kernel, x: str, y: str, size: int | None = None, fixed: dict | No
     xs, ys = list(specs[x].values), list(specs[y].values)
     k.resolve(fixed)     # unknown names and wrong types are refused here, not skipped
     fixed = fixed or {}
-    shape = (size,) * 3 if k.op in ("sgemm", "dgemm") else (size,) * 2
+    shape = (size,) * 3 if k.op in DTYPES else (size,) * 2
     values = [[math.nan] * len(xs) for _ in ys]
     reasons = [[""] * len(xs) for _ in ys]
     for c in k.configurations():
