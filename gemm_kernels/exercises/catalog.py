@@ -514,3 +514,39 @@ register(Exercise(
            "speed": "a warp should read 512 contiguous bytes per step (a float4 per lane) "
                     "and keep several loads in flight (the loop is unrolled by 4)"},
 ))
+
+
+# Chapter 13: whole 16 x 16 tiles only (the naive WMMA kernel's shape rule); several
+# blocks in each direction, a warp past N, one deep K.
+WMMA_SHAPES = ((16, 16, 16), (32, 48, 64), (48, 80, 32), (64, 16, 1024), (1024, 1024, 1024),
+               (4096, 112, 528))
+
+
+def _wmma_correct_hint(detail: str) -> str:
+    """Step 3 of 13_wmma: what the failure's kind points at."""
+    if "lane 0 of its warp" in detail:
+        return ("a fragment belongs to the whole warp, so its 32 lanes must compute the same "
+                "row and col: which threads of a (32, WM * WN) block form one warp?")
+    if "outside" in detail:
+        return ("an access past A, B or C: does every warp that goes on own a tile inside C, "
+                "and does the walk along K stop at K?")
+    if re.search(r"\b0 element\(s\) wrong|NaN", detail):
+        return ("some elements of C were never written: does every tile of C get a warp "
+                "(the block's warps, times the grid)?")
+    return ("look at the layout you gave B's fragment (B is row-major in memory), the "
+            "leading dimensions (A's rows are K long, B's and C's N), where each step starts "
+            "in A and in B, and alpha and beta")
+
+
+register(Exercise(
+    name="13_wmma", chapter="13", title="a warp of tensor cores",
+    kernel="wmma_naive", params={}, sass=("HMMA",), speed=0.9, shapes=WMMA_SHAPES,
+    time_size=2048,
+    hints={"compile": "keep the kernel's name and template parameters as given; the wmma "
+                      "names live in nvcuda::wmma (the `using` line is given)",
+           "static": "the tensor cores are reached through wmma::mma_sync: without it the "
+                     "SASS has no HMMA instruction",
+           "correct": _wmma_correct_hint,
+           "speed": "each step along K should be one load of each fragment and one "
+                    "mma_sync, nothing more"},
+))

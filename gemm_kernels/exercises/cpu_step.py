@@ -42,7 +42,7 @@ CPU_HEADERS = Path(__file__).with_name("cpu_headers")
 # with K past one 128-float chunk (chapter 12's gemv, which takes M == 1 or N == 1 only);
 # and whole 16 x 16 tiles (chapter 13's first WMMA kernel takes only those).
 GEMM_SHAPES = [(1, 1, 1), (7, 13, 5), (33, 65, 17), (127, 129, 45), (1, 516, 3),
-               (67, 260, 36), (67, 1, 260), (9, 1, 45), (32, 48, 64)]
+               (67, 260, 36), (67, 1, 260), (9, 1, 45), (32, 48, 64), (16, 80, 48)]
 MOVE_SHAPES = [(1, 1), (7, 13), (33, 65), (127, 129), (65, 260)]
 RUN_LIMIT_S = 60
 BUILD_LIMIT_S = 120

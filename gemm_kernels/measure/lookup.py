@@ -12,9 +12,9 @@ from gemm_kernels.measure.timing import REFERENCE_KERNELS, share  # noqa: F401
 
 
 def measure_or_lookup(kernel: str, shape, params: dict | None = None,
-                      repeats: int | None = None) -> dict:
+                      repeats: int | None = None, rec=None) -> dict:
     """One row: measured now with its reference interleaved (live) or read from the
-    record (recorded).
+    record (recorded: `rec`, default the one shown).
 
     Raises LookupError in recorded mode when the configuration was not recorded.
     """
@@ -23,15 +23,15 @@ def measure_or_lookup(kernel: str, shape, params: dict | None = None,
         from gemm_kernels.measure import record
         row = record.measure(name, shape, params, **({"repeats": repeats} if repeats else {}))
         return {**row, "source": records.source()}
-    return recorded(name, shape, params)
+    return recorded(name, shape, params, rec)
 
 
-def recorded(kernel: str, shape, params: dict | None = None) -> dict:
+def recorded(kernel: str, shape, params: dict | None = None, rec=None) -> dict:
     """One row from the recording, live mode or not. Whole sweeps (heat maps, rankings)
     are read this way everywhere: measuring a parameter space takes minutes, which is
     the recording command's job, not a notebook cell's."""
     from gemm_kernels.core.launch import kernel_of
-    rec = records.current()
+    rec = rec or records.current()
     if rec is None:
         raise LookupError("no usable recording in figures/data/ (a file there that cannot "
                           "be read is skipped with a warning naming it)")

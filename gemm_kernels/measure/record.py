@@ -212,9 +212,13 @@ def plan_rows(chapters=None, log=print) -> list[dict]:
     rows = []
     want = lambda ch: chapters is None or ch in chapters
     if want("13"):
+        # the tensor-core chapters set FP16 beside FP32 in one run: cuBLAS in both, and
+        # the FP32 series' fastest kernel (chapter 09's capstone, beside cuBLAS)
         for n in LADDER_SIZES:
-            rows.append(measure("cublas_hgemm", (n, n, n)))
-            log(f"cublas_hgemm {n}: {rate_text(rows[-1])}")
+            for name in ("cublas_hgemm", "cublas", "capstone"):
+                if runnable(get(name))[0] if name in KERNELS else True:
+                    rows.append(measure(name, (n, n, n)))
+                    log(f"{name} {n}: {rate_text(rows[-1])}")
     if want("00"):
         for n in LADDER_SIZES:
             rows.append(measure("cublas", (n, n, n)))

@@ -230,6 +230,21 @@ def save(record: Record, path: Path | None = None) -> Path:
     return path
 
 
+def holding(kernel: str) -> Record | None:
+    """The recording that holds rows of `kernel`: the one shown if it does, else the
+    first of the others that does (None when none does). For the chapters recorded on
+    another GPU than the rest (12 and 13): each reads all its rows from this one, so
+    its plots never mix devices."""
+    rec = current()
+    if rec is not None and rec.find(kernel):
+        return rec
+    for entry in available():
+        other = load(entry["path"])
+        if other.find(kernel):
+            return other
+    return None
+
+
 def source() -> str:
     """Where numbers come from right now, for banners and plot titles."""
     if device.is_live():

@@ -27,16 +27,8 @@ SPLIT, GEMV = model.SPLIT_KERNEL, model.GEMV_KERNEL
 # ------------------------------------------------------------------ the data
 
 def recording():
-    """The recording that holds chapter 12's rows: the one shown if it does, else the
-    first of the others that does (None when none does)."""
-    rec = records.current()
-    if rec is not None and rec.find(SPLIT):
-        return rec
-    for entry in records.available():
-        other = records.load(entry["path"])
-        if other.find(SPLIT):
-            return other
-    return None
+    """The recording that holds chapter 12's rows (see `records.holding`)."""
+    return records.holding(SPLIT)
 
 
 def rules(rec=None) -> model.Rules | None:

@@ -39,8 +39,9 @@ class Explorer:
     """
 
     def __init__(self, kernel, size: int | None = None, fixed: dict | None = None,
-                 note=None):
+                 note=None, rec=None):
         self.kernel = kernel_of(kernel)
+        self.rec = rec     # recorded mode: the recording to read (default: the one shown)
         self.family = "gemm" if self.kernel.op in DTYPES else "transpose"
         self.size = _size(size, DEFAULT_SIZE[self.family])
         self.fixed = dict(fixed or {})
@@ -74,7 +75,7 @@ class Explorer:
             if c.ok is False:
                 return {"ok": False, "message": f"Wrong result on {shape}: {c}", "value": None}
         try:
-            row = lookup.measure_or_lookup(self.kernel.name, self.shape, p)
+            row = lookup.measure_or_lookup(self.kernel.name, self.shape, p, rec=self.rec)
         except LookupError as e:
             return {"ok": False, "message": str(e), "value": None}
         unit = "GFLOP/s" if "gflops" in row else "GB/s"
@@ -141,8 +142,10 @@ class Explorer:
             # fastest bars.
             ax.legend(loc="lower right", bbox_to_anchor=(1, 1), borderaxespad=0.3, fontsize=8)
         unit = "GB/s" if self.kernel.op in ("transpose", "copy") else "GFLOP/s"
+        where = self.rec.label if self.rec is not None and not device.is_live() \
+            else records.source()
         ax.set_xlabel(f"{unit} at {'x'.join(map(str, self.shape))}, {'log' if log else 'linear'}"
-                      f" axis ({records.source()})")
+                      f" axis ({where})")
         ax.invert_yaxis()
         return ax
 

@@ -1,0 +1,473 @@
+"""Chapter 13: tensor cores through WMMA. What the tensor cores give (cuBLAS in FP16 and
+FP32 on one GPU, in one run), what a warp's 16 x 16 x 16 step does, the course notes'
+half-precision kernel and its three bugs (each run through the checker: on the GPU, or
+on the CPU in the emulation), the two kernels of cuda/13_wmma.cu measured and profiled,
+the bank model applied to the fragment loads (ldmatrix), and the numerics of FP16 inputs.
+
+Chapter 13's rows may sit in another recording than the one the other chapters show:
+`recording()` finds the one that holds them, and every number here is read from it, so
+that a plot never mixes GPUs.
+"""
+from __future__ import annotations
+
+from gemm_kernels.core import compiler, device
+from gemm_kernels.core.kernels import get
+from gemm_kernels.core.table import Table, fmt_number
+from gemm_kernels.measure import records, studies, timing
+from gemm_kernels.notebook.display import Text
+
+NAIVE, TILED = "wmma_naive", "wmma_tiled"
+SIZES = (1024, 2048, 4096, 8192)
+STUDY = "ch13_wmma"
+
+
+def recording():
+    """The recording that holds chapter 13's rows (see `records.holding`)."""
+    return records.holding(TILED)
+
+
+def which_recording() -> Text:
+    rec = recording()
+    return Text(f"This chapter's measurements: {rec.label}." if rec else
+                "This chapter's measurements are not in any recording here.")
+
+
+def _row(kernel: str, n: int, params: dict | None = None, rec=None) -> dict | None:
+    rec = rec or recording()
+    if rec is None:
+        return None
+    full = {} if kernel in timing.REFERENCE_KERNELS else get(kernel).resolve(params)
+    rows = [r for r in rec.find(kernel, (n, n, n), full) if "gflops" in r]
+    return rows[0] if rows else None
+
+
+def _tflops(row) -> float | None:
+    return row["gflops"]["median"] / 1000 if row else None
+
+
+# ------------------------------------------------------------------ 1. the gain
+
+def tensor_core_gain(rec=None) -> Table:
+    """cuBLAS in FP32 (FFMA, SGEMM) and in FP16 with FP32 accumulation (tensor cores),
+    each timed alone in the same run, at each size."""
+    rec = rec or recording()
+    rows = []
+    for n in SIZES:
+        s, h = _row("cublas", n, rec=rec), _row("cublas_hgemm", n, rec=rec)
+        if s and h and s["run"] == h["run"]:
+            rows.append({"size": f"{n}³", "FP32 TFLOP/s": _tflops(s),
+                         "FP16 (FP32 accumulate) TFLOP/s": _tflops(h),
+                         "FP16 / FP32": h["gflops"]["median"] / s["gflops"]["median"]})
+    return Table(rows, ["size", "FP32 TFLOP/s", "FP16 (FP32 accumulate) TFLOP/s",
+                        "FP16 / FP32"],
+                 title=f"cuBLAS, each timed on its own in one run ({_label(rec)})")
+
+
+def _label(rec) -> str:
+    return rec.label if rec is not None else "no recording"
+
+
+# ------------------------------------------------------------------ 2. the pictures
+
+def plot_tile_walk(ax=None):
+    """One warp's work in the naive kernel: its 16 x 16 tile of C, and the K loop that
+    multiplies a 16 x 16 tile of A (a row strip) by a 16 x 16 tile of B (a column strip)
+    per mma_sync."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 4.2))
+    M = N = K = 6          # in tiles of 16
+    tm, tn, step = 2, 3, 1
+    origin = {"A": (0, 0), "B": (K + 1.5, M + 1.5), "C": (K + 1.5, 0)}
+
+    def grid(name, rows, cols, color_of):
+        x0, y0 = origin[name]
+        for r in range(rows):
+            for c in range(cols):
+                ax.add_patch(Rectangle((x0 + c, y0 + rows - 1 - r), 1, 1,
+                                       facecolor=color_of(r, c), edgecolor="0.6", lw=0.6))
+        ax.text(x0 + cols / 2, y0 + rows + 0.2, name, ha="center", va="bottom", fontsize=12)
+
+    grid("A", M, K, lambda r, c: "tab:orange" if (r == tm and c == step) else
+         "moccasin" if r == tm else "white")
+    grid("B", K, N, lambda r, c: "tab:orange" if (c == tn and r == step) else
+         "moccasin" if c == tn else "white")
+    grid("C", M, N, lambda r, c: "tab:blue" if (r == tm and c == tn) else "white")
+    ax.annotate("one mma_sync: 16 x 16 of A times 16 x 16 of B,\nadded to the warp's "
+                "16 x 16 accumulator", xy=(origin["C"][0] + tn + 0.5, M - tm - 0.5),
+                xytext=(origin["C"][0] + N + 0.8, 2.0), fontsize=9,
+                arrowprops={"arrowstyle": "->"})
+    ax.text(origin["A"][0] + K / 2, -1.4, "the warp's loop walks along K, 16 at a time:\n"
+            "dark = this step, light = the strip it walks", ha="center", fontsize=9)
+    ax.set_xlim(-0.5, 2 * K + N + 6)
+    ax.set_ylim(-1.8, M + K + 3)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title("One warp of the naive kernel: each square is a 16 x 16 tile")
+    return ax
+
+
+def warp_map(notes: bool, WM: int = 2, WN: int = 2) -> list[list[tuple[int, int]]]:
+    """(warp_m, warp_n) that each thread of a (32, WM * WN) block computes, per row of
+    threads: the chapter's rule (row threadIdx.y is one warp), or the notes' rule (the
+    warp from threadIdx.y / 8 and threadIdx.x / 8, as if a warp were 8 x 8 threads)."""
+    return [[(ty // 8, tx // 8) if notes else (ty // WN, ty % WN) for tx in range(32)]
+            for ty in range(WM * WN)]
+
+
+def plot_warp_map(ax=None):
+    """The block's 4 x 32 threads coloured by the 16 x 16 tile they compute, with the
+    chapter's rule and with the notes' rule: a warp is one row of 32 threads."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+    if ax is None:
+        _, ax = plt.subplots(2, 1, figsize=(10, 3.6))
+    colors = ListedColormap(["tab:blue", "tab:orange", "tab:green", "tab:red"])
+    for a, notes in zip(ax, (False, True)):
+        m = warp_map(notes)
+        a.imshow([[2 * wm + wn for wm, wn in row] for row in m], cmap=colors, vmin=0, vmax=3,
+                 aspect="auto")
+        for ty, row in enumerate(m):
+            for tx, (wm, wn) in enumerate(row):
+                if tx % 4 == 0:
+                    a.text(tx, ty, f"{wm},{wn}", ha="center", va="center", fontsize=7,
+                           color="white")
+        a.set_yticks(range(len(m)), [f"warp {ty}" for ty in range(len(m))], fontsize=8)
+        a.set_xticks([0, 8, 16, 24, 31])
+        a.set_xlabel("threadIdx.x (the lane)", fontsize=8)
+        a.set_title(("the notes' rule, threadIdx.y / 8 and threadIdx.x / 8: each warp "
+                     "spans four tiles, all warps the same four" if notes else
+                     "the chapter's rule, threadIdx.y / WN and threadIdx.y % WN: one tile "
+                     "per warp") + "   (label: warp_m, warp_n of the tile)", fontsize=9)
+    plt.tight_layout()
+    return ax
+
+
+# ------------------------------------------------------------------ 3. the notes' bugs
+
+def reinterpret_demo(M: int = 32, N: int = 32, K: int = 32, seed: int = 0) -> Table:
+    """The notes' `reinterpret_cast<half*>(A)` on FP32 data, on the CPU: what the kernel
+    then reads as A's first elements, and what that does to C (judged by the checker)."""
+    import numpy as np
+    from gemm_kernels.measure.check import compare_gemm, random_normal
+    rng = np.random.default_rng(seed)
+    A, B = random_normal((M, K), "float32", rng), random_normal((K, N), "float32", rng)
+    seen_a = A.view(np.float16).ravel()[:M * K].reshape(M, K)
+    seen_b = B.view(np.float16).ravel()[:K * N].reshape(K, N)
+    with np.errstate(all="ignore"):
+        C = seen_a.astype(np.float32) @ seen_b.astype(np.float32)
+    v = compare_gemm(C, A.astype(np.float16), B.astype(np.float16))
+    rows = [{"element": f"A[0][{j}]", "the FP32 value": float(A[0, j]),
+             "what a half* reads there": float(seen_a[0, j])} for j in range(4)]
+    return Table(rows, ["element", "the FP32 value", "what a half* reads there"],
+                 title=f"{M}x{N}x{K} on the CPU: {v.bad:,} of {M * N:,} elements of C wrong "
+                       f"({v.nan:,} NaN)")
+
+
+# The notes' two warp-level bugs, as edits of the chapter's kernel text (cuda/13_wmma.cu).
+NOTES_BUGS = {
+    "the warp from threadIdx.y / 8 and threadIdx.x / 8":
+        ("const int warp_m = threadIdx.y / WN, warp_n = threadIdx.y % WN;",
+         "const int warp_m = threadIdx.y / 8, warp_n = threadIdx.x / 8;"),
+    "B's fragment declared col_major over row-major B":
+        ("wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;",
+         "wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::col_major> b;"),
+}
+BUG_SHAPE = (32, 48, 64)
+
+
+def notes_kernel(bug: str):
+    """The chapter's naive kernel with one of the notes' bugs put back (a variant: its
+    own name and text, checked like any kernel)."""
+    k = get(NAIVE)
+    old, new = NOTES_BUGS[bug]
+    return k.with_code(k.source_text().replace(old, new), name=f"{NAIVE} ({bug})",
+                       source=k.source)
+
+
+def bug_verdicts() -> Table:
+    """Each bug of the notes in the chapter's kernel, through the checker: on the GPU
+    (at BUG_SHAPE) when there is one, else in the CPU emulation (every thread a host
+    thread; it also stops a warp whose lanes pass different pointers)."""
+    from gemm_kernels.exercises import cpu_step
+    from gemm_kernels.measure.check import check
+    rows = []
+    for bug in ["none (the chapter's kernel)", *NOTES_BUGS]:
+        k = get(NAIVE) if bug not in NOTES_BUGS else notes_kernel(bug)
+        if device.is_live():
+            r = check(k, BUG_SHAPE, seed=13)
+            ok, what = r.ok, str(r.message or "every element right")
+        else:
+            ok, what = cpu_step.correct_on_cpu(k, {})
+        rows.append({"bug": bug, "verdict": {True: "right", False: "WRONG", None: "-"}[ok],
+                     "what the check says": what})
+    where = "on this GPU" if device.is_live() else "on the CPU (every thread emulated)"
+    return Table(rows, ["bug", "verdict", "what the check says"], title=f"checked {where}")
+
+
+# ------------------------------------------------------------------ 4. SASS
+
+def sass_counts(kernel: str, params: dict | None = None) -> Table:
+    """The instructions that matter here, counted in the kernel's SASS (for the GPU the
+    analysis describes): tensor-core mma (HMMA), fragment loads from shared memory
+    (LDSM: ldmatrix), other shared and global loads, shared stores."""
+    import re
+    sass = compiler.sass(get(kernel), params or {})
+    ops = re.findall(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", sass, re.M)
+    groups = {"HMMA (tensor core)": "HMMA", "LDSM (ldmatrix)": "LDSM", "LDS": "LDS",
+              "STS": "STS", "LDG": "LDG", "STG": "STG"}
+    row = {"kernel": kernel}
+    for label, prefix in groups.items():
+        row[label] = sum(1 for o in ops if o.split(".")[0] == prefix)
+    row["HMMA shape"] = ", ".join(sorted({o for o in ops if o.startswith("HMMA")}))
+    return Table([row], ["kernel", *groups, "HMMA shape"],
+                 title=f"SASS for {compiler.static_arch(get(kernel))}, whole kernel")
+
+
+# ------------------------------------------------------------------ 5. measured
+
+def rates_table(kernels=(NAIVE, TILED), rec=None) -> Table:
+    """Each kernel's default at each size, and cuBLAS FP16 timed beside it."""
+    rec = rec or recording()
+    rows = []
+    for n in SIZES:
+        for k in kernels:
+            r = _row(k, n, rec=rec)
+            if r:
+                rows.append({"size": f"{n}³", "kernel": k, "TFLOP/s": _tflops(r),
+                             "cuBLAS FP16 TFLOP/s": r["reference"]["gflops"]["median"] / 1000,
+                             "% of cuBLAS FP16": timing.share(r)})
+    return Table(rows, ["size", "kernel", "TFLOP/s", "cuBLAS FP16 TFLOP/s", "% of cuBLAS FP16"],
+                 title=f"Each row's cuBLAS timed beside it ({_label(rec)})")
+
+
+def plot_ladder(rec=None, ax=None):
+    """The FP16 kernels and cuBLAS FP16 beside the FP32 series' best (chapter 09's
+    capstone) and cuBLAS FP32, from the same recording, log axis."""
+    import matplotlib.pyplot as plt
+    rec = rec or recording()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 4.5))
+    series = [("cublas_hgemm", "cuBLAS FP16 (tensor cores)", "k", "-"),
+              (TILED, "13 wmma_tiled", "tab:blue", "-"),
+              (NAIVE, "13 wmma_naive", "tab:cyan", "-"),
+              ("cublas", "cuBLAS FP32", "0.4", "--"),
+              ("capstone", "09 capstone (FP32)", "tab:orange", "--")]
+    for kernel, label, color, style in series:
+        pts = [(n, _tflops(_row(kernel, n, rec=rec))) for n in SIZES]
+        pts = [(n, t) for n, t in pts if t]
+        if pts:
+            ax.plot([n for n, _ in pts], [t for _, t in pts], marker="o", color=color,
+                    linestyle=style, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ticks = [t for t in (10, 20, 50, 100, 200, 500, 1000)]
+    ax.set_yticks(ticks, [str(t) for t in ticks])
+    ax.minorticks_off()
+    ax.set_xticks(SIZES, [f"{n}³" for n in SIZES])
+    ax.set_ylabel("TFLOP/s (log axis)")
+    ax.set_xlabel("M = N = K")
+    ax.set_title(f"Tensor cores (solid) and FFMA (dashed), {_label(rec)}", fontsize=10)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.grid(True, which="both", alpha=0.3)
+    return ax
+
+
+# ------------------------------------------------------------------ 6. the profile
+
+def profile_rows(rec=None) -> list[tuple[str, dict | None]]:
+    rec = rec or recording()
+    return [(step.label, row["metrics"] if row else None)
+            for step, row in studies.results(STUDY, rec=rec)]
+
+
+def profile_table(rec=None) -> Table:
+    """The study's main counters per step, at 4096³: time, the tensor pipe's busy
+    share, DRAM bytes read, shared-memory wavefronts of loads and their bank conflicts,
+    and the two largest stall reasons per issued instruction."""
+    rows = []
+    for label, m in profile_rows(rec):
+        if m is None:
+            rows.append({"step": label})
+            continue
+        stalls = sorted(((v, k.split("stalled_")[1].split("_per_")[0]) for k, v in m.items()
+                         if "issue_stalled" in k and "selected" not in k), reverse=True)[:2]
+        rows.append({
+            "step": label, "time (ms)": m.get("gpu__time_duration.sum", 0) / 1e6,
+            "tensor pipe busy %": m.get(
+                "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"),
+            "DRAM read (MB)": m.get("dram__bytes_read.sum", 0) / 1e6,
+            "shared load wavefronts (M)":
+                m.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", 0) / 1e6,
+            "of them conflicts (M)":
+                m.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", 0) / 1e6,
+            "largest stalls (cycles per issue)": ", ".join(f"{n} {fmt_number(v)}"
+                                                           for v, n in stalls)})
+    return Table(rows, ["step", "time (ms)", "tensor pipe busy %", "DRAM read (MB)",
+                        "shared load wavefronts (M)", "of them conflicts (M)",
+                        "largest stalls (cycles per issue)"],
+                 title=f"Nsight Compute at 4096³ ({_label(rec or recording())})")
+
+
+def plot_profile(rec=None, ax=None):
+    """Per step: the tensor pipe's busy share and the shared-load wavefronts per LDSM."""
+    import matplotlib.pyplot as plt
+    rows = [(label, m) for label, m in profile_rows(rec) if m]
+    if ax is None:
+        _, ax = plt.subplots(1, 2, figsize=(11, 3.2))
+    labels = [label.replace(", ", ",\n") for label, _ in rows]
+    busy = [m.get("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", 0)
+            for _, m in rows]
+    ax[0].barh(labels, busy, color="tab:blue")
+    ax[0].set_xlabel("tensor pipe busy, % of its peak cycles")
+    ax[0].set_xlim(0, 100)
+    for i, b in enumerate(busy):
+        ax[0].text(b + 1, i, f"{b:.0f}%", va="center", fontsize=8)
+    stalls = [m.get("smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio", 0)
+              for _, m in rows]
+    short = [m.get("smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio", 0)
+             for _, m in rows]
+    y = range(len(rows))
+    ax[1].barh([i - 0.2 for i in y], stalls, height=0.4, color="tab:red",
+               label="long scoreboard (global memory)")
+    ax[1].barh([i + 0.2 for i in y], short, height=0.4, color="tab:purple",
+               label="short scoreboard (shared memory)")
+    ax[1].set_yticks(list(y), [""] * len(rows))
+    ax[1].set_xlabel("cycles a warp waits per issued instruction")
+    ax[1].legend(fontsize=8)
+    ax[0].invert_yaxis()
+    ax[1].invert_yaxis()
+    plt.tight_layout()
+    return ax
+
+
+# ------------------------------------------------------------------ 7. ldmatrix banks
+
+def ldmatrix_addresses(row_bytes: int, rows: int = 8, matrices: int = 4) -> list[int]:
+    """Byte addresses the 32 lanes give one ldmatrix of four 8 x 8 half matrices read
+    from a row-major shared tile whose rows are `row_bytes` long: lanes 8i to 8i+7 give
+    the 8 rows (16 bytes each) of matrix i. Matrices 0 and 1 are the top and bottom 8
+    rows of a 16 x 16 fragment, 2 and 3 the same 16 bytes to the right."""
+    out = []
+    for i in range(matrices):
+        r0, c0 = 8 * (i % 2), 16 * (i // 2)
+        out += [(r0 + r) * row_bytes + c0 for r in range(rows)]
+    return out
+
+
+def ldmatrix_analysis(row_halves: int):
+    """The bank model (chapter 04's, at 16 bytes per lane: four phases of 8 lanes) of one
+    fragment load from rows `row_halves` long."""
+    from gemm_kernels.memory import banks
+    return banks.analyse(ldmatrix_addresses(2 * row_halves), width=16)
+
+
+def ldmatrix_table(params: dict | None = None, rec=None) -> Table:
+    """Predicted wavefronts per fragment load (ldmatrix of four 8 x 8 matrices) for the
+    A and B tiles at PAD 0 and 8, and what Nsight Compute measured: shared-load
+    wavefronts per LDSM instruction (which also counts the epilogue's few loads)."""
+    p = get(TILED).resolve(params)
+    measured = {}
+    for label, m in profile_rows(rec):
+        if m and m.get("smsp__inst_executed_op_ldsm.sum"):
+            pad = 0 if "not padded" in label else 8
+            measured[pad] = (m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"]
+                             / m["smsp__inst_executed_op_ldsm.sum"])
+    FM = p["BM"] // p["WARPS_M"] // 16
+    FN = p["BN"] // (8 // p["WARPS_M"]) // 16
+    rows = []
+    for pad in (0, 8):
+        a = ldmatrix_analysis(p["BK"] + pad).wavefronts
+        b = ldmatrix_analysis(p["BN"] + pad).wavefronts
+        rows.append({"PAD": pad, "A row (bytes)": 2 * (p["BK"] + pad),
+                     "B row (bytes)": 2 * (p["BN"] + pad),
+                     "wavefronts per A load": a, "per B load": b,
+                     "predicted per LDSM": (FM * a + FN * b) / (FM + FN),
+                     "measured per LDSM": measured.get(pad)})
+    return Table(rows, ["PAD", "A row (bytes)", "B row (bytes)", "wavefronts per A load",
+                        "per B load", "predicted per LDSM", "measured per LDSM"],
+                 title=f"{p['BM']}x{p['BN']} tile, BK={p['BK']}: a warp loads {FM} A and "
+                       f"{FN} B fragments per 16-step (4 wavefronts per load is the "
+                       f"minimum: 512 bytes)")
+
+
+def plot_ldmatrix_banks(row_halves=(32, 40), ax=None):
+    """The model's picture of one A-fragment load for each row length (in halves)."""
+    import matplotlib.pyplot as plt
+    from gemm_kernels.memory import banks
+    if ax is None:
+        _, ax = plt.subplots(1, len(row_halves), figsize=(6 * len(row_halves), 4.2))
+    for a, h in zip(ax, row_halves):
+        an = ldmatrix_analysis(h)
+        banks.plot_banks(an, ax=a, title=f"rows of {h} halves ({2 * h} bytes): "
+                                         f"{an.wavefronts} wavefronts")
+    plt.tight_layout()
+    return ax
+
+
+# ------------------------------------------------------------------ 8. numerics
+
+def numerics(n: int = 256, seed: int = 0) -> Table:
+    """Where the error of an FP16 GEMM comes from, on the CPU at n³: rounding the FP32
+    inputs to FP16 (compared with the product of the FP32 inputs), against the
+    accumulation's own error (an FP32 sum of the FP16 inputs' exact products, compared
+    with the float64 product of the same FP16 inputs), each as the largest |error| over
+    the element's scale |A| @ |B|; and the bound the checker allows the kernels."""
+    import numpy as np
+    from gemm_kernels.measure.check import random_normal, tensor_core_bound
+    rng = np.random.default_rng(seed)
+    A, B = random_normal((n, n), "float32", rng), random_normal((n, n), "float32", rng)
+    A16, B16 = A.astype(np.float16), B.astype(np.float16)
+    exact32 = A.astype(np.float64) @ B.astype(np.float64)
+    exact16 = A16.astype(np.float64) @ B16.astype(np.float64)
+    scale = np.abs(A16.astype(np.float64)) @ np.abs(B16.astype(np.float64))
+    summed = (A16.astype(np.float32) @ B16.astype(np.float32)).astype(np.float64)
+    rows = [{"error": "FP16 inputs against FP32 inputs (rounding the data)",
+             "largest |error| / scale": float(np.max(np.abs(exact16 - exact32) / scale))},
+            {"error": "FP32 accumulation of the FP16 inputs (the kernel's own)",
+             "largest |error| / scale": float(np.max(np.abs(summed - exact16) / scale))},
+            {"error": "the checker's bound for a tensor-core kernel",
+             "largest |error| / scale": tensor_core_bound(n)}]
+    return Table(rows, ["error", "largest |error| / scale"],
+                 title=f"{n}x{n}x{n}, standard normal inputs, on the CPU")
+
+
+def timed_errors(rec=None) -> Table:
+    """What the timed runs computed, judged by the checker: each row's largest error
+    over its bound (below 1 is right)."""
+    rec = rec or recording()
+    rows = []
+    for k in (NAIVE, TILED, "cublas_hgemm"):
+        for n in SIZES:
+            r = _row(k, n, rec=rec)
+            if r and "error_over_bound" in r:
+                rows.append({"kernel": k, "size": f"{n}³",
+                             "largest |error| / bound": r["error_over_bound"]})
+    return Table(rows, ["kernel", "size", "largest |error| / bound"],
+                 title=f"The outputs of the timed runs ({_label(rec)})")
+
+
+# ------------------------------------------------------------------ 9. explore
+
+def explorer():
+    """The tiled kernel's tunables -> its rate beside cuBLAS FP16 (live: compiled,
+    checked and timed; recorded: the sweep at 2048³)."""
+    from gemm_kernels.notebook.widgets import Explorer
+    return Explorer(TILED, rec=recording()).widget()
+
+
+def sweep_table(rec=None, top: int = 8) -> Table:
+    """The recorded sweep of the tiled kernel at 2048³, fastest first."""
+    rec = rec or recording()
+    k = get(TILED)
+    rows = []
+    for c in k.valid_configurations():
+        rs = [r for r in (rec.find(TILED, (2048,) * 3, c) if rec else []) if "gflops" in r]
+        if rs:
+            rows.append({**c, "TFLOP/s": _tflops(rs[0]), "% of cuBLAS FP16": timing.share(rs[0])})
+    rows.sort(key=lambda r: -r["TFLOP/s"])
+    return Table(rows[:top] + ([] if len(rows) <= top else rows[-2:]),
+                 [p.name for p in k.params] + ["TFLOP/s", "% of cuBLAS FP16"],
+                 title=f"wmma_tiled at 2048³: the {top} fastest and the 2 slowest of "
+                       f"{len(rows)} ({_label(rec)})")

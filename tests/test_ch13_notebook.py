@@ -1,0 +1,70 @@
+"""Chapter 13's notebook logic (gemm_kernels.notebook.ch13_wmma), without a GPU: the bank
+model of the fragment loads, the warp maps, the notes' reinterpretation, the numerics,
+and that every table reads one recording (rows of one run where it compares them)."""
+import pytest
+
+from gemm_kernels.notebook import ch13_wmma as ch13
+
+
+def test_ldmatrix_addresses_are_8_rows_of_16_bytes_per_matrix():
+    addrs = ch13.ldmatrix_addresses(row_bytes=80)
+    assert len(addrs) == 32
+    assert addrs[:8] == [80 * r for r in range(8)]            # matrix 0: rows 0-7
+    assert addrs[8] == 8 * 80 and addrs[16] == 16             # matrix 1: rows 8-; 2: +16 B
+
+
+@pytest.mark.parametrize("row_halves,wavefronts", [(32, 16), (40, 4), (128, 32), (136, 4)])
+def test_the_bank_model_prices_a_fragment_load(row_halves, wavefronts):
+    """64-byte rows: 4 of a matrix's 8 rows on the same banks; 256-byte rows: all 8;
+    16 bytes of padding: none (4 wavefronts, one per 8 x 8 matrix)."""
+    assert ch13.ldmatrix_analysis(row_halves).wavefronts == wavefronts
+
+
+def test_the_warp_maps():
+    mine, notes = ch13.warp_map(False), ch13.warp_map(True)
+    assert all(len(set(row)) == 1 for row in mine)            # one tile per warp
+    assert len({row[0] for row in mine}) == 4                 # four different tiles
+    assert all(len(set(row)) == 4 for row in notes)           # a warp spans four tiles
+    assert len({tuple(row) for row in notes}) == 1            # and every warp the same
+
+
+def test_reinterpreting_fp32_as_fp16_wrongs_every_element():
+    t = ch13.reinterpret_demo()
+    assert "1,024 of 1,024 elements of C wrong" in t.title
+    assert all(r["the FP32 value"] != r["what a half* reads there"] for r in t)
+
+
+def test_rounding_the_inputs_costs_more_than_the_accumulation():
+    rounding, accumulation, bound = (r["largest |error| / scale"] for r in ch13.numerics(128))
+    assert rounding > 50 * accumulation
+    assert accumulation < bound < rounding
+
+
+def test_the_notes_bugs_are_edits_of_the_chapter_kernel():
+    for bug in ch13.NOTES_BUGS:
+        k = ch13.notes_kernel(bug)
+        assert k.source_text() != ch13.get(ch13.NAIVE).source_text()
+
+
+def test_the_gain_table_compares_only_rows_of_one_run(monkeypatch):
+    """cuBLAS FP32 and FP16 rows of different runs are not set side by side."""
+    rows = {("cublas", 4096): {"gflops": {"median": 50e3}, "run": "a"},
+            ("cublas_hgemm", 4096): {"gflops": {"median": 700e3}, "run": "b"},
+            ("cublas", 8192): {"gflops": {"median": 50e3}, "run": "c"},
+            ("cublas_hgemm", 8192): {"gflops": {"median": 750e3}, "run": "c"}}
+    monkeypatch.setattr(ch13, "_row", lambda k, n, params=None, rec=None: rows.get((k, n)))
+    rec = type("Rec", (), {"label": "a recording"})()
+    t = ch13.tensor_core_gain(rec=rec)
+    assert [r["size"] for r in t] == ["8192³"] and t[0]["FP16 / FP32"] == 15
+
+
+def test_the_tables_read_the_chapter_recording():
+    rec = ch13.recording()
+    if rec is None:
+        pytest.skip("no recording holds chapter 13's rows")
+    assert rec.find(ch13.TILED)
+    rates = ch13.rates_table(rec=rec)
+    assert rates and all(0 < r["% of cuBLAS FP16"] < 100 for r in rates)
+    sweep = ch13.sweep_table(rec=rec)
+    assert [r["TFLOP/s"] for r in sweep[:8]] == sorted((r["TFLOP/s"] for r in sweep[:8]),
+                                                      reverse=True)
