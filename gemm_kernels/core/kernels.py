@@ -965,3 +965,44 @@ register(Kernel(
     shape_params=lambda p, s: {"VEC": s is None or (s[2] % 8 == 0 and s[1] % 8 == 0)},
     align=16,
 ))
+
+
+# ---------------------------------------------------------------- chapter 14
+
+MMA_THREADS = 256
+
+
+def _mma_rows_rule(p, s):
+    bad = [f"{d}={v}" for d, v in zip("NK", s[1:]) if v % 8]
+    if bad:
+        return (f"hgemm_mma copies whole 16-byte chunks (8 halves) of the rows of A and B, "
+                f"so K and N must be multiples of 8 ({', '.join(bad)}); pad the matrices, "
+                f"or use wmma_tiled, which takes any shape")
+    return None
+
+
+def _mma_smem(p) -> int:
+    """Dynamic shared memory: STAGES buffers of the A tile (BM x BK) and the B tile
+    (BK x BN), FP16."""
+    return p["STAGES"] * (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * 2
+
+
+register(Kernel(
+    name="mma_sync", chapter="14",
+    title="mma.sync m16n8k16 fed by ldmatrix from swizzled shared tiles, a cp.async ring",
+    source="14_mma.cu", entry="hgemm_mma", op="hgemm",
+    params=(Param("BM", (64, 128), 128, "rows of the C tile per block (8 warps: 2 x 4)"),
+            Param("BN", (64, 128), 128, "columns of the C tile per block"),
+            Param("BK", (32, 64), 32, "depth of a pipeline stage (two or four 16-steps)"),
+            Param("STAGES", (2, 3, 4), 4, "shared-memory stages in the copy ring "
+                                          "(STAGES - 1 tiles in flight)"),
+            Param("SWIZZLE", (False, True), True, "16-byte chunks of each shared row stored "
+                                                  "at chunk ^ f(row): ldmatrix without bank "
+                                                  "conflicts")),
+    template=("BM", "BN", "BK", "STAGES", "SWIZZLE"),
+    threads=lambda p: (MMA_THREADS, 1, 1),
+    grid=lambda p, s: (ceil_div(s[1], p["BN"]), ceil_div(s[0], p["BM"]), 1),
+    dynamic_smem=lambda p, lim: _mma_smem(p),
+    shape_rule=_mma_rows_rule,
+    align=16,
+))

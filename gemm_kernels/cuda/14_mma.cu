@@ -1,0 +1,216 @@
+// Chapter 14: below WMMA. The tensor cores' own warp instruction, mma.sync, fed by
+// ldmatrix from a swizzled shared-memory tile that a cp.async pipeline fills.
+//
+// mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 multiplies a 16 x 16 FP16 tile of A
+// by a 16 x 8 tile of B and adds a 16 x 8 FP32 tile, in one instruction of the warp
+// (SASS: HMMA.16816.F32). Unlike a WMMA fragment, the layout of its registers is
+// documented (PTX ISA, "Matrix Fragments for mma.m16n8k16"): lane l holds the elements
+// of rows l / 4 and l / 4 + 8, columns 2 (l % 4) and 2 (l % 4) + 1, of its tiles, so the
+// epilogue can write C straight from the accumulators.
+//
+// The fragments come from shared memory through ldmatrix: one instruction of the warp
+// reads four 8 x 8 matrices of 16-bit values, lanes 8i to 8i+7 giving the addresses of
+// the 8 rows (16 bytes each) of matrix i, and leaves each lane holding exactly the
+// elements the mma wants (.trans for B, stored k-major). Each 8-lane phase reads 8 rows
+// of 16 bytes: free of bank conflicts only if those 8 rows start in 8 different groups of
+// 4 banks. Rows of a tile are 64 bytes (A: BK = 32 halves) or 256 bytes (B: BN = 128
+// halves) long, so without help 4 or all 8 of them fall on the same banks. Chapter 13
+// padded the rows; here the 16-byte chunks of each row are permuted instead (an XOR
+// swizzle): chunk c of row r is stored at chunk c ^ f(r), which sends the 8 rows of every
+// matrix to 8 different bank groups and costs no extra bytes.
+//
+// A block of 8 warps (2 x 4) computes a BM x BN tile of C; each warp a (BM / 2) x (BN / 4)
+// region, as a grid of 16 x 8 mma tiles. K goes in steps of BK through a ring of STAGES
+// shared-memory buffers: cp.async copies (16 bytes each, zero-filled outside A and B) for
+// the tiles STAGES - 1 steps ahead are in flight while the tensor cores work on the
+// current one (chapter 09's pipeline).
+//
+// Shapes: 16-byte copies need rows that are whole 16-byte chunks, so K % 8 == 0 and
+// N % 8 == 0 (the launcher refuses other shapes with that reason); M, N and K need not be
+// multiples of the tile. On GPUs older than sm_80 (a T4), the same kernel compiles with
+// plain 16-byte loads in place of cp.async and two m16n8k8 mma per m16n8k16 step.
+#include <cuda_fp16.h>
+#include "common.cuh"
+
+constexpr int MMA_WARPS_M = 2, MMA_WARPS_N = 4;
+constexpr int MMA_THREADS = 32 * MMA_WARPS_M * MMA_WARPS_N;
+
+// ------------------------------------------------------------------ the copies
+// 16 bytes from global to shared memory; zeros where `valid` is false (src is then not
+// read). sm_80 and newer: cp.async, which does not wait for the data.
+__device__ __forceinline__ void copy_16(half* dst, const half* src, bool valid) {
+#if __CUDA_ARCH__ >= 800
+    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(d), "l"(src), "r"(valid ? 16 : 0));
+#else
+    *reinterpret_cast<uint4*>(dst) = valid ? *reinterpret_cast<const uint4*>(src)
+                                           : make_uint4(0, 0, 0, 0);
+#endif
+}
+
+__device__ __forceinline__ void copy_commit() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Wait until at most N groups of copies are still in flight (the plain loads of older
+// GPUs have all landed already).
+template <int N>
+__device__ __forceinline__ void copy_wait() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+#endif
+}
+
+// ------------------------------------------------------------------ the swizzle
+// The 16-byte chunk where chunk `c` of row `r` is stored, in a tile whose rows are
+// CHUNKS chunks long. The XOR takes as many bits of the row as make the 8 rows of one
+// ldmatrix matrix land in 8 different 128-byte-line positions: rows of 4 chunks (64
+// bytes) share a 128-byte line two by two, so the row's bits 1-2 go in; rows of 8 or more
+// chunks start a line each, so bits 0-2 go in.
+template <int CHUNKS, bool SWIZZLE>
+__device__ __forceinline__ int chunk_at(int r, int c) {
+    if constexpr (!SWIZZLE) return c;
+    else if constexpr (CHUNKS == 4) return c ^ ((r >> 1) & 3);
+    else return c ^ (r & 7);
+}
+
+// ------------------------------------------------------------------ ldmatrix and mma
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const half* p) {
+    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const half* p) {
+    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+
+// d += a * b for one 16 x 8 x 16 tile: a = 4 registers of A (2 halves each), b = 2 of B.
+__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
+                                          unsigned b0, unsigned b1) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else   // sm_75: two k = 8 halves (a[0], a[1] and b0 are k 0-7; a[2], a[3] and b1 k 8-15)
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(b0));
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[2]), "r"(a[3]), "r"(b1));
+#endif
+}
+
+// ------------------------------------------------------------------ the kernel
+template <int BM, int BN, int BK, int STAGES, bool SWIZZLE>
+__global__ void __launch_bounds__(MMA_THREADS)
+hgemm_mma(int M, int N, int K, float alpha, const half* __restrict__ A,
+          const half* __restrict__ B, float beta, float* __restrict__ C) {
+    constexpr int WM = BM / MMA_WARPS_M, WN = BN / MMA_WARPS_N;   // a warp's region
+    constexpr int FM = WM / 16, FN = WN / 8;                      // its mma tiles
+    constexpr int A_CHUNKS = BK / 8, B_CHUNKS = BN / 8;            // 16-byte chunks per row
+    static_assert(FM >= 1 && FN % 2 == 0 && BK % 16 == 0, "whole ldmatrix.x4 loads");
+    static_assert(BM * A_CHUNKS % MMA_THREADS == 0 && BK * B_CHUNKS % MMA_THREADS == 0,
+                  "every thread copies the same number of chunks");
+    extern __shared__ __align__(128) unsigned char smem[];
+    half* As = reinterpret_cast<half*>(smem);                      // [STAGES][BM][BK]
+    half* Bs = As + STAGES * BM * BK;                               // [STAGES][BK][BN]
+
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int warp_m = warp / MMA_WARPS_N, warp_n = warp % MMA_WARPS_N;
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int tiles = (K + BK - 1) / BK;
+
+    // Tile t into stage s: each thread copies whole 16-byte chunks, to their swizzled
+    // places; chunks outside A or B become zeros (K % 8 == 0 and N % 8 == 0, so a chunk
+    // is wholly inside or outside).
+    auto load_tile = [&](int t, int s) {
+        half* as = As + s * BM * BK;
+        half* bs = Bs + s * BK * BN;
+        const int k0 = t * BK;
+#pragma unroll
+        for (int i = threadIdx.x; i < BM * A_CHUNKS; i += MMA_THREADS) {
+            const int r = i / A_CHUNKS, c = i % A_CHUNKS;
+            const bool ok = row0 + r < M && k0 + 8 * c < K;
+            copy_16(as + r * BK + 8 * chunk_at<A_CHUNKS, SWIZZLE>(r, c),
+                    A + static_cast<size_t>(ok ? row0 + r : 0) * K + (ok ? k0 + 8 * c : 0), ok);
+        }
+#pragma unroll
+        for (int i = threadIdx.x; i < BK * B_CHUNKS; i += MMA_THREADS) {
+            const int r = i / B_CHUNKS, c = i % B_CHUNKS;
+            const bool ok = k0 + r < K && col0 + 8 * c < N;
+            copy_16(bs + r * BN + 8 * chunk_at<B_CHUNKS, SWIZZLE>(r, c),
+                    B + static_cast<size_t>(ok ? k0 + r : 0) * N + (ok ? col0 + 8 * c : 0), ok);
+        }
+    };
+
+    float acc[FM][FN][4] = {};
+
+    // The prologue fills STAGES - 1 stages; one group of copies per tile (an empty group
+    // past the last tile keeps the count of groups in flight the same every step).
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < tiles) load_tile(s, s);
+        copy_commit();
+    }
+
+    for (int t = 0; t < tiles; ++t) {
+        copy_wait<STAGES - 2>();   // tile t has landed (at most STAGES - 2 newer in flight)
+        __syncthreads();           // ... for every thread; and stage (t - 1) % STAGES is free
+        if (t + STAGES - 1 < tiles) load_tile(t + STAGES - 1, (t + STAGES - 1) % STAGES);
+        copy_commit();
+
+        const half* as = As + (t % STAGES) * BM * BK;
+        const half* bs = Bs + (t % STAGES) * BK * BN;
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 16) {
+            // A: lane l gives row (l % 16) of the 16-row tile, chunk kk/8 + l / 16
+            unsigned a[FM][4];
+#pragma unroll
+            for (int i = 0; i < FM; ++i) {
+                const int r = warp_m * WM + 16 * i + lane % 16;
+                ldmatrix_x4(a[i], as + r * BK + 8 * chunk_at<A_CHUNKS, SWIZZLE>(r, kk / 8 + lane / 16));
+            }
+            // B (k-major): lane l gives row kk + (l % 8) + 8 ((l / 8) % 2), the chunk of
+            // columns 16 j + 8 (l / 16): two 8-column mma tiles per ldmatrix.x4.trans
+#pragma unroll
+            for (int j = 0; j < FN; j += 2) {
+                unsigned b[4];
+                const int r = kk + lane % 8 + 8 * ((lane / 8) % 2);
+                const int c = (warp_n * WN + 8 * j) / 8 + lane / 16;
+                ldmatrix_x4_trans(b, bs + r * BN + 8 * chunk_at<B_CHUNKS, SWIZZLE>(r, c));
+#pragma unroll
+                for (int i = 0; i < FM; ++i) {
+                    mma_16816(acc[i][j], a[i], b[0], b[1]);
+                    mma_16816(acc[i][j + 1], a[i], b[2], b[3]);
+                }
+            }
+        }
+    }
+    copy_wait<0>();   // no copy may still write shared memory when the block ends
+
+    // Epilogue: lane l holds rows l / 4 and l / 4 + 8, columns 2 (l % 4) + {0, 1} of each
+    // 16 x 8 tile; every element inside C is written with alpha and beta.
+#pragma unroll
+    for (int i = 0; i < FM; ++i)
+#pragma unroll
+        for (int j = 0; j < FN; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int r = row0 + warp_m * WM + 16 * i + lane / 4 + 8 * (e / 2);
+                const int c = col0 + warp_n * WN + 8 * j + 2 * (lane % 4) + e % 2;
+                if (r < M && c < N) {
+                    float* out = C + static_cast<size_t>(r) * N + c;
+                    *out = gemm_epilogue(acc[i][j][e], alpha, beta, out);
+                }
+            }
+}
