@@ -156,3 +156,10 @@ def test_the_traffic_rows_carry_the_l2_columns_where_recorded():
 def test_check_prediction_gives_the_multiply_adds_between_two_barriers():
     for block in (8, 32):
         assert f"{block} multiply-adds between two barriers" in ch03.check_prediction(block)
+
+
+def test_the_rates_sentence_names_no_size_it_does_not_draw(capsys):
+    fig = ch03.rates()
+    if fig is None:
+        pytest.skip("no rates here")
+    assert "not both measured" not in capsys.readouterr().out

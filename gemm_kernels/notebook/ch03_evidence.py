@@ -95,9 +95,9 @@ def rates(sizes=SIZES):
         print("no rates here: no GPU, and the recording has none for these kernels")
         return None
     import matplotlib.pyplot as plt
-    print(gain_sentence(table, sizes))
     by = {(r["kernel"], r["size"]): r["GFLOP/s"] for r in table}
     both = [n for n in sizes if (KERNEL, n) in by and (BEFORE, n) in by]
+    print(gain_sentence(table, both))
     drawn = Table([r for r in table if r["kernel"] in (KERNEL, BEFORE) and r["size"] in both],
                   table.columns, table.title)
     fig, (ax, ax_r) = plt.subplots(1, 2, figsize=(11, 4.2),
