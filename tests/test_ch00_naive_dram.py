@@ -159,3 +159,14 @@ def test_the_stall_line_names_the_largest_wait_of_the_recorded_profile():
     assert "cycles between two instructions of a warp" in line
     assert "lg throttle" in line and "queue of global loads" in line
     assert ch.stall_line({"BLOCK": 3, "MAPPING": "x->row"}) is None
+
+
+def test_the_bytes_plot_title_states_the_verdict(recording):
+    """The figure stands alone: its title says how many times more DRAM would have to
+    move, the ratio the hatched bar draws."""
+    recording()
+    t = ch.traffic()
+    ax = ch.bytes_plot()
+    ax = ax if hasattr(ax, "get_title") else ax.axes[0]
+    want = f"DRAM would need to move {t['dram_limit'] / t['bytes']['DRAM']:,.0f}x more"
+    assert ax.get_title().startswith(want), ax.get_title()

@@ -120,8 +120,10 @@ def bytes_plot(study: str = STUDY, ax=None):
     top = ax.secondary_xaxis("top", functions=(lambda b: b / mats, lambda m: m * mats))
     top.set_xlabel("times A, B and C (log scale)", fontsize=9)
     ax.set_xlabel("bytes (log scale)")
-    ax.set_title(f"The naive kernel ({_settings(t)}) at {t['size']}^3: its bytes at each "
-                 f"level, counted by Nsight Compute;\n{records.source()}", fontsize=10, pad=12)
+    ax.set_title(f"DRAM would need to move {t['dram_limit'] / t['bytes']['DRAM']:,.0f}x more "
+                 f"to be the limit: the naive kernel ({_settings(t)}) at {t['size']}^3,\n"
+                 f"its bytes at each level, counted by Nsight Compute; {records.source()}",
+                 fontsize=10, pad=12)
     ax.grid(True, axis="x", which="major", alpha=0.3)
     return ax
 
