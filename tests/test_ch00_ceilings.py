@@ -169,3 +169,23 @@ def test_ladder_plot_names_every_bar_in_words():
     assert len(labels) == len(ladder_kernels())
     assert not any("_" in t for t in labels), labels
     assert "11 float, vector shared loads" in labels
+
+
+def test_the_chapter_roofline_draws_dram_roofs_only_and_the_gap_to_the_roof():
+    """Every kernel on chapter 00's roofline is placed by DRAM bytes, so no L2 roof is
+    drawn on that axis; the naive kernel, counted by Nsight Compute, gets an arrow that
+    says how far below the roof it runs."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from gemm_kernels.measure import roofline
+    from gemm_kernels.notebook import ch00_ceilings
+    fig = ch00_ceilings.roofline_plot()
+    ax = fig.axes[0]
+    assert not any(l.get_label().startswith("L2") for l in ax.get_lines())
+    assert not any(t.get_text().startswith("L2") for t in ax.get_legend().get_texts())
+    assert "L2" not in ax.get_xlabel()
+    p = roofline.dram_point("naive", roofline.GROWING_SIZE)
+    if p is None or p["how"] != "ncu":
+        pytest.skip("the naive kernel's DRAM bytes are not recorded here")
+    notes = [t.get_text() for t in ax.texts if "below the roof" in t.get_text()]
+    assert len(notes) == 1 and notes[0].endswith("x below the roof")

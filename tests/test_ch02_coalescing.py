@@ -117,12 +117,27 @@ def test_a_warp_down_a_column_keeps_only_its_columns_of_c():
     assert abs(a.x0 - b.x0) < 1e-6 and abs(a.width - b.width) < 1e-6
 
 
-def test_your_lines_asks_first_then_shows_the_line_table(capsys):
+def test_your_lines_asks_first_then_checks_the_count_before_the_table(capsys):
     ch02_coalescing.your_lines(None)
     assert "write your configuration in `mine`" in capsys.readouterr().out
-    ch02_coalescing.your_lines(("naive", {"BLOCK": 8, "MAPPING": "x->col"}))
+    mine = ("naive", {"BLOCK": 8, "MAPPING": "x->col"})
+    ch02_coalescing.your_lines(mine)
+    assert "my_lines" in capsys.readouterr().out
+    lim = model.line_limit(*mine)
+    # a wrong count is answered with a question, not with the table or the number
+    ch02_coalescing.your_lines(mine, lim["lines"] + 1, lim["GFLOP/s"])
     out = capsys.readouterr().out
-    assert "naive, BLOCK = 8, MAPPING = x->col" in out and "lines per step" in out
+    assert "not what this warp touches" in out and f"{lim['GFLOP/s']:,.0f}" not in out
+    assert "measured" not in out
+    # the right count with a wrong limit asks for the division
+    ch02_coalescing.your_lines(mine, lim["lines"], lim["GFLOP/s"] * 2)
+    out = capsys.readouterr().out
+    assert "is right" in out and "divide it by your lines" in out and "measured" not in out
+    # both right: the line table with the measured rate
+    ch02_coalescing.your_lines(mine, lim["lines"], round(lim["GFLOP/s"] * 1.01))
+    out = capsys.readouterr().out
+    assert out.startswith("Right:") and "naive, BLOCK = 8, MAPPING = x->col" in out
+    assert "measured" in out
 
 
 def test_the_stall_plot_leaves_reasons_too_small_to_see_out_of_the_legend():

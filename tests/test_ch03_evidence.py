@@ -128,7 +128,20 @@ def test_the_rates_figure_has_the_ratio_panel_and_says_what_is_compared():
         pytest.skip("no rates here")
     titles = [ax.get_title() for ax in fig.axes]
     assert any("smem_tiled / coalesced" in t for t in titles)
-    assert any("coalesced" in t and "cuBLAS" in t for t in titles)
+    assert any("coalesced" in t and "smem_tiled" in t for t in titles)
+
+
+def test_the_rates_figure_draws_no_cublas_line_and_no_size_missing_a_kernel():
+    fig = ch03.rates()
+    if fig is None:
+        pytest.skip("no rates here")
+    left = fig.axes[0]
+    labels = [line.get_label() for line in left.get_lines()]
+    assert not any("cublas" in t.lower() for t in labels)
+    # no "not recorded at ..." note: every size drawn has both kernels
+    assert not any("not recorded" in t.get_text() for t in left.texts)
+    xs = {tuple(line.get_xdata()) for line in left.get_lines() if not line.get_label().startswith("_")}
+    assert len(xs) == 1
 
 
 def test_the_traffic_rows_carry_the_l2_columns_where_recorded():
@@ -143,3 +156,10 @@ def test_the_traffic_rows_carry_the_l2_columns_where_recorded():
 def test_check_prediction_gives_the_multiply_adds_between_two_barriers():
     for block in (8, 32):
         assert f"{block} multiply-adds between two barriers" in ch03.check_prediction(block)
+
+
+def test_the_rates_sentence_names_no_size_it_does_not_draw(capsys):
+    fig = ch03.rates()
+    if fig is None:
+        pytest.skip("no rates here")
+    assert "not both measured" not in capsys.readouterr().out

@@ -60,3 +60,15 @@ def test_the_tile_from_blockidx_is_refused_naming_the_block_order():
 @needs_gpu
 def test_a_mapping_the_static_check_cannot_read_is_still_judged_by_its_numbers():
     refused_as_wrong(NAME, ROW, "row = tile_row * BLOCK + min(threadIdx.x, 0u);")
+
+
+def test_a_fixed_32_is_named_in_the_message():
+    """Dividing by 32 where BLOCK belongs is right at BLOCK = 32 only; the message asks
+    about it, and a wrong mapping without the number 32 does not get the question."""
+    src = solution(NAME)
+    v = static_verdict(NAME, src.replace(ROW, ROW.replace("/ BLOCK", "/ 32")).replace(
+        COL, COL.replace("% BLOCK", "% 32")))
+    assert v["static"][0] == FAIL, v
+    assert "a fixed 32?" in v["static"][1], v["static"][1]
+    v = static_verdict(NAME, src.replace(ROW, "row = threadIdx.x / BLOCK;"))
+    assert v["static"][0] == FAIL and "a fixed 32" not in v["static"][1], v

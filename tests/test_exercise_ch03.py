@@ -231,3 +231,26 @@ def test_a_store_with_its_zero_fill_written_otherwise_is_not_refused(store):
     from gemm_kernels.exercises.ch03_checks import unfilled_edges
     from gemm_kernels.exercises.cexpr import code_only
     assert unfilled_edges(code_only(solution(NAME).replace(STORE_A, store))) == []
+
+
+def test_the_step_3_hint_follows_the_failure_found():
+    """One generic paragraph talked about 'worst at (r, c)' to a student whose message
+    named a read outside A; each failure now gets its own question."""
+    from gemm_kernels.exercises.catalog import _tile_loop_correct_hint as hint
+    a = hint("a read of 4 bytes outside A, at line 31 of your cell (found by AddressSanitizer)")
+    assert "copy from A" in a and "below M" in a and "below K" in a and "worst at" not in a
+    b = hint("a read of 4 bytes outside B, at line 32 of your cell")
+    assert "copy from B" in b and "below N" in b
+    assert "__syncthreads()" in hint("a data race on shared memory")
+    assert "C[r][c]" in hint("max |err|/bound 3.2, worst at (6, 12)")
+
+
+def test_a_read_of_a_checked_on_its_row_only_gets_the_a_bounds_hint():
+    src = solution(NAME)
+    assert STORE_A in src
+    from gemm_kernels.exercises.magic import submit
+    r = submit(NAME, src.replace(STORE_A, "As[ty][tx] = (row < M) ? A[row * K + ka] : 0.f;"),
+               gpu=False)
+    step = {s.name: s for s in r.steps}["correct"]
+    assert step.status == FAIL and "outside A" in step.detail, step
+    assert "copy from A" in step.hint, step

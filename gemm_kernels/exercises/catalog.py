@@ -166,6 +166,36 @@ register(Exercise(
 
 # ---------------------------------------------------------------- chapter 03
 _TILE_LOOP = {"BLOCK": 32, "GRID": "x->col", "EDGES": "always"}
+def _tile_loop_correct_hint(detail: str) -> str:
+    """Exercise 03's step-3 hint, for the failure found: a read outside A or B asks which
+    of the element's two indices the copy leaves unchecked; a race points at the
+    barriers; a wrong value places the element of C in its block and thread."""
+    bounds = {"A": ("its row must be below M", "its column (along K) below K"),
+              "B": ("its row (along K) must be below K", "its column below N")}
+    m = re.search(r"outside ([ABC])\b", detail)
+    if m and m[1] in bounds:
+        first, second = bounds[m[1]]
+        return (f"an element of {m[1]} exists only where {first} and {second}. On this "
+                "small shape the tile sticks out of the matrix, and the last step along K "
+                f"runs past K: which of the two does your copy from {m[1]} not check "
+                "before it reads?")
+    if m:
+        return ("only threads whose (row, col) lies inside C may store: the store after "
+                "the loop is given, so look at what your loop writes")
+    if "race" in detail:
+        return ("a barrier is missing or skipped: every thread of the block, inside C or "
+                "not, must reach both __syncthreads() of every step (no early return)")
+    if "worst at" in detail:
+        return ("'worst at (r, c)' is C[r][c], computed by thread tx = c % 32, ty = r % 32 "
+                "of the block blockIdx = (c / 32, r / 32), and |err|/bound above 1 is a "
+                "wrong value, not rounding. Step 2 has followed every product of an "
+                "interior block, so look at what differs at the edges of this small shape: "
+                "which elements of the tiles that thread's block fills there, with 0.f "
+                "where the element lies outside the matrix")
+    return ("step 2 has followed every product of an interior block: look at the edges of "
+            "this small shape, where the tiles stick out of the matrices")
+
+
 register(Exercise(
     name="03_tile_loop", chapter="03", title="the tile loop and its two barriers",
     kernel="smem_tiled", params=_TILE_LOOP,
@@ -174,15 +204,7 @@ register(Exercise(
                    ch03_checks.copies_priced(_TILE_LOOP["BLOCK"])),
     # Step 2's checks each end their message with what to look at, so the step has no
     # hint of its own: one text for all of them would point at the wrong thing.
-    hints={"correct": "where the message names 'worst at (r, c)': that is C[r][c], computed "
-                      "by thread tx = c % 32, ty = r % 32 of the block blockIdx = (c / 32, "
-                      "r / 32), and |err|/bound above 1 is a wrong value, not rounding. Step 2 "
-                      "has followed every product of an interior block, so look at what "
-                      "differs at the edges of this small shape: which elements of the tiles "
-                      "that thread's block fills there, and whether every thread of the block "
-                      "still reaches both barriers. An access out of bounds: an index that "
-                      "runs past M, N or K at the edge of the matrix is missing its check. "
-                      "A data race: a barrier is missing or skipped",
+    hints={"correct": _tile_loop_correct_hint,
            "speed": "copy with threadIdx.x along a row of A and of B, so a warp's loads "
                     "are consecutive addresses; read As[ty][k] and Bs[k][tx]"},
 ))

@@ -15,9 +15,12 @@ coordinates, then what the student wrote) for every thread of the grid:
 """
 from __future__ import annotations
 
+import re
+
 from gemm_kernels.core.kernels import get as get_kernel
 from gemm_kernels.exercises.ch01_02_cstatements import (Unsupported, cells_text, readable,
                                                         thread_names)
+from gemm_kernels.exercises.cexpr import code_only
 from gemm_kernels.exercises.stubs import stub_lines
 from gemm_kernels.memory.ch01_02_sectors import lines, sectors
 
@@ -68,6 +71,14 @@ def warp_cost(elements, n: int = MODEL, k: int = MODEL) -> tuple[int, int]:
     return sectors(a) + sectors(b), lines(a) + lines(b)
 
 
+def _fixed_32(source: str, block: int) -> str:
+    """A mapping that fails at a BLOCK other than 32 and writes the number 32 in its code
+    most often divides by a fixed 32 where BLOCK belongs: say so."""
+    if block != 32 and re.search(r"\b32\b", code_only(source)):
+        return ". Does your mapping use BLOCK, or a fixed 32?"
+    return ""
+
+
 def coalesced_check(source: str) -> list[str]:
     """The static check of exercise 02_coalesced: problems, empty when the mapping covers
     C once and no warp's loads touch more lines than the chapter's mapping."""
@@ -92,7 +103,7 @@ def coalesced_check(source: str) -> list[str]:
                        f"thread {t0} of block {b0} and thread {t1} of block {b1}")
                 return [f"{at}, {who} both compute C[{r}][{c}]: each of the "
                         f"{block * block} threads needs its own element of the "
-                        f"{block} x {block} tile"]
+                        f"{block} x {block} tile{_fixed_32(source, block)}"]
             missing = [(r, c) for r in range(M) for c in range(N) if (r, c) not in owners]
             if missing:
                 r, c = missing[0]
@@ -106,7 +117,7 @@ def coalesced_check(source: str) -> list[str]:
                             "tile_col, not from blockIdx, and both orders work"]
                 return [f"{head}: the tile's rows start at tile_row * BLOCK and its columns "
                         f"at tile_col * BLOCK, and the {block * block} threads must take all "
-                        f"{block} x {block} places"]
+                        f"{block} x {block} places{_fixed_32(source, block)}"]
     # the lanes: what each warp of block (0, 0) loads, against the chapter's mapping
     for block in sorted(BLOCKS, reverse=True):
         try:

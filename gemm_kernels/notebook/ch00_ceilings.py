@@ -326,3 +326,38 @@ def ladder_plot(size: int = 4096):
     ax.set_xticks(ax.get_xticks(), [f"{gpus.KERNELS[k].chapter} {LADDER_LABELS.get(k, k)}"
                                     for k in kernels], rotation=30, ha="right")
     return ax
+
+
+def roofline_plot(kernels=("naive",), size: int = roofline.GROWING_SIZE):
+    """Chapter 00's roofline: `roofline.chapter_plot` with DRAM's roofs only, since every
+    kernel on it is placed by its DRAM bytes (an L2 roof on the same axis would invite
+    reading a kernel against it), and an arrow from each kernel counted by Nsight Compute
+    up to the roof above it, labelled with how many times below that roof it runs: the
+    naive kernel sits near the DRAM ridge, and the arrow shows that this does not make it
+    a kernel on the edge. Returns the figure."""
+    ax = roofline.chapter_plot(list(kernels), size)
+    fig = ax.figure
+    for line in list(ax.get_lines()):
+        if line.get_label().startswith("L2"):
+            line.remove()
+    legend = ax.get_legend()
+    keep = [(h, t.get_text()) for h, t in zip(legend.legend_handles, legend.get_texts())
+            if not t.get_text().startswith("L2")]
+    ax.legend([h for h, _ in keep], [t for _, t in keep], fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.02, 1), borderaxespad=0)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte moved through DRAM)")
+    props = roofline.device_properties()
+    peak = device.peak_fp32_gflops(props)
+    dram = next((c["gbps"] for c in roofline.ceilings(props)
+                 if c["level"] == "DRAM" and c["kind"] == "measured" and c["gbps"]), None)
+    for k in kernels:
+        p = roofline.dram_point(k, size, props)
+        if p is None or p["how"] != "ncu":
+            continue
+        roof = min(peak, dram * p["x"]) if dram else peak
+        ax.annotate("", xy=(p["x"], roof), xytext=(p["x"], p["gflops"]),
+                    arrowprops={"arrowstyle": "<->", "color": "0.35", "lw": 1.2})
+        ax.annotate(f"{roof / p['gflops']:,.0f}x below the roof",
+                    (p["x"], (roof * p["gflops"]) ** 0.5), xytext=(8, 0),
+                    textcoords="offset points", va="center", fontsize=9, color="0.25")
+    return fig

@@ -25,6 +25,10 @@ L1_SECTORS = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
 DRAM_BUSY = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
 L2_HIT = "lts__t_sector_hit_rate.pct"
 LOAD_INSTRUCTIONS = "smsp__inst_executed_op_global_ld.sum"
+# Chapter 02's profile of the same kernel, with the stall reasons of its warps.
+STALL_STUDY = "ch02_l1_lines"
+MEANING = {"lg throttle": "the queue of global loads in front of the L1 is full",
+           "long scoreboard": "waiting for the value of a global load"}
 
 
 def traffic(study: str = STUDY) -> dict | None:
@@ -116,8 +120,10 @@ def bytes_plot(study: str = STUDY, ax=None):
     top = ax.secondary_xaxis("top", functions=(lambda b: b / mats, lambda m: m * mats))
     top.set_xlabel("times A, B and C (log scale)", fontsize=9)
     ax.set_xlabel("bytes (log scale)")
-    ax.set_title(f"The naive kernel ({_settings(t)}) at {t['size']}^3: its bytes at each "
-                 f"level, counted by Nsight Compute;\n{records.source()}", fontsize=10, pad=12)
+    ax.set_title(f"DRAM would need to move {t['dram_limit'] / t['bytes']['DRAM']:,.0f}x more "
+                 f"to be the limit: the naive kernel ({_settings(t)}) at {t['size']}^3,\n"
+                 f"its bytes at each level, counted by Nsight Compute; {records.source()}",
+                 fontsize=10, pad=12)
     ax.grid(True, axis="x", which="major", alpha=0.3)
     return ax
 
@@ -135,6 +141,16 @@ def _misses_against_dram(t: dict) -> str:
             f"{bytes_text(dram - miss)} come from (the hit rate counts every lookup of "
             f"the L2, not only the SMs' requests, and a miss may bring more than its one "
             f"sector from DRAM: neither was counted apart)")
+
+
+def l2_note(study: str = STUDY) -> Text:
+    """The appendix's footnote to the L2 hit rate: its misses multiplied out and set
+    against DRAM's bytes, with what the recorded counts do not split."""
+    t = traffic(study)
+    if t is None:
+        return Text(f"Not in this recording: the {STUDY} study, or the naive kernel's rate.")
+    return Text(f"The L2 held {t['l2_hit_pct']:.0f}% of the sectors the SMs asked for; "
+                + _misses_against_dram(t) + ".")
 
 
 def summary(study: str = STUDY) -> Text:
@@ -156,12 +172,36 @@ def summary(study: str = STUDY) -> Text:
         f"than the timed one: the same bytes over the timed {t['ms']:,.0f} ms are "
         f"{100 * b['DRAM'] / (t['ms'] * 1e-3) / (t['peak_gbps'] * 1e9):.2g}% of the "
         f"theoretical {t['peak_gbps']:,.0f} GB/s",
-        f"  the L2 already held {t['l2_hit_pct']:.0f}% of the sectors the SMs asked for; "
-        + _misses_against_dram(t),
+        f"  the L2 already held {t['l2_hit_pct']:.0f}% of the sectors the SMs asked for",
         f"  {t['flop_per_dram_byte']:.1f} FLOP per DRAM byte: the lower roof there is "
         f"{roof_name}, {roof / 1000:.1f} TFLOP/s, {roof / t['gflops']:,.0f} times its rate",
         f"  the L1 was asked for {bytes_text(b['L1'])}, {b['L1'] / b['DRAM']:,.0f} times "
         f"DRAM's bytes: {t['sectors_per_load']:.1f} sectors of 32 bytes per load "
         f"instruction of a warp, whose 32 lanes load 4 bytes each",
     ]
+    wait = stall_line(t["params"])
+    if wait:
+        lines.append(wait)
     return Text("\n".join(lines))
+
+
+def stall_line(params: dict, study: str = STALL_STUDY) -> str | None:
+    """Where the naive kernel's warps wait, in one line: the direct evidence that its
+    loads, not its arithmetic or DRAM, hold it back. From chapter 02's profile (at
+    2048^3, the same settings), the cycles a warp waits between two of its instructions
+    and the share of the largest reason. None where that profile lacks the row."""
+    from gemm_kernels.notebook.evidence import stall_reasons
+    for step, row in studies.results(study):
+        if row is None or step.kernel != "naive" or dict(step.params) != dict(params):
+            continue
+        reasons = stall_reasons(row)
+        total = sum(reasons.values())
+        if not total:
+            return None
+        top, cycles = max(reasons.items(), key=lambda kv: kv[1])
+        size = "x".join(str(n) for n in studies.get(study).shapes[0])
+        what = f" ({MEANING[top]})" if top in MEANING else ""
+        return (f"  where its warps wait (Nsight Compute, chapter 02's profile at {size}): "
+                f"{total:,.0f} cycles between two instructions of a warp, {cycles / total:.0%} "
+                f"of them in {top}{what}")
+    return None

@@ -184,16 +184,40 @@ def check_prediction(line_model, occupancy_model, size: int = 2048) -> None:
     model.check_prediction(line_model, occupancy_model, size)
 
 
-def your_lines(configs) -> None:
-    """The "Try it" check: the line table of the student's configurations ((kernel,
-    params) pairs, or one pair), or, while the cell still holds None, what to write."""
-    if configs is None:
+def your_lines(config, lines=None, limit=None) -> None:
+    """The "Try it" task, checked: the student names a configuration ((kernel, params))
+    and enters the lines its warp's two loads touch per step and the limit they give
+    (GFLOP/s). A wrong count is answered with a question, not the number; once both are
+    right (the limit within 3%), the line table of that configuration with its measured
+    rate. The counting is the chapter's skill, so the measured rate comes last."""
+    if config is None:
         print('Pencil first, then write your configuration in `mine`, for instance '
-              '[("naive", {"BLOCK": 8, "MAPPING": "x->col"})], and run this cell again.')
+              '("naive", {"BLOCK": 8, "MAPPING": "x->col"}), your count in `my_lines` and '
+              'your limit in `my_limit`, and run this cell again.')
         return
-    if isinstance(configs, tuple):
-        configs = [configs]
-    print(model.line_table(configs))
+    if isinstance(config, list):
+        (config,) = config
+    kernel, params = config
+    if lines is None or limit is None:
+        print("Write your lines per step in `my_lines` and your limit (GFLOP/s) in "
+              "`my_limit` first, then run this cell again.")
+        return
+    lim = model.line_limit(kernel, params)
+    if int(lines) != lim["lines"]:
+        print(f"{lines} lines per step: not what this warp touches. Draw the warp's "
+              f"{lim['lanes']} active lanes on C: each row of C they cover reads its own "
+              "element of A (a line of its own when the rows differ); their columns of B "
+              "are neighbouring floats of one row of B: how many 128-byte lines (32 floats) "
+              "do they span? Add the two.")
+        return
+    if lim["GFLOP/s"] and abs(limit / lim["GFLOP/s"] - 1) > 0.03:
+        print(f"{lines} lines per step is right; {limit:,.0f} GFLOP/s is not what they allow. "
+              "Take the full-warp figure printed in *One line per cycle*, divide it by your "
+              f"lines, and scale it by the active lanes ({lim['lanes']} of 32).")
+        return
+    print(f"Right: {lim['lines']} lines per step, a limit of {lim['GFLOP/s']:,.0f} GFLOP/s. "
+          "The measured rate, next to it:")
+    print(model.line_table([(kernel, params)]))
 
 
 # ---------------------------------------------------------------- figures
