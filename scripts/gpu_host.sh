@@ -3,7 +3,7 @@
 # test and time. Logs go to $OUT. Usage: bash scripts/gpu_host.sh STAGE...
 # The Jupyter stack travels as wheels in .whl/: `bash ../shared/gpu-host/fetch-wheels.sh pytest-xdist execnet`
 # (xdist only for NBVAL_WORKERS), then `carry` .whl with the run.
-# Stages: info smoke check sanitize tests gputests full nbval verify grade bench record sweeps variants ch12 ch13 latency probe
+# Stages: info smoke check sanitize tests gputests full nbval verify grade bench record sweeps variants ch12 ch13 ch14 latency probe
 # profile studies (SWEEPS=name limits the sweeps stage to one kernel's entries; KERNELS="a b"
 # limits check and sanitize to those kernels; STUDIES="a b" the studies stage; `verify` runs check,
 # sanitize, tests and nbval side by side: none of them times anything it reports)
@@ -91,6 +91,17 @@ for stage in "$@"; do
               done
               timeout 300 python3 -m gemm_kernels record --chapters 13 > "$OUT/ch13-record.log" 2>&1
               tail -3 "$OUT/ch13-record.log"; cp figures/data/*.json "$OUT/" ;;
+    ch14)     # chapter 14: its kernel checked (and under both sanitizers), then recorded
+              timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_mma.py \
+                  2>&1 | tee "$OUT/ch14-tests.log" | tail -5
+              san="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+              for t in memcheck racecheck; do
+                timeout 200 "$san" --tool $t --error-exitcode 3 python3 -m pytest -q -p no:cacheprovider \
+                    tests/test_gpu_mma.py -k "nan_and_inf or sanitizers" > "$OUT/ch14-$t.log" 2>&1
+                echo "$t exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed|failed' "$OUT/ch14-$t.log" | tr '\n' ' ')"
+              done
+              timeout 300 python3 -m gemm_kernels record --chapters 14 > "$OUT/ch14-record.log" 2>&1
+              tail -3 "$OUT/ch14-record.log"; cp figures/data/*.json "$OUT/" ;;
     latency)  python3 -m gemm_kernels.notebook.widget_latency 2>&1 | tee "$OUT/latency.log" ;;
     probe)    python3 -m gemm_kernels.memory.probe --out "$OUT/bank_probe.json" 2>&1 | tee "$OUT/probe.log" | tail -40 ;;
     studies)  # the metric names this ncu knows, kept beside the counters chosen from them

@@ -41,10 +41,12 @@ def _declared_rule(kernel, params, shape):
 
 
 # gemv takes only M == 1 or N == 1 (its declared rule): test_gpu_plan.py checks it on
-# matrix-vector shapes, ragged ones included. wmma_naive takes only multiples of 16:
-# test_gpu_wmma.py checks it on those.
+# matrix-vector shapes, ragged ones included. wmma_naive takes only multiples of 16 and
+# mma_sync only K and N multiples of 8: test_gpu_wmma.py and test_gpu_mma.py check them
+# on the shapes they take, ragged ones included.
+OWN_TESTS = ("gemv", "wmma_naive", "mma_sync")
 CASES = [(name, ab) for name, k in KERNELS.items() for ab in ALPHA_BETA
-         if (k.op in GEMM_OPS or ab == (1.0, 0.0)) and name not in ("gemv", "wmma_naive")]
+         if (k.op in GEMM_OPS or ab == (1.0, 0.0)) and name not in OWN_TESTS]
 
 
 @pytest.mark.parametrize("name,ab", CASES, ids=[f"{n}-a{a}b{b}" for n, (a, b) in CASES])
