@@ -288,6 +288,10 @@ def test_the_clean_bk_pair_splits_its_time_into_instructions_and_cycles(capsys):
     rows = {r["step"]: r for r in table}
     assert set(rows) == {"BK = 8", "BK = 16"}
     assert line.startswith("BK = 8 against BK = 16:") and "the cycles per instruction" in line
+    # three decimals, so that the product printed is the product of the factors printed
+    import re
+    inst, cpi, time = (float(x) for x in re.findall(r"(\d\.\d{3})x", line)[:3])
+    assert abs(inst * cpi - time) < 0.0015, line
     # the deeper tile keeps fewer warps resident (3 blocks of 8 warps against 4)
     assert rows["BK = 16"]["warps active %"] < rows["BK = 8"]["warps active %"]
 
@@ -316,3 +320,14 @@ def test_the_merge_scope_line_is_a_sentence_and_follows_the_check(monkeypatch):
     assert line.startswith("all ") and "23 configurations" in line and "True" not in line
     monkeypatch.setattr(ch03_04_tiles, "scope_independent", lambda configs: False)
     assert "the reading matters" in ch04_banks.merge_scope_line()
+
+
+def test_the_ladder_table_groups_each_kernels_sizes_with_cublas_last():
+    from gemm_kernels.core.table import Table
+    rows = [{"chapter": c, "kernel": k, "size": n} for n in (1024, 2048)
+            for c, k in (("03", "smem_tiled"), ("05", "tile_1d"), ("00", "cublas"))]
+    out = ch05_tile_1d.ladder_by_kernel(Table(rows, ["chapter", "kernel", "size"], title="t"))
+    assert [(r["kernel"], r["size"]) for r in out] == [
+        ("smem_tiled", 1024), ("smem_tiled", 2048), ("tile_1d", 1024), ("tile_1d", 2048),
+        ("cublas", 1024), ("cublas", 2048)]
+    assert out.title == "t" and out.columns == ["chapter", "kernel", "size"]
