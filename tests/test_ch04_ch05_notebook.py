@@ -29,15 +29,29 @@ def test_the_lower_bound_at_one_output_per_thread_is_chapter_03s_cost():
                for n, p in ch03_04_tiles.variants(blocks=(32,))) == 51
 
 
-def test_under_the_exercises_rule_51_is_the_least_and_the_solution_reaches_it():
-    bound = {r["reads"]: r["total"] for r in ch04_banks.exercise_lower_bound(32)}
-    assert bound == {"32-bit": 66, "64-bit": 51, "128-bit": 53}
+def test_under_the_exercises_rule_50_is_the_least_and_a_wide_a_narrow_b_layout_reaches_it():
+    bound = {(r["reads of A"], r["reads of B"]): r["total"]
+             for r in ch04_banks.exercise_lower_bound(32)}
+    assert len(bound) == 9
+    assert bound[("64-bit", "64-bit")] == 51 and bound[("128-bit", "128-bit")] == 53
+    assert bound[("32-bit", "32-bit")] == 66
+    # the least: A wide, B 32-bit; chapter 03's cost, so no layout under the rule beats it
+    assert min(bound.values()) == 50 == ch03_04_tiles.wavefronts_per_step(
+        "smem_tiled", {"BLOCK": 32})
+    assert {k for k, v in bound.items() if v == 50} == {("64-bit", "32-bit"),
+                                                        ("128-bit", "32-bit")}
     layouts = {k: ch04_banks.EXERCISE_LAYOUTS[k]
-               for k in ("rows of BLOCK + 2", "rows of BLOCK, XOR swizzle")}
+               for k in ("rows of BLOCK + 2", ch04_banks.MIXED, "rows of BLOCK, XOR swizzle")}
     rows = {r["layout"]: r for r in ch04_banks.exercise_layouts(solution("04_tile_layout"),
                                                                 layouts)}
-    assert rows["rows of BLOCK + 2"]["wavefronts per step"] == min(bound.values())
+    assert rows["rows of BLOCK + 2"]["wavefronts per step"] == 51
     assert rows["rows of BLOCK + 2"]["loads of one step (SASS)"] == "32 LDS.64"
+    mixed = rows[ch04_banks.MIXED]
+    assert mixed["wavefronts per step"] == min(bound.values())
+    assert mixed["loads of one step (SASS)"] == "32 LDS + 8 LDS.128"
+    assert (mixed["a_word(m, k)"], mixed["b_word(k, n)"]) == ("m * BLOCK + k",
+                                                            "n * (BLOCK + 1) + k")
+    assert mixed["within the budget"] == "yes"
     # the swizzle as the kernel reads it, one float per k: mostly scalar loads, refused
     swz = rows["rows of BLOCK, XOR swizzle"]
     assert swz["within the budget"] == "no" and swz["wavefronts per step"] > 140
@@ -274,6 +288,10 @@ def test_the_clean_bk_pair_splits_its_time_into_instructions_and_cycles(capsys):
     rows = {r["step"]: r for r in table}
     assert set(rows) == {"BK = 8", "BK = 16"}
     assert line.startswith("BK = 8 against BK = 16:") and "the cycles per instruction" in line
+    # three decimals, so that the product printed is the product of the factors printed
+    import re
+    inst, cpi, time = (float(x) for x in re.findall(r"(\d\.\d{3})x", line)[:3])
+    assert abs(inst * cpi - time) < 0.0015, line
     # the deeper tile keeps fewer warps resident (3 blocks of 8 warps against 4)
     assert rows["BK = 16"]["warps active %"] < rows["BK = 8"]["warps active %"]
 
@@ -295,3 +313,21 @@ def test_the_bk_model_shows_its_residuals_and_says_it_is_a_fit():
     for r in table:
         median = float(r["measured gain, median"].rstrip("x"))
         assert abs(float(r["median / model"]) - median / float(r["model"].rstrip("x"))) < 0.02
+
+
+def test_the_merge_scope_line_is_a_sentence_and_follows_the_check(monkeypatch):
+    line = ch04_banks.merge_scope_line()
+    assert line.startswith("all ") and "23 configurations" in line and "True" not in line
+    monkeypatch.setattr(ch03_04_tiles, "scope_independent", lambda configs: False)
+    assert "the reading matters" in ch04_banks.merge_scope_line()
+
+
+def test_the_ladder_table_groups_each_kernels_sizes_with_cublas_last():
+    from gemm_kernels.core.table import Table
+    rows = [{"chapter": c, "kernel": k, "size": n} for n in (1024, 2048)
+            for c, k in (("03", "smem_tiled"), ("05", "tile_1d"), ("00", "cublas"))]
+    out = ch05_tile_1d.ladder_by_kernel(Table(rows, ["chapter", "kernel", "size"], title="t"))
+    assert [(r["kernel"], r["size"]) for r in out] == [
+        ("smem_tiled", 1024), ("smem_tiled", 2048), ("tile_1d", 1024), ("tile_1d", 2048),
+        ("cublas", 1024), ("cublas", 2048)]
+    assert out.title == "t" and out.columns == ["chapter", "kernel", "size"]

@@ -107,10 +107,28 @@ def test_other_layouts_within_the_budget_pass(a, b):
 
 def test_a_pass_reports_its_cost_next_to_the_budget_and_chapter_03():
     v = static_verdict(NAME, solution(NAME))
-    assert "51 wavefronts per warp and step (the budget: 53; chapter 03's layout, outside " \
-        "this exercise's rule: 50)" in v["static"][1], v
+    assert "51 wavefronts per warp and step (the budget: 53; the least any layout can " \
+        "cost, under this rule as in chapter 03: 50)" in v["static"][1], v
+    assert "outside" not in v["static"][1], v
     v = verdict_of("m * (BLOCK + 4) + k", "n * (BLOCK + 4) + k", predicted=53)
     assert "53 wavefronts per warp and step" in v["static"][1], v
+
+
+@pytest.mark.parametrize("a, b, loads", [
+    ("m * BLOCK + k", "n * (BLOCK + 1) + k", {1: 32, 2: 0, 4: 8}),
+    ("m * (BLOCK + 2) + k", "n * (BLOCK + 1) + k", {1: 32, 2: 16, 4: 0})])
+def test_a_wide_a_and_a_narrow_b_tie_chapter_03_under_the_rule(a, b, loads):
+    """50, chapter 03's cost, is reachable under the rule: A read wide (a broadcast, 16
+    wavefronts), B read 32 bits at a time from rows of BLOCK + 1 words (32, no conflict),
+    and both stores free. The grader passes it at 50 and refuses 51 for it."""
+    v = verdict_of(a, b, predicted=50)
+    assert v["static"][0] == PASS, v
+    assert "50 wavefronts per warp and step" in v["static"][1], v
+    src = with_prediction(with_word(with_word(solution(NAME), "a_word", a), "b_word", b), 50)
+    r = ch04_checks.assess(src, 32, NAME, "bank_layout",
+                           (("BLOCK", 32), ("LAYOUT", "conflict"), ("PAD", 2)))
+    assert r["wavefronts"] == 50 and r["loads"] == loads, r
+    assert verdict_of(a, b, predicted=51)["static"][0] == FAIL
 
 
 @pytest.mark.parametrize("a, b, cost, tiles, load", [

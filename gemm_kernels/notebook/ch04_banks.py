@@ -291,15 +291,19 @@ def probe_table():
 
 EXERCISE = "04_tile_layout"
 # Layouts under the exercise's rule (k along the rows of both tiles), as the expression of
-# a_word(m, k); b_word(k, n) is the same with n for m (x stands for both).
+# a_word(m, k); b_word(k, n) is the same with n for m (x stands for both), or, for a layout
+# whose tiles differ, a pair (a_word, b_word).
 EXERCISE_LAYOUTS = {
     "rows of BLOCK words": "x * BLOCK + k",
     "rows of BLOCK + 1": "x * (BLOCK + 1) + k",
     "rows of BLOCK + 2": "x * (BLOCK + 2) + k",
     "rows of BLOCK + 3": "x * (BLOCK + 3) + k",
     "rows of BLOCK + 4": "x * (BLOCK + 4) + k",
+    "A: rows of BLOCK, B: rows of BLOCK + 1": ("m * BLOCK + k", "n * (BLOCK + 1) + k"),
     "rows of BLOCK, XOR swizzle": "x * BLOCK + (k ^ ((x & 7) << 2))",
 }
+# The layout that reaches the least a step can cost under the rule: A read wide, B narrow.
+MIXED = "A: rows of BLOCK, B: rows of BLOCK + 1"
 SWIZZLE = EXERCISE_LAYOUTS["rows of BLOCK, XOR swizzle"]
 # The exercise kernel's inner loop, and the same with explicit 16-byte loads: four values
 # of k of each tile per load, whatever the compiler can prove about the addresses.
@@ -317,14 +321,23 @@ FLOAT4_LOOP = """#pragma unroll
         }"""
 
 
-def with_layout(source: str, expression: str, float4: bool = False) -> str:
+def tile_expressions(expression) -> tuple[str, str]:
+    """(a_word, b_word) of a layout of EXERCISE_LAYOUTS: a pair as it is, one expression
+    in x for both tiles (x: m in a_word, n in b_word)."""
+    if isinstance(expression, tuple):
+        return expression
+    return expression.replace("x", "m"), expression.replace("x", "n")
+
+
+def with_layout(source: str, expression, float4: bool = False) -> str:
     """The exercise's source `source` (a submission, e.g. `magic.submitted`) with
-    `expression` as the layout of both tiles (x: m in a_word, n in b_word); with
-    `float4`, its inner loop reads four values of k at once with explicit float4 loads
-    (FLOAT4_LOOP) from tiles declared 16-byte aligned."""
+    `expression` as the layout of the tiles (one expression in x for both, or a pair
+    (a_word, b_word): `tile_expressions`); with `float4`, its inner loop reads four values
+    of k at once with explicit float4 loads (FLOAT4_LOOP) from tiles declared 16-byte
+    aligned."""
     from gemm_kernels.exercises.ch04_checks import with_word
-    for function, x in (("a_word", "m"), ("b_word", "n")):
-        source = with_word(source, function, expression.replace("x", x))
+    for function, expr in zip(("a_word", "b_word"), tile_expressions(expression)):
+        source = with_word(source, function, expr)
         if source is None:
             raise ValueError(f"the source has no function {function}")
     if float4:
@@ -360,7 +373,8 @@ def exercise_layouts(source: str, layouts=None):
     for label, expr, float4 in cases:
         r = _priced(with_layout(source, expr, float4))
         loads = {w: n for w, n in r["loads"].items() if n}
-        rows.append({"layout": label, "a_word(m, k)": expr.replace("x", "m"),
+        a_expr, b_expr = tile_expressions(expr)
+        rows.append({"layout": label, "a_word(m, k)": a_expr, "b_word(k, n)": b_expr,
                      "reads in the source": "explicit float4" if float4 else "one float per k",
                      "loads of one step (SASS)": " + ".join(
                          f"{n} {c.LOAD_NAMES[w]}" for w, n in sorted(loads.items())),
@@ -389,22 +403,28 @@ def float4_swizzle(source: str, gpu: bool | None = None):
 
 
 def exercise_lower_bound(block: int = 32):
-    """The least one step can cost under the exercise's rule, for each width of the merged
-    reads: A (a broadcast: the model's best words per wavefront at that width), B (block
-    x 32 different words, 32 per wavefront), the store of a (1) and the store of b. With
-    reads w words wide, B(k, n) for k a multiple of w starts an aligned group of w words,
-    so it lies in a bank that is a multiple of w: the warp's 32 stores of b for such a k
-    share 32 / w banks, w words per bank."""
+    """The least one step can cost under the exercise's rule, for each pair of widths of
+    the merged reads of A and of B: A (a broadcast: the model's best words per wavefront
+    at its width), B (block x 32 different words, 32 per wavefront, at any width), the
+    store of a (1: a warp stores one row of the A tile) and the store of b. Reads of B
+    w words wide constrain the store of b: B(k, n) for k a multiple of w starts an aligned
+    group of w words, so it lies in a bank that is a multiple of w, and the warp's 32
+    stores of b for such a k share 32 / w banks, w words per bank. Reads of B 32 bits wide
+    leave the store of b free (rows of an odd length put a column in 32 banks), and the
+    reads of A do not constrain the store of b at all: the least, 50 at BLOCK = 32, needs
+    A read wide and B read 32 bits at a time."""
     from gemm_kernels.core.table import Table
     rows = []
-    for w in (1, 2, 4):
-        an = banks.analyse(banks.broadcast(0, 4 * w), 4 * w)
-        a = block // w * an.wavefronts
-        b = block * banks.WARP // banks.BANKS
-        rows.append({"reads": f"{32 * w}-bit", "read A": a, "read B": b, "store a": 1,
-                     "store b": w, "total": a + b + 1 + w})
+    b = block * banks.WARP // banks.BANKS
+    for wa in (1, 2, 4):
+        an = banks.analyse(banks.broadcast(0, 4 * wa), 4 * wa)
+        a = block // wa * an.wavefronts
+        for wb in (1, 2, 4):
+            rows.append({"reads of A": f"{32 * wa}-bit", "reads of B": f"{32 * wb}-bit",
+                         "read A": a, "read B": b, "store a": 1, "store b": wb,
+                         "total": a + b + 1 + wb})
     return Table(rows, list(rows[0]), title=f"the least one step can cost a warp under the "
-                 f"exercise's rule, BLOCK = {block}")
+                 f"exercise's rule, BLOCK = {block}, for each width of the reads")
 
 
 # ------------------------------------------------------------------ printed lines
@@ -450,6 +470,24 @@ def same_checks(size: int = 2048) -> str:
     if share and share["% of cuBLAS"] is not None:
         lines.append(f"{layout_name(best)}: {share['% of cuBLAS']:.0f}% of cuBLAS timed in the same run")
     return "\n".join(lines)
+
+
+def merge_scope_line(blocks=(8, 16, 32)) -> str:
+    """One sentence for appendix C: whether every 128-bit instruction of the chapter's
+    configurations (chapter 03's kernel at each block size and every bank_layout variant)
+    costs the same whether the merge rule is checked per half-warp or over the whole warp,
+    and how many configurations and 128-bit instructions that covers; so the chapter's
+    numbers do not depend on the reading the probe settled."""
+    configs = [("smem_tiled", {"BLOCK": b}) for b in blocks] + ch03_04_tiles.variants()
+    wide = sum(1 for n, p in configs for i in ch03_04_tiles.warp_instructions(n, p)
+               if i.width == 16)
+    same = ch03_04_tiles.scope_independent(configs)
+    if not same:
+        return (f"some 128-bit loads of the {len(configs)} configurations cost differently "
+                f"per half-warp and over the whole warp: the reading matters")
+    return (f"all {wide:,} 128-bit warp loads of the {len(configs)} configurations cost the "
+            f"same whether the rule is checked per half-warp or over the whole warp: the "
+            f"chapter's counts do not depend on the reading")
 
 
 def store_excess_line() -> str:

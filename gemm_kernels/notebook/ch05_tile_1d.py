@@ -728,9 +728,10 @@ def depth_stalls() -> Table:
         a, b = got["BK = 8"], got["BK = 16"]
         inst = a["instructions (billions)"] / b["instructions (billions)"]
         cpi = b["schedulers issue, % of cycles"] / a["schedulers issue, % of cycles"]
-        print(f"BK = 8 against BK = 16: {inst:.2f}x the instructions x {cpi:.2f}x the cycles "
-              f"per instruction = {inst * cpi:.2f}x the time (measured: "
-              f"{a['time, ms'] / b['time, ms']:.2f}x)")
+        # three decimals: at two, 1.04 x 1.00 = 1.03 reads as an arithmetic slip
+        print(f"BK = 8 against BK = 16: {inst:.3f}x the instructions x {cpi:.3f}x the cycles "
+              f"per instruction = {inst * cpi:.3f}x the time (measured: "
+              f"{a['time, ms'] / b['time, ms']:.3f}x)")
     else:
         print(f"study {DEPTH_STALLS}: not recorded")
     table.title = (f"tile_1d, BM = BN = 64, TM = 16, at {_shape(DEPTH_STALLS)} under Nsight "
@@ -843,6 +844,15 @@ def bk_scatter(size: int = 2048, ax=None):
 
 
 # ------------------------------------------------------------------ printed lines
+
+def ladder_by_kernel(table) -> Table:
+    """The ladder's rows (ladder.compare) grouped by kernel: each chapter's sizes together,
+    cuBLAS last, so that one kernel reads down a column without the cuBLAS rows of every
+    size between its rows."""
+    rows = sorted(table, key=lambda r: (r["chapter"] == "00", str(r["chapter"]),
+                                        r["kernel"], r["size"]))
+    return Table(rows, table.columns, title=table.title)
+
 
 def shares_4096() -> str:
     """The K4 tile and the default at 4096^3: rate, share of the cuBLAS run timed beside
