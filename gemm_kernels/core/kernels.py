@@ -969,7 +969,9 @@ register(Kernel(
 
 # ---------------------------------------------------------------- chapter 14
 
-MMA_THREADS = 256
+def _mma_threads(p) -> int:
+    return 32 * p["WARPS_M"] * p["WARPS_N"]
+
 
 
 def _mma_rows_rule(p, s):
@@ -991,16 +993,39 @@ register(Kernel(
     name="mma_sync", chapter="14",
     title="mma.sync m16n8k16 fed by ldmatrix from swizzled shared tiles, a cp.async ring",
     source="14_mma.cu", entry="hgemm_mma", op="hgemm",
-    params=(Param("BM", (64, 128), 128, "rows of the C tile per block (8 warps: 2 x 4)"),
-            Param("BN", (64, 128), 128, "columns of the C tile per block"),
+    params=(Param("BM", (64, 128, 256), 128, "rows of the C tile per block"),
+            Param("BN", (64, 128, 256), 128, "columns of the C tile per block"),
             Param("BK", (32, 64), 32, "depth of a pipeline stage (two or four 16-steps)"),
+            Param("WARPS_M", (2, 4), 2, "warps of a block along M"),
+            Param("WARPS_N", (2, 4), 4, "warps of a block along N"),
             Param("STAGES", (2, 3, 4), 4, "shared-memory stages in the copy ring "
                                           "(STAGES - 1 tiles in flight)"),
             Param("SWIZZLE", (False, True), True, "16-byte chunks of each shared row stored "
                                                   "at chunk ^ f(row): ldmatrix without bank "
                                                   "conflicts")),
-    template=("BM", "BN", "BK", "STAGES", "SWIZZLE"),
-    threads=lambda p: (MMA_THREADS, 1, 1),
+    template=("BM", "BN", "BK", "WARPS_M", "WARPS_N", "STAGES", "SWIZZLE"),
+    constraints=(
+        Constraint(lambda p: p["BM"] % (16 * p["WARPS_M"]) == 0
+                   and p["BN"] % (16 * p["WARPS_N"]) == 0,
+                   "a warp's region, (BM / WARPS_M) x (BN / WARPS_N) = ({BM} / {WARPS_M}) x "
+                   "({BN} / {WARPS_N}), must be whole 16 x 16 steps of ldmatrix: raise BM or "
+                   "BN, or lower WARPS_M or WARPS_N"),
+        Constraint(lambda p: p["WARPS_M"] * p["WARPS_N"] <= 8,
+                   "WARPS_M * WARPS_N = {WARPS_M} * {WARPS_N} warps: take at most 8 (more "
+                   "give each warp too little work)"),
+        Constraint(lambda p: (p["BM"] * p["BK"] // 8) % _mma_threads(p) == 0
+                   and (p["BK"] * p["BN"] // 8) % _mma_threads(p) == 0,
+                   "the A tile ({BM} x {BK}) and the B tile ({BK} x {BN}) must split into "
+                   "16-byte chunks evenly over the 32 * {WARPS_M} * {WARPS_N} threads"),
+        # a warp holds (BM / WARPS_M) * (BN / WARPS_N) / 32 accumulators per thread,
+        # plus its A fragments and addresses: above 128 of them ptxas runs out of the
+        # 255 registers a thread may have
+        Constraint(lambda p: p["BM"] * p["BN"] // (p["WARPS_M"] * p["WARPS_N"]) // 32 <= 128,
+                   "a warp's region of (BM / WARPS_M) x (BN / WARPS_N) = ({BM} / {WARPS_M}) "
+                   "x ({BN} / {WARPS_N}) holds too many accumulators for 255 registers per "
+                   "thread: add warps or shrink the tile"),
+    ),
+    threads=lambda p: (_mma_threads(p), 1, 1),
     grid=lambda p, s: (ceil_div(s[1], p["BN"]), ceil_div(s[0], p["BM"]), 1),
     dynamic_smem=lambda p, lim: _mma_smem(p),
     shape_rule=_mma_rows_rule,

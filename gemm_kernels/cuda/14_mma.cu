@@ -19,8 +19,11 @@
 // swizzle): chunk c of row r is stored at chunk c ^ f(r), which sends the 8 rows of every
 // matrix to 8 different bank groups and costs no extra bytes.
 //
-// A block of 8 warps (2 x 4) computes a BM x BN tile of C; each warp a (BM / 2) x (BN / 4)
-// region, as a grid of 16 x 8 mma tiles. K goes in steps of BK through a ring of STAGES
+// A block of WARPS_M x WARPS_N warps computes a BM x BN tile of C; each warp a
+// (BM / WARPS_M) x (BN / WARPS_N) region, as a grid of 16 x 8 mma tiles. The larger a
+// warp's region, the more mma each fragment loaded from shared memory feeds (a 64 x 64
+// region: 128 bytes of ldmatrix per mma; 64 x 32: 192), and the more registers its
+// accumulators take. K goes in steps of BK through a ring of STAGES
 // shared-memory buffers: cp.async copies (16 bytes each, zero-filled outside A and B) for
 // the tiles STAGES - 1 steps ahead are in flight while the tensor cores work on the
 // current one (chapter 09's pipeline).
@@ -32,8 +35,6 @@
 #include <cuda_fp16.h>
 #include "common.cuh"
 
-constexpr int MMA_WARPS_M = 2, MMA_WARPS_N = 4;
-constexpr int MMA_THREADS = 32 * MMA_WARPS_M * MMA_WARPS_N;
 
 // ------------------------------------------------------------------ the copies
 // 16 bytes from global to shared memory; zeros where `valid` is false (src is then not
@@ -111,22 +112,23 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
 }
 
 // ------------------------------------------------------------------ the kernel
-template <int BM, int BN, int BK, int STAGES, bool SWIZZLE>
-__global__ void __launch_bounds__(MMA_THREADS)
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool SWIZZLE>
+__global__ void __launch_bounds__(32 * WARPS_M * WARPS_N)
 hgemm_mma(int M, int N, int K, float alpha, const half* __restrict__ A,
           const half* __restrict__ B, float beta, float* __restrict__ C) {
-    constexpr int WM = BM / MMA_WARPS_M, WN = BN / MMA_WARPS_N;   // a warp's region
+    constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+    constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;           // a warp's region
     constexpr int FM = WM / 16, FN = WN / 8;                      // its mma tiles
     constexpr int A_CHUNKS = BK / 8, B_CHUNKS = BN / 8;            // 16-byte chunks per row
     static_assert(FM >= 1 && FN % 2 == 0 && BK % 16 == 0, "whole ldmatrix.x4 loads");
-    static_assert(BM * A_CHUNKS % MMA_THREADS == 0 && BK * B_CHUNKS % MMA_THREADS == 0,
+    static_assert(BM * A_CHUNKS % THREADS == 0 && BK * B_CHUNKS % THREADS == 0,
                   "every thread copies the same number of chunks");
     extern __shared__ __align__(128) unsigned char smem[];
     half* As = reinterpret_cast<half*>(smem);                      // [STAGES][BM][BK]
     half* Bs = As + STAGES * BM * BK;                               // [STAGES][BK][BN]
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int warp_m = warp / MMA_WARPS_N, warp_n = warp % MMA_WARPS_N;
+    const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
     const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
     const int tiles = (K + BK - 1) / BK;
 
@@ -138,14 +140,14 @@ hgemm_mma(int M, int N, int K, float alpha, const half* __restrict__ A,
         half* bs = Bs + s * BK * BN;
         const int k0 = t * BK;
 #pragma unroll
-        for (int i = threadIdx.x; i < BM * A_CHUNKS; i += MMA_THREADS) {
+        for (int i = threadIdx.x; i < BM * A_CHUNKS; i += THREADS) {
             const int r = i / A_CHUNKS, c = i % A_CHUNKS;
             const bool ok = row0 + r < M && k0 + 8 * c < K;
             copy_16(as + r * BK + 8 * chunk_at<A_CHUNKS, SWIZZLE>(r, c),
                     A + static_cast<size_t>(ok ? row0 + r : 0) * K + (ok ? k0 + 8 * c : 0), ok);
         }
 #pragma unroll
-        for (int i = threadIdx.x; i < BK * B_CHUNKS; i += MMA_THREADS) {
+        for (int i = threadIdx.x; i < BK * B_CHUNKS; i += THREADS) {
             const int r = i / B_CHUNKS, c = i % B_CHUNKS;
             const bool ok = k0 + r < K && col0 + 8 * c < N;
             copy_16(bs + r * BN + 8 * chunk_at<B_CHUNKS, SWIZZLE>(r, c),
