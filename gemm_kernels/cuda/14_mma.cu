@@ -140,14 +140,16 @@ hgemm_mma(int M, int N, int K, float alpha, const half* __restrict__ A,
         half* bs = Bs + s * BK * BN;
         const int k0 = t * BK;
 #pragma unroll
-        for (int i = threadIdx.x; i < BM * A_CHUNKS; i += THREADS) {
+        for (int j = 0; j < BM * A_CHUNKS / THREADS; ++j) {
+            const int i = threadIdx.x + j * THREADS;
             const int r = i / A_CHUNKS, c = i % A_CHUNKS;
             const bool ok = row0 + r < M && k0 + 8 * c < K;
             copy_16(as + r * BK + 8 * chunk_at<A_CHUNKS, SWIZZLE>(r, c),
                     A + static_cast<size_t>(ok ? row0 + r : 0) * K + (ok ? k0 + 8 * c : 0), ok);
         }
 #pragma unroll
-        for (int i = threadIdx.x; i < BK * B_CHUNKS; i += THREADS) {
+        for (int j = 0; j < BK * B_CHUNKS / THREADS; ++j) {
+            const int i = threadIdx.x + j * THREADS;
             const int r = i / B_CHUNKS, c = i % B_CHUNKS;
             const bool ok = k0 + r < K && col0 + 8 * c < N;
             copy_16(bs + r * BN + 8 * chunk_at<B_CHUNKS, SWIZZLE>(r, c),
