@@ -997,7 +997,7 @@ register(Kernel(
             Param("BN", (64, 128, 256), 128, "columns of the C tile per block"),
             Param("BK", (32, 64), 32, "depth of a pipeline stage (two or four 16-steps)"),
             Param("WARPS_M", (2, 4), 2, "warps of a block along M"),
-            Param("WARPS_N", (2, 4), 4, "warps of a block along N"),
+            Param("WARPS_N", (2, 4), 2, "warps of a block along N"),
             Param("STAGES", (2, 3, 4), 4, "shared-memory stages in the copy ring "
                                           "(STAGES - 1 tiles in flight)"),
             Param("SWIZZLE", (False, True), True, "16-byte chunks of each shared row stored "

@@ -175,38 +175,29 @@ hgemm_mma(int M, int N, int K, float alpha, const half* __restrict__ A,
 
         const half* as = As + (t % STAGES) * BM * BK;
         const half* bs = Bs + (t % STAGES) * BK * BN;
-        // The fragments of a 16-step, in two register sets: the next step's are loaded
-        // (ldmatrix) before this step's mma are issued, so that the loads' latency hides
-        // behind the tensor cores' work.
-        unsigned a[2][FM][4], b[2][FN / 2][4];
-        auto load_fragments = [&](int set, int kk) {
-            // A: lane l gives row (l % 16) of each 16-row tile, chunk kk / 8 + l / 16
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 16) {
+            // A: lane l gives row (l % 16) of the 16-row tile, chunk kk/8 + l / 16
+            unsigned a[FM][4];
 #pragma unroll
             for (int i = 0; i < FM; ++i) {
                 const int r = warp_m * WM + 16 * i + lane % 16;
-                ldmatrix_x4(a[set][i], as + r * BK + 8 * chunk_at<A_CHUNKS, SWIZZLE>(r, kk / 8 + lane / 16));
+                ldmatrix_x4(a[i], as + r * BK + 8 * chunk_at<A_CHUNKS, SWIZZLE>(r, kk / 8 + lane / 16));
             }
             // B (k-major): lane l gives row kk + (l % 8) + 8 ((l / 8) % 2), the chunk of
             // columns 16 j + 8 (l / 16): two 8-column mma tiles per ldmatrix.x4.trans
 #pragma unroll
-            for (int j = 0; j < FN / 2; ++j) {
+            for (int j = 0; j < FN; j += 2) {
+                unsigned b[4];
                 const int r = kk + lane % 8 + 8 * ((lane / 8) % 2);
-                const int c = (warp_n * WN + 16 * j) / 8 + lane / 16;
-                ldmatrix_x4_trans(b[set][j], bs + r * BN + 8 * chunk_at<B_CHUNKS, SWIZZLE>(r, c));
-            }
-        };
-        load_fragments(0, 0);
-#pragma unroll
-        for (int kk = 0; kk < BK; kk += 16) {
-            const int set = (kk / 16) % 2;
-            if (kk + 16 < BK) load_fragments(set ^ 1, kk + 16);
-#pragma unroll
-            for (int j = 0; j < FN / 2; ++j)
+                const int c = (warp_n * WN + 8 * j) / 8 + lane / 16;
+                ldmatrix_x4_trans(b, bs + r * BN + 8 * chunk_at<B_CHUNKS, SWIZZLE>(r, c));
 #pragma unroll
                 for (int i = 0; i < FM; ++i) {
-                    mma_16816(acc[i][2 * j], a[set][i], b[set][j][0], b[set][j][1]);
-                    mma_16816(acc[i][2 * j + 1], a[set][i], b[set][j][2], b[set][j][3]);
+                    mma_16816(acc[i][j], a[i], b[0], b[1]);
+                    mma_16816(acc[i][j + 1], a[i], b[2], b[3]);
                 }
+            }
         }
     }
     copy_wait<0>();   // no copy may still write shared memory when the block ends
