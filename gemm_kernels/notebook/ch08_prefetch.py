@@ -551,8 +551,9 @@ def ladder_start(params: dict | None = None) -> str:
             f"GFLOP/s, the exercise's answer at {rate[WORKING]}. Chapter 09's ladder starts "
             "from the first, on purpose: its part A changes only the shared-memory layout "
             "and keeps chapter 08's copy code, so that each of its steps differs from the "
-            "one before in one thing. Its first steps can therefore run slower than your "
-            "answer here; part B replaces the copy itself (cp.async), and passes it.")
+            "one before in one thing. Its first steps can therefore run slower than the "
+            "exercise's answer of chapter 08; part B replaces the copy itself (cp.async), "
+            "and passes it.")
 
 
 def one_block_summary(study: str = "ch08_one_block") -> str:
