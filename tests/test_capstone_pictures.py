@@ -234,8 +234,7 @@ def test_ladder_table_sets_the_capstone_steps_at_two_blocks_by_their_minb_2_buil
     for i in (4, 7, 8):
         assert rungs[i].held[4096]["params"]["MINB"] == 2
         assert rows[i]["4096^3, MINB = 2 builds"] == cp.count(rungs[i].held[4096]["gflops"]["median"])
-    assert rows[3]["4096^3, MINB = 2 builds"] == \
-        rows[3]["4096^3 GFLOP/s (% of cuBLAS)"].split()[0] + " (own)"
+    assert rows[3]["4096^3, MINB = 2 builds"] == cp.AS_BUILT   # no repeated rate
     held = rungs[4].held[4096]["gflops"]["median"]
     own = rungs[3].rows[4096]["gflops"]["median"]
     assert rows[4]["4096^3 change, MINB = 2"] == f"{100 * (held / own - 1):+.1f}%"
@@ -498,7 +497,8 @@ def test_the_worked_solutions_sit_beside_the_kernels_of_their_run():
     t = cp.exercise_references()
     assert [r["exercise"] for r in t] == ["09_zorder", "09_capstone_step"]
     for r in t:
-        if r["worked solution (% of cuBLAS)"] == cp.NOT_RECORDED:
+        assert r["worked solution (% of cuBLAS)"] != cp.NOT_RECORDED   # no placeholder
+        if r["worked solution (% of cuBLAS)"] == cp.NOT_TIMED:
             pytest.skip("the recording has no worked solution")
         assert r["solution / kernel"].endswith("%")
 
@@ -520,3 +520,14 @@ def test_listings_before_the_pipeline_exercise_hide_the_waits_count():
     assert waits and all(ln.rstrip().endswith("0x?") for ln in waits), waits
     plain = [ln for ln in cp.step_sass(7).listing if "DEPBAR.LE" in ln]
     assert plain and not any("0x?" in ln for ln in plain), plain
+
+
+def test_the_ladder_plot_draws_the_minb_diamonds_only_when_asked():
+    """The chapter's first figure has no MINB = 2 diamonds; the Yardsticks section asks
+    for them (one per capstone step and size with a MINB = 2 build)."""
+    def diamonds(fig):
+        return sum(1 for line in fig.axes[0].lines if line.get_marker() == "D")
+    plain, full = cp.ladder_plot(), cp.ladder_plot(minb=True)
+    held = sum(1 for r in cp.ladder() for n in (2048, 4096) if r.has_minb and r.held[n])
+    assert diamonds(plain) == 0 and diamonds(full) == held > 0
+    matplotlib.pyplot.close(plain); matplotlib.pyplot.close(full)

@@ -146,10 +146,10 @@ def test_the_one_block_summary_reads_the_study():
     assert text.count("\n") == 3 and "wins back" in text and "% of its rate" in text
 
 
-def test_the_short_payoff_keeps_the_medians_and_names_the_sunk_attempt():
+def test_the_short_payoff_keeps_the_medians_and_the_names_of_the_full_table():
     full, short = c.payoff(), c.payoff_short()
     assert short.columns == list(c.PAYOFF_SHORT.values())
-    assert short[1]["kernel"] == "chapter 08's first attempt (loads sunk by ptxas)"
+    assert [r["kernel"] for r in short] == [r["kernel"] for r in full]   # one name each
     for f, s in zip(full, short):
         assert s["GFLOP/s"] == f["own occupancy: GFLOP/s"].split(" (")[0]
         assert s["x 07, 1 block/SM"] == f["one block per SM: / 07"]
@@ -171,3 +171,22 @@ def test_the_stall_summary_reads_both_block_counts(recorded_mode):
     assert text.startswith("Two blocks per SM: the largest wait is")
     assert "One block per SM: the largest wait is 'long scoreboard'" in text
     assert text.count("cycles per instruction") == 2 * len(c.STALL_READ)
+
+
+def test_the_ladder_start_names_both_rates_from_the_payoff(recorded_mode):
+    text = c.ladder_start()
+    full = {r["kernel"]: r for r in c.payoff()}
+    for name in ("chapter 08's kernel", c.WORKING):
+        assert full[name]["own occupancy: GFLOP/s"].split(" (")[0] in text, (name, text)
+    assert text.startswith("At 2048^3") and "part A" in text
+
+
+def test_the_worked_answer_note_sets_the_grader_count_beside_the_table_row():
+    from gemm_kernels.exercises.ch08_checks import in_flight_words, loop_loads
+    from gemm_kernels.exercises.solutions import solution_text
+    from gemm_kernels.exercises.submission import submission_sass
+    text = c.worked_answer_note()
+    sass = submission_sass("08_double_buffer", "double_buffer", c.kernel_of("double_buffer")
+                           .resolve({}) | {}, solution_text("08", "08_double_buffer"))
+    assert in_flight_words(loop_loads(sass)) in text, text
+    assert f"{c.loads(c.WORKING).fewest:,} of 512" in text and c.WORKING in text

@@ -245,3 +245,23 @@ def test_wrong_answers_are_refused_on_a_gpu(what):
     refused_as_wrong(NAME, old, new)
 
 
+
+
+def test_the_static_hint_answers_only_the_failure_it_follows():
+    """A pointer stepped by BK gets the pointer hint alone; a wrong wait count the wait's;
+    a commit inside the request's if the commit's (not all three run together)."""
+    from gemm_kernels.exercises.grader import grade
+    src = solution(NAME)
+
+    def static_hint(source):
+        return next(s.hint for s in grade(NAME, source, gpu=False, emulate=False).steps
+                    if s.name == "static")
+
+    pointer = static_hint(src.replace("b_src += BK * N;", "b_src += BK;"))
+    assert "source pointer moves on" in pointer and "groups committed" not in pointer \
+        and "one commit per step" not in pointer, pointer
+    wait = static_hint(with_wait("STAGES - 1"))
+    assert "groups committed" in wait and "source pointer" not in wait, wait
+    commit = static_hint(with_commit_inside_the_if())
+    assert "one commit per step" in commit and "source pointer" not in commit \
+        and "groups committed" not in commit, commit

@@ -19,7 +19,7 @@ from gemm_kernels.exercises.ch05_checks import (products_followed, shared_loads_
                                                 thread_mapping)
 from gemm_kernels.exercises.ch07_checks import all_loads_128, right_at
 from gemm_kernels.exercises.ch08_checks import prefetch_in_flight
-from gemm_kernels.exercises.ch09_checks import zorder_lanes
+from gemm_kernels.exercises.ch09_checks import pipeline_hint, zorder_lanes
 from gemm_kernels.measure.check import RAGGED_SHAPES, TRANSPOSE_SHAPES
 
 
@@ -428,11 +428,7 @@ register(Exercise(
     static_checks=(pipeline_step,),
     hints={"compile": "keep the kernel's name, template parameters and the given helpers "
                       "(issue_next, issue_tile, cp_async_commit, cp_async_wait<count>)",
-           "static": "count the groups committed when the wait runs at the last k of "
-                     "step t (the prologue's, then one per step so far), and how many of "
-                     "them are newer than tile t + 1's group: those may stay in flight; "
-                     "one commit per step, requested or not; after issue_next's copies, "
-                     "each source pointer moves on by one whole tile",
+           "static": pipeline_hint,
            "correct": "request tile tile + STAGES - 1 into stage ws (the one finished in "
                       "the step before), never into rs; commit in every step, even when "
                       "no tile is left; move rs and ws on by one, back to 0 after "

@@ -679,3 +679,30 @@ def pipeline_step(source: str) -> list[str]:
     """Every static check of the pipeline exercise: the wait (`pipeline_wait`), the
     commits and requests (`pipeline_requests`) and the HOIST moves (`hoist_advance`)."""
     return pipeline_wait(source) + pipeline_requests(source) + hoist_advance(source)
+
+
+# The static hints of exercise 09_capstone_step, one per kind of problem; `pipeline_hint`
+# shows only those whose problem the report names, so that a wrong pointer step is not
+# answered with advice on the wait's count.
+PIPELINE_HINTS = (
+    (("cp_async_wait", "wait"),
+     "count the groups committed when the wait runs at the last k of step t (the "
+     "prologue's, then one per step so far), and how many of them are newer than tile "
+     "t + 1's group: those may stay in flight"),
+    (("cp_async_commit", "commit"),
+     "one commit per step, requested or not"),
+    (("a_src", "b_src", "issue_next", "pointer"),
+     "after issue_next's copies, each source pointer moves on by one whole tile"),
+)
+
+
+def pipeline_hint(detail: str) -> str:
+    """The static hint of 09_capstone_step for the failure `detail`: the hints whose
+    keywords the detail names (the first keyword of each is tried first, so that a
+    message on pointers that mentions a wait does not pull in the wait's hint), or all of
+    them where none matches (a failure this list does not know)."""
+    first = [h for keys, h in PIPELINE_HINTS if keys[0] in detail]
+    if first:
+        return "; ".join(first)
+    some = [h for keys, h in PIPELINE_HINTS if any(k in detail for k in keys[1:])]
+    return "; ".join(some or [h for _, h in PIPELINE_HINTS])

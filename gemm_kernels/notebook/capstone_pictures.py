@@ -37,6 +37,8 @@ from gemm_kernels.memory import banks, ch07_09_patterns
 from gemm_kernels.notebook.display import Markdown, Text
 
 NOT_RECORDED = "not recorded yet on this machine's recording"
+NOT_TIMED = "not timed: the recording has no run of it"   # a worked solution
+AS_BUILT = "as built"     # a ladder step without a MINB switch, in the MINB = 2 column
 LADDER = "ch09_ladder"
 FONT = 10          # every label of these figures; titles one point larger
 
@@ -517,7 +519,7 @@ def ladder_table(sizes=(2048, 4096), two_blocks_at: int | None = 4096) -> Table:
             n = two_blocks_at
             held = r.held[n]
             row[f"{n}^3, MINB = 2 builds"] = NOT_RECORDED if held is None else \
-                count(_rate(held)) + ("" if r.has_minb else " (own)")
+                (count(_rate(held)) if r.has_minb else AS_BUILT)
             row[f"{n}^3 change, MINB = 2"] = _change(held, before.held[n]) if before else "-"
         rows.append(row)
     timed = all(r.timed for r in rungs)
@@ -529,7 +531,8 @@ def ladder_table(sizes=(2048, 4096), two_blocks_at: int | None = 4096) -> Table:
              + (f" ({note})" if note else "") + ".")
     if two_blocks_at:
         title += (" MINB = 2 builds: the capstone's steps compiled to fit two blocks per "
-                  "SM; steps 0-3 have no such switch, their own rates stand there (own)")
+                  f"SM; steps 0-3 have no such switch and ask for two blocks as built "
+                  f"('{AS_BUILT}': their changes are reckoned from their own rates)")
     return Table(rows, list(rows[0]), title=title)
 
 
@@ -631,11 +634,12 @@ def yardsticks(sizes=(2048, 4096)) -> Text:
     return Text("\n".join(lines))
 
 
-def ladder_plot(sizes=(2048, 4096)):
+def ladder_plot(sizes=(2048, 4096), minb: bool = False):
     """One horizontal bar per step and size, labelled with its % of cuBLAS; each bar's
-    own cuBLAS (same run) as a black tick; for the capstone's steps, the MINB = 2 build
-    as an orange diamond. A step without a recorded row gets no bar but the words
-    `NOT_RECORDED`."""
+    own cuBLAS (same run) as a black tick; with `minb`, for the capstone's steps, the
+    MINB = 2 build as an orange diamond (off by default: the chapter's first figure
+    shows the ladder alone, the section that explains MINB = 2 draws them). A step
+    without a recorded row gets no bar but the words `NOT_RECORDED`."""
     from matplotlib.ticker import FuncFormatter
     plt = _plt()
     rungs = ladder(sizes)
@@ -664,7 +668,7 @@ def ladder_plot(sizes=(2048, 4096)):
             if row.get("reference"):
                 ax.plot([row["reference"]["gflops"]["median"]] * 2,
                         [y - height / 2, y + height / 2], color="k", lw=2)
-            if r.has_minb and r.held[n] is not None:
+            if minb and r.has_minb and r.held[n] is not None:
                 ax.plot(_rate(r.held[n]), y, marker="D", ms=7, mfc="#e69138", mec="k",
                         ls="none", label="the same step built with MINB = 2 "
                         "(two blocks per SM)")
@@ -1430,7 +1434,8 @@ def exercise_references(names=("09_zorder", "09_capstone_step")) -> Table:
                      f"GFLOP/s at {ex.time_size}^3 (% of cuBLAS)": _rate_cell(r),
                      "an answer must reach": "-" if r is None else
                      f"{count(ex.speed * _rate(r))} ({ex.speed:.0%})",
-                     "worked solution (% of cuBLAS)": _rate_cell(sol),
+                     "worked solution (% of cuBLAS)": NOT_TIMED if sol is None
+                     else _rate_cell(sol),
                      "solution / kernel": "-" if sol is None or r is None or
                      sol.get("run") != r.get("run") else f"{100 * _rate(sol) / _rate(r):.1f}%",
                      "solution's registers": ((sol or {}).get("binary") or {}).get("registers",
