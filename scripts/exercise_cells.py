@@ -4,13 +4,13 @@
 
 The chapter notebook gets the skeleton (each solution region replaced by the stub), the
 solution notebook the solution; both get the intro, `%load_ext` and the `%%exercise` cell
-(an nbgrader solution cell, which shows the grading report without raising), and, at the
-end of the notebook, a "Your grade" heading and the autograded test cell (which raises on
-the skeleton: tagged nbval-raises-exception there). So "Run All" runs the whole chapter
-and stops, if at all, at its last cell, wherever the exercise sits: in a chapter it comes
-before the chapter's own kernel, so that the student writes before reading. Cells of an
-earlier run are replaced where they were (new ones: the exercise at the end). Execute both
-notebooks afterwards (jupyter nbconvert --execute --inplace --allow-errors).
+(an nbgrader solution cell, which shows the grading report without raising), followed
+right away by a "Your grade" heading and the autograded test cell (which raises on the
+skeleton: tagged nbval-raises-exception there), so that the student sees the verdict
+next to the exercise; "Run All" stops there until the kernel passes, and the chapter's
+"Check your answer" section comes after it. Cells of an earlier run are replaced where
+they were (new ones: at the end). Execute both notebooks afterwards (jupyter nbconvert
+--execute --inplace --allow-errors).
 """
 import json
 import sys
@@ -70,13 +70,13 @@ def cells(name, intro, solution_src, student):
 
 
 def put(path, exercise, grade):
-    """The exercise where its cells were (else at the end), its grade cells at the end."""
+    """The exercise where its cells were (else at the end), its grade cells right after."""
     nb = json.loads(Path(path).read_text())
     prefix = exercise[0]["id"].rsplit("-", 1)[0] + "-"
     old = [i for i, c in enumerate(nb["cells"]) if str(c.get("id", "")).startswith(prefix)]
     kept = [c for c in nb["cells"] if not str(c.get("id", "")).startswith(prefix)]
     at = old[0] if old else len(kept)
-    nb["cells"] = kept[:at] + exercise + kept[at:] + grade
+    nb["cells"] = kept[:at] + exercise + grade + kept[at:]
     Path(path).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
