@@ -95,11 +95,11 @@ KNOWN_SPILLS = (
                "trade, not a lack of registers (the same TM, BK and thread count at other "
                "BM, BN fit)"),
     KnownSpill("mma_sync", ("sm_75",),
-               lambda p: p == {"BM": 64, "BN": 256, "BK": 32, "WARPS_M": 2, "WARPS_N": 4,
-                               "STAGES": 2, "SWIZZLE": False},
-               "ptxas 12.9 for sm_75 takes 128 of 255 registers for this build and spills "
-               "4 bytes (the same tile swizzled, or with more stages, fits): its own trade, "
-               "not a lack of registers"),
+               lambda p: p["BM"] == 64 and p["WARPS_M"] * p["WARPS_N"] == 8,
+               "64-row tiles shared by 8 warps: ptxas 12.9 for sm_75 spills 4-12 bytes in "
+               "one or two of these builds (which ones changes with small edits of the "
+               "source, at 128-242 of 255 registers): its own trade, not a lack of "
+               "registers"),
 )
 
 

@@ -78,6 +78,25 @@ __device__ __forceinline__ int chunk_at(int r, int c) {
     else return c ^ (r & 7);
 }
 
+// A ROWS x COLS tile of a rows x cols row-major matrix, from element (r0, c0), into a
+// shared tile with rows of COLS halves: each of the THREADS threads copies whole 16-byte
+// chunks to their (swizzled) places; chunks outside the matrix become zeros (cols % 8 ==
+// 0, so a chunk is wholly inside or outside).
+template <int ROWS, int COLS, int THREADS, bool SWIZZLE>
+__device__ __forceinline__ void copy_tile(half* tile, const half* src, int rows, int cols,
+                                          int r0, int c0) {
+    constexpr int CHUNKS = COLS / 8;
+    static_assert(ROWS * CHUNKS % THREADS == 0, "every thread copies the same number of chunks");
+#pragma unroll
+    for (int j = 0; j < ROWS * CHUNKS / THREADS; ++j) {
+        const int i = threadIdx.x + j * THREADS;
+        const int r = i / CHUNKS, c = i % CHUNKS;
+        const bool ok = r0 + r < rows && c0 + 8 * c < cols;
+        copy_16(tile + r * COLS + 8 * chunk_at<CHUNKS, SWIZZLE>(r, c),
+                src + static_cast<size_t>(ok ? r0 + r : 0) * cols + (ok ? c0 + 8 * c : 0), ok);
+    }
+}
+
 // ------------------------------------------------------------------ ldmatrix and mma
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const half* p) {
     const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -121,8 +140,6 @@ hgemm_mma(int M, int N, int K, float alpha, const half* __restrict__ A,
     constexpr int FM = WM / 16, FN = WN / 8;                      // its mma tiles
     constexpr int A_CHUNKS = BK / 8, B_CHUNKS = BN / 8;            // 16-byte chunks per row
     static_assert(FM >= 1 && FN % 2 == 0 && BK % 16 == 0, "whole ldmatrix.x4 loads");
-    static_assert(BM * A_CHUNKS % THREADS == 0 && BK * B_CHUNKS % THREADS == 0,
-                  "every thread copies the same number of chunks");
     extern __shared__ __align__(128) unsigned char smem[];
     half* As = reinterpret_cast<half*>(smem);                      // [STAGES][BM][BK]
     half* Bs = As + STAGES * BM * BK;                               // [STAGES][BK][BN]
@@ -132,29 +149,11 @@ hgemm_mma(int M, int N, int K, float alpha, const half* __restrict__ A,
     const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
     const int tiles = (K + BK - 1) / BK;
 
-    // Tile t into stage s: each thread copies whole 16-byte chunks, to their swizzled
-    // places; chunks outside A or B become zeros (K % 8 == 0 and N % 8 == 0, so a chunk
-    // is wholly inside or outside).
+    // Tile t into stage s: the A tile (BM rows of BK halves at (row0, t BK)) and the B
+    // tile (BK rows of BN halves at (t BK, col0)), by copy_tile below.
     auto load_tile = [&](int t, int s) {
-        half* as = As + s * BM * BK;
-        half* bs = Bs + s * BK * BN;
-        const int k0 = t * BK;
-#pragma unroll
-        for (int j = 0; j < BM * A_CHUNKS / THREADS; ++j) {
-            const int i = threadIdx.x + j * THREADS;
-            const int r = i / A_CHUNKS, c = i % A_CHUNKS;
-            const bool ok = row0 + r < M && k0 + 8 * c < K;
-            copy_16(as + r * BK + 8 * chunk_at<A_CHUNKS, SWIZZLE>(r, c),
-                    A + static_cast<size_t>(ok ? row0 + r : 0) * K + (ok ? k0 + 8 * c : 0), ok);
-        }
-#pragma unroll
-        for (int j = 0; j < BK * B_CHUNKS / THREADS; ++j) {
-            const int i = threadIdx.x + j * THREADS;
-            const int r = i / B_CHUNKS, c = i % B_CHUNKS;
-            const bool ok = k0 + r < K && col0 + 8 * c < N;
-            copy_16(bs + r * BN + 8 * chunk_at<B_CHUNKS, SWIZZLE>(r, c),
-                    B + static_cast<size_t>(ok ? k0 + r : 0) * N + (ok ? col0 + 8 * c : 0), ok);
-        }
+        copy_tile<BM, BK, THREADS, SWIZZLE>(As + s * BM * BK, A, M, K, row0, t * BK);
+        copy_tile<BK, BN, THREADS, SWIZZLE>(Bs + s * BK * BN, B, K, N, t * BK, col0);
     };
 
     float acc[FM][FN][4] = {};
