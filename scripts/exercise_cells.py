@@ -41,9 +41,10 @@ def _code(text, cid, tags=(), nbgrader=None):
 
 # Told to the student under every exercise: the saved notebook shows the report failing.
 EXPECTED_FAIL = ("Until your kernel is written and passes, the report says FAIL: that is "
-                 "expected, and the rest of the chapter runs on regardless. The last cell "
-                 "of the notebook, under *Your grade*, turns the report into a pass or a "
-                 "fail; it stops with an `AssertionError` until your kernel passes.")
+                 "expected. The cell under *Your grade*, right below it, turns the report "
+                 "into a pass or a fail; it stops with an `AssertionError` (and *Run All* "
+                 "with it) until your kernel passes: run the cells after it by hand until "
+                 "then.")
 
 
 def cells(name, intro, solution_src, student):

@@ -94,6 +94,13 @@ KNOWN_SPILLS = (
                "that lets one more block share the SM, and spills 8-12 bytes: its own "
                "trade, not a lack of registers (the same TM, BK and thread count at other "
                "BM, BN fit)"),
+    KnownSpill("wmma_tiled", ("sm_75", "sm_80", "sm_86", "sm_89"),
+               lambda p: p["BM"] == p["BN"] == 128 and p["BK"] == 32,
+               "the source's __launch_bounds__(256, 2) leaves the 128 x 128 tile 128 "
+               "registers per thread: 8 accumulator fragments (64 registers) and, at BK = "
+               "32, the next tile's loads in flight; ptxas for sm_75 to sm_89 spills 4-24 "
+               "bytes (sm_90 and newer fit it). The chapter's default is one of them and "
+               "must stay accepted on a T4"),
     KnownSpill("mma_sync", ("sm_75",),
                lambda p: p["BM"] == 64 and p["WARPS_M"] * p["WARPS_N"] == 8,
                "64-row tiles shared by 8 warps: ptxas 12.9 for sm_75 spills 4-12 bytes in "

@@ -46,19 +46,21 @@ def test_the_tiled_kernel_takes_any_shape():
         assert not problems("wmma_tiled", None, shape)
 
 
-def test_the_big_tile_with_bk32_is_refused_where_ptxas_would_spill():
-    p = {"BM": 128, "BN": 128, "BK": 32}
-    assert not get("wmma_tiled").problems(p, "sm_90")
-    (msg,) = get("wmma_tiled").problems(p, "sm_75")
-    assert "BK=16" in msg and "sm_75" in msg
-    assert not get("wmma_tiled").problems({**p, "BK": 16}, "sm_75")
+def test_every_configuration_is_accepted_on_every_architecture():
+    k = get("wmma_tiled")
+    for arch in ("sm_75", "sm_86", "sm_90"):
+        assert len(k.valid_configurations(arch)) == len(k.configurations())
 
 
-def test_every_accepted_configuration_compiles_without_spills_for_sm_75_and_sm_90():
+def test_only_the_big_tile_with_bk32_spills_and_only_before_sm_90():
+    """The known spill of tests/test_arch_matrix.py: 128 x 128 with BK = 32 under the cap
+    of 128 registers, on sm_75 (the oldest GPU of the series); nothing on sm_90."""
     k = get("wmma_tiled")
     for arch in ("sm_75", "sm_90"):
-        for c in k.valid_configurations(arch):
-            assert compiler.resources(k, c, arch)["spill_stores"] == 0, (arch, c)
+        spills = [c for c in k.valid_configurations(arch)
+                  if compiler.resources(k, c, arch)["spill_stores"]]
+        assert all(c["BM"] == c["BN"] == 128 and c["BK"] == 32 for c in spills), (arch, spills)
+        assert bool(spills) == (arch == "sm_75")
 
 
 def test_hgemm_takes_fp16_inputs_and_an_fp32_output():

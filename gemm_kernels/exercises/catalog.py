@@ -524,7 +524,7 @@ def _gemv_correct_hint(detail: str) -> str:
 
 register(Exercise(
     name="12_gemv", chapter="12", title="a warp per row: the matrix-vector product",
-    kernel="gemv", params={"SPLIT": 4}, sass=("SHFL.BFLY", "LDG.E.128"), speed=0.9,
+    kernel="gemv", params={"SPLIT": 4}, sass=("SHFL", "LDG.E.128"), speed=0.9,
     shapes=GEMV_SHAPES, time_shape=(8192, 1, 8192),
     hints={"compile": "keep the kernel's name and template parameters as given",
            "static": _gemv_hint,
@@ -548,9 +548,13 @@ def _wmma_correct_hint(detail: str) -> str:
     if "outside" in detail:
         return ("an access past A, B or C: does every warp that goes on own a tile inside C, "
                 "and does the walk along K stop at K?")
-    if re.search(r"\b0 element\(s\) wrong|NaN", detail):
-        return ("some elements of C were never written: does every tile of C get a warp "
-                "(the block's warps, times the grid)?")
+    if "data race" in detail:
+        return ("two warps stored the same elements of C: does every tile of C get a warp of "
+                "its own (do the warps of a block compute different tiles)?")
+    if "NaN" in detail:
+        return ("NaN in C, where the check poisons C with NaN before the launch: either some "
+                "elements were never written (does every tile of C get a warp? do the warps "
+                "of a block compute different tiles?), or C was read although beta == 0")
     return ("look at the layout you gave B's fragment (B is row-major in memory), the "
             "leading dimensions (A's rows are K long, B's and C's N), where each step starts "
             "in A and in B, and alpha and beta")

@@ -89,6 +89,16 @@ inline float __shfl_xor_sync(unsigned, float value, int lane_mask, int = warpSiz
     cpu_block_barrier.wait();
     return other;
 }
+// Lane l gets lane l + delta's value, or its own where l + delta passes the warp's end
+// (width 32), as on the GPU.
+inline float __shfl_down_sync(unsigned, float value, unsigned delta, int = warpSize) {
+    const unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    cpu_shuffle_slots[t] = value;
+    cpu_block_barrier.wait();
+    const float other = (t & 31u) + delta < 32u ? cpu_shuffle_slots[t + delta] : value;
+    cpu_block_barrier.wait();
+    return other;
+}
 
 // Barriers of one warp: here the block's barrier, so right when every live warp of the
 // block calls it the same number of times (as in chapter 13's epilogue).

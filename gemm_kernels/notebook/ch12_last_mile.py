@@ -315,8 +315,9 @@ def reduction_share(shape, rec=None) -> Text:
     red = r.reduce_us + (z + 1) * shape[0] * shape[1] * 4 / (r.bandwidth_gbps * 1e3)
     return Text(f"At {_shape_text(shape)} ({choose.Plan(p.kernel, p.params)}): the model "
                 f"predicts {fmt_number(whole)} µs, of which the reduction takes "
-                f"{fmt_number(red)} µs ({red / whole:.0%}): {z} partial products written and "
-                f"read back, and C written, {(z + 1) * shape[0] * shape[1] * 4 / 1e6:.1f} MB in all.")
+                f"{fmt_number(red)} µs ({red / whole:.0%}): the reduction reads the {z} partial "
+                f"products and writes C, {(z + 1) * shape[0] * shape[1] * 4 / 1e6:.1f} MB in all "
+                f"(the GEMM part wrote the partial products).")
 
 
 def which_recording() -> Text:

@@ -471,3 +471,60 @@ def sweep_table(rec=None, top: int = 8) -> Table:
                  [p.name for p in k.params] + ["TFLOP/s", "% of cuBLAS FP16"],
                  title=f"wmma_tiled at 2048³: the {top} fastest and the 2 slowest of "
                        f"{len(rows)} ({_label(rec)})")
+
+
+# ------------------------------------------------------------------ sentences
+
+def _pct(x: float) -> str:
+    return f"{x:.0f}%"
+
+
+def profile_summary(rec=None) -> Text:
+    """What the profile says about each step, in sentences, from the study's rows."""
+    rows = dict(profile_rows(rec))
+    naive, plain, padded = (rows.get(s.label) for s in studies.get(STUDY).steps)
+    if not (naive and plain and padded):
+        return Text("The profile of this chapter's kernels is not in the recording.")
+    busy = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+    long_wait = "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"
+    short_wait = "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio"
+    return Text(
+        f"* The naive kernel waits for global memory: a warp spends {naive[long_wait]:.0f} "
+        f"cycles per issued instruction stalled on 'long scoreboard', the wait for a global "
+        f"load. Every warp loads its own tiles of A and B at every step, so every tile of A "
+        f"is fetched again by each warp of its row of C: it reads "
+        f"{naive['dram__bytes_read.sum'] / 1e9:.2f} GB from DRAM where the tiled kernel reads "
+        f"{padded['dram__bytes_read.sum'] / 1e9:.2f} GB. Its tensor pipe is busy "
+        f"{_pct(naive[busy])} of the time.\n"
+        f"* The tiled kernel with unpadded rows waits for shared memory ('short scoreboard', "
+        f"{plain[short_wait]:.1f} cycles per instruction): its fragment loads meet bank "
+        f"conflicts (section 7). Tensor pipe busy: {_pct(plain[busy])}.\n"
+        f"* With padded rows the wait drops to {padded[short_wait]:.1f} cycles and the tensor "
+        f"pipe is busy {_pct(padded[busy])} of the time: the rest is what a deeper pipeline "
+        f"and larger warp tiles would have to win.")
+
+
+def padding_effect(rec=None) -> Text:
+    """The default tile without and with padding, from the recorded sweep at 2048³."""
+    rec = rec or recording()
+    rates = {}
+    for pad in (0, 8):
+        rs = [r for r in (rec.find(TILED, (2048,) * 3, get(TILED).resolve({"PAD": pad}))
+                          if rec else []) if "gflops" in r]
+        rates[pad] = _tflops(rs[0]) if rs else None
+    if None in rates.values():
+        return Text("The sweep with and without padding is not in the recording.")
+    return Text(f"At the default tile and 2048³: {rates[0]:,.0f} TFLOP/s without padding, "
+                f"{rates[8]:,.0f} with it, x{rates[8] / rates[0]:.1f} ({_label(rec)}).")
+
+
+def ladder_summary(n: int = 4096, rec=None) -> Text:
+    """The tiled kernel at n³ against the FP32 series' best and cuBLAS FP16, in words."""
+    rec = rec or recording()
+    tiled, cap, half = (_row(k, n, rec=rec) for k in (TILED, "capstone", "cublas_hgemm"))
+    if not (tiled and cap and half):
+        return Text(f"The rows at {n}³ are not all in the recording.")
+    return Text(f"At {n}³ the tiled WMMA kernel runs at {_tflops(tiled):,.0f} TFLOP/s: "
+                f"x{tiled['gflops']['median'] / cap['gflops']['median']:.1f} the FP32 "
+                f"capstone of chapter 09 and {_pct(timing.share(tiled))} of cuBLAS FP16 "
+                f"timed beside it.")

@@ -1,0 +1,36 @@
+"""Chapters 12 and 13's exercises without a GPU: the matrix-vector kernel may sum its
+lanes with either warp shuffle (xor or down), and the WMMA kernel's wrong answers get the
+hint that names their cause."""
+import re
+
+from gemm_kernels.exercises.grader import grade
+from exercise_helpers import FAIL, PASS, solution, status
+
+
+def test_gemv_sums_its_lanes_with_either_shuffle():
+    src = solution("12_gemv")
+    down = re.sub(r"__shfl_xor_sync\(([^,]+), sum, d\)", r"__shfl_down_sync(\1, sum, d)", src)
+    assert down != src
+    steps = status(grade("12_gemv", down, gpu=False))
+    assert steps["static"][0] == PASS and steps["correct"][0] == PASS, steps
+
+
+def _wmma_hint(src: str) -> tuple[str, str]:
+    report = grade("13_wmma", src, gpu=False)
+    step = next(s for s in report.steps if s.name == "correct")
+    return step.status, step.hint or ""
+
+
+def test_wmma_reading_c_when_beta_is_zero_names_both_causes_of_nan():
+    src = solution("13_wmma")
+    old = "    if (beta != 0.0f) {"
+    assert old in src
+    status_, hint = _wmma_hint(src.replace(old, "    if (true) {"))
+    assert status_ == FAIL and "beta == 0" in hint
+
+
+def test_wmma_warps_of_a_block_on_one_tile_get_the_tile_hint():
+    src = solution("13_wmma")
+    old = "const int warp_m = threadIdx.y / WN, warp_n = threadIdx.y % WN;"
+    status_, hint = _wmma_hint(src.replace(old, "const int warp_m = 0, warp_n = 0;"))
+    assert status_ == FAIL and "every tile of C get a warp" in hint
