@@ -68,3 +68,12 @@ def test_the_tables_read_the_chapter_recording():
     sweep = ch13.sweep_table(rec=rec)
     assert [r["TFLOP/s"] for r in sweep[:8]] == sorted((r["TFLOP/s"] for r in sweep[:8]),
                                                       reverse=True)
+
+
+def test_the_notes_diff_shows_the_three_bugs_and_nothing_else():
+    diff = str(ch13.notes_diff())
+    added = [l for l in diff.splitlines() if l.startswith("+") and not l.startswith("+++")]
+    assert any("reinterpret_cast<const half*>" in l for l in added)
+    assert any("threadIdx.y / 8" in l for l in added)
+    assert any("col_major" in l for l in added)
+    assert len(added) == 6

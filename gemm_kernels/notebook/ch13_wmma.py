@@ -186,6 +186,34 @@ def notes_kernel(bug: str):
                        source=k.source)
 
 
+# The notes' first bug as an edit too: FP32 pointers, read as FP16 through a cast (only
+# for the picture: the launcher passes FP16 arrays, so the check runs the other two).
+NOTES_CAST = ("hgemm_wmma_naive(int M, int N, int K, float alpha, const half* __restrict__ A,\n"
+              "                 const half* __restrict__ B, float beta, float* __restrict__ C) {\n",
+              "hgemm_wmma_naive(int M, int N, int K, float alpha, const float* A32,\n"
+              "                 const float* B32, float beta, float* __restrict__ C) {\n"
+              "    const half* A = reinterpret_cast<const half*>(A32);\n"
+              "    const half* B = reinterpret_cast<const half*>(B32);\n")
+
+
+def notes_diff() -> Text:
+    """The kernel as the course notes have it, shown as its difference from the chapter's:
+    the chapter's naive kernel with the notes' three bugs put back (a unified diff)."""
+    import difflib
+    text = get(NAIVE).source_text()
+    start = text.index("template <int WM, int WN>")
+    end = text.index("// ------------------------------------------------------------------ the tiled kernel")
+    mine = text[start:end]
+    notes = mine
+    for old, new in (NOTES_CAST, *NOTES_BUGS.values()):
+        assert old in notes, old
+        notes = notes.replace(old, new)
+    return Text("".join(difflib.unified_diff(mine.splitlines(keepends=True),
+                                             notes.splitlines(keepends=True),
+                                             "the chapter's kernel", "with the notes' bugs",
+                                             n=1)))
+
+
 def bug_verdicts() -> Table:
     """Each bug of the notes in the chapter's kernel, through the checker: on the GPU
     (at BUG_SHAPE) when there is one, else in the CPU emulation (every thread a host
