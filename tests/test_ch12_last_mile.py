@@ -104,6 +104,8 @@ def test_rate_choice_best_and_worse_and_not_a_candidate(rec):
     assert "is the model's best" in c.rate_choice(shape, BM, BN, s, rec)
     worse = c.rate_choice(shape, 128, 128, 1, rec)
     assert "number" in worse and "the best's time" in worse
+    assert "the model's best:" not in worse and "reveal=True" in worse     # not the answer
+    assert "the model's best:" in c.rate_choice(shape, 128, 128, 1, rec, reveal=True)
     assert "not a candidate" in c.rate_choice(shape, 32, 32, 1, rec)
 
 
@@ -194,7 +196,7 @@ def test_the_model_terms_add_up_to_the_prediction(rec):
 
 
 def test_a_choice_is_judged_by_a_measurement_where_every_candidate_was_timed(rec):
-    text = c.rate_choice((256, 384, 16384), 64, 128, 32, rec)
+    text = c.rate_choice((256, 384, 16384), 64, 128, 32, rec, reveal=True)
     assert "Measured at this shape: the fastest configuration is" in text
     assert 0 < c.model_error(rec) < 1
     assert c.measured_best((7, 7, 7), rec) is None

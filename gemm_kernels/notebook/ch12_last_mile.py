@@ -530,10 +530,12 @@ def bench_alternatives(rec=None) -> Table | Text:
 
 # ------------------------------------------------------------------ choose the plan
 
-def rate_choice(shape, BM: int, BN: int, split: int, rec=None) -> Text:
-    """How the model rates (BM, BN, split) at `shape` against its own best: predicted
-    time, waves, filled share, and the recorded rate where that configuration was
-    recorded there."""
+def rate_choice(shape, BM: int, BN: int, split: int, rec=None, reveal: bool = False) -> Text:
+    """How the model rates (BM, BN, split) at `shape`: predicted time, waves, filled share,
+    the recorded rate where that configuration was recorded there, and its place among
+    the candidates. The model's best and the fastest measured are shown only when the
+    choice is the best or `reveal` is set: the exercise's answer is not printed under
+    its first try."""
     rec = rec or recording()
     r, lim = rules(rec), _limits(rec)
     shape = tuple(shape)
@@ -561,15 +563,19 @@ def rate_choice(shape, BM: int, BN: int, split: int, rec=None) -> Text:
                 f"{lay['filled']:.0%} of the slots filled; {rec_text}")
     verdict = ("the model's best" if place == 1 else
                f"number {place} of {len(ranking)}, predicted {mine / best_t:.2f}x the best's time")
+    show = reveal or place == 1
     lines = [f"{_shape_text(shape)} under the rules of {r.device}:",
              line("your choice", mine, (BM, BN, split)),
-             line("the model's best", best_t, best),
+             *([line("the model's best", best_t, best)] if show else []),
              f"Your choice is {verdict}. The model's predictions are off by "
              f"{model_error(rec):.0%} or less for half of its calibration measurements: "
              "choices it predicts within that of each other, only a measurement tells apart."]
     measured = measured_best(shape, rec)
-    if measured:
+    if measured and show:
         lines.append(f"Measured at this shape: the fastest configuration is {measured}.")
+    elif not show:
+        lines.append("Try another choice; `reveal=True` shows the model's best and the "
+                     "fastest measured.")
     return Text("\n".join(lines))
 
 
