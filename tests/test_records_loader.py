@@ -98,3 +98,20 @@ def test_the_recording_to_read_can_be_named_from_anywhere(data_dir, monkeypatch)
     monkeypatch.setenv("GEMM_KERNELS_RECORD", "missing.json")
     with pytest.raises(ValueError, match="missing.json"):
         records.load()
+
+
+def test_holding_finds_the_recording_with_a_kernels_rows_once(monkeypatch):
+    """A kernel recorded only in another file is found there, and the files are read
+    once per process, not on every call."""
+    from gemm_kernels.measure import records
+    shown = records.Record({"name": "A GPU"}, "t", "c", [], runs={})
+    other = records.Record({"name": "B GPU"}, "t", "c",
+                           [{"chapter": "13", "kernel": "k", "params": {}, "shape": [1, 1, 1],
+                             "gflops": {"median": 1.0}, "run": "r"}], runs={})
+    reads = []
+    monkeypatch.setattr(records, "_LOADED", {"record": shown})
+    monkeypatch.setattr(records, "available", lambda: [{"path": "b.json"}])
+    monkeypatch.setattr(records, "load", lambda path=None: reads.append(path) or other)
+    assert records.holding("k") is other and records.holding("k") is other
+    assert reads == ["b.json"]
+    assert records.holding("nothing") is None

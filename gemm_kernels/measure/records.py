@@ -238,11 +238,13 @@ def holding(kernel: str) -> Record | None:
     rec = current()
     if rec is not None and rec.find(kernel):
         return rec
-    for entry in available():
-        other = load(entry["path"])
-        if other.find(kernel):
-            return other
-    return None
+    # Reading every file takes a tenth of a second or more, and a chapter asks on every
+    # table: once per process (and per recording shown).
+    key = ("holding", kernel, id(rec))
+    if key not in _LOADED:
+        _LOADED[key] = next((other for other in (load(e["path"]) for e in available())
+                             if other.find(kernel)), None)
+    return _LOADED[key]
 
 
 def source() -> str:
