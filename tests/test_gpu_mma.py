@@ -15,7 +15,7 @@ pytestmark = needs_gpu
 
 SEED = 20261126
 SHAPES = [(1, 8, 8), (7, 16, 24), (33, 72, 40), (127, 136, 264), (1000, 1000, 1000),
-          (4097, 1024, 520), (300, 1032, 8)]
+          (4097, 1024, 520), (300, 1032, 8), (264, 272, 200), (256, 256, 128)]
 ALPHA_BETA = ((1.0, 0.0), (1.5, -0.5))
 
 
@@ -24,8 +24,10 @@ def _id(p):
             f"{'xor' if p['SWIZZLE'] else 'plain'}")
 
 
-# Every configuration on a few shapes that cross every edge; the default on all of them.
-FEW = [(7, 16, 24), (127, 136, 264), (300, 1032, 8)]
+# Every configuration on a few shapes that cross every edge, and one (264 x 272 x 200)
+# whose blocks are partly inside the matrix, with whole tiles along K and a ragged last
+# one: the kernel copies those two kinds of tile by different code. The default on all.
+FEW = [(7, 16, 24), (127, 136, 264), (300, 1032, 8), (264, 272, 200)]
 
 
 @pytest.mark.parametrize("params", get("mma_sync").valid_configurations(), ids=_id)
@@ -45,7 +47,7 @@ def test_the_default_is_right_on_every_shape():
 @pytest.mark.parametrize("params", [{}, {"BM": 64, "BN": 64, "BK": 64, "STAGES": 2}],
                          ids=["default", "small"])
 def test_small_shapes_for_the_sanitizers(params):
-    for shape in [(7, 16, 24), (33, 72, 40), (130, 136, 72)]:
+    for shape in [(7, 16, 24), (33, 72, 40), (130, 136, 72), (264, 272, 200)]:
         r = check("mma_sync", shape, params, 1.5, -0.5, seed=SEED)
         assert r.ok, str(r)
 
