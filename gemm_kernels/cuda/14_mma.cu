@@ -177,7 +177,23 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
 }
 
 // ------------------------------------------------------------------ the kernel
-template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool SWIZZLE>
+// The tile of C (x: column of tiles, y: row of tiles) this block computes. Blocks start
+// roughly in the order pid = blockIdx.y * gridDim.x + blockIdx.x. With GROUP > 1, pids
+// walk groups of GROUP tile rows column by column instead of row by row (chapter 09's
+// grouped rasterisation): the blocks running together cover a squarer part of C and
+// share more of the A rows and B columns they read in L2.
+template <int GROUP>
+__device__ __forceinline__ int2 block_tile() {
+    if constexpr (GROUP == 1) return make_int2(blockIdx.x, blockIdx.y);
+    const int pid = blockIdx.y * gridDim.x + blockIdx.x;
+    const int per_group = GROUP * gridDim.x;                   // blocks in a full group
+    const int first = pid / per_group * GROUP;                 // its first tile row
+    const int rows = min(static_cast<int>(gridDim.y) - first, GROUP);
+    const int in_group = pid % per_group;
+    return make_int2(in_group / rows, first + in_group % rows);
+}
+
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool SWIZZLE, int GROUP>
 __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N)
 hgemm_mma(int M, int N, int K, float alpha, const half* __restrict__ A,
           const half* __restrict__ B, float beta, float* __restrict__ C) {
@@ -193,7 +209,8 @@ hgemm_mma(int M, int N, int K, float alpha, const half* __restrict__ A,
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
-    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int2 tile = block_tile<GROUP>();
+    const int row0 = tile.y * BM, col0 = tile.x * BN;
     const int tiles = (K + BK - 1) / BK;
 
     // Tile t into stage s: the A tile (BM rows of BK halves at (row0, t BK)) and the B
@@ -278,18 +295,26 @@ hgemm_mma(int M, int N, int K, float alpha, const half* __restrict__ A,
     copy_wait<0>();   // no copy may still write shared memory when the block ends
 
     // Epilogue: lane l holds rows l / 4 and l / 4 + 8, columns 2 (l % 4) + {0, 1} of each
-    // 16 x 8 tile; every element inside C is written with alpha and beta.
+    // 16 x 8 tile: two neighbours, stored as one float2 (N % 8 == 0 and c is even, so
+    // both are inside C when c is, and the pair is 8-byte aligned). Every element inside
+    // C is written with alpha and beta.
 #pragma unroll
     for (int i = 0; i < FM; ++i)
 #pragma unroll
         for (int j = 0; j < FN; ++j)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int r = row0 + warp_m * WM + 16 * i + lane / 4 + 8 * (e / 2);
-                const int c = col0 + warp_n * WN + 8 * j + 2 * (lane % 4) + e % 2;
+            for (int h = 0; h < 2; ++h) {
+                const int r = row0 + warp_m * WM + 16 * i + lane / 4 + 8 * h;
+                const int c = col0 + warp_n * WN + 8 * j + 2 * (lane % 4);
                 if (r < M && c < N) {
-                    float* out = C + static_cast<size_t>(r) * N + c;
-                    *out = gemm_epilogue(acc[i][j][e], alpha, beta, out);
+                    float2* out = reinterpret_cast<float2*>(C + static_cast<size_t>(r) * N + c);
+                    float2 v = make_float2(alpha * acc[i][j][2 * h], alpha * acc[i][j][2 * h + 1]);
+                    if (beta != 0.0f) {   // as gemm_epilogue: C is not read when beta == 0
+                        const float2 old = *out;
+                        v.x += beta * old.x;
+                        v.y += beta * old.y;
+                    }
+                    *out = v;
                 }
             }
 }
