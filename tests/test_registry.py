@@ -38,7 +38,7 @@ def test_every_kernel_has_a_valid_default_and_source(name):
     k = KERNELS[name]
     assert k.problems(k.defaults()) == [], k.problems(k.defaults())
     assert k.path.is_file()
-    assert k.entry in k.source_text()
+    assert k.entry in k.source_with_headers()
     assert k.valid_configurations()
 
 

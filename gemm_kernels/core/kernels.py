@@ -996,10 +996,8 @@ register(Kernel(
                                           "(STAGES - 1 tiles in flight)"),
             Param("SWIZZLE", (False, True), True, "16-byte chunks of each shared row stored "
                                                   "at chunk ^ f(row): ldmatrix without bank "
-                                                  "conflicts"),
-            Param("GROUP", (1, 8), 1, "blocks walk groups of GROUP tile rows column by "
-                                      "column (more L2 hits) instead of row by row")),
-    template=("BM", "BN", "BK", "WARPS_M", "WARPS_N", "STAGES", "SWIZZLE", "GROUP"),
+                                                  "conflicts")),
+    template=("BM", "BN", "BK", "WARPS_M", "WARPS_N", "STAGES", "SWIZZLE"),
     constraints=(
         Constraint(lambda p: p["BM"] % (16 * p["WARPS_M"]) == 0
                    and p["BN"] % (16 * p["WARPS_N"]) == 0,

@@ -163,13 +163,21 @@ class Kernel:
         `source` names the text in compiler messages."""
         return replace(self, name=name, source=source, code=code)
 
+    def source_with_headers(self) -> str:
+        """The source followed by the course's headers it includes ("common.cuh", a
+        kernel's body kept apart from what an exercise replaces)."""
+        text, seen = self.source_text(), set()
+        while True:    # headers that headers include too, each once
+            names = sorted(set(re.findall(r'#include\s+"([^"]+)"', text)) - seen)
+            if not names:
+                return text
+            seen.update(names)
+            text += "".join((CUDA_DIR / name).read_text() for name in names)
+
     def source_hash(self) -> str:
         """A short hash of the source and the headers it includes: a recorded row whose
         hash differs was measured on other code, and is not shown as this kernel's."""
-        text = self.source_text()
-        for name in sorted(set(re.findall(r'#include\s+"([^"]+)"', text))):
-            text += (CUDA_DIR / name).read_text()
-        return hashlib.sha1(text.encode()).hexdigest()[:12]
+        return hashlib.sha1(self.source_with_headers().encode()).hexdigest()[:12]
 
     @property
     def min_arch(self) -> int:
