@@ -156,3 +156,23 @@ def test_each_steps_hint_names_the_swizzles_faults():
 @needs_gpu
 def test_the_solution_is_right_and_timed_on_a_gpu():
     assert_right_and_timed(grade(NAME, cell(f"chunk = {SOLUTION};"), gpu=True))
+
+
+def test_the_copies_are_priced_in_the_kernels_order():
+    b = ch14_checks.Tile("B", 32, 16)
+    identity = [[c for c in range(16)] for _ in range(32)]
+    spread = [[((c & 7) << 1) | (c >> 3) for c in range(16)] for _ in range(32)]
+    # a warp's 8-lane phase stores chunks 0-7 of a row: the identity keeps them in one
+    # 128-byte line, `spread` sends them to every other slot of two lines (2-way)
+    assert ch14_checks.copy_store_cost(identity, b, 128) == 4
+    assert ch14_checks.copy_store_cost(spread, b, 128) == 8
+
+
+def test_every_ldmatrix_of_a_step_is_priced():
+    a, b = ch14_checks.tiles({})
+    assert (a.rows, a.chunks, b.rows, b.chunks) == (128, 4, 32, 16)
+    table = {t.name: ch14_checks.chunk_table(SOLUTION, t) for t in (a, b)}
+    loads = ch14_checks.ldmatrix_loads(table["A"], table["B"], a, b, {})
+    # 2 warps along M x 4 16-row tiles x 2 k-steps; 2 warps along N x 4 column pairs x 2
+    assert sum(t is a for t, *_ in loads) == 16 and sum(t is b for t, *_ in loads) == 16
+    assert {an.wavefronts for *_, an in loads} == {4}

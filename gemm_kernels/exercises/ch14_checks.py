@@ -173,21 +173,19 @@ def ldmatrix_loads(table_a, table_b, a: Tile, b: Tile, params: dict):
             for t, what, lanes in out]
 
 
-def copy_stores(table, tile: Tile, threads: int):
-    """The wavefronts of each warp's cp.async stores of `tile` (TileStream's order), the
-    dearest first: [(wavefronts, warp, j)]."""
+def copy_store_cost(table, tile: Tile, threads: int) -> int:
+    """The wavefronts of the dearest warp's cp.async store of `tile`, in TileStream's
+    order: thread i copies chunk i % CHUNKS of rows i / CHUNKS + j * THREADS / CHUNKS."""
     step = threads // tile.chunks
-    out = []
-    for warp in range(threads // 32):
-        for j in range(tile.rows * tile.chunks // threads):
-            lanes = [(32 * warp + l) for l in range(32)]
-            addrs = [address(table, tile, i // tile.chunks + j * step, i % tile.chunks)
-                     for i in lanes]
-            out.append((banks.analyse(addrs, width=CHUNK_BYTES).wavefronts, warp, j))
-    return sorted(out, reverse=True)
+    return max(banks.analyse([address(table, tile, i // tile.chunks + j * step,
+                                      i % tile.chunks)
+                              for i in range(32 * warp, 32 * warp + 32)],
+                             width=CHUNK_BYTES).wavefronts
+               for warp in range(threads // 32)
+               for j in range(tile.rows * tile.chunks // threads))
 
 
-def phase_collision(tile: Tile, what: str, lanes, analysis) -> str:
+def phase_collision(lanes, analysis) -> str:
     """Which 8-lane phase of a conflicted ldmatrix collides, and on which rows."""
     phase = max(analysis.phases, key=lambda ph: ph.degree)
     first, last = phase.lanes[0], phase.lanes[-1]
@@ -207,9 +205,12 @@ def phase_collision(tile: Tile, what: str, lanes, analysis) -> str:
 
 @dataclass(frozen=True)
 class Verdict:
+    """What `assess` found: the problems (empty: a pass) and, where the layout could be
+    priced, the wavefronts of the dearest ldmatrix and cp.async warp store of each tile
+    ("A", "B")."""
     problems: tuple[str, ...]
-    ldmatrix: dict | None = None      # tile name -> worst wavefronts per ldmatrix
-    stores: dict | None = None        # tile name -> worst wavefronts per warp copy
+    ldmatrix: dict | None = None
+    stores: dict | None = None
 
 
 @functools.lru_cache(maxsize=64)
@@ -232,16 +233,16 @@ def assess(source: str, params: tuple = ()) -> Verdict:
     worst = {t.name: max(an.wavefronts for tt, _, _, an in loads if tt is t) for t in (a, b)}
     p = get_kernel("mma_sync").resolve(params)
     threads = 32 * p["WARPS_M"] * p["WARPS_N"]
-    stores = {t.name: copy_stores(tables[t.name], t, threads)[0][0] for t in (a, b)}
+    stores = {t.name: copy_store_cost(tables[t.name], t, threads) for t in (a, b)}
     problems = []
     for t in (a, b):
         if worst[t.name] <= LEAST:
             continue
-        tile, what, lanes, an = next(x for x in loads if x[0] is t
-                                     and x[3].wavefronts == worst[t.name])
+        _, what, lanes, an = next(x for x in loads if x[0] is t
+                                  and x[3].wavefronts == worst[t.name])
         problems.append(
             f"an ldmatrix of {t.label}, reading {what}, costs {an.wavefronts} wavefronts "
-            f"where {LEAST} is the least: {phase_collision(tile, what, lanes, an)}")
+            f"where {LEAST} is the least: {phase_collision(lanes, an)}")
     if problems:
         problems[-1] += (f" (predicted per ldmatrix: A {worst['A']}, B {worst['B']} "
                          f"wavefronts, against {LEAST})")
