@@ -585,11 +585,18 @@ def _mma_correct_hint(detail: str) -> str:
             "`if constexpr (!SWIZZLE) return c;` and `return chunk;` as given")
 
 
+# The shapes mma_sync takes (K and N multiples of 8: whole 16-byte chunks), with M, N and
+# K past the tile's edges, a single row, one 8-deep K, and blocks partly inside the
+# matrix with whole tiles along K and a ragged last one (the kernel copies the tiles
+# inside the matrix and those across an edge by different code).
+MMA_SHAPES = ((1, 8, 8), (7, 16, 24), (33, 72, 40), (127, 136, 264), (1000, 1000, 1000),
+              (4097, 1024, 520), (300, 1032, 8), (264, 272, 200), (256, 256, 128))
+
 # Graded at the registry's default tile (128 x 128 x 32, 2 x 2 warps, 4 stages): A rows
 # of 4 chunks, B rows of 16; the student's one expression must serve both.
 register(Exercise(
     name="14_swizzle", chapter="14", title="the XOR swizzle that feeds ldmatrix",
-    kernel="mma_sync", params={}, sass=("HMMA", "LDSM"),
+    kernel="mma_sync", params={}, sass=("HMMA", "LDSM"), shapes=MMA_SHAPES,
     static_checks=(ch14_checks.swizzle_check({}),),
     hints={"compile": "keep chunk_at's name, its template parameters <int CHUNKS, bool "
                       "SWIZZLE> and (int r, int c), and the #include of the kernel's body; "
