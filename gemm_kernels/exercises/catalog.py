@@ -14,7 +14,7 @@ from typing import Callable
 
 from gemm_kernels.exercises import ch06_checks
 from gemm_kernels.exercises import (ch00_checks, ch01_checks, ch02_checks, ch03_checks,
-                                    ch04_checks, ch10_checks, ch11_checks)
+                                    ch04_checks, ch10_checks, ch11_checks, ch14_checks)
 from gemm_kernels.exercises.ch05_checks import (products_followed, shared_loads_per_ffma,
                                                 thread_mapping)
 from gemm_kernels.exercises.ch07_checks import all_loads_128, right_at
@@ -571,4 +571,40 @@ register(Exercise(
            "correct": _wmma_correct_hint,
            "speed": "each step along K should be one load of each fragment and one "
                     "mma_sync, nothing more"},
+))
+
+
+# ---------------------------------------------------------------- chapter 14
+
+def _mma_correct_hint(detail: str) -> str:
+    """Step 3 of 14_swizzle (on a GPU: the kernel's PTX has no CPU emulation)."""
+    return ("the kernel around chunk_at is given, so wrong numbers come from the swizzle: "
+            "two chunks of a row sent to one place (not a permutation), or rows r and r + 8 "
+            "permuted differently, so that the reads find other chunks than the copies "
+            "stored. Step 2 checks both for CHUNKS = 4 and 16: keep the line "
+            "`if constexpr (!SWIZZLE) return c;` and `return chunk;` as given")
+
+
+# The shapes mma_sync takes (K and N multiples of 8: whole 16-byte chunks), with M, N and
+# K past the tile's edges, a single row, one 8-deep K, and blocks partly inside the
+# matrix with whole tiles along K and a ragged last one (the kernel copies the tiles
+# inside the matrix and those across an edge by different code).
+MMA_SHAPES = ((1, 8, 8), (7, 16, 24), (33, 72, 40), (127, 136, 264), (1000, 1000, 1000),
+              (4097, 1024, 520), (300, 1032, 8), (264, 272, 200), (256, 256, 128))
+
+# Graded at the registry's default tile (128 x 128 x 32, 2 x 2 warps, 4 stages): A rows
+# of 4 chunks, B rows of 16; the student's one expression must serve both.
+register(Exercise(
+    name="14_swizzle", chapter="14", title="the XOR swizzle that feeds ldmatrix",
+    kernel="mma_sync", params={}, sass=("HMMA", "LDSM"), shapes=MMA_SHAPES,
+    static_checks=(ch14_checks.swizzle_check({}),),
+    hints={"compile": "keep chunk_at's name, its template parameters <int CHUNKS, bool "
+                      "SWIZZLE> and (int r, int c), and the #include of the kernel's body; "
+                      "the swizzle is one line `chunk = <expression>;`",
+           "static": ch14_checks.swizzle_hint,
+           "correct": _mma_correct_hint,
+           "speed": "timed against the chapter's kernel at the same tile: a swizzle that "
+                    "passes step 2 reads without bank conflicts like the chapter's, so "
+                    "look for extra work in your expression (CHUNKS is a constant the "
+                    "compiler folds: prefer shifts and masks of r)"},
 ))

@@ -12,9 +12,10 @@ by the checker the GPU step uses (`measure.check`). Two builds:
   (what compute-sanitizer's racecheck finds on a GPU).
 
 This decides whether the kernel computes the right numbers; it cannot time it, and a
-kernel with inline PTX (`asm`) runs only on a GPU. Where no C++ compiler is installed the
-step is skipped with that reason. Each run is a child process with a time limit, so a
-kernel that never ends is a verdict, not a hung notebook.
+kernel with inline PTX (`asm`, in its cell or in a header it includes) runs only on a
+GPU. Where no C++ compiler is installed the step is skipped with that reason. Each run is
+a child process with a time limit, so a kernel that never ends is a verdict, not a hung
+notebook.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ import numpy as np
 
 from gemm_kernels.core.launch import DTYPES, operand_dtypes, problems
 from gemm_kernels.core.registry import CUDA_DIR
+from gemm_kernels.exercises.cexpr import code_only
 from gemm_kernels.exercises.inputs import ALPHA_BETA, RACECHECK_SHAPE
 from gemm_kernels.exercises.submission import SOURCE_NAME
 from gemm_kernels.measure.check import compare_exact, compare_gemm, random_normal
@@ -158,11 +160,25 @@ def host_compiler() -> str | None:
     return shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
 
 
+def ptx_instructions(source: str) -> list[str]:
+    """The PTX instructions of the inline assembly in `source`, by the first two parts of
+    their names (cp.async, ldmatrix.sync, mma.sync), in order of first use. Plain loads
+    and stores (ld.*, st.*: an older GPU's fallback) are named only where nothing else
+    is."""
+    found = [".".join(op.split(".")[:2]) for op in
+             re.findall(r'\basm\s*(?:volatile\s*)?\(\s*"\s*([a-z][\w.]*)', code_only(source))]
+    found = list(dict.fromkeys(found))
+    return [op for op in found if op.split(".")[0] not in ("ld", "st")] or found
+
+
 def emulation_problem(source: str) -> str | None:
-    """Why this source cannot run on the CPU, or None."""
-    if re.search(r"\basm\b", source):
-        return "its inline PTX (asm: cp.async and the like) exists only on a GPU"
-    if re.search(r"extern\s+__shared__", source):
+    """Why this source cannot run on the CPU, or None. A kernel's is read with the
+    headers it includes (`Kernel.source_with_headers`): its body may sit in one."""
+    code = code_only(source)
+    if re.search(r"\basm\b", code):
+        names = ", ".join(ptx_instructions(code)) or "asm"
+        return f"the kernel's inline PTX ({names}) has no CPU emulation"
+    if re.search(r"extern\s+__shared__", code):
         return "its dynamic shared memory (extern __shared__) is not emulated"
     return None
 
@@ -325,7 +341,7 @@ def sanitizer_message(stderr: str, returncode: int, move: bool = False) -> str:
 def correct_on_cpu(k, params: dict, seed: int = 0) -> tuple[bool | None, str]:
     """(True, what ran) when every check passed, (False, the first failure), or
     (None, why the emulation cannot run here)."""
-    why = emulation_problem(k.source_text())
+    why = emulation_problem(k.source_with_headers())
     if why:
         return None, f"cannot run on the CPU: {why}"
     p = k.resolve(params)

@@ -216,7 +216,8 @@ def cpu_correct(ex: Exercise, k) -> Step:
     (`cpu_step`); skipped with the reason where that cannot run."""
     ok, detail = correct_on_cpu(k, ex.params)
     if ok is None:
-        return Step("correct", SKIPPED, f"{detail}; to run it, {get_a_gpu(k)}")
+        return Step("correct", SKIPPED, f"{detail}, so step 2 checked what it could without "
+                                        f"running it; to run it, {get_a_gpu(k)}")
     return Step("correct", PASS if ok else FAIL, detail,
                 "" if ok else hint(ex, "correct", detail))
 
