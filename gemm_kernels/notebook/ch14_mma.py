@@ -297,8 +297,8 @@ def plot_swizzle(axes=None):
     tiles = ((f"A (rows of {2 * p['BK']} bytes)", 2 * p["BK"]),
              (f"B (rows of {2 * p['BN']} bytes)", 2 * p["BN"]))
     if axes is None:
-        _, axes = plt.subplots(2, 2, figsize=(14, 6.4),
-                               gridspec_kw={"width_ratios": [4, 16]})
+        _, axes = plt.subplots(2, 2, figsize=(15, 7),
+                               gridspec_kw={"width_ratios": [6, 16]})
     colors = plt.get_cmap("Set2")
     for j, (name, row_bytes) in enumerate(tiles):
         chunks = row_bytes // 16
@@ -322,7 +322,7 @@ def plot_swizzle(axes=None):
                           fontsize=7)
             ax.tick_params(length=0)
             ax.set_xlabel("place in the row (16-byte chunks)", fontsize=7)
-            ax.set_title(f"{name}, {'swizzled' if swz else 'plain'}: chunk 0 of rows 0-7 "
+            ax.set_title(f"{name}, {'swizzled' if swz else 'plain'}:\nchunk 0 of rows 0-7 "
                          f"in {len(groups)} bank group{'s' if len(groups) > 1 else ''}",
                          fontsize=9)
     axes[0][0].figure.suptitle("Each cell: the chunk of its row stored there; colour: its "
