@@ -250,7 +250,8 @@ def bank_table(rec=None) -> Table:
     fa, fb, _ = _loads_per_step(p)
     measured = dict(_study_rows(rec))
     rows = []
-    for swz, label in ((False, "plain rows"), (True, "swizzled rows")):
+    steps = studies.get(STUDY).steps
+    for swz, label in ((False, steps[0].label), (True, steps[1].label)):
         a = ldmatrix_analysis(2 * p["BK"], swz).wavefronts
         b = ldmatrix_analysis(2 * p["BN"], swz).wavefronts
         m = measured.get(label)
