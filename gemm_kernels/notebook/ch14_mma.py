@@ -500,7 +500,7 @@ def plot_profile(rec=None, ax=None):
 
 # What each wait means, in the words of Nsight Compute's profiling guide.
 MEANING = {
-    "long scoreboard": "waiting for data from global memory (or for cp.async copies)",
+    "long scoreboard": "waiting for data from global memory",
     "short scoreboard": "waiting for a shared-memory result (ldmatrix)",
     "mio throttle": "the queue of shared-memory instructions is full",
     "math pipe throttle": "the math pipe it needs (here the tensor pipe) is busy",
