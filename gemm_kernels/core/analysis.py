@@ -42,8 +42,9 @@ def histogram(sass: str) -> Counter:
     return Counter(f for _, f, _ in instructions(sass))
 
 
-def main_loop(sass: str) -> list[tuple[int, str, str]]:
-    """The instructions of the loop with the most FFMA/DFMA (the GEMM inner loop).
+def main_loop(sass: str, work=("FFMA", "DFMA")) -> list[tuple[int, str, str]]:
+    """The instructions of the loop with the most FFMA/DFMA (the GEMM inner loop; `work`:
+    other families to count instead, e.g. ("HMMA",) for a tensor-core kernel).
 
     A loop is the range from a label to a later branch back to it. When loops nest and
     tie on FFMAs, the smallest one wins (the innermost).
@@ -71,7 +72,7 @@ def main_loop(sass: str) -> list[tuple[int, str, str]]:
 
     def score(loop):
         body = [i for i in ins if loop[0] <= i[0] <= loop[1]]
-        fma = sum(1 for _, f, _ in body if f in ("FFMA", "DFMA"))
+        fma = sum(1 for _, f, _ in body if f in work)
         return (fma, -(loop[1] - loop[0]))
     lo, hi = max(loops, key=score)
     return [i for i in ins if lo <= i[0] <= hi]

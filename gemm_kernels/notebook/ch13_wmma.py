@@ -270,20 +270,24 @@ def rates_table(kernels=(NAIVE, TILED), rec=None) -> Table:
                  title=f"Each row's cuBLAS timed beside it ({_label(rec)})")
 
 
-def plot_ladder(rec=None, ax=None):
+LADDER = (("cublas_hgemm", "cuBLAS FP16 (tensor cores)", "k", "-"),
+          (TILED, "13 wmma_tiled", "tab:blue", "-"),
+          (NAIVE, "13 wmma_naive", "tab:cyan", "-"),
+          ("cublas", "cuBLAS FP32", "0.4", "--"),
+          ("capstone", "09 capstone (FP32)", "tab:orange", "--"))
+
+
+def plot_ladder(rec=None, ax=None, series=LADDER):
     """The FP16 kernels and cuBLAS FP16 beside the FP32 series' best (chapter 09's
-    capstone) and cuBLAS FP32, from the same recording, log axis."""
+    capstone) and cuBLAS FP32, from the same recording, log axis. `series`: (kernel,
+    label, colour, line style[, params]) per line (a later chapter adds its kernels)."""
     import matplotlib.pyplot as plt
     rec = rec or recording()
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 4.5))
-    series = [("cublas_hgemm", "cuBLAS FP16 (tensor cores)", "k", "-"),
-              (TILED, "13 wmma_tiled", "tab:blue", "-"),
-              (NAIVE, "13 wmma_naive", "tab:cyan", "-"),
-              ("cublas", "cuBLAS FP32", "0.4", "--"),
-              ("capstone", "09 capstone (FP32)", "tab:orange", "--")]
-    for kernel, label, color, style in series:
-        pts = [(n, _tflops(_row(kernel, n, rec=rec))) for n in SIZES]
+    for kernel, label, color, style, *params in series:
+        pts = [(n, _tflops(_row(kernel, n, params[0] if params else None, rec=rec)))
+               for n in SIZES]
         pts = [(n, t) for n, t in pts if t]
         if pts:
             ax.plot([n for n, _ in pts], [t for _, t in pts], marker="o", color=color,
@@ -485,19 +489,19 @@ def explorer():
     return Explorer(TILED, rec=recording()).widget()
 
 
-def sweep_table(rec=None, top: int = 8) -> Table:
-    """The recorded sweep of the tiled kernel at 2048³, fastest first."""
+def sweep_table(rec=None, top: int = 8, kernel: str = TILED) -> Table:
+    """The recorded sweep of the tiled kernel (or `kernel`) at 2048³, fastest first."""
     rec = rec or recording()
-    k = get(TILED)
+    k = get(kernel)
     rows = []
     for c in k.valid_configurations():
-        rs = [r for r in (rec.find(TILED, (2048,) * 3, c) if rec else []) if "gflops" in r]
+        rs = [r for r in (rec.find(kernel, (2048,) * 3, c) if rec else []) if "gflops" in r]
         if rs:
             rows.append({**c, "TFLOP/s": _tflops(rs[0]), "% of cuBLAS FP16": timing.share(rs[0])})
     rows.sort(key=lambda r: -r["TFLOP/s"])
     return Table(rows[:top] + ([] if len(rows) <= top else rows[-2:]),
                  [p.name for p in k.params] + ["TFLOP/s", "% of cuBLAS FP16"],
-                 title=f"wmma_tiled at 2048³: the {top} fastest and the 2 slowest of "
+                 title=f"{kernel} at 2048³: the {top} fastest and the 2 slowest of "
                        f"{len(rows)} ({_label(rec)})")
 
 

@@ -1,0 +1,592 @@
+"""Chapter 14: below WMMA. The mma.sync kernel of cuda/14_mma.cu explained with pictures
+and numbers the package computes: which lane holds which element of an m16n8k16 tile
+(the PTX ISA's documented layout), where ldmatrix takes its rows from and where their
+values land, the bank model of those loads on plain and on XOR-swizzled shared rows,
+the cp.async ring, the main loop's instructions, registers and occupancy, and the
+recorded measurements (the ladder beside cuBLAS FP16, Nsight Compute's counters, the
+sweep behind the explorer).
+
+Chapter 14's rows may sit in another recording than the one the other chapters show:
+`recording()` finds the one that holds them (chapter 13's when this chapter's are not
+recorded yet), and every number here is read from it, so that a plot never mixes GPUs.
+Every function that reads the recording says in words what is missing instead of failing.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from gemm_kernels.core import analysis, compiler
+from gemm_kernels.core.kernels import get
+from gemm_kernels.core.table import Table, fmt_number
+from gemm_kernels.measure import records, studies, timing
+from gemm_kernels.notebook import ch13_wmma as ch13
+from gemm_kernels.notebook.display import Text
+
+KERNEL = "mma_sync"
+BIG_K = {"BK": 64, "STAGES": 3}      # the deeper stage the ladder also shows
+SIZES = ch13.SIZES
+STUDY = "ch14_mma"
+LADDER = (("cublas_hgemm", "cuBLAS FP16 (tensor cores)", "k", "-"),
+          (KERNEL, "14 mma_sync, BK 64, 3 stages", "tab:red", "-", BIG_K),
+          (KERNEL, "14 mma_sync (default)", "tab:purple", "-", {}),
+          (ch13.TILED, "13 wmma_tiled", "tab:blue", "-"),
+          (ch13.NAIVE, "13 wmma_naive", "tab:cyan", "-"),
+          ("cublas", "cuBLAS FP32", "0.4", "--"),
+          ("capstone", "09 capstone (FP32)", "tab:orange", "--"))
+
+
+def recording():
+    """The recording that holds this chapter's rows, else chapter 13's (its WMMA rows
+    and cuBLAS FP16 still draw the ladder)."""
+    return records.holding(KERNEL) or ch13.recording()
+
+
+def which_recording() -> Text:
+    rec = recording()
+    if rec is None:
+        return Text("This chapter's measurements are not in any recording here.")
+    if not rec.find(KERNEL):
+        return Text(f"The mma.sync kernel's measurements are not recorded yet; chapter "
+                    f"13's rows shown beside it: {rec.label}.")
+    return Text(f"This chapter's measurements: {rec.label}.")
+
+
+def _label(rec) -> str:
+    return rec.label if rec is not None else "no recording"
+
+
+def _row(kernel: str, n: int, params: dict | None = None, rec=None) -> dict | None:
+    return ch13._row(kernel, n, params, rec=rec or recording())
+
+
+# ------------------------------------------------------------------ 2. m16n8k16
+
+def fragment_map() -> dict[str, dict[tuple[int, int], tuple[int, int]]]:
+    """For each operand of mma.m16n8k16 with FP16 inputs and FP32 accumulators, the lane
+    and the element index (a0..a7, b0..b3, c0..c3) that hold each (row, column) of its
+    tile, as the PTX ISA's "Matrix Fragments for mma.m16n8k16" gives them. With
+    g = lane / 4 and t = lane % 4: A (16 x 16) rows g and g + 8, columns 2t, 2t + 1 and 8
+    more; B (16 x 8, k x n) rows 2t, 2t + 1 and 8 more, column g; C (16 x 8) rows g and
+    g + 8, columns 2t, 2t + 1."""
+    out = {"A": {}, "B": {}, "C": {}}
+    for lane in range(32):
+        g, t = lane // 4, lane % 4
+        for i in range(8):
+            out["A"][(g + 8 * ((i // 2) % 2), 2 * t + i % 2 + 8 * (i // 4))] = (lane, i)
+        for i in range(4):
+            out["B"][(2 * t + i % 2 + 8 * (i // 2), g)] = (lane, i)
+            out["C"][(g + 8 * (i // 2), 2 * t + i % 2)] = (lane, i)
+    return out
+
+
+def _lane_grid(ax, cells: dict, rows: int, cols: int, name: str, reg: str, title: str):
+    """A rows x cols tile, each element coloured by its lane's group (lane / 4) and
+    labelled with the lane and the element index."""
+    import matplotlib.pyplot as plt
+    colors = plt.get_cmap("tab10")
+    from matplotlib.patches import Rectangle
+    for (r, c), (lane, i) in cells.items():
+        ax.add_patch(Rectangle((c, rows - 1 - r), 1, 1, facecolor=colors(lane // 4),
+                               alpha=0.35 + 0.65 * (lane % 4) / 3, edgecolor="white", lw=0.8))
+        ax.text(c + 0.5, rows - 0.5 - r, f"{lane}\n{reg}{i}", ha="center", va="center",
+                fontsize=5.5)
+    ax.set_xlim(0, cols)
+    ax.set_ylim(0, rows)
+    ax.set_aspect("equal")
+    ax.set_xticks([c + 0.5 for c in range(cols)], [str(c) for c in range(cols)], fontsize=6)
+    ax.set_yticks([rows - 0.5 - r for r in range(rows)], [str(r) for r in range(rows)],
+                  fontsize=6)
+    ax.tick_params(length=0)
+    ax.set_title(title, fontsize=9)
+
+
+def plot_fragments(axes=None):
+    """Who holds what in one mma.m16n8k16: each element of A, B and C labelled with its
+    lane and its element index, coloured by lane / 4 (shade: lane % 4)."""
+    import matplotlib.pyplot as plt
+    if axes is None:
+        fig, axes = plt.subplots(1, 3, figsize=(15, 6.2),
+                                 gridspec_kw={"width_ratios": [16, 8, 8]})
+    m = fragment_map()
+    _lane_grid(axes[0], m["A"], 16, 16, "A", "a", "A, 16 x 16 (rows m, columns k): "
+               "a0-a7 per lane")
+    _lane_grid(axes[1], m["B"], 16, 8, "B", "b", "B, 16 x 8 (rows k, columns n): "
+               "b0-b3 per lane")
+    _lane_grid(axes[2], m["C"], 16, 8, "C", "c", "C, 16 x 8 (rows m, columns n): "
+               "c0-c3 per lane")
+    axes[0].figure.suptitle("mma.m16n8k16: each cell is 'lane' over 'element'; colour: "
+                            "lane / 4 (shade: lane % 4)", fontsize=10)
+    axes[0].figure.tight_layout()
+    return axes
+
+
+# ------------------------------------------------------------------ 3. ldmatrix
+
+def ldmatrix_rows(lane: int) -> tuple[int, int]:
+    """(matrix, row) whose 16-byte row address lane `lane` gives to ldmatrix.x4."""
+    return lane // 8, lane % 8
+
+
+def ldmatrix_received(trans: bool = False) -> dict[tuple[int, int, int], tuple[int, int]]:
+    """What ldmatrix.x4 leaves where: (matrix, row, column) of each 8 x 8 matrix as
+    read from memory -> (lane, half) that receives it, register `matrix` of the lane.
+    Plain: lane l gets row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1. `.trans`: the
+    matrix transposed: lane l gets rows 2 (l % 4) and 2 (l % 4) + 1 of column l / 4."""
+    out = {}
+    for m in range(4):
+        for lane in range(32):
+            for h in range(2):
+                r, c = lane // 4, 2 * (lane % 4) + h
+                out[(m, c, r) if trans else (m, r, c)] = (lane, h)
+    return out
+
+
+def a_from_ldmatrix() -> dict[tuple[int, int], tuple[int, int]]:
+    """A 16 x 16 tile read by ldmatrix.x4 with matrices 0-3 at its top-left,
+    bottom-left, top-right and bottom-right 8 x 8 (the kernel's order): (row, column)
+    -> (lane, element) with element = 2 * register + half, as in `fragment_map()`."""
+    return {(8 * (m % 2) + r, 8 * (m // 2) + c): (lane, 2 * m + h)
+            for (m, r, c), (lane, h) in ldmatrix_received().items()}
+
+
+def plot_ldmatrix(axes=None):
+    """Left: the 16 x 16 tile of A in shared memory, each 16-byte row (8 halves) marked
+    with the lane that gives its address. Right: where ldmatrix.x4 puts the values,
+    each element labelled with the lane and register that receive it."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(13, 6.3))
+    colors = plt.get_cmap("tab10")
+    ax = axes[0]
+    for lane in range(32):
+        m, r = ldmatrix_rows(lane)
+        row, col = 8 * (m % 2) + r, 8 * (m // 2)
+        ax.add_patch(Rectangle((col, 15 - row), 8, 1, facecolor=colors(m), alpha=0.5,
+                               edgecolor="white"))
+        ax.text(col + 4, 15.5 - row, f"lane {lane}: matrix {m}, row {r}", ha="center",
+                va="center", fontsize=7)
+    ax.set_title("where the lanes point: lanes 8i to 8i+7 give the\n8 row addresses "
+                 "(16 bytes each) of matrix i", fontsize=9)
+    ax2 = axes[1]
+    for (row, col), (lane, e) in a_from_ldmatrix().items():
+        m = e // 2
+        ax2.add_patch(Rectangle((col, 15 - row), 1, 1, facecolor=colors(m),
+                                alpha=0.3 + 0.7 * (lane % 4) / 3, edgecolor="white", lw=0.6))
+        ax2.text(col + 0.5, 15.5 - row, f"{lane}\nr{m}", ha="center", va="center", fontsize=5.5)
+    ax2.set_title("where the values land: lane l receives row l / 4, columns 2(l % 4)\n"
+                  "and 2(l % 4) + 1 of matrix i in its register r_i: A's fragment for "
+                  "mma", fontsize=9)
+    for a in axes:
+        a.set_xlim(0, 16)
+        a.set_ylim(0, 16)
+        a.set_aspect("equal")
+        a.set_xticks([0, 8, 16], ["k 0", "k 8", "k 16"], fontsize=7)
+        a.set_yticks([16, 8, 0], ["m 0", "m 8", "m 16"], fontsize=7)
+        a.tick_params(length=0)
+    plt.tight_layout()
+    return axes
+
+
+# ------------------------------------------------------------------ 4. banks and swizzle
+
+def chunk_at(r: int, c: int, chunks: int, swizzle: bool = True) -> int:
+    """The 16-byte chunk where chunk `c` of row `r` is stored, in a tile whose rows are
+    `chunks` chunks long: the model of `chunk_at<CHUNKS, SWIZZLE>` in cuda/14_mma.cu (the
+    pictures and the bank model below run it; the tests hold it to the kernel's text)."""
+    if not swizzle:
+        return c
+    return c ^ ((r >> 1) & 3) if chunks == 4 else c ^ (r & 7)
+
+
+def ldmatrix_addresses(row_bytes: int, swizzle: bool, row0: int = 0,
+                       chunk0: int = 0) -> list[int]:
+    """Byte addresses the 32 lanes give one of the kernel's ldmatrix.x4 in a shared
+    tile with rows of `row_bytes`: lane l reads row row0 + l % 16, chunk chunk0 + l / 16
+    (for A: rows of the warp's region, chunk kk / 8; for B, rows kk..kk+15 of the k-major
+    tile, the chunk of the warp's columns), where `chunk_at` stores it."""
+    chunks = row_bytes // 16
+    return [(row0 + lane % 16) * row_bytes
+            + 16 * chunk_at(row0 + lane % 16, chunk0 + lane // 16, chunks, swizzle)
+            for lane in range(32)]
+
+
+def ldmatrix_analysis(row_bytes: int, swizzle: bool, row0: int = 0, chunk0: int = 0):
+    """Chapter 04's bank model at 16 bytes per lane (four phases of 8 lanes) for one
+    ldmatrix.x4 of the kernel."""
+    from gemm_kernels.memory import banks
+    return banks.analyse(ldmatrix_addresses(row_bytes, swizzle, row0, chunk0), width=16)
+
+
+def _loads_per_step(p: dict) -> tuple[int, int, int]:
+    """(A loads, B loads, mma) of one warp per 16-step of K: ldmatrix.x4 of a 16 x 16 A
+    fragment per 16 rows, .x4.trans of 16 k x 16 n of B per 16 columns, one mma per
+    16 x 8 tile of the warp's region."""
+    wm, wn = p["BM"] // p["WARPS_M"], p["BN"] // p["WARPS_N"]
+    return wm // 16, wn // 16, (wm // 16) * (wn // 8)
+
+
+def _study_rows(rec=None) -> list[tuple[str, dict | None]]:
+    rec = rec or recording()
+    return [(step.label, row["metrics"] if row else None)
+            for step, row in studies.results(STUDY, rec=rec)]
+
+
+WAVES = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"
+CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
+LDSM = "smsp__inst_executed_op_ldsm.sum"
+BUSY = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+WARPS = "sm__warps_active.avg.pct_of_peak_sustained_active"
+TIME = "gpu__time_duration.sum"
+
+
+def bank_table(rec=None) -> Table:
+    """Predicted wavefronts per ldmatrix of the default tile, plain and swizzled (A: rows
+    of BK halves, B: rows of BN halves), their mean over one 16-step of a warp, and what
+    Nsight Compute measured at 4096³: shared-load wavefronts and bank conflicts, and
+    wavefronts per LDSM instruction."""
+    p = get(KERNEL).resolve({})
+    fa, fb, _ = _loads_per_step(p)
+    measured = dict(_study_rows(rec))
+    rows = []
+    steps = studies.get(STUDY).steps
+    for swz, label in ((False, steps[0].label), (True, steps[1].label)):
+        a = ldmatrix_analysis(2 * p["BK"], swz).wavefronts
+        b = ldmatrix_analysis(2 * p["BN"], swz).wavefronts
+        m = measured.get(label)
+        rows.append({"layout": label, "per A load": a, "per B load": b,
+                     "predicted per ldmatrix": (fa * a + fb * b) / (fa + fb),
+                     "measured per LDSM": m[WAVES] / m[LDSM] if m and m.get(LDSM) else None,
+                     "wavefronts (M)": m[WAVES] / 1e6 if m else None,
+                     "of them conflicts (M)": m[CONFLICTS] / 1e6 if m else None})
+    got = "Nsight Compute at 4096³" if any(measured.values()) else \
+        "Nsight Compute's counters are not recorded yet"
+    return Table(rows, ["layout", "per A load", "per B load", "predicted per ldmatrix",
+                        "measured per LDSM", "wavefronts (M)", "of them conflicts (M)"],
+                 title=f"{p['BM']}x{p['BN']} tile, BK={p['BK']}: A rows {2 * p['BK']} bytes, "
+                       f"B rows {2 * p['BN']} bytes; a warp makes {fa} A and {fb} B loads "
+                       f"per 16-step; 4 wavefronts per load is the least (512 bytes). "
+                       f"Measured: {got} ({_label(rec or recording())})")
+
+
+def plot_bank_model(axes=None):
+    """The bank model's picture of one A load (64-byte rows) plain and swizzled."""
+    import matplotlib.pyplot as plt
+    from gemm_kernels.memory import banks
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    row_bytes = 2 * get(KERNEL).resolve({})["BK"]
+    for a, swz in zip(axes, (False, True)):
+        an = ldmatrix_analysis(row_bytes, swz)
+        banks.plot_banks(an, ax=a, title=f"A rows of {row_bytes} bytes, "
+                                         f"{'swizzled' if swz else 'plain'}: "
+                                         f"{an.wavefronts} wavefronts")
+    plt.tight_layout()
+    return axes
+
+
+def plot_swizzle(axes=None):
+    """The 16-byte chunks of 8 rows of each tile as stored, plain and swizzled: each
+    cell is one stored chunk, labelled with the chunk of the row it holds and coloured by
+    its group of 4 banks (its place in a 128-byte line). The outlined cells hold chunk 0
+    of each row: the 8 rows one phase of an ldmatrix reads. Plain, they share few bank
+    groups (a conflict); swizzled, all 8 groups."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    p = get(KERNEL).resolve({})
+    tiles = ((f"A (rows of {2 * p['BK']} bytes)", 2 * p["BK"]),
+             (f"B (rows of {2 * p['BN']} bytes)", 2 * p["BN"]))
+    if axes is None:
+        _, axes = plt.subplots(2, 2, figsize=(15, 7),
+                               gridspec_kw={"width_ratios": [6, 16]})
+    colors = plt.get_cmap("Set2")
+    for j, (name, row_bytes) in enumerate(tiles):
+        chunks = row_bytes // 16
+        for i, swz in enumerate((False, True)):
+            ax = axes[i][j]
+            for r in range(8):
+                for c in range(chunks):
+                    at = chunk_at(r, c, chunks, swz)
+                    group = (r * row_bytes // 16 + at) % 8
+                    ax.add_patch(Rectangle((at, 7 - r), 1, 1, facecolor=colors(group),
+                                           edgecolor="k" if c == 0 else "white",
+                                           lw=2.2 if c == 0 else 0.6))
+                    ax.text(at + 0.5, 7.5 - r, str(c), ha="center", va="center", fontsize=8,
+                            fontweight="bold" if c == 0 else "normal")
+            groups = {(r * row_bytes // 16 + chunk_at(r, 0, chunks, swz)) % 8 for r in range(8)}
+            ax.set_xlim(0, chunks)
+            ax.set_ylim(0, 8)
+            ax.set_xticks([c + 0.5 for c in range(chunks)], [str(c) for c in range(chunks)],
+                          fontsize=7)
+            ax.set_yticks([7.5 - r for r in range(8)], [f"row {r}" for r in range(8)],
+                          fontsize=7)
+            ax.tick_params(length=0)
+            ax.set_xlabel("place in the row (16-byte chunks)", fontsize=7)
+            ax.set_title(f"{name}, {'swizzled' if swz else 'plain'}:\nchunk 0 of rows 0-7 "
+                         f"in {len(groups)} bank group{'s' if len(groups) > 1 else ''}",
+                         fontsize=9)
+    axes[0][0].figure.suptitle("Each cell: the chunk of its row stored there; colour: its "
+                               "group of 4 banks (of 8)", fontsize=10)
+    plt.tight_layout()
+    return axes
+
+
+# ------------------------------------------------------------------ 6. the ring, the loop
+
+def kernel_wait() -> str:
+    """The count the kernel's K loop gives cp.async.wait_group (`copy_wait<...>`), as
+    written in cuda/14_mma_kernel.cuh."""
+    text = get(KERNEL).source_with_headers()
+    loop = text[text.index("for (int t = 0; t < tiles; ++t)"):]
+    return re.search(r"copy_wait<([^<>;]*)>\(\)", loop).group(1)
+
+
+def plot_ring(stages: int | None = None, tiles: int = 8):
+    """Chapter 09's picture of the cp.async ring, with this kernel's stages and wait."""
+    from gemm_kernels.exercises.cexpr import evaluate
+    from gemm_kernels.notebook.capstone_pictures import stage_ring
+    stages = stages or get(KERNEL).resolve({})["STAGES"]
+    return stage_ring(stages, tiles, wait=evaluate(kernel_wait(), {"STAGES": stages}))
+
+
+def loop_table(configs=({}, BIG_K)) -> Table:
+    """The main loop's SASS (the loop with the HMMA), per configuration: tensor-core
+    mma, ldmatrix, cp.async copies, the waits and the barrier, and the rest; and what a
+    thread's share of one tile is (16-byte chunks it copies)."""
+    rows = []
+    for params in configs:
+        p = get(KERNEL).resolve(params)
+        sass = compiler.sass(get(KERNEL), p)
+        h = Counter(f for _, f, _ in analysis.main_loop(sass, work=("HMMA",)))
+        fam = lambda prefix: sum(v for f, v in h.items() if f.split(".")[0] == prefix)
+        shown = {"HMMA": fam("HMMA"), "LDSM": fam("LDSM"), "LDGSTS": fam("LDGSTS"),
+                 "waits and barrier": fam("LDGDEPBAR") + fam("DEPBAR") + fam("BAR")}
+        threads = 32 * p["WARPS_M"] * p["WARPS_N"]
+        rows.append({"configuration": _config(p), **shown,
+                     "the rest": sum(h.values()) - sum(shown.values()),
+                     "chunks a thread copies per tile": (p["BM"] * p["BK"] + p["BK"] * p["BN"])
+                     // 8 // threads})
+    return Table(rows, ["configuration", "HMMA", "LDSM", "LDGSTS", "waits and barrier",
+                        "the rest", "chunks a thread copies per tile"],
+                 title=f"One pass of the K loop in SASS ({compiler.static_arch(get(KERNEL))})")
+
+
+def _config(p: dict) -> str:
+    d = get(KERNEL).resolve({})
+    diff = {k: v for k, v in p.items() if d[k] != v}
+    return "default" if not diff else ", ".join(f"{k} {v}" for k, v in diff.items())
+
+
+# ------------------------------------------------------------------ 7. warp tiles
+
+def warp_regions(regions=((64, 64), (64, 32), (32, 32))) -> Table:
+    """Per warp region (rows x columns of C per warp): the mma per 16-step, the bytes
+    of fragments ldmatrix brings per mma, and the FP32 accumulators each thread keeps."""
+    rows = []
+    for wm, wn in regions:
+        fa, fb, mma = _loads_per_step({"BM": wm, "BN": wn, "WARPS_M": 1, "WARPS_N": 1})
+        rows.append({"warp region": f"{wm} x {wn}", "mma per 16-step": mma,
+                     "ldmatrix per 16-step": fa + fb,
+                     "shared bytes per mma": 512 * (fa + fb) / mma,
+                     "accumulators per thread": wm * wn // 32})
+    return Table(rows, ["warp region", "mma per 16-step", "ldmatrix per 16-step",
+                        "shared bytes per mma", "accumulators per thread"],
+                 title="A warp's region of C: larger regions feed more mma per byte loaded, "
+                       "and keep more accumulators in registers")
+
+
+def occupancy_table(configs=({}, BIG_K)) -> Table:
+    """Registers per thread (ptxas here), shared memory per block, and the blocks and
+    warps an SM holds, with what limits them, per configuration."""
+    rows = []
+    for params in configs:
+        o = analysis.kernel_occupancy(KERNEL, params)
+        rows.append({"configuration": _config(get(KERNEL).resolve(params)),
+                     "threads": o.threads_per_block, "registers": o.registers_per_thread,
+                     "shared KiB per block": o.smem_per_block / 1024,
+                     "blocks per SM": o.blocks_per_sm,
+                     "warps per SM": f"{o.warps_per_sm} of {o.max_warps_per_sm}",
+                     "limited by": o.limiter})
+    return Table(rows, ["configuration", "threads", "registers", "shared KiB per block",
+                        "blocks per SM", "warps per SM", "limited by"],
+                 title=f"Occupancy on {compiler.static_arch(get(KERNEL))} "
+                       f"(ptxas {compiler.ptxas_version()})")
+
+
+# ------------------------------------------------------------------ 8. measured
+
+def rates_table(rec=None) -> Table:
+    """The two configurations of the ladder at each size, each beside cuBLAS FP16
+    timed in the same run."""
+    rec = rec or recording()
+    rows = []
+    for n in SIZES:
+        for params in ({}, BIG_K):
+            r = _row(KERNEL, n, params, rec=rec)
+            if r:
+                rows.append({"size": f"{n}³", "configuration": _config(get(KERNEL).resolve(params)),
+                             "TFLOP/s": r["gflops"]["median"] / 1000,
+                             "cuBLAS FP16 TFLOP/s": r["reference"]["gflops"]["median"] / 1000,
+                             "% of cuBLAS FP16": timing.share(r)})
+    title = (f"mma_sync, each row's cuBLAS FP16 timed beside it ({_label(rec)})" if rows else
+             "The mma.sync kernel's timings are not recorded yet")
+    return Table(rows, ["size", "configuration", "TFLOP/s", "cuBLAS FP16 TFLOP/s",
+                        "% of cuBLAS FP16"], title=title)
+
+
+def plot_ladder(rec=None, ax=None):
+    """Chapter 13's ladder with this chapter's two configurations added."""
+    return ch13.plot_ladder(rec=rec or recording(), ax=ax, series=LADDER)
+
+
+def ladder_summary(n: int = 4096, rec=None) -> Text:
+    """This chapter's kernel at n³ against chapter 13's and cuBLAS FP16, in words."""
+    rec = rec or recording()
+    mine, big, wmma = (_row(KERNEL, n, {}, rec), _row(KERNEL, n, BIG_K, rec),
+                       _row(ch13.TILED, n, rec=rec))
+    if not (mine and big and wmma):
+        return Text(f"The mma.sync rows at {n}³ are not all in the recording yet.")
+    pct = lambda r: f"{timing.share(r):.0f}%"
+    return Text(f"At {n}³ the mma.sync kernel runs at {mine['gflops']['median'] / 1e3:,.0f} "
+                f"TFLOP/s by default ({pct(mine)} of cuBLAS FP16 timed beside it) and "
+                f"{big['gflops']['median'] / 1e3:,.0f} TFLOP/s with BK = 64 and 3 stages "
+                f"({pct(big)}): x{big['gflops']['median'] / wmma['gflops']['median']:.1f} "
+                f"chapter 13's tiled WMMA kernel ({pct(wmma)}).")
+
+
+def profile_table(rec=None) -> Table:
+    """The study's counters per step at 4096³: time, the tensor pipe's busy share, the
+    warps resident (share of the SM's maximum), shared-load wavefronts and their bank
+    conflicts, and the three largest waits per issued instruction."""
+    from gemm_kernels.notebook.evidence import stall_reasons
+    rows = []
+    for label, m in _study_rows(rec):
+        if m is None:
+            rows.append({"step": label, "largest waits (cycles per instruction)":
+                         "not recorded yet"})
+            continue
+        st = stall_reasons({"metrics": m})
+        top = sorted(((v, k) for k, v in st.items() if k != "selected"), reverse=True)[:3]
+        rows.append({"step": label, "time (ms)": m.get(TIME, 0) / 1e6,
+                     "tensor pipe busy %": m.get(BUSY), "warps active %": m.get(WARPS),
+                     "shared wavefronts (M)": m.get(WAVES, 0) / 1e6,
+                     "bank conflicts (M)": m.get(CONFLICTS, 0) / 1e6,
+                     "largest waits (cycles per instruction)":
+                         ", ".join(f"{k} {fmt_number(v)}" for v, k in top)})
+    return Table(rows, ["step", "time (ms)", "tensor pipe busy %", "warps active %",
+                        "shared wavefronts (M)", "bank conflicts (M)",
+                        "largest waits (cycles per instruction)"],
+                 title=f"Nsight Compute at 4096³ ({_label(rec or recording())})")
+
+
+def plot_profile(rec=None, ax=None):
+    """Where the warps wait, per step of the study (chapter 06's stacked bars)."""
+    import matplotlib.pyplot as plt
+    from gemm_kernels.notebook.evidence import stall_bars, stall_reasons
+    got = [(label, stall_reasons({"metrics": m})) for label, m in _study_rows(rec) if m]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 0.6 * max(len(got), 1) + 1.8))
+    if not got:
+        ax.text(0.5, 0.5, "Nsight Compute's counters for this chapter are not recorded yet",
+                ha="center", va="center")
+        ax.set_axis_off()
+        return ax
+    stall_bars(ax, got, top=6)
+    ax.set_title(f"Where the warps wait, 4096³ ({_label(rec or recording())})", fontsize=10)
+    ax.figure.tight_layout()
+    return ax
+
+
+# What each wait means, in the words of Nsight Compute's profiling guide.
+MEANING = {
+    "long scoreboard": "waiting for data from global memory",
+    "short scoreboard": "waiting for a shared-memory result (ldmatrix)",
+    "mio throttle": "the queue of shared-memory instructions is full",
+    "math pipe throttle": "the math pipe it needs (here the tensor pipe) is busy",
+    "barrier": "waiting at __syncthreads() for the other warps of the block",
+    "wait": "a fixed wait between dependent instructions",
+    "not selected": "ready, but another warp was issued",
+    "dispatch stall": "the dispatcher could not issue",
+    "lg throttle": "the queue of global-memory instructions is full",
+    "no instruction": "waiting for instructions to be fetched",
+    "branch resolving": "waiting for a branch to resolve",
+}
+
+
+def profile_summary(rec=None) -> Text:
+    """What the profile says, in sentences built from the study's rows."""
+    from gemm_kernels.notebook.evidence import stall_reasons
+    rows = dict(_study_rows(rec))
+    plain, swz, big = (rows.get(s.label) for s in studies.get(STUDY).steps)
+    if not (plain and swz and big):
+        return Text("Nsight Compute's counters for this chapter's kernel are not in the "
+                    "recording yet.")
+    out = [f"* The swizzle: bank conflicts of shared loads fall from "
+           f"{plain[CONFLICTS] / 1e6:,.1f} million to {fmt_number(swz[CONFLICTS])}, "
+           f"the time at 4096³ from {plain[TIME] / 1e6:.2f} ms to {swz[TIME] / 1e6:.2f} ms, "
+           f"and the tensor pipe is busy {swz[BUSY]:.0f}% of the time instead of "
+           f"{plain[BUSY]:.0f}%."]
+    for label, m in ((studies.get(STUDY).steps[1].label, swz),
+                     (studies.get(STUDY).steps[2].label, big)):
+        st = stall_reasons({"metrics": m})
+        top = sorted(((v, k) for k, v in st.items() if k != "selected"), reverse=True)[:2]
+        waits = "; then ".join(f"'{k}', {v:.1f} cycles per issued instruction "
+                               f"({MEANING.get(k, 'see the profiling guide')})"
+                               for v, k in top)
+        out.append(f"* {label}: tensor pipe busy {m[BUSY]:.0f}%, {m[WARPS]:.0f}% of the "
+                   f"SM's warp slots in use. The largest wait is {waits}.")
+    return Text("\n".join(out))
+
+
+# ------------------------------------------------------------------ 9. explore
+
+def explorer():
+    """The kernel's tunables -> its rate beside cuBLAS FP16 (live: compiled, checked and
+    timed; recorded: the sweep at 2048³)."""
+    from gemm_kernels.notebook.widgets import Explorer
+    return Explorer(KERNEL, rec=recording()).widget()
+
+
+def sweep_table(rec=None, top: int = 8) -> Table:
+    """The recorded sweep at 2048³, fastest first (chapter 13's table)."""
+    return ch13.sweep_table(rec=rec or recording(), top=top, kernel=KERNEL)
+
+
+def swizzle_effect(rec=None) -> Text:
+    """Every configuration recorded both ways at 2048³: the swizzle's gain, in words."""
+    rec = rec or recording()
+    k = get(KERNEL)
+    gains = []
+    for c in k.valid_configurations():
+        if not c["SWIZZLE"]:
+            continue
+        pair = [[r for r in (rec.find(KERNEL, (2048,) * 3, {**c, "SWIZZLE": s}) if rec else [])
+                 if "gflops" in r] for s in (False, True)]
+        if all(pair):
+            gains.append(pair[1][0]["gflops"]["median"] / pair[0][0]["gflops"]["median"])
+    if not gains:
+        return Text("The sweep with and without the swizzle is not recorded yet.")
+    gains.sort()
+    return Text(f"Over the {len(gains)} tiles recorded both ways at 2048³, the swizzle makes "
+                f"the kernel x{gains[len(gains) // 2]:.1f} faster (median; from "
+                f"x{gains[0]:.1f} to x{gains[-1]:.1f}), {_label(rec)}.")
+
+
+# ------------------------------------------------------------------ 10. the T4 path
+
+def t4_table(arches=("sm_75", "sm_90")) -> Table:
+    """The kernel compiled for a T4 (sm_75) and for the recorded GPU: its tensor-core
+    instructions by shape, its copies into shared memory, whole kernel."""
+    rows = []
+    for arch in arches:
+        sass = compiler.sass(get(KERNEL), {}, arch)
+        ops = [f for _, f, _ in analysis.instructions(sass)]
+        full = [t.split()[0] for _, _, t in analysis.instructions(sass)]
+        rows.append({"architecture": arch,
+                     "HMMA shapes": ", ".join(sorted({o for o in full if o.startswith("HMMA")})),
+                     "HMMA": ops.count("HMMA"), "LDSM": ops.count("LDSM"),
+                     "LDGSTS (cp.async)": ops.count("LDGSTS"),
+                     "STS.128 (plain stores)": ops.count("STS.128")})
+    return Table(rows, ["architecture", "HMMA shapes", "HMMA", "LDSM", "LDGSTS (cp.async)",
+                        "STS.128 (plain stores)"], title="The same source, two GPUs (SASS)")

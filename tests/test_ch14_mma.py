@@ -1,0 +1,102 @@
+"""Chapter 14's notebook module (gemm_kernels.notebook.ch14_mma), without a GPU: the
+m16n8k16 fragment map and ldmatrix's layout, the swizzle model against the kernel's
+text, the bank model's predictions, the main loop's SASS, and the tables when the
+recording lacks the chapter's rows."""
+import re
+
+import pytest
+
+from gemm_kernels.core.kernels import get
+from gemm_kernels.notebook import ch14_mma as ch14
+
+
+def test_the_fragment_map_covers_every_element_once():
+    m = ch14.fragment_map()
+    for name, (rows, cols, per_lane) in {"A": (16, 16, 8), "B": (16, 8, 4),
+                                         "C": (16, 8, 4)}.items():
+        assert set(m[name]) == {(r, c) for r in range(rows) for c in range(cols)}
+        assert len(set(m[name].values())) == rows * cols           # no (lane, i) twice
+        assert {i for _, i in m[name].values()} == set(range(per_lane))
+
+
+def test_the_accumulator_layout_is_the_documented_one():
+    """Lane l holds rows l / 4 and l / 4 + 8, columns 2 (l % 4) and 2 (l % 4) + 1."""
+    m = ch14.fragment_map()["C"]
+    for lane in (0, 5, 31):
+        held = sorted(rc for rc, (l, _) in m.items() if l == lane)
+        g, t = lane // 4, lane % 4
+        assert held == sorted((r, c) for r in (g, g + 8) for c in (2 * t, 2 * t + 1))
+
+
+def test_ldmatrix_x4_gives_exactly_the_a_fragment_of_mma():
+    assert ch14.a_from_ldmatrix() == ch14.fragment_map()["A"]
+
+
+def test_ldmatrix_trans_gives_the_b_fragment_of_mma():
+    """Two 8 x 8 matrices of a k-major B (k rows 0-7 and 8-15), transposed by .trans:
+    register i of lane l holds B's elements b(2i), b(2i+1) of the fragment."""
+    got = {(8 * m + k, n): (lane, 2 * m + h)
+           for (m, k, n), (lane, h) in ch14.ldmatrix_received(trans=True).items() if m < 2}
+    assert got == ch14.fragment_map()["B"]
+
+
+def test_the_swizzle_model_is_the_kernels_function():
+    text = (get("mma_sync").path).read_text()
+    assert "else if constexpr (CHUNKS == 4) return c ^ ((r >> 1) & 3);" in text
+    assert "else return c ^ (r & 7);" in text
+    assert ch14.chunk_at(2, 0, 4) == 1 and ch14.chunk_at(3, 5, 16) == 6
+
+
+@pytest.mark.parametrize("chunks", [4, 8, 16])
+def test_the_swizzle_permutes_each_row_and_repeats_every_8_rows(chunks):
+    for r in range(16):
+        assert sorted(ch14.chunk_at(r, c, chunks) for c in range(chunks)) == list(range(chunks))
+        assert [ch14.chunk_at(r, c, chunks) for c in range(chunks)] == \
+               [ch14.chunk_at(r + 8, c, chunks) for c in range(chunks)]
+
+
+@pytest.mark.parametrize("row_bytes,plain", [(64, 16), (256, 32)])
+def test_plain_rows_conflict_and_swizzled_rows_do_not(row_bytes, plain):
+    assert ch14.ldmatrix_analysis(row_bytes, False).wavefronts == plain > 4
+    # every ldmatrix of the kernel: each chunk column, rows 16 apart (A's i, B's kk)
+    for row0 in (0, 16, 32):
+        for chunk0 in range(0, row_bytes // 16, 2):
+            assert ch14.ldmatrix_analysis(row_bytes, True, row0, chunk0).wavefronts == 4
+
+
+def test_the_bank_table_predicts_24_then_4_per_ldmatrix():
+    t = ch14.bank_table(rec=type("R", (), {"label": "none", "find": lambda *a: []})())
+    assert [r["predicted per ldmatrix"] for r in t] == [24, 4]
+
+
+def test_the_kernels_wait_leaves_stages_minus_2_groups_in_flight():
+    assert ch14.kernel_wait().replace(" ", "") == "STAGES-2"
+
+
+def test_the_main_loop_is_the_hmma_loop():
+    t = ch14.loop_table()
+    default, big = t
+    # 32 mma of 16x8x16 per 16-step, two 16-steps per BK = 32; 8 ldmatrix per 16-step
+    assert default["HMMA"] == 64 and default["LDSM"] == 16
+    assert big["HMMA"] == 128 and big["LDSM"] == 32
+    # both copy paths are in the loop: twice a thread's chunks of a tile
+    assert default["LDGSTS"] == 2 * default["chunks a thread copies per tile"]
+
+
+def test_a_64_by_64_warp_region_loads_the_fewest_bytes_per_mma():
+    t = ch14.warp_regions()
+    assert [r["shared bytes per mma"] for r in t] == [128, 192, 256]
+
+
+def test_the_t4_build_uses_two_m16n8k8_and_no_cp_async():
+    sm75, sm90 = ch14.t4_table()
+    assert sm75["HMMA shapes"] == "HMMA.1688.F32" and sm75["LDGSTS (cp.async)"] == 0
+    assert sm90["HMMA shapes"] == "HMMA.16816.F32" and sm75["HMMA"] == 2 * sm90["HMMA"]
+
+
+def test_missing_rows_are_said_in_words():
+    empty = type("R", (), {"label": "an empty recording", "find": lambda *a, **k: [],
+                           "results": []})()
+    assert "not" in str(ch14.ladder_summary(rec=empty))
+    assert "not recorded" in ch14.rates_table(rec=empty).title
+    assert "not recorded" in str(ch14.swizzle_effect(rec=empty))

@@ -1,0 +1,59 @@
+"""Chapter 14's notebooks as files: the exercise and its grade in place, short code cells
+that call the package, no measured number typed into the text, and every table and
+sentence of the recording read from the one recording that holds the chapter's rows."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from gemm_kernels.notebook import ch14_mma as ch14
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTER = ROOT / "notebooks" / "14_mma_sync.ipynb"
+SOLUTION = ROOT / "notebooks" / "solutions" / "14_solution.ipynb"
+
+
+def cells(path):
+    return json.loads(path.read_text())["cells"]
+
+
+@pytest.mark.parametrize("path", [CHAPTER, SOLUTION])
+def test_the_exercise_is_followed_by_its_grade(path):
+    ids = [c.get("id") for c in cells(path)]
+    assert ids.index("ex-14_swizzle-kernel") < ids.index("ex-14_swizzle-test")
+    src = "".join(next(c for c in cells(path) if c.get("id") == "ex-14_swizzle-kernel")["source"])
+    assert src.startswith("%%exercise 14_swizzle")
+    assert ("BEGIN SOLUTION" in src) == (path == SOLUTION)
+
+
+def test_code_cells_are_short_calls_into_the_package():
+    for c in cells(CHAPTER)[2:]:
+        if c["cell_type"] == "code" and not c["id"].startswith("ex-"):
+            assert len(c["source"]) <= 2, c["id"]
+
+
+def test_no_measurement_is_typed_into_the_text():
+    """Rates, percentages of cuBLAS and counts of millions come from the recording."""
+    for c in cells(CHAPTER) + cells(SOLUTION):
+        if c["cell_type"] == "markdown":
+            text = "".join(c["source"])
+            assert not re.search(r"\d+(\.\d+)?\s*(TFLOP/s|%|ms\b|million)", text), c["id"]
+
+
+def test_every_measured_table_names_the_chapters_recording():
+    rec = ch14.recording()
+    if rec is None:
+        pytest.skip("no recording holds chapter 13's or 14's rows")
+    assert rec.label in ch14.rates_table().title or "not recorded" in ch14.rates_table().title
+    assert rec.label in ch14.profile_table().title
+    assert rec.label in ch14.bank_table().title
+
+
+def test_the_measured_counters_sit_beside_the_prediction_when_recorded():
+    t = ch14.bank_table()
+    if t[0]["measured per LDSM"] is None:
+        pytest.skip("the chapter's profile is not recorded yet")
+    plain, swizzled = t
+    assert plain["of them conflicts (M)"] > 10 * swizzled["of them conflicts (M)"]
+    assert abs(swizzled["measured per LDSM"] - swizzled["predicted per ldmatrix"]) < 1
