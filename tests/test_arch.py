@@ -10,7 +10,7 @@ import pytest
 
 from gemm_kernels.core import analysis, compiler, device, launch
 from gemm_kernels.core.kernels import KERNELS, get
-from gemm_kernels.core.registry import CUDA_DIR, FEATURES, runnable
+from gemm_kernels.core.registry import FEATURES, runnable
 from gemm_kernels.measure import records
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,13 +92,6 @@ def test_the_capstone_needs_cp_async_and_says_so_before_anything_is_compiled(on,
     assert runnable(cap, "sm_80") == (True, "")
 
 
-def _source_with_headers(k) -> str:
-    text = k.source_text()
-    for name in re.findall(r'#include\s+"([^"]+)"', text):
-        text += (CUDA_DIR / name).read_text()
-    return text
-
-
 _ARCH_GUARD = re.compile(r"#if __CUDA_ARCH__ >= (\d+)\n(.*?)(?:#else\n(.*?))?#endif", re.S)
 
 
@@ -121,7 +114,7 @@ def test_every_kernel_declares_the_features_its_source_uses(name):
     """A feature appears in the source's code (not only in comments) exactly when the
     kernel declares it; every entry of a shared file is held to what that file uses."""
     k = KERNELS[name]
-    code = re.sub(r"//[^\n]*|/\*.*?\*/", "", _source_with_headers(k), flags=re.S)
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", "", k.source_with_headers(), flags=re.S)
     used = {f for f in FEATURES if f in _older_gpus_compile(code, FEATURES[f][0])}
     assert set(k.features) == used, f"{name}: declares {k.features}, its code uses {used}"
 

@@ -60,7 +60,10 @@ def nvrtc_options() -> tuple[str, ...]:
 @functools.lru_cache(maxsize=None)
 def _function(kernel: Kernel, expr: str):
     import cupy
-    mod = cupy.RawModule(code=kernel.source_text(), options=nvrtc_options(),
+    # a Hopper-only kernel names its arch-specific target; CuPy's own -arch would
+    # compile it for sm_90, where wgmma does not exist
+    arch = (f"-arch=sm_{device.sm_number(device.target_arch())}a",) if kernel.arch_suffix else ()
+    mod = cupy.RawModule(code=kernel.source_text(), options=(*nvrtc_options(), *arch),
                          name_expressions=[expr])
     return mod.get_function(expr)
 
@@ -168,7 +171,7 @@ def static_arch(kernel: Kernel, arch=None) -> str:
         version = ".".join(map(str, nvrtc.getVersion()))
         raise ValueError(f"this toolchain (NVRTC {version}) cannot compile for {name}; "
                          f"it compiles for {', '.join(f'sm_{a}' for a in known)}")
-    return name
+    return name + kernel.arch_suffix
 
 
 def ptx(kernel: Kernel, params: dict, arch=None) -> tuple[str, str]:

@@ -72,14 +72,15 @@ DEFAULT_ARCH = "sm_90"
 
 
 def sm_number(arch) -> int:
-    """90 from "sm_90", "sm90", "compute_90", "9.0", 90 or (9, 0); ValueError naming the
-    forms it takes otherwise."""
+    """90 from "sm_90", "sm90", "compute_90", "sm_90a" (the arch-specific target of
+    Hopper-only instructions), "9.0", 90 or (9, 0); ValueError naming the forms it takes
+    otherwise."""
     if isinstance(arch, tuple) and len(arch) == 2:
         return int(arch[0]) * 10 + int(arch[1])
     if isinstance(arch, int) and not isinstance(arch, bool):
         return arch
     text = str(arch).strip().lower()
-    m = re.fullmatch(r"(?:sm_?|compute_)?(\d{2,3})", text)
+    m = re.fullmatch(r"(?:sm_?|compute_)?(\d{2,3})a?", text)
     if m:
         return int(m.group(1))
     m = re.fullmatch(r"(\d{1,2})\.(\d)", text)

@@ -977,6 +977,15 @@ def _mma_rows_rule(p, s):
     return None
 
 
+def _tma_rows_rule(p, s):
+    bad = [f"{d}={v}" for d, v in zip("NK", s[1:]) if v % 8]
+    if bad:
+        return (f"TMA reads rows whose strides are multiples of 16 bytes (8 halves), so K "
+                f"and N must be multiples of 8 ({', '.join(bad)}); pad the matrices, or use "
+                f"wmma_tiled, which takes any shape")
+    return None
+
+
 def _mma_smem(p) -> int:
     """Dynamic shared memory: STAGES buffers of the A tile (BM x BK) and the B tile
     (BK x BN), FP16."""
@@ -1024,4 +1033,43 @@ register(Kernel(
     dynamic_smem=lambda p, lim: _mma_smem(p),
     shape_rule=_mma_rows_rule,
     align=16,
+))
+
+
+# ---------------------------------------------------------------- chapter 15
+
+WGMMA_BN, WGMMA_BK = 128, 64     # the kernel's tile width and depth (15_wgmma.cu)
+
+
+def _wgmma_smem(p) -> int:
+    """STAGES buffers of the A tile (BM x 64) and the B tile (64 x 128), FP16, plus 1024
+    bytes to start them on a 1024-byte boundary (the 128-byte swizzle's period)."""
+    return p["STAGES"] * (p["BM"] + WGMMA_BN) * WGMMA_BK * 2 + 1024
+
+
+def _tensor_maps(p, A, B, C):
+    """The TMA descriptions of A (boxes of BM x 64) and B (boxes of 64 x 64)."""
+    from gemm_kernels.core import tensor_map
+    return (tensor_map.half_matrix(A, p["BM"], WGMMA_BK),
+            tensor_map.half_matrix(B, WGMMA_BK, 64))
+
+
+register(Kernel(
+    name="wgmma_tma", chapter="15",
+    title="Hopper: TMA copies into 128-byte-swizzled tiles, wgmma from shared memory",
+    source="15_wgmma.cu", entry="hgemm_wgmma", op="hgemm",
+    params=(Param("BM", (64, 128), 128, "rows of the C tile per block: one warpgroup of "
+                                        "128 threads per 64 rows (the tile is BM x 128)"),
+            Param("STAGES", (2, 3, 4), 4, "shared-memory stages (TMA copies in flight)")),
+    template=("BM", "STAGES", "LEAD_B", "STRIDE_B"),
+    # B's descriptor (MN-major, 128-byte swizzle): 8192 bytes between the tile's two
+    # 64-column halves (each 64 rows of 128 bytes), 1024 between groups of 8 rows
+    fixed={"LEAD_B": 8192, "STRIDE_B": 1024},
+    threads=lambda p: (128 * (p["BM"] // 64), 1, 1),
+    grid=lambda p, s: (ceil_div(s[1], WGMMA_BN), ceil_div(s[0], p["BM"]), 1),
+    dynamic_smem=lambda p, lim: _wgmma_smem(p),
+    shape_rule=_tma_rows_rule,
+    align=16,
+    features=("cp.async", "wgmma"),      # TMA's copies are cp.async.bulk.tensor
+    extra_args=_tensor_maps,
 ))

@@ -208,8 +208,11 @@ def launcher(kernel: str | Kernel, *arrays, params: dict | None = None):
         if slices > 1:
             return _split_k(k, fn, grid, block, dyn, scalar, ints, (A, B, C), slices)
 
+        extra = tuple(k.extra_args(p, A, B, C)) if k.extra_args else ()
+
         def run(alpha=1.0, beta=0.0):
-            fn(grid, block, (M, N, K, scalar(alpha), A, B, scalar(beta), C), shared_mem=dyn)
+            fn(grid, block, (M, N, K, scalar(alpha), A, B, scalar(beta), C, *extra),
+               shared_mem=dyn)
     else:
         src, dst = arrays
 

@@ -67,7 +67,12 @@ class Param:
 # lists the ones it uses in `Kernel.features`; tests/test_arch.py checks the sources.
 FEATURES = {
     "cp.async": (80, "asynchronous global->shared copies (PTX cp.async, SASS LDGSTS)"),
+    "wgmma": (90, "warpgroup MMA from shared memory and TMA tensor copies (PTX wgmma, "
+                  "cp.async.bulk.tensor; SASS HGMMA, UTMALDG)"),
 }
+# Features that exist on one architecture only, compiled for its arch-specific target
+# (sm_90a: the "a" code does not run on any later GPU): the architecture of each.
+ONLY_ON = {"wgmma": 90}
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,9 @@ class Kernel:
         is also the grid's z: with more than one, each slice writes its partial product
         into a plane of a workspace the launcher allocates when it is built, and the
         source's `split_k_reduce` sums the planes into C (see `launch.launcher`).
+    extra_args: for a kernel that takes more than M, N, K, alpha, A, B, beta, C: a
+        function (params, A, B, C) -> the further arguments, made when the launcher is
+        built (e.g. chapter 15's TMA tensor maps, which describe A and B).
     """
     name: str
     chapter: str
@@ -149,6 +157,7 @@ class Kernel:
     code: str | None = None
     a_transposed: bool = False
     splits: Callable[[Params, tuple], int] = lambda p, shape: 1
+    extra_args: Callable | None = None
 
     @property
     def path(self) -> Path:
@@ -180,6 +189,12 @@ class Kernel:
         return hashlib.sha1(self.source_with_headers().encode()).hexdigest()[:12]
 
     @property
+    def arch_suffix(self) -> str:
+        """"a" for a kernel that uses a feature of one architecture only (compiled for
+        sm_90a rather than sm_90), else ""."""
+        return "a" if any(f in ONLY_ON for f in self.features) else ""
+
+    @property
     def min_arch(self) -> int:
         """The oldest architecture (sm number) this kernel runs on: what its features
         need, or the oldest the series supports."""
@@ -191,6 +206,11 @@ class Kernel:
         architectures; None when it can."""
         sm = device.sm_number(arch if arch is not None else device.target_arch())
         for f in self.features:
+            only = ONLY_ON.get(f)
+            if only is not None and sm != only:
+                return (f"{self.name} needs {f}, which only sm_{only} GPUs have (Hopper: "
+                        f"H100, H200, GH200); " + ("this GPU is" if arch is None else "not")
+                        + f" sm_{sm}")
             need = FEATURES[f][0]
             if sm < need:
                 return (f"{self.name} needs {f}, sm_{need} or newer; this GPU is sm_{sm}"

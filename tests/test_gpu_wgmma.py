@@ -1,0 +1,48 @@
+"""Chapter 15 on the GPU: the TMA + wgmma kernel is right on the shapes it takes (K and N
+multiples of 8; M, N, K not multiples of the tile, one row, one 16-byte chunk), in every
+configuration, refuses the others before launch, and propagates NaN and Inf. Hopper only:
+elsewhere the kernel is refused, which tests/test_arch.py checks without a GPU."""
+import pytest
+
+from gemm_kernels import device
+from gemm_kernels.core.kernels import get
+from gemm_kernels.core.launch import launch
+from gemm_kernels.core.registry import runnable
+from gemm_kernels.measure.check import check, compare_gemm, random_normal
+
+from gpu import needs_gpu
+
+pytestmark = [needs_gpu, pytest.mark.skipif(
+    device.is_live() and not runnable(get("wgmma_tma"))[0],
+    reason="wgmma_tma runs on sm_90 (Hopper) only")]
+
+SEED = 20261126
+SHAPES = [(1, 8, 8), (7, 16, 24), (33, 72, 40), (64, 128, 64), (127, 136, 264),
+          (1000, 1000, 1000), (4097, 1024, 520), (300, 1032, 8), (264, 272, 200)]
+
+
+@pytest.mark.parametrize("params", get("wgmma_tma").valid_configurations(),
+                         ids=lambda p: f"bm{p['BM']}-s{p['STAGES']}")
+def test_every_configuration_is_right(params):
+    for shape in SHAPES:
+        for alpha, beta in ((1.0, 0.0), (1.5, -0.5)):
+            r = check("wgmma_tma", shape, params, alpha, beta, seed=SEED)
+            assert r.ok, str(r)
+
+
+def test_shapes_without_16_byte_rows_are_refused():
+    r = check("wgmma_tma", (33, 65, 17), seed=SEED)
+    assert r.ok is None and "multiples of 8" in r.message and "N=65" in r.message
+
+
+def test_nan_and_inf_propagate():
+    import cupy
+    M, N, K = 64, 48, 32
+    rng = cupy.random.default_rng(SEED)
+    A, B = random_normal((M, K), "float16", rng), random_normal((K, N), "float16", rng)
+    A[5, 7] = cupy.nan
+    B[3, 9] = cupy.inf
+    C = cupy.zeros((M, N), cupy.float32)
+    launch("wgmma_tma", A, B, C)
+    assert bool(cupy.isnan(C[5]).all())
+    assert compare_gemm(C, A, B).ok
