@@ -1,4 +1,5 @@
-"""Chapter 15 on the GPU: the TMA + wgmma kernel is right on the shapes it takes (K and N
+"""Chapter 15 on the GPU: the TMA + wgmma kernels (one block of warpgroups doing
+everything, and the warp-specialised one) are right on the shapes it takes (K and N
 multiples of 8; M, N, K not multiples of the tile, one row, one 16-byte chunk), in every
 configuration, refuses the others before launch, and propagates NaN and Inf. Hopper only:
 elsewhere the kernel is refused, which tests/test_arch.py checks without a GPU."""
@@ -21,21 +22,28 @@ SHAPES = [(1, 8, 8), (7, 16, 24), (33, 72, 40), (64, 128, 64), (127, 136, 264),
           (1000, 1000, 1000), (4097, 1024, 520), (300, 1032, 8), (264, 272, 200)]
 
 
-@pytest.mark.parametrize("params", get("wgmma_tma").valid_configurations(),
-                         ids=lambda p: f"bm{p['BM']}-s{p['STAGES']}")
-def test_every_configuration_is_right(params):
+KERNELS = ("wgmma_tma", "wgmma_ws")
+CONFIGS = [(name, p) for name in KERNELS for p in get(name).valid_configurations()]
+
+
+@pytest.mark.parametrize("name,params", CONFIGS,
+                         ids=lambda x: x if isinstance(x, str) else
+                         "-".join(f"{k}{v}" for k, v in x.items()))
+def test_every_configuration_is_right(name, params):
     for shape in SHAPES:
         for alpha, beta in ((1.0, 0.0), (1.5, -0.5)):
-            r = check("wgmma_tma", shape, params, alpha, beta, seed=SEED)
+            r = check(name, shape, params, alpha, beta, seed=SEED)
             assert r.ok, str(r)
 
 
-def test_shapes_without_16_byte_rows_are_refused():
-    r = check("wgmma_tma", (33, 65, 17), seed=SEED)
+@pytest.mark.parametrize("name", KERNELS)
+def test_shapes_without_16_byte_rows_are_refused(name):
+    r = check(name, (33, 65, 17), seed=SEED)
     assert r.ok is None and "multiples of 8" in r.message and "N=65" in r.message
 
 
-def test_nan_and_inf_propagate():
+@pytest.mark.parametrize("name", KERNELS)
+def test_nan_and_inf_propagate(name):
     import cupy
     M, N, K = 64, 48, 32
     rng = cupy.random.default_rng(SEED)
@@ -43,6 +51,6 @@ def test_nan_and_inf_propagate():
     A[5, 7] = cupy.nan
     B[3, 9] = cupy.inf
     C = cupy.zeros((M, N), cupy.float32)
-    launch("wgmma_tma", A, B, C)
+    launch(name, A, B, C)
     assert bool(cupy.isnan(C[5]).all())
     assert compare_gemm(C, A, B).ok

@@ -1047,11 +1047,14 @@ def _wgmma_smem(p) -> int:
     return p["STAGES"] * (p["BM"] + WGMMA_BN) * WGMMA_BK * 2 + 1024
 
 
-def _tensor_maps(p, A, B, C):
-    """The TMA descriptions of A (boxes of BM x 64) and B (boxes of 64 x 64)."""
-    from gemm_kernels.core import tensor_map
-    return (tensor_map.half_matrix(A, p["BM"], WGMMA_BK),
-            tensor_map.half_matrix(B, WGMMA_BK, 64))
+def _tensor_maps(rows: int):
+    """The launcher's extra arguments: the TMA descriptions of A (boxes of `rows` x 64,
+    the A tile) and B (boxes of 64 x 64, a quarter or half of the B tile)."""
+    def maps(p, A, B, C):
+        from gemm_kernels.core import tensor_map
+        return (tensor_map.half_matrix(A, rows(p), WGMMA_BK),
+                tensor_map.half_matrix(B, WGMMA_BK, 64))
+    return maps
 
 
 register(Kernel(
@@ -1071,5 +1074,30 @@ register(Kernel(
     shape_rule=_tma_rows_rule,
     align=16,
     features=("cp.async", "wgmma"),      # TMA's copies are cp.async.bulk.tensor
-    extra_args=_tensor_maps,
+    extra_args=_tensor_maps(lambda p: p["BM"]),
+))
+
+
+def _ws_smem(p) -> int:
+    """STAGES buffers of the A tile (64 CONSUMERS x 64) and the B tile (64 x 256), FP16,
+    plus 1024 bytes of alignment room."""
+    return p["STAGES"] * (64 * p["CONSUMERS"] + 256) * WGMMA_BK * 2 + 1024
+
+
+register(Kernel(
+    name="wgmma_ws", chapter="15",
+    title="Hopper, warp-specialised: a producer warpgroup issues the TMA copies, consumer "
+          "warpgroups the wgmma, mbarriers between them",
+    source="15_wgmma.cu", entry="hgemm_wgmma_ws", op="hgemm",
+    params=(Param("CONSUMERS", (1, 2), 2, "consumer warpgroups, 64 rows of the C tile "
+                                          "each (the tile is 64 CONSUMERS x 256)"),
+            Param("STAGES", (2, 3, 4), 4, "shared-memory stages (TMA copies in flight)")),
+    template=("CONSUMERS", "STAGES"),
+    threads=lambda p: (128 * (p["CONSUMERS"] + 1), 1, 1),
+    grid=lambda p, s: (ceil_div(s[1], 256), ceil_div(s[0], 64 * p["CONSUMERS"]), 1),
+    dynamic_smem=lambda p, lim: _ws_smem(p),
+    shape_rule=_tma_rows_rule,
+    align=16,
+    features=("cp.async", "wgmma"),
+    extra_args=_tensor_maps(lambda p: 64 * p["CONSUMERS"]),
 ))

@@ -92,14 +92,23 @@ __device__ __forceinline__ void wgmma_wait() {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
 }
 
-// d (+)= A * B for a 64 x 128 x 16 step of the warpgroup: A K-major, B MN-major
-// (transposed), both from shared memory; `accumulate` false for the first step.
-__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], unsigned long long a,
-                                                 unsigned long long b, bool accumulate) {
+// d += A * B for a 64 x N x 16 step of the warpgroup (N = 128: 64 accumulators per
+// thread; N = 256: 128), A K-major and B MN-major (transposed), both from shared memory.
+// The accumulators start at zero, so every step adds (scale-d true).
+__device__ __forceinline__ void wgmma_step(float (&d)[64], unsigned long long a,
+                                           unsigned long long b) {
     asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
                  " wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1;\n}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                 : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
+                 : "l"(a), "l"(b), "n"(1));
+}
+
+__device__ __forceinline__ void wgmma_step(float (&d)[128], unsigned long long a,
+                                           unsigned long long b) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                 : "l"(a), "l"(b), "n"(1));
 }
 
 // ------------------------------------------------------------------ the kernel
@@ -153,8 +162,8 @@ hgemm_wgmma(int M, int N, int K, float alpha, const half* __restrict__ A,
         for (int kk = 0; kk < BK; kk += 16) {
             // A: 64 rows of 128 bytes, 8-row groups 1024 bytes apart; step kk is 2 kk bytes
             // along the (swizzled) rows. B: step kk starts kk rows (128 bytes each) down.
-            wgmma_m64n128k16(d, descriptor(a_tile + 2 * kk, 16, 1024),
-                             descriptor(b_tile + 128 * kk, LEAD_B, STRIDE_B), t > 0 || kk > 0);
+            wgmma_step(d, descriptor(a_tile + 2 * kk, 16, 1024),
+                       descriptor(b_tile + 128 * kk, LEAD_B, STRIDE_B));
         }
         wgmma_commit();
         wgmma_wait<0>();
@@ -174,6 +183,117 @@ hgemm_wgmma(int M, int N, int K, float alpha, const half* __restrict__ A,
             const int c = col0 + 8 * j + 2 * (lane % 4);
             if (r < M && c < N) {
                 float2* out = reinterpret_cast<float2*>(C + static_cast<size_t>(r) * N + c);
+                float2 v = make_float2(alpha * d[4 * j + 2 * h], alpha * d[4 * j + 2 * h + 1]);
+                if (beta != 0.0f) {
+                    const float2 old = *out;
+                    v.x += beta * old.x;
+                    v.y += beta * old.y;
+                }
+                *out = v;
+            }
+        }
+}
+
+// ------------------------------------------------------------------ warp specialisation
+// The same instructions, with the work split by role. Warpgroup 0 produces: one of its
+// threads issues every TMA copy, waiting only for a stage to be free. Warpgroups 1 ..
+// CONSUMERS consume: each waits for its stage to be full, issues the wgmma of its 64 rows
+// of the tile and, when they are done, tells the producer the stage is free again (each
+// stage has two mbarriers: "full", completed by the copy's bytes, and "empty", completed
+// by one arrival of every consumer). No __syncthreads in the loop: the roles run apart,
+// the copies of the tiles ahead in flight while the tensor cores work.
+//
+// The producer needs few registers and the consumers many (a 64 x 256 accumulator tile is
+// 128 per thread), so the warpgroups trade them: setmaxnreg lowers the producer's to 40
+// and raises the consumers' to 232 (40 x 128 + 232 x 256 = 64,512 of the SM's 65,536).
+
+__device__ __forceinline__ void barrier_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
+}
+
+template <int REGISTERS>
+__device__ __forceinline__ void registers_down() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(REGISTERS));
+}
+
+template <int REGISTERS>
+__device__ __forceinline__ void registers_up() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(REGISTERS));
+}
+
+// A BM x 256 tile of C per block, BM = 64 CONSUMERS; K in steps of 64 through STAGES
+// buffers.
+template <int CONSUMERS, int STAGES>
+__global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
+hgemm_wgmma_ws(int M, int N, int K, float alpha, const half* __restrict__ A,
+               const half* __restrict__ B, float beta, float* __restrict__ C,
+               const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b) {
+    constexpr int BM = 64 * CONSUMERS, BN = 256, BK = 64;
+    constexpr unsigned A_BYTES = BM * BK * 2, B_BYTES = BK * BN * 2;
+    extern __shared__ __align__(1024) unsigned char smem[];
+    __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
+
+    const unsigned base = (smem_u32(smem) + 1023) & ~1023u;
+    const unsigned As = base, Bs = base + STAGES * A_BYTES;
+    const int wg = threadIdx.x / 128;
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int tiles = (K + BK - 1) / BK;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            barrier_init(smem_u32(&full[s]), 1);
+            barrier_init(smem_u32(&empty[s]), CONSUMERS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {                                   // the producer
+        registers_down<40>();
+        if (threadIdx.x == 0)
+            for (int t = 0; t < tiles; ++t) {
+                const int s = t % STAGES;
+                // the stage's previous tile (t - STAGES) must have been consumed
+                if (t >= STAGES) barrier_wait(smem_u32(&empty[s]), (t / STAGES - 1) & 1);
+                const unsigned bar = smem_u32(&full[s]);
+                barrier_expect(bar, A_BYTES + B_BYTES);
+                tma_load(As + s * A_BYTES, map_a, t * BK, row0, bar);
+#pragma unroll
+                for (int h = 0; h < BN / 64; ++h)            // B: four 64 x 64 boxes
+                    tma_load(Bs + s * B_BYTES + h * (B_BYTES / 4), map_b, col0 + 64 * h,
+                             t * BK, bar);
+            }
+        return;
+    }
+
+    registers_up<232>();                             // a consumer: rows 64 (wg - 1) on
+    const int c = wg - 1;
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) d[i] = 0.f;
+    for (int t = 0; t < tiles; ++t) {
+        const int s = t % STAGES;
+        barrier_wait(smem_u32(&full[s]), (t / STAGES) & 1);
+        const unsigned a_tile = As + s * A_BYTES + c * 64 * 128, b_tile = Bs + s * B_BYTES;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 16)
+            wgmma_step(d, descriptor(a_tile + 2 * kk, 16, 1024),
+                       descriptor(b_tile + 128 * kk, B_BYTES / 4, 1024));
+        wgmma_commit();
+        wgmma_wait<0>();
+        if (threadIdx.x % 128 == 0) barrier_arrive(smem_u32(&empty[s]));
+    }
+
+    const int lane = threadIdx.x % 32, w = (threadIdx.x % 128) / 32;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int r = row0 + c * 64 + 16 * w + lane / 4 + 8 * h;
+            const int col = col0 + 8 * j + 2 * (lane % 4);
+            if (r < M && col < N) {
+                float2* out = reinterpret_cast<float2*>(C + static_cast<size_t>(r) * N + col);
                 float2 v = make_float2(alpha * d[4 * j + 2 * h], alpha * d[4 * j + 2 * h + 1]);
                 if (beta != 0.0f) {
                     const float2 old = *out;
