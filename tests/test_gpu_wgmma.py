@@ -18,8 +18,10 @@ pytestmark = [needs_gpu, pytest.mark.skipif(
     reason="wgmma_tma runs on sm_90 (Hopper) only")]
 
 SEED = 20261126
+# 2200 rows: 18 tile rows of 128, two whole groups of 8 and a group of 2 (GROUP = 8)
 SHAPES = [(1, 8, 8), (7, 16, 24), (33, 72, 40), (64, 128, 64), (127, 136, 264),
-          (1000, 1000, 1000), (4097, 1024, 520), (300, 1032, 8), (264, 272, 200)]
+          (1000, 1000, 1000), (4097, 1024, 520), (300, 1032, 8), (264, 272, 200),
+          (2200, 520, 72)]
 
 
 KERNELS = ("wgmma_tma", "wgmma_ws")

@@ -1091,8 +1091,10 @@ register(Kernel(
     source="15_wgmma.cu", entry="hgemm_wgmma_ws", op="hgemm",
     params=(Param("CONSUMERS", (1, 2), 2, "consumer warpgroups, 64 rows of the C tile "
                                           "each (the tile is 64 CONSUMERS x 256)"),
-            Param("STAGES", (2, 3, 4), 4, "shared-memory stages (TMA copies in flight)")),
-    template=("CONSUMERS", "STAGES"),
+            Param("STAGES", (2, 3, 4), 4, "shared-memory stages (TMA copies in flight)"),
+            Param("GROUP", (1, 8, 16), 1, "blocks walk groups of GROUP tile rows column "
+                                          "by column (more L2 hits) instead of row by row")),
+    template=("CONSUMERS", "STAGES", "GROUP"),
     threads=lambda p: (128 * (p["CONSUMERS"] + 1), 1, 1),
     grid=lambda p, s: (ceil_div(s[1], 256), ceil_div(s[0], 64 * p["CONSUMERS"]), 1),
     dynamic_smem=lambda p, lim: _ws_smem(p),

@@ -221,9 +221,26 @@ __device__ __forceinline__ void registers_up() {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(REGISTERS));
 }
 
+// The tile of C (x: column of tiles, y: row of tiles) this block computes. Blocks start
+// roughly in the order pid = blockIdx.y * gridDim.x + blockIdx.x. With GROUP > 1, pids
+// walk groups of GROUP tile rows column by column instead of row by row (chapter 09's
+// grouped rasterisation): the blocks running together cover a squarer part of C, so the
+// rows of A and columns of B they read are fewer and stay in L2. At 8192^3 a row of 32
+// tiles of 128 x 256 reads all 128 MB of B, more than the L2 holds.
+template <int GROUP>
+__device__ __forceinline__ int2 block_tile() {
+    if constexpr (GROUP == 1) return make_int2(blockIdx.x, blockIdx.y);
+    const int pid = blockIdx.y * gridDim.x + blockIdx.x;
+    const int per_group = GROUP * gridDim.x;                   // blocks in a full group
+    const int first = pid / per_group * GROUP;                 // its first tile row
+    const int rows = min(static_cast<int>(gridDim.y) - first, GROUP);
+    const int in_group = pid % per_group;
+    return make_int2(in_group / rows, first + in_group % rows);
+}
+
 // A BM x 256 tile of C per block, BM = 64 CONSUMERS; K in steps of 64 through STAGES
 // buffers.
-template <int CONSUMERS, int STAGES>
+template <int CONSUMERS, int STAGES, int GROUP>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 hgemm_wgmma_ws(int M, int N, int K, float alpha, const half* __restrict__ A,
                const half* __restrict__ B, float beta, float* __restrict__ C,
@@ -236,7 +253,8 @@ hgemm_wgmma_ws(int M, int N, int K, float alpha, const half* __restrict__ A,
     const unsigned base = (smem_u32(smem) + 1023) & ~1023u;
     const unsigned As = base, Bs = base + STAGES * A_BYTES;
     const int wg = threadIdx.x / 128;
-    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int2 tile = block_tile<GROUP>();
+    const int row0 = tile.y * BM, col0 = tile.x * BN;
     const int tiles = (K + BK - 1) / BK;
 
     if (threadIdx.x == 0) {
