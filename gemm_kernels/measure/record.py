@@ -40,7 +40,8 @@ SLOW_AT_8192 = {"naive", "coalesced"}
 K5 = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
 LADDER_CONFIGS = {"tile_1d": [{"BM": 64, "BN": 64, "BK": 8, "TM": 8}],
                   "tile_2d": [K5], "tile_2d_reg": [K5], "tile_2d_strided": [K5],
-                  "mma_sync": [{"BK": 64, "STAGES": 3}]}
+                  "mma_sync": [{"BK": 64, "STAGES": 3}],
+                  "wgmma_ws": [{"STAGES": 3, "GROUP": 16}]}
 
 
 # Chapters whose kernels are recorded by their own plan, at their own shapes: chapter
