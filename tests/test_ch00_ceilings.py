@@ -42,7 +42,7 @@ def fake(monkeypatch):
 
 def test_cublas_table_shows_the_spread_and_the_share_of_the_peak(fake):
     t = ch00_ceilings.cublas_table()
-    assert [r["size"] for r in t] == ["1,024^3", "2,048^3"]      # 4096 and 8192 not recorded
+    assert [r["size"] for r in t] == ["1024^3", "2048^3"]      # 4096 and 8192 not recorded
     peak = device.peak_fp32_gflops(GPU)
     assert t[1]["% of FP32 peak"] == f"{100 * 2000.0 / peak:.0f}%"
     assert t[0]["slowest to fastest call"] == "0.9 to 1.1"
@@ -148,11 +148,23 @@ def test_two_gpus_shows_only_what_chapter_00_taught(monkeypatch):
     cols = ["GPU", "SMs", "FP32 peak, TFLOP/s", "device copy, GB/s",
             "capstone, % of its cuBLAS", "recording"]
     monkeypatch.setattr(gpus, "summary", lambda size: Table(
-        [dict(zip(cols, ["H200", 132, 66.9, 4224, "99%", "x"]))], cols, "t"))
+        [dict(zip(cols, ["H200", 132, 66.9, 4224, "99%", "x"])),
+         dict(zip(cols, ["H100", 132, 52.0, 3005, "98%", "y"]))], cols, "t"))
     t = ch00_ceilings.two_gpus()
     assert t.columns == cols[:4] and t[0] == {"GPU": "H200", "SMs": 132,
-                                              "FP32 peak, TFLOP/s": 66.9,
+                                              "FP32 peak, TFLOP/s": "66.9",
                                               "device copy, GB/s": 4224}
+    assert t[1]["FP32 peak, TFLOP/s"] == "52.0"          # one decimal in every row
+
+
+def test_naive_dram_gap_states_moved_needed_and_ratio(monkeypatch):
+    from gemm_kernels.measure import roofline
+    monkeypatch.setattr(roofline, "dram_point", lambda k, size: {
+        "how": "ncu", "bytes": 8.53e9, "limit_bytes": 1165e9, "gflops": 498.0})
+    text = str(ch00_ceilings.naive_dram_gap())
+    assert "DRAM moved 8.5 GB" in text and "1,165 GB" in text and "137 times" in text
+    monkeypatch.setattr(roofline, "dram_point", lambda k, size: None)
+    assert str(ch00_ceilings.naive_dram_gap()).startswith("Not in this recording")
 
 
 def test_ladder_plot_names_every_bar_in_words():
@@ -189,3 +201,13 @@ def test_the_chapter_roofline_draws_dram_roofs_only_and_the_gap_to_the_roof():
         pytest.skip("the naive kernel's DRAM bytes are not recorded here")
     notes = [t.get_text() for t in ax.texts if "below the roof" in t.get_text()]
     assert len(notes) == 1 and notes[0].endswith("x below the roof")
+
+
+def test_littles_law_sets_bytes_needed_against_one_float_per_thread(monkeypatch):
+    from gemm_kernels.measure import roofline
+    monkeypatch.setattr(roofline, "device_properties", lambda: dict(GPU))
+    bw = device.peak_bandwidth_gbps(GPU)
+    text = str(ch00_ceilings.littles_law(latency_ns=1000))
+    assert f"{bw * 1e3 / 1e6:.1f} MB in flight" in text
+    assert f"{bw * 1e3 / 100 / 1e3:,.0f} KB for each of 100 SMs" in text
+    assert "8 KiB in flight per SM" in text and "assumed" in text

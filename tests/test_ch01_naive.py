@@ -62,6 +62,7 @@ def test_the_guess_is_checked_against_the_recorded_ratio(capsys, recorded_mode):
 def test_the_launch_names_grid_and_block():
     text = ch01_naive.launch_naive((1000, 700, 300))
     assert "32 x 22 blocks of 32 x 32 threads" in text
+    assert "32 x 22 x 1,024 = 720,896 threads for 700,000 elements" in text
 
 
 def test_the_sweep_table_has_both_mappings_and_leaves_block_4_to_chapter_02():

@@ -163,3 +163,28 @@ def test_the_rates_sentence_names_no_size_it_does_not_draw(capsys):
     if fig is None:
         pytest.skip("no rates here")
     assert "not both measured" not in capsys.readouterr().out
+
+
+def test_traffic_table_is_a_table_with_one_precision_per_hit_column(monkeypatch):
+    from gemm_kernels.core.table import Table
+    _fake(monkeypatch, {8: 2e9, 16: 1e9, 32: 5e8}, {8: 4e9, 16: 2e9, 32: 1e9})
+    t = ch03.traffic_table()
+    assert isinstance(t, Table) and "<table" in t._repr_html_()
+    assert len(list(t)) == 4 and all(r["L1 hit %"].endswith("%") for r in t)
+
+
+def test_the_occupancy_prediction_is_checked_before_anything_is_shown():
+    from gemm_kernels.core import analysis
+    asked = ch03.check_occupancy_prediction(32, None, 64, 4)
+    assert asked.startswith("write your prediction first") and "GFLOP/s" not in asked
+    o = analysis.kernel_occupancy(ch03.KERNEL, {"BLOCK": 32})
+    right = ch03.check_occupancy_prediction(32, o.blocks_per_sm, o.warps_per_sm, 4)
+    assert "blocks per SM: %d, right." % o.blocks_per_sm in right
+    assert "warps per SM: %d, right." % o.warps_per_sm in right
+    assert "multiply-adds between two barriers" in right       # then the measurement
+    wrong = ch03.check_occupancy_prediction(32, o.blocks_per_sm + 1,
+                                            (o.blocks_per_sm + 1) * 32, 4)
+    assert "smallest quotient wins" in wrong and "follows from your blocks" in wrong
+    odd = ch03.check_occupancy_prediction(4, 32, 16, 4)       # 16 threads: one warp, not half
+    assert "a partial warp still takes a whole one" in odd
+    assert "must each be one of" in ch03.check_occupancy_prediction(5, 1, 1, 4)

@@ -57,6 +57,21 @@ def test_the_tile_from_blockidx_is_refused_naming_the_block_order():
     assert "not from blockIdx" in detail, detail
 
 
+def test_a_missing_tile_offset_is_named_when_two_blocks_collide():
+    """row and col inside the tile only: threads of different blocks compute the same
+    element, and the message points at the tile's offset, not at the in-tile mapping."""
+    src = solution(NAME).replace(ROW, "row = threadIdx.x / BLOCK;").replace(
+        COL, "col = threadIdx.x % BLOCK;")
+    v = static_verdict(NAME, src)
+    assert v["static"][0] == FAIL, v
+    detail = " ".join(v["static"][1].split())
+    assert "two blocks compute the same element" in detail, detail
+    assert "tile_row * BLOCK" in detail and "own element of the" not in detail, detail
+    # two threads of one block on one element keep the in-tile message
+    v = static_verdict(NAME, solution(NAME).replace(ROW, ROW.replace("/", "%")))
+    assert "own element of the" in v["static"][1], v["static"][1]
+
+
 @needs_gpu
 def test_a_mapping_the_static_check_cannot_read_is_still_judged_by_its_numbers():
     refused_as_wrong(NAME, ROW, "row = tile_row * BLOCK + min(threadIdx.x, 0u);")

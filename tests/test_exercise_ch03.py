@@ -22,6 +22,27 @@ def test_solution_passes_the_static_steps_with_its_barriers():
     assert "BAR.SYNC present" in v["static"][1], v
 
 
+def test_an_early_return_before_the_barriers_is_named_without_a_gpu():
+    """The most common tiled-kernel bug: threads outside C leave at the top of the step.
+    Its numbers are wrong only at the edges, so the static step names the return."""
+    src = solution(NAME)
+    copy = "        const int ka = k0 + tx;"
+    assert copy in src
+    v = static_verdict(NAME, src.replace(copy, "        if (row >= M || col >= N) return;\n" + copy))
+    assert v["compile"][0] == PASS and v["static"][0] == FAIL, v
+    detail = " ".join(v["static"][1].split())
+    assert "a `return` comes before a __syncthreads()" in detail, detail
+    # a return after the last barrier is harmless and passes
+    assert static_verdict(NAME, src.replace(SECOND, SECOND + "\n        if (K < 0) return;"))[
+        "static"][0] == PASS
+
+
+def test_the_edge_hint_asks_about_skipped_copies_and_barriers():
+    from gemm_kernels.exercises.catalog import _tile_loop_correct_hint
+    hint = _tile_loop_correct_hint("wrong at 7x13x5: 33 element(s) wrong; worst at (4, 0)")
+    assert "skip their copies or a barrier" in hint
+
+
 def test_no_barrier_at_all_is_refused_by_the_sass_check():
     src = solution(NAME)
     assert FIRST in src and SECOND in src

@@ -191,7 +191,8 @@ def _tile_loop_correct_hint(detail: str) -> str:
                 "wrong value, not rounding. Step 2 has followed every product of an "
                 "interior block, so look at what differs at the edges of this small shape: "
                 "which elements of the tiles that thread's block fills there, with 0.f "
-                "where the element lies outside the matrix")
+                "where the element lies outside the matrix. Did threads outside C skip "
+                "their copies or a barrier?")
     return ("step 2 has followed every product of an interior block: look at the edges of "
             "this small shape, where the tiles stick out of the matrices")
 
@@ -201,7 +202,7 @@ register(Exercise(
     kernel="smem_tiled", params=_TILE_LOOP,
     sass=("BAR.SYNC",),
     static_checks=(ch03_checks.two_barriers("03_tile_loop", "smem_tiled", _TILE_LOOP),
-                   ch03_checks.copies_priced(_TILE_LOOP["BLOCK"])),
+                   ch03_checks.copies_priced(_TILE_LOOP["BLOCK"]), ch03_checks.early_exit),
     # Step 2's checks each end their message with what to look at, so the step has no
     # hint of its own: one text for all of them would point at the wrong thing.
     hints={"correct": _tile_loop_correct_hint,

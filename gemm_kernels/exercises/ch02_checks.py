@@ -99,11 +99,17 @@ def coalesced_check(source: str) -> list[str]:
             twice = next(((rc, ts) for rc, ts in owners.items() if len(ts) > 1), None)
             if twice:
                 (r, c), ((b0, t0), (b1, t1)) = twice[0], twice[1][:2]
+                fixed = _fixed_32(source, block)
+                if b0 != b1 and not fixed:     # two blocks on one element: the offset
+                    return [f"{at}, thread {t0} of block {b0} and thread {t1} of block "
+                            f"{b1} both compute C[{r}][{c}]: two blocks compute the same "
+                            "element. Do row and col add the tile's offset (tile_row * "
+                            "BLOCK, tile_col * BLOCK)?"]
                 who = (f"threads {t0} and {t1} of block {b0}" if b0 == b1 else
                        f"thread {t0} of block {b0} and thread {t1} of block {b1}")
                 return [f"{at}, {who} both compute C[{r}][{c}]: each of the "
                         f"{block * block} threads needs its own element of the "
-                        f"{block} x {block} tile{_fixed_32(source, block)}"]
+                        f"{block} x {block} tile{fixed}"]
             missing = [(r, c) for r in range(M) for c in range(N) if (r, c) not in owners]
             if missing:
                 r, c = missing[0]

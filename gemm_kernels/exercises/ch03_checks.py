@@ -400,6 +400,25 @@ def product_problems(source: str, block: int) -> list[str]:
         return []
 
 
+def early_exit(source: str) -> list[str]:
+    """A `return` before the last __syncthreads() (typically `if (row >= M || col >= N)
+    return;` at the top): the threads outside C leave without their copies and barriers,
+    so their block reads tile elements nobody filled, and the barrier is one that not
+    every thread reaches. A correctness test shows it only as wrong numbers at the edges,
+    so name it here."""
+    code = code_only(source)
+    bars = [m.start() for m in re.finditer(r"\b__syncthreads\s*\(", code)]
+    early = next((m for m in re.finditer(r"\breturn\b", code) if bars and m.start() < bars[-1]),
+                 None)
+    if early is None:
+        return []
+    return ["a `return` comes before a __syncthreads(): a thread "
+            "outside C that leaves there skips its copies and the barriers, so its block "
+            "reads tile elements nobody filled, and waits at a barrier not every thread "
+            "reaches. Keep every thread in the loop to the end; guard only the copies (0.f "
+            "outside the matrix) and the final store"]
+
+
 def copy_problems(source: str, block: int) -> list[str]:
     """The price of the copies and reads in `source` (see the module's docstring): empty
     when they are coalesced and conflict-free, or when the source says something this

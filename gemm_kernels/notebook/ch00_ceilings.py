@@ -30,7 +30,7 @@ def cublas_table(sizes=(1024, 2048, 4096, 8192)) -> Table:
         except LookupError:
             continue
         g = r["gflops"]
-        rows.append({"size": f"{n:,}^3", "TFLOP/s": g["median"] / 1000,
+        rows.append({"size": f"{n}^3", "TFLOP/s": g["median"] / 1000,
                      "slowest to fastest call": f"{g['min'] / 1000:.1f} to {g['max'] / 1000:.1f}",
                      "% of FP32 peak": f"{100 * g['median'] / peak:.0f}%",
                      "error / bound": r.get("error_over_bound")})
@@ -41,12 +41,47 @@ def cublas_table(sizes=(1024, 2048, 4096, 8192)) -> Table:
 def two_gpus(size: int = 4096) -> Table:
     """The recorded GPUs side by side with only what this chapter has taught: the peaks
     from its formulas and its two measured ceilings (`gpus.summary` without the
-    later-chapter kernel and the recording's name, which the appendix table keeps)."""
+    later-chapter kernel and the recording's name, which the appendix table keeps). Every
+    TFLOP/s to one decimal, so that 52 reads 52.0 beside 51.2."""
     from gemm_kernels.measure import gpus
     full = gpus.summary(size)
     keep = [c for c in full.columns if c not in ("capstone, % of its cuBLAS", "recording")]
-    return Table([{c: r[c] for c in keep} for r in full], keep,
+    one_decimal = lambda c, v: f"{v:.1f}" if "TFLOP/s" in c and isinstance(v, float) else v
+    return Table([{c: one_decimal(c, r[c]) for c in keep} for r in full], keep,
                  f"The recorded GPUs side by side ({size}^3 for cuBLAS)")
+
+
+def naive_dram_gap(size: int = roofline.GROWING_SIZE) -> Text:
+    """The roofline table's verdict on the naive kernel in one line the student can check:
+    the DRAM bytes Nsight Compute counted, the bytes DRAM would have to move to hold the
+    kernel to its measured rate, and their ratio."""
+    p = roofline.dram_point("naive", size)
+    if p is None or p["how"] != "ncu" or not p["limit_bytes"]:
+        return Text(f"Not in this recording: the naive kernel's DRAM bytes at {size}^3.")
+    return Text(f"The naive kernel at {size}^3: DRAM moved {p['bytes'] / 1e9:,.1f} GB "
+                f"(counted by Nsight Compute); to hold the kernel to its "
+                f"{p['gflops']:,.0f} GFLOP/s, DRAM would have to move "
+                f"{p['limit_bytes'] / 1e9:,.0f} GB, {p['limit_bytes'] / p['bytes']:,.0f} "
+                "times as much.")
+
+
+def littles_law(latency_ns: float = 650.0, threads_per_sm: int = 2048) -> Text:
+    """The order of magnitude behind the solution's Little's-law hypothesis: the bytes in
+    flight that keep DRAM busy (its theoretical bandwidth x an assumed latency under
+    load, which the measurements do not hold), per SM, against what one 4-byte load per
+    thread can have in flight."""
+    props = roofline.device_properties()
+    bw = device.peak_bandwidth_gbps(props)
+    sms = props.get("sm_count")
+    if not bw or not sms:
+        return Text("The device properties lack the DRAM bandwidth or the SM count.")
+    need = bw * 1e9 * latency_ns * 1e-9
+    one_float = 4 * threads_per_sm
+    return Text(f"{bw:,.0f} GB/s x {latency_ns:,.0f} ns (an assumed DRAM latency under load) = "
+                f"{need / 1e6:.1f} MB in flight, {need / sms / 1e3:,.0f} KB for each of "
+                f"{sms} SMs\none float per thread x {threads_per_sm:,} threads per SM = "
+                f"{one_float / 1024:.0f} KiB in flight per SM, "
+                f"{one_float / (need / sms):.0%} of that")
 
 
 def _duration(ms: float) -> str:

@@ -46,7 +46,8 @@ def launch_naive(shape=(1000, 700, 300), params: dict | None = None) -> Text:
     threads = grid[0] * grid[1] * block[0] * block[1]
     text = (f"{k.name_expression(p, shape)} on C of {M:,} x {N:,}: a grid of "
             f"{grid[0]} x {grid[1]} blocks of {block[0]} x {block[1]} threads, "
-            f"{threads:,} threads for {M * N:,} elements (the rest fail the edge test)")
+            f"{grid[0]} x {grid[1]} x {block[0] * block[1]:,} = {threads:,} threads for "
+            f"{M * N:,} elements (the rest fail the edge test)")
     if not device.is_live():
         return Text(text + ".\nNo GPU here: the launch itself needs one.")
     import cupy

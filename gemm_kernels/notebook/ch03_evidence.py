@@ -281,23 +281,27 @@ def l2_line(shape=SHAPE) -> str:
             f"({l2 / 2**20:,.0f} MiB), all three together {sum(sizes.values()) / l2:.1f}x")
 
 
-def traffic():
+def traffic_table() -> Table:
     """The evidence that tiling by BLOCK divides global traffic by BLOCK, at 4096^3 where
-    A and B do not fit in the L2: printed first, `traffic_rows` as a table (with chapter
-    02's kernel for comparison); then one picture, the predicted bytes 2 n^3 / BLOCK x 4
-    against the bytes the loads asked of the L1 and those read from DRAM, per BLOCK, on
-    log axes (a factor of BLOCK is a straight line). Returns the Figure."""
-    import matplotlib.pyplot as plt
-    rows = traffic_rows()
+    A and B do not fit in the L2: `traffic_rows` as a table (with chapter 02's kernel for
+    comparison), which the notebook shows as HTML like every other table."""
     cols = ["kernel", "predicted loads, GB", "asked of L1, GB", "L1 hit %",
             "read from L2, GB", "L2 hit %", "read from DRAM, GB",
             "DRAM GB/s at the timed rate", "% of a device copy"]
     src = records.current()
     hits = ("L1 hit %", "L2 hit %")   # one precision per column (0.7%, not 0.66% beside 95%)
-    print(Table([{c: (f"{r[c]:.1f}%" if c in hits and r.get(c) is not None else r.get(c))
-                  for c in cols} for r in rows], cols,
-                title=f"global loads at {'x'.join(map(str, SHAPE))}, Nsight Compute"
-                      + (f" ({src.label})" if src else "")))
+    return Table([{c: (f"{r[c]:.1f}%" if c in hits and r.get(c) is not None else r.get(c))
+                   for c in cols} for r in traffic_rows()], cols,
+                 title=f"global loads at {'x'.join(map(str, SHAPE))}, Nsight Compute"
+                       + (f" ({src.label})" if src else ""))
+
+
+def traffic():
+    """The picture of `traffic_table`: the predicted bytes 2 n^3 / BLOCK x 4 against the
+    bytes the loads asked of the L1 and those read from DRAM, per BLOCK, on log axes (a
+    factor of BLOCK is a straight line). Returns the Figure."""
+    import matplotlib.pyplot as plt
+    rows = traffic_rows()
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     mine = [r for r in rows if r["kernel"].startswith(KERNEL)]
     if not mine:
@@ -496,6 +500,50 @@ def check_prediction(block: int | None, shape=(2048,) * 3) -> str:
             f"each thread: {ffma} multiply-adds between two barriers (FFMA per pair of "
             "barriers in the SASS loop)\n"
             f"{rate}")
+
+
+def check_occupancy_prediction(block, my_blocks_per_sm, my_warps_per_sm, my_slowest,
+                               shape=(2048,) * 3) -> str:
+    """The chapter's 'Predict, then check' with the student's numbers: blocks and warps
+    per SM at `block` (against the occupancy the compiler's resources allow), and the
+    BLOCK expected to be slowest (against the rates recorded at `shape`). A wrong count
+    gets the way to redo it, not the answer; then `check_prediction` shows what was
+    measured. Nothing is revealed before all four values are written."""
+    if None in (block, my_blocks_per_sm, my_warps_per_sm, my_slowest):
+        return ("write your prediction first: BLOCK (4, 8, 16 or 32), my_blocks_per_sm, "
+                "my_warps_per_sm and my_slowest, then run this cell again")
+    if block not in BLOCKS or my_slowest not in BLOCKS:
+        return f"BLOCK and my_slowest must each be one of {', '.join(map(str, BLOCKS))}"
+    o = analysis.kernel_occupancy(KERNEL, {"BLOCK": block})
+    warps_per_block = -(-o.threads_per_block // 32)
+    out = []
+    if my_blocks_per_sm == o.blocks_per_sm:
+        out.append(f"blocks per SM: {my_blocks_per_sm}, right.")
+    else:
+        out.append(f"blocks per SM: {my_blocks_per_sm} is not what the resources allow. A "
+                   f"block has {o.threads_per_block} threads, {o.registers_per_thread} "
+                   f"registers each (ptxas) and {o.smem_per_block} B of shared memory: "
+                   "divide each of the SM's limits (threads, registers, resident blocks, "
+                   "shared memory) by what one block takes; the smallest quotient wins.")
+    if my_warps_per_sm == o.warps_per_sm:
+        out.append(f"warps per SM: {my_warps_per_sm}, right.")
+    elif my_warps_per_sm == my_blocks_per_sm * warps_per_block:
+        out.append(f"warps per SM: {my_warps_per_sm} follows from your blocks per SM "
+                   f"({warps_per_block} warp{'s' if warps_per_block > 1 else ''} per block).")
+    else:
+        out.append(f"warps per SM: {my_warps_per_sm}, but blocks per SM x warps per block "
+                   f"gives another number: a block of {o.threads_per_block} threads "
+                   f"fills {warps_per_block} warp{'s' if warps_per_block > 1 else ''} "
+                   "(a warp is 32 threads; a partial warp still takes a whole one).")
+    rates = {b: r["gflops"]["median"] for b in BLOCKS
+             if (r := _rate(KERNEL, shape, {"BLOCK": b}))}
+    if rates:
+        slowest = min(rates, key=rates.get)
+        out.append(f"slowest: BLOCK = {my_slowest}, "
+                   + ("right." if my_slowest == slowest else
+                      f"but the measured slowest at {shape[0]}^3 is BLOCK = {slowest}: "
+                      "compare the multiply-adds per barrier and the warps per SM below."))
+    return "\n".join(out) + "\n\n" + check_prediction(block, shape)
 
 
 def register_cliff(registers=(32, 33, 40, 64), threads: int = 1024,

@@ -1,4 +1,5 @@
-"""Chapter 00: where the naive kernel's bytes go at 4096^3.
+"""Chapter 01: where the naive kernel's bytes go at 4096^3 (its recorded study keeps the
+name it was profiled under, `ch00_naive_dram`).
 
 Why this exists: the roofline places a kernel by the bytes it moves through DRAM, and a
 kernel at 1% of the FP32 peak invites the guess that DRAM is what holds it back. The
@@ -194,7 +195,9 @@ def stall_line(params: dict, study: str = STALL_STUDY) -> str | None:
     for step, row in studies.results(study):
         if row is None or step.kernel != "naive" or dict(step.params) != dict(params):
             continue
-        reasons = stall_reasons(row)
+        # "selected" is the issuing warp itself, not a wait: left out, as chapter 02's
+        # stall plot leaves it out, so that both give the same total
+        reasons = {k: v for k, v in stall_reasons(row).items() if k != "selected"}
         total = sum(reasons.values())
         if not total:
             return None
@@ -202,6 +205,6 @@ def stall_line(params: dict, study: str = STALL_STUDY) -> str | None:
         size = "x".join(str(n) for n in studies.get(study).shapes[0])
         what = f" ({MEANING[top]})" if top in MEANING else ""
         return (f"  where its warps wait (Nsight Compute, chapter 02's profile at {size}): "
-                f"{total:,.0f} cycles between two instructions of a warp, {cycles / total:.0%} "
+                f"{total:,.0f} cycles a warp waits per issued instruction, {cycles / total:.0%} "
                 f"of them in {top}{what}")
     return None

@@ -1,5 +1,5 @@
 """Chapter 00's count of the naive kernel's bytes per level
-(gemm_kernels.notebook.ch00_naive_dram), on a small fake recording whose numbers are
+(gemm_kernels.notebook.ch01_naive_dram), on a small fake recording whose numbers are
 test data, never measurements."""
 import matplotlib
 import pytest
@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from gemm_kernels.core import device  # noqa: E402
 from gemm_kernels.core.kernels import get  # noqa: E402
 from gemm_kernels.measure import records, roofline  # noqa: E402
-from gemm_kernels.notebook import ch00_naive_dram as ch  # noqa: E402
+from gemm_kernels.notebook import ch01_naive_dram as ch  # noqa: E402
 
 GPU = {"name": "Test GPU", "compute_capability": "9.0", "sm_count": 100,
        "sm_clock_mhz": 2000.0, "fp32_lanes_per_sm": 128, "memory_clock_mhz": 3000.0,
@@ -156,7 +156,7 @@ def test_the_stall_line_names_the_largest_wait_of_the_recorded_profile():
     line = ch.stall_line({"BLOCK": 32, "MAPPING": "x->row"})
     if line is None:
         pytest.skip("chapter 02's profile is not recorded here")
-    assert "cycles between two instructions of a warp" in line
+    assert "cycles a warp waits per issued instruction" in line
     assert "lg throttle" in line and "queue of global loads" in line
     assert ch.stall_line({"BLOCK": 3, "MAPPING": "x->row"}) is None
 
@@ -170,3 +170,18 @@ def test_the_bytes_plot_title_states_the_verdict(recording):
     ax = ax if hasattr(ax, "get_title") else ax.axes[0]
     want = f"DRAM would need to move {t['dram_limit'] / t['bytes']['DRAM']:,.0f}x more"
     assert ax.get_title().startswith(want), ax.get_title()
+
+
+def test_the_stall_line_leaves_out_the_issuing_warp_as_the_stall_plot_does(monkeypatch):
+    """Chapter 02's stall plot sums every reason but "selected" (the warp that issues);
+    the line must give the same total, or the two chapters print different numbers."""
+    from types import SimpleNamespace
+    from gemm_kernels.notebook import evidence
+    params = {"BLOCK": 32, "MAPPING": "x->row"}
+    step = SimpleNamespace(kernel="naive", params=params)
+    monkeypatch.setattr(ch.studies, "results", lambda study: [(step, {"row": 1})])
+    monkeypatch.setattr(ch.studies, "get", lambda study: SimpleNamespace(shapes=[(8, 8, 8)]))
+    monkeypatch.setattr(evidence, "stall_reasons", lambda row: {
+        "lg throttle": 90.0, "long scoreboard": 10.0, "selected": 1.0})
+    line = ch.stall_line(params)
+    assert "100 cycles a warp waits" in line and "90% of them in lg throttle" in line
