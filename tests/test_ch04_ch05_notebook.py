@@ -331,3 +331,29 @@ def test_the_ladder_table_groups_each_kernels_sizes_with_cublas_last():
         ("smem_tiled", 1024), ("smem_tiled", 2048), ("tile_1d", 1024), ("tile_1d", 2048),
         ("cublas", 1024), ("cublas", 2048)]
     assert out.title == "t" and out.columns == ["chapter", "kernel", "size"]
+
+
+def test_chapter_05_counts_wavefronts_as_chapter_04_loads_and_stores():
+    """One convention for the chapter: loads and the tile copies' stores, by the bank
+    model. Chapter 03's kernel comes out at chapter 04's 50 per step; the default tile at
+    the exercise's 144 load wavefronts plus its copies' stores, one wavefront per STS."""
+    ch03 = ch05_tile_1d.step_wavefronts("smem_tiled", {"BLOCK": 32})
+    assert ch03["total"] == ch03_04_tiles.wavefronts_per_step("smem_tiled", {"BLOCK": 32}) == 50
+    default = {"BM": 64, "BN": 64, "BK": 16, "TM": 16}
+    w = ch05_tile_1d.step_wavefronts("tile_1d", default)
+    assert (w["loads"], w["stores"], w["total"], w["FFMA"]) == (144, 8, 152, 256)
+    row = ch05_tile_1d.step_table([("tile_1d", default)])[0]
+    assert row["wavefronts: loads"] == 144 and row["loads + stores"] == 152
+    assert row["FFMA per wavefront"] == f"{256 / 152:.2f}"
+
+
+def test_chapter_05s_bound_is_the_models_with_nsight_as_the_check():
+    """The bound uses the model's wavefronts per FFMA; Nsight Compute's count sits beside
+    it, within 1% in every profiled row (recording)."""
+    t = ch05_tile_1d.bound_table()
+    if not len(t):
+        pytest.skip("no profile recorded")
+    for r in t:
+        model, ncu = float(r["wavefronts per FFMA, model"]), float(r["wavefronts per FFMA, Nsight Compute"])
+        assert abs(model - ncu) / ncu < 0.01, r
+        assert r["bound GFLOP/s"] == pytest.approx(ch05_tile_1d.smem_bound(model), rel=1e-3)

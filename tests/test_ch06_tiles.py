@@ -147,3 +147,17 @@ def test_the_ladder_plot_names_cublas_as_timed_on_its_own():
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "cuBLAS (timed on its own at each size)" in labels
     assert not any(l.startswith("cublas") for l in labels)
+
+
+def test_the_b_load_picture_labels_words_by_their_place_in_the_b_tile():
+    """K5's first B load: lane tc reads columns 8*tc .. 8*tc+3 of row 0 of Bs, float4
+    number 2*tc; the labels count within the B tile, not from the start of shared memory
+    (where the A tile's 1,024 words come first)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from gemm_kernels.notebook import ch06_tiles
+    k5 = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
+    ax = ch06_tiles.b_load_picture(k5)
+    labels = {t.get_text() for t in ax.texts if t.get_text().isdigit()}
+    assert labels == {str(2 * tc) for tc in range(16)}, labels
+    assert "float4 f of Bs" in ax.get_xlabel()

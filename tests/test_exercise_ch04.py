@@ -134,7 +134,7 @@ def test_a_wide_a_and_a_narrow_b_tie_chapter_03_under_the_rule(a, b, loads):
 @pytest.mark.parametrize("a, b, cost, tiles, load", [
     # the worked solution's old swizzle: ptxas merges one group of four k per tile
     ("m * BLOCK + (k ^ ((m & 7) << 2))", "n * BLOCK + (k ^ ((n & 7) << 2))", 151,
-     "A and of B", "LDS.128"),
+     "A and B", "LDS.128"),
     # an XOR that keeps the pairs of k: A at BLOCK + 2 is merged, B is not
     ("m * (BLOCK + 2) + k", "n * BLOCK + (k ^ ((2 * n) & (BLOCK - 1)))", 81, "B", "LDS.64")])
 def test_an_xor_swizzle_read_one_float_per_k_is_refused_as_compiled(a, b, cost, tiles, load):
@@ -145,12 +145,24 @@ def test_an_xor_swizzle_read_one_float_per_k_is_refused_as_compiled(a, b, cost, 
     assert v["compile"][0] == PASS and v["static"][0] == FAIL, v
     msg = v["static"][1]
     assert f"costs warp 0 {cost} wavefronts, more than the 53" in msg, v
-    assert f"each aligned group of {4 if load == 'LDS.128' else 2} values of k of {tiles} in " \
-        f"neighbouring words, so each group could be one {load}" in msg, v
-    assert "through an XOR it could not" in msg and "explicit vector loads" in msg, v
-    assert "reinterpret_cast<const float" in msg and "pad the rows instead" in msg, v
-    # the fix this exercise allows comes first, the vector loads it does not allow after
-    assert msg.index("pad the rows instead") < msg.index("reinterpret_cast"), v
+    assert f"each {4 if load == 'LDS.128' else 2} values of k of {tiles} be one {load}" \
+        in msg, v
+    assert "through an XOR" in msg and "pad the rows instead" in msg, v
+    # the vector loads this exercise does not allow are the hint's, not the message's
+    assert "reinterpret_cast" not in msg, v
+    hint = _static_hint(with_layout(a=f"word = {a};", b=f"word = {b};"))
+    assert "reinterpret_cast<const float4*>" in hint and "__align__(16)" in hint, hint
+
+
+def test_an_odd_row_start_of_one_tile_is_named_in_one_sentence():
+    """B's rows start at odd words (n * (BLOCK + 2) + k + 1): ptxas then reads A with 32
+    LDS too. The message names the cause in one line, without the aside on swizzles."""
+    v = verdict_of("m * (BLOCK + 2) + k", "n * (BLOCK + 2) + k + 1", predicted=99)
+    msg = v["static"][1]
+    assert v["static"][0] == FAIL and "99 wavefronts" in msg, v
+    assert ("your B rows start at odd words; ptxas then reads A narrow too (A with 32 LDS)"
+            in msg), msg
+    assert "reinterpret_cast" not in msg and "__align__" not in msg, msg
 
 
 def test_the_swizzle_with_explicit_float4_loads_passes_at_the_cost_of_pad_4():

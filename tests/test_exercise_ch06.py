@@ -95,3 +95,14 @@ def test_the_static_step_says_which_widths_the_shared_loads_have():
         "#pragma unroll\n        for (int k", "#pragma unroll 1\n        for (int k")))["static"]
     assert "LDS.128 present" in rolled[1] and "narrower" in rolled[1], rolled
     assert "speed step" in widths_words({"LDS.128": 1, "LDS": 8})
+    assert "as your k loop, left rolled, reads A" in rolled[1], rolled
+
+
+def test_narrow_reads_from_an_unaligned_index_point_at_the_index_not_a_rolled_loop():
+    """Bs[k][tc + j]: the k loop is unrolled, but B's four values are not provably
+    16-byte aligned, so B comes 32 bits at a time. The note names the index, not a loop."""
+    src = solution(NAME)
+    assert src.count("Bs[k][tc * TN + j]") == 1, "the solution's B read changed"
+    note = static_verdict(NAME, src.replace("Bs[k][tc * TN + j]", "Bs[k][tc + j]"))["static"][1]
+    assert "narrower" in note and "column index of your Bs reads" in note, note
+    assert "left rolled" not in note, note

@@ -338,35 +338,37 @@ def step_cost(a: list[list[int]], b: list[list[int]], wa=1, wb=1):
 
 def unmerged(a, b, wa, wb, expressions=("", "")) -> list[str]:
     """Why the tiles whose layout allows wider reads than the compiled ones (`wa`, `wb`:
-    widths or plans) were not merged, and what would merge them; empty when none.
-    `expressions`: the submission's a_word and b_word, to name an XOR when there is one."""
-    found = []
-    for tile, table, along, plan, expr, call in (
-            ("A", a, False, wa, expressions[0], "sA[a_word<BLOCK>(ty, k)]"),
-            ("B", b, True, wb, expressions[1], "sB[b_word<BLOCK>(k, tx)]")):
+    widths or plans) were not merged, in one sentence that names the cause: the other
+    tile's rows starting at words that are not a multiple of the width (ptxas then gives
+    up on both), an XOR it cannot see through, or index arithmetic it cannot prove
+    aligned; empty when none. `expressions`: the submission's a_word and b_word. What a
+    swizzle would need (explicit vector loads) is the hint's, not the message's."""
+    found, narrow = [], []
+    for tile, table, along, plan, expr in (("A", a, False, wa, expressions[0]),
+                                           ("B", b, True, wb, expressions[1])):
         plan = uniform(plan, len(a)) if isinstance(plan, int) else plan
         allowed = read_width(table, along_rows=along)
         if any(w < allowed for _, w in plan):
-            found.append((tile, allowed, describe(plan), "^" in expr, call))
+            found.append((tile, allowed, describe(plan), "^" in expr))
+        narrow.append((tile, allowed))
     if not found:
         return []
-    widths = {w for _, w, _, _, _ in found}
-    allowed = max(widths)
-    vec = {4: "float4", 2: "float2"}[allowed]
-    tiles = " and of ".join(t for t, *_ in found)
-    reads = " and ".join(f"{t} with {d}" for t, _, d, _, _ in found)
-    how = "through an XOR" if any(x for *_, x, _ in found) else "through this index arithmetic"
-    return [f"your layout keeps each aligned group of {allowed} values of k of {tiles} in "
-            f"neighbouring words, so each group could be one {LOAD_NAMES[allowed]}, but the "
-            f"SASS of your kernel reads {reads}: ptxas merges neighbouring reads only where "
-            "it can prove from the index arithmetic that the addresses are adjacent and "
-            f"aligned, and {how} it could not, so it emitted narrower loads (priced here as "
-            "compiled). In this exercise, where only a_word and b_word are yours, pad the "
-            "rows instead: a row start the compiler can see is a multiple of "
-            f"{allowed} words keeps the reads merged. (Outside it, a swizzled layout needs "
-            f"explicit vector loads: {allowed} values of k at once, "
-            f"*reinterpret_cast<const {vec}*>(&{found[-1][4]}) for k = 0, {allowed}, "
-            f"{2 * allowed}, ..., with __align__(16) tiles; the worked solution prices that.)"]
+    allowed = max(w for _, w, _, _ in found)
+    tiles = " and ".join(t for t, *_ in found)
+    reads = " and ".join(f"{t} with {d}" for t, _, d, _ in found)
+    odd = [t for t, w in narrow if w < allowed and t not in tiles]
+    if odd and not any(x for *_, x in found):
+        start = "odd words" if allowed == 2 else f"words that are not multiples of {allowed}"
+        return [f"your {' and '.join(odd)} rows start at {start}; ptxas then reads {tiles} "
+                f"narrow too ({reads}): start the rows of both tiles at multiples of "
+                f"{allowed} words"]
+    how = ("it cannot see through an XOR that neighbouring k stay adjacent and aligned"
+           if any(x for *_, x in found) else
+           "it cannot prove from your index arithmetic that neighbouring k are adjacent "
+           "and aligned")
+    return [f"your layout would let each {allowed} values of k of {tiles} be one "
+            f"{LOAD_NAMES[allowed]}, but the SASS reads {reads}: {how}; in this exercise "
+            f"pad the rows instead, each row starting at a multiple of {allowed} words"]
 
 
 def bank_problems(a: list[list[int]], b: list[list[int]], wa, wb, budget: int,
@@ -543,6 +545,12 @@ def tile_layout_hint(detail: str) -> str:
     if "outside the tile" in detail or "word of its own" in detail:
         return ("rows of S words, BLOCK <= S <= BLOCK + 4, starting at row * S, give every "
                 "element a word of its own inside the tile")
+    if "through an XOR" in detail:
+        return ("a swizzle keeps its merged reads only with explicit vector loads, which "
+                "this exercise's kernel does not have: outside it you would read four k at "
+                "once, *reinterpret_cast<const float4*>(&sA[a_word<BLOCK>(ty, k)]) for k = "
+                "0, 4, 8, ..., from __align__(16) tiles (the worked solution prices that); "
+                "here, a row start that is a multiple of 4 words keeps the reads merged")
     if "even without a conflict" in detail:
         return ("the reads are narrow: the compiler merges the reads of consecutive k into "
                 "LDS.64 or LDS.128 only where it can prove them neighbouring and a row starts "

@@ -24,15 +24,26 @@ def load_widths(sass: str) -> dict[str, int]:
             "LDS": sum(op != "LDS.128" for op in ops)}
 
 
-def widths_words(widths: dict[str, int]) -> str:
-    """The note of the static step, from `load_widths`."""
+ROLLED_K = re.compile(r"#pragma\s+unroll\s+1\s*\n\s*for\s*\(\s*int\s+k\b")
+
+
+def widths_words(widths: dict[str, int], rolled: bool = False) -> str:
+    """The note of the static step, from `load_widths`. `rolled`: the submission keeps
+    its k loop rolled (`#pragma unroll 1`), which explains narrow reads of A; otherwise
+    the narrow reads come from an index the compiler cannot prove aligned, and the note
+    points at the indices rather than at a loop."""
     wide, narrow = widths["LDS.128"], widths["LDS"]
     if not narrow:
         return f"the loop's {wide} shared loads are all LDS.128 (four values each)"
-    return (f"of the loop's {wide + narrow} shared loads, {wide} are LDS.128 and {narrow} "
-            "narrower (one or two values each): one operand is read a value at a time, as "
-            "a k loop left rolled reads A; step 2 bounds the loads per FFMA only, and "
-            "whether the narrow loads cost time is for the speed step (4) to judge")
+    head = (f"of the loop's {wide + narrow} shared loads, {wide} are LDS.128 and {narrow} "
+            "narrower (one or two values each): ")
+    why = ("one operand is read a value at a time, as your k loop, left rolled, reads A"
+           if rolled else
+           "one operand is read 32 bits at a time although your k loop is unrolled: the "
+           "compiler could not prove 4 neighbouring, 16-byte-aligned words for it; check "
+           "the column index of your Bs reads and the row index of your As reads")
+    return (head + why + "; step 2 bounds the loads per FFMA only, and whether the narrow "
+            "loads cost time is for the speed step (4) to judge")
 
 
 def shared_load_widths(exercise: str, kernel: str, params: dict) -> Callable[[str], list[str]]:
@@ -45,7 +56,8 @@ def shared_load_widths(exercise: str, kernel: str, params: dict) -> Callable[[st
         if STUB in source:
             return ""
         sass = submission_sass(exercise, kernel, params, source)
-        return "" if sass is None else widths_words(load_widths(sass))
+        return ("" if sass is None else
+                widths_words(load_widths(sass), rolled=bool(ROLLED_K.search(source))))
 
     check.__name__ = f"shared_load_widths_{exercise}"
     check.note = note

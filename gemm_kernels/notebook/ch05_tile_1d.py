@@ -314,27 +314,74 @@ def smem_bound(w: float, props: dict | None = None) -> float:
     return props["sm_count"] * props["sm_clock_mhz"] * 1e6 / w * 32 * 2 / 1e9
 
 
+def step_wavefronts(kernel, params) -> dict:
+    """One warp's shared-memory wavefronts per step along K by the bank model, loads and
+    the tile copies' stores (the convention of chapter 04, whose 50 per step counts
+    both), and its FFMA instructions per step: {"loads", "stores", "total", "FFMA"}.
+    Chapter 03's kernel is priced by chapter 04's model, the tiles by chapter 05's."""
+    if kernel == "smem_tiled":
+        from gemm_kernels.memory import ch03_04_tiles as model
+        ins = [i for i in model.warp_instructions(kernel, params) if i.warp == 0]
+        warps, ffma = 1, model._params(kernel, params)[1]["BLOCK"]
+    else:
+        from gemm_kernels.memory import ch05_06_thread_tiles as model
+        from gemm_kernels.memory import wavefronts
+        ins = model.warp_instructions(kernel, params)
+        warps = wavefronts.warps(model.geometry(kernel, params).threads)
+        ffma = model.fma_per_step(kernel, params)
+    part = {op: sum(i.analysis.wavefronts for i in ins if i.op == op) / warps
+            for op in ("ld", "st")}
+    return {"loads": part["ld"], "stores": part["st"], "total": part["ld"] + part["st"],
+            "FFMA": ffma}
+
+
+def step_table(configs) -> Table:
+    """The bank model's step summary of `configs` with the tile copies' stores added:
+    per thread FFMA and loads per step, per warp load, store and total wavefronts per
+    step (loads and stores, the one convention of chapters 04 and 05), and FFMA per
+    wavefront of that total."""
+    from gemm_kernels.memory import ch05_06_thread_tiles
+    rows = []
+    for (name, params), r in zip(configs, ch05_06_thread_tiles.step_summary(configs)):
+        w = step_wavefronts(name, params)
+        rows.append({k: r[k] for k in ("params", "threads", "FFMA", "LDS", "LDS.128",
+                                      "FFMA per load")}
+                    | {"wavefronts: loads": r["wavefronts"], "ideal loads": r["ideal"],
+                       "stores": _whole(w["stores"]), "loads + stores": _whole(w["total"]),
+                       "FFMA per wavefront": f"{w['FFMA'] / w['total']:.2f}"})
+    return Table(rows, list(rows[0]), title="one step along K: per thread (FFMA, loads) and "
+                 "per warp (wavefronts of the loads and of the tile copies' stores, bank model)")
+
+
+def _whole(x):
+    return int(x) if x == int(x) else round(x, 2)
+
+
 def bound_table() -> Table:
     """Chapter 03's kernel and the two tile_1d tiles as profiled at 4096^3: shared loads
-    per FFMA (the SASS, and Nsight Compute's count), wavefronts per FFMA, the
-    shared-memory bound they give, the measured rate, its share of the bound, and how
-    busy Nsight Compute found the shared-memory pipe."""
+    per FFMA in the SASS, wavefronts per FFMA (loads and stores) by the bank model, the
+    shared-memory bound that gives, the same wavefronts as Nsight Compute counted them
+    (the check of the model), the measured rate, its share of the bound, and how busy
+    Nsight Compute found the shared-memory pipe."""
     from gemm_kernels.measure import records
     rows = []
     for s, r in _profiled():
         h, m = analysis.summary(s.kernel, s.params)["loop_histogram"], r["metrics"]
         ffma = r["shape"][0] * r["shape"][1] * r["shape"][2] // 32   # FFMA warp instructions
-        w, g = m[WF] / ffma, _measured(s.kernel, s.params)
+        st = step_wavefronts(s.kernel, s.params)
+        w, g = st["total"] / st["FFMA"], _measured(s.kernel, s.params)
         rows.append({"kernel": s.label,
                      "loads per FFMA, SASS": f"{(h.get('LDS', 0) + h.get('LDS.128', 0)) / h['FFMA']:.3g}",
-                     "loads per FFMA, counted": f"{m[LDS] / ffma:.3g}",
-                     "wavefronts per FFMA": f"{w:.3f}", "bound GFLOP/s": smem_bound(w),
+                     "wavefronts per FFMA, model": f"{w:.3f}",
+                     "wavefronts per FFMA, Nsight Compute": f"{m[WF] / ffma:.3f}",
+                     "bound GFLOP/s": smem_bound(w),
                      "measured GFLOP/s": g,
                      "% of bound": round(100 * g / smem_bound(w)) if g else None,
                      "shared pipe busy": f"{m[BUSY]:.0f}%"})
     return Table(rows, list(rows[0]) if rows else [],
-                 title=f"shared-memory bound from the wavefronts Nsight Compute counted, "
-                       f"4096^3 ({records.recording_label()})")
+                 title=f"shared-memory bound from the bank model's wavefronts (loads and "
+                       f"stores), checked against Nsight Compute's count, 4096^3 "
+                       f"({records.recording_label()})")
 
 
 def bound_plot(ax=None):
@@ -357,7 +404,7 @@ def bound_plot(ax=None):
     ax.set_xlabel("TFLOP/s at 4096^3")
     ax.set_xlim(0, max(r["bound GFLOP/s"] for r in t) / 1e3 * 1.2)
     ax.legend(handles=[Patch(facecolor="0.85", edgecolor="0.6",
-                             label="shared-memory bound (counted wavefronts)"),
+                             label="shared-memory bound (bank model)"),
                        Patch(color="tab:blue", label="measured")],
               fontsize=SMALL, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     ax.figure.tight_layout()

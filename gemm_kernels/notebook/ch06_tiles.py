@@ -641,3 +641,17 @@ def sweep_heatmaps(size: int = 2048, vmin: float = 15, vmax: float = 32):
         cb.set_ylabel(f"best TFLOP/s at {size}^3", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def b_load_picture(params: dict, kernel: str = "tile_2d_reg", warp: int = 0, ax=None):
+    """The first load of B by `warp` in one step, drawn lane by bank with each word
+    labelled by where it lies in the B tile (the float4 of row k of Bs, columns 4f to
+    4f + 3), not by its place in all of shared memory, where the A tile comes first."""
+    from gemm_kernels.memory import banks
+    ins = tiles.first(kernel, params, operand="B", warp=warp)
+    p = tiles.geometry(kernel, params).params
+    start = p["BM"] * p["BK"]                     # the B tile's first word
+    return banks.plot_banks(
+        ins.analysis, ax=ax, row_of=lambda w: ((w - start) % p["BN"]) // 4,
+        row_name="the float4 f of Bs's row k it lies in, columns 4f to 4f+3",
+        title=f"the B load of warp {warp} (outlined: a bank serving two distinct words)")
