@@ -37,3 +37,23 @@ def test_c_division_and_shifts_only_where_c_and_python_agree(expr):
 def test_comments_are_not_code():
     assert code_only("a = 1; // b = 2\n/* c = 3 */ d = 4;").split() == ["a", "=", "1;", "d",
                                                                        "=", "4;"]
+
+
+@pytest.mark.parametrize("expr, value", [
+    ("k == 4 ? m ^ 1 : m ^ 2", 6), ("k != 4 ? 1 : k < 8 ? 2 : 3", 2), ("(k == 4) + (m > 3)", 2),
+    ("m ^ ((k == 4 ? (m >> 1) : m) & 7)", 4), ("(m & 4) == 4 && k >= 4 || 0", 1),
+    ("k <= 3 ? 1 : (m ? 2 : 3)", 2)])
+def test_conditionals_when_asked_follow_c(expr, value):
+    assert compile_expression(expr, ("m", "k"), conditionals=True)(m=7, k=4) == value
+
+
+@pytest.mark.parametrize("bad", ["m & 4 == 4", "1 < m < 3", "m ? 1", "!m", "m and k",
+                                 "m if k else 1", "(m ? 1 : 2"])
+def test_conditionals_refuse_what_c_and_python_read_differently(bad):
+    with pytest.raises(ExpressionError):
+        compile_expression(bad, ("m", "k"), conditionals=True)
+
+
+def test_without_conditionals_the_refusal_says_comparisons_are_out():
+    with pytest.raises(ExpressionError, match=r"no comparisons, && \|\| ! or \?:"):
+        compile_expression("m == 4 ? 1 : 2", ("m", "k"))

@@ -180,3 +180,23 @@ def test_the_emulation_stops_a_warp_whose_lanes_pass_different_pointers():
 def test_the_emulation_catches_b_read_as_col_major():
     ok, what = cpu_step.correct_on_cpu(_with(NOTES_LAYOUT), {})
     assert ok is False and "wrong at" in what
+
+
+def test_the_warp_map_does_not_print_the_exercises_rule():
+    import matplotlib
+    matplotlib.use("Agg")
+    from gemm_kernels.notebook import ch13_wmma
+    titles = " ".join(a.get_title() for a in ch13_wmma.plot_warp_map())
+    assert "threadIdx.y / WN" not in titles and "threadIdx.y % WN" not in titles
+
+
+def test_the_profiler_times_are_said_to_run_at_locked_clocks():
+    import re
+    from gemm_kernels.notebook import ch13_wmma
+    text = str(ch13_wmma.profiler_clocks())
+    if "not both" in text:
+        import pytest
+        pytest.skip("the profile or the timed rows are not recorded")
+    rates = [float(x.replace(",", "")) for x in re.findall(r"([\d,.]+) TFLOP/s", text)]
+    assert "locks the GPU's clocks" in text
+    assert all(profiled < timed for profiled, timed in zip(rates[::2], rates[1::2]))

@@ -100,3 +100,47 @@ def test_missing_rows_are_said_in_words():
     assert "not" in str(ch14.ladder_summary(rec=empty))
     assert "not recorded" in ch14.rates_table(rec=empty).title
     assert "not recorded" in str(ch14.swizzle_effect(rec=empty))
+
+
+def test_before_the_exercise_the_pictures_show_the_plain_rows_only():
+    import matplotlib
+    matplotlib.use("Agg")
+    axes = ch14.plot_bank_model(swizzled=False)
+    assert len(axes) == 1 and "plain" in axes[0].get_title()
+    axes = ch14.plot_swizzle(swizzled=False)
+    titles = [a.get_title() for row in axes for a in row]
+    assert len(titles) == 2 and not any("swizzled" in t for t in titles)
+    assert any("swizzled" in a.get_title() for row in ch14.plot_swizzle() for a in row)
+
+
+@pytest.mark.parametrize("expression", ["c ^ ((r >> (4 / CHUNKS)) & (CHUNKS - 1) & 7)",
+                                        "CHUNKS == 4 ? c ^ ((r >> 1) & 3) : c ^ (r & 7)"])
+def test_the_solutions_slots_are_eight_different_in_each_tile(expression):
+    t = ch14.slot_table(expression)
+    for tile in ("A", "B"):
+        assert sorted(row[f"{tile}: slot in its line"] for row in t) == list(range(8))
+
+
+def test_the_usual_mistakes_all_fail_step_2_with_a_hint():
+    t = ch14.common_mistakes()
+    assert len(t) == 3 and all(row["step 2 says"] != "pass" and row["hint"] for row in t)
+
+
+def test_the_profiler_times_are_said_to_run_at_locked_clocks():
+    text = str(ch14.profiler_clocks())
+    if "not both" in text:
+        pytest.skip("the profile or the timed rows are not recorded")
+    profiled, timed = [float(x.replace(",", "")) for x in
+                       re.findall(r"([\d,]+) TFLOP/s", text)][:2]
+    assert "locks the GPU's clocks" in text and profiled < timed
+
+
+def test_what_is_left_puts_cublas_below_the_tensor_peak():
+    text = str(ch14.what_is_left())
+    if "not known" in text:
+        pytest.skip("no recording of an sm_90 GPU with the chapter's rows")
+    shares = [int(x) for x in re.findall(r"\((\d+)% of it\)|\((\d+)%\)", text)[0] if x]
+    assert "peak" in text and all(0 < s < 100 for s in shares)
+    empty = type("R", (), {"label": "an empty recording", "find": lambda *a, **k: [],
+                           "results": [], "device": {}})()
+    assert "not known" in str(ch14.what_is_left(rec=empty))

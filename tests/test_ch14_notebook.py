@@ -57,3 +57,19 @@ def test_the_measured_counters_sit_beside_the_prediction_when_recorded():
     plain, swizzled = t
     assert plain["of them conflicts (M)"] > 10 * swizzled["of them conflicts (M)"]
     assert abs(swizzled["measured per LDSM"] - swizzled["predicted per ldmatrix"]) < 1
+
+
+def test_no_swizzled_answer_is_shown_before_the_exercise():
+    cs = cells(CHAPTER)
+    ex = [c.get("id") for c in cs].index("ex-14_swizzle-kernel")
+    before = "".join("".join(c["source"]) for c in cs[:ex] if c["cell_type"] == "code")
+    assert "plot_swizzle(swizzled=False)" in before and "plot_swizzle()" not in before
+    assert "plot_bank_model(swizzled=False)" in before and "plot_bank_model()" not in before
+    text = "".join("".join(c["source"]) for c in cs[:ex] if c["cell_type"] == "markdown")
+    assert "emulation" not in text.replace("no\nCPU emulation", "").replace(
+        "no CPU emulation", "")
+
+
+def test_the_appendix_shows_the_whole_kernel_header():
+    src = "".join("".join(c["source"]) for c in cells(CHAPTER) if c["cell_type"] == "code")
+    assert 'display.source("14_mma_kernel.cuh", whole=True)' in src

@@ -104,6 +104,18 @@ def test_the_swizzle_written_twice_is_refused():
     assert v["static"][0] == FAIL and "changes chunk after its line" in v["static"][1]
 
 
+def test_two_branches_are_refused_with_the_one_line_form_to_write():
+    src = cell("if constexpr (CHUNKS == 4) chunk = c ^ ((r >> 1) & 3);\n"
+               "    else chunk = c ^ (r & 7);")
+    v = status(grade(NAME, src, gpu=False, emulate=False))
+    assert v["static"][0] == FAIL and "CHUNKS == 4 ? ... : ..." in v["static"][1]
+
+
+def test_a_wrong_choice_by_chunks_is_still_priced():
+    verdict, detail, _ = static_step("CHUNKS == 4 ? c ^ (r & 3) : c ^ (r & 7)")
+    assert verdict == FAIL and "an ldmatrix of the A tile" in detail
+
+
 def test_the_stub_is_reported_as_not_written():
     v = status(grade(NAME, cell(STUB), gpu=False, emulate=False))
     assert v["compile"][0] == PASS and v["static"][0] == FAIL, v
@@ -111,7 +123,11 @@ def test_the_stub_is_reported_as_not_written():
     assert ch14_checks.swizzle_hint(v["static"][1]) == ""
 
 
-@pytest.mark.parametrize("expression", [SOLUTION, "c ^ ((r >> (4 / CHUNKS)) % CHUNKS % 8)"])
+@pytest.mark.parametrize("expression", [
+    SOLUTION, "c ^ ((r >> (4 / CHUNKS)) % CHUNKS % 8)",
+    # the chapter's two branches as one line, and the choice folded inside the XOR
+    "CHUNKS == 4 ? c ^ ((r >> 1) & 3) : c ^ (r & 7)",
+    "c ^ ((CHUNKS == 4 ? (r >> 1) : r) & 7 & (CHUNKS - 1))"])
 def test_a_right_swizzle_passes_with_its_predicted_wavefronts(expression):
     verdict, detail, _ = static_step(expression)
     assert verdict == PASS, detail

@@ -3,7 +3,8 @@
 The student writes the body of `chunk_at<CHUNKS, SWIZZLE>(r, c)` (where chunk c of row r
 of a shared tile whose rows are CHUNKS 16-byte chunks long is stored) as one line
 `chunk = <expression>;`; the kernel around it (14_mma_kernel.cuh) is given. This module
-reads that expression, evaluates it (`cexpr`) for every chunk of both tiles of the graded
+reads that expression (C's comparisons and `?:` allowed, so that a choice between two
+formulas by CHUNKS is one line), evaluates it (`cexpr`) for every chunk of both tiles of the graded
 configuration, the A tile (BM rows of BK halves: CHUNKS = BK / 8) and the B tile (BK rows
 of BN halves: CHUNKS = BN / 8), and checks, in this order, what the kernel relies on:
 
@@ -83,13 +84,14 @@ def chunk_expression(source: str) -> tuple[str | None, str | None]:
                       "swizzle check reads that one line, so write the whole swizzle there")
     if len(found) > 1:
         return None, (f"chunk_at assigns chunk {len(found)} times: the swizzle check reads "
-                      "one line `chunk = <expression>;`")
+                      "one line `chunk = <expression>;`. To choose by the row's length, "
+                      "write the choice inside it: `chunk = CHUNKS == 4 ? ... : ...;`")
     return found[0], None
 
 
 def chunk_table(expression: str, tile: Tile) -> list[list[int]]:
     """table[r][c]: the place of chunk c of row r of `tile`, by the expression."""
-    f = compile_expression(expression, NAMES)
+    f = compile_expression(expression, NAMES, conditionals=True)
     return [[f(r=r, c=c, CHUNKS=tile.chunks) for c in range(tile.chunks)]
             for r in range(tile.rows)]
 

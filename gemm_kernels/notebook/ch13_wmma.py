@@ -136,10 +136,10 @@ def plot_warp_map(ax=None):
         a.set_yticks(range(len(m)), [f"warp {ty}" for ty in range(len(m))], fontsize=8)
         a.set_xticks([0, 8, 16, 24, 31])
         a.set_xlabel("threadIdx.x (the lane)", fontsize=8)
-        a.set_title(("the notes' rule, threadIdx.y / 8 and threadIdx.x / 8: each warp "
+        a.set_title(("the tutorial's rule, threadIdx.y / 8 and threadIdx.x / 8: each warp "
                      "spans four tiles, all warps the same four" if notes else
-                     "the chapter's rule, threadIdx.y / WN and threadIdx.y % WN: one tile "
-                     "per warp") + "   (label: warp_m, warp_n of the tile)", fontsize=9)
+                     "a rule that gives each warp one tile (part 1 of the exercise asks "
+                     "for it)") + "   (label: warp_m, warp_n of the tile)", fontsize=9)
     plt.tight_layout()
     return ax
 
@@ -312,6 +312,27 @@ def profile_rows(rec=None) -> list[tuple[str, dict | None]]:
     rec = rec or recording()
     return [(step.label, row["metrics"] if row else None)
             for step, row in studies.results(STUDY, rec=rec)]
+
+
+def profiler_clocks(n: int = 4096, rec=None) -> Text:
+    """Why the profiler's times are longer than the timed rates: Nsight Compute locks
+    the clocks at their base value while it measures (its default). Each profiled
+    kernel's time as a rate, beside its timed rate."""
+    rec = rec or recording()
+    rows = dict(profile_rows(rec))
+    steps = studies.get(STUDY).steps
+    pairs = [(steps[0].label, _row(NAIVE, n, rec=rec)), (steps[-1].label, _row(TILED, n, rec=rec))]
+    flops = 2 * n ** 3
+    said = [f"{label}: {rows[label]['gpu__time_duration.sum'] / 1e6:.2f} ms, "
+            f"{flops / rows[label]['gpu__time_duration.sum'] / 1e3:,.1f} TFLOP/s under the "
+            f"profiler, {timed['gflops']['median'] / 1e3:,.1f} TFLOP/s timed"
+            for label, timed in pairs if timed and rows.get(label)]
+    if not said:
+        return Text("The profiled and the timed runs are not both in the recording.")
+    return Text("Nsight Compute locks the GPU's clocks at their base value while it "
+                "measures (its default), so its times are longer than the timed runs': "
+                + "; ".join(said) + ". Compare the profiler's times with each other "
+                "(ratios), not with the rates table.")
 
 
 def profile_table(rec=None) -> Table:

@@ -49,6 +49,12 @@ def which_recording() -> Text:
     if not rec.find(KERNEL):
         return Text(f"The mma.sync kernel's measurements are not recorded yet; chapter "
                     f"13's rows shown beside it: {rec.label}.")
+    cur = records.current()
+    if cur is not None and cur is not rec and not cur.find(KERNEL):
+        return Text(f"This chapter's measurements: {rec.label}. The banner's recording "
+                    f"({cur.label.removeprefix('recorded on ')}) holds no rows of this "
+                    f"chapter's kernel, so every number below, chapter 13's and cuBLAS's "
+                    f"included, comes from this one GPU.")
     return Text(f"This chapter's measurements: {rec.label}.")
 
 
@@ -270,40 +276,47 @@ def bank_table(rec=None) -> Table:
                        f"Measured: {got} ({_label(rec or recording())})")
 
 
-def plot_bank_model(axes=None):
-    """The bank model's picture of one A load (64-byte rows) plain and swizzled."""
+def plot_bank_model(axes=None, swizzled: bool = True):
+    """The bank model's picture of one A load (64-byte rows), plain and swizzled; plain
+    only with `swizzled=False` (before the exercise, which asks for the swizzle)."""
     import matplotlib.pyplot as plt
     from gemm_kernels.memory import banks
+    layouts = (False, True) if swizzled else (False,)
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+        _, axes = plt.subplots(1, len(layouts), figsize=(6 * len(layouts), 4.2),
+                               squeeze=False)
+        axes = axes[0]
     row_bytes = 2 * get(KERNEL).resolve({})["BK"]
-    for a, swz in zip(axes, (False, True)):
+    for a, swz in zip(axes, layouts):
         an = ldmatrix_analysis(row_bytes, swz)
         banks.plot_banks(an, ax=a, title=f"A rows of {row_bytes} bytes, "
                                          f"{'swizzled' if swz else 'plain'}: "
                                          f"{an.wavefronts} wavefronts")
+        a.set_xlabel("bank (each box: one lane's 16 bytes, 4 banks)")
     plt.tight_layout()
     return axes
 
 
-def plot_swizzle(axes=None):
+def plot_swizzle(axes=None, swizzled: bool = True):
     """The 16-byte chunks of 8 rows of each tile as stored, plain and swizzled: each
     cell is one stored chunk, labelled with the chunk of the row it holds and coloured by
     its group of 4 banks (its place in a 128-byte line). The outlined cells hold chunk 0
     of each row: the 8 rows one phase of an ldmatrix reads. Plain, they share few bank
-    groups (a conflict); swizzled, all 8 groups."""
+    groups (a conflict); swizzled, all 8 groups. `swizzled=False`: the plain rows only
+    (before the exercise, whose answer the swizzled rows would show)."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
     p = get(KERNEL).resolve({})
     tiles = ((f"A (rows of {2 * p['BK']} bytes)", 2 * p["BK"]),
              (f"B (rows of {2 * p['BN']} bytes)", 2 * p["BN"]))
+    layouts = (False, True) if swizzled else (False,)
     if axes is None:
-        _, axes = plt.subplots(2, 2, figsize=(15, 7),
-                               gridspec_kw={"width_ratios": [6, 16]})
+        _, axes = plt.subplots(len(layouts), 2, figsize=(15, 3.5 * len(layouts) + 0.4),
+                               gridspec_kw={"width_ratios": [6, 16]}, squeeze=False)
     colors = plt.get_cmap("Set2")
     for j, (name, row_bytes) in enumerate(tiles):
         chunks = row_bytes // 16
-        for i, swz in enumerate((False, True)):
+        for i, swz in enumerate(layouts):
             ax = axes[i][j]
             for r in range(8):
                 for c in range(chunks):
@@ -451,8 +464,9 @@ def ladder_summary(n: int = 4096, rec=None) -> Text:
     return Text(f"At {n}³ the mma.sync kernel runs at {mine['gflops']['median'] / 1e3:,.0f} "
                 f"TFLOP/s by default ({pct(mine)} of cuBLAS FP16 timed beside it) and "
                 f"{big['gflops']['median'] / 1e3:,.0f} TFLOP/s with BK = 64 and 3 stages "
-                f"({pct(big)}): x{big['gflops']['median'] / wmma['gflops']['median']:.1f} "
-                f"chapter 13's tiled WMMA kernel ({pct(wmma)}).")
+                f"({pct(big)}); that is x{mine['gflops']['median'] / wmma['gflops']['median']:.2f} "
+                f"and x{big['gflops']['median'] / wmma['gflops']['median']:.2f} the rate of "
+                f"chapter 13's tiled WMMA kernel ({pct(wmma)} of cuBLAS FP16).")
 
 
 def profile_table(rec=None) -> Table:
@@ -539,6 +553,49 @@ def profile_summary(rec=None) -> Text:
     return Text("\n".join(out))
 
 
+def profiler_clocks(n: int = 4096, rec=None) -> Text:
+    """Why the profiler's times are longer than the timed rates: Nsight Compute locks
+    the clocks at their base value while it measures (its default), the timed runs do
+    not. The swizzled kernel's profiled time as a rate, beside its timed rate."""
+    rec = rec or recording()
+    rows = dict(_study_rows(rec))
+    swz = rows.get(studies.get(STUDY).steps[1].label)
+    timed = _row(KERNEL, n, {}, rec)
+    if not (swz and swz.get(TIME) and timed):
+        return Text("The profiled and the timed runs are not both in the recording.")
+    flops = 2 * n ** 3
+    return Text(f"Nsight Compute locks the GPU's clocks at their base value while it "
+                f"measures (its default), so its times are longer than the timed runs': "
+                f"{flops / 1e9:,.1f} GFLOP in {swz[TIME] / 1e6:.2f} ms is "
+                f"{flops / swz[TIME] / 1e3:,.0f} TFLOP/s under the profiler, against "
+                f"{timed['gflops']['median'] / 1e3:,.0f} TFLOP/s timed. Compare the "
+                f"profiler's times with each other (ratios), not with the rates table.")
+
+
+# The dense FP16 (FP32 accumulate) tensor-core rate of one SM per clock, in FLOP, from
+# NVIDIA's H100 architecture whitepaper (an H100 SM: 4 tensor cores, 512 FP16 FMA per
+# clock each, dense); the peak is that x SMs x clock.
+FP16_FLOP_PER_CLOCK_SM = {"9.0": 4096}
+
+
+def what_is_left(n: int = 4096, rec=None) -> Text:
+    """The kernel and cuBLAS FP16 against the GPU's dense FP16 tensor-core peak (the
+    whitepaper's rate per SM x the recorded SMs and top clock)."""
+    rec = rec or recording()
+    props = rec.device if rec is not None else {}
+    per_sm = FP16_FLOP_PER_CLOCK_SM.get(props.get("compute_capability"))
+    big = _row(KERNEL, n, BIG_K, rec)
+    if not (per_sm and big):
+        return Text("The FP16 peak of the recorded GPU is not known here.")
+    peak = per_sm * props["sm_count"] * props["sm_clock_mhz"] / 1e6     # TFLOP/s
+    mine, ref = big["gflops"]["median"] / 1e3, big["reference"]["gflops"]["median"] / 1e3
+    return Text(f"{props['name']}: dense FP16 tensor-core peak {per_sm:,} FLOP per clock "
+                f"per SM x {props['sm_count']} SMs x {props['sm_clock_mhz'] / 1e3:.2f} GHz "
+                f"(its top clock) = {peak:,.0f} TFLOP/s. At {n}³: cuBLAS FP16 {ref:,.0f} TFLOP/s "
+                f"({100 * ref / peak:.0f}% of it), this chapter's kernel (BK 64, 3 stages) "
+                f"{mine:,.0f} TFLOP/s ({100 * mine / peak:.0f}%).")
+
+
 # ------------------------------------------------------------------ 9. explore
 
 def explorer():
@@ -590,3 +647,44 @@ def t4_table(arches=("sm_75", "sm_90")) -> Table:
                      "STS.128 (plain stores)": ops.count("STS.128")})
     return Table(rows, ["architecture", "HMMA shapes", "HMMA", "LDSM", "LDGSTS (cp.async)",
                         "STS.128 (plain stores)"], title="The same source, two GPUs (SASS)")
+
+
+# ------------------------------------------------------------------ the solution's evidence
+
+def slot_table(expression: str = "c ^ ((r >> (4 / CHUNKS)) & (CHUNKS - 1) & 7)") -> Table:
+    """For rows 0-7 of the A and B tiles: where `expression` puts chunk 0, and which
+    16-byte slot of its 128-byte line that is ((r * CHUNKS + place) % 8): eight different
+    slots per tile is a conflict-free ldmatrix phase."""
+    from gemm_kernels.exercises.cexpr import compile_expression
+    p = get(KERNEL).resolve({})
+    f = compile_expression(expression, ("r", "c", "CHUNKS"), conditionals=True)
+    rows = []
+    for r in range(8):
+        row = {"row r": r}
+        for name, chunks in (("A", p["BK"] // 8), ("B", p["BN"] // 8)):
+            place = f(r=r, c=0, CHUNKS=chunks)
+            row[f"{name}: place of chunk 0"] = place
+            row[f"{name}: slot in its line"] = (r * chunks + place) % 8
+        rows.append(row)
+    return Table(rows, list(rows[0]), title=f"chunk = {expression}: chunk 0 of rows 0-7 "
+                                            f"(A: CHUNKS = {p['BK'] // 8}, B: CHUNKS = "
+                                            f"{p['BN'] // 8})")
+
+
+COMMON_MISTAKES = ("c ^ (r & 7)", "c ^ (r & (CHUNKS - 1))", "c ^ (r & 3)")
+
+
+def common_mistakes(expressions=COMMON_MISTAKES) -> Table:
+    """What exercise 14's step 2 answers to the usual wrong swizzles (run here, on the
+    exercise's own cell with each line filled in)."""
+    from gemm_kernels.exercises import ch14_checks
+    rows = []
+    for e in expressions:
+        source = ("template <int CHUNKS, bool SWIZZLE>\n__device__ __forceinline__ int "
+                  "chunk_at(int r, int c) {\n    int chunk = c;\n    chunk = " + e +
+                  ";\n    if constexpr (!SWIZZLE) return c;\n    return chunk;\n}\n")
+        problems = ch14_checks.assess(source).problems
+        rows.append({"answer": e, "step 2 says": problems[0] if problems else "pass",
+                     "hint": ch14_checks.swizzle_hint(problems[0]) if problems else ""})
+    return Table(rows, ["answer", "step 2 says", "hint"],
+                 title="The usual wrong swizzles and what the grader answers")
