@@ -319,6 +319,22 @@ STUDY_LIST += (
               Step("BK = 64, 3 stages", "mma_sync", {"BK": 64, "STAGES": 3})),
           (CUBE_4096, (8192, 8192, 8192)), (STALLS, *ISSUE, SHARED_ALL, *TENSOR, *DRAM)),
 )
+# Chapter 15: the Hopper kernels. wgmma runs on the tensor pipe's warpgroup path (its
+# shared-memory reads are the op_gmma wavefronts); what each kernel waits on, with one
+# block of warpgroups doing everything and with the roles split, and how much of the
+# tensor pipe each keeps busy.
+HOPPER_TENSOR = ["re:^sm__(pipe_tensor_op_gmma_cycles_active|inst_executed_pipe_tensor_op_gmma)"
+                 "\\.(sum|avg\\.pct_of_peak_sustained_active)$"]
+STUDY_LIST += (
+    Study("ch15_hopper", "15", "What the TMA + wgmma kernels keep busy, and what they wait on",
+          "ncu", (
+              Step("one role: TMA + wgmma, __syncthreads per step", "wgmma_tma", {}),
+              Step("warp-specialised, row order", "wgmma_ws", {}),
+              Step("warp-specialised, 3 stages, groups of 16 rows", "wgmma_ws",
+                   {"STAGES": 3, "GROUP": 16})),
+          (CUBE_4096, (8192, 8192, 8192)),
+          (STALLS, *ISSUE, SHARED_ALL, *HOPPER_TENSOR, *DRAM)),
+)
 STUDIES = {s.name: s for s in STUDY_LIST}
 
 
