@@ -469,7 +469,7 @@ def test_exercise_references_are_the_recorded_kernels_at_the_graded_configuratio
 
 def test_the_step_profile_holds_steps_3_to_7_in_ladder_order():
     t = cp.step_counters()
-    assert [r["step"] for r in t] == ["3. + z-order lanes", "4. cp.async ring, 2 stages, warp tiles",
+    assert [r["step"] for r in t] == ["3. + z-order lanes", "4. cp.async ring, 2 stages, warp tiles, double-buffered fragments",
                                       "5. + 4 stages", "6. + BK = 16", "7. + hoisted copy addresses"]
     if t[0]["warps resident, %"] is None:
         pytest.skip("the recording has no profile of the steps")

@@ -185,3 +185,14 @@ def test_asan_names_the_array_of_a_copy_by_the_kind_of_access():
     assert "outside the output `out`" in cpu_step.sanitizer_message(
         ASAN_LEFT_OF_C.replace("READ of", "WRITE of"), 1, move=True)
     assert "outside the output" in cpu_step.sanitizer_message(ASAN_LEFT_OF_C, 1)   # GEMM: C
+
+
+def test_a_kernel_wrong_as_well_as_out_of_order_gets_the_bounds_hint():
+    """Step 2 reports a kernel that does not copy yet as wrong (the CPU emulation's
+    finding): its hint is about the elements and the bounds, not the order."""
+    from gemm_kernels.exercises.grader import hint
+    wrong = ("it does not copy yet; run on the CPU (every thread emulated): a read outside "
+             "the input `in`; element (r, c) of `out` must be element (r, c) of `in`")
+    assert "inside the matrix" in hint(EX, "static", wrong)
+    order = "with TILE = 32, ROWS = 8 a thread sends 3 of its 4 loads before its first store"
+    assert hint(EX, "static", order).startswith("a store (STG) needs the value")

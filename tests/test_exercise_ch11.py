@@ -202,8 +202,30 @@ def test_a_missing_access_is_named():
            "__shared__ double B_shared[BLOCK][BLOCK + 1];\n"
            "A_shared[threadIdx.y][threadIdx.x] = 0.0;\nacc += A_shared[threadIdx.y][k];\n")
     assert tiles_64bit(16)(src) == [
-        "no store to B_shared found: stage the tile and read it in the inner loop",
-        "no read of B_shared found: stage the tile and read it in the inner loop"]
+        f"no store to B_shared found: stage the tile and read it in the inner loop. "
+        f"{ch11_checks.FORM}",
+        f"no read of B_shared found: stage the tile and read it in the inner loop. "
+        f"{ch11_checks.FORM}"]
+
+
+def test_a_refused_form_shows_the_form_the_check_reads():
+    """A layout written with a helper variable is refused: the message shows the accepted
+    form by the given A_shared accesses, which give nothing of B_shared away."""
+    v = static_verdict(NAME, variant(read="B_shared[threadIdx.x][col % BLOCK]"))
+    assert "as the cell writes A_shared[threadIdx.y][threadIdx.x]" in v["static"][1], v
+
+
+def test_a_mapping_error_gets_the_mapping_hint_and_a_conflict_the_banks_hint():
+    from gemm_kernels.exercises.catalog import get
+    from gemm_kernels.exercises.grader import hint
+    ex = get(NAME)
+    wrong_row = ("the store to B_shared[threadIdx.y][threadIdx.x] is row 0 for threadIdx = "
+                 "(1, 0): this exercise stores B transposed, so a thread's row of B_shared is "
+                 "the column of B it owns, threadIdx.x")
+    assert hint(ex, "static", wrong_row).startswith("B_shared[threadIdx.x][c] must hold")
+    conflict = ("the store to B_shared[threadIdx.x][threadIdx.y] (STS.64) costs warp 0 4 "
+                "wavefronts where 2 would do: a 2-way bank conflict in each half-warp")
+    assert hint(ex, "static", conflict).startswith("in each phase")
 
 
 def test_rows_shorter_than_the_tile_are_refused():

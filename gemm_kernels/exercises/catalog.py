@@ -448,6 +448,21 @@ register(Exercise(
 # floats beside the chapter's copy: no slower than it (the GPU it runs on may already
 # reach its memory's rate with fewer loads in flight, so more is not asked for).
 _IN_FLIGHT = {"T": "float", "TILE": 32, "ROWS": 8}
+_IN_FLIGHT_ORDER = ("a store (STG) needs the value it writes, so a thread stops at its first "
+                    "store until that value has come back: keep every value in a register "
+                    "until all TILE / ROWS loads have been sent")
+_IN_FLIGHT_PLACE = ("element i of the thread is row blockIdx.y * TILE + threadIdx.y + "
+                    "i * ROWS, column blockIdx.x * TILE + threadIdx.x; load and store only "
+                    "where both lie inside the matrix")
+
+
+def _in_flight_hint(detail: str) -> str:
+    """Step 2 of 10_in_flight: a kernel that is wrong as well as out of order is reported
+    as wrong (the CPU emulation's finding), so its hint is about the elements and the
+    bounds, not about the order of loads and stores."""
+    return _IN_FLIGHT_PLACE if "does not copy yet" in detail else _IN_FLIGHT_ORDER
+
+
 register(Exercise(
     name="10_in_flight", chapter="10", title="a copy with all its loads in flight",
     kernel="copy", params=_IN_FLIGHT, speed=0.97,
@@ -455,12 +470,8 @@ register(Exercise(
                                                also=({"ROWS": 4},)),),
     shapes=tuple(TRANSPOSE_SHAPES), time_size=8192,
     hints={"compile": "keep the kernel's name and template parameters as given",
-           "static": "a store (STG) needs the value it writes, so a thread stops at its "
-                     "first store until that value has come back: keep every value in a "
-                     "register until all TILE / ROWS loads have been sent",
-           "correct": "element i of the thread is row blockIdx.y * TILE + threadIdx.y + "
-                      "i * ROWS, column blockIdx.x * TILE + threadIdx.x; load and store "
-                      "only where both lie inside the matrix",
+           "static": _in_flight_hint,
+           "correct": _IN_FLIGHT_PLACE,
            "speed": "neighbouring lanes (threadIdx.x) must take neighbouring columns, so "
                     "that each load and store of a warp is 128 consecutive bytes"},
 ))
@@ -468,19 +479,30 @@ register(Exercise(
 
 # ---------------------------------------------------------------- chapter 11
 
+_DGEMM_BANKS = ("in each phase (16 lanes of an LDS.64 or STS.64, 8 lanes of an LDS.128) the "
+                "lanes must use different banks as wide as the access (byte address / width, "
+                "modulo 128 / width) or share an element; ptxas reads k and k + 1 with one "
+                "LDS.128 where your rows keep them side by side and 16-byte aligned")
+_DGEMM_PLACE = ("B_shared[threadIdx.x][c] must hold B[tile * BLOCK + threadIdx.y][col], and the "
+                "read at k must find the element the thread with threadIdx.y = k stored; 0.0 "
+                "outside the matrices")
+
+
+def _dgemm_hint(detail: str) -> str:
+    """Step 2 of 11_dgemm: a layout that puts elements in the wrong place (not the row of
+    threadIdx.x, two in one slot, a read that misses the store, outside the tile) gets the
+    mapping hint; one that is placed right but conflicts gets the banks hint."""
+    where = ("stores B transposed", "in the same slot", "but the store put", "outside the tile")
+    return _DGEMM_PLACE if any(w in detail for w in where) else _DGEMM_BANKS
+
+
 register(Exercise(
     name="11_dgemm", chapter="11", title="a transposed tile of doubles without bank conflicts",
     kernel="dgemm_tiled", params={"BLOCK": 16},
     static_checks=(ch11_checks.tiles_64bit(16, "11_dgemm", "dgemm_tiled", {"BLOCK": 16}),),
     hints={"compile": "keep the kernel's name and template parameters as given",
-           "static": "in each phase (16 lanes of an LDS.64 or STS.64, 8 lanes of an "
-                     "LDS.128) the lanes must use different banks as wide as the access "
-                     "(byte address / width, modulo 128 / width) or share an element; ptxas "
-                     "reads k and k + 1 with one LDS.128 where your rows keep them side by "
-                     "side and 16-byte aligned",
-           "correct": "B_shared[threadIdx.x][c] must hold B[tile * BLOCK + threadIdx.y][col], "
-                      "and the read at k must find the element the thread with "
-                      "threadIdx.y = k stored; 0.0 outside the matrices",
+           "static": _dgemm_hint,
+           "correct": _DGEMM_PLACE,
            "speed": "keep the two barriers and the unrolled inner loop"},
 ))
 

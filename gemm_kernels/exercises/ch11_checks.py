@@ -45,6 +45,12 @@ PHASES = {8: 2, 16: 4}                        # phases of a full warp before mer
 PHASE_NAME = {8: "half-warp (16 lanes, 16 banks of 8 bytes)",
               16: "quarter-warp (8 lanes, 8 banks of 16 bytes)"}
 OPCODE = {("st", 8): "STS.64", ("ld", 8): "LDS.64", ("ld", 16): "LDS.128"}
+# The form the check reads, shown where it cannot read a submission: the given A_shared
+# accesses are the example (they give nothing of the B_shared layout away).
+FORM = ("The check reads each access as TILE[row][col], both indices written inline in "
+        "threadIdx.x, threadIdx.y, k and BLOCK (or a name set to threadIdx.x or .y), as the "
+        "cell writes A_shared[threadIdx.y][threadIdx.x] and A_shared[threadIdx.y][k]; a "
+        "flattened index or another helper variable is not read")
 
 _DECL = re.compile(r"__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?double\s+"
                    r"(A_shared|B_shared)\s*\[([^\[\]]*)\]\s*\[([^\[\]]*)\]\s*;")
@@ -262,13 +268,13 @@ def tiles_64bit(block: int, exercise: str = "", kernel: str = "", params: dict |
                 slots[a](0, 0, 0)
             except (ExpressionError, ValueError, KeyError) as e:
                 problems.append(f"cannot evaluate {a.what} (write the indices with "
-                                f"{', '.join(NAMES)}): {e}")
+                                f"{', '.join(NAMES)}): {e}. {FORM}")
         if problems:
             return problems
         accesses = list(dict.fromkeys(accesses))
         if not todo:
             problems += [f"no {'store to' if op == 'st' else 'read of'} {t} found: stage the "
-                         "tile and read it in the inner loop"
+                         f"tile and read it in the inner loop. {FORM}"
                          for t in TILES for op in ("st", "ld")
                          if not any(a.tile == t and a.op == op for a in accesses)]
         problems += layout_problems(accesses, slots, pitch, block)

@@ -136,7 +136,7 @@ STUDY_LIST = (
               Step("+ A tile rows padded to BM + 4", "zorder",
                    {**_ZORDER, "PAD": 4, "ZORDER": False}),
               Step("+ z-order lanes", "zorder", {**_ZORDER, "PAD": 4, "ZORDER": True}),
-              Step("cp.async ring, 2 stages, warp tiles", "capstone", _capstone()),
+              Step("cp.async ring, 2 stages, warp tiles, double-buffered fragments", "capstone", _capstone()),
               Step("+ 4 stages", "capstone", _capstone(STAGES=4)),
               Step("+ BK = 16", "capstone", _capstone(STAGES=4, BK=16)),
               Step("+ hoisted copy addresses", "capstone",
@@ -241,7 +241,7 @@ STUDY_LIST = (
     Study("ch09_step_stalls", "09", "Where the warps wait before and after the cp.async ring, "
           "and at the capstone", "ncu", (
               Step("+ z-order lanes", "zorder", {**_ZORDER, "PAD": 4, "ZORDER": True}),
-              Step("cp.async ring, 2 stages, warp tiles", "capstone", _capstone()),
+              Step("cp.async ring, 2 stages, warp tiles, double-buffered fragments", "capstone", _capstone()),
               Step("+ 4 stages", "capstone", _capstone(STAGES=4)),
               Step("+ BK = 16", "capstone", _capstone(STAGES=4, BK=16)),
               Step("+ hoisted copy addresses", "capstone",

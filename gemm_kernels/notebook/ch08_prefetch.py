@@ -736,5 +736,5 @@ def worked_answer_note(exercise: str = "08_double_buffer") -> str:
     table = loads(WORKING)
     return (f"The worked answer (the solution notebook's source), compiled here: "
             f"{in_flight_words(worked)}. The table's row '{WORKING}', made from the "
-            f"chapter's kernel file by the same change: {table.fewest:,} of {table.ffma:,}. "
-            "Two texts, two schedules: the grader's message quotes the first.")
+            f"chapter's kernel file by the same change: {table.fewest:,} of {table.ffma:,} "
+            "(the two sources differ in form, so ptxas schedules them a few FFMAs apart).")
