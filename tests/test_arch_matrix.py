@@ -43,13 +43,18 @@ def test_every_default_configuration_compiles_or_is_refused_on_every_arch():
         if "refused" in res:
             refused[(k.name, arch)] = res["refused"]
         else:
-            assert res["arch"] == arch and res["registers"] > 0, (k.name, arch)
+            assert res["arch"] == arch + k.arch_suffix and res["registers"] > 0, (k.name, arch)
             # the per-arch rules (registers, shared memory) accept every default
             assert k.problems(None, arch) == [], (k.name, arch)
     # the capstone's cp.async (and chapter 12's kernel, the capstone with split-K) needs
-    # sm_80: refused on the T4 alone, with its reason
-    assert refused == {(n, "sm_75"): f"{n} needs cp.async, sm_80 or newer; sm_75 is older"
-                       for n in ("capstone", "capstone_split")}
+    # sm_80: refused on the T4 alone, with its reason; chapter 15's wgmma exists on sm_90
+    # alone: refused everywhere else
+    hopper = ("wgmma_tma", "wgmma_ws")
+    assert refused == {
+        **{(n, "sm_75"): f"{n} needs cp.async, sm_80 or newer; sm_75 is older"
+           for n in ("capstone", "capstone_split")},
+        **{(n, a): f"{n} needs wgmma, which only sm_90 GPUs have (Hopper: H100, H200, "
+                   f"GH200); not {a}" for n in hopper for a in ARCHS if a != "sm_90"}}
 
 
 @dataclass(frozen=True)

@@ -205,7 +205,8 @@ class Kernel:
         describes, `device.target_arch()`), naming the feature and both
         architectures; None when it can."""
         sm = device.sm_number(arch if arch is not None else device.target_arch())
-        for f in self.features:
+        # a feature of one architecture says the most (it rules out newer GPUs too)
+        for f in sorted(self.features, key=lambda f: f not in ONLY_ON):
             only = ONLY_ON.get(f)
             if only is not None and sm != only:
                 return (f"{self.name} needs {f}, which only sm_{only} GPUs have (Hopper: "
