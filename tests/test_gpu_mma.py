@@ -7,9 +7,9 @@ import pytest
 
 from gemm_kernels.core.kernels import get
 from gemm_kernels.core.launch import launch
-from gemm_kernels.measure.check import check, compare_gemm, random_normal
+from gemm_kernels.measure.check import check, random_normal
 
-from gpu import needs_gpu
+from gpu import assert_nan_and_inf_propagate, needs_gpu
 
 pytestmark = needs_gpu
 
@@ -58,16 +58,7 @@ def test_shapes_without_whole_16_byte_rows_are_refused():
 
 
 def test_nan_and_inf_propagate():
-    import cupy
-    M, N, K = 64, 48, 32
-    rng = cupy.random.default_rng(SEED)
-    A, B = random_normal((M, K), "float16", rng), random_normal((K, N), "float16", rng)
-    A[5, 7] = cupy.nan
-    B[3, 9] = cupy.inf
-    C = cupy.zeros((M, N), cupy.float32)
-    launch("mma_sync", A, B, C)
-    assert bool(cupy.isnan(C[5]).all())
-    assert compare_gemm(C, A, B).ok
+    assert_nan_and_inf_propagate("mma_sync", SEED)
 
 
 def test_the_swizzle_moves_bytes_not_results():

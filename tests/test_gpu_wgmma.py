@@ -7,11 +7,10 @@ import pytest
 
 from gemm_kernels import device
 from gemm_kernels.core.kernels import get
-from gemm_kernels.core.launch import launch
 from gemm_kernels.core.registry import runnable
-from gemm_kernels.measure.check import check, compare_gemm, random_normal
+from gemm_kernels.measure.check import check
 
-from gpu import needs_gpu
+from gpu import assert_nan_and_inf_propagate, needs_gpu
 
 pytestmark = [needs_gpu, pytest.mark.skipif(
     device.is_live() and not runnable(get("wgmma_tma"))[0],
@@ -46,13 +45,4 @@ def test_shapes_without_16_byte_rows_are_refused(name):
 
 @pytest.mark.parametrize("name", KERNELS)
 def test_nan_and_inf_propagate(name):
-    import cupy
-    M, N, K = 64, 48, 32
-    rng = cupy.random.default_rng(SEED)
-    A, B = random_normal((M, K), "float16", rng), random_normal((K, N), "float16", rng)
-    A[5, 7] = cupy.nan
-    B[3, 9] = cupy.inf
-    C = cupy.zeros((M, N), cupy.float32)
-    launch(name, A, B, C)
-    assert bool(cupy.isnan(C[5]).all())
-    assert compare_gemm(C, A, B).ok
+    assert_nan_and_inf_propagate(name, SEED)

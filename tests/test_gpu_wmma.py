@@ -15,7 +15,7 @@ from gemm_kernels.measure.check import (RAGGED_SHAPES, check, compare_gemm,
                                         random_normal)
 from gemm_kernels.measure.timing import cublas_call
 
-from gpu import needs_gpu
+from gpu import assert_nan_and_inf_propagate, needs_gpu
 
 pytestmark = needs_gpu
 
@@ -65,16 +65,7 @@ def _half_inputs(M, N, K, seed=SEED):
 
 @pytest.mark.parametrize("name", ["wmma_naive", "wmma_tiled"])
 def test_nan_and_inf_propagate(name):
-    import cupy
-    M, N, K = 64, 48, 32
-    A, B = _half_inputs(M, N, K)
-    A[5, 7] = cupy.nan
-    B[3, 9] = cupy.inf
-    C = cupy.zeros((M, N), cupy.float32)
-    launch(name, A, B, C)
-    assert bool(cupy.isnan(C[5]).all())
-    v = compare_gemm(C, A, B)
-    assert v.ok, v
+    assert_nan_and_inf_propagate(name, SEED)
 
 
 @pytest.mark.parametrize("shape", RAGGED_SHAPES, ids=lambda s: "x".join(map(str, s)))

@@ -968,22 +968,22 @@ def _mma_threads(p) -> int:
 
 
 
-def _mma_rows_rule(p, s):
-    bad = [f"{d}={v}" for d, v in zip("NK", s[1:]) if v % 8]
-    if bad:
-        return (f"hgemm_mma copies whole 16-byte chunks (8 halves) of the rows of A and B, "
-                f"so K and N must be multiples of 8 ({', '.join(bad)}); pad the matrices, "
-                f"or use wmma_tiled, which takes any shape")
-    return None
+def _rows_of_16_bytes(why: str):
+    """A shape rule for kernels that move rows of A and B in 16-byte pieces: K and N
+    multiples of 8 halves; `why` says what needs it."""
+    def rule(p, s):
+        bad = [f"{d}={v}" for d, v in zip("NK", s[1:]) if v % 8]
+        if bad:
+            return (f"{why}, so K and N must be multiples of 8 ({', '.join(bad)}); pad the "
+                    f"matrices, or use wmma_tiled, which takes any shape")
+        return None
+    return rule
 
 
-def _tma_rows_rule(p, s):
-    bad = [f"{d}={v}" for d, v in zip("NK", s[1:]) if v % 8]
-    if bad:
-        return (f"TMA reads rows whose strides are multiples of 16 bytes (8 halves), so K "
-                f"and N must be multiples of 8 ({', '.join(bad)}); pad the matrices, or use "
-                f"wmma_tiled, which takes any shape")
-    return None
+_mma_rows_rule = _rows_of_16_bytes("hgemm_mma copies whole 16-byte chunks (8 halves) of "
+                                   "the rows of A and B")
+_tma_rows_rule = _rows_of_16_bytes("TMA reads rows whose strides are multiples of 16 bytes "
+                                   "(8 halves)")
 
 
 def _mma_smem(p) -> int:
