@@ -38,8 +38,6 @@ from gemm_kernels.exercises.stubs import STUB
 
 NAMES = ("t", "STAGES")
 LINES = ("full_parity", "empty_parity")
-WHO = {"full_parity": "the consumers' wait on full[s]",
-       "empty_parity": "the producer's wait on empty[s]"}
 
 
 def tiles_played(stages: int) -> int:
