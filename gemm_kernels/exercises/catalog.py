@@ -14,7 +14,8 @@ from typing import Callable
 
 from gemm_kernels.exercises import ch06_checks
 from gemm_kernels.exercises import (ch00_checks, ch01_checks, ch02_checks, ch03_checks,
-                                    ch04_checks, ch10_checks, ch11_checks, ch14_checks)
+                                    ch04_checks, ch10_checks, ch11_checks, ch14_checks,
+                                    ch15_checks)
 from gemm_kernels.exercises.ch05_checks import (products_followed, shared_loads_per_ffma,
                                                 thread_mapping)
 from gemm_kernels.exercises.ch07_checks import all_loads_128, right_at
@@ -630,4 +631,38 @@ register(Exercise(
                     "passes step 2 reads without bank conflicts like the chapter's, so "
                     "look for extra work in your expression (CHUNKS is a constant the "
                     "compiler folds: prefer shifts and masks of r)"},
+))
+
+
+# ---------------------------------------------------------------- chapter 15
+
+def _phases_correct_hint(detail: str) -> str:
+    """Step 3 of 15_phases (on a Hopper GPU: the kernel's PTX has no CPU emulation)."""
+    if "timed out" in detail:
+        return ("a wait that never passes: the grader's time limit stopped the kernel. Step 2 "
+                "played your two parities through the ring and found no such wait, so look "
+                "at what else changed in the kernel: every consumer must arrive on empty[s] "
+                "after each tile, and the producer must copy every tile")
+    return ("step 2 played your two parities through the ring and found no stage read early "
+            "and none overwritten, so wrong numbers come from another change to the kernel: "
+            "keep the rest of it as the chapter wrote it, the two parity lines aside")
+
+
+# Graded at the registry's default configuration (2 consumer warpgroups, 4 stages): the
+# cell includes the chapter's file, its kernel renamed, and defines its own
+# hgemm_wgmma_ws with the two parities to write; the static step plays the ring for
+# STAGES = 2, 3 and 4.
+register(Exercise(
+    name="15_phases", chapter="15", title="the mbarrier phases of a producer/consumer ring",
+    kernel="wgmma_ws", params={}, sass=("HGMMA", "UTMALDG"), shapes=MMA_SHAPES,
+    static_checks=(ch15_checks.phases_check({}),),
+    hints={"compile": "keep the three lines before the kernel (#define, #include, #undef), "
+                      "the kernel's name hgemm_wgmma_ws, its template parameters <int "
+                      "CONSUMERS, int STAGES, int GROUP> and its parameters; each parity is "
+                      "one line `full_parity = <expression>;`, `empty_parity = <expression>;`",
+           "static": ch15_checks.phases_hint,
+           "correct": _phases_correct_hint,
+           "speed": "timed against the chapter's kernel at the same configuration: the "
+                    "parities cost a shift and a mask, so look for other changes to the "
+                    "kernel (the register split, the arrival right after wgmma_wait)"},
 ))
