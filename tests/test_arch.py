@@ -241,3 +241,10 @@ def test_analyse_compiles_for_the_arch_asked_and_refuses_what_it_cannot_run():
 def test_analyse_refuses_a_word_that_is_no_architecture():
     res = _cli("analyse", "--arch", "turing")
     assert res.returncode == 2 and "not an architecture" in res.stderr
+
+
+def test_a_hopper_only_kernel_sends_the_student_to_a_hopper_gpu():
+    from gemm_kernels.exercises.grader import get_a_gpu
+    text = get_a_gpu(get("wgmma_ws"))
+    assert "sm_90 NVIDIA GPU" in text and "H100" in text and "or newer" not in text
+    assert "or newer" in get_a_gpu(get("capstone")) and "T4" in get_a_gpu(get("naive"))

@@ -32,6 +32,9 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 def get_a_gpu(k) -> str:
     """How to get a GPU that runs kernel `k` (Colab's T4 unless its features need a
     newer one)."""
+    if k.arch_suffix:     # a feature of one architecture (wgmma: Hopper alone)
+        return (f"open this notebook on a machine with an sm_{k.min_arch} NVIDIA GPU (an "
+                "H100, H200 or GH200: this kernel runs on no other)")
     if k.min_arch > device.OLDEST:
         return (f"open this notebook on a machine with an sm_{k.min_arch} or newer NVIDIA "
                 "GPU (an A100, L4 or H100; Colab's T4 is too old for it)")
