@@ -522,8 +522,10 @@ def sweep_table(rec=None, top: int = 8, kernel: str = TILED) -> Table:
     rows.sort(key=lambda r: -r["TFLOP/s"])
     return Table(rows[:top] + ([] if len(rows) <= top else rows[-2:]),
                  [p.name for p in k.params] + ["TFLOP/s", "% of cuBLAS FP16"],
-                 title=f"{kernel} at 2048³: the {top} fastest and the 2 slowest of "
-                       f"{len(rows)} ({_label(rec)})")
+                 title=(f"{kernel} at 2048³: the {top} fastest and the 2 slowest of "
+                        f"{len(rows)}" if len(rows) > top else
+                        f"{kernel} at 2048³: all {len(rows)} configurations, fastest first")
+                       + f" ({_label(rec)})")
 
 
 # ------------------------------------------------------------------ sentences

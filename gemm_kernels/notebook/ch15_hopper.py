@@ -1,0 +1,732 @@
+"""Chapter 15: Hopper's own tensor-core path (cuda/15_wgmma.cu). Pictures and numbers the
+package computes for the two kernels: what a TMA tensor map describes and where one
+stage's boxes land in shared memory, the ring of "full" and "empty" mbarriers as a
+timeline (what the exercise is about), the wgmma descriptors walking a 128-byte-swizzled
+tile, the warpgroup's accumulator layout, the SASS and the register budget of the
+warp-specialised kernel, the footprint of the blocks that run together in row order and
+in groups of rows, and the recorded measurements (rates beside cuBLAS FP16, the Nsight
+Compute study, the sweeps behind the explorer).
+
+The rates come from the recording that holds the chapter's kernels (`recording()`); the
+Nsight Compute study may sit in another one, on another GPU (`study_recording()`): every
+table and sentence names the recording it reads, so that no number mixes GPUs unsaid.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from gemm_kernels.core import analysis, compiler
+from gemm_kernels.core.kernels import WGMMA_BK, WGMMA_BN, get
+from gemm_kernels.core.table import Table, fmt_number
+from gemm_kernels.measure import records, studies, timing
+from gemm_kernels.notebook import ch13_wmma as ch13
+from gemm_kernels.notebook import ch14_mma as ch14
+from gemm_kernels.notebook.display import Text
+
+TMA, WS = "wgmma_tma", "wgmma_ws"
+GROUPED = {"STAGES": 3, "GROUP": 16}          # the grouped configuration the ladder shows
+SIZES = ch13.SIZES
+STUDY = "ch15_hopper"
+CONFIGS = ((TMA, {}), (WS, {}), (WS, GROUPED))
+LADDER = (("cublas_hgemm", "cuBLAS FP16 (tensor cores)", "k", "-"),
+          (WS, "15 wgmma_ws, 3 stages, groups of 16", "tab:green", "-", GROUPED),
+          (WS, "15 wgmma_ws (row order)", "tab:olive", "-", {}),
+          (TMA, "15 wgmma_tma", "tab:brown", "-", {}),
+          (ch14.KERNEL, "14 mma_sync, BK 64, 3 stages", "tab:red", "-", ch14.BIG_K),
+          (ch13.TILED, "13 wmma_tiled", "tab:blue", "-"),
+          (ch13.NAIVE, "13 wmma_naive", "tab:cyan", "-"),
+          ("cublas", "cuBLAS FP32", "0.4", "--"),
+          ("capstone", "09 capstone (FP32)", "tab:orange", "--"))
+
+
+def recording():
+    """The recording that holds this chapter's timed rows (see `records.holding`)."""
+    return records.holding(WS)
+
+
+def study_recording():
+    """The recording that holds the Nsight Compute study of this chapter (the one shown
+    if it does, else the first that does), or None."""
+    cur = records.current()
+    candidates = [cur] + [records.load(e["path"]) for e in records.available()]
+    return next((r for r in candidates if r is not None
+                 and any(row for _, row in studies.results(STUDY, rec=r))), None)
+
+
+def _label(rec) -> str:
+    return rec.label if rec is not None else "no recording"
+
+
+def which_recording() -> Text:
+    rec, prof = recording(), study_recording()
+    if rec is None:
+        return Text("This chapter's measurements are not in any recording here.")
+    out = f"This chapter's timed measurements: {rec.label}."
+    if prof is not None and prof is not rec:
+        out += (f" Its Nsight Compute study (section 7): {prof.label}, another GPU of the "
+                f"same architecture; it is named wherever it is shown.")
+    return Text(out)
+
+
+def _row(kernel: str, n: int, params: dict | None = None, rec=None) -> dict | None:
+    return ch13._row(kernel, n, params, rec=rec or recording())
+
+
+def _config(kernel: str, params: dict) -> str:
+    d, p = get(kernel).resolve({}), get(kernel).resolve(params)
+    diff = {k: v for k, v in p.items() if d[k] != v}
+    return "default" if not diff else ", ".join(f"{k} {v}" for k, v in diff.items())
+
+
+# ------------------------------------------------------------------ 2. TMA
+
+def tensor_map_table(n: int = 4096, kernel: str = WS) -> Table:
+    """What the host gives cuTensorMapEncodeTiled for A and B of an n x n x n product
+    (as `core/tensor_map.half_matrix` does for the kernel's launcher): the sizes, the row
+    stride, the box one copy moves, the swizzle and the fill outside the matrix."""
+    rows_a = tile_shape(kernel)[0]
+    rows = []
+    for name, box in (("A", (rows_a, WGMMA_BK)), ("B", (WGMMA_BK, 64))):
+        rows.append({"matrix": name, "sizes (columns, rows)": f"{n:,} x {n:,}",
+                     "row stride (bytes)": 2 * n, "box (rows x columns)": f"{box[0]} x {box[1]}",
+                     "box bytes": 2 * box[0] * box[1],
+                     "swizzle": "128 bytes", "outside the matrix": "zeros"})
+    return Table(rows, list(rows[0]), title=f"The two tensor maps of {kernel} at {n:,}³, "
+                                            f"FP16 (core/tensor_map.py)")
+
+
+def tile_shape(kernel: str = WS, params: dict | None = None) -> tuple[int, int]:
+    """(BM, BN) of the kernel's tile of C (the registry's rules: 64 CONSUMERS x 256 for
+    the warp-specialised kernel, BM x 128 for the other)."""
+    p = get(kernel).resolve(params or {})
+    return (64 * p["CONSUMERS"], 256) if kernel == WS else (p["BM"], WGMMA_BN)
+
+
+def stage_layout(kernel: str = WS, params: dict | None = None) -> list[tuple[str, int, int]]:
+    """(what, first byte, bytes) of each box of one stage in shared memory, in the
+    kernel's order: A's box (BM rows of 128 bytes), then B's 64 x 64 boxes (BN / 64)."""
+    bm, bn = tile_shape(kernel, params)
+    a_bytes, b_bytes = bm * WGMMA_BK * 2, WGMMA_BK * bn * 2
+    out = [(f"A: {bm} x 64", 0, a_bytes)]
+    out += [(f"B: 64 x 64, columns {64 * h}-{64 * h + 63}", a_bytes + h * b_bytes // (bn // 64),
+             b_bytes // (bn // 64)) for h in range(bn // 64)]
+    return out
+
+
+def plot_stage(kernel: str = WS, ax=None):
+    """Top: the block's tiles of A and B in the matrices, and the boxes of one step of K
+    (one TMA copy each). Bottom: where those boxes land in one stage of shared memory."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    if ax is None:
+        _, ax = plt.subplots(2, 1, figsize=(11, 6.2), gridspec_kw={"height_ratios": [3, 1]})
+    lay = stage_layout(kernel)
+    colors = ["tab:blue"] + ["tab:orange", "tab:red", "tab:purple", "tab:green"][:len(lay) - 1]
+    top = ax[0]
+    bm = tile_shape(kernel)[0]
+    nb = len(lay) - 1
+    # A: a K-long strip of the block's rows; B: a K-long strip of its columns (units: 64)
+    steps = 6
+    top.add_patch(Rectangle((0, 0), steps, bm / 64, facecolor="moccasin", edgecolor="k"))
+    top.add_patch(Rectangle((2, 0), 1, bm / 64, facecolor=colors[0], edgecolor="k"))
+    top.text(steps / 2, bm / 64 + 0.15, f"A: the block's {bm} rows, all of K", ha="center",
+             fontsize=9)
+    top.text(2.5, bm / 64 / 2, "box\nstep t", ha="center", va="center", color="white",
+             fontsize=8)
+    x0 = steps + 1.5
+    top.add_patch(Rectangle((x0, -steps + bm / 64), nb, steps, facecolor="moccasin",
+                            edgecolor="k"))
+    for h in range(nb):
+        top.add_patch(Rectangle((x0 + h, -steps + bm / 64 + steps - 3), 1, 1,
+                                facecolor=colors[1 + h], edgecolor="k"))
+        top.text(x0 + h + 0.5, -steps + bm / 64 + steps - 2.5, f"box {h}", ha="center",
+                 va="center", color="white", fontsize=8)
+    top.text(x0 + nb / 2, bm / 64 + 0.15, f"B: the block's {64 * nb} columns, all of K",
+             ha="center", fontsize=9)
+    top.set_xlim(-0.5, x0 + nb + 0.5)
+    top.set_ylim(-steps + bm / 64 - 0.3, bm / 64 + 0.6)
+    top.set_aspect("equal")
+    top.axis("off")
+    top.set_title(f"{kernel}: one step t of K moves {len(lay)} boxes (each square: 64 x 64 "
+                  f"halves, 8 KiB)", fontsize=10)
+    bot = ax[1]
+    total = sum(b for _, _, b in lay)
+    for (what, at, size), c in zip(lay, colors):
+        bot.add_patch(Rectangle((at / 1024, 0), size / 1024, 1, facecolor=c, edgecolor="k"))
+        bot.text((at + size / 2) / 1024, 0.5, f"{what}\n{size // 1024} KiB", ha="center",
+                 va="center", color="white", fontsize=7)
+    bot.set_xlim(0, total / 1024)
+    bot.set_ylim(0, 1)
+    bot.set_yticks([])
+    bot.set_xticks([at / 1024 for _, at, _ in lay] + [total / 1024])
+    bot.set_xlabel("byte offset in the stage (KiB); every box starts on a 1024-byte boundary",
+                   fontsize=8)
+    p = get(kernel).resolve({})
+    bot.set_title(f"one stage of shared memory: {total // 1024} KiB; the kernel keeps "
+                  f"{p['STAGES']} of them ({p['STAGES'] * total // 1024} KiB)", fontsize=10)
+    plt.tight_layout()
+    return ax
+
+
+def swizzled(offset: int) -> int:
+    """Where the 128-byte swizzle puts byte `offset` of a tile: the 16-byte chunk number
+    within its 128-byte row (bits 4-6) XOR the row number modulo 8 (bits 7-9). It is
+    chapter 14's `chunk_at` for rows of 8 chunks, done by the copy engine; the tile must
+    start on a 1024-byte boundary for the two to agree (the kernel rounds up to one)."""
+    return offset ^ (((offset >> 7) & 7) << 4)
+
+
+# ------------------------------------------------------------------ 3. mbarriers
+
+def ring_timeline(stages: int = 4, tiles: int = 10, copy: float = 5.0,
+                  compute: float = 1.0) -> list[dict]:
+    """A model of the warp-specialised kernel's ring, one dict per tile t: when the
+    producer issues its copy (after the stage's "empty" barrier completes the phase that
+    tile t - STAGES released), when the copy's bytes complete the "full" barrier's phase,
+    and when the consumers start and finish it (then arrive on "empty"). `copy`: the time
+    a copy takes, `compute`: the time the consumers take per tile (same units)."""
+    out, busy_until = [], 0.0
+    for t in range(tiles):
+        s = t % stages
+        free = 0.0 if t < stages else out[t - stages]["done"]
+        issue = max(free, out[-1]["issue"] + 0.15 if out else 0.0)
+        full = issue + copy
+        start = max(full, busy_until)
+        busy_until = start + compute
+        out.append({"t": t, "stage": s, "phase": t // stages, "issue": issue, "full": full,
+                    "start": start, "done": busy_until, "waited": t >= stages})
+    return out
+
+
+def plot_ring(stages: int | None = None, tiles: int = 11, copy: float = 5.0,
+              compute: float = 1.0, ax=None):
+    """The ring as a timeline: the producer's copies, each stage's life (copy in flight,
+    then full until the consumers release it) with the phase of its barriers, and the
+    consumers' wgmma. Arrows: the waits on "empty" (the producer) and on "full"."""
+    import matplotlib.pyplot as plt
+    stages = stages or get(WS).resolve({})["STAGES"]
+    tl = ring_timeline(stages, tiles, copy, compute)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(13, 1.2 + 0.8 * (stages + 2)))
+    colors = plt.get_cmap("tab10")
+    y_prod, y_cons = stages + 1, 0
+    for e in tl:
+        y = stages - e["stage"]
+        c = colors(e["t"] % 10)
+        ax.barh(y, e["full"] - e["issue"], left=e["issue"], height=0.5, color=c, alpha=0.3,
+                edgecolor=c)
+        ax.barh(y, e["done"] - e["full"], left=e["full"], height=0.5, color=c, alpha=0.85)
+        ax.text(e["issue"] + 0.1, y, f"tile {e['t']}: copy", va="center", fontsize=7)
+        ax.text(e["full"] + 0.05, y + 0.3, f"full[{e['stage']}] phase {e['phase']}",
+                fontsize=6.5, va="bottom")
+        ax.plot([e["issue"]], [y_prod], marker="v", color=c, ms=9)
+        ax.text(e["issue"], y_prod + 0.35, str(e["t"]), ha="center", fontsize=7)
+        ax.barh(y_cons, e["done"] - e["start"], left=e["start"], height=0.6, color=c)
+        ax.text((e["start"] + e["done"]) / 2, y_cons, str(e["t"]), ha="center", va="center",
+                fontsize=7, color="white")
+        if e["waited"]:
+            prev = tl[e["t"] - stages]
+            ax.annotate("", xy=(e["issue"], y_prod - 0.15), xytext=(prev["done"], y_cons + 0.3),
+                        arrowprops={"arrowstyle": "->", "color": "0.5", "lw": 0.7})
+            ax.text(prev["done"] - 0.05, y - 0.3, f"empty[{e['stage']}] phase {prev['phase']}",
+                    fontsize=6.5, color="0.3", va="top", ha="right")
+    ax.set_yticks([y_prod] + [stages - s for s in range(stages)] + [y_cons],
+                  ["producer:\nissues copy"] + [f"stage {s}" for s in range(stages)]
+                  + ["consumers:\nwgmma"], fontsize=8)
+    ax.set_xlabel(f"time (model: a copy takes {copy:g} units, the wgmma of a tile "
+                  f"{compute:g})", fontsize=8)
+    ax.set_xlim(0, tl[-1]["done"] + 0.5)
+    ax.set_ylim(-0.6, stages + 1.9)
+    ax.set_title(f"A ring of {stages} stages. Light: the copy in flight (the stage's 'full' "
+                 f"barrier waits for its bytes); dark: full, until the consumers arrive on "
+                 f"'empty'", fontsize=9)
+    ax.grid(True, axis="x", alpha=0.3)
+    plt.tight_layout()
+    return ax
+
+
+def phase_table(stages: int | None = None, tiles: int = 12) -> Table:
+    """Per tile t: its stage, the phase of full[s] that its copy completes (the
+    consumers wait for it), and the phase of empty[s] the producer waits for before the
+    copy (the consumers' release of tile t - STAGES), with each phase's parity, the
+    number mbarrier.try_wait.parity is given."""
+    stages = stages or get(WS).resolve({})["STAGES"]
+    rows = []
+    for t in range(tiles):
+        rows.append({"tile t": t, "stage s": t % stages,
+                     "full[s]: phase": t // stages, "full parity": (t // stages) & 1,
+                     "empty[s]: phase awaited": "no wait" if t < stages else t // stages - 1,
+                     "empty parity": "-" if t < stages else (t // stages - 1) & 1})
+    return Table(rows, list(rows[0]), title=f"STAGES = {stages}: the phases each side "
+                                            f"waits for")
+
+
+# ------------------------------------------------------------------ 4. wgmma
+
+def descriptor(addr: int, lead: int, stride: int) -> int:
+    """The kernel's shared-memory descriptor (`descriptor()` in cuda/15_wgmma.cu): bits
+    0-13 the start address / 16, 16-29 the leading byte offset / 16, 32-45 the stride
+    byte offset / 16, bits 62-63 the swizzle mode (1: 128 bytes)."""
+    return (((addr & 0x3FFFF) >> 4) | (lead >> 4) << 16 | (stride >> 4) << 32 | 1 << 62)
+
+
+def descriptor_fields(desc: int) -> dict:
+    """The fields of a descriptor, in bytes, as the PTX ISA's "Matrix Descriptor Format"
+    defines them."""
+    return {"start": (desc & 0x3FFF) << 4, "leading byte offset": ((desc >> 16) & 0x3FFF) << 4,
+            "stride byte offset": ((desc >> 32) & 0x3FFF) << 4,
+            "swizzle": {0: "none", 1: "128 bytes", 2: "64 bytes", 3: "32 bytes"}[desc >> 62]}
+
+
+def descriptor_table() -> Table:
+    """The descriptors a consumer of the warp-specialised kernel gives its four wgmma of
+    one 64-deep tile (offsets from the stage's A and B tiles), decoded."""
+    p = get(WS).resolve({})
+    b_bytes = WGMMA_BK * 256 * 2
+    rows = []
+    for kk in range(0, WGMMA_BK, 16):
+        for name, addr, lead, stride in (("A", 2 * kk, 16, 1024),
+                                         ("B", 128 * kk, b_bytes // 4, 1024)):
+            f = descriptor_fields(descriptor(addr, lead, stride))
+            rows.append({"k step": f"{kk}-{kk + 15}", "operand": name,
+                         "start (bytes from the tile)": f["start"],
+                         "leading byte offset": f["leading byte offset"],
+                         "stride byte offset": f["stride byte offset"], "swizzle": f["swizzle"]})
+    return Table(rows, list(rows[0]), title=f"{WS}: the four wgmma of one tile (A: "
+                                            f"{64 * p['CONSUMERS']} x 64, K-major; B: 64 x "
+                                            f"256, MN-major)")
+
+
+def plot_descriptor_walk(axes=None):
+    """Left: the first 8 rows of A's tile (128 bytes each) as stored, each 16-byte chunk
+    labelled with the chunk of the row it holds and coloured by the wgmma (k step) that
+    reads it. Right: B's stage, four boxes of 64 k-rows, in groups of 8 rows coloured by
+    the k step that reads them; the descriptor's offsets are the distances marked."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(14, 4.8), gridspec_kw={"width_ratios": [1, 1.1]})
+    colors = plt.get_cmap("Set2")
+    ax = axes[0]
+    for r in range(8):
+        for c in range(8):
+            at = (swizzled(r * 128 + 16 * c) % 128) // 16
+            ax.add_patch(Rectangle((at, 7 - r), 1, 1, facecolor=colors(c // 2), edgecolor="white"))
+            ax.text(at + 0.5, 7.5 - r, f"k {8 * c}-{8 * c + 7}", ha="center", va="center",
+                    fontsize=6.5)
+    ax.set_xlim(0, 8)
+    ax.set_ylim(0, 8)
+    ax.set_xticks([c + 0.5 for c in range(8)], [f"{16 * c}" for c in range(8)], fontsize=7)
+    ax.set_yticks([7.5 - r for r in range(8)], [f"row {r}" for r in range(8)], fontsize=7)
+    ax.set_xlabel("byte in the row (where the copy engine put it)", fontsize=8)
+    ax.set_title("A, K-major, 128-byte swizzle: colour = the wgmma that reads it\n"
+                 "step j: start + 32 j bytes; rows 8-15: + 1024 (stride byte offset)",
+                 fontsize=9)
+    ax = axes[1]
+    for box in range(4):
+        for g in range(8):
+            ax.add_patch(Rectangle((box, 7 - g), 1, 1, facecolor=colors(g // 2),
+                                   edgecolor="white"))
+            ax.text(box + 0.5, 7.5 - g, f"k {8 * g}-{8 * g + 7}", ha="center", va="center",
+                    fontsize=6.5)
+    ax.set_xlim(0, 4)
+    ax.set_ylim(0, 8)
+    ax.set_xticks([b + 0.5 for b in range(4)], [f"box {b}: n {64 * b}-{64 * b + 63}\n"
+                                                f"at {8 * b} KiB" for b in range(4)], fontsize=7)
+    ax.set_yticks([7.5 - g for g in range(8)], [f"{1024 * g} B" for g in range(8)], fontsize=7)
+    ax.set_title("B, MN-major (rows of 64 n, 128 bytes): groups of 8 k-rows\n"
+                 "step j: start + 2048 j; next 8 k-rows: + 1024 (stride); next 64 n: + "
+                 "8192 (leading)", fontsize=9)
+    plt.tight_layout()
+    return axes
+
+
+def accumulator_map(n: int = 256) -> dict[tuple[int, int], tuple[int, int]]:
+    """The 64 x n accumulators of one wgmma.m64nNk16 with FP32 results: (row, column) ->
+    (thread of the warpgroup, index in its array d), as the PTX ISA's "Register
+    Fragments" for wgmma give it: thread t = 32 w + l holds rows 16 w + l / 4 and 8 more,
+    columns 8 j + 2 (l % 4) and the next, in d[4 j + 2 h + e]: mma.sync's 16 x 8 pattern
+    repeated over the warp's 16 rows and the n columns."""
+    out = {}
+    for thread in range(128):
+        w, lane = divmod(thread, 32)
+        for j in range(n // 8):
+            for h in range(2):
+                for e in range(2):
+                    out[(16 * w + lane // 4 + 8 * h, 8 * j + 2 * (lane % 4) + e)] = \
+                        (thread, 4 * j + 2 * h + e)
+    return out
+
+
+def plot_accumulators(cols: int = 16, ax=None):
+    """The warpgroup's accumulators, first `cols` columns: colour by warp, shade by lane
+    / 4; each cell labelled with its thread and its element of d."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import to_rgb
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 11))
+    base = [to_rgb(c) for c in ("tab:blue", "tab:orange", "tab:green", "tab:purple")]
+    img = np.ones((64, cols, 3))
+    for (r, c), (thread, i) in accumulator_map(cols).items():
+        shade = 0.35 + 0.65 * ((thread % 32) // 4) / 7
+        img[r, c] = [1 - shade * (1 - v) for v in base[thread // 32]]
+        ax.text(c, r, f"{thread} d{i}", ha="center", va="center", fontsize=4.5)
+    ax.imshow(img, aspect="auto", interpolation="nearest")
+    for w in range(4):
+        ax.text(cols - 0.4, 16 * w + 7.5, f" warp {w}", va="center", fontsize=8)
+    ax.set_xticks(range(cols))
+    ax.set_yticks(range(0, 64, 8))
+    ax.set_xlabel("column n (the pattern repeats every 8 columns: d[4j] to d[4j + 3] "
+                  "for columns 8j to 8j + 7)", fontsize=8)
+    ax.set_ylabel("row m")
+    ax.set_title("wgmma m64nNk16 accumulators: each cell 'thread d<element>'; colour: warp, "
+                 "shade: lane / 4", fontsize=9)
+    return ax
+
+
+# ------------------------------------------------------------------ 5, 6. SASS, registers
+
+def arch_refusal(arch: str = "sm_80") -> Text:
+    """What the package says when asked to run the chapter's kernels on another GPU."""
+    return Text("\n".join(f"{k}: {get(k).arch_problem(arch)}" for k in (TMA, WS)))
+
+
+SASS_FAMILIES = (("HGMMA", "HGMMA (wgmma)"), ("UTMALDG", "UTMALDG (TMA copy)"),
+                 ("SYNCS", "SYNCS (mbarrier)"), ("WARPGROUP", "WARPGROUP (fence, wait)"),
+                 ("USETMAXREG", "USETMAXREG (setmaxnreg)"), ("BAR", "BAR (__syncthreads)"),
+                 ("LDSM", "LDSM (ldmatrix)"), ("LDGSTS", "LDGSTS (cp.async)"))
+
+
+def sass_table(configs=CONFIGS) -> Table:
+    """The Hopper instructions in each kernel's SASS (whole kernel, compiled here for
+    sm_90a), the shape of its HGMMA, and its registers per thread at launch (ptxas)."""
+    rows = []
+    for kernel, params in configs:
+        sass = compiler.sass(get(kernel), params, "sm_90")
+        full = [t.split()[0] for _, _, t in analysis.instructions(sass)]
+        fams = Counter(t.split(".")[0] for t in full)
+        row = {"kernel": f"{kernel} ({_config(kernel, params)})"}
+        row.update({label: fams.get(f, 0) for f, label in SASS_FAMILIES})
+        row["HGMMA shape"] = ", ".join(sorted({re.sub(r"\s+", "", m.group(0)) for _, _, t in
+                                               analysis.instructions(sass)
+                                               for m in [re.match(r"HGMMA\.[\dx ]+", t)] if m}))
+        row["registers"] = compiler.resources(get(kernel), params)["registers"]
+        rows.append(row)
+    return Table(rows, list(rows[0]), title="SASS for sm_90a, whole kernel (each instruction "
+                                            "counted once, wherever it sits)")
+
+
+def sass_excerpt(kernel: str = TMA, families=("HGMMA", "UTMALDG", "SYNCS", "WARPGROUP",
+                                              "BAR", "USETMAXREG")) -> Text:
+    """The kernel's SASS lines of the Hopper families, in program order."""
+    sass = compiler.sass(get(kernel), {}, "sm_90")
+    lines = [f"{addr:05x}  {text}" for addr, fam, text in analysis.instructions(sass)
+             if fam.split(".")[0] in families]
+    return Text("\n".join(lines))
+
+
+def register_budget(rec=None) -> Table:
+    """The warp-specialised kernel's register arithmetic: what each warpgroup keeps after
+    setmaxnreg (read from the kernel's text), times its threads, against the SM's
+    register file (the recorded GPU's); and ptxas's count at launch, times all threads."""
+    text = get(WS).source_text()
+    down = int(re.search(r"registers_down<(\d+)>", text).group(1))
+    up = int(re.search(r"registers_up<(\d+)>", text).group(1))
+    p = get(WS).resolve({})
+    rec = rec or recording()
+    per_sm = (rec.device if rec is not None else {}).get("registers_per_sm", 65536)
+    launch = compiler.resources(get(WS), {})["registers"]
+    threads = 128 * (p["CONSUMERS"] + 1)
+    rows = [{"warpgroup": "producer (1)", "registers per thread": down, "threads": 128,
+             "registers": down * 128},
+            {"warpgroup": f"consumers ({p['CONSUMERS']})", "registers per thread": up,
+             "threads": 128 * p["CONSUMERS"], "registers": up * 128 * p["CONSUMERS"]},
+            {"warpgroup": "after setmaxnreg, total", "registers per thread": "",
+             "threads": threads, "registers": down * 128 + up * 128 * p["CONSUMERS"]},
+            {"warpgroup": "at launch (ptxas), total", "registers per thread": launch,
+             "threads": threads, "registers": launch * threads}]
+    return Table(rows, ["warpgroup", "registers per thread", "threads", "registers"],
+                 title=f"One block of {WS} per SM; the SM has {per_sm:,} registers. The "
+                       f"accumulators alone: 64 x 256 floats per consumer = "
+                       f"{64 * 256 // 128} per thread")
+
+
+# ------------------------------------------------------------------ 5-7. measured
+
+def rates_table(rec=None, configs=CONFIGS) -> Table:
+    """The chapter's configurations at each size, each beside cuBLAS FP16 timed in the
+    same run."""
+    rec = rec or recording()
+    rows = []
+    for n in SIZES:
+        for kernel, params in configs:
+            r = _row(kernel, n, params, rec)
+            if r:
+                rows.append({"size": f"{n}³", "kernel": kernel,
+                             "configuration": _config(kernel, params),
+                             "TFLOP/s": r["gflops"]["median"] / 1000,
+                             "cuBLAS FP16 TFLOP/s": r["reference"]["gflops"]["median"] / 1000,
+                             "% of cuBLAS FP16": timing.share(r)})
+    title = (f"Each row's cuBLAS FP16 timed beside it ({_label(rec)})" if rows else
+             "The chapter's timings are not recorded yet")
+    return Table(rows, ["size", "kernel", "configuration", "TFLOP/s", "cuBLAS FP16 TFLOP/s",
+                        "% of cuBLAS FP16"], title=title)
+
+
+def kernel_summary(kernel: str, params: dict | None = None, n: int = 4096, rec=None) -> Text:
+    """One configuration at n³ beside cuBLAS FP16 and chapter 14's best, in words."""
+    rec = rec or recording()
+    mine, mma = _row(kernel, n, params or {}, rec), _row(ch14.KERNEL, n, ch14.BIG_K, rec)
+    if not (mine and mma):
+        return Text(f"The rows at {n}³ are not all in the recording.")
+    return Text(f"At {n}³, {kernel} ({_config(kernel, params or {})}) runs at "
+                f"{mine['gflops']['median'] / 1e3:,.0f} TFLOP/s, {timing.share(mine):.0f}% of "
+                f"cuBLAS FP16 timed beside it: x{mine['gflops']['median'] / mma['gflops']['median']:.2f} "
+                f"chapter 14's mma.sync kernel (BK 64, 3 stages; {timing.share(mma):.0f}% of "
+                f"cuBLAS FP16) ({_label(rec)}).")
+
+
+def plot_ladder(rec=None, ax=None):
+    """The whole ladder, FP16 (chapters 13 to 15) beside FP32, from one recording."""
+    return ch13.plot_ladder(rec=rec or recording(), ax=ax, series=LADDER)
+
+
+def ladder_summary(rec=None) -> Text:
+    """The best of each chapter at each size, as a share of cuBLAS FP16 timed beside it."""
+    rec = rec or recording()
+    best = (("13 wmma_tiled", ch13.TILED, {}), ("14 mma_sync", ch14.KERNEL, ch14.BIG_K),
+            ("15 wgmma_ws, row order", WS, {}), ("15 wgmma_ws, groups of 16", WS, GROUPED))
+    lines = []
+    for n in SIZES:
+        got = [(label, _row(k, n, p, rec)) for label, k, p in best]
+        if all(r for _, r in got):
+            lines.append(f"{n}³: " + ", ".join(f"{label} {timing.share(r):.0f}%"
+                                               for label, r in got))
+    if not lines:
+        return Text("The ladder's rows are not in the recording.")
+    return Text(f"Share of cuBLAS FP16 timed beside each ({_label(rec)}):\n" + "\n".join(lines))
+
+
+# The counters the study reads (Nsight Compute's names).
+TIME = "gpu__time_duration.sum"
+GMMA = "sm__inst_executed_pipe_tensor_op_gmma.sum"
+GMMA_RATE = "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active"
+SHARED = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_gmma.sum"
+CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"
+DRAM_READ = "dram__bytes_read.sum"
+DRAM_PCT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+L2_HIT = "lts__t_sector_hit_rate.pct"
+
+
+def _study(n: int, rec=None) -> list[tuple[str, dict | None]]:
+    rec = rec or study_recording()
+    if rec is None:
+        return [(s.label, None) for s in studies.get(STUDY).steps]
+    return [(step.label, row["metrics"] if row else None)
+            for step, row in studies.results(STUDY, (n, n, n), rec=rec)]
+
+
+def study_table(sizes=(4096, 8192), rec=None) -> Table:
+    """The study's counters per step and size: time, wgmma instructions and their issue
+    rate, shared-memory wavefronts of the tensor cores' reads and bank conflicts, DRAM
+    bytes read and throughput, L2 hit rate."""
+    rec = rec or study_recording()
+    rows = []
+    for n in sizes:
+        for label, m in _study(n, rec):
+            if m is None:
+                rows.append({"size": f"{n}³", "step": label, "time (ms)": "not recorded"})
+                continue
+            rows.append({"size": f"{n}³", "step": label, "time (ms)": m[TIME] / 1e6,
+                         "wgmma, per warp (M)": m[GMMA] / 1e6,
+                         "tensor pipe issue % of peak": m[GMMA_RATE],
+                         "shared wavefronts (M)": m[SHARED] / 1e6,
+                         "bank conflicts": m[CONFLICTS],
+                         "DRAM read (GB)": m[DRAM_READ] / 1e9, "DRAM % of peak": m[DRAM_PCT],
+                         "L2 hit %": m[L2_HIT]})
+    return Table(rows, ["size", "step", "time (ms)", "wgmma, per warp (M)",
+                        "tensor pipe issue % of peak",
+                        "shared wavefronts (M)", "bank conflicts", "DRAM read (GB)",
+                        "DRAM % of peak", "L2 hit %"],
+                 title=f"Nsight Compute ({_label(rec)}; clocks locked at base by the profiler)")
+
+
+def plot_study(n: int = 8192, rec=None, axes=None):
+    """Per step at n³: DRAM throughput and L2 hit rate (left), profiled time (right)."""
+    import matplotlib.pyplot as plt
+    rec = rec or study_recording()
+    got = [(label, m) for label, m in _study(n, rec) if m]
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(13, 3.4), gridspec_kw={"width_ratios": [2, 1]})
+    if not got:
+        for a in axes:
+            a.set_axis_off()
+        axes[0].text(0.5, 0.5, "The study is not recorded", ha="center")
+        return axes
+    y = range(len(got))
+    axes[0].barh([i + 0.2 for i in y], [m[DRAM_PCT] for _, m in got], height=0.4,
+                 color="tab:red", label="DRAM throughput, % of peak")
+    axes[0].barh([i - 0.2 for i in y], [m[L2_HIT] for _, m in got], height=0.4,
+                 color="tab:blue", label="L2 hit rate, %")
+    axes[0].set_yticks(list(y), [label for label, _ in got], fontsize=8)
+    axes[0].set_xlim(0, 100)
+    axes[0].legend(fontsize=8, loc="lower right")
+    axes[0].invert_yaxis()
+    axes[1].barh(list(y), [m[TIME] / 1e6 for _, m in got], color="0.5")
+    axes[1].set_yticks(list(y), [""] * len(got))
+    axes[1].invert_yaxis()
+    axes[1].set_xlabel("time under the profiler (ms)")
+    axes[0].figure.suptitle(f"{n}³, {_label(rec)}", fontsize=10)
+    plt.tight_layout()
+    return axes
+
+
+def study_summary(n: int = 8192, rec=None) -> Text:
+    """The row order against groups of 16 rows at n³, in words, from the study."""
+    rec = rec or study_recording()
+    rows = dict(_study(n, rec))
+    _, plain, grouped = (rows.get(s.label) for s in studies.get(STUDY).steps)
+    if not (plain and grouped):
+        return Text("The study's rows of the warp-specialised kernel are not recorded.")
+    name = rec.device["name"]
+    return Text(f"On the {name}, at {n}³: in row order the warp-specialised kernel reads "
+                f"{plain[DRAM_READ] / 1e9:.1f} GB from DRAM, at {plain[DRAM_PCT]:.0f}% of "
+                f"the DRAM's peak, with {plain[L2_HIT]:.0f}% of L2 requests hitting; in groups "
+                f"of 16 rows (3 stages) it reads {grouped[DRAM_READ] / 1e9:.1f} GB at "
+                f"{grouped[DRAM_PCT]:.0f}% of peak, {grouped[L2_HIT]:.0f}% hits, and takes "
+                f"{grouped[TIME] / 1e6:.2f} ms instead of {plain[TIME] / 1e6:.2f} ms "
+                f"(x{plain[TIME] / grouped[TIME]:.2f} faster). The tensor cores did the same "
+                f"work in both: {plain[GMMA] / 1e6:.1f} million wgmma each.")
+
+
+def block_tile(pid: int, grid_x: int, grid_y: int, group: int) -> tuple[int, int]:
+    """(tile column, tile row) of the block numbered pid = blockIdx.y * gridDim.x +
+    blockIdx.x: the model of `block_tile<GROUP>` in cuda/15_wgmma.cu."""
+    if group == 1:
+        return pid % grid_x, pid // grid_x
+    per_group = group * grid_x
+    first = pid // per_group * group
+    rows = min(grid_y - first, group)
+    in_group = pid % per_group
+    return in_group // rows, first + in_group % rows
+
+
+def wave_footprint(n: int, group: int, blocks: int | None = None, rec=None) -> dict:
+    """What the first `blocks` blocks (default: one per SM of the recorded GPU) of the
+    warp-specialised kernel at n³ read: their tile rows and columns, and the bytes of A
+    and B behind them (all of K)."""
+    bm, bn = tile_shape(WS)
+    gx, gy = -(-n // bn), -(-n // bm)
+    rec = rec or recording()
+    blocks = blocks or (rec.device["sm_count"] if rec is not None else 132)
+    tiles = [block_tile(pid, gx, gy, group) for pid in range(blocks)]
+    rows, cols = {y for _, y in tiles}, {x for x, _ in tiles}
+    return {"tiles": tiles, "tile rows": len(rows), "tile columns": len(cols),
+            "A bytes": len(rows) * bm * n * 2, "B bytes": len(cols) * bn * n * 2,
+            "grid": (gx, gy)}
+
+
+def footprint_table(n: int = 8192, groups=(1, 8, 16), rec=None) -> Table:
+    """Per GROUP: the rows of A and columns of B that one wave of blocks (one per SM)
+    reads at n³, against the L2's size (the recorded GPU's)."""
+    rec = rec or recording()
+    l2 = rec.device["l2_bytes"] if rec is not None else None
+    rows = []
+    for g in groups:
+        f = wave_footprint(n, g, rec=rec)
+        rows.append({"GROUP": g, "tile rows": f["tile rows"], "tile columns": f["tile columns"],
+                     "A read (MB)": f["A bytes"] / 1e6, "B read (MB)": f["B bytes"] / 1e6,
+                     "together (MB)": (f["A bytes"] + f["B bytes"]) / 1e6})
+    sms = rec.device["sm_count"] if rec is not None else 132
+    return Table(rows, list(rows[0]), title=f"The first {sms} blocks at {n:,}³ (one per SM); "
+                                            f"L2: {l2 / 1e6:.0f} MB ({_label(rec)})")
+
+
+def plot_block_order(n: int = 8192, groups=(1, 16), rec=None, axes=None):
+    """The tiles of C computed by the first wave of blocks (one per SM), coloured by
+    launch order, in row order and in groups of rows."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    if axes is None:
+        _, axes = plt.subplots(1, len(groups), figsize=(6 * len(groups), 6))
+    for ax, g in zip(axes, groups):
+        f = wave_footprint(n, g, rec=rec)
+        gx, gy = f["grid"]
+        bm, bn = tile_shape(WS)
+        img = np.full((gy, gx), np.nan)
+        for pid, (x, y) in enumerate(f["tiles"]):
+            img[y, x] = pid
+        ax.imshow(img, cmap="viridis", aspect=bm / bn, interpolation="nearest")
+        ax.set_title(f"GROUP {g}: {f['tile rows']} tile rows x {f['tile columns']} tile "
+                     f"columns,\nA {f['A bytes'] / 1e6:.0f} MB + B {f['B bytes'] / 1e6:.0f} MB "
+                     f"read", fontsize=9)
+        ax.set_xlabel(f"tile column (256 wide), {gx} in all", fontsize=8)
+        ax.set_ylabel(f"tile row (128 tall), {gy} in all", fontsize=8)
+    axes[0].figure.suptitle(f"{n:,}³: the first {len(f['tiles'])} blocks (colour: launch "
+                            f"order)", fontsize=10)
+    plt.tight_layout()
+    return axes
+
+
+def grouping_effect(rec=None) -> Text:
+    """Row order against groups of 16 rows (3 stages) in the timed runs, at each size."""
+    rec = rec or recording()
+    parts = []
+    for n in SIZES:
+        a, b = _row(WS, n, {}, rec), _row(WS, n, GROUPED, rec)
+        if a and b:
+            parts.append(f"{n}³: {a['gflops']['median'] / 1e3:,.0f} -> "
+                         f"{b['gflops']['median'] / 1e3:,.0f} TFLOP/s "
+                         f"({timing.share(a):.0f}% -> {timing.share(b):.0f}% of cuBLAS FP16)")
+    if not parts:
+        return Text("The two configurations are not both recorded.")
+    return Text(f"Row order -> groups of 16 rows with 3 stages, timed ({_label(rec)}):\n"
+                + "\n".join(parts))
+
+
+def what_is_left(n: int = 8192, rec=None) -> Text:
+    """The best configuration and cuBLAS FP16 against the GPU's dense FP16 tensor-core
+    peak (chapter 14's arithmetic)."""
+    rec = rec or recording()
+    props = rec.device if rec is not None else {}
+    per_sm = ch14.FP16_FLOP_PER_CLOCK_SM.get(props.get("compute_capability"))
+    best = _row(WS, n, GROUPED, rec)
+    if not (per_sm and best):
+        return Text("The FP16 peak of the recorded GPU is not known here.")
+    peak = per_sm * props["sm_count"] * props["sm_clock_mhz"] / 1e6
+    mine, ref = best["gflops"]["median"] / 1e3, best["reference"]["gflops"]["median"] / 1e3
+    return Text(f"{props['name']}: dense FP16 peak {peak:,.0f} TFLOP/s (at its top clock). "
+                f"At {n}³: cuBLAS FP16 {ref:,.0f} TFLOP/s ({100 * ref / peak:.0f}% of it), "
+                f"wgmma_ws in groups of 16 rows {mine:,.0f} TFLOP/s ({100 * mine / peak:.0f}%).")
+
+
+# ------------------------------------------------------------------ 10. explore
+
+def explorer(kernel: str = WS):
+    """The kernel's tunables -> its rate beside cuBLAS FP16 (live: compiled, checked and
+    timed; recorded: the sweep at 2048³)."""
+    from gemm_kernels.notebook.widgets import Explorer
+    return Explorer(kernel, rec=recording()).widget()
+
+
+def sweep_table(kernel: str = WS, rec=None, top: int = 8) -> Table:
+    """The recorded sweep at 2048³, fastest first (chapter 13's table)."""
+    return ch13.sweep_table(rec=rec or recording(), top=top, kernel=kernel)
+
+
+def profile_waits(n: int = 4096, rec=None) -> Table:
+    """The three largest waits per issued instruction of each step of the study."""
+    from gemm_kernels.notebook.evidence import stall_reasons
+    rec = rec or study_recording()
+    rows = []
+    for label, m in _study(n, rec):
+        if m is None:
+            continue
+        st = stall_reasons({"metrics": m})
+        top = sorted(((v, k) for k, v in st.items() if k != "selected"), reverse=True)[:3]
+        rows.append({"step": label, "largest waits (cycles per issued instruction)":
+                     ", ".join(f"{k} {fmt_number(v)}" for v, k in top)})
+    return Table(rows, ["step", "largest waits (cycles per issued instruction)"],
+                 title=f"Where the warps wait at {n}³ ({_label(rec)})")

@@ -1,0 +1,136 @@
+"""Chapter 15's notebook module (gemm_kernels.notebook.ch15_hopper), without a GPU: the
+models (swizzle, descriptor, accumulator layout, block order, ring) against the kernel's
+text and the PTX ISA's rules, the static analysis of the sm_90a SASS, and the tables
+read from the recordings."""
+import pytest
+
+from gemm_kernels.core.kernels import get
+from gemm_kernels.notebook import ch14_mma as ch14
+from gemm_kernels.notebook import ch15_hopper as ch15
+
+
+def test_the_128_byte_swizzle_is_chapter_14s_for_rows_of_8_chunks():
+    for r in range(16):
+        for c in range(8):
+            assert ch15.swizzled(128 * r + 16 * c) == 128 * r + 16 * ch14.chunk_at(r, c, 8)
+    assert ch15.swizzled(128 * 3 + 16 * 1 + 5) == 128 * 3 + 16 * 2 + 5
+
+
+def test_the_descriptor_model_round_trips_and_matches_the_kernels_fields():
+    text = get("wgmma_ws").path.read_text()
+    assert "| 1ull << 62;" in text and "(addr & 0x3FFFF) >> 4" in text
+    f = ch15.descriptor_fields(ch15.descriptor(0x1A400, 8192, 1024))
+    assert f == {"start": 0x1A400, "leading byte offset": 8192, "stride byte offset": 1024,
+                 "swizzle": "128 bytes"}
+
+
+def test_the_descriptor_table_steps_as_the_kernel_does():
+    t = ch15.descriptor_table()
+    a = [r["start (bytes from the tile)"] for r in t if r["operand"] == "A"]
+    b = [r["start (bytes from the tile)"] for r in t if r["operand"] == "B"]
+    assert a == [0, 32, 64, 96] and b == [0, 2048, 4096, 6144]
+    assert {r["leading byte offset"] for r in t if r["operand"] == "B"} == {64 * 256 * 2 // 4}
+
+
+def test_the_accumulator_layout_repeats_mma_sync_per_warp():
+    m = ch15.accumulator_map(16)
+    assert len(m) == 64 * 16 and len(set(m.values())) == 64 * 16
+    c = ch14.fragment_map()["C"]
+    for w in range(4):
+        for (r, col), (lane, i) in c.items():
+            assert m[(16 * w + r, col)] == (32 * w + lane, i)
+            assert m[(16 * w + r, col + 8)] == (32 * w + lane, 4 + i)
+
+
+@pytest.mark.parametrize("group", [1, 8, 16])
+def test_block_order_is_a_permutation_of_the_tiles(group):
+    gx, gy = 32, 64
+    tiles = [ch15.block_tile(pid, gx, gy, group) for pid in range(gx * gy)]
+    assert sorted(tiles) == sorted((x, y) for x in range(gx) for y in range(gy))
+
+
+def test_block_order_model_is_the_kernels():
+    text = get("wgmma_ws").path.read_text()
+    assert "return make_int2(in_group / rows, first + in_group % rows);" in text
+    assert ch15.block_tile(17, 32, 64, 16) == (1, 1)
+    assert ch15.block_tile(17, 32, 64, 1) == (17, 0)
+
+
+def test_grouping_shrinks_what_a_wave_reads():
+    one, sixteen = ch15.wave_footprint(8192, 1, 132), ch15.wave_footprint(8192, 16, 132)
+    assert one["tile columns"] == 32 and sixteen["tile rows"] == 16
+    assert sixteen["A bytes"] + sixteen["B bytes"] < 0.6 * (one["A bytes"] + one["B bytes"])
+
+
+def test_the_ring_never_reads_early_nor_overwrites():
+    tl = ch15.ring_timeline(stages=3, tiles=12, copy=4, compute=1)
+    for e in tl:
+        assert e["start"] >= e["full"] >= e["issue"]
+        if e["t"] >= 3:
+            assert e["issue"] >= tl[e["t"] - 3]["done"]
+
+
+def test_the_phase_table_puts_the_producer_one_phase_behind():
+    for r in ch15.phase_table(stages=4, tiles=12):
+        if r["tile t"] >= 4:
+            assert r["empty[s]: phase awaited"] == r["full[s]: phase"] - 1
+            assert r["empty parity"] != r["full parity"]
+        assert r["full parity"] == (r["tile t"] // 4) & 1
+
+
+def test_the_stage_layout_fills_the_kernels_shared_memory():
+    from gemm_kernels.core.kernels import _ws_smem
+    lay = ch15.stage_layout()
+    assert lay[0][1] == 0 and all(at % 1024 == 0 for _, at, _ in lay)
+    stage = sum(b for _, _, b in lay)
+    assert get("wgmma_ws").resolve({})["STAGES"] * stage + 1024 == _ws_smem(get("wgmma_ws").resolve({}))
+
+
+def test_the_sass_has_the_hopper_instructions_and_no_ldmatrix():
+    t = ch15.sass_table()
+    for r in t:
+        assert r["HGMMA (wgmma)"] > 0 and r["UTMALDG (TMA copy)"] > 0
+        assert r["LDSM (ldmatrix)"] == 0 and r["LDGSTS (cp.async)"] == 0
+    assert t[0]["USETMAXREG (setmaxnreg)"] == 0 and t[1]["USETMAXREG (setmaxnreg)"] > 0
+    assert t[1]["HGMMA shape"] == "HGMMA.64x256x16"
+
+
+def test_the_register_budget_fits_the_sm():
+    t = ch15.register_budget()
+    assert t[2]["registers"] == 40 * 128 + 232 * 256 <= 65536
+    assert t[3]["registers"] <= 65536
+
+
+def test_the_kernels_are_refused_elsewhere():
+    assert "sm_90" in ch15.arch_refusal("sm_80") and "wgmma_ws" in ch15.arch_refusal("sm_80")
+
+
+def test_measured_tables_name_their_recordings():
+    rec, prof = ch15.recording(), ch15.study_recording()
+    if rec is None or prof is None:
+        pytest.skip("the chapter's recordings are not here")
+    assert rec.label in ch15.rates_table().title
+    assert prof.label in ch15.study_table().title
+    assert prof.device["name"] in ch15.study_summary()
+
+
+def test_grouping_cuts_dram_traffic_in_the_study():
+    rows = dict(ch15._study(8192))
+    plain, grouped = rows["warp-specialised, row order"], rows[
+        "warp-specialised, 3 stages, groups of 16 rows"]
+    if not (plain and grouped):
+        pytest.skip("the study is not recorded")
+    assert plain[ch15.DRAM_READ] > 2 * grouped[ch15.DRAM_READ]
+    assert grouped[ch15.L2_HIT] > plain[ch15.L2_HIT]
+    assert grouped[ch15.TIME] < plain[ch15.TIME]
+
+
+def test_tables_say_what_is_missing_without_a_recording():
+    class Empty:
+        label, device = "nothing", {}
+
+        def find(self, *a, **k):
+            return []
+    assert "not recorded" in ch15.rates_table(rec=Empty()).title
+    assert "not in the recording" in ch15.ladder_summary(rec=Empty())
+    assert "not" in ch15.grouping_effect(rec=Empty())
