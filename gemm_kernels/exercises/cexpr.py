@@ -183,3 +183,16 @@ def code_only(source: str) -> str:
     """`source` without its comments (each replaced by a space), so that example
     expressions in comments are never read as code."""
     return re.sub(r"/\*.*?\*/|//[^\n]*", " ", source, flags=re.S)
+
+
+def assignments(code: str, name: str) -> tuple[list[str], bool]:
+    """The expressions of the lines `name = <expression>;` in `code` (C code without its
+    comments; a declaration such as `int name = 0;` is not one of them), and whether
+    `name` is also changed another way (a compound assignment, ++ or --): what an
+    exercise that asks for one line `name = <expression>;` reads."""
+    body = re.sub(rf"\b(?:unsigned|int|uint32_t|auto|const)\s+(?:int\s+)?{name}\s*=[^;]*;",
+                  " ", code)
+    found = [e.strip() for e in re.findall(rf"\b{name}\s*=(?!=)([^;]+);", body)]
+    changed = re.search(rf"\b{name}\s*(<<|>>|[-+*/%&|^])=|\+\+\s*{name}\b|--\s*{name}\b|"
+                        rf"\b{name}\s*(\+\+|--)", body) is not None
+    return found, changed

@@ -41,7 +41,8 @@ import functools
 import re
 from typing import Callable
 
-from gemm_kernels.exercises.cexpr import ExpressionError, code_only, compile_expression
+from gemm_kernels.exercises.cexpr import (ExpressionError, assignments, code_only,
+                                          compile_expression)
 from gemm_kernels.exercises.ch05_checks import between_barriers, opcodes
 from gemm_kernels.exercises.stubs import STUB
 from gemm_kernels.exercises.submission import submission_sass
@@ -62,15 +63,13 @@ def word_expression(source: str, function: str) -> tuple[str | None, str | None]
     if not m or not raw:
         return None, (f"the bank check cannot find the function {function}: keep its "
                       "name and its line `word = <expression>;`")
-    body = re.sub(r"\bint\s+word\s*=[^;]*;", "", _body(code_only(source), m.end()))
-    found = [e.strip() for e in re.findall(r"\bword\s*=(?!=)([^;]+);", body)]
+    found, changed = assignments(_body(code_only(source), m.end()), "word")
     if not found:
         if STUB in _body(source, raw.end()):
             return None, None
         return None, (f"the bank check cannot find the line `word = <expression>;` in "
                       f"{function}: write the layout as that one line")
-    if re.search(r"\bword\s*(<<|>>|[-+*/%&|^])=|\+\+\s*word\b|--\s*word\b|\bword\s*(\+\+|--)",
-                 body):
+    if changed:
         return None, (f"{function} changes word after its line `word = <expression>;`: "
                       "the bank check reads that one line, so write the whole layout there")
     if len(found) > 1:

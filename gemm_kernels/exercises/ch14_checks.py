@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from gemm_kernels.core.kernels import get as get_kernel
-from gemm_kernels.exercises.cexpr import ExpressionError, code_only, compile_expression
+from gemm_kernels.exercises.cexpr import (ExpressionError, assignments, code_only,
+                                          compile_expression)
 from gemm_kernels.exercises.ch04_checks import _body
 from gemm_kernels.exercises.stubs import STUB
 from gemm_kernels.memory import banks
@@ -71,15 +72,13 @@ def chunk_expression(source: str) -> tuple[str | None, str | None]:
     if not m or not raw:
         return None, ("the swizzle check cannot find the function chunk_at: keep its name, "
                       "its parameters (int r, int c) and its line `chunk = <expression>;`")
-    body = re.sub(r"\bint\s+chunk\s*=[^;]*;", "", _body(code_only(source), m.end()))
-    found = [e.strip() for e in re.findall(r"\bchunk\s*=(?!=)([^;]+);", body)]
+    found, changed = assignments(_body(code_only(source), m.end()), "chunk")
     if not found:
         if STUB in _body(source, raw.end()):
             return None, None
         return None, ("the swizzle check cannot find the line `chunk = <expression>;` in "
                       "chunk_at: write the swizzle as that one line")
-    if re.search(r"\bchunk\s*(<<|>>|[-+*/%&|^])=|\+\+\s*chunk\b|--\s*chunk\b|"
-                 r"\bchunk\s*(\+\+|--)", body):
+    if changed:
         return None, ("chunk_at changes chunk after its line `chunk = <expression>;`: the "
                       "swizzle check reads that one line, so write the whole swizzle there")
     if len(found) > 1:

@@ -27,13 +27,13 @@ so that a student can see which phase the wait asked for and which it should hav
 from __future__ import annotations
 
 import functools
-import re
 from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
 from gemm_kernels.core.kernels import get as get_kernel
-from gemm_kernels.exercises.cexpr import ExpressionError, code_only, compile_expression
+from gemm_kernels.exercises.cexpr import (ExpressionError, assignments, code_only,
+                                          compile_expression)
 from gemm_kernels.exercises.stubs import STUB
 
 NAMES = ("t", "STAGES")
@@ -50,13 +50,11 @@ def tiles_played(stages: int) -> int:
 def parity_expressions(source: str) -> tuple[dict | None, str | None]:
     """({"full_parity": text, "empty_parity": text}, None), or (None, a problem), or
     (None, None) while a line is still the stub (the grader reports the stub)."""
-    code = re.sub(r"\b(?:unsigned|int|uint32_t|auto|const)\s+(?:int\s+)?"
-                  rf"(?:{'|'.join(LINES)})\s*=[^;]*;", " ", code_only(source))
+    code = code_only(source)
     found = {}
     for name in LINES:
-        lines = [e.strip() for e in re.findall(rf"\b{name}\s*=(?!=)([^;]+);", code)]
-        if re.search(rf"\b{name}\s*(<<|>>|[-+*/%&|^])=|\+\+\s*{name}\b|--\s*{name}\b|"
-                     rf"\b{name}\s*(\+\+|--)", code):
+        lines, changed = assignments(code, name)
+        if changed:
             return None, (f"{name} is changed after its line `{name} = <expression>;`: the "
                           "check reads that one line, so write the whole parity there")
         if len(lines) > 1:
