@@ -1,44 +1,29 @@
 """Chapter 14's notebooks as files: the exercise and its grade in place, short code cells
 that call the package, no measured number typed into the text, and every table and
 sentence of the recording read from the one recording that holds the chapter's rows."""
-import json
-import re
-from pathlib import Path
-
 import pytest
 
 from gemm_kernels.notebook import ch14_mma as ch14
 
-ROOT = Path(__file__).resolve().parent.parent
+from notebook_files import (ROOT, assert_code_cells_are_short_calls,
+                            assert_exercise_followed_by_its_grade, assert_no_measurement_typed,
+                            cells)
+
 CHAPTER = ROOT / "notebooks" / "14_mma_sync.ipynb"
 SOLUTION = ROOT / "notebooks" / "solutions" / "14_solution.ipynb"
 
 
-def cells(path):
-    return json.loads(path.read_text())["cells"]
-
-
 @pytest.mark.parametrize("path", [CHAPTER, SOLUTION])
 def test_the_exercise_is_followed_by_its_grade(path):
-    ids = [c.get("id") for c in cells(path)]
-    assert ids.index("ex-14_swizzle-kernel") < ids.index("ex-14_swizzle-test")
-    src = "".join(next(c for c in cells(path) if c.get("id") == "ex-14_swizzle-kernel")["source"])
-    assert src.startswith("%%exercise 14_swizzle")
-    assert ("BEGIN SOLUTION" in src) == (path == SOLUTION)
+    assert_exercise_followed_by_its_grade(path, "14_swizzle", solved=path == SOLUTION)
 
 
 def test_code_cells_are_short_calls_into_the_package():
-    for c in cells(CHAPTER)[2:]:
-        if c["cell_type"] == "code" and not c["id"].startswith("ex-"):
-            assert len(c["source"]) <= 2, c["id"]
+    assert_code_cells_are_short_calls(CHAPTER)
 
 
 def test_no_measurement_is_typed_into_the_text():
-    """Rates, percentages of cuBLAS and counts of millions come from the recording."""
-    for c in cells(CHAPTER) + cells(SOLUTION):
-        if c["cell_type"] == "markdown":
-            text = "".join(c["source"])
-            assert not re.search(r"\d+(\.\d+)?\s*(TFLOP/s|%|ms\b|million)", text), c["id"]
+    assert_no_measurement_typed(CHAPTER, SOLUTION)
 
 
 def test_every_measured_table_names_the_chapters_recording():
