@@ -31,8 +31,11 @@ def test_every_measured_table_names_the_chapters_recording():
     if rec is None:
         pytest.skip("no recording holds chapter 13's or 14's rows")
     assert rec.label in ch14.rates_table().title or "not recorded" in ch14.rates_table().title
-    assert rec.label in ch14.profile_table().title
-    assert rec.label in ch14.bank_table().title
+    # the profile may come from another GPU's recording than the rates: it names its own
+    prof = ch14.study_recording()
+    if prof is not None:
+        assert prof.label in ch14.profile_table().title
+        assert prof.label in ch14.bank_table().title
 
 
 def test_the_measured_counters_sit_beside_the_prediction_when_recorded():

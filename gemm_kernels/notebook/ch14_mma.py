@@ -233,8 +233,14 @@ def _loads_per_step(p: dict) -> tuple[int, int, int]:
     return wm // 16, wn // 16, (wm // 16) * (wn // 8)
 
 
+def study_recording():
+    """The recording that holds this chapter's Nsight Compute study (it may be another
+    GPU's than the rates': the tables name it), or None."""
+    return studies.recording_of(STUDY)
+
+
 def _study_rows(rec=None) -> list[tuple[str, dict | None]]:
-    rec = rec or recording()
+    rec = rec or study_recording()
     return [(step.label, row["metrics"] if row else None)
             for step, row in studies.results(STUDY, rec=rec)]
 
@@ -266,14 +272,14 @@ def bank_table(rec=None) -> Table:
                      "measured per LDSM": m[WAVES] / m[LDSM] if m and m.get(LDSM) else None,
                      "wavefronts (M)": m[WAVES] / 1e6 if m else None,
                      "of them conflicts (M)": m[CONFLICTS] / 1e6 if m else None})
-    got = "Nsight Compute at 4096³" if any(measured.values()) else \
-        "Nsight Compute's counters are not recorded yet"
+    got = (f"Nsight Compute at 4096³ ({_label(rec or study_recording())})"
+           if any(measured.values()) else "Nsight Compute's counters are not recorded here")
     return Table(rows, ["layout", "per A load", "per B load", "predicted per ldmatrix",
                         "measured per LDSM", "wavefronts (M)", "of them conflicts (M)"],
                  title=f"{p['BM']}x{p['BN']} tile, BK={p['BK']}: A rows {2 * p['BK']} bytes, "
                        f"B rows {2 * p['BN']} bytes; a warp makes {fa} A and {fb} B loads "
                        f"per 16-step; 4 wavefronts per load is the least (512 bytes). "
-                       f"Measured: {got} ({_label(rec or recording())})")
+                       f"Measured: {got}")
 
 
 def plot_bank_model(axes=None, swizzled: bool = True):
@@ -491,7 +497,7 @@ def profile_table(rec=None) -> Table:
     return Table(rows, ["step", "time (ms)", "tensor pipe busy %", "warps active %",
                         "shared wavefronts (M)", "bank conflicts (M)",
                         "largest waits (cycles per instruction)"],
-                 title=f"Nsight Compute at 4096³ ({_label(rec or recording())})")
+                 title=f"Nsight Compute at 4096³ ({_label(rec or study_recording())})")
 
 
 def plot_profile(rec=None, ax=None):
@@ -507,7 +513,8 @@ def plot_profile(rec=None, ax=None):
         ax.set_axis_off()
         return ax
     stall_bars(ax, got, top=6)
-    ax.set_title(f"Where the warps wait, 4096³ ({_label(rec or recording())})", fontsize=10)
+    ax.set_title(f"Where the warps wait, 4096³ ({_label(rec or study_recording())})",
+                 fontsize=10)
     ax.figure.tight_layout()
     return ax
 
@@ -555,9 +562,9 @@ def profile_summary(rec=None) -> Text:
 
 def profiler_clocks(n: int = 4096, rec=None) -> Text:
     """Why the profiler's times are longer than the timed rates: Nsight Compute locks
-    the clocks at their base value while it measures (its default), the timed runs do
-    not. The swizzled kernel's profiled time as a rate, beside its timed rate."""
-    rec = rec or recording()
+    not. The swizzled kernel's profiled time as a rate, beside its timed rate on the same
+    GPU (the study's recording)."""
+    rec = rec or study_recording()
     rows = dict(_study_rows(rec))
     swz = rows.get(studies.get(STUDY).steps[1].label)
     timed = _row(KERNEL, n, {}, rec)

@@ -46,12 +46,8 @@ def recording():
 
 
 def study_recording():
-    """The recording that holds the Nsight Compute study of this chapter (the one shown
-    if it does, else the first that does), or None."""
-    cur = records.current()
-    candidates = [cur] + [records.load(e["path"]) for e in records.available()]
-    return next((r for r in candidates if r is not None
-                 and any(row for _, row in studies.results(STUDY, rec=r))), None)
+    """The recording that holds this chapter's Nsight Compute study, or None."""
+    return studies.recording_of(STUDY)
 
 
 def _label(rec) -> str:
