@@ -91,13 +91,6 @@ def test_pick_rows_compare_with_the_best_measured(rec):
     assert rows and all(0 < r["pick / best rate %"] <= 100 for r in rows)
 
 
-def test_bench_alternatives_says_when_only_the_plan_was_timed(rec, monkeypatch):
-    monkeypatch.setattr(c, "bench_rows", lambda rec=None: [
-        {"shape": (7, 9, 11), "plan": "x", "GFLOP/s": 1.0}])
-    out = c.bench_alternatives(rec)
-    assert "only the plan" in out
-
-
 def test_rate_choice_best_and_worse_and_not_a_candidate(rec):
     shape = (256, 384, 16384)
     t, (BM, BN, s) = c.ranked(shape, c.rules(rec), c._limits(rec))[0]
@@ -204,3 +197,47 @@ def test_a_choice_is_judged_by_a_measurement_where_every_candidate_was_timed(rec
     assert "Measured at this shape: the fastest configuration is" in text
     assert 0 < c.model_error(rec) < 1
     assert c.measured_best((7, 7, 7), rec) is None
+
+
+def test_useful_shares_mark_the_blocks_of_a_ragged_edge():
+    share = c.useful_shares((129, 256, 64), 128, 128, slices=2)
+    # 2 rows of tiles x 2 columns, twice (the slices); the second row holds one row of C
+    assert list(share) == [1, 1, 1 / 128, 1 / 128] * 2
+
+
+def test_slot_grid_places_values_where_the_blocks_run():
+    import numpy as np
+    grid, _ = c.slot_grid(blocks=5, sms=2, per_sm=2, values=np.arange(5.0))
+    assert grid[:2].tolist() == [[0, 1], [2, 3]]
+    assert grid[2, 0] == 4 and np.isnan(grid[2:]).sum() == 3
+
+
+def test_the_ragged_shape_draws_its_mostly_idle_blocks_hatched(rec):
+    ax = c.plot_waves((4097, 1023, 515), 128, 128, 1, rec)
+    assert "inside C" in ax.get_title() and ax.get_legend() is not None
+    assert "inside C" not in c.plot_waves((1024, 1024, 1024), 128, 128, 1, rec).get_title()
+
+
+def test_the_ladder_holds_measured_rates_with_more_busy_sms_going_faster(rec):
+    rows = c.ladder_rows(rec=rec)
+    assert len(rows) == len(c.LADDER)
+    assert rows[0]["configuration"] == "128x128, no split"
+    assert all(r["SMs busy"] == min(r["blocks"], c.rules(rec).sm_count) for r in rows)
+    # the capstone's tile with K in 4 slices against the same tile without a split
+    assert rows[2]["GFLOP/s"] > 2 * rows[0]["GFLOP/s"]
+    assert rec.label in c.plot_ladder(rec=rec).get_title()
+    assert c.ladder_rows((7, 7, 7), rec=rec) == []
+
+
+def test_the_rules_summary_shows_a_full_sm_per_tile(rec):
+    r = c.rules(rec)
+    text = c.rules_summary(rec)
+    assert text.count("GFLOP/s per SM") == len(model.TILES)
+    assert f"^(1 - {r.gamma:g})" in text
+
+
+def test_the_bench_plot_has_a_legend_and_the_shortfall_line(rec):
+    ax = c.plot_bench(rec, below=90)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "squares" in labels and any(l.startswith("90%") for l in labels)
+    assert ax.get_xlabel()

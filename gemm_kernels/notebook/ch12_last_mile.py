@@ -83,10 +83,11 @@ def wave_layout(shape, BM: int, BN: int, split: int = 1, rec=None) -> dict:
             "waves": W.waves(tiles * z, slots), "filled": W.filled(tiles * z, slots)}
 
 
-def slot_grid(blocks: int, sms: int, per_sm: int, show: int = 3):
+def slot_grid(blocks: int, sms: int, per_sm: int, show: int = 3, values=None):
     """Rows of block slots (one row = one slot on every SM), wave by wave: the wave number
-    (1, 2, ...) where a block runs, 0 where a slot of the last wave stays empty. More
-    than `show` waves: the first show - 1 and the last."""
+    (1, 2, ...) where a block runs, 0 where a slot of the last wave stays empty; with
+    `values` (one per block, in launch order), that block's value instead and NaN where a
+    slot stays empty. More than `show` waves: the first show - 1 and the last."""
     import numpy as np
     slots = sms * per_sm
     n_waves = W.waves(blocks, slots)
@@ -94,10 +95,28 @@ def slot_grid(blocks: int, sms: int, per_sm: int, show: int = 3):
     rows = []
     for w in keep:
         in_wave = min(slots, blocks - w * slots)
-        grid = np.zeros(slots, int)
-        grid[:in_wave] = w + 1          # block b of the wave on SM b % sms, slot b // sms
+        if values is None:
+            grid = np.zeros(slots, int)
+            grid[:in_wave] = w + 1      # block b of the wave on SM b % sms, slot b // sms
+        else:
+            grid = np.full(slots, np.nan)
+            grid[:in_wave] = values[w * slots:w * slots + in_wave]
         rows.append(grid.reshape(per_sm, sms))
     return np.vstack(rows), keep
+
+
+def useful_shares(shape, BM: int, BN: int, slices: int = 1):
+    """Per block, in launch order (blockIdx.x across N's tiles fastest, then y down M's
+    tiles, then z over the slices): the share of its BM x BN tile that lies inside C. A
+    block of the last row of tiles at M = 4097 with BM = 128 computes one row of C: 1/128."""
+    import numpy as np
+    M, N, _ = shape
+    rows = np.minimum(BM, M - BM * np.arange(ceil_div(M, BM))) / BM
+    cols = np.minimum(BN, N - BN * np.arange(ceil_div(N, BN))) / BN
+    return np.tile(np.outer(rows, cols).ravel(), slices)
+
+
+MOSTLY_IDLE = 0.5    # a block whose tile is less than half inside C is drawn hatched
 
 
 def plot_waves(shape, BM: int | None = None, BN: int | None = None, split: int | None = None,
@@ -127,13 +146,28 @@ def plot_waves(shape, BM: int | None = None, BN: int | None = None, split: int |
         ax.axhline(i * lay["per_sm"] - 0.5, color="k", linewidth=1.5)
     ax.set_yticks([i * lay["per_sm"] + (lay["per_sm"] - 1) / 2 for i in range(len(keep))])
     ax.set_yticklabels([f"wave {w + 1}" for w in keep])
+    share = useful_shares(shape, BM, BN, lay["slices"])
+    idle, _ = slot_grid(lay["blocks"], lay["sms"], lay["per_sm"], values=share)
+    ys, xs = np.nonzero(idle < MOSTLY_IDLE)
+    if len(xs):
+        from matplotlib.collections import PatchCollection
+        from matplotlib.patches import Rectangle
+        ax.add_collection(PatchCollection(
+            [Rectangle((x - 0.5, y - 0.5), 1, 1) for x, y in zip(xs, ys)],
+            facecolor="none", edgecolor="k", hatch="////", linewidth=0.3))
+        ax.legend(handles=[Rectangle((0, 0), 1, 1, facecolor="none", edgecolor="k",
+                                     hatch="////")],
+                  labels=["a block whose tile is mostly outside C"],
+                  loc="upper right", bbox_to_anchor=(1, -0.08), fontsize=8, frameon=False)
     ax.set_xlabel(f"SM (of {lay['sms']}); {lay['per_sm']} block slot(s) per SM")
     skipped = ("" if len(keep) == lay["waves"] else
                f" (waves {keep[-2] + 2} to {lay['waves'] - 1} not drawn: full)")
     split_text = f", K in {lay['slices']} slices" if lay["slices"] > 1 else ""
+    useful = (f";\nthe tiles' multiply-adds inside C: {share.mean():.1%} of those computed"
+              if share.mean() < 1 else "")
     ax.set_title(f"{_shape_text(shape)}, {BM}x{BN} tiles{split_text}: {lay['blocks']:,} blocks "
                  f"in {lay['slots']:,} slots = {lay['waves']} wave(s), "
-                 f"{lay['filled']:.0%} of the slots filled{skipped}\n"
+                 f"{lay['filled']:.0%} of the slots filled{skipped}{useful}\n"
                  f"(blocks per SM of {rec.device['name'] if rec else 'this GPU'})", fontsize=10)
     return ax
 
@@ -177,6 +211,68 @@ def plot_split_k(split: int = 4, ax=None):
     return ax
 
 
+# A calibration shape with the capstone's problem at 1024^3 (fewer 128 x 128 tiles than
+# SMs), where every tile and split was timed: the configurations of the ladder, from the
+# capstone's tile without a split to the most blocks. The 1024^3 runs themselves hold only
+# the capstone and the plan, which differ in the tile and the split at once.
+LADDER_SHAPE = (640, 640, 2560)
+LADDER = ((128, 128, 1), (64, 128, 1), (128, 128, 4), (64, 128, 4), (64, 128, 16))
+
+
+def ladder_rows(shape=LADDER_SHAPE, configs=LADDER, rec=None) -> list[dict]:
+    """Per (BM, BN, split) of `configs` recorded at `shape`: its blocks, the SMs that get
+    one, the share of the slots they fill, its measured rate and cuBLAS's of the same run. Separates the two
+    levers: the same tile with more slices (filling alone) and a smaller tile."""
+    rec = rec or recording()
+    out = []
+    for BM, BN, split in configs:
+        row = row_of(rec, SPLIT, shape, {"BM": BM, "BN": BN, "SPLIT": split})
+        if row is None:
+            continue
+        lay = wave_layout(shape, BM, BN, split, rec)
+        out.append({"configuration": f"{BM}x{BN}, " + (
+                        "no split" if lay["slices"] == 1 else f"K in {lay['slices']} slices"),
+                    "blocks": lay["blocks"], "SMs busy": min(lay["blocks"], lay["sms"]),
+                    "slots filled %": 100 * lay["filled"],
+                    "GFLOP/s": row["gflops"]["median"],
+                    "cuBLAS GFLOP/s": row["reference"]["gflops"]["median"]})
+    return out
+
+
+def plot_ladder(shape=LADDER_SHAPE, configs=LADDER, rec=None, ax=None):
+    """The ladder's measured rates as bars, each labelled with its blocks, busy SMs and
+    filled share, and cuBLAS's rate (the median over the same runs) as a line."""
+    import statistics
+
+    import matplotlib.pyplot as plt
+    rec = rec or recording()
+    rows = ladder_rows(shape, configs, rec)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 4), layout="constrained")
+    if not rows:
+        ax.set_title(f"{_shape_text(shape)}: not in this recording ({rec.label})")
+        return ax
+    x, sms = range(len(rows)), rules(rec).sm_count
+    ax.bar(x, [r["GFLOP/s"] for r in rows], color="tab:blue")
+    for i, r in enumerate(rows):
+        ax.text(i, 0.97 * r["GFLOP/s"], f"{r['blocks']:,} blocks\n{r['SMs busy']} of "
+                f"{sms} SMs busy\n{r['slots filled %']:.0f}% of the slots",
+                ha="center", va="top", fontsize=8, color="white")
+    cublas = statistics.median(r["cuBLAS GFLOP/s"] for r in rows)
+    ax.axhline(cublas, color="k", linestyle="--", linewidth=1,
+               label=f"cuBLAS ({fmt_number(cublas)} GFLOP/s)")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels([r["configuration"] for r in rows], fontsize=9)
+    ax.set_xlabel("tile and split of chapter 12's kernel")
+    ax.set_ylabel("GFLOP/s (measured)")
+    ax.set_ylim(0, max(cublas, *(r["GFLOP/s"] for r in rows)) * 1.15)
+    ax.legend(loc="upper left", fontsize=8)
+    ax.set_title(f"{_shape_text(shape)}: {W.tiles(shape, 128, 128)} tiles of 128 x 128 for "
+                 f"{sms} SMs, each configuration measured\n{rec.label}",
+                 fontsize=10)
+    return ax
+
+
 # ------------------------------------------------------------------ the benchmark
 
 def bench_rows(rec=None) -> list[dict]:
@@ -200,8 +296,9 @@ def bench_table(rec=None) -> Table:
                  title=f"sgemm's plan against cuBLAS (timed in the same process), {rec.label}")
 
 
-def plot_bench(rec=None, ax=None):
-    """% of cuBLAS per benchmark shape, squares first, a line at 100%."""
+def plot_bench(rec=None, ax=None, below: float = 90.0):
+    """% of cuBLAS per benchmark shape, squares first, a line at 100% and a dashed one at
+    `below` (the line `shortfalls` draws)."""
     import matplotlib.pyplot as plt
     rec = rec or recording()
     rows = [r for r in bench_rows(rec) if r["% of cuBLAS"] is not None]
@@ -210,13 +307,20 @@ def plot_bench(rec=None, ax=None):
     squares = len(calibrate.BENCH_SQUARES)
     colours = ["tab:blue" if i < squares else "tab:orange" for i in range(len(rows))]
     ax.bar(range(len(rows)), [r["% of cuBLAS"] for r in rows], color=colours)
-    ax.axhline(100, color="k", linewidth=1)
+    ax.axhline(100, color="k", linewidth=1, label="cuBLAS (100%)")
+    ax.axhline(below, color="k", linewidth=1, linestyle="--",
+               label=f"{below:.0f}% (the shortfalls listed below)")
+    from matplotlib.patches import Patch
+    ax.legend(handles=[Patch(color="tab:blue", label="squares"),
+                       Patch(color="tab:orange", label="other shapes"),
+                       *ax.get_legend_handles_labels()[0]], fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.01, 1))
+    ax.set_xlabel("shape M x N x K")
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels([_shape_text(r["shape"]) for r in rows], rotation=60, ha="right",
                        fontsize=8)
     ax.set_ylabel("% of cuBLAS")
-    ax.set_title(f"sgemm's plan against cuBLAS: squares (blue), other shapes (orange); "
-                 f"{rec.label}", fontsize=10)
+    ax.set_title(f"sgemm's plan against cuBLAS; {rec.label}", fontsize=10)
     return ax
 
 
@@ -237,8 +341,9 @@ def capstone_share(n: int = 1024, rec=None) -> Text:
     row = row_of(rec, "capstone", (n, n, n), {})
     p = get("capstone").resolve({})
     lay = wave_layout((n, n, n), p["BM"], p["BN"], 1, rec)
-    rate = (f"{timing.share(row):.0f}% of cuBLAS ({fmt_number(row['gflops']['median'])} "
-            f"GFLOP/s)" if row and timing.share(row) else "not recorded here")
+    rate = (f"{fmt_number(row['gflops']['median'])} GFLOP/s, {timing.share(row):.0f}% of "
+            f"cuBLAS ({fmt_number(row['reference']['gflops']['median'])} GFLOP/s in the same run)"
+            if row and timing.share(row) else "not recorded here")
     busy = min(lay["blocks"], lay["sms"])
     return Text(f"Chapter 09's capstone at {n}^3 ({rec.label}): {rate}. Its {p['BM']}x{p['BN']} "
                 f"tiles make {lay['tiles']} blocks for {lay['slots']} block slots "
@@ -417,7 +522,9 @@ def fit_points(rec=None) -> list[dict]:
 
 
 def rules_summary(rec=None) -> Text:
-    """The fitted constants of the recording's device, in the chapter's words."""
+    """The fitted constants of the recording's device, in the chapter's words, with what
+    they make of a full SM: q blocks side by side do q times the work in q^gamma times the
+    time, so the SM computes alone x q^(1 - gamma)."""
     rec = rec or recording()
     r = rules(rec)
     pts = fit_points(rec)
@@ -425,10 +532,14 @@ def rules_summary(rec=None) -> Text:
     lines = [f"Fitted on {r.device}: c0 and c1 of each tile from {plain} measurements without "
              f"a split, r0 from {len(pts) - plain} with one; gamma = {r.gamma:g}; the "
              f"reduction's fixed cost r0 = {r.reduce_us:.1f} µs"]
-    for name, c in r.tiles.items():
+    lim = _limits(rec)
+    for (BM, BN), (name, c) in zip(model.TILES, r.tiles.items()):
         alone = 2 / c["c1_us_per_mfma"] / 1e3
-        lines.append(f"  {name} tile: c0 = {c['c0_us']:.1f} µs per round, one block alone on "
-                     f"an SM: {fmt_number(alone)} GFLOP/s")
+        q = model.slots(model.split_params(BM, BN, 1), model.registers(c, 4), 1, lim)
+        lines.append(f"  {name} tile: c0 = {c['c0_us']:.1f} µs per round; one block alone on "
+                     f"an SM: {fmt_number(alone)} GFLOP/s; {q} side by side (a full SM, N a "
+                     f"multiple of 4): {fmt_number(alone)} x {q}^(1 - {r.gamma:g}) = "
+                     f"{fmt_number(alone * q ** (1 - r.gamma))} GFLOP/s per SM")
     return Text("\n".join(lines))
 
 
@@ -504,28 +615,6 @@ def pick_table(rec=None) -> Table:
                                   "pick / best rate %"],
                  title="At the calibration shapes (several configurations timed at each): the "
                        f"model's pick against the best one measured; {rec.label}")
-
-
-def bench_alternatives(rec=None) -> Table | Text:
-    """At each benchmark shape: the plan's measured rate and the best other configuration
-    the recording holds at that shape ('-' where only the plan was timed)."""
-    rec = rec or recording()
-    rows = []
-    for b in bench_rows(rec):
-        others = [r for r in rec.find(SPLIT, list(b["shape"])) + rec.find(GEMV, list(b["shape"]))
-                  if "gflops" in r]
-        best = max(others, key=lambda r: r["gflops"]["median"], default=None)
-        rows.append({"shape": b["shape"], "plan": b["plan"], "plan GFLOP/s": b["GFLOP/s"],
-                     "configurations recorded": len(others),
-                     "best recorded GFLOP/s": best["gflops"]["median"] if best else None})
-    if all(r["configurations recorded"] <= 1 for r in rows):
-        return Text(f"At the {len(rows)} benchmark shapes the recording ({rec.label}) holds "
-                    "only the plan's own measurement: no alternative was timed there, so "
-                    "the plan is compared with the best alternative only at the calibration "
-                    "shapes.")
-    return Table(rows, ["shape", "plan", "plan GFLOP/s", "configurations recorded",
-                        "best recorded GFLOP/s"],
-                 title=f"At the benchmark shapes; {rec.label}")
 
 
 # ------------------------------------------------------------------ choose the plan
