@@ -60,6 +60,14 @@ def test_a_float4_read_past_an_array_is_reported_with_its_16_bytes():
     assert "of 4 bytes outside" in detail, detail
 
 
+def test_a_kernel_of_whole_tiles_only_does_not_claim_ragged_shapes():
+    ok, detail = cpu_step.correct_on_cpu(KERNELS["wmma_naive"], {})
+    assert ok is True and "ragged" not in detail, detail
+    assert "the small shapes it takes (32x48x64, 16x80x48)" in detail, detail
+    ok, detail = cpu_step.correct_on_cpu(KERNELS["naive"], {"BLOCK": 8, "MAPPING": "x->col"})
+    assert "small ragged shapes" in detail, detail
+
+
 def test_a_missing_barrier_is_a_data_race_on_shared_memory():
     k = planted("smem_tiled", "__syncthreads();", "", count=4)
     ok, detail = cpu_step.correct_on_cpu(k, {"BLOCK": 8})

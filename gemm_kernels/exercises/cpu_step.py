@@ -382,7 +382,7 @@ def correct_on_cpu(k, params: dict, seed: int = 0) -> tuple[bool | None, str]:
     race, race_note = race_check(k, p, gemm, seed)
     if race:
         return False, race
-    return True, _passed(ran, gemm) + note + race_note
+    return True, _passed(ran, gemm, shapes) + note + race_note
 
 
 def race_check(k, p: dict, gemm: bool, seed: int) -> tuple[str | None, str]:
@@ -400,6 +400,12 @@ def race_check(k, p: dict, gemm: bool, seed: int) -> tuple[str | None, str]:
     return None, "; no data race at " + "x".join(map(str, shape))
 
 
-def _passed(ran: int, gemm: bool) -> str:
+def _passed(ran: int, gemm: bool, shapes: list) -> str:
+    """The verdict of a kernel right on every check; `shapes`: those it was run on (a
+    kernel that takes whole tiles only is not run on ragged ones, and says so)."""
+    every = GEMM_SHAPES if gemm else MOVE_SHAPES
+    which = ("small ragged shapes" if len(shapes) == len(every) else
+             "the small shapes it takes (" + ", ".join("x".join(map(str, s)) for s in shapes)
+             + ")")
     return (f"on the CPU (every thread emulated): every element right on {ran} checks of "
-            "small ragged shapes" + (", alpha/beta 1/0 and 1.5/-0.5" if gemm else ""))
+            + which + (", alpha/beta 1/0 and 1.5/-0.5" if gemm else ""))
