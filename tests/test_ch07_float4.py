@@ -94,6 +94,19 @@ def test_warp_time_adds_up_and_needs_its_counters():
     assert ch07_ablation.warp_time({"metrics": {}}) is None
 
 
+def test_other_reasons_names_what_the_grey_part_holds():
+    pre, post = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
+    def row(wait, dispatch):
+        return {"metrics": {"smsp__issue_active.avg.pct_of_peak_sustained_active": 50.0,
+                            "sm__warps_active.avg.pct_of_peak_sustained_active": 12.5,
+                            **{pre + k + post: v for k, v in (
+                                ("selected", 1.0), ("long_scoreboard", 1.5), ("wait", wait),
+                                ("dispatch_stall", dispatch), ("drain", 0.01))}}}
+    # a warp's share = ratio x 50% / 2 warps per scheduler: wait 0.4 -> 10%, 0.2 -> 5%
+    assert ch07_ablation.other_reasons([row(0.4, 0.2), row(0.2, 0.8)]) == \
+        ["dispatch stall 5-20%", "wait 5-10%"]    # drain (0.25%) too small to name
+
+
 def test_depth_table_counts_per_1024_ffma():
     t = ch07_ablation.depth_table((8, 16))
     assert [r["loop trips"] for r in t] == [2, 1] and [r["BAR"] for r in t] == [4, 2]
@@ -193,6 +206,9 @@ def test_the_stall_plot_leaves_out_the_row_that_was_not_profiled():
     assert len(labels) == len(ch07_ablation.STEP_NAMES) - 1
     assert not any("promised" in l for l in labels)
     assert not any(t.get_text() == "not recorded" for t in fig.axes[0].texts)
+    # the legend says what "other" holds
+    other = [t.get_text() for t in fig.axes[0].get_legend().get_texts()][-1]
+    assert other.startswith("other: ") and "dispatch stall" in other, other
     plt.close(fig)
 
 

@@ -70,10 +70,45 @@ def test_the_tables_read_the_chapter_recording():
                                                       reverse=True)
 
 
-def test_the_notes_diff_shows_the_three_bugs_and_nothing_else():
+def test_the_notes_diff_shows_the_three_bugs_and_the_plain_store():
     diff = str(ch13.notes_diff())
     added = [l for l in diff.splitlines() if l.startswith("+") and not l.startswith("+++")]
     assert any("reinterpret_cast<const half*>" in l for l in added)
     assert any("threadIdx.y / 8" in l for l in added)
     assert any("col_major" in l for l in added)
-    assert len(added) == 6
+    # the early return without the chapter's comment (the tutorial's lanes do not leave
+    # together), and the tutorial's epilogue: C = A B, a plain store (two lines)
+    assert len(added) == 9 and "+++ the tutorial kernel" in diff
+
+
+def test_the_tutorial_kernel_is_shown_whole_without_the_exercises_epilogue():
+    text = str(ch13.tutorial_kernel())
+    assert text.startswith("template <int WM, int WN>") and text.rstrip().endswith("}")
+    assert "threadIdx.y / 8" in text and "col_major" in text and "A32" in text
+    assert "beta" not in text.split("{", 1)[1] and "num_elements" not in text
+
+
+def test_the_profile_is_read_from_the_recording_that_holds_it():
+    prof = ch13.study_recording()
+    if prof is None:
+        pytest.skip("no recording holds chapter 13's profile")
+    assert all(m for _, m in ch13.profile_rows())
+    assert prof.label in str(ch13.profile_table().title)
+    if prof is not ch13.recording():
+        assert prof.label in str(ch13.which_recording())
+
+
+def test_the_kernels_are_set_against_the_fp16_peak():
+    import re
+    from gemm_kernels.notebook.ch14_mma import FP16_FLOP_PER_CLOCK_SM
+    rec = ch13.recording()
+    if rec is None:
+        pytest.skip("no recording holds chapter 13's rows")
+    text = str(ch13.against_peak(rec=rec))
+    d = rec.device
+    peak = FP16_FLOP_PER_CLOCK_SM[d["compute_capability"]] * d["sm_count"] * d["sm_clock_mhz"] / 1e6
+    assert f"= {peak:,.0f} TFLOP/s" in text, text
+    shares = re.findall(r"([\d,]+) TFLOP/s \((\d+)%", text)
+    assert len(shares) == 3, text
+    for rate, pct in shares:
+        assert abs(100 * float(rate.replace(",", "")) / peak - int(pct)) <= 1, text

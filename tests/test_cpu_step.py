@@ -47,6 +47,27 @@ def test_a_missing_bounds_check_is_an_access_outside_the_output():
     assert "outside" in detail and "line" in detail, detail
 
 
+def test_a_float4_read_past_an_array_is_reported_with_its_16_bytes():
+    # g++ at -O1 splits a float4 copy into four floats before AddressSanitizer sees it,
+    # which reported the overrun as 'a read of 4 bytes'; the access is one of 16
+    k = planted("float4", "if (row0 + m < M && k0 + k < K) v = load_float4(",
+                "v = load_float4(")
+    ok, detail = cpu_step.correct_on_cpu(k, KERNELS["float4"].defaults())
+    assert ok is False and "a read of 16 bytes outside A" in detail, detail
+    # a scalar access keeps its own width
+    k = planted("naive", "if (row < M && col < N)", "if (row < M + 1 && col < N)")
+    ok, detail = cpu_step.correct_on_cpu(k, {"BLOCK": 8, "MAPPING": "x->col"})
+    assert "of 4 bytes outside" in detail, detail
+
+
+def test_a_kernel_of_whole_tiles_only_does_not_claim_ragged_shapes():
+    ok, detail = cpu_step.correct_on_cpu(KERNELS["wmma_naive"], {})
+    assert ok is True and "ragged" not in detail, detail
+    assert "the small shapes it takes (32x48x64, 16x80x48)" in detail, detail
+    ok, detail = cpu_step.correct_on_cpu(KERNELS["naive"], {"BLOCK": 8, "MAPPING": "x->col"})
+    assert "small ragged shapes" in detail, detail
+
+
 def test_a_missing_barrier_is_a_data_race_on_shared_memory():
     k = planted("smem_tiled", "__syncthreads();", "", count=4)
     ok, detail = cpu_step.correct_on_cpu(k, {"BLOCK": 8})

@@ -63,6 +63,27 @@ def test_a_mapping_written_for_BK_8_only_is_refused_at_BK_16():
     assert static.status == FAIL and "right at BK = 8 but wrong with BK = 16" \
         in static.detail, static
     assert "write m and k with BK" in static.detail, static
+    # the hint speaks of the mapping only, not of loads narrower than 128 bits
+    assert "f = 5" in static.hint and "128-bit" not in static.hint, static.hint
+
+
+def test_a_narrow_load_gets_the_narrow_load_hint_only():
+    from gemm_kernels.exercises.catalog import get
+    from gemm_kernels.exercises.grader import hint as hint_for
+    h = hint_for(get(NAME), "static", "4 loads of A or B from global memory narrower than "
+                                      "128 bits: read them a float4 at a time (load_float4)")
+    assert "16-byte aligned" in h and "BK = 16" not in h, h
+
+
+def test_a_float4_read_past_A_gets_the_float4_hint():
+    # the bounds test removed: AddressSanitizer reports the 16-byte read (not 4 bytes,
+    # one float of it), and the hint names the two causes of a float4 overrun
+    src = _changed("if (row0 + m < M && k0 + k < K) v = load_float4(", "v = load_float4(")
+    report = grade(NAME, src, gpu=False)
+    step, detail = first_failure(report)
+    assert step == "correct" and "a read of 16 bytes outside A" in detail, (step, detail)
+    hint = {s.name: s for s in report.steps}["correct"].hint
+    assert "bounds test" in hint, hint
 
 
 def test_a_kernel_wrong_where_graded_is_left_to_step_3():

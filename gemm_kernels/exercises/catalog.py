@@ -335,6 +335,22 @@ def _float4_correct_hint(detail: str) -> str:
             "and your reads with the patch of the thread (rows tr*TM.., columns tc*TN..)")
 
 
+def _float4_static_hint(detail: str) -> str:
+    """07_float4's hint for a failed step 2: only the parts that fit what failed (a
+    mapping right at the graded BK alone, loads narrower than 128 bits, or else)."""
+    parts = []
+    if "but wrong with BK" in detail:
+        parts.append("check your m and k by hand at BK = 16: a row of the A tile then holds "
+                     "four float4s, so float4 number f = 5 lies in row m = 1 and starts at "
+                     "k = 4")
+    if "narrower than 128 bits" in detail:
+        parts.append("a float4 read from global memory is one 128-bit load only where the "
+                     "compiler can prove its address 16-byte aligned; four floats read from "
+                     "shared memory become one LDS.128 only where they are neighbours, read "
+                     "together")
+    return "; ".join(parts) or "each problem above says what failed and what to change"
+
+
 # graded at the registry's default configuration
 _FLOAT4 = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
 register(Exercise(
@@ -347,12 +363,7 @@ register(Exercise(
     # BK = 8 alone must not pass.
     static_checks=(all_loads_128("07_float4", "float4", _FLOAT4),
                    right_at("07_float4", "float4", _FLOAT4, {**_FLOAT4, "BK": 16})),
-    hints={"static": "each problem above says what failed. Wrong numbers at BK = 16 only: "
-                     "the float4 -> (m, k) mapping has the graded BK written in. A load "
-                     "narrower than 128 bits: a float4 read from global memory is one "
-                     "128-bit load only where the compiler can prove its address 16-byte "
-                     "aligned; four floats read from shared memory become one LDS.128 only "
-                     "where they are neighbours, read together",
+    hints={"static": _float4_static_hint,
            "correct": _float4_correct_hint,
            "speed": "every shared-memory read of the inner loop should be an LDS.128"},
 ))

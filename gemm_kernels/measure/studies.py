@@ -431,6 +431,17 @@ def results(name: str, shape=None, rec=None) -> list[tuple[Step, dict | None]]:
     return out
 
 
+def recording_of(name: str, shape=None):
+    """The recording that holds study `name` (a row for some step): the one shown if it
+    does, else the first of the others that does; None when none does. A chapter whose
+    profile was taken on another GPU than its timings names that GPU beside it."""
+    from gemm_kernels.measure import records
+    cur = records.current()
+    candidates = [cur] + [records.load(e["path"]) for e in records.available()]
+    return next((r for r in candidates if r is not None
+                 and any(row for _, row in results(name, shape, rec=r))), None)
+
+
 def runs(pairs) -> list[str]:
     """The runs that measured these (step, row) pairs, in order of first appearance."""
     return list(dict.fromkeys(r["run"] for _, r in pairs if r is not None))

@@ -289,6 +289,24 @@ def warp_time(row) -> dict | None:
     return out
 
 
+def other_reasons(rows, least: float = 0.02) -> list[str]:
+    """The stall reasons the grey "other" part of `stall_plot` holds, largest first:
+    those that reach `least` of a warp's cycles in some bar of `rows` (profiled rows),
+    each with its range over the bars ("dispatch stall 5-9%")."""
+    from gemm_kernels.notebook.evidence import stall_reasons
+    named = {n for _, names in WARP_STATES if names for n in names}
+    shares = {}
+    for row in rows:
+        w = warp_time(row)
+        scale = w["issue"] / w["warps per scheduler"]
+        for reason, v in stall_reasons(row).items():
+            if reason not in named:
+                shares.setdefault(reason, []).append(100 * scale * v)
+    big = sorted((r for r, v in shares.items() if max(v) >= 100 * least),
+                 key=lambda r: -max(shares[r]))
+    return [f"{r} {min(shares[r]):.0f}-{max(shares[r]):.0f}%" for r in big]
+
+
 def stall_example(step: int = 2, state: str = WARP_STATES[2][0]) -> str:
     """One bar of `stall_plot` worked out from its three inputs, in a sentence: for the
     step at `step` of the ablation, Nsight Compute's cycles of `state` per issued
@@ -314,9 +332,11 @@ def stall_plot():
     from gemm_kernels.notebook.evidence import stall_colour
     from gemm_kernels.measure import records
     # only the rows that were profiled: the row-major control was timed, not profiled
-    shown = [(name, warp_time(r)) for name, (_, r) in zip(STEP_NAMES, _counted())
+    shown = [(name, r) for name, (_, r) in zip(STEP_NAMES, _counted())
              if warp_time(r) is not None]
-    names, rows = [n for n, _ in shown], [r for _, r in shown]
+    names, rows = [n for n, _ in shown], [warp_time(r) for _, r in shown]
+    # the legend names what the grey part holds, from the same rows
+    other = "other: " + ",\n".join(other_reasons([r for _, r in shown]))
     colours = {"issuing": "#2d7d3a", "ready, but another warp issued": stall_colour("not selected"),
                WARP_STATES[2][0]: stall_colour("long scoreboard"),
                WARP_STATES[3][0]: stall_colour("short scoreboard"),
@@ -327,7 +347,8 @@ def stall_plot():
     left = [0.0] * len(rows)
     for state, _ in WARP_STATES:
         vals = [100 * r[state] if r else 0 for r in rows]
-        ax.barh(y, vals, left=left, color=colours[state], label=state, edgecolor="white")
+        ax.barh(y, vals, left=left, color=colours[state], edgecolor="white",
+                label=other if state == "other" else state)
         for yi, v, x0 in zip(y, vals, left):
             if v >= 6:
                 ax.text(x0 + v / 2, yi, f"{v:.0f}%", ha="center", va="center", fontsize=9,

@@ -1,5 +1,5 @@
 """Chapter 13: tensor cores through WMMA. What the tensor cores give (cuBLAS in FP16 and
-FP32 on one GPU, in one run), what a warp's 16 x 16 x 16 step does, the course notes'
+FP32 on one GPU, in one run), what a warp's 16 x 16 x 16 step does, a tutorial's
 half-precision kernel and its three bugs (each run through the checker: on the GPU, or
 on the CPU in the emulation), the two kernels of cuda/13_wmma.cu measured and profiled,
 the bank model applied to the fragment loads (ldmatrix), and the numerics of FP16 inputs.
@@ -26,10 +26,21 @@ def recording():
     return records.holding(TILED)
 
 
+def study_recording():
+    """The recording that holds the chapter's Nsight Compute study (sections 5 and 7):
+    the one shown if it does, else another GPU's, named wherever it is shown."""
+    return studies.recording_of(STUDY)
+
+
 def which_recording() -> Text:
-    rec = recording()
-    return Text(f"This chapter's measurements: {rec.label}." if rec else
-                "This chapter's measurements are not in any recording here.")
+    rec, prof = recording(), study_recording()
+    if rec is None:
+        return Text("This chapter's measurements are not in any recording here.")
+    out = f"This chapter's measurements: {rec.label}."
+    if prof is not None and prof is not rec:
+        out += (f" Its Nsight Compute profile (sections 5 and 7): {prof.label}, another "
+                f"GPU of the same architecture; it is named wherever it is shown.")
+    return Text(out)
 
 
 def _row(kernel: str, n: int, params: dict | None = None, rec=None) -> dict | None:
@@ -196,21 +207,41 @@ NOTES_CAST = ("hgemm_wmma_naive(int M, int N, int K, float alpha, const half* __
               "    const half* B = reinterpret_cast<const half*>(B32);\n")
 
 
-def notes_diff() -> Text:
-    """The kernel as the course notes have it, shown as its difference from the chapter's:
-    the chapter's naive kernel with the notes' three bugs put back (a unified diff)."""
-    import difflib
+# The tutorial's epilogue: C = A B, alpha and beta ignored (the exercise's part 3 adds them).
+TUTORIAL_EPILOGUE = ("    wmma::store_matrix_sync(C + static_cast<size_t>(row) * N + col, acc, N,\n"
+                     "                            wmma::mem_row_major);   // C = A B\n"
+                     "}\n")
+
+
+def _naive_text() -> str:
     text = get(NAIVE).source_text()
     start = text.index("template <int WM, int WN>")
-    end = text.index("// ------------------------------------------------------------------ the tiled kernel")
-    mine = text[start:end]
-    notes = mine
+    return text[start:text.index("\n}\n", start) + 3]
+
+
+def _tutorial_text() -> str:
+    """The chapter's naive kernel with the tutorial's three bugs put back and its
+    epilogue (`TUTORIAL_EPILOGUE`) in place of the chapter's."""
+    text = _naive_text()
     for old, new in (NOTES_CAST, *NOTES_BUGS.values()):
-        assert old in notes, old
-        notes = notes.replace(old, new)
-    return Text("".join(difflib.unified_diff(mine.splitlines(keepends=True),
-                                             notes.splitlines(keepends=True),
-                                             "the chapter's kernel", "with the notes' bugs",
+        assert old in text, old
+        text = text.replace(old, new)
+    text = text.replace("               // the whole warp leaves together", "")
+    cut = text.index("    // An accumulator fragment loaded from C")
+    return text[:cut] + TUTORIAL_EPILOGUE
+
+
+def tutorial_kernel() -> Text:
+    """The tutorial kernel of section 2, in full: three bugs, and C = A B only."""
+    return Text(_tutorial_text())
+
+
+def notes_diff() -> Text:
+    """The tutorial kernel shown as its difference from the chapter's (a unified diff)."""
+    import difflib
+    return Text("".join(difflib.unified_diff(_naive_text().splitlines(keepends=True),
+                                             _tutorial_text().splitlines(keepends=True),
+                                             "the chapter's kernel", "the tutorial kernel",
                                              n=1)))
 
 
@@ -309,7 +340,7 @@ def plot_ladder(rec=None, ax=None, series=LADDER):
 # ------------------------------------------------------------------ 6. the profile
 
 def profile_rows(rec=None) -> list[tuple[str, dict | None]]:
-    rec = rec or recording()
+    rec = rec or study_recording()
     return [(step.label, row["metrics"] if row else None)
             for step, row in studies.results(STUDY, rec=rec)]
 
@@ -317,15 +348,15 @@ def profile_rows(rec=None) -> list[tuple[str, dict | None]]:
 def profiler_clocks(n: int = 4096, rec=None) -> Text:
     """Why the profiler's times are longer than the timed rates: Nsight Compute locks
     the clocks at their base value while it measures (its default). Each profiled
-    kernel's time as a rate, beside its timed rate."""
-    rec = rec or recording()
+    kernel's time as a rate, beside its rate timed on the same GPU."""
+    rec = rec or study_recording()
     rows = dict(profile_rows(rec))
     steps = studies.get(STUDY).steps
     pairs = [(steps[0].label, _row(NAIVE, n, rec=rec)), (steps[-1].label, _row(TILED, n, rec=rec))]
     flops = 2 * n ** 3
     said = [f"{label}: {rows[label]['gpu__time_duration.sum'] / 1e6:.2f} ms, "
             f"{flops / rows[label]['gpu__time_duration.sum'] / 1e3:,.1f} TFLOP/s under the "
-            f"profiler, {timed['gflops']['median'] / 1e3:,.1f} TFLOP/s timed"
+            f"profiler, {timed['gflops']['median'] / 1e3:,.1f} TFLOP/s timed on the same GPU"
             for label, timed in pairs if timed and rows.get(label)]
     if not said:
         return Text("The profiled and the timed runs are not both in the recording.")
@@ -360,7 +391,7 @@ def profile_table(rec=None) -> Table:
     return Table(rows, ["step", "time (ms)", "tensor pipe busy %", "DRAM read (MB)",
                         "shared load wavefronts (M)", "of them conflicts (M)",
                         "largest stalls (cycles per issue)"],
-                 title=f"Nsight Compute at 4096³ ({_label(rec or recording())})")
+                 title=f"Nsight Compute at 4096³ ({_label(rec or study_recording())})")
 
 
 def plot_profile(rec=None, ax=None):
@@ -391,6 +422,8 @@ def plot_profile(rec=None, ax=None):
     ax[1].legend(fontsize=8)
     ax[0].invert_yaxis()
     ax[1].invert_yaxis()
+    ax[0].figure.suptitle(f"Nsight Compute at 4096³ ({_label(rec or study_recording())})",
+                          fontsize=10)
     plt.tight_layout()
     return ax
 
@@ -557,6 +590,23 @@ def profile_summary(rec=None) -> Text:
         f"* With padded rows the wait drops to {padded[short_wait]:.1f} cycles and the tensor "
         f"pipe is busy {_pct(padded[busy])} of the time: the rest is what a deeper pipeline "
         f"and larger warp tiles would have to win.")
+
+
+def against_peak(n: int = 4096, rec=None) -> Text:
+    """The two kernels and cuBLAS FP16 at n³ against the GPU's dense FP16 tensor-core
+    peak (chapter 14's `fp16_peak`, from the recorded SMs and clock)."""
+    from gemm_kernels.notebook.ch14_mma import fp16_peak
+    rec = rec or recording()
+    peak = fp16_peak(rec)
+    naive, tiled = _row(NAIVE, n, rec=rec), _row(TILED, n, rec=rec)
+    if not (peak and naive and tiled and tiled.get("reference")):
+        return Text("The FP16 peak of the recorded GPU is not known here.")
+    peak, said = peak
+    ref = tiled["reference"]["gflops"]["median"] / 1e3
+    shares = ", ".join(f"{name} {_tflops(row):,.0f} TFLOP/s ({_pct(100 * _tflops(row) / peak)})"
+                       for name, row in (("the tiled kernel", tiled), ("the naive one", naive)))
+    return Text(f"{said} At {n}³: cuBLAS FP16 {ref:,.0f} TFLOP/s ({_pct(100 * ref / peak)} of "
+                f"it), {shares}.")
 
 
 def padding_effect(rec=None) -> Text:

@@ -585,20 +585,31 @@ def profiler_clocks(n: int = 4096, rec=None) -> Text:
 FP16_FLOP_PER_CLOCK_SM = {"9.0": 4096}
 
 
-def what_is_left(n: int = 4096, rec=None) -> Text:
-    """The kernel and cuBLAS FP16 against the GPU's dense FP16 tensor-core peak (the
-    whitepaper's rate per SM x the recorded SMs and top clock)."""
-    rec = rec or recording()
+def fp16_peak(rec) -> tuple[float, str] | None:
+    """The recorded GPU's dense FP16 tensor-core peak in TFLOP/s (the whitepaper's rate
+    per SM x the recorded SMs and top clock) and the sentence that works it out; None
+    where the rate per SM of its architecture is not known here."""
     props = rec.device if rec is not None else {}
     per_sm = FP16_FLOP_PER_CLOCK_SM.get(props.get("compute_capability"))
-    big = _row(KERNEL, n, BIG_K, rec)
-    if not (per_sm and big):
-        return Text("The FP16 peak of the recorded GPU is not known here.")
+    if not per_sm:
+        return None
     peak = per_sm * props["sm_count"] * props["sm_clock_mhz"] / 1e6     # TFLOP/s
+    return peak, (f"{props['name']}: dense FP16 tensor-core peak {per_sm:,} FLOP per clock "
+                  f"per SM x {props['sm_count']} SMs x {props['sm_clock_mhz'] / 1e3:.2f} GHz "
+                  f"(its top clock) = {peak:,.0f} TFLOP/s.")
+
+
+def what_is_left(n: int = 4096, rec=None) -> Text:
+    """The kernel and cuBLAS FP16 against the GPU's dense FP16 tensor-core peak
+    (`fp16_peak`)."""
+    rec = rec or recording()
+    peak = fp16_peak(rec)
+    big = _row(KERNEL, n, BIG_K, rec)
+    if not (peak and big):
+        return Text("The FP16 peak of the recorded GPU is not known here.")
+    peak, said = peak
     mine, ref = big["gflops"]["median"] / 1e3, big["reference"]["gflops"]["median"] / 1e3
-    return Text(f"{props['name']}: dense FP16 tensor-core peak {per_sm:,} FLOP per clock "
-                f"per SM x {props['sm_count']} SMs x {props['sm_clock_mhz'] / 1e3:.2f} GHz "
-                f"(its top clock) = {peak:,.0f} TFLOP/s. At {n}³: cuBLAS FP16 {ref:,.0f} TFLOP/s "
+    return Text(f"{said} At {n}³: cuBLAS FP16 {ref:,.0f} TFLOP/s "
                 f"({100 * ref / peak:.0f}% of it), this chapter's kernel (BK 64, 3 stages) "
                 f"{mine:,.0f} TFLOP/s ({100 * mine / peak:.0f}%).")
 
