@@ -397,17 +397,6 @@ def pick_metrics(wanted, known: set[str] | None) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def recording_of(name: str):
-    """The recording that holds study `name`'s rows: the one shown if it does, else the
-    first recording here that does (a study may have been run on another GPU than the
-    chapter's rates: its tables name their recording); None when none does."""
-    from gemm_kernels.measure import records
-    cur = records.current()
-    candidates = [cur] + [records.load(e["path"]) for e in records.available()]
-    return next((r for r in candidates if r is not None
-                 and any(row for _, row in results(name, rec=r))), None)
-
-
 def results(name: str, shape=None, rec=None) -> list[tuple[Step, dict | None]]:
     """Each step of the study at `shape` (one of the study's shapes, the first by
     default; a step with an operand at that operand's shape) with its recorded row, or
