@@ -55,7 +55,12 @@ def which_recording() -> Text:
                     f"({cur.label.removeprefix('recorded on ')}) holds no rows of this "
                     f"chapter's kernel, so every number below, chapter 13's and cuBLAS's "
                     f"included, comes from this one GPU.")
-    return Text(f"This chapter's measurements: {rec.label}.")
+    out = f"This chapter's measurements: {rec.label}."
+    prof = study_recording()
+    if prof is not None and prof is not rec:
+        out += (f" Its Nsight Compute study (section 7): {prof.label}, another GPU of the "
+                f"same architecture; it is named wherever it is shown.")
+    return Text(out)
 
 
 def _label(rec) -> str:
@@ -572,7 +577,8 @@ def profiler_clocks(n: int = 4096, rec=None) -> Text:
         return Text("The profiled and the timed runs are not both in the recording.")
     flops = 2 * n ** 3
     return Text(f"Nsight Compute locks the GPU's clocks at their base value while it "
-                f"measures (its default), so its times are longer than the timed runs': "
+                f"measures (its default), so its times are longer than the timed runs'. "
+                f"On the {rec.device['name']}: "
                 f"{flops / 1e9:,.1f} GFLOP in {swz[TIME] / 1e6:.2f} ms is "
                 f"{flops / swz[TIME] / 1e3:,.0f} TFLOP/s under the profiler, against "
                 f"{timed['gflops']['median'] / 1e3:,.0f} TFLOP/s timed. Compare the "
@@ -667,7 +673,9 @@ def t4_table(arches=("sm_75", "sm_90")) -> Table:
                      "LDGSTS (cp.async)": ops.count("LDGSTS"),
                      "STS.128 (plain stores)": ops.count("STS.128")})
     return Table(rows, ["architecture", "HMMA shapes", "HMMA", "LDSM", "LDGSTS (cp.async)",
-                        "STS.128 (plain stores)"], title="The same source, two GPUs (SASS)")
+                        "STS.128 (plain stores)"],
+                 title="The same source, two GPUs (SASS, whole kernel: each instruction "
+                       "counted once wherever it sits, not per pass of the loop)")
 
 
 # ------------------------------------------------------------------ the solution's evidence
