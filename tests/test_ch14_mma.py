@@ -144,3 +144,23 @@ def test_what_is_left_puts_cublas_below_the_tensor_peak():
     empty = type("R", (), {"label": "an empty recording", "find": lambda *a, **k: [],
                            "results": [], "device": {}})()
     assert "not known" in str(ch14.what_is_left(rec=empty))
+
+
+def test_which_recording_names_the_study_when_it_is_another_gpus():
+    rec, prof = ch14.recording(), ch14.study_recording()
+    if rec is None or prof is None or prof is rec:
+        pytest.skip("the study and the rates are not in two recordings here")
+    text = str(ch14.which_recording())
+    assert rec.label in text and prof.label in text
+
+
+def test_profiler_clocks_names_the_gpu_it_compares_on():
+    prof = ch14.study_recording()
+    text = str(ch14.profiler_clocks())
+    if prof is None or "not both" in text:
+        pytest.skip("the study is not recorded")
+    assert prof.device["name"] in text
+
+
+def test_the_t4_table_says_it_counts_the_whole_kernel():
+    assert "whole kernel" in ch14.t4_table().title

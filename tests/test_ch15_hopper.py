@@ -132,5 +132,63 @@ def test_tables_say_what_is_missing_without_a_recording():
         def find(self, *a, **k):
             return []
     assert "not recorded" in ch15.rates_table(rec=Empty()).title
-    assert "not in the recording" in ch15.ladder_summary(rec=Empty())
-    assert "not" in ch15.grouping_effect(rec=Empty())
+    assert "not in the recording" in ch15.ladder_summary(rec=Empty()).title
+    assert "not" in ch15.grouping_effect(rec=Empty()).title
+
+
+def test_the_one_role_kernel_fits_two_blocks_per_sm_with_three_stages_not_four():
+    occ = {st: ch15.analysis.kernel_occupancy("wgmma_tma", {"STAGES": st}, arch="sm_90")
+           for st in (4, 3)}
+    assert occ[4].blocks_per_sm == 1 and occ[4].limiter == "shared memory"
+    assert occ[3].blocks_per_sm == 2 and occ[3].smem_per_block < occ[4].smem_per_block
+
+
+def test_the_occupancy_table_sets_the_recorded_rates_beside_blocks_per_sm():
+    t = ch15.occupancy_table()
+    if not t:
+        pytest.skip("the sweep at 2048³ is not recorded")
+    tma = [r for r in t if r["kernel"] == "wgmma_tma"]
+    assert [r["TFLOP/s"] for r in tma] == sorted((r["TFLOP/s"] for r in tma), reverse=True)
+    assert all(r["cuBLAS FP16 beside it"] > 0 for r in t)
+    assert t[-1]["kernel"] == "wgmma_ws" and t[-1]["wgmma"] == "m64n256k16"
+    assert "warps per SM" in str(ch15.occupancy_summary())
+
+
+def test_warps_waiting_undoes_the_per_instruction_normalisation():
+    m = {"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio": 4.0,
+         ch15.INSTRUCTIONS: 1000.0, ch15.CYCLES: 100.0}
+    assert ch15.warps_waiting(m, "barrier", sms=2) == 4.0 * 1000 / (2 * 100)
+    m2 = dict(m, **{ch15.INSTRUCTIONS: 500.0})          # half the instructions: half the warps
+    assert ch15.warps_waiting(m2, "barrier", sms=2) == ch15.warps_waiting(m, "barrier", 2) / 2
+
+
+def test_the_grouping_table_shows_cublas_beside_each_run_and_says_when_it_moved():
+    t = ch15.grouping_effect()
+    if not t:
+        pytest.skip("the two configurations are not recorded")
+    assert all(r["cuBLAS beside it"] > 0 and r["cuBLAS beside that"] > 0 for r in t)
+    note = str(ch15.grouping_note(tolerance=0.0))
+    assert "cuBLAS ran at" in note
+    assert "same rate" in str(ch15.grouping_note(tolerance=10.0))
+
+
+def test_the_ladder_shows_each_cublas_rate_beside_the_share():
+    t = ch15.ladder_summary()
+    if not t:
+        pytest.skip("the ladder is not recorded")
+    assert all("% of " in v for r in t for k, v in r.items() if k != "size" and v != "-")
+
+
+def test_the_common_mistakes_are_the_graders_own_answers():
+    t = ch15.common_mistakes()
+    assert all(r["step 2 says"] != "pass" and r["hint"] for r in t)
+    says = " ".join(r["step 2 says"] for r in t)
+    assert "overwrites data not yet read" in says and "stale data" in says and "a hang" in says
+
+
+def test_what_is_left_gives_the_datasheet_peak_too():
+    assert "989 TFLOP/s" in ch14.datasheet_peak({"compute_capability": "9.0", "sm_count": 132})
+    assert ch14.datasheet_peak({"compute_capability": "8.0", "sm_count": 108}) == ""
+    text = str(ch15.what_is_left())
+    if "not known" not in text:
+        assert "datasheet" in text and " to " in text

@@ -489,20 +489,25 @@ def plot_ladder(rec=None, ax=None):
     return ch13.plot_ladder(rec=rec or recording(), ax=ax, series=LADDER)
 
 
-def ladder_summary(rec=None) -> Text:
-    """The best of each chapter at each size, as a share of cuBLAS FP16 timed beside it."""
+def ladder_summary(rec=None) -> Table:
+    """The best of each chapter at each size: its rate, and the cuBLAS FP16 rate timed
+    beside it (cuBLAS itself varies from run to run, so the share alone can mislead)."""
     rec = rec or recording()
-    best = (("13 wmma_tiled", ch13.TILED, {}), ("14 mma_sync", ch14.KERNEL, ch14.BIG_K),
+    best = (("13 wmma_tiled", ch13.TILED, {}), ("14 mma_sync, BK 64, 3 stages", ch14.KERNEL,
+                                                ch14.BIG_K),
             ("15 wgmma_ws, row order", WS, {}), ("15 wgmma_ws, groups of 16", WS, GROUPED))
-    lines = []
+    rows = []
     for n in SIZES:
         got = [(label, _row(k, n, p, rec)) for label, k, p in best]
-        if all(r for _, r in got):
-            lines.append(f"{n}³: " + ", ".join(f"{label} {timing.share(r):.0f}%"
-                                               for label, r in got))
-    if not lines:
-        return Text("The ladder's rows are not in the recording.")
-    return Text(f"Share of cuBLAS FP16 timed beside each ({_label(rec)}):\n" + "\n".join(lines))
+        if any(r for _, r in got):
+            rows.append({"size": f"{n}³", **{
+                label: (f"{r['gflops']['median'] / 1e3:,.0f} ({timing.share(r):.0f}% of "
+                        f"{r['reference']['gflops']['median'] / 1e3:,.0f})" if r else "-")
+                for label, r in got}})
+    return Table(rows, ["size"] + [label for label, _, _ in best],
+                 title="The ladder's rows are not in the recording" if not rows else
+                 f"TFLOP/s (in brackets: the share of the cuBLAS FP16 TFLOP/s timed "
+                       f"beside it) ({_label(rec)})")
 
 
 # The counters the study reads (Nsight Compute's names).
@@ -666,25 +671,53 @@ def plot_block_order(n: int = 8192, groups=(1, 16), rec=None, axes=None):
     return axes
 
 
-def grouping_effect(rec=None) -> Text:
-    """Row order against groups of 16 rows (3 stages) in the timed runs, at each size."""
+def grouping_effect(rec=None) -> Table:
+    """Row order against groups of 16 rows (3 stages) in the timed runs, at each size: the
+    kernel's rates and the cuBLAS FP16 rate timed beside each, and how much each moved."""
     rec = rec or recording()
-    parts = []
+    rows = []
     for n in SIZES:
         a, b = _row(WS, n, {}, rec), _row(WS, n, GROUPED, rec)
         if a and b:
-            parts.append(f"{n}³: {a['gflops']['median'] / 1e3:,.0f} -> "
-                         f"{b['gflops']['median'] / 1e3:,.0f} TFLOP/s "
-                         f"({timing.share(a):.0f}% -> {timing.share(b):.0f}% of cuBLAS FP16)")
-    if not parts:
-        return Text("The two configurations are not both recorded.")
-    return Text(f"Row order -> groups of 16 rows with 3 stages, timed ({_label(rec)}):\n"
-                + "\n".join(parts))
+            ka, kb = a["gflops"]["median"] / 1e3, b["gflops"]["median"] / 1e3
+            ca, cb = (r["reference"]["gflops"]["median"] / 1e3 for r in (a, b))
+            rows.append({"size": f"{n}³", "row order": ka, "cuBLAS beside it": ca,
+                         "groups of 16, 3 stages": kb, "cuBLAS beside that": cb,
+                         "kernel: grouped / row order": f"x{kb / ka:.2f}",
+                         "cuBLAS: second run / first": f"x{cb / ca:.2f}"})
+    return Table(rows, ["size", "row order", "cuBLAS beside it", "groups of 16, 3 stages",
+                        "cuBLAS beside that", "kernel: grouped / row order",
+                        "cuBLAS: second run / first"],
+                 title="The two configurations are not both recorded" if not rows else
+                 f"wgmma_ws, TFLOP/s: row order and groups of 16 rows, each timed in its "
+                       f"own run beside cuBLAS FP16 ({_label(rec)})")
+
+
+def grouping_note(rec=None, tolerance: float = 0.03) -> Text:
+    """Where cuBLAS itself moved between the two runs of `grouping_effect`, in words: at
+    those sizes a share of cuBLAS can rise while the kernel got slower."""
+    rec = rec or recording()
+    moved = []
+    for n in SIZES:
+        a, b = _row(WS, n, {}, rec), _row(WS, n, GROUPED, rec)
+        if not (a and b):
+            continue
+        ca, cb = (r["reference"]["gflops"]["median"] / 1e3 for r in (a, b))
+        ka, kb = a["gflops"]["median"] / 1e3, b["gflops"]["median"] / 1e3
+        if abs(cb / ca - 1) > tolerance:
+            moved.append(f"at {n}³ cuBLAS ran at {ca:,.0f} and {cb:,.0f} TFLOP/s in the two "
+                         f"runs (x{cb / ca:.2f}), the kernel at {ka:,.0f} and {kb:,.0f} "
+                         f"(x{kb / ka:.2f}), so its share went from {timing.share(a):.0f}% to "
+                         f"{timing.share(b):.0f}%")
+    if not moved:
+        return Text("cuBLAS ran at the same rate in both runs at every size.")
+    return Text("cuBLAS itself was not equally fast in the two runs: " + "; ".join(moved) + ".")
 
 
 def what_is_left(n: int = 8192, rec=None) -> Text:
     """The best configuration and cuBLAS FP16 against the GPU's dense FP16 tensor-core
-    peak (chapter 14's arithmetic)."""
+    peak (chapter 14's arithmetic), with every cuBLAS rate timed at that size (they
+    differ from run to run)."""
     rec = rec or recording()
     props = rec.device if rec is not None else {}
     per_sm = ch14.FP16_FLOP_PER_CLOCK_SM.get(props.get("compute_capability"))
@@ -693,9 +726,14 @@ def what_is_left(n: int = 8192, rec=None) -> Text:
         return Text("The FP16 peak of the recorded GPU is not known here.")
     peak = per_sm * props["sm_count"] * props["sm_clock_mhz"] / 1e6
     mine, ref = best["gflops"]["median"] / 1e3, best["reference"]["gflops"]["median"] / 1e3
-    return Text(f"{props['name']}: dense FP16 peak {peak:,.0f} TFLOP/s (at its top clock). "
-                f"At {n}³: cuBLAS FP16 {ref:,.0f} TFLOP/s ({100 * ref / peak:.0f}% of it), "
-                f"wgmma_ws in groups of 16 rows {mine:,.0f} TFLOP/s ({100 * mine / peak:.0f}%).")
+    refs = [r["reference"]["gflops"]["median"] / 1e3
+            for r in (_row(k, n, p, rec) for k, p in CONFIGS) if r]
+    return Text(f"{props['name']}: dense FP16 peak {peak:,.0f} TFLOP/s at its top clock"
+                f"{ch14.datasheet_peak(props)}. At {n}³: wgmma_ws in groups of 16 rows "
+                f"{mine:,.0f} TFLOP/s ({100 * mine / peak:.0f}% of the peak); cuBLAS FP16 "
+                f"{ref:,.0f} TFLOP/s in the same run ({100 * ref / peak:.0f}%), and "
+                f"{min(refs):,.0f} to {max(refs):,.0f} in the runs of the chapter's other "
+                f"rows at that size.")
 
 
 # ------------------------------------------------------------------ 10. explore
@@ -712,8 +750,46 @@ def sweep_table(kernel: str = WS, rec=None, top: int = 8) -> Table:
     return ch13.sweep_table(rec=rec or recording(), top=top, kernel=kernel)
 
 
+INSTRUCTIONS = "smsp__inst_executed.sum"
+WARPS_ACTIVE = "sm__warps_active.avg.pct_of_peak_sustained_active"
+CYCLES = "sm__cycles_elapsed.avg"
+
+
+def warps_waiting(m: dict, reason: str, sms: int) -> float:
+    """Warps stalled for `reason`, on average, per SM and cycle. Nsight Compute gives the
+    stalls per *issued instruction*; times the instructions issued, that is the warp-cycles
+    spent so, divided by the SMs and the cycles: a number comparable between kernels
+    that issue very different numbers of instructions."""
+    from gemm_kernels.notebook.evidence import stall_reasons
+    per_issue = stall_reasons({"metrics": m})[reason]
+    return per_issue * m[INSTRUCTIONS] / (sms * m[CYCLES])
+
+
+COMMON_MISTAKES = (("(t / STAGES) & 1", "(t / STAGES) & 1"),
+                   ("t & 1", "(t - STAGES) & 1"),
+                   ("(t / STAGES) & 1", "0"),
+                   ("t / STAGES", "t / STAGES - 1"))
+
+
+def common_mistakes(pairs=COMMON_MISTAKES) -> Table:
+    """What exercise 15's step 2 answers to the usual wrong parities (full_parity,
+    empty_parity), run here through the grader's own check and hint."""
+    from gemm_kernels.exercises import ch15_checks
+    rows = []
+    for full, empty in pairs:
+        source = f"full_parity = {full};\nempty_parity = {empty};\n"
+        problems = ch15_checks.assess(source)
+        rows.append({"full_parity": full, "empty_parity": empty,
+                     "step 2 says": problems[0] if problems else "pass",
+                     "hint": ch15_checks.phases_hint(problems[0]) if problems else ""})
+    return Table(rows, ["full_parity", "empty_parity", "step 2 says", "hint"],
+                 title="The usual wrong parities and what the grader answers")
+
+
 def profile_waits(n: int = 4096, rec=None) -> Table:
-    """The three largest waits per issued instruction of each step of the study."""
+    """The three largest waits per issued instruction of each step of the study, and
+    beside them the instructions issued, the warps resident per SM and how many of them
+    wait at a barrier on average (`warps_waiting`)."""
     from gemm_kernels.notebook.evidence import stall_reasons
     rec = rec or study_recording()
     rows = []
@@ -723,6 +799,80 @@ def profile_waits(n: int = 4096, rec=None) -> Table:
         st = stall_reasons({"metrics": m})
         top = sorted(((v, k) for k, v in st.items() if k != "selected"), reverse=True)[:3]
         rows.append({"step": label, "largest waits (cycles per issued instruction)":
-                     ", ".join(f"{k} {fmt_number(v)}" for v, k in top)})
-    return Table(rows, ["step", "largest waits (cycles per issued instruction)"],
+                     ", ".join(f"{k} {fmt_number(v)}" for v, k in top),
+                     "instructions issued (M)": m[INSTRUCTIONS] / 1e6,
+                     "warps resident per SM": m[WARPS_ACTIVE] / 100 * 64,
+                     "of which at 'barrier', on average":
+                         warps_waiting(m, "barrier", rec.device["sm_count"])})
+    return Table(rows, ["step", "largest waits (cycles per issued instruction)",
+                        "instructions issued (M)", "warps resident per SM",
+                        "of which at 'barrier', on average"],
                  title=f"Where the warps wait at {n}³ ({_label(rec)})")
+
+
+# ------------------------------------------------------------------ 5. occupancy
+
+TMA_CONFIGS = tuple({"BM": bm, "STAGES": st} for bm in (128, 64) for st in (4, 3, 2))
+
+
+def occupancy_table(n: int = 2048, rec=None) -> Table:
+    """Every recorded configuration of the one-role kernel at n³, and the warp-specialised
+    default, with what differs between them: the tile of C, the wgmma shape, the shared
+    memory of a block and so the blocks (and warps) that fit on one SM (computed here,
+    for sm_90, by `analysis.kernel_occupancy`), beside the rate and the cuBLAS FP16 rate
+    timed beside it."""
+    rec = rec or recording()
+    rows = []
+    for kernel, params in [(TMA, c) for c in TMA_CONFIGS] + [(WS, {})]:
+        r = _row(kernel, n, params, rec)
+        if not r:
+            continue
+        occ = analysis.kernel_occupancy(kernel, params, arch="sm_90")
+        bm, bn = tile_shape(kernel, params)
+        n_wg = occ.threads_per_block // 128
+        full = get(kernel).resolve(params)
+        config = ", ".join(f"{k} {v}" for k, v in full.items())
+        rows.append({"kernel": kernel, "configuration": config + (
+                         " (default)" if full == get(kernel).resolve({}) else ""),
+                     "tile of C": f"{bm} x {bn}", "wgmma": f"m64n{bn}k16",
+                     "warpgroups": ("1 producer + 2 consumers" if kernel == WS else
+                                    f"{n_wg}, one role"),
+                     "shared memory per block (KiB)": occ.smem_per_block / 1024,
+                     "blocks per SM (limited by)": f"{occ.blocks_per_sm} ({occ.limiter})",
+                     "warps per SM": occ.warps_per_sm,
+                     "TFLOP/s": r["gflops"]["median"] / 1e3,
+                     "cuBLAS FP16 beside it": r["reference"]["gflops"]["median"] / 1e3})
+    rows.sort(key=lambda x: (x["kernel"] != TMA, -x["TFLOP/s"]))
+    return Table(rows, list(rows[0]) if rows else ["kernel"],
+                 title=f"At {n}³: what differs between the configurations (occupancy for "
+                       f"sm_90, computed here) and their rates ({_label(rec)})")
+
+
+def occupancy_summary(n: int = 2048, rec=None) -> Text:
+    """The one-role kernel's rates at n³ grouped by the warps that fit on an SM, and the
+    best of them against the warp-specialised default, in words."""
+    rec = rec or recording()
+    by_warps: dict[int, list[float]] = {}
+    best = None
+    for c in TMA_CONFIGS:
+        r = _row(TMA, n, c, rec)
+        if r:
+            rate = r["gflops"]["median"] / 1e3
+            w = analysis.kernel_occupancy(TMA, c, arch="sm_90").warps_per_sm
+            by_warps.setdefault(w, []).append(rate)
+            if best is None or rate > best[1]:
+                best = (c, rate, r)
+    ws = _row(WS, n, {}, rec)
+    if not (by_warps and ws):
+        return Text(f"The one-role kernel's configurations at {n}³ are not recorded.")
+    parts = [f"{w} warps per SM: {min(v):,.0f}" + (f" to {max(v):,.0f}" if len(v) > 1 else "")
+             + " TFLOP/s" for w, v in sorted(by_warps.items(), reverse=True)]
+    wr = ws["gflops"]["median"] / 1e3
+    return Text(f"The one-role kernel (wgmma_tma) at {n}³, by the warps resident on an SM: "
+                + "; ".join(parts) + f". Its best ({_config(TMA, best[0])}) ran at "
+                f"{best[1]:,.0f} TFLOP/s beside cuBLAS FP16 at "
+                f"{best[2]['reference']['gflops']['median'] / 1e3:,.0f}; the warp-specialised "
+                f"kernel at {wr:,.0f} beside cuBLAS at "
+                f"{ws['reference']['gflops']['median'] / 1e3:,.0f} "
+                f"(x{wr / best[1]:.2f} the one-role kernel's best).")
+
