@@ -14,6 +14,7 @@ from gemm_kernels.core import compiler, device
 from gemm_kernels.core.kernels import get
 from gemm_kernels.core.table import Table, fmt_number
 from gemm_kernels.measure import records, studies, timing
+from gemm_kernels.notebook import evidence
 from gemm_kernels.notebook.display import Text
 
 NAIVE, TILED = "wmma_naive", "wmma_tiled"
@@ -36,11 +37,8 @@ def which_recording() -> Text:
     rec, prof = recording(), study_recording()
     if rec is None:
         return Text("This chapter's measurements are not in any recording here.")
-    out = f"This chapter's measurements: {rec.label}."
-    if prof is not None and prof is not rec:
-        out += (f" Its Nsight Compute profile (sections 5 and 7): {prof.label}, another "
-                f"GPU of the same architecture; it is named wherever it is shown.")
-    return Text(out)
+    return Text(f"This chapter's measurements: {rec.label}."
+                + evidence.profile_elsewhere(rec, prof, "sections 5 and 7"))
 
 
 def _row(kernel: str, n: int, params: dict | None = None, rec=None) -> dict | None:

@@ -21,6 +21,7 @@ from gemm_kernels.core.kernels import get
 from gemm_kernels.core.table import Table, fmt_number
 from gemm_kernels.measure import records, studies, timing
 from gemm_kernels.notebook import ch13_wmma as ch13
+from gemm_kernels.notebook import evidence
 from gemm_kernels.notebook.display import Text
 
 KERNEL = "mma_sync"
@@ -55,12 +56,8 @@ def which_recording() -> Text:
                     f"({cur.label.removeprefix('recorded on ')}) holds no rows of this "
                     f"chapter's kernel, so every number below, chapter 13's and cuBLAS's "
                     f"included, comes from this one GPU.")
-    out = f"This chapter's measurements: {rec.label}."
-    prof = study_recording()
-    if prof is not None and prof is not rec:
-        out += (f" Its Nsight Compute study (section 7): {prof.label}, another GPU of the "
-                f"same architecture; it is named wherever it is shown.")
-    return Text(out)
+    return Text(f"This chapter's measurements: {rec.label}."
+                + evidence.profile_elsewhere(rec, study_recording(), "section 7"))
 
 
 def _label(rec) -> str:
@@ -484,14 +481,13 @@ def profile_table(rec=None) -> Table:
     """The study's counters per step at 4096³: time, the tensor pipe's busy share, the
     warps resident (share of the SM's maximum), shared-load wavefronts and their bank
     conflicts, and the three largest waits per issued instruction."""
-    from gemm_kernels.notebook.evidence import stall_reasons
     rows = []
     for label, m in _study_rows(rec):
         if m is None:
             rows.append({"step": label, "largest waits (cycles per instruction)":
                          "not recorded yet"})
             continue
-        st = stall_reasons({"metrics": m})
+        st = evidence.stall_reasons({"metrics": m})
         top = sorted(((v, k) for k, v in st.items() if k != "selected"), reverse=True)[:3]
         rows.append({"step": label, "time (ms)": m.get(TIME, 0) / 1e6,
                      "tensor pipe busy %": m.get(BUSY), "warps active %": m.get(WARPS),
@@ -508,8 +504,7 @@ def profile_table(rec=None) -> Table:
 def plot_profile(rec=None, ax=None):
     """Where the warps wait, per step of the study (chapter 06's stacked bars)."""
     import matplotlib.pyplot as plt
-    from gemm_kernels.notebook.evidence import stall_bars, stall_reasons
-    got = [(label, stall_reasons({"metrics": m})) for label, m in _study_rows(rec) if m]
+    got = [(label, evidence.stall_reasons({"metrics": m})) for label, m in _study_rows(rec) if m]
     if ax is None:
         _, ax = plt.subplots(figsize=(10, 0.6 * max(len(got), 1) + 1.8))
     if not got:
@@ -517,7 +512,7 @@ def plot_profile(rec=None, ax=None):
                 ha="center", va="center")
         ax.set_axis_off()
         return ax
-    stall_bars(ax, got, top=6)
+    evidence.stall_bars(ax, got, top=6)
     ax.set_title(f"Where the warps wait, 4096³ ({_label(rec or study_recording())})",
                  fontsize=10)
     ax.figure.tight_layout()
@@ -542,7 +537,6 @@ MEANING = {
 
 def profile_summary(rec=None) -> Text:
     """What the profile says, in sentences built from the study's rows."""
-    from gemm_kernels.notebook.evidence import stall_reasons
     rows = dict(_study_rows(rec))
     plain, swz, big = (rows.get(s.label) for s in studies.get(STUDY).steps)
     if not (plain and swz and big):
@@ -555,7 +549,7 @@ def profile_summary(rec=None) -> Text:
            f"{plain[BUSY]:.0f}%."]
     for label, m in ((studies.get(STUDY).steps[1].label, swz),
                      (studies.get(STUDY).steps[2].label, big)):
-        st = stall_reasons({"metrics": m})
+        st = evidence.stall_reasons({"metrics": m})
         top = sorted(((v, k) for k, v in st.items() if k != "selected"), reverse=True)[:2]
         waits = "; then ".join(f"'{k}', {v:.1f} cycles per issued instruction "
                                f"({MEANING.get(k, 'see the profiling guide')})"

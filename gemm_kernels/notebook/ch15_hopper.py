@@ -22,6 +22,7 @@ from gemm_kernels.core.table import Table, fmt_number
 from gemm_kernels.measure import records, studies, timing
 from gemm_kernels.notebook import ch13_wmma as ch13
 from gemm_kernels.notebook import ch14_mma as ch14
+from gemm_kernels.notebook import evidence
 from gemm_kernels.notebook.display import Text
 
 TMA, WS = "wgmma_tma", "wgmma_ws"
@@ -58,11 +59,8 @@ def which_recording() -> Text:
     rec, prof = recording(), study_recording()
     if rec is None:
         return Text("This chapter's measurements are not in any recording here.")
-    out = f"This chapter's timed measurements: {rec.label}."
-    if prof is not None and prof is not rec:
-        out += (f" Its Nsight Compute study (section 7): {prof.label}, another GPU of the "
-                f"same architecture; it is named wherever it is shown.")
-    return Text(out)
+    return Text(f"This chapter's timed measurements: {rec.label}."
+                + evidence.profile_elsewhere(rec, prof, "section 7"))
 
 
 def _row(kernel: str, n: int, params: dict | None = None, rec=None) -> dict | None:
@@ -760,8 +758,7 @@ def warps_waiting(m: dict, reason: str, sms: int) -> float:
     stalls per *issued instruction*; times the instructions issued, that is the warp-cycles
     spent so, divided by the SMs and the cycles: a number comparable between kernels
     that issue very different numbers of instructions."""
-    from gemm_kernels.notebook.evidence import stall_reasons
-    per_issue = stall_reasons({"metrics": m})[reason]
+    per_issue = evidence.stall_reasons({"metrics": m})[reason]
     return per_issue * m[INSTRUCTIONS] / (sms * m[CYCLES])
 
 
@@ -790,13 +787,12 @@ def profile_waits(n: int = 4096, rec=None) -> Table:
     """The three largest waits per issued instruction of each step of the study, and
     beside them the instructions issued, the warps resident per SM and how many of them
     wait at a barrier on average (`warps_waiting`)."""
-    from gemm_kernels.notebook.evidence import stall_reasons
     rec = rec or study_recording()
     rows = []
     for label, m in _study(n, rec):
         if m is None:
             continue
-        st = stall_reasons({"metrics": m})
+        st = evidence.stall_reasons({"metrics": m})
         top = sorted(((v, k) for k, v in st.items() if k != "selected"), reverse=True)[:3]
         rows.append({"step": label, "largest waits (cycles per issued instruction)":
                      ", ".join(f"{k} {fmt_number(v)}" for v, k in top),

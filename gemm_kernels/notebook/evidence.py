@@ -115,6 +115,16 @@ def plot(name: str, shape=None, ax=None, run_line: bool = True):
     return ax.figure
 
 
+def profile_elsewhere(rec, prof, where: str) -> str:
+    """The sentence a chapter adds to its banner when its Nsight Compute study (`prof`)
+    was recorded on another GPU than its timings (`rec`): `where` names the sections
+    that show it. "" when both come from one recording (or there is no study)."""
+    if prof is None or prof is rec:
+        return ""
+    return (f" Its Nsight Compute study ({where}): {prof.label}, another GPU of the same "
+            f"architecture; it is named wherever it is shown.")
+
+
 def stall_reasons(row: dict) -> dict[str, float]:
     """Warps stalled per issued instruction, by reason (ncu's warp state), from a
     profiled row; reasons named in plain words (long_scoreboard -> long scoreboard)."""
