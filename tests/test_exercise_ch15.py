@@ -203,3 +203,13 @@ def test_each_steps_hint_answers_its_failure():
                     reason="wgmma_ws runs on sm_90 (Hopper) only")
 def test_the_solution_is_right_and_timed_on_a_gpu():
     assert_right_and_timed(grade(NAME, cell(), gpu=True))
+
+
+def test_a_parity_written_where_it_is_declared_passes():
+    src = cell().replace("unsigned full_parity = 0;\n", "").replace(
+        "full_parity = (t / STAGES) & 1;", "unsigned full_parity = (t / STAGES) & 1;")
+    assert "unsigned full_parity = (t / STAGES) & 1;" in src
+    v = status(grade(NAME, src, gpu=False, emulate=False))
+    assert v["static"][0] == PASS, v
+    wrong = src.replace("unsigned full_parity = (t / STAGES) & 1;", "unsigned full_parity = 1;")
+    assert status(grade(NAME, wrong, gpu=False, emulate=False))["static"][0] == FAIL

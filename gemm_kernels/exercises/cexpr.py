@@ -185,13 +185,20 @@ def code_only(source: str) -> str:
     return re.sub(r"/\*.*?\*/|//[^\n]*", " ", source, flags=re.S)
 
 
+_DECLARATION = r"\b(?:unsigned|int|uint32_t|auto|const)\s+(?:int\s+)?{name}\s*=([^;]*);"
+
+
+def initializers(code: str, name: str) -> list[str]:
+    """The expressions that declarations of `name` start it with (`int name = <e>;`)."""
+    return [e.strip() for e in re.findall(_DECLARATION.format(name=name), code)]
+
+
 def assignments(code: str, name: str) -> tuple[list[str], bool]:
     """The expressions of the lines `name = <expression>;` in `code` (C code without its
     comments; a declaration such as `int name = 0;` is not one of them), and whether
     `name` is also changed another way (a compound assignment, ++ or --): what an
     exercise that asks for one line `name = <expression>;` reads."""
-    body = re.sub(rf"\b(?:unsigned|int|uint32_t|auto|const)\s+(?:int\s+)?{name}\s*=[^;]*;",
-                  " ", code)
+    body = re.sub(_DECLARATION.format(name=name), " ", code)
     found = [e.strip() for e in re.findall(rf"\b{name}\s*=(?!=)([^;]+);", body)]
     changed = re.search(rf"\b{name}\s*(<<|>>|[-+*/%&|^])=|\+\+\s*{name}\b|--\s*{name}\b|"
                         rf"\b{name}\s*(\+\+|--)", body) is not None
