@@ -192,3 +192,28 @@ def test_every_ldmatrix_of_a_step_is_priced():
     # 2 warps along M x 4 16-row tiles x 2 k-steps; 2 warps along N x 4 column pairs x 2
     assert sum(t is a for t, *_ in loads) == 16 and sum(t is b for t, *_ in loads) == 16
     assert {an.wavefronts for *_, an in loads} == {4}
+
+
+def test_a_swizzle_conflicted_only_at_rows_of_8_chunks_fails_naming_bk_64():
+    # right at 4 and 16 chunks (the graded tiles), 2-way conflicted at 8 (BK = 64)
+    verdict, detail, tip = static_step("CHUNKS == 16 ? c ^ (r & 7) : c ^ ((r >> 1) & 3)")
+    assert verdict == FAIL
+    assert "every tile width the chapter uses; with BK = 64, BN = 64" in detail
+    assert "rows of 8 chunks" in detail and "the A tile (CHUNKS = 8" in detail
+    assert "a 2-way conflict" in detail
+    assert "Rows of 8, 16 or 32 chunks start a line each" in tip
+
+
+def test_a_swizzle_conflicted_only_at_rows_of_32_chunks_fails_naming_bn_256():
+    verdict, detail, _ = static_step(
+        "CHUNKS == 32 ? c ^ ((r >> 1) & 7) : CHUNKS == 4 ? c ^ ((r >> 1) & 3) : c ^ (r & 7)")
+    assert verdict == FAIL
+    assert "with BN = 256 (A rows of 4 chunks, B rows of 32 chunks)" in detail
+    assert "the B tile (CHUNKS = 32" in detail
+
+
+def test_the_chapters_swizzle_passes_at_every_width():
+    for extra in ch14_checks.OTHER_WIDTHS:
+        v = ch14_checks.assess(cell("chunk = CHUNKS == 4 ? c ^ ((r >> 1) & 3) : c ^ (r & 7);"),
+                               tuple(sorted(extra.items())))
+        assert not v.problems and v.ldmatrix == {"A": 4, "B": 4}

@@ -41,6 +41,10 @@ CHUNK_BYTES = 16        # a chunk: 8 halves, what one lane of ldmatrix or cp.asy
 LINE_SLOTS = banks.BANKS * banks.WORD // CHUNK_BYTES   # 16-byte slots of a 128-byte line
 LEAST = 4               # wavefronts of a warp's 512 bytes: four phases of 8 lanes
 NAMES = ("r", "c", "CHUNKS")
+# The other tile widths the chapter uses or recommends, checked once the graded
+# configuration passes: BK = 64 gives A rows of 8 chunks (and BN = 64 B rows of 8),
+# BN = 256 gives B rows of 32 chunks. One formula must serve every width.
+OTHER_WIDTHS = ({"BK": 64, "BN": 64}, {"BN": 256})
 
 
 @dataclass(frozen=True)
@@ -214,9 +218,32 @@ class Verdict:
     stores: dict | None = None
 
 
+def width_label(extra: dict, params: dict) -> str:
+    """'with BK = 64, BN = 64 (A rows of 8 chunks, B rows of 8 chunks)'."""
+    a, b = tiles({**params, **extra})
+    return (f"with {', '.join(f'{k} = {v}' for k, v in extra.items())} (A rows of "
+            f"{a.chunks} chunks, B rows of {b.chunks} chunks)")
+
+
 @functools.lru_cache(maxsize=64)
-def assess(source: str, params: tuple = ()) -> Verdict:
-    """Exercise 14's check of `source` at `params` (a tuple of items)."""
+def assess(source: str, params: tuple = (), widths: bool = True) -> Verdict:
+    """Exercise 14's check of `source` at `params` (a tuple of items) and, where that
+    passes and `widths`, at the chapter's OTHER_WIDTHS: a swizzle right for rows of 4
+    and 16 chunks but conflicted for rows of 8 or 32 fails, the width named."""
+    verdict = assess_one(source, params)
+    if verdict.problems or verdict.ldmatrix is None or not widths:
+        return verdict
+    for extra in OTHER_WIDTHS:
+        other = assess_one(source, tuple(sorted({**dict(params), **extra}.items())))
+        if other.problems:
+            label = width_label(extra, dict(params))
+            return Verdict(tuple(f"the formula must hold for every tile width the chapter "
+                                 f"uses; {label}: {x}" for x in other.problems))
+    return verdict
+
+
+def assess_one(source: str, params: tuple = ()) -> Verdict:
+    """The check of `source` at the one configuration `params`."""
     params = dict(params)
     a, b = tiles(params)
     expr, problem = chunk_expression(source)
@@ -291,7 +318,7 @@ def swizzle_hint(detail: str) -> str:
     if "is the least" in detail:
         return ("a phase reads one logical chunk of 8 consecutive rows: the 8 places must "
                 "fall in 8 different 16-byte slots of their 128-byte lines ((r * CHUNKS + "
-                "place) % 8). Rows of 16 chunks start a line each; rows of 4 chunks (64 "
+                "place) % 8). Rows of 8, 16 or 32 chunks start a line each; rows of 4 chunks (64 "
                 "bytes) share a line two by two, row bit 0 picking the half: which bits of "
                 "r must your XOR bring into the place, for each?")
     return ""
