@@ -61,3 +61,15 @@ def test_no_swizzled_answer_is_shown_before_the_exercise():
 def test_the_appendix_shows_the_whole_kernel_header():
     src = "".join("".join(c["source"]) for c in cells(CHAPTER) if c["cell_type"] == "code")
     assert 'display.source("14_mma_kernel.cuh", whole=True)' in src
+
+
+def test_wave_line_counts_the_blocks_against_the_sms():
+    from gemm_kernels.notebook import ch14_mma
+    s = str(ch14_mma.wave_line(1024))
+    assert "= 64 blocks for 132 SMs" in s and "68 SMs (52%) get no block" in s
+
+
+def test_pipe_ceiling_divides_the_profiled_rate_by_the_busy_share():
+    from gemm_kernels.notebook import ch14_mma
+    s = str(ch14_mma.pipe_ceiling())
+    assert "a pipe busy all the time would give about" in s and "GHz" in s

@@ -722,3 +722,52 @@ def common_mistakes(expressions=COMMON_MISTAKES) -> Table:
                      "hint": ch14_checks.swizzle_hint(problems[0]) if problems else ""})
     return Table(rows, ["answer", "step 2 says", "hint"],
                  title="The usual wrong swizzles and what the grader answers")
+
+
+# ------------------------------------------------------------------ what the numbers imply
+
+def wave_line(n: int = 1024, rec=None) -> Text:
+    """Why the smallest size stays far from cuBLAS: the default tile's blocks against the
+    recorded GPU's SMs and the blocks an SM holds (one wave or less)."""
+    rec = rec or recording()
+    p = get(KERNEL).resolve({})
+    blocks = (n // p["BM"]) * (n // p["BN"])
+    sms = rec.device.get("sm_count") if rec else None
+    per_sm = analysis.kernel_occupancy(KERNEL, {}).blocks_per_sm
+    if not sms:
+        return Text(f"At {n}³ the {p['BM']} x {p['BN']} tile gives {blocks} blocks.")
+    busy = min(blocks, sms)
+    return Text(f"At {n}³ the {p['BM']} x {p['BN']} tile gives ({n} / {p['BM']}) x "
+                f"({n} / {p['BN']}) = {blocks} blocks for {sms} SMs, which hold {per_sm} "
+                f"blocks each ({sms * per_sm} slots): {sms - busy} SMs "
+                f"({100 * (sms - busy) / sms:.0f}%) get no block at all, and the busy ones "
+                f"run one block where they could run {per_sm}. That alone explains much of "
+                f"the gap at this size; chapter 15 names the remedies (persistent blocks, split-K, "
+                f"stream-K).")
+
+
+def pipe_ceiling(n: int = 4096, rec=None) -> Text:
+    """What the profiler's rate and the tensor pipe's busy share imply together: the rate
+    a pipe busy all the time would give at this instruction mix, against the dense FP16
+    peak, and the clock below which that would still be the peak."""
+    rec = rec or study_recording()
+    swz = dict(_study_rows(rec)).get(studies.get(STUDY).steps[1].label)
+    props = rec.device if rec else {}
+    per_sm = FP16_FLOP_PER_CLOCK_SM.get(props.get("compute_capability"))
+    if not (swz and swz.get(TIME) and swz.get(BUSY) and per_sm):
+        return Text("The profile's time and tensor-pipe share are not both recorded.")
+    rate = 2 * n ** 3 / swz[TIME] / 1e3                              # TFLOP/s
+    full = rate / (swz[BUSY] / 100)
+    top = per_sm * props["sm_count"] * props["sm_clock_mhz"] / 1e6
+    clock = full * 1e6 / (per_sm * props["sm_count"]) / 1e3          # GHz
+    return Text(f"Under the profiler the swizzled kernel runs at {rate:,.0f} TFLOP/s with "
+                f"the tensor pipe busy {swz[BUSY]:.0f}% of the time. At the same mix of "
+                f"instructions a pipe busy all the time would give about {rate:,.0f} / "
+                f"{swz[BUSY] / 100:.2f} = {full:,.0f} TFLOP/s, {100 * full / top:.0f}% of the "
+                f"peak at the top clock ({top:,.0f}). The profiler's locked clock is lower "
+                f"(not recorded here), but it would have to be below {clock:.2f} GHz for "
+                f"{full:,.0f} TFLOP/s to be its peak. So 'busy' does not mean 'at peak': "
+                f"on this GPU an HMMA (mma.sync) keeps the tensor pipe busy longer per FLOP "
+                f"than the peak allows, and even a pipe busy all the time stays well below "
+                f"the datasheet's rate. Hopper's own instruction, wgmma (chapter 15), is "
+                f"the one built to reach it.")
