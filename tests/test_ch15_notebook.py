@@ -49,3 +49,10 @@ def test_no_parity_is_shown_before_the_exercise():
 def test_the_appendix_shows_the_whole_source():
     src = "".join("".join(c["source"]) for c in cells(CHAPTER) if c["cell_type"] == "code")
     assert 'display.source("wgmma_ws", whole=True)' in src
+
+
+def test_waves_table_shows_the_twelve_warp_tail_wave():
+    from gemm_kernels.notebook import ch15_hopper
+    rows = {r["configuration"]: r for r in ch15_hopper.waves_table().rows}
+    r = rows["BM 64, STAGES 3"]
+    assert r["blocks"] == 512 and r["slots"] == 396 and r["blocks in the last wave"] == 116

@@ -872,3 +872,36 @@ def occupancy_summary(n: int = 2048, rec=None) -> Text:
                 f"{ws['reference']['gflops']['median'] / 1e3:,.0f} "
                 f"(x{wr / best[1]:.2f} the one-role kernel's best).")
 
+
+
+# ------------------------------------------------------------------ waves of the one-role kernel
+
+WAVE_CONFIGS = ({}, {"STAGES": 3}, {"BM": 64, "STAGES": 2}, {"BM": 64, "STAGES": 3},
+                {"BM": 64})
+
+
+def waves_table(kernel: str = TMA, configs=WAVE_CONFIGS, n: int = 2048, rec=None) -> Table:
+    """The blocks of each configuration at n³ against the slots of the recorded GPU (SMs x
+    blocks an SM holds, ptxas here): waves, and how many blocks the last wave runs. A last
+    wave of a few blocks leaves most SMs idle while it runs (tail-wave quantisation); the
+    rate is the recorded sweep's, where it has the configuration."""
+    rec = rec or recording()
+    sms = rec.device.get("sm_count") if rec else None
+    k = get(kernel)
+    rows = []
+    for params in configs:
+        p = k.resolve(params)
+        gx, gy, _ = k.grid(p, (n, n, n))
+        o = analysis.kernel_occupancy(kernel, params)
+        row = {"configuration": _config(kernel, params), "blocks": gx * gy,
+               "blocks per SM": o.blocks_per_sm, "warps per SM": o.warps_per_sm}
+        if sms:
+            slots = sms * o.blocks_per_sm
+            full, rest = divmod(gx * gy, slots)
+            row |= {"slots": slots, "waves": f"{gx * gy / slots:.2f}",
+                    "blocks in the last wave": rest or slots}
+        r = _row(kernel, n, params, rec)
+        row["TFLOP/s"] = r["gflops"]["median"] / 1e3 if r else None
+        rows.append(row)
+    return Table(rows, list(rows[0]), title=f"{kernel} at {n}³ on {sms or 'an unknown number of'} "
+                 f"SMs ({_label(rec)})")
