@@ -53,6 +53,6 @@ def test_the_appendix_shows_the_whole_source():
 
 def test_waves_table_shows_the_twelve_warp_tail_wave():
     from gemm_kernels.notebook import ch15_hopper
-    rows = {r["configuration"]: r for r in ch15_hopper.waves_table().rows}
+    rows = {r["configuration"]: r for r in ch15_hopper.waves_table()}
     r = rows["BM 64, STAGES 3"]
     assert r["blocks"] == 512 and r["slots"] == 396 and r["blocks in the last wave"] == 116
