@@ -112,3 +112,17 @@ def test_the_kernels_are_set_against_the_fp16_peak():
     assert len(shares) == 3, text
     for rate, pct in shares:
         assert abs(100 * float(rate.replace(",", "")) / peak - int(pct)) <= 1, text
+
+
+def test_the_solutions_usual_mistakes_each_fail_with_a_hint_and_the_permuted_map_passes():
+    table = ch13.mistakes(gpu=False)
+    assert len(table) == len(ch13.MISTAKES)
+    assert all(r["correct"] == "FAIL" and r["its hint"] not in ("", "-") for r in table)
+    stride = next(r for r in table if "leading dimension" in r["mistake"])
+    assert "leading dimension" in stride["its hint"]
+    assert ch13.permuted_warps(gpu=False)[0]["correct"] == "pass"
+
+
+def test_the_verdicts_before_the_exercise_do_not_name_the_fix():
+    names = " ".join(ch13.BUG_NAMES.values())
+    assert "col_major" not in names and "row_major" not in names and "/ 8" not in names

@@ -147,8 +147,8 @@ def plot_warp_map(ax=None):
         a.set_xlabel("threadIdx.x (the lane)", fontsize=8)
         a.set_title(("the tutorial's rule, threadIdx.y / 8 and threadIdx.x / 8: each warp "
                      "spans four tiles, all warps the same four" if notes else
-                     "a rule that gives each warp one tile (part 1 of the exercise asks "
-                     "for it)") + "   (label: warp_m, warp_n of the tile)", fontsize=9)
+                     "the chapter's kernel: each warp, one row of threads, computes a tile "
+                     "of its own") + "   (label: warp_m, warp_n of the tile)", fontsize=9)
     plt.tight_layout()
     return ax
 
@@ -243,10 +243,16 @@ def notes_diff() -> Text:
                                              n=1)))
 
 
+# How section 2 names bugs 2 and 3 before the exercise: where each is, not its fix.
+BUG_NAMES = dict(zip(NOTES_BUGS, ("bug 2 (which tile a warp computes)",
+                                  "bug 3 (the fragment of B)")))
+
+
 def bug_verdicts() -> Table:
     """Each bug of the notes in the chapter's kernel, through the checker: on the GPU
     (at BUG_SHAPE) when there is one, else in the CPU emulation (every thread a host
-    thread; it also stops a warp whose lanes pass different pointers)."""
+    thread; it also stops a warp whose lanes pass different pointers). The rows name
+    where each bug is (BUG_NAMES), not the fix: the exercise asks for it."""
     from gemm_kernels.exercises import cpu_step
     from gemm_kernels.measure.check import check
     rows = []
@@ -257,10 +263,48 @@ def bug_verdicts() -> Table:
             ok, what = r.ok, str(r.message or "every element right")
         else:
             ok, what = cpu_step.correct_on_cpu(k, {})
-        rows.append({"bug": bug, "verdict": {True: "right", False: "WRONG", None: "-"}[ok],
+        rows.append({"bug": BUG_NAMES.get(bug, bug), "verdict": {True: "right", False: "WRONG", None: "-"}[ok],
                      "what the check says": what})
     where = "on this GPU" if device.is_live() else "on the CPU (every thread emulated)"
     return Table(rows, ["bug", "verdict", "what the check says"], title=f"checked {where}")
+
+
+# The usual mistakes of the exercise, each made in the worked solution (what, the
+# solution's text, what replaces it).
+MISTAKES = (
+    ("the tutorial's warp index (threadIdx.y / 8, threadIdx.x / 8)",
+     "const int warp_m = threadIdx.y / WN, warp_n = threadIdx.y % WN;",
+     "const int warp_m = threadIdx.y / 8, warp_n = threadIdx.x / 8;"),
+    ("every warp of a block on the same tile (warp_m = warp_n = 0)",
+     "const int warp_m = threadIdx.y / WN, warp_n = threadIdx.y % WN;",
+     "const int warp_m = 0, warp_n = 0;"),
+    ("B's fragment declared col_major",
+     "wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;",
+     "wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::col_major> b;"),
+    ("B loaded with A's leading dimension K",
+     "B + static_cast<size_t>(k) * N + col, N);", "B + static_cast<size_t>(k) * N + col, K);"),
+    ("C read although beta == 0", "    if (beta != 0.0f) {", "    if (true) {"),
+)
+
+# A mapping of warps to tiles other than the solution's, which is just as right: every
+# tile of the block still gets exactly one warp (the solution's follow-up question).
+PERMUTED_WARPS = ("const int warp_m = threadIdx.y / WN, warp_n = threadIdx.y % WN;",
+                  "const int warp_m = threadIdx.y % WM, warp_n = threadIdx.y / WM;")
+
+
+def mistakes(gpu: bool | None = None) -> Table:
+    """The worked solution with each of MISTAKES made, graded like a submission."""
+    from gemm_kernels.notebook.worked_solutions import graded_mistakes
+    return graded_mistakes("13_wmma", MISTAKES, gpu, hints=True)
+
+
+def permuted_warps(gpu: bool | None = None) -> Table:
+    """The worked solution with its warps mapped to tiles column-first, graded."""
+    from gemm_kernels.notebook.worked_solutions import graded_mistakes
+    return graded_mistakes("13_wmma", (("warp_m = threadIdx.y % WM, warp_n = threadIdx.y / WM",
+                                        *PERMUTED_WARPS),), gpu,
+                           title="the solution with its warps mapped column-first, graded "
+                                 "as a submission (steps that cannot run here: 'not run')")
 
 
 # ------------------------------------------------------------------ 4. SASS
@@ -586,8 +630,9 @@ def profile_summary(rec=None) -> Text:
         f"{plain[short_wait]:.1f} cycles per instruction): its fragment loads meet bank "
         f"conflicts (section 7). Tensor pipe busy: {_pct(plain[busy])}.\n"
         f"* With padded rows the wait drops to {padded[short_wait]:.1f} cycles and the tensor "
-        f"pipe is busy {_pct(padded[busy])} of the time: the rest is what a deeper pipeline "
-        f"and larger warp tiles would have to win.")
+        f"pipe is busy {_pct(padded[busy])} of the time. What holds it the rest of the time "
+        f"is not broken down here; a deeper pipeline and larger warp tiles are the usual "
+        f"next steps (chapter 14).")
 
 
 def against_peak(n: int = 4096, rec=None) -> Text:
