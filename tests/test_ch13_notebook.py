@@ -126,3 +126,13 @@ def test_the_solutions_usual_mistakes_each_fail_with_a_hint_and_the_permuted_map
 def test_the_verdicts_before_the_exercise_do_not_name_the_fix():
     names = " ".join(ch13.BUG_NAMES.values())
     assert "col_major" not in names and "row_major" not in names and "/ 8" not in names
+
+
+def test_the_block_tile_picture_marks_one_warps_fragments_of_a_and_b():
+    import matplotlib
+    matplotlib.use("Agg")
+    ax = ch13.plot_block_tile()
+    p = ch13.get(ch13.TILED).resolve({})
+    fm, fn = p["BM"] // p["WARPS_M"] // 16, p["BN"] * p["WARPS_M"] // 8 // 16
+    orange = [r for r in ax.patches if r.get_facecolor()[:3] == matplotlib.colors.to_rgb("gold")]
+    assert len(orange) == fm + fn

@@ -153,6 +153,52 @@ def plot_warp_map(ax=None):
     return ax
 
 
+def plot_block_tile(params: dict | None = None, warp: tuple[int, int] = (0, 1), ax=None):
+    """The tiled kernel's block tile (its default unless `params`) in 16 x 16 fragments:
+    C coloured by the warp that owns each accumulator, and, for one warp at one 16-step
+    `kk` of the shared tiles, the fragments of A (left) and of B (above) it loads, each
+    used by a whole row or column of its accumulators."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    p = get(TILED).resolve(params)
+    wm_n, wn_n = p["WARPS_M"], 8 // p["WARPS_M"]
+    rows, cols, depth = p["BM"] // 16, p["BN"] // 16, p["BK"] // 16
+    fm, fn = rows // wm_n, cols // wn_n
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 7))
+    colors = plt.get_cmap("tab10")
+    gap = 0.6
+    for r in range(rows):                      # C, by owner warp
+        for c in range(cols):
+            w = (r // fm) * wn_n + c // fn
+            mine = (r // fm, c // fn) == warp
+            ax.add_patch(Rectangle((c, -r - 1), 1, 1, facecolor=colors(w),
+                                   alpha=0.9 if mine else 0.3, edgecolor="white", lw=1))
+    for r in range(rows):                      # A's tile: BM x BK
+        for k in range(depth):
+            use = k == 0 and r // fm == warp[0]
+            ax.add_patch(Rectangle((-depth - gap + k, -r - 1), 1, 1,
+                                   facecolor="gold" if use else "white", edgecolor="0.5"))
+    for k in range(depth):                     # B's tile: BK x BN
+        for c in range(cols):
+            use = k == 0 and c // fn == warp[1]
+            ax.add_patch(Rectangle((c, gap + depth - k - 1), 1, 1,
+                                   facecolor="gold" if use else "white", edgecolor="0.5"))
+    ax.text(-depth / 2 - gap, gap + 0.3, f"A tile\n{p['BM']} x {p['BK']}", ha="center", fontsize=9)
+    ax.text(cols / 2, gap + depth + 0.3, f"B tile, {p['BK']} x {p['BN']}", ha="center",
+            fontsize=9)
+    ax.text(cols / 2, -rows - 0.9,
+            f"C: {p['BM']} x {p['BN']}, {wm_n} x {wn_n} warps of {fm} x {fn} accumulators "
+            f"(colour: the owner warp)\ngold: the {fm} A and {fn} B fragments that warp "
+            f"{warp} loads at one 16-step kk, for its {fm * fn} mma_sync", ha="center", fontsize=9)
+    ax.set_xlim(-depth - gap - 0.3, cols + 0.3)
+    ax.set_ylim(-rows - 1.6, gap + depth + 1.2)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title("The tiled kernel's block tile, in 16 x 16 fragments")
+    return ax
+
+
 # ------------------------------------------------------------------ 3. the notes' bugs
 
 def reinterpret_demo(M: int = 32, N: int = 32, K: int = 32, seed: int = 0) -> Table:
