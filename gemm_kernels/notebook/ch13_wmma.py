@@ -385,8 +385,11 @@ def rates_table(kernels=(NAIVE, TILED), rec=None) -> Table:
                 rows.append({"size": f"{n}³", "kernel": k, "TFLOP/s": _tflops(r),
                              "cuBLAS FP16 TFLOP/s": r["reference"]["gflops"]["median"] / 1000,
                              "% of cuBLAS FP16": timing.share(r)})
+    shape = get(NAIVE).resolve({})
     return Table(rows, ["size", "kernel", "TFLOP/s", "cuBLAS FP16 TFLOP/s", "% of cuBLAS FP16"],
-                 title=f"Each row's cuBLAS timed beside it ({_label(rec)})")
+                 title=f"Each row's cuBLAS timed beside it ({_label(rec)}); {NAIVE} in blocks "
+                       f"of {shape['WM']} x {shape['WN']} warps (32 x {shape['WM'] * shape['WN']}"
+                       f" threads), {TILED} at its default tile")
 
 
 LADDER = (("cublas_hgemm", "cuBLAS FP16 (tensor cores)", "k", "-"),
