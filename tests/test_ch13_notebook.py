@@ -112,3 +112,27 @@ def test_the_kernels_are_set_against_the_fp16_peak():
     assert len(shares) == 3, text
     for rate, pct in shares:
         assert abs(100 * float(rate.replace(",", "")) / peak - int(pct)) <= 1, text
+
+
+def test_the_solutions_usual_mistakes_each_fail_with_a_hint_and_the_permuted_map_passes():
+    table = ch13.mistakes(gpu=False)
+    assert len(table) == len(ch13.MISTAKES)
+    assert all(r["correct"] == "FAIL" and r["its hint"] not in ("", "-") for r in table)
+    stride = next(r for r in table if "leading dimension" in r["mistake"])
+    assert "leading dimension" in stride["its hint"]
+    assert ch13.permuted_warps(gpu=False)[0]["correct"] == "pass"
+
+
+def test_the_verdicts_before_the_exercise_do_not_name_the_fix():
+    names = " ".join(ch13.BUG_NAMES.values())
+    assert "col_major" not in names and "row_major" not in names and "/ 8" not in names
+
+
+def test_the_block_tile_picture_marks_one_warps_fragments_of_a_and_b():
+    import matplotlib
+    matplotlib.use("Agg")
+    ax = ch13.plot_block_tile()
+    p = ch13.get(ch13.TILED).resolve({})
+    fm, fn = p["BM"] // p["WARPS_M"] // 16, p["BN"] * p["WARPS_M"] // 8 // 16
+    orange = [r for r in ax.patches if r.get_facecolor()[:3] == matplotlib.colors.to_rgb("gold")]
+    assert len(orange) == fm + fn

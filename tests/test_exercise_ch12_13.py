@@ -34,3 +34,11 @@ def test_wmma_warps_of_a_block_on_one_tile_get_the_tile_hint():
     old = "const int warp_m = threadIdx.y / WN, warp_n = threadIdx.y % WN;"
     status_, hint = _wmma_hint(src.replace(old, "const int warp_m = 0, warp_n = 0;"))
     assert status_ == FAIL and "every tile of C get a warp" in hint
+
+
+def test_wmma_b_loaded_with_the_stride_of_a_gets_the_leading_dimension_hint():
+    src = solution("13_wmma")
+    old = "B + static_cast<size_t>(k) * N + col, N);"
+    assert old in src
+    status_, hint = _wmma_hint(src.replace(old, "B + static_cast<size_t>(k) * N + col, K);"))
+    assert status_ == FAIL and "leading dimension" in hint and "N for B" in hint

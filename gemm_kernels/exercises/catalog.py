@@ -581,8 +581,9 @@ def _wmma_correct_hint(detail: str) -> str:
         return ("a fragment belongs to the whole warp, so its 32 lanes must compute the same "
                 "row and col: which threads of a (32, WM * WN) block form one warp?")
     if "outside" in detail:
-        return ("an access past A, B or C: does every warp that goes on own a tile inside C, "
-                "and does the walk along K stop at K?")
+        return ("an access past A, B or C: is each load's leading dimension (ldm) the row "
+                "length of its matrix in memory, K for A and N for B and C? Does every warp "
+                "that goes on own a tile inside C, and does the walk along K stop at K?")
     if "data race" in detail:
         return ("two warps stored the same elements of C: does every tile of C get a warp of "
                 "its own (do the warps of a block compute different tiles)?")

@@ -147,9 +147,55 @@ def plot_warp_map(ax=None):
         a.set_xlabel("threadIdx.x (the lane)", fontsize=8)
         a.set_title(("the tutorial's rule, threadIdx.y / 8 and threadIdx.x / 8: each warp "
                      "spans four tiles, all warps the same four" if notes else
-                     "a rule that gives each warp one tile (part 1 of the exercise asks "
-                     "for it)") + "   (label: warp_m, warp_n of the tile)", fontsize=9)
+                     "the chapter's kernel: each warp, one row of threads, computes a tile "
+                     "of its own") + "   (label: warp_m, warp_n of the tile)", fontsize=9)
     plt.tight_layout()
+    return ax
+
+
+def plot_block_tile(params: dict | None = None, warp: tuple[int, int] = (0, 1), ax=None):
+    """The tiled kernel's block tile (its default unless `params`) in 16 x 16 fragments:
+    C coloured by the warp that owns each accumulator, and, for one warp at one 16-step
+    `kk` of the shared tiles, the fragments of A (left) and of B (above) it loads, each
+    used by a whole row or column of its accumulators."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    p = get(TILED).resolve(params)
+    wm_n, wn_n = p["WARPS_M"], 8 // p["WARPS_M"]
+    rows, cols, depth = p["BM"] // 16, p["BN"] // 16, p["BK"] // 16
+    fm, fn = rows // wm_n, cols // wn_n
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 7))
+    colors = plt.get_cmap("tab10")
+    gap = 0.6
+    for r in range(rows):                      # C, by owner warp
+        for c in range(cols):
+            w = (r // fm) * wn_n + c // fn
+            mine = (r // fm, c // fn) == warp
+            ax.add_patch(Rectangle((c, -r - 1), 1, 1, facecolor=colors(w),
+                                   alpha=0.9 if mine else 0.3, edgecolor="white", lw=1))
+    for r in range(rows):                      # A's tile: BM x BK
+        for k in range(depth):
+            use = k == 0 and r // fm == warp[0]
+            ax.add_patch(Rectangle((-depth - gap + k, -r - 1), 1, 1,
+                                   facecolor="gold" if use else "white", edgecolor="0.5"))
+    for k in range(depth):                     # B's tile: BK x BN
+        for c in range(cols):
+            use = k == 0 and c // fn == warp[1]
+            ax.add_patch(Rectangle((c, gap + depth - k - 1), 1, 1,
+                                   facecolor="gold" if use else "white", edgecolor="0.5"))
+    ax.text(-depth / 2 - gap, gap + 0.3, f"A tile\n{p['BM']} x {p['BK']}", ha="center", fontsize=9)
+    ax.text(cols / 2, gap + depth + 0.3, f"B tile, {p['BK']} x {p['BN']}", ha="center",
+            fontsize=9)
+    ax.text(cols / 2, -rows - 0.9,
+            f"C: {p['BM']} x {p['BN']}, {wm_n} x {wn_n} warps of {fm} x {fn} accumulators "
+            f"(colour: the owner warp)\ngold: the {fm} A and {fn} B fragments that warp "
+            f"{warp} loads at one 16-step kk, for its {fm * fn} mma_sync", ha="center", fontsize=9)
+    ax.set_xlim(-depth - gap - 0.3, cols + 0.3)
+    ax.set_ylim(-rows - 1.6, gap + depth + 1.2)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title("The tiled kernel's block tile, in 16 x 16 fragments")
     return ax
 
 
@@ -243,10 +289,16 @@ def notes_diff() -> Text:
                                              n=1)))
 
 
+# How section 2 names bugs 2 and 3 before the exercise: where each is, not its fix.
+BUG_NAMES = dict(zip(NOTES_BUGS, ("bug 2 (which tile a warp computes)",
+                                  "bug 3 (the fragment of B)")))
+
+
 def bug_verdicts() -> Table:
     """Each bug of the notes in the chapter's kernel, through the checker: on the GPU
     (at BUG_SHAPE) when there is one, else in the CPU emulation (every thread a host
-    thread; it also stops a warp whose lanes pass different pointers)."""
+    thread; it also stops a warp whose lanes pass different pointers). The rows name
+    where each bug is (BUG_NAMES), not the fix: the exercise asks for it."""
     from gemm_kernels.exercises import cpu_step
     from gemm_kernels.measure.check import check
     rows = []
@@ -257,10 +309,48 @@ def bug_verdicts() -> Table:
             ok, what = r.ok, str(r.message or "every element right")
         else:
             ok, what = cpu_step.correct_on_cpu(k, {})
-        rows.append({"bug": bug, "verdict": {True: "right", False: "WRONG", None: "-"}[ok],
+        rows.append({"bug": BUG_NAMES.get(bug, bug), "verdict": {True: "right", False: "WRONG", None: "-"}[ok],
                      "what the check says": what})
     where = "on this GPU" if device.is_live() else "on the CPU (every thread emulated)"
     return Table(rows, ["bug", "verdict", "what the check says"], title=f"checked {where}")
+
+
+# The usual mistakes of the exercise, each made in the worked solution (what, the
+# solution's text, what replaces it).
+MISTAKES = (
+    ("the tutorial's warp index (threadIdx.y / 8, threadIdx.x / 8)",
+     "const int warp_m = threadIdx.y / WN, warp_n = threadIdx.y % WN;",
+     "const int warp_m = threadIdx.y / 8, warp_n = threadIdx.x / 8;"),
+    ("every warp of a block on the same tile (warp_m = warp_n = 0)",
+     "const int warp_m = threadIdx.y / WN, warp_n = threadIdx.y % WN;",
+     "const int warp_m = 0, warp_n = 0;"),
+    ("B's fragment declared col_major",
+     "wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;",
+     "wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::col_major> b;"),
+    ("B loaded with A's leading dimension K",
+     "B + static_cast<size_t>(k) * N + col, N);", "B + static_cast<size_t>(k) * N + col, K);"),
+    ("C read although beta == 0", "    if (beta != 0.0f) {", "    if (true) {"),
+)
+
+# A mapping of warps to tiles other than the solution's, which is just as right: every
+# tile of the block still gets exactly one warp (the solution's follow-up question).
+PERMUTED_WARPS = ("const int warp_m = threadIdx.y / WN, warp_n = threadIdx.y % WN;",
+                  "const int warp_m = threadIdx.y % WM, warp_n = threadIdx.y / WM;")
+
+
+def mistakes(gpu: bool | None = None) -> Table:
+    """The worked solution with each of MISTAKES made, graded like a submission."""
+    from gemm_kernels.notebook.worked_solutions import graded_mistakes
+    return graded_mistakes("13_wmma", MISTAKES, gpu, hints=True)
+
+
+def permuted_warps(gpu: bool | None = None) -> Table:
+    """The worked solution with its warps mapped to tiles column-first, graded."""
+    from gemm_kernels.notebook.worked_solutions import graded_mistakes
+    return graded_mistakes("13_wmma", (("warp_m = threadIdx.y % WM, warp_n = threadIdx.y / WM",
+                                        *PERMUTED_WARPS),), gpu,
+                           title="the solution with its warps mapped column-first, graded "
+                                 "as a submission (steps that cannot run here: 'not run')")
 
 
 # ------------------------------------------------------------------ 4. SASS
@@ -295,8 +385,11 @@ def rates_table(kernels=(NAIVE, TILED), rec=None) -> Table:
                 rows.append({"size": f"{n}³", "kernel": k, "TFLOP/s": _tflops(r),
                              "cuBLAS FP16 TFLOP/s": r["reference"]["gflops"]["median"] / 1000,
                              "% of cuBLAS FP16": timing.share(r)})
+    shape = get(NAIVE).resolve({})
     return Table(rows, ["size", "kernel", "TFLOP/s", "cuBLAS FP16 TFLOP/s", "% of cuBLAS FP16"],
-                 title=f"Each row's cuBLAS timed beside it ({_label(rec)})")
+                 title=f"Each row's cuBLAS timed beside it ({_label(rec)}); {NAIVE} in blocks "
+                       f"of {shape['WM']} x {shape['WN']} warps (32 x {shape['WM'] * shape['WN']}"
+                       f" threads), {TILED} at its default tile")
 
 
 LADDER = (("cublas_hgemm", "cuBLAS FP16 (tensor cores)", "k", "-"),
@@ -586,8 +679,9 @@ def profile_summary(rec=None) -> Text:
         f"{plain[short_wait]:.1f} cycles per instruction): its fragment loads meet bank "
         f"conflicts (section 7). Tensor pipe busy: {_pct(plain[busy])}.\n"
         f"* With padded rows the wait drops to {padded[short_wait]:.1f} cycles and the tensor "
-        f"pipe is busy {_pct(padded[busy])} of the time: the rest is what a deeper pipeline "
-        f"and larger warp tiles would have to win.")
+        f"pipe is busy {_pct(padded[busy])} of the time. What holds it the rest of the time "
+        f"is not broken down here; a deeper pipeline and larger warp tiles are the usual "
+        f"next steps (chapter 14).")
 
 
 def against_peak(n: int = 4096, rec=None) -> Text:

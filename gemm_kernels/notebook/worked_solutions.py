@@ -59,10 +59,11 @@ def worked_solution(exercise: str, shape=None) -> Table:
                  f"{when} ({records.recording_label()})")
 
 
-def graded_mistakes(exercise: str, mistakes, gpu: bool | None = None) -> Table:
+def graded_mistakes(exercise: str, mistakes, gpu: bool | None = None, hints: bool = False,
+                    title: str | None = None) -> Table:
     """The worked solution of `exercise` with each of `mistakes` ((what, text of the
     solution, what replaces it)) made, graded like a submission: each step's verdict and
-    what the first step that failed says."""
+    what the first step that failed says (with `hints`, also the hint it gives)."""
     from gemm_kernels.exercises.grader import FAIL, grade
     from gemm_kernels.exercises.notebooks import solution_source
     src = solution_source(exercise)
@@ -74,6 +75,8 @@ def graded_mistakes(exercise: str, mistakes, gpu: bool | None = None) -> Table:
         row = {"mistake": what, **{s.name: s.status for s in report.steps}}
         bad = next((s for s in report.steps if s.status == FAIL), None)
         row["what the grader says"] = bad.detail if bad else "no step that ran here failed"
+        if hints:
+            row["its hint"] = (bad.hint or "-") if bad else "-"
         rows.append(row)
-    return Table(rows, list(rows[0]), title=f"the solution with one mistake each, graded "
-                 "as a submission (steps that cannot run here: 'not run')")
+    return Table(rows, list(rows[0]), title=title or "the solution with one mistake each, "
+                 "graded as a submission (steps that cannot run here: 'not run')")
