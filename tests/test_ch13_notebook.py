@@ -100,7 +100,7 @@ def test_the_profile_is_read_from_the_recording_that_holds_it():
 
 def test_the_kernels_are_set_against_the_fp16_peak():
     import re
-    from gemm_kernels.notebook.ch14_mma import FP16_FLOP_PER_CLOCK_SM
+    from gemm_kernels.notebook.ch13_wmma import FP16_FLOP_PER_CLOCK_SM
     rec = ch13.recording()
     if rec is None:
         pytest.skip("no recording holds chapter 13's rows")

@@ -320,13 +320,15 @@ def _float4_correct_hint(detail: str) -> str:
     if "misaligned" in detail:
         return ("a float4 at an address that is not a multiple of 16 bytes: the float4's "
                 "first element must start a group of four (k and n multiples of 4)")
-    if re.search(r"of 16 bytes outside [AB]\b", detail):
+    # AddressSanitizer names the array when it can tell which one the read ran past,
+    # else it says "invalid memory"
+    if re.search(r"of 16 bytes (outside [AB]\b|to invalid memory)", detail):
         return ("a float4 read ran past the end of the array. Two causes: the bounds test "
                 "lets a group of four start too close to the end, or the group does not start "
                 "at a multiple of 4 (a first k or n without its * 4). On a GPU the second is a "
                 "misaligned 16-byte load, an error of its own; the CPU emulation does not "
                 "check alignment and sees only the overrun at the ragged edge")
-    if "outside" in detail or "illegal address" in detail:
+    if "outside" in detail or "illegal address" in detail or "invalid memory" in detail:
         return ("the message names the array and, on the CPU, the line of your cell: check "
                 "that line's index and its bounds test, for all four floats of the float4")
     return ("nothing was read or written outside the arrays, so a value lands in the wrong "

@@ -579,45 +579,11 @@ def profiler_clocks(n: int = 4096, rec=None) -> Text:
                 f"profiler's times with each other (ratios), not with the rates table.")
 
 
-# The dense FP16 (FP32 accumulate) tensor-core rate of one SM per clock, in FLOP, from
-# NVIDIA's H100 architecture whitepaper (an H100 SM: 4 tensor cores, 512 FP16 FMA per
-# clock each, dense); the peak is that x SMs x clock.
-FP16_FLOP_PER_CLOCK_SM = {"9.0": 4096}
-# The clock at which NVIDIA's datasheets quote that peak (H100 SXM and H200: 1,830 MHz,
-# "989 TFLOP/s dense FP16"), lower than the top clock the recording reports.
-DATASHEET_CLOCK_MHZ = {"9.0": 1830}
-
-
-def datasheet_peak(props: dict) -> str:
-    """The same peak at the datasheet's clock, as a clause beside the top-clock peak (so
-    that a reader checking NVIDIA's figure finds it), or "" for an unknown GPU."""
-    cc = props.get("compute_capability")
-    per_sm, mhz = FP16_FLOP_PER_CLOCK_SM.get(cc), DATASHEET_CLOCK_MHZ.get(cc)
-    if not (per_sm and mhz):
-        return ""
-    return (f" (NVIDIA's datasheet quotes {per_sm * props['sm_count'] * mhz / 1e6:,.0f} "
-            f"TFLOP/s: the same arithmetic at {mhz / 1e3:.2f} GHz)")
-
-
-def fp16_peak(rec) -> tuple[float, str] | None:
-    """The recorded GPU's dense FP16 tensor-core peak in TFLOP/s (the whitepaper's rate
-    per SM x the recorded SMs and top clock) and the sentence that works it out; None
-    where the rate per SM of its architecture is not known here."""
-    props = rec.device if rec is not None else {}
-    per_sm = FP16_FLOP_PER_CLOCK_SM.get(props.get("compute_capability"))
-    if not per_sm:
-        return None
-    peak = per_sm * props["sm_count"] * props["sm_clock_mhz"] / 1e6     # TFLOP/s
-    return peak, (f"{props['name']}: dense FP16 tensor-core peak {per_sm:,} FLOP per clock "
-                  f"per SM x {props['sm_count']} SMs x {props['sm_clock_mhz'] / 1e3:.2f} GHz "
-                  f"(its top clock) = {peak:,.0f} TFLOP/s{datasheet_peak(props)}.")
-
-
 def what_is_left(n: int = 4096, rec=None) -> Text:
     """The kernel and cuBLAS FP16 against the GPU's dense FP16 tensor-core peak
-    (`fp16_peak`)."""
+    (`ch13_wmma.fp16_peak`)."""
     rec = rec or recording()
-    peak = fp16_peak(rec)
+    peak = ch13.fp16_peak(rec)
     big = _row(KERNEL, n, BIG_K, rec)
     if not (peak and big):
         return Text("The FP16 peak of the recorded GPU is not known here.")
@@ -753,7 +719,7 @@ def pipe_ceiling(n: int = 4096, rec=None) -> Text:
     rec = rec or study_recording()
     swz = dict(_study_rows(rec)).get(studies.get(STUDY).steps[1].label)
     props = rec.device if rec else {}
-    per_sm = FP16_FLOP_PER_CLOCK_SM.get(props.get("compute_capability"))
+    per_sm = ch13.FP16_FLOP_PER_CLOCK_SM.get(props.get("compute_capability"))
     if not (swz and swz.get(TIME) and swz.get(BUSY) and per_sm):
         return Text("The profile's time and tensor-pipe share are not both recorded.")
     rate = 2 * n ** 3 / swz[TIME] / 1e3                              # TFLOP/s

@@ -718,7 +718,7 @@ def what_is_left(n: int = 8192, rec=None) -> Text:
     differ from run to run)."""
     rec = rec or recording()
     props = rec.device if rec is not None else {}
-    per_sm = ch14.FP16_FLOP_PER_CLOCK_SM.get(props.get("compute_capability"))
+    per_sm = ch13.FP16_FLOP_PER_CLOCK_SM.get(props.get("compute_capability"))
     best = _row(WS, n, GROUPED, rec)
     if not (per_sm and best):
         return Text("The FP16 peak of the recorded GPU is not known here.")
@@ -727,7 +727,7 @@ def what_is_left(n: int = 8192, rec=None) -> Text:
     refs = [r["reference"]["gflops"]["median"] / 1e3
             for r in (_row(k, n, p, rec) for k, p in CONFIGS) if r]
     return Text(f"{props['name']}: dense FP16 peak {peak:,.0f} TFLOP/s at its top clock"
-                f"{ch14.datasheet_peak(props)}. At {n}³: wgmma_ws in groups of 16 rows "
+                f"{ch13.datasheet_peak(props)}. At {n}³: wgmma_ws in groups of 16 rows "
                 f"{mine:,.0f} TFLOP/s ({100 * mine / peak:.0f}% of the peak); cuBLAS FP16 "
                 f"{ref:,.0f} TFLOP/s in the same run ({100 * ref / peak:.0f}%), and "
                 f"{min(refs):,.0f} to {max(refs):,.0f} in the runs of the chapter's other "
