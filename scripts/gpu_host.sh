@@ -3,7 +3,7 @@
 # test and time. Logs go to $OUT. Usage: bash scripts/gpu_host.sh STAGE...
 # The Jupyter stack travels as wheels in .whl/: `bash ../shared/gpu-host/fetch-wheels.sh pytest-xdist execnet`
 # (xdist only for NBVAL_WORKERS), then `carry` .whl with the run.
-# Stages: info smoke check sanitize tests gputests full nbval verify grade bench record sweeps variants ch12 ch13 ch14 latency probe
+# Stages: info smoke check sanitize tests gputests full nbval verify grade bench record sweeps variants ch12 ch13 ch14 ch15 latency probe
 # profile studies (SWEEPS=name limits the sweeps stage to one kernel's entries; KERNELS="a b"
 # limits check and sanitize to those kernels; STUDIES="a b" the studies stage; `verify` runs check,
 # sanitize, tests and nbval side by side: none of them times anything it reports)
@@ -102,6 +102,18 @@ for stage in "$@"; do
               done
               timeout 300 python3 -m gemm_kernels record --chapters 14 > "$OUT/ch14-record.log" 2>&1
               tail -3 "$OUT/ch14-record.log"; cp figures/data/*.json "$OUT/" ;;
+    ch15)     # chapter 15: the Hopper kernels checked (and under both sanitizers), the
+              # exercise graded live, the chapter's notebooks under nbval
+              timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_wgmma.py \
+                  tests/test_exercise_ch15.py 2>&1 | tee "$OUT/ch15-tests.log" | tail -5
+              san="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+              for t in memcheck racecheck; do
+                timeout 300 "$san" --tool $t --error-exitcode 3 python3 -m pytest -q -p no:cacheprovider \
+                    tests/test_gpu_wgmma.py -k "nan_and_inf" > "$OUT/ch15-$t.log" 2>&1
+                echo "$t exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed|failed' "$OUT/ch15-$t.log" | tr '\n' ' ')"
+              done
+              timeout 400 python3 -m pytest -q -p no:cacheprovider --nbval notebooks/15_hopper.ipynb \
+                  notebooks/solutions/15_solution.ipynb 2>&1 | tee "$OUT/ch15-nbval.log" | tail -8 ;;
     latency)  python3 -m gemm_kernels.notebook.widget_latency 2>&1 | tee "$OUT/latency.log" ;;
     probe)    python3 -m gemm_kernels.memory.probe --out "$OUT/bank_probe.json" 2>&1 | tee "$OUT/probe.log" | tail -40 ;;
     studies)  # the metric names this ncu knows, kept beside the counters chosen from them
