@@ -42,3 +42,36 @@ def test_wmma_b_loaded_with_the_stride_of_a_gets_the_leading_dimension_hint():
     assert old in src
     status_, hint = _wmma_hint(src.replace(old, "B + static_cast<size_t>(k) * N + col, K);"))
     assert status_ == FAIL and "leading dimension" in hint and "N for B" in hint
+
+
+# The gemv adds its slices in the same launch (split_k_finish, cuda/split_k.cuh); the
+# CPU step runs that ending too. Negative controls: a kernel that never finishes its
+# split, and one whose last block is misjudged, leave C unwritten (NaN-poisoned) where
+# K is split.
+def _with_finish(src: str, old: str, new: str) -> str:
+    """The solution with split_k.cuh's text in place of its #include, edited."""
+    from gemm_kernels.core.registry import CUDA_DIR
+    header = (CUDA_DIR / "split_k.cuh").read_text().replace('#include "common.cuh"', "")
+    assert old in header
+    out = src.replace('#include "split_k.cuh"', header.replace(old, new))
+    assert out != src
+    return out
+
+
+def test_the_solution_finishes_its_split_on_the_cpu_too():
+    src = _with_finish(solution("12_gemv"), "#pragma once", "")
+    steps = status(grade("12_gemv", src, gpu=False))
+    assert steps["correct"][0] == PASS, steps
+
+
+def test_a_split_never_finished_leaves_c_unwritten():
+    src = solution("12_gemv")
+    line = next(l for l in src.split("\n") if "split_k_finish(" in l)
+    steps = status(grade("12_gemv", src.replace(line, ""), gpu=False))
+    assert steps["correct"][0] == FAIL and "NaN" in steps["correct"][1], steps
+
+
+def test_a_misjudged_last_block_leaves_c_unwritten():
+    src = _with_finish(solution("12_gemv"), "== gridDim.z - 1", "== gridDim.z")
+    steps = status(grade("12_gemv", src, gpu=False))
+    assert steps["correct"][0] == FAIL, steps

@@ -1,7 +1,9 @@
 """Chapter 12 on the GPU: every split-K and gemv configuration is right on ragged shapes
 (the workspace and the reduction included), `sgemm` is right on every shape it plans
 for, bit-reproducible with a split, propagates NaN and Inf, and refuses bad input with
-the launcher's message. Negative control: a reduction that drops a plane is caught."""
+the launcher's message; the gemv, which adds its slices in the same launch, is right on
+every call of one launcher. Negative controls: a reduction that drops a plane, and a gemv
+that leaves its arrival counters set, are caught."""
 import dataclasses
 
 import numpy as np
@@ -106,6 +108,41 @@ def test_a_reduction_that_drops_a_plane_is_caught():
     C = cupy.zeros((64, 64), cupy.float32)
     launch(broken, A, B, C, params={"SPLIT": 4})
     assert not compare_gemm(C, A, B).ok
+
+
+def _run_gemv_three_times(k, shape) -> list[bool]:
+    """One launcher of `k` (a gemv) at `shape` with K in 8 slices, called with three
+    (alpha, beta) pairs on a fresh copy of C: whether each result is right."""
+    import cupy
+    from gemm_kernels.core.launch import launcher
+    A, B = _inputs(shape)
+    C0 = random_normal(shape[:2], "float32", cupy.random.default_rng(2))
+    C = C0.copy()
+    run = launcher(k, A, B, C, params={"SPLIT": 8})
+    ok = []
+    for alpha, beta in ((1.0, 0.0), (-0.5, 2.0), (1.5, 0.0)):
+        C[...] = C0
+        run(alpha, beta)
+        ok.append(compare_gemm(C, A, B, C0 if beta else None, alpha, beta).ok)
+    return ok
+
+
+@pytest.mark.parametrize("shape", [(1, 4097, 1025), (2049, 1, 20000)], ids=str)
+def test_gemv_finishes_its_split_on_every_call_of_a_launcher(shape):
+    """The blocks' arrival counters are back at zero after each launch."""
+    assert _run_gemv_three_times("gemv", shape) == [True, True, True]
+
+
+def test_a_gemv_that_leaves_its_counters_set_is_caught():
+    from gemm_kernels.core.registry import CUDA_DIR
+    k = get("gemv")
+    header = (CUDA_DIR / "split_k.cuh").read_text()
+    reset = "    if (threadIdx.x == 0) *arrived = 0;\n"
+    assert reset in header
+    code = k.source_text().replace('#include "split_k.cuh"',
+                                   header.replace(reset, "").replace("#pragma once", ""))
+    broken = k.with_code(code, "gemv_no_reset", "gemv without the reset")
+    assert _run_gemv_three_times(broken, (1, 4097, 1025)) == [True, False, False]
 
 
 def test_bad_input_gets_the_launchers_message():

@@ -858,7 +858,9 @@ register(Kernel(
 
 # The matrix-vector end (M == 1 or N == 1). ROWS (N == 1): a warp per row of A, K cut
 # into slices of whole 128-float chunks; COLS (M == 1): a block per 128 (or 32) columns
-# of B, K cut into slices of whole groups of 8 rows.
+# of B, K cut into slices of whole groups of 8 rows. The slices are added in the same
+# launch (split_k_finish): at a few tens of microseconds per product, a second kernel
+# would cost a tenth of the time.
 GEMV_THREADS = 256
 
 
@@ -884,7 +886,10 @@ def _gemv_rule(p, s):
 register(Kernel(
     name="gemv", chapter="12", title="matrix-vector product: M == 1 or N == 1",
     source="12_gemv.cu", entry="sgemv", op="sgemm",
-    params=(Param("SPLIT", (1, 2, 4, 8, 16, 32, 64), 1, _SPLIT.doc),),
+    params=(Param("SPLIT", (1, 2, 4, 8, 16, 32, 64), 1,
+                  "slices of K, one per blockIdx.z; above 1 each slice writes a partial "
+                  "product and the last block of each range of outputs adds them into C "
+                  "(in a fixed order), in the same launch"),),
     template=("COLS", "VEC"),
     threads=lambda p: (GEMV_THREADS, 1, 1),
     grid=lambda p, s: (ceil_div(s[1], 32 * (4 if _gemv_vec(s) else 1)) if _gemv_cols(s)
@@ -893,6 +898,7 @@ register(Kernel(
     shape_rule=_gemv_rule,
     shape_params=lambda p, s: {"COLS": _gemv_cols(s), "VEC": _gemv_vec(s)},
     splits=lambda p, s: slices(ceil_div(s[2], _gemv_chunk(s)), p["SPLIT"]),
+    finishes_split=True,
     smem=lambda p: 8 * 128 * 4,     # COLS: the 8 warps' sums of 128 columns
     align=16,
 ))

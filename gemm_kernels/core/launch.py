@@ -205,6 +205,8 @@ def launcher(kernel: str | Kernel, *arrays, params: dict | None = None):
         M, N, K = ints
         A, B, C = operands(k, arrays)
         slices = k.splits(p, shape)
+        if k.finishes_split:
+            return _split_in_one_launch(fn, grid, block, dyn, scalar, ints, (A, B, C), slices)
         if slices > 1:
             return _split_k(k, fn, grid, block, dyn, scalar, ints, (A, B, C), slices)
 
@@ -251,3 +253,22 @@ def _split_k(k: Kernel, fn, grid, block, dyn, scalar, ints, arrays, slices: int)
         reduce((blocks, 1, 1), (REDUCE_THREADS, 1, 1),
                (M, N, S, scalar(alpha), work, scalar(beta), C))
     return run
+
+
+def _split_in_one_launch(fn, grid, block, dyn, scalar, ints, arrays, slices: int):
+    """The launch of a kernel that finishes its own split (`Kernel.finishes_split`):
+    the workspace of `slices` planes and the blocks' arrival counters, zero, are made
+    here, once; the kernel sets each counter back to zero as it finishes, so every call
+    finds them so. (Two calls of one launcher must then not run at once, on two
+    streams: they would share the counters.)"""
+    import cupy
+    M, N, K = ints
+    A, B, C = arrays
+    work = cupy.empty((slices, int(M) * int(N)) if slices > 1 else (1,), dtype=C.dtype)
+    arrived = cupy.zeros(grid[0] * grid[1], dtype=cupy.uint32)
+
+    def run(alpha=1.0, beta=0.0):
+        fn(grid, block, (M, N, K, scalar(alpha), A, B, scalar(beta), C, work, arrived),
+           shared_mem=dyn)
+    return run
+

@@ -132,6 +132,9 @@ class Kernel:
         is also the grid's z: with more than one, each slice writes its partial product
         into a plane of a workspace the launcher allocates when it is built, and the
         source's `split_k_reduce` sums the planes into C (see `launch.launcher`).
+    finishes_split: a split-K kernel that adds its slices' planes into C itself, in the
+        same launch (`split_k_finish`): it takes the workspace and one arrival counter
+        per block of its grid's x, y after C, and the launcher starts no second kernel.
     extra_args: for a kernel that takes more than M, N, K, alpha, A, B, beta, C: a
         function (params, A, B, C) -> the further arguments, made when the launcher is
         built (e.g. chapter 15's TMA tensor maps, which describe A and B).
@@ -157,6 +160,7 @@ class Kernel:
     code: str | None = None
     a_transposed: bool = False
     splits: Callable[[Params, tuple], int] = lambda p, shape: 1
+    finishes_split: bool = False
     extra_args: Callable | None = None
 
     @property

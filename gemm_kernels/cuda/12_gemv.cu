@@ -8,13 +8,17 @@
 // ROWS (N == 1, C = A x): one warp per row of A, whose 32 lanes read the row in float4s
 // (VEC: K % 4 == 0, so every row starts 16-byte aligned) and sum their partial dot
 // products with warp shuffles. A warp reads 512 contiguous bytes per step.
-// COLS (M == 1, C = x B): a block owns 32 * W consecutive columns (W = 4 floats per lane
+// COLS (M == 1, C = x B): a block owns 32 * V consecutive columns (V = 4 floats per lane
 // on the VEC path, N % 4 == 0); its 8 warps take every 8th row of its slice of K, each
-// lane keeps W running sums, and the 8 warps' sums are added in shared memory. A warp
+// lane keeps V running sums, and the 8 warps' sums are added in shared memory. A warp
 // reads 512 (128) contiguous bytes of one row of B per step.
 //
 // Split-K (split_k.cuh): blockIdx.z is a slice of K (of whole 128-element chunks for
-// ROWS, which keeps the float4 alignment, and of whole groups of 8 rows for COLS).
+// ROWS, which keeps the float4 alignment, and of whole groups of 8 rows for COLS). With
+// more than one slice a block writes its partial sums (alpha = 1, beta = 0) into plane z
+// of the workspace W, and the last block of each output range adds the planes into C
+// (split_k_finish): one launch, where a second kernel would add several microseconds to
+// a product that takes a few tens.
 #include "common.cuh"
 #include "split_k.cuh"
 
@@ -24,39 +28,52 @@ constexpr int GEMV_WARPS = GEMV_THREADS / 32;
 template <bool COLS, bool VEC>
 __global__ void __launch_bounds__(GEMV_THREADS)
 sgemv(int M, int N, int K, float alpha, const float* __restrict__ A,
-      const float* __restrict__ B, float beta, float* __restrict__ C) {
+      const float* __restrict__ B, float beta, float* __restrict__ C,
+      float* __restrict__ W, unsigned* __restrict__ arrived) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int k_begin, KS;
-    C += static_cast<size_t>(blockIdx.z) * M * N;
+    // a slice's partial sums go to its plane of W; without a split, C = alpha*A@B + beta*C
+    const bool split = gridDim.z > 1;
+    const size_t plane = static_cast<size_t>(M) * N;
+    float* out = split ? W + blockIdx.z * plane : C;
+    const float a_out = split ? 1.f : alpha, b_out = split ? 0.f : beta;
+    int first, count;                          // the outputs this block computes
     if constexpr (!COLS) {
         split_k_range<128>(K, &k_begin, &KS);
-        const int row = blockIdx.x * GEMV_WARPS + warp;
-        if (row >= M) return;                  // the whole warp leaves together
-        const float* a = A + static_cast<size_t>(row) * K + k_begin;
-        const float* x = B + k_begin;
-        float sum = 0.f;
-        if constexpr (VEC) {
+        first = blockIdx.x * GEMV_WARPS;
+        count = min(GEMV_WARPS, M - first);
+        const int row = first + warp;
+        // rows are whole warps: a warp past M computes nothing, but stays for the
+        // barriers of split_k_finish
+        if (row < M) {
+            const float* a = A + static_cast<size_t>(row) * K + k_begin;
+            const float* x = B + k_begin;
+            float sum = 0.f;
+            if constexpr (VEC) {
 #pragma unroll 4
-            for (int k = 4 * lane; k < KS; k += 128) {
-                const float4 u = *reinterpret_cast<const float4*>(a + k);
-                const float4 v = *reinterpret_cast<const float4*>(x + k);
-                sum = fmaf(u.x, v.x, fmaf(u.y, v.y, fmaf(u.z, v.z, fmaf(u.w, v.w, sum))));
+                for (int k = 4 * lane; k < KS; k += 128) {
+                    const float4 u = *reinterpret_cast<const float4*>(a + k);
+                    const float4 v = *reinterpret_cast<const float4*>(x + k);
+                    sum = fmaf(u.x, v.x, fmaf(u.y, v.y, fmaf(u.z, v.z, fmaf(u.w, v.w, sum))));
+                }
+            } else {
+#pragma unroll 4
+                for (int k = lane; k < KS; k += 32) sum = fmaf(a[k], x[k], sum);
             }
-        } else {
-#pragma unroll 4
-            for (int k = lane; k < KS; k += 32) sum = fmaf(a[k], x[k], sum);
-        }
 #pragma unroll
-        for (int d = 16; d > 0; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);
-        if (lane == 0) C[row] = gemm_epilogue(sum, alpha, beta, C + row);
+            for (int d = 16; d > 0; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+            if (lane == 0) out[row] = gemm_epilogue(sum, a_out, b_out, out + row);
+        }
     } else {
-        constexpr int W = VEC ? 4 : 1;
-        __shared__ float part[GEMV_WARPS][32 * W];
+        constexpr int V = VEC ? 4 : 1;
+        __shared__ float part[GEMV_WARPS][32 * V];
         split_k_range<GEMV_WARPS>(K, &k_begin, &KS);
-        const int c = blockIdx.x * 32 * W + W * lane;      // this lane's first column
+        first = blockIdx.x * 32 * V;
+        count = min(32 * V, N - first);
+        const int c = first + V * lane;                    // this lane's first column
         const float* x = A + k_begin;
         const float* b = B + static_cast<size_t>(k_begin) * N + c;
-        float acc[W] = {};
+        float acc[V] = {};
         if (c < N) {       // VEC: N % 4 == 0, so a float4 is wholly inside or outside
 #pragma unroll 4
             for (int k = warp; k < KS; k += GEMV_WARPS) {
@@ -71,15 +88,16 @@ sgemv(int M, int N, int K, float alpha, const float* __restrict__ A,
             }
         }
 #pragma unroll
-        for (int w = 0; w < W; ++w) part[warp][W * lane + w] = acc[w];
+        for (int w = 0; w < V; ++w) part[warp][V * lane + w] = acc[w];
         __syncthreads();
-        // the first 32 * W threads add the 8 warps' sums of one column each
-        if (threadIdx.x < 32 * W) {
-            const int col = blockIdx.x * 32 * W + threadIdx.x;
+        // one thread per column (fewer at the matrix's edge) adds the 8 warps' sums
+        if (threadIdx.x < count) {
+            const int col = first + threadIdx.x;
             float s = part[0][threadIdx.x];
 #pragma unroll
             for (int w = 1; w < GEMV_WARPS; ++w) s += part[w][threadIdx.x];
-            if (col < N) C[col] = gemm_epilogue(s, alpha, beta, C + col);
+            out[col] = gemm_epilogue(s, a_out, b_out, out + col);
         }
     }
+    if (split) split_k_finish(plane, first, count, W, alpha, beta, C, arrived + blockIdx.x);
 }

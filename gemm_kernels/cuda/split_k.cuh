@@ -7,6 +7,11 @@
 // run, so the same inputs give bit-identical results. (Adding the partial sums into C
 // with atomicAdd avoids the workspace and the second kernel, but the order in which the
 // additions land changes from run to run, and with it the rounding.)
+//
+// A kernel can also finish the sum itself, in the same launch (split_k_finish): the
+// last of the S blocks of an output range to arrive adds the S planes of that range.
+// The gemv does so: its whole launch takes a few tens of microseconds, of which the
+// second kernel's start and its read of the planes would be several.
 #pragma once
 #include "common.cuh"
 
@@ -53,4 +58,31 @@ __global__ void split_k_reduce(int M, int N, int S, T alpha, const T* __restrict
             C[i] = gemm_epilogue(s, alpha, beta, C + i);
         }
     }
+}
+
+// The one-launch ending (chapter 12's gemv): called by every thread of a block once its
+// partial sums of outputs [first, first + count) are stored in plane blockIdx.z of the
+// workspace W (planes of `plane` elements). *arrived counts the blocks of this output
+// range that are done; the one that finds gridDim.z - 1 blocks before it is the last,
+// and forms C = alpha * (W[0] + ... + W[S-1]) + beta * C for the range, in plane order,
+// so the result does not depend on which block came last. It then sets the count back
+// to 0 for the next launch. The fence before the count makes this block's planes
+// visible to whichever block reads them; the last block reads them through L2 (__ldcg),
+// not from its own L1, which may hold nothing of them but must not hold stale lines.
+template <typename T>
+__device__ void split_k_finish(size_t plane, int first, int count, const T* W, T alpha,
+                               T beta, T* C, unsigned* arrived) {
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(arrived, 1u) == gridDim.z - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    for (int i = threadIdx.x; i < count; i += blockDim.x) {
+        T s = __ldcg(W + first + i);
+        for (unsigned z = 1; z < gridDim.z; ++z) s += __ldcg(W + z * plane + first + i);
+        C[first + i] = gemm_epilogue(s, alpha, beta, C + first + i);
+    }
+    if (threadIdx.x == 0) *arrived = 0;
 }

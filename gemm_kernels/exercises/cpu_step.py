@@ -66,6 +66,10 @@ static T alpha_, beta_;
 static TI *A_, *B_;
 static T *C_;
 static int nthreads;
+#if FINISHES_SPLIT
+static T* W_;                  // the planes of a kernel that adds them itself
+static unsigned* arrived_;     // its blocks' arrival counters, zero
+#endif
 
 // Each operand in an allocation of its own, exactly its size: AddressSanitizer names
 // the function that made the block it finds an access outside of.
@@ -96,7 +100,9 @@ static void* worker(void* arg) {
         for (unsigned y = 0; y < gridDim.y; ++y)
             for (unsigned x = 0; x < gridDim.x; ++x) {
                 blockIdx = {x, y, z};
-#if GEMM
+#if FINISHES_SPLIT
+                KERNEL(dims[0], dims[1], dims[2], alpha_, A_, B_, beta_, C_, W_, arrived_);
+#elif GEMM
                 KERNEL(dims[0], dims[1], dims[2], alpha_, A_, B_, beta_, C_);
 #else
                 KERNEL(dims[0], dims[1], A_, C_);
@@ -114,7 +120,8 @@ static void read_into(FILE* f, E* p, size_t n) {
 
 int main(int argc, char** argv) {
     // in out d0 d1 d2 gx gy gz bx by bz alpha beta [planes: C holds that many M x N
-    // planes, the workspace of a split-K launch]
+    // planes, the workspace of a split-K launch; with FINISHES_SPLIT, C is C and the
+    // workspace W_ holds them]
     FILE* in = std::fopen(argv[1], "rb");
     const size_t planes = argc > 14 ? (size_t)std::atoi(argv[14]) : 1;
     for (int i = 0; i < 3; ++i) dims[i] = std::atoi(argv[3 + i]);
@@ -122,7 +129,15 @@ int main(int argc, char** argv) {
     blockDim = dim3(std::atoi(argv[9]), std::atoi(argv[10]), std::atoi(argv[11]));
     alpha_ = (T)std::atof(argv[12]);
     beta_ = (T)std::atof(argv[13]);
-#if GEMM
+#if FINISHES_SPLIT
+    const size_t na = (size_t)dims[0] * dims[2], nb = (size_t)dims[2] * dims[1],
+                 nc = (size_t)dims[0] * dims[1], nw = nc * planes;
+    A_ = alloc_A(na); B_ = alloc_B(nb); C_ = alloc_C(nc);
+    read_into(in, A_, na); read_into(in, B_, nb); read_into(in, C_, nc);
+    W_ = alloc_C(nw);
+    for (size_t i = 0; i < nw; ++i) W_[i] = (T)NAN;     // no plane may be read unwritten
+    arrived_ = (unsigned*)std::calloc((size_t)gridDim.x * gridDim.y, sizeof(unsigned));
+#elif GEMM
     const size_t na = (size_t)dims[0] * dims[2], nb = (size_t)dims[2] * dims[1],
                  nc = (size_t)dims[0] * dims[1] * planes;
     A_ = alloc_A(na); B_ = alloc_B(nb); C_ = alloc_C(nc);
@@ -228,7 +243,8 @@ def build(k, name_expression: str, sanitizer: str) -> Path:
            f"-I{folder}", f"-I{CUDA_DIR}", f"-I{CPU_HEADERS}", "-include", str(SHIM),
            f"-DKERNEL={name_expression}", f"-DELEM={_element(k)}",
            f"-DELEM_IN={_input_element(k)}",
-           f"-DGEMM={1 if k.op in DTYPES else 0}", "driver.cpp", "-o", "run.tmp"]
+           f"-DGEMM={1 if k.op in DTYPES else 0}",
+           f"-DFINISHES_SPLIT={1 if k.finishes_split else 0}", "driver.cpp", "-o", "run.tmp"]
     res = subprocess.run(cmd, cwd=folder, capture_output=True, text=True,
                          timeout=BUILD_LIMIT_S)
     if res.returncode:
@@ -250,13 +266,15 @@ def run_case(k, p: dict, shape, alpha: float, beta: float, sanitizer: str, seed:
     in_dtype = np.dtype(operand_dtypes(k.op)[0]) if gemm else dtype
     # A split-K launch (Kernel.splits) writes z partial products into a workspace of z
     # planes with alpha = 1, beta = 0; the sum and the epilogue are then done here, in
-    # plane order, as split_k_reduce does on the GPU.
+    # plane order, as split_k_reduce does on the GPU. A kernel that finishes its own
+    # split writes C itself: the driver gives it the planes (see DRIVER).
     planes = k.splits(p, shape) if gemm else 1
+    host_sum = planes > 1 and not k.finishes_split
     if gemm:
         M, N, K = shape
         A, B = random_normal((M, K), in_dtype, rng), random_normal((K, N), in_dtype, rng)
         C0 = random_normal((M, N), dtype, rng) if beta else np.full((M, N), np.nan, dtype)
-        work = C0 if planes == 1 else np.full((planes, M, N), np.nan, dtype)
+        work = C0 if not host_sum else np.full((planes, M, N), np.nan, dtype)
         inputs, out_shape, dims = (A, B, work), work.shape, (M, N, K)
     else:
         src = random_normal(shape, dtype, rng)
@@ -268,7 +286,7 @@ def run_case(k, p: dict, shape, alpha: float, beta: float, sanitizer: str, seed:
         fin.write_bytes(b"".join(np.ascontiguousarray(a).tobytes() for a in inputs))
         argv = [str(binary), str(fin), str(fout), *map(str, dims),
                 *map(str, k.grid(p, shape)), *map(str, k.threads(p)),
-                *map(repr, (float(alpha), float(beta)) if planes == 1 else (1.0, 0.0)),
+                *map(repr, (1.0, 0.0) if host_sum else (float(alpha), float(beta))),
                 str(planes)]
         try:
             res = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_LIMIT_S,
@@ -281,7 +299,7 @@ def run_case(k, p: dict, shape, alpha: float, beta: float, sanitizer: str, seed:
             return None, sanitizer_message(res.stderr, res.returncode, move=not gemm)
         out = np.fromfile(fout, dtype).reshape(out_shape)
     if gemm:
-        if planes > 1:
+        if host_sum:
             total = out[0].copy()
             for plane in out[1:]:
                 total += plane

@@ -100,6 +100,16 @@ inline float __shfl_down_sync(unsigned, float value, unsigned delta, int = warpS
     return other;
 }
 
+// The one-launch ending of a split-K kernel (split_k.cuh): blocks run one after another
+// here, so every store of a block is seen by the next, and the last block of an output
+// range is the one whose count reaches gridDim.z - 1, as on the GPU. The count is
+// atomic all the same: the block's threads are host threads.
+inline void __threadfence() {}
+template <class T> inline T __ldcg(const T* p) { return *p; }
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+    return std::atomic_ref<unsigned>(*p).fetch_add(v);
+}
+
 // Barriers of one warp: here the block's barrier, so right when every live warp of the
 // block calls it the same number of times (as in chapter 13's epilogue).
 inline void __syncwarp(unsigned = 0xffffffffu) { cpu_block_barrier.wait(); }
