@@ -221,3 +221,32 @@ def test_the_ladder_lines_compare_at_k5_then_against_chapter_06s_default(monkeyp
     assert [l.split(":")[0] for l in lines[:2]] == ["2048", "4096"]
     assert all("float4 / tile_2d_reg, both at K5 = " in l and "of cuBLAS" in l for l in lines[:2])
     assert lines[2].startswith("float4 (K5) / tile_2d_reg at its default (64 x 128 x 16, 8 x 4), 4096: ")
+
+
+def test_the_ladder_rows_and_plot_are_in_tflops_with_one_cublas_named(monkeypatch):
+    monkeypatch.setenv("GEMM_KERNELS_MODE", "recorded")
+    import matplotlib
+    matplotlib.use("Agg")
+    from gemm_kernels.measure import ladder
+    table = ladder.compare(["tile_2d_reg", "float4"], (2048, 4096),
+                           params={"tile_2d_reg": ch07_ablation.K5})
+    if not len(table):
+        pytest.skip("the ladder is not recorded")
+    rows = ch07_ablation.ladder_rows(table)
+    assert "GFLOP/s" not in rows.title and all(not r["kernel"].startswith("cublas") for r in rows)
+    g = {(r["kernel"], r["size"]): r["GFLOP/s"] for r in table}
+    assert all(abs(r["TFLOP/s"] - g[r["kernel"], r["size"]] / 1e3) < 1e-9 for r in rows)
+    ax = ch07_ablation.ladder_plot(table)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "TFLOP/s" in ax.get_ylabel() and any(l.startswith("cuBLAS, same run") for l in labels)
+    assert not any("timed on its own" in l or l.startswith("cublas") for l in labels)
+    assert "same run" in ch07_ablation.ladder_lines(table)
+
+
+def test_the_sweep_table_is_in_tflops():
+    from gemm_kernels.notebook import ch07_pictures
+    t = ch07_pictures.sweep_table(top=3)
+    if not len(t) or "TFLOP/s" not in t[0]:
+        pytest.skip("the sweep is not recorded")
+    rates = [r["TFLOP/s"] for r in t]
+    assert rates == sorted(rates, reverse=True) and all(1 < v < 1000 for v in rates)

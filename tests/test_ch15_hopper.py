@@ -163,14 +163,53 @@ def test_warps_waiting_undoes_the_per_instruction_normalisation():
     assert ch15.warps_waiting(m2, "barrier", sms=2) == ch15.warps_waiting(m, "barrier", 2) / 2
 
 
-def test_the_grouping_table_shows_cublas_beside_each_run_and_says_when_it_moved():
+def test_the_grouping_table_compares_only_ratios_taken_in_one_run():
     t = ch15.grouping_effect()
     if not t:
         pytest.skip("the two configurations are not recorded")
-    assert all(r["cuBLAS beside it"] > 0 and r["cuBLAS beside that"] > 0 for r in t)
+    assert not any("cuBLAS: second run" in k for k in t[0])       # no cross-run ratio
+    for r in t:
+        a = float(r["row order: % of cuBLAS, same run"].rstrip("%"))
+        b = float(r["groups of 16: % of cuBLAS, same run"].rstrip("%"))
+        assert abs(float(r["grouped share / row-order share"][1:]) - b / a) < 0.02
     note = str(ch15.grouping_note(tolerance=0.0))
-    assert "cuBLAS ran at" in note
-    assert "same rate" in str(ch15.grouping_note(tolerance=10.0))
+    assert "cuBLAS FP16 alone" in note and "at " in note
+    assert "less than" in str(ch15.grouping_note(tolerance=10.0))
+
+
+def test_run_to_run_gives_the_spread_of_cublas_at_each_size():
+    spread = ch15.run_to_run()
+    if not spread:
+        pytest.skip("the chapter's rows are not recorded")
+    assert all(0 < lo <= hi for lo, hi in spread.values())
+
+
+def test_the_size_waves_table_shows_the_idle_sms_at_1024():
+    t = {(r["size"], r["kernel"]): r for r in ch15.size_waves_table()}
+    ws, tma = t[("1024³", "wgmma_ws")], t[("1024³", "wgmma_tma")]
+    assert ws["tile of C"] == "128 x 256" and ws["blocks"] == 32
+    assert tma["blocks"] == 64
+    if "slots" in ws:
+        assert ws["SMs with no block"] == ws["slots"] - 32 > tma["SMs with no block"]
+
+
+def test_the_study_table_has_no_issue_rate_column_and_a_profiled_rate():
+    t = ch15.study_table()
+    if not t or "TFLOP/s (profiled)" not in t[0]:
+        pytest.skip("the study is not recorded")
+    assert not any("issue % of peak" in k for k in t[0])
+    r = t[0]
+    assert abs(r["TFLOP/s (profiled)"] - 2 * 4096 ** 3 / (r["time (ms)"] * 1e9)) \
+        < 0.01 * r["TFLOP/s (profiled)"]
+
+
+def test_the_accumulator_figure_shows_one_warp_large_enough_to_read():
+    import matplotlib
+    matplotlib.use("Agg")
+    ax = ch15.plot_accumulators()
+    labels = [t for t in ax.texts if t.get_text().startswith("lane")]
+    assert len(labels) == 16 * 8 and min(t.get_fontsize() for t in labels) >= 7
+    assert "l/4" in ax.get_title()
 
 
 def test_the_ladder_shows_each_cublas_rate_beside_the_share():

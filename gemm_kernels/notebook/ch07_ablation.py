@@ -200,13 +200,60 @@ def ladder_lines(table, sizes=None, against_default: int = 4096) -> str:
             f4, reg = at["float4", n], at["tile_2d_reg", n]
             lines.append(f"{n}: float4 / tile_2d_reg, both at K5 = "
                          f"{f4['GFLOP/s'] / reg['GFLOP/s']:.2f}  ({reg['% of cuBLAS']:.0f}% -> "
-                         f"{f4['% of cuBLAS']:.0f}% of cuBLAS)")
+                         f"{f4['% of cuBLAS']:.0f}% of cuBLAS, same run)")
     f4, reg = ladder.share("float4", against_default), ladder.share("tile_2d_reg", against_default)
     p = _kernel("tile_2d_reg").resolve(None)
     lines.append(f"float4 (K5) / tile_2d_reg at its default ({p['BM']} x {p['BN']} x "
                  f"{p['BK']}, {p['TM']} x {p['TN']}), {against_default}: "
                  f"{f4['GFLOP/s'] / reg['GFLOP/s']:.2f}")
     return "\n".join(lines)
+
+
+def ladder_rows(table):
+    """The ladder's rows (`ladder.compare`) in TFLOP/s, the unit of the rest of the
+    chapter: each kernel's median, min and max over the repeats, and the cuBLAS timed in
+    the same run beside it, which the percentages divide by. The rows of cuBLAS timed in
+    runs of its own are left out, so that one cuBLAS, the same-run one, is named."""
+    from gemm_kernels.core.table import Table
+    rows = [{"chapter": r["chapter"], "kernel": r["kernel"], "size": r["size"],
+             "TFLOP/s": r["GFLOP/s"] / 1e3, "min": r["min"] / 1e3, "max": r["max"] / 1e3,
+             "cuBLAS, same run (TFLOP/s)": (r["cuBLAS same run"] / 1e3
+                                            if r.get("cuBLAS same run") else None),
+             "% of cuBLAS, same run": r["% of cuBLAS"]}
+            for r in table if not r["kernel"].startswith("cublas")]
+    return Table(rows, ["chapter", "kernel", "size", "TFLOP/s", "min", "max",
+                        "cuBLAS, same run (TFLOP/s)", "% of cuBLAS, same run"],
+                 title=table.title.replace("GFLOP/s, ", "TFLOP/s, "))
+
+
+def ladder_plot(table, ax=None):
+    """The ladder of chapter 07 (`ladder.compare` rows) in TFLOP/s: one line per kernel,
+    and cuBLAS as timed in the same run beside this chapter's kernel (the cuBLAS its
+    percentages divide by), dashed. Returns the Axes."""
+    import matplotlib.pyplot as plt
+    from gemm_kernels.core import style
+    from gemm_kernels.measure import ladder
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 4.5))
+    rows = [r for r in table if not r["kernel"].startswith("cublas")]
+    names = list(dict.fromkeys(r["kernel"] for r in rows))
+    sizes = sorted({r["size"] for r in rows})
+    for name, (colour, marker) in zip(names, style.series_styles(len(names))):
+        mine = sorted((r for r in rows if r["kernel"] == name), key=lambda r: r["size"])
+        ax.plot([r["size"] for r in mine], [r["GFLOP/s"] / 1e3 for r in mine],
+                marker + "-", color=colour, label=f"{mine[0]['chapter']} · {name}", zorder=3)
+    ref = sorted(((r["size"], r["cuBLAS same run"] / 1e3) for r in rows
+                  if r["kernel"] == names[-1] and r.get("cuBLAS same run")))
+    if ref:
+        ax.plot(*zip(*ref), "kD--", lw=2, ms=5, label=f"cuBLAS, same run (beside {names[-1]})",
+                zorder=2)
+    ladder._readable_log_axes(ax, sizes)
+    ax.set_xlabel("matrix size M = N = K")
+    ax.set_ylabel("TFLOP/s (log scale)")
+    ax.set_title(table.title.replace("GFLOP/s, ", "TFLOP/s, "))
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.grid(True, which="both", alpha=0.3)
+    return ax
 
 
 def table(shapes=((4096, 4096, 4096), (2048, 2048, 2048))):

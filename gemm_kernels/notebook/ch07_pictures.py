@@ -287,3 +287,14 @@ def tunables(kernels=("tile_2d_reg", "float4"), size: int = 2048):
     fig.suptitle(f"Best configuration of each thread patch, {records.source()}",
                  fontsize=TEXT)
     return fig
+
+
+def sweep_table(kernel: str = "float4", size: int = 2048, top: int = 6):
+    """The `top` fastest configurations of the recorded sweep at size^3, in TFLOP/s (the
+    unit of the rest of the chapter)."""
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.measure import records, tradeoff
+    rows = [{**c, "TFLOP/s": g / 1e3} for c, g in tradeoff.ranked(kernel, size)[:top]]
+    return Table(rows, list(rows[0]) if rows else ["TFLOP/s"],
+                 title=f"{kernel} at {size}^3: the {top} fastest configurations, "
+                       f"{records.source()}")

@@ -32,7 +32,7 @@ STUDY = "ch15_hopper"
 CONFIGS = ((TMA, {}), (WS, {}), (WS, GROUPED))
 LADDER = (("cublas_hgemm", "cuBLAS FP16 (tensor cores)", "k", "-"),
           (WS, "15 wgmma_ws, 3 stages, groups of 16", "tab:green", "-", GROUPED),
-          (WS, "15 wgmma_ws (row order)", "tab:olive", "-", {}),
+          (WS, "15 wgmma_ws (row order)", "tab:purple", "-", {}),
           (TMA, "15 wgmma_tma", "tab:brown", "-", {}),
           (ch14.KERNEL, "14 mma_sync, BK 64, 3 stages", "tab:red", "-", ch14.BIG_K),
           (ch13.TILED, "13 wmma_tiled", "tab:blue", "-"),
@@ -353,30 +353,34 @@ def accumulator_map(n: int = 256) -> dict[tuple[int, int], tuple[int, int]]:
     return out
 
 
-def plot_accumulators(cols: int = 16, ax=None):
-    """The warpgroup's accumulators, first `cols` columns: colour by warp, shade by lane
-    / 4; each cell labelled with its thread and its element of d."""
+def plot_accumulators(warp: int = 0, ax=None):
+    """One warp's share of the warpgroup's accumulators, the first 8 columns (the pattern
+    repeats every 8 columns and, shifted by 16 rows, for each of the 4 warps): each cell
+    labelled with its lane and its element of d, shaded by lane / 4."""
     import matplotlib.pyplot as plt
     import numpy as np
     from matplotlib.colors import to_rgb
     if ax is None:
-        _, ax = plt.subplots(figsize=(8, 11))
-    base = [to_rgb(c) for c in ("tab:blue", "tab:orange", "tab:green", "tab:purple")]
-    img = np.ones((64, cols, 3))
-    for (r, c), (thread, i) in accumulator_map(cols).items():
-        shade = 0.35 + 0.65 * ((thread % 32) // 4) / 7
-        img[r, c] = [1 - shade * (1 - v) for v in base[thread // 32]]
-        ax.text(c, r, f"{thread} d{i}", ha="center", va="center", fontsize=4.5)
+        _, ax = plt.subplots(figsize=(9, 7))
+    base = to_rgb(("tab:blue", "tab:orange", "tab:green", "tab:purple")[warp])
+    img = np.ones((16, 8, 3))
+    for (r, c), (thread, i) in accumulator_map(8).items():
+        if thread // 32 != warp:
+            continue
+        lane = thread % 32
+        shade = 0.25 + 0.5 * (lane // 4) / 7
+        img[r - 16 * warp, c] = [1 - shade * (1 - v) for v in base]
+        ax.text(c, r - 16 * warp, f"lane {lane}\nd[{i}]", ha="center", va="center",
+                fontsize=8)
     ax.imshow(img, aspect="auto", interpolation="nearest")
-    for w in range(4):
-        ax.text(cols - 0.4, 16 * w + 7.5, f" warp {w}", va="center", fontsize=8)
-    ax.set_xticks(range(cols))
-    ax.set_yticks(range(0, 64, 8))
-    ax.set_xlabel("column n (the pattern repeats every 8 columns: d[4j] to d[4j + 3] "
-                  "for columns 8j to 8j + 7)", fontsize=8)
+    ax.set_xticks(range(8))
+    ax.set_yticks(range(16), [str(16 * warp + r) for r in range(16)])
+    ax.set_xlabel("column n (columns 8j to 8j + 7 hold d[4j] to d[4j + 3] the same way)")
     ax.set_ylabel("row m")
-    ax.set_title("wgmma m64nNk16 accumulators: each cell 'thread d<element>'; colour: warp, "
-                 "shade: lane / 4", fontsize=9)
+    ax.set_title(f"wgmma m64nNk16, FP32 accumulators of warp {warp} (rows {16 * warp} to "
+                 f"{16 * warp + 15}):\nlane l holds rows 16w + l/4 and 16w + l/4 + 8, columns "
+                 "8j + 2(l % 4) and 8j + 2(l % 4) + 1, in d[4j + 2h + e]\n(h = 1: the row 8 below, e = 1: the next column)", fontsize=10)
+    plt.tight_layout()
     return ax
 
 
@@ -511,7 +515,6 @@ def ladder_summary(rec=None) -> Table:
 # The counters the study reads (Nsight Compute's names).
 TIME = "gpu__time_duration.sum"
 GMMA = "sm__inst_executed_pipe_tensor_op_gmma.sum"
-GMMA_RATE = "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active"
 SHARED = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_gmma.sum"
 CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"
 DRAM_READ = "dram__bytes_read.sum"
@@ -528,8 +531,9 @@ def _study(n: int, rec=None) -> list[tuple[str, dict | None]]:
 
 
 def study_table(sizes=(4096, 8192), rec=None) -> Table:
-    """The study's counters per step and size: time, wgmma instructions and their issue
-    rate, shared-memory wavefronts of the tensor cores' reads and bank conflicts, DRAM
+    """The study's counters per step and size: time and the rate it gives (at the
+    profiler's locked clocks, so lower than the timed runs), warp-level wgmma
+    instructions, shared-memory wavefronts of the tensor cores' reads and bank conflicts, DRAM
     bytes read and throughput, L2 hit rate."""
     rec = rec or study_recording()
     rows = []
@@ -539,14 +543,14 @@ def study_table(sizes=(4096, 8192), rec=None) -> Table:
                 rows.append({"size": f"{n}³", "step": label, "time (ms)": "not recorded"})
                 continue
             rows.append({"size": f"{n}³", "step": label, "time (ms)": m[TIME] / 1e6,
-                         "wgmma, per warp (M)": m[GMMA] / 1e6,
-                         "tensor pipe issue % of peak": m[GMMA_RATE],
+                         "TFLOP/s (profiled)": 2 * n ** 3 / m[TIME] / 1e3,
+                         "wgmma instructions, warp-level (M)": m[GMMA] / 1e6,
                          "shared wavefronts (M)": m[SHARED] / 1e6,
                          "bank conflicts": m[CONFLICTS],
                          "DRAM read (GB)": m[DRAM_READ] / 1e9, "DRAM % of peak": m[DRAM_PCT],
                          "L2 hit %": m[L2_HIT]})
-    return Table(rows, ["size", "step", "time (ms)", "wgmma, per warp (M)",
-                        "tensor pipe issue % of peak",
+    return Table(rows, ["size", "step", "time (ms)", "TFLOP/s (profiled)",
+                        "wgmma instructions, warp-level (M)",
                         "shared wavefronts (M)", "bank conflicts", "DRAM read (GB)",
                         "DRAM % of peak", "L2 hit %"],
                  title=f"Nsight Compute ({_label(rec)}; clocks locked at base by the profiler)")
@@ -670,46 +674,64 @@ def plot_block_order(n: int = 8192, groups=(1, 16), rec=None, axes=None):
 
 
 def grouping_effect(rec=None) -> Table:
-    """Row order against groups of 16 rows (3 stages) in the timed runs, at each size: the
-    kernel's rates and the cuBLAS FP16 rate timed beside each, and how much each moved."""
+    """Row order against groups of 16 rows (3 stages) in the timed runs, at each size. The
+    two configurations were timed in different runs, and cuBLAS itself moves between runs
+    by as much as the effect looked for; so the table compares only ratios taken within
+    one run: each configuration's share of the cuBLAS FP16 timed beside it, and the
+    ratio of those two shares."""
     rec = rec or recording()
     rows = []
     for n in SIZES:
         a, b = _row(WS, n, {}, rec), _row(WS, n, GROUPED, rec)
         if a and b:
-            ka, kb = a["gflops"]["median"] / 1e3, b["gflops"]["median"] / 1e3
-            ca, cb = (r["reference"]["gflops"]["median"] / 1e3 for r in (a, b))
-            rows.append({"size": f"{n}³", "row order": ka, "cuBLAS beside it": ca,
-                         "groups of 16, 3 stages": kb, "cuBLAS beside that": cb,
-                         "kernel: grouped / row order": f"x{kb / ka:.2f}",
-                         "cuBLAS: second run / first": f"x{cb / ca:.2f}"})
-    return Table(rows, ["size", "row order", "cuBLAS beside it", "groups of 16, 3 stages",
-                        "cuBLAS beside that", "kernel: grouped / row order",
-                        "cuBLAS: second run / first"],
+            rows.append({"size": f"{n}³",
+                         "row order: TFLOP/s": a["gflops"]["median"] / 1e3,
+                         "row order: % of cuBLAS, same run": f"{timing.share(a):.0f}%",
+                         "groups of 16: TFLOP/s": b["gflops"]["median"] / 1e3,
+                         "groups of 16: % of cuBLAS, same run": f"{timing.share(b):.0f}%",
+                         "grouped share / row-order share":
+                             f"x{timing.share(b) / timing.share(a):.2f}"})
+    return Table(rows, list(rows[0]) if rows else ["size"],
                  title="The two configurations are not both recorded" if not rows else
-                 f"wgmma_ws, TFLOP/s: row order and groups of 16 rows, each timed in its "
+                 f"wgmma_ws: row order and groups of 16 rows (3 stages), each timed in its "
                        f"own run beside cuBLAS FP16 ({_label(rec)})")
 
 
-def grouping_note(rec=None, tolerance: float = 0.03) -> Text:
-    """Where cuBLAS itself moved between the two runs of `grouping_effect`, in words: at
-    those sizes a share of cuBLAS can rise while the kernel got slower."""
+def run_to_run(rec=None) -> dict:
+    """How much cuBLAS FP16 moved between the runs of the chapter's rows at each size:
+    n -> (slowest, fastest) of the cuBLAS rates timed beside the chapter's rows. A gap
+    between two kernels' rates taken in different runs means nothing below this."""
     rec = rec or recording()
+    out = {}
+    for n in SIZES:
+        got = [r for k, p in ((TMA, {}), (WS, {}), (WS, GROUPED))
+               if (r := _row(k, n, p, rec))]
+        if got:
+            ref = [r["reference"]["gflops"]["median"] / 1e3 for r in got]
+            out[n] = (min(ref), max(ref))
+    return out
+
+
+def grouping_note(rec=None, tolerance: float = 0.03) -> Text:
+    """In words: how much cuBLAS itself moved between runs (the noise of a rate read from
+    another run), and at which sizes the same-run share moved by more than `tolerance`."""
+    rec = rec or recording()
+    spread = run_to_run(rec)
+    if not spread:
+        return Text("The chapter's rows are not recorded.")
+    n_max = max(spread, key=lambda n: spread[n][1] / spread[n][0])
+    lo, hi = spread[n_max]
     moved = []
     for n in SIZES:
         a, b = _row(WS, n, {}, rec), _row(WS, n, GROUPED, rec)
-        if not (a and b):
-            continue
-        ca, cb = (r["reference"]["gflops"]["median"] / 1e3 for r in (a, b))
-        ka, kb = a["gflops"]["median"] / 1e3, b["gflops"]["median"] / 1e3
-        if abs(cb / ca - 1) > tolerance:
-            moved.append(f"at {n}³ cuBLAS ran at {ca:,.0f} and {cb:,.0f} TFLOP/s in the two "
-                         f"runs (x{cb / ca:.2f}), the kernel at {ka:,.0f} and {kb:,.0f} "
-                         f"(x{kb / ka:.2f}), so its share went from {timing.share(a):.0f}% to "
-                         f"{timing.share(b):.0f}%")
-    if not moved:
-        return Text("cuBLAS ran at the same rate in both runs at every size.")
-    return Text("cuBLAS itself was not equally fast in the two runs: " + "; ".join(moved) + ".")
+        if a and b and abs(timing.share(b) / timing.share(a) - 1) > tolerance:
+            moved.append(f"{n}³ (x{timing.share(b) / timing.share(a):.2f})")
+    return Text(f"cuBLAS FP16 alone, timed beside the chapter's rows in separate runs, ran "
+                f"at {lo:,.0f} to {hi:,.0f} TFLOP/s at {n_max}³ (x{hi / lo:.2f}): two rates "
+                f"from different runs can differ that much with nothing changed. "
+                + ("The same-run share moved by more than "
+                   f"{tolerance:.0%} at " + ", ".join(moved) + "." if moved else
+                   f"The same-run share moved by less than {tolerance:.0%} at every size."))
 
 
 def what_is_left(n: int = 8192, rec=None) -> Text:
@@ -880,6 +902,22 @@ WAVE_CONFIGS = ({}, {"STAGES": 3}, {"BM": 64, "STAGES": 2}, {"BM": 64, "STAGES":
                 {"BM": 64})
 
 
+def _waves(kernel: str, params: dict, n: int, sms: int | None) -> dict:
+    """The blocks of one configuration at n³ against the slots of a GPU of `sms` SMs (SMs x
+    blocks an SM holds, ptxas here): waves, and how many blocks the last wave runs."""
+    k = get(kernel)
+    p = k.resolve(params)
+    gx, gy, _ = k.grid(p, (n, n, n))
+    o = analysis.kernel_occupancy(kernel, params)
+    row = {"blocks": gx * gy, "blocks per SM": o.blocks_per_sm, "warps per SM": o.warps_per_sm}
+    if sms:
+        slots = sms * o.blocks_per_sm
+        rest = (gx * gy) % slots
+        row |= {"slots": slots, "waves": f"{gx * gy / slots:.2f}",
+                "blocks in the last wave": rest or slots}
+    return row
+
+
 def waves_table(kernel: str = TMA, configs=WAVE_CONFIGS, n: int = 2048, rec=None) -> Table:
     """The blocks of each configuration at n³ against the slots of the recorded GPU (SMs x
     blocks an SM holds, ptxas here): waves, and how many blocks the last wave runs. A last
@@ -887,21 +925,33 @@ def waves_table(kernel: str = TMA, configs=WAVE_CONFIGS, n: int = 2048, rec=None
     rate is the recorded sweep's, where it has the configuration."""
     rec = rec or recording()
     sms = rec.device.get("sm_count") if rec else None
-    k = get(kernel)
     rows = []
     for params in configs:
-        p = k.resolve(params)
-        gx, gy, _ = k.grid(p, (n, n, n))
-        o = analysis.kernel_occupancy(kernel, params)
-        row = {"configuration": _config(kernel, params), "blocks": gx * gy,
-               "blocks per SM": o.blocks_per_sm, "warps per SM": o.warps_per_sm}
-        if sms:
-            slots = sms * o.blocks_per_sm
-            full, rest = divmod(gx * gy, slots)
-            row |= {"slots": slots, "waves": f"{gx * gy / slots:.2f}",
-                    "blocks in the last wave": rest or slots}
+        row = {"configuration": _config(kernel, params), **_waves(kernel, params, n, sms)}
         r = _row(kernel, n, params, rec)
         row["TFLOP/s"] = r["gflops"]["median"] / 1e3 if r else None
         rows.append(row)
     return Table(rows, list(rows[0]), title=f"{kernel} at {n}³ on {sms or 'an unknown number of'} "
                  f"SMs ({_label(rec)})")
+
+
+def size_waves_table(configs=((TMA, {}), (WS, {})), sizes=SIZES, rec=None) -> Table:
+    """The two kernels' default configurations at every size: the tile of C, the blocks
+    against the slots of the recorded GPU, and the recorded rate. At 1024³ the
+    warp-specialised kernel's 128 x 256 tiles make fewer blocks than the GPU has SMs, so
+    most SMs have nothing to do: that, not the roles, is why it is slower there."""
+    rec = rec or recording()
+    sms = rec.device.get("sm_count") if rec else None
+    rows = []
+    for n in sizes:
+        for kernel, params in configs:
+            bm, bn = tile_shape(kernel, params)
+            row = {"size": f"{n}³", "kernel": kernel, "tile of C": f"{bm} x {bn}",
+                   **_waves(kernel, params, n, sms)}
+            if sms:
+                row["SMs with no block"] = max(sms - row["blocks"], 0)
+            r = _row(kernel, n, params, rec)
+            row["TFLOP/s"] = r["gflops"]["median"] / 1e3 if r else None
+            rows.append(row)
+    return Table(rows, list(rows[0]), title=f"The default configurations on "
+                 f"{sms or 'an unknown number of'} SMs ({_label(rec)})")
