@@ -416,7 +416,8 @@ def rates_table(kernels=(NAIVE, TILED), rec=None) -> Table:
     return Table(rows, ["size", "kernel", "TFLOP/s", "cuBLAS FP16 TFLOP/s", "% of cuBLAS FP16"],
                  title=f"Each row's cuBLAS timed beside it ({_label(rec)}); {NAIVE} in blocks "
                        f"of {shape['WM']} x {shape['WN']} warps (32 x {shape['WM'] * shape['WN']}"
-                       f" threads), {TILED} at its default tile")
+                       f" threads)" + (f", {TILED} at its default tile" if TILED in kernels
+                                       else ""))
 
 
 LADDER = (("cublas_hgemm", "cuBLAS FP16 (tensor cores)", "k", "-"),
