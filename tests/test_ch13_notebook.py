@@ -136,3 +136,14 @@ def test_the_block_tile_picture_marks_one_warps_fragments_of_a_and_b():
     fm, fn = p["BM"] // p["WARPS_M"] // 16, p["BN"] * p["WARPS_M"] // 8 // 16
     orange = [r for r in ax.patches if r.get_facecolor()[:3] == matplotlib.colors.to_rgb("gold")]
     assert len(orange) == fm + fn
+
+
+def test_the_naive_kernels_loads_are_four_narrow_ones_per_fragment():
+    """Section 4: the SASS's LDG.E count is 8 per step (4 per fragment of A and of B),
+    the steps read from the HMMA count (2 per mma_sync)."""
+    import re
+    text = str(ch13.naive_loads())
+    hmma, steps, narrow = map(int, re.search(r"(\d+) HMMA, that is (\d+) steps.*?(\d+) LDG\.E =",
+                                             text, re.S).groups())
+    assert hmma == 2 * steps and narrow == 8 * steps
+    assert text.count("LDG.E ") >= 8 and text.count("HMMA.") >= 2

@@ -75,3 +75,29 @@ def test_a_misjudged_last_block_leaves_c_unwritten():
     src = _with_finish(solution("12_gemv"), "== gridDim.z - 1", "== gridDim.z")
     steps = status(grade("12_gemv", src, gpu=False))
     assert steps["correct"][0] == FAIL, steps
+
+def test_wmma_alpha_dropped_where_beta_is_zero_fails_with_the_alpha_hint():
+    # the "fast path" slip: C = acc instead of alpha * acc when C is not read
+    src = solution("13_wmma")
+    old = ("} else {\n        for (int i = 0; i < acc.num_elements; ++i) "
+           "acc.x[i] = alpha * acc.x[i];\n    }")
+    assert old in src
+    status_, hint = _wmma_hint(src.replace(old, "}"))
+    assert status_ == FAIL and "alpha != 1 and beta == 0" in hint
+
+
+def test_wmma_wm_and_wn_swapped_in_the_warp_index_fails_on_a_wide_warp_grid():
+    # identical to the right map at 2 x 2 warps, the graded configuration
+    src = solution("13_wmma")
+    old = "threadIdx.y / WN, warp_n = threadIdx.y % WN"
+    assert old in src
+    status_, hint = _wmma_hint(src.replace(old, "threadIdx.y / WM, warp_n = threadIdx.y % WM"))
+    assert status_ == FAIL and "WM=2, WN=4" in hint
+
+
+def test_wmma_column_first_warp_map_still_passes():
+    # a different but right map (the solution's question): warps numbered down M first
+    src = solution("13_wmma")
+    old = "threadIdx.y / WN, warp_n = threadIdx.y % WN"
+    status_, _ = _wmma_hint(src.replace(old, "threadIdx.y % WM, warp_n = threadIdx.y / WM"))
+    assert status_ == PASS

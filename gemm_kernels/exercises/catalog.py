@@ -45,6 +45,9 @@ class Exercise:
     racecheck: also run the submission once under compute-sanitizer's racecheck (where
         the CUDA toolkit provides it); a shared-memory hazard fails step "correct" even
         when the numbers came out right this time.
+    also: further launches step 3 checks after the graded ones, each (a change of
+        params, shape, alpha, beta): a configuration other than the graded one (a slip
+        that one configuration hides) or an alpha/beta pair the usual ones miss.
     """
     name: str
     chapter: str
@@ -60,6 +63,7 @@ class Exercise:
     time_shape: tuple = ()
     hints: dict = field(default_factory=dict)
     racecheck: bool = False
+    also: tuple = ()
 
 
 EXERCISES: dict[str, Exercise] = {}
@@ -575,10 +579,25 @@ register(Exercise(
 # blocks in each direction, a warp past N, one deep K.
 WMMA_SHAPES = ((16, 16, 16), (32, 48, 64), (48, 80, 32), (64, 16, 1024), (1024, 1024, 1024),
                (4096, 112, 528))
+# Graded at 2 x 2 warps, where WM and WN swapped in the warp's index give the same
+# tiles, and with alpha = 1 wherever beta == 0. Also launched with alpha != 1 at
+# beta == 0 (the path that must scale the product without reading C), then with 2 x 4
+# and 4 x 1 warps at shapes of several blocks each way, the last one past the edge.
+WMMA_ALSO = (({}, (48, 80, 32), 2.0, 0.0),
+             ({"WM": 2, "WN": 4}, (96, 144, 32), 1.5, -0.5),
+             ({"WM": 4, "WN": 1}, (144, 48, 32), 1.0, 0.0))
 
 
 def _wmma_correct_hint(detail: str) -> str:
     """Step 3 of 13_wmma: what the failure's kind points at."""
+    if re.search(r"WM=(\d+), WN=(?!\1,)", detail):
+        return ("right with 2 x 2 warps, wrong with " + re.search(r"WM=\d+, WN=\d+", detail)
+                .group(0) + ": a block is WM warps along M (rows of C) by WN along N "
+                "(columns); check which of the two each use of WM and WN in your tile "
+                "index stands for")
+    if re.search(r"alpha=(?!1\.0)[\d.]+, beta=0\.0", detail):
+        return ("wrong only where alpha != 1 and beta == 0: on the path that does not read "
+                "C, the product must still be scaled by alpha")
     if "lane 0 of its warp" in detail:
         return ("a fragment belongs to the whole warp, so its 32 lanes must compute the same "
                 "row and col: which threads of a (32, WM * WN) block form one warp?")
@@ -601,7 +620,7 @@ def _wmma_correct_hint(detail: str) -> str:
 register(Exercise(
     name="13_wmma", chapter="13", title="a warp of tensor cores",
     kernel="wmma_naive", params={}, sass=("HMMA",), speed=0.9, shapes=WMMA_SHAPES,
-    time_size=2048,
+    time_size=2048, also=WMMA_ALSO,
     hints={"compile": "keep the kernel's name and template parameters as given; the wmma "
                       "names live in nvcuda::wmma (the `using` line is given)",
            "static": "the tensor cores are reached through wmma::mma_sync: without it the "

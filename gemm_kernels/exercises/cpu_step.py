@@ -31,7 +31,7 @@ import numpy as np
 from gemm_kernels.core.launch import DTYPES, operand_dtypes, problems
 from gemm_kernels.core.registry import CUDA_DIR
 from gemm_kernels.exercises.cexpr import code_only
-from gemm_kernels.exercises.inputs import ALPHA_BETA, RACECHECK_SHAPE
+from gemm_kernels.exercises.inputs import ALPHA_BETA, RACECHECK_SHAPE, launch_words
 from gemm_kernels.exercises.submission import SOURCE_NAME
 from gemm_kernels.measure.check import compare_exact, compare_gemm, random_normal
 
@@ -365,9 +365,10 @@ def sanitizer_message(stderr: str, returncode: int, move: bool = False) -> str:
     return f"the run ended with code {returncode}" + (f": {last[-1]}" if last else "")
 
 
-def correct_on_cpu(k, params: dict, seed: int = 0) -> tuple[bool | None, str]:
+def correct_on_cpu(k, params: dict, seed: int = 0, also=()) -> tuple[bool | None, str]:
     """(True, what ran) when every check passed, (False, the first failure), or
-    (None, why the emulation cannot run here)."""
+    (None, why the emulation cannot run here). also: further launches, each (a change
+    of params, shape, alpha, beta), checked after the usual ones (`Exercise.also`)."""
     why = emulation_problem(k.source_with_headers())
     if why:
         return None, f"cannot run on the CPU: {why}"
@@ -395,12 +396,19 @@ def correct_on_cpu(k, params: dict, seed: int = 0) -> tuple[bool | None, str]:
                     race, _ = race_check(k, p, gemm, seed)
                     return False, f"{race} (wrong {where})" if race else f"wrong {where}: {verdict}"
                 ran += 1
+        for i, (change, shape, alpha, beta) in enumerate(also):
+            verdict, trouble = run_case(k, k.resolve({**params, **change}), shape, alpha,
+                                        beta, bounds, seed + len(shapes) + i)
+            if trouble or not verdict.ok:
+                where = launch_words(change, shape, alpha, beta)
+                return False, f"{'' if trouble else 'wrong '}at {where}: {trouble or verdict}"
     except Unavailable as e:
         return None, f"cannot run on the CPU: {e}"
     race, race_note = race_check(k, p, gemm, seed)
     if race:
         return False, race
-    return True, _passed(ran, gemm, shapes) + note + race_note
+    extra = "".join(f"; right at {launch_words(*a)} too" for a in also)
+    return True, _passed(ran, gemm, shapes) + extra + note + race_note
 
 
 def race_check(k, p: dict, gemm: bool, seed: int) -> tuple[str | None, str]:

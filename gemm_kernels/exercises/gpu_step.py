@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from gemm_kernels.core.launch import DTYPES, operand_dtypes
-from gemm_kernels.exercises.inputs import ALPHA_BETA, RACECHECK_SHAPE
+from gemm_kernels.exercises.inputs import ALPHA_BETA, RACECHECK_SHAPE, launch_words
 
 
 def _emit(name: str, status: str, detail: str) -> None:
@@ -53,13 +53,21 @@ def main(job_path: str) -> None:
     if not ran:
         _emit("correct", FAIL, "every shape was refused: " + r.message)
         return
+    for change, shape, alpha, beta in ex.also:
+        r = check(k, shape, {**ex.params, **change}, alpha, beta)
+        if not r.ok:
+            _emit("correct", FAIL, f"wrong at {launch_words(change, shape, alpha, beta)}: "
+                                   f"{r.message}")
+            return
     race, note = racecheck(job_path) if ex.racecheck else (None, "")
     if race:
         _emit("correct", FAIL, race)
         return
     _emit("correct", PASS, f"every element right on {ran} checks (ragged shapes"
                            + (", alpha/beta 1/0 and 1.5/-0.5" if gemm else "")
-                           + "), nothing written outside the output" + note)
+                           + ")" + "".join(f"; right at {launch_words(*a)} too"
+                                           for a in ex.also)
+                           + ", nothing written outside the output" + note)
 
     fns, shape, unit_rate = _timed_calls(k, ref, ex)
     t = timing.time_gpu(fns)

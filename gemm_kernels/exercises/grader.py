@@ -217,7 +217,7 @@ def _static(ex: Exercise, k, source: str) -> Step:
 def cpu_correct(ex: Exercise, k) -> Step:
     """Step 3 without a GPU: the kernel run on the CPU, every thread emulated
     (`cpu_step`); skipped with the reason where that cannot run."""
-    ok, detail = correct_on_cpu(k, ex.params)
+    ok, detail = correct_on_cpu(k, ex.params, also=ex.also)
     if ok is None:
         return Step("correct", SKIPPED, f"{detail}, so step 2 checked what it could without "
                                         f"running it; to run it, {get_a_gpu(k)}")

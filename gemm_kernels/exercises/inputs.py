@@ -8,3 +8,11 @@ ALPHA_BETA = ((1.0, 0.0), (1.5, -0.5))
 # barrier of the K loop is crossed; one block at the usual tile sizes keeps racecheck,
 # which serialises and instruments every shared-memory access, to seconds.
 RACECHECK_SHAPE = (33, 65, 17)
+
+
+def launch_words(change: dict, shape, alpha: float, beta: float) -> str:
+    """'96x144x32 with WM=2, WN=4, alpha=2.0, beta=0.0': one of `Exercise.also`'s
+    launches, as the verdicts name it."""
+    return ("x".join(map(str, shape)) + " with "
+            + ", ".join([f"{n}={v}" for n, v in change.items()]
+                        + [f"alpha={alpha}", f"beta={beta}"]))

@@ -28,7 +28,7 @@ def recording():
 
 
 def study_recording():
-    """The recording that holds the chapter's Nsight Compute study (sections 5 and 7):
+    """The recording that holds the chapter's Nsight Compute study (section 7):
     the one shown if it does, else another GPU's, named wherever it is shown."""
     return studies.recording_of(STUDY)
 
@@ -38,7 +38,7 @@ def which_recording() -> Text:
     if rec is None:
         return Text("This chapter's measurements are not in any recording here.")
     return Text(f"This chapter's measurements: {rec.label}."
-                + evidence.profile_elsewhere(rec, prof, "sections 5 and 7"))
+                + evidence.profile_elsewhere(rec, prof, "section 7"))
 
 
 def _row(kernel: str, n: int, params: dict | None = None, rec=None) -> dict | None:
@@ -289,16 +289,16 @@ def notes_diff() -> Text:
                                              n=1)))
 
 
-# How section 2 names bugs 2 and 3 before the exercise: where each is, not its fix.
-BUG_NAMES = dict(zip(NOTES_BUGS, ("bug 2 (which tile a warp computes)",
-                                  "bug 3 (the fragment of B)")))
+# How section 2 names bugs 2 and 3 before the exercise: by number only (the checker's
+# message is the clue; the exercise asks for the fix).
+BUG_NAMES = dict(zip(NOTES_BUGS, ("bug 2", "bug 3")))
 
 
 def bug_verdicts() -> Table:
     """Each bug of the notes in the chapter's kernel, through the checker: on the GPU
     (at BUG_SHAPE) when there is one, else in the CPU emulation (every thread a host
     thread; it also stops a warp whose lanes pass different pointers). The rows name
-    where each bug is (BUG_NAMES), not the fix: the exercise asks for it."""
+    the bugs by number (BUG_NAMES): the exercise asks for the fix."""
     from gemm_kernels.exercises import cpu_step
     from gemm_kernels.measure.check import check
     rows = []
@@ -330,6 +330,12 @@ MISTAKES = (
     ("B loaded with A's leading dimension K",
      "B + static_cast<size_t>(k) * N + col, N);", "B + static_cast<size_t>(k) * N + col, K);"),
     ("C read although beta == 0", "    if (beta != 0.0f) {", "    if (true) {"),
+    ("alpha left out where beta == 0",
+     "} else {\n        for (int i = 0; i < acc.num_elements; ++i) acc.x[i] = alpha * acc.x[i];"
+     "\n    }", "}"),
+    ("WM and WN swapped in the warp's index",
+     "const int warp_m = threadIdx.y / WN, warp_n = threadIdx.y % WN;",
+     "const int warp_m = threadIdx.y / WM, warp_n = threadIdx.y % WM;"),
 )
 
 # A mapping of warps to tiles other than the solution's, which is just as right: every
@@ -372,6 +378,27 @@ def sass_counts(kernel: str, params: dict | None = None) -> Table:
                  title=f"SASS for {compiler.static_arch(get(kernel))}, whole kernel")
 
 
+def naive_loads() -> Text:
+    """Where the naive kernel's global loads come from, read from its SASS: the first
+    step along K (its loads and its two HMMA), and the loads counted by width."""
+    import collections
+    import re
+    sass = compiler.sass(get(NAIVE), {})
+    lines = [l.strip() for l in sass.splitlines() if re.search(r"\b(LDG|HMMA)\.", l)]
+    first = [i for i, l in enumerate(lines) if "HMMA" in l][:2]
+    step = [l for l in lines[:first[-1] + 1] if "LDG" in l][:8] + [lines[i] for i in first]
+    ops = collections.Counter(re.findall(r"\b(LDG(?:\.\w+)*) ", sass))
+    narrow, wide = ops.get("LDG.E", 0), ops.get("LDG.E.64", 0)
+    hmma = sum(1 for l in lines if "HMMA" in l)
+    import textwrap
+    said = (f"In the whole kernel: {hmma} HMMA, that is {hmma // 2} steps along K (the loop "
+            f"unrolled, plus the step for the trips left over); {narrow} LDG.E = "
+            f"{hmma // 2} steps x 8; and {wide} LDG.E.64, the epilogue's read of C "
+            f"(beta != 0).")
+    return Text("The first step along K (its loads and its two HMMA; other instructions "
+                "left out):\n\n" + "\n".join(step) + "\n\n" + textwrap.fill(said, 88))
+
+
 # ------------------------------------------------------------------ 5. measured
 
 def rates_table(kernels=(NAIVE, TILED), rec=None) -> Table:
@@ -389,7 +416,8 @@ def rates_table(kernels=(NAIVE, TILED), rec=None) -> Table:
     return Table(rows, ["size", "kernel", "TFLOP/s", "cuBLAS FP16 TFLOP/s", "% of cuBLAS FP16"],
                  title=f"Each row's cuBLAS timed beside it ({_label(rec)}); {NAIVE} in blocks "
                        f"of {shape['WM']} x {shape['WN']} warps (32 x {shape['WM'] * shape['WN']}"
-                       f" threads), {TILED} at its default tile")
+                       f" threads)" + (f", {TILED} at its default tile" if TILED in kernels
+                                       else ""))
 
 
 LADDER = (("cublas_hgemm", "cuBLAS FP16 (tensor cores)", "k", "-"),
@@ -602,7 +630,7 @@ def numerics(n: int = 256, seed: int = 0) -> Table:
     summed = (A16.astype(np.float32) @ B16.astype(np.float32)).astype(np.float64)
     rows = [{"error": "FP16 inputs against FP32 inputs (rounding the data)",
              "largest |error| / scale": float(np.max(np.abs(exact16 - exact32) / scale))},
-            {"error": "FP32 accumulation of the FP16 inputs (the kernel's own)",
+            {"error": "FP32 accumulation of the FP16 inputs (round-to-nearest, on the CPU)",
              "largest |error| / scale": float(np.max(np.abs(summed - exact16) / scale))},
             {"error": "the checker's bound for a tensor-core kernel",
              "largest |error| / scale": tensor_core_bound(n)}]
@@ -677,7 +705,7 @@ def profile_summary(rec=None) -> Text:
         f"{_pct(naive[busy])} of the time.\n"
         f"* The tiled kernel with unpadded rows waits for shared memory ('short scoreboard', "
         f"{plain[short_wait]:.1f} cycles per instruction): its fragment loads meet bank "
-        f"conflicts (section 7). Tensor pipe busy: {_pct(plain[busy])}.\n"
+        f"conflicts (the bank model above). Tensor pipe busy: {_pct(plain[busy])}.\n"
         f"* With padded rows the wait drops to {padded[short_wait]:.1f} cycles and the tensor "
         f"pipe is busy {_pct(padded[busy])} of the time. What holds it the rest of the time "
         f"is not broken down here; a deeper pipeline and larger warp tiles are the usual "
