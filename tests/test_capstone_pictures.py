@@ -483,6 +483,25 @@ def test_the_step_profile_holds_steps_3_to_7_in_ladder_order():
     assert "summed over the resident warps" in ax.get_xlabel()
 
 
+def test_the_step_profile_divides_the_waits_by_the_warps_resident():
+    """Steps 3 and 7 run twice the warps of steps 4 to 6, and the profiler sums a wait
+    over the warps resident: the table's waits are per resident warp, so that the five
+    steps compare directly (the warps from the recorded % of the SM's 64 warp slots)."""
+    from gemm_kernels.notebook import evidence
+    t = cp.step_counters()
+    if t[0]["warps resident, %"] is None:
+        pytest.skip("the recording has no profile of the steps")
+    raw = evidence.counters(cp.STEP_STALLS, {"long": cp._WAIT.format("long_scoreboard"),
+                                             "barrier": cp._WAIT.format("barrier")})
+    assert "long scoreboard / issue" not in t.columns        # only the divided waits
+    for row, r in zip(t, raw):
+        warps = row["warps resident, %"] / 100 * 64
+        assert row["warps resident"] == pytest.approx(warps)
+        assert row["long scoreboard / issue, per warp"] == pytest.approx(r["long"] / warps)
+        assert row["barrier / issue, per warp"] == pytest.approx(r["barrier"] / warps)
+    assert "divided by the warps resident" in t.title
+
+
 def test_stages_reading_is_the_tables_rounding():
     """The solution's sentences quote the same changes as stages_table prints."""
     text = cp.stages_reading()
@@ -530,4 +549,11 @@ def test_the_ladder_plot_draws_the_minb_diamonds_only_when_asked():
     plain, full = cp.ladder_plot(), cp.ladder_plot(minb=True)
     held = sum(1 for r in cp.ladder() for n in (2048, 4096) if r.has_minb and r.held[n])
     assert diamonds(plain) == 0 and diamonds(full) == held > 0
+    # the legend names the steps without a MINB switch (not "without a diamond": steps
+    # 7 and 8 have diamonds and fit two blocks as well)
+    labels = full.axes[0].get_legend_handles_labels()[1]
+    plain_steps = [r.index for r in cp.ladder() if not r.has_minb]
+    assert any(f"steps {plain_steps[0]}-{plain_steps[-1]} have no MINB switch" in l
+               for l in labels), labels
+    assert not any("without a diamond" in l for l in labels), labels
     matplotlib.pyplot.close(plain); matplotlib.pyplot.close(full)

@@ -181,7 +181,7 @@ def test_the_ladder_start_names_both_rates_from_the_payoff(recorded_mode):
     assert text.startswith("At 2048^3") and "part A" in text
 
 
-def test_the_worked_answer_note_sets_the_grader_count_beside_the_table_row():
+def test_the_worked_answer_note_is_the_grader_count():
     from gemm_kernels.exercises.ch08_checks import in_flight_words, loop_loads
     from gemm_kernels.exercises.solutions import solution_text
     from gemm_kernels.exercises.submission import submission_sass
@@ -189,4 +189,4 @@ def test_the_worked_answer_note_sets_the_grader_count_beside_the_table_row():
     sass = submission_sass("08_double_buffer", "double_buffer", c.kernel_of("double_buffer")
                            .resolve({}) | {}, solution_text("08", "08_double_buffer"))
     assert in_flight_words(loop_loads(sass)) in text, text
-    assert f"{c.loads(c.WORKING).fewest:,} of 512" in text and c.WORKING in text
+    assert c.WORKING not in text          # no second build set beside it to reconcile

@@ -42,6 +42,12 @@ def test_the_chapters_own_loop_is_refused_for_its_sunk_loads():
         in v["static"][1], v
     assert "below the exercise's bar" in v["static"][1], v
     assert "registers" not in v["static"][1] and "__syncthreads" not in v["static"][1], v
+    # the strip is the feedback; the cure (the branch, the same work in every step) is
+    # the student's to find, and the hint points to the section that finds it after
+    assert "an if around" not in v["static"][1] and "same work" not in v["static"][1], v
+    report = grade(NAME, _guarded(solution(NAME)), gpu=False, emulate=False)
+    hint = next(st.hint for st in report.steps if st.name == "static")
+    assert "Why the loads sank" in hint and "if (more)" not in hint, hint
 
 
 def test_source_order_decides_nothing_the_compiler_hoists_the_loads():

@@ -174,6 +174,49 @@ def test_any_guard_with_the_same_truth_table_passes(guard):
     assert pipeline_requests(loop(f"if ({guard}) issue_next(ws); cp_async_commit();")) == []
 
 
+@pytest.mark.parametrize("step", [
+    "const int nt = tile + STAGES - 1; if (nt <= tiles - 1) issue_next(ws); cp_async_commit();",
+    "const int nt = tile + STAGES - 1; const bool more = nt < tiles; "
+    "if (more) issue_tile(nt, ws); cp_async_commit();",
+    "int ahead = STAGES - 1; if (tile + ahead < tiles) { issue_next(ws); } cp_async_commit();"])
+def test_a_guard_written_with_locals_set_once_passes(step):
+    """A correct request whose condition names a local (set once from tile, tiles and
+    STAGES) is read through that local, in the whole solution too."""
+    assert pipeline_requests(loop(step)) == []
+    src = solution(NAME).replace(GUARD, "const int nt = tile + STAGES - 1;\n"
+                                        "                if (nt <= tiles - 1) {")
+    assert src != solution(NAME)
+    assert static_verdict(NAME, src)["static"][0] == PASS
+
+
+def test_locals_do_not_hide_a_wrong_request():
+    """Through a local, an off-by-one guard, a commit inside the request's if and a
+    local written twice are still refused."""
+    short = pipeline_requests(loop("const bool more = tile + STAGES < tiles; "
+                                   "if (more) issue_next(ws); cp_async_commit();"))
+    assert len(short) == 1 and "'if (more)' does not request tile 7" in short[0], short
+    inside = pipeline_requests(loop("const bool more = tile + STAGES - 1 < tiles; "
+                                    "if (more) { issue_next(ws); cp_async_commit(); }"))
+    assert len(inside) == 1 and "sits inside 'if (more)'" in inside[0], inside
+    twice = pipeline_requests(loop("int nt = tile + STAGES - 1; nt += 1; "
+                                   "if (nt < tiles) issue_next(ws); cp_async_commit();"))
+    assert len(twice) == 1 and "cannot read the condition of the request" in twice[0] \
+        and "declared once" in twice[0], twice
+
+
+def test_the_hint_of_a_request_is_about_the_request():
+    """An unreadable or off-by-one condition is not answered with the wait's or the
+    pointers' hint."""
+    from gemm_kernels.exercises.ch09_checks import pipeline_hint
+    unread = pipeline_hint(pipeline_requests(loop("if (min(tile, 3) < tiles) issue_next(ws);"
+                                                  " cp_async_commit();"))[0])
+    assert "comparison of tile, tiles and STAGES" in unread and "groups" not in unread \
+        and "source pointer" not in unread, unread
+    off = pipeline_hint(pipeline_requests(loop("if (tile + STAGES - 2 < tiles) "
+                                               "issue_next(ws); cp_async_commit();"))[0])
+    assert "does K have that tile" in off and "source pointer" not in off, off
+
+
 def test_a_guard_it_cannot_read_or_a_request_in_the_else_branch():
     unread = pipeline_requests(loop("if (min(tile, 3) < tiles) issue_next(ws); "
                                     "cp_async_commit();"))

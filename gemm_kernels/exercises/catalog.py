@@ -387,7 +387,9 @@ def _double_buffer_static_hint(detail: str) -> str:
         return ("the strip above is your loop as compiled: L marks your global loads, u their "
                 "first use. L next to u at the end of the trip means ptxas moved the loads "
                 "down to the store; the chapter's listing under 'Where the compiler put the "
-                "loads' shows the same thing for its own kernel")
+                "loads' shows the same thing for its own kernel. Still stuck: the section "
+                "'Why the loads sank', after the exercise, takes that kernel apart one "
+                "change at a time")
     return ("each problem above says what failed in the compiled loop and what to change; "
             "the chapter's listing under 'Where the compiler put the loads' shows how to "
             "find the LDGs and their first use in the SASS")

@@ -187,10 +187,8 @@ def prefetch_problems(sass: str, agreement=lambda: "") -> list[str]:
             f"compiler moved the loads down towards the store that uses them. "
             + (note + " " if note else "")
             + "This is a verdict on the schedule ptxas made, not on your results. Where "
-            "do your loads sit in the strip below? A step that does some work only on some "
-            "trips (an if around the fetch and the store) lets ptxas gather that work at "
-            "the end of the step, loads included: give every step the same work and read "
-            "the SASS again.\n" + loop_strip_text(lp))
+            "do your loads sit in the strip below, and what in your source could have let "
+            "ptxas move them there?\n" + loop_strip_text(lp))
     if re.search(r"\bSTL\b", sass):
         problems.append("the compiled kernel stores registers to local memory (STL): at the "
                         "cap of 128 registers this is register pressure, not an array: "

@@ -434,18 +434,57 @@ def compile_condition(text: str):
     return lambda env: _COMPARE[op](lhs(env), rhs(env))
 
 
-def _guard_problem(guards: list[tuple[str, bool]]) -> str | None:
+# A student may name a part of the condition first (`const int nt = tile + STAGES - 1;
+# if (nt < tiles)`). Such a local is read as its initialiser, provided it is declared
+# once and never assigned again; any other name stays unreadable.
+_LOCAL = re.compile(r"\b(?:const\s+)?(?:unsigned\s+)?(?:int|long|bool|auto|size_t|unsigned)"
+                    r"\s+([A-Za-z_]\w*)\s*=\s*([^;{}]+);")
+
+
+def _locals(text: str) -> dict[str, str]:
+    """{name: initialiser} of the locals of `text` declared once with an initialiser
+    and never written again (the names the guard is read in are left out)."""
+    found: dict[str, list[str]] = {}
+    for m in _LOCAL.finditer(text):
+        found.setdefault(m.group(1), []).append(m.group(2).strip())
+    out = {}
+    for name, inits in found.items():
+        writes = re.findall(rf"(?:\+\+|--)\s*\b{name}\b|\b{name}\s*"
+                            r"(?:\+\+|--|<<=|>>=|[-+*/%&|^]?=(?!=))", text)
+        if name not in _GUARD_NAMES and len(inits) == 1 and len(writes) == 1:
+            out[name] = inits[0]
+    return out
+
+
+def _expand(expr: str, names: dict[str, str]) -> str:
+    """`expr` with every local of `names` replaced by its parenthesised initialiser
+    (repeated, so that a local set from another local is read too)."""
+    for _ in range(8):
+        new = re.sub(r"\b[A-Za-z_]\w*\b",
+                     lambda m: f"({names[m.group(0)]})" if m.group(0) in names else m.group(0),
+                     expr)
+        if new == expr:
+            break
+        expr = new
+    return expr
+
+
+def _guard_problem(guards: list[tuple[str, bool]],
+                   names: dict[str, str] | None = None) -> str | None:
     """What is wrong with requesting under `guards` ((condition, branch taken) of every
     if around the request that names tiles), or None when together they hold exactly
-    when tile + STAGES - 1 < tiles, for every step of every K and ring."""
+    when tile + STAGES - 1 < tiles, for every step of every K and ring. The locals of
+    `names` ({name: initialiser}) are read as their initialisers."""
     shown = " && ".join(("" if taken else "!") + f"({' '.join(h.split())})"
                         for h, taken in guards)
     if len(guards) == 1 and guards[0][1]:
         shown = " ".join(guards[0][0].split())
     try:
-        tests = [(compile_condition(h), taken) for h, taken in guards]
+        tests = [(compile_condition(_expand(h, names or {})), taken) for h, taken in guards]
     except ValueError as e:
-        return f"cannot read the condition of the request: {e}"
+        return (f"cannot read the condition of the request 'if ({shown})': {e}; a local "
+                "is read only when it is declared once, with its value, and never "
+                "assigned again")
     cases = [(4, 8)] + [(s, n) for s in _stage_counts() for n in range(1, 13)]
     for stages, tiles in cases:
         for k in (tiles * _GUARD_BK, tiles * _GUARD_BK - 5):
@@ -481,11 +520,11 @@ def pipeline_requests(source: str) -> list[str]:
     body = braced(text, m.end()) if m else None
     if body is None:
         return []
-    problems = []
+    problems, names = [], _locals(text)
     for stmt, around in _walk(_statements(body)):
         if _COMMIT.search(stmt.text):
             for kind, head, branch, other in around:
-                if kind == "if" and _ON_TILES.search(head) and \
+                if kind == "if" and _ON_TILES.search(_expand(head, names)) and \
                         not any(_COMMIT.search(s.all_text()) for s in other):
                     shown = " ".join(head.split())
                     problems.append(
@@ -511,9 +550,9 @@ def pipeline_requests(source: str) -> list[str]:
                 if len(args) <= stage_arg:
                     continue
                 stage = args[stage_arg]
-                if _stage_is(stage, "ws"):
+                if _stage_is(_expand(stage, names), "ws"):
                     pass
-                elif _stage_is(stage, "rs"):
+                elif _stage_is(_expand(stage, names), "rs"):
                     problems.append(
                         f"{name}(...) copies into stage {stage}, the stage this step is "
                         "computing on: the copies overwrite values that are still being "
@@ -524,13 +563,14 @@ def pipeline_requests(source: str) -> list[str]:
                         f"{name}(...) copies into stage '{stage}': the tile requested in "
                         "step t goes into the stage freed in step t-1, which is ws; write "
                         "the stage as ws")
-                if name == "issue_tile" and _tile_is(args[0]) is not True:
+                if name == "issue_tile" and _tile_is(_expand(args[0], names)) is not True:
                     problems.append(f"issue_tile({args[0]}, ...) requests tile {args[0]}: "
                                     "the tile requested in step t is tile + STAGES - 1")
                 guards = [(head, branch == "then") for kind, head, branch, _ in around
-                          if kind == "if" and re.search(r"\b(tiles|K)\b", head)]
+                          if kind == "if" and re.search(r"\b(tiles|K)\b",
+                                                        _expand(head, names))]
                 if guards:
-                    problem = _guard_problem(guards)
+                    problem = _guard_problem(guards, names)
                     if problem:
                         problems.append(problem)
                 else:
@@ -693,15 +733,23 @@ PIPELINE_HINTS = (
      "one commit per step, requested or not"),
     (("a_src", "b_src", "issue_next", "pointer"),
      "after issue_next's copies, each source pointer moves on by one whole tile"),
+    (("condition of the request",),
+     "write the request's condition as a comparison of tile, tiles and STAGES (or of "
+     "locals set once from them)"),
+    ((("' requests tile", "' does not request tile", "request it only when K has it"),),
+     "for each step, which tile would the request copy, and does K have that tile?"),
 )
 
 
 def pipeline_hint(detail: str) -> str:
     """The static hint of 09_capstone_step for the failure `detail`: the hints whose
-    keywords the detail names (the first keyword of each is tried first, so that a
-    message on pointers that mentions a wait does not pull in the wait's hint), or all of
-    them where none matches (a failure this list does not know)."""
-    first = [h for keys, h in PIPELINE_HINTS if keys[0] in detail]
+    keywords the detail names (the first keyword of each, or any of a first tuple of
+    them, is tried first, so that a message on pointers that mentions a wait does not
+    pull in the wait's hint), or all of them where none matches (a failure this list
+    does not know)."""
+    first = [h for keys, h in PIPELINE_HINTS
+             if any(k in detail for k in (keys[0] if isinstance(keys[0], tuple) else
+                                          (keys[0],)))]
     if first:
         return "; ".join(first)
     some = [h for keys, h in PIPELINE_HINTS if any(k in detail for k in keys[1:])]

@@ -651,6 +651,12 @@ def ladder_plot(sizes=(2048, 4096), minb: bool = False):
                            layout="constrained")
     height = 0.8 / len(sizes)
     colours = ("#9fc5e8", "#3d85c6")
+    # The steps before the capstone have no MINB switch (they ask for two blocks as
+    # built): the diamonds' legend names them, from the ladder itself.
+    plain = [r.index for r in rungs if not r.has_minb]
+    no_switch = (f"steps {plain[0]}-{plain[-1]}" if len(plain) > 1 and
+                 plain == list(range(plain[0], plain[-1] + 1)) else
+                 "steps " + ", ".join(map(str, plain)))
     for k, n in enumerate(sizes):
         for r in rungs:
             row = r.rows[n]
@@ -671,7 +677,7 @@ def ladder_plot(sizes=(2048, 4096), minb: bool = False):
             if minb and r.has_minb and r.held[n] is not None:
                 ax.plot(_rate(r.held[n]), y, marker="D", ms=7, mfc="#e69138", mec="k",
                         ls="none", label="the same step built with MINB = 2 "
-                        "(two blocks per SM; steps without a diamond fit two already)")
+                        f"(two blocks per SM; {no_switch} have no MINB switch)")
     ax.set_yticks(range(len(rungs)), [f"{r.label}\n({r.registers} registers, "
                                       f"{r.blocks} block{'s' * (r.blocks != 1)}/SM)"
                                       for r in rungs], fontsize=FONT)
@@ -1551,23 +1557,46 @@ STALL_AXIS = ("warp-cycles stalled, summed over the resident warps, per instruct
 _WAIT = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
 
 
+_PER_WARP = " / issue, per warp"
+
+
 def step_counters() -> Table:
     """The same steps' occupancy and busy-ness: warps resident (% of the SM's slots),
-    issue slots used, FMA pipe busy and the shared-memory pipe busy (all % of peak), and
-    the waits for global memory and at barriers per issued instruction."""
+    issue slots used, FMA pipe busy and the shared-memory pipe busy (all % of peak); then
+    the waits for global memory (long scoreboard), at barriers and for shared memory
+    (short scoreboard) per issued instruction *and per resident warp*. The profiler sums
+    a wait over the warps resident, so steps 3 and 7 (two blocks per SM) count twice the
+    warps of steps 4 to 6; divided by the warps resident (the recorded % of the SM's warp
+    slots times the device's slots), the waits of all five steps compare directly."""
+    from gemm_kernels.measure import roofline
     from gemm_kernels.notebook import evidence
+    waits = {"long scoreboard": "long_scoreboard", "barrier": "barrier",
+             "short scoreboard": "short_scoreboard"}
     t = evidence.counters(STEP_STALLS, {
         "warps resident, %": "sm__warps_active.avg.pct_of_peak_sustained_active",
         "issue slots used, %": "smsp__issue_active.avg.pct_of_peak_sustained_active",
         "FMA pipe busy, %": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
         "shared pipe busy, %": "l1tex__data_pipe_lsu_wavefronts_mem_shared"
                                ".avg.pct_of_peak_sustained_elapsed",
-        "long scoreboard / issue": _WAIT.format("long_scoreboard"),
-        "barrier / issue": _WAIT.format("barrier"),
+        **{name: _WAIT.format(key) for name, key in waits.items()},
         "kernel time, ms": ("gpu__time_duration.sum", 1e6)})
-    rows = [{**r, "step": numbered(r["step"])} for r in t]
-    return Table(rows, t.columns, title="Steps 3 to 7 at 4096^3, Nsight Compute at its own "
-                 f"clock; {records.recording_label()}")
+    props = roofline.device_properties() or {}
+    slots = props.get("max_threads_per_sm", 0) // props.get("warp_size", 32)
+    rows = []
+    for r in t:
+        warps = r["warps resident, %"] / 100 * slots \
+            if r["warps resident, %"] is not None and slots else None
+        row = {"step": numbered(r["step"]), **{c: r[c] for c in t.columns[1:5]},
+               "warps resident": warps}
+        for name in waits:
+            row[name + _PER_WARP] = r[name] / warps if r[name] is not None and warps else None
+        row["kernel time, ms"] = r["kernel time, ms"]
+        rows.append(row)
+    columns = ["step", *t.columns[1:5], "warps resident",
+               *(name + _PER_WARP for name in waits), "kernel time, ms"]
+    return Table(rows, columns, title="Steps 3 to 7 at 4096^3, Nsight Compute at its own "
+                 "clock; the waits in warp-cycles per issued instruction, divided by the "
+                 f"warps resident on the SM; {records.recording_label()}")
 
 
 def issue_evidence() -> Text:

@@ -722,19 +722,13 @@ def source_lines(pattern: str, kernel=KERNEL) -> str:
 
 
 def worked_answer_note(exercise: str = "08_double_buffer") -> str:
-    """The worked answer's loads in flight as the grader counts them, beside the table's
-    row for the same change: the grader compiles the solution notebook's source (the
-    helpers `compute_stage` and company, written as the exercise gives them), the table
-    a variant of the chapter's kernel file, so ptxas schedules two texts and the counts
-    can differ by a few FFMAs."""
+    """How long the worked answer (the solution notebook's source, compiled here) keeps
+    its loads in flight, in the grader's words, so that a student can set their own
+    report beside it."""
     from gemm_kernels.exercises.catalog import get
     from gemm_kernels.exercises.solutions import solution_text
     from gemm_kernels.exercises.submission import submission_sass
     ex = get(exercise)
     worked = loop_loads(submission_sass(exercise, ex.kernel, ex.params,
                                         solution_text(exercise[:2], exercise)) or "")
-    table = loads(WORKING)
-    return (f"The worked answer (the solution notebook's source), compiled here: "
-            f"{in_flight_words(worked)}. The table's row '{WORKING}', made from the "
-            f"chapter's kernel file by the same change: {table.fewest:,} of {table.ffma:,} "
-            "(the two sources differ in form, so ptxas schedules them a few FFMAs apart).")
+    return f"The worked answer, compiled here, keeps its loads {in_flight_words(worked)}."
