@@ -42,3 +42,16 @@ def test_wmma_b_loaded_with_the_stride_of_a_gets_the_leading_dimension_hint():
     assert old in src
     status_, hint = _wmma_hint(src.replace(old, "B + static_cast<size_t>(k) * N + col, K);"))
     assert status_ == FAIL and "leading dimension" in hint and "N for B" in hint
+
+
+def test_gemv_race_check_runs_where_several_warps_and_slices_work():
+    from gemm_kernels.core.kernels import get
+    from gemm_kernels.exercises.catalog import EXERCISES
+    from gemm_kernels.exercises.cpu_step import racecheck_shape
+    ex = EXERCISES["12_gemv"]
+    k = get(ex.kernel)
+    M, N, K = racecheck_shape(k, k.resolve(ex.params), True)
+    assert max(M, N) > 8 and K > 128, (M, N, K)      # more than one warp's rows, > 1 slice
+    src = solution("12_gemv")
+    step = next(s for s in grade("12_gemv", src, gpu=False).steps if s.name == "correct")
+    assert step.status == PASS and f"no data race at {M}x{N}x{K}" in step.detail, step.detail
