@@ -175,7 +175,16 @@ def test_the_tile_table_shows_fewer_blocks_where_the_scalar_path_needs_more_regi
 
 def test_the_profiles_name_every_launch_and_a_stall(rec):
     t = c.profile_table("ch12_gemv", rec)
-    assert len(t) == 4 and all(r["largest stall (per instruction)"] != "-" for r in t)
+    col = "two largest stalls (cycles per instruction)"
+    assert len(t) == 4 and all(r[col].startswith("long scoreboard") for r in t)
+    assert all(len(r[col].split(", ")) == 2 and "selected" not in r[col] for r in t)
+    assert "FMA pipe %" not in t.columns         # a GEMV has no FMA pipe figure: no column
+    ragged = c.profile_table("ch12_ragged_n", rec)
+    assert not any("stall" in col for col in ragged.columns)
+    wide, ragged_n = ragged[1], ragged[0]        # the scalar path issues more of both
+    assert ragged_n["instructions (millions)"] > wide["instructions (millions)"]
+    assert (ragged_n["load/store instructions (millions)"]
+            > wide["load/store instructions (millions)"])
     from gemm_kernels.measure import studies
     absent = next(s.name for s in studies.STUDY_LIST
                   if all(row is None for shape in s.shapes
@@ -190,6 +199,39 @@ def test_the_model_terms_add_up_to_the_prediction(rec):
     assert t[1]["reduction (µs)"] == pytest.approx(0)
     assert "reduction takes" in c.reduction_share((1024, 1024, 1024), rec)
     assert "no split" in c.reduction_share((8192, 8192, 8192), rec)
+
+
+def test_the_walkthrough_adds_up_to_the_prediction_of_the_plan(rec):
+    text = c.model_walkthrough((1024, 1024, 1024), rec)
+    t = c.model_terms((1024, 1024, 1024), 64, 128, 4, rec)
+    assert "n = ceil(512 / " in text and "K_slice = 256" in text
+    assert text.splitlines()[-1].endswith(f"= {t['total']:.1f} µs")
+    assert t["rounds term"] + t["work term"] + t["reduction"] == pytest.approx(t["total"])
+    no_split = c.model_walkthrough((8192, 8192, 8192), rec)
+    assert "reduction" not in no_split
+
+
+def test_the_gemv_account_separates_what_was_measured_from_what_was_not(rec):
+    text = c.gemv_account((1, 4096, 4096), rec=rec)
+    assert "K in 32 slices" in text and "K in 16 slices" in text
+    assert "were not profiled" in text
+    assert "reduction takes" in c.reduction_share((1, 4096, 4096), rec)
+    assert c.reduction_us((1, 4096, 4096), 32, rec) > c.rules(rec).reduce_us
+    other = c.gemv_account((1, 8192, 1024), rec=rec)
+    assert "Nsight" not in other and "nor any launch at this shape" in other
+
+
+def test_the_tile_evidence_compares_both_tiles_where_measured(rec):
+    t = c.tile_evidence(rec=rec)
+    assert [r["tile"] for r in t] == ["128x128", "64x128"] * 2
+    r = t[2]
+    assert r["busiest SM's work (128x128 tiles)"] >= r["average SM's work (128x128 tiles)"]
+    assert t[3]["busiest SM's work (128x128 tiles)"] < r["busiest SM's work (128x128 tiles)"]
+
+
+def test_the_capstone_share_gives_the_share_of_busy_sms(rec):
+    sms = c.rules(rec).sm_count
+    assert f"64 of the {sms} SMs ({64 / sms:.0%})" in c.capstone_share(1024, rec)
 
 
 def test_a_choice_is_judged_by_a_measurement_where_every_candidate_was_timed(rec):

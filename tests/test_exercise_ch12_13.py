@@ -76,6 +76,7 @@ def test_a_misjudged_last_block_leaves_c_unwritten():
     steps = status(grade("12_gemv", src, gpu=False))
     assert steps["correct"][0] == FAIL, steps
 
+
 def test_wmma_alpha_dropped_where_beta_is_zero_fails_with_the_alpha_hint():
     # the "fast path" slip: C = acc instead of alpha * acc when C is not read
     src = solution("13_wmma")
@@ -101,3 +102,16 @@ def test_wmma_column_first_warp_map_still_passes():
     old = "threadIdx.y / WN, warp_n = threadIdx.y % WN"
     status_, _ = _wmma_hint(src.replace(old, "threadIdx.y % WM, warp_n = threadIdx.y / WM"))
     assert status_ == PASS
+
+
+def test_gemv_race_check_runs_where_several_warps_and_slices_work():
+    from gemm_kernels.core.kernels import get
+    from gemm_kernels.exercises.catalog import EXERCISES
+    from gemm_kernels.exercises.cpu_step import racecheck_shape
+    ex = EXERCISES["12_gemv"]
+    k = get(ex.kernel)
+    M, N, K = racecheck_shape(k, k.resolve(ex.params), True)
+    assert max(M, N) > 8 and K > 128, (M, N, K)      # more than one warp's rows, > 1 slice
+    src = solution("12_gemv")
+    step = next(s for s in grade("12_gemv", src, gpu=False).steps if s.name == "correct")
+    assert step.status == PASS and f"no data race at {M}x{N}x{K}" in step.detail, step.detail

@@ -411,12 +411,22 @@ def correct_on_cpu(k, params: dict, seed: int = 0, also=()) -> tuple[bool | None
     return True, _passed(ran, gemm, shapes) + extra + note + race_note
 
 
+def racecheck_shape(k, p: dict, gemm: bool) -> tuple:
+    """The shape the race check runs: RACECHECK_SHAPE, or for a kernel that does not take
+    it (whole tiles only, a matrix-vector product) the one of GEMM_SHAPES with the most
+    multiply-adds among those it takes, so that several warps (and blocks, and slices of
+    K) are at work when ThreadSanitizer watches."""
+    shape = RACECHECK_SHAPE if gemm else RACECHECK_SHAPE[:2]
+    if not problems(k, p, shape):
+        return shape
+    taken = [s for s in GEMM_SHAPES if not problems(k, p, s)]
+    return max(taken, key=lambda s: s[0] * s[1] * s[2]) if taken else shape
+
+
 def race_check(k, p: dict, gemm: bool, seed: int) -> tuple[str | None, str]:
     """(the data race ThreadSanitizer found at the racecheck shape, or None; a note for
     the verdict)."""
-    shape = RACECHECK_SHAPE if gemm else RACECHECK_SHAPE[:2]
-    if problems(k, p, shape):       # a kernel that takes whole tiles only: the first it takes
-        shape = next((s for s in GEMM_SHAPES if not problems(k, p, s)), shape)
+    shape = racecheck_shape(k, p, gemm)
     try:
         _, trouble = run_case(k, p, shape, *ALPHA_BETA[-1 if gemm else 0], "thread", seed)
     except Unavailable as e:

@@ -146,6 +146,11 @@ def plot_waves(shape, BM: int | None = None, BN: int | None = None, split: int |
         ax.axhline(i * lay["per_sm"] - 0.5, color="k", linewidth=1.5)
     ax.set_yticks([i * lay["per_sm"] + (lay["per_sm"] - 1) / 2 for i in range(len(keep))])
     ax.set_yticklabels([f"wave {w + 1}" for w in keep])
+    right = ax.secondary_yaxis("right")         # each row: one block slot on every SM
+    right.set_yticks(range(grid.shape[0]))
+    right.set_yticklabels([f"slot {i % lay['per_sm'] + 1}" for i in range(grid.shape[0])],
+                          fontsize=7)
+    right.tick_params(length=0)
     share = useful_shares(shape, BM, BN, lay["slices"])
     idle, _ = slot_grid(lay["blocks"], lay["sms"], lay["per_sm"], values=share)
     ys, xs = np.nonzero(idle < MOSTLY_IDLE)
@@ -159,7 +164,8 @@ def plot_waves(shape, BM: int | None = None, BN: int | None = None, split: int |
                                      hatch="////")],
                   labels=["a block whose tile is mostly outside C"],
                   loc="upper right", bbox_to_anchor=(1, -0.08), fontsize=8, frameon=False)
-    ax.set_xlabel(f"SM (of {lay['sms']}); {lay['per_sm']} block slot(s) per SM")
+    ax.set_xlabel(f"SM (of {lay['sms']}); each row: one block slot on every SM, "
+                  f"{lay['per_sm']} per SM")
     skipped = ("" if len(keep) == lay["waves"] else
                f" (waves {keep[-2] + 2} to {lay['waves'] - 1} not drawn: full)")
     split_text = f", K in {lay['slices']} slices" if lay["slices"] > 1 else ""
@@ -348,7 +354,8 @@ def capstone_share(n: int = 1024, rec=None) -> Text:
     return Text(f"Chapter 09's capstone at {n}^3 ({rec.label}): {rate}. Its {p['BM']}x{p['BN']} "
                 f"tiles make {lay['tiles']} blocks for {lay['slots']} block slots "
                 f"({lay['sms']} SMs x {lay['per_sm']}): {lay['filled']:.0%} of the slots are "
-                f"filled, and {busy} of the {lay['sms']} SMs have a block.")
+                f"filled, and {busy} of the {lay['sms']} SMs ({busy / lay['sms']:.0%}) have a "
+                f"block.")
 
 
 def tile_table(rec=None) -> Table:
@@ -374,13 +381,61 @@ def tile_table(rec=None) -> Table:
                                              "compiled for the recorded runs)")
 
 
-STALL_PREFIX = "smsp__average_warps_issue_stalled_"
+TILE_SHAPES = ((4608, 4608, 2560), (2560, 2560, 2560))   # calibration shapes, no split
+
+
+def tile_evidence(shapes=TILE_SHAPES, rec=None) -> Table:
+    """128 x 128 against 64 x 128 tiles, both measured without a split at calibration
+    shapes where every SM is busy: the blocks, the work of the busiest SM and of the
+    average one (in 128 x 128 tiles' worth, so that the two tiles compare), and the
+    measured rate. Where the work divides evenly the two run alike; where it does not,
+    the smaller tile's finer pieces leave the busiest SM less extra work."""
+    rec = rec or recording()
+    sms = rules(rec).sm_count
+    rows = []
+    for shape in shapes:
+        for BM, BN in ((128, 128), (64, 128)):
+            row = row_of(rec, SPLIT, shape, {"BM": BM, "BN": BN, "SPLIT": 1})
+            if row is None:
+                continue
+            lay = wave_layout(shape, BM, BN, 1, rec)
+            unit = BM * BN / (128 * 128)
+            rows.append({"shape": _shape_text(shape), "tile": f"{BM}x{BN}",
+                         "blocks": lay["blocks"],
+                         "busiest SM's work (128x128 tiles)": ceil_div(lay["blocks"], sms) * unit,
+                         "average SM's work (128x128 tiles)": lay["blocks"] * unit / sms,
+                         "GFLOP/s": row["gflops"]["median"]})
+    if not rows:
+        return Text(f"These shapes are not in this recording ({rec.label}).")
+    return Table(rows, list(rows[0]), title=f"Two tiles without a split, measured; {rec.label}")
+
+
+def _top_stalls(m: dict, top: int = 2) -> str:
+    """The `top` reasons a warp waits most per issued instruction (the issuing warp and
+    a ready warp not picked left out: neither waits on anything)."""
+    from gemm_kernels.notebook.evidence import stall_reasons
+    st = {k: v for k, v in stall_reasons({"metrics": m}).items()
+          if k not in ("selected", "not selected")}
+    return ", ".join(f"{k} {v:.1f}" for k, v in sorted(st.items(), key=lambda kv: -kv[1])[:top])
+
+
+# What tells the launches of a study apart, besides the columns every study shows. The
+# ragged-N pair waits little on anything (every stall reason is small in both), so its
+# stalls explain nothing; what differs is the work issued: all instructions and those of
+# the load/store unit (the scalar path copies B and C one float at a time). The GEMV
+# launches wait on memory, so their two largest stall reasons say how much.
+_EXTRA = {
+    "ch12_ragged_n": lambda m: {
+        "instructions (millions)": m["smsp__inst_executed.sum"] / 1e6,
+        "load/store instructions (millions)": m["smsp__inst_executed_pipe_lsu.sum"] / 1e6},
+    "ch12_gemv": lambda m: {"two largest stalls (cycles per instruction)": _top_stalls(m)},
+}
 
 
 def profile_table(study: str, rec=None) -> Table:
     """An Nsight Compute study of chapter 12 (ch12_ragged_n, ch12_gemv): per launch its
-    time, issue activity, FMA pipe, DRAM throughput, warps resident and the largest
-    stall reason."""
+    time, issue activity, FMA pipe, DRAM throughput, warps resident, and what tells the
+    study's launches apart (`_EXTRA`)."""
     from gemm_kernels.measure import studies
     rec = rec or recording()
     rows = []
@@ -389,10 +444,6 @@ def profile_table(study: str, rec=None) -> Table:
             if row is None:
                 continue
             m = row["metrics"]
-            stalls = {k[len(STALL_PREFIX):].split("_per_")[0]: v for k, v in m.items()
-                      if k.startswith(STALL_PREFIX) and k.split("_per_")[0][len(STALL_PREFIX):]
-                      not in ("selected", "not_selected")}
-            top = max(stalls.items(), key=lambda kv: kv[1], default=("-", 0))
             fma = m.get("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active")
             rows.append({"shape": _shape_text(shape), "launch": step.label,
                          "time (µs)": m["gpu__time_duration.sum"] / 1e3,
@@ -400,29 +451,107 @@ def profile_table(study: str, rec=None) -> Table:
                          "FMA pipe %": fma if fma is not None else "-",
                          "DRAM % of peak": m["dram__throughput.avg.pct_of_peak_sustained_elapsed"],
                          "warps resident %": m["sm__warps_active.avg.pct_of_peak_sustained_active"],
-                         "largest stall (per instruction)": f"{top[0].replace('_', ' ')} {top[1]:.1f}"})
+                         **_EXTRA.get(study, lambda _: {})(m)})
     if not rows:
         return Text(f"The profile {study} is not in this recording ({rec.label}).")
-    return Table(rows, list(rows[0]), title=f"Nsight Compute, one launch each; {rec.label}")
+    cols = [c for c in rows[0] if any(r[c] != "-" for r in rows)]   # no FMA in a GEMV
+    return Table(rows, cols, title=f"Nsight Compute, one launch each; {rec.label}")
+
+
+def reduction_us(shape, planes: int, rec=None) -> float:
+    """The model's time of the split's reduction: its fixed cost r0 plus reading the
+    `planes` partial products and writing C at the copy's bandwidth."""
+    r = rules(rec or recording())
+    return r.reduce_us + (planes + 1) * shape[0] * shape[1] * 4 / (r.bandwidth_gbps * 1e3)
 
 
 def reduction_share(shape, rec=None) -> Text:
-    """The model's split of the plan's predicted time at `shape` into the GEMM and the
-    reduction (its fixed cost and its bytes)."""
+    """The model's reduction at the plan's split of `shape`, and (for the GEMM kernel,
+    which the model times) its share of the predicted time."""
     rec = rec or recording()
     r, lim = rules(rec), _limits(rec)
     p = plan_for(shape, rec)
-    if p.kernel != SPLIT or p.params["SPLIT"] == 1:
+    z = get(p.kernel).grid(p.params, tuple(shape))[2]
+    if z == 1:
         return Text(f"At {_shape_text(shape)} the plan has no split: no reduction.")
+    red = reduction_us(shape, z, rec)
+    mb = (z + 1) * shape[0] * shape[1] * 4 / 1e6
+    what = (f"the reduction reads the {z} partial products and writes C, {mb:.1f} MB in all "
+            f"(the first kernel wrote the partial products)")
+    if p.kernel != SPLIT:
+        return Text(f"At {_shape_text(shape)} ({p}): the model's reduction takes "
+                    f"{fmt_number(red)} µs: its fixed cost r0 = {r.reduce_us:.1f} µs, and {what}.")
     whole = model.predict_us(r, shape, p.params["BM"], p.params["BN"], p.params["SPLIT"],
                              sm_count=r.sm_count, limits=lim)
-    z = slices(ceil_div(shape[2], p.params["BK"]), p.params["SPLIT"])
-    red = r.reduce_us + (z + 1) * shape[0] * shape[1] * 4 / (r.bandwidth_gbps * 1e3)
-    return Text(f"At {_shape_text(shape)} ({choose.Plan(p.kernel, p.params)}): the model "
-                f"predicts {fmt_number(whole)} µs, of which the reduction takes "
-                f"{fmt_number(red)} µs ({red / whole:.0%}): the reduction reads the {z} partial "
-                f"products and writes C, {(z + 1) * shape[0] * shape[1] * 4 / 1e6:.1f} MB in all "
-                f"(the GEMM part wrote the partial products).")
+    return Text(f"At {_shape_text(shape)} ({p}): the model predicts {fmt_number(whole)} µs, of "
+                f"which the reduction takes {fmt_number(red)} µs ({red / whole:.0%}): {what}.")
+
+
+def gemv_account(shape=(1, 4096, 4096), study: str = "ch12_gemv", rec=None) -> Text:
+    """What the recording says about the time of the plan's matrix-vector call at
+    `shape`: the whole timed call (from its recorded rate), the GEMV kernel alone as
+    Nsight Compute timed it with the study's split, and the model's reduction at the
+    plan's split; and what it does not say (the plan's own pair of launches was not
+    profiled when the study's splits differ from the plan's)."""
+    from gemm_kernels.measure import studies
+    rec = rec or recording()
+    p = plan_for(shape, rec)
+    row = row_of(rec, p.kernel, shape, p.params)
+    if row is None:
+        return Text(f"{_shape_text(shape)} with {p}: not in this recording ({rec.label}).")
+    call = 2 * shape[0] * shape[1] * shape[2] / (row["gflops"]["median"] * 1e3)
+    z = get(p.kernel).grid(p.params, tuple(shape))[2]
+    lines = [f"At {_shape_text(shape)} the plan is the {p}. Its whole timed call (the GEMV "
+             f"kernel, then the reduction) takes {fmt_number(call)} µs "
+             f"({fmt_number(row['gflops']['median'])} GFLOP/s)."]
+    profiled = ([(step, r) for step, r in studies.results(study, tuple(shape), rec)
+                 if r is not None] if tuple(shape) in studies.get(study).shapes else [])
+    for step, r in profiled:
+        zs = get(step.kernel).grid(get(step.kernel).resolve(step.params), tuple(shape))[2]
+        if zs > 1:
+            lines.append(f"Nsight Compute timed the GEMV kernel alone with K in {zs} slices: "
+                         f"{fmt_number(r['metrics']['gpu__time_duration.sum'] / 1e3)} µs.")
+    lines.append(f"The model puts the reduction of {z} slices at {fmt_number(reduction_us(shape, z, rec))} "
+                 f"µs (r0, fitted to the GEMM kernel's runs with a split, plus its bytes).")
+    planned = any(get(step.kernel).resolve(step.params) == p.params for step, _ in profiled)
+    if not planned:
+        lines.append(f"The plan's own launches (K in {z} slices, then the reduction) were not "
+                     "profiled" + ("" if profiled else " (nor any launch at this shape)") + ", so the recording does not say how the timed call divides "
+                     "between the two kernels and the gap between them.")
+    return Text("\n".join(lines))
+
+
+def model_walkthrough(shape=(1024, 1024, 1024), rec=None) -> Text:
+    """The model's formula worked through, step by step, for the plan at `shape`, with
+    the fitted constants (`model_terms`); its total is `model.predict_us`'s, the function
+    the plan uses, so the walk and the prediction cannot disagree."""
+    rec = rec or recording()
+    r = rules(rec)
+    p = plan_for(shape, rec).params
+    BM, BN = p["BM"], p["BN"]
+    t = model_terms(shape, BM, BN, p["SPLIT"], rec)
+    n, per_sm, q, z = t["n"], t["per_sm"], t["q"], t["z"]
+    steps = [
+        f"The plan at {_shape_text(shape)}: {BM}x{BN} tiles, K in {z} slices; {r.device}, "
+        f"{r.sm_count} SMs, gamma = {t['gamma']:g}.",
+        f"1. blocks = {t['tiles']} tiles x {z} slices = {t['blocks']}",
+        f"2. n = ceil({t['blocks']} / {r.sm_count}) = {n} blocks on the busiest SM",
+        f"3. per_sm = {per_sm} (section 2's table), so rounds = ceil({n} / {per_sm}) = "
+        f"{t['rounds']} and q = min({n}, {per_sm}) = {q}",
+        f"4. K_slice = {t['depth']} (each slice's depth, in whole steps of {t['BK']})",
+        f"5. c0 x rounds = {t['c0']:.2f} µs x {t['rounds']} = {t['rounds term']:.2f} µs",
+        f"6. c1 x BM x BN x K_slice x n / q^gamma = {t['c1'] * 1e6:.2f} µs per million "
+        f"multiply-adds x {BM} x {BN} x {t['depth']} x {n} / {q}^{t['gamma']:g} = "
+        f"{t['work term']:.1f} µs",
+    ]
+    if z > 1:
+        steps.append(f"7. the reduction: r0 + ({z} partial products read + C written) x "
+                     f"{shape[0]} x {shape[1]} floats at {fmt_number(r.bandwidth_gbps)} GB/s "
+                     f"= {r.reduce_us:.1f} + {t['reduction'] - r.reduce_us:.1f} = "
+                     f"{t['reduction']:.1f} µs")
+    steps.append(f"time = {t['rounds term']:.2f} + {t['work term']:.1f}"
+                 + (f" + {t['reduction']:.1f}" if z > 1 else "") + f" = {fmt_number(t['total'])} µs")
+    return Text("\n".join(steps))
 
 
 def which_recording() -> Text:
@@ -668,30 +797,45 @@ def rate_choice(shape, BM: int, BN: int, split: int, rec=None, reveal: bool = Fa
     return Text("\n".join(lines))
 
 
+def model_terms(shape, BM: int, BN: int, split: int, rec=None) -> dict:
+    """Every quantity of the model's formula for (BM, BN, split) at `shape`, on the
+    recording's device: tiles, slices z, blocks, n on the busiest SM, per_sm, rounds, q,
+    the slice's depth, the constants, the two GEMM terms, the reduction and the total
+    (`model.predict_us`'s, the function the plan uses)."""
+    rec = rec or recording()
+    r, lim = rules(rec), _limits(rec)
+    c = r.tiles[model.tile_name(BM, BN)]
+    regs = model.registers(c, shape[1])
+    (rounds, work), z = model.terms(shape, BM, BN, split, regs, r.sm_count, lim, r.gamma)
+    p = model.split_params(BM, BN, split)
+    per_sm = model.slots(p, regs, 1, lim)
+    tiles = W.tiles(shape, BM, BN)
+    n = ceil_div(tiles * z, r.sm_count)
+    total = model.predict_us(r, shape, BM, BN, split, sm_count=r.sm_count, limits=lim)
+    t0, t1 = c["c0_us"] * rounds, c["c1_us_per_mfma"] * work
+    return {"tiles": tiles, "z": z, "blocks": tiles * z, "n": n, "per_sm": per_sm,
+            "rounds": rounds, "q": min(n, per_sm), "BK": p["BK"],
+            "depth": ceil_div(ceil_div(shape[2], p["BK"]), z) * p["BK"],
+            "c0": c["c0_us"], "c1": c["c1_us_per_mfma"], "gamma": r.gamma,
+            "rounds term": t0, "work term": t1, "reduction": total - t0 - t1, "total": total}
+
+
 def plan_terms(shape, configs, rec=None) -> Table:
     """The model's terms for each (BM, BN, split) of `configs` at `shape`: the busiest
     SM's blocks n, how many it holds at once, rounds, the work term n / q^gamma per
     block's multiply-adds, the reduction, and the predicted time."""
     rec = rec or recording()
-    r, lim = rules(rec), _limits(rec)
     rows = []
     for BM, BN, split in configs:
-        c = r.tiles[model.tile_name(BM, BN)]
-        regs = model.registers(c, shape[1])
-        (rounds, work), z = model.terms(shape, BM, BN, split, regs, r.sm_count, lim, r.gamma)
-        p = model.split_params(BM, BN, split)
-        per_sm = model.slots(p, regs, 1, lim)
-        blocks = W.tiles(shape, BM, BN) * z
-        n = ceil_div(blocks, r.sm_count)
-        total = model.predict_us(r, shape, BM, BN, split, sm_count=r.sm_count, limits=lim)
-        gemm = c["c0_us"] * rounds + c["c1_us_per_mfma"] * work
-        rows.append({"tile, slices": f"{BM}x{BN}, {z}", "blocks": blocks,
-                     "n on the busiest SM": n, "held at once": min(n, per_sm),
-                     "rounds": rounds, "n / q^gamma": n / min(n, per_sm) ** r.gamma,
-                     "depth of a slice": ceil_div(ceil_div(shape[2], p["BK"]), z) * p["BK"],
-                     "GEMM (µs)": gemm, "reduction (µs)": total - gemm, "predicted (µs)": total})
+        t = model_terms(shape, BM, BN, split, rec)
+        rows.append({"tile, slices": f"{BM}x{BN}, {t['z']}", "blocks": t["blocks"],
+                     "n on the busiest SM": t["n"], "held at once": t["q"],
+                     "rounds": t["rounds"], "n / q^gamma": t["n"] / t["q"] ** t["gamma"],
+                     "depth of a slice": t["depth"],
+                     "GEMM (µs)": t["rounds term"] + t["work term"],
+                     "reduction (µs)": t["reduction"], "predicted (µs)": t["total"]})
     return Table(rows, list(rows[0]), title=f"The model's terms at {_shape_text(shape)} "
-                                             f"(gamma = {r.gamma:g}; {r.device})")
+                                             f"(gamma = {rules(rec).gamma:g}; {rules(rec).device})")
 
 
 def model_error(rec=None) -> float:
