@@ -324,11 +324,12 @@ STUDY_LIST += (
 # block of warpgroups doing everything and with the roles split, and how much of the
 # tensor pipe each keeps busy.
 # The instruction counter says how often wgmma issues, not how busy the tensor cores
-# are (one wgmma keeps them busy for many cycles): the math operations of the FP16-in,
-# FP32-out tensor path, against their peak, say that.
-HOPPER_TENSOR = ["re:^sm__(pipe_tensor_op_gmma_cycles_active|inst_executed_pipe_tensor_op_gmma)"
-                 "\\.(sum|avg\\.pct_of_peak_sustained_active)$",
-                 "re:^sm__ops_path_tensor_src_fp16_dst_fp32\\.(sum|avg\\.pct_of_peak_sustained_active)$"]
+# are (one wgmma keeps them busy for many cycles): the tensor pipe's active cycles of
+# the HMMA/HGMMA kind, and the FP16 HGMMA math operations, against their peaks, say
+# that (names as this ncu lists them for sm_90).
+HOPPER_TENSOR = ["re:^sm__inst_executed_pipe_tensor_op_gmma\\.(sum|avg\\.pct_of_peak_sustained_active)$",
+                 "re:^sm__(pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active|"
+                 "ops_path_tensor_op_hgmma_src_fp16)\\.(sum|avg\\.pct_of_peak_sustained_active)$"]
 STUDY_LIST += (
     Study("ch15_hopper", "15", "What the TMA + wgmma kernels keep busy, and what they wait on",
           "ncu", (
