@@ -213,9 +213,10 @@ def test_the_walkthrough_adds_up_to_the_prediction_of_the_plan(rec):
 
 def test_the_gemv_account_separates_what_was_measured_from_what_was_not(rec):
     text = c.gemv_account((1, 4096, 4096), rec=rec)
-    assert "K in 32 slices" in text and "K in 16 slices" in text
-    assert "were not profiled" in text
-    assert "reduction takes" in c.reduction_share((1, 4096, 4096), rec)
+    assert "K in 32 slices" in text and "K in 16 slices" in text and "one launch" in text
+    assert "cuBLAS's, in the same run" in text and "DRAM busy" in text
+    assert "was not profiled" in text
+    assert "same launch: no second kernel" in c.reduction_share((1, 4096, 4096), rec)
     assert c.reduction_us((1, 4096, 4096), 32, rec) > c.rules(rec).reduce_us
     other = c.gemv_account((1, 8192, 1024), rec=rec)
     assert "Nsight" not in other and "nor any launch at this shape" in other

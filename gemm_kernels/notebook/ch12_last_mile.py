@@ -466,58 +466,57 @@ def reduction_us(shape, planes: int, rec=None) -> float:
 
 
 def reduction_share(shape, rec=None) -> Text:
-    """The model's reduction at the plan's split of `shape`, and (for the GEMM kernel,
-    which the model times) its share of the predicted time."""
+    """The model's reduction at the plan's split of `shape` and its share of the
+    predicted time; the matrix-vector product adds its slices in its own launch."""
     rec = rec or recording()
     r, lim = rules(rec), _limits(rec)
     p = plan_for(shape, rec)
     z = get(p.kernel).grid(p.params, tuple(shape))[2]
     if z == 1:
         return Text(f"At {_shape_text(shape)} the plan has no split: no reduction.")
+    if p.kernel != SPLIT:
+        return Text(f"At {_shape_text(shape)} ({p}): the last block of each range of outputs "
+                    f"adds the {z} slices' partial sums in the same launch: no second kernel.")
     red = reduction_us(shape, z, rec)
     mb = (z + 1) * shape[0] * shape[1] * 4 / 1e6
-    what = (f"the reduction reads the {z} partial products and writes C, {mb:.1f} MB in all "
-            f"(the first kernel wrote the partial products)")
-    if p.kernel != SPLIT:
-        return Text(f"At {_shape_text(shape)} ({p}): the model's reduction takes "
-                    f"{fmt_number(red)} µs: its fixed cost r0 = {r.reduce_us:.1f} µs, and {what}.")
     whole = model.predict_us(r, shape, p.params["BM"], p.params["BN"], p.params["SPLIT"],
                              sm_count=r.sm_count, limits=lim)
     return Text(f"At {_shape_text(shape)} ({p}): the model predicts {fmt_number(whole)} µs, of "
-                f"which the reduction takes {fmt_number(red)} µs ({red / whole:.0%}): {what}.")
+                f"which the reduction takes {fmt_number(red)} µs ({red / whole:.0%}): the "
+                f"reduction reads the {z} partial products and writes C, {mb:.1f} MB in all "
+                f"(the first kernel wrote the partial products).")
 
 
 def gemv_account(shape=(1, 4096, 4096), study: str = "ch12_gemv", rec=None) -> Text:
-    """What the recording says about the time of the plan's matrix-vector call at
-    `shape`: the whole timed call (from its recorded rate), the GEMV kernel alone as
-    Nsight Compute timed it with the study's split, and the model's reduction at the
-    plan's split; and what it does not say (the plan's own pair of launches was not
-    profiled when the study's splits differ from the plan's)."""
+    """What the recording says about the plan's matrix-vector call at `shape`: its timed
+    call (one launch) beside cuBLAS's in the same run, and each profiled launch of the
+    study with a split (its time and how busy DRAM was); and that the plan's own split
+    was not profiled, where the study's splits differ from it."""
     from gemm_kernels.measure import studies
     rec = rec or recording()
     p = plan_for(shape, rec)
     row = row_of(rec, p.kernel, shape, p.params)
     if row is None:
         return Text(f"{_shape_text(shape)} with {p}: not in this recording ({rec.label}).")
-    call = 2 * shape[0] * shape[1] * shape[2] / (row["gflops"]["median"] * 1e3)
+    flop = 2 * shape[0] * shape[1] * shape[2]
+    call, ref = (flop / (g * 1e3) for g in (row["gflops"]["median"],
+                                            row["reference"]["gflops"]["median"]))
     z = get(p.kernel).grid(p.params, tuple(shape))[2]
-    lines = [f"At {_shape_text(shape)} the plan is the {p}. Its whole timed call (the GEMV "
-             f"kernel, then the reduction) takes {fmt_number(call)} µs "
-             f"({fmt_number(row['gflops']['median'])} GFLOP/s)."]
+    lines = [f"At {_shape_text(shape)} the plan is the {p}, in one launch. Its timed call "
+             f"takes {fmt_number(call)} µs ({fmt_number(row['gflops']['median'])} GFLOP/s); "
+             f"cuBLAS's, in the same run, {fmt_number(ref)} µs."]
     profiled = ([(step, r) for step, r in studies.results(study, tuple(shape), rec)
                  if r is not None] if tuple(shape) in studies.get(study).shapes else [])
     for step, r in profiled:
         zs = get(step.kernel).grid(get(step.kernel).resolve(step.params), tuple(shape))[2]
         if zs > 1:
-            lines.append(f"Nsight Compute timed the GEMV kernel alone with K in {zs} slices: "
-                         f"{fmt_number(r['metrics']['gpu__time_duration.sum'] / 1e3)} µs.")
-    lines.append(f"The model puts the reduction of {z} slices at {fmt_number(reduction_us(shape, z, rec))} "
-                 f"µs (r0, fitted to the GEMM kernel's runs with a split, plus its bytes).")
-    planned = any(get(step.kernel).resolve(step.params) == p.params for step, _ in profiled)
-    if not planned:
-        lines.append(f"The plan's own launches (K in {z} slices, then the reduction) were not "
-                     "profiled" + ("" if profiled else " (nor any launch at this shape)") + ", so the recording does not say how the timed call divides "
-                     "between the two kernels and the gap between them.")
+            m = r["metrics"]
+            lines.append(f"Nsight Compute, K in {zs} slices, the whole launch: "
+                         f"{fmt_number(m['gpu__time_duration.sum'] / 1e3)} µs, DRAM busy "
+                         f"{m['dram__throughput.avg.pct_of_peak_sustained_elapsed']:.0f}% of it.")
+    if not any(get(step.kernel).resolve(step.params) == p.params for step, _ in profiled):
+        lines.append(f"The plan's own launch (K in {z} slices) was not profiled" +
+                     ("" if profiled else ", nor any launch at this shape") + ".")
     return Text("\n".join(lines))
 
 
@@ -730,7 +729,7 @@ def pick_rows(rec=None) -> list[dict]:
         best = min(pts, key=lambda p: p["measured_us"])
         out.append({"shape": shape, "configurations": len(pts),
                     "model's pick": _config(pick), "best measured": _config(best),
-                    "pick / best rate %": 100 * best["measured_us"] / pick["measured_us"]})
+                    "pick / best rate %": 100 * (best["measured_us"] / pick["measured_us"])})
     return out
 
 

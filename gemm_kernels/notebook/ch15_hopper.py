@@ -520,6 +520,10 @@ CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"
 DRAM_READ = "dram__bytes_read.sum"
 DRAM_PCT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
 L2_HIT = "lts__t_sector_hit_rate.pct"
+# how busy the tensor pipe was (its HMMA/HGMMA cycles, % of the cycles the SMs were
+# active): recorded in the study's later runs only
+TENSOR_BUSY = ("sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active"
+               ".avg.pct_of_peak_sustained_active")
 
 
 def _study(n: int, rec=None) -> list[tuple[str, dict | None]]:
@@ -532,8 +536,8 @@ def _study(n: int, rec=None) -> list[tuple[str, dict | None]]:
 
 def study_table(sizes=(4096, 8192), rec=None) -> Table:
     """The study's counters per step and size: time and the rate it gives (at the
-    profiler's locked clocks, so lower than the timed runs), warp-level wgmma
-    instructions, shared-memory wavefronts of the tensor cores' reads and bank conflicts, DRAM
+    profiler's locked clocks, so lower than the timed runs), how busy the tensor pipe
+    was, warp-level wgmma instructions, shared-memory wavefronts of the tensor cores' reads and bank conflicts, DRAM
     bytes read and throughput, L2 hit rate."""
     rec = rec or study_recording()
     rows = []
@@ -544,13 +548,14 @@ def study_table(sizes=(4096, 8192), rec=None) -> Table:
                 continue
             rows.append({"size": f"{n}³", "step": label, "time (ms)": m[TIME] / 1e6,
                          "TFLOP/s (profiled)": 2 * n ** 3 / m[TIME] / 1e3,
+                         "tensor pipe busy %": m.get(TENSOR_BUSY, "not recorded"),
                          "wgmma instructions, warp-level (M)": m[GMMA] / 1e6,
                          "shared wavefronts (M)": m[SHARED] / 1e6,
                          "bank conflicts": m[CONFLICTS],
                          "DRAM read (GB)": m[DRAM_READ] / 1e9, "DRAM % of peak": m[DRAM_PCT],
                          "L2 hit %": m[L2_HIT]})
     return Table(rows, ["size", "step", "time (ms)", "TFLOP/s (profiled)",
-                        "wgmma instructions, warp-level (M)",
+                        "tensor pipe busy %", "wgmma instructions, warp-level (M)",
                         "shared wavefronts (M)", "bank conflicts", "DRAM read (GB)",
                         "DRAM % of peak", "L2 hit %"],
                  title=f"Nsight Compute ({_label(rec)}; clocks locked at base by the profiler)")
