@@ -232,3 +232,14 @@ def test_what_is_left_gives_the_datasheet_peak_too():
     text = str(ch15.what_is_left())
     if "not known" not in text:
         assert "datasheet" in text and " to " in text
+
+
+def test_the_study_says_how_busy_the_tensor_pipe_was():
+    if ch15.study_recording() is None:
+        pytest.skip("the chapter's study is not here")
+    t = ch15.study_table()
+    busy = [r["tensor pipe busy %"] for r in t]
+    assert all(isinstance(b, float) and 0 < b <= 100 for b in busy), busy
+    one_role, split = busy[0], busy[1]          # 4096³: one role, then warp-specialised
+    assert split > one_role
+    assert "tensor pipe was busy" in ch15.study_summary()

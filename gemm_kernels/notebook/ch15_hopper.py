@@ -606,7 +606,10 @@ def study_summary(n: int = 8192, rec=None) -> Text:
                 f"{grouped[DRAM_PCT]:.0f}% of peak, {grouped[L2_HIT]:.0f}% hits, and takes "
                 f"{grouped[TIME] / 1e6:.2f} ms instead of {plain[TIME] / 1e6:.2f} ms "
                 f"(x{plain[TIME] / grouped[TIME]:.2f} faster). The tensor cores did the same "
-                f"work in both: {plain[GMMA] / 1e6:.1f} million wgmma each.")
+                f"work in both: {plain[GMMA] / 1e6:.1f} million wgmma each" +
+                (f"; the tensor pipe was busy {plain[TENSOR_BUSY]:.0f}% of the time in row "
+                 f"order, {grouped[TENSOR_BUSY]:.0f}% grouped." if TENSOR_BUSY in plain
+                 and TENSOR_BUSY in grouped else "."))
 
 
 def block_tile(pid: int, grid_x: int, grid_y: int, group: int) -> tuple[int, int]:
