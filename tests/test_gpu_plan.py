@@ -41,7 +41,7 @@ def test_every_split_configuration_is_right(params):
             assert r.ok, str(r)
 
 
-@pytest.mark.parametrize("params", _configs("gemv"), ids=lambda p: f"S{p['SPLIT']}")
+@pytest.mark.parametrize("params", _configs("gemv"), ids=lambda p: f"S{p['SPLIT']}-W{p['WARPS']}")
 def test_every_gemv_configuration_is_right(params):
     for shape in GEMV_SHAPES:
         for alpha, beta in ((1.0, 0.0), (1.5, -0.5)):

@@ -53,7 +53,8 @@ def _rules(**over):
                                          "c1_us_per_mfma": 1e-5 * (BM * BN / 16384) ** -0.1}
              for BM, BN in model.TILES}
     d = dict(device="Test GPU", sm_count=132, tiles=tiles, gamma=0.5, reduce_us=3.0,
-             bandwidth_gbps=3000.0, gemv_blocks_per_sm=4, provenance={})
+             bandwidth_gbps=3000.0, gemv_warps_per_sm=32,
+             gemv_warps={"rows": 8, "cols": 32}, provenance={})
     d.update(over)
     return model.Rules(**d)
 
@@ -68,12 +69,36 @@ def test_few_tiles_and_a_long_k_get_a_split(monkeypatch):
 
 
 def test_the_gemv_split_fills_the_sms(monkeypatch):
-    monkeypatch.setattr(model, "load", lambda: _rules(gemv_blocks_per_sm=4))
-    p = choose.plan((1, 4096, 4096))
+    monkeypatch.setattr(model, "load", lambda: _rules(gemv_warps_per_sm=32))
     k = get("gemv")
-    assert model.gemv_blocks(k, p.params, (1, 4096, 4096)) >= 4 * 132
+    p = choose.plan((1, 4096, 4096))
+    assert p.params["WARPS"] == 32 and choose.plan((4096, 1, 4096)).params["WARPS"] == 8
+    assert model.gemv_warps(k, p.params, (1, 4096, 4096)) >= 32 * 132
     half = dict(p.params, SPLIT=p.params["SPLIT"] // 2)
-    assert model.gemv_blocks(k, half, (1, 4096, 4096)) < 4 * 132
+    assert model.gemv_warps(k, half, (1, 4096, 4096)) < 32 * 132
+
+
+def test_the_fit_takes_each_gemv_paths_fastest_block_size():
+    props = {"name": "Test GPU", "compute_capability": "9.0", "sm_count": 132}
+    k = get("gemv")
+    rows = []
+    for shape, fast in (((1, 3000, 3000), 32), ((1, 500, 20000), 32), ((3000, 1, 3000), 8)):
+        for p in k.valid_configurations():
+            gf = 100.0 + (50 if p["WARPS"] == fast else 0) + (10 if p["SPLIT"] == 8 else 0)
+            rows.append({"kernel": "gemv", "shape": list(shape), "params": p,
+                         "gflops": {"median": gf}, "binary": {"registers": 32}, "run": "r"})
+    for s in ((384, 384, 128), (1280, 1280, 2560)):
+        for BM, BN in model.TILES:
+            rows.append({"kernel": "capstone_split", "shape": list(s),
+                         "params": {"BM": BM, "BN": BN, "SPLIT": 1},
+                         "gflops": {"median": 1000.0 + BM}, "binary": {"registers": 127},
+                         "run": "r"})
+    fitted = model.fit(rows, props, 3000.0, ["r"])
+    assert fitted["gemv_warps"] == {"rows": 8, "cols": 32}
+    best = [k.resolve({"SPLIT": 8, "WARPS": w}) for w in (32, 32, 8)]
+    warps = sorted(model.gemv_warps(k, p, s) / 132 for p, s in
+                   zip(best, ((1, 3000, 3000), (1, 500, 20000), (3000, 1, 3000))))
+    assert fitted["gemv_warps_per_sm"] == max(1, round(warps[1]))
 
 
 def test_no_cp_async_means_the_fallback(monkeypatch):

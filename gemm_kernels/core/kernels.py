@@ -858,18 +858,15 @@ register(Kernel(
 
 # The matrix-vector end (M == 1 or N == 1). ROWS (N == 1): a warp per row of A, K cut
 # into slices of whole 128-float chunks; COLS (M == 1): a block per 128 (or 32) columns
-# of B, K cut into slices of whole groups of 8 rows. The slices are added in the same
+# of B, K cut into slices of whole groups of WARPS rows. The slices are added in the same
 # launch (split_k_finish): at a few tens of microseconds per product, a second kernel
 # would cost a tenth of the time.
-GEMV_THREADS = 256
-
-
 def _gemv_cols(s) -> bool:
     return s is not None and s[0] == 1 and s[1] > 1
 
 
-def _gemv_chunk(s) -> int:
-    return 8 if _gemv_cols(s) else 128
+def _gemv_chunk(p, s) -> int:
+    return p["WARPS"] if _gemv_cols(s) else 128
 
 
 def _gemv_vec(s) -> bool:
@@ -880,7 +877,7 @@ def _gemv_rule(p, s):
     if s[0] != 1 and s[1] != 1:
         return (f"gemv computes a matrix-vector product: M or N must be 1, got "
                 f"{s[0]}x{s[1]}x{s[2]} (use capstone_split)")
-    return _workspace_rule(_gemv_chunk(s))(p, s)
+    return _workspace_rule(_gemv_chunk(p, s))(p, s)
 
 
 register(Kernel(
@@ -889,17 +886,20 @@ register(Kernel(
     params=(Param("SPLIT", (1, 2, 4, 8, 16, 32, 64), 1,
                   "slices of K, one per blockIdx.z; above 1 each slice writes a partial "
                   "product and the last block of each range of outputs adds them into C "
-                  "(in a fixed order), in the same launch"),),
-    template=("COLS", "VEC"),
-    threads=lambda p: (GEMV_THREADS, 1, 1),
+                  "(in a fixed order), in the same launch"),
+            Param("WARPS", (8, 32), 8,
+                  "warps per block: rows of A per block (N == 1), or rows of B a block "
+                  "reads at once (M == 1)")),
+    template=("COLS", "VEC", "WARPS"),
+    threads=lambda p: (32 * p["WARPS"], 1, 1),
     grid=lambda p, s: (ceil_div(s[1], 32 * (4 if _gemv_vec(s) else 1)) if _gemv_cols(s)
-                       else ceil_div(s[0], GEMV_THREADS // 32), 1,
-                       slices(ceil_div(s[2], _gemv_chunk(s)), p["SPLIT"])),
+                       else ceil_div(s[0], p["WARPS"]), 1,
+                       slices(ceil_div(s[2], _gemv_chunk(p, s)), p["SPLIT"])),
     shape_rule=_gemv_rule,
     shape_params=lambda p, s: {"COLS": _gemv_cols(s), "VEC": _gemv_vec(s)},
-    splits=lambda p, s: slices(ceil_div(s[2], _gemv_chunk(s)), p["SPLIT"]),
+    splits=lambda p, s: slices(ceil_div(s[2], _gemv_chunk(p, s)), p["SPLIT"]),
     finishes_split=True,
-    smem=lambda p: 8 * 128 * 4,     # COLS: the 8 warps' sums of 128 columns
+    smem=lambda p: p["WARPS"] * 128 * 4,     # COLS: the warps' sums of 128 columns
     align=16,
 ))
 

@@ -9,12 +9,14 @@
 // (VEC: K % 4 == 0, so every row starts 16-byte aligned) and sum their partial dot
 // products with warp shuffles. A warp reads 512 contiguous bytes per step.
 // COLS (M == 1, C = x B): a block owns 32 * V consecutive columns (V = 4 floats per lane
-// on the VEC path, N % 4 == 0); its 8 warps take every 8th row of its slice of K, each
-// lane keeps V running sums, and the 8 warps' sums are added in shared memory. A warp
-// reads 512 (128) contiguous bytes of one row of B per step.
+// on the VEC path, N % 4 == 0); its WARPS warps take every WARPS-th row of its slice of
+// K, each lane keeps V running sums, and the warps' sums are added in shared memory. A
+// warp reads 512 (128) contiguous bytes of one row of B per step.
+// WARPS (8 or 32) is the block's size in warps: a block of COLS owns few columns, so
+// more warps per block put more rows of B in flight at once, with fewer slices of K.
 //
 // Split-K (split_k.cuh): blockIdx.z is a slice of K (of whole 128-element chunks for
-// ROWS, which keeps the float4 alignment, and of whole groups of 8 rows for COLS). With
+// ROWS, which keeps the float4 alignment, and of whole groups of WARPS rows for COLS). With
 // more than one slice a block writes its partial sums (alpha = 1, beta = 0) into plane z
 // of the workspace W, and the last block of each output range adds the planes into C
 // (split_k_finish): one launch, where a second kernel would add several microseconds to
@@ -22,11 +24,8 @@
 #include "common.cuh"
 #include "split_k.cuh"
 
-constexpr int GEMV_THREADS = 256;
-constexpr int GEMV_WARPS = GEMV_THREADS / 32;
-
-template <bool COLS, bool VEC>
-__global__ void __launch_bounds__(GEMV_THREADS)
+template <bool COLS, bool VEC, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32)
 sgemv(int M, int N, int K, float alpha, const float* __restrict__ A,
       const float* __restrict__ B, float beta, float* __restrict__ C,
       float* __restrict__ W, unsigned* __restrict__ arrived) {
@@ -40,8 +39,8 @@ sgemv(int M, int N, int K, float alpha, const float* __restrict__ A,
     int first, count;                          // the outputs this block computes
     if constexpr (!COLS) {
         split_k_range<128>(K, &k_begin, &KS);
-        first = blockIdx.x * GEMV_WARPS;
-        count = min(GEMV_WARPS, M - first);
+        first = blockIdx.x * WARPS;
+        count = min(WARPS, M - first);
         const int row = first + warp;
         // rows are whole warps: a warp past M computes nothing, but stays for the
         // barriers of split_k_finish
@@ -66,8 +65,8 @@ sgemv(int M, int N, int K, float alpha, const float* __restrict__ A,
         }
     } else {
         constexpr int V = VEC ? 4 : 1;
-        __shared__ float part[GEMV_WARPS][32 * V];
-        split_k_range<GEMV_WARPS>(K, &k_begin, &KS);
+        __shared__ float part[WARPS][32 * V];
+        split_k_range<WARPS>(K, &k_begin, &KS);
         first = blockIdx.x * 32 * V;
         count = min(32 * V, N - first);
         const int c = first + V * lane;                    // this lane's first column
@@ -76,7 +75,7 @@ sgemv(int M, int N, int K, float alpha, const float* __restrict__ A,
         float acc[V] = {};
         if (c < N) {       // VEC: N % 4 == 0, so a float4 is wholly inside or outside
 #pragma unroll 4
-            for (int k = warp; k < KS; k += GEMV_WARPS) {
+            for (int k = warp; k < KS; k += WARPS) {
                 const float xk = x[k];
                 if constexpr (VEC) {
                     const float4 v = *reinterpret_cast<const float4*>(b + static_cast<size_t>(k) * N);
@@ -90,12 +89,12 @@ sgemv(int M, int N, int K, float alpha, const float* __restrict__ A,
 #pragma unroll
         for (int w = 0; w < V; ++w) part[warp][V * lane + w] = acc[w];
         __syncthreads();
-        // one thread per column (fewer at the matrix's edge) adds the 8 warps' sums
+        // one thread per column (fewer at the matrix's edge) adds the warps' sums
         if (threadIdx.x < count) {
             const int col = first + threadIdx.x;
             float s = part[0][threadIdx.x];
 #pragma unroll
-            for (int w = 1; w < GEMV_WARPS; ++w) s += part[w][threadIdx.x];
+            for (int w = 1; w < WARPS; ++w) s += part[w][threadIdx.x];
             out[col] = gemm_epilogue(s, a_out, b_out, out + col);
         }
     }

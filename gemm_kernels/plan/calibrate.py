@@ -55,8 +55,8 @@ def calibration_runs() -> list[tuple[str, dict, tuple]]:
     few_tiles = [s for s in squares if s[0] * s[1] <= 1280 * 1280 and s[2] >= 640]
     out += [(model.SPLIT_KERNEL, {"BM": BM, "BN": BN, "SPLIT": z}, s)
             for s in few_tiles for BM, BN in ((128, 128), (64, 128)) for z in CAL_SPLITS]
-    out += [(model.GEMV_KERNEL, {"SPLIT": z}, s)
-            for s in CAL_GEMV for z in get(model.GEMV_KERNEL).params[0].values]
+    out += [(model.GEMV_KERNEL, p, s)
+            for s in CAL_GEMV for p in get(model.GEMV_KERNEL).valid_configurations()]
     return [(n, p, s) for n, p, s in out if not problems(n, p, s)]
 
 

@@ -49,14 +49,18 @@ def candidates(shape) -> list[tuple[int, int, int]]:
     return out
 
 
-def gemv_split(shape, rules) -> int:
-    """The smallest split that gives every SM the rules' gemv blocks per SM."""
+def gemv_params(shape, rules) -> dict:
+    """The rules' block size for the shape's path, and the smallest split that gives
+    every SM the rules' gemv warps per SM."""
     k = get(model.GEMV_KERNEL)
     sms = _sm_count(rules)
-    for s in k.params[0].values:
-        if model.gemv_blocks(k, {"SPLIT": s}, shape) >= rules.gemv_blocks_per_sm * sms:
-            return s
-    return k.params[0].values[-1]
+    warps = rules.gemv_warps[model.gemv_path(shape)]
+    splits = next(q for q in k.params if q.name == "SPLIT").values
+    for s in splits:
+        p = {"SPLIT": s, "WARPS": warps}
+        if model.gemv_warps(k, p, shape) >= rules.gemv_warps_per_sm * sms:
+            return p
+    return {"SPLIT": splits[-1], "WARPS": warps}
 
 
 def ranked(shape, rules, sm_count: int, limits: dict | None = None,
@@ -81,7 +85,7 @@ def plan(shape, beta_nonzero: bool = False, rules=None, limits: dict | None = No
     rules = rules or model.load()
     if 1 in shape[:2]:
         k = get(model.GEMV_KERNEL)
-        return Plan(k.name, k.resolve({"SPLIT": gemv_split(shape, rules) if rules else 1}))
+        return Plan(k.name, k.resolve(gemv_params(shape, rules) if rules else {}))
     k = get(model.SPLIT_KERNEL)
     if not runnable(k)[0]:
         return Plan(FALLBACK, get(FALLBACK).defaults())

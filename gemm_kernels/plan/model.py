@@ -18,8 +18,10 @@ partial products and writes C (and reads C when beta != 0) at the device copy's
 bandwidth plus r0, the median of what the rows with a split leave unexplained. Of the
 gammas, the fit keeps the one whose picks are fastest at the calibration shapes (the
 mean of measured best / measured pick; of equals, the one nearest the measured times).
-A gemv plan takes the smallest split that gives every SM `gemv_blocks_per_sm` blocks, the
-count that was fastest in the calibration rows.
+A gemv plan takes, for its path (N == 1: "rows", M == 1: "cols"), the block size in
+warps that was fastest most often in the calibration rows of that path (`gemv_warps`),
+and the smallest split that gives every SM `gemv_warps_per_sm` warps, the median of the
+fastest configurations.
 
 rules/<device>.json holds one GPU's fitted constants with where they come from (runs,
 rows); `python -m gemm_kernels.plan fit` writes it from that GPU's recording (never by
@@ -60,7 +62,8 @@ class Rules:
     gamma: float           # what blocks side by side on an SM gain (see the top)
     reduce_us: float       # r0
     bandwidth_gbps: float  # the device copy's rate, for the reduction's bytes
-    gemv_blocks_per_sm: int
+    gemv_warps_per_sm: int
+    gemv_warps: dict       # "rows" / "cols" -> warps per block
     provenance: dict
 
     @classmethod
@@ -168,11 +171,12 @@ def _fit_gamma(rows, sms: int, lim: dict, gamma: float, bandwidth_gbps: float,
                                        np.array([_time_us(r) for r in plain]), rcond=None)
         tiles[tile_name(BM, BN)] = {**tile, "c0_us": float(max(c0, 0.0)),
                                     "c1_us_per_mfma": float(c1)}
-    partial = Rules(name, sms, tiles, gamma, 0.0, bandwidth_gbps, 1, {})
+    # the gemv's fields are fitted apart (in `fit`): placeholders here
+    partial = Rules(name, sms, tiles, gamma, 0.0, bandwidth_gbps, 1, {}, {})
     left = [_time_us(r) - _predict_row(partial, r, sms, lim)
             for r in rows if r["kernel"] == SPLIT_KERNEL and r["params"]["SPLIT"] > 1]
     r0 = float(max(statistics.median(left), 0.0)) if left else 0.0
-    return Rules(name, sms, tiles, gamma, r0, bandwidth_gbps, 1, {})
+    return Rules(name, sms, tiles, gamma, r0, bandwidth_gbps, 1, {}, {})
 
 
 def _predict_row(rules: Rules, r: dict, sms: int, lim: dict) -> float:
@@ -200,8 +204,8 @@ def fit(rows: list[dict], props: dict, bandwidth_gbps: float, runs: list[str]) -
     """Rules from calibration rows measured on the device `props` describes: for each
     gamma of GAMMAS each tile's (c0, c1) and r0 (see the top), keeping the gamma whose
     picks are fastest at the calibration shapes (of equals, the one whose predictions are
-    nearest the measured times, in relative terms); and the gemv
-    blocks per SM that were fastest most often."""
+    nearest the measured times, in relative terms); and the gemv's block size per path
+    and warps per SM (see the top)."""
     lim = device.limits_for(device.arch_name(props["compute_capability"]))
     sms = props["sm_count"]
     scored = []
@@ -218,17 +222,30 @@ def fit(rows: list[dict], props: dict, bandwidth_gbps: float, runs: list[str]) -
             key = tuple(r["shape"])
             if key not in best or r["gflops"]["median"] > best[key]["gflops"]["median"]:
                 best[key] = r
-    per_sm = [gemv_blocks(get(GEMV_KERNEL), r["params"], r["shape"]) / sms for r in best.values()]
+    per_sm = [gemv_warps(get(GEMV_KERNEL), r["params"], r["shape"]) / sms for r in best.values()]
+    sizes = {path: [r["params"]["WARPS"] for r in best.values() if gemv_path(r["shape"]) == path]
+             for path in GEMV_PATHS}
     return {"device": props["name"], "sm_count": sms, "tiles": rules.tiles,
             "gamma": rules.gamma, "reduce_us": rules.reduce_us,
             "bandwidth_gbps": bandwidth_gbps,
-            "gemv_blocks_per_sm": max(1, round(statistics.median(per_sm))) if per_sm else 4,
+            "gemv_warps_per_sm": max(1, round(statistics.median(per_sm))) if per_sm else 32,
+            "gemv_warps": {path: max(sorted(set(w)), key=w.count) if w else
+                           get(GEMV_KERNEL).resolve({})["WARPS"] for path, w in sizes.items()},
             "provenance": {"runs": sorted(runs), "rows": len(rows),
                            "calibration_pick_vs_best_pct": round(-100 * score, 2),
                            "rule": "fitted by gemm_kernels.plan.model.fit"}}
 
 
-def gemv_blocks(k, params: dict, shape) -> int:
-    """Blocks of a gemv launch (all slices)."""
-    g = k.grid(k.resolve(params), tuple(shape))
-    return g[0] * g[1] * g[2]
+GEMV_PATHS = ("rows", "cols")
+
+
+def gemv_path(shape) -> str:
+    """The gemv's path at `shape`: "cols" (M == 1, C = x B), else "rows" (N == 1)."""
+    return "cols" if shape[0] == 1 and shape[1] > 1 else "rows"
+
+
+def gemv_warps(k, params: dict, shape) -> int:
+    """Warps of a gemv launch (all blocks of all slices)."""
+    p = k.resolve(params)
+    g = k.grid(p, tuple(shape))
+    return g[0] * g[1] * g[2] * p["WARPS"]
