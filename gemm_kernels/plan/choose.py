@@ -33,7 +33,7 @@ class Plan:
         if self.kernel == model.SPLIT_KERNEL:
             return f"{p['BM']}x{p['BN']} tiles, {split}"
         if self.kernel == model.GEMV_KERNEL:
-            return f"matrix-vector product, {split}"
+            return f"matrix-vector product, {p['WARPS']} warps per block, {split}"
         return f"{self.kernel} (defaults)"
 
 
