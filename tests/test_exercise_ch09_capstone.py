@@ -280,6 +280,14 @@ WRONG = {
 }
 
 
+@pytest.mark.parametrize("what", WRONG)
+def test_wrong_answers_left_to_the_gpu_pass_the_static_step(what):
+    # the ring's indices are never read as their first values (a forgotten move is a
+    # wrong result, found on the GPU, not a request into the wrong stage)
+    old, new = WRONG[what]
+    assert static_verdict(NAME, solution(NAME).replace(old, new))["static"][0] == PASS
+
+
 @needs_gpu
 @pytest.mark.parametrize("what", WRONG)
 def test_wrong_answers_are_refused_on_a_gpu(what):

@@ -441,9 +441,16 @@ _LOCAL = re.compile(r"\b(?:const\s+)?(?:unsigned\s+)?(?:int|long|bool|auto|size_
                     r"\s+([A-Za-z_]\w*)\s*=\s*([^;{}]+);")
 
 
+# The ring's stage indices: the checks read them by name (a request into ws, compute on
+# rs), so they are never replaced by their first values, even where an answer forgot to
+# move them (that answer is then refused on the GPU, by its wrong results).
+_RING_NAMES = ("rs", "ws")
+
+
 def _locals(text: str) -> dict[str, str]:
     """{name: initialiser} of the locals of `text` declared once with an initialiser
-    and never written again (the names the guard is read in are left out)."""
+    and never written again (the names the guard is read in, and the ring's stage
+    indices, are left out)."""
     found: dict[str, list[str]] = {}
     for m in _LOCAL.finditer(text):
         found.setdefault(m.group(1), []).append(m.group(2).strip())
@@ -451,7 +458,7 @@ def _locals(text: str) -> dict[str, str]:
     for name, inits in found.items():
         writes = re.findall(rf"(?:\+\+|--)\s*\b{name}\b|\b{name}\s*"
                             r"(?:\+\+|--|<<=|>>=|[-+*/%&|^]?=(?!=))", text)
-        if name not in _GUARD_NAMES and len(inits) == 1 and len(writes) == 1:
+        if name not in _GUARD_NAMES + _RING_NAMES and len(inits) == 1 and len(writes) == 1:
             out[name] = inits[0]
     return out
 
