@@ -287,3 +287,10 @@ def test_the_bench_plot_has_a_legend_and_the_shortfall_line(rec):
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "squares" in labels and any(l.startswith("90%") for l in labels)
     assert ax.get_xlabel()
+
+
+def test_the_rules_summary_gives_the_gemv_rule(rec):
+    r = c.rules(rec)
+    text = c.rules_summary(rec)
+    assert f"blocks of {r.gemv_warps['cols']} warps where M == 1" in text
+    assert f"gives every SM {r.gemv_warps_per_sm} warps" in text

@@ -668,6 +668,9 @@ def rules_summary(rec=None) -> Text:
                      f"an SM: {fmt_number(alone)} GFLOP/s; {q} side by side (a full SM, N a "
                      f"multiple of 4): {fmt_number(alone)} x {q}^(1 - {r.gamma:g}) = "
                      f"{fmt_number(alone * q ** (1 - r.gamma))} GFLOP/s per SM")
+    lines.append(f"  matrix-vector products: blocks of {r.gemv_warps['cols']} warps where "
+                 f"M == 1, {r.gemv_warps['rows']} where N == 1, and the smallest split that "
+                 f"gives every SM {r.gemv_warps_per_sm} warps")
     return Text("\n".join(lines))
 
 
