@@ -12,6 +12,17 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   --target /tmp/site .whl/*.whl >/dev/null 2>&1 || { echo "wheel install failed"; exit 1; }
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 MPLBACKEND=Agg
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+# sanitize NAME TESTS K: compute-sanitizer's memcheck and racecheck over the tests of
+# file TESTS that `-k K` selects, each log in $OUT/NAME-TOOL.log, a line of verdicts each
+sanitize() {
+  local san t
+  san="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+  for t in memcheck racecheck; do
+    timeout 300 "$san" --tool $t --error-exitcode 3 python3 -m pytest -q -p no:cacheprovider \
+        "$2" -k "$3" > "$OUT/$1-$t.log" 2>&1
+    echo "$t exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed|failed' "$OUT/$1-$t.log" | tr '\n' ' ')"
+  done
+}
 for stage in "$@"; do
   echo "=== $stage $(date +%T)"
   case $stage in
@@ -66,13 +77,7 @@ for stage in "$@"; do
               # calibration recorded and fitted (rules.json), then the benchmark timed
               python3 -m pytest -q -p no:cacheprovider tests/test_gpu_plan.py 2>&1 \
                   | tee "$OUT/ch12-tests.log" | tail -5
-              san="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
-              for t in memcheck racecheck; do
-                "$san" --tool $t --error-exitcode 3 python3 -m pytest -q -p no:cacheprovider \
-                    tests/test_gpu_plan.py -k "nan_and_inf or reproducible or (sgemm_is_right and \
-                    (7x13 or 33x65 or 1x4096 or 4096x1 or 100x100))" > "$OUT/ch12-$t.log" 2>&1
-                echo "$t exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed|failed' "$OUT/ch12-$t.log" | tr '\n' ' ')"
-              done
+              sanitize ch12 tests/test_gpu_plan.py "nan_and_inf or reproducible or finishes or counters or (sgemm_is_right and (7x13 or 33x65 or 1x4096 or 4096x1 or 100x100))"
               python3 -m gemm_kernels.plan calibrate > "$OUT/ch12-calibrate.log" 2>&1; tail -2 "$OUT/ch12-calibrate.log"
               python3 -m gemm_kernels.plan fit > "$OUT/ch12-fit.log" 2>&1; cat "$OUT/ch12-fit.log" | head -40
               python3 -m gemm_kernels.plan bench 2>&1 | tee "$OUT/ch12-bench.log"
@@ -82,36 +87,20 @@ for stage in "$@"; do
               # beside cuBLAS FP16 (sizes and the widgets' sweeps)
               timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_wmma.py \
                   tests/test_ch13_wmma.py 2>&1 | tee "$OUT/ch13-tests.log" | tail -5
-              san="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
-              for t in memcheck racecheck; do
-                timeout 200 "$san" --tool $t --error-exitcode 3 python3 -m pytest -q -p no:cacheprovider \
-                    tests/test_gpu_wmma.py -k "nan_and_inf or (naive_is_right and 2x2) or small_ragged" \
-                    > "$OUT/ch13-$t.log" 2>&1
-                echo "$t exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed|failed' "$OUT/ch13-$t.log" | tr '\n' ' ')"
-              done
+              sanitize ch13 tests/test_gpu_wmma.py "nan_and_inf or (naive_is_right and 2x2) or small_ragged"
               timeout 300 python3 -m gemm_kernels record --chapters 13 > "$OUT/ch13-record.log" 2>&1
               tail -3 "$OUT/ch13-record.log"; cp figures/data/*.json "$OUT/" ;;
     ch14)     # chapter 14: its kernel checked (and under both sanitizers), then recorded
               timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_mma.py \
                   2>&1 | tee "$OUT/ch14-tests.log" | tail -5
-              san="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
-              for t in memcheck racecheck; do
-                timeout 200 "$san" --tool $t --error-exitcode 3 python3 -m pytest -q -p no:cacheprovider \
-                    tests/test_gpu_mma.py -k "nan_and_inf or sanitizers" > "$OUT/ch14-$t.log" 2>&1
-                echo "$t exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed|failed' "$OUT/ch14-$t.log" | tr '\n' ' ')"
-              done
+              sanitize ch14 tests/test_gpu_mma.py "nan_and_inf or sanitizers"
               timeout 300 python3 -m gemm_kernels record --chapters 14 > "$OUT/ch14-record.log" 2>&1
               tail -3 "$OUT/ch14-record.log"; cp figures/data/*.json "$OUT/" ;;
     ch15)     # chapter 15: the Hopper kernels checked (and under both sanitizers), the
               # exercise graded live, the chapter's notebooks under nbval
               timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_wgmma.py \
                   tests/test_exercise_ch15.py 2>&1 | tee "$OUT/ch15-tests.log" | tail -5
-              san="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
-              for t in memcheck racecheck; do
-                timeout 300 "$san" --tool $t --error-exitcode 3 python3 -m pytest -q -p no:cacheprovider \
-                    tests/test_gpu_wgmma.py -k "nan_and_inf" > "$OUT/ch15-$t.log" 2>&1
-                echo "$t exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed|failed' "$OUT/ch15-$t.log" | tr '\n' ' ')"
-              done
+              sanitize ch15 tests/test_gpu_wgmma.py "nan_and_inf"
               timeout 400 python3 -m pytest -q -p no:cacheprovider --nbval notebooks/15_hopper.ipynb \
                   notebooks/solutions/15_solution.ipynb 2>&1 | tee "$OUT/ch15-nbval.log" | tail -8 ;;
     latency)  python3 -m gemm_kernels.notebook.widget_latency 2>&1 | tee "$OUT/latency.log" ;;
