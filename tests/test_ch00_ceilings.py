@@ -163,6 +163,10 @@ def test_naive_dram_gap_states_moved_needed_and_ratio(monkeypatch):
         "how": "ncu", "bytes": 8.53e9, "limit_bytes": 1165e9, "gflops": 498.0})
     text = str(ch00_ceilings.naive_dram_gap())
     assert "DRAM moved 8.5 GB" in text and "1,165 GB" in text and "137 times" in text
+    # the plot's arrow (peak / rate) is named apart from the DRAM factor
+    monkeypatch.setattr(ch00_ceilings.device, "peak_fp32_gflops", lambda props: 66_900.0)
+    text = str(ch00_ceilings.naive_dram_gap())
+    assert "arrow, 134x, is another factor" in text and "137x is the DRAM" in text, text
     monkeypatch.setattr(roofline, "dram_point", lambda k, size: None)
     assert str(ch00_ceilings.naive_dram_gap()).startswith("Not in this recording")
 

@@ -161,3 +161,21 @@ def test_block_order_gap_names_both_orders_and_the_largest_difference(monkeypatc
     assert "GRID = 0, blocks numbered along the rows of tiles: 800 GFLOP/s" in text
     assert "GRID = 1, blocks numbered down the columns of tiles (default): 3,296" in text
     assert text.endswith("by 3.0% at most.")
+
+
+def test_the_explorer_fixes_the_default_block_order(monkeypatch):
+    """Appendix G's widget keeps GRID = 1 without the notebook writing the registry's
+    name of it (x->row, which reads like a thread mapping of chapter 01)."""
+    from gemm_kernels.notebook import widgets
+    seen = {}
+
+    class Fake:
+        def __init__(self, kernel, fixed=None):
+            seen.update(kernel=kernel, fixed=fixed)
+
+        def widget(self):
+            return "w"
+    monkeypatch.setattr(widgets, "Explorer", Fake)
+    assert ch02_coalescing.explorer() == "w"
+    assert seen == {"kernel": "coalesced", "fixed": {"GRID": "x->row"}}
+    assert ch02_coalescing.BLOCK_ORDERS["x->row"].startswith("GRID = 1")

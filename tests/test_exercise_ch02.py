@@ -26,6 +26,38 @@ def test_the_uncoalesced_mapping_is_refused_for_its_lines():
     assert "33 sectors in 33 lines" in detail and "5 sectors in 2 lines" in detail, detail
 
 
+TWO_ROWS = """if (BLOCK == 32) {
+        const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+        row = tile_row * BLOCK + (l % 2) * 16 + w % 16;
+        col = tile_col * BLOCK + (w / 16) * 16 + l / 2;
+    } else {
+        row = tile_row * BLOCK + threadIdx.x / BLOCK;
+        col = tile_col * BLOCK + threadIdx.x % BLOCK;
+    }"""
+
+
+def test_fewer_sectors_in_more_lines_is_refused_saying_why():
+    """A warp on rows 0 and 16, columns 0 to 15 (lanes alternate between the rows) touches
+    4 sectors, fewer than the chapter's 5, but 3 lines instead of 2: the task asks for the
+    fewest lines, and the message names the two rows apart and says why lines count."""
+    src = solution(NAME)
+    two_rows = src.replace(ROW + "\n    " + COL, TWO_ROWS)
+    assert TWO_ROWS in two_rows
+    v = static_verdict(NAME, two_rows)
+    assert v["compile"][0] == PASS and v["static"][0] == FAIL, v
+    detail = " ".join(v["static"][1].split())
+    assert "rows 0 and 16, columns 0 to 15" in detail and "rows 0 to 16" not in detail, detail
+    assert "4 sectors in 3 lines" in detail and "fewer sectors" in detail, detail
+    assert "one cycle on every 128-byte line" in detail, detail
+    assert "must run along a row" not in detail, detail
+
+
+def test_the_task_asks_for_the_fewest_lines():
+    """The exercise's TODO asks what the static step grades: lines, not sectors."""
+    words = " ".join(solution(NAME).replace("//", " ").split())
+    assert "touch as few 128-byte lines as possible" in words, words
+
+
 # Typical wrong answers, refused without a GPU (step "static"), with a word of the message.
 STATIC = {
     "the tile's offset forgotten": (ROW, "row = threadIdx.x / BLOCK;", "both compute"),

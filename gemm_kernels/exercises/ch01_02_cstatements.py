@@ -331,12 +331,31 @@ def readable(source: str, entry: str):
     return (run, names) if len(names) == 2 else None
 
 
+def _spans(values) -> str:
+    """Sorted distinct integers in words, by runs of consecutive ones: '0 to 31',
+    '0 and 16', '0 to 3 and 16 to 19'; more than four runs: 'from 0 to 124 (32 in all)'."""
+    runs = []
+    for v in values:
+        if runs and v == runs[-1][1] + 1:
+            runs[-1][1] = v
+        else:
+            runs.append([v, v])
+    if len(runs) > 4:
+        return f"from {values[0]} to {values[-1]} ({len(values)} in all)"
+    words = [f"{a}" if a == b else f"{a} and {b}" if b == a + 1 and len(runs) == 1
+             else f"{a} to {b}" for a, b in runs]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
 def cells_text(elements) -> str:
-    """Where the (row, col) `elements` of C lie, in words: 'rows 0 to 31 of column 5'."""
+    """Where the (row, col) `elements` of C lie, in words: 'rows 0 to 31 of column 5',
+    'rows 0 and 16, columns 0 to 15' (rows that are not consecutive are named apart)."""
     rows = sorted({r for r, _ in elements})
     cols = sorted({c for _, c in elements})
+    def some(word, values):
+        return f"{word} {values[0]}" if len(values) == 1 else f"{word}s {_spans(values)}"
     if len(cols) == 1:
-        return f"rows {rows[0]} to {rows[-1]} of column {cols[0]}"
+        return f"{some('row', rows)} of column {cols[0]}"
     if len(rows) == 1:
-        return f"columns {cols[0]} to {cols[-1]} of row {rows[0]}"
-    return f"rows {rows[0]} to {rows[-1]}, columns {cols[0]} to {cols[-1]}"
+        return f"{some('column', cols)} of row {rows[0]}"
+    return f"{some('row', rows)}, {some('column', cols)}"

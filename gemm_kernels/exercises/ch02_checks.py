@@ -12,6 +12,8 @@ coordinates, then what the student wrote) for every thread of the grid:
   two loads touch (`ch01_02_sectors`, the model of the chapter) must be no more than the
   chapter's mapping touches. Lanes that run down a column of C instead of along a row
   compute the right numbers but touch 33 lines per step instead of 2 at BLOCK = 32.
+  The task asks for the fewest lines (the L1's cost, one cycle per line): a warp on 2 rows
+  of 16 columns touches fewer sectors (4) but more lines (3) and is refused, saying why.
 """
 from __future__ import annotations
 
@@ -79,6 +81,24 @@ def _fixed_32(source: str, block: int) -> str:
     return ""
 
 
+def _lanes_message(block: int, w: int, lanes, want, mine, best) -> str:
+    """What a warp that touches more lines than the chapter's mapping costs. The task asks
+    for the fewest 128-byte lines; a mapping that saves sectors but adds a line (2 rows x
+    16 columns: 4 sectors in 3 lines, against 5 in 2) hears why sectors are not enough."""
+    (s, n), (s0, n0) = mine, best
+    head = (f"at BLOCK = {block}, warp {w} of block (0, 0) computes {cells_text(lanes)} of C: "
+            f"at each k its loads of A and B touch {s} sectors in {n} lines of 128 bytes, "
+            f"against {s0} sectors in {n0} lines when consecutive threads take consecutive "
+            f"columns ({cells_text(want)}). The numbers come out right, but ")
+    if s <= s0:
+        return head + (f"the extra line{'s' * (n - n0 > 1)} cost{'s' * (n - n0 == 1)} "
+                       "more than the fewer sectors save: the L1 spends one cycle on every "
+                       "128-byte line a warp's load touches, however few of its sectors it "
+                       "uses. The task asks for the fewest lines, and a warp touches a line "
+                       "of A for every row of C it spans")
+    return head + "every load costs more: the lanes of a warp must run along a row of the tile"
+
+
 def coalesced_check(source: str) -> list[str]:
     """The static check of exercise 02_coalesced: problems, empty when the mapping covers
     C once and no warp's loads touch more lines than the chapter's mapping."""
@@ -135,10 +155,5 @@ def coalesced_check(source: str) -> list[str]:
             want = [(t // block, t % block) for t in range(32 * w, 32 * w + 32)]
             (s, n), (s0, n0) = warp_cost(lanes), warp_cost(want)
             if n > n0 or s > s0:
-                return [f"at BLOCK = {block}, warp {w} of block (0, 0) computes "
-                        f"{cells_text(lanes)} of C: at each k its loads of A and B touch {s} "
-                        f"sectors in {n} lines of 128 bytes, against {s0} sectors in {n0} "
-                        f"lines when consecutive threads take consecutive columns "
-                        f"({cells_text(want)}). The numbers come out right, but every load "
-                        "costs more: the lanes of a warp must run along a row of the tile"]
+                return [_lanes_message(block, w, lanes, want, (s, n), (s0, n0))]
     return []

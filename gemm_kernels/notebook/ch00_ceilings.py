@@ -54,15 +54,25 @@ def two_gpus(size: int = 4096) -> Table:
 def naive_dram_gap(size: int = roofline.GROWING_SIZE) -> Text:
     """The roofline table's verdict on the naive kernel in one line the student can check:
     the DRAM bytes Nsight Compute counted, the bytes DRAM would have to move to hold the
-    kernel to its measured rate, and their ratio."""
+    kernel to its measured rate, and their ratio; then that ratio set apart from the
+    plot's arrow (the FP32 peak over the rate), a nearly equal factor that measures
+    something else."""
     p = roofline.dram_point("naive", size)
     if p is None or p["how"] != "ncu" or not p["limit_bytes"]:
         return Text(f"Not in this recording: the naive kernel's DRAM bytes at {size}^3.")
-    return Text(f"The naive kernel at {size}^3: DRAM moved {p['bytes'] / 1e9:,.1f} GB "
-                f"(counted by Nsight Compute); to hold the kernel to its "
-                f"{p['gflops']:,.0f} GFLOP/s, DRAM would have to move "
-                f"{p['limit_bytes'] / 1e9:,.0f} GB, {p['limit_bytes'] / p['bytes']:,.0f} "
-                "times as much.")
+    dram = p["limit_bytes"] / p["bytes"]
+    text = (f"The naive kernel at {size}^3: DRAM moved {p['bytes'] / 1e9:,.1f} GB "
+            f"(counted by Nsight Compute); to hold the kernel to its "
+            f"{p['gflops']:,.0f} GFLOP/s, DRAM would have to move "
+            f"{p['limit_bytes'] / 1e9:,.0f} GB, {dram:,.0f} times as much.")
+    peak = device.peak_fp32_gflops(roofline.device_properties())
+    if peak:
+        text += (f"\nThe plot's arrow, {peak / p['gflops']:,.0f}x, is another factor: the FP32 "
+                 f"peak over the kernel's rate (the arithmetic it leaves unused), while "
+                 f"{dram:,.0f}x is the DRAM bandwidth it leaves unused. The two come out "
+                 "close only because its FLOP per DRAM byte sits near the ridge, where the "
+                 "two roofs meet.")
+    return Text(text)
 
 
 def littles_law(latency_ns: float = 650.0, threads_per_sm: int = 2048) -> Text:

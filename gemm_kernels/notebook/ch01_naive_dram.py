@@ -129,31 +129,6 @@ def bytes_plot(study: str = STUDY, ax=None):
     return ax
 
 
-def _misses_against_dram(t: dict) -> str:
-    """The L2's misses set against DRAM's bytes, so that a reader who multiplies them
-    out is not left with a gap nobody mentions: where the misses fall short of DRAM's
-    bytes by more than 5%, the sentence says that the recorded counts do not explain
-    the rest, and names what was not counted."""
-    miss, dram = t["l2_miss_bytes"], t["bytes"]["DRAM"]
-    text = f"the other {100 - t['l2_hit_pct']:.0f}% are {bytes_text(miss)}"
-    if miss >= 0.95 * dram:
-        return text + f", close to the {bytes_text(dram)} that crossed DRAM"
-    return (text + f", less than the {bytes_text(dram)} that crossed DRAM. The counts recorded do not say where the other "
-            f"{bytes_text(dram - miss)} come from (the hit rate counts every lookup of "
-            f"the L2, not only the SMs' requests, and a miss may bring more than its one "
-            f"sector from DRAM: neither was counted apart)")
-
-
-def l2_note(study: str = STUDY) -> Text:
-    """The appendix's footnote to the L2 hit rate: its misses multiplied out and set
-    against DRAM's bytes, with what the recorded counts do not split."""
-    t = traffic(study)
-    if t is None:
-        return Text(f"Not in this recording: the {STUDY} study, or the naive kernel's rate.")
-    return Text(f"The L2 held {t['l2_hit_pct']:.0f}% of the sectors the SMs asked for; "
-                + _misses_against_dram(t) + ".")
-
-
 def summary(study: str = STUDY) -> Text:
     """The recorded counts behind the verdict, in words: how busy DRAM was, the roof its
     counted bytes allow, and how many 32-byte sectors a warp's load instruction asked of
@@ -180,17 +155,20 @@ def summary(study: str = STUDY) -> Text:
         f"DRAM's bytes: {t['sectors_per_load']:.1f} sectors of 32 bytes per load "
         f"instruction of a warp, whose 32 lanes load 4 bytes each",
     ]
-    wait = stall_line(t["params"])
+    wait = stall_line(t["params"], other=(t["size"], t["gflops"]))
     if wait:
         lines.append(wait)
     return Text("\n".join(lines))
 
 
-def stall_line(params: dict, study: str = STALL_STUDY) -> str | None:
+def stall_line(params: dict, study: str = STALL_STUDY, other=None) -> str | None:
     """Where the naive kernel's warps wait, in one line: the direct evidence that its
     loads, not its arithmetic or DRAM, hold it back. From chapter 02's profile (at
     2048^3, the same settings), the cycles a warp waits between two of its instructions
-    and the share of the largest reason. None where that profile lacks the row."""
+    and the share of the largest reason. With `other` ((size, GFLOP/s) of the summary),
+    the kernel's rate at the profile's size is set beside it, so that the reader sees the
+    profile's size and whether the kernel runs alike at both. None where that profile
+    lacks the row."""
     from gemm_kernels.notebook.evidence import stall_reasons
     for step, row in studies.results(study):
         if row is None or step.kernel != "naive" or dict(step.params) != dict(params):
@@ -204,7 +182,18 @@ def stall_line(params: dict, study: str = STALL_STUDY) -> str | None:
         top, cycles = max(reasons.items(), key=lambda kv: kv[1])
         size = "x".join(str(n) for n in studies.get(study).shapes[0])
         what = f" ({MEANING[top]})" if top in MEANING else ""
-        return (f"  where its warps wait (Nsight Compute, chapter 02's profile at {size}): "
+        same = ""
+        if other:
+            from gemm_kernels.measure import lookup
+            try:
+                rate = lookup.recorded("naive", tuple(studies.get(study).shapes[0]),
+                                       dict(params))["gflops"]["median"]
+                same = (f", where it runs at {rate:,.0f} GFLOP/s against {other[1]:,.0f} "
+                        f"at {other[0]}^3")
+            except LookupError:
+                pass
+        return (f"  where its warps wait (Nsight Compute, chapter 02's profile at {size}, "
+                f"not at the size above{same}): "
                 f"{total:,.0f} cycles a warp waits per issued instruction, {cycles / total:.0%} "
                 f"of them in {top}{what}")
     return None
