@@ -225,3 +225,12 @@ def test_the_model_agreement_is_printed_to_two_significant_digits():
     assert len(shares) == 2, text
     for s in shares:
         assert len(s.replace(".", "").lstrip("0")) <= 2, text
+
+
+def test_part2_is_graded_from_the_bank_model():
+    assert w.part2_facts() == {"banks": 8, "store_wavefronts": 4}
+    assert "not answered yet" in str(w.check_part2())
+    assert "right" in str(w.check_part2(banks=8, store_wavefronts=4))
+    wrong = str(w.check_part2(banks=16, store_wavefronts=2))
+    assert "banks = 16: not yet" in wrong and "store_wavefronts = 2: not yet" in wrong
+    assert "right" not in str(w.check_part2(banks=8, store_wavefronts=2))

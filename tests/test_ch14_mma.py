@@ -164,3 +164,56 @@ def test_profiler_clocks_names_the_gpu_it_compares_on():
 
 def test_the_t4_table_says_it_counts_the_whole_kernel():
     assert "whole kernel" in ch14.t4_table().title
+
+
+def test_a_students_swizzle_is_priced_by_the_same_model():
+    xor = "CHUNKS == 4 ? c ^ ((r >> 1) & 3) : c ^ (r & 7)"
+    rot = "CHUNKS == 4 ? (c + ((r >> 1) & 3)) % 4 : (c + (r & 7)) % CHUNKS"
+    for e in (xor, rot):
+        assert ch14.ldmatrix_analysis(64, True, expression=e).wavefronts == 4
+        assert ch14.ldmatrix_analysis(256, True, expression=e).wavefronts == 4
+    assert ch14.ldmatrix_analysis(64, True, expression="c ^ (r & 3)").wavefronts == 8
+    assert ch14.placer(None) is ch14.chunk_at
+
+
+def test_your_swizzle_draws_the_last_passing_submission(monkeypatch):
+    import matplotlib
+    matplotlib.use("Agg")
+    from gemm_kernels.exercises import magic
+    from gemm_kernels.exercises.grader import Report
+    monkeypatch.setattr(magic, "_LAST", {})
+    monkeypatch.setattr(magic, "_SOURCES", {})
+    assert "has not been run yet" in str(ch14.your_swizzle())
+    src = ("template <int CHUNKS, bool SWIZZLE>\n__device__ __forceinline__ int chunk_at(int r, "
+           "int c) {\n    int chunk = c;\n    chunk = c ^ (r & 3);\n    if constexpr "
+           "(!SWIZZLE) return c;\n    return chunk;\n}\n")
+    magic._LAST["14_swizzle"], magic._SOURCES["14_swizzle"] = Report("14_swizzle"), src
+    text = str(ch14.your_swizzle())
+    assert "chunk = c ^ (r & 3)" in text and "8 wavefronts per A load" in text
+
+
+def test_hmma_run_shows_back_to_back_independent_hmma():
+    text = str(ch14.hmma_run())
+    assert text.count("HMMA.16816.F32") >= 4
+    assert "64 HMMA in one pass of the loop; 0 of them read" in text
+
+
+def test_pipe_ceiling_uses_the_profilers_own_clock():
+    text = str(ch14.pipe_ceiling())
+    if "not all recorded" in text:
+        pytest.skip("the study is not recorded here")
+    assert "H100" in text and "GHz" in text and "1.98" not in text
+    assert "of that peak" in text
+
+
+def test_the_chapters_swizzle_is_cutes():
+    t = ch14.cute_swizzles()
+    assert [r["CuTe, on byte addresses"] for r in t] == [
+        "Swizzle<2, 4, 3>", "Swizzle<3, 4, 3>", "Swizzle<3, 4, 4>", "Swizzle<3, 4, 5>"]
+    assert all(r["same place, all chunks of 64 rows"] == "yes" for r in t)
+    assert ch14.cute_swizzle(0b1_0000_0000, 3, 4, 4) == 0b1_0001_0000
+
+
+def test_other_answers_pass_and_mistakes_do_not():
+    assert all(r["step 2 says"] == "pass" for r in ch14.other_answers())
+    assert all(r["step 2 says"] != "pass" for r in ch14.common_mistakes())

@@ -72,4 +72,13 @@ def test_wave_line_counts_the_blocks_against_the_sms():
 def test_pipe_ceiling_divides_the_profiled_rate_by_the_busy_share():
     from gemm_kernels.notebook import ch14_mma
     s = str(ch14_mma.pipe_ceiling())
-    assert "a pipe busy all the time would give about" in s and "GHz" in s
+    assert "a pipe busy all the time would give" in s and "GHz" in s
+
+
+def test_no_solved_chunk_at_before_the_spoiler_appendix():
+    cs = cells(CHAPTER)
+    spoiler = next(i for i, c in enumerate(cs) if "".join(c["source"]).startswith(
+        "## Appendix C: check your answer"))
+    before = "".join("".join(c["source"]) for c in cs[:spoiler] if c["cell_type"] == "code")
+    assert 'display.source("mma_sync", whole=True)' not in before
+    assert "ch14.your_swizzle()" in before

@@ -21,6 +21,7 @@ from gemm_kernels.memory import banks
 from gemm_kernels.memory import ch10_11_instructions as instr
 from gemm_kernels.memory.wavefronts import WarpInstr
 from gemm_kernels.exercises.notebooks import solution_source
+from gemm_kernels.notebook.display import Text
 
 WARP = banks.WARP
 SIZE = 2048                       # the size of the recorded sweeps of both kernels
@@ -810,3 +811,44 @@ def stall_command(configs, size: int = SIZE) -> str:
     size^3 with STALL_METRICS: the measurement the recording lacks for these kernels."""
     from gemm_kernels.notebook.ch10_11_ncu import ncu_command
     return ncu_command(configs, (size,) * 3, STALL_METRICS)
+
+
+def part2_facts(block: int = 16, pitches=range(16, 33, 2)) -> dict:
+    """The answers of the exercise's part 2, from the bank model: over the layouts that
+    keep k and k + 1 side by side and 16-byte aligned (even row lengths, the fused
+    LDS.128 read), the most 8-byte banks one store phase reaches (its 16 lanes share ty)
+    and the least wavefronts of a warp's STS.64 store."""
+    banks_8 = 128 // 8
+    reach = max(len({(tx * p + ty) % banks_8 for tx in range(banks_8)})
+                for p in pitches for ty in range(block))
+    least = min(transposed_cases(p, block)[0][1].analysis.wavefronts for p in pitches)
+    return {"banks": reach, "store_wavefronts": least}
+
+
+def check_part2(banks: int | None = None, store_wavefronts: int | None = None,
+                block: int = 16):
+    """Part 2 of exercise 11, graded here: the student's two numbers (how many of the 16
+    eight-byte banks a store phase can reach while the read stays a fused LDS.128, and
+    the least wavefronts of a warp's store then) against `part2_facts`; a hint per wrong
+    number."""
+    if banks is None or store_wavefronts is None:
+        return Text("Part 2: not answered yet. Write your two numbers in this cell, "
+                "check_part2(banks=..., store_wavefronts=...), and run it.")
+    facts, out = part2_facts(block), []
+    if banks != facts["banks"]:
+        out.append(f"banks = {banks}: not yet. The 16 lanes of a store phase share ty, so "
+                   "each stores element ty of its own row. If k and k + 1 share a 16-byte slot "
+                   "in every row, element ty sits in the same half of every slot: how many of "
+                   "the 16 eight-byte banks are first halves of a slot?")
+    if store_wavefronts != facts["store_wavefronts"]:
+        out.append(f"store_wavefronts = {store_wavefronts}: not yet. 16 doubles on "
+                   f"{facts['banks']} banks put at least {16 // facts['banks']} on one bank, "
+                   f"so each phase costs at least {16 // facts['banks']} wavefronts; a warp's "
+                   "STS.64 has two phases (its half-warps).")
+    if out:
+        return Text("Part 2: " + "\n".join(out))
+    odd = transposed_cases(block + 1, block)[0][1].analysis.wavefronts
+    return Text(f"Part 2: right. With the read fused, a store phase reaches only "
+            f"{facts['banks']} of the 16 eight-byte banks, so a warp's store costs at least "
+            f"{facts['store_wavefronts']} wavefronts, where rows of {block + 1} pay {odd}; "
+            f"rows of {block + 2} reach that least (the table above).")

@@ -208,23 +208,35 @@ def chunk_at(r: int, c: int, chunks: int, swizzle: bool = True) -> int:
     return c ^ ((r >> 1) & 3) if chunks == 4 else c ^ (r & 7)
 
 
+def placer(expression: str | None = None):
+    """place(r, c, chunks, swizzle): the chapter's `chunk_at`, or, given `expression` (a
+    student's line `chunk = <expression>;` in r, c and CHUNKS), that expression swizzled."""
+    if expression is None:
+        return chunk_at
+    from gemm_kernels.exercises.cexpr import compile_expression
+    f = compile_expression(expression, ("r", "c", "CHUNKS"), conditionals=True)
+    return lambda r, c, chunks, swizzle=True: f(r=r, c=c, CHUNKS=chunks) if swizzle else c
+
+
 def ldmatrix_addresses(row_bytes: int, swizzle: bool, row0: int = 0,
-                       chunk0: int = 0) -> list[int]:
+                       chunk0: int = 0, expression: str | None = None) -> list[int]:
     """Byte addresses the 32 lanes give one of the kernel's ldmatrix.x4 in a shared
     tile with rows of `row_bytes`: lane l reads row row0 + l % 16, chunk chunk0 + l / 16
     (for A: rows of the warp's region, chunk kk / 8; for B, rows kk..kk+15 of the k-major
     tile, the chunk of the warp's columns), where `chunk_at` stores it."""
-    chunks = row_bytes // 16
+    chunks, place = row_bytes // 16, placer(expression)
     return [(row0 + lane % 16) * row_bytes
-            + 16 * chunk_at(row0 + lane % 16, chunk0 + lane // 16, chunks, swizzle)
+            + 16 * place(row0 + lane % 16, chunk0 + lane // 16, chunks, swizzle)
             for lane in range(32)]
 
 
-def ldmatrix_analysis(row_bytes: int, swizzle: bool, row0: int = 0, chunk0: int = 0):
+def ldmatrix_analysis(row_bytes: int, swizzle: bool, row0: int = 0, chunk0: int = 0,
+                      expression: str | None = None):
     """Chapter 04's bank model at 16 bytes per lane (four phases of 8 lanes) for one
-    ldmatrix.x4 of the kernel."""
+    ldmatrix.x4 of the kernel (with `expression`: a student's swizzle instead)."""
     from gemm_kernels.memory import banks
-    return banks.analyse(ldmatrix_addresses(row_bytes, swizzle, row0, chunk0), width=16)
+    return banks.analyse(ldmatrix_addresses(row_bytes, swizzle, row0, chunk0, expression),
+                         width=16)
 
 
 def _loads_per_step(p: dict) -> tuple[int, int, int]:
@@ -284,9 +296,10 @@ def bank_table(rec=None) -> Table:
                        f"Measured: {got}")
 
 
-def plot_bank_model(axes=None, swizzled: bool = True):
+def plot_bank_model(axes=None, swizzled: bool = True, expression: str | None = None):
     """The bank model's picture of one A load (64-byte rows), plain and swizzled; plain
-    only with `swizzled=False` (before the exercise, which asks for the swizzle)."""
+    only with `swizzled=False` (before the exercise, which asks for the swizzle); with
+    `expression`, swizzled by a student's `chunk = <expression>;`."""
     import matplotlib.pyplot as plt
     from gemm_kernels.memory import banks
     layouts = (False, True) if swizzled else (False,)
@@ -296,28 +309,34 @@ def plot_bank_model(axes=None, swizzled: bool = True):
         axes = axes[0]
     row_bytes = 2 * get(KERNEL).resolve({})["BK"]
     for a, swz in zip(axes, layouts):
-        an = ldmatrix_analysis(row_bytes, swz)
+        an = ldmatrix_analysis(row_bytes, swz, expression=expression)
         banks.plot_banks(an, ax=a, title=f"A rows of {row_bytes} bytes, "
-                                         f"{'swizzled' if swz else 'plain'}: "
+                                         f"{_layout_name(swz, expression)}: "
                                          f"{an.wavefronts} wavefronts")
         a.set_xlabel("bank (each box: one lane's 16 bytes, 4 banks)")
     plt.tight_layout()
     return axes
 
 
-def plot_swizzle(axes=None, swizzled: bool = True):
+def _layout_name(swizzled: bool, expression: str | None) -> str:
+    return ("your swizzle" if expression else "swizzled") if swizzled else "plain"
+
+
+def plot_swizzle(axes=None, swizzled: bool = True, expression: str | None = None):
     """The 16-byte chunks of 8 rows of each tile as stored, plain and swizzled: each
     cell is one stored chunk, labelled with the chunk of the row it holds and coloured by
     its group of 4 banks (its place in a 128-byte line). The outlined cells hold chunk 0
     of each row: the 8 rows one phase of an ldmatrix reads. Plain, they share few bank
     groups (a conflict); swizzled, all 8 groups. `swizzled=False`: the plain rows only
-    (before the exercise, whose answer the swizzled rows would show)."""
+    (before the exercise, whose answer the swizzled rows would show). With `expression`
+    (a student's `chunk = <expression>;`), the rows as that swizzle stores them."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
+    place = placer(expression)
     p = get(KERNEL).resolve({})
     tiles = ((f"A (rows of {2 * p['BK']} bytes)", 2 * p["BK"]),
              (f"B (rows of {2 * p['BN']} bytes)", 2 * p["BN"]))
-    layouts = (False, True) if swizzled else (False,)
+    layouts = (True,) if expression else (False, True) if swizzled else (False,)
     if axes is None:
         _, axes = plt.subplots(len(layouts), 2, figsize=(15, 3.5 * len(layouts) + 0.4),
                                gridspec_kw={"width_ratios": [6, 16]}, squeeze=False)
@@ -328,14 +347,14 @@ def plot_swizzle(axes=None, swizzled: bool = True):
             ax = axes[i][j]
             for r in range(8):
                 for c in range(chunks):
-                    at = chunk_at(r, c, chunks, swz)
+                    at = place(r, c, chunks, swz)
                     group = (r * row_bytes // 16 + at) % 8
                     ax.add_patch(Rectangle((at, 7 - r), 1, 1, facecolor=colors(group),
                                            edgecolor="k" if c == 0 else "white",
                                            lw=2.2 if c == 0 else 0.6))
                     ax.text(at + 0.5, 7.5 - r, str(c), ha="center", va="center", fontsize=8,
                             fontweight="bold" if c == 0 else "normal")
-            groups = {(r * row_bytes // 16 + chunk_at(r, 0, chunks, swz)) % 8 for r in range(8)}
+            groups = {(r * row_bytes // 16 + place(r, 0, chunks, swz)) % 8 for r in range(8)}
             ax.set_xlim(0, chunks)
             ax.set_ylim(0, 8)
             ax.set_xticks([c + 0.5 for c in range(chunks)], [str(c) for c in range(chunks)],
@@ -344,13 +363,38 @@ def plot_swizzle(axes=None, swizzled: bool = True):
                           fontsize=7)
             ax.tick_params(length=0)
             ax.set_xlabel("place in the row (16-byte chunks)", fontsize=7)
-            ax.set_title(f"{name}, {'swizzled' if swz else 'plain'}:\nchunk 0 of rows 0-7 "
+            ax.set_title(f"{name}, {_layout_name(swz, expression)}:\nchunk 0 of rows 0-7 "
                          f"in {len(groups)} bank group{'s' if len(groups) > 1 else ''}",
                          fontsize=9)
     axes[0][0].figure.suptitle("Each cell: the chunk of its row stored there; colour: its "
                                "group of 4 banks (of 8)", fontsize=10)
     plt.tight_layout()
     return axes
+
+
+def your_swizzle(name: str = "14_swizzle") -> Text:
+    """The student's own swizzle, once it passes: the eight rows of both tiles as it
+    stores them (the picture of section 3) and the bank model's wavefronts for one A and
+    one B load, read from the last `%%exercise` submission of this session."""
+    from gemm_kernels.exercises import ch14_checks
+    from gemm_kernels.exercises.magic import submitted, verdict
+    try:
+        report, source = verdict(name), submitted(name)
+    except AssertionError as e:
+        return Text(str(e))
+    expression, _ = ch14_checks.chunk_expression(source)
+    if not (report.passed and expression):
+        return Text("Your chunk_at does not pass yet: once the grade above passes, this "
+                    "cell draws your swizzle and prices its loads.")
+    p = get(KERNEL).resolve({})
+    a = ldmatrix_analysis(2 * p["BK"], True, expression=expression).wavefronts
+    b = ldmatrix_analysis(2 * p["BN"], True, expression=expression).wavefronts
+    plot_swizzle(expression=expression)
+    return Text(f"Your line: chunk = {expression};\nThe bank model: {a} wavefronts per A load "
+                f"and {b} per B load (4 is the least), against "
+                f"{ldmatrix_analysis(2 * p['BK'], False).wavefronts} and "
+                f"{ldmatrix_analysis(2 * p['BN'], False).wavefronts} on plain rows: the "
+                f"numbers of section 3's table, now from your function.")
 
 
 # ------------------------------------------------------------------ 6. the ring, the loop
@@ -526,7 +570,8 @@ MEANING = {
     "mio throttle": "the queue of shared-memory instructions is full",
     "math pipe throttle": "the math pipe it needs (here the tensor pipe) is busy",
     "barrier": "waiting at __syncthreads() for the other warps of the block",
-    "wait": "a fixed wait between dependent instructions",
+    "wait": "a fixed number of cycles the compiler makes the warp wait after an "
+            "instruction",
     "not selected": "ready, but another warp was issued",
     "dispatch stall": "the dispatcher could not issue",
     "lg throttle": "the queue of global-memory instructions is full",
@@ -674,8 +719,8 @@ def slot_table(expression: str = "c ^ ((r >> (4 / CHUNKS)) & (CHUNKS - 1) & 7)")
 COMMON_MISTAKES = ("c ^ (r & 7)", "c ^ (r & (CHUNKS - 1))", "c ^ (r & 3)")
 
 
-def common_mistakes(expressions=COMMON_MISTAKES) -> Table:
-    """What exercise 14's step 2 answers to the usual wrong swizzles (run here, on the
+def grader_says(expressions, title: str) -> Table:
+    """What exercise 14's step 2 answers to each of `expressions` (run here, on the
     exercise's own cell with each line filled in)."""
     from gemm_kernels.exercises import ch14_checks
     rows = []
@@ -686,11 +731,43 @@ def common_mistakes(expressions=COMMON_MISTAKES) -> Table:
         problems = ch14_checks.assess(source).problems
         rows.append({"answer": e, "step 2 says": problems[0] if problems else "pass",
                      "hint": ch14_checks.swizzle_hint(problems[0]) if problems else ""})
-    return Table(rows, ["answer", "step 2 says", "hint"],
-                 title="The usual wrong swizzles and what the grader answers")
+    return Table(rows, ["answer", "step 2 says", "hint"], title=title)
+
+
+def common_mistakes(expressions=COMMON_MISTAKES) -> Table:
+    """What exercise 14's step 2 answers to the usual wrong swizzles."""
+    return grader_says(expressions, "The usual wrong swizzles and what the grader answers")
+
+
+OTHER_ANSWERS = ("CHUNKS == 4 ? (c + ((r >> 1) & 3)) % 4 : (c + (r & 7)) % CHUNKS",
+                 "CHUNKS == 4 ? c ^ ((r >> 1) & 3) : c ^ (r & 7)")
+
+
+def other_answers(expressions=OTHER_ANSWERS) -> Table:
+    """Right answers in other forms: a rotation instead of the XOR, the two-branch XOR."""
+    return grader_says(expressions, "Other answers, and what the grader answers")
 
 
 # ------------------------------------------------------------------ what the numbers imply
+
+def hmma_run(limit: int = 12) -> Text:
+    """The main loop's SASS (sm_90) from its first run of back-to-back HMMA: which
+    registers each one writes, and whether any reads the accumulators the one before it
+    wrote (a data dependency), counted over the whole loop."""
+    sass = compiler.sass(get(KERNEL), get(KERNEL).resolve({}), "sm_90")
+    body = analysis.main_loop(sass, work=("HMMA",))
+    hmma = [t for _, f, t in body if f == "HMMA"]
+    dest = [t.split()[1].rstrip(",") for t in hmma]
+    acc_in = [t.split()[-1] for t in hmma]
+    dependent = sum(acc_in[i] == dest[i - 1] for i in range(1, len(hmma)))
+    first = next(i for i, (_, f, _) in enumerate(body)
+                 if f == "HMMA" and i + 3 < len(body)
+                 and all(g == "HMMA" for _, g, _ in body[i:i + 4]))
+    lines = [f"/*{a:04x}*/  {t}" for a, _, t in body[first:first + limit]]
+    return Text("\n".join(lines) + f"\n... ({len(hmma)} HMMA in one pass of the loop; "
+                f"{dependent} of them read the accumulators the HMMA just before wrote)")
+
+
 
 def wave_line(n: int = 1024, rec=None) -> Text:
     """Why the smallest size stays far from cuBLAS: the default tile's blocks against the
@@ -713,27 +790,62 @@ def wave_line(n: int = 1024, rec=None) -> Text:
 
 
 def pipe_ceiling(n: int = 4096, rec=None) -> Text:
-    """What the profiler's rate and the tensor pipe's busy share imply together: the rate
-    a pipe busy all the time would give at this instruction mix, against the dense FP16
-    peak, and the clock below which that would still be the peak."""
+    """What the profile implies about the tensor pipe: the profiler's own clock (its SM
+    cycles over its time), the dense FP16 peak at that clock, and the rate a pipe busy all
+    the time would give at this instruction mix (the profiled rate over the busy share),
+    all on the GPU of the profile."""
     rec = rec or study_recording()
-    swz = dict(_study_rows(rec)).get(studies.get(STUDY).steps[1].label)
+    rows = dict(_study_rows(rec))
+    swz = rows.get(studies.get(STUDY).steps[1].label)
     props = rec.device if rec else {}
     per_sm = ch13.FP16_FLOP_PER_CLOCK_SM.get(props.get("compute_capability"))
-    if not (swz and swz.get(TIME) and swz.get(BUSY) and per_sm):
-        return Text("The profile's time and tensor-pipe share are not both recorded.")
+    cycles = "sm__cycles_elapsed.avg"
+    if not (swz and swz.get(TIME) and swz.get(BUSY) and swz.get(cycles) and per_sm):
+        return Text("The profile's time, clock and tensor-pipe share are not all recorded.")
     rate = 2 * n ** 3 / swz[TIME] / 1e3                              # TFLOP/s
     full = rate / (swz[BUSY] / 100)
-    top = per_sm * props["sm_count"] * props["sm_clock_mhz"] / 1e6
-    clock = full * 1e6 / (per_sm * props["sm_count"]) / 1e3          # GHz
-    return Text(f"Under the profiler the swizzled kernel runs at {rate:,.0f} TFLOP/s with "
-                f"the tensor pipe busy {swz[BUSY]:.0f}% of the time. At the same mix of "
-                f"instructions a pipe busy all the time would give about {rate:,.0f} / "
-                f"{swz[BUSY] / 100:.2f} = {full:,.0f} TFLOP/s, {100 * full / top:.0f}% of the "
-                f"peak at the top clock ({top:,.0f}). The profiler's locked clock is lower "
-                f"(not recorded here), but it would have to be below {clock:.2f} GHz for "
-                f"{full:,.0f} TFLOP/s to be its peak. So 'busy' does not mean 'at peak': "
-                f"on this GPU an HMMA (mma.sync) keeps the tensor pipe busy longer per FLOP "
-                f"than the peak allows, and even a pipe busy all the time stays well below "
-                f"the datasheet's rate. Hopper's own instruction, wgmma (chapter 15), is "
-                f"the one built to reach it.")
+    clock = swz[cycles] / swz[TIME]                                  # GHz (cycles per ns)
+    peak = per_sm * props["sm_count"] * clock / 1e3
+    busy = {label: m.get("sm__pipe_tensor_op_hmma_cycles_active.sum") for label, m in rows.items()
+            if m}
+    same = len(set(busy.values())) == 1 and None not in busy.values()
+    return Text(f"All on the profile's GPU, the {props['name']} ({props['sm_count']} SMs, "
+                f"like the H200). Its clock under the profiler: {fmt_number(swz[cycles])} SM "
+                f"cycles in {swz[TIME] / 1e6:.3f} ms = {clock:.2f} GHz, so its dense FP16 "
+                f"peak there is {per_sm:,} x {props['sm_count']} x {clock:.2f} GHz = "
+                f"{peak:,.0f} TFLOP/s. The swizzled kernel ran at {rate:,.0f} TFLOP/s with "
+                f"the tensor pipe busy {swz[BUSY]:.0f}% of the time; at the same mix of "
+                f"instructions a pipe busy all the time would give {rate:,.0f} / "
+                f"{swz[BUSY] / 100:.2f} = {full:,.0f} TFLOP/s, {100 * full / peak:.0f}% of "
+                f"that peak. "
+                + (f"The pipe's busy cycles are the same in all three profiles "
+                   f"({fmt_number(next(iter(busy.values())))}): the same HMMA keep it busy "
+                   f"as long, however fast their operands arrive. " if same else "")
+                + f"So 'busy' does not mean 'at peak': each HMMA (mma.sync) keeps the "
+                f"tensor pipe busy about {1 / (full / peak):.1f} times as long as the peak "
+                f"rate allows for its FLOP, and even a pipe busy all the time would stay "
+                f"at about {100 * full / peak:.0f}% of the peak.")
+
+
+def cute_swizzle(address: int, bits: int, base: int, shift: int) -> int:
+    """CuTe's `Swizzle<B, M, S>` on a byte address: bits [M + S, M + S + B) are XORed
+    into bits [M, M + B) (cute/swizzle.hpp)."""
+    return address ^ ((address >> shift) & (((1 << bits) - 1) << base))
+
+
+def cute_swizzles(widths=(4, 8, 16, 32), rows: int = 64) -> Table:
+    """For each row width: the CuTe swizzle on byte addresses that stores chunk c of row
+    r where the chapter's `chunk_at` does, checked on every chunk of `rows` rows."""
+    out = []
+    for chunks in widths:
+        row_bytes = 16 * chunks
+        bits, shift = (2, 3) if chunks == 4 else (3, row_bytes.bit_length() - 1 - 4)
+        same = all(cute_swizzle(r * row_bytes + 16 * c, bits, 4, shift)
+                   == r * row_bytes + 16 * chunk_at(r, c, chunks)
+                   for r in range(rows) for c in range(chunks))
+        out.append({"CHUNKS": chunks, "row bytes": row_bytes,
+                    "chunk_at": "c ^ ((r >> 1) & 3)" if chunks == 4 else "c ^ (r & 7)",
+                    "CuTe, on byte addresses": f"Swizzle<{bits}, 4, {shift}>",
+                    f"same place, all chunks of {rows} rows": "yes" if same else "no"})
+    return Table(out, list(out[0]), title="The chapter's chunk_at as CuTe's Swizzle<B, M, S> "
+                                          "(bits M+S.. of the address XORed into bits M..)")
