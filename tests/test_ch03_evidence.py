@@ -188,3 +188,16 @@ def test_the_occupancy_prediction_is_checked_before_anything_is_shown():
     odd = ch03.check_occupancy_prediction(4, 32, 16, 4)       # 16 threads: one warp, not half
     assert "a partial warp still takes a whole one" in odd
     assert "must each be one of" in ch03.check_occupancy_prediction(5, 1, 1, 4)
+
+
+def test_block_resources_give_the_inputs_of_the_prediction_not_its_answer():
+    """The prediction needs each BLOCK's threads, registers and shared memory; the
+    table gives those and leaves blocks and warps per SM to the student."""
+    t = ch03.block_resources()
+    rows = {r["BLOCK"]: r for r in t}
+    assert sorted(rows) == [4, 8, 16, 32]
+    assert rows[4]["threads/block"] == 16 and rows[4]["warps/block"] == 1
+    assert rows[32]["threads/block"] == 1024 and rows[32]["warps/block"] == 32
+    assert rows[32]["shared memory/block"] == "8,192 B"
+    assert all(r["registers/thread (ptxas)"] > 0 for r in rows.values())
+    assert not any("SM" in c for c in t.columns)

@@ -357,3 +357,19 @@ def test_chapter_05s_bound_is_the_models_with_nsight_as_the_check():
         model, ncu = float(r["wavefronts per FFMA, model"]), float(r["wavefronts per FFMA, Nsight Compute"])
         assert abs(model - ncu) / ncu < 0.01, r
         assert r["bound GFLOP/s"] == pytest.approx(ch05_tile_1d.smem_bound(model), rel=1e-3)
+
+
+def test_the_mistakes_table_refuses_bm_where_bn_belongs_with_the_non_square_tile():
+    """The solution's table of mistakes lists the mapping that is right only at the
+    square graded tile; step 2 refuses it, naming the tile where it fails."""
+    rows = {r["submission"]: r for r in ch05_tile_1d.mistakes()}
+    row = rows["tc = t % BM: BM where BN belongs"]
+    assert row["step 2 (static)"] == "FAIL", row
+    assert "BM = 32, BN = 128" in row["what step 2 says"], row
+
+
+def test_the_b_read_pictures_before_the_exercise_leave_its_answers_out():
+    """Chapter 04 draws the B read at PAD = 0 and 1 before the exercise; the paddings
+    that pass its budget (2 and 4) are left for 'Check your answer'."""
+    import inspect
+    assert inspect.signature(ch04_banks.read_b).parameters["pads"].default == (0, 1)

@@ -37,6 +37,42 @@ def test_an_early_return_before_the_barriers_is_named_without_a_gpu():
         "static"][0] == PASS
 
 
+@pytest.mark.parametrize("guard, says", [
+    ("if (row < M && col < N) {", "if (row < M && col < N)"),
+    ("if (tx < BLOCK) {", "if (tx < BLOCK)"),
+])
+def test_a_barrier_under_a_condition_that_differs_between_threads_is_named(guard, says):
+    """A __syncthreads() that only some threads reach is undefined (on a GPU it may hang
+    rather than give wrong numbers): the static step names it and its condition, as it
+    names an early return, before anything runs."""
+    src = solution(NAME)
+    assert PRODUCT in src and SECOND in src
+    body = "#pragma unroll\n        for (int k = 0; k < BLOCK; ++k)\n            " + PRODUCT
+    assert body in src
+    bad = src.replace(body + "\n        " + SECOND,
+                      guard + "\n" + body + "\n        " + SECOND + "\n        }")
+    assert bad != src
+    v = static_verdict(NAME, bad)
+    assert v["compile"][0] == PASS and v["static"][0] == FAIL, v
+    detail = " ".join(v["static"][1].split())
+    assert "a __syncthreads() runs only under `" + says + "`" in detail, detail
+    assert "differs between the threads of a block" in detail and "hang" in detail, detail
+
+
+def test_a_barrier_under_a_condition_the_same_for_every_thread_passes():
+    """A condition on the block's place or the sizes only (every thread of the block takes
+    the same branch) is no divergent barrier."""
+    from gemm_kernels.exercises.ch03_checks import divergent_barrier
+    src = solution(NAME)
+    assert divergent_barrier(src) == []
+    guarded = src.replace(SECOND, "if (K > 0) {\n" + SECOND + "\n}")
+    assert divergent_barrier(guarded) == []
+    assert static_verdict(NAME, guarded)["static"][0] == PASS
+    # the else of a thread-dependent if is as divergent as its if
+    other = src.replace(SECOND, "if (ty == 0) { acc += 0.f; } else {\n" + SECOND + "\n}")
+    assert "if (ty == 0)" in " ".join(divergent_barrier(other))
+
+
 def test_the_edge_hint_asks_about_skipped_copies_and_barriers():
     from gemm_kernels.exercises.catalog import _tile_loop_correct_hint
     hint = _tile_loop_correct_hint("wrong at 7x13x5: 33 element(s) wrong; worst at (4, 0)")

@@ -62,6 +62,29 @@ def test_a_mapping_that_leaves_outputs_to_no_thread_is_refused():
     assert v["static"][0] == FAIL and "outside the tile" in v["static"][1], v
 
 
+@pytest.mark.parametrize("tc, tr, says", [
+    ("t % BM", "t / BM", "thread 64 gets tc = 0, tr = 2, outside the tile"),
+    ("t % 64", "t / 64", "thread 128 gets tc = 0, tr = 2, outside the tile"),
+])
+def test_a_mapping_right_only_at_the_square_tile_is_refused(tc, tr, says):
+    """BM where BN belongs, or the default's 64 written as a number, covers the graded
+    64 x 64 tile and passes its bank check; at a non-square tile of the sweep it leaves
+    outputs to no thread, and step 2 says so with that tile."""
+    v = static_verdict(NAME, _with_mapping(tc, tr))
+    assert v["compile"][0] == PASS and v["static"][0] == FAIL, v
+    detail = " ".join(v["static"][1].split())
+    assert "at BM = 32, BN = 128, BK = 16, TM = 16 (256 threads)" in detail, detail
+    assert says in detail, detail
+
+
+def test_the_chapters_mapping_covers_the_non_square_tile():
+    from gemm_kernels.exercises.ch05_checks import other_tile_problems
+    assert other_tile_problems("t % BN", "t / BN") == []
+    # one row group per half-warp, written in BN, holds there too
+    assert other_tile_problems("t % 16 + (t / 32) * 16 % BN",
+                               "(t / 16) % 2 + (t / 32) * 16 / BN * 2") == []
+
+
 def test_each_half_warp_may_broadcast_its_own_row_group():
     """A 128-bit load's half-warps are served apart: one row group per half-warp costs
     the same 144 wavefronts, and passes the static step."""

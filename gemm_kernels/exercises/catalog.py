@@ -207,7 +207,8 @@ register(Exercise(
     kernel="smem_tiled", params=_TILE_LOOP,
     sass=("BAR.SYNC",),
     static_checks=(ch03_checks.two_barriers("03_tile_loop", "smem_tiled", _TILE_LOOP),
-                   ch03_checks.copies_priced(_TILE_LOOP["BLOCK"]), ch03_checks.early_exit),
+                   ch03_checks.copies_priced(_TILE_LOOP["BLOCK"]), ch03_checks.early_exit,
+                   ch03_checks.divergent_barrier),
     # Step 2's checks each end their message with what to look at, so the step has no
     # hint of its own: one text for all of them would point at the wrong thing.
     hints={"correct": _tile_loop_correct_hint,

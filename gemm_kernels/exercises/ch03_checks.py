@@ -419,6 +419,85 @@ def early_exit(source: str) -> list[str]:
             "outside the matrix) and the final store"]
 
 
+def _thread_names(code: str) -> set[str]:
+    """The names whose value differs between the threads of a block: threadIdx, and every
+    `int name = expression;` whose expression uses one of them (row, col, tx, ...)."""
+    names, defs = {"threadIdx"}, [(m.group(1), m.group(2)) for m in _INT_DEF.finditer(code)]
+    grown = True
+    while grown:
+        grown = False
+        for name, expr in defs:
+            if name not in names and names & set(re.findall(r"[A-Za-z_]\w*", expr)):
+                names.add(name)
+                grown = True
+    return names
+
+
+def _if_before(code: str, end: int) -> tuple[str, int] | None:
+    """(the condition, the position of its `if`) when code[:end] ends with `if (...)`."""
+    before = code[:end].rstrip()
+    if not before.endswith(")"):
+        return None
+    depth = 0
+    for i in range(len(before) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(before[i], 0)
+        if depth == 0:
+            m = re.search(r"\bif\s*$", before[:i])
+            return (before[i + 1:-1], m.start()) if m else None
+    return None
+
+
+def _conditions(code: str, pos: int) -> list[str]:
+    """The conditions of the `if`s (and `else`s) under which the statement at code[pos]
+    runs: the `if (...)` directly before it, and those of every brace around it."""
+    found, start = [], pos
+    direct = _if_before(code, pos)
+    if direct:
+        found.append(direct[0])
+    depth = 0
+    for i in range(start - 1, -1, -1):
+        depth += {"}": 1, "{": -1}.get(code[i], 0)
+        if depth >= 0:
+            continue
+        depth = 0
+        got = _if_before(code, i)
+        if got is None and re.search(r"\belse\s*$", code[:i]):
+            close = re.search(r"\}\s*else\s*$", code[:i])
+            if close:                               # the if of `if (c) { .. } else {`
+                d = 0
+                for j in range(close.start(), -1, -1):
+                    d += {"}": 1, "{": -1}.get(code[j], 0)
+                    if d == 0:
+                        got = _if_before(code, j)
+                        break
+        if got:
+            found.append(got[0])
+    return found
+
+
+def divergent_barrier(source: str) -> list[str]:
+    """A __syncthreads() under an `if` whose condition differs between the threads of a
+    block (typically the bounds check `if (row < M && col < N)` around the step): the
+    threads for which it is false never reach that barrier while the others wait there.
+    CUDA leaves that undefined: wrong numbers at the edges, or a kernel that hangs. A
+    correctness test shows it at best as wrong numbers, so name it here, as `early_exit`
+    names a return."""
+    code = code_only(source)
+    thread = _thread_names(code)
+    for m in re.finditer(r"\b__syncthreads\s*\(", code):
+        for cond in _conditions(code, m.start()):
+            used = sorted(thread & set(re.findall(r"[A-Za-z_]\w*", cond)))
+            if used:
+                return [f"a __syncthreads() runs only under `if ({' '.join(cond.split())})`, "
+                        f"a condition that differs between the threads of a block (it reads "
+                        f"{', '.join(used)}): the threads for which it is false never reach "
+                        "that barrier while the others wait there. CUDA leaves that "
+                        "undefined: the kernel may give wrong numbers or hang. Every thread "
+                        "of the block must reach every barrier; guard only the copies (0.f "
+                        "outside the matrix) and the final store"]
+    return []
+
+
 def copy_problems(source: str, block: int) -> list[str]:
     """The price of the copies and reads in `source` (see the module's docstring): empty
     when they are coalesced and conflict-free, or when the source says something this

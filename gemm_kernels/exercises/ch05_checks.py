@@ -238,9 +238,31 @@ _PRICE_IT = (" (a warp is 32 consecutive t, and which of them share tr and which
              "one LDS, for lanes 0-31 with chapter 04's bank rules)")
 
 
+# A tile that is not square, where a mapping that confuses BM with BN, or hard-codes the
+# default's 64, leaves outputs to no thread (one of the sweep's fastest tiles).
+OTHER_TILE = {"BM": 32, "BN": 128, "BK": 16, "TM": 16}
+
+
+def other_tile_problems(tc: str, tr: str, other: dict = OTHER_TILE) -> list[str]:
+    """The coverage of the mapping at a second, non-square tile: the kernel is a template
+    compiled for every tile of the sweep, so the two lines must give every output of any
+    BM x BN tile to one thread, not only of the graded 64 x 64 one."""
+    places = mapping_table(tc, tr, other)
+    bad = [places] if isinstance(places, str) else coverage_problems(places, other)
+    if not bad:
+        return []
+    nt = other["BM"] * other["BN"] // other["TM"]
+    return [f"the mapping covers the graded 64 x 64 tile, but the kernel is a template "
+            f"compiled for other tiles too, and at BM = {other['BM']}, BN = {other['BN']}, "
+            f"BK = {other['BK']}, TM = {other['TM']} ({nt} threads) {bad[0]}. Write tc and "
+            "tr in BM, BN, TM (which of them counts the columns of the tile?), not in the "
+            "numbers of the default tile"]
+
+
 def thread_mapping(exercise: str, params: dict) -> Callable[[str], list[str]]:
-    """The static check of exercise 05 (see above): silent while the source holds the
-    stub, which the grader reports itself."""
+    """The static check of exercise 05 (see above), at the graded tile and at a
+    non-square one (`other_tile_problems`): silent while the source holds the stub,
+    which the grader reports itself."""
     def check(source: str) -> list[str]:
         found = mapping_expressions(source)
         if isinstance(found, str):
@@ -248,7 +270,7 @@ def thread_mapping(exercise: str, params: dict) -> Callable[[str], list[str]]:
         problems = mapping_problems(*found, params)
         if problems and "wavefronts" in problems[0]:
             problems[0] += _PRICE_IT
-        return problems
+        return problems or other_tile_problems(*found)
     check.__name__ = f"thread_mapping_{exercise}"
     return check
 

@@ -564,6 +564,20 @@ def register_cliff(registers=(32, 33, 40, 64), threads: int = 1024,
 BLOCKS = (4, 8, 16, 32)
 
 
+def block_resources(blocks=BLOCKS) -> Table:
+    """Per BLOCK: what one block takes, as `ptxas -v` and the launch give it (threads,
+    warps, registers per thread, shared memory): the inputs of the chapter's occupancy
+    prediction, without its answer (blocks and warps per SM, `block_occupancy`)."""
+    rows = []
+    for b in blocks:
+        o = analysis.kernel_occupancy(KERNEL, {"BLOCK": b})
+        rows.append({"BLOCK": b, "threads/block": o.threads_per_block,
+                     "warps/block": -(-o.threads_per_block // 32),
+                     "registers/thread (ptxas)": o.registers_per_thread,
+                     "shared memory/block": f"{o.smem_per_block:,} B"})
+    return Table(rows, list(rows[0]), title="smem_tiled by BLOCK: what one block takes")
+
+
 def block_occupancy(blocks=BLOCKS) -> Table:
     """Per BLOCK: threads, registers (ptxas), blocks and warps per SM, occupancy, what
     limits it, and the multiply-adds a thread does between two barriers."""

@@ -163,7 +163,7 @@ def wide_loads():
     return fig
 
 
-def read_b(pads=(0, 2)):
+def read_b(pads=(0, 1)):
     """The B read of the k-along-rows layout at BLOCK = 32 (one wide load: several values
     of k per lane), lane x bank, for each padding; labels: the row n of the B tile."""
     plt = _plt()

@@ -656,6 +656,7 @@ def _variant_sources() -> dict:
         "threads down the column first": mapped("t / (BM / TM)", "t % (BM / TM)"),
         "one row group per half-warp": mapped(*HALVES["one row group per half-warp"]),
         "tc = t % 32: two threads per output": mapped("t % 32", "t / 32 % (BM / TM)"),
+        "tc = t % BM: BM where BN belongs": mapped("t % BM", "t / BM"),
         "the row of As without tr*TM": src.replace(
             _LOOP, _LOOP.replace("As[tr * TM + i][k]", "As[i][k]")),
     }
