@@ -819,19 +819,31 @@ def in_flight_problems(answer: dict | None) -> list[str]:
     if not answer or all(answer.get(k) is None for k in ANSWER_KEYS):
         return ["not answered yet: fill in my_answer, then run the cell again"]
     key, out = in_flight_key(), []
+    load_bytes = WARP * _ITEM["float"]
     for k in ANSWER_KEYS:
         got = answer.get(k)
         if got is None:
             out.append(f"{k}: not answered")
-        elif not isinstance(got, (int, float)) or abs(got - key[k]) > 1e-9 * max(1, key[k]):
+        elif not _same(got, key[k]):
+            loads = answer.get(k.replace("bytes a warp", "loads"))
+            follows = (k.startswith("bytes") and isinstance(loads, (int, float))
+                       and _same(got, loads * load_bytes))
             hint = ("the barrier after the shared stores waits for every load, so what "
                     "does ptxas lose by sending all of a thread's TILE / ROWS loads first?"
                     if k.startswith("loads") else
-                    "a load of a warp moves 32 lanes x 4 bytes" if k.startswith("bytes") else
+                    f"it follows from your {loads!r} loads ({WARP} lanes x {_ITEM['float']} "
+                    "bytes each): your multiplication is right, the load count is what is off"
+                    if follows else
+                    f"a load of a warp moves {WARP} lanes x {_ITEM['float']} bytes"
+                    if k.startswith("bytes") else
                     "bytes in flight per SM = warps x bytes a warp; keep that product "
                     f"with {key['warp slots per SM']} warps at ROWS = {BASE_ROWS}")
             out.append(f"{k}: {got!r} is not it ({hint})")
     return out
+
+
+def _same(got, want) -> bool:
+    return isinstance(got, (int, float)) and abs(got - want) <= 1e-9 * max(1, want)
 
 
 def check_in_flight(answer: dict | None) -> None:
