@@ -101,6 +101,35 @@ def test_the_path_table_splits_into_what_changed_and_where_the_warps_wait():
     assert "registers" in orders.columns and "inner k loop runs" not in orders.columns
 
 
+def test_the_path_plot_draws_every_step_from_the_rows():
+    """Three panels, one bar per step of PATH in each; the stall panel stacks barrier on
+    long scoreboard; a step without a profile has no stall or issue bar (height 0)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = ch06_tiles.path_rows()
+    fig = ch06_tiles.path_plot(rows=rows)
+    rate, issue, stalls = fig.axes[:3]
+    assert [round(b.get_height(), 1) for b in rate.patches] == \
+        [float(r["TFLOP/s at 2048"]) for r in rows]
+    assert [round(b.get_height(), 1) for b in issue.patches] == \
+        [round(r["issue slots used %"], 1) for r in rows]
+    tops = [b.get_y() + b.get_height() for b in stalls.patches[len(rows):]]
+    assert tops == pytest.approx([r["barrier"] + r["long scoreboard"] for r in rows])
+    plt.close(fig)
+    missing = [{**r, "barrier": None, "long scoreboard": None, "issue slots used %": None}
+               if r["step"] == "K5" else r for r in rows]
+    fig = ch06_tiles.path_plot(rows=missing)
+    assert fig.axes[1].patches[0].get_height() == 0 and fig.axes[2].patches[0].get_height() == 0
+    plt.close(fig)
+
+
+def test_grader_note_agrees_in_number():
+    from gemm_kernels.exercises.ch06_checks import widths_words
+    assert "1 is LDS.128 and 8 narrower" in widths_words({"LDS.128": 1, "LDS": 8})
+    assert "2 are LDS.128" in widths_words({"LDS.128": 2, "LDS": 8})
+
+
 def test_patches_carry_ffma_per_wavefront():
     rows = {r["patch"]: r for r in ch06_tiles.patch_rows()}
     assert set(rows) == {"8x8", "8x4", "4x8", "4x4"}

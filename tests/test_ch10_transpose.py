@@ -137,7 +137,7 @@ def test_the_worked_solution_is_set_beside_the_copy_of_its_own_run():
     assert "closes" in line and f"{rows[1]['% of device copy']:.1f}%" in line, line
 
 
-def test_a_pointer_answer_is_in_the_mistakes_as_a_pass_with_ptxas_note():
+def test_a_pointer_answer_is_in_the_mistakes():
     src = c._mistake_source(dict(c.MISTAKES)["all loads first, through pointers (size_t)"])
     assert "src[(size_t)i * ROWS * cols]" in src and "v[i] = in[" not in src
 
@@ -164,6 +164,19 @@ def test_part_2_is_graded_item_by_item():
     with pytest.raises(AssertionError, match="part 2"):
         c.assert_in_flight(wrong)
     assert "not answered" in c.in_flight_problems({**right, "bytes a warp, ROWS=16": None})[0]
+
+
+def test_bytes_that_follow_from_a_wrong_load_count_blame_the_count():
+    """A wrong load count with bytes consistent with it (4 loads, 512 bytes): the bytes
+    are refused too, but the hint says the multiplication is right and the count is off;
+    bytes that follow from nothing get the hint about lanes and bytes."""
+    key = c.in_flight_key()
+    right = {k: key[k] for k in c.ANSWER_KEYS}
+    problems = c.in_flight_problems({**right, "loads, ROWS=4": 4, "bytes a warp, ROWS=4": 512})
+    assert len(problems) == 2 and problems[1].startswith("bytes a warp, ROWS=4: 512 is not it")
+    assert "the load count is what is off" in problems[1], problems
+    alone = c.in_flight_problems({**right, "bytes a warp, ROWS=4": 32})
+    assert "load count" not in alone[0] and "32 lanes x 4 bytes" in alone[0], alone
 
 
 def test_the_notebooks_ask_exactly_the_graded_questions():

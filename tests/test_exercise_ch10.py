@@ -109,31 +109,36 @@ def test_the_ptx_order_is_read_from_global_loads_and_stores():
     assert ptx_loads_first("ld.shared.f32 %f1, [%r1];")
 
 
-def test_offsets_in_int_pass_with_a_note_on_what_ptxas_did():
-    """A correct source in int offsets sends every load first in its PTX: ptxas's moving a
-    store up is no fault of the source (the pointer answer below gets the same verdict),
-    so it passes, and the note names the size_t offsets that keep the order here."""
+def test_offsets_in_int_fail_on_the_sass_order_with_what_ptxas_did():
+    """A correct source in int offsets sends every load first in its PTX, but ptxas moves a
+    store up: the SASS sends 3 of its 8 loads first at ROWS = 4, so the kernel makes two
+    round trips. Step 2 judges the SASS, as the chapter teaches: refused, saying that the
+    source's order is right and naming the size_t offsets; the hint is about the offsets."""
     src = solution(NAME).replace(LOAD, LOAD.replace("(size_t)r", "r")) \
         .replace(STORE, STORE.replace("(size_t)r", "r"))
     v = static_verdict(NAME, src)
-    assert v["static"][0] == PASS, v
+    assert v["static"][0] == FAIL, v
     assert "your source sends all 8 loads" in v["static"][1], v
-    assert "moved a store up" in v["static"][1] and "size_t" in v["static"][1], v
+    assert "ptxas moved a store up" in v["static"][1] and "size_t" in v["static"][1], v
+    report = grade(NAME, src, gpu=False)
+    static = next(s for s in report.steps if s.name == "static")
+    hint = static.hint
+    assert "order of your source is right" in hint and "size_t" in hint, hint
 
 
 @no_compiler
 def test_a_transposing_store_is_reported_as_wrong_not_as_slow():
-    """The SASS of this source moves a store up, but its PTX keeps every load first: the
-    static step passes (with a note), and the CPU run reports the wrong copy alone."""
+    """The SASS of this source moves a store up, but the kernel is wrong as well: step 2
+    reports the wrong copy (the CPU run's finding), not the order."""
     src = solution(NAME).replace(STORE, STORE.replace("(size_t)r * cols + c", "(size_t)c * rows + r"))
     v = status(grade(NAME, src, gpu=False))
-    assert v["static"][0] == PASS, v
-    assert v["correct"][0] == FAIL and "moved a store up" not in v["correct"][1], v
+    assert v["static"][0] == FAIL and "does not copy yet" in v["static"][1], v
+    assert "moved a store up" not in v["static"][1], v
 
 
 # The reviewer's answer with pointers: all loads, then all stores, offsets in size_t. Its
-# PTX keeps that order; ptxas moves a store up at ROWS = 4, which nothing in the source
-# can change (fences between the loops do not): the static step passes and says so.
+# PTX keeps that order; ptxas moves a store up at ROWS = 4, so the SASS makes two round
+# trips: refused on the SASS order, with the message naming ptxas and the size_t offsets.
 
 
 def pointer_answer() -> str:
@@ -142,10 +147,10 @@ def pointer_answer() -> str:
     return src[:start] + POINTERS + src[end:]
 
 
-def test_a_correct_pointer_answer_passes_with_a_note_on_ptxas():
+def test_a_pointer_answer_fails_on_the_sass_order_naming_ptxas():
     v = static_verdict(NAME, pointer_answer())
-    assert v["static"][0] == PASS, v
-    assert "ptxas moved a store up" in v["static"][1] and "not your source's order" in v["static"][1], v
+    assert v["static"][0] == FAIL, v
+    assert "ptxas moved a store up" in v["static"][1] and "your source sends all" in v["static"][1], v
 
 
 def test_the_solution_passes_with_every_load_first():

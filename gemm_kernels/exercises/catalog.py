@@ -477,11 +477,20 @@ _IN_FLIGHT_PLACE = ("element i of the thread is row blockIdx.y * TILE + threadId
                     "where both lie inside the matrix")
 
 
+_IN_FLIGHT_PTXAS = ("the order of your source is right; the SASS is ptxas's schedule of it, and "
+                    "ptxas moves a store ahead of the last loads when it computes the addresses "
+                    "its own way: give every access the offset (size_t)r * cols + c, as the "
+                    "TODO says")
+
+
 def _in_flight_hint(detail: str) -> str:
     """Step 2 of 10_in_flight: a kernel that is wrong as well as out of order is reported
     as wrong (the CPU emulation's finding), so its hint is about the elements and the
-    bounds, not about the order of loads and stores."""
-    return _IN_FLIGHT_PLACE if "does not copy yet" in detail else _IN_FLIGHT_ORDER
+    bounds, not about the order of loads and stores; a source whose order is right but
+    whose SASS is not (ptxas moved a store up) gets the hint about its offsets."""
+    if "does not copy yet" in detail:
+        return _IN_FLIGHT_PLACE
+    return _IN_FLIGHT_PTXAS if "ptxas moved a store up" in detail else _IN_FLIGHT_ORDER
 
 
 register(Exercise(

@@ -35,7 +35,8 @@ def widths_words(widths: dict[str, int], rolled: bool = False) -> str:
     wide, narrow = widths["LDS.128"], widths["LDS"]
     if not narrow:
         return f"the loop's {wide} shared loads are all LDS.128 (four values each)"
-    head = (f"of the loop's {wide + narrow} shared loads, {wide} are LDS.128 and {narrow} "
+    head = (f"of the loop's {wide + narrow} shared loads, {wide} "
+            f"{'is' if wide == 1 else 'are'} LDS.128 and {narrow} "
             "narrower (one or two values each): ")
     why = ("one operand is read a value at a time, as your k loop, left rolled, reads A"
            if rolled else

@@ -9,18 +9,17 @@ in the SASS, and asks for all TILE / ROWS loads of a thread before its first sto
 the graded parameters and at other values of ROWS (a count that only fits one
 configuration, or a compiler that reorders one configuration only, does not pass).
 
-The order is read twice, in the PTX (what the source asked for, after NVVM) and in the
-SASS (what ptxas made of it), so that the verdict judges what the student can change:
+The verdict is the SASS order, the one the chapter teaches: what runs is what ptxas made
+of the source, so a kernel whose SASS sends only some of its loads before the first store
+makes two round trips to memory, whatever its source says. The PTX (what the source asked
+for, after NVVM) is read as well, only to say whose order it is:
 
 * where the PTX interleaves loads and stores, the source does: refused, with the counts;
-* where the PTX sends every load first and the SASS does not, the source is right and
-  ptxas, scheduling on its own, moved a store up. That passes, whatever the offsets'
-  type: ptxas's scheduling of equivalent sources differs (int offsets, pointer
-  arithmetic; __syncwarp(), __threadfence_block() or an empty asm volatile with a memory
-  clobber between the loops do not move it), and refusing one equivalent source while
-  accepting another would be arbitrary. The note says what ptxas did (with int offsets:
-  that the reference's size_t offsets keep every load first here), and the timing on a
-  GPU tells whether it costs anything;
+* where the PTX sends every load first and the SASS does not, the source's order is right
+  and ptxas, scheduling the address arithmetic on its own, moved a store up (it does with
+  int offsets, and with moving pointers). Refused all the same, with a message that says
+  so and names what keeps every load first here: offsets (size_t)r * cols + c indexing
+  `in` and `out` directly, as the exercise's TODO asks;
 * a kernel refused on the order is also run on the CPU (`cpu_step`, every thread
   emulated) when that can run here: the grader stops after a failed step 2, and a kernel
   that copies the wrong elements must not be reported only as a slow one.
@@ -29,7 +28,6 @@ from __future__ import annotations
 
 import re
 
-from gemm_kernels.exercises.cexpr import code_only
 from gemm_kernels.exercises.ch05_checks import opcodes
 from gemm_kernels.exercises.stubs import stub_lines
 from gemm_kernels.exercises.submission import submission_kernel, submission_sass
@@ -72,13 +70,23 @@ def _also_wrong(exercise: str, kernel: str, params: dict, source: str) -> str | 
     return None
 
 
-def _measure(exercise: str, kernel: str, params: dict, also, source: str):
-    """(problems, notes) of the source: the notes say where ptxas moved a store up in a
-    source whose PTX keeps every load first (no problem of the student's)."""
+def _ptxas_problem(p: dict, before: int, want: int) -> str:
+    return (f"with TILE = {p['TILE']}, ROWS = {p['ROWS']} your source sends all {want} loads "
+            f"first (the PTX keeps that order), but ptxas moved a store up: in the SASS, "
+            f"which is what runs, only {before} of them go before the first store, so the "
+            "rest wait for a second round trip. Index `in` and `out` with offsets computed "
+            "as (size_t)r * cols + c, as the TODO says: with those ptxas keeps every load "
+            "first here (int offsets or moving pointers let it move a store up)")
+
+
+def _measure(exercise: str, kernel: str, params: dict, also, source: str) -> list[str]:
+    """The problems of the source: at each configuration, a SASS that does not send every
+    load before its first store (said as the source's order or as ptxas's, from the PTX),
+    or that lacks loads; a kernel refused on the order and wrong as well is reported as
+    wrong."""
     from gemm_kernels.core import compiler
     k = submission_kernel(exercise, kernel, source)
-    wide = "size_t" in code_only(source)
-    problems, notes, ordering = [], [], False
+    problems, ordering = [], False
     for change in ({}, *also):
         p = {**params, **change}
         sass = submission_sass(exercise, kernel, p, source)
@@ -93,22 +101,14 @@ def _measure(exercise: str, kernel: str, params: dict, also, source: str):
                 f"with TILE = {p['TILE']}, ROWS = {p['ROWS']} the SASS has {total} global "
                 f"loads (LDG) where each thread copies {want} elements")
         elif before < want:
-            source_first = ptx_loads_first(compiler.ptx(k, p)[0])
-            if source_first:
-                notes.append(f"at ROWS = {p['ROWS']} your source sends all {want} loads "
-                             f"first (the PTX keeps that order), and ptxas moved a store "
-                             f"up: {before} of them go before the first store in the SASS. "
-                             "That is ptxas's scheduling, not your source's order; the "
-                             "timing on a GPU says whether it costs speed" +
-                             ("" if wide else " (with the offsets in size_t, as in the "
-                              "reference solution, ptxas keeps every load first here)"))
-            else:
-                ordering = True
-                problems.append(_order_problem(p, before, want))
+            ordering = True
+            problems.append(_ptxas_problem(p, before, want)
+                            if ptx_loads_first(compiler.ptx(k, p)[0])
+                            else _order_problem(p, before, want))
     if ordering:          # a wrong kernel is reported as wrong first, then as slow
         wrong = _also_wrong(exercise, kernel, params, source)
         problems = [wrong] if wrong else problems
-    return problems, notes
+    return problems
 
 
 def loads_in_flight(exercise: str, kernel: str, params: dict, also=()):
@@ -120,13 +120,12 @@ def loads_in_flight(exercise: str, kernel: str, params: dict, also=()):
     def check(source: str) -> list[str]:
         if stub_lines(source):
             return []
-        return _measure(exercise, kernel, params, also, source)[0]
+        return _measure(exercise, kernel, params, also, source)
 
     def note(source: str) -> str:
-        problems, notes = _measure(exercise, kernel, params, also, source)
-        if problems or stub_lines(source):
+        if stub_lines(source) or _measure(exercise, kernel, params, also, source):
             return ""
-        return "; ".join(notes) or "every load before the first store in the SASS at ROWS = " \
+        return "every load before the first store in the SASS at ROWS = " \
             + " and ".join(str({**params, **c}["ROWS"]) for c in ({}, *also))
 
     check.__name__ = f"loads_in_flight_{exercise}"

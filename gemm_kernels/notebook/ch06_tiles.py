@@ -367,6 +367,50 @@ def path_check(rows=None, only: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def path_plot(size: int = 2048, rows=None):
+    """The chapter's key result in one figure, drawn from path_rows: the four steps from
+    K5 to the default on x; left, the rate at size^3 (each bar labelled with its warps per
+    SM); middle, the share of issue slots used; right, the barrier and long-scoreboard
+    stalls per issued instruction (stacked), at 4096^3 under Nsight Compute. A step not
+    profiled has no bar in the last two panels."""
+    import matplotlib.pyplot as plt
+    rows = rows or path_rows(size)
+    x = list(range(len(rows)))
+    names = [r["step"].replace(" = ", "\n= ") for r in rows]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    rate = [float(r[f"TFLOP/s at {size}"] or 0.0) for r in rows]
+    axes[0].bar(x, rate, color="tab:orange")
+    for xi, v, r in zip(x, rate, rows):
+        axes[0].text(xi, v, f"{v:.1f}\n{r['warps/SM']} warps/SM", ha="center", va="bottom",
+                     fontsize=8)
+    axes[0].set_ylim(0, max(rate + [1]) * 1.3)
+    axes[0].set_title(f"rate at {size}^3 (TFLOP/s)", fontsize=10)
+    issue = [r["issue slots used %"] for r in rows]
+    axes[1].bar(x, [v or 0.0 for v in issue], color="tab:green")
+    for xi, v in zip(x, issue):
+        axes[1].text(xi, v or 0.0, " -" if v is None else f"{v:.0f}%", ha="center",
+                     va="bottom", fontsize=8)
+    axes[1].set_ylim(0, 100)
+    axes[1].set_title("issue slots used at 4096^3 (%)", fontsize=10)
+    bottom = [0.0] * len(rows)
+    for key, colour in (("barrier", evidence.stall_colour("barrier")),
+                        ("long scoreboard", evidence.stall_colour("long scoreboard"))):
+        vals = [r[key] or 0.0 for r in rows]
+        axes[2].bar(x, vals, bottom=bottom, color=colour, label=key)
+        bottom = [a + b for a, b in zip(bottom, vals)]
+    for xi, v in zip(x, bottom):
+        axes[2].text(xi, v, f"{v:.2f}", ha="center", va="bottom", fontsize=8)
+    axes[2].set_ylim(0, max(bottom + [0.1]) * 1.25)
+    axes[2].set_title("barrier + long-scoreboard stalls\nper issued instruction, 4096^3", fontsize=10)
+    axes[2].legend(fontsize=8, frameon=False, loc="upper right")
+    for ax in axes:
+        ax.set_xticks(x, names, fontsize=8)
+    fig.suptitle(f"From K5 to the default, one change at a time ({records.recording_label()})",
+                 fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 # ------------------------------------------------------------------ patches (appendix)
 
 def patch_rows(size: int = 2048) -> list[dict]:

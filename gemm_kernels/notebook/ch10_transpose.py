@@ -166,10 +166,29 @@ def _share(kernel, shape, params):
         return None
 
 
+PROFILED_WARPS = "warps resident per SM (profiled)"
+PROFILED_BYTES = "in flight per SM (warps x bytes a warp)"
+
+
+def _key(kernel: str, params: dict) -> tuple:
+    return kernel, tuple(sorted(kernel_of(kernel).resolve(params).items()))
+
+
+def _fmt(warps: float | None, per_warp: int | None = None) -> str:
+    """'-' where the kernel was not profiled; the warps to one decimal, or the bytes an
+    SM has in flight in KB."""
+    if warps is None:
+        return "-"
+    return f"{warps:.1f}" if per_warp is None else f"{warps * per_warp / 1e3:.1f} KB"
+
+
 def in_flight_table(rows=IN_FLIGHT) -> Table:
     """Per kernel: its global accesses in SASS order, the loads a thread sends before its
-    first store and the bytes a warp has in flight then (in its first round trip), next to
-    the timed rate at both shapes as a share of the device copy timed beside it."""
+    first store and the bytes a warp has in flight then (in its first round trip), the
+    warps resident per SM where the profiler recorded them (at the odd shape) and the bytes
+    an SM then has in flight (warps x bytes a warp: Little's law's quantity), next to the
+    timed rate at both shapes as a share of the device copy timed beside it."""
+    warps = {_key(w["kernel"], w["params"]): w["resident"] for w in warp_times()}
     out, regs = [], []
     for label, name, p, family in rows:
         order = accesses(name, p)
@@ -179,6 +198,8 @@ def in_flight_table(rows=IN_FLIGHT) -> Table:
         out.append({"kernel": label, "loads and stores, in SASS order": compact(order),
                     "loads before the first store": first,
                     IN_FLIGHT_BYTES: first * width * WARP,
+                    PROFILED_WARPS: _fmt(warps.get(_key(name, p))),
+                    PROFILED_BYTES: _fmt(warps.get(_key(name, p)), first * width * WARP),
                     f"% of device copy, {_shape_text(SQUARE)}": _share(name, SQUARE, p),
                     f"% of device copy, {_shape_text(ODD)}": _share(name, ODD, p)})
         timed = (lookup.binary(name, p) or {}).get("registers")
@@ -190,7 +211,8 @@ def in_flight_table(rows=IN_FLIGHT) -> Table:
             if not unknown else "the timed binary's registers are not recorded for "
             + ", ".join(unknown))
     return Table(out, list(out[0]), title=f"SASS compiled here by ptxas "
-                 f"{compiler.ptxas_version()} ({note}); rates {records.source()}")
+                 f"{compiler.ptxas_version()} ({note}); warps resident per SM: Nsight Compute "
+                 f"at {_shape_text(ODD)} ('-': not profiled); rates {records.source()}")
 
 
 SOLUTION = "10_in_flight: worked solution"
@@ -294,7 +316,9 @@ def copy_rates(shape=ODD) -> str:
             f"{props['max_threads_per_sm'] // WARP} warps per SM, DRAM peak {peak:,.0f} GB/s "
             f"(memory clock x bus width)\ncopy kernel, float, {_shape_text(shape)}: "
             f"{rate:,.0f} GB/s = {lookup.share(r):.1f}% of the device copy ({ref:,.0f} GB/s) "
-            f"and {100 * rate / peak:.0f}% of the DRAM peak")
+            f"and {100 * rate / peak:.0f}% of the DRAM peak\nthe device copy itself reaches "
+            f"{100 * ref / peak:.0f}% of the DRAM peak: a practical yardstick, not a ceiling "
+            "(a kernel can come out a little above it)")
 
 
 def _copy_row(study=DRAM_STUDY):
@@ -472,16 +496,18 @@ def plot_warp_time(study: str = DRAM_STUDY, ax=None):
     left = [0.0] * len(ws)
     parts = (("loads", "waiting for its global loads", stall_colour("long scoreboard")),
              ("barrier", "waiting at __syncthreads()", stall_colour("barrier")),
-             ("other", "issuing, and every other wait", "0.8"))
+             ("issue", "issuing instructions", "0.45"),
+             ("rest", "every other wait", "0.8"))
+    ws = [{**w, "rest": w["other"] - w["issue"]} for w in ws]
     for key, label, colour in parts:
         vals = [w[key] / w["clock"] / 1e3 for w in ws]
         ax.barh(y, vals, left=left, color=colour, label=label)
         left = [a + b for a, b in zip(left, vals)]
     for yy, w, end in zip(y, ws, left):
         trips = " + ".join(map(str, w["trips"]))
-        ax.text(end + 0.05, yy, f"reads {w['bytes']:,} B: loads {trips}", va="center", fontsize=8)
+        ax.text(end + 0.05, yy, f"{w['bytes']:,} B, loads {trips}", va="center", fontsize=8)
     ax.set_yticks(y, [w["step"] for w in ws], fontsize=9)
-    ax.set_xlim(0, max(left) * 1.35)
+    ax.set_xlim(0, max(left) * 1.2)
     ax.set_xlabel("one warp's life, µs at the profiler's clock (from the stall counters)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     ax.set_title(f"Where a warp's time goes ({_shape_text(studies.get(study).shapes[0])}, "
@@ -741,7 +767,7 @@ MISTAKES = (
     ("rows r0 + i instead of r0 + i * ROWS",
      [("const int r = r0 + i * ROWS;", "const int r = r0 + i;")] * 2),
     ("a load that tests only its column", [(LOAD, "if (c < cols) v[i] = in[(size_t)r * cols + c];")]),
-    # right, and ptxas moves a store up at ROWS = 4 all the same: passes, with a note
+    # the right order in the source, and ptxas moves a store up at ROWS = 4: refused on the SASS
     ("all loads first, through pointers (size_t)", [(_BODY, POINTERS)]),
 )
 
@@ -763,8 +789,8 @@ def _mistake_source(changes) -> str:
 
 
 def mistakes() -> Table:
-    """The solution changed into natural mistakes (and one right answer that ptxas
-    schedules differently), each graded without a GPU (step 3 on the CPU, every thread
+    """The solution changed into natural mistakes (two of them right in the source's order,
+    which ptxas changes in the SASS), each graded without a GPU (step 3 on the CPU, every thread
     emulated): the first step that fails and what it says, or step 2's note."""
     from gemm_kernels.exercises.grader import FAIL, grade
     rows = []
@@ -776,8 +802,7 @@ def mistakes() -> Table:
                      "what the grader says": bad.detail if bad else
                      "passes; step 2 says: " + (static.detail if static else "")})
     return Table(rows, ["answer", "fails at step", "what the grader says"],
-                 title="the solution changed into common mistakes, and one right rewrite, graded "
-                 "without a GPU")
+                 title="the solution changed into common mistakes, graded without a GPU")
 
 
 # ------------------------------------------------------------------ part 2 of the exercise
@@ -819,19 +844,31 @@ def in_flight_problems(answer: dict | None) -> list[str]:
     if not answer or all(answer.get(k) is None for k in ANSWER_KEYS):
         return ["not answered yet: fill in my_answer, then run the cell again"]
     key, out = in_flight_key(), []
+    load_bytes = WARP * _ITEM["float"]
     for k in ANSWER_KEYS:
         got = answer.get(k)
         if got is None:
             out.append(f"{k}: not answered")
-        elif not isinstance(got, (int, float)) or abs(got - key[k]) > 1e-9 * max(1, key[k]):
+        elif not _same(got, key[k]):
+            loads = answer.get(k.replace("bytes a warp", "loads"))
+            follows = (k.startswith("bytes") and isinstance(loads, (int, float))
+                       and _same(got, loads * load_bytes))
             hint = ("the barrier after the shared stores waits for every load, so what "
                     "does ptxas lose by sending all of a thread's TILE / ROWS loads first?"
                     if k.startswith("loads") else
-                    "a load of a warp moves 32 lanes x 4 bytes" if k.startswith("bytes") else
+                    f"it follows from your {loads!r} loads ({WARP} lanes x {_ITEM['float']} "
+                    "bytes each): your multiplication is right, the load count is what is off"
+                    if follows else
+                    f"a load of a warp moves {WARP} lanes x {_ITEM['float']} bytes"
+                    if k.startswith("bytes") else
                     "bytes in flight per SM = warps x bytes a warp; keep that product "
                     f"with {key['warp slots per SM']} warps at ROWS = {BASE_ROWS}")
             out.append(f"{k}: {got!r} is not it ({hint})")
     return out
+
+
+def _same(got, want) -> bool:
+    return isinstance(got, (int, float)) and abs(got - want) <= 1e-9 * max(1, want)
 
 
 def check_in_flight(answer: dict | None) -> None:
