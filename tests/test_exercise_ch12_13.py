@@ -3,6 +3,8 @@ lanes with either warp shuffle (xor or down), and the WMMA kernel's wrong answer
 hint that names their cause."""
 import re
 
+import pytest
+
 from gemm_kernels.exercises.grader import grade
 from exercise_helpers import FAIL, PASS, solution, status
 
@@ -19,29 +21,6 @@ def _wmma_hint(src: str) -> tuple[str, str]:
     report = grade("13_wmma", src, gpu=False)
     step = next(s for s in report.steps if s.name == "correct")
     return step.status, step.hint or ""
-
-
-def test_wmma_reading_c_when_beta_is_zero_names_both_causes_of_nan():
-    src = solution("13_wmma")
-    old = "    if (beta != 0.0f) {"
-    assert old in src
-    status_, hint = _wmma_hint(src.replace(old, "    if (true) {"))
-    assert status_ == FAIL and "beta == 0" in hint
-
-
-def test_wmma_warps_of_a_block_on_one_tile_get_the_tile_hint():
-    src = solution("13_wmma")
-    old = "const int warp_m = threadIdx.y / WN, warp_n = threadIdx.y % WN;"
-    status_, hint = _wmma_hint(src.replace(old, "const int warp_m = 0, warp_n = 0;"))
-    assert status_ == FAIL and "every tile of C get a warp" in hint
-
-
-def test_wmma_b_loaded_with_the_stride_of_a_gets_the_leading_dimension_hint():
-    src = solution("13_wmma")
-    old = "B + static_cast<size_t>(k) * N + col, N);"
-    assert old in src
-    status_, hint = _wmma_hint(src.replace(old, "B + static_cast<size_t>(k) * N + col, K);"))
-    assert status_ == FAIL and "leading dimension" in hint and "N for B" in hint
 
 
 # The gemv adds its slices in the same launch (split_k_finish, cuda/split_k.cuh); the
@@ -77,33 +56,6 @@ def test_a_misjudged_last_block_leaves_c_unwritten():
     assert steps["correct"][0] == FAIL, steps
 
 
-def test_wmma_alpha_dropped_where_beta_is_zero_fails_with_the_alpha_hint():
-    # the "fast path" slip: C = acc instead of alpha * acc when C is not read
-    src = solution("13_wmma")
-    old = ("} else {\n        for (int i = 0; i < acc.num_elements; ++i) "
-           "acc.x[i] = alpha * acc.x[i];\n    }")
-    assert old in src
-    status_, hint = _wmma_hint(src.replace(old, "}"))
-    assert status_ == FAIL and "alpha != 1 and beta == 0" in hint
-
-
-def test_wmma_wm_and_wn_swapped_in_the_warp_index_fails_on_a_wide_warp_grid():
-    # identical to the right map at 2 x 2 warps, the graded configuration
-    src = solution("13_wmma")
-    old = "threadIdx.y / WN, warp_n = threadIdx.y % WN"
-    assert old in src
-    status_, hint = _wmma_hint(src.replace(old, "threadIdx.y / WM, warp_n = threadIdx.y % WM"))
-    assert status_ == FAIL and "WM=2, WN=4" in hint
-
-
-def test_wmma_column_first_warp_map_still_passes():
-    # a different but right map (the solution's question): warps numbered down M first
-    src = solution("13_wmma")
-    old = "threadIdx.y / WN, warp_n = threadIdx.y % WN"
-    status_, _ = _wmma_hint(src.replace(old, "threadIdx.y % WM, warp_n = threadIdx.y / WM"))
-    assert status_ == PASS
-
-
 def test_gemv_race_check_runs_where_several_warps_and_slices_work():
     from gemm_kernels.core.kernels import get
     from gemm_kernels.exercises.catalog import EXERCISES
@@ -115,3 +67,35 @@ def test_gemv_race_check_runs_where_several_warps_and_slices_work():
     src = solution("12_gemv")
     step = next(s for s in grade("12_gemv", src, gpu=False).steps if s.name == "correct")
     assert step.status == PASS and f"no data race at {M}x{N}x{K}" in step.detail, step.detail
+
+
+WARP_MAP = "threadIdx.y / WN, warp_n = threadIdx.y % WN"
+# (what the slip replaces, with what, whether the grader passes it, what its hint names)
+WMMA_SLIPS = {
+    "C read although beta == 0": ("    if (beta != 0.0f) {", "    if (true) {", FAIL, "beta == 0"),
+    "every warp of a block on one tile": (
+        "const int warp_m = threadIdx.y / WN, warp_n = threadIdx.y % WN;",
+        "const int warp_m = 0, warp_n = 0;", FAIL, "every tile of C get a warp"),
+    "B loaded with the stride of A": ("B + static_cast<size_t>(k) * N + col, N);",
+                                      "B + static_cast<size_t>(k) * N + col, K);", FAIL,
+                                      "N for B"),
+    # the "fast path" slip: C = acc instead of alpha * acc when C is not read
+    "alpha dropped where beta == 0": (
+        "} else {\n        for (int i = 0; i < acc.num_elements; ++i) "
+        "acc.x[i] = alpha * acc.x[i];\n    }", "}", FAIL, "alpha != 1 and beta == 0"),
+    # identical to the right map at 2 x 2 warps: caught on a wider warp grid
+    "WM and WN swapped in the warp index": (
+        WARP_MAP, "threadIdx.y / WM, warp_n = threadIdx.y % WM", FAIL, "WM=2, WN=4"),
+    # a different but right map (the solution's question): warps numbered down M first
+    "warps numbered down M first": (
+        WARP_MAP, "threadIdx.y % WM, warp_n = threadIdx.y / WM", PASS, ""),
+}
+
+
+@pytest.mark.parametrize("slip", WMMA_SLIPS)
+def test_wmma_slips_get_the_verdict_and_hint_that_name_them(slip):
+    old, new, verdict, named = WMMA_SLIPS[slip]
+    src = solution("13_wmma")
+    assert old in src
+    status_, hint = _wmma_hint(src.replace(old, new))
+    assert status_ == verdict and named in hint, (status_, hint)
