@@ -217,3 +217,12 @@ def test_the_chapters_swizzle_is_cutes():
 def test_other_answers_pass_and_mistakes_do_not():
     assert all(r["step 2 says"] == "pass" for r in ch14.other_answers())
     assert all(r["step 2 says"] != "pass" for r in ch14.common_mistakes())
+
+
+def test_the_rates_table_shows_each_timed_run_was_right():
+    """Every timed row carries the checker's verdict on its own output, below 1."""
+    t = ch14.rates_table()
+    if not t:
+        pytest.skip("the chapter's timings are not recorded")
+    assert ch14.ERROR_COLUMN in t.columns
+    assert all(0 <= row[ch14.ERROR_COLUMN] < 1 for row in t)

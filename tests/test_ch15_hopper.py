@@ -243,3 +243,32 @@ def test_the_study_says_how_busy_the_tensor_pipe_was():
     one_role, split = busy[0], busy[1]          # 4096³: one role, then warp-specialised
     assert split > one_role
     assert "tensor pipe was busy" in ch15.study_summary()
+
+
+def test_the_rates_table_shows_each_timed_run_was_right():
+    """Both kernels, every size: the checker's verdict on the timed run's output, below 1."""
+    t = ch15.rates_table()
+    if not t:
+        pytest.skip("the chapter's timings are not recorded")
+    assert ch14.ERROR_COLUMN in t.columns
+    assert {row["kernel"] for row in t} == {ch15.TMA, ch15.WS}
+    assert all(0 <= row[ch14.ERROR_COLUMN] < 1 for row in t)
+    grouped = ch15.grouping_effect()
+    column = f"groups of 16: {ch14.ERROR_COLUMN}"
+    assert column in grouped.columns and all(0 <= row[column] < 1 for row in grouped)
+
+
+def test_roles_busy_reads_both_kernels_from_the_study():
+    rows = dict(ch15._study(4096))
+    one, ws = rows["one role: TMA + wgmma, __syncthreads per step"], rows[
+        "warp-specialised, row order"]
+    if not (one and ws and ch15.TENSOR_BUSY in one):
+        pytest.skip("the study is not recorded")
+    s = str(ch15.roles_busy())
+    assert f"{one[ch15.TENSOR_BUSY]:.0f}%" in s and f"{ws[ch15.TENSOR_BUSY]:.0f}%" in s
+    assert one[ch15.TENSOR_BUSY] < ws[ch15.TENSOR_BUSY]
+
+
+def test_roles_busy_says_what_is_missing(monkeypatch):
+    monkeypatch.setattr(ch15, "_study", lambda n, rec=None: [("a", None), ("b", None)])
+    assert "not recorded" in str(ch15.roles_busy())

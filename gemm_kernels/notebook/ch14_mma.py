@@ -481,9 +481,13 @@ def occupancy_table(configs=({}, BIG_K)) -> Table:
 
 # ------------------------------------------------------------------ 8. measured
 
+ERROR_COLUMN = "largest |error| / bound"
+
+
 def rates_table(rec=None) -> Table:
     """The two configurations of the ladder at each size, each beside cuBLAS FP16
-    timed in the same run."""
+    timed in the same run, with the checker's verdict on the timed run's own output
+    (its largest error over the bound: below 1 is right)."""
     rec = rec or recording()
     rows = []
     for n in SIZES:
@@ -493,11 +497,12 @@ def rates_table(rec=None) -> Table:
                 rows.append({"size": f"{n}³", "configuration": _config(get(KERNEL).resolve(params)),
                              "TFLOP/s": r["gflops"]["median"] / 1000,
                              "cuBLAS FP16 TFLOP/s": r["reference"]["gflops"]["median"] / 1000,
-                             "% of cuBLAS FP16": timing.share(r)})
+                             "% of cuBLAS FP16": timing.share(r),
+                             ERROR_COLUMN: r.get("error_over_bound", "-")})
     title = (f"mma_sync, each row's cuBLAS FP16 timed beside it ({_label(rec)})" if rows else
              "The mma.sync kernel's timings are not recorded yet")
     return Table(rows, ["size", "configuration", "TFLOP/s", "cuBLAS FP16 TFLOP/s",
-                        "% of cuBLAS FP16"], title=title)
+                        "% of cuBLAS FP16", ERROR_COLUMN], title=title)
 
 
 def plot_ladder(rec=None, ax=None):

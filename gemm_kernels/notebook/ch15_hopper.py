@@ -203,11 +203,13 @@ def plot_ring(stages: int | None = None, tiles: int = 11, copy: float = 5.0,
     tl = ring_timeline(stages, tiles, copy, compute)
     if ax is None:
         _, ax = plt.subplots(figsize=(13, 1.2 + 0.8 * (stages + 2)))
-    colors = plt.get_cmap("tab10")
+    # ten colours, then eight others: no two tiles of the picture share a colour
+    colors = ([plt.get_cmap("tab10")(i) for i in range(10)]
+              + [plt.get_cmap("Dark2")(i) for i in range(8)])
     y_prod, y_cons = stages + 1, 0
     for e in tl:
         y = stages - e["stage"]
-        c = colors(e["t"] % 10)
+        c = colors[e["t"] % len(colors)]
         ax.barh(y, e["full"] - e["issue"], left=e["issue"], height=0.5, color=c, alpha=0.3,
                 edgecolor=c)
         ax.barh(y, e["done"] - e["full"], left=e["full"], height=0.5, color=c, alpha=0.85)
@@ -229,7 +231,8 @@ def plot_ring(stages: int | None = None, tiles: int = 11, copy: float = 5.0,
                   ["producer:\nissues copy"] + [f"stage {s}" for s in range(stages)]
                   + ["consumers:\nwgmma"], fontsize=8)
     ax.set_xlabel(f"time (model: a copy takes {copy:g} units, the wgmma of a tile "
-                  f"{compute:g})", fontsize=8)
+                  f"{compute:g}; a picture of the mechanism, not of the measured kernel)",
+                  fontsize=8)
     ax.set_xlim(0, tl[-1]["done"] + 0.5)
     ax.set_ylim(-0.6, stages + 1.9)
     ax.set_title(f"A ring of {stages} stages. Light: the copy in flight (the stage's 'full' "
@@ -455,7 +458,8 @@ def register_budget(rec=None) -> Table:
 
 def rates_table(rec=None, configs=CONFIGS) -> Table:
     """The chapter's configurations at each size, each beside cuBLAS FP16 timed in the
-    same run."""
+    same run, with the checker's verdict on the timed run's own output (its largest
+    error over the bound: below 1 is right)."""
     rec = rec or recording()
     rows = []
     for n in SIZES:
@@ -466,11 +470,12 @@ def rates_table(rec=None, configs=CONFIGS) -> Table:
                              "configuration": _config(kernel, params),
                              "TFLOP/s": r["gflops"]["median"] / 1000,
                              "cuBLAS FP16 TFLOP/s": r["reference"]["gflops"]["median"] / 1000,
-                             "% of cuBLAS FP16": timing.share(r)})
+                             "% of cuBLAS FP16": timing.share(r),
+                             ch14.ERROR_COLUMN: r.get("error_over_bound", "-")})
     title = (f"Each row's cuBLAS FP16 timed beside it ({_label(rec)})" if rows else
              "The chapter's timings are not recorded yet")
     return Table(rows, ["size", "kernel", "configuration", "TFLOP/s", "cuBLAS FP16 TFLOP/s",
-                        "% of cuBLAS FP16"], title=title)
+                        "% of cuBLAS FP16", ch14.ERROR_COLUMN], title=title)
 
 
 def kernel_summary(kernel: str, params: dict | None = None, n: int = 4096, rec=None) -> Text:
@@ -580,9 +585,13 @@ def plot_study(n: int = 8192, rec=None, axes=None):
                  color="tab:blue", label="L2 hit rate, %")
     axes[0].set_yticks(list(y), [label for label, _ in got], fontsize=8)
     axes[0].set_xlim(0, 100)
-    axes[0].legend(fontsize=8, loc="lower right")
+    axes[0].set_xlabel("%")
+    # below the axes, where it covers no bar
+    axes[0].legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
     axes[0].invert_yaxis()
-    axes[1].barh(list(y), [m[TIME] / 1e6 for _, m in got], color="0.5")
+    bars = axes[1].barh(list(y), [m[TIME] / 1e6 for _, m in got], color="0.5")
+    axes[1].bar_label(bars, fmt="%.2f ms", fontsize=8, padding=2)
+    axes[1].margins(x=0.25)
     axes[1].set_yticks(list(y), [""] * len(got))
     axes[1].invert_yaxis()
     axes[1].set_xlabel("time under the profiler (ms)")
@@ -610,6 +619,19 @@ def study_summary(n: int = 8192, rec=None) -> Text:
                 (f"; the tensor pipe was busy {plain[TENSOR_BUSY]:.0f}% of the time in row "
                  f"order, {grouped[TENSOR_BUSY]:.0f}% grouped." if TENSOR_BUSY in plain
                  and TENSOR_BUSY in grouped else "."))
+
+
+def roles_busy(n: int = 4096, rec=None) -> Text:
+    """What splitting the roles changed under the profiler at n³: the tensor pipe's busy
+    share in the one-role kernel and in the warp-specialised one (row order), from the
+    study (the solution's conclusion)."""
+    rec = rec or study_recording()
+    one, ws = (m for _, m in _study(n, rec)[:2])
+    if not (one and ws and TENSOR_BUSY in one and TENSOR_BUSY in ws):
+        return Text(f"The study's tensor-pipe shares at {n}³ are not recorded.")
+    return Text(f"Under Nsight Compute at {n}³ ({_label(rec)}): the tensor pipe was busy "
+                f"{one[TENSOR_BUSY]:.0f}% of the time in the one-role kernel (its default, one "
+                f"block per SM) and {ws[TENSOR_BUSY]:.0f}% in the warp-specialised kernel.")
 
 
 def block_tile(pid: int, grid_x: int, grid_y: int, group: int) -> tuple[int, int]:
@@ -686,7 +708,8 @@ def grouping_effect(rec=None) -> Table:
     two configurations were timed in different runs, and cuBLAS itself moves between runs
     by as much as the effect looked for; so the table compares only ratios taken within
     one run: each configuration's share of the cuBLAS FP16 timed beside it, and the
-    ratio of those two shares."""
+    ratio of those two shares; and the checker's verdict on the grouped run's output (the
+    row order's is in `rates_table`)."""
     rec = rec or recording()
     rows = []
     for n in SIZES:
@@ -698,7 +721,8 @@ def grouping_effect(rec=None) -> Table:
                          "groups of 16: TFLOP/s": b["gflops"]["median"] / 1e3,
                          "groups of 16: % of cuBLAS, same run": f"{timing.share(b):.0f}%",
                          "grouped share / row-order share":
-                             f"x{timing.share(b) / timing.share(a):.2f}"})
+                             f"x{timing.share(b) / timing.share(a):.2f}",
+                         f"groups of 16: {ch14.ERROR_COLUMN}": b.get("error_over_bound", "-")})
     return Table(rows, list(rows[0]) if rows else ["size"],
                  title="The two configurations are not both recorded" if not rows else
                  f"wgmma_ws: row order and groups of 16 rows (3 stages), each timed in its "
