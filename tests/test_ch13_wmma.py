@@ -200,3 +200,17 @@ def test_the_profiler_times_are_said_to_run_at_locked_clocks():
     rates = [float(x.replace(",", "")) for x in re.findall(r"([\d,.]+) TFLOP/s", text)]
     assert "locks the GPU's clocks" in text
     assert all(profiled < timed for profiled, timed in zip(rates[::2], rates[1::2]))
+
+
+def test_the_profile_names_stalls_in_words_and_counts_l2_hits():
+    """The table's stall reasons read as in chapter 14 ('long scoreboard', not the raw
+    metric's long_scoreboard), and the summary says the naive kernel's re-reads mostly hit
+    in L2 before giving its DRAM bytes."""
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    t = ch13.profile_table()
+    stalls = [r.get("largest stalls (cycles per issue)") for r in t]
+    if not any(stalls):
+        pytest.skip("the profile is not recorded")
+    assert all("_" not in s for s in stalls if s)
+    assert "long scoreboard" in stalls[0]
+    assert "L2 hits" in str(ch13.profile_summary())

@@ -494,8 +494,8 @@ def profile_table(rec=None) -> Table:
         if m is None:
             rows.append({"step": label})
             continue
-        stalls = sorted(((v, k.split("stalled_")[1].split("_per_")[0]) for k, v in m.items()
-                         if "issue_stalled" in k and "selected" not in k), reverse=True)[:2]
+        stalls = sorted(((v, k) for k, v in evidence.stall_reasons({"metrics": m}).items()
+                         if "selected" not in k), reverse=True)[:2]
         rows.append({
             "step": label, "time (ms)": m.get("gpu__time_duration.sum", 0) / 1e6,
             "tensor pipe busy %": m.get(
@@ -695,11 +695,17 @@ def profile_summary(rec=None) -> Text:
     busy = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
     long_wait = "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"
     short_wait = "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio"
+    l2_read = naive.get("lts__t_sectors_srcunit_tex_op_read.sum", 0) * 32 / 1e9
+    l2_hits = naive.get("lts__t_sector_hit_rate.pct")
+    l2 = (f"most of those re-reads are L2 hits (the L2 serves {l2_read:.1f} GB of reads, "
+          f"{l2_hits:.0f}% of its sectors hits), and it still reads " if l2_hits else "it reads ")
+    rest = sorted(((v, k) for k, v in evidence.stall_reasons({"metrics": padded}).items()
+                   if "selected" not in k), reverse=True)[:2]
     return Text(
         f"* The naive kernel waits for global memory: a warp spends {naive[long_wait]:.0f} "
         f"cycles per issued instruction stalled on 'long scoreboard', the wait for a global "
         f"load. Every warp loads its own tiles of A and B at every step, so every tile of A "
-        f"is fetched again by each warp of its row of C: it reads "
+        f"is fetched again by each warp of its row of C: {l2}"
         f"{naive['dram__bytes_read.sum'] / 1e9:.2f} GB from DRAM where the tiled kernel reads "
         f"{padded['dram__bytes_read.sum'] / 1e9:.2f} GB. Its tensor pipe is busy "
         f"{_pct(naive[busy])} of the time.\n"
@@ -707,9 +713,11 @@ def profile_summary(rec=None) -> Text:
         f"{plain[short_wait]:.1f} cycles per instruction): its fragment loads meet bank "
         f"conflicts (the bank model above). Tensor pipe busy: {_pct(plain[busy])}.\n"
         f"* With padded rows the wait drops to {padded[short_wait]:.1f} cycles and the tensor "
-        f"pipe is busy {_pct(padded[busy])} of the time. What holds it the rest of the time "
-        f"is not broken down here; a deeper pipeline and larger warp tiles are the usual "
-        f"next steps (chapter 14).")
+        f"pipe is busy {_pct(padded[busy])} of the time. The largest stalls left are small: "
+        + " and ".join(f"'{k}' ({v:.1f} cycles per instruction)" for v, k in rest)
+        + "; and each tile of C still pays its epilogue (through a scratch tile in shared "
+        f"memory, section 6). A deeper pipeline and larger warp tiles are the usual next "
+        f"steps (chapter 14).")
 
 
 # The dense FP16 (FP32 accumulate) tensor-core rate of one SM per clock, in FLOP, from
