@@ -236,9 +236,25 @@ def test_the_predict_cells_show_no_answer_until_a_value_is_chosen(capsys):
         ch03_evidence.check_prediction(16)
     assert ch04_banks.check_prediction(None) is None
     assert "set PAD" in capsys.readouterr().out
-    table = ch04_banks.check_prediction(2)
-    assert "27 wavefronts per warp and step" in capsys.readouterr().out
+    assert ch04_banks.check_prediction(2) is None          # a PAD but no prediction
+    assert "`mine`" in capsys.readouterr().out
+    right = {"B read": 2, "store of b": 1, "per step": 27}
+    table = ch04_banks.check_prediction(2, right)
+    out = capsys.readouterr().out
+    assert "right:" in out and "27 wavefronts per warp and step" in out
     assert [r["access"] for r in table][:4] == ["store a", "store b", "read A", "read B"]
+
+
+def test_a_wrong_prediction_gets_a_question_first_and_the_answer_after_a_second_try(capsys):
+    ch04_banks._TRIES.clear()
+    wrong = {"B read": 4, "store of b": 1, "per step": 27}     # 128-bit phases at PAD = 2
+    assert ch04_banks.check_prediction(2, wrong) is None
+    out = capsys.readouterr().out
+    assert "B read: count again" in out and "store of b" not in out and "27 wavefronts" not in out
+    assert ch04_banks.check_prediction(2, wrong) is not None
+    assert "27 wavefronts per warp and step" in capsys.readouterr().out
+    assert ch04_banks.predicted_key(0) == {"B read": 16, "store of b": 8, "per step": 81,
+                                           "B read width": "LDS.128"}
 
 
 def test_the_prediction_table_counts_81_36_27_at_block_16():
@@ -318,6 +334,8 @@ def test_the_bk_model_shows_its_residuals_and_says_it_is_a_fit():
 def test_the_merge_scope_line_is_a_sentence_and_follows_the_check(monkeypatch):
     line = ch04_banks.merge_scope_line()
     assert line.startswith("all ") and "23 configurations" in line and "True" not in line
+    # the count differs from the tables' own: the line says by which configurations
+    assert f"the {len(ch04_banks.ALL)} of the chapter's tables" in line and "BLOCK = 8 and 16" in line
     monkeypatch.setattr(ch03_04_tiles, "scope_independent", lambda configs: False)
     assert "the reading matters" in ch04_banks.merge_scope_line()
 

@@ -208,3 +208,16 @@ def test_copy_orders_shows_the_copys_split_changing_with_rows():
     # a kernel that sends every load first (copy_smem) has no split
     smem = {r["ROWS"]: r for r in c.copy_orders("copy_smem", rows=(8,))}
     assert smem[8]["loads before the first store"] == 4
+
+
+def test_the_round_trip_picture_draws_two_trips_for_copy_and_one_for_the_goal():
+    import matplotlib
+    matplotlib.use("Agg")
+    fig = c.plot_round_trips()
+    labels = [t.get_text() for t in fig.axes[0].texts]
+    assert labels.count("2 round trips") == 1 and labels.count("1 round trip") == 2, labels
+    assert "3 loads in flight: 384 B a warp" in labels
+
+
+def test_the_mistakes_table_numbers_the_steps_as_the_report_does():
+    assert c.STEPS.index("static") + 1 == 2 and c.STEPS.index("correct") + 1 == 3

@@ -482,10 +482,14 @@ def merge_scope_line(blocks=(8, 16, 32)) -> str:
     wide = sum(1 for n, p in configs for i in ch03_04_tiles.warp_instructions(n, p)
                if i.width == 16)
     same = ch03_04_tiles.scope_independent(configs)
+    extra = [c for c in configs if c not in ALL]
+    which = (f"{len(configs)} configurations (the {len(configs) - len(extra)} of the chapter's "
+             f"tables, and chapter 03's kernel at BLOCK = "
+             + " and ".join(str(p["BLOCK"]) for _, p in extra) + " as well)")
     if not same:
-        return (f"some 128-bit loads of the {len(configs)} configurations cost differently "
+        return (f"some 128-bit loads of the {which} cost differently "
                 f"per half-warp and over the whole warp: the reading matters")
-    return (f"all {wide:,} 128-bit warp loads of the {len(configs)} configurations cost the "
+    return (f"all {wide:,} 128-bit warp loads of the {which} cost the "
             f"same whether the rule is checked per half-warp or over the whole warp: the "
             f"chapter's counts do not depend on the reading")
 
@@ -500,15 +504,67 @@ def store_excess_line() -> str:
             f"shared wavefronts: {ex['share'][0]:.2%} .. {ex['share'][1]:.2%}")
 
 
-def check_prediction(pad: int | None, block: int = 16, layout: str = "conflict",
-                     size: int = 2048):
-    """The answer to the chapter's 'Predict, then check' for one padding: printed, the
-    wavefronts per warp and step (model and Nsight Compute) and the rate at size^3; returned,
-    the access-by-access table (`ch03_04_tiles.side_by_side`). With no PAD chosen it only
-    says what to do, so that the notebook as given shows no answer."""
-    if pad is None:
-        print("write your prediction down, then set PAD to 0, 1 or 2 and run this cell")
+PREDICTION_KEYS = ("B read", "store of b", "per step")
+_TRIES: dict = {}
+
+
+def predicted_key(pad: int, block: int = 16, layout: str = "conflict") -> dict:
+    """The answers of 'Predict, then check' for one PAD, from the bank model: the wavefronts
+    of one of the warp's B reads (the instruction the SASS has, at its width), of its store
+    of b, and of the whole step (every shared access of one warp and step)."""
+    got = {r["access"]: r for r in
+           ch03_04_tiles.per_instruction("bank_layout", {"BLOCK": block, "LAYOUT": layout,
+                                                         "PAD": pad})}
+    return {"B read": got["read B"]["wavefronts each"],
+            "store of b": got["store b"]["wavefronts each"],
+            "per step": sum(r["per warp and step"] * r["wavefronts each"] for r in got.values()),
+            "B read width": got["read B"]["SASS"]}
+
+
+def prediction_problems(pad: int, mine: dict, block: int = 16,
+                        layout: str = "conflict") -> list[str]:
+    """What is wrong in the student's predicted wavefronts for one PAD, one line each, as
+    a question that points at the slip without giving the number (empty: all right)."""
+    key, out = predicted_key(pad, block, layout), []
+    hints = {"B read": f"B read: count again with the width ptxas uses at PAD = {pad} (a row "
+                       f"of {block + pad} words: is its start 16-, 8- or 4-byte aligned?) and "
+                       "the phases of that width (8 lanes for 128 bits, 16 for 64)",
+             "store of b": f"store of b: lane (tx, ty) writes word tx * {block + pad} + ty; "
+                           "a warp is two rows of 16 threads, so find which lanes share a bank",
+             "per step": "per step: add up every shared access of one warp and step: the "
+                         "stores of a and b once, and each read as often as the SASS issues "
+                         f"it for {block} values of k"}
+    for k in PREDICTION_KEYS:
+        if mine.get(k) is None:
+            out.append(f"{k}: not predicted")
+        elif mine[k] != key[k]:
+            out.append(hints[k])
+    return out
+
+
+def check_prediction(pad: int | None, mine: dict | None = None, block: int = 16,
+                     layout: str = "conflict", size: int = 2048):
+    """'Predict, then check' for one padding. The student's predicted wavefronts (`mine`:
+    B read, store of b, per step) are checked first: a wrong one is answered with a
+    question, not the number, and the answer is shown once they are right or after a
+    second try at that PAD. The answer: printed, the wavefronts per warp and step (model and
+    Nsight Compute) and the rate at size^3; returned, the access-by-access table
+    (`ch03_04_tiles.side_by_side`). With no PAD or no prediction it only says what to do,
+    so that the notebook as given shows no answer."""
+    if pad is None or not mine or all(mine.get(k) is None for k in PREDICTION_KEYS):
+        print("write your prediction in `mine`, set PAD to 0, 1 or 2 and run this cell")
         return None
+    problems = prediction_problems(pad, mine, block, layout)
+    _TRIES[pad] = _TRIES.get(pad, 0) + 1
+    if problems:
+        print("not yet:\n  " + "\n  ".join(problems))
+        if _TRIES[pad] < 2:
+            print("correct your numbers and run the cell again (the answer shows after a "
+                  "second try)")
+            return None
+        print("the answer, after your second try:")
+    else:
+        print(f"right: all three predictions for PAD = {pad} match the bank model")
     params = {"BLOCK": block, "LAYOUT": layout, "PAD": pad}
     row = summary([("bank_layout", params)], size)[0]
     ncu = row["wavefronts, ncu"]

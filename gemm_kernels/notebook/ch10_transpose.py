@@ -363,6 +363,43 @@ def copy_little(shape=ODD) -> Table:
                  title=f"Little's law for the copy kernel, float, {_shape_text(shape)}")
 
 
+def plot_round_trips(shape=ODD, rows: int = 8):
+    """One warp's loads and stores over time, drawn before the Little's-law tables: the
+    chapter's copy (its SASS order: a first round trip, then a second), copy_smem and the
+    exercise's goal (every load sent first, one round trip). A round trip is drawn as long
+    as the latency that Little's law implies for the copy kernel (the next table); issuing
+    takes a sliver of that and is drawn wider than it is."""
+    import matplotlib.pyplot as plt
+    lat = _copy_chain(shape)["latency"] * 1e6
+    want = kernel_of("copy").resolve({"T": "float", "ROWS": rows})["TILE"] // rows
+    lanes = [("copy (this chapter's)", round_trips(accesses("copy", {"T": "float", "ROWS": rows}))),
+             ("copy_smem", round_trips(accesses("copy_smem", {"T": "float", "ROWS": rows}))),
+             ("the exercise: every load first", [want])]
+    fig, ax = plt.subplots(figsize=(10, 2.6))
+    tick = lat / 25
+    for y, (name, trips) in zip((2, 1, 0), lanes):
+        t = 0.0
+        for n in trips:
+            ax.broken_barh([(t, n * tick)], (y - 0.3, 0.6), color="tab:blue")
+            ax.broken_barh([(t + n * tick, lat)], (y - 0.3, 0.6), color="tab:blue", alpha=0.25)
+            ax.text(t + n * tick + lat / 2, y, f"{n} load{'s' * (n > 1)} in flight: "
+                    f"{n * WARP * _ITEM['float']} B a warp", ha="center", va="center", fontsize=8)
+            t += n * tick + lat
+            ax.broken_barh([(t, n * tick)], (y - 0.3, 0.6), color="tab:orange")
+            t += n * tick
+        ax.text(t + tick, y, f"{len(trips)} round trip{'s' * (len(trips) > 1)}",
+                va="center", fontsize=9)
+    ax.set_yticks([2, 1, 0], [n for n, _ in lanes], fontsize=9)
+    ax.set_xlim(0, 2 * (lat + 2 * want * tick) * 1.15)
+    ax.set_xlabel(f"time, µs (a round trip drawn as {lat:.2f} µs, the latency the copy's "
+                  "Little's law implies below)")
+    ax.set_title(f"One warp of a float copy, TILE = 32, ROWS = {rows} (SASS order; schematic)\n"
+                 "dark blue: loads (LDG) sent; light: waiting for them; orange: stores (STG)",
+                 fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 def copy_wait_check(shape=ODD) -> str:
     """The latency of the copy's round trips as the profiler measured it (the warps'
     long-scoreboard stall), next to what Little's law implies from the timed rate."""
@@ -788,6 +825,9 @@ def _mistake_source(changes) -> str:
     return text
 
 
+STEPS = ("compile", "static", "correct", "speed")     # the grader's steps 1 to 4
+
+
 def mistakes() -> Table:
     """The solution changed into natural mistakes (two of them right in the source's order,
     which ptxas changes in the SASS), each graded without a GPU (step 3 on the CPU, every thread
@@ -798,11 +838,13 @@ def mistakes() -> Table:
         report = grade(EXERCISE, _mistake_source(changes), gpu=False)
         bad = next((s for s in report.steps if s.status == FAIL), None)
         static = next((s for s in report.steps if s.name == "static"), None)
-        rows.append({"answer": what, "fails at step": bad.name if bad else "-",
+        rows.append({"answer": what,
+                     "fails at step": f"{STEPS.index(bad.name) + 1} ({bad.name})" if bad else "-",
                      "what the grader says": bad.detail if bad else
                      "passes; step 2 says: " + (static.detail if static else "")})
     return Table(rows, ["answer", "fails at step", "what the grader says"],
-                 title="the solution changed into common mistakes, graded without a GPU")
+                 title="the solution changed into common mistakes, graded without a GPU "
+                       f"(SASS order read from ptxas {compiler.ptxas_version()})")
 
 
 # ------------------------------------------------------------------ part 2 of the exercise
