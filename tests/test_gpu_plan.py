@@ -2,8 +2,8 @@
 (the workspace and the reduction included), `sgemm` is right on every shape it plans
 for, bit-reproducible with a split, propagates NaN and Inf, and refuses bad input with
 the launcher's message; the gemv, which adds its slices in the same launch, is right on
-every call of one launcher. Negative controls: a reduction that drops a plane, and a gemv
-that leaves its arrival counters set, are caught."""
+every call of one launcher. Negative controls: a reduction that drops a plane, a gemv
+that leaves its arrival counters set, and a padded B left unfilled, are caught."""
 import dataclasses
 
 import numpy as np
@@ -33,7 +33,8 @@ def _configs(name):
 
 
 @pytest.mark.parametrize("params", _configs("capstone_split"),
-                         ids=lambda p: f"{p['BM']}x{p['BN']}-S{p['SPLIT']}")
+                         ids=lambda p: f"{p['BM']}x{p['BN']}-S{p['SPLIT']}"
+                                       + ("-padB" if p["PAD_B"] else ""))
 def test_every_split_configuration_is_right(params):
     for shape in SPLIT_SHAPES:
         for alpha, beta in ((1.0, 0.0), (1.5, -0.5)):
@@ -97,6 +98,21 @@ def test_nan_and_inf_reach_c_through_the_split_and_gemv():
         got = cupy.asnumpy(C)
         assert np.array_equal(np.isnan(got), np.isnan(ref)), name
         assert np.array_equal(np.isinf(got), np.isinf(ref)), name
+
+
+def test_a_padded_b_that_is_not_filled_is_caught(monkeypatch):
+    """Negative control of the padded path: if the launcher skipped the copy of B into
+    its padded rows, the kernel would read zeros, and the check must say so."""
+    from gemm_kernels.core import launch as L
+    real = L._padded_copy
+
+    def unfilled(B, row):
+        _, padded = real(B, row)
+        return (lambda: None), padded
+    params = {"BM": 64, "BN": 128, "PAD_B": True}
+    assert check("capstone_split", (127, 129, 1031), params, seed=SEED).ok
+    monkeypatch.setattr(L, "_padded_copy", unfilled)
+    assert not check("capstone_split", (127, 129, 1031), params, seed=SEED).ok
 
 
 def test_a_reduction_that_drops_a_plane_is_caught():

@@ -169,3 +169,93 @@ def test_committed_rules_name_recorded_runs():
 def test_sgemm_is_one_short_name_away():
     import gemm_kernels as gk
     assert gk.sgemm is choose.sgemm and "sgemm" in gk.__all__
+
+
+# ------------------------------------------------------------- B padded (N % 4 != 0)
+
+def test_padded_b_is_chosen_by_the_shape_and_changes_only_ragged_n():
+    k = get("capstone_split")
+    pad = k.resolve({"BM": 64, "BN": 128, "PAD_B": True})
+    assert k.padded_b(pad, (4097, 1023, 515)) == 1024
+    assert k.padded_b(pad, (4096, 1024, 515)) is None          # already aligned
+    assert k.padded_b(k.resolve({"PAD_B": False}), (4097, 1023, 515)) is None
+    ragged = k.name_expression(pad, (4097, 1023, 515))
+    assert ragged.endswith("false, true>")                     # VEC off, PAD_B on
+    # at N % 4 == 0 the flag is ignored: the same instantiation as without it
+    assert k.name_expression(pad, (4096, 1024, 515)) == \
+        k.name_expression(k.resolve({"BM": 64, "BN": 128}), (4096, 1024, 515))
+
+
+def test_the_padded_kernel_reads_b_with_its_padded_stride():
+    import re
+    code = get("capstone_split").code
+    # every B address of the kernel uses LDB (the slice's start, the two first-tile
+    # sources, the hoisted pointer, its step and the rows between copies); N remains a
+    # row stride only in C's addresses
+    assert code.count("* LDB") == 6 and "B_STEP * LDB" in code
+    assert all("C" in line for line in code.splitlines() if re.search(r"\* N\b", line))
+    assert "const int LDB = PAD_B ? (N + 3) / 4 * 4 : N;" in code
+    assert "cp_async_16" in code and code.count("if constexpr (VEC || PAD_B) cp_async_16") == 3
+
+
+def test_the_model_charges_the_copy_and_uses_the_padded_registers():
+    r = _rules(pad_ragged_b=True)
+    lim = device.limits_for("sm_90")
+    ragged = (4097, 1023, 515)
+    plain = model.predict_us(r, ragged, 64, 128, 1, sm_count=132, limits=lim, padded=False)
+    padded = model.predict_us(r, ragged, 64, 128, 1, sm_count=132, limits=lim, padded=True)
+    vec = model.predict_us(r, (4097, 1024, 515), 64, 128, 1, sm_count=132, limits=lim)
+    # padded: the vector build's registers (more blocks per SM than the scalar one here)
+    # plus the copy; the rules' choice is the default
+    assert padded == pytest.approx(vec + model.copy_us(r, ragged))
+    assert model.predict_us(r, ragged, 64, 128, 1, sm_count=132, limits=lim) == padded
+    assert plain != padded
+    assert model.copy_us(r, ragged) > r.reduce_us
+    assert not model.pads(r, (4096, 1024, 515)) and model.pads(r, ragged)
+    assert not model.pads(_rules(), ragged)
+
+
+def test_the_plan_pads_b_only_where_the_rules_say(monkeypatch):
+    monkeypatch.setattr(model, "load", lambda: _rules(pad_ragged_b=True))
+    p = choose.plan((4097, 1023, 515))
+    assert p.params["PAD_B"] and "B padded" in str(p)
+    assert not choose.plan((4096, 1024, 515)).params["PAD_B"]
+    monkeypatch.setattr(model, "load", lambda: _rules(pad_ragged_b=False))
+    assert not choose.plan((4097, 1023, 515)).params["PAD_B"]
+
+
+def _ragged_rows(pad_time: float, plain_time: float, shapes=((3001, 999, 1500), (700, 2003, 700))):
+    rows = []
+    for s in shapes:
+        for BM, BN in model.TILES:
+            for pad, t in ((True, pad_time), (False, plain_time)):
+                rows.append({"kernel": "capstone_split", "shape": list(s),
+                             "params": {"BM": BM, "BN": BN, "SPLIT": 1, "PAD_B": pad},
+                             "gflops": {"median": 2 * s[0] * s[1] * s[2] / (t * 1e3)},
+                             "binary": {"registers": 120 if pad else 150}, "run": "r"})
+    return rows
+
+
+def test_the_fit_pads_when_the_padded_rows_were_faster():
+    props = {"name": "Test GPU", "compute_capability": "9.0", "sm_count": 132}
+    square = [{"kernel": "capstone_split", "shape": [m, m, 1024],
+               "params": {"BM": BM, "BN": BN, "SPLIT": 1},
+               "gflops": {"median": 1000.0 + m}, "binary": {"registers": 127}, "run": "r"}
+              for m in (384, 1280) for BM, BN in model.TILES]
+    faster = model.fit(square + _ragged_rows(90.0, 100.0), props, 3000.0, ["r"])
+    assert faster["pad_ragged_b"] and faster["provenance"]["padded_b_faster"] == "8 of 8"
+    assert faster["tiles"]["64x128"]["registers_padded"] == 120
+    assert faster["tiles"]["64x128"]["registers_scalar"] == 150
+    slower = model.fit(square + _ragged_rows(110.0, 100.0), props, 3000.0, ["r"])
+    assert not slower["pad_ragged_b"] and slower["provenance"]["padded_b_faster"] == "0 of 8"
+    # rules fitted before the padded path read as "never pad"
+    old = {**faster}
+    del old["pad_ragged_b"]
+    assert model.Rules.from_dict(old).pad_ragged_b is False
+
+
+def test_the_calibration_times_the_padded_path_at_its_ragged_shapes():
+    from gemm_kernels.plan.calibrate import calibration_runs
+    padded = [(p, s) for n, p, s in calibration_runs() if p.get("PAD_B")]
+    assert padded and all(s[1] % 4 for _, s in padded)
+    assert {(p["BM"], p["BN"]) for p, _ in padded} == set(model.TILES)

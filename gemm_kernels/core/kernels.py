@@ -828,6 +828,11 @@ def _one(name: str, value) -> Param:
     return Param(name, (value,), value, spec.doc)
 
 
+def _split_padded_b(p, s) -> int | None:
+    """B's padded row length for capstone_split (PAD_B where N % 4 != 0), else None."""
+    return (s[1] + 3) // 4 * 4 if p["PAD_B"] and s[1] % 4 else None
+
+
 register(Kernel(
     name="capstone_split", chapter="12",
     title="the capstone with a tile size and a split of K chosen for the shape",
@@ -842,8 +847,13 @@ register(Kernel(
             Param("BN", (64, 128), 128, "columns of the C tile per block"),
             _SPLIT, _one("BK", CAP_SPLIT_BK),
             *(_one(n, v) for n, v in (("WM", 32), ("WN", 64), ("STAGES", 4), ("GROUP", 1),
-                                      ("MINB", 1), ("HOIST", True)))),
-    template=("BM", "BN", "BK", "WM", "WN", "STAGES", "GROUP", "MINB", "HOIST", "VEC"),
+                                      ("MINB", 1), ("HOIST", True))),
+            Param("PAD_B", (False, True), False,
+                  "where N % 4 != 0: copy B first into rows padded to a multiple of 4 "
+                  "floats, so that the kernel reads it 16 bytes at a time (no effect "
+                  "when N % 4 == 0)")),
+    template=("BM", "BN", "BK", "WM", "WN", "STAGES", "GROUP", "MINB", "HOIST", "VEC",
+              "PAD_B"),
     constraints=_CAP_RULES,
     threads=lambda p: (_cap_threads(p), 1, 1),
     grid=lambda p, s: (ceil_div(s[1], p["BN"]), ceil_div(s[0], p["BM"]),
@@ -851,7 +861,9 @@ register(Kernel(
     dynamic_smem=lambda p, lim: _cap_smem(p),
     features=("cp.async",),
     shape_rule=_workspace_rule(CAP_SPLIT_BK),
-    shape_params=lambda p, s: {"VEC": s is None or s[1] % 4 == 0},
+    shape_params=lambda p, s: {"VEC": s is None or s[1] % 4 == 0,
+                               "PAD_B": s is not None and _split_padded_b(p, s) is not None},
+    padded_b=_split_padded_b,
     splits=lambda p, s: slices(ceil_div(s[2], p["BK"]), p["SPLIT"]),
     align=16,
 ))

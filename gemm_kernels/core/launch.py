@@ -187,7 +187,8 @@ def launcher(kernel: str | Kernel, *arrays, params: dict | None = None):
     The timing harness calls the returned function repeatedly, so validation and
     compilation stay out of the measured time, and so does the transpose of A for a
     kernel that reads A^T (see `operands`): its launches read the A^T made here, so
-    build a new launcher after changing A.
+    build a new launcher after changing A. A kernel that reads a padded copy of B
+    (`Kernel.padded_b`) gets it filled at every call, inside the measured time.
     """
     import numpy as np
     k, p, shape = prepare(kernel, arrays, params)
@@ -202,25 +203,56 @@ def launcher(kernel: str | Kernel, *arrays, params: dict | None = None):
     ints = tuple(np.int32(d) for d in shape)
 
     if k.op in DTYPES:
-        M, N, K = ints
         A, B, C = operands(k, arrays)
-        slices = k.splits(p, shape)
-        if k.finishes_split:
-            return _split_in_one_launch(fn, grid, block, dyn, scalar, ints, (A, B, C), slices)
-        if slices > 1:
-            return _split_k(k, fn, grid, block, dyn, scalar, ints, (A, B, C), slices)
+        row = k.padded_b(p, shape)
+        if row is not None:
+            fill, padded = _padded_copy(B, row)
+            gemm = _gemm_run(k, p, fn, grid, block, dyn, scalar, ints, (A, padded, C))
 
-        extra = tuple(k.extra_args(p, A, B, C)) if k.extra_args else ()
-
-        def run(alpha=1.0, beta=0.0):
-            fn(grid, block, (M, N, K, scalar(alpha), A, B, scalar(beta), C, *extra),
-               shared_mem=dyn)
+            def run(alpha=1.0, beta=0.0):
+                fill()
+                gemm(alpha, beta)
+            return run
+        return _gemm_run(k, p, fn, grid, block, dyn, scalar, ints, (A, B, C))
     else:
         src, dst = arrays
 
         def run(alpha=None, beta=None):
             fn(grid, block, (*ints, src, dst), shared_mem=dyn)
     return run
+
+
+def _gemm_run(k: Kernel, p: dict, fn, grid, block, dyn, scalar, ints, arrays):
+    """The launch of a GEMM kernel on `arrays` (A, B, C as the kernel reads them)."""
+    M, N, K = ints
+    A, B, C = arrays
+    slices = k.splits(p, tuple(int(d) for d in ints))
+    if k.finishes_split:
+        return _split_in_one_launch(fn, grid, block, dyn, scalar, ints, arrays, slices)
+    if slices > 1:
+        return _split_k(k, fn, grid, block, dyn, scalar, ints, arrays, slices)
+    extra = tuple(k.extra_args(p, A, B, C)) if k.extra_args else ()
+
+    def run(alpha=1.0, beta=0.0):
+        fn(grid, block, (M, N, K, scalar(alpha), A, B, scalar(beta), C, *extra),
+           shared_mem=dyn)
+    return run
+
+
+def _padded_copy(B, row: int):
+    """(fill, padded): a zeroed K x `row` array allocated here, once, and a function
+    that copies B (K x N, N <= row) into its first N columns with one 2-D copy (the
+    padding stays zero)."""
+    import cupy
+    K, N = B.shape
+    padded = cupy.zeros((K, row), dtype=B.dtype)
+    size = B.dtype.itemsize
+
+    def fill():
+        cupy.cuda.runtime.memcpy2DAsync(padded.data.ptr, row * size, B.data.ptr, N * size,
+                                        N * size, K, cupy.cuda.runtime.memcpyDeviceToDevice,
+                                        cupy.cuda.get_current_stream().ptr)
+    return fill, padded
 
 
 # The reduction of a split-K launch: blocks of 256 threads, at most 8 per SM (each

@@ -138,6 +138,10 @@ class Kernel:
     extra_args: for a kernel that takes more than M, N, K, alpha, A, B, beta, C: a
         function (params, A, B, C) -> the further arguments, made when the launcher is
         built (e.g. chapter 15's TMA tensor maps, which describe A and B).
+    padded_b: for a GEMM kernel that can read B from a copy with padded rows: a
+        function (params, shape) -> the copy's row length in elements, or None to read
+        B as it is. The launcher allocates the copy once and fills it at every call
+        (inside the call: the copy is part of the product's cost, and B may change).
     """
     name: str
     chapter: str
@@ -162,6 +166,7 @@ class Kernel:
     splits: Callable[[Params, tuple], int] = lambda p, shape: 1
     finishes_split: bool = False
     extra_args: Callable | None = None
+    padded_b: Callable[[Params, tuple], int | None] = lambda p, shape: None
 
     @property
     def path(self) -> Path:

@@ -280,13 +280,15 @@ STUDY_LIST = (
           (ODD_TRANSPOSE,), (*DRAM, STALLS, *ISSUE)),
 )
 # Chapter 12's shortfalls against cuBLAS, profiled: the ragged N (the scalar path of B
-# and C) beside the same tile at the nearest shape with N % 4 == 0, and the two
+# and C, and B padded) beside the same tile at the nearest shape with N % 4 == 0, and the two
 # matrix-vector paths with and without a split of K.
 STUDY_LIST += (
     Study("ch12_ragged_n", "12",
           "Why 4097 x 1023 x 515 runs slower than 4096 x 1024 x 515", "ncu", (
               Step("64 x 128 tiles, no split", "capstone_split",
-                   {"BM": 64, "BN": 128, "SPLIT": 1}),),
+                   {"BM": 64, "BN": 128, "SPLIT": 1}),
+              Step("64 x 128 tiles, no split, B padded", "capstone_split",
+                   {"BM": 64, "BN": 128, "SPLIT": 1, "PAD_B": True})),
           ((4097, 1023, 515), (4096, 1024, 515)), (STALLS, *ISSUE, *PIPES, *DRAM)),
     Study("ch12_gemv", "12", "Where the matrix-vector products spend their time", "ncu", (
               Step("K in 16 slices", "gemv", {"SPLIT": 16}),

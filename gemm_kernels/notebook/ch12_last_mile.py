@@ -359,8 +359,9 @@ def capstone_share(n: int = 1024, rec=None) -> Text:
 
 
 def tile_table(rec=None) -> Table:
-    """Each tile's block: threads, registers per thread on the vector path (N % 4 == 0)
-    and the scalar one, shared memory, and the blocks an SM holds with each."""
+    """Each tile's block: threads, registers per thread on the vector path (N % 4 == 0),
+    the scalar one and the one with B padded (other N), shared memory, and the blocks an
+    SM holds with each."""
     rec = rec or recording()
     r, lim = rules(rec), _limits(rec)
     k = get(SPLIT)
@@ -369,14 +370,14 @@ def tile_table(rec=None) -> Table:
         p = model.split_params(BM, BN, 1)
         t = r.tiles[model.tile_name(BM, BN)]
         threads = k.threads(p)[0]
-        per = {vec: model.slots(p, model.registers(t, 4 if vec else 3), 1, lim)
-               for vec in (True, False)}
+        paths = {"N a multiple of 4": (4, False), "other N": (3, False),
+                 "other N, B padded": (3, True)}
+        regs = {name: model.registers(t, n, pad) for name, (n, pad) in paths.items()}
         rows.append({"tile": f"{BM}x{BN}", "threads": threads,
-                     "registers, N a multiple of 4": model.registers(t, 4),
-                     "registers, other N": model.registers(t, 3),
+                     **{f"registers, {name}": v for name, v in regs.items()},
                      "shared memory (KiB)": k.dynamic_smem(p, lim) / 1024,
-                     "blocks per SM, N a multiple of 4": per[True],
-                     "blocks per SM, other N": per[False]})
+                     **{f"blocks per SM, {name}": model.slots(p, v, 1, lim)
+                        for name, v in regs.items()}})
     return Table(rows, list(rows[0]), title=f"Each tile's block on {r.device} (registers as "
                                              "compiled for the recorded runs)")
 

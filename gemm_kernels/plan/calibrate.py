@@ -24,7 +24,8 @@ from gemm_kernels.plan import model
 
 CAL_SIDES = (384, 640, 1280, 2560, 4608)
 CAL_DEPTHS = (128, 640, 2560, 10240)
-# (the last two: N % 4 != 0, the scalar path of B and C, whose registers can differ)
+# (the last two: N % 4 != 0, the scalar path of B and C, whose registers can differ;
+# there each tile is timed also with B copied into padded rows first, PAD_B)
 CAL_ODD = ((6000, 200, 3000), (200, 6000, 3000), (384, 384, 24576), (2000, 700, 5000),
            (3001, 999, 1500), (700, 2003, 700))
 CAL_SPLITS = (2, 4, 8, 16)
@@ -52,6 +53,8 @@ def calibration_runs() -> list[tuple[str, dict, tuple]]:
     squares = [(m, m, k) for m in CAL_SIDES for k in CAL_DEPTHS] + list(CAL_ODD)
     out = [(model.SPLIT_KERNEL, {"BM": BM, "BN": BN, "SPLIT": 1}, s)
            for s in squares for BM, BN in model.TILES]
+    out += [(model.SPLIT_KERNEL, {"BM": BM, "BN": BN, "SPLIT": 1, "PAD_B": True}, s)
+            for s in squares if s[1] % 4 for BM, BN in model.TILES]
     few_tiles = [s for s in squares if s[0] * s[1] <= 1280 * 1280 and s[2] >= 640]
     out += [(model.SPLIT_KERNEL, {"BM": BM, "BN": BN, "SPLIT": z}, s)
             for s in few_tiles for BM, BN in ((128, 128), (64, 128)) for z in CAL_SPLITS]

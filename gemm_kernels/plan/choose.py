@@ -31,7 +31,7 @@ class Plan:
         p = self.params
         split = "no split" if p.get("SPLIT", 1) == 1 else f"K in {p['SPLIT']} slices"
         if self.kernel == model.SPLIT_KERNEL:
-            return f"{p['BM']}x{p['BN']} tiles, {split}"
+            return f"{p['BM']}x{p['BN']} tiles, {split}" + (", B padded" if p.get("PAD_B") else "")
         if self.kernel == model.GEMV_KERNEL:
             return f"matrix-vector product, {p['WARPS']} warps per block, {split}"
         return f"{self.kernel} (defaults)"
@@ -92,7 +92,7 @@ def plan(shape, beta_nonzero: bool = False, rules=None, limits: dict | None = No
     if rules is None:
         return Plan(k.name, k.defaults())
     t, (BM, BN, s) = ranked(shape, rules, _sm_count(rules), limits, beta_nonzero)[0]
-    return Plan(k.name, model.split_params(BM, BN, s), t)
+    return Plan(k.name, {**model.split_params(BM, BN, s), "PAD_B": model.pads(rules, shape)}, t)
 
 
 def _sm_count(rules) -> int:

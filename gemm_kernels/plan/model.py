@@ -18,6 +18,13 @@ partial products and writes C (and reads C when beta != 0) at the device copy's
 bandwidth plus r0, the median of what the rows with a split leave unexplained. Of the
 gammas, the fit keeps the one whose picks are fastest at the calibration shapes (the
 mean of measured best / measured pick; of equals, the one nearest the measured times).
+Where N % 4 != 0 the capstone copies B 4 bytes at a time (its rows are not 16-byte
+aligned), unless B is first copied into rows padded to a multiple of 4 floats (PAD_B):
+that copy costs r0 + its bytes at the copy's bandwidth, and the kernel then reads B 16
+bytes at a time with the registers of the padded build. Whether to pad is one rule,
+`pad_ragged_b`: the calibration times both at its shapes with N % 4 != 0, and the rule
+is to pad when the padded plan was faster at more than half of those (shape, tile)
+pairs. The padded rows are left out of the (c0, c1) fit (their time includes the copy).
 A gemv plan takes, for its path (N == 1: "rows", M == 1: "cols"), the block size in
 warps that was fastest most often in the calibration rows of that path (`gemv_warps`),
 and the smallest split that gives every SM `gemv_warps_per_sm` warps, the median of the
@@ -65,10 +72,11 @@ class Rules:
     gemv_warps_per_sm: int
     gemv_warps: dict       # "rows" / "cols" -> warps per block
     provenance: dict
+    pad_ragged_b: bool = False   # N % 4 != 0: copy B into padded rows first (see the top)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Rules":
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
 def rules_path(device_name: str) -> Path:
@@ -107,10 +115,26 @@ def slots(params: dict, registers: int, sm_count: int, limits: dict) -> int:
                                k.dynamic_smem(params, limits), limits)
 
 
-def registers(tile: dict, N: int) -> int:
-    """Registers per thread of a tile's build for N: the vector path (N % 4 == 0) or the
-    scalar one, which ptxas can allocate differently (and so fit fewer blocks per SM)."""
-    return tile["registers"] if N % 4 == 0 else tile.get("registers_scalar", tile["registers"])
+def registers(tile: dict, N: int, padded: bool = False) -> int:
+    """Registers per thread of a tile's build for N: the vector path (N % 4 == 0), the
+    scalar one, which ptxas can allocate differently (and so fit fewer blocks per SM),
+    or the padded one (B read 16 bytes at a time from padded rows, C scalar)."""
+    if N % 4 == 0:
+        return tile["registers"]
+    if padded:
+        return tile.get("registers_padded", tile["registers"])
+    return tile.get("registers_scalar", tile["registers"])
+
+
+def pads(rules: "Rules", shape) -> bool:
+    """Whether the plan copies B into padded rows first at `shape` (the rules' choice)."""
+    return shape[1] % 4 != 0 and rules.pad_ragged_b
+
+
+def copy_us(rules: "Rules", shape) -> float:
+    """The padded copy of B: r0 + reading K x N and writing K x N4 floats."""
+    _, N, K = shape
+    return rules.reduce_us + K * (N + (N + 3) // 4 * 4) * 4 / (rules.bandwidth_gbps * 1e3)
 
 
 def terms(shape, BM: int, BN: int, split: int, registers: int, sm_count: int,
@@ -128,13 +152,18 @@ def terms(shape, BM: int, BN: int, split: int, registers: int, sm_count: int,
 
 
 def predict_us(rules: Rules, shape, BM: int, BN: int, split: int, beta_nonzero: bool = False,
-               sm_count: int | None = None, limits: dict | None = None) -> float:
-    """The model's time of capstone_split (BM, BN, split) at `shape`, in microseconds."""
+               sm_count: int | None = None, limits: dict | None = None,
+               padded: bool | None = None) -> float:
+    """The model's time of capstone_split (BM, BN, split) at `shape`, in microseconds,
+    with B copied into padded rows first if `padded` (default: the rules' choice)."""
     M, N, _ = shape
+    padded = pads(rules, shape) if padded is None else padded and N % 4 != 0
     c = rules.tiles[tile_name(BM, BN)]
-    (rounds, work), z = terms(shape, BM, BN, split, registers(c, N),
+    (rounds, work), z = terms(shape, BM, BN, split, registers(c, N, padded),
                               sm_count or rules.sm_count, limits or device.limits(), rules.gamma)
     t = c["c0_us"] * rounds + c["c1_us_per_mfma"] * work
+    if padded:
+        t += copy_us(rules, shape)
     if z > 1:
         planes = z + 1 + (1 if beta_nonzero else 0)
         t += rules.reduce_us + planes * M * N * 4 / (rules.bandwidth_gbps * 1e3)
@@ -156,6 +185,8 @@ def _fit_gamma(rows, sms: int, lim: dict, gamma: float, bandwidth_gbps: float,
     for BM, BN in TILES:
         own = [r for r in rows if r["kernel"] == SPLIT_KERNEL and r["params"]["BM"] == BM
                and r["params"]["BN"] == BN]
+        padded = [r for r in own if _padded_row(r)]
+        own = [r for r in own if not _padded_row(r)]
         plain = [r for r in own if r["params"]["SPLIT"] == 1]
         if len(plain) < 2:
             raise ValueError(f"tile {BM}x{BN}: {len(plain)} calibration rows without a split; "
@@ -164,7 +195,9 @@ def _fit_gamma(rows, sms: int, lim: dict, gamma: float, bandwidth_gbps: float,
                           if (r["shape"][1] % 4 == 0) == vec], default=None)
                 for vec in (True, False)}
         tile = {"registers": regs[True] or regs[False],
-                "registers_scalar": regs[False] or regs[True]}
+                "registers_scalar": regs[False] or regs[True],
+                "registers_padded": max([r["binary"]["registers"] for r in padded],
+                                        default=regs[True] or regs[False])}
         X = [terms(r["shape"], BM, BN, 1, registers(tile, r["shape"][1]), sms, lim, gamma)[0]
              for r in plain]
         (c0, c1), *_ = np.linalg.lstsq(np.array(X, float),
@@ -174,14 +207,34 @@ def _fit_gamma(rows, sms: int, lim: dict, gamma: float, bandwidth_gbps: float,
     # the gemv's fields are fitted apart (in `fit`): placeholders here
     partial = Rules(name, sms, tiles, gamma, 0.0, bandwidth_gbps, 1, {}, {})
     left = [_time_us(r) - _predict_row(partial, r, sms, lim)
-            for r in rows if r["kernel"] == SPLIT_KERNEL and r["params"]["SPLIT"] > 1]
+            for r in rows if r["kernel"] == SPLIT_KERNEL and r["params"]["SPLIT"] > 1
+            and not _padded_row(r)]
     r0 = float(max(statistics.median(left), 0.0)) if left else 0.0
     return Rules(name, sms, tiles, gamma, r0, bandwidth_gbps, 1, {}, {})
 
 
+def _padded_row(r: dict) -> bool:
+    """A capstone_split row that ran with B copied into padded rows."""
+    return bool(r["params"].get("PAD_B")) and r["shape"][1] % 4 != 0
+
+
 def _predict_row(rules: Rules, r: dict, sms: int, lim: dict) -> float:
     p = r["params"]
-    return predict_us(rules, r["shape"], p["BM"], p["BN"], p["SPLIT"], sm_count=sms, limits=lim)
+    return predict_us(rules, r["shape"], p["BM"], p["BN"], p["SPLIT"], sm_count=sms, limits=lim,
+                      padded=_padded_row(r))
+
+
+def padding_wins(rows: list[dict]) -> tuple[int, int]:
+    """(wins, pairs): of the (shape, tile, split) measured both with B padded and without
+    (N % 4 != 0), how many ran faster padded, the copy included."""
+    times: dict = {}
+    for r in rows:
+        if r["kernel"] == SPLIT_KERNEL and r["shape"][1] % 4 != 0:
+            p = r["params"]
+            key = (tuple(r["shape"]), p["BM"], p["BN"], p["SPLIT"])
+            times.setdefault(key, {})[_padded_row(r)] = _time_us(r)
+    pairs = [t for t in times.values() if len(t) == 2]
+    return sum(t[True] < t[False] for t in pairs), len(pairs)
 
 
 def pick_ratios(rules: Rules, rows: list[dict], sms: int, lim: dict) -> list[float]:
@@ -216,6 +269,7 @@ def fit(rows: list[dict], props: dict, bandwidth_gbps: float, runs: list[str]) -
                      for r in rows if r["kernel"] == SPLIT_KERNEL)
         scored.append((-round(statistics.mean(ratios), 6) if ratios else 0.0, misfit, rules))
     score, _, rules = min(scored, key=lambda x: x[:2])
+    wins, pairs = padding_wins(rows)
     best = {}
     for r in rows:
         if r["kernel"] == GEMV_KERNEL:
@@ -231,7 +285,9 @@ def fit(rows: list[dict], props: dict, bandwidth_gbps: float, runs: list[str]) -
             "gemv_warps_per_sm": max(1, round(statistics.median(per_sm))) if per_sm else 32,
             "gemv_warps": {path: max(sorted(set(w)), key=w.count) if w else
                            get(GEMV_KERNEL).resolve({})["WARPS"] for path, w in sizes.items()},
+            "pad_ragged_b": wins > pairs / 2 if pairs else False,
             "provenance": {"runs": sorted(runs), "rows": len(rows),
+                           "padded_b_faster": f"{wins} of {pairs}",
                            "calibration_pick_vs_best_pct": round(-100 * score, 2),
                            "rule": "fitted by gemm_kernels.plan.model.fit"}}
 
