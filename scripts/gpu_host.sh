@@ -31,7 +31,7 @@ ch12_data() {
   python3 -m gemm_kernels.plan fit > "$OUT/ch12-fit.log" 2>&1; head -60 "$OUT/ch12-fit.log"
   python3 -m gemm_kernels.plan bench 2>&1 | tee "$OUT/ch12-bench.log"
   python3 -m gemm_kernels.plan exercise > "$OUT/ch12-exercise.log" 2>&1
-  python3 -m gemm_kernels study ch12_ragged_n > "$OUT/ch12-studies.log" 2>&1
+  python3 -m gemm_kernels study ch12_ragged_n ch12_gemv > "$OUT/ch12-studies.log" 2>&1
   grep -v "^  " "$OUT/ch12-studies.log" | tail -8
   tar czf "$OUT/ch12-data.tgz" figures/data/*.json gemm_kernels/plan/rules
 }
