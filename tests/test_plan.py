@@ -259,3 +259,37 @@ def test_the_calibration_times_the_padded_path_at_its_ragged_shapes():
     padded = [(p, s) for n, p, s in calibration_runs() if p.get("PAD_B")]
     assert padded and all(s[1] % 4 for _, s in padded)
     assert {(p["BM"], p["BN"]) for p, _ in padded} == set(model.TILES)
+
+
+# ------------------------------------------------------- streaming loads of the gemv
+
+def _gemv_rows(stream_gf: float, plain_gf: float):
+    shapes = ((1, 3000, 3000), (1, 12000, 1500), (3000, 1, 3000))
+    return [{"kernel": "gemv", "shape": list(s), "params": {"SPLIT": 8, "WARPS": 32, "STREAM": st},
+             "gflops": {"median": stream_gf if st else plain_gf}, "binary": {"registers": 32},
+             "run": "r"} for s in shapes for st in (True, False)]
+
+
+def test_the_fit_streams_where_streaming_was_faster_on_the_m1_path():
+    assert model.streaming_wins(_gemv_rows(900.0, 800.0)) == (2, 2)   # N == 1 not counted
+    assert model.streaming_wins(_gemv_rows(700.0, 800.0)) == (0, 2)
+    props = {"name": "Test GPU", "compute_capability": "9.0", "sm_count": 132}
+    square = [{"kernel": "capstone_split", "shape": [m, m, 1024],
+               "params": {"BM": BM, "BN": BN, "SPLIT": 1},
+               "gflops": {"median": 1000.0 + m}, "binary": {"registers": 127}, "run": "r"}
+              for m in (384, 1280) for BM, BN in model.TILES]
+    fitted = model.fit(square + _gemv_rows(900.0, 800.0), props, 3000.0, ["r"])
+    assert fitted["gemv_stream"] and fitted["provenance"]["gemv_streaming_faster"] == "2 of 2"
+    assert not model.fit(square + _gemv_rows(700.0, 800.0), props, 3000.0, ["r"])["gemv_stream"]
+
+
+def test_the_gemv_streams_only_on_the_m1_path_and_only_if_the_rules_say(monkeypatch):
+    monkeypatch.setattr(model, "load", lambda: _rules(gemv_stream=True))
+    cols, rows = choose.plan((1, 4096, 4096)), choose.plan((4096, 1, 4096))
+    assert cols.params["STREAM"] and "streaming loads" in str(cols)
+    assert not rows.params["STREAM"] and "streaming" not in str(rows)
+    k = get("gemv")
+    assert k.name_expression(cols.params, (1, 4096, 4096)).endswith("true>")
+    assert k.name_expression({"STREAM": True}, (4096, 1, 4096)).endswith("false>")
+    monkeypatch.setattr(model, "load", lambda: _rules(gemv_stream=False))
+    assert not choose.plan((1, 4096, 4096)).params["STREAM"]

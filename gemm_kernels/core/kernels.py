@@ -901,14 +901,18 @@ register(Kernel(
                   "(in a fixed order), in the same launch"),
             Param("WARPS", (8, 32), 8,
                   "warps per block: rows of A per block (N == 1), or rows of B a block "
-                  "reads at once (M == 1)")),
-    template=("COLS", "VEC", "WARPS"),
+                  "reads at once (M == 1)"),
+            Param("STREAM", (False, True), True,
+                  "M == 1: read B with streaming loads (__ldcs: lines evict-first), the "
+                  "hint for data read once; no effect when N == 1")),
+    template=("COLS", "VEC", "WARPS", "STREAM"),
     threads=lambda p: (32 * p["WARPS"], 1, 1),
     grid=lambda p, s: (ceil_div(s[1], 32 * (4 if _gemv_vec(s) else 1)) if _gemv_cols(s)
                        else ceil_div(s[0], p["WARPS"]), 1,
                        slices(ceil_div(s[2], _gemv_chunk(p, s)), p["SPLIT"])),
     shape_rule=_gemv_rule,
-    shape_params=lambda p, s: {"COLS": _gemv_cols(s), "VEC": _gemv_vec(s)},
+    shape_params=lambda p, s: {"COLS": _gemv_cols(s), "VEC": _gemv_vec(s),
+                               "STREAM": p["STREAM"] and _gemv_cols(s)},
     splits=lambda p, s: slices(ceil_div(s[2], _gemv_chunk(p, s)), p["SPLIT"]),
     finishes_split=True,
     smem=lambda p: p["WARPS"] * 128 * 4,     # COLS: the warps' sums of 128 columns

@@ -14,6 +14,9 @@
 // warp reads 512 (128) contiguous bytes of one row of B per step.
 // WARPS (8 or 32) is the block's size in warps: a block of COLS owns few columns, so
 // more warps per block put more rows of B in flight at once, with fewer slices of K.
+// STREAM (COLS): B is read with streaming loads (__ldcs, ld.global.cs: "cache streaming",
+// lines allocated evict-first), the hint for data read once; chapter 12 times and
+// profiles the two kinds of load side by side.
 //
 // Split-K (split_k.cuh): blockIdx.z is a slice of K (of whole 128-element chunks for
 // ROWS, which keeps the float4 alignment, and of whole groups of WARPS rows for COLS). With
@@ -24,7 +27,7 @@
 #include "common.cuh"
 #include "split_k.cuh"
 
-template <bool COLS, bool VEC, int WARPS>
+template <bool COLS, bool VEC, int WARPS, bool STREAM>
 __global__ void __launch_bounds__(WARPS * 32)
 sgemv(int M, int N, int K, float alpha, const float* __restrict__ A,
       const float* __restrict__ B, float beta, float* __restrict__ C,
@@ -78,11 +81,13 @@ sgemv(int M, int N, int K, float alpha, const float* __restrict__ A,
             for (int k = warp; k < KS; k += WARPS) {
                 const float xk = x[k];
                 if constexpr (VEC) {
-                    const float4 v = *reinterpret_cast<const float4*>(b + static_cast<size_t>(k) * N);
+                    const float4* row = reinterpret_cast<const float4*>(b + static_cast<size_t>(k) * N);
+                    const float4 v = STREAM ? __ldcs(row) : *row;
                     acc[0] = fmaf(xk, v.x, acc[0]); acc[1] = fmaf(xk, v.y, acc[1]);
                     acc[2] = fmaf(xk, v.z, acc[2]); acc[3] = fmaf(xk, v.w, acc[3]);
                 } else {
-                    acc[0] = fmaf(xk, b[static_cast<size_t>(k) * N], acc[0]);
+                    const float* row = b + static_cast<size_t>(k) * N;
+                    acc[0] = fmaf(xk, STREAM ? __ldcs(row) : *row, acc[0]);
                 }
             }
         }

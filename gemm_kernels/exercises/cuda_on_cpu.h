@@ -106,6 +106,7 @@ inline float __shfl_down_sync(unsigned, float value, unsigned delta, int = warpS
 // atomic all the same: the block's threads are host threads.
 inline void __threadfence() {}
 template <class T> inline T __ldcg(const T* p) { return *p; }
+template <class T> inline T __ldcs(const T* p) { return *p; }   // streaming: a hint only
 inline unsigned atomicAdd(unsigned* p, unsigned v) {
     return std::atomic_ref<unsigned>(*p).fetch_add(v);
 }

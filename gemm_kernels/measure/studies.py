@@ -281,7 +281,8 @@ STUDY_LIST = (
 )
 # Chapter 12's shortfalls against cuBLAS, profiled: the ragged N (the scalar path of B
 # and C, and B padded) beside the same tile at the nearest shape with N % 4 == 0, and the two
-# matrix-vector paths with and without a split of K.
+# matrix-vector paths with and without a split of K (and M == 1 with plain loads of B
+# instead of streaming ones).
 STUDY_LIST += (
     Study("ch12_ragged_n", "12",
           "Why 4097 x 1023 x 515 runs slower than 4096 x 1024 x 515", "ncu", (
@@ -292,6 +293,7 @@ STUDY_LIST += (
           ((4097, 1023, 515), (4096, 1024, 515)), (STALLS, *ISSUE, *PIPES, *DRAM)),
     Study("ch12_gemv", "12", "Where the matrix-vector products spend their time", "ncu", (
               Step("K in 16 slices", "gemv", {"SPLIT": 16}),
+              Step("K in 16 slices, plain loads", "gemv", {"SPLIT": 16, "STREAM": False}),
               Step("no split", "gemv", {"SPLIT": 1})),
           ((1, 4096, 4096), (4096, 1, 4096)), (STALLS, *ISSUE, *DRAM)),
 )

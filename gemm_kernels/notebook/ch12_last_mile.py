@@ -512,7 +512,7 @@ def gemv_account(shape=(1, 4096, 4096), study: str = "ch12_gemv", rec=None) -> T
         zs = get(step.kernel).grid(get(step.kernel).resolve(step.params), tuple(shape))[2]
         if zs > 1:
             m = r["metrics"]
-            lines.append(f"Nsight Compute, K in {zs} slices, the whole launch: "
+            lines.append(f"Nsight Compute, {step.label}, the whole launch: "
                          f"{fmt_number(m['gpu__time_duration.sum'] / 1e3)} µs, DRAM busy "
                          f"{m['dram__throughput.avg.pct_of_peak_sustained_elapsed']:.0f}% of it.")
     if not any(get(step.kernel).resolve(step.params) == p.params for step, _ in profiled):

@@ -33,7 +33,8 @@ class Plan:
         if self.kernel == model.SPLIT_KERNEL:
             return f"{p['BM']}x{p['BN']} tiles, {split}" + (", B padded" if p.get("PAD_B") else "")
         if self.kernel == model.GEMV_KERNEL:
-            return f"matrix-vector product, {p['WARPS']} warps per block, {split}"
+            loads = ", streaming loads" if p.get("STREAM") else ""
+            return f"matrix-vector product, {p['WARPS']} warps per block, {split}{loads}"
         return f"{self.kernel} (defaults)"
 
 
@@ -50,17 +51,18 @@ def candidates(shape) -> list[tuple[int, int, int]]:
 
 
 def gemv_params(shape, rules) -> dict:
-    """The rules' block size for the shape's path, and the smallest split that gives
-    every SM the rules' gemv warps per SM."""
+    """The rules' block size for the shape's path, the smallest split that gives every
+    SM the rules' gemv warps per SM, and the rules' kind of load of B (M == 1)."""
     k = get(model.GEMV_KERNEL)
     sms = _sm_count(rules)
     warps = rules.gemv_warps[model.gemv_path(shape)]
     splits = next(q for q in k.params if q.name == "SPLIT").values
+    stream = rules.gemv_stream and model.gemv_path(shape) == "cols"
     for s in splits:
-        p = {"SPLIT": s, "WARPS": warps}
+        p = {"SPLIT": s, "WARPS": warps, "STREAM": stream}
         if model.gemv_warps(k, p, shape) >= rules.gemv_warps_per_sm * sms:
             return p
-    return {"SPLIT": splits[-1], "WARPS": warps}
+    return {"SPLIT": splits[-1], "WARPS": warps, "STREAM": stream}
 
 
 def ranked(shape, rules, sm_count: int, limits: dict | None = None,

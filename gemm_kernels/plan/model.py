@@ -28,7 +28,9 @@ pairs. The padded rows are left out of the (c0, c1) fit (their time includes the
 A gemv plan takes, for its path (N == 1: "rows", M == 1: "cols"), the block size in
 warps that was fastest most often in the calibration rows of that path (`gemv_warps`),
 and the smallest split that gives every SM `gemv_warps_per_sm` warps, the median of the
-fastest configurations.
+fastest configurations; on the M == 1 path it reads B with streaming loads if
+`gemv_stream`: the fastest streaming configuration beat the fastest plain one at more
+than half of the calibration's M == 1 shapes.
 
 rules/<device>.json holds one GPU's fitted constants with where they come from (runs,
 rows); `python -m gemm_kernels.plan fit` writes it from that GPU's recording (never by
@@ -73,6 +75,7 @@ class Rules:
     gemv_warps: dict       # "rows" / "cols" -> warps per block
     provenance: dict
     pad_ragged_b: bool = False   # N % 4 != 0: copy B into padded rows first (see the top)
+    gemv_stream: bool = False    # M == 1: streaming loads of B (see the top)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Rules":
@@ -270,6 +273,7 @@ def fit(rows: list[dict], props: dict, bandwidth_gbps: float, runs: list[str]) -
         scored.append((-round(statistics.mean(ratios), 6) if ratios else 0.0, misfit, rules))
     score, _, rules = min(scored, key=lambda x: x[:2])
     wins, pairs = padding_wins(rows)
+    s_wins, s_shapes = streaming_wins(rows)
     best = {}
     for r in rows:
         if r["kernel"] == GEMV_KERNEL:
@@ -286,13 +290,27 @@ def fit(rows: list[dict], props: dict, bandwidth_gbps: float, runs: list[str]) -
             "gemv_warps": {path: max(sorted(set(w)), key=w.count) if w else
                            get(GEMV_KERNEL).resolve({})["WARPS"] for path, w in sizes.items()},
             "pad_ragged_b": wins > pairs / 2 if pairs else False,
+            "gemv_stream": s_wins > s_shapes / 2 if s_shapes else False,
             "provenance": {"runs": sorted(runs), "rows": len(rows),
                            "padded_b_faster": f"{wins} of {pairs}",
+                           "gemv_streaming_faster": f"{s_wins} of {s_shapes}",
                            "calibration_pick_vs_best_pct": round(-100 * score, 2),
                            "rule": "fitted by gemm_kernels.plan.model.fit"}}
 
 
 GEMV_PATHS = ("rows", "cols")
+
+
+def streaming_wins(rows: list[dict]) -> tuple[int, int]:
+    """(wins, shapes): of the M == 1 calibration shapes timed with both kinds of load of
+    B, at how many the fastest streaming configuration beat the fastest plain one."""
+    best: dict = {}
+    for r in rows:
+        if r["kernel"] == GEMV_KERNEL and gemv_path(r["shape"]) == "cols":
+            key = (tuple(r["shape"]), bool(r["params"].get("STREAM")))
+            best[key] = max(best.get(key, 0.0), r["gflops"]["median"])
+    shapes = {s for s, _ in best if (s, True) in best and (s, False) in best}
+    return sum(best[(s, True)] > best[(s, False)] for s in shapes), len(shapes)
 
 
 def gemv_path(shape) -> str:
