@@ -177,15 +177,18 @@ def test_the_tile_table_shows_fewer_blocks_where_the_scalar_path_needs_more_regi
 def test_the_profiles_name_every_launch_and_a_stall(rec):
     t = c.profile_table("ch12_gemv", rec)
     col = "two largest stalls (cycles per instruction)"
-    assert len(t) == 4 and all(r[col].startswith("long scoreboard") for r in t)
+    assert len(t) == 6 and all(r[col].startswith("long scoreboard") for r in t)
     assert all(len(r[col].split(", ")) == 2 and "selected" not in r[col] for r in t)
     assert "FMA pipe %" not in t.columns         # a GEMV has no FMA pipe figure: no column
     ragged = c.profile_table("ch12_ragged_n", rec)
     assert not any("stall" in col for col in ragged.columns)
-    wide, ragged_n = ragged[1], ragged[0]        # the scalar path issues more of both
-    assert ragged_n["instructions (millions)"] > wide["instructions (millions)"]
-    assert (ragged_n["load/store instructions (millions)"]
-            > wide["load/store instructions (millions)"])
+    # rows: the ragged shape scalar, then B padded; the aligned shape (twice)
+    ragged_n, padded, wide = ragged[0], ragged[1], ragged[2]
+    for other in (wide, padded):                 # the scalar path issues more of both
+        assert ragged_n["instructions (millions)"] > other["instructions (millions)"]
+        assert (ragged_n["load/store instructions (millions)"]
+                > other["load/store instructions (millions)"])
+    assert padded["warps resident %"] > ragged_n["warps resident %"]   # its block back
     from gemm_kernels.measure import studies
     absent = next(s.name for s in studies.STUDY_LIST
                   if all(row is None for shape in s.shapes
@@ -294,3 +297,11 @@ def test_the_rules_summary_gives_the_gemv_rule(rec):
     text = c.rules_summary(rec)
     assert f"blocks of {r.gemv_warps['cols']} warps where M == 1" in text
     assert f"gives every SM {r.gemv_warps_per_sm} warps" in text
+
+
+def test_the_rules_summary_says_what_decided_the_padding_and_the_loads(rec):
+    text = c.rules_summary(rec)
+    r = c.rules(rec)
+    assert f"faster at {r.provenance['padded_b_faster']} calibration shapes" in text
+    assert ("B padded" if r.pad_ragged_b else "B not padded") in text
+    assert f"faster at {r.provenance['gemv_streaming_faster']} calibration shapes" in text

@@ -672,6 +672,14 @@ def rules_summary(rec=None) -> Text:
     lines.append(f"  matrix-vector products: blocks of {r.gemv_warps['cols']} warps where "
                  f"M == 1, {r.gemv_warps['rows']} where N == 1, and the smallest split that "
                  f"gives every SM {r.gemv_warps_per_sm} warps")
+    both = r.provenance.get("padded_b_faster")
+    if both:
+        lines.append(f"  N % 4 != 0: B {'padded' if r.pad_ragged_b else 'not padded'} (padding was "
+                     f"faster at {both} calibration shapes and tiles timed both ways)")
+    both = r.provenance.get("gemv_streaming_faster")
+    if both:
+        lines.append(f"  M == 1: {'streaming' if r.gemv_stream else 'plain'} loads of B (streaming "
+                     f"was faster at {both} calibration shapes timed both ways)")
     return Text("\n".join(lines))
 
 
