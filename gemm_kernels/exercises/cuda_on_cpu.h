@@ -18,6 +18,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 struct uint3 { unsigned x, y, z; };
@@ -44,11 +45,15 @@ struct alignas(16) float4 { float x, y, z, w; };
 inline float2 make_float2(float x, float y) { return {x, y}; }
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 
-// CUDA's min/max take any mix of integer and floating types.
-template <class A, class B> inline auto min(A a, B b) -> decltype(a < b ? a : b) {
+// CUDA's min/max take any mix of integer and floating types. They return a value: with
+// two arguments of one type, `a < b ? a : b` is an lvalue, and a reference to a
+// parameter would dangle (g++ -O1 with ThreadSanitizer then read garbage).
+template <class A, class B>
+inline auto min(A a, B b) -> std::decay_t<decltype(a < b ? a : b)> {
     return b < a ? b : a;
 }
-template <class A, class B> inline auto max(A a, B b) -> decltype(a < b ? a : b) {
+template <class A, class B>
+inline auto max(A a, B b) -> std::decay_t<decltype(a < b ? a : b)> {
     return a < b ? b : a;
 }
 
