@@ -433,10 +433,11 @@ def cp_async_words(out: np.ndarray, stderr: str) -> str:
             "read from shared memory before its cp.async copies had landed: on the CPU a "
             "copy lands only when the cp_async_wait<count>() of the thread that issued it "
             "requires it (the wait completes every committed group but the count most "
-            "recent ones), and its place reads NaN until then. So the wait before that "
-            "read left the tile's group in flight: count the groups committed when the "
-            "wait runs and how many of them are newer than the tile read next, and check "
-            "that every step commits a group")
+            "recent ones), and its place reads NaN until then. So no wait before that "
+            "read completed the tile's group: check that the K loop waits before the next "
+            "tile is read, that the wait's count leaves in flight only groups newer than "
+            "that tile's (count the groups committed when the wait runs), and that every "
+            "step commits one group")
     if never:
         words.append(
             f"{never} element{'s' * (never != 1)} of C came out NaN because shared memory "
@@ -472,14 +473,17 @@ def sanitizer_message(stderr: str, returncode: int, move: bool = False) -> str:
         access = re.search(r"\b(READ|WRITE) of size (\d+)", stderr)
         owner = re.search(r"\balloc_([ABC])\b", stderr)
         var = re.search(r"global variable '([^']+)'", stderr)
+        if re.search(r"\balloc_shared\b", stderr):
+            owner = var = None
+            var_words = "outside the dynamic shared memory (extern __shared__)"
+        else:
+            var_words = f"outside the shared array {var.group(1).split('::')[-1]}" if var else ""
         what = (f"{'a read' if access.group(1) == 'READ' else 'a write'} of {access.group(2)} "
                 "bytes" if access else "an access")
         where = (("outside the input `in`" if access.group(1) == "READ" else
                   "outside the output `out`") if move and access and owner else
                  f"outside {'A' if owner.group(1) == 'A' else 'B' if owner.group(1) == 'B' else 'the output'}"
-                 if owner else f"outside the shared array {var.group(1).split('::')[-1]}"
-                 if var else
-                 f"to invalid memory ({m.group(1)})")
+                 if owner else var_words or f"to invalid memory ({m.group(1)})")
         line = _cell_line(stderr[m.start():])
         return f"{what} {where}" + (f", at {line} of your cell" if line else "") + \
             " (found by AddressSanitizer): check the bounds of every load and store"
@@ -489,6 +493,9 @@ def sanitizer_message(stderr: str, returncode: int, move: bool = False) -> str:
         first, second = _cell_line(parts[0]), _cell_line(parts[1] if len(parts) > 1 else "")
         var = re.search(r"global '([^']+)'", body)
         lines = " and ".join(x for x in (first, second) if x)
+        copy = _cp_async_race(parts)
+        if copy:
+            return copy
         if var is None and re.search(r"heap block.*\n.*\n\s*#1 alloc_C\b", body):
             lines = " and ".join(dict.fromkeys(x for x in (first, second) if x))
             both = re.search(r"^\s*Write of size", parts[0], re.M) and "Previous write" in body
@@ -497,16 +504,49 @@ def sanitizer_message(stderr: str, returncode: int, move: bool = False) -> str:
                     + (f" (at {lines} of your cell)" if lines else "")
                     + ": each element must belong to exactly one thread, so check which "
                       "elements each thread's indices reach (found by ThreadSanitizer)")
+        dynamic = re.search(r"heap block.*\n.*\n\s*#1 alloc_shared\b", body)
         return ("a data race" + (f" on the shared array {var.group(1).split('::')[-1]}"
-                                 if var else "")
+                                 if var else " on the dynamic shared memory (extern "
+                                 "__shared__)" if dynamic else "")
                 + (f" between {lines} of your cell" if lines else "")
                 + ": two threads touched the same element, one writing, with no "
                   "__syncthreads() between them (found by ThreadSanitizer)")
-    wmma = re.search(r"^wmma::.*$", stderr, re.M)     # the shim's own check (cuda_on_cpu.h)
+    wmma = re.search(r"^(wmma::|cp\.async: ).*$", stderr, re.M)   # the shim's own checks
     if wmma:
         return wmma.group(0)
     last = [l for l in stderr.strip().splitlines() if l.strip()]
     return f"the run ended with code {returncode}" + (f": {last[-1]}" if last else "")
+
+
+def _cp_async_race(parts: list[str]) -> str | None:
+    """The words for a ThreadSanitizer race (`parts`: its report split at blank lines,
+    the access found first, then the one before it) in which one side is the cp.async
+    emulation writing shared memory: a copy landing at a thread's wait, or the NaN a
+    copy leaves where it will land, written when it is issued. None for other races."""
+    sides = parts[:2]
+    for i, part in enumerate(sides):
+        for shim, what in (("cpu_cp_async_land", "land"), ("cpu_cp_async_issue", "issue")):
+            if shim not in part:
+                continue
+            own = _cell_line(part)
+            other = _cell_line(sides[1 - i]) if len(sides) > 1 else ""
+            by = f" at {other} of your cell" if other else ""
+            if what == "land":
+                return ("a data race on shared memory: a cp.async copy landed at the "
+                        f"cp_async_wait{f' of {own}' if own else ''} while another thread "
+                        f"read the same place{by}, with no __syncthreads() between that "
+                        "wait and the read (found by ThreadSanitizer; on the CPU a copy "
+                        "lands at the wait that requires it). A wait covers only its own "
+                        "thread's copies, and the barrier after it makes everyone's visible: "
+                        "so either the wait's count let the group of the tile being read "
+                        "stay in flight, or the barrier does not come between the wait and "
+                        "the reads of the next tile")
+            return ("a data race on shared memory: a cp.async copy was issued"
+                    f"{f' at {own}' if own else ''} into a place that another thread reads"
+                    f"{by}, with no __syncthreads() between them (found by ThreadSanitizer): "
+                    "a copy may land at any time after it is issued, so it must go into a "
+                    "stage that no thread reads until the copy has been waited for")
+    return None
 
 
 def correct_on_cpu(k, params: dict, seed: int = 0, also=()) -> tuple[bool | None, str]:
@@ -582,6 +622,8 @@ def race_check(k, p: dict, gemm: bool, seed: int) -> tuple[str | None, str]:
         return None, f"; the race check could not run ({e})"
     if trouble and "data race" in trouble:
         return trouble, ""
+    if trouble:     # the sanitizer's build stopped for another reason: say so, claim nothing
+        return None, f"; the race check did not finish ({trouble})"
     return None, "; no data race at " + "x".join(map(str, shape))
 
 
