@@ -176,3 +176,16 @@ def test_an_access_past_the_dynamic_shared_memory_is_stopped():
     ok, detail = cpu_step.correct_on_cpu(dynamic_smem_tiled(1), {"BLOCK": 8})
     assert ok is False and "outside the dynamic shared memory (extern __shared__)" \
         in detail and "AddressSanitizer" in detail, detail
+
+
+def test_the_hint_of_step_3_follows_its_failure():
+    from gemm_kernels.exercises.ch09_checks import pipeline_correct_hint
+    early = pipeline_correct_hint("wrong at 32x48x64: ...; 12 elements of C came out NaN "
+                                  "because a tile was read from shared memory before its "
+                                  "cp.async copies had landed: ...")
+    race = pipeline_correct_hint("a data race on shared memory: a cp.async copy landed at "
+                                 "the cp_async_wait of line 243 ...")
+    ring = pipeline_correct_hint("wrong at 32x48x64 with alpha=1.0, beta=0.0: 1536 "
+                                 "element(s) wrong")
+    assert early == race and "groups committed" in early and "ws" not in early
+    assert "into stage ws" in ring and "groups committed" not in ring
