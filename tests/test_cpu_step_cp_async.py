@@ -189,3 +189,31 @@ def test_the_hint_of_step_3_follows_its_failure():
                                  "element(s) wrong")
     assert early == race and "groups committed" in early and "ws" not in early
     assert "into stage ws" in ring and "groups committed" not in ring
+
+
+
+def test_the_nan_in_c_tells_a_late_copy_from_memory_never_written():
+    """C's NaN carry the bits of the NaN they came from (x86 keeps a NaN's payload
+    through products and sums): the emulation's in-flight NaN, or the block's poison."""
+    import numpy as np
+    out = np.ones((4, 4), np.float32)
+    bits = out.view(np.uint32)
+    assert cpu_step.cp_async_words(out, "") == ""
+    bits[0, :3] = cpu_step.IN_FLIGHT_BITS
+    late = cpu_step.cp_async_words(out, "cp.async note: 5 copies committed but never waited "
+                                        "for, 0 never committed, when their blocks ended\n")
+    assert late.startswith("3 elements of C came out NaN because a tile was read") and \
+        "cp_async_wait<count>()" in late and "5 cp.async copies had been committed but " \
+        "never waited for" in late and "never been committed" not in late, late
+    bits[0, :3] = cpu_step.POISON_BITS | 0x80000000           # the sign does not matter
+    never = cpu_step.cp_async_words(out, "")
+    assert never.startswith("3 elements of C came out NaN because shared memory was read "
+                            "that no copy had written") and "cp_async_wait" not in never, never
+
+
+@needs_cxx
+def test_a_copy_into_the_stage_being_read_is_a_race_at_the_copy():
+    ok, detail = on_cpu(changed("if constexpr (HOIST) issue_next(ws);",
+                                "if constexpr (HOIST) issue_next(rs);"))
+    assert ok is False and "a cp.async copy was issued at line" in detail \
+        and "into a place that another thread reads" in detail, detail
