@@ -3,8 +3,8 @@ skeleton compiles and is refused, the solution passes every step this machine ca
 waits with the wrong count (or none) and a barrier before the wait are refused from the
 source, and so are the classic race (the commit inside the request's if), a tile copied
 into the stage being computed, a request past the end of K, a request bound off by one
-either way, and source pointers that do not move on by one tile; a ring that does not move is refused on a GPU; and the checks on
-their own."""
+either way, and source pointers that do not move on by one tile; a ring that does not move is refused on a
+GPU (and on the CPU: test_cpu_step_cp_async.py); and the checks on their own."""
 import pytest
 
 from gemm_kernels.exercises.ch09_checks import hoist_advance, pipeline_requests, pipeline_wait
@@ -154,8 +154,8 @@ GUARD = "if (tile + STAGES - 1 < tiles) {"
     ("tile + STAGES - 1 <= tiles", "requests tile 8 at STAGES=4 with 8 tiles, step 5"),
 ])
 def test_a_request_bound_off_by_one_is_refused_without_a_gpu(guard, says):
-    """Each passes every other static check, and without a GPU nothing runs the copies
-    (the CPU cannot emulate cp.async): the guard itself is read and evaluated."""
+    """Each passes every other static check; the guard itself is read and evaluated for
+    every K of up to 12 tiles, where step 3's runs see only a few."""
     src = solution(NAME)
     assert src.count(GUARD) == 1
     v = static_verdict(NAME, src.replace(GUARD, f"if ({guard}) {{"))

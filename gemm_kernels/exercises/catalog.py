@@ -436,7 +436,8 @@ register(Exercise(
            "speed": "the bank check passed, so look for extra work in qr and qc"},
 ))
 
-from gemm_kernels.exercises.ch09_checks import pipeline_step  # noqa: E402
+from gemm_kernels.exercises.ch09_checks import (pipeline_correct_hint,  # noqa: E402
+                                                 pipeline_step)
 
 # graded at the registry's default configuration (the sweep's fastest on the H200)
 register(Exercise(
@@ -451,10 +452,7 @@ register(Exercise(
     hints={"compile": "keep the kernel's name, template parameters and the given helpers "
                       "(issue_next, issue_tile, cp_async_commit, cp_async_wait<count>)",
            "static": pipeline_hint,
-           "correct": "request tile tile + STAGES - 1 into stage ws (the one finished in "
-                      "the step before), never into rs; commit in every step, even when "
-                      "no tile is left; move rs and ws on by one, back to 0 after "
-                      "STAGES - 1",
+           "correct": pipeline_correct_hint,
            "speed": "issue the copies at k == 0 so that they fly during the whole step, "
                     "and let the wait hold up only for the next tile"},
 ))

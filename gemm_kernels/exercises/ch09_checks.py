@@ -761,3 +761,21 @@ def pipeline_hint(detail: str) -> str:
         return "; ".join(first)
     some = [h for keys, h in PIPELINE_HINTS if any(k in detail for k in keys[1:])]
     return "; ".join(some or [h for _, h in PIPELINE_HINTS])
+
+
+# Step 3 of 09_capstone_step on the CPU (cpu_step's cp.async emulation) names a tile read
+# before its copies landed, or a race with a landing copy: then the hint is about the
+# wait; any other wrong result, about the ring and the requests.
+PIPELINE_CORRECT_HINTS = (
+    "the next tile's group must be complete before anyone reads it: count the groups "
+    "committed when the wait runs (one per step, requested or not) and leave in flight "
+    "only those newer than tile t + 1's; then the barrier, after the wait",
+    "request tile tile + STAGES - 1 into stage ws (the one finished in the step before), "
+    "never into rs; commit in every step, even when no tile is left; move rs and ws on "
+    "by one, back to 0 after STAGES - 1")
+
+
+def pipeline_correct_hint(detail: str) -> str:
+    """The hint of 09_capstone_step's step 3 for the failure `detail`."""
+    copies = re.search(r"cp\.async copies had landed|a cp\.async copy landed", detail)
+    return PIPELINE_CORRECT_HINTS[0 if copies else 1]

@@ -3,16 +3,23 @@
 // are static storage (one block at a time uses them) and __syncthreads() is a barrier
 // of the block's threads. It runs the kernel's arithmetic and indexing as written, so a
 // wrong index, a missing bounds check or a missing barrier shows; it says nothing about
-// speed, and inline PTX (asm) does not exist here.
+// speed, and inline PTX (asm) does not exist here: the one exception is the cp.async
+// helpers of chapter 09 (cp_async_4, cp_async_16, cp_async_commit, cp_async_wait<N>),
+// whose asm definitions the CPU build takes out of the kernel's text and replaces by the
+// emulation at the end of this file (cpu_step.emulated_text).
 #pragma once
 #include <pthread.h>
 
 #include <cmath>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <mutex>
+#include <type_traits>
+#include <vector>
 
 struct uint3 { unsigned x, y, z; };
 struct dim3 {
@@ -38,11 +45,15 @@ struct alignas(16) float4 { float x, y, z, w; };
 inline float2 make_float2(float x, float y) { return {x, y}; }
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 
-// CUDA's min/max take any mix of integer and floating types.
-template <class A, class B> inline auto min(A a, B b) -> decltype(a < b ? a : b) {
+// CUDA's min/max take any mix of integer and floating types. They return a value: with
+// two arguments of one type, `a < b ? a : b` is an lvalue, and a reference to a
+// parameter would dangle (g++ -O1 with ThreadSanitizer then read garbage).
+template <class A, class B>
+inline auto min(A a, B b) -> std::decay_t<decltype(a < b ? a : b)> {
     return b < a ? b : a;
 }
-template <class A, class B> inline auto max(A a, B b) -> decltype(a < b ? a : b) {
+template <class A, class B>
+inline auto max(A a, B b) -> std::decay_t<decltype(a < b ? a : b)> {
     return a < b ? b : a;
 }
 
@@ -220,3 +231,106 @@ inline void mma_sync(fragment<accumulator, M, N, K, TC>& d,
 }
 }  // namespace wmma
 }  // namespace nvcuda
+
+// Dynamic shared memory (`extern __shared__ T name[];`, which the CPU build turns into
+// `T* const name = reinterpret_cast<T*>(cpu_dynamic_shared);`): one allocation of
+// exactly the launch's dynamic size, so that AddressSanitizer stops an access past it.
+// The driver fills it with NaN (every byte 0xff) before each block, as no GPU promises
+// anything about what a block finds there.
+inline unsigned char* cpu_dynamic_shared = nullptr;
+inline size_t cpu_dynamic_bytes = 0;
+
+// A shared-window address is here the offset into the dynamic shared memory.
+inline size_t __cvta_generic_to_shared(const void* p) {
+    const unsigned char* c = static_cast<const unsigned char*>(p);
+    if (cpu_dynamic_shared == nullptr || c < cpu_dynamic_shared ||
+        c > cpu_dynamic_shared + cpu_dynamic_bytes) {
+        std::fprintf(stderr, "cp.async: __cvta_generic_to_shared got an address outside the "
+                     "dynamic shared memory (extern __shared__); the CPU emulation knows "
+                     "shared-window addresses of that memory only\n");
+        std::abort();
+    }
+    return static_cast<size_t>(c - cpu_dynamic_shared);
+}
+
+// cp.async, emulated with PTX's rules and the latest landing they allow. Each thread
+// keeps its copies: those issued since its last commit (the open group) and its
+// committed groups, oldest first. cp_async_wait<N>() completes every committed group
+// but the N most recent, in order (cp.async.wait_group N); a copy lands then and never
+// earlier, and until it lands its destination reads as the NaN CPU_IN_FLIGHT (written
+// when the copy is issued: on a GPU it holds the old value or the new one, whichever
+// the timing gives). So a tile read before the wait that covers it reads NaN, on every
+// run. The source is read when the copy is issued (AddressSanitizer checks it there,
+// at the line of the copy); src-size 0 (`valid` false) reads nothing and lands zeros.
+// Copies that a thread's block ends with, never waited for, are counted for the
+// grader's note (stderr, "cp.async note:").
+constexpr uint32_t CPU_IN_FLIGHT = 0x7fc0ca5au;
+struct CpuCopy {
+    unsigned char* dst;
+    unsigned char data[16];
+    int bytes;
+};
+struct CpuCpAsync {
+    std::vector<CpuCopy> open;
+    std::deque<std::vector<CpuCopy>> groups;
+};
+inline thread_local CpuCpAsync cpu_cp_async;
+inline std::atomic<long> cpu_cp_async_unwaited{0}, cpu_cp_async_uncommitted{0};
+
+__attribute__((noinline)) inline void cpu_cp_async_issue(void* dst, const void* src,
+                                                          int bytes, bool valid) {
+    if (bytes == 16 && ((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src))
+                        & 15u)) {
+        std::fprintf(stderr, "cp.async: a 16-byte copy between addresses that are not both "
+                     "16-byte aligned (a misaligned address on a GPU)\n");
+        std::abort();
+    }
+    CpuCopy c{static_cast<unsigned char*>(dst), {}, bytes};
+    if (valid) std::memcpy(c.data, src, bytes);
+    for (int i = 0; i < bytes; i += 4) std::memcpy(c.dst + i, &CPU_IN_FLIGHT, 4);
+    cpu_cp_async.open.push_back(c);
+}
+
+__attribute__((noinline)) inline void cpu_cp_async_land(const std::vector<CpuCopy>& group) {
+    for (const CpuCopy& c : group) std::memcpy(c.dst, c.data, c.bytes);
+}
+
+inline void cp_async_4(void* dst, const void* src, bool valid = true) {
+    cpu_cp_async_issue(dst, src, 4, valid);
+}
+inline void cp_async_16(void* dst, const void* src, bool valid = true) {
+    cpu_cp_async_issue(dst, src, 16, valid);
+}
+inline void cp_async_4(size_t shared, const void* src, bool valid = true) {
+    cpu_cp_async_issue(cpu_dynamic_shared + shared, src, 4, valid);
+}
+inline void cp_async_16(size_t shared, const void* src, bool valid = true) {
+    cpu_cp_async_issue(cpu_dynamic_shared + shared, src, 16, valid);
+}
+inline void cp_async_commit() {
+    cpu_cp_async.groups.push_back(std::move(cpu_cp_async.open));
+    cpu_cp_async.open.clear();
+}
+template <int N>
+inline void cp_async_wait() {
+    while (cpu_cp_async.groups.size() > static_cast<size_t>(N)) {
+        cpu_cp_async_land(cpu_cp_async.groups.front());
+        cpu_cp_async.groups.pop_front();
+    }
+}
+// At the end of each block (the driver): what was never waited for is counted and
+// dropped, so that the next block starts with none.
+inline void cpu_cp_async_block_end() {
+    long unwaited = 0;
+    for (const auto& g : cpu_cp_async.groups) unwaited += static_cast<long>(g.size());
+    cpu_cp_async_unwaited += unwaited;
+    cpu_cp_async_uncommitted += static_cast<long>(cpu_cp_async.open.size());
+    cpu_cp_async.groups.clear();
+    cpu_cp_async.open.clear();
+}
+inline void cpu_cp_async_note() {
+    if (cpu_cp_async_unwaited || cpu_cp_async_uncommitted)
+        std::fprintf(stderr, "cp.async note: %ld copies committed but never waited for, %ld "
+                     "never committed, when their blocks ended\n",
+                     cpu_cp_async_unwaited.load(), cpu_cp_async_uncommitted.load());
+}
