@@ -1588,7 +1588,7 @@ def step_stall_plot(top: int = 7):
     number = dict(zip((s.label for s in ladder_steps()), step_numbers()))
     shown = [t.get_text() for t in ax.get_yticklabels()]
     ax.set_yticks(ax.get_yticks(), [f"step {number.get(s, s)}" for s in shown])
-    # Steps 3 and 7 run two blocks per SM, steps 4c to 6 one: the cycles are summed over
+    # Some steps run two blocks per SM, steps 4c to 6 one: the cycles are summed over
     # the resident warps, so the label says so (compare rows with equal warps resident).
     ax.set_xlabel(STALL_AXIS)
     key = "; ".join(f"{number.get(s, s)}: {s.removeprefix('+ ')}" for s in shown)
@@ -1616,9 +1616,10 @@ def step_counters() -> Table:
     issue slots used, FMA pipe busy and the shared-memory pipe busy (all % of peak); then
     the waits for global memory (long scoreboard), at barriers and for shared memory
     (short scoreboard) per issued instruction *and per resident warp*. The profiler sums
-    a wait over the warps resident, so steps 3 and 7 (two blocks per SM) count twice the
-    warps of steps 4 to 6; divided by the warps resident (the recorded % of the SM's warp
-    slots times the device's slots), the waits of all five steps compare directly."""
+    a wait over the warps resident, so a step with two blocks per SM (3, 7, and 4a and 4b
+    as ptxas compiles them here) counts twice the warps of one with one block (4c to 6);
+    divided by the warps resident (the recorded % of the SM's warp slots times the
+    device's slots), the waits of all the steps compare directly."""
     from gemm_kernels.measure import roofline
     from gemm_kernels.notebook import evidence
     waits = {"long scoreboard": "long_scoreboard", "barrier": "barrier",
