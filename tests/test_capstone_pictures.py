@@ -151,8 +151,8 @@ def test_the_ring_picture_draws_the_schedule():
 # ------------------------------------------------------------------ recorded rows
 
 def _timed(step, shape, gflops, run):
-    k = get(step.kernel)
-    return {"chapter": k.chapter, "kernel": step.kernel, "params": k.resolve(step.params),
+    k = studies.step_kernel(step)       # a registry kernel, or the variant a step names
+    return {"chapter": k.chapter, "kernel": k.name, "params": k.resolve(step.params),
             "shape": list(shape), "gflops": {"median": gflops, "min": gflops, "max": gflops},
             "source": k.source_hash(), "run": run, "time": "2026-01-02T03:04:05Z",
             "reference": {"kernel": "cublas", "gflops": {"median": 1000.0, "min": 1000.0,
@@ -599,3 +599,41 @@ def test_the_stall_plot_key_lists_the_steps_shown():
     key = " ".join(t.get_text() for t in fig.texts)
     assert all(f"{t.removeprefix('step ')}: " in key for t in ticks), key
     matplotlib.pyplot.close(fig)
+
+
+def _recording(rows, tmp_path, monkeypatch):
+    monkeypatch.setenv("GEMM_KERNELS_MODE", "recorded")
+    device._gpu_present.cache_clear()
+    rec = records.Record({"name": "Test GPU 9000", "sm_count": 100}, "2026-01-02T03:04:05Z",
+                         "abc1234", rows, runs={"run-a": {"command": "study ch09_ladder",
+                                                          "started": "2026-01-02T03:00:00Z"}})
+    monkeypatch.setenv("GEMM_KERNELS_RECORD", str(records.save(rec, tmp_path / "t.json")))
+    records._LOADED.clear()
+
+
+def test_step4_reading_says_in_one_sentence_that_the_split_steps_are_missing(record):
+    lines = str(cp.step4_reading((4096,))).splitlines()
+    assert lines[1] == ("Steps 4a, 4b and 4c are not in this recording, so it cannot yet "
+                        "say which of the three changes brings step 4's gain.")
+    # no change is printed for a step whose row is missing, nor against one
+    assert [l.split(".")[0] for l in lines[2:5]] == ["4a", "4b", "4c"]
+    assert not any("as timed" in l for l in lines[2:5])
+    records._LOADED.clear()
+
+
+def test_step4_reading_gives_each_split_step_against_the_one_before(tmp_path, monkeypatch):
+    steps = cp.ladder_steps()
+    rates = {"3": 500.0, "4a": 550.0, "4b": 660.0, "4c": 693.0}
+    rows = [_timed(steps[cp.position(n)], (4096,) * 3, g, "run-a") for n, g in rates.items()]
+    _recording(rows, tmp_path, monkeypatch)
+    lines = str(cp.step4_reading((4096,))).splitlines()
+    assert not any("not in this recording" in l for l in lines)
+    assert lines[1].startswith("4a. ") and "+10.0% as timed" in lines[1]
+    assert lines[2].startswith("4b. ") and "+20.0% as timed" in lines[2]
+    assert lines[3].startswith("4c. ") and "+5.0% as timed" in lines[3]
+    assert lines[4].startswith("4c against 3, the three changes together: +38.6% as timed")
+    # the variants' rows are found under their own names, and the table shows them
+    table = cp.ladder_table((4096,), two_blocks_at=None)
+    assert table[cp.position("4a")]["4096^3 GFLOP/s (% of cuBLAS)"] == "550 (55%)"
+    assert table[cp.position("4b")]["4096^3 change"] == "+20.0%"
+    records._LOADED.clear()

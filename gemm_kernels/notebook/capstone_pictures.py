@@ -762,6 +762,48 @@ def step_changes(sizes=(2048, 4096)) -> Text:
     return Text(f"(at {' and '.join(f'{n}^3' for n in sizes)})\n" + "\n".join(lines))
 
 
+def step4_reading(sizes=(2048, 4096)) -> Text:
+    """Step 4 one change at a time: for 4a, 4b and 4c their change against the step
+    before at each size, as timed and between the MINB = 2 builds where there are any,
+    with registers and blocks per SM (of the timed binary, or ptxas here where the
+    recording has none, said so); then 4c against step 3, the three changes together.
+    Where the recording lacks a split step, one sentence says so instead of its line."""
+    full = ladder(sizes)
+    split = [r for r in full if r.number[-1:].isalpha()]
+    fmt = lambda v: "-" if v is None else f"{v:+.1f}%"
+    at = " and ".join(f"{n}^3" for n in sizes)
+
+    def line(r, before, name):
+        got = [_step_change(r, before, n) for n in sizes]
+        out = f"{name}: {' and '.join(fmt(c) for c, _ in got)} as timed"
+        if any(h is not None for _, h in got) and (r.has_minb or before.has_minb):
+            out += f"; {' and '.join(fmt(h) for _, h in got)} between the MINB = 2 builds"
+        return out
+
+    def occupancy(r):
+        whose = "timed binary" if r.timed else f"ptxas {compiler.ptxas_version()} here"
+        return f"{r.registers} registers ({whose}), {r.blocks} block{'s' * (r.blocks != 1)}/SM"
+
+    lines = [f"(at {at})"]
+    missing = [r.number for r in split if any(r.rows[n] is None for n in sizes)]
+    if missing:
+        named = " and ".join(filter(None, [", ".join(missing[:-1]), missing[-1]]))
+        lines.append(f"Step{'s' * (len(missing) > 1)} {named} "
+                     f"{'are' if len(missing) > 1 else 'is'} not in this recording, so it "
+                     "cannot yet say which of the three changes brings step 4's gain.")
+    for r in split:
+        before = full[r.index - 1]
+        text = f"{r.label}: {occupancy(r)}"
+        if r.number not in missing and before.number not in missing:
+            text += "; " + line(r, before, "against the step before").split(": ", 1)[1]
+        lines.append(text)
+    if split:
+        three = full[split[0].index - 1]
+        lines.append(line(split[-1], three, f"{split[-1].number} against {three.number}, "
+                          "the three changes together"))
+    return Text("\n".join(lines))
+
+
 def change_plot(sizes=(2048, 4096)):
     """Each step's change against the step before, in %, as timed (bars, one per size)
     and between the MINB = 2 builds (diamonds), on top of two bands from the same
