@@ -115,3 +115,25 @@ def test_step_4b_has_one_fragment_set_and_4c_two():
     assert _after_barrier(loop_b) == 0
     first = [f for f, _ in groupby(x for x in loop_b if x in ("FFMA", "LDS.128"))][0]
     assert first == "LDS.128"
+
+
+def test_the_study_runners_launch_the_variants_under_their_own_names(monkeypatch):
+    """The timed study measures a variant step as its Kernel (a registry step by name,
+    compiled ahead in parallel); the profiled study launches the variant's Kernel under
+    ncu, matched to the variant's entry point."""
+    from gemm_kernels.measure import profile, record, study_run
+    warmed, measured = [], []
+    monkeypatch.setattr(record, "warm", lambda configs: warmed.extend(configs))
+    monkeypatch.setattr(record, "measure", lambda k, shape, p: measured.append((k, shape)) or
+                        {"kernel": getattr(k, "name", k), "gflops": {"median": 1.0}})
+    monkeypatch.setattr(record, "rate_text", lambda row: "")
+    study_run.study_rows("ch09_ladder", log=lambda *_: None)
+    names = [getattr(k, "name", k) for k, _ in measured]
+    assert names.count(split.ZORDER_RING) == names.count(split.ONE_FRAGMENT_SET) == 2
+    assert all(not isinstance(k, str) for k, _ in measured
+               if getattr(k, "name", k) in (split.ZORDER_RING, split.ONE_FRAGMENT_SET))
+    assert {n for n, _ in warmed} <= {"double_buffer", "zorder", "capstone"}
+    plan = profile.launch_plan("ch09_step_stalls")
+    kernels = [k if isinstance(k, str) else k.name for k, _, _ in plan]
+    assert kernels[:4] == ["zorder", split.ZORDER_RING, split.ONE_FRAGMENT_SET, "capstone"]
+    assert hash(plan[1][0]) == hash(split.ring_kernel())       # the compiler caches by it
