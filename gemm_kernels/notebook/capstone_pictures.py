@@ -946,9 +946,13 @@ def step_sass(step, since=None, listing=True, hide_wait: bool = False) -> StepSa
     rows = [{"step": r.label, **_loop_counts(r.kernel, r.step.params, r.registers)}
             for r in rungs[first:i + 1]]
     note = _registers_note(rungs[first:i + 1])
+    here = [r.number for r in rungs[first:i + 1] if not r.timed]
     table = Table(rows, list(rows[0]), title="main loop, one trip: instruction counts from "
                   f"the SASS of ptxas {compiler.ptxas_version()} here (sm_90); registers and "
-                  "blocks/SM of the compiled kernel that was timed" + (f"\n{note}" if note else ""))
+                  "blocks/SM of the compiled kernel that was timed"
+                  + (f" (of ptxas here for step{'s' * (len(here) > 1)} {', '.join(here)}, "
+                     "not in the recording)" if here else "")
+                  + (f"\n{note}" if note else ""))
     shown = (i,) if listing is True else () if listing is False else tuple(map(position, listing))
     mask = hide_wait_count if hide_wait else list
     why = " (the wait's count hidden: the exercise below asks for it)" if hide_wait else ""
