@@ -151,8 +151,8 @@ def test_the_ring_picture_draws_the_schedule():
 # ------------------------------------------------------------------ recorded rows
 
 def _timed(step, shape, gflops, run):
-    k = get(step.kernel)
-    return {"chapter": k.chapter, "kernel": step.kernel, "params": k.resolve(step.params),
+    k = studies.step_kernel(step)       # a registry kernel, or the variant a step names
+    return {"chapter": k.chapter, "kernel": k.name, "params": k.resolve(step.params),
             "shape": list(shape), "gflops": {"median": gflops, "min": gflops, "max": gflops},
             "source": k.source_hash(), "run": run, "time": "2026-01-02T03:04:05Z",
             "reference": {"kernel": "cublas", "gflops": {"median": 1000.0, "min": 1000.0,
@@ -174,7 +174,7 @@ def record(tmp_path, monkeypatch):
     device._gpu_present.cache_clear()
     ladder = studies.get("ch09_ladder").steps
     ldgsts = studies.get("ch09_ldgsts").steps
-    rows = [_timed(ladder[7], (4096,) * 3, 900.0, "run-a"),
+    rows = [_timed(ladder[cp.position(7)], (4096,) * 3, 900.0, "run-a"),
             _profiled(ldgsts[1], "ch09_ldgsts", (1024,) * 3,
                       {"smsp__inst_executed_op_ldgsts.sum": 1234567.0,
                        "smsp__sass_inst_executed_op_ldgsts_cache_access.sum": 262144.0,
@@ -203,10 +203,12 @@ def test_ladder_plot_shows_recorded_steps_and_says_which_are_missing(record):
 
 def test_ladder_table_gives_rate_share_change_and_no_run_ids(record):
     rows = cp.ladder_table((4096,))
-    assert rows[7]["4096^3 GFLOP/s (% of cuBLAS)"] == "900 (90%)"
+    seven = cp.position(7)
+    assert rows[seven]["step"].startswith("7. ")
+    assert rows[seven]["4096^3 GFLOP/s (% of cuBLAS)"] == "900 (90%)"
     assert all(r["4096^3 GFLOP/s (% of cuBLAS)"] == cp.NOT_RECORDED
-               for i, r in enumerate(rows) if i != 7)
-    assert rows[7]["4096^3 change"] == "-"          # step 6 is not recorded: no change
+               for i, r in enumerate(rows) if i != seven)
+    assert rows[seven]["4096^3 change"] == "-"          # step 6 is not recorded: no change
     assert "run" not in rows.columns and "run-a" not in rows.title
 
 
@@ -215,13 +217,14 @@ def test_ladder_registers_are_those_of_the_binary_that_was_timed(record, monkeyp
     says 129 registers gives one block per SM whatever the compiler here makes of it."""
     row = records.current().results[0]
     monkeypatch.setitem(row, "binary", {"registers": 129})
-    rung = cp.ladder((4096,))[7]
+    seven = cp.position(7)
+    rung = cp.ladder((4096,))[seven]
     assert rung.timed and rung.registers == 129 and rung.blocks == 1
     table = cp.ladder_table((4096,), two_blocks_at=None)
-    assert (table[7]["registers"], table[7]["blocks/SM"]) == (129, 1)
+    assert (table[seven]["registers"], table[seven]["blocks/SM"]) == (129, 1)
     assert "step 7: " in table.title and "the timed binary had 129" in table.title
     monkeypatch.setitem(row, "binary", {"registers": 127})
-    assert cp.ladder((4096,))[7].blocks == 2
+    assert cp.ladder((4096,))[seven].blocks == 2
 
 
 def test_ladder_table_sets_the_capstone_steps_at_two_blocks_by_their_minb_2_builds():
@@ -230,14 +233,17 @@ def test_ladder_table_sets_the_capstone_steps_at_two_blocks_by_their_minb_2_buil
     MINB and stand there with their own rates; the change is between those cells."""
     rows = cp.ladder_table()
     rungs = cp.ladder((4096,))
-    assert rows[4]["blocks/SM"] == 1 and rows[7]["blocks/SM"] == 2
-    for i in (4, 7, 8):
+    at = cp.position
+    assert rows[at("4c")]["blocks/SM"] == 1 and rows[at(7)]["blocks/SM"] == 2
+    for i in map(at, ("4c", 7, 8)):
         assert rungs[i].held[4096]["params"]["MINB"] == 2
         assert rows[i]["4096^3, MINB = 2 builds"] == cp.count(rungs[i].held[4096]["gflops"]["median"])
-    assert rows[3]["4096^3, MINB = 2 builds"] == cp.AS_BUILT   # no repeated rate
-    held = rungs[4].held[4096]["gflops"]["median"]
-    own = rungs[3].rows[4096]["gflops"]["median"]
-    assert rows[4]["4096^3 change, MINB = 2"] == f"{100 * (held / own - 1):+.1f}%"
+    assert rows[at(3)]["4096^3, MINB = 2 builds"] == cp.AS_BUILT   # no repeated rate
+    if rungs[at("4b")].held[4096] is None:
+        pytest.skip("the recording has no step 4b")
+    held = rungs[at("4c")].held[4096]["gflops"]["median"]
+    own = rungs[at("4b")].held[4096]["gflops"]["median"]
+    assert rows[at("4c")]["4096^3 change, MINB = 2"] == f"{100 * (held / own - 1):+.1f}%"
 
 
 def test_minb_pairs_keep_the_occupancy_and_differ_only_by_minb():
@@ -287,29 +293,35 @@ def test_ladder_change_is_against_the_step_before():
 
 
 def test_step_listing_keeps_copies_waits_and_barriers_and_counts_the_rest():
-    """Step 4 (cp.async, 2 stages) and step 0 (chapter 08): the listing shows what the
-    step is about, in program order, and every instruction of the loop is either shown
-    or counted on a 'left out' line."""
-    steps = cp.ladder_steps()
-    for i, must, never in ((0, ("LDG.E.128", "STS.128", "BAR.SYNC"), ("LDGSTS", "DEPBAR", "LDGDEPBAR")),
-                           (4, ("LDGSTS", "LDGDEPBAR", "DEPBAR.LE SB0, 0x0", "BAR.SYNC"),
-                            ("STS", "LDG"))):
-        listing = cp.step_listing(steps[i].kernel, steps[i].params)
+    """Steps 4a and 4c (cp.async, 2 stages) and step 0 (chapter 08): the listing shows
+    what the step is about, in program order, and every instruction of the loop is
+    either shown or counted on a 'left out' line."""
+    rungs = cp.ladder((4096,))
+    cp_async = (("LDGSTS", "LDGDEPBAR", "DEPBAR.LE SB0, 0x0", "BAR.SYNC"), ("STS", "LDG"))
+    for number, must, never in ((0, ("LDG.E.128", "STS.128", "BAR.SYNC"), ("LDGSTS", "DEPBAR", "LDGDEPBAR")),
+                                ("4a", *cp_async), ("4c", *cp_async)):
+        r = rungs[cp.position(number)]
+        i, k, params = number, r.kernel, r.step.params
+        listing = cp.step_listing(k, params)
         text = "\n".join(listing)
         ops = {l.split("*/")[1].split()[0].split(".")[0] for l in listing if "*/" in l}
         assert all(m in text for m in must) and not ops & set(never), i
         assert sum(1 for l in listing if "LDS.128" in l and "left out" not in l) == 4
         shown = sum(1 for l in listing if "left out" not in l)
         counted = sum(int(l.split("...")[1].split()[0]) for l in listing if "left out" in l)
-        total = sum(cp._loop_counts(steps[i].kernel, steps[i].params)[k]
-                    for k in ("FFMA", "LDS.128", "LDG", "STS", "LDGSTS", "LDGDEPBAR",
+        total = sum(cp._loop_counts(k, params)[f]
+                    for f in ("FFMA", "LDS.128", "LDG", "STS", "LDGSTS", "LDGDEPBAR",
                               "DEPBAR", "BAR", "other"))
         assert shown + counted == total, i
 
 
 def test_step_sass_sets_the_step_against_the_one_before_or_a_range():
-    assert [r["step"][0] for r in cp.step_sass(5).table] == ["4", "5"]
-    assert [r["step"][0] for r in cp.step_sass(3, since=0).table] == ["0", "1", "2", "3"]
+    number = lambda r: r["step"].split(".")[0]
+    assert [number(r) for r in cp.step_sass(5).table] == ["4c", "5"]
+    assert [number(r) for r in cp.step_sass(3, since=0).table] == ["0", "1", "2", "3"]
+    assert [number(r) for r in cp.step_sass("4c", since=3).table] == ["3", "4a", "4b", "4c"]
+    with pytest.raises(ValueError, match="no step 4;"):
+        cp.step_sass(4)
     assert "DEPBAR.LE SB0, 0x2" in cp.step_sass(5)._repr_html_()    # wait_group STAGES - 2
 
 
@@ -469,15 +481,16 @@ def test_exercise_references_are_the_recorded_kernels_at_the_graded_configuratio
 
 def test_the_step_profile_holds_steps_3_to_7_in_ladder_order():
     t = cp.step_counters()
-    assert [r["step"] for r in t] == ["3. + z-order lanes", "4. cp.async ring, 2 stages, warp tiles, double-buffered fragments",
-                                      "5. + 4 stages", "6. + BK = 16", "7. + hoisted copy addresses"]
+    assert [r["step"].split(".")[0] for r in t] == ["3", "4a", "4b", "4c", "5", "6", "7"]
+    assert t[0]["step"] == "3. + z-order lanes" and t[3]["step"] == "4c. + double-buffered fragments"
     if t[0]["warps resident, %"] is None:
         pytest.skip("the recording has no profile of the steps")
     assert "run 2" not in t.title                      # no run id in the student's table
-    # step 4 runs one block per SM where step 3 runs two: half the warps resident
-    assert t[1]["warps resident, %"] == pytest.approx(t[0]["warps resident, %"] / 2, rel=0.1)
+    # step 4c runs one block per SM where step 3 runs two: half the warps resident
+    assert t[3]["warps resident, %"] == pytest.approx(t[0]["warps resident, %"] / 2, rel=0.1)
     ax = cp.step_stall_plot().axes[0]
-    assert [x.get_text() for x in ax.get_yticklabels()] == [r["step"] for r in t]
+    profiled = [r["step"].split(".")[0] for r in t if r["warps resident, %"] is not None]
+    assert [x.get_text() for x in ax.get_yticklabels()] == [f"step {n}" for n in profiled]
     assert "math pipe throttle" in ax.get_legend_handles_labels()[1]
     # steps with one and two blocks per SM share the axis: it says the cycles are summed
     assert "summed over the resident warps" in ax.get_xlabel()
@@ -495,6 +508,9 @@ def test_the_step_profile_divides_the_waits_by_the_warps_resident():
                                              "barrier": cp._WAIT.format("barrier")})
     assert "long scoreboard / issue" not in t.columns        # only the divided waits
     for row, r in zip(t, raw):
+        if row["warps resident, %"] is None:        # a step not profiled in this recording
+            assert row["long scoreboard / issue, per warp"] is None
+            continue
         warps = row["warps resident, %"] / 100 * 64
         assert row["warps resident"] == pytest.approx(warps)
         assert row["long scoreboard / issue, per warp"] == pytest.approx(r["long"] / warps)
@@ -524,13 +540,14 @@ def test_the_worked_solutions_sit_beside_the_kernels_of_their_run():
 
 def test_step_changes_are_the_numbers_of_the_change_plot():
     lines = str(cp.step_changes()).splitlines()
-    assert lines[0] == "(at 2048^3 and 4096^3)" and len(lines) == 9
+    assert lines[0] == "(at 2048^3 and 4096^3)" and len(lines) == len(cp.ladder_steps())
     full = cp.ladder((2048, 4096))
     c, held = cp._step_change(full[1], full[0], 2048)
     if c is None:
         pytest.skip("the ladder is not recorded")
     assert lines[1].startswith(full[1].label) and f"{c:+.1f}%" in lines[1]
-    assert "MINB = 2" not in lines[1] and "between the MINB = 2 builds" in lines[4]
+    assert "MINB = 2" not in lines[1]
+    assert "between the MINB = 2 builds" in lines[cp.position(5)]
 
 
 def test_listings_before_the_pipeline_exercise_hide_the_waits_count():
@@ -552,8 +569,71 @@ def test_the_ladder_plot_draws_the_minb_diamonds_only_when_asked():
     # the legend names the steps without a MINB switch (not "without a diamond": steps
     # 7 and 8 have diamonds and fit two blocks as well)
     labels = full.axes[0].get_legend_handles_labels()[1]
-    plain_steps = [r.index for r in cp.ladder() if not r.has_minb]
+    plain_steps = [r.number for r in cp.ladder() if not r.has_minb]
     assert any(f"steps {plain_steps[0]}-{plain_steps[-1]} have no MINB switch" in l
                for l in labels), labels
     assert not any("without a diamond" in l for l in labels), labels
     matplotlib.pyplot.close(plain); matplotlib.pyplot.close(full)
+
+
+def test_step_4_is_numbered_4a_4b_4c_and_the_rest_keep_their_numbers():
+    assert cp.step_numbers() == ["0", "1", "2", "3", "4a", "4b", "4c", "5", "6", "7", "8"]
+    assert [r.label.split(".")[0] for r in cp.ladder((4096,))] == cp.step_numbers()
+    assert cp.numbered("+ double-buffered fragments") == "4c. + double-buffered fragments"
+
+
+def test_the_stall_plot_names_steps_by_number_and_says_which_are_not_recorded(record):
+    fig = cp.step_stall_plot()
+    # the test recording profiles none of the steps: the figure says so in words
+    assert any("stall reasons" in t.get_text() for ax in fig.axes for t in ax.texts) \
+        or any("Not in this recording" in t.get_text() for t in fig.texts)
+    matplotlib.pyplot.close(fig)
+
+
+def test_the_stall_plot_key_lists_the_steps_shown():
+    fig = cp.step_stall_plot()
+    ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    if not ticks:
+        pytest.skip("the recording has no profile of the ladder's steps")
+    assert all(t.startswith("step ") and len(t) <= len("step 4c") for t in ticks), ticks
+    key = " ".join(t.get_text() for t in fig.texts)
+    assert all(f"{t.removeprefix('step ')}: " in key for t in ticks), key
+    matplotlib.pyplot.close(fig)
+
+
+def _recording(rows, tmp_path, monkeypatch):
+    monkeypatch.setenv("GEMM_KERNELS_MODE", "recorded")
+    device._gpu_present.cache_clear()
+    rec = records.Record({"name": "Test GPU 9000", "sm_count": 100}, "2026-01-02T03:04:05Z",
+                         "abc1234", rows, runs={"run-a": {"command": "study ch09_ladder",
+                                                          "started": "2026-01-02T03:00:00Z"}})
+    monkeypatch.setenv("GEMM_KERNELS_RECORD", str(records.save(rec, tmp_path / "t.json")))
+    records._LOADED.clear()
+
+
+def test_step4_reading_says_in_one_sentence_that_the_split_steps_are_missing(record):
+    lines = str(cp.step4_reading((4096,))).splitlines()
+    assert lines[1] == ("Steps 4a, 4b and 4c are not in this recording, so it cannot yet "
+                        "say which of the three changes brings step 4's gain.")
+    # no change is printed for a step whose row is missing, nor against one
+    assert [l.split(".")[0] for l in lines[2:5]] == ["4a", "4b", "4c"]
+    assert not any("as timed" in l for l in lines[2:5])
+    records._LOADED.clear()
+
+
+def test_step4_reading_gives_each_split_step_against_the_one_before(tmp_path, monkeypatch):
+    steps = cp.ladder_steps()
+    rates = {"3": 500.0, "4a": 550.0, "4b": 660.0, "4c": 693.0}
+    rows = [_timed(steps[cp.position(n)], (4096,) * 3, g, "run-a") for n, g in rates.items()]
+    _recording(rows, tmp_path, monkeypatch)
+    lines = str(cp.step4_reading((4096,))).splitlines()
+    assert not any("not in this recording" in l for l in lines)
+    assert lines[1].startswith("4a. ") and "+10.0% as timed" in lines[1]
+    assert lines[2].startswith("4b. ") and "+20.0% as timed" in lines[2]
+    assert lines[3].startswith("4c. ") and "+5.0% as timed" in lines[3]
+    assert lines[4].startswith("4c against 3, the three changes together: +38.6% as timed")
+    # the variants' rows are found under their own names, and the table shows them
+    table = cp.ladder_table((4096,), two_blocks_at=None)
+    assert table[cp.position("4a")]["4096^3 GFLOP/s (% of cuBLAS)"] == "550 (55%)"
+    assert table[cp.position("4b")]["4096^3 change"] == "+20.0%"
+    records._LOADED.clear()

@@ -87,6 +87,18 @@ class Step:
     # ("A", "B" or "C") whose matrix it moves, and so the shape it runs at (A: M x K).
     # None: the step runs at the study's shape itself.
     operand: str | None = None
+    # A timed variant of `kernel` (a name in `notebook.timed_variants`: the kernel's text
+    # with a few edits, under its own name): the step runs that variant. None: the
+    # registry kernel itself.
+    variant: str | None = None
+
+
+def step_kernel(step: Step):
+    """The Kernel a step runs: the registry's `kernel`, or the timed variant it names."""
+    if step.variant is None:
+        return KERNELS[step.kernel]
+    from gemm_kernels.notebook import timed_variants   # built lazily: nothing compiles
+    return timed_variants.get(step.variant).kernel()
 
 
 OPERANDS = {"A": lambda M, N, K: (M, K), "B": lambda M, N, K: (K, N),
@@ -126,6 +138,15 @@ def _capstone(**change):
 
 
 _ZORDER = {"BM": 128, "BN": 128, "BK": 8}
+# Step 4 of chapter 09's ladder, one change at a time (notebook/ch09_split.py): the
+# z-order kernel's copies made cp.async into its two stages; the capstone's warp tiles
+# with one fragment set; the capstone itself (two fragment sets).
+_STEP_4 = (
+    Step("+ cp.async copies, 2 stages", "zorder", {**_ZORDER, "PAD": 4, "ZORDER": True},
+         variant="zorder: cp.async ring, 2 stages"),
+    Step("+ warp tiles (the capstone, one fragment set)", "capstone", _capstone(),
+         variant="capstone: one fragment set"),
+    Step("+ double-buffered fragments", "capstone", _capstone()))
 STUDY_LIST = (
     Study("ch09_ladder", "09",
           "From chapter 08's kernel to the capstone, one change per step",
@@ -136,7 +157,7 @@ STUDY_LIST = (
               Step("+ A tile rows padded to BM + 4", "zorder",
                    {**_ZORDER, "PAD": 4, "ZORDER": False}),
               Step("+ z-order lanes", "zorder", {**_ZORDER, "PAD": 4, "ZORDER": True}),
-              Step("cp.async ring, 2 stages, warp tiles, double-buffered fragments", "capstone", _capstone()),
+              *_STEP_4,
               Step("+ 4 stages", "capstone", _capstone(STAGES=4)),
               Step("+ BK = 16", "capstone", _capstone(STAGES=4, BK=16)),
               Step("+ hoisted copy addresses", "capstone",
@@ -241,7 +262,7 @@ STUDY_LIST = (
     Study("ch09_step_stalls", "09", "Where the warps wait before and after the cp.async ring, "
           "and at the capstone", "ncu", (
               Step("+ z-order lanes", "zorder", {**_ZORDER, "PAD": 4, "ZORDER": True}),
-              Step("cp.async ring, 2 stages, warp tiles, double-buffered fragments", "capstone", _capstone()),
+              *_STEP_4,
               Step("+ 4 stages", "capstone", _capstone(STAGES=4)),
               Step("+ BK = 16", "capstone", _capstone(STAGES=4, BK=16)),
               Step("+ hoisted copy addresses", "capstone",
@@ -365,12 +386,17 @@ def problems(study: Study) -> list[str]:
             out.append(f"{study.name}: step {s.label!r} names no kernel {s.kernel!r}")
             continue
         try:
-            bad = KERNELS[s.kernel].problems(s.params)
+            k = step_kernel(s)
+        except ValueError as e:        # a variant that names nothing or does not build
+            out.append(f"{study.name}: step {s.label!r}: {e}")
+            continue
+        try:
+            bad = k.problems(s.params)
         except ValueError as e:
             bad = [str(e)]
         for shape in study.shapes:
             try:
-                wrong = shape_problem(KERNELS[s.kernel], step_shape(s, shape))
+                wrong = shape_problem(k, step_shape(s, shape))
             except ValueError as e:
                 wrong = str(e)
             if wrong:
@@ -387,7 +413,7 @@ def problems(study: Study) -> list[str]:
 def launches(study: Study) -> list[tuple[Step, dict, tuple]]:
     """(step, full parameters, the step's shape) for every launch, in order: steps
     within the study's shapes."""
-    return [(s, KERNELS[s.kernel].resolve(s.params), step_shape(s, shape))
+    return [(s, step_kernel(s).resolve(s.params), step_shape(s, shape))
             for shape in study.shapes for s in study.steps]
 
 
@@ -420,9 +446,10 @@ def results(name: str, shape=None, rec=None) -> list[tuple[Step, dict | None]]:
     rec = rec or records.current()
     out = []
     for step in study.steps:
-        full, s = KERNELS[step.kernel].resolve(step.params), step_shape(step, shape)
+        k = step_kernel(step)
+        full, s = k.resolve(step.params), step_shape(step, shape)
         rows = [] if rec is None else [
-            r for r in rec.find(step.kernel, s, full)
+            r for r in rec.find(k, s, full)
             if (r.get("study") == name if study.kind == "ncu"
                 else "gflops" in r or "gbps" in r)]
         out.append((step, rows[0] if rows else None))

@@ -27,6 +27,7 @@ from collections import Counter
 
 from gemm_kernels.core import analysis, compiler, device
 from gemm_kernels.core.kernels import KERNELS
+from gemm_kernels.core.launch import kernel_of
 from gemm_kernels.core.table import Table
 from gemm_kernels.exercises.cexpr import code_only, evaluate
 # The chapter's checks read the same kernel: one brace matcher (the text inside the
@@ -382,7 +383,33 @@ def ladder_steps():
     return studies.get(LADDER).steps
 
 
-def _blocks(kernel: str, params: dict, registers: int | None = None) -> int:
+def step_numbers() -> list[str]:
+    """The ladder's step numbers as the chapter writes them: 0, 1, 2, ..., except that the
+    steps which split one change of the kernel into one change each (the variants of
+    `ch09_split`, and the registry step that follows them) share one number with letters:
+    4a, 4b, 4c."""
+    steps, out, n, letter = ladder_steps(), [], 0, None
+    for i, s in enumerate(steps):
+        if s.variant is None and not (i and steps[i - 1].variant is not None):
+            out.append(str(n))
+            n += 1
+            continue
+        letter = 0 if letter is None else letter + 1
+        out.append(f"{n}{'abcdefgh'[letter]}")
+        if s.variant is None:         # the last of the split
+            n, letter = n + 1, None
+    return out
+
+
+def position(number) -> int:
+    """Where step `number` (3, "4a", ...) is in the ladder."""
+    numbers = step_numbers()
+    if str(number) not in numbers:
+        raise ValueError(f"the ladder has no step {number}; its steps are {', '.join(numbers)}")
+    return numbers.index(str(number))
+
+
+def _blocks(kernel, params: dict, registers: int | None = None) -> int:
     """Blocks per SM of one configuration: with `registers` (those of the binary that
     was timed) where given, else with the registers ptxas gives it here."""
     return analysis.kernel_occupancy(kernel, params, registers=registers).blocks_per_sm
@@ -401,9 +428,9 @@ def _row_blocks(kernel: str, row: dict) -> int | None:
                               b["shared_size_bytes"] + k.dynamic_bytes(row["params"])).blocks_per_sm
 
 
-def _here_registers(kernel: str, params: dict) -> int:
+def _here_registers(kernel, params: dict) -> int:
     """Registers per thread that ptxas here gives one configuration (no disassembly)."""
-    k = KERNELS[kernel]
+    k = kernel_of(kernel)
     return compiler.resources(k, k.resolve(params))["registers"]
 
 
@@ -413,7 +440,7 @@ def _timed_registers(*rows) -> int | None:
                  if r and (r.get("binary") or {}).get("registers") is not None), None)
 
 
-def _loop_counts(kernel: str, params: dict, registers: int | None = None) -> dict:
+def _loop_counts(kernel, params: dict, registers: int | None = None) -> dict:
     """Main-loop SASS of one configuration, in the families the chapter talks about.
     `registers`: those of the binary that was timed (registers and blocks per SM then
     describe it); by default ptxas's here."""
@@ -439,20 +466,22 @@ class Rung:
     without a MINB switch are their own `held` rows (the z-order kernel always asks
     for two blocks per SM; chapter 08's fits two as it is)."""
 
-    def __init__(self, index, step, rows, held):
+    def __init__(self, index, step, rows, held, number=None):
         self.index, self.step, self.rows, self.held = index, step, rows, held
-        self.here = _here_registers(step.kernel, step.params)
+        self.kernel = studies.step_kernel(step)     # a registry kernel or a variant of one
+        self.here = _here_registers(self.kernel, step.params)
         timed = _timed_registers(*rows.values())
         self.timed = timed is not None
         self.registers = timed if self.timed else self.here
-        self.blocks = _blocks(step.kernel, step.params, self.registers)
+        self.blocks = _blocks(self.kernel, step.params, self.registers)
         self.has_minb = "MINB" in step.params
-        self.label = f"{index}. {step.label}"
+        self.number = str(index) if number is None else number
+        self.label = f"{self.number}. {step.label}"
 
 
 def ladder(sizes=(2048, 4096)) -> list[Rung]:
     """The recorded ladder at `sizes` (each step's row, and its MINB = 2 build)."""
-    steps = ladder_steps()
+    steps, numbers = ladder_steps(), step_numbers()
     by_size = {n: studies.results(LADDER, (n,) * 3) for n in sizes}
     out = []
     for i, step in enumerate(steps):
@@ -463,11 +492,20 @@ def ladder(sizes=(2048, 4096)) -> list[Rung]:
                 held[n] = rows[n]
                 continue
             try:
-                held[n] = lookup.recorded(step.kernel, (n,) * 3, {**step.params, "MINB": 2})
+                held[n] = lookup.recorded(studies.step_kernel(step), (n,) * 3,
+                                          {**step.params, "MINB": 2})
             except LookupError:
                 held[n] = None
-        out.append(Rung(i, step, rows, held))
+        out.append(Rung(i, step, rows, held, numbers[i]))
     return out
+
+
+def _no_switch(rungs) -> str:
+    """"steps 0-4a": the steps without a MINB switch, as the ladder numbers them."""
+    plain = [r.index for r in rungs if not r.has_minb]
+    if len(plain) > 1 and plain == list(range(plain[0], plain[-1] + 1)):
+        return f"steps {rungs[plain[0]].number}-{rungs[plain[-1]].number}"
+    return "steps " + ", ".join(rungs[i].number for i in plain)
 
 
 def _rate(row) -> float | None:
@@ -492,9 +530,9 @@ def _change(row, before) -> str:
 def _registers_note(rungs) -> str:
     """Where ptxas here gives another register count than the binary that was timed,
     one clause per step, with the blocks per SM that count would leave."""
-    diff = [f"step {r.index}: {r.here} (the timed binary had {r.registers}"
-            + (f"; {_blocks(r.step.kernel, r.step.params, r.here)} block(s)/SM with "
-               f"{r.here})" if _blocks(r.step.kernel, r.step.params, r.here) != r.blocks
+    diff = [f"step {r.number}: {r.here} (the timed binary had {r.registers}"
+            + (f"; {_blocks(r.kernel, r.step.params, r.here)} block(s)/SM with "
+               f"{r.here})" if _blocks(r.kernel, r.step.params, r.here) != r.blocks
                else ")")
             for r in rungs if r.timed and r.here != r.registers]
     return (f"ptxas {compiler.ptxas_version()} here allocates differently for "
@@ -531,7 +569,7 @@ def ladder_table(sizes=(2048, 4096), two_blocks_at: int | None = 4096) -> Table:
              + (f" ({note})" if note else "") + ".")
     if two_blocks_at:
         title += (" MINB = 2 builds: the capstone's steps compiled to fit two blocks per "
-                  f"SM; steps 0-3 have no such switch and ask for two blocks as built "
+                  f"SM; {_no_switch(rungs)} have no such switch and ask for two blocks as built "
                   f"('{AS_BUILT}': their changes are reckoned from their own rates)")
     return Table(rows, list(rows[0]), title=title)
 
@@ -653,10 +691,7 @@ def ladder_plot(sizes=(2048, 4096), minb: bool = False):
     colours = ("#9fc5e8", "#3d85c6")
     # The steps before the capstone have no MINB switch (they ask for two blocks as
     # built): the diamonds' legend names them, from the ladder itself.
-    plain = [r.index for r in rungs if not r.has_minb]
-    no_switch = (f"steps {plain[0]}-{plain[-1]}" if len(plain) > 1 and
-                 plain == list(range(plain[0], plain[-1] + 1)) else
-                 "steps " + ", ".join(map(str, plain)))
+    no_switch = _no_switch(rungs)
     for k, n in enumerate(sizes):
         for r in rungs:
             row = r.rows[n]
@@ -727,6 +762,48 @@ def step_changes(sizes=(2048, 4096)) -> Text:
     return Text(f"(at {' and '.join(f'{n}^3' for n in sizes)})\n" + "\n".join(lines))
 
 
+def step4_reading(sizes=(2048, 4096)) -> Text:
+    """Step 4 one change at a time: for 4a, 4b and 4c their change against the step
+    before at each size, as timed and between the MINB = 2 builds where there are any,
+    with registers and blocks per SM (of the timed binary, or ptxas here where the
+    recording has none, said so); then 4c against step 3, the three changes together.
+    Where the recording lacks a split step, one sentence says so instead of its line."""
+    full = ladder(sizes)
+    split = [r for r in full if r.number[-1:].isalpha()]
+    fmt = lambda v: "-" if v is None else f"{v:+.1f}%"
+    at = " and ".join(f"{n}^3" for n in sizes)
+
+    def line(r, before, name):
+        got = [_step_change(r, before, n) for n in sizes]
+        out = f"{name}: {' and '.join(fmt(c) for c, _ in got)} as timed"
+        if any(h is not None for _, h in got) and (r.has_minb or before.has_minb):
+            out += f"; {' and '.join(fmt(h) for _, h in got)} between the MINB = 2 builds"
+        return out
+
+    def occupancy(r):
+        whose = "timed binary" if r.timed else f"ptxas {compiler.ptxas_version()} here"
+        return f"{r.registers} registers ({whose}), {r.blocks} block{'s' * (r.blocks != 1)}/SM"
+
+    lines = [f"(at {at})"]
+    missing = [r.number for r in split if any(r.rows[n] is None for n in sizes)]
+    if missing:
+        named = " and ".join(filter(None, [", ".join(missing[:-1]), missing[-1]]))
+        lines.append(f"Step{'s' * (len(missing) > 1)} {named} "
+                     f"{'are' if len(missing) > 1 else 'is'} not in this recording, so it "
+                     "cannot yet say which of the three changes brings step 4's gain.")
+    for r in split:
+        before = full[r.index - 1]
+        text = f"{r.label}: {occupancy(r)}"
+        if r.number not in missing and before.number not in missing:
+            text += "; " + line(r, before, "against the step before").split(": ", 1)[1]
+        lines.append(text)
+    if split:
+        three = full[split[0].index - 1]
+        lines.append(line(split[-1], three, f"{split[-1].number} against {three.number}, "
+                          "the three changes together"))
+    return Text("\n".join(lines))
+
+
 def change_plot(sizes=(2048, 4096)):
     """Each step's change against the step before, in %, as timed (bars, one per size)
     and between the MINB = 2 builds (diamonds), on top of two bands from the same
@@ -789,12 +866,13 @@ def change_plot(sizes=(2048, 4096)):
 COPY_SYNC = ("LDG", "STS", "LDGSTS", "LDGDEPBAR", "DEPBAR", "BAR")
 
 
-def step_listing(kernel: str, params: dict, lds: int = 4) -> list[str]:
+def step_listing(kernel, params: dict, lds: int = 4) -> list[str]:
     """The main loop of one configuration, cut to what a ladder step changes: every
     copy and synchronisation instruction (`COPY_SYNC`) and the first `lds` LDS.128 (the
     reads of the first k), in program order; each run of instructions left out becomes
     one line that counts them, FFMAs apart, and names the most frequent others."""
-    body = analysis.main_loop(compiler.sass(KERNELS[kernel], KERNELS[kernel].resolve(params)))
+    k = kernel_of(kernel)
+    body = analysis.main_loop(compiler.sass(k, k.resolve(params)))
     out, skipped, seen_lds = [], Counter(), 0
 
     def flush():
@@ -854,28 +932,33 @@ def hide_wait_count(lines: list[str]) -> list[str]:
     return [re.sub(r"(DEPBAR\.LE\s+SB0,\s*)0x[0-9a-fA-F]+", r"\g<1>0x?", ln) for ln in lines]
 
 
-def step_sass(i: int, since: int | None = None, listing=True,
-              hide_wait: bool = False) -> StepSass:
-    """Ladder step `i` in the SASS (sm_90, ptxas here): the main loop's instruction
-    counts (one trip: BK values of k) of steps `since`..i (default: the step before and
-    this one), with the registers and blocks per SM of the binary that was timed, then
-    loops cut to the instructions the ladder changes (`step_listing`): step i's
-    (`listing=True`), none (False), or those of the steps in a tuple. `hide_wait`: the
-    wait's count masked (`hide_wait_count`), for listings shown before the exercise."""
+def step_sass(step, since=None, listing=True, hide_wait: bool = False) -> StepSass:
+    """Ladder step `step` (its number: 3, "4a", ...) in the SASS (sm_90, ptxas here): the
+    main loop's instruction counts (one trip: BK values of k) of steps `since`..`step`
+    (default: the step before and this one), with the registers and blocks per SM of the
+    binary that was timed, then loops cut to the instructions the ladder changes
+    (`step_listing`): this step's (`listing=True`), none (False), or those of the steps
+    numbered in a tuple. `hide_wait`: the wait's count masked (`hide_wait_count`), for
+    listings shown before the exercise."""
     rungs = ladder((4096,))
-    first = max(0, i - 1) if since is None else since
-    rows = [{"step": r.label, **_loop_counts(r.step.kernel, r.step.params, r.registers)}
+    i = position(step)
+    first = max(0, i - 1) if since is None else position(since)
+    rows = [{"step": r.label, **_loop_counts(r.kernel, r.step.params, r.registers)}
             for r in rungs[first:i + 1]]
     note = _registers_note(rungs[first:i + 1])
+    here = [r.number for r in rungs[first:i + 1] if not r.timed]
     table = Table(rows, list(rows[0]), title="main loop, one trip: instruction counts from "
                   f"the SASS of ptxas {compiler.ptxas_version()} here (sm_90); registers and "
-                  "blocks/SM of the compiled kernel that was timed" + (f"\n{note}" if note else ""))
-    shown = (i,) if listing is True else () if listing is False else tuple(listing)
+                  "blocks/SM of the compiled kernel that was timed"
+                  + (f" (of ptxas here for step{'s' * (len(here) > 1)} {', '.join(here)}, "
+                     "not in the recording)" if here else "")
+                  + (f"\n{note}" if note else ""))
+    shown = (i,) if listing is True else () if listing is False else tuple(map(position, listing))
     mask = hide_wait_count if hide_wait else list
     why = " (the wait's count hidden: the exercise below asks for it)" if hide_wait else ""
-    return StepSass(table, [(f"Step {j}'s main loop: copies, waits, barriers and the "
-                             f"LDS.128 of the first k{why}",
-                             mask(step_listing(rungs[j].step.kernel, rungs[j].step.params)))
+    return StepSass(table, [(f"Step {rungs[j].number}'s main loop: copies, waits, barriers "
+                             f"and the LDS.128 of the first k{why}",
+                             mask(step_listing(rungs[j].kernel, rungs[j].step.params)))
                             for j in shown])
 
 
@@ -1532,22 +1615,36 @@ def numbered(label: str) -> str:
     """A step's label with its number on the ladder ("3. + z-order lanes"), as the
     ladder's tables and pictures write it; the label itself where it is not a step."""
     labels = [st.label for st in ladder_steps()]
-    return f"{labels.index(label)}. {label}" if label in labels else label
+    return f"{step_numbers()[labels.index(label)]}. {label}" if label in labels else label
 
 
 def step_stall_plot(top: int = 7):
-    """Where the warps wait at step 3 (z-order), at step 4 (the cp.async ring, 2 stages)
-    and at steps 5 to 7, at 4096^3: `evidence.stall_plot` of the study, with the steps
-    numbered as on the ladder and without its run line (the chapter's caption names the
-    recording). `top` = 7 keeps *math pipe throttle* in a colour of its own."""
+    """Where the warps wait at step 3 (z-order), at the three steps of step 4 and at steps
+    5 to 7, at 4096^3: `evidence.stall_plot` of the study, each bar named by its step
+    number alone ("step 4c") with a key under the plot (the labels in full would squeeze
+    the bars), and without its run line (the chapter's caption names the recording). A
+    step the recording has no profile of gets no bar; the key says which. `top` = 7 keeps
+    *math pipe throttle* in a colour of its own."""
+    import textwrap
     from gemm_kernels.notebook import evidence
     fig = evidence.stall_plot(STEP_STALLS, top=top, run_line=False)
+    if not fig.axes or not fig.axes[0].get_yticklabels():
+        return fig
     ax = fig.axes[0]
-    ax.set_yticks(ax.get_yticks(), [numbered(t.get_text()) for t in ax.get_yticklabels()])
-    # Steps 3 and 7 run two blocks per SM, steps 4 to 6 one: the cycles are summed over
+    number = dict(zip((s.label for s in ladder_steps()), step_numbers()))
+    shown = [t.get_text() for t in ax.get_yticklabels()]
+    ax.set_yticks(ax.get_yticks(), [f"step {number.get(s, s)}" for s in shown])
+    # Some steps run two blocks per SM, steps 4c to 6 one: the cycles are summed over
     # the resident warps, so the label says so (compare rows with equal warps resident).
     ax.set_xlabel(STALL_AXIS)
-    fig.tight_layout()
+    key = "; ".join(f"{number.get(s, s)}: {s.removeprefix('+ ')}" for s in shown)
+    missing = [number.get(s.label, s.label) for s, r in studies.results(STEP_STALLS) if r is None]
+    if missing:
+        key += (f". Not in this recording: step{'s' * (len(missing) > 1)} "
+                f"{', '.join(missing)}")
+    lines = textwrap.wrap(key, 120)
+    fig.text(0.01, 0.01, "\n".join(lines), fontsize=FONT - 1, va="bottom")
+    fig.tight_layout(rect=(0, 0.035 * len(lines) + 0.01, 1, 1))
     return fig
 
 
@@ -1565,9 +1662,10 @@ def step_counters() -> Table:
     issue slots used, FMA pipe busy and the shared-memory pipe busy (all % of peak); then
     the waits for global memory (long scoreboard), at barriers and for shared memory
     (short scoreboard) per issued instruction *and per resident warp*. The profiler sums
-    a wait over the warps resident, so steps 3 and 7 (two blocks per SM) count twice the
-    warps of steps 4 to 6; divided by the warps resident (the recorded % of the SM's warp
-    slots times the device's slots), the waits of all five steps compare directly."""
+    a wait over the warps resident, so a step with two blocks per SM (3, 7, and 4a and 4b
+    as ptxas compiles them here) counts twice the warps of one with one block (4c to 6);
+    divided by the warps resident (the recorded % of the SM's warp slots times the
+    device's slots), the waits of all the steps compare directly."""
     from gemm_kernels.measure import roofline
     from gemm_kernels.notebook import evidence
     waits = {"long scoreboard": "long_scoreboard", "barrier": "barrier",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-from gemm_kernels.notebook import ch06_tiles, ch07_ablation, ch08_prefetch, ch11_wide
+from gemm_kernels.notebook import ch06_tiles, ch07_ablation, ch08_prefetch, ch09_split, ch11_wide
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,12 @@ class Timed:
 
 def _min_blocks(name: str, blocks: int):
     return lambda: ch06_tiles.with_min_blocks(name, blocks)
+
+
+def _ladder_step(variant: str) -> dict:
+    """The configuration at which chapter 09's ladder runs `variant` (its study's step)."""
+    from gemm_kernels.measure import studies
+    return next(s.params for s in studies.get("ch09_ladder").steps if s.variant == variant)
 
 
 def _exercise_entries() -> list[Timed]:
@@ -79,6 +85,16 @@ def entries() -> list[Timed]:
     out.append(Timed("sgemm_tiled_vec:scalar_B", "11", ch11_wide.control_kernel,
                      (ch11_wide.SIZE,) * 3,
                      tuple({"BLOCK": 16, "VEC": v} for v in (1, 2, 4)), ("sgemm_tiled_vec",)))
+    # 09: the ladder's step 4 in three (ch09_split): the z-order kernel with the capstone's
+    # cp.async copies, and the capstone with one fragment set (as built, and held to two
+    # blocks per SM), each beside the kernel it changes. The ch09_ladder study times them
+    # with the rest of the ladder in one run; this is the same configuration.
+    cube = (4096,) * 3
+    out.append(Timed(ch09_split.ZORDER_RING, "09", ch09_split.ring_kernel, cube,
+                     (_ladder_step(ch09_split.ZORDER_RING),), ("zorder",)))
+    one_set = _ladder_step(ch09_split.ONE_FRAGMENT_SET)
+    out.append(Timed(ch09_split.ONE_FRAGMENT_SET, "09", ch09_split.one_set_kernel, cube,
+                     (one_set, {**one_set, "MINB": 2}), ("capstone",)))
     return out + _exercise_entries()
 
 
