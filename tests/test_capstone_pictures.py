@@ -186,6 +186,9 @@ def record(tmp_path, monkeypatch):
                                                           "started": "2026-01-02T03:01:00Z"}})
     path = records.save(rec, tmp_path / "test-gpu-9000.json")
     monkeypatch.setenv("GEMM_KERNELS_RECORD", str(path))
+    # the only recording there is (the ladder's section would otherwise read a committed
+    # one that holds every step)
+    monkeypatch.setattr(records, "available", lambda: [{"path": str(path)}])
     records._LOADED.clear()
     yield
     records._LOADED.clear()
@@ -505,7 +508,8 @@ def test_the_step_profile_divides_the_waits_by_the_warps_resident():
     if t[0]["warps resident, %"] is None:
         pytest.skip("the recording has no profile of the steps")
     raw = evidence.counters(cp.STEP_STALLS, {"long": cp._WAIT.format("long_scoreboard"),
-                                             "barrier": cp._WAIT.format("barrier")})
+                                             "barrier": cp._WAIT.format("barrier")},
+                            rec=studies.complete_recording(cp.STEP_STALLS))
     assert "long scoreboard / issue" not in t.columns        # only the divided waits
     for row, r in zip(t, raw):
         if row["warps resident, %"] is None:        # a step not profiled in this recording
@@ -607,7 +611,9 @@ def _recording(rows, tmp_path, monkeypatch):
     rec = records.Record({"name": "Test GPU 9000", "sm_count": 100}, "2026-01-02T03:04:05Z",
                          "abc1234", rows, runs={"run-a": {"command": "study ch09_ladder",
                                                           "started": "2026-01-02T03:00:00Z"}})
-    monkeypatch.setenv("GEMM_KERNELS_RECORD", str(records.save(rec, tmp_path / "t.json")))
+    path = records.save(rec, tmp_path / "t.json")
+    monkeypatch.setenv("GEMM_KERNELS_RECORD", str(path))
+    monkeypatch.setattr(records, "available", lambda: [{"path": str(path)}])
     records._LOADED.clear()
 
 

@@ -94,3 +94,35 @@ def test_results_pair_every_step_with_its_row_or_none():
             if row is not None:
                 assert row["kernel"] == step.kernel
                 assert (row.get("study") == name) == (st.kind == "ncu")
+
+
+def test_a_study_is_read_from_the_recording_that_holds_all_of_it(tmp_path, monkeypatch):
+    """complete_recording: the one shown when it holds every step, else another that
+    does (a study is compared within one run), else the one shown."""
+    from gemm_kernels.measure import records
+    st = studies.get("ch09_ladder_minb2")
+
+    def rec_with(steps, name):
+        rows = []
+        for shape in st.shapes:
+            for s in steps:
+                k = studies.step_kernel(s)
+                rows.append({"chapter": "09", "kernel": k.name, "params": k.resolve(s.params),
+                             "shape": list(shape), "gflops": {"median": 1.0, "min": 1.0, "max": 1.0},
+                             "source": k.source_hash(), "run": "r"})
+        rec = records.Record({"name": name, "sm_count": 1}, "2026-01-01T00:00:00Z", "abc",
+                             rows, runs={"r": {"command": "study"}})
+        return records.save(rec, tmp_path / f"{name}.json")
+    part, whole = rec_with(st.steps[:2], "part"), rec_with(st.steps, "whole")
+    monkeypatch.setattr(records, "available", lambda: [{"path": str(part)}, {"path": str(whole)}])
+    monkeypatch.setenv("GEMM_KERNELS_RECORD", str(part))
+    records._LOADED.clear()
+    try:
+        assert studies.complete_recording(st.name).device["name"] == "whole"
+        monkeypatch.setattr(records, "available", lambda: [{"path": str(part)}])
+        assert studies.complete_recording(st.name).device["name"] == "part"
+        monkeypatch.setenv("GEMM_KERNELS_RECORD", str(whole))
+        records._LOADED.clear()
+        assert studies.complete_recording(st.name).device["name"] == "whole"
+    finally:
+        records._LOADED.clear()

@@ -13,7 +13,7 @@ family (every stall reason) is recorded without typing each name.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gemm_kernels.core.kernels import KERNELS
 
@@ -147,23 +147,30 @@ _STEP_4 = (
     Step("+ warp tiles (the capstone, one fragment set)", "capstone", _capstone(),
          variant="capstone: one fragment set"),
     Step("+ double-buffered fragments", "capstone", _capstone()))
+_LADDER_STEPS = (
+    Step("chapter 08: two stages, registers in between", "double_buffer", K5),
+    Step("2 x 2 sub-tiles of 4 x 4 per thread", "zorder",
+         {**_ZORDER, "PAD": 0, "ZORDER": False}),
+    Step("+ A tile rows padded to BM + 4", "zorder",
+         {**_ZORDER, "PAD": 4, "ZORDER": False}),
+    Step("+ z-order lanes", "zorder", {**_ZORDER, "PAD": 4, "ZORDER": True}),
+    *_STEP_4,
+    Step("+ 4 stages", "capstone", _capstone(STAGES=4)),
+    Step("+ BK = 16", "capstone", _capstone(STAGES=4, BK=16)),
+    Step("+ hoisted copy addresses", "capstone",
+         _capstone(STAGES=4, BK=16, HOIST=True)),
+    Step("+ grouped block order", "capstone",
+         _capstone(STAGES=4, BK=16, HOIST=True, GROUP=8)))
 STUDY_LIST = (
     Study("ch09_ladder", "09",
           "From chapter 08's kernel to the capstone, one change per step",
-          "time", (
-              Step("chapter 08: two stages, registers in between", "double_buffer", K5),
-              Step("2 x 2 sub-tiles of 4 x 4 per thread", "zorder",
-                   {**_ZORDER, "PAD": 0, "ZORDER": False}),
-              Step("+ A tile rows padded to BM + 4", "zorder",
-                   {**_ZORDER, "PAD": 4, "ZORDER": False}),
-              Step("+ z-order lanes", "zorder", {**_ZORDER, "PAD": 4, "ZORDER": True}),
-              *_STEP_4,
-              Step("+ 4 stages", "capstone", _capstone(STAGES=4)),
-              Step("+ BK = 16", "capstone", _capstone(STAGES=4, BK=16)),
-              Step("+ hoisted copy addresses", "capstone",
-                   _capstone(STAGES=4, BK=16, HOIST=True)),
-              Step("+ grouped block order", "capstone",
-                   _capstone(STAGES=4, BK=16, HOIST=True, GROUP=8))),
+          "time", _LADDER_STEPS, (CUBE_2048, CUBE_4096)),
+    # The same steps where the capstone's kernel runs them, built with MINB = 2 (two
+    # blocks per SM): the ladder's second column, timed in the ladder's run.
+    Study("ch09_ladder_minb2", "09",
+          "The capstone's steps of the ladder, built to fit two blocks per SM", "time",
+          tuple(replace(s, label=f"{s.label}, MINB = 2", params={**s.params, "MINB": 2})
+                for s in _LADDER_STEPS if "MINB" in s.params),
           (CUBE_2048, CUBE_4096)),
     Study("ch07_ablation", "07",
           "Chapter 06's tile, then 16-byte global loads, then the transposed A tile",
@@ -454,6 +461,18 @@ def results(name: str, shape=None, rec=None) -> list[tuple[Step, dict | None]]:
                 else "gflops" in r or "gbps" in r)]
         out.append((step, rows[0] if rows else None))
     return out
+
+
+def complete_recording(name: str):
+    """The recording for study `name`: the one shown if it holds a row for every step at
+    every shape of the study, else the first other one that does (a study is recorded in
+    one run on one GPU: its steps are compared only with each other), else the one shown."""
+    from gemm_kernels.measure import records
+    cur = records.current()
+    candidates = [cur] + [records.load(e["path"]) for e in records.available()]
+    whole = lambda rec: rec is not None and all(
+        row is not None for shape in get(name).shapes for _, row in results(name, shape, rec))
+    return next((r for r in candidates if whole(r)), cur)
 
 
 def recording_of(name: str, shape=None):

@@ -479,10 +479,27 @@ class Rung:
         self.label = f"{self.number}. {step.label}"
 
 
+def ladder_recording():
+    """The recording the ladder's section reads (its steps, their MINB = 2 builds, the
+    yardsticks, the steps' profile): the one that holds every step of the ladder, timed
+    in one run (`studies.complete_recording`), so that its changes are compared on one
+    GPU."""
+    return studies.complete_recording(LADDER)
+
+
+def ladder_source() -> str:
+    """Where the ladder's numbers come from, for titles."""
+    if device.is_live():
+        return records.source()
+    rec = ladder_recording()
+    return rec.label if rec else records.source()
+
+
 def ladder(sizes=(2048, 4096)) -> list[Rung]:
     """The recorded ladder at `sizes` (each step's row, and its MINB = 2 build)."""
     steps, numbers = ladder_steps(), step_numbers()
-    by_size = {n: studies.results(LADDER, (n,) * 3) for n in sizes}
+    rec = ladder_recording()
+    by_size = {n: studies.results(LADDER, (n,) * 3, rec) for n in sizes}
     out = []
     for i, step in enumerate(steps):
         rows = {n: by_size[n][i][1] for n in sizes}
@@ -493,7 +510,7 @@ def ladder(sizes=(2048, 4096)) -> list[Rung]:
                 continue
             try:
                 held[n] = lookup.recorded(studies.step_kernel(step), (n,) * 3,
-                                          {**step.params, "MINB": 2})
+                                          {**step.params, "MINB": 2}, rec=rec)
             except LookupError:
                 held[n] = None
         out.append(Rung(i, step, rows, held, numbers[i]))
@@ -562,7 +579,7 @@ def ladder_table(sizes=(2048, 4096), two_blocks_at: int | None = 4096) -> Table:
         rows.append(row)
     timed = all(r.timed for r in rungs)
     note = _registers_note(rungs)
-    title = (f"The ladder to the capstone, {records.source()}. Registers and blocks/SM: "
+    title = (f"The ladder to the capstone, {ladder_source()}. Registers and blocks/SM: "
              + ("of the compiled kernel that was timed" if timed else
                 f"ptxas {compiler.ptxas_version()} here (the recording names no binary "
                 "for some steps)")
@@ -594,7 +611,7 @@ def minb_pairs(sizes=(2048, 4096)) -> list[dict]:
     emits, nothing else."""
     k = KERNELS["capstone"]
     d = k.resolve(None)
-    rec = records.current()
+    rec = ladder_recording()
     if rec is None:
         return []
     out = []
@@ -603,7 +620,8 @@ def minb_pairs(sizes=(2048, 4096)) -> list[dict]:
             if "gflops" not in r1:
                 continue
             try:
-                r2 = lookup.recorded("capstone", (n,) * 3, {**r1["params"], "MINB": 2})
+                r2 = lookup.recorded("capstone", (n,) * 3, {**r1["params"], "MINB": 2},
+                                     rec=rec)
             except LookupError:
                 continue
             g1, g2 = _timed_registers(r1), _timed_registers(r2)
@@ -640,7 +658,7 @@ def minb_table(sizes=(2048, 4096)) -> Table:
             row.setdefault(c, "-")
     return Table(table, cols, title="The capstone at the ladder's tile (128 x 128, warps of "
                  "32 x 64), built as it is and with MINB = 2, where both builds fit the same "
-                 f"blocks per SM; GFLOP/s {records.source()}")
+                 f"blocks per SM; GFLOP/s {ladder_source()}")
 
 
 def yardsticks(sizes=(2048, 4096)) -> Text:
@@ -722,7 +740,7 @@ def ladder_plot(sizes=(2048, 4096), minb: bool = False):
     ax.set_xlabel("GFLOP/s (black tick: the cuBLAS timed beside the bar)", fontsize=FONT)
     ax.tick_params(axis="x", labelsize=FONT)
     ax.set_title("From chapter 08's kernel to the capstone, step by step\n"
-                 f"({records.source()})",
+                 f"({ladder_source()})",
                  fontsize=FONT + 1)
     handles, labels = ax.get_legend_handles_labels()
     if handles:
@@ -854,7 +872,7 @@ def change_plot(sizes=(2048, 4096)):
     lo, hi = ax.get_xlim()
     ax.set_xlim(lo - 2, hi + 2)
     ax.set_title("What each step changed, and how large a change must be to mean something\n"
-                 f"({records.source()})", fontsize=FONT + 1)
+                 f"({ladder_source()})", fontsize=FONT + 1)
     handles, labels = ax.get_legend_handles_labels()
     keep = dict(zip(labels, handles))
     fig.legend(keep.values(), keep.keys(), fontsize=FONT, loc="outside lower center", ncol=2)
@@ -1627,10 +1645,12 @@ def step_stall_plot(top: int = 7):
     *math pipe throttle* in a colour of its own."""
     import textwrap
     from gemm_kernels.notebook import evidence
-    fig = evidence.stall_plot(STEP_STALLS, top=top, run_line=False)
+    rec = studies.complete_recording(STEP_STALLS)
+    fig = evidence.stall_plot(STEP_STALLS, top=top, run_line=False, rec=rec)
     if not fig.axes or not fig.axes[0].get_yticklabels():
         return fig
     ax = fig.axes[0]
+    ax.set_title(f"{ax.get_title()}\n({ladder_source()})", fontsize=ax.title.get_fontsize())
     number = dict(zip((s.label for s in ladder_steps()), step_numbers()))
     shown = [t.get_text() for t in ax.get_yticklabels()]
     ax.set_yticks(ax.get_yticks(), [f"step {number.get(s, s)}" for s in shown])
@@ -1638,7 +1658,8 @@ def step_stall_plot(top: int = 7):
     # the resident warps, so the label says so (compare rows with equal warps resident).
     ax.set_xlabel(STALL_AXIS)
     key = "; ".join(f"{number.get(s, s)}: {s.removeprefix('+ ')}" for s in shown)
-    missing = [number.get(s.label, s.label) for s, r in studies.results(STEP_STALLS) if r is None]
+    missing = [number.get(s.label, s.label) for s, r in studies.results(STEP_STALLS, rec=rec)
+               if r is None]
     if missing:
         key += (f". Not in this recording: step{'s' * (len(missing) > 1)} "
                 f"{', '.join(missing)}")
@@ -1670,7 +1691,7 @@ def step_counters() -> Table:
     from gemm_kernels.notebook import evidence
     waits = {"long scoreboard": "long_scoreboard", "barrier": "barrier",
              "short scoreboard": "short_scoreboard"}
-    t = evidence.counters(STEP_STALLS, {
+    t = evidence.counters(STEP_STALLS, rec=studies.complete_recording(STEP_STALLS), columns={
         "warps resident, %": "sm__warps_active.avg.pct_of_peak_sustained_active",
         "issue slots used, %": "smsp__issue_active.avg.pct_of_peak_sustained_active",
         "FMA pipe busy, %": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 
-from gemm_kernels.core import analysis
+from gemm_kernels.core import analysis, device
 from gemm_kernels.core.table import Table
 from gemm_kernels.measure import records, studies, timing
 
@@ -32,19 +32,21 @@ def _shape_text(shape) -> str:
     return " x ".join(map(str, shape))
 
 
-def _runs_text(runs) -> str:
+def _runs_text(runs, rec=None) -> str:
     """How many processes measured the rows, in words for the student (the run ids
-    themselves are provenance for the recording, not for the reader)."""
+    themselves are provenance for the recording, not for the reader), and the recording
+    (`rec`, default the one shown)."""
     if not runs:
         return "no run recorded"
+    label = rec.label if rec is not None and not device.is_live() else records.recording_label()
     return ("measured in one run" if len(runs) == 1 else f"measured in {len(runs)} runs") \
-        + f" ({records.recording_label()})"
+        + f" ({label})"
 
 
-def _runs_line(pairs) -> str:
+def _runs_line(pairs, rec=None) -> str:
     missing = sum(1 for _, r in pairs if r is None)
-    return _runs_text(studies.runs(pairs)) + (f"; {missing} step(s) {NOT_RECORDED}"
-                                              if missing else "")
+    return _runs_text(studies.runs(pairs), rec) + (f"; {missing} step(s) {NOT_RECORDED}"
+                                                   if missing else "")
 
 
 def table(name: str, shape=None) -> Table:
@@ -174,13 +176,13 @@ def stall_bars(ax, got, top: int = 6, fontsize: int = 9):
 
 
 def stall_plot(name: str = "stalls", kernels=None, top: int = 6, ax=None,
-               run_line: bool = True):
+               run_line: bool = True, rec=None):
     """Stacked bars: per step of a profiled study, the cycles a warp waits per issued
     instruction, split by reason (the `top` largest over the steps shown, the rest
     together). `kernels` keeps only the steps of those kernels; `run_line`: name the
-    run that profiled them under the plot."""
+    run that profiled them under the plot; `rec`: the recording (default the one shown)."""
     import matplotlib.pyplot as plt
-    pairs = [(s, r) for s, r in studies.results(name)
+    pairs = [(s, r) for s, r in studies.results(name, rec=rec)
              if kernels is None or s.kernel in kernels]
     got = [(s, stall_reasons(r)) for s, r in pairs if r is not None]
     if ax is None:
@@ -193,19 +195,19 @@ def stall_plot(name: str = "stalls", kernels=None, top: int = 6, ax=None,
     ax.set_title(f"Where the warps wait ({_shape_text(studies.get(name).shapes[0])}, "
                  "Nsight Compute)", fontsize=10)
     if run_line:
-        ax.figure.text(0.01, 0.005, _runs_line(pairs), fontsize=8, color="0.35")
+        ax.figure.text(0.01, 0.005, _runs_line(pairs, rec), fontsize=8, color="0.35")
     ax.figure.tight_layout(rect=(0, 0.03 if run_line else 0, 1, 1))
     return ax.figure
 
 
-def counters(name: str, columns: dict, shape=None, kernels=None) -> Table:
+def counters(name: str, columns: dict, shape=None, kernels=None, rec=None) -> Table:
     """A profiled study's counters per step: `columns` maps a heading to a metric name,
     or to a (metric name, divisor) pair to show the value divided (bytes as GB: 1e9).
-    Values as recorded; a metric the row lacks shows as '-'. `kernels` keeps only the
-    steps of those kernels."""
+    Values as recorded (in `rec`, default the one shown); a metric the row lacks shows as
+    '-'. `kernels` keeps only the steps of those kernels."""
     st = studies.get(name)
     shape = tuple(shape or st.shapes[0])
-    pairs = [(s, r) for s, r in studies.results(name, shape)
+    pairs = [(s, r) for s, r in studies.results(name, shape, rec)
              if kernels is None or s.kernel in kernels]
     rows = []
     for step, r in pairs:
@@ -216,7 +218,7 @@ def counters(name: str, columns: dict, shape=None, kernels=None) -> Table:
             row[head] = v / divisor if v is not None and divisor else v
         rows.append(row)
     return Table(rows, ["step", *columns], title=f"{st.question} ({_shape_text(shape)}, "
-                                                  f"Nsight Compute) — {_runs_line(pairs)}")
+                                                  f"Nsight Compute) — {_runs_line(pairs, rec)}")
 
 
 # ---- chapter 10: chapter 07's kernel on a pre-transposed A
