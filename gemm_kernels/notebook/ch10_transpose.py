@@ -167,7 +167,7 @@ def _share(kernel, shape, params):
 
 
 PROFILED_WARPS = "warps resident per SM (profiled)"
-PROFILED_BYTES = "in flight per SM (warps x bytes a warp)"
+PROFILED_BYTES = "in flight per SM in the first round trip (warps x bytes a warp)"
 
 
 def _key(kernel: str, params: dict) -> tuple:
@@ -352,10 +352,10 @@ def copy_little(shape=ODD) -> Table:
              "model: " + " in the first round trip, ".join(str(4 * WARP * n) for n in trips)
              + f" in the {'second' if len(trips) == 2 else 'last'}; "
              f"{4 * WARP * sum(trips)} bytes over {len(trips)} round trips"),
-            ("bytes in flight per SM", f"{c['warps'] * c['per_warp'] / 1e3:.1f} KB",
+            ("bytes in flight per SM, averaged over the round trips", f"{c['warps'] * c['per_warp'] / 1e3:.1f} KB",
              "warps x bytes per warp"),
             ("bytes in flight, whole GPU", f"{c['in_flight'] / 1e6:.2f} MB", f"x {c['sms']} SMs"),
-            ("read bandwidth, timed", f"{c['read'] / 1e9:,.0f} GB/s", "timed rate / 2"),
+            ("read bandwidth, timed (not under the profiler)", f"{c['read'] / 1e9:,.0f} GB/s", "timed rate / 2"),
             ("latency this implies", f"{c['latency'] * 1e6:.2f} µs per round trip",
              "Little's law: in flight / bandwidth")]
     return Table([dict(zip(("quantity", "value", "from"), x)) for x in rows],
@@ -491,6 +491,11 @@ def _factors(study: str = DRAM_STUDY, sms: int | None = None) -> list[dict]:
     return out
 
 
+# The read rate Nsight Compute measured: at its own, lower clock, with the caches flushed
+# before each launch, so it differs from the timed rate of section 5.
+READ_PROFILED = "read GB/s, under the profiler"
+
+
 def little_table(study: str = DRAM_STUDY, sms: int | None = None) -> Table:
     """The profiled read rate taken apart per step: read rate = warps resident x SMs x
     (share of a warp's time waiting for its loads) x (bytes per round trip) / (wait per
@@ -503,7 +508,7 @@ def little_table(study: str = DRAM_STUDY, sms: int | None = None) -> Table:
              "warps resident per SM": f["resident"],
              "share of a warp's time waiting for loads": f"{100 * f['share']:.0f}%",
              "wait per round trip (µs)": f"{f['wait_us']:.2f}",
-             "read GB/s, measured": f["read GB/s"]} for f in _factors(study, sms)]
+             READ_PROFILED: f["read GB/s"]} for f in _factors(study, sms)]
     return Table(rows, list(rows[0]) if rows else ["step"],
                  title=f"The read rate taken apart ({_shape_text(studies.get(study).shapes[0])}, "
                        f"float, Nsight Compute at its own clock; {records.recording_label()})")
