@@ -809,7 +809,7 @@ MISTAKES = (
     ("rows r0 + i instead of r0 + i * ROWS",
      [("const int r = r0 + i * ROWS;", "const int r = r0 + i;")] * 2),
     ("a load that tests only its column", [(LOAD, "if (c < cols) v[i] = in[(size_t)r * cols + c];")]),
-    # the right order in the source, and ptxas moves a store up at ROWS = 4: refused on the SASS
+    # the right order in the source, and ptxas moves a store up at ROWS = 4: a pass with a note
     ("all loads first, through pointers (size_t)", [(_BODY, POINTERS)]),
 )
 
@@ -834,7 +834,7 @@ STEPS = ("compile", "static", "correct", "speed")     # the grader's steps 1 to 
 
 
 def mistakes() -> Table:
-    """The solution changed into natural mistakes (two of them right in the source's order,
+    """The solution changed into natural mistakes and two rewrites (right in the source's order,
     which ptxas changes in the SASS), each graded without a GPU (step 3 on the CPU, every thread
     emulated): the first step that fails and what it says, or step 2's note."""
     from gemm_kernels.exercises.grader import FAIL, grade
