@@ -226,3 +226,16 @@ def test_the_round_trip_picture_draws_two_trips_for_copy_and_one_for_the_goal():
 
 def test_the_mistakes_table_numbers_the_steps_as_the_report_does():
     assert c.STEPS.index("static") + 1 == 2 and c.STEPS.index("correct") + 1 == 3
+
+
+def test_the_copys_sass_is_cut_to_its_guarded_accesses_and_exits():
+    """Section 5's evidence in the student's view: three guarded loads, their stores, an
+    EXIT behind a bounds test, then the fourth load; the rest counted, not shown."""
+    text = str(c.sass_accesses("copy", {"T": "float"}))
+    ops = [l.split()[1] if l.split()[1].startswith("@") is False else l.split()[2]
+           for l in text.splitlines() if l.startswith("/*")]
+    kinds = [op.split(".")[0] for op in ops]
+    assert kinds[:kinds.index("STG")].count("LDG") == 3
+    assert kinds.index("EXIT") < len(kinds) - 1 and kinds[kinds.index("EXIT") + 1] == "LDG"
+    assert "@!P" in text and "instructions: addresses and bounds tests" in text
+    assert "IMAD" not in text

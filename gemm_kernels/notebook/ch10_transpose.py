@@ -80,6 +80,26 @@ def _sass_order(k, params: dict | None) -> list[str]:
     return [f for _, f, _ in body if f.split(".")[0] in ("LDG", "STG", "EXIT")]
 
 
+def sass_accesses(kernel: str = "copy", params: dict | None = None) -> display.Text:
+    """A kernel's whole SASS (compiled here) cut to what decides its round trips: every
+    global load and store and every EXIT, each with its guard predicate (`@!P1 LDG`: sent
+    only where P1 is false, a bounds test), and each run of other instructions (addresses,
+    bounds tests) as one line that counts them."""
+    k = kernel_of(kernel)
+    sass = compiler.sass(k, k.resolve(params or {"T": "float"}))
+    guard = {int(a, 16): g + " " for a, g in display._GUARD.findall(sass)}
+    lines, skipped = [], 0
+    for a, op, text in analysis.instructions(sass):
+        if op.split(".")[0] not in ("LDG", "STG", "EXIT"):
+            skipped += 1
+            continue
+        if skipped:
+            lines.append(f"    ... {skipped} instructions: addresses and bounds tests")
+            skipped = 0
+        lines.append(f"/*{a:04x}*/  {guard.get(a, '')}{text}")
+    return display.Text("\n".join(lines))
+
+
 def _order_row(k, params: dict) -> dict:
     """One row of an access-order table: the order, compacted, and the first round trip."""
     order = _sass_order(k, params)
