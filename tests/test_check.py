@@ -338,3 +338,11 @@ def test_numpy_inputs_do_not_import_cupy():
             "assert 'cupy' not in sys.modules, 'cupy imported'\n")
     subprocess.run([sys.executable, "-c", code], check=True,
                    cwd=Path(__file__).resolve().parent.parent)
+
+
+def test_a_wrong_element_of_an_exact_comparison_shows_no_infinite_ratio():
+    from gemm_kernels.measure.check import Verdict
+    exact = Verdict(False, 3, 0, (0, 1), -0.5, 0.25, float("inf"))
+    assert "inf" not in str(exact) and "worst at (0, 1): -0.5 against 0.25" in str(exact)
+    loose = Verdict(False, 3, 0, (0, 1), -0.5, 0.25, 7.0)
+    assert "(|err|/bound 7)" in str(loose)

@@ -114,6 +114,17 @@ def test_a_pass_reports_its_cost_next_to_the_budget_and_chapter_03():
     assert "53 wavefronts per warp and step" in v["static"][1], v
 
 
+def test_a_pass_above_the_least_asks_for_the_least_without_giving_the_layout():
+    """51 passes, and the report turns the pricing into a design question: 50 is
+    reachable, which read need not be wide? It names no layout; at 50 it asks nothing."""
+    detail = static_verdict(NAME, solution(NAME))["static"][1]
+    assert "bonus question: 50 is reachable under this rule" in detail, detail
+    assert "gains nothing from being wide" in detail, detail
+    assert "BLOCK + 1" not in detail and "m * BLOCK" not in detail, detail
+    v = verdict_of("m * BLOCK + k", "n * (BLOCK + 1) + k", predicted=50)
+    assert v["static"][0] == PASS and "bonus" not in v["static"][1], v
+
+
 @pytest.mark.parametrize("a, b, loads", [
     ("m * BLOCK + k", "n * (BLOCK + 1) + k", {1: 32, 2: 0, 4: 8}),
     ("m * (BLOCK + 2) + k", "n * (BLOCK + 1) + k", {1: 32, 2: 16, 4: 0})])

@@ -54,3 +54,21 @@ def test_a_variant_row_names_its_text_and_is_found_only_for_that_text(monkeypatc
 def test_an_unknown_variant_is_refused():
     with pytest.raises(ValueError, match="no timed variant"):
         tv.get("nothing")
+
+
+def test_chapter_04s_fifty_wavefront_layout_builds_and_says_when_it_is_not_recorded(
+        monkeypatch):
+    """The exercise's least-cost layout (A rows of BLOCK, B rows of BLOCK + 1) is a variant
+    of the exercise's kernel with other text, timed beside it; before a recording has it,
+    the chapter shows one sentence with the command, no rate."""
+    from gemm_kernels.exercises.notebooks import solution_source
+    from gemm_kernels.notebook import ch04_banks
+    t = tv.get(ch04_banks.MIXED_TIMED)
+    k = t.kernel()
+    assert k.name == t.name and t.compare == ("bank_layout",)
+    assert "word = n * (BLOCK + 1) + k;" in k.code and "word = m * BLOCK + k;" in k.code
+    assert k.source_hash() != solution_kernel("04_tile_layout").source_hash()
+    assert "n * (BLOCK + 1)" not in solution_source("04_tile_layout")
+    monkeypatch.setattr(lookup, "variant_row", lambda *a, **kw: None)
+    text = str(ch04_banks.mixed_against_solution())
+    assert "has not been timed" in text and ch04_banks.MIXED_TIMED in text

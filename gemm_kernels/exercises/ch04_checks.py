@@ -521,10 +521,16 @@ def tile_layout_check(block: int, exercise: str = "", kernel: str = "",
 
     def note(source: str) -> str:
         r = assess(source, block, exercise, kernel, items)
-        return "" if r["problems"] or r["wavefronts"] is None else (
-            f"{r['wavefronts']} wavefronts per warp and step (the budget: "
-            f"{step_budget(block)}; the least any layout can cost, under this rule as in "
-            f"chapter 03: {chapter_03_cost(block)})")
+        if r["problems"] or r["wavefronts"] is None:
+            return ""
+        least = chapter_03_cost(block)
+        bonus = "" if r["wavefronts"] <= least else (
+            f". A pass; and a bonus question: {least} is reachable under this rule. Which "
+            "of the two reads gains nothing from being wide, and what would a row length "
+            "that keeps it narrow do to the store beside it?")
+        return (f"{r['wavefronts']} wavefronts per warp and step (the budget: "
+                f"{step_budget(block)}; the least any layout can cost, under this rule as in "
+                f"chapter 03: {least}){bonus}")
 
     check.__name__ = f"tile_layout_check_{block}"
     check.note = note

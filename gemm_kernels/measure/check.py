@@ -168,8 +168,9 @@ class Verdict:
     ratio: float
 
     def __str__(self):
-        where = (f"worst at {self.worst}: {self.value!r} against {self.reference!r} "
-                 f"(|err|/bound {self.ratio:.3g})")
+        # an infinite ratio (a bound of 0: an exact comparison) says nothing to a reader
+        ratio = f" (|err|/bound {self.ratio:.3g})" if math.isfinite(self.ratio) else ""
+        where = f"worst at {self.worst}: {self.value!r} against {self.reference!r}{ratio}"
         if self.ok:
             return f"ok, max |err|/bound {self.ratio:.3g}"
         return (f"{self.bad} element(s) wrong" + (f", {self.nan} NaN" if self.nan else "")

@@ -192,7 +192,7 @@ def your_lines(config, lines=None, limit=None) -> None:
     rate. The counting is the chapter's skill, so the measured rate comes last."""
     if config is None:
         print('Pencil first, then write your configuration in `mine`, for instance '
-              '("naive", {"BLOCK": 8, "MAPPING": "x->col"}), your count in `my_lines` and '
+              '("naive", {"BLOCK": 16, "MAPPING": "x->col"}), your count in `my_lines` and '
               'your limit in `my_limit`, and run this cell again.')
         return
     if isinstance(config, list):
@@ -238,14 +238,36 @@ def limit_plot(configs, size: int = 2048):
     return fig
 
 
+LINE_FLOATS = 32   # a 128-byte cache line: 4 sectors of 8 floats
+
+
+def _outline_lines(ax, cells) -> None:
+    """A dashed box around each 128-byte line (32 aligned floats) that holds one of
+    `cells` (row, column) of a panel: the unit the chapter's limit counts, drawn over the
+    sectors the panel shades."""
+    from matplotlib.patches import Rectangle
+    width = ax.get_xlim()[1] + 0.5
+    for r, c0 in sorted({(r, c - c % LINE_FLOATS) for r, c in cells}):
+        ax.add_patch(Rectangle((c0 - 0.5, r - 0.45), min(LINE_FLOATS, width - c0), 0.9,
+                               fill=False, ls="--", lw=1.2, ec="#1f4e79", zorder=3))
+
+
 def sector_picture(kernel: str, params: dict):
-    """`ch01_02_sectors.sector_picture`, with room between the stacked panels, so that
-    no axis label runs into the title of the panel below. A warp down a column of C
-    (the tall layout) keeps only the columns of C its lanes own, and its strip of B is
-    lined up under the panel of A."""
-    fig = model.sector_picture(kernel, params)
+    """`ch01_02_sectors.sector_picture` over a whole 128-byte line of A and B (32 floats,
+    not 16), each line the warp touches drawn as a dashed box around its shaded sectors,
+    so that a count of lines can be read off the picture, not only one of sectors. The
+    stacked panels have room between them, so that no axis label runs into the title of
+    the panel below. A warp down a column of C (the tall layout) keeps only the columns of
+    C its lanes own, and its strip of B is lined up under the panel of A."""
+    fig = model.sector_picture(kernel, params, k_cols=LINE_FLOATS)
     c_ax, a_ax, b_ax = fig.axes[:3]
     lanes = [l for l in model.warp_elements(kernel, params, 4096, 4096, 4096) if l["active"]]
+    _outline_lines(a_ax, [divmod(l["A"], 4096) for l in lanes])
+    _outline_lines(b_ax, [(0, l["B"] % 4096) for l in lanes])
+    a_ax.set_title(a_ax.get_title().replace("15", str(LINE_FLOATS - 1), 1), fontsize=9)
+    for ax in (a_ax, b_ax):
+        ax.set_xticks([*range(0, LINE_FLOATS, 8), LINE_FLOATS - 1])
+    b_ax.set_xlabel("column of B (dashed box: a 128-byte line, 32 floats)")
     tall = max(l["row"] for l in lanes) + 1 > 8
     if tall:
         c_ax.set_xlim(-0.5, max(l["col"] for l in lanes) + 0.5)

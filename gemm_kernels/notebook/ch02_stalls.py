@@ -33,11 +33,16 @@ MEANING = {
 }
 
 
+# A reason drawn thinner than this share of the longest bar cannot be read off the plot.
+LEGEND_SHARE = 0.01
+
+
 def stall_plot(kernels=("naive", "coalesced"), study: str = "ch02_l1_lines"):
     """Stacked bars of the cycles a warp waits per issued instruction, by reason, for the
     steps of `study` (the chapter's profiled run) that run one of `kernels`, each bar's
-    total at its end. A reason too small to see on any bar (under 0.2% of the longest) is
-    left out of the legend, and so out of `meanings`. Returns the figure."""
+    total at its end. A reason too thin to read on any bar (under LEGEND_SHARE of the
+    longest: a pixel or two wide) is left out of the legend, and so out of `meanings`.
+    Returns the figure."""
     from gemm_kernels.measure import studies
     fig = evidence.stall_plot(study, kernels=list(kernels))
     ax = fig.axes[0]
@@ -66,7 +71,7 @@ def stall_plot(kernels=("naive", "coalesced"), study: str = "ch02_l1_lines"):
                 fontsize=8)
     ax.set_xlim(0, max(ends.values()) * 1.2)           # room for the longest total
     for c in bars:
-        if max(p.get_width() for p in c.patches) < 0.002 * max(ends.values()):
+        if max(p.get_width() for p in c.patches) < LEGEND_SHARE * max(ends.values()):
             c.set_label("_" + c.get_label())            # invisible here: not in the legend
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9, frameon=False)
     fig.tight_layout()

@@ -599,3 +599,54 @@ def prediction_table(pads=(0, 1, 2), block: int = 16, layout: str = "conflict"):
     return Table(rows, ["PAD", *names.values(), "per step"],
                  title=f"{layout}, BLOCK = {block}: per warp and step, instructions x "
                        "wavefronts each (bank model)")
+
+
+# ------------------------------------------------------------------ the 50-wavefront layout, timed
+
+# The least a step can cost under the exercise's rule (MIXED: A read wide, B read 32 bits
+# at a time from rows of BLOCK + 1) costs one wavefront less than the worked solution's
+# rows of BLOCK + 2, and issues 40 shared loads per step where that one issues 32: which
+# is faster is a timing question. `timed_variants` times it beside the exercise's kernel.
+MIXED_TIMED = f"{EXERCISE}: {MIXED}"
+
+
+def mixed_kernel():
+    """The exercise's kernel with the MIXED layout (priced at 50), named MIXED_TIMED, the
+    name its recorded row carries."""
+    from gemm_kernels.exercises.catalog import get
+    from gemm_kernels.exercises.ch04_checks import with_prediction
+    from gemm_kernels.exercises.notebooks import solution_source
+    from gemm_kernels.exercises.submission import submission_kernel
+    source = with_prediction(with_layout(solution_source(EXERCISE), EXERCISE_LAYOUTS[MIXED]),
+                             50)
+    k = submission_kernel(EXERCISE, get(EXERCISE).kernel, source)
+    return k.with_code(k.code, name=MIXED_TIMED, source=k.source)
+
+
+def mixed_against_solution():
+    """The 50-wavefront layout's rate beside the worked solution's (51, the chapter's
+    fastest layout), each from the run that timed it beside the chapter's kernel; a
+    sentence instead where it was not recorded."""
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.exercises.catalog import get
+    from gemm_kernels.exercises.ch04_checks import chapter_03_cost
+    from gemm_kernels.exercises.notebooks import solution_shape
+    from gemm_kernels.measure import lookup, records
+    from gemm_kernels.notebook.display import Text
+    from gemm_kernels.notebook.worked_solutions import pair
+    ex = get(EXERCISE)
+    shape = tuple(solution_shape(EXERCISE))
+    mixed = lookup.variant_row(mixed_kernel(), shape, dict(ex.params))
+    if mixed is None:
+        return Text(f"The layout \"{MIXED}\" has not been timed yet; on a GPU, "
+                    "`python -m gemm_kernels.notebook.timed_variants "
+                    f"\"{MIXED_TIMED}\"` times it beside the chapter's kernel.")
+    solution, _ = pair(EXERCISE, shape)
+    rows = [{"layout": label, "wavefronts per step": w, "GFLOP/s": r["gflops"]["median"],
+             "range": f"{r['gflops']['min']:,.0f} .. {r['gflops']['max']:,.0f}"}
+            for label, w, r in (("rows of BLOCK + 2 (the worked solution)",
+                                 ch03_04_tiles.wavefronts_per_step("bank_layout", ex.params),
+                                 solution),
+                                (MIXED, chapter_03_cost(32), mixed)) if r]
+    return Table(rows, list(rows[0]), title=f"{EXERCISE} at {'x'.join(map(str, shape))}: "
+                 f"medians and ranges of the timed calls ({records.recording_label()})")

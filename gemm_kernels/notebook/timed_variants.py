@@ -95,6 +95,15 @@ def entries() -> list[Timed]:
     one_set = _ladder_step(ch09_split.ONE_FRAGMENT_SET)
     out.append(Timed(ch09_split.ONE_FRAGMENT_SET, "09", ch09_split.one_set_kernel, cube,
                      (one_set, {**one_set, "MINB": 2}), ("capstone",)))
+    # 04: the exercise's 50-wavefront layout (A rows of BLOCK, B rows of BLOCK + 1) beside
+    # the chapter's fastest layout (51): does one wavefront less pay for 8 more loads?
+    from gemm_kernels.exercises.catalog import get as exercise
+    from gemm_kernels.exercises.notebooks import solution_shape
+    from gemm_kernels.notebook import ch04_banks
+    out.append(Timed(ch04_banks.MIXED_TIMED, "04", ch04_banks.mixed_kernel,
+                     solution_shape(ch04_banks.EXERCISE),
+                     (dict(exercise(ch04_banks.EXERCISE).params),),
+                     (exercise(ch04_banks.EXERCISE).kernel,)))
     return out + _exercise_entries()
 
 
