@@ -64,14 +64,24 @@ def binary(kernel, params: dict | None = None, shape=None) -> dict | None:
     return None
 
 
-def variant_row(kernel, shape, params: dict | None = None) -> dict | None:
+def variant_row(kernel, shape, params: dict | None = None, rec=None) -> dict | None:
     """The recorded timing of `kernel` (a registry kernel or a variant of one: a control,
     a worked solution) at `shape` and `params`, measured on its current text; None where
-    the recording has none."""
+    the recording (`rec`, default the one shown) has none."""
     from gemm_kernels.core.launch import kernel_of
-    rec = records.current()
+    rec = rec or records.current()
     if rec is None:
         return None
     k = kernel_of(kernel)
     rows = [r for r in rec.find(k, shape, k.resolve(params)) if "gflops" in r or "gbps" in r]
     return rows[0] if rows else None
+
+
+def variant_recording(kernel, shape, params: dict | None = None):
+    """The recording that holds `variant_row(kernel, shape, params)`: the one shown if it
+    does, else the first other one that does, else None. A variant is timed in one run
+    beside what it is compared with, so the comparison reads both from there."""
+    cur = records.current()
+    candidates = [cur] + [records.load(e["path"]) for e in records.available()]
+    return next((r for r in candidates
+                 if r is not None and variant_row(kernel, shape, params, rec=r)), None)

@@ -12,16 +12,17 @@ from gemm_kernels.core.table import Table
 from gemm_kernels.measure import lookup, records, timing
 
 
-def pair(exercise: str, shape=None) -> tuple[dict | None, dict | None]:
+def pair(exercise: str, shape=None, rec=None) -> tuple[dict | None, dict | None]:
     """(the worked solution's row, the chapter's kernel's row of the same run) at the
-    exercise's configuration and timing shape (or `shape`); None where not recorded."""
+    exercise's configuration and timing shape (or `shape`), from `rec` (default the
+    recording shown); None where not recorded."""
     from gemm_kernels.core.launch import kernel_of
     from gemm_kernels.exercises.catalog import get
     from gemm_kernels.exercises.notebooks import solution_kernel, solution_shape
     ex = get(exercise)
     shape = tuple(shape or solution_shape(exercise))
-    mine = lookup.variant_row(solution_kernel(exercise), shape, dict(ex.params))
-    rec = records.current()
+    mine = lookup.variant_row(solution_kernel(exercise), shape, dict(ex.params), rec=rec)
+    rec = rec or records.current()
     if mine is None or rec is None:
         return mine, None
     theirs = next((r for r in rec.find(ex.kernel, shape, kernel_of(ex.kernel).resolve(ex.params))
