@@ -1715,7 +1715,7 @@ def step_counters() -> Table:
                *(name + _PER_WARP for name in waits), "kernel time, ms"]
     return Table(rows, columns, title="Steps 3 to 7 at 4096^3, Nsight Compute at its own "
                  "clock; the waits in warp-cycles per issued instruction, divided by the "
-                 f"warps resident on the SM; {records.recording_label()}")
+                 f"warps resident on the SM; {ladder_source()}")
 
 
 def issue_evidence() -> Text:
