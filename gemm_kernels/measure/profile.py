@@ -12,7 +12,7 @@ import sys
 
 from gemm_kernels.measure import ncu
 from gemm_kernels.core.kernels import KERNELS
-from gemm_kernels.core.launch import DTYPES, operand_dtypes
+from gemm_kernels.core.launch import DTYPES, kernel_of, operand_dtypes
 
 GLOBAL = ["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
           "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
@@ -59,13 +59,15 @@ def plan() -> list[tuple[str, dict, tuple]]:
     return out
 
 
-def launch_plan(study: str | None) -> list[tuple[str, dict, tuple]]:
-    """The launches of the chapters' profile (None) or of one ncu study."""
+def launch_plan(study: str | None) -> list[tuple[object, dict, tuple]]:
+    """The launches of the chapters' profile (None) or of one ncu study: (kernel, params,
+    shape), the kernel a registry name or, for a study's step that names a timed
+    variant, that variant's Kernel."""
     if study is None:
         return plan()
     from gemm_kernels.measure import studies
-    return [(step.kernel, full, shape) for step, full, shape
-            in studies.launches(studies.get(study))]
+    return [(studies.step_kernel(step) if step.variant else step.kernel, full, shape)
+            for step, full, shape in studies.launches(studies.get(study))]
 
 
 def target(todo: list[tuple[str, dict, tuple]]):
@@ -74,7 +76,7 @@ def target(todo: list[tuple[str, dict, tuple]]):
     from gemm_kernels.core.launch import launch
     rng = cupy.random.default_rng(0)
     for name, params, shape in todo:
-        k = KERNELS[name]
+        k = kernel_of(name)
         if k.op in DTYPES:
             a, b, c = operand_dtypes(k.op)
             M, N, K = shape
@@ -98,7 +100,7 @@ def run(study: str | None = None, metrics: list[str] = METRICS) -> list[dict]:
     study's name, which keeps its rows apart from the chapters' profile)."""
     from gemm_kernels.measure.record import stamp
     todo = _launchable(study)
-    entries = sorted({KERNELS[n].entry for n, _, _ in todo})
+    entries = sorted({kernel_of(n).entry for n, _, _ in todo})
     argv = [sys.executable, "-m", "gemm_kernels.measure.profile", "--target"]
     launches = ncu.profile(argv + ([study] if study else []), metrics,
                            "^(" + "|".join(entries) + ")")
@@ -106,11 +108,12 @@ def run(study: str | None = None, metrics: list[str] = METRICS) -> list[dict]:
         raise RuntimeError(f"expected {len(todo)} profiled launches, ncu reported {len(launches)}")
     rows = []
     for (name, params, shape), l in zip(todo, launches):
-        if KERNELS[name].entry not in l["kernel"]:
-            raise RuntimeError(f"launch order mismatch: expected {name}, ncu saw {l['kernel']}")
-        rows.append(stamp({"chapter": KERNELS[name].chapter, "kernel": name, "params": params,
+        k = kernel_of(name)
+        if k.entry not in l["kernel"]:
+            raise RuntimeError(f"launch order mismatch: expected {k.name}, ncu saw {l['kernel']}")
+        rows.append(stamp({"chapter": k.chapter, "kernel": k.name, "params": params,
                            "shape": list(shape), "metrics": l["metrics"], "tool": ncu.version(),
-                           "source": KERNELS[name].source_hash(),
+                           "source": k.source_hash(),
                            **({"study": study} if study else {})}))
     return rows
 

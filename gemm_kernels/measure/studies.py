@@ -87,6 +87,11 @@ class Step:
     # ("A", "B" or "C") whose matrix it moves, and so the shape it runs at (A: M x K).
     # None: the step runs at the study's shape itself.
     operand: str | None = None
+    # A variant of `kernel` that a chapter times beside the registry (its name in
+    # `notebook.timed_variants`, where the variants are built: "double_buffer: without
+    # if (more), ..."): the step launches that text, at `kernel`'s parameters, and its
+    # rows carry the variant's name and the hash of its text. None: the registry kernel.
+    variant: str | None = None
 
 
 OPERANDS = {"A": lambda M, N, K: (M, K), "B": lambda M, N, K: (K, N),
@@ -104,6 +109,16 @@ def step_shape(step: Step, shape) -> tuple:
         raise ValueError(f"operand {step.operand!r} needs a GEMM shape (M, N, K), "
                          f"got {tuple(shape)}")
     return OPERANDS[step.operand](*shape)
+
+
+def step_kernel(step: Step):
+    """The kernel a step launches: the registry's `step.kernel`, or the timed variant
+    the step names (built by `notebook.timed_variants`, the one place variants are made,
+    so a study profiles the very text the chapter timed)."""
+    if step.variant is None:
+        return KERNELS[step.kernel]
+    from gemm_kernels.notebook import timed_variants
+    return timed_variants.get(step.variant).kernel()
 
 
 @dataclass(frozen=True)
@@ -340,6 +355,30 @@ STUDY_LIST += (
           (CUBE_4096, (8192, 8192, 8192)),
           (STALLS, *ISSUE, SHARED_ALL, *HOPPER_TENSOR, *DRAM)),
 )
+# Chapter 08's payoff, profiled: the sources its payoff times at 2048^3, chapters 07 and
+# 08 and the variants of chapter 08's kernel whose loads stay in flight (by their names
+# in `notebook.timed_variants`, `ch08_prefetch.ALTERNATIVES`), with two blocks per SM and
+# with one, at the chapter's tile and at BK = 16: does the wait on global loads shrink
+# where the prefetch pays?
+CH08_PAYOFF = (2048, 2048, 2048)
+_CH08_SOURCES = (("chapter 07's kernel", "float4", None),
+                 ("chapter 08's kernel", "double_buffer", None),
+                 *((v, "double_buffer", f"double_buffer: {v}") for v in (
+                     "without if (more), + __launch_bounds__(256, 2)",
+                     "if (more) on the store only, + __launch_bounds__(256, 2)",
+                     "compute, then fetch, then store, + __launch_bounds__(256, 2)",
+                     "last tile peeled off the loop, + __launch_bounds__(256, 2)")))
+STUDY_LIST += (
+    Study("ch08_payoff_stalls", "08",
+          "Where the warps wait in the sources of chapter 08's payoff, with two blocks per "
+          "SM and with one", "ncu",
+          tuple(Step(f"{who}, {'one block' if one else 'two blocks'} per SM, "
+                     f"BK = {tile['BK']}", kernel, {**tile, "ONE_PER_SM": one},
+                     variant=variant)
+                for tile in (K5, {**K5, "BK": 16}) for one in (False, True)
+                for who, kernel, variant in _CH08_SOURCES),
+          (CH08_PAYOFF,), (STALLS, *ISSUE, *PIPES)),
+)
 STUDIES = {s.name: s for s in STUDY_LIST}
 
 
@@ -361,12 +400,21 @@ def problems(study: Study) -> list[str]:
             out.append(f"{study.name}: step {s.label!r} names no kernel {s.kernel!r}")
             continue
         try:
-            bad = KERNELS[s.kernel].problems(s.params)
+            k = step_kernel(s)
+        except ValueError as e:
+            out.append(f"{study.name}: step {s.label!r}: {e}")
+            continue
+        if k.entry != KERNELS[s.kernel].entry:
+            out.append(f"{study.name}: step {s.label!r}: variant {s.variant!r} is not a "
+                       f"variant of {s.kernel!r}")
+            continue
+        try:
+            bad = k.problems(s.params)
         except ValueError as e:
             bad = [str(e)]
         for shape in study.shapes:
             try:
-                wrong = shape_problem(KERNELS[s.kernel], step_shape(s, shape))
+                wrong = shape_problem(k, step_shape(s, shape))
             except ValueError as e:
                 wrong = str(e)
             if wrong:
@@ -383,7 +431,7 @@ def problems(study: Study) -> list[str]:
 def launches(study: Study) -> list[tuple[Step, dict, tuple]]:
     """(step, full parameters, the step's shape) for every launch, in order: steps
     within the study's shapes."""
-    return [(s, KERNELS[s.kernel].resolve(s.params), step_shape(s, shape))
+    return [(s, step_kernel(s).resolve(s.params), step_shape(s, shape))
             for shape in study.shapes for s in study.steps]
 
 
@@ -416,9 +464,10 @@ def results(name: str, shape=None, rec=None) -> list[tuple[Step, dict | None]]:
     rec = rec or records.current()
     out = []
     for step in study.steps:
-        full, s = KERNELS[step.kernel].resolve(step.params), step_shape(step, shape)
+        k = step_kernel(step)
+        full, s = k.resolve(step.params), step_shape(step, shape)
         rows = [] if rec is None else [
-            r for r in rec.find(step.kernel, s, full)
+            r for r in rec.find(k, s, full)
             if (r.get("study") == name if study.kind == "ncu"
                 else "gflops" in r or "gbps" in r)]
         out.append((step, rows[0] if rows else None))
