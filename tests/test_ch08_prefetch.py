@@ -190,3 +190,98 @@ def test_the_worked_answer_note_is_the_grader_count():
                            .resolve({}) | {}, solution_text("08", "08_double_buffer"))
     assert in_flight_words(loop_loads(sass)) in text, text
     assert c.WORKING not in text          # no second build set beside it to reconcile
+
+
+# ------------------------------------------------------------------ the payoff, profiled
+
+def test_the_payoff_profile_holds_the_payoff_sources():
+    """The study profiles what the payoff times: chapters 07 and 08 and every variant of
+    ALTERNATIVES, at the payoff's shape, both tiles, two blocks per SM and one."""
+    from gemm_kernels.measure import studies
+    st = studies.get(c.PAYOFF_STALLS)
+    assert st.kind == "ncu" and st.shapes == (c.PAYOFF_SHAPE,)
+    assert {s.variant for s in st.steps} == {None} | {f"{c.KERNEL}: {v}" for v in c.ALTERNATIVES}
+    assert {s.kernel for s in st.steps if not s.variant} == {"float4", c.KERNEL}
+    for tile in (c.DEEP, {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}):
+        for one in (False, True):
+            at = [s for s in st.steps if {**tile, "ONE_PER_SM": one} == s.params]
+            assert len(at) == 2 + len(c.ALTERNATIVES)
+    # the variant a step names is the very kernel the payoff timed
+    for s in st.steps:
+        if s.variant:
+            assert studies.step_kernel(s) is c.variant_kernel(s.variant.split(": ", 1)[1])
+
+
+def test_the_payoff_profile_kernels_build():
+    from gemm_kernels.core import compiler
+    from gemm_kernels.measure import studies
+    st = studies.get(c.PAYOFF_STALLS)
+    for s in st.steps:
+        if s.params.get("ONE_PER_SM"):
+            continue
+        k = studies.step_kernel(s)
+        res = compiler.resources(k, k.resolve(s.params))
+        assert res["registers"] > 0 and res["spill_stores"] == 0, s.label
+
+
+def _profile_rec(tmp_path, monkeypatch, steps):
+    """A recording holding the payoff profile of `steps` only, with made-up stall
+    counters (test data: they exercise what is drawn, never shown as measurements)."""
+    from gemm_kernels.core import device
+    from gemm_kernels.measure import records, studies
+    monkeypatch.setenv("GEMM_KERNELS_MODE", "recorded")
+    device._gpu_present.cache_clear()
+    wait = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+    rows = []
+    for i, s in enumerate(steps):
+        k = studies.step_kernel(s)
+        rows.append({"chapter": "08", "kernel": k.name, "params": k.resolve(s.params),
+                     "shape": list(c.PAYOFF_SHAPE), "source": k.source_hash(),
+                     "study": c.PAYOFF_STALLS, "run": "r", "time": "2026-01-02T03:04:05Z",
+                     "metrics": {wait.format("long_scoreboard"): 2.0 - 0.25 * i,
+                                 wait.format("barrier"): 0.5, wait.format("selected"): 1.0,
+                                 wait.format("short_scoreboard"): 1.0 + 0.1 * i}})
+    rec = records.Record({"name": "Test GPU 9000", "sm_count": 100}, "2026-01-02T03:04:05Z",
+                         "abc", rows, runs={"r": {}})
+    path = records.save(rec, tmp_path / "test-gpu-9000.json")
+    monkeypatch.setenv("GEMM_KERNELS_RECORD", str(path))
+    records._LOADED.clear()
+
+
+def test_payoff_stalls_draws_each_source_at_each_setting(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+    from gemm_kernels.measure import records, studies
+    steps = [s for s in studies.get(c.PAYOFF_STALLS).steps if s.params["BK"] == 8]
+    _profile_rec(tmp_path, monkeypatch, steps)
+    try:
+        plt.close("all")
+        table = c.payoff_stalls()
+        fig = plt.gcf()
+    finally:
+        records._LOADED.clear()
+    per = len(steps) // 2
+    assert [ax.get_title(loc="left") for ax in fig.axes[:2]] == \
+        ["two blocks per SM", "one block per SM"]
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == ["chapter 07's kernel", "chapter 08's kernel", *c.ALTERNATIVES]
+    assert "warp-cycles stalled" in fig.axes[1].get_xlabel()
+    assert len(table) == len(steps)
+    first, answer = table[0], table[2]
+    assert first["long scoreboard"] == "2.00" and answer["long scoreboard"] == "1.50 (-0.50)"
+    assert first["all waits"] == "3.50"      # "selected" (the issuing warp) is no wait
+    assert table[per]["setting"] == "one block per SM"
+    assert "Test GPU 9000" in table.title
+
+
+def test_payoff_stalls_says_so_without_a_profile(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+    from gemm_kernels.measure import records, studies
+    deep_only = [s for s in studies.get(c.PAYOFF_STALLS).steps if s.params["BK"] == 16]
+    _profile_rec(tmp_path, monkeypatch, deep_only)
+    try:
+        plt.close("all")
+        got = c.payoff_stalls()        # the chapter's tile: not in this recording
+        assert not plt.get_fignums()
+    finally:
+        records._LOADED.clear()
+    assert got == c.PAYOFF_NOT_PROFILED and not any(ch.isdigit() for ch in got)

@@ -26,6 +26,7 @@ from statistics import median
 from gemm_kernels.core import analysis, compiler
 from gemm_kernels.core.launch import kernel_of
 from gemm_kernels.core.table import Table
+from gemm_kernels.notebook.display import Text
 from gemm_kernels.exercises.ch08_checks import LoopLoads, in_flight_words, loop_loads
 from gemm_kernels.exercises.ch09_checks import braced
 
@@ -631,6 +632,86 @@ def stall_summary(study: str = "stalls") -> str:
         lines += [f"    {r}: {a.get(r, 0):.2f} -> {b.get(r, 0):.2f} cycles per instruction"
                   for r in STALL_READ]
     return "\n".join(lines)
+
+
+# The payoff's sources profiled (`measure.studies`, `python -m gemm_kernels study
+# ch08_payoff_stalls` on a GPU with Nsight Compute): chapters 07 and 08 and the variants
+# whose loads stay in flight, with two blocks per SM and with one, at 2048^3.
+PAYOFF_STALLS = "ch08_payoff_stalls"
+PAYOFF_NOT_PROFILED = ("This recording holds no Nsight Compute profile of the payoff's "
+                       "sources yet, so the picture of where their warps wait cannot be "
+                       "drawn here.")
+_PAYOFF_WAITS = ("long scoreboard", "barrier", "short scoreboard")
+_SETTINGS = {False: "two blocks per SM", True: "one block per SM"}
+
+
+def _payoff_profiles(params: dict | None, study: str) -> dict[bool, list]:
+    """The recorded profile of each payoff source at the tile `params` (default: the
+    chapter's), by ONE_PER_SM: [(source, stall reasons, row)], sources in the study's
+    order; steps the recording lacks are left out."""
+    from gemm_kernels.measure import studies
+    from gemm_kernels.notebook import evidence
+    tile = {k: v for k, v in kernel_of(KERNEL).resolve(params).items()
+            if k in ("BM", "BN", "BK", "TM", "TN")}
+    out = {False: [], True: []}
+    for step, row in studies.results(study):
+        if row is None or any(step.params.get(k) != v for k, v in tile.items()):
+            continue
+        source = step.label.rsplit(", ", 2)[0]     # "<source>, <blocks> per SM, BK = <n>"
+        out[bool(step.params.get("ONE_PER_SM"))].append(
+            (source, evidence.stall_reasons(row), row))
+    return out
+
+
+def payoff_stalls(params: dict | None = None, study: str = PAYOFF_STALLS, top: int = 6):
+    """Where the warps of the payoff's sources wait (Nsight Compute): two panels, two
+    blocks per SM and one, a stacked bar per source of the warp-cycles stalled per issued
+    instruction by reason (chapter 09's axis), drawn; returned, the table of the waits the
+    chapter reads, per source and setting, with chapter 07's beside them. Without a
+    recorded profile: one sentence that says so (no picture, no numbers)."""
+    import matplotlib.pyplot as plt
+    from gemm_kernels.measure import records, studies
+    from gemm_kernels.notebook import evidence
+    from gemm_kernels.notebook.capstone_pictures import STALL_AXIS
+    got = _payoff_profiles(params, study)
+    if not any(got.values()):
+        return Text(PAYOFF_NOT_PROFILED)
+    shown = [one for one in (False, True) if got[one]]
+    bars = [(source, st) for one in shown for source, st, _ in got[one]]
+    # one axes, so that every bar stacks its reasons in one order, with one legend; the
+    # settings one above the other, a line between them, each named at the right
+    fig, ax = plt.subplots(figsize=(11, 0.45 * len(bars) + 2.0))
+    evidence.stall_bars(ax, bars, top, fontsize=FONT - 1)
+    ax.set_xlim(0, ax.get_xlim()[1] * 1.3)
+    ax.set_xlabel(STALL_AXIS, fontsize=FONT)
+    top_y = len(bars) - 1
+    for one in shown:
+        n = len(got[one])
+        ax.text(0.995, top_y - (n - 1) / 2, _SETTINGS[one].replace(" per", "\nper"),
+                transform=ax.get_yaxis_transform(), ha="right", va="center",
+                fontsize=FONT, fontweight="bold")
+        if top_y - n >= 0:
+            ax.axhline(top_y - n + 0.5, color="k", lw=0.8)
+        top_y -= n
+    p = kernel_of(KERNEL).resolve(params)
+    ax.set_title(f"Where the warps of the payoff's sources wait, {p['BM']} x {p['BN']} x "
+                 f"{p['BK']}, {'x'.join(map(str, studies.get(study).shapes[0]))} "
+                 "(Nsight Compute)", fontsize=FONT + 1)
+    labelled(fig)
+    rows = []
+    for one in shown:
+        ref = got[one][0][1] if got[one][0][0] == "chapter 07's kernel" else None
+        for source, st, _ in got[one]:
+            row = {"setting": _SETTINGS[one], "kernel": source}
+            for w in _PAYOFF_WAITS:
+                row[w] = f"{st.get(w, 0):.2f}" + (
+                    f" ({st.get(w, 0) - ref.get(w, 0):+.2f})"
+                    if ref is not None and source != got[one][0][0] else "")
+            row["all waits"] = f"{sum(v for k, v in st.items() if k != 'selected'):.2f}"
+            rows.append(row)
+    return Table(rows, list(rows[0]), title=(
+        "Warp-cycles stalled per issued instruction, by reason (in brackets: the "
+        f"change from chapter 07's kernel at the same setting); {records.recording_label()}"))
 
 
 def records_source() -> str:
