@@ -169,9 +169,17 @@ def test_the_size_lines_put_each_ratio_beside_its_ranges(recorded_mode):
 
 def test_the_stall_summary_reads_both_block_counts(recorded_mode):
     text = c.stall_summary()
-    assert text.startswith("Two blocks per SM: the largest wait is")
+    assert text.startswith("Warp-cycles stalled per issued instruction, chapter 07 -> "
+                           "chapter 08:\nTwo blocks per SM: the largest wait is")
     assert "One block per SM: the largest wait is 'long scoreboard'" in text
-    assert text.count("cycles per instruction") == 2 * len(c.STALL_READ)
+    assert text.count(" -> ") == 1 + 2 * len(c.STALL_READ)
+
+
+def test_the_stall_plot_uses_chapter_09s_axis(recorded_mode):
+    from gemm_kernels.notebook.capstone_pictures import STALL_AXIS
+    fig = c.stall_plot()
+    assert fig.axes[0].get_xlabel() == STALL_AXIS
+    assert len(fig.axes[0].get_yticklabels()) == 4
 
 
 def test_the_ladder_start_names_both_rates_from_the_payoff(recorded_mode):

@@ -619,14 +619,24 @@ def stall_summary(study: str = "stalls") -> str:
     def largest(st):
         return max((k for k in st if k != "selected"), key=st.get)
 
-    lines = []
+    lines = ["Warp-cycles stalled per issued instruction, chapter 07 -> chapter 08:"]
     for n, (f4, db) in STALL_PAIRS.items():
         a, b = stalls[f4], stalls[db]
         lines.append(f"{n[0].upper() + n[1:]}: the largest wait is '{largest(a)}' in chapter "
                      f"07 and '{largest(b)}' in chapter 08.")
-        lines += [f"    {r}: {a.get(r, 0):.2f} -> {b.get(r, 0):.2f} cycles per instruction"
-                  for r in STALL_READ]
+        lines += [f"    {r}: {a.get(r, 0):.2f} -> {b.get(r, 0):.2f}" for r in STALL_READ]
     return "\n".join(lines)
+
+
+def stall_plot(study: str = "stalls"):
+    """Chapters 07 and 08 at two blocks per SM and at one (`evidence.stall_plot` of the
+    study), on chapter 09's axis: warp-cycles stalled, summed over the resident warps,
+    per instruction issued; the recording named under it."""
+    from gemm_kernels.notebook import evidence
+    from gemm_kernels.notebook.capstone_pictures import STALL_AXIS
+    fig = evidence.stall_plot(study, kernels=("float4", KERNEL), run_line=False)
+    fig.axes[0].set_xlabel(STALL_AXIS)
+    return labelled(fig)
 
 
 # The payoff's sources profiled (`measure.studies`, `python -m gemm_kernels study
