@@ -294,3 +294,14 @@ def test_payoff_stalls_says_so_without_a_profile(tmp_path, monkeypatch):
     finally:
         records._LOADED.clear()
     assert got == c.PAYOFF_NOT_PROFILED and not any(ch.isdigit() for ch in got)
+
+
+def test_the_one_block_plot_marks_cublas_on_every_row(recorded_mode):
+    from gemm_kernels.measure import studies
+    fig = c.one_block_plot()
+    ax = fig.axes[0]
+    ticks = [l for l in ax.lines if l.get_color() == "k" and len(l.get_xdata()) == 2]
+    refs = [r["reference"]["gflops"]["median"] / 1e3 for _, r in studies.results("ch08_one_block")]
+    assert sorted(t.get_xdata()[0] for t in ticks) == sorted(refs)
+    assert max(refs) < ax.get_xlim()[1]
+    assert [t.get_text() for t in ax.texts].count("  cuBLAS") == len(refs)

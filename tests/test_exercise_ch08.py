@@ -232,3 +232,27 @@ def test_loop_strip_text_places_loads_and_uses():
     assert text.splitlines()[0].endswith("|-L-------u|"), text
     assert "issued after 20 of the step's 512 FFMAs, first used 300 FFMAs later" in text
     assert loop_strip_text(LoopLoads(100, 512, 1, 1, ())) == ""
+
+
+def test_a_race_in_a_helper_is_traced_to_the_students_calls():
+    """The race checker names the helpers' lines; the hint names the helpers, and so the
+    calls in the student's K loop that led there."""
+    from gemm_kernels.exercises.ch08_checks import helpers_at, race_hint
+    detail = ("a data race on the shared array As between line 95 and line 75 of your "
+              "cell: two threads touched the same element")
+    assert helpers_at(detail) == [(95, "compute_stage"), (75, "store_tiles")]
+    hint = race_hint(detail)
+    assert hint.startswith("line 95 is in compute_stage and line 75 is in store_tiles")
+    assert "your calls of compute_stage(...) and store_tiles(...) in the K loop" in hint
+    # a line of the kernel itself is the student's own: no helper named
+    assert helpers_at("a data race between line 170 and line 171 of your cell") == []
+    assert race_hint("2145 elements wrong").startswith("wrong numbers with no race")
+
+
+@needs_cxx
+def test_the_wrong_stage_race_hint_names_the_helpers():
+    old, new = WRONG_STAGE
+    report = grade(NAME, solution(NAME).replace(old, new), gpu=False)
+    step = next(s for s in report.steps if s.name == "correct")
+    assert "data race" in step.detail, step.detail
+    assert "(the given helpers): the race comes from your call" in step.hint, step.hint

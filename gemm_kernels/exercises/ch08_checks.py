@@ -215,6 +215,45 @@ def prefetch_problems(sass: str, agreement=lambda: "") -> list[str]:
     return problems
 
 
+_DEVICE_FN = re.compile(r"__device__[^(]*?\b(\w+)\s*\(")
+
+
+def helpers_at(detail: str, exercise: str = "08_double_buffer") -> list[tuple[int, str]]:
+    """For a message naming lines of the student's cell ('between line 95 and line 75 of
+    your cell'), the given helper each line sits in: [(95, 'compute_stage'), ...]. A race
+    found inside a helper is reported at the helper's line; the student's own line is the
+    call of that helper in the K loop. The helpers stand above the part the student
+    writes, so their lines are those of the worked answer's cell (line 1 of the cell is
+    the %%exercise line); lines outside a helper are left out."""
+    text = solution_text(exercise[:2], exercise).splitlines()
+    out = []
+    for n in dict.fromkeys(int(m) for m in re.findall(r"\bline (\d+)", detail)):
+        for line in reversed(text[:max(n - 1, 0)]):
+            if "__global__" in line:
+                break
+            m = _DEVICE_FN.search(line)
+            if m:
+                out.append((n, m.group(1)))
+                break
+    return out
+
+
+def race_hint(detail: str, exercise: str = "08_double_buffer") -> str:
+    """Exercise 08's hint for a failed step 3: for a race, the given helpers its lines
+    sit in and the question to ask of the calls in the K loop; else what to check."""
+    if "data race" not in detail:
+        return ("wrong numbers with no race: check the k0 of each fetch and what the last "
+                "step fetches and stores")
+    where = helpers_at(detail, exercise)
+    named = " and ".join(f"line {n} is in {fn}" for n, fn in where)
+    calls = " and ".join(dict.fromkeys(f"{fn}(...)" for _, fn in where))
+    return ((f"{named} (the given helpers): the race comes from your "
+             f"call{'s' if len(calls.split(' and ')) > 1 else ''} of {calls} in the K loop. "
+             if where else "the race is between the two lines named above. ")
+            + "In one step, which stage does each call use? The store must write the "
+              "stage that nobody reads in that step")
+
+
 def compiler_agreement(exercise: str, kernel: str, params: dict) -> str:
     """Whether the ptxas installed here schedules as the chapter's did: the exercise's
     worked answer compiled here, and how long it keeps its loads in flight. One sentence

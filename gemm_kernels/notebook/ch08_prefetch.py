@@ -552,6 +552,30 @@ def ladder_start(params: dict | None = None) -> str:
             "and passes it.")
 
 
+def one_block_plot(study: str = "ch08_one_block"):
+    """The timed study of one block per SM (`evidence.plot`), with a black tick on each
+    row at the cuBLAS rate timed beside that row, named, and each rate written inside its
+    bar: the axis ends just past cuBLAS."""
+    from gemm_kernels.measure import studies
+    from gemm_kernels.notebook import evidence
+    fig = evidence.plot(study, run_line=False)
+    ax = fig.axes[0]
+    pairs = studies.results(study)
+    refs = [(r.get("reference") or {}).get("gflops", {}).get("median") if r else None
+            for _, r in pairs]
+    for t in ax.texts:          # each rate inside its bar, so that the ticks stay clear
+        t.set_text(t.get_text().strip() + "  ")
+        t.set_horizontalalignment("right")
+        t.set_color("w")
+    for yi, ref in zip(range(len(pairs))[::-1], refs):
+        if ref:
+            ax.plot([ref / 1e3] * 2, [yi - 0.4, yi + 0.4], color="k", lw=2.5)
+            ax.text(ref / 1e3, yi, "  cuBLAS", va="center", fontsize=FONT - 1)
+    if any(refs):      # room for the names right of the ticks
+        ax.set_xlim(0, max(r for r in refs if r) / 1e3 * 1.2)
+    return labelled(fig)
+
+
 def one_block_summary(study: str = "ch08_one_block") -> str:
     """What the recorded study of one block per SM says, in sentences: the change double
     buffering makes at two blocks and at one (with whether the ranges of the runs
