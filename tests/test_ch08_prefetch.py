@@ -127,6 +127,19 @@ def test_the_loop_strip_shows_the_whole_of_the_longest_loop():
     plt.close(fig)
 
 
+def test_the_loop_strip_labels_every_arrow_with_its_ffmas():
+    import matplotlib.pyplot as plt
+    names = ["chapter 08's kernel", c.WORKING]
+    fig = c.loop_strip(names)
+    for ax, name in zip(fig.axes, names):
+        lp = c.loads(name)
+        labels = sorted(t.get_text() for t in ax.texts)
+        assert labels == sorted(f"{ld.ffma:,} FFMAs" for ld in lp.loads if ld.use is not None)
+        for t in ax.texts:      # inside the strip's range, not cut at its edges
+            assert -5 < t.get_position()[0] < lp.instructions + 5
+    plt.close(fig)
+
+
 def test_the_budget_variant_is_the_kernel_timed_with_two_blocks_per_sm():
     """The chapter's kernel under __launch_bounds__(256, 2) has the text of ch06's
     with_min_blocks and reads its timed rows: at BK = 16 in flight for the whole step,

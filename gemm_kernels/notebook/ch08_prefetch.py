@@ -314,6 +314,17 @@ def loop_strip(kernels=(KERNEL,), params: dict | None = None):
                         arrowprops={"arrowstyle": "-|>", "color": "#b45f06", "lw": 2.4,
                                     "mutation_scale": 18})
             ax.plot([ld.at, ld.at], [1.0, y], color="#b45f06", lw=1.2, ls=":")
+            # the count beside each arrow: beside a short one (two arrows of a few
+            # FFMAs would hide a label on them), above the middle of a long one
+            words = f"{ld.ffma:,} FFMA{'' if ld.ffma == 1 else 's'}"
+            if end - ld.at < len(body) // 8:      # on the side with room
+                left = ld.at > len(body) // 2
+                ax.text(ld.at - 3 if left else min(end, len(body)) + 6, y, words,
+                        ha="right" if left else "left", va="center", fontsize=FONT - 1,
+                        color="#b45f06")
+            else:
+                ax.text((ld.at + min(end, len(body))) / 2, y + 0.04, words, ha="center",
+                        va="bottom", fontsize=FONT - 1, color="#b45f06")
         ax.set_ylim(-0.1, 1.45 + 0.3 * len(used))
         ax.set_yticks([])
         bars = f"{lp.barriers} barrier" + ("" if lp.barriers == 1 else "s")
