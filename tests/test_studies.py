@@ -5,6 +5,7 @@ import pytest
 
 from gemm_kernels.core.kernels import KERNELS
 from gemm_kernels.measure import ncu, record, studies
+import gemm_kernels.notebook.timed_variants  # noqa: F401,E402  (registers the chapters' variants)
 
 
 @pytest.mark.parametrize("name", list(studies.STUDIES))
@@ -112,13 +113,14 @@ def test_a_step_can_name_a_timed_variant():
         ((64, 64, 64),), ("a__b.sum",))
     found = studies.problems(bad)
     assert len(found) == 2
-    assert "no timed variant named 'double_buffer: nonesuch'" in found[0]
+    assert "no variant named 'double_buffer: nonesuch' is registered" in found[0]
     assert "is not a variant of 'float4'" in found[1]
 
 
 def test_a_profiled_variant_is_recorded_under_its_own_name(monkeypatch):
     """The one profiling path (`profile.run`) launches a study's variants and stamps
     their rows with the variant's name and text hash, so `results` finds them."""
+    from gemm_kernels.core.launch import kernel_of
     from gemm_kernels.measure import profile, records
     st = studies.get("ch08_payoff_stalls")
     todo = profile._launchable(st.name)
@@ -127,12 +129,18 @@ def test_a_profiled_variant_is_recorded_under_its_own_name(monkeypatch):
 
     def fake_profile(argv, metrics, kernel_filter):
         seen["argv"], seen["filter"] = argv, kernel_filter
+        # the child reads its launches from the plan file, each variant rebuilt from text
+        seen["plan"] = profile.read_plan(argv[argv.index("--plan") + 1])
         return [{"kernel": f"{studies.step_kernel(s).entry}<...>", "metrics": {"m": i}}
                 for i, (s, _, _) in enumerate(studies.launches(st))]
     monkeypatch.setattr(ncu, "profile", fake_profile)
     monkeypatch.setattr(ncu, "version", lambda: "test")
     rows = profile.run(st.name, ["m"])
-    assert seen["argv"][-1] == st.name and "sgemm_double_buffer" in seen["filter"]
+    assert "sgemm_double_buffer" in seen["filter"]
+    for (k, p, shape), (step, full, at) in zip(seen["plan"], studies.launches(st)):
+        want = studies.step_kernel(step)
+        assert (k if isinstance(k, str) else k.name) == want.name and (p, shape) == (full, at)
+        assert kernel_of(k).source_hash() == want.source_hash()
     assert [r["kernel"] for r in rows] == [studies.step_kernel(s).name for s in st.steps]
     for step, r in zip(st.steps, rows):
         assert r["source"] == studies.step_kernel(step).source_hash()

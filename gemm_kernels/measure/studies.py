@@ -111,14 +111,28 @@ def step_shape(step: Step, shape) -> tuple:
     return OPERANDS[step.operand](*shape)
 
 
+# The variants a step may name (`Step.variant`): name -> a function that builds its
+# Kernel. The layer that makes them registers them (`notebook.timed_variants` does, on
+# import, for every variant the chapters time): measure imports no chapter code.
+_VARIANTS: dict = {}
+
+
+def register_variant(name: str, build) -> None:
+    """Make variant `name` (built by `build()`, a Kernel) one that a step may name."""
+    _VARIANTS[name] = build
+
+
 def step_kernel(step: Step):
-    """The kernel a step launches: the registry's `step.kernel`, or the timed variant
-    the step names (built by `notebook.timed_variants`, the one place variants are made,
-    so a study profiles the very text the chapter timed)."""
+    """The kernel a step launches: the registry's `step.kernel`, or the registered
+    variant the step names (built where the chapters build it, so a study profiles the
+    very text a chapter timed)."""
     if step.variant is None:
         return KERNELS[step.kernel]
-    from gemm_kernels.notebook import timed_variants
-    return timed_variants.get(step.variant).kernel()
+    if step.variant not in _VARIANTS:
+        raise ValueError(f"no variant named {step.variant!r} is registered (the chapters' "
+                         "variants are registered by importing "
+                         "gemm_kernels.notebook.timed_variants)")
+    return _VARIANTS[step.variant]()
 
 
 @dataclass(frozen=True)
