@@ -275,6 +275,8 @@ def cmd_study(a):
         except ValueError as e:     # the registry's own message, argparse-style
             a.parser.error(str(e))
     _need_gpu("study")
+    # the chapters' variants, registered so that a study's step can name one
+    import gemm_kernels.notebook.timed_variants  # noqa: F401
     from gemm_kernels.measure.record import merge
     from gemm_kernels.measure.study_run import study_rows
     failed = []

@@ -40,7 +40,7 @@ def test_the_chapters_own_loop_is_refused_for_its_sunk_loads():
     assert v["static"][0] == FAIL and "not in flight" in v["static"][1], v
     assert f"ptxas installed here ({compiler.ptxas_version()}) schedules as the chapter's" \
         in v["static"][1], v
-    assert "below the exercise's bar" in v["static"][1], v
+    assert "fails the quarter-step check" in v["static"][1], v
     assert "registers" not in v["static"][1] and "__syncthreads" not in v["static"][1], v
     # the strip is the feedback; the cure (the branch, the same work in every step) is
     # the student's to find, and the hint points to the section that finds it after
@@ -48,6 +48,20 @@ def test_the_chapters_own_loop_is_refused_for_its_sunk_loads():
     report = grade(NAME, _guarded(solution(NAME)), gpu=False, emulate=False)
     hint = next(st.hint for st in report.steps if st.name == "static")
     assert "Why the loads sank" in hint and "if (more)" not in hint, hint
+
+
+def test_a_pass_prints_how_long_the_loads_stay_in_flight():
+    """The static step's pass line carries the measured number, so the student need not
+    look it up in the chapter."""
+    from gemm_kernels.notebook.ch08_prefetch import worked_answer_note
+    v = static_verdict(NAME, solution(NAME))
+    assert v["static"][0] == PASS, v
+    assert "your loads are in flight for " in v["static"][1], v
+    assert "of the step's 512 FFMAs (passes the quarter-step check: 128 or more)" \
+        in v["static"][1], v
+    # the same number as the chapter's note on the worked answer
+    count = v["static"][1].split("in flight for ")[1].split(" ")[0]
+    assert f"in flight for {count} of the step's 512" in worked_answer_note()
 
 
 def test_source_order_decides_nothing_the_compiler_hoists_the_loads():
@@ -185,9 +199,9 @@ def test_in_flight_words_say_the_count_and_the_side_of_the_bar():
     from gemm_kernels.exercises.ch08_checks import LoopLoads, Load, in_flight_words
     short = LoopLoads(100, 1024, 1, 1, (Load(0, 5, 163),))
     long_ = LoopLoads(100, 512, 1, 1, (Load(0, 5, 262),))
-    assert in_flight_words(short) == ("in flight for 163 of the step's 1,024 FFMAs, below "
-                                      "the exercise's bar of 256 (a quarter)")
-    assert "262 of the step's 512 FFMAs, at or above the exercise's bar of 128" \
+    assert in_flight_words(short) == ("in flight for 163 of the step's 1,024 FFMAs (fails "
+                                      "the quarter-step check: 256 or more)")
+    assert "262 of the step's 512 FFMAs (passes the quarter-step check: 128 or more)" \
         in in_flight_words(long_)
     assert in_flight_words(LoopLoads(10, 8, 1, 1, ())) == "no global load used in the loop"
 
@@ -218,3 +232,27 @@ def test_loop_strip_text_places_loads_and_uses():
     assert text.splitlines()[0].endswith("|-L-------u|"), text
     assert "issued after 20 of the step's 512 FFMAs, first used 300 FFMAs later" in text
     assert loop_strip_text(LoopLoads(100, 512, 1, 1, ())) == ""
+
+
+def test_a_race_in_a_helper_is_traced_to_the_students_calls():
+    """The race checker names the helpers' lines; the hint names the helpers, and so the
+    calls in the student's K loop that led there."""
+    from gemm_kernels.exercises.ch08_checks import helpers_at, race_hint
+    detail = ("a data race on the shared array As between line 95 and line 75 of your "
+              "cell: two threads touched the same element")
+    assert helpers_at(detail) == [(95, "compute_stage"), (75, "store_tiles")]
+    hint = race_hint(detail)
+    assert hint.startswith("line 95 is in compute_stage and line 75 is in store_tiles")
+    assert "your calls of compute_stage(...) and store_tiles(...) in the K loop" in hint
+    # a line of the kernel itself is the student's own: no helper named
+    assert helpers_at("a data race between line 170 and line 171 of your cell") == []
+    assert race_hint("2145 elements wrong").startswith("wrong numbers with no race")
+
+
+@needs_cxx
+def test_the_wrong_stage_race_hint_names_the_helpers():
+    old, new = WRONG_STAGE
+    report = grade(NAME, solution(NAME).replace(old, new), gpu=False)
+    step = next(s for s in report.steps if s.name == "correct")
+    assert "data race" in step.detail, step.detail
+    assert "(the given helpers): the race comes from your call" in step.hint, step.hint

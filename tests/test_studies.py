@@ -5,6 +5,7 @@ import pytest
 
 from gemm_kernels.core.kernels import KERNELS
 from gemm_kernels.measure import ncu, record, studies
+import gemm_kernels.notebook.timed_variants  # noqa: F401,E402  (registers the chapters' variants)
 
 
 @pytest.mark.parametrize("name", list(studies.STUDIES))
@@ -92,7 +93,7 @@ def test_results_pair_every_step_with_its_row_or_none():
         assert [s.label for s, _ in pairs] == [s.label for s in st.steps]
         for step, row in pairs:
             if row is not None:
-                assert row["kernel"] == step.kernel
+                assert row["kernel"] == studies.step_kernel(step).name
                 assert (row.get("study") == name) == (st.kind == "ncu")
 
 
@@ -126,3 +127,58 @@ def test_a_study_is_read_from_the_recording_that_holds_all_of_it(tmp_path, monke
         assert studies.complete_recording(st.name).device["name"] == "whole"
     finally:
         records._LOADED.clear()
+
+
+def test_a_step_can_name_a_timed_variant():
+    """A step with `variant` launches the chapter's timed variant (built where the
+    chapters build it), at its kernel's parameters; a wrong name is a problem."""
+    st = studies.get("ch08_payoff_stalls")
+    named = [s for s in st.steps if s.variant]
+    assert named and studies.problems(st) == []
+    for step in named:
+        k = studies.step_kernel(step)
+        assert k.name == step.variant and k.entry == KERNELS[step.kernel].entry
+        assert k.source_hash() != KERNELS[step.kernel].source_hash()
+    plain = next(s for s in st.steps if not s.variant)
+    assert studies.step_kernel(plain) is KERNELS[plain.kernel]
+    bad = studies.Study("x", "08", "?", "ncu", (
+        studies.Step("no such", "double_buffer", {}, variant="double_buffer: nonesuch"),
+        studies.Step("other kernel's", "float4", {}, variant=named[0].variant)),
+        ((64, 64, 64),), ("a__b.sum",))
+    found = studies.problems(bad)
+    assert len(found) == 2
+    assert "no variant named 'double_buffer: nonesuch' is registered" in found[0]
+    assert "is not a variant of 'float4'" in found[1]
+
+
+def test_a_profiled_variant_is_recorded_under_its_own_name(monkeypatch):
+    """The one profiling path (`profile.run`) launches a study's variants and stamps
+    their rows with the variant's name and text hash, so `results` finds them."""
+    from gemm_kernels.core.launch import kernel_of
+    from gemm_kernels.measure import profile, records
+    st = studies.get("ch08_payoff_stalls")
+    todo = profile._launchable(st.name)
+    assert len(todo) == len(st.steps) * len(st.shapes)
+    seen = {}
+
+    def fake_profile(argv, metrics, kernel_filter):
+        seen["argv"], seen["filter"] = argv, kernel_filter
+        # the child reads its launches from the plan file, each variant rebuilt from text
+        seen["plan"] = profile.read_plan(argv[argv.index("--plan") + 1])
+        return [{"kernel": f"{studies.step_kernel(s).entry}<...>", "metrics": {"m": i}}
+                for i, (s, _, _) in enumerate(studies.launches(st))]
+    monkeypatch.setattr(ncu, "profile", fake_profile)
+    monkeypatch.setattr(ncu, "version", lambda: "test")
+    rows = profile.run(st.name, ["m"])
+    assert "sgemm_double_buffer" in seen["filter"]
+    for (k, p, shape), (step, full, at) in zip(seen["plan"], studies.launches(st)):
+        want = studies.step_kernel(step)
+        assert (k if isinstance(k, str) else k.name) == want.name and (p, shape) == (full, at)
+        assert kernel_of(k).source_hash() == want.source_hash()
+    assert [r["kernel"] for r in rows] == [studies.step_kernel(s).name for s in st.steps]
+    for step, r in zip(st.steps, rows):
+        assert r["source"] == studies.step_kernel(step).source_hash()
+        assert r["study"] == st.name
+    rec = records.Record({"name": "Test GPU"}, "2026-01-01T00:00:00Z", "abc", rows)
+    got = studies.results(st.name, rec=rec)
+    assert [r["metrics"]["m"] for _, r in got] == list(range(len(st.steps)))

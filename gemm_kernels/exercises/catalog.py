@@ -19,7 +19,7 @@ from gemm_kernels.exercises import (ch00_checks, ch01_checks, ch02_checks, ch03_
 from gemm_kernels.exercises.ch05_checks import (products_followed, shared_loads_per_ffma,
                                                 thread_mapping)
 from gemm_kernels.exercises.ch07_checks import all_loads_128, right_at
-from gemm_kernels.exercises.ch08_checks import prefetch_in_flight
+from gemm_kernels.exercises.ch08_checks import prefetch_in_flight, race_hint
 from gemm_kernels.exercises.ch09_checks import pipeline_hint, zorder_lanes
 from gemm_kernels.measure.check import RAGGED_SHAPES, TRANSPOSE_SHAPES
 
@@ -409,10 +409,7 @@ register(Exercise(
                       "call them with their template arguments, e.g. "
                       "fetch_tiles<BM, BN, BK, NT, VEC>(...)",
            "static": _double_buffer_static_hint,
-           "correct": "a data race names the two lines of your cell that touch one shared "
-                      "element with no barrier between them: which stage does each of them "
-                      "use in that step? Wrong numbers with no race: check the k0 of each "
-                      "fetch and what the last step fetches and stores",
+           "correct": race_hint,
            "speed": "timed against the chapter's kernel at the same tile: keep the loads "
                     "in flight (step 2) and the two blocks per SM that 128 registers allow"},
 ))

@@ -10,6 +10,11 @@ issues before the first instruction that reads the loaded registers (the store i
 shared memory). It also counts the barriers: one BAR.SYNC per trip of the loop, and one
 before the loop (after the prologue's store), as a double buffer needs.
 
+The check is structural: it says whether a prefetch survived ptxas at the graded tile,
+not how fast the kernel runs (the chapter times that). Its threshold, a quarter of the
+step's FFMAs, is "the quarter-step check" wherever the chapter, its solution and this
+grader name it.
+
 What it cannot see: which stage a store writes (storing into the stage being read is a
 race) and whether the indices are right. Those need the kernel to run (the grader's
 step "correct").
@@ -27,8 +32,10 @@ from gemm_kernels.exercises.submission import submission_sass
 
 # The one definition of "in flight" the chapter, its solution and this grader share: a
 # global load is in flight for the FFMAs the warp issues between the load and the first
-# instruction that uses its value. The exercise's bar: at least a quarter of the step's.
+# instruction that uses its value. The quarter-step check: at least a quarter of the
+# step's FFMAs.
 IN_FLIGHT_FRACTION = 4          # a quarter of the step
+CHECK = "the quarter-step check"
 
 _REG = re.compile(r"\bR(\d+)(\.64)?\b")
 _NO_DEST = ("STS", "STG", "STL", "ST", "RED", "ATOM", "BAR", "BRA", "LDGSTS", "DEPBAR")
@@ -90,15 +97,26 @@ class LoopLoads:
         return self.ffma // IN_FLIGHT_FRACTION
 
 
+def passes(lp: LoopLoads) -> bool:
+    """Whether every used global load of the loop passes the quarter-step check."""
+    return lp.fewest is not None and lp.fewest >= lp.needed
+
+
+def check_words(lp: LoopLoads) -> str:
+    """'passes (128)' / 'fails (256)': the quarter-step check of a loop, for a table
+    cell; the number is the FFMAs the check asks for."""
+    return "-" if lp.fewest is None else \
+        f"{'passes' if passes(lp) else 'fails'} ({lp.needed:,})"
+
+
 def in_flight_words(lp: LoopLoads) -> str:
     """How long a compiled loop keeps its loads in flight, in the words the chapter, its
-    solution and the grader all use: 'in flight for 163 of the step's 1,024 FFMAs, below
-    the exercise's bar of 256 (a quarter)'."""
+    solution and the grader all use: 'in flight for 163 of the step's 1,024 FFMAs (fails
+    the quarter-step check: 256 or more)'."""
     if lp.fewest is None:
         return "no global load used in the loop"
-    side = "at or above" if lp.fewest >= lp.needed else "below"
-    return (f"in flight for {lp.fewest:,} of the step's {lp.ffma:,} FFMAs, {side} the "
-            f"exercise's bar of {lp.needed:,} (a quarter)")
+    return (f"in flight for {lp.fewest:,} of the step's {lp.ffma:,} FFMAs "
+            f"({'passes' if passes(lp) else 'fails'} {CHECK}: {lp.needed:,} or more)")
 
 
 def loop_strip_text(lp: LoopLoads, width: int = 64) -> str:
@@ -197,6 +215,45 @@ def prefetch_problems(sass: str, agreement=lambda: "") -> list[str]:
     return problems
 
 
+_DEVICE_FN = re.compile(r"__device__[^(]*?\b(\w+)\s*\(")
+
+
+def helpers_at(detail: str, exercise: str = "08_double_buffer") -> list[tuple[int, str]]:
+    """For a message naming lines of the student's cell ('between line 95 and line 75 of
+    your cell'), the given helper each line sits in: [(95, 'compute_stage'), ...]. A race
+    found inside a helper is reported at the helper's line; the student's own line is the
+    call of that helper in the K loop. The helpers stand above the part the student
+    writes, so their lines are those of the worked answer's cell (line 1 of the cell is
+    the %%exercise line); lines outside a helper are left out."""
+    text = solution_text(exercise[:2], exercise).splitlines()
+    out = []
+    for n in dict.fromkeys(int(m) for m in re.findall(r"\bline (\d+)", detail)):
+        for line in reversed(text[:max(n - 1, 0)]):
+            if "__global__" in line:
+                break
+            m = _DEVICE_FN.search(line)
+            if m:
+                out.append((n, m.group(1)))
+                break
+    return out
+
+
+def race_hint(detail: str, exercise: str = "08_double_buffer") -> str:
+    """Exercise 08's hint for a failed step 3: for a race, the given helpers its lines
+    sit in and the question to ask of the calls in the K loop; else what to check."""
+    if "data race" not in detail:
+        return ("wrong numbers with no race: check the k0 of each fetch and what the last "
+                "step fetches and stores")
+    where = helpers_at(detail, exercise)
+    named = " and ".join(f"line {n} is in {fn}" for n, fn in where)
+    calls = " and ".join(dict.fromkeys(f"{fn}(...)" for _, fn in where))
+    return ((f"{named} (the given helpers): the race comes from your "
+             f"call{'s' if len(calls.split(' and ')) > 1 else ''} of {calls} in the K loop. "
+             if where else "the race is between the two lines named above. ")
+            + "In one step, which stage does each call use? The store must write the "
+              "stage that nobody reads in that step")
+
+
 def compiler_agreement(exercise: str, kernel: str, params: dict) -> str:
     """Whether the ptxas installed here schedules as the chapter's did: the exercise's
     worked answer compiled here, and how long it keeps its loads in flight. One sentence
@@ -223,5 +280,11 @@ def prefetch_in_flight(exercise: str, kernel: str, params: dict) -> Callable[[st
         sass = submission_sass(exercise, kernel, params, source)
         return [] if sass is None else prefetch_problems(
             sass, lambda: compiler_agreement(exercise, kernel, params))
+
+    def note(source: str) -> str:
+        """On a pass, the measured number: how long the loads stay in flight."""
+        sass = None if STUB in source else submission_sass(exercise, kernel, params, source)
+        return "" if not sass else f"your loads are {in_flight_words(loop_loads(sass))}"
     check.__name__ = f"prefetch_in_flight_{exercise}"
+    check.note = note
     return check

@@ -59,9 +59,10 @@ def plan() -> list[tuple[str, dict, tuple]]:
     return out
 
 
-def launch_plan(study: str | None) -> list[tuple[str, dict, tuple]]:
-    """The launches of the chapters' profile (None) or of one ncu study (a step that
-    runs a timed variant gives its Kernel instead of a registry name)."""
+def launch_plan(study: str | None) -> list[tuple[object, dict, tuple]]:
+    """The launches of the chapters' profile (None) or of one ncu study: (kernel, params,
+    shape), the kernel a registry name or, for a study's step that names a timed
+    variant, that variant's Kernel."""
     if study is None:
         return plan()
     from gemm_kernels.measure import studies
@@ -101,8 +102,16 @@ def run(study: str | None = None, metrics: list[str] = METRICS) -> list[dict]:
     todo = _launchable(study)
     entries = sorted({kernel_of(n).entry for n, _, _ in todo})
     argv = [sys.executable, "-m", "gemm_kernels.measure.profile", "--target"]
-    launches = ncu.profile(argv + ([study] if study else []), metrics,
-                           "^(" + "|".join(entries) + ")")
+    if all(isinstance(n, str) for n, _, _ in todo):
+        launches = ncu.profile(argv + ([study] if study else []), metrics,
+                               "^(" + "|".join(entries) + ")")
+    else:     # variants: the child launches their texts from a file (see `plan_file`)
+        path = plan_file(todo)
+        try:
+            launches = ncu.profile(argv + ["--plan", path], metrics,
+                                   "^(" + "|".join(entries) + ")")
+        finally:
+            os.unlink(path)
     if len(launches) != len(todo):
         raise RuntimeError(f"expected {len(todo)} profiled launches, ncu reported {len(launches)}")
     rows = []
@@ -117,9 +126,46 @@ def run(study: str | None = None, metrics: list[str] = METRICS) -> list[dict]:
     return rows
 
 
+def plan_file(todo) -> str:
+    """The launches `todo` written to a temporary JSON file for the profiled child, the
+    text of each variant included: a variant (a changed copy of a registry kernel's
+    source, `studies.Step.variant`) is built by the layer that registered it, which the
+    child, in this layer, does not import; it rebuilds each one from its registry kernel
+    and its text (`Kernel.with_code`). Returns the file's path."""
+    import tempfile
+    out = []
+    for kernel, params, shape in todo:
+        if isinstance(kernel, str):
+            out.append({"kernel": kernel, "params": params, "shape": list(shape)})
+            continue
+        base = [n for n, k in KERNELS.items()
+                if k.entry == kernel.entry and k.source == kernel.source]
+        if len(base) != 1:
+            raise ValueError(f"variant {kernel.name!r}: no single registry kernel with its "
+                             f"entry {kernel.entry} in {kernel.source}")
+        out.append({"kernel": base[0], "variant": kernel.name, "code": kernel.code,
+                    "params": params, "shape": list(shape)})
+    fd, path = tempfile.mkstemp(suffix=".json", prefix="profile-plan-")
+    with os.fdopen(fd, "w") as f:
+        json.dump(out, f)
+    return path
+
+
+def read_plan(path: str) -> list[tuple[object, dict, tuple]]:
+    """The launches of a `plan_file`, each variant rebuilt around its text."""
+    with open(path) as f:
+        items = json.load(f)
+    return [(KERNELS[d["kernel"]].with_code(d["code"], name=d["variant"],
+                                            source=KERNELS[d["kernel"]].source)
+             if "variant" in d else d["kernel"], d["params"], tuple(d["shape"]))
+            for d in items]
+
+
 def main():
     if "--target" in sys.argv:
         rest = sys.argv[sys.argv.index("--target") + 1:]
+        if rest[:1] == ["--plan"]:
+            return target(read_plan(rest[1]))
         return target(_launchable(rest[0] if rest else None))
     from gemm_kernels.measure.record import merge
     rows = run()

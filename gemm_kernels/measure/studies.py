@@ -87,18 +87,11 @@ class Step:
     # ("A", "B" or "C") whose matrix it moves, and so the shape it runs at (A: M x K).
     # None: the step runs at the study's shape itself.
     operand: str | None = None
-    # A timed variant of `kernel` (a name in `notebook.timed_variants`: the kernel's text
-    # with a few edits, under its own name): the step runs that variant. None: the
-    # registry kernel itself.
+    # A variant of `kernel` that a chapter times beside the registry (its name in
+    # `notebook.timed_variants`, where the variants are built: "double_buffer: without
+    # if (more), ..."): the step launches that text, at `kernel`'s parameters, and its
+    # rows carry the variant's name and the hash of its text. None: the registry kernel.
     variant: str | None = None
-
-
-def step_kernel(step: Step):
-    """The Kernel a step runs: the registry's `kernel`, or the timed variant it names."""
-    if step.variant is None:
-        return KERNELS[step.kernel]
-    from gemm_kernels.notebook import timed_variants   # built lazily: nothing compiles
-    return timed_variants.get(step.variant).kernel()
 
 
 OPERANDS = {"A": lambda M, N, K: (M, K), "B": lambda M, N, K: (K, N),
@@ -116,6 +109,30 @@ def step_shape(step: Step, shape) -> tuple:
         raise ValueError(f"operand {step.operand!r} needs a GEMM shape (M, N, K), "
                          f"got {tuple(shape)}")
     return OPERANDS[step.operand](*shape)
+
+
+# The variants a step may name (`Step.variant`): name -> a function that builds its
+# Kernel. The layer that makes them registers them (`notebook.timed_variants` does, on
+# import, for every variant the chapters time): measure imports no chapter code.
+_VARIANTS: dict = {}
+
+
+def register_variant(name: str, build) -> None:
+    """Make variant `name` (built by `build()`, a Kernel) one that a step may name."""
+    _VARIANTS[name] = build
+
+
+def step_kernel(step: Step):
+    """The kernel a step launches: the registry's `step.kernel`, or the registered
+    variant the step names (built where the chapters build it, so a study profiles the
+    very text a chapter timed)."""
+    if step.variant is None:
+        return KERNELS[step.kernel]
+    if step.variant not in _VARIANTS:
+        raise ValueError(f"no variant named {step.variant!r} is registered (the chapters' "
+                         "variants are registered by importing "
+                         "gemm_kernels.notebook.timed_variants)")
+    return _VARIANTS[step.variant]()
 
 
 @dataclass(frozen=True)
@@ -372,6 +389,30 @@ STUDY_LIST += (
           (CUBE_4096, (8192, 8192, 8192)),
           (STALLS, *ISSUE, SHARED_ALL, *HOPPER_TENSOR, *DRAM)),
 )
+# Chapter 08's payoff, profiled: the sources its payoff times at 2048^3, chapters 07 and
+# 08 and the variants of chapter 08's kernel whose loads stay in flight (by their names
+# in `notebook.timed_variants`, `ch08_prefetch.ALTERNATIVES`), with two blocks per SM and
+# with one, at the chapter's tile and at BK = 16: does the wait on global loads shrink
+# where the prefetch pays?
+CH08_PAYOFF = (2048, 2048, 2048)
+_CH08_SOURCES = (("chapter 07's kernel", "float4", None),
+                 ("chapter 08's kernel", "double_buffer", None),
+                 *((v, "double_buffer", f"double_buffer: {v}") for v in (
+                     "without if (more), + __launch_bounds__(256, 2)",
+                     "if (more) on the store only, + __launch_bounds__(256, 2)",
+                     "compute, then fetch, then store, + __launch_bounds__(256, 2)",
+                     "last tile peeled off the loop, + __launch_bounds__(256, 2)")))
+STUDY_LIST += (
+    Study("ch08_payoff_stalls", "08",
+          "Where the warps wait in the sources of chapter 08's payoff, with two blocks per "
+          "SM and with one", "ncu",
+          tuple(Step(f"{who}, {'one block' if one else 'two blocks'} per SM, "
+                     f"BK = {tile['BK']}", kernel, {**tile, "ONE_PER_SM": one},
+                     variant=variant)
+                for tile in (K5, {**K5, "BK": 16}) for one in (False, True)
+                for who, kernel, variant in _CH08_SOURCES),
+          (CH08_PAYOFF,), (STALLS, *ISSUE, *PIPES)),
+)
 STUDIES = {s.name: s for s in STUDY_LIST}
 
 
@@ -394,8 +435,12 @@ def problems(study: Study) -> list[str]:
             continue
         try:
             k = step_kernel(s)
-        except ValueError as e:        # a variant that names nothing or does not build
+        except ValueError as e:
             out.append(f"{study.name}: step {s.label!r}: {e}")
+            continue
+        if k.entry != KERNELS[s.kernel].entry:
+            out.append(f"{study.name}: step {s.label!r}: variant {s.variant!r} is not a "
+                       f"variant of {s.kernel!r}")
             continue
         try:
             bad = k.problems(s.params)

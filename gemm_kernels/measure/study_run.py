@@ -16,7 +16,7 @@ def study_rows(name: str, log=print) -> list[dict]:
         metrics = studies.pick_metrics(study.metrics, ncu.known_metrics())
         log(f"{name}: {len(metrics)} counters over {len(study.steps)} steps")
         return profile.run(name, metrics)
-    # the registry's kernels compiled in parallel first (a variant compiles here)
+    # registry kernels compile in parallel first; a timed variant compiles at its launch
     record.warm([(step.kernel, full) for step, full, _ in studies.launches(study)
                  if step.variant is None])
     rows = []

@@ -35,6 +35,7 @@ from gemm_kernels.exercises.cexpr import code_only, evaluate
 from gemm_kernels.exercises.ch09_checks import braced
 from gemm_kernels.measure import lookup, profile, records, studies
 from gemm_kernels.memory import banks, ch07_09_patterns
+from gemm_kernels.notebook import ch09_split   # registers the ladder's variants (4a, 4b)
 from gemm_kernels.notebook.display import Markdown, Text
 
 NOT_RECORDED = "not recorded yet on this machine's recording"

@@ -26,7 +26,9 @@ from statistics import median
 from gemm_kernels.core import analysis, compiler
 from gemm_kernels.core.launch import kernel_of
 from gemm_kernels.core.table import Table
-from gemm_kernels.exercises.ch08_checks import LoopLoads, in_flight_words, loop_loads
+from gemm_kernels.notebook.display import Text
+from gemm_kernels.exercises.ch08_checks import (CHECK, LoopLoads, check_words,
+                                                 in_flight_words, loop_loads, passes)
 from gemm_kernels.exercises.ch09_checks import braced
 
 KERNEL = "double_buffer"
@@ -119,6 +121,20 @@ def variant_kernel(name: str):
                                        source=kernel_of(KERNEL).source)
 
 
+def _register_variants():
+    """Each variant made here (the budget aside: its text is `ch06_tiles`') becomes one
+    that a study's step may name (`measure.studies.Step.variant`), by the name its
+    kernel and its timed rows carry: the payoff's profile launches these very texts."""
+    from gemm_kernels.measure import studies
+    for name, changes in VARIANTS.items():
+        if changes and name != BUDGET:
+            studies.register_variant(f"{KERNEL}: {name}",
+                                     functools.partial(variant_kernel, name))
+
+
+_register_variants()
+
+
 def _params(kernel, params):
     return kernel_of(kernel).resolve(params)
 
@@ -134,7 +150,8 @@ def loads(kernel=KERNEL, params: dict | None = None, arch=None) -> LoopLoads:
 def variants_table(names=None, params: dict | None = None) -> Table:
     """Per variant: registers, spills, blocks per SM, and how long the compiled loop keeps
     its global loads in flight (fewest FFMAs between a load and the first use of its
-    value, out of the FFMAs of one step), against the exercise's bar (a quarter)."""
+    value, out of the FFMAs of one step), and whether that passes the quarter-step
+    check."""
     rows = []
     for name in names or VARIANTS:
         k = variant_kernel(name)
@@ -146,18 +163,11 @@ def variants_table(names=None, params: dict | None = None) -> Table:
                      "spills (bytes)": res["spill_stores"], "blocks/SM": occ.blocks_per_sm,
                      "FFMAs per step": lp.ffma,
                      "FFMAs between a global load and its use": lp.fewest,
-                     "the exercise's bar (a quarter)": _bar(lp),
+                     CHECK: check_words(lp),
                      "barriers per step": lp.barriers})
     return Table(rows, list(rows[0]), title="The compiled main loop of each variant "
                  f"(SASS compiled here for {compiler.static_arch(kernel_of(KERNEL))} by "
                  f"ptxas {compiler.ptxas_version()}; fewest FFMAs over the step's global loads)")
-
-
-def _bar(lp: LoopLoads) -> str:
-    """'at or above' / 'below' the exercise's bar, for a table cell."""
-    if lp.fewest is None:
-        return "-"
-    return ("at or above" if lp.fewest >= lp.needed else "below") + f" ({lp.needed:,})"
 
 
 def in_flight(kernel=KERNEL, params: dict | None = None) -> str:
@@ -318,11 +328,22 @@ def loop_strip(kernels=(KERNEL,), params: dict | None = None):
                         arrowprops={"arrowstyle": "-|>", "color": "#b45f06", "lw": 2.4,
                                     "mutation_scale": 18})
             ax.plot([ld.at, ld.at], [1.0, y], color="#b45f06", lw=1.2, ls=":")
+            # the count beside each arrow: beside a short one (two arrows of a few
+            # FFMAs would hide a label on them), above the middle of a long one
+            words = f"{ld.ffma:,} FFMA{'' if ld.ffma == 1 else 's'}"
+            if end - ld.at < len(body) // 8:      # on the side with room
+                left = ld.at > len(body) // 2
+                ax.text(ld.at - 3 if left else min(end, len(body)) + 6, y, words,
+                        ha="right" if left else "left", va="center", fontsize=FONT - 1,
+                        color="#b45f06")
+            else:
+                ax.text((ld.at + min(end, len(body))) / 2, y + 0.04, words, ha="center",
+                        va="bottom", fontsize=FONT - 1, color="#b45f06")
         ax.set_ylim(-0.1, 1.45 + 0.3 * len(used))
         ax.set_yticks([])
         bars = f"{lp.barriers} barrier" + ("" if lp.barriers == 1 else "s")
         fewest = (f"; fewest FFMAs between a global load and its use: "
-                  f"{lp.fewest} (the exercise's bar: {lp.needed})"
+                  f"{lp.fewest} ({CHECK}: {lp.needed} or more)"
                   if lp.fewest is not None else "")
         ax.set_title(f"{name}: {lp.ffma} FFMAs, {len(lp.loads)} global loads, {bars} per "
                      f"step{fewest}", fontsize=FONT, loc="left")
@@ -365,7 +386,7 @@ def sweep_rows(size: int = 2048, one_per_sm: bool = True) -> list[dict]:
         g7, g8 = r7["gflops"], r8["gflops"]
         out.append({"config": f"{p['BM']}x{p['BN']}x{p['BK']} {p['TM']}x{p['TN']}",
                     "params": p, "FFMAs per step": lp.ffma, "in flight (FFMAs)": lp.fewest,
-                    "loads in flight": lp.fewest is not None and lp.fewest >= lp.needed,
+                    "loads in flight": passes(lp),
                     "registers here": here,
                     "registers timed": (r8.get("binary") or {}).get("registers"),
                     "GFLOP/s 07": g7["median"], "GFLOP/s 08": g8["median"],
@@ -375,7 +396,7 @@ def sweep_rows(size: int = 2048, one_per_sm: bool = True) -> list[dict]:
 
 
 _GROUPS = {True: "in flight for a quarter of the step or more",
-           False: "in flight for less than a quarter"}
+           False: "in flight for less than a quarter of the step"}
 
 
 def sweep_summary(size: int = 2048, one_per_sm: bool = True) -> Table:
@@ -397,7 +418,7 @@ def sweep_summary(size: int = 2048, one_per_sm: bool = True) -> Table:
                        f"registers in {same} of {len(rows)} configurations)")
 
 
-# Below the bar, a ratio above this is an exception the chapter's text names: the plot
+# Failing the quarter-step check, a ratio above this is an exception the chapter's text names: the plot
 # labels those points.
 OUTLIER = 1.1
 
@@ -432,8 +453,8 @@ def sweep_plot(size: int = 2048, one_per_sm: bool = True, ax=None):
             ax.text(x - 0.27, m, f"median {m:.3f}", ha="right", va="center",
                     fontsize=FONT - 1)
     ax.axhline(1, color="k", lw=0.8, ls=":")
-    ax.set_xticks([0, 1], [f"{_GROUPS[False]}\n(below the exercise's bar)",
-                           f"{_GROUPS[True]}\n(at or above the bar)"], fontsize=FONT - 1)
+    ax.set_xticks([0, 1], [f"{_GROUPS[False]}\n(fails {CHECK})",
+                           f"{_GROUPS[True]}\n(passes {CHECK})"], fontsize=FONT - 1)
     ax.set_xlim(-0.9, 1.85)
     ax.set_ylabel("chapter 08 / chapter 07 (GFLOP/s)", fontsize=FONT)
     where = "one block per SM" if one_per_sm else "as many blocks per SM as fit"
@@ -511,7 +532,7 @@ def payoff(params: dict | None = None, kernels=ALTERNATIVES) -> Table:
                                            registers=regs).blocks_per_sm
         row = {"kernel": label,
                "loads in flight (FFMAs)": "-" if lp is None else f"{lp.fewest:,} of {lp.ffma:,}",
-               "the exercise's bar (a quarter)": "-" if lp is None else _bar(lp),
+               CHECK: "-" if lp is None else check_words(lp),
                "registers": regs}
         for one, setting in ((False, "own occupancy"), (True, "one block per SM")):
             g = rate[label, one]["gflops"]
@@ -554,6 +575,30 @@ def ladder_start(params: dict | None = None) -> str:
             "one before in one thing. Its first steps can therefore run slower than the "
             "exercise's answer of chapter 08; part B replaces the copy itself (cp.async), "
             "and passes it.")
+
+
+def one_block_plot(study: str = "ch08_one_block"):
+    """The timed study of one block per SM (`evidence.plot`), with a black tick on each
+    row at the cuBLAS rate timed beside that row, named, and each rate written inside its
+    bar: the axis ends just past cuBLAS."""
+    from gemm_kernels.measure import studies
+    from gemm_kernels.notebook import evidence
+    fig = evidence.plot(study, run_line=False)
+    ax = fig.axes[0]
+    pairs = studies.results(study)
+    refs = [(r.get("reference") or {}).get("gflops", {}).get("median") if r else None
+            for _, r in pairs]
+    for t in ax.texts:          # each rate inside its bar, so that the ticks stay clear
+        t.set_text(t.get_text().strip() + "  ")
+        t.set_horizontalalignment("right")
+        t.set_color("w")
+    for yi, ref in zip(range(len(pairs))[::-1], refs):
+        if ref:
+            ax.plot([ref / 1e3] * 2, [yi - 0.4, yi + 0.4], color="k", lw=2.5)
+            ax.text(ref / 1e3, yi, "  cuBLAS", va="center", fontsize=FONT - 1)
+    if any(refs):      # room for the names right of the ticks
+        ax.set_xlim(0, max(r for r in refs if r) / 1e3 * 1.2)
+    return labelled(fig)
 
 
 def one_block_summary(study: str = "ch08_one_block") -> str:
@@ -623,14 +668,104 @@ def stall_summary(study: str = "stalls") -> str:
     def largest(st):
         return max((k for k in st if k != "selected"), key=st.get)
 
-    lines = []
+    lines = ["Warp-cycles stalled per issued instruction, chapter 07 -> chapter 08:"]
     for n, (f4, db) in STALL_PAIRS.items():
         a, b = stalls[f4], stalls[db]
         lines.append(f"{n[0].upper() + n[1:]}: the largest wait is '{largest(a)}' in chapter "
                      f"07 and '{largest(b)}' in chapter 08.")
-        lines += [f"    {r}: {a.get(r, 0):.2f} -> {b.get(r, 0):.2f} cycles per instruction"
-                  for r in STALL_READ]
+        lines += [f"    {r}: {a.get(r, 0):.2f} -> {b.get(r, 0):.2f}" for r in STALL_READ]
     return "\n".join(lines)
+
+
+def stall_plot(study: str = "stalls"):
+    """Chapters 07 and 08 at two blocks per SM and at one (`evidence.stall_plot` of the
+    study), on chapter 09's axis: warp-cycles stalled, summed over the resident warps,
+    per instruction issued; the recording named under it."""
+    from gemm_kernels.notebook import evidence
+    from gemm_kernels.notebook.capstone_pictures import STALL_AXIS
+    fig = evidence.stall_plot(study, kernels=("float4", KERNEL), run_line=False)
+    fig.axes[0].set_xlabel(STALL_AXIS)
+    return labelled(fig)
+
+
+# The payoff's sources profiled (`measure.studies`, `python -m gemm_kernels study
+# ch08_payoff_stalls` on a GPU with Nsight Compute): chapters 07 and 08 and the variants
+# whose loads stay in flight, with two blocks per SM and with one, at 2048^3.
+PAYOFF_STALLS = "ch08_payoff_stalls"
+PAYOFF_NOT_PROFILED = ("This recording holds no Nsight Compute profile of the payoff's "
+                       "sources yet, so the picture of where their warps wait cannot be "
+                       "drawn here.")
+_PAYOFF_WAITS = ("long scoreboard", "barrier", "short scoreboard")
+_SETTINGS = {False: "two blocks per SM", True: "one block per SM"}
+
+
+def _payoff_profiles(params: dict | None, study: str) -> dict[bool, list]:
+    """The recorded profile of each payoff source at the tile `params` (default: the
+    chapter's), by ONE_PER_SM: [(source, stall reasons, row)], sources in the study's
+    order; steps the recording lacks are left out."""
+    from gemm_kernels.measure import studies
+    from gemm_kernels.notebook import evidence
+    tile = {k: v for k, v in kernel_of(KERNEL).resolve(params).items()
+            if k in ("BM", "BN", "BK", "TM", "TN")}
+    out = {False: [], True: []}
+    for step, row in studies.results(study):
+        if row is None or any(step.params.get(k) != v for k, v in tile.items()):
+            continue
+        source = step.label.rsplit(", ", 2)[0]     # "<source>, <blocks> per SM, BK = <n>"
+        out[bool(step.params.get("ONE_PER_SM"))].append(
+            (source, evidence.stall_reasons(row), row))
+    return out
+
+
+def payoff_stalls(params: dict | None = None, study: str = PAYOFF_STALLS, top: int = 6):
+    """Where the warps of the payoff's sources wait (Nsight Compute): two panels, two
+    blocks per SM and one, a stacked bar per source of the warp-cycles stalled per issued
+    instruction by reason (chapter 09's axis), drawn; returned, the table of the waits the
+    chapter reads, per source and setting, with chapter 07's beside them. Without a
+    recorded profile: one sentence that says so (no picture, no numbers)."""
+    import matplotlib.pyplot as plt
+    from gemm_kernels.measure import records, studies
+    from gemm_kernels.notebook import evidence
+    from gemm_kernels.notebook.capstone_pictures import STALL_AXIS
+    got = _payoff_profiles(params, study)
+    if not any(got.values()):
+        return Text(PAYOFF_NOT_PROFILED)
+    shown = [one for one in (False, True) if got[one]]
+    bars = [(source, st) for one in shown for source, st, _ in got[one]]
+    # one axes, so that every bar stacks its reasons in one order, with one legend; the
+    # settings one above the other, a line between them, each named at the right
+    fig, ax = plt.subplots(figsize=(11, 0.45 * len(bars) + 2.0))
+    evidence.stall_bars(ax, bars, top, fontsize=FONT - 1)
+    ax.set_xlim(0, ax.get_xlim()[1] * 1.3)
+    ax.set_xlabel(STALL_AXIS, fontsize=FONT)
+    top_y = len(bars) - 1
+    for one in shown:
+        n = len(got[one])
+        ax.text(0.995, top_y - (n - 1) / 2, _SETTINGS[one].replace(" per", "\nper"),
+                transform=ax.get_yaxis_transform(), ha="right", va="center",
+                fontsize=FONT, fontweight="bold")
+        if top_y - n >= 0:
+            ax.axhline(top_y - n + 0.5, color="k", lw=0.8)
+        top_y -= n
+    p = kernel_of(KERNEL).resolve(params)
+    ax.set_title(f"Where the warps of the payoff's sources wait, {p['BM']} x {p['BN']} x "
+                 f"{p['BK']}, {'x'.join(map(str, studies.get(study).shapes[0]))} "
+                 "(Nsight Compute)", fontsize=FONT + 1)
+    labelled(fig)
+    rows = []
+    for one in shown:
+        ref = got[one][0][1] if got[one][0][0] == "chapter 07's kernel" else None
+        for source, st, _ in got[one]:
+            row = {"setting": _SETTINGS[one], "kernel": source}
+            for w in _PAYOFF_WAITS:
+                row[w] = f"{st.get(w, 0):.2f}" + (
+                    f" ({st.get(w, 0) - ref.get(w, 0):+.2f})"
+                    if ref is not None and source != got[one][0][0] else "")
+            row["all waits"] = f"{sum(v for k, v in st.items() if k != 'selected'):.2f}"
+            rows.append(row)
+    return Table(rows, list(rows[0]), title=(
+        "Warp-cycles stalled per issued instruction, by reason (in brackets: the "
+        f"change from chapter 07's kernel at the same setting); {records.recording_label()}"))
 
 
 def records_source() -> str:
@@ -670,7 +805,8 @@ def ratio_plot(table, ax=None):
     ax.set_ylabel("chapter 08 / chapter 07\n(GFLOP/s)", fontsize=FONT)
     ax.set_title(f"The chapter's kernel (the attempt whose loads ptxas sank) against "
                  f"chapter 07, {p['BM']} x {p['BN']} x {p['BK']}: "
-                 "median ratio (dot) and the range of the repetitions (bar)\n"
+                 "median ratio (dot) and error bar (slowest over fastest run to fastest "
+                 "over slowest)\n"
                  f"({records_source()})", fontsize=FONT)
     ax.figure.tight_layout()
     return ax.figure

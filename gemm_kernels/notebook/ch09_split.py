@@ -164,3 +164,15 @@ def one_set_kernel():
     k = kernel_of("capstone")
     text = apply(k.source_text(), ONE_SET_EDITS, f"{ONE_FRAGMENT_SET} ({k.source})")
     return k.with_code(text, name=ONE_FRAGMENT_SET, source=k.source)
+
+
+def _register_variants():
+    """Steps 4a and 4b become variants that a study's step may name
+    (`measure.studies.Step.variant`), by the names their kernels and rows carry: the
+    ladder's study times, and its profile launches, these very texts."""
+    from gemm_kernels.measure import studies
+    studies.register_variant(ZORDER_RING, ring_kernel)
+    studies.register_variant(ONE_FRAGMENT_SET, one_set_kernel)
+
+
+_register_variants()

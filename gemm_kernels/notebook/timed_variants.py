@@ -11,6 +11,9 @@ variant's row carries its own name and the hash of its text: a changed variant i
 shown with an old rate. The chapters read the rows back with
 `measure.lookup.variant_row(kernel, shape, params)` (worked solutions through
 `worked_solutions.pair`): this module imports the chapters' modules, never the reverse.
+Importing it imports every chapter module that makes variants; each registers its own
+with `measure.studies` (chapter 08's: `ch08_prefetch`), so that a study's step can name
+one (`Step.variant`) and be profiled like a registry kernel.
 """
 from __future__ import annotations
 
