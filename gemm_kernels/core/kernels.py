@@ -1027,10 +1027,8 @@ register(Kernel(
                                           "(STAGES - 1 tiles in flight)"),
             Param("SWIZZLE", (False, True), True, "16-byte chunks of each shared row stored "
                                                   "at chunk ^ f(row): ldmatrix without bank "
-                                                  "conflicts"),
-            Param("GROUP", (1, 16), 1, "blocks take their tiles of C in groups of GROUP tile "
-                                       "rows, column by column (1: row by row)")),
-    template=("BM", "BN", "BK", "WARPS_M", "WARPS_N", "STAGES", "SWIZZLE", "GROUP"),
+                                                  "conflicts")),
+    template=("BM", "BN", "BK", "WARPS_M", "WARPS_N", "STAGES", "SWIZZLE"),
     constraints=(
         Constraint(lambda p: p["BM"] % (16 * p["WARPS_M"]) == 0
                    and p["BN"] % (16 * p["WARPS_N"]) == 0,

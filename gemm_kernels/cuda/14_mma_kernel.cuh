@@ -8,7 +8,6 @@
 #pragma once
 #include <cuda_fp16.h>
 #include "common.cuh"
-#include "tile_order.cuh"
 
 
 // ------------------------------------------------------------------ the copies
@@ -139,7 +138,7 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
 }
 
 // ------------------------------------------------------------------ the kernel
-template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool SWIZZLE, int GROUP>
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool SWIZZLE>
 __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N)
 hgemm_mma(int M, int N, int K, float alpha, const half* __restrict__ A,
           const half* __restrict__ B, float beta, float* __restrict__ C) {
@@ -155,8 +154,7 @@ hgemm_mma(int M, int N, int K, float alpha, const half* __restrict__ A,
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
-    const int2 tile = grouped_tile<GROUP>();            // tile_order.cuh
-    const int row0 = tile.y * BM, col0 = tile.x * BN;
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
     const int tiles = (K + BK - 1) / BK;
 
     // Tile t into stage s: the A tile (BM rows of BK halves at (row0, t BK)) and the B

@@ -36,12 +36,11 @@ SLOW_AT_8192 = {"naive", "coalesced"}
 # Configurations besides the defaults that the chapters follow across all ladder sizes:
 # siboehm's kernel 4 tile (64x64x8, TM=8) and kernel 5 tile (128x128x8, 8x8 per thread);
 # chapter 14's deeper stage (BK = 64 in 3 stages: 96 KiB of shared memory, more than a
-# T4 gives a block, so it cannot be the default, which must run there), also with its
-# blocks in groups of 16 tile rows (chapter 09's grouped order).
+# T4 gives a block, so it cannot be the default, which must run there).
 K5 = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
 LADDER_CONFIGS = {"tile_1d": [{"BM": 64, "BN": 64, "BK": 8, "TM": 8}],
                   "tile_2d": [K5], "tile_2d_reg": [K5], "tile_2d_strided": [K5],
-                  "mma_sync": [{"BK": 64, "STAGES": 3}, {"BK": 64, "STAGES": 3, "GROUP": 16}],
+                  "mma_sync": [{"BK": 64, "STAGES": 3}],
                   "wgmma_ws": [{"STAGES": 3, "GROUP": 16}]}
 
 

@@ -26,11 +26,9 @@ from gemm_kernels.notebook.display import Text
 
 KERNEL = "mma_sync"
 BIG_K = {"BK": 64, "STAGES": 3}      # the deeper stage the ladder also shows
-GROUPED = {**BIG_K, "GROUP": 16}     # and its blocks in groups of 16 tile rows
 SIZES = ch13.SIZES
 STUDY = "ch14_mma"
 LADDER = (("cublas_hgemm", "cuBLAS FP16 (tensor cores)", "k", "-"),
-          (KERNEL, "14 mma_sync, BK 64, 3 stages, grouped by 16", "tab:brown", "-", GROUPED),
           (KERNEL, "14 mma_sync, BK 64, 3 stages", "tab:red", "-", BIG_K),
           (KERNEL, "14 mma_sync (default)", "tab:purple", "-", {}),
           (ch13.TILED, "13 wmma_tiled", "tab:blue", "-"),
@@ -508,7 +506,7 @@ def rates_table(rec=None) -> Table:
 
 
 def plot_ladder(rec=None, ax=None):
-    """Chapter 13's ladder with this chapter's three configurations added."""
+    """Chapter 13's ladder with this chapter's two configurations added."""
     return ch13.plot_ladder(rec=rec or recording(), ax=ax, series=LADDER)
 
 
@@ -520,13 +518,10 @@ def ladder_summary(n: int = 4096, rec=None) -> Text:
     if not (mine and big and wmma):
         return Text(f"The mma.sync rows at {n}³ are not all in the recording yet.")
     pct = lambda r: f"{timing.share(r):.0f}%"
-    grouped = _row(KERNEL, n, GROUPED, rec)
-    also = (f"; with its blocks also in groups of 16 tile rows, "
-            f"{grouped['gflops']['median'] / 1e3:,.0f} TFLOP/s ({pct(grouped)})" if grouped else "")
     return Text(f"At {n}³ the mma.sync kernel runs at {mine['gflops']['median'] / 1e3:,.0f} "
                 f"TFLOP/s by default ({pct(mine)} of cuBLAS FP16 timed beside it) and "
                 f"{big['gflops']['median'] / 1e3:,.0f} TFLOP/s with BK = 64 and 3 stages "
-                f"({pct(big)}){also}; the first two are x{mine['gflops']['median'] / wmma['gflops']['median']:.2f} "
+                f"({pct(big)}); that is x{mine['gflops']['median'] / wmma['gflops']['median']:.2f} "
                 f"and x{big['gflops']['median'] / wmma['gflops']['median']:.2f} the rate of "
                 f"chapter 13's tiled WMMA kernel ({pct(wmma)} of cuBLAS FP16).")
 
