@@ -23,7 +23,7 @@ import functools
 import re
 from statistics import median
 
-from gemm_kernels.core import analysis, compiler
+from gemm_kernels.core import analysis, compiler, device
 from gemm_kernels.core.launch import kernel_of
 from gemm_kernels.core.table import Table
 from gemm_kernels.notebook.display import Text
@@ -699,16 +699,16 @@ _PAYOFF_WAITS = ("long scoreboard", "barrier", "short scoreboard")
 _SETTINGS = {False: "two blocks per SM", True: "one block per SM"}
 
 
-def _payoff_profiles(params: dict | None, study: str) -> dict[bool, list]:
+def _payoff_profiles(params: dict | None, study: str, rec=None) -> dict[bool, list]:
     """The recorded profile of each payoff source at the tile `params` (default: the
     chapter's), by ONE_PER_SM: [(source, stall reasons, row)], sources in the study's
-    order; steps the recording lacks are left out."""
+    order, from `rec`; steps the recording lacks are left out."""
     from gemm_kernels.measure import studies
     from gemm_kernels.notebook import evidence
     tile = {k: v for k, v in kernel_of(KERNEL).resolve(params).items()
             if k in ("BM", "BN", "BK", "TM", "TN")}
     out = {False: [], True: []}
-    for step, row in studies.results(study):
+    for step, row in studies.results(study, rec=rec):
         if row is None or any(step.params.get(k) != v for k, v in tile.items()):
             continue
         source = step.label.rsplit(", ", 2)[0]     # "<source>, <blocks> per SM, BK = <n>"
@@ -727,7 +727,9 @@ def payoff_stalls(params: dict | None = None, study: str = PAYOFF_STALLS, top: i
     from gemm_kernels.measure import records, studies
     from gemm_kernels.notebook import evidence
     from gemm_kernels.notebook.capstone_pictures import STALL_AXIS
-    got = _payoff_profiles(params, study)
+    # the recording that holds the whole profile (one run: its bars compare), named below
+    rec = studies.complete_recording(study)
+    got = _payoff_profiles(params, study, rec)
     if not any(got.values()):
         return Text(PAYOFF_NOT_PROFILED)
     shown = [one for one in (False, True) if got[one]]
@@ -751,7 +753,9 @@ def payoff_stalls(params: dict | None = None, study: str = PAYOFF_STALLS, top: i
     ax.set_title(f"Where the warps of the payoff's sources wait, {p['BM']} x {p['BN']} x "
                  f"{p['BK']}, {'x'.join(map(str, studies.get(study).shapes[0]))} "
                  "(Nsight Compute)", fontsize=FONT + 1)
-    labelled(fig)
+    where = records.source() if rec is None or device.is_live() else rec.label
+    fig.text(0.01, 0.005, where, fontsize=FONT - 2, color="0.35")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
     rows = []
     for one in shown:
         ref = got[one][0][1] if got[one][0][0] == "chapter 07's kernel" else None
@@ -765,7 +769,7 @@ def payoff_stalls(params: dict | None = None, study: str = PAYOFF_STALLS, top: i
             rows.append(row)
     return Table(rows, list(rows[0]), title=(
         "Warp-cycles stalled per issued instruction, by reason (in brackets: the "
-        f"change from chapter 07's kernel at the same setting); {records.recording_label()}"))
+        f"change from chapter 07's kernel at the same setting); {where}"))
 
 
 def records_source() -> str:
