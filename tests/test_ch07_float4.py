@@ -116,7 +116,7 @@ def test_depth_table_counts_per_1024_ffma():
 def test_one_per_sm_reads_both_settings_of_its_study(monkeypatch):
     # Made-up rows: each column shows its metric divided as declared (ns -> ms, % of 64
     # warps -> warps, bytes -> MB), and a row the study lacks shows '-'.
-    def results(name, shape=None):
+    def results(name, shape=None, rec=None):
         assert name == ch07_ablation.ONE_PER_SM
         two, one = ch07_ablation.studies.get(name).steps
         metrics = {"gpu__time_duration.sum": 5e6, "lts__t_sector_hit_rate.pct": 94.0,
