@@ -14,15 +14,11 @@ from gemm_kernels.core.kernels import KERNELS
 from gemm_kernels.exercises import cpu_step
 from gemm_kernels.exercises.catalog import EXERCISES
 from gemm_kernels.exercises.grader import FAIL, PASS, SKIPPED, grade, student_kernel
+# the exercise's request, commit, and a commit moved inside the request
+from test_exercise_ch09_capstone import COMMIT, INSIDE, REQUEST
 
 NAME = "09_capstone_step"
 WAIT = "cp_async_wait<STAGES - 2>();\n                __syncthreads();"
-REQUEST = ("if (tile + STAGES - 1 < tiles) {\n"
-           "                    if constexpr (HOIST) issue_next(ws);\n"
-           "                    else                 issue_tile(tile + STAGES - 1, ws);\n"
-           "                }")
-COMMIT = "cp_async_commit();\n                // END SOLUTION"
-INSIDE = REQUEST[:-1] + "    cp_async_commit();\n                }"
 
 needs_cxx = pytest.mark.skipif(cpu_step.host_compiler() is None,
                                reason="no C++ compiler here: the CPU step cannot run")

@@ -236,12 +236,19 @@ def _ragged_rows(pad_time: float, plain_time: float, shapes=((3001, 999, 1500), 
     return rows
 
 
+_PROPS = {"name": "Test GPU", "compute_capability": "9.0", "sm_count": 132}
+
+
+def _square_rows():
+    """Calibration rows of every tile at two squares without a split (a fit needs them)."""
+    return [{"kernel": "capstone_split", "shape": [m, m, 1024],
+             "params": {"BM": BM, "BN": BN, "SPLIT": 1},
+             "gflops": {"median": 1000.0 + m}, "binary": {"registers": 127}, "run": "r"}
+            for m in (384, 1280) for BM, BN in model.TILES]
+
+
 def test_the_fit_pads_when_the_padded_rows_were_faster():
-    props = {"name": "Test GPU", "compute_capability": "9.0", "sm_count": 132}
-    square = [{"kernel": "capstone_split", "shape": [m, m, 1024],
-               "params": {"BM": BM, "BN": BN, "SPLIT": 1},
-               "gflops": {"median": 1000.0 + m}, "binary": {"registers": 127}, "run": "r"}
-              for m in (384, 1280) for BM, BN in model.TILES]
+    props, square = _PROPS, _square_rows()
     faster = model.fit(square + _ragged_rows(90.0, 100.0), props, 3000.0, ["r"])
     assert faster["pad_ragged_b"] and faster["provenance"]["padded_b_faster"] == "8 of 8"
     assert faster["tiles"]["64x128"]["registers_padded"] == 120
@@ -273,11 +280,7 @@ def _gemv_rows(stream_gf: float, plain_gf: float):
 def test_the_fit_streams_where_streaming_was_faster_on_the_m1_path():
     assert model.streaming_wins(_gemv_rows(900.0, 800.0)) == (2, 2)   # N == 1 not counted
     assert model.streaming_wins(_gemv_rows(700.0, 800.0)) == (0, 2)
-    props = {"name": "Test GPU", "compute_capability": "9.0", "sm_count": 132}
-    square = [{"kernel": "capstone_split", "shape": [m, m, 1024],
-               "params": {"BM": BM, "BN": BN, "SPLIT": 1},
-               "gflops": {"median": 1000.0 + m}, "binary": {"registers": 127}, "run": "r"}
-              for m in (384, 1280) for BM, BN in model.TILES]
+    props, square = _PROPS, _square_rows()
     fitted = model.fit(square + _gemv_rows(900.0, 800.0), props, 3000.0, ["r"])
     assert fitted["gemv_stream"] and fitted["provenance"]["gemv_streaming_faster"] == "2 of 2"
     assert not model.fit(square + _gemv_rows(700.0, 800.0), props, 3000.0, ["r"])["gemv_stream"]

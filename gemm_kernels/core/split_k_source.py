@@ -17,6 +17,8 @@ stored.
 """
 from __future__ import annotations
 
+from gemm_kernels.core.source_edits import apply
+
 SLICE = """
     // ---- the slice of K this block sums over (all of K unless the grid is split in z)
     int k_begin, KS;
@@ -69,9 +71,4 @@ EDITS = (
 
 def derive(capstone: str) -> str:
     """The capstone's source with split-K: every edit applied, each exactly once."""
-    for old, new in EDITS:
-        n = capstone.count(old)
-        if n != 1:
-            raise ValueError(f"split-K edit applies {n} times, not once: {old[:60]!r}")
-        capstone = capstone.replace(old, new)
-    return capstone
+    return apply(capstone, EDITS, "split-K")

@@ -30,6 +30,7 @@ import dataclasses
 import functools
 
 from gemm_kernels.core.launch import kernel_of
+from gemm_kernels.core.source_edits import apply
 
 ZORDER_RING = "zorder: cp.async ring, 2 stages"
 ONE_FRAGMENT_SET = "capstone: one fragment set"
@@ -137,16 +138,6 @@ ONE_SET_EDITS = (
      "    // filled; they are never used. No copy is in flight: tile tiles-1 was waited for.)\n",
      ""),
 )
-
-
-def apply(text: str, edits, what: str) -> str:
-    """`text` with every (old, new) edit applied, each exactly once."""
-    for old, new in edits:
-        n = text.count(old)
-        if n != 1:
-            raise ValueError(f"{what}: edit applies {n} times, not once: {old.strip()[:70]!r}")
-        text = text.replace(old, new)
-    return text
 
 
 @functools.lru_cache(maxsize=None)
