@@ -872,7 +872,8 @@ def change_plot(sizes=(2048, 4096)):
     ax.tick_params(axis="x", labelsize=FONT)
     lo, hi = ax.get_xlim()
     ax.set_xlim(lo - 2, hi + 2)
-    ax.set_title("What each step changed, and how large a change must be to mean something\n"
+    ax.set_title("What each step changed, beside the timing noise and how far a rebuild alone "
+                 "moved the rate\n"
                  f"({ladder_source()})", fontsize=FONT + 1)
     handles, labels = ax.get_legend_handles_labels()
     keep = dict(zip(labels, handles))
