@@ -5,6 +5,7 @@ matplotlib.use("Agg")
 
 from gemm_kernels.measure import studies  # noqa: E402
 from gemm_kernels.notebook import evidence  # noqa: E402
+from gemm_kernels.notebook import timed_variants  # noqa: F401,E402 (registers the chapters' variants)
 
 
 def test_table_has_a_row_per_step_and_says_what_is_missing():
