@@ -3,6 +3,8 @@
 each kind the step promises to find (a wrong index, an access outside an array, a
 missing barrier, a kernel that never ends) fail, each with its own message."""
 import re
+import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -100,3 +102,29 @@ def test_the_grader_runs_step_3_on_the_cpu_without_a_gpu():
     report = grade(ex.name, src, gpu=False)
     steps = {s.name: s.status for s in report.steps}
     assert steps == {"compile": PASS, "static": PASS, "correct": PASS, "speed": SKIPPED}, report
+
+
+def _writer(delay: float, fail: bool = False):
+    """A stand-in compiler: writes its output after `delay` seconds (or fails)."""
+    def command(folder, out):
+        body = "import sys; sys.exit(1)" if fail else \
+            f"import time; time.sleep({delay}); open({out!r}, 'w').write(open('in.txt').read())"
+        return [sys.executable, "-c", body]
+    return command
+
+
+def test_builds_of_one_key_at_the_same_moment_share_one_whole_binary(tmp_path, monkeypatch):
+    monkeypatch.setattr(cpu_step, "CACHE", tmp_path)
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda d: cpu_step.cached_binary(
+            "k", {"in.txt": "whole"}, _writer(d)), [0.3, 0.2, 0.1, 0.0]))
+    assert {b for b, _ in results} == {tmp_path / "k" / "run"}
+    assert (tmp_path / "k" / "run").read_text() == "whole"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k"]   # no build folder left
+
+
+def test_a_failed_build_caches_nothing_and_returns_the_compiler_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(cpu_step, "CACHE", tmp_path)
+    binary, res = cpu_step.cached_binary("k", {"in.txt": "x"}, _writer(0, fail=True))
+    assert binary is None and res.returncode == 1
+    assert list(tmp_path.iterdir()) == []

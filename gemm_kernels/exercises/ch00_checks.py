@@ -162,23 +162,19 @@ def probe_trace(source: str, tile: int, rows: int, side: int = PROBE_SIDE):
     shim = cpu_step.SHIM.read_text()
     key = hashlib.sha1("\0".join([source, PROBE_DRIVER, shim, str(tile), str(rows)])
                        .encode()).hexdigest()[:16]
-    folder = cpu_step.CACHE / f"probe-{key}"
-    binary = folder / "probe"
-    if not binary.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / SOURCE_NAME).write_text(source)
-        (folder / "probe.cpp").write_text(PROBE_DRIVER)
-        cmd = [cxx, "-std=c++20", "-O1", "-w", "-pthread", f"-I{folder}", f"-I{CUDA_DIR}",
-               "-include", str(cpu_step.SHIM), f"-DKERNEL=copy<Probe, {tile}, {rows}>",
-               f"-DTILE_={tile}", "probe.cpp", "-o", "probe.tmp"]
-        try:
-            res = subprocess.run(cmd, cwd=folder, capture_output=True, text=True,
-                                 timeout=cpu_step.BUILD_LIMIT_S)
-        except subprocess.TimeoutExpired:
-            return None
-        if res.returncode:
-            return None
-        (folder / "probe.tmp").rename(binary)
+
+    def command(folder, out):
+        return [cxx, "-std=c++20", "-O1", "-w", "-pthread", f"-I{folder}", f"-I{CUDA_DIR}",
+                "-include", str(cpu_step.SHIM), f"-DKERNEL=copy<Probe, {tile}, {rows}>",
+                f"-DTILE_={tile}", "probe.cpp", "-o", out]
+    try:
+        binary, _ = cpu_step.cached_binary(f"probe-{key}",
+                                           {SOURCE_NAME: source, "probe.cpp": PROBE_DRIVER},
+                                           command)
+    except subprocess.TimeoutExpired:
+        return None
+    if binary is None:
+        return None
     try:
         res = subprocess.run([str(binary), str(side), str(tile), str(rows)],
                              capture_output=True, text=True, timeout=cpu_step.RUN_LIMIT_S)

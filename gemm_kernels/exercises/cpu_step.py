@@ -321,28 +321,46 @@ def build(k, name_expression: str, sanitizer: str) -> Path:
              *_whole_vector_flags(cxx), "-fno-omit-frame-pointer", "-w"]
     key = hashlib.sha1("\0".join([text, name_expression, sanitizer, _element(k), k.op,
                                   SHIM.read_text(), DRIVER, *flags]).encode()).hexdigest()[:16]
-    folder = CACHE / key
-    binary = folder / "run"
-    if binary.exists():
-        return binary
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / SOURCE_NAME).write_text(text)
-    (folder / "driver.cpp").write_text(DRIVER)
-    cmd = [cxx, *flags,
-           f"-I{folder}", f"-I{CUDA_DIR}", f"-I{CPU_HEADERS}", "-include", str(SHIM),
-           f"-DKERNEL={name_expression}", f"-DELEM={_element(k)}",
-           f"-DELEM_IN={_input_element(k)}",
-           f"-DGEMM={1 if k.op in DTYPES else 0}",
-           f"-DFINISHES_SPLIT={1 if k.finishes_split else 0}", "driver.cpp", "-o", "run.tmp"]
-    res = subprocess.run(cmd, cwd=folder, capture_output=True, text=True,
-                         timeout=BUILD_LIMIT_S)
-    if res.returncode:
+
+    def command(folder: Path, out: str) -> list:
+        return [cxx, *flags,
+                f"-I{folder}", f"-I{CUDA_DIR}", f"-I{CPU_HEADERS}", "-include", str(SHIM),
+                f"-DKERNEL={name_expression}", f"-DELEM={_element(k)}",
+                f"-DELEM_IN={_input_element(k)}",
+                f"-DGEMM={1 if k.op in DTYPES else 0}",
+                f"-DFINISHES_SPLIT={1 if k.finishes_split else 0}", "driver.cpp", "-o", out]
+    binary, res = cached_binary(key, {SOURCE_NAME: text, "driver.cpp": DRIVER}, command)
+    if binary is None:
         if re.search(r"fsanitize|libasan|libtsan|cannot find -l", res.stderr):
             raise Unavailable(f"this compiler has no {sanitizer} sanitizer")
         first = next((l for l in res.stderr.splitlines() if "error" in l), res.stderr[-300:])
         raise Unavailable("the CPU emulation could not compile it: " + first.strip())
-    (folder / "run.tmp").rename(binary)
     return binary
+
+
+def cached_binary(key: str, files: dict, command):
+    """(the binary, None) built from `files` by `command(folder, output name)`, or
+    (None, the compiler's CompletedProcess) when it fails; cached as CACHE/key/run.
+    The build runs in a private folder and its binary moves into place with one
+    rename: processes that build the same key at the same moment (notebooks and tests
+    run side by side) never see or overwrite each other's half-written files."""
+    binary = CACHE / key / "run"
+    if binary.exists():
+        return binary, None
+    CACHE.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"{key}-", dir=CACHE))
+    try:
+        for name, text in files.items():
+            (work / name).write_text(text)
+        res = subprocess.run(command(work, "run"), cwd=work, capture_output=True, text=True,
+                             timeout=BUILD_LIMIT_S)
+        if res.returncode:
+            return None, res
+        binary.parent.mkdir(exist_ok=True)
+        (work / "run").replace(binary)
+        return binary, None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _dynamic_bytes(k, p: dict) -> int:
