@@ -65,7 +65,7 @@ def fake_gpu(monkeypatch):
         extra = {"error_over_bound": 0.05} if get(name).op in ("sgemm", "dgemm") else {"exact": True}
         return fns, lambda: {**extra, "binary": compiler.binary_attributes(FakeFunction())}
 
-    monkeypatch.setattr(timing, "_setup", setup)
+    monkeypatch.setattr(timing, "setup", setup)
     monkeypatch.setattr(timing, "cuda_clock", lambda: clock)
     monkeypatch.setattr(timing, "measure_pitfalls", lambda: {
         "chapter": "00", "kernel": "timing_pitfalls", "params": {}, "shape": [64] * 3,

@@ -94,7 +94,7 @@ def test_results_pair_every_step_with_its_row_or_none():
         for step, row in pairs:
             if row is not None:
                 assert row["kernel"] == studies.step_kernel(step).name
-                assert (row.get("study") == name) == (st.kind == "ncu")
+                assert (row.get("study") == name) == (st.kind in ("ncu", "clocks"))
 
 
 def test_a_study_is_read_from_the_recording_that_holds_all_of_it(tmp_path, monkeypatch):

@@ -2,9 +2,10 @@
 
 A study is a list of steps (a kernel and its parameters, one change from the step
 before where it is a ladder) measured at a few shapes, either timed with the harness
-(`kind="time"`: every step's row has its own reference, and all rows name the same run)
-or profiled with Nsight Compute (`kind="ncu"`: each step launched once under one ncu
-run, with the study's counters). `python -m gemm_kernels study NAME...` records them;
+(`kind="time"`: every step's row has its own reference, and all rows name the same run),
+profiled with Nsight Compute (`kind="ncu"`: each step launched once under one ncu
+run, with the study's counters) or run for seconds beside its reference with the clock
+and power sampled (`kind="clocks"`, `measure.clocks`). `python -m gemm_kernels study NAME...` records them;
 the notebooks read them back with `results(name, shape)`.
 
 Counter names are the ones Nsight Compute documents; a study may also give a pattern
@@ -135,12 +136,15 @@ def step_kernel(step: Step):
     return _VARIANTS[step.variant]()
 
 
+KINDS = ("time", "ncu", "clocks")
+
+
 @dataclass(frozen=True)
 class Study:
     name: str
     chapter: str
     question: str       # what the study answers, in the chapter's words
-    kind: str           # "time" or "ncu"
+    kind: str           # one of KINDS
     steps: tuple[Step, ...]
     shapes: tuple[tuple, ...]
     metrics: tuple[str, ...] = ()
@@ -368,6 +372,15 @@ STUDY_LIST += (
               Step("BK = 64, 3 stages", "mma_sync", {"BK": 64, "STAGES": 3})),
           (CUBE_4096, (8192, 8192, 8192)), (STALLS, *ISSUE, SHARED_ALL, *TENSOR, *DRAM)),
 )
+# Chapter 14: the SM clock and power of the mma.sync kernel and of cuBLAS, each run for
+# seconds (the profiler locks the clock, so its profiles cannot show a difference there).
+STUDY_LIST += (
+    Study("ch14_clocks", "14", "At which clock the mma.sync kernel and cuBLAS run, and at "
+          "what power", "clocks", (
+              Step("BK = 32, 4 stages", "mma_sync", {}),
+              Step("BK = 64, 3 stages", "mma_sync", {"BK": 64, "STAGES": 3})),
+          (CUBE_2048, CUBE_4096, (8192, 8192, 8192))),
+)
 # Chapter 15: the Hopper kernels. wgmma runs on the tensor pipe's warpgroup path (its
 # shared-memory reads are the op_gmma wavefronts); what each kernel waits on, with one
 # block of warpgroups doing everything and with the roles split, and how much of the
@@ -455,8 +468,8 @@ def problems(study: Study) -> list[str]:
                 bad.append(wrong)
                 break
         out += [f"{study.name}: step {s.label!r}: {b}" for b in bad]
-    if study.kind not in ("time", "ncu"):
-        out.append(f"{study.name}: kind {study.kind!r} is neither 'time' nor 'ncu'")
+    if study.kind not in KINDS:
+        out.append(f"{study.name}: kind {study.kind!r} is not one of {', '.join(KINDS)}")
     if study.kind == "ncu" and not study.metrics:
         out.append(f"{study.name}: an ncu study names no counters")
     return out
@@ -502,7 +515,7 @@ def results(name: str, shape=None, rec=None) -> list[tuple[Step, dict | None]]:
         full, s = k.resolve(step.params), step_shape(step, shape)
         rows = [] if rec is None else [
             r for r in rec.find(k, s, full)
-            if (r.get("study") == name if study.kind == "ncu"
+            if (r.get("study") == name if study.kind in ("ncu", "clocks")
                 else "gflops" in r or "gbps" in r)]
         out.append((step, rows[0] if rows else None))
     return out

@@ -1,13 +1,15 @@
 """Running one study (see `studies`): its steps timed in this process, each beside its
-reference, or profiled under one Nsight Compute run with the study's counters."""
+reference, profiled under one Nsight Compute run with the study's counters, or run for
+seconds beside the reference with the clock and power sampled."""
 from __future__ import annotations
 
-from gemm_kernels.measure import ncu, profile, record, studies
+from gemm_kernels.measure import clocks, ncu, profile, record, studies
 
 
 def study_rows(name: str, log=print) -> list[dict]:
-    """Every step of one study in this process: timed (each row with its reference) or
-    profiled under one ncu run with the study's counters."""
+    """Every step of one study in this process: timed (each row with its reference),
+    profiled under one ncu run with the study's counters, or run for seconds with its
+    clock sampled (each row with its reference, run the same way)."""
     study = studies.get(name)
     bad = studies.problems(study)
     if bad:
@@ -21,7 +23,12 @@ def study_rows(name: str, log=print) -> list[dict]:
                  if step.variant is None])
     rows = []
     for step, full, shape in studies.launches(study):
-        rows.append(record.measure(studies.step_kernel(step) if step.variant else step.kernel,
-                                   shape, full))
+        kernel = studies.step_kernel(step) if step.variant else step.kernel
+        if study.kind == "clocks":
+            rows.append(record.stamp({**clocks.measure(kernel, shape, full), "study": name}))
+            log(f"  {name} {'x'.join(map(str, shape))} {step.label}: "
+                f"{clocks.text(rows[-1])}")
+            continue
+        rows.append(record.measure(kernel, shape, full))
         log(f"  {name} {'x'.join(map(str, shape))} {step.label}: {record.rate_text(rows[-1])}")
     return rows

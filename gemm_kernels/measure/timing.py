@@ -233,14 +233,14 @@ def measure(kernel, shape, params: dict | None = None, repeats: int = REPEATS,
     p = {} if reference else kernel.resolve(params)
     # registry kernels by name; a variant (not in the registry) as itself
     who = kernel if reference or kernel.name not in KERNELS else kernel.name
-    fns, after = _setup(who, tuple(shape), p)
+    fns, after = setup(who, tuple(shape), p)
     timings = harness(fns, cuda_clock(), repeats, warmup, flush_l2, interleave)
     return row(who, shape, p, timings, after())
 
 
 # ------------------------------------------------------------------ GPU side
 
-def _setup(name, shape: tuple, p: dict):
+def setup(name, shape: tuple, p: dict):
     """({"candidate": fn[, "reference": fn]}, after): the callables to time on fresh
     random inputs, and a function giving the row's fields known only after timing.
     `name`: a reference's or registry kernel's name, or a Kernel (a variant)."""

@@ -1,0 +1,69 @@
+"""Chapter 14's clock evidence (`notebook.ch14_clocks`): what it says from a recording
+of the clocks study (and the profile), and what it says without one."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+from gemm_kernels.core.kernels import KERNELS  # noqa: E402
+from gemm_kernels.measure import records, studies  # noqa: E402
+from gemm_kernels.notebook import ch14_clocks as c  # noqa: E402
+
+K = KERNELS["mma_sync"]
+
+
+def _run(tflops, mhz, watts, held=None):
+    return {"gflops": tflops * 1e3, "launches": 100, "sm_mhz": {"median": mhz, "max": mhz},
+            "power_w": {"median": watts}, "samples": 50, "held_down": held or {}}
+
+
+def _rec(with_profile=True):
+    rows = []
+    clocks = {2048: (1900, 1950), 4096: (1750, 1900), 8192: (1500, 1850)}
+    for shape in studies.get(c.STUDY).shapes:
+        n = shape[0]
+        mine, theirs = clocks[n]
+        for step in studies.get(c.STUDY).steps:
+            rows.append({"kernel": "mma_sync", "params": K.resolve(step.params),
+                         "shape": list(shape), "source": K.source_hash(), "study": c.STUDY,
+                         "power_limit_w": 700, "time": "2026-11-27T05:00:00Z", "run": "r",
+                         "sustained": _run(mine / 4, mine, 690, {"power cap": 0.9}),
+                         "reference": {"kernel": "cublas_hgemm",
+                                       "sustained": _run(theirs / 2.5, theirs, 680)}})
+    if with_profile:
+        for shape in studies.get(c.PROFILE).shapes:
+            for step in studies.get(c.PROFILE).steps:
+                rows.append({"kernel": "mma_sync", "params": K.resolve(step.params),
+                             "shape": list(shape), "source": K.source_hash(),
+                             "study": c.PROFILE, "run": "p", "time": "2026-11-27T05:00:00Z",
+                             "metrics": {c.CYCLES: 2 * shape[0] ** 3 / 4096}})
+    return records.Record({"name": "Test GPU"}, "2026-11-27T05:00:00Z", "x", rows)
+
+
+def test_the_summary_gives_each_size_and_the_fall_in_clock_and_rate():
+    text = str(c.clock_summary(_rec()))
+    assert "Test GPU (power limit 700 W)" in text
+    assert "* 8192³: the kernel at 375 TFLOP/s, 51% of cuBLAS (740)" in text
+    assert "its clock 1,500 MHz at 690 W, cuBLAS's 1,850 MHz at 680 W" in text
+    assert "held down by: power cap 90% of the time" in text
+    assert "From 2048³ to 8192³ the kernel's clock changed by -21% and its rate by -21%" in text
+    assert "4,096 FLOP per SM cycle at 4096³ and 4,096 at 8192³ (+0%)" in text
+
+
+def test_without_the_profile_the_summary_says_so():
+    text = str(c.clock_summary(_rec(with_profile=False)))
+    assert "not in this GPU's recording" in text and "FLOP per SM cycle" not in text
+
+
+def test_without_the_study_the_chapter_says_how_to_record_it():
+    empty = records.Record({"name": "Test GPU"}, "2026-11-27T05:00:00Z", "x", [])
+    assert "not in this recording yet" in str(c.clock_summary(empty))
+    ax = c.plot_clocks(empty)
+    assert "not in this recording" in ax.texts[0].get_text()
+
+
+def test_the_picture_has_two_bars_per_size_with_clock_and_power():
+    ax = c.plot_clocks(_rec())
+    assert len(ax.patches) == 2 * len(studies.get(c.STUDY).shapes)
+    labels = [t.get_text() for t in ax.texts]
+    assert "1,500 MHz\n690 W" in labels and "1,850 MHz\n680 W" in labels
+    assert "power limit 700 W" in ax.get_title()
