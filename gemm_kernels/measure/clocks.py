@@ -22,7 +22,7 @@ import time
 SECONDS = 2.0           # each run: long enough for the power management to settle
 SETTLE = 0.25           # the share of each run's samples left out at its start
 POLL_S = 0.005
-MAX_LAUNCHES = 2000     # launches queued at once stay below the driver's queue depth
+CHUNK_S = 0.1           # launches are queued this much GPU time at a time
 # NVML's "clocks event reasons" bits (nvml.h): why the clock is below its maximum.
 REASONS = {0x1: "idle", 0x2: "application clocks setting", 0x4: "power cap",
            0x8: "hardware slowdown", 0x20: "software thermal slowdown",
@@ -36,11 +36,10 @@ def reasons(mask: int) -> list[str]:
 
 
 def launch_count(one_ms: float, seconds: float = SECONDS) -> int:
-    """How many launches of a call that takes `one_ms` fill `seconds` (at least 10,
-    at most MAX_LAUNCHES)."""
+    """How many launches of a call that takes `one_ms` fill `seconds` (at least 1)."""
     if not one_ms > 0:
         raise ValueError(f"a call's time must be positive, got {one_ms!r} ms")
-    return max(10, min(MAX_LAUNCHES, round(1000 * seconds / one_ms)))
+    return max(1, round(1000 * seconds / one_ms))
 
 
 def summary(samples: list[tuple[float, int, int, int]], settle: float = SETTLE) -> dict:
@@ -100,25 +99,35 @@ class Nvml:
 
 
 def _sustained(fn, nvml: Nvml, seconds: float) -> dict:
-    """`fn` launched back to back for about `seconds`, sampled: its rate's time per
-    call (ms) and the summary of the samples."""
+    """`fn` launched back to back for about `seconds`, sampled: its time per call (ms)
+    and the summary of the samples. Launches are queued a chunk at a time, one chunk
+    ahead of the GPU, so it never waits for the host, and the samples are taken while
+    the chunk before runs."""
     import cupy
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    fn()                                     # loaded and at a working clock
     start.record()
     fn()
     stop.record()
     stop.synchronize()
-    n = launch_count(cupy.cuda.get_elapsed_time(start, stop), seconds)
+    one_ms = cupy.cuda.get_elapsed_time(start, stop)
+    n, chunk = launch_count(one_ms, seconds), launch_count(one_ms, CHUNK_S)
+    samples, marks, done = [], [], 0
     start.record()
-    for _ in range(n):
-        fn()
-    stop.record()
-    samples = []
-    while not stop.done:
+    while done < n:
+        for _ in range(min(chunk, n - done)):
+            fn()
+        done += min(chunk, n - done)
+        marks.append(cupy.cuda.Event())
+        marks[-1].record()
+        while len(marks) >= 2 and not marks[-2].done:
+            samples.append(nvml.sample())
+            time.sleep(POLL_S)
+    while not marks[-1].done:
         samples.append(nvml.sample())
         time.sleep(POLL_S)
-    stop.synchronize()
-    return {"launches": n, "ms": cupy.cuda.get_elapsed_time(start, stop) / n,
+    marks[-1].synchronize()
+    return {"launches": n, "ms": cupy.cuda.get_elapsed_time(start, marks[-1]) / n,
             **summary(samples)}
 
 
