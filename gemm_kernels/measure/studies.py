@@ -402,6 +402,30 @@ STUDY_LIST += (
           (CUBE_4096, (8192, 8192, 8192)),
           (STALLS, *ISSUE, SHARED_ALL, *HOPPER_TENSOR, *DRAM)),
 )
+# Chapter 15: the kernels of the tensor-core chapters, each chapter's best, beside cuBLAS
+# FP16 in one run (one plot compares them); and the one-role kernel against the
+# warp-specialised one at equal stages, and row order against groups of 16 rows, at
+# every size, all in one run (their differences are a few per cent: separate runs on
+# a GPU held at its power limit would not settle them).
+TENSOR_SIZES = tuple((n, n, n) for n in (1024, 2048, 4096, 8192))
+STUDY_LIST += (
+    Study("ch13_15_ladder", "15", "The best kernel of each tensor-core chapter beside cuBLAS "
+          "FP16, in one run", "time", (
+              Step("13 wmma_tiled, padded rows", "wmma_tiled", {"PAD": 8}),
+              Step("14 mma_sync, BK 64, 3 stages", "mma_sync", {"BK": 64, "STAGES": 3}),
+              Step("15 warp-specialised, 3 stages, groups of 16 rows", "wgmma_ws",
+                   {"STAGES": 3, "GROUP": 16})),
+          (CUBE_4096, (8192, 8192, 8192))),
+    Study("ch15_orders", "15", "One role or two at equal stages, and the order of the "
+          "blocks, in one run", "time", (
+              Step("one role, 4 stages", "wgmma_tma", {}),
+              Step("one role, 3 stages", "wgmma_tma", {"STAGES": 3}),
+              Step("warp-specialised, 4 stages, row order", "wgmma_ws", {}),
+              Step("warp-specialised, 3 stages, row order", "wgmma_ws", {"STAGES": 3}),
+              Step("warp-specialised, 3 stages, groups of 16 rows", "wgmma_ws",
+                   {"STAGES": 3, "GROUP": 16})),
+          TENSOR_SIZES),
+)
 # Chapter 08's payoff, profiled: the sources its payoff times at 2048^3, chapters 07 and
 # 08 and the variants of chapter 08's kernel whose loads stay in flight (by their names
 # in `notebook.timed_variants`, `ch08_prefetch.ALTERNATIVES`), with two blocks per SM and
