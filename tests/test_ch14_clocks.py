@@ -35,8 +35,8 @@ def _rec(with_profile=True):
                 rows.append({"kernel": "mma_sync", "params": K.resolve(step.params),
                              "shape": list(shape), "source": K.source_hash(),
                              "study": c.PROFILE, "run": "p", "time": "2026-11-27T05:00:00Z",
-                             "metrics": {c.CYCLES: 2 * shape[0] ** 3 / 4096}})
-    return records.Record({"name": "Test GPU"}, "2026-11-27T05:00:00Z", "x", rows)
+                             "metrics": {c.CYCLES: 2 * shape[0] ** 3 / 4096 / 132}})
+    return records.Record({"name": "Test GPU", "sm_count": 132}, "2026-11-27T05:00:00Z", "x", rows)
 
 
 def test_the_summary_gives_each_size_and_the_fall_in_clock_and_rate():
@@ -46,6 +46,8 @@ def test_the_summary_gives_each_size_and_the_fall_in_clock_and_rate():
     assert "its clock 1,500 MHz at 690 W, cuBLAS's 1,850 MHz at 680 W" in text
     assert "held down by: power cap 90% of the time" in text
     assert "From 2048³ to 8192³ the kernel's clock changed by -21% and its rate by -21%" in text
+    # 690 W / 375 TFLOP/s against 680 W / 740 TFLOP/s
+    assert "the kernel 1.84 pJ, cuBLAS 0.92 pJ; the kernel spends 2.0 times" in text
     assert "4,096 FLOP per SM cycle at 4096³ and 4,096 at 8192³ (+0%)" in text
 
 

@@ -202,8 +202,12 @@ def test_pipe_ceiling_uses_the_profilers_own_clock():
     text = str(ch14.pipe_ceiling())
     if "not all recorded" in text:
         pytest.skip("the study is not recorded here")
-    assert "H100" in text and "GHz" in text and "1.98" not in text
+    # the profile's own GPU and clock, never the top clock of the rates' GPU (1.98 GHz)
+    assert ch14.study_recording().device["name"] in text
+    assert "GHz" in text and "1.98" not in text
     assert "of that peak" in text
+    # the busy cycles per HMMA against the peak's, and the two losses multiplied
+    assert "6.0 cycles each" in text and "in 4." in text and "Two losses multiply" in text
 
 
 def test_the_chapters_swizzle_is_cutes():

@@ -35,15 +35,16 @@ def _runs(rec) -> list[tuple[int, dict]]:
 
 
 def _per_cycle(rec) -> dict[int, float]:
-    """{size: the kernel's FLOP per SM cycle under the profiler} for the profile's
-    BK = 64, 3-stage step in `rec` (empty where `rec` does not hold the profile)."""
+    """{size: the kernel's FLOP per cycle of one SM under the profiler} for the
+    profile's BK = 64, 3-stage step in `rec` (empty where `rec` does not hold the
+    profile or does not know its SM count)."""
     best = studies.get(PROFILE).steps[-1]
     out = {}
     for shape in studies.get(PROFILE).shapes:
         row = dict((s.label, r) for s, r in studies.results(PROFILE, shape, rec)).get(best.label)
         m = (row or {}).get("metrics", {})
-        if m.get(CYCLES):
-            out[shape[0]] = 2 * shape[0] ** 3 / m[CYCLES]
+        if m.get(CYCLES) and rec.device.get("sm_count"):
+            out[shape[0]] = 2 * shape[0] ** 3 / m[CYCLES] / rec.device["sm_count"]
     return out
 
 
@@ -73,11 +74,11 @@ def plot_clocks(rec=None, ax=None):
     ax.set_xticks(range(len(runs)), [f"{n}³" for n, _ in runs])
     top = max(r[k]["sm_mhz"]["max"] for _, row in runs
               for r, k in ((row, "sustained"), (row["reference"], "sustained")))
-    ax.set_ylim(0, top * 1.25)
+    ax.set_ylim(0, top * 1.4)
     ax.set_ylabel("SM clock (MHz), median")
-    ax.set_title(f"Each run for {_seconds(runs)} s back to back ({rec.device['name']}; "
+    ax.set_title(f"Each kernel run back to back for {_seconds(runs)} s ({rec.device['name']}; "
                  f"power limit {runs[0][1]['power_limit_w']:,.0f} W)", fontsize=10)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper right", ncol=2, fontsize=8)
     return ax
 
 
@@ -92,7 +93,8 @@ def clock_summary(rec=None) -> Text:
     """What the two studies say together: per size, the kernel's share of cuBLAS run for
     seconds, both clocks and powers and what held the clock down; then from the
     smallest to the largest size, the kernel's fall in clock beside its fall in rate,
-    and its work per cycle under the profiler at both sizes."""
+    the energy each spends per FLOP at the largest size (power over rate), and the
+    kernel's work per cycle under the profiler at both sizes."""
     rec = rec or recording()
     runs = _runs(rec) if rec else []
     if not runs:
@@ -116,6 +118,11 @@ def clock_summary(rec=None) -> Text:
     out.append(f"From {n0}³ to {n1}³ the kernel's clock changed by "
                f"{fall(a['sustained']['sm_mhz']['median'], b['sustained']['sm_mhz']['median'])}"
                f" and its rate by {fall(a['sustained']['gflops'], b['sustained']['gflops'])}.")
+    pj = lambda run: run["power_w"]["median"] / (run["gflops"] * 1e9) * 1e12
+    ours, theirs = pj(b["sustained"]), pj(b["reference"]["sustained"])
+    out.append(f"Energy per FLOP at {n1}³: the kernel {ours:.2f} pJ, cuBLAS {theirs:.2f} pJ; "
+               f"the kernel spends {ours / theirs:.1f} times as much on each FLOP, so at "
+               f"one power it does {theirs / ours:.0%} of cuBLAS's work.")
     per = _per_cycle(rec)
     if len(per) >= 2:
         (p0, x), (p1, y) = sorted(per.items())[0], sorted(per.items())[-1]

@@ -265,6 +265,9 @@ LDSM = "smsp__inst_executed_op_ldsm.sum"
 BUSY = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
 WARPS = "sm__warps_active.avg.pct_of_peak_sustained_active"
 TIME = "gpu__time_duration.sum"
+PIPE_CYCLES = "sm__pipe_tensor_op_hmma_cycles_active.sum"
+HMMA = "sm__inst_executed_pipe_tensor_op_hmma.sum"
+HMMA_FLOP = 2 * 16 * 8 * 16           # one mma.m16n8k16
 
 
 def bank_table(rec=None) -> Table:
@@ -811,11 +814,12 @@ def pipe_ceiling(n: int = 4096, rec=None) -> Text:
     full = rate / (swz[BUSY] / 100)
     clock = swz[cycles] / swz[TIME]                                  # GHz (cycles per ns)
     peak = per_sm * props["sm_count"] * clock / 1e3
-    busy = {label: m.get("sm__pipe_tensor_op_hmma_cycles_active.sum") for label, m in rows.items()
-            if m}
+    busy = {label: m.get(PIPE_CYCLES) for label, m in rows.items() if m}
     same = len(set(busy.values())) == 1 and None not in busy.values()
-    return Text(f"All on the profile's GPU, the {props['name']} ({props['sm_count']} SMs, "
-                f"like the H200). Its clock under the profiler: {fmt_number(swz[cycles])} SM "
+    per_hmma = swz[PIPE_CYCLES] / swz[HMMA] if swz.get(PIPE_CYCLES) and swz.get(HMMA) else None
+    at_peak = HMMA_FLOP / (per_sm / 4)          # each of the SM's 4 sub-partitions: 1/4
+    return Text(f"All on the profile's GPU, the {props['name']} ({props['sm_count']} SMs). "
+                f"Its clock under the profiler: {fmt_number(swz[cycles])} SM "
                 f"cycles in {swz[TIME] / 1e6:.3f} ms = {clock:.2f} GHz, so its dense FP16 "
                 f"peak there is {per_sm:,} x {props['sm_count']} x {clock:.2f} GHz = "
                 f"{peak:,.0f} TFLOP/s. The swizzled kernel ran at {rate:,.0f} TFLOP/s with "
@@ -826,10 +830,19 @@ def pipe_ceiling(n: int = 4096, rec=None) -> Text:
                 + (f"The pipe's busy cycles are the same in all three profiles "
                    f"({fmt_number(next(iter(busy.values())))}): the same HMMA keep it busy "
                    f"as long, however fast their operands arrive. " if same else "")
+                + (f"Per instruction: {fmt_number(swz[PIPE_CYCLES])} busy cycles for "
+                   f"{fmt_number(swz[HMMA])} HMMA is {per_hmma:.1f} cycles each, where the "
+                   f"peak rate ({per_sm:,} FLOP per cycle per SM, a quarter in each of its 4 "
+                   f"sub-partitions) would finish an m16n8k16's {HMMA_FLOP:,} FLOP in "
+                   f"{at_peak:.0f}. " if per_hmma else "")
                 + f"So 'busy' does not mean 'at peak': each HMMA (mma.sync) keeps the "
                 f"tensor pipe busy about {1 / (full / peak):.1f} times as long as the peak "
                 f"rate allows for its FLOP, and even a pipe busy all the time would stay "
-                f"at about {100 * full / peak:.0f}% of the peak.")
+                f"at about {100 * full / peak:.0f}% of the peak. Two losses multiply: that "
+                f"ceiling ({100 * full / peak:.0f}%) times the share of time the pipe is busy "
+                f"({swz[BUSY]:.0f}%) is {full / peak * swz[BUSY]:.0f}% of the peak, the "
+                f"profiled rate ({rate:,.0f} of {peak:,.0f} TFLOP/s). The idle third is "
+                f"the waits of the profile above.")
 
 
 def cute_swizzle(address: int, bits: int, base: int, shift: int) -> int:
