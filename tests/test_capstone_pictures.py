@@ -348,6 +348,25 @@ def test_capstone_counters_set_each_count_beside_its_model(record):
     assert rows["LDS.128 (fragments): wavefronts"]["counted"] == "-"   # not in this row
 
 
+def test_the_a_copy_cost_sets_the_count_beside_the_model(record, monkeypatch):
+    """The main text's line on the 4-byte copies of A: the model's 1 wavefront per copy
+    beside the count per instruction, both read (never typed), and the recording named;
+    a counter the recording lacks is said missing."""
+    row = next(r for r in records.current().results if r.get("study") == "ch09_ldgsts")
+    monkeypatch.setitem(row["metrics"], "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_"
+                        "shared_op_ldgsts_cache_access.sum", 4 * 262144.0)
+    lines = str(cp.a_copy_cost()).split("\n")
+    assert "Test GPU 9000" in lines[0]
+    assert lines[1].startswith("copies of A, 4 bytes a lane: 8 per thread and tile") \
+        and "bank model 1, counted 4 (1,048,576 for 262,144 instructions)" in lines[1], lines
+    assert "bank model 4" in lines[2] and cp.NOT_RECORDED in lines[2], lines
+
+
+def test_the_issue_evidence_names_the_one_recording_it_reads(record):
+    assert str(cp.issue_evidence()).split("\n")[0] == \
+        f"profile, FP32 peak and timed rate: {records.recording_label()}"
+
+
 def test_an_unrecorded_study_is_said_missing(record, monkeypatch):
     monkeypatch.setattr(records.current(), "results", [])
     assert cp.NOT_RECORDED in cp.ldgsts_counters().title

@@ -6,7 +6,7 @@ the check's expression evaluator."""
 from gemm_kernels.exercises.catalog import get
 from gemm_kernels.exercises.ch09_checks import zorder_lanes
 from gemm_kernels.exercises.grader import run_gpu_steps
-from exercise_helpers import FAIL, PASS, solution, static_verdict
+from exercise_helpers import FAIL, PASS, grade, skeleton_cell, solution, static_verdict
 from gpu import needs_gpu
 
 NAME = "09_zorder"
@@ -50,6 +50,24 @@ def test_a_place_outside_the_grid_is_refused():
 def test_a_mapping_it_cannot_read_is_named():
     assert "cannot evaluate" in zorder_lanes(branch("qr = min(warp, 3);", QC))[0]
     assert "is not there" in zorder_lanes("qr = 0; qc = 0;")[0]
+
+
+def test_the_untouched_skeleton_is_told_only_what_is_not_written():
+    """The merge rules are for the student to derive from the chapter's bank table: the
+    report of the skeleton names the lines to write, and no rule, hint or bit."""
+    static = next(s for s in grade(NAME, skeleton_cell(NAME), gpu=False, emulate=False).steps
+                  if s.name == "static")
+    assert static.status == FAIL and "YOUR CODE HERE" in static.detail, static
+    assert "i^1" not in static.detail + static.hint and "qr" not in static.detail, static
+    assert static.hint == "", static
+
+
+def test_a_wrong_mapping_gets_the_merge_rules_as_its_hint():
+    src = solution(NAME).replace(QR, "qr = (warp / WARPS_N) * 4 + lane / 8;") \
+                        .replace(QC, "qc = (warp % WARPS_N) * 8 + lane % 8;")
+    static = next(s for s in grade(NAME, src, gpu=False, emulate=False).steps
+                  if s.name == "static")
+    assert static.status == FAIL and "lanes i and i^1 must get the same qr" in static.hint
 
 
 @needs_gpu

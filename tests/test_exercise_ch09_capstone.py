@@ -8,7 +8,8 @@ GPU (and on the CPU: test_cpu_step_cp_async.py); and the checks on their own."""
 import pytest
 
 from gemm_kernels.exercises.ch09_checks import hoist_advance, pipeline_requests, pipeline_wait
-from exercise_helpers import (FAIL, PASS, refused_as_wrong, solution, static_verdict)
+from exercise_helpers import (FAIL, PASS, refused_as_wrong, skeleton_cell, solution,
+                              static_verdict)
 from gpu import needs_gpu
 
 NAME = "09_capstone_step"
@@ -316,3 +317,19 @@ def test_the_static_hint_answers_only_the_failure_it_follows():
     commit = static_hint(with_commit_inside_the_if())
     assert "one commit per step" in commit and "source pointer" not in commit \
         and "groups committed" not in commit, commit
+
+
+def test_the_untouched_skeleton_is_told_only_what_is_not_written():
+    """Where the commit goes (every step, even an empty one) is the exercise's insight: the
+    report of the skeleton names the lines to write and nothing else; the explanation
+    comes with a wrong submission (the commit inside the request's if)."""
+    from gemm_kernels.exercises.grader import grade
+    static = next(s for s in grade(NAME, skeleton_cell(NAME), gpu=False, emulate=False).steps
+                  if s.name == "static")
+    assert static.status == FAIL and "YOUR CODE HERE" in static.detail, static
+    said = static.detail + static.hint
+    assert "commit" not in said and "empty" not in said and "wait" not in said, static
+    wrong = static_verdict(NAME, with_commit_inside_the_if())["static"]
+    assert wrong[0] == FAIL and "even" in wrong[1] + "".join(
+        s.hint for s in grade(NAME, with_commit_inside_the_if(), gpu=False,
+                              emulate=False).steps), wrong

@@ -20,7 +20,7 @@ from gemm_kernels.exercises.ch05_checks import (products_followed, shared_loads_
                                                 thread_mapping)
 from gemm_kernels.exercises.ch07_checks import all_loads_128, right_at
 from gemm_kernels.exercises.ch08_checks import prefetch_in_flight, race_hint
-from gemm_kernels.exercises.ch09_checks import pipeline_hint, zorder_lanes
+from gemm_kernels.exercises.ch09_checks import pipeline_hint, zorder_hint, zorder_lanes
 from gemm_kernels.measure.check import RAGGED_SHAPES, TRANSPOSE_SHAPES
 
 
@@ -422,12 +422,7 @@ register(Exercise(
     sass=("LDS.128",), static_checks=(zorder_lanes,),
     hints={"compile": "keep the kernel's name and template parameters; write qr and qc "
                       "as plain integer expressions",
-           "static": "a thread's place is its warp's block plus its lane's place inside "
-                     "it: the block starts at row 4 * (warp / WARPS_N) and column "
-                     "8 * (warp % WARPS_N). Inside the block, lanes i and i^1 must get the "
-                     "same qr (same A words) and lanes i and i^2 the same qc (same B "
-                     "words): so which bits of the lane may qr depend on, and which may "
-                     "qc? Each lane bit goes to exactly one of them",
+           "static": zorder_hint,
            "correct": "every thread needs its own (qr, qc): 4 rows per warp down the grid "
                       "(warp / WARPS_N), 8 columns across (warp % WARPS_N)",
            "speed": "the bank check passed, so look for extra work in qr and qc"},

@@ -22,6 +22,7 @@ import re
 
 from gemm_kernels.core.kernels import get as get_kernel
 from gemm_kernels.exercises.cexpr import code_only, compile_expression, evaluate
+from gemm_kernels.exercises.stubs import STUB, stub_lines
 from gemm_kernels.memory.banks import analyse
 
 BM = BN = 128                    # the graded configuration (the registry's default)
@@ -55,7 +56,10 @@ def _assignments(source: str) -> tuple[str, str] | str:
 
 def zorder_lanes(source: str, bm: int = BM, bn: int = BN) -> list[str]:
     """Problems of the lane mapping written in `source`; empty when it is one-to-one and
-    every LDS.128 of the k loop costs a warp the ideal 2 wavefronts."""
+    every LDS.128 of the k loop costs a warp the ideal 2 wavefronts (nothing while the
+    source still holds a stub: the grader names the lines still to write)."""
+    if stub_lines(source):
+        return []
     found = _assignments(source)
     if isinstance(found, str):
         return [found]
@@ -100,6 +104,22 @@ def zorder_lanes(source: str, bm: int = BM, bn: int = BN) -> list[str]:
                    f"the quarters merge ({a.merge}) but a bank is hit {a.max_degree} times")
                 + ")")
     return problems
+
+
+# The static hint of 09_zorder: the rules that make the quarter-warps merge, which the
+# student is asked to derive from the chapter's bank table; so they are shown only after
+# a wrong mapping, never while the part is not written yet.
+ZORDER_HINT = ("a thread's place is its warp's block plus its lane's place inside it: the "
+               "block starts at row 4 * (warp / WARPS_N) and column 8 * (warp % WARPS_N). "
+               "Inside the block, lanes i and i^1 must get the same qr (same A words) and "
+               "lanes i and i^2 the same qc (same B words): so which bits of the lane may "
+               "qr depend on, and which may qc? Each lane bit goes to exactly one of them")
+
+
+def zorder_hint(detail: str) -> str:
+    """The static hint of 09_zorder for the failure `detail`: none while the part is not
+    written yet (the message says so), else `ZORDER_HINT`."""
+    return "" if STUB in detail else ZORDER_HINT
 
 
 # ---------------------------------------------------------------- the capstone's step
@@ -724,7 +744,11 @@ def hoist_advance(source: str) -> list[str]:
 
 def pipeline_step(source: str) -> list[str]:
     """Every static check of the pipeline exercise: the wait (`pipeline_wait`), the
-    commits and requests (`pipeline_requests`) and the HOIST moves (`hoist_advance`)."""
+    commits and requests (`pipeline_requests`) and the HOIST moves (`hoist_advance`);
+    nothing while the source still holds a stub (the grader names the lines still to
+    write), so that the untouched skeleton's report gives none of the answers away."""
+    if stub_lines(source):
+        return []
     return pipeline_wait(source) + pipeline_requests(source) + hoist_advance(source)
 
 
@@ -753,7 +777,9 @@ def pipeline_hint(detail: str) -> str:
     keywords the detail names (the first keyword of each, or any of a first tuple of
     them, is tried first, so that a message on pointers that mentions a wait does not
     pull in the wait's hint), or all of them where none matches (a failure this list
-    does not know)."""
+    does not know); none while the parts are not written yet."""
+    if STUB in detail:
+        return ""
     first = [h for keys, h in PIPELINE_HINTS
              if any(k in detail for k in (keys[0] if isinstance(keys[0], tuple) else
                                           (keys[0],)))]

@@ -1116,6 +1116,34 @@ def capstone_counters() -> Table:
                  f"bank model (live) and Nsight Compute ({records.recording_label()})")
 
 
+def a_copy_cost() -> Text:
+    """What the capstone's copies cost shared memory, per warp instruction, for the main
+    text (appendix B.1 of the solution has every counter): its 4-byte cp.async copies of
+    A against its 16-byte copies of B, per thread and tile, then the wavefronts of one
+    copy as the bank model prices it and as Nsight Compute counted it (the `ch09_ldgsts`
+    study at 1024^3)."""
+    study = studies.get("ch09_ldgsts")
+    step = next(s for s in study.steps if s.kernel == "capstone")
+    p = KERNELS["capstone"].resolve(step.params)
+    mod = capstone_model(p)
+    m = _study_metrics(study.name).get(step.label)
+    lines = [f"the capstone at {'x'.join(map(str, study.shapes[0]))}, Nsight Compute "
+             f"({records.recording_label()})"]
+    for operand, cache, what in (("a", "access", "A, 4 bytes a lane"),
+                                 ("b", "bypass", "B, 16 bytes a lane")):
+        copies = mod[f"{operand}_copies"]
+        model = mod[f"{operand}_copy_wavefronts"] / copies
+        line = (f"copies of {what}: {copies} per thread and tile; wavefronts per warp "
+                f"instruction: bank model {model:g}")
+        inst = (m or {}).get(_SASS_LDGSTS.format("inst_executed", cache))
+        wf = (m or {}).get(_SASS_LDGSTS.format("l1tex_data_pipe_lsu_wavefronts_mem_shared",
+                                               cache))
+        line += (f", counted {wf / inst:g} ({count(wf)} for {count(inst)} instructions)"
+                 if inst and wf is not None else f", counted: {NOT_RECORDED}")
+        lines.append(line)
+    return Text("\n".join(lines))
+
+
 # The counters the chapter reads, with what each says. Nsight Compute records dozens
 # more for LDGSTS; some of them (the l1tex__ totals of bank conflicts and the
 # smsp__sass_data_bytes of shared memory) do not add up with the per-instruction
@@ -1723,10 +1751,13 @@ def step_counters() -> Table:
 def issue_evidence() -> Text:
     """What the `stalls` study says about the z-order kernel and the capstone at 4096^3:
     issue slots used, FMA pipe busy, the FFMA share of the capstone's main loop, and what
-    they imply for the clock of the timed runs (which the recording does not hold)."""
+    they imply for the clock of the timed runs (which the recording does not hold). The
+    profile, the device's peak and the rate all come from the recording shown (its label
+    is the first line), never the ladder's, which may be another GPU's."""
     from gemm_kernels.measure import roofline
     rec = {s.label: r for s, r in studies.results("stalls")}
-    lines = []
+    # the profile, the peak and the rate all from the recording shown, so on one GPU
+    lines = [f"profile, FP32 peak and timed rate: {records.recording_label()}"]
     issue_key = "smsp__issue_active.avg.pct_of_peak_sustained_active"
     fma_key = "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"
     for label in ("chapter 09, z-order", "capstone"):
