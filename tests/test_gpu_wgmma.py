@@ -1,5 +1,5 @@
 """Chapter 15 on the GPU: the TMA + wgmma kernels (one block of warpgroups doing
-everything, and the warp-specialised one) are right on the shapes it takes (K and N
+everything, the warp-specialised one, and its persistent form) are right on the shapes it takes (K and N
 multiples of 8; M, N, K not multiples of the tile, one row, one 16-byte chunk), in every
 configuration, refuses the others before launch, and propagates NaN and Inf. Hopper only:
 elsewhere the kernel is refused, which tests/test_arch.py checks without a GPU."""
@@ -20,10 +20,12 @@ SEED = 20261126
 # 2200 rows: 18 tile rows of 128, two whole groups of 8 and a group of 2 (GROUP = 8)
 SHAPES = [(1, 8, 8), (7, 16, 24), (33, 72, 40), (64, 128, 64), (127, 136, 264),
           (1000, 1000, 1000), (4097, 1024, 520), (300, 1032, 8), (264, 272, 200),
-          (2200, 520, 72)]
+          (2200, 520, 72), (2200, 4104, 72)]
+# the last: 18 x 17 tiles of 128 x 256 (35 x 17 of 64 x 256), more than one per SM, so
+# every block of the persistent kernel walks several, the last column of tiles ragged
 
 
-KERNELS = ("wgmma_tma", "wgmma_ws")
+KERNELS = ("wgmma_tma", "wgmma_ws", "wgmma_persistent")
 CONFIGS = [(name, p) for name in KERNELS for p in get(name).valid_configurations()]
 
 

@@ -12,6 +12,8 @@ Transpose and copy kernels take (int rows, int cols, const T* in, T* out).
 """
 from __future__ import annotations
 
+import functools
+
 from gemm_kernels.core import device
 from gemm_kernels.core import split_k_source
 from gemm_kernels.core.registry import CUDA_DIR, Constraint, Kernel, Param, ceil_div
@@ -1119,6 +1121,41 @@ register(Kernel(
     template=("CONSUMERS", "STAGES", "GROUP"),
     threads=lambda p: (128 * (p["CONSUMERS"] + 1), 1, 1),
     grid=lambda p, s: (ceil_div(s[1], 256), ceil_div(s[0], 64 * p["CONSUMERS"]), 1),
+    dynamic_smem=lambda p, lim: _ws_smem(p),
+    shape_rule=_tma_rows_rule,
+    align=16,
+    features=("cp.async", "wgmma"),
+    extra_args=_tensor_maps(lambda p: 64 * p["CONSUMERS"]),
+))
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count() -> int | None:
+    """The live GPU's SM count; None without one."""
+    return device.properties()["sm_count"] if device.is_live() else None
+
+
+def _one_block_per_sm(p, s):
+    """The persistent kernel's grid: one block per SM (one fits: its ring takes most of
+    the shared memory), each walking its share of the tiles; fewer where there are fewer
+    tiles. Without a live GPU, one block per tile."""
+    tiles = ceil_div(s[1], 256) * ceil_div(s[0], 64 * p["CONSUMERS"])
+    return (min(tiles, _sm_count() or tiles), 1, 1)
+
+
+register(Kernel(
+    name="wgmma_persistent", chapter="15",
+    title="Hopper, warp-specialised and persistent: one block per SM walks the tiles, the "
+          "copies of the next tile landing while the consumers write C",
+    source="15_wgmma_persistent.cu", entry="hgemm_wgmma_persistent", op="hgemm",
+    params=(Param("CONSUMERS", (1, 2), 2, "consumer warpgroups, 64 rows of the C tile "
+                                          "each (the tile is 64 CONSUMERS x 256)"),
+            Param("STAGES", (2, 3, 4), 3, "shared-memory stages (TMA copies in flight)"),
+            Param("GROUP", (1, 8, 16), 16, "tiles walked in groups of GROUP tile rows, "
+                                           "column by column, instead of row by row")),
+    template=("CONSUMERS", "STAGES", "GROUP"),
+    threads=lambda p: (128 * (p["CONSUMERS"] + 1), 1, 1),
+    grid=_one_block_per_sm,
     dynamic_smem=lambda p, lim: _ws_smem(p),
     shape_rule=_tma_rows_rule,
     align=16,

@@ -426,6 +426,17 @@ STUDY_LIST += (
                    {"STAGES": 3, "GROUP": 16})),
           TENSOR_SIZES),
 )
+# Chapter 15's last step: the warp-specialised kernel made persistent (one block per SM
+# walking the tiles), beside the same kernel with one block per tile, in one run.
+STUDY_LIST += (
+    Study("ch15_persistent", "15", "One block per tile, or one block per SM walking the "
+          "tiles", "time", (
+              Step("one block per tile", "wgmma_ws", {"STAGES": 3, "GROUP": 16}),
+              Step("persistent, groups of 16 rows", "wgmma_persistent", {}),
+              Step("persistent, row order", "wgmma_persistent", {"GROUP": 1}),
+              Step("persistent, 4 stages", "wgmma_persistent", {"STAGES": 4})),
+          TENSOR_SIZES),
+)
 # Chapter 08's payoff, profiled: the sources its payoff times at 2048^3, chapters 07 and
 # 08 and the variants of chapter 08's kernel whose loads stay in flight (by their names
 # in `notebook.timed_variants`, `ch08_prefetch.ALTERNATIVES`), with two blocks per SM and
