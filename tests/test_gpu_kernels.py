@@ -45,7 +45,8 @@ def _declared_rule(kernel, params, shape):
 # mma_sync and chapter 15's TMA kernels only K and N multiples of 8 (16-byte rows):
 # test_gpu_wmma.py, test_gpu_mma.py and test_gpu_wgmma.py check them on the shapes they
 # take, ragged ones included.
-OWN_TESTS = ("gemv", "wmma_naive", "mma_sync", "wgmma_tma", "wgmma_ws", "wgmma_persistent")
+OWN_TESTS = ("gemv", "wmma_naive", "mma_sync", "wgmma_tma", "wgmma_ws", "wgmma_persistent",
+             "wgmma_cluster")
 CASES = [(name, ab) for name, k in KERNELS.items() for ab in ALPHA_BETA
          if (k.op in GEMM_OPS or ab == (1.0, 0.0)) and name not in OWN_TESTS]
 

@@ -1,5 +1,6 @@
 """Chapter 15 on the GPU: the TMA + wgmma kernels (one block of warpgroups doing
-everything, the warp-specialised one, and its persistent form) are right on the shapes it takes (K and N
+everything, the warp-specialised one, its persistent form and its clusters of 2 blocks
+sharing B by multicast) are right on the shapes it takes (K and N
 multiples of 8; M, N, K not multiples of the tile, one row, one 16-byte chunk), in every
 configuration, refuses the others before launch, and propagates NaN and Inf. Hopper only:
 elsewhere the kernel is refused, which tests/test_arch.py checks without a GPU."""
@@ -22,10 +23,12 @@ SHAPES = [(1, 8, 8), (7, 16, 24), (33, 72, 40), (64, 128, 64), (127, 136, 264),
           (1000, 1000, 1000), (4097, 1024, 520), (300, 1032, 8), (264, 272, 200),
           (2200, 520, 72), (2200, 4104, 72)]
 # the last: 18 x 17 tiles of 128 x 256 (35 x 17 of 64 x 256), more than one per SM, so
-# every block of the persistent kernel walks several, the last column of tiles ragged
+# every block of the persistent kernel walks several, the last column of tiles ragged;
+# an odd number of tile rows (35, and 9 at 1000 rows) leaves a cluster's second block
+# below the matrix
 
 
-KERNELS = ("wgmma_tma", "wgmma_ws", "wgmma_persistent")
+KERNELS = ("wgmma_tma", "wgmma_ws", "wgmma_persistent", "wgmma_cluster")
 CONFIGS = [(name, p) for name in KERNELS for p in get(name).valid_configurations()]
 
 

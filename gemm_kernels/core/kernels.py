@@ -1162,3 +1162,25 @@ register(Kernel(
     features=("cp.async", "wgmma"),
     extra_args=_tensor_maps(lambda p: 64 * p["CONSUMERS"]),
 ))
+
+
+register(Kernel(
+    name="wgmma_cluster", chapter="15",
+    title="Hopper, warp-specialised in clusters of 2 blocks: each copies half of the B tile "
+          "both share and TMA multicasts it into both",
+    source="15_wgmma_cluster.cu", entry="hgemm_wgmma_cluster", op="hgemm",
+    params=(Param("CONSUMERS", (1, 2), 2, "consumer warpgroups, 64 rows of the C tile "
+                                          "each (the tile is 64 CONSUMERS x 256)"),
+            Param("STAGES", (2, 3, 4), 3, "shared-memory stages (TMA copies in flight)"),
+            Param("GROUP", (1, 8), 8, "pairs of tile rows walked in groups of GROUP, "
+                                      "column by column, instead of row by row")),
+    template=("CONSUMERS", "STAGES", "GROUP"),
+    threads=lambda p: (128 * (p["CONSUMERS"] + 1), 1, 1),
+    # y rounded up to even: the cluster is 2 blocks along y
+    grid=lambda p, s: (ceil_div(s[1], 256), 2 * ceil_div(s[0], 128 * p["CONSUMERS"]), 1),
+    dynamic_smem=lambda p, lim: _ws_smem(p),
+    shape_rule=_tma_rows_rule,
+    align=16,
+    features=("cp.async", "wgmma"),
+    extra_args=_tensor_maps(lambda p: 64 * p["CONSUMERS"]),
+))

@@ -437,6 +437,16 @@ STUDY_LIST += (
               Step("persistent, 4 stages", "wgmma_persistent", {"STAGES": 4})),
           TENSOR_SIZES),
 )
+# And its clusters of 2 blocks, each copying half of the B tile they share and multicasting
+# it to both, beside one block per tile, in one run.
+STUDY_LIST += (
+    Study("ch15_cluster", "15", "Clusters of 2 blocks sharing B by TMA multicast, or one "
+          "block per tile", "time", (
+              Step("one block per tile", "wgmma_ws", {"STAGES": 3, "GROUP": 16}),
+              Step("clusters of 2, pairs in groups of 8", "wgmma_cluster", {}),
+              Step("clusters of 2, row order", "wgmma_cluster", {"GROUP": 1})),
+          TENSOR_SIZES),
+)
 # Chapter 08's payoff, profiled: the sources its payoff times at 2048^3, chapters 07 and
 # 08 and the variants of chapter 08's kernel whose loads stay in flight (by their names
 # in `notebook.timed_variants`, `ch08_prefetch.ALTERNATIVES`), with two blocks per SM and
