@@ -35,7 +35,7 @@ __device__ __forceinline__ void cluster_sync() {
 __device__ __forceinline__ void barrier_arrive_in(unsigned bar, unsigned rank) {
     unsigned remote;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n"
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n"
                  :: "r"(remote) : "memory");
 }
 

@@ -444,7 +444,9 @@ STUDY_LIST += (
           "block per tile", "time", (
               Step("one block per tile", "wgmma_ws", {"STAGES": 3, "GROUP": 16}),
               Step("clusters of 2, pairs in groups of 8", "wgmma_cluster", {}),
-              Step("clusters of 2, row order", "wgmma_cluster", {"GROUP": 1})),
+              Step("clusters of 2, row order", "wgmma_cluster", {"GROUP": 1}),
+              Step("clusters of 2, arrivals released at cluster scope", "wgmma_cluster",
+                   {}, variant="wgmma_cluster: arrivals released at cluster scope")),
           TENSOR_SIZES),
 )
 # Chapter 08's payoff, profiled: the sources its payoff times at 2048^3, chapters 07 and

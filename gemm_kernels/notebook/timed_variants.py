@@ -21,6 +21,7 @@ import sys
 from dataclasses import dataclass, field
 
 from gemm_kernels.notebook import ch06_tiles, ch07_ablation, ch08_prefetch, ch09_split, ch11_wide
+from gemm_kernels.notebook import ch15_beyond  # noqa: F401 (registers its variant with the studies)
 
 
 @dataclass(frozen=True)
