@@ -944,11 +944,20 @@ def latency_words(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
     lp = loads(WORKING, params)
     w = warps_per_scheduler(WORKING, params)
     quarter = round(lp.needed * lp.instructions / lp.ffma)
-    p = kernel_of(KERNEL).resolve(params)
-    lines = [f"At {p['BM']} x {p['BN']} x {p['BK']}, chapter 07's warps wait "
+    p, d = kernel_of(KERNEL).resolve(params), kernel_of(KERNEL).resolve(None)
+    tile = lambda q: f"{q['BM']} x {q['BN']} x {q['BK']}"      # noqa: E731
+    at_default = ""
+    if tile(p) != tile(d):      # the same measure at the chapter's tile, same profile
+        st = next((st for s, st, _ in _payoff_profiles(None, study, rec)[False]
+                   if s == "chapter 07's kernel"), None)
+        if st is not None:
+            at_default = (f" (at the chapter's tile, {tile(d)}: "
+                          f"{st.get('long scoreboard', 0.0) * loads('float4').instructions:,.0f}"
+                          " cycles)")
+    lines = [f"At {tile(p)}, chapter 07's warps wait "
              f"{st07.get('long scoreboard', 0.0):.2f} cycles per instruction for global loads "
              f"x {lp07.instructions:,} instructions per step = {wait:,.0f} cycles: the latency "
-             f"to cover.",
+             f"to cover{at_default}.",
              f"The quarter-step check asks for {lp.needed:,} of the step's {lp.ffma:,} FFMAs, "
              f"about {quarter:,} instructions: at {w:.0f} warps per scheduler at least "
              f"{w * quarter:,.0f} cycles, {w * quarter / wait:.1f} times that latency."]
