@@ -322,3 +322,66 @@ def test_the_one_block_plot_marks_cublas_on_every_row(recorded_mode):
     assert sorted(t.get_xdata()[0] for t in ticks) == sorted(refs)
     assert max(refs) < ax.get_xlim()[1]
     assert [t.get_text() for t in ax.texts].count("  cuBLAS") == len(refs)
+
+
+# ------------------------------------------------------------------ why a quarter, in cycles
+
+def test_instructions_in_flight_follow_the_load_with_the_fewest_ffmas():
+    from gemm_kernels.exercises.ch08_checks import Load, LoopLoads
+    lp = LoopLoads(instructions=100, ffma=80, barriers=1, barriers_before=1,
+                   loads=(Load(at=10, use=60, ffma=40), Load(at=90, use=5, ffma=12),
+                          Load(at=20, use=None, ffma=0)))
+    assert c.instructions_in_flight(lp) == 15          # 90 -> 5, across the loop's end
+    assert c.instructions_in_flight(LoopLoads(10, 8, 1, 1, ())) is None
+
+
+def test_a_warps_pace_is_the_sum_of_its_states_and_its_warps_per_scheduler():
+    assert c.cycles_per_instruction({"selected": 1.0, "long scoreboard": 2.5,
+                                     "not selected": 0.5}) == 4.0
+    # 256 threads, two blocks per SM at the chapter's tile, one with ONE_PER_SM
+    assert c.warps_per_scheduler("float4") == 4
+    assert c.warps_per_scheduler("chapter 07's kernel", one_per_sm=True) == 2
+    assert c.warps_per_scheduler("chapter 08's kernel", c.DEEP) == 2   # 130 registers
+
+
+def test_why_a_quarter_is_read_from_chapter_07s_profile(recorded_mode):
+    from gemm_kernels.measure import studies
+    from gemm_kernels.notebook import evidence
+    text = c.why_a_quarter()
+    row = next(r for s, r in studies.results("stalls") if s.kernel == "float4"
+               and not s.params.get("ONE_PER_SM"))
+    ls = evidence.stall_reasons(row)["long scoreboard"]
+    n = c.loads("float4").instructions
+    assert f"{ls:.2f} cycles per instruction (long scoreboard) x {n:,} instructions per " \
+           f"step = {ls * n:,.0f} cycles" in text
+    assert "4 warps share each of the SM's schedulers" in text
+    assert "128 of its 512 FFMAs" in text and "Nsight Compute at 4096^3" in text
+
+
+def test_the_failing_sources_at_bk16_cover_the_latency(recorded_mode):
+    """At BK = 16 the sources that fail the quarter-step check still keep their loads in
+    flight longer than chapter 07's wait per step: the sentence says 'more', and the
+    table's cycles in flight exceed chapter 07's wait for every one of them."""
+    text = c.latency_words(c.DEEP)
+    assert "The 4 sources that fail it" in text and "more than the latency" in text
+    assert "(at the chapter's tile, 128 x 128 x 8: " in text
+    rows = {r["kernel"]: r for r in c.latency_cover(c.DEEP)}
+    num = lambda s: float(s.replace(",", ""))      # noqa: E731
+    latency = num(rows["chapter 07's kernel"]["wait for global loads (cycles per step)"])
+    for name in c.ALTERNATIVES:
+        assert num(rows[name]["in flight (cycles)"]) > latency, name
+    assert rows["chapter 08's kernel"]["warps per scheduler"] == "2"
+    # at the chapter's tile every source passes: no sentence about failing ones
+    assert "fail it" not in c.latency_words()
+
+
+def test_the_deep_profile_names_the_kernel_that_runs_one_block(recorded_mode):
+    import matplotlib.pyplot as plt
+    plt.close("all")
+    table = c.payoff_stalls(c.DEEP)
+    ax = plt.gcf().axes[0]
+    assert "chapter 08's kernel (1 block per SM)" in [t.get_text() for t in ax.get_yticklabels()]
+    assert [t.get_text() for t in ax.texts][0] == "own occupancy"
+    assert table[1]["kernel"] == "chapter 08's kernel (1 block per SM)"
+    assert {r["setting"] for r in table} == {"own occupancy", "one block per SM"}
+    plt.close("all")

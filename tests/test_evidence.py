@@ -107,3 +107,20 @@ def test_a_stall_reason_has_one_colour_in_every_plot():
         matplotlib.pyplot.close(fig)
     assert len({c for k, c in colour.items() if k != "other"}) == \
         len([k for k in colour if k != "other"])
+
+
+def test_stall_bars_can_stack_in_one_fixed_order():
+    """By default the largest reason stacks first; with fixed_order every figure stacks
+    its reasons in STALL_ORDER's order, whatever their sizes."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    got = [("a", {"barrier": 3.0, "long scoreboard": 1.0, "short scoreboard": 2.0,
+                  "selected": 1.0})]
+    for fixed, want in ((False, ["barrier", "short scoreboard", "long scoreboard"]),
+                        (True, ["long scoreboard", "short scoreboard", "barrier"])):
+        fig, ax = plt.subplots()
+        evidence.stall_bars(ax, got, top=3, fixed_order=fixed)
+        labels = [c.get_label() for c in ax.containers]
+        assert labels == want + ["other"], labels
+        plt.close(fig)

@@ -679,11 +679,13 @@ def stall_summary(study: str = "stalls") -> str:
 
 def stall_plot(study: str = "stalls"):
     """Chapters 07 and 08 at two blocks per SM and at one (`evidence.stall_plot` of the
-    study), on chapter 09's axis: warp-cycles stalled, summed over the resident warps,
-    per instruction issued; the recording named under it."""
+    study): warp-cycles stalled, summed over the resident warps, per instruction issued,
+    the reasons stacked in one fixed order (as in `payoff_stalls`); the recording named
+    under it."""
     from gemm_kernels.notebook import evidence
     from gemm_kernels.notebook.capstone_pictures import STALL_AXIS
-    fig = evidence.stall_plot(study, kernels=("float4", KERNEL), run_line=False)
+    fig = evidence.stall_plot(study, kernels=("float4", KERNEL), run_line=False,
+                              fixed_order=True)
     fig.axes[0].set_xlabel(STALL_AXIS)
     return labelled(fig)
 
@@ -717,6 +719,15 @@ def _payoff_profiles(params: dict | None, study: str, rec=None) -> dict[bool, li
     return out
 
 
+def _own_blocks(source: str, params: dict | None, row: dict | None = None) -> int:
+    """The blocks per SM that the registers of payoff source `source` allow at the tile
+    `params` (those of the profiled binary where its row names them)."""
+    k = _built(source)
+    regs = ((row or {}).get("binary") or {}).get("registers")
+    return analysis.kernel_occupancy(k, {**_params(k, params), "ONE_PER_SM": False},
+                                     registers=regs).blocks_per_sm
+
+
 def payoff_stalls(params: dict | None = None, study: str = PAYOFF_STALLS, top: int = 6):
     """Where the warps of the payoff's sources wait (Nsight Compute): two panels, two
     blocks per SM and one, a stacked bar per source of the warp-cycles stalled per issued
@@ -733,17 +744,26 @@ def payoff_stalls(params: dict | None = None, study: str = PAYOFF_STALLS, top: i
     if not any(got.values()):
         return Text(PAYOFF_NOT_PROFILED)
     shown = [one for one in (False, True) if got[one]]
-    bars = [(source, st) for one in shown for source, st, _ in got[one]]
+    # a source whose registers allow one block only runs one in the first group too: its
+    # name says so, and the group is "own occupancy" then (as in `payoff`)
+    setting = dict(_SETTINGS)
+    name = {(one, source): source for one in shown for source, _, _ in got[one]}
+    for source, _, row in got[False]:
+        blocks = _own_blocks(source, params, row)
+        if blocks != 2:
+            name[False, source] = f"{source} ({blocks} block{'s' * (blocks > 1)} per SM)"
+            setting[False] = "own occupancy"
+    bars = [(name[one, source], st) for one in shown for source, st, _ in got[one]]
     # one axes, so that every bar stacks its reasons in one order, with one legend; the
     # settings one above the other, a line between them, each named at the right
     fig, ax = plt.subplots(figsize=(11, 0.45 * len(bars) + 2.0))
-    evidence.stall_bars(ax, bars, top, fontsize=FONT - 1)
+    evidence.stall_bars(ax, bars, top, fontsize=FONT - 1, fixed_order=True)
     ax.set_xlim(0, ax.get_xlim()[1] * 1.3)
     ax.set_xlabel(STALL_AXIS, fontsize=FONT)
     top_y = len(bars) - 1
     for one in shown:
         n = len(got[one])
-        ax.text(0.995, top_y - (n - 1) / 2, _SETTINGS[one].replace(" per", "\nper"),
+        ax.text(0.995, top_y - (n - 1) / 2, setting[one].replace(" per", "\nper"),
                 transform=ax.get_yaxis_transform(), ha="right", va="center",
                 fontsize=FONT, fontweight="bold")
         if top_y - n >= 0:
@@ -760,7 +780,7 @@ def payoff_stalls(params: dict | None = None, study: str = PAYOFF_STALLS, top: i
     for one in shown:
         ref = got[one][0][1] if got[one][0][0] == "chapter 07's kernel" else None
         for source, st, _ in got[one]:
-            row = {"setting": _SETTINGS[one], "kernel": source}
+            row = {"setting": setting[one], "kernel": name[one, source]}
             for w in _PAYOFF_WAITS:
                 row[w] = f"{st.get(w, 0):.2f}" + (
                     f" ({st.get(w, 0) - ref.get(w, 0):+.2f})"
@@ -770,6 +790,196 @@ def payoff_stalls(params: dict | None = None, study: str = PAYOFF_STALLS, top: i
     return Table(rows, list(rows[0]), title=(
         "Warp-cycles stalled per issued instruction, by reason (in brackets: the "
         f"change from chapter 07's kernel at the same setting); {where}"))
+
+
+# ------------------------------------------------------------------ why a quarter
+
+# The quarter-step check in cycles. A load must stay in flight for about a load's latency.
+# Chapter 07's kernel uses each loaded value right after its load, so its warps wait about
+# that latency once per step: its long-scoreboard wait per step (long scoreboard per
+# issued instruction x the loop's instructions per step) measures it. A warp issues one
+# instruction per cycle of its scheduler at most, and shares the scheduler with the other
+# resident warps: while they all have work, it gets one issue slot in (warps per
+# scheduler), so the instructions of a load's flight span at least that many cycles each
+# (Nsight Compute measures the actual pace: the warp's cycles per issued instruction, the
+# sum of its states, the issuing one included).
+_KERNEL_OF = {"chapter 07's kernel": "float4", CH08: KERNEL}
+
+
+def _built(name: str):
+    name = _KERNEL_OF.get(name, name)
+    return variant_kernel(name) if name in VARIANTS else kernel_of(name)
+
+
+def instructions_in_flight(lp: LoopLoads) -> int | None:
+    """The loop's instructions from the load in flight for the fewest FFMAs to the first
+    instruction that uses its value (the next trip's, if the use comes there)."""
+    used = [ld for ld in lp.loads if ld.use is not None]
+    if not used:
+        return None
+    ld = min(used, key=lambda ld: ld.ffma)
+    return (ld.use - ld.at) % lp.instructions
+
+
+def warps_per_scheduler(name: str, params: dict | None = None, one_per_sm: bool = False,
+                        row: dict | None = None) -> float:
+    """Resident warps per warp scheduler of kernel `name` (a registry name, a variant's,
+    or a payoff label): its blocks per SM (1 with ONE_PER_SM; else what the registers of
+    the profiled binary of `row`, or of ptxas here, allow) x warps per block / 4."""
+    from gemm_kernels.notebook.ch07_ablation import SCHEDULERS_PER_SM
+    k = _built(name)
+    p = _params(k, params)
+    blocks = 1 if one_per_sm else _own_blocks(name, params, row)
+    threads = 1
+    for n in k.threads(p):
+        threads *= n
+    return blocks * threads / 32 / SCHEDULERS_PER_SM
+
+
+def cycles_per_instruction(stalls: dict) -> float:
+    """One warp's cycles per issued instruction: Nsight Compute's warps per issued
+    instruction in each state, summed over every state, the issuing one included."""
+    return sum(stalls.values())
+
+
+def _latency(params: dict | None, study: str):
+    """(chapter 07's stall reasons, its compiled loop, the recording's label) at the tile
+    `params`, with two blocks per SM: from the payoff's profile, or for study "stalls"
+    (the chapter's first stall bars, at the default tile only) from that one."""
+    from gemm_kernels.measure import studies
+    lp = loads("float4", params)
+    if study == PAYOFF_STALLS:
+        rec = studies.complete_recording(study)
+        got = _payoff_profiles(params, study, rec)[False]
+        if not got:
+            return None, lp, None
+        return got[0][1], lp, rec.label
+    from gemm_kernels.notebook import evidence
+    rec = studies.recording_of(study)
+    row = next((r for s, r in studies.results(study, rec=rec) if s.kernel == "float4"
+                and not s.params.get("ONE_PER_SM") and r is not None), None)
+    return (evidence.stall_reasons(row) if row else None), lp, (rec.label if rec else None)
+
+
+def _cube(study: str) -> str:
+    """The study's shape in words: '4096^3' for a cube, else '2048x1024x512'."""
+    from gemm_kernels.measure import studies
+    shape = studies.get(study).shapes[0]
+    return f"{shape[0]}^3" if len(set(shape)) == 1 else "x".join(map(str, shape))
+
+
+def why_a_quarter(params: dict | None = None, study: str = "stalls") -> str:
+    """The quarter-step check in cycles, from the recording and the SASS: the latency to
+    cover (chapter 07's wait for global loads per step), a warp's pace (warps per
+    scheduler, and the pace measured), and the cycles a quarter of the chapter's step
+    spans at that pace. `study`: "stalls" (the chapter's first bars, 4096^3) or the
+    payoff's profile (at the tile `params`)."""
+    st07, lp07, where = _latency(params, study)
+    if st07 is None:
+        return "This recording holds no profile of chapter 07's kernel at this tile."
+    wait = st07.get("long scoreboard", 0.0) * lp07.instructions
+    lp = loads(KERNEL, params)
+    w = warps_per_scheduler("float4", params)
+    quarter = round(lp.needed * lp.instructions / lp.ffma)
+    return (f"The latency to cover: chapter 07's kernel uses each loaded value right after "
+            f"its load, so its warps wait about one latency per step: "
+            f"{st07.get('long scoreboard', 0.0):.2f} cycles per instruction (long scoreboard) "
+            f"x {lp07.instructions:,} instructions per step = {wait:,.0f} cycles.\n"
+            f"A warp's pace: {w:.0f} warps share each of the SM's schedulers, which issues one "
+            f"instruction per cycle; while they all have work, a warp issues once every "
+            f"{w:.0f} cycles at best (chapter 07's warps, as measured: once every "
+            f"{cycles_per_instruction(st07):.1f} cycles).\n"
+            f"A quarter of the step, {lp.needed:,} of its {lp.ffma:,} FFMAs, is about "
+            f"{quarter:,} instructions of the loop: at least {w:.0f} x {quarter:,} = "
+            f"{w * quarter:,.0f} cycles, {w * quarter / wait:.1f} times the latency to cover.\n"
+            f"(Nsight Compute at {_cube(study)}, {where}; instructions: SASS compiled here.)")
+
+
+def latency_cover(params: dict | None = None, one_per_sm: bool = False,
+                  study: str = PAYOFF_STALLS) -> Table:
+    """Per source of the payoff's profile at the tile `params` and the setting
+    `one_per_sm`: its warps per scheduler, how long its loads stay in flight (FFMAs and
+    instructions, SASS compiled here), the warp's cycles per instruction (measured), the
+    cycles in flight these give, and the cycles per step its warps waited for global
+    loads (long scoreboard x instructions per step). Chapter 07's row gives the latency
+    to cover: it waits for its loads right after issuing them."""
+    from gemm_kernels.measure import studies
+    rec = studies.complete_recording(study)
+    got = _payoff_profiles(params, study, rec)[one_per_sm]
+    if not got:
+        return Text(PAYOFF_NOT_PROFILED)
+    rows = []
+    for source, st, row in got:
+        lp = loads(_KERNEL_OF.get(source, source), params)
+        n, pace = instructions_in_flight(lp), cycles_per_instruction(st)
+        w = warps_per_scheduler(source, params, one_per_sm, row)
+        rows.append({"kernel": source, "warps per scheduler": f"{w:.0f}",
+                     "in flight (FFMAs)": f"{lp.fewest:,}",
+                     "in flight (instructions)": f"{n:,}",
+                     "a warp's cycles per instruction": f"{pace:.1f}",
+                     "in flight (cycles)": f"{n * pace:,.0f}",
+                     "wait for global loads (cycles per step)":
+                         f"{st.get('long scoreboard', 0.0) * lp.instructions:,.0f}"})
+    p = kernel_of(KERNEL).resolve(params)
+    return Table(rows, list(rows[0]), title=(
+        f"How long the loads travel, in cycles, {p['BM']} x {p['BN']} x {p['BK']}, "
+        f"{_SETTINGS[one_per_sm] if one_per_sm else 'own occupancy'} (in flight: SASS "
+        f"compiled here by ptxas {compiler.ptxas_version()}, times the pace Nsight Compute "
+        f"measured; {rec.label})"))
+
+
+def latency_words(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
+    """Why sources that fail the quarter-step check at the tile `params` can still leave
+    almost no wait for global loads: the check's quarter in cycles against the latency
+    (chapter 07's wait per step), and the cycles the failing sources keep their loads in
+    flight, at least (warps per scheduler) and at the pace measured, with the
+    long-scoreboard waits of the profile. From the payoff's profile, two blocks per SM."""
+    from gemm_kernels.measure import studies
+    rec = studies.complete_recording(study)
+    got = {s: st for s, st, _ in _payoff_profiles(params, study, rec)[False]}
+    if "chapter 07's kernel" not in got:
+        return PAYOFF_NOT_PROFILED
+    st07, lp07 = got["chapter 07's kernel"], loads("float4", params)
+    wait = st07.get("long scoreboard", 0.0) * lp07.instructions
+    lp = loads(WORKING, params)
+    w = warps_per_scheduler(WORKING, params)
+    quarter = round(lp.needed * lp.instructions / lp.ffma)
+    p, d = kernel_of(KERNEL).resolve(params), kernel_of(KERNEL).resolve(None)
+    tile = lambda q: f"{q['BM']} x {q['BN']} x {q['BK']}"      # noqa: E731
+    at_default = ""
+    if tile(p) != tile(d):      # the same measure at the chapter's tile, same profile
+        st = next((st for s, st, _ in _payoff_profiles(None, study, rec)[False]
+                   if s == "chapter 07's kernel"), None)
+        if st is not None:
+            at_default = (f" (at the chapter's tile, {tile(d)}: "
+                          f"{st.get('long scoreboard', 0.0) * loads('float4').instructions:,.0f}"
+                          " cycles)")
+    lines = [f"At {tile(p)}, chapter 07's warps wait "
+             f"{st07.get('long scoreboard', 0.0):.2f} cycles per instruction for global loads "
+             f"x {lp07.instructions:,} instructions per step = {wait:,.0f} cycles: the latency "
+             f"to cover{at_default}.",
+             f"The quarter-step check asks for {lp.needed:,} of the step's {lp.ffma:,} FFMAs, "
+             f"about {quarter:,} instructions: at {w:.0f} warps per scheduler at least "
+             f"{w * quarter:,.0f} cycles, {w * quarter / wait:.1f} times that latency."]
+    fail = [s for s in ALTERNATIVES if s in got and not passes(loads(s, params))]
+    if fail:
+        lps = {s: loads(s, params) for s in fail}
+        ffma = [lps[s].fewest for s in fail]
+        ins = [instructions_in_flight(lps[s]) for s in fail]
+        least = [warps_per_scheduler(s, params) * i for s, i in zip(fail, ins)]
+        paced = [cycles_per_instruction(got[s]) * i for s, i in zip(fail, ins)]
+        ls = [got[s].get("long scoreboard", 0.0) for s in fail]
+        side = "more" if min(least) >= wait else "less"
+        lines.append(
+            f"The {len(fail)} sources that fail it keep their loads in flight for "
+            f"{min(ffma):,} to {max(ffma):,} FFMAs, {min(ins):,} to {max(ins):,} "
+            f"instructions: at least {min(least):,.0f} cycles, {min(paced):,.0f} to "
+            f"{max(paced):,.0f} at the pace measured, {side} than the latency. Their warps "
+            f"wait {min(ls):.2f} to {max(ls):.2f} cycles per instruction for global loads, "
+            f"against chapter 07's {st07.get('long scoreboard', 0.0):.2f}.")
+    lines.append(f"(Nsight Compute at {_cube(study)}, {rec.label}; instructions: SASS "
+                 "compiled here.)")
+    return "\n".join(lines)
 
 
 def records_source() -> str:

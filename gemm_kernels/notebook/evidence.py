@@ -152,16 +152,20 @@ def stall_colour(reason: str):
     return series_styles(len(STALL_ORDER))[STALL_ORDER.index(reason)][0]
 
 
-def stall_bars(ax, got, top: int = 6, fontsize: int = 9):
+def stall_bars(ax, got, top: int = 6, fontsize: int = 9, fixed_order: bool = False):
     """Stacked bars on `ax`, one per (label, stall reasons) pair of `got`: the cycles a
     warp waits per issued instruction by reason, the `top` largest over all bars in
-    their own colours and the rest as "other"."""
+    their own colours and the rest as "other". The segments stack largest first, or
+    with `fixed_order` in the order of STALL_ORDER (long scoreboard first), so that
+    several figures of one chapter stack their reasons alike."""
     totals = {}
     for _, st in got:
         for k, v in st.items():
             if k != "selected":    # the issuing warp itself, not a wait
                 totals[k] = totals.get(k, 0) + v
     keys = sorted(totals, key=totals.get, reverse=True)[:top]
+    if fixed_order:
+        keys.sort(key=lambda k: STALL_ORDER.index(k) if k in STALL_ORDER else len(STALL_ORDER))
     y = list(range(len(got)))[::-1]
     left = [0.0] * len(got)
     for k in keys + ["other"]:
@@ -176,11 +180,12 @@ def stall_bars(ax, got, top: int = 6, fontsize: int = 9):
 
 
 def stall_plot(name: str = "stalls", kernels=None, top: int = 6, ax=None,
-               run_line: bool = True, rec=None):
+               run_line: bool = True, rec=None, fixed_order: bool = False):
     """Stacked bars: per step of a profiled study, the cycles a warp waits per issued
     instruction, split by reason (the `top` largest over the steps shown, the rest
     together). `kernels` keeps only the steps of those kernels; `run_line`: name the
-    run that profiled them under the plot; `rec`: the recording (default the one shown)."""
+    run that profiled them under the plot; `rec`: the recording (default the one shown);
+    `fixed_order`: stack the reasons in STALL_ORDER's order (`stall_bars`)."""
     import matplotlib.pyplot as plt
     pairs = [(s, r) for s, r in studies.results(name, rec=rec)
              if kernels is None or s.kernel in kernels]
@@ -191,7 +196,8 @@ def stall_plot(name: str = "stalls", kernels=None, top: int = 6, ax=None,
         ax.text(0.5, 0.5, f"stall reasons {NOT_RECORDED}", ha="center", va="center")
         ax.set_axis_off()
         return ax.figure
-    stall_bars(ax, [(s.label, st) for s, st in got], top, fontsize=9)
+    stall_bars(ax, [(s.label, st) for s, st in got], top, fontsize=9,
+               fixed_order=fixed_order)
     ax.set_title(f"Where the warps wait ({_shape_text(studies.get(name).shapes[0])}, "
                  "Nsight Compute)", fontsize=10)
     if run_line:
