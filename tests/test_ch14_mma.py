@@ -33,7 +33,7 @@ def test_ldmatrix_x4_gives_exactly_the_a_fragment_of_mma():
 
 
 def test_ldmatrix_trans_gives_the_b_fragment_of_mma():
-    """Two 8 x 8 matrices of a k-major B (k rows 0-7 and 8-15), transposed by .trans:
+    """Two 8 x 8 matrices of an N-major B (rows of k: k 0-7 and 8-15), transposed by .trans:
     register i of lane l holds B's elements b(2i), b(2i+1) of the fragment."""
     got = {(8 * m + k, n): (lane, 2 * m + h)
            for (m, k, n), (lane, h) in ch14.ldmatrix_received(trans=True).items() if m < 2}
@@ -196,6 +196,24 @@ def test_hmma_run_shows_back_to_back_independent_hmma():
     text = str(ch14.hmma_run())
     assert text.count("HMMA.16816.F32") >= 4
     assert "64 HMMA in one pass of the loop; 0 of them read" in text
+    # ptxas's stall count, decoded from the encoding: 6 cycles between two HMMA
+    assert "stall 6" in text and "that another HMMA follows: 58 of them 6 cycles" in text
+
+
+def test_control_bits_are_decoded_where_the_listing_says_so():
+    """The decoding checked against what nvdisasm prints itself: an operand-reuse flag is
+    set exactly where the listing writes `.reuse`."""
+    from gemm_kernels.core import analysis, compiler
+    sass = compiler.sass(get("mma_sync"), get("mma_sync").resolve({}), "sm_90", encoding=True)
+    bits = compiler.control_bits(sass)
+    ins = analysis.instructions(sass)
+    assert len(bits) == len(ins) > 100
+    assert all((bits[a]["reuse"] != 0) == (".reuse" in t) for a, _, t in ins)
+    assert all(0 <= b["stall"] <= 15 and b["write"] <= 7 for b in bits.values())
+
+
+def test_small_counts_are_written_out():
+    assert ch14._millions(167_772_160) == "168 M" and ch14._millions(15_577) == "15,577"
 
 
 def test_pipe_ceiling_uses_the_profilers_own_clock():
@@ -230,3 +248,10 @@ def test_the_rates_table_shows_each_timed_run_was_right():
         pytest.skip("the chapter's timings are not recorded")
     assert ch14.ERROR_COLUMN in t.columns
     assert all(0 <= row[ch14.ERROR_COLUMN] < 1 for row in t)
+
+
+def test_shares_are_written_with_one_decimal():
+    from gemm_kernels.core.table import Table
+    t = ch14.one_decimal(Table([{"x": 1.0, "% of cuBLAS FP16": 60.0}], ["x", "% of cuBLAS FP16"]))
+    assert t[0]["% of cuBLAS FP16"] == "60.0%" and t[0]["x"] == 1.0
+    assert "60.0%" in repr(t)

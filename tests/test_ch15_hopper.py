@@ -134,7 +134,8 @@ def test_tables_say_what_is_missing_without_a_recording():
             return []
     assert "not recorded" in ch15.rates_table(rec=Empty()).title
     assert "not in the recording" in ch15.ladder_summary(rec=Empty()).title
-    assert "not" in ch15.grouping_effect(rec=Empty()).title
+    assert ch15.orders(rec=Empty()) == {} and "not in the recording" in str(
+        ch15.orders_summary(rec=Empty()))
 
 
 def test_the_one_role_kernel_fits_two_blocks_per_sm_with_three_stages_not_four():
@@ -161,27 +162,6 @@ def test_warps_waiting_undoes_the_per_instruction_normalisation():
     assert ch15.warps_waiting(m, "barrier", sms=2) == 4.0 * 1000 / (2 * 100)
     m2 = dict(m, **{ch15.INSTRUCTIONS: 500.0})          # half the instructions: half the warps
     assert ch15.warps_waiting(m2, "barrier", sms=2) == ch15.warps_waiting(m, "barrier", 2) / 2
-
-
-def test_the_grouping_table_compares_only_ratios_taken_in_one_run():
-    t = ch15.grouping_effect()
-    if not t:
-        pytest.skip("the two configurations are not recorded")
-    assert not any("cuBLAS: second run" in k for k in t[0])       # no cross-run ratio
-    for r in t:
-        a = float(r["row order: % of cuBLAS, same run"].rstrip("%"))
-        b = float(r["groups of 16: % of cuBLAS, same run"].rstrip("%"))
-        assert abs(float(r["grouped share / row-order share"][1:]) - b / a) < 0.02
-    note = str(ch15.grouping_note(tolerance=0.0))
-    assert "cuBLAS FP16 alone" in note and "at " in note
-    assert "less than" in str(ch15.grouping_note(tolerance=10.0))
-
-
-def test_run_to_run_gives_the_spread_of_cublas_at_each_size():
-    spread = ch15.run_to_run()
-    if not spread:
-        pytest.skip("the chapter's rows are not recorded")
-    assert all(0 < lo <= hi for lo, hi in spread.values())
 
 
 def test_the_size_waves_table_shows_the_idle_sms_at_1024():
@@ -253,9 +233,8 @@ def test_the_rates_table_shows_each_timed_run_was_right():
     assert ch14.ERROR_COLUMN in t.columns
     assert {row["kernel"] for row in t} == {ch15.TMA, ch15.WS}
     assert all(0 <= row[ch14.ERROR_COLUMN] < 1 for row in t)
-    grouped = ch15.grouping_effect()
-    column = f"groups of 16: {ch14.ERROR_COLUMN}"
-    assert column in grouped.columns and all(0 <= row[column] < 1 for row in grouped)
+    grouped = ch15.rates_table(configs=[(ch15.WS, ch15.GROUPED)])
+    assert all(0 <= row[ch14.ERROR_COLUMN] < 1 for row in grouped)
 
 
 def test_roles_busy_reads_both_kernels_from_the_study():
@@ -272,3 +251,30 @@ def test_roles_busy_reads_both_kernels_from_the_study():
 def test_roles_busy_says_what_is_missing(monkeypatch):
     monkeypatch.setattr(ch15, "_study", lambda n, rec=None: [("a", None), ("b", None)])
     assert "not recorded" in str(ch15.roles_busy())
+
+
+def test_the_ring_hides_a_copy_that_stages_minus_one_wgmma_cover():
+    assert ch15.tensor_cores_fed(ch15.ring_timeline(stages=4, tiles=12, copy=2.5))
+    assert not ch15.tensor_cores_fed(ch15.ring_timeline(stages=4, tiles=12, copy=5))
+    assert not ch15.tensor_cores_fed(ch15.ring_timeline(stages=2, tiles=12, copy=2.5))
+
+
+def test_the_one_run_study_sets_cublas_beside_every_configuration():
+    data = ch15.orders()
+    if not data:
+        pytest.skip("the run of the five configurations is not recorded")
+    assert all(len(rows) == 5 for rows in data.values())
+    text = str(ch15.orders_summary())
+    assert text.count("cuBLAS FP16, timed beside each of the five rows") == len(data)
+    # a ratio no larger than cuBLAS's own spread is said to be within it
+    assert "within cuBLAS's spread" in text
+    import matplotlib
+    matplotlib.use("Agg")
+    assert len(ch15.plot_orders()) == len(data)
+
+
+def test_versus_says_within_the_spread_only_where_it_is():
+    rows = {"a": {"gflops": {"median": 1100.0}}, "b": {"gflops": {"median": 1000.0}}}
+    assert ch15._versus(rows, "a", "b", 1.05) == "x1.10"
+    assert ch15._versus(rows, "a", "b", 1.15) == "x1.10 (within cuBLAS's spread)"
+    assert ch15._versus(rows, "b", "a", 1.15).endswith("(within cuBLAS's spread)")

@@ -215,17 +215,41 @@ def cubin(kernel: Kernel, params: dict, arch=None) -> tuple[bytes, str, str]:
     return _cubin(kernel, kernel.name_expression(params), static_arch(kernel, arch))
 
 
-def sass(kernel: Kernel, params: dict, arch=None) -> str:
-    """The SASS of one configuration, from nvdisasm."""
+def sass(kernel: Kernel, params: dict, arch=None, encoding: bool = False) -> str:
+    """The SASS of one configuration, from nvdisasm (`encoding`: each instruction's two
+    64-bit words in hex after it, as `nvdisasm -hex` prints them: the second holds the
+    control bits, see `control_bits`)."""
     data, _, _ = cubin(kernel, params, arch)
     with tempfile.TemporaryDirectory() as d:
         f = Path(d) / "k.cubin"
         f.write_bytes(data)
-        res = subprocess.run([_tool("nvdisasm"), "-c", "-g", str(f)],
+        res = subprocess.run([_tool("nvdisasm"), "-c", "-g", *(["-hex"] if encoding else []),
+                              str(f)],
                              capture_output=True, text=True)
         if res.returncode:
             raise RuntimeError(f"nvdisasm failed:\n{res.stderr}")
         return res.stdout
+
+
+_ENCODED = re.compile(r"/\*([0-9a-f]{4,})\*/[^\n]*;\s*/\* 0x[0-9a-f]{16} \*/\s*\n"
+                      r"\s*/\* 0x([0-9a-f]{16}) \*/")
+
+
+def control_bits(encoded_sass: str) -> dict[int, dict]:
+    """address -> the control bits ptxas wrote into each instruction (Volta and later:
+    bits 105-125 of the 128-bit instruction, the top of its second word), from a listing
+    made with `sass(..., encoding=True)`: "stall", the cycles the warp waits before it
+    issues its next instruction (what Nsight Compute's 'wait' stall counts); "yield";
+    the scoreboards it sets ("write", "read"; 7 = none) and waits on ("wait_mask"); and
+    the operand-reuse flags. Layout: Jia et al., "Dissecting the NVIDIA Volta GPU
+    Architecture via Microbenchmarking" (2018)."""
+    out = {}
+    for m in _ENCODED.finditer(encoded_sass):
+        c = int(m.group(2), 16) >> 41
+        out[int(m.group(1), 16)] = {"stall": c & 0xF, "yield": (c >> 4) & 1,
+                                    "write": (c >> 5) & 7, "read": (c >> 8) & 7,
+                                    "wait_mask": (c >> 11) & 0x3F, "reuse": (c >> 17) & 0xF}
+    return out
 
 
 _RESOURCE = re.compile(r"Used (\d+) registers")

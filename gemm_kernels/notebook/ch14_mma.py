@@ -222,8 +222,9 @@ def ldmatrix_addresses(row_bytes: int, swizzle: bool, row0: int = 0,
                        chunk0: int = 0, expression: str | None = None) -> list[int]:
     """Byte addresses the 32 lanes give one of the kernel's ldmatrix.x4 in a shared
     tile with rows of `row_bytes`: lane l reads row row0 + l % 16, chunk chunk0 + l / 16
-    (for A: rows of the warp's region, chunk kk / 8; for B, rows kk..kk+15 of the k-major
-    tile, the chunk of the warp's columns), where `chunk_at` stores it."""
+    (for A: rows of the warp's region, chunk kk / 8; for B, rows kk..kk+15 of the tile,
+    which is N-major: row-major K x N, each row one k, contiguous along n; the chunk of
+    the warp's columns), where `chunk_at` stores it."""
     chunks, place = row_bytes // 16, placer(expression)
     return [(row0 + lane % 16) * row_bytes
             + 16 * place(row0 + lane % 16, chunk0 + lane // 16, chunks, swizzle)
@@ -270,6 +271,12 @@ HMMA = "sm__inst_executed_pipe_tensor_op_hmma.sum"
 HMMA_FLOP = 2 * 16 * 8 * 16           # one mma.m16n8k16
 
 
+def _millions(count: float) -> str:
+    """A count as people read it: in millions from a million up ("168 M"), whole below
+    ("15,577"), so a small count is not written "0.016 M"."""
+    return f"{fmt_number(count / 1e6)} M" if count >= 1e6 else fmt_number(round(count))
+
+
 def bank_table(rec=None) -> Table:
     """Predicted wavefronts per ldmatrix of the default tile, plain and swizzled (A: rows
     of BK halves, B: rows of BN halves), their mean over one 16-step of a warp, and what
@@ -288,11 +295,11 @@ def bank_table(rec=None) -> Table:
                      "predicted per ldmatrix": (fa * a + fb * b) / (fa + fb),
                      "measured per LDSM": m[WAVES] / m[LDSM] if m and m.get(LDSM) else None,
                      "wavefronts (M)": m[WAVES] / 1e6 if m else None,
-                     "of them conflicts (M)": m[CONFLICTS] / 1e6 if m else None})
+                     "of them conflicts": _millions(m[CONFLICTS]) if m else None})
     got = (f"Nsight Compute at 4096³ ({_label(rec or study_recording())})"
            if any(measured.values()) else "Nsight Compute's counters are not recorded here")
     return Table(rows, ["layout", "per A load", "per B load", "predicted per ldmatrix",
-                        "measured per LDSM", "wavefronts (M)", "of them conflicts (M)"],
+                        "measured per LDSM", "wavefronts (M)", "of them conflicts"],
                  title=f"{p['BM']}x{p['BN']} tile, BK={p['BK']}: A rows {2 * p['BK']} bytes, "
                        f"B rows {2 * p['BN']} bytes; a warp makes {fa} A and {fb} B loads "
                        f"per 16-step; 4 wavefronts per load is the least (512 bytes). "
@@ -656,9 +663,19 @@ def explorer():
     return Explorer(KERNEL, rec=recording()).widget()
 
 
+def one_decimal(table: Table) -> Table:
+    """The table with every number of its percentage columns written with one decimal
+    ("60.0%" beside "63.3%", not "60%"), for tables whose shares are compared."""
+    for row in table:
+        for c in table.columns:
+            if "%" in c and isinstance(row.get(c), float):
+                row[c] = f"{row[c]:.1f}%"
+    return table
+
+
 def sweep_table(rec=None, top: int = 8) -> Table:
     """The recorded sweep at 2048³, fastest first (chapter 13's table)."""
-    return ch13.sweep_table(rec=rec or recording(), top=top, kernel=KERNEL)
+    return one_decimal(ch13.sweep_table(rec=rec or recording(), top=top, kernel=KERNEL))
 
 
 def swizzle_effect(rec=None) -> Text:
@@ -760,9 +777,12 @@ def other_answers(expressions=OTHER_ANSWERS) -> Table:
 
 def hmma_run(limit: int = 12) -> Text:
     """The main loop's SASS (sm_90) from its first run of back-to-back HMMA: which
-    registers each one writes, and whether any reads the accumulators the one before it
-    wrote (a data dependency), counted over the whole loop."""
-    sass = compiler.sass(get(KERNEL), get(KERNEL).resolve({}), "sm_90")
+    registers each one writes, whether any reads the accumulators the one before it wrote
+    (a data dependency), and the stall count ptxas wrote into each instruction's control
+    bits (`compiler.control_bits`): the cycles the warp waits before its next instruction,
+    counted over the whole loop for the HMMA that another HMMA follows."""
+    sass = compiler.sass(get(KERNEL), get(KERNEL).resolve({}), "sm_90", encoding=True)
+    bits = compiler.control_bits(sass)
     body = analysis.main_loop(sass, work=("HMMA",))
     hmma = [t for _, f, t in body if f == "HMMA"]
     dest = [t.split()[1].rstrip(",") for t in hmma]
@@ -771,10 +791,15 @@ def hmma_run(limit: int = 12) -> Text:
     first = next(i for i, (_, f, _) in enumerate(body)
                  if f == "HMMA" and i + 3 < len(body)
                  and all(g == "HMMA" for _, g, _ in body[i:i + 4]))
-    lines = [f"/*{a:04x}*/  {t}" for a, _, t in body[first:first + limit]]
+    width = max(len(t) for _, _, t in body[first:first + limit])
+    lines = [f"/*{a:04x}*/  {t:<{width}}  stall {bits[a]['stall']}"
+             for a, _, t in body[first:first + limit]]
+    pairs = Counter(bits[a]["stall"] for (a, f, _), (_, g, _) in zip(body, body[1:])
+                    if f == "HMMA" and g == "HMMA")
+    stalls = ", ".join(f"{n} of them {c} cycles" for c, n in pairs.most_common())
     return Text("\n".join(lines) + f"\n... ({len(hmma)} HMMA in one pass of the loop; "
-                f"{dependent} of them read the accumulators the HMMA just before wrote)")
-
+                f"{dependent} of them read the accumulators the HMMA just before wrote. "
+                f"Stall count of an HMMA that another HMMA follows: {stalls})")
 
 
 def wave_line(n: int = 1024, rec=None) -> Text:
@@ -793,8 +818,9 @@ def wave_line(n: int = 1024, rec=None) -> Text:
                 f"blocks each ({sms * per_sm} slots): {sms - busy} SMs "
                 f"({100 * (sms - busy) / sms:.0f}%) get no block at all, and the busy ones "
                 f"run one block where they could run {per_sm}. That alone explains much of "
-                f"the gap at this size; chapter 15 names the remedies (persistent blocks, split-K, "
-                f"stream-K).")
+                f"the gap at this size. The remedy is more pieces of work than tiles: split-K "
+                f"(chapter 12: blocks share the K dimension and add their parts), or "
+                f"stream-K, its persistent form (Osama et al., 2023).")
 
 
 def pipe_ceiling(n: int = 4096, rec=None) -> Text:
@@ -841,8 +867,10 @@ def pipe_ceiling(n: int = 4096, rec=None) -> Text:
                 f"at about {100 * full / peak:.0f}% of the peak. Two losses multiply: that "
                 f"ceiling ({100 * full / peak:.0f}%) times the share of time the pipe is busy "
                 f"({swz[BUSY]:.0f}%) is {full / peak * swz[BUSY]:.0f}% of the peak, the "
-                f"profiled rate ({rate:,.0f} of {peak:,.0f} TFLOP/s). The idle third is "
-                f"the waits of the profile above.")
+                f"profiled rate ({rate:,.0f} of {peak:,.0f} TFLOP/s). What keeps the pipe "
+                f"idle the rest of the time the profile does not split out; in view: few "
+                f"warps to issue while one waits (section 6) and the instructions between "
+                f"the HMMA (section 5's loop).")
 
 
 def cute_swizzle(address: int, bits: int, base: int, shift: int) -> int:

@@ -193,6 +193,13 @@ def ring_timeline(stages: int = 4, tiles: int = 10, copy: float = 5.0,
     return out
 
 
+def tensor_cores_fed(timeline: list[dict]) -> bool:
+    """Whether, after the first tile, the consumers of a `ring_timeline` start each tile
+    the moment they finish the one before (the ring hides the copies: a copy of length L
+    is hidden when (STAGES - 1) x the wgmma of a tile covers it)."""
+    return all(b["start"] <= a["done"] + 1e-9 for a, b in zip(timeline, timeline[1:]))
+
+
 def plot_ring(stages: int | None = None, tiles: int = 11, copy: float = 5.0,
               compute: float = 1.0, ax=None):
     """The ring as a timeline: the producer's copies, each stage's life (copy in flight,
@@ -235,9 +242,13 @@ def plot_ring(stages: int | None = None, tiles: int = 11, copy: float = 5.0,
                   fontsize=8)
     ax.set_xlim(0, tl[-1]["done"] + 0.5)
     ax.set_ylim(-0.6, stages + 1.9)
-    ax.set_title(f"A ring of {stages} stages. Light: the copy in flight (the stage's 'full' "
-                 f"barrier waits for its bytes); dark: full, until the consumers arrive on "
-                 f"'empty'", fontsize=9)
+    fed = tensor_cores_fed(tl)
+    ax.set_title(f"A ring of {stages} stages, a copy {copy:g} x the wgmma of a tile: "
+                 f"{'at most' if copy <= (stages - 1) * compute else 'more than'} "
+                 f"(STAGES - 1) x wgmma = {(stages - 1) * compute:g}, so the tensor cores "
+                 + ("never wait after the first copy" if fed else "wait for the copies")
+                 + ".\nLight: the copy in flight (the stage's 'full' barrier waits for its "
+                 "bytes); dark: full, until the consumers arrive on 'empty'", fontsize=9)
     ax.grid(True, axis="x", alpha=0.3)
     plt.tight_layout()
     return ax
@@ -474,8 +485,9 @@ def rates_table(rec=None, configs=CONFIGS) -> Table:
                              ch14.ERROR_COLUMN: r.get("error_over_bound", "-")})
     title = (f"Each row's cuBLAS FP16 timed beside it ({_label(rec)})" if rows else
              "The chapter's timings are not recorded yet")
-    return Table(rows, ["size", "kernel", "configuration", "TFLOP/s", "cuBLAS FP16 TFLOP/s",
-                        "% of cuBLAS FP16", ch14.ERROR_COLUMN], title=title)
+    return ch14.one_decimal(Table(rows, ["size", "kernel", "configuration", "TFLOP/s",
+                                         "cuBLAS FP16 TFLOP/s", "% of cuBLAS FP16",
+                                         ch14.ERROR_COLUMN], title=title))
 
 
 def kernel_summary(kernel: str, params: dict | None = None, n: int = 4096, rec=None) -> Text:
@@ -497,24 +509,24 @@ def plot_ladder(rec=None, ax=None):
 
 
 def ladder_summary(rec=None) -> Table:
-    """The best of each chapter at each size: its rate, and the cuBLAS FP16 rate timed
-    beside it (cuBLAS itself varies from run to run, so the share alone can mislead)."""
-    rec = rec or recording()
-    best = (("13 wmma_tiled", ch13.TILED, {}), ("14 mma_sync, BK 64, 3 stages", ch14.KERNEL,
-                                                ch14.BIG_K),
-            ("15 wgmma_ws, row order", WS, {}), ("15 wgmma_ws, groups of 16", WS, GROUPED))
+    """The best kernel of each chapter (13, 14, 15) in one run (the study
+    `ch13_15_ladder`), at each of its sizes: its rate, its share of the cuBLAS FP16 timed
+    beside it, and that cuBLAS rate (cuBLAS itself moves between rows of one run)."""
+    rec = rec or studies.complete_recording(CHAPTERS)
     rows = []
-    for n in SIZES:
-        got = [(label, _row(k, n, p, rec)) for label, k, p in best]
-        if any(r for _, r in got):
-            rows.append({"size": f"{n}³", **{
-                label: (f"{r['gflops']['median'] / 1e3:,.0f} ({timing.share(r):.0f}% of "
-                        f"{r['reference']['gflops']['median'] / 1e3:,.0f})" if r else "-")
-                for label, r in got}})
-    return Table(rows, ["size"] + [label for label, _, _ in best],
-                 title="The ladder's rows are not in the recording" if not rows else
-                 f"TFLOP/s (in brackets: the share of the cuBLAS FP16 TFLOP/s timed "
-                       f"beside it) ({_label(rec)})")
+    for shape in studies.get(CHAPTERS).shapes:
+        got = studies.results(CHAPTERS, shape, rec=rec)
+        if any(row for _, row in got):
+            rows.append({"size": f"{shape[0]}³", **{
+                step.label: (f"{_rates(r)[0]:,.0f} ({timing.share(r):.1f}% of "
+                             f"{_rates(r, 'reference')[0]:,.0f})" if r else "-")
+                for step, r in got}})
+    labels = [s.label for s in studies.get(CHAPTERS).steps]
+    return Table(rows, ["size"] + labels,
+                 title="The run of the three chapters' best kernels is not in the recording"
+                 if not rows else
+                 f"The best kernel of each chapter, one run: TFLOP/s (in brackets: the "
+                 f"share of the cuBLAS FP16 TFLOP/s timed beside it) ({_label(rec)})")
 
 
 # The counters the study reads (Nsight Compute's names).
@@ -674,7 +686,7 @@ def footprint_table(n: int = 8192, groups=(1, 8, 16), rec=None) -> Table:
                      "together (MB)": (f["A bytes"] + f["B bytes"]) / 1e6})
     sms = rec.device["sm_count"] if rec is not None else 132
     return Table(rows, list(rows[0]), title=f"The first {sms} blocks at {n:,}³ (one per SM); "
-                                            f"L2: {l2 / 1e6:.0f} MB ({_label(rec)})")
+                                            f"L2: {l2 / 2 ** 20:.0f} MiB ({l2 / 1e6:.0f} MB) ({_label(rec)})")
 
 
 def plot_block_order(n: int = 8192, groups=(1, 16), rec=None, axes=None):
@@ -703,67 +715,98 @@ def plot_block_order(n: int = 8192, groups=(1, 16), rec=None, axes=None):
     return axes
 
 
-def grouping_effect(rec=None) -> Table:
-    """Row order against groups of 16 rows (3 stages) in the timed runs, at each size. The
-    two configurations were timed in different runs, and cuBLAS itself moves between runs
-    by as much as the effect looked for; so the table compares only ratios taken within
-    one run: each configuration's share of the cuBLAS FP16 timed beside it, and the
-    ratio of those two shares; and the checker's verdict on the grouped run's output (the
-    row order's is in `rates_table`)."""
-    rec = rec or recording()
-    rows = []
-    for n in SIZES:
-        a, b = _row(WS, n, {}, rec), _row(WS, n, GROUPED, rec)
-        if a and b:
-            rows.append({"size": f"{n}³",
-                         "row order: TFLOP/s": a["gflops"]["median"] / 1e3,
-                         "row order: % of cuBLAS, same run": f"{timing.share(a):.0f}%",
-                         "groups of 16: TFLOP/s": b["gflops"]["median"] / 1e3,
-                         "groups of 16: % of cuBLAS, same run": f"{timing.share(b):.0f}%",
-                         "grouped share / row-order share":
-                             f"x{timing.share(b) / timing.share(a):.2f}",
-                         f"groups of 16: {ch14.ERROR_COLUMN}": b.get("error_over_bound", "-")})
-    return Table(rows, list(rows[0]) if rows else ["size"],
-                 title="The two configurations are not both recorded" if not rows else
-                 f"wgmma_ws: row order and groups of 16 rows (3 stages), each timed in its "
-                       f"own run beside cuBLAS FP16 ({_label(rec)})")
+ORDERS = "ch15_orders"            # one role and two at equal stages, and the order: one run
+CHAPTERS = "ch13_15_ladder"       # the best kernel of chapters 13, 14 and 15: one run
 
 
-def run_to_run(rec=None) -> dict:
-    """How much cuBLAS FP16 moved between the runs of the chapter's rows at each size:
-    n -> (slowest, fastest) of the cuBLAS rates timed beside the chapter's rows. A gap
-    between two kernels' rates taken in different runs means nothing below this."""
-    rec = rec or recording()
+def _rates(row: dict, key: str = "gflops") -> tuple[float, float, float]:
+    """(median, min, max) TFLOP/s of a timed row (`key`: "gflops" for the kernel, or
+    "reference" for the cuBLAS timed beside it)."""
+    g = row["reference"]["gflops"] if key == "reference" else row[key]
+    return g["median"] / 1e3, g.get("min", g["median"]) / 1e3, g.get("max", g["median"]) / 1e3
+
+
+def orders(rec=None) -> dict[int, list[tuple[str, dict]]]:
+    """The study `ch15_orders`: n -> [(step label, timed row)] at each size, every row
+    of one run with cuBLAS FP16 timed beside it; sizes with a step missing are left out."""
+    rec = rec or studies.complete_recording(ORDERS)
     out = {}
-    for n in SIZES:
-        got = [r for k, p in ((TMA, {}), (WS, {}), (WS, GROUPED))
-               if (r := _row(k, n, p, rec))]
-        if got:
-            ref = [r["reference"]["gflops"]["median"] / 1e3 for r in got]
-            out[n] = (min(ref), max(ref))
+    for shape in studies.get(ORDERS).shapes:
+        got = studies.results(ORDERS, shape, rec=rec)
+        if got and all(row for _, row in got):
+            out[shape[0]] = [(step.label, row) for step, row in got]
     return out
 
 
-def grouping_note(rec=None, tolerance: float = 0.03) -> Text:
-    """In words: how much cuBLAS itself moved between runs (the noise of a rate read from
-    another run), and at which sizes the same-run share moved by more than `tolerance`."""
-    rec = rec or recording()
-    spread = run_to_run(rec)
-    if not spread:
-        return Text("The chapter's rows are not recorded.")
-    n_max = max(spread, key=lambda n: spread[n][1] / spread[n][0])
-    lo, hi = spread[n_max]
-    moved = []
-    for n in SIZES:
-        a, b = _row(WS, n, {}, rec), _row(WS, n, GROUPED, rec)
-        if a and b and abs(timing.share(b) / timing.share(a) - 1) > tolerance:
-            moved.append(f"{n}³ (x{timing.share(b) / timing.share(a):.2f})")
-    return Text(f"cuBLAS FP16 alone, timed beside the chapter's rows in separate runs, ran "
-                f"at {lo:,.0f} to {hi:,.0f} TFLOP/s at {n_max}³ (x{hi / lo:.2f}): two rates "
-                f"from different runs can differ that much with nothing changed. "
-                + ("The same-run share moved by more than "
-                   f"{tolerance:.0%} at " + ", ".join(moved) + "." if moved else
-                   f"The same-run share moved by less than {tolerance:.0%} at every size."))
+def plot_orders(rec=None, axes=None):
+    """Per size, the five configurations of one run: each kernel's median TFLOP/s (bar;
+    whiskers: its fastest and slowest repetition) and the cuBLAS FP16 timed beside that
+    row (black: median, whiskers the same), so that cuBLAS's own spread within one run
+    is in sight beside the differences between configurations."""
+    import matplotlib.pyplot as plt
+    data = orders(rec)
+    if not data:
+        return None
+    if axes is None:
+        _, axes = plt.subplots(1, len(data), figsize=(3.6 * len(data), 4.2))
+    colours = ("tab:brown", "sandybrown", "tab:purple", "mediumpurple", "tab:green")
+    for ax, (n, rows) in zip(axes, data.items()):
+        for i, (label, row) in enumerate(rows):
+            med, lo, hi = _rates(row)
+            ax.bar(i - 0.18, med, width=0.36, color=colours[i % len(colours)],
+                   yerr=[[med - lo], [hi - med]], capsize=2, label=label)
+            cm, cl, ch = _rates(row, "reference")
+            ax.errorbar(i + 0.18, cm, yerr=[[cm - cl], [ch - cm]], fmt="_", color="k",
+                        ms=12, capsize=2, label="cuBLAS FP16 beside it" if i == 0 else None)
+        ref = [_rates(r, "reference")[0] for _, r in rows]
+        ax.axhspan(min(ref), max(ref), color="0.85", zorder=0)
+        ax.set_xticks(range(len(rows)), ["1 role\n4 st.", "1 role\n3 st.", "WS 4 st.\nrows",
+                                         "WS 3 st.\nrows", "WS 3 st.\ngroups"][:len(rows)],
+                      fontsize=7)
+        ax.set_title(f"{n}³", fontsize=10)
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0].set_ylabel("TFLOP/s (median; whiskers: slowest, fastest repetition)", fontsize=8)
+    axes[0].figure.legend(*axes[0].get_legend_handles_labels(), fontsize=7, ncol=3,
+                          loc="lower center", bbox_to_anchor=(0.5, -0.12))
+    axes[0].figure.suptitle("One run: one role against warp-specialised (WS) at equal "
+                            "stages, and row order against groups of 16 rows. Grey band: "
+                            "the medians of cuBLAS FP16 across the five rows of the run",
+                            fontsize=9)
+    plt.tight_layout()
+    return axes
+
+
+def _versus(rows: dict, a: str, b: str, spread: float) -> str:
+    """'x1.10' for the rate of step a over step b, said to be within cuBLAS's spread
+    (max over min of its medians in the same run) where it is."""
+    r = _rates(rows[a])[0] / _rates(rows[b])[0]
+    return f"x{r:.2f}" + (" (within cuBLAS's spread)" if max(r, 1 / r) <= spread else "")
+
+
+def orders_summary(rec=None) -> Text:
+    """The study `ch15_orders` in words, per size: how far cuBLAS moved across the rows
+    of the run, then the three comparisons (warp-specialised against one role at 3
+    stages; 3 stages against 4 for the one-role kernel; groups of 16 rows against row
+    order at 3 stages), each said to be within cuBLAS's spread where it is."""
+    data = orders(rec)
+    if not data:
+        return Text("The run that times the five configurations side by side is not in "
+                    "the recording yet.")
+    one4, one3, ws4, ws3, grouped = (s.label for s in studies.get(ORDERS).steps)
+    out = []
+    for n, got in data.items():
+        rows = dict(got)
+        ref = [_rates(r, "reference")[0] for r in rows.values()]
+        spread = max(ref) / min(ref)
+        out.append(f"* {n}³: cuBLAS FP16, timed beside each of the five rows, ran at "
+                   f"{min(ref):,.0f} to {max(ref):,.0f} TFLOP/s (x{spread:.2f}). "
+                   f"Warp-specialised against one role, both at 3 stages: "
+                   f"{_versus(rows, ws3, one3, spread)}; one role at 3 stages against 4: "
+                   f"{_versus(rows, one3, one4, spread)}; groups of 16 against row order "
+                   f"(3 stages): {_versus(rows, grouped, ws3, spread)}.")
+    rec = rec or studies.complete_recording(ORDERS)
+    return Text("\n".join(out) + f"\n({_label(rec)}; each row the median of its "
+                f"repetitions.)")
 
 
 def what_is_left(n: int = 8192, rec=None) -> Text:
@@ -778,14 +821,15 @@ def what_is_left(n: int = 8192, rec=None) -> Text:
         return Text("The FP16 peak of the recorded GPU is not known here.")
     peak = per_sm * props["sm_count"] * props["sm_clock_mhz"] / 1e6
     mine, ref = best["gflops"]["median"] / 1e3, best["reference"]["gflops"]["median"] / 1e3
-    refs = [r["reference"]["gflops"]["median"] / 1e3
-            for r in (_row(k, n, p, rec) for k, p in CONFIGS) if r]
+    refs = [_rates(r, "reference")[0] for _, r in orders().get(n, [])] or [ref]
     return Text(f"{props['name']}: dense FP16 peak {peak:,.0f} TFLOP/s at its top clock"
                 f"{ch13.datasheet_peak(props)}. At {n}³: wgmma_ws in groups of 16 rows "
                 f"{mine:,.0f} TFLOP/s ({100 * mine / peak:.0f}% of the peak); cuBLAS FP16 "
-                f"{ref:,.0f} TFLOP/s in the same run ({100 * ref / peak:.0f}%), and "
-                f"{min(refs):,.0f} to {max(refs):,.0f} in the runs of the chapter's other "
-                f"rows at that size.")
+                f"{ref:,.0f} TFLOP/s beside it ({100 * ref / peak:.0f}%), and "
+                f"{min(refs):,.0f} to {max(refs):,.0f} beside the five rows of section 7's "
+                f"run at that size. Both are taken against the top clock: at the power "
+                f"limit the GPU runs below it (chapter 14's clock study), so these shares "
+                f"of the peak are lower bounds on the shares at the clock it ran.")
 
 
 # ------------------------------------------------------------------ 10. explore
@@ -799,7 +843,7 @@ def explorer(kernel: str = WS):
 
 def sweep_table(kernel: str = WS, rec=None, top: int = 8) -> Table:
     """The recorded sweep at 2048³, fastest first (chapter 13's table)."""
-    return ch13.sweep_table(rec=rec or recording(), top=top, kernel=kernel)
+    return ch14.one_decimal(ch13.sweep_table(rec=rec or recording(), top=top, kernel=kernel))
 
 
 INSTRUCTIONS = "smsp__inst_executed.sum"
