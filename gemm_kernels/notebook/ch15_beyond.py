@@ -113,10 +113,11 @@ def beyond_summary(rec=None) -> Text:
     if not out:
         return missing
     spread = []
-    for n in (4096, 8192):
+    for shape in studies.get(PERSISTENT).shapes:
+        n = shape[0]
         refs = [r["reference"]["gflops"]["median"] / 1e3
                 for name in (PERSISTENT, CLUSTER)
-                for _, r in studies.results(name, (n, n, n), rec) if r]
+                for _, r in studies.results(name, shape, rec) if r]
         if refs:
             spread.append(f"{n}³ {min(refs):,.0f} to {max(refs):,.0f} TFLOP/s")
     if spread:
