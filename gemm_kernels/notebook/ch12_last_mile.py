@@ -57,25 +57,34 @@ def plan_for(shape, rec=None) -> choose.Plan:
 
 
 def row_of(rec, kernel: str, shape, params: dict) -> dict | None:
+    """The first timed row (one with a rate) of `kernel` at `shape` with `params`; a
+    profile's row of the same launch has no rate and is never returned."""
     found = rec.find(kernel, list(shape), get(kernel).resolve(params)) if rec else []
-    return found[0] if found else None
+    return next((r for r in found if "gflops" in r), None)
 
 
 def _shape_text(shape) -> str:
     return "x".join(map(str, shape))
 
 
+def _waves_text(n: int) -> str:
+    return f"{n:,} wave" + ("" if n == 1 else "s")
+
+
 # ------------------------------------------------------------------ waves
 
-def wave_layout(shape, BM: int, BN: int, split: int = 1, rec=None) -> dict:
+def wave_layout(shape, BM: int, BN: int, split: int = 1, rec=None,
+                padded: bool | None = None) -> dict:
     """Tiles, blocks (tiles x slices), block slots (SMs x blocks per SM, from the
-    registers the rules recorded for this tile and this shape's path), waves and the
+    registers the rules recorded for this tile and this shape's path: with B padded or
+    not, by default the rules' choice, as `model.predict_us` takes it), waves and the
     filled share."""
     rec = rec or recording()
     r = rules(rec)
     p = model.split_params(BM, BN, split)
     z = slices(ceil_div(shape[2], p["BK"]), split)
-    regs = model.registers(r.tiles[model.tile_name(BM, BN)], shape[1])
+    padded = model.pads(r, shape) if padded is None else padded
+    regs = model.registers(r.tiles[model.tile_name(BM, BN)], shape[1], padded)
     slots = model.slots(p, regs, r.sm_count, _limits(rec))
     tiles = W.tiles(shape, BM, BN)
     return {"tiles": tiles, "slices": z, "blocks": tiles * z, "sms": r.sm_count,
@@ -172,7 +181,7 @@ def plot_waves(shape, BM: int | None = None, BN: int | None = None, split: int |
     useful = (f";\nthe tiles' multiply-adds inside C: {share.mean():.1%} of those computed"
               if share.mean() < 1 else "")
     ax.set_title(f"{_shape_text(shape)}, {BM}x{BN} tiles{split_text}: {lay['blocks']:,} blocks "
-                 f"in {lay['slots']:,} slots = {lay['waves']} wave(s), "
+                 f"in {lay['slots']:,} slots = {_waves_text(lay['waves'])}, "
                  f"{lay['filled']:.0%} of the slots filled{skipped}{useful}\n"
                  f"(blocks per SM of {rec.device['name'] if rec else 'this GPU'})", fontsize=10)
     return ax
@@ -531,12 +540,15 @@ def model_walkthrough(shape=(1024, 1024, 1024), rec=None) -> Text:
     BM, BN = p["BM"], p["BN"]
     t = model_terms(shape, BM, BN, p["SPLIT"], rec)
     n, per_sm, q, z = t["n"], t["per_sm"], t["q"], t["z"]
+    split = "no split" if z == 1 else f"K in {z} slices"
+    path = (", B copied into padded rows first" if t["padded"] else "")
     steps = [
-        f"The plan at {_shape_text(shape)}: {BM}x{BN} tiles, K in {z} slices; {r.device}, "
+        f"The plan at {_shape_text(shape)}: {BM}x{BN} tiles, {split}{path}; {r.device}, "
         f"{r.sm_count} SMs, gamma = {t['gamma']:g}.",
-        f"1. blocks = {t['tiles']} tiles x {z} slices = {t['blocks']}",
+        f"1. blocks = {t['tiles']} tiles x {z} {'slice' if z == 1 else 'slices'} = {t['blocks']}",
         f"2. n = ceil({t['blocks']} / {r.sm_count}) = {n} blocks on the busiest SM",
-        f"3. per_sm = {per_sm} (section 2's table), so rounds = ceil({n} / {per_sm}) = "
+        f"3. per_sm = {per_sm} (the tile table of section 2"
+        + (", B padded" if t["padded"] else "") + f"), so rounds = ceil({n} / {per_sm}) = "
         f"{t['rounds']} and q = min({n}, {per_sm}) = {q}",
         f"4. K_slice = {t['depth']} (each slice's depth, in whole steps of {t['BK']})",
         f"5. c0 x rounds = {t['c0']:.2f} µs x {t['rounds']} = {t['rounds term']:.2f} µs",
@@ -544,13 +556,21 @@ def model_walkthrough(shape=(1024, 1024, 1024), rec=None) -> Text:
         f"multiply-adds x {BM} x {BN} x {t['depth']} x {n} / {q}^{t['gamma']:g} = "
         f"{t['work term']:.1f} µs",
     ]
+    extra = []
+    if t["padded"]:
+        steps.append(f"{len(steps)}. the copy of B into padded rows: r0 + B read and "
+                     f"written ({shape[2]} x ({shape[1]} + {(shape[1] + 3) // 4 * 4}) floats) at "
+                     f"{fmt_number(r.bandwidth_gbps)} GB/s = {r.reduce_us:.1f} + "
+                     f"{t['copy of B'] - r.reduce_us:.1f} = {t['copy of B']:.1f} µs")
+        extra.append(t["copy of B"])
     if z > 1:
-        steps.append(f"7. the reduction: r0 + ({z} partial products read + C written) x "
+        steps.append(f"{len(steps)}. the reduction: r0 + ({z} partial products read + C written) x "
                      f"{shape[0]} x {shape[1]} floats at {fmt_number(r.bandwidth_gbps)} GB/s "
                      f"= {r.reduce_us:.1f} + {t['reduction'] - r.reduce_us:.1f} = "
                      f"{t['reduction']:.1f} µs")
+        extra.append(t["reduction"])
     steps.append(f"time = {t['rounds term']:.2f} + {t['work term']:.1f}"
-                 + (f" + {t['reduction']:.1f}" if z > 1 else "") + f" = {fmt_number(t['total'])} µs")
+                 + "".join(f" + {e:.1f}" for e in extra) + f" = {fmt_number(t['total'])} µs")
     return Text("\n".join(steps))
 
 
@@ -782,13 +802,15 @@ def rate_choice(shape, BM: int, BN: int, split: int, rec=None, reveal: bool = Fa
 
     def line(who, t, c):
         lay = wave_layout(shape, *c, rec)
-        row = row_of(rec, SPLIT, shape, {"BM": c[0], "BN": c[1], "SPLIT": c[2]})
+        row = row_of(rec, SPLIT, shape, {"BM": c[0], "BN": c[1], "SPLIT": c[2],
+                                         "PAD_B": model.pads(r, shape)})
         rec_text = (f"recorded {fmt_number(row['gflops']['median'])} GFLOP/s"
                     if row else "not recorded at this shape")
         split = "no split" if lay["slices"] == 1 else f"K in {lay['slices']} slices"
+        split += ", B padded" if model.pads(r, shape) else ""
         return (f"{who}: {c[0]}x{c[1]}, {split}: predicted "
                 f"{fmt_number(t)} µs ({fmt_number(2 * shape[0] * shape[1] * shape[2] / (t * 1e3))}"
-                f" GFLOP/s), {lay['blocks']:,} blocks, {lay['waves']} wave(s), "
+                f" GFLOP/s), {lay['blocks']:,} blocks, {_waves_text(lay['waves'])}, "
                 f"{lay['filled']:.0%} of the slots filled; {rec_text}")
     verdict = ("the model's best" if place == 1 else
                f"number {place} of {len(ranking)}, predicted {mine / best_t:.2f}x the best's time")
@@ -816,7 +838,8 @@ def model_terms(shape, BM: int, BN: int, split: int, rec=None) -> dict:
     rec = rec or recording()
     r, lim = rules(rec), _limits(rec)
     c = r.tiles[model.tile_name(BM, BN)]
-    regs = model.registers(c, shape[1])
+    padded = model.pads(r, shape)       # as the plan and `model.predict_us` take it
+    regs = model.registers(c, shape[1], padded)
     (rounds, work), z = model.terms(shape, BM, BN, split, regs, r.sm_count, lim, r.gamma)
     p = model.split_params(BM, BN, split)
     per_sm = model.slots(p, regs, 1, lim)
@@ -824,11 +847,13 @@ def model_terms(shape, BM: int, BN: int, split: int, rec=None) -> dict:
     n = ceil_div(tiles * z, r.sm_count)
     total = model.predict_us(r, shape, BM, BN, split, sm_count=r.sm_count, limits=lim)
     t0, t1 = c["c0_us"] * rounds, c["c1_us_per_mfma"] * work
+    copy = model.copy_us(r, shape) if padded else 0.0
     return {"tiles": tiles, "z": z, "blocks": tiles * z, "n": n, "per_sm": per_sm,
             "rounds": rounds, "q": min(n, per_sm), "BK": p["BK"],
             "depth": ceil_div(ceil_div(shape[2], p["BK"]), z) * p["BK"],
             "c0": c["c0_us"], "c1": c["c1_us_per_mfma"], "gamma": r.gamma,
-            "rounds term": t0, "work term": t1, "reduction": total - t0 - t1, "total": total}
+            "rounds term": t0, "work term": t1, "padded": padded, "copy of B": copy,
+            "reduction": total - t0 - t1 - copy, "total": total}
 
 
 def plan_terms(shape, configs, rec=None) -> Table:
@@ -844,6 +869,7 @@ def plan_terms(shape, configs, rec=None) -> Table:
                      "rounds": t["rounds"], "n / q^gamma": t["n"] / t["q"] ** t["gamma"],
                      "depth of a slice": t["depth"],
                      "GEMM (µs)": t["rounds term"] + t["work term"],
+                     **({"copy of B (µs)": t["copy of B"]} if t["padded"] else {}),
                      "reduction (µs)": t["reduction"], "predicted (µs)": t["total"]})
     return Table(rows, list(rows[0]), title=f"The model's terms at {_shape_text(shape)} "
                                              f"(gamma = {rules(rec).gamma:g}; {rules(rec).device})")
@@ -865,8 +891,11 @@ def measured_best(shape, rec=None) -> str | None:
     b = max(rows, key=lambda r: r["gflops"]["median"])
     p = b["params"]
     split = "no split" if p["SPLIT"] == 1 else f"K in {p['SPLIT']} slices"
-    return (f"{p['BM']}x{p['BN']}, {split}: {fmt_number(b['gflops']['median'])} GFLOP/s "
-            f"({timing.share(b):.0f}% of cuBLAS), of {len(rows)} configurations timed")
+    pad = ", B padded" if p.get("PAD_B") and shape[1] % 4 else ""
+    timed = "the only configuration timed" if len(rows) == 1 else \
+        f"of {len(rows)} configurations timed"
+    return (f"{p['BM']}x{p['BN']}, {split}{pad}: {fmt_number(b['gflops']['median'])} GFLOP/s "
+            f"({timing.share(b):.0f}% of cuBLAS), {timed}")
 
 
 # ------------------------------------------------------------------ the widget
