@@ -367,3 +367,32 @@ def test_the_rating_finds_the_padded_plans_recorded_rate(rec):
         pytest.skip("the plan was not timed at the ragged shape")
     text = c.rate_choice(RAGGED, p.params["BM"], p.params["BN"], p.params["SPLIT"], rec)
     assert "recorded" in text.splitlines()[1] and "not recorded" not in text.splitlines()[1]
+
+
+def test_close_candidates_call_a_pick_within_the_models_error_a_tie_break(rec):
+    text = c.close_candidates((8192, 8192, 8192), rec=rec)
+    ranking = c.ranked((8192, 8192, 8192), c.rules(rec), c._limits(rec))[:5]
+    spread = ranking[-1][0] / ranking[0][0] - 1
+    assert ("cannot tell" in text) == (spread < c.model_error(rec))
+    assert text.count(" µs") == 5
+
+
+def test_the_split_cost_of_the_rows_path_counts_warps_steps_and_instructions(rec):
+    t = c.gemv_split_cost((4096, 1, 4096), rec=rec)
+    if isinstance(t, str):
+        pytest.skip("the gemv profile is not recorded")
+    split, whole = t[0], t[-1]
+    assert split["warps"] == 16 * whole["warps"] == 16 * 4096
+    assert split["float4 steps per warp"] == 2 and whole["float4 steps per warp"] == 32
+    assert split["instructions per warp"] * split["warps"] == pytest.approx(
+        split["instructions (millions)"] * 1e6)
+    assert all("plain loads" not in r["launch"] for r in t)     # M == 1 only
+
+
+def test_the_plan_study_profiles_the_launch_the_plan_runs(rec):
+    """ch12_gemv_plan's step is the M == 1 plan's own launch: once recorded, the account
+    names it as such and no longer says it was not profiled."""
+    from gemm_kernels.measure import studies
+    step = studies.get("ch12_gemv_plan").steps[0]
+    p = c.plan_for((1, 4096, 4096), rec)
+    assert get(step.kernel).resolve(step.params) == p.params

@@ -497,11 +497,15 @@ def reduction_share(shape, rec=None) -> Text:
                 f"(the first kernel wrote the partial products).")
 
 
-def gemv_account(shape=(1, 4096, 4096), study: str = "ch12_gemv", rec=None) -> Text:
+GEMV_STUDIES = ("ch12_gemv", "ch12_gemv_plan")   # the second: the M == 1 plan's own launch
+
+
+def gemv_account(shape=(1, 4096, 4096), studies_=GEMV_STUDIES, rec=None) -> Text:
     """What the recording says about the plan's matrix-vector call at `shape`: its timed
-    call (one launch) beside cuBLAS's in the same run, and each profiled launch of the
-    study with a split (its time and how busy DRAM was); and that the plan's own split
-    was not profiled, where the study's splits differ from it."""
+    call (one launch) beside cuBLAS's in the same run, and each profiled launch at that
+    shape with a split (its time and how busy DRAM was), the plan's own launch named as
+    such; and, while the plan's own launch is not in the recording, that it was not
+    profiled."""
     from gemm_kernels.measure import studies
     rec = rec or recording()
     p = plan_for(shape, rec)
@@ -515,19 +519,52 @@ def gemv_account(shape=(1, 4096, 4096), study: str = "ch12_gemv", rec=None) -> T
     lines = [f"At {_shape_text(shape)} the plan is the {p}, in one launch. Its timed call "
              f"takes {fmt_number(call)} µs ({fmt_number(row['gflops']['median'])} GFLOP/s); "
              f"cuBLAS's, in the same run, {fmt_number(ref)} µs."]
-    profiled = ([(step, r) for step, r in studies.results(study, tuple(shape), rec)
-                 if r is not None] if tuple(shape) in studies.get(study).shapes else [])
+    profiled = [(step, r) for name in studies_ if tuple(shape) in studies.get(name).shapes
+                for step, r in studies.results(name, tuple(shape), rec) if r is not None]
+    own = lambda step: get(step.kernel).resolve(step.params) == p.params
     for step, r in profiled:
         zs = get(step.kernel).grid(get(step.kernel).resolve(step.params), tuple(shape))[2]
-        if zs > 1:
+        if zs > 1 or own(step):
             m = r["metrics"]
-            lines.append(f"Nsight Compute, {step.label}, the whole launch: "
+            who = "the plan's own launch" if own(step) else step.label
+            lines.append(f"Nsight Compute, {who}, the whole launch: "
                          f"{fmt_number(m['gpu__time_duration.sum'] / 1e3)} µs, DRAM busy "
                          f"{m['dram__throughput.avg.pct_of_peak_sustained_elapsed']:.0f}% of it.")
-    if not any(get(step.kernel).resolve(step.params) == p.params for step, _ in profiled):
+    if not any(own(step) for step, _ in profiled):
         lines.append(f"The plan's own launch (K in {z} slices) was not profiled" +
                      ("" if profiled else ", nor any launch at this shape") + ".")
     return Text("\n".join(lines))
+
+
+def gemv_split_cost(shape=(4096, 1, 4096), study: str = "ch12_gemv", rec=None) -> Table | Text:
+    """Why a split of K slows the N == 1 path: per profiled launch of `study` at `shape`,
+    the warps launched, the float4 steps each warp takes through its slice of the row,
+    the instructions and global loads executed (all warps), the instructions per warp and
+    the time. The loads stay the same; the instructions grow with the warps, because
+    every warp pays the same fixed work (its start, the shuffle sum, the split's fence,
+    barriers and counter) however short its slice."""
+    from gemm_kernels.measure import studies
+    rec = rec or recording()
+    k = get(GEMV)
+    rows = []
+    for step, r in studies.results(study, tuple(shape), rec):
+        if r is None or step.params.get("STREAM") is False:   # the kind of load of B
+            continue                                          # matters on M == 1 only
+        p, m = k.resolve(step.params), r["metrics"]
+        z = k.grid(p, tuple(shape))[2]
+        warps = model.gemv_warps(k, p, shape)
+        inst = m["smsp__inst_executed.sum"]
+        rows.append({"launch": step.label, "warps": warps,
+                     "float4 steps per warp": ceil_div(ceil_div(shape[2], z), 128),
+                     "instructions (millions)": inst / 1e6,
+                     "global loads (millions)": m["smsp__inst_executed_op_global_ld.sum"] / 1e6,
+                     "instructions per warp": inst / warps,
+                     "time (µs)": m["gpu__time_duration.sum"] / 1e3})
+    if not rows:
+        return Text(f"The profile {study} at {_shape_text(shape)} is not in this recording "
+                    f"({rec.label}).")
+    return Table(rows, list(rows[0]), title=f"The N == 1 path at {_shape_text(shape)}, per "
+                                            f"launch (Nsight Compute); {rec.label}")
 
 
 def model_walkthrough(shape=(1024, 1024, 1024), rec=None) -> Text:
@@ -873,6 +910,30 @@ def plan_terms(shape, configs, rec=None) -> Table:
                      "reduction (µs)": t["reduction"], "predicted (µs)": t["total"]})
     return Table(rows, list(rows[0]), title=f"The model's terms at {_shape_text(shape)} "
                                              f"(gamma = {rules(rec).gamma:g}; {rules(rec).device})")
+
+
+def close_candidates(shape, top: int = 5, rec=None) -> Text:
+    """The model's `top` fastest candidates at `shape` with their predicted times, how far
+    apart they are against the model's typical error, and how many configurations were
+    timed there: where the first few lie within that error, the plan's pick among them is
+    a tie-break of the model, not a measured gain."""
+    rec = rec or recording()
+    r, lim = rules(rec), _limits(rec)
+    ranking = ranked(tuple(shape), r, lim)[:top]
+    best = ranking[0][0]
+    names = [f"{BM}x{BN}, " + ("no split" if s == 1 else f"K in {s} slices")
+             + f": {fmt_number(t)} µs" + ("" if t == best else f" (+{t / best - 1:.1%})")
+             for t, (BM, BN, s) in ranking]
+    spread, err = ranking[-1][0] / best - 1, model_error(rec)
+    timed = len([x for x in rec.find(SPLIT, list(shape)) if "gflops" in x])
+    verdict = (f"all within {spread:.1%} of each other, far inside the model's typical "
+               f"error ({err:.0%}): which of them is fastest, the model cannot tell, and "
+               "the first is picked by a hair" if spread < err else
+               f"{spread:.1%} apart, more than the model's typical error ({err:.0%})")
+    measured = ("only the plan's configuration was timed at this shape" if timed == 1 else
+                f"{timed} configurations were timed at this shape")
+    return Text(f"The model's {len(ranking)} fastest candidates at {_shape_text(shape)}: "
+                + "; ".join(names) + f". They are {verdict}; {measured}.")
 
 
 def model_error(rec=None) -> float:
