@@ -396,3 +396,10 @@ def test_the_plan_study_profiles_the_launch_the_plan_runs(rec):
     step = studies.get("ch12_gemv_plan").steps[0]
     p = c.plan_for((1, 4096, 4096), rec)
     assert get(step.kernel).resolve(step.params) == p.params
+
+
+def test_slot_counts_answer_the_exercises_first_questions(rec):
+    t = c.slot_counts((256, 384, 16384), rec)
+    big = next(r for r in t if r["tile"] == "128x128")
+    assert big["tiles of C"] == 6
+    assert all(r["block slots"] == r["blocks per SM"] * c.rules(rec).sm_count for r in t)

@@ -391,6 +391,21 @@ def tile_table(rec=None) -> Table:
                                              "compiled for the recorded runs)")
 
 
+def slot_counts(shape, rec=None) -> Table:
+    """Per tile at `shape` without a split: the tiles of C, the blocks per SM (the tile
+    table's, for this shape's path) and the block slots of the GPU, the first questions
+    of the plan exercise."""
+    rec = rec or recording()
+    rows = []
+    for BM, BN in model.TILES:
+        lay = wave_layout(shape, BM, BN, 1, rec)
+        rows.append({"tile": f"{BM}x{BN}", "tiles of C": lay["tiles"],
+                     "blocks per SM": lay["per_sm"], "block slots": lay["slots"],
+                     "slots filled %": 100 * lay["filled"]})
+    return Table(rows, list(rows[0]), title=f"{_shape_text(shape)} without a split, on "
+                                            f"{rules(rec).device} ({rules(rec).sm_count} SMs)")
+
+
 TILE_SHAPES = ((4608, 4608, 2560), (2560, 2560, 2560))   # calibration shapes, no split
 
 
