@@ -315,3 +315,91 @@ def test_the_rules_summary_says_what_decided_the_padding_and_the_loads(rec):
     assert f"faster at {r.provenance['padded_b_faster']} calibration shapes" in text
     assert ("B padded" if r.pad_ragged_b else "B not padded") in text
     assert f"faster at {r.provenance['gemv_streaming_faster']} calibration shapes" in text
+
+
+RAGGED = (4097, 1023, 515)      # N % 4 != 0: the plan copies B into padded rows
+
+
+def test_the_waves_of_a_padded_plan_use_the_padded_registers(rec):
+    """The picture, the walkthrough and the prediction describe one launch: with B padded,
+    the blocks per SM are those of the padded build (the tile table's), not the scalar
+    path's."""
+    r = c.rules(rec)
+    if not model.pads(r, RAGGED):
+        pytest.skip("these rules do not pad B")
+    p = c.plan_for(RAGGED, rec).params
+    BM, BN, split = p["BM"], p["BN"], p["SPLIT"]
+    tile = r.tiles[model.tile_name(BM, BN)]
+    padded = model.slots(model.split_params(BM, BN, split),
+                         model.registers(tile, RAGGED[1], True), 1, c._limits(rec))
+    lay = c.wave_layout(RAGGED, BM, BN, split, rec)
+    assert lay["per_sm"] == padded
+    assert c.wave_layout(RAGGED, BM, BN, split, rec, padded=False)["per_sm"] == model.slots(
+        model.split_params(BM, BN, split), model.registers(tile, RAGGED[1]), 1, c._limits(rec))
+    t = c.model_terms(RAGGED, BM, BN, split, rec)
+    assert t["per_sm"] == padded and t["copy of B"] == pytest.approx(model.copy_us(r, RAGGED))
+    assert (t["rounds term"] + t["work term"] + t["copy of B"] + t["reduction"]
+            == pytest.approx(t["total"]))
+    text = c.model_walkthrough(RAGGED, rec)
+    assert f"per_sm = {padded}" in text and "copy of B" in text and "no split" in text
+    assert text.splitlines()[-1].endswith(f"= {t['total']:.1f} µs")
+
+
+@pytest.mark.parametrize("shape", [(4096, 1024, 515), RAGGED])
+def test_a_profiled_shape_reads_the_timed_row_never_the_profile(rec, recorded_mode, shape):
+    """The profile of chapter 12 has rows of the plan's own launch at these shapes, without
+    a rate: the widget, the report and the rating must read timed rows only."""
+    p = c.plan_for(shape, rec)
+    assert any("gflops" not in r for r in rec.find(p.kernel, list(shape),
+                                                     get(p.kernel).resolve(p.params))) or \
+        shape == RAGGED
+    row = c.row_of(rec, p.kernel, shape, p.params)
+    assert row is None or "gflops" in row
+    text, _ = c.report(*shape, rec)
+    assert "prediction" in text
+    BM, BN, split = p.params["BM"], p.params["BN"], p.params["SPLIT"]
+    assert "predicted" in c.rate_choice(shape, BM, BN, split, rec)
+
+
+def test_the_rating_finds_the_padded_plans_recorded_rate(rec):
+    p = c.plan_for(RAGGED, rec)
+    if c.row_of(rec, p.kernel, RAGGED, p.params) is None:
+        pytest.skip("the plan was not timed at the ragged shape")
+    text = c.rate_choice(RAGGED, p.params["BM"], p.params["BN"], p.params["SPLIT"], rec)
+    assert "recorded" in text.splitlines()[1] and "not recorded" not in text.splitlines()[1]
+
+
+def test_close_candidates_call_a_pick_within_the_models_error_a_tie_break(rec):
+    text = c.close_candidates((8192, 8192, 8192), rec=rec)
+    ranking = c.ranked((8192, 8192, 8192), c.rules(rec), c._limits(rec))[:5]
+    spread = ranking[-1][0] / ranking[0][0] - 1
+    assert ("cannot tell" in text) == (spread < c.model_error(rec))
+    assert text.count(" µs") == 5
+
+
+def test_the_split_cost_of_the_rows_path_counts_warps_steps_and_instructions(rec):
+    t = c.gemv_split_cost((4096, 1, 4096), rec=rec)
+    if isinstance(t, str):
+        pytest.skip("the gemv profile is not recorded")
+    split, whole = t[0], t[-1]
+    assert split["warps"] == 16 * whole["warps"] == 16 * 4096
+    assert split["float4 steps per warp"] == 2 and whole["float4 steps per warp"] == 32
+    assert split["instructions per warp"] * split["warps"] == pytest.approx(
+        split["instructions (millions)"] * 1e6)
+    assert all("plain loads" not in r["launch"] for r in t)     # M == 1 only
+
+
+def test_the_plan_study_profiles_the_launch_the_plan_runs(rec):
+    """ch12_gemv_plan's step is the M == 1 plan's own launch: once recorded, the account
+    names it as such and no longer says it was not profiled."""
+    from gemm_kernels.measure import studies
+    step = studies.get("ch12_gemv_plan").steps[0]
+    p = c.plan_for((1, 4096, 4096), rec)
+    assert get(step.kernel).resolve(step.params) == p.params
+
+
+def test_slot_counts_answer_the_exercises_first_questions(rec):
+    t = c.slot_counts((256, 384, 16384), rec)
+    big = next(r for r in t if r["tile"] == "128x128")
+    assert big["tiles of C"] == 6
+    assert all(r["block slots"] == r["blocks per SM"] * c.rules(rec).sm_count for r in t)

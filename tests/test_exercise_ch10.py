@@ -200,3 +200,13 @@ def test_a_kernel_wrong_as_well_as_out_of_order_gets_the_bounds_hint():
     assert "inside the matrix" in hint(EX, "static", wrong)
     order = "with TILE = 32, ROWS = 8 a thread sends 3 of its 4 loads before its first store"
     assert hint(EX, "static", order).startswith("a store (STG) needs the value")
+
+
+def test_an_array_in_local_memory_is_refused_with_its_one_load_counted_in_the_singular():
+    """Both loops kept rolled (`#pragma unroll 1`): the values go through a stack array,
+    the SASS has a single LDG in its loop, and the message counts it in good English."""
+    src = solution(NAME).replace("#pragma unroll\n", "#pragma unroll 1\n")
+    assert src.count("#pragma unroll 1") == 2
+    v = static_verdict(NAME, src)
+    assert v["static"][0] == FAIL and "bytes of stack" in v["static"][1], v
+    assert "has 1 global load (LDG) where" in v["static"][1], v

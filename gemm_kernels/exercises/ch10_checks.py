@@ -110,7 +110,8 @@ def _measure(exercise: str, kernel: str, params: dict, also, source: str,
         if total < want:
             problems.append(
                 f"with TILE = {p['TILE']}, ROWS = {p['ROWS']} the SASS has {total} global "
-                f"loads (LDG) where each thread copies {want} elements")
+                f"load{'' if total == 1 else 's'} (LDG) where each thread copies {want} "
+                "elements")
         elif before < want:
             by_ptxas = ptx_loads_first(compiler.ptx(k, p)[0])
             if by_ptxas and change:

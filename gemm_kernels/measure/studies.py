@@ -346,6 +346,15 @@ STUDY_LIST += (
               Step("no split", "gemv", {"SPLIT": 1})),
           ((1, 4096, 4096), (4096, 1, 4096)), (STALLS, *ISSUE, *DRAM)),
 )
+# Chapter 12: the M == 1 plan's own launch (the rules' block size, split and loads at
+# 1 x 4096 x 4096), profiled like ch12_gemv's, so that the chapter's account of that call
+# rests on the launch that was timed and not only on ch12_gemv's other splits.
+STUDY_LIST += (
+    Study("ch12_gemv_plan", "12", "The M == 1 plan's own launch, profiled", "ncu", (
+              Step("the plan: 32 warps per block, K in 4 slices, streaming loads", "gemv",
+                   {"SPLIT": 4, "WARPS": 32, "STREAM": True}),),
+          ((1, 4096, 4096),), (STALLS, *ISSUE, *DRAM)),
+)
 # Chapter 13: where the WMMA kernels' time goes. The naive kernel (fragments straight
 # from global memory), the tiled one without and with padded shared rows (the fragment
 # loads are ldmatrix, LDSM: their shared-memory wavefronts and bank conflicts), and the

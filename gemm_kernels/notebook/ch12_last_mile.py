@@ -57,25 +57,34 @@ def plan_for(shape, rec=None) -> choose.Plan:
 
 
 def row_of(rec, kernel: str, shape, params: dict) -> dict | None:
+    """The first timed row (one with a rate) of `kernel` at `shape` with `params`; a
+    profile's row of the same launch has no rate and is never returned."""
     found = rec.find(kernel, list(shape), get(kernel).resolve(params)) if rec else []
-    return found[0] if found else None
+    return next((r for r in found if "gflops" in r), None)
 
 
 def _shape_text(shape) -> str:
     return "x".join(map(str, shape))
 
 
+def _waves_text(n: int) -> str:
+    return f"{n:,} wave" + ("" if n == 1 else "s")
+
+
 # ------------------------------------------------------------------ waves
 
-def wave_layout(shape, BM: int, BN: int, split: int = 1, rec=None) -> dict:
+def wave_layout(shape, BM: int, BN: int, split: int = 1, rec=None,
+                padded: bool | None = None) -> dict:
     """Tiles, blocks (tiles x slices), block slots (SMs x blocks per SM, from the
-    registers the rules recorded for this tile and this shape's path), waves and the
+    registers the rules recorded for this tile and this shape's path: with B padded or
+    not, by default the rules' choice, as `model.predict_us` takes it), waves and the
     filled share."""
     rec = rec or recording()
     r = rules(rec)
     p = model.split_params(BM, BN, split)
     z = slices(ceil_div(shape[2], p["BK"]), split)
-    regs = model.registers(r.tiles[model.tile_name(BM, BN)], shape[1])
+    padded = model.pads(r, shape) if padded is None else padded
+    regs = model.registers(r.tiles[model.tile_name(BM, BN)], shape[1], padded)
     slots = model.slots(p, regs, r.sm_count, _limits(rec))
     tiles = W.tiles(shape, BM, BN)
     return {"tiles": tiles, "slices": z, "blocks": tiles * z, "sms": r.sm_count,
@@ -172,7 +181,7 @@ def plot_waves(shape, BM: int | None = None, BN: int | None = None, split: int |
     useful = (f";\nthe tiles' multiply-adds inside C: {share.mean():.1%} of those computed"
               if share.mean() < 1 else "")
     ax.set_title(f"{_shape_text(shape)}, {BM}x{BN} tiles{split_text}: {lay['blocks']:,} blocks "
-                 f"in {lay['slots']:,} slots = {lay['waves']} wave(s), "
+                 f"in {lay['slots']:,} slots = {_waves_text(lay['waves'])}, "
                  f"{lay['filled']:.0%} of the slots filled{skipped}{useful}\n"
                  f"(blocks per SM of {rec.device['name'] if rec else 'this GPU'})", fontsize=10)
     return ax
@@ -382,6 +391,21 @@ def tile_table(rec=None) -> Table:
                                              "compiled for the recorded runs)")
 
 
+def slot_counts(shape, rec=None) -> Table:
+    """Per tile at `shape` without a split: the tiles of C, the blocks per SM (the tile
+    table's, for this shape's path) and the block slots of the GPU, the first questions
+    of the plan exercise."""
+    rec = rec or recording()
+    rows = []
+    for BM, BN in model.TILES:
+        lay = wave_layout(shape, BM, BN, 1, rec)
+        rows.append({"tile": f"{BM}x{BN}", "tiles of C": lay["tiles"],
+                     "blocks per SM": lay["per_sm"], "block slots": lay["slots"],
+                     "slots filled %": 100 * lay["filled"]})
+    return Table(rows, list(rows[0]), title=f"{_shape_text(shape)} without a split, on "
+                                            f"{rules(rec).device} ({rules(rec).sm_count} SMs)")
+
+
 TILE_SHAPES = ((4608, 4608, 2560), (2560, 2560, 2560))   # calibration shapes, no split
 
 
@@ -488,11 +512,15 @@ def reduction_share(shape, rec=None) -> Text:
                 f"(the first kernel wrote the partial products).")
 
 
-def gemv_account(shape=(1, 4096, 4096), study: str = "ch12_gemv", rec=None) -> Text:
+GEMV_STUDIES = ("ch12_gemv", "ch12_gemv_plan")   # the second: the M == 1 plan's own launch
+
+
+def gemv_account(shape=(1, 4096, 4096), studies_=GEMV_STUDIES, rec=None) -> Text:
     """What the recording says about the plan's matrix-vector call at `shape`: its timed
-    call (one launch) beside cuBLAS's in the same run, and each profiled launch of the
-    study with a split (its time and how busy DRAM was); and that the plan's own split
-    was not profiled, where the study's splits differ from it."""
+    call (one launch) beside cuBLAS's in the same run, and each profiled launch at that
+    shape with a split (its time and how busy DRAM was), the plan's own launch named as
+    such; and, while the plan's own launch is not in the recording, that it was not
+    profiled."""
     from gemm_kernels.measure import studies
     rec = rec or recording()
     p = plan_for(shape, rec)
@@ -506,19 +534,52 @@ def gemv_account(shape=(1, 4096, 4096), study: str = "ch12_gemv", rec=None) -> T
     lines = [f"At {_shape_text(shape)} the plan is the {p}, in one launch. Its timed call "
              f"takes {fmt_number(call)} µs ({fmt_number(row['gflops']['median'])} GFLOP/s); "
              f"cuBLAS's, in the same run, {fmt_number(ref)} µs."]
-    profiled = ([(step, r) for step, r in studies.results(study, tuple(shape), rec)
-                 if r is not None] if tuple(shape) in studies.get(study).shapes else [])
+    profiled = [(step, r) for name in studies_ if tuple(shape) in studies.get(name).shapes
+                for step, r in studies.results(name, tuple(shape), rec) if r is not None]
+    own = lambda step: get(step.kernel).resolve(step.params) == p.params
     for step, r in profiled:
         zs = get(step.kernel).grid(get(step.kernel).resolve(step.params), tuple(shape))[2]
-        if zs > 1:
+        if zs > 1 or own(step):
             m = r["metrics"]
-            lines.append(f"Nsight Compute, {step.label}, the whole launch: "
+            who = "the plan's own launch" if own(step) else step.label
+            lines.append(f"Nsight Compute, {who}, the whole launch: "
                          f"{fmt_number(m['gpu__time_duration.sum'] / 1e3)} µs, DRAM busy "
                          f"{m['dram__throughput.avg.pct_of_peak_sustained_elapsed']:.0f}% of it.")
-    if not any(get(step.kernel).resolve(step.params) == p.params for step, _ in profiled):
+    if not any(own(step) for step, _ in profiled):
         lines.append(f"The plan's own launch (K in {z} slices) was not profiled" +
                      ("" if profiled else ", nor any launch at this shape") + ".")
     return Text("\n".join(lines))
+
+
+def gemv_split_cost(shape=(4096, 1, 4096), study: str = "ch12_gemv", rec=None) -> Table | Text:
+    """Why a split of K slows the N == 1 path: per profiled launch of `study` at `shape`,
+    the warps launched, the float4 steps each warp takes through its slice of the row,
+    the instructions and global loads executed (all warps), the instructions per warp and
+    the time. The loads stay the same; the instructions grow with the warps, because
+    every warp pays the same fixed work (its start, the shuffle sum, the split's fence,
+    barriers and counter) however short its slice."""
+    from gemm_kernels.measure import studies
+    rec = rec or recording()
+    k = get(GEMV)
+    rows = []
+    for step, r in studies.results(study, tuple(shape), rec):
+        if r is None or step.params.get("STREAM") is False:   # the kind of load of B
+            continue                                          # matters on M == 1 only
+        p, m = k.resolve(step.params), r["metrics"]
+        z = k.grid(p, tuple(shape))[2]
+        warps = model.gemv_warps(k, p, shape)
+        inst = m["smsp__inst_executed.sum"]
+        rows.append({"launch": step.label, "warps": warps,
+                     "float4 steps per warp": ceil_div(ceil_div(shape[2], z), 128),
+                     "instructions (millions)": inst / 1e6,
+                     "global loads (millions)": m["smsp__inst_executed_op_global_ld.sum"] / 1e6,
+                     "instructions per warp": inst / warps,
+                     "time (µs)": m["gpu__time_duration.sum"] / 1e3})
+    if not rows:
+        return Text(f"The profile {study} at {_shape_text(shape)} is not in this recording "
+                    f"({rec.label}).")
+    return Table(rows, list(rows[0]), title=f"The N == 1 path at {_shape_text(shape)}, per "
+                                            f"launch (Nsight Compute); {rec.label}")
 
 
 def model_walkthrough(shape=(1024, 1024, 1024), rec=None) -> Text:
@@ -531,12 +592,15 @@ def model_walkthrough(shape=(1024, 1024, 1024), rec=None) -> Text:
     BM, BN = p["BM"], p["BN"]
     t = model_terms(shape, BM, BN, p["SPLIT"], rec)
     n, per_sm, q, z = t["n"], t["per_sm"], t["q"], t["z"]
+    split = "no split" if z == 1 else f"K in {z} slices"
+    path = (", B copied into padded rows first" if t["padded"] else "")
     steps = [
-        f"The plan at {_shape_text(shape)}: {BM}x{BN} tiles, K in {z} slices; {r.device}, "
+        f"The plan at {_shape_text(shape)}: {BM}x{BN} tiles, {split}{path}; {r.device}, "
         f"{r.sm_count} SMs, gamma = {t['gamma']:g}.",
-        f"1. blocks = {t['tiles']} tiles x {z} slices = {t['blocks']}",
+        f"1. blocks = {t['tiles']} tiles x {z} {'slice' if z == 1 else 'slices'} = {t['blocks']}",
         f"2. n = ceil({t['blocks']} / {r.sm_count}) = {n} blocks on the busiest SM",
-        f"3. per_sm = {per_sm} (section 2's table), so rounds = ceil({n} / {per_sm}) = "
+        f"3. per_sm = {per_sm} (the tile table of section 2"
+        + (", B padded" if t["padded"] else "") + f"), so rounds = ceil({n} / {per_sm}) = "
         f"{t['rounds']} and q = min({n}, {per_sm}) = {q}",
         f"4. K_slice = {t['depth']} (each slice's depth, in whole steps of {t['BK']})",
         f"5. c0 x rounds = {t['c0']:.2f} µs x {t['rounds']} = {t['rounds term']:.2f} µs",
@@ -544,13 +608,21 @@ def model_walkthrough(shape=(1024, 1024, 1024), rec=None) -> Text:
         f"multiply-adds x {BM} x {BN} x {t['depth']} x {n} / {q}^{t['gamma']:g} = "
         f"{t['work term']:.1f} µs",
     ]
+    extra = []
+    if t["padded"]:
+        steps.append(f"{len(steps)}. the copy of B into padded rows: r0 + B read and "
+                     f"written ({shape[2]} x ({shape[1]} + {(shape[1] + 3) // 4 * 4}) floats) at "
+                     f"{fmt_number(r.bandwidth_gbps)} GB/s = {r.reduce_us:.1f} + "
+                     f"{t['copy of B'] - r.reduce_us:.1f} = {t['copy of B']:.1f} µs")
+        extra.append(t["copy of B"])
     if z > 1:
-        steps.append(f"7. the reduction: r0 + ({z} partial products read + C written) x "
+        steps.append(f"{len(steps)}. the reduction: r0 + ({z} partial products read + C written) x "
                      f"{shape[0]} x {shape[1]} floats at {fmt_number(r.bandwidth_gbps)} GB/s "
                      f"= {r.reduce_us:.1f} + {t['reduction'] - r.reduce_us:.1f} = "
                      f"{t['reduction']:.1f} µs")
+        extra.append(t["reduction"])
     steps.append(f"time = {t['rounds term']:.2f} + {t['work term']:.1f}"
-                 + (f" + {t['reduction']:.1f}" if z > 1 else "") + f" = {fmt_number(t['total'])} µs")
+                 + "".join(f" + {e:.1f}" for e in extra) + f" = {fmt_number(t['total'])} µs")
     return Text("\n".join(steps))
 
 
@@ -782,13 +854,15 @@ def rate_choice(shape, BM: int, BN: int, split: int, rec=None, reveal: bool = Fa
 
     def line(who, t, c):
         lay = wave_layout(shape, *c, rec)
-        row = row_of(rec, SPLIT, shape, {"BM": c[0], "BN": c[1], "SPLIT": c[2]})
+        row = row_of(rec, SPLIT, shape, {"BM": c[0], "BN": c[1], "SPLIT": c[2],
+                                         "PAD_B": model.pads(r, shape)})
         rec_text = (f"recorded {fmt_number(row['gflops']['median'])} GFLOP/s"
                     if row else "not recorded at this shape")
         split = "no split" if lay["slices"] == 1 else f"K in {lay['slices']} slices"
+        split += ", B padded" if model.pads(r, shape) else ""
         return (f"{who}: {c[0]}x{c[1]}, {split}: predicted "
                 f"{fmt_number(t)} µs ({fmt_number(2 * shape[0] * shape[1] * shape[2] / (t * 1e3))}"
-                f" GFLOP/s), {lay['blocks']:,} blocks, {lay['waves']} wave(s), "
+                f" GFLOP/s), {lay['blocks']:,} blocks, {_waves_text(lay['waves'])}, "
                 f"{lay['filled']:.0%} of the slots filled; {rec_text}")
     verdict = ("the model's best" if place == 1 else
                f"number {place} of {len(ranking)}, predicted {mine / best_t:.2f}x the best's time")
@@ -816,7 +890,8 @@ def model_terms(shape, BM: int, BN: int, split: int, rec=None) -> dict:
     rec = rec or recording()
     r, lim = rules(rec), _limits(rec)
     c = r.tiles[model.tile_name(BM, BN)]
-    regs = model.registers(c, shape[1])
+    padded = model.pads(r, shape)       # as the plan and `model.predict_us` take it
+    regs = model.registers(c, shape[1], padded)
     (rounds, work), z = model.terms(shape, BM, BN, split, regs, r.sm_count, lim, r.gamma)
     p = model.split_params(BM, BN, split)
     per_sm = model.slots(p, regs, 1, lim)
@@ -824,11 +899,13 @@ def model_terms(shape, BM: int, BN: int, split: int, rec=None) -> dict:
     n = ceil_div(tiles * z, r.sm_count)
     total = model.predict_us(r, shape, BM, BN, split, sm_count=r.sm_count, limits=lim)
     t0, t1 = c["c0_us"] * rounds, c["c1_us_per_mfma"] * work
+    copy = model.copy_us(r, shape) if padded else 0.0
     return {"tiles": tiles, "z": z, "blocks": tiles * z, "n": n, "per_sm": per_sm,
             "rounds": rounds, "q": min(n, per_sm), "BK": p["BK"],
             "depth": ceil_div(ceil_div(shape[2], p["BK"]), z) * p["BK"],
             "c0": c["c0_us"], "c1": c["c1_us_per_mfma"], "gamma": r.gamma,
-            "rounds term": t0, "work term": t1, "reduction": total - t0 - t1, "total": total}
+            "rounds term": t0, "work term": t1, "padded": padded, "copy of B": copy,
+            "reduction": total - t0 - t1 - copy, "total": total}
 
 
 def plan_terms(shape, configs, rec=None) -> Table:
@@ -844,9 +921,34 @@ def plan_terms(shape, configs, rec=None) -> Table:
                      "rounds": t["rounds"], "n / q^gamma": t["n"] / t["q"] ** t["gamma"],
                      "depth of a slice": t["depth"],
                      "GEMM (µs)": t["rounds term"] + t["work term"],
+                     **({"copy of B (µs)": t["copy of B"]} if t["padded"] else {}),
                      "reduction (µs)": t["reduction"], "predicted (µs)": t["total"]})
     return Table(rows, list(rows[0]), title=f"The model's terms at {_shape_text(shape)} "
                                              f"(gamma = {rules(rec).gamma:g}; {rules(rec).device})")
+
+
+def close_candidates(shape, top: int = 5, rec=None) -> Text:
+    """The model's `top` fastest candidates at `shape` with their predicted times, how far
+    apart they are against the model's typical error, and how many configurations were
+    timed there: where the first few lie within that error, the plan's pick among them is
+    a tie-break of the model, not a measured gain."""
+    rec = rec or recording()
+    r, lim = rules(rec), _limits(rec)
+    ranking = ranked(tuple(shape), r, lim)[:top]
+    best = ranking[0][0]
+    names = [f"{BM}x{BN}, " + ("no split" if s == 1 else f"K in {s} slices")
+             + f": {fmt_number(t)} µs" + ("" if t == best else f" (+{t / best - 1:.1%})")
+             for t, (BM, BN, s) in ranking]
+    spread, err = ranking[-1][0] / best - 1, model_error(rec)
+    timed = len([x for x in rec.find(SPLIT, list(shape)) if "gflops" in x])
+    verdict = (f"all within {spread:.1%} of each other, far inside the model's typical "
+               f"error ({err:.0%}): which of them is fastest, the model cannot tell, and "
+               "the first is picked by a hair" if spread < err else
+               f"{spread:.1%} apart, more than the model's typical error ({err:.0%})")
+    measured = ("only the plan's configuration was timed at this shape" if timed == 1 else
+                f"{timed} configurations were timed at this shape")
+    return Text(f"The model's {len(ranking)} fastest candidates at {_shape_text(shape)}: "
+                + "; ".join(names) + f". They are {verdict}; {measured}.")
 
 
 def model_error(rec=None) -> float:
@@ -865,8 +967,11 @@ def measured_best(shape, rec=None) -> str | None:
     b = max(rows, key=lambda r: r["gflops"]["median"])
     p = b["params"]
     split = "no split" if p["SPLIT"] == 1 else f"K in {p['SPLIT']} slices"
-    return (f"{p['BM']}x{p['BN']}, {split}: {fmt_number(b['gflops']['median'])} GFLOP/s "
-            f"({timing.share(b):.0f}% of cuBLAS), of {len(rows)} configurations timed")
+    pad = ", B padded" if p.get("PAD_B") and shape[1] % 4 else ""
+    timed = "the only configuration timed" if len(rows) == 1 else \
+        f"of {len(rows)} configurations timed"
+    return (f"{p['BM']}x{p['BN']}, {split}{pad}: {fmt_number(b['gflops']['median'])} GFLOP/s "
+            f"({timing.share(b):.0f}% of cuBLAS), {timed}")
 
 
 # ------------------------------------------------------------------ the widget
