@@ -81,7 +81,4 @@ def variant_recording(kernel, shape, params: dict | None = None):
     """The recording that holds `variant_row(kernel, shape, params)`: the one shown if it
     does, else the first other one that does, else None. A variant is timed in one run
     beside what it is compared with, so the comparison reads both from there."""
-    cur = records.current()
-    candidates = [cur] + [records.load(e["path"]) for e in records.available()]
-    return next((r for r in candidates
-                 if r is not None and variant_row(kernel, shape, params, rec=r)), None)
+    return records.first_holding(lambda r: variant_row(kernel, shape, params, rec=r))

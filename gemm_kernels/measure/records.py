@@ -230,20 +230,25 @@ def save(record: Record, path: Path | None = None) -> Path:
     return path
 
 
+def first_holding(holds) -> Record | None:
+    """The recording for which `holds(rec)` is true: the one shown if it is, else the
+    first of the others that is; None when none is. A chapter or study measured on
+    another GPU than the rest reads all of it from that one recording, so its numbers
+    never mix devices."""
+    cur = current()
+    if cur is not None and holds(cur):
+        return cur
+    return next((r for r in (load(e["path"]) for e in available())
+                 if r is not None and holds(r)), None)
+
+
 def holding(kernel: str) -> Record | None:
-    """The recording that holds rows of `kernel`: the one shown if it does, else the
-    first of the others that does (None when none does). For the chapters recorded on
-    another GPU than the rest (12 and 13): each reads all its rows from this one, so
-    its plots never mix devices."""
-    rec = current()
-    if rec is not None and rec.find(kernel):
-        return rec
-    # Reading every file takes a tenth of a second or more, and a chapter asks on every
-    # table: once per process (and per recording shown).
-    key = ("holding", kernel, id(rec))
+    """`first_holding` for rows of `kernel` (chapters 12 and 13, recorded on another GPU
+    than the rest). Reading every file takes a tenth of a second or more, and a chapter
+    asks on every table: once per process (and per recording shown)."""
+    key = ("holding", kernel, id(current()))
     if key not in _LOADED:
-        _LOADED[key] = next((other for other in (load(e["path"]) for e in available())
-                             if other.find(kernel)), None)
+        _LOADED[key] = first_holding(lambda rec: bool(rec.find(kernel)))
     return _LOADED[key]
 
 

@@ -582,11 +582,9 @@ def complete_recording(name: str):
     every shape of the study, else the first other one that does (a study is recorded in
     one run on one GPU: its steps are compared only with each other), else the one shown."""
     from gemm_kernels.measure import records
-    cur = records.current()
-    candidates = [cur] + [records.load(e["path"]) for e in records.available()]
-    whole = lambda rec: rec is not None and all(
-        row is not None for shape in get(name).shapes for _, row in results(name, shape, rec))
-    return next((r for r in candidates if whole(r)), cur)
+    whole = lambda rec: all(row is not None for shape in get(name).shapes
+                            for _, row in results(name, shape, rec))
+    return records.first_holding(whole) or records.current()
 
 
 def recording_of(name: str, shape=None):
@@ -594,10 +592,7 @@ def recording_of(name: str, shape=None):
     does, else the first of the others that does; None when none does. A chapter whose
     profile was taken on another GPU than its timings names that GPU beside it."""
     from gemm_kernels.measure import records
-    cur = records.current()
-    candidates = [cur] + [records.load(e["path"]) for e in records.available()]
-    return next((r for r in candidates if r is not None
-                 and any(row for _, row in results(name, shape, rec=r))), None)
+    return records.first_holding(lambda r: any(row for _, row in results(name, shape, rec=r)))
 
 
 def runs(pairs) -> list[str]:
