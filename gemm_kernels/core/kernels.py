@@ -1108,25 +1108,39 @@ def _ws_smem(p) -> int:
     return p["STAGES"] * (64 * p["CONSUMERS"] + 256) * WGMMA_BK * 2 + 1024
 
 
-register(Kernel(
-    name="wgmma_ws", chapter="15",
-    title="Hopper, warp-specialised: a producer warpgroup issues the TMA copies, consumer "
-          "warpgroups the wgmma, mbarriers between them",
-    source="15_wgmma.cu", entry="hgemm_wgmma_ws", op="hgemm",
-    params=(Param("CONSUMERS", (1, 2), 2, "consumer warpgroups, 64 rows of the C tile "
-                                          "each (the tile is 64 CONSUMERS x 256)"),
-            Param("STAGES", (2, 3, 4), 4, "shared-memory stages (TMA copies in flight)"),
-            Param("GROUP", (1, 8, 16), 1, "blocks walk groups of GROUP tile rows column "
-                                          "by column (more L2 hits) instead of row by row")),
-    template=("CONSUMERS", "STAGES", "GROUP"),
-    threads=lambda p: (128 * (p["CONSUMERS"] + 1), 1, 1),
-    grid=lambda p, s: (ceil_div(s[1], 256), ceil_div(s[0], 64 * p["CONSUMERS"]), 1),
-    dynamic_smem=lambda p, lim: _ws_smem(p),
-    shape_rule=_tma_rows_rule,
-    align=16,
-    features=("cp.async", "wgmma"),
-    extra_args=_tensor_maps(lambda p: 64 * p["CONSUMERS"]),
-))
+_CONSUMERS = Param("CONSUMERS", (1, 2), 2, "consumer warpgroups, 64 rows of the C tile "
+                                         "each (the tile is 64 CONSUMERS x 256)")
+
+
+def _warp_specialised(name: str, title: str, source: str, entry: str, stages: int,
+                      group: Param, grid) -> Kernel:
+    """Chapter 15's warp-specialised kernels (per tile, persistent, in clusters): one
+    producer and CONSUMERS consumer warpgroups, BM x 256 tiles through a ring of STAGES,
+    the same shared memory and tensor maps; they differ in the grid and the tile order."""
+    return Kernel(
+        name=name, chapter="15", title=title, source=source, entry=entry, op="hgemm",
+        params=(_CONSUMERS,
+                Param("STAGES", (2, 3, 4), stages, "shared-memory stages (TMA copies in "
+                                                   "flight)"),
+                group),
+        template=("CONSUMERS", "STAGES", "GROUP"),
+        threads=lambda p: (128 * (p["CONSUMERS"] + 1), 1, 1),
+        grid=grid,
+        dynamic_smem=lambda p, lim: _ws_smem(p),
+        shape_rule=_tma_rows_rule,
+        align=16,
+        features=("cp.async", "wgmma"),
+        extra_args=_tensor_maps(lambda p: 64 * p["CONSUMERS"]),
+    )
+
+
+register(_warp_specialised(
+    "wgmma_ws", "Hopper, warp-specialised: a producer warpgroup issues the TMA copies, "
+                "consumer warpgroups the wgmma, mbarriers between them",
+    "15_wgmma.cu", "hgemm_wgmma_ws", 4,
+    Param("GROUP", (1, 8, 16), 1, "blocks walk groups of GROUP tile rows column by column "
+                                  "(more L2 hits) instead of row by row"),
+    lambda p, s: (ceil_div(s[1], 256), ceil_div(s[0], 64 * p["CONSUMERS"]), 1)))
 
 
 @functools.lru_cache(maxsize=None)
@@ -1143,44 +1157,20 @@ def _one_block_per_sm(p, s):
     return (min(tiles, _sm_count() or tiles), 1, 1)
 
 
-register(Kernel(
-    name="wgmma_persistent", chapter="15",
-    title="Hopper, warp-specialised and persistent: one block per SM walks the tiles, the "
-          "copies of the next tile landing while the consumers write C",
-    source="15_wgmma_persistent.cu", entry="hgemm_wgmma_persistent", op="hgemm",
-    params=(Param("CONSUMERS", (1, 2), 2, "consumer warpgroups, 64 rows of the C tile "
-                                          "each (the tile is 64 CONSUMERS x 256)"),
-            Param("STAGES", (2, 3, 4), 3, "shared-memory stages (TMA copies in flight)"),
-            Param("GROUP", (1, 8, 16), 16, "tiles walked in groups of GROUP tile rows, "
-                                           "column by column, instead of row by row")),
-    template=("CONSUMERS", "STAGES", "GROUP"),
-    threads=lambda p: (128 * (p["CONSUMERS"] + 1), 1, 1),
-    grid=_one_block_per_sm,
-    dynamic_smem=lambda p, lim: _ws_smem(p),
-    shape_rule=_tma_rows_rule,
-    align=16,
-    features=("cp.async", "wgmma"),
-    extra_args=_tensor_maps(lambda p: 64 * p["CONSUMERS"]),
-))
+register(_warp_specialised(
+    "wgmma_persistent", "Hopper, warp-specialised and persistent: one block per SM walks "
+                        "the tiles, the copies of the next tile landing while the consumers "
+                        "write C",
+    "15_wgmma_persistent.cu", "hgemm_wgmma_persistent", 3,
+    Param("GROUP", (1, 8, 16), 16, "tiles walked in groups of GROUP tile rows, column by "
+                                   "column, instead of row by row"),
+    _one_block_per_sm))
 
-
-register(Kernel(
-    name="wgmma_cluster", chapter="15",
-    title="Hopper, warp-specialised in clusters of 2 blocks: each copies half of the B tile "
-          "both share and TMA multicasts it into both",
-    source="15_wgmma_cluster.cu", entry="hgemm_wgmma_cluster", op="hgemm",
-    params=(Param("CONSUMERS", (1, 2), 2, "consumer warpgroups, 64 rows of the C tile "
-                                          "each (the tile is 64 CONSUMERS x 256)"),
-            Param("STAGES", (2, 3, 4), 3, "shared-memory stages (TMA copies in flight)"),
-            Param("GROUP", (1, 8), 8, "pairs of tile rows walked in groups of GROUP, "
-                                      "column by column, instead of row by row")),
-    template=("CONSUMERS", "STAGES", "GROUP"),
-    threads=lambda p: (128 * (p["CONSUMERS"] + 1), 1, 1),
+register(_warp_specialised(
+    "wgmma_cluster", "Hopper, warp-specialised in clusters of 2 blocks: each copies half of "
+                     "the B tile both share and TMA multicasts it into both",
+    "15_wgmma_cluster.cu", "hgemm_wgmma_cluster", 3,
+    Param("GROUP", (1, 8), 8, "pairs of tile rows walked in groups of GROUP, column by "
+                              "column, instead of row by row"),
     # y rounded up to even: the cluster is 2 blocks along y
-    grid=lambda p, s: (ceil_div(s[1], 256), 2 * ceil_div(s[0], 128 * p["CONSUMERS"]), 1),
-    dynamic_smem=lambda p, lim: _ws_smem(p),
-    shape_rule=_tma_rows_rule,
-    align=16,
-    features=("cp.async", "wgmma"),
-    extra_args=_tensor_maps(lambda p: 64 * p["CONSUMERS"]),
-))
+    lambda p, s: (ceil_div(s[1], 256), 2 * ceil_div(s[0], 128 * p["CONSUMERS"]), 1)))
