@@ -16,7 +16,8 @@
 // * neither block may exit while its partner can still arrive on its barriers (a second
 //   cluster-wide barrier at the end).
 // Everything else is hgemm_wgmma_ws's (15_wgmma.cu) with the persistent kernel's tile
-// order and epilogue (15_wgmma_persistent.cu), applied to pairs of tile rows.
+// order, ring set-up, consumer step and epilogue (15_wgmma_persistent.cu), applied to
+// pairs of tile rows.
 #include "15_wgmma_persistent.cu"
 
 __device__ __forceinline__ unsigned cluster_rank() {
@@ -82,13 +83,7 @@ hgemm_wgmma_cluster(int M, int N, int K, float alpha, const half* __restrict__ A
     const int row0 = (2 * pair.y + rank) * BM, col0 = pair.x * BN;
     const int steps = (K + BK - 1) / BK;
 
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            barrier_init(smem_u32(&full[s]), 1);
-            barrier_init(smem_u32(&empty[s]), 2 * CONSUMERS);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
+    ring_init(full, empty, 2 * CONSUMERS);           // both blocks' consumers free a stage
     cluster_sync();
 
     if (wg == 0) {                                   // the producer
@@ -114,15 +109,8 @@ hgemm_wgmma_cluster(int M, int N, int K, float alpha, const half* __restrict__ A
         for (int i = 0; i < 128; ++i) d[i] = 0.f;
         for (int t = 0; t < steps; ++t) {
             const int s = t % STAGES;
-            barrier_wait(smem_u32(&full[s]), (t / STAGES) & 1);
-            const unsigned a_tile = As + s * A_BYTES + c * 64 * 128, b_tile = Bs + s * B_BYTES;
-            wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < BK; kk += 16)
-                wgmma_step(d, descriptor(a_tile + 2 * kk, 16, 1024),
-                           descriptor(b_tile + 128 * kk, B_BYTES / 4, 1024));
-            wgmma_commit();
-            wgmma_wait<0>();
+            consume<B_BYTES>(d, smem_u32(&full[s]), (t / STAGES) & 1,
+                                      As + s * A_BYTES + c * 64 * 128, Bs + s * B_BYTES);
             if (threadIdx.x % 128 == 0) {            // the stage is free in this block ...
                 barrier_arrive(smem_u32(&empty[s]));
                 barrier_arrive_in(smem_u32(&empty[s]), rank ^ 1);   // ... and for its partner

@@ -54,6 +54,36 @@ __device__ __forceinline__ void store_tile(const float (&d)[128], int M, int N, 
         }
 }
 
+// The ring's barriers: "full" completed by one arrival and the copy's bytes, "empty" by
+// `releases` arrivals (the consumers that must be done with a stage before its refill).
+template <int STAGES>
+__device__ __forceinline__ void ring_init(unsigned long long (&full)[STAGES],
+                                          unsigned long long (&empty)[STAGES],
+                                          unsigned releases) {
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            barrier_init(smem_u32(&full[s]), 1);
+            barrier_init(smem_u32(&empty[s]), releases);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+}
+
+// One consumer's step: wait for the stage's copy (phase `parity` of its full barrier),
+// then its 64 rows of the BM x 64 A tile times the 64 x 256 B tile into d, waited for.
+template <unsigned B_BYTES>
+__device__ __forceinline__ void consume(float (&d)[128], unsigned full_bar, unsigned parity,
+                                        unsigned a_tile, unsigned b_tile) {
+    barrier_wait(full_bar, parity);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 64; kk += 16)
+        wgmma_step(d, descriptor(a_tile + 2 * kk, 16, 1024),
+                   descriptor(b_tile + 128 * kk, B_BYTES / 4, 1024));
+    wgmma_commit();
+    wgmma_wait<0>();
+}
+
 // A BM x 256 tile of C at a time, BM = 64 CONSUMERS; K in steps of 64 through STAGES
 // buffers; the grid's blocks share the tiles out.
 template <int CONSUMERS, int STAGES, int GROUP>
@@ -73,13 +103,7 @@ hgemm_wgmma_persistent(int M, int N, int K, float alpha, const half* __restrict_
     const int tiles_x = (N + BN - 1) / BN, tiles_y = (M + BM - 1) / BM;
     const int tiles = tiles_x * tiles_y, steps = (K + BK - 1) / BK;
 
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            barrier_init(smem_u32(&full[s]), 1);
-            barrier_init(smem_u32(&empty[s]), CONSUMERS);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
+    ring_init(full, empty, CONSUMERS);
     __syncthreads();
 
     if (wg == 0) {                                   // the producer
@@ -116,15 +140,8 @@ hgemm_wgmma_persistent(int M, int N, int K, float alpha, const half* __restrict_
         for (int i = 0; i < 128; ++i) d[i] = 0.f;
         for (int t = 0; t < steps; ++t, ++step) {
             const int s = step % STAGES;
-            barrier_wait(smem_u32(&full[s]), (step / STAGES) & 1);
-            const unsigned a_tile = As + s * A_BYTES + c * 64 * 128, b_tile = Bs + s * B_BYTES;
-            wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < BK; kk += 16)
-                wgmma_step(d, descriptor(a_tile + 2 * kk, 16, 1024),
-                           descriptor(b_tile + 128 * kk, B_BYTES / 4, 1024));
-            wgmma_commit();
-            wgmma_wait<0>();
+            consume<B_BYTES>(d, smem_u32(&full[s]), (step / STAGES) & 1,
+                                      As + s * A_BYTES + c * 64 * 128, Bs + s * B_BYTES);
             if (threadIdx.x % 128 == 0) barrier_arrive(smem_u32(&empty[s]));
         }
         store_tile(d, M, N, alpha, beta, C, tile.y * BM + c * 64, tile.x * BN);
