@@ -97,7 +97,7 @@ def gemm_bound(M: int, N: int, K: int, dtype="float32", inputs=None) -> float:
       by 1 - gamma_n(2^-53) for the scale. This matters only for float64 kernels, whose
       bound is then set by the reference's worst case.
     """
-    if inputs is not None and str(inputs) == "float16" and str(dtype) == "float32":
+    if str(inputs) in ("float16", "bfloat16") and str(dtype) == "float32":
         return tensor_core_bound(K)
     n = K + 2
     u = unit_roundoff(dtype)
@@ -108,9 +108,10 @@ def gemm_bound(M: int, N: int, K: int, dtype="float32", inputs=None) -> float:
 
 
 def tensor_core_bound(K: int) -> float:
-    """The factor f of `gemm_bound` for FP16 inputs with FP32 accumulation on tensor
-    cores. The reference is computed from the FP16 inputs themselves (exact in float64),
-    so the rounding of the inputs to FP16 is not an error of the kernel. Then:
+    """The factor f of `gemm_bound` for FP16 (or BF16) inputs with FP32 accumulation on
+    tensor cores. The reference is computed from the 16-bit inputs themselves (exact in
+    float64), so the rounding of the inputs is not an error of the kernel. Then (BF16's
+    8-bit significands make the products exact too):
 
     * a product of two FP16 numbers (11-bit significands) is exact in FP32 (24 bits);
     * the accumulation is not IEEE round-to-nearest: Fasi, Higham, Mikaitis and Pranesh,
@@ -224,16 +225,18 @@ def compare_exact(out, ref) -> Verdict:
     return _verdict(xp, out, ref, xp.where(differ, xp.inf, 0.0))
 
 
-def compare_gemm(C, A, B, C0=None, alpha=1.0, beta=0.0) -> Verdict:
+def compare_gemm(C, A, B, C0=None, alpha=1.0, beta=0.0, inputs=None) -> Verdict:
     """C = alpha*A@B + beta*C0, judged element by element in the precision of C.
 
     Each element must lie within gemm_bound(M, N, K, C.dtype) * scale of the float64
     reference (see `gemm_bound` for the rule and its sources); NaN and Inf in the
-    inputs must reach the output as in the reference. NumPy or CuPy arrays.
+    inputs must reach the output as in the reference. NumPy or CuPy arrays. `inputs`:
+    the format the GEMM read A and B in, where their dtype does not say it ("bfloat16"
+    for BF16 values held in float32 arrays).
     """
     ref, scale = gemm_reference(A, B, C0, alpha, beta)
     (M, K), N = A.shape, B.shape[1]
-    inputs = A.dtype if A.dtype != C.dtype else None
+    inputs = inputs or (A.dtype if A.dtype != C.dtype else None)
     return compare_within(C, ref, gemm_bound(M, N, K, C.dtype, inputs) * scale)
 
 

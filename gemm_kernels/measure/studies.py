@@ -148,6 +148,9 @@ class Study:
     steps: tuple[Step, ...]
     shapes: tuple[tuple, ...]
     metrics: tuple[str, ...] = ()
+    # references timed at every shape too, in the same run, each beside its own
+    # reference (a "time" study: cuBLAS BF16 beside cuBLAS FP16)
+    references: tuple[str, ...] = ()
 
 
 def _capstone(**change):
@@ -412,7 +415,7 @@ STUDY_LIST += (
           (STALLS, *ISSUE, SHARED_ALL, *HOPPER_TENSOR, *DRAM)),
 )
 # Chapter 15: the kernels of the tensor-core chapters, each chapter's best, beside cuBLAS
-# FP16 in one run (one plot compares them); and the one-role kernel against the
+# FP16 in one run (one plot compares them), and cuBLAS with BF16 inputs beside FP16; and the one-role kernel against the
 # warp-specialised one at equal stages, and row order against groups of 16 rows, at
 # every size, all in one run (their differences are a few per cent: separate runs on
 # a GPU held at its power limit would not settle them).
@@ -424,7 +427,7 @@ STUDY_LIST += (
               Step("14 mma_sync, BK 64, 3 stages", "mma_sync", {"BK": 64, "STAGES": 3}),
               Step("15 warp-specialised, 3 stages, groups of 16 rows", "wgmma_ws",
                    {"STAGES": 3, "GROUP": 16})),
-          (CUBE_4096, (8192, 8192, 8192))),
+          (CUBE_4096, (8192, 8192, 8192)), references=("cublas_bf16",)),
     Study("ch15_orders", "15", "One role or two at equal stages, and the order of the "
           "blocks, in one run", "time", (
               Step("one role, 4 stages", "wgmma_tma", {}),
@@ -526,6 +529,11 @@ def problems(study: Study) -> list[str]:
         out += [f"{study.name}: step {s.label!r}: {b}" for b in bad]
     if study.kind not in KINDS:
         out.append(f"{study.name}: kind {study.kind!r} is not one of {', '.join(KINDS)}")
+    from gemm_kernels.measure.timing import REFERENCE_KERNELS
+    out += [f"{study.name}: {r!r} is not a reference kernel" for r in study.references
+            if r not in REFERENCE_KERNELS]
+    if study.references and study.kind != "time":
+        out.append(f"{study.name}: only a timed study times references")
     if study.kind == "ncu" and not study.metrics:
         out.append(f"{study.name}: an ncu study names no counters")
     return out

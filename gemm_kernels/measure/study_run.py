@@ -31,4 +31,8 @@ def study_rows(name: str, log=print) -> list[dict]:
             continue
         rows.append(record.measure(kernel, shape, full))
         log(f"  {name} {'x'.join(map(str, shape))} {step.label}: {record.rate_text(rows[-1])}")
+    for shape in study.shapes:
+        for ref in study.references:
+            rows.append(record.measure(ref, shape))
+            log(f"  {name} {'x'.join(map(str, shape))} {ref}: {record.rate_text(rows[-1])}")
     return rows

@@ -41,7 +41,11 @@ REFERENCES = {"sgemm": "cublas", "dgemm": "cublas_dgemm", "hgemm": "cublas_hgemm
               "transpose": "device_copy", "copy": "device_copy", "read": "device_copy"}
 # cuBLAS for each GEMM op: its op (the dtypes of its operands) and how it is called.
 CUBLAS_OPS = {"cublas": "sgemm", "cublas_dgemm": "dgemm", "cublas_hgemm": "hgemm"}
-REFERENCE_KERNELS = (*CUBLAS_OPS, "device_copy")
+# cuBLAS with BF16 inputs (FP32 accumulation and C), timed beside cuBLAS FP16: the other
+# 16-bit format of the tensor cores. CuPy has no bfloat16 dtype of its own, so its
+# operands travel as the uint16 bits of BF16 values, which cublasGemmEx reads as BF16.
+CUBLAS_BF16 = "cublas_bf16"
+REFERENCE_KERNELS = (*CUBLAS_OPS, CUBLAS_BF16, "device_copy")
 
 
 @dataclass(frozen=True)
@@ -164,7 +168,10 @@ def times_ms(row: dict) -> dict:
 
 
 def reference_of(name: str) -> str | None:
-    """The reference a kernel is measured beside (None for the references themselves)."""
+    """The reference a kernel is measured beside (None for the references themselves,
+    but cuBLAS BF16, timed beside cuBLAS FP16)."""
+    if name == CUBLAS_BF16:
+        return "cublas_hgemm"
     return None if name in REFERENCE_KERNELS else REFERENCES[kernel_of(name).op]
 
 
@@ -180,7 +187,8 @@ def unit_and_rate(name: str, shape, params: dict):
     """("gflops", ms -> GFLOP/s) for GEMMs, ("gbps", ms -> GB/s) for copies and
     transposes, whose bytes moved are their input read once and written once, and for
     a "read" kernel (l2_read), which reads its input PASSES times and writes it once."""
-    if name in CUBLAS_OPS or (name != "device_copy" and kernel_of(name).op in DTYPES):
+    if name in (*CUBLAS_OPS, CUBLAS_BF16) or (name != "device_copy"
+                                               and kernel_of(name).op in DTYPES):
         return "gflops", lambda ms: gflops(shape, ms)
     reads = params["PASSES"] if name != "device_copy" and kernel_of(name).op == "read" else 1
     moved = (reads + 1) * input_bytes(name, shape, params)
@@ -246,7 +254,7 @@ def setup(name, shape: tuple, p: dict):
     `name`: a reference's or registry kernel's name, or a Kernel (a variant)."""
     import cupy
     from gemm_kernels.core import compiler
-    from gemm_kernels.measure.check import random_normal
+    from gemm_kernels.measure.check import compare_gemm, random_normal
     rng = cupy.random.default_rng()
     if name == "device_copy":
         src = rng.standard_normal(input_bytes(name, shape, p) // 4, dtype=cupy.float32)
@@ -255,6 +263,14 @@ def setup(name, shape: tuple, p: dict):
         A, B, C = _gemm_inputs(shape, CUBLAS_OPS[name], rng)
         return {"candidate": cublas_call(A, B, C)}, \
             lambda: {"error_over_bound": _error_over_bound(A, B, C)}
+    if name == CUBLAS_BF16:
+        M, N, K = shape
+        A, B = (bf16_values(random_normal(s, "float32", rng)) for s in ((M, K), (K, N)))
+        C = cupy.empty((M, N), cupy.float32)
+        A16, B16, C16 = _gemm_inputs(shape, "hgemm", rng)      # cuBLAS FP16, beside it
+        return {"candidate": cublas_call(bf16_bits(A), bf16_bits(B), C),
+                "reference": cublas_call(A16, B16, C16)}, \
+            lambda: {"error_over_bound": compare_gemm(C, A, B, inputs="bfloat16").ratio}
     k = kernel_of(name)
     binary = lambda: {"binary": compiler.binary_attributes(compiler.function(k, p, shape))}
     if k.op in DTYPES:
@@ -286,7 +302,8 @@ def cublas_call(A, B, C):
     CUPY_TF32 is set). FP16 A and B with an FP32 C: cublasGemmEx with FP32 computation,
     the tensor-core GEMM the chapters' kernels do (cupy.matmul on float16 arrays would
     also write C in FP16). cuBLAS is column-major: the row-major C = A @ B is its
-    C^T = B^T @ A^T, so B goes first."""
+    C^T = B^T @ A^T, so B goes first. uint16 A and B: the bits of BF16 values
+    (`bf16_bits`), multiplied as BF16."""
     import cupy
     import numpy as np
     if A.dtype == C.dtype:
@@ -295,14 +312,27 @@ def cublas_call(A, B, C):
     from cupy.cuda import device
     (M, K), N = A.shape, B.shape[1]
     one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)
-    r16f, r32f, compute_32f, default_algo = 2, 0, 68, -1    # the CUDA enums' values
+    # the CUDA enums' values: FP16 (or uint16 holding BF16 bits) in, FP32 out and compute
+    r16, r32f, compute_32f, default_algo = {"float16": 2, "uint16": 14}[str(A.dtype)], 0, 68, -1
 
     def call():
         cublas.setPointerMode(device.get_cublas_handle(), cublas.CUBLAS_POINTER_MODE_HOST)
         cublas.gemmEx(device.get_cublas_handle(), cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N,
-                      N, M, K, one.ctypes.data, B.data.ptr, r16f, N, A.data.ptr, r16f, K,
+                      N, M, K, one.ctypes.data, B.data.ptr, r16, N, A.data.ptr, r16, K,
                       zero.ctypes.data, C.data.ptr, r32f, N, compute_32f, default_algo)
     return call
+
+
+def bf16_values(x):
+    """float32 array `x` (NumPy or CuPy) rounded to the nearest BF16 value (ties to
+    even), as float32: the low 16 bits of each value cleared."""
+    bits = x.view("uint32")
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype("uint32").view("float32")
+
+
+def bf16_bits(x):
+    """The BF16 bits (uint16) of float32 array `x`, whose values are BF16 already."""
+    return (x.view("uint32") >> 16).astype("uint16")
 
 
 def _gemm_inputs(shape, op, rng):
