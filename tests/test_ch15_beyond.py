@@ -48,3 +48,16 @@ def test_the_figure_draws_every_step_and_says_what_is_missing():
     empty = records.Record({"name": "X"}, "2026-11-27T05:00:00Z", "x", [])
     assert "not in this recording" in b.plot_beyond(empty)[0].texts[0].get_text()
     assert "not in this recording yet" in str(b.beyond_summary(empty))
+
+
+def test_bf16_is_read_beside_fp16_from_the_ladders_run():
+    shapes = studies.get(b.LADDER).shapes
+    rows = [{"kernel": "cublas_bf16", "params": {}, "shape": list(s), "run": "r",
+             "time": "2026-11-27T05:00:00Z", "gflops": {"median": 770e3},
+             "reference": {"kernel": "cublas_hgemm", "gflops": {"median": 740e3}}}
+            for s in shapes]
+    rec = records.Record({"name": "Test GPU"}, "2026-11-27T05:00:00Z", "x", rows)
+    text = str(b.bf16_summary(rec))
+    assert "4096³: cuBLAS BF16 770 TFLOP/s, 104% of cuBLAS FP16 timed beside it (740)" in text
+    empty = records.Record({"name": "X"}, "2026-11-27T05:00:00Z", "x", [])
+    assert "not in this recording" in str(b.bf16_summary(empty))

@@ -10,7 +10,8 @@ The cluster kernel's first version released every consumer's arrival on the part
 barrier at cluster scope (`mbarrier.arrive.release.cluster`); that text is kept as a
 variant (`RELEASE_CLUSTER`), timed in the same study, so the chapter shows what the
 stronger ordering cost, measured. Every number is read from the recording that holds the
-studies; a missing study is said in words.
+studies; a missing study is said in words. Last, cuBLAS's own BF16 GEMM beside its FP16
+one (`bf16_summary`): the other 16-bit input format of the same tensor cores.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from gemm_kernels.core.source_edits import apply
 from gemm_kernels.measure import studies, timing
 from gemm_kernels.notebook.display import Text
 
-PERSISTENT, CLUSTER = "ch15_persistent", "ch15_cluster"
+PERSISTENT, CLUSTER, LADDER = "ch15_persistent", "ch15_cluster", "ch13_15_ladder"
 RELEASE_CLUSTER = "wgmma_cluster: arrivals released at cluster scope"
 _RELEASE_EDITS = (('asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\\n"',
                    'asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\\n"'),)
@@ -124,3 +125,20 @@ def beyond_summary(rec=None) -> Text:
         out.append(f"cuBLAS itself, across the rows of the run: {'; '.join(spread)}. "
                    f"Differences of a few points are within that spread.")
     return Text("\n".join(out))
+
+
+def bf16_summary(rec=None) -> Text:
+    """cuBLAS with BF16 inputs beside cuBLAS FP16, at each size of the one-run ladder:
+    the other 16-bit format of the tensor cores, same FP32 accumulation."""
+    rec = rec or studies.complete_recording(LADDER)
+    out = []
+    for shape in studies.get(LADDER).shapes:
+        rows = rec.find(timing.CUBLAS_BF16, shape) if rec else []
+        if rows and timing.share(rows[0]) is not None:
+            r = rows[0]
+            out.append(f"{shape[0]}³: cuBLAS BF16 {r['gflops']['median'] / 1e3:,.0f} TFLOP/s, "
+                       f"{timing.share(r):.0f}% of cuBLAS FP16 timed beside it "
+                       f"({r['reference']['gflops']['median'] / 1e3:,.0f})")
+    if not out:
+        return Text("cuBLAS BF16 is not in this recording.")
+    return Text(f"On the {rec.device['name']}, in the ladder's run: " + "; ".join(out) + ".")
