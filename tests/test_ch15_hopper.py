@@ -308,3 +308,12 @@ def test_the_host_side_of_tma_is_the_packages_driver_call():
     text = str(ch15.tensor_map_call())
     assert "SWIZZLE_128B = 3" in text and "def half_matrix(" in text
     assert "# innermost first" in text and "_encode()(" in text
+
+
+def test_profile_waits_gives_the_share_of_resident_warps_at_a_barrier():
+    t = ch15.profile_waits()
+    if not t:
+        pytest.skip("the study is not recorded")
+    for r in t:
+        assert r["% of resident warps at 'barrier'"] == pytest.approx(
+            100 * r["of which at 'barrier', on average"] / r["warps resident per SM"])

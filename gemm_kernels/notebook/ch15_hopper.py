@@ -985,15 +985,18 @@ def profile_waits(n: int = 4096, rec=None) -> Table:
             continue
         st = evidence.stall_reasons({"metrics": m})
         top = sorted(((v, k) for k, v in st.items() if k != "selected"), reverse=True)[:3]
+        resident = m[WARPS_ACTIVE] / 100 * 64
+        waiting = warps_waiting(m, "barrier", rec.device["sm_count"])
         rows.append({"step": label, "largest waits (cycles per issued instruction)":
                      ", ".join(f"{k} {fmt_number(v)}" for v, k in top),
                      "instructions issued (M)": m[INSTRUCTIONS] / 1e6,
-                     "warps resident per SM": m[WARPS_ACTIVE] / 100 * 64,
-                     "of which at 'barrier', on average":
-                         warps_waiting(m, "barrier", rec.device["sm_count"])})
+                     "warps resident per SM": resident,
+                     "of which at 'barrier', on average": waiting,
+                     "% of resident warps at 'barrier'": 100 * waiting / resident})
     return Table(rows, ["step", "largest waits (cycles per issued instruction)",
                         "instructions issued (M)", "warps resident per SM",
-                        "of which at 'barrier', on average"],
+                        "of which at 'barrier', on average",
+                        "% of resident warps at 'barrier'"],
                  title=f"Where the warps wait at {n}³ ({_label(rec)})")
 
 
