@@ -69,3 +69,38 @@ def test_the_picture_has_two_bars_per_size_with_clock_and_power():
     labels = [t.get_text() for t in ax.texts]
     assert "1,500 MHz\n690 W" in labels and "1,850 MHz\n680 W" in labels
     assert "power limit 700 W" in ax.get_title()
+
+
+def _with_memory(rec):
+    """`rec` with DRAM counters in its profile rows: 4096³ reads 1 byte per FLOP, 8192³ 2."""
+    for r in rec.results:
+        if r.get("study") == c.PROFILE:
+            n = r["shape"][0]
+            r["metrics"].update({c.DRAM_READ: (1 if n == 4096 else 2) * 2 * n ** 3,
+                                 c.L2_HIT: 80.0 if n == 4096 else 60.0, c.TIME: 1e6})
+    return rec
+
+
+def test_the_profile_by_size_gives_the_dram_bytes_per_flop_of_the_swizzled_steps():
+    t = c.profile_by_size(_with_memory(_rec()))
+    steps = studies.get(c.PROFILE).steps
+    assert [r["step"] for r in t] == [s.label for s in steps[1:]] * 2   # not the plain rows
+    by = {(r["step"], r["size"]): r for r in t}
+    big = by[(steps[-1].label, "8192³")]
+    assert big["DRAM bytes per 1,000 FLOP"] == 2000 and big["L2 hit rate %"] == 60.0
+    assert big["FLOP per SM cycle"] == 4096
+    assert "Test GPU" in t.title
+
+
+def test_the_profile_by_size_says_when_the_dram_is_not_recorded():
+    assert "not recorded" in c.profile_by_size(_rec()).title
+
+
+def test_the_two_settings_give_both_rates_and_no_cause():
+    if c.recording() is None:
+        import pytest
+        pytest.skip("the clocks study is not recorded here")
+    text = str(c.two_settings())
+    assert "the ladder's calls (each about" in text and "run back to back for seconds" in text
+    assert "L2" not in text and "because" not in text
+    assert "not both recorded at 1000³" in str(c.two_settings(1000))

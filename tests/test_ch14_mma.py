@@ -255,3 +255,12 @@ def test_shares_are_written_with_one_decimal():
     t = ch14.one_decimal(Table([{"x": 1.0, "% of cuBLAS FP16": 60.0}], ["x", "% of cuBLAS FP16"]))
     assert t[0]["% of cuBLAS FP16"] == "60.0%" and t[0]["x"] == 1.0
     assert "60.0%" in repr(t)
+
+
+def test_solution_on_gpu_shows_the_recorded_pair_or_says_it_is_not_recorded(monkeypatch):
+    from gemm_kernels.notebook import worked_solutions
+    monkeypatch.setattr(worked_solutions, "pair", lambda ex: (None, None))
+    assert "not recorded yet" in str(ch14.solution_on_gpu("15_phases"))
+    monkeypatch.setattr(worked_solutions, "pair", lambda ex: ({"x": 1}, {"y": 2}))
+    monkeypatch.setattr(worked_solutions, "worked_solution", lambda ex: f"table of {ex}")
+    assert ch14.solution_on_gpu("14_swizzle") == "table of 14_swizzle"

@@ -278,3 +278,42 @@ def test_versus_says_within_the_spread_only_where_it_is():
     assert ch15._versus(rows, "a", "b", 1.05) == "x1.10"
     assert ch15._versus(rows, "a", "b", 1.15) == "x1.10 (within cuBLAS's spread)"
     assert ch15._versus(rows, "b", "a", 1.15).endswith("(within cuBLAS's spread)")
+
+
+def test_verdict_words_sort_the_sizes_by_verdict(monkeypatch):
+    rows = lambda a, b, ref: [("a", {"gflops": {"median": a}, "reference": {"gflops": {"median": r}}})
+                              for r in ref][:1] + [("b", {"gflops": {"median": b},
+                                                          "reference": {"gflops": {"median": ref[-1]}}})]
+    data = {1024: rows(800.0, 1000.0, (1000.0, 1010.0)),      # slower, beyond a 1% spread
+            2048: rows(1005.0, 1000.0, (1000.0, 1050.0)),     # within a 5% spread
+            4096: rows(1100.0, 1000.0, (1000.0, 1020.0))}     # faster, beyond a 2% spread
+    monkeypatch.setattr(ch15, "orders", lambda rec=None: data)
+    said = ch15.verdict_words("a", "b")
+    assert said == ("faster by more than cuBLAS's spread at 4096³ (x1.10); within cuBLAS's "
+                    "spread at 2048³ (x1.00); slower by more than cuBLAS's spread at 1024³ (x0.80)")
+
+
+def test_the_measured_bullets_say_both_the_profile_and_the_timed_run():
+    if not ch15.orders() or ch15.study_recording() is None:
+        pytest.skip("the one-run comparison or the profile is not recorded")
+    text = str(ch15.remember_measured())
+    assert "**Warp specialisation**" in text and "**order of the blocks**" in text
+    assert "under the profiler (clock locked)" in text and "Timed in one run" in text
+    # the roles' verdict is the computed one, not a claim about the sizes
+    steps = [s.label for s in ch15.studies.get(ch15.ORDERS).steps]
+    assert ch15.verdict_words(steps[3], steps[1]) in text
+
+
+def test_the_host_side_of_tma_is_the_packages_driver_call():
+    text = str(ch15.tensor_map_call())
+    assert "SWIZZLE_128B = 3" in text and "def half_matrix(" in text
+    assert "# innermost first" in text and "_encode()(" in text
+
+
+def test_profile_waits_gives_the_share_of_resident_warps_at_a_barrier():
+    t = ch15.profile_waits()
+    if not t:
+        pytest.skip("the study is not recorded")
+    for r in t:
+        assert r["% of resident warps at 'barrier'"] == pytest.approx(
+            100 * r["of which at 'barrier', on average"] / r["warps resident per SM"])

@@ -46,6 +46,24 @@ def test_no_parity_is_shown_before_the_exercise():
     assert "(t / STAGES - 1) & 1" not in shown and "(t / STAGES) & 1" not in shown
 
 
+def test_no_parity_is_shown_after_the_exercise_before_the_spoiler_appendix():
+    """Section 9's kernels show their loops with the waits left out; the whole files (the
+    answer in them) only in the appendix, under its spoiler banner."""
+    import re
+    cs = cells(CHAPTER)
+    spoiler = next(i for i, c in enumerate(cs) if "".join(c["source"]).startswith(
+        "## Appendix: the kernels' source, whole (spoiler)"))
+    assert "**Spoiler" in "".join(cs[spoiler]["source"])
+    shown = "".join("".join(c["source"]) + "".join(
+        o.get("text", "") or "".join(o.get("data", {}).get("text/plain", ""))
+        for o in c.get("outputs", [])) for c in cs[:spoiler])
+    assert not re.search(r"/ STAGES( - 1)?\) & 1", shown)
+    assert "step / STAGES" not in shown
+    after = "".join("".join(c["source"]) for c in cs[spoiler:] if c["cell_type"] == "code")
+    assert 'display.source("wgmma_persistent")' in after
+    assert 'display.source("wgmma_cluster")' in after
+
+
 def test_the_appendix_shows_the_whole_source():
     src = "".join("".join(c["source"]) for c in cells(CHAPTER) if c["cell_type"] == "code")
     assert 'display.source("wgmma_ws", whole=True)' in src

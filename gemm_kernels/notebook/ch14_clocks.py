@@ -134,3 +134,61 @@ def clock_summary(rec=None) -> Text:
                    + (f" (it is in {prof.label}): its work per cycle is not compared here."
                       if prof else "."))
     return Text("\n".join(out))
+
+
+DRAM_READ, L2_HIT = "dram__bytes_read.sum", "lts__t_sector_hit_rate.pct"
+BUSY = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+
+
+def profile_by_size(rec=None):
+    """The profile's swizzled steps at each size it was taken (4096³ and 8192³), the
+    clock locked: time, work per SM cycle, the tensor pipe's busy share, the bytes read
+    from DRAM (in all, and per 1,000 FLOP) and the L2 hit rate. It says whether the
+    memory grows faster than the work as the GEMM grows, which the clock study's power
+    cannot say."""
+    from gemm_kernels.core.table import Table
+    rec = rec or studies.recording_of(PROFILE)
+    rows = []
+    for shape in studies.get(PROFILE).shapes:
+        n = shape[0]
+        flops = 2 * n ** 3
+        for step, row in studies.results(PROFILE, shape, rec)[1:]:      # the swizzled steps
+            m = (row or {}).get("metrics", {})
+            if not m.get(DRAM_READ):
+                continue
+            sms = rec.device.get("sm_count")
+            rows.append({"step": step.label, "size": f"{n}³",
+                         "time (ms)": m[TIME] / 1e6 if m.get(TIME) else None,
+                         "FLOP per SM cycle": (round(flops / m[CYCLES] / sms)
+                                               if m.get(CYCLES) and sms else None),
+                         "tensor pipe busy %": m.get(BUSY),
+                         "DRAM read (GB)": m[DRAM_READ] / 1e9,
+                         "DRAM bytes per 1,000 FLOP": 1e3 * m[DRAM_READ] / flops,
+                         "L2 hit rate %": m.get(L2_HIT)})
+    title = (f"Nsight Compute, clock locked, by size ({rec.label})" if rows else
+             "The profile's DRAM counters are not recorded")
+    return Table(rows, ["step", "size", "time (ms)", "FLOP per SM cycle", "tensor pipe busy %",
+                        "DRAM read (GB)", "DRAM bytes per 1,000 FLOP", "L2 hit rate %"],
+                 title=title)
+
+
+def two_settings(n: int = 4096, rec=None) -> Text:
+    """The same configuration (BK = 64, 3 stages) and cuBLAS at n³ in the two
+    measurements: the ladder's timed calls (one call's length from its rate) and the
+    runs of seconds; the rates differ, and the settings differ, so each comparison is
+    made within one of them. No cause is given: none is measured."""
+    from gemm_kernels.measure import timing
+    from gemm_kernels.notebook import ch14_mma
+    rec = rec or recording()
+    runs = dict(_runs(rec)) if rec else {}
+    ladder = ch14_mma._row(ch14_mma.KERNEL, n, ch14_mma.BIG_K)
+    if n not in runs or not ladder:
+        return Text(f"The two measurements are not both recorded at {n}³.")
+    long, short = runs[n], ladder["gflops"]["median"]
+    theirs_short = ladder["reference"]["gflops"]["median"]
+    ours, theirs = long["sustained"]["gflops"], long["reference"]["sustained"]["gflops"]
+    return Text(f"At {n}³, BK = 64 and 3 stages: the ladder's calls (each about "
+                f"{2 * n ** 3 / (short * 1e9) * 1e3:.2f} ms, alternating with cuBLAS's) ran "
+                f"at {short / 1e3:,.0f} TFLOP/s, cuBLAS at {theirs_short / 1e3:,.0f} "
+                f"({timing.share(ladder):.0f}%); run back to back for seconds, "
+                f"{ours / 1e3:,.0f} against {theirs / 1e3:,.0f} ({100 * ours / theirs:.0f}%).")

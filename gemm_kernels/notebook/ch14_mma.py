@@ -765,12 +765,27 @@ def common_mistakes(expressions=COMMON_MISTAKES) -> Table:
 
 
 OTHER_ANSWERS = ("CHUNKS == 4 ? (c + ((r >> 1) & 3)) % 4 : (c + (r & 7)) % CHUNKS",
-                 "CHUNKS == 4 ? c ^ ((r >> 1) & 3) : c ^ (r & 7)")
+                 "CHUNKS == 4 ? c ^ (3 - ((r >> 1) & 3)) : c ^ (7 - (r & 7))")
 
 
 def other_answers(expressions=OTHER_ANSWERS) -> Table:
-    """Right answers in other forms: a rotation instead of the XOR, the two-branch XOR."""
+    """Right answers in other forms: a rotation instead of the XOR, and an XOR with the
+    row's bits complemented (another permutation of the same slots)."""
     return grader_says(expressions, "Other answers, and what the grader answers")
+
+
+def solution_on_gpu(exercise: str = "14_swizzle"):
+    """What a GPU adds to a worked solution's grade: its rate beside the chapter's kernel,
+    both from the one run that checked the solution on a ragged shape and timed them
+    side by side (`worked_solutions.worked_solution`); until that run is recorded, one
+    sentence saying what it will show. Chapter 15's solution uses it too."""
+    from gemm_kernels.notebook import worked_solutions
+    mine, theirs = worked_solutions.pair(exercise)
+    if mine and theirs:
+        return worked_solutions.worked_solution(exercise)
+    return Text("The run that checks this solution on a GPU and times it beside the "
+                "chapter's kernel is not recorded yet; once it is, this cell shows both "
+                "rates.")
 
 
 # ------------------------------------------------------------------ what the numbers imply

@@ -90,6 +90,21 @@ def tensor_map_table(n: int = 4096, kernel: str = WS) -> Table:
                                             f"FP16 (core/tensor_map.py)")
 
 
+def tensor_map_call() -> Text:
+    """The host side of TMA, as the package does it (`core/tensor_map.py`): the driver's
+    enumeration values it uses and the function that calls `cuTensorMapEncodeTiled`,
+    where people get stuck (the sizes innermost first, the strides without the
+    innermost one, the box, the element steps, the swizzle and the fill)."""
+    import inspect
+    from gemm_kernels.core import tensor_map
+    from gemm_kernels.notebook.display import _lines_between
+    text = inspect.getsource(tensor_map)
+    return Text("\n...\n".join(_lines_between(text, first, last, "core/tensor_map.py")
+                                for first, last in (("FLOAT16 = ", "INTERLEAVE_NONE = "),
+                                                    ("def half_matrix(", "return raw[at:")))
+                )
+
+
 def tile_shape(kernel: str = WS, params: dict | None = None) -> tuple[int, int]:
     """(BM, BN) of the kernel's tile of C (the registry's rules: 64 CONSUMERS x 256 for
     the warp-specialised kernel, BM x 128 for the other)."""
@@ -783,6 +798,84 @@ def _versus(rows: dict, a: str, b: str, spread: float) -> str:
     return f"x{r:.2f}" + (" (within cuBLAS's spread)" if max(r, 1 / r) <= spread else "")
 
 
+def verdicts(a: str, b: str, rec=None) -> list[tuple[int, float, bool]]:
+    """(size, rate of step a over step b, whether that is within cuBLAS's spread of the
+    same run) at each size of the study `ch15_orders` (steps named by their labels)."""
+    out = []
+    for n, got in orders(rec).items():
+        rows = dict(got)
+        ref = [_rates(r, "reference")[0] for r in rows.values()]
+        r = _rates(rows[a])[0] / _rates(rows[b])[0]
+        out.append((n, r, max(r, 1 / r) <= max(ref) / min(ref)))
+    return out
+
+
+def verdict_words(a: str, b: str, rec=None) -> str:
+    """Step a against step b in words, the sizes grouped by the verdict: 'faster by more
+    than cuBLAS's spread at 4096³ (x1.11) and 8192³ (x1.26); within cuBLAS's spread at
+    2048³ (x1.01); slower at 1024³ (x0.81)'."""
+    groups = {"faster by more than cuBLAS's spread": [], "within cuBLAS's spread": [],
+              "slower by more than cuBLAS's spread": []}
+    for n, r, within in verdicts(a, b, rec):
+        key = ("within cuBLAS's spread" if within else
+               "faster by more than cuBLAS's spread" if r > 1 else
+               "slower by more than cuBLAS's spread")
+        groups[key].append(f"{n}³ (x{r:.2f})")
+    said = [f"{k} at {' and '.join(v) if len(v) < 3 else ', '.join(v[:-1]) + ' and ' + v[-1]}"
+            for k, v in groups.items() if v]
+    return "; ".join(said) if said else "not recorded"
+
+
+def orders_verdicts(rec=None) -> Text:
+    """The three comparisons of the one run, each with its sizes grouped by verdict."""
+    if not orders(rec):
+        return Text("The run that times the five configurations side by side is not in "
+                    "the recording yet.")
+    one4, one3, ws4, ws3, grouped = (s.label for s in studies.get(ORDERS).steps)
+    return Text(f"* Warp-specialised against one role, both at 3 stages: "
+                f"{verdict_words(ws3, one3, rec)}.\n"
+                f"* One role, 3 stages against 4: {verdict_words(one3, one4, rec)}.\n"
+                f"* Groups of 16 rows against row order (warp-specialised, 3 stages): "
+                f"{verdict_words(grouped, ws3, rec)}.")
+
+
+def remember_measured(n: int = 8192, rec=None):
+    """The two measured bullets of 'What to remember', from the recording: what the
+    one run says of warp specialisation, and what the block order changed under the
+    profiler (clock locked) beside what it changed timed at the power limit."""
+    from gemm_kernels.notebook.display import Markdown
+    if not orders(rec):
+        return Markdown("The one-run comparison is not in the recording yet.")
+    one4, one3, ws4, ws3, grouped = (s.label for s in studies.get(ORDERS).steps)
+    out = [f"* **Warp specialisation** hides the copies inside one block. Against the "
+           f"one-role kernel at equal stages (3), in one run, it was "
+           f"{verdict_words(ws3, one3, rec)} (section 7). Credit it only in such a "
+           f"comparison: the one-role kernel's second resident block closes much of the "
+           f"gap, and a tile too large for the matrix leaves SMs idle (section 6)."]
+    prof = study_recording()
+    rows = dict(_study(n, prof)) if prof else {}
+    _, plain, best = (rows.get(s.label) for s in studies.get(STUDY).steps)
+    timed = next((x for x in verdicts(grouped, ws3, rec) if x[0] == n), None)
+    if plain and best and timed:
+        _, r, within = timed
+        busy = (f", the tensor pipe busy {best[TENSOR_BUSY]:.0f}% of the time instead of "
+                f"{plain[TENSOR_BUSY]:.0f}%" if TENSOR_BUSY in plain and TENSOR_BUSY in best
+                else "")
+        after = ("no gain measurable in the timed run, at the power limit (chapter 14's "
+                 "clock study)" if within else
+                 f"x{r:.2f} in the timed run too")
+        out.append(f"* The **order of the blocks** changes what comes from DRAM once the "
+                   f"operands outgrow the L2. At {n}³ under the profiler (clock locked), "
+                   f"groups of 16 rows (3 stages) read {best[DRAM_READ] / 1e9:.1f} GB from "
+                   f"DRAM instead of {plain[DRAM_READ] / 1e9:.1f} GB in row order "
+                   f"({get(WS).resolve({})['STAGES']} stages){busy}, and "
+                   f"took {best[TIME] / 1e6:.2f} ms instead of {plain[TIME] / 1e6:.2f} ms. "
+                   f"Timed in one run, both at 3 stages, it was x{r:.2f} row order's rate"
+                   f"{' (within cuBLAS' + chr(39) + 's spread)' if within else ''}: fewer "
+                   f"bytes and a busier pipe at a fixed clock; {after}.")
+    return Markdown("\n".join(out))
+
+
 def orders_summary(rec=None) -> Text:
     """The study `ch15_orders` in words, per size: how far cuBLAS moved across the rows
     of the run, then the three comparisons (warp-specialised against one role at 3
@@ -892,15 +985,18 @@ def profile_waits(n: int = 4096, rec=None) -> Table:
             continue
         st = evidence.stall_reasons({"metrics": m})
         top = sorted(((v, k) for k, v in st.items() if k != "selected"), reverse=True)[:3]
+        resident = m[WARPS_ACTIVE] / 100 * 64
+        waiting = warps_waiting(m, "barrier", rec.device["sm_count"])
         rows.append({"step": label, "largest waits (cycles per issued instruction)":
                      ", ".join(f"{k} {fmt_number(v)}" for v, k in top),
                      "instructions issued (M)": m[INSTRUCTIONS] / 1e6,
-                     "warps resident per SM": m[WARPS_ACTIVE] / 100 * 64,
-                     "of which at 'barrier', on average":
-                         warps_waiting(m, "barrier", rec.device["sm_count"])})
+                     "warps resident per SM": resident,
+                     "of which at 'barrier', on average": waiting,
+                     "% of resident warps at 'barrier'": 100 * waiting / resident})
     return Table(rows, ["step", "largest waits (cycles per issued instruction)",
                         "instructions issued (M)", "warps resident per SM",
-                        "of which at 'barrier', on average"],
+                        "of which at 'barrier', on average",
+                        "% of resident warps at 'barrier'"],
                  title=f"Where the warps wait at {n}³ ({_label(rec)})")
 
 
@@ -959,8 +1055,11 @@ def occupancy_summary(n: int = 2048, rec=None) -> Text:
     ws = _row(WS, n, {}, rec)
     if not (by_warps and ws):
         return Text(f"The one-role kernel's configurations at {n}³ are not recorded.")
-    parts = [f"{w} warps per SM: {min(v):,.0f}" + (f" to {max(v):,.0f}" if len(v) > 1 else "")
-             + " TFLOP/s" for w, v in sorted(by_warps.items(), reverse=True)]
+    # one rate where the range rounds to one number ("421", not "421 to 421")
+    span = lambda v: f"{min(v):,.0f}" + ("" if round(min(v)) == round(max(v))
+                                         else f" to {max(v):,.0f}")
+    parts = [f"{w} warps per SM: {span(v)} TFLOP/s"
+             for w, v in sorted(by_warps.items(), reverse=True)]
     wr = ws["gflops"]["median"] / 1e3
     return Text(f"The one-role kernel (wgmma_tma) at {n}³, by the warps resident on an SM: "
                 + "; ".join(parts) + f". Its best ({_config(TMA, best[0])}) ran at "
