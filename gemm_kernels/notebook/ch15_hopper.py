@@ -97,9 +97,9 @@ def tensor_map_call() -> Text:
     innermost one, the box, the element steps, the swizzle and the fill)."""
     import inspect
     from gemm_kernels.core import tensor_map
-    from gemm_kernels.notebook.display import _lines_between
+    from gemm_kernels.notebook.display import lines_between
     text = inspect.getsource(tensor_map)
-    return Text("\n...\n".join(_lines_between(text, first, last, "core/tensor_map.py")
+    return Text("\n...\n".join(lines_between(text, first, last, "core/tensor_map.py")
                                 for first, last in (("FLOAT16 = ", "INTERLEAVE_NONE = "),
                                                     ("def half_matrix(", "return raw[at:")))
                 )

@@ -66,7 +66,7 @@ def source(name: str, entry: str | None = None, whole: bool = False,
         text = (CUDA_DIR / name).read_text()
     if between is not None:
         pairs = [between] if isinstance(between[0], str) else list(between)
-        return Text("\n...\n".join(_lines_between(text, first, last, name)
+        return Text("\n...\n".join(lines_between(text, first, last, name)
                                     for first, last in pairs))
     if whole:
         return Text("\n\n".join([text.rstrip(), *_included_helpers(text)]))
@@ -75,7 +75,7 @@ def source(name: str, entry: str | None = None, whole: bool = False,
     return Text(text.rstrip())
 
 
-def _lines_between(text: str, first: str, last: str, name: str) -> str:
+def lines_between(text: str, first: str, last: str, name: str) -> str:
     """The lines of `text` from the first that contains `first` to the next one (from
     that line on) that contains `last`, dedented (a `#pragma` at column 0 does not
     count)."""
