@@ -638,7 +638,8 @@ def one_block_summary(study: str = "ch08_one_block") -> str:
 def size_lines(table) -> str:
     """One line per size of `table` (`ladder.compare` rows of chapters 07 and 08): the
     blocks of the launch, chapter 08's rate over chapter 07's, and both ranges of the
-    repetitions, so that a difference can be read against the noise beside it."""
+    repetitions, so that a difference can be read against the noise beside it, and
+    whether those ranges overlap (said in words: the reader need not compare them)."""
     at = {(r["kernel"], r["size"]): r for r in table}
     p = kernel_of(KERNEL).resolve(None)
     lines = []
@@ -647,7 +648,8 @@ def size_lines(table) -> str:
         lines.append(f"{n}: {(n // p['BM']) * (n // p['BN']):>5,} blocks of {p['BM']} x "
                      f"{p['BN']}; double_buffer / float4 = {d['GFLOP/s'] / f['GFLOP/s']:.3f}  "
                      f"(float4 min..max {f['min']:,.0f}..{f['max']:,.0f}, double_buffer "
-                     f"{d['min']:,.0f}..{d['max']:,.0f})")
+                     f"{d['min']:,.0f}..{d['max']:,.0f}: "
+                     f"{'they overlap' if d['min'] <= f['max'] and f['min'] <= d['max'] else 'no overlap'})")
     return "\n".join(lines)
 
 
