@@ -438,8 +438,8 @@ def sweep_plot(size: int = 2048, one_per_sm: bool = True, ax=None):
         label_y = -1.0
         for i, r in enumerate(group):
             xi = x + (i - (len(group) - 1) / 2) * 0.035
-            ax.plot([xi, xi], [r["ratio low"], r["ratio high"]], color=colour, lw=1)
-            ax.plot(xi, r["ratio"], "o", color=colour, ms=6)
+            ax.plot([xi, xi], [r["ratio low"], r["ratio high"]], color=colour, lw=1, zorder=2)
+            ax.plot(xi, r["ratio"], "o", color=colour, ms=6, mec="white", mew=0.6, zorder=3)
             if flag:            # labels to the right, kept apart, a line to their point
                 label_y = max(r["ratio"], label_y + 0.03)
                 ax.plot([xi + 0.03, x + 0.33], [r["ratio"], label_y], color="0.7", lw=0.6)
@@ -449,7 +449,8 @@ def sweep_plot(size: int = 2048, one_per_sm: bool = True, ax=None):
                         fontsize=FONT - 2)
         if group:
             m = median(r["ratio"] for r in group)
-            ax.plot([x - 0.25, x + 0.12], [m, m], color=colour, lw=2.5)
+            # behind the points (zorder), light, so that no point on the median hides
+            ax.plot([x - 0.25, x + 0.12], [m, m], color=colour, lw=2.5, alpha=0.45, zorder=1)
             ax.text(x - 0.27, m, f"median {m:.3f}", ha="right", va="center",
                     fontsize=FONT - 1)
     ax.axhline(1, color="k", lw=0.8, ls=":")
