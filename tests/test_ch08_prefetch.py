@@ -179,6 +179,8 @@ def test_the_size_lines_put_each_ratio_beside_its_ranges(recorded_mode):
     assert [l.split(":")[0] for l in lines] == ["1024", "4096"]
     assert "64 blocks of 128 x 128" in lines[0] and "1,024 blocks" in lines[1]
     assert all("double_buffer / float4 = " in l and "min..max" in l for l in lines)
+    # the ranges' overlap said in words (at 1024^3 they are apart, at 4096^3 not)
+    assert lines[0].endswith(": no overlap)") and lines[1].endswith(": they overlap)")
 
 
 def test_the_stall_summary_reads_both_block_counts(recorded_mode):

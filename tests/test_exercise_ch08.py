@@ -213,6 +213,8 @@ def test_a_spill_in_the_loop_is_named_as_register_pressure(monkeypatch):
                                                                       (ch.Load(0, 5, 300),)))
     problems = prefetch_problems("/*0010*/  STL [R1], R2 ;")
     assert len(problems) == 1 and "register pressure" in problems[0]
+    # the generic spill line names arrays: this one says which of the two causes is likely
+    assert "Of the two causes a spill can have" in problems[0], problems
     assert prefetch_problems("/*0010*/  STS [R1], R2 ;") == []
 
 

@@ -208,8 +208,9 @@ def prefetch_problems(sass: str, agreement=lambda: "") -> list[str]:
             "do your loads sit in the strip below, and what in your source could have let "
             "ptxas move them there?\n" + loop_strip_text(lp))
     if re.search(r"\bSTL\b", sass):
-        problems.append("the compiled kernel stores registers to local memory (STL): at the "
-                        "cap of 128 registers this is register pressure, not an array: "
+        problems.append("the compiled kernel stores registers to local memory (STL). Of "
+                        "the two causes a spill can have, at the cap of 128 registers the "
+                        "likely one here is register pressure rather than an indexed array: "
                         "simplify the step's index arithmetic (a clamped "
                         "min(tile + 1, tiles - 1) index, for one, costs registers)")
     return problems

@@ -99,8 +99,9 @@ def zorder_lanes(source: str, bm: int = BM, bn: int = BN) -> list[str]:
             problems.append(
                 f"the {operand} read (LDS.128 at word {where} of row k) of warp {w} costs "
                 f"{a.wavefronts} wavefronts, the ideal is {IDEAL} ("
-                + ("the quarter-warps do not merge: lanes i and i^1, or i and i^2, must "
-                   "read the same address" if a.merge is None else
+                + ("the quarter-warps do not merge: they merge when every lane i reads "
+                   "the same address as lane i^1, or every lane the same as lane i^2"
+                   if a.merge is None else
                    f"the quarters merge ({a.merge}) but a bank is hit {a.max_degree} times")
                 + ")")
     return problems
@@ -111,9 +112,10 @@ def zorder_lanes(source: str, bm: int = BM, bn: int = BN) -> list[str]:
 # a wrong mapping, never while the part is not written yet.
 ZORDER_HINT = ("a thread's place is its warp's block plus its lane's place inside it: the "
                "block starts at row 4 * (warp / WARPS_N) and column 8 * (warp % WARPS_N). "
-               "Inside the block, lanes i and i^1 must get the same qr (same A words) and "
-               "lanes i and i^2 the same qc (same B words): so which bits of the lane may "
-               "qr depend on, and which may qc? Each lane bit goes to exactly one of them")
+               "Inside the block, one operand pairs lane i with lane i^1, the other lane i "
+               "with lane i^2 (either way round): lanes that share qr read the same A words, "
+               "lanes that share qc the same B words. So which bits of the lane may qr "
+               "depend on, and which may qc? Each lane bit goes to exactly one of them")
 
 
 def zorder_hint(detail: str) -> str:

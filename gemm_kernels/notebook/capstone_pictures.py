@@ -763,13 +763,16 @@ def _step_change(r, before, n):
     return c, held
 
 
-def step_changes(sizes=(2048, 4096)) -> Text:
+def step_changes(sizes=(2048, 4096), steps=None) -> Text:
     """One line per step of the ladder: its change against the step before at each size,
     as timed and, where a MINB = 2 build exists, between the two-block builds (the
-    numbers of `change_plot`, for the reading under it)."""
+    numbers of `change_plot`, for the reading under it). `steps` (step numbers, such as
+    ("5",)) keeps those lines only, to print a step's numbers where the text reads them."""
     full = ladder(sizes)
     lines = []
     for r in full[1:]:
+        if steps is not None and r.number not in steps:
+            continue
         before = full[r.index - 1]
         got = [_step_change(r, before, n) for n in sizes]
         fmt = lambda v: "-" if v is None else f"{v:+.1f}%"
@@ -1616,7 +1619,10 @@ def stages_table(size: int = 4096, here: bool = False) -> Table:
 def stages_reading(sizes=(4096, 2048)) -> str:
     """The numbers the solution's reading of `stages_table` rests on, from the recording
     (so that the text and the table round alike): the change against the default of the
-    2- and 3-stage builds at MINB = 1, and how far apart the three MINB = 2 builds lie."""
+    2- and 3-stage builds at MINB = 1, how far apart the three MINB = 2 builds lie, and
+    the default built with MINB = 2 against itself: the shift a recompile alone caused at
+    unchanged occupancy, from the same runs, so on the same GPU as the losses it judges
+    (the ladder's band may come from another GPU)."""
     d = KERNELS["capstone"].resolve(None)
 
     def rate(size, st, minb):
@@ -1640,6 +1646,13 @@ def stages_reading(sizes=(4096, 2048)) -> str:
         parts.append(f"{100 * (max(rs) / min(rs) - 1):.1f}% apart at {n}^3" if all(rs) else
                      f"{NOT_RECORDED} at {n}^3")
     lines.append("the three MINB = 2 builds (2, 3 and 4 stages): " + ", ".join(parts))
+    parts = []
+    for n in sizes:
+        base, r = rate(n, d["STAGES"], d["MINB"]), rate(n, d["STAGES"], 2)
+        parts.append(f"{100 * (r / base - 1):+.1f}% at {n}^3" if base and r else
+                     f"{NOT_RECORDED} at {n}^3")
+    lines.append(f"the default ({d['STAGES']} stages) built with MINB = 2, same blocks per SM, "
+                 "against itself (a recompile alone): " + ", ".join(parts))
     return "\n".join(lines)
 
 
@@ -1684,8 +1697,8 @@ def step_stall_plot(top: int = 7):
     number = dict(zip((s.label for s in ladder_steps()), step_numbers()))
     shown = [t.get_text() for t in ax.get_yticklabels()]
     ax.set_yticks(ax.get_yticks(), [f"step {number.get(s, s)}" for s in shown])
-    # Some steps run two blocks per SM, steps 4c to 6 one: the cycles are summed over
-    # the resident warps, so the label says so (compare rows with equal warps resident).
+    # The value is one warp's average (stalled warp-cycles over the instructions those
+    # warps issued); the label says so, as evidence.stall_plot's does.
     ax.set_xlabel(STALL_AXIS)
     key = "; ".join(f"{number.get(s, s)}: {s.removeprefix('+ ')}" for s in shown)
     missing = [number.get(s.label, s.label) for s, r in studies.results(STEP_STALLS, rec=rec)
@@ -1699,25 +1712,21 @@ def step_stall_plot(top: int = 7):
     return fig
 
 
-STALL_AXIS = ("warp-cycles stalled, summed over the resident warps, per instruction issued, "
-              "by reason")
+STALL_AXIS = ("warp-cycles stalled per issued instruction: one warp's average wait between "
+              "two of its instructions, by reason")
 
 _WAIT = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
-
-
-_PER_WARP = " / issue, per warp"
 
 
 def step_counters() -> Table:
     """The same steps' occupancy and busy-ness: warps resident (% of the SM's slots),
     issue slots used, FMA pipe busy and the shared-memory pipe busy (all % of peak); then
     the waits for global memory (long scoreboard), at barriers and for shared memory
-    (short scoreboard) per issued instruction *and per resident warp*. The profiler sums
-    a wait over the warps resident, so a step with two blocks per SM (3, 7, and 4a and 4b
-    as ptxas compiles them here) counts twice the warps of one with one block (4c to 6);
-    divided by the warps resident (the recorded % of the SM's warp slots times the
-    device's slots), the waits of all the steps compare directly."""
-    from gemm_kernels.measure import roofline
+    (short scoreboard) per issued instruction, as recorded. Each is already one warp's
+    average (stalled warp-cycles over the instructions those warps issued), so it is not
+    divided again by the warps resident: the waits a warp sees alone (long scoreboard,
+    barrier) compare across the steps, those that grow with contention (short scoreboard,
+    not selected) only between steps of equal warps resident."""
     from gemm_kernels.notebook import evidence
     waits = {"long scoreboard": "long_scoreboard", "barrier": "barrier",
              "short scoreboard": "short_scoreboard"}
@@ -1729,23 +1738,10 @@ def step_counters() -> Table:
                                ".avg.pct_of_peak_sustained_elapsed",
         **{name: _WAIT.format(key) for name, key in waits.items()},
         "kernel time, ms": ("gpu__time_duration.sum", 1e6)})
-    props = roofline.device_properties() or {}
-    slots = props.get("max_threads_per_sm", 0) // props.get("warp_size", 32)
-    rows = []
-    for r in t:
-        warps = r["warps resident, %"] / 100 * slots \
-            if r["warps resident, %"] is not None and slots else None
-        row = {"step": numbered(r["step"]), **{c: r[c] for c in t.columns[1:5]},
-               "warps resident": warps}
-        for name in waits:
-            row[name + _PER_WARP] = r[name] / warps if r[name] is not None and warps else None
-        row["kernel time, ms"] = r["kernel time, ms"]
-        rows.append(row)
-    columns = ["step", *t.columns[1:5], "warps resident",
-               *(name + _PER_WARP for name in waits), "kernel time, ms"]
-    return Table(rows, columns, title="Steps 3 to 7 at 4096^3, Nsight Compute at its own "
-                 "clock; the waits in warp-cycles per issued instruction, divided by the "
-                 f"warps resident on the SM; {ladder_source()}")
+    rows = [{**r, "step": numbered(r["step"])} for r in t]
+    return Table(rows, list(t.columns), title="Steps 3 to 7 at 4096^3, Nsight Compute at its "
+                 "own clock; the waits in warp-cycles per issued instruction (one warp's "
+                 f"average); {ladder_source()}")
 
 
 def issue_evidence() -> Text:

@@ -438,8 +438,8 @@ def sweep_plot(size: int = 2048, one_per_sm: bool = True, ax=None):
         label_y = -1.0
         for i, r in enumerate(group):
             xi = x + (i - (len(group) - 1) / 2) * 0.035
-            ax.plot([xi, xi], [r["ratio low"], r["ratio high"]], color=colour, lw=1)
-            ax.plot(xi, r["ratio"], "o", color=colour, ms=6)
+            ax.plot([xi, xi], [r["ratio low"], r["ratio high"]], color=colour, lw=1, zorder=2)
+            ax.plot(xi, r["ratio"], "o", color=colour, ms=6, mec="white", mew=0.6, zorder=3)
             if flag:            # labels to the right, kept apart, a line to their point
                 label_y = max(r["ratio"], label_y + 0.03)
                 ax.plot([xi + 0.03, x + 0.33], [r["ratio"], label_y], color="0.7", lw=0.6)
@@ -449,7 +449,8 @@ def sweep_plot(size: int = 2048, one_per_sm: bool = True, ax=None):
                         fontsize=FONT - 2)
         if group:
             m = median(r["ratio"] for r in group)
-            ax.plot([x - 0.25, x + 0.12], [m, m], color=colour, lw=2.5)
+            # behind the points (zorder), light, so that no point on the median hides
+            ax.plot([x - 0.25, x + 0.12], [m, m], color=colour, lw=2.5, alpha=0.45, zorder=1)
             ax.text(x - 0.27, m, f"median {m:.3f}", ha="right", va="center",
                     fontsize=FONT - 1)
     ax.axhline(1, color="k", lw=0.8, ls=":")
@@ -638,7 +639,8 @@ def one_block_summary(study: str = "ch08_one_block") -> str:
 def size_lines(table) -> str:
     """One line per size of `table` (`ladder.compare` rows of chapters 07 and 08): the
     blocks of the launch, chapter 08's rate over chapter 07's, and both ranges of the
-    repetitions, so that a difference can be read against the noise beside it."""
+    repetitions, so that a difference can be read against the noise beside it, and
+    whether those ranges overlap (said in words: the reader need not compare them)."""
     at = {(r["kernel"], r["size"]): r for r in table}
     p = kernel_of(KERNEL).resolve(None)
     lines = []
@@ -647,7 +649,8 @@ def size_lines(table) -> str:
         lines.append(f"{n}: {(n // p['BM']) * (n // p['BN']):>5,} blocks of {p['BM']} x "
                      f"{p['BN']}; double_buffer / float4 = {d['GFLOP/s'] / f['GFLOP/s']:.3f}  "
                      f"(float4 min..max {f['min']:,.0f}..{f['max']:,.0f}, double_buffer "
-                     f"{d['min']:,.0f}..{d['max']:,.0f})")
+                     f"{d['min']:,.0f}..{d['max']:,.0f}: "
+                     f"{'they overlap' if d['min'] <= f['max'] and f['min'] <= d['max'] else 'no overlap'})")
     return "\n".join(lines)
 
 
