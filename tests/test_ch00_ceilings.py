@@ -166,14 +166,16 @@ def test_naive_dram_gap_states_moved_needed_and_ratio(monkeypatch):
     # the plot's arrow (peak / rate) is named apart from the DRAM factor
     monkeypatch.setattr(ch00_ceilings.device, "peak_fp32_gflops", lambda props: 66_900.0)
     text = str(ch00_ceilings.naive_dram_gap())
-    assert "arrow, 134x, is another factor" in text and "137x is the DRAM" in text, text
+    assert "134x (the arrow) = FP32 peak / rate; 137x = DRAM bytes needed / moved" in text, text
+    assert "sits on the ridge" in text
     monkeypatch.setattr(roofline, "dram_point", lambda k, size: None)
     assert str(ch00_ceilings.naive_dram_gap()).startswith("Not in this recording")
 
 
 def test_ladder_plot_names_every_bar_in_words():
     """Every bar of the ladder has a plain label (no registry identifier), chapter first;
-    chapter 11's bar is the float kernel it is."""
+    chapter 11's float control kernel is left off; the variants measured on purpose are
+    hatched, and the legend names them and the 100% line as cuBLAS."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -181,10 +183,17 @@ def test_ladder_plot_names_every_bar_in_words():
     assert set(ladder_kernels()) <= set(ch00_ceilings.LADDER_LABELS)
     ax = ch00_ceilings.ladder_plot()
     labels = [t.get_text() for t in ax.get_xticklabels()]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    hatched = {labels[i] for c in ax.containers for i, b in enumerate(c) if b.get_hatch()}
+    title = ax.get_title()
     plt.close("all")
-    assert len(labels) == len(ladder_kernels())
+    assert len(labels) == len(ladder_kernels()) - len(ch00_ceilings.LADDER_LEFT_OFF)
     assert not any("_" in t for t in labels), labels
-    assert "11 float, vector shared loads" in labels
+    assert not any(t.startswith("11 ") for t in labels), labels
+    assert hatched == {"04 colliding shared reads", "06 2D tiles, shared read per FMA",
+                       "06 2D tiles, strided outputs"}, hatched
+    assert "cuBLAS on the same GPU (100%)" in legend and "a variant measured on purpose" in legend
+    assert "chapters 01 to 09" in title
 
 
 def test_the_chapter_roofline_draws_dram_roofs_only_and_the_gap_to_the_roof():

@@ -55,6 +55,9 @@ def test_the_guess_is_checked_against_the_recorded_ratio(capsys, recorded_mode):
     ch01_naive.check_guess(1.0)
     out = capsys.readouterr().out
     assert "too low" in out and "Chapter 02" in out
+    ch01_naive.check_guess(3)           # every "too low" gets the explanation
+    out = capsys.readouterr().out
+    assert "too low" in out and "Chapter 02" in out
     ch01_naive.check_guess(13)
     assert "close" in capsys.readouterr().out
 
@@ -69,3 +72,18 @@ def test_the_sweep_table_has_both_mappings_and_leaves_block_4_to_chapter_02():
     t = ch01_naive.sweep_table()
     assert [r["BLOCK"] for r in t] == [8, 16, 32]   # BLOCK = 4: chapter 02's prediction
     assert all(r["x->row (GFLOP/s)"] > 0 and r["x->col (GFLOP/s)"] > 0 for r in t)
+
+
+def test_the_dot_product_picture_marks_one_row_of_a_one_column_of_b_and_one_element():
+    """One thread's work: K cells of row `row` of A and K cells of column `col` of B,
+    numbered by k, and the one element of C it writes; nothing else is coloured."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = ch01_naive.dot_product_picture(M=4, N=5, K=3, row=2, col=1)
+    marked = sorted(p.get_gid() for p in fig.axes[0].patches if p.get_gid())
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    plt.close(fig)
+    assert marked == sorted(["A[2][0]", "A[2][1]", "A[2][2]", "B[0][1]", "B[1][1]",
+                             "B[2][1]", "C[2][1]"]), marked
+    assert texts.count("k=0") == 2 and texts.count("2") == 2 and "C[row][col]" in texts

@@ -155,5 +155,13 @@ def test_copy_correct_hint_answers_the_failure_found():
     assert "inside" in outside and "race" not in outside
     assert "By how many rows" in race
     assert "blockIdx = (0, 1)" in nan and "row 12, column 0" in nan
-    for h in (outside, race, nan):
+    # a wrong row stride (rows instead of cols) leaves elements unwritten and puts others
+    # in the wrong place: the hint asks for the offset and says how long a row is
+    stride = hint(ex, "correct", "wrong at 7x13: 40 element(s) wrong, 36 NaN; "
+                                 "worst at (4, 3): nan against -1.07 (|err|/bound inf)")
+    assert "which offset did that thread use" in stride and "`cols` elements long" in stride
+    assert "4 other elements hold a value that belongs elsewhere" in stride
+    wrong = hint(ex, "correct", "wrong at 7x13: 5 element(s) wrong, 0 NaN; worst at (1, 2)")
+    assert "`cols` elements long" in wrong and "NaN" not in wrong
+    for h in (outside, race, nan, stride, wrong):
         assert "threadIdx.y" not in h and "blockIdx.y" not in h

@@ -126,16 +126,22 @@ def _copy_correct_hint(detail: str, tile: int = _COPY["TILE"]) -> str:
                 "tile row j, the other rows of threads copy other tile rows. By how many "
                 "rows must a thread move between two of its copies so that it lands on "
                 "a row no other thread takes?")
+    offset = ("A row of `in` and of `out` is `cols` elements long, whatever the tile and "
+              "the block; the input and the output use the same offset.")
+    counts = re.search(r"(\d+) element\(s\) wrong, (\d+) NaN", detail)
+    moved = (f" {int(counts[1]) - int(counts[2])} other elements hold a value that belongs "
+             "elsewhere: the offset went wrong for them too." if counts
+             and int(counts[1]) > int(counts[2]) else "")
     m = re.search(r"worst at \((\d+), (\d+)\)", detail)
-    if m and "NaN" in detail:
+    unwritten = int(counts[2]) > 0 if counts else "NaN" in detail
+    if m and unwritten:
         r, c = int(m[1]), int(m[2])
         return (f"NaN: element ({r}, {c}) of the output was never written. It lies in the "
                 f"tile of the block with blockIdx = ({c // tile}, {r // tile}), at row "
                 f"{r % tile}, column {c % tile} of that tile. Which thread of that block "
-                "should copy it, on which pass of its loop, and does your code take it "
-                "there (offset r * cols + c, in the input and the output alike)?")
-    return ("the values landed in the wrong places: the input and the output must use the "
-            "same offset, row r times the row length cols plus column c")
+                f"should copy it, on which pass of its loop, and which offset did that "
+                f"thread use? {offset}{moved}")
+    return f"the values landed in the wrong places: which offset did your threads use? {offset}"
 
 
 register(Exercise(

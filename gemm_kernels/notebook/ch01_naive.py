@@ -1,4 +1,5 @@
-"""Chapter 01's helpers: the first launch without a GPU, the naive kernel's resources in
+"""Chapter 01's helpers: the first launch without a GPU, a picture of what one thread
+computes, the naive kernel's resources in
 words, its compiled loop read line by line, the profiler's word on where its loads
 press, and the check of the chapter's prediction.
 
@@ -16,6 +17,70 @@ from gemm_kernels.core.table import Table, fmt_number
 from gemm_kernels.notebook.display import Text
 
 KERNEL = "naive"
+
+
+# ---------------------------------------------------------------- one thread's work
+
+def dot_product_picture(M: int = 5, N: int = 7, K: int = 6, row: int = 3, col: int = 4):
+    """What one thread of the naive kernel computes, drawn on small matrices laid out as
+    in Boehm's article (B above C, A to its left): row `row` of A and column `col` of B,
+    their cells numbered by the step k that reads them, k walking along the row of A and
+    down the column of B, and the one element C[row][col] the thread writes. The
+    chapter's first GEMM figure: the exercise asks for exactly this loop, and chapter
+    02's sector pictures keep the layout. Returns the figure."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    gap = 1.2
+    origin = {"A": (0.0, K + gap), "B": (K + gap, 0.0), "C": (K + gap, K + gap)}
+    shape = {"A": (M, K), "B": (K, N), "C": (M, N)}
+    colour = {"A": "C0", "B": "C1", "C": "C3"}
+    # (matrix, r, c) -> the step k that reads it ("" for C's element)
+    marked = {("A", row, k): k for k in range(K)}
+    marked.update({("B", k, col): k for k in range(K)})
+    marked[("C", row, col)] = ""
+    fig, ax = plt.subplots(figsize=(6.4, 5.6))
+    for name, (x0, y0) in origin.items():
+        rows, cols = shape[name]
+        for r in range(rows):
+            for c in range(cols):
+                k = marked.get((name, r, c))
+                ax.add_patch(Rectangle((x0 + c, y0 + r), 1, 1, edgecolor="0.55", lw=0.8,
+                                       facecolor="white" if k is None else colour[name],
+                                       alpha=1 if k is None else 0.85, gid=f"{name}[{r}][{c}]"
+                                       if k is not None else None))
+                if k != "" and k is not None:
+                    ax.text(x0 + c + .5, y0 + r + .5, f"k={k}" if k == 0 else str(k),
+                            ha="center", va="center", fontsize=8, color="white")
+    ax.text(origin["A"][0] + K / 2, origin["A"][1] - .25, "A: M x K", ha="center",
+            va="bottom", fontsize=10)
+    ax.text(origin["B"][0] - .25, origin["B"][1] + K / 2, "B: K x N", ha="right",
+            va="center", fontsize=10)
+    ax.text(origin["C"][0] + N / 2, origin["C"][1] + M + .35, "C: M x N", ha="center",
+            va="top", fontsize=10)
+    ya = origin["A"][1] + row + .5               # the thread's row, across A and into C
+    xb = origin["B"][0] + col + .5               # the thread's column, down B and into C
+    arrow = dict(arrowstyle="->", lw=1.6, color="k")
+    ax.annotate("", (origin["A"][0] + K + .05, ya - .62), (origin["A"][0] - .05, ya - .62),
+                arrowprops=arrow)
+    ax.text(origin["A"][0] - .2, ya, "row", ha="right", va="center", fontsize=9)
+    ax.annotate("", (xb + .62, origin["B"][1] + K + .05), (xb + .62, origin["B"][1] - .05),
+                arrowprops=arrow)
+    ax.text(xb, origin["B"][1] - .2, "col", ha="center", va="bottom", fontsize=9)
+    guide = dict(color=colour["C"], lw=1, ls="--")
+    ax.plot([origin["A"][0] + K, xb - .5], [ya, ya], **guide)
+    ax.plot([xb, xb], [origin["B"][1] + K, ya - .5], **guide)
+    ax.text(xb + .65, ya, "C[row][col]", ha="left", va="center", fontsize=9,
+            color=colour["C"], fontweight="bold")
+    ax.set_xlim(-1.3, K + gap + N + 2.6)
+    ax.set_ylim(K + gap + M + 1.0, -1.0)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title("One thread: acc += A[row][k] * B[k][col] for k = 0 .. K-1, then it "
+                 "writes C[row][col]", fontsize=10)
+    fig.text(0.5, 0.02, "the arrows: k walks along row `row` of A and down column `col` "
+             "of B, one step of the loop per cell", ha="center", fontsize=9)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return fig
 
 
 # ---------------------------------------------------------------- the first launch
@@ -244,6 +309,6 @@ def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
     print(f"You guessed {my_guess:g}; at BLOCK = {block}, {size}^3: x->row "
           f"{rate['x->row']:,.0f} GFLOP/s, x->col {rate['x->col']:,.0f} GFLOP/s, "
           f"{ratio:.1f} times as fast. Your guess is {verdict}.")
-    if my_guess < 2:
+    if verdict == "too low" or my_guess < 2:
         print("The same instructions, many times the speed: the addresses a warp loads "
               "decide it. Chapter 02 counts them.")

@@ -42,9 +42,10 @@ def traffic(study: str = STUDY) -> dict | None:
     (that ceiling),
     'dram_how' (whose bandwidth it is: the device copy's, or the theoretical one),
     'flop_per_dram_byte', 'dram_roof' (GFLOP/s the DRAM ceiling allows at that
-    intensity), 'peak' (FP32), 'peak_gbps' (theoretical DRAM bandwidth), 'dram_busy_pct', 'l2_hit_pct', 'l2_miss_bytes'
-    (the L2's bytes times its miss rate: what the hit rate leaves for DRAM, fewer than
-    DRAM's bytes in the naive kernel's recording), 'sectors_per_load'}."""
+    intensity), 'peak' (FP32), 'peak_gbps' (theoretical DRAM bandwidth), 'dram_busy_pct',
+    'dram_read', 'dram_written' (DRAM's bytes apart), 'l2_hit_pct' (Nsight Compute's L2
+    hit rate: over every sector the L2 looked up, not only the SMs' requests of the L2
+    bar, so not shown beside it), 'sectors_per_load'}."""
     (step, row), = studies.results(study)
     props = roofline.device_properties()
     if row is None or records.current().device.get("name") != props.get("name"):
@@ -72,7 +73,8 @@ def traffic(study: str = STUDY) -> dict | None:
             "dram_roof": dram_gbps * x, "peak": peak,
             "peak_gbps": device.peak_bandwidth_gbps(props),
             "dram_busy_pct": m.get(DRAM_BUSY), "l2_hit_pct": m.get(L2_HIT),
-            "l2_miss_bytes": moved["L2"][0] * (1 - m.get(L2_HIT, 100) / 100),
+            "dram_read": m.get(roofline.DRAM_METRICS[0], 0),
+            "dram_written": m.get(roofline.DRAM_METRICS[1], 0),
             "sectors_per_load": m[L1_SECTORS[0]] / m[LOAD_INSTRUCTIONS]}
 
 
@@ -130,9 +132,13 @@ def bytes_plot(study: str = STUDY, ax=None):
 
 
 def summary(study: str = STUDY) -> Text:
-    """The recorded counts behind the verdict, in words: how busy DRAM was, the roof its
-    counted bytes allow, and how many 32-byte sectors a warp's load instruction asked of
-    the L1 (chapter 02 explains why that, not DRAM, sets the pace)."""
+    """The recorded counts behind the verdict, in words: what DRAM moved (read and
+    written apart) and how busy that kept it over the timed run, the L2's bytes beside
+    DRAM's, the roof its counted bytes allow, and how many 32-byte sectors a warp's load
+    instruction asked of the L1 (chapter 02 explains why that, not DRAM, sets the pace).
+    The profiler's own DRAM-busy figure and the L2 hit rate are left out: the first is
+    over the profiled run, at a lower clock than the timed one; the second counts every
+    sector the L2 looked up, not only the SMs' requests of the L2 bar."""
     t = traffic(study)
     if t is None:
         return Text(f"Not in this recording: the {STUDY} study, or the naive kernel's rate.")
@@ -141,59 +147,60 @@ def summary(study: str = STUDY) -> Text:
     lines = [
         f"The naive kernel ({_settings(t)}) at {t['size']}^3, {t['gflops']:,.0f} GFLOP/s "
         f"({records.source()}):",
-        f"  DRAM moved {bytes_text(b['DRAM'])}, 1/{t['dram_limit'] / b['DRAM']:,.0f} of the "
-        f"{bytes_text(t['dram_limit'])} that would make DRAM its limit",
-        f"  DRAM busy: {t['dram_busy_pct']:.2g}% of its peak over the profiled run "
-        f"(dram__throughput); the profiler holds the clock lower, so that run is longer "
-        f"than the timed one: the same bytes over the timed {t['ms']:,.0f} ms are "
+        f"  DRAM moved {bytes_text(b['DRAM'])} ({bytes_text(t['dram_read'])} read, "
+        f"{bytes_text(t['dram_written'])} written), 1/{t['dram_limit'] / b['DRAM']:,.0f} "
+        f"of the {bytes_text(t['dram_limit'])} that would make DRAM its limit",
+        f"  DRAM busy: those bytes over the timed {t['ms']:,.0f} ms are "
         f"{100 * b['DRAM'] / (t['ms'] * 1e-3) / (t['peak_gbps'] * 1e9):.2g}% of the "
         f"theoretical {t['peak_gbps']:,.0f} GB/s",
-        f"  the L2 already held {t['l2_hit_pct']:.0f}% of the sectors the SMs asked for",
+        f"  the SMs asked the L2 for {bytes_text(b['L2'])} (read and written); DRAM moved "
+        f"{b['DRAM'] / b['L2']:.0%} as much",
         f"  {t['flop_per_dram_byte']:.1f} FLOP per DRAM byte: the lower roof there is "
         f"{roof_name}, {roof / 1000:.1f} TFLOP/s, {roof / t['gflops']:,.0f} times its rate",
         f"  the L1 was asked for {bytes_text(b['L1'])}, {b['L1'] / b['DRAM']:,.0f} times "
         f"DRAM's bytes: {t['sectors_per_load']:.1f} sectors of 32 bytes per load "
         f"instruction of a warp, whose 32 lanes load 4 bytes each",
     ]
-    wait = stall_line(t["params"], other=(t["size"], t["gflops"]))
-    if wait:
-        lines.append(wait)
     return Text("\n".join(lines))
 
 
-def stall_line(params: dict, study: str = STALL_STUDY, other=None) -> str | None:
-    """Where the naive kernel's warps wait, in one line: the direct evidence that its
-    loads, not its arithmetic or DRAM, hold it back. From chapter 02's profile (at
-    2048^3, the same settings), the cycles a warp waits between two of its instructions
-    and the share of the largest reason. With `other` ((size, GFLOP/s) of the summary),
-    the kernel's rate at the profile's size is set beside it, so that the reader sees the
-    profile's size and whether the kernel runs alike at both. None where that profile
-    lacks the row."""
+def stall_table(params: dict | None = None, study: str = STALL_STUDY):
+    """Where the naive kernel's warps wait, as a small table (reason, cycles a warp waits
+    per issued instruction, share of the wait), from chapter 02's profile of the same
+    settings: the direct evidence that its loads, not its arithmetic or DRAM, hold it
+    back. The caption gives the profile's size and the kernel's rate there. A Text saying
+    so where the recording lacks the row."""
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.measure import lookup
     from gemm_kernels.notebook.evidence import stall_reasons
+    params = dict(params or KERNELS["naive"].resolve(None))
     for step, row in studies.results(study):
-        if row is None or step.kernel != "naive" or dict(step.params) != dict(params):
+        if row is None or step.kernel != "naive" or dict(step.params) != params:
             continue
         # "selected" is the issuing warp itself, not a wait: left out, as chapter 02's
         # stall plot leaves it out, so that both give the same total
         reasons = {k: v for k, v in stall_reasons(row).items() if k != "selected"}
         total = sum(reasons.values())
         if not total:
-            return None
-        top, cycles = max(reasons.items(), key=lambda kv: kv[1])
-        size = "x".join(str(n) for n in studies.get(study).shapes[0])
-        what = f" ({MEANING[top]})" if top in MEANING else ""
-        same = ""
-        if other:
-            from gemm_kernels.measure import lookup
-            try:
-                rate = lookup.recorded("naive", tuple(studies.get(study).shapes[0]),
-                                       dict(params))["gflops"]["median"]
-                same = (f", where it runs at {rate:,.0f} GFLOP/s against {other[1]:,.0f} "
-                        f"at {other[0]}^3")
-            except LookupError:
-                pass
-        return (f"  where its warps wait (Nsight Compute, chapter 02's profile at {size}, "
-                f"not at the size above{same}): "
-                f"{total:,.0f} cycles a warp waits per issued instruction, {cycles / total:.0%} "
-                f"of them in {top}{what}")
-    return None
+            break
+        shape = tuple(studies.get(study).shapes[0])
+        try:
+            rate = f", {lookup.recorded('naive', shape, params)['gflops']['median']:,.0f} GFLOP/s"
+        except LookupError:
+            rate = ""
+        top = sorted(reasons.items(), key=lambda kv: -kv[1])
+        big = [(k, v) for k, v in top if v >= 0.02 * total]
+        rows = [{"reason": k + (f" ({MEANING[k]})" if k in MEANING else ""),
+                 "cycles per issued instruction": round(v, 1), "share": f"{v / total:.0%}"}
+                for k, v in big]
+        rest = total - sum(v for _, v in big)
+        if rest > 0:
+            rows.append({"reason": "the other reasons together",
+                         "cycles per issued instruction": round(rest, 1),
+                         "share": f"{rest / total:.0%}"})
+        rows.append({"reason": "in all", "cycles per issued instruction": round(total, 1),
+                     "share": "100%"})
+        return Table(rows, list(rows[0]),
+                     title=f"where the naive kernel's warps wait ({_settings({'params': params})}"
+                           f"), Nsight Compute at {'x'.join(map(str, shape))}{rate}")
+    return Text(f"Not in this recording: the naive kernel's stall reasons ({study}).")

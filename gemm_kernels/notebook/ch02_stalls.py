@@ -1,6 +1,8 @@
 """Chapter 02's stall-reason plot: `evidence.stall_plot` for the chapter's profiled study,
 without the name of the recording run under it (the chapter names its source once),
-with the total wait written at the end of each bar, and "not selected" hatched and named
+with the total wait written at the end of each bar, a second panel with each bar as
+shares of its own wait (the coalesced kernel's bars are short), and "not selected"
+hatched and named
 apart: a warp that was ready but not picked costs its SM nothing, so it is drawn as
 time spent, not as time lost. Each bar names its kernel, and `meanings` explains exactly
 the reasons the plot's legend shows (which the recording decides), so the appendix and
@@ -33,35 +35,60 @@ MEANING = {
 }
 
 
-# A reason drawn thinner than this share of the longest bar cannot be read off the plot.
+# A reason is named in the legend (and so in `meanings`) when it takes at least this share
+# of some bar's own wait: the short bars of the coalesced kernel must not lose a reason
+# that the long naive bars dwarf.
 LEGEND_SHARE = 0.01
+# The reasons drawn in their own colours (the largest over the bars); the rest are summed
+# as "other". The same on both panels, so that one legend serves both.
+TOP = 5
+
+
+def _steps(kernels, study):
+    from gemm_kernels.measure import studies
+    from gemm_kernels.notebook.evidence import stall_reasons
+    return [(s, stall_reasons(r)) for s, r in studies.results(study)
+            if s.kernel in kernels and r is not None]
 
 
 def stall_plot(kernels=("naive", "coalesced"), study: str = "ch02_l1_lines"):
     """Stacked bars of the cycles a warp waits per issued instruction, by reason, for the
     steps of `study` (the chapter's profiled run) that run one of `kernels`, each bar's
-    total at its end. A reason too thin to read on any bar (under LEGEND_SHARE of the
-    longest: a pixel or two wide) is left out of the legend, and so out of `meanings`.
-    Returns the figure."""
-    from gemm_kernels.measure import studies
-    fig = evidence.stall_plot(study, kernels=list(kernels))
-    ax = fig.axes[0]
-    steps = [s for s, r in studies.results(study) if s.kernel in kernels and r is not None]
-    if len(steps) == len(ax.get_yticks()):      # name the kernel on every bar
-        ax.set_yticklabels([s.label if s.label.startswith(s.kernel) else
-                            f"{s.kernel}, {s.label}" for s in steps], fontsize=9)
-    for t in list(fig.texts):
-        if t.get_text().startswith("run "):
-            t.remove()
-    bars = [c for c in ax.containers if hasattr(c, "patches")]
-    for c in bars:
-        if c.get_label() == NOT_SELECTED:
-            c.set_label(f"{NOT_SELECTED} (ready, another warp issued)")
-            for p in c.patches:
-                p.set_hatch("///")
-                p.set_edgecolor(p.get_facecolor())
-                p.set_facecolor("white")
+    total at its end (left panel); the same bars as shares of each bar's own wait (right
+    panel), so that the reasons of the short coalesced bars can be read. The reasons are
+    stacked in the series' fixed order on both panels. A reason is named in the legend,
+    and so in `meanings`, when it takes at least LEGEND_SHARE of some bar. Returns the
+    figure."""
+    import matplotlib.pyplot as plt
+    got = _steps(kernels, study)
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 0.55 * max(len(got), 1) + 1.8),
+                                  sharey=True, gridspec_kw={"width_ratios": [3, 2]})
+    evidence.stall_plot(study, kernels=list(kernels), ax=ax, top=TOP, run_line=False,
+                        fixed_order=True)
+    if not got:
+        ax2.set_axis_off()
+        return fig
+    shares = []
+    for s, st in got:
+        total = sum(v for k, v in st.items() if k != "selected")
+        shares.append((s.label, {k: 100 * v / total for k, v in st.items()} if total else st))
+    evidence.stall_bars(ax2, shares, TOP, fixed_order=True)
+    ax2.set_xlabel("% of each bar's wait")
+    ax2.set_xlim(0, 100)
+    fig.suptitle(ax.get_title(), fontsize=10)
+    ax.set_title("in cycles", fontsize=9)
+    ax2.set_title("the same bars, as shares of each bar's wait", fontsize=9)
+    ax.set_yticklabels([s.label if s.label.startswith(s.kernel) else f"{s.kernel}, {s.label}"
+                        for s, _ in got], fontsize=9)           # name the kernel on every bar
+    for a in (ax, ax2):
+        for c in [c for c in a.containers if hasattr(c, "patches")]:
+            if c.get_label() == NOT_SELECTED:
+                for p in c.patches:
+                    p.set_hatch("///")
+                    p.set_edgecolor(p.get_facecolor())
+                    p.set_facecolor("white")
     ends = {}
+    bars = [c for c in ax.containers if hasattr(c, "patches")]
     for c in bars:
         for p in c.patches:
             y = round(p.get_y() + p.get_height() / 2, 3)
@@ -70,10 +97,19 @@ def stall_plot(kernels=("naive", "coalesced"), study: str = "ch02_l1_lines"):
         ax.text(end + 0.01 * max(ends.values()), y, f"{end:.0f} in all", va="center",
                 fontsize=8)
     ax.set_xlim(0, max(ends.values()) * 1.2)           # room for the longest total
-    for c in bars:
-        if max(p.get_width() for p in c.patches) < LEGEND_SHARE * max(ends.values()):
-            c.set_label("_" + c.get_label())            # invisible here: not in the legend
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9, frameon=False)
+    share_bars = [c for c in ax2.containers if hasattr(c, "patches")]
+    for c, c2 in zip(bars, share_bars):
+        shown = max(p.get_width() for p in c2.patches) >= 100 * LEGEND_SHARE
+        label = c.get_label()
+        if label == NOT_SELECTED:
+            label = f"{NOT_SELECTED} (ready, another warp issued)"
+        c.set_label(label if shown else "_" + label)   # "_": not in the legend
+        c2.set_label("_" + label)
+    for a in (ax, ax2):
+        if a.get_legend():
+            a.get_legend().remove()
+    ax2.legend(*ax.get_legend_handles_labels(), loc="upper left", bbox_to_anchor=(1.02, 1),
+               fontsize=9, frameon=False)
     fig.tight_layout()
     return fig
 
@@ -93,3 +129,21 @@ def meanings(fig):
     lines.append("selected (not drawn): the cycle in which the warp does issue its "
                  "instruction.")
     return Text("\n".join(lines))
+
+
+def reason_trend(reason: str = "dispatch stall", kernel: str = "coalesced",
+                 study: str = "ch02_l1_lines"):
+    """One reason across the profiled configurations of one kernel, in one line: its
+    cycles per issued instruction at each, and its share of the last one's wait (the
+    appendix asks whether the reason that grows with the block speaks to BLOCK = 32's
+    gap to its limit)."""
+    from gemm_kernels.notebook.display import Text
+    got = _steps((kernel,), study)
+    if not got:
+        return Text(f"Not in this recording: the stall reasons of {kernel} ({study}).")
+    parts = [f"{st.get(reason, 0):.1f} at {s.label}" for s, st in got]
+    last = got[-1][1]
+    total = sum(v for k, v in last.items() if k != "selected")
+    return Text(f"{reason}, {kernel} kernel, cycles per issued instruction: "
+                f"{', '.join(parts)}; at {got[-1][0].label}, "
+                f"{last.get(reason, 0) / total:.0%} of its wait.")
