@@ -295,24 +295,39 @@ register(Exercise(
 
 
 # ---------------------------------------------------------------- chapter 06
+def _tile_2d_static_hint(detail: str) -> str:
+    """Exercise 06's step-2 hint: for a wrong product, where to look in the message; for
+    the compiled loop, what to count."""
+    if "of the C tile is acc" in detail:
+        return ("the message names one output of the thread's patch, the two values its "
+                "product read and the two it needed: compare the index of the read it says "
+                "is wrong with that output's row and column (the stores of C at the end of "
+                "the kernel say which output acc[i][j] is)")
+    return ("the message says what the compiled loop lacks. Count the values of As and Bs "
+            "one k needs (TM and TN) against the shared loads it names; an array keeps to "
+            "registers only where the compiler knows every index when it compiles")
+
+
 # graded at the registry's default configuration
 _TILE_2D_REG = {"BM": 64, "BN": 128, "BK": 16, "TM": 8, "TN": 4}
 register(Exercise(
     name="06_tile_2d_reg", chapter="06", title="register caching of the A and B fragments",
     kernel="tile_2d_reg", params=_TILE_2D_REG,
     sass=("LDS.128",),
-    # Per k, TM + TN values read for TM * TN FFMA: 12 for 32 at 8 x 4. The inner-product
-    # order (each output's dot product on its own) reads 2 per FFMA.
-    static_checks=(shared_loads_per_ffma(
-        "06_tile_2d_reg", "tile_2d_reg", _TILE_2D_REG,
-        8 + 4, 8 * 4, "per k, TM + TN values read into registers, then TM*TN FFMA"),
+    static_checks=(
+        # The outer product followed with chapter 05's trace: the first output that adds
+        # a wrong product, or misses a k, named with its thread, what it read and what
+        # it needed.
+        ch06_checks.products_followed("06_tile_2d_reg", _TILE_2D_REG),
+        # Per k, TM + TN values read for TM * TN FFMA: 12 for 32 at 8 x 4. The
+        # inner-product order (each output's dot product on its own) reads 2 per FFMA.
+        shared_loads_per_ffma(
+            "06_tile_2d_reg", "tile_2d_reg", _TILE_2D_REG,
+            8 + 4, 8 * 4, "per k, TM + TN values read into registers, then TM*TN FFMA"),
         ch06_checks.shared_load_widths("06_tile_2d_reg", "tile_2d_reg", _TILE_2D_REG)),
     # The hints point at what the message found, not at the answer (the chapter leaves
     # the loop order and the unrolling to the student).
-    hints={"static": "the message says what the compiled loop lacks. Count the values of "
-                     "As and Bs one k needs (TM and TN) against the shared loads it names; "
-                     "an array keeps to registers only where the compiler knows every index "
-                     "when it compiles",
+    hints={"static": _tile_2d_static_hint,
            "correct": ch06_checks.correct_hint,
            "speed": "step 2 passed, so the loads per FFMA are right: look at what the loop "
                     "does besides them (a loop left rolled keeps its counter, compare and "

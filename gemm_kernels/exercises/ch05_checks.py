@@ -278,135 +278,227 @@ def thread_mapping(exercise: str, params: dict) -> Callable[[str], list[str]]:
 # ------------------------------------------------------------------ chapter 05's products
 #
 # A wrong index in the loop of products shows in step 3 as a wrong element, far from its
-# cause. `product_problems` follows the loop instead, before anything runs: the statement
+# cause. `trace_products` follows the loop instead, before anything runs: the statement
 # `acc[..] += <factor> * <factor>;` between the two barriers, each factor a read
-# `As[..][..]` or `Bs[..][..]` or a `float name = As/Bs[..][..];` read before it, every
-# enclosing `for (int v = a; v < b; ++v)` walked, for every thread of the block with the
-# student's own (tc, tr). Output acc[i] of thread t is row tr*TM + i, column tc of the C
-# tile (the given stores say so); it must add As[that row][k] * Bs[k][that column] once for
-# every k of the tile. The first output that does not is named with its thread, the k at
-# which it went wrong, what it read and the row of As and column of Bs it needed.
+# `As[..][..]` or `Bs[..][..]`, a `float name = As/Bs[..][..];` read before it, or an
+# element `name[..]` of an array filled by `name[v] = As/Bs[..][..];` in a loop over v
+# (chapter 06's a[] and b[]); every `for (int v = a; v < b; ++v)` around the statement is
+# walked, for each traced thread with its own (tc, tr). Each output acc[..] of a thread is
+# one element (row, column) of the C tile (the given stores say which); it must add
+# As[that row][k] * Bs[k][that column] once for every k of the tile. The first output that
+# does not is named with its thread, the k at which it went wrong, what it read and the
+# row of As and column of Bs it needed. Chapters 05 and 06 share it.
 
 _FLOAT_READ = re.compile(r"\bfloat\s+(\w+)\s*=\s*(As|Bs)\s*\[([^\]]+)\]\s*\[([^\]]+)\]\s*;")
+_ARRAY_FILL = re.compile(r"(?<![\w.])(\w+)\s*\[\s*(\w+)\s*\]\s*=(?!=)\s*(As|Bs)\s*"
+                         r"\[([^\]]+)\]\s*\[([^\]]+)\]\s*;")
 _TILE_READ = re.compile(r"^(As|Bs)\s*\[([^\]]+)\]\s*\[([^\]]+)\]$")
-_ACC_ADD = re.compile(r"\bacc\s*\[([^\]]+)\]\s*\+=\s*([^;]+);")
+_ELEMENT = re.compile(r"^(\w+)\s*\[([^\]]+)\]$")
+_ACC_ADD = re.compile(r"\bacc((?:\s*\[[^\]]+\])+)\s*\+=\s*([^;]+);")
 _LOOP = re.compile(r"\bfor\s*\(\s*(?:const\s+)?int\s+(\w+)\s*=\s*([^;]+);\s*(\w+)\s*(<=|<)"
                    r"\s*([^;]+);\s*(?:\+\+\s*(\w+)|(\w+)\s*\+\+|(\w+)\s*\+=\s*1)\s*\)")
 
 
-class _Unread(Exception):
+class Unread(Exception):
     """The loop says something this check does not read: it stays silent."""
 
 
 def _between_barriers_text(code: str) -> str:
     at = [m.end() for m in re.finditer(r"__syncthreads\s*\(\s*\)\s*;", code)]
     if len(at) < 2:
-        raise _Unread("barriers")
+        raise Unread("barriers")
     return code[at[0]:at[1] - len("__syncthreads();")]
 
 
-def _factor(text: str, temps: dict) -> tuple[str, str, str]:
-    text = text.strip().strip("()").strip()
-    if text in temps:
-        return temps[text]
-    m = _TILE_READ.match(text)
-    if not m:
-        raise _Unread(text)
-    return m.group(1), m.group(2).strip(), m.group(3).strip()
+def _statement_end(code: str, pos: int) -> int:
+    """Where the statement that starts at `pos` ends: a `{ .. }` block, a nested `for`,
+    or a simple statement up to its `;` (a `#pragma` line before it skipped)."""
+    while True:
+        m = re.match(r"\s*#[^\n]*\n", code[pos:])
+        if not m:
+            break
+        pos += m.end()
+    pos += len(code[pos:]) - len(code[pos:].lstrip())
+    if code.startswith("{", pos):
+        depth = 0
+        for i in range(pos, len(code)):
+            depth += {"{": 1, "}": -1}.get(code[i], 0)
+            if depth == 0:
+                return i + 1
+        raise Unread("braces")
+    m = _LOOP.match(code, pos)
+    if m:
+        return _statement_end(code, m.end())
+    end = code.find(";", pos)
+    if end < 0:
+        raise Unread("statement")
+    return end + 1
 
 
-def _products(source: str, params: dict, places) -> list[str]:
-    from itertools import product as combos
-
-    from gemm_kernels.exercises.cexpr import ExpressionError, code_only, compile_expression
-    body = _between_barriers_text(code_only(source))
-    adds = _ACC_ADD.findall(body)
-    if len(adds) != 1:
-        raise _Unread("acc")
-    acc_index, rhs = adds[0]
-    temps = {m.group(1): (m.group(2), m.group(3).strip(), m.group(4).strip())
-             for m in _FLOAT_READ.finditer(body)}
-    factors = [f for f in re.split(r"\*(?![^\[]*\])", rhs)]
-    if len(factors) != 2:
-        raise _Unread(rhs)
-    reads = dict((f[0], f) for f in (_factor(x, temps) for x in factors))
-    if set(reads) != {"As", "Bs"}:
-        raise _Unread(rhs)
-    p = params
-    nt = p["BM"] * p["BN"] // p["TM"]
-    consts = {"BM": p["BM"], "BN": p["BN"], "BK": p["BK"], "TM": p["TM"], "NT": nt}
-    loops = []
-    for m in _LOOP.finditer(body):
+def _loops(code: str, consts: dict) -> list[tuple[str, range, int, int]]:
+    """Every `for` loop of `code`: (variable, its values, where it starts, where its body
+    ends)."""
+    from gemm_kernels.exercises.cexpr import ExpressionError, compile_expression
+    out = []
+    for m in _LOOP.finditer(code):
         var = m.group(1)
         if {g for g in m.group(3, 6, 7, 8) if g} != {var}:
-            raise _Unread(var)
+            raise Unread(var)
         try:
             lo = compile_expression(m.group(2), tuple(consts))(consts)
             hi = compile_expression(m.group(5), tuple(consts))(consts) - (m.group(4) == "<")
         except ExpressionError:
-            raise _Unread(var) from None
-        loops.append((var, range(lo, hi + 1)))
-    names = (*consts, *(v for v, _ in loops), "t", "threadIdx.x", "tc", "tr")
+            raise Unread(var) from None
+        out.append((var, range(lo, hi + 1), m.start(), _statement_end(code, m.end())))
+    return out
+
+
+def _around(loops, pos: int) -> list:
+    return [lp for lp in loops if lp[2] < pos < lp[3]]
+
+
+def trace_products(source: str, consts: dict, places, acc_shape: tuple, output_of,
+                   threads=None) -> list[str]:
+    """The first output whose products are wrong (see above), or []. `consts`: the
+    template constants; `places`: (tc, tr) of every thread; `acc_shape`: the dimensions
+    of acc; `output_of(index, tc, tr)`: the (row, column) of the C tile that acc[index]
+    of that thread holds; `threads`: the threads to trace (all by default). Raises
+    Unread where the loop says something this check does not read."""
+    from itertools import product as combos
+
+    from gemm_kernels.exercises.cexpr import ExpressionError, code_only, compile_expression
+    body = _between_barriers_text(code_only(source))
+    adds = list(_ACC_ADD.finditer(body))
+    if len(adds) != 1:
+        raise Unread("acc")
+    acc_indices = re.findall(r"\[([^\]]+)\]", adds[0].group(1))
+    rhs = adds[0].group(2)
+    if len(acc_indices) != len(acc_shape):
+        raise Unread("acc")
+    loops = _loops(body, consts)
+    around = _around(loops, adds[0].start())
+    if len({v for v, *_ in around}) != len(around):
+        raise Unread("loops")
+    # the reads a factor may name: a float read before the product, or an array filled
+    # in a loop, each inside loops that are also around the product (the same k)
+    temps = {}
+    for m in _FLOAT_READ.finditer(body):
+        temps[m.group(1)] = (m.group(2), m.group(3).strip(), m.group(4).strip(), None, m.start())
+    for m in _ARRAY_FILL.finditer(body):
+        if m.group(1) in temps or m.group(1) == "acc":
+            raise Unread(m.group(1))
+        fill = [lp for lp in _around(loops, m.start()) if lp[0] == m.group(2)]
+        if len(fill) != 1:
+            raise Unread(m.group(1))
+        temps[m.group(1)] = (m.group(3), m.group(4).strip(), m.group(5).strip(), fill[0],
+                             m.start())
+    for name, (*_, fill, at) in temps.items():
+        if any(lp not in around for lp in _around(loops, at) if lp is not fill):
+            raise Unread(name)
+    factors = re.split(r"\*(?![^\[]*\])", rhs)
+    if len(factors) != 2:
+        raise Unread(rhs)
+    names = (*consts, *(v for v, *_ in loops), "t", "threadIdx.x", "tc", "tr")
     try:
-        f_acc = compile_expression(acc_index, names)
-        f = {t: (compile_expression(r[1], names), compile_expression(r[2], names), r)
-             for t, r in reads.items()}
+        reads = {}
+        for text in factors:
+            text = text.strip().strip("()").strip()
+            m, e = _TILE_READ.match(text), _ELEMENT.match(text)
+            if m:
+                index = None
+                tile, rows, cols = m.group(1), m.group(2).strip(), m.group(3).strip()
+            elif text in temps and temps[text][3] is None:
+                index = None
+                tile, rows, cols = temps[text][:3]
+            elif e and e.group(1) in temps and temps[e.group(1)][3] is not None:
+                fill = temps[e.group(1)][3]
+                index = (fill[0], fill[1], compile_expression(e.group(2), names), e.group(1))
+                tile, rows, cols = temps[e.group(1)][:3]
+            else:
+                raise Unread(text)
+            shown = text if index else f"{tile}[{rows}][{cols}]"
+            reads[tile] = (compile_expression(rows, names), compile_expression(cols, names),
+                           index, shown)
+        f_acc = [compile_expression(x, names) for x in acc_indices]
     except ExpressionError:
-        raise _Unread(rhs) from None
-    BK, BN, TM = p["BK"], p["BN"], p["TM"]
-    for t, (tc, tr) in enumerate(places):
+        raise Unread(rhs) from None
+    if set(reads) != {"As", "Bs"}:
+        raise Unread(rhs)
+
+    def acc_text(index):
+        return "acc" + "".join(f"[{x}]" for x in index)
+
+    BK = consts["BK"]
+    for t in (range(len(places)) if threads is None else threads):
+        tc, tr = places[t]
+        who = f"thread t = {t} (tc = {tc}, tr = {tr})"
         seen = {}
-        for values in combos(*(r for _, r in loops)):
-            env = {**consts, **dict(zip((v for v, _ in loops), values)), "t": t,
+        for values in combos(*(r for _, r, *_ in around)):
+            env = {**consts, **dict(zip((v for v, *_ in around), values)), "t": t,
                    "threadIdx.x": t, "tc": tc, "tr": tr}
-            i = f_acc(env)
-            (ar, ac), (br, bc) = ((f[x][0](env), f[x][1](env)) for x in ("As", "Bs"))
-            at = ", ".join(f"{v} = {x}" for (v, _), x in zip(loops, values))
-            who = (f"thread t = {t} (tc = {tc}, tr = {tr})")
-            if not 0 <= i < TM:
-                return [f"{who} adds to acc[{i}] at {at}: its outputs are acc[0] .. "
-                        f"acc[{TM - 1}]"]
-            row = tr * TM + i
-            out = (f"output (row {row}, column {tc}) of the C tile is acc[{i}] of {who}")
-            a_ok, b_ok = ar == row and 0 <= ac < BK, bc == tc and 0 <= br < BK
+            at = ", ".join(f"{v} = {x}" for (v, *_), x in zip(around, values))
+            index = tuple(f(env) for f in f_acc)
+            if not all(0 <= x < n for x, n in zip(index, acc_shape)):
+                last = acc_text(tuple(n - 1 for n in acc_shape))
+                return [f"{who} adds to {acc_text(index)} at {at}: its outputs are "
+                        f"{acc_text((0,) * len(acc_shape))} .. {last}"]
+            got = {}
+            for tile, (f_r, f_c, fill, shown) in reads.items():
+                where = env
+                if fill:
+                    var, values_of, f_i, array = fill
+                    x = f_i(env)
+                    if x not in values_of:
+                        return [f"{who} at {at} reads {array}[{x}], which the loop that fills "
+                                f"{array} writes only for {var} = {values_of[0]} .. "
+                                f"{values_of[-1]}"]
+                    where = {**env, var: x}
+                got[tile] = (f_r(where), f_c(where))
+            (ar, ac), (br, bc) = got["As"], got["Bs"]
+            row, col = output_of(index, tc, tr)
+            out = f"output (row {row}, column {col}) of the C tile is {acc_text(index)} of {who}"
+            a_ok, b_ok = ar == row and 0 <= ac < BK, bc == col and 0 <= br < BK
             if not (a_ok and b_ok and ac == br):
-                a_txt = "As[{}][{}]".format(*reads["As"][1:])
-                b_txt = "Bs[{}][{}]".format(*reads["Bs"][1:])
-                need = ("row {} of As and column {} of Bs, the same k in both".format(row, tc))
                 wrong = ("the row of As" if not a_ok else "the column of Bs" if not b_ok
                          else "the k of As and of Bs (they differ)")
-                return [f"{out}: at {at} it adds {a_txt} * {b_txt} = As[{ar}][{ac}] * "
-                        f"Bs[{br}][{bc}], and {wrong} is wrong there: that output needs "
-                        f"{need}"]
-            seen.setdefault(i, []).append(ac)
-        for i in range(TM):
-            ks = seen.get(i, [])
+                return [f"{out}: at {at} it adds {reads['As'][3]} * {reads['Bs'][3]} = "
+                        f"As[{ar}][{ac}] * Bs[{br}][{bc}], and {wrong} is wrong there: that "
+                        f"output needs row {row} of As and column {col} of Bs, the same k "
+                        f"in both"]
+            seen.setdefault(index, []).append(ac)
+        for index in combos(*(range(n) for n in acc_shape)):
+            ks = seen.get(index, [])
             missing = sorted(set(range(BK)) - set(ks))
             twice = sorted({k for k in ks if ks.count(k) > 1})
             if missing or twice:
-                row = tr * TM + i
+                row, col = output_of(index, tc, tr)
                 what = (f"never adds the product of k = {missing[0]}"
                         + (f" (nor {len(missing) - 1} more)" if len(missing) > 1 else "")
                         if missing else f"adds the product of k = {twice[0]} more than once")
-                return [f"output (row {row}, column {tc}) of the C tile is acc[{i}] of "
-                        f"thread t = {t} (tc = {tc}, tr = {tr}): its loop {what}, while "
-                        f"the tiles hold BK = {BK} values of k (0 .. {BK - 1}) at each step"]
+                return [f"output (row {row}, column {col}) of the C tile is "
+                        f"{acc_text(index)} of {who}: its loop {what}, while the tiles hold "
+                        f"BK = {BK} values of k (0 .. {BK - 1}) at each step"]
     return []
 
 
 def product_problems(source: str, params: dict) -> list[str]:
-    """The first output whose products are wrong (see above); empty when every output
-    adds each k of the tile once, when the mapping itself is refused (its own message
-    says why), or when the source says something this check does not read."""
+    """Exercise 05's trace of the products (see above): acc[i] of thread (tc, tr) is row
+    tr*TM + i, column tc. Empty when every output adds each k of the tile once, when the
+    mapping itself is refused (its own message says why), or when the source says
+    something this check does not read."""
     found = mapping_expressions(source)
     if isinstance(found, str):
         return []
     places = mapping_table(*found, params)
     if isinstance(places, str) or coverage_problems(places, params):
         return []
+    p = params
+    consts = {"BM": p["BM"], "BN": p["BN"], "BK": p["BK"], "TM": p["TM"],
+              "NT": p["BM"] * p["BN"] // p["TM"]}
     try:
-        return _products(source, params, places)
-    except (_Unread, KeyError, ZeroDivisionError):
+        return trace_products(source, consts, places, (p["TM"],),
+                              lambda index, tc, tr: (tr * p["TM"] + index[0], tc))
+    except (Unread, KeyError, ZeroDivisionError):
         return []
 
 

@@ -1,4 +1,13 @@
-"""Chapter 06's static note: which widths the inner loop's shared loads have.
+"""Chapter 06's static checks: the products followed, and a note on the widths of the
+inner loop's shared loads.
+
+`product_problems` follows the outer product before anything runs, with chapter 05's
+trace (`ch05_checks.trace_products`): acc[i][j] of thread (tc, tr) is row tr*TM + i,
+column tc*TN + j of the C tile, and must add As[that row][k] * Bs[k][that column] once
+for every k; a wrong index is named with its thread, the element it read and the one it
+needed, as in chapters 03 and 05.
+
+The note: which widths the inner loop's shared loads have.
 
 The grader's static step asks for LDS.128 somewhere in the SASS and bounds the shared
 loads per FFMA (`ch05_checks.shared_loads_per_ffma`). Neither says which operand reads
@@ -12,6 +21,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from gemm_kernels.exercises import ch05_checks
 from gemm_kernels.exercises.ch05_checks import between_barriers, opcodes
 from gemm_kernels.exercises.stubs import STUB
 from gemm_kernels.exercises.submission import submission_sass
@@ -78,3 +88,50 @@ def correct_hint(detail: str) -> str:
             "a thread's TM x TN patch: a whole row of the patch wrong points at the read of "
             "a[], a whole column at b[], everything wrong (even at 1x1x1) at the k index or "
             "the accumulation")
+
+
+def _consts(params: dict) -> dict:
+    p = params
+    return {"BM": p["BM"], "BN": p["BN"], "BK": p["BK"], "TM": p["TM"], "TN": p["TN"],
+            "NT": (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])}
+
+
+def product_problems(source: str, params: dict) -> list[str]:
+    """The first output of the patch whose products are wrong, named with its thread,
+    what it read and what it needed (see the module's docstring); empty when every output
+    adds each k of the tile once, or when the source says something the trace does not
+    read (step 3 then compares the numbers). The thread's place (tc, tr) is read from the
+    kernel's own lines `tr = ...;` and `tc = ...;`. Traced: the first row and the first
+    column of the thread grid and the last thread, which meet every index that is linear
+    in tr and tc, at a fraction of the time of every thread."""
+    from gemm_kernels.exercises.cexpr import (ExpressionError, code_only, compile_expression,
+                                              initializers)
+    if STUB in source:
+        return []
+    code, consts = code_only(source), _consts(params)
+    found = [initializers(code, name) for name in ("tc", "tr")]
+    if any(len(f) != 1 for f in found):
+        return []
+    try:
+        f_tc, f_tr = (compile_expression(f[0], ("threadIdx.x", *consts)) for f in found)
+        places = [(f_tc({"threadIdx.x": t, **consts}), f_tr({"threadIdx.x": t, **consts}))
+                  for t in range(consts["NT"])]
+    except (ExpressionError, ZeroDivisionError):
+        return []
+    TM, TN = params["TM"], params["TN"]
+    threads = [t for t, (tc, tr) in enumerate(places) if tc == 0 or tr == 0]
+    threads.append(len(places) - 1)
+    try:
+        return ch05_checks.trace_products(
+            source, consts, places, (TM, TN),
+            lambda index, tc, tr: (tr * TM + index[0], tc * TN + index[1]), threads)
+    except (ch05_checks.Unread, KeyError, ZeroDivisionError):
+        return []
+
+
+def products_followed(exercise: str, params: dict) -> Callable[[str], list[str]]:
+    """Exercise 06's check of the outer product (see `product_problems`)."""
+    def check(source: str) -> list[str]:
+        return product_problems(source, params)
+    check.__name__ = f"products_followed_{exercise}"
+    return check
