@@ -502,9 +502,12 @@ def product_problems(source: str, params: dict) -> list[str]:
         return []
 
 
-def products_followed(exercise: str, params: dict) -> Callable[[str], list[str]]:
-    """Exercise 05's check of the loop of products (see above)."""
+def products_followed(exercise: str, params: dict, problems=None) -> Callable[[str], list[str]]:
+    """An exercise's check of its loop of products: `problems(source, params)`, by
+    default exercise 05's (see above); chapter 06 passes its own."""
+    problems = problems or product_problems
+
     def check(source: str) -> list[str]:
-        return product_problems(source, params)
+        return problems(source, params)
     check.__name__ = f"products_followed_{exercise}"
     return check

@@ -131,7 +131,4 @@ def product_problems(source: str, params: dict) -> list[str]:
 
 def products_followed(exercise: str, params: dict) -> Callable[[str], list[str]]:
     """Exercise 06's check of the outer product (see `product_problems`)."""
-    def check(source: str) -> list[str]:
-        return product_problems(source, params)
-    check.__name__ = f"products_followed_{exercise}"
-    return check
+    return ch05_checks.products_followed(exercise, params, product_problems)
