@@ -460,27 +460,43 @@ register(Exercise(
 # reach its memory's rate with fewer loads in flight, so more is not asked for).
 _IN_FLIGHT = {"T": "float", "TILE": 32, "ROWS": 8}
 _IN_FLIGHT_ORDER = ("a store (STG) needs the value it writes, so a thread stops at its first "
-                    "store until that value has come back: keep every value in a register "
-                    "until all TILE / ROWS loads have been sent")
+                    "store until that value has come back: only the loads sent before it "
+                    "travel together. Read the order in the message: which loads come after "
+                    "a store?")
 _IN_FLIGHT_PLACE = ("element i of the thread is row blockIdx.y * TILE + threadIdx.y + "
                     "i * ROWS, column blockIdx.x * TILE + threadIdx.x; load and store only "
                     "where both lie inside the matrix")
 
 
+_IN_FLIGHT_VALUES = ("no access left the matrix, but values landed in the wrong place: each "
+                     "value stored at (r, c) of `out` must be the one loaded from (r, c) of "
+                     "`in`, and element i of the thread is in row r0 + i * ROWS")
 _IN_FLIGHT_PTXAS = ("the order of your source is right; the SASS is ptxas's schedule of it, and "
                     "ptxas moves a store ahead of the last loads when it computes the addresses "
                     "its own way: give every access the offset (size_t)r * cols + c, as the "
-                    "TODO says")
+                    "chapter's copy does")
 
 
 def _in_flight_hint(detail: str) -> str:
     """Step 2 of 10_in_flight: a kernel that is wrong as well as out of order is reported
     as wrong (the CPU emulation's finding), so its hint is about the elements and the
     bounds, not about the order of loads and stores; a source whose order is right but
-    whose SASS is not (ptxas moved a store up) gets the hint about its offsets."""
+    whose SASS is not (ptxas moved a store up) gets the hint about its offsets; the order
+    hint only comes with a message about the order."""
     if "does not copy yet" in detail:
         return _IN_FLIGHT_PLACE
-    return _IN_FLIGHT_PTXAS if "ptxas moved a store up" in detail else _IN_FLIGHT_ORDER
+    if "ptxas moved a store up" in detail:
+        return _IN_FLIGHT_PTXAS
+    # the order hint only where the message is about the order (not under the unwritten
+    # stub, nor under spills, whose message says what is wrong)
+    return _IN_FLIGHT_ORDER if "before its first store" in detail else ""
+
+
+def _in_flight_correct_hint(detail: str) -> str:
+    """Step 3 of 10_in_flight: an access outside the matrix gets the hint about the bounds;
+    wrong values with every access inside get the hint about which value goes where (the
+    bounds hint would send the student the wrong way)."""
+    return _IN_FLIGHT_PLACE if "outside" in detail else _IN_FLIGHT_VALUES
 
 
 register(Exercise(
@@ -491,7 +507,7 @@ register(Exercise(
     shapes=tuple(TRANSPOSE_SHAPES), time_size=8192,
     hints={"compile": "keep the kernel's name and template parameters as given",
            "static": _in_flight_hint,
-           "correct": _IN_FLIGHT_PLACE,
+           "correct": _in_flight_correct_hint,
            "speed": "neighbouring lanes (threadIdx.x) must take neighbouring columns, so "
                     "that each load and store of a warp is 128 consecutive bytes"},
 ))
