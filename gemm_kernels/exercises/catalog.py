@@ -554,6 +554,11 @@ register(Exercise(
 GEMV_SHAPES = ((1, 1, 1), (7, 1, 13), (1, 13, 5), (33, 1, 517), (127, 1, 1024),
                (1000, 1, 1000), (4097, 1, 515), (1, 1023, 515), (2049, 1, 20000))
 
+# The plain (non-VEC) N == 1 path at a K that is not a multiple of 4 and spans several
+# 128-element chunks, so that it is split: the CPU's own shapes run that path only with
+# one slice, where a scalar loop over all of K instead of KS would not show.
+GEMV_ALSO = (({}, (5, 1, 261), 1.0, 0.0),)
+
 
 def _gemv_hint(detail: str) -> str:
     """Step 2 of 12_gemv: a nudge toward what the compiled code lacks, never the answer
@@ -584,7 +589,7 @@ def _gemv_correct_hint(detail: str) -> str:
 register(Exercise(
     name="12_gemv", chapter="12", title="a warp per row: the matrix-vector product",
     kernel="gemv", params={"SPLIT": 4}, sass=("SHFL", "LDG.E.128"), speed=0.9,
-    shapes=GEMV_SHAPES, time_shape=(8192, 1, 8192),
+    shapes=GEMV_SHAPES, time_shape=(8192, 1, 8192), also=GEMV_ALSO,
     hints={"compile": "keep the kernel's name and template parameters as given",
            "static": _gemv_hint,
            "correct": _gemv_correct_hint,
