@@ -403,3 +403,26 @@ def test_slot_counts_answer_the_exercises_first_questions(rec):
     big = next(r for r in t if r["tile"] == "128x128")
     assert big["tiles of C"] == 6
     assert all(r["block slots"] == r["blocks per SM"] * c.rules(rec).sm_count for r in t)
+
+
+def test_pick_table_misses_only_keeps_the_shapes_where_the_pick_is_not_the_best(rec):
+    full, misses = c.pick_table(rec), c.pick_table(rec, misses_only=True)
+    assert 0 < len(misses) < len(full)
+    assert all(r["model's pick"] != r["best measured"] for r in misses)
+    assert f"{len(misses)} of {len(full)} calibration shapes" in misses.title
+    # the pick was predicted fastest, so the best measured was predicted no faster
+    assert all(not r["best's predicted time vs the pick's"].startswith("-") for r in misses)
+    assert "best's predicted time vs the pick's" not in full.columns
+
+
+def test_gemv_gap_shows_the_graders_time_shape_against_reading_its_bytes_once(rec):
+    rows = c.gemv_gap(rec=rec)
+    shapes = [tuple(r["shape"]) for r in rows]
+    assert (8192, 1, 8192) in shapes and (1, 4096, 4096) in shapes
+    for r in rows:
+        assert r["timed call (µs)"] > r["bytes once at the copy's rate (µs)"] > 0
+        assert r["% of the bound"] == pytest.approx(
+            100 * r["bytes once at the copy's rate (µs)"] / r["timed call (µs)"])
+    big = next(r for r in rows if tuple(r["shape"]) == (8192, 1, 8192))
+    assert big["MiB read and written"] == pytest.approx(4 * (8192 * 8192 + 8192 + 8192) / 2**20)
+    assert "grader" in big["launch"]

@@ -210,3 +210,32 @@ def test_an_array_in_local_memory_is_refused_with_its_one_load_counted_in_the_si
     v = static_verdict(NAME, src)
     assert v["static"][0] == FAIL and "bytes of stack" in v["static"][1], v
     assert "has 1 global load (LDG) where" in v["static"][1], v
+
+
+def test_the_order_hint_states_why_not_how():
+    """The step-2 hint explains why a store ends the loads in flight; it does not name
+    the technique (values kept in registers), which is the exercise."""
+    from gemm_kernels.exercises.grader import hint
+    order = "with TILE = 32, ROWS = 8 a thread sends 3 of its 4 loads before its first store"
+    text = hint(EX, "static", order)
+    assert "register" not in text and "TODO" not in text, text
+
+
+def test_wrong_values_inside_the_matrix_get_the_value_hint_not_the_bounds_hint():
+    """Step 3: an access outside the matrix is about the bounds; wrong values with every
+    access inside are about which value goes where."""
+    from gemm_kernels.exercises.grader import hint
+    wrong = "wrong at 1x1: 1 element(s) wrong; worst at (0,0): 0.0 against 0.126"
+    assert "(r, c) of `in`" in hint(EX, "correct", wrong)
+    assert "inside the matrix" not in hint(EX, "correct", wrong)
+    outside = "at 1x1: a write of 4 bytes outside the output `out`, at line 24 of your cell"
+    assert "inside the matrix" in hint(EX, "correct", outside)
+
+
+def test_no_order_hint_under_the_unwritten_stub():
+    """While the marker is there, nothing was written: a hint about the order of loads and
+    stores would read as the answer, not as help with a message."""
+    from gemm_kernels.exercises.grader import hint
+    stub = ("write the part marked '// YOUR CODE HERE' (line 15 of the cell), then delete the "
+            "marker line: while it is there, the grader takes that part as not written")
+    assert hint(EX, "static", stub) == ""

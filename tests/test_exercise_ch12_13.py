@@ -99,3 +99,15 @@ def test_wmma_slips_get_the_verdict_and_hint_that_name_them(slip):
     assert old in src
     status_, hint = _wmma_hint(src.replace(old, new))
     assert status_ == verdict and named in hint, (status_, hint)
+
+
+def test_a_scalar_loop_over_all_of_k_is_refused_on_the_cpu():
+    """The plain (non-VEC) path runs on the CPU at a shape whose K is not a multiple of 4
+    and longer than one 128-element chunk, so that its K is split: a scalar loop bounded
+    by K instead of the slice's KS reads past the slice there."""
+    src = solution("12_gemv")
+    old = "for (int k = lane; k < KS; k += 32)"
+    assert old in src
+    steps = status(grade("12_gemv", src.replace(old, "for (int k = lane; k < K; k += 32)"),
+                         gpu=False))
+    assert steps["correct"][0] == FAIL, steps

@@ -481,27 +481,43 @@ register(Exercise(
 # reach its memory's rate with fewer loads in flight, so more is not asked for).
 _IN_FLIGHT = {"T": "float", "TILE": 32, "ROWS": 8}
 _IN_FLIGHT_ORDER = ("a store (STG) needs the value it writes, so a thread stops at its first "
-                    "store until that value has come back: keep every value in a register "
-                    "until all TILE / ROWS loads have been sent")
+                    "store until that value has come back: only the loads sent before it "
+                    "travel together. Read the order in the message: which loads come after "
+                    "a store?")
 _IN_FLIGHT_PLACE = ("element i of the thread is row blockIdx.y * TILE + threadIdx.y + "
                     "i * ROWS, column blockIdx.x * TILE + threadIdx.x; load and store only "
                     "where both lie inside the matrix")
 
 
+_IN_FLIGHT_VALUES = ("no access left the matrix, but values landed in the wrong place: each "
+                     "value stored at (r, c) of `out` must be the one loaded from (r, c) of "
+                     "`in`, and element i of the thread is in row r0 + i * ROWS")
 _IN_FLIGHT_PTXAS = ("the order of your source is right; the SASS is ptxas's schedule of it, and "
                     "ptxas moves a store ahead of the last loads when it computes the addresses "
                     "its own way: give every access the offset (size_t)r * cols + c, as the "
-                    "TODO says")
+                    "chapter's copy does")
 
 
 def _in_flight_hint(detail: str) -> str:
     """Step 2 of 10_in_flight: a kernel that is wrong as well as out of order is reported
     as wrong (the CPU emulation's finding), so its hint is about the elements and the
     bounds, not about the order of loads and stores; a source whose order is right but
-    whose SASS is not (ptxas moved a store up) gets the hint about its offsets."""
+    whose SASS is not (ptxas moved a store up) gets the hint about its offsets; the order
+    hint only comes with a message about the order."""
     if "does not copy yet" in detail:
         return _IN_FLIGHT_PLACE
-    return _IN_FLIGHT_PTXAS if "ptxas moved a store up" in detail else _IN_FLIGHT_ORDER
+    if "ptxas moved a store up" in detail:
+        return _IN_FLIGHT_PTXAS
+    # the order hint only where the message is about the order (not under the unwritten
+    # stub, nor under spills, whose message says what is wrong)
+    return _IN_FLIGHT_ORDER if "before its first store" in detail else ""
+
+
+def _in_flight_correct_hint(detail: str) -> str:
+    """Step 3 of 10_in_flight: an access outside the matrix gets the hint about the bounds;
+    wrong values with every access inside get the hint about which value goes where (the
+    bounds hint would send the student the wrong way)."""
+    return _IN_FLIGHT_PLACE if "outside" in detail else _IN_FLIGHT_VALUES
 
 
 register(Exercise(
@@ -512,7 +528,7 @@ register(Exercise(
     shapes=tuple(TRANSPOSE_SHAPES), time_size=8192,
     hints={"compile": "keep the kernel's name and template parameters as given",
            "static": _in_flight_hint,
-           "correct": _IN_FLIGHT_PLACE,
+           "correct": _in_flight_correct_hint,
            "speed": "neighbouring lanes (threadIdx.x) must take neighbouring columns, so "
                     "that each load and store of a warp is 128 consecutive bytes"},
 ))
@@ -559,6 +575,11 @@ register(Exercise(
 GEMV_SHAPES = ((1, 1, 1), (7, 1, 13), (1, 13, 5), (33, 1, 517), (127, 1, 1024),
                (1000, 1, 1000), (4097, 1, 515), (1, 1023, 515), (2049, 1, 20000))
 
+# The plain (non-VEC) N == 1 path at a K that is not a multiple of 4 and spans several
+# 128-element chunks, so that it is split: the CPU's own shapes run that path only with
+# one slice, where a scalar loop over all of K instead of KS would not show.
+GEMV_ALSO = (({}, (5, 1, 261), 1.0, 0.0),)
+
 
 def _gemv_hint(detail: str) -> str:
     """Step 2 of 12_gemv: a nudge toward what the compiled code lacks, never the answer
@@ -589,7 +610,7 @@ def _gemv_correct_hint(detail: str) -> str:
 register(Exercise(
     name="12_gemv", chapter="12", title="a warp per row: the matrix-vector product",
     kernel="gemv", params={"SPLIT": 4}, sass=("SHFL", "LDG.E.128"), speed=0.9,
-    shapes=GEMV_SHAPES, time_shape=(8192, 1, 8192),
+    shapes=GEMV_SHAPES, time_shape=(8192, 1, 8192), also=GEMV_ALSO,
     hints={"compile": "keep the kernel's name and template parameters as given",
            "static": _gemv_hint,
            "correct": _gemv_correct_hint,

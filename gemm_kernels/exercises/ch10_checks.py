@@ -77,7 +77,7 @@ def _ptxas_problem(p: dict, before: int, want: int) -> str:
             f"first (the PTX keeps that order), but ptxas moved a store up: in the SASS, "
             f"which is what runs, only {before} of them go before the first store, so the "
             "rest wait for a second round trip. Index `in` and `out` with offsets computed "
-            "as (size_t)r * cols + c, as the TODO says: with those ptxas keeps every load "
+            "as (size_t)r * cols + c, as the chapter's copy does: with those ptxas keeps every load "
             "first here (int offsets or moving pointers let it move a store up)")
 
 

@@ -49,6 +49,31 @@ def kernel_source(name: str) -> display.Text:
     return display.Text("\n".join(lines))
 
 
+def launch_defaults(name: str) -> str:
+    """The parameters the launcher passes when a table or a title names none: the
+    registry's defaults, which this chapter uses throughout. The launcher passes every
+    template parameter, so defaults written in the template itself are never used; where
+    the template has some that differ, the sentence says so (once, here), so that a reader
+    who copies the kernel is not misled by them."""
+    import re
+    k = kernel_of(name)
+    shown = [f"{p.name} = {p.default}" + (f" ({p.cxx[p.default]} in the template)" if p.cxx else "")
+             for p in k.params]
+    text = f"{name} is launched with {', '.join(shown)} unless a table or a title says otherwise"
+    cxx = {p.name: p.cxx for p in k.params}
+    head = str(display.source(name)).split("__global__")[0]
+    differ = []
+    for n, v in re.findall(r"int\s+(\w+)\s*=\s*(-?\d+)", head):
+        want = next(p.default for p in k.params if p.name == n)
+        code = cxx[n][want] if cxx.get(n) else want
+        if int(v) != int(code):
+            differ.append(f"{n} = {v}")
+    if differ:
+        text += (f". The launcher always passes every template parameter: the defaults "
+                 f"written in the template ({', '.join(differ)}) are never used")
+    return text + "."
+
+
 def source_without(name: str, paragraph: str) -> display.Text:
     """A kernel's source with one paragraph of its header comment left out: the comment
     lines from the one that contains `paragraph` to the next empty comment line (that one
@@ -490,55 +515,6 @@ def warp_times(study: str = DRAM_STUDY) -> list[dict]:
                     "read GB/s": m["dram__bytes_read.sum"] / m["gpu__time_duration.sum"],
                     "timed": _share(step.kernel, shape, step.params)})
     return out
-
-
-def _factors(study: str = DRAM_STUDY, sms: int | None = None) -> list[dict]:
-    """Per profiled step, the factors of the read rate written per warp: warps resident
-    per SM, the SMs, the share of a warp's time waiting for its loads, the bytes per
-    round trip and the wait per round trip; their product (GB/s); the measured rate."""
-    if sms is None:
-        rec = records.current()
-        sms = rec.device["sm_count"] if rec else 132
-    out = []
-    for w in warp_times(study):
-        trips = w["trips"]
-        share = w["loads"] / w["cycles"]
-        per_trip = w["bytes"] / len(trips)                     # bytes, averaged over trips
-        wait_us = w["loads"] / len(trips) / w["clock"] / 1e3   # cycles / GHz = ns
-        product = w["resident"] * sms * share * per_trip / (wait_us * 1e-6) / 1e9
-        out.append({**w, "share": share, "per_trip": per_trip, "wait_us": wait_us,
-                    "product": product})
-    return out
-
-
-# The read rate Nsight Compute measured: at its own, lower clock, with the caches flushed
-# before each launch, so it differs from the timed rate of section 5.
-READ_PROFILED = "read GB/s, under the profiler"
-
-
-def little_table(study: str = DRAM_STUDY, sms: int | None = None) -> Table:
-    """The profiled read rate taken apart per step: read rate = warps resident x SMs x
-    (share of a warp's time waiting for its loads) x (bytes per round trip) / (wait per
-    round trip). The factors multiply back to the measured rate by construction (the wait
-    per round trip and the share are both the same stall counter), so the table does not
-    test Little's law: it shows which factor moves from one kernel to the next."""
-    rows = [{"step": f["step"],
-             "loads per round trip (SASS)": ", then ".join(map(str, f["trips"])),
-             "bytes a warp reads per round trip (average)": f["per_trip"],
-             "warps resident per SM": f["resident"],
-             "share of a warp's time waiting for loads": f"{100 * f['share']:.0f}%",
-             "wait per round trip (µs)": f"{f['wait_us']:.2f}",
-             READ_PROFILED: f["read GB/s"]} for f in _factors(study, sms)]
-    return Table(rows, list(rows[0]) if rows else ["step"],
-                 title=f"The read rate taken apart ({_shape_text(studies.get(study).shapes[0])}, "
-                       f"float, Nsight Compute at its own clock; {records.recording_label()})")
-
-
-def factors_gap(study: str = DRAM_STUDY) -> float | None:
-    """The largest relative difference between the product of `little_table`'s factors
-    and the measured read rate: zero if the counters agreed exactly with one another."""
-    fs = _factors(study)
-    return max(abs(f["product"] / f["read GB/s"] - 1) for f in fs) if fs else None
 
 
 def plot_warp_time(study: str = DRAM_STUDY, ax=None):

@@ -551,6 +551,41 @@ def gemv_account(shape=(1, 4096, 4096), studies_=GEMV_STUDIES, rec=None) -> Text
     return Text("\n".join(lines))
 
 
+def gemv_gap(shapes=((1, 4096, 4096), (4096, 1, 4096)), time_shape=None, rec=None) -> Table:
+    """How far the matrix-vector calls are from reading their operands once at the device
+    copy's rate: per shape, the timed call, the time that reading (and writing) its bytes
+    once would take at that rate, and the share. The plan's call at each of `shapes`, and
+    the exercise's reference kernel at the shape where the grader times the student's
+    (`time_shape`, the catalog's): four to sixteen times the bytes, so a cost that does not
+    grow with them weighs less there."""
+    from gemm_kernels.exercises.catalog import get as exercise
+    rec = rec or recording()
+    bw = rules(rec).bandwidth_gbps
+    ex = exercise("12_gemv")
+    time_shape = tuple(time_shape or ex.time_shape)
+    runs = [(s, "the plan: " + str(plan_for(s, rec)), row_of(rec, plan_for(s, rec).kernel, s,
+                                                           plan_for(s, rec).params))
+            for s in shapes]
+    runs.append((time_shape, f"the exercise's reference (the grader times yours here), "
+                             f"K in {ex.params['SPLIT']} slices",
+                 row_of(rec, ex.kernel, time_shape, ex.params)))
+    rows = []
+    for s, who, row in runs:
+        if row is None:
+            continue
+        M, N, K = s
+        nbytes = 4 * (M * K + K * N + M * N)
+        call = 2 * M * N * K / (row["gflops"]["median"] * 1e3)
+        once = nbytes / (bw * 1e3)
+        rows.append({"shape": s, "launch": who, "MiB read and written": nbytes / 2**20,
+                     "timed call (µs)": call, "bytes once at the copy's rate (µs)": once,
+                     "% of the bound": 100 * once / call})
+    return Table(rows, ["shape", "launch", "MiB read and written", "timed call (µs)",
+                        "bytes once at the copy's rate (µs)", "% of the bound"],
+                 title=f"Matrix-vector calls against reading their bytes once at "
+                       f"{fmt_number(bw)} GB/s (the device copy's rate); {rec.label}")
+
+
 def gemv_split_cost(shape=(4096, 1, 4096), study: str = "ch12_gemv", rec=None) -> Table | Text:
     """Why a split of K slows the N == 1 path: per profiled launch of `study` at `shape`,
     the warps launched, the float4 steps each warp takes through its slice of the row,
@@ -800,7 +835,8 @@ def fit_summary(rec=None, bands=(100.0, 1000.0)) -> Text:
 def pick_rows(rec=None) -> list[dict]:
     """At each calibration shape: the configuration the model ranks first among those
     recorded there, its measured rate, and the best measured one (the model's pick need
-    not be the best; the loss is what it costs)."""
+    not be the best; the loss is what it costs), and how much longer the model predicted
+    the best measured one to take than its pick."""
     rec = rec or recording()
     by_shape: dict = {}
     for p in fit_points(rec):
@@ -813,6 +849,8 @@ def pick_rows(rec=None) -> list[dict]:
         best = min(pts, key=lambda p: p["measured_us"])
         out.append({"shape": shape, "configurations": len(pts),
                     "model's pick": _config(pick), "best measured": _config(best),
+                    "best's predicted time vs the pick's":
+                        f"{100 * (best['predicted_us'] / pick['predicted_us'] - 1):+.1f}%",
                     "pick / best rate %": 100 * (best["measured_us"] / pick["measured_us"])})
     return out
 
@@ -821,12 +859,20 @@ def _config(p) -> str:
     return f"{p['BM']}x{p['BN']}, K in {p['SPLIT']}"
 
 
-def pick_table(rec=None) -> Table:
+def pick_table(rec=None, misses_only: bool = False) -> Table:
+    """The model's pick against the best measured at each calibration shape; with
+    `misses_only`, only the shapes where the pick is not the best measured (the rows that
+    teach: what a wrong pick costs), the others counted in the title."""
     rec = rec or recording()
-    return Table(pick_rows(rec), ["shape", "configurations", "model's pick", "best measured",
-                                  "pick / best rate %"],
-                 title="At the calibration shapes (several configurations timed at each): the "
-                       f"model's pick against the best one measured; {rec.label}")
+    rows = pick_rows(rec)
+    shown = [r for r in rows if r["model's pick"] != r["best measured"]] if misses_only else rows
+    what = (f"the {len(shown)} of {len(rows)} calibration shapes where the model's pick is not "
+            "the best one measured" if misses_only else
+            "At the calibration shapes (several configurations timed at each): the model's "
+            "pick against the best one measured")
+    cols = ["shape", "configurations", "model's pick", "best measured",
+            *(["best's predicted time vs the pick's"] if misses_only else []), "pick / best rate %"]
+    return Table(shown, cols, title=f"{what[0].upper()}{what[1:]}; {rec.label}")
 
 
 # ------------------------------------------------------------------ choose the plan
