@@ -255,3 +255,24 @@ def test_names_for_the_thread_indices_are_read_as_the_indices():
     # and a conflict written with the names is still priced
     bad = src.replace("B_shared[BLOCK][BLOCK + 1]", "B_shared[BLOCK][BLOCK]")
     assert "16-way bank conflict" in static_verdict(NAME, bad)["static"][1]
+
+
+def test_a_passing_layout_is_priced_in_the_report():
+    """The pass message gives the layout's cost: B's store and read, and the step's total
+    next to the chapter's kernel (52 wavefronts per warp and step at BLOCK = 16)."""
+    check = tiles_64bit(16)
+    note = check.note(_kernel("BLOCK + 1", T_STORE, T_READ))
+    assert "the store to B_shared[threadIdx.x][threadIdx.y] STS.64, 2 wavefronts" in note
+    assert "the read of B_shared[threadIdx.x][k] LDS.64, 2 wavefronts per instruction, " \
+           "16 per tile step" in note
+    assert "in all 52 wavefronts per warp and tile step, the same as the chapter's kernel" \
+        in note, note
+    assert ch11_checks.chapter_cost(16) == 52
+    # a refused layout gets no price
+    assert check.note(_kernel("BLOCK", T_STORE, T_READ)) == ""
+
+
+def test_the_static_step_reports_the_price():
+    v = static_verdict(NAME, variant(pitch="BLOCK + 1"))
+    assert v["static"][0] == PASS and "in all 52 wavefronts per warp and tile step" \
+        in v["static"][1], v

@@ -224,6 +224,45 @@ def price(accesses: list[Access], slots: dict, block: int,
     return problems
 
 
+def step_cost(accesses: list[Access], slots: dict, width_of: dict, block: int):
+    """[(access, opcode, wavefronts of one warp instruction, instructions per tile step)]
+    and their total: one warp's wavefronts per tile step (the costliest warp of each)."""
+    rows = []
+    for a in accesses:
+        width = width_of[a]
+        count = 1 if a.op == "st" else block * ELEMENT // width
+        rows.append((a, OPCODE[(a.op, width)], cost(slots[a], block, a.op, width)[0].wavefronts,
+                     count))
+    return rows, sum(w * n for *_, w, n in rows)
+
+
+def chapter_cost(block: int) -> int:
+    """One warp's wavefronts per tile step in the chapter's own kernel (B not transposed,
+    A read with the fused LDS.128), priced with the same model."""
+    given = [Access("A_shared", "st", "threadIdx.y", "threadIdx.x"),
+             Access("A_shared", "ld", "threadIdx.y", "k"),
+             Access("B_shared", "st", "threadIdx.y", "threadIdx.x"),
+             Access("B_shared", "ld", "k", "threadIdx.x")]
+    slots = {a: slot_function(a, block, block) for a in given}
+    return step_cost(given, slots, widths(given, slots, block), block)[1]
+
+
+def step_cost_note(accesses: list[Access], slots: dict, width_of: dict, block: int) -> str:
+    """The grader's report on a passing layout: what each access of B_shared costs and the
+    step's total, next to the chapter's kernel, so that the student can check the price
+    they worked out."""
+    rows, total = step_cost(accesses, slots, width_of, block)
+    parts = [f"{a.what} {op}, {w} wavefront{'s' * (w != 1)}"
+             + ("" if n == 1 else f" per instruction, {n} per tile step")
+             for a, op, w, n in rows if a.tile == "B_shared"]
+    given = chapter_cost(block)
+    same = ("the same as" if total == given else
+            f"{'more' if total > given else 'fewer'} than the {given} of")
+    return (f"your layout's price: {'; '.join(parts)}; in all {total} wavefronts per warp "
+            f"and tile step, {same} the chapter's kernel"
+            + ("" if total != given else f" ({given})"))
+
+
 def _article(n: int) -> str:
     """'a 2', 'an 8', 'an 11', 'an 18'."""
     return f"{'an' if str(n).startswith('8') or n in (11, 18) else 'a'} {n}"
@@ -234,7 +273,16 @@ def tiles_64bit(block: int, exercise: str = "", kernel: str = "", params: dict |
     With `exercise`, `kernel` and `params` it also reads the submission's SASS and prices
     each read at the width it compiled to (`widths`)."""
 
-    def check(source: str) -> list[str]:
+    cache: dict[str, tuple] = {}
+
+    def assess(source: str) -> tuple[list[str], tuple | None]:
+        """(problems, (accesses, slots, widths) of a layout that passes, else None)."""
+        if source not in cache:
+            cache.clear()
+            cache[source] = _assess(source)
+        return cache[source]
+
+    def _assess(source: str) -> tuple[list[str], tuple | None]:
         code = code_only(source)
         todo = bool(stub_lines(source))
         names = {"BLOCK": block}
@@ -243,15 +291,15 @@ def tiles_64bit(block: int, exercise: str = "", kernel: str = "", params: dict |
             try:
                 pitch[tile] = evaluate(length, names)
             except ValueError as e:
-                return [f"cannot read the row length `{length.strip()}` of {tile}: {e}"]
+                return [f"cannot read the row length `{length.strip()}` of {tile}: {e}"], None
         missing = [t for t in TILES if t not in pitch]
         if missing:
-            return [] if todo else [
+            return ([] if todo else [
                 f"no declaration `__shared__ double {missing[0]}[BLOCK][..];` found (the "
-                "bank check reads the row length from it)"]
+                "bank check reads the row length from it)"]), None
         if pitch["B_shared"] < block:
             return [f"B_shared's rows hold {pitch['B_shared']} doubles: they need at least "
-                    f"BLOCK = {block}, one per k"]
+                    f"BLOCK = {block}, one per k"], None
         declarations = [d.span() for d in _DECL.finditer(code)]
         alias = aliases(code)
         accesses, problems = [], []
@@ -270,7 +318,7 @@ def tiles_64bit(block: int, exercise: str = "", kernel: str = "", params: dict |
                 problems.append(f"cannot evaluate {a.what} (write the indices with "
                                 f"{', '.join(NAMES)}): {e}. {FORM}")
         if problems:
-            return problems
+            return problems, None
         accesses = list(dict.fromkeys(accesses))
         if not todo:
             problems += [f"no {'store to' if op == 'st' else 'read of'} {t} found: stage the "
@@ -279,7 +327,7 @@ def tiles_64bit(block: int, exercise: str = "", kernel: str = "", params: dict |
                          if not any(a.tile == t and a.op == op for a in accesses)]
         problems += layout_problems(accesses, slots, pitch, block)
         if problems:
-            return problems
+            return problems, None
         loads_128 = None
         if exercise:
             from gemm_kernels.core import analysis
@@ -287,7 +335,18 @@ def tiles_64bit(block: int, exercise: str = "", kernel: str = "", params: dict |
             sass = submission_sass(exercise, kernel, params or {}, source)
             if sass is not None:
                 loads_128 = sum(op == "LDS.128" for _, op, _ in analysis.main_loop(sass))
-        return price(accesses, slots, block, loads_128)
+        problems = price(accesses, slots, block, loads_128)
+        return problems, (None if problems or todo else
+                          (accesses, slots, widths(accesses, slots, block, loads_128)))
+
+    def check(source: str) -> list[str]:
+        return assess(source)[0]
+
+    def note(source: str) -> str:
+        priced = assess(source)[1]
+        return "" if priced is None else step_cost_note(*priced, block)
+
 
     check.__name__ = f"tiles_64bit_{block}"
+    check.note = note
     return check
