@@ -127,6 +127,8 @@ def test_the_correct_hint_answers_the_kind_of_failure():
     # a float4 read past A: the bounds test, or a start that is not a multiple of 4
     # (misaligned on a GPU; the CPU emulation sees only the overrun)
     assert "bounds test" in outside and "multiple of 4" in outside and "misaligned" in outside
+    # the commonest cause on ragged shapes, a row beyond the matrix, is named first
+    assert outside.index("row of A at or beyond M") < outside.index("too close to the end")
     scalar = hint_for(ex, "correct", "a read of 4 bytes outside A, at line 39 of your cell")
     assert "names the array" in scalar and "misaligned" not in scalar
     assert "nothing was read or written outside" in wrong and "names the array" not in wrong

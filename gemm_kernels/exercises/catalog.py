@@ -349,9 +349,11 @@ def _float4_correct_hint(detail: str) -> str:
     # AddressSanitizer names the array when it can tell which one the read ran past,
     # else it says "invalid memory"
     if re.search(r"of 16 bytes (outside [AB]\b|to invalid memory)", detail):
-        return ("a float4 read ran past the end of the array. Two causes: the bounds test "
-                "lets a group of four start too close to the end, or the group does not start "
-                "at a multiple of 4 (a first k or n without its * 4). On a GPU the second is a "
+        return ("a float4 read ran past the end of the array. Three causes: the bounds "
+                "test leaves out the row (a row of A at or beyond M, of B at or beyond K is "
+                "read), or it lets a group of four start too close to the end of its row, "
+                "or the group does not start at a multiple of 4 (a first k or n without its "
+                "* 4). On a GPU the last is a "
                 "misaligned 16-byte load, an error of its own; the CPU emulation does not "
                 "check alignment and sees only the overrun at the ragged edge")
     if "outside" in detail or "illegal address" in detail or "invalid memory" in detail:

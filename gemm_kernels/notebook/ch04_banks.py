@@ -652,4 +652,17 @@ def mixed_against_solution():
                                  solution),
                                 (MIXED, chapter_03_cost(32), mixed)) if r]
     return Table(rows, list(rows[0]), title=f"{EXERCISE} at {'x'.join(map(str, shape))}: "
-                 f"medians and ranges of the timed calls ({records.source() if rec is None else rec.label})")
+                 f"medians and ranges of the timed calls ({records.source() if rec is None else rec.label})"
+                 + other_gpu_warning(rec))
+
+
+def other_gpu_warning(rec) -> str:
+    """A line for a table recorded on another GPU than the chapter's other tables: its
+    rows compare with each other only (a rate on one GPU says nothing of another's)."""
+    from gemm_kernels.measure import records
+    shown = records.current()
+    name = (lambda r: r.device.get("name") if isinstance(r.device, dict) else r.device)
+    if rec is None or shown is None or name(rec) == name(shown):
+        return ""
+    return (f"\nnot the GPU of the chapter's other tables ({name(shown)}): compare these "
+            "rows with each other only")
