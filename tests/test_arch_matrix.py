@@ -49,7 +49,7 @@ def test_every_default_configuration_compiles_or_is_refused_on_every_arch():
     # the capstone's cp.async (and chapter 12's kernel, the capstone with split-K) needs
     # sm_80: refused on the T4 alone, with its reason; chapter 15's wgmma exists on sm_90
     # alone: refused everywhere else
-    hopper = ("wgmma_tma", "wgmma_ws")
+    hopper = ("wgmma_tma", "wgmma_ws", "wgmma_persistent", "wgmma_cluster")
     assert refused == {
         **{(n, "sm_75"): f"{n} needs cp.async, sm_80 or newer; sm_75 is older"
            for n in ("capstone", "capstone_split")},
