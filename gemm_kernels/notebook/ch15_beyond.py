@@ -94,36 +94,45 @@ def plot_beyond(rec=None, axes=None):
     return axes
 
 
+def _cublas_spread(rec) -> dict[int, tuple[float, float]]:
+    """{size: (lowest, highest) cuBLAS rate in TFLOP/s} over the rows of both studies."""
+    out = {}
+    for shape in studies.get(PERSISTENT).shapes:
+        refs = [r["reference"]["gflops"]["median"] / 1e3
+                for name in (PERSISTENT, CLUSTER)
+                for _, r in studies.results(name, shape, rec) if r]
+        if refs:
+            out[shape[0]] = (min(refs), max(refs))
+    return out
+
+
 def beyond_summary(rec=None) -> Text:
     """Each study's steps against the per-tile kernel, per size, in percentage points of
-    cuBLAS, with cuBLAS's own spread across the run's rows at that size."""
+    cuBLAS; a difference larger than cuBLAS's own spread across the run's rows at that
+    size (in per cent of its lowest rate) is marked, the others are what the run itself
+    moves."""
     rec = rec or recording()
     missing = Text("The persistent and cluster kernels are not in this recording yet.")
     if rec is None:
         return missing
+    spread = _cublas_spread(rec)
+    moves = {n: 100 * (hi / lo - 1) for n, (lo, hi) in spread.items()}
     out = []
     for name in (PERSISTENT, CLUSTER):
         data = _shares(name, rec)
         base = data.pop(studies.get(name).steps[0].label)
         for label, pts in data.items():
-            diffs = [f"{n}³ {round(s - b):+d}" for (n, s, _), (_, b, _) in zip(pts, base)
+            diffs = [f"{n}³ {round(s - b):+d}" + ("*" if abs(s - b) > moves.get(n, 0) else "")
+                     for (n, s, _), (_, b, _) in zip(pts, base)
                      if s is not None and b is not None]
             if diffs:
                 out.append(f"* {label}: {', '.join(diffs)} points of cuBLAS against one "
                            f"block per tile.")
     if not out:
         return missing
-    spread = []
-    for shape in studies.get(PERSISTENT).shapes:
-        n = shape[0]
-        refs = [r["reference"]["gflops"]["median"] / 1e3
-                for name in (PERSISTENT, CLUSTER)
-                for _, r in studies.results(name, shape, rec) if r]
-        if refs:
-            spread.append(f"{n}³ {min(refs):,.0f} to {max(refs):,.0f} TFLOP/s")
-    if spread:
-        out.append(f"cuBLAS itself, across the rows of the run: {'; '.join(spread)}. "
-                   f"Differences of a few points are within that spread.")
+    out.append("cuBLAS itself, across the rows of the run: " + "; ".join(
+        f"{n}³ {lo:,.0f} to {hi:,.0f} TFLOP/s ({moves[n]:.1f}%)"
+        for n, (lo, hi) in spread.items()) + ". * marks a difference larger than that.")
     return Text("\n".join(out))
 
 
