@@ -292,7 +292,14 @@ def test_the_rules_summary_shows_a_full_sm_per_tile(rec):
     r = c.rules(rec)
     text = c.rules_summary(rec)
     assert text.count("GFLOP/s per SM") == len(model.TILES)
-    assert f"^(1 - {r.gamma:g})" in text
+    assert f"^{r.gamma:g} = " in text
+    # a full SM computes no more than its FP32 peak (2 FLOP per lane per cycle at the top
+    # clock): the model's q^gamma, not q^(1 - gamma), which gave rates above it
+    import re
+    peak = 2 * rec.device["fp32_lanes_per_sm"] * rec.device["sm_clock_mhz"] / 1e3
+    per_sm = [float(x.replace(",", "")) for x in
+              re.findall(r"= ([\d,.]+) GFLOP/s per SM", str(text))]
+    assert len(per_sm) == len(model.TILES) and max(per_sm) <= peak, (per_sm, peak)
 
 
 def test_the_bench_plot_has_a_legend_and_the_shortfall_line(rec):

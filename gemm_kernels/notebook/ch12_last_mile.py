@@ -759,8 +759,9 @@ def fit_points(rec=None) -> list[dict]:
 
 def rules_summary(rec=None) -> Text:
     """The fitted constants of the recording's device, in the chapter's words, with what
-    they make of a full SM: q blocks side by side do q times the work in q^gamma times the
-    time, so the SM computes alone x q^(1 - gamma)."""
+    they make of a full SM: q blocks side by side do q times the work in q^(1 - gamma)
+    times the time (the model's c1 x work x q / q^gamma), so the SM computes alone x
+    q^gamma."""
     rec = rec or recording()
     r = rules(rec)
     pts = fit_points(rec)
@@ -774,8 +775,8 @@ def rules_summary(rec=None) -> Text:
         q = model.slots(model.split_params(BM, BN, 1), model.registers(c, 4), 1, lim)
         lines.append(f"  {name} tile: c0 = {c['c0_us']:.1f} µs per round; one block alone on "
                      f"an SM: {fmt_number(alone)} GFLOP/s; {q} side by side (a full SM, N a "
-                     f"multiple of 4): {fmt_number(alone)} x {q}^(1 - {r.gamma:g}) = "
-                     f"{fmt_number(alone * q ** (1 - r.gamma))} GFLOP/s per SM")
+                     f"multiple of 4): {fmt_number(alone)} x {q}^{r.gamma:g} = "
+                     f"{fmt_number(alone * q ** r.gamma)} GFLOP/s per SM")
     lines.append(f"  matrix-vector products: blocks of {r.gemv_warps['cols']} warps where "
                  f"M == 1, {r.gemv_warps['rows']} where N == 1, and the smallest split that "
                  f"gives every SM {r.gemv_warps_per_sm} warps")
