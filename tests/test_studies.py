@@ -151,6 +151,33 @@ def test_a_step_can_name_a_timed_variant():
     assert "is not a variant of 'float4'" in found[1]
 
 
+def test_a_plan_file_rebuilds_each_variant_from_the_kernel_it_was_made_from():
+    """Chapter 09's step stalls profile variants of the capstone, whose entry and file
+    chapter 12's capstone_split shares, and a z-order variant with cp.async added to its
+    features: the child rebuilds each from its own registry kernel, features included."""
+    import os
+    from dataclasses import fields
+    import gemm_kernels.notebook.timed_variants  # noqa: F401  registers the variants
+    from gemm_kernels.measure import profile
+    todo = profile.launch_plan("ch09_step_stalls")
+    variants = [k for k, _, _ in todo if not isinstance(k, str)]
+    assert {k.base for k in variants} == {"capstone", "zorder"}
+    path = profile.plan_file(todo)
+    try:
+        back = profile.read_plan(path)
+    finally:
+        os.unlink(path)
+    for (k, p, s), (b, pb, sb) in zip(todo, back):
+        assert (p, s) == (pb, sb)
+        if isinstance(k, str):
+            assert b == k
+            continue
+        for f in fields(k):
+            if f.name not in ("threads", "grid", "smem", "dynamic_smem", "shape_rule",
+                              "shape_params", "splits", "padded_b", "extra_args"):
+                assert getattr(b, f.name) == getattr(k, f.name), (k.name, f.name)
+
+
 def test_a_profiled_variant_is_recorded_under_its_own_name(monkeypatch):
     """The one profiling path (`profile.run`) launches a study's variants and stamps
     their rows with the variant's name and text hash, so `results` finds them."""

@@ -167,6 +167,7 @@ class Kernel:
     finishes_split: bool = False
     extra_args: Callable | None = None
     padded_b: Callable[[Params, tuple], int | None] = lambda p, shape: None
+    base: str | None = None
 
     @property
     def path(self) -> Path:
@@ -179,7 +180,7 @@ class Kernel:
         """This kernel's tunables, constraints and geometry around other source text
         (a student's version of it): launched, checked and timed like the original.
         `source` names the text in compiler messages."""
-        return replace(self, name=name, source=source, code=code)
+        return replace(self, name=name, source=source, code=code, base=self.base or self.name)
 
     def source_with_headers(self) -> str:
         """The source followed by the course's headers it includes ("common.cuh", a

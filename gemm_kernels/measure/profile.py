@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import replace
 
 from gemm_kernels.measure import ncu
 from gemm_kernels.core.kernels import KERNELS
@@ -138,13 +139,11 @@ def plan_file(todo) -> str:
         if isinstance(kernel, str):
             out.append({"kernel": kernel, "params": params, "shape": list(shape)})
             continue
-        base = [n for n, k in KERNELS.items()
-                if k.entry == kernel.entry and k.source == kernel.source]
-        if len(base) != 1:
-            raise ValueError(f"variant {kernel.name!r}: no single registry kernel with its "
-                             f"entry {kernel.entry} in {kernel.source}")
-        out.append({"kernel": base[0], "variant": kernel.name, "code": kernel.code,
-                    "params": params, "shape": list(shape)})
+        if kernel.base not in KERNELS:
+            raise ValueError(f"variant {kernel.name!r}: not made from a registry kernel")
+        out.append({"kernel": kernel.base, "variant": kernel.name, "code": kernel.code,
+                    "features": list(kernel.features), "params": params,
+                    "shape": list(shape)})
     fd, path = tempfile.mkstemp(suffix=".json", prefix="profile-plan-")
     with os.fdopen(fd, "w") as f:
         json.dump(out, f)
@@ -155,8 +154,9 @@ def read_plan(path: str) -> list[tuple[object, dict, tuple]]:
     """The launches of a `plan_file`, each variant rebuilt around its text."""
     with open(path) as f:
         items = json.load(f)
-    return [(KERNELS[d["kernel"]].with_code(d["code"], name=d["variant"],
-                                            source=KERNELS[d["kernel"]].source)
+    return [(replace(KERNELS[d["kernel"]].with_code(d["code"], name=d["variant"],
+                                                    source=KERNELS[d["kernel"]].source),
+                     features=tuple(d["features"]))
              if "variant" in d else d["kernel"], d["params"], tuple(d["shape"]))
             for d in items]
 
