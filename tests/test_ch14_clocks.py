@@ -94,13 +94,3 @@ def test_the_profile_by_size_gives_the_dram_bytes_per_flop_of_the_swizzled_steps
 
 def test_the_profile_by_size_says_when_the_dram_is_not_recorded():
     assert "not recorded" in c.profile_by_size(_rec()).title
-
-
-def test_the_two_settings_give_both_rates_and_no_cause():
-    if c.recording() is None:
-        import pytest
-        pytest.skip("the clocks study is not recorded here")
-    text = str(c.two_settings())
-    assert "the ladder's calls (each about" in text and "run back to back for seconds" in text
-    assert "L2" not in text and "because" not in text
-    assert "not both recorded at 1000³" in str(c.two_settings(1000))

@@ -293,17 +293,6 @@ def test_verdict_words_sort_the_sizes_by_verdict(monkeypatch):
                     "spread at 2048³ (x1.00); slower by more than cuBLAS's spread at 1024³ (x0.80)")
 
 
-def test_the_measured_bullets_say_both_the_profile_and_the_timed_run():
-    if not ch15.orders() or ch15.study_recording() is None:
-        pytest.skip("the one-run comparison or the profile is not recorded")
-    text = str(ch15.remember_measured())
-    assert "**Warp specialisation**" in text and "**order of the blocks**" in text
-    assert "under the profiler (clock locked)" in text and "Timed in one run" in text
-    # the roles' verdict is the computed one, not a claim about the sizes
-    steps = [s.label for s in ch15.studies.get(ch15.ORDERS).steps]
-    assert ch15.verdict_words(steps[3], steps[1]) in text
-
-
 def test_the_host_side_of_tma_is_the_packages_driver_call():
     text = str(ch15.tensor_map_call())
     assert "SWIZZLE_128B = 3" in text and "def half_matrix(" in text

@@ -52,7 +52,7 @@ def test_no_parity_is_shown_after_the_exercise_before_the_spoiler_appendix():
     import re
     cs = cells(CHAPTER)
     spoiler = next(i for i, c in enumerate(cs) if "".join(c["source"]).startswith(
-        "## Appendix: the kernels' source, whole (spoiler)"))
+        "## Appendix D: the kernels' source, whole (spoiler)"))
     assert "**Spoiler" in "".join(cs[spoiler]["source"])
     shown = "".join("".join(c["source"]) + "".join(
         o.get("text", "") or "".join(o.get("data", {}).get("text/plain", ""))
@@ -74,3 +74,19 @@ def test_waves_table_shows_the_twelve_warp_tail_wave():
     rows = {r["configuration"]: r for r in ch15_hopper.waves_table()}
     r = rows["BM 64, STAGES 3"]
     assert r["blocks"] == 512 and r["slots"] == 396 and r["blocks in the last wave"] == 116
+
+
+def test_the_body_shows_each_hopper_instruction_before_the_exercise():
+    """TMA, the mbarriers, wgmma with its fence / commit / wait, and setmaxnreg: each is
+    shown from the kernel's source in the sections that teach it, and the exercise comes
+    after the warp-specialised kernel it completes."""
+    cs = cells(CHAPTER)
+    ids = [c.get("id") for c in cs]
+    ex = ids.index("ex-15_phases-kernel")
+    assert ids.index("c15-kernel2-source") < ex
+    shown = "".join("".join(o.get("data", {}).get("text/plain", "")) for c in cs[:ex]
+                    for o in c.get("outputs", []))
+    for needed in ("cp.async.bulk.tensor.2d", "mbarrier.try_wait.parity", "wgmma.fence",
+                   "wgmma.commit_group", "wgmma.wait_group", "wgmma.mma_async",
+                   "setmaxnreg.dec", "setmaxnreg.inc"):
+        assert needed in shown, needed

@@ -38,3 +38,12 @@ def test_between_shows_the_lines_an_argument_needs():
     import pytest
     with pytest.raises(ValueError, match="no line contains"):
         display.source("float4", between=("not in the file", "}"))
+
+
+def test_fold_shortens_long_operand_lists_only():
+    text = display.source("wgmma_ws", between=("void wgmma_step(float (&d)[128]", '"l"(a)'),
+                          fold=True)
+    assert "{%0, %1, ..., %127}" in text and '"+f"(d[0]), "+f"(d[1]), ..., "+f"(d[127])' in text
+    assert "%129" in text and len(max(text.splitlines(), key=len)) < 150
+    short = '{%0, %1, %2, %3}, "+f"(d[0])'
+    assert display.fold_operands(short) == short

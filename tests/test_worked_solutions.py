@@ -37,3 +37,13 @@ def test_without_a_row_of_its_text_nothing_is_compared(monkeypatch):
     assert table[0]["GFLOP/s"] is None and table[0]["range"] == "not recorded"
     assert table[1]["GFLOP/s"] is None     # no run to compare within
     assert table[0]["/ chapter's kernel"] == "-" and "not recorded" in table.title
+
+
+def test_the_title_has_no_empty_configuration():
+    """An exercise without parameters gives 'NAME at SHAPE: ...', not 'SHAPE, :'."""
+    from gemm_kernels.exercises.catalog import get
+    for exercise in ("15_phases", "05_tile_1d"):
+        title = ws.worked_solution(exercise).title
+        assert ", :" not in title
+        for k, v in get(exercise).params.items():
+            assert f", {k}={v}" in title

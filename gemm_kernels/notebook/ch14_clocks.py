@@ -170,25 +170,3 @@ def profile_by_size(rec=None):
     return Table(rows, ["step", "size", "time (ms)", "FLOP per SM cycle", "tensor pipe busy %",
                         "DRAM read (GB)", "DRAM bytes per 1,000 FLOP", "L2 hit rate %"],
                  title=title)
-
-
-def two_settings(n: int = 4096, rec=None) -> Text:
-    """The same configuration (BK = 64, 3 stages) and cuBLAS at n³ in the two
-    measurements: the ladder's timed calls (one call's length from its rate) and the
-    runs of seconds; the rates differ, and the settings differ, so each comparison is
-    made within one of them. No cause is given: none is measured."""
-    from gemm_kernels.measure import timing
-    from gemm_kernels.notebook import ch14_mma
-    rec = rec or recording()
-    runs = dict(_runs(rec)) if rec else {}
-    ladder = ch14_mma._row(ch14_mma.KERNEL, n, ch14_mma.BIG_K)
-    if n not in runs or not ladder:
-        return Text(f"The two measurements are not both recorded at {n}³.")
-    long, short = runs[n], ladder["gflops"]["median"]
-    theirs_short = ladder["reference"]["gflops"]["median"]
-    ours, theirs = long["sustained"]["gflops"], long["reference"]["sustained"]["gflops"]
-    return Text(f"At {n}³, BK = 64 and 3 stages: the ladder's calls (each about "
-                f"{2 * n ** 3 / (short * 1e9) * 1e3:.2f} ms, alternating with cuBLAS's) ran "
-                f"at {short / 1e3:,.0f} TFLOP/s, cuBLAS at {theirs_short / 1e3:,.0f} "
-                f"({timing.share(ladder):.0f}%); run back to back for seconds, "
-                f"{ours / 1e3:,.0f} against {theirs / 1e3:,.0f} ({100 * ours / theirs:.0f}%).")

@@ -60,7 +60,7 @@ def which_recording() -> Text:
     if rec is None:
         return Text("This chapter's measurements are not in any recording here.")
     return Text(f"This chapter's timed measurements: {rec.label}."
-                + evidence.profile_elsewhere(rec, prof, "section 7"))
+                + evidence.profile_elsewhere(rec, prof, "section 6 and Appendix A"))
 
 
 def _row(kernel: str, n: int, params: dict | None = None, rec=None) -> dict | None:
@@ -839,43 +839,6 @@ def orders_verdicts(rec=None) -> Text:
                 f"{verdict_words(grouped, ws3, rec)}.")
 
 
-def remember_measured(n: int = 8192, rec=None):
-    """The two measured bullets of 'What to remember', from the recording: what the
-    one run says of warp specialisation, and what the block order changed under the
-    profiler (clock locked) beside what it changed timed at the power limit."""
-    from gemm_kernels.notebook.display import Markdown
-    if not orders(rec):
-        return Markdown("The one-run comparison is not in the recording yet.")
-    one4, one3, ws4, ws3, grouped = (s.label for s in studies.get(ORDERS).steps)
-    out = [f"* **Warp specialisation** hides the copies inside one block. Against the "
-           f"one-role kernel at equal stages (3), in one run, it was "
-           f"{verdict_words(ws3, one3, rec)} (section 7). Credit it only in such a "
-           f"comparison: the one-role kernel's second resident block closes much of the "
-           f"gap, and a tile too large for the matrix leaves SMs idle (section 6)."]
-    prof = study_recording()
-    rows = dict(_study(n, prof)) if prof else {}
-    _, plain, best = (rows.get(s.label) for s in studies.get(STUDY).steps)
-    timed = next((x for x in verdicts(grouped, ws3, rec) if x[0] == n), None)
-    if plain and best and timed:
-        _, r, within = timed
-        busy = (f", the tensor pipe busy {best[TENSOR_BUSY]:.0f}% of the time instead of "
-                f"{plain[TENSOR_BUSY]:.0f}%" if TENSOR_BUSY in plain and TENSOR_BUSY in best
-                else "")
-        after = ("no gain measurable in the timed run, at the power limit (chapter 14's "
-                 "clock study)" if within else
-                 f"x{r:.2f} in the timed run too")
-        out.append(f"* The **order of the blocks** changes what comes from DRAM once the "
-                   f"operands outgrow the L2. At {n}³ under the profiler (clock locked), "
-                   f"groups of 16 rows (3 stages) read {best[DRAM_READ] / 1e9:.1f} GB from "
-                   f"DRAM instead of {plain[DRAM_READ] / 1e9:.1f} GB in row order "
-                   f"({get(WS).resolve({})['STAGES']} stages){busy}, and "
-                   f"took {best[TIME] / 1e6:.2f} ms instead of {plain[TIME] / 1e6:.2f} ms. "
-                   f"Timed in one run, both at 3 stages, it was x{r:.2f} row order's rate"
-                   f"{' (within cuBLAS' + chr(39) + 's spread)' if within else ''}: fewer "
-                   f"bytes and a busier pipe at a fixed clock; {after}.")
-    return Markdown("\n".join(out))
-
-
 def orders_summary(rec=None) -> Text:
     """The study `ch15_orders` in words, per size: how far cuBLAS moved across the rows
     of the run, then the three comparisons (warp-specialised against one role at 3
@@ -919,7 +882,7 @@ def what_is_left(n: int = 8192, rec=None) -> Text:
                 f"{ch13.datasheet_peak(props)}. At {n}³: wgmma_ws in groups of 16 rows "
                 f"{mine:,.0f} TFLOP/s ({100 * mine / peak:.0f}% of the peak); cuBLAS FP16 "
                 f"{ref:,.0f} TFLOP/s beside it ({100 * ref / peak:.0f}%), and "
-                f"{min(refs):,.0f} to {max(refs):,.0f} beside the five rows of section 7's "
+                f"{min(refs):,.0f} to {max(refs):,.0f} beside the five rows of Appendix A's "
                 f"run at that size. Both are taken against the top clock: at the power "
                 f"limit the GPU runs below it (chapter 14's clock study), so these shares "
                 f"of the peak are lower bounds on the shares at the clock it ran.")

@@ -47,7 +47,7 @@ def banner() -> Markdown:
 
 
 def source(name: str, entry: str | None = None, whole: bool = False,
-           between=None) -> Text:
+           between=None, fold: bool = False) -> Text:
     """A kernel's CUDA source (a registry name or a file in cuda/), or one function of it.
 
     `whole=True`: the file as it is (its header comment, the helpers, the kernel), then
@@ -58,7 +58,11 @@ def source(name: str, entry: str | None = None, whole: bool = False,
     contains `first` to the next line (that one included) that contains `last`,
     dedented: the few lines an argument is about. A list of such pairs gives several
     excerpts, in the file's order, joined by a line "...". A ValueError names a marker
-    the file does not contain."""
+    the file does not contain.
+
+    `fold=True`: long operand lists (`{%0, %1, ..., %127}`, `"+f"(d[0]), ...`) shortened
+    to their first and last items (`fold_operands`), so that an inline `asm` with a
+    hundred registers reads as one instruction."""
     try:
         k = kernel_of(name)
         text, entry = k.source_text(), entry or k.entry
@@ -66,13 +70,29 @@ def source(name: str, entry: str | None = None, whole: bool = False,
         text = (CUDA_DIR / name).read_text()
     if between is not None:
         pairs = [between] if isinstance(between[0], str) else list(between)
-        return Text("\n...\n".join(lines_between(text, first, last, name)
-                                    for first, last in pairs))
+        text = "\n...\n".join(lines_between(text, first, last, name)
+                               for first, last in pairs)
+        return Text(fold_operands(text) if fold else text)
     if whole:
         return Text("\n\n".join([text.rstrip(), *_included_helpers(text)]))
     if entry:
         text = _function_text(text, entry)
     return Text(text.rstrip())
+
+
+# A run of at least 8 items of one form, separated by ", ": PTX operands (%12) or
+# inline-asm bindings ("+f"(d[12])).
+_OPERAND_RUN = re.compile(r'(%\d+|"\+f"\(d\[\d+\]\))(?:, (?:%\d+|"\+f"\(d\[\d+\]\))){7,}')
+
+
+def fold_operands(text: str, keep: int = 2) -> str:
+    """`text` with every long run of operands (`%0, %1, ..., %127`, or the bindings
+    `"+f"(d[0]), ...`) cut to its first `keep` items, "...", and its last: the
+    instruction stays readable, and the numbers still say how many there are."""
+    def cut(m):
+        items = m.group(0).split(", ")
+        return ", ".join(items[:keep] + ["...", items[-1]])
+    return _OPERAND_RUN.sub(cut, text)
 
 
 def lines_between(text: str, first: str, last: str, name: str) -> str:

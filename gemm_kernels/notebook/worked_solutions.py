@@ -53,10 +53,10 @@ def worked_solution(exercise: str, shape=None) -> Table:
     rows[1]["/ chapter's kernel"] = "1.000" if theirs else "-"
     reference = "the device copy" if unit == "GB/s" else \
         ("cuBLAS DGEMM" if ex.kernel.startswith("dgemm") else "cuBLAS")
-    conf = " ".join(f"{k}={v}" for k, v in ex.params.items())
+    conf = "".join(f", {k}={v}" for k, v in ex.params.items())
     when = "timed in one run, each beside " + reference if theirs else \
         "not recorded together for this text"
-    return Table(rows, list(rows[0]), title=f"{exercise} at {'x'.join(map(str, shape))}, {conf}: "
+    return Table(rows, list(rows[0]), title=f"{exercise} at {'x'.join(map(str, shape))}{conf}: "
                  f"{when} ({records.recording_label()})")
 
 
