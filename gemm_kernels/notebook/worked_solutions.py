@@ -34,12 +34,16 @@ def worked_solution(exercise: str, shape=None) -> Table:
     """Two rows: the worked solution and the chapter's kernel (the one the exercise's
     step 4 compares against), each with its rate (median and the range of the timed
     calls), its share of the reference timed beside it and the registers of the timed
-    binary; the solution's rate over the kernel's where both come from one run."""
+    binary; the solution's rate over the kernel's where both come from one run. Both rows
+    come from the recording that holds the solution's row (the one shown, else another
+    GPU's, which the title names)."""
     from gemm_kernels.exercises.catalog import get
-    from gemm_kernels.exercises.notebooks import solution_shape
+    from gemm_kernels.exercises.notebooks import solution_kernel, solution_shape
     ex = get(exercise)
     shape = tuple(shape or solution_shape(exercise))
-    mine, theirs = pair(exercise, shape)
+    rec = lookup.variant_recording(solution_kernel(exercise), shape, dict(ex.params)) \
+        or records.current()
+    mine, theirs = pair(exercise, shape, rec=rec)
     unit = "GB/s" if len(shape) == 2 else "GFLOP/s"
     rows = []
     for label, r in (("worked solution", mine), (f"the chapter's kernel ({ex.kernel})", theirs)):
@@ -57,7 +61,7 @@ def worked_solution(exercise: str, shape=None) -> Table:
     when = "timed in one run, each beside " + reference if theirs else \
         "not recorded together for this text"
     return Table(rows, list(rows[0]), title=f"{exercise} at {'x'.join(map(str, shape))}{conf}: "
-                 f"{when} ({records.recording_label()})")
+                 f"{when} ({rec.label if rec else 'no recording'})")
 
 
 def graded_mistakes(exercise: str, mistakes, gpu: bool | None = None, hints: bool = False,
