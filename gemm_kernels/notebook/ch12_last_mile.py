@@ -299,6 +299,7 @@ def plot_ladder(shape=LADDER_SHAPE, configs=LADDER, rec=None, ax=None):
     ax.set_xlabel("tile and split of chapter 12's kernel")
     ax.set_ylabel("GFLOP/s (measured)")
     ax.set_ylim(0, max(cublas, *(r["GFLOP/s"] for r in rows)) * 1.15)
+    ax.yaxis.set_major_formatter("{x:,.0f}")
     ax.legend(loc="upper left", fontsize=8)
     ax.set_title(f"{_shape_text(shape)}: {W.tiles(shape, 128, 128)} tiles of 128 x 128 for "
                  f"{sms} SMs, each configuration measured\n{rec.label}",

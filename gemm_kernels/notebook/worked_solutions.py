@@ -34,12 +34,16 @@ def worked_solution(exercise: str, shape=None) -> Table:
     """Two rows: the worked solution and the chapter's kernel (the one the exercise's
     step 4 compares against), each with its rate (median and the range of the timed
     calls), its share of the reference timed beside it and the registers of the timed
-    binary; the solution's rate over the kernel's where both come from one run."""
+    binary; the solution's rate over the kernel's where both come from one run. Read from
+    the recording that timed the solution's current text, the one shown if it did."""
     from gemm_kernels.exercises.catalog import get
-    from gemm_kernels.exercises.notebooks import solution_shape
+    from gemm_kernels.exercises.notebooks import solution_kernel, solution_shape
     ex = get(exercise)
     shape = tuple(shape or solution_shape(exercise))
-    mine, theirs = pair(exercise, shape)
+    # the recording that timed this text of the solution (the one shown if it did)
+    rec = lookup.variant_recording(solution_kernel(exercise), shape, dict(ex.params)) \
+        or records.current()
+    mine, theirs = pair(exercise, shape, rec)
     unit = "GB/s" if len(shape) == 2 else "GFLOP/s"
     rows = []
     for label, r in (("worked solution", mine), (f"the chapter's kernel ({ex.kernel})", theirs)):
@@ -57,7 +61,7 @@ def worked_solution(exercise: str, shape=None) -> Table:
     when = "timed in one run, each beside " + reference if theirs else \
         "not recorded together for this text"
     return Table(rows, list(rows[0]), title=f"{exercise} at {'x'.join(map(str, shape))}, {conf}: "
-                 f"{when} ({records.recording_label()})")
+                 f"{when} ({rec.label if rec else records.recording_label()})")
 
 
 def graded_mistakes(exercise: str, mistakes, gpu: bool | None = None, hints: bool = False,
