@@ -234,3 +234,17 @@ def test_part2_is_graded_from_the_bank_model():
     wrong = str(w.check_part2(banks=16, store_wavefronts=2))
     assert "banks = 16: not yet" in wrong and "store_wavefronts = 2: not yet" in wrong
     assert "right" not in str(w.check_part2(banks=8, store_wavefronts=2))
+
+
+def test_the_worked_solution_is_read_from_the_recording_that_timed_its_text():
+    """worked_solution reads the recording that timed the solution's current text, even
+    where it is not the one shown, and sets the chapter's kernel of that run beside it."""
+    from gemm_kernels.exercises.notebooks import solution_kernel
+    from gemm_kernels.measure import lookup
+    from gemm_kernels.notebook.worked_solutions import worked_solution
+    rec = lookup.variant_recording(solution_kernel("11_dgemm"), (2048, 2048, 2048), {"BLOCK": 16})
+    if rec is None:
+        pytest.skip("no recording timed the worked solution's text")
+    t = worked_solution("11_dgemm")
+    assert "timed in one run" in t.title and rec.label in t.title
+    assert all(r["GFLOP/s"] for r in t)

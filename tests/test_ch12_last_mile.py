@@ -231,7 +231,8 @@ def test_the_gemv_account_separates_what_was_measured_from_what_was_not(rec):
     z = get(p.kernel).grid(p.params, (1, 4096, 4096))[2]
     assert f"K in {z} slices" in text and "K in 16 slices" in text and "one launch" in text
     assert "cuBLAS's, in the same run" in text and "DRAM busy" in text
-    assert "was not profiled" in text
+    # the plan's own launch is named where it was profiled, and said not to be elsewhere
+    assert ("the plan's own launch" in text) != ("was not profiled" in text)
     assert "same launch: no second kernel" in c.reduction_share((1, 4096, 4096), rec)
     assert c.reduction_us((1, 4096, 4096), 32, rec) > c.rules(rec).reduce_us
     other = c.gemv_account((1, 8192, 1024), rec=rec)
@@ -433,3 +434,34 @@ def test_gemv_gap_shows_the_graders_time_shape_against_reading_its_bytes_once(re
     big = next(r for r in rows if tuple(r["shape"]) == (8192, 1, 8192))
     assert big["MiB read and written"] == pytest.approx(4 * (8192 * 8192 + 8192 + 8192) / 2**20)
     assert "grader" in big["launch"]
+
+
+def test_the_chapter_reads_the_recording_that_profiled_the_plans_own_gemv_launch(rec):
+    """Chapter 12's timings and profiles come from one recording, the one that holds the
+    M == 1 plan's own launch profiled (where one does): the account names that launch."""
+    from gemm_kernels.measure import studies
+    if not all(row for _, row in studies.results("ch12_gemv_plan", None, rec)):
+        pytest.skip("no recording holds the M == 1 plan's profile")
+    text = str(c.gemv_account((1, 4096, 4096), rec=rec))
+    assert "the plan's own launch" in text and "was not profiled" not in text
+
+
+def test_last_mile_rows_set_the_capstone_beside_the_plan(rec):
+    rows = {r["kind of shape"]: r for r in c.last_mile_rows(rec=rec)}
+    assert len(rows) == len(c.LAST_MILE)
+    assert all(r["plan % of cuBLAS"] for r in rows.values())
+    gemv = rows["a matrix times a vector"]
+    assert gemv["capstone % of cuBLAS"] is None          # never timed at M == 1
+    assert gemv["capstone's work inside C %"] == pytest.approx(100 / 128)
+    assert rows["a large square: the capstone's home"]["capstone's work inside C %"] == 100
+    assert rows["skinny: few columns of C"]["capstone's work inside C %"] < 100
+
+
+def test_plot_planner_marks_the_models_first_candidate(rec):
+    fig = c.plot_planner((640, 640, 640), rec)
+    right = fig.axes[1]
+    bars = right.patches
+    times = [b.get_height() for b in bars]
+    assert times == sorted(times)                       # by predicted time
+    assert bars[0].get_facecolor() != bars[1].get_facecolor()
+    assert times[0] == pytest.approx(c.plan_for((640, 640, 640), rec).predicted_us)

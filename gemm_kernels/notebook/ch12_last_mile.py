@@ -26,9 +26,27 @@ SPLIT, GEMV = model.SPLIT_KERNEL, model.GEMV_KERNEL
 
 # ------------------------------------------------------------------ the data
 
+# The profiles chapter 12's text reads: the ragged N, the two matrix-vector paths, and
+# the M == 1 plan's own launch.
+STUDIES = ("ch12_ragged_n", "ch12_gemv", "ch12_gemv_plan")
+_RECORDING: dict = {}
+
+
+def _holds_chapter(rec) -> bool:
+    from gemm_kernels.measure import studies
+    return bool(rec.find(SPLIT)) and all(
+        row is not None for name in STUDIES for shape in studies.get(name).shapes
+        for _, row in studies.results(name, shape, rec))
+
+
 def recording():
-    """The recording that holds chapter 12's rows (see `records.holding`)."""
-    return records.holding(SPLIT)
+    """The recording that holds chapter 12's rows and every profile its text reads, so
+    that its timings and its profiles come from one GPU; else the first that holds its
+    rows (`records.holding`). Looked up once per recording shown."""
+    key = id(records.current())
+    if key not in _RECORDING:
+        _RECORDING[key] = records.first_holding(_holds_chapter) or records.holding(SPLIT)
+    return _RECORDING[key]
 
 
 def rules(rec=None) -> model.Rules | None:
@@ -281,6 +299,7 @@ def plot_ladder(shape=LADDER_SHAPE, configs=LADDER, rec=None, ax=None):
     ax.set_xlabel("tile and split of chapter 12's kernel")
     ax.set_ylabel("GFLOP/s (measured)")
     ax.set_ylim(0, max(cublas, *(r["GFLOP/s"] for r in rows)) * 1.15)
+    ax.yaxis.set_major_formatter("{x:,.0f}")
     ax.legend(loc="upper left", fontsize=8)
     ax.set_title(f"{_shape_text(shape)}: {W.tiles(shape, 128, 128)} tiles of 128 x 128 for "
                  f"{sms} SMs, each configuration measured\n{rec.label}",
@@ -455,6 +474,7 @@ _EXTRA = {
         "load/store instructions (millions)": m["smsp__inst_executed_pipe_lsu.sum"] / 1e6},
     "ch12_gemv": lambda m: {"two largest stalls (cycles per instruction)": _top_stalls(m)},
 }
+_EXTRA["ch12_gemv_plan"] = _EXTRA["ch12_gemv"]
 
 
 def profile_table(study: str, rec=None) -> Table:
@@ -512,7 +532,7 @@ def reduction_share(shape, rec=None) -> Text:
                 f"(the first kernel wrote the partial products).")
 
 
-GEMV_STUDIES = ("ch12_gemv", "ch12_gemv_plan")   # the second: the M == 1 plan's own launch
+GEMV_STUDIES = STUDIES[1:]   # the second: the M == 1 plan's own launch
 
 
 def gemv_account(shape=(1, 4096, 4096), studies_=GEMV_STUDIES, rec=None) -> Text:
@@ -1105,3 +1125,100 @@ def widget(M: int = 1024, N: int = 1024, K: int = 1024):
     button.on_click(on_click)
     on_click(None)
     return Wd.VBox([Wd.HBox([*boxes, button]), text, image])
+
+
+# ------------------------------------------------------------------ the chapter at a glance
+
+# One recorded shape of each kind the capstone meets, with the section that treats it.
+LAST_MILE = (("a large square: the capstone's home", (4096, 4096, 4096), "-"),
+             ("few tiles of C, short K", (640, 640, 640), "1 and 3: split K"),
+             ("few tiles of C, deep K", (1280, 1280, 10240), "1 and 3: split K"),
+             ("skinny: few columns of C", (6000, 200, 3000), "2 and 3: tile and split"),
+             ("ragged: N not a multiple of 4", (3001, 999, 1500), "2: pad B"),
+             ("small: everything short", (384, 384, 128), "6: still short"),
+             ("a matrix times a vector", (1, 4096, 4096), "4: a kernel of its own"))
+
+
+def last_mile_rows(cases=LAST_MILE, rec=None) -> list[dict]:
+    """Per case: the capstone's tile without a split (chapter 09's launch, in chapter 12's
+    kernel) and the plan, each as a share of cuBLAS timed beside it at that shape; and the
+    share of the capstone's multiply-adds that land inside C (its tiles cover ragged and
+    thin shapes with whole 128 x 128 tiles)."""
+    rec = rec or recording()
+    out = []
+    for kind, shape, where in cases:
+        cap = row_of(rec, SPLIT, shape, {"BM": 128, "BN": 128, "SPLIT": 1})
+        p = plan_for(shape, rec)
+        own = row_of(rec, p.kernel, shape, p.params)
+        inside = shape[0] * shape[1] / (W.tiles(shape, 128, 128) * 128 * 128)
+        out.append({"kind of shape": kind, "shape": _shape_text(shape),
+                    "capstone's work inside C %": 100 * inside,
+                    "capstone % of cuBLAS": timing.share(cap) if cap else None,
+                    "the plan": str(p),
+                    "plan % of cuBLAS": timing.share(own) if own else None,
+                    "section": where})
+    return out
+
+
+def last_mile_table(rec=None) -> Table:
+    rec = rec or recording()
+    rows = last_mile_rows(rec=rec)
+    return Table(rows, list(rows[0]), title="Where the capstone falls short, and the plan "
+                 "at the same shape, each timed beside cuBLAS (an empty cell: not timed); "
+                 f"{rec.label}")
+
+
+def plot_planner(shape=(640, 640, 640), rec=None):
+    """The planner in one picture. Left: its rules, with the constants fitted on the
+    recording's GPU. Right: at `shape`, every candidate tile and split with the model's
+    predicted time, the time measured where that candidate was timed, and the pick."""
+    import matplotlib.pyplot as plt
+    rec = rec or recording()
+    r, lim = rules(rec), _limits(rec)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5.2), layout="constrained",
+                                      gridspec_kw={"width_ratios": [1, 1.5]})
+    left.axis("off")
+    steps = [("M == 1 or N == 1?", "yes: the matrix-vector kernel (section 4):\n"
+              f"{r.gemv_warps['cols']} warps per block (M == 1), {r.gemv_warps['rows']} (N == 1);"
+              f"\nthe smallest split that gives every SM {r.gemv_warps_per_sm} warps"),
+             ("N % 4 != 0?", "yes: " + ("copy B into padded rows first" if r.pad_ragged_b
+                                       else "B read one float at a time") + " (section 2)"),
+             ("every tile x every split of K", f"{len(model.TILES)} tiles, splits that leave "
+              f"each slice {choose.MIN_STEPS_PER_SLICE}+ steps of K"),
+             ("predict each one's time", "the model of this section:\nc0, c1 per tile, "
+              f"gamma = {r.gamma:g}, r0 = {r.reduce_us:.1f} µs, fitted on {r.device}"),
+             ("run the shortest", "")]
+    for i, (box, note) in enumerate(steps):
+        y = 0.92 - i * 0.21
+        left.text(0.02, y, box, fontsize=10, va="center", ha="left", weight="bold",
+                  bbox={"boxstyle": "round", "fc": "lightyellow", "ec": "0.4"})
+        if note:
+            left.text(0.02, y - 0.085, note, fontsize=8, va="center", ha="left", color="0.25")
+        if i < len(steps) - 1:
+            left.annotate("", (0.0, y - 0.17), (0.0, y - 0.02),
+                          arrowprops={"arrowstyle": "->", "color": "0.4"})
+    left.set_xlim(-0.05, 1)
+    left.set_ylim(0, 1)
+    left.set_title("The planner's rules (the constants fitted on the calibration runs)",
+                   fontsize=10)
+    ranking = ranked(tuple(shape), r, lim)
+    measured = {}
+    for row in rec.find(SPLIT, list(shape)):
+        if "gflops" in row:
+            q = row["params"]
+            measured[(q["BM"], q["BN"], q["SPLIT"])] = _time_us(row)
+    x = range(len(ranking))
+    right.bar(x, [t for t, _ in ranking], color=["tab:orange"] + ["tab:blue"] * (len(ranking) - 1),
+              label="predicted (the pick in orange)")
+    hit = [(i, measured[c]) for i, (_, c) in enumerate(ranking) if c in measured]
+    right.plot([i for i, _ in hit], [t for _, t in hit], "kD", markersize=5,
+               label="measured")
+    right.set_xticks(list(x))
+    right.set_xticklabels([f"{BM}x{BN} / {s}" for _, (BM, BN, s) in ranking], fontsize=8,
+                          rotation=90)
+    right.set_xlabel("candidate: tile / slices of K, by predicted time")
+    right.set_ylabel("time (µs)")
+    right.legend(fontsize=8, loc="upper left")
+    right.set_title(f"At {_shape_text(shape)}: {len(ranking)} candidates, {len(hit)} of them "
+                    f"timed\n{rec.label}", fontsize=10)
+    return fig
