@@ -537,13 +537,14 @@ def test_the_step_profile_shows_the_waits_as_recorded():
 
 def test_stages_reading_is_the_tables_rounding():
     """The solution's sentences quote the same changes as stages_table prints."""
-    text = cp.stages_reading()
+    source, *lines = cp.stages_reading().splitlines()
+    assert source.startswith("(recorded on ")          # its GPU, named first
     for size in (4096, 2048):
         rows = {(r["STAGES"], r["MINB"]): r["against the default"] for r in cp.stages_table(size)}
-        assert f"{rows[(3, 1)]} at {size}^3" in text.splitlines()[0]
-        assert f"{rows[(2, 1)]} at {size}^3" in text.splitlines()[1]
+        assert f"{rows[(3, 1)]} at {size}^3" in lines[0]
+        assert f"{rows[(2, 1)]} at {size}^3" in lines[1]
         # the recompile's shift from the same table, so on the same GPU as the losses
-        assert f"{rows[(4, 2)]} at {size}^3" in text.splitlines()[3]
+        assert f"{rows[(4, 2)]} at {size}^3" in lines[3]
     assert cp.numbered("+ BK = 16") == "6. + BK = 16" and cp.numbered("x") == "x"
 
 
@@ -559,12 +560,13 @@ def test_the_worked_solutions_sit_beside_the_kernels_of_their_run():
 
 def test_step_changes_are_the_numbers_of_the_change_plot():
     lines = str(cp.step_changes()).splitlines()
-    assert lines[0] == "(at 2048^3 and 4096^3)" and len(lines) == len(cp.ladder_steps())
+    assert lines[0] == f"(at 2048^3 and 4096^3, {cp.ladder_source()})"
+    assert len(lines) == len(cp.ladder_steps())
     full = cp.ladder((2048, 4096))
     c, held = cp._step_change(full[1], full[0], 2048)
     if c is None:
         pytest.skip("the ladder is not recorded")
-    assert lines[1].startswith(full[1].label) and f"{c:+.1f}%" in lines[1]
+    assert lines[1].startswith(full[1].label) and cp.signed(c) in lines[1]
     assert "MINB = 2" not in lines[1]
     assert "between the MINB = 2 builds" in lines[cp.position(5)]
     # one step's line alone, as part B prints it beside its reading
@@ -661,3 +663,37 @@ def test_step4_reading_gives_each_split_step_against_the_one_before(tmp_path, mo
     assert table[cp.position("4a")]["4096^3 GFLOP/s (% of cuBLAS)"] == "550 (55%)"
     assert table[cp.position("4b")]["4096^3 change"] == "+20.0%"
     records._LOADED.clear()
+
+
+def test_rows_label_names_the_rows_own_gpu_runs_and_days():
+    rec = records.Record(device={"name": "GPU X"}, created="2026-01-09T00:00:00Z", commit="c")
+    one = [{"run": "a", "time": "2026-01-02T00:00:00Z"}, {"run": "a", "time": "2026-01-02T01:00:00Z"}]
+    assert records.rows_label(one, rec) == "recorded on GPU X in one run, 2026-01-02"
+    two = one + [None, {"run": "b", "time": "2026-01-05T00:00:00Z"}]
+    assert records.rows_label(two, rec) == "recorded on GPU X in 2 runs, 2026-01-02 to 2026-01-05"
+    assert records.rows_label([None], rec) == "no recorded rows"
+
+
+def test_signed_never_prints_minus_zero():
+    assert cp.signed(-0.04) == "+0.0%" and cp.signed(7.94) == "+7.9%" and cp.signed(None) == "-"
+
+
+def test_the_ladder_and_its_yardsticks_come_from_one_run_and_say_whose(recorded_mode):
+    rec = cp.ladder_recording()
+    runs = {r["run"] for r in cp._ladder_rows() if r}
+    assert len(runs) == 1
+    for p in cp.minb_pairs():
+        assert {r["run"] for r in p["rows"]} == runs
+    name = rec.device["name"]
+    assert f"recorded on {name} in one run" in cp.ladder_source()
+    assert cp.ladder_source() in str(cp.yardsticks()) and cp.ladder_source() in str(cp.step_changes())
+    start = str(cp.ladder_start())
+    assert cp.ladder_source() in start and "worked answer" in start
+
+
+def test_recordings_lists_each_gpu_the_chapter_reads_once(recorded_mode):
+    t = cp.recordings()
+    names = [r["GPU"] for r in t]
+    assert len(names) == len(set(names)) >= 1
+    assert cp.ladder_recording().device["name"] in names
+    assert records.current().device["name"] in names

@@ -198,14 +198,6 @@ def test_the_stall_plot_uses_chapter_09s_axis(recorded_mode):
     assert len(fig.axes[0].get_yticklabels()) == 4
 
 
-def test_the_ladder_start_names_both_rates_from_the_payoff(recorded_mode):
-    text = c.ladder_start()
-    full = {r["kernel"]: r for r in c.payoff()}
-    for name in ("chapter 08's kernel", c.WORKING):
-        assert full[name]["own occupancy: GFLOP/s"].split(" (")[0] in text, (name, text)
-    assert text.startswith("At 2048^3") and "part A" in text
-
-
 def test_the_worked_answer_note_is_the_grader_count():
     from gemm_kernels.exercises.ch08_checks import in_flight_words, loop_loads
     from gemm_kernels.exercises.solutions import solution_text

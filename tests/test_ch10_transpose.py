@@ -234,3 +234,18 @@ def test_the_copys_sass_is_cut_to_its_guarded_accesses_and_exits():
     assert kinds.index("EXIT") < len(kinds) - 1 and kinds[kinds.index("EXIT") + 1] == "LDG"
     assert "@!P" in text and "instructions: addresses and bounds tests" in text
     assert "IMAD" not in text
+
+
+def test_padding_steps_change_one_thing_per_row(recorded_mode):
+    from gemm_kernels.core.launch import kernel_of
+    from gemm_kernels.notebook import ch10_transpose as c
+    resolved = [kernel_of(k).resolve({"T": "float", **change}) for _, k, change in c.PADDING_STEPS]
+    # the first step is transpose_smem; as the padded kernel it is PAD 0, x->col, one tile
+    as_padded = [{"PAD": 0, "ORDER": "x->col", "STACK": 1}] + [
+        {k: p[k] for k in ("PAD", "ORDER", "STACK")} for p in resolved[1:]]
+    for before, after in zip(as_padded, as_padded[1:]):
+        assert sum(before[k] != after[k] for k in before) == 1, (before, after)
+    assert resolved[-1] == kernel_of("transpose_padded").resolve({"T": "float"})
+    t = c.padding_steps()
+    assert len(t) == len(c.PADDING_STEPS) and "recorded on" in t.title
+    assert all(v.endswith("%") for row in t for k, v in row.items() if k != "step")

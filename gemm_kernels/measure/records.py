@@ -260,6 +260,23 @@ def source() -> str:
     return rec.label if rec else "no GPU and no recording"
 
 
+def rows_label(rows, rec: Record | None = None) -> str:
+    """Where these rows come from, for a title: 'recorded on <device> in one run,
+    <day>' (or 'in N runs, <first day> to <last day>'), from the rows' own runs and days,
+    not the whole file's (a file holds runs of several days). `rec`: the recording that
+    holds them (default the one shown); 'no recorded rows' when none has a row."""
+    rows = [r for r in rows if r]
+    rec = rec or current()
+    if not rows or rec is None:
+        return "no recorded rows"
+    runs = list(dict.fromkeys(r.get("run") for r in rows if r.get("run")))
+    days = sorted({r["time"][:10] for r in rows if r.get("time")})
+    when = rec.created[:10] if not days else (
+        days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}")
+    how = "" if not runs else " in one run" if len(runs) == 1 else f" in {len(runs)} runs"
+    return f"recorded on {rec.device['name']}{how}, {when}"
+
+
 def recording_label() -> str:
     rec = current()
     return rec.label if rec else "no recording"

@@ -42,6 +42,7 @@ NOT_RECORDED = "not recorded yet on this machine's recording"
 NOT_TIMED = "not timed: the recording has no run of it"   # a worked solution
 AS_BUILT = "as built"     # a ladder step without a MINB switch, in the MINB = 2 column
 LADDER = "ch09_ladder"
+LADDER_MINB2 = "ch09_ladder_minb2"   # the same steps built with MINB = 2, same run
 FONT = 10          # every label of these figures; titles one point larger
 
 
@@ -488,12 +489,62 @@ def ladder_recording():
     return studies.complete_recording(LADDER)
 
 
+def _ladder_rows() -> list[dict]:
+    """Every row of the ladder and of its MINB = 2 builds, from `ladder_recording`."""
+    rec = ladder_recording()
+    return [row for name in (LADDER, LADDER_MINB2) for shape in studies.get(name).shapes
+            for _, row in studies.results(name, shape, rec)]
+
+
 def ladder_source() -> str:
-    """Where the ladder's numbers come from, for titles."""
+    """Where the ladder's numbers come from, for titles: its GPU, and its runs and days
+    (those of the ladder's own rows, not of the whole file)."""
     if device.is_live():
         return records.source()
-    rec = ladder_recording()
-    return rec.label if rec else records.source()
+    return records.rows_label(_ladder_rows(), ladder_recording())
+
+
+def recordings() -> Table:
+    """The GPUs this chapter's numbers come from, one row each: the ladder's recording
+    (its steps, their MINB = 2 builds and their profile, all in one run) and the one
+    shown (everything else); one row when they are the same. What each GPU's SMs can
+    compute and its memory can move, from the recording's own device entry, so that a
+    reader sees what the two share and where they differ."""
+    shown, lad = records.current(), ladder_recording()
+    recs = [r for i, r in enumerate([lad, shown]) if r is not None and (i == 0 or r is not lad)]
+    rows = []
+    for rec in recs:
+        d = rec.device
+        what = ("the ladder, its MINB = 2 builds, their step profile and the yardsticks"
+                if rec is lad else "")
+        if rec is shown:
+            what = (what + "; " if what else "") + "every other table and the banner's"
+        rows.append({"GPU": d["name"], "SMs": d.get("sm_count"),
+                     "SM clock, MHz": count(d.get("sm_clock_mhz")),
+                     "FP32 peak, GFLOP/s": count(device.peak_fp32_gflops(d)),
+                     "DRAM peak, GB/s": count(device.peak_bandwidth_gbps(d)),
+                     "L2, MB": f"{d['l2_bytes'] / 2**20:.0f}" if d.get("l2_bytes") else "-",
+                     "this chapter shows from it": what})
+    return Table(rows, list(rows[0]), title="The GPUs of this chapter's recordings")
+
+
+def ladder_start() -> Text:
+    """Where the ladder starts, against chapter 08's exercise: step 0 (chapter 08's
+    kernel as its source file has it) and chapter 08's worked answer at 2048^3, both
+    from the ladder's run (one GPU), and why the ladder starts from the slower one."""
+    from gemm_kernels.notebook.worked_solutions import pair
+    n = 2048
+    step0 = ladder((n,))[0].rows[n]
+    answer = pair("08_double_buffer", (n,) * 3, rec=ladder_recording())[0]
+    same = answer is not None and step0 is not None and answer.get("run") == step0.get("run")
+    rates = (f"chapter 08's kernel (step 0) {count(_rate(step0))} GFLOP/s, chapter 08's "
+             f"worked answer {count(_rate(answer))}" if same else
+             f"chapter 08's worked answer: {NOT_TIMED} beside step 0")
+    return Text(f"At {n}^3, {ladder_source()}: {rates}.\n"
+                "The ladder starts from the first on purpose: part A changes only the "
+                "shared-memory layout and keeps chapter 08's copy code, so each step differs "
+                "from the one before in one thing; part B replaces the copy (cp.async) and "
+                "passes the worked answer.")
 
 
 def ladder(sizes=(2048, 4096)) -> list[Rung]:
@@ -538,11 +589,17 @@ def _rate_cell(row) -> str:
                                                  else " (no cuBLAS in its run)")
 
 
+def signed(v: float | None) -> str:
+    """+7.9%: a change in per cent with its sign, to one decimal; '-' when there is none.
+    A change that rounds to zero reads +0.0%, never -0.0%."""
+    return "-" if v is None else f"{(round(v, 1) or 0.0):+.1f}%"
+
+
 def _change(row, before) -> str:
     """+7.9%: the rate of a step against the step before it, both from the recording."""
     if row is None or before is None:
         return "-"
-    return f"{100 * (row['gflops']['median'] / before['gflops']['median'] - 1):+.1f}%"
+    return signed(100 * (row['gflops']['median'] / before['gflops']['median'] - 1))
 
 
 def _registers_note(rungs) -> str:
@@ -605,8 +662,8 @@ def _spread_pct(lo_hi) -> float | None:
 
 def minb_pairs(sizes=(2048, 4096)) -> list[dict]:
     """Where the capstone at the ladder's tile (128 x 128, warps of 32 x 64) was
-    recorded both as it is (MINB = 1) and built with MINB = 2, and both binaries allow
-    the same blocks per SM: per such configuration and size, what differs from the
+    recorded both as it is (MINB = 1) and built with MINB = 2 in the ladder's run, and
+    both binaries allow the same blocks per SM: per such configuration and size, what differs from the
     default, both register counts, the blocks per SM, both rates and the change. Since
     the occupancy is the same, the change is what MINB = 2 does to the code ptxas
     emits, nothing else."""
@@ -615,15 +672,16 @@ def minb_pairs(sizes=(2048, 4096)) -> list[dict]:
     rec = ladder_recording()
     if rec is None:
         return []
+    # only the ladder's own run(s): the yardstick then comes from the rows it judges
+    runs = {r.get("run") for r in _ladder_rows() if r}
     out = []
     for n in sizes:
         for r1 in rec.find("capstone", (n,) * 3, {**_LADDER_TILE, "MINB": 1}):
-            if "gflops" not in r1:
+            if "gflops" not in r1 or r1.get("run") not in runs:
                 continue
-            try:
-                r2 = lookup.recorded("capstone", (n,) * 3, {**r1["params"], "MINB": 2},
-                                     rec=rec)
-            except LookupError:
+            r2 = next((r for r in rec.find("capstone", (n,) * 3, {**r1["params"], "MINB": 2})
+                       if "gflops" in r and r.get("run") == r1.get("run")), None)
+            if r2 is None:
                 continue
             g1, g2 = _timed_registers(r1), _timed_registers(r2)
             b1, b2 = _row_blocks("capstone", r1), _row_blocks("capstone", r2)
@@ -650,7 +708,7 @@ def minb_table(sizes=(2048, 4096)) -> Table:
         row["blocks/SM"] = p["blocks/SM"]
         r1, r2 = p["rows"]
         row[f"{p['size']}^3: MINB = 1 -> 2"] = f"{count(_rate(r1))} -> {count(_rate(r2))}"
-        row[f"{p['size']}^3 change"] = f"{p['change']:+.1f}%"
+        row[f"{p['size']}^3 change"] = signed(p["change"])
     cols = ["configuration", "registers (MINB = 1 / 2)", "blocks/SM"] + \
         [c for n in sizes for c in (f"{n}^3: MINB = 1 -> 2", f"{n}^3 change")]
     table = list(rows.values())
@@ -668,7 +726,7 @@ def yardsticks(sizes=(2048, 4096)) -> Text:
     row to row, and how far MINB = 2 alone moved the capstone where it did not change
     the occupancy (`minb_pairs`)."""
     rungs = ladder(sizes)
-    lines = []
+    lines = [f"({ladder_source()})"]
     for n in sizes:
         own = cublas_spread([r.rows[n] for r in rungs])
         held = cublas_spread([r.held[n] for r in rungs if r.has_minb])
@@ -687,7 +745,7 @@ def yardsticks(sizes=(2048, 4096)) -> Text:
         ch = [p["change"] for p in pairs if p["size"] == n]
         if ch:
             lines.append(f"{n}^3: MINB = 2 at unchanged occupancy ({len(ch)} configurations): "
-                         f"{min(ch):+.1f}% to {max(ch):+.1f}%")
+                         f"{signed(min(ch))} to {signed(max(ch))}")
     return Text("\n".join(lines))
 
 
@@ -775,13 +833,14 @@ def step_changes(sizes=(2048, 4096), steps=None) -> Text:
             continue
         before = full[r.index - 1]
         got = [_step_change(r, before, n) for n in sizes]
-        fmt = lambda v: "-" if v is None else f"{v:+.1f}%"
+        fmt = signed
         line = (f"{r.label}: " + " and ".join(fmt(c) for c, _ in got)
                 + " as timed")
         if any(h is not None for _, h in got):
             line += "; " + " and ".join(fmt(h) for _, h in got) + " between the MINB = 2 builds"
         lines.append(line)
-    return Text(f"(at {' and '.join(f'{n}^3' for n in sizes)})\n" + "\n".join(lines))
+    return Text(f"(at {' and '.join(f'{n}^3' for n in sizes)}, {ladder_source()})\n"
+                + "\n".join(lines))
 
 
 def step4_reading(sizes=(2048, 4096)) -> Text:
@@ -792,7 +851,7 @@ def step4_reading(sizes=(2048, 4096)) -> Text:
     Where the recording lacks a split step, one sentence says so instead of its line."""
     full = ladder(sizes)
     split = [r for r in full if r.number[-1:].isalpha()]
-    fmt = lambda v: "-" if v is None else f"{v:+.1f}%"
+    fmt = signed
     at = " and ".join(f"{n}^3" for n in sizes)
 
     def line(r, before, name):
@@ -806,7 +865,7 @@ def step4_reading(sizes=(2048, 4096)) -> Text:
         whose = "timed binary" if r.timed else f"ptxas {compiler.ptxas_version()} here"
         return f"{r.registers} registers ({whose}), {r.blocks} block{'s' * (r.blocks != 1)}/SM"
 
-    lines = [f"(at {at})"]
+    lines = [f"(at {at}, {ladder_source()})"]
     missing = [r.number for r in split if any(r.rows[n] is None for n in sizes)]
     if missing:
         named = " and ".join(filter(None, [", ".join(missing[:-1]), missing[-1]]))
@@ -843,12 +902,15 @@ def change_plot(sizes=(2048, 4096)):
                              [r.held[n] for r in full if r.has_minb]))
     ch = [p["change"] for p in minb_pairs(sizes)]
     if ch:
+        # Measured on one side only (MINB = 2 slowed every pair), but the chapter reads a
+        # change of that size either way as no evidence: the measured range solid, its
+        # mirror hatched, so that the band does not pass for a margin on one side.
         ax.axvspan(min(ch), max(ch), color="#fce5cd", zorder=0,
-                   label=f"MINB = 2 alone, occupancy unchanged: {min(ch):+.1f}% to "
-                         f"{max(ch):+.1f}%")
+                   label=f"MINB = 2 alone: measured {signed(min(ch))} to {signed(max(ch))}")
+        ax.axvspan(-max(ch), -min(ch), facecolor="none", edgecolor="#e69138", hatch="//",
+                   lw=0, zorder=0, label="its mirror: the same size the other way")
     ax.axvspan(-noise, noise, color="0.8", zorder=1,
-               label=f"timing noise: cuBLAS moved up to {noise:.1f}% from row to row "
-                     "(beside the ladder or the MINB = 2 builds)")
+               label=f"timing noise: cuBLAS rows up to {noise:.1f}% apart, either way")
     ax.axvline(0, color="k", lw=0.8, zorder=2)
     height = 0.8 / len(sizes)
     colours = ("#9fc5e8", "#3d85c6")
@@ -972,7 +1034,7 @@ def step_sass(step, since=None, listing=True, hide_wait: bool = False) -> StepSa
     here = [r.number for r in rungs[first:i + 1] if not r.timed]
     table = Table(rows, list(rows[0]), title="main loop, one trip: instruction counts from "
                   f"the SASS of ptxas {compiler.ptxas_version()} here (sm_90); registers and "
-                  "blocks/SM of the compiled kernel that was timed"
+                  f"blocks/SM of the compiled kernel that was timed ({ladder_source()})"
                   + (f" (of ptxas here for step{'s' * (len(here) > 1)} {', '.join(here)}, "
                      "not in the recording)" if here else "")
                   + (f"\n{note}" if note else ""))
@@ -1010,11 +1072,12 @@ def zorder_counters() -> Table:
     """The four layouts of 09_zorder.cu at 128 x 128 x 8: shared-memory wavefronts the
     bank model predicts for the whole launch, next to Nsight Compute's counts of the
     recorded profile (1024^3)."""
-    rows = []
+    rows, seen = [], []
     for pad in (0, 4):
         for z in (False, True):
             p = KERNELS["zorder"].resolve({"BM": 128, "BN": 128, "BK": 8, "PAD": pad, "ZORDER": z})
             r = profile.counters("zorder", p)
+            seen.append(r)
             shape = tuple(r["shape"]) if r else profile.GEMM_SHAPE
             warps, K = _warps("zorder", p, shape), shape[2]
             per_k, per_tile = _zorder_model(pad, z)
@@ -1026,9 +1089,8 @@ def zorder_counters() -> Table:
                          "stores: model": count(warps * -(-K // p["BK"]) * per_tile),
                          "stores: counted": count(m.get(profile.SHARED[1])),
                          "store conflicts": count(m.get(profile.SHARED[3]))})
-    rec = records.current()
     return Table(rows, list(rows[0]), title="shared-memory wavefronts at 1024^3: bank model "
-                 f"(live) and Nsight Compute ({rec.label if rec else 'no recording'})")
+                 f"(live) and Nsight Compute ({records.rows_label(seen)})")
 
 
 def capstone_model(params: dict | None = None) -> dict:
@@ -1065,6 +1127,11 @@ def capstone_model(params: dict | None = None) -> dict:
 def _study_metrics(name: str, shape=None) -> dict:
     """{step label: recorded metrics or None} of one ncu study."""
     return {s.label: (r["metrics"] if r else None) for s, r in studies.results(name, shape)}
+
+
+def _study_source(name: str) -> str:
+    """The GPU, runs and days of one study's own rows in the recording shown."""
+    return records.rows_label([r for _, r in studies.results(name)])
 
 
 # The capstone copies A 4 bytes at a time with cp.async.ca (through L1: "cache access")
@@ -1116,7 +1183,7 @@ def capstone_counters() -> Table:
     rows.append({"access": "STS: wavefronts (op_st)", "bank model": "0", "counted": got(_ST),
                  "counter": _ST})
     return Table(rows, list(rows[0]), title=f"capstone at {'x'.join(map(str, shape))}: "
-                 f"bank model (live) and Nsight Compute ({records.recording_label()})")
+                 f"bank model (live) and Nsight Compute ({_study_source(study.name)})")
 
 
 def a_copy_cost() -> Text:
@@ -1131,7 +1198,7 @@ def a_copy_cost() -> Text:
     mod = capstone_model(p)
     m = _study_metrics(study.name).get(step.label)
     lines = [f"the capstone at {'x'.join(map(str, study.shapes[0]))}, Nsight Compute "
-             f"({records.recording_label()})"]
+             f"({_study_source(study.name)})"]
     for operand, cache, what in (("a", "access", "A, 4 bytes a lane"),
                                  ("b", "bypass", "B, 16 bytes a lane")):
         copies = mod[f"{operand}_copies"]
@@ -1298,7 +1365,7 @@ def prefetch_timeline(tiles: int = 4):
 def zorder_depths(size: int = 2048) -> Table:
     """The four variants of 09_zorder.cu (PAD 0 or 4, ZORDER off or on) at BK = 8 and
     BK = 16, from the recording (measured live with a GPU): GFLOP/s and % of cuBLAS."""
-    rows = []
+    rows, seen = [], []
     for bk in (8, 16):
         for pad in (0, 4):
             for z in (False, True):
@@ -1307,11 +1374,12 @@ def zorder_depths(size: int = 2048) -> Table:
                     r = lookup.measure_or_lookup("zorder", (size,) * 3, c)
                 except LookupError:
                     r = None
+                seen.append(r)
                 rows.append({"BK": bk, "PAD": pad, "ZORDER": z,
                              "GFLOP/s": NOT_RECORDED if r is None else count(r["gflops"]["median"]),
                              "% of cuBLAS": "-" if r is None else pct(lookup.share(r))})
     return Table(rows, list(rows[0]), title=f"09_zorder.cu, 128 x 128 tiles, at {size}^3, "
-                 + records.source())
+                 + (records.source() if device.is_live() else records.rows_label(seen)))
 
 
 # ------------------------------------------------------------------ part A's bank pictures
@@ -1557,7 +1625,7 @@ def exercise_references(names=("09_zorder", "09_capstone_step")) -> Table:
     kernel's ('-' where the two rows come from different runs) and its registers."""
     from gemm_kernels.exercises.catalog import get
     from gemm_kernels.notebook.worked_solutions import pair
-    rows = []
+    rows, seen = [], []
     for name in names:
         ex = get(name)
         k = KERNELS[ex.kernel]
@@ -1568,6 +1636,7 @@ def exercise_references(names=("09_zorder", "09_capstone_step")) -> Table:
             r = None
         regs = ((r or {}).get("binary") or {}).get("registers")
         sol = pair(name, (ex.time_size,) * 3)[0]
+        seen += [r, sol]
         rows.append({"exercise": name, "timed against": f"{k.source}, graded configuration",
                      "registers (timed)": regs if regs is not None else "-",
                      "blocks/SM": analysis.kernel_occupancy(k, p, registers=regs).blocks_per_sm,
@@ -1581,7 +1650,7 @@ def exercise_references(names=("09_zorder", "09_capstone_step")) -> Table:
                      "solution's registers": ((sol or {}).get("binary") or {}).get("registers",
                                                                                    "-")})
     return Table(rows, list(rows[0]), title="The kernels the exercises are timed against, and "
-                 f"the worked solutions timed beside them ({records.source()})")
+                 f"the worked solutions timed beside them ({records.rows_label(seen)})")
 
 
 def stages_table(size: int = 4096, here: bool = False) -> Table:
@@ -1591,7 +1660,7 @@ def stages_table(size: int = 4096, here: bool = False) -> Table:
     size^3 and its change against the default."""
     d = KERNELS["capstone"].resolve(None)
     base = _rate(lookup.recorded("capstone", (size,) * 3, d))
-    rows = []
+    rows, got = [], []
     for st in (2, 3, 4):
         for minb in (1, 2):
             p = {**d, "STAGES": st, "MINB": minb}
@@ -1599,6 +1668,7 @@ def stages_table(size: int = 4096, here: bool = False) -> Table:
                 r = lookup.recorded("capstone", (size,) * 3, p)
             except LookupError:
                 r = None
+            got.append(r)
             regs = _timed_registers(r)
             extra = {}
             if here:
@@ -1613,7 +1683,7 @@ def stages_table(size: int = 4096, here: bool = False) -> Table:
                          "against the default": "-" if r is None else
                          f"{100 * (_rate(r) / base - 1):+.1f}%"})
     return Table(rows, list(rows[0]), title=f"the capstone's default with 2, 3 or 4 stages "
-                 f"(registers of the compiled kernel that was timed), {records.source()}")
+                 f"(registers of the compiled kernel that was timed), {records.rows_label(got)}")
 
 
 def stages_reading(sizes=(4096, 2048)) -> str:
@@ -1632,7 +1702,10 @@ def stages_reading(sizes=(4096, 2048)) -> str:
         except LookupError:
             return None
 
-    lines = []
+    rows = [lookup.recorded("capstone", (n,) * 3, {**d, "STAGES": st, "MINB": m})
+            for n in sizes for st in (2, 3, 4) for m in (1, 2)
+            if rate(n, st, m) is not None]
+    lines = [f"({records.rows_label(rows)})"]
     for st in (3, 2):
         parts = []
         for n in sizes:
@@ -1693,7 +1766,7 @@ def step_stall_plot(top: int = 7):
     if not fig.axes or not fig.axes[0].get_yticklabels():
         return fig
     ax = fig.axes[0]
-    ax.set_title(f"{ax.get_title()}\n({ladder_source()})", fontsize=ax.title.get_fontsize())
+    ax.set_title(f"{ax.get_title()}\n({_stalls_source(rec)})", fontsize=ax.title.get_fontsize())
     number = dict(zip((s.label for s in ladder_steps()), step_numbers()))
     shown = [t.get_text() for t in ax.get_yticklabels()]
     ax.set_yticks(ax.get_yticks(), [f"step {number.get(s, s)}" for s in shown])
@@ -1710,6 +1783,11 @@ def step_stall_plot(top: int = 7):
     fig.text(0.01, 0.01, "\n".join(lines), fontsize=FONT - 1, va="bottom")
     fig.tight_layout(rect=(0, 0.035 * len(lines) + 0.01, 1, 1))
     return fig
+
+
+def _stalls_source(rec) -> str:
+    """The GPU, runs and days of the step profile's own rows in `rec`."""
+    return records.rows_label([r for _, r in studies.results(STEP_STALLS, rec=rec)], rec)
 
 
 STALL_AXIS = ("warp-cycles stalled per issued instruction: one warp's average wait between "
@@ -1741,7 +1819,7 @@ def step_counters() -> Table:
     rows = [{**r, "step": numbered(r["step"])} for r in t]
     return Table(rows, list(t.columns), title="Steps 3 to 7 at 4096^3, Nsight Compute at its "
                  "own clock; the waits in warp-cycles per issued instruction (one warp's "
-                 f"average); {ladder_source()}")
+                 f"average); {_stalls_source(studies.complete_recording(STEP_STALLS))}")
 
 
 def issue_evidence() -> Text:
@@ -1796,7 +1874,7 @@ def group_table(size: int = 4096) -> Table:
     BK = 16), as it is and built with MINB = 2: registers and blocks per SM of the
     binaries that were timed, and the rates at size^3."""
     d = KERNELS["capstone"].resolve(None)
-    rows = []
+    rows, seen = [], []
     for st in (2, 3, 4):
         for minb in (1, 2):
             row = {"STAGES": st, "MINB": minb}
@@ -1809,13 +1887,14 @@ def group_table(size: int = 4096) -> Table:
                     r = None
                 regs = _timed_registers(r)
                 got[g] = r
+                seen.append(r)
                 row[f"GROUP = {g}: registers, blocks/SM"] = \
                     f"{regs}, {_blocks('capstone', p, regs)}" if regs else "-"
                 row[f"GROUP = {g}: GFLOP/s"] = NOT_RECORDED if r is None else count(_rate(r))
             row["GROUP 8 vs 1"] = _change(got[8], got[1])
             rows.append(row)
     return Table(rows, list(rows[0]), title=f"grouped block order at {size}^3 (HOIST on, "
-                 f"BK = 16), {records.source()}")
+                 f"BK = 16), {records.rows_label(seen)}")
 
 
 def part_a_table() -> Table:

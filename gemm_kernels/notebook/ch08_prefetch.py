@@ -561,23 +561,6 @@ def payoff_gain(params: dict | None = None, one_per_sm: bool = False,
 CH08 = "chapter 08's kernel"
 
 
-def ladder_start(params: dict | None = None) -> str:
-    """Why chapter 09's ladder starts below the exercise's answer, with both rates from
-    the payoff run (2048^3, own occupancy): the ladder's step 0 is chapter 08's kernel as
-    the chapter's source file has it, and part A keeps that copy code so that its steps
-    differ from step 0 in the shared-memory layout only."""
-    rows = {r["kernel"]: r for r in payoff(params, (WORKING,))}
-    rate = {name: r["own occupancy: GFLOP/s"].split(" (")[0] for name, r in rows.items()}
-    return (f"At {PAYOFF_SHAPE[0]}^3, chapter 08's kernel (`double_buffer`, its loads "
-            f"sunk) runs at {rate[CH08]} "
-            f"GFLOP/s, the exercise's answer at {rate[WORKING]}. Chapter 09's ladder starts "
-            "from the first, on purpose: its part A changes only the shared-memory layout "
-            "and keeps chapter 08's copy code, so that each of its steps differs from the "
-            "one before in one thing. Its first steps can therefore run slower than the "
-            "exercise's answer of chapter 08; part B replaces the copy itself (cp.async), "
-            "and passes it.")
-
-
 def one_block_plot(study: str = "ch08_one_block"):
     """The timed study of one block per SM (`evidence.plot`), with a black tick on each
     row at the cuBLAS rate timed beside that row, named, and each rate written inside its

@@ -935,3 +935,36 @@ def assert_in_flight(answer: dict | None) -> None:
     problems = in_flight_problems(answer)
     if problems:
         raise AssertionError("10_in_flight, part 2: " + "; ".join(problems))
+
+
+# From transpose_smem to the padded kernel's defaults, one change per row: the picture of
+# section 4 sets the two side by side, and they differ in three things, not only padding.
+PADDING_STEPS = (
+    ("transpose_smem: no padding, x->col, one tile per block", "transpose_smem", {}),
+    ("+ PAD = 1 (padding alone)", "transpose_padded", {"PAD": 1, "ORDER": "x->col", "STACK": 1}),
+    ("+ x->row block order", "transpose_padded", {"PAD": 1, "ORDER": "x->row", "STACK": 1}),
+    ("+ two tiles per block (STACK = 2): the defaults", "transpose_padded",
+     {"PAD": 1, "ORDER": "x->row", "STACK": 2}),
+)
+
+
+def padding_steps(shapes=(SQUARE, ODD), types=("float", "double")) -> Table:
+    """`PADDING_STEPS` at the default TILE and ROWS: the timed share of the device copy
+    (timed beside each row) at each shape and type, so that the padding's own effect is
+    read apart from the block order and the stacked tiles; the title names the GPU and
+    the runs of the rows shown."""
+    rows, seen = [], []
+    for label, kernel, change in PADDING_STEPS:
+        row = {"step": label}
+        for t in types:
+            for s in shapes:
+                try:
+                    r = lookup.recorded(kernel, s, {"T": t, **change})
+                except LookupError:
+                    r = None
+                seen.append(r)
+                share = lookup.share(r) if r else None
+                row[f"{t}, {_shape_text(s)}"] = "-" if share is None else f"{share:.0f}%"
+        rows.append(row)
+    return Table(rows, list(rows[0]), title="% of the device copy timed beside each row, "
+                 f"TILE = 32, ROWS = 8, one change per row ({records.rows_label(seen)})")
