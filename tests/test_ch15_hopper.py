@@ -5,6 +5,7 @@ read from the recordings."""
 import pytest
 
 from gemm_kernels.core.kernels import get
+from gemm_kernels.measure import studies
 from gemm_kernels.notebook import ch13_wmma as ch13
 from gemm_kernels.notebook import ch14_mma as ch14
 from gemm_kernels.notebook import ch15_hopper as ch15
@@ -117,7 +118,7 @@ def test_measured_tables_name_their_recordings():
 
 def test_grouping_cuts_dram_traffic_in_the_study():
     rows = dict(ch15._study(8192))
-    plain, grouped = rows["warp-specialised, row order"], rows[
+    plain, grouped = rows["warp-specialised, 4 stages, row order"], rows[
         "warp-specialised, 3 stages, groups of 16 rows"]
     if not (plain and grouped):
         pytest.skip("the study is not recorded")
@@ -240,7 +241,7 @@ def test_the_rates_table_shows_each_timed_run_was_right():
 def test_roles_busy_reads_both_kernels_from_the_study():
     rows = dict(ch15._study(4096))
     one, ws = rows["one role: TMA + wgmma, __syncthreads per step"], rows[
-        "warp-specialised, row order"]
+        "warp-specialised, 4 stages, row order"]
     if not (one and ws and ch15.TENSOR_BUSY in one):
         pytest.skip("the study is not recorded")
     s = str(ch15.roles_busy())
@@ -306,3 +307,30 @@ def test_profile_waits_gives_the_share_of_resident_warps_at_a_barrier():
     for r in t:
         assert r["% of resident warps at 'barrier'"] == pytest.approx(
             100 * r["of which at 'barrier', on average"] / r["warps resident per SM"])
+
+
+def test_the_ring_busy_share_is_stages_over_a_stage_round_trip():
+    assert ch15.ring_busy_share(4, copy=5) == pytest.approx(4 / 6)
+    assert ch15.ring_busy_share(4, copy=2.5) == 1.0
+    # the model agrees once it runs steadily: 4 tiles per 6 units
+    tl = ch15.ring_timeline(stages=4, tiles=40, copy=5)
+    assert (tl[-1]["done"] - tl[-5]["done"]) == pytest.approx(6, abs=0.7)
+
+
+def test_the_order_profile_changes_one_thing_at_a_time():
+    steps = studies.get(ch15.ORDER_PROFILE).steps
+    full = [get(ch15.WS).resolve(s.params) for s in steps]
+    pairs = {(p["STAGES"], p["GROUP"]) for p in full}
+    assert pairs == {(4, 1), (3, 1), (4, 16), (3, 16)}
+    t = ch15.order_profile_table()
+    assert [r["configuration"] for r in t] == [s.label for s in steps]
+    if not any(r for _, r in studies.results(ch15.ORDER_PROFILE, (8192,) * 3)):
+        assert "not recorded yet" in t.title
+
+
+def test_the_one_run_verdicts_compare_the_stages_of_both_kernels():
+    if not ch15.orders():
+        pytest.skip("the run of the five configurations is not recorded")
+    text = str(ch15.orders_verdicts())
+    assert "One role, 3 stages against 4" in text
+    assert "Warp-specialised, 3 stages against 4 (row order)" in text

@@ -32,7 +32,7 @@ STUDY = "ch15_hopper"
 CONFIGS = ((TMA, {}), (WS, {}), (WS, GROUPED))
 LADDER = (("cublas_hgemm", "cuBLAS FP16 (tensor cores)", "k", "-"),
           (WS, "15 wgmma_ws, 3 stages, groups of 16", "tab:green", "-", GROUPED),
-          (WS, "15 wgmma_ws (row order)", "tab:purple", "-", {}),
+          (WS, "15 wgmma_ws, 4 stages, row order", "tab:purple", "-", {}),
           (TMA, "15 wgmma_tma", "tab:brown", "-", {}),
           (ch14.KERNEL, "14 mma_sync, BK 64, 3 stages", "tab:red", "-", ch14.BIG_K),
           (ch13.TILED, "13 wmma_tiled", "tab:blue", "-"),
@@ -208,6 +208,13 @@ def ring_timeline(stages: int = 4, tiles: int = 10, copy: float = 5.0,
     return out
 
 
+def ring_busy_share(stages: int, copy: float, compute: float = 1.0) -> float:
+    """The share of the time the consumers of a `ring_timeline` are busy once it runs
+    steadily: a stage goes round (copy, then the wgmma of its tile) in copy + compute, and
+    the ring holds STAGES of them, so at most STAGES x compute / (copy + compute)."""
+    return min(1.0, stages * compute / (copy + compute))
+
+
 def tensor_cores_fed(timeline: list[dict]) -> bool:
     """Whether, after the first tile, the consumers of a `ring_timeline` start each tile
     the moment they finish the one before (the ring hides the copies: a copy of length L
@@ -261,7 +268,10 @@ def plot_ring(stages: int | None = None, tiles: int = 11, copy: float = 5.0,
     ax.set_title(f"A ring of {stages} stages, a copy {copy:g} x the wgmma of a tile: "
                  f"{'at most' if copy <= (stages - 1) * compute else 'more than'} "
                  f"(STAGES - 1) x wgmma = {(stages - 1) * compute:g}, so the tensor cores "
-                 + ("never wait after the first copy" if fed else "wait for the copies")
+                 + ("never wait after the first copy" if fed else
+                    f"wait for the copies: busy {stages} x {compute:g} of every {copy:g} + "
+                    f"{compute:g} units, {ring_busy_share(stages, copy, compute):.0%} of the "
+                    f"time")
                  + ".\nLight: the copy in flight (the stage's 'full' barrier waits for its "
                  "bytes); dark: full, until the consumers arrive on 'empty'", fontsize=9)
     ax.grid(True, axis="x", alpha=0.3)
@@ -635,17 +645,45 @@ def study_summary(n: int = 8192, rec=None) -> Text:
     if not (plain and grouped):
         return Text("The study's rows of the warp-specialised kernel are not recorded.")
     name = rec.device["name"]
-    return Text(f"On the {name}, at {n}³: in row order the warp-specialised kernel reads "
-                f"{plain[DRAM_READ] / 1e9:.1f} GB from DRAM, at {plain[DRAM_PCT]:.0f}% of "
-                f"the DRAM's peak, with {plain[L2_HIT]:.0f}% of L2 requests hitting; in groups "
-                f"of 16 rows (3 stages) it reads {grouped[DRAM_READ] / 1e9:.1f} GB at "
+    return Text(f"On the {name}, at {n}³: at 4 stages in row order the warp-specialised "
+                f"kernel reads {plain[DRAM_READ] / 1e9:.1f} GB from DRAM, at "
+                f"{plain[DRAM_PCT]:.0f}% of the DRAM's peak, with {plain[L2_HIT]:.0f}% of L2 "
+                f"requests hitting; at 3 stages in groups of 16 rows it reads "
+                f"{grouped[DRAM_READ] / 1e9:.1f} GB at "
                 f"{grouped[DRAM_PCT]:.0f}% of peak, {grouped[L2_HIT]:.0f}% hits, and takes "
                 f"{grouped[TIME] / 1e6:.2f} ms instead of {plain[TIME] / 1e6:.2f} ms "
                 f"(x{plain[TIME] / grouped[TIME]:.2f} faster). The tensor cores did the same "
                 f"work in both: {plain[GMMA] / 1e6:.1f} million wgmma each" +
-                (f"; the tensor pipe was busy {plain[TENSOR_BUSY]:.0f}% of the time in row "
-                 f"order, {grouped[TENSOR_BUSY]:.0f}% grouped." if TENSOR_BUSY in plain
-                 and TENSOR_BUSY in grouped else "."))
+                (f"; the tensor pipe was busy {plain[TENSOR_BUSY]:.0f}% of the time in the "
+                 f"first, {grouped[TENSOR_BUSY]:.0f}% in the second." if TENSOR_BUSY in plain
+                 and TENSOR_BUSY in grouped else ".") +
+                " Two things changed between them, the stages and the order.")
+
+
+ORDER_PROFILE = "ch15_order_profile"   # stages and order one at a time, under the profiler
+
+
+def order_profile_table(rec=None) -> Table:
+    """The warp-specialised kernel at 8192³ under Nsight Compute, the stages and the block
+    order changed one at a time (the study `ch15_order_profile`): which of the two cuts
+    the DRAM bytes and the time. Each step not in the recording says so."""
+    study = studies.get(ORDER_PROFILE)
+    shape = study.shapes[0]
+    rec = rec or studies.recording_of(ORDER_PROFILE)
+    got = studies.results(ORDER_PROFILE, shape, rec=rec) if rec is not None else \
+        [(step, None) for step in study.steps]
+    rows = []
+    for step, row in got:
+        m = row["metrics"] if row else None
+        rows.append({"configuration": step.label} | (
+            {"time (ms)": m[TIME] / 1e6, "tensor pipe busy %": m.get(TENSOR_BUSY, "-"),
+             "DRAM read (GB)": m[DRAM_READ] / 1e9, "L2 hit %": m[L2_HIT]} if m else
+            {"time (ms)": "not recorded yet"}))
+    where = _label(rec) if any(row for _, row in got) else "not recorded yet"
+    return Table(rows, ["configuration", "time (ms)", "tensor pipe busy %", "DRAM read (GB)",
+                        "L2 hit %"],
+                 title=f"wgmma_ws at {shape[0]}³ under Nsight Compute, one change at a time "
+                       f"({where})")
 
 
 def roles_busy(n: int = 4096, rec=None) -> Text:
@@ -827,7 +865,7 @@ def verdict_words(a: str, b: str, rec=None) -> str:
 
 
 def orders_verdicts(rec=None) -> Text:
-    """The three comparisons of the one run, each with its sizes grouped by verdict."""
+    """The four comparisons of the one run, each with its sizes grouped by verdict."""
     if not orders(rec):
         return Text("The run that times the five configurations side by side is not in "
                     "the recording yet.")
@@ -835,15 +873,17 @@ def orders_verdicts(rec=None) -> Text:
     return Text(f"* Warp-specialised against one role, both at 3 stages: "
                 f"{verdict_words(ws3, one3, rec)}.\n"
                 f"* One role, 3 stages against 4: {verdict_words(one3, one4, rec)}.\n"
+                f"* Warp-specialised, 3 stages against 4 (row order): "
+                f"{verdict_words(ws3, ws4, rec)}.\n"
                 f"* Groups of 16 rows against row order (warp-specialised, 3 stages): "
                 f"{verdict_words(grouped, ws3, rec)}.")
 
 
 def orders_summary(rec=None) -> Text:
     """The study `ch15_orders` in words, per size: how far cuBLAS moved across the rows
-    of the run, then the three comparisons (warp-specialised against one role at 3
-    stages; 3 stages against 4 for the one-role kernel; groups of 16 rows against row
-    order at 3 stages), each said to be within cuBLAS's spread where it is."""
+    of the run, then the four comparisons (warp-specialised against one role at 3
+    stages; 3 stages against 4 for each kernel; groups of 16 rows against row order at 3
+    stages), each said to be within cuBLAS's spread where it is."""
     data = orders(rec)
     if not data:
         return Text("The run that times the five configurations side by side is not in "
@@ -858,7 +898,8 @@ def orders_summary(rec=None) -> Text:
                    f"{min(ref):,.0f} to {max(ref):,.0f} TFLOP/s (x{spread:.2f}). "
                    f"Warp-specialised against one role, both at 3 stages: "
                    f"{_versus(rows, ws3, one3, spread)}; one role at 3 stages against 4: "
-                   f"{_versus(rows, one3, one4, spread)}; groups of 16 against row order "
+                   f"{_versus(rows, one3, one4, spread)}; warp-specialised at 3 stages against "
+                   f"4 (row order): {_versus(rows, ws3, ws4, spread)}; groups of 16 against row order "
                    f"(3 stages): {_versus(rows, grouped, ws3, spread)}.")
     rec = rec or studies.complete_recording(ORDERS)
     return Text("\n".join(out) + f"\n({_label(rec)}; each row the median of its "
