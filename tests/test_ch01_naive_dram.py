@@ -183,3 +183,23 @@ def test_the_stall_table_leaves_out_the_issuing_warp_as_the_stall_plot_does(monk
     assert [r["share"] for r in t] == ["89%", "10%", "1%", "100%"]
     assert t[2]["reason"] == "the other reasons together"
     assert t[-1]["cycles per issued instruction"] == 100.0
+
+
+def test_the_issue_pace_reads_the_stall_total_as_cycles_between_issues(monkeypatch):
+    """Warps per issue (every state, "selected" included) is a warp's cycles between two
+    instructions; the warps per scheduler over it is the share of cycles a scheduler
+    issues, set beside the profiler's own count."""
+    from types import SimpleNamespace
+    params = {"BLOCK": 32, "MAPPING": "x->row"}
+    step = SimpleNamespace(kernel="naive", params=params)
+    row = {"metrics": {
+        "sm__warps_active.avg.pct_of_peak_sustained_active": 100.0,
+        ch.ISSUED: 4.0,
+        "smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio": 399.0,
+        "smsp__average_warps_issue_stalled_selected_per_issue_active.ratio": 1.0}}
+    monkeypatch.setattr(ch.studies, "results", lambda study: [(step, row)])
+    text = str(ch.issue_pace(params))
+    assert "every 400 cycles (the 399 it waits" in text
+    assert "16.0 / 400 = 4.0% of its cycles; Nsight Compute counted 4.0%" in text
+    monkeypatch.setattr(ch.studies, "results", lambda study: [])
+    assert str(ch.issue_pace(params)).startswith("Not in this recording")

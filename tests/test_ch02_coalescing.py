@@ -192,3 +192,21 @@ def test_the_explorer_fixes_the_default_block_order(monkeypatch):
     assert ch02_coalescing.explorer() == "w"
     assert seen == {"kernel": "coalesced", "fixed": {"GRID": "x->row"}}
     assert ch02_coalescing.BLOCK_ORDERS["x->row"].startswith("GRID = 1")
+
+
+def test_loop_mix_counts_a_named_variant_of_a_kernel_beside_the_registry_one():
+    """A variant of the coalesced kernel's source (its `/` and `%` swapped) is named by
+    its label and compiles to the very loop of the naive kernel with x->row."""
+    from gemm_kernels.core.kernels import get
+    from gemm_kernels.memory import ch01_02_sectors
+    text = get("coalesced").source_text()
+    swapped = (text.replace("threadIdx.x / BLOCK", "SLASH")
+               .replace("threadIdx.x % BLOCK", "threadIdx.x / BLOCK")
+               .replace("SLASH", "threadIdx.x % BLOCK"))
+    variant = get("coalesced").with_code(swapped, name="swapped", source="swapped.cu")
+    t = ch01_02_sectors.loop_mix([("swapped", variant, {"BLOCK": 32}),
+                                  ("naive", {"BLOCK": 32, "MAPPING": "x->row"})])
+    assert t[0]["configuration"] == "swapped"
+    assert t[1]["configuration"] == "naive, BLOCK = 32, MAPPING = x->row"
+    assert {k: v for k, v in t[0].items() if k != "configuration"} == \
+        {k: v for k, v in t[1].items() if k != "configuration"}

@@ -590,15 +590,18 @@ def check_prediction(line_model, occupancy_model, size: int = 2048) -> None:
 
 
 def loop_mix(configs):
-    """Per configuration (kernel, params): the instructions of the compiled main loop,
-    by opcode (from nvdisasm, run here): the same counts mean the same loop."""
+    """Per configuration (kernel, params), or (name, kernel, params) for a kernel that is
+    not the registry's (a variant of its source, named by `name`): the instructions of
+    the compiled main loop, by opcode (from nvdisasm, run here): the same counts mean the
+    same loop."""
     from gemm_kernels.core import analysis
     from gemm_kernels.core.table import Table
     rows, ops = [], []
-    for kernel, params in configs:
+    for config in configs:
+        name, kernel, params = config if len(config) == 3 else (None, *config)
         h = analysis.summary(kernel, params)["loop_histogram"]
         ops += [op for op in h if op not in ops]
-        rows.append({"configuration": label(kernel, params), **h})
+        rows.append({"configuration": name or label(kernel, params), **h})
     return Table(rows, ["configuration", *ops],
                  title="instructions in one pass of the compiled loop (static analysis, sm_90)")
 

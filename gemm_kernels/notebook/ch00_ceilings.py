@@ -2,7 +2,8 @@
 pitfalls with their ratio, the core loop of l2_read, the checker of the A100 prediction,
 the picture of the copy exercise's block where it starts on its tile, the two
 recorded GPUs side by side, and (for the solution) what
-the copy kernel reaches and how the number of rows per thread moves it.
+the copy kernel reaches and how the number of rows per thread moves it; and a first
+launch (`add_one`) played on the CPU for a reader without a GPU.
 
 Every number comes from the recording (or is measured now, live) through `lookup` and
 `roofline`; nothing here is typed in.
@@ -54,22 +55,15 @@ def two_gpus(size: int = 4096) -> Table:
 def naive_dram_gap(size: int = roofline.GROWING_SIZE) -> Text:
     """The roofline table's verdict on the naive kernel in one line the student can check:
     the DRAM bytes Nsight Compute counted, the bytes DRAM would have to move to hold the
-    kernel to its measured rate, and their ratio; then, in one line, that ratio set apart
-    from the plot's arrow (the FP32 peak over the rate), a nearly equal factor only
-    because the kernel happens to sit on the ridge."""
+    kernel to its measured rate, and their ratio."""
     p = roofline.dram_point("naive", size)
     if p is None or p["how"] != "ncu" or not p["limit_bytes"]:
         return Text(f"Not in this recording: the naive kernel's DRAM bytes at {size}^3.")
-    dram = p["limit_bytes"] / p["bytes"]
-    text = (f"The naive kernel at {size}^3: DRAM moved {p['bytes'] / 1e9:,.1f} GB "
-            f"(counted by Nsight Compute); to hold the kernel to its "
-            f"{p['gflops']:,.0f} GFLOP/s, DRAM would have to move "
-            f"{p['limit_bytes'] / 1e9:,.0f} GB, {dram:,.0f} times as much.")
-    peak = device.peak_fp32_gflops(roofline.device_properties())
-    if peak:
-        text += (f"\n{peak / p['gflops']:,.0f}x (the arrow) = FP32 peak / rate; {dram:,.0f}x = "
-                 "DRAM bytes needed / moved; close only because the kernel sits on the ridge.")
-    return Text(text)
+    return Text(f"The naive kernel at {size}^3: DRAM moved {p['bytes'] / 1e9:,.1f} GB "
+                f"(counted by Nsight Compute); to hold the kernel to its "
+                f"{p['gflops']:,.0f} GFLOP/s, DRAM would have to move "
+                f"{p['limit_bytes'] / 1e9:,.0f} GB, {p['limit_bytes'] / p['bytes']:,.0f} "
+                "times as much.")
 
 
 def littles_law(latency_ns: float = 650.0, threads_per_sm: int = 2048) -> Text:
@@ -427,3 +421,20 @@ def roofline_plot(kernels=("naive",), size: int = roofline.GROWING_SIZE):
                     (p["x"], (roof * p["gflops"]) ** 0.5), xytext=(8, 0),
                     textcoords="offset points", va="center", fontsize=9, color="0.25")
     return fig
+
+
+# ---------------------------------------------------------------- the first launch
+
+def add_one_on_cpu(n: int = 1000, threads: int = 256):
+    """(blocks, x): the launch of `add_one` (x[i] += 1 for i < n, one thread per
+    element) played thread by thread on the CPU, block after block: what the GPU
+    computes, for a reader without one."""
+    import numpy as np
+    x = np.zeros(n, dtype=np.float32)
+    blocks = (n + threads - 1) // threads
+    for b in range(blocks):
+        for t in range(threads):
+            i = b * threads + t          # int i = blockIdx.x * blockDim.x + threadIdx.x
+            if i < n:                    # the last block is only partly used
+                x[i] += 1.0
+    return blocks, x

@@ -1,7 +1,6 @@
-"""Chapter 01's helpers: the first launch without a GPU, a picture of what one thread
-computes, the naive kernel's resources in
-words, its compiled loop read line by line, the profiler's word on where its loads
-press, and the check of the chapter's prediction.
+"""Chapter 01's helpers: the launcher's grid and block, a picture of what one thread
+computes, the naive kernel's resources in words, its compiled loop read line by line,
+the profiler's word on where its loads press, and the check of the chapter's prediction.
 
 Why a module: the chapter's cells stay one call long, and what they print (the reading
 of the SASS, the occupancy arithmetic, the recorded ratio of the two mappings) is
@@ -83,23 +82,6 @@ def dot_product_picture(M: int = 5, N: int = 7, K: int = 6, row: int = 3, col: i
     return fig
 
 
-# ---------------------------------------------------------------- the first launch
-
-def add_one_on_cpu(n: int = 1000, threads: int = 256):
-    """(blocks, x): the launch of `add_one` (x[i] += 1 for i < n, one thread per
-    element) played thread by thread on the CPU, block after block: what the GPU
-    computes, for a reader without one."""
-    import numpy as np
-    x = np.zeros(n, dtype=np.float32)
-    blocks = (n + threads - 1) // threads
-    for b in range(blocks):
-        for t in range(threads):
-            i = b * threads + t          # int i = blockIdx.x * blockDim.x + threadIdx.x
-            if i < n:                    # the last block is only partly used
-                x[i] += 1.0
-    return blocks, x
-
-
 def launch_naive(shape=(1000, 700, 300), params: dict | None = None) -> Text:
     """`gk.launch` on the naive kernel: the grid and the block the launcher picks for
     `shape` (M, N, K), from the registry (no GPU needed); live, the kernel also runs on
@@ -162,7 +144,7 @@ def registers_in_words(params: dict | None = None) -> Text:
         f"{regs} registers per thread" + \
         ("" if not timed or timed == s["registers"] else
          f" (ptxas {compiler.ptxas_version()} here: {s['registers']})") + \
-        (f", and ptxas {compiler.ptxas_version()} here agrees" if timed == s["registers"] else "")
+        (", as the compiler here reports" if timed == s["registers"] else "")
     if not (threads and file):
         return Text(source + ".")
     used = regs * threads
@@ -184,6 +166,7 @@ def _settings(p: dict) -> str:
 _LDG = re.compile(r"^LDG\S*\s+(R\d+),\s*(?:desc\[\w+\])?\[(R\d+)\.64(?:\+(0x[0-9a-f]+))?\]")
 _WIDE = re.compile(r"^IMAD\.WIDE\s+(R\d+),\s*(R\d+)(?:\.reuse)?,\s*0x4,\s*(R\d+)")
 _UPTR = re.compile(r"^UIADD3\s+(UR\d+),\s*UP\d+,\s*(UR\d+),\s*(0x[0-9a-f]+)")
+_KSTEP = re.compile(r"^UIADD3\s+(UR\d+),\s*\1,\s*(0x[0-9a-f]+)")
 _COUNT = re.compile(r"^IADD3\s+(R\d+),\s*(R\d+),\s*-(0x[0-9a-f]+)")
 
 
@@ -228,8 +211,15 @@ def loop_loads(params: dict | None = None) -> dict:
             notes[a] = f"A's pointer moves on {4 * ffma} bytes: the next {ffma} floats of the row"
         elif _COUNT.match(t) and int(_COUNT.match(t).group(3), 16) == ffma:
             notes[a] = f"{ffma} fewer k left to do"
+        elif _KSTEP.match(t) and int(_KSTEP.match(t).group(2), 16) == ffma:
+            notes[a] = f"k moves on by {ffma}"
+        elif t.startswith("UIADD3.X"):
+            notes[a] = "the carry into the pointer's upper 32 bits (a 64-bit add in two halves)"
         elif op == "ISETP":
-            notes[a] = "enough k left for another pass? (sets the predicate)"
+            imm = re.search(r",\s*(0x[0-9a-f]+)", t)
+            notes[a] = ("enough k left for another pass? " +
+                        (f"compares the count with {imm.group(1)} = {int(imm.group(1), 16)} "
+                         if imm else "") + "(sets the predicate)")
         elif op == "BRA":
             notes[a] = "if so, back to the loop's first instruction"
     return {"FFMA": ffma, "LDG": len(a_loads) + len(b_loads), "A": a_loads, "B": b_loads,

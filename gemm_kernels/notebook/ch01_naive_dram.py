@@ -28,6 +28,7 @@ L2_HIT = "lts__t_sector_hit_rate.pct"
 LOAD_INSTRUCTIONS = "smsp__inst_executed_op_global_ld.sum"
 # Chapter 02's profile of the same kernel, with the stall reasons of its warps.
 STALL_STUDY = "ch02_l1_lines"
+ISSUED = "smsp__issue_active.avg.pct_of_peak_sustained_active"   # % of cycles with an issue
 MEANING = {"lg throttle": "the queue of global loads in front of the L1 is full",
            "long scoreboard": "waiting for the value of a global load"}
 
@@ -164,6 +165,12 @@ def summary(study: str = STUDY) -> Text:
     return Text("\n".join(lines))
 
 
+def _profiled(params: dict, study: str):
+    """The recorded profile rows of the naive kernel at `params` in `study`."""
+    return [row for step, row in studies.results(study)
+            if row is not None and step.kernel == "naive" and dict(step.params) == params]
+
+
 def stall_table(params: dict | None = None, study: str = STALL_STUDY):
     """Where the naive kernel's warps wait, as a small table (reason, cycles a warp waits
     per issued instruction, share of the wait), from chapter 02's profile of the same
@@ -174,9 +181,7 @@ def stall_table(params: dict | None = None, study: str = STALL_STUDY):
     from gemm_kernels.measure import lookup
     from gemm_kernels.notebook.evidence import stall_reasons
     params = dict(params or KERNELS["naive"].resolve(None))
-    for step, row in studies.results(study):
-        if row is None or step.kernel != "naive" or dict(step.params) != params:
-            continue
+    for row in _profiled(params, study):
         # "selected" is the issuing warp itself, not a wait: left out, as chapter 02's
         # stall plot leaves it out, so that both give the same total
         reasons = {k: v for k, v in stall_reasons(row).items() if k != "selected"}
@@ -204,3 +209,29 @@ def stall_table(params: dict | None = None, study: str = STALL_STUDY):
                      title=f"where the naive kernel's warps wait ({_settings({'params': params})}"
                            f"), Nsight Compute at {'x'.join(map(str, shape))}{rate}")
     return Text(f"Not in this recording: the naive kernel's stall reasons ({study}).")
+
+
+def issue_pace(params: dict | None = None, study: str = STALL_STUDY) -> Text:
+    """The stall table's total read as a pace: a warp issues once every (cycles waiting +
+    1) cycles; the warps that share a scheduler (warps active / 4 schedulers) then keep
+    it issuing in that many of its cycles, set beside Nsight Compute's own count of the
+    cycles in which a scheduler issued (chapter 02 prints the same counter)."""
+    from gemm_kernels.notebook.ch07_ablation import SCHEDULERS_PER_SM, WARPS_PER_SM
+    from gemm_kernels.notebook.evidence import stall_reasons
+    params = dict(params or KERNELS["naive"].resolve(None))
+    for row in _profiled(params, study):
+        m = row["metrics"]
+        active, issued = (m.get("sm__warps_active.avg.pct_of_peak_sustained_active"),
+                          m.get(ISSUED))
+        pace = sum(stall_reasons(row).values())      # the waiting states and "selected"
+        if not active or not issued or not pace:
+            break
+        warps = active / 100 * WARPS_PER_SM / SCHEDULERS_PER_SM
+        return Text(f"A warp issues one instruction every {pace:,.0f} cycles (the {pace - 1:,.0f} "
+                    f"it waits, and the one it issues). {warps:.1f} warps share each of the "
+                    f"SM's {SCHEDULERS_PER_SM} schedulers ({WARPS_PER_SM} warp slots x "
+                    f"{active:.1f}% active / {SCHEDULERS_PER_SM}), so a scheduler has an "
+                    f"instruction to issue in about {warps:.1f} / {pace:,.0f} = "
+                    f"{warps / pace:.1%} of its cycles; Nsight Compute counted "
+                    f"{issued / 100:.1%}. The schedulers sit idle almost all the time.")
+    return Text(f"Not in this recording: the naive kernel's issue counters ({study}).")
