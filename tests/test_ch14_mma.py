@@ -83,6 +83,23 @@ def test_the_main_loop_is_the_hmma_loop():
     assert default["LDGSTS"] == 2 * default["chunks a thread copies per tile"]
 
 
+def test_a_warp_issues_the_short_copy_path_only(recorded_mode, monkeypatch):
+    """The issued column is the profile's instructions over its HMMA, times one pass's
+    HMMA: at 4096^3 (no ragged tile) more than the HMMA, ldmatrix and a thread's chunks of
+    one pass, less than the whole body that holds both copy paths; and said to be missing
+    where no profile is recorded."""
+    t = ch14.loop_table()
+    rec = ch14.study_recording()
+    if rec is None:
+        pytest.skip("no recording of the chapter's profile here")
+    for row in t:
+        body = sum(row[c] for c in ("HMMA", "LDSM", "LDGSTS", "waits and barrier", "the rest"))
+        issued = row["issued per pass (profile)"]
+        assert row["HMMA"] + row["LDSM"] + row["chunks a thread copies per tile"] < issued < body
+    monkeypatch.setattr(ch14, "study_recording", lambda: None)
+    assert {r["issued per pass (profile)"] for r in ch14.loop_table()} == {"not profiled"}
+
+
 def test_a_64_by_64_warp_region_loads_the_fewest_bytes_per_mma():
     t = ch14.warp_regions()
     assert [r["shared bytes per mma"] for r in t] == [128, 192, 256]

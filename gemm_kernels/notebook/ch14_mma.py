@@ -28,6 +28,8 @@ KERNEL = "mma_sync"
 BIG_K = {"BK": 64, "STAGES": 3}      # the deeper stage the ladder also shows
 SIZES = ch13.SIZES
 STUDY = "ch14_mma"
+PROFILED = (4096, 4096, 4096)   # the study's size whose counts the loop table reads
+ISSUED = "smsp__inst_executed.sum"
 LADDER = (("cublas_hgemm", "cuBLAS FP16 (tensor cores)", "k", "-"),
           (KERNEL, "14 mma_sync, BK 64, 3 stages", "tab:red", "-", BIG_K),
           (KERNEL, "14 mma_sync (default)", "tab:purple", "-", {}),
@@ -429,6 +431,10 @@ def loop_table(configs=({}, BIG_K)) -> Table:
     """The main loop's SASS (the loop with the HMMA), per configuration: tensor-core
     mma, ldmatrix, cp.async copies, the waits and the barrier, and the rest; and what a
     thread's share of one tile is (16-byte chunks it copies)."""
+    rec = study_recording()
+    profiled = {repr(sorted(get(KERNEL).resolve(step.params).items())): row["metrics"]
+                for step, row in (studies.results(STUDY, PROFILED, rec=rec) if rec else [])
+                if row}
     rows = []
     for params in configs:
         p = get(KERNEL).resolve(params)
@@ -442,9 +448,19 @@ def loop_table(configs=({}, BIG_K)) -> Table:
                      "the rest": sum(h.values()) - sum(shown.values()),
                      "chunks a thread copies per tile": (p["BM"] * p["BK"] + p["BK"] * p["BN"])
                      // 8 // threads})
+        # What a warp issues per pass, from the profile: all its instructions over its
+        # HMMA, times the HMMA of one pass. The loop body holds both copy paths; this
+        # says how much of it an average warp runs.
+        m = profiled.get(repr(sorted(p.items())))
+        rows[-1]["issued per pass (profile)"] = round(
+            m[ISSUED] / m[HMMA] * shown["HMMA"]) if m else "not profiled"
+    cube = "x".join(map(str, PROFILED[:1])) + "³"
     return Table(rows, ["configuration", "HMMA", "LDSM", "LDGSTS", "waits and barrier",
-                        "the rest", "chunks a thread copies per tile"],
-                 title=f"One pass of the K loop in SASS ({compiler.static_arch(get(KERNEL))})")
+                        "the rest", "issued per pass (profile)",
+                        "chunks a thread copies per tile"],
+                 title=f"One pass of the K loop in SASS ({compiler.static_arch(get(KERNEL))}); "
+                       f"issued: every instruction the profile at {cube} counted, per "
+                       f"pass ({rec.label if rec else 'no recording'})")
 
 
 def _config(p: dict) -> str:
@@ -885,7 +901,8 @@ def pipe_ceiling(n: int = 4096, rec=None) -> Text:
                 f"profiled rate ({rate:,.0f} of {peak:,.0f} TFLOP/s). What keeps the pipe "
                 f"idle the rest of the time the profile does not split out; in view: few "
                 f"warps to issue while one waits (section 6) and the instructions between "
-                f"the HMMA (section 5's loop).")
+                f"the HMMA (section 5's loop: a warp issues "
+                f"{swz[ISSUED] / swz[HMMA]:.1f} instructions per HMMA here).")
 
 
 def cute_swizzle(address: int, bits: int, base: int, shift: int) -> int:
