@@ -377,17 +377,6 @@ def test_chapter_05s_bound_is_the_models_with_nsight_as_the_check():
         assert r["bound GFLOP/s"] == pytest.approx(ch05_tile_1d.smem_bound(model), rel=1e-3)
 
 
-def test_the_remembered_bound_claims_read_both_shares_from_the_bound_table():
-    t = ch05_tile_1d.bound_table()
-    if not len(t):
-        pytest.skip("no profile recorded")
-    text = str(ch05_tile_1d.remember_bound())
-    k4, default = t[1], t[2]
-    assert f"kernel-4 tile runs at {k4['% of bound']}% of its shared-memory bound" in text, text
-    assert f"default tile runs at {default['% of bound']}% of its bound" in text, text
-    assert f"shared pipe {default['shared pipe busy']} busy" in text, text
-
-
 def test_the_mistakes_table_refuses_bm_where_bn_belongs_with_the_non_square_tile():
     """The solution's table of mistakes lists the mapping that is right only at the
     square graded tile; step 2 refuses it, naming the tile where it fails."""

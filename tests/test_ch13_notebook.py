@@ -147,3 +147,22 @@ def test_the_naive_kernels_loads_are_four_narrow_ones_per_fragment():
                                              text, re.S).groups())
     assert hmma == 2 * steps and narrow == 8 * steps
     assert text.count("LDG.E ") >= 8 and text.count("HMMA.") >= 2
+
+
+def test_the_ldsm_prediction_check_waits_for_four_numbers_then_checks_each():
+    assert "write your four predictions" in ch13.check_ldsm_prediction(
+        {"A, PAD 0": 16, "B, PAD 0": None, "A, PAD 8": 4, "B, PAD 8": 4})
+    right = ch13.check_ldsm_prediction({"A, PAD 0": 16, "B, PAD 0": 32, "A, PAD 8": 4,
+                                        "B, PAD 8": 4})
+    assert right.endswith("4 of 4 right") and "(you said" not in right
+    wrong = ch13.check_ldsm_prediction({"A, PAD 0": 8, "B, PAD 0": 32, "A, PAD 8": 4,
+                                        "B, PAD 8": 4})
+    assert "16 wavefronts by the bank model (you said 8)" in wrong and "3 of 4 right" in wrong
+
+
+def test_the_ladder_summary_names_the_largest_size_and_the_epilogue_is_not_asserted():
+    text = str(ch13.ladder_summary())
+    if "not all in the recording" in text:
+        pytest.skip("no recording")
+    assert "At 8192³ it runs at" in text
+    assert "is not measured here" in str(ch13.profile_summary())

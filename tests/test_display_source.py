@@ -47,3 +47,15 @@ def test_fold_shortens_long_operand_lists_only():
     assert "%129" in text and len(max(text.splitlines(), key=len)) < 150
     short = '{%0, %1, %2, %3}, "+f"(d[0])'
     assert display.fold_operands(short) == short
+
+
+def test_omit_leaves_a_part_out_of_the_whole_file():
+    """Chapter 13's appendix shows its file whole but without the exercise's answer."""
+    import pytest
+    text = display.source("wmma_tiled", whole=True,
+                          omit=[("// hgemm_wmma_naive:", "// hgemm_wmma_tiled:"),
+                                ("the naive kernel", "the tiled kernel")])
+    assert "hgemm_wmma_naive" not in text and "hgemm_wmma_tiled(" in text
+    assert text.startswith("// Chapter 13") and "// from common.cuh:" in text
+    with pytest.raises(ValueError, match="no line contains"):
+        display.source("wmma_tiled", whole=True, omit=[("not in the file", "}")])

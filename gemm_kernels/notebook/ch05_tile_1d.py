@@ -384,25 +384,6 @@ def bound_table() -> Table:
                        f"({records.recording_label()})")
 
 
-def remember_bound():
-    """The second bullet of 'What to remember': two plain claims, one per tile, their
-    shares of the bound and the shared pipe's busy share read from `bound_table` (the
-    recording), never typed."""
-    from gemm_kernels.notebook.display import Markdown
-    rows = {r["kernel"]: r for r in bound_table()}
-    k4, d = rows.get("chapter 05, kernel-4 tile"), rows.get("chapter 05, default")
-    if not (k4 and d and k4["% of bound"] and d["% of bound"]):
-        return Markdown("* The two tiles' shares of their shared-memory bound are not in "
-                        "the recording yet.")
-    return Markdown(
-        f"* The kernel-4 tile runs at {k4['% of bound']}% of its shared-memory bound, the "
-        f"shared pipe {k4['shared pipe busy']} busy: latency its warps cannot cover (shared "
-        f"loads, tile copies, barriers) holds it back. The default tile runs at "
-        f"{d['% of bound']}% of its bound, the shared pipe {d['shared pipe busy']} busy: it "
-        f"is close to the shared-memory wall, so the next step (chapter 06) must cut the "
-        f"wavefronts per FMA again.")
-
-
 def bound_plot(ax=None):
     """bound_table as bars, drawn as chapter 04 draws its bounds: the bound pale, the
     measured rate solid inside it, with its share of the bound; TFLOP/s at 4096^3."""

@@ -597,6 +597,32 @@ def ldmatrix_table(params: dict | None = None, rec=None) -> Table:
                        f"minimum: 512 bytes)")
 
 
+LDSM_GUESSES = ("A, PAD 0", "B, PAD 0", "A, PAD 8", "B, PAD 8")
+
+
+def check_ldsm_prediction(mine: dict | None, params: dict | None = None) -> Text:
+    """Section 7's 'Predict, then check': the student's wavefronts for one fragment load
+    (LDSM) of A and of B, rows not padded and padded by 8 halves, at the tiled kernel's
+    default tile, against the bank model (`ldmatrix_analysis`). With a prediction
+    missing it only says what to do, so that the notebook as given shows no answer."""
+    if not mine or any(mine.get(k) is None for k in LDSM_GUESSES):
+        return Text("write your four predictions in `mine` (wavefronts of one LDSM; 4 is "
+                    "the least) and run this cell")
+    p = get(TILED).resolve(params)
+    lines, right = [], 0
+    for key in LDSM_GUESSES:
+        tile, pad = key.split(", PAD ")
+        halves = (p["BK"] if tile == "A" else p["BN"]) + int(pad)
+        want = ldmatrix_analysis(halves).wavefronts
+        right += mine[key] == want
+        lines.append(f"{key}: rows of {2 * halves} bytes, {want} wavefronts by the bank "
+                     "model" + (", as you said" if mine[key] == want
+                                else f" (you said {mine[key]})"))
+    return Text("\n".join(lines) + f"\n{right} of 4 right" + (
+        "" if right == 4 else ": the picture below shows where the 8 rows of one phase "
+                              "fall in the banks"))
+
+
 def plot_ldmatrix_banks(row_halves=(32, 40), ax=None):
     """The model's picture of one A-fragment load for each row length (in halves)."""
     import matplotlib.pyplot as plt
@@ -715,9 +741,9 @@ def profile_summary(rec=None) -> Text:
         f"* With padded rows the wait drops to {padded[short_wait]:.1f} cycles and the tensor "
         f"pipe is busy {_pct(padded[busy])} of the time. The largest stalls left are small: "
         + " and ".join(f"'{k}' ({v:.1f} cycles per instruction)" for v, k in rest)
-        + "; and each tile of C still pays its epilogue (through a scratch tile in shared "
-        f"memory, section 6). A deeper pipeline and larger warp tiles are the usual next "
-        f"steps (chapter 14).")
+        + ". What the epilogue (through a scratch tile in shared memory, section 6) costs "
+        "is not measured here. A deeper pipeline and larger warp tiles are the usual next "
+        "steps (chapter 14).")
 
 
 # The dense FP16 (FP32 accumulate) tensor-core rate of one SM per clock, in FLOP, from
@@ -785,12 +811,18 @@ def padding_effect(rec=None) -> Text:
 
 
 def ladder_summary(n: int = 4096, rec=None) -> Text:
-    """The tiled kernel at n³ against the FP32 series' best and cuBLAS FP16, in words."""
+    """The tiled kernel at n³ against the FP32 series' best and cuBLAS FP16, in words,
+    and its rate at the largest size (the ladder's dip there, if there is one)."""
     rec = rec or recording()
     tiled, cap, half = (_row(k, n, rec=rec) for k in (TILED, "capstone", "cublas_hgemm"))
     if not (tiled and cap and half):
         return Text(f"The rows at {n}³ are not all in the recording.")
+    last = _row(TILED, SIZES[-1], rec=rec)
+    after = "" if not last or SIZES[-1] == n else (
+        f" At {SIZES[-1]}³ it runs at {_tflops(last):,.0f} TFLOP/s, "
+        f"{_pct(timing.share(last))} of cuBLAS FP16 beside it"
+        + (f": slower than at {n}³." if _tflops(last) < _tflops(tiled) else "."))
     return Text(f"At {n}³ the tiled WMMA kernel runs at {_tflops(tiled):,.0f} TFLOP/s: "
                 f"x{tiled['gflops']['median'] / cap['gflops']['median']:.1f} the FP32 "
                 f"capstone of chapter 09 and {_pct(timing.share(tiled))} of cuBLAS FP16 "
-                f"timed beside it.")
+                f"timed beside it." + after)

@@ -47,7 +47,7 @@ def banner() -> Markdown:
 
 
 def source(name: str, entry: str | None = None, whole: bool = False,
-           between=None, fold: bool = False) -> Text:
+           between=None, fold: bool = False, omit=()) -> Text:
     """A kernel's CUDA source (a registry name or a file in cuda/), or one function of it.
 
     `whole=True`: the file as it is (its header comment, the helpers, the kernel), then
@@ -62,12 +62,19 @@ def source(name: str, entry: str | None = None, whole: bool = False,
 
     `fold=True`: long operand lists (`{%0, %1, ..., %127}`, `"+f"(d[0]), ...`) shortened
     to their first and last items (`fold_operands`), so that an inline `asm` with a
-    hundred registers reads as one instruction."""
+    hundred registers reads as one instruction.
+
+    `omit=[(first, upto), ...]`: with `whole`, the lines from the first that contains
+    `first` up to (not including) the next one that contains `upto` are left out: a
+    file shown whole without the part that answers an exercise. A ValueError names a
+    marker the file does not contain."""
     try:
         k = kernel_of(name)
         text, entry = k.source_text(), entry or k.entry
     except ValueError:
         text = (CUDA_DIR / name).read_text()
+    for first, upto in omit:
+        text = _without(text, first, upto, name)
     if between is not None:
         pairs = [between] if isinstance(between[0], str) else list(between)
         text = "\n...\n".join(lines_between(text, first, last, name)
@@ -110,6 +117,18 @@ def lines_between(text: str, first: str, last: str, name: str) -> str:
     indent = min((len(x) - len(x.lstrip(" ")) for x in part
                   if x.strip() and not x.startswith("#")), default=0)
     return "\n".join(x[indent:] if x[:indent].isspace() else x for x in part)
+
+
+def _without(text: str, first: str, upto: str, name: str) -> str:
+    """`text` less its lines from the first that contains `first` to the line before the
+    next one that contains `upto`."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if first in line), None)
+    end = None if start is None else next(
+        (i for i in range(start + 1, len(lines)) if upto in lines[i]), None)
+    if end is None:
+        raise ValueError(f"{name}: no line contains {first!r} followed by one with {upto!r}")
+    return "".join(lines[:start] + lines[end:])
 
 
 _INCLUDE = re.compile(r'#include\s+"([^"]+)"')
