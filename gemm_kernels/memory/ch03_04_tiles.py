@@ -304,6 +304,15 @@ def wavefronts_per_step(kernel, params=None) -> int:
     return sum(i.analysis.wavefronts for i in warp_instructions(kernel, params) if i.warp == 0)
 
 
+def step_sum(kernel, params=None) -> str:
+    """One warp's price of one step along K, access by access, the sum the exercises ask
+    for: 'per warp and step: 1 STS x 1 (sA[ty*S + tx]) + ... = 305 wavefronts'."""
+    parts = [f"{r['per warp and step']} {r['SASS']} x {r['wavefronts each']} ({r['example']})"
+             for r in per_instruction(kernel, params)]
+    return (f"per warp and step: {' + '.join(parts)}\n"
+            f"  = {wavefronts_per_step(kernel, params)} wavefronts")
+
+
 def smem_ceiling(kernel, params=None, props: dict | None = None) -> dict:
     """The GFLOP/s that shared-memory bandwidth alone allows: an SM serves one wavefront
     per clock, and each warp needs `wavefronts_per_step` of them for BLOCK FFMA

@@ -124,13 +124,8 @@ def rates(sizes=SIZES):
 
 def wavefront_sum(params: dict | None = None) -> str:
     """One line: one warp's shared-memory wavefronts per step, access by access."""
-    rows = ch03_04_tiles.per_instruction(KERNEL, params or {"BLOCK": 32})
-    parts = [f"{r['per warp and step']} {r['SASS']} x {r['wavefronts each']} ({r['example']})"
-             for r in rows]
-    total = ch03_04_tiles.wavefronts_per_step(KERNEL, params or {"BLOCK": 32})
-    ffma = _loop(KERNEL, params)["FFMA"]
-    return (f"per warp and step: {' + '.join(parts)}\n"
-            f"  = {total} wavefronts for {ffma} FFMA")
+    line = ch03_04_tiles.step_sum(KERNEL, params or {"BLOCK": 32})
+    return f"{line} for {_loop(KERNEL, params)['FFMA']} FFMA"
 
 
 def bound(params: dict | None = None) -> str:
