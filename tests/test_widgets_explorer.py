@@ -71,6 +71,13 @@ def test_saved_widget_reads_as_a_sentence(naive_recording, make):
     assert "explorer: choose" in text
 
 
+def test_the_planner_widget_reads_as_a_sentence_too():
+    pytest.importorskip("ipywidgets")
+    from gemm_kernels.notebook import ch12_last_mile
+    text = ch12_last_mile.widget()._repr_mimebundle_()["text/plain"]
+    assert text.startswith("[interactive widget") and "press Plan" in text
+
+
 def test_explorer_sentence_names_its_controls(naive_recording):
     pytest.importorskip("ipywidgets")
     text = widgets.Explorer("naive").widget()._repr_mimebundle_()["text/plain"]
