@@ -189,3 +189,12 @@ def test_scope_and_probe_table(tmp_path):
     assert t[0]["model wf"] == 32 and t[0]["agree"] == "yes"      # computed now, not read
     assert "agree on 1 of 1" in t.title
     assert bp.probe_table(tmp_path / "absent.json") is None
+
+
+def test_step_sum_adds_each_access_times_its_count():
+    """The worked example of chapter 04: conflict, PAD=0 at BLOCK = 32 is
+    1 + 32 + 8 x 2 + 8 x 32 = 305 wavefronts per warp and step."""
+    line = bp.step_sum("bank_layout", {"BLOCK": 32, "LAYOUT": "conflict", "PAD": 0})
+    assert line.startswith("per warp and step: 1 STS x 1 (sA[ty*S + tx]) + 1 STS x 32")
+    assert "8 LDS.128 x 2" in line and "8 LDS.128 x 32" in line
+    assert line.endswith("= 305 wavefronts")

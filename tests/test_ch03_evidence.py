@@ -77,6 +77,25 @@ def test_the_pictures_are_readable(name):
     test_pictures_are_readable(name, lambda: _quiet(getattr(ch03, name))[0])
 
 
+def test_the_bounds_picture_has_a_bar_pair_per_block():
+    ax = ch03.block_bounds_plot()
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    matplotlib.pyplot.close(ax.figure)
+    # sorted by bound: BLOCK = 4 (half-empty warps) lowest, at the bottom
+    assert labels[0].startswith("BLOCK=4") and "16 lanes per warp" in labels[0]
+    assert {lb.split()[0] for lb in labels} <= {f"BLOCK={b}" for b in ch03.BLOCKS}
+    assert "shared-memory bound" in ax.get_title()
+
+
+def test_against_coalesced_compares_l1_and_dram_bytes(monkeypatch):
+    _fake(monkeypatch, {32: 5e8}, {32: 1e9}, hit=95.0)
+    first, second = ch03.against_coalesced().splitlines()
+    assert first.startswith("chapter 02, coalesced") and second.startswith("smem_tiled, BLOCK = 32")
+    assert "16.0 GB (95% hit), reads 1.0 GB from DRAM" in second
+    monkeypatch.setattr(ch03, "_study_row", lambda *a, **k: None)
+    assert "not profiled" in ch03.against_coalesced()
+
+
 def test_the_stall_plot_has_chapter_02_and_each_block():
     fig = ch03.stall_plot()
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]

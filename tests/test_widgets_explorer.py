@@ -55,3 +55,30 @@ def test_a_failing_run_is_a_message_not_a_traceback(naive_recording, monkeypatch
     by["Run"].click()
     assert "crimson" in status.value and "NVRTC: out of memory" in html.unescape(status.value)
     assert not by["Run"].disabled
+
+
+@pytest.mark.parametrize("make", [lambda: widgets.Explorer("naive").widget(),
+                                  lambda: widgets.BankExplorer().widget(stride=32)])
+def test_saved_widget_reads_as_a_sentence(naive_recording, make):
+    """Where no kernel runs the widget (a saved notebook on GitHub), its text/plain form
+    is what it does, not `VBox(children=(HBox(...`; the live view is still offered."""
+    pytest.importorskip("ipywidgets")
+    bundle = make()._repr_mimebundle_()
+    text = bundle["text/plain"]
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert text.startswith("[interactive widget: run the notebook to use it]")
+    assert "VBox" not in text and "…" not in text
+    assert "explorer: choose" in text
+
+
+def test_the_planner_widget_reads_as_a_sentence_too():
+    pytest.importorskip("ipywidgets")
+    from gemm_kernels.notebook import ch12_last_mile
+    text = ch12_last_mile.widget()._repr_mimebundle_()["text/plain"]
+    assert text.startswith("[interactive widget") and "press Plan" in text
+
+
+def test_explorer_sentence_names_its_controls(naive_recording):
+    pytest.importorskip("ipywidgets")
+    text = widgets.Explorer("naive").widget()._repr_mimebundle_()["text/plain"]
+    assert "BLOCK, MAPPING" in text and "cuBLAS" in text

@@ -359,7 +359,6 @@ def plot_banks(analysis: Analysis, ax=None, title: str | None = None,
     matplotlib Axes."""
     row_of = row_of or (lambda w: w // BANKS)
     import matplotlib.pyplot as plt
-    from matplotlib import patheffects
     from matplotlib.patches import Rectangle
     from gemm_kernels.core import style
 
@@ -397,11 +396,11 @@ def plot_banks(analysis: Analysis, ax=None, title: str | None = None,
                 for _, b0, b1, row, _ in runs), default=0)
     readable = size >= style.MIN_LABEL_POINTS
     for lane, b0, b1, row, colour in runs if readable else []:
-        # Stroked in the run's colour: a conflict's outline between two banks of the
-        # run would otherwise cross the digits.
+        # On a patch of the run's colour: a conflict's outline between two banks of the
+        # run would otherwise cross the digits (and pass between them).
         ax.text((b0 + b1) / 2, lane, str(row), ha="center", va="center_baseline",
                 fontsize=size, color=style.text_colour(colour), zorder=4,
-                path_effects=[patheffects.withStroke(linewidth=3, foreground=colour)])
+                bbox={"boxstyle": "square,pad=0", "facecolor": colour, "edgecolor": "none"})
     for a, lane in zip(analysis.addresses, range(WARP)):
         if a is None:
             ax.text(-0.9, lane, "off", ha="right", va="center", fontsize=8, color="grey")

@@ -304,6 +304,15 @@ def wavefronts_per_step(kernel, params=None) -> int:
     return sum(i.analysis.wavefronts for i in warp_instructions(kernel, params) if i.warp == 0)
 
 
+def step_sum(kernel, params=None) -> str:
+    """One warp's price of one step along K, access by access, the sum the exercises ask
+    for: 'per warp and step: 1 STS x 1 (sA[ty*S + tx]) + ... = 305 wavefronts'."""
+    parts = [f"{r['per warp and step']} {r['SASS']} x {r['wavefronts each']} ({r['example']})"
+             for r in per_instruction(kernel, params)]
+    return (f"per warp and step: {' + '.join(parts)}\n"
+            f"  = {wavefronts_per_step(kernel, params)} wavefronts")
+
+
 def smem_ceiling(kernel, params=None, props: dict | None = None) -> dict:
     """The GFLOP/s that shared-memory bandwidth alone allows: an SM serves one wavefront
     per clock, and each warp needs `wavefronts_per_step` of them for BLOCK FFMA
@@ -375,15 +384,16 @@ def summary(configs=None, size: int = 2048, props: dict | None = None):
                        f"shared-memory bound and GFLOP/s at {size}^3 ({records.recording_label()})")
 
 
-def ceiling_plot(table, size: int = 2048, ax=None):
+def ceiling_plot(table, size: int = 2048, ax=None, title: str | None = None):
     """Each configuration of a `summary` table as a pair of bars: its shared-memory bound
-    (pale) and its measured rate (dark), in GFLOP/s as every table, fastest bound at the top; rows
-    without a rate are left out. Returns the Axes."""
+    (pale) and its measured rate (dark, coloured by BLOCK), in GFLOP/s as every table,
+    fastest bound at the top; rows without a rate are left out. `title` replaces the
+    default title's first part. Returns the Axes."""
     import matplotlib.pyplot as plt
     rows = sorted((r for r in table if r["GFLOP/s"]), key=lambda r: r["bound GFLOP/s"])
     if ax is None:
         _, ax = plt.subplots(figsize=(10, 0.32 * len(rows) + 1.4))
-    colours = {32: "tab:blue", 16: "tab:orange"}
+    colours = {32: "tab:blue", 16: "tab:orange", 8: "tab:green", 4: "tab:purple"}
     y = range(len(rows))
     top = max(r["bound GFLOP/s"] for r in rows)
     ax.barh(y, [r["bound GFLOP/s"] for r in rows], height=0.8, color="0.85",
@@ -397,13 +407,14 @@ def ceiling_plot(table, size: int = 2048, ax=None):
     from matplotlib.ticker import FuncFormatter
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.set_xlabel("GFLOP/s")
-    ax.set_xlim(0, top * 1.22)
+    ax.set_xlim(0, top * 1.18)
     from matplotlib.patches import Patch
     handles = [Patch(facecolor="0.85", edgecolor="0.6", label="shared-memory bound (bank model)")]
     handles += [Patch(color=c, label=f"measured, BLOCK={b}") for b, c in colours.items()
                 if any(r["BLOCK"] == b for r in rows)]
-    ax.legend(handles=handles, loc="lower right", fontsize=8)
+    # Outside the axes, right of the "% of bound" labels: inside it would hide bars.
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
     from gemm_kernels.measure import records
-    ax.set_title(f"GEMM {size}^3: each layout's rate inside its shared-memory bound "
-                 f"({records.recording_label()})", fontsize=10)
+    title = title or f"GEMM {size}^3: each layout's rate inside its shared-memory bound"
+    ax.set_title(f"{title} ({records.recording_label()})", fontsize=10)
     return ax

@@ -16,7 +16,7 @@ from gemm_kernels.core import analysis, device
 from gemm_kernels.core.kernels import KERNELS
 from gemm_kernels.core.launch import problems
 from gemm_kernels.measure import lookup, records
-from gemm_kernels.notebook.widgets import SIZES, Explorer
+from gemm_kernels.notebook.widgets import SIZES, Explorer, panel
 
 KERNEL = "capstone"
 
@@ -116,7 +116,8 @@ class CapstoneExplorer(Explorer):
         button.on_click(on_click)
         controls = [boxes["BN"], warp, boxes["BK"], boxes["STAGES"], boxes["GROUP"],
                     boxes["MINB"], boxes["HOIST"], size]
-        return W.VBox([W.HBox(controls[:4]), W.HBox(controls[4:] + [button]), status, image])
+        return panel([W.HBox(controls[:4]), W.HBox(controls[4:] + [button]), status, image],
+                     self.about([c.description for c in controls]))
 
 
 def capstone_explorer(size: int | None = None):

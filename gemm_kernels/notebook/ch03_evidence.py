@@ -124,13 +124,8 @@ def rates(sizes=SIZES):
 
 def wavefront_sum(params: dict | None = None) -> str:
     """One line: one warp's shared-memory wavefronts per step, access by access."""
-    rows = ch03_04_tiles.per_instruction(KERNEL, params or {"BLOCK": 32})
-    parts = [f"{r['per warp and step']} {r['SASS']} x {r['wavefronts each']} ({r['example']})"
-             for r in rows]
-    total = ch03_04_tiles.wavefronts_per_step(KERNEL, params or {"BLOCK": 32})
-    ffma = _loop(KERNEL, params)["FFMA"]
-    return (f"per warp and step: {' + '.join(parts)}\n"
-            f"  = {total} wavefronts for {ffma} FFMA")
+    line = ch03_04_tiles.step_sum(KERNEL, params or {"BLOCK": 32})
+    return f"{line} for {_loop(KERNEL, params)['FFMA']} FFMA"
 
 
 def bound(params: dict | None = None) -> str:
@@ -335,6 +330,20 @@ def traffic():
                  "predicted and measured (Nsight Compute)", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def against_coalesced(block: int = 32) -> str:
+    """Two lines: the bytes chapter 02's kernel and this one (at `block`) ask of the L1,
+    the share that hit there, and the bytes read from DRAM, at 4096^3 (Nsight Compute):
+    what shared memory replaced."""
+    rows = {r["kernel"].split(",")[0]: r for r in traffic_rows((block,))}
+    out = []
+    for name, label in ((BEFORE, "chapter 02, coalesced"), (KERNEL, f"{KERNEL}, BLOCK = {block}")):
+        r = rows.get(name)
+        out.append(f"{label:<24} asks the L1 for {r['asked of L1, GB']:6,.1f} GB "
+                   f"({r['L1 hit %']:.0f}% hit), reads {r['read from DRAM, GB']:.1f} GB from DRAM"
+                   if r else f"{label}: not profiled")
+    return "\n".join(out)
 
 
 # ------------------------------------------------------------------ one table
@@ -622,6 +631,20 @@ def block_bounds(blocks=(4, 8, 16, 32), shape=(2048,) * 3) -> Table:
                      "GFLOP/s": g, "% of bound": f"{g / bound:.0%}" if g else "-"})
     return Table(rows, list(rows[0]), title=f"shared-memory bound and rate at "
                                             f"{'x'.join(map(str, shape))} ({records.source()})")
+
+
+def block_bounds_plot(blocks=BLOCKS, shape=(2048,) * 3):
+    """`block_bounds` drawn: per BLOCK its shared-memory bound (pale bar) and its
+    measured rate inside it. Returns the Axes."""
+    rows = [{"BLOCK": r["BLOCK"], "GFLOP/s": r["GFLOP/s"], "bound GFLOP/s": r["bound GFLOP/s"],
+             "layout": KERNEL + (f" ({r['lanes per warp']} lanes per warp)"
+                                 if r["lanes per warp"] < 32 else ""),
+             "% of bound": 100 * r["GFLOP/s"] / r["bound GFLOP/s"] if r["GFLOP/s"] else None}
+            for r in block_bounds(blocks, shape)]
+    n = "x".join(map(str, shape))
+    return ch03_04_tiles.ceiling_plot(rows, shape[0],
+                                      title=f"{KERNEL} at {n}: each BLOCK's rate inside its "
+                                            "shared-memory bound")
 
 
 def block_stalls(blocks=TRAFFIC_BLOCKS) -> Table:

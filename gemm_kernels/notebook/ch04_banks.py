@@ -623,37 +623,70 @@ def mixed_kernel():
     return k.with_code(k.code, name=MIXED_TIMED, source=k.source)
 
 
-def mixed_against_solution():
-    """The 50-wavefront layout's rate beside the worked solution's (51, the chapter's
-    fastest layout), each from the run that timed it beside the chapter's kernel; a
-    sentence instead where it was not recorded."""
-    from gemm_kernels.core.table import Table
+def _mixed_rows():
+    """(the recording, [(label, wavefronts per step, row)]): the chapter's kernel at the
+    worked solution's layout (rows of BLOCK + 2, 51) and the 50-wavefront layout, both
+    from the one run that timed the 50 beside the chapter's kernel; ([] where the 50 was
+    not timed)."""
+    from gemm_kernels.core.launch import kernel_of
     from gemm_kernels.exercises.catalog import get
     from gemm_kernels.exercises.ch04_checks import chapter_03_cost
     from gemm_kernels.exercises.notebooks import solution_shape
-    from gemm_kernels.measure import lookup, records
-    from gemm_kernels.notebook.display import Text
-    from gemm_kernels.notebook.worked_solutions import pair
+    from gemm_kernels.measure import lookup
     ex = get(EXERCISE)
     shape = tuple(solution_shape(EXERCISE))
-    # both rows from the run that timed the 50-wavefront layout (another GPU's recording
-    # than the one shown, if only that one holds it: the title names it)
     rec = lookup.variant_recording(mixed_kernel(), shape, dict(ex.params))
     mixed = lookup.variant_row(mixed_kernel(), shape, dict(ex.params), rec=rec)
     if mixed is None:
+        return rec, []
+    chapter = next((r for r in rec.find(ex.kernel, shape, kernel_of(ex.kernel).resolve(ex.params))
+                    if r.get("run") == mixed.get("run") and "gflops" in r), None)
+    rows = [(f"{ex.params['LAYOUT']}, PAD={ex.params['PAD']} (the worked solution's layout)",
+             ch03_04_tiles.wavefronts_per_step(ex.kernel, ex.params), chapter),
+            (MIXED, chapter_03_cost(32), mixed)]
+    return rec, [r for r in rows if r[2]]
+
+
+def mixed_against_solution():
+    """The 50-wavefront layout's rate beside the chapter's kernel at the worked
+    solution's layout (51, the chapter's fastest), both from the one run that timed
+    them side by side; a sentence instead where it was not recorded."""
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.exercises.notebooks import solution_shape
+    from gemm_kernels.measure import lookup
+    from gemm_kernels.notebook.display import Text
+    rec, got = _mixed_rows()
+    if not got:
         return Text(f"The layout \"{MIXED}\" has not been timed yet; on a GPU, "
                     "`python -m gemm_kernels.notebook.timed_variants "
                     f"\"{MIXED_TIMED}\"` times it beside the chapter's kernel.")
-    solution, _ = pair(EXERCISE, shape, rec=rec)
     rows = [{"layout": label, "wavefronts per step": w, "GFLOP/s": r["gflops"]["median"],
-             "range": f"{r['gflops']['min']:,.0f} .. {r['gflops']['max']:,.0f}"}
-            for label, w, r in (("rows of BLOCK + 2 (the worked solution)",
-                                 ch03_04_tiles.wavefronts_per_step("bank_layout", ex.params),
-                                 solution),
-                                (MIXED, chapter_03_cost(32), mixed)) if r]
-    return Table(rows, list(rows[0]), title=f"{EXERCISE} at {'x'.join(map(str, shape))}: "
-                 f"medians and ranges of the timed calls ({records.source() if rec is None else rec.label})"
+             "range": f"{r['gflops']['min']:,.0f} .. {r['gflops']['max']:,.0f}",
+             "% of cuBLAS": f"{lookup.share(r):.1f}%" if lookup.share(r) is not None else "-"}
+            for label, w, r in got]
+    shape = "x".join(map(str, solution_shape(EXERCISE)))
+    return Table(rows, list(rows[0]), title=f"{EXERCISE} at {shape}: medians and ranges of "
+                 f"the timed calls, one run, each beside cuBLAS ({rec.label})"
                  + other_gpu_warning(rec))
+
+
+def mixed_verdict() -> str:
+    """One line: which of the two layouts of `mixed_against_solution` ran faster in
+    their common run, by how much, and whether the ranges of their timed calls overlap
+    (then neither is faster beyond the spread)."""
+    _, got = _mixed_rows()
+    if len(got) < 2:
+        return "the two layouts were not timed in one run here"
+    (_, w51, r51), (_, w50, r50) = got
+    a, b = r50["gflops"], r51["gflops"]
+    fast, slow = (w50, w51) if a["median"] >= b["median"] else (w51, w50)
+    ratio = max(a["median"], b["median"]) / min(a["median"], b["median"])
+    overlap = a["min"] <= b["max"] and b["min"] <= a["max"]
+    return (f"{fast} wavefronts per step ran at {ratio:.2f}x the rate of {slow}; "
+            + ("the ranges of the timed calls overlap: neither is faster beyond the spread"
+               if overlap else
+               f"the ranges do not overlap: every timed call of the {fast} beat every call "
+               f"of the {slow}"))
 
 
 def other_gpu_warning(rec) -> str:

@@ -3,6 +3,7 @@ without a browser; `.widget()` wraps it in ipywidgets (imported only there)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 
 from gemm_kernels.core import device, style
 
@@ -29,6 +30,31 @@ def _size(size, default: int) -> int:
     if bad:
         raise ValueError(bad)
     return int(size)
+
+
+@cache
+def _panel_class():
+    import ipywidgets as W
+
+    class Panel(W.VBox):
+        """A VBox whose plain-text form is a sentence, not the widget's repr."""
+
+        def __init__(self, children, about: str):
+            super().__init__(children)
+            self.about = about
+
+        def _repr_mimebundle_(self, **kwargs):
+            return {**super()._repr_mimebundle_(**kwargs), "text/plain": self.about}
+
+    return Panel
+
+
+def panel(children, about: str):
+    """The widget of an explorer: a VBox of `children`. A notebook saved with its outputs
+    shows a widget only where a kernel runs it; GitHub, nbviewer or a reader without
+    Python show its text/plain form instead, which is `about` (what the widget does)
+    rather than `VBox(children=(HBox(...`."""
+    return _panel_class()(children, about=f"[interactive widget: run the notebook to use it] {about}")
 
 
 class Explorer:
@@ -190,7 +216,17 @@ class Explorer:
 
         button.on_click(on_click)
         scale.observe(draw, names="value")
-        return W.VBox([W.HBox(list(boxes.values()) + [size, scale, button]), status, out])
+        return panel([W.HBox(list(boxes.values()) + [size, scale, button]), status, out],
+                     self.about(names))
+
+    def about(self, names) -> str:
+        """What the widget does, in one sentence (its text where no kernel runs it)."""
+        unit, ref = ("GFLOP/s", "cuBLAS") if self.kernel.op in DTYPES else \
+            ("GB/s", "the device copy")
+        where = "timed live" if device.is_live() else "from the recorded measurements"
+        return (f"{self.kernel.name} explorer: choose {', '.join(names)} and press Run; "
+                f"each choice adds a bar of its {unit} ({where}) to a chart, with {ref}'s "
+                f"rate beside it, or shows why the choice is not valid.")
 
 
 def sweep_grid(kernel, x: str, y: str, size: int | None = None, fixed: dict | None = None):
@@ -386,4 +422,7 @@ class BankExplorer:
         for w in c.values():
             w.observe(draw, names="value")
         draw()
-        return W.VBox([W.HBox(list(c.values())[:3]), W.HBox(list(c.values())[3:]), text, image])
+        return panel([W.HBox(list(c.values())[:3]), W.HBox(list(c.values())[3:]), text, image],
+                     "bank explorer: choose the stride, bytes per lane, padding, which lanes "
+                     "share an address and which are inactive; it draws one warp's "
+                     "shared-memory load lane by bank and counts its phases and wavefronts.")
