@@ -358,7 +358,8 @@ def test_the_failing_sources_at_bk16_cover_the_latency(recorded_mode):
     table's cycles in flight exceed chapter 07's wait for every one of them."""
     text = c.latency_words(c.DEEP)
     assert "The 4 sources that fail it" in text and "more than the latency" in text
-    assert "(at the chapter's tile, 128 x 128 x 8: " in text
+    assert "(at the chapter's tile, 128 x 128 x 8, this 2048^3 profile gives " in text
+    assert "its 4096^3 profile" in text     # the chapter's other latency, its size named
     rows = {r["kernel"]: r for r in c.latency_cover(c.DEEP)}
     num = lambda s: float(s.replace(",", ""))      # noqa: E731
     latency = num(rows["chapter 07's kernel"]["wait for global loads (cycles per step)"])

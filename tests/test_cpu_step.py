@@ -67,6 +67,33 @@ def test_a_float4_read_past_an_array_is_reported_with_its_16_bytes():
     assert "of 4 bytes outside" in detail, detail
 
 
+def test_a_misaligned_float4_is_named_as_a_gpu_would_name_it():
+    # k without its * 4: the float4 starts at a float that is not a multiple of 4. An
+    # x86 CPU reads it anyway (or faults with a bare SEGV); a GPU stops with 'misaligned
+    # address', and so does the emulation, at the line of the load
+    k = planted("float4", "k = f % (BK / 4) * 4;", "k = f % (BK / 4);")
+    ok, detail = cpu_step.correct_on_cpu(k, KERNELS["float4"].defaults())
+    assert ok is False and "a misaligned address: a read of a float4 (16 bytes)" in detail, \
+        detail
+    assert "line" in detail and "SEGV" not in detail and "bounds" not in detail, detail
+    # the negative control: the kernel as written, every float4 aligned, passes
+    ok, detail = cpu_step.correct_on_cpu(KERNELS["float4"], KERNELS["float4"].defaults())
+    assert ok is True, detail
+
+
+def test_the_misaligned_report_is_read_from_the_sanitizer_text():
+    text = ("vec4.cuh:3:12: runtime error: load of misaligned address 0x6040 for type "
+            "'const struct float4', which requires 16 byte alignment\n"
+            "    #0 0x1 in load_float4(float const*) vec4.cuh:3\n"
+            f"    #1 0x2 in sgemm {cpu_step.SOURCE_NAME}:37\n")
+    said = cpu_step.sanitizer_message(text, 1)
+    assert said.startswith("a misaligned address: a read of a float4 (16 bytes)"), said
+    assert "at line 38 of your cell" in said, said    # line 1 of the cell is %%exercise
+    # an overrun is still an overrun
+    assert "misaligned" not in cpu_step.sanitizer_message(
+        "ERROR: AddressSanitizer: heap-buffer-overflow\nREAD of size 16\n", 1)
+
+
 def test_a_kernel_of_whole_tiles_only_does_not_claim_ragged_shapes():
     ok, detail = cpu_step.correct_on_cpu(KERNELS["wmma_naive"], {})
     assert ok is True and "ragged" not in detail, detail

@@ -124,9 +124,12 @@ def test_the_correct_hint_answers_the_kind_of_failure():
                                       "(found by AddressSanitizer): check the bounds")
     wrong = hint_for(ex, "correct", "wrong at 7x13x5 with alpha=1.0, beta=0.0: 3 element(s) "
                                     "wrong; worst at (4, 5)")
-    # a float4 read past A: the bounds test, or a start that is not a multiple of 4
-    # (misaligned on a GPU; the CPU emulation sees only the overrun)
+    # a float4 read past A: the bounds test; a start that is not a multiple of 4 is
+    # reported as misaligned instead (on a GPU and on the CPU), which the hint says
     assert "bounds test" in outside and "multiple of 4" in outside and "misaligned" in outside
+    odd = hint_for(ex, "correct", "a misaligned address: a read of a float4 (16 bytes) at an "
+                                  "address that is not a multiple of 16 bytes, at line 38")
+    assert "multiple of 16 bytes" in odd and "bounds test" not in odd, odd
     # the commonest cause on ragged shapes, a row beyond the matrix, is named first
     assert outside.index("row of A at or beyond M") < outside.index("too close to the end")
     scalar = hint_for(ex, "correct", "a read of 4 bytes outside A, at line 39 of your cell")

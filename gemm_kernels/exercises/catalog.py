@@ -340,8 +340,9 @@ register(Exercise(
 
 
 def _float4_correct_hint(detail: str) -> str:
-    """07_float4's hint for a failed step 3, by the kind of failure: an access outside an
-    array (AddressSanitizer on the CPU, an illegal or misaligned address on a GPU) or
+    """07_float4's hint for a failed step 3, by the kind of failure: a misaligned float4
+    (on a GPU, or UndefinedBehaviorSanitizer on the CPU), an access outside an array
+    (AddressSanitizer on the CPU, an illegal address on a GPU) or
     wrong numbers with nothing outside (a value in the wrong place of As or Bs)."""
     if "misaligned" in detail:
         return ("a float4 at an address that is not a multiple of 16 bytes: the float4's "
@@ -349,13 +350,11 @@ def _float4_correct_hint(detail: str) -> str:
     # AddressSanitizer names the array when it can tell which one the read ran past,
     # else it says "invalid memory"
     if re.search(r"of 16 bytes (outside [AB]\b|to invalid memory)", detail):
-        return ("a float4 read ran past the end of the array. Three causes: the bounds "
+        return ("a float4 read ran past the end of the array. Two causes: the bounds "
                 "test leaves out the row (a row of A at or beyond M, of B at or beyond K is "
-                "read), or it lets a group of four start too close to the end of its row, "
-                "or the group does not start at a multiple of 4 (a first k or n without its "
-                "* 4). On a GPU the last is a "
-                "misaligned 16-byte load, an error of its own; the CPU emulation does not "
-                "check alignment and sees only the overrun at the ragged edge")
+                "read), or it lets a group of four start too close to the end of its row. "
+                "(A group that does not start at a multiple of 4, a first k or n without its "
+                "* 4, is reported as a misaligned address instead, on a GPU and on the CPU)")
     if "outside" in detail or "illegal address" in detail or "invalid memory" in detail:
         return ("the message names the array and, on the CPU, the line of your cell: check "
                 "that line's index and its bounds test, for all four floats of the float4")

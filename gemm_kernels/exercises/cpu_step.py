@@ -316,8 +316,13 @@ def build(k, name_expression: str, sanitizer: str) -> Path:
     if cxx is None:
         raise Unavailable("no C++ compiler (g++ or clang++) is installed here")
     text = emulated_text(k.source_text())
+    # With AddressSanitizer, UndefinedBehaviorSanitizer's alignment check too: a float4
+    # read at an address that is not a multiple of 16 bytes, which a GPU refuses with
+    # 'misaligned address', stops the run there, named (the x86 CPU would read it).
+    wanted = {"none": [], "address": ["-fsanitize=address,alignment",
+                                      "-fno-sanitize-recover=alignment"]}
     flags = ["-std=c++20", "-O1", "-g", "-fno-strict-aliasing", "-pthread",
-             *([] if sanitizer == "none" else [f"-fsanitize={sanitizer}"]),
+             *wanted.get(sanitizer, [f"-fsanitize={sanitizer}"]),
              *_whole_vector_flags(cxx), "-fno-omit-frame-pointer", "-w"]
     key = hashlib.sha1("\0".join([text, name_expression, sanitizer, _element(k), k.op,
                                   SHIM.read_text(), DRIVER, *flags]).encode()).hexdigest()[:16]
@@ -331,7 +336,7 @@ def build(k, name_expression: str, sanitizer: str) -> Path:
                 f"-DFINISHES_SPLIT={1 if k.finishes_split else 0}", "driver.cpp", "-o", out]
     binary, res = cached_binary(key, {SOURCE_NAME: text, "driver.cpp": DRIVER}, command)
     if binary is None:
-        if re.search(r"fsanitize|libasan|libtsan|cannot find -l", res.stderr):
+        if re.search(r"fsanitize|libasan|libtsan|libubsan|cannot find -l", res.stderr):
             raise Unavailable(f"this compiler has no {sanitizer} sanitizer")
         first = next((l for l in res.stderr.splitlines() if "error" in l), res.stderr[-300:])
         raise Unavailable("the CPU emulation could not compile it: " + first.strip())
@@ -410,6 +415,7 @@ def run_case(k, p: dict, shape, alpha: float, beta: float, sanitizer: str, seed:
                                  # own red zone, never nearer the next array's, whichever
                                  # host thread reaches it first (the report names the array)
                                  env={"ASAN_OPTIONS": "detect_leaks=0 redzone=2048",
+                                      "UBSAN_OPTIONS": "print_stacktrace=1",
                                       "TSAN_OPTIONS": "halt_on_error=1 report_signal_unsafe=0"})
         except subprocess.TimeoutExpired:
             return None, (f"it never finished within {RUN_LIMIT_S} s: a loop that does not "
@@ -489,6 +495,16 @@ def sanitizer_message(stderr: str, returncode: int, move: bool = False) -> str:
     a copy or transpose, whose kernel reads only `in` and writes only `out`; an access
     past an array is named by its kind there (AddressSanitizer names the allocation
     nearest to the address, which past the end of `in` can be `out`)."""
+    odd = re.search(r"runtime error: (load of|store to|reference binding to|member access "
+                    r"within) misaligned address \S+ for type '(?:const )?(?:struct )?"
+                    r"([^']+)', which requires (\d+) byte alignment", stderr)
+    if odd:
+        n, line = int(odd.group(3)), _cell_line(stderr[odd.start():])
+        return (f"a misaligned address: {'a write' if odd.group(1) == 'store to' else 'a read'}"
+                f" of a {odd.group(2)} ({n} bytes) at an address that is not a multiple of "
+                f"{n} bytes" + (f", at {line} of your cell" if line else "")
+                + f" (found by UndefinedBehaviorSanitizer); a GPU stops such a kernel with "
+                  f"'misaligned address': check where each {odd.group(2)} starts")
     m = re.search(r"AddressSanitizer: ([\w-]+)", stderr)
     if m:
         access = re.search(r"\b(READ|WRITE) of size (\d+)", stderr)

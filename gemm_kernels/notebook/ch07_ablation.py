@@ -209,6 +209,11 @@ def ladder_lines(table, sizes=None, against_default: int = 4096) -> str:
     return "\n".join(lines)
 
 
+def tflops(gflops) -> str | None:
+    """A rate in TFLOP/s with one decimal, for tables: "21.0" beside "21.5", not "21"."""
+    return None if gflops is None else f"{gflops / 1e3:.1f}"
+
+
 def ladder_rows(table):
     """The ladder's rows (`ladder.compare`) in TFLOP/s, the unit of the rest of the
     chapter: each kernel's median, min and max over the repeats, and the cuBLAS timed in
@@ -216,9 +221,9 @@ def ladder_rows(table):
     runs of its own are left out, so that one cuBLAS, the same-run one, is named."""
     from gemm_kernels.core.table import Table
     rows = [{"chapter": r["chapter"], "kernel": r["kernel"], "size": r["size"],
-             "TFLOP/s": r["GFLOP/s"] / 1e3, "min": r["min"] / 1e3, "max": r["max"] / 1e3,
-             "cuBLAS, same run (TFLOP/s)": (r["cuBLAS same run"] / 1e3
-                                            if r.get("cuBLAS same run") else None),
+             "TFLOP/s": tflops(r["GFLOP/s"]), "min": tflops(r["min"]),
+             "max": tflops(r["max"]),
+             "cuBLAS, same run (TFLOP/s)": tflops(r.get("cuBLAS same run") or None),
              "% of cuBLAS, same run": r["% of cuBLAS"]}
             for r in table if not r["kernel"].startswith("cublas")]
     return Table(rows, ["chapter", "kernel", "size", "TFLOP/s", "min", "max",
@@ -270,7 +275,7 @@ def table(shapes=((4096, 4096, 4096), (2048, 2048, 2048))):
         row = {"step": label.replace("\n", " "), "kernel": first["kernel"]}
         for s, rows in zip(shapes, by_shape):
             g = rows[i]["GFLOP/s"]
-            row[f"TFLOP/s at {s[0]}^3"] = g / 1e3 if g else None
+            row[f"TFLOP/s at {s[0]}^3"] = tflops(g or None)
         row["% of cuBLAS"] = first["share"]
         row["registers"], row["blocks/SM"] = first["registers"], first["blocks/SM"]
         row["shared loads (M)"] = first["shared-load instructions (M)"]
@@ -729,7 +734,7 @@ def depth_table(bks=(8, 16), size: int = 2048, params=None):
                "other instructions": trips * sum(v for f, v in h.items() if f != "FFMA"
                                                  and f.split(".")[0] not in memory)}
         try:
-            row["TFLOP/s"] = lookup.recorded("float4", (size,) * 3, p)["gflops"]["median"] / 1e3
+            row["TFLOP/s"] = tflops(lookup.recorded("float4", (size,) * 3, p)["gflops"]["median"])
         except LookupError:
             row["TFLOP/s"] = "not recorded"
         rows.append(row)

@@ -294,7 +294,8 @@ def sweep_table(kernel: str = "float4", size: int = 2048, top: int = 6):
     unit of the rest of the chapter)."""
     from gemm_kernels.core.table import Table
     from gemm_kernels.measure import records, tradeoff
-    rows = [{**c, "TFLOP/s": g / 1e3} for c, g in tradeoff.ranked(kernel, size)[:top]]
+    from gemm_kernels.notebook.ch07_ablation import tflops
+    rows = [{**c, "TFLOP/s": tflops(g)} for c, g in tradeoff.ranked(kernel, size)[:top]]
     return Table(rows, list(rows[0]) if rows else ["TFLOP/s"],
                  title=f"{kernel} at {size}^3: the {top} fastest configurations, "
                        f"{records.source()}")

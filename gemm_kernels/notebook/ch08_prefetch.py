@@ -936,10 +936,13 @@ def latency_words(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
     if tile(p) != tile(d):      # the same measure at the chapter's tile, same profile
         st = next((st for s, st, _ in _payoff_profiles(None, study, rec)[False]
                    if s == "chapter 07's kernel"), None)
-        if st is not None:
-            at_default = (f" (at the chapter's tile, {tile(d)}: "
-                          f"{st.get('long scoreboard', 0.0) * loads('float4').instructions:,.0f}"
-                          " cycles)")
+        if st is not None:      # the arithmetic written out, and the chapter's own
+            # profile named: its Your turn reads another size, so another latency
+            ls, n = st.get("long scoreboard", 0.0), loads("float4").instructions
+            at_default = (f" (at the chapter's tile, {tile(d)}, this {_cube(study)} profile "
+                          f"gives {ls:.2f} x {n:,} instructions = {ls * n:,.0f} cycles; the "
+                          f"chapter's 'Your turn' reads its {_cube('stalls')} profile, "
+                          "so its number differs)")
     lines = [f"At {tile(p)}, chapter 07's warps wait "
              f"{st07.get('long scoreboard', 0.0):.2f} cycles per instruction for global loads "
              f"x {lp07.instructions:,} instructions per step = {wait:,.0f} cycles: the latency "
