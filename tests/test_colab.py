@@ -142,9 +142,34 @@ def test_outside_colab_nothing_is_installed_and_no_colab_hint(monkeypatch, capsy
     monkeypatch.delitem(sys.modules, "google.colab", raising=False)
     monkeypatch.setattr(first_cell, "missing", lambda: pytest.fail("checked for installs"))
     shown = []
-    monkeypatch.setattr(first_cell, "display", shown.append)
+    monkeypatch.setattr(first_cell, "display", lambda obj, **kw: shown.append(obj))
     first_cell.prepare()
     assert len(shown) == 1 and "mode" in str(shown[0])
+
+
+def test_a_chapter_names_its_recording_in_the_one_banner(monkeypatch):
+    """A chapter measured on another GPU than the default recording names its recording
+    after `prepare`: the banner is redrawn in place (same display id), naming that GPU;
+    with no recording to name (None) it stays as it was."""
+    from gemm_kernels.measure import records
+    monkeypatch.delenv("COLAB_RELEASE_TAG", raising=False)
+    monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    monkeypatch.setenv("GEMM_KERNELS_MODE", "recorded")
+    shown, redrawn = [], []
+    monkeypatch.setattr(first_cell, "display", lambda obj, **kw: shown.append((str(obj), kw)))
+    monkeypatch.setattr(first_cell, "update_display",
+                        lambda obj, **kw: redrawn.append((str(obj), kw)))
+    other = records.Record(device={"name": "NVIDIA Other GPU"}, created="2026-01-02T00:00:00Z",
+                           commit="x", runs={"r": {}})
+    first_cell.prepare()
+    first_cell.name_recording(None)
+    assert redrawn == []
+    first_cell.name_recording(other)
+    (first, kw0), = shown
+    (again, kw1), = redrawn
+    assert kw0 == kw1 == {"display_id": first_cell.BANNER_ID}
+    assert "Recorded mode" in again and "recorded on NVIDIA Other GPU, 2026-01-02" in again
+    assert "NVIDIA Other GPU" not in first
 
 
 # ------------------------------------------------------------------ why recorded mode

@@ -755,17 +755,6 @@ def solution_loop(block: int = 16) -> str:
     return "main loop compiled here, one trip per tile: " + "; ".join(out)
 
 
-# The counters that would tell what holds a configuration below its bound: the barrier
-# and the waits for global and shared loads, and how busy shared memory is.
-STALL_METRICS = (
-    "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed",
-    "sm__warps_active.avg.pct_of_peak_sustained_active",
-)
-
-
 DGEMM_STALLS = "ch11_dgemm_stalls"
 _STALL_REASONS = (("long_scoreboard", "long scoreboard"), ("barrier", "barrier"),
                   ("mio_throttle", "MIO throttle"), ("short_scoreboard", "short scoreboard"))
@@ -806,13 +795,6 @@ def dgemm_stalls(study: str = DGEMM_STALLS) -> Table:
                  f"{records.recording_label()}")
 
 
-def stall_command(configs, size: int = SIZE) -> str:
-    """The Nsight Compute command that profiles one launch of each (kernel, params) at
-    size^3 with STALL_METRICS: the measurement the recording lacks for these kernels."""
-    from gemm_kernels.notebook.ch10_11_ncu import ncu_command
-    return ncu_command(configs, (size,) * 3, STALL_METRICS)
-
-
 def part2_facts(block: int = 16, pitches=range(16, 33, 2)) -> dict:
     """The answers of the exercise's part 2, from the bank model: over the layouts that
     keep k and k + 1 side by side and 16-byte aligned (even row lengths, the fused
@@ -851,4 +833,4 @@ def check_part2(banks: int | None = None, store_wavefronts: int | None = None,
     return Text(f"Part 2: right. With the read fused, a store phase reaches only "
             f"{facts['banks']} of the 16 eight-byte banks, so a warp's store costs at least "
             f"{facts['store_wavefronts']} wavefronts, where rows of {block + 1} pay {odd}; "
-            f"rows of {block + 2} reach that least (the table above).")
+            f"rows of {block + 2} reach that least.")

@@ -4,7 +4,8 @@ evidence that `gemm_kernels.plan` picks well: its model against the calibration,
 sgemm's plan against cuBLAS at the benchmark shapes.
 
 Chapter 12's rows may sit in another recording than the one the other chapters show
-(an H100's beside the H200's): `recording()` finds the one that holds them, and every
+(an H100's beside the H200's): `recording()` finds the one that holds them (the first
+cell names it in the banner, `first_cell.name_recording`), and every
 prediction here uses that device's fitted rules and SM count, so that a picture, a
 prediction and a measurement always describe the same GPU. The widget's logic
 (`parse_shape`, `report`) is plain Python, tested without a browser.
@@ -538,10 +539,9 @@ GEMV_STUDIES = STUDIES[1:]   # the second: the M == 1 plan's own launch
 
 def gemv_account(shape=(1, 4096, 4096), studies_=GEMV_STUDIES, rec=None) -> Text:
     """What the recording says about the plan's matrix-vector call at `shape`: its timed
-    call (one launch) beside cuBLAS's in the same run, and each profiled launch at that
-    shape with a split (its time and how busy DRAM was), the plan's own launch named as
-    such; and, while the plan's own launch is not in the recording, that it was not
-    profiled."""
+    call (one launch) beside cuBLAS's in the same run, and the plan's own launch profiled
+    (its time and how busy DRAM was); while that launch is not in the recording, that it
+    was not profiled, and each profiled launch at that shape with a split instead."""
     from gemm_kernels.measure import studies
     rec = rec or recording()
     p = plan_for(shape, rec)
@@ -558,6 +558,8 @@ def gemv_account(shape=(1, 4096, 4096), studies_=GEMV_STUDIES, rec=None) -> Text
     profiled = [(step, r) for name in studies_ if tuple(shape) in studies.get(name).shapes
                 for step, r in studies.results(name, tuple(shape), rec) if r is not None]
     own = lambda step: get(step.kernel).resolve(step.params) == p.params
+    if any(own(step) for step, _ in profiled):     # the others are in the profile table
+        profiled = [(step, r) for step, r in profiled if own(step)]
     for step, r in profiled:
         zs = get(step.kernel).grid(get(step.kernel).resolve(step.params), tuple(shape))[2]
         if zs > 1 or own(step):
@@ -680,12 +682,6 @@ def model_walkthrough(shape=(1024, 1024, 1024), rec=None) -> Text:
     steps.append(f"time = {t['rounds term']:.2f} + {t['work term']:.1f}"
                  + "".join(f" + {e:.1f}" for e in extra) + f" = {fmt_number(t['total'])} µs")
     return Text("\n".join(steps))
-
-
-def which_recording() -> Text:
-    rec = recording()
-    return Text(f"This chapter's measurements: {rec.label}." if rec else
-                "This chapter's measurements are not in any recording here.")
 
 
 # ------------------------------------------------------------------ the vector end
@@ -871,6 +867,7 @@ def pick_rows(rec=None) -> list[dict]:
         best = min(pts, key=lambda p: p["measured_us"])
         out.append({"shape": shape, "configurations": len(pts),
                     "model's pick": _config(pick), "best measured": _config(best),
+                    "predicted gap": best["predicted_us"] / pick["predicted_us"] - 1,
                     "best's predicted time vs the pick's":
                         f"{100 * (best['predicted_us'] / pick['predicted_us'] - 1):+.1f}%",
                     "pick / best rate %": 100 * (best["measured_us"] / pick["measured_us"])})
@@ -884,12 +881,16 @@ def _config(p) -> str:
 def pick_table(rec=None, misses_only: bool = False) -> Table:
     """The model's pick against the best measured at each calibration shape; with
     `misses_only`, only the shapes where the pick is not the best measured (the rows that
-    teach: what a wrong pick costs), the others counted in the title."""
+    teach: what a wrong pick costs), the others counted in the title, and how many of the
+    misses the model put within its typical error (`model_error`) of its pick."""
     rec = rec or recording()
     rows = pick_rows(rec)
     shown = [r for r in rows if r["model's pick"] != r["best measured"]] if misses_only else rows
+    err = model_error(rec)
+    close = sum(r["predicted gap"] <= err for r in shown)
     what = (f"the {len(shown)} of {len(rows)} calibration shapes where the model's pick is not "
-            "the best one measured" if misses_only else
+            f"the best one measured; at {close} of them the model predicted the best within "
+            f"its typical error ({err:.0%}) of its pick" if misses_only else
             "At the calibration shapes (several configurations timed at each): the model's "
             "pick against the best one measured")
     cols = ["shape", "configurations", "model's pick", "best measured",
@@ -899,12 +900,22 @@ def pick_table(rec=None, misses_only: bool = False) -> Table:
 
 # ------------------------------------------------------------------ choose the plan
 
+def choice_passes(shape, BM: int, BN: int, split: int, rec=None) -> bool:
+    """Part 1's pass rule: the model predicts (BM, BN, split) within its typical error
+    (`model_error`) of its best candidate's time, so that the model cannot tell the two
+    apart. False for a configuration that is not a candidate."""
+    rec = rec or recording()
+    ranking = ranked(tuple(shape), rules(rec), _limits(rec))
+    mine = next((t for t, c in ranking if c == (BM, BN, split)), None)
+    return mine is not None and mine <= ranking[0][0] * (1 + model_error(rec))
+
+
 def rate_choice(shape, BM: int, BN: int, split: int, rec=None, reveal: bool = False) -> Text:
     """How the model rates (BM, BN, split) at `shape`: predicted time, waves, filled share,
-    the recorded rate where that configuration was recorded there, and its place among
-    the candidates. The model's best and the fastest measured are shown only when the
-    choice is the best or `reveal` is set: the exercise's answer is not printed under
-    its first try."""
+    the recorded rate where that configuration was recorded there, its place among the
+    candidates, and the pass or fail of `choice_passes`. The model's best and the fastest
+    measured are shown only when the choice is the best or `reveal` is set: the
+    exercise's answer is not printed under its first try."""
     rec = rec or recording()
     r, lim = rules(rec), _limits(rec)
     shape = tuple(shape)
@@ -935,12 +946,17 @@ def rate_choice(shape, BM: int, BN: int, split: int, rec=None, reveal: bool = Fa
     verdict = ("the model's best" if place == 1 else
                f"number {place} of {len(ranking)}, predicted {mine / best_t:.2f}x the best's time")
     show = reveal or place == 1
+    err = model_error(rec)
+    grade = ("PASS: the model cannot tell your choice from its best" if
+             choice_passes(shape, BM, BN, split, rec) else
+             f"not yet: to pass, a choice must be predicted within {err:.0%} of the best's time")
     lines = [f"{_shape_text(shape)} under the rules of {r.device}:",
              line("your choice", mine, (BM, BN, split)),
              *([line("the model's best", best_t, best)] if show else []),
              f"Your choice is {verdict}. The model's predictions are off by "
-             f"{model_error(rec):.0%} or less for half of its calibration measurements: "
-             "choices it predicts within that of each other, only a measurement tells apart."]
+             f"{err:.0%} or less for half of its calibration measurements: "
+             "choices it predicts within that of each other, only a measurement tells apart.",
+             f"Part 1: {grade}."]
     measured = measured_best(shape, rec)
     if measured and show:
         lines.append(f"Measured at this shape: the fastest configuration is {measured}.")
@@ -1139,7 +1155,7 @@ LAST_MILE = (("a large square: the capstone's home", (4096, 4096, 4096), "-"),
              ("few tiles of C, deep K", (1280, 1280, 10240), "1 and 3: split K"),
              ("skinny: few columns of C", (6000, 200, 3000), "2 and 3: tile and split"),
              ("ragged: N not a multiple of 4", (3001, 999, 1500), "2: pad B"),
-             ("small: everything short", (384, 384, 128), "6: still short"),
+             ("small: everything short", (384, 384, 128), "6: small shapes, still short"),
              ("a matrix times a vector", (1, 4096, 4096), "4: a kernel of its own"))
 
 
@@ -1147,8 +1163,10 @@ def last_mile_rows(cases=LAST_MILE, rec=None) -> list[dict]:
     """Per case: the capstone's tile without a split (chapter 09's launch, in chapter 12's
     kernel) and the plan, each as a share of cuBLAS timed beside it at that shape; and the
     share of the capstone's multiply-adds that land inside C (its tiles cover ragged and
-    thin shapes with whole 128 x 128 tiles)."""
+    thin shapes with whole 128 x 128 tiles); and whether the model was fitted at that
+    shape (a calibration shape, where the capstone's tile was timed too), or never saw it."""
     rec = rec or recording()
+    fitted = {tuple(s) for _, _, s in calibrate.calibration_runs()}
     out = []
     for kind, shape, where in cases:
         cap = row_of(rec, SPLIT, shape, {"BM": 128, "BN": 128, "SPLIT": 1})
@@ -1160,6 +1178,7 @@ def last_mile_rows(cases=LAST_MILE, rec=None) -> list[dict]:
                     "capstone % of cuBLAS": timing.share(cap) if cap else None,
                     "the plan": str(p),
                     "plan % of cuBLAS": timing.share(own) if own else None,
+                    "model fitted here": "yes" if tuple(shape) in fitted else "no",
                     "section": where})
     return out
 

@@ -26,14 +26,18 @@ class Markdown(Text):
         return str(self)
 
 
-def banner() -> Markdown:
-    """Which mode this notebook runs in, and the device its numbers describe."""
+def banner(rec=None) -> Markdown:
+    """Which mode this notebook runs in, and the device its numbers describe. `rec`: the
+    recording a chapter's numbers come from where it is not the one recorded mode reads
+    by default (`records.current()`): the banner then names that GPU."""
     if device.is_live():
         p = device.properties()
+        mine = f" This chapter's recorded tables: {rec.label}." if rec is not None else ""
         return Markdown(f"**Live mode**: kernels run here, on {p['name']} "
-                        f"(compute capability {p['compute_capability']}, {p['sm_count']} SMs).")
+                        f"(compute capability {p['compute_capability']}, {p['sm_count']} SMs)."
+                        + mine)
     why = f"**Recorded mode** ({device.recorded_reason()})"
-    rec = records.current()
+    rec = rec or records.current()
     if rec is None:
         return Markdown(f"{why}, but figures/data/ holds no recording: "
                         "measurements are unavailable; the static analysis still runs.")

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 
-from IPython.display import Markdown, display
+from IPython.display import Markdown, display, update_display
 
 from gemm_kernels.core import compiler, device
 from gemm_kernels.notebook import display as shown
@@ -78,6 +78,10 @@ def install(wheels: list[str]) -> str | None:
     return f"installed {', '.join(wheels)}"
 
 
+# The banner's display id: a chapter's first cell may name its own recording after
+# `prepare` (`name_recording`), which redraws the banner in place.
+BANNER_ID = "gemm-series-mode-banner"
+
 COLAB_GPU = ("To run the kernels here, attach Colab's free GPU: *Runtime > Change runtime "
              "type > T4 GPU*, then run the notebook again from the top. Until then the "
              "notebook continues in recorded mode.")
@@ -90,6 +94,15 @@ def prepare() -> None:
         done = install(missing())
         if done:
             print(done)
-    display(shown.banner())
+    display(shown.banner(), display_id=BANNER_ID)
     if in_colab() and not device.is_live():
         display(Markdown(COLAB_GPU))
+
+
+def name_recording(rec) -> None:
+    """For a chapter whose measurements come from another recording than the default
+    (chapter 12's, from the GPU that holds all its profiles): the banner `prepare` showed
+    is replaced by one that names `rec`'s GPU, so the notebook shows one banner, and the
+    right one. `rec` None (no recording holds the chapter): the banner stays."""
+    if rec is not None:
+        update_display(shown.banner(rec), display_id=BANNER_ID)
