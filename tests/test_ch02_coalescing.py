@@ -210,3 +210,31 @@ def test_loop_mix_counts_a_named_variant_of_a_kernel_beside_the_registry_one():
     assert t[1]["configuration"] == "naive, BLOCK = 32, MAPPING = x->row"
     assert {k: v for k, v in t[0].items() if k != "configuration"} == \
         {k: v for k, v in t[1].items() if k != "configuration"}
+
+
+def test_alignment_table_counts_more_lines_where_rows_of_b_are_misaligned():
+    rows = ch02_coalescing.alignment_table()
+    assert [r["lines per step (mean of 32 steps)"] for r in rows] == ["2", "2.97"]
+    # B's 32 floats stay in one line only where its row starts a line: 1 + 31 x 2 of 32
+    assert rows[1]["sectors per step (mean of 32 steps)"] == "5.88"
+
+
+def test_misaligned_lines_hides_the_answer_until_it_is_found(capsys):
+    ch02_coalescing.misaligned_lines()
+    assert "Pencil first" in capsys.readouterr().out
+    n = ch02_coalescing.MISALIGNED_N
+    lim = model.line_limit(*ch02_coalescing.MISALIGNED_TASK, shape=(n, n, n), steps=32)
+    assert lim["lines"] == 2 + 47 / 32        # A: 2 rows; B: 16 floats fit 17 starts of 32
+    # negative controls: the aligned count and another wrong count reveal nothing
+    for wrong in (3, 2.5):
+        ch02_coalescing.misaligned_lines(wrong, lim["GFLOP/s"])
+        out = capsys.readouterr().out
+        assert "3.47" not in out and f"{lim['GFLOP/s']:,.0f}" not in out
+        assert not out.startswith("Right")
+    ch02_coalescing.misaligned_lines(3, 1)
+    assert "every row of B starts a line" in capsys.readouterr().out
+    ch02_coalescing.misaligned_lines(3.47, lim["GFLOP/s"] * 2)
+    assert "is right" in capsys.readouterr().out
+    ch02_coalescing.misaligned_lines(111 / 32, round(lim["GFLOP/s"] * 1.01))
+    out = capsys.readouterr().out
+    assert out.startswith("Right: 3.47 lines") and "No rate was recorded at N = 2047" in out

@@ -220,6 +220,79 @@ def your_lines(config, lines=None, limit=None) -> None:
     print(model.line_table([(kernel, params)]))
 
 
+# ---------------------------------------------------------------- alignment
+
+# A row of B that is not a whole number of lines long: row k starts (k x N) mod 32 floats
+# into a line, and over 32 steps an odd N visits every start once.
+MISALIGNED_N, MISALIGNED_STEPS = 2047, 32
+MISALIGNED_TASK = ("coalesced", {"BLOCK": 16})     # the count the student makes
+
+
+def _mean(x) -> str:
+    return f"{x:.2f}" if isinstance(x, float) else str(x)
+
+
+def alignment_table(config=("coalesced", {"BLOCK": 32}),
+                    sizes=(2048, MISALIGNED_N)) -> "Table":
+    """One configuration at square sizes whose rows of B are (2048) and are not (2047) a
+    whole number of 128-byte lines: the sectors and lines of a warp's two loads per step,
+    as the mean over 32 steps k, and the limit one line per SM and cycle gives."""
+    from gemm_kernels.core.table import Table
+    kernel, params = config
+    rows = []
+    for n in sizes:
+        lim = model.line_limit(kernel, params, shape=(n, n, n), steps=MISALIGNED_STEPS)
+        starts = ("always at a line's start" if n % 32 == 0 else
+                  f"(k x {n % 32}) mod 32 floats into a line")
+        rows.append({"M = N = K": n, "row k of B starts": starts,
+                     "sectors per step (mean of 32 steps)": _mean(lim["sectors"]),
+                     "lines per step (mean of 32 steps)": _mean(lim["lines"]),
+                     "one line per cycle allows (GFLOP/s)": lim["GFLOP/s"]})
+    return Table(rows, list(rows[0]), title=f"{model.label(kernel, params)}: one warp, "
+                 "sectors and lines per step with B's rows aligned to lines and not")
+
+
+def misaligned_lines(lines=None, limit=None) -> None:
+    """The counting task, checked: the coalesced kernel at BLOCK = 16 with M = N = K =
+    2047, whose answer no table of the chapter shows. The student enters the mean lines
+    per step over 32 steps and the limit (GFLOP/s) they give. A wrong count gets a
+    question, not the number; the aligned count (3) gets a word on where the rows of B
+    start; once both are right (the count within 0.02, the limit within 3%), the aligned
+    case beside it, with its measured rate."""
+    if lines is None or limit is None:
+        print("Pencil first, then write your mean lines per step in `my_lines` and your "
+              "limit (GFLOP/s) in `my_limit`, and run this cell again.")
+        return
+    kernel, params = MISALIGNED_TASK
+    n = MISALIGNED_N
+    lim = model.line_limit(kernel, params, shape=(n, n, n), steps=MISALIGNED_STEPS)
+    aligned = model.line_limit(kernel, params)
+    if abs(float(lines) - lim["lines"]) > 0.02:
+        if abs(float(lines) - aligned["lines"]) <= 0.02:
+            print(f"{lines} lines per step is the count when every row of B starts a line "
+                  f"(N = 2048). At N = {n}, row k of B starts (k x {n}) mod 32 floats into "
+                  "a line: over 32 steps, once at each of the 32 places. At how many of "
+                  "them do the warp's 16 floats of B stay inside one line?")
+        else:
+            print(f"{lines} lines per step: not what this warp touches. Count A and B "
+                  "apart. A: how many rows of C does the warp cover, and can two of their "
+                  "elements of A share a line? B: for each of the 32 places a row can start "
+                  "in a line, do the 16 floats stay in one line or cross into the next? "
+                  "Average over the 32 steps and add A's lines.")
+        return
+    if lim["GFLOP/s"] and abs(float(limit) / lim["GFLOP/s"] - 1) > 0.03:
+        print(f"{lines} lines per step is right; {float(limit):,.0f} GFLOP/s is not what "
+              "they allow. Take the full-warp figure printed in *One line per cycle* and "
+              "divide it by your mean lines per step (all 32 lanes are active).")
+        return
+    rate = model._rate(kernel, params, 2048)["gflops"]["median"]
+    print(f"Right: {_mean(lim['lines'])} lines per step on average, a limit of "
+          f"{lim['GFLOP/s']:,.0f} GFLOP/s; with aligned rows (N = 2048) {aligned['lines']} "
+          f"lines and {aligned['GFLOP/s']:,.0f} GFLOP/s, where the kernel was measured at "
+          f"{rate:,.0f} GFLOP/s. No rate was recorded at N = {n}: your limit is a "
+          "prediction.")
+
+
 # ---------------------------------------------------------------- figures
 
 def limit_plot(configs, size: int = 2048):
