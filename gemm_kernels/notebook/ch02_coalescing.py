@@ -184,42 +184,6 @@ def check_prediction(line_model, occupancy_model, size: int = 2048) -> None:
     model.check_prediction(line_model, occupancy_model, size)
 
 
-def your_lines(config, lines=None, limit=None) -> None:
-    """The "Try it" task, checked: the student names a configuration ((kernel, params))
-    and enters the lines its warp's two loads touch per step and the limit they give
-    (GFLOP/s). A wrong count is answered with a question, not the number; once both are
-    right (the limit within 3%), the line table of that configuration with its measured
-    rate. The counting is the chapter's skill, so the measured rate comes last."""
-    if config is None:
-        print('Pencil first, then write your configuration in `mine`, for instance '
-              '("naive", {"BLOCK": 16, "MAPPING": "x->col"}), your count in `my_lines` and '
-              'your limit in `my_limit`, and run this cell again.')
-        return
-    if isinstance(config, list):
-        (config,) = config
-    kernel, params = config
-    if lines is None or limit is None:
-        print("Write your lines per step in `my_lines` and your limit (GFLOP/s) in "
-              "`my_limit` first, then run this cell again.")
-        return
-    lim = model.line_limit(kernel, params)
-    if int(lines) != lim["lines"]:
-        print(f"{lines} lines per step: not what this warp touches. Draw the warp's "
-              f"{lim['lanes']} active lanes on C: each row of C they cover reads its own "
-              "element of A (a line of its own when the rows differ); their columns of B "
-              "are neighbouring floats of one row of B: how many 128-byte lines (32 floats) "
-              "do they span? Add the two.")
-        return
-    if lim["GFLOP/s"] and abs(limit / lim["GFLOP/s"] - 1) > 0.03:
-        print(f"{lines} lines per step is right; {limit:,.0f} GFLOP/s is not what they allow. "
-              "Take the full-warp figure printed in *One line per cycle*, divide it by your "
-              f"lines, and scale it by the active lanes ({lim['lanes']} of 32).")
-        return
-    print(f"Right: {lim['lines']} lines per step, a limit of {lim['GFLOP/s']:,.0f} GFLOP/s. "
-          "The measured rate, next to it:")
-    print(model.line_table([(kernel, params)]))
-
-
 # ---------------------------------------------------------------- alignment
 
 # A row of B that is not a whole number of lines long: row k starts (k x N) mod 32 floats
@@ -330,8 +294,8 @@ def sector_picture(kernel: str, params: dict):
     not 16), each line the warp touches drawn as a dashed box around its shaded sectors,
     so that a count of lines can be read off the picture, not only one of sectors. The
     stacked panels have room between them, so that no axis label runs into the title of
-    the panel below. A warp down a column of C (the tall layout) keeps only the columns of
-    C its lanes own, and its strip of B is lined up under the panel of A."""
+    the panel below. A warp down a column of C (the tall layout), or one narrower than a
+    sector, keeps only the columns of C its lanes own, and its strip of B is lined up under the panel of A."""
     fig = model.sector_picture(kernel, params, k_cols=LINE_FLOATS)
     c_ax, a_ax, b_ax = fig.axes[:3]
     lanes = [l for l in model.warp_elements(kernel, params, 4096, 4096, 4096) if l["active"]]
@@ -342,9 +306,10 @@ def sector_picture(kernel: str, params: dict):
         ax.set_xticks([*range(0, LINE_FLOATS, 8), LINE_FLOATS - 1])
     b_ax.set_xlabel("column of B (dashed box: a 128-byte line, 32 floats)")
     tall = max(l["row"] for l in lanes) + 1 > 8
-    if tall:
-        c_ax.set_xlim(-0.5, max(l["col"] for l in lanes) + 0.5)
-        c_ax.set_xticks(range(max(l["col"] for l in lanes) + 1))
+    width = max(l["col"] for l in lanes) + 1
+    if tall or width < LINE_FLOATS // 4:       # narrower than a sector: no empty columns
+        c_ax.set_xlim(-0.5, width - 0.5)
+        c_ax.set_xticks(range(width))
     fig.tight_layout(h_pad=2.0)
     if tall:
         a, b = a_ax.get_position(), b_ax.get_position()
