@@ -157,12 +157,14 @@ def test_two_gpus_shows_only_what_chapter_00_taught(monkeypatch):
     assert t[1]["FP32 peak, TFLOP/s"] == "52.0"          # one decimal in every row
 
 
-def test_naive_dram_gap_states_moved_needed_and_ratio(monkeypatch):
+def test_naive_dram_gap_states_moved_bytes_as_dram_time(monkeypatch):
     from gemm_kernels.measure import roofline
+    # 1,165 GB in 276 ms: a measured DRAM ceiling of 4,221 GB/s
     monkeypatch.setattr(roofline, "dram_point", lambda k, size: {
-        "how": "ncu", "bytes": 8.53e9, "limit_bytes": 1165e9, "gflops": 498.0})
+        "how": "ncu", "bytes": 8.53e9, "limit_bytes": 1165e9, "gflops": 498.0, "ms": 276.0})
     text = str(ch00_ceilings.naive_dram_gap())
-    assert "DRAM moved 8.5 GB" in text and "1,165 GB" in text and "137 times" in text
+    assert "DRAM moved 8.5 GB" in text and "4,221 GB/s" in text
+    assert "takes 2.0 ms" in text and "took 276 ms" in text and "0.7% of it" in text
     monkeypatch.setattr(roofline, "dram_point", lambda k, size: None)
     assert str(ch00_ceilings.naive_dram_gap()).startswith("Not in this recording")
 
@@ -214,11 +216,26 @@ def test_the_chapter_roofline_draws_dram_roofs_only_and_the_gap_to_the_roof():
 def test_littles_law_sets_bytes_needed_against_one_float_per_thread(monkeypatch):
     from gemm_kernels.measure import roofline
     monkeypatch.setattr(roofline, "device_properties", lambda: dict(GPU))
+    monkeypatch.setattr(roofline, "ceilings", lambda props: [
+        {"level": "DRAM", "gbps": None, "kind": "measured", "how": "-"},
+        {"level": "DRAM", "gbps": device.peak_bandwidth_gbps(GPU), "kind": "theoretical",
+         "how": "-"}])
     bw = device.peak_bandwidth_gbps(GPU)
     text = str(ch00_ceilings.littles_law(latency_ns=1000))
-    assert f"{bw * 1e3 / 1e6:.1f} MB in flight" in text
+    assert f"{bw * 1e3 / 1e6:.1f} MB in flight" in text and "the theoretical DRAM" in text
     assert f"{bw * 1e3 / 100 / 1e3:,.0f} KB for each of 100 SMs" in text
     assert "8 KiB in flight per SM" in text and "assumed" in text
+
+
+def test_littles_law_prefers_the_measured_copy(monkeypatch):
+    from gemm_kernels.measure import roofline
+    monkeypatch.setattr(roofline, "device_properties", lambda: dict(GPU))
+    monkeypatch.setattr(roofline, "ceilings", lambda props: [
+        {"level": "L2", "gbps": 9000.0, "kind": "measured", "how": "-"},
+        {"level": "DRAM", "gbps": 2000.0, "kind": "measured", "how": "-"},
+        {"level": "DRAM", "gbps": 3000.0, "kind": "theoretical", "how": "-"}])
+    text = str(ch00_ceilings.littles_law(latency_ns=1000))
+    assert text.startswith("2,000 GB/s (the device copy's DRAM bandwidth)")
 
 
 def test_add_one_on_the_cpu_is_what_the_gpu_computes():

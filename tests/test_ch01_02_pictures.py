@@ -121,6 +121,18 @@ def test_occupancy_table_halves_at_half_warp_blocks():
 H200 = {"name": "NVIDIA H200", "sm_count": 132, "sm_clock_mhz": 1980.0}
 
 
+def test_the_line_limit_averages_over_steps_where_rows_of_b_are_misaligned():
+    aligned = ch01_02_sectors.line_limit("coalesced", {"BLOCK": 32}, H200,
+                                         (2048,) * 3, steps=32)
+    assert aligned["lines"] == 2 and aligned["sectors"] == 5
+    # N = 2047: row k of B starts k floats before a line's start (mod 32); the warp's 32
+    # floats of B fit one line at 1 start of 32, else they span 2 (and 5 sectors, not 4,
+    # except at the 3 other starts that are whole sectors)
+    odd = ch01_02_sectors.line_limit("coalesced", {"BLOCK": 32}, H200, (2047,) * 3, steps=32)
+    assert odd["lines"] == 1 + 63 / 32 and odd["sectors"] == 1 + (4 * 4 + 28 * 5) / 32
+    assert odd["GFLOP/s"] == pytest.approx(aligned["GFLOP/s"] * 2 / odd["lines"])
+
+
 def test_the_line_limit_is_sms_times_clock_times_flop_per_line():
     lim = ch01_02_sectors.line_limit("naive", {"BLOCK": 32, "MAPPING": "x->row"}, H200)
     assert (lim["lanes"], lim["lines"], lim["sectors"]) == (32, 33, 33)

@@ -369,23 +369,35 @@ def device_props() -> dict:
     return dict(rec.device) if rec else {}
 
 
-def line_limit(kernel: str, params: dict, props: dict | None = None) -> dict:
+def line_limit(kernel: str, params: dict, props: dict | None = None,
+               shape=(4096, 4096, 4096), steps: int = 1) -> dict:
     """What one 128-byte line per SM and cycle allows. At one step k a warp does one
     multiply-add (2 FLOP) per active lane and its two loads touch `lines` distinct lines;
     if the L1 of an SM passes one line per cycle, the whole GPU does at most
 
         SMs x clock x 2 x active lanes / lines   FLOP per second.
 
+    `shape` is (M, N, K); with `steps` > 1 the sectors and lines are the mean over steps
+    k = 0 .. steps-1, which differ where a row of B (N floats) is not a whole number of
+    lines, so that its rows start at different places in a line (misaligned).
     {'lanes', 'sectors', 'lines', 'GFLOP/s'}; 'GFLOP/s' is None where the device's SM
     count or clock is unknown."""
     props = device_props() if props is None else props
-    warp = warp_elements(kernel, params, 4096, 4096, 4096)
+    n_lines = n_sectors = 0
+    for k in range(steps):
+        warp = warp_elements(kernel, params, *shape, k=k)
+        n_lines += lines(l["A"] for l in warp) + lines(l["B"] for l in warp)
+        n_sectors += sectors(l["A"] for l in warp) + sectors(l["B"] for l in warp)
     lanes = sum(l["active"] for l in warp)
-    n_lines = lines(l["A"] for l in warp) + lines(l["B"] for l in warp)
-    n_sectors = sectors(l["A"] for l in warp) + sectors(l["B"] for l in warp)
+    n_lines, n_sectors = _whole(n_lines / steps), _whole(n_sectors / steps)
     sms, mhz = props.get("sm_count"), props.get("sm_clock_mhz")
     bound = sms * mhz * 1e6 * 2 * lanes / n_lines / 1e9 if sms and mhz else None
     return {"lanes": lanes, "sectors": n_sectors, "lines": n_lines, "GFLOP/s": bound}
+
+
+def _whole(x: float):
+    """An int where a mean is whole (so that tables show 2, not 2.0)."""
+    return int(x) if x == int(x) else x
 
 
 def _rate(kernel: str, params: dict | None, size: int) -> dict:

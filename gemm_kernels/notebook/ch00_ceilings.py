@@ -53,32 +53,39 @@ def two_gpus(size: int = 4096) -> Table:
 
 
 def naive_dram_gap(size: int = roofline.GROWING_SIZE) -> Text:
-    """The roofline table's verdict on the naive kernel in one line the student can check:
-    the DRAM bytes Nsight Compute counted, the bytes DRAM would have to move to hold the
-    kernel to its measured rate, and their ratio."""
+    """The roofline's verdict on the naive kernel in one line the student can check: the
+    DRAM bytes Nsight Compute counted, the time DRAM needs for them at its measured
+    bandwidth (the device copy), and that time as a share of the kernel's."""
     p = roofline.dram_point("naive", size)
     if p is None or p["how"] != "ncu" or not p["limit_bytes"]:
         return Text(f"Not in this recording: the naive kernel's DRAM bytes at {size}^3.")
+    gbps = p["limit_bytes"] / (p["ms"] * 1e-3) / 1e9     # the measured DRAM ceiling
+    dram_ms = p["bytes"] / (gbps * 1e9) * 1e3
     return Text(f"The naive kernel at {size}^3: DRAM moved {p['bytes'] / 1e9:,.1f} GB "
-                f"(counted by Nsight Compute); to hold the kernel to its "
-                f"{p['gflops']:,.0f} GFLOP/s, DRAM would have to move "
-                f"{p['limit_bytes'] / 1e9:,.0f} GB, {p['limit_bytes'] / p['bytes']:,.0f} "
-                "times as much.")
+                f"(counted by Nsight Compute). At the device copy's {gbps:,.0f} GB/s that "
+                f"takes {dram_ms:,.1f} ms; the kernel took {p['ms']:,.0f} ms, so DRAM was "
+                f"busy for {dram_ms / p['ms']:.1%} of it.")
 
 
 def littles_law(latency_ns: float = 650.0, threads_per_sm: int = 2048) -> Text:
     """The order of magnitude behind the solution's Little's-law hypothesis: the bytes in
-    flight that keep DRAM busy (its theoretical bandwidth x an assumed latency under
-    load, which the measurements do not hold), per SM, against what one 4-byte load per
-    thread can have in flight."""
+    flight that keep DRAM busy (its bandwidth, measured by the device copy where there is
+    one, x an assumed latency under load, which the measurements do not hold), per SM,
+    against what one 4-byte load per thread can have in flight."""
     props = roofline.device_properties()
-    bw = device.peak_bandwidth_gbps(props)
+    # the measured ceiling (the device copy) where there is one: that is what the copy
+    # kernels are held against; the formula's bandwidth otherwise
+    bw, how = next(((c["gbps"], "the device copy's" if c["kind"] == "measured" else
+                     "the theoretical")
+                    for c in roofline.ceilings(props) if c["level"] == "DRAM" and c["gbps"]),
+                   (None, ""))
     sms = props.get("sm_count")
     if not bw or not sms:
         return Text("The device properties lack the DRAM bandwidth or the SM count.")
     need = bw * 1e9 * latency_ns * 1e-9
     one_float = 4 * threads_per_sm
-    return Text(f"{bw:,.0f} GB/s x {latency_ns:,.0f} ns (an assumed DRAM latency under load) = "
+    return Text(f"{bw:,.0f} GB/s ({how} DRAM bandwidth) x {latency_ns:,.0f} ns (an assumed "
+                f"DRAM latency under load) = "
                 f"{need / 1e6:.1f} MB in flight, {need / sms / 1e3:,.0f} KB for each of "
                 f"{sms} SMs\none float per thread x {threads_per_sm:,} threads per SM = "
                 f"{one_float / 1024:.0f} KiB in flight per SM, "

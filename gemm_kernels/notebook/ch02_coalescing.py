@@ -184,40 +184,77 @@ def check_prediction(line_model, occupancy_model, size: int = 2048) -> None:
     model.check_prediction(line_model, occupancy_model, size)
 
 
-def your_lines(config, lines=None, limit=None) -> None:
-    """The "Try it" task, checked: the student names a configuration ((kernel, params))
-    and enters the lines its warp's two loads touch per step and the limit they give
-    (GFLOP/s). A wrong count is answered with a question, not the number; once both are
-    right (the limit within 3%), the line table of that configuration with its measured
-    rate. The counting is the chapter's skill, so the measured rate comes last."""
-    if config is None:
-        print('Pencil first, then write your configuration in `mine`, for instance '
-              '("naive", {"BLOCK": 16, "MAPPING": "x->col"}), your count in `my_lines` and '
-              'your limit in `my_limit`, and run this cell again.')
-        return
-    if isinstance(config, list):
-        (config,) = config
+# ---------------------------------------------------------------- alignment
+
+# A row of B that is not a whole number of lines long: row k starts (k x N) mod 32 floats
+# into a line, and over 32 steps an odd N visits every start once.
+MISALIGNED_N, MISALIGNED_STEPS = 2047, 32
+MISALIGNED_TASK = ("coalesced", {"BLOCK": 16})     # the count the student makes
+
+
+def _mean(x) -> str:
+    return f"{x:.2f}" if isinstance(x, float) else str(x)
+
+
+def alignment_table(config=("coalesced", {"BLOCK": 32}),
+                    sizes=(2048, MISALIGNED_N)) -> "Table":
+    """One configuration at square sizes whose rows of B are (2048) and are not (2047) a
+    whole number of 128-byte lines: the sectors and lines of a warp's two loads per step,
+    as the mean over 32 steps k, and the limit one line per SM and cycle gives."""
+    from gemm_kernels.core.table import Table
     kernel, params = config
+    rows = []
+    for n in sizes:
+        lim = model.line_limit(kernel, params, shape=(n, n, n), steps=MISALIGNED_STEPS)
+        starts = ("always at a line's start" if n % 32 == 0 else
+                  f"(k x {n % 32}) mod 32 floats into a line")
+        rows.append({"M = N = K": n, "row k of B starts": starts,
+                     "sectors per step (mean of 32 steps)": _mean(lim["sectors"]),
+                     "lines per step (mean of 32 steps)": _mean(lim["lines"]),
+                     "one line per cycle allows (GFLOP/s)": lim["GFLOP/s"]})
+    return Table(rows, list(rows[0]), title=f"{model.label(kernel, params)}: one warp, "
+                 "sectors and lines per step with B's rows aligned to lines and not")
+
+
+def misaligned_lines(lines=None, limit=None) -> None:
+    """The counting task, checked: the coalesced kernel at BLOCK = 16 with M = N = K =
+    2047, whose answer no table of the chapter shows. The student enters the mean lines
+    per step over 32 steps and the limit (GFLOP/s) they give. A wrong count gets a
+    question, not the number; the aligned count (3) gets a word on where the rows of B
+    start; once both are right (the count within 0.02, the limit within 3%), the aligned
+    case beside it, with its measured rate."""
     if lines is None or limit is None:
-        print("Write your lines per step in `my_lines` and your limit (GFLOP/s) in "
-              "`my_limit` first, then run this cell again.")
+        print("Pencil first, then write your mean lines per step in `my_lines` and your "
+              "limit (GFLOP/s) in `my_limit`, and run this cell again.")
         return
-    lim = model.line_limit(kernel, params)
-    if int(lines) != lim["lines"]:
-        print(f"{lines} lines per step: not what this warp touches. Draw the warp's "
-              f"{lim['lanes']} active lanes on C: each row of C they cover reads its own "
-              "element of A (a line of its own when the rows differ); their columns of B "
-              "are neighbouring floats of one row of B: how many 128-byte lines (32 floats) "
-              "do they span? Add the two.")
+    kernel, params = MISALIGNED_TASK
+    n = MISALIGNED_N
+    lim = model.line_limit(kernel, params, shape=(n, n, n), steps=MISALIGNED_STEPS)
+    aligned = model.line_limit(kernel, params)
+    if abs(float(lines) - lim["lines"]) > 0.02:
+        if abs(float(lines) - aligned["lines"]) <= 0.02:
+            print(f"{lines} lines per step is the count when every row of B starts a line "
+                  f"(N = 2048). At N = {n}, row k of B starts (k x {n}) mod 32 floats into "
+                  "a line: over 32 steps, once at each of the 32 places. At how many of "
+                  "them do the warp's 16 floats of B stay inside one line?")
+        else:
+            print(f"{lines} lines per step: not what this warp touches. Count A and B "
+                  "apart. A: how many rows of C does the warp cover, and can two of their "
+                  "elements of A share a line? B: for each of the 32 places a row can start "
+                  "in a line, do the 16 floats stay in one line or cross into the next? "
+                  "Average over the 32 steps and add A's lines.")
         return
-    if lim["GFLOP/s"] and abs(limit / lim["GFLOP/s"] - 1) > 0.03:
-        print(f"{lines} lines per step is right; {limit:,.0f} GFLOP/s is not what they allow. "
-              "Take the full-warp figure printed in *One line per cycle*, divide it by your "
-              f"lines, and scale it by the active lanes ({lim['lanes']} of 32).")
+    if lim["GFLOP/s"] and abs(float(limit) / lim["GFLOP/s"] - 1) > 0.03:
+        print(f"{lines} lines per step is right; {float(limit):,.0f} GFLOP/s is not what "
+              "they allow. Take the full-warp figure printed in *One line per cycle* and "
+              "divide it by your mean lines per step (all 32 lanes are active).")
         return
-    print(f"Right: {lim['lines']} lines per step, a limit of {lim['GFLOP/s']:,.0f} GFLOP/s. "
-          "The measured rate, next to it:")
-    print(model.line_table([(kernel, params)]))
+    rate = model._rate(kernel, params, 2048)["gflops"]["median"]
+    print(f"Right: {_mean(lim['lines'])} lines per step on average, a limit of "
+          f"{lim['GFLOP/s']:,.0f} GFLOP/s; with aligned rows (N = 2048) {aligned['lines']} "
+          f"lines and {aligned['GFLOP/s']:,.0f} GFLOP/s, where the kernel was measured at "
+          f"{rate:,.0f} GFLOP/s. No rate was recorded at N = {n}: your limit is a "
+          "prediction.")
 
 
 # ---------------------------------------------------------------- figures
@@ -257,8 +294,8 @@ def sector_picture(kernel: str, params: dict):
     not 16), each line the warp touches drawn as a dashed box around its shaded sectors,
     so that a count of lines can be read off the picture, not only one of sectors. The
     stacked panels have room between them, so that no axis label runs into the title of
-    the panel below. A warp down a column of C (the tall layout) keeps only the columns of
-    C its lanes own, and its strip of B is lined up under the panel of A."""
+    the panel below. A warp down a column of C (the tall layout), or one narrower than a
+    sector, keeps only the columns of C its lanes own, and its strip of B is lined up under the panel of A."""
     fig = model.sector_picture(kernel, params, k_cols=LINE_FLOATS)
     c_ax, a_ax, b_ax = fig.axes[:3]
     lanes = [l for l in model.warp_elements(kernel, params, 4096, 4096, 4096) if l["active"]]
@@ -269,9 +306,10 @@ def sector_picture(kernel: str, params: dict):
         ax.set_xticks([*range(0, LINE_FLOATS, 8), LINE_FLOATS - 1])
     b_ax.set_xlabel("column of B (dashed box: a 128-byte line, 32 floats)")
     tall = max(l["row"] for l in lanes) + 1 > 8
-    if tall:
-        c_ax.set_xlim(-0.5, max(l["col"] for l in lanes) + 0.5)
-        c_ax.set_xticks(range(max(l["col"] for l in lanes) + 1))
+    width = max(l["col"] for l in lanes) + 1
+    if tall or width < LINE_FLOATS // 4:       # narrower than a sector: no empty columns
+        c_ax.set_xlim(-0.5, width - 0.5)
+        c_ax.set_xticks(range(width))
     fig.tight_layout(h_pad=2.0)
     if tall:
         a, b = a_ax.get_position(), b_ax.get_position()
