@@ -46,8 +46,8 @@ def banner(rec=None) -> Markdown:
         "reference measured beside them, so no percentage of cuBLAS or of the device copy "
         "is shown (\"-\").")
     return Markdown(f"{why}: measurements were "
-                    f"{rec.label}; the static analysis, "
-                    "occupancy and bank model below run live." + older)
+                    f"{rec.label}; what needs no GPU (compiling, reading the machine "
+                    "code, occupancy, the models) runs live here." + older)
 
 
 def source(name: str, entry: str | None = None, whole: bool = False,
