@@ -279,5 +279,6 @@ def test_solution_on_gpu_shows_the_recorded_pair_or_says_it_is_not_recorded(monk
     monkeypatch.setattr(worked_solutions, "pair", lambda ex: (None, None))
     assert "not recorded yet" in str(ch14.solution_on_gpu("15_phases"))
     monkeypatch.setattr(worked_solutions, "pair", lambda ex: ({"x": 1}, {"y": 2}))
-    monkeypatch.setattr(worked_solutions, "worked_solution", lambda ex: f"table of {ex}")
-    assert ch14.solution_on_gpu("14_swizzle") == "table of 14_swizzle"
+    monkeypatch.setattr(worked_solutions, "worked_solution",
+                        lambda ex, tflops=False: f"table of {ex} in {'TFLOP/s' if tflops else 'GFLOP/s'}")
+    assert ch14.solution_on_gpu("14_swizzle") == "table of 14_swizzle in TFLOP/s"

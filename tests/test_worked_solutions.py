@@ -58,3 +58,14 @@ def test_the_title_has_no_empty_configuration():
         assert ", :" not in title
         for k, v in get(exercise).params.items():
             assert f", {k}={v}" in title
+
+
+def test_the_tensor_core_chapters_read_their_pair_in_tflops():
+    """Chapters 14 and 15 print rates in TFLOP/s; their solutions' pair does too, with the
+    same ratio as in GFLOP/s."""
+    giga = ws.worked_solution("15_phases")
+    tera = ws.worked_solution("15_phases", tflops=True)
+    if giga[0].get("GFLOP/s") is None:
+        pytest.skip("the pair is not recorded")
+    assert tera[0]["TFLOP/s"] == pytest.approx(giga[0]["GFLOP/s"] / 1e3)
+    assert tera[0]["/ chapter's kernel"] == giga[0]["/ chapter's kernel"]

@@ -11,6 +11,7 @@ study is missing it says so in words.
 from __future__ import annotations
 
 from gemm_kernels.measure import studies
+from gemm_kernels.notebook import ch13_wmma as ch13
 from gemm_kernels.notebook.display import Text
 
 STUDY = "ch14_clocks"
@@ -91,7 +92,8 @@ def _seconds(runs) -> str:
 
 def clock_summary(rec=None) -> Text:
     """What the two studies say together: per size, the kernel's share of cuBLAS run for
-    seconds, both clocks and powers and what held the clock down; then from the
+    seconds, both clocks and powers and what held the clock down; the same configuration's
+    rates in the ladder's short timed calls, where the recording has them; then from the
     smallest to the largest size, the kernel's fall in clock beside its fall in rate,
     the energy each spends per FLOP at the largest size (power over rate), and the
     kernel's work per cycle under the profiler at both sizes."""
@@ -100,8 +102,9 @@ def clock_summary(rec=None) -> Text:
     if not runs:
         return Text("The run that samples the clock is not in this recording yet: "
                     "`python -m gemm_kernels study ch14_clocks` on a GPU records it.")
+    step = studies.get(STUDY).steps[STEP]
     out = [f"On the {rec.device['name']} (power limit {runs[0][1]['power_limit_w']:,.0f} W), "
-           f"each run for seconds:"]
+           f"the kernel ({step.label}) and cuBLAS FP16, each run for seconds:"]
     for n, row in runs:
         ours, theirs = row["sustained"], row["reference"]["sustained"]
         held = ", ".join(f"{k} {v:.0%} of the time" for k, v in ours["held_down"].items()
@@ -113,6 +116,11 @@ def clock_summary(rec=None) -> Text:
                    f"{theirs['sm_mhz']['median']:,.0f} MHz at "
                    f"{theirs['power_w']['median']:,.0f} W. The kernel's clock was held "
                    f"down by: {held}.")
+    short = [(n, ch13._row(step.kernel, n, step.params, rec=rec)) for n, _ in runs]
+    if all(row for _, row in short):
+        out.append(f"The same configuration in the ladder's short timed calls: "
+                   + ", ".join(f"{n}³ {row['gflops']['median'] / 1e3:,.0f}" for n, row in short)
+                   + " TFLOP/s.")
     (n0, a), (n1, b) = runs[0], runs[-1]
     fall = lambda x, y: f"{(y / x - 1):+.0%}"
     out.append(f"From {n0}³ to {n1}³ the kernel's clock changed by "

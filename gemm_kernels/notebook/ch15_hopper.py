@@ -8,8 +8,10 @@ in groups of rows, and the recorded measurements (rates beside cuBLAS FP16, the 
 Compute study, the sweeps behind the explorer).
 
 The rates come from the recording that holds the chapter's kernels (`recording()`); the
-Nsight Compute study may sit in another one, on another GPU (`study_recording()`): every
-table and sentence names the recording it reads, so that no number mixes GPUs unsaid.
+Nsight Compute study may sit in another one, on another GPU (`study_recording()`), and the
+profile of the stages and the block order at 8192³ in a third (`order_recording()`, which
+supplies every row of that comparison): every table and sentence names the recording it
+reads, so that no number mixes GPUs unsaid.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from collections import Counter
 
 from gemm_kernels.core import analysis, compiler
 from gemm_kernels.core.kernels import WGMMA_BK, WGMMA_BN, get
-from gemm_kernels.core.table import Table, fmt_number
+from gemm_kernels.core.table import Table
 from gemm_kernels.measure import records, studies, timing
 from gemm_kernels.notebook import ch13_wmma as ch13
 from gemm_kernels.notebook import ch14_mma as ch14
@@ -56,11 +58,15 @@ def _label(rec) -> str:
 
 
 def which_recording() -> Text:
-    rec, prof = recording(), study_recording()
+    rec, prof, order = recording(), study_recording(), order_recording()
     if rec is None:
         return Text("This chapter's measurements are not in any recording here.")
+    if order is prof:
+        return Text(f"This chapter's timed measurements: {rec.label}."
+                    + evidence.profile_elsewhere(rec, prof, "section 6 and Appendix A"))
     return Text(f"This chapter's timed measurements: {rec.label}."
-                + evidence.profile_elsewhere(rec, prof, "section 6 and Appendix A"))
+                + evidence.profile_elsewhere(rec, prof, "section 6")
+                + evidence.profile_elsewhere(rec, order, "Appendix A"))
 
 
 def _row(kernel: str, n: int, params: dict | None = None, rec=None) -> dict | None:
@@ -87,7 +93,7 @@ def tensor_map_table(n: int = 4096, kernel: str = WS) -> Table:
                      "box bytes": 2 * box[0] * box[1],
                      "swizzle": "128 bytes", "outside the matrix": "zeros"})
     return Table(rows, list(rows[0]), title=f"The two tensor maps of {kernel} at {n:,}³, "
-                                            f"FP16 (core/tensor_map.py)")
+                                            f"FP16")
 
 
 def tensor_map_call() -> Text:
@@ -576,114 +582,70 @@ def _study(n: int, rec=None) -> list[tuple[str, dict | None]]:
             for step, row in studies.results(STUDY, (n, n, n), rec=rec)]
 
 
-def study_table(sizes=(4096, 8192), rec=None) -> Table:
-    """The study's counters per step and size: time and the rate it gives (at the
-    profiler's locked clocks, so lower than the timed runs), how busy the tensor pipe
-    was, warp-level wgmma instructions, shared-memory wavefronts of the tensor cores' reads and bank conflicts, DRAM
-    bytes read and throughput, L2 hit rate."""
-    rec = rec or study_recording()
-    rows = []
-    for n in sizes:
-        for label, m in _study(n, rec):
-            if m is None:
-                rows.append({"size": f"{n}³", "step": label, "time (ms)": "not recorded"})
-                continue
-            rows.append({"size": f"{n}³", "step": label, "time (ms)": m[TIME] / 1e6,
-                         "TFLOP/s (profiled)": 2 * n ** 3 / m[TIME] / 1e3,
-                         "tensor pipe busy %": m.get(TENSOR_BUSY, "not recorded"),
-                         "wgmma instructions, warp-level (M)": m[GMMA] / 1e6,
-                         "shared wavefronts (M)": m[SHARED] / 1e6,
-                         "bank conflicts": m[CONFLICTS],
-                         "DRAM read (GB)": m[DRAM_READ] / 1e9, "DRAM % of peak": m[DRAM_PCT],
-                         "L2 hit %": m[L2_HIT]})
-    return Table(rows, ["size", "step", "time (ms)", "TFLOP/s (profiled)",
-                        "tensor pipe busy %", "wgmma instructions, warp-level (M)",
-                        "shared wavefronts (M)", "bank conflicts", "DRAM read (GB)",
-                        "DRAM % of peak", "L2 hit %"],
-                 title=f"Nsight Compute ({_label(rec)}; clocks locked at base by the profiler)")
-
-
-def plot_study(n: int = 8192, rec=None, axes=None):
-    """Per step at n³: DRAM throughput and L2 hit rate (left), profiled time (right)."""
-    import matplotlib.pyplot as plt
-    rec = rec or study_recording()
-    got = [(label, m) for label, m in _study(n, rec) if m]
-    if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(13, 3.4), gridspec_kw={"width_ratios": [2, 1]})
-    if not got:
-        for a in axes:
-            a.set_axis_off()
-        axes[0].text(0.5, 0.5, "The study is not recorded", ha="center")
-        return axes
-    y = range(len(got))
-    axes[0].barh([i + 0.2 for i in y], [m[DRAM_PCT] for _, m in got], height=0.4,
-                 color="tab:red", label="DRAM throughput, % of peak")
-    axes[0].barh([i - 0.2 for i in y], [m[L2_HIT] for _, m in got], height=0.4,
-                 color="tab:blue", label="L2 hit rate, %")
-    axes[0].set_yticks(list(y), [label for label, _ in got], fontsize=8)
-    axes[0].set_xlim(0, 100)
-    axes[0].set_xlabel("%")
-    # below the axes, where it covers no bar
-    axes[0].legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
-    axes[0].invert_yaxis()
-    bars = axes[1].barh(list(y), [m[TIME] / 1e6 for _, m in got], color="0.5")
-    axes[1].bar_label(bars, fmt="%.2f ms", fontsize=8, padding=2)
-    axes[1].margins(x=0.25)
-    axes[1].set_yticks(list(y), [""] * len(got))
-    axes[1].invert_yaxis()
-    axes[1].set_xlabel("time under the profiler (ms)")
-    axes[0].figure.suptitle(f"{n}³, {_label(rec)}", fontsize=10)
-    plt.tight_layout()
-    return axes
-
-
-def study_summary(n: int = 8192, rec=None) -> Text:
-    """The row order against groups of 16 rows at n³, in words, from the study."""
-    rec = rec or study_recording()
-    rows = dict(_study(n, rec))
-    _, plain, grouped = (rows.get(s.label) for s in studies.get(STUDY).steps)
-    if not (plain and grouped):
-        return Text("The study's rows of the warp-specialised kernel are not recorded.")
-    name = rec.device["name"]
-    return Text(f"On the {name}, at {n}³: at 4 stages in row order the warp-specialised "
-                f"kernel reads {plain[DRAM_READ] / 1e9:.1f} GB from DRAM, at "
-                f"{plain[DRAM_PCT]:.0f}% of the DRAM's peak, with {plain[L2_HIT]:.0f}% of L2 "
-                f"requests hitting; at 3 stages in groups of 16 rows it reads "
-                f"{grouped[DRAM_READ] / 1e9:.1f} GB at "
-                f"{grouped[DRAM_PCT]:.0f}% of peak, {grouped[L2_HIT]:.0f}% hits, and takes "
-                f"{grouped[TIME] / 1e6:.2f} ms instead of {plain[TIME] / 1e6:.2f} ms "
-                f"(x{plain[TIME] / grouped[TIME]:.2f} faster). The tensor cores did the same "
-                f"work in both: {plain[GMMA] / 1e6:.1f} million wgmma each" +
-                (f"; the tensor pipe was busy {plain[TENSOR_BUSY]:.0f}% of the time in the "
-                 f"first, {grouped[TENSOR_BUSY]:.0f}% in the second." if TENSOR_BUSY in plain
-                 and TENSOR_BUSY in grouped else ".") +
-                " Two things changed between them, the stages and the order.")
-
-
 ORDER_PROFILE = "ch15_order_profile"   # stages and order one at a time, under the profiler
 
 
-def order_profile_table(rec=None) -> Table:
-    """The warp-specialised kernel at 8192³ under Nsight Compute, the stages and the block
-    order changed one at a time (the study `ch15_order_profile`): which of the two cuts
-    the DRAM bytes and the time. Each step not in the recording says so."""
-    study = studies.get(ORDER_PROFILE)
-    shape = study.shapes[0]
-    rec = rec or studies.recording_of(ORDER_PROFILE)
-    got = studies.results(ORDER_PROFILE, shape, rec=rec) if rec is not None else \
-        [(step, None) for step in study.steps]
+def order_recording():
+    """The recording that holds the profile of the stages and the order at 8192³: the
+    appendix reads its whole comparison (the one-role kernel's row too) from it, so that
+    the rows set side by side come from one GPU."""
+    return studies.recording_of(ORDER_PROFILE)
+
+
+def _order_profile(rec=None) -> list[tuple[str, dict | None]]:
+    """At the order profile's size: the one-role kernel (the study `ch15_hopper`), then
+    the warp-specialised kernel with the stages and the order changed one at a time (the
+    study `ch15_order_profile`), every row from the one recording `rec`."""
+    rec = rec or order_recording()
+    shape = studies.get(ORDER_PROFILE).shapes[0]
+    steps = [studies.get(STUDY).steps[0]] + list(studies.get(ORDER_PROFILE).steps)
+    if rec is None:
+        return [(s.label, None) for s in steps]
+    got = studies.results(STUDY, shape, rec=rec)[:1] + studies.results(ORDER_PROFILE, shape,
+                                                                          rec=rec)
+    return [(step.label, row["metrics"] if row else None) for step, row in got]
+
+
+def study_table(rec=None) -> Table:
+    """The order profile (`_order_profile`) as a table: the profiled time and the rate it
+    gives (at the profiler's locked clocks), how busy the tensor pipe was, the DRAM bytes
+    read and their throughput, the L2 hit rate. A step not in the recording says so."""
+    rec = rec or order_recording()
+    n = studies.get(ORDER_PROFILE).shapes[0][0]
     rows = []
-    for step, row in got:
-        m = row["metrics"] if row else None
-        rows.append({"configuration": step.label} | (
-            {"time (ms)": m[TIME] / 1e6, "tensor pipe busy %": m.get(TENSOR_BUSY, "-"),
-             "DRAM read (GB)": m[DRAM_READ] / 1e9, "L2 hit %": m[L2_HIT]} if m else
-            {"time (ms)": "not recorded yet"}))
-    where = _label(rec) if any(row for _, row in got) else "not recorded yet"
-    return Table(rows, ["configuration", "time (ms)", "tensor pipe busy %", "DRAM read (GB)",
-                        "L2 hit %"],
-                 title=f"wgmma_ws at {shape[0]}³ under Nsight Compute, one change at a time "
-                       f"({where})")
+    for label, m in _order_profile(rec):
+        rows.append({"configuration": label} | (
+            {"time (ms)": m[TIME] / 1e6, "TFLOP/s (profiled)": 2 * n ** 3 / m[TIME] / 1e3,
+             "tensor pipe busy %": m.get(TENSOR_BUSY, "not recorded"),
+             "DRAM read (GB)": m[DRAM_READ] / 1e9, "DRAM % of peak": m[DRAM_PCT],
+             "L2 hit %": m[L2_HIT]} if m else {"time (ms)": "not recorded yet"}))
+    where = _label(rec) if any(m for _, m in _order_profile(rec)) else "not recorded yet"
+    return Table(rows, ["configuration", "time (ms)", "TFLOP/s (profiled)",
+                        "tensor pipe busy %", "DRAM read (GB)", "DRAM % of peak", "L2 hit %"],
+                 title=f"At {n}³ under Nsight Compute, one change at a time ({where}; "
+                       f"clocks locked at base by the profiler)")
+
+
+def study_summary(rec=None) -> Text:
+    """The order profile in words: each change of the warp-specialised kernel's default
+    (4 stages, row order) against it, in time, DRAM bytes and tensor-pipe share, on the
+    GPU that recorded it."""
+    rec = rec or order_recording()
+    rows = _order_profile(rec)
+    base = rows[1][1]
+    if rec is None or base is None or not all(m for _, m in rows[2:]):
+        return Text("The profile of the stages and the order is not recorded yet.")
+
+    def said(m):
+        busy = (f", tensor pipe busy {m[TENSOR_BUSY]:.0f}%" if TENSOR_BUSY in m else "")
+        return f"{m[TIME] / 1e6:.2f} ms, {m[DRAM_READ] / 1e9:.1f} GB from DRAM{busy}"
+    changes = "; ".join(f"{label}: {said(m)} (x{base[TIME] / m[TIME]:.2f} faster)"
+                        for label, m in rows[2:])
+    one = rows[0][1]
+    return Text(f"On the {rec.device['name']} at {studies.get(ORDER_PROFILE).shapes[0][0]}³, "
+                f"the warp-specialised kernel's default ({rows[1][0]}) takes {said(base)}; "
+                f"{changes}." + (f" The one-role kernel (4 stages, row order) takes "
+                                 f"{one[TIME] / 1e6:.2f} ms." if one else ""))
 
 
 def roles_busy(n: int = 4096, rec=None) -> Text:
@@ -695,8 +657,9 @@ def roles_busy(n: int = 4096, rec=None) -> Text:
     if not (one and ws and TENSOR_BUSY in one and TENSOR_BUSY in ws):
         return Text(f"The study's tensor-pipe shares at {n}³ are not recorded.")
     return Text(f"Under Nsight Compute at {n}³ ({_label(rec)}): the tensor pipe was busy "
-                f"{one[TENSOR_BUSY]:.0f}% of the time in the one-role kernel (its default, one "
-                f"block per SM) and {ws[TENSOR_BUSY]:.0f}% in the warp-specialised kernel.")
+                f"{one[TENSOR_BUSY]:.0f}% of the time in the one-role kernel and "
+                f"{ws[TENSOR_BUSY]:.0f}% in the warp-specialised kernel, both at their "
+                f"defaults: 4 stages, one block per SM.")
 
 
 def block_tile(pid: int, grid_x: int, grid_y: int, group: int) -> tuple[int, int]:
@@ -923,8 +886,8 @@ def what_is_left(n: int = 8192, rec=None) -> Text:
                 f"{ch13.datasheet_peak(props)}. At {n}³: wgmma_ws in groups of 16 rows "
                 f"{mine:,.0f} TFLOP/s ({100 * mine / peak:.0f}% of the peak); cuBLAS FP16 "
                 f"{ref:,.0f} TFLOP/s beside it ({100 * ref / peak:.0f}%), and "
-                f"{min(refs):,.0f} to {max(refs):,.0f} beside the five rows of Appendix A's "
-                f"run at that size. Both are taken against the top clock: at the power "
+                f"{min(refs):,.0f} to {max(refs):,.0f} beside the five rows of section 6's "
+                f"one run at that size. Both are taken against the top clock: at the power "
                 f"limit the GPU runs below it (chapter 14's clock study), so these shares "
                 f"of the peak are lower bounds on the shares at the clock it ran.")
 
@@ -941,20 +904,6 @@ def explorer(kernel: str = WS):
 def sweep_table(kernel: str = WS, rec=None, top: int = 8) -> Table:
     """The recorded sweep at 2048³, fastest first (chapter 13's table)."""
     return ch14.one_decimal(ch13.sweep_table(rec=rec or recording(), top=top, kernel=kernel))
-
-
-INSTRUCTIONS = "smsp__inst_executed.sum"
-WARPS_ACTIVE = "sm__warps_active.avg.pct_of_peak_sustained_active"
-CYCLES = "sm__cycles_elapsed.avg"
-
-
-def warps_waiting(m: dict, reason: str, sms: int) -> float:
-    """Warps stalled for `reason`, on average, per SM and cycle. Nsight Compute gives the
-    stalls per *issued instruction*; times the instructions issued, that is the warp-cycles
-    spent so, divided by the SMs and the cycles: a number comparable between kernels
-    that issue very different numbers of instructions."""
-    per_issue = evidence.stall_reasons({"metrics": m})[reason]
-    return per_issue * m[INSTRUCTIONS] / (sms * m[CYCLES])
 
 
 COMMON_MISTAKES = (("(t / STAGES) & 1", "(t / STAGES) & 1"),
@@ -976,32 +925,6 @@ def common_mistakes(pairs=COMMON_MISTAKES) -> Table:
                      "hint": ch15_checks.phases_hint(problems[0]) if problems else ""})
     return Table(rows, ["full_parity", "empty_parity", "step 2 says", "hint"],
                  title="The usual wrong parities and what the grader answers")
-
-
-def profile_waits(n: int = 4096, rec=None) -> Table:
-    """The three largest waits per issued instruction of each step of the study, and
-    beside them the instructions issued, the warps resident per SM and how many of them
-    wait at a barrier on average (`warps_waiting`)."""
-    rec = rec or study_recording()
-    rows = []
-    for label, m in _study(n, rec):
-        if m is None:
-            continue
-        st = evidence.stall_reasons({"metrics": m})
-        top = sorted(((v, k) for k, v in st.items() if k != "selected"), reverse=True)[:3]
-        resident = m[WARPS_ACTIVE] / 100 * 64
-        waiting = warps_waiting(m, "barrier", rec.device["sm_count"])
-        rows.append({"step": label, "largest waits (cycles per issued instruction)":
-                     ", ".join(f"{k} {fmt_number(v)}" for v, k in top),
-                     "instructions issued (M)": m[INSTRUCTIONS] / 1e6,
-                     "warps resident per SM": resident,
-                     "of which at 'barrier', on average": waiting,
-                     "% of resident warps at 'barrier'": 100 * waiting / resident})
-    return Table(rows, ["step", "largest waits (cycles per issued instruction)",
-                        "instructions issued (M)", "warps resident per SM",
-                        "of which at 'barrier', on average",
-                        "% of resident warps at 'barrier'"],
-                 title=f"Where the warps wait at {n}³ ({_label(rec)})")
 
 
 # ------------------------------------------------------------------ 5. occupancy

@@ -30,13 +30,14 @@ def pair(exercise: str, shape=None, rec=None) -> tuple[dict | None, dict | None]
     return mine, theirs
 
 
-def worked_solution(exercise: str, shape=None) -> Table:
+def worked_solution(exercise: str, shape=None, tflops: bool = False) -> Table:
     """Two rows: the worked solution and the chapter's kernel (the one the exercise's
     step 4 compares against), each with its rate (median and the range of the timed
     calls), its share of the reference timed beside it and the registers of the timed
     binary; the solution's rate over the kernel's where both come from one run. Both rows
     come from the recording that holds the solution's row (the one shown, else another
-    GPU's, which the title names)."""
+    GPU's, which the title names). `tflops`: rates in TFLOP/s, as the tensor-core
+    chapters print them."""
     from gemm_kernels.exercises.catalog import get
     from gemm_kernels.exercises.notebooks import solution_kernel, solution_shape
     ex = get(exercise)
@@ -44,12 +45,14 @@ def worked_solution(exercise: str, shape=None) -> Table:
     rec = lookup.variant_recording(solution_kernel(exercise), shape, dict(ex.params)) \
         or records.current()
     mine, theirs = pair(exercise, shape, rec=rec)
-    unit = "GB/s" if len(shape) == 2 else "GFLOP/s"
+    unit = "GB/s" if len(shape) == 2 else "TFLOP/s" if tflops else "GFLOP/s"
+    scale = 1e3 if unit == "TFLOP/s" else 1
     rows = []
     for label, r in (("worked solution", mine), (f"the chapter's kernel ({ex.kernel})", theirs)):
         q = (r.get("gflops") or r.get("gbps")) if r else None
-        rows.append({"kernel": label, unit: q["median"] if q else None,
-                     "range": f"{q['min']:,.0f} .. {q['max']:,.0f}" if q else "not recorded",
+        rows.append({"kernel": label, unit: q["median"] / scale if q else None,
+                     "range": f"{q['min'] / scale:,.0f} .. {q['max'] / scale:,.0f}"
+                     if q else "not recorded",
                      "% of reference": timing.share(r) if r else None,
                      "registers": ((r or {}).get("binary") or {}).get("registers")})
     ratio = (rows[0][unit] / rows[1][unit]) if mine and theirs else None
