@@ -523,7 +523,8 @@ def warps_or_work(size: int = 2048) -> Table:
     the SASS) and the rate at size^3."""
     from gemm_kernels.measure import lookup, records
     rows = []
-    for label, p in (("K4", K4), ("K4 with TM = 16", K4_TM16), ("half the tile, TM = 8", HALF_TM8)):
+    for label, p in (("kernel-4 tile", K4), ("kernel-4 tile, TM = 16", K4_TM16),
+                     ("half the tile, TM = 8", HALF_TM8)):
         p = get("tile_1d").resolve(p)
         h = analysis.summary("tile_1d", p)["loop_histogram"]
         regs = (lookup.binary("tile_1d", p) or {}).get("registers")
@@ -733,7 +734,7 @@ def check_prediction(bk: int | None, size: int = 2048) -> str:
     the best and median rates the sweep measured at size^3 over the tiles with that BK.
     With no BK chosen it says what to do, so that the notebook as given shows no answer."""
     import statistics
-    from gemm_kernels.measure import tradeoff
+    from gemm_kernels.measure import lookup, tradeoff
     if bk not in (8, 16):
         return "write your prediction down, then set BK to 8 or 16 and run this cell"
     p0, wide = _any_bk(None, (bk,))
@@ -743,6 +744,13 @@ def check_prediction(bk: int | None, size: int = 2048) -> str:
             f"{h.get('BAR', 0)} barriers for {h.get('FFMA', 0)} FFMA per thread (SASS)")
     if not rates:
         return line + f"\nno tile with BK = {bk} measured at {size}^3"
+    # The same tile at this BK is the clean comparison; the sweep's best and median mix
+    # every other tunable in.
+    try:
+        this = lookup.recorded("tile_1d", (size,) * 3, {**p0, "BK": bk})["gflops"]["median"]
+        line += f"\nthis tile at {size}^3: {this:,.0f} GFLOP/s"
+    except LookupError:
+        line += f"\nthis tile was not measured at {size}^3"
     return line + (f"\nthe sweep at {size}^3, {len(rates)} tiles with BK = {bk}: best "
                    f"{max(rates):,.0f} GFLOP/s, median {statistics.median(rates):,.0f}")
 
@@ -780,8 +788,12 @@ def depth_stalls() -> Table:
         print(f"BK = 8 against BK = 16: {inst:.3f}x the instructions x {cpi:.3f}x the cycles "
               f"per instruction = {inst * cpi:.3f}x the time (measured: "
               f"{a['time, ms'] / b['time, ms']:.3f}x)")
+        print(evidence.profiled_against_timed(DEPTH_STALLS))
     else:
         print(f"study {DEPTH_STALLS}: not recorded")
+    for r in table:     # one decimal for every time: "8" next to "8.3" reads as a slip
+        if r["time, ms"] is not None:
+            r["time, ms"] = f"{r['time, ms']:.1f}"
     table.title = (f"tile_1d, BM = BN = 64, TM = 16, at {_shape(DEPTH_STALLS)} under Nsight "
                    "Compute, both depths in one run: waits in cycles per issued instruction")
     return table
@@ -938,6 +950,33 @@ def fewer_warps_faster() -> str:
     if all(rates):
         lines[-1] += f" ({rates[1] / rates[0]:.2f}x)"
     return "\n".join(lines)
+
+
+COUNTERS = (("ld wf", "load wavefronts"), ("ld conf", "load bank conflicts"),
+            ("st wf", "store wavefronts (the tile copies)"),
+            ("st conf", "store bank conflicts (the tile copies)"))
+
+
+def counter_table(params=None) -> Table:
+    """The default tile (or `params`) in a 1024^3 launch: shared-memory wavefronts and
+    bank conflicts of the loads and of the tile copies' stores, one counter per row, the
+    bank model next to Nsight Compute. Printed first: how far the two are apart, and
+    what the stores' extra wavefronts weigh in the launch's total."""
+    from gemm_kernels.memory import ch05_06_thread_tiles
+    p = params or get("tile_1d").defaults()
+    r = ch05_06_thread_tiles.counter_table([("tile_1d", p)])
+    row = r[0]
+    rows = [{"counter": label, "bank model": row[f"{k} model"],
+             "Nsight Compute": row[f"{k} ncu"]} for k, label in COUNTERS]
+    ld_m, ld_n, st_m, st_n = (row[k] for k in ("ld wf model", "ld wf ncu",
+                                               "st wf model", "st wf ncu"))
+    if ld_n and st_n:
+        extra = st_n - st_m
+        print(f"loads: model and Nsight Compute {abs(ld_n - ld_m) / ld_m:.2%} apart; stores: "
+              f"Nsight Compute counts {extra:,} wavefronts more than the model, "
+              f"{extra / st_m:.0%} of the stores and {extra / (ld_m + st_m):.1%} of all "
+              "shared-memory wavefronts of the launch")
+    return Table(rows, list(rows[0]), title=f"{row['params']}, {r.title}")
 
 
 def load_wavefronts_line() -> str:

@@ -127,6 +127,42 @@ def profile_elsewhere(rec, prof, where: str) -> str:
             f"architecture; it is named wherever it is shown.")
 
 
+def profiled_against_timed(name: str, shape=None, rec=None) -> str:
+    """Why a profiled study's times are longer than its timed rates imply: Nsight Compute
+    holds the SM clock low while it measures (its default --clock-control base). Per step
+    of study `name`: the clock it ran at (its cycles over its time), its time, and the
+    time the rate timed at the same configuration and shape implies, where that was timed
+    (in `rec`, default the one shown)."""
+    from gemm_kernels.measure import lookup
+    st = studies.get(name)
+    shape = tuple(shape or st.shapes[0])
+    said, clocks = [], []
+    for step, r in studies.results(name, shape, rec):
+        m = (r or {}).get("metrics", {})
+        ns, cycles = m.get("gpu__time_duration.sum"), m.get("sm__cycles_elapsed.avg")
+        if not ns:
+            continue
+        if cycles:
+            clocks.append(round(cycles / ns * 1e3, -1))    # to 10 MHz: what the check needs
+        try:
+            timed = lookup.recorded(studies.step_kernel(step).name, shape, step.params, rec)
+            ms = 2 * math.prod(shape) / (timed["gflops"]["median"] * 1e9) * 1e3
+            said.append(f"{step.label}: {ns / 1e6:.1f} ms profiled, {ms:.1f} ms at the timed rate")
+        except LookupError:
+            said.append(f"{step.label}: {ns / 1e6:.1f} ms profiled (not timed at this size)")
+    if not said:
+        return f"study {name}: not recorded"
+    top = ((rec or records.current()).device or {}).get("sm_clock_mhz")
+    held = (f"at {min(clocks):,.0f} to {max(clocks):,.0f} MHz (its cycles over its time)"
+            if clocks else "at a lower clock")
+    if clocks and min(clocks) == max(clocks):
+        held = f"at {clocks[0]:,.0f} MHz (its cycles over its time)"
+    return (f"Nsight Compute held the SM clock {held} while it measured"
+            + (f", below the {top:,.0f} MHz the GPU reports as its top clock" if top else "")
+            + ", so its times are longer than the timed runs': " + "; ".join(said)
+            + ". Compare profiled times with each other, not with timed rates.")
+
+
 def stall_reasons(row: dict) -> dict[str, float]:
     """Warps stalled per issued instruction, by reason (ncu's warp state), from a
     profiled row; reasons named in plain words (long_scoreboard -> long scoreboard)."""
