@@ -465,24 +465,10 @@ def profile_rows(rec=None) -> list[tuple[str, dict | None]]:
 
 
 def profiler_clocks(n: int = 4096, rec=None) -> Text:
-    """Why the profiler's times are longer than the timed rates: Nsight Compute locks
-    the clocks at their base value while it measures (its default). Each profiled
-    kernel's time as a rate, beside its rate timed on the same GPU."""
-    rec = rec or study_recording()
-    rows = dict(profile_rows(rec))
-    steps = studies.get(STUDY).steps
-    pairs = [(steps[0].label, _row(NAIVE, n, rec=rec)), (steps[-1].label, _row(TILED, n, rec=rec))]
-    flops = 2 * n ** 3
-    said = [f"{label}: {rows[label]['gpu__time_duration.sum'] / 1e6:.2f} ms, "
-            f"{flops / rows[label]['gpu__time_duration.sum'] / 1e3:,.1f} TFLOP/s under the "
-            f"profiler, {timed['gflops']['median'] / 1e3:,.1f} TFLOP/s timed on the same GPU"
-            for label, timed in pairs if timed and rows.get(label)]
-    if not said:
-        return Text("The profiled and the timed runs are not both in the recording.")
-    return Text("Nsight Compute locks the GPU's clocks at their base value while it "
-                "measures (its default), so its times are longer than the timed runs': "
-                + "; ".join(said) + ". Compare the profiler's times with each other "
-                "(ratios), not with the rates table.")
+    """Why the profiler's times are longer than the timed rates (Nsight Compute holds
+    the clock low while it measures): `evidence.profiled_against_timed` for this
+    chapter's study at n³, on the GPU that holds it."""
+    return Text(evidence.profiled_against_timed(STUDY, (n, n, n), rec or study_recording()))
 
 
 def profile_table(rec=None) -> Table:

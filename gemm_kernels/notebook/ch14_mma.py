@@ -636,23 +636,10 @@ def profile_summary(rec=None) -> Text:
 
 
 def profiler_clocks(n: int = 4096, rec=None) -> Text:
-    """Why the profiler's times are longer than the timed rates: Nsight Compute locks
-    not. The swizzled kernel's profiled time as a rate, beside its timed rate on the same
-    GPU (the study's recording)."""
-    rec = rec or study_recording()
-    rows = dict(_study_rows(rec))
-    swz = rows.get(studies.get(STUDY).steps[1].label)
-    timed = _row(KERNEL, n, {}, rec)
-    if not (swz and swz.get(TIME) and timed):
-        return Text("The profiled and the timed runs are not both in the recording.")
-    flops = 2 * n ** 3
-    return Text(f"Nsight Compute locks the GPU's clocks at their base value while it "
-                f"measures (its default), so its times are longer than the timed runs'. "
-                f"On the {rec.device['name']}: "
-                f"{flops / 1e9:,.1f} GFLOP in {swz[TIME] / 1e6:.2f} ms is "
-                f"{flops / swz[TIME] / 1e3:,.0f} TFLOP/s under the profiler, against "
-                f"{timed['gflops']['median'] / 1e3:,.0f} TFLOP/s timed. Compare the "
-                f"profiler's times with each other (ratios), not with the rates table.")
+    """Why the profiler's times are longer than the timed rates (Nsight Compute holds
+    the clock low while it measures): `evidence.profiled_against_timed` for this
+    chapter's study at n³, on the GPU that holds it."""
+    return Text(evidence.profiled_against_timed(STUDY, (n, n, n), rec or study_recording()))
 
 
 def what_is_left(n: int = 4096, rec=None) -> Text:

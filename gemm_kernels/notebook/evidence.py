@@ -147,17 +147,20 @@ def profiled_against_timed(name: str, shape=None, rec=None) -> str:
         try:
             timed = lookup.recorded(studies.step_kernel(step).name, shape, step.params, rec)
             ms = 2 * math.prod(shape) / (timed["gflops"]["median"] * 1e9) * 1e3
-            said.append(f"{step.label}: {ns / 1e6:.1f} ms profiled, {ms:.1f} ms at the timed rate")
+            said.append(f"{step.label}: {ns / 1e6:.3g} ms profiled, {ms:.3g} ms at the "
+                        f"timed rate")
         except LookupError:
-            said.append(f"{step.label}: {ns / 1e6:.1f} ms profiled (not timed at this size)")
+            said.append(f"{step.label}: {ns / 1e6:.3g} ms profiled (not timed at this size)")
     if not said:
         return f"study {name}: not recorded"
-    top = ((rec or records.current()).device or {}).get("sm_clock_mhz")
+    gpu = ((rec or records.current()).device or {})
+    top = gpu.get("sm_clock_mhz")
     held = (f"at {min(clocks):,.0f} to {max(clocks):,.0f} MHz (its cycles over its time)"
             if clocks else "at a lower clock")
     if clocks and min(clocks) == max(clocks):
         held = f"at {clocks[0]:,.0f} MHz (its cycles over its time)"
-    return (f"Nsight Compute held the SM clock {held} while it measured"
+    return (f"On the {gpu.get('name', 'recorded GPU')}, Nsight Compute held the SM clock "
+            f"{held} while it measured"
             + (f", below the {top:,.0f} MHz the GPU reports as its top clock" if top else "")
             + ", so its times are longer than the timed runs': " + "; ".join(said)
             + ". Compare profiled times with each other, not with timed rates.")
