@@ -149,8 +149,13 @@ def wide_loads():
     for ax, (addresses, what, row_of, row_name) in zip(axes, cases):
         an = banks.analyse(addresses, 16)
         banks.plot_banks(an, ax=ax, row_of=row_of, row_name=row_name,
-                         title=f"128-bit, {what}:\n{an.wavefronts} wavefronts, ideal {an.ideal}")
+                         title=f"128-bit, {what}:\n{_count(an)}")
     return fig
+
+
+def _count(an) -> str:
+    """'1 wavefront, ideal 1' / '32 wavefronts, ideal 4' for a panel title."""
+    return f"{an.wavefronts} wavefront{'s' * (an.wavefronts != 1)}, ideal {an.ideal}"
 
 
 def read_b(pads=(0, 1)):
@@ -165,8 +170,8 @@ def read_b(pads=(0, 1)):
         S, start = 32 + pad, 32 * (32 + pad)          # sB follows sA: BLOCK rows of S words
         banks.plot_banks(ins.analysis, ax=ax, row_of=lambda w, S=S, s=start: (w - s) // S,
                          row_name="the row n of the B tile",
-                         title=f"{layout_name(p)}: read B, sB[n = tx][k..] ({ins.sass})\n"
-                               f"{ins.analysis.wavefronts} wavefronts, ideal {ins.analysis.ideal}")
+                         title=f"{layout_name(p)}: read B, sB[n = tx][k..] ({ins.sass})\n" +
+                               _count(ins.analysis))
     return fig
 
 
