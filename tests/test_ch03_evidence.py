@@ -121,6 +121,16 @@ def test_block_stalls_splits_the_time_into_instructions_and_cycles_per_instructi
     assert inst > 1
 
 
+def test_chapter_02_against_this_kernel_splits_the_same_way():
+    """The faster kernel waits longer per instruction (its stall bars are longer) but
+    issues far fewer instructions per FFMA: the split shows both and explains the time."""
+    out = ch03.against_coalesced_split()
+    if "not profiled" in out:
+        pytest.skip("ch02_caches or ch03_caches not in the recording")
+    inst, cpi, product, measured = (float(x) for x in re.findall(r"([\d.]+)x", out))
+    assert inst > 1 > cpi and product == pytest.approx(measured, rel=0.03)
+
+
 def test_the_bound_of_a_half_empty_warp_counts_only_its_lanes():
     rows = {r["BLOCK"]: r for r in ch03.block_bounds()}
     assert rows[4]["lanes per warp"] == 16 and rows[8]["lanes per warp"] == 32

@@ -13,11 +13,14 @@ from exercise_helpers import solution
 
 def test_layout_names_are_the_kernels_values():
     """One name per layout across the chapter: the kernel's LAYOUT values, which key its
-    recorded measurements, in the tables as in the explorer."""
+    recorded measurements, each with the tiles it stands for (the name alone says little:
+    `conflict`, padded, is the fastest layout)."""
     assert ch04_banks.layout_name({"BLOCK": 32, "LAYOUT": "conflict", "PAD": 2}) == \
-        "conflict, PAD=2"
+        "conflict (sA[m][k], sB[n][k]), PAD=2"
     assert ch04_banks.layout_name({"BLOCK": 32, "LAYOUT": "transposed", "PAD": 0}) == \
-        "transposed, PAD=0"
+        "transposed (sA[k][m], sB[k][n]), PAD=0"
+    assert ch04_banks.layout_name({"BLOCK": 32, "EDGES": "always"}) == \
+        "chapter 03 (sA[m][k], sB[k][n]), every tile checked"
 
 
 def test_the_lower_bound_at_one_output_per_thread_is_chapter_03s_cost():
@@ -79,9 +82,13 @@ def test_plot_banks_labels_words_by_the_row_it_is_given():
     assert {t.get_text() for t in ax.texts} >= {str(i) for i in range(32)}
 
 
-def test_main_table_has_chapter_03_and_six_layouts():
+def test_main_table_has_chapter_03_both_loops_and_six_layouts():
+    """Chapter 03's kernel first with every tile checked, as every layout of the chapter
+    is (the fair comparison), then with its interior loop."""
     t = ch04_banks.summary()
-    assert [r["layout"] for r in t][1:] == [
+    names = [r["layout"] for r in t]
+    assert names[0].endswith("every tile checked") and names[1].endswith("interior loop")
+    assert [n.split(" (")[0] + n.split(")")[-1] for n in names[2:]] == [
         "conflict, PAD=0", "conflict, PAD=1", "conflict, PAD=2",
         "conflict, PAD=4", "transposed, PAD=0", "transposed, PAD=1"]
     assert "BLOCK" not in t.columns and "BLOCK" in ch04_banks.summary(ch04_banks.ALL).columns
@@ -297,7 +304,7 @@ def test_chapter_05s_prediction_check_shows_nothing_until_bk_is_set():
 def test_chapter_04_prints_its_default_against_its_fastest_layout():
     from gemm_kernels.notebook import ch04_banks
     text = ch04_banks.default_against_fastest()
-    assert "conflict, PAD=0" in text and "conflict, PAD=2" in text and "x the default" in text
+    assert "conflict (sA[m][k], sB[n][k]), PAD=0" in text and ", PAD=2" in text and "x the default" in text
 
 
 def test_the_clean_bk_pair_splits_its_time_into_instructions_and_cycles(capsys):

@@ -336,14 +336,21 @@ def smem_ceiling(kernel, params=None, props: dict | None = None) -> dict:
             "peak GFLOP/s": peak, "bound % of peak": 100 * bound / peak if peak else None}
 
 
-def _label(kernel, p) -> str:
-    """'conflict, PAD=2' for a bank_layout variant, 'chapter 03 (smem_tiled)' otherwise,
-    with ', interior loop' where chapter 03's kernel runs its check-free interior loop
-    (EDGES other than 'always'), which every bank_layout variant lacks."""
+# Where k runs in each layout's two tiles, printed next to its name: the LAYOUT values
+# key the recorded measurements, and a name alone ("conflict", once padded the fastest)
+# does not say what the layout is.
+TILES = {"conflict": "sA[m][k], sB[n][k]", "transposed": "sA[k][m], sB[k][n]",
+         "smem_tiled": "sA[m][k], sB[k][n]"}
+
+
+def label(kernel, p) -> str:
+    """'conflict (sA[m][k], sB[n][k]), PAD=2' for a bank_layout variant; for chapter 03's
+    kernel its tiles and which loop it runs: 'every tile checked' (EDGES='always', as
+    every bank_layout variant) or its check-free 'interior loop'."""
     if "LAYOUT" in p:
-        return f"{p['LAYOUT']}, PAD={p['PAD']}"
-    edges = p.get("EDGES", "auto")
-    return f"chapter 03 ({kernel}{', interior loop' if edges != 'always' else ''})"
+        return f"{p['LAYOUT']} ({TILES[p['LAYOUT']]}), PAD={p['PAD']}"
+    loop = "every tile checked" if p.get("EDGES", "auto") == "always" else "interior loop"
+    return f"chapter 03 ({TILES['smem_tiled']}), {loop}"
 
 
 def summary(configs=None, size: int = 2048, props: dict | None = None):
@@ -369,7 +376,7 @@ def summary(configs=None, size: int = 2048, props: dict | None = None):
         except LookupError:
             g = None
         rows.append({
-            "kernel": k.name, "BLOCK": p["BLOCK"], "layout": _label(k.name, p),
+            "kernel": k.name, "BLOCK": p["BLOCK"], "layout": label(k.name, p),
             "loads per step": _loads_per_step(k, p),
             "wavefronts, model": model["ld wavefronts"] + model["st wavefronts"],
             "wavefronts, ncu": round(ncu["wavefronts"], 1) if meas else None,

@@ -669,10 +669,34 @@ def block_stalls(blocks=TRAFFIC_BLOCKS) -> Table:
     got = {f"BLOCK = {r['BLOCK']}": r for r in table if r["time, ms"] is not None}
     lo, hi = (f"BLOCK = {b}" for b in (min(blocks), max(blocks)))
     if lo in got and hi in got:
-        a, b = got[lo], got[hi]
-        inst = a["instructions per FFMA"] / b["instructions per FFMA"]
-        cpi = b["schedulers issue, % of cycles"] / a["schedulers issue, % of cycles"]
-        print(f"{lo} against {hi}: {inst:.2f}x the instructions x {cpi:.2f}x the cycles "
-              f"per instruction = {inst * cpi:.2f}x the time (measured: "
-              f"{a['time, ms'] / b['time, ms']:.2f}x)")
+        print(_time_split(lo, hi, *(_split_terms(got[k]) for k in (lo, hi))))
     return table
+
+
+def _split_terms(r) -> tuple[float, float, float]:
+    """(instructions per FFMA, issue share %, time) of a `block_stalls`-style row."""
+    return r["instructions per FFMA"], r["schedulers issue, % of cycles"], r["time, ms"]
+
+
+def _time_split(slow: str, fast: str, a, b) -> str:
+    """The time of `slow` over `fast` as the ratio of instructions per FFMA times the ratio
+    of cycles per instruction (one over the share of cycles on which the schedulers
+    issue), next to the measured ratio; a and b are `_split_terms` tuples."""
+    inst, cpi = a[0] / b[0], b[1] / a[1]
+    return (f"{slow} against {fast}: {inst:.2f}x the instructions x {cpi:.2f}x the cycles "
+            f"per instruction = {inst * cpi:.2f}x the time (measured: {a[2] / b[2]:.2f}x)")
+
+
+def against_coalesced_split(block: int = 32) -> str:
+    """Why the faster kernel has the longer bars in the stall plot: chapter 02's kernel
+    against this one at `block`, under Nsight Compute at 4096^3, the time split into
+    instructions per FFMA and cycles per instruction (`_time_split`)."""
+    ffma = SHAPE[0] * SHAPE[1] * SHAPE[2] // 32
+    rows = [_study_row(CACHES_BEFORE, BEFORE, {"BLOCK": 32}),
+            _study_row(CACHES, KERNEL, {"BLOCK": block})]
+    if not all(r and {INSTRUCTIONS, ISSUE_ACTIVE, DURATION} <= set(r["metrics"]) for r in rows):
+        return "instructions and issue share not profiled here"
+    a, b = ((r["metrics"][INSTRUCTIONS] / ffma, r["metrics"][ISSUE_ACTIVE],
+             r["metrics"][DURATION]) for r in rows)
+    return (f"instructions per FFMA: chapter 02 {a[0]:.2f}, smem_tiled {b[0]:.2f}\n"
+            + _time_split("chapter 02", f"smem_tiled (BLOCK = {block})", a, b))
