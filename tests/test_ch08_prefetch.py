@@ -339,17 +339,19 @@ def test_a_warps_pace_is_the_sum_of_its_states_and_its_warps_per_scheduler():
 
 
 def test_why_a_quarter_is_read_from_chapter_07s_profile(recorded_mode):
-    from gemm_kernels.measure import studies
-    from gemm_kernels.notebook import evidence
+    """The chapter's quarter comes from the payoff's profile (2048^3, two blocks per SM),
+    the size the working prefetch was timed at, and says it in one sentence first."""
     text = c.why_a_quarter()
-    row = next(r for s, r in studies.results("stalls") if s.kernel == "float4"
-               and not s.params.get("ONE_PER_SM"))
-    ls = evidence.stall_reasons(row)["long scoreboard"]
+    st = next(st for s, st, _ in c._payoff_profiles(None, c.PAYOFF_STALLS,
+                                                    None)[False] if s == "chapter 07's kernel")
+    ls = st["long scoreboard"]
     n = c.loads("float4").instructions
+    assert text.startswith(f"In short: a global load takes about {ls * n:,.0f} cycles")
     assert f"{ls:.2f} cycles per instruction (long scoreboard) x {n:,} instructions per " \
            f"step = {ls * n:,.0f} cycles" in text
     assert "4 warps share each of the SM's schedulers" in text
-    assert "128 of its 512 FFMAs" in text and "Nsight Compute at 4096^3" in text
+    assert "128 of its 512 FFMAs" in text and "Nsight Compute at 2048^3" in text
+    assert "Nsight Compute at 4096^3" in c.why_a_quarter(study="stalls")
 
 
 def test_the_failing_sources_at_bk16_cover_the_latency(recorded_mode):
@@ -358,8 +360,7 @@ def test_the_failing_sources_at_bk16_cover_the_latency(recorded_mode):
     table's cycles in flight exceed chapter 07's wait for every one of them."""
     text = c.latency_words(c.DEEP)
     assert "The 4 sources that fail it" in text and "more than the latency" in text
-    assert "(at the chapter's tile, 128 x 128 x 8, this 2048^3 profile gives " in text
-    assert "its 4096^3 profile" in text     # the chapter's other latency, its size named
+    assert "(at the chapter's tile, 128 x 128 x 8, the same profile gives " in text
     rows = {r["kernel"]: r for r in c.latency_cover(c.DEEP)}
     num = lambda s: float(s.replace(",", ""))      # noqa: E731
     latency = num(rows["chapter 07's kernel"]["wait for global loads (cycles per step)"])
@@ -380,3 +381,15 @@ def test_the_deep_profile_names_the_kernel_that_runs_one_block(recorded_mode):
     assert table[1]["kernel"] == "chapter 08's kernel (1 block per SM)"
     assert {r["setting"] for r in table} == {"own occupancy", "one block per SM"}
     plt.close("all")
+
+
+def test_where_it_ends_shows_the_kept_kernel_beside_the_exercises_answer(recorded_mode):
+    """The chapter's top table: the same three rates as the payoff's first group."""
+    rows = c.where_it_ends()
+    full = {r["kernel"]: r for r in c.payoff(None, (c.WORKING,))}
+    assert [r["kernel"] for r in rows] == [
+        "chapter 07's kernel", "chapter 08's kernel (chapter 09 goes on from it)",
+        "the exercise's answer (you write it below)"]
+    assert rows[2]["x 07"] == full[c.WORKING]["own occupancy: / 07"]
+    assert rows[1]["GFLOP/s"] == full[c.CH08]["own occupancy: GFLOP/s"].split(" (")[0]
+    assert "2048x2048x2048" in rows.title and "two blocks per SM" in rows.title

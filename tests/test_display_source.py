@@ -59,3 +59,21 @@ def test_omit_leaves_a_part_out_of_the_whole_file():
     assert text.startswith("// Chapter 13") and "// from common.cuh:" in text
     with pytest.raises(ValueError, match="no line contains"):
         display.source("wmma_tiled", whole=True, omit=[("not in the file", "}")])
+
+
+def test_ptx_shared_loads_shows_the_front_end_merged_the_reads():
+    """float4_a_rows reads its row-major A tile with scalar source reads; NVRTC's PTX
+    already holds them as 128-bit loads, before ptxas runs."""
+    from gemm_kernels.notebook import display
+    text = str(display.ptx_shared_loads("float4_a_rows"))
+    assert "x ld.shared.v4.f32" in text and "x ld.shared.f32" not in text
+    assert "e.g. ld.shared.v4.f32 {" in text
+    assert "x ld.shared.f32" in str(display.ptx_shared_loads("tile_2d"))
+
+
+def test_folded_shows_its_table_closed_under_a_summary():
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.notebook import display
+    html = display.Folded(Table([{"a": 1}], ["a"]), "Show the check")._repr_html_()
+    assert html.startswith("<details><summary>Show the check</summary><table")
+    assert html.endswith("</table></details>")

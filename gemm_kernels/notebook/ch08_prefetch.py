@@ -299,7 +299,7 @@ def timelines(kernel=KERNEL, params: dict | None = None, steps: int = 3,
 
 def loop_strip(kernels=(KERNEL,), params: dict | None = None):
     """The compiled main loop of each kernel (names of kernels or of variants) as a strip:
-    one tick per instruction in issue order (FFMA green, shared loads grey, global loads
+    one tick per instruction in program order (FFMA green, shared loads grey, global loads
     orange, shared stores blue, barriers black), and an arrow from each global load to
     the first instruction that uses its value, labelled with the FFMAs in between."""
     import matplotlib.pyplot as plt
@@ -556,6 +556,26 @@ def payoff_gain(params: dict | None = None, one_per_sm: bool = False,
     """`kernel`'s rate over chapter 07's, as `payoff` shows it (the ratio)."""
     row = next(r for r in payoff(params, (kernel,)) if r["kernel"] == kernel)
     return float(row[f"{'one block per SM' if one_per_sm else 'own occupancy'}: / 07"])
+
+
+def where_it_ends(kernel: str = WORKING) -> Table:
+    """The chapter's result in three rows, for its top: chapter 07's kernel, chapter 08's
+    (the one chapter 09 builds on) and `kernel` (the exercise's answer), at the chapter's
+    tile with two blocks per SM, from the payoff's one run (`payoff`): the median rate,
+    its share of the cuBLAS timed beside it, and its ratio to chapter 07's."""
+    full = payoff(None, (kernel,))
+    label = {CH08: "chapter 08's kernel (chapter 09 goes on from it)",
+             kernel: "the exercise's answer (you write it below)"}
+    rows = [{"kernel": label.get(r["kernel"], r["kernel"]),
+             "GFLOP/s": r["own occupancy: GFLOP/s"].split(" (")[0],
+             "% of cuBLAS": r["own occupancy: % of cuBLAS"],
+             "x 07": r["own occupancy: / 07"]} for r in full]
+    p = kernel_of(KERNEL).resolve(None)
+    from gemm_kernels.measure import records
+    return Table(rows, list(rows[0]), title=(
+        f"{p['BM']} x {p['BN']} x {p['BK']}, {p['TM']} x {p['TN']} per thread, two blocks "
+        f"per SM, {'x'.join(map(str, PAYOFF_SHAPE))}, medians, timed in one run with cuBLAS "
+        f"in the same process ({records.recording_label()})"))
 
 
 CH08 = "chapter 08's kernel"
@@ -854,12 +874,14 @@ def _cube(study: str) -> str:
     return f"{shape[0]}^3" if len(set(shape)) == 1 else "x".join(map(str, shape))
 
 
-def why_a_quarter(params: dict | None = None, study: str = "stalls") -> str:
-    """The quarter-step check in cycles, from the recording and the SASS: the latency to
-    cover (chapter 07's wait for global loads per step), a warp's pace (warps per
-    scheduler, and the pace measured), and the cycles a quarter of the chapter's step
-    spans at that pace. `study`: "stalls" (the chapter's first bars, 4096^3) or the
-    payoff's profile (at the tile `params`)."""
+def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
+    """The quarter-step check in cycles, from the recording and the SASS: first in one
+    sentence (the latency, a warp's best pace, the FFMAs of cover these ask for), then the
+    same step by step: the latency to cover (chapter 07's wait for global loads per step),
+    a warp's pace (warps per scheduler, and the pace measured), and the cycles a quarter
+    of the chapter's step spans at that pace. `study`: the payoff's profile (2048^3, the
+    size the payoff was timed at, at the tile `params`) or "stalls" (the chapter's first
+    bars, 4096^3, default tile only)."""
     st07, lp07, where = _latency(params, study)
     if st07 is None:
         return "This recording holds no profile of chapter 07's kernel at this tile."
@@ -867,8 +889,13 @@ def why_a_quarter(params: dict | None = None, study: str = "stalls") -> str:
     lp = loads(KERNEL, params)
     w = warps_per_scheduler("float4", params)
     quarter = round(lp.needed * lp.instructions / lp.ffma)
-    return (f"The latency to cover: chapter 07's kernel uses each loaded value right after "
-            f"its load, so its warps wait about one latency per step: "
+    cover = wait / w * lp.ffma / lp.instructions     # FFMAs issued while the load travels
+    return (f"In short: a global load takes about {wait:,.0f} cycles to arrive here; a warp "
+            f"issues at best one instruction every {w:.0f} cycles, so about "
+            f"{wait / w:,.0f} instructions, {cover:,.0f} of the step's {lp.ffma:,} FFMAs "
+            f"({cover / lp.ffma:.2f} of the step), must lie between a load and its use.\n\n"
+            f"Step by step. The latency: chapter 07's kernel uses each loaded value right "
+            f"after its load, so its warps wait about one latency per step: "
             f"{st07.get('long scoreboard', 0.0):.2f} cycles per instruction (long scoreboard) "
             f"x {lp07.instructions:,} instructions per step = {wait:,.0f} cycles.\n"
             f"A warp's pace: {w:.0f} warps share each of the SM's schedulers, which issues one "
@@ -878,7 +905,8 @@ def why_a_quarter(params: dict | None = None, study: str = "stalls") -> str:
             f"A quarter of the step, {lp.needed:,} of its {lp.ffma:,} FFMAs, is about "
             f"{quarter:,} instructions of the loop: at least {w:.0f} x {quarter:,} = "
             f"{w * quarter:,.0f} cycles, {w * quarter / wait:.1f} times the latency to cover.\n"
-            f"(Nsight Compute at {_cube(study)}, {where}; instructions: SASS compiled here.)")
+            f"(Nsight Compute at {_cube(study)}, two blocks per SM, {where}; instructions: "
+            f"SASS compiled here.)")
 
 
 def latency_cover(params: dict | None = None, one_per_sm: bool = False,
@@ -936,13 +964,11 @@ def latency_words(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
     if tile(p) != tile(d):      # the same measure at the chapter's tile, same profile
         st = next((st for s, st, _ in _payoff_profiles(None, study, rec)[False]
                    if s == "chapter 07's kernel"), None)
-        if st is not None:      # the arithmetic written out, and the chapter's own
-            # profile named: its Your turn reads another size, so another latency
+        if st is not None:      # the arithmetic written out: the chapter's latency
             ls, n = st.get("long scoreboard", 0.0), loads("float4").instructions
-            at_default = (f" (at the chapter's tile, {tile(d)}, this {_cube(study)} profile "
-                          f"gives {ls:.2f} x {n:,} instructions = {ls * n:,.0f} cycles; the "
-                          f"chapter's 'Your turn' reads its {_cube('stalls')} profile, "
-                          "so its number differs)")
+            at_default = (f" (at the chapter's tile, {tile(d)}, the same profile "
+                          f"gives {ls:.2f} x {n:,} instructions = {ls * n:,.0f} cycles, "
+                          "the chapter's 'Your turn')")
     lines = [f"At {tile(p)}, chapter 07's warps wait "
              f"{st07.get('long scoreboard', 0.0):.2f} cycles per instruction for global loads "
              f"x {lp07.instructions:,} instructions per step = {wait:,.0f} cycles: the latency "

@@ -26,6 +26,21 @@ class Markdown(Text):
         return str(self)
 
 
+class Folded:
+    """A table (anything with `_repr_html_`) shown closed under a summary line, so that a
+    check placed under a question is not read before the answer is predicted."""
+
+    def __init__(self, inner, summary: str):
+        self.inner, self.summary = inner, summary
+
+    def _repr_html_(self):
+        return (f"<details><summary>{self.summary}</summary>"
+                f"{self.inner._repr_html_()}</details>")
+
+    def __repr__(self):
+        return f"{self.summary}\n{self.inner!r}"
+
+
 def banner(rec=None) -> Markdown:
     """Which mode this notebook runs in, and the device its numbers describe. `rec`: the
     recording a chapter's numbers come from where it is not the one recorded mode reads
@@ -197,6 +212,26 @@ def sass_loop(kernel, params=None, limit: int = 60, start: str | None = None,
         return Text("\n".join(lines[:limit] + [f"... {more - tail} instructions not shown"]
                               + lines[-tail:]))
     return Text("\n".join(lines[:limit] + ([f"... {more} more"] if more > 0 else [])))
+
+
+_PTX_SHARED_LOAD = re.compile(r"^\s*(ld\.shared\.(v[24]\.)?f32)\b.*$", re.M)
+
+
+def ptx_shared_loads(kernel, params=None) -> Text:
+    """How the PTX (NVRTC's output, before ptxas) of `kernel` reads shared memory: the
+    count of each kind of 32-bit-float shared load, and the first 128-bit one as written.
+    It shows whether the front end, not ptxas, merged neighbouring reads into one."""
+    k = kernel_of(kernel)
+    text, _ = compiler.ptx(k, k.resolve(params))
+    found = _PTX_SHARED_LOAD.findall(text)
+    kinds = {}
+    for op, _ in found:
+        kinds[op] = kinds.get(op, 0) + 1
+    counts = ", ".join(f"{n} x {op}" for op, n in sorted(kinds.items())) or "no shared loads"
+    first = next((m.group(0).strip() for m in _PTX_SHARED_LOAD.finditer(text)
+                  if ".v4." in m.group(1)), None)
+    return Text(f"PTX of {k.name} (NVRTC here, before ptxas): {counts}"
+                + (f"\n    e.g. {' '.join(first.split())}" if first else ""))
 
 
 def resources(kernels, params: dict | None = None):
