@@ -225,6 +225,7 @@ def test_the_model_agreement_is_printed_to_two_significant_digits():
     assert len(shares) == 2, text
     for s in shares:
         assert len(s.replace(".", "").lstrip("0")) <= 2, text
+    assert "of all the shared wavefronts counted" in text
 
 
 def test_part2_is_graded_from_the_bank_model():

@@ -493,3 +493,51 @@ def test_plot_planner_marks_the_models_first_candidate(rec):
     assert times == sorted(times)                       # by predicted time
     assert bars[0].get_facecolor() != bars[1].get_facecolor()
     assert times[0] == pytest.approx(c.plan_for((640, 640, 640), rec).predicted_us)
+
+
+@pytest.mark.parametrize("name, short", [
+    ("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_"
+     "aligna4_alignc4_execute_kernel__5x_cublas", "xmma GEMM, 64x64x8 tiles"),
+    ("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_"
+     "aligna4_alignc4_execute_split_k_kernel__5x_cublas", "xmma split-K kernel, 64x64x8 tiles"),
+    ("void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(T1::Params)",
+     "CUTLASS SIMT SGEMM, 256x128 tiles"),
+    ("void cublasLt::splitKreduce_kernel<32, 16, int, float>", "split-K reduction"),
+    ("void gemv2T_kernel_val<int, int, float>", "gemv (matrix-vector)"),
+])
+def test_cublas_kernel_names_read_as_family_and_tile(name, short):
+    assert c.cublas_kernel_name(name) == short
+
+
+def test_cublas_launches_list_every_launch_of_a_shape_beside_the_plan(rec):
+    from gemm_kernels.measure import cublas_kernels
+    t = c.cublas_launches(((256, 256, 65536), (1, 4096, 4096)), rec)
+    launches = cublas_kernels.recorded((256, 256, 65536), rec)
+    if launches is None:
+        pytest.skip("this recording holds no cuBLAS launches")
+    assert len(t) == len(launches) + len(cublas_kernels.recorded((1, 4096, 4096), rec))
+    assert t[0]["shape"] == "256x256x65536" and t[1]["shape"] == ""
+    assert [r["blocks"] for r in t[:len(launches)]] == [l["grid"] for l in launches]
+    assert t[0]["plan % of cuBLAS"] == timing.share(
+        c.row_of(rec, c.plan_for((256, 256, 65536), rec).kernel, (256, 256, 65536),
+                 c.plan_for((256, 256, 65536), rec).params))
+
+
+def test_fit_outliers_name_the_rows_far_above_their_prediction_with_cublas_beside(rec):
+    far = [p for p in c.fit_points(rec) if p["measured_us"] >= 3 * p["predicted_us"]]
+    text = str(c.fit_outliers(rec, factor=3.0))
+    assert text.count("predicted") == len(far) or (not far and "No calibration row" in text)
+    for p in far:
+        assert c._shape_text(p["shape"]) in text and "cuBLAS, timed beside it" in text
+    assert "No calibration row" in str(c.fit_outliers(rec, factor=1e9))
+
+
+def test_streaming_gains_compare_the_fastest_of_each_kind_of_load(rec):
+    import re
+    text = str(c.streaming_gains(rec))
+    for plain, stream, gain in re.findall(
+            r"fastest plain ([\d,.]+) GFLOP/s, fastest streaming ([\d,.]+) GFLOP/s \(([+-]\d+)%\)",
+            text):
+        p, s = (float(x.replace(",", "")) for x in (plain, stream))
+        assert abs(100 * (s / p - 1) - int(gain)) <= 1
+    assert "configurations" in text or "No M == 1" in text

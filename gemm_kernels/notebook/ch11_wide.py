@@ -404,6 +404,11 @@ def ncu_agreement(configs) -> str:
         worst = max(abs(x - 1) for x in got)
         extra = "" if op == "ld" else ", all of it booked as bank conflicts" \
             if instr.excess_is_conflicts(t) else ""
+        if op == "st":   # the stores' excess set against all the shared traffic counted
+            share = max((r["st wf ncu"] - r["st wf model"]) / (r["ld wf ncu"] + r["st wf ncu"])
+                        for r in t if r["st wf ncu"] is not None)
+            extra += f"; the extra store wavefronts are at most {100 * share:.2g}% of all " \
+                     "the shared wavefronts counted"
         lines.append(f"{what}: Nsight Compute's wavefronts are within {100 * worst:.2g}% of "
                      f"the model's{extra}")
     return "\n".join(lines)

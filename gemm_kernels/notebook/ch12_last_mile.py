@@ -609,6 +609,35 @@ def gemv_gap(shapes=((1, 4096, 4096), (4096, 1, 4096)), time_shape=None, rec=Non
                        f"{fmt_number(bw)} GB/s (the device copy's rate); {rec.label}")
 
 
+def streaming_gains(rec=None) -> Text:
+    """At each M == 1 calibration shape timed with both kinds of load of B: the fastest
+    configuration of each kind, the gain of streaming over plain, and at how many
+    configurations (same split and block size) streaming was the faster."""
+    rec = rec or recording()
+    cal = {tuple(s) for n, _, s in calibrate.calibration_runs() if n == GEMV}
+    rates: dict = {}
+    for r in rec.results:
+        shape = tuple(r["shape"])
+        if r.get("kernel") == GEMV and "study" not in r and shape in cal \
+                and model.gemv_path(shape) == "cols":
+            p = r["params"]
+            key = (shape, p["SPLIT"], p["WARPS"])
+            rates.setdefault(key, {})[bool(p.get("STREAM"))] = r["gflops"]["median"]
+    lines = []
+    for shape in sorted({k[0] for k in rates}):
+        pairs = [v for k, v in rates.items() if k[0] == shape and len(v) == 2]
+        if not pairs:
+            continue
+        plain, stream = max(v[False] for v in pairs), max(v[True] for v in pairs)
+        wins = sum(v[True] > v[False] for v in pairs)
+        lines.append(f"{_shape_text(shape)}: fastest plain {fmt_number(plain)} GFLOP/s, fastest "
+                     f"streaming {fmt_number(stream)} GFLOP/s ({stream / plain - 1:+.0%}); "
+                     f"streaming faster in {wins} of {len(pairs)} configurations")
+    return Text("Timed calls, M == 1 calibration shapes, both kinds of load of B:\n"
+                + "\n".join(lines) if lines else
+                "No M == 1 shape was timed with both kinds of load.")
+
+
 def gemv_split_cost(shape=(4096, 1, 4096), study: str = "ch12_gemv", rec=None) -> Table | Text:
     """Why a split of K slows the N == 1 path: per profiled launch of `study` at `shape`,
     the warps launched, the float4 steps each warp takes through its slice of the row,
@@ -832,22 +861,51 @@ def plot_fit(rec=None, ax=None):
     return ax
 
 
-def fit_summary(rec=None, bands=(100.0, 1000.0)) -> Text:
-    """The median ratio of predicted to measured time on the calibration rows, for short,
-    middle and long runs (split at `bands`, in microseconds)."""
+def fit_summary(rec=None, bands=(20.0, 100.0, 1000.0)) -> Text:
+    """The median ratio of predicted to measured time on the calibration rows, in bands of
+    measured time (split at `bands`, in microseconds)."""
     import statistics
     pts = fit_points(rec)
     edges = [0.0, *bands, float("inf")]
-    names = [f"under {fmt_number(bands[0])} µs", f"{fmt_number(bands[0])} µs to "
-             f"{fmt_number(bands[1])} µs", f"over {fmt_number(bands[1])} µs"]
     parts = []
-    for lo, hi, name in zip(edges, edges[1:], names):
+    for lo, hi in zip(edges, edges[1:]):
+        name = (f"under {fmt_number(hi)} µs" if lo == 0 else f"over {fmt_number(lo)} µs"
+                if hi == float("inf") else f"{fmt_number(lo)} µs to {fmt_number(hi)} µs")
         r = [p["predicted_us"] / p["measured_us"] for p in pts if lo <= p["measured_us"] < hi]
         if r:
             parts.append(f"{name}: {len(r)} rows, median {statistics.median(r):.2f}")
     return Text(f"Predicted / measured time on the {len(pts)} calibration rows, by measured "
                 "time (1 is exact, above 1 the model predicts too long a time): "
                 + "; ".join(parts) + ".")
+
+
+def fit_outliers(rec=None, factor: float = 3.0) -> Text:
+    """The calibration rows measured more than `factor` times their prediction, each with
+    the spread of its repeats and cuBLAS's rate timed beside it against cuBLAS's beside
+    the other rows at the same shape: a run disturbed as a whole slows both."""
+    import statistics
+    rec = rec or recording()
+    lines = []
+    for p in fit_points(rec):
+        if p["measured_us"] < factor * p["predicted_us"]:
+            continue
+        params = {"BM": p["BM"], "BN": p["BN"], "SPLIT": p["SPLIT"]}
+        row = row_of(rec, SPLIT, p["shape"], params)
+        others = [r["reference"]["gflops"]["median"] for r in rec.results
+                  if r.get("kernel") == SPLIT and tuple(r["shape"]) == p["shape"]
+                  and r is not row and "reference" in r]
+        g = row["gflops"]
+        fitted = "was" if p["SPLIT"] == 1 else "was not"
+        lines.append(
+            f"{_shape_text(p['shape'])}, {_config(params)}: measured {p['measured_us']:.0f} µs, "
+            f"predicted {p['predicted_us']:.1f} µs. Its {row['repeats']} repeats ranged from "
+            f"{fmt_number(g['min'])} to {fmt_number(g['max'])} GFLOP/s, and cuBLAS, timed beside "
+            f"it, ran at {fmt_number(row['reference']['gflops']['median'])} GFLOP/s"
+            + (f", against {fmt_number(statistics.median(others))} beside the other "
+               f"configurations at this shape" if others else "")
+            + f". The fit of this tile's constants {fitted} given this row.")
+    return Text("\n".join(lines) or f"No calibration row took more than {factor:g} times "
+                "its predicted time.")
 
 
 def pick_rows(rec=None) -> list[dict]:
@@ -1245,3 +1303,58 @@ def plot_planner(shape=(640, 640, 640), rec=None):
     right.set_title(f"At {_shape_text(shape)}: {len(ranking)} candidates, {len(hit)} of them "
                     f"timed\n{rec.label}", fontsize=10)
     return fig
+
+
+# ------------------------------------------------------------------ what cuBLAS ran
+
+# Substrings of cuBLAS's kernel names, first match wins, and what a reader calls them.
+_CUBLAS_NAMES = (("splitKreduce", "split-K reduction"), ("scal_kernel", "scal (BLAS: scale a vector)"),
+                 ("sgemm_largek", "sgemm_largek (a kernel for large K)"),
+                 ("gemv", "gemv (matrix-vector)"), ("Gemv", "gemv (matrix-vector)"))
+
+
+def cublas_kernel_name(name: str) -> str:
+    """A short readable name for one of cuBLAS's kernels: its family and its tile, as the
+    full name spells them (e.g. "xmma GEMM, 64x64x8 tiles")."""
+    import re
+    for part, short in _CUBLAS_NAMES:
+        if part in name:
+            return short
+    if m := re.search(r"xmma_gemm_.*?tilesize(\d+x\d+x\d+)", name):
+        kind = "xmma split-K kernel" if "split_k" in name else "xmma GEMM"
+        return f"{kind}, {m.group(1)} tiles"
+    if m := re.search(r"simt_sgemm_(\d+x\d+)", name):
+        return f"CUTLASS SIMT SGEMM, {m.group(1)} tiles"
+    return name[:60]
+
+
+CUBLAS_SHAPES = ((1024, 1024, 1024), (640, 640, 640), (8192, 8192, 128), (3, 4096, 4096),
+                 (1, 4096, 4096), (128, 8192, 8192), (256, 256, 65536), (100, 100, 100),
+                 (777, 555, 333))
+
+
+def cublas_launches(shapes=CUBLAS_SHAPES, rec=None) -> Table | Text:
+    """Per shape: the plan's share of cuBLAS and its configuration, then each kernel
+    cuBLAS launched for one call there (Nsight Compute, one row a launch)."""
+    from gemm_kernels.measure import cublas_kernels
+    rec = rec or recording()
+    rows = []
+    for shape in shapes:
+        launches = cublas_kernels.recorded(shape, rec)
+        if not launches:
+            continue
+        p = plan_for(shape, rec)
+        row = row_of(rec, p.kernel, shape, p.params)
+        for i, l in enumerate(launches):
+            rows.append({"shape": _shape_text(shape) if i == 0 else "",
+                         "the plan": str(p) if i == 0 else "",
+                         "plan % of cuBLAS": timing.share(row) if row and i == 0 else "",
+                         "cuBLAS's kernel": cublas_kernel_name(l["name"]),
+                         "blocks": l["grid"], "threads per block": l["block"],
+                         "time (µs)": l["time_us"]})
+    if not rows:
+        return Text("This recording does not hold the kernels cuBLAS launched.")
+    return Table(rows, ["shape", "the plan", "plan % of cuBLAS", "cuBLAS's kernel", "blocks",
+                        "threads per block", "time (µs)"],
+                 title="The kernels cuBLAS launched for one call at each shape (Nsight "
+                       f"Compute, one row a launch, in launch order); {rec.label}")
