@@ -560,7 +560,7 @@ def test_the_worked_solutions_sit_beside_the_kernels_of_their_run():
 
 def test_step_changes_are_the_numbers_of_the_change_plot():
     lines = str(cp.step_changes()).splitlines()
-    assert lines[0] == f"(at 2048^3 and 4096^3, {cp.ladder_source()})"
+    assert lines[0] == f"(at 2048^3 and 4096^3, {cp.ladder_source()}; {cp._RULE})"
     assert len(lines) == len(cp.ladder_steps())
     full = cp.ladder((2048, 4096))
     c, held = cp._step_change(full[1], full[0], 2048)
@@ -572,6 +572,26 @@ def test_step_changes_are_the_numbers_of_the_change_plot():
     # one step's line alone, as part B prints it beside its reading
     one = str(cp.step_changes(steps=("5",))).splitlines()
     assert one == [lines[0], lines[cp.position(5)]]
+
+
+def test_a_change_within_the_recompile_shift_is_read_as_no_measurable_change():
+    shift = {2048: 3.3, 4096: 4.1}
+    assert cp.verdict([(2048, 2.1), (4096, 1.0)], shift) == "no measurable change"
+    assert cp.verdict([(2048, -3.3), (4096, 4.1)], shift) == "no measurable change"
+    assert cp.verdict([(2048, 6.5), (4096, 6.8)], shift) == "a gain"
+    assert cp.verdict([(2048, -9.7), (4096, -8.7)], shift) == "a loss"
+    assert cp.verdict([(2048, 2.9), (4096, 5.4)], shift).endswith("unclear")
+    assert cp.verdict([(2048, None), (4096, 1.0)], shift) == ""
+    # the shift is the largest MINB = 2 change at unchanged occupancy, per size
+    pairs = cp.minb_pairs()
+    if not pairs:
+        pytest.skip("the ladder is not recorded")
+    got = cp.recompile_shift()
+    for n in got:
+        assert got[n] == max(abs(p["change"]) for p in pairs if p["size"] == n)
+    # the printed lines carry the verdict: step 5 between the MINB = 2 builds
+    line = str(cp.step_changes(steps=("5",))).splitlines()[1]
+    assert "between the MINB = 2 builds: " in line
 
 
 def test_listings_before_the_pipeline_exercise_hide_the_waits_count():
@@ -691,9 +711,10 @@ def test_the_ladder_and_its_yardsticks_come_from_one_run_and_say_whose(recorded_
     assert cp.ladder_source() in start and "worked answer" in start
 
 
-def test_recordings_lists_each_gpu_the_chapter_reads_once(recorded_mode):
-    t = cp.recordings()
-    names = [r["GPU"] for r in t]
-    assert len(names) == len(set(names)) >= 1
-    assert cp.ladder_recording().device["name"] in names
-    assert records.current().device["name"] in names
+def test_the_gpus_line_names_each_gpu_the_chapter_reads_once(recorded_mode):
+    line = str(cp.gpus())
+    assert "\n" not in line
+    lad, shown = cp.ladder_recording().device["name"], records.current().device["name"]
+    assert lad in line and shown in line
+    if lad != shown:
+        assert line.count(lad) == 1 and line.count(shown) == 1 and "GB/s" in line

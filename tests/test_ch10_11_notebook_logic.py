@@ -241,6 +241,7 @@ def test_bandwidth_plot_runs(monkeypatch):
                         types=("float", "double"))
     ax = bandwidth.plot(t)
     assert len(ax.get_yticklabels()) == 2
+    assert ax.xaxis.get_major_formatter()(4000, 0) == "4,000"      # thousands separated
 
 
 def test_compare_with_dgemm_reference(monkeypatch):

@@ -58,11 +58,15 @@ def test_pieces_of_one_tile_at_the_edge_are_cut_to_the_matrix():
     assert got["out"] == {"pieces": 20, "bytes": 8 * 4}
 
 
-def test_launch_defaults_are_the_registrys_and_say_the_templates_are_unused():
-    text = c.launch_defaults("transpose_padded")
-    assert "ORDER = x->row (1 in the template)" in text and "STACK = 2" in text
-    assert "(ORDER = 0, STACK = 1) are never used" in text
-    assert "never used" not in c.launch_defaults("copy")        # no template defaults
+def test_launch_defaults_are_the_registrys_beside_the_template_line():
+    rows = {r["parameter"]: r for r in c.launch_defaults("transpose_padded")}
+    assert rows["ORDER"]["this chapter's value"] == "x->row (1)"
+    assert rows["ORDER"]["default written in the template line"] == "0"
+    assert rows["STACK"]["this chapter's value"] == "2"
+    assert rows["STACK"]["default written in the template line"] == "1"
+    assert rows["TILE"]["default written in the template line"] == "-"
+    copy_rows = c.launch_defaults("copy")
+    assert all(r["default written in the template line"] == "-" for r in copy_rows)
 
 
 def test_the_copy_chain_defines_both_counts_of_bytes_in_flight():
@@ -249,3 +253,21 @@ def test_padding_steps_change_one_thing_per_row(recorded_mode):
     t = c.padding_steps()
     assert len(t) == len(c.PADDING_STEPS) and "recorded on" in t.title
     assert all(v.endswith("%") for row in t for k, v in row.items() if k != "step")
+
+
+def test_little_table_gives_both_latencies_for_each_profiled_kernel():
+    rows = c.little_table()
+    if not c.warp_times():
+        pytest.skip("the profiled counters are not recorded")
+    assert len(rows) == len(c.warp_times())
+    for r, w in zip(rows, c.warp_times()):
+        trips = len(w["trips"])
+        wait = w["loads"] / trips / w["clock"] / 1e3
+        life = w["cycles"] / w["clock"] / 1e3
+        assert r["bytes a warp reads (round trips)"] == f"{w['bytes']:,} ({trips})"
+        assert float(r["law with that wait: KB/µs per SM"]) == \
+            pytest.approx(w["resident"] * w["bytes"] / trips / wait / 1e3, abs=0.05)
+        assert float(r["law with the whole life: KB/µs per SM"]) == \
+            pytest.approx(w["resident"] * w["bytes"] / life / 1e3, abs=0.05)
+        # a warp's whole life is longer than its wait for loads
+        assert float(r["a warp's whole life, µs"]) >= float(r["wait for loads per round trip, µs"])

@@ -160,6 +160,20 @@ def test_a_grade_without_the_gpu_steps_says_it_is_not_a_full_grade(capsys):
     assert "NOT FULLY GRADED" in out and "checked on the CPU" in out and "GPU" in out
 
 
+def test_the_not_fully_graded_message_names_a_gpu_that_runs_the_exercise(capsys):
+    """A cp.async kernel (sm_80) must not send the student to Colab's T4 (sm_75): the
+    message takes its advice from the exercise's own kernel."""
+    cpasync = grader.student_kernel(get("09_capstone_step"), "")
+    assert cpasync.min_arch >= 80
+    r = report(PASS, PASS, PASS, SKIPPED)
+    r.gpu_advice = grader.get_a_gpu(cpasync)
+    r.assert_passed()
+    out = capsys.readouterr().out
+    assert "sm_80" in out and "T4 GPU)" not in out and "too old" in out
+    report(PASS, PASS, PASS, SKIPPED).assert_passed()    # no kernel known: any GPU
+    assert "T4 GPU" in capsys.readouterr().out
+
+
 def test_assert_passed_names_the_first_failing_step():
     r = Report("x", [Step("compile", PASS), Step("static", FAIL, "no LDS.128", "use float4"),
                      Step("correct", FAIL, "wrong")])

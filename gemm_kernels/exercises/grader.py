@@ -31,11 +31,11 @@ RACECHECK_TIME_LIMIT_S = 90       # one small launch under racecheck, sanitizer 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 def get_a_gpu(k) -> str:
     """How to get a GPU that runs kernel `k` (Colab's T4 unless its features need a
-    newer one)."""
-    if k.arch_suffix:     # a feature of one architecture (wgmma: Hopper alone)
+    newer one; None: any kernel of the course)."""
+    if k is not None and k.arch_suffix:     # a feature of one architecture (wgmma: Hopper alone)
         return (f"open this notebook on a machine with an sm_{k.min_arch} NVIDIA GPU (an "
                 "H100, H200 or GH200: this kernel runs on no other)")
-    if k.min_arch > device.OLDEST:
+    if k is not None and k.min_arch > device.OLDEST:
         return (f"open this notebook on a machine with an sm_{k.min_arch} or newer NVIDIA "
                 "GPU (an A100, L4 or H100; Colab's T4 is too old for it)")
     return ("open this notebook in Google Colab (Runtime > Change runtime type > T4 GPU) "
@@ -56,6 +56,9 @@ class Report:
     exercise: str
     steps: list[Step] = field(default_factory=list)
     seconds: float = 0.0
+    # where to get a GPU that runs this exercise's kernel (`get_a_gpu`): a cp.async
+    # kernel needs sm_80, so "Colab's T4" would send the student to a GPU that refuses it
+    gpu_advice: str = ""
 
     @property
     def passed(self) -> bool:
@@ -84,10 +87,11 @@ class Report:
                       "your kernel computes the right numbers. Run this cell on a GPU "
                       "(step 3 says which will do) for the full grade.")
             else:
+                advice = self.gpu_advice or get_a_gpu(None)
                 print(f"{self.exercise}: NOT FULLY GRADED. Your kernel computes the right "
                       "numbers (checked on the CPU, every thread emulated), but how fast it "
-                      "runs needs a GPU. Run this cell on a GPU (Colab: Runtime > Change "
-                      "runtime type > T4 GPU) for the full grade.")
+                      f"runs needs a GPU. For the full grade, {advice}, then run the "
+                      "exercise cell and this one again.")
 
     def __repr__(self):
         return str(self)
@@ -131,6 +135,7 @@ def grade(name: str, source: str, gpu: bool | None = None, emulate: bool = True)
     start = time.perf_counter()
     report = Report(ex.name)
     k = student_kernel(ex, source)
+    report.gpu_advice = get_a_gpu(k)
     steps = report.steps
     steps.append(_compile(ex, k))
     steps.append(_static(ex, k, source) if steps[-1].status == PASS else

@@ -88,6 +88,7 @@ def plot(tab, ax=None):
     ax.set_yticks([i + h * (len(groups) - 1) / 2 for i in range(len(names))], names)
     ax.invert_yaxis()
     ax.set_xlim(0, 1.12 * top)
+    ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:,.0f}"))   # 4,000 GB/s
     ax.set_xlabel("GB/s = (bytes read + bytes written) / time; "
                   "label: % of the device copy timed beside it")
     ax.set_title(tab.title, fontsize=9)

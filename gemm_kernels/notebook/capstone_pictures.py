@@ -504,28 +504,31 @@ def ladder_source() -> str:
     return records.rows_label(_ladder_rows(), ladder_recording())
 
 
-def recordings() -> Table:
-    """The GPUs this chapter's numbers come from, one row each: the ladder's recording
-    (its steps, their MINB = 2 builds and their profile, all in one run) and the one
-    shown (everything else); one row when they are the same. What each GPU's SMs can
-    compute and its memory can move, from the recording's own device entry, so that a
-    reader sees what the two share and where they differ."""
+def gpus() -> Markdown:
+    """One line under the mode banner: which GPU each part of the chapter comes from.
+    The ladder (its steps, their MINB = 2 builds, their profile and the yardsticks) is
+    one run on its own GPU (`ladder_recording`); every other table comes from the
+    recording the banner names. Where the two GPUs differ, what they share (SMs, clock)
+    and where they differ (DRAM peak), from each recording's own device entry; where
+    they are the same, one clause."""
     shown, lad = records.current(), ladder_recording()
-    recs = [r for i, r in enumerate([lad, shown]) if r is not None and (i == 0 or r is not lad)]
-    rows = []
-    for rec in recs:
-        d = rec.device
-        what = ("the ladder, its MINB = 2 builds, their step profile and the yardsticks"
-                if rec is lad else "")
-        if rec is shown:
-            what = (what + "; " if what else "") + "every other table and the banner's"
-        rows.append({"GPU": d["name"], "SMs": d.get("sm_count"),
-                     "SM clock, MHz": count(d.get("sm_clock_mhz")),
-                     "FP32 peak, GFLOP/s": count(device.peak_fp32_gflops(d)),
-                     "DRAM peak, GB/s": count(device.peak_bandwidth_gbps(d)),
-                     "L2, MB": f"{d['l2_bytes'] / 2**20:.0f}" if d.get("l2_bytes") else "-",
-                     "this chapter shows from it": what})
-    return Table(rows, list(rows[0]), title="The GPUs of this chapter's recordings")
+    if lad is None or shown is None:
+        return Markdown("")
+    d1 = lad.device
+    if lad is shown or (shown.device["name"] == d1["name"]):
+        return Markdown(f"**This chapter's GPU:** every table comes from the {d1['name']}.")
+    d2 = shown.device
+
+    def dram(d):
+        return count(device.peak_bandwidth_gbps(d))
+    same = (f"Both have {d1.get('sm_count')} SMs at {count(d1.get('sm_clock_mhz'))} MHz; "
+            if (d1.get("sm_count"), d1.get("sm_clock_mhz")) ==
+               (d2.get("sm_count"), d2.get("sm_clock_mhz")) else "")
+    return Markdown(
+        f"**This chapter's GPUs:** the ladder, its `MINB = 2` builds, their profile and the "
+        f"yardsticks {ladder_source()}; every other table on the {d2['name']}. {same}"
+        f"their DRAM peaks are {dram(d1)} and {dram(d2)} GB/s. No comparison crosses from "
+        "one GPU to the other.")
 
 
 def ladder_start() -> Text:
@@ -698,6 +701,31 @@ def minb_pairs(sizes=(2048, 4096)) -> list[dict]:
 _LADDER_TILE = {"BM": 128, "BN": 128, "WM": 32, "WN": 64}
 
 
+def recompile_shift(sizes=(2048, 4096)) -> dict[int, float]:
+    """Per size, the largest change (either sign) that building with MINB = 2 alone made
+    where the occupancy stayed the same (`minb_pairs`): how far a recompile alone moved
+    the rate. The chapter reads a change no larger than this as no measurable change."""
+    out = {}
+    for p in minb_pairs(sizes):
+        out[p["size"]] = max(out.get(p["size"], 0.0), abs(p["change"]))
+    return out
+
+
+def verdict(changes, shift: dict[int, float]) -> str:
+    """The chapter's reading of one comparison, [(size, change in %)], by its rule: a
+    change no larger than the recompile shift at its size is no measurable change; a
+    larger one, the same way at every size, is a gain or a loss. '' where a change or
+    the shift is missing."""
+    if not changes or any(c is None or n not in shift for n, c in changes):
+        return ""
+    past = [abs(c) > shift[n] for n, c in changes]
+    if not any(past):
+        return "no measurable change"
+    if all(past) and len({c > 0 for _, c in changes}) == 1:
+        return "a gain" if changes[0][1] > 0 else "a loss"
+    return "past the recompile shift at one size only: unclear"
+
+
 def minb_table(sizes=(2048, 4096)) -> Table:
     """`minb_pairs` as a table, one row per configuration, the sizes side by side."""
     pairs = minb_pairs(sizes)
@@ -744,8 +772,8 @@ def yardsticks(sizes=(2048, 4096)) -> Text:
     for n in sizes:
         ch = [p["change"] for p in pairs if p["size"] == n]
         if ch:
-            lines.append(f"{n}^3: MINB = 2 at unchanged occupancy ({len(ch)} configurations): "
-                         f"{signed(min(ch))} to {signed(max(ch))}")
+            lines.append(f"{n}^3: recompile shift, MINB = 2 at unchanged occupancy "
+                         f"({len(ch)} configurations): {signed(min(ch))} to {signed(max(ch))}")
     return Text("\n".join(lines))
 
 
@@ -827,20 +855,33 @@ def step_changes(sizes=(2048, 4096), steps=None) -> Text:
     numbers of `change_plot`, for the reading under it). `steps` (step numbers, such as
     ("5",)) keeps those lines only, to print a step's numbers where the text reads them."""
     full = ladder(sizes)
+    shift = recompile_shift(sizes)
     lines = []
     for r in full[1:]:
         if steps is not None and r.number not in steps:
             continue
         before = full[r.index - 1]
         got = [_step_change(r, before, n) for n in sizes]
-        fmt = signed
-        line = (f"{r.label}: " + " and ".join(fmt(c) for c, _ in got)
-                + " as timed")
-        if any(h is not None for _, h in got):
-            line += "; " + " and ".join(fmt(h) for _, h in got) + " between the MINB = 2 builds"
-        lines.append(line)
-    return Text(f"(at {' and '.join(f'{n}^3' for n in sizes)}, {ladder_source()})\n"
-                + "\n".join(lines))
+        lines.append(f"{r.label}: " + _read(got, sizes, shift, r.has_minb or before.has_minb))
+    return Text(f"(at {' and '.join(f'{n}^3' for n in sizes)}, {ladder_source()}; "
+                f"{_RULE})\n" + "\n".join(lines))
+
+
+# How step_changes and step4_reading read a change, said once in their first line.
+_RULE = "a change within the recompile shift is no measurable change"
+
+
+def _read(got, sizes, shift, minb: bool) -> str:
+    """'+x% and +y% as timed: verdict' and, where a MINB = 2 build exists, the same
+    between the two-block builds; `got` is [(as timed, between the MINB = 2 builds)] per
+    size of `sizes`."""
+    def one(values, what):
+        v = verdict(list(zip(sizes, values)), shift)
+        return f"{' and '.join(signed(c) for c in values)} {what}" + (f": {v}" if v else "")
+    out = one([c for c, _ in got], "as timed")
+    if minb and any(h is not None for _, h in got):
+        out += "; " + one([h for _, h in got], "between the MINB = 2 builds")
+    return out
 
 
 def step4_reading(sizes=(2048, 4096)) -> Text:
@@ -851,21 +892,18 @@ def step4_reading(sizes=(2048, 4096)) -> Text:
     Where the recording lacks a split step, one sentence says so instead of its line."""
     full = ladder(sizes)
     split = [r for r in full if r.number[-1:].isalpha()]
-    fmt = signed
     at = " and ".join(f"{n}^3" for n in sizes)
+    shift = recompile_shift(sizes)
 
     def line(r, before, name):
         got = [_step_change(r, before, n) for n in sizes]
-        out = f"{name}: {' and '.join(fmt(c) for c, _ in got)} as timed"
-        if any(h is not None for _, h in got) and (r.has_minb or before.has_minb):
-            out += f"; {' and '.join(fmt(h) for _, h in got)} between the MINB = 2 builds"
-        return out
+        return f"{name}: " + _read(got, sizes, shift, r.has_minb or before.has_minb)
 
     def occupancy(r):
         whose = "timed binary" if r.timed else f"ptxas {compiler.ptxas_version()} here"
         return f"{r.registers} registers ({whose}), {r.blocks} block{'s' * (r.blocks != 1)}/SM"
 
-    lines = [f"(at {at}, {ladder_source()})"]
+    lines = [f"(at {at}, {ladder_source()}; {_RULE})"]
     missing = [r.number for r in split if any(r.rows[n] is None for n in sizes)]
     if missing:
         named = " and ".join(filter(None, [", ".join(missing[:-1]), missing[-1]]))

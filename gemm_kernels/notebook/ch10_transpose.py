@@ -49,29 +49,24 @@ def kernel_source(name: str) -> display.Text:
     return display.Text("\n".join(lines))
 
 
-def launch_defaults(name: str) -> str:
-    """The parameters the launcher passes when a table or a title names none: the
-    registry's defaults, which this chapter uses throughout. The launcher passes every
-    template parameter, so defaults written in the template itself are never used; where
-    the template has some that differ, the sentence says so (once, here), so that a reader
-    who copies the kernel is not misled by them."""
+def launch_defaults(name: str) -> Table:
+    """The configuration this chapter runs `name` at wherever a table or a title names
+    no other: the registry's defaults, one row per template parameter, with the value
+    the template line writes beside it ('-' where it writes none). The launcher passes
+    every parameter, so a reader who copies the kernel sees at once which values the
+    chapter's numbers belong to."""
     import re
     k = kernel_of(name)
-    shown = [f"{p.name} = {p.default}" + (f" ({p.cxx[p.default]} in the template)" if p.cxx else "")
-             for p in k.params]
-    text = f"{name} is launched with {', '.join(shown)} unless a table or a title says otherwise"
-    cxx = {p.name: p.cxx for p in k.params}
     head = str(display.source(name)).split("__global__")[0]
-    differ = []
-    for n, v in re.findall(r"int\s+(\w+)\s*=\s*(-?\d+)", head):
-        want = next(p.default for p in k.params if p.name == n)
-        code = cxx[n][want] if cxx.get(n) else want
-        if int(v) != int(code):
-            differ.append(f"{n} = {v}")
-    if differ:
-        text += (f". The launcher always passes every template parameter: the defaults "
-                 f"written in the template ({', '.join(differ)}) are never used")
-    return text + "."
+    written = dict(re.findall(r"int\s+(\w+)\s*=\s*(-?\d+)", head))
+    rows = []
+    for prm in k.params:
+        value = f"{prm.default}" + (f" ({prm.cxx[prm.default]})" if prm.cxx else "")
+        rows.append({"parameter": prm.name, "this chapter's value": value,
+                     "default written in the template line": written.get(prm.name, "-")})
+    return Table(rows, list(rows[0]), title=f"{name}: the values this chapter launches it "
+                 "with, unless a table or a title names others (the launcher passes every "
+                 "parameter)")
 
 
 def source_without(name: str, paragraph: str) -> display.Text:
@@ -515,6 +510,34 @@ def warp_times(study: str = DRAM_STUDY) -> list[dict]:
                     "read GB/s": m["dram__bytes_read.sum"] / m["gpu__time_duration.sum"],
                     "timed": _share(step.kernel, shape, step.params)})
     return out
+
+
+def little_table(study: str = DRAM_STUDY) -> Table:
+    """Little's law per profiled kernel, two ways, from the same counters. With the wait
+    for global loads as the latency: bytes in flight per SM (warps resident x the bytes a
+    warp has in flight in a round trip) over that wait. With a warp's whole life as the
+    latency: the bytes a warp reads over its whole life, times the warps resident. Both
+    per SM in KB/µs (= GB/s per SM), at the profiler's clock, beside the DRAM read rate
+    the profiler measured per SM and the timed rate (not under the profiler)."""
+    sms = _device()["sm_count"]
+    out = []
+    for w in warp_times(study):
+        trips = len(w["trips"]) or 1
+        wait = w["loads"] / trips / w["clock"] / 1e3           # µs per round trip
+        life = w["cycles"] / w["clock"] / 1e3                   # µs
+        out.append({"kernel": w["step"],
+                    "warps resident per SM": f"{w['resident']:.1f}",
+                    "bytes a warp reads (round trips)": f"{w['bytes']:,} ({trips})",
+                    "wait for loads per round trip, µs": f"{wait:.2f}",
+                    "law with that wait: KB/µs per SM": f"{w['resident'] * w['bytes'] / trips / wait / 1e3:.1f}",
+                    "a warp's whole life, µs": f"{life:.2f}",
+                    "law with the whole life: KB/µs per SM": f"{w['resident'] * w['bytes'] / life / 1e3:.1f}",
+                    "DRAM read, measured: KB/µs per SM": f"{w['read GB/s'] / sms:.1f}",
+                    "timed % of device copy": w["timed"]})
+    shape = studies.get(study).shapes[0] if out else ODD
+    return Table(out, list(out[0]) if out else ["kernel"],
+                 title=f"Little's law, two ways ({_shape_text(shape)}, float; Nsight Compute at "
+                       f"its own clock, {sms} SMs; the timed rate {records.source()})")
 
 
 def plot_warp_time(study: str = DRAM_STUDY, ax=None):
