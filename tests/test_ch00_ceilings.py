@@ -165,6 +165,7 @@ def test_naive_dram_gap_states_moved_bytes_as_dram_time(monkeypatch):
     text = str(ch00_ceilings.naive_dram_gap())
     assert "DRAM moved 8.5 GB" in text and "4,221 GB/s" in text
     assert "takes 2.0 ms" in text and "took 276 ms" in text and "0.7% of it" in text
+    assert "move 137 times the bytes it moved" in text      # 276 ms / 2.02 ms
     monkeypatch.setattr(roofline, "dram_point", lambda k, size: None)
     assert str(ch00_ceilings.naive_dram_gap()).startswith("Not in this recording")
 

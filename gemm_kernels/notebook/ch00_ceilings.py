@@ -55,7 +55,8 @@ def two_gpus(size: int = 4096) -> Table:
 def naive_dram_gap(size: int = roofline.GROWING_SIZE) -> Text:
     """The roofline's verdict on the naive kernel in one line the student can check: the
     DRAM bytes Nsight Compute counted, the time DRAM needs for them at its measured
-    bandwidth (the device copy), and that time as a share of the kernel's."""
+    bandwidth (the device copy), that time as a share of the kernel's, and its inverse:
+    how many times its bytes DRAM would have to move to be the limit."""
     p = roofline.dram_point("naive", size)
     if p is None or p["how"] != "ncu" or not p["limit_bytes"]:
         return Text(f"Not in this recording: the naive kernel's DRAM bytes at {size}^3.")
@@ -64,7 +65,8 @@ def naive_dram_gap(size: int = roofline.GROWING_SIZE) -> Text:
     return Text(f"The naive kernel at {size}^3: DRAM moved {p['bytes'] / 1e9:,.1f} GB "
                 f"(counted by Nsight Compute). At the device copy's {gbps:,.0f} GB/s that "
                 f"takes {dram_ms:,.1f} ms; the kernel took {p['ms']:,.0f} ms, so DRAM was "
-                f"busy for {dram_ms / p['ms']:.1%} of it.")
+                f"busy for {dram_ms / p['ms']:.1%} of it: to be the limit, DRAM would have to "
+                f"move {p['ms'] / dram_ms:,.0f} times the bytes it moved.")
 
 
 def littles_law(latency_ns: float = 650.0, threads_per_sm: int = 2048) -> Text:
