@@ -90,7 +90,7 @@ def littles_law(latency_ns: float = 650.0, threads_per_sm: int = 2048) -> Text:
                 f"DRAM latency under load) = "
                 f"{need / 1e6:.1f} MB in flight, {need / sms / 1e3:,.0f} KB for each of "
                 f"{sms} SMs\none float per thread x {threads_per_sm:,} threads per SM = "
-                f"{one_float / 1024:.0f} KiB in flight per SM, "
+                f"{one_float / 1e3:.1f} KB in flight per SM, "
                 f"{one_float / (need / sms):.0%} of that")
 
 
