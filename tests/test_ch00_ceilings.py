@@ -184,7 +184,12 @@ def test_ladder_plot_names_every_bar_in_words():
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     hatched = {labels[i] for c in ax.containers for i, b in enumerate(c) if b.get_hatch()}
     title = ax.get_title()
+    # every bar carries its share, one decimal below 10% (the naive kernel's is under 1%)
+    written = [t.get_text() for t in ax.texts]
+    heights = [b.get_height() for c in ax.containers for b in c]
     plt.close("all")
+    assert len(written) == len(heights) and all(
+        t == (f"{h:.1f}" if h < 10 else f"{h:.0f}") for t, h in zip(written, heights))
     assert len(labels) == len(ladder_kernels()) - len(ch00_ceilings.LADDER_LEFT_OFF)
     assert not any("_" in t for t in labels), labels
     assert not any(t.startswith("11 ") for t in labels), labels

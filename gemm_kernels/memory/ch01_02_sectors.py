@@ -91,7 +91,7 @@ def sector_table(configs, M=4096, N=4096, K=4096):
                      "128-byte lines (A + B)": lines(l["A"] for l in lanes)
                      + lines(l["B"] for l in lanes)})
     return Table(rows, [c for c in rows[0] if c != "params"],
-                 title="one warp, one step k: 32-byte sectors per load")
+                 title="one warp, one step k: the 32-byte sectors and 128-byte lines its loads touch")
 
 
 def describe_lanes(lanes) -> str:

@@ -373,8 +373,8 @@ LADDER_LEFT_OFF = ("sgemm_tiled_vec",)
 def ladder_plot(size: int = 4096):
     """`gpus.plot_ladder` for the SGEMM kernels of chapters 01 to 09 (every chapter's
     kernel as a share of cuBLAS on each recorded GPU), its bars named in plain words,
-    chapter first; the variants measured on purpose hatched and named in the legend, and
-    the 100% line labelled as cuBLAS."""
+    chapter first, each with its share written on it; the variants measured on purpose
+    hatched and named in the legend, and the 100% line labelled as cuBLAS."""
     from matplotlib.patches import Patch
     from gemm_kernels.measure import gpus
     from gemm_kernels.measure.ladder import ladder_kernels
@@ -387,6 +387,10 @@ def ladder_plot(size: int = 4096):
             if k in LADDER_VARIANTS:
                 bar.set_hatch("//")
                 bar.set_edgecolor("white")
+        # each bar's share written on it: the first bars are too short to read off the axis
+        ax.bar_label(bars, labels=[f"{b.get_height():.1f}" if b.get_height() < 10 else
+                                   f"{b.get_height():.0f}" for b in bars],
+                     fontsize=7, padding=1)
     handles, labels = ax.get_legend_handles_labels()
     line = next(l for l in ax.get_lines() if list(l.get_ydata()) == [100, 100])  # cuBLAS
     ax.legend([*handles, line, Patch(facecolor="0.6", edgecolor="white", hatch="//")],
