@@ -165,6 +165,7 @@ def test_naive_dram_gap_states_moved_bytes_as_dram_time(monkeypatch):
     text = str(ch00_ceilings.naive_dram_gap())
     assert "DRAM moved 8.5 GB" in text and "4,221 GB/s" in text
     assert "takes 2.0 ms" in text and "took 276 ms" in text and "0.7% of it" in text
+    assert "move 137 times the bytes it moved" in text      # 276 ms / 2.02 ms
     monkeypatch.setattr(roofline, "dram_point", lambda k, size: None)
     assert str(ch00_ceilings.naive_dram_gap()).startswith("Not in this recording")
 
@@ -183,7 +184,12 @@ def test_ladder_plot_names_every_bar_in_words():
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     hatched = {labels[i] for c in ax.containers for i, b in enumerate(c) if b.get_hatch()}
     title = ax.get_title()
+    # every bar carries its share, one decimal below 10% (the naive kernel's is under 1%)
+    written = [t.get_text() for t in ax.texts]
+    heights = [b.get_height() for c in ax.containers for b in c]
     plt.close("all")
+    assert len(written) == len(heights) and all(
+        t == (f"{h:.1f}" if h < 10 else f"{h:.0f}") for t, h in zip(written, heights))
     assert len(labels) == len(ladder_kernels()) - len(ch00_ceilings.LADDER_LEFT_OFF)
     assert not any("_" in t for t in labels), labels
     assert not any(t.startswith("11 ") for t in labels), labels
@@ -224,7 +230,7 @@ def test_littles_law_sets_bytes_needed_against_one_float_per_thread(monkeypatch)
     text = str(ch00_ceilings.littles_law(latency_ns=1000))
     assert f"{bw * 1e3 / 1e6:.1f} MB in flight" in text and "the theoretical DRAM" in text
     assert f"{bw * 1e3 / 100 / 1e3:,.0f} KB for each of 100 SMs" in text
-    assert "8 KiB in flight per SM" in text and "assumed" in text
+    assert "8.2 KB in flight per SM" in text      # powers of ten, as the KB above and "assumed" in text
 
 
 def test_littles_law_prefers_the_measured_copy(monkeypatch):

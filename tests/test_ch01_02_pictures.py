@@ -54,6 +54,7 @@ def test_the_coalesced_kernels_default_block_order_is_left_out_of_its_name():
 def test_sector_table_gives_the_profilers_sectors_per_request():
     row = ch01_02_sectors.sector_table([("naive", {"MAPPING": "x->row"})])[0]
     assert (row["A sectors"], row["B sectors"], row["sectors per request"]) == (32, 1, 16.5)
+    assert row["sectors per step (A + B)"] == 33     # both loads: the line table's count
     row = ch01_02_sectors.sector_table([("coalesced", {"BLOCK": 16})])[0]
     assert row["sectors per request"] == 2 and isinstance(row["sectors per request"], int)
 

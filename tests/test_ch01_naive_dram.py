@@ -82,9 +82,12 @@ def test_summary_names_the_lower_roof_and_the_share_of_the_limits(recording):
     assert "the lower roof there is the FP32 peak, 51.2 TFLOP/s" in text
     assert "20.0 sectors of 32 bytes per load instruction of a warp" in text
     # the profiled run is longer than the timed one: the same bytes over the timed run
-    peak_gbps = device.peak_bandwidth_gbps(GPU)
-    timed = 100 * 5e9 / (t["ms"] * 1e-3) / (peak_gbps * 1e9)
-    assert f"ms are {timed:.2g}% of the theoretical {peak_gbps:,.0f} GB/s" in text
+    # against the device copy's bandwidth, as chapter 00 reads the same bytes
+    timed = 5e9 / (t["ms"] * 1e-3) / (t["dram_gbps"] * 1e9)
+    assert f"ms are {timed:.1%} of {t['dram_how']} {t['dram_gbps']:,.0f} GB/s" in text
+    # the L1's bytes over the timed run, against its width of 128 bytes per SM and clock
+    l1 = 32 * 5e10 / (t["ms"] * 1e-3) / (device.smem_bandwidth_gbps(GPU) * 1e9)
+    assert f"the L1's bytes over the timed run: " in text and f"{l1:.0%} of the " in text
     # chapter 00 leaves the L1's lines to chapter 02
     assert "line" not in text
 

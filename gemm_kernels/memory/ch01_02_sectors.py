@@ -68,7 +68,8 @@ def lines(indices, elem_bytes: int = 4) -> int:
 
 def sector_table(configs, M=4096, N=4096, K=4096):
     """Per configuration, one warp at one step k: the 32-byte sectors its load of A and
-    its load of B touch, their average (what Nsight Compute calls sectors per request),
+    its load of B touch, their sum (per step) and average (what Nsight Compute calls
+    sectors per request),
     and the distinct 128-byte cache lines the two loads touch. Every row is one
     multiply-add per active lane."""
     from gemm_kernels.core.kernels import get
@@ -81,12 +82,16 @@ def sector_table(configs, M=4096, N=4096, K=4096):
                      "settings": _settings(kernel, params),
                      "active lanes": sum(l["active"] for l in lanes),
                      "A sectors": sa, "B sectors": sb,
+                     # per step (both loads) beside per request (per load), so that the
+                     # line table's per-step count and the profiler's per-request one
+                     # read from one table
+                     "sectors per step (A + B)": sa + sb,
                      # a whole number shows without ".0"
                      "sectors per request": (sa + sb) / 2 if (sa + sb) % 2 else (sa + sb) // 2,
                      "128-byte lines (A + B)": lines(l["A"] for l in lanes)
                      + lines(l["B"] for l in lanes)})
     return Table(rows, [c for c in rows[0] if c != "params"],
-                 title="one warp, one step k: 32-byte sectors per load")
+                 title="one warp, one step k: the 32-byte sectors and 128-byte lines its loads touch")
 
 
 def describe_lanes(lanes) -> str:

@@ -55,7 +55,8 @@ def two_gpus(size: int = 4096) -> Table:
 def naive_dram_gap(size: int = roofline.GROWING_SIZE) -> Text:
     """The roofline's verdict on the naive kernel in one line the student can check: the
     DRAM bytes Nsight Compute counted, the time DRAM needs for them at its measured
-    bandwidth (the device copy), and that time as a share of the kernel's."""
+    bandwidth (the device copy), that time as a share of the kernel's, and its inverse:
+    how many times its bytes DRAM would have to move to be the limit."""
     p = roofline.dram_point("naive", size)
     if p is None or p["how"] != "ncu" or not p["limit_bytes"]:
         return Text(f"Not in this recording: the naive kernel's DRAM bytes at {size}^3.")
@@ -64,7 +65,8 @@ def naive_dram_gap(size: int = roofline.GROWING_SIZE) -> Text:
     return Text(f"The naive kernel at {size}^3: DRAM moved {p['bytes'] / 1e9:,.1f} GB "
                 f"(counted by Nsight Compute). At the device copy's {gbps:,.0f} GB/s that "
                 f"takes {dram_ms:,.1f} ms; the kernel took {p['ms']:,.0f} ms, so DRAM was "
-                f"busy for {dram_ms / p['ms']:.1%} of it.")
+                f"busy for {dram_ms / p['ms']:.1%} of it: to be the limit, DRAM would have to "
+                f"move {p['ms'] / dram_ms:,.0f} times the bytes it moved.")
 
 
 def littles_law(latency_ns: float = 650.0, threads_per_sm: int = 2048) -> Text:
@@ -88,7 +90,7 @@ def littles_law(latency_ns: float = 650.0, threads_per_sm: int = 2048) -> Text:
                 f"DRAM latency under load) = "
                 f"{need / 1e6:.1f} MB in flight, {need / sms / 1e3:,.0f} KB for each of "
                 f"{sms} SMs\none float per thread x {threads_per_sm:,} threads per SM = "
-                f"{one_float / 1024:.0f} KiB in flight per SM, "
+                f"{one_float / 1e3:.1f} KB in flight per SM, "
                 f"{one_float / (need / sms):.0%} of that")
 
 
@@ -371,8 +373,8 @@ LADDER_LEFT_OFF = ("sgemm_tiled_vec",)
 def ladder_plot(size: int = 4096):
     """`gpus.plot_ladder` for the SGEMM kernels of chapters 01 to 09 (every chapter's
     kernel as a share of cuBLAS on each recorded GPU), its bars named in plain words,
-    chapter first; the variants measured on purpose hatched and named in the legend, and
-    the 100% line labelled as cuBLAS."""
+    chapter first, each with its share written on it; the variants measured on purpose
+    hatched and named in the legend, and the 100% line labelled as cuBLAS."""
     from matplotlib.patches import Patch
     from gemm_kernels.measure import gpus
     from gemm_kernels.measure.ladder import ladder_kernels
@@ -385,6 +387,10 @@ def ladder_plot(size: int = 4096):
             if k in LADDER_VARIANTS:
                 bar.set_hatch("//")
                 bar.set_edgecolor("white")
+        # each bar's share written on it: the first bars are too short to read off the axis
+        ax.bar_label(bars, labels=[f"{b.get_height():.1f}" if b.get_height() < 10 else
+                                   f"{b.get_height():.0f}" for b in bars],
+                     fontsize=7, padding=1)
     handles, labels = ax.get_legend_handles_labels()
     line = next(l for l in ax.get_lines() if list(l.get_ydata()) == [100, 100])  # cuBLAS
     ax.legend([*handles, line, Patch(facecolor="0.6", edgecolor="white", hatch="//")],

@@ -216,10 +216,9 @@ def loop_loads(params: dict | None = None) -> dict:
         elif t.startswith("UIADD3.X"):
             notes[a] = "the carry into the pointer's upper 32 bits (a 64-bit add in two halves)"
         elif op == "ISETP":
-            imm = re.search(r",\s*(0x[0-9a-f]+)", t)
-            notes[a] = ("enough k left for another pass? " +
-                        (f"compares the count with {imm.group(1)} = {int(imm.group(1), 16)} "
-                         if imm else "") + "(sets the predicate)")
+            # the constant it compares with depends on how the compiler counts what is
+            # left (the remainder is handled after the loop), so it is not explained
+            notes[a] = "enough k left for another pass? (sets the predicate)"
         elif op == "BRA":
             notes[a] = "if so, back to the loop's first instruction"
     return {"FFMA": ffma, "LDG": len(a_loads) + len(b_loads), "A": a_loads, "B": b_loads,

@@ -134,9 +134,11 @@ def bytes_plot(study: str = STUDY, ax=None):
 
 def summary(study: str = STUDY) -> Text:
     """The recorded counts behind the verdict, in words: what DRAM moved (read and
-    written apart) and how busy that kept it over the timed run, the L2's bytes beside
+    written apart) and how busy that kept it over the timed run (against the device copy,
+    as chapter 00 reads it), the L2's bytes beside
     DRAM's, the roof its counted bytes allow, and how many 32-byte sectors a warp's load
-    instruction asked of the L1 (chapter 02 explains why that, not DRAM, sets the pace).
+    instruction asked of the L1 (chapter 02 explains why that, not DRAM, sets the pace),
+    and the L1's bytes over the timed run against its width, far below it.
     The profiler's own DRAM-busy figure and the L2 hit rate are left out: the first is
     over the profiled run, at a lower clock than the timed one; the second counts every
     sector the L2 looked up, not only the SMs' requests of the L2 bar."""
@@ -152,8 +154,8 @@ def summary(study: str = STUDY) -> Text:
         f"{bytes_text(t['dram_written'])} written), 1/{t['dram_limit'] / b['DRAM']:,.0f} "
         f"of the {bytes_text(t['dram_limit'])} that would make DRAM its limit",
         f"  DRAM busy: those bytes over the timed {t['ms']:,.0f} ms are "
-        f"{100 * b['DRAM'] / (t['ms'] * 1e-3) / (t['peak_gbps'] * 1e9):.2g}% of the "
-        f"theoretical {t['peak_gbps']:,.0f} GB/s",
+        f"{b['DRAM'] / (t['ms'] * 1e-3) / (t['dram_gbps'] * 1e9):.1%} of "
+        f"{t['dram_how']} {t['dram_gbps']:,.0f} GB/s",
         f"  the SMs asked the L2 for {bytes_text(b['L2'])} (read and written); DRAM moved "
         f"{b['DRAM'] / b['L2']:.0%} as much",
         f"  {t['flop_per_dram_byte']:.1f} FLOP per DRAM byte: the lower roof there is "
@@ -162,6 +164,13 @@ def summary(study: str = STUDY) -> Text:
         f"DRAM's bytes: {t['sectors_per_load']:.1f} sectors of 32 bytes per load "
         f"instruction of a warp, whose 32 lanes load 4 bytes each",
     ]
+    l1_gbps = device.smem_bandwidth_gbps(roofline.device_properties())
+    if l1_gbps:
+        # bytes over time, against the L1's width (chapter 02): far below it, so the
+        # L1's limit is not bytes
+        lines.append(f"  the L1's bytes over the timed run: {bytes_text(b['L1'] / (t['ms'] * 1e-3))}"
+                     f"/s, {b['L1'] / (t['ms'] * 1e-3) / (l1_gbps * 1e9):.0%} of the "
+                     f"{bytes_text(l1_gbps * 1e9)}/s its 128 bytes per SM and clock allow")
     return Text("\n".join(lines))
 
 

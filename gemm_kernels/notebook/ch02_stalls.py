@@ -130,20 +130,3 @@ def meanings(fig):
                  "instruction.")
     return Text("\n".join(lines))
 
-
-def reason_trend(reason: str = "dispatch stall", kernel: str = "coalesced",
-                 study: str = "ch02_l1_lines"):
-    """One reason across the profiled configurations of one kernel, in one line: its
-    cycles per issued instruction at each, and its share of the last one's wait (the
-    appendix asks whether the reason that grows with the block speaks to BLOCK = 32's
-    gap to its limit)."""
-    from gemm_kernels.notebook.display import Text
-    got = _steps((kernel,), study)
-    if not got:
-        return Text(f"Not in this recording: the stall reasons of {kernel} ({study}).")
-    parts = [f"{st.get(reason, 0):.1f} at {s.label}" for s, st in got]
-    last = got[-1][1]
-    total = sum(v for k, v in last.items() if k != "selected")
-    return Text(f"{reason}, {kernel} kernel, cycles per issued instruction: "
-                f"{', '.join(parts)}; at {got[-1][0].label}, "
-                f"{last.get(reason, 0) / total:.0%} of its wait.")
