@@ -541,3 +541,20 @@ def test_streaming_gains_compare_the_fastest_of_each_kind_of_load(rec):
         p, s = (float(x.replace(",", "")) for x in (plain, stream))
         assert abs(100 * (s / p - 1) - int(gain)) <= 1
     assert "configurations" in text or "No M == 1" in text
+
+
+def test_round_by_round_prices_a_partly_filled_last_round_at_its_own_blocks():
+    assert c.round_by_round(4, 4, 0.25) == pytest.approx(4 / 4 ** 0.25)   # one full round
+    assert c.round_by_round(6, 4, 0.25) == pytest.approx(4 ** 0.75 + 2 ** 0.75)
+    assert c.round_by_round(6, 4, 0.25) > 6 / 4 ** 0.25                  # the model's, flattered
+    assert c.round_by_round(3, 4, 0.0) == pytest.approx(3)
+
+
+def test_the_last_round_table_keeps_the_models_prediction_where_rounds_are_full(rec):
+    t = c.last_round_table((256, 384, 16384), [(64, 128, 64), (64, 128, 32)], rec)
+    two, one = t
+    assert one["predicted (µs)"] == pytest.approx(one["predicted, each round at its own q (µs)"])
+    assert two["rounds"] == 2
+    assert two["predicted, each round at its own q (µs)"] > two["predicted (µs)"]
+    assert two["predicted (µs)"] == pytest.approx(
+        c.model_terms((256, 384, 16384), 64, 128, 64, rec)["total"])

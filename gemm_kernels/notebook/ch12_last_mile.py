@@ -1069,6 +1069,40 @@ def plan_terms(shape, configs, rec=None) -> Table:
                                              f"(gamma = {rules(rec).gamma:g}; {rules(rec).device})")
 
 
+def round_by_round(n: int, per_sm: int, gamma: float) -> float:
+    """The work term n / q^gamma priced round by round: each round's blocks at the speed
+    of as many side by side as that round holds (a partly filled last round holds fewer).
+    The model (`model.terms`) prices every round at q = min(n, per_sm)."""
+    full, last = divmod(n, per_sm)
+    return full * per_sm ** (1 - gamma) + (last ** (1 - gamma) if last else 0.0)
+
+
+def last_round_table(shape, configs, rec=None) -> Table:
+    """For each (BM, BN, split) of `configs` at `shape`: the model's work term and
+    prediction, the same with each round priced at its own number of blocks
+    (`round_by_round`), and the measured time where it was recorded. It shows where the
+    model's q = min(n, per_sm) flatters a plan whose last round is partly filled."""
+    rec = rec or recording()
+    r = rules(rec)
+    rows = []
+    for BM, BN, split in configs:
+        t = model_terms(shape, BM, BN, split, rec)
+        own = round_by_round(t["n"], t["per_sm"], t["gamma"])
+        alt = t["total"] - t["work term"] + t["work term"] * own / (t["n"] / t["q"] ** t["gamma"])
+        row = row_of(rec, SPLIT, shape, {"BM": BM, "BN": BN, "SPLIT": split,
+                                         "PAD_B": model.pads(r, shape)})
+        rows.append({"tile, slices": f"{BM}x{BN}, {t['z']}", "n on the busiest SM": t["n"],
+                     "blocks per SM at most": t["per_sm"], "rounds": t["rounds"],
+                     "n / q^gamma (the model)": t["n"] / t["q"] ** t["gamma"],
+                     "each round at its own q": own,
+                     "predicted (µs)": t["total"],
+                     "predicted, each round at its own q (µs)": alt,
+                     "measured (µs)": _time_us(row) if row else None})
+    return Table(rows, list(rows[0]),
+                 title=f"A partly filled last round at {_shape_text(shape)} (gamma = "
+                       f"{r.gamma:g}); {rec.label}")
+
+
 def close_candidates(shape, top: int = 5, rec=None) -> Text:
     """The model's `top` fastest candidates at `shape` with their predicted times, how far
     apart they are against the model's typical error, and how many configurations were
