@@ -248,26 +248,26 @@ def plot_ring(stages: int | None = None, tiles: int = 11, copy: float = 5.0,
         ax.barh(y, e["full"] - e["issue"], left=e["issue"], height=0.5, color=c, alpha=0.3,
                 edgecolor=c)
         ax.barh(y, e["done"] - e["full"], left=e["full"], height=0.5, color=c, alpha=0.85)
-        ax.text(e["issue"] + 0.1, y, f"tile {e['t']}: copy", va="center", fontsize=7)
+        ax.text(e["issue"] + 0.1, y, f"tile {e['t']}: copy", va="center", fontsize=8.5)
         ax.text(e["full"] + 0.05, y + 0.3, f"full[{e['stage']}] phase {e['phase']}",
-                fontsize=6.5, va="bottom")
+                fontsize=7.5, va="bottom")
         ax.plot([e["issue"]], [y_prod], marker="v", color=c, ms=9)
-        ax.text(e["issue"], y_prod + 0.35, str(e["t"]), ha="center", fontsize=7)
+        ax.text(e["issue"], y_prod + 0.35, str(e["t"]), ha="center", fontsize=7.5)
         ax.barh(y_cons, e["done"] - e["start"], left=e["start"], height=0.6, color=c)
         ax.text((e["start"] + e["done"]) / 2, y_cons, str(e["t"]), ha="center", va="center",
-                fontsize=7, color="white")
+                fontsize=8, color="white")
         if e["waited"]:
             prev = tl[e["t"] - stages]
             ax.annotate("", xy=(e["issue"], y_prod - 0.15), xytext=(prev["done"], y_cons + 0.3),
                         arrowprops={"arrowstyle": "->", "color": "0.5", "lw": 0.7})
             ax.text(prev["done"] - 0.05, y - 0.3, f"empty[{e['stage']}] phase {prev['phase']}",
-                    fontsize=6.5, color="0.3", va="top", ha="right")
+                    fontsize=7.5, color="0.3", va="top", ha="right")
     ax.set_yticks([y_prod] + [stages - s for s in range(stages)] + [y_cons],
                   ["producer:\nissues copy"] + [f"stage {s}" for s in range(stages)]
-                  + ["consumers:\nwgmma"], fontsize=8)
+                  + ["consumers:\nwgmma"], fontsize=9)
     ax.set_xlabel(f"time (model: a copy takes {copy:g} units, the wgmma of a tile "
                   f"{compute:g}; a picture of the mechanism, not of the measured kernel)",
-                  fontsize=8)
+                  fontsize=9)
     ax.set_xlim(0, tl[-1]["done"] + 0.5)
     ax.set_ylim(-0.6, stages + 1.9)
     fed = tensor_cores_fed(tl)
