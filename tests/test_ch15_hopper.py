@@ -156,7 +156,7 @@ def test_the_occupancy_table_sets_the_recorded_rates_beside_blocks_per_sm():
     tma = [r for r in t if r["kernel"] == "wgmma_tma"]
     assert [r["TFLOP/s"] for r in tma] == sorted((r["TFLOP/s"] for r in tma), reverse=True)
     assert all(r["cuBLAS FP16 beside it"] > 0 for r in t)
-    assert t[-1]["kernel"] == "wgmma_ws" and t[-1]["wgmma"] == "m64n256k16"
+    assert t[-1]["kernel"] == "wgmma_ws" and t[-1]["tile of C"] == "128 x 256"
     assert "warps per SM" in str(ch15.occupancy_summary())
 
 
@@ -339,3 +339,25 @@ def test_the_one_run_verdicts_compare_the_stages_of_both_kernels():
     text = str(ch15.orders_verdicts())
     assert "One role, 3 stages against 4" in text
     assert "Warp-specialised, 3 stages against 4 (row order)" in text
+
+
+def test_gpus_compared_names_both_gpus_and_their_dram_bandwidth():
+    from types import SimpleNamespace
+    h100 = SimpleNamespace(device={"name": "H100", "memory_clock_mhz": 2619.0,
+                                   "memory_bus_bits": 5120, "l2_bytes": 50 * 2 ** 20,
+                                   "sm_count": 132})
+    h200 = SimpleNamespace(device={"name": "H200", "memory_clock_mhz": 3201.0,
+                                   "memory_bus_bits": 6016, "l2_bytes": 60 * 2 ** 20,
+                                   "sm_count": 132})
+    s = str(ch15.gpus_compared(rec=h200, prof=h100))
+    assert "H100: DRAM 3,352 GB/s, L2 50 MiB" in s and "H200: DRAM 4,814 GB/s (1.44 times" in s
+    assert "one GPU" in str(ch15.gpus_compared(rec=h100, prof=h100))
+
+
+def test_block_order_draws_only_the_rows_the_first_wave_reaches():
+    import matplotlib
+    matplotlib.use("Agg")
+    axes = ch15.plot_block_order()
+    deepest = 1 + max(y for g in (1, 16) for _, y in ch15.wave_footprint(8192, g)["tiles"])
+    assert all(ax.get_images()[0].get_array().shape[0] == deepest for ax in axes)
+    assert deepest < 8192 // 128

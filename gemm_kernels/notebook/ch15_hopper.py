@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from gemm_kernels.core import analysis, compiler
+from gemm_kernels.core import analysis, compiler, device
 from gemm_kernels.core.kernels import WGMMA_BK, WGMMA_BN, get
 from gemm_kernels.core.table import Table
 from gemm_kernels.measure import records, studies, timing
@@ -248,26 +248,26 @@ def plot_ring(stages: int | None = None, tiles: int = 11, copy: float = 5.0,
         ax.barh(y, e["full"] - e["issue"], left=e["issue"], height=0.5, color=c, alpha=0.3,
                 edgecolor=c)
         ax.barh(y, e["done"] - e["full"], left=e["full"], height=0.5, color=c, alpha=0.85)
-        ax.text(e["issue"] + 0.1, y, f"tile {e['t']}: copy", va="center", fontsize=7)
+        ax.text(e["issue"] + 0.1, y, f"tile {e['t']}: copy", va="center", fontsize=8.5)
         ax.text(e["full"] + 0.05, y + 0.3, f"full[{e['stage']}] phase {e['phase']}",
-                fontsize=6.5, va="bottom")
+                fontsize=7.5, va="bottom")
         ax.plot([e["issue"]], [y_prod], marker="v", color=c, ms=9)
-        ax.text(e["issue"], y_prod + 0.35, str(e["t"]), ha="center", fontsize=7)
+        ax.text(e["issue"], y_prod + 0.35, str(e["t"]), ha="center", fontsize=7.5)
         ax.barh(y_cons, e["done"] - e["start"], left=e["start"], height=0.6, color=c)
         ax.text((e["start"] + e["done"]) / 2, y_cons, str(e["t"]), ha="center", va="center",
-                fontsize=7, color="white")
+                fontsize=8, color="white")
         if e["waited"]:
             prev = tl[e["t"] - stages]
             ax.annotate("", xy=(e["issue"], y_prod - 0.15), xytext=(prev["done"], y_cons + 0.3),
                         arrowprops={"arrowstyle": "->", "color": "0.5", "lw": 0.7})
             ax.text(prev["done"] - 0.05, y - 0.3, f"empty[{e['stage']}] phase {prev['phase']}",
-                    fontsize=6.5, color="0.3", va="top", ha="right")
+                    fontsize=7.5, color="0.3", va="top", ha="right")
     ax.set_yticks([y_prod] + [stages - s for s in range(stages)] + [y_cons],
                   ["producer:\nissues copy"] + [f"stage {s}" for s in range(stages)]
-                  + ["consumers:\nwgmma"], fontsize=8)
+                  + ["consumers:\nwgmma"], fontsize=9)
     ax.set_xlabel(f"time (model: a copy takes {copy:g} units, the wgmma of a tile "
                   f"{compute:g}; a picture of the mechanism, not of the measured kernel)",
-                  fontsize=8)
+                  fontsize=9)
     ax.set_xlim(0, tl[-1]["done"] + 0.5)
     ax.set_ylim(-0.6, stages + 1.9)
     fed = tensor_cores_fed(tl)
@@ -648,6 +648,26 @@ def study_summary(rec=None) -> Text:
                                  f"{one[TIME] / 1e6:.2f} ms." if one else ""))
 
 
+def gpus_compared(rec=None, prof=None) -> Text:
+    """The two GPUs behind Appendix A's reading, side by side: the one its profile ran on
+    (`order_recording()`) and the one the chapter was timed on (`recording()`), by what
+    decides how DRAM-bound a GEMM whose blocks reread B is: the DRAM bandwidth (from the
+    recorded memory clock and bus width) and the L2, with the SMs they feed."""
+    rec, prof = rec or recording(), prof or order_recording()
+    if rec is None or prof is None:
+        return Text("The profile and the timed runs are not both recorded here.")
+
+    def said(r, than=""):
+        d = r.device
+        return (f"{d['name']}: DRAM {device.peak_bandwidth_gbps(d):,.0f} GB/s{than}, "
+                f"L2 {d['l2_bytes'] / 2 ** 20:.0f} MiB, {d['sm_count']} SMs")
+    if prof.device["name"] == rec.device["name"]:
+        return Text(f"The profile and the timed runs come from one GPU, {said(rec)}.")
+    ratio = device.peak_bandwidth_gbps(rec.device) / device.peak_bandwidth_gbps(prof.device)
+    return Text(f"Profiled (the table above): {said(prof)}. Timed (sections 5 and 6): "
+                f"{said(rec, f' ({ratio:.2f} times the profiled GPU)')}.")
+
+
 def roles_busy(n: int = 4096, rec=None) -> Text:
     """What splitting the roles changed under the profiler at n³: the tensor pipe's busy
     share in the one-role kernel and in the warp-specialised one (row order), from the
@@ -707,16 +727,21 @@ def footprint_table(n: int = 8192, groups=(1, 8, 16), rec=None) -> Table:
 
 def plot_block_order(n: int = 8192, groups=(1, 16), rec=None, axes=None):
     """The tiles of C computed by the first wave of blocks (one per SM), coloured by
-    launch order, in row order and in groups of rows."""
+    launch order, in row order and in groups of rows. Only the tile rows some first wave
+    reaches are drawn: the rest of C would be empty space."""
     import matplotlib.pyplot as plt
     import numpy as np
+    waves = [(g, wave_footprint(n, g, rec=rec)) for g in groups]
+    rows = 1 + max(y for _, f in waves for _, y in f["tiles"])
+    bm, bn = tile_shape(WS)
     if axes is None:
-        _, axes = plt.subplots(1, len(groups), figsize=(6 * len(groups), 6))
-    for ax, g in zip(axes, groups):
-        f = wave_footprint(n, g, rec=rec)
+        gx = waves[0][1]["grid"][0]
+        height = 1.3 + 6 * rows * bm / (gx * bn)
+        _, axes = plt.subplots(1, len(groups), figsize=(6 * len(groups), height),
+                               layout="constrained")
+    for ax, (g, f) in zip(axes, waves):
         gx, gy = f["grid"]
-        bm, bn = tile_shape(WS)
-        img = np.full((gy, gx), np.nan)
+        img = np.full((rows, gx), np.nan)
         for pid, (x, y) in enumerate(f["tiles"]):
             img[y, x] = pid
         ax.imshow(img, cmap="viridis", aspect=bm / bn, interpolation="nearest")
@@ -724,10 +749,9 @@ def plot_block_order(n: int = 8192, groups=(1, 16), rec=None, axes=None):
                      f"columns,\nA {f['A bytes'] / 1e6:.0f} MB + B {f['B bytes'] / 1e6:.0f} MB "
                      f"read", fontsize=9)
         ax.set_xlabel(f"tile column (256 wide), {gx} in all", fontsize=8)
-        ax.set_ylabel(f"tile row (128 tall), {gy} in all", fontsize=8)
-    axes[0].figure.suptitle(f"{n:,}³: the first {len(f['tiles'])} blocks (colour: launch "
-                            f"order)", fontsize=10)
-    plt.tight_layout()
+        ax.set_ylabel(f"tile row (128 tall):\nthe first {rows} of {gy}", fontsize=8)
+    axes[0].figure.suptitle(f"{n:,}³: the first {len(waves[0][1]['tiles'])} blocks (colour: "
+                            f"launch order)", fontsize=10)
     return axes
 
 
@@ -934,10 +958,10 @@ TMA_CONFIGS = tuple({"BM": bm, "STAGES": st} for bm in (128, 64) for st in (4, 3
 
 def occupancy_table(n: int = 2048, rec=None) -> Table:
     """Every recorded configuration of the one-role kernel at n³, and the warp-specialised
-    default, with what differs between them: the tile of C, the wgmma shape, the shared
-    memory of a block and so the blocks (and warps) that fit on one SM (computed here,
-    for sm_90, by `analysis.kernel_occupancy`), beside the rate and the cuBLAS FP16 rate
-    timed beside it."""
+    default, with what differs between them: the tile of C (its width is the wgmma's N),
+    the roles, and the blocks (and warps) that fit on one SM with what limits them
+    (computed here, for sm_90, by `analysis.kernel_occupancy`), beside the rate and the
+    cuBLAS FP16 rate timed beside it."""
     rec = rec or recording()
     rows = []
     for kernel, params in [(TMA, c) for c in TMA_CONFIGS] + [(WS, {})]:
@@ -951,10 +975,9 @@ def occupancy_table(n: int = 2048, rec=None) -> Table:
         config = ", ".join(f"{k} {v}" for k, v in full.items())
         rows.append({"kernel": kernel, "configuration": config + (
                          " (default)" if full == get(kernel).resolve({}) else ""),
-                     "tile of C": f"{bm} x {bn}", "wgmma": f"m64n{bn}k16",
+                     "tile of C": f"{bm} x {bn}",
                      "warpgroups": ("1 producer + 2 consumers" if kernel == WS else
                                     f"{n_wg}, one role"),
-                     "shared memory per block (KiB)": occ.smem_per_block / 1024,
                      "blocks per SM (limited by)": f"{occ.blocks_per_sm} ({occ.limiter})",
                      "warps per SM": occ.warps_per_sm,
                      "TFLOP/s": r["gflops"]["median"] / 1e3,
