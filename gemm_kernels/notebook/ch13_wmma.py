@@ -770,9 +770,7 @@ def profile_summary(rec=None) -> Text:
         f"* With padded rows the wait drops to {padded[short_wait]:.1f} cycles and the tensor "
         f"pipe is busy {_pct(padded[busy])} of the time. The largest stalls left are small: "
         + " and ".join(f"'{k}' ({v:.1f} cycles per instruction)" for v, k in rest)
-        + ". What the epilogue (through a scratch tile in shared memory, section 6) costs "
-        "is not measured here. A deeper pipeline and larger warp tiles are the usual next "
-        "steps (chapter 14).")
+        + ". A deeper pipeline and larger warp tiles are the usual next steps (chapter 14).")
 
 
 # The dense FP16 (FP32 accumulate) tensor-core rate of one SM per clock, in FLOP, from
