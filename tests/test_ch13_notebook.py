@@ -165,4 +165,16 @@ def test_the_ladder_summary_names_the_largest_size_and_the_epilogue_is_not_asser
     if "not all in the recording" in text:
         pytest.skip("no recording")
     assert "At 8192³ it runs at" in text
-    assert "is not measured here" in str(ch13.profile_summary())
+    assert "epilogue" not in str(ch13.profile_summary())
+
+
+def test_global_bytes_per_hmma_counted_from_the_tiles():
+    naive, tiled = ch13.global_bytes_per_hmma()
+    assert naive["bytes per HMMA"] == 512                     # 2 fragments of 512 B, 2 HMMA
+    assert tiled["bytes per HMMA"] == 64 and tiled["x fewer"] == "8x"   # 128 x 128 x 32
+    assert ch13.global_bytes_per_hmma({"BM": 64})[1]["bytes per HMMA"] == 96
+
+
+def test_the_naive_kernel_is_set_against_the_fp32_capstone_and_the_tiled_one():
+    assert "capstone of chapter 09" in str(ch13.naive_against_capstone())
+    assert "the naive kernel's rate" in str(ch13.tiled_against_naive())

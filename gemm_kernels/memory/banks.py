@@ -353,8 +353,8 @@ def plot_banks(analysis: Analysis, ax=None, title: str | None = None,
     reads a word from that bank, coloured by phase and labelled with the word's row
     (word // 32), one box and label per run of neighbouring banks a lane reads in the
     same row. Banks serving more than one distinct word in a phase are outlined in
-    black. Labels too small to read at the axes' size are left out, and the x label
-    says so. `row_of` (word index -> label number) and `row_name` (what the x label
+    black. Labels too small to read at the axes' size are left out (the x label then
+    names only the bank). `row_of` (word index -> label number) and `row_name` (what the x label
     calls it) label the words otherwise, e.g. by the row of a tile. Returns the
     matplotlib Axes."""
     row_of = row_of or (lambda w: w // BANKS)
@@ -406,8 +406,7 @@ def plot_banks(analysis: Analysis, ax=None, title: str | None = None,
             ax.text(-0.9, lane, "off", ha="right", va="center", fontsize=8, color="grey")
     ax.set_xticks(range(0, BANKS, 4))
     ax.set_yticks(range(0, WARP, 4))
-    ax.set_xlabel(f"bank (label: {row_name})" if readable else
-                  "bank (word rows too small to label at this size)")
+    ax.set_xlabel(f"bank (label: {row_name})" if readable else "bank")
     ax.set_ylabel("lane")
     kind = {4: "32-bit", 8: "64-bit", 16: "128-bit"}[analysis.width]
     ax.set_title(title or f"{kind} load: {analysis.wavefronts} wavefront(s), ideal "

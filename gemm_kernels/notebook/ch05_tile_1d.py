@@ -612,20 +612,22 @@ HALVES = {"one row group per half-warp": ("t % 16 + (t / 32) * 16 % BN",
 def mapping_prices(params=None, mappings=None) -> Table:
     """Each mapping (tc, tr) priced the way the exercise's check prices it: one step along
     K of the costliest warp in shared-memory wavefronts (A read as LDS.128, B as LDS),
-    the same with no bank conflict at all, and the 32-byte sectors of a store of C."""
+    that as a multiple of the first mapping's, the same with no bank conflict at all, and the 32-byte sectors of a store of C."""
     from gemm_kernels.exercises.ch05_checks import (coverage_problems, mapping_step,
                                                     mapping_table, store_sectors)
     p = _params(params)
-    rows = []
+    rows, first = [], None
     for label, (tc, tr) in (mappings or MAPPINGS).items():
         places = mapping_table(tc, tr, p)
         if isinstance(places, str) or coverage_problems(places, p):
             continue
         cost, _ = mapping_step(places, p)
         worst = max(range(len(cost)), key=lambda w: cost[w][0])
+        first = first or cost[worst][0]
         rows.append({"lanes of a warp": label, "tc": tc, "tr": tr,
                      "row groups per warp": len({r for _, r in places[:32]}),
                      "wavefronts per step": cost[worst][0],
+                     "x the first row": f"{cost[worst][0] / first:.1f}x",
                      "without conflicts": cost[worst][1],
                      "sectors per store of C": max(store_sectors(places, p))})
     return Table(rows, list(rows[0]), title="one step along K of the costliest warp, bank "
@@ -991,9 +993,16 @@ def load_wavefronts_line() -> str:
 
 
 def pair_ratios(size: int = 2048) -> str:
+    """Each pair of `warps_or_work`: the ratio of the measured rates, and beside it the
+    ratio of the two tiles' shared-memory bounds (`smem_bound`), the part of the gain
+    that fewer wavefronts per FFMA alone account for."""
     ww = warps_or_work(size)
+    tiles = [get("tile_1d").resolve(p) for p in (K4, K4_TM16, HALF_TM8)]
+    bound = [smem_bound(st["total"] / st["FFMA"])
+             for st in (step_wavefronts("tile_1d", p) for p in tiles)]
     return "\n".join(f"{ww[1]['tile']} / {ww[i]['tile']}: "
-                     f"{ww[1]['GFLOP/s'] / ww[i]['GFLOP/s']:.2f}x the rate at {size}^3"
+                     f"{ww[1]['GFLOP/s'] / ww[i]['GFLOP/s']:.2f}x the rate at {size}^3, "
+                     f"{bound[1] / bound[i]:.2f}x the shared-memory bound"
                      for i in (0, 2) if ww[i]["GFLOP/s"] and ww[1]["GFLOP/s"])
 
 

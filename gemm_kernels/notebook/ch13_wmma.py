@@ -420,6 +420,49 @@ def rates_table(kernels=(NAIVE, TILED), rec=None) -> Table:
                  title=f"Each row's cuBLAS timed beside it ({_label(rec)}); " + ", ".join(said))
 
 
+def naive_against_capstone(n: int = 4096, rec=None) -> Text:
+    """The naive WMMA kernel at n³ against chapter 09's FP32 capstone (FFMA only), from
+    the same recording: tensor cores fed without reuse against a good FFMA kernel."""
+    naive, cap = _row(NAIVE, n, rec=rec), _row("capstone", n, rec=rec)
+    if not (naive and cap):
+        return Text(f"The rows at {n}³ are not all in the recording.")
+    return Text(f"At {n}³ the naive WMMA kernel runs at {_tflops(naive):,.1f} TFLOP/s, "
+                f"x{_tflops(naive) / _tflops(cap):.2f} the FP32 capstone of chapter 09 "
+                f"({_tflops(cap):,.1f} TFLOP/s, FFMA only).")
+
+
+def tiled_against_naive(n: int = 4096, rec=None) -> Text:
+    """The tiled kernel's rate at n³ as a multiple of the naive kernel's."""
+    naive, tiled = _row(NAIVE, n, rec=rec), _row(TILED, n, rec=rec)
+    if not (naive and tiled):
+        return Text(f"The rows at {n}³ are not all in the recording.")
+    return Text(f"At {n}³ the tiled kernel runs at x{_tflops(tiled) / _tflops(naive):.1f} "
+                f"the naive kernel's rate.")
+
+
+def global_bytes_per_hmma(params: dict | None = None) -> Table:
+    """Bytes of A and B a kernel asks of global memory per HMMA (one 16 x 8 x 16
+    tensor-core step), counted from the tiles: the naive kernel's warp loads a 16 x 16
+    fragment of A and of B (FP16) per 16-deep step for two HMMA; the tiled kernel's block
+    loads a BM x BK tile of A and a BK x BN tile of B per step for BM*BN*BK / (16*8*16)
+    HMMA. Requests to the memory system (L2 or DRAM), not DRAM traffic."""
+    p = get(TILED).resolve(params)
+    frags = 2 * 16 * 16 * 2                       # a fragment of A and of B, 2 bytes a half
+    naive = frags / 2
+    tile = (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * 2
+    hmma = p["BM"] * p["BN"] * p["BK"] // (16 * 8 * 16)
+    rows = [{"kernel": NAIVE, "loaded per step": "one 16 x 16 fragment of A and of B per warp",
+             "bytes per step": frags, "HMMA per step": 2, "bytes per HMMA": naive},
+            {"kernel": TILED, "loaded per step": f"a {p['BM']} x {p['BK']} tile of A and a "
+                                                 f"{p['BK']} x {p['BN']} tile of B per block",
+             "bytes per step": tile, "HMMA per step": hmma, "bytes per HMMA": tile / hmma}]
+    rows[1]["x fewer"] = f"{naive / (tile / hmma):.0f}x"
+    rows[0]["x fewer"] = "1x"
+    return Table(rows, list(rows[0]), title="global loads of A and B (FP16) per HMMA, "
+                 f"counted from the tiles ({TILED}: BM = {p['BM']}, BN = {p['BN']}, "
+                 f"BK = {p['BK']})")
+
+
 LADDER = (("cublas_hgemm", "cuBLAS FP16 (tensor cores)", "k", "-"),
           (TILED, "13 wmma_tiled", "tab:blue", "-"),
           (NAIVE, "13 wmma_naive", "tab:cyan", "-"),
@@ -727,9 +770,7 @@ def profile_summary(rec=None) -> Text:
         f"* With padded rows the wait drops to {padded[short_wait]:.1f} cycles and the tensor "
         f"pipe is busy {_pct(padded[busy])} of the time. The largest stalls left are small: "
         + " and ".join(f"'{k}' ({v:.1f} cycles per instruction)" for v, k in rest)
-        + ". What the epilogue (through a scratch tile in shared memory, section 6) costs "
-        "is not measured here. A deeper pipeline and larger warp tiles are the usual next "
-        "steps (chapter 14).")
+        + ". A deeper pipeline and larger warp tiles are the usual next steps (chapter 14).")
 
 
 # The dense FP16 (FP32 accumulate) tensor-core rate of one SM per clock, in FLOP, from
