@@ -478,8 +478,9 @@ def merge_scope_line(blocks=(8, 16, 32)) -> str:
                if i.width == 16)
     same = ch03_04_tiles.scope_independent(configs)
     extra = [c for c in configs if c not in ALL]
-    which = (f"{len(configs)} configurations (the {len(configs) - len(extra)} of the chapter's "
-             f"tables, and chapter 03's kernel at BLOCK = "
+    # chapter 03's two rows (edges checked on every tile or not) share one layout
+    which = (f"{len(configs)} configurations (the {len(configs) - len(extra)} layouts of the "
+             f"chapter's tables, and chapter 03's kernel at BLOCK = "
              + " and ".join(str(p["BLOCK"]) for _, p in extra) + " as well)")
     if not same:
         return (f"some 128-bit loads of the {which} cost differently "
