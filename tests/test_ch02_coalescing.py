@@ -129,6 +129,27 @@ def test_alignment_table_counts_more_lines_where_rows_of_b_are_misaligned():
     assert rows[1]["sectors per step (mean of 32 steps)"] == "5.88"
 
 
+def test_alignment_table_sets_each_measured_rate_beside_its_limit(monkeypatch):
+    """With the alignment study recorded, each size's row carries the rate of the step with
+    the table's BLOCK and its share of the line limit; without it, 'not timed'."""
+    from gemm_kernels.core.kernels import KERNELS
+    from gemm_kernels.measure import records, studies
+    k = KERNELS["coalesced"]
+    rows = [{"chapter": "02", "kernel": "coalesced", "params": k.resolve(step.params),
+             "shape": list(shape), "source": k.source_hash(), "run": "r",
+             "gflops": {"median": 1000.0 * step.params["BLOCK"] + shape[0] % 2}}
+            for shape in studies.get(ch02_coalescing.ALIGNMENT).shapes
+            for step in studies.get(ch02_coalescing.ALIGNMENT).steps]
+    rec = records.Record({"name": "Test GPU"}, "2026-01-01T00:00:00Z", "abc", rows)
+    monkeypatch.setattr(studies, "recording_of", lambda name, shape=None: rec)
+    aligned, misaligned = ch02_coalescing.alignment_table()
+    assert (aligned["measured (GFLOP/s)"], misaligned["measured (GFLOP/s)"]) == (32000, 32001)
+    assert misaligned["% of the limit"] == pytest.approx(
+        100 * 32001 / misaligned["one line per cycle allows (GFLOP/s)"])
+    monkeypatch.setattr(studies, "recording_of", lambda name, shape=None: None)
+    assert {r["measured (GFLOP/s)"] for r in ch02_coalescing.alignment_table()} == {"not timed"}
+
+
 def test_misaligned_lines_hides_the_answer_until_it_is_found(capsys):
     ch02_coalescing.misaligned_lines()
     assert "Pencil first" in capsys.readouterr().out

@@ -280,6 +280,14 @@ STUDY_LIST = (
               Step("BLOCK = 8", "coalesced", {"BLOCK": 8}),
               Step("BLOCK = 32", "coalesced", {"BLOCK": 32})),
           (CUBE_2048,), (*L1_STAGES, *ISSUE)),
+    # Chapter 02's alignment: the coalesced kernel where every row of B starts a 128-byte
+    # line (2048) and where it does not (2047), timed in one run: does the rate fall as
+    # the line count rises?
+    Study("ch02_alignment", "02", "The coalesced kernel with B's rows on and off 128-byte "
+          "lines", "time", (
+              Step("BLOCK = 16", "coalesced", {"BLOCK": 16}),
+              Step("BLOCK = 32", "coalesced", {"BLOCK": 32})),
+          ((2047, 2047, 2047), CUBE_2048)),
     Study("ch05_depth_stalls", "05", "The default tile at BK = 8 and BK = 16: where the warps "
           "wait", "ncu", (
               Step("BK = 8", "tile_1d", {"BM": 64, "BN": 64, "BK": 8, "TM": 16}),

@@ -9,6 +9,7 @@ from the recording (or from the device's properties) through these functions.
 from __future__ import annotations
 
 from gemm_kernels.core import device
+from gemm_kernels.measure import studies
 from gemm_kernels.core.kernels import get as get_kernel
 from gemm_kernels.memory import ch01_02_sectors as model
 from gemm_kernels.notebook.display import Text
@@ -200,20 +201,41 @@ def alignment_table(config=("coalesced", {"BLOCK": 32}),
                     sizes=(2048, MISALIGNED_N)) -> "Table":
     """One configuration at square sizes whose rows of B are (2048) and are not (2047) a
     whole number of 128-byte lines: the sectors and lines of a warp's two loads per step,
-    as the mean over 32 steps k, and the limit one line per SM and cycle gives."""
+    as the mean over 32 steps k, the limit one line per SM and cycle gives, and the rate
+    measured at both sizes in one run (the `ch02_alignment` study), where it was."""
     from gemm_kernels.core.table import Table
     kernel, params = config
+    rec = studies.recording_of(ALIGNMENT)
     rows = []
     for n in sizes:
         lim = model.line_limit(kernel, params, shape=(n, n, n), steps=MISALIGNED_STEPS)
         starts = ("always at a line's start" if n % 32 == 0 else
                   f"(k x {n % 32}) mod 32 floats into a line")
+        measured = _alignment_rate(params, n, rec)
         rows.append({"M = N = K": n, "row k of B starts": starts,
                      "sectors per step (mean of 32 steps)": _mean(lim["sectors"]),
                      "lines per step (mean of 32 steps)": _mean(lim["lines"]),
-                     "one line per cycle allows (GFLOP/s)": lim["GFLOP/s"]})
+                     "one line per cycle allows (GFLOP/s)": lim["GFLOP/s"],
+                     "measured (GFLOP/s)": measured if measured is not None else "not timed",
+                     "% of the limit": (100 * measured / lim["GFLOP/s"]
+                                        if measured is not None else None)})
+    where = f"timed in one run, {rec.label}" if rec else "not timed"
     return Table(rows, list(rows[0]), title=f"{model.label(kernel, params)}: one warp, "
-                 "sectors and lines per step with B's rows aligned to lines and not")
+                 f"sectors and lines per step with B's rows aligned to lines and not; "
+                 f"rates {where}")
+
+
+ALIGNMENT = "ch02_alignment"
+
+
+def _alignment_rate(params: dict, n: int, rec) -> float | None:
+    """The median rate of the alignment study's step with these parameters at n^3."""
+    if rec is None or (n, n, n) not in studies.get(ALIGNMENT).shapes:
+        return None
+    for step, row in studies.results(ALIGNMENT, (n, n, n), rec):
+        if step.params.get("BLOCK") == params.get("BLOCK") and row:
+            return row["gflops"]["median"]
+    return None
 
 
 def misaligned_lines(lines=None, limit=None) -> None:
