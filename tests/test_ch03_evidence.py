@@ -129,6 +129,8 @@ def test_chapter_02_against_this_kernel_splits_the_same_way():
         pytest.skip("ch02_caches or ch03_caches not in the recording")
     inst, cpi, product, measured = (float(x) for x in re.findall(r"([\d.]+)x", out))
     assert inst > 1 > cpi and product == pytest.approx(measured, rel=0.03)
+    # the profiler's times, not the timed runs': the line says so
+    assert "under the profiler, clocks fixed" in out
 
 
 def test_the_bound_of_a_half_empty_warp_counts_only_its_lanes():
@@ -171,6 +173,8 @@ def test_the_rates_figure_draws_no_cublas_line_and_no_size_missing_a_kernel():
     assert not any("not recorded" in t.get_text() for t in left.texts)
     xs = {tuple(line.get_xdata()) for line in left.get_lines() if not line.get_label().startswith("_")}
     assert len(xs) == 1
+    # two rates within a factor of two: a linear GFLOP/s axis from zero
+    assert left.get_yscale() == "linear" and left.get_ylim()[0] == 0
 
 
 def test_the_traffic_rows_carry_the_l2_columns_where_recorded():

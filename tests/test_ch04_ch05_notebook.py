@@ -16,11 +16,21 @@ def test_layout_names_are_the_kernels_values():
     recorded measurements, each with the tiles it stands for (the name alone says little:
     `conflict`, padded, is the fastest layout)."""
     assert ch04_banks.layout_name({"BLOCK": 32, "LAYOUT": "conflict", "PAD": 2}) == \
-        "conflict (sA[m][k], sB[n][k]), PAD=2"
+        "conflict (sA[m][k], sB[n][k]), PAD=2, reads conflict-free"
+    assert ch04_banks.layout_name({"BLOCK": 32, "LAYOUT": "conflict", "PAD": 0}) == \
+        "conflict (sA[m][k], sB[n][k]), PAD=0"
     assert ch04_banks.layout_name({"BLOCK": 32, "LAYOUT": "transposed", "PAD": 0}) == \
         "transposed (sA[k][m], sB[k][n]), PAD=0"
     assert ch04_banks.layout_name({"BLOCK": 32, "EDGES": "always"}) == \
         "chapter 03 (sA[m][k], sB[k][n]), every tile checked"
+
+
+def test_a_label_says_reads_conflict_free_exactly_where_the_model_finds_none():
+    for name, p in ch03_04_tiles.variants():
+        reads = [r for r in ch03_04_tiles.per_instruction(name, p) if r["op"] == "ld"]
+        free = all(r["conflicts"] == 0 for r in reads)
+        says = ch03_04_tiles.label(name, p).endswith("reads conflict-free")
+        assert says == (free and p["LAYOUT"] == "conflict"), (p, free)
 
 
 def test_the_lower_bound_at_one_output_per_thread_is_chapter_03s_cost():
@@ -89,8 +99,9 @@ def test_main_table_has_chapter_03_both_loops_and_six_layouts():
     names = [r["layout"] for r in t]
     assert names[0].endswith("every tile checked") and names[1].endswith("interior loop")
     assert [n.split(" (")[0] + n.split(")")[-1] for n in names[2:]] == [
-        "conflict, PAD=0", "conflict, PAD=1", "conflict, PAD=2",
-        "conflict, PAD=4", "transposed, PAD=0", "transposed, PAD=1"]
+        "conflict, PAD=0", "conflict, PAD=1, reads conflict-free",
+        "conflict, PAD=2, reads conflict-free", "conflict, PAD=4, reads conflict-free",
+        "transposed, PAD=0", "transposed, PAD=1"]
     assert "BLOCK" not in t.columns and "BLOCK" in ch04_banks.summary(ch04_banks.ALL).columns
 
 

@@ -344,11 +344,15 @@ TILES = {"conflict": "sA[m][k], sB[n][k]", "transposed": "sA[k][m], sB[k][n]",
 
 
 def label(kernel, p) -> str:
-    """'conflict (sA[m][k], sB[n][k]), PAD=2' for a bank_layout variant; for chapter 03's
-    kernel its tiles and which loop it runs: 'every tile checked' (EDGES='always', as
-    every bank_layout variant) or its check-free 'interior loop'."""
+    """'conflict (sA[m][k], sB[n][k]), PAD=2, reads conflict-free' for a bank_layout
+    variant: the layout named `conflict` has its column conflicts only unpadded, and the
+    label says so where padding removed them (the bank model prices every read of every
+    padded `conflict` variant at its ideal). For chapter 03's kernel its tiles and which
+    loop it runs: 'every tile checked' (EDGES='always', as every bank_layout variant) or
+    its check-free 'interior loop'."""
     if "LAYOUT" in p:
-        return f"{p['LAYOUT']} ({TILES[p['LAYOUT']]}), PAD={p['PAD']}"
+        padded = ", reads conflict-free" if p["LAYOUT"] == "conflict" and p["PAD"] else ""
+        return f"{p['LAYOUT']} ({TILES[p['LAYOUT']]}), PAD={p['PAD']}{padded}"
     loop = "every tile checked" if p.get("EDGES", "auto") == "always" else "interior loop"
     return f"chapter 03 ({TILES['smem_tiled']}), {loop}"
 
