@@ -171,11 +171,29 @@ def test_the_dgemm_stalls_are_per_warp_dfma():
         assert 0 < r["shared pipe, % of peak"] <= 100 and r["instructions per warp DFMA"] > 1
         assert 0 < r["of them shared loads"] < r["LSU instructions per warp DFMA"] < \
             r["instructions per warp DFMA"]
-        assert 0 < r["warps resident, % of slots"] <= 100
         assert all(r[c] >= 0 for c in ("long scoreboard", "barrier", "MIO throttle",
                                        "short scoreboard"))
     assert [round(r["of them shared loads"], 2) for r in t] == [1.5] * 3
     assert t[0]["LSU instructions per warp DFMA"] > t[1]["LSU instructions per warp DFMA"]
+
+
+def test_the_stall_scale_is_every_warp_cycle_per_dfma_and_exceeds_the_columns():
+    t = w.dgemm_stalls()
+    if "profiled" in t[0]:
+        pytest.skip("the recording has no profile of the tiled DGEMM")
+    lines = w.stall_scale().splitlines()
+    assert len(lines) == 3
+    for r, line in zip(t, lines):
+        total = float(line.split(": ")[1].split(" warp-cycles")[0].replace(",", ""))
+        shown = sum(r[c] for c in ("long scoreboard", "barrier", "MIO throttle", "short scoreboard"))
+        assert shown < total + 0.5
+        assert f"{r['MIO throttle'] / total:.0%}" in line
+
+
+def test_the_transposed_store_picture_outlines_one_phase_in_one_bank():
+    ax = w.plot_transposed_store()
+    assert "lanes 0-15 of warp 0" in ax.get_title() and "16 wavefronts" in ax.get_title()
+    assert ax.texts[0].get_text() == "w0\nl0" and ax.texts[1].get_text() == "w0\nl16"
 
 
 @pytest.mark.skipif(__import__("shutil").which("g++") is None, reason="no C++ compiler here")

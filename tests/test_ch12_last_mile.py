@@ -558,3 +558,11 @@ def test_the_last_round_table_keeps_the_models_prediction_where_rounds_are_full(
     assert two["predicted, each round at its own q (µs)"] > two["predicted (µs)"]
     assert two["predicted (µs)"] == pytest.approx(
         c.model_terms((256, 384, 16384), 64, 128, 64, rec)["total"])
+
+
+def test_the_gemv_warp_picture_shows_512_bytes_per_step_and_five_shuffle_rounds():
+    top, bottom = c.plot_gemv_warp(warps=8)
+    assert "512 contiguous bytes" in " ".join(t.get_text() for t in top.texts)
+    rounds = [t.get_text() for t in bottom.texts if t.get_text().startswith("round")]
+    assert [r.split("d = ")[1].split("\n")[0] for r in rounds] == ["16", "8", "4", "2", "1"]
+    assert "32 partial sums" in bottom.texts[-1].get_text()

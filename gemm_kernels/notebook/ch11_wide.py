@@ -477,6 +477,43 @@ def transposed_cases(pitch: int, block: int = 16, k: int = 0) -> list[tuple[str,
              WarpInstr("ld", "read", 0, 16 if wide else 8, read))]
 
 
+def plot_transposed_store(block: int = 16, ax=None):
+    """The exercise's store B_shared[tx][ty] = b with rows of `block` doubles (no padding),
+    drawn as the tile: the cell in row tx, column ty is written by thread (tx, ty), named
+    by its warp and lane, and coloured by its 8-byte bank. Outlined: the 16 lanes of one
+    STS.64 phase (warp 0's first half-warp: ty = 0, tx = 0 to 15), which all write one
+    column, so one bank; the title gives that phase's wavefronts from the bank model."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 9), layout="constrained")
+    nbanks = 128 // 8
+    colours = plt.get_cmap("tab20")
+    for tx in range(block):
+        for ty in range(block):
+            thread = ty * block + tx
+            bank = (tx * block + ty) % nbanks
+            ax.add_patch(Rectangle((ty, tx), 1, 1, facecolor=colours(bank % 20), alpha=0.55,
+                                   edgecolor="white"))
+            ax.text(ty + 0.5, tx + 0.5, f"w{thread // WARP}\nl{thread % WARP}", ha="center",
+                    va="center", fontsize=6.5)
+    store = transposed_cases(block, block)[0][1]
+    phase = store.analysis.phases[0]
+    ax.add_patch(Rectangle((0, 0), 1, block, facecolor="none", edgecolor="crimson", lw=2.5))
+    ax.set_xlim(0, block)
+    ax.set_ylim(block, 0)
+    ax.set_xticks([c + 0.5 for c in range(block)], [str(c) for c in range(block)])
+    ax.set_yticks([r + 0.5 for r in range(block)], [str(r) for r in range(block)])
+    ax.set_xlabel(f"column of B_shared = ty (colour: its 8-byte bank; rows of {block} doubles "
+                  f"are 128 bytes, so the bank is the column)")
+    ax.set_ylabel("row of B_shared = tx")
+    ax.set_title(f"STS.64 B_shared[tx][ty], rows of {block}: cell = the thread that writes it "
+                 f"(w: warp, l: lane).\nOutlined: one store phase, lanes {min(phase.lanes)}-"
+                 f"{max(phase.lanes)} of warp 0 (ty = 0): one column, one bank, "
+                 f"{phase.wavefronts} wavefronts", fontsize=10)
+    return ax
+
+
 DECLARATION = "__shared__ double B_shared[BLOCK][BLOCK + 1];"
 STORE = "B_shared[threadIdx.x][threadIdx.y] = b;"
 READ = "B_shared[threadIdx.x][k];"
@@ -765,28 +802,30 @@ _STALL_REASONS = (("long_scoreboard", "long scoreboard"), ("barrier", "barrier")
                   ("mio_throttle", "MIO throttle"), ("short_scoreboard", "short scoreboard"))
 
 
+def _per_warp_dfma(row) -> tuple[dict, float, float]:
+    """A profiled row's metrics, its warp DFMA and its instructions issued per warp DFMA."""
+    import math
+    dfma = math.prod(row["shape"]) / WARP
+    return row["metrics"], dfma, row["metrics"]["smsp__inst_executed.sum"] / dfma
+
+
 def dgemm_stalls(study: str = DGEMM_STALLS) -> Table:
     """The tiled DGEMM at each BLOCK as Nsight Compute profiled it: how busy the
-    shared-memory pipe and the schedulers were, how full the SMs were with warps, and, per
-    warp DFMA (the same number of DFMA at every BLOCK), the instructions issued, those of
-    the load/store pipe (shared and global loads and stores, which queue for the MIO) and
-    the shared loads among them, and the cycles warps spent stalled for each main reason
-    (the per-issue stall ratio x the instructions issued / the warp DFMA)."""
-    import math
+    shared-memory pipe was and, per warp DFMA (the same number of DFMA at every BLOCK),
+    the instructions issued, those of the load/store pipe (shared and global loads and
+    stores, which queue for the MIO) and the shared loads among them, and the cycles warps
+    spent stalled for each main reason (the per-issue stall ratio x the instructions
+    issued / the warp DFMA)."""
     from gemm_kernels.measure import records, studies
     rows = []
     for step, row in studies.results(study):
         if row is None:
             rows.append({"BLOCK": step.params.get("BLOCK"), "profiled": "not recorded"})
             continue
-        m = row["metrics"]
-        dfma = math.prod(row["shape"]) / WARP
-        per = m["smsp__inst_executed.sum"] / dfma
+        m, dfma, per = _per_warp_dfma(row)
         out = {"BLOCK": step.params["BLOCK"],
                "shared pipe, % of peak": m["l1tex__data_pipe_lsu_wavefronts_mem_shared"
                                            ".avg.pct_of_peak_sustained_elapsed"],
-               "issue slots busy, %": m["smsp__issue_active.avg.pct_of_peak_sustained_active"],
-               "warps resident, % of slots": m["sm__warps_active.avg.pct_of_peak_sustained_active"],
                "instructions per warp DFMA": per,
                "LSU instructions per warp DFMA": m["smsp__inst_executed_pipe_lsu.sum"] / dfma,
                "of them shared loads": m["smsp__inst_executed_op_shared_ld.sum"] / dfma}
@@ -795,9 +834,26 @@ def dgemm_stalls(study: str = DGEMM_STALLS) -> Table:
             out[label] = ratio * per
         rows.append(out)
     return Table(rows, list(rows[0]), title=f"dgemm_tiled at {studies.get(study).shapes[0][0]}^3, "
-                 "Nsight Compute at its own clock; the last four columns: cycles warps spent "
-                 "stalled for that reason, summed over warps, per warp DFMA; "
-                 f"{records.recording_label()}")
+                 "Nsight Compute; the last four columns: cycles warps spent stalled for that "
+                 f"reason, summed over warps, per warp DFMA; {records.recording_label()}")
+
+
+def stall_scale(study: str = DGEMM_STALLS) -> str:
+    """What the stall columns are a share of: per BLOCK, every cycle of every resident warp
+    (each stall reason and the cycles it issued, the per-issue ratios of all reasons summed)
+    per warp DFMA, and the share of it the MIO throttle takes."""
+    from gemm_kernels.measure import studies
+    lines = []
+    for step, row in studies.results(study):
+        if row is None:
+            continue
+        m, _, per = _per_warp_dfma(row)
+        prefix = "smsp__average_warps_issue_stalled_"
+        total = per * sum(v for k, v in m.items() if k.startswith(prefix))
+        mio = per * m[f"{prefix}mio_throttle_per_issue_active.ratio"]
+        lines.append(f"BLOCK = {step.params['BLOCK']}: {total:,.0f} warp-cycles per warp DFMA in "
+                     f"all; MIO throttle {mio / total:.0%} of them")
+    return "\n".join(lines) if lines else "The recording has no profile of the tiled DGEMM."
 
 
 def part2_facts(block: int = 16, pitches=range(16, 33, 2)) -> dict:

@@ -730,6 +730,75 @@ def split_k_edits() -> Text:
     return Text("\n".join(l for l in lines if l.strip() not in ("+", "-")))
 
 
+# ------------------------------------------------------------------ the matrix-vector warp
+
+LANES = 32
+
+def plot_gemv_warp(warps: int = 8, rows: int = 3, ax=None):
+    """Top: the M == 1 path's block strip of 128 columns of B (32 lanes x a float4). At each
+    step one warp reads one row of the strip, lane l the 16 bytes at column 4l, 512
+    contiguous bytes in all; warp w takes rows w, w + WARPS, ... Bottom: 32 lanes adding
+    their partial sums with `__shfl_xor_sync` in 5 rounds, d = 16, 8, 4, 2, 1: in each
+    round lane l adds the value of lane l ^ d, so every lane ends with the whole sum."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    if ax is None:
+        fig, (top, bottom) = plt.subplots(2, 1, figsize=(12, 8.6), layout="constrained",
+                                          gridspec_kw={"height_ratios": [1, 1.55]})
+    else:
+        top, bottom = ax
+    # the strip: rows k of B, warps by colour, the lanes' float4 cells in warp 0's rows
+    shown = [w + r * warps for r in range(rows) for w in (0, 1)]
+    warp_colour = {0: plt.cm.tab10(0), 1: plt.cm.tab10(1)}
+    for y, k in enumerate(sorted(shown)):
+        w = k % warps
+        for lane in range(LANES):
+            top.add_patch(Rectangle((4 * lane, y), 4, 0.8, facecolor=warp_colour[w],
+                                    alpha=0.35 + 0.5 * (lane % 2), edgecolor="white", lw=0.5))
+            if y == 0:
+                top.text(4 * lane + 2, y + 0.4, str(lane), ha="center", va="center", fontsize=7)
+        top.text(-1, y + 0.4, f"k = {k} (warp {w})", ha="right", va="center", fontsize=8)
+    top.annotate("", xy=(128, -0.35), xytext=(0, -0.35),
+                 arrowprops={"arrowstyle": "<->"})
+    top.text(64, -0.55, "one step of one warp: 32 lanes x one float4 (16 bytes) = 512 "
+             "contiguous bytes of one row", ha="center", va="bottom", fontsize=9)
+    top.set_xlim(-16, 130)
+    top.set_ylim(len(shown) + 0.2, -1.6)
+    top.set_xticks(range(0, 129, 16))
+    top.set_xlabel("column of the block's 128-column strip of B (lane l reads columns 4l to 4l + 3; "
+                   "the number is the lane)")
+    top.set_yticks([])
+    for side in ("top", "right", "left"):
+        top.spines[side].set_visible(False)
+    top.set_title(f"M == 1: a block of {warps} warps reads its strip row by row: warp w takes rows "
+                  f"k = w, w + {warps}, w + {2 * warps}, ... (warps 0 and 1 shown)", fontsize=10)
+    # the shuffle tree: lane positions across, rounds down; a line from each lane to the
+    # lane whose value it adds
+    rounds = [16, 8, 4, 2, 1]
+    for r, d in enumerate(rounds):
+        colour = plt.cm.tab10(r + 2)
+        for lane in range(LANES):
+            bottom.plot([lane, lane], [r, r + 1], color="0.8", lw=0.6)     # its own value
+            bottom.plot([lane ^ d, lane], [r, r + 1], color=colour, lw=0.8, alpha=0.8)
+        bottom.text(LANES + 0.3, r + 0.5, f"round {r + 1}: d = {d}\nlane l adds lane l ^ {d}",
+                    va="center", fontsize=8, color=colour)
+    for r in range(len(rounds) + 1):
+        held = 2 ** r
+        bottom.scatter(range(LANES), [r] * LANES, s=22, zorder=3, color="0.2")
+        bottom.text(-0.8, r, f"{held} partial sum{'s' if held > 1 else ''}\nper lane",
+                    ha="right", va="center", fontsize=8)
+    bottom.set_xlim(-4.5, LANES + 4.5)
+    bottom.set_ylim(len(rounds) + 0.4, -0.4)
+    bottom.set_xticks(range(0, LANES, 4))
+    bottom.set_xlabel("lane")
+    bottom.set_yticks([])
+    for side in ("top", "right", "left"):
+        bottom.spines[side].set_visible(False)
+    bottom.set_title("A warp's 32 partial sums without shared memory: __shfl_xor_sync(0xffffffff, "
+                     "v, d) in 5 rounds", fontsize=10)
+    return top, bottom
+
+
 def gemv_bound_gflops(shape, bandwidth_gbps: float) -> float:
     """The roofline of a matrix-vector product: its FLOPs (2 per element of the matrix)
     over the time to read the matrix and the vector and write the result at
