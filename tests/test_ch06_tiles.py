@@ -190,3 +190,17 @@ def test_the_b_load_picture_labels_words_by_their_place_in_the_b_tile():
     labels = {t.get_text() for t in ax.texts if t.get_text().isdigit()}
     assert labels == {str(2 * tc) for tc in range(16)}, labels
     assert "float4 f of Bs" in ax.get_xlabel()
+
+
+def test_the_lds128_pictures_set_the_a_broadcast_beside_the_conflicting_b_load():
+    """At K5 the A load is a broadcast in each half-warp (2 wavefronts, the least an
+    LDS.128 costs) and the B load conflicts 2-way (8): the titles say so."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from gemm_kernels.notebook import ch06_tiles
+    fig = ch06_tiles.lds128_pictures({"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8})
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[0] == "the A load of warp 0: 2 wavefronts"
+    assert titles[1].startswith("the B load of warp 0: 8 wavefronts")
+    plt.close(fig)

@@ -253,3 +253,13 @@ def test_the_sweep_table_is_in_tflops():
         pytest.skip("the sweep is not recorded")
     rates = [float(r["TFLOP/s"]) for r in t]
     assert rates == sorted(rates, reverse=True) and all(1 < v < 1000 for v in rates)
+
+
+def test_the_promise_table_sets_chapter_06s_kernel_with_and_without_it_beside_float4():
+    """One run: chapter 06's kernel as written (1 block per SM), promised two blocks
+    (128 registers, a little local memory), and float4; rates over the first."""
+    rows = ch07_ablation.promise_table()
+    assert [r["blocks/SM"] for r in rows] == [1, 2, 2]
+    assert rows[0]["x chapter 06"] == "1.00" and rows[1]["registers"] == 128
+    assert rows[1]["local memory (bytes)"] > 0 and rows[2]["kernel"] == "float4"
+    assert 1 < float(rows[1]["x chapter 06"]) < float(rows[2]["x chapter 06"])

@@ -340,17 +340,22 @@ def test_a_warps_pace_is_the_sum_of_its_states_and_its_warps_per_scheduler():
 
 def test_why_a_quarter_is_read_from_chapter_07s_profile(recorded_mode):
     """The chapter's quarter comes from the payoff's profile (2048^3, two blocks per SM),
-    the size the working prefetch was timed at, and says it in one sentence first."""
+    the size the working prefetch was timed at, its assumption first, each loop's
+    instruction count named."""
     text = c.why_a_quarter()
     st = next(st for s, st, _ in c._payoff_profiles(None, c.PAYOFF_STALLS,
                                                     None)[False] if s == "chapter 07's kernel")
     ls = st["long scoreboard"]
     n = c.loads("float4").instructions
-    assert text.startswith(f"In short: a global load takes about {ls * n:,.0f} cycles")
-    assert f"{ls:.2f} cycles per instruction (long scoreboard) x {n:,} instructions per " \
-           f"step = {ls * n:,.0f} cycles" in text
+    lp = c.loads(c.KERNEL)
+    assert text.startswith("The assumption: chapter 07's kernel uses each loaded value")
+    assert f"{ls:.2f} cycles of waiting for global loads" in text
+    assert f"its loop issues {n:,} instructions per step, so they wait about " \
+           f"{ls * n:,.0f} cycles per step" in text
     assert "4 warps share each of the SM's schedulers" in text
-    assert "128 of its 512 FFMAs" in text and "Nsight Compute at 2048^3" in text
+    assert f"Chapter 08's loop issues {lp.instructions:,} instructions per step, 512 of them " \
+           "FFMAs" in text
+    assert "the check asks for a quarter, 128 FFMAs" in text and "Nsight Compute at 2048^3" in text
     assert "Nsight Compute at 4096^3" in c.why_a_quarter(study="stalls")
 
 
@@ -379,6 +384,8 @@ def test_the_deep_profile_names_the_kernel_that_runs_one_block(recorded_mode):
     assert "chapter 08's kernel (1 block per SM)" in [t.get_text() for t in ax.get_yticklabels()]
     assert [t.get_text() for t in ax.texts][0] == "own occupancy"
     assert table[1]["kernel"] == "chapter 08's kernel (1 block per SM)"
+    # one block against chapter 07's two: no change in brackets
+    assert "(" not in table[1]["long scoreboard"] and "(" in table[2]["long scoreboard"]
     assert {r["setting"] for r in table} == {"own occupancy", "one block per SM"}
     plt.close("all")
 
@@ -389,7 +396,7 @@ def test_where_it_ends_shows_the_kept_kernel_beside_the_exercises_answer(recorde
     full = {r["kernel"]: r for r in c.payoff(None, (c.WORKING,))}
     assert [r["kernel"] for r in rows] == [
         "chapter 07's kernel", "chapter 08's kernel (chapter 09 goes on from it)",
-        "the exercise's answer (you write it below)"]
+        "the exercise's answer"]
     assert rows[2]["x 07"] == full[c.WORKING]["own occupancy: / 07"]
     assert rows[1]["GFLOP/s"] == full[c.CH08]["own occupancy: GFLOP/s"].split(" (")[0]
     assert "2048x2048x2048" in rows.title and "two blocks per SM" in rows.title

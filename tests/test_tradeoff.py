@@ -76,5 +76,10 @@ def test_resources_show_the_timed_binary(monkeypatch):
     t = display.resources(["naive", "coalesced"])
     assert [r[analysis.TIMED_REGISTERS] for r in t] == [here + 1, None]
     assert "naive: " in t.title and "coalesced" not in t.title
+    # one column only where the two agree for every kernel: here they do not
+    assert analysis.TIMED_REGISTERS in display.resources(["naive"], one_register_column=True).columns
+    row["binary"]["registers"] = here
+    one = display.resources(["naive"], one_register_column=True)
+    assert analysis.TIMED_REGISTERS not in one.columns and one[0]["registers"] == here
     monkeypatch.setattr(records, "_LOADED", {"record": None})
     assert analysis.TIMED_REGISTERS not in display.resources(["naive"]).columns

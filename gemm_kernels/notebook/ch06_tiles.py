@@ -620,6 +620,25 @@ CAPPED_SHAPE, CAPPED_PARAMS = (4096, 4096, 4096), K5
 CAPPED_COMPARE = ("tile_2d_reg", "tile_2d_strided")
 
 
+def capped_run(names, params: dict | None = None) -> tuple[dict, dict]:
+    """The recorded row of the contiguous patch held to two blocks per SM
+    (`__launch_bounds__(NT, 2)`) at CAPPED_SHAPE, and the rows of the kernels `names`
+    timed in the same run: (that row, {name: row})."""
+    from gemm_kernels.measure import lookup
+    p = params or CAPPED_PARAMS
+    capped = lookup.variant_row(with_min_blocks("tile_2d_reg", 2), CAPPED_SHAPE, p)
+    if capped is None:
+        raise LookupError("the contiguous patch with __launch_bounds__(NT, 2) is not recorded")
+    got = {}
+    for name in names:
+        found = [r for r in records.current().find(name, CAPPED_SHAPE, kernel_of(name).resolve(p))
+                 if r.get("run") == capped["run"] and "gflops" in r]
+        if not found:
+            raise LookupError(f"{name} is not recorded in the run of the capped patch")
+        got[name] = found[0]
+    return capped, got
+
+
 def capped_split(params: dict | None = None) -> Table:
     """The contiguous 8x8 patch, the strided one, and the contiguous one held to two
     blocks per SM (`__launch_bounds__(NT, 2)`, spilling a little), timed in one run at
@@ -628,18 +647,8 @@ def capped_split(params: dict | None = None) -> Table:
     registers and local memory of the timed binary, the blocks per SM they allow, and
     the share of the contiguous-to-strided gap the kernel closes."""
     from gemm_kernels.measure import timing
-    from gemm_kernels.measure import lookup
     p = params or CAPPED_PARAMS
-    capped = lookup.variant_row(with_min_blocks("tile_2d_reg", 2), CAPPED_SHAPE, p)
-    if capped is None:
-        raise LookupError("the contiguous patch with __launch_bounds__(NT, 2) is not recorded")
-    got = {}
-    for name in CAPPED_COMPARE:
-        found = [r for r in records.current().find(name, CAPPED_SHAPE, kernel_of(name).resolve(p))
-                 if r.get("run") == capped["run"] and "gflops" in r]
-        if not found:
-            raise LookupError(f"{name} is not recorded in the run of the capped patch")
-        got[name] = found[0]
+    capped, got = capped_run(CAPPED_COMPARE, p)
     rows = [("contiguous", "tile_2d_reg", got["tile_2d_reg"]),
             ("strided", "tile_2d_strided", got["tile_2d_strided"]),
             ("contiguous, two blocks promised", "tile_2d_reg", capped)]
@@ -683,6 +692,27 @@ def sweep_heatmaps(size: int = 2048, vmin: float = 15, vmax: float = 32):
     widgets.heatmap("tile_2d_reg", x="BN", y="BM", size=size, ax=axes[1], vmin=vmin, vmax=vmax)
     for cb in fig.axes[2:]:
         cb.set_ylabel(f"best TFLOP/s at {size}^3", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def lds128_pictures(params: dict, kernel: str = "tile_2d_reg", warp: int = 0):
+    """Two 16-byte loads of `warp` in one step, side by side, lane by bank: the first load
+    of A (each word labelled by its row m of As: a broadcast in each half-warp, the
+    cheapest LDS.128) and the first load of B (`b_load_picture`); each title gives the
+    instruction's wavefronts under the bank model. Returns the figure."""
+    import matplotlib.pyplot as plt
+    from gemm_kernels.memory import banks
+    fig, axes = plt.subplots(1, 2, figsize=(15, 6.5))
+    a = tiles.first(kernel, params, operand="A", warp=warp)
+    bk = tiles.geometry(kernel, params).params["BK"]
+    banks.plot_banks(a.analysis, ax=axes[0], row_of=lambda w: w // bk,
+                     row_name="the row m of As it lies in",
+                     title=f"the A load of warp {warp}: {a.analysis.wavefronts} wavefronts")
+    b = tiles.first(kernel, params, operand="B", warp=warp)
+    b_load_picture(params, kernel, warp, ax=axes[1])
+    axes[1].set_title(f"the B load of warp {warp}: {b.analysis.wavefronts} wavefronts "
+                      "(outlined: a bank\nserving two distinct words)")
     fig.tight_layout()
     return fig
 

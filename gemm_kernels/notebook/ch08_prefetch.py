@@ -559,13 +559,13 @@ def payoff_gain(params: dict | None = None, one_per_sm: bool = False,
 
 
 def where_it_ends(kernel: str = WORKING) -> Table:
-    """The chapter's result in three rows, for its top: chapter 07's kernel, chapter 08's
+    """The chapter's result in three rows, for its end: chapter 07's kernel, chapter 08's
     (the one chapter 09 builds on) and `kernel` (the exercise's answer), at the chapter's
     tile with two blocks per SM, from the payoff's one run (`payoff`): the median rate,
     its share of the cuBLAS timed beside it, and its ratio to chapter 07's."""
     full = payoff(None, (kernel,))
     label = {CH08: "chapter 08's kernel (chapter 09 goes on from it)",
-             kernel: "the exercise's answer (you write it below)"}
+             kernel: "the exercise's answer"}
     rows = [{"kernel": label.get(r["kernel"], r["kernel"]),
              "GFLOP/s": r["own occupancy: GFLOP/s"].split(" (")[0],
              "% of cuBLAS": r["own occupancy: % of cuBLAS"],
@@ -790,12 +790,14 @@ def payoff_stalls(params: dict | None = None, study: str = PAYOFF_STALLS, top: i
             for w in _PAYOFF_WAITS:
                 row[w] = f"{st.get(w, 0):.2f}" + (
                     f" ({st.get(w, 0) - ref.get(w, 0):+.2f})"
-                    if ref is not None and source != got[one][0][0] else "")
+                    # no bracket for a source that runs another block count than ch. 07
+                    if ref is not None and source != got[one][0][0]
+                    and name[one, source] == source else "")
             row["all waits"] = f"{sum(v for k, v in st.items() if k != 'selected'):.2f}"
             rows.append(row)
     return Table(rows, list(rows[0]), title=(
         "Warp-cycles stalled per issued instruction, by reason (in brackets: the "
-        f"change from chapter 07's kernel at the same setting); {where}"))
+        f"change from chapter 07's kernel at the same blocks per SM); {where}"))
 
 
 # ------------------------------------------------------------------ why a quarter
@@ -875,11 +877,11 @@ def _cube(study: str) -> str:
 
 
 def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
-    """The quarter-step check in cycles, from the recording and the SASS: first in one
-    sentence (the latency, a warp's best pace, the FFMAs of cover these ask for), then the
-    same step by step: the latency to cover (chapter 07's wait for global loads per step),
-    a warp's pace (warps per scheduler, and the pace measured), and the cycles a quarter
-    of the chapter's step spans at that pace. `study`: the payoff's profile (2048^3, the
+    """The quarter-step check in cycles, from the recording and the SASS: its assumption,
+    then three steps, each loop's instruction count named: the latency to cover (chapter
+    07's wait for global loads per step), a warp's pace (warps per scheduler, and the pace
+    measured), and the instructions, then FFMAs of chapter 08's loop, that span the
+    latency at that pace. `study`: the payoff's profile (2048^3, the
     size the payoff was timed at, at the tile `params`) or "stalls" (the chapter's first
     bars, 4096^3, default tile only)."""
     st07, lp07, where = _latency(params, study)
@@ -888,23 +890,23 @@ def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
     wait = st07.get("long scoreboard", 0.0) * lp07.instructions
     lp = loads(KERNEL, params)
     w = warps_per_scheduler("float4", params)
-    quarter = round(lp.needed * lp.instructions / lp.ffma)
     cover = wait / w * lp.ffma / lp.instructions     # FFMAs issued while the load travels
-    return (f"In short: a global load takes about {wait:,.0f} cycles to arrive here; a warp "
-            f"issues at best one instruction every {w:.0f} cycles, so about "
-            f"{wait / w:,.0f} instructions, {cover:,.0f} of the step's {lp.ffma:,} FFMAs "
-            f"({cover / lp.ffma:.2f} of the step), must lie between a load and its use.\n\n"
-            f"Step by step. The latency: chapter 07's kernel uses each loaded value right "
-            f"after its load, so its warps wait about one latency per step: "
-            f"{st07.get('long scoreboard', 0.0):.2f} cycles per instruction (long scoreboard) "
-            f"x {lp07.instructions:,} instructions per step = {wait:,.0f} cycles.\n"
-            f"A warp's pace: {w:.0f} warps share each of the SM's schedulers, which issues one "
-            f"instruction per cycle; while they all have work, a warp issues once every "
-            f"{w:.0f} cycles at best (chapter 07's warps, as measured: once every "
+    return (f"The assumption: chapter 07's kernel uses each loaded value right after its "
+            f"load, so once per step its warps wait out about one whole load latency.\n"
+            f"1. The latency. Nsight Compute counts {st07.get('long scoreboard', 0.0):.2f} "
+            f"cycles of waiting for global loads (long scoreboard) per instruction chapter "
+            f"07's warps issue; its loop issues {lp07.instructions:,} instructions per step, so "
+            f"they wait about {wait:,.0f} cycles per step: one latency.\n"
+            f"2. A warp's pace. {w:.0f} warps share each of the SM's schedulers, which issues "
+            f"one instruction per cycle: while they all have work, a warp issues at best once "
+            f"every {w:.0f} cycles (chapter 07's warps, as measured: once every "
             f"{cycles_per_instruction(st07):.1f} cycles).\n"
-            f"A quarter of the step, {lp.needed:,} of its {lp.ffma:,} FFMAs, is about "
-            f"{quarter:,} instructions of the loop: at least {w:.0f} x {quarter:,} = "
-            f"{w * quarter:,.0f} cycles, {w * quarter / wait:.1f} times the latency to cover.\n"
+            f"3. The cover. To span {wait:,.0f} cycles at that pace, at least {wait:,.0f} / "
+            f"{w:.0f} = {wait / w:,.0f} of the warp's instructions must lie between a load and "
+            f"its use. Chapter 08's loop issues {lp.instructions:,} instructions per step, "
+            f"{lp.ffma:,} of them FFMAs, so that is {wait / w:,.0f} x {lp.ffma:,} / "
+            f"{lp.instructions:,} = {cover:,.0f} FFMAs, {cover / lp.ffma:.2f} of the step; the "
+            f"check asks for a quarter, {lp.needed:,} FFMAs.\n"
             f"(Nsight Compute at {_cube(study)}, two blocks per SM, {where}; instructions: "
             f"SASS compiled here.)")
 

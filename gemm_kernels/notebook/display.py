@@ -234,12 +234,14 @@ def ptx_shared_loads(kernel, params=None) -> Text:
                 + (f"\n    e.g. {' '.join(first.split())}" if first else ""))
 
 
-def resources(kernels, params: dict | None = None):
+def resources(kernels, params: dict | None = None, one_register_column: bool = False):
     """Registers, spills, shared memory, occupancy and FFMA:LDS of several kernels.
 
     Where the binary that is timed (live: loaded here; recorded: the recording's) is
     known, its registers stand beside those of ptxas here, the occupancy uses them, and
-    a note under the title names any configuration where the two differ."""
+    a note under the title names any configuration where the two differ.
+    `one_register_column`: where the two agree for every kernel, show them as one column,
+    "registers", for a reader who need not tell the binaries apart."""
     from gemm_kernels.core.table import Table
     from gemm_kernels.measure import lookup
     rows, pairs = [], []
@@ -262,6 +264,11 @@ def resources(kernels, params: dict | None = None):
     columns = list(rows[0])
     if all(t is None for _, t, _ in pairs):      # nothing timed to compare with
         columns.remove(analysis.TIMED_REGISTERS)
+    elif one_register_column and all(t == h for _, t, h in pairs):
+        for r in rows:
+            r["registers"] = r.pop(here)
+        columns = [c if c != here else "registers" for c in columns
+                   if c != analysis.TIMED_REGISTERS]
     title = "static analysis (ptxas -v, nvdisasm; sm_90)"
     note = analysis.registers_note(pairs)
     return Table(rows, columns, title=title + (f"\n{note}" if note else ""))
