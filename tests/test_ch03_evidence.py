@@ -234,3 +234,20 @@ def test_block_resources_give_the_inputs_of_the_prediction_not_its_answer():
     assert rows[32]["shared memory/block"] == "8,192 B"
     assert all(r["registers/thread (ptxas)"] > 0 for r in rows.values())
     assert not any("SM" in c for c in t.columns)
+
+
+def test_the_swapped_kernel_swaps_only_the_two_thread_indices():
+    """The course notes' question: the variant differs from the kernel as written in the
+    two lines that name tx and ty, and the table says when it was not timed."""
+    from gemm_kernels.core.kernels import get
+    from gemm_kernels.notebook import ch03_evidence
+    written = get("smem_tiled").source_text().splitlines()
+    swapped = ch03_evidence.swapped_kernel()
+    changed = [(a, b) for a, b in zip(written, swapped.code.splitlines()) if a != b]
+    assert [b.strip() for _, b in changed] == ["const int tx = threadIdx.y;",
+                                                "const int ty = threadIdx.x;"]
+    assert swapped.base == "smem_tiled" and swapped.name == ch03_evidence.SWAPPED
+    t = ch03_evidence.swap_measured()
+    assert [r["wavefronts per warp and step (model)"] for r in t] == [50, 352]
+    if t[1]["GFLOP/s"] is None:
+        assert "not timed" in t.title

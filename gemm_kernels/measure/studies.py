@@ -252,6 +252,15 @@ STUDY_LIST = (
               Step("BLOCK = 16", "smem_tiled", {"BLOCK": 16}),
               Step("BLOCK = 32", "smem_tiled", {"BLOCK": 32})),
           (CUBE_4096,), (*CACHES, STALLS, *ISSUE)),
+    # The course notes' question: chapter 03's kernel with tx and ty swapped (a variant
+    # registered by notebook.ch03_evidence), its shared-memory wavefronts beside the
+    # kernel as written.
+    Study("ch03_swap", "03", "Chapter 03's kernel with threadIdx.x down the rows of C",
+          "ncu", (
+              Step("as written", "smem_tiled", {"BLOCK": 32}),
+              Step("tx and ty swapped", "smem_tiled", {"BLOCK": 32},
+                   variant="smem_tiled: tx and ty swapped")),
+          (CUBE_2048,), (STALLS, *ISSUE, *PIPES)),
     Study("ch00_naive_dram", "00", "The naive kernel and cuBLAS-sized traffic at 4096^3",
           "ncu", (
               Step("naive, x->row", "naive", {"BLOCK": 32, "MAPPING": "x->row"}),),

@@ -17,7 +17,7 @@ from fractions import Fraction
 
 from gemm_kernels.core import analysis
 from gemm_kernels.core.table import Table
-from gemm_kernels.measure import ladder, lookup, records, roofline, studies
+from gemm_kernels.measure import ladder, lookup, records, roofline, studies, timing
 from gemm_kernels.memory import ch03_04_tiles, ch03_copies
 from gemm_kernels.exercises.notebooks import solution_source
 
@@ -426,6 +426,62 @@ def swap_evidence(shape=(2048,) * 3):
               f"{g / c04['smem bound GFLOP/s']:.0%} of it")
     return Table(rows, list(rows[0]), title=f"measured at {'x'.join(map(str, shape))}, "
                                             f"BLOCK = 32 ({records.source()})")
+
+
+# The course notes' question, measured: the kernel with threadIdx.x running down the
+# rows of C. Timed beside the kernel as written (`timed_variants`), and both profiled
+# with their shared-memory counters (the `ch03_swap` study).
+SWAPPED = "smem_tiled: tx and ty swapped"
+SWAP_STUDY = "ch03_swap"
+_SWAP = (("const int tx = threadIdx.x;", "const int tx = threadIdx.y;"),
+         ("const int ty = threadIdx.y;", "const int ty = threadIdx.x;"))
+
+
+def swapped_kernel():
+    """Chapter 03's kernel with tx = threadIdx.y and ty = threadIdx.x: a warp then runs
+    down a column of C, reads a column of each tile and copies down columns."""
+    from gemm_kernels.core.kernels import get
+    k = get(KERNEL)
+    text = k.source_text()
+    for old, new in _SWAP:
+        if old not in text:
+            raise ValueError(f"{k.source} no longer has the line {old!r}")
+        text = text.replace(old, new)
+    return k.with_code(text, name=SWAPPED, source=k.source)
+
+
+studies.register_variant(SWAPPED, swapped_kernel)
+
+
+def swap_measured(shape=(2048,) * 3) -> Table:
+    """The kernel as written and swapped at BLOCK = 32: the rate of each, timed in one
+    run beside cuBLAS, and the shared-memory wavefronts per warp and step that Nsight
+    Compute counted, beside the bank model's price."""
+    M, N, K = shape
+    per_step = M * N // 32 * (K // 32)        # warps x steps of K, at BLOCK = 32
+    prices = {name: ch03_copies.price(m)["wavefronts"]
+              for name, m in ch03_copies.mappings().items()}
+    profiled = studies.results(SWAP_STUDY, shape, studies.recording_of(SWAP_STUDY))
+    rows = []
+    for label, kernel, price in (("as written (tx along a row)", KERNEL, prices["as written"]),
+                                 ("swapped (tx down a column)", swapped_kernel(),
+                                  prices["swapped"])):
+        timed = lookup.variant_row(kernel, shape, {"BLOCK": 32},
+                                   rec=lookup.variant_recording(swapped_kernel(), shape,
+                                                                {"BLOCK": 32}))
+        row = next(r for st, r in profiled
+                   if (st.variant or st.kernel) == getattr(kernel, "name", kernel))
+        m = (row or {}).get("metrics")
+        rows.append({"kernel": label,
+                     "GFLOP/s": timed["gflops"]["median"] if timed else None,
+                     "% of cuBLAS": timing.share(timed) if timed else None,
+                     "wavefronts per warp and step (model)": price,
+                     "(Nsight Compute)": m[SHARED_WAVEFRONTS] / per_step if m else "-"})
+    rec = lookup.variant_recording(swapped_kernel(), shape, {"BLOCK": 32})
+    when = (f"both timed in one run, {rec.label}" if rec and rows[1]["GFLOP/s"]
+            else "the swapped kernel not timed")
+    return Table(rows, list(rows[0]), title=f"BLOCK = 32 at {'x'.join(map(str, shape))}: "
+                 f"{when}")
 
 
 # ------------------------------------------------------------------ appendix

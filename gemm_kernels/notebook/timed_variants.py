@@ -20,7 +20,8 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-from gemm_kernels.notebook import ch06_tiles, ch07_ablation, ch08_prefetch, ch09_split, ch11_wide
+from gemm_kernels.notebook import (ch03_evidence, ch06_tiles, ch07_ablation, ch08_prefetch,
+                                   ch09_split, ch11_wide)
 from gemm_kernels.notebook import ch15_beyond  # noqa: F401 (registers its variant with the studies)
 
 
@@ -67,6 +68,9 @@ def entries() -> list[Timed]:
     payoff = tuple({**p, "ONE_PER_SM": one}
                    for p in (ch06_tiles.K5, ch08_prefetch.DEEP) for one in (False, True))
     out = [
+        # 03: the course notes' question, tx and ty swapped, beside the kernel as written
+        Timed(ch03_evidence.SWAPPED, "03", ch03_evidence.swapped_kernel, (2048,) * 3,
+              ({"BLOCK": 32},), (ch03_evidence.KERNEL,)),
         # 06: the contiguous 8x8 patch held to two blocks per SM (spilling a little):
         # is the strided kernel's gain its second block or its conflict-free reads?
         Timed("tile_2d_reg, __launch_bounds__(NT, 2)", "06", _min_blocks("tile_2d_reg", 2),
