@@ -58,15 +58,11 @@ def test_pieces_of_one_tile_at_the_edge_are_cut_to_the_matrix():
     assert got["out"] == {"pieces": 20, "bytes": 8 * 4}
 
 
-def test_launch_defaults_are_the_registrys_beside_the_template_line():
-    rows = {r["parameter"]: r for r in c.launch_defaults("transpose_padded")}
-    assert rows["ORDER"]["this chapter's value"] == "x->row (1)"
-    assert rows["ORDER"]["default written in the template line"] == "0"
-    assert rows["STACK"]["this chapter's value"] == "2"
-    assert rows["STACK"]["default written in the template line"] == "1"
-    assert rows["TILE"]["default written in the template line"] == "-"
-    copy_rows = c.launch_defaults("copy")
-    assert all(r["default written in the template line"] == "-" for r in copy_rows)
+def test_launch_defaults_are_the_registrys():
+    rows = {r["parameter"]: r["value"] for r in c.launch_defaults("transpose_padded")}
+    assert rows == {"T": "float", "TILE": "32", "ROWS": "8", "PAD": "1",
+                    "ORDER": "x->row (1)", "STACK": "2"}
+    assert [r["parameter"] for r in c.launch_defaults("copy")] == ["T", "TILE", "ROWS"]
 
 
 def test_the_copy_chain_defines_both_counts_of_bytes_in_flight():
@@ -271,3 +267,17 @@ def test_little_table_gives_both_latencies_for_each_profiled_kernel():
             pytest.approx(w["resident"] * w["bytes"] / life / 1e3, abs=0.05)
         # a warp's whole life is longer than its wait for loads
         assert float(r["a warp's whole life, µs"]) >= float(r["wait for loads per round trip, µs"])
+
+
+def test_the_naive_store_touches_a_sector_a_lane_and_the_tiled_store_a_row_of_them():
+    assert c.warp_store_sectors(True) == 32
+    assert c.warp_store_sectors(False) == 4                 # 32 floats, 128 bytes
+    assert c.warp_store_sectors(False, "double") == 8
+    assert c.warp_store_sectors(True, "double") == 32
+
+
+def test_the_tile_picture_has_three_panels():
+    import matplotlib
+    matplotlib.use("Agg")
+    fig = c.plot_tile_transpose()
+    assert len(fig.axes) == 3

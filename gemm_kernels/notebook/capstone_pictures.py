@@ -925,10 +925,10 @@ def step4_reading(sizes=(2048, 4096)) -> Text:
 
 def change_plot(sizes=(2048, 4096)):
     """Each step's change against the step before, in %, as timed (bars, one per size)
-    and between the MINB = 2 builds (diamonds), on top of two bands from the same
+    and between the MINB = 2 builds (diamonds), on top of two yardsticks from the same
     recording: the row-to-row spread of the cuBLAS timed beside the ladder (grey: timing
-    noise) and the range of MINB = 2's effect where it leaves the occupancy alone
-    (orange: a recompile alone moves the rate that much)."""
+    noise) and, behind each size's bars, the chapter's no-change band, from minus to plus
+    the recompile shift at that size (`recompile_shift`)."""
     plt = _plt()
     rungs = ladder(sizes)[1:]
     full = ladder(sizes)
@@ -938,15 +938,10 @@ def change_plot(sizes=(2048, 4096)):
     noise = max((_spread_pct(cublas_spread(rows)) or 0) for n in sizes
                 for rows in ([r.rows[n] for r in full],
                              [r.held[n] for r in full if r.has_minb]))
-    ch = [p["change"] for p in minb_pairs(sizes)]
-    if ch:
-        # Measured on one side only (MINB = 2 slowed every pair), but the chapter reads a
-        # change of that size either way as no evidence: the measured range solid, its
-        # mirror hatched, so that the band does not pass for a margin on one side.
-        ax.axvspan(min(ch), max(ch), color="#fce5cd", zorder=0,
-                   label=f"MINB = 2 alone: measured {signed(min(ch))} to {signed(max(ch))}")
-        ax.axvspan(-max(ch), -min(ch), facecolor="none", edgecolor="#e69138", hatch="//",
-                   lw=0, zorder=0, label="its mirror: the same size the other way")
+    # The chapter's rule, per size: a change no larger than the recompile shift at that
+    # size, either way, is no measurable change. Each size's bars sit on their own band.
+    shift = recompile_shift(sizes)
+    bands = ("#fce5cd", "#f9cb9c")
     ax.axvspan(-noise, noise, color="0.8", zorder=1,
                label=f"timing noise: cuBLAS rows up to {noise:.1f}% apart, either way")
     ax.axvline(0, color="k", lw=0.8, zorder=2)
@@ -957,6 +952,11 @@ def change_plot(sizes=(2048, 4096)):
             y = i + (k - (len(sizes) - 1) / 2) * height
             before = full[r.index - 1]
             c, held = _step_change(r, before, n)
+            if n in shift:
+                ax.fill_betweenx([y - height / 2, y + height / 2], -shift[n], shift[n],
+                                 color=bands[k % 2], lw=0, zorder=0,
+                                 label=f"{n}^3: no measurable change, within "
+                                       f"±{shift[n]:.1f}% (MINB = 2 alone)")
             if held is not None:
                 ax.plot(held, y, marker="D", ms=7, mfc="#e69138", mec="k", ls="none",
                         zorder=5, label="between the MINB = 2 builds (two blocks per SM)")
@@ -975,8 +975,8 @@ def change_plot(sizes=(2048, 4096)):
     ax.tick_params(axis="x", labelsize=FONT)
     lo, hi = ax.get_xlim()
     ax.set_xlim(lo - 2, hi + 2)
-    ax.set_title("What each step changed, beside the timing noise and how far a rebuild alone "
-                 "moved the rate\n"
+    ax.set_title("What each step changed, against the timing noise and each size's "
+                 "no-change band\n"
                  f"({ladder_source()})", fontsize=FONT + 1)
     handles, labels = ax.get_legend_handles_labels()
     keep = dict(zip(labels, handles))

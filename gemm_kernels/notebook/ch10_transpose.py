@@ -27,7 +27,7 @@ BARRIER = "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio"
 _STALL = ("smsp__average_warps_issue_stalled_", "_per_issue_active.ratio")
 # The profiled study's step names, as this chapter's text calls them: at the study's odd
 # shape the vector transpose runs its scalar path.
-LABELS = {"vector loads and stores": "vector transpose (scalar path at this shape)"}
+LABELS = {"vector loads and stores": "vector transpose: a 64 x 64 tile, vector path off at odd widths"}
 
 
 def _label(step) -> str:
@@ -51,22 +51,14 @@ def kernel_source(name: str) -> display.Text:
 
 def launch_defaults(name: str) -> Table:
     """The configuration this chapter runs `name` at wherever a table or a title names
-    no other: the registry's defaults, one row per template parameter, with the value
-    the template line writes beside it ('-' where it writes none). The launcher passes
-    every parameter, so a reader who copies the kernel sees at once which values the
-    chapter's numbers belong to."""
-    import re
+    no other: the registry's defaults, one row per template parameter (the launcher
+    passes every one of them, so these are the values the chapter's numbers belong to)."""
     k = kernel_of(name)
-    head = str(display.source(name)).split("__global__")[0]
-    written = dict(re.findall(r"int\s+(\w+)\s*=\s*(-?\d+)", head))
-    rows = []
-    for prm in k.params:
-        value = f"{prm.default}" + (f" ({prm.cxx[prm.default]})" if prm.cxx else "")
-        rows.append({"parameter": prm.name, "this chapter's value": value,
-                     "default written in the template line": written.get(prm.name, "-")})
-    return Table(rows, list(rows[0]), title=f"{name}: the values this chapter launches it "
-                 "with, unless a table or a title names others (the launcher passes every "
-                 "parameter)")
+    rows = [{"parameter": prm.name,
+             "value": f"{prm.default}" + (f" ({prm.cxx[prm.default]})" if prm.cxx else "")}
+            for prm in k.params]
+    return Table(rows, list(rows[0]), title=f"{name}: this chapter's configuration, "
+                 "unless a table or a title names other values")
 
 
 def source_without(name: str, paragraph: str) -> display.Text:
@@ -752,6 +744,66 @@ def plot_column_read(kernel: str, params: dict):
              f"PAD = {p.get('PAD', 0)}: column read {ins.what}")
     _, ax = plt.subplots(figsize=(11, 0.2 * max(rows, 8) + 1.8))
     return ch11_wide.plot_wide_banks([(label, ins)], axes=[ax])[0]
+
+
+def warp_store_sectors(naive: bool, t: str = "float", tile: int = 32, shape=SQUARE) -> int:
+    """The 32-byte sectors of `out` that one store instruction of warp 0 of block (0, 0)
+    touches: the naive transpose writes its 32 lanes down a column of `out` (32 rows,
+    one sector each), the tiled transposes along a row (the lanes' bytes side by side).
+    Addresses as the kernels compute them, with the warp's row ty = 0."""
+    rows = shape[0]
+    item = _ITEM[t]
+    # naive: out[c * rows + r] with c = lane, r = 0; tiled: out[(col0 + ty) * rows + row0 + tx]
+    offsets = [(lane * rows if naive else lane) * item for lane in range(min(WARP, tile))]
+    return len({o // 32 for o in offsets})
+
+
+def plot_tile_transpose(t: str = "float", tile: int = 32):
+    """What one block does, on one TILE x TILE tile: a warp reads a row of the tile of
+    `in` (coalesced) into the shared tile; after the barrier it reads a column of the
+    shared tile and writes it as a row of the tile of `out` (coalesced). The naive
+    transpose writes that row of `in` straight down a column of `out` instead, one sector
+    per lane (the sector counts under the panels come from `warp_store_sectors`)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    fig, axes = plt.subplots(1, 3, figsize=(11, 4.8))
+    blue, orange, red = "tab:blue", "tab:orange", "tab:red"
+    coalesced = warp_store_sectors(False, t, tile)
+    naive = warp_store_sectors(True, t, tile)
+    panels = [
+        ("tile (by, bx) of in", [(0, None, blue)],
+         f"a warp reads row 0: {tile} consecutive {t}s,\n{coalesced} sectors of 32 bytes"),
+        ("the shared tile", [(0, None, blue), (None, 0, orange)],
+         "blue: stored as it was read (row 0)\norange: read back down column 0"),
+        ("tile (bx, by) of out", [(0, None, orange), (None, 0, red)],
+         f"tiled: column 0 written as row 0, {coalesced} sectors\n"
+         f"red: the naive store of in's row 0, {naive} sectors"),
+    ]
+    for ax, (title, marks, note) in zip(axes, panels):
+        ax.add_patch(Rectangle((0, 0), tile, tile, fill=False, lw=1.5))
+        for r, c, colour in marks:
+            if r is not None:
+                ax.add_patch(Rectangle((0, r), tile, 1, color=colour, alpha=0.85))
+            else:
+                ax.add_patch(Rectangle((c, 0), 1, tile, color=colour,
+                                       alpha=0.85 if colour != red else 0.6,
+                                       hatch="//" if colour == red else None))
+        ax.set_xlim(-1, tile + 1)
+        ax.set_ylim(tile + 1, -1)                         # row 0 at the top, as in memory
+        ax.set_aspect("equal")
+        ax.set_xticks([0, tile - 1])
+        ax.set_yticks([0, tile - 1])
+        # sector boundaries along a row: 32 bytes of consecutive elements each
+        for x in range(0, tile + 1, 32 // _ITEM[t]):
+            ax.plot([x, x], [-0.8, 0], color="k", lw=0.8)
+        ax.set_xlabel(f"column (ticks: 32-byte sectors)\n\n{note}",
+                      fontsize=8.5)
+        ax.set_ylabel("row", fontsize=8)
+        ax.set_title(title, fontsize=10)
+    fig.suptitle(f"One block's tile, {t}, TILE = {tile}: read row by row, written column by "
+                 "column (after __syncthreads)", fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 # ------------------------------------------------------------------ smaller pieces
