@@ -94,3 +94,15 @@ def test_the_profile_by_size_gives_the_dram_bytes_per_flop_of_the_swizzled_steps
 
 def test_the_profile_by_size_says_when_the_dram_is_not_recorded():
     assert "not recorded" in c.profile_by_size(_rec()).title
+
+
+def test_clocks_by_config_sets_both_configurations_side_by_side():
+    rec = _rec()
+    t = c.clocks_by_config(rec, prof=rec)
+    steps = [s.label for s in studies.get(c.STUDY).steps]
+    assert [r["configuration"] for r in t] == steps * len(studies.get(c.STUDY).shapes)
+    assert t[0]["SM clock (MHz)"] == 1900 and t[0]["power (W)"] == 690
+    # the test recording's profile has no DRAM counter: said in words, not left blank
+    assert all(r["DRAM read (GB, profiled)"] == "not profiled" for r in t)
+    empty = records.Record({"name": "x"}, "t", "x", [])
+    assert "not in this recording" in c.clocks_by_config(empty, prof=empty).title

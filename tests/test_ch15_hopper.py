@@ -277,16 +277,24 @@ def test_versus_says_within_the_spread_only_where_it_is():
 
 
 def test_verdict_words_sort_the_sizes_by_verdict(monkeypatch):
-    rows = lambda a, b, ref: [("a", {"gflops": {"median": a}, "reference": {"gflops": {"median": r}}})
-                              for r in ref][:1] + [("b", {"gflops": {"median": b},
-                                                          "reference": {"gflops": {"median": ref[-1]}}})]
+    def rows(a, b, ref, a_reps=None, b_reps=None):
+        a_reps, b_reps = a_reps or (a, a), b_reps or (b, b)
+        return [("a", {"gflops": {"median": a, "min": a_reps[0], "max": a_reps[1]},
+                       "reference": {"gflops": {"median": ref[0]}}}),
+                ("b", {"gflops": {"median": b, "min": b_reps[0], "max": b_reps[1]},
+                       "reference": {"gflops": {"median": ref[-1]}}})]
     data = {1024: rows(800.0, 1000.0, (1000.0, 1010.0)),      # slower, beyond a 1% spread
-            2048: rows(1005.0, 1000.0, (1000.0, 1050.0)),     # within a 5% spread
-            4096: rows(1100.0, 1000.0, (1000.0, 1020.0))}     # faster, beyond a 2% spread
+            2048: rows(1005.0, 1000.0, (1000.0, 1050.0),      # within a 5% spread,
+                       (990.0, 1010.0), (980.0, 1020.0)),     # repetitions overlapping
+            4096: rows(1100.0, 1000.0, (1000.0, 1020.0)),     # faster, beyond a 2% spread
+            8192: rows(1100.0, 1000.0, (1000.0, 1150.0),      # within a 15% spread, but
+                       (1080.0, 1120.0), (990.0, 1030.0))}    # the repetitions lie apart
     monkeypatch.setattr(ch15, "orders", lambda rec=None: data)
     said = ch15.verdict_words("a", "b")
-    assert said == ("faster by more than cuBLAS's spread at 4096³ (x1.10); within cuBLAS's "
-                    "spread at 2048³ (x1.00); slower by more than cuBLAS's spread at 1024³ (x0.80)")
+    assert said == ("faster by more than cuBLAS's spread at 4096³ (x1.10); "
+                    f"{ch15.UNSETTLED} at 8192³ (x1.10); {ch15.OVERLAP} at 2048³ (x1.00); "
+                    "slower by more than cuBLAS's spread at 1024³ (x0.80)")
+    assert "cannot settle" in ch15.UNSETTLED
 
 
 def test_the_host_side_of_tma_is_the_packages_driver_call():

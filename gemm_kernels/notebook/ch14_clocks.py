@@ -178,3 +178,40 @@ def profile_by_size(rec=None):
     return Table(rows, ["step", "size", "time (ms)", "FLOP per SM cycle", "tensor pipe busy %",
                         "DRAM read (GB)", "DRAM bytes per 1,000 FLOP", "L2 hit rate %"],
                  title=title)
+
+
+def clocks_by_config(rec=None, prof=None):
+    """Both configurations of the clocks study side by side at every size: the rate, SM
+    clock and board power of each run for seconds, beside the DRAM bytes the profile
+    (clock locked; `prof`, by default the recording that holds it) read for the same
+    configuration where it was profiled. At the power
+    limit a configuration that moves more bytes through HBM has less power left for the
+    SMs, so its clock is the place to look for what its misses cost."""
+    from gemm_kernels.core.kernels import get
+    from gemm_kernels.core.table import Table
+    rec = rec or recording()
+    prof = prof or studies.recording_of(PROFILE)
+    profiled_at = {tuple(s) for s in studies.get(PROFILE).shapes}
+    rows = []
+    for shape in (studies.get(STUDY).shapes if rec else []):
+        n = shape[0]
+        profiled = {}
+        for step, row in (studies.results(PROFILE, shape, prof)
+                          if prof and tuple(shape) in profiled_at else []):
+            m = (row or {}).get("metrics", {})
+            if m.get(DRAM_READ):
+                profiled[tuple(sorted(get(step.kernel).resolve(step.params).items()))] = m
+        for step, row in studies.results(STUDY, shape, rec):
+            if row is None:
+                continue
+            run = row["sustained"]
+            m = profiled.get(tuple(sorted(get(step.kernel).resolve(step.params).items())))
+            rows.append({"size": f"{n}³", "configuration": step.label,
+                         "TFLOP/s (for seconds)": run["gflops"] / 1e3,
+                         "SM clock (MHz)": run["sm_mhz"]["median"],
+                         "power (W)": run["power_w"]["median"],
+                         "DRAM read (GB, profiled)": m[DRAM_READ] / 1e9 if m else "not profiled"})
+    title = (f"Each configuration run for seconds, and its DRAM bytes under the profiler "
+             f"({rec.label})" if rows else "The clocks study is not in this recording")
+    return Table(rows, ["size", "configuration", "TFLOP/s (for seconds)", "SM clock (MHz)",
+                        "power (W)", "DRAM read (GB, profiled)"], title=title)

@@ -862,33 +862,32 @@ def pipe_ceiling(n: int = 4096, rec=None) -> Text:
     same = len(set(busy.values())) == 1 and None not in busy.values()
     per_hmma = swz[PIPE_CYCLES] / swz[HMMA] if swz.get(PIPE_CYCLES) and swz.get(HMMA) else None
     at_peak = HMMA_FLOP / (per_sm / 4)          # each of the SM's 4 sub-partitions: 1/4
-    return Text(f"All on the profile's GPU, the {props['name']} ({props['sm_count']} SMs). "
-                f"Its clock under the profiler: {fmt_number(swz[cycles])} SM "
+    return Text(f"All on the profile's GPU, the {props['name']} ({props['sm_count']} SMs).\n"
+                f"* Its clock under the profiler: {fmt_number(swz[cycles])} SM "
                 f"cycles in {swz[TIME] / 1e6:.3f} ms = {clock:.2f} GHz, so its dense FP16 "
                 f"peak there is {per_sm:,} x {props['sm_count']} x {clock:.2f} GHz = "
-                f"{peak:,.0f} TFLOP/s. The swizzled kernel ran at {rate:,.0f} TFLOP/s with "
-                f"the tensor pipe busy {swz[BUSY]:.0f}% of the time; at the same mix of "
-                f"instructions a pipe busy all the time would give {rate:,.0f} / "
-                f"{swz[BUSY] / 100:.2f} = {full:,.0f} TFLOP/s, {100 * full / peak:.0f}% of "
-                f"that peak. "
-                + (f"The pipe's busy cycles are the same in all three profiles "
-                   f"({fmt_number(next(iter(busy.values())))}): the same HMMA keep it busy "
-                   f"as long, however fast their operands arrive. " if same else "")
-                + (f"Per instruction: {fmt_number(swz[PIPE_CYCLES])} busy cycles for "
+                f"{peak:,.0f} TFLOP/s.\n"
+                f"* The swizzled kernel ran at {rate:,.0f} TFLOP/s with the tensor pipe "
+                f"busy {swz[BUSY]:.0f}% of the time; at the same mix of instructions a pipe "
+                f"busy all the time would give {rate:,.0f} / {swz[BUSY] / 100:.2f} = "
+                f"{full:,.0f} TFLOP/s, {100 * full / peak:.0f}% of that peak.\n"
+                + (f"* The counter's busy cycles are the same in all three profiles "
+                   f"({fmt_number(next(iter(busy.values())))}): it charges each HMMA a fixed "
+                   f"number of cycles, however fast its operands arrive.\n" if same else "")
+                + (f"* Per instruction: {fmt_number(swz[PIPE_CYCLES])} busy cycles for "
                    f"{fmt_number(swz[HMMA])} HMMA is {per_hmma:.1f} cycles each, where the "
                    f"peak rate ({per_sm:,} FLOP per cycle per SM, a quarter in each of its 4 "
                    f"sub-partitions) would finish an m16n8k16's {HMMA_FLOP:,} FLOP in "
-                   f"{at_peak:.0f}. " if per_hmma else "")
-                + f"So 'busy' does not mean 'at peak': each HMMA (mma.sync) keeps the "
-                f"tensor pipe busy about {1 / (full / peak):.1f} times as long as the peak "
-                f"rate allows for its FLOP, and even a pipe busy all the time would stay "
-                f"at about {100 * full / peak:.0f}% of the peak. Two losses multiply: that "
-                f"ceiling ({100 * full / peak:.0f}%) times the share of time the pipe is busy "
-                f"({swz[BUSY]:.0f}%) is {full / peak * swz[BUSY]:.0f}% of the peak, the "
-                f"profiled rate ({rate:,.0f} of {peak:,.0f} TFLOP/s). What keeps the pipe "
-                f"idle the rest of the time the profile does not split out; in view: few "
-                f"warps to issue while one waits (section 6) and the instructions between "
-                f"the HMMA (section 5's loop: a warp issues "
+                   f"{at_peak:.0f}.\n" if per_hmma else "")
+                + f"By the counter's bookkeeping, then, an HMMA counts as busy about "
+                f"{1 / (full / peak):.1f} times as long as the peak rate needs for its FLOP, "
+                f"and a pipe busy all the time would reach about {100 * full / peak:.0f}% of "
+                f"the peak. That is what the counter implies, not a ceiling timed on its "
+                f"own. Two losses multiply in that account: {100 * full / peak:.0f}% times "
+                f"the busy share ({swz[BUSY]:.0f}%) is {full / peak * swz[BUSY]:.0f}% of the "
+                f"peak, the profiled rate ({rate:,.0f} of {peak:,.0f} TFLOP/s). The idle time "
+                f"the profile does not split out; in view: few warps to issue while one "
+                f"waits (section 6) and the instructions between the HMMA (a warp issues "
                 f"{swz[ISSUED] / swz[HMMA]:.1f} instructions per HMMA here).")
 
 
