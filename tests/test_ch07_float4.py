@@ -111,6 +111,12 @@ def test_depth_table_counts_per_1024_ffma():
     t = ch07_ablation.depth_table((8, 16))
     assert [r["loop trips"] for r in t] == [2, 1] and [r["BAR"] for r in t] == [4, 2]
     assert t[0]["LDS.128"] == t[1]["LDS.128"] == 64
+    assert "shared stores (STS + STS.128)" in t[0]
+
+
+def test_store_wavefronts_of_the_transposed_a_store():
+    t = ch07_ablation.store_wavefronts((8, 16))
+    assert [(r["BK"], r["wavefronts"], r["ideal"]) for r in t] == [(8, 2, 1), (16, 4, 1)]
 
 
 def test_one_per_sm_reads_both_settings_of_its_study(monkeypatch):
