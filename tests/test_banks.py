@@ -490,3 +490,13 @@ def test_model_matches_hardware_measurements():
                          f"{r['measured_conflicts']}")
     device = record.get("device", {}).get("name", "?")
     assert not wrong, f"model disagrees with {device} on:\n" + "\n".join(wrong)
+
+
+def test_phase_label_names_the_hardware_phases_a_merge_covers():
+    # a broadcast per half-warp (LDS.128): lanes 0-15 one address, 16-31 another, so
+    # hardware phases 0+1 and 2+3 are each served as one
+    half = analyse([0] * 16 + [64 * 4] * 16, 16)
+    assert [banks.phase_label(p, 16) for p in half.phases] == [
+        "phases 0+1 merged: 1 wf", "phases 2+3 merged: 1 wf"]
+    plain = analyse(strided(2, 16), 16)
+    assert banks.phase_label(plain.phases[2], 16).startswith("phase 2: ")

@@ -204,3 +204,15 @@ def test_the_lds128_pictures_set_the_a_broadcast_beside_the_conflicting_b_load()
     assert titles[0] == "the A load of warp 0: 2 wavefronts"
     assert titles[1].startswith("the B load of warp 0: 8 wavefronts")
     plt.close(fig)
+
+
+def test_block_timeline_is_a_labelled_model():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = ch06_tiles.block_timeline()
+    ax = fig.axes[0]
+    assert "model" in ax.get_title() and "schematic" in ax.get_xlabel()
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[0] == "one block of 16 warps" and "block 1 (8 warps)" in labels
+    plt.close(fig)

@@ -111,6 +111,12 @@ def test_depth_table_counts_per_1024_ffma():
     t = ch07_ablation.depth_table((8, 16))
     assert [r["loop trips"] for r in t] == [2, 1] and [r["BAR"] for r in t] == [4, 2]
     assert t[0]["LDS.128"] == t[1]["LDS.128"] == 64
+    assert "shared stores (STS + STS.128)" in t[0]
+
+
+def test_store_wavefronts_of_the_transposed_a_store():
+    t = ch07_ablation.store_wavefronts((8, 16))
+    assert [(r["BK"], r["wavefronts"], r["ideal"]) for r in t] == [(8, 2, 1), (16, 4, 1)]
 
 
 def test_one_per_sm_reads_both_settings_of_its_study(monkeypatch):
@@ -263,3 +269,12 @@ def test_the_promise_table_sets_chapter_06s_kernel_with_and_without_it_beside_fl
     assert rows[0]["x chapter 06"] == "1.00" and rows[1]["registers"] == 128
     assert rows[1]["local memory (bytes)"] > 0 and rows[2]["kernel"] == "float4"
     assert 1 < float(rows[1]["x chapter 06"]) < float(rows[2]["x chapter 06"])
+
+
+def test_tile_stores_title_counts_the_float4s_each_thread_stores():
+    one = ch07_pictures.tile_stores()
+    two = ch07_pictures.tile_stores(BK=16, rows=4, b_tile=False)
+    assert "each one float4 of A and one float4 of B" in one.texts[0].get_text()
+    assert "each two float4s of A per tile" in two.texts[0].get_text()
+    plt.close(one)
+    plt.close(two)

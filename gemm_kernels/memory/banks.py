@@ -180,6 +180,18 @@ def _pair_rule(addrs: Sequence[int | None], lanes: Iterable[int], xor: int) -> b
     return True
 
 
+def phase_label(phase: Phase, width: int) -> str:
+    """The phase's name in the hardware's numbering and its cost, e.g. "phase 2: 2 wf" or,
+    for two hardware phases served as one, "phases 0+1 merged: 1 wf" (a phase of a
+    `width`-byte load is WARP * WORD // width lanes: 8 for LDS.128, 16 for LDS.64)."""
+    n = WARP * WORD // width
+    first, last = min(phase.lanes) // n, max(phase.lanes) // n
+    name = (f"phase {first}" if first == last else
+            "phases " + "+".join(str(i) for i in range(first, last + 1))
+            + (" merged" if phase.merged else ""))
+    return f"{name}: {phase.wavefronts} wf"
+
+
 def _merge_rule(addrs, lanes) -> str | None:
     if _pair_rule(addrs, lanes, 1):
         return "i^1"
@@ -385,8 +397,7 @@ def plot_banks(analysis: Analysis, ax=None, title: str | None = None,
                     runs[-1] = (*last[:2], b, *last[3:])
                 else:
                     runs.append((acc.lane, b, b, row_of(w), colour))
-        ax.text(BANKS - 0.3, (lo + hi) / 2,
-                f"phase {k}: {phase.wavefronts} wf" + (" (merged)" if phase.merged else ""),
+        ax.text(BANKS - 0.3, (lo + hi) / 2, phase_label(phase, analysis.width),
                 va="center", fontsize=9, color=colour)
     # A run is one filled box, so its label sits on solid colour, not across a gap.
     for lane, b0, b1, _, colour in runs:

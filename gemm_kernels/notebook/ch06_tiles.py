@@ -729,3 +729,53 @@ def b_load_picture(params: dict, kernel: str = "tile_2d_reg", warp: int = 0, ax=
         ins.analysis, ax=ax, row_of=lambda w: ((w - start) % p["BN"]) // 4,
         row_name="the float4 f of Bs's row k it lies in, columns 4f to 4f+3",
         title=f"the B load of warp {warp} (outlined: a bank serving two distinct words)")
+
+
+def block_timeline(tiles: int = 3, copy: float = 1.0, compute: float = 2.0):
+    """A schematic (a model, not a measurement) of the step BM 128 -> 64: the same 16
+    warps per SM as one block or as two blocks of 8. Each block alternates copying a pair
+    of tiles (global loads, then a barrier) and computing on it (FFMAs, then a barrier).
+    With one block every warp copies at once, so the SM has no FFMA to issue for that
+    stretch; two blocks are drawn half a step apart, so one computes while the other
+    copies. Returns the figure."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    period = copy + compute
+    lanes = [("one block of 16 warps", 0.0), ("SM: FFMAs to issue?", None),
+             ("block 0 (8 warps)", 0.0), ("block 1 (8 warps)", period / 2),
+             ("SM: FFMAs to issue?", None)]
+    end = tiles * period + period / 2
+    fig, ax = plt.subplots(figsize=(11, 3.6))
+    computing = {0: [], 1: []}          # case -> compute intervals of its blocks
+
+    def box(x0, x1, lane, colour, text=""):
+        ax.add_patch(Rectangle((x0, lane + 0.15), x1 - x0, 0.7, facecolor=colour,
+                               edgecolor="0.4"))
+        if text:
+            ax.text((x0 + x1) / 2, lane + 0.5, text, ha="center", va="center", fontsize=8)
+
+    for lane, (name, start) in enumerate(lanes):
+        if start is None:
+            continue
+        case = 0 if lane == 0 else 1
+        for t in range(tiles):
+            c0 = start + t * period
+            box(c0, c0 + copy, lane, "#f6b26b", "copy")
+            box(c0 + copy, c0 + period, lane, "#6aa84f", f"compute tile {t}")
+            computing[case].append((c0 + copy, c0 + period))
+            for x in (c0 + copy, c0 + period):      # the barrier closing copy and compute
+                ax.plot([x, x], [lane + 0.1, lane + 0.9], color="k", lw=2.5)
+    for lane, case in ((1, 0), (4, 1)):
+        for x0, x1 in computing[case]:
+            box(x0, min(x1, end), lane, "#d9ead3")
+    ax.set_xlim(0, end)
+    ax.set_ylim(len(lanes), 0)
+    ax.set_yticks([i + 0.5 for i in range(len(lanes))], [n for n, _ in lanes], fontsize=9)
+    ax.set_xticks([])
+    ax.set_xlabel("time (schematic, not to scale)")
+    ax.axhline(2, color="0.5", lw=1)
+    ax.set_title("A model of one SM: the same 16 warps as one block (top) or two blocks "
+                 "(bottom)\nblack bars: __syncthreads(); light green: some warp has FFMAs "
+                 "to issue", fontsize=10)
+    fig.tight_layout()
+    return fig

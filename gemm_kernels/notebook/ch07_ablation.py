@@ -741,6 +741,19 @@ def mistakes(gpu: bool | None = None):
 
 # ------------------------------------------------------------------ the tile's depth
 
+def store_wavefronts(bks=(8, 16), BM: int = 128):
+    """The bank model of one 32-bit store of the transposed A tile by warp 0 at each BK
+    (no padding): its wavefronts and the least it could cost."""
+    from gemm_kernels.core.table import Table
+    from gemm_kernels.memory import banks, ch07_09_patterns
+    rows = []
+    for bk in bks:
+        st = banks.analyse(ch07_09_patterns.a_store(BM=BM, BK=bk, PAD=0, s=0))
+        rows.append({"BK": bk, "wavefronts": st.wavefronts, "ideal": st.ideal})
+    return Table(rows, list(rows[0]), title=f"one STS.32 of the transposed A tile "
+                 f"({BM} rows), warp 0, bank model")
+
+
 def depth_table(bks=(8, 16), size: int = 2048, params=None):
     """`float4` at the K5 tile with only BK changed: registers and blocks per SM, and
     per 1,024 FFMAs of a thread (the same work at every depth) the main loop's trips,
@@ -759,7 +772,7 @@ def depth_table(bks=(8, 16), size: int = 2048, params=None):
         row = {"BK": bk, "registers": s["registers"],
                "blocks/SM": analysis.kernel_occupancy("float4", p).blocks_per_sm,
                "loop trips": trips, "BAR": per("BAR"), "LDG.128": per("LDG"),
-               "STS": per("STS"), "LDS.128": per("LDS"),
+               "shared stores (STS + STS.128)": per("STS"), "LDS.128": per("LDS"),
                "other instructions": trips * sum(v for f, v in h.items() if f != "FFMA"
                                                  and f.split(".")[0] not in memory)}
         try:

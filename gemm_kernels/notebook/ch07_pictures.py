@@ -166,9 +166,15 @@ def tile_stores(BK: int = 8, rows: int = 8, BM: int = 128, BN: int = 128, TM: in
                        f"whole, 1 STS.128 (threads 0-{BN // 4 - 1} fill row k = 0)",
                        fontsize=TEXT)
 
+    # float4s each thread stores per tile: at BK = 16 the A tile has two per thread
+    # (the second of thread t at row BM/2 + t/4), so the title must not say "one"
+    def each(n: int) -> str:
+        return {1: "one", 2: "two", 4: "four"}.get(n, str(n)) + " float4" + ("s" if n > 1 else "")
+    a_each, b_each = BM * BK // 4 // g["NT"], BK * BN // 4 // g["NT"]
     fig.suptitle(f"Who stores what: the first {rows} rows of the {BM} x {BK} A tile "
-                 f"(threads t0-t{a_threads[-1]}; {g['NT']} threads, each one float4 of A"
-                 + (" and one of B" if b_tile else "") + " per tile)", fontsize=TEXT + 1)
+                 f"(threads t0-t{a_threads[-1]}; {g['NT']} threads, each {each(a_each)} of A"
+                 + (f" and {each(b_each)} of B" if b_tile else "") + " per tile)",
+                 fontsize=TEXT + 1)
     return fig
 
 
