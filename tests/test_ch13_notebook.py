@@ -149,7 +149,7 @@ def test_the_naive_kernels_loads_are_four_narrow_ones_per_fragment():
     assert text.count("LDG.E ") >= 8 and text.count("HMMA.") >= 2
 
 
-def test_the_ldsm_prediction_check_waits_for_four_numbers_then_checks_each():
+def test_the_ldsm_prediction_check_waits_for_four_numbers_and_asks_until_right():
     assert "write your four predictions" in ch13.check_ldsm_prediction(
         {"A, PAD 0": 16, "B, PAD 0": None, "A, PAD 8": 4, "B, PAD 8": 4})
     right = ch13.check_ldsm_prediction({"A, PAD 0": 16, "B, PAD 0": 32, "A, PAD 8": 4,
@@ -157,7 +157,10 @@ def test_the_ldsm_prediction_check_waits_for_four_numbers_then_checks_each():
     assert right.endswith("4 of 4 right") and "(you said" not in right
     wrong = ch13.check_ldsm_prediction({"A, PAD 0": 8, "B, PAD 0": 32, "A, PAD 8": 4,
                                         "B, PAD 8": 4})
-    assert "16 wavefronts by the bank model (you said 8)" in wrong and "3 of 4 right" in wrong
+    # a wrong guess is answered with a question, never with the model's number
+    assert "3 of 4 right" in wrong and "A, PAD 0: not yet" in wrong
+    assert "16 wavefronts" not in wrong and "?" in wrong
+    assert "B, PAD 0" not in wrong  # the right ones are not repeated before all are right
 
 
 def test_the_ladder_summary_names_the_largest_size_and_the_epilogue_is_not_asserted():

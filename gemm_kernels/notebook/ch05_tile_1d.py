@@ -12,11 +12,6 @@ from gemm_kernels.core.kernels import get
 from gemm_kernels.core.table import Table
 
 K4 = {"BM": 64, "BN": 64, "BK": 8, "TM": 8}        # the tile of Boehm's kernel 4
-# The K4 tile with twice the outputs per thread: four blocks of 256 threads per SM where
-# K4 has two of 512, the same 32 warps.
-K4_TM16 = {"BM": 64, "BN": 64, "BK": 8, "TM": 16}
-# The same 256-thread blocks as K4_TM16 (four per SM) with half its tile and TM = 8.
-HALF_TM8 = {"BM": 32, "BN": 64, "BK": 8, "TM": 8}
 SMALL, TEXT = 9, 10
 
 
@@ -514,39 +509,6 @@ def best_per_tm(size: int = 2048) -> Table:
                  f"{size}^3 ({records.recording_label()})")
 
 
-def warps_or_work(size: int = 2048) -> Table:
-    """Two pairs from the sweep, each doubling the outputs per thread while keeping the
-    warps per SM: K4 against K4 with TM = 16 (the same tile, 2 blocks of 16 warps against
-    4 of 8), and a 32 x 64 tile with TM = 8 against the same K4_TM16 (the same 256-thread
-    blocks, 4 of them per SM, and BK; twice the tile). Registers, blocks and warps per
-    SM, FFMA per thread per step, shared loads per FFMA, barriers per 1,000 FFMA (from
-    the SASS) and the rate at size^3."""
-    from gemm_kernels.measure import lookup, records
-    rows = []
-    for label, p in (("kernel-4 tile", K4), ("kernel-4 tile, TM = 16", K4_TM16),
-                     ("half the tile, TM = 8", HALF_TM8)):
-        p = get("tile_1d").resolve(p)
-        h = analysis.summary("tile_1d", p)["loop_histogram"]
-        regs = (lookup.binary("tile_1d", p) or {}).get("registers")
-        occ = analysis.kernel_occupancy("tile_1d", p, registers=regs)
-        try:
-            g = lookup.recorded("tile_1d", (size,) * 3, p)["gflops"]["median"]
-        except LookupError:
-            g = None
-        rows.append({"tile": label, "BM x BN x BK": f"{p['BM']} x {p['BN']} x {p['BK']}",
-                     "TM": p["TM"], "threads": occ.threads_per_block,
-                     "registers": occ.registers_per_thread,
-                     "blocks x warps per SM": f"{occ.blocks_per_sm} x {occ.threads_per_block // 32} "
-                                              f"= {occ.warps_per_sm}",
-                     "FFMA per thread per step": p["TM"] * p["BK"],
-                     "loads per FFMA": f"{(h.get('LDS', 0) + h.get('LDS.128', 0)) / h['FFMA']:.3g}",
-                     "barriers per 1,000 FFMA": f"{1000 * h.get('BAR', 0) / h['FFMA']:.1f}",
-                     "GFLOP/s": g})
-    return Table(rows, list(rows[0]), title=f"the same warps per SM, twice the outputs per "
-                 f"thread: rates at {size}^3 ({records.recording_label()}); registers of "
-                 "the timed binaries")
-
-
 def outputs_stalls() -> Table:
     """The 2- and 4-output tiles as profiled at 4096^3: warps active, schedulers busy,
     instructions issued, the time, all waits and the barrier's share of them."""
@@ -625,9 +587,9 @@ def mapping_prices(params=None, mappings=None) -> Table:
         worst = max(range(len(cost)), key=lambda w: cost[w][0])
         first = first or cost[worst][0]
         rows.append({"lanes of a warp": label, "tc": tc, "tr": tr,
-                     "row groups per warp": len({r for _, r in places[:32]}),
+                     "values of tr in one warp": len({r for _, r in places[:32]}),
                      "wavefronts per step": cost[worst][0],
-                     "x the first row": f"{cost[worst][0] / first:.1f}x",
+                     "cost / along-the-row cost": f"{cost[worst][0] / first:.1f}x",
                      "without conflicts": cost[worst][1],
                      "sectors per store of C": max(store_sectors(places, p))})
     return Table(rows, list(rows[0]), title="one step along K of the costliest warp, bank "
@@ -936,24 +898,6 @@ def shares_4096() -> str:
     return "\n".join(lines)
 
 
-def fewer_warps_faster() -> str:
-    """The K4 tile and the default at 4096^3: warps per SM, schedulers busy, rate."""
-    from gemm_kernels.measure import ladder
-    t = {r["kernel"]: r for r in wait_table()}
-    rows = [(label, p, t.get(f"chapter 05, {label}")) for label, p in
-            (("kernel-4 tile", K4), ("default", get("tile_1d").defaults()))]
-    lines, rates = [], []
-    for label, p, w in rows:
-        s = ladder.share("tile_1d", 4096, p)
-        rates.append(s["GFLOP/s"] if s else None)
-        lines.append(f"{label + ', 4096^3:':23s}{w['warps per SM'] if w else '-'} warps per SM, schedulers "
-                     f"busy {w['schedulers busy'] if w else '-'}, "
-                     + (f"{rates[-1]:,.0f} GFLOP/s" if rates[-1] else "not measured"))
-    if all(rates):
-        lines[-1] += f" ({rates[1] / rates[0]:.2f}x)"
-    return "\n".join(lines)
-
-
 COUNTERS = (("ld wf", "load wavefronts"), ("ld conf", "load bank conflicts"),
             ("st wf", "store wavefronts (the tile copies)"),
             ("st conf", "store bank conflicts (the tile copies)"))
@@ -990,20 +934,6 @@ def load_wavefronts_line() -> str:
         return "not profiled here"
     return (f"load wavefronts, 1024^3: model {model:,}, Nsight Compute {ncu:,} "
             f"({abs(ncu - model) / model:.2%} apart)")
-
-
-def pair_ratios(size: int = 2048) -> str:
-    """Each pair of `warps_or_work`: the ratio of the measured rates, and beside it the
-    ratio of the two tiles' shared-memory bounds (`smem_bound`), the part of the gain
-    that fewer wavefronts per FFMA alone account for."""
-    ww = warps_or_work(size)
-    tiles = [get("tile_1d").resolve(p) for p in (K4, K4_TM16, HALF_TM8)]
-    bound = [smem_bound(st["total"] / st["FFMA"])
-             for st in (step_wavefronts("tile_1d", p) for p in tiles)]
-    return "\n".join(f"{ww[1]['tile']} / {ww[i]['tile']}: "
-                     f"{ww[1]['GFLOP/s'] / ww[i]['GFLOP/s']:.2f}x the rate at {size}^3, "
-                     f"{bound[1] / bound[i]:.2f}x the shared-memory bound"
-                     for i in (0, 2) if ww[i]["GFLOP/s"] and ww[1]["GFLOP/s"])
 
 
 def bk_gain_by_threads(size: int = 2048) -> Table:

@@ -632,24 +632,32 @@ LDSM_GUESSES = ("A, PAD 0", "B, PAD 0", "A, PAD 8", "B, PAD 8")
 def check_ldsm_prediction(mine: dict | None, params: dict | None = None) -> Text:
     """Section 7's 'Predict, then check': the student's wavefronts for one fragment load
     (LDSM) of A and of B, rows not padded and padded by 8 halves, at the tiled kernel's
-    default tile, against the bank model (`ldmatrix_analysis`). With a prediction
-    missing it only says what to do, so that the notebook as given shows no answer."""
+    default tile, against the bank model (`ldmatrix_analysis`). A wrong number is
+    answered with a question that points at the slip, never with the number, so that
+    the student works it out; the model's numbers are printed once all four are right.
+    With a prediction missing it only says what to do."""
     if not mine or any(mine.get(k) is None for k in LDSM_GUESSES):
         return Text("write your four predictions in `mine` (wavefronts of one LDSM; 4 is "
                     "the least) and run this cell")
     p = get(TILED).resolve(params)
-    lines, right = [], 0
+    lines, wrong = [], []
     for key in LDSM_GUESSES:
         tile, pad = key.split(", PAD ")
         halves = (p["BK"] if tile == "A" else p["BN"]) + int(pad)
         want = ldmatrix_analysis(halves).wavefronts
-        right += mine[key] == want
         lines.append(f"{key}: rows of {2 * halves} bytes, {want} wavefronts by the bank "
-                     "model" + (", as you said" if mine[key] == want
-                                else f" (you said {mine[key]})"))
-    return Text("\n".join(lines) + f"\n{right} of 4 right" + (
-        "" if right == 4 else ": the picture below shows where the 8 rows of one phase "
-                              "fall in the banks"))
+                     "model, as you said")
+        if mine[key] != want:
+            wrong.append(f"{key}: not yet. A row is {2 * halves} bytes: on which bank "
+                         "does each of the 8 rows of one phase start (row r at "
+                         f"r x {2 * halves} bytes, modulo 128), and how many 16-byte rows "
+                         "share the same four banks? Each phase costs that many "
+                         "wavefronts, and there are four phases")
+    if wrong:
+        return Text("\n".join(wrong) + f"\n{4 - len(wrong)} of 4 right: correct your "
+                    "numbers and run the cell again (the picture below also shows where "
+                    "the rows fall)")
+    return Text("\n".join(lines) + "\n4 of 4 right")
 
 
 def plot_ldmatrix_banks(row_halves=(32, 40), ax=None):
