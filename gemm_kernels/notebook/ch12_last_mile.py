@@ -298,7 +298,7 @@ def plot_ladder(shape=LADDER_SHAPE, configs=LADDER, rec=None, ax=None):
                label=f"cuBLAS ({fmt_number(cublas)} GFLOP/s)")
     ax.set_xticks(list(x))
     ax.set_xticklabels([r["configuration"] for r in rows], fontsize=9)
-    ax.set_xlabel("tile and split of chapter 12's kernel")
+    ax.set_xlabel("tile and split of this chapter's kernel")
     ax.set_ylabel("GFLOP/s (measured)")
     ax.set_ylim(0, max(cublas, *(r["GFLOP/s"] for r in rows)) * 1.15)
     ax.yaxis.set_major_formatter("{x:,.0f}")
@@ -367,7 +367,7 @@ def shortfalls(rec=None, below: float = 90.0) -> Text:
     if not rows:
         return Text(f"At every benchmark shape sgemm's plan reaches {below:.0f}% of cuBLAS.")
     return Text(f"Below {below:.0f}% of cuBLAS: " + "; ".join(
-        f"{_shape_text(r['shape'])} ({r['plan']}): {r['% of cuBLAS']:.0f}%" for r in rows) + ".")
+        f"{_shape_text(r['shape'])} ({r['plan']}): {r['% of cuBLAS']:.3g}%" for r in rows) + ".")
 
 
 def capstone_share(n: int = 1024, rec=None) -> Text:
