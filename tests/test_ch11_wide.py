@@ -190,6 +190,20 @@ def test_the_stall_scale_is_every_warp_cycle_per_dfma_and_exceeds_the_columns():
         assert f"{r['MIO throttle'] / total:.0%}" in line
 
 
+def test_stall_growth_is_the_difference_of_the_stall_rows_largest_first():
+    t = w.dgemm_stalls()
+    if "profiled" in t[0]:
+        pytest.skip("the recording has no profile of the tiled DGEMM")
+    rows = {r["BLOCK"]: r for r in t}
+    line = w.stall_growth(8, 16)
+    parts = line.split("; of them ")[1].split(", ")
+    deltas = [float(x.rsplit(" ", 1)[1].replace(",", "")) for x in parts]
+    assert deltas == sorted(deltas, reverse=True) and len(parts) == 4
+    mio = rows[8]["MIO throttle"] - rows[16]["MIO throttle"]
+    assert f"MIO throttle {mio:+,.1f}" in line
+    assert "no profile" in w.stall_growth(8, 64)
+
+
 def test_the_transposed_store_picture_outlines_one_phase_in_one_bank():
     ax = w.plot_transposed_store()
     assert "lanes 0-15 of warp 0" in ax.get_title() and "16 wavefronts" in ax.get_title()

@@ -173,15 +173,17 @@ def per_instruction(configs, warp: int = 0):
     for name, params in configs:
         p = kernel_of(name).resolve(params)
         mine = [a for a in block_accesses(name, params) if a.warp == warp]
-        for a, an, n in wavefronts.distinct(mine, lambda a, an: (a.op, a.width, an.wavefronts, an.ideal)):
+        # the array is part of the key: A's and B's stores cost the same, yet are two rows
+        for a, an, n in wavefronts.distinct(mine, lambda a, an: (a.what.split("[")[0], a.op,
+                                                                 a.width, an.wavefronts, an.ideal)):
             rows.append({"kernel": name, "params": _short(name, p), "access": a.what,
                          "op": a.op, "bytes/lane": a.width, "count": n,
                          "phases": len([ph for ph in an.phases if ph.active]),
                          "wavefronts": an.wavefronts, "ideal": an.ideal})
     return Table(rows, ["kernel", "params", "access", "op", "bytes/lane", "count", "phases",
                         "wavefronts", "ideal"],
-                 title=f"bank model, warp {warp}, one instruction each (count: how many "
-                       "instructions per block behave the same)")
+                 title=f"bank model, warp {warp}, one instruction each (count: how many of "
+                       "the warp's instructions behave the same)")
 
 
 def _short(name, p):

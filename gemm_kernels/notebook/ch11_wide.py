@@ -838,22 +838,43 @@ def dgemm_stalls(study: str = DGEMM_STALLS) -> Table:
                  f"reason, summed over warps, per warp DFMA; {records.recording_label()}")
 
 
-def stall_scale(study: str = DGEMM_STALLS) -> str:
-    """What the stall columns are a share of: per BLOCK, every cycle of every resident warp
-    (each stall reason and the cycles it issued, the per-issue ratios of all reasons summed)
-    per warp DFMA, and the share of it the MIO throttle takes."""
+def _stall_totals(study: str) -> dict:
+    """{BLOCK: (every cycle of every resident warp per warp DFMA, the MIO throttle's part)}:
+    each stall reason and the cycles it issued, the per-issue ratios of all reasons summed,
+    times the instructions per warp DFMA."""
     from gemm_kernels.measure import studies
-    lines = []
+    out = {}
     for step, row in studies.results(study):
         if row is None:
             continue
         m, _, per = _per_warp_dfma(row)
         prefix = "smsp__average_warps_issue_stalled_"
-        total = per * sum(v for k, v in m.items() if k.startswith(prefix))
-        mio = per * m[f"{prefix}mio_throttle_per_issue_active.ratio"]
-        lines.append(f"BLOCK = {step.params['BLOCK']}: {total:,.0f} warp-cycles per warp DFMA in "
-                     f"all; MIO throttle {mio / total:.0%} of them")
+        out[step.params["BLOCK"]] = (per * sum(v for k, v in m.items() if k.startswith(prefix)),
+                                     per * m[f"{prefix}mio_throttle_per_issue_active.ratio"])
+    return out
+
+
+def stall_scale(study: str = DGEMM_STALLS) -> str:
+    """What the stall columns are a share of: per BLOCK, every cycle of every resident warp
+    per warp DFMA, and the share of it the MIO throttle takes."""
+    lines = [f"BLOCK = {b}: {total:,.0f} warp-cycles per warp DFMA in all; MIO throttle "
+             f"{mio / total:.0%} of them" for b, (total, mio) in _stall_totals(study).items()]
     return "\n".join(lines) if lines else "The recording has no profile of the tiled DGEMM."
+
+
+def stall_growth(small: int = 8, base: int = 16, study: str = DGEMM_STALLS) -> str:
+    """Where the extra cycles of BLOCK = `small` go, against BLOCK = `base`: per warp DFMA,
+    the growth of the total and of each stall column of `dgemm_stalls`, largest first."""
+    totals = _stall_totals(study)
+    rows = {r["BLOCK"]: r for r in dgemm_stalls(study) if "profiled" not in r}
+    if small not in totals or base not in totals:
+        return "The recording has no profile of the tiled DGEMM at both block sizes."
+    (t_s, _), (t_b, _) = totals[small], totals[base]
+    grow = sorted(((rows[small][label] - rows[base][label], label) for _, label in _STALL_REASONS),
+                  reverse=True)
+    return (f"From BLOCK = {base} to BLOCK = {small}, per warp DFMA: all cycles {t_s - t_b:+,.0f} "
+            f"({t_s / t_b:.2f} x); of them " +
+            ", ".join(f"{label} {d:+,.1f}" for d, label in grow))
 
 
 def part2_facts(block: int = 16, pitches=range(16, 33, 2)) -> dict:

@@ -227,16 +227,22 @@ def _predict_row(rules: Rules, r: dict, sms: int, lim: dict) -> float:
                       padded=_padded_row(r))
 
 
-def padding_wins(rows: list[dict]) -> tuple[int, int]:
-    """(wins, pairs): of the (shape, tile, split) measured both with B padded and without
-    (N % 4 != 0), how many ran faster padded, the copy included."""
+def padding_pairs(rows: list[dict]) -> dict:
+    """{(shape, BM, BN, split): {True: padded µs, False: unpadded µs}} for the
+    configurations measured both with B padded and without (N % 4 != 0), the copy
+    included in the padded time."""
     times: dict = {}
     for r in rows:
         if r["kernel"] == SPLIT_KERNEL and r["shape"][1] % 4 != 0:
             p = r["params"]
             key = (tuple(r["shape"]), p["BM"], p["BN"], p["SPLIT"])
             times.setdefault(key, {})[_padded_row(r)] = _time_us(r)
-    pairs = [t for t in times.values() if len(t) == 2]
+    return {k: t for k, t in times.items() if len(t) == 2}
+
+
+def padding_wins(rows: list[dict]) -> tuple[int, int]:
+    """(wins, pairs): of `padding_pairs`, how many ran faster padded."""
+    pairs = padding_pairs(rows).values()
     return sum(t[True] < t[False] for t in pairs), len(pairs)
 
 
