@@ -12,15 +12,15 @@ from exercise_helpers import solution
 # ------------------------------------------------------------------ chapter 04
 
 def test_layout_names_are_the_kernels_values():
-    """One name per layout across the chapter: the kernel's LAYOUT values, which key its
-    recorded measurements, each with the tiles it stands for (the name alone says little:
+    """One name per layout across the chapter: the tiles it stands for, then the kernel's
+    LAYOUT value, which keys its recorded measurements (the name alone says little:
     `conflict`, padded, is the fastest layout)."""
     assert ch04_banks.layout_name({"BLOCK": 32, "LAYOUT": "conflict", "PAD": 2}) == \
-        "conflict (sA[m][k], sB[n][k]), PAD=2, reads conflict-free"
+        'sA[m][k], sB[n][k] ("conflict"), PAD=2, reads conflict-free'
     assert ch04_banks.layout_name({"BLOCK": 32, "LAYOUT": "conflict", "PAD": 0}) == \
-        "conflict (sA[m][k], sB[n][k]), PAD=0"
+        'sA[m][k], sB[n][k] ("conflict"), PAD=0'
     assert ch04_banks.layout_name({"BLOCK": 32, "LAYOUT": "transposed", "PAD": 0}) == \
-        "transposed (sA[k][m], sB[k][n]), PAD=0"
+        'sA[k][m], sB[k][n] ("transposed"), PAD=0'
     assert ch04_banks.layout_name({"BLOCK": 32, "EDGES": "always"}) == \
         "chapter 03 (sA[m][k], sB[k][n]), every tile checked"
 
@@ -98,7 +98,7 @@ def test_main_table_has_chapter_03_both_loops_and_six_layouts():
     t = ch04_banks.summary()
     names = [r["layout"] for r in t]
     assert names[0].endswith("every tile checked") and names[1].endswith("interior loop")
-    assert [n.split(" (")[0] + n.split(")")[-1] for n in names[2:]] == [
+    assert [n.split('"')[1] + n.split(")")[-1] for n in names[2:]] == [
         "conflict, PAD=0", "conflict, PAD=1, reads conflict-free",
         "conflict, PAD=2, reads conflict-free", "conflict, PAD=4, reads conflict-free",
         "transposed, PAD=0", "transposed, PAD=1"]
@@ -315,7 +315,7 @@ def test_chapter_05s_prediction_check_shows_nothing_until_bk_is_set():
 def test_chapter_04_prints_its_default_against_its_fastest_layout():
     from gemm_kernels.notebook import ch04_banks
     text = ch04_banks.default_against_fastest()
-    assert "conflict (sA[m][k], sB[n][k]), PAD=0" in text and ", PAD=2" in text and "x the default" in text
+    assert 'sA[m][k], sB[n][k] ("conflict"), PAD=0' in text and ", PAD=2" in text and "x the default" in text
 
 
 def test_the_clean_bk_pair_splits_its_time_into_instructions_and_cycles(capsys):

@@ -336,7 +336,7 @@ def smem_ceiling(kernel, params=None, props: dict | None = None) -> dict:
             "peak GFLOP/s": peak, "bound % of peak": 100 * bound / peak if peak else None}
 
 
-# Where k runs in each layout's two tiles, printed next to its name: the LAYOUT values
+# Where k runs in each layout's two tiles, printed before its name: the LAYOUT values
 # key the recorded measurements, and a name alone ("conflict", once padded the fastest)
 # does not say what the layout is.
 TILES = {"conflict": "sA[m][k], sB[n][k]", "transposed": "sA[k][m], sB[k][n]",
@@ -344,15 +344,17 @@ TILES = {"conflict": "sA[m][k], sB[n][k]", "transposed": "sA[k][m], sB[k][n]",
 
 
 def label(kernel, p) -> str:
-    """'conflict (sA[m][k], sB[n][k]), PAD=2, reads conflict-free' for a bank_layout
-    variant: the layout named `conflict` has its column conflicts only unpadded, and the
+    """'sA[m][k], sB[n][k] ("conflict"), PAD=2, reads conflict-free' for a bank_layout
+    variant: the tiles first, since they say what the layout is, then the LAYOUT value a
+    student types in parentheses. The layout named `conflict` has its column conflicts
+    only unpadded, and the
     label says so where padding removed them (the bank model prices every read of every
     padded `conflict` variant at its ideal). For chapter 03's kernel its tiles and which
     loop it runs: 'every tile checked' (EDGES='always', as every bank_layout variant) or
     its check-free 'interior loop'."""
     if "LAYOUT" in p:
         padded = ", reads conflict-free" if p["LAYOUT"] == "conflict" and p["PAD"] else ""
-        return f"{p['LAYOUT']} ({TILES[p['LAYOUT']]}), PAD={p['PAD']}{padded}"
+        return f"{TILES[p['LAYOUT']]} (\"{p['LAYOUT']}\"), PAD={p['PAD']}{padded}"
     loop = "every tile checked" if p.get("EDGES", "auto") == "always" else "interior loop"
     return f"chapter 03 ({TILES['smem_tiled']}), {loop}"
 

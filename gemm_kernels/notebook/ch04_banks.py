@@ -25,7 +25,7 @@ ALL = CH03 + ch03_04_tiles.variants()
 
 
 def layout_name(params: dict) -> str:
-    """'conflict (sA[m][k], sB[n][k]), PAD=0' for a bank_layout configuration; chapter
+    """'sA[m][k], sB[n][k] ("conflict"), PAD=0' for a bank_layout configuration; chapter
     03's tiles and loop otherwise."""
     return ch03_04_tiles.label("bank_layout" if "LAYOUT" in params else "smem_tiled", params)
 
