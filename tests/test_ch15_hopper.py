@@ -82,10 +82,15 @@ def test_the_phase_table_puts_the_producer_one_phase_behind():
 
 def test_the_stage_layout_fills_the_kernels_shared_memory():
     from gemm_kernels.core.kernels import _ws_smem
+    p = get("wgmma_ws").resolve({})
     lay = ch15.stage_layout()
-    assert lay[0][1] == 0 and all(at % 1024 == 0 for _, at, _ in lay)
+    assert all(at % 1024 == 0 for _, at, _ in lay)
     stage = sum(b for _, _, b in lay)
-    assert get("wgmma_ws").resolve({})["STAGES"] * stage + 1024 == _ws_smem(get("wgmma_ws").resolve({}))
+    assert p["STAGES"] * stage + 1024 == _ws_smem(p)
+    # the kernel's order: all A tiles first, then all B tiles (Bs = base + STAGES * A_BYTES)
+    first = ch15.stage_layout(stage=0)
+    assert first[0][1] == 0 and first[1][1] == p["STAGES"] * first[0][2]
+    assert lay[0][1] == lay[0][2] and lay[1][1] == first[1][1] + stage - lay[0][2]
 
 
 def test_the_sass_has_the_hopper_instructions_and_no_ldmatrix():
@@ -369,3 +374,16 @@ def test_block_order_draws_only_the_rows_the_first_wave_reaches():
     deepest = 1 + max(y for g in (1, 16) for _, y in ch15.wave_footprint(8192, g)["tiles"])
     assert all(ax.get_images()[0].get_array().shape[0] == deepest for ax in axes)
     assert deepest < 8192 // 128
+
+
+def test_per_cycle_against_mma_divides_flop_by_the_sms_cycles():
+    rec = ch15.study_recording()
+    n = 8192
+    m = dict(ch15._study(n, rec)).get("warp-specialised, 3 stages, groups of 16 rows")
+    if not (m and "sm__cycles_elapsed.avg" in m):
+        pytest.skip("the study is not recorded")
+    ws = 2 * n ** 3 / m["sm__cycles_elapsed.avg"] / rec.device["sm_count"]
+    s = str(ch15.per_cycle_against_mma(rec))
+    assert f"{ws:,.0f} FLOP per SM cycle" in s and "4,096 per cycle" in s
+    # a wgmma kernel cannot exceed the tensor cores' peak per cycle
+    assert ws < 4096

@@ -35,7 +35,7 @@ def _runs(rec) -> list[tuple[int, dict]]:
     return out
 
 
-def _per_cycle(rec) -> dict[int, float]:
+def per_cycle(rec) -> dict[int, float]:
     """{size: the kernel's FLOP per cycle of one SM under the profiler} for the
     profile's BK = 64, 3-stage step in `rec` (empty where `rec` does not hold the
     profile or does not know its SM count)."""
@@ -131,7 +131,7 @@ def clock_summary(rec=None) -> Text:
     out.append(f"Energy per FLOP at {n1}³: the kernel {ours:.2f} pJ, cuBLAS {theirs:.2f} pJ; "
                f"the kernel spends {ours / theirs:.1f} times as much on each FLOP, so at "
                f"one power it does {theirs / ours:.0%} of cuBLAS's work.")
-    per = _per_cycle(rec)
+    per = per_cycle(rec)
     if len(per) >= 2:
         (p0, x), (p1, y) = sorted(per.items())[0], sorted(per.items())[-1]
         out.append(f"Under the profiler, whose clock is locked, the kernel did {x:,.0f} FLOP "

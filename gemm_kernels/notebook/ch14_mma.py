@@ -273,12 +273,6 @@ HMMA = "sm__inst_executed_pipe_tensor_op_hmma.sum"
 HMMA_FLOP = 2 * 16 * 8 * 16           # one mma.m16n8k16
 
 
-def _millions(count: float) -> str:
-    """A count as people read it: in millions from a million up ("168 M"), whole below
-    ("15,577"), so a small count is not written "0.016 M"."""
-    return f"{fmt_number(count / 1e6)} M" if count >= 1e6 else fmt_number(round(count))
-
-
 def bank_table(rec=None) -> Table:
     """Predicted wavefronts per ldmatrix of the default tile, plain and swizzled (A: rows
     of BK halves, B: rows of BN halves), their mean over one 16-step of a warp, and what
@@ -297,11 +291,11 @@ def bank_table(rec=None) -> Table:
                      "predicted per ldmatrix": (fa * a + fb * b) / (fa + fb),
                      "measured per LDSM": m[WAVES] / m[LDSM] if m and m.get(LDSM) else None,
                      "wavefronts (M)": m[WAVES] / 1e6 if m else None,
-                     "of them conflicts": _millions(m[CONFLICTS]) if m else None})
+                     "of them conflicts (M)": m[CONFLICTS] / 1e6 if m else None})
     got = (f"Nsight Compute at 4096³ ({_label(rec or study_recording())})"
            if any(measured.values()) else "Nsight Compute's counters are not recorded here")
     return Table(rows, ["layout", "per A load", "per B load", "predicted per ldmatrix",
-                        "measured per LDSM", "wavefronts (M)", "of them conflicts"],
+                        "measured per LDSM", "wavefronts (M)", "of them conflicts (M)"],
                  title=f"{p['BM']}x{p['BN']} tile, BK={p['BK']}: A rows {2 * p['BK']} bytes, "
                        f"B rows {2 * p['BN']} bytes; a warp makes {fa} A and {fb} B loads "
                        f"per 16-step; 4 wavefronts per load is the least (512 bytes). "
@@ -458,7 +452,9 @@ def loop_table(configs=({}, BIG_K)) -> Table:
     return Table(rows, ["configuration", "HMMA", "LDSM", "LDGSTS", "waits and barrier",
                         "the rest", "issued per pass (profile)",
                         "chunks a thread copies per tile"],
-                 title=f"One pass of the K loop in SASS ({compiler.static_arch(get(KERNEL))}); "
+                 title=f"One pass of the K loop in SASS ({compiler.static_arch(get(KERNEL))}), "
+                       f"both copy paths counted though a block runs one of them per step "
+                       f"(so 'the rest' exceeds what a warp issues); "
                        f"issued: every instruction the profile at {cube} counted, per "
                        f"pass ({rec.label if rec else 'no recording'})")
 
@@ -619,7 +615,7 @@ def profile_summary(rec=None) -> Text:
         return Text("Nsight Compute's counters for this chapter's kernel are not in the "
                     "recording yet.")
     out = [f"* The swizzle: bank conflicts of shared loads fall from "
-           f"{plain[CONFLICTS] / 1e6:,.1f} million to {fmt_number(swz[CONFLICTS])}, "
+           f"{plain[CONFLICTS] / 1e6:,.1f} million to {swz[CONFLICTS] / 1e6:.3f} million, "
            f"the time at 4096³ from {plain[TIME] / 1e6:.2f} ms to {swz[TIME] / 1e6:.2f} ms, "
            f"and the tensor pipe is busy {swz[BUSY]:.0f}% of the time instead of "
            f"{plain[BUSY]:.0f}%."]
@@ -879,16 +875,15 @@ def pipe_ceiling(n: int = 4096, rec=None) -> Text:
                    f"peak rate ({per_sm:,} FLOP per cycle per SM, a quarter in each of its 4 "
                    f"sub-partitions) would finish an m16n8k16's {HMMA_FLOP:,} FLOP in "
                    f"{at_peak:.0f}.\n" if per_hmma else "")
-                + f"By the counter's bookkeeping, then, an HMMA counts as busy about "
-                f"{1 / (full / peak):.1f} times as long as the peak rate needs for its FLOP, "
-                f"and a pipe busy all the time would reach about {100 * full / peak:.0f}% of "
-                f"the peak. That is what the counter implies, not a ceiling timed on its "
-                f"own. Two losses multiply in that account: {100 * full / peak:.0f}% times "
-                f"the busy share ({swz[BUSY]:.0f}%) is {full / peak * swz[BUSY]:.0f}% of the "
-                f"peak, the profiled rate ({rate:,.0f} of {peak:,.0f} TFLOP/s). The idle time "
-                f"the profile does not split out; in view: few warps to issue while one "
-                f"waits (section 6) and the instructions between the HMMA (a warp issues "
-                f"{swz[ISSUED] / swz[HMMA]:.1f} instructions per HMMA here).")
+                + f"So the profile charges each HMMA.16816 about {1 / (full / peak):.1f} times "
+                f"the tensor-pipe cycles the peak rate needs for its FLOP. If that charge is "
+                f"what the hardware spends, the tensor-pipe time alone caps this kernel near "
+                f"{100 * full / peak:.0f}% of the peak however busy the pipe is, and two losses "
+                f"multiply: {100 * full / peak:.0f}% times the busy share ({swz[BUSY]:.0f}%) is "
+                f"{full / peak * swz[BUSY]:.0f}% of the peak, the profiled rate ({rate:,.0f} of "
+                f"{peak:,.0f} TFLOP/s). The idle time the profile does not split out; in view: "
+                f"few warps to issue while one waits (section 6) and the instructions between "
+                f"the HMMA (a warp issues {swz[ISSUED] / swz[HMMA]:.1f} instructions per HMMA here).")
 
 
 def cute_swizzle(address: int, bits: int, base: int, shift: int) -> int:

@@ -23,6 +23,7 @@ from gemm_kernels.core.kernels import WGMMA_BK, WGMMA_BN, get
 from gemm_kernels.core.table import Table
 from gemm_kernels.measure import records, studies, timing
 from gemm_kernels.notebook import ch13_wmma as ch13
+from gemm_kernels.notebook import ch14_clocks
 from gemm_kernels.notebook import ch14_mma as ch14
 from gemm_kernels.notebook import evidence
 from gemm_kernels.notebook.display import Text
@@ -118,25 +119,32 @@ def tile_shape(kernel: str = WS, params: dict | None = None) -> tuple[int, int]:
     return (64 * p["CONSUMERS"], 256) if kernel == WS else (p["BM"], WGMMA_BN)
 
 
-def stage_layout(kernel: str = WS, params: dict | None = None) -> list[tuple[str, int, int]]:
-    """(what, first byte, bytes) of each box of one stage in shared memory, in the
-    kernel's order: A's box (BM rows of 128 bytes), then B's 64 x 64 boxes (BN / 64)."""
+def stage_layout(kernel: str = WS, params: dict | None = None,
+                 stage: int = 1) -> list[tuple[str, int, int]]:
+    """(what, first byte, bytes) of each box that stage `stage` receives, at its offset in
+    the kernel's ring of shared memory: the kernel keeps all STAGES tiles of A first, then
+    all STAGES tiles of B (`Bs = base + STAGES * A_BYTES` in cuda/15_wgmma.cu), so one
+    stage's A box and its B boxes are not neighbours. A: BM rows of 128 bytes; B: BN / 64
+    boxes of 64 x 64."""
     bm, bn = tile_shape(kernel, params)
+    stages = get(kernel).resolve(params or {})["STAGES"]
     a_bytes, b_bytes = bm * WGMMA_BK * 2, WGMMA_BK * bn * 2
-    out = [(f"A: {bm} x 64", 0, a_bytes)]
-    out += [(f"B: 64 x 64, columns {64 * h}-{64 * h + 63}", a_bytes + h * b_bytes // (bn // 64),
-             b_bytes // (bn // 64)) for h in range(bn // 64)]
+    box = b_bytes // (bn // 64)
+    out = [(f"A: {bm} x 64", stage * a_bytes, a_bytes)]
+    out += [(f"B: columns {64 * h}-{64 * h + 63}", stages * a_bytes + stage * b_bytes + h * box,
+             box) for h in range(bn // 64)]
     return out
 
 
-def plot_stage(kernel: str = WS, ax=None):
+def plot_stage(kernel: str = WS, ax=None, stage: int = 1):
     """Top: the block's tiles of A and B in the matrices, and the boxes of one step of K
-    (one TMA copy each). Bottom: where those boxes land in one stage of shared memory."""
+    (one TMA copy each). Bottom: the whole ring of shared memory (all the A tiles, then
+    all the B tiles) with the boxes of one stage coloured where they land."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
     if ax is None:
         _, ax = plt.subplots(2, 1, figsize=(11, 6.2), gridspec_kw={"height_ratios": [3, 1]})
-    lay = stage_layout(kernel)
+    lay = stage_layout(kernel, stage=stage)
     colors = ["tab:blue"] + ["tab:orange", "tab:red", "tab:purple", "tab:green"][:len(lay) - 1]
     top = ax[0]
     bm = tile_shape(kernel)[0]
@@ -166,20 +174,33 @@ def plot_stage(kernel: str = WS, ax=None):
     top.set_title(f"{kernel}: one step t of K moves {len(lay)} boxes (each square: 64 x 64 "
                   f"halves, 8 KiB)", fontsize=10)
     bot = ax[1]
-    total = sum(b for _, _, b in lay)
-    for (what, at, size), c in zip(lay, colors):
+    stages = get(kernel).resolve({})["STAGES"]
+    a_bytes, b_bytes = lay[0][2], sum(b for _, _, b in lay[1:])
+    # every stage's slot, outlined; the chosen stage's boxes coloured on top
+    for s in range(stages):
+        for at, size, name in ((s * a_bytes, a_bytes, "A"),
+                               (stages * a_bytes + s * b_bytes, b_bytes, "B")):
+            bot.add_patch(Rectangle((at / 1024, 0), size / 1024, 1, facecolor="0.92",
+                                    edgecolor="k"))
+            if s != stage:
+                bot.text((at + size / 2) / 1024, 0.5, f"{name}, stage {s}", ha="center",
+                         va="center", fontsize=7)
+    for i, ((_, at, size), c) in enumerate(zip(lay, colors)):
         bot.add_patch(Rectangle((at / 1024, 0), size / 1024, 1, facecolor=c, edgecolor="k"))
-        bot.text((at + size / 2) / 1024, 0.5, f"{what}\n{size // 1024} KiB", ha="center",
-                 va="center", color="white", fontsize=7)
+        bot.text((at + size / 2) / 1024, 0.5, f"{'A' if i == 0 else f'box {i - 1}'}\n"
+                 f"{size // 1024} KiB", ha="center", va="center", color="white", fontsize=7)
+    total = stages * (a_bytes + b_bytes)
     bot.set_xlim(0, total / 1024)
     bot.set_ylim(0, 1)
     bot.set_yticks([])
-    bot.set_xticks([at / 1024 for _, at, _ in lay] + [total / 1024])
-    bot.set_xlabel("byte offset in the stage (KiB); every box starts on a 1024-byte boundary",
-                   fontsize=8)
-    p = get(kernel).resolve({})
-    bot.set_title(f"one stage of shared memory: {total // 1024} KiB; the kernel keeps "
-                  f"{p['STAGES']} of them ({p['STAGES'] * total // 1024} KiB)", fontsize=10)
+    bot.set_xticks([s * a_bytes / 1024 for s in range(stages + 1)]
+                   + [(stages * a_bytes + s * b_bytes) / 1024 for s in range(1, stages + 1)])
+    bot.tick_params(axis="x", labelsize=7)
+    bot.set_xlabel("byte offset in the block's shared memory (KiB); every box starts on a "
+                   "1024-byte boundary", fontsize=8)
+    bot.set_title(f"the ring in shared memory: all {stages} A tiles, then all {stages} B "
+                  f"tiles ({total // 1024} KiB); coloured: stage {stage}'s boxes",
+                  fontsize=10)
     plt.tight_layout()
     return ax
 
@@ -685,6 +706,32 @@ def roles_busy(n: int = 4096, rec=None) -> Text:
                 f"{' x '.join(map(str, tile_shape(WS)))}.")
 
 
+def per_cycle_against_mma(rec=None) -> Text:
+    """Chapter 14's open question, the work per SM cycle: the FLOP each SM did per cycle
+    under the profiler (2 n^3 / (SMs x sm__cycles_elapsed)), for the warp-specialised
+    kernel in groups of 16 rows and chapter 14's mma.sync kernel (BK 64, 3 stages), at
+    every size both were profiled in one recording, beside the dense FP16 peak per SM
+    cycle. The clock cancels: both counts are in the cycles the SMs really ran."""
+    rec = rec or study_recording()
+    per_sm = ch13.FP16_FLOP_PER_CLOCK_SM.get((rec.device if rec else {}).get("compute_capability"))
+    mma = ch14_clocks.per_cycle(rec) if rec is not None else {}
+    lines = []
+    for shape in studies.get(STUDY).shapes:
+        n = shape[0]
+        m = _study(n, rec)[-1][1]
+        if m and m.get(ch14_clocks.CYCLES) and n in mma:
+            ws = 2 * n ** 3 / m[ch14_clocks.CYCLES] / rec.device["sm_count"]
+            lines.append(f"* {n}³: wgmma_ws {ws:,.0f} FLOP per SM cycle, mma.sync {mma[n]:,.0f}: "
+                         f"x{ws / mma[n]:.2f}, {100 * ws / per_sm:.0f}% and "
+                         f"{100 * mma[n] / per_sm:.0f}% of the peak.")
+    if not (per_sm and lines):
+        return Text("The two kernels' SM cycles are not both recorded in one profile here.")
+    return Text(f"Under Nsight Compute ({_label(rec)}), the FLOP each SM did per cycle it "
+                f"ran, against the dense FP16 peak of {per_sm:,} per cycle; wgmma_ws in "
+                f"groups of 16 rows (3 stages), chapter 14's mma.sync kernel at BK 64, 3 "
+                f"stages:\n" + "\n".join(lines))
+
+
 def block_tile(pid: int, grid_x: int, grid_y: int, group: int) -> tuple[int, int]:
     """(tile column, tile row) of the block numbered pid = blockIdx.y * gridDim.x +
     blockIdx.x: the model of `block_tile<GROUP>` in cuda/15_wgmma.cu."""
@@ -724,8 +771,14 @@ def footprint_table(n: int = 8192, groups=(1, 8, 16), rec=None) -> Table:
                      "A read (MB)": f["A bytes"] / 1e6, "B read (MB)": f["B bytes"] / 1e6,
                      "together (MB)": (f["A bytes"] + f["B bytes"]) / 1e6})
     sms = rec.device["sm_count"] if rec is not None else 132
+    # Appendix A's profile may come from another GPU: give its L2 too
+    prof = order_recording()
+    other = (f"; the profile's {prof.device['name']}: L2 "
+             f"{prof.device['l2_bytes'] / 2 ** 20:.0f} MiB"
+             if prof is not None and prof.device.get("l2_bytes") not in (None, l2) else "")
     return Table(rows, list(rows[0]), title=f"The first {sms} blocks at {n:,}³ (one per SM); "
-                                            f"L2: {l2 / 2 ** 20:.0f} MiB ({l2 / 1e6:.0f} MB) ({_label(rec)})")
+                                            f"L2: {l2 / 2 ** 20:.0f} MiB ({l2 / 1e6:.0f} MB) "
+                                            f"({_label(rec)}){other}")
 
 
 def plot_block_order(n: int = 8192, groups=(1, 16), rec=None, axes=None):
