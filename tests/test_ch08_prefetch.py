@@ -52,6 +52,19 @@ def test_the_sweep_rows_pair_both_kernels_at_one_block_per_sm():
              "in flight for a quarter of the step or more"]
 
 
+def test_the_sweep_plot_labels_the_exceptions_of_the_failing_group():
+    """The points the appendix names: well above chapter 07's kernel, or below it in
+    every repetition."""
+    import matplotlib.pyplot as plt
+    fig = c.sweep_plot()
+    labels = {t.get_text() for t in fig.axes[0].texts}
+    for r in c.sweep_rows():
+        if not r["loads in flight"]:
+            named = r["ratio"] > c.OUTLIER or r["ratio high"] < 1
+            assert (r["config"] in labels) == named, r["config"]
+    plt.close(fig)
+
+
 @pytest.mark.parametrize("draw", [lambda: c.timelines(), lambda: c.timelines(c.WORKING),
                                   lambda: c.loop_strip(["float4", "double_buffer"]),
                                   lambda: c.sweep_plot()])
