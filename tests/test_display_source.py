@@ -88,6 +88,6 @@ def test_folded_draws_a_figure_closed_and_escapes_a_text():
     ax.plot([0, 1])
     html = display.Folded(fig, "Show the picture")._repr_html_()
     assert html.startswith("<details><summary>Show the picture</summary><img src=\"data:image/png;base64,")
-    assert not plt.get_fignums()          # closed: the inline backend does not show it again
+    assert fig.number not in plt.get_fignums()   # closed: the inline backend shows it no more
     text = display.Folded(display.Text("a < b"), "Show the source")._repr_html_()
     assert "<pre>a &lt; b</pre>" in text
