@@ -16,6 +16,9 @@ def test_round_trips_split_the_loads_at_the_stores():
     assert c.round_trips(["LDG", "LDG", "LDG", "STG", "STG", "STG", "EXIT", "LDG", "STG"]) == [3, 1]
     assert c.round_trips(["LDG", "LDG.128", "STG.128"], family="LDG.128") == [1]
     assert c.round_trips(["STG", "EXIT"]) == []
+    # a shared store needs its loaded value as much as a global one does
+    assert c.round_trips(["LDG", "STS", "LDG", "LDG", "STS", "STS", "BAR"]) == [1, 2]
+    assert c.round_trips(["STS", "LDG", "LDG", "STS"]) == [2]
 
 
 def test_compact_counts_repeats():
@@ -25,15 +28,37 @@ def test_compact_counts_repeats():
 def test_the_copy_sends_three_loads_then_one_and_copy_smem_four():
     assert c.round_trips(c.accesses("copy", {"T": "float"})) == [3, 1]
     assert c.round_trips(c.accesses("copy_smem", {"T": "float"})) == [4]
-    assert c.round_trips(c.accesses("transpose_padded", {"T": "float", "STACK": 2})) == [8]
+
+
+def test_a_round_trip_ends_at_the_first_shared_store_in_the_real_sass():
+    # two tiles per block: ptxas stores the first loaded value to shared memory before it
+    # sends the other seven loads, so a thread waits for one load, then for seven
+    order = c.accesses("transpose_padded", {"T": "float", "STACK": 2})
+    assert "STS" in order[order.index("LDG"):order.index("LDG") + 3]
+    assert c.round_trips(order) == [1, 7]
+    # the vector transpose's scalar path (the one that runs at odd shapes): four round trips
+    assert c.round_trips(c.accesses("transpose_fast", {"T": "float"}), "LDG") == [3, 6, 6, 1]
+
+
+def test_kernels_that_send_every_load_first_keep_one_round_trip():
+    # the negative control: every STS comes after every load, so nothing is split
+    assert c.round_trips(c.accesses("transpose_padded", {"T": "float", "STACK": 1})) == [4]
+    assert c.round_trips(c.accesses("transpose_diagonal", {"T": "float"})) == [4]
+    for rows, loads in ((4, 8), (8, 4), (16, 2)):
+        order = c.accesses("copy_smem", {"T": "float", "TILE": 32, "ROWS": rows})
+        assert c.round_trips(order) == [loads]
 
 
 def test_the_in_flight_table_gives_the_bytes_a_warp_has_in_flight():
     rows = {r["kernel"]: r for r in c.in_flight_table()}
-    assert c.IN_FLIGHT_BYTES.endswith("in its first round trip")
-    assert rows["copy"][c.IN_FLIGHT_BYTES] == 3 * 4 * 32
-    assert rows["copy, double"][c.IN_FLIGHT_BYTES] == 3 * 8 * 32
-    assert rows["padded transpose, two tiles per block"]["loads before the first store"] == 8
+    assert c.IN_FLIGHT_BYTES.endswith("averaged over its round trips")
+    assert rows["copy"][c.IN_FLIGHT_BYTES] == (3 + 1) * 4 * 32 / 2
+    assert rows["copy, double"][c.IN_FLIGHT_BYTES] == (3 + 1) * 8 * 32 / 2
+    # two tiles per block: twice the one-tile kernel's loads, in two round trips
+    assert rows["padded transpose, two tiles per block"][c.IN_FLIGHT_BYTES] == \
+        rows["padded transpose, one tile per block"][c.IN_FLIGHT_BYTES] == 4 * 4 * 32
+    assert rows["padded transpose, two tiles per block"]["loads before the first store"] == 1
+    assert rows["padded transpose, two tiles per block"]["loads in each round trip"] == "1, then 7"
 
 
 def test_first_wave_holds_the_blocks_the_gpu_holds_at_once():
@@ -69,11 +94,11 @@ def test_the_copy_chain_defines_both_counts_of_bytes_in_flight():
     rows = {r["quantity"]: r for r in c.copy_little()}
     row = rows["bytes a warp has in flight, averaged over its round trips"]
     assert row["value"] == "256" and "384 in the first round trip, 128 in the second" in row["from"]
-    # the per-SM figure of this table (an average) and of the evidence table (the first
-    # round trip), and the timed rate against the profiled one, each say which they are
+    # the per-SM figure of this table and of the evidence table are the same average, and
+    # the timed rate against the profiled one says which it is
     assert "bytes in flight per SM, averaged over the round trips" in rows
     assert "read bandwidth, timed (not under the profiler)" in rows
-    assert "first round trip" in c.PROFILED_BYTES
+    assert "averaged over the round trips" in c.PROFILED_BYTES
 
 
 def test_source_without_leaves_out_one_comment_paragraph():
@@ -281,3 +306,10 @@ def test_the_tile_picture_has_three_panels():
     matplotlib.use("Agg")
     fig = c.plot_tile_transpose()
     assert len(fig.axes) == 3
+
+
+def test_the_reveals_hold_the_worked_solution_and_part_2s_answers():
+    assert str(c.worked_solution()) == solution_source(c.EXERCISE)
+    rows = {r["question"]: r["answer"] for r in c.in_flight_answers()}
+    key = c.in_flight_key()
+    assert rows == {k: key[k] for k in c.ANSWER_KEYS}

@@ -77,3 +77,17 @@ def test_folded_shows_its_table_closed_under_a_summary():
     html = display.Folded(Table([{"a": 1}], ["a"]), "Show the check")._repr_html_()
     assert html.startswith("<details><summary>Show the check</summary><table")
     assert html.endswith("</table></details>")
+
+
+def test_folded_draws_a_figure_closed_and_escapes_a_text():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from gemm_kernels.notebook import display
+    fig, ax = plt.subplots()
+    ax.plot([0, 1])
+    html = display.Folded(fig, "Show the picture")._repr_html_()
+    assert html.startswith("<details><summary>Show the picture</summary><img src=\"data:image/png;base64,")
+    assert fig.number not in plt.get_fignums()   # closed: the inline backend shows it no more
+    text = display.Folded(display.Text("a < b"), "Show the source")._repr_html_()
+    assert "<pre>a &lt; b</pre>" in text

@@ -80,29 +80,36 @@ def source_without(name: str, paragraph: str) -> display.Text:
 
 # ------------------------------------------------------------------ loads in flight
 
+# What decides a round trip: the global loads, and the first instruction that needs a
+# loaded value, which in these kernels is a store: to shared memory (STS) in a tiled
+# kernel, to global memory (STG) in a copy. EXIT ends a path.
+_ORDER = ("LDG", "STS", "STG", "EXIT")
+_STORES = ("STS", "STG")
+
+
 def accesses(kernel: str, params: dict | None = None) -> list[str]:
-    """The global loads, stores and exits of a kernel in the order of its SASS
-    (compiled here for sm_90): 'LDG', 'LDG.128', 'STG', 'EXIT', ..."""
+    """The global loads, the shared and global stores and the exits of a kernel in the
+    order of its SASS (compiled here for sm_90): 'LDG', 'LDG.128', 'STS', 'STG', 'EXIT', ..."""
     return _sass_order(kernel_of(kernel), params)
 
 
 def _sass_order(k, params: dict | None) -> list[str]:
     """`accesses` for a kernel object (the chapter's, or a submitted one)."""
     body = analysis.instructions(compiler.sass(k, k.resolve(params)))
-    return [f for _, f, _ in body if f.split(".")[0] in ("LDG", "STG", "EXIT")]
+    return [f for _, f, _ in body if f.split(".")[0] in _ORDER]
 
 
 def sass_accesses(kernel: str = "copy", params: dict | None = None) -> display.Text:
     """A kernel's whole SASS (compiled here) cut to what decides its round trips: every
-    global load and store and every EXIT, each with its guard predicate (`@!P1 LDG`: sent
-    only where P1 is false, a bounds test), and each run of other instructions (addresses,
-    bounds tests) as one line that counts them."""
+    global load, every shared or global store and every EXIT, each with its guard
+    predicate (`@!P1 LDG`: sent only where P1 is false, a bounds test), and each run of
+    other instructions (addresses, bounds tests) as one line that counts them."""
     k = kernel_of(kernel)
     sass = compiler.sass(k, k.resolve(params or {"T": "float"}))
     guard = {int(a, 16): g + " " for a, g in display._GUARD.findall(sass)}
     lines, skipped = [], 0
     for a, op, text in analysis.instructions(sass):
-        if op.split(".")[0] not in ("LDG", "STG", "EXIT"):
+        if op.split(".")[0] not in _ORDER:
             skipped += 1
             continue
         if skipped:
@@ -123,12 +130,14 @@ def _order_row(k, params: dict) -> dict:
 def round_trips(order: list[str], family: str | None = None) -> list[int]:
     """The loads a thread sends in each round trip to memory: the runs of loads
     (`family` only, e.g. "LDG.128", where a kernel has a vector and a scalar path)
-    between stores. [3, 1]: three loads, then stores (which wait for them), then one."""
+    between stores. A store, shared (STS) or global (STG), ends the run: it stores a
+    loaded value, so the thread waits there for its loads before it sends more.
+    [3, 1]: three loads, then stores (which wait for them), then one."""
     out, n = [], 0
     for f in order:
         if f.startswith("LDG") and (family is None or f == family):
             n += 1
-        elif f.startswith("STG") and n:
+        elif f.split(".")[0] in _STORES and n:
             out.append(n)
             n = 0
     return out + ([n] if n else [])
@@ -173,11 +182,11 @@ def copy_orders(kernel: str = "copy", rows=(8, 4, 2), t: str = "float") -> Table
         p = k.resolve({"T": t, "ROWS": r})
         out.append({"ROWS": r, "elements a thread": p["TILE"] // r, **_order_row(k, p)})
     return Table(out, list(out[0]), title=f"{kernel}, {t}, TILE = {k.resolve({'T': t})['TILE']}: "
-                 f"global loads, stores and exits in SASS order (ptxas {compiler.ptxas_version()}, "
-                 f"compiled here)")
+                 f"global loads, shared and global stores, exits in SASS order "
+                 f"(ptxas {compiler.ptxas_version()}, compiled here)")
 
 
-IN_FLIGHT_BYTES = "bytes a warp has in flight in its first round trip"
+IN_FLIGHT_BYTES = "bytes a warp has in flight, averaged over its round trips"
 # (label, kernel, parameters, load family counted where a kernel has two paths)
 IN_FLIGHT = (
     ("copy", "copy", {"T": "float"}, None),
@@ -199,7 +208,7 @@ def _share(kernel, shape, params):
 
 
 PROFILED_WARPS = "warps resident per SM (profiled)"
-PROFILED_BYTES = "in flight per SM in the first round trip (warps x bytes a warp)"
+PROFILED_BYTES = "in flight per SM, averaged over the round trips (warps x bytes a warp)"
 
 
 def _key(kernel: str, params: dict) -> tuple:
@@ -215,8 +224,9 @@ def _fmt(warps: float | None, per_warp: int | None = None) -> str:
 
 
 def in_flight_table(rows=IN_FLIGHT) -> Table:
-    """Per kernel: its global accesses in SASS order, the loads a thread sends before its
-    first store and the bytes a warp has in flight then (in its first round trip), the
+    """Per kernel: its global loads and its shared and global stores in SASS order, the
+    loads a thread sends before its first store and in each round trip, the bytes a warp
+    has in flight averaged over its round trips (what Little's law needs), the
     warps resident per SM where the profiler recorded them (at the odd shape) and the bytes
     an SM then has in flight (warps x bytes a warp: Little's law's quantity), next to the
     timed rate at both shapes as a share of the device copy timed beside it."""
@@ -227,11 +237,13 @@ def in_flight_table(rows=IN_FLIGHT) -> Table:
         trips = round_trips(order, family)
         first = trips[0] if trips else 0
         width = _BYTES[family] if family else _ITEM[kernel_of(name).resolve(p)["T"]]
+        per_warp = round(sum(trips) * width * WARP / max(len(trips), 1))
         out.append({"kernel": label, "loads and stores, in SASS order": compact(order),
                     "loads before the first store": first,
-                    IN_FLIGHT_BYTES: first * width * WARP,
+                    "loads in each round trip": ", then ".join(map(str, trips)),
+                    IN_FLIGHT_BYTES: per_warp,
                     PROFILED_WARPS: _fmt(warps.get(_key(name, p))),
-                    PROFILED_BYTES: _fmt(warps.get(_key(name, p)), first * width * WARP),
+                    PROFILED_BYTES: _fmt(warps.get(_key(name, p)), per_warp),
                     f"% of device copy, {_shape_text(SQUARE)}": _share(name, SQUARE, p),
                     f"% of device copy, {_shape_text(ODD)}": _share(name, ODD, p)})
         timed = (lookup.binary(name, p) or {}).get("registers")
@@ -273,9 +285,7 @@ def solution_rates(shape=SQUARE) -> Table:
             ("the worked solution: every load first", mine, sol, "same run"),
             ("copy through a shared tile", kernel_of("copy_smem"),
              _recorded("copy_smem", shape, dict(ex.params)), "its own run")):
-        order = [f for _, f, _ in analysis.instructions(compiler.sass(k, k.resolve(ex.params)))
-                 if f.split(".")[0] in ("LDG", "STG", "EXIT")]
-        trips = round_trips(order)
+        trips = round_trips(_sass_order(k, ex.params))
         out.append({"kernel": label, "loads before the first store": trips[0] if trips else 0,
                     "GB/s (median)": row["gbps"]["median"] if row else None,
                     "device copy beside it, GB/s": row["reference"]["gbps"]["median"]
@@ -426,7 +436,8 @@ def plot_round_trips(shape=ODD, rows: int = 8):
     ax.set_xlabel(f"time, µs (a round trip drawn as {lat:.2f} µs, the latency the copy's "
                   "Little's law implies below)")
     ax.set_title(f"One warp of a float copy, TILE = 32, ROWS = {rows} (SASS order; schematic)\n"
-                 "dark blue: loads (LDG) sent; light: waiting for them; orange: stores (STG)",
+                 "dark blue: loads (LDG) sent; light: waiting for them; orange: stores (STG; "
+                 "for copy_smem, STS)",
                  fontsize=10)
     fig.tight_layout()
     return fig
@@ -1003,6 +1014,28 @@ def check_in_flight(answer: dict | None) -> None:
           "slots: with more rows of threads a thread has fewer loads, and the SM cannot "
           "hold the warps that would make up for it." if need > slots else
           f"part 2: all right: {need} warps, within the {slots} warp slots of an SM.")
+
+
+def worked_solution() -> display.Text:
+    """The worked solution's kernel, for the chapter's folded reveal under *Check your
+    answer*."""
+    return display.Text(solution_source(EXERCISE))
+
+
+def in_flight_answers() -> Table:
+    """Part 2's answers, each with how it follows (worked out as `in_flight_key` does:
+    from the SASS compiled here and the GPU's warp slots), for the chapter's folded
+    reveal."""
+    key = in_flight_key()
+    how = {"loads": "loads before the first store in the SASS (copy_smem, float, TILE = 32)",
+           "bytes": f"loads x {WARP} lanes x {_ITEM['float']} bytes",
+           "warps": f"{key['warp slots per SM']} warps x the bytes a warp at ROWS = {BASE_ROWS}, "
+                    "over the bytes a warp at ROWS = 16"}
+    rows = [{"question": k, "answer": key[k], "how": how[k.split()[0].rstrip(",")]}
+            for k in ANSWER_KEYS]
+    return Table(rows, ["question", "answer", "how"],
+                 title="part 2: the answers (SASS compiled here by ptxas "
+                       f"{compiler.ptxas_version()})")
 
 
 def assert_in_flight(answer: dict | None) -> None:

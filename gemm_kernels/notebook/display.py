@@ -1,6 +1,7 @@
 """What the notebooks show: the mode banner, kernel sources, SASS excerpts."""
 from __future__ import annotations
 
+import html
 import re
 
 from gemm_kernels.core import analysis
@@ -27,15 +28,30 @@ class Markdown(Text):
 
 
 class Folded:
-    """A table (anything with `_repr_html_`) shown closed under a summary line, so that a
-    check placed under a question is not read before the answer is predicted."""
+    """A table (anything with `_repr_html_`), a matplotlib figure or a text shown closed
+    under a summary line, so that a check placed under a question is not read before the
+    answer is predicted."""
 
     def __init__(self, inner, summary: str):
         self.inner, self.summary = inner, summary
+        if hasattr(inner, "savefig"):
+            # drawn now and closed: left open, the inline backend would show it unfolded too
+            import base64
+            import io
+            import matplotlib.pyplot as plt
+            buf = io.BytesIO()
+            inner.savefig(buf, format="png", bbox_inches="tight")
+            plt.close(inner)
+            self._html = (f'<img src="data:image/png;base64,'
+                          f'{base64.b64encode(buf.getvalue()).decode()}"/>')
+        elif hasattr(inner, "_repr_html_"):
+            self._html = None
+        else:
+            self._html = f"<pre>{html.escape(str(inner))}</pre>"
 
     def _repr_html_(self):
         return (f"<details><summary>{self.summary}</summary>"
-                f"{self.inner._repr_html_()}</details>")
+                f"{self._html or self.inner._repr_html_()}</details>")
 
     def __repr__(self):
         return f"{self.summary}\n{self.inner!r}"
