@@ -654,22 +654,25 @@ def capped_split(params: dict | None = None) -> Table:
             ("contiguous, two blocks promised", "tile_2d_reg", capped)]
     low = got["tile_2d_reg"]["gflops"]["median"]
     gap = got["tile_2d_strided"]["gflops"]["median"] - low
-    out = []
-    for label, kernel, r in rows:
-        b = r.get("binary") or {}
-        g = r["gflops"]
-        out.append({"kernel": label, "GFLOP/s": f"{g['median']:,.0f}",
-                    "range": f"{g['min']:,.0f}..{g['max']:,.0f}",
-                    "% of cuBLAS": f"{timing.share(r):.1f}",
-                    "registers": b.get("registers"),
-                    "local memory (bytes)": b.get("local_size_bytes"),
-                    "blocks/SM": analysis.kernel_occupancy(
-                        kernel, r["params"], registers=b.get("registers")).blocks_per_sm,
-                    "share of the gap closed": f"{(g['median'] - low) / gap:.0%}"})
+    out = [{**run_row(label, kernel, r, **{"% of cuBLAS": f"{timing.share(r):.1f}"}),
+            "share of the gap closed": f"{(r['gflops']['median'] - low) / gap:.0%}"}
+           for label, kernel, r in rows]
     return Table(out, list(out[0]), title=(
         f"The 8x8 patch at {' '.join(f'{k}={v}' for k, v in p.items())}, "
         f"{'x'.join(map(str, CAPPED_SHAPE))}, the three timed in one run with cuBLAS in the same "
         f"process ({records.recording_label()})"))
+
+
+def run_row(label: str, kernel: str, r: dict, **after_range) -> dict:
+    """One timed row of a capped run for a table: its rate and the range of its calls,
+    `after_range`'s columns, then the timed binary's registers and local memory and the
+    blocks per SM they allow (chapters 06 and 07 show the same run this way)."""
+    b, g = r.get("binary") or {}, r["gflops"]
+    return {"kernel": label, "GFLOP/s": f"{g['median']:,.0f}",
+            "range": f"{g['min']:,.0f}..{g['max']:,.0f}", **after_range,
+            "registers": b.get("registers"), "local memory (bytes)": b.get("local_size_bytes"),
+            "blocks/SM": analysis.kernel_occupancy(
+                kernel, r["params"], registers=b.get("registers")).blocks_per_sm}
 
 
 def counter_table(configs) -> Table:

@@ -592,18 +592,12 @@ def promise_table() -> Table:
     from gemm_kernels.notebook import ch06_tiles
     capped, got = ch06_tiles.capped_run(("tile_2d_reg", "float4"), K5)
     base = got["tile_2d_reg"]["gflops"]["median"]
-    rows = []
-    for label, kernel, r in (("tile_2d_reg (chapter 06)", "tile_2d_reg", got["tile_2d_reg"]),
-                             ("tile_2d_reg, __launch_bounds__(256, 2)", "tile_2d_reg", capped),
-                             ("float4", "float4", got["float4"])):
-        b, g = r.get("binary") or {}, r["gflops"]
-        rows.append({"kernel": label, "GFLOP/s": f"{g['median']:,.0f}",
-                     "range": f"{g['min']:,.0f}..{g['max']:,.0f}",
-                     "registers": b.get("registers"),
-                     "local memory (bytes)": b.get("local_size_bytes"),
-                     "blocks/SM": analysis.kernel_occupancy(
-                         kernel, r["params"], registers=b.get("registers")).blocks_per_sm,
-                     "x chapter 06": f"{g['median'] / base:.2f}"})
+    rows = [{**ch06_tiles.run_row(label, kernel, r),
+             "x chapter 06": f"{r['gflops']['median'] / base:.2f}"}
+            for label, kernel, r in (
+                ("tile_2d_reg (chapter 06)", "tile_2d_reg", got["tile_2d_reg"]),
+                ("tile_2d_reg, __launch_bounds__(256, 2)", "tile_2d_reg", capped),
+                ("float4", "float4", got["float4"]))]
     return Table(rows, list(rows[0]), title=(
         f"K5 tile, {'x'.join(map(str, ch06_tiles.CAPPED_SHAPE))}, the three timed in one run "
         f"with cuBLAS in the same process ({records.recording_label()})"))
