@@ -462,13 +462,13 @@ def swap_measured(shape=(2048,) * 3) -> Table:
     prices = {name: ch03_copies.price(m)["wavefronts"]
               for name, m in ch03_copies.mappings().items()}
     profiled = studies.results(SWAP_STUDY, shape, studies.recording_of(SWAP_STUDY))
+    swapped = swapped_kernel()
+    # both rows from the recording that timed the swapped kernel (the same run)
+    rec = lookup.variant_recording(swapped, shape, {"BLOCK": 32})
     rows = []
     for label, kernel, price in (("as written (tx along a row)", KERNEL, prices["as written"]),
-                                 ("swapped (tx down a column)", swapped_kernel(),
-                                  prices["swapped"])):
-        timed = lookup.variant_row(kernel, shape, {"BLOCK": 32},
-                                   rec=lookup.variant_recording(swapped_kernel(), shape,
-                                                                {"BLOCK": 32}))
+                                 ("swapped (tx down a column)", swapped, prices["swapped"])):
+        timed = lookup.variant_row(kernel, shape, {"BLOCK": 32}, rec=rec)
         row = next(r for st, r in profiled
                    if (st.variant or st.kernel) == getattr(kernel, "name", kernel))
         m = (row or {}).get("metrics")
@@ -477,7 +477,6 @@ def swap_measured(shape=(2048,) * 3) -> Table:
                      "% of cuBLAS": timing.share(timed) if timed else None,
                      "wavefronts per warp and step (model)": price,
                      "(Nsight Compute)": m[SHARED_WAVEFRONTS] / per_step if m else "-"})
-    rec = lookup.variant_recording(swapped_kernel(), shape, {"BLOCK": 32})
     when = (f"both timed in one run, {rec.label}" if rec and rows[1]["GFLOP/s"]
             else "the swapped kernel not timed")
     return Table(rows, list(rows[0]), title=f"BLOCK = 32 at {'x'.join(map(str, shape))}: "
