@@ -576,3 +576,30 @@ def test_the_gemv_warp_picture_shows_512_bytes_per_step_and_five_shuffle_rounds(
     rounds = [t.get_text() for t in bottom.texts if t.get_text().startswith("round")]
     assert [r.split("d = ")[1].split("\n")[0] for r in rounds] == ["16", "8", "4", "2", "1"]
     assert "32 partial sums" in bottom.texts[-1].get_text()
+
+
+def test_tile_line_recovers_a_known_line_and_the_origin_fit():
+    # rows whose times are exactly c0 x rounds + c1 x work: least squares gives both
+    # back; held at the origin it fits c1 alone (negative control: a different c1)
+    lim = model.device.limits_for("sm_90")
+    tile = {"registers": 127, "registers_scalar": 127, "registers_padded": 127}
+    shapes = [(640, 640, 640), (1280, 1280, 2560), (4608, 4608, 2560), (384, 384, 128)]
+    c0, c1 = 3.0, 6e-6
+    rows = []
+    for s in shapes:
+        (rounds, work), _ = model.terms(s, 128, 128, 1, 127, 132, lim, 0.25)
+        t = c0 * rounds + c1 * work
+        rows.append({"shape": s, "gflops": {"median": 2 * s[0] * s[1] * s[2] / (t * 1e3)}})
+    got = model.tile_line(rows, 128, 128, tile, 132, lim, 0.25)
+    assert got == pytest.approx((c0, c1), rel=1e-6)
+    zero, c1_0 = model.tile_line(rows, 128, 128, tile, 132, lim, 0.25, origin=True)
+    assert zero == 0.0 and c1_0 != pytest.approx(c1, rel=1e-6)
+
+
+def test_c0_clamp_names_the_clamped_tile_and_the_refit(rec):
+    text = str(c.c0_clamp(rec))
+    r = c.rules(rec)
+    clamped = [name for name, t in r.tiles.items() if t["c0_us"] == 0.0]
+    for name in clamped:
+        assert f"{name} tile: least squares gives c0 = -" in text
+    assert "Refitted with c0 held at 0" in text or not clamped

@@ -912,6 +912,31 @@ def rules_summary(rec=None) -> Text:
     return Text("\n".join(lines))
 
 
+def c0_clamp(rec=None) -> Text:
+    """For each tile whose least-squares c0 came out negative: that c0, the c1 fitted with
+    it (the one the model keeps, c0 being set to 0), and the c1 of a fit with c0 held at
+    0: how much clamping without a refit moves the model's predictions."""
+    rec = rec or recording()
+    r, lim = rules(rec), _limits(rec)
+    rows = [row for row in calibrate.calibration_rows(rec) if row["kernel"] == SPLIT
+            and row["params"]["SPLIT"] == 1 and not model._padded_row(row)]
+    lines = []
+    for BM, BN in model.TILES:
+        name = model.tile_name(BM, BN)
+        plain = [row for row in rows if (row["params"]["BM"], row["params"]["BN"]) == (BM, BN)]
+        tile = r.tiles[name]
+        c0, c1 = model.tile_line(plain, BM, BN, tile, r.sm_count, lim, r.gamma)
+        if c0 >= 0:
+            continue
+        _, c1_0 = model.tile_line(plain, BM, BN, tile, r.sm_count, lim, r.gamma, origin=True)
+        lines.append(f"{name} tile: least squares gives c0 = {c0:.1f} µs and c1 = "
+                     f"{c1 * 1e6:.3f} µs per million multiply-adds; the model uses c0 = 0 "
+                     f"with that c1, so it predicts {-c0:.1f} µs per round more than the "
+                     f"fitted line. Refitted with c0 held at 0, c1 would be {c1_0 * 1e6:.3f} "
+                     f"({c1_0 / c1 - 1:+.1%}).")
+    return Text("\n".join(lines) or "No tile's least-squares c0 came out negative.")
+
+
 def padding_table(rec=None) -> Table:
     """The calibration configurations timed both with B padded and without (N % 4 != 0):
     each time, the padded one with its copy of B, and which was faster: the evidence

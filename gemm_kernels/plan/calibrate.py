@@ -79,13 +79,18 @@ def calibrate():
     merge(rows)
 
 
+def calibration_rows(rec) -> list[dict]:
+    """The recording's row of each calibration run (the first, where several)."""
+    rows = []
+    for n, p, s in calibration_runs():
+        rows += rec.find(n, s, get(n).resolve(p))[:1]
+    return rows
+
+
 def fit_rules(rec=None) -> dict:
     """Rules from the calibration rows of the recording (the live GPU's, or `rec`)."""
     rec = rec or records.current()
-    rows = []
-    for n, p, s in calibration_runs():
-        found = rec.find(n, s, get(n).resolve(p))
-        rows += found[:1]
+    rows = calibration_rows(rec)
     copy = rec.find("device_copy", COPY_SHAPE)
     if not rows or not copy:
         raise SystemExit("no calibration rows recorded for this device: run "

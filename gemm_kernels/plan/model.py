@@ -183,7 +183,6 @@ def _time_us(row: dict) -> float:
 def _fit_gamma(rows, sms: int, lim: dict, gamma: float, bandwidth_gbps: float,
                name: str) -> Rules:
     """Rules for one gamma: (c0, c1) per tile by least squares, then r0."""
-    import numpy as np
     tiles = {}
     for BM, BN in TILES:
         own = [r for r in rows if r["kernel"] == SPLIT_KERNEL and r["params"]["BM"] == BM
@@ -201,12 +200,10 @@ def _fit_gamma(rows, sms: int, lim: dict, gamma: float, bandwidth_gbps: float,
                 "registers_scalar": regs[False] or regs[True],
                 "registers_padded": max([r["binary"]["registers"] for r in padded],
                                         default=regs[True] or regs[False])}
-        X = [terms(r["shape"], BM, BN, 1, registers(tile, r["shape"][1]), sms, lim, gamma)[0]
-             for r in plain]
-        (c0, c1), *_ = np.linalg.lstsq(np.array(X, float),
-                                       np.array([_time_us(r) for r in plain]), rcond=None)
-        tiles[tile_name(BM, BN)] = {**tile, "c0_us": float(max(c0, 0.0)),
-                                    "c1_us_per_mfma": float(c1)}
+        c0, c1 = tile_line(plain, BM, BN, tile, sms, lim, gamma)
+        # a negative c0 is set to 0 and c1 kept (not refitted): `tile_line` says how
+        # little a refit through the origin would change c1
+        tiles[tile_name(BM, BN)] = {**tile, "c0_us": max(c0, 0.0), "c1_us_per_mfma": c1}
     # the gemv's fields are fitted apart (in `fit`): placeholders here
     partial = Rules(name, sms, tiles, gamma, 0.0, bandwidth_gbps, 1, {}, {})
     left = [_time_us(r) - _predict_row(partial, r, sms, lim)
@@ -214,6 +211,21 @@ def _fit_gamma(rows, sms: int, lim: dict, gamma: float, bandwidth_gbps: float,
             and not _padded_row(r)]
     r0 = float(max(statistics.median(left), 0.0)) if left else 0.0
     return Rules(name, sms, tiles, gamma, r0, bandwidth_gbps, 1, {}, {})
+
+
+def tile_line(plain: list[dict], BM: int, BN: int, tile: dict, sms: int, lim: dict,
+              gamma: float, origin: bool = False) -> tuple[float, float]:
+    """(c0, c1): least squares of the measured times of one tile's calibration rows
+    without a split (`plain`) on the model's two terms, rounds and work (c0 unclamped);
+    with `origin`, c0 is held at 0 and only c1 is fitted."""
+    import numpy as np
+    X = np.array([terms(r["shape"], BM, BN, 1, registers(tile, r["shape"][1]), sms, lim,
+                        gamma)[0] for r in plain], float)
+    y = np.array([_time_us(r) for r in plain])
+    if origin:
+        return 0.0, float(X[:, 1] @ y / (X[:, 1] @ X[:, 1]))
+    (c0, c1), *_ = np.linalg.lstsq(X, y, rcond=None)
+    return float(c0), float(c1)
 
 
 def _padded_row(r: dict) -> bool:
