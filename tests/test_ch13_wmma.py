@@ -174,6 +174,9 @@ def test_both_kernels_run_right_in_the_cpu_emulation(name):
 def test_the_emulation_stops_a_warp_whose_lanes_pass_different_pointers():
     ok, what = cpu_step.correct_on_cpu(_with(NOTES_WARPS), {})
     assert ok is False and "wmma::load_matrix_sync" in what and "lane 0 of its warp" in what
+    # The message names the block's lowest disagreeing thread, the same at every run: with
+    # the 8 x 8 warp index, lane 8 of warp 0 is the first whose tile is not lane 0's.
+    assert "lane 8 of warp 0 (thread (8, 0, 0))" in what
 
 
 @needs_cxx

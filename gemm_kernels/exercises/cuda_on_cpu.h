@@ -160,6 +160,10 @@ struct fragment {
 
 inline const void* cpu_wmma_pointer[1024];
 inline unsigned cpu_wmma_stride[1024];
+// The lowest thread of the block whose lane disagrees with lane 0 of its warp: the one
+// the message names, so that a kernel's message is the same from run to run (whichever
+// thread got to the check first would otherwise name itself). Stays ~0u while all agree.
+inline std::atomic<unsigned> cpu_wmma_first_bad{~0u};
 
 inline void cpu_wmma_same_in_warp(const void* p, unsigned ldm, const char* what) {
     const unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -168,6 +172,11 @@ inline void cpu_wmma_same_in_warp(const void* p, unsigned ldm, const char* what)
     cpu_block_barrier.wait();
     const unsigned first = t & ~31u;
     if (cpu_wmma_pointer[first] != p || cpu_wmma_stride[first] != ldm) {
+        unsigned seen = cpu_wmma_first_bad.load();
+        while (t < seen && !cpu_wmma_first_bad.compare_exchange_weak(seen, t)) {}
+    }
+    cpu_block_barrier.wait();
+    if (cpu_wmma_first_bad.load() == t) {
         std::fprintf(stderr, "wmma::%s: lane %u of warp %u (thread (%u, %u, %u)) passed "
                      "another pointer or stride than lane 0 of its warp: a fragment belongs "
                      "to the whole warp, so its 32 lanes (32 consecutive threads, x "

@@ -655,8 +655,7 @@ def check_ldsm_prediction(mine: dict | None, params: dict | None = None) -> Text
                          "wavefronts, and there are four phases")
     if wrong:
         return Text("\n".join(wrong) + f"\n{4 - len(wrong)} of 4 right: correct your "
-                    "numbers and run the cell again (the picture below also shows where "
-                    "the rows fall)")
+                    "numbers and run the cell again")
     return Text("\n".join(lines) + "\n4 of 4 right")
 
 
