@@ -34,6 +34,18 @@ def test_the_copy_bug_copies_one_element_per_row_and_computes_the_wrong_product(
     assert got["buggy"]["distinct A elements"] == 4 and got["correct"]["distinct A elements"] == 16
 
 
+def test_the_copy_bug_figure_prints_nothing_and_counts_in_its_title(capsys):
+    # the figure answers a question and is folded under it: a printed line would not fold
+    from gemm_kernels.notebook import ch03_pictures
+    import matplotlib.pyplot as plt
+    fig = ch03_pictures.copy_bug()
+    title = fig._suptitle.get_text()
+    plt.close(fig)
+    assert capsys.readouterr().out == ""
+    assert "buggy copy: 64 of 64 elements of C wrong" in title
+    assert "correct copy: 0 of 64 elements of C wrong" in title
+
+
 def test_the_emulation_refuses_partial_tiles():
     with pytest.raises(ValueError, match="multiples of BLOCK"):
         ch03_copies.emulate([[1.0] * 6] * 6, [[1.0] * 6] * 6, 4)

@@ -249,5 +249,6 @@ def test_the_swapped_kernel_swaps_only_the_two_thread_indices():
     assert swapped.base == "smem_tiled" and swapped.name == ch03_evidence.SWAPPED
     t = ch03_evidence.swap_measured()
     assert [r["wavefronts per warp and step (model)"] for r in t] == [50, 352]
+    assert [r["global sectors per warp and step (model)"] for r in t] == [8, 64]
     if t[1]["GFLOP/s"] is None:
         assert "not timed" in t.title

@@ -394,40 +394,6 @@ def summary(shape=SHAPE) -> Table:
 
 # ------------------------------------------------------------------ the swap
 
-def swap_evidence(shape=(2048,) * 3):
-    """The swapped kernel (threadIdx.x down the rows of C), predicted: the measured
-    penalty of the same change in chapter 01 (global memory) and chapter 04 (shared
-    memory) as a Table, after printed lines with the model's price of one step, as
-    written and swapped, and the shared-memory bound each gives."""
-    pairs = (("global memory (chapter 01, naive)", ("naive", {"BLOCK": 32, "MAPPING": "x->col"}),
-              ("naive", {"BLOCK": 32, "MAPPING": "x->row"})),
-             ("shared memory (chapters 03 and 04)", (KERNEL, {"BLOCK": 32}),
-              ("bank_layout", {"BLOCK": 32, "LAYOUT": "conflict", "PAD": 0})))
-    rows = []
-    for what, along, down in pairs:
-        a, d = (_rate(k, shape, p) for k, p in (along, down))
-        a, d = (x["gflops"]["median"] if x else None for x in (a, d))
-        rows.append({"where the warp reads": what, "along a row, GFLOP/s": a,
-                     "down a column, GFLOP/s": d,
-                     "slower by": f"{a / d:.1f}x" if a and d else "-"})
-    written = ch03_04_tiles.smem_ceiling(KERNEL, {"BLOCK": 32})
-    for name, m in ch03_copies.mappings().items():
-        p = ch03_copies.price(m)
-        b = written["smem bound GFLOP/s"] * written["wavefronts/step"] / p["wavefronts"]
-        print(f"{name:10s}: per warp and step {p['global sectors']:2d} global sectors, "
-              f"{p['wavefronts']:3d} shared wavefronts -> shared-memory bound {b:6,.0f} GFLOP/s"
-              + ("  (prediction)" if name == "swapped" else ""))
-    c04 = ch03_04_tiles.smem_ceiling("bank_layout", pairs[1][2][1])
-    g04 = _rate(pairs[1][2][0], shape, pairs[1][2][1])
-    if g04:
-        g = g04["gflops"]["median"]
-        print(f"chapter 04's layout that reads down columns: bound "
-              f"{c04['smem bound GFLOP/s']:,.0f} GFLOP/s, measured {g:,.0f} GFLOP/s = "
-              f"{g / c04['smem bound GFLOP/s']:.0%} of it")
-    return Table(rows, list(rows[0]), title=f"measured at {'x'.join(map(str, shape))}, "
-                                            f"BLOCK = 32 ({records.source()})")
-
-
 # The course notes' question, measured: the kernel with threadIdx.x running down the
 # rows of C. Timed beside the kernel as written (`timed_variants`), and both profiled
 # with their shared-memory counters (the `ch03_swap` study).
@@ -456,11 +422,11 @@ studies.register_variant(SWAPPED, swapped_kernel)
 def swap_measured(shape=(2048,) * 3) -> Table:
     """The kernel as written and swapped at BLOCK = 32: the rate of each, timed in one
     run beside cuBLAS, and the shared-memory wavefronts per warp and step that Nsight
-    Compute counted, beside the bank model's price."""
+    Compute counted, beside the bank model's price; and the model's global sectors per
+    warp and step (the swap also stops the copies from coalescing)."""
     M, N, K = shape
     per_step = M * N // 32 * (K // 32)        # warps x steps of K, at BLOCK = 32
-    prices = {name: ch03_copies.price(m)["wavefronts"]
-              for name, m in ch03_copies.mappings().items()}
+    prices = {name: ch03_copies.price(m) for name, m in ch03_copies.mappings().items()}
     profiled = studies.results(SWAP_STUDY, shape, studies.recording_of(SWAP_STUDY))
     swapped = swapped_kernel()
     # both rows from the recording that timed the swapped kernel (the same run)
@@ -475,7 +441,8 @@ def swap_measured(shape=(2048,) * 3) -> Table:
         rows.append({"kernel": label,
                      "GFLOP/s": timed["gflops"]["median"] if timed else None,
                      "% of cuBLAS": timing.share(timed) if timed else None,
-                     "wavefronts per warp and step (model)": price,
+                     "global sectors per warp and step (model)": price["global sectors"],
+                     "wavefronts per warp and step (model)": price["wavefronts"],
                      "(Nsight Compute)": m[SHARED_WAVEFRONTS] / per_step if m else "-"})
     when = (f"both timed in one run, {rec.label}" if rec and rows[1]["GFLOP/s"]
             else "the swapped kernel not timed")

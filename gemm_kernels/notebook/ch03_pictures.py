@@ -165,11 +165,11 @@ def copy_bug(M: int = 8, N: int = 8, K: int = 8, BLOCK: int = 4, block=(1, 1), k
     """The A and B tiles of block `block` at the step starting at k0, as the buggy copy
     (A[row * K + k0], B[k0 * N + col]) and the correct one fill them, each cell labelled
     with the element it holds (`memory.ch03_copies.copy_bug`). Printed first: how many
-    elements of C each version gets wrong against A @ B, the whole product emulated."""
+    elements of C each version gets wrong against A @ B, the whole product emulated, in
+    the title: the figure is the answer to a question, so nothing is printed outside it
+    (a notebook folds it under the question)."""
     from matplotlib.patches import Rectangle
     got = ch03_copies.copy_bug(M, N, K, BLOCK, block, k0)
-    print("; ".join(f"{v} copy: {got[v]['wrong elements']} of {M * N} elements of C wrong "
-                    "against A @ B" for v in got))
     plt = _plt()
     fig, axes = plt.subplots(1, 4, figsize=(13, 4.2), layout="constrained")
     cmap = plt.get_cmap("Pastel1")
@@ -199,9 +199,10 @@ def copy_bug(M: int = 8, N: int = 8, K: int = 8, BLOCK: int = 4, block=(1, 1), k
                 ("correct", "As"): "A[row * K + k0 + tx]",
                 ("correct", "Bs"): "B[(k0 + ty) * N + col]"}[version, tile]
         ax.set_title(f"{version}: {tile}[ty][tx] = {code}", fontsize=SMALL)
-    verdict = {v: ("C = A @ B" if got[v]["right"] else "C is wrong") for v in got}
+    verdict = {v: f"{got[v]['wrong elements']} of {M * N} elements of C wrong against A @ B"
+               for v in got}
     fig.suptitle(f"What block {tuple(block)} copies at the step k0 = {k0} ({M} x {K} times "
-                 f"{K} x {N}, BLOCK = {BLOCK}). Buggy copy: {verdict['buggy']}; correct "
+                 f"{K} x {N}, BLOCK = {BLOCK})\nbuggy copy: {verdict['buggy']}; correct "
                  f"copy: {verdict['correct']}\n(a colour: one element copied by several threads)",
                  fontsize=TEXT + 1)
     return fig
