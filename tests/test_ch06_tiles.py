@@ -216,3 +216,14 @@ def test_block_timeline_is_a_labelled_model():
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels[0] == "one block of 16 warps" and "block 1 (8 warps)" in labels
     plt.close(fig)
+
+
+def test_the_tile_step_keeps_the_waves_and_lowers_the_reuse():
+    # BM 128 -> 64 doubles the grid but also the blocks per SM, so the waves stay; each
+    # block copies more words per FFMA (64*128/(64+128) against 128*128/(128+128)).
+    before, after = ch06_tiles.tile_step_rows()
+    assert (before["step"], after["step"]) == ("patch 8x4", "BM 64")
+    assert (before["blocks/SM"], after["blocks/SM"]) == (1, 2)
+    assert before["waves"] == after["waves"]
+    assert float(after["FFMA per word copied"]) < float(before["FFMA per word copied"])
+    assert ch06_tiles.tile_step_table().columns[2] == "blocks at 4096^3"

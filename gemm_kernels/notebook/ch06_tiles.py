@@ -367,6 +367,45 @@ def path_check(rows=None, only: str | None = None) -> str:
     return "\n".join(lines)
 
 
+# Two of PATH's steps (by position) around the tile step, for what else that step changes.
+TILE_STEP = (1, 2)
+
+
+def tile_step_rows(size: int = 4096, rows=None) -> list[dict]:
+    """What the tile step (`patch 8x4` -> `BM 64`) changes besides the blocks per SM, per
+    configuration at size^3: the blocks of the grid, the blocks per SM, the waves they
+    make on this GPU's SMs (grid blocks over SMs x blocks per SM), the FFMAs per word a
+    block copies from global memory (its reuse: BM*BN / (BM+BN)), and from Nsight Compute
+    (at 4096^3) the instructions executed and the kernel's time."""
+    from gemm_kernels.notebook.capstone_pictures import sm_count
+    rows, sms = rows or path_rows(), sm_count()
+    out = []
+    for at in TILE_STEP:
+        label, p = PATH[at]
+        p = _params("tile_2d_reg", p)
+        r = next(x for x in rows if x["step"] == label)
+        blocks = -(-size // p["BM"]) * -(-size // p["BN"])
+        m = (_stall_row("tile_2d_reg", p, (4096,) * 3) or {}).get("metrics", {})
+        inst, t = m.get("smsp__inst_executed.sum"), m.get("gpu__time_duration.sum")
+        out.append({"step": label, "params": _short(p), f"blocks at {size}^3": f"{blocks:,}",
+                    "blocks/SM": r["blocks/SM"],
+                    "waves": None if not sms else _f(blocks / (sms * r["blocks/SM"]), 2),
+                    "FFMA per word copied": _f(p["BM"] * p["BN"] / (p["BM"] + p["BN"])),
+                    "instructions (M, ncu)": None if inst is None else f"{inst / 1e6:,.0f}",
+                    "time (ms, ncu)": None if t is None else _f(t / 1e6, 2)})
+    return out
+
+
+def tile_step_table(size: int = 4096) -> Table:
+    """tile_step_rows as a table, titled with the SM count the waves are counted on."""
+    from gemm_kernels.notebook.capstone_pictures import sm_count
+    rows = tile_step_rows(size)
+    return Table(rows, list(rows[0]),
+                 title=f"the tile step: what else changes ({sm_count()} SMs; instructions "
+                       "and time from Nsight Compute at 4096^3, its clocks locked); "
+                       + records.recording_label())
+
+
 def path_plot(size: int = 2048, rows=None):
     """The chapter's key result in one figure, drawn from path_rows: the four steps from
     K5 to the default on x; left, the rate at size^3 (each bar labelled with its warps per
