@@ -435,3 +435,31 @@ def test_chapter_05s_counter_table_spells_out_its_counters(capsys):
     assert t.columns == ["counter", "bank model", "Nsight Compute"]
     out = capsys.readouterr().out
     assert not out or ("of the stores" in out and "of all shared-memory wavefronts" in out)
+
+
+def test_warm_up_check_never_prints_the_count_until_it_is_right():
+    """The warm-up's LDS.64 (lane i at word 4i) costs 4 wavefronts: 2 phases, lanes i and
+    i + 8 of a phase in one bank. A wrong count gets a question without the number; the
+    right one gets the phase-by-phase count; no count only says what to do."""
+    assert "4 wavefront" not in ch04_banks.check_warm_up(None)
+    for wrong in (1, 2, 3, 8):
+        msg = ch04_banks.check_warm_up(wrong)
+        assert msg.startswith("not yet") and "4" not in msg.replace("4i", "").replace("64-bit", "")
+    assert ch04_banks.check_warm_up(2).startswith("not yet (low)")
+    assert ch04_banks.check_warm_up(8).startswith("not yet (high)")
+    right = ch04_banks.check_warm_up(4)
+    assert right.startswith("right") and "2 phase(s): 4 wavefront(s)" in right
+
+
+def test_plot_names_break_after_the_layout_name_only_when_asked():
+    """Chapter 04's bound plot writes each name on two lines (tiles and LAYOUT, then the
+    padding), so that the bars keep the width; other callers keep one line."""
+    row = {"BLOCK": 32, "layout": ch03_04_tiles.label(
+        "bank_layout", {"BLOCK": 32, "LAYOUT": "conflict", "PAD": 2})}
+    assert ch03_04_tiles.tick_label(row) == \
+        'BLOCK=32  sA[m][k], sB[n][k] ("conflict"), PAD=2, reads conflict-free'
+    assert ch03_04_tiles.tick_label(row, two_lines=True) == \
+        'BLOCK=32  sA[m][k], sB[n][k] ("conflict")\nPAD=2, reads conflict-free'
+    ch03 = {"BLOCK": 32, "layout": ch03_04_tiles.label("smem_tiled", {"BLOCK": 32})}
+    assert ch03_04_tiles.tick_label(ch03, two_lines=True) == \
+        "BLOCK=32  chapter 03 (sA[m][k], sB[k][n])\ninterior loop"

@@ -397,15 +397,29 @@ def summary(configs=None, size: int = 2048, props: dict | None = None):
                        f"shared-memory bound and GFLOP/s at {size}^3 ({records.recording_label()})")
 
 
-def ceiling_plot(table, size: int = 2048, ax=None, title: str | None = None):
+def tick_label(row: dict, two_lines: bool = False) -> str:
+    """A `summary` row's name on a plot axis: 'BLOCK=32  ' and its label; with two_lines,
+    broken after the tiles and the layout's name (at the first '), '), so that long names
+    leave the bars most of the figure's width."""
+    text = f"BLOCK={row['BLOCK']}  {row['layout']}"
+    if two_lines and "), " in text:
+        head, tail = text.split("), ", 1)
+        text = f"{head})\n{tail}"
+    return text
+
+
+def ceiling_plot(table, size: int = 2048, ax=None, title: str | None = None,
+                 two_lines: bool = False):
     """Each configuration of a `summary` table as a pair of bars: its shared-memory bound
     (pale) and its measured rate (dark, coloured by BLOCK), in GFLOP/s as every table,
     fastest bound at the top; rows without a rate are left out. `title` replaces the
-    default title's first part. Returns the Axes."""
+    default title's first part; `two_lines` writes each name on two lines (`tick_label`).
+    Returns the Axes."""
     import matplotlib.pyplot as plt
     rows = sorted((r for r in table if r["GFLOP/s"]), key=lambda r: r["bound GFLOP/s"])
     if ax is None:
-        _, ax = plt.subplots(figsize=(10, 0.32 * len(rows) + 1.4))
+        per_row = 0.48 if two_lines else 0.32
+        _, ax = plt.subplots(figsize=(10, per_row * len(rows) + 1.4))
     colours = {32: "tab:blue", 16: "tab:orange", 8: "tab:green", 4: "tab:purple"}
     y = range(len(rows))
     top = max(r["bound GFLOP/s"] for r in rows)
@@ -416,7 +430,7 @@ def ceiling_plot(table, size: int = 2048, ax=None, title: str | None = None):
     for i, r in zip(y, rows):
         ax.text(r["bound GFLOP/s"] + top / 100, i, f"{r['% of bound']:.0f}% of bound",
                 va="center", fontsize=8)
-    ax.set_yticks(list(y), [f"BLOCK={r['BLOCK']}  {r['layout']}" for r in rows], fontsize=8)
+    ax.set_yticks(list(y), [tick_label(r, two_lines) for r in rows], fontsize=8)
     from matplotlib.ticker import FuncFormatter
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.set_xlabel("GFLOP/s")

@@ -46,9 +46,10 @@ def summary(configs=None, size: int = 2048):
 
 def ceiling_plot(size: int = 2048, ax=None):
     """Every configuration (chapter 03's kernel and both BLOCKs of bank_layout) as its
-    shared-memory bound and its measured rate, labelled by the chapter's names."""
+    shared-memory bound and its measured rate, labelled by the chapter's names, each on two
+    lines (tiles and layout, then padding) so that the bars keep most of the width."""
     everything = ch03_04_tiles.summary(ALL, size)
-    return ch03_04_tiles.ceiling_plot(everything, size, ax=ax)
+    return ch03_04_tiles.ceiling_plot(everything, size, ax=ax, two_lines=True)
 
 
 # ------------------------------------------------------------------ pictures
@@ -498,6 +499,27 @@ def store_excess_line() -> str:
             f"{ex['per STS'][0]:.2f} .. {ex['per STS'][1]:.2f}; per load instruction "
             f"{ex['per load'][0]:.4f} .. {ex['per load'][1]:.4f}; all of it as a share of the "
             f"shared wavefronts: {ex['share'][0]:.2%} .. {ex['share'][1]:.2%}")
+
+
+# The warm-up before the exercise: lane i loads the float2 at word 4i with one LDS.64.
+WARM_UP_WORDS = tuple(4 * i for i in range(32))
+
+
+def check_warm_up(mine: int | None) -> str:
+    """The warm-up's check: the student's count of wavefronts for the LDS.64 of
+    WARM_UP_WORDS, answered with a question while it is wrong (never the number), and with
+    the bank model's phase-by-phase count once it is right. None: only says what to do,
+    so that the notebook as given shows no answer."""
+    from gemm_kernels.notebook.widgets import BankExplorer
+    if mine is None:
+        return "write your count in `my_wavefronts`, then run this cell"
+    an = banks.analyse(banks.words_to_bytes(WARM_UP_WORDS), 8)
+    if mine == an.wavefronts:
+        return "right:\n" + BankExplorer.describe(an)
+    side = "high" if mine > an.wavefronts else "low"
+    return (f"not yet ({side}): a 64-bit load goes in two phases of 16 lanes; in lanes 0-15, "
+            "which bank holds word 4i, and which other lane of the same phase starts in "
+            "that bank?")
 
 
 PREDICTION_KEYS = ("B read", "store of b", "per step")
