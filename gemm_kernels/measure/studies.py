@@ -297,6 +297,19 @@ STUDY_LIST = (
               Step("BLOCK = 16", "coalesced", {"BLOCK": 16}),
               Step("BLOCK = 32", "coalesced", {"BLOCK": 32})),
           ((2047, 2047, 2047), CUBE_2048)),
+    # The same kernel profiled on and off 128-byte lines: what the L1's data stage counts
+    # for global loads (wavefronts, bank conflicts) when rows of A stop sharing a bank
+    # (a stride of 2047 words) and rows of B straddle two lines: does it count lines or
+    # words that compete for one bank? At 2048 the two counts coincide.
+    Study("ch02_alignment_l1", "02", "What the L1 counts for global loads on and off "
+          "128-byte lines: lines, or words on one bank", "ncu", (
+              Step("BLOCK = 8", "coalesced", {"BLOCK": 8}),
+              Step("BLOCK = 16", "coalesced", {"BLOCK": 16}),
+              Step("BLOCK = 32", "coalesced", {"BLOCK": 32})),
+          ((2047, 2047, 2047), CUBE_2048),
+          (*L1_LINES, *L1_STAGES,
+           "re:^l1tex__data_bank_conflicts_pipe_lsu_mem_global[a-z_]*\\.sum$",
+           "re:^l1tex__data_pipe_lsu_wavefronts[a-z_]*\\.sum$", *ISSUE)),
     Study("ch05_depth_stalls", "05", "The default tile at BK = 8 and BK = 16: where the warps "
           "wait", "ncu", (
               Step("BK = 8", "tile_1d", {"BM": 64, "BN": 64, "BK": 8, "TM": 16}),
