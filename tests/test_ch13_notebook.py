@@ -118,6 +118,9 @@ def test_the_solutions_usual_mistakes_each_fail_with_a_hint_and_the_permuted_map
     table = ch13.mistakes(gpu=False)
     assert len(table) == len(ch13.MISTAKES)
     assert all(r["correct"] == "FAIL" and r["its hint"] not in ("", "-") for r in table)
+    assert table.columns == ["mistake", "failed at", "what the grader says"]
+    assert all(r["failed at"] == "correct" for r in table)
+    assert ch13.mistake_hints(table).columns == ["mistake", "its hint"]
     stride = next(r for r in table if "leading dimension" in r["mistake"])
     assert "leading dimension" in stride["its hint"]
     assert ch13.permuted_warps(gpu=False)[0]["correct"] == "pass"
@@ -181,3 +184,44 @@ def test_global_bytes_per_hmma_counted_from_the_tiles():
 def test_the_naive_kernel_is_set_against_the_fp32_capstone_and_the_tiled_one():
     assert "capstone of chapter 09" in str(ch13.naive_against_capstone())
     assert "the naive kernel's rate" in str(ch13.tiled_against_naive())
+
+
+def test_the_global_loads_are_counted_by_width():
+    """Section 6: the tiled kernel's 16-byte tile loads and its epilogue's 4-byte reads of
+    C are told apart, widest first."""
+    assert ch13.ldg_by_width(["LDG.E.128.CONSTANT", "LDG.E", "LDG.E", "LDS", "LDG.E.64"]) \
+        == "1 x 16 B, 1 x 8 B, 2 x 4 B"
+    assert ch13.ldg_by_width(["LDS.128"]) == "0"
+    row = ch13.sass_counts(ch13.TILED)[0]
+    assert row[ch13.LDG_BY_WIDTH].startswith("8 x 16 B")
+
+
+def test_a_warps_pace_accounts_for_the_issue_share():
+    """Warps per scheduler over the cycles between one warp's instructions is the share of
+    cycles with an issue (Little's law), which the summary states for the padded kernel."""
+    rows = [m for _, m in ch13.profile_rows() if m]
+    if not rows:
+        pytest.skip("the profile is not recorded")
+    for m in rows:
+        warps, cycles, issue = ch13.warp_pace(m)
+        assert abs(100 * warps / cycles - issue) <= 0.1 * issue, (warps, cycles, issue)
+    table = ch13.profile_table()
+    assert all(r[c] for r in table for c in ch13.PACE)
+    text = str(ch13.profile_summary())
+    assert "warps to switch between" in text and "store wavefronts" in text
+
+
+def test_the_bank_picture_draws_a_and_b_without_and_with_padding():
+    import matplotlib
+    matplotlib.use("Agg")
+    ax = ch13.plot_ldmatrix_banks()
+    titles = [a.get_title() for a in ax]
+    assert [t[0] for t in titles] == ["A", "A", "B", "B"]
+    assert titles[2].endswith("32 wavefronts") and titles[3].endswith("4 wavefronts")
+
+
+def test_the_sweep_shows_whole_percents():
+    table = ch13.sweep_table()
+    if not table:
+        pytest.skip("no recorded sweep")
+    assert all(isinstance(r["% of cuBLAS FP16"], int) for r in table)

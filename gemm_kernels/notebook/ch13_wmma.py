@@ -345,9 +345,22 @@ PERMUTED_WARPS = ("const int warp_m = threadIdx.y / WN, warp_n = threadIdx.y % W
 
 
 def mistakes(gpu: bool | None = None) -> Table:
-    """The worked solution with each of MISTAKES made, graded like a submission."""
+    """The worked solution with each of MISTAKES made, graded like a submission, shown
+    narrow: the mistake, the first step that failed and what it says. The rows keep every
+    step's verdict and the grader's hint (`mistake_hints` shows those, apart)."""
+    from gemm_kernels.exercises.grader import FAIL
     from gemm_kernels.notebook.worked_solutions import graded_mistakes
-    return graded_mistakes("13_wmma", MISTAKES, gpu, hints=True)
+    graded = graded_mistakes("13_wmma", MISTAKES, gpu, hints=True)
+    steps = [c for c in graded[0] if c not in ("mistake", "what the grader says", "its hint")]
+    rows = [{**r, "failed at": next((c for c in steps if r[c] == FAIL), "-")} for r in graded]
+    return Table(rows, ["mistake", "failed at", "what the grader says"],
+                 title="the solution with one mistake each, graded as a submission: the "
+                       "first step that failed, and what it says")
+
+
+def mistake_hints(table: Table) -> Table:
+    """The hint the grader gives with each mistake of a `mistakes` table."""
+    return Table(table, ["mistake", "its hint"], title="the grader's hint for each mistake")
 
 
 def permuted_warps(gpu: bool | None = None) -> Table:
@@ -369,13 +382,29 @@ def sass_counts(kernel: str, params: dict | None = None) -> Table:
     sass = compiler.sass(get(kernel), params or {})
     ops = re.findall(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", sass, re.M)
     groups = {"HMMA (tensor core)": "HMMA", "LDSM (ldmatrix)": "LDSM", "LDS": "LDS",
-              "STS": "STS", "LDG": "LDG", "STG": "STG"}
+              "STS": "STS", "STG": "STG"}
     row = {"kernel": kernel}
     for label, prefix in groups.items():
         row[label] = sum(1 for o in ops if o.split(".")[0] == prefix)
+    row[LDG_BY_WIDTH] = ldg_by_width(ops)
     row["HMMA shape"] = ", ".join(sorted({o for o in ops if o.startswith("HMMA")}))
-    return Table([row], ["kernel", *groups, "HMMA shape"],
+    return Table([row], ["kernel", *groups, LDG_BY_WIDTH, "HMMA shape"],
                  title=f"SASS for {compiler.static_arch(get(kernel))}, whole kernel")
+
+
+LDG_BY_WIDTH = "LDG, by bytes per lane"
+
+
+def ldg_by_width(ops: list[str]) -> str:
+    """The global loads among SASS opcodes (LDG.E.128.CONSTANT, ...) counted by the bytes
+    each lane loads, widest first ("8 x 16 B, 64 x 4 B"): a 16-byte tile load and a
+    4-byte element read are different costs, which one LDG total would hide."""
+    import collections
+    width = {"128": 16, "64": 8, "U16": 2, "S16": 2, "U8": 1, "S8": 1}
+    counts = collections.Counter(
+        next((width[p] for p in o.split(".")[1:] if p in width), 4)
+        for o in ops if o.split(".")[0] == "LDG")
+    return ", ".join(f"{n} x {b} B" for b, n in sorted(counts.items(), reverse=True)) or "0"
 
 
 def naive_loads() -> Text:
@@ -514,10 +543,28 @@ def profiler_clocks(n: int = 4096, rec=None) -> Text:
     return Text(evidence.profiled_against_timed(STUDY, (n, n, n), rec or study_recording()))
 
 
+PACE = ("warps per scheduler", "cycles per issue, all reasons", "issue active %")
+
+
+def warp_pace(m: dict) -> tuple[float | None, float | None, float | None]:
+    """How fast a scheduler can issue, from a profiled row's metrics: the warps it holds
+    (sm__warps_active as warps, over the SM's schedulers), the cycles one warp takes from
+    one instruction to its next (every stall reason per issued instruction, 'selected',
+    the issue itself, included), and the share of cycles in which it issued. Warps /
+    cycles bounds the issue share: few warps, each slow, cannot keep it high."""
+    from gemm_kernels.notebook.ch07_ablation import SCHEDULERS_PER_SM, WARPS_PER_SM
+    active = m.get("sm__warps_active.avg.pct_of_peak_sustained_active")
+    reasons = evidence.stall_reasons({"metrics": m})
+    return (active / 100 * WARPS_PER_SM / SCHEDULERS_PER_SM if active else None,
+            sum(reasons.values()) if reasons else None,
+            m.get("smsp__issue_active.avg.pct_of_peak_sustained_active"))
+
+
 def profile_table(rec=None) -> Table:
     """The study's main counters per step, at 4096³: time, the tensor pipe's busy
     share, DRAM bytes read, shared-memory wavefronts of loads and their bank conflicts,
-    and the two largest stall reasons per issued instruction."""
+    the two largest stall reasons per issued instruction, and a warp's pace
+    (`warp_pace`)."""
     rows = []
     for label, m in profile_rows(rec):
         if m is None:
@@ -525,6 +572,7 @@ def profile_table(rec=None) -> Table:
             continue
         stalls = sorted(((v, k) for k, v in evidence.stall_reasons({"metrics": m}).items()
                          if "selected" not in k), reverse=True)[:2]
+        warps, cycles, issue = warp_pace(m)
         rows.append({
             "step": label, "time (ms)": m.get("gpu__time_duration.sum", 0) / 1e6,
             "tensor pipe busy %": m.get(
@@ -535,10 +583,11 @@ def profile_table(rec=None) -> Table:
             "of them conflicts (M)":
                 m.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", 0) / 1e6,
             "largest stalls (cycles per issue)": ", ".join(f"{n} {fmt_number(v)}"
-                                                           for v, n in stalls)})
+                                                           for v, n in stalls),
+            PACE[0]: warps, PACE[1]: cycles, PACE[2]: issue})
     return Table(rows, ["step", "time (ms)", "tensor pipe busy %", "DRAM read (MB)",
                         "shared load wavefronts (M)", "of them conflicts (M)",
-                        "largest stalls (cycles per issue)"],
+                        "largest stalls (cycles per issue)", *PACE],
                  title=f"Nsight Compute at 4096³ ({_label(rec or study_recording())})")
 
 
@@ -659,15 +708,19 @@ def check_ldsm_prediction(mine: dict | None, params: dict | None = None) -> Text
     return Text("\n".join(lines) + "\n4 of 4 right")
 
 
-def plot_ldmatrix_banks(row_halves=(32, 40), ax=None):
-    """The model's picture of one A-fragment load for each row length (in halves)."""
+def plot_ldmatrix_banks(tiles=(("A", 32), ("A", 40), ("B", 128), ("B", 136)), ax=None):
+    """The model's picture of one fragment load (one LDSM, its four phases) for each
+    (tile, row length in halves), two panels a row: the default tile's A and B rows,
+    without and with padding."""
     import matplotlib.pyplot as plt
     from gemm_kernels.memory import banks
     if ax is None:
-        _, ax = plt.subplots(1, len(row_halves), figsize=(6 * len(row_halves), 4.2))
-    for a, h in zip(ax, row_halves):
+        rows = (len(tiles) + 1) // 2
+        _, ax = plt.subplots(rows, 2, figsize=(12, 4.2 * rows), squeeze=False)
+        ax = ax.ravel()
+    for a, (name, h) in zip(ax, tiles):
         an = ldmatrix_analysis(h)
-        banks.plot_banks(an, ax=a, title=f"rows of {h} halves ({2 * h} bytes): "
+        banks.plot_banks(an, ax=a, title=f"{name}: rows of {h} halves ({2 * h} bytes): "
                                          f"{an.wavefronts} wavefronts")
     plt.tight_layout()
     return ax
@@ -732,7 +785,10 @@ def sweep_table(rec=None, top: int = 8, kernel: str = TILED) -> Table:
     for c in k.valid_configurations():
         rs = [r for r in (rec.find(kernel, (2048,) * 3, c) if rec else []) if "gflops" in r]
         if rs:
-            rows.append({**c, "TFLOP/s": _tflops(rs[0]), "% of cuBLAS FP16": timing.share(rs[0])})
+            # whole percents: the column reads alike ("27%" beside "26.8%" would not)
+            share = timing.share(rs[0])
+            rows.append({**c, "TFLOP/s": _tflops(rs[0]),
+                         "% of cuBLAS FP16": None if share is None else round(share)})
     rows.sort(key=lambda r: -r["TFLOP/s"])
     return Table(rows[:top] + ([] if len(rows) <= top else rows[-2:]),
                  [p.name for p in k.params] + ["TFLOP/s", "% of cuBLAS FP16"],
@@ -763,6 +819,11 @@ def profile_summary(rec=None) -> Text:
           f"{l2_hits:.0f}% of its sectors hits), and it still reads " if l2_hits else "it reads ")
     rest = sorted(((v, k) for k, v in evidence.stall_reasons({"metrics": padded}).items()
                    if "selected" not in k), reverse=True)[:2]
+    warps, cycles, issue = warp_pace(padded)
+    st_wave = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"
+
+    def st_conf(m):
+        return m.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", 0)
     return Text(
         f"* The naive kernel waits for global memory: a warp spends {naive[long_wait]:.0f} "
         f"cycles per issued instruction stalled on 'long scoreboard', the wait for a global "
@@ -775,9 +836,19 @@ def profile_summary(rec=None) -> Text:
         f"{plain[short_wait]:.1f} cycles per instruction): its fragment loads meet bank "
         f"conflicts (the bank model above). Tensor pipe busy: {_pct(plain[busy])}.\n"
         f"* With padded rows the wait drops to {padded[short_wait]:.1f} cycles and the tensor "
-        f"pipe is busy {_pct(padded[busy])} of the time. The largest stalls left are small: "
-        + " and ".join(f"'{k}' ({v:.1f} cycles per instruction)" for v, k in rest)
-        + ". A deeper pipeline and larger warp tiles are the usual next steps (chapter 14).")
+        f"pipe is busy {_pct(padded[busy])} of the time. No stall dominates now (the largest: "
+        + " and ".join(f"'{k}' {v:.1f}" for v, k in rest)
+        + f" cycles per instruction), but together a warp takes {cycles:.1f} cycles from one "
+        f"instruction to its next, and a scheduler holds only {warps:.1f} warps to switch "
+        f"between: {warps:.1f} / {cycles:.1f} = {warps / cycles:.2f} instructions per cycle, "
+        f"and indeed it issued in {_pct(issue)} of its cycles. The tensor pipe works only on "
+        f"what is issued. Each stall is small; together they are more cycles than so few "
+        f"warps can hide. More independent work per warp (larger warp tiles, more loads in "
+        f"flight) is the remedy chapter 14 takes.\n"
+        f"* Padding adds conflicts to the stores into the tiles, far fewer than it "
+        f"removes from the loads: {st_conf(padded) / 1e6:.1f} M of "
+        f"{padded[st_wave] / 1e6:.1f} M store wavefronts padded, "
+        f"{st_conf(plain) / 1e6:.1f} M of {plain[st_wave] / 1e6:.1f} M unpadded.")
 
 
 # The dense FP16 (FP32 accumulate) tensor-core rate of one SM per clock, in FLOP, from
