@@ -603,3 +603,23 @@ def test_c0_clamp_names_the_clamped_tile_and_the_refit(rec):
     for name in clamped:
         assert f"{name} tile: least squares gives c0 = -" in text
     assert "Refitted with c0 held at 0" in text or not clamped
+
+
+def test_fit_points_predict_each_row_with_its_own_padding(rec):
+    """A ragged-N shape is timed with B padded and without: each row is predicted as it
+    ran (the copy of B only in the padded one), and the model's pick there is one the plan
+    would run (padded as the rules say)."""
+    r = c.rules(rec)
+    for row in c.pick_rows(rec):
+        ragged = row["shape"][1] % 4 != 0
+        assert row["model's pick"].endswith(", B padded") == (ragged and model.pads(r, row["shape"]))
+    pts = c.fit_points(rec)
+    padded = [p for p in pts if p["PAD_B"]]
+    assert padded
+    for p in padded:
+        twin = next(q for q in pts if q["shape"] == p["shape"] and not q["PAD_B"]
+                    and (q["BM"], q["BN"], q["SPLIT"]) == (p["BM"], p["BN"], p["SPLIT"]))
+        assert p["predicted_us"] == pytest.approx(model.predict_us(
+            r, p["shape"], p["BM"], p["BN"], p["SPLIT"], sm_count=r.sm_count,
+            limits=c._limits(rec), padded=True))
+        assert p["predicted_us"] != pytest.approx(twin["predicted_us"])

@@ -861,8 +861,9 @@ def _time_us(row) -> float:
 
 
 def fit_points(rec=None) -> list[dict]:
-    """Per calibration row of the split kernel: the configuration, predicted and measured
-    time (microseconds)."""
+    """Per calibration row of the split kernel: the configuration (PAD_B: B copied into
+    padded rows first), predicted and measured time (microseconds). Each row is predicted
+    as it ran, padded or not, so the two runs of one tile at a ragged shape differ."""
     rec = rec or recording()
     r, lim = rules(rec), _limits(rec)
     out = []
@@ -870,11 +871,12 @@ def fit_points(rec=None) -> list[dict]:
         row = row_of(rec, kernel, shape, params) if kernel == SPLIT else None
         if row is None:
             continue
+        pad = model._padded_row(row)
         out.append({"shape": tuple(shape), "BM": params["BM"], "BN": params["BN"],
-                    "SPLIT": params["SPLIT"], "measured_us": _time_us(row),
+                    "SPLIT": params["SPLIT"], "PAD_B": pad, "measured_us": _time_us(row),
                     "predicted_us": model.predict_us(r, shape, params["BM"], params["BN"],
                                                      params["SPLIT"], sm_count=r.sm_count,
-                                                     limits=lim)})
+                                                     limits=lim, padded=pad)})
     return out
 
 
@@ -1008,7 +1010,7 @@ def fit_outliers(rec=None, factor: float = 3.0) -> Text:
     for p in fit_points(rec):
         if p["measured_us"] < factor * p["predicted_us"]:
             continue
-        params = {"BM": p["BM"], "BN": p["BN"], "SPLIT": p["SPLIT"]}
+        params = {k: p[k] for k in ("BM", "BN", "SPLIT", "PAD_B")}
         row = row_of(rec, SPLIT, p["shape"], params)
         others = [r["reference"]["gflops"]["median"] for r in rec.results
                   if r.get("kernel") == SPLIT and tuple(r["shape"]) == p["shape"]
@@ -1028,21 +1030,24 @@ def fit_outliers(rec=None, factor: float = 3.0) -> Text:
 
 
 def pick_rows(rec=None) -> list[dict]:
-    """At each calibration shape: the configuration the model ranks first among those
-    recorded there, its measured rate, and the best measured one (the model's pick need
+    """At each calibration shape, among the configurations recorded there that the plan
+    would run (B padded or not as the rules say, as in `_measured_rates`): the one the
+    model ranks first, its measured rate, and the best measured one (the model's pick need
     not be the best; the loss is what it costs), and how much longer the model predicted
     the best measured one to take than its pick."""
     rec = rec or recording()
+    r = rules(rec)
     by_shape: dict = {}
     for p in fit_points(rec):
         by_shape.setdefault(p["shape"], []).append(p)
     out = []
     for shape, pts in by_shape.items():
-        if len(pts) < 2:
+        runnable = [p for p in pts if p["PAD_B"] == model.pads(r, shape)]
+        if len(runnable) < 2:
             continue
-        pick = min(pts, key=lambda p: p["predicted_us"])
-        best = min(pts, key=lambda p: p["measured_us"])
-        out.append({"shape": shape, "configurations": len(pts),
+        pick = min(runnable, key=lambda p: p["predicted_us"])
+        best = min(runnable, key=lambda p: p["measured_us"])
+        out.append({"shape": shape, "configurations": len(runnable),
                     "model's pick": _config(pick), "best measured": _config(best),
                     "predicted gap": best["predicted_us"] / pick["predicted_us"] - 1,
                     "best's predicted time vs the pick's":
@@ -1052,7 +1057,7 @@ def pick_rows(rec=None) -> list[dict]:
 
 
 def _config(p) -> str:
-    return f"{p['BM']}x{p['BN']}, K in {p['SPLIT']}"
+    return f"{p['BM']}x{p['BN']}, K in {p['SPLIT']}" + (", B padded" if p.get("PAD_B") else "")
 
 
 def pick_table(rec=None, misses_only: bool = False) -> Table:
@@ -1070,6 +1075,7 @@ def pick_table(rec=None, misses_only: bool = False) -> Table:
             f"its typical error ({err:.0%}) of its pick" if misses_only else
             "At the calibration shapes (several configurations timed at each): the model's "
             "pick against the best one measured")
+    what += " (B padded where N is not a multiple of 4, as the plan runs it)"
     cols = ["shape", "configurations", "model's pick", "best measured",
             *(["best's predicted time vs the pick's"] if misses_only else []), "pick / best rate %"]
     return Table(shown, cols, title=f"{what[0].upper()}{what[1:]}; {rec.label}")
