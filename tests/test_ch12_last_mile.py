@@ -623,3 +623,26 @@ def test_fit_points_predict_each_row_with_its_own_padding(rec):
             r, p["shape"], p["BM"], p["BN"], p["SPLIT"], sm_count=r.sm_count,
             limits=c._limits(rec), padded=True))
         assert p["predicted_us"] != pytest.approx(twin["predicted_us"])
+
+
+def test_timed_here_lists_every_configuration_and_marks_the_plan(rec):
+    shape = (2048, 2048, 2048)
+    t = c.timed_here([shape], rec)
+    timed = [r for r in rec.find(c.SPLIT, list(shape)) if "gflops" in r]
+    assert len(t) == len(timed) and "cuBLAS" in t.title
+    assert sum(r["configuration"].endswith("(the plan)") for r in t) == 1
+    assert all(r["% of cuBLAS"] > 0 and r["timed call (µs)"] > 0 for r in t)
+
+
+def test_top_measured_counts_the_passing_configurations(rec):
+    shape = calibrate.EXERCISE_SHAPE
+    t = c.top_measured(shape, 5, rec)
+    assert [r["model's rank"] for r in t] == [1, 2, 3, 4, 5]
+    passing = sum(c.choice_passes(shape, *k, rec) for k in c._measured_rates(shape, rec))
+    assert f"{passing} of the {len(c._measured_rates(shape, rec))} configurations" in t.title
+    assert all((r["Part 1"] == "pass") == (r["% of the fastest measured"] >= 95) for r in t)
+
+
+def test_the_widget_gives_the_timed_call_in_microseconds(rec):
+    text, _ = c.report(4097, 1023, 515, rec)
+    assert "µs, " in text.split("Recorded")[1]

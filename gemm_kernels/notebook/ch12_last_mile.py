@@ -375,6 +375,38 @@ def shortfalls(rec=None, below: float = SHORT_OF) -> Text:
         f"{_shape_text(r['shape'])} ({r['plan']}): {r['% of cuBLAS']:.3g}%" for r in rows) + ".")
 
 
+def timed_here(shapes, rec=None) -> Table:
+    """Every configuration of the split kernel timed at each of `shapes` (benchmark shapes
+    below cuBLAS, say): which is the plan, the model's time and the timed call's, the
+    rate, and cuBLAS's rate timed beside it. Two configurations that ran alike, each
+    beside a cuBLAS at its usual rate, say the shortfall is cuBLAS's speed there, not the
+    pick; a cuBLAS far slower than beside the others says that run was disturbed."""
+    rec = rec or recording()
+    r, lim = rules(rec), _limits(rec)
+    rows = []
+    for shape in map(tuple, shapes):
+        plan = plan_for(shape, rec).params
+        for row in rec.find(SPLIT, list(shape)):
+            if "gflops" not in row:
+                continue
+            p = row["params"]
+            pad = model._padded_row(row)
+            mine = all(plan.get(k) == p[k] for k in ("BM", "BN", "SPLIT")) and \
+                bool(plan.get("PAD_B")) == pad
+            rows.append({"shape": shape,
+                         "configuration": _config({**p, "PAD_B": pad}) + (" (the plan)" if mine else ""),
+                         "predicted (µs)": model.predict_us(r, shape, p["BM"], p["BN"], p["SPLIT"],
+                                                            sm_count=r.sm_count, limits=lim,
+                                                            padded=pad),
+                         "timed call (µs)": _time_us(row),
+                         "GFLOP/s": row["gflops"]["median"],
+                         "cuBLAS beside it, GFLOP/s": row["reference"]["gflops"]["median"],
+                         "% of cuBLAS": timing.share(row)})
+    return Table(rows, list(rows[0]) if rows else ["shape"],
+                 title=f"Every configuration timed at these shapes, each beside cuBLAS; "
+                       f"{rec.label}")
+
+
 def capstone_share(n: int = 1024, rec=None) -> Text:
     """Chapter 09's capstone (its defaults, one block per tile, no split) at n^3 against
     cuBLAS, with its tiles and the block slots it leaves empty."""
@@ -1107,6 +1139,28 @@ def choice_passes(shape, BM: int, BN: int, split: int, rec=None) -> bool:
     return mine is not None and mine >= max(rates.values()) * (1 - PASS_WITHIN)
 
 
+def top_measured(shape, top: int = 5, rec=None) -> Table:
+    """The model's `top` fastest candidates at `shape` with what each measured there (B
+    padded or not as the plan runs it) and Part 1's verdict on it; the title counts the
+    configurations timed there that pass: the model narrows the field, the measurement
+    picks among the few it cannot separate."""
+    rec = rec or recording()
+    shape = tuple(shape)
+    rates = _measured_rates(shape, rec)
+    fastest = max(rates.values())
+    rows = [{"model's rank": i, "tile, slices": f"{c[0]}x{c[1]}, K in {c[2]}",
+             "predicted (µs)": t, "measured GFLOP/s": rates.get(c),
+             "% of the fastest measured": 100 * rates[c] / fastest if c in rates else None,
+             "Part 1": "pass" if choice_passes(shape, *c, rec) else "fail"}
+            for i, (t, c) in enumerate(ranked(shape, rules(rec), _limits(rec))[:top], 1)]
+    passing = [c for c in rates if choice_passes(shape, *c, rec)]
+    names = ", ".join(f"{c[0]}x{c[1]} with K in {c[2]}" for c in sorted(passing))
+    return Table(rows, list(rows[0]),
+                 title=f"The model's {top} fastest candidates at {_shape_text(shape)}, measured: "
+                       f"{len(passing)} of the {len(rates)} configurations timed here pass "
+                       f"(within {PASS_WITHIN:.0%} of the fastest): {names}; {rec.label}")
+
+
 def rate_choice(shape, BM: int, BN: int, split: int, rec=None, reveal: bool = False) -> Text:
     """How the model rates (BM, BN, split) at `shape`: predicted time, waves, filled share,
     the recorded rate where that configuration was recorded there, its place among the
@@ -1345,7 +1399,8 @@ def report(M, N, K, rec=None) -> tuple[str, tuple | None]:
         lines.append(f"Not recorded at this shape ({rec.label if rec else 'no recording'}): "
                      "only the model's prediction above, no measurement.")
     else:
-        lines.append(f"Recorded ({rec.label}): {fmt_number(row['gflops']['median'])} GFLOP/s, "
+        lines.append(f"Recorded ({rec.label}): {fmt_number(flops / (row['gflops']['median'] * 1e3))}"
+                     f" µs, {fmt_number(row['gflops']['median'])} GFLOP/s, "
                      f"cuBLAS {fmt_number(row['reference']['gflops']['median'])} in the same "
                      f"run: {timing.share(row):.0f}% of cuBLAS.")
     return "\n\n".join(lines), (shape if p.kernel == SPLIT else None)
