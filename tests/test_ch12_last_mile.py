@@ -491,8 +491,8 @@ def test_last_mile_rows_set_the_capstone_beside_the_plan(rec):
     assert rows["a large square: the capstone's home"]["capstone's work inside C %"] == 100
     assert rows["skinny: few columns of C"]["capstone's work inside C %"] < 100
     # the shapes the model was fitted on are marked: a calibration shape, and one it never saw
-    assert rows["few tiles of C, short K"]["model fitted here"] == "yes"
-    assert rows["a large square: the capstone's home"]["model fitted here"] == "no"
+    assert rows["few tiles of C, short K"]["calibration shape"] == "yes"
+    assert rows["a large square: the capstone's home"]["calibration shape"] == "no"
 
 
 def test_plot_planner_marks_the_models_first_candidate(rec):
@@ -646,3 +646,15 @@ def test_top_measured_counts_the_passing_configurations(rec):
 def test_the_widget_gives_the_timed_call_in_microseconds(rec):
     text, _ = c.report(4097, 1023, 515, rec)
     assert "µs, " in text.split("Recorded")[1]
+
+
+def test_the_gemv_profile_says_each_launchs_block_size(rec):
+    t = c.profile_table("ch12_gemv", rec)
+    assert all("warps per block" in r["launch"] for r in t)
+    assert all(r["launch"].count("warps per block") == 1 for r in c.profile_table("ch12_gemv_plan", rec))
+
+
+def test_a_disturbed_fitted_row_says_how_far_the_constants_move_without_it(rec):
+    text = str(c.fit_outliers(rec))
+    if "was given this row" in text:
+        assert "left out, the tile's least-squares c0 goes from" in text

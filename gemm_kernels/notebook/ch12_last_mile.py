@@ -529,7 +529,11 @@ def profile_table(study: str, rec=None) -> Table:
                 continue
             m = row["metrics"]
             fma = m.get("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active")
-            rows.append({"shape": _shape_text(shape), "launch": step.label,
+            warps = row.get("params", {}).get("WARPS")
+            # a matrix-vector launch says its block size (the plan's differs by path)
+            label = step.label if not warps or "warps per block" in step.label else \
+                f"{step.label}, {warps} warps per block"
+            rows.append({"shape": _shape_text(shape), "launch": label,
                          "time (µs)": m["gpu__time_duration.sum"] / 1e3,
                          "issue active %": m["smsp__issue_active.avg.pct_of_peak_sustained_active"],
                          "FMA pipe %": fma if fma is not None else "-",
@@ -1056,9 +1060,27 @@ def fit_outliers(rec=None, factor: float = 3.0) -> Text:
             f"it, ran at {fmt_number(row['reference']['gflops']['median'])} GFLOP/s"
             + (f", against {fmt_number(statistics.median(others))} beside the other "
                f"configurations at this shape" if others else "")
-            + f". The fit of this tile's constants {fitted} given this row.")
+            + f". The fit of this tile's constants {fitted} given this row"
+            + (_refit_without(row, rec) if p["SPLIT"] == 1 else "") + ".")
     return Text("\n".join(lines) or f"No calibration row took more than {factor:g} times "
                 "its predicted time.")
+
+
+def _refit_without(row: dict, rec) -> str:
+    """How far the least-squares (c0, c1) of `row`'s tile move when the fit leaves that
+    row out: how much one disturbed row weighs in the model."""
+    r, lim = rules(rec), _limits(rec)
+    BM, BN = row["params"]["BM"], row["params"]["BN"]
+    plain = [x for x in calibrate.calibration_rows(rec) if x["kernel"] == SPLIT
+             and x["params"]["SPLIT"] == 1 and not model._padded_row(x)
+             and (x["params"]["BM"], x["params"]["BN"]) == (BM, BN)]
+    tile = r.tiles[model.tile_name(BM, BN)]
+    fit = [model.tile_line(rows, BM, BN, tile, r.sm_count, lim, r.gamma)
+           for rows in (plain, [x for x in plain if x is not row])]
+    (c0, c1), (d0, d1) = fit
+    return (f": left out, the tile's least-squares c0 goes from {c0:.1f} to {d0:.1f} µs and "
+            f"c1 from {c1 * 1e6:.3f} to {d1 * 1e6:.3f} µs per million multiply-adds "
+            f"({d1 / c1 - 1:+.1%})")
 
 
 def pick_rows(rec=None) -> list[dict]:
@@ -1470,7 +1492,7 @@ def last_mile_rows(cases=LAST_MILE, rec=None) -> list[dict]:
                     "capstone % of cuBLAS": timing.share(cap) if cap else None,
                     "the plan": str(p),
                     "plan % of cuBLAS": timing.share(own) if own else None,
-                    "model fitted here": "yes" if tuple(shape) in fitted else "no",
+                    "calibration shape": "yes" if tuple(shape) in fitted else "no",
                     "section": where})
     return out
 
