@@ -491,8 +491,8 @@ def test_last_mile_rows_set_the_capstone_beside_the_plan(rec):
     assert rows["a large square: the capstone's home"]["capstone's work inside C %"] == 100
     assert rows["skinny: few columns of C"]["capstone's work inside C %"] < 100
     # the shapes the model was fitted on are marked: a calibration shape, and one it never saw
-    assert rows["few tiles of C, short K"]["model fitted here"] == "yes"
-    assert rows["a large square: the capstone's home"]["model fitted here"] == "no"
+    assert rows["few tiles of C, short K"]["calibration shape"] == "yes"
+    assert rows["a large square: the capstone's home"]["calibration shape"] == "no"
 
 
 def test_plot_planner_marks_the_models_first_candidate(rec):
@@ -603,3 +603,58 @@ def test_c0_clamp_names_the_clamped_tile_and_the_refit(rec):
     for name in clamped:
         assert f"{name} tile: least squares gives c0 = -" in text
     assert "Refitted with c0 held at 0" in text or not clamped
+
+
+def test_fit_points_predict_each_row_with_its_own_padding(rec):
+    """A ragged-N shape is timed with B padded and without: each row is predicted as it
+    ran (the copy of B only in the padded one), and the model's pick there is one the plan
+    would run (padded as the rules say)."""
+    r = c.rules(rec)
+    for row in c.pick_rows(rec):
+        ragged = row["shape"][1] % 4 != 0
+        assert row["model's pick"].endswith(", B padded") == (ragged and model.pads(r, row["shape"]))
+    pts = c.fit_points(rec)
+    padded = [p for p in pts if p["PAD_B"]]
+    assert padded
+    for p in padded:
+        twin = next(q for q in pts if q["shape"] == p["shape"] and not q["PAD_B"]
+                    and (q["BM"], q["BN"], q["SPLIT"]) == (p["BM"], p["BN"], p["SPLIT"]))
+        assert p["predicted_us"] == pytest.approx(model.predict_us(
+            r, p["shape"], p["BM"], p["BN"], p["SPLIT"], sm_count=r.sm_count,
+            limits=c._limits(rec), padded=True))
+        assert p["predicted_us"] != pytest.approx(twin["predicted_us"])
+
+
+def test_timed_here_lists_every_configuration_and_marks_the_plan(rec):
+    shape = (2048, 2048, 2048)
+    t = c.timed_here([shape], rec)
+    timed = [r for r in rec.find(c.SPLIT, list(shape)) if "gflops" in r]
+    assert len(t) == len(timed) and "cuBLAS" in t.title
+    assert sum(r["configuration"].endswith("(the plan)") for r in t) == 1
+    assert all(r["% of cuBLAS"] > 0 and r["timed call (µs)"] > 0 for r in t)
+
+
+def test_top_measured_counts_the_passing_configurations(rec):
+    shape = calibrate.EXERCISE_SHAPE
+    t = c.top_measured(shape, 5, rec)
+    assert [r["model's rank"] for r in t] == [1, 2, 3, 4, 5]
+    passing = sum(c.choice_passes(shape, *k, rec) for k in c._measured_rates(shape, rec))
+    assert f"{passing} of the {len(c._measured_rates(shape, rec))} configurations" in t.title
+    assert all((r["Part 1"] == "pass") == (r["% of the fastest measured"] >= 95) for r in t)
+
+
+def test_the_widget_gives_the_timed_call_in_microseconds(rec):
+    text, _ = c.report(4097, 1023, 515, rec)
+    assert "µs, " in text.split("Recorded")[1]
+
+
+def test_the_gemv_profile_says_each_launchs_block_size(rec):
+    t = c.profile_table("ch12_gemv", rec)
+    assert all("warps per block" in r["launch"] for r in t)
+    assert all(r["launch"].count("warps per block") == 1 for r in c.profile_table("ch12_gemv_plan", rec))
+
+
+def test_a_disturbed_fitted_row_says_how_far_the_constants_move_without_it(rec):
+    text = str(c.fit_outliers(rec))
+    if "was given this row" in text:
+        assert "left out, the tile's least-squares c0 goes from" in text

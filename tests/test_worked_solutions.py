@@ -33,6 +33,8 @@ def test_the_solution_is_shown_beside_the_chapters_kernel_of_the_same_run(exerci
         "median"]
     assert table[0]["/ chapter's kernel"] == f"{table[0][unit] / table[1][unit]:.3f}"
     assert "one run" in table.title and rec.label in table.title
+    # the share's column names what it is a share of (not the chapter's kernel)
+    assert any(c.startswith("% of cuBLAS") or c == "% of the device copy" for c in table.columns)
 
 
 def test_the_double_buffer_that_keeps_its_loads_in_flight_beats_the_chapters_kernel(

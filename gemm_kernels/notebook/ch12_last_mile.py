@@ -375,6 +375,38 @@ def shortfalls(rec=None, below: float = SHORT_OF) -> Text:
         f"{_shape_text(r['shape'])} ({r['plan']}): {r['% of cuBLAS']:.3g}%" for r in rows) + ".")
 
 
+def timed_here(shapes, rec=None) -> Table:
+    """Every configuration of the split kernel timed at each of `shapes` (benchmark shapes
+    below cuBLAS, say): which is the plan, the model's time and the timed call's, the
+    rate, and cuBLAS's rate timed beside it. Two configurations that ran alike, each
+    beside a cuBLAS at its usual rate, say the shortfall is cuBLAS's speed there, not the
+    pick; a cuBLAS far slower than beside the others says that run was disturbed."""
+    rec = rec or recording()
+    r, lim = rules(rec), _limits(rec)
+    rows = []
+    for shape in map(tuple, shapes):
+        plan = plan_for(shape, rec).params
+        for row in rec.find(SPLIT, list(shape)):
+            if "gflops" not in row:
+                continue
+            p = row["params"]
+            pad = model._padded_row(row)
+            mine = all(plan.get(k) == p[k] for k in ("BM", "BN", "SPLIT")) and \
+                bool(plan.get("PAD_B")) == pad
+            rows.append({"shape": shape,
+                         "configuration": _config({**p, "PAD_B": pad}) + (" (the plan)" if mine else ""),
+                         "predicted (µs)": model.predict_us(r, shape, p["BM"], p["BN"], p["SPLIT"],
+                                                            sm_count=r.sm_count, limits=lim,
+                                                            padded=pad),
+                         "timed call (µs)": _time_us(row),
+                         "GFLOP/s": row["gflops"]["median"],
+                         "cuBLAS beside it, GFLOP/s": row["reference"]["gflops"]["median"],
+                         "% of cuBLAS": timing.share(row)})
+    return Table(rows, list(rows[0]) if rows else ["shape"],
+                 title=f"Every configuration timed at these shapes, each beside cuBLAS; "
+                       f"{rec.label}")
+
+
 def capstone_share(n: int = 1024, rec=None) -> Text:
     """Chapter 09's capstone (its defaults, one block per tile, no split) at n^3 against
     cuBLAS, with its tiles and the block slots it leaves empty."""
@@ -497,7 +529,11 @@ def profile_table(study: str, rec=None) -> Table:
                 continue
             m = row["metrics"]
             fma = m.get("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active")
-            rows.append({"shape": _shape_text(shape), "launch": step.label,
+            warps = row.get("params", {}).get("WARPS")
+            # a matrix-vector launch says its block size (the plan's differs by path)
+            label = step.label if not warps or "warps per block" in step.label else \
+                f"{step.label}, {warps} warps per block"
+            rows.append({"shape": _shape_text(shape), "launch": label,
                          "time (µs)": m["gpu__time_duration.sum"] / 1e3,
                          "issue active %": m["smsp__issue_active.avg.pct_of_peak_sustained_active"],
                          "FMA pipe %": fma if fma is not None else "-",
@@ -861,8 +897,9 @@ def _time_us(row) -> float:
 
 
 def fit_points(rec=None) -> list[dict]:
-    """Per calibration row of the split kernel: the configuration, predicted and measured
-    time (microseconds)."""
+    """Per calibration row of the split kernel: the configuration (PAD_B: B copied into
+    padded rows first), predicted and measured time (microseconds). Each row is predicted
+    as it ran, padded or not, so the two runs of one tile at a ragged shape differ."""
     rec = rec or recording()
     r, lim = rules(rec), _limits(rec)
     out = []
@@ -870,11 +907,12 @@ def fit_points(rec=None) -> list[dict]:
         row = row_of(rec, kernel, shape, params) if kernel == SPLIT else None
         if row is None:
             continue
+        pad = model._padded_row(row)
         out.append({"shape": tuple(shape), "BM": params["BM"], "BN": params["BN"],
-                    "SPLIT": params["SPLIT"], "measured_us": _time_us(row),
+                    "SPLIT": params["SPLIT"], "PAD_B": pad, "measured_us": _time_us(row),
                     "predicted_us": model.predict_us(r, shape, params["BM"], params["BN"],
                                                      params["SPLIT"], sm_count=r.sm_count,
-                                                     limits=lim)})
+                                                     limits=lim, padded=pad)})
     return out
 
 
@@ -1008,7 +1046,7 @@ def fit_outliers(rec=None, factor: float = 3.0) -> Text:
     for p in fit_points(rec):
         if p["measured_us"] < factor * p["predicted_us"]:
             continue
-        params = {"BM": p["BM"], "BN": p["BN"], "SPLIT": p["SPLIT"]}
+        params = {k: p[k] for k in ("BM", "BN", "SPLIT", "PAD_B")}
         row = row_of(rec, SPLIT, p["shape"], params)
         others = [r["reference"]["gflops"]["median"] for r in rec.results
                   if r.get("kernel") == SPLIT and tuple(r["shape"]) == p["shape"]
@@ -1022,27 +1060,48 @@ def fit_outliers(rec=None, factor: float = 3.0) -> Text:
             f"it, ran at {fmt_number(row['reference']['gflops']['median'])} GFLOP/s"
             + (f", against {fmt_number(statistics.median(others))} beside the other "
                f"configurations at this shape" if others else "")
-            + f". The fit of this tile's constants {fitted} given this row.")
+            + f". The fit of this tile's constants {fitted} given this row"
+            + (_refit_without(row, rec) if p["SPLIT"] == 1 else "") + ".")
     return Text("\n".join(lines) or f"No calibration row took more than {factor:g} times "
                 "its predicted time.")
 
 
+def _refit_without(row: dict, rec) -> str:
+    """How far the least-squares (c0, c1) of `row`'s tile move when the fit leaves that
+    row out: how much one disturbed row weighs in the model."""
+    r, lim = rules(rec), _limits(rec)
+    BM, BN = row["params"]["BM"], row["params"]["BN"]
+    plain = [x for x in calibrate.calibration_rows(rec) if x["kernel"] == SPLIT
+             and x["params"]["SPLIT"] == 1 and not model._padded_row(x)
+             and (x["params"]["BM"], x["params"]["BN"]) == (BM, BN)]
+    tile = r.tiles[model.tile_name(BM, BN)]
+    fit = [model.tile_line(rows, BM, BN, tile, r.sm_count, lim, r.gamma)
+           for rows in (plain, [x for x in plain if x is not row])]
+    (c0, c1), (d0, d1) = fit
+    return (f": left out, the tile's least-squares c0 goes from {c0:.1f} to {d0:.1f} µs and "
+            f"c1 from {c1 * 1e6:.3f} to {d1 * 1e6:.3f} µs per million multiply-adds "
+            f"({d1 / c1 - 1:+.1%})")
+
+
 def pick_rows(rec=None) -> list[dict]:
-    """At each calibration shape: the configuration the model ranks first among those
-    recorded there, its measured rate, and the best measured one (the model's pick need
+    """At each calibration shape, among the configurations recorded there that the plan
+    would run (B padded or not as the rules say, as in `_measured_rates`): the one the
+    model ranks first, its measured rate, and the best measured one (the model's pick need
     not be the best; the loss is what it costs), and how much longer the model predicted
     the best measured one to take than its pick."""
     rec = rec or recording()
+    r = rules(rec)
     by_shape: dict = {}
     for p in fit_points(rec):
         by_shape.setdefault(p["shape"], []).append(p)
     out = []
     for shape, pts in by_shape.items():
-        if len(pts) < 2:
+        runnable = [p for p in pts if p["PAD_B"] == model.pads(r, shape)]
+        if len(runnable) < 2:
             continue
-        pick = min(pts, key=lambda p: p["predicted_us"])
-        best = min(pts, key=lambda p: p["measured_us"])
-        out.append({"shape": shape, "configurations": len(pts),
+        pick = min(runnable, key=lambda p: p["predicted_us"])
+        best = min(runnable, key=lambda p: p["measured_us"])
+        out.append({"shape": shape, "configurations": len(runnable),
                     "model's pick": _config(pick), "best measured": _config(best),
                     "predicted gap": best["predicted_us"] / pick["predicted_us"] - 1,
                     "best's predicted time vs the pick's":
@@ -1052,7 +1111,7 @@ def pick_rows(rec=None) -> list[dict]:
 
 
 def _config(p) -> str:
-    return f"{p['BM']}x{p['BN']}, K in {p['SPLIT']}"
+    return f"{p['BM']}x{p['BN']}, K in {p['SPLIT']}" + (", B padded" if p.get("PAD_B") else "")
 
 
 def pick_table(rec=None, misses_only: bool = False) -> Table:
@@ -1070,6 +1129,7 @@ def pick_table(rec=None, misses_only: bool = False) -> Table:
             f"its typical error ({err:.0%}) of its pick" if misses_only else
             "At the calibration shapes (several configurations timed at each): the model's "
             "pick against the best one measured")
+    what += " (B padded where N is not a multiple of 4, as the plan runs it)"
     cols = ["shape", "configurations", "model's pick", "best measured",
             *(["best's predicted time vs the pick's"] if misses_only else []), "pick / best rate %"]
     return Table(shown, cols, title=f"{what[0].upper()}{what[1:]}; {rec.label}")
@@ -1099,6 +1159,28 @@ def choice_passes(shape, BM: int, BN: int, split: int, rec=None) -> bool:
     rates = _measured_rates(tuple(shape), rec or recording())
     mine = rates.get((BM, BN, split))
     return mine is not None and mine >= max(rates.values()) * (1 - PASS_WITHIN)
+
+
+def top_measured(shape, top: int = 5, rec=None) -> Table:
+    """The model's `top` fastest candidates at `shape` with what each measured there (B
+    padded or not as the plan runs it) and Part 1's verdict on it; the title counts the
+    configurations timed there that pass: the model narrows the field, the measurement
+    picks among the few it cannot separate."""
+    rec = rec or recording()
+    shape = tuple(shape)
+    rates = _measured_rates(shape, rec)
+    fastest = max(rates.values())
+    rows = [{"model's rank": i, "tile, slices": f"{c[0]}x{c[1]}, K in {c[2]}",
+             "predicted (µs)": t, "measured GFLOP/s": rates.get(c),
+             "% of the fastest measured": 100 * rates[c] / fastest if c in rates else None,
+             "Part 1": "pass" if choice_passes(shape, *c, rec) else "fail"}
+            for i, (t, c) in enumerate(ranked(shape, rules(rec), _limits(rec))[:top], 1)]
+    passing = [c for c in rates if choice_passes(shape, *c, rec)]
+    names = ", ".join(f"{c[0]}x{c[1]} with K in {c[2]}" for c in sorted(passing))
+    return Table(rows, list(rows[0]),
+                 title=f"The model's {top} fastest candidates at {_shape_text(shape)}, measured: "
+                       f"{len(passing)} of the {len(rates)} configurations timed here pass "
+                       f"(within {PASS_WITHIN:.0%} of the fastest): {names}; {rec.label}")
 
 
 def rate_choice(shape, BM: int, BN: int, split: int, rec=None, reveal: bool = False) -> Text:
@@ -1339,7 +1421,8 @@ def report(M, N, K, rec=None) -> tuple[str, tuple | None]:
         lines.append(f"Not recorded at this shape ({rec.label if rec else 'no recording'}): "
                      "only the model's prediction above, no measurement.")
     else:
-        lines.append(f"Recorded ({rec.label}): {fmt_number(row['gflops']['median'])} GFLOP/s, "
+        lines.append(f"Recorded ({rec.label}): {fmt_number(flops / (row['gflops']['median'] * 1e3))}"
+                     f" µs, {fmt_number(row['gflops']['median'])} GFLOP/s, "
                      f"cuBLAS {fmt_number(row['reference']['gflops']['median'])} in the same "
                      f"run: {timing.share(row):.0f}% of cuBLAS.")
     return "\n\n".join(lines), (shape if p.kernel == SPLIT else None)
@@ -1409,7 +1492,7 @@ def last_mile_rows(cases=LAST_MILE, rec=None) -> list[dict]:
                     "capstone % of cuBLAS": timing.share(cap) if cap else None,
                     "the plan": str(p),
                     "plan % of cuBLAS": timing.share(own) if own else None,
-                    "model fitted here": "yes" if tuple(shape) in fitted else "no",
+                    "calibration shape": "yes" if tuple(shape) in fitted else "no",
                     "section": where})
     return out
 

@@ -33,7 +33,8 @@ def pair(exercise: str, shape=None, rec=None) -> tuple[dict | None, dict | None]
 def worked_solution(exercise: str, shape=None, tflops: bool = False) -> Table:
     """Two rows: the worked solution and the chapter's kernel (the one the exercise's
     step 4 compares against), each with its rate (median and the range of the timed
-    calls), its share of the reference timed beside it and the registers of the timed
+    calls), its share of the reference timed beside it (cuBLAS or the device copy, which
+    the column names) and the registers of the timed
     binary; the solution's rate over the kernel's where both come from one run. Both rows
     come from the recording that holds the solution's row (the one shown, else another
     GPU's, which the title names). `tflops`: rates in TFLOP/s, as the tensor-core
@@ -47,19 +48,19 @@ def worked_solution(exercise: str, shape=None, tflops: bool = False) -> Table:
     mine, theirs = pair(exercise, shape, rec=rec)
     unit = "GB/s" if len(shape) == 2 else "TFLOP/s" if tflops else "GFLOP/s"
     scale = 1e3 if unit == "TFLOP/s" else 1
+    reference = "the device copy" if unit == "GB/s" else \
+        ("cuBLAS DGEMM" if ex.kernel.startswith("dgemm") else "cuBLAS")
     rows = []
     for label, r in (("worked solution", mine), (f"the chapter's kernel ({ex.kernel})", theirs)):
         q = (r.get("gflops") or r.get("gbps")) if r else None
         rows.append({"kernel": label, unit: q["median"] / scale if q else None,
                      "range": f"{q['min'] / scale:,.0f} .. {q['max'] / scale:,.0f}"
                      if q else "not recorded",
-                     "% of reference": timing.share(r) if r else None,
+                     f"% of {reference}": timing.share(r) if r else None,
                      "registers": ((r or {}).get("binary") or {}).get("registers")})
     ratio = (rows[0][unit] / rows[1][unit]) if mine and theirs else None
     rows[0]["/ chapter's kernel"] = f"{ratio:.3f}" if ratio else "-"
     rows[1]["/ chapter's kernel"] = "1.000" if theirs else "-"
-    reference = "the device copy" if unit == "GB/s" else \
-        ("cuBLAS DGEMM" if ex.kernel.startswith("dgemm") else "cuBLAS")
     conf = "".join(f", {k}={v}" for k, v in ex.params.items())
     when = "timed in one run, each beside " + reference if theirs else \
         "not recorded together for this text"
