@@ -225,3 +225,14 @@ def test_the_exercise_payoff_prices_the_unpadded_layout_far_above_the_padded_one
     bound = [r["shared-memory bound, GFLOP/s"] for r in t]
     if bound[0] is not None:
         assert bound[2] == pytest.approx(bound[0]) and bound[1] < bound[0] / 4
+
+
+def test_the_exercise_payoffs_b_columns_say_they_price_one_instruction():
+    """The B store and read columns count one warp instruction's wavefronts, beside a
+    per-step total: their headers must name the unit (a bare "B read: wavefronts" was read
+    as per step)."""
+    from gemm_kernels.notebook import ch11_wide
+    t = ch11_wide.exercise_payoff()
+    b_counts = [c for c in t.columns if c.startswith("B ") and "wavefronts" in c]
+    assert len(b_counts) == 2 and all(c.endswith("per instruction") for c in b_counts)
+    assert "wavefronts per warp and step" in t.columns

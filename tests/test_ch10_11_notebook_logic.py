@@ -188,7 +188,7 @@ def test_comparison_and_agreement_with_a_recording(monkeypatch):
     monkeypatch.setattr(records, "_LOADED", {"record": rec})
     t = bc.comparison([("transpose_smem", {})])
     assert t[0]["ld wf ncu"] == pred["ld wavefronts"] + 5
-    assert t[0]["ld ncu/model"] == pytest.approx(1 + 5 / pred["ld wavefronts"])
+    assert t[0]["ld ncu vs model, %"] == pytest.approx(100 * 5 / pred["ld wavefronts"])
     assert bc.agreement(t) == []                        # within 10 %
     diff = bc.agreement(t, tolerance=0.0)
     assert len(diff) == 1 and "ld wavefronts" in diff[0]

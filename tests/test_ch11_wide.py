@@ -101,6 +101,7 @@ def test_probe_wide_keeps_the_wide_loads():
     t = w.probe_wide()
     assert t is not None and all(r["bytes/lane"] in (8, 16) for r in t)
     assert all(r["agree"] == "yes" for r in t)
+    assert "Version" not in t.title and "Nsight Compute" in t.title   # the tool is named
 
 
 def test_answers_table_grades_each_layout():

@@ -208,7 +208,9 @@ def comparison(configs, as_written: bool = False):
             for col in (f"{op} wf model", f"{op} conf model"):
                 row[col] = float(row[col])
             model, ncu = row[f"{op} wf model"], row[f"{op} wf ncu"]
-            row[f"{op} ncu/model"] = (ncu / model if model else None) if ncu is not None else None
+            # A percentage difference reads at a glance where a ratio near 1 prints as "1".
+            row[f"{op} ncu vs model, %"] = (100 * (ncu / model - 1) if model else None) \
+                if ncu is not None else None
     return Table(t, list(t[0]) if t else t.columns, title=t.title)
 
 
