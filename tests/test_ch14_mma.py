@@ -214,7 +214,7 @@ def test_hmma_run_shows_back_to_back_independent_hmma():
     assert text.count("HMMA.16816.F32") >= 4
     assert "64 HMMA in one pass of the loop; 0 of them read" in text
     # ptxas's stall count, decoded from the encoding: 6 cycles between two HMMA
-    assert "stall 6" in text and "that another HMMA follows: 58 of them 6 cycles" in text
+    assert "stall 6" in text and "of the 58 HMMA that another HMMA follows: 58 of them 6 cycles" in text
 
 
 def test_control_bits_are_decoded_where_the_listing_says_so():

@@ -296,10 +296,9 @@ def bank_table(rec=None) -> Table:
            if any(measured.values()) else "Nsight Compute's counters are not recorded here")
     return Table(rows, ["layout", "per A load", "per B load", "predicted per ldmatrix",
                         "measured per LDSM", "wavefronts (M)", "of them conflicts (M)"],
-                 title=f"{p['BM']}x{p['BN']} tile, BK={p['BK']}: A rows {2 * p['BK']} bytes, "
-                       f"B rows {2 * p['BN']} bytes; a warp makes {fa} A and {fb} B loads "
-                       f"per 16-step; 4 wavefronts per load is the least (512 bytes). "
-                       f"Measured: {got}")
+                 title=f"Wavefronts per load at the {p['BM']}x{p['BN']} tile, BK={p['BK']} "
+                       f"(A rows {2 * p['BK']} bytes, B rows {2 * p['BN']}; the least: 4); "
+                       f"measured: {got}")
 
 
 def plot_bank_model(axes=None, swizzled: bool = True, expression: str | None = None):
@@ -319,7 +318,8 @@ def plot_bank_model(axes=None, swizzled: bool = True, expression: str | None = N
         banks.plot_banks(an, ax=a, title=f"A rows of {row_bytes} bytes, "
                                          f"{_layout_name(swz, expression)}: "
                                          f"{an.wavefronts} wavefronts")
-        a.set_xlabel("bank (each box: one lane's 16 bytes, 4 banks)")
+        a.set_xlabel("bank (each bar: one lane's 16 bytes, 4 banks;\n"
+                     "black outline: a bank asked for more than one row in one phase, a conflict)")
     plt.tight_layout()
     return axes
 
@@ -452,11 +452,9 @@ def loop_table(configs=({}, BIG_K)) -> Table:
     return Table(rows, ["configuration", "HMMA", "LDSM", "LDGSTS", "waits and barrier",
                         "the rest", "issued per pass (profile)",
                         "chunks a thread copies per tile"],
-                 title=f"One pass of the K loop in SASS ({compiler.static_arch(get(KERNEL))}), "
-                       f"both copy paths counted though a block runs one of them per step "
-                       f"(so 'the rest' exceeds what a warp issues); "
-                       f"issued: every instruction the profile at {cube} counted, per "
-                       f"pass ({rec.label if rec else 'no recording'})")
+                 title=f"One pass of the K loop in SASS ({compiler.static_arch(get(KERNEL))}); "
+                       f"issued per pass: from the profile at {cube} "
+                       f"({rec.label if rec else 'no recording'})")
 
 
 def _config(p: dict) -> str:
@@ -560,13 +558,13 @@ def profile_table(rec=None) -> Table:
             continue
         st = evidence.stall_reasons({"metrics": m})
         top = sorted(((v, k) for k, v in st.items() if k != "selected"), reverse=True)[:3]
-        rows.append({"step": label, "time (ms)": m.get(TIME, 0) / 1e6,
+        rows.append({"step": label, "time (µs)": m.get(TIME, 0) / 1e3,
                      "tensor pipe busy %": m.get(BUSY), "warps active %": m.get(WARPS),
                      "shared wavefronts (M)": m.get(WAVES, 0) / 1e6,
                      "bank conflicts (M)": m.get(CONFLICTS, 0) / 1e6,
                      "largest waits (cycles per instruction)":
                          ", ".join(f"{k} {fmt_number(v)}" for v, k in top)})
-    return Table(rows, ["step", "time (ms)", "tensor pipe busy %", "warps active %",
+    return Table(rows, ["step", "time (µs)", "tensor pipe busy %", "warps active %",
                         "shared wavefronts (M)", "bank conflicts (M)",
                         "largest waits (cycles per instruction)"],
                  title=f"Nsight Compute at 4096³ ({_label(rec or study_recording())})")
@@ -813,7 +811,8 @@ def hmma_run(limit: int = 12) -> Text:
     stalls = ", ".join(f"{n} of them {c} cycles" for c, n in pairs.most_common())
     return Text("\n".join(lines) + f"\n... ({len(hmma)} HMMA in one pass of the loop; "
                 f"{dependent} of them read the accumulators the HMMA just before wrote. "
-                f"Stall count of an HMMA that another HMMA follows: {stalls})")
+                f"Stall counts of the {sum(pairs.values())} HMMA that another HMMA "
+                f"follows: {stalls})")
 
 
 def wave_line(n: int = 1024, rec=None) -> Text:

@@ -65,8 +65,12 @@ def which_recording() -> Text:
     if order is prof:
         return Text(f"This chapter's timed measurements: {rec.label}."
                     + evidence.profile_elsewhere(rec, prof, "section 6 and Appendix A"))
-    return Text(f"This chapter's timed measurements: {rec.label}."
-                + evidence.profile_elsewhere(rec, prof, "section 6")
+    # Name the GPU of every profile: with only Appendix A's named, the profiles of
+    # sections 6 and 8 would read as if they came from that GPU too.
+    same = (f" Its Nsight Compute profiles in sections 6 and 8: {prof.label}."
+            if prof is rec and prof is not None else "")
+    return Text(f"This chapter's timed measurements: {rec.label}." + same
+                + evidence.profile_elsewhere(rec, prof, "sections 6 and 8")
                 + evidence.profile_elsewhere(rec, order, "Appendix A"))
 
 
@@ -78,6 +82,15 @@ def _config(kernel: str, params: dict) -> str:
     d, p = get(kernel).resolve({}), get(kernel).resolve(params)
     diff = {k: v for k, v in p.items() if d[k] != v}
     return "default" if not diff else ", ".join(f"{k} {v}" for k, v in diff.items())
+
+
+def _full_config(kernel: str, params: dict) -> str:
+    """Every parameter, defaults included, so that two tables of the same configurations
+    label each alike ("BM 64, STAGES 4", never "BM 64" in one and the full name in the
+    other)."""
+    full = get(kernel).resolve(params)
+    return ", ".join(f"{k} {v}" for k, v in full.items()) + (
+        " (default)" if full == get(kernel).resolve({}) else "")
 
 
 # ------------------------------------------------------------------ 2. TMA
@@ -1040,10 +1053,7 @@ def occupancy_table(n: int = 2048, rec=None) -> Table:
         occ = analysis.kernel_occupancy(kernel, params, arch="sm_90")
         bm, bn = tile_shape(kernel, params)
         n_wg = occ.threads_per_block // 128
-        full = get(kernel).resolve(params)
-        config = ", ".join(f"{k} {v}" for k, v in full.items())
-        rows.append({"kernel": kernel, "configuration": config + (
-                         " (default)" if full == get(kernel).resolve({}) else ""),
+        rows.append({"kernel": kernel, "configuration": _full_config(kernel, params),
                      "tile of C": f"{bm} x {bn}",
                      "warpgroups": ("1 producer + 2 consumers" if kernel == WS else
                                     f"{n_wg}, one role"),
@@ -1121,7 +1131,8 @@ def waves_table(kernel: str = TMA, configs=WAVE_CONFIGS, n: int = 2048, rec=None
     sms = rec.device.get("sm_count") if rec else None
     rows = []
     for params in configs:
-        row = {"configuration": _config(kernel, params), **_waves(kernel, params, n, sms)}
+        row = {"configuration": _full_config(kernel, params),
+               **_waves(kernel, params, n, sms)}
         r = _row(kernel, n, params, rec)
         row["TFLOP/s"] = r["gflops"]["median"] / 1e3 if r else None
         rows.append(row)
