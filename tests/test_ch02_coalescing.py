@@ -124,16 +124,31 @@ def test_a_half_warp_on_four_columns_draws_only_those_columns():
     assert fig.axes[0].get_xlim() == (-0.5, 3.5)
 
 
-def test_alignment_table_counts_more_lines_where_rows_of_b_are_misaligned():
-    rows = ch02_coalescing.alignment_table()
-    assert [r["lines per step (mean of 32 steps)"] for r in rows] == ["2", "2.97"]
-    # B's 32 floats stay in one line only where its row starts a line: 1 + 31 x 2 of 32
-    assert rows[1]["sectors per step (mean of 32 steps)"] == "5.88"
+def test_bank_words_count_the_busiest_bank_and_part_from_lines_off_powers_of_two():
+    rows = lambda stride: [r * stride for r in range(32)]       # one float per row
+    # a power-of-two stride puts every row on one bank: the two counts agree
+    assert model.bank_words(rows(2048)) == model.lines(rows(2048)) == 32
+    # an odd stride spreads the rows over the 32 banks: one cycle, still 32 lines
+    assert (model.bank_words(rows(2047)), model.lines(rows(2047))) == (1, 32)
+    # 32 floats across a line boundary: two lines, but each bank delivers one word
+    assert (model.bank_words(range(5, 37)), model.lines(range(5, 37))) == (1, 2)
+    # negative control: two words of one bank are two cycles, a broadcast is one
+    assert model.bank_words([0, 32] + [None] * 30) == 2
+    assert model.bank_words([7] * 32) == 1
 
 
-def test_alignment_table_sets_each_measured_rate_beside_its_limit(monkeypatch):
-    """With the alignment study recorded, each size's row carries the rate of the step with
-    the table's BLOCK and its share of the line limit; without it, 'not timed'."""
+def test_alignment_table_counts_lines_and_banks_on_and_off_lines():
+    rows = {(r["BLOCK"], r["M = N = K"]): r for r in ch02_coalescing.alignment_table()}
+    assert [rows[32, n]["lines per step"] for n in (2048, 2047)] == ["2", "2.97"]
+    assert [rows[16, n]["lines per step"] for n in (2048, 2047)] == ["3", "3.47"]
+    # aligned, the two counts coincide; at 2047 the rows of A leave their common bank
+    assert [rows[b, 2048]["words on the busiest bank per step"] for b in (16, 32)] == ["3", "2"]
+    assert {rows[b, 2047]["words on the busiest bank per step"] for b in (16, 32)} == {"2"}
+
+
+def test_alignment_table_sets_each_measured_rate_beside_both_limits(monkeypatch):
+    """With the alignment study recorded, each row carries the rate of the step with its
+    BLOCK and size and its share of each limit; without it, 'not timed'."""
     from gemm_kernels.core.kernels import KERNELS
     from gemm_kernels.measure import records, studies
     k = KERNELS["coalesced"]
@@ -144,12 +159,33 @@ def test_alignment_table_sets_each_measured_rate_beside_its_limit(monkeypatch):
             for step in studies.get(ch02_coalescing.ALIGNMENT).steps]
     rec = records.Record({"name": "Test GPU"}, "2026-01-01T00:00:00Z", "abc", rows)
     monkeypatch.setattr(studies, "recording_of", lambda name, shape=None: rec)
-    aligned, misaligned = ch02_coalescing.alignment_table()
-    assert (aligned["measured (GFLOP/s)"], misaligned["measured (GFLOP/s)"]) == (32000, 32001)
-    assert misaligned["% of the limit"] == pytest.approx(
-        100 * 32001 / misaligned["one line per cycle allows (GFLOP/s)"])
+    t = {(r["BLOCK"], r["M = N = K"]): r for r in ch02_coalescing.alignment_table()}
+    assert (t[32, 2048]["measured (GFLOP/s)"], t[16, 2047]["measured (GFLOP/s)"]) == (32000, 16001)
+    r = t[16, 2047]
+    assert r["measured / line limit"] == f"{16001 / r['limit, one line per cycle (GFLOP/s)']:.0%}"
+    assert r["measured / bank limit"] == (
+        f"{16001 / r['limit, one bank word per cycle (GFLOP/s)']:.0%}")
     monkeypatch.setattr(studies, "recording_of", lambda name, shape=None: None)
     assert {r["measured (GFLOP/s)"] for r in ch02_coalescing.alignment_table()} == {"not timed"}
+
+
+def test_alignment_l1_table_sets_counted_wavefronts_beside_both_models():
+    t = ch02_coalescing.alignment_l1_table()
+    assert [(r["M = N = K"], r["BLOCK"]) for r in t][:3] == [(2048, 8), (2048, 16), (2048, 32)]
+    for r in t:
+        if r["M = N = K"] == 2048:      # aligned: one count, lines = words on one bank
+            assert r["lines per step (model)"] == r["words on the busiest bank per step (model)"]
+        else:
+            assert r["words on the busiest bank per step (model)"] == "2"
+            assert float(r["lines per step (model)"]) > 2
+    if studies.recording_of(ch02_coalescing.ALIGNMENT_L1) is not None:
+        for r in t:
+            counted = float(r["L1 wavefronts per warp and step (counted)"])
+            # the counted wavefronts sit at or a little above the bank count, never at
+            # the line count where the two differ
+            assert float(r["words on the busiest bank per step (model)"]) <= counted + 0.01
+            if r["M = N = K"] == 2047:
+                assert counted < float(r["lines per step (model)"])
 
 
 def test_misaligned_lines_hides_the_answer_until_it_is_found(capsys):
@@ -178,3 +214,14 @@ def test_misaligned_lines_hides_the_answer_until_it_is_found(capsys):
     with mock.patch.object(studies, "recording_of", lambda name, shape=None: None):
         ch02_coalescing.misaligned_lines(111 / 32, round(lim["GFLOP/s"] * 1.01))
     assert "No rate was recorded at N = 2047" in capsys.readouterr().out
+
+
+def test_misaligned_lines_adds_the_bank_count_once_the_lines_are_right(capsys):
+    n = ch02_coalescing.MISALIGNED_N
+    lim = model.line_limit(*ch02_coalescing.MISALIGNED_TASK, shape=(n, n, n), steps=32)
+    assert lim["banks"] == 2          # 2 rows of A on different banks, 16 floats of B
+    ch02_coalescing.misaligned_lines(111 / 32, lim["GFLOP/s"])
+    out = capsys.readouterr().out
+    assert "busiest bank: 2 per step" in out and f"{lim['bank GFLOP/s']:,.0f}" in out
+    if studies.recording_of(ch02_coalescing.ALIGNMENT) is not None:
+        assert "of the bank limit" in out

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 SECTOR = 32
 LINE = 128
-# The L1 data pipe's wavefronts for global loads: one per 128-byte line a request
-# touches (measured on the H200: 2, 3, 5, 9 and 33 per warp and step, the model's lines).
+# The L1 data pipe's wavefronts for global loads. On the H200 they follow the most
+# distinct words any one of the 32 banks must deliver (`bank_words`), as for shared
+# memory: at 2048^3 that equals the 128-byte lines (2, 3, 5, 9 and 33 per warp and step),
+# at 2047^3 it does and the lines do not (study ch02_alignment_l1).
 # The output-stage count (l1tex__t_output_wavefronts_...) counts something else.
 WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum"
 L1_BUSY = "l1tex__throughput.avg.pct_of_peak_sustained_active"
@@ -64,6 +66,17 @@ def sectors(indices, elem_bytes: int = 4) -> int:
 def lines(indices, elem_bytes: int = 4) -> int:
     """Distinct 128-byte cache lines touched by element indices (None = inactive lane)."""
     return len({i * elem_bytes // LINE for i in indices if i is not None})
+
+
+def bank_words(indices, elem_bytes: int = 4) -> int:
+    """The most distinct 4-byte words any one of the L1's 32 banks must deliver for these
+    element indices (None = inactive lane; a word several lanes read counts once, a
+    broadcast): the wavefronts of the same load from shared memory (`banks.wavefronts`).
+    Rows a power-of-two number of words apart share a bank, so there it counts the rows,
+    as `lines` does; at other strides the two counts part."""
+    from gemm_kernels.memory import banks
+    return banks.wavefronts([None if i is None else i * elem_bytes for i in indices],
+                            elem_bytes)
 
 
 def sector_table(configs, M=4096, N=4096, K=4096):
@@ -376,28 +389,38 @@ def device_props() -> dict:
 
 def line_limit(kernel: str, params: dict, props: dict | None = None,
                shape=(4096, 4096, 4096), steps: int = 1) -> dict:
-    """What one 128-byte line per SM and cycle allows. At one step k a warp does one
-    multiply-add (2 FLOP) per active lane and its two loads touch `lines` distinct lines;
-    if the L1 of an SM passes one line per cycle, the whole GPU does at most
+    """What one L1 wavefront per SM and cycle allows, with a warp's wavefronts counted two
+    ways. At one step k a warp does one multiply-add (2 FLOP) per active lane, and its two
+    loads touch `lines` distinct 128-byte lines and need `banks` cycles of the 32 banks
+    (`bank_words`, per load). If the L1 of an SM passes one wavefront per cycle, the whole
+    GPU does at most
 
-        SMs x clock x 2 x active lanes / lines   FLOP per second.
+        SMs x clock x 2 x active lanes / wavefronts per step   FLOP per second,
 
-    `shape` is (M, N, K); with `steps` > 1 the sectors and lines are the mean over steps
-    k = 0 .. steps-1, which differ where a row of B (N floats) is not a whole number of
-    lines, so that its rows start at different places in a line (misaligned).
-    {'lanes', 'sectors', 'lines', 'GFLOP/s'}; 'GFLOP/s' is None where the device's SM
-    count or clock is unknown."""
+    'GFLOP/s' with wavefronts = lines, 'bank GFLOP/s' with wavefronts = banks.
+
+    `shape` is (M, N, K); with `steps` > 1 the counts are the mean over steps k = 0 ..
+    steps-1, which differ where a row of B (N floats) is not a whole number of lines, so
+    that its rows start at different places in a line (misaligned).
+    {'lanes', 'sectors', 'lines', 'banks', 'GFLOP/s', 'bank GFLOP/s'}; the rates are None
+    where the device's SM count or clock is unknown."""
     props = device_props() if props is None else props
-    n_lines = n_sectors = 0
+    n_lines = n_sectors = n_banks = 0
     for k in range(steps):
         warp = warp_elements(kernel, params, *shape, k=k)
-        n_lines += lines(l["A"] for l in warp) + lines(l["B"] for l in warp)
-        n_sectors += sectors(l["A"] for l in warp) + sectors(l["B"] for l in warp)
+        for operand in ("A", "B"):
+            idx = [l[operand] for l in warp]
+            n_lines += lines(idx)
+            n_sectors += sectors(idx)
+            n_banks += bank_words(idx)
     lanes = sum(l["active"] for l in warp)
-    n_lines, n_sectors = _whole(n_lines / steps), _whole(n_sectors / steps)
+    n_lines, n_sectors, n_banks = (_whole(x / steps) for x in (n_lines, n_sectors, n_banks))
     sms, mhz = props.get("sm_count"), props.get("sm_clock_mhz")
-    bound = sms * mhz * 1e6 * 2 * lanes / n_lines / 1e9 if sms and mhz else None
-    return {"lanes": lanes, "sectors": n_sectors, "lines": n_lines, "GFLOP/s": bound}
+
+    def bound(wavefronts):
+        return sms * mhz * 1e6 * 2 * lanes / wavefronts / 1e9 if sms and mhz else None
+    return {"lanes": lanes, "sectors": n_sectors, "lines": n_lines, "banks": n_banks,
+            "GFLOP/s": bound(n_lines), "bank GFLOP/s": bound(n_banks)}
 
 
 def _whole(x: float):

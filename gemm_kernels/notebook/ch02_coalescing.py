@@ -197,32 +197,76 @@ def _mean(x) -> str:
     return f"{x:.2f}" if isinstance(x, float) else str(x)
 
 
-def alignment_table(config=("coalesced", {"BLOCK": 32}),
-                    sizes=(2048, MISALIGNED_N)) -> "Table":
-    """One configuration at square sizes whose rows of B are (2048) and are not (2047) a
-    whole number of 128-byte lines: the sectors and lines of a warp's two loads per step,
-    as the mean over 32 steps k, the limit one line per SM and cycle gives, and the rate
-    measured at both sizes in one run (the `ch02_alignment` study), where it was."""
+def alignment_table(blocks=(16, 32), sizes=(2048, MISALIGNED_N)) -> "Table":
+    """The coalesced kernel at each BLOCK and at square sizes whose rows are (2048) and are
+    not (2047) a whole number of 128-byte lines: a warp's wavefronts per step counted two
+    ways, as the mean over 32 steps k (`ch01_02_sectors.line_limit`: lines, and words on
+    the busiest bank), the limit each gives at one wavefront per SM and cycle, and the
+    rate measured at both sizes in one run (the `ch02_alignment` study), where it was."""
     from gemm_kernels.core.table import Table
-    kernel, params = config
     rec = studies.recording_of(ALIGNMENT)
     rows = []
-    for n in sizes:
-        lim = model.line_limit(kernel, params, shape=(n, n, n), steps=MISALIGNED_STEPS)
-        starts = ("always at a line's start" if n % 32 == 0 else
-                  f"(k x {n % 32}) mod 32 floats into a line")
-        measured = _alignment_rate(params, n, rec)
-        rows.append({"M = N = K": n, "row k of B starts": starts,
-                     "sectors per step (mean of 32 steps)": _mean(lim["sectors"]),
-                     "lines per step (mean of 32 steps)": _mean(lim["lines"]),
-                     "one line per cycle allows (GFLOP/s)": lim["GFLOP/s"],
-                     "measured (GFLOP/s)": measured if measured is not None else "not timed",
-                     "% of the limit": (100 * measured / lim["GFLOP/s"]
-                                        if measured is not None else None)})
+    for b in blocks:
+        for n in sizes:
+            lim = model.line_limit("coalesced", {"BLOCK": b}, shape=(n, n, n),
+                                   steps=MISALIGNED_STEPS)
+            measured = _alignment_rate({"BLOCK": b}, n, rec)
+
+            def share(limit):
+                return f"{measured / limit:.0%}" if measured is not None else "-"
+            rows.append({"BLOCK": b, "M = N = K": n,
+                         "lines per step": _mean(lim["lines"]),
+                         "words on the busiest bank per step": _mean(lim["banks"]),
+                         "limit, one line per cycle (GFLOP/s)": lim["GFLOP/s"],
+                         "limit, one bank word per cycle (GFLOP/s)": lim["bank GFLOP/s"],
+                         "measured (GFLOP/s)": measured if measured is not None else "not timed",
+                         "measured / line limit": share(lim["GFLOP/s"]),
+                         "measured / bank limit": share(lim["bank GFLOP/s"])})
     where = f"timed in one run, {rec.label}" if rec else "not timed"
-    return Table(rows, list(rows[0]), title=f"{model.label(kernel, params)}: one warp, "
-                 f"sectors and lines per step with B's rows aligned to lines and not; "
-                 f"rates {where}")
+    return Table(rows, list(rows[0]), title="coalesced: one warp's L1 cycles per step "
+                 f"(mean of {MISALIGNED_STEPS} steps) counted as lines and as words on the "
+                 f"busiest bank, with rows aligned to lines (2048) and not; rates {where}")
+
+
+ALIGNMENT_L1 = "ch02_alignment_l1"
+
+
+def alignment_l1_table(study: str = ALIGNMENT_L1):
+    """What the L1 counted on and off 128-byte lines (the `ch02_alignment_l1` study): per
+    size and BLOCK, a warp's lines and words on the busiest bank per step (the two
+    models, mean of 32 steps), the wavefronts the L1's data pipe spent per warp and step
+    (`ch01_02_sectors.WAVEFRONTS` over the warp-steps), the kernel's time under the
+    profiler, and the least time each model allows at one wavefront per SM and cycle at
+    the clock the profiler ran (its SM cycles over its duration)."""
+    from gemm_kernels.core.table import Table
+    props = model.device_props()
+    sms = props.get("sm_count")
+    rec = studies.recording_of(study)
+    rows = []
+    for shape in sorted(studies.get(study).shapes, reverse=True):     # aligned first
+        for step, row in studies.results(study, shape, rec):
+            lim = model.line_limit(step.kernel, step.params, props, shape=shape,
+                                   steps=MISALIGNED_STEPS)
+            m = (row or {}).get("metrics", {})
+            _, warp_steps = model._warp_steps(step.kernel, step.params, shape)
+            wf = m.get(model.WAVEFRONTS)
+            dur = m.get(model.DURATION)
+            hz = m[model.CYCLES] / dur * 1e9 if dur and model.CYCLES in m else None
+
+            def least_ms(per_step):
+                return (f"{warp_steps * per_step / sms / hz * 1e3:.1f}"
+                        if hz and sms else "-")
+            rows.append({"M = N = K": shape[0], "BLOCK": step.params["BLOCK"],
+                         "lines per step (model)": _mean(lim["lines"]),
+                         "words on the busiest bank per step (model)": _mean(lim["banks"]),
+                         "L1 wavefronts per warp and step (counted)":
+                             f"{wf / warp_steps:.2f}" if wf else "-",
+                         "time under the profiler (ms)": f"{dur / 1e6:.1f}" if dur else "-",
+                         "least time, one line per cycle (ms)": least_ms(lim["lines"]),
+                         "least time, one bank word per cycle (ms)": least_ms(lim["banks"])})
+    where = rec.label if rec else "not recorded"
+    return Table(rows, list(rows[0]), title="coalesced kernel, counted by Nsight Compute on "
+                 f"and off 128-byte lines ({where})")
 
 
 ALIGNMENT = "ch02_alignment"
@@ -240,11 +284,12 @@ def _alignment_rate(params: dict, n: int, rec) -> float | None:
 
 def misaligned_lines(lines=None, limit=None) -> None:
     """The counting task, checked: the coalesced kernel at BLOCK = 16 with M = N = K =
-    2047, whose answer no table of the chapter shows. The student enters the mean lines
+    2047, before any table of the chapter shows it. The student enters the mean lines
     per step over 32 steps and the limit (GFLOP/s) they give. A wrong count gets a
     question, not the number; the aligned count (3) gets a word on where the rows of B
-    start; once both are right (the count within 0.02, the limit within 3%), the aligned
-    case beside it, with its measured rate."""
+    start; once both are right (the count within 0.02, the limit within 3%), the second
+    count (words on the busiest bank) and its limit, the aligned case, and the rates
+    measured at both sizes against both limits."""
     if lines is None or limit is None:
         print("Pencil first, then write your mean lines per step in `my_lines` and your "
               "limit (GFLOP/s) in `my_limit`, and run this cell again.")
@@ -275,15 +320,18 @@ def misaligned_lines(lines=None, limit=None) -> None:
     at_n, at_2048 = _alignment_rate(params, n, rec), _alignment_rate(params, 2048, rec)
     said = (f"Right: {_mean(lim['lines'])} lines per step on average, a limit of "
             f"{lim['GFLOP/s']:,.0f} GFLOP/s; with aligned rows (N = 2048) {aligned['lines']} "
-            f"lines and {aligned['GFLOP/s']:,.0f} GFLOP/s.")
+            f"lines and {aligned['GFLOP/s']:,.0f} GFLOP/s. Counted as words on the busiest "
+            f"bank: {_mean(lim['banks'])} per step at N = {n} (a limit of "
+            f"{lim['bank GFLOP/s']:,.0f} GFLOP/s), {aligned['banks']} at N = 2048.")
     if at_n is None or at_2048 is None:
-        print(said + f" No rate was recorded at N = {n}: your limit is a prediction.")
+        print(said + f" No rate was recorded at N = {n}: your two limits are predictions.")
         return
-    print(said + f" Measured in one run ({rec.device['name']}): {at_2048:,.0f} GFLOP/s at "
-          f"N = 2048, {at_n:,.0f} at N = {n}, {100 * at_n / lim['GFLOP/s']:.0f}% of your "
-          "limit: " + ("the misaligned rows cost nothing measurable here, and the line "
-                       "count overstates their cost (see *Alignment*)."
-                       if at_n > lim["GFLOP/s"] else "the limit holds."))
+    print(said + f"\nMeasured in one run ({rec.device['name']}): {at_2048:,.0f} GFLOP/s at "
+          f"N = 2048, {at_n:,.0f} at N = {n}: {at_n / lim['GFLOP/s']:.0%} of your line "
+          f"limit, {at_n / lim['bank GFLOP/s']:.0%} of the bank limit. "
+          + ("The line limit is broken, so lines cannot be what the L1 spends its cycles "
+             "on; the bank limit holds." if at_n > lim["GFLOP/s"] and at_n <= lim["bank GFLOP/s"]
+             else "Which limit holds is printed above."))
 
 
 # ---------------------------------------------------------------- figures
