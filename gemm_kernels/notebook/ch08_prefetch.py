@@ -909,7 +909,7 @@ def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
             f"load.\nSo once per step its warps wait out about one whole load latency.\n"
             f"1. The latency, in cycles.\n"
             f"   Chapter 07's warps wait {ls:.2f} cycles for global loads (long scoreboard) "
-            f"per instruction they issue.\n"
+            f"per instruction issued.\n"
             f"   Its loop issues {n07:,} instructions per step.\n"
             f"   {ls:.2f} x {n07:,} = {wait:,.0f} cycles of waiting per step: one latency.\n"
             f"2. A warp's pace.\n"
