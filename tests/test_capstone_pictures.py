@@ -2,6 +2,7 @@
 agree with the mapping their headers document, the figures draw exactly that, the
 cp.async ring keeps the kernel's promises, and recorded rows are shown (or said to be
 missing) as they are."""
+import re
 import matplotlib
 import pytest
 
@@ -720,3 +721,31 @@ def test_the_gpus_line_names_each_gpu_the_chapter_reads_once(recorded_mode):
     assert lad in line and shown in line
     if lad != shown:
         assert line.count(lad) == 1 and line.count(shown) == 1 and "GB/s" in line
+
+def test_the_step_profile_prints_times_to_the_hundredth_and_its_clock():
+    """The profile's kernel times are written to 0.01 ms (0.1 ms would merge steps the
+    ladder separates), beside the SM clock the profiler ran at: cycles over time."""
+    t = cp.step_counters()
+    if t[0]["warps resident, %"] is None:
+        pytest.skip("the recording has no profile of the steps")
+    from gemm_kernels.notebook import evidence
+    raw = evidence.counters(
+        cp.STEP_STALLS, {"ms": ("gpu__time_duration.sum", 1e6), "cycles": "sm__cycles_elapsed.avg"},
+        rec=studies.complete_recording(cp.STEP_STALLS))
+    for row, r in zip(t, raw):
+        assert row["kernel time, ms"] == f"{r['ms']:.2f}"
+        assert row["SM clock, MHz"] == f"{r['cycles'] / r['ms'] / 1e3:,.0f}"
+    assert t.columns[-2:] == ["kernel time, ms", "SM clock, MHz"]
+
+
+def test_copy_waits_finds_the_stores_wait_in_step_3_and_none_in_4a():
+    """Step 3's loop reads the registers its LDGs filled a few FFMAs later (at the STS);
+    step 4a's loop has no LDG, and its one wait for the copies, the DEPBAR, comes most of
+    a step after its last LDGSTS."""
+    first, second, note = cp.copy_waits().splitlines()
+    assert first.startswith("3. ") and "an STS" in first and "there the warp waits" in first
+    assert second.startswith("4a. ") and "no LDG per trip" in second
+    ffma = int(re.search(r"\((\d+) FFMAs\) after the last", second).group(1))
+    assert ffma > 256                         # more than half of the step's 512 FFMAs
+    assert int(re.search(r"\((\d+) FFMAs\) after it", first).group(1)) < 16
+    assert note.startswith("(main loops compiled here by ptxas")

@@ -22,8 +22,8 @@ def test_every_variant_applies_its_changes_to_the_kernel_file():
 
 def test_the_branch_not_the_register_budget_decides_where_the_loads_go():
     rows = {r["kernel"]: r for r in c.variants_table()}
-    shipped, bounded = rows["chapter 08's kernel"], rows[c.BUDGET]
-    free, working = rows["fetch and store without if (more)"], rows[c.WORKING]
+    shipped, bounded = rows["chapter 08's kernel"], rows[c.label(c.BUDGET)]
+    free, working = rows["no if"], rows[c.label(c.WORKING)]
     per_step = shipped["FFMAs per step"]
     for r in (shipped, bounded):
         assert r["FFMAs between a global load and its use"] < per_step // 4
@@ -85,7 +85,7 @@ def test_other_sources_keep_the_loads_in_flight_at_this_tile_too():
     default tile, at 128 registers, like the exercise's answer."""
     rows = {r["kernel"]: r for r in c.variants_table(list(c.ALTERNATIVES))}
     for name in c.ALTERNATIVES:
-        r = rows[name]
+        r = rows[c.label(name)]
         assert r["FFMAs between a global load and its use"] >= r["FFMAs per step"] // 4, r
         assert r["registers"] <= 128 and r["spills (bytes)"] == 0 and r["barriers per step"] == 1
 
@@ -95,7 +95,7 @@ def test_the_fix_holds_for_one_tile_not_as_a_rule():
     all, while the branch-free answer of the exercise falls short of a quarter step."""
     deep = {r["kernel"]: r for r in c.variants_table(["chapter 08's kernel", c.WORKING],
                                                       params=c.DEEP)}
-    own, working = deep["chapter 08's kernel"], deep[c.WORKING]
+    own, working = deep["chapter 08's kernel"], deep[c.label(c.WORKING)]
     assert own["FFMAs between a global load and its use"] == own["FFMAs per step"]
     assert working["FFMAs between a global load and its use"] < working["FFMAs per step"] // 4
 
@@ -110,7 +110,7 @@ def test_the_peeled_variant_runs_the_loop_to_the_last_tile_but_one():
 def test_the_payoff_reads_every_kernel_of_one_run_at_both_settings():
     rows = c.payoff()
     assert [r["kernel"] for r in rows] == ["chapter 07's kernel", "chapter 08's kernel",
-                                           *c.ALTERNATIVES]
+                                           *map(c.label, c.ALTERNATIVES)]
     assert rows[0]["own occupancy: / 07"] == rows[0]["one block per SM: / 07"] == "1.000"
     assert rows[1]["loads in flight (FFMAs)"].startswith("2 of 512")
     for r in rows[2:]:   # the exercise's answer and its alternatives: 128 registers, two blocks
@@ -161,12 +161,23 @@ def test_the_budget_variant_is_the_kernel_timed_with_two_blocks_per_sm():
     from gemm_kernels.notebook.ch06_tiles import with_min_blocks
     assert c.variant_source(c.BUDGET) == with_min_blocks("double_buffer", 2).source_text()
     rows = {r["kernel"]: r for r in c.payoff(c.DEEP, (c.BUDGET,))}
-    budget = rows[c.BUDGET]
+    budget = rows[c.label(c.BUDGET)]
     assert budget["own occupancy: blocks/SM"] == 2 and budget["registers"] <= 128
     assert budget["the quarter-step check"].startswith("passes")
     assert c.payoff_gain(c.DEEP, kernel=c.BUDGET) > 1 > \
         float(rows["chapter 08's kernel"]["own occupancy: / 07"])
     assert c.in_flight(c.BUDGET, c.DEEP).startswith("in flight for 1,024 of the step's 1,024")
+
+
+def test_every_source_has_one_short_label_used_in_every_table():
+    """The text names the sources by short labels: one per variant, all different, and
+    the tables show those, never the long names their recorded rows carry."""
+    assert set(c.LABELS) == {n for n in c.VARIANTS if c.VARIANTS[n]}
+    assert len(set(c.LABELS.values())) == len(c.LABELS)
+    assert c.label("chapter 08's kernel") == "chapter 08's kernel"
+    shown = [r["kernel"] for r in c.variants_table()]
+    assert shown == [c.label(n) for n in c.VARIANTS] and c.WORKING not in shown
+    assert c.WORKING not in [r["kernel"] for r in c.payoff()]
 
 
 def test_the_one_block_summary_reads_the_study():
@@ -296,7 +307,7 @@ def test_payoff_stalls_draws_each_source_at_each_setting(tmp_path, monkeypatch):
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.texts] == ["two blocks\nper SM", "one block\nper SM"]
     labels = [t.get_text() for t in ax.get_yticklabels()]
-    assert labels == 2 * ["chapter 07's kernel", "chapter 08's kernel", *c.ALTERNATIVES]
+    assert labels == 2 * ["chapter 07's kernel", "chapter 08's kernel", *map(c.label, c.ALTERNATIVES)]
     assert "warp-cycles stalled" in ax.get_xlabel()
     assert len(table) == len(steps)
     first, answer = table[0], table[2]
@@ -362,13 +373,13 @@ def test_why_a_quarter_is_read_from_chapter_07s_profile(recorded_mode):
     n = c.loads("float4").instructions
     lp = c.loads(c.KERNEL)
     assert text.startswith("The assumption: chapter 07's kernel uses each loaded value")
-    assert f"{ls:.2f} cycles of waiting for global loads" in text
-    assert f"its loop issues {n:,} instructions per step, so they wait about " \
-           f"{ls * n:,.0f} cycles per step" in text
-    assert "4 warps share each of the SM's schedulers" in text
-    assert f"Chapter 08's loop issues {lp.instructions:,} instructions per step, 512 of them " \
-           "FFMAs" in text
-    assert "the check asks for a quarter, 128 FFMAs" in text and "Nsight Compute at 2048^3" in text
+    assert f"wait {ls:.2f} cycles for global loads" in text
+    assert f"Its loop issues {n:,} instructions per step." in text
+    assert f"{ls:.2f} x {n:,} = {ls * n:,.0f} cycles of waiting per step" in text
+    assert "4 warps share each scheduler" in text
+    assert f"Chapter 08's loop has 512 FFMAs among its {lp.instructions:,} instructions" in text
+    assert "rounds this to a quarter: 128 FFMAs" in text and "Nsight Compute at 2048^3" in text
+    assert max(map(len, text.splitlines()[1:-1])) <= 100       # short lines, one step each
     assert "Nsight Compute at 4096^3" in c.why_a_quarter(study="stalls")
 
 
@@ -383,7 +394,7 @@ def test_the_failing_sources_at_bk16_cover_the_latency(recorded_mode):
     num = lambda s: float(s.replace(",", ""))      # noqa: E731
     latency = num(rows["chapter 07's kernel"]["wait for global loads (cycles per step)"])
     for name in c.ALTERNATIVES:
-        assert num(rows[name]["in flight (cycles)"]) > latency, name
+        assert num(rows[c.label(name)]["in flight (cycles)"]) > latency, name
     assert rows["chapter 08's kernel"]["warps per scheduler"] == "2"
     # at the chapter's tile every source passes: no sentence about failing ones
     assert "fail it" not in c.latency_words()
@@ -409,7 +420,7 @@ def test_where_it_ends_shows_the_kept_kernel_beside_the_exercises_answer(recorde
     full = {r["kernel"]: r for r in c.payoff(None, (c.WORKING,))}
     assert [r["kernel"] for r in rows] == [
         "chapter 07's kernel", "chapter 08's kernel (chapter 09 goes on from it)",
-        "the exercise's answer"]
-    assert rows[2]["x 07"] == full[c.WORKING]["own occupancy: / 07"]
+        "no if + budget (the exercise's answer)"]
+    assert rows[2]["x 07"] == full[c.label(c.WORKING)]["own occupancy: / 07"]
     assert rows[1]["GFLOP/s"] == full[c.CH08]["own occupancy: GFLOP/s"].split(" (")[0]
     assert "2048x2048x2048" in rows.title and "two blocks per SM" in rows.title

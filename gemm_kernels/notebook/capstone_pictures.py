@@ -1085,6 +1085,45 @@ def step_sass(step, since=None, listing=True, hide_wait: bool = False) -> StepSa
                             for j in shown])
 
 
+def copy_waits(steps=("3", "4a")) -> str:
+    """Where the warps of each ladder step wait for the tiles they copy, read from the
+    SASS of its main loop (ptxas here). LDG + STS (step 3): the first instruction that
+    reads a register an LDG filled, and the instructions and FFMAs since that LDG; the
+    warp stalls there (long scoreboard) until the load has arrived. cp.async (step 4a):
+    no LDG in the loop, so no register waits for global memory; the one wait for the
+    copies is the DEPBAR, and the instructions and FFMAs from the step's last LDGSTS to
+    it (with 2 stages it waits for this very step's copies)."""
+    from gemm_kernels.exercises.ch08_checks import loop_loads
+    rungs = ladder((4096,))
+    lines = []
+    for step in steps:
+        r = rungs[position(step)]
+        k = kernel_of(r.kernel)
+        sass = compiler.sass(k, k.resolve(r.step.params))
+        ops = [f for _, f, _ in analysis.main_loop(sass)]
+        n = len(ops)
+        used = [ld for ld in loop_loads(sass).loads if ld.use is not None]
+        if used:
+            ld = min(used, key=lambda ld: ld.ffma)
+            lines.append(f"{r.label}: {len(used)} LDG per trip. The first instruction that "
+                         f"reads what one loaded, an {ops[ld.use]}, comes "
+                         f"{(ld.use - ld.at) % n} instructions ({ld.ffma} FFMAs) after it: "
+                         "there the warp waits for global memory.")
+            continue
+        copies = [i for i, f in enumerate(ops) if f.startswith("LDGSTS")]
+        waits = [i for i, f in enumerate(ops) if f.startswith("DEPBAR")]
+        if not copies or not waits:
+            lines.append(f"{r.label}: no LDG and no cp.async wait in the main loop.")
+            continue
+        last, wait = copies[-1], next((w for w in waits if w > copies[-1]), waits[0] + n)
+        ffma = sum(ops[i % n] == "FFMA" for i in range(last + 1, wait))
+        lines.append(f"{r.label}: no LDG per trip, so no instruction reads a register "
+                     f"filled from global memory. The copies ({len(copies)} LDGSTS) go "
+                     f"straight to shared memory; the one wait for them, the DEPBAR, comes "
+                     f"{wait - last} instructions ({ffma} FFMAs) after the last of them.")
+    return "\n".join(lines) + f"\n(main loops compiled here by ptxas {compiler.ptxas_version()})"
+
+
 # ------------------------------------------------------------------ bank model vs counters
 
 def _zorder_model(pad: int, zorder: bool) -> tuple[int, int]:
@@ -1834,6 +1873,11 @@ STALL_AXIS = ("warp-cycles stalled per issued instruction: one warp's average wa
 _WAIT = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
 
 
+def _fixed(value, spec: str):
+    """`value` written with `spec`, or None where it was not recorded."""
+    return None if value is None else spec.format(value)
+
+
 def step_counters() -> Table:
     """The same steps' occupancy and busy-ness: warps resident (% of the SM's slots),
     issue slots used, FMA pipe busy and the shared-memory pipe busy (all % of peak); then
@@ -1853,8 +1897,13 @@ def step_counters() -> Table:
         "shared pipe busy, %": "l1tex__data_pipe_lsu_wavefronts_mem_shared"
                                ".avg.pct_of_peak_sustained_elapsed",
         **{name: _WAIT.format(key) for name, key in waits.items()},
-        "kernel time, ms": ("gpu__time_duration.sum", 1e6)})
-    rows = [{**r, "step": numbered(r["step"])} for r in t]
+        "kernel time, ms": ("gpu__time_duration.sum", 1e6),
+        "SM clock, MHz": "sm__cycles_elapsed.avg"})
+    # the clock Nsight Compute ran the SMs at: cycles elapsed over the kernel's time
+    rows = [{**r, "step": numbered(r["step"]),
+             "kernel time, ms": _fixed(r["kernel time, ms"], "{:.2f}"),
+             "SM clock, MHz": None if None in (r["SM clock, MHz"], r["kernel time, ms"])
+             else f"{r['SM clock, MHz'] / r['kernel time, ms'] / 1e3:,.0f}"} for r in t]
     return Table(rows, list(t.columns), title="Steps 3 to 7 at 4096^3, Nsight Compute at its "
                  "own clock; the waits in warp-cycles per issued instruction (one warp's "
                  f"average); {_stalls_source(studies.complete_recording(STEP_STALLS))}")

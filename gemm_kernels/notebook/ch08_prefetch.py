@@ -80,6 +80,18 @@ COMPUTE_FIRST = "compute, then fetch, then store, + __launch_bounds__(256, 2)"
 PEELED = "last tile peeled off the loop, + __launch_bounds__(256, 2)"
 ALTERNATIVES = (WORKING, STORE_ONLY, COMPUTE_FIRST, PEELED)
 
+# The short name each source goes by in the chapter's text, tables and pictures (the long
+# names above are the names its compiled kernel and its recorded rows carry).
+LABELS = {BUDGET: "budget", "fetch and store without if (more)": "no if",
+          WORKING: "no if + budget", STORE_ONLY: "if on store + budget",
+          COMPUTE_FIRST: "fetch after compute + budget", PEELED: "peeled + budget"}
+
+
+def label(name: str) -> str:
+    """The short name of source `name` (itself for chapters 07's and 08's kernels)."""
+    return LABELS.get(name, name)
+
+
 VARIANTS = {
     "chapter 08's kernel": (),
     BUDGET: (_LB,),
@@ -159,7 +171,7 @@ def variants_table(names=None, params: dict | None = None) -> Table:
         res = compiler.resources(k, p)
         lp = loop_loads(compiler.sass(k, p))
         occ = analysis.kernel_occupancy(k, p)
-        rows.append({"kernel": name, "registers": res["registers"],
+        rows.append({"kernel": label(name), "registers": res["registers"],
                      "spills (bytes)": res["spill_stores"], "blocks/SM": occ.blocks_per_sm,
                      "FFMAs per step": lp.ffma,
                      "FFMAs between a global load and its use": lp.fewest,
@@ -345,7 +357,7 @@ def loop_strip(kernels=(KERNEL,), params: dict | None = None):
         fewest = (f"; fewest FFMAs between a global load and its use: "
                   f"{lp.fewest} ({CHECK}: {lp.needed} or more)"
                   if lp.fewest is not None else "")
-        ax.set_title(f"{name}: {lp.ffma} FFMAs, {len(lp.loads)} global loads, {bars} per "
+        ax.set_title(f"{label(name)}: {lp.ffma} FFMAs, {len(lp.loads)} global loads, {bars} per "
                      f"step{fewest}", fontsize=FONT, loc="left")
         for s in ("top", "right", "left"):
             ax.spines[s].set_visible(False)
@@ -521,27 +533,27 @@ def payoff(params: dict | None = None, kernels=ALTERNATIVES) -> Table:
 
     shown = [("chapter 07's kernel", "float4"), ("chapter 08's kernel", KERNEL),
              *((name, name) for name in kernels)]
-    rate = {(label, one): recorded(name, one) for label, name in shown for one in (False, True)}
-    missing = [f"{label} ({'one' if one else 'own'})" for (label, one), r in rate.items() if r is None]
+    rate = {(who, one): recorded(name, one) for who, name in shown for one in (False, True)}
+    missing = [f"{who} ({'one' if one else 'own'})" for (who, one), r in rate.items() if r is None]
     if missing:
         raise LookupError("not in the recording: " + ", ".join(missing))
     rows = []
-    for label, name in shown:
+    for who, name in shown:
         lp = None if name == "float4" else loads(name, p)
-        regs = (rate[label, False].get("binary") or {}).get("registers")
+        regs = (rate[who, False].get("binary") or {}).get("registers")
         k = kernel_of(name) if name in ("float4", KERNEL) else variant_kernel(name)
         blocks = analysis.kernel_occupancy(k, {**p, "ONE_PER_SM": False},
                                            registers=regs).blocks_per_sm
-        row = {"kernel": label,
+        row = {"kernel": label(who),
                "loads in flight (FFMAs)": "-" if lp is None else f"{lp.fewest:,} of {lp.ffma:,}",
                CHECK: "-" if lp is None else check_words(lp),
                "registers": regs}
         for one, setting in ((False, "own occupancy"), (True, "one block per SM")):
-            g = rate[label, one]["gflops"]
+            g = rate[who, one]["gflops"]
             ref = rate["chapter 07's kernel", one]["gflops"]["median"]
             row[f"{setting}: blocks/SM"] = 1 if one else blocks
             row[f"{setting}: GFLOP/s"] = f"{g['median']:,.0f} ({g['min']:,.0f}..{g['max']:,.0f})"
-            row[f"{setting}: % of cuBLAS"] = f"{timing.share(rate[label, one]):.1f}"
+            row[f"{setting}: % of cuBLAS"] = f"{timing.share(rate[who, one]):.1f}"
             row[f"{setting}: / 07"] = f"{g['median'] / ref:.3f}"
         rows.append(row)
     return Table(rows, list(rows[0]), title=(
@@ -555,7 +567,7 @@ def payoff(params: dict | None = None, kernels=ALTERNATIVES) -> Table:
 def payoff_gain(params: dict | None = None, one_per_sm: bool = False,
                 kernel: str = WORKING) -> float:
     """`kernel`'s rate over chapter 07's, as `payoff` shows it (the ratio)."""
-    row = next(r for r in payoff(params, (kernel,)) if r["kernel"] == kernel)
+    row = next(r for r in payoff(params, (kernel,)) if r["kernel"] == label(kernel))
     return float(row[f"{'one block per SM' if one_per_sm else 'own occupancy'}: / 07"])
 
 
@@ -565,9 +577,9 @@ def where_it_ends(kernel: str = WORKING) -> Table:
     tile with two blocks per SM, from the payoff's one run (`payoff`): the median rate,
     its share of the cuBLAS timed beside it, and its ratio to chapter 07's."""
     full = payoff(None, (kernel,))
-    label = {CH08: "chapter 08's kernel (chapter 09 goes on from it)",
-             kernel: "the exercise's answer"}
-    rows = [{"kernel": label.get(r["kernel"], r["kernel"]),
+    named = {CH08: "chapter 08's kernel (chapter 09 goes on from it)",
+             label(kernel): f"{label(kernel)} (the exercise's answer)"}
+    rows = [{"kernel": named.get(r["kernel"], r["kernel"]),
              "GFLOP/s": r["own occupancy: GFLOP/s"].split(" (")[0],
              "% of cuBLAS": r["own occupancy: % of cuBLAS"],
              "x 07": r["own occupancy: / 07"]} for r in full]
@@ -754,11 +766,11 @@ def payoff_stalls(params: dict | None = None, study: str = PAYOFF_STALLS, top: i
     # a source whose registers allow one block only runs one in the first group too: its
     # name says so, and the group is "own occupancy" then (as in `payoff`)
     setting = dict(_SETTINGS)
-    name = {(one, source): source for one in shown for source, _, _ in got[one]}
+    name = {(one, source): label(source) for one in shown for source, _, _ in got[one]}
     for source, _, row in got[False]:
         blocks = _own_blocks(source, params, row)
         if blocks != 2:
-            name[False, source] = f"{source} ({blocks} block{'s' * (blocks > 1)} per SM)"
+            name[False, source] = f"{label(source)} ({blocks} block{'s' * (blocks > 1)} per SM)"
             setting[False] = "own occupancy"
     bars = [(name[one, source], st) for one in shown for source, st, _ in got[one]]
     # one axes, so that every bar stacks its reasons in one order, with one legend; the
@@ -793,7 +805,7 @@ def payoff_stalls(params: dict | None = None, study: str = PAYOFF_STALLS, top: i
                     f" ({st.get(w, 0) - ref.get(w, 0):+.2f})"
                     # no bracket for a source that runs another block count than ch. 07
                     if ref is not None and source != got[one][0][0]
-                    and name[one, source] == source else "")
+                    and name[one, source] == label(source) else "")
             row["all waits"] = f"{sum(v for k, v in st.items() if k != 'selected'):.2f}"
             rows.append(row)
     return Table(rows, list(rows[0]), title=(
@@ -892,22 +904,26 @@ def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
     lp = loads(KERNEL, params)
     w = warps_per_scheduler("float4", params)
     cover = wait / w * lp.ffma / lp.instructions     # FFMAs issued while the load travels
+    ls, n07 = st07.get("long scoreboard", 0.0), lp07.instructions
     return (f"The assumption: chapter 07's kernel uses each loaded value right after its "
-            f"load, so once per step its warps wait out about one whole load latency.\n"
-            f"1. The latency. Nsight Compute counts {st07.get('long scoreboard', 0.0):.2f} "
-            f"cycles of waiting for global loads (long scoreboard) per instruction chapter "
-            f"07's warps issue; its loop issues {lp07.instructions:,} instructions per step, so "
-            f"they wait about {wait:,.0f} cycles per step: one latency.\n"
-            f"2. A warp's pace. {w:.0f} warps share each of the SM's schedulers, which issues "
-            f"one instruction per cycle: while they all have work, a warp issues at best once "
-            f"every {w:.0f} cycles (chapter 07's warps, as measured: once every "
-            f"{cycles_per_instruction(st07):.1f} cycles).\n"
-            f"3. The cover. To span {wait:,.0f} cycles at that pace, at least {wait:,.0f} / "
-            f"{w:.0f} = {wait / w:,.0f} of the warp's instructions must lie between a load and "
-            f"its use. Chapter 08's loop issues {lp.instructions:,} instructions per step, "
-            f"{lp.ffma:,} of them FFMAs, so that is {wait / w:,.0f} x {lp.ffma:,} / "
-            f"{lp.instructions:,} = {cover:,.0f} FFMAs, {cover / lp.ffma:.2f} of the step; the "
-            f"check asks for a quarter, {lp.needed:,} FFMAs.\n"
+            f"load.\nSo once per step its warps wait out about one whole load latency.\n"
+            f"1. The latency, in cycles.\n"
+            f"   Chapter 07's warps wait {ls:.2f} cycles for global loads (long scoreboard) "
+            f"per instruction issued.\n"
+            f"   Its loop issues {n07:,} instructions per step.\n"
+            f"   {ls:.2f} x {n07:,} = {wait:,.0f} cycles of waiting per step: one latency.\n"
+            f"2. A warp's pace.\n"
+            f"   {w:.0f} warps share each scheduler, and a scheduler issues one instruction "
+            f"per cycle.\n"
+            f"   So a warp issues at best once every {w:.0f} cycles (measured for chapter 07: "
+            f"once every {cycles_per_instruction(st07):.1f}).\n"
+            f"3. At that fastest pace, the instructions that span the latency: {wait:,.0f} / {w:.0f} = "
+            f"{wait / w:,.0f}.\n"
+            f"4. The same in FFMAs. Chapter 08's loop has {lp.ffma:,} FFMAs among its "
+            f"{lp.instructions:,} instructions per step.\n"
+            f"   {wait / w:,.0f} x {lp.ffma:,} / {lp.instructions:,} = {cover:,.0f} FFMAs, "
+            f"{cover / lp.ffma:.2f} of the step.\n"
+            f"   The check rounds this to a quarter: {lp.needed:,} FFMAs.\n"
             f"(Nsight Compute at {_cube(study)}, two blocks per SM, {where}; instructions: "
             f"SASS compiled here.)")
 
@@ -930,7 +946,7 @@ def latency_cover(params: dict | None = None, one_per_sm: bool = False,
         lp = loads(_KERNEL_OF.get(source, source), params)
         n, pace = instructions_in_flight(lp), cycles_per_instruction(st)
         w = warps_per_scheduler(source, params, one_per_sm, row)
-        rows.append({"kernel": source, "warps per scheduler": f"{w:.0f}",
+        rows.append({"kernel": label(source), "warps per scheduler": f"{w:.0f}",
                      "in flight (FFMAs)": f"{lp.fewest:,}",
                      "in flight (instructions)": f"{n:,}",
                      "a warp's cycles per instruction": f"{pace:.1f}",
