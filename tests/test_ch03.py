@@ -27,6 +27,14 @@ def test_sectors_count_distinct_32_byte_pieces():
     assert ch03_copies.sectors([i * 4096 for i in range(32)]) == (32, 4)
 
 
+def test_a_warps_copies_touch_one_line_per_row_of_the_block_it_spans():
+    # a warp spans 1 row of a 32-wide block, 2 of a 16-wide, 4 of an 8-wide, and the
+    # 16 threads of BLOCK = 4 make 4 rows: one line of A and one of B per row
+    assert [ch03_copies.global_lines(b) for b in (32, 16, 8, 4)] == [2, 4, 8, 8]
+    # rows one line apart or less share lines
+    assert ch03_copies.global_lines(4, K=4, N=4) == 2
+
+
 def test_the_copy_bug_copies_one_element_per_row_and_computes_the_wrong_product():
     got = ch03_copies.copy_bug()
     assert not got["buggy"]["right"] and got["correct"]["right"]

@@ -80,11 +80,13 @@ def test_the_pictures_are_readable(name):
 def test_the_bounds_picture_has_a_bar_pair_per_block():
     ax = ch03.block_bounds_plot()
     labels = [t.get_text() for t in ax.get_yticklabels()]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend[0] == "shared wavefronts + global lines"
     matplotlib.pyplot.close(ax.figure)
     # sorted by bound: BLOCK = 4 (half-empty warps) lowest, at the bottom
     assert labels[0].startswith("BLOCK=4") and "16 lanes per warp" in labels[0]
     assert {lb.split()[0] for lb in labels} <= {f"BLOCK={b}" for b in ch03.BLOCKS}
-    assert "shared-memory bound" in ax.get_title()
+    assert "shared + global-lines bound" in ax.get_title()
 
 
 def test_against_coalesced_compares_l1_and_dram_bytes(monkeypatch):
@@ -138,7 +140,43 @@ def test_the_bound_of_a_half_empty_warp_counts_only_its_lanes():
     assert rows[4]["lanes per warp"] == 16 and rows[8]["lanes per warp"] == 32
     # BLOCK = 4 and 8 cost the same wavefronts per FFMA instruction; BLOCK = 4's FFMA
     # does 16 multiply-adds, so its bound is half
-    assert rows[4]["bound GFLOP/s"] == pytest.approx(rows[8]["bound GFLOP/s"] / 2)
+    assert rows[4]["shared bound GFLOP/s"] == pytest.approx(rows[8]["shared bound GFLOP/s"] / 2)
+
+
+def test_the_second_bound_adds_the_global_lines_to_the_shared_wavefronts():
+    rows = {r["BLOCK"]: r for r in ch03.block_bounds()}
+    assert [rows[b]["global lines per warp and step"] for b in (4, 8, 16, 32)] == [8, 8, 4, 2]
+    for r in rows.values():
+        wf, gl = r["shared wavefronts per warp and step"], r["global lines per warp and step"]
+        assert r["shared + lines bound GFLOP/s"] == pytest.approx(
+            r["shared bound GFLOP/s"] * wf / (wf + gl))
+    # the second bound rises with BLOCK, in the order of the rates
+    both = [rows[b]["shared + lines bound GFLOP/s"] for b in (4, 8, 16, 32)]
+    assert both == sorted(both)
+
+
+def test_the_combined_count_says_when_it_was_not_recorded(monkeypatch):
+    monkeypatch.setattr(ch03, "_study_row", lambda *a, **k: {"metrics": {}})
+    assert "not recorded" in ch03.combined_count_line()
+    # 52 wavefronts per warp and step at BLOCK = 32: n^3 / 1024 warp-steps
+    n3 = ch03.SHAPE[0] ** 3
+    monkeypatch.setattr(ch03, "_study_row", lambda *a, **k: {"metrics": {
+        ch03.ALL_WAVEFRONTS: 52 * n3 / 1024}})
+    assert "BLOCK = 32: 52.0 L1 data-pipe wavefronts per warp and step counted, 52 in the model" \
+        in ch03.combined_count_line()
+
+
+def test_without_the_merge_each_wide_load_costs_four_wavefronts():
+    # 2 stores x 1 + 8 LDS.128 x 4 + 32 LDS x 1 = 66 per 32 FFMA
+    assert ch03.unmerged_line().endswith("66 per 32 FFMA = 2.06 per FFMA")
+
+
+def test_the_dram_share_line_divides_dram_by_the_prediction(monkeypatch):
+    _fake(monkeypatch, {8: 2e9, 16: 1e9, 32: 5e8},
+          {b: ch03.predicted_load_bytes(b) / 2 for b in (8, 16, 32)})
+    line = ch03.dram_share_line()
+    assert "BLOCK = 8: 0.50, BLOCK = 16: 0.50, BLOCK = 32: 0.50" in line
+    assert line.endswith("A and B read once would be 0.13 GB")
 
 
 def test_the_gain_sentence_spans_the_sizes_measured_for_both_kernels():

@@ -409,12 +409,13 @@ def tick_label(row: dict, two_lines: bool = False) -> str:
 
 
 def ceiling_plot(table, size: int = 2048, ax=None, title: str | None = None,
-                 two_lines: bool = False):
-    """Each configuration of a `summary` table as a pair of bars: its shared-memory bound
-    (pale) and its measured rate (dark, coloured by BLOCK), in GFLOP/s as every table,
-    fastest bound at the top; rows without a rate are left out. `title` replaces the
-    default title's first part; `two_lines` writes each name on two lines (`tick_label`).
-    Returns the Axes."""
+                 two_lines: bool = False,
+                 bound_label: str = "shared-memory bound (bank model)"):
+    """Each configuration of a `summary` table as a pair of bars: its bound (pale; what
+    it counts: `bound_label`) and its measured rate (dark, coloured by BLOCK), in GFLOP/s
+    as every table, fastest bound at the top; rows without a rate are left out. `title`
+    replaces the default title's first part; `two_lines` writes each name on two lines
+    (`tick_label`). Returns the Axes."""
     import matplotlib.pyplot as plt
     rows = sorted((r for r in table if r["GFLOP/s"]), key=lambda r: r["bound GFLOP/s"])
     if ax is None:
@@ -424,7 +425,7 @@ def ceiling_plot(table, size: int = 2048, ax=None, title: str | None = None,
     y = range(len(rows))
     top = max(r["bound GFLOP/s"] for r in rows)
     ax.barh(y, [r["bound GFLOP/s"] for r in rows], height=0.8, color="0.85",
-            edgecolor="0.6", label="shared-memory bound (bank model)")
+            edgecolor="0.6", label=bound_label)
     ax.barh(y, [r["GFLOP/s"] for r in rows], height=0.45,
             color=[colours.get(r["BLOCK"], "tab:gray") for r in rows])
     for i, r in zip(y, rows):
@@ -436,7 +437,7 @@ def ceiling_plot(table, size: int = 2048, ax=None, title: str | None = None,
     ax.set_xlabel("GFLOP/s")
     ax.set_xlim(0, top * 1.18)
     from matplotlib.patches import Patch
-    handles = [Patch(facecolor="0.85", edgecolor="0.6", label="shared-memory bound (bank model)")]
+    handles = [Patch(facecolor="0.85", edgecolor="0.6", label=bound_label)]
     handles += [Patch(color=c, label=f"measured, BLOCK={b}") for b, c in colours.items()
                 if any(r["BLOCK"] == b for r in rows)]
     # Outside the axes, right of the "% of bound" labels: inside it would hide bars.

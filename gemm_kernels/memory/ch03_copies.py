@@ -114,6 +114,18 @@ def price(mapping: Mapping, block: int = 32, K: int = 4096, N: int = 4096,
     return out
 
 
+def global_lines(block: int, K: int = 4096, N: int = 4096, warp: int = 0) -> int:
+    """The 128-byte lines one warp's two copy loads (A[row][k0 + tx], B[k0 + ty][col])
+    touch per step, with the tiles aligned to lines: chapter 02's count of L1 data-pipe
+    wavefronts for global loads (one per line). A block of BLOCK^2 < 32 threads fills only
+    that many lanes of its warp."""
+    from gemm_kernels.memory.ch01_02_sectors import lines
+    threads = range(warp * WARP, min((warp + 1) * WARP, block * block))
+    pairs = [(t % block, t // block) for t in threads]          # (tx, ty)
+    return (lines([ty * K + tx for tx, ty in pairs])
+            + lines([ty * N + tx for tx, ty in pairs]))
+
+
 # ------------------------------------------------------------------ the copy bug
 
 VERSIONS = ("buggy", "correct")

@@ -213,8 +213,27 @@ def shared_side() -> str:
         out += [f"shared-memory loads:      {lds:,.0f} = {lds / ffma:.2f} per FFMA "
                 f"(the SASS loop: {sass:.2f})",
                 f"shared-memory wavefronts: {wf:,.0f} = {wf / ffma:.2f} per FFMA "
-                f"(bank model: {model:.2f})"]
+                f"(bank model: {model:.2f})",
+                unmerged_line()]
     return "\n".join(out)
+
+
+# The phases a warp's wide shared load needs when no lanes' requests merge: 32 lanes x
+# 16 (8) bytes in 128-byte wavefronts.
+PHASES = {"LDS.128": 4, "LDS.64": 2}
+
+
+def unmerged_line(params: dict | None = None) -> str:
+    """What the bank model would count without the merge of the LDS.128 broadcast
+    (each wide load at its full number of phases), per warp and step and per FFMA: the
+    figure Nsight Compute's count is told apart from."""
+    p = params or {"BLOCK": 32}
+    rows = ch03_04_tiles.per_instruction(KERNEL, p)
+    total = sum(r["per warp and step"] * max(r["wavefronts each"], PHASES.get(r["SASS"], 0))
+                for r in rows)
+    ffma = _loop(KERNEL, p)["FFMA"]
+    return (f"bank model without the merge (each LDS.128 in {PHASES['LDS.128']} wavefronts): "
+            f"{total} per {ffma} FFMA = {total / ffma:.2f} per FFMA")
 
 
 # ------------------------------------------------------------------ the global side
@@ -282,6 +301,20 @@ def l2_line(shape=SHAPE) -> str:
     ratios = sorted({round(b / l2, 2) for b in sizes.values()})
     return (f"at {M}x{N}x{K}: {each}, each {' or '.join(f'{r:.2f}x' for r in ratios)} the L2 "
             f"({l2 / 2**20:,.0f} MiB), all three together {sum(sizes.values()) / l2:.1f}x")
+
+
+def dram_share_line(shape=SHAPE) -> str:
+    """One line: the bytes read from DRAM over the predicted load bytes, per BLOCK, and
+    what reading A and B once would take (the least any kernel must read), for scale."""
+    rows = [r for r in traffic_rows() if r["predicted loads, GB"]]
+    if not rows:
+        return "global traffic by BLOCK not recorded"
+    M, N, K = shape
+    once = (M * K + K * N) * 4 / 1e9
+    shares = ", ".join(f"BLOCK = {r['BLOCK']}: {r['read from DRAM, GB'] / r['predicted loads, GB']:.2f}"
+                       for r in rows)
+    return (f"read from DRAM / predicted loads: {shares}; "
+            f"A and B read once would be {once:.2f} GB")
 
 
 def traffic_table() -> Table:
@@ -643,38 +676,79 @@ def block_rates(blocks=BLOCKS, shape=(2048,) * 3) -> Table:
                                             f"({records.source()})")
 
 
+# The L1 data pipe's wavefronts of every kind (shared memory and global loads together),
+# and those of global loads alone: what would confirm the combined bound of
+# `block_bounds`, where a study recorded them.
+ALL_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts.sum"
+LG_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum"
+
+
 def block_bounds(blocks=(4, 8, 16, 32), shape=(2048,) * 3) -> Table:
-    """Per BLOCK: the shared-memory bound (bank model) and the measured rate against it.
-    A block of BLOCK^2 < 32 threads fills only that many lanes of its warp: each FFMA
-    instruction does BLOCK^2 multiply-adds, not 32, so the bound scales by BLOCK^2 / 32
-    (`smem_ceiling` assumes full warps)."""
+    """Per BLOCK: two bounds and the measured rate against each. The shared bound counts
+    the shared-memory wavefronts of a warp and step (bank model) at one per SM and clock.
+    The second adds the 128-byte lines of the step's two global loads
+    (`ch03_copies.global_lines`): chapter 02 found one L1 data-pipe wavefront per line,
+    on the pipe that shared memory also uses. A block of BLOCK^2 < 32 threads fills only
+    that many lanes of its warp: each FFMA instruction does BLOCK^2 multiply-adds, not 32,
+    so both bounds scale by BLOCK^2 / 32 (`smem_ceiling` assumes full warps)."""
     rows = []
     for b in blocks:
         c = ch03_04_tiles.smem_ceiling(KERNEL, {"BLOCK": b})
         lanes = min(32, b * b)
+        wf, gl = c["wavefronts/step"], ch03_copies.global_lines(b, shape[2], shape[1])
         bound = c["smem bound GFLOP/s"] * lanes / 32
+        both = bound * wf / (wf + gl)
         r = _rate(KERNEL, shape, {"BLOCK": b})
         g = r["gflops"]["median"] if r else None
-        rows.append({"BLOCK": b, "lanes per warp": lanes,
-                     "wavefronts per warp and step": c["wavefronts/step"],
-                     "FFMA per step": c["FFMA/step"], "bound GFLOP/s": bound,
-                     "GFLOP/s": g, "% of bound": f"{g / bound:.0%}" if g else "-"})
-    return Table(rows, list(rows[0]), title=f"shared-memory bound and rate at "
+        rows.append({"BLOCK": b, "lanes per warp": lanes, "FFMA per step": c["FFMA/step"],
+                     "shared wavefronts per warp and step": wf,
+                     "global lines per warp and step": gl,
+                     "shared bound GFLOP/s": bound, "shared + lines bound GFLOP/s": both,
+                     "GFLOP/s": g, "% of shared bound": f"{g / bound:.0%}" if g else "-",
+                     "% of shared + lines bound": f"{g / both:.0%}" if g else "-"})
+    return Table(rows, list(rows[0]), title=f"two bounds and the rate at "
                                             f"{'x'.join(map(str, shape))} ({records.source()})")
 
 
+def combined_count_line(blocks=TRAFFIC_BLOCKS) -> str:
+    """Whether Nsight Compute counted the L1 data pipe's wavefronts of both kinds for this
+    kernel (study ch03_caches); if so, per warp and step next to `block_bounds`' model
+    (shared wavefronts + global lines), else that the count is not recorded."""
+    out = []
+    n = SHAPE[0] * SHAPE[1] * SHAPE[2]
+    for b in blocks:
+        row = _study_row(CACHES, KERNEL, {"BLOCK": b})
+        m = (row or {}).get("metrics", {})
+        shared = m.get(SHARED_WAVEFRONTS)
+        total = m.get(ALL_WAVEFRONTS) or (m[LG_WAVEFRONTS] + shared
+                                          if LG_WAVEFRONTS in m and shared else None)
+        if total is None:
+            continue
+        warp_steps = n / (min(32, b * b) * b)
+        model = (ch03_04_tiles.wavefronts_per_step(KERNEL, {"BLOCK": b})
+                 + ch03_copies.global_lines(b, SHAPE[2], SHAPE[1]))
+        out.append(f"BLOCK = {b}: {total / warp_steps:.1f} L1 data-pipe wavefronts per warp "
+                   f"and step counted, {model} in the model")
+    return "\n".join(out) or ("the L1 data pipe's wavefronts of both kinds together "
+                              f"({ALL_WAVEFRONTS}) were not recorded for this kernel: the "
+                              "'global lines' column is chapter 02's rule applied, not a count")
+
+
 def block_bounds_plot(blocks=BLOCKS, shape=(2048,) * 3):
-    """`block_bounds` drawn: per BLOCK its shared-memory bound (pale bar) and its
+    """`block_bounds` drawn: per BLOCK its shared + lines bound (pale bar) and its
     measured rate inside it. Returns the Axes."""
-    rows = [{"BLOCK": r["BLOCK"], "GFLOP/s": r["GFLOP/s"], "bound GFLOP/s": r["bound GFLOP/s"],
+    rows = [{"BLOCK": r["BLOCK"], "GFLOP/s": r["GFLOP/s"],
+             "bound GFLOP/s": r["shared + lines bound GFLOP/s"],
              "layout": KERNEL + (f" ({r['lanes per warp']} lanes per warp)"
                                  if r["lanes per warp"] < 32 else ""),
-             "% of bound": 100 * r["GFLOP/s"] / r["bound GFLOP/s"] if r["GFLOP/s"] else None}
+             "% of bound": (100 * r["GFLOP/s"] / r["shared + lines bound GFLOP/s"]
+                            if r["GFLOP/s"] else None)}
             for r in block_bounds(blocks, shape)]
     n = "x".join(map(str, shape))
     return ch03_04_tiles.ceiling_plot(rows, shape[0],
                                       title=f"{KERNEL} at {n}: each BLOCK's rate inside its "
-                                            "shared-memory bound")
+                                            "shared + global-lines bound",
+                                      bound_label="shared wavefronts + global lines")
 
 
 def block_stalls(blocks=TRAFFIC_BLOCKS) -> Table:
