@@ -876,7 +876,10 @@ def profile_summary(rec=None) -> Text:
     occ = _step_occupancy(studies.get(STUDY).steps[2])
     from gemm_kernels.core import device as _device
     from gemm_kernels.notebook.ch07_ablation import SCHEDULERS_PER_SM
-    reg_file = _device.limits()["registers_per_sm"]
+    lim = _device.limits()
+    reg_file, unit = lim["registers_per_sm"], lim["register_allocation_unit"]
+    # registers are given out per warp, rounded up to the allocation unit
+    alloc = -(-occ.registers_per_thread * 32 // unit) * unit // 32
     hmma = padded.get("sm__inst_executed_pipe_tensor_op_hmma.sum")
     pipe = padded.get("sm__pipe_tensor_op_hmma_cycles_active.sum")
     every = padded["smsp__inst_executed.sum"] / hmma if hmma else None
@@ -906,14 +909,18 @@ def profile_summary(rec=None) -> Text:
         f"instruction that needs the result of the one just before it, chapter 07). Together "
         f"a warp takes {cycles:.1f} cycles from one instruction to its next.\n"
         f"* **Too few warps to hide those cycles.** A scheduler holds only {warps:.1f} warps "
-        f"to switch between, so it can issue at most {warps:.1f} / {cycles:.1f} = "
-        f"{warps / cycles:.2f} instructions per cycle; the {_pct(issue)} of cycles in which "
+        f"to switch between, each issuing once every {cycles:.1f} cycles: {warps:.1f} / "
+        f"{cycles:.1f} = {warps / cycles:.2f} instructions per cycle. The {_pct(issue)} of cycles in which "
         f"it issued is the same measurement seen from the scheduler's side." + hmma_side
         + f"\n* **The registers set the number of warps.** Each thread of the tiled kernel "
         f"holds {occ.registers_per_thread} registers (its accumulators, its fragments and "
         f"the next tile's loads), so "
         f"{occ.blocks_per_sm} blocks of {occ.threads_per_block} threads fill the SM's "
-        f"{reg_file:,} registers: {occ.warps_per_sm} warps per SM, "
+        f"{reg_file:,} registers (a warp's registers are given out in units of {unit}, so "
+        f"{occ.registers_per_thread} per thread take {alloc}: {occ.blocks_per_sm} x "
+        f"{occ.threads_per_block} x {alloc} = "
+        f"{occ.blocks_per_sm * occ.threads_per_block * alloc:,}): {occ.warps_per_sm} warps "
+        f"per SM, "
         f"{occ.warps_per_sm // SCHEDULERS_PER_SM} per scheduler (limited by "
         f"{occ.limiter}). More warps cannot be resident, so each warp must carry more "
         f"independent work (larger warp tiles, more loads in flight): the remedy chapter 14 "
