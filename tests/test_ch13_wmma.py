@@ -217,3 +217,23 @@ def test_the_profile_names_stalls_in_words_and_counts_l2_hits():
     assert all("_" not in s for s in stalls if s)
     assert "long scoreboard" in stalls[0]
     assert "L2 hits" in str(ch13.profile_summary())
+
+
+def test_the_pace_table_ties_the_warps_to_the_registers():
+    """The tiled kernel's warps per SM are set by its registers: the occupancy model
+    says so, and the summary says it in words with the register file's size."""
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    t = ch13.pace_table()
+    if not any(r.get("warps per scheduler") for r in t):
+        pytest.skip("the profile is not recorded")
+    assert "registers" in t[-1]["blocks per SM (limited by)"]
+    assert all(isinstance(r["issue active %"], int) for r in t)
+    text = str(ch13.profile_summary())
+    assert "registers set the number of warps" in text and "65,536" in text
+    assert isinstance(ch13.profile_summary(), ch13.Markdown)
+
+
+def test_small_numbers_are_written_as_powers_of_ten():
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    assert ch13._scientific(0.00012) == "1.2 x 10⁻⁴"
+    assert ch13._scientific(2.9e-7) == "2.9 x 10⁻⁷"

@@ -15,7 +15,7 @@ from gemm_kernels.core.kernels import get
 from gemm_kernels.core.table import Table, fmt_number
 from gemm_kernels.measure import records, studies, timing
 from gemm_kernels.notebook import evidence
-from gemm_kernels.notebook.display import Text
+from gemm_kernels.notebook.display import Markdown, Text
 
 NAIVE, TILED = "wmma_naive", "wmma_tiled"
 SIZES = (1024, 2048, 4096, 8192)
@@ -155,7 +155,7 @@ def plot_warp_map(ax=None):
 
 def plot_block_tile(params: dict | None = None, warp: tuple[int, int] = (0, 1), ax=None):
     """The tiled kernel's block tile (its default unless `params`) in 16 x 16 fragments:
-    C coloured by the warp that owns each accumulator, and, for one warp at one 16-step
+    C coloured by the warp that owns each accumulator, and, for one warp at one 16-wide
     `kk` of the shared tiles, the fragments of A (left) and of B (above) it loads, each
     used by a whole row or column of its accumulators."""
     import matplotlib.pyplot as plt
@@ -190,7 +190,7 @@ def plot_block_tile(params: dict | None = None, warp: tuple[int, int] = (0, 1), 
     ax.text(cols / 2, -rows - 0.9,
             f"C: {p['BM']} x {p['BN']}, {wm_n} x {wn_n} warps of {fm} x {fn} accumulators "
             f"(colour: the owner warp)\ngold: the {fm} A and {fn} B fragments that warp "
-            f"{warp} loads at one 16-step kk, for its {fm * fn} mma_sync", ha="center", fontsize=9)
+            f"{warp} loads at one 16-wide step kk along K, for its {fm * fn} mma_sync", ha="center", fontsize=9)
     ax.set_xlim(-depth - gap - 0.3, cols + 0.3)
     ax.set_ylim(-rows - 1.6, gap + depth + 1.2)
     ax.set_aspect("equal")
@@ -465,8 +465,15 @@ def tiled_against_naive(n: int = 4096, rec=None) -> Text:
     naive, tiled = _row(NAIVE, n, rec=rec), _row(TILED, n, rec=rec)
     if not (naive and tiled):
         return Text(f"The rows at {n}³ are not all in the recording.")
+    p = get(TILED).resolve({})
+    small = SIZES[0]
+    blocks = -(-small // p["BM"]) * -(-small // p["BN"])
+    sms = (rec or recording()).device.get("sm_count")
+    few = "" if not sms or 2 * blocks >= sms else (
+        f" At {small}³ its grid is only {blocks} blocks of {p['BM']} x {p['BN']} for the "
+        f"GPU's {sms} SMs: at most {blocks} SMs have work, which holds that row's rate down.")
     return Text(f"At {n}³ the tiled kernel runs at x{_tflops(tiled) / _tflops(naive):.1f} "
-                f"the naive kernel's rate.")
+                f"the naive kernel's rate." + few)
 
 
 def global_bytes_per_hmma(params: dict | None = None) -> Table:
@@ -540,7 +547,7 @@ def profiler_clocks(n: int = 4096, rec=None) -> Text:
     """Why the profiler's times are longer than the timed rates (Nsight Compute holds
     the clock low while it measures): `evidence.profiled_against_timed` for this
     chapter's study at n³, on the GPU that holds it."""
-    return Text(evidence.profiled_against_timed(STUDY, (n, n, n), rec or study_recording()))
+    return Markdown(evidence.profiled_against_timed(STUDY, (n, n, n), rec or study_recording()))
 
 
 PACE = ("warps per scheduler", "cycles per issue, all reasons", "issue active %")
@@ -563,8 +570,8 @@ def warp_pace(m: dict) -> tuple[float | None, float | None, float | None]:
 def profile_table(rec=None) -> Table:
     """The study's main counters per step, at 4096³: time, the tensor pipe's busy
     share, DRAM bytes read, shared-memory wavefronts of loads and their bank conflicts,
-    the two largest stall reasons per issued instruction, and a warp's pace
-    (`warp_pace`)."""
+    and the two largest stall reasons per issued instruction (a warp's pace is
+    `pace_table`'s)."""
     rows = []
     for label, m in profile_rows(rec):
         if m is None:
@@ -572,7 +579,6 @@ def profile_table(rec=None) -> Table:
             continue
         stalls = sorted(((v, k) for k, v in evidence.stall_reasons({"metrics": m}).items()
                          if "selected" not in k), reverse=True)[:2]
-        warps, cycles, issue = warp_pace(m)
         rows.append({
             "step": label, "time (ms)": m.get("gpu__time_duration.sum", 0) / 1e6,
             "tensor pipe busy %": m.get(
@@ -583,12 +589,43 @@ def profile_table(rec=None) -> Table:
             "of them conflicts (M)":
                 m.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", 0) / 1e6,
             "largest stalls (cycles per issue)": ", ".join(f"{n} {fmt_number(v)}"
-                                                           for v, n in stalls),
-            PACE[0]: warps, PACE[1]: cycles, PACE[2]: issue})
+                                                           for v, n in stalls)})
     return Table(rows, ["step", "time (ms)", "tensor pipe busy %", "DRAM read (MB)",
                         "shared load wavefronts (M)", "of them conflicts (M)",
-                        "largest stalls (cycles per issue)", *PACE],
+                        "largest stalls (cycles per issue)"],
                  title=f"Nsight Compute at 4096³ ({_label(rec or study_recording())})")
+
+
+def _step_occupancy(step):
+    """The occupancy model (`analysis.kernel_occupancy`) of a study step's kernel, with
+    the registers of its timed binary where the chapter's recording holds one (the
+    profiled binary is built from the same source), else those ptxas gives here."""
+    from gemm_kernels.core import analysis
+    full = get(step.kernel).resolve(step.params)
+    rec = recording()
+    timed = [r["binary"]["registers"] for r in (rec.find(step.kernel, None, full) if rec else [])
+             if r.get("binary", {}).get("registers")]
+    return analysis.kernel_occupancy(step.kernel, step.params,
+                                     registers=timed[0] if timed else None)
+
+
+def pace_table(rec=None) -> Table:
+    """A warp's pace per profiled step: the registers per thread, the blocks per SM the
+    occupancy model allows and what limits them, then, measured, the warps each
+    scheduler holds, the cycles one warp takes from one instruction to its next and
+    the share of cycles in which the scheduler issued (`warp_pace`)."""
+    rows = []
+    for step, row in studies.results(STUDY, rec=rec or study_recording()):
+        occ = _step_occupancy(step)
+        warps, cycles, issue = warp_pace(row["metrics"]) if row else (None,) * 3
+        rows.append({"step": step.label, "registers per thread": occ.registers_per_thread,
+                     "blocks per SM (limited by)": f"{occ.blocks_per_sm} ({occ.limiter})",
+                     PACE[0]: warps, PACE[1]: cycles,
+                     # whole percents: "10%" beside "39.5%" would read as unlike values
+                     PACE[2]: None if issue is None else round(issue)})
+    return Table(rows, ["step", "registers per thread", "blocks per SM (limited by)", *PACE],
+                 title=f"A warp's pace at 4096³: occupancy from the registers, then Nsight "
+                       f"Compute ({_label(rec or study_recording())})")
 
 
 def plot_profile(rec=None, ax=None):
@@ -671,7 +708,7 @@ def ldmatrix_table(params: dict | None = None, rec=None) -> Table:
     return Table(rows, ["PAD", "A row (bytes)", "B row (bytes)", "wavefronts per A load",
                         "per B load", "predicted per LDSM", "measured per LDSM"],
                  title=f"{p['BM']}x{p['BN']} tile, BK={p['BK']}: a warp loads {FM} A and "
-                       f"{FN} B fragments per 16-step (4 wavefronts per load is the "
+                       f"{FN} B fragments per 16-wide step along K (4 wavefronts per load is the "
                        f"minimum: 512 bytes)")
 
 
@@ -744,13 +781,24 @@ def numerics(n: int = 256, seed: int = 0) -> Table:
     scale = np.abs(A16.astype(np.float64)) @ np.abs(B16.astype(np.float64))
     summed = (A16.astype(np.float32) @ B16.astype(np.float32)).astype(np.float64)
     rows = [{"error": "FP16 inputs against FP32 inputs (rounding the data)",
-             "largest |error| / scale": float(np.max(np.abs(exact16 - exact32) / scale))},
+             "value": float(np.max(np.abs(exact16 - exact32) / scale))},
             {"error": "FP32 accumulation of the FP16 inputs (round-to-nearest, on the CPU)",
-             "largest |error| / scale": float(np.max(np.abs(summed - exact16) / scale))},
+             "value": float(np.max(np.abs(summed - exact16) / scale))},
             {"error": "the checker's bound for a tensor-core kernel",
-             "largest |error| / scale": tensor_core_bound(n)}]
+             "value": tensor_core_bound(n)}]
+    # powers of ten: values four orders of magnitude apart read at a glance
+    for r in rows:
+        r["largest |error| / scale"] = _scientific(r["value"])
     return Table(rows, ["error", "largest |error| / scale"],
                  title=f"{n}x{n}x{n}, standard normal inputs, on the CPU")
+
+
+def _scientific(x: float) -> str:
+    """1.2 x 10⁻⁴: a small number as people write it."""
+    import math
+    e = math.floor(math.log10(abs(x)))
+    sup = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+    return f"{x / 10 ** e:.1f} x 10{str(e).translate(sup)}"
 
 
 def timed_errors(rec=None) -> Table:
@@ -795,7 +843,8 @@ def sweep_table(rec=None, top: int = 8, kernel: str = TILED) -> Table:
                  title=(f"{kernel} at 2048³: the {top} fastest and the 2 slowest of "
                         f"{len(rows)}" if len(rows) > top else
                         f"{kernel} at 2048³: all {len(rows)} configurations, fastest first")
-                       + f" ({_label(rec)})")
+                       + f" ({_label(rec)}); each row's % is against cuBLAS FP16 timed "
+                         f"beside that row")
 
 
 # ------------------------------------------------------------------ sentences
@@ -824,31 +873,64 @@ def profile_summary(rec=None) -> Text:
 
     def st_conf(m):
         return m.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", 0)
-    return Text(
-        f"* The naive kernel waits for global memory: a warp spends {naive[long_wait]:.0f} "
-        f"cycles per issued instruction stalled on 'long scoreboard', the wait for a global "
-        f"load. Every warp loads its own tiles of A and B at every step, so every tile of A "
-        f"is fetched again by each warp of its row of C: {l2}"
+    occ = _step_occupancy(studies.get(STUDY).steps[2])
+    from gemm_kernels.core import device as _device
+    from gemm_kernels.notebook.ch07_ablation import SCHEDULERS_PER_SM
+    lim = _device.limits()
+    reg_file, unit = lim["registers_per_sm"], lim["register_allocation_unit"]
+    # registers are given out per warp, rounded up to the allocation unit
+    alloc = -(-occ.registers_per_thread * 32 // unit) * unit // 32
+    hmma = padded.get("sm__inst_executed_pipe_tensor_op_hmma.sum")
+    pipe = padded.get("sm__pipe_tensor_op_hmma_cycles_active.sum")
+    every = padded["smsp__inst_executed.sum"] / hmma if hmma else None
+    per_hmma = pipe / hmma if hmma and pipe else None
+    hmma_side = ("" if not (every and per_hmma) else
+                 f" Seen from the tensor pipe: about 1 instruction in {every:.1f} is an HMMA, "
+                 f"and each keeps the pipe busy about {per_hmma:.0f} cycles, so "
+                 f"{issue / 100:.2f} instructions per cycle keep it busy about "
+                 f"{_pct(issue / every * per_hmma)} of the time, the "
+                 f"{_pct(padded[busy])} measured.")
+    return Markdown(
+        f"* **The naive kernel waits for global memory**: a warp spends "
+        f"{naive[long_wait]:.0f} cycles per issued instruction stalled on 'long scoreboard', "
+        f"the wait for a global load. Every warp loads its own tiles of A and B at every "
+        f"step, so every tile of A is fetched again by each warp of its row of C: {l2}"
         f"{naive['dram__bytes_read.sum'] / 1e9:.2f} GB from DRAM where the tiled kernel reads "
         f"{padded['dram__bytes_read.sum'] / 1e9:.2f} GB. Its tensor pipe is busy "
         f"{_pct(naive[busy])} of the time.\n"
-        f"* The tiled kernel with unpadded rows waits for shared memory ('short scoreboard', "
-        f"{plain[short_wait]:.1f} cycles per instruction): its fragment loads meet bank "
-        f"conflicts (the bank model above). Tensor pipe busy: {_pct(plain[busy])}.\n"
-        f"* With padded rows the wait drops to {padded[short_wait]:.1f} cycles and the tensor "
-        f"pipe is busy {_pct(padded[busy])} of the time. No stall dominates now (the largest: "
+        f"* **The tiled kernel with unpadded rows waits for shared memory** ('short "
+        f"scoreboard', {plain[short_wait]:.1f} cycles per instruction): its fragment loads "
+        f"meet bank conflicts (the bank model above). Tensor pipe busy: {_pct(plain[busy])}.\n"
+        f"* **With padded rows no single stall dominates.** The short-scoreboard wait drops "
+        f"to {padded[short_wait]:.1f} cycles and the tensor pipe is busy {_pct(padded[busy])} "
+        f"of the time. The largest stalls are "
         + " and ".join(f"'{k}' {v:.1f}" for v, k in rest)
-        + f" cycles per instruction), but together a warp takes {cycles:.1f} cycles from one "
-        f"instruction to its next, and a scheduler holds only {warps:.1f} warps to switch "
-        f"between: {warps:.1f} / {cycles:.1f} = {warps / cycles:.2f} instructions per cycle, "
-        f"and indeed it issued in {_pct(issue)} of its cycles. The tensor pipe works only on "
-        f"what is issued. Each stall is small; together they are more cycles than so few "
-        f"warps can hide. More independent work per warp (larger warp tiles, more loads in "
-        f"flight) is the remedy chapter 14 takes.\n"
-        f"* Padding adds conflicts to the stores into the tiles, far fewer than it "
-        f"removes from the loads: {st_conf(padded) / 1e6:.1f} M of "
-        f"{padded[st_wave] / 1e6:.1f} M store wavefronts padded, "
-        f"{st_conf(plain) / 1e6:.1f} M of {plain[st_wave] / 1e6:.1f} M unpadded.")
+        + " cycles per instruction ('wait': a fixed-latency dependency, such as an "
+        f"instruction that needs the result of the one just before it, chapter 07). Together "
+        f"a warp takes {cycles:.1f} cycles from one instruction to its next.\n"
+        f"* **Too few warps to hide those cycles.** A scheduler holds only {warps:.1f} warps "
+        f"to switch between, each issuing once every {cycles:.1f} cycles: {warps:.1f} / "
+        f"{cycles:.1f} = {warps / cycles:.2f} instructions per cycle. The {_pct(issue)} of cycles in which "
+        f"it issued is the same measurement seen from the scheduler's side." + hmma_side
+        + f"\n* **The registers set the number of warps.** Each thread of the tiled kernel "
+        f"holds {occ.registers_per_thread} registers (its accumulators, its fragments and "
+        f"the next tile's loads), so "
+        f"{occ.blocks_per_sm} blocks of {occ.threads_per_block} threads fill the SM's "
+        f"{reg_file:,} registers (a warp's registers are given out in units of {unit}, so "
+        f"{occ.registers_per_thread} per thread take {alloc}: {occ.blocks_per_sm} x "
+        f"{occ.threads_per_block} x {alloc} = "
+        f"{occ.blocks_per_sm * occ.threads_per_block * alloc:,}): {occ.warps_per_sm} warps "
+        f"per SM, "
+        f"{occ.warps_per_sm // SCHEDULERS_PER_SM} per scheduler (limited by "
+        f"{occ.limiter}). More warps cannot be resident, so each warp must carry more "
+        f"independent work (larger warp tiles, more loads in flight): the remedy chapter 14 "
+        f"takes.\n"
+        f"* **Padding costs a little on the stores.** With padded rows the 16-byte stores "
+        f"of a phase into the tiles no longer cover consecutive bytes, so some of them "
+        f"share banks: "
+        f"{st_conf(padded) / 1e6:.1f} M of the {padded[st_wave] / 1e6:.1f} M store "
+        f"wavefronts are conflicts with padding, {st_conf(plain) / 1e6:.1f} M of "
+        f"{plain[st_wave] / 1e6:.1f} M without, far fewer than it removes from the loads.")
 
 
 # The dense FP16 (FP32 accumulate) tensor-core rate of one SM per clock, in FLOP, from
@@ -897,7 +979,7 @@ def against_peak(n: int = 4096, rec=None) -> Text:
     ref = tiled["reference"]["gflops"]["median"] / 1e3
     shares = ", ".join(f"{name} {_tflops(row):,.0f} TFLOP/s ({_pct(100 * _tflops(row) / peak)})"
                        for name, row in (("the tiled kernel", tiled), ("the naive one", naive)))
-    return Text(f"{said} At {n}³: cuBLAS FP16 timed beside the tiled kernel {ref:,.0f} TFLOP/s "
+    return Markdown(f"{said} At {n}³: cuBLAS FP16 timed beside the tiled kernel {ref:,.0f} TFLOP/s "
                 f"({_pct(100 * ref / peak)} of it), {shares}.")
 
 
@@ -927,7 +1009,7 @@ def ladder_summary(n: int = 4096, rec=None) -> Text:
         f" At {SIZES[-1]}³ it runs at {_tflops(last):,.0f} TFLOP/s, "
         f"{_pct(timing.share(last))} of cuBLAS FP16 beside it"
         + (f": slower than at {n}³." if _tflops(last) < _tflops(tiled) else "."))
-    return Text(f"At {n}³ the tiled WMMA kernel runs at {_tflops(tiled):,.0f} TFLOP/s: "
+    return Markdown(f"At {n}³ the tiled WMMA kernel runs at {_tflops(tiled):,.0f} TFLOP/s: "
                 f"x{tiled['gflops']['median'] / cap['gflops']['median']:.1f} the FP32 "
                 f"capstone of chapter 09 and {_pct(timing.share(tiled))} of cuBLAS FP16 "
                 f"timed beside it." + after)
