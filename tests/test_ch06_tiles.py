@@ -154,6 +154,8 @@ def test_counting_and_the_step_table_give_one_ffma_per_wavefront_the_warps():
     step = ch06_tiles.step_table([("tile_2d_reg", K5)])
     assert "FFMA per wavefront" not in step.columns
     assert step[0]["warp FFMA per wavefront"] == 102 and step[0]["LDS.128"] == 32
+    # the measure is per tile; "step" names only the path from K5 to the default
+    assert step.title.startswith("one tile (one BK slice of K)")
 
 
 def test_the_counter_table_and_the_heat_maps_are_written_for_people():
@@ -171,10 +173,11 @@ def test_the_ladder_plot_names_cublas_as_timed_on_its_own():
     import matplotlib
     matplotlib.use("Agg")
     from gemm_kernels.memory import ch05_06_thread_tiles as tiles
-    table = tiles.ladder_table(["tile_1d"], [], [2048])
+    table = tiles.ladder_table(["tile_1d", "tile_2d"], [], [2048])
     ax = ch06_tiles.ladder_plot(table)
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "cuBLAS (timed on its own at each size)" in labels
+    assert any(l.endswith("tile_2d (k loop kept rolled: the counter-example)") for l in labels)
     assert not any(l.startswith("cublas") for l in labels)
 
 

@@ -170,6 +170,15 @@ def test_the_ablation_sets_the_promised_row_major_kernel_beside_the_steps():
     assert rows_only["GFLOP/s"] < promised["GFLOP/s"] < transposed["GFLOP/s"]
     assert "two blocks per SM" in ch07_ablation.verdict().splitlines()[-1]
     assert ch07_ablation.steps((2048,) * 3)[4]["GFLOP/s"] is None   # timed at 4096^3 only
+    line = ch07_ablation.rates_line((2048,) * 3)
+    assert line.startswith("2048^3, the same steps") and line.count(" x") == 3
+
+
+def test_the_sass_table_counts_the_stores_of_c_of_every_kernel():
+    t = ch07_ablation.sass_table()
+    stores = {r["kernel"]: r["C stores (whole kernel)"] for r in t}
+    assert "STG.128" not in stores["tile_2d_reg"] and "STG" in stores["tile_2d_reg"]
+    assert "STG.128" in stores["float4_a_rows"] and "STG.128" in stores["float4"]
 
 
 def test_the_one_per_sm_caption_names_the_recording_not_a_run():

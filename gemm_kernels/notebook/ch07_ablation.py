@@ -181,6 +181,16 @@ def verdict(shape=(4096, 4096, 4096)) -> str:
             f"16-byte loads alone; the transposed tile adds x{g[2] / g[4]:.2f} to that."]))
 
 
+def rates_line(shape=(2048, 2048, 2048)) -> str:
+    """The three steps' rate ratios at another size, in one line (the counters were
+    taken at 4096^3 only); or why they cannot be given."""
+    g = [x["GFLOP/s"] for x in steps(shape)[:3]]
+    if None in g:
+        return f"{shape[0]}^3: not every step is recorded."
+    return (f"{shape[0]}^3, the same steps: 16-byte global loads x{g[1] / g[0]:.2f}, "
+            f"transposed A tile x{g[2] / g[1]:.2f}, in all x{g[2] / g[0]:.2f}.")
+
+
 # ------------------------------------------------------------------ one table
 
 K5 = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
@@ -434,7 +444,7 @@ def _loop(kernel, params):
 
 def held_loads(kernel, params=None, steps_of_k: int = 2) -> tuple[int, int]:
     """(shared loads of the main loop whose values are still read more than
-    `steps_of_k` steps of k after the load, all shared loads). A step of k is TM*TN
+    `steps_of_k` values of k after the load, all shared loads). One value of k is TM*TN
     FFMAs of one thread; counted in the SASS compiled here."""
     from gemm_kernels.core.launch import kernel_of
     from gemm_kernels.notebook.fragments import fragment_uses
@@ -455,8 +465,9 @@ def held_loads(kernel, params=None, steps_of_k: int = 2) -> tuple[int, int]:
 def sass_table(kernels=("tile_2d_reg", "float4_a_rows", "float4"), params=None):
     """Per kernel at the K5 tile: registers (ptxas here) and the blocks of 256 threads
     they let onto an SM, the main loop's memory instructions and FFMAs per trip (one
-    tile of BK = 8), and how many of its shared loads fill registers that are still
-    read more than two steps of k later."""
+    tile of BK = 8), how many of its shared loads fill registers that are still read
+    more than two values of k later, and the stores of C in the whole kernel (every
+    path the compiler emitted)."""
     from gemm_kernels.core import compiler
     from gemm_kernels.core.table import Table
     p = params or K5
@@ -470,7 +481,10 @@ def sass_table(kernels=("tile_2d_reg", "float4_a_rows", "float4"), params=None):
                      "blocks/SM": analysis.kernel_occupancy(name, p).blocks_per_sm,
                      **{op: h.get(op, 0) for op in ("LDG", "LDG.128", "STS", "STS.128",
                                                     "LDS.128", "FFMA")},
-                     "LDS whose values live > 2 steps of k": f"{held} of {total}"})
+                     "LDS whose values live > 2 values of k": f"{held} of {total}",
+                     "C stores (whole kernel)": ", ".join(
+                         f"{n} {op}" for op, n in sorted(s["kernel_histogram"].items())
+                         if op.startswith("STG"))})
     return Table(rows, list(rows[0]), title="main loop, one trip per tile (BK = 8), K5 tile: "
                  f"SASS compiled here for {compiler.static_arch(_kernel('float4'))} by "
                  f"ptxas {compiler.ptxas_version()}")
