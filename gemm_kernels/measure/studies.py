@@ -261,6 +261,20 @@ STUDY_LIST = (
               Step("tx and ty swapped", "smem_tiled", {"BLOCK": 32},
                    variant="smem_tiled: tx and ty swapped")),
           (CUBE_2048,), (STALLS, *ISSUE, *PIPES)),
+    # The L1 data pipe serves shared memory and global loads alike (chapter 02): its
+    # wavefronts of both kinds at each block size, to test the count "shared wavefronts +
+    # global wavefronts per warp and step" that ranks chapter 03's block sizes.
+    Study("ch03_l1_pipe", "03", "Chapter 03's kernel: the L1 data pipe's wavefronts, "
+          "shared and global together, at each block size", "ncu", (
+              Step("BLOCK = 4", "smem_tiled", {"BLOCK": 4}),
+              Step("BLOCK = 8", "smem_tiled", {"BLOCK": 8}),
+              Step("BLOCK = 16", "smem_tiled", {"BLOCK": 16}),
+              Step("BLOCK = 32", "smem_tiled", {"BLOCK": 32})),
+          (CUBE_4096,),
+          ("re:^l1tex__data_pipe_lsu_wavefronts(_mem_(lgds|shared)(_cmd_read|_cmd_write"
+           "|_op_ld|_op_st)?)?\\.sum$",
+           "re:^l1tex__data_bank_conflicts_pipe_lsu_mem_(global|shared)[a-z_]*\\.sum$",
+           "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", *ISSUE)),
     Study("ch00_naive_dram", "00", "The naive kernel and cuBLAS-sized traffic at 4096^3",
           "ncu", (
               Step("naive, x->row", "naive", {"BLOCK": 32, "MAPPING": "x->row"}),),
