@@ -878,6 +878,21 @@ def ladder_by_kernel(table) -> Table:
     return Table(rows, table.columns, title=table.title)
 
 
+def rates_by_size(params=None) -> str:
+    """One tile's measured rate at the chapter's two sizes, with what each size is used
+    for: 2048^3 for the sweep, the exercise's timing and the predict cell; 4096^3 for the
+    bound, the profiles and the shares of cuBLAS."""
+    from gemm_kernels.measure import lookup
+    p = params or get("tile_1d").defaults()
+    uses = {2048: "the sweep, the exercise and the predict cell",
+            4096: "the bound, the profiles and the shares of cuBLAS"}
+    parts = []
+    for size, use in uses.items():
+        g = lookup.measure_or_lookup("tile_1d", (size,) * 3, p)["gflops"]["median"]
+        parts.append(f"{g:,.0f} GFLOP/s at {size}^3 ({use})")
+    return "this tile runs at " + "; ".join(parts)
+
+
 def shares_4096() -> str:
     """The K4 tile and the default at 4096^3: rate, share of the cuBLAS run timed beside
     it, and the ratio to chapter 03's kernel."""
