@@ -384,7 +384,7 @@ def test_chapter_05_counts_wavefronts_as_chapter_04_loads_and_stores():
     assert (w["loads"], w["stores"], w["total"], w["FFMA"]) == (144, 8, 152, 256)
     row = ch05_tile_1d.step_table([("tile_1d", default)])[0]
     assert row["wavefronts: loads"] == 144 and row["loads + stores"] == 152
-    assert row["FFMA per wavefront"] == f"{256 / 152:.2f}"
+    assert row["warp FFMA per wavefront"] == f"{256 / 152:.2f}"
 
 
 def test_chapter_05s_bound_is_the_models_with_nsight_as_the_check():
@@ -493,3 +493,11 @@ def test_the_recorded_shares_follow_the_fixed_rest_within_a_few_points():
 def test_chapter_05_names_both_rates_of_its_default_and_what_each_size_is_for():
     line = ch05_tile_1d.rates_by_size()
     assert "at 2048^3 (the sweep" in line and "at 4096^3 (the bound" in line
+
+
+def test_the_probe_table_shows_the_64_bit_broadcast_the_pad_2_reads_rest_on():
+    t = ch04_banks.probe_table()
+    if t is None:
+        pytest.skip("no probe recording here")
+    row = [r for r in t if r["pattern"].startswith("64-bit, every lane the same address")]
+    assert len(row) == 1 and row[0]["ncu wf"] == row[0]["model wf"] == 1

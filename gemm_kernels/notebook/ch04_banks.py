@@ -254,12 +254,14 @@ def default_against_fastest(size: int = 2048) -> str:
 
 
 # The probe's patterns the chapter discusses.
-PROBE_PATTERNS = ("w4_stride32", "w4_stride33", "w16_broadcast", "w16_pairs_xor1",
-                  "w16_merge_first_half_only")
+PROBE_PATTERNS = ("w4_stride32", "w4_stride33", "w8_broadcast", "w8_pairs_xor1",
+                  "w16_broadcast", "w16_pairs_xor1", "w16_merge_first_half_only")
 # The patterns the text discusses, in words (the probe's own names are for its log).
 PROBE_WORDS = {
     "w4_stride32": "32-bit, lanes 32 words apart (a column of a 32-word-wide tile)",
     "w4_stride33": "32-bit, lanes 33 words apart (the same column, rows padded by one)",
+    "w8_broadcast": "64-bit, every lane the same address (a broadcast: the A reads at PAD=2)",
+    "w8_pairs_xor1": "64-bit, lanes i and i^1 share an address, in the whole warp",
     "w16_broadcast": "128-bit, every lane the same address (a broadcast)",
     "w16_pairs_xor1": "128-bit, lanes i and i^1 share an address, in the whole warp",
     "w16_merge_first_half_only": "128-bit, lanes i and i^1 share an address in lanes "

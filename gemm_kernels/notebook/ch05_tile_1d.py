@@ -343,7 +343,7 @@ def step_table(configs) -> Table:
                                       "FFMA per load")}
                     | {"wavefronts: loads": r["wavefronts"], "ideal loads": r["ideal"],
                        "stores": _whole(w["stores"]), "loads + stores": _whole(w["total"]),
-                       "FFMA per wavefront": f"{w['FFMA'] / w['total']:.2f}"})
+                       "warp FFMA per wavefront": f"{w['FFMA'] / w['total']:.2f}"})
     return Table(rows, list(rows[0]), title="one step along K: per thread (FFMA, loads) and "
                  "per warp (wavefronts of the loads and of the tile copies' stores, bank model)")
 
@@ -890,7 +890,8 @@ def rates_by_size(params=None) -> str:
     for size, use in uses.items():
         g = lookup.measure_or_lookup("tile_1d", (size,) * 3, p)["gflops"]["median"]
         parts.append(f"{g:,.0f} GFLOP/s at {size}^3 ({use})")
-    return "this tile runs at " + "; ".join(parts)
+    name = " ".join(f"{k}={v}" for k, v in p.items())
+    return f"{name} runs at " + "; ".join(parts)
 
 
 def shares_4096() -> str:
