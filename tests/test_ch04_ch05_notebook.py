@@ -384,7 +384,7 @@ def test_chapter_05_counts_wavefronts_as_chapter_04_loads_and_stores():
     assert (w["loads"], w["stores"], w["total"], w["FFMA"]) == (144, 8, 152, 256)
     row = ch05_tile_1d.step_table([("tile_1d", default)])[0]
     assert row["wavefronts: loads"] == 144 and row["loads + stores"] == 152
-    assert row["FFMA per wavefront"] == f"{256 / 152:.2f}"
+    assert row["warp FFMA per wavefront"] == f"{256 / 152:.2f}"
 
 
 def test_chapter_05s_bound_is_the_models_with_nsight_as_the_check():
@@ -463,3 +463,41 @@ def test_plot_names_break_after_the_layout_name_only_when_asked():
     ch03 = {"BLOCK": 32, "layout": ch03_04_tiles.label("smem_tiled", {"BLOCK": 32})}
     assert ch03_04_tiles.tick_label(ch03, two_lines=True) == \
         "BLOCK=32  chapter 03 (sA[m][k], sB[k][n])\ninterior loop"
+
+
+def test_the_fixed_rest_fit_recovers_one_constant_per_block(monkeypatch):
+    """Rows built as t = w + c (c = 10 at BLOCK = 32, 7 at 16): the fit finds c, predicts
+    every share exactly, and leaves chapter 03's interior loop out of the fit."""
+    def row(block, layout, w, c):
+        bound = 1000.0 / w
+        return {"BLOCK": block, "layout": layout, "wavefronts, model": w,
+                "bound GFLOP/s": bound, "GFLOP/s": bound * w / (w + c),
+                "% of bound": round(100 * w / (w + c))}
+    rows = [row(32, "a", 50, 10), row(32, "b", 300, 10), row(32, "chapter 03, interior loop", 50, 2),
+            row(16, "a", 30, 7), row(16, "b", 80, 7)]
+    monkeypatch.setattr(ch04_banks, "summary", lambda configs=None, size=2048: rows)
+    t = ch04_banks.fixed_rest()
+    assert "BLOCK = 32: 10.0, BLOCK = 16: 7.0" in t.title
+    assert "within 0 points" in t.title
+    fitted = {(r["BLOCK"], r["layout"]): r["% of bound, fitted"] for r in t}
+    assert fitted[32, "b"] > fitted[32, "a"]      # the cheaper layout sits further below
+    assert fitted[32, "chapter 03, interior loop"] == round(100 * 50 / 60)
+
+
+def test_the_recorded_shares_follow_the_fixed_rest_within_a_few_points():
+    t = ch04_banks.fixed_rest()
+    assert all(abs(r["% of bound"] - r["% of bound, fitted"]) <= 3
+               for r in t if "interior" not in r["layout"])
+
+
+def test_chapter_05_names_both_rates_of_its_default_and_what_each_size_is_for():
+    line = ch05_tile_1d.rates_by_size()
+    assert "at 2048^3 (the sweep" in line and "at 4096^3 (the bound" in line
+
+
+def test_the_probe_table_shows_the_64_bit_broadcast_the_pad_2_reads_rest_on():
+    t = ch04_banks.probe_table()
+    if t is None:
+        pytest.skip("no probe recording here")
+    row = [r for r in t if r["pattern"].startswith("64-bit, every lane the same address")]
+    assert len(row) == 1 and row[0]["ncu wf"] == row[0]["model wf"] == 1

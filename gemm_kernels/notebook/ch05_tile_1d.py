@@ -343,7 +343,7 @@ def step_table(configs) -> Table:
                                       "FFMA per load")}
                     | {"wavefronts: loads": r["wavefronts"], "ideal loads": r["ideal"],
                        "stores": _whole(w["stores"]), "loads + stores": _whole(w["total"]),
-                       "FFMA per wavefront": f"{w['FFMA'] / w['total']:.2f}"})
+                       "warp FFMA per wavefront": f"{w['FFMA'] / w['total']:.2f}"})
     return Table(rows, list(rows[0]), title="one step along K: per thread (FFMA, loads) and "
                  "per warp (wavefronts of the loads and of the tile copies' stores, bank model)")
 
@@ -876,6 +876,22 @@ def ladder_by_kernel(table) -> Table:
     rows = sorted(table, key=lambda r: (r["chapter"] == "00", str(r["chapter"]),
                                         r["kernel"], r["size"]))
     return Table(rows, table.columns, title=table.title)
+
+
+def rates_by_size(params=None) -> str:
+    """One tile's measured rate at the chapter's two sizes, with what each size is used
+    for: 2048^3 for the sweep, the exercise's timing and the predict cell; 4096^3 for the
+    bound, the profiles and the shares of cuBLAS."""
+    from gemm_kernels.measure import lookup
+    p = params or get("tile_1d").defaults()
+    uses = {2048: "the sweep, the exercise and the predict cell",
+            4096: "the bound, the profiles and the shares of cuBLAS"}
+    parts = []
+    for size, use in uses.items():
+        g = lookup.measure_or_lookup("tile_1d", (size,) * 3, p)["gflops"]["median"]
+        parts.append(f"{g:,.0f} GFLOP/s at {size}^3 ({use})")
+    name = " ".join(f"{k}={v}" for k, v in p.items())
+    return f"{name} runs at " + "; ".join(parts)
 
 
 def shares_4096() -> str:
