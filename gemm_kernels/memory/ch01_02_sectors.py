@@ -625,12 +625,14 @@ def check_prediction(line_model, occupancy_model, size: int = 2048) -> None:
                                    "and at BLOCK = 8, and what is BLOCK = 8's measured rate "
                                    "scaled by their ratio?"}
     right = 0
-    for name, got, want in (("(a) the line limit", line_model, lim["GFLOP/s"]),
-                            ("(b) half the warps", occupancy_model, half)):
+    for name, got, want, how in (
+            ("(a) the line limit", line_model, lim["GFLOP/s"],
+             f"SMs x clock x 2 FLOP x {lim['lanes']} active lanes / {lim['lines']} lines"),
+            ("(b) half the warps", occupancy_model, half, "half the rate of BLOCK = 8")):
         ok = abs(got / want - 1) <= 0.02
         right += ok
         print(f"{name}: you wrote {got:,.0f} GFLOP/s. "
-              + ("That is the model's number." if ok else hints[name]))
+              + (f"That is the model's number ({how})." if ok else hints[name]))
     if right < 2:
         print("Correct the prediction marked 'Not yet' and run the cell again: the "
               "measured rate comes once both are right.")

@@ -1,7 +1,9 @@
 """Chapter 02's helpers around the sector and line model (`memory.ch01_02_sectors`): the
 width of the L1's data array (shared memory's 32 banks) in lines, the recorded counters under readable names, their
 tables with every percentage to one decimal, the Nsight Compute command that counts
-them again on the reader's GPU, and the prediction check with a word on the usual slip.
+them again on the reader's GPU, the prediction check with a word on the usual slip, and
+the alignment section's counts, tables and bank picture (lines against words on one bank,
+the L1's wavefronts split into the tag stage's and the bank conflicts).
 
 Why a module: the chapter's cells stay one call long, and every number they print comes
 from the recording (or from the device's properties) through these functions.
@@ -428,7 +430,7 @@ def misaligned_lines(lines=None, limit=None) -> None:
         return
     if lim["GFLOP/s"] and abs(float(limit) / lim["GFLOP/s"] - 1) > 0.03:
         print(f"{lines} lines per step is right; {float(limit):,.0f} GFLOP/s is not what "
-              "they allow. Take the full-warp figure printed in *One line per cycle* and "
+              "they allow. Take the full-warp figure printed in *One wavefront per cycle* and "
               "divide it by your mean lines per step (all 32 lanes are active).")
         return
     rec = studies.recording_of(ALIGNMENT)
