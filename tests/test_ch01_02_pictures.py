@@ -169,8 +169,12 @@ def test_check_prediction_asks_for_both_numbers_first(capsys):
     lim = ch01_02_sectors.line_limit(*ch01_02_sectors.PREDICT)["GFLOP/s"]
     ch01_02_sectors.check_prediction(lim, 1.0)
     out = capsys.readouterr().out.splitlines()
-    assert "that is the model's number" in out[0] and "the model gives" in out[1]
-    assert out[2].startswith("Measured at 2048^3")
+    assert "That is the model's number" in out[0] and "Not yet" in out[1]
+    # a wrong (b) keeps the measured rate back until it is right
+    assert not any(line.startswith("Measured at") for line in out)
+    half = ch01_02_sectors._rate(*ch01_02_sectors.PREDICT_FROM, 2048)["gflops"]["median"] / 2
+    ch01_02_sectors.check_prediction(lim, half)
+    assert capsys.readouterr().out.splitlines()[2].startswith("Measured at 2048^3")
 
 
 def test_the_rate_table_has_one_row_per_size_and_each_kernels_share():

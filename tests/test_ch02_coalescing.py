@@ -73,9 +73,85 @@ def test_the_prediction_check_names_the_half_warp(capsys):
     lim = model.line_limit(*model.PREDICT)["GFLOP/s"]
     ch02_coalescing.check_prediction(2 * lim, 900)
     out = capsys.readouterr().out
-    assert "did you count 32 lanes" in out and "the model gives" in out
+    assert "did you count 32 lanes" in out and "Not yet" in out
     ch02_coalescing.check_prediction(lim, 900)
     assert "did you count" not in capsys.readouterr().out
+
+
+def test_a_wrong_prediction_gets_a_question_not_the_answer(capsys):
+    lim = model.line_limit(*model.PREDICT)["GFLOP/s"]
+    half = model._rate(*model.PREDICT_FROM, 2048)["gflops"]["median"] / 2
+    measured = model._rate(*model.PREDICT, 2048)["gflops"]["median"]
+    for a, b in ((2 * lim, 2 * half), (lim, 2 * half), (2 * lim, half)):
+        ch02_coalescing.check_prediction(a, b)
+        out = capsys.readouterr().out
+        assert "Not yet" in out and "Measured" not in out
+        assert f"{measured:,.0f}" not in out
+        for right, given in ((lim, a), (half, b)):
+            if given != right:      # the model's number appears only where it was written
+                assert f"{right:,.0f}" not in out
+    ch02_coalescing.check_prediction(lim, half)
+    out = capsys.readouterr().out
+    assert "Not yet" not in out and f"Measured at 2048^3: {measured:,.0f}" in out
+
+
+def test_the_wavefront_parts_add_up_to_the_data_stage():
+    t = list(ch02_coalescing.wavefront_parts_table())
+    assert [(r["M = N = K"], r["BLOCK"]) for r in t][:3] == [(2048, 8), (2048, 16), (2048, 32)]
+    if studies.recording_of(ch02_coalescing.ALIGNMENT_L1) is None:
+        return
+    for r in t:
+        data, tag, bank, rest = (float(r[c]) for c in (
+            "data stage: wavefronts", "= tag stage: wavefronts", "+ bank conflicts",
+            "+ not named"))
+        assert data == pytest.approx(tag + bank + rest, abs=0.011)
+        if r["M = N = K"] == 2048:
+            # one wavefront per request, then one conflict for each word beyond the first
+            # on the busiest bank: the bank count, read off the profiler
+            assert tag == pytest.approx(2, abs=0.01)
+            assert tag + bank == pytest.approx(
+                float(r["words on the busiest bank per step (model)"]), abs=0.05)
+        else:
+            assert bank == pytest.approx(0, abs=0.01)
+
+
+def test_bank_conflicts_prefer_the_sum_and_need_both_shares():
+    wf = model.WAVEFRONTS
+    pct = ch02_coalescing.BANK_CONFLICTS + ch02_coalescing._PCT
+    assert ch02_coalescing.bank_conflicts(
+        {ch02_coalescing.BANK_CONFLICTS + ".sum": 7, pct: 50, wf: 100}) == 7
+    assert ch02_coalescing.bank_conflicts(
+        {pct: 30, ch02_coalescing.DATA_PIPE_PCT: 60, wf: 100}) == pytest.approx(50)
+    # negative controls: a missing share is no count, not a zero
+    assert ch02_coalescing.bank_conflicts({pct: 30, wf: 100}) is None
+    assert ch02_coalescing.bank_conflicts({ch02_coalescing.DATA_PIPE_PCT: 60, wf: 100}) is None
+
+
+def test_the_profiled_rates_compare_the_block_sizes_at_both_sizes(monkeypatch):
+    text = str(ch02_coalescing.profiled_rates())
+    if studies.recording_of(ch02_coalescing.ALIGNMENT_L1) is not None:
+        assert "BLOCK =  8 at 2047" in text and "BLOCK = 8 reaches" in text
+    monkeypatch.setattr(studies, "recording_of", lambda name, shape=None: None)
+    monkeypatch.setattr(studies, "results", lambda *a, **k: [])
+    assert "not recorded" in str(ch02_coalescing.profiled_rates())
+
+
+def test_the_bank_picture_stacks_aligned_rows_on_one_bank():
+    fig = ch02_coalescing.bank_picture()
+    aligned, misaligned = (ax.get_title() for ax in fig.axes[:2])
+    assert "4 words on 1 bank: 4 L1 cycles" in aligned
+    assert "4 words on 4 banks: 1 L1 cycle" in misaligned
+    # the boxes drawn: all on bank 0 at 2048, on four banks at 2047
+    xs = [{round(p.get_x() + 0.45) for p in ax.patches} for ax in fig.axes[:2]]
+    assert xs == [{0}, {0, 29, 30, 31}]
+
+
+def test_the_alignment_ncu_command_counts_the_bank_conflicts():
+    text = str(ch02_coalescing.ncu_command(ch02_coalescing.ALIGNMENT_L1,
+                                           ch02_coalescing.ALIGNMENT_METRICS))
+    assert "--target ch02_alignment_l1" in text
+    assert ch02_coalescing.BANK_CONFLICTS + ".sum" in text
+    assert ch02_coalescing.TAG_WAVEFRONTS in text
 
 
 def test_the_stall_plot_hatches_not_selected_and_writes_totals():

@@ -488,8 +488,9 @@ def line_table(configs, size: int = 2048):
 
 
 def limit_plot(configs, size: int = 2048):
-    """Bars: per configuration, the measured rate in front of the rate one line per SM
-    and cycle allows, with the measured share written at its end. Returns the figure."""
+    """Bars: per configuration, the measured rate in front of the rate one L1 wavefront
+    per SM and cycle allows, counting a wavefront per line (one count at 2048, whose rows
+    share a bank), with the measured share written at its end. Returns the figure."""
     import matplotlib.pyplot as plt
     from gemm_kernels.measure import records
     props = device_props()
@@ -502,7 +503,7 @@ def limit_plot(configs, size: int = 2048):
     fig, ax = plt.subplots(figsize=(10, 0.5 * len(configs) + 1.9))
     y = list(range(len(configs)))[::-1]
     ax.barh(y, limits, color="#d9d9d9", height=0.75,
-            label="one 128-byte line per SM and cycle allows")
+            label="one wavefront per SM and cycle allows (here one per 128-byte line)")
     ax.barh(y, rates, color="#4c78a8", height=0.45, label=f"measured at {size}^3")
     for yy, r, lim in zip(y, rates, limits):
         ax.text(max(r, lim) * 1.01, yy, f"{r:,.0f} of {lim:,.0f} ({r / lim:.0%})" if lim
@@ -610,20 +611,32 @@ PREDICT_FROM = ("naive", {"BLOCK": 8, "MAPPING": "x->row"})
 def check_prediction(line_model, occupancy_model, size: int = 2048) -> None:
     """Chapter 02's prediction for the naive kernel, x->row, BLOCK = 4 at size^3: (a)
     from the line limit, (b) as half of BLOCK = 8's rate (half the warps per SM). Says
-    whether each number is the model's (within 2%), then shows the measured rate."""
+    whether each number is the model's (within 2%); a wrong one gets a question back,
+    never the model's number, and the measured rate comes only once both are right."""
     if line_model is None or occupancy_model is None:
         print("Write both predictions first (numbers in GFLOP/s), then run this cell again.")
         return
     lim = line_limit(*PREDICT)
     half = _rate(*PREDICT_FROM, size)["gflops"]["median"] / 2
+    hints = {"(a) the line limit": "Not yet. How many lanes of a warp does a block of "
+                                   "4 x 4 threads fill, how many lines do their loads touch "
+                                   "per step, and what does the limit's formula give for them?",
+             "(b) half the warps": "Not yet. How many warps does an SM hold at BLOCK = 4 "
+                                   "and at BLOCK = 8, and what is BLOCK = 8's measured rate "
+                                   "scaled by their ratio?"}
+    right = 0
     for name, got, want, how in (
             ("(a) the line limit", line_model, lim["GFLOP/s"],
              f"SMs x clock x 2 FLOP x {lim['lanes']} active lanes / {lim['lines']} lines"),
             ("(b) half the warps", occupancy_model, half, "half the rate of BLOCK = 8")):
         ok = abs(got / want - 1) <= 0.02
-        print(f"{name}: you wrote {got:,.0f} GFLOP/s; "
-              + ("that is the model's number" if ok else f"the model gives {want:,.0f}")
-              + f" ({how}).")
+        right += ok
+        print(f"{name}: you wrote {got:,.0f} GFLOP/s. "
+              + (f"That is the model's number ({how})." if ok else hints[name]))
+    if right < 2:
+        print("Correct the prediction marked 'Not yet' and run the cell again: the "
+              "measured rate comes once both are right.")
+        return
     rate = _rate(*PREDICT, size)["gflops"]["median"]
     print(f"Measured at {size}^3: {rate:,.0f} GFLOP/s: {rate / lim['GFLOP/s']:.0%} of (a), "
           f"{rate / half:.0%} of (b).")

@@ -1,7 +1,9 @@
 """Chapter 02's helpers around the sector and line model (`memory.ch01_02_sectors`): the
 width of the L1's data array (shared memory's 32 banks) in lines, the recorded counters under readable names, their
 tables with every percentage to one decimal, the Nsight Compute command that counts
-them again on the reader's GPU, and the prediction check with a word on the usual slip.
+them again on the reader's GPU, the prediction check with a word on the usual slip, and
+the alignment section's counts, tables and bank picture (lines against words on one bank,
+the L1's wavefronts split into the tag stage's and the bank conflicts).
 
 Why a module: the chapter's cells stay one call long, and every number they print comes
 from the recording (or from the device's properties) through these functions.
@@ -269,6 +271,121 @@ def alignment_l1_table(study: str = ALIGNMENT_L1):
                  f"and off 128-byte lines ({where})")
 
 
+# What the L1's stages counted for global loads (the `ch02_alignment_l1` study): the tag
+# stage's output wavefronts (one per request when a load needs no more), and the data
+# stage's bank conflicts, which Nsight Compute counts as the data stage's extra cycles.
+TAG_WAVEFRONTS = "l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_ld.sum"
+BANK_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_gds_op_ld"
+DATA_PIPE_PCT = "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read" + _PCT
+# what Appendix H counts again for these tables
+ALIGNMENT_METRICS = (model.REQUESTS_LD, model.WAVEFRONTS, TAG_WAVEFRONTS,
+                     BANK_CONFLICTS + ".sum", model.CYCLES, model.DURATION)
+
+
+def bank_conflicts(m: dict) -> float | None:
+    """The bank conflicts of a profiled launch's global loads: their `.sum` where it was
+    recorded, else their share of the L1's peak over the data stage's share, times the
+    data stage's wavefronts (both shares are of the same cycles, so their ratio is the
+    ratio of the counts)."""
+    if m.get(BANK_CONFLICTS + ".sum") is not None:
+        return m[BANK_CONFLICTS + ".sum"]
+    share, data = m.get(BANK_CONFLICTS + _PCT), m.get(DATA_PIPE_PCT)
+    if share is None or not data or m.get(model.WAVEFRONTS) is None:
+        return None
+    return share / data * m[model.WAVEFRONTS]
+
+
+def wavefront_parts_table(study: str = ALIGNMENT_L1):
+    """The data stage's wavefronts of the coalesced kernel on and off 128-byte lines,
+    split as Nsight Compute splits them, per warp and step: the wavefronts the tag stage
+    sends on (one per load request at least), the bank conflicts the data stage adds,
+    and what neither names (the data stage's count less the two)."""
+    from gemm_kernels.core.table import Table
+    rec = studies.recording_of(study)
+    rows = []
+    for shape in sorted(studies.get(study).shapes, reverse=True):     # aligned first
+        for step, row in studies.results(study, shape, rec):
+            m = (row or {}).get("metrics", {})
+            lim = model.line_limit(step.kernel, step.params, shape=shape,
+                                   steps=MISALIGNED_STEPS)
+            _, warp_steps = model._warp_steps(step.kernel, step.params, shape)
+            data, tag, bank = m.get(model.WAVEFRONTS), m.get(TAG_WAVEFRONTS), bank_conflicts(m)
+
+            def per(x):
+                return f"{round(x / warp_steps, 2) + 0.0:.2f}" if x is not None else "-"
+            rows.append({"M = N = K": shape[0], "BLOCK": step.params["BLOCK"],
+                         "words on the busiest bank per step (model)": _mean(lim["banks"]),
+                         "data stage: wavefronts": per(data),
+                         "= tag stage: wavefronts": per(tag),
+                         "+ bank conflicts": per(bank),
+                         "+ not named": per(data - tag - bank)
+                         if None not in (data, tag, bank) else "-"})
+    where = rec.label if rec else "not recorded"
+    return Table(rows, list(rows[0]), title="coalesced kernel: the L1 data stage's "
+                 f"wavefronts per warp and step, as Nsight Compute splits them ({where}; "
+                 "bank conflicts from their share of the L1's peak)")
+
+
+def profiled_rates(study: str = ALIGNMENT_L1, block: int = 8, best: int = 32) -> Text:
+    """The rate of the coalesced kernel at `block` and at `best` under the profiler, from
+    the time of each launch of one Nsight Compute run, on and off 128-byte lines: how much
+    of the gap between the block sizes the stride of the rows makes."""
+    rec = studies.recording_of(study)
+    rate = {}
+    for shape in sorted(studies.get(study).shapes, reverse=True):
+        for step, row in studies.results(study, shape, rec):
+            dur = ((row or {}).get("metrics") or {}).get(model.DURATION)
+            if dur and step.params["BLOCK"] in (block, best):
+                rate[shape[0], step.params["BLOCK"]] = 2 * shape[0] ** 3 / dur
+    if len(rate) < 4:
+        return Text("The profiler's times at both sizes were not recorded.")
+    (big, small) = sorted({n for n, _ in rate}, reverse=True)
+    lines = [f"BLOCK = {b:2d} at {n}: {rate[n, b]:,.0f} GFLOP/s" for n in (big, small)
+             for b in (block, best)]
+    return Text("Under the profiler (one run, at its lower clock):\n" + "\n".join(lines)
+                + f"\nBLOCK = {block} reaches {rate[big, block] / rate[big, best]:.0%} of "
+                f"BLOCK = {best}'s rate at {big}, {rate[small, block] / rate[small, best]:.0%} "
+                f"at {small}.")
+
+
+def bank_picture(block: int = 8, sizes=(2048, MISALIGNED_N)):
+    """The words of A one warp of the coalesced kernel loads at step k = 0, placed on the
+    L1's 32 banks (word w on bank w mod 32), one panel per size: at 2048 its rows of A
+    are a multiple of 32 words apart and stack on one bank, one cycle each; at 2047 each
+    lies on a bank of its own. The depth of the deepest stack is `bank_words`."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    banks = device.SMEM_BANKS
+    fig, axes = plt.subplots(len(sizes), 1, figsize=(10, 2.0 * len(sizes) + 0.9))
+    for ax, n in zip(axes, sizes):
+        warp = model.warp_elements("coalesced", {"BLOCK": block}, n, n, n)
+        words = sorted({l["A"] for l in warp if l["active"]})
+        depth = {}
+        for w in words:
+            bank = w % banks
+            level = depth.get(bank, 0)
+            depth[bank] = level + 1
+            ax.add_patch(Rectangle((bank - 0.45, level + 0.05), 0.9, 0.9, color="#f2a541"))
+            ax.text(bank, level + 0.5, str(w // n), ha="center", va="center", fontsize=8)
+        cycles = model.bank_words([l["A"] for l in warp])
+        assert cycles == max(depth.values())        # the picture is the count it shows
+        ax.set_xlim(-0.6, banks - 0.4)
+        ax.set_ylim(0, max(len(words), 1) + 0.2)
+        ax.set_xticks(range(0, banks, 4))
+        ax.set_yticks([i + 0.5 for i in range(len(words))], range(1, len(words) + 1))
+        ax.set_ylabel("L1 cycle")
+        for b in range(banks + 1):
+            ax.axvline(b - 0.5, color="0.85", lw=0.5, zorder=0)
+        ax.set_title(f"N = K = {n}: rows of A {n} words apart; {len(words)} words on "
+                     f"{len(depth)} bank{'s' if len(depth) > 1 else ''}: "
+                     f"{cycles} L1 cycle{'s' if cycles > 1 else ''}", fontsize=10)
+    axes[-1].set_xlabel("bank (word w lies on bank w mod 32)")
+    fig.suptitle(f"coalesced, BLOCK = {block}: the load of A of warp 0 at step k = 0 "
+                 "(each box is the word A[r][0], labelled with its row r)", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
 ALIGNMENT = "ch02_alignment"
 
 
@@ -313,7 +430,7 @@ def misaligned_lines(lines=None, limit=None) -> None:
         return
     if lim["GFLOP/s"] and abs(float(limit) / lim["GFLOP/s"] - 1) > 0.03:
         print(f"{lines} lines per step is right; {float(limit):,.0f} GFLOP/s is not what "
-              "they allow. Take the full-warp figure printed in *One line per cycle* and "
+              "they allow. Take the full-warp figure printed in *One wavefront per cycle* and "
               "divide it by your mean lines per step (all 32 lanes are active).")
         return
     rec = studies.recording_of(ALIGNMENT)
