@@ -1014,8 +1014,7 @@ def in_flight_answers() -> Table:
     key = in_flight_key()
     how = {"loads": "loads before the first store in the SASS (copy_smem, float, TILE = 32)",
            "bytes": f"loads x {WARP} lanes x {_ITEM['float']} bytes",
-           "warps": f"{key['warp slots per SM']} warps x the bytes a warp at ROWS = {BASE_ROWS}, "
-                    "over the bytes a warp at ROWS = 16"}
+           "warps": f"the SM's bytes at ROWS = {BASE_ROWS}, over the bytes a warp at ROWS = 16"}
     rows = [{"question": k, "answer": key[k], "how": how[k.split()[0].rstrip(",")]}
             for k in ANSWER_KEYS]
     rows.insert(len(ANSWER_KEYS) - 1, {

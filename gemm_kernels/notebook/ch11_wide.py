@@ -342,7 +342,7 @@ def vec_table(block: int = 16, size: int = SIZE, detail: bool = False):
                      "% of bound": None if g is None else 100 * g / b["bound"]})
     shown = list(rows[0]) if detail else [c for c in rows[0] if c not in VEC_DETAIL]
     return Table(rows, shown, title=f"sgemm_tiled_vec, BLOCK = {block}: one parameter, "
-                 f"VEC; rates and registers {records.recording_label()}")
+                 f"VEC; rates{' and registers' if detail else ''} {records.recording_label()}")
 
 
 # The columns of `vec_table` that only its detailed form shows (appendix C): section 5's
