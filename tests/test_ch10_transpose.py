@@ -61,6 +61,31 @@ def test_the_in_flight_table_gives_the_bytes_a_warp_has_in_flight():
     assert rows["padded transpose, two tiles per block"]["loads in each round trip"] == "1, then 7"
 
 
+def test_the_in_flight_table_prints_every_share_to_one_decimal():
+    t = c.in_flight_table()
+    # the profiled warps are little_table's; this table is the SASS and the timed rates
+    assert not any("profiled" in col for col in t.columns)
+    shares = [cell for row in t._cells() for col, cell in zip(t.columns, row) if "%" in col]
+    assert shares and all(s == "-" or (s.endswith("%") and s[-3] == ".") for s in shares), shares
+
+
+def test_table_prints_percentages_at_fixed_decimals_where_asked():
+    from gemm_kernels.core.table import Table
+    rows = [{"kernel": "a", "% of copy": 96.0}, {"kernel": "b", "% of copy": 101.23}]
+    assert [r[1] for r in Table(rows, ["kernel", "% of copy"])._cells()] == ["96%", "101%"]
+    fixed = Table(rows, ["kernel", "% of copy"], pct_decimals=1)._cells()
+    assert [r[1] for r in fixed] == ["96.0%", "101.2%"]
+    assert fixed and rows[0]["% of copy"] == 96.0          # the rows keep their numbers
+
+
+def test_part2_answers_include_the_sm_bytes_at_rows_8():
+    key = c.in_flight_key()
+    answers = {r["question"]: r["answer"] for r in c.in_flight_answers()}
+    per_warp_8 = c.round_trips(c.accesses("copy_smem", {"T": "float", "TILE": 32, "ROWS": 8}))[0] * 32 * 4
+    assert answers[c.SM_BYTES] == key["warp slots per SM"] * per_warp_8
+    assert answers["warps per SM, ROWS=16"] == answers[c.SM_BYTES] // answers["bytes a warp, ROWS=16"]
+
+
 def test_first_wave_holds_the_blocks_the_gpu_holds_at_once():
     for order in ("x->col", "x->row", "diagonal"):
         ty, tx, taken = c.first_wave(order, sms=132)
@@ -98,7 +123,6 @@ def test_the_copy_chain_defines_both_counts_of_bytes_in_flight():
     # the timed rate against the profiled one says which it is
     assert "bytes in flight per SM, averaged over the round trips" in rows
     assert "read bandwidth, timed (not under the profiler)" in rows
-    assert "averaged over the round trips" in c.PROFILED_BYTES
 
 
 def test_source_without_leaves_out_one_comment_paragraph():
@@ -312,4 +336,13 @@ def test_the_reveals_hold_the_worked_solution_and_part_2s_answers():
     assert str(c.worked_solution()) == solution_source(c.EXERCISE)
     rows = {r["question"]: r["answer"] for r in c.in_flight_answers()}
     key = c.in_flight_key()
-    assert rows == {k: key[k] for k in c.ANSWER_KEYS}
+    assert rows == {k: key[k] for k in (*c.ANSWER_KEYS, c.SM_BYTES)}
+
+
+def test_the_wavefront_comparison_names_the_profiled_shape():
+    from gemm_kernels.memory import ch10_11_instructions as bc, wavefronts
+    cfg = [("transpose_padded", {"T": "float", "TILE": 16, "PAD": 0})]
+    m = wavefronts.recorded(*cfg[0])
+    if m is None:
+        pytest.skip("the recording has no counters for this configuration")
+    assert "whole launches at " + " x ".join(map(str, m["shape"])) in bc.comparison(cfg).title

@@ -94,6 +94,9 @@ def test_vec_table_and_reading(data_dir):
     assert [r["shared loads/step"] for r in t] == [20, 20, 20]
     assert [r["B store conflict"] for r in t] == ["none", "2-way", "2-way"]
     assert [r["blocks in grid"] for r in t] == [16384, 8192, 4096]
+    # the section's table shows what it reads; appendix C's detailed one shows every column
+    assert not set(w.VEC_DETAIL) & set(t.columns)
+    assert set(w.VEC_DETAIL) <= set(w.vec_table(16, detail=True).columns)
     assert "VEC = 4 against VEC = 1: bound x 1.28, recorded rate x 1.25" in w.vec_reading(t)
 
 
@@ -144,6 +147,9 @@ def test_without_a_gpu_the_control_is_read_from_the_recording():
     for a, b in zip(t[::2], t[1::2]):
         assert a["% of bound"] / b["% of bound"] == pytest.approx(a[rate] / b[rate])
         assert a["slowest call"] <= a[rate] <= a["fastest call"]
+    # one spread column shown; the share of cuBLAS and the registers only in detail
+    assert "slowest to fastest call" in t.columns and "registers" not in t.columns
+    assert "registers" in w.control_recorded(detail=True).columns
     lines = w.control_reading(t).splitlines()
     assert len(lines) == 3 and lines[0].startswith("VEC = 1: the control runs at")
 

@@ -8,13 +8,17 @@ import numbers
 class Table(list):
     """Rows (dicts) that print as an aligned text table and render as HTML in Jupyter."""
 
-    def __init__(self, rows, columns, title=""):
+    def __init__(self, rows, columns, title="", pct_decimals: int | None = None):
+        """`columns`: the keys shown, in order (a row may hold more, for the code that
+        computes with it); `pct_decimals`: a fixed number of decimals for every percentage
+        column (default: `fmt_number`'s, which drops a trailing ".0")."""
         super().__init__(rows)
         self.columns = columns
         self.title = title
+        self.pct_decimals = pct_decimals
 
     def _cells(self):
-        return [[_fmt_column(c, r.get(c)) for c in self.columns] for r in self]
+        return [[_fmt_column(c, r.get(c), self.pct_decimals) for c in self.columns] for r in self]
 
     def __repr__(self):
         cells = self._cells()
@@ -31,12 +35,13 @@ class Table(list):
         return f"<table>{cap}<tr>{head}</tr>{body}</table>"
 
 
-def _fmt_column(column: str, v) -> str:
+def _fmt_column(column: str, v, pct_decimals: int | None = None) -> str:
     """A cell as people read it: a number in a percentage column ("% of cuBLAS",
-    "bound % of peak") carries its % sign; the row itself keeps the number, for the
-    code that computes with it."""
-    text = fmt_number(v) if _is_number(v) else _fmt(v)
-    return f"{text}%" if "%" in column and _is_number(v) and v == v else text
+    "bound % of peak") carries its % sign, at `pct_decimals` decimals where given; the
+    row itself keeps the number, for the code that computes with it."""
+    if "%" in column and _is_number(v) and v == v:
+        return (f"{v:,.{pct_decimals}f}" if pct_decimals is not None else fmt_number(v)) + "%"
+    return fmt_number(v) if _is_number(v) else _fmt(v)
 
 
 def _is_number(v) -> bool:

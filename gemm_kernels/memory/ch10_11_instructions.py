@@ -211,7 +211,12 @@ def comparison(configs, as_written: bool = False):
             # A percentage difference reads at a glance where a ratio near 1 prints as "1".
             row[f"{op} ncu vs model, %"] = (100 * (ncu / model - 1) if model else None) \
                 if ncu is not None else None
-    return Table(t, list(t[0]) if t else t.columns, title=t.title)
+    # The counts are whole launches: the title names the shape they were profiled at.
+    shapes = {m["shape"] for m in (wavefronts.recorded(n, p) for n, p in configs) if m}
+    at = (f"whole launches at {' x '.join(map(str, shapes.pop()))}" if len(shapes) == 1
+          else "whole launches, each at its profiled shape" if shapes else "")
+    title = t.title.replace(" (", f", {at} (", 1) if at else t.title
+    return Table(t, list(t[0]) if t else t.columns, title=title)
 
 
 def agreement(table, tolerance: float = 0.1) -> list[str]:

@@ -310,13 +310,15 @@ def store_conflict(kernel, params) -> int:
                 if a.op == "st"), default=0)
 
 
-def vec_table(block: int = 16, size: int = SIZE):
+def vec_table(block: int = 16, size: int = SIZE, detail: bool = False):
     """`sgemm_tiled_vec` at BLOCK = `block`, VEC = 1, 2, 4: what changes with VEC. Per
     configuration, for one warp and one step along K: the width of the B read, the FFMA
     instructions (BLOCK * VEC: each A value feeds VEC of them), the shared loads (the
     model's, which the tests check against the SASS) and their wavefronts; then the
     registers of the timed binary and blocks per SM, blocks in the grid at size^3, the
-    worst conflict of the B stores, the shared-memory bound and the recorded rate."""
+    worst conflict of the B stores, the shared-memory bound and the recorded rate. Every
+    row holds all of them; the table shows `VEC_MAIN` (the columns section 5 reads) unless
+    `detail`."""
     import math
     from gemm_kernels.core import analysis
     from gemm_kernels.core.launch import kernel_of
@@ -338,8 +340,14 @@ def vec_table(block: int = 16, size: int = SIZE):
                          store_conflict(k, p)),
                      "bound GFLOP/s": b["bound"], f"GFLOP/s at {size}": g,
                      "% of bound": None if g is None else 100 * g / b["bound"]})
-    return Table(rows, list(rows[0]), title=f"sgemm_tiled_vec, BLOCK = {block}: one parameter, "
-                 f"VEC; rates and registers {records.recording_label()}")
+    shown = list(rows[0]) if detail else [c for c in rows[0] if c not in VEC_DETAIL]
+    return Table(rows, shown, title=f"sgemm_tiled_vec, BLOCK = {block}: one parameter, "
+                 f"VEC; rates{' and registers' if detail else ''} {records.recording_label()}")
+
+
+# The columns of `vec_table` that only its detailed form shows (appendix C): section 5's
+# text names what they say in one line.
+VEC_DETAIL = ("shared loads/step", "registers", "blocks in grid", "B store conflict")
 
 
 def vec_plot(table, ax=None):
@@ -634,12 +642,12 @@ def control_table(block: int = 16) -> Table:
                  "bank model, warp 0")
 
 
-def control_recorded(block: int = 16, size: int = SIZE) -> Table:
+def control_recorded(block: int = 16, size: int = SIZE, detail: bool = False) -> Table:
     """The control as recorded: at each VEC, the vector kernel and its control timed in
-    one run (each beside cuBLAS in the same process): GFLOP/s median and range, the share
-    of cuBLAS, the share of the shared-memory bound (the same bound for both: the same
-    wavefronts), and the registers of the binaries timed. Rows without a recording say
-    so."""
+    one run (each beside cuBLAS in the same process): GFLOP/s median and range (the
+    slowest and fastest call, shown as one column), the share of the shared-memory bound
+    (the same bound for both: the same wavefronts); with `detail`, also the share of cuBLAS
+    and the registers of the binaries timed. Rows without a recording say so."""
     from gemm_kernels.measure import records, timing
     from gemm_kernels.measure import lookup
     rows = []
@@ -656,10 +664,14 @@ def control_recorded(block: int = 16, size: int = SIZE) -> Table:
                          f"GFLOP/s at {size}, median": g["median"] if g else None,
                          "fastest call": g["max"] if g else None,
                          "slowest call": g["min"] if g else None,
+                         "slowest to fastest call": f"{g['min']:,.0f} to {g['max']:,.0f}"
+                         if g else None,
                          "% of cuBLAS": timing.share(r) if r else None,
                          "% of bound": 100 * g["median"] / bound if g else None,
                          "registers": (r.get("binary") or {}).get("registers") if r else None})
-    return Table(rows, list(rows[0]), title=f"BLOCK = {block}: the vector kernel and its "
+    shown = [c for c in rows[0] if c not in ("fastest call", "slowest call")
+             and (detail or c not in ("% of cuBLAS", "registers"))]
+    return Table(rows, shown, title=f"BLOCK = {block}: the vector kernel and its "
                  f"control, timed in one run; {records.recording_label()}")
 
 
