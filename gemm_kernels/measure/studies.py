@@ -311,6 +311,12 @@ STUDY_LIST = (
               Step("BLOCK = 16", "coalesced", {"BLOCK": 16}),
               Step("BLOCK = 32", "coalesced", {"BLOCK": 32})),
           ((2047, 2047, 2047), CUBE_2048)),
+    # The smallest block of the same comparison, timed in a run of its own (added once the
+    # profile below showed its wavefronts falling most off the lines).
+    Study("ch02_alignment_block8", "02", "The coalesced kernel at BLOCK = 8 with B's rows on "
+          "and off 128-byte lines", "time", (
+              Step("BLOCK = 8", "coalesced", {"BLOCK": 8}),),
+          ((2047, 2047, 2047), CUBE_2048)),
     # The same kernel profiled on and off 128-byte lines: what the L1's data stage counts
     # for global loads (wavefronts, bank conflicts) when rows of A stop sharing a bank
     # (a stride of 2047 words) and rows of B straddle two lines: does it count lines or
