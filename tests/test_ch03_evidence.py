@@ -155,15 +155,57 @@ def test_the_second_bound_adds_the_global_lines_to_the_shared_wavefronts():
     assert both == sorted(both)
 
 
-def test_the_combined_count_says_when_it_was_not_recorded(monkeypatch):
-    monkeypatch.setattr(ch03, "_study_row", lambda *a, **k: {"metrics": {}})
-    assert "not recorded" in ch03.combined_count_line()
-    # 52 wavefronts per warp and step at BLOCK = 32: n^3 / 1024 warp-steps
-    n3 = ch03.SHAPE[0] ** 3
-    monkeypatch.setattr(ch03, "_study_row", lambda *a, **k: {"metrics": {
-        ch03.ALL_WAVEFRONTS: 52 * n3 / 1024}})
-    assert "BLOCK = 32: 52.0 L1 data-pipe wavefronts per warp and step counted, 52 in the model" \
-        in ch03.combined_count_line()
+def test_the_pipe_model_is_the_global_lines_plus_the_bank_model():
+    # BLOCK = 32: 2 lines, 8 LDS.128 x 2 + 32 LDS, 2 stores; BLOCK = 4: 8 lines, 1 + 4, 2
+    assert ch03.pipe_model(32) == {"global reads": 2, "shared loads": 48,
+                                   "shared stores": 2, "total": 52}
+    assert ch03.pipe_model(4) == {"global reads": 8, "shared loads": 5,
+                                  "shared stores": 2, "total": 15}
+    for b in ch03.BLOCKS:   # the block_bounds columns, split
+        m, c = ch03.pipe_model(b), ch03.ch03_04_tiles.wavefronts_per_step(ch03.KERNEL,
+                                                                          {"BLOCK": b})
+        assert m["shared loads"] + m["shared stores"] == c
+
+
+def _fake_pipe(monkeypatch, per_step: dict[str, float] | None):
+    """ch03_l1_pipe rows whose counters give these wavefronts per warp and step."""
+    def row(study, kernel, params):
+        b = params["BLOCK"]
+        steps = ch03.SHAPE[0] ** 3 / (min(32, b * b) * b)
+        return {"metrics": {ch03.PIPE.format(k): v * steps
+                            for k, v in (per_step or {}).items()}}
+    monkeypatch.setattr(ch03, "_study_row", row)
+
+
+def test_the_pipe_count_says_when_it_was_not_recorded(monkeypatch):
+    _fake_pipe(monkeypatch, None)
+    assert ch03.pipe_counted(32) is None
+    assert "not recorded" in ch03.pipe_counts()
+    assert ch03.block_bounds()[0]["counted bound GFLOP/s"] == "-"
+
+
+def test_the_pipe_count_is_per_warp_and_step_with_the_rest_as_other(monkeypatch):
+    _fake_pipe(monkeypatch, {"": 60, "_mem_lgds_cmd_read": 2, "_mem_shared_op_ld": 48,
+                             "_mem_shared_op_st": 2})
+    got = ch03.pipe_counted(32)
+    assert got["total"] == pytest.approx(60) and got["other"] == pytest.approx(8)
+    table, out = _quiet(ch03.pipe_counts)
+    row = {r["BLOCK"]: r for r in table}[32]
+    assert row["other"] == "8.0 / 0" and row["total"] == "60.0 / 52"
+    assert row["per FFMA"] == "1.88 / 1.62"
+    # the same per-step count at every BLOCK: fewer FFMA per step, more per multiply-add
+    assert "counted 4 > 8 > 16 > 32, model 4 > 8 > 16 > 32" in out
+    # the counted bound scales the shared bound by the model's over the counted wavefronts
+    r = {r["BLOCK"]: r for r in ch03.block_bounds()}[32]
+    assert r["counted bound GFLOP/s"] == pytest.approx(r["shared bound GFLOP/s"] * 50 / 60)
+
+
+def test_the_recorded_pipe_count_matches_the_model_but_for_other():
+    got = ch03.pipe_counted(32)
+    if got is None:
+        pytest.skip("ch03_l1_pipe not in the recording")
+    for part in ch03.PIPE_PARTS:
+        assert got[part] == pytest.approx(ch03.pipe_model(32)[part], abs=0.3)
 
 
 def test_without_the_merge_each_wide_load_costs_four_wavefronts():

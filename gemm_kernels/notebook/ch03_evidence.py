@@ -473,7 +473,7 @@ def swap_measured(shape=(2048,) * 3) -> Table:
         m = (row or {}).get("metrics")
         rows.append({"kernel": label,
                      "GFLOP/s": timed["gflops"]["median"] if timed else None,
-                     "% of cuBLAS": timing.share(timed) if timed else None,
+                     "% of cuBLAS": f"{timing.share(timed):.0f}%" if timed else None,
                      "global sectors per warp and step (model)": price["global sectors"],
                      "wavefronts per warp and step (model)": price["wavefronts"],
                      "(Nsight Compute)": m[SHARED_WAVEFRONTS] / per_step if m else "-"})
@@ -676,21 +676,81 @@ def block_rates(blocks=BLOCKS, shape=(2048,) * 3) -> Table:
                                             f"({records.source()})")
 
 
-# The L1 data pipe's wavefronts of every kind (shared memory and global loads together),
-# and those of global loads alone: what would confirm the combined bound of
-# `block_bounds`, where a study recorded them.
-ALL_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts.sum"
-LG_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum"
+# The study that counted the L1 data pipe's wavefronts of every kind for this kernel at
+# each BLOCK (4096^3), and the counters of its parts that the model below predicts.
+L1_PIPE = "ch03_l1_pipe"
+PIPE = "l1tex__data_pipe_lsu_wavefronts{}.sum"
+PIPE_PARTS = {"global reads": "_mem_lgds_cmd_read", "shared loads": "_mem_shared_op_ld",
+              "shared stores": "_mem_shared_op_st"}
 
 
-def block_bounds(blocks=(4, 8, 16, 32), shape=(2048,) * 3) -> Table:
-    """Per BLOCK: two bounds and the measured rate against each. The shared bound counts
+def pipe_model(block: int, shape=SHAPE) -> dict:
+    """Per warp and step, the L1 data pipe's wavefronts the chapter's model predicts: the
+    128-byte lines of the two global loads (chapter 02's rule) and the shared loads and
+    stores of the bank model."""
+    acc = ch03_04_tiles.per_instruction(KERNEL, {"BLOCK": block})
+    shared = {op: sum(r["per warp and step"] * r["wavefronts each"] for r in acc
+                      if r["op"] == op) for op in ("ld", "st")}
+    parts = {"global reads": ch03_copies.global_lines(block, shape[2], shape[1]),
+             "shared loads": shared["ld"], "shared stores": shared["st"]}
+    return {**parts, "total": sum(parts.values())}
+
+
+def pipe_counted(block: int, shape=SHAPE) -> dict | None:
+    """Per warp and step (n^3 / (lanes x BLOCK) of them), the wavefronts Nsight Compute
+    counted on the L1 data pipe (study ch03_l1_pipe): the total, the parts the model
+    predicts, and the rest ("other"); None where the study was not recorded."""
+    m = (_study_row(L1_PIPE, KERNEL, {"BLOCK": block}) or {}).get("metrics", {})
+    keys = {"total": PIPE.format(""), **{k: PIPE.format(v) for k, v in PIPE_PARTS.items()}}
+    if not all(k in m for k in keys.values()):
+        return None
+    warp_steps = shape[0] * shape[1] * shape[2] / (min(32, block * block) * block)
+    got = {k: m[v] / warp_steps for k, v in keys.items()}
+    got["other"] = got["total"] - sum(got[k] for k in PIPE_PARTS)
+    return got
+
+
+def pipe_counts(blocks=BLOCKS):
+    """Per BLOCK, the L1 data pipe's wavefronts per warp and step, counted against the
+    model, part by part, and per multiply-add (the combined bound's input). Printed
+    first: the order of the BLOCKs by wavefronts per multiply-add, counted and modelled.
+    Returns the Table, or a line saying the count was not recorded."""
+    rows = []
+    for b in blocks:
+        got, model = pipe_counted(b), pipe_model(b)
+        if got is None:
+            continue
+        row = {"BLOCK": b}
+        for part in (*PIPE_PARTS, "other", "total"):
+            row[part] = f"{got[part]:.1f} / {model.get(part, 0)}"
+        row["per FFMA"] = f"{got['total'] / b:.2f} / {model['total'] / b:.2f}"
+        rows.append(row)
+    if not rows:
+        return (f"the L1 data pipe's wavefronts ({PIPE.format('')}) were not recorded for "
+                "this kernel: the 'global lines' column is chapter 02's rule applied, "
+                "not a count")
+    def order(i):   # the BLOCKs by wavefronts per multiply-add, most first
+        return " > ".join(str(r["BLOCK"]) for r in
+                          sorted(rows, key=lambda r: -float(r["per FFMA"].split(" / ")[i])))
+    b = rows[0]["BLOCK"]
+    print(f"BLOCK by wavefronts per multiply-add, most first: counted {order(0)}, model "
+          f"{order(1)}\nthe stores of C, for scale: one warp instruction per "
+          f"{SHAPE[2] // b} steps at BLOCK = {b}")
+    return Table(rows, list(rows[0]), title=f"{KERNEL}: the L1 data pipe's wavefronts per "
+                 f"warp and step at {SHAPE[0]}^3, counted by Nsight Compute / model "
+                 f"({records.source()})")
+
+
+def block_bounds(blocks=BLOCKS, shape=(2048,) * 3) -> Table:
+    """Per BLOCK: three bounds and the measured rate against each. The shared bound counts
     the shared-memory wavefronts of a warp and step (bank model) at one per SM and clock.
     The second adds the 128-byte lines of the step's two global loads
     (`ch03_copies.global_lines`): chapter 02 found one L1 data-pipe wavefront per line,
     on the pipe that shared memory also uses. A block of BLOCK^2 < 32 threads fills only
     that many lanes of its warp: each FFMA instruction does BLOCK^2 multiply-adds, not 32,
-    so both bounds scale by BLOCK^2 / 32 (`smem_ceiling` assumes full warps)."""
+    so both bounds scale by BLOCK^2 / 32 (`smem_ceiling` assumes full warps). The third
+    puts in place of that sum the wavefronts Nsight Compute counted on the pipe, all
+    kinds together, at 4096^3 (`pipe_counted`), where recorded."""
     rows = []
     for b in blocks:
         c = ch03_04_tiles.smem_ceiling(KERNEL, {"BLOCK": b})
@@ -700,38 +760,19 @@ def block_bounds(blocks=(4, 8, 16, 32), shape=(2048,) * 3) -> Table:
         both = bound * wf / (wf + gl)
         r = _rate(KERNEL, shape, {"BLOCK": b})
         g = r["gflops"]["median"] if r else None
+        got = pipe_counted(b)
+        counted = bound * wf / got["total"] if got else None
         rows.append({"BLOCK": b, "lanes per warp": lanes, "FFMA per step": c["FFMA/step"],
                      "shared wavefronts per warp and step": wf,
                      "global lines per warp and step": gl,
+                     "all wavefronts counted per warp and step":
+                         round(got["total"], 1) if got else "-",
                      "shared bound GFLOP/s": bound, "shared + lines bound GFLOP/s": both,
+                     "counted bound GFLOP/s": counted or "-",
                      "GFLOP/s": g, "% of shared bound": f"{g / bound:.0%}" if g else "-",
-                     "% of shared + lines bound": f"{g / both:.0%}" if g else "-"})
-    return Table(rows, list(rows[0]), title=f"two bounds and the rate at "
+                     "% of counted bound": f"{g / counted:.0%}" if g and counted else "-"})
+    return Table(rows, list(rows[0]), title=f"three bounds and the rate at "
                                             f"{'x'.join(map(str, shape))} ({records.source()})")
-
-
-def combined_count_line(blocks=TRAFFIC_BLOCKS) -> str:
-    """Whether Nsight Compute counted the L1 data pipe's wavefronts of both kinds for this
-    kernel (study ch03_caches); if so, per warp and step next to `block_bounds`' model
-    (shared wavefronts + global lines), else that the count is not recorded."""
-    out = []
-    n = SHAPE[0] * SHAPE[1] * SHAPE[2]
-    for b in blocks:
-        row = _study_row(CACHES, KERNEL, {"BLOCK": b})
-        m = (row or {}).get("metrics", {})
-        shared = m.get(SHARED_WAVEFRONTS)
-        total = m.get(ALL_WAVEFRONTS) or (m[LG_WAVEFRONTS] + shared
-                                          if LG_WAVEFRONTS in m and shared else None)
-        if total is None:
-            continue
-        warp_steps = n / (min(32, b * b) * b)
-        model = (ch03_04_tiles.wavefronts_per_step(KERNEL, {"BLOCK": b})
-                 + ch03_copies.global_lines(b, SHAPE[2], SHAPE[1]))
-        out.append(f"BLOCK = {b}: {total / warp_steps:.1f} L1 data-pipe wavefronts per warp "
-                   f"and step counted, {model} in the model")
-    return "\n".join(out) or ("the L1 data pipe's wavefronts of both kinds together "
-                              f"({ALL_WAVEFRONTS}) were not recorded for this kernel: the "
-                              "'global lines' column is chapter 02's rule applied, not a count")
 
 
 def block_bounds_plot(blocks=BLOCKS, shape=(2048,) * 3):
@@ -774,6 +815,11 @@ def block_stalls(blocks=TRAFFIC_BLOCKS) -> Table:
     lo, hi = (f"BLOCK = {b}" for b in (min(blocks), max(blocks)))
     if lo in got and hi in got:
         print(_time_split(lo, hi, *(_split_terms(got[k]) for k in (lo, hi))))
+    for r in table:                       # one number format per column
+        for c in cols:
+            v = r[c]
+            if isinstance(v, (int, float)):
+                r[c] = f"{v:.1f}%" if "%" in c else f"{v:.2f}" if "FFMA" in c else f"{v:.1f}"
     return table
 
 
