@@ -658,3 +658,40 @@ def test_a_disturbed_fitted_row_says_how_far_the_constants_move_without_it(rec):
     text = str(c.fit_outliers(rec))
     if "was given this row" in text:
         assert "left out, the tile's least-squares c0 goes from" in text
+
+
+def test_timed_here_marks_a_run_whose_cublas_was_far_slower(rec):
+    shape = (777, 555, 333)
+    rows = list(c.timed_here([shape], rec))
+    marked = [r for r in rows if "(a disturbed run)" in r["configuration"]]
+    others = [r["cuBLAS beside it, GFLOP/s"] for r in rows if r not in marked]
+    assert all(3 * r["cuBLAS beside it, GFLOP/s"] < min(others) for r in marked)
+    assert not any("(a disturbed run)" in r["configuration"]
+                   for r in c.timed_here([(2048, 2048, 2048)], rec))
+
+
+def test_the_ladder_counts_the_waves_of_a_launch_past_one(rec):
+    rows = c.ladder_rows(rec=rec)
+    assert all(r["waves"] >= 1 for r in rows)
+    assert all(r["slots filled %"] <= 100 for r in rows)
+
+
+def test_gemv_rule_recomputes_the_fitted_block_sizes_and_split(rec):
+    from gemm_kernels.plan import choose
+    r = c.rules(rec)
+    text = c.gemv_rule(((1, 4096, 4096), (4096, 1, 4096)), rec)
+    need = r.gemv_warps_per_sm * r.sm_count
+    assert f"rounded: {r.gemv_warps_per_sm} per SM" in text and f"{need:,} warps" in text
+    assert f"the plan takes {r.gemv_warps['cols']}." in text
+    assert f"the plan takes {r.gemv_warps['rows']}." in text
+    for shape in ((1, 4096, 4096), (4096, 1, 4096)):
+        z = choose.gemv_params(shape, r)["SPLIT"]
+        line = next(s for s in text.splitlines() if s.startswith(f"* {c._shape_text(shape)}"))
+        assert line.endswith("no split." if z == 1 else f"K in {z} slices.")
+        assert model.gemv_warps(get(c.GEMV), choose.gemv_params(shape, r), shape) >= need
+
+
+def test_the_capstone_share_checks_the_busy_sms_at_the_one_block_rate(rec):
+    c1 = c.rules(rec).tiles["128x128"]["c1_us_per_mfma"]
+    text = c.capstone_share(1024, rec)
+    assert f"64 x {c.fmt_number(2 / c1 / 1e3)} = {c.fmt_number(64 * 2 / c1 / 1e3)} GFLOP/s" in text

@@ -268,7 +268,7 @@ def ladder_rows(shape=LADDER_SHAPE, configs=LADDER, rec=None) -> list[dict]:
         out.append({"configuration": f"{BM}x{BN}, " + (
                         "no split" if lay["slices"] == 1 else f"K in {lay['slices']} slices"),
                     "blocks": lay["blocks"], "SMs busy": min(lay["blocks"], lay["sms"]),
-                    "slots filled %": 100 * lay["filled"],
+                    "waves": lay["waves"], "slots filled %": 100 * lay["filled"],
                     "GFLOP/s": row["gflops"]["median"],
                     "cuBLAS GFLOP/s": row["reference"]["gflops"]["median"]})
     return out
@@ -290,8 +290,11 @@ def plot_ladder(shape=LADDER_SHAPE, configs=LADDER, rec=None, ax=None):
     x, sms = range(len(rows)), rules(rec).sm_count
     ax.bar(x, [r["GFLOP/s"] for r in rows], color="tab:blue")
     for i, r in enumerate(rows):
+        # past one wave, the share is of the slots of all the waves (as in the wave pictures)
+        slots = (f"{_waves_text(r['waves'])},\n{r['slots filled %']:.0f}% of their slots"
+                 if r["waves"] > 1 else f"{r['slots filled %']:.0f}% of the slots")
         ax.text(i, 0.97 * r["GFLOP/s"], f"{r['blocks']:,} blocks\n{r['SMs busy']} of "
-                f"{sms} SMs busy\n{r['slots filled %']:.0f}% of the slots",
+                f"{sms} SMs busy\n{slots}",
                 ha="center", va="top", fontsize=8, color="white")
     cublas = statistics.median(r["cuBLAS GFLOP/s"] for r in rows)
     ax.axhline(cublas, color="k", linestyle="--", linewidth=1,
@@ -375,26 +378,31 @@ def shortfalls(rec=None, below: float = SHORT_OF) -> Text:
         f"{_shape_text(r['shape'])} ({r['plan']}): {r['% of cuBLAS']:.3g}%" for r in rows) + ".")
 
 
-def timed_here(shapes, rec=None) -> Table:
+def timed_here(shapes, rec=None, disturbed: float = 3.0) -> Table:
     """Every configuration of the split kernel timed at each of `shapes` (benchmark shapes
     below cuBLAS, say): which is the plan, the model's time and the timed call's, the
     rate, and cuBLAS's rate timed beside it. Two configurations that ran alike, each
     beside a cuBLAS at its usual rate, say the shortfall is cuBLAS's speed there, not the
-    pick; a cuBLAS far slower than beside the others says that run was disturbed."""
+    pick; a cuBLAS more than `disturbed` times slower than beside the others says that
+    run was disturbed, and its row is marked so."""
+    import statistics
     rec = rec or recording()
     r, lim = rules(rec), _limits(rec)
     rows = []
     for shape in map(tuple, shapes):
         plan = plan_for(shape, rec).params
-        for row in rec.find(SPLIT, list(shape)):
-            if "gflops" not in row:
-                continue
+        timed = [row for row in rec.find(SPLIT, list(shape)) if "gflops" in row]
+        for row in timed:
+            others = [o["reference"]["gflops"]["median"] for o in timed if o is not row]
+            upset = bool(others) and \
+                disturbed * row["reference"]["gflops"]["median"] < statistics.median(others)
             p = row["params"]
             pad = model._padded_row(row)
             mine = all(plan.get(k) == p[k] for k in ("BM", "BN", "SPLIT")) and \
                 bool(plan.get("PAD_B")) == pad
             rows.append({"shape": shape,
-                         "configuration": _config({**p, "PAD_B": pad}) + (" (the plan)" if mine else ""),
+                         "configuration": _config({**p, "PAD_B": pad}) + (" (the plan)" if mine else "")
+                         + (" (a disturbed run)" if upset else ""),
                          "predicted (µs)": model.predict_us(r, shape, p["BM"], p["BN"], p["SPLIT"],
                                                             sm_count=r.sm_count, limits=lim,
                                                             padded=pad),
@@ -403,8 +411,9 @@ def timed_here(shapes, rec=None) -> Table:
                          "cuBLAS beside it, GFLOP/s": row["reference"]["gflops"]["median"],
                          "% of cuBLAS": timing.share(row)})
     return Table(rows, list(rows[0]) if rows else ["shape"],
-                 title=f"Every configuration timed at these shapes, each beside cuBLAS; "
-                       f"{rec.label}")
+                 title=f"Every configuration timed at these shapes, each beside cuBLAS (a "
+                       f"disturbed run: cuBLAS beside it more than {disturbed:g} times slower "
+                       f"than beside the others at its shape); {rec.label}")
 
 
 def capstone_share(n: int = 1024, rec=None) -> Text:
@@ -418,11 +427,19 @@ def capstone_share(n: int = 1024, rec=None) -> Text:
             f"cuBLAS ({fmt_number(row['reference']['gflops']['median'])} GFLOP/s in the same run)"
             if row and timing.share(row) else "not recorded here")
     busy = min(lay["blocks"], lay["sms"])
+    # the check of the text: the busy SMs, each running one block alone, at the one-block
+    # rate section 5's model fits for this tile (as `rules_summary` prints it)
+    c = rules(rec).tiles.get(model.tile_name(p["BM"], p["BN"]))
+    alone = 2 / c["c1_us_per_mfma"] / 1e3 if c else None
+    check = (f" With one block alone on each busy SM, at the one-block rate that section 5's "
+             f"model fits for this tile: {busy} x {fmt_number(alone)} = "
+             f"{fmt_number(busy * alone)} GFLOP/s." if alone and lay["blocks"] <= lay["sms"]
+             else "")
     return Text(f"Chapter 09's capstone at {n}^3 ({rec.label}): {rate}. Its {p['BM']}x{p['BN']} "
                 f"tiles make {lay['tiles']} blocks for {lay['slots']} block slots "
                 f"({lay['sms']} SMs x {lay['per_sm']}): {lay['filled']:.0%} of the slots are "
                 f"filled, and {busy} of the {lay['sms']} SMs ({busy / lay['sms']:.0%}) have a "
-                f"block.")
+                f"block." + check)
 
 
 def tile_table(rec=None) -> Table:
@@ -947,6 +964,65 @@ def rules_summary(rec=None) -> Text:
     if both:
         lines.append(f"  M == 1: {'streaming' if r.gemv_stream else 'plain'} loads of B (streaming "
                      f"was faster at {both} calibration shapes timed both ways)")
+    return Text("\n".join(lines))
+
+
+def gemv_rule(shapes=((1, 4096, 4096), (4096, 1, 4096)), rec=None) -> Text:
+    """Where the matrix-vector plan's numbers come from (`model.fit`, recomputed here
+    from the calibration rows): per path, how often each block size was the fastest; the
+    warps per SM of the fastest configuration at each calibration shape (the launch's
+    warps, all blocks of all slices, over the SMs) and their median; then, at each of
+    `shapes`, the warps each split launches until one reaches that median x SMs, as
+    `choose.gemv_params` decides."""
+    import statistics
+    from collections import Counter
+    rec = rec or recording()
+    r, k = rules(rec), get(GEMV)
+    best: dict = {}
+    for row in calibrate.calibration_rows(rec):
+        if row["kernel"] == GEMV:
+            key = tuple(row["shape"])
+            if key not in best or row["gflops"]["median"] > best[key]["gflops"]["median"]:
+                best[key] = row
+    if not best:
+        return Text(f"No matrix-vector calibration run in this recording ({rec.label}).")
+    names = {"cols": "M == 1", "rows": "N == 1"}
+    lines = [f"Where the matrix-vector plan's numbers come from: at each of {len(best)} "
+             f"calibration shapes every block size, split and kind of load was timed, and the "
+             f"fastest at each shape counts ({rec.label})."]
+    for path in model.GEMV_PATHS[::-1]:
+        wins = Counter(row["params"]["WARPS"] for s, row in best.items()
+                       if model.gemv_path(s) == path)
+        shapes_ = sum(wins.values())
+        lines.append(f"* Block size, {names[path]}: " + "; ".join(
+            f"{w} warps fastest at {n} of {shapes_} shapes" for w, n in wins.most_common())
+            + f": the plan takes {r.gemv_warps[path]}.")
+    per_sm = {s: model.gemv_warps(k, row["params"], s) / r.sm_count for s, row in best.items()}
+    med = statistics.median(per_sm.values())
+    lines.append("* Warps per SM of the fastest launch (its warps over the "
+                 f"{r.sm_count} SMs): " + ", ".join(
+                     f"{_shape_text(s)} {w:.1f}" for s, w in sorted(per_sm.items()))
+                 + f"; median {med:.1f}, rounded: {r.gemv_warps_per_sm} per SM, "
+                 f"{r.gemv_warps_per_sm} x {r.sm_count} = {r.gemv_warps_per_sm * r.sm_count:,} "
+                 "warps a launch must reach.")
+    splits = next(q for q in k.params if q.name == "SPLIT").values
+    need = r.gemv_warps_per_sm * r.sm_count
+    for shape in map(tuple, shapes):
+        chosen = choose.gemv_params(shape, r)
+        p1 = k.resolve({**chosen, "SPLIT": 1})
+        g = k.grid(p1, shape)
+        steps = []
+        for z in splits:
+            warps = model.gemv_warps(k, {**chosen, "SPLIT": z}, shape)
+            steps.append(("no split" if z == 1 else f"K in {z} slices") + f" {warps:,}")
+            if z == chosen["SPLIT"]:
+                break
+        lines.append(f"* {_shape_text(shape)} ({names[model.gemv_path(shape)]}): "
+                     f"{g[0] * g[1]:,} blocks x {p1['WARPS']} warps = "
+                     f"{g[0] * g[1] * p1['WARPS']:,} warps per slice of K. Warps launched: "
+                     + ", ".join(steps) + f"; the first to reach {need:,}: "
+                     + ("no split." if chosen["SPLIT"] == 1 else
+                        f"K in {chosen['SPLIT']} slices."))
     return Text("\n".join(lines))
 
 
@@ -1501,7 +1577,7 @@ def last_mile_table(rec=None) -> Table:
     rec = rec or recording()
     rows = last_mile_rows(rec=rec)
     return Table(rows, list(rows[0]), title="Where the capstone falls short, and the plan "
-                 "at the same shape, each timed beside cuBLAS (an empty cell: not timed); "
+                 "at the same shape, each timed beside cuBLAS (a dash: not timed); "
                  f"{rec.label}")
 
 
@@ -1585,7 +1661,8 @@ def cublas_kernel_name(name: str) -> str:
 
 
 CUBLAS_SHAPES = ((1024, 1024, 1024), (640, 640, 640), (8192, 8192, 128), (3, 4096, 4096),
-                 (1, 4096, 4096), (128, 8192, 8192), (256, 256, 65536), (100, 100, 100),
+                 (1, 4096, 4096), (8192, 128, 8192), (128, 8192, 8192), (256, 256, 65536),
+                 (100, 100, 100),
                  (777, 555, 333))
 
 
