@@ -216,7 +216,7 @@ def test_the_profile_names_stalls_in_words_and_counts_l2_hits():
         pytest.skip("the profile is not recorded")
     assert all("_" not in s for s in stalls if s)
     assert "long scoreboard" in stalls[0]
-    assert "L2 hits" in str(ch13.profile_summary())
+    assert "L2 hits" in str(ch13.profile_waits())
 
 
 def test_the_pace_table_ties_the_warps_to_the_registers():
@@ -228,9 +228,45 @@ def test_the_pace_table_ties_the_warps_to_the_registers():
         pytest.skip("the profile is not recorded")
     assert "registers" in t[-1]["blocks per SM (limited by)"]
     assert all(isinstance(r["issue active %"], int) for r in t)
-    text = str(ch13.profile_summary())
+    text = str(ch13.pace_summary())
     assert "registers set the number of warps" in text and "65,536" in text
-    assert isinstance(ch13.profile_summary(), ch13.Markdown)
+    assert isinstance(ch13.pace_summary(), ch13.Markdown)
+
+
+def test_the_pace_per_hmma_is_counted_from_the_recorded_counters():
+    """Instructions and tensor-pipe cycles per HMMA are ratios of recorded counters, shown
+    in the pace table, and they account for the padded kernel's pipe-busy share."""
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    assert ch13.hmma_pace({"sm__inst_executed_pipe_tensor_op_hmma.sum": 10,
+                           "sm__pipe_tensor_op_hmma_cycles_active.sum": 60,
+                           "smsp__inst_executed.sum": 58}) == (5.8, 6.0)
+    assert ch13.hmma_pace({}) == (None, None)
+    rows = [m for _, m in ch13.profile_rows() if m]
+    if not rows:
+        pytest.skip("the profile is not recorded")
+    padded = rows[-1]
+    every, per_hmma = ch13.hmma_pace(padded)
+    _, _, issue = ch13.warp_pace(padded)
+    busy = padded["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"]
+    assert abs(issue / every * per_hmma - busy) <= 0.1 * busy
+    assert all(r[c] for r in ch13.pace_table() for c in ch13.PER_HMMA)
+    assert "Full issue" in str(ch13.pace_summary())
+
+
+def test_the_naive_to_tiled_evidence_reads_the_profile():
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    text = str(ch13.naive_to_tiled_evidence())
+    if "not in the recording" in text:
+        pytest.skip("the profile is not recorded")
+    assert "DRAM read" in text and "long scoreboard" in text and " ms (x" in text
+
+
+def test_the_naive_loads_show_the_transposes_of_b():
+    """B is row-major, so its loaded pairs run along N; MOVM transposes them in registers
+    before the HMMA that wants them along K."""
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    text = str(ch13.naive_loads())
+    assert "MOVM" in text and text.index("MOVM") < text.index("HMMA")
 
 
 def test_small_numbers_are_written_as_powers_of_ten():

@@ -28,7 +28,7 @@ def recording():
 
 
 def study_recording():
-    """The recording that holds the chapter's Nsight Compute study (section 7):
+    """The recording that holds the chapter's Nsight Compute study (sections 7 and 8):
     the one shown if it does, else another GPU's, named wherever it is shown."""
     return studies.recording_of(STUDY)
 
@@ -38,7 +38,7 @@ def which_recording() -> Text:
     if rec is None:
         return Text("This chapter's measurements are not in any recording here.")
     return Text(f"This chapter's measurements: {rec.label}."
-                + evidence.profile_elsewhere(rec, prof, "section 7"))
+                + evidence.profile_elsewhere(rec, prof, "sections 7 and 8"))
 
 
 def _row(kernel: str, n: int, params: dict | None = None, rec=None) -> dict | None:
@@ -137,11 +137,16 @@ def plot_warp_map(ax=None):
         m = warp_map(notes)
         a.imshow([[2 * wm + wn for wm, wn in row] for row in m], cmap=colors, vmin=0, vmax=3,
                  aspect="auto")
+        # one label per run of lanes on the same tile, at its middle: readable, not
+        # repeated across the band
         for ty, row in enumerate(m):
-            for tx, (wm, wn) in enumerate(row):
-                if tx % 4 == 0:
-                    a.text(tx, ty, f"{wm},{wn}", ha="center", va="center", fontsize=7,
-                           color="white")
+            start = 0
+            for tx in range(1, len(row) + 1):
+                if tx == len(row) or row[tx] != row[start]:
+                    a.text((start + tx - 1) / 2, ty, "tile {},{}".format(*row[start]),
+                           ha="center", va="center", fontsize=10, color="white",
+                           fontweight="bold")
+                    start = tx
         a.set_yticks(range(len(m)), [f"warp {ty}" for ty in range(len(m))], fontsize=8)
         a.set_xticks([0, 8, 16, 24, 31])
         a.set_xlabel("threadIdx.x (the lane)", fontsize=8)
@@ -344,23 +349,47 @@ PERMUTED_WARPS = ("const int warp_m = threadIdx.y / WN, warp_n = threadIdx.y % W
                   "const int warp_m = threadIdx.y % WM, warp_n = threadIdx.y / WM;")
 
 
+def grader_in_short(said: str) -> str:
+    """The grader's message for a mistake cut to what shows it (the check that caught it,
+    or how many elements were wrong and where), for a narrow table; the full message is
+    `mistake_hints`'s."""
+    import re
+    if "passed another pointer" in said:
+        return "the lanes of a warp passed different pointers (the emulation's check)"
+    if "ThreadSanitizer" in said:
+        return "a data race: two threads wrote the same element (ThreadSanitizer)"
+    outside = re.search(r"a (read|write) of \d+ bytes? outside (\w+)", said)
+    if outside:
+        return f"a {outside[1]} outside {outside[2]} (AddressSanitizer)"
+    wrong = re.search(r"at (\S+)(?: with ([^:]*))?: (\d+) element\(s\) wrong(, \d+ NaN)?", said)
+    if wrong:
+        shape, args, n, nan = wrong.groups()
+        return (f"{int(n):,} elements wrong{' (NaN)' if nan else ''} at {shape}"
+                + (f", {args}" if args else ""))
+    return said
+
+
 def mistakes(gpu: bool | None = None) -> Table:
     """The worked solution with each of MISTAKES made, graded like a submission, shown
-    narrow: the mistake, the first step that failed and what it says. The rows keep every
-    step's verdict and the grader's hint (`mistake_hints` shows those, apart)."""
+    narrow: the mistake, the first step that failed and, in short, what it says. The rows
+    keep every step's verdict, the grader's full words and its hint (`mistake_hints`
+    shows those, apart)."""
     from gemm_kernels.exercises.grader import FAIL
     from gemm_kernels.notebook.worked_solutions import graded_mistakes
     graded = graded_mistakes("13_wmma", MISTAKES, gpu, hints=True)
     steps = [c for c in graded[0] if c not in ("mistake", "what the grader says", "its hint")]
-    rows = [{**r, "failed at": next((c for c in steps if r[c] == FAIL), "-")} for r in graded]
-    return Table(rows, ["mistake", "failed at", "what the grader says"],
+    rows = [{**r, "failed at": next((c for c in steps if r[c] == FAIL), "-"),
+             "what shows it": grader_in_short(r["what the grader says"])} for r in graded]
+    return Table(rows, ["mistake", "failed at", "what shows it"],
                  title="the solution with one mistake each, graded as a submission: the "
-                       "first step that failed, and what it says")
+                       "first step that failed, and what shows it")
 
 
 def mistake_hints(table: Table) -> Table:
-    """The hint the grader gives with each mistake of a `mistakes` table."""
-    return Table(table, ["mistake", "its hint"], title="the grader's hint for each mistake")
+    """The grader's full words and the hint it gives with each mistake of a `mistakes`
+    table."""
+    return Table(table, ["mistake", "what the grader says", "its hint"],
+                 title="the grader's words and hint for each mistake")
 
 
 def permuted_warps(gpu: bool | None = None) -> Table:
@@ -409,23 +438,27 @@ def ldg_by_width(ops: list[str]) -> str:
 
 def naive_loads() -> Text:
     """Where the naive kernel's global loads come from, read from its SASS: the first
-    step along K (its loads and its two HMMA), and the loads counted by width."""
+    step along K (its loads, the MOVM that transpose B's pairs in registers, and its two
+    HMMA), and the loads counted by width."""
     import collections
     import re
     sass = compiler.sass(get(NAIVE), {})
-    lines = [l.strip() for l in sass.splitlines() if re.search(r"\b(LDG|HMMA)\.", l)]
+    lines = [l.strip() for l in sass.splitlines() if re.search(r"\b(LDG|HMMA|MOVM)\.", l)]
     first = [i for i, l in enumerate(lines) if "HMMA" in l][:2]
-    step = [l for l in lines[:first[-1] + 1] if "LDG" in l][:8] + [lines[i] for i in first]
+    loads = [i for i, l in enumerate(lines[:first[-1] + 1]) if "LDG" in l][:8]
+    step = [l for i, l in enumerate(lines[:first[-1] + 1])
+            if i in loads or i in first or ("MOVM" in l and i < first[-1])]
     ops = collections.Counter(re.findall(r"\b(LDG(?:\.\w+)*) ", sass))
     narrow, wide = ops.get("LDG.E", 0), ops.get("LDG.E.64", 0)
     hmma = sum(1 for l in lines if "HMMA" in l)
+    movm = sum(1 for l in lines if "MOVM" in l)
     import textwrap
     said = (f"In the whole kernel: {hmma} HMMA, that is {hmma // 2} steps along K (the loop "
             f"unrolled, plus the step for the trips left over); {narrow} LDG.E = "
-            f"{hmma // 2} steps x 8; and {wide} LDG.E.64, the epilogue's read of C "
-            f"(beta != 0).")
-    return Text("The first step along K (its loads and its two HMMA; other instructions "
-                "left out):\n\n" + "\n".join(step) + "\n\n" + textwrap.fill(said, 88))
+            f"{hmma // 2} steps x 8; {movm} MOVM = {hmma // 2} steps x {movm // max(hmma // 2, 1)}; "
+            f"and {wide} LDG.E.64, the epilogue's read of C (beta != 0).")
+    return Text("The first step along K (its loads, its MOVM and its two HMMA; other "
+                "instructions left out):\n\n" + "\n".join(step) + "\n\n" + textwrap.fill(said, 88))
 
 
 # ------------------------------------------------------------------ 5. measured
@@ -551,6 +584,17 @@ def profiler_clocks(n: int = 4096, rec=None) -> Text:
 
 
 PACE = ("warps per scheduler", "cycles per issue, all reasons", "issue active %")
+PER_HMMA = ("instructions per HMMA", "tensor pipe cycles per HMMA")
+
+
+def hmma_pace(m: dict) -> tuple[float | None, float | None]:
+    """From a profiled row's counters: the instructions a warp issues per HMMA (all
+    instructions executed over the HMMA executed) and the cycles each HMMA keeps the
+    tensor pipe busy (the pipe's active cycles over the HMMA executed)."""
+    hmma = m.get("sm__inst_executed_pipe_tensor_op_hmma.sum")
+    pipe = m.get("sm__pipe_tensor_op_hmma_cycles_active.sum")
+    inst = m.get("smsp__inst_executed.sum")
+    return (inst / hmma if hmma and inst else None, pipe / hmma if hmma and pipe else None)
 
 
 def warp_pace(m: dict) -> tuple[float | None, float | None, float | None]:
@@ -618,12 +662,15 @@ def pace_table(rec=None) -> Table:
     for step, row in studies.results(STUDY, rec=rec or study_recording()):
         occ = _step_occupancy(step)
         warps, cycles, issue = warp_pace(row["metrics"]) if row else (None,) * 3
+        every, per_hmma = hmma_pace(row["metrics"]) if row else (None, None)
         rows.append({"step": step.label, "registers per thread": occ.registers_per_thread,
                      "blocks per SM (limited by)": f"{occ.blocks_per_sm} ({occ.limiter})",
                      PACE[0]: warps, PACE[1]: cycles,
                      # whole percents: "10%" beside "39.5%" would read as unlike values
-                     PACE[2]: None if issue is None else round(issue)})
-    return Table(rows, ["step", "registers per thread", "blocks per SM (limited by)", *PACE],
+                     PACE[2]: None if issue is None else round(issue),
+                     PER_HMMA[0]: every, PER_HMMA[1]: per_hmma})
+    return Table(rows, ["step", "registers per thread", "blocks per SM (limited by)", *PACE,
+                        *PER_HMMA],
                  title=f"A warp's pace at 4096³: occupancy from the registers, then Nsight "
                        f"Compute ({_label(rec or study_recording())})")
 
@@ -853,26 +900,110 @@ def _pct(x: float) -> str:
     return f"{x:.0f}%"
 
 
-def profile_summary(rec=None) -> Text:
-    """What the profile says about each step, in sentences, from the study's rows."""
+_BUSY = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+_LONG = "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"
+_SHORT = "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio"
+
+
+def _profiled_steps(rec=None):
+    """The study's three rows (naive, tiled unpadded, tiled padded), or None if one is
+    missing."""
     rows = dict(profile_rows(rec))
-    naive, plain, padded = (rows.get(s.label) for s in studies.get(STUDY).steps)
-    if not (naive and plain and padded):
-        return Text("The profile of this chapter's kernels is not in the recording.")
-    busy = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
-    long_wait = "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"
-    short_wait = "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio"
+    steps = tuple(rows.get(s.label) for s in studies.get(STUDY).steps)
+    return steps if all(steps) else None
+
+
+_NO_PROFILE = "The profile of this chapter's kernels is not in the recording."
+
+
+def naive_to_tiled_evidence(rec=None) -> Text:
+    """What the profile says about the naive -> tiled step (section 6's factor): the
+    DRAM bytes read and the wait for global loads of the naive kernel and of the padded
+    tiled kernel, and their profiled times."""
+    steps = _profiled_steps(rec)
+    if not steps:
+        return Text(_NO_PROFILE)
+    naive, _, padded = steps
+    t = [m["gpu__time_duration.sum"] / 1e6 for m in (naive, padded)]
+    return Text(f"Nsight Compute at 4096³ ({_label(rec or study_recording())}), naive -> "
+                f"tiled (rows padded): DRAM read {naive['dram__bytes_read.sum'] / 1e6:,.0f} -> "
+                f"{padded['dram__bytes_read.sum'] / 1e6:,.0f} MB; wait for global loads "
+                f"('long scoreboard') {naive[_LONG]:.0f} -> {padded[_LONG]:.1f} cycles per "
+                f"issued instruction; time {t[0]:.1f} -> {t[1]:.2f} ms (x{t[0] / t[1]:.1f}).")
+
+
+def padding_store_cost(rec=None) -> Text:
+    """What padding costs on the stores into the shared tiles: bank conflicts of the
+    shared-store wavefronts, unpadded and padded, from the profile."""
+    steps = _profiled_steps(rec)
+    if not steps:
+        return Text(_NO_PROFILE)
+    _, plain, padded = steps
+    wave = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"
+    conf = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
+    return Text(f"Shared-memory stores at 4096³, Nsight Compute "
+                f"({_label(rec or study_recording())}): {plain.get(conf, 0) / 1e6:.1f} M of "
+                f"{plain[wave] / 1e6:.1f} M store wavefronts are conflicts without padding, "
+                f"{padded.get(conf, 0) / 1e6:.1f} M of {padded[wave] / 1e6:.1f} M with it.")
+
+
+def profile_waits(rec=None) -> Text:
+    """Where each profiled kernel waits, in sentences: the naive kernel on global memory
+    (and how much of it the L2 serves), the unpadded tiled kernel on shared memory, the
+    padded one on no single reason."""
+    steps = _profiled_steps(rec)
+    if not steps:
+        return Text(_NO_PROFILE)
+    naive, plain, padded = steps
     l2_read = naive.get("lts__t_sectors_srcunit_tex_op_read.sum", 0) * 32 / 1e9
     l2_hits = naive.get("lts__t_sector_hit_rate.pct")
     l2 = (f"most of those re-reads are L2 hits (the L2 serves {l2_read:.1f} GB of reads, "
           f"{l2_hits:.0f}% of its sectors hits), and it still reads " if l2_hits else "it reads ")
     rest = sorted(((v, k) for k, v in evidence.stall_reasons({"metrics": padded}).items()
                    if "selected" not in k), reverse=True)[:2]
-    warps, cycles, issue = warp_pace(padded)
-    st_wave = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"
+    _, cycles, _ = warp_pace(padded)
+    return Markdown(
+        f"* **The naive kernel waits for global memory**: a warp spends "
+        f"{naive[_LONG]:.0f} cycles per issued instruction stalled on 'long scoreboard', "
+        f"the wait for a global load. Every warp loads its own tiles of A and B at every "
+        f"step, so every tile of A is fetched again by each warp of its row of C: {l2}"
+        f"{naive['dram__bytes_read.sum'] / 1e9:.2f} GB from DRAM where the tiled kernel reads "
+        f"{padded['dram__bytes_read.sum'] / 1e9:.2f} GB. Its tensor pipe is busy "
+        f"{_pct(naive[_BUSY])} of the time.\n"
+        f"* **The tiled kernel with unpadded rows waits for shared memory** ('short "
+        f"scoreboard', {plain[_SHORT]:.1f} cycles per instruction): its fragment loads "
+        f"meet bank conflicts (section 7). Tensor pipe busy: {_pct(plain[_BUSY])}.\n"
+        f"* **With padded rows no single stall dominates.** The tensor pipe is busy "
+        f"{_pct(padded[_BUSY])} of the time. The largest stalls are "
+        + " and ".join(f"'{k}' {v:.1f}" for v, k in rest)
+        + " cycles per instruction ('wait': a fixed-latency dependency, such as an "
+        f"instruction that needs the result of the one just before it, chapter 07). With "
+        f"all the small ones, a warp takes {cycles:.1f} cycles from one instruction to its "
+        f"next.")
 
-    def st_conf(m):
-        return m.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", 0)
+
+def pace_summary(rec=None) -> Text:
+    """The padded kernel's pace, in sentences, from the pace table's columns: warps per
+    scheduler over cycles per issue gives the issue share; instructions and pipe cycles
+    per HMMA turn it into the tensor pipe's busy share, and bound it at full issue; the
+    registers set the warps."""
+    steps = _profiled_steps(rec)
+    if not steps:
+        return Text(_NO_PROFILE)
+    padded = steps[2]
+    warps, cycles, issue = warp_pace(padded)
+    every, per_hmma = hmma_pace(padded)
+    hmma_side = ("" if not (every and per_hmma) else
+                 f" Seen from the tensor pipe (the last two columns): one instruction in "
+                 f"{every:.1f} is an HMMA, and each keeps the pipe busy {per_hmma:.1f} cycles, "
+                 f"so {issue / 100:.2f} instructions per cycle keep it busy "
+                 f"{issue / 100:.2f} / {every:.1f} x {per_hmma:.1f} = "
+                 f"{_pct(issue / every * per_hmma)} of the time, the {_pct(padded[_BUSY])} "
+                 f"measured. Full issue, one instruction every cycle, would only just fill it "
+                 f"(1 / {every:.1f} x {per_hmma:.1f} = {_pct(100 / every * per_hmma)}: about full), and no "
+                 f"scheduler issues every cycle: with this many instructions per HMMA, more "
+                 f"warps alone cannot fill the pipe; fewer instructions per HMMA (more work in "
+                 f"each) can.")
     occ = _step_occupancy(studies.get(STUDY).steps[2])
     from gemm_kernels.core import device as _device
     from gemm_kernels.notebook.ch07_ablation import SCHEDULERS_PER_SM
@@ -880,38 +1011,12 @@ def profile_summary(rec=None) -> Text:
     reg_file, unit = lim["registers_per_sm"], lim["register_allocation_unit"]
     # registers are given out per warp, rounded up to the allocation unit
     alloc = -(-occ.registers_per_thread * 32 // unit) * unit // 32
-    hmma = padded.get("sm__inst_executed_pipe_tensor_op_hmma.sum")
-    pipe = padded.get("sm__pipe_tensor_op_hmma_cycles_active.sum")
-    every = padded["smsp__inst_executed.sum"] / hmma if hmma else None
-    per_hmma = pipe / hmma if hmma and pipe else None
-    hmma_side = ("" if not (every and per_hmma) else
-                 f" Seen from the tensor pipe: about 1 instruction in {every:.1f} is an HMMA, "
-                 f"and each keeps the pipe busy about {per_hmma:.0f} cycles, so "
-                 f"{issue / 100:.2f} instructions per cycle keep it busy about "
-                 f"{_pct(issue / every * per_hmma)} of the time, the "
-                 f"{_pct(padded[busy])} measured.")
     return Markdown(
-        f"* **The naive kernel waits for global memory**: a warp spends "
-        f"{naive[long_wait]:.0f} cycles per issued instruction stalled on 'long scoreboard', "
-        f"the wait for a global load. Every warp loads its own tiles of A and B at every "
-        f"step, so every tile of A is fetched again by each warp of its row of C: {l2}"
-        f"{naive['dram__bytes_read.sum'] / 1e9:.2f} GB from DRAM where the tiled kernel reads "
-        f"{padded['dram__bytes_read.sum'] / 1e9:.2f} GB. Its tensor pipe is busy "
-        f"{_pct(naive[busy])} of the time.\n"
-        f"* **The tiled kernel with unpadded rows waits for shared memory** ('short "
-        f"scoreboard', {plain[short_wait]:.1f} cycles per instruction): its fragment loads "
-        f"meet bank conflicts (the bank model above). Tensor pipe busy: {_pct(plain[busy])}.\n"
-        f"* **With padded rows no single stall dominates.** The short-scoreboard wait drops "
-        f"to {padded[short_wait]:.1f} cycles and the tensor pipe is busy {_pct(padded[busy])} "
-        f"of the time. The largest stalls are "
-        + " and ".join(f"'{k}' {v:.1f}" for v, k in rest)
-        + " cycles per instruction ('wait': a fixed-latency dependency, such as an "
-        f"instruction that needs the result of the one just before it, chapter 07). Together "
-        f"a warp takes {cycles:.1f} cycles from one instruction to its next.\n"
         f"* **Too few warps to hide those cycles.** A scheduler holds only {warps:.1f} warps "
         f"to switch between, each issuing once every {cycles:.1f} cycles: {warps:.1f} / "
-        f"{cycles:.1f} = {warps / cycles:.2f} instructions per cycle. The {_pct(issue)} of cycles in which "
-        f"it issued is the same measurement seen from the scheduler's side." + hmma_side
+        f"{cycles:.1f} = {warps / cycles:.2f} instructions per cycle. The {_pct(issue)} of "
+        f"cycles in which it issued is the same measurement seen from the scheduler's side."
+        + hmma_side
         + f"\n* **The registers set the number of warps.** Each thread of the tiled kernel "
         f"holds {occ.registers_per_thread} registers (its accumulators, its fragments and "
         f"the next tile's loads), so "
@@ -920,17 +1025,10 @@ def profile_summary(rec=None) -> Text:
         f"{occ.registers_per_thread} per thread take {alloc}: {occ.blocks_per_sm} x "
         f"{occ.threads_per_block} x {alloc} = "
         f"{occ.blocks_per_sm * occ.threads_per_block * alloc:,}): {occ.warps_per_sm} warps "
-        f"per SM, "
-        f"{occ.warps_per_sm // SCHEDULERS_PER_SM} per scheduler (limited by "
+        f"per SM, {occ.warps_per_sm // SCHEDULERS_PER_SM} per scheduler (limited by "
         f"{occ.limiter}). More warps cannot be resident, so each warp must carry more "
-        f"independent work (larger warp tiles, more loads in flight): the remedy chapter 14 "
-        f"takes.\n"
-        f"* **Padding costs a little on the stores.** With padded rows the 16-byte stores "
-        f"of a phase into the tiles no longer cover consecutive bytes, so some of them "
-        f"share banks: "
-        f"{st_conf(padded) / 1e6:.1f} M of the {padded[st_wave] / 1e6:.1f} M store "
-        f"wavefronts are conflicts with padding, {st_conf(plain) / 1e6:.1f} M of "
-        f"{plain[st_wave] / 1e6:.1f} M without, far fewer than it removes from the loads.")
+        f"independent work (larger warp tiles, wider instructions, more loads in flight): "
+        f"the remedy chapter 14 takes.")
 
 
 # The dense FP16 (FP32 accumulate) tensor-core rate of one SM per clock, in FLOP, from
