@@ -127,13 +127,48 @@ def test_bank_conflicts_prefer_the_sum_and_need_both_shares():
     assert ch02_coalescing.bank_conflicts({ch02_coalescing.DATA_PIPE_PCT: 60, wf: 100}) is None
 
 
-def test_the_profiled_rates_compare_the_block_sizes_at_both_sizes(monkeypatch):
-    text = str(ch02_coalescing.profiled_rates())
-    if studies.recording_of(ch02_coalescing.ALIGNMENT_L1) is not None:
-        assert "BLOCK =  8 at 2047" in text and "BLOCK = 8 reaches" in text
-    monkeypatch.setattr(studies, "recording_of", lambda name, shape=None: None)
-    monkeypatch.setattr(studies, "results", lambda *a, **k: [])
-    assert "not recorded" in str(ch02_coalescing.profiled_rates())
+def _fake_alignment_recording(monkeypatch, names):
+    """A recording whose timed rows are 1000 x BLOCK GFLOP/s (plus 1 at the odd size),
+    cuBLAS beside each at 50,000, for the steps of the alignment studies in `names`."""
+    from gemm_kernels.core.kernels import KERNELS
+    from gemm_kernels.measure import records
+    k = KERNELS["coalesced"]
+    rows = [{"chapter": "02", "kernel": "coalesced", "params": k.resolve(step.params),
+             "shape": list(shape), "source": k.source_hash(), "run": "r",
+             "gflops": {"median": 1000.0 * step.params["BLOCK"] + shape[0] % 2},
+             "reference": {"kernel": "cublas", "gflops": {"median": 50000.0}}}
+            for name in names for shape in studies.get(name).shapes
+            for step in studies.get(name).steps]
+    rec = records.Record({"name": "Test GPU"}, "2026-01-01T00:00:00Z", "abc", rows)
+    monkeypatch.setattr(studies, "recording_of", lambda name, shape=None: rec)
+
+
+def test_the_alignment_gap_compares_the_timed_block_sizes_at_both_sizes(monkeypatch):
+    _fake_alignment_recording(monkeypatch, (ch02_coalescing.ALIGNMENT,
+                                            ch02_coalescing.ALIGNMENT_BLOCK8))
+    assert str(ch02_coalescing.alignment_gap()) == (
+        f"Timed: BLOCK = 8 runs at {8000 / 32000:.0%} of BLOCK = 32's rate at 2048^3, "
+        f"and at {8001 / 32001:.0%} of it at 2047^3.")
+    # negative control: without BLOCK = 8's own run there is no gap to print
+    _fake_alignment_recording(monkeypatch, (ch02_coalescing.ALIGNMENT,))
+    assert "not timed" in str(ch02_coalescing.alignment_gap())
+
+
+def test_alignment_counts_table_sets_counted_wavefronts_beside_both_models():
+    t = list(ch02_coalescing.alignment_counts_table())
+    assert [(r["M = N = K"], r["BLOCK"]) for r in t][:3] == [(2048, 8), (2048, 16), (2048, 32)]
+    if studies.recording_of(ch02_coalescing.ALIGNMENT_L1) is None:
+        return
+    for r in t:
+        counted, bank = (float(r[c]) for c in ("L1 wavefronts/step (counted)",
+                                               "of which bank conflicts"))
+        assert 0 <= bank <= counted
+        if r["M = N = K"] == 2047:
+            # off the lines: no conflicts, and far fewer wavefronts than lines
+            assert bank == pytest.approx(0, abs=0.01)
+            assert counted < float(r["lines/step (model)"])
+        else:
+            assert counted == pytest.approx(float(r["bank words/step (model)"]), abs=0.01)
 
 
 def test_the_bank_picture_stacks_aligned_rows_on_one_bank():
@@ -215,34 +250,31 @@ def test_bank_words_count_the_busiest_bank_and_part_from_lines_off_powers_of_two
 
 def test_alignment_table_counts_lines_and_banks_on_and_off_lines():
     rows = {(r["BLOCK"], r["M = N = K"]): r for r in ch02_coalescing.alignment_table()}
-    assert [rows[32, n]["lines per step"] for n in (2048, 2047)] == ["2", "2.97"]
-    assert [rows[16, n]["lines per step"] for n in (2048, 2047)] == ["3", "3.47"]
+    assert [rows[32, n]["lines/step"] for n in (2048, 2047)] == ["2", "2.97"]
+    assert [rows[16, n]["lines/step"] for n in (2048, 2047)] == ["3", "3.47"]
     # aligned, the two counts coincide; at 2047 the rows of A leave their common bank
-    assert [rows[b, 2048]["words on the busiest bank per step"] for b in (16, 32)] == ["3", "2"]
-    assert {rows[b, 2047]["words on the busiest bank per step"] for b in (16, 32)} == {"2"}
+    assert [rows[b, 2048]["bank words/step"] for b in (8, 16, 32)] == ["5", "3", "2"]
+    assert {rows[b, 2047]["bank words/step"] for b in (8, 16, 32)} == {"2"}
 
 
 def test_alignment_table_sets_each_measured_rate_beside_both_limits(monkeypatch):
-    """With the alignment study recorded, each row carries the rate of the step with its
-    BLOCK and size and its share of each limit; without it, 'not timed'."""
-    from gemm_kernels.core.kernels import KERNELS
-    from gemm_kernels.measure import records, studies
-    k = KERNELS["coalesced"]
-    rows = [{"chapter": "02", "kernel": "coalesced", "params": k.resolve(step.params),
-             "shape": list(shape), "source": k.source_hash(), "run": "r",
-             "gflops": {"median": 1000.0 * step.params["BLOCK"] + shape[0] % 2}}
-            for shape in studies.get(ch02_coalescing.ALIGNMENT).shapes
-            for step in studies.get(ch02_coalescing.ALIGNMENT).steps]
-    rec = records.Record({"name": "Test GPU"}, "2026-01-01T00:00:00Z", "abc", rows)
-    monkeypatch.setattr(studies, "recording_of", lambda name, shape=None: rec)
+    """With the alignment studies recorded, each row carries the rate of the step with its
+    BLOCK and size, its own cuBLAS and its share of each limit; without them, 'not
+    timed'."""
+    _fake_alignment_recording(monkeypatch, (ch02_coalescing.ALIGNMENT,
+                                            ch02_coalescing.ALIGNMENT_BLOCK8))
     t = {(r["BLOCK"], r["M = N = K"]): r for r in ch02_coalescing.alignment_table()}
-    assert (t[32, 2048]["measured (GFLOP/s)"], t[16, 2047]["measured (GFLOP/s)"]) == (32000, 16001)
+    assert [t[b, 2047]["measured"] for b in (8, 16, 32)] == [8001, 16001, 32001]
+    assert t[8, 2048]["cuBLAS, same run"] == 50000
     r = t[16, 2047]
-    assert r["measured / line limit"] == f"{16001 / r['limit, one line per cycle (GFLOP/s)']:.0%}"
-    assert r["measured / bank limit"] == (
-        f"{16001 / r['limit, one bank word per cycle (GFLOP/s)']:.0%}")
+    assert r["of line limit"] == f"{16001 / r['line limit']:.0%}"
+    assert r["of bank limit"] == f"{16001 / r['bank limit']:.0%}"
+    # negative control: BLOCK = 8 comes only from its own study
+    _fake_alignment_recording(monkeypatch, (ch02_coalescing.ALIGNMENT,))
+    t = {(r["BLOCK"], r["M = N = K"]): r for r in ch02_coalescing.alignment_table()}
+    assert (t[8, 2047]["measured"], t[16, 2047]["measured"]) == ("not timed", 16001)
     monkeypatch.setattr(studies, "recording_of", lambda name, shape=None: None)
-    assert {r["measured (GFLOP/s)"] for r in ch02_coalescing.alignment_table()} == {"not timed"}
+    assert {r["measured"] for r in ch02_coalescing.alignment_table()} == {"not timed"}
 
 
 def test_alignment_l1_table_sets_counted_wavefronts_beside_both_models():
@@ -301,3 +333,16 @@ def test_misaligned_lines_adds_the_bank_count_once_the_lines_are_right(capsys):
     assert "busiest bank: 2 per step" in out and f"{lim['bank GFLOP/s']:,.0f}" in out
     if studies.recording_of(ch02_coalescing.ALIGNMENT) is not None:
         assert "of the bank limit" in out
+
+
+def test_the_naive_kernels_l1_bytes_are_a_share_of_the_l1s_width(monkeypatch):
+    from gemm_kernels.notebook import ch01_naive_dram
+    t = {"size": 4096, "ms": 100.0, "bytes": {"L1": 1e12}}
+    monkeypatch.setattr(ch01_naive_dram, "traffic", lambda study=None: t)
+    monkeypatch.setattr(ch01_naive_dram.roofline, "device_properties", lambda: H200)
+    text = str(ch02_coalescing.naive_l1_bytes())
+    # 1 TB in 0.1 s is 10 TB/s, against 132 x 1.98 GHz x 128 B
+    assert "10 TB/s" in text and f"{10e12 / (132 * 1.98e9 * 128):.0%} of the 33.5 TB/s" in text
+    # negative control: no recording, no number
+    monkeypatch.setattr(ch01_naive_dram, "traffic", lambda study=None: None)
+    assert "not in this recording" in str(ch02_coalescing.naive_l1_bytes())

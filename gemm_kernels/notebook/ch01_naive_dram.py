@@ -164,14 +164,25 @@ def summary(study: str = STUDY) -> Text:
         f"DRAM's bytes: {t['sectors_per_load']:.1f} sectors of 32 bytes per load "
         f"instruction of a warp, whose 32 lanes load 4 bytes each",
     ]
-    l1_gbps = device.smem_bandwidth_gbps(roofline.device_properties())
-    if l1_gbps:
+    rate = l1_byte_rate(t)
+    if rate:
         # bytes over time, against the L1's width (chapter 02): far below it, so the
         # L1's limit is not bytes
-        lines.append(f"  the L1's bytes over the timed run: {bytes_text(b['L1'] / (t['ms'] * 1e-3))}"
-                     f"/s, {b['L1'] / (t['ms'] * 1e-3) / (l1_gbps * 1e9):.0%} of the "
-                     f"{bytes_text(l1_gbps * 1e9)}/s its 128 bytes per SM and clock allow")
+        lines.append(f"  the L1's bytes over the timed run: {bytes_text(rate[0])}/s, "
+                     f"{rate[0] / rate[1]:.0%} of the {bytes_text(rate[1])}/s its 128 bytes "
+                     "per SM and clock allow")
     return Text("\n".join(lines))
+
+
+def l1_byte_rate(t: dict | None = None) -> tuple[float, float] | None:
+    """The sector bytes the profiled kernel asked of its L1 per second of the timed run,
+    and the L1's width in bytes per second (128 bytes per SM and clock, chapter 02), from
+    `traffic` (None where it or the width is missing)."""
+    t = traffic() if t is None else t
+    width = device.smem_bandwidth_gbps(roofline.device_properties())
+    if t is None or not width:
+        return None
+    return t["bytes"]["L1"] / (t["ms"] * 1e-3), width * 1e9
 
 
 def _profiled(params: dict, study: str):

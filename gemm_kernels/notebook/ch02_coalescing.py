@@ -36,6 +36,20 @@ def l1_bandwidth(props: dict | None = None) -> Text:
                 f"{props['sm_clock_mhz']:,.0f} MHz x {LINE_BYTES} B = {gbps / 1e3:,.1f} TB/s.")
 
 
+def naive_l1_bytes() -> Text:
+    """Chapter 01's naive kernel (`ch01_naive_dram`): the bytes of the sectors it asked of
+    its L1 per second of the timed run, as a share of the L1's width: far below it."""
+    from gemm_kernels.notebook import ch01_naive_dram
+    t = ch01_naive_dram.traffic()
+    rate = ch01_naive_dram.l1_byte_rate(t)
+    if rate is None:
+        return Text("Chapter 01's byte count is not in this recording.")
+    return Text(f"Chapter 01's naive kernel at {t['size']}^3 asked its L1 for "
+                f"{ch01_naive_dram.bytes_text(rate[0])}/s of sector bytes over the timed "
+                f"run: {rate[0] / rate[1]:.0%} of the {ch01_naive_dram.bytes_text(rate[1])}/s "
+                "above.")
+
+
 # ---------------------------------------------------------------- recorded counters
 
 def profiled(kernel: str, params: dict, study: str = L1_STUDY) -> dict:
@@ -199,35 +213,40 @@ def _mean(x) -> str:
     return f"{x:.2f}" if isinstance(x, float) else str(x)
 
 
-def alignment_table(blocks=(16, 32), sizes=(2048, MISALIGNED_N)) -> "Table":
+def alignment_table(blocks=(8, 16, 32), sizes=(2048, MISALIGNED_N)) -> "Table":
     """The coalesced kernel at each BLOCK and at square sizes whose rows are (2048) and are
-    not (2047) a whole number of 128-byte lines: a warp's wavefronts per step counted two
+    not (2047) a whole number of 128-byte lines: a warp's L1 cycles per step counted two
     ways, as the mean over 32 steps k (`ch01_02_sectors.line_limit`: lines, and words on
-    the busiest bank), the limit each gives at one wavefront per SM and cycle, and the
-    rate measured at both sizes in one run (the `ch02_alignment` study), where it was."""
+    the busiest bank), the limit each gives at one per SM and cycle, and the rate timed at
+    both sizes with cuBLAS timed beside it in the same run (`_alignment_row`)."""
     from gemm_kernels.core.table import Table
-    rec = studies.recording_of(ALIGNMENT)
     rows = []
     for b in blocks:
         for n in sizes:
             lim = model.line_limit("coalesced", {"BLOCK": b}, shape=(n, n, n),
                                    steps=MISALIGNED_STEPS)
-            measured = _alignment_rate({"BLOCK": b}, n, rec)
+            row = _alignment_row({"BLOCK": b}, n)
+            measured = row["gflops"]["median"] if row else None
+            cublas = ((row or {}).get("reference") or {}).get("gflops", {}).get("median")
 
             def share(limit):
                 return f"{measured / limit:.0%}" if measured is not None else "-"
             rows.append({"BLOCK": b, "M = N = K": n,
-                         "lines per step": _mean(lim["lines"]),
-                         "words on the busiest bank per step": _mean(lim["banks"]),
-                         "limit, one line per cycle (GFLOP/s)": lim["GFLOP/s"],
-                         "limit, one bank word per cycle (GFLOP/s)": lim["bank GFLOP/s"],
-                         "measured (GFLOP/s)": measured if measured is not None else "not timed",
-                         "measured / line limit": share(lim["GFLOP/s"]),
-                         "measured / bank limit": share(lim["bank GFLOP/s"])})
-    where = f"timed in one run, {rec.label}" if rec else "not timed"
+                         "lines/step": _mean(lim["lines"]),
+                         "bank words/step": _mean(lim["banks"]),
+                         "line limit": lim["GFLOP/s"],
+                         "bank limit": lim["bank GFLOP/s"],
+                         "measured": measured if measured is not None else "not timed",
+                         "cuBLAS, same run": cublas if cublas is not None else "-",
+                         "of line limit": share(lim["GFLOP/s"]),
+                         "of bank limit": share(lim["bank GFLOP/s"])})
+    rec = studies.recording_of(ALIGNMENT)
+    where = f"{rec.label}; " if rec else ""
     return Table(rows, list(rows[0]), title="coalesced: one warp's L1 cycles per step "
-                 f"(mean of {MISALIGNED_STEPS} steps) counted as lines and as words on the "
-                 f"busiest bank, with rows aligned to lines (2048) and not; rates {where}")
+                 f"(mean of {MISALIGNED_STEPS} steps) as 128-byte lines and as words on the "
+                 "busiest bank, rows aligned to lines (2048) and not (2047); limits and rates "
+                 f"in GFLOP/s, {where}each BLOCK's two sizes timed in one run (BLOCK = 16 and "
+                 "32 together, BLOCK = 8 in a run of its own)")
 
 
 ALIGNMENT_L1 = "ch02_alignment_l1"
@@ -269,6 +288,38 @@ def alignment_l1_table(study: str = ALIGNMENT_L1):
     where = rec.label if rec else "not recorded"
     return Table(rows, list(rows[0]), title="coalesced kernel, counted by Nsight Compute on "
                  f"and off 128-byte lines ({where})")
+
+
+def alignment_counts_table(study: str = ALIGNMENT_L1):
+    """The alignment section's evidence in one table, per size (aligned first) and BLOCK:
+    a warp's lines and words on the busiest bank per step (the two models, mean of 32
+    steps), the wavefronts the L1's data stage spent per warp and step and the bank
+    conflicts among them (Nsight Compute, `bank_conflicts`), and the rate timed outside
+    the profiler (`_alignment_rate`)."""
+    from gemm_kernels.core.table import Table
+    rec = studies.recording_of(study)
+    rows = []
+    for shape in sorted(studies.get(study).shapes, reverse=True):     # aligned first
+        for step, row in studies.results(study, shape, rec):
+            m = (row or {}).get("metrics", {})
+            lim = model.line_limit(step.kernel, step.params, shape=shape,
+                                   steps=MISALIGNED_STEPS)
+            _, warp_steps = model._warp_steps(step.kernel, step.params, shape)
+            wf, bank = m.get(model.WAVEFRONTS), bank_conflicts(m)
+            rate = _alignment_rate(step.params, shape[0])
+
+            def per(x):
+                return f"{round(x / warp_steps, 2) + 0.0:.2f}" if x is not None else "-"
+            rows.append({"M = N = K": shape[0], "BLOCK": step.params["BLOCK"],
+                         "lines/step (model)": _mean(lim["lines"]),
+                         "bank words/step (model)": _mean(lim["banks"]),
+                         "L1 wavefronts/step (counted)": per(wf),
+                         "of which bank conflicts": per(bank),
+                         "timed (GFLOP/s)": rate if rate is not None else "not timed"})
+    where = rec.label if rec else "not recorded"
+    return Table(rows, list(rows[0]), title="coalesced kernel on and off 128-byte lines: "
+                 f"one warp's L1 cycles per step, modelled and counted by Nsight Compute "
+                 f"({where}), and the rate timed without the profiler")
 
 
 # What the L1's stages counted for global loads (the `ch02_alignment_l1` study): the tag
@@ -323,29 +374,8 @@ def wavefront_parts_table(study: str = ALIGNMENT_L1):
     where = rec.label if rec else "not recorded"
     return Table(rows, list(rows[0]), title="coalesced kernel: the L1 data stage's "
                  f"wavefronts per warp and step, as Nsight Compute splits them ({where}; "
-                 "bank conflicts from their share of the L1's peak)")
-
-
-def profiled_rates(study: str = ALIGNMENT_L1, block: int = 8, best: int = 32) -> Text:
-    """The rate of the coalesced kernel at `block` and at `best` under the profiler, from
-    the time of each launch of one Nsight Compute run, on and off 128-byte lines: how much
-    of the gap between the block sizes the stride of the rows makes."""
-    rec = studies.recording_of(study)
-    rate = {}
-    for shape in sorted(studies.get(study).shapes, reverse=True):
-        for step, row in studies.results(study, shape, rec):
-            dur = ((row or {}).get("metrics") or {}).get(model.DURATION)
-            if dur and step.params["BLOCK"] in (block, best):
-                rate[shape[0], step.params["BLOCK"]] = 2 * shape[0] ** 3 / dur
-    if len(rate) < 4:
-        return Text("The profiler's times at both sizes were not recorded.")
-    (big, small) = sorted({n for n, _ in rate}, reverse=True)
-    lines = [f"BLOCK = {b:2d} at {n}: {rate[n, b]:,.0f} GFLOP/s" for n in (big, small)
-             for b in (block, best)]
-    return Text("Under the profiler (one run, at its lower clock):\n" + "\n".join(lines)
-                + f"\nBLOCK = {block} reaches {rate[big, block] / rate[big, best]:.0%} of "
-                f"BLOCK = {best}'s rate at {big}, {rate[small, block] / rate[small, best]:.0%} "
-                f"at {small}.")
+                 "the recording holds the bank conflicts as a percentage of the L1's peak, turned "
+                 "into a count through the data stage's own percentage and wavefronts)")
 
 
 def bank_picture(block: int = 8, sizes=(2048, MISALIGNED_N)):
@@ -386,17 +416,41 @@ def bank_picture(block: int = 8, sizes=(2048, MISALIGNED_N)):
     return fig
 
 
-ALIGNMENT = "ch02_alignment"
+# The timed comparison on and off lines: BLOCK = 16 and 32 in one run, BLOCK = 8 in a run
+# of its own (each row with the cuBLAS timed beside it).
+ALIGNMENT, ALIGNMENT_BLOCK8 = "ch02_alignment", "ch02_alignment_block8"
 
 
-def _alignment_rate(params: dict, n: int, rec) -> float | None:
-    """The median rate of the alignment study's step with these parameters at n^3."""
-    if rec is None or (n, n, n) not in studies.get(ALIGNMENT).shapes:
-        return None
-    for step, row in studies.results(ALIGNMENT, (n, n, n), rec):
-        if step.params.get("BLOCK") == params.get("BLOCK") and row:
-            return row["gflops"]["median"]
+def _alignment_row(params: dict, n: int) -> dict | None:
+    """The timed row of the coalesced kernel at this BLOCK and n^3 from the alignment
+    study that times that BLOCK (None where none recorded it)."""
+    for name in (ALIGNMENT, ALIGNMENT_BLOCK8):
+        rec = studies.recording_of(name)
+        if rec is None or (n, n, n) not in studies.get(name).shapes:
+            continue
+        for step, row in studies.results(name, (n, n, n), rec):
+            if step.params.get("BLOCK") == params.get("BLOCK") and row:
+                return row
     return None
+
+
+def _alignment_rate(params: dict, n: int) -> float | None:
+    """The median rate of `_alignment_row`."""
+    row = _alignment_row(params, n)
+    return row["gflops"]["median"] if row else None
+
+
+def alignment_gap(block: int = 8, best: int = 32, sizes=(2048, MISALIGNED_N)) -> Text:
+    """How far the small block trails the large one on and off 128-byte lines, from the
+    timed rates of the alignment studies: how much of the block-shape gap the stride of
+    the rows makes."""
+    rate = {(n, b): _alignment_rate({"BLOCK": b}, n) for n in sizes for b in (block, best)}
+    if None in rate.values():
+        return Text("The rates at both sizes were not timed.")
+    big, small = sizes
+    return Text(f"Timed: BLOCK = {block} runs at {rate[big, block] / rate[big, best]:.0%} of "
+                f"BLOCK = {best}'s rate at {big}^3, and at "
+                f"{rate[small, block] / rate[small, best]:.0%} of it at {small}^3.")
 
 
 def misaligned_lines(lines=None, limit=None) -> None:
@@ -434,7 +488,7 @@ def misaligned_lines(lines=None, limit=None) -> None:
               "divide it by your mean lines per step (all 32 lanes are active).")
         return
     rec = studies.recording_of(ALIGNMENT)
-    at_n, at_2048 = _alignment_rate(params, n, rec), _alignment_rate(params, 2048, rec)
+    at_n, at_2048 = _alignment_rate(params, n), _alignment_rate(params, 2048)
     said = (f"Right: {_mean(lim['lines'])} lines per step on average, a limit of "
             f"{lim['GFLOP/s']:,.0f} GFLOP/s; with aligned rows (N = 2048) {aligned['lines']} "
             f"lines and {aligned['GFLOP/s']:,.0f} GFLOP/s. Counted as words on the busiest "
