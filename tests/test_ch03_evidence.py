@@ -332,3 +332,43 @@ def test_the_swapped_kernel_swaps_only_the_two_thread_indices():
     assert [r["global sectors per warp and step (model)"] for r in t] == [8, 64]
     if t[1]["GFLOP/s"] is None:
         assert "not timed" in t.title
+
+
+def test_block_bounds_shows_the_model_or_the_counted_bound():
+    model, counted = ch03.block_bounds(), ch03.block_bounds(view="counted")
+    assert "counted bound GFLOP/s" not in model.columns
+    assert "% of shared + lines bound" in model.columns
+    assert "% of counted bound" in counted.columns
+    # the student's view leaves the count to the solution; both keep every column's value
+    assert "all wavefronts counted per warp and step" not in model.columns
+    for r in model:
+        if r["GFLOP/s"]:
+            assert r["% of shared + lines bound"] == \
+                f"{r['GFLOP/s'] / r['shared + lines bound GFLOP/s']:.0%}"
+
+
+def test_the_counted_share_line_gives_each_blocks_share(monkeypatch):
+    line = ch03.counted_share_line()
+    rows = ch03.block_bounds()
+    if any(r["% of counted bound"] == "-" for r in rows):
+        assert "not counted" in line
+    else:
+        assert " / ".join(r["% of counted bound"] for r in rows) in line
+    _fake_pipe(monkeypatch, None)
+    assert "not counted" in ch03.counted_share_line()
+
+
+def test_the_pipe_table_hides_the_unnamed_rest(monkeypatch):
+    _fake_pipe(monkeypatch, {"": 60, "_mem_lgds_cmd_read": 2, "_mem_shared_op_ld": 48,
+                             "_mem_shared_op_st": 2})
+    table, _ = _quiet(ch03.pipe_counts)
+    assert "other" not in table.columns and "total" in table.columns
+
+
+def test_the_swap_factors_are_those_of_the_table():
+    written, swapped = ch03.swap_measured()
+    line = ch03.swap_factors()
+    if not (written["GFLOP/s"] and swapped["GFLOP/s"]):
+        assert "not timed" in line
+        return
+    assert f"{written['GFLOP/s'] / swapped['GFLOP/s']:.1f}x" in line

@@ -483,6 +483,19 @@ def swap_measured(shape=(2048,) * 3) -> Table:
                  f"{when}")
 
 
+def swap_factors(shape=(2048,) * 3) -> str:
+    """One line from `swap_measured`: how many times slower the swapped kernel runs, and
+    how many times the wavefronts Nsight Compute counted per warp and step rise."""
+    written, swapped = swap_measured(shape)
+    if not (written["GFLOP/s"] and swapped["GFLOP/s"]):
+        return "the swapped kernel was not timed: no factor to compare"
+    rate = written["GFLOP/s"] / swapped["GFLOP/s"]
+    wf = [r["(Nsight Compute)"] for r in (written, swapped)]
+    counted = (f"the counted wavefronts rise {wf[1] / wf[0]:.1f}x" if "-" not in wf
+               else "the wavefronts were not counted")
+    return f"swapped against as written: the rate falls {rate:.1f}x, {counted}"
+
+
 # ------------------------------------------------------------------ appendix
 
 MEMORY_OPS = ("FFMA", "LDS", "LDS.128", "STS", "LDG", "BAR")
@@ -712,7 +725,8 @@ def pipe_counted(block: int, shape=SHAPE) -> dict | None:
 
 def pipe_counts(blocks=BLOCKS):
     """Per BLOCK, the L1 data pipe's wavefronts per warp and step, counted against the
-    model, part by part, and per multiply-add (the combined bound's input). Printed
+    model, part by part, and per multiply-add (the combined bound's input); the rest of
+    the count beyond the model's parts is in each row as "other", not shown. Printed
     first: the order of the BLOCKs by wavefronts per multiply-add, counted and modelled.
     Returns the Table, or a line saying the count was not recorded."""
     rows = []
@@ -732,16 +746,29 @@ def pipe_counts(blocks=BLOCKS):
     def order(i):   # the BLOCKs by wavefronts per multiply-add, most first
         return " > ".join(str(r["BLOCK"]) for r in
                           sorted(rows, key=lambda r: -float(r["per FFMA"].split(" / ")[i])))
-    b = rows[0]["BLOCK"]
     print(f"BLOCK by wavefronts per multiply-add, most first: counted {order(0)}, model "
-          f"{order(1)}\nthe stores of C, for scale: one warp instruction per "
-          f"{SHAPE[2] // b} steps at BLOCK = {b}")
-    return Table(rows, list(rows[0]), title=f"{KERNEL}: the L1 data pipe's wavefronts per "
+          f"{order(1)}")
+    # "other" (the count minus its three named parts) stays in the rows, not shown: the
+    # profile does not say what it is, and the total already includes it.
+    return Table(rows, [c for c in rows[0] if c != "other"], title=f"{KERNEL}: the L1 data pipe's wavefronts per "
                  f"warp and step at {SHAPE[0]}^3, counted by Nsight Compute / model "
                  f"({records.source()})")
 
 
-def block_bounds(blocks=BLOCKS, shape=(2048,) * 3) -> Table:
+# The columns `block_bounds` shows: the chapter's model (shared wavefronts plus the global
+# loads' lines) for the student notebook; the bound from Nsight Compute's count of every
+# wavefront on the pipe for the solution notebook, which splits that count (`pipe_counts`).
+BOUND_COLUMNS = {
+    "model": ["BLOCK", "FFMA per step", "shared wavefronts per warp and step",
+              "global lines per warp and step", "shared + lines bound GFLOP/s", "GFLOP/s",
+              "% of shared bound", "% of shared + lines bound"],
+    "counted": ["BLOCK", "lanes per warp", "all wavefronts counted per warp and step",
+                "counted bound GFLOP/s", "GFLOP/s", "% of shared bound",
+                "% of shared + lines bound", "% of counted bound"],
+}
+
+
+def block_bounds(blocks=BLOCKS, shape=(2048,) * 3, view: str = "model") -> Table:
     """Per BLOCK: three bounds and the measured rate against each. The shared bound counts
     the shared-memory wavefronts of a warp and step (bank model) at one per SM and clock.
     The second adds the 128-byte lines of the step's two global loads
@@ -750,7 +777,8 @@ def block_bounds(blocks=BLOCKS, shape=(2048,) * 3) -> Table:
     that many lanes of its warp: each FFMA instruction does BLOCK^2 multiply-adds, not 32,
     so both bounds scale by BLOCK^2 / 32 (`smem_ceiling` assumes full warps). The third
     puts in place of that sum the wavefronts Nsight Compute counted on the pipe, all
-    kinds together, at 4096^3 (`pipe_counted`), where recorded."""
+    kinds together, at 4096^3 (`pipe_counted`), where recorded. Every row holds all
+    three; `view` picks the columns shown (`BOUND_COLUMNS`)."""
     rows = []
     for b in blocks:
         c = ch03_04_tiles.smem_ceiling(KERNEL, {"BLOCK": b})
@@ -770,9 +798,24 @@ def block_bounds(blocks=BLOCKS, shape=(2048,) * 3) -> Table:
                      "shared bound GFLOP/s": bound, "shared + lines bound GFLOP/s": both,
                      "counted bound GFLOP/s": counted or "-",
                      "GFLOP/s": g, "% of shared bound": f"{g / bound:.0%}" if g else "-",
+                     "% of shared + lines bound": f"{g / both:.0%}" if g else "-",
                      "% of counted bound": f"{g / counted:.0%}" if g and counted else "-"})
-    return Table(rows, list(rows[0]), title=f"three bounds and the rate at "
-                                            f"{'x'.join(map(str, shape))} ({records.source()})")
+    what = {"model": "two bounds of the L1 data pipe", "counted": "the counted bound"}[view]
+    return Table(rows, BOUND_COLUMNS[view],
+                 title=f"{what} and the rate at {'x'.join(map(str, shape))} "
+                       f"({records.source()})")
+
+
+def counted_share_line(blocks=BLOCKS, shape=(2048,) * 3) -> str:
+    """One line: the rate as a share of the counted bound at each BLOCK (the bound that
+    puts every wavefront Nsight Compute counted on the pipe in place of the model's)."""
+    rows = block_bounds(blocks, shape)
+    if any(r["% of counted bound"] == "-" for r in rows):
+        return "the wavefronts on the pipe were not counted for every BLOCK"
+    return ("against every wavefront Nsight Compute counted on the pipe (at 4096^3; the "
+            "solution notebook splits them by kind), the rate is "
+            + " / ".join(r["% of counted bound"] for r in rows) + " of the bound at BLOCK = "
+            + " / ".join(str(r["BLOCK"]) for r in rows))
 
 
 def block_bounds_plot(blocks=BLOCKS, shape=(2048,) * 3):
@@ -787,7 +830,7 @@ def block_bounds_plot(blocks=BLOCKS, shape=(2048,) * 3):
             for r in block_bounds(blocks, shape)]
     n = "x".join(map(str, shape))
     return ch03_04_tiles.ceiling_plot(rows, shape[0],
-                                      title=f"{KERNEL} at {n}: each BLOCK's rate inside its "
+                                      title=f"{KERNEL} at {n}: each BLOCK's rate, as a % of its "
                                             "shared + global-lines bound",
                                       bound_label="shared wavefronts + global lines")
 

@@ -140,9 +140,12 @@ def wavefront_lanes(k: int = 0, ty: int = 0):
                     ax.text(b + 0.5, row + 0.5, str(readers[b][0]), ha="center",
                             va="center", fontsize=SMALL, color="white")
             lanes = [acc.lane for acc in phase.accesses]
+            shared = len(readers.get(min(served), ())) > 1
+            if shared:   # words every lane of the pass reads: the lanes across those cells
+                ax.text((min(served) + max(served) + 1) / 2, row + 0.5, _lanes_text(lanes),
+                        ha="center", va="center", fontsize=SMALL, color="white")
             ax.text(B + 0.5, row + 0.5, f"wavefront {row + 1}: {_lanes_text(lanes)}"
-                    + ("" if len(readers.get(min(served), ())) == 1 else
-                       f", all {len(lanes)} read these {len(served)} words"),
+                    + (f", all {len(lanes)} read these {len(served)} words" if shared else ""),
                     va="center", fontsize=SMALL)
             row += 1
         ax.set_xlim(-0.2, B + 14)
@@ -152,10 +155,11 @@ def wavefront_lanes(k: int = 0, ty: int = 0):
         ax.set_yticks([])
         for s in ("top", "right", "left"):
             ax.spines[s].set_visible(False)
+        ax.spines["bottom"].set_bounds(0, B)   # the axis spans the banks, not the notes
         ax.set_title(f"{title}  ->  {a.wavefronts} wavefront{'s' * (a.wavefronts != 1)}",
                      fontsize=TEXT)
     axes[-1].set_xlabel("bank (word w lives in bank w % 32); a number in a cell: the lane "
-                        "served", fontsize=SMALL)
+                        "served; a range: the lanes that all read that word", fontsize=SMALL)
     fig.suptitle("One warp's shared-memory accesses, as passes over the 32 banks",
                  fontsize=TEXT + 2)
     return fig
