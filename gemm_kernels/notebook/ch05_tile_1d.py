@@ -727,9 +727,11 @@ def bk_instructions_line(tile=None) -> str:
     per_ffma = c["per_bk"] / c["ffma_per_bk"]
     fixed_ffma = c["fixed"] / per_ffma
     f, _ = bk_model()
-    return (f"The loop counts at the top (compiled here) lie on one line: a step issues "
+    bks = ", ".join(str(b) for b in sorted(n))
+    return (f"The loop counts at the top (compiled here), split: a step issues "
             f"{c['fixed']:.0f} instructions whatever its depth ({c['bar']} BAR and "
-            f"{c['fixed'] - c['bar']:.0f} others) and {c['per_bk']:.2f} more per unit of BK.\n"
+            f"{c['fixed'] - c['bar']:.0f} others) plus {c['per_bk']:.2f} per unit of BK, "
+            f"exactly at BK = {bks}.\n"
             f"For the same {ffma[16]} FFMA, BK = 8 issues {steps} x {n[8]} = {steps * n[8]} "
             f"loop instructions and BK = 16 {n[16]}: {steps * n[8] / n[16]:.3f}x.\n"
             f"The fixed {c['fixed']:.0f} instructions take the issue slots of about "
