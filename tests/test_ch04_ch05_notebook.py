@@ -139,6 +139,34 @@ def test_bk_table_compiles_bk_32_outside_the_tunables():
     rows = {r["BK"]: r for r in ch05_tile_1d.bk_table()}
     assert rows[32]["spills (bytes)"] == 0 and rows[32]["registers"] > rows[16]["registers"]
     assert rows[32]["FFMA per barrier"] == 2 * rows[16]["FFMA per barrier"]
+    assert rows[32]["GFLOP/s at 2048^3"] == "not a tunable, not timed"
+
+
+def test_the_loop_counts_are_a_fixed_part_plus_a_part_per_bk():
+    """The loop's instructions lie on one line in BK (checked by bk_instructions); the
+    barriers are part of the fixed part; the printed ratio for the same FFMA is the one
+    the two counts give."""
+    c = ch05_tile_1d.bk_instructions()
+    assert c["bar"] == 2 and c["fixed"] > c["bar"] and c["per_bk"] > c["ffma_per_bk"]
+    n = {r["BK"]: r["loop instructions"] for r in c["rows"]}
+    line = ch05_tile_1d.bk_instructions_line()
+    assert f"2 x {n[8]} = {2 * n[8]}" in line and f"{2 * n[8] / n[16]:.3f}x" in line
+    assert f"{c['fixed']:.0f} instructions whatever its depth" in line
+
+
+def test_pair_counts_tell_ties_from_wins():
+    pairs = [({"TM": 2}, 100.0, 120.0), ({"TM": 2}, 100.0, 100.2), ({"TM": 4}, 100.0, 99.0)]
+    lines = ch05_tile_1d.pair_counts(pairs).splitlines()
+    assert lines[0] == "BK = 16 is faster in 1 of 3 pairs, slower in 1, level (within 0.5%) in 1"
+    assert lines[1].startswith("TM =  2: 2 pairs") and lines[2].startswith("TM =  4: 1 pairs")
+
+
+def test_the_refused_register_hungry_tile_spills_when_compiled_anyway():
+    import re
+    line = ch05_tile_1d.register_cap_line()
+    cap, regs, stores = (int(x) for x in re.search(
+        r"at most (\d+) registers; .*?: (\d+) registers, (\d+) bytes of spill stores", line).groups())
+    assert cap == 65536 // 1024 and regs <= cap and stores > 0, line
 
 
 @pytest.mark.parametrize("picture", [ch05_tile_1d.one_thread, ch05_tile_1d.copy_picture])
@@ -323,7 +351,7 @@ def test_the_clean_bk_pair_splits_its_time_into_instructions_and_cycles(capsys):
     line = capsys.readouterr().out
     rows = {r["step"]: r for r in table}
     assert set(rows) == {"BK = 8", "BK = 16"}
-    assert line.startswith("BK = 8 against BK = 16:") and "the cycles per instruction" in line
+    assert line.startswith("BK = 8 against BK = 16:") and "SM cycles per issued instruction" in line
     # three decimals, so that the product printed is the product of the factors printed
     import re
     inst, cpi, time = (float(x) for x in re.findall(r"(\d\.\d{3})x", line)[:3])
@@ -406,6 +434,8 @@ def test_the_mistakes_table_refuses_bm_where_bn_belongs_with_the_non_square_tile
     row = rows["tc = t % BM: BM where BN belongs"]
     assert row["step 2 (static)"] == "FAIL", row
     assert "BM = 32, BN = 128" in row["what step 2 says"], row
+    assert row["tc = ..., tr = ..."] == "t % BM, t / BM"
+    assert rows["the chapter's kernel"]["tc = ..., tr = ..."] == "t % BN, t / BN"
 
 
 def test_the_b_read_pictures_before_the_exercise_leave_its_answers_out():
@@ -482,6 +512,7 @@ def test_the_fixed_rest_fit_recovers_one_constant_per_block(monkeypatch):
     fitted = {(r["BLOCK"], r["layout"]): r["% of bound, fitted"] for r in t}
     assert fitted[32, "b"] > fitted[32, "a"]      # the cheaper layout sits further below
     assert fitted[32, "chapter 03, interior loop"] == round(100 * 50 / 60)
+    assert {r["layout"]: r["in the fit"] for r in t}["chapter 03, interior loop"].startswith("no")
 
 
 def test_the_recorded_shares_follow_the_fixed_rest_within_a_few_points():

@@ -7,6 +7,8 @@ from the recording; the functions only gather and lay them out.
 """
 from __future__ import annotations
 
+import re
+
 from gemm_kernels.core import analysis
 from gemm_kernels.core.kernels import get
 from gemm_kernels.core.table import Table
@@ -650,7 +652,10 @@ def mistakes(width: int = 240) -> Table:
         steps = {s.name: s for s in grade("05_tile_1d", src, gpu=False).steps}
         static = steps["static"]
         text = _whole_problems(static.detail, width)
-        rows.append({"submission": label, "step 2 (static)": static.status,
+        # the mapping as the student would write it, so that each verdict sits beside it
+        tc, tr = (re.search(rf"const int {v} = (.+?);", src).group(1) for v in ("tc", "tr"))
+        rows.append({"submission": label, "tc = ..., tr = ...": f"{tc}, {tr}",
+                     "step 2 (static)": static.status,
                      "step 3 (right numbers)": steps["correct"].status,
                      "what step 2 says": text})
     return Table(rows, list(rows[0]), title="the exercise's steps 2 and 3 without a GPU, on "
@@ -690,6 +695,81 @@ def bk_loop_counts(tile=None, bks=(8, 16, 32)) -> Table:
     return Table(rows, list(rows[0]), title=f"tile_1d, BM = {p0['BM']}, BN = {p0['BN']}, "
                  f"TM = {p0['TM']}: one step of the main loop per thread, counted in the SASS "
                  "(sm_90, compiled here)")
+
+
+def bk_instructions(tile=None, bks=(8, 16, 32)) -> dict:
+    """The loop counts of bk_loop_counts as a straight line in BK: a step issues `fixed`
+    instructions whatever its depth (`bar` of them barriers) and `per_bk` more per unit of
+    BK, of which `ffma_per_bk` FFMA. Raises if the counts are not on one line."""
+    rows = bk_loop_counts(tile, bks)
+    (b0, i0), (b1, i1) = ((r["BK"], r["loop instructions"]) for r in (rows[0], rows[-1]))
+    per_bk = (i1 - i0) / (b1 - b0)
+    fixed = i0 - per_bk * b0
+    if any(abs(fixed + per_bk * r["BK"] - r["loop instructions"]) > 1e-9 for r in rows):
+        raise ValueError("the loop's instructions are not a straight line in BK")
+    bars = {r["BAR"] for r in rows}
+    if len(bars) != 1:
+        raise ValueError("the barriers per step change with BK")
+    return {"rows": rows, "fixed": fixed, "bar": bars.pop(), "per_bk": per_bk,
+            "ffma_per_bk": rows[0]["FFMA"] / rows[0]["BK"]}
+
+
+def bk_instructions_line(tile=None) -> str:
+    """The static account of the clean pair's instruction ratio: the loop counts at
+    BK = 8, 16, 32 split into a fixed part per step and a part per unit of BK; the
+    instructions BK = 8 and BK = 16 issue for the same FFMA, and their ratio (the one the
+    profiler counts); and the fixed part in FFMA of issue, beside the fixed cost the
+    sweep's fit gives."""
+    c = bk_instructions(tile)
+    n = {r["BK"]: r["loop instructions"] for r in c["rows"]}
+    ffma = {r["BK"]: r["FFMA"] for r in c["rows"]}
+    steps = ffma[16] // ffma[8]
+    per_ffma = c["per_bk"] / c["ffma_per_bk"]
+    fixed_ffma = c["fixed"] / per_ffma
+    f, _ = bk_model()
+    bks = ", ".join(str(b) for b in sorted(n))
+    return (f"The loop counts at the top (compiled here), split: a step issues "
+            f"{c['fixed']:.0f} instructions whatever its depth ({c['bar']} BAR and "
+            f"{c['fixed'] - c['bar']:.0f} others) plus {c['per_bk']:.2f} per unit of BK, "
+            f"exactly at BK = {bks}.\n"
+            f"For the same {ffma[16]} FFMA, BK = 8 issues {steps} x {n[8]} = {steps * n[8]} "
+            f"loop instructions and BK = 16 {n[16]}: {steps * n[8] / n[16]:.3f}x.\n"
+            f"The fixed {c['fixed']:.0f} instructions take the issue slots of about "
+            f"{fixed_ffma:.0f} FFMA (at {per_ffma:.2f} instructions per FFMA); the fit to the "
+            f"sweep's pairs put the fixed cost per step at {f} FFMA.")
+
+
+def pair_counts(pairs, tie: float = 0.005) -> str:
+    """bk_scatter's pairs in words: how many BK = 16 wins, ties (within `tie`, relative)
+    or loses; then per TM the range and median of the gains."""
+    import statistics
+    r = [g16 / g8 for _, g8, g16 in pairs]
+    faster = sum(x > 1 + tie for x in r)
+    slower = sum(x < 1 - tie for x in r)
+    ties = len(r) - faster - slower
+    lines = [f"BK = 16 is faster in {faster} of {len(r)} pairs, slower in {slower}, "
+             f"level (within {tie:.1%}) in {ties}"]
+    for tm in sorted({c["TM"] for c, _, _ in pairs}):
+        g = sorted(g16 / g8 for c, g8, g16 in pairs if c["TM"] == tm)
+        lines.append(f"TM = {tm:2d}: {len(g)} pairs, BK=16 / BK=8 from {g[0]:.2f} to "
+                     f"{g[-1]:.2f}, median {statistics.median(g):.2f}")
+    return "\n".join(lines)
+
+
+def register_cap_line(p=None) -> str:
+    """A configuration the registry refuses for its registers, compiled anyway (without
+    the constraints): the cap its block size leaves a thread, and what ptxas made of it.
+    Default: BM = BN = 128, BK = 8, TM = 16, 1,024 threads."""
+    from gemm_kernels.core import compiler
+    p = p or {"BM": 128, "BN": 128, "BK": 8, "TM": 16}
+    p0, wide = _any_bk(p, (p["BK"],))
+    threads = p0["BM"] * p0["BN"] // p0["TM"]
+    res = compiler.resources(wide, p0)
+    return (f"BM = {p0['BM']}, BN = {p0['BN']}, BK = {p0['BK']}, TM = {p0['TM']}: "
+            f"{threads:,} threads per block leave a thread at most "
+            f"{min(255, 65536 // threads)} registers; compiled anyway ({res['arch']}): "
+            f"{res['registers']} registers, {res['spill_stores']} bytes of spill stores and "
+            f"{res['spill_loads']} of spill loads per thread")
 
 
 def check_prediction(bk: int | None, size: int = 2048) -> str:
@@ -749,8 +829,8 @@ def depth_stalls() -> Table:
         inst = a["instructions (billions)"] / b["instructions (billions)"]
         cpi = b["schedulers issue, % of cycles"] / a["schedulers issue, % of cycles"]
         # three decimals: at two, 1.04 x 1.00 = 1.03 reads as an arithmetic slip
-        print(f"BK = 8 against BK = 16: {inst:.3f}x the instructions x {cpi:.3f}x the cycles "
-              f"per instruction = {inst * cpi:.3f}x the time (measured: "
+        print(f"BK = 8 against BK = 16: {inst:.3f}x the instructions x {cpi:.3f}x the SM "
+              f"cycles per issued instruction = {inst * cpi:.3f}x the time (measured: "
               f"{a['time, ms'] / b['time, ms']:.3f}x)")
         print(evidence.profiled_against_timed(DEPTH_STALLS))
     else:
@@ -759,7 +839,8 @@ def depth_stalls() -> Table:
         if r["time, ms"] is not None:
             r["time, ms"] = f"{r['time, ms']:.1f}"
     table.title = (f"tile_1d, BM = BN = 64, TM = 16, at {_shape(DEPTH_STALLS)} under Nsight "
-                   "Compute, both depths in one run: waits in cycles per issued instruction")
+                   "Compute, both depths in one run: each warp's waits, in its cycles per issued "
+                   "instruction")
     return table
 
 
@@ -813,10 +894,11 @@ def bk_table(tile=None, bks=(8, 16, 32)) -> Table:
         res = compiler.resources(wide, p)
         occ = analysis.occupancy(p["BM"] * p["BN"] // p["TM"], res["registers"], res["smem_bytes"])
         h = analysis.summary(wide, p)["loop_histogram"]
+        tunable = bk in next(q.values for q in get("tile_1d").params if q.name == "BK")
         try:
             g = lookup.recorded("tile_1d", (2048,) * 3, p)["gflops"]["median"]
         except (LookupError, ValueError):
-            g = None
+            g = None if tunable else "not a tunable, not timed"
         rows.append({"BK": bk, "registers": res["registers"], "spills (bytes)": res["spill_stores"],
                      "shared memory (bytes)": res["smem_bytes"],
                      "blocks x warps per SM": f"{occ.blocks_per_sm} x {occ.threads_per_block // 32}"
