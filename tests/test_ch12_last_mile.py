@@ -695,3 +695,45 @@ def test_the_capstone_share_checks_the_busy_sms_at_the_one_block_rate(rec):
     c1 = c.rules(rec).tiles["128x128"]["c1_us_per_mfma"]
     text = c.capstone_share(1024, rec)
     assert f"64 x {c.fmt_number(2 / c1 / 1e3)} = {c.fmt_number(64 * 2 / c1 / 1e3)} GFLOP/s" in text
+
+
+def test_ragged_waves_count_one_wave_more_for_the_scalar_build(rec):
+    """At 4097 x 1023 x 515 the scalar 64 x 128 build fits one block fewer per SM, so its
+    blocks need two waves where the padded build's need one; at the aligned shape both
+    builds are one (negative control): the same waves, nothing for the waves to explain."""
+    text = str(c.ragged_waves((4097, 1023, 515), 64, 128, rec=rec))
+    scalar, padded = (c.wave_layout((4097, 1023, 515), 64, 128, 1, rec, padded=p)
+                      for p in (False, True))
+    assert scalar["per_sm"] + 1 == padded["per_sm"]
+    assert (scalar["waves"], padded["waves"]) == (2, 1)
+    assert "2 waves" in text and "1 wave;" in text and "The profile measured" in text
+    aligned = str(c.ragged_waves((4096, 1024, 515), 64, 128, rec=rec))
+    assert "should take 0% longer" in aligned and "2 waves" not in aligned
+
+
+def test_the_profile_names_a_step_the_shape_makes_the_same_launch(rec):
+    """Streaming loads exist only on the M == 1 path: at N == 1 the 'plain loads' step is
+    the same launch as the streaming one and says so; at M == 1 it is not (negative
+    control), nor is a launch with another split."""
+    rows = [(r["shape"], r["launch"]) for r in c.profile_table("ch12_gemv", rec)]
+    same = [(s, l) for s, l in rows if "the same launch as" in l]
+    assert same == [("4096x1x4096", next(l for s, l in rows
+                                         if s == "4096x1x4096" and "plain loads" in l))]
+    ragged = [r["launch"] for r in c.profile_table("ch12_ragged_n", rec)]
+    assert ["the same launch as" in l for l in ragged] == [False, False, False, True]
+
+
+def test_rate_choice_never_reveals_the_fastest_without_reveal(rec):
+    """The model's own pick is rated without the measured fastest (the exercise's answer);
+    reveal=True shows it; a choice that is no candidate prints the model's ranking, best
+    predicted first."""
+    shape = (256, 384, 16384)
+    ranking = c.ranked(shape, c.rules(rec), c._limits(rec))
+    best = ranking[0][1]
+    text = str(c.rate_choice(shape, *best, rec))
+    assert "the fastest configuration is" not in text and "the model's best:" not in text
+    assert "the fastest configuration is" in str(c.rate_choice(shape, *best, rec, reveal=True))
+    bad = str(c.rate_choice(shape, 64, 128, 31, rec))
+    listed = bad.split("predicted time over the best's): ")[1].split(", ")
+    assert [x.split()[0] for x in listed] == [f"{a}x{b}/{s}" for _, (a, b, s) in ranking]
+    assert listed[0].endswith("1.00x")
