@@ -190,6 +190,9 @@ def test_comparison_and_agreement_with_a_recording(monkeypatch):
     assert t[0]["ld wf ncu"] == pred["ld wavefronts"] + 5
     assert t[0]["ld ncu vs model, %"] == pytest.approx(100 * 5 / pred["ld wavefronts"])
     assert bc.agreement(t) == []                        # within 10 %
+    brief = bc.comparison([("transpose_smem", {})], brief=True)
+    assert brief.columns == list(bc.BRIEF) and brief[0]["ld wf ncu"] == t[0]["ld wf ncu"]
+    assert "ld conf ncu" not in repr(brief)
     diff = bc.agreement(t, tolerance=0.0)
     assert len(diff) == 1 and "ld wavefronts" in diff[0]
     assert bc.excess_is_conflicts(t)                    # 5 more wavefronts, 5 more conflicts

@@ -310,12 +310,12 @@ def test_little_table_gives_both_latencies_for_each_profiled_kernel():
         wait = w["loads"] / trips / w["clock"] / 1e3
         life = w["cycles"] / w["clock"] / 1e3
         assert r["bytes a warp reads (round trips)"] == f"{w['bytes']:,} ({trips})"
-        assert float(r["law with that wait: KB/µs per SM"]) == \
+        assert float(r["law (wait), KB/µs per SM"]) == \
             pytest.approx(w["resident"] * w["bytes"] / trips / wait / 1e3, abs=0.05)
-        assert float(r["law with the whole life: KB/µs per SM"]) == \
+        assert float(r["law (life), KB/µs per SM"]) == \
             pytest.approx(w["resident"] * w["bytes"] / life / 1e3, abs=0.05)
         # a warp's whole life is longer than its wait for loads
-        assert float(r["a warp's whole life, µs"]) >= float(r["wait for loads per round trip, µs"])
+        assert float(r["warp life, µs"]) >= float(r["load wait per round trip, µs"])
 
 
 def test_the_naive_store_touches_a_sector_a_lane_and_the_tiled_store_a_row_of_them():
@@ -323,6 +323,27 @@ def test_the_naive_store_touches_a_sector_a_lane_and_the_tiled_store_a_row_of_th
     assert c.warp_store_sectors(False) == 4                 # 32 floats, 128 bytes
     assert c.warp_store_sectors(False, "double") == 8
     assert c.warp_store_sectors(True, "double") == 32
+
+
+def test_the_naive_sector_bound_is_the_copys_bytes_over_an_element_and_a_sector():
+    rows = c.naive_sector_bound()
+    assert [r["T"] for r in rows] == ["float", "double"]
+    # float: 2 x 4 bytes over 4 + 32; double: 2 x 8 over 8 + 32
+    assert rows[0]["sector bound, % of device copy"] == pytest.approx(100 * 8 / 36)
+    assert rows[1]["sector bound, % of device copy"] == pytest.approx(40.0)
+    assert rows[0]["sectors a warp store: naive"] == 32 and rows[0]["coalesced"] == 4
+    for r in rows:
+        if r["timed, % of device copy"] is not None:
+            assert 0 < r["timed, % of device copy"] < 100
+
+
+def test_tile_rates_resolves_each_tile_with_the_other_defaults():
+    rows = c.tile_rates()
+    assert [r["TILE"] for r in rows] == [64, 32]
+    # float, VEC_BYTES = 16: TILE / 4 lanes x ROWS = 16 rows of threads
+    assert [r["threads a block"] for r in rows] == [256, 128]
+    for r in rows:
+        assert (r["GB/s"] is None) == (r["% of device copy"] is None)
 
 
 def test_the_tile_picture_has_three_panels():

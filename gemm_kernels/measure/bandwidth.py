@@ -42,7 +42,8 @@ def table(kernels, shapes=((8192, 8192), (8191, 4097)), types=("float",),
                              "% of device copy": lookup.share(r)})
     return Table(rows, ["kernel", "T", "shape", "GB/s", "min", "max", "copy same run",
                         "% of device copy"],
-                 title=f"GB/s = (bytes read + bytes written) / time, {records.source()}")
+                 title=f"GB/s = (bytes read + bytes written) / time, {records.source()}",
+                 pct_decimals=1)
 
 
 def best(tab, shape, T="float", op_kernels=None) -> dict | None:

@@ -194,10 +194,17 @@ def _short(name, p):
     return {n: p[n] for n in keep}
 
 
-def comparison(configs, as_written: bool = False):
+# The columns a short comparison keeps: the wavefronts and how far Nsight Compute's lie
+# from the model's (the conflicts are the wavefronts above one a request).
+BRIEF = ("params", "ld wf model", "ld wf ncu", "st wf model", "st wf ncu",
+         "ld ncu vs model, %", "st ncu vs model, %")
+
+
+def comparison(configs, as_written: bool = False, brief: bool = False):
     """A Table, per (kernel, params): the launch's shared ld/st wavefronts and bank
     conflicts predicted by the model next to those Nsight Compute recorded ('-' where
-    the recording has no counters for that configuration), and their ratio."""
+    the recording has no counters for that configuration), and their ratio. `brief`:
+    only the wavefronts and the two percentages (`BRIEF`), at one decimal."""
     from gemm_kernels.core.table import Table
     t = wavefronts.comparison(configs, lambda n, p, shape: predict(n, p, shape, as_written),
                               _short, exact=False)
@@ -216,6 +223,8 @@ def comparison(configs, as_written: bool = False):
     at = (f"whole launches at {' x '.join(map(str, shapes.pop()))}" if len(shapes) == 1
           else "whole launches, each at its profiled shape" if shapes else "")
     title = t.title.replace(" (", f", {at} (", 1) if at else t.title
+    if brief:
+        return Table(t, list(BRIEF), title=title, pct_decimals=1)
     return Table(t, list(t[0]) if t else t.columns, title=title)
 
 

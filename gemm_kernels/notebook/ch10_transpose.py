@@ -20,6 +20,7 @@ from gemm_kernels.exercises.notebooks import solution_source
 SQUARE, ODD = (8192, 8192), studies.ODD_TRANSPOSE
 DRAM_STUDY = "ch10_dram"
 WARP = 32
+SECTOR = 32                     # bytes: the unit of traffic between the SMs and the L2
 _BYTES = {"LDG": 4, "LDG.64": 8, "LDG.128": 16}
 _ITEM = {"float": 4, "double": 8}
 LONG = "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"
@@ -399,6 +400,7 @@ def plot_round_trips(shape=ODD, rows: int = 8):
              ("the exercise: every load first", [want])]
     fig, ax = plt.subplots(figsize=(10, 2.6))
     tick = lat / 25
+    end = 0.0
     for y, (name, trips) in zip((2, 1, 0), lanes):
         t = 0.0
         for n in trips:
@@ -411,8 +413,9 @@ def plot_round_trips(shape=ODD, rows: int = 8):
             t += n * tick
         ax.text(t + tick, y, f"{len(trips)} round trip{'s' * (len(trips) > 1)}",
                 va="center", fontsize=9)
+        end = max(end, t)
     ax.set_yticks([2, 1, 0], [n for n, _ in lanes], fontsize=9)
-    ax.set_xlim(0, 2 * (lat + 2 * want * tick) * 1.15)
+    ax.set_xlim(0, end + 0.35 * lat)                   # room for the last "round trips" label
     ax.set_xlabel(f"time, µs (a round trip drawn as {lat:.2f} µs, the latency the copy's "
                   "Little's law implies below)")
     ax.set_title(f"One warp of a float copy, TILE = 32, ROWS = {rows} (SASS order; schematic)\n"
@@ -509,14 +512,14 @@ def little_table(study: str = DRAM_STUDY) -> Table:
         wait = w["loads"] / trips / w["clock"] / 1e3           # µs per round trip
         life = w["cycles"] / w["clock"] / 1e3                   # µs
         out.append({"kernel": w["step"],
-                    "warps resident per SM": f"{w['resident']:.1f}",
+                    "warps per SM": f"{w['resident']:.1f}",
                     "bytes a warp reads (round trips)": f"{w['bytes']:,} ({trips})",
-                    "wait for loads per round trip, µs": f"{wait:.2f}",
-                    "law with that wait: KB/µs per SM": f"{w['resident'] * w['bytes'] / trips / wait / 1e3:.1f}",
-                    "a warp's whole life, µs": f"{life:.2f}",
-                    "law with the whole life: KB/µs per SM": f"{w['resident'] * w['bytes'] / life / 1e3:.1f}",
-                    "DRAM read, measured: KB/µs per SM": f"{w['read GB/s'] / sms:.1f}",
-                    "timed % of device copy": w["timed"]})
+                    "load wait per round trip, µs": f"{wait:.2f}",
+                    "law (wait), KB/µs per SM": f"{w['resident'] * w['bytes'] / trips / wait / 1e3:.1f}",
+                    "warp life, µs": f"{life:.2f}",
+                    "law (life), KB/µs per SM": f"{w['resident'] * w['bytes'] / life / 1e3:.1f}",
+                    "DRAM read, KB/µs per SM": f"{w['read GB/s'] / sms:.1f}",
+                    "timed, % of device copy": w["timed"]})
     shape = studies.get(study).shapes[0] if out else ODD
     return Table(out, list(out[0]) if out else ["kernel"],
                  title=f"Little's law, two ways ({_shape_text(shape)}, float; Nsight Compute at "
@@ -747,7 +750,7 @@ def warp_store_sectors(naive: bool, t: str = "float", tile: int = 32, shape=SQUA
     item = _ITEM[t]
     # naive: out[c * rows + r] with c = lane, r = 0; tiled: out[(col0 + ty) * rows + row0 + tx]
     offsets = [(lane * rows if naive else lane) * item for lane in range(min(WARP, tile))]
-    return len({o // 32 for o in offsets})
+    return len({o // SECTOR for o in offsets})
 
 
 def plot_tile_transpose(t: str = "float", tile: int = 32):
@@ -822,14 +825,43 @@ def memory_families(kernel: str, params: dict | None = None) -> list[str]:
     return sorted({f for _, f, _ in body if f.split(".")[0] in ("LDG", "STG", "LDS", "STS")})
 
 
-def shared_wait_share(kernel: str, study: str = DRAM_STUDY) -> float | None:
-    """The share of a profiled kernel's warp time spent waiting on shared memory (the
-    short-scoreboard and MIO-throttle stalls), or None when not profiled."""
-    w = next((w for w in warp_times(study) if w["kernel"] == kernel), None)
-    if w is None:
-        return None
-    r = w["reasons"]
-    return (r.get("short_scoreboard", 0) + r.get("mio_throttle", 0)) / w["cycles"]
+def tile_rates(kernel: str = "transpose_fast", tiles=(64, 32), shape=SQUARE,
+               t: str = "float") -> Table:
+    """The recorded rate of `kernel` at each TILE, every other parameter at its default:
+    for the vector transpose, the default TILE = 64 (a 2-way conflict in the bank model)
+    against TILE = 32 (none). The two differ in more than the conflict (the tile, a
+    block's threads), so the table bounds the conflict's cost; it does not isolate it."""
+    k = kernel_of(kernel)
+    rows = []
+    for tile in tiles:
+        p = k.resolve({"T": t, "TILE": tile})
+        r = _recorded(kernel, shape, p)
+        rows.append({"TILE": tile, "threads a block": k.threads(p)[0] * k.threads(p)[1],
+                     "GB/s": r["gbps"]["median"] if r else None,
+                     "% of device copy": lookup.share(r) if r else None})
+    return Table(rows, list(rows[0]),
+                 title=f"{kernel}, {t}, {_shape_text(shape)}, other parameters at their defaults "
+                       f"({records.source()})", pct_decimals=1)
+
+
+def naive_sector_bound(shape=SQUARE, types=("float", "double")) -> Table:
+    """The naive transpose against what its sectors allow. Per element the device copy
+    moves the element's bytes in and out, in whole 32-byte sectors; the naive kernel reads
+    its element coalesced but stores it as one element in a sector of its own
+    (`warp_store_sectors`), so between the SMs and the L2 it moves the element's bytes
+    plus a whole sector. Moving sectors as fast as the device copy, it would reach
+    2 x element / (element + sector) of the copy's rate; beside that, what it reached."""
+    rows = []
+    for t in types:
+        item = _ITEM[t]
+        rows.append({"T": t,
+                     "sectors a warp store: naive": warp_store_sectors(True, t),
+                     "coalesced": warp_store_sectors(False, t),
+                     "sector bound, % of device copy": 100 * 2 * item / (item + SECTOR),
+                     "timed, % of device copy": _share("transpose_naive", shape, {"T": t})})
+    return Table(rows, list(rows[0]),
+                 title=f"transpose_naive, {_shape_text(shape)}: sectors against the timed rate "
+                       f"({records.source()})", pct_decimals=1)
 
 
 # ------------------------------------------------------------------ the exercise, for the solution
