@@ -230,3 +230,10 @@ def test_the_tile_step_keeps_the_waves_and_lowers_the_reuse():
     assert before["waves"] == after["waves"]
     assert float(after["FFMA per word copied"]) < float(before["FFMA per word copied"])
     assert ch06_tiles.tile_step_table().columns[2] == "blocks at 4096^3"
+
+
+def test_per_instruction_counts_per_tile_not_per_step():
+    from gemm_kernels.memory import ch05_06_thread_tiles as tiles
+    t = tiles.per_instruction([("tile_2d_reg", {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8})])
+    assert "per tile" in t.columns and "per step" not in t.columns
+    assert "one tile" in t.title and "step" not in t.title

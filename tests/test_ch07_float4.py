@@ -287,3 +287,18 @@ def test_tile_stores_title_counts_the_float4s_each_thread_stores():
     assert "each two float4s of A per tile" in two.texts[0].get_text()
     plt.close(one)
     plt.close(two)
+
+
+def test_scalar_reads_of_the_transposed_tile_merge_in_the_ptx():
+    from gemm_kernels.notebook import display
+    k = ch07_ablation.scalar_a_reads()
+    assert "a[i] = As[k][tr * TM + i];" in k.source_text()
+    assert "reinterpret_cast<const float4*>(&As[k]" not in k.source_text()
+    line = str(display.ptx_shared_loads(k, ch07_ablation.K5)).splitlines()[0]
+    assert line.endswith("32 x ld.shared.v4.f32")   # no scalar ld.shared.f32 left
+
+
+def test_the_verdict_says_which_run_each_control_was_timed_in():
+    lines = ch07_ablation.verdict().splitlines()
+    assert "timed in the same run as the steps" in lines[-1]    # timed_variants, one run
+    assert all(r["run"] for r in ch07_ablation.steps()[:3])

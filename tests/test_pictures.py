@@ -255,6 +255,8 @@ def test_thread_map_shows_the_reads_of_the_source(name, params, k):
     a_src, b_src, per_k = reads(t, k)
     assert (a, b) == (a_src, b_src)
     assert sum(p.get_gid() == "FMA" for p in ax.patches) == len(a_src) * len(b_src)
+    # one value of k, not "one step" (which the chapters use for one tile of BK values)
+    assert f"at one value of k (k = {k})" in holder.get_title() and "step" not in holder.get_title()
     caption = holder.get_xlabel()
     assert f"{per_k} shared-memory reads" in caption
     assert f"{len(a_src) * len(b_src)} FMAs" in caption

@@ -212,7 +212,7 @@ def _short(kernel, p) -> str:
 
 def per_instruction(configs, warp: int = 0):
     """A Table: per configuration and operand, the loads one warp (`warp`) issues per
-    step, grouped by SASS instruction and cost: count, wavefronts each, ideal each."""
+    tile (one BK slice of K), grouped by SASS instruction and cost: count, wavefronts each, ideal each."""
     from gemm_kernels.core.table import Table
     rows = []
     for name, params in configs:
@@ -221,10 +221,10 @@ def per_instruction(configs, warp: int = 0):
         for i, a, n in wavefronts.distinct(mine, lambda i, a: (i.group, i.sass, a.wavefronts, a.ideal)):
             rows.append({"kernel": g.kernel, "params": _short(g.kernel, g.params),
                          "operand": i.group, "SASS": i.sass, "example": i.what,
-                         "per step": n, "wavefronts each": a.wavefronts, "ideal each": a.ideal})
-    return Table(rows, ["kernel", "params", "operand", "SASS", "example", "per step",
+                         "per tile": n, "wavefronts each": a.wavefronts, "ideal each": a.ideal})
+    return Table(rows, ["kernel", "params", "operand", "SASS", "example", "per tile",
                         "wavefronts each", "ideal each"],
-                 title=f"shared loads of warp {warp} in one step along K (bank model)")
+                 title=f"shared loads of warp {warp} in one tile (one BK slice of K; bank model)")
 
 
 def step_summary(configs):

@@ -508,7 +508,7 @@ def patch_plot(size: int = 2048, ax=None):
                     xytext=(-10 if crowded else 10, -3), textcoords="offset points",
                     ha="right" if crowded else "left", fontsize=9)
     ax.set_xlim(min(xs) - 38, max(xs) + 38)
-    ax.set_xlabel("warp FFMA per shared wavefront (the warp's 32 threads, one step; bank model)")
+    ax.set_xlabel("warp FFMA per shared wavefront (the warp's 32 threads, one tile; bank model)")
     ax.set_ylabel(f"TFLOP/s at {size:,}^3")
     ax.set_title(f"The K5 tile's four patches, {records.recording_label()}", fontsize=10)
     ax.grid(True, alpha=0.3)

@@ -19,6 +19,8 @@ kernel's source.
 """
 from __future__ import annotations
 
+import re
+
 from gemm_kernels.core import analysis
 from gemm_kernels.measure import studies, timing
 
@@ -60,9 +62,10 @@ def steps(shape=(4096, 4096, 4096)) -> list[dict]:
     out = []
     for (step, r), (_, c) in zip(timed, counted):
         row = {"kernel": step.kernel, "GFLOP/s": None, "share": None, "registers": None,
-               "blocks/SM": None}
+               "blocks/SM": None, "run": None}
         if r is not None:
             row["GFLOP/s"] = r["gflops"]["median"]
+            row["run"] = r.get("run")
             row["share"] = timing.share(r)
             regs = (r.get("binary") or {}).get("registers")
             if regs is not None:
@@ -85,9 +88,10 @@ def _promised(shape) -> dict:
     r = lookup.variant_row(with_min_blocks("float4_a_rows", 2), shape, K5) \
         if tuple(shape) == PROMISED_SHAPE else None
     row = {"kernel": "float4_a_rows", "GFLOP/s": None, "share": None, "registers": None,
-           "blocks/SM": None, **{title: None for title in COUNTERS}}
+           "blocks/SM": None, "run": None, **{title: None for title in COUNTERS}}
     if r is not None:
         regs = r["binary"]["registers"]
+        row["run"] = r.get("run")
         row.update({"GFLOP/s": r["gflops"]["median"], "share": timing.share(r),
                     "registers": regs, "spill bytes": r["binary"]["local_size_bytes"],
                     "blocks/SM": analysis.kernel_occupancy(
@@ -157,6 +161,10 @@ def verdict(shape=(4096, 4096, 4096)) -> str:
     if any(x[k] is None for x in r[:3] for k in need):
         return "Not every step of the ablation is recorded; nothing to conclude."
     g = [x["GFLOP/s"] for x in r]
+
+    def run_of(x):   # a control's ratio divides by step 2: say whether one run gave both
+        same = x["run"] is not None and x["run"] == r[1]["run"]
+        return "timed in the same run as the steps" if same else "timed in another run"
     sl = "shared-load instructions (M)"
     ls = "load + store instructions (M)"
     w, iss = "warps resident per SM", "issue slots used (%)"
@@ -172,12 +180,13 @@ def verdict(shape=(4096, 4096, 4096)) -> str:
         f"In all x{g[2] / g[0]:.2f}, of which x{g[2] / g[1]:.2f} came with the step that "
         f"doubled the warps per SM and left the shared loads as they were."]
         + ([] if r[3]["GFLOP/s"] is None or r[3][w] is None else [
-            f"Control, the transposed tile at one block per SM ({r[3][w]:.1f} warps): "
-            f"x{r[3]['GFLOP/s'] / g[1]:.2f} over the 16-byte loads alone, issue slots used "
-            f"{r[3][iss]:.0f}%."])
+            f"Control, the transposed tile at one block per SM ({r[3][w]:.1f} warps; "
+            f"{run_of(r[3])}): x{r[3]['GFLOP/s'] / g[1]:.2f} over the 16-byte loads alone, "
+            f"issue slots used {r[3][iss]:.0f}%."])
         + ([] if r[4]["GFLOP/s"] is None else [
             f"Control, the row-major tile promised two blocks per SM ({r[4]['registers']} "
-            f"registers, {r[4]['blocks/SM']} blocks per SM): x{g[4] / g[1]:.2f} over the "
+            f"registers, {r[4]['blocks/SM']} blocks per SM; {run_of(r[4])}): "
+            f"x{g[4] / g[1]:.2f} over the "
             f"16-byte loads alone; the transposed tile adds x{g[2] / g[4]:.2f} to that."]))
 
 
@@ -505,6 +514,26 @@ def memory_instructions(kernel, params=None, start: str = "LDG", limit: int = 14
 def _kernel(name):
     from gemm_kernels.core.launch import kernel_of
     return kernel_of(name)
+
+
+# The float4 read of A at one k in 07_float4.cu, and the same read a float at a time.
+_FLOAT4_A_READ = re.compile(
+    r"for \(int i = 0; i < TM; i \+= 4\) \{\s*"
+    r"const float4 v = \*reinterpret_cast<const float4\*>\(&As\[k\]\[tr \* TM \+ i\]\);\s*"
+    r"a\[i\] = v\.x; a\[i \+ 1\] = v\.y; a\[i \+ 2\] = v\.z; a\[i \+ 3\] = v\.w;\s*\}")
+_SCALAR_A_READ = "for (int i = 0; i < TM; ++i) a[i] = As[k][tr * TM + i];"
+
+
+def scalar_a_reads():
+    """`float4` with one change: its reads of A at one k written a float at a time,
+    `a[i] = As[k][tr * TM + i]`, as a student may write them in the transposed tile.
+    For the static analysis only (its PTX: does the front end merge them into 128-bit
+    loads?): compiled here, never timed."""
+    k = _kernel("float4")
+    text, n = _FLOAT4_A_READ.subn(_SCALAR_A_READ, k.source_text())
+    if n != 1:
+        raise ValueError(f"{k.source}: expected one float4 read of As[k][tr * TM + i], found {n}")
+    return k.with_code(text, name="float4, A read a float at a time", source=k.source)
 
 
 # ------------------------------------------------------------------ a register budget

@@ -143,6 +143,8 @@ def tile_stores(BK: int = 8, rows: int = 8, BM: int = 128, BN: int = 128, TM: in
     wf = banks.analyse(ch07_09_patterns.a_store(BM=BM, BK=BK, PAD=0, s=0)).wavefronts
     _grid_axes(ax_t, rows, BK, list(range(rows)),
                [f"k={k} (store {k % 4})" for k in range(BK)], "m", "")
+    if rows < BK:   # few columns: cells twice as wide as tall, so that "t10.x" fits in one
+        ax_t.set_aspect(0.5)
     ax_t.set_title("transposed tile As[k][m] (this chapter):\n"
                    "4 STS.32 per float4, one per row k", fontsize=TEXT)
     who = ", ".join(f"t{t}" for t in firsts[:-1]) + f" and t{firsts[-1]}"

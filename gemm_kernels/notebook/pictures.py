@@ -253,12 +253,12 @@ _PANEL, _FINE, _ZOOM, _LINED = 4.0, 6.0, 40, 4.0
 
 def thread_map(kernel: str, params=None, threads=None, k: int = 0, overview: bool = True):
     """Which outputs of one block's C tile each thread computes, and what one thread
-    reads from shared memory at one step k and the FMAs those values feed.
+    reads from shared memory at one value of k and the FMAs those values feed.
 
     kernel: tile_1d, tile_2d, tile_2d_reg or tile_2d_strided; params: its tunables
     (None: the registry's defaults). threads: the threads to colour (None: threads 0,
     1, 2 and the first thread of warp 1); the reads are those of the first of them.
-    k: the step inside the BK-deep tiles of A and B whose reads are shown.
+    k: the value of k inside the BK-deep tiles of A and B whose reads are shown.
 
     When a single output would be too small to see, a middle panel enlarges the
     top-left corner of the tile; `overview=False` then leaves out the whole tile and
@@ -378,14 +378,14 @@ def _draw_owners(ax, grid, colour, rows, cols, fine):
 
 
 def _draw_reads(holder, g, t, colour, k):
-    """Thread t at step k as an outer product: the column of As values it reads (left),
+    """Thread t at one value of k as an outer product: the column of As values it reads (left),
     the row of Bs values (top), and one square per FMA they feed, at row i and column
     j for As value i and Bs value j; the squares are the thread's outputs.
 
     `holder` fills the panel's place in the layout and carries the title and the
     caption; the schematic, with equal squares, is an inset that shrinks inside it.
     Shrunk directly, the panel would leave its title where the layout made no room."""
-    holder.set_title(f"Thread {t} at one step, k = {k}:\n"
+    holder.set_title(f"Thread {t} at one value of k (k = {k}):\n"
                      "the values it reads, the FMAs they feed", fontsize=TEXT + 1)
     out = g.outputs(t)
     a_rows = sorted({r for r, _ in out})      # As[r][k] for each row of its outputs
