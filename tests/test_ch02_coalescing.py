@@ -337,12 +337,40 @@ def test_misaligned_lines_adds_the_bank_count_once_the_lines_are_right(capsys):
 
 def test_the_naive_kernels_l1_bytes_are_a_share_of_the_l1s_width(monkeypatch):
     from gemm_kernels.notebook import ch01_naive_dram
-    t = {"size": 4096, "ms": 100.0, "bytes": {"L1": 1e12}}
+    t = {"size": 4096, "ms": 100.0, "bytes": {"L1": 1e12},
+         "kernel": "naive", "params": {"BLOCK": 32, "MAPPING": "x->row"}}
     monkeypatch.setattr(ch01_naive_dram, "traffic", lambda study=None: t)
     monkeypatch.setattr(ch01_naive_dram.roofline, "device_properties", lambda: H200)
     text = str(ch02_coalescing.naive_l1_bytes())
     # 1 TB in 0.1 s is 10 TB/s, against 132 x 1.98 GHz x 128 B
     assert "10 TB/s" in text and f"{10e12 / (132 * 1.98e9 * 128):.0%} of the 33.5 TB/s" in text
+    # x->row: 33 sectors in 33 lines, one 32-byte sector in each 128-byte line
+    assert "MAPPING = x->row" in text and "1 sector of 32 bytes" in text and "25% of a line" in text
     # negative control: no recording, no number
     monkeypatch.setattr(ch01_naive_dram, "traffic", lambda study=None: None)
     assert "not in this recording" in str(ch02_coalescing.naive_l1_bytes())
+
+
+def test_alignment_counts_table_sets_each_rate_against_its_bank_limit(monkeypatch):
+    monkeypatch.setattr(ch02_coalescing, "_alignment_rate", lambda params, n: 4182.0)
+    monkeypatch.setattr(model, "device_props", lambda: H200)
+    for r in ch02_coalescing.alignment_counts_table():
+        # the full warp's 16,727 GFLOP/s over the busiest bank's words
+        limit = 132 * 1980 * 64 / 1e3 / float(r["bank words/step (model)"])
+        assert r["timed / bank limit"] == f"{4182.0 / limit:.0%}"
+
+
+def test_a_pitch_of_whole_sectors_but_not_whole_lines_keeps_sectors_and_spreads_banks():
+    t = {(r["row pitch (floats)"], r["BLOCK"]): r for r in ch02_coalescing.padded_pitch()}
+    for b in (8, 16, 32):
+        aligned, odd, padded = t[2048, b], t[2047, b], t[2056, b]
+        assert padded["sectors/step"] == aligned["sectors/step"]       # no sector more
+        assert float(odd["sectors/step"]) > float(aligned["sectors/step"])
+        assert padded["bank words/step"] == odd["bank words/step"] == "2"
+    assert t[2048, 8]["bank words/step"] == "5"          # whole lines: rows on one bank
+
+
+def test_the_kernel_skeleton_hides_the_two_index_lines():
+    text = str(ch02_coalescing.kernel_skeleton())
+    assert "threadIdx.x / BLOCK" not in text and "threadIdx.x % BLOCK" not in text
+    assert "const int row = ...;" in text and "acc += A[row * K + k] * B[k * N + col];" in text

@@ -44,10 +44,14 @@ def naive_l1_bytes() -> Text:
     rate = ch01_naive_dram.l1_byte_rate(t)
     if rate is None:
         return Text("Chapter 01's byte count is not in this recording.")
-    return Text(f"Chapter 01's naive kernel at {t['size']}^3 asked its L1 for "
-                f"{ch01_naive_dram.bytes_text(rate[0])}/s of sector bytes over the timed "
-                f"run: {rate[0] / rate[1]:.0%} of the {ch01_naive_dram.bytes_text(rate[1])}/s "
-                "above.")
+    lim = model.line_limit(t["kernel"], t["params"])
+    per_line = lim["sectors"] / lim["lines"]
+    return Text(f"Chapter 01's naive kernel ({model.label(t['kernel'], t['params'])}) at "
+                f"{t['size']}^3 asked its L1 for {ch01_naive_dram.bytes_text(rate[0])}/s of "
+                f"sector bytes over the timed run: {rate[0] / rate[1]:.0%} of the "
+                f"{ch01_naive_dram.bytes_text(rate[1])}/s above. Its warps use "
+                f"{per_line:.0f} sector of {model.SECTOR} bytes in each {model.LINE}-byte line "
+                f"they touch, {per_line * model.SECTOR / model.LINE:.0%} of a line.")
 
 
 # ---------------------------------------------------------------- recorded counters
@@ -243,10 +247,8 @@ def alignment_table(blocks=(8, 16, 32), sizes=(2048, MISALIGNED_N)) -> "Table":
     rec = studies.recording_of(ALIGNMENT)
     where = f"{rec.label}; " if rec else ""
     return Table(rows, list(rows[0]), title="coalesced: one warp's L1 cycles per step "
-                 f"(mean of {MISALIGNED_STEPS} steps) as 128-byte lines and as words on the "
-                 "busiest bank, rows aligned to lines (2048) and not (2047); limits and rates "
-                 f"in GFLOP/s, {where}each BLOCK's two sizes timed in one run (BLOCK = 16 and "
-                 "32 together, BLOCK = 8 in a run of its own)")
+                 f"(mean of {MISALIGNED_STEPS} steps), and the limit each count gives; GFLOP/s, "
+                 f"{where}each BLOCK's two sizes timed in one run")
 
 
 ALIGNMENT_L1 = "ch02_alignment_l1"
@@ -315,11 +317,13 @@ def alignment_counts_table(study: str = ALIGNMENT_L1):
                          "bank words/step (model)": _mean(lim["banks"]),
                          "L1 wavefronts/step (counted)": per(wf),
                          "of which bank conflicts": per(bank),
-                         "timed (GFLOP/s)": rate if rate is not None else "not timed"})
+                         "timed (GFLOP/s)": rate if rate is not None else "not timed",
+                         "timed / bank limit": f"{rate / lim['bank GFLOP/s']:.0%}"
+                         if rate is not None and lim["bank GFLOP/s"] else "-"})
     where = rec.label if rec else "not recorded"
-    return Table(rows, list(rows[0]), title="coalesced kernel on and off 128-byte lines: "
-                 f"one warp's L1 cycles per step, modelled and counted by Nsight Compute "
-                 f"({where}), and the rate timed without the profiler")
+    return Table(rows, list(rows[0]), title="coalesced kernel: one warp's L1 cycles per "
+                 f"step, modelled and counted by Nsight Compute ({where}); rates timed "
+                 "without the profiler")
 
 
 # What the L1's stages counted for global loads (the `ch02_alignment_l1` study): the tag
@@ -373,9 +377,7 @@ def wavefront_parts_table(study: str = ALIGNMENT_L1):
                          if None not in (data, tag, bank) else "-"})
     where = rec.label if rec else "not recorded"
     return Table(rows, list(rows[0]), title="coalesced kernel: the L1 data stage's "
-                 f"wavefronts per warp and step, as Nsight Compute splits them ({where}; "
-                 "the recording holds the bank conflicts as a percentage of the L1's peak, turned "
-                 "into a count through the data stage's own percentage and wavefronts)")
+                 f"wavefronts per warp and step, as Nsight Compute splits them ({where})")
 
 
 def bank_picture(block: int = 8, sizes=(2048, MISALIGNED_N)):
@@ -451,6 +453,41 @@ def alignment_gap(block: int = 8, best: int = 32, sizes=(2048, MISALIGNED_N)) ->
     return Text(f"Timed: BLOCK = {block} runs at {rate[big, block] / rate[big, best]:.0%} of "
                 f"BLOCK = {best}'s rate at {big}^3, and at "
                 f"{rate[small, block] / rate[small, best]:.0%} of it at {small}^3.")
+
+
+def padded_pitch(pitches=(2048, MISALIGNED_N, 2056), blocks=(8, 16, 32)) -> "Table":
+    """The model's counts (no measurement) for the coalesced kernel with rows `pitch`
+    floats apart, mean of 32 steps: a pitch of whole 128-byte lines (2048) stacks a warp's
+    rows of A on one bank; an odd pitch (2047) spreads them but shifts rows off the
+    sectors; a pitch of whole 32-byte sectors that is not whole lines (2056 = 8 mod 32
+    floats) keeps the aligned sector count and spreads the banks too."""
+    from gemm_kernels.core.table import Table
+    rows = []
+    for n in pitches:
+        for b in blocks:
+            lim = model.line_limit("coalesced", {"BLOCK": b}, shape=(n, n, n),
+                                   steps=MISALIGNED_STEPS)
+            rows.append({"row pitch (floats)": n,
+                         "pitch mod 32 floats": n % LINE_FLOATS, "BLOCK": b,
+                         "sectors/step": _mean(lim["sectors"]),
+                         "lines/step": _mean(lim["lines"]),
+                         "bank words/step": _mean(lim["banks"])})
+    return Table(rows, list(rows[0]), title="coalesced: the model's counts per warp and "
+                 f"step (mean of {MISALIGNED_STEPS} steps) for three row pitches; computed, "
+                 "not measured")
+
+
+def kernel_skeleton() -> Text:
+    """The chapter's coalesced kernel with its two index lines replaced by a comment that
+    says what they compute, not how: shown before the chapter times the kernel, while
+    the exercise still asks for those two lines."""
+    from gemm_kernels.notebook import display
+    lines = str(display.source("coalesced")).splitlines()
+    i = next(i for i, line in enumerate(lines) if "const int row" in line)
+    pad = lines[i][:len(lines[i]) - len(lines[i].lstrip())]
+    lines[i:i + 2] = [pad + "const int row = ...;   // which row of the tile this thread takes,",
+                      pad + "const int col = ...;   // and which column: the exercise below"]
+    return Text("\n".join(lines))
 
 
 def misaligned_lines(lines=None, limit=None) -> None:
