@@ -384,6 +384,12 @@ def mistakes(gpu: bool | None = None) -> Table:
     steps = [c for c in graded[0] if c not in ("mistake", "what the grader says", "its hint")]
     rows = [{**r, "failed at": next((c for c in steps if r[c] == FAIL), "-"),
              "what shows it": grader_in_short(r["what the grader says"])} for r in graded]
+    # one step for every row says nothing per row: it goes into the title instead
+    failed = {r["failed at"] for r in rows}
+    if len(failed) == 1:
+        return Table(rows, ["mistake", "what shows it"],
+                     title=f"the solution with one mistake each, graded as a submission: "
+                           f"every one fails at step '{failed.pop()}'; what shows it")
     return Table(rows, ["mistake", "failed at", "what shows it"],
                  title="the solution with one mistake each, graded as a submission: the "
                        "first step that failed, and what shows it")
