@@ -273,3 +273,57 @@ def test_small_numbers_are_written_as_powers_of_ten():
     from gemm_kernels.notebook import ch13_wmma as ch13
     assert ch13._scientific(0.00012) == "1.2 x 10⁻⁴"
     assert ch13._scientific(2.9e-7) == "2.9 x 10⁻⁷"
+
+
+def test_the_main_loop_is_the_backward_branch_with_the_most_hmma():
+    """`main_loop` takes the K loop, not a small loop of the prologue or epilogue, and
+    `loop_opcodes` counts it by group: every opcode in exactly one group."""
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    sass = "\n".join([".L_x_1:", "        /*0000*/ IADD3 R1, R1, 0x1, RZ ;",
+                      "        /*0010*/ @P0 BRA `(.L_x_1) ;",
+                      ".L_x_2:", "        /*0020*/ LDSM.16.M88.4 R4, [R2] ;",
+                      "        /*0030*/ HMMA.16816.F32 R8, R4, R6, R8 ;",
+                      "        /*0040*/ @P1 BRA `(.L_x_2) ;"])
+    assert ch13.main_loop(sass) == ["LDSM.16.M88.4", "HMMA.16816.F32", "BRA"]
+    text = str(ch13.loop_opcodes())
+    import re
+    total, hmma = map(int, re.search(r"(\d+) instructions for (\d+) HMMA", text).groups())
+    groups = [int(n) for n in re.findall(r"^\* [^:]+: (\d+)", text, re.M)]
+    assert hmma == 32 and sum(groups) == total and "LDSM" in text and "IMAD" in text
+
+
+def test_the_naive_kernel_is_said_to_wait_on_latency_with_dram_far_from_busy():
+    """The naive kernel's DRAM is busy a small share of its peak (the recorded counter),
+    so the summary calls its wait latency, not bandwidth; the evidence of the tiles
+    counts global load instructions per HMMA from the counters."""
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    rows = [m for _, m in ch13.profile_rows() if m]
+    if not rows:
+        pytest.skip("the profile is not recorded")
+    assert rows[0]["dram__throughput.avg.pct_of_peak_sustained_elapsed"] < 20
+    assert "not on bandwidth" in str(ch13.profile_waits())
+    assert "global load instructions per HMMA 4 -> 0.125" in str(ch13.naive_to_tiled_evidence())
+
+
+def test_the_pace_arithmetic_uses_the_printed_values_and_states_the_pipe_ceiling():
+    import re
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    text = str(ch13.pace_summary())
+    if "not in the recording" in text:
+        pytest.skip("the profile is not recorded")
+    for a, b, c, pct in re.findall(r"([\d.]+) / ([\d.]+) x ([\d.]+) = (\d+)%", text):
+        assert round(100 * float(a) / float(b) * float(c)) == int(pct)
+    a, b, pct = re.search(r"at most (\d+) / ([\d.]+) = (\d+)% of the peak", text).groups()
+    assert round(100 * int(a) / float(b)) == int(pct)
+
+
+def test_the_ratio_and_the_errors_read_as_printed():
+    """The FP16 / FP32 column is the ratio of the printed rates; the error table has one
+    row per kernel and one column per size."""
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    for r in ch13.tensor_core_gain():
+        got = float(f"{r['FP16 (FP32 accumulate) TFLOP/s']:.3g}") / float(f"{r['FP32 TFLOP/s']:.3g}")
+        assert abs(r["FP16 / FP32"] - got) < 1e-9
+    t = ch13.timed_errors()
+    if len(t):
+        assert [r["kernel"] for r in t] == ["wmma_naive", "wmma_tiled", "cublas_hgemm"]

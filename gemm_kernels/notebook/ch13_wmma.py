@@ -10,6 +10,8 @@ that a plot never mixes GPUs.
 """
 from __future__ import annotations
 
+import re
+
 from gemm_kernels.core import compiler, device
 from gemm_kernels.core.kernels import get
 from gemm_kernels.core.table import Table, fmt_number
@@ -66,7 +68,9 @@ def tensor_core_gain(rec=None) -> Table:
         if s and h and s["run"] == h["run"]:
             rows.append({"size": f"{n}³", "FP32 TFLOP/s": _tflops(s),
                          "FP16 (FP32 accumulate) TFLOP/s": _tflops(h),
-                         "FP16 / FP32": h["gflops"]["median"] / s["gflops"]["median"]})
+                         # the ratio of the rates as printed (3 figures), so that a reader
+                         # dividing the two columns finds the same number
+                         "FP16 / FP32": float(f"{_tflops(h):.3g}") / float(f"{_tflops(s):.3g}")})
     return Table(rows, ["size", "FP32 TFLOP/s", "FP16 (FP32 accumulate) TFLOP/s",
                         "FP16 / FP32"],
                  title=f"cuBLAS, each timed on its own in one run ({_label(rec)})")
@@ -353,7 +357,7 @@ def grader_in_short(said: str) -> str:
     """The grader's message for a mistake cut to what shows it (the check that caught it,
     or how many elements were wrong and where), for a narrow table; the full message is
     `mistake_hints`'s."""
-    import re
+
     if "passed another pointer" in said:
         return "the lanes of a warp passed different pointers (the emulation's check)"
     if "ThreadSanitizer" in said:
@@ -380,6 +384,12 @@ def mistakes(gpu: bool | None = None) -> Table:
     steps = [c for c in graded[0] if c not in ("mistake", "what the grader says", "its hint")]
     rows = [{**r, "failed at": next((c for c in steps if r[c] == FAIL), "-"),
              "what shows it": grader_in_short(r["what the grader says"])} for r in graded]
+    # one step for every row says nothing per row: it goes into the title instead
+    failed = {r["failed at"] for r in rows}
+    if len(failed) == 1:
+        return Table(rows, ["mistake", "what shows it"],
+                     title=f"the solution with one mistake each, graded as a submission: "
+                           f"every one fails at step '{failed.pop()}'; what shows it")
     return Table(rows, ["mistake", "failed at", "what shows it"],
                  title="the solution with one mistake each, graded as a submission: the "
                        "first step that failed, and what shows it")
@@ -407,7 +417,7 @@ def sass_counts(kernel: str, params: dict | None = None) -> Table:
     """The instructions that matter here, counted in the kernel's SASS (for the GPU the
     analysis describes): tensor-core mma (HMMA), fragment loads from shared memory
     (LDSM: ldmatrix), other shared and global loads, shared stores."""
-    import re
+
     sass = compiler.sass(get(kernel), params or {})
     ops = re.findall(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", sass, re.M)
     groups = {"HMMA (tensor core)": "HMMA", "LDSM (ldmatrix)": "LDSM", "LDS": "LDS",
@@ -441,7 +451,7 @@ def naive_loads() -> Text:
     step along K (its loads, the MOVM that transpose B's pairs in registers, and its two
     HMMA), and the loads counted by width."""
     import collections
-    import re
+
     sass = compiler.sass(get(NAIVE), {})
     lines = [l.strip() for l in sass.splitlines() if re.search(r"\b(LDG|HMMA|MOVM)\.", l)]
     first = [i for i, l in enumerate(lines) if "HMMA" in l][:2]
@@ -459,6 +469,58 @@ def naive_loads() -> Text:
             f"and {wide} LDG.E.64, the epilogue's read of C (beta != 0).")
     return Text("The first step along K (its loads, its MOVM and its two HMMA; other "
                 "instructions left out):\n\n" + "\n".join(step) + "\n\n" + textwrap.fill(said, 88))
+
+
+def main_loop(sass: str) -> list[str]:
+    """The opcodes of a kernel's main loop in its SASS: the backward branch whose body
+    (from its target label to the branch) holds the most HMMA, so the K loop rather than
+    a small loop of the prologue or the epilogue."""
+    lines = sass.splitlines()
+    labels = {m.group(1): i for i, l in enumerate(lines) if (m := re.match(r"^(\.L_x_\d+):", l))}
+    best: list[str] = []
+    for i, l in enumerate(lines):
+        m = re.search(r"\bBRA\b.*`\((\.L_x_\d+)\)", l)
+        if m and labels.get(m.group(1), i) < i:
+            body = [o for b in lines[labels[m.group(1)]:i + 1] if (o := _opcode(b))]
+            if sum(o.startswith("HMMA") for o in body) > sum(o.startswith("HMMA") for o in best):
+                best = body
+    return best
+
+
+def _opcode(line: str) -> str | None:
+    m = re.match(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", line)
+    return m.group(1) if m else None
+
+
+# What each group of the main loop's opcodes does (any other opcode: address arithmetic
+# and moves, the integer work that computes where to load and store).
+LOOP_GROUPS = (("the tensor core", ("HMMA",)),
+               ("memory and the barrier", ("LDSM", "LDS", "LDG", "STS", "BAR")),
+               ("branches and their tests", ("BRA", "BSSY", "BSYNC", "ISETP", "PLOP3")))
+
+
+def loop_opcodes(kernel: str = TILED, params: dict | None = None) -> Text:
+    """The main loop of a kernel's SASS, counted by opcode and grouped by what the
+    instructions do: what a warp issues per tile of K, and how many per HMMA."""
+    import collections
+    ops = collections.Counter(o.split(".")[0] for o in main_loop(compiler.sass(get(kernel),
+                                                                              params or {})))
+    total, hmma = sum(ops.values()), ops.get("HMMA", 0)
+    if not hmma:
+        return Text(f"{kernel}: no loop with HMMA found in its SASS.")
+    named = {o for _, group in LOOP_GROUPS for o in group}
+    groups = [(name, [o for o in group if ops.get(o)]) for name, group in LOOP_GROUPS]
+    groups.append(("address arithmetic and moves",
+                   [o for o, _ in ops.most_common() if o not in named]))
+    said = [f"* {name}: {sum(ops[o] for o in group)} ("
+            + ", ".join(f"{ops[o]} {o}" for o in group) + ")" for name, group in groups]
+    overhead = sum(ops[o] for _, group in groups[2:] for o in group)
+    return Markdown(f"The main loop of {kernel} (one tile of K, per warp): {total} "
+                    f"instructions for {hmma} HMMA, {total / hmma:.1f} per HMMA (the profile's count "
+                    f"is higher: it includes the prologue and the epilogue).\n\n"
+                    + "\n".join(said)
+                    + f"\n\nBranches and address arithmetic together: {overhead} of {total} "
+                    f"({_pct(100 * overhead / total)}).")
 
 
 # ------------------------------------------------------------------ 5. measured
@@ -685,7 +747,7 @@ def plot_profile(rec=None, ax=None):
     busy = [m.get("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", 0)
             for _, m in rows]
     ax[0].barh(labels, busy, color="tab:blue")
-    ax[0].set_xlabel("tensor pipe busy, % of its peak cycles")
+    ax[0].set_xlabel("% of cycles the HMMA pipe is busy")
     ax[0].set_xlim(0, 100)
     for i, b in enumerate(busy):
         ax[0].text(b + 1, i, f"{b:.0f}%", va="center", fontsize=8)
@@ -854,13 +916,16 @@ def timed_errors(rec=None) -> Table:
     rec = rec or recording()
     rows = []
     for k in (NAIVE, TILED, "cublas_hgemm"):
+        row = {"kernel": k}
         for n in SIZES:
             r = _row(k, n, rec=rec)
             if r and "error_over_bound" in r:
-                rows.append({"kernel": k, "size": f"{n}³",
-                             "largest |error| / bound": r["error_over_bound"]})
-    return Table(rows, ["kernel", "size", "largest |error| / bound"],
-                 title=f"The outputs of the timed runs ({_label(rec)})")
+                row[f"{n}³"] = r["error_over_bound"]
+        if len(row) > 1:
+            rows.append(row)
+    return Table(rows, ["kernel", *(f"{n}³" for n in SIZES)],
+                 title=f"Largest |error| / bound in the outputs of the timed runs "
+                       f"({_label(rec)})")
 
 
 # ------------------------------------------------------------------ 9. explore
@@ -925,8 +990,12 @@ def naive_to_tiled_evidence(rec=None) -> Text:
         return Text(_NO_PROFILE)
     naive, _, padded = steps
     t = [m["gpu__time_duration.sum"] / 1e6 for m in (naive, padded)]
+    loads = "smsp__inst_executed_op_global_ld.sum"
+    hmma = "sm__inst_executed_pipe_tensor_op_hmma.sum"
+    per = [m[loads] / m[hmma] for m in (naive, padded)]
     return Text(f"Nsight Compute at 4096³ ({_label(rec or study_recording())}), naive -> "
-                f"tiled (rows padded): DRAM read {naive['dram__bytes_read.sum'] / 1e6:,.0f} -> "
+                f"tiled (rows padded): global load instructions per HMMA {per[0]:g} -> "
+                f"{per[1]:g}; DRAM read {naive['dram__bytes_read.sum'] / 1e6:,.0f} -> "
                 f"{padded['dram__bytes_read.sum'] / 1e6:,.0f} MB; wait for global loads "
                 f"('long scoreboard') {naive[_LONG]:.0f} -> {padded[_LONG]:.1f} cycles per "
                 f"issued instruction; time {t[0]:.1f} -> {t[1]:.2f} ms (x{t[0] / t[1]:.1f}).")
@@ -957,18 +1026,24 @@ def profile_waits(rec=None) -> Text:
     naive, plain, padded = steps
     l2_read = naive.get("lts__t_sectors_srcunit_tex_op_read.sum", 0) * 32 / 1e9
     l2_hits = naive.get("lts__t_sector_hit_rate.pct")
-    l2 = (f"most of those re-reads are L2 hits (the L2 serves {l2_read:.1f} GB of reads, "
-          f"{l2_hits:.0f}% of its sectors hits), and it still reads " if l2_hits else "it reads ")
+    ms = naive["gpu__time_duration.sum"] / 1e6
+    dram_busy = naive.get("dram__throughput.avg.pct_of_peak_sustained_elapsed")
+    l2 = (f"Each tile of A is fetched again by every warp of its row of C, and most of "
+          f"those re-reads are L2 hits (the L2 serves {l2_read:.1f} GB of reads in "
+          f"{ms:.1f} ms, {l2_hits:.0f}% of its sectors were hits); DRAM delivers " if l2_hits
+          else "DRAM delivers ")
+    busy = f", busy {dram_busy:.0f}% of its peak" if dram_busy else ""
     rest = sorted(((v, k) for k, v in evidence.stall_reasons({"metrics": padded}).items()
                    if "selected" not in k), reverse=True)[:2]
     _, cycles, _ = warp_pace(padded)
     return Markdown(
-        f"* **The naive kernel waits for global memory**: a warp spends "
-        f"{naive[_LONG]:.0f} cycles per issued instruction stalled on 'long scoreboard', "
-        f"the wait for a global load. Every warp loads its own tiles of A and B at every "
-        f"step, so every tile of A is fetched again by each warp of its row of C: {l2}"
-        f"{naive['dram__bytes_read.sum'] / 1e9:.2f} GB from DRAM where the tiled kernel reads "
-        f"{padded['dram__bytes_read.sum'] / 1e9:.2f} GB. Its tensor pipe is busy "
+        f"* **The naive kernel waits on the latency of its global loads, not on "
+        f"bandwidth**: a warp spends {naive[_LONG]:.0f} cycles per issued instruction "
+        f"stalled on 'long scoreboard', the wait for a global load. {l2}"
+        f"{naive['dram__bytes_read.sum'] / 1e9:.2f} GB{busy}. Each step along K is eight 4-byte "
+        f"loads for two HMMA that need all of them, and the compiler starts at most the "
+        f"next step's loads before them: a warp has few loads in flight and waits most "
+        f"of a trip to memory at every step. Its tensor pipe is busy "
         f"{_pct(naive[_BUSY])} of the time.\n"
         f"* **The tiled kernel with unpadded rows waits for shared memory** ('short "
         f"scoreboard', {plain[_SHORT]:.1f} cycles per instruction): its fragment loads "
@@ -991,22 +1066,34 @@ def pace_summary(rec=None) -> Text:
     if not steps:
         return Text(_NO_PROFILE)
     padded = steps[2]
+    from gemm_kernels.notebook.ch07_ablation import SCHEDULERS_PER_SM
     warps, cycles, issue = warp_pace(padded)
     every, per_hmma = hmma_pace(padded)
+    # the arithmetic from the values as printed, so that a reader redoing it agrees
+    every, per_hmma, rate = round(every or 0, 1), round(per_hmma or 0, 1), round(issue) / 100
+    props = (rec or study_recording()).device
+    per_sm = FP16_FLOP_PER_CLOCK_SM.get(props.get("compute_capability"))
+    at_peak = HMMA_FLOP / (per_sm / SCHEDULERS_PER_SM) if per_sm else None
+    ceiling = ("" if not (at_peak and per_hmma) else
+               f" And a full pipe is not the peak: the peak rate ({per_sm:,} FLOP per clock "
+               f"per SM, a quarter on each scheduler's tensor core) would finish an "
+               f"HMMA.16816's {HMMA_FLOP:,} FLOP in {at_peak:.0f} cycles, not "
+               f"{per_hmma:.1f}, so even a pipe never idle gives at most {at_peak:.0f} / "
+               f"{per_hmma:.1f} = {_pct(100 * at_peak / per_hmma)} of the peak (appendix C).")
     hmma_side = ("" if not (every and per_hmma) else
                  f" Seen from the tensor pipe (the last two columns): one instruction in "
                  f"{every:.1f} is an HMMA, and each keeps the pipe busy {per_hmma:.1f} cycles, "
-                 f"so {issue / 100:.2f} instructions per cycle keep it busy "
-                 f"{issue / 100:.2f} / {every:.1f} x {per_hmma:.1f} = "
-                 f"{_pct(issue / every * per_hmma)} of the time, the {_pct(padded[_BUSY])} "
-                 f"measured. Full issue, one instruction every cycle, would only just fill it "
-                 f"(1 / {every:.1f} x {per_hmma:.1f} = {_pct(100 / every * per_hmma)}: about full), and no "
-                 f"scheduler issues every cycle: with this many instructions per HMMA, more "
-                 f"warps alone cannot fill the pipe; fewer instructions per HMMA (more work in "
-                 f"each) can.")
+                 f"so {rate:.2f} instructions per cycle keep it busy "
+                 f"{rate:.2f} / {every:.1f} x {per_hmma:.1f} = "
+                 f"{_pct(100 * rate / every * per_hmma)} of the time, the "
+                 f"{_pct(padded[_BUSY])} measured. Full issue, one instruction every cycle, "
+                 f"would only just fill it (1 / {every:.1f} x {per_hmma:.1f} = "
+                 f"{_pct(100 / every * per_hmma)}), and no scheduler issues every cycle: with "
+                 f"this many instructions per HMMA, more warps alone cannot fill the pipe; "
+                 f"fewer instructions per HMMA can (the main loop's instructions are below)."
+                 + ceiling)
     occ = _step_occupancy(studies.get(STUDY).steps[2])
     from gemm_kernels.core import device as _device
-    from gemm_kernels.notebook.ch07_ablation import SCHEDULERS_PER_SM
     lim = _device.limits()
     reg_file, unit = lim["registers_per_sm"], lim["register_allocation_unit"]
     # registers are given out per warp, rounded up to the allocation unit
@@ -1026,15 +1113,15 @@ def pace_summary(rec=None) -> Text:
         f"{occ.threads_per_block} x {alloc} = "
         f"{occ.blocks_per_sm * occ.threads_per_block * alloc:,}): {occ.warps_per_sm} warps "
         f"per SM, {occ.warps_per_sm // SCHEDULERS_PER_SM} per scheduler (limited by "
-        f"{occ.limiter}). More warps cannot be resident, so each warp must carry more "
-        f"independent work (larger warp tiles, wider instructions, more loads in flight): "
-        f"the remedy chapter 14 takes.")
+        f"{occ.limiter}). More warps cannot be resident: each warp must issue fewer "
+        f"instructions per HMMA instead.")
 
 
 # The dense FP16 (FP32 accumulate) tensor-core rate of one SM per clock, in FLOP, from
 # NVIDIA's H100 architecture whitepaper (an H100 SM: 4 tensor cores, 512 FP16 FMA per
 # clock each, dense); the peak is that x SMs x clock.
 FP16_FLOP_PER_CLOCK_SM = {"9.0": 4096}
+HMMA_FLOP = 2 * 16 * 8 * 16           # one HMMA.16816 (mma.m16n8k16)
 # The clock at which NVIDIA's datasheets quote that peak (H100 SXM and H200: 1,830 MHz,
 # "989 TFLOP/s dense FP16"), lower than the top clock the recording reports.
 DATASHEET_CLOCK_MHZ = {"9.0": 1830}

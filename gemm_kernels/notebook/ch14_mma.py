@@ -270,7 +270,7 @@ WARPS = "sm__warps_active.avg.pct_of_peak_sustained_active"
 TIME = "gpu__time_duration.sum"
 PIPE_CYCLES = "sm__pipe_tensor_op_hmma_cycles_active.sum"
 HMMA = "sm__inst_executed_pipe_tensor_op_hmma.sum"
-HMMA_FLOP = 2 * 16 * 8 * 16           # one mma.m16n8k16
+HMMA_FLOP = ch13.HMMA_FLOP
 
 
 def bank_table(rec=None) -> Table:
