@@ -221,6 +221,24 @@ def test_the_dram_share_line_divides_dram_by_the_prediction(monkeypatch):
     assert line.endswith("A and B read once would be 0.13 GB")
 
 
+def test_the_reread_line_prices_b_once_per_row_of_tiles(monkeypatch):
+    b_bytes = ch03.SHAPE[1] * ch03.SHAPE[2] * 4
+    _fake(monkeypatch, {8: 2e9, 16: 1e9, 32: 5e8},
+          {b: ch03.SHAPE[0] // b * b_bytes for b in (8, 16, 32)})
+    lines = ch03.reread_line().splitlines()
+    assert len(lines) == 3
+    for line, b in zip(lines, (8, 16, 32)):
+        gb = f"{ch03.SHAPE[0] // b * b_bytes / 1e9:.1f} GB"
+        assert f"{ch03.SHAPE[0] // b} rows" in line and line.count(gb) == 2
+
+
+def test_the_grader_table_keeps_the_first_words_and_the_message_in_full():
+    table = ch03.Table([{"mistake": "m", "in full": "short part: the rest",
+                         "what the grader says": "short part"}],
+                       ["mistake", "what the grader says"])
+    assert ch03.mistakes_in_full(table) == "m:\n  short part: the rest"
+
+
 def test_the_gain_sentence_spans_the_sizes_measured_for_both_kernels():
     table = [{"kernel": "coalesced", "size": 1024, "GFLOP/s": 100.0},
              {"kernel": "smem_tiled", "size": 1024, "GFLOP/s": 150.0},
@@ -334,6 +352,17 @@ def test_the_swapped_kernel_swaps_only_the_two_thread_indices():
         assert "not timed" in t.title
 
 
+def test_the_pipe_rest_line_splits_the_rest_by_counter(monkeypatch):
+    _fake_pipe(monkeypatch, {"": 18, "_mem_lgds_cmd_read": 8, "_mem_shared_op_ld": 5,
+                             "_mem_shared_op_st": 2, "_mem_lgds_cmd_write": 2,
+                             "_mem_shared": 8})
+    lines = ch03.pipe_rest_line().splitlines()
+    assert lines[0] == ("BLOCK =  4: rest 3.00 = 2.00 filed as global writes + 1.00 filed "
+                        "as shared, neither load nor store")
+    _fake_pipe(monkeypatch, None)
+    assert "not counted" in ch03.pipe_rest_line()
+
+
 def test_block_bounds_shows_the_model_or_the_counted_bound():
     model, counted = ch03.block_bounds(), ch03.block_bounds(view="counted")
     assert "counted bound GFLOP/s" not in model.columns
@@ -347,16 +376,19 @@ def test_block_bounds_shows_the_model_or_the_counted_bound():
                 f"{r['GFLOP/s'] / r['shared + lines bound GFLOP/s']:.0%}"
 
 
-def test_the_counted_share_line_gives_each_blocks_share(monkeypatch):
-    line = ch03.counted_share_line()
-    rows = ch03.block_bounds()
-    if any(r["% of counted bound"] == "-" for r in rows):
-        assert "not counted" in line
-    else:
-        assert " / ".join(r["% of counted bound"] for r in rows) in line
-    _fake_pipe(monkeypatch, None)
-    assert "not counted" in ch03.counted_share_line()
-
+def test_the_gaps_line_sets_the_bounds_steps_beside_the_rates():
+    line = ch03.gaps_line()
+    rows = {r["BLOCK"]: r for r in ch03.block_bounds()}
+    if rows[8]["GFLOP/s"] is None:
+        assert "not recorded" in line
+        return
+    head, shared, both, rate = line.splitlines()
+    assert "8 to 16, 16 to 32" in head
+    for text, col in ((shared, "shared bound GFLOP/s"), (both, "shared + lines bound GFLOP/s"),
+                      (rate, "GFLOP/s")):
+        assert text.endswith(", ".join(f"{rows[b][col] / rows[a][col]:.2f}x"
+                                       for a, b in ((8, 16), (16, 32))))
+    assert "shared bound " in shared and "rate at 2048^3" in rate
 
 def test_the_pipe_table_hides_the_unnamed_rest(monkeypatch):
     _fake_pipe(monkeypatch, {"": 60, "_mem_lgds_cmd_read": 2, "_mem_shared_op_ld": 48,

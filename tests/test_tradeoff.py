@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from gemm_kernels import ladder, records, tradeoff
 
 from test_registry_ch03_06 import _toolchain_or_skip
@@ -83,3 +85,12 @@ def test_resources_show_the_timed_binary(monkeypatch):
     assert analysis.TIMED_REGISTERS not in one.columns and one[0]["registers"] == here
     monkeypatch.setattr(records, "_LOADED", {"record": None})
     assert analysis.TIMED_REGISTERS not in display.resources(["naive"]).columns
+
+
+def test_resources_can_give_the_loads_per_ffma():
+    from gemm_kernels.notebook import display
+    flip = display.resources(["smem_tiled"], loads_per_ffma=True)
+    plain = display.resources(["smem_tiled"])
+    assert "LDS/FFMA" in flip.columns and "FFMA/LDS" not in flip.columns
+    assert float(flip[0]["LDS/FFMA"]) == pytest.approx(1 / plain[0]["FFMA/LDS"], abs=0.01)
+    assert flip[0]["LDS/FFMA"] == f"{flip[0]['loop LDS'] / flip[0]['loop FFMA']:.2f}"

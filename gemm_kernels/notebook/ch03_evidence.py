@@ -317,6 +317,21 @@ def dram_share_line(shape=SHAPE) -> str:
             f"A and B read once would be {once:.2f} GB")
 
 
+def reread_line(shape=SHAPE) -> str:
+    """One line per BLOCK: the bytes of reading B once per row of tiles of C (M / BLOCK
+    rows times B's bytes) next to the bytes read from DRAM, the arithmetic behind the
+    reading that A's strips stay in the L2 while B is read again for each row of tiles."""
+    rows = [r for r in traffic_rows() if r["predicted loads, GB"]]
+    if not rows:
+        return "global traffic by BLOCK not recorded"
+    M, N, K = shape
+    b_gb = K * N * 4 / 1e9
+    return "\n".join(
+        f"BLOCK = {r['BLOCK']:>2}: B once per row of tiles = {M // r['BLOCK']} rows x "
+        f"{b_gb:.3f} GB = {M // r['BLOCK'] * b_gb:.1f} GB; read from DRAM "
+        f"{r['read from DRAM, GB']:.1f} GB" for r in rows)
+
+
 def traffic_table() -> Table:
     """The evidence that tiling by BLOCK divides global traffic by BLOCK, at 4096^3 where
     A and B do not fit in the L2: `traffic_rows` as a table (with chapter 02's kernel for
@@ -548,7 +563,8 @@ def mistakes(source: str | None = None) -> dict[str, str]:
 
 def grade_mistakes(source: str | None = None) -> Table:
     """The grader's verdict, step by step, on each of `mistakes`: what runs here (no GPU:
-    steps 1-2) and the first message of the first step that failed."""
+    steps 1-2) and the first words of the first step that failed (up to its first colon);
+    each row keeps the whole first message as "in full" (`mistakes_in_full`)."""
     from gemm_kernels.exercises.grader import grade
     rows = []
     for what, src in mistakes(source).items():
@@ -557,12 +573,18 @@ def grade_mistakes(source: str | None = None) -> Table:
         for s in report.steps:
             row[s.name] = s.status
         bad = next((s for s in report.steps if s.status == "FAIL"), None)
-        row["what the grader says"] = (bad.detail.split("; ")[0] if bad else
-                                       "nothing yet: the steps that ran here passed")
+        row["in full"] = (bad.detail.split("; ")[0] if bad else
+                          "nothing yet: the steps that ran here passed")
+        row["what the grader says"] = row["in full"].split(": ")[0]
         rows.append(row)
     cols = ["mistake"] + [c for c in ("compile", "static", "correct", "speed") if c in rows[0]] \
         + ["what the grader says"]
     return Table(rows, cols, title="the grader on four wrong versions of the solution")
+
+
+def mistakes_in_full(table: Table) -> str:
+    """The whole first message of each row of `grade_mistakes`, one paragraph a mistake."""
+    return "\n\n".join(f"{r['mistake']}:\n  {r['in full']}" for r in table)
 
 
 # ------------------------------------------------------------------ occupancy and BLOCK
@@ -755,13 +777,33 @@ def pipe_counts(blocks=BLOCKS):
                  f"({records.source()})")
 
 
+def pipe_rest_line(blocks=BLOCKS, shape=SHAPE) -> str:
+    """Where the counted total's rest (beyond global reads, shared loads and shared stores)
+    sits among Nsight Compute's counters, per warp and step: the wavefronts it files as
+    global writes, and those it files as shared but neither load nor store."""
+    out = []
+    for b in blocks:
+        m = (_study_row(L1_PIPE, KERNEL, {"BLOCK": b}) or {}).get("metrics", {})
+        keys = [PIPE.format(k) for k in ("", "_mem_lgds_cmd_write", "_mem_shared",
+                                         "_mem_shared_op_ld", "_mem_shared_op_st")]
+        if not all(k in m for k in keys):
+            return "the wavefronts of the pipe were not counted by kind for every BLOCK"
+        steps = shape[0] * shape[1] * shape[2] / (min(32, b * b) * b)
+        total, write, shared, ld, st = (m[k] / steps for k in keys)
+        rest = pipe_counted(b, shape)["other"]
+        out.append(f"BLOCK = {b:>2}: rest {rest:.2f} = {write:.2f} filed as global writes "
+                   f"+ {shared - ld - st:.2f} filed as shared, neither load nor store")
+    return "\n".join(out)
+
+
 # The columns `block_bounds` shows: the chapter's model (shared wavefronts plus the global
 # loads' lines) for the student notebook; the bound from Nsight Compute's count of every
 # wavefront on the pipe for the solution notebook, which splits that count (`pipe_counts`).
 BOUND_COLUMNS = {
     "model": ["BLOCK", "FFMA per step", "shared wavefronts per warp and step",
-              "global lines per warp and step", "shared + lines bound GFLOP/s", "GFLOP/s",
-              "% of shared bound", "% of shared + lines bound"],
+              "global lines per warp and step", "shared bound GFLOP/s",
+              "shared + lines bound GFLOP/s", "GFLOP/s", "% of shared bound",
+              "% of shared + lines bound"],
     "counted": ["BLOCK", "lanes per warp", "all wavefronts counted per warp and step",
                 "counted bound GFLOP/s", "GFLOP/s", "% of shared bound",
                 "% of shared + lines bound", "% of counted bound"],
@@ -800,22 +842,30 @@ def block_bounds(blocks=BLOCKS, shape=(2048,) * 3, view: str = "model") -> Table
                      "GFLOP/s": g, "% of shared bound": f"{g / bound:.0%}" if g else "-",
                      "% of shared + lines bound": f"{g / both:.0%}" if g else "-",
                      "% of counted bound": f"{g / counted:.0%}" if g and counted else "-"})
-    what = {"model": "two bounds of the L1 data pipe", "counted": "the counted bound"}[view]
+    what = {"model": "two bounds of the L1 data pipe",
+            "counted": f"the counted bound (wavefronts per step counted at {SHAPE[0]}^3)"}[view]
     return Table(rows, BOUND_COLUMNS[view],
                  title=f"{what} and the rate at {'x'.join(map(str, shape))} "
                        f"({records.source()})")
 
 
-def counted_share_line(blocks=BLOCKS, shape=(2048,) * 3) -> str:
-    """One line: the rate as a share of the counted bound at each BLOCK (the bound that
-    puts every wavefront Nsight Compute counted on the pipe in place of the model's)."""
-    rows = block_bounds(blocks, shape)
-    if any(r["% of counted bound"] == "-" for r in rows):
-        return "the wavefronts on the pipe were not counted for every BLOCK"
-    return ("against every wavefront Nsight Compute counted on the pipe (at 4096^3; the "
-            "solution notebook splits them by kind), the rate is "
-            + " / ".join(r["% of counted bound"] for r in rows) + " of the bound at BLOCK = "
-            + " / ".join(str(r["BLOCK"]) for r in rows))
+def gaps_line(blocks=(8, 16, 32), shape=(2048,) * 3) -> str:
+    """One line: from one BLOCK to the next (at full occupancy), the factor by which the
+    shared bound grows next to the factor by which the measured rate grows. The shared
+    bound orders them as the rates do, but its steps are much smaller."""
+    rows = {r["BLOCK"]: r for r in block_bounds(blocks, shape)}
+    pairs = list(zip(blocks, blocks[1:]))
+    if any(rows[b]["GFLOP/s"] is None for b in blocks):
+        return f"the rates at {shape[0]}^3 were not recorded for every BLOCK"
+
+    def steps(col):
+        return ", ".join(f"{rows[b][col] / rows[a][col]:.2f}x" for a, b in pairs)
+    head = ", ".join(f"{a} to {b}" for a, b in pairs)
+    lines = {"the shared bound": "shared bound GFLOP/s",
+             "the shared + lines bound": "shared + lines bound GFLOP/s",
+             f"the rate at {shape[0]}^3": "GFLOP/s"}
+    return f"each doubling of BLOCK ({head}) multiplies\n" + "\n".join(
+        f"  {name:<26}by {steps(col)}" for name, col in lines.items())
 
 
 def block_bounds_plot(blocks=BLOCKS, shape=(2048,) * 3):

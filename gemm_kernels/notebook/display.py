@@ -250,14 +250,17 @@ def ptx_shared_loads(kernel, params=None) -> Text:
                 + (f"\n    e.g. {' '.join(first.split())}" if first else ""))
 
 
-def resources(kernels, params: dict | None = None, one_register_column: bool = False):
+def resources(kernels, params: dict | None = None, one_register_column: bool = False,
+              loads_per_ffma: bool = False):
     """Registers, spills, shared memory, occupancy and FFMA:LDS of several kernels.
 
     Where the binary that is timed (live: loaded here; recorded: the recording's) is
     known, its registers stand beside those of ptxas here, the occupancy uses them, and
     a note under the title names any configuration where the two differ.
     `one_register_column`: where the two agree for every kernel, show them as one column,
-    "registers", for a reader who need not tell the binaries apart."""
+    "registers", for a reader who need not tell the binaries apart.
+    `loads_per_ffma`: give the ratio as shared loads per FFMA ("LDS/FFMA"), the direction
+    of a text that prices everything per FFMA, instead of FFMA per shared load."""
     from gemm_kernels.core.table import Table
     from gemm_kernels.measure import lookup
     rows, pairs = [], []
@@ -277,6 +280,11 @@ def resources(kernels, params: dict | None = None, one_register_column: bool = F
                      "loop LDS": sum(v for f, v in h.items() if f.startswith("LDS")),
                      "loop LDG": sum(v for f, v in h.items() if f.startswith("LDG")),
                      "FFMA/LDS": round(s["fma_per_lds"], 2) if s["fma_per_lds"] else None})
+        if loads_per_ffma:   # as a string: the table writes 1.25 as "1.2"
+            r = rows[-1]
+            del r["FFMA/LDS"]
+            r["LDS/FFMA"] = (f"{r['loop LDS'] / r['loop FFMA']:.2f}"
+                             if r["loop LDS"] and r["loop FFMA"] else None)
     columns = list(rows[0])
     if all(t is None for _, t, _ in pairs):      # nothing timed to compare with
         columns.remove(analysis.TIMED_REGISTERS)
