@@ -749,3 +749,10 @@ def test_copy_waits_finds_the_stores_wait_in_step_3_and_none_in_4a():
     assert ffma > 256                         # more than half of the step's 512 FFMAs
     assert int(re.search(r"\((\d+) FFMAs\) after it", first).group(1)) < 16
     assert note.startswith("(main loops compiled here by ptxas")
+
+
+def test_step_4a_gain_stands_beside_chapter_08s_answer_from_one_run(recorded_mode):
+    text = str(cp.cp_async_against_prefetch())
+    assert cp.ladder_source() in text
+    assert "step 4a (cp.async copies) over step 3: +" in text
+    assert "chapter 08's worked answer" in text and text.count("%") == 2

@@ -202,7 +202,7 @@ def test_the_size_lines_put_each_ratio_beside_its_ranges(recorded_mode):
     lines = text.splitlines()
     assert [l.split(":")[0] for l in lines] == ["1024", "4096"]
     assert "64 blocks of 128 x 128" in lines[0] and "1,024 blocks" in lines[1]
-    assert all("double_buffer / float4 = " in l and "min..max" in l for l in lines)
+    assert all("chapter 08 / chapter 07 = " in l and "min..max" in l for l in lines)
     # the ranges' overlap said in words (at 1024^3 they are apart, at 4096^3 not)
     assert lines[0].endswith(": no overlap)") and lines[1].endswith(": they overlap)")
 
@@ -380,6 +380,7 @@ def test_why_a_quarter_is_read_from_chapter_07s_profile(recorded_mode):
     assert f"Chapter 08's loop has 512 FFMAs among its {lp.instructions:,} instructions" in text
     assert "rounds this to a quarter: 128 FFMAs" in text and "Nsight Compute at 2048^3" in text
     assert max(map(len, text.splitlines()[1:-1])) <= 100       # short lines, one step each
+    assert "The fastest pace is the worst case" in text
     assert "Nsight Compute at 4096^3" in c.why_a_quarter(study="stalls")
 
 
@@ -424,3 +425,10 @@ def test_where_it_ends_shows_the_kept_kernel_beside_the_exercises_answer(recorde
     assert rows[2]["x 07"] == full[c.label(c.WORKING)]["own occupancy: / 07"]
     assert rows[1]["GFLOP/s"] == full[c.CH08]["own occupancy: GFLOP/s"].split(" (")[0]
     assert "2048x2048x2048" in rows.title and "two blocks per SM" in rows.title
+
+
+def test_the_package_names_of_chapters_07_and_08_read_as_their_chapters():
+    # the tables and pictures name them as the prose does
+    assert c.label("float4") == "chapter 07's kernel"
+    assert c.label(c.KERNEL) == "chapter 08's kernel" == c.label("chapter 08's kernel")
+    assert c.label(c.NO_IF) == "no if"

@@ -550,6 +550,27 @@ def ladder_start() -> Text:
                 "passes the worked answer.")
 
 
+def cp_async_against_prefetch(n: int = 2048) -> Text:
+    """Step 4a's gain (cp.async copies, over step 3) beside the gain of chapter 08's worked
+    answer (a register prefetch that stays in flight, over chapter 08's kernel), both from
+    the ladder's run at n^3 (one GPU), so that the two can be set side by side."""
+    from gemm_kernels.notebook.worked_solutions import pair
+    full = ladder((n,))
+    step0 = full[0].rows[n]
+    a4 = next((r for r in full if r.number == "4a"), None)
+    answer = pair("08_double_buffer", (n,) * 3, rec=ladder_recording())[0]
+    if a4 is None or answer is None or step0 is None or answer.get("run") != step0.get("run"):
+        return Text(f"At {n}^3, {ladder_source()}: chapter 08's worked answer or step 4a "
+                    f"was {NOT_TIMED} in this run, so the two gains cannot be set side by side.")
+    before = full[a4.index - 1]
+    gain_4a = 100 * (_rate(a4.rows[n]) / _rate(before.rows[n]) - 1)
+    gain_08 = 100 * (_rate(answer) / _rate(step0) - 1)
+    return Text(f"At {n}^3, {ladder_source()}:\n"
+                f"  step 4a (cp.async copies) over step {before.number}: {signed(gain_4a)}\n"
+                f"  chapter 08's worked answer (a register prefetch that stays in flight) "
+                f"over chapter 08's kernel: {signed(gain_08)}")
+
+
 def ladder(sizes=(2048, 4096)) -> list[Rung]:
     """The recorded ladder at `sizes` (each step's row, and its MINB = 2 build)."""
     steps, numbers = ladder_steps(), step_numbers()

@@ -82,20 +82,28 @@ ALTERNATIVES = (WORKING, STORE_ONLY, COMPUTE_FIRST, PEELED)
 
 # The short name each source goes by in the chapter's text, tables and pictures (the long
 # names above are the names its compiled kernel and its recorded rows carry).
-LABELS = {BUDGET: "budget", "fetch and store without if (more)": "no if",
+NO_IF = "fetch and store without if (more)"
+LABELS = {BUDGET: "budget", NO_IF: "no if",
           WORKING: "no if + budget", STORE_ONLY: "if on store + budget",
           COMPUTE_FIRST: "fetch after compute + budget", PEELED: "peeled + budget"}
 
 
+# Chapters 07's and 08's kernels go by their chapter in the text, tables and pictures,
+# under their package names too.
+CHAPTER_OF = {"float4": "chapter 07's kernel", KERNEL: "chapter 08's kernel"}
+
+
 def label(name: str) -> str:
-    """The short name of source `name` (itself for chapters 07's and 08's kernels)."""
-    return LABELS.get(name, name)
+    """The short name of source `name`: chapter 07's and 08's kernels by their chapter
+    (under their package names too, "float4" and "double_buffer"), a variant by its
+    change."""
+    return LABELS.get(name) or CHAPTER_OF.get(name, name)
 
 
 VARIANTS = {
     "chapter 08's kernel": (),
     BUDGET: (_LB,),
-    "fetch and store without if (more)": (_FETCH_IF, _STORE_IF),
+    NO_IF: (_FETCH_IF, _STORE_IF),
     WORKING: (_FETCH_IF, _STORE_IF, _LB),
     STORE_ONLY: (_FETCH_IF, _LB),
     COMPUTE_FIRST: (_FETCH_OUT, _FETCH_BEFORE_STORE, _LB),
@@ -663,9 +671,9 @@ def size_lines(table) -> str:
     for n in sorted(n for k, n in at if k == KERNEL and ("float4", n) in at):
         f, d = at["float4", n], at[KERNEL, n]
         lines.append(f"{n}: {(n // p['BM']) * (n // p['BN']):>5,} blocks of {p['BM']} x "
-                     f"{p['BN']}; double_buffer / float4 = {d['GFLOP/s'] / f['GFLOP/s']:.3f}  "
-                     f"(float4 min..max {f['min']:,.0f}..{f['max']:,.0f}, double_buffer "
-                     f"{d['min']:,.0f}..{d['max']:,.0f}: "
+                     f"{p['BN']}; chapter 08 / chapter 07 = {d['GFLOP/s'] / f['GFLOP/s']:.3f}  "
+                     f"(GFLOP/s min..max: chapter 07 {f['min']:,.0f}..{f['max']:,.0f}, "
+                     f"chapter 08 {d['min']:,.0f}..{d['max']:,.0f}: "
                      f"{'they overlap' if d['min'] <= f['max'] and f['min'] <= d['max'] else 'no overlap'})")
     return "\n".join(lines)
 
@@ -673,12 +681,12 @@ def size_lines(table) -> str:
 STALL_PAIRS = {"two blocks per SM": ("chapter 07", "chapter 08"),
                "one block per SM": ("chapter 07, one block per SM",
                                     "chapter 08, one block per SM")}
-STALL_READ = ("long scoreboard", "short scoreboard", "barrier", "mio throttle")
+STALL_READ = ("long scoreboard", "short scoreboard", "barrier")
 
 
 def stall_summary(study: str = "stalls") -> str:
     """The stall bars in words, for chapter 07's and chapter 08's kernels at two blocks
-    per SM and at one: each kernel's largest wait, and the four waits the chapter reads
+    per SM and at one: each kernel's largest wait, and the three waits the chapter reads
     (stall cycles per issued instruction), chapter 07 -> chapter 08. From the profile."""
     from gemm_kernels.measure import studies
     from gemm_kernels.notebook import evidence
@@ -824,7 +832,7 @@ def payoff_stalls(params: dict | None = None, study: str = PAYOFF_STALLS, top: i
 # scheduler), so the instructions of a load's flight span at least that many cycles each
 # (Nsight Compute measures the actual pace: the warp's cycles per issued instruction, the
 # sum of its states, the issuing one included).
-_KERNEL_OF = {"chapter 07's kernel": "float4", CH08: KERNEL}
+_KERNEL_OF = {chapter: package for package, chapter in CHAPTER_OF.items()}
 
 
 def _built(name: str):
@@ -919,6 +927,8 @@ def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
             f"once every {cycles_per_instruction(st07):.1f}).\n"
             f"3. At that fastest pace, the instructions that span the latency: {wait:,.0f} / {w:.0f} = "
             f"{wait / w:,.0f}.\n"
+            f"   The fastest pace is the worst case: the faster a warp issues, the more\n"
+            f"   instructions it needs to cover the same latency.\n"
             f"4. The same in FFMAs. Chapter 08's loop has {lp.ffma:,} FFMAs among its "
             f"{lp.instructions:,} instructions per step.\n"
             f"   {wait / w:,.0f} x {lp.ffma:,} / {lp.instructions:,} = {cover:,.0f} FFMAs, "
@@ -985,16 +995,17 @@ def latency_words(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
                    if s == "chapter 07's kernel"), None)
         if st is not None:      # the arithmetic written out: the chapter's latency
             ls, n = st.get("long scoreboard", 0.0), loads("float4").instructions
-            at_default = (f" (at the chapter's tile, {tile(d)}, the same profile "
+            at_default = (f"\n   (at the chapter's tile, {tile(d)}, the same profile "
                           f"gives {ls:.2f} x {n:,} instructions = {ls * n:,.0f} cycles, "
                           "the chapter's 'Your turn')")
-    lines = [f"At {tile(p)}, chapter 07's warps wait "
-             f"{st07.get('long scoreboard', 0.0):.2f} cycles per instruction for global loads "
-             f"x {lp07.instructions:,} instructions per step = {wait:,.0f} cycles: the latency "
-             f"to cover{at_default}.",
-             f"The quarter-step check asks for {lp.needed:,} of the step's {lp.ffma:,} FFMAs, "
-             f"about {quarter:,} instructions: at {w:.0f} warps per scheduler at least "
-             f"{w * quarter:,.0f} cycles, {w * quarter / wait:.1f} times that latency."]
+    lines = [f"1. The latency to cover, at {tile(p)}: chapter 07's warps wait "
+             f"{st07.get('long scoreboard', 0.0):.2f} cycles per instruction for global loads\n"
+             f"   x {lp07.instructions:,} instructions per step = {wait:,.0f} cycles"
+             f"{at_default}.",
+             f"2. The quarter-step check asks for {lp.needed:,} of the step's {lp.ffma:,} "
+             f"FFMAs, about {quarter:,} instructions:\n"
+             f"   at {w:.0f} warps per scheduler at least {w * quarter:,.0f} cycles, "
+             f"{w * quarter / wait:.1f} times that latency."]
     fail = [s for s in ALTERNATIVES if s in got and not passes(loads(s, params))]
     if fail:
         lps = {s: loads(s, params) for s in fail}
@@ -1005,12 +1016,12 @@ def latency_words(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
         ls = [got[s].get("long scoreboard", 0.0) for s in fail]
         side = "more" if min(least) >= wait else "less"
         lines.append(
-            f"The {len(fail)} sources that fail it keep their loads in flight for "
+            f"3. The {len(fail)} sources that fail it keep their loads in flight for "
             f"{min(ffma):,} to {max(ffma):,} FFMAs, {min(ins):,} to {max(ins):,} "
-            f"instructions: at least {min(least):,.0f} cycles, {min(paced):,.0f} to "
-            f"{max(paced):,.0f} at the pace measured, {side} than the latency. Their warps "
-            f"wait {min(ls):.2f} to {max(ls):.2f} cycles per instruction for global loads, "
-            f"against chapter 07's {st07.get('long scoreboard', 0.0):.2f}.")
+            f"instructions:\n   at least {min(least):,.0f} cycles, {min(paced):,.0f} to "
+            f"{max(paced):,.0f} at the pace measured, {side} than the latency.\n"
+            f"4. Their warps wait {min(ls):.2f} to {max(ls):.2f} cycles per instruction for "
+            f"global loads, against chapter 07's {st07.get('long scoreboard', 0.0):.2f}.")
     lines.append(f"(Nsight Compute at {_cube(study)}, {rec.label}; instructions: SASS "
                  "compiled here.)")
     return "\n".join(lines)
