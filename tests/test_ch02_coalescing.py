@@ -361,13 +361,24 @@ def test_alignment_counts_table_sets_each_rate_against_its_bank_limit(monkeypatc
 
 
 def test_a_pitch_of_whole_sectors_but_not_whole_lines_keeps_sectors_and_spreads_banks():
-    t = {(r["row pitch (floats)"], r["BLOCK"]): r for r in ch02_coalescing.padded_pitch()}
+    t = {(r["row pitch (floats)"], r["configuration"]): r for r in ch02_coalescing.padded_pitch()}
     for b in (8, 16, 32):
-        aligned, odd, padded = t[2048, b], t[2047, b], t[2056, b]
+        c = f"coalesced, BLOCK = {b}"
+        aligned, odd, padded = t[2048, c], t[2047, c], t[2056, c]
         assert padded["sectors/step"] == aligned["sectors/step"]       # no sector more
         assert float(odd["sectors/step"]) > float(aligned["sectors/step"])
         assert padded["bank words/step"] == odd["bank words/step"] == "2"
-    assert t[2048, 8]["bank words/step"] == "5"          # whole lines: rows on one bank
+    assert t[2048, "coalesced, BLOCK = 8"]["bank words/step"] == "5"   # whole lines: one bank
+
+
+def test_a_pitch_of_8_mod_32_spreads_only_4_rows_so_a_column_of_32_still_conflicts():
+    t = {(r["row pitch (floats)"], r["configuration"]): r for r in ch02_coalescing.padded_pitch()}
+    naive = "naive, BLOCK = 32, MAPPING = x->row"
+    assert t[2056, naive]["rows spread over the banks"] == 4
+    assert t[2047, naive]["rows spread over the banks"] == 32
+    # 32 rows of A on 4 banks: 8 words on each, plus B's one broadcast word
+    assert t[2056, naive]["bank words/step"] == "9"
+    assert t[2047, naive]["bank words/step"] == "2"
 
 
 def test_the_kernel_skeleton_hides_the_two_index_lines():

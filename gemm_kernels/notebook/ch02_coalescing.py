@@ -455,26 +455,34 @@ def alignment_gap(block: int = 8, best: int = 32, sizes=(2048, MISALIGNED_N)) ->
                 f"{rate[small, block] / rate[small, best]:.0%} of it at {small}^3.")
 
 
-def padded_pitch(pitches=(2048, MISALIGNED_N, 2056), blocks=(8, 16, 32)) -> "Table":
-    """The model's counts (no measurement) for the coalesced kernel with rows `pitch`
-    floats apart, mean of 32 steps: a pitch of whole 128-byte lines (2048) stacks a warp's
-    rows of A on one bank; an odd pitch (2047) spreads them but shifts rows off the
-    sectors; a pitch of whole 32-byte sectors that is not whole lines (2056 = 8 mod 32
-    floats) keeps the aligned sector count and spreads the banks too."""
+def padded_pitch(pitches=(2048, MISALIGNED_N, 2056),
+                 configs=(("coalesced", {"BLOCK": 8}), ("coalesced", {"BLOCK": 16}),
+                          ("coalesced", {"BLOCK": 32}),
+                          ("naive", {"BLOCK": 32, "MAPPING": "x->row"}))) -> "Table":
+    """The model's counts (no measurement) with rows `pitch` floats apart, mean of 32
+    steps: a pitch of whole 128-byte lines (2048) stacks a warp's rows of A on one bank;
+    an odd pitch (2047) spreads them but shifts rows off the sectors; a pitch of whole
+    32-byte sectors that is not whole lines (2056 = 8 mod 32 floats) keeps the aligned
+    sector count, but spreads only 32 / gcd(pitch mod 32, 32) rows over the banks: enough
+    for the coalesced kernel's few rows, not for the 32 rows of naive x->row."""
+    from math import gcd
     from gemm_kernels.core.table import Table
     rows = []
     for n in pitches:
-        for b in blocks:
-            lim = model.line_limit("coalesced", {"BLOCK": b}, shape=(n, n, n),
-                                   steps=MISALIGNED_STEPS)
+        for kernel, params in configs:
+            lim = model.line_limit(kernel, params, shape=(n, n, n), steps=MISALIGNED_STEPS)
             rows.append({"row pitch (floats)": n,
-                         "pitch mod 32 floats": n % LINE_FLOATS, "BLOCK": b,
+                         "pitch mod 32 floats": n % LINE_FLOATS,
+                         "rows spread over the banks": LINE_FLOATS // gcd(n % LINE_FLOATS,
+                                                                         LINE_FLOATS),
+                         "configuration": model.label(kernel, params),
+                         "BLOCK": params["BLOCK"],
                          "sectors/step": _mean(lim["sectors"]),
                          "lines/step": _mean(lim["lines"]),
                          "bank words/step": _mean(lim["banks"])})
-    return Table(rows, list(rows[0]), title="coalesced: the model's counts per warp and "
-                 f"step (mean of {MISALIGNED_STEPS} steps) for three row pitches; computed, "
-                 "not measured")
+    return Table(rows, [c for c in rows[0] if c != "BLOCK"],
+                 title="the model's counts per warp and step (mean of "
+                 f"{MISALIGNED_STEPS} steps) for three row pitches; computed, not measured")
 
 
 def kernel_skeleton() -> Text:
