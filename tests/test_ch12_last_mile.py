@@ -580,6 +580,8 @@ def test_the_gemv_warp_picture_shows_512_bytes_per_step_and_five_shuffle_rounds(
     rounds = [t.get_text() for t in bottom.texts if t.get_text().startswith("round")]
     assert [r.split("d = ")[1].split("\n")[0] for r in rounds] == ["16", "8", "4", "2", "1"]
     assert "32 partial sums" in bottom.texts[-1].get_text()
+    # drawn with fewer warps than the plan's blocks: the title says both
+    assert f"8 warps (the plan's blocks have {c.rules().gemv_warps['cols']})" in top.get_title()
 
 
 def test_tile_line_recovers_a_known_line_and_the_origin_fit():

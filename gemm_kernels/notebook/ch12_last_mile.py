@@ -876,7 +876,8 @@ def plot_gemv_warp(warps: int = 8, rows: int = 3, ax=None):
     top.set_yticks([])
     for side in ("top", "right", "left"):
         top.spines[side].set_visible(False)
-    top.set_title(f"M == 1: a block of {warps} warps reads its strip row by row: warp w takes rows "
+    top.set_title(f"M == 1: a block of {warps} warps (the plan's blocks have "
+                  f"{rules().gemv_warps['cols']}) reads its strip row by row: warp w takes rows "
                   f"k = w, w + {warps}, w + {2 * warps}, ... (warps 0 and 1 shown)", fontsize=10)
     # the shuffle tree: lane positions across, rounds down; a line from each lane to the
     # lane whose value it adds
