@@ -341,6 +341,10 @@ def test_the_bench_plot_has_a_legend_and_the_shortfall_line(rec):
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "squares" in labels and any(l.startswith("90%") for l in labels)
     assert ax.get_xlabel()
+    # a bar is blue exactly when its shape is a square, wherever the square stands
+    rows = [r for r in c.bench_rows(rec) if r["% of cuBLAS"] is not None]
+    blue = [p.get_facecolor() == matplotlib.colors.to_rgba("tab:blue") for p in ax.patches]
+    assert blue == [len(set(r["shape"])) == 1 for r in rows]
 
 
 def test_the_rules_summary_gives_the_gemv_rule(rec):
@@ -576,6 +580,8 @@ def test_the_gemv_warp_picture_shows_512_bytes_per_step_and_five_shuffle_rounds(
     rounds = [t.get_text() for t in bottom.texts if t.get_text().startswith("round")]
     assert [r.split("d = ")[1].split("\n")[0] for r in rounds] == ["16", "8", "4", "2", "1"]
     assert "32 partial sums" in bottom.texts[-1].get_text()
+    # drawn with fewer warps than the plan's blocks: the title says both
+    assert f"8 warps (the plan's blocks have {c.rules().gemv_warps['cols']})" in top.get_title()
 
 
 def test_tile_line_recovers_a_known_line_and_the_origin_fit():
@@ -694,7 +700,8 @@ def test_gemv_rule_recomputes_the_fitted_block_sizes_and_split(rec):
 def test_the_capstone_share_checks_the_busy_sms_at_the_one_block_rate(rec):
     c1 = c.rules(rec).tiles["128x128"]["c1_us_per_mfma"]
     text = c.capstone_share(1024, rec)
-    assert f"64 x {c.fmt_number(2 / c1 / 1e3)} = {c.fmt_number(64 * 2 / c1 / 1e3)} GFLOP/s" in text
+    alone = round(2 / c1 / 1e3, 1)   # printed to one decimal, so that the sum multiplies out
+    assert f"64 x {alone:,.1f} = {c.fmt_number(64 * alone)} GFLOP/s" in text
 
 
 def test_ragged_waves_count_one_wave_more_for_the_scalar_build(rec):
@@ -709,6 +716,10 @@ def test_ragged_waves_count_one_wave_more_for_the_scalar_build(rec):
     assert "2 waves" in text and "1 wave;" in text and "The profile measured" in text
     aligned = str(c.ragged_waves((4096, 1024, 515), 64, 128, rec=rec))
     assert "should take 0% longer" in aligned and "2 waves" not in aligned
+    # the planner prices both rounds at q = min(n, per_sm) = 3: 4 / 3^g against 4 / 4^g
+    g = c.rules(rec).gamma
+    assert f"expects only {(4 / 3 ** g) / (4 / 4 ** g) - 1:.0%} longer" in text
+    assert "expects only 0% longer" in aligned
 
 
 def test_the_profile_names_a_step_the_shape_makes_the_same_launch(rec):

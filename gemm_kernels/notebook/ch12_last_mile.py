@@ -218,7 +218,7 @@ def ragged_waves(shape=(4097, 1023, 515), BM: int = 64, BN: int = 128,
     rec = rec or recording()
     r = rules(rec)
     shape = tuple(shape)
-    lines, work = [], {}
+    lines, work, planner = [], {}, {}
     for padded, name in ((False, "B as it is (scalar loads)"), (True, "B padded")):
         lay = wave_layout(shape, BM, BN, 1, rec, padded=padded)
         n = ceil_div(lay["blocks"], lay["sms"])
@@ -226,6 +226,7 @@ def ragged_waves(shape=(4097, 1023, 515), BM: int = 64, BN: int = 128,
         full, last = divmod(n, lay["per_sm"])
         sizes = [lay["per_sm"]] * full + ([last] if last else [])
         work[padded] = round_by_round(n, lay["per_sm"], r.gamma)
+        planner[padded] = n / min(n, lay["per_sm"]) ** r.gamma   # the model's work term
         lines.append(f"* {name}: {lay['per_sm']} blocks per SM, {lay['slots']:,} slots: "
                      f"{_waves_text(lay['waves'])}; the busiest SM runs its {n} blocks in "
                      f"{rounds} round{'s' if rounds > 1 else ''}"
@@ -235,11 +236,14 @@ def ragged_waves(shape=(4097, 1023, 515), BM: int = 64, BN: int = 128,
     head = (f"{_shape_text(shape)}, {BM}x{BN} tiles, no split: {lay['blocks']:,} blocks on "
             f"{lay['sms']} SMs, so the busiest SM gets {n}.")
     tail = (f"From the waves alone (each round at the speed of the blocks it holds, "
-            f"gamma = {r.gamma:g} as section 5 fits it), the scalar build should take "
+            f"gamma = {r.gamma:g}), the scalar build should take "
             f"{work[False] / work[True] - 1:.0%} longer.")
     if False in times and True in times:
         tail += (f" The profile measured {times[False] / times[True] - 1:.0%} longer "
                  f"({fmt_number(times[False])} µs against {fmt_number(times[True])} µs).")
+    tail += (f" (This pricing is finer than the planner's: section 6's model runs every round "
+             f"at q = min(n, per_sm) blocks and expects only "
+             f"{planner[False] / planner[True] - 1:.0%} longer; appendix C.)")
     return Text("\n".join([head, *lines, tail]))
 
 
@@ -377,15 +381,14 @@ SHORT_OF = 95.0
 
 
 def plot_bench(rec=None, ax=None, below: float = SHORT_OF):
-    """% of cuBLAS per benchmark shape, squares first, a line at 100% and a dashed one at
+    """% of cuBLAS per benchmark shape (squares in blue), a line at 100% and a dashed one at
     `below` (the line `shortfalls` draws)."""
     import matplotlib.pyplot as plt
     rec = rec or recording()
     rows = [r for r in bench_rows(rec) if r["% of cuBLAS"] is not None]
     if ax is None:
         _, ax = plt.subplots(figsize=(11, 4))
-    squares = len(calibrate.BENCH_SQUARES)
-    colours = ["tab:blue" if i < squares else "tab:orange" for i in range(len(rows))]
+    colours = ["tab:blue" if len(set(r["shape"])) == 1 else "tab:orange" for r in rows]
     ax.bar(range(len(rows)), [r["% of cuBLAS"] for r in rows], color=colours)
     ax.axhline(100, color="k", linewidth=1, label="cuBLAS (100%)")
     ax.axhline(below, color="k", linewidth=1, linestyle="--",
@@ -447,9 +450,8 @@ def timed_here(shapes, rec=None, disturbed: float = 3.0) -> Table:
                          "cuBLAS beside it, GFLOP/s": row["reference"]["gflops"]["median"],
                          "% of cuBLAS": timing.share(row)})
     return Table(rows, list(rows[0]) if rows else ["shape"],
-                 title=f"Every configuration timed at these shapes, each beside cuBLAS (a "
-                       f"disturbed run: cuBLAS beside it more than {disturbed:g} times slower "
-                       f"than beside the others at its shape); {rec.label}")
+                 title=f"Every configuration timed at these shapes, each beside cuBLAS; "
+                       f"{rec.label}")
 
 
 def capstone_share(n: int = 1024, rec=None) -> Text:
@@ -464,12 +466,12 @@ def capstone_share(n: int = 1024, rec=None) -> Text:
             if row and timing.share(row) else "not recorded here")
     busy = min(lay["blocks"], lay["sms"])
     # the check of the text: the busy SMs, each running one block alone, at the one-block
-    # rate section 5's model fits for this tile (as `rules_summary` prints it)
+    # rate section 6's model fits for this tile (as `rules_summary` prints it)
     c = rules(rec).tiles.get(model.tile_name(p["BM"], p["BN"]))
     alone = 2 / c["c1_us_per_mfma"] / 1e3 if c else None
-    check = (f" With one block alone on each busy SM, at the one-block rate that section 5's "
-             f"model fits for this tile: {busy} x {fmt_number(alone)} = "
-             f"{fmt_number(busy * alone)} GFLOP/s." if alone and lay["blocks"] <= lay["sms"]
+    check = (f" With one block alone on each busy SM, at the one-block rate fitted for this "
+             f"tile (section 6): {busy} x {alone:,.1f} = "
+             f"{fmt_number(busy * round(alone, 1))} GFLOP/s." if alone and lay["blocks"] <= lay["sms"]
              else "")
     return Text(f"Chapter 09's capstone at {n}^3 ({rec.label}): {rate}. Its {p['BM']}x{p['BN']} "
                 f"tiles make {lay['tiles']} blocks for {lay['slots']} block slots "
@@ -874,7 +876,8 @@ def plot_gemv_warp(warps: int = 8, rows: int = 3, ax=None):
     top.set_yticks([])
     for side in ("top", "right", "left"):
         top.spines[side].set_visible(False)
-    top.set_title(f"M == 1: a block of {warps} warps reads its strip row by row: warp w takes rows "
+    top.set_title(f"M == 1: a block of {warps} warps (the plan's blocks have "
+                  f"{rules().gemv_warps['cols']}) reads its strip row by row: warp w takes rows "
                   f"k = w, w + {warps}, w + {2 * warps}, ... (warps 0 and 1 shown)", fontsize=10)
     # the shuffle tree: lane positions across, rounds down; a line from each lane to the
     # lane whose value it adds
@@ -1250,7 +1253,6 @@ def pick_table(rec=None, misses_only: bool = False) -> Table:
             f"its typical error ({err:.0%}) of its pick" if misses_only else
             "At the calibration shapes (several configurations timed at each): the model's "
             "pick against the best one measured")
-    what += " (B padded where N is not a multiple of 4, as the plan runs it)"
     cols = ["shape", "configurations", "model's pick", "best measured",
             *(["best's predicted time vs the pick's"] if misses_only else []), "pick / best rate %"]
     return Table(shown, cols, title=f"{what[0].upper()}{what[1:]}; {rec.label}")
@@ -1591,9 +1593,9 @@ LAST_MILE = (("a large square: the capstone's home", (4096, 4096, 4096), "-"),
              ("few tiles of C, short K", (640, 640, 640), "1 and 3: split K"),
              ("few tiles of C, deep K", (1280, 1280, 10240), "1 and 3: split K"),
              ("skinny: few columns of C", (6000, 200, 3000), "2 and 3: tile and split"),
-             ("ragged: N not a multiple of 4", (3001, 999, 1500), "2: pad B"),
-             ("small: everything short", (384, 384, 128), "6: small shapes, still short"),
-             ("a matrix times a vector", (1, 4096, 4096), "4: a kernel of its own"))
+             ("ragged: N not a multiple of 4", (3001, 999, 1500), "4: pad B"),
+             ("small: everything short", (384, 384, 128), "7: small shapes, still short"),
+             ("a matrix times a vector", (1, 4096, 4096), "5: a kernel of its own"))
 
 
 def last_mile_rows(cases=LAST_MILE, rec=None) -> list[dict]:
@@ -1638,11 +1640,11 @@ def plot_planner(shape=(640, 640, 640), rec=None):
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5.2), layout="constrained",
                                       gridspec_kw={"width_ratios": [1, 1.5]})
     left.axis("off")
-    steps = [("M == 1 or N == 1?", "yes: the matrix-vector kernel (section 4):\n"
+    steps = [("M == 1 or N == 1?", "yes: the matrix-vector kernel (section 5):\n"
               f"{r.gemv_warps['cols']} warps per block (M == 1), {r.gemv_warps['rows']} (N == 1);"
               f"\nthe smallest split that gives every SM {r.gemv_warps_per_sm} warps"),
              ("N % 4 != 0?", "yes: " + ("copy B into padded rows first" if r.pad_ragged_b
-                                       else "B read one float at a time") + " (section 2)"),
+                                       else "B read one float at a time") + " (section 4)"),
              ("every tile x every split of K", f"{len(model.TILES)} tiles, splits that leave "
               f"each slice {choose.MIN_STEPS_PER_SLICE}+ steps of K"),
              ("predict each one's time", "the model of this section:\nc0, c1 per tile, "
