@@ -317,6 +317,22 @@ STUDY_LIST = (
           "and off 128-byte lines", "time", (
               Step("BLOCK = 8", "coalesced", {"BLOCK": 8}),),
           ((2047, 2047, 2047), CUBE_2048)),
+    # The naive kernel reading down columns of A (x->row) on and off 128-byte lines: at an
+    # odd row length its lanes' words fall on different banks but in as many lines as
+    # lanes: does the L1 then charge the banks or the lines (its tag stage)?
+    Study("ch02_naive_alignment", "02", "The naive kernel (x->row) on and off 128-byte lines",
+          "time", (
+              Step("naive x->row, BLOCK = 8", "naive", {"BLOCK": 8, "MAPPING": "x->row"}),
+              Step("naive x->row, BLOCK = 32", "naive", {"BLOCK": 32, "MAPPING": "x->row"})),
+          ((2047, 2047, 2047), CUBE_2048)),
+    Study("ch02_naive_alignment_l1", "02", "What the L1 counts for the naive kernel's loads on "
+          "and off 128-byte lines", "ncu", (
+              Step("naive x->row, BLOCK = 8", "naive", {"BLOCK": 8, "MAPPING": "x->row"}),
+              Step("naive x->row, BLOCK = 32", "naive", {"BLOCK": 32, "MAPPING": "x->row"})),
+          ((2047, 2047, 2047), CUBE_2048),
+          (*L1_LINES,
+           "re:^l1tex__data_bank_conflicts_pipe_lsu_mem_global[a-z_]*\\.sum$",
+           "re:^l1tex__data_pipe_lsu_wavefronts[a-z_]*\\.sum$", *ISSUE)),
     # The same kernel profiled on and off 128-byte lines: what the L1's data stage counts
     # for global loads (wavefronts, bank conflicts) when rows of A stop sharing a bank
     # (a stride of 2047 words) and rows of B straddle two lines: does it count lines or
