@@ -116,6 +116,9 @@ def test_the_path_plot_draws_every_step_from_the_rows():
         [round(r["issue slots used %"], 1) for r in rows]
     tops = [b.get_y() + b.get_height() for b in stalls.patches[len(rows):]]
     assert tops == pytest.approx([r["barrier"] + r["long scoreboard"] for r in rows])
+    # stalls compare only at equal warps per SM: the other steps' bars are hatched
+    assert [bool(b.get_hatch()) for b in stalls.patches[:len(rows)]] == \
+        [r["warps/SM"] != rows[-1]["warps/SM"] for r in rows]
     plt.close(fig)
     missing = [{**r, "barrier": None, "long scoreboard": None, "issue slots used %": None}
                if r["step"] == "K5" else r for r in rows]

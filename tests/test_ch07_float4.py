@@ -302,3 +302,10 @@ def test_the_verdict_says_which_run_each_control_was_timed_in():
     lines = ch07_ablation.verdict().splitlines()
     assert "timed in the same run as the steps" in lines[-1]    # timed_variants, one run
     assert all(r["run"] for r in ch07_ablation.steps()[:3])
+
+
+def test_step_two_is_named_for_the_copy_it_widens():
+    """Step 2 widens the copy's global loads and its shared stores (the counters' drop):
+    the printed lines and the plot's row say both, not the global loads alone."""
+    assert ch07_ablation.verdict().splitlines()[0].startswith(ch07_ablation.WIDE.capitalize())
+    assert "shared" in ch07_ablation.STEP_NAMES[1]

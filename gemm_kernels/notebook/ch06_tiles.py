@@ -435,15 +435,21 @@ def path_plot(size: int = 2048, rows=None):
     axes[1].set_ylim(0, 100)
     axes[1].set_title("issue slots used at 4096^3 (%)", fontsize=10)
     bottom = [0.0] * len(rows)
+    # Stall cycles per issued instruction grow with the warps sharing a scheduler, so a
+    # step with other warps per SM than the default's is hatched: not comparable.
+    hatch = ["//" if r["warps/SM"] != rows[-1]["warps/SM"] else None for r in rows]
     for key, colour in (("barrier", evidence.stall_colour("barrier")),
                         ("long scoreboard", evidence.stall_colour("long scoreboard"))):
         vals = [r[key] or 0.0 for r in rows]
-        axes[2].bar(x, vals, bottom=bottom, color=colour, label=key)
+        axes[2].bar(x, vals, bottom=bottom, color=colour, label=key, hatch=hatch,
+                    edgecolor="white")
         bottom = [a + b for a, b in zip(bottom, vals)]
     for xi, v in zip(x, bottom):
         axes[2].text(xi, v, f"{v:.2f}", ha="center", va="bottom", fontsize=8)
     axes[2].set_ylim(0, max(bottom + [0.1]) * 1.25)
-    axes[2].set_title("barrier + long-scoreboard stalls\nper issued instruction, 4096^3", fontsize=10)
+    axes[2].set_title(f"barrier + long-scoreboard stalls per issued instruction,\n4096^3; "
+                      f"compare only the steps at {rows[-1]['warps/SM']} warps/SM "
+                      f"(hatched: other)", fontsize=9)
     axes[2].legend(fontsize=8, frameon=False, loc="upper right")
     for ax in axes:
         ax.set_xticks(x, names, fontsize=8)
