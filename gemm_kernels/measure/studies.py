@@ -409,6 +409,13 @@ STUDY_LIST += (
               Step("64 x 128 tiles, no split, B padded", "capstone_split",
                    {"BM": 64, "BN": 128, "SPLIT": 1, "PAD_B": True})),
           ((4097, 1023, 515), (4096, 1024, 515)), (STALLS, *ISSUE, *PIPES, *DRAM)),
+    # Chapter 12's worst shortfall: the small ragged shape where cuBLAS splits K. Would a
+    # split have helped the plan's tile (or the wider one)? Each timed beside cuBLAS.
+    Study("ch12_small_splits", "12", "Splits of K at the small ragged shape, timed", "time",
+          tuple(Step(f"{bm}x{bn} tiles, K in {s} slices", "capstone_split",
+                     {"BM": bm, "BN": bn, "SPLIT": s, "PAD_B": True})
+                for bm, bn in ((64, 64), (64, 128)) for s in (1, 2, 3, 4)),
+          ((777, 555, 333),)),
     Study("ch12_gemv", "12", "Where the matrix-vector products spend their time", "ncu", (
               Step("K in 16 slices", "gemv", {"SPLIT": 16}),
               Step("K in 16 slices, plain loads", "gemv", {"SPLIT": 16, "STREAM": False}),
