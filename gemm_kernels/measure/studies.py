@@ -412,7 +412,7 @@ STUDY_LIST += (
     # Chapter 12's worst shortfall: the small ragged shape where cuBLAS splits K. Would a
     # split have helped the plan's tile (or the wider one)? Each timed beside cuBLAS.
     Study("ch12_small_splits", "12", "Splits of K at the small ragged shape, timed", "time",
-          tuple(Step(f"{bm}x{bn} tiles, K in {s} slices", "capstone_split",
+          tuple(Step(f"{bm}x{bn} tiles, " + (f"K in {s} slices" if s > 1 else "no split"), "capstone_split",
                      {"BM": bm, "BN": bn, "SPLIT": s, "PAD_B": True})
                 for bm, bn in ((64, 64), (64, 128)) for s in (1, 2, 3, 4)),
           ((777, 555, 333),)),
