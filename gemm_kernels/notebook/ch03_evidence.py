@@ -210,7 +210,7 @@ def shared_side() -> str:
     h = _loop(KERNEL)
     sass = (h["LDS"] + h["LDS.128"]) / h["FFMA"]
     model = ch03_04_tiles.wavefronts_per_step(KERNEL, {"BLOCK": 32}) / h["FFMA"]
-    out = [f"shared-memory pipe busy {m[SHARED_BUSY]:.0f}% of its peak, "
+    out = [f"shared-memory (L1 data) pipe busy {m[SHARED_BUSY]:.0f}% of its peak, "
            f"FMA pipe busy {m[FMA_BUSY]:.0f}%; longest wait: {top_stall(row)}",
            f"FFMA instructions:        {_billions(ffma)}"]
     if SHARED_LOADS in m and SHARED_WAVEFRONTS in m:
@@ -435,13 +435,13 @@ def summary(shape=SHAPE) -> Table:
                 row["% of bound"] = f"{g / c['smem bound GFLOP/s']:.0%}" if g else "-"
             else:
                 row["shared wavefronts / FFMA"] = "0"
-            row["shared pipe busy"] = f"{m[SHARED_BUSY]:.0f}%" if SHARED_BUSY in m else "-"
+            row["shared-memory (L1 data) pipe busy"] = f"{m[SHARED_BUSY]:.0f}%" if SHARED_BUSY in m else "-"
             row["FMA pipe busy"] = f"{m[FMA_BUSY]:.0f}%" if FMA_BUSY in m else "-"
             row["longest wait"] = top_stall(prof)
         rows.append(row)
     cols = ["kernel", "GFLOP/s", "% of cuBLAS", "global loads / FFMA",
             "shared wavefronts / FFMA", "shared-memory bound", "% of bound",
-            "shared pipe busy", "FMA pipe busy", "longest wait"]
+            "shared-memory (L1 data) pipe busy", "FMA pipe busy", "longest wait"]
     return Table([{c: r.get(c, "-") for c in cols} for r in rows], cols,
                  title=f"at {'x'.join(map(str, shape))}; each kernel's % of cuBLAS is "
                        f"against the cuBLAS run timed beside it, the cuBLAS row is cuBLAS's "
@@ -757,7 +757,7 @@ def pipe_counts(blocks=BLOCKS):
     """Per BLOCK, the L1 data pipe's wavefronts per warp and step, counted against the
     model, part by part, and per multiply-add (the combined bound's input); the rest of
     the count beyond the model's parts is in each row as "other", not shown. Printed
-    first: the order of the BLOCKs by wavefronts per multiply-add, counted and modelled.
+    first: the order of the BLOCKs by wavefronts per FFMA, counted and modelled.
     Returns the Table, or a line saying the count was not recorded."""
     rows = []
     for b in blocks:
@@ -773,14 +773,14 @@ def pipe_counts(blocks=BLOCKS):
         return (f"the L1 data pipe's wavefronts ({PIPE.format('')}) were not recorded for "
                 "this kernel: the 'global lines' column is chapter 02's rule applied, "
                 "not a count")
-    def order(i):   # the BLOCKs by wavefronts per multiply-add, most first
+    def order(i):   # the BLOCKs by wavefronts per FFMA instruction, most first
         return " > ".join(str(r["BLOCK"]) for r in
                           sorted(rows, key=lambda r: -float(r["per FFMA"].split(" / ")[i])))
-    print(f"BLOCK by wavefronts per multiply-add, most first: counted {order(0)}, model "
+    print(f"BLOCK by wavefronts per FFMA, most first: counted {order(0)}, model "
           f"{order(1)}")
     # "other" (the count minus its three named parts) stays in the rows, not shown: the
     # profile does not say what it is, and the total already includes it.
-    return Table(rows, [c for c in rows[0] if c != "other"], title=f"{KERNEL}: the L1 data pipe's wavefronts per "
+    return Table(rows, [c for c in rows[0] if c != "other"], title=f"{KERNEL}: the shared-memory (L1 data) pipe's wavefronts per "
                  f"warp and step at {SHAPE[0]}^3, counted by Nsight Compute / model "
                  f"({records.source()})")
 
