@@ -435,7 +435,8 @@ def summary(shape=SHAPE) -> Table:
                 row["% of bound"] = f"{g / c['smem bound GFLOP/s']:.0%}" if g else "-"
             else:
                 row["shared wavefronts / FFMA"] = "0"
-            row["shared-memory (L1 data) pipe busy"] = f"{m[SHARED_BUSY]:.0f}%" if SHARED_BUSY in m else "-"
+            row["shared-memory (L1 data) pipe busy"] = (
+                f"{m[SHARED_BUSY]:.0f}%" if SHARED_BUSY in m else "-")
             row["FMA pipe busy"] = f"{m[FMA_BUSY]:.0f}%" if FMA_BUSY in m else "-"
             row["longest wait"] = top_stall(prof)
         rows.append(row)
@@ -780,7 +781,8 @@ def pipe_counts(blocks=BLOCKS):
           f"{order(1)}")
     # "other" (the count minus its three named parts) stays in the rows, not shown: the
     # profile does not say what it is, and the total already includes it.
-    return Table(rows, [c for c in rows[0] if c != "other"], title=f"{KERNEL}: the shared-memory (L1 data) pipe's wavefronts per "
+    return Table(rows, [c for c in rows[0] if c != "other"],
+                 title=f"{KERNEL}: the shared-memory (L1 data) pipe's wavefronts per "
                  f"warp and step at {SHAPE[0]}^3, counted by Nsight Compute / model "
                  f"({records.source()})")
 
