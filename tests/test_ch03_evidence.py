@@ -301,7 +301,7 @@ def test_traffic_table_is_a_table_with_one_precision_per_hit_column(monkeypatch)
     _fake(monkeypatch, {8: 2e9, 16: 1e9, 32: 5e8}, {8: 4e9, 16: 2e9, 32: 1e9})
     t = ch03.traffic_table()
     assert isinstance(t, Table) and "<table" in t._repr_html_()
-    assert len(list(t)) == 4 and all(r["L1 hit %"].endswith("%") for r in t)
+    assert len(list(t)) == 4 and "L1 hit %" not in t.columns
 
 
 def test_the_occupancy_prediction_is_checked_before_anything_is_shown():
@@ -358,7 +358,9 @@ def test_the_pipe_rest_line_splits_the_rest_by_counter(monkeypatch):
                              "_mem_shared": 8})
     lines = ch03.pipe_rest_line().splitlines()
     assert lines[0] == ("BLOCK =  4: rest 3.00 = 2.00 filed as global writes + 1.00 filed "
-                        "as shared, neither load nor store")
+                        "as shared, neither load nor store; x 1 warp(s) per block = 3.0 "
+                        "per block and step")
+    assert lines[3].endswith("x 32 warp(s) per block = 96.0 per block and step")
     _fake_pipe(monkeypatch, None)
     assert "not counted" in ch03.pipe_rest_line()
 
@@ -367,6 +369,10 @@ def test_block_bounds_shows_the_model_or_the_counted_bound():
     model, counted = ch03.block_bounds(), ch03.block_bounds(view="counted")
     assert "counted bound GFLOP/s" not in model.columns
     assert "% of shared + lines bound" in model.columns
+    # the student's view: one bound, the pipe's wavefronts per FFMA behind it
+    assert "shared bound GFLOP/s" not in model.columns
+    assert [r["wavefronts per FFMA (shared + lines)"] for r in model] == \
+        ["3.75", "2.75", "1.88", "1.62"]
     assert "% of counted bound" in counted.columns
     # the student's view leaves the count to the solution; both keep every column's value
     assert "all wavefronts counted per warp and step" not in model.columns

@@ -193,6 +193,11 @@ def top_stall(row) -> str:
     return f"{k} ({waits[k] / sum(waits.values()):.0%} of the wait)"
 
 
+def _billions(n: float) -> str:
+    """A launch-wide count for people: 2147483648 -> '2.15 billion'."""
+    return f"{n / 1e9:.2f} billion"
+
+
 def shared_side() -> str:
     """What Nsight Compute counted for smem_tiled at 4096^3: how busy the shared-memory
     and FMA pipes were, the stall that leads, and the shared loads and wavefronts per
@@ -205,14 +210,14 @@ def shared_side() -> str:
     h = _loop(KERNEL)
     sass = (h["LDS"] + h["LDS.128"]) / h["FFMA"]
     model = ch03_04_tiles.wavefronts_per_step(KERNEL, {"BLOCK": 32}) / h["FFMA"]
-    out = [f"shared-memory pipe busy {m[SHARED_BUSY]:.0f}% of its peak, "
+    out = [f"shared-memory (L1 data) pipe busy {m[SHARED_BUSY]:.0f}% of its peak, "
            f"FMA pipe busy {m[FMA_BUSY]:.0f}%; longest wait: {top_stall(row)}",
-           f"FFMA instructions:        {ffma:,}"]
+           f"FFMA instructions:        {_billions(ffma)}"]
     if SHARED_LOADS in m and SHARED_WAVEFRONTS in m:
         lds, wf = m[SHARED_LOADS], m[SHARED_WAVEFRONTS]
-        out += [f"shared-memory loads:      {lds:,.0f} = {lds / ffma:.2f} per FFMA "
+        out += [f"shared-memory loads:      {_billions(lds)} = {lds / ffma:.2f} per FFMA "
                 f"(the SASS loop: {sass:.2f})",
-                f"shared-memory wavefronts: {wf:,.0f} = {wf / ffma:.2f} per FFMA "
+                f"shared-memory wavefronts: {_billions(wf)} = {wf / ffma:.2f} per FFMA "
                 f"(bank model: {model:.2f})",
                 unmerged_line()]
     return "\n".join(out)
@@ -336,11 +341,13 @@ def traffic_table() -> Table:
     """The evidence that tiling by BLOCK divides global traffic by BLOCK, at 4096^3 where
     A and B do not fit in the L2: `traffic_rows` as a table (with chapter 02's kernel for
     comparison), which the notebook shows as HTML like every other table."""
-    cols = ["kernel", "predicted loads, GB", "asked of L1, GB", "L1 hit %",
+    # No L1 hit column: Nsight Compute's hit rate counts sector requests, which need not
+    # match the bytes the L1 then reads from the L2, and nothing here needs it.
+    cols = ["kernel", "predicted loads, GB", "asked of L1, GB",
             "read from L2, GB", "L2 hit %", "read from DRAM, GB",
             "DRAM GB/s at the timed rate", "% of a device copy"]
     src = records.current()
-    hits = ("L1 hit %", "L2 hit %")   # one precision per column (0.7%, not 0.66% beside 95%)
+    hits = ("L2 hit %",)   # one precision per column
     return Table([{c: (f"{r[c]:.1f}%" if c in hits and r.get(c) is not None else r.get(c))
                    for c in cols} for r in traffic_rows()], cols,
                  title=f"global loads at {'x'.join(map(str, SHAPE))}, Nsight Compute"
@@ -428,16 +435,18 @@ def summary(shape=SHAPE) -> Table:
                 row["% of bound"] = f"{g / c['smem bound GFLOP/s']:.0%}" if g else "-"
             else:
                 row["shared wavefronts / FFMA"] = "0"
-            row["shared pipe busy"] = f"{m[SHARED_BUSY]:.0f}%" if SHARED_BUSY in m else "-"
+            row["shared-memory (L1 data) pipe busy"] = (
+                f"{m[SHARED_BUSY]:.0f}%" if SHARED_BUSY in m else "-")
             row["FMA pipe busy"] = f"{m[FMA_BUSY]:.0f}%" if FMA_BUSY in m else "-"
             row["longest wait"] = top_stall(prof)
         rows.append(row)
     cols = ["kernel", "GFLOP/s", "% of cuBLAS", "global loads / FFMA",
             "shared wavefronts / FFMA", "shared-memory bound", "% of bound",
-            "shared pipe busy", "FMA pipe busy", "longest wait"]
+            "shared-memory (L1 data) pipe busy", "FMA pipe busy", "longest wait"]
     return Table([{c: r.get(c, "-") for c in cols} for r in rows], cols,
-                 title=f"at {'x'.join(map(str, shape))}; % of cuBLAS: of the cuBLAS run "
-                       f"timed beside each kernel ({records.source()})")
+                 title=f"at {'x'.join(map(str, shape))}; each kernel's % of cuBLAS is "
+                       f"against the cuBLAS run timed beside it, the cuBLAS row is cuBLAS's "
+                       f"own recorded rate ({records.source()})")
 
 
 # ------------------------------------------------------------------ the swap
@@ -749,7 +758,7 @@ def pipe_counts(blocks=BLOCKS):
     """Per BLOCK, the L1 data pipe's wavefronts per warp and step, counted against the
     model, part by part, and per multiply-add (the combined bound's input); the rest of
     the count beyond the model's parts is in each row as "other", not shown. Printed
-    first: the order of the BLOCKs by wavefronts per multiply-add, counted and modelled.
+    first: the order of the BLOCKs by wavefronts per FFMA, counted and modelled.
     Returns the Table, or a line saying the count was not recorded."""
     rows = []
     for b in blocks:
@@ -765,14 +774,15 @@ def pipe_counts(blocks=BLOCKS):
         return (f"the L1 data pipe's wavefronts ({PIPE.format('')}) were not recorded for "
                 "this kernel: the 'global lines' column is chapter 02's rule applied, "
                 "not a count")
-    def order(i):   # the BLOCKs by wavefronts per multiply-add, most first
+    def order(i):   # the BLOCKs by wavefronts per FFMA instruction, most first
         return " > ".join(str(r["BLOCK"]) for r in
                           sorted(rows, key=lambda r: -float(r["per FFMA"].split(" / ")[i])))
-    print(f"BLOCK by wavefronts per multiply-add, most first: counted {order(0)}, model "
+    print(f"BLOCK by wavefronts per FFMA, most first: counted {order(0)}, model "
           f"{order(1)}")
     # "other" (the count minus its three named parts) stays in the rows, not shown: the
     # profile does not say what it is, and the total already includes it.
-    return Table(rows, [c for c in rows[0] if c != "other"], title=f"{KERNEL}: the L1 data pipe's wavefronts per "
+    return Table(rows, [c for c in rows[0] if c != "other"],
+                 title=f"{KERNEL}: the shared-memory (L1 data) pipe's wavefronts per "
                  f"warp and step at {SHAPE[0]}^3, counted by Nsight Compute / model "
                  f"({records.source()})")
 
@@ -791,8 +801,10 @@ def pipe_rest_line(blocks=BLOCKS, shape=SHAPE) -> str:
         steps = shape[0] * shape[1] * shape[2] / (min(32, b * b) * b)
         total, write, shared, ld, st = (m[k] / steps for k in keys)
         rest = pipe_counted(b, shape)["other"]
+        warps = -(-b * b // 32)
         out.append(f"BLOCK = {b:>2}: rest {rest:.2f} = {write:.2f} filed as global writes "
-                   f"+ {shared - ld - st:.2f} filed as shared, neither load nor store")
+                   f"+ {shared - ld - st:.2f} filed as shared, neither load nor store; "
+                   f"x {warps} warp(s) per block = {rest * warps:.1f} per block and step")
     return "\n".join(out)
 
 
@@ -800,10 +812,8 @@ def pipe_rest_line(blocks=BLOCKS, shape=SHAPE) -> str:
 # loads' lines) for the student notebook; the bound from Nsight Compute's count of every
 # wavefront on the pipe for the solution notebook, which splits that count (`pipe_counts`).
 BOUND_COLUMNS = {
-    "model": ["BLOCK", "FFMA per step", "shared wavefronts per warp and step",
-              "global lines per warp and step", "shared bound GFLOP/s",
-              "shared + lines bound GFLOP/s", "GFLOP/s", "% of shared bound",
-              "% of shared + lines bound"],
+    "model": ["BLOCK", "wavefronts per FFMA (shared + lines)", "shared + lines bound GFLOP/s",
+              "GFLOP/s", "% of shared + lines bound"],
     "counted": ["BLOCK", "lanes per warp", "all wavefronts counted per warp and step",
                 "counted bound GFLOP/s", "GFLOP/s", "% of shared bound",
                 "% of shared + lines bound", "% of counted bound"],
@@ -835,6 +845,7 @@ def block_bounds(blocks=BLOCKS, shape=(2048,) * 3, view: str = "model") -> Table
         rows.append({"BLOCK": b, "lanes per warp": lanes, "FFMA per step": c["FFMA/step"],
                      "shared wavefronts per warp and step": wf,
                      "global lines per warp and step": gl,
+                     "wavefronts per FFMA (shared + lines)": f"{(wf + gl) / c['FFMA/step']:.2f}",
                      "all wavefronts counted per warp and step":
                          round(got["total"], 1) if got else "-",
                      "shared bound GFLOP/s": bound, "shared + lines bound GFLOP/s": both,
@@ -842,7 +853,8 @@ def block_bounds(blocks=BLOCKS, shape=(2048,) * 3, view: str = "model") -> Table
                      "GFLOP/s": g, "% of shared bound": f"{g / bound:.0%}" if g else "-",
                      "% of shared + lines bound": f"{g / both:.0%}" if g else "-",
                      "% of counted bound": f"{g / counted:.0%}" if g and counted else "-"})
-    what = {"model": "two bounds of the L1 data pipe",
+    what = {"model": "the bound of the shared-memory (L1 data) pipe, shared wavefronts "
+                     "plus global lines,",
             "counted": f"the counted bound (wavefronts per step counted at {SHAPE[0]}^3)"}[view]
     return Table(rows, BOUND_COLUMNS[view],
                  title=f"{what} and the rate at {'x'.join(map(str, shape))} "
