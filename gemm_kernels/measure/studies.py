@@ -412,8 +412,8 @@ STUDY_LIST += (
     # Chapter 12's worst shortfall: the small ragged shape where cuBLAS splits K. Would a
     # split have helped the plan's tile (or the wider one)? Each timed beside cuBLAS.
     Study("ch12_small_splits", "12", "Splits of K at the small ragged shape, timed", "time",
-          tuple(Step(f"{bm}x{bn} tiles, " + (f"K in {s} slices" if s > 1 else "no split"), "capstone_split",
-                     {"BM": bm, "BN": bn, "SPLIT": s, "PAD_B": True})
+          tuple(Step(f"{bm}x{bn} tiles, " + (f"K in {s} slices" if s > 1 else "no split"),
+                     "capstone_split", {"BM": bm, "BN": bn, "SPLIT": s, "PAD_B": True})
                 for bm, bn in ((64, 64), (64, 128)) for s in (1, 2, 3, 4)),
           ((777, 555, 333),)),
     Study("ch12_gemv", "12", "Where the matrix-vector products spend their time", "ncu", (
