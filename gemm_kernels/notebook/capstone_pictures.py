@@ -528,7 +528,7 @@ def gpus() -> Markdown:
         f"**This chapter's GPUs:** the ladder, its `MINB = 2` builds, their profile and the "
         f"yardsticks {ladder_source()}; every other table on the {d2['name']}. {same}"
         f"their DRAM peaks are {dram(d1)} and {dram(d2)} GB/s. No comparison crosses from "
-        "one GPU to the other.")
+        "one GPU to the other, and each section's first line names the GPU of its numbers.")
 
 
 def ladder_start() -> Text:
@@ -1968,8 +1968,9 @@ def issue_evidence() -> Text:
         f"{peak:,.0f} GFLOP/s",
         f"at 4096^3: capstone {g:,.0f} GFLOP/s = {100 * g / peak:.0f}% of it, cuBLAS "
         f"{ref:,.0f} = {100 * ref / peak:.0f}%",
-        f"capstone: issue slots used {m[issue_key]:.0f}% x FFMA share of its loop {share} "
-        f"= {m[issue_key] * float(share.rstrip('%')) / 100:.0f}% of the cycles start an FFMA",
+        # one decimal, so that the product can be checked by hand against its factors
+        f"capstone: issue slots used {m[issue_key]:.1f}% x FFMA share of its loop {share} "
+        f"= {m[issue_key] * float(share.rstrip('%')) / 100:.1f}% of the cycles start an FFMA",
         f"clock of the timed runs: at least {g * 1e3 / (2 * lanes):,.0f} MHz (the FMA pipe "
         f"busy in every cycle); {g * 1e3 / (2 * lanes * fma):,.0f} MHz if it was busy in "
         f"{100 * fma:.0f}% of them, as in the profile; Nsight Compute itself ran it at "
