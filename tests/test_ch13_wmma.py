@@ -309,7 +309,7 @@ def test_the_naive_kernel_waits_on_queued_narrow_loads_with_dram_far_from_busy()
     assert "not on DRAM or L2 bandwidth" in text and "latency of its" not in text
     for a, b, c in re.findall(r"([\d.]+) x (\d+) = ([\d,]+) ", text):
         assert round(float(a) * int(b)) == int(c.replace(",", ""))
-    assert "8.0 per instruction" in text and "one per MOVM" in text
+    assert "8.0 sectors (256 bytes) per instruction" in text and "one per MOVM" in text
     assert "does not show which unit" in text
     assert "global load instructions per HMMA 4 -> 0.125" in str(ch13.naive_to_tiled_evidence())
 

@@ -1062,12 +1062,12 @@ def profile_waits(rec=None) -> Text:
     queue = ("" if not per_cycle else
              f" The loads are narrow and scattered: the L1 counts {sectors / 1e6:,.0f} M "
              f"sectors of 32 bytes for {requests / 1e6:,.0f} M load instructions, "
-             f"{sectors / requests:.1f} per instruction, of which a warp needs {lanes * word} "
-             f"of {sectors / requests * 32:.0f} bytes: its pairs of halves lie in 8 rows, "
-             f"so half of each sector is used (chapter 02's model). The L1 passes those "
-             f"sectors at only {per_cycle:.2f} per cycle per SM, "
-             f"{'less than one' if per_cycle < 1 else 'few'}. So the loads queue in the "
-             f"memory system, and this profile does not show which unit holds them back.")
+             f"{sectors / requests:.1f} sectors ({sectors / requests * 32:.0f} bytes) per "
+             f"instruction for the {lanes * word} bytes a warp asks for: its pairs of halves "
+             f"lie in 8 rows, so each sector is half used (chapter 02's model). The L1 "
+             f"passes those sectors at only {per_cycle:.2f} per cycle per SM. That suggests "
+             f"the loads queue in the memory system; this profile does not show which unit "
+             f"holds them back.")
     # the naive kernel's MOVM go through the shared-memory pipe (no shared loads)
     movm = naive.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_misc.sum")
     mio = naive.get("smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio")
@@ -1085,9 +1085,9 @@ def profile_waits(rec=None) -> Text:
     return Markdown(
         f"* **The naive kernel waits for its global loads, and not on DRAM or L2 "
         f"bandwidth**: a warp spends {naive[_LONG]:.0f} cycles per issued instruction "
-        f"stalled on 'long scoreboard', the wait for a global load. {l2}"
-        f"{naive['dram__bytes_read.sum'] / 1e9:.2f} GB{busy}.{step}{queue} Its tensor pipe "
-        f"is busy {_pct(naive[_BUSY])} of the time.{movm_said}\n"
+        f"stalled on 'long scoreboard', the wait for a global load; its tensor pipe is "
+        f"busy {_pct(naive[_BUSY])} of the time. {l2}"
+        f"{naive['dram__bytes_read.sum'] / 1e9:.2f} GB{busy}.{step}{queue}{movm_said}\n"
         f"* **The tiled kernel with unpadded rows waits for shared memory** ('short "
         f"scoreboard', {plain[_SHORT]:.1f} cycles per instruction): its fragment loads "
         f"meet bank conflicts (section 7). Tensor pipe busy: {_pct(plain[_BUSY])}."
@@ -1149,14 +1149,14 @@ def pace_summary(rec=None) -> Text:
            f"The kernel's __launch_bounds__(TILED_THREADS, {bound.group(1)}) asks for "
            f"{bound.group(1)} blocks of {occ.threads_per_block} threads per SM, which caps a "
            f"thread at {reg_file:,} / ({bound.group(1)} x {occ.threads_per_block}) = "
-           f"{reg_file // (int(bound.group(1)) * occ.threads_per_block)} registers: ")
+           f"{reg_file // (int(bound.group(1)) * occ.threads_per_block)} registers. ")
     return Markdown(
         f"* **Too few warps, and too many instructions per HMMA.** A scheduler holds only {warps:.1f} warps "
         f"to switch between, each issuing once every {cycles:.1f} cycles: {warps:.1f} / "
         f"{cycles:.1f} = {warps / cycles:.2f} instructions per cycle. The {_pct(issue)} of "
         f"cycles in which it issued is the same measurement seen from the scheduler's side."
         + hmma_side
-        + f"\n* **The registers set the number of warps.** {cap}each thread of the tiled "
+        + f"\n* **The registers set the number of warps.** {cap}Each thread of the tiled "
         f"kernel holds {occ.registers_per_thread} registers (its accumulators, its fragments and "
         f"the next tile's loads), so "
         f"{occ.blocks_per_sm} blocks of {occ.threads_per_block} threads fill the SM's "
