@@ -2,6 +2,7 @@
 oldest and the newest GPU of the series, the registry's rules, the FP16 operand types,
 and the tensor-core error bound with its negative controls (planted bugs of the kinds
 the chapter shows are caught; a correct FP32 accumulation of FP16 inputs passes)."""
+import re
 import numpy as np
 import pytest
 
@@ -292,17 +293,42 @@ def test_the_main_loop_is_the_backward_branch_with_the_most_hmma():
     assert hmma == 32 and sum(groups) == total and "LDSM" in text and "IMAD" in text
 
 
-def test_the_naive_kernel_is_said_to_wait_on_latency_with_dram_far_from_busy():
+def test_the_naive_kernel_waits_on_queued_narrow_loads_with_dram_far_from_busy():
     """The naive kernel's DRAM is busy a small share of its peak (the recorded counter),
-    so the summary calls its wait latency, not bandwidth; the evidence of the tiles
-    counts global load instructions per HMMA from the counters."""
+    so the summary rules out bandwidth; its per-step wait is the product of the printed
+    columns, each load touches 8 sectors (the L1's counters), and the MOVM account for
+    the shared-pipe wavefronts; the evidence of the tiles counts global load
+    instructions per HMMA from the counters."""
+    import re
     from gemm_kernels.notebook import ch13_wmma as ch13
     rows = [m for _, m in ch13.profile_rows() if m]
     if not rows:
         pytest.skip("the profile is not recorded")
     assert rows[0]["dram__throughput.avg.pct_of_peak_sustained_elapsed"] < 20
-    assert "not on bandwidth" in str(ch13.profile_waits())
+    text = str(ch13.profile_waits())
+    assert "not on DRAM or L2 bandwidth" in text and "latency of its" not in text
+    for a, b, c in re.findall(r"([\d.]+) x (\d+) = ([\d,]+) ", text):
+        assert round(float(a) * int(b)) == int(c.replace(",", ""))
+    assert "8.0 sectors (256 bytes) per instruction" in text and "one per MOVM" in text
+    assert "does not show which unit" in text
     assert "global load instructions per HMMA 4 -> 0.125" in str(ch13.naive_to_tiled_evidence())
+
+
+def test_the_percent_of_cublas_is_computed_from_the_printed_rates():
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    rows = ch13.rates_table()
+    if not rows:
+        pytest.skip("the rates are not recorded")
+    for r in rows:
+        assert r["TFLOP/s"] == float(f"{r['TFLOP/s']:.3g}")
+        assert r["% of cuBLAS FP16"] == 100 * r["TFLOP/s"] / r["cuBLAS FP16 TFLOP/s"]
+
+
+def test_the_timed_errors_share_one_format_and_the_loop_unroll_is_read():
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    cells = [v for r in ch13.timed_errors() for k, v in r.items() if k != "kernel"]
+    assert cells and all(re.fullmatch(r"\d\.\d{4}", v) for v in cells)
+    assert "unrolled 4 times, and 1 more step" in " ".join(str(ch13.naive_loads()).split())
 
 
 def test_the_pace_arithmetic_uses_the_printed_values_and_states_the_pipe_ceiling():

@@ -346,3 +346,9 @@ def test_a_wrong_element_of_an_exact_comparison_shows_no_infinite_ratio():
     assert "inf" not in str(exact) and "worst at (0, 1): -0.5 against 0.25" in str(exact)
     loose = Verdict(False, 3, 0, (0, 1), -0.5, 0.25, 7.0)
     assert "(|err|/bound 7)" in str(loose)
+
+
+def test_a_wrong_element_is_shown_to_four_significant_digits():
+    from gemm_kernels.measure.check import Verdict
+    v = Verdict(False, 1, 0, (16, 41), -19.314054489135742, 17.77837647870183, 1.13e5)
+    assert "worst at (16, 41): -19.31 against 17.78 (|err|/bound 1.13e+05)" in str(v)

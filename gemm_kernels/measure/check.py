@@ -171,7 +171,8 @@ class Verdict:
     def __str__(self):
         # an infinite ratio (a bound of 0: an exact comparison) says nothing to a reader
         ratio = f" (|err|/bound {self.ratio:.3g})" if math.isfinite(self.ratio) else ""
-        where = f"worst at {self.worst}: {self.value!r} against {self.reference!r}{ratio}"
+        # four significant digits: enough to see how far off an element is, readable
+        where = f"worst at {self.worst}: {self.value:.4g} against {self.reference:.4g}{ratio}"
         if self.ok:
             return f"ok, max |err|/bound {self.ratio:.3g}"
         return (f"{self.bad} element(s) wrong" + (f", {self.nan} NaN" if self.nan else "")

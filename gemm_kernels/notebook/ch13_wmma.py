@@ -463,8 +463,10 @@ def naive_loads() -> Text:
     hmma = sum(1 for l in lines if "HMMA" in l)
     movm = sum(1 for l in lines if "MOVM" in l)
     import textwrap
+    unrolled = sum(o.startswith("HMMA") for o in main_loop(sass)) // 2
     said = (f"In the whole kernel: {hmma} HMMA, that is {hmma // 2} steps along K (the loop "
-            f"unrolled, plus the step for the trips left over); {narrow} LDG.E = "
+            f"unrolled {unrolled} times, and {hmma // 2 - unrolled} more step"
+            f"{'s' * (hmma // 2 - unrolled != 1)} for the trips left over); {narrow} LDG.E = "
             f"{hmma // 2} steps x 8; {movm} MOVM = {hmma // 2} steps x {movm // max(hmma // 2, 1)}; "
             f"and {wide} LDG.E.64, the epilogue's read of C (beta != 0).")
     return Text("The first step along K (its loads, its MOVM and its two HMMA; other "
@@ -533,9 +535,12 @@ def rates_table(kernels=(NAIVE, TILED), rec=None) -> Table:
         for k in kernels:
             r = _row(k, n, rec=rec)
             if r:
-                rows.append({"size": f"{n}³", "kernel": k, "TFLOP/s": _tflops(r),
-                             "cuBLAS FP16 TFLOP/s": r["reference"]["gflops"]["median"] / 1000,
-                             "% of cuBLAS FP16": timing.share(r)})
+                # the % from the rates as printed (3 digits), so that a reader redoing it agrees
+                ours = float(f"{_tflops(r):.3g}")
+                theirs = float(f"{r['reference']['gflops']['median'] / 1000:.3g}")
+                rows.append({"size": f"{n}³", "kernel": k, "TFLOP/s": ours,
+                             "cuBLAS FP16 TFLOP/s": theirs,
+                             "% of cuBLAS FP16": 100 * ours / theirs})
     shape = get(NAIVE).resolve({})
     said = ([f"{NAIVE} in blocks of {shape['WM']} x {shape['WN']} warps (32 x "
              f"{shape['WM'] * shape['WN']} threads)"] if NAIVE in kernels else []) + (
@@ -920,7 +925,8 @@ def timed_errors(rec=None) -> Table:
         for n in SIZES:
             r = _row(k, n, rec=rec)
             if r and "error_over_bound" in r:
-                row[f"{n}³"] = r["error_over_bound"]
+                # one format for the whole table (0.0030, not 0.003 beside 0.0044)
+                row[f"{n}³"] = f"{r['error_over_bound']:.4f}"
         if len(row) > 1:
             rows.append(row)
     return Table(rows, ["kernel", *(f"{n}³" for n in SIZES)],
@@ -1024,6 +1030,8 @@ def profile_waits(rec=None) -> Text:
     if not steps:
         return Text(_NO_PROFILE)
     naive, plain, padded = steps
+    sass = compiler.sass(get(NAIVE), {})
+    movm_per_hmma = len(re.findall(r"\bMOVM\.", sass)) // max(len(re.findall(r"\bHMMA\.", sass)), 1)
     l2_read = naive.get("lts__t_sectors_srcunit_tex_op_read.sum", 0) * 32 / 1e9
     l2_hits = naive.get("lts__t_sector_hit_rate.pct")
     ms = naive["gpu__time_duration.sum"] / 1e6
@@ -1033,21 +1041,59 @@ def profile_waits(rec=None) -> Text:
           f"{ms:.1f} ms, {l2_hits:.0f}% of its sectors were hits); DRAM delivers " if l2_hits
           else "DRAM delivers ")
     busy = f", busy {dram_busy:.0f}% of its peak" if dram_busy else ""
+    # a step along K from the pace table's columns, as printed: its instructions, the
+    # cycles a warp takes over them, and those it waits for global loads
+    every, _ = hmma_pace(naive)
+    _, pace, _ = warp_pace(naive)
+    hmma_step = 2
+    inst = round(hmma_step * round(every or 0, 1), 1)
+    step = (f" A step along K is {hmma_step} HMMA, {hmma_step} x {every:.1f} = {inst:.1f} "
+            f"instructions (the next table): at {pace:.0f} cycles per instruction a warp "
+            f"takes {inst:.1f} x {pace:.0f} = {inst * round(pace):,.0f} cycles per step, "
+            f"{inst:.1f} x {naive[_LONG]:.0f} = {inst * round(naive[_LONG]):,.0f} of them "
+            f"waiting for loads: far longer than one trip to memory (hundreds of cycles, "
+            f"section 4)." if every and pace else "")
+    # the loads as the L1 saw them: sectors per load instruction, and their rate per SM
+    sectors = naive.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
+    requests = naive["smsp__inst_executed_op_global_ld.sum"]
+    sms = (rec or study_recording()).device.get("sm_count")
+    per_cycle = sectors / naive["sm__cycles_elapsed.avg"] / sms if sectors and sms else None
+    lanes, word = 32, 4
+    queue = ("" if not per_cycle else
+             f" The loads are narrow and scattered: the L1 counts {sectors / 1e6:,.0f} M "
+             f"sectors of 32 bytes for {requests / 1e6:,.0f} M load instructions, "
+             f"{sectors / requests:.1f} sectors ({sectors / requests * 32:.0f} bytes) per "
+             f"instruction for the {lanes * word} bytes a warp asks for: its pairs of halves "
+             f"lie in 8 rows, so each sector is half used (chapter 02's model). The L1 "
+             f"passes those sectors at only {per_cycle:.2f} per cycle per SM. That suggests "
+             f"the loads queue in the memory system; this profile does not show which unit "
+             f"holds them back.")
+    # the naive kernel's MOVM go through the shared-memory pipe (no shared loads)
+    movm = naive.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_misc.sum")
+    mio = naive.get("smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio")
+    movm_said = ("" if not (movm and mio) else
+                 f" Its 'mio throttle' stall ({mio:.1f}) is most likely the MOVM: they run on "
+                 f"the shared-memory pipe, which counts {movm / 1e6:.1f} M wavefronts that are "
+                 f"not loads (so the table's column reads 0), one per MOVM "
+                 f"({movm_per_hmma} per HMMA in the machine code, "
+                 f"{movm_per_hmma * naive['sm__inst_executed_pipe_tensor_op_hmma.sum'] / 1e6:.1f}"
+                 f" M).")
+    barrier = plain.get("smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio")
     rest = sorted(((v, k) for k, v in evidence.stall_reasons({"metrics": padded}).items()
                    if "selected" not in k), reverse=True)[:2]
     _, cycles, _ = warp_pace(padded)
     return Markdown(
-        f"* **The naive kernel waits on the latency of its global loads, not on "
+        f"* **The naive kernel waits for its global loads, and not on DRAM or L2 "
         f"bandwidth**: a warp spends {naive[_LONG]:.0f} cycles per issued instruction "
-        f"stalled on 'long scoreboard', the wait for a global load. {l2}"
-        f"{naive['dram__bytes_read.sum'] / 1e9:.2f} GB{busy}. Each step along K is eight 4-byte "
-        f"loads for two HMMA that need all of them, and the compiler starts at most the "
-        f"next step's loads before them: a warp has few loads in flight and waits most "
-        f"of a trip to memory at every step. Its tensor pipe is busy "
-        f"{_pct(naive[_BUSY])} of the time.\n"
+        f"stalled on 'long scoreboard', the wait for a global load; its tensor pipe is "
+        f"busy {_pct(naive[_BUSY])} of the time. {l2}"
+        f"{naive['dram__bytes_read.sum'] / 1e9:.2f} GB{busy}.{step}{queue}{movm_said}\n"
         f"* **The tiled kernel with unpadded rows waits for shared memory** ('short "
         f"scoreboard', {plain[_SHORT]:.1f} cycles per instruction): its fragment loads "
-        f"meet bank conflicts (section 7). Tensor pipe busy: {_pct(plain[_BUSY])}.\n"
+        f"meet bank conflicts (section 7). Tensor pipe busy: {_pct(plain[_BUSY])}."
+        + ("" if barrier is None else
+           f" Its 'barrier' stall ({barrier:.1f}) is warps waiting at __syncthreads() for "
+           f"the slower warps of their block.") + "\n"
         f"* **With padded rows no single stall dominates.** The tensor pipe is busy "
         f"{_pct(padded[_BUSY])} of the time. The largest stalls are "
         + " and ".join(f"'{k}' {v:.1f}" for v, k in rest)
@@ -1098,14 +1144,20 @@ def pace_summary(rec=None) -> Text:
     reg_file, unit = lim["registers_per_sm"], lim["register_allocation_unit"]
     # registers are given out per warp, rounded up to the allocation unit
     alloc = -(-occ.registers_per_thread * 32 // unit) * unit // 32
+    bound = re.search(r"__launch_bounds__\(TILED_THREADS, (\d+)\)", get(TILED).source_text())
+    cap = ("" if not bound else
+           f"The kernel's __launch_bounds__(TILED_THREADS, {bound.group(1)}) asks for "
+           f"{bound.group(1)} blocks of {occ.threads_per_block} threads per SM, which caps a "
+           f"thread at {reg_file:,} / ({bound.group(1)} x {occ.threads_per_block}) = "
+           f"{reg_file // (int(bound.group(1)) * occ.threads_per_block)} registers. ")
     return Markdown(
-        f"* **Too few warps to hide those cycles.** A scheduler holds only {warps:.1f} warps "
+        f"* **Too few warps, and too many instructions per HMMA.** A scheduler holds only {warps:.1f} warps "
         f"to switch between, each issuing once every {cycles:.1f} cycles: {warps:.1f} / "
         f"{cycles:.1f} = {warps / cycles:.2f} instructions per cycle. The {_pct(issue)} of "
         f"cycles in which it issued is the same measurement seen from the scheduler's side."
         + hmma_side
-        + f"\n* **The registers set the number of warps.** Each thread of the tiled kernel "
-        f"holds {occ.registers_per_thread} registers (its accumulators, its fragments and "
+        + f"\n* **The registers set the number of warps.** {cap}Each thread of the tiled "
+        f"kernel holds {occ.registers_per_thread} registers (its accumulators, its fragments and "
         f"the next tile's loads), so "
         f"{occ.blocks_per_sm} blocks of {occ.threads_per_block} threads fill the SM's "
         f"{reg_file:,} registers (a warp's registers are given out in units of {unit}, so "
