@@ -266,54 +266,6 @@ def test_bank_words_count_the_busiest_bank_and_part_from_lines_off_powers_of_two
     assert model.bank_words([7] * 32) == 1
 
 
-def test_alignment_table_counts_lines_and_banks_on_and_off_lines():
-    rows = {(r["BLOCK"], r["M = N = K"]): r for r in ch02_coalescing.alignment_table()}
-    assert [rows[32, n]["lines/step"] for n in (2048, 2047)] == ["2", "2.97"]
-    assert [rows[16, n]["lines/step"] for n in (2048, 2047)] == ["3", "3.47"]
-    # aligned, the two counts coincide; at 2047 the rows of A leave their common bank
-    assert [rows[b, 2048]["bank words/step"] for b in (8, 16, 32)] == ["5", "3", "2"]
-    assert {rows[b, 2047]["bank words/step"] for b in (8, 16, 32)} == {"2"}
-
-
-def test_alignment_table_sets_each_measured_rate_beside_both_limits(monkeypatch):
-    """With the alignment studies recorded, each row carries the rate of the step with its
-    BLOCK and size, its own cuBLAS and its share of each limit; without them, 'not
-    timed'."""
-    _fake_alignment_recording(monkeypatch, (ch02_coalescing.ALIGNMENT,
-                                            ch02_coalescing.ALIGNMENT_BLOCK8))
-    t = {(r["BLOCK"], r["M = N = K"]): r for r in ch02_coalescing.alignment_table()}
-    assert [t[b, 2047]["measured"] for b in (8, 16, 32)] == [8001, 16001, 32001]
-    assert t[8, 2048]["cuBLAS, same run"] == 50000
-    r = t[16, 2047]
-    assert r["of line limit"] == f"{16001 / r['line limit']:.0%}"
-    assert r["of bank limit"] == f"{16001 / r['bank limit']:.0%}"
-    # negative control: BLOCK = 8 comes only from its own study
-    _fake_alignment_recording(monkeypatch, (ch02_coalescing.ALIGNMENT,))
-    t = {(r["BLOCK"], r["M = N = K"]): r for r in ch02_coalescing.alignment_table()}
-    assert (t[8, 2047]["measured"], t[16, 2047]["measured"]) == ("not timed", 16001)
-    monkeypatch.setattr(studies, "recording_of", lambda name, shape=None: None)
-    assert {r["measured"] for r in ch02_coalescing.alignment_table()} == {"not timed"}
-
-
-def test_alignment_l1_table_sets_counted_wavefronts_beside_both_models():
-    t = ch02_coalescing.alignment_l1_table()
-    assert [(r["M = N = K"], r["BLOCK"]) for r in t][:3] == [(2048, 8), (2048, 16), (2048, 32)]
-    for r in t:
-        if r["M = N = K"] == 2048:      # aligned: one count, lines = words on one bank
-            assert r["lines per step (model)"] == r["words on the busiest bank per step (model)"]
-        else:
-            assert r["words on the busiest bank per step (model)"] == "2"
-            assert float(r["lines per step (model)"]) > 2
-    if studies.recording_of(ch02_coalescing.ALIGNMENT_L1) is not None:
-        for r in t:
-            counted = float(r["L1 wavefronts per warp and step (counted)"])
-            # the counted wavefronts sit at or a little above the bank count, never at
-            # the line count where the two differ
-            assert float(r["words on the busiest bank per step (model)"]) <= counted + 0.01
-            if r["M = N = K"] == 2047:
-                assert counted < float(r["lines per step (model)"])
-
-
 def test_misaligned_lines_hides_the_answer_until_it_is_found(capsys):
     ch02_coalescing.misaligned_lines()
     assert "Pencil first" in capsys.readouterr().out

@@ -217,79 +217,7 @@ def _mean(x) -> str:
     return f"{x:.2f}" if isinstance(x, float) else str(x)
 
 
-def alignment_table(blocks=(8, 16, 32), sizes=(2048, MISALIGNED_N)) -> "Table":
-    """The coalesced kernel at each BLOCK and at square sizes whose rows are (2048) and are
-    not (2047) a whole number of 128-byte lines: a warp's L1 cycles per step counted two
-    ways, as the mean over 32 steps k (`ch01_02_sectors.line_limit`: lines, and words on
-    the busiest bank), the limit each gives at one per SM and cycle, and the rate timed at
-    both sizes with cuBLAS timed beside it in the same run (`_alignment_row`)."""
-    from gemm_kernels.core.table import Table
-    rows = []
-    for b in blocks:
-        for n in sizes:
-            lim = model.line_limit("coalesced", {"BLOCK": b}, shape=(n, n, n),
-                                   steps=MISALIGNED_STEPS)
-            row = _alignment_row("coalesced", {"BLOCK": b}, n)
-            measured = row["gflops"]["median"] if row else None
-            cublas = ((row or {}).get("reference") or {}).get("gflops", {}).get("median")
-
-            def share(limit):
-                return f"{measured / limit:.0%}" if measured is not None else "-"
-            rows.append({"BLOCK": b, "M = N = K": n,
-                         "lines/step": _mean(lim["lines"]),
-                         "bank words/step": _mean(lim["banks"]),
-                         "line limit": lim["GFLOP/s"],
-                         "bank limit": lim["bank GFLOP/s"],
-                         "measured": measured if measured is not None else "not timed",
-                         "cuBLAS, same run": cublas if cublas is not None else "-",
-                         "of line limit": share(lim["GFLOP/s"]),
-                         "of bank limit": share(lim["bank GFLOP/s"])})
-    rec = studies.recording_of(ALIGNMENT)
-    where = f"{rec.label}; " if rec else ""
-    return Table(rows, list(rows[0]), title="coalesced: one warp's L1 cycles per step "
-                 f"(mean of {MISALIGNED_STEPS} steps), and the limit each count gives; GFLOP/s, "
-                 f"{where}each BLOCK's two sizes timed in one run")
-
-
 ALIGNMENT_L1 = "ch02_alignment_l1"
-
-
-def alignment_l1_table(study: str = ALIGNMENT_L1):
-    """What the L1 counted on and off 128-byte lines (the `ch02_alignment_l1` study): per
-    size and BLOCK, a warp's lines and words on the busiest bank per step (the two
-    models, mean of 32 steps), the wavefronts the L1's data pipe spent per warp and step
-    (`ch01_02_sectors.WAVEFRONTS` over the warp-steps), the kernel's time under the
-    profiler, and the least time each model allows at one wavefront per SM and cycle at
-    the clock the profiler ran (its SM cycles over its duration)."""
-    from gemm_kernels.core.table import Table
-    props = model.device_props()
-    sms = props.get("sm_count")
-    rec = studies.recording_of(study)
-    rows = []
-    for shape in sorted(studies.get(study).shapes, reverse=True):     # aligned first
-        for step, row in studies.results(study, shape, rec):
-            lim = model.line_limit(step.kernel, step.params, props, shape=shape,
-                                   steps=MISALIGNED_STEPS)
-            m = (row or {}).get("metrics", {})
-            _, warp_steps = model._warp_steps(step.kernel, step.params, shape)
-            wf = m.get(model.WAVEFRONTS)
-            dur = m.get(model.DURATION)
-            hz = m[model.CYCLES] / dur * 1e9 if dur and model.CYCLES in m else None
-
-            def least_ms(per_step):
-                return (f"{warp_steps * per_step / sms / hz * 1e3:.1f}"
-                        if hz and sms else "-")
-            rows.append({"M = N = K": shape[0], "BLOCK": step.params["BLOCK"],
-                         "lines per step (model)": _mean(lim["lines"]),
-                         "words on the busiest bank per step (model)": _mean(lim["banks"]),
-                         "L1 wavefronts per warp and step (counted)":
-                             f"{wf / warp_steps:.2f}" if wf else "-",
-                         "time under the profiler (ms)": f"{dur / 1e6:.1f}" if dur else "-",
-                         "least time, one line per cycle (ms)": least_ms(lim["lines"]),
-                         "least time, one bank word per cycle (ms)": least_ms(lim["banks"])})
-    where = rec.label if rec else "not recorded"
-    return Table(rows, list(rows[0]), title="coalesced kernel, counted by Nsight Compute on "
-                 f"and off 128-byte lines ({where})")
 
 
 NAIVE_ALIGNMENT, NAIVE_ALIGNMENT_L1 = "ch02_naive_alignment", "ch02_naive_alignment_l1"
