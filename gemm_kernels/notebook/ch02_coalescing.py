@@ -2,8 +2,9 @@
 width of the L1's data array (shared memory's 32 banks) in lines, the recorded counters under readable names, their
 tables with every percentage to one decimal, the Nsight Compute command that counts
 them again on the reader's GPU, the prediction check with a word on the usual slip, and
-the alignment section's counts, tables and bank picture (lines against words on one bank,
-the L1's wavefronts split into the tag stage's and the bank conflicts).
+the alignment section's counts, tables and bank picture (the L1's two stages: the tag
+stage's distinct lines, four per wavefront, and the data stage's words on the busiest
+bank; the data stage's wavefronts split into the tag stage's and the bank conflicts).
 
 Why a module: the chapter's cells stay one call long, and every number they print comes
 from the recording (or from the device's properties) through these functions.
