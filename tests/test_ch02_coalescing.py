@@ -154,21 +154,39 @@ def test_the_alignment_gap_compares_the_timed_block_sizes_at_both_sizes(monkeypa
     assert "not timed" in str(ch02_coalescing.alignment_gap())
 
 
-def test_alignment_counts_table_sets_counted_wavefronts_beside_both_models():
+def test_alignment_counts_table_sets_counted_wavefronts_of_both_stages_beside_the_models():
     t = list(ch02_coalescing.alignment_counts_table())
-    assert [(r["M = N = K"], r["BLOCK"]) for r in t][:3] == [(2048, 8), (2048, 16), (2048, 32)]
-    if studies.recording_of(ch02_coalescing.ALIGNMENT_L1) is None:
+    assert [(r["configuration"], r["M = N = K"]) for r in t][:3] == [
+        (f"coalesced, BLOCK = {b}", 2048) for b in (8, 16, 32)]
+    if studies.recording_of(ch02_coalescing.NAIVE_ALIGNMENT_L1) is None:
         return
     for r in t:
-        counted, bank = (float(r[c]) for c in ("L1 wavefronts/step (counted)",
-                                               "of which bank conflicts"))
-        assert 0 <= bank <= counted
-        if r["M = N = K"] == 2047:
-            # off the lines: no conflicts, and far fewer wavefronts than lines
-            assert bank == pytest.approx(0, abs=0.01)
-            assert counted < float(r["lines/step (model)"])
-        else:
-            assert counted == pytest.approx(float(r["bank words/step (model)"]), abs=0.01)
+        tag, data = float(r["tag stage (counted)"]), float(r["data stage (counted)"])
+        if r["M = N = K"] == 2048:
+            # on the lines both stages count exactly what the models say
+            assert tag == pytest.approx(float(r["tag stage (model)"]), abs=0.01)
+            assert data == pytest.approx(float(r["data stage (model)"]), abs=0.01)
+        # no timed rate breaks the limit of the slower stage
+        assert r["timed / limit"] == "-" or int(r["timed / limit"][:-1]) <= 100
+    naive = {r["M = N = K"]: r for r in t if r["configuration"].startswith("naive, BLOCK = 32")}
+    # negative control: off the lines the banks alone would allow far more than was timed
+    lim = model.line_limit("naive", {"BLOCK": 32, "MAPPING": "x->row"},
+                           shape=(2047,) * 3, steps=32)
+    assert naive[2047]["timed (GFLOP/s)"] < lim["bank GFLOP/s"] / 2
+
+
+def test_the_tag_stage_takes_four_lines_per_wavefront():
+    naive = ("naive", {"BLOCK": 32, "MAPPING": "x->row"})
+    odd = model.line_limit(*naive, H200, (2047,) * 3, steps=32)
+    # A: 32 lanes in 32 lines = 8 tag wavefronts, B: one line, one wavefront
+    assert (odd["lines"], odd["tags"], odd["banks"]) == (33, 9, 2)
+    assert odd["stage GFLOP/s"] == pytest.approx(odd["bank GFLOP/s"] * 2 / 9)
+    aligned = model.line_limit(*naive, H200, (2048,) * 3)
+    # negative control: on the lines the banks are the slower stage, the tags do not matter
+    assert aligned["tags"] == 9 and aligned["stage GFLOP/s"] == aligned["bank GFLOP/s"]
+    text = str(ch02_coalescing.two_stages())
+    assert "32 lanes in 32 lines = 8 tag wavefronts" in text
+    assert text.count("the tag stage sets the time") == 1
 
 
 def test_the_bank_picture_stacks_aligned_rows_on_one_bank():
@@ -248,54 +266,6 @@ def test_bank_words_count_the_busiest_bank_and_part_from_lines_off_powers_of_two
     assert model.bank_words([7] * 32) == 1
 
 
-def test_alignment_table_counts_lines_and_banks_on_and_off_lines():
-    rows = {(r["BLOCK"], r["M = N = K"]): r for r in ch02_coalescing.alignment_table()}
-    assert [rows[32, n]["lines/step"] for n in (2048, 2047)] == ["2", "2.97"]
-    assert [rows[16, n]["lines/step"] for n in (2048, 2047)] == ["3", "3.47"]
-    # aligned, the two counts coincide; at 2047 the rows of A leave their common bank
-    assert [rows[b, 2048]["bank words/step"] for b in (8, 16, 32)] == ["5", "3", "2"]
-    assert {rows[b, 2047]["bank words/step"] for b in (8, 16, 32)} == {"2"}
-
-
-def test_alignment_table_sets_each_measured_rate_beside_both_limits(monkeypatch):
-    """With the alignment studies recorded, each row carries the rate of the step with its
-    BLOCK and size, its own cuBLAS and its share of each limit; without them, 'not
-    timed'."""
-    _fake_alignment_recording(monkeypatch, (ch02_coalescing.ALIGNMENT,
-                                            ch02_coalescing.ALIGNMENT_BLOCK8))
-    t = {(r["BLOCK"], r["M = N = K"]): r for r in ch02_coalescing.alignment_table()}
-    assert [t[b, 2047]["measured"] for b in (8, 16, 32)] == [8001, 16001, 32001]
-    assert t[8, 2048]["cuBLAS, same run"] == 50000
-    r = t[16, 2047]
-    assert r["of line limit"] == f"{16001 / r['line limit']:.0%}"
-    assert r["of bank limit"] == f"{16001 / r['bank limit']:.0%}"
-    # negative control: BLOCK = 8 comes only from its own study
-    _fake_alignment_recording(monkeypatch, (ch02_coalescing.ALIGNMENT,))
-    t = {(r["BLOCK"], r["M = N = K"]): r for r in ch02_coalescing.alignment_table()}
-    assert (t[8, 2047]["measured"], t[16, 2047]["measured"]) == ("not timed", 16001)
-    monkeypatch.setattr(studies, "recording_of", lambda name, shape=None: None)
-    assert {r["measured"] for r in ch02_coalescing.alignment_table()} == {"not timed"}
-
-
-def test_alignment_l1_table_sets_counted_wavefronts_beside_both_models():
-    t = ch02_coalescing.alignment_l1_table()
-    assert [(r["M = N = K"], r["BLOCK"]) for r in t][:3] == [(2048, 8), (2048, 16), (2048, 32)]
-    for r in t:
-        if r["M = N = K"] == 2048:      # aligned: one count, lines = words on one bank
-            assert r["lines per step (model)"] == r["words on the busiest bank per step (model)"]
-        else:
-            assert r["words on the busiest bank per step (model)"] == "2"
-            assert float(r["lines per step (model)"]) > 2
-    if studies.recording_of(ch02_coalescing.ALIGNMENT_L1) is not None:
-        for r in t:
-            counted = float(r["L1 wavefronts per warp and step (counted)"])
-            # the counted wavefronts sit at or a little above the bank count, never at
-            # the line count where the two differ
-            assert float(r["words on the busiest bank per step (model)"]) <= counted + 0.01
-            if r["M = N = K"] == 2047:
-                assert counted < float(r["lines per step (model)"])
-
-
 def test_misaligned_lines_hides_the_answer_until_it_is_found(capsys):
     ch02_coalescing.misaligned_lines()
     assert "Pencil first" in capsys.readouterr().out
@@ -351,13 +321,14 @@ def test_the_naive_kernels_l1_bytes_are_a_share_of_the_l1s_width(monkeypatch):
     assert "not in this recording" in str(ch02_coalescing.naive_l1_bytes())
 
 
-def test_alignment_counts_table_sets_each_rate_against_its_bank_limit(monkeypatch):
-    monkeypatch.setattr(ch02_coalescing, "_alignment_rate", lambda params, n: 4182.0)
+def test_alignment_counts_table_sets_each_rate_against_its_slower_stage(monkeypatch):
+    monkeypatch.setattr(ch02_coalescing, "_alignment_rate", lambda kernel, params, n: 4182.0)
     monkeypatch.setattr(model, "device_props", lambda: H200)
     for r in ch02_coalescing.alignment_counts_table():
-        # the full warp's 16,727 GFLOP/s over the busiest bank's words
-        limit = 132 * 1980 * 64 / 1e3 / float(r["bank words/step (model)"])
-        assert r["timed / bank limit"] == f"{4182.0 / limit:.0%}"
+        # the full warp's 16,727 GFLOP/s over the slower stage's wavefronts
+        slower = max(float(r["tag stage (model)"]), float(r["data stage (model)"]))
+        limit = 132 * 1980 * 64 / 1e3 / slower
+        assert r["timed / limit"] == f"{4182.0 / limit:.0%}"
 
 
 def test_a_pitch_of_whole_sectors_but_not_whole_lines_keeps_sectors_and_spreads_banks():
@@ -379,6 +350,8 @@ def test_a_pitch_of_8_mod_32_spreads_only_4_rows_so_a_column_of_32_still_conflic
     # 32 rows of A on 4 banks: 8 words on each, plus B's one broadcast word
     assert t[2056, naive]["bank words/step"] == "9"
     assert t[2047, naive]["bank words/step"] == "2"
+    # an odd pitch spreads the banks, but the tag stage then sets a warp's time
+    assert t[2047, naive]["slower stage/step"] == t[2047, naive]["tag wavefronts/step"] == "9"
 
 
 def test_the_kernel_skeleton_hides_the_two_index_lines():

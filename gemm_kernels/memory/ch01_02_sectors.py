@@ -387,6 +387,11 @@ def device_props() -> dict:
     return dict(rec.device) if rec else {}
 
 
+# The distinct 128-byte lines the L1's tag stage looks up per wavefront (measured on an
+# H200: 32 lanes in 32 different lines cost 8 tag wavefronts, `ch02_naive_alignment_l1`).
+TAG_LINES = 4
+
+
 def line_limit(kernel: str, params: dict, props: dict | None = None,
                shape=(4096, 4096, 4096), steps: int = 1) -> dict:
     """What one L1 wavefront per SM and cycle allows, with a warp's wavefronts counted two
@@ -399,28 +404,37 @@ def line_limit(kernel: str, params: dict, props: dict | None = None,
 
     'GFLOP/s' with wavefronts = lines, 'bank GFLOP/s' with wavefronts = banks.
 
+    The L1 passes a load through two stages, each one wavefront per cycle: the tag stage
+    looks up at most `TAG_LINES` distinct lines per wavefront (`tags`, ceil(lines / 4) per
+    load), the data stage delivers at most one word per bank per wavefront (`banks`). The
+    slower stage sets the time: 'stage GFLOP/s' with wavefronts = max(tags, banks).
+
     `shape` is (M, N, K); with `steps` > 1 the counts are the mean over steps k = 0 ..
     steps-1, which differ where a row of B (N floats) is not a whole number of lines, so
     that its rows start at different places in a line (misaligned).
-    {'lanes', 'sectors', 'lines', 'banks', 'GFLOP/s', 'bank GFLOP/s'}; the rates are None
+    {'lanes', 'sectors', 'lines', 'banks', 'tags', 'GFLOP/s', 'bank GFLOP/s',
+    'stage GFLOP/s'}; the rates are None
     where the device's SM count or clock is unknown."""
     props = device_props() if props is None else props
-    n_lines = n_sectors = n_banks = 0
+    n_lines = n_sectors = n_banks = n_tags = 0
     for k in range(steps):
         warp = warp_elements(kernel, params, *shape, k=k)
         for operand in ("A", "B"):
             idx = [l[operand] for l in warp]
             n_lines += lines(idx)
+            n_tags += -(-lines(idx) // TAG_LINES)
             n_sectors += sectors(idx)
             n_banks += bank_words(idx)
     lanes = sum(l["active"] for l in warp)
-    n_lines, n_sectors, n_banks = (_whole(x / steps) for x in (n_lines, n_sectors, n_banks))
+    n_lines, n_sectors, n_banks, n_tags = (_whole(x / steps)
+                                           for x in (n_lines, n_sectors, n_banks, n_tags))
     sms, mhz = props.get("sm_count"), props.get("sm_clock_mhz")
 
     def bound(wavefronts):
         return sms * mhz * 1e6 * 2 * lanes / wavefronts / 1e9 if sms and mhz else None
     return {"lanes": lanes, "sectors": n_sectors, "lines": n_lines, "banks": n_banks,
-            "GFLOP/s": bound(n_lines), "bank GFLOP/s": bound(n_banks)}
+            "tags": n_tags, "GFLOP/s": bound(n_lines), "bank GFLOP/s": bound(n_banks),
+            "stage GFLOP/s": bound(max(n_tags, n_banks))}
 
 
 def _whole(x: float):

@@ -2,8 +2,9 @@
 width of the L1's data array (shared memory's 32 banks) in lines, the recorded counters under readable names, their
 tables with every percentage to one decimal, the Nsight Compute command that counts
 them again on the reader's GPU, the prediction check with a word on the usual slip, and
-the alignment section's counts, tables and bank picture (lines against words on one bank,
-the L1's wavefronts split into the tag stage's and the bank conflicts).
+the alignment section's counts, tables and bank picture (the L1's two stages: the tag
+stage's distinct lines, four per wavefront, and the data stage's words on the busiest
+bank; the data stage's wavefronts split into the tag stage's and the bank conflicts).
 
 Why a module: the chapter's cells stay one call long, and every number they print comes
 from the recording (or from the device's properties) through these functions.
@@ -217,113 +218,70 @@ def _mean(x) -> str:
     return f"{x:.2f}" if isinstance(x, float) else str(x)
 
 
-def alignment_table(blocks=(8, 16, 32), sizes=(2048, MISALIGNED_N)) -> "Table":
-    """The coalesced kernel at each BLOCK and at square sizes whose rows are (2048) and are
-    not (2047) a whole number of 128-byte lines: a warp's L1 cycles per step counted two
-    ways, as the mean over 32 steps k (`ch01_02_sectors.line_limit`: lines, and words on
-    the busiest bank), the limit each gives at one per SM and cycle, and the rate timed at
-    both sizes with cuBLAS timed beside it in the same run (`_alignment_row`)."""
-    from gemm_kernels.core.table import Table
-    rows = []
-    for b in blocks:
-        for n in sizes:
-            lim = model.line_limit("coalesced", {"BLOCK": b}, shape=(n, n, n),
-                                   steps=MISALIGNED_STEPS)
-            row = _alignment_row({"BLOCK": b}, n)
-            measured = row["gflops"]["median"] if row else None
-            cublas = ((row or {}).get("reference") or {}).get("gflops", {}).get("median")
-
-            def share(limit):
-                return f"{measured / limit:.0%}" if measured is not None else "-"
-            rows.append({"BLOCK": b, "M = N = K": n,
-                         "lines/step": _mean(lim["lines"]),
-                         "bank words/step": _mean(lim["banks"]),
-                         "line limit": lim["GFLOP/s"],
-                         "bank limit": lim["bank GFLOP/s"],
-                         "measured": measured if measured is not None else "not timed",
-                         "cuBLAS, same run": cublas if cublas is not None else "-",
-                         "of line limit": share(lim["GFLOP/s"]),
-                         "of bank limit": share(lim["bank GFLOP/s"])})
-    rec = studies.recording_of(ALIGNMENT)
-    where = f"{rec.label}; " if rec else ""
-    return Table(rows, list(rows[0]), title="coalesced: one warp's L1 cycles per step "
-                 f"(mean of {MISALIGNED_STEPS} steps), and the limit each count gives; GFLOP/s, "
-                 f"{where}each BLOCK's two sizes timed in one run")
-
-
 ALIGNMENT_L1 = "ch02_alignment_l1"
 
 
-def alignment_l1_table(study: str = ALIGNMENT_L1):
-    """What the L1 counted on and off 128-byte lines (the `ch02_alignment_l1` study): per
-    size and BLOCK, a warp's lines and words on the busiest bank per step (the two
-    models, mean of 32 steps), the wavefronts the L1's data pipe spent per warp and step
-    (`ch01_02_sectors.WAVEFRONTS` over the warp-steps), the kernel's time under the
-    profiler, and the least time each model allows at one wavefront per SM and cycle at
-    the clock the profiler ran (its SM cycles over its duration)."""
+NAIVE_ALIGNMENT, NAIVE_ALIGNMENT_L1 = "ch02_naive_alignment", "ch02_naive_alignment_l1"
+
+
+def two_stages(kernel: str = "naive", params=None, sizes=(2048, MISALIGNED_N)) -> Text:
+    """The two stages' counts for one load (of A, at step k = 0) of a warp that reads
+    down a column (naive x->row, BLOCK = 32), at each size: its distinct lines and the
+    tag wavefronts they cost (`TAG_LINES` per wavefront), its words on the busiest bank
+    (the data stage's wavefronts), and which stage is slower."""
+    params = {"BLOCK": 32, "MAPPING": "x->row"} if params is None else params
+    out = []
+    for n in sizes:
+        idx = [l["A"] for l in model.warp_elements(kernel, params, n, n, n)]
+        n_lines, banks = model.lines(idx), model.bank_words(idx)
+        tags = -(-n_lines // model.TAG_LINES)
+        slower = "tag" if tags > banks else "data" if banks > tags else "both"
+        out.append(f"{model.label(kernel, params)}, load of A at N = {n}: {len(idx)} lanes in "
+                   f"{n_lines} lines = {tags} tag wavefronts ({model.TAG_LINES} lines each); "
+                   f"{banks} word{'s' if banks > 1 else ''} on the busiest bank = {banks} data "
+                   f"wavefront{'s' if banks > 1 else ''}: the {slower} stage sets the time.")
+    return Text("\n".join(out))
+
+
+def alignment_counts_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1)):
+    """The alignment section's evidence in one table, per kernel, size (aligned first) and
+    BLOCK: a warp's wavefronts per step in the L1's two stages, modelled (`line_limit`:
+    the tag stage's ceil(lines / 4) per load, the data stage's words on the busiest bank)
+    and counted by Nsight Compute (`TAG_WAVEFRONTS`, `ch01_02_sectors.WAVEFRONTS`), the
+    limit the slower modelled stage sets, and the rate timed without the profiler
+    (`_alignment_rate`) as a share of it."""
     from gemm_kernels.core.table import Table
-    props = model.device_props()
-    sms = props.get("sm_count")
-    rec = studies.recording_of(study)
-    rows = []
-    for shape in sorted(studies.get(study).shapes, reverse=True):     # aligned first
-        for step, row in studies.results(study, shape, rec):
-            lim = model.line_limit(step.kernel, step.params, props, shape=shape,
-                                   steps=MISALIGNED_STEPS)
-            m = (row or {}).get("metrics", {})
-            _, warp_steps = model._warp_steps(step.kernel, step.params, shape)
-            wf = m.get(model.WAVEFRONTS)
-            dur = m.get(model.DURATION)
-            hz = m[model.CYCLES] / dur * 1e9 if dur and model.CYCLES in m else None
+    rows, where = [], set()
+    for study in studies_:
+        rec = studies.recording_of(study)
+        if rec:
+            where.add(rec.label)
+        for shape in sorted(studies.get(study).shapes, reverse=True):     # aligned first
+            for step, row in studies.results(study, shape, rec):
+                m = (row or {}).get("metrics", {})
+                lim = model.line_limit(step.kernel, step.params, shape=shape,
+                                       steps=MISALIGNED_STEPS)
+                _, warp_steps = model._warp_steps(step.kernel, step.params, shape)
+                rate = _alignment_rate(step.kernel, step.params, shape[0])
 
-            def least_ms(per_step):
-                return (f"{warp_steps * per_step / sms / hz * 1e3:.1f}"
-                        if hz and sms else "-")
-            rows.append({"M = N = K": shape[0], "BLOCK": step.params["BLOCK"],
-                         "lines per step (model)": _mean(lim["lines"]),
-                         "words on the busiest bank per step (model)": _mean(lim["banks"]),
-                         "L1 wavefronts per warp and step (counted)":
-                             f"{wf / warp_steps:.2f}" if wf else "-",
-                         "time under the profiler (ms)": f"{dur / 1e6:.1f}" if dur else "-",
-                         "least time, one line per cycle (ms)": least_ms(lim["lines"]),
-                         "least time, one bank word per cycle (ms)": least_ms(lim["banks"])})
-    where = rec.label if rec else "not recorded"
-    return Table(rows, list(rows[0]), title="coalesced kernel, counted by Nsight Compute on "
-                 f"and off 128-byte lines ({where})")
-
-
-def alignment_counts_table(study: str = ALIGNMENT_L1):
-    """The alignment section's evidence in one table, per size (aligned first) and BLOCK:
-    a warp's lines and words on the busiest bank per step (the two models, mean of 32
-    steps), the wavefronts the L1's data stage spent per warp and step and the bank
-    conflicts among them (Nsight Compute, `bank_conflicts`), and the rate timed outside
-    the profiler (`_alignment_rate`)."""
-    from gemm_kernels.core.table import Table
-    rec = studies.recording_of(study)
-    rows = []
-    for shape in sorted(studies.get(study).shapes, reverse=True):     # aligned first
-        for step, row in studies.results(study, shape, rec):
-            m = (row or {}).get("metrics", {})
-            lim = model.line_limit(step.kernel, step.params, shape=shape,
-                                   steps=MISALIGNED_STEPS)
-            _, warp_steps = model._warp_steps(step.kernel, step.params, shape)
-            wf, bank = m.get(model.WAVEFRONTS), bank_conflicts(m)
-            rate = _alignment_rate(step.params, shape[0])
-
-            def per(x):
-                return f"{round(x / warp_steps, 2) + 0.0:.2f}" if x is not None else "-"
-            rows.append({"M = N = K": shape[0], "BLOCK": step.params["BLOCK"],
-                         "lines/step (model)": _mean(lim["lines"]),
-                         "bank words/step (model)": _mean(lim["banks"]),
-                         "L1 wavefronts/step (counted)": per(wf),
-                         "of which bank conflicts": per(bank),
-                         "timed (GFLOP/s)": rate if rate is not None else "not timed",
-                         "timed / bank limit": f"{rate / lim['bank GFLOP/s']:.0%}"
-                         if rate is not None and lim["bank GFLOP/s"] else "-"})
-    where = rec.label if rec else "not recorded"
-    return Table(rows, list(rows[0]), title="coalesced kernel: one warp's L1 cycles per "
-                 f"step, modelled and counted by Nsight Compute ({where}); rates timed "
-                 "without the profiler")
+                def per(x):
+                    return f"{round(x / warp_steps, 2) + 0.0:.2f}" if x is not None else "-"
+                limit = lim["stage GFLOP/s"]
+                rows.append({"configuration": model.label(step.kernel, step.params),
+                             "M = N = K": shape[0],
+                             "lines/step": _mean(lim["lines"]),
+                             "tag stage (model)": _mean(lim["tags"]),
+                             "tag stage (counted)": per(m.get(TAG_WAVEFRONTS)),
+                             "data stage (model)": _mean(lim["banks"]),
+                             "data stage (counted)": per(m.get(model.WAVEFRONTS)),
+                             "limit, slower stage": limit,
+                             "timed (GFLOP/s)": rate if rate is not None else "not timed",
+                             "timed / limit": f"{rate / limit:.0%}"
+                             if rate is not None and limit else "-"})
+    return Table(rows, list(rows[0]), title="one warp's L1 wavefronts per step in each "
+                 "stage (tag: ceil(lines / 4) per load; data: words on the busiest bank), "
+                 f"modelled and counted by Nsight Compute ({'; '.join(sorted(where)) or 'not recorded'}); "
+                 "rates timed without the profiler")
 
 
 # What the L1's stages counted for global loads (the `ch02_alignment_l1` study): the tag
@@ -423,22 +381,24 @@ def bank_picture(block: int = 8, sizes=(2048, MISALIGNED_N)):
 ALIGNMENT, ALIGNMENT_BLOCK8 = "ch02_alignment", "ch02_alignment_block8"
 
 
-def _alignment_row(params: dict, n: int) -> dict | None:
-    """The timed row of the coalesced kernel at this BLOCK and n^3 from the alignment
-    study that times that BLOCK (None where none recorded it)."""
-    for name in (ALIGNMENT, ALIGNMENT_BLOCK8):
+def _alignment_row(kernel: str, params: dict, n: int) -> dict | None:
+    """The timed row of this kernel and configuration at n^3 from the alignment study that
+    times it (None where none recorded it)."""
+    want = get_kernel(kernel).resolve(params)
+    for name in (ALIGNMENT, ALIGNMENT_BLOCK8, NAIVE_ALIGNMENT):
         rec = studies.recording_of(name)
         if rec is None or (n, n, n) not in studies.get(name).shapes:
             continue
         for step, row in studies.results(name, (n, n, n), rec):
-            if step.params.get("BLOCK") == params.get("BLOCK") and row:
+            if (step.kernel == kernel and get_kernel(kernel).resolve(step.params) == want
+                    and row):
                 return row
     return None
 
 
-def _alignment_rate(params: dict, n: int) -> float | None:
+def _alignment_rate(kernel: str, params: dict, n: int) -> float | None:
     """The median rate of `_alignment_row`."""
-    row = _alignment_row(params, n)
+    row = _alignment_row(kernel, params, n)
     return row["gflops"]["median"] if row else None
 
 
@@ -446,7 +406,7 @@ def alignment_gap(block: int = 8, best: int = 32, sizes=(2048, MISALIGNED_N)) ->
     """How far the small block trails the large one on and off 128-byte lines, from the
     timed rates of the alignment studies: how much of the block-shape gap the stride of
     the rows makes."""
-    rate = {(n, b): _alignment_rate({"BLOCK": b}, n) for n in sizes for b in (block, best)}
+    rate = {(n, b): _alignment_rate("coalesced", {"BLOCK": b}, n) for n in sizes for b in (block, best)}
     if None in rate.values():
         return Text("The rates at both sizes were not timed.")
     big, small = sizes
@@ -479,7 +439,9 @@ def padded_pitch(pitches=(2048, MISALIGNED_N, 2056),
                          "BLOCK": params["BLOCK"],
                          "sectors/step": _mean(lim["sectors"]),
                          "lines/step": _mean(lim["lines"]),
-                         "bank words/step": _mean(lim["banks"])})
+                         "bank words/step": _mean(lim["banks"]),
+                         "tag wavefronts/step": _mean(lim["tags"]),
+                         "slower stage/step": _mean(max(lim["tags"], lim["banks"]))})
     return Table(rows, [c for c in rows[0] if c != "BLOCK"],
                  title="the model's counts per warp and step (mean of "
                  f"{MISALIGNED_STEPS} steps) for three row pitches; computed, not measured")
@@ -533,7 +495,7 @@ def misaligned_lines(lines=None, limit=None) -> None:
               "divide it by your mean lines per step (all 32 lanes are active).")
         return
     rec = studies.recording_of(ALIGNMENT)
-    at_n, at_2048 = _alignment_rate(params, n), _alignment_rate(params, 2048)
+    at_n, at_2048 = _alignment_rate(kernel, params, n), _alignment_rate(kernel, params, 2048)
     said = (f"Right: {_mean(lim['lines'])} lines per step on average, a limit of "
             f"{lim['GFLOP/s']:,.0f} GFLOP/s; with aligned rows (N = 2048) {aligned['lines']} "
             f"lines and {aligned['GFLOP/s']:,.0f} GFLOP/s. Counted as words on the busiest "
