@@ -748,3 +748,25 @@ def test_rate_choice_never_reveals_the_fastest_without_reveal(rec):
     listed = bad.split("predicted time over the best's): ")[1].split(", ")
     assert [x.split()[0] for x in listed] == [f"{a}x{b}/{s}" for _, (a, b, s) in ranking]
     assert listed[0].endswith("1.00x")
+
+
+def test_splits_compared_names_the_fastest_and_cublas_spread(rec):
+    shape = (777, 555, 333)
+    rows = list(c.timed_here([shape], rec))
+    text = str(c.splits_compared(shape, rec))
+    best = max(rows, key=lambda r: r["GFLOP/s"])
+    assert best["configuration"] in text
+    ref = [r["cuBLAS beside it, GFLOP/s"] for r in rows]
+    assert c.fmt_number(min(ref)) in text and c.fmt_number(max(ref)) in text
+    assert "Nothing was timed" in str(c.splits_compared((3, 5, 7), rec))
+
+
+def test_check_terms_accepts_the_models_terms_and_questions_a_wrong_one(rec):
+    shape = (256, 384, 16384)
+    t = c.model_terms(shape, 128, 128, 1, rec)
+    right = {k: t[k] for k in ("blocks", "n", "q", "rounds")}
+    assert "all right" in str(c.check_terms(shape, {(128, 128, 1): right}, rec))
+    wrong = {**right, "n": right["n"] + 1}
+    text = str(c.check_terms(shape, {(128, 128, 1): wrong}, rec))
+    assert "all right" not in text and "busiest" in text and f"n = {right['n'] + 1}?" in text
+    assert "fill in" in str(c.check_terms(shape, {(128, 128, 1): {"blocks": None}}, rec))

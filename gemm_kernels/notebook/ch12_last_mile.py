@@ -454,6 +454,29 @@ def timed_here(shapes, rec=None, disturbed: float = 3.0) -> Table:
                        f"{rec.label}")
 
 
+def splits_compared(shape, rec=None) -> Text:
+    """The configurations timed at `shape` compared with each other, not each with its own
+    cuBLAS call: the fastest, the plan's rate beside it, and the spread of cuBLAS's rate
+    over the calls timed beside them in the same run (at a shape that runs for
+    microseconds that spread can exceed the gaps between the kernels)."""
+    rows = list(timed_here([shape], rec))
+    if not rows:
+        return Text(f"Nothing was timed at {_shape_text(shape)}.")
+    best = max(rows, key=lambda r: r["GFLOP/s"])
+    plan = next((r for r in rows if r["configuration"].endswith("(the plan)")), None)
+    ref = sorted(r["cuBLAS beside it, GFLOP/s"] for r in rows)
+    text = (f"At {_shape_text(shape)}, of the {len(rows)} configurations timed, the fastest: "
+            f"{best['configuration']}, {fmt_number(best['GFLOP/s'])} GFLOP/s.")
+    if plan is not None and plan is not best:
+        text += (f" The plan ({plan['configuration'].removesuffix(' (the plan)')}): "
+                 f"{fmt_number(plan['GFLOP/s'])} GFLOP/s, "
+                 f"{100 * plan['GFLOP/s'] / best['GFLOP/s']:.0f}% of the fastest.")
+    text += (f"\ncuBLAS, timed beside each of them in the same run, ran between "
+             f"{fmt_number(ref[0])} and {fmt_number(ref[-1])} GFLOP/s "
+             f"({ref[-1] / ref[0]:.2f}x from its slowest call to its fastest).")
+    return Text(text)
+
+
 def capstone_share(n: int = 1024, rec=None) -> Text:
     """Chapter 09's capstone (its defaults, one block per tile, no split) at n^3 against
     cuBLAS, with its tiles and the block slots it leaves empty."""
@@ -1413,6 +1436,30 @@ def plan_terms(shape, configs, rec=None) -> Table:
                      "reduction (µs)": t["reduction"], "predicted (µs)": t["total"]})
     return Table(rows, list(rows[0]), title=f"The model's terms at {_shape_text(shape)} "
                                              f"(gamma = {rules(rec).gamma:g}; {rules(rec).device})")
+
+
+def check_terms(shape, answers: dict, rec=None) -> Text:
+    """Part 1's worked terms checked against the model's (`model_terms`, as `plan_terms`
+    prints them): `answers` maps (BM, BN, split) to a dict of blocks, n, rounds and q
+    worked out by hand. A wrong value is answered with a question, not the number."""
+    rec = rec or recording()
+    hints = {"blocks": "how many tiles does C have, times the slices of K?",
+             "n": "spread the blocks evenly over the SMs: how many does the busiest get?",
+             "q": "how many of those n can one SM hold at once (section 2's table)?",
+             "rounds": "n blocks, q at a time: how many rounds, counting a partly filled one?"}
+    lines = []
+    for (BM, BN, split), mine in answers.items():
+        t = model_terms(shape, BM, BN, split, rec)
+        head = f"{BM}x{BN}, {split} slice{'s' if split > 1 else ''}"
+        missing = [k for k in hints if mine.get(k) is None]
+        wrong = [k for k in hints if k not in missing and mine[k] != t[k]]
+        if missing:
+            lines.append(f"{head}: fill in {', '.join(missing)}.")
+        elif wrong:
+            lines.append(f"{head}: " + " ".join(f"{k} = {mine[k]}? {hints[k]}" for k in wrong))
+        else:
+            lines.append(f"{head}: blocks, n, q and rounds all right.")
+    return Text("\n".join(lines))
 
 
 def round_by_round(n: int, per_sm: int, gamma: float) -> float:
