@@ -666,14 +666,38 @@ def test_a_disturbed_fitted_row_says_how_far_the_constants_move_without_it(rec):
         assert "left out, the tile's least-squares c0 goes from" in text
 
 
+class _OneCublasSlowed:
+    """A recording whose first timed split row at `shape` has a cuBLAS beside it ten
+    times slower than recorded: a planted disturbed run."""
+
+    def __init__(self, rec, shape):
+        self._rec, self._shape, self.planted = rec, tuple(shape), None
+
+    def __getattr__(self, name):
+        return getattr(self._rec, name)
+
+    def find(self, kernel, shape, *args, **kw):
+        import copy
+        rows = self._rec.find(kernel, shape, *args, **kw)
+        if getattr(kernel, "name", kernel) != c.SPLIT or tuple(shape) != self._shape:
+            return rows
+        rows = copy.deepcopy(rows)
+        timed = [r for r in rows if "gflops" in r]
+        timed[0]["reference"]["gflops"]["median"] /= 10
+        self.planted = timed[0]["params"]
+        return rows
+
+
 def test_timed_here_marks_a_run_whose_cublas_was_far_slower(rec):
     shape = (777, 555, 333)
-    rows = list(c.timed_here([shape], rec))
+    # the recording as it is: no cuBLAS call there ran three times slower than the others
+    assert not any("(a disturbed run)" in r["configuration"] for r in c.timed_here([shape], rec))
+    slowed = _OneCublasSlowed(rec, shape)
+    rows = list(c.timed_here([shape], slowed))
     marked = [r for r in rows if "(a disturbed run)" in r["configuration"]]
-    others = [r["cuBLAS beside it, GFLOP/s"] for r in rows if r not in marked]
-    assert all(3 * r["cuBLAS beside it, GFLOP/s"] < min(others) for r in marked)
-    assert not any("(a disturbed run)" in r["configuration"]
-                   for r in c.timed_here([(2048, 2048, 2048)], rec))
+    assert len(marked) == 1, "the planted slow cuBLAS is marked, and only it"
+    assert marked[0]["cuBLAS beside it, GFLOP/s"] == min(r["cuBLAS beside it, GFLOP/s"]
+                                                         for r in rows)
 
 
 def test_the_ladder_counts_the_waves_of_a_launch_past_one(rec):
