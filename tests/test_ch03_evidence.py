@@ -373,7 +373,9 @@ def test_block_bounds_shows_the_model_or_the_counted_bound():
     assert "shared bound GFLOP/s" not in model.columns
     assert [r["wavefronts per FFMA (shared + lines)"] for r in model] == \
         ["3.75", "2.75", "1.88", "1.62"]
-    assert "% of counted bound" in counted.columns
+    # the solution's view: the count beside the model's two bounds, no bound of its own
+    assert "all wavefronts counted per warp and step" in counted.columns
+    assert "counted bound GFLOP/s" not in counted.columns
     # the student's view leaves the count to the solution; both keep every column's value
     assert "all wavefronts counted per warp and step" not in model.columns
     for r in model:
@@ -410,3 +412,14 @@ def test_the_swap_factors_are_those_of_the_table():
         assert "not timed" in line
         return
     assert f"{written['GFLOP/s'] / swapped['GFLOP/s']:.1f}x" in line
+
+
+def test_fifth_line_answers_the_question():
+    line = ch03.fifth_line()
+    assert line.startswith("BLOCK = 32 over BLOCK = 16")
+    assert ("more than a fifth" in line) != ("less than a fifth" in line)
+
+
+def test_summary_shows_both_bounds():
+    cols = ch03.summary().columns
+    assert "shared-only bound" in cols and "shared + lines bound" in cols
