@@ -240,3 +240,14 @@ def test_per_instruction_counts_per_tile_not_per_step():
     t = tiles.per_instruction([("tile_2d_reg", {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8})])
     assert "per tile" in t.columns and "per step" not in t.columns
     assert "one tile" in t.title and "step" not in t.title
+
+
+def test_path_check_sets_the_two_stalls_beside_the_total_where_rows_carry_it():
+    rows = [{**_row(s, b, l, i), ch06_tiles.ALL_STALLS: t}
+            for s, b, l, i, t in (("K5", .3, .9, 45, 5.0), ("a", .5, 1.0, 50, 8.0),
+                                  ("b", .2, .5, 60, 7.0), ("c", .1, .4, 62, 6.5))]
+    first, second = ch06_tiles.path_check(rows).splitlines()
+    assert "8.00 -> 7.00" in first and "fall by 0.80, the total by 1.00" in first
+    assert "fall by 0.20, the total by 0.50" in second
+    assert "all stall reasons" not in ch06_tiles.path_check([_row("K5", .3, .9, 45),
+        _row("a", .5, 1.0, 50), _row("b", .2, .5, 60), _row("c", .1, .4, 62)])

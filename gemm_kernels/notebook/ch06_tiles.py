@@ -267,6 +267,8 @@ def _stall_row(kernel: str, params: dict, shape) -> dict | None:
     return rows[0] if rows else None
 
 
+ALL_STALLS = "all stall reasons"
+_STALL_PREFIX = "smsp__average_warps_issue_stalled_"
 STALL_COLUMNS = {"issue slots used %": ISSUE,
                  "barrier": _STALL.format("barrier"),
                  "long scoreboard": _STALL.format("long_scoreboard"),
@@ -297,7 +299,12 @@ def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
                      "B conflicts": tiles.conflicts("tile_2d_reg", p),
                      f"TFLOP/s at {size}": None if g is None else _f(g / 1e3),
                      "x previous": None if g is None or prev is None else _f(g / prev, 2),
-                     **{c: m.get(k) for c, k in STALL_COLUMNS.items()}})
+                     **{c: m.get(k) for c, k in STALL_COLUMNS.items()},
+                     # every stall reason, "selected" included: at a fixed number of warps
+                     # per scheduler this total is that number over the issue share, so
+                     # only its split among reasons says more than the rate does
+                     ALL_STALLS: sum(v for k, v in m.items() if k.startswith(_STALL_PREFIX))
+                     if m else None})
         prev = g
     return rows
 
@@ -336,13 +343,14 @@ def path_table(size: int = 2048, part: str | None = None) -> Table:
 # prediction: fewer barrier and long-scoreboard stalls per issued instruction, and a
 # larger share of issue slots used.
 CHECKS = ((2, "one block of 16 warps per SM becomes two blocks of 8"),
-          (3, "half as many tile copies and barriers per FFMA"))
+          (3, "half as many copy phases and barriers per FFMA"))
 
 
 def path_check(rows=None, only: str | None = None) -> str:
     """Each step of CHECKS against its prediction, one line per step: the barrier +
     long-scoreboard stalls per issued instruction and the issue slots used, before and
-    after, where both configurations were profiled; otherwise which were not.
+    after, where both configurations were profiled, and by how much all stall reasons
+    together fall where rows carry that total; otherwise which were not.
     `only`: the line of that step's label alone."""
     rows = rows or path_rows()
     keys = ("barrier", "long scoreboard", "issue slots used %")
@@ -364,10 +372,20 @@ def path_check(rows=None, only: str | None = None) -> str:
         way = lambda a, b: "falls" if b < a else "rises" if b > a else "stays"  # noqa: E731
         lines.append(head + f"barrier + long scoreboard per issued instruction {w0:.2f} -> "
                      f"{w1:.2f} ({way(w0, w1)}), issue slots used {i0:.1f}% -> {i1:.1f}% "
-                     f"({way(i0, i1)}).")
+                     f"({way(i0, i1)})" + _total_drop(before, after, w0 - w1) + ".")
     if not lines:
         raise ValueError(f"no checked step is labelled {only!r}")
     return "\n".join(lines)
+
+
+def _total_drop(before: dict, after: dict, two: float) -> str:
+    """How much of the fall of all stall reasons together the barrier and long-scoreboard
+    stalls carry, as a clause for path_check; empty where a row lacks the total."""
+    t0, t1 = before.get(ALL_STALLS), after.get(ALL_STALLS)
+    if t0 is None or t1 is None:
+        return ""
+    return (f"; all stall reasons together {t0:.2f} -> {t1:.2f}: barrier + long scoreboard "
+            f"fall by {two:.2f}, the total by {t0 - t1:.2f}")
 
 
 # Two of PATH's steps (by position) around the tile step, for what else that step changes.
