@@ -269,7 +269,7 @@ def test_compare_with_dgemm_reference(monkeypatch):
 
 def test_access_picks_the_column_read():
     a = bc.access("transpose_smem", {"T": "float"})
-    assert a.what == "tile[tx][ty+dy]" and a.analysis.wavefronts == 32
+    assert a.what == "tile[tx][ty]" and a.analysis.wavefronts == 32
     assert bc.access("transpose_padded", {"T": "float", "PAD": 1}).analysis.wavefronts == 1
     with pytest.raises(ValueError, match="index"):
         bc.access("transpose_smem", {}, index=99)

@@ -367,3 +367,16 @@ def test_the_wavefront_comparison_names_the_profiled_shape():
     if m is None:
         pytest.skip("the recording has no counters for this configuration")
     assert "whole launches at " + " x ".join(map(str, m["shape"])) in bc.comparison(cfg).title
+
+
+def test_queueing_compares_the_copy_with_the_one_tile_transpose_per_round_trip():
+    text = c.queueing()
+    if not c.warp_times():
+        pytest.skip("the profiled counters are not recorded")
+    rows = {r["kernel"]: r for r in c.little_table()}
+    copy = next(r for k, r in rows.items() if k == "copy")
+    # the waits it quotes are the little table's, for the copy and the one-tile kernel
+    assert f"waits {copy['load wait per round trip, µs']} µs" in text
+    tile = next(r for k, r in rows.items() if "one tile" in k)
+    assert f"waits {tile['load wait per round trip, µs']} µs" in text
+    assert "2.0 times as many" in text

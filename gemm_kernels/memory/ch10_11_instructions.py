@@ -39,14 +39,14 @@ def _tile_kernel(name, p):
             # transpose_padded with STACK = 2 stores and reads two tiles, one under the
             # other (rows s*TILE + ...); every other kernel has one (s = 0 only).
             for s in range(stack):
-                out.append(WarpInstr("st", "tile[ty+dy][tx]", w, size,
+                out.append(WarpInstr("st", "tile[ty][tx]", w, size,
                                       addr(lambda tx, ty: (s * TILE + ty + dy) * pitch + tx)))
             if transpose:
                 for s in range(stack):
-                    out.append(WarpInstr("ld", "tile[tx][ty+dy]", w, size,
+                    out.append(WarpInstr("ld", "tile[tx][ty]", w, size,
                                           addr(lambda tx, ty: (s * TILE + tx) * pitch + ty + dy)))
             else:
-                out.append(WarpInstr("ld", "tile[ty+dy][tx]", w, size,
+                out.append(WarpInstr("ld", "tile[ty][tx]", w, size,
                                       addr(lambda tx, ty: (ty + dy) * pitch + tx)))
     return out
 

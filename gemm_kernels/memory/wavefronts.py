@@ -27,7 +27,7 @@ COUNTERS = ("ld wavefronts", "st wavefronts", "ld conflicts", "st conflicts")   
 class WarpInstr:
     """One warp-wide shared-memory instruction of one warp of a block."""
     op: str            # "ld" or "st"
-    what: str          # the source expression, e.g. "tile[tx][ty+dy]"
+    what: str          # the source expression, e.g. "tile[tx][ty]"
     warp: int          # warp index inside the block
     width: int         # bytes per lane the SASS instruction moves: 4, 8 or 16
     addresses: tuple   # 32 byte offsets (None: inactive lane)

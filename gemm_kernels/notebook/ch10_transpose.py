@@ -527,6 +527,30 @@ def little_table(study: str = DRAM_STUDY) -> Table:
                  pct_decimals=1)
 
 
+def queueing(study: str = DRAM_STUDY) -> str:
+    """The copy's wait per round trip against the one-tile padded transpose's, which has
+    twice the bytes in flight per round trip: near the DRAM limit, more requests in
+    flight mostly lengthen the queue, so the wait grows and the rate grows less."""
+    ws = {w["step"]: w for w in warp_times(study)
+          if w["kernel"] == "copy"
+          or (w["kernel"] == "transpose_padded" and w["params"].get("STACK", 1) == 1)}
+    copy = next((w for w in ws.values() if w["kernel"] == "copy"), None)
+    tile = next((w for w in ws.values() if w["kernel"] == "transpose_padded"), None)
+    if copy is None or tile is None:
+        return "the profiled counters of this comparison are not in this recording"
+
+    def per_trip(w):
+        trips = len(w["trips"]) or 1
+        return w["bytes"] / trips, w["loads"] / trips / w["clock"] / 1e3
+
+    (cb, cw), (tb, tw) = per_trip(copy), per_trip(tile)
+    shape = studies.get(study).shapes[0]
+    return (f"under the profiler, float, {_shape_text(shape)}: the copy has {cb:,.0f} bytes a "
+            f"warp in flight per round trip (on average) and waits {cw:.2f} µs a round trip; "
+            f"the one-tile padded transpose has {tb:,.0f} bytes ({tb / cb:.1f} times as many) "
+            f"and waits {tw:.2f} µs ({tw / cw:.1f} times as long)")
+
+
 def plot_warp_time(study: str = DRAM_STUDY, ax=None):
     """A warp's life per profiled step, in microseconds at the profiler's clock, split
     into waiting for its global loads, waiting at the barrier and everything else (issuing
