@@ -317,6 +317,21 @@ def test_payoff_stalls_draws_each_source_at_each_setting(tmp_path, monkeypatch):
     assert "Test GPU 9000" in table.title
 
 
+def test_payoff_stalls_shows_only_the_kernels_asked_for(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+    from gemm_kernels.measure import records, studies
+    steps = [s for s in studies.get(c.PAYOFF_STALLS).steps if s.params["BK"] == 8]
+    _profile_rec(tmp_path, monkeypatch, steps)
+    try:
+        plt.close("all")
+        table = c.payoff_stalls(kernels=(c.WORKING, c.PEELED))
+    finally:
+        records._LOADED.clear()
+    kernels = [r["kernel"] for r in table]
+    assert kernels == 2 * ["chapter 07's kernel", "chapter 08's kernel",
+                           c.label(c.WORKING), c.label(c.PEELED)]
+
+
 def test_payoff_stalls_says_so_without_a_profile(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
     from gemm_kernels.measure import records, studies

@@ -755,12 +755,14 @@ def _own_blocks(source: str, params: dict | None, row: dict | None = None) -> in
                                      registers=regs).blocks_per_sm
 
 
-def payoff_stalls(params: dict | None = None, study: str = PAYOFF_STALLS, top: int = 6):
+def payoff_stalls(params: dict | None = None, study: str = PAYOFF_STALLS, top: int = 6,
+                  kernels=ALTERNATIVES):
     """Where the warps of the payoff's sources wait (Nsight Compute): two panels, two
     blocks per SM and one, a stacked bar per source of the warp-cycles stalled per issued
     instruction by reason (chapter 09's axis), drawn; returned, the table of the waits the
     chapter reads, per source and setting, with chapter 07's beside them. Without a
-    recorded profile: one sentence that says so (no picture, no numbers)."""
+    recorded profile: one sentence that says so (no picture, no numbers). `kernels` picks
+    which of `ALTERNATIVES` are shown (chapters 07's and 08's kernels always are)."""
     import matplotlib.pyplot as plt
     from gemm_kernels.measure import records, studies
     from gemm_kernels.notebook import evidence
@@ -768,6 +770,8 @@ def payoff_stalls(params: dict | None = None, study: str = PAYOFF_STALLS, top: i
     # the recording that holds the whole profile (one run: its bars compare), named below
     rec = studies.complete_recording(study)
     got = _payoff_profiles(params, study, rec)
+    got = {one: [g for g in rows if g[0] not in ALTERNATIVES or g[0] in kernels]
+           for one, rows in got.items()}
     if not any(got.values()):
         return Text(PAYOFF_NOT_PROFILED)
     shown = [one for one in (False, True) if got[one]]
