@@ -358,3 +358,19 @@ def test_the_kernel_skeleton_hides_the_two_index_lines():
     text = str(ch02_coalescing.kernel_skeleton())
     assert "threadIdx.x / BLOCK" not in text and "threadIdx.x % BLOCK" not in text
     assert "const int row = ...;" in text and "acc += A[row * K + k] * B[k * N + col];" in text
+
+
+def test_naive_off_lines_prints_both_rates_and_the_bank_only_limit():
+    text = str(ch02_coalescing.naive_off_lines())
+    assert "2048^3" in text and "2047^3" in text and "banks alone" in text
+
+
+def test_stage_rule_fit_reports_no_rate_above_the_limit_and_the_loose_share_off_the_lines():
+    text = str(ch02_coalescing.stage_rule_fit())
+    top = int(text.split("any row: ")[1].split("%")[0])
+    assert top <= 100 and "exceed the model by up to" in text
+
+
+def test_alignment_counts_table_keeps_only_the_kernels_asked_for():
+    naive = list(ch02_coalescing.alignment_counts_table(kernels=("naive",)))
+    assert naive and all(r["configuration"].startswith("naive") for r in naive)

@@ -243,16 +243,20 @@ def two_stages(kernel: str = "naive", params=None, sizes=(2048, MISALIGNED_N)) -
     return Text("\n".join(out))
 
 
-def alignment_counts_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1)):
+def alignment_counts_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1), kernels=None):
     """The alignment section's evidence in one table, per kernel, size (aligned first) and
     BLOCK: a warp's wavefronts per step in the L1's two stages, modelled (`line_limit`:
     the tag stage's ceil(lines / 4) per load, the data stage's words on the busiest bank)
     and counted by Nsight Compute (`TAG_WAVEFRONTS`, `ch01_02_sectors.WAVEFRONTS`), the
     limit the slower modelled stage sets, and the rate timed without the profiler
-    (`_alignment_rate`) as a share of it."""
+    (`_alignment_rate`) as a share of it. `kernels` keeps only those kernels' rows (the
+    notebook shows the naive rows open and folds the coalesced ones, which answer the
+    pencil exercise)."""
     from gemm_kernels.core.table import Table
     rows, where = [], set()
     for study in studies_:
+        if kernels is not None and studies.get(study).steps[0].kernel not in kernels:
+            continue
         rec = studies.recording_of(study)
         if rec:
             where.add(rec.label)
@@ -282,6 +286,49 @@ def alignment_counts_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1)):
                  "stage (tag: ceil(lines / 4) per load; data: words on the busiest bank), "
                  f"modelled and counted by Nsight Compute ({'; '.join(sorted(where)) or 'not recorded'}); "
                  "rates timed without the profiler")
+
+
+def naive_off_lines(params=None, sizes=(2048, MISALIGNED_N)) -> Text:
+    """The naive kernel that reads down a column (x->row, BLOCK = 32): its timed rate at
+    both sizes, and at the misaligned size the limits its data stage alone (the banks)
+    and its slower stage allow: the banks spread, yet it stays near the tag limit."""
+    params = {"BLOCK": 32, "MAPPING": "x->row"} if params is None else params
+    big, small = sizes
+    rate = {n: _alignment_rate("naive", params, n) for n in sizes}
+    if None in rate.values():
+        return Text("The naive kernel's rates at both sizes were not timed.")
+    lim = model.line_limit("naive", params, shape=(small,) * 3, steps=MISALIGNED_STEPS)
+    if lim["bank GFLOP/s"] is None:
+        return Text("The limits need the GPU's SM count and clock.")
+    return Text(f"{model.label('naive', params)}: timed {rate[big]:,.0f} GFLOP/s at {big}^3 "
+                f"and {rate[small]:,.0f} GFLOP/s at {small}^3.\nAt {small}^3 the banks alone "
+                f"would allow {lim['bank GFLOP/s']:,.0f} GFLOP/s; the tag stage allows "
+                f"{lim['stage GFLOP/s']:,.0f}.")
+
+
+def stage_rule_fit(size: int = MISALIGNED_N) -> Text:
+    """How well the two-stage rule holds, from `alignment_counts_table`: the largest
+    timed / limit of any row (none above 100% means no rate breaks the rule), the range of
+    timed / limit at the misaligned size (how loose a bound it is there), and how far the
+    counted wavefronts of either stage rise above the model there."""
+    rows = list(alignment_counts_table())
+    timed = [r for r in rows if isinstance(r["timed (GFLOP/s)"], (int, float))
+             and r["limit, slower stage"]]
+    if not timed:
+        return Text("The rates were not timed.")
+    share = {id(r): r["timed (GFLOP/s)"] / r["limit, slower stage"] for r in timed}
+    off = [share[id(r)] for r in timed if r["M = N = K"] == size]
+    over = [float(r[f"{st} stage (counted)"]) / float(r[f"{st} stage (model)"]) - 1
+            for r in rows if r["M = N = K"] == size for st in ("tag", "data")
+            if r[f"{st} stage (counted)"] != "-"]
+    out = [f"Highest timed / limit of any row: {max(share.values()):.0%}."]
+    if off:
+        out.append(f"At {size}^3 the rates run at {min(off):.0%} to {max(off):.0%} of the "
+                   "slower stage's limit.")
+    if over:
+        out.append(f"At {size}^3 the counted wavefronts exceed the model by up to "
+                   f"{max(over):.0%}.")
+    return Text("\n".join(out))
 
 
 # What the L1's stages counted for global loads (the `ch02_alignment_l1` study): the tag
