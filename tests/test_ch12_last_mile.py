@@ -1,6 +1,7 @@
 """Chapter 12's module: the recording it reads, the waves arithmetic it draws, the
 benchmark and the model's evidence it shows, the plan exercise's rating and the
 widget's answers (bad input included), all in recorded mode."""
+import statistics
 import matplotlib
 import pytest
 
@@ -76,6 +77,12 @@ def test_shortfalls_name_only_shapes_below_the_line(rec):
     assert text.startswith("At every benchmark shape")
     low = min((r for r in c.bench_rows(rec) if r["% of cuBLAS"]), key=lambda r: r["% of cuBLAS"])
     assert "x".join(map(str, low["shape"])) in c.shortfalls(rec, below=100.0)
+
+
+def test_shortfalls_mark_a_shape_where_cublas_varies(rec):
+    ref = [r["cuBLAS beside it, GFLOP/s"] for r in c.timed_here([(777, 555, 333)], rec)]
+    assert c._cublas_varies((777, 555, 333), rec) == (max(ref) / min(ref) > 1.2)
+    assert not c._cublas_varies((3, 5, 7), rec)
 
 
 def test_fit_points_predict_with_the_rules_and_measure_from_the_rows(rec):
@@ -782,6 +789,7 @@ def test_splits_compared_names_the_fastest_and_cublas_spread(rec):
     assert best["configuration"] in text
     ref = [r["cuBLAS beside it, GFLOP/s"] for r in rows]
     assert c.fmt_number(min(ref)) in text and c.fmt_number(max(ref)) in text
+    assert f"median of those cuBLAS calls, {c.fmt_number(statistics.median(ref))}" in text
     assert "Nothing was timed" in str(c.splits_compared((3, 5, 7), rec))
 
 
