@@ -311,6 +311,13 @@ def test_the_naive_kernel_waits_on_queued_narrow_loads_with_dram_far_from_busy()
         assert round(float(a) * int(b)) == int(c.replace(",", ""))
     assert "8.0 sectors (256 bytes) per instruction" in text and "one per MOVM" in text
     assert "does not show which unit" in text
+    # each load uses half of every sector, and the L1 serves the rest: its share is
+    # what the L2 did not see, from the two sector counts as printed
+    assert "half of each sector" in text and " only 0.92" not in text
+    m = re.search(r"asked for ([\d,]+) M sectors .* passes only ([\d,]+) M .* serves (\d+)%",
+                  text)
+    l1, l2, share = (int(g.replace(",", "")) for g in m.groups())
+    assert abs(100 * (1 - l2 / l1) - share) < 1
     assert "global load instructions per HMMA 4 -> 0.125" in str(ch13.naive_to_tiled_evidence())
 
 

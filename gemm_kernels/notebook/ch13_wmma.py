@@ -731,7 +731,9 @@ def pace_table(rec=None) -> Table:
         warps, cycles, issue = warp_pace(row["metrics"]) if row else (None,) * 3
         every, per_hmma = hmma_pace(row["metrics"]) if row else (None, None)
         rows.append({"step": step.label, "registers per thread": occ.registers_per_thread,
-                     "blocks per SM (limited by)": f"{occ.blocks_per_sm} ({occ.limiter})",
+                     "blocks per SM (limited by)":
+                         f"{occ.blocks_per_sm} ({occ.limiter}; {occ.warps_per_sm} of "
+                         f"{occ.max_warps_per_sm} warps)",
                      PACE[0]: warps, PACE[1]: cycles,
                      # whole percents: "10%" beside "39.5%" would read as unlike values
                      PACE[2]: None if issue is None else round(issue),
@@ -1038,8 +1040,7 @@ def profile_waits(rec=None) -> Text:
     dram_busy = naive.get("dram__throughput.avg.pct_of_peak_sustained_elapsed")
     l2 = (f"Each tile of A is fetched again by every warp of its row of C, and most of "
           f"those re-reads are L2 hits (the L2 serves {l2_read:.1f} GB of reads in "
-          f"{ms:.1f} ms, {l2_hits:.0f}% of its sectors were hits); DRAM delivers " if l2_hits
-          else "DRAM delivers ")
+          f"{ms:.1f} ms; {l2_hits:.0f}% of its sectors were hits). " if l2_hits else "")
     busy = f", busy {dram_busy:.0f}% of its peak" if dram_busy else ""
     # a step along K from the pace table's columns, as printed: its instructions, the
     # cycles a warp takes over them, and those it waits for global loads
@@ -1047,7 +1048,7 @@ def profile_waits(rec=None) -> Text:
     _, pace, _ = warp_pace(naive)
     hmma_step = 2
     inst = round(hmma_step * round(every or 0, 1), 1)
-    step = (f" A step along K is {hmma_step} HMMA, {hmma_step} x {every:.1f} = {inst:.1f} "
+    step = (f"A step along K is {hmma_step} HMMA, {hmma_step} x {every:.1f} = {inst:.1f} "
             f"instructions (the next table): at {pace:.0f} cycles per instruction a warp "
             f"takes {inst:.1f} x {pace:.0f} = {inst * round(pace):,.0f} cycles per step, "
             f"{inst:.1f} x {naive[_LONG]:.0f} = {inst * round(naive[_LONG]):,.0f} of them "
@@ -1059,20 +1060,28 @@ def profile_waits(rec=None) -> Text:
     sms = (rec or study_recording()).device.get("sm_count")
     per_cycle = sectors / naive["sm__cycles_elapsed.avg"] / sms if sectors and sms else None
     lanes, word = 32, 4
-    queue = ("" if not per_cycle else
-             f" The loads are narrow and scattered: the L1 counts {sectors / 1e6:,.0f} M "
-             f"sectors of 32 bytes for {requests / 1e6:,.0f} M load instructions, "
-             f"{sectors / requests:.1f} sectors ({sectors / requests * 32:.0f} bytes) per "
-             f"instruction for the {lanes * word} bytes a warp asks for: its pairs of halves "
-             f"lie in 8 rows, so each sector is half used (chapter 02's model). The L1 "
-             f"passes those sectors at only {per_cycle:.2f} per cycle per SM. That suggests "
-             f"the loads queue in the memory system; this profile does not show which unit "
-             f"holds them back.")
+    l2_sectors = naive.get("lts__t_sectors_srcunit_tex_op_read.sum")
+    in_l1 = ("" if not (sectors and l2_sectors) else
+             f" The other halves are not wasted: the L1 is asked for {sectors / 1e6:,.0f} M "
+             f"sectors ({sectors * 32 / 1e9:.1f} GB) and passes only {l2_sectors / 1e6:,.0f} M "
+             f"({l2_sectors * 32 / 1e9:.1f} GB) on to the L2, so it serves "
+             f"{_pct(100 * (1 - l2_sectors / sectors))} of them itself: the warp's next load "
+             f"(at +16 bytes in the machine code) reads the other half of each sector, and "
+             f"warps of a block read the same tiles of A or B.")
+    footprint = ("" if not per_cycle else
+                 f"The L1 counts {sectors / 1e6:,.0f} M sectors of 32 bytes for "
+                 f"{requests / 1e6:,.0f} M load instructions: {sectors / requests:.1f} sectors "
+                 f"({sectors / requests * 32:.0f} bytes) per instruction for the "
+                 f"{lanes * word} bytes a warp asks for. Its pairs of halves lie in 8 rows, so "
+                 f"each load uses half of each sector it touches (chapter 02's model).{in_l1} "
+                 f"The L1 passes sectors at {per_cycle:.2f} per cycle per SM. That suggests "
+                 f"the loads queue in the memory system; this profile does not show which "
+                 f"unit holds them back.")
     # the naive kernel's MOVM go through the shared-memory pipe (no shared loads)
     movm = naive.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_misc.sum")
     mio = naive.get("smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio")
     movm_said = ("" if not (movm and mio) else
-                 f" Its 'mio throttle' stall ({mio:.1f}) is most likely the MOVM: they run on "
+                 f"The naive kernel's 'mio throttle' stall ({mio:.1f}) is most likely the MOVM: they run on "
                  f"the shared-memory pipe, which counts {movm / 1e6:.1f} M wavefronts that are "
                  f"not loads (so the table's column reads 0), one per MOVM "
                  f"({movm_per_hmma} per HMMA in the machine code, "
@@ -1086,9 +1095,13 @@ def profile_waits(rec=None) -> Text:
         f"* **The naive kernel waits for its global loads, and not on DRAM or L2 "
         f"bandwidth**: a warp spends {naive[_LONG]:.0f} cycles per issued instruction "
         f"stalled on 'long scoreboard', the wait for a global load; its tensor pipe is "
-        f"busy {_pct(naive[_BUSY])} of the time. {l2}"
-        f"{naive['dram__bytes_read.sum'] / 1e9:.2f} GB{busy}.{step}{queue}{movm_said}\n"
-        f"* **The tiled kernel with unpadded rows waits for shared memory** ('short "
+        f"busy {_pct(naive[_BUSY])} of the time.\n"
+        f"  * *Not bandwidth.* {l2}DRAM delivers "
+        f"{naive['dram__bytes_read.sum'] / 1e9:.2f} GB{busy}.\n"
+        + "".join(f"  * *{head}* {body}\n" for head, body in
+                  (("Per step.", step), ("The load footprint.", footprint),
+                   ("The MOVM.", movm_said)) if body)
+        + f"* **The tiled kernel with unpadded rows waits for shared memory** ('short "
         f"scoreboard', {plain[_SHORT]:.1f} cycles per instruction): its fragment loads "
         f"meet bank conflicts (section 7). Tensor pipe busy: {_pct(plain[_BUSY])}."
         + ("" if barrier is None else
@@ -1121,7 +1134,7 @@ def pace_summary(rec=None) -> Text:
     per_sm = FP16_FLOP_PER_CLOCK_SM.get(props.get("compute_capability"))
     at_peak = HMMA_FLOP / (per_sm / SCHEDULERS_PER_SM) if per_sm else None
     ceiling = ("" if not (at_peak and per_hmma) else
-               f" And a full pipe is not the peak: the peak rate ({per_sm:,} FLOP per clock "
+               f"\n* **A full pipe is not the peak.** The peak rate ({per_sm:,} FLOP per clock "
                f"per SM, a quarter on each scheduler's tensor core) would finish an "
                f"HMMA.16816's {HMMA_FLOP:,} FLOP in {at_peak:.0f} cycles, not "
                f"{per_hmma:.1f}, so even a pipe never idle gives at most {at_peak:.0f} / "
