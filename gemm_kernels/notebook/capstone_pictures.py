@@ -1972,8 +1972,9 @@ def issue_evidence() -> Text:
         f"capstone: issue slots used {m[issue_key]:.1f}% x FFMA share of its loop {share} "
         f"= {m[issue_key] * float(share.rstrip('%')) / 100:.1f}% of the cycles start an FFMA",
         f"clock of the timed runs: at least {g * 1e3 / (2 * lanes):,.0f} MHz (the FMA pipe "
+        # the busy share with one decimal, so that the clock checks by hand: rate / (2 x lanes x share)
         f"busy in every cycle); {g * 1e3 / (2 * lanes * fma):,.0f} MHz if it was busy in "
-        f"{100 * fma:.0f}% of them, as in the profile; Nsight Compute itself ran it at "
+        f"{100 * fma:.1f}% of them, as in the profile; Nsight Compute itself ran it at "
         f"{1e3 * m['sm__cycles_elapsed.avg'] / m['gpu__time_duration.sum']:,.0f} MHz"]
     return Text("\n".join(lines))
 
