@@ -861,7 +861,8 @@ def block_bounds(blocks=BLOCKS, shape=(2048,) * 3, view: str = "model") -> Table
     what = {"model": "the bound of the shared-memory (L1 data) pipe, shared wavefronts "
                      "plus global lines,",
             "counted": f"every wavefront counted on the pipe per step (at {SHAPE[0]}^3), "
-                       "the rate against the model's two bounds"}[view]
+                       "the bound it gives, the rate against it and the model's two "
+                       "bounds,"}[view]
     return Table(rows, BOUND_COLUMNS[view],
                  title=f"{what} and the rate at {'x'.join(map(str, shape))} "
                        f"({records.source()})")
