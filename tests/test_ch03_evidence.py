@@ -373,9 +373,14 @@ def test_block_bounds_shows_the_model_or_the_counted_bound():
     assert "shared bound GFLOP/s" not in model.columns
     assert [r["wavefronts per FFMA (shared + lines)"] for r in model] == \
         ["3.75", "2.75", "1.88", "1.62"]
-    # the solution's view: the count beside the model's two bounds, no bound of its own
+    # BLOCK = 4 fills 16 lanes of its warp: both views say so beside its bound
+    assert "lanes per warp" in model.columns and model[0]["lanes per warp"] == 16
+    # the solution's view: the count, the bound it gives and the rate's share of it
     assert "all wavefronts counted per warp and step" in counted.columns
-    assert "counted bound GFLOP/s" not in counted.columns
+    assert "counted bound GFLOP/s" in counted.columns
+    for r in counted:
+        if r["GFLOP/s"] and r["counted bound GFLOP/s"] != "-":
+            assert r["% of counted bound"] == f"{r['GFLOP/s'] / r['counted bound GFLOP/s']:.0%}"
     # the student's view leaves the count to the solution; both keep every column's value
     assert "all wavefronts counted per warp and step" not in model.columns
     for r in model:
@@ -423,3 +428,19 @@ def test_fifth_line_answers_the_question():
 def test_summary_shows_both_bounds():
     cols = ch03.summary().columns
     assert "shared-only bound" in cols and "shared + lines bound" in cols
+
+
+def test_the_two_kernels_on_one_pipe_split_the_gain_into_bound_and_share():
+    text = ch03.pipe_against_coalesced()
+    if "not recorded" in text:
+        return
+    before, here, gain = text.splitlines()
+    assert before.startswith("chapter 02, coalesced   2.00 wavefronts per FFMA")
+    assert here.startswith("smem_tiled, BLOCK = 32  1.62 wavefronts per FFMA")
+    num = lambda s: float(s.replace(",", ""))
+    b0, g0 = (num(x) for x in re.findall(r"([\d,]+) GFLOP/s", before))
+    b1, g1 = (num(x) for x in re.findall(r"([\d,]+) GFLOP/s", here))
+    f_bound, f_share, f_gain = (float(x) for x in re.findall(r"([\d.]+)x", gain))
+    assert f_bound == pytest.approx(b1 / b0, abs=0.01)
+    assert f_gain == pytest.approx(g1 / g0, abs=0.01)
+    assert f_bound * f_share == pytest.approx(f_gain, abs=0.02)

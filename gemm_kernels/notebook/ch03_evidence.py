@@ -817,10 +817,11 @@ def pipe_rest_line(blocks=BLOCKS, shape=SHAPE) -> str:
 # loads' lines) for the student notebook; the bound from Nsight Compute's count of every
 # wavefront on the pipe for the solution notebook, which splits that count (`pipe_counts`).
 BOUND_COLUMNS = {
-    "model": ["BLOCK", "wavefronts per FFMA (shared + lines)", "shared + lines bound GFLOP/s",
+    "model": ["BLOCK", "lanes per warp", "wavefronts per FFMA (shared + lines)", "shared + lines bound GFLOP/s",
               "GFLOP/s", "% of shared + lines bound"],
     "counted": ["BLOCK", "lanes per warp", "all wavefronts counted per warp and step",
-                "GFLOP/s", "% of shared bound", "% of shared + lines bound"],
+                "counted bound GFLOP/s", "GFLOP/s", "% of shared bound",
+                "% of shared + lines bound", "% of counted bound"],
 }
 
 
@@ -860,7 +861,8 @@ def block_bounds(blocks=BLOCKS, shape=(2048,) * 3, view: str = "model") -> Table
     what = {"model": "the bound of the shared-memory (L1 data) pipe, shared wavefronts "
                      "plus global lines,",
             "counted": f"every wavefront counted on the pipe per step (at {SHAPE[0]}^3), "
-                       "the rate against the model's two bounds"}[view]
+                       "the bound it gives, the rate against it and the model's two "
+                       "bounds,"}[view]
     return Table(rows, BOUND_COLUMNS[view],
                  title=f"{what} and the rate at {'x'.join(map(str, shape))} "
                        f"({records.source()})")
@@ -972,3 +974,29 @@ def against_coalesced_split(block: int = 32) -> str:
              r["metrics"][DURATION]) for r in rows)
     return (f"instructions per FFMA: chapter 02 {a[0]:.2f}, smem_tiled {b[0]:.2f}\n"
             + _time_split("chapter 02", f"smem_tiled (BLOCK = {block})", a, b))
+
+
+def pipe_against_coalesced(shape=(2048,) * 3) -> str:
+    """Chapter 02's kernel (BLOCK = 32) and this one (BLOCK = 32) on the same pipe: each
+    one's wavefronts per FFMA instruction (chapter 02: its global lines; here: shared
+    wavefronts plus global lines), the bound that gives, the rate at `shape` and its share
+    of the bound; then the gain split into the ratio of bounds times the ratio of shares.
+    The product equals the measured gain by construction: the split is the point."""
+    from gemm_kernels.memory import ch01_02_sectors
+    before = ch01_02_sectors.line_limit(BEFORE, {"BLOCK": 32}, shape=shape)
+    r_before = _rate(BEFORE, shape, {"BLOCK": 32})
+    row = next(iter(block_bounds((32,), shape)))
+    if not r_before or row["GFLOP/s"] is None or not before["GFLOP/s"]:
+        return f"the rates at {shape[0]}^3 were not recorded for both kernels"
+    n = f"{shape[0]}^3"
+    got = [("chapter 02, coalesced", before["lines"], before["GFLOP/s"],
+            r_before["gflops"]["median"]),
+           ("smem_tiled, BLOCK = 32", float(row["wavefronts per FFMA (shared + lines)"]),
+            row["shared + lines bound GFLOP/s"], row["GFLOP/s"])]
+    lines = [f"{name:<23} {wf:.2f} wavefronts per FFMA -> bound {b:,.0f} GFLOP/s, "
+             f"measured at {n} {g:,.0f} GFLOP/s = {g / b:.0%} of it"
+             for name, wf, b, g in got]
+    (_, _, b0, g0), (_, _, b1, g1) = got
+    lines.append(f"gain = {b1 / b0:.2f}x the bound x {(g1 / b1) / (g0 / b0):.2f}x the share "
+                 f"= {g1 / g0:.2f}x (the measured gain at {n})")
+    return "\n".join(lines)
