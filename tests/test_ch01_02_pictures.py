@@ -149,12 +149,12 @@ def test_the_l1_table_divides_the_recorded_wavefronts_by_the_warp_steps():
     table = ch01_02_sectors.l1_table("ch02_l1_lines")
     for row, (step, rec) in zip(table, studies.results("ch02_l1_lines")):
         if rec is None:
-            assert row["L1 wavefronts per warp and step"] == "-"
+            assert row["L1 data-stage wavefronts per warp and step"] == "-"
             continue
         M, N, K = rec["shape"]
         lanes = ch01_02_sectors.line_limit(step.kernel, step.params)["lanes"]
         want = rec["metrics"][ch01_02_sectors.WAVEFRONTS] / (M * N // lanes * K)
-        assert row["L1 wavefronts per warp and step"] == f"{want:.2f}"
+        assert row["L1 data-stage wavefronts per warp and step"] == f"{want:.2f}"
 
 
 def test_the_clock_check_scales_the_profiled_clock_by_the_rate_ratio():

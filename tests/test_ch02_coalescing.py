@@ -363,6 +363,9 @@ def test_the_kernel_skeleton_hides_the_two_index_lines():
 def test_naive_off_lines_prints_both_rates_and_the_bank_only_limit():
     text = str(ch02_coalescing.naive_off_lines())
     assert "2048^3" in text and "2047^3" in text and "banks alone" in text
+    assert "the line count fails" in text
+    above = float(text.split("the timed rate is ")[1].split(" x")[0])
+    assert above > 1
 
 
 def test_stage_rule_fit_reports_no_rate_above_the_limit_and_the_loose_share_off_the_lines():

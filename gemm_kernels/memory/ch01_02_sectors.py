@@ -588,8 +588,8 @@ def l1_table(study: str = "ch02_l1_lines"):
         wf = m.get(WAVEFRONTS)
         rows.append({"configuration": label(step.kernel, step.params),
                      "lines per warp and step (model)": n_lines,
-                     "L1 wavefronts per warp and step": f"{wf / steps:.2f}" if wf else "-",
-                     "L1 wavefronts per SM and cycle": (f"{wf / sms / m[CYCLES]:.2f}"
+                     "L1 data-stage wavefronts per warp and step": f"{wf / steps:.2f}" if wf else "-",
+                     "L1 data-stage wavefronts per SM and cycle": (f"{wf / sms / m[CYCLES]:.2f}"
                                                         if wf and sms and CYCLES in m else "-"),
                      "busiest L1 stage (% of its peak)": m.get(L1_BUSY),
                      "L1 hit rate (%)": m.get(L1_HIT)})

@@ -290,8 +290,9 @@ def alignment_counts_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1), kernels=
 
 def naive_off_lines(params=None, sizes=(2048, MISALIGNED_N)) -> Text:
     """The naive kernel that reads down a column (x->row, BLOCK = 32): its timed rate at
-    both sizes, and at the misaligned size the limits its data stage alone (the banks)
-    and its slower stage allow: the banks spread, yet it stays near the tag limit."""
+    both sizes, and at the misaligned size the limits its line count, its data stage alone
+    (the banks) and its slower stage allow: it runs above the line limit, so lines alone
+    cannot be what the L1 counts, and the banks spread, yet it stays near the tag limit."""
     params = {"BLOCK": 32, "MAPPING": "x->row"} if params is None else params
     big, small = sizes
     rate = {n: _alignment_rate("naive", params, n) for n in sizes}
@@ -301,9 +302,12 @@ def naive_off_lines(params=None, sizes=(2048, MISALIGNED_N)) -> Text:
     if lim["bank GFLOP/s"] is None:
         return Text("The limits need the GPU's SM count and clock.")
     return Text(f"{model.label('naive', params)}: timed {rate[big]:,.0f} GFLOP/s at {big}^3 "
-                f"and {rate[small]:,.0f} GFLOP/s at {small}^3.\nAt {small}^3 the banks alone "
-                f"would allow {lim['bank GFLOP/s']:,.0f} GFLOP/s; the tag stage allows "
-                f"{lim['stage GFLOP/s']:,.0f}.")
+                f"and {rate[small]:,.0f} GFLOP/s at {small}^3.\nAt {small}^3 the line count "
+                f"({lim['lines']} lines per warp and step) would allow "
+                f"{lim['GFLOP/s']:,.0f} GFLOP/s: the timed rate is "
+                f"{rate[small] / lim['GFLOP/s']:.1f} x that, so the line count fails.\n"
+                f"The banks alone would allow {lim['bank GFLOP/s']:,.0f} GFLOP/s; the tag stage "
+                f"(defined just below) allows {lim['stage GFLOP/s']:,.0f}.")
 
 
 def stage_rule_fit(size: int = MISALIGNED_N) -> Text:
