@@ -251,3 +251,32 @@ def test_path_check_sets_the_two_stalls_beside_the_total_where_rows_carry_it():
     assert "fall by 0.20, the total by 0.50" in second
     assert "all stall reasons" not in ch06_tiles.path_check([_row("K5", .3, .9, 45),
         _row("a", .5, 1.0, 50), _row("b", .2, .5, 60), _row("c", .1, .4, 62)])
+
+
+def test_path_check_divides_warps_per_scheduler_by_the_issue_share_where_rows_carry_warps():
+    rows = [{**_row(s, b, l, i), ch06_tiles.ALL_STALLS: t, "warps/SM": 16}
+            for s, b, l, i, t in (("K5", .3, .9, 45, 5.0), ("a", .5, 1.0, 50, 8.0),
+                                  ("b", .2, .5, 64, 6.3), ("c", .1, .4, 80, 5.0))]
+    first, second = ch06_tiles.path_check(rows).splitlines()
+    assert "4 / 0.500 = 8.00 -> 4 / 0.640 = 6.25" in first
+    assert "4 / 0.800 = 5.00" in second
+
+
+def test_standing_ratios_divides_each_pair_and_names_a_missing_rate():
+    rows = [{"kernel": "06 · tile_2d_reg, K5", "TFLOP/s": 20.0},
+            {"kernel": "05 · tile_1d, kernel-4 tile", "TFLOP/s": 16.0},
+            {"kernel": "06 · tile_2d_reg, default", "TFLOP/s": None},
+            {"kernel": "05 · tile_1d, default", "TFLOP/s": 22.0}]
+    first, second = ch06_tiles.standing_ratios(rows=rows).splitlines()
+    assert first.endswith("x1.25") and "kernel-4 tile" in first
+    assert second.endswith("not measured")
+
+
+def test_issue_rule_divides_instructions_by_the_issue_share_and_compares_with_the_last_row():
+    table = [{"kernel": "a", "time (ms)": "10.00", "instructions (billions)": "4.00",
+              "issue slots used %": 50.0},
+             {"kernel": "b", "time (ms)": "5.00", "instructions (billions)": "2.00",
+              "issue slots used %": 50.0}]
+    lines = ch06_tiles.issue_rule(table).splitlines()
+    assert lines[0] == "a: 4.00 / 0.500 = 8.00" and lines[1] == "b: 2.00 / 0.500 = 4.00"
+    assert lines[2] == "a / b: predicted x2.00, profiled time x2.00"

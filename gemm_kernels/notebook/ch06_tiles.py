@@ -194,6 +194,27 @@ def standings_rows(size: int = 4096, configs=STANDINGS) -> list[dict]:
     return out
 
 
+# Pairs of STANDINGS labels whose rates standing_ratios divides: Boehm's like-for-like
+# step (his kernel-4 tile to his kernel 5), then each chapter's default.
+RATIOS = (("06 · tile_2d_reg, K5", "05 · tile_1d, kernel-4 tile",
+           "K5 / chapter 05 at Boehm's kernel-4 tile (his kernel 4 -> 5)"),
+          ("06 · tile_2d_reg, default", "05 · tile_1d, default",
+           "this chapter's default / chapter 05's default"))
+
+
+def standing_ratios(size: int = 4096, rows=None) -> str:
+    """One line per pair of RATIOS: the ratio of their TFLOP/s at size^3 (standings_rows),
+    or which was not measured."""
+    r = {row["kernel"]: row["TFLOP/s"] for row in (rows or standings_rows(size))}
+    lines = []
+    for top, bottom, what in RATIOS:
+        if r.get(top) is None or r.get(bottom) is None:
+            lines.append(f"{what}: not measured")
+        else:
+            lines.append(f"{what}: x{r[top] / r[bottom]:.2f}")
+    return "\n".join(lines)
+
+
 def standings(size: int = 4096, configs=STANDINGS, ax=None):
     """Horizontal bars: each configuration's TFLOP/s at size^3, labelled with its share
     of the cuBLAS timed beside it; cuBLAS timed on its own as a dashed line."""
@@ -247,6 +268,22 @@ def issue_table() -> Table:
                          "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active")})
     return Table(rows, list(rows[0]), title="4096^3 under Nsight Compute, "
                  + records.recording_label())
+
+
+def issue_rule(table=None) -> str:
+    """Per row of issue_table: instructions over the share of cycles in which a scheduler
+    issued, which tracks the time when the clocks are the same; then each row's predicted
+    and profiled time against the last row (the K5 tile)."""
+    rows = list(table if table is not None else issue_table())
+    cost = lambda r: (float(r["instructions (billions)"])  # noqa: E731
+                      / (r["issue slots used %"] / 100))
+    lines = [f"{r['kernel']}: {r['instructions (billions)']} / "
+             f"{r['issue slots used %'] / 100:.3f} = {cost(r):.2f}" for r in rows]
+    ref = rows[-1]
+    for r in rows[:-1]:
+        lines.append(f"{r['kernel']} / {ref['kernel']}: predicted x{cost(r) / cost(ref):.2f}, "
+                     f"profiled time x{float(r['time (ms)']) / float(ref['time (ms)']):.2f}")
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------ the path to the default
@@ -384,8 +421,19 @@ def _total_drop(before: dict, after: dict, two: float) -> str:
     t0, t1 = before.get(ALL_STALLS), after.get(ALL_STALLS)
     if t0 is None or t1 is None:
         return ""
-    return (f"; all stall reasons together {t0:.2f} -> {t1:.2f}: barrier + long scoreboard "
-            f"fall by {two:.2f}, the total by {t0 - t1:.2f}")
+    return (f"; all stall reasons together {t0:.2f} -> {t1:.2f}" + _per_scheduler(before, after)
+            + f": barrier + long scoreboard fall by {two:.2f}, the total by {t0 - t1:.2f}")
+
+
+def _per_scheduler(before: dict, after: dict) -> str:
+    """Warps per scheduler over the issue share, before -> after, as a clause for
+    _total_drop: what all stall reasons together come to when the warps stay fixed (an SM
+    has four schedulers); empty where a row lacks its warps per SM."""
+    if before.get("warps/SM") is None or after.get("warps/SM") is None:
+        return ""
+    one = lambda r: (f"{r['warps/SM'] / 4:g} / {r['issue slots used %'] / 100:.3f} = "  # noqa: E731
+                     f"{r['warps/SM'] / 4 / (r['issue slots used %'] / 100):.2f}")
+    return f" (warps per scheduler / issue share: {one(before)} -> {one(after)})"
 
 
 # Two of PATH's steps (by position) around the tile step, for what else that step changes.
