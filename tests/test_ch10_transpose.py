@@ -331,7 +331,7 @@ def test_the_naive_sector_bound_is_the_copys_bytes_over_an_element_and_a_sector(
     # float: 2 x 4 bytes over 4 + 32; double: 2 x 8 over 8 + 32
     assert rows[0]["sector bound, % of device copy"] == pytest.approx(100 * 8 / 36)
     assert rows[1]["sector bound, % of device copy"] == pytest.approx(40.0)
-    assert rows[0]["sectors a warp store: naive"] == 32 and rows[0]["coalesced"] == 4
+    assert rows[0]["32-byte sectors per warp store instruction: naive"] == 32 and rows[0]["coalesced"] == 4
     for r in rows:
         if r["timed, % of device copy"] is not None:
             assert 0 < r["timed, % of device copy"] < 100

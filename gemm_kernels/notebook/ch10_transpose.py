@@ -622,9 +622,10 @@ def unwritten_text(study: str = DRAM_STUDY) -> str:
     shape = tuple(pairs[0][1]["shape"])
     matrix = shape[0] * shape[1] * 4
     short = [(matrix - r["metrics"]["dram__bytes_write.sum"]) / 1e6 for _, r in pairs]
+    l2 = _device()["l2_bytes"]
     return (f"one float matrix: {matrix / 1e6:.1f} MB; written to DRAM by the kernels: "
             f"{min(short):.0f} to {max(short):.0f} MB less than that; L2 cache: "
-            f"{_device()['l2_bytes'] / 1e6:.1f} MB (cudaDevAttrL2CacheSize)")
+            f"{l2 / 1e6:.1f} MB, 1 MB = 10^6 bytes (= {l2 / 2**20:.0f} MiB; cudaDevAttrL2CacheSize)")
 
 
 def l2_hit_rates(study: str = DRAM_STUDY) -> dict[str, float]:
@@ -879,7 +880,7 @@ def naive_sector_bound(shape=SQUARE, types=("float", "double")) -> Table:
     for t in types:
         item = _ITEM[t]
         rows.append({"T": t,
-                     "sectors a warp store: naive": warp_store_sectors(True, t),
+                     "32-byte sectors per warp store instruction: naive": warp_store_sectors(True, t),
                      "coalesced": warp_store_sectors(False, t),
                      "sector bound, % of device copy": 100 * 2 * item / (item + SECTOR),
                      "timed, % of device copy": _share("transpose_naive", shape, {"T": t})})
