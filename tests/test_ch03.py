@@ -52,6 +52,10 @@ def test_the_copy_bug_figure_prints_nothing_and_counts_in_its_title(capsys):
     assert capsys.readouterr().out == ""
     assert "buggy copy: 64 of 64 elements of C wrong" in title
     assert "correct copy: 0 of 64 elements of C wrong" in title
+    # the correct copy is the exercise's answer: no panel spells its code
+    titles = [ax.get_title() for ax in fig.axes]
+    assert "the correct copy: As" in titles and "the correct copy: Bs" in titles
+    assert not any("k0 + tx" in t or "k0 + ty" in t for t in titles)
 
 
 def test_the_emulation_refuses_partial_tiles():

@@ -434,9 +434,12 @@ def test_the_two_kernels_on_one_pipe_split_the_gain_into_bound_and_share():
     text = ch03.pipe_against_coalesced()
     if "not recorded" in text:
         return
-    before, here, gain = text.splitlines()
+    before, before_sum, here, here_sum, gain = text.splitlines()
     assert before.startswith("chapter 02, coalesced   2.00 wavefronts per FFMA")
     assert here.startswith("smem_tiled, BLOCK = 32  1.62 wavefronts per FFMA")
+    # each figure's sum is printed under it, so 1.62 does not come out of nowhere
+    assert "1 wavefront for the A broadcast + 1 for the B line, per FFMA" in before_sum
+    assert "50 shared + 2 lines = 52 per 32 FFMA" in here_sum
     num = lambda s: float(s.replace(",", ""))
     b0, g0 = (num(x) for x in re.findall(r"([\d,]+) GFLOP/s", before))
     b1, g1 = (num(x) for x in re.findall(r"([\d,]+) GFLOP/s", here))

@@ -993,9 +993,13 @@ def pipe_against_coalesced(shape=(2048,) * 3) -> str:
             r_before["gflops"]["median"]),
            ("smem_tiled, BLOCK = 32", float(row["wavefronts per FFMA (shared + lines)"]),
             row["shared + lines bound GFLOP/s"], row["GFLOP/s"])]
+    # where each wavefronts-per-FFMA figure comes from, printed under it
+    sw, gl = row["shared wavefronts per warp and step"], row["global lines per warp and step"]
+    sums = ["(1 wavefront for the A broadcast + 1 for the B line, per FFMA)",
+            f"({sw:g} shared + {gl:g} lines = {sw + gl:g} per {row['FFMA per step']:g} FFMA)"]
     lines = [f"{name:<23} {wf:.2f} wavefronts per FFMA -> bound {b:,.0f} GFLOP/s, "
-             f"measured at {n} {g:,.0f} GFLOP/s = {g / b:.0%} of it"
-             for name, wf, b, g in got]
+             f"measured at {n} {g:,.0f} GFLOP/s = {g / b:.0%} of it\n{'':<23} {why}"
+             for (name, wf, b, g), why in zip(got, sums)]
     (_, _, b0, g0), (_, _, b1, g1) = got
     lines.append(f"gain = {b1 / b0:.2f}x the bound x {(g1 / b1) / (g0 / b0):.2f}x the share "
                  f"= {g1 / g0:.2f}x (the measured gain at {n})")

@@ -168,7 +168,8 @@ def wavefront_lanes(k: int = 0, ty: int = 0):
 def copy_bug(M: int = 8, N: int = 8, K: int = 8, BLOCK: int = 4, block=(1, 1), k0: int = 4):
     """The A and B tiles of block `block` at the step starting at k0, as the buggy copy
     (A[row * K + k0], B[k0 * N + col]) and the correct one fill them, each cell labelled
-    with the element it holds (`memory.ch03_copies.copy_bug`). Printed first: how many
+    with the element it holds (`memory.ch03_copies.copy_bug`). Only the buggy panels show
+    their code: the correct copy is the exercise's answer, seen before the exercise. Printed first: how many
     elements of C each version gets wrong against A @ B, the whole product emulated, in
     the title: the figure is the answer to a question, so nothing is printed outside it
     (a notebook folds it under the question)."""
@@ -199,10 +200,10 @@ def copy_bug(M: int = 8, N: int = 8, K: int = 8, BLOCK: int = 4, block=(1, 1), k
         ax.set_yticks([r + 0.5 for r in range(n)], [str(r) for r in range(n)], fontsize=SMALL)
         ax.set_xlabel("tx", fontsize=SMALL)
         ax.set_ylabel("ty", fontsize=SMALL)
-        code = {("buggy", "As"): "A[row * K + k0]", ("buggy", "Bs"): "B[k0 * N + col]",
-                ("correct", "As"): "A[row * K + k0 + tx]",
-                ("correct", "Bs"): "B[(k0 + ty) * N + col]"}[version, tile]
-        ax.set_title(f"{version}: {tile}[ty][tx] = {code}", fontsize=SMALL)
+        code = {"As": "A[row * K + k0]", "Bs": "B[k0 * N + col]"}[tile]
+        # the correct copy is the exercise's answer: its panels are titled without code
+        ax.set_title(f"buggy: {tile}[ty][tx] = {code}" if version == "buggy"
+                     else f"the correct copy: {tile}", fontsize=SMALL)
     verdict = {v: f"{got[v]['wrong elements']} of {M * N} elements of C wrong against A @ B"
                for v in got}
     fig.suptitle(f"What block {tuple(block)} copies at the step k0 = {k0} ({M} x {K} times "
