@@ -243,6 +243,21 @@ def two_stages(kernel: str = "naive", params=None, sizes=(2048, MISALIGNED_N)) -
     return Text("\n".join(out))
 
 
+def _profiled_steps(study: str, rec):
+    """Each step of a profile study on and off the lines, aligned size first: (shape,
+    step, its counters, `line_limit` at the misaligned steps, and a function that prints
+    a launch total per warp and step)."""
+    for shape in sorted(studies.get(study).shapes, reverse=True):     # aligned first
+        for step, row in studies.results(study, shape, rec):
+            lim = model.line_limit(step.kernel, step.params, shape=shape,
+                                   steps=MISALIGNED_STEPS)
+            _, warp_steps = model._warp_steps(step.kernel, step.params, shape)
+
+            def per(x, warp_steps=warp_steps):
+                return f"{round(x / warp_steps, 2) + 0.0:.2f}" if x is not None else "-"
+            yield shape, step, (row or {}).get("metrics", {}), lim, per
+
+
 def alignment_counts_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1), kernels=None):
     """The alignment section's evidence in one table, per kernel, size (aligned first) and
     BLOCK: a warp's wavefronts per step in the L1's two stages, modelled (`line_limit`:
@@ -260,28 +275,20 @@ def alignment_counts_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1), kernels=
         rec = studies.recording_of(study)
         if rec:
             where.add(rec.label)
-        for shape in sorted(studies.get(study).shapes, reverse=True):     # aligned first
-            for step, row in studies.results(study, shape, rec):
-                m = (row or {}).get("metrics", {})
-                lim = model.line_limit(step.kernel, step.params, shape=shape,
-                                       steps=MISALIGNED_STEPS)
-                _, warp_steps = model._warp_steps(step.kernel, step.params, shape)
-                rate = _alignment_rate(step.kernel, step.params, shape[0])
-
-                def per(x):
-                    return f"{round(x / warp_steps, 2) + 0.0:.2f}" if x is not None else "-"
-                limit = lim["stage GFLOP/s"]
-                rows.append({"configuration": model.label(step.kernel, step.params),
-                             "M = N = K": shape[0],
-                             "lines/step": _mean(lim["lines"]),
-                             "tag stage (model)": _mean(lim["tags"]),
-                             "tag stage (counted)": per(m.get(TAG_WAVEFRONTS)),
-                             "data stage (model)": _mean(lim["banks"]),
-                             "data stage (counted)": per(m.get(model.WAVEFRONTS)),
-                             "limit, slower stage": limit,
-                             "timed (GFLOP/s)": rate if rate is not None else "not timed",
-                             "timed / limit": f"{rate / limit:.0%}"
-                             if rate is not None and limit else "-"})
+        for shape, step, m, lim, per in _profiled_steps(study, rec):
+            rate = _alignment_rate(step.kernel, step.params, shape[0])
+            limit = lim["stage GFLOP/s"]
+            rows.append({"configuration": model.label(step.kernel, step.params),
+                         "M = N = K": shape[0],
+                         "lines/step": _mean(lim["lines"]),
+                         "tag stage (model)": _mean(lim["tags"]),
+                         "tag stage (counted)": per(m.get(TAG_WAVEFRONTS)),
+                         "data stage (model)": _mean(lim["banks"]),
+                         "data stage (counted)": per(m.get(model.WAVEFRONTS)),
+                         "limit, slower stage": limit,
+                         "timed (GFLOP/s)": rate if rate is not None else "not timed",
+                         "timed / limit": f"{rate / limit:.0%}"
+                         if rate is not None and limit else "-"})
     return Table(rows, list(rows[0]), title="one warp's L1 wavefronts per step in each "
                  "stage (tag: ceil(lines / 4) per load; data: words on the busiest bank), "
                  f"modelled and counted by Nsight Compute ({'; '.join(sorted(where)) or 'not recorded'}); "
@@ -367,23 +374,15 @@ def wavefront_parts_table(study: str = ALIGNMENT_L1):
     from gemm_kernels.core.table import Table
     rec = studies.recording_of(study)
     rows = []
-    for shape in sorted(studies.get(study).shapes, reverse=True):     # aligned first
-        for step, row in studies.results(study, shape, rec):
-            m = (row or {}).get("metrics", {})
-            lim = model.line_limit(step.kernel, step.params, shape=shape,
-                                   steps=MISALIGNED_STEPS)
-            _, warp_steps = model._warp_steps(step.kernel, step.params, shape)
-            data, tag, bank = m.get(model.WAVEFRONTS), m.get(TAG_WAVEFRONTS), bank_conflicts(m)
-
-            def per(x):
-                return f"{round(x / warp_steps, 2) + 0.0:.2f}" if x is not None else "-"
-            rows.append({"M = N = K": shape[0], "BLOCK": step.params["BLOCK"],
-                         "words on the busiest bank per step (model)": _mean(lim["banks"]),
-                         "data stage: wavefronts": per(data),
-                         "= tag stage: wavefronts": per(tag),
-                         "+ bank conflicts": per(bank),
-                         "+ not named": per(data - tag - bank)
-                         if None not in (data, tag, bank) else "-"})
+    for shape, step, m, lim, per in _profiled_steps(study, rec):
+        data, tag, bank = m.get(model.WAVEFRONTS), m.get(TAG_WAVEFRONTS), bank_conflicts(m)
+        rows.append({"M = N = K": shape[0], "BLOCK": step.params["BLOCK"],
+                     "words on the busiest bank per step (model)": _mean(lim["banks"]),
+                     "data stage: wavefronts": per(data),
+                     "= tag stage: wavefronts": per(tag),
+                     "+ bank conflicts": per(bank),
+                     "+ not named": per(data - tag - bank)
+                     if None not in (data, tag, bank) else "-"})
     where = rec.label if rec else "not recorded"
     return Table(rows, list(rows[0]), title="coalesced kernel: the L1 data stage's "
                  f"wavefronts per warp and step, as Nsight Compute splits them ({where})")
