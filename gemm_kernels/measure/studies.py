@@ -569,6 +569,34 @@ STUDY_LIST += (
                 for who, kernel, variant in _CH08_SOURCES),
           (CH08_PAYOFF,), (STALLS, *ISSUE, *PIPES)),
 )
+# Chapter 08's payoff at more sizes than 2048^3: chapters 07 and 08 and the exercise's
+# answer (chapter 08's kernel without the if, two blocks per SM), each timed beside cuBLAS.
+STUDY_LIST += (
+    Study("ch08_payoff_sizes", "08",
+          "Does the exercise's answer gain at every size, not only at 2048^3?", "time",
+          (Step("chapter 07's kernel", "float4", K5),
+           Step("chapter 08's kernel", "double_buffer", K5),
+           Step("no if + budget (the exercise's answer)", "double_buffer", K5,
+                variant="double_buffer: without if (more), + __launch_bounds__(256, 2)")),
+          (CUBE_1024, CUBE_2048, CUBE_4096, (8192, 8192, 8192))),
+)
+# Chapter 10's naive transpose, profiled beside the copy and the padded transpose: its
+# store sends one sector per lane; is the L2 (requests, sectors, its busiest stage) or
+# DRAM what the naive store waits for?
+L2_WRITES = ["l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+             "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+             "lts__t_requests_srcunit_tex_op_write.sum",
+             "lts__t_sectors_srcunit_tex_op_write.sum",
+             "re:^lts__[a-z0-9_]+\\.avg\\.pct_of_peak_sustained_elapsed$",
+             "lts__throughput.avg.pct_of_peak_sustained_elapsed"]
+STUDY_LIST += (
+    Study("ch10_naive_store", "10",
+          "What the naive transpose's store waits for: the L2's requests or DRAM", "ncu",
+          tuple(Step(f"{who}, {t}", kernel, {"T": t}) for t in ("float", "double")
+                for who, kernel in (("copy", "copy"), ("naive transpose", "transpose_naive"),
+                                    ("padded transpose", "transpose_padded"))),
+          ((8192, 8192),), (*L2_WRITES, *DRAM, STALLS, *ISSUE)),
+)
 STUDIES = {s.name: s for s in STUDY_LIST}
 
 
