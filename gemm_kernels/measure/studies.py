@@ -569,16 +569,17 @@ STUDY_LIST += (
                 for who, kernel, variant in _CH08_SOURCES),
           (CH08_PAYOFF,), (STALLS, *ISSUE, *PIPES)),
 )
-# Chapter 08's payoff at more sizes than 2048^3: chapters 07 and 08 and the exercise's
-# answer (chapter 08's kernel without the if, two blocks per SM), each timed beside cuBLAS.
+# Chapter 08's payoff at more sizes than 2048^3: the exercise's answer (chapter 08's kernel
+# without the if, two blocks per SM) timed beside cuBLAS at the sizes where chapters 07 and
+# 08 were timed (their rows stay those of their own runs: a timing here would replace
+# them and break the runs that other tables compare within), so the comparison is by each
+# row's share of the cuBLAS timed beside it.
 STUDY_LIST += (
     Study("ch08_payoff_sizes", "08",
           "Does the exercise's answer gain at every size, not only at 2048^3?", "time",
-          (Step("chapter 07's kernel", "float4", K5),
-           Step("chapter 08's kernel", "double_buffer", K5),
-           Step("no if + budget (the exercise's answer)", "double_buffer", K5,
-                variant="double_buffer: without if (more), + __launch_bounds__(256, 2)")),
-          (CUBE_1024, CUBE_2048, CUBE_4096, (8192, 8192, 8192))),
+          (Step("no if + budget (the exercise's answer)", "double_buffer", K5,
+                variant="double_buffer: without if (more), + __launch_bounds__(256, 2)"),),
+          (CUBE_1024, CUBE_4096, (8192, 8192, 8192))),
 )
 # Chapter 10's naive transpose, profiled beside the copy and the padded transpose: its
 # store sends one sector per lane; is the L2 (requests, sectors, its busiest stage) or
