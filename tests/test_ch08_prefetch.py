@@ -447,3 +447,25 @@ def test_the_package_names_of_chapters_07_and_08_read_as_their_chapters():
     assert c.label("float4") == "chapter 07's kernel"
     assert c.label(c.KERNEL) == "chapter 08's kernel" == c.label("chapter 08's kernel")
     assert c.label(c.NO_IF) == "no if"
+
+
+def test_payoff_sizes_gives_each_kernel_its_own_share_of_cublas(recorded_mode):
+    """One row per size; each share is the row's rate over the cuBLAS timed beside it (at
+    2048^3 the payoff's own rows), and each row names the runs it comes from."""
+    from gemm_kernels.measure import lookup, timing
+    rows = c.payoff_sizes()
+    assert [r["size"] for r in rows] == [f"{n}^3" for n in c.PAYOFF_SIZES]
+    at_2048 = rows[c.PAYOFF_SIZES.index(2048)]
+    payoff = {r["kernel"]: r for r in c.payoff(None, (c.WORKING,))}
+    assert at_2048["chapter 07's kernel: % of cuBLAS"] == payoff["chapter 07's kernel"][
+        "own occupancy: % of cuBLAS"]
+    answer = c.label(c.WORKING) + " (the exercise's answer): % of cuBLAS"
+    r = lookup.variant_row(c.variant_kernel(c.WORKING), (8192,) * 3,
+                           {**c.kernel_of(c.KERNEL).resolve(None), "ONE_PER_SM": False})
+    assert rows[-1][answer] == f"{timing.share(r):.1f}"
+    assert r["run"] in rows[-1]["runs"]
+
+
+def test_payoff_sizes_names_what_the_recording_lacks(recorded_mode):
+    with pytest.raises(LookupError, match="at 3000\\^3"):
+        c.payoff_sizes(sizes=(3000,))

@@ -380,3 +380,18 @@ def test_queueing_compares_the_copy_with_the_one_tile_transpose_per_round_trip()
     tile = next(r for k, r in rows.items() if "one tile" in k)
     assert f"waits {tile['load wait per round trip, µs']} µs" in text
     assert "2.0 times as many" in text
+
+
+def test_naive_store_l2_reads_the_profiled_counters(recorded_mode):
+    """Each row's requests per warp store are the L2's write requests over the store
+    instructions: one per 32-byte sector for the naive store (32 lanes, one element each),
+    and the coalesced store's 128 bytes (float) or 256 bytes (double) in one or two."""
+    from gemm_kernels.measure import studies
+    rows = {r["kernel"]: r for r in c.naive_store_l2()}
+    assert set(rows) == {s.label for s in studies.get(c.NAIVE_STORE_STUDY).steps}
+    assert rows["naive transpose, float"]["L2 write requests per warp store"] == 32
+    assert rows["copy, float"]["L2 write requests per warp store"] == 1
+    assert rows["padded transpose, double"]["L2 write requests per warp store"] == 2
+    step, rec = studies.results(c.NAIVE_STORE_STUDY)[1]
+    assert rows[step.label]["time under the profiler (us)"] == \
+        rec["metrics"]["gpu__time_duration.sum"] / 1e3

@@ -599,6 +599,40 @@ def where_it_ends(kernel: str = WORKING) -> Table:
         f"in the same process ({records.recording_label()})"))
 
 
+# The sizes at which chapters 07 and 08 and the exercise's answer were each timed beside
+# cuBLAS (study ch08_payoff_sizes adds the answer at the sizes other than the payoff's).
+PAYOFF_SIZES = (1024, 2048, 4096, 8192)
+
+
+def payoff_sizes(kernel: str = WORKING, sizes=PAYOFF_SIZES) -> Table:
+    """Does the exercise's answer gain at every size? Per cube size, chapter 07's kernel,
+    chapter 08's and `kernel` at the chapter's tile with two blocks per SM, each as a
+    share of the cuBLAS timed beside it in its own run (the three rows of a size are not
+    all from one run, so the table compares shares of cuBLAS, never one rate over
+    another), and the runs that timed them."""
+    from gemm_kernels.measure import lookup, records, timing
+    p = {k: v for k, v in kernel_of(KERNEL).resolve(None).items()
+         if k in ("BM", "BN", "BK", "TM", "TN")}
+    shown = (("chapter 07's kernel", "float4"), (CH08, KERNEL),
+             (f"{label(kernel)} (the exercise's answer)", kernel))
+    rows = []
+    for n in sizes:
+        row, runs = {"size": f"{n}^3"}, []
+        for who, name in shown:
+            k = kernel_of(name) if name in ("float4", KERNEL) else variant_kernel(name)
+            r = lookup.variant_row(k, (n, n, n), {**p, "ONE_PER_SM": False})
+            if r is None:
+                raise LookupError(f"not in the recording: {who} at {n}^3")
+            row[f"{who}: % of cuBLAS"] = f"{timing.share(r):.1f}"
+            runs.append(r["run"])
+        row["runs"] = ", ".join(dict.fromkeys(runs))
+        rows.append(row)
+    return Table(rows, list(rows[0]), title=(
+        f"{p['BM']} x {p['BN']} x {p['BK']}, {p['TM']} x {p['TN']} per thread, two blocks "
+        f"per SM: each kernel's median rate as a share of the cuBLAS timed beside it, in "
+        f"the same process ({records.recording_label()})"))
+
+
 CH08 = "chapter 08's kernel"
 
 

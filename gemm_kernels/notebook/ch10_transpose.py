@@ -889,6 +889,35 @@ def naive_sector_bound(shape=SQUARE, types=("float", "double")) -> Table:
                        f"({records.source()})", pct_decimals=1)
 
 
+NAIVE_STORE_STUDY = "ch10_naive_store"
+
+
+def naive_store_l2(study: str = NAIVE_STORE_STUDY) -> Table:
+    """What the naive store costs the L2, profiled beside the copy and the padded
+    transpose (8192 x 8192, float and double): the write requests the L2 receives per
+    warp store instruction, how busy the crossbar into the L2 and the L2's tag lookups
+    are (each a share of its peak over the kernel's time), how busy DRAM is, and the
+    kernel's time under the profiler."""
+    pairs = [(s, r) for s, r in studies.results(study) if r is not None]
+    rows = []
+    for step, r in pairs:
+        m = r["metrics"]
+        rows.append({
+            "kernel": step.label,
+            "L2 write requests per warp store": (
+                m["lts__t_requests_srcunit_tex_op_write.sum"]
+                / m["l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"]),
+            "crossbar into the L2, % busy":
+                m["lts__xbar2lts_cycles_active.avg.pct_of_peak_sustained_elapsed"],
+            "L2 tag lookups, % busy": m["lts__t_tag_requests.avg.pct_of_peak_sustained_elapsed"],
+            "DRAM, % busy": m["dram__throughput.avg.pct_of_peak_sustained_elapsed"],
+            "time under the profiler (us)": m["gpu__time_duration.sum"] / 1e3})
+    shape = studies.get(study).shapes[0]
+    return Table(rows, list(rows[0]) if rows else ["kernel"],
+                 title=f"The L2 under each store ({_shape_text(shape)}, Nsight Compute, "
+                       f"one launch each; {records.recording_label()})", pct_decimals=1)
+
+
 # ------------------------------------------------------------------ the exercise, for the solution
 
 EXERCISE = "10_in_flight"
