@@ -72,7 +72,14 @@ def test_never_written_counts_only_elements_no_thread_stores_to():
     # elements are never written; the other NaN were written by threads that read past A.
     row = ch01_indexing.check_table([(7, 13, 5)], "M", "M")[0]
     assert row["never written"] == "36"
-    assert row["written as NaN (read past A)"] == "20"
+    assert row["wrong, read past A"] == "20"
+
+
+def test_the_four_element_columns_are_disjoint_and_cover_c():
+    for row in ch01_indexing.check_table([(7, 13, 5), (33, 65, 17), (65, 33, 17)], "M", "M"):
+        parts = ("right", "wrong, read inside A", "wrong, read past A", "never written")
+        assert sum(int(row[c].replace(",", "")) for c in parts) == \
+            int(row["elements of C"].replace(",", ""))
 
 
 def test_an_unknown_stride_is_refused():

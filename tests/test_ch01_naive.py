@@ -81,3 +81,21 @@ def test_the_dot_product_picture_marks_one_row_of_a_one_column_of_b_and_one_elem
     assert marked == sorted(["A[2][0]", "A[2][1]", "A[2][2]", "B[0][1]", "B[1][1]",
                              "B[2][1]", "C[2][1]"]), marked
     assert texts.count("k=0") == 2 and texts.count("2") == 2 and "C[row][col]" in texts
+
+
+def test_the_doubling_ratios_divide_each_row_by_the_one_above():
+    table = [{"BLOCK": 8, "x->row (GFLOP/s)": 400.0, "x->col (GFLOP/s)": 100.0},
+             {"BLOCK": 16, "x->row (GFLOP/s)": 200.0, "x->col (GFLOP/s)": 150.0}]
+    text = str(ch01_naive.doubling_ratios(table)).splitlines()
+    assert text == ["x->row, each time BLOCK doubles: 8 -> 16: x0.50",
+                    "x->col, each time BLOCK doubles: 8 -> 16: x1.50"]
+
+
+def test_rate_times_lines_multiplies_the_recorded_rate_by_the_lines_per_step():
+    from gemm_kernels.core.table import fmt_number
+    t = ch01_naive.rate_times_lines()
+    assert [r["settings"] for r in t][:1] == ["BLOCK = 8, MAPPING = x->row"]
+    assert [r["lines per step"] for r in t] == [9, 17, 33, 5, 3, 2]
+    sweep = ch01_naive.sweep_table()
+    rate = sweep[0]["x->row (GFLOP/s)"]
+    assert t[0]["rate x lines"] == fmt_number(rate * 9)

@@ -42,9 +42,10 @@ def naive_on_cpu(A, B, a_stride: str = "K", c_stride: str = "N"):
 
 def check_table(shapes, a_stride: str = "M", c_stride: str = "M", seed: int = 0):
     """Per shape (M, N, K): the naive kernel with the given row strides, on random normal
-    inputs, judged by the checker: elements wrong; the NaN among them split into
-    elements no thread wrote and elements written as NaN (by a thread that read past A);
-    threads that read past A or write past C."""
+    inputs, judged by the checker. Every element of C falls in exactly one of four columns
+    (they add up to the elements of C): right; wrong, its thread having read only inside
+    A; wrong, its thread having read past A (NaN here, whatever memory follows A on a
+    GPU); never written. Then the threads that write past C, and the checker's verdict."""
     import numpy as np
     from gemm_kernels.core.table import Table
     from gemm_kernels.measure.check import compare_gemm
@@ -53,14 +54,18 @@ def check_table(shapes, a_stride: str = "M", c_stride: str = "M", seed: int = 0)
     for M, N, K in shapes:
         A = rng.standard_normal((M, K)).astype(np.float32)
         B = rng.standard_normal((K, N)).astype(np.float32)
-        C, read_past, write_past, unwritten = naive_on_cpu(A, B, a_stride, c_stride)
+        C, _, write_past, unwritten = naive_on_cpu(A, B, a_stride, c_stride)
         v = compare_gemm(C.astype(np.float32), A, B)
+        # a NaN in C is either never written or written after a read past A (the only
+        # NaN the inputs hold); every other wrong element read inside A
         rows.append({"M x N x K": f"{M} x {N} x {K}",
                      "elements of C": f"{M * N:,}",
-                     "wrong": f"{v.bad:,}", "never written": f"{unwritten:,}",
-                     "written as NaN (read past A)": f"{v.nan - unwritten:,}",
-                     "threads reading past A": f"{read_past:,}",
+                     "right": f"{M * N - v.bad:,}",
+                     "wrong, read inside A": f"{v.bad - v.nan:,}",
+                     "wrong, read past A": f"{v.nan - unwritten:,}",
+                     "never written": f"{unwritten:,}",
                      "threads writing past C": f"{write_past:,}",
                      "checker": "pass" if v.ok else "FAIL"})
     return Table(rows, list(rows[0]), title=f"A[row * {a_stride} + k], "
-                 f"C[row * {c_stride} + col], judged element by element against float64")
+                 f"C[row * {c_stride} + col], judged element by element against float64: "
+                 "each element of C in one of the four middle columns")

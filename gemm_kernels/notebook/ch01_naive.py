@@ -282,6 +282,38 @@ def sweep_table(size: int = 2048, blocks=(8, 16, 32)) -> Table:
                  title=f"naive at {size}^3, {records.source()}")
 
 
+def doubling_ratios(table) -> Text:
+    """What each doubling of BLOCK does to each mapping's rate in a `sweep_table`: the
+    ratio of each row's rate to the row above, for x->row and for x->col."""
+    out = []
+    for m in ("x->row", "x->col"):
+        col = f"{m} (GFLOP/s)"
+        steps = [f"{a['BLOCK']} -> {b['BLOCK']}: x{b[col] / a[col]:.2f}"
+                 for a, b in zip(table, table[1:])]
+        out.append(f"{m}, each time BLOCK doubles: " + ", ".join(steps))
+    return Text("\n".join(out))
+
+
+def rate_times_lines(size: int = 2048, blocks=(8, 16, 32)) -> Table:
+    """Per BLOCK and mapping: the 128-byte lines one warp's loads touch at one step
+    (counted from the index expressions), the recorded rate at size^3, and their
+    product: where the L1's work per step sets the rate, the product stays about
+    constant."""
+    from gemm_kernels.measure import lookup
+    from gemm_kernels.memory import ch01_02_sectors
+    rows = []
+    for m in ("x->row", "x->col"):
+        for b in blocks:
+            params = {"BLOCK": b, "MAPPING": m}
+            lines = ch01_02_sectors.sector_table([(KERNEL, params)])[0]["128-byte lines (A + B)"]
+            rate = lookup.measure_or_lookup(KERNEL, (size,) * 3, params)["gflops"]["median"]
+            rows.append({"settings": _settings(params), "lines per step": lines,
+                         f"rate at {size}^3 (GFLOP/s)": fmt_number(rate),
+                         "rate x lines": fmt_number(rate * lines)})
+    return Table(rows, list(rows[0]), title="one warp, one step k: the lines its loads "
+                 "touch, and the rate times the lines")
+
+
 def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
     """The chapter's prediction: x->col's rate over x->row's at `block`, size^3. Says
     how the guess compares with the recorded (or, live, measured) ratio."""
