@@ -224,25 +224,6 @@ ALIGNMENT_L1 = "ch02_alignment_l1"
 NAIVE_ALIGNMENT, NAIVE_ALIGNMENT_L1 = "ch02_naive_alignment", "ch02_naive_alignment_l1"
 
 
-def two_stages(kernel: str = "naive", params=None, sizes=(2048, MISALIGNED_N)) -> Text:
-    """The two stages' counts for one load (of A, at step k = 0) of a warp that reads
-    down a column (naive x->row, BLOCK = 32), at each size: its distinct lines and the
-    tag wavefronts they cost (`TAG_LINES` per wavefront), its words on the busiest bank
-    (the data stage's wavefronts), and which stage is slower."""
-    params = {"BLOCK": 32, "MAPPING": "x->row"} if params is None else params
-    out = []
-    for n in sizes:
-        idx = [l["A"] for l in model.warp_elements(kernel, params, n, n, n)]
-        n_lines, banks = model.lines(idx), model.bank_words(idx)
-        tags = -(-n_lines // model.TAG_LINES)
-        slower = "tag" if tags > banks else "data" if banks > tags else "both"
-        out.append(f"{model.label(kernel, params)}, load of A at N = {n}: {len(idx)} lanes in "
-                   f"{n_lines} lines = {tags} tag wavefronts ({model.TAG_LINES} lines each); "
-                   f"{banks} word{'s' if banks > 1 else ''} on the busiest bank = {banks} data "
-                   f"wavefront{'s' if banks > 1 else ''}: the {slower} stage sets the time.")
-    return Text("\n".join(out))
-
-
 def _profiled_steps(study: str, rec):
     """Each step of a profile study on and off the lines, aligned size first: (shape,
     step, its counters, `line_limit` at the misaligned steps, and a function that prints
@@ -426,6 +407,61 @@ def bank_picture(block: int = 8, sizes=(2048, MISALIGNED_N)):
     return fig
 
 
+def two_stage_picture(kernel: str = "naive", params=None, sizes=(2048, MISALIGNED_N)):
+    """One load (of A, at step k = 0) of a warp that reads down a column (naive x->row,
+    BLOCK = 32) passing the L1's two stages, one row of panels per size. Left, the tag
+    stage: the load's distinct lines, `TAG_LINES` to a wavefront, one wavefront per row of
+    boxes. Right, the data stage: its words on the 32 banks, one word per bank and
+    wavefront, so a bank's stack is its wavefronts. Both panels of a size share the
+    wavefront axis: the taller one is the slower stage, and it sets the load's time."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    params = {"BLOCK": 32, "MAPPING": "x->row"} if params is None else params
+    banks, per = device.SMEM_BANKS, model.TAG_LINES
+    fig, axes = plt.subplots(len(sizes), 2, figsize=(11, 3.2 * len(sizes) + 0.6),
+                             gridspec_kw={"width_ratios": [1, 3]})
+    for (tag_ax, data_ax), n in zip(axes, sizes):
+        idx = [l["A"] for l in model.warp_elements(kernel, params, n, n, n) if l["active"]]
+        line_of = sorted({i * 4 // model.LINE for i in idx})
+        n_tags = -(-len(line_of) // per)
+        for j, line in enumerate(line_of):
+            tag_ax.add_patch(Rectangle((j % per + 0.05, j // per + 0.05), 0.9, 0.9,
+                                       color="#7fb3d5"))
+        depth = {}
+        for w in sorted(set(idx)):
+            level = depth.get(w % banks, 0)
+            depth[w % banks] = level + 1
+            data_ax.add_patch(Rectangle((w % banks - 0.45, level + 0.05), 0.9, 0.9,
+                                        color="#f2a541"))
+        n_data = model.bank_words(idx)
+        assert n_data == max(depth.values()) and len(line_of) == model.lines(idx)
+        top = max(n_tags, n_data) * 1.2 + 0.5
+        tag_ax.set_xlim(0, per)
+        data_ax.set_xlim(-0.6, banks - 0.4)
+        for ax in (tag_ax, data_ax):
+            ax.set_ylim(0, top)
+            ax.set_ylabel("wavefront (L1 cycle)")
+            ax.axhline(max(n_tags, n_data), color="crimson", ls="--", lw=1)
+        data_ax.text(banks - 0.6, max(n_tags, n_data), f"the slower stage: "
+                     f"{max(n_tags, n_data)} cycles", color="crimson", ha="right",
+                     va="bottom", fontsize=9)
+        tag_ax.set_xticks([i + 0.5 for i in range(per)], range(1, per + 1))
+        tag_ax.set_xlabel(f"line slot ({per} lines per wavefront)")
+        data_ax.set_xticks(range(0, banks, 4))
+        data_ax.set_xlabel("bank (word w lies on bank w mod 32)")
+        slower = "tag" if n_tags > n_data else "data" if n_data > n_tags else "either"
+        tag_ax.set_title(f"N = {n}, tag stage: {len(line_of)} lines = {n_tags} wavefronts",
+                         fontsize=10)
+        data_ax.set_title(f"N = {n}, data stage: {n_data} word{'s' if n_data > 1 else ''} "
+                          f"on the busiest bank = {n_data} wavefront"
+                          f"{'s' if n_data > 1 else ''}; the {slower} stage sets the time",
+                          fontsize=10)
+    fig.suptitle(f"{model.label(kernel, params)}: warp 0's load of A at step k = 0 in the "
+                 "L1's two stages\n(a box: one line, left; one word, right)", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
 # The timed comparison on and off lines: BLOCK = 16 and 32 in one run, BLOCK = 8 in a run
 # of its own (each row with the cuBLAS timed beside it).
 ALIGNMENT, ALIGNMENT_BLOCK8 = "ch02_alignment", "ch02_alignment_block8"
@@ -557,8 +593,8 @@ def misaligned_lines(lines=None, limit=None) -> None:
     print(said + f"\nMeasured in one run ({rec.device['name']}): {at_2048:,.0f} GFLOP/s at "
           f"N = 2048, {at_n:,.0f} at N = {n}: {at_n / lim['GFLOP/s']:.0%} of your line "
           f"limit, {at_n / lim['bank GFLOP/s']:.0%} of the bank limit. "
-          + ("The line limit is broken, so lines cannot be what the L1 spends its cycles "
-             "on; the bank limit holds." if at_n > lim["GFLOP/s"] and at_n <= lim["bank GFLOP/s"]
+          + ("The rate breaks the line limit, so the line count alone is not the L1's "
+             "limit; it stays within the bank limit." if at_n > lim["GFLOP/s"] and at_n <= lim["bank GFLOP/s"]
              else "Which limit holds is printed above."))
 
 
