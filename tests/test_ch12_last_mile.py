@@ -841,3 +841,10 @@ def test_a_shape_where_cublas_varies_is_quoted_against_its_median_call(rec):
     mid = statistics.median(c._cublas_calls(shape, rec))
     note = f"against their median the plan is {100 * row['GFLOP/s'] / mid:.0f}%"
     assert note in str(c.shortfalls(rec, below=100.0)) and note in c.bench_table(rec).title
+
+
+def test_plot_bench_marks_the_median_share_where_cublas_varies(rec):
+    ax = c.plot_bench(rec)
+    marked = any("median call" in t.get_text() for t in ax.get_legend().get_texts())
+    assert marked == any(c._cublas_varies(r["shape"], rec) for r in c.bench_rows(rec)
+                         if r["% of cuBLAS"] is not None)

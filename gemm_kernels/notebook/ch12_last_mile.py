@@ -390,7 +390,8 @@ SHORT_OF = 95.0
 
 def plot_bench(rec=None, ax=None, below: float = SHORT_OF):
     """% of cuBLAS per benchmark shape (squares in blue), a line at 100% and a dashed one at
-    `below` (the line `shortfalls` draws)."""
+    `below` (the line `shortfalls` draws); a diamond where cuBLAS varied from call to call,
+    at the share of its median call there (`_varies_note`)."""
     import matplotlib.pyplot as plt
     rec = rec or recording()
     rows = [r for r in bench_rows(rec) if r["% of cuBLAS"] is not None]
@@ -398,6 +399,13 @@ def plot_bench(rec=None, ax=None, below: float = SHORT_OF):
         _, ax = plt.subplots(figsize=(11, 4))
     colours = ["tab:blue" if len(set(r["shape"])) == 1 else "tab:orange" for r in rows]
     ax.bar(range(len(rows)), [r["% of cuBLAS"] for r in rows], color=colours)
+    # where cuBLAS's own rate moved from call to call, the share of its median call too
+    varies = [(i, r) for i, r in enumerate(rows) if _cublas_varies(r["shape"], rec)]
+    if varies:
+        ax.scatter([i for i, _ in varies],
+                   [100 * r["GFLOP/s"] / statistics.median(_cublas_calls(r["shape"], rec))
+                    for _, r in varies], marker="D", color="k", zorder=3,
+                   label="against cuBLAS's median call (where cuBLAS varies)")
     ax.axhline(100, color="k", linewidth=1, label="cuBLAS (100%)")
     ax.axhline(below, color="k", linewidth=1, linestyle="--",
                label=f"{below:.0f}% (the shortfalls listed below)")
