@@ -119,7 +119,9 @@ def test_part_1_passes_a_choice_within_reach_of_the_fastest_measured(rec):
     rates = c._measured_rates(shape, rec)
     fastest = max(rates, key=rates.get)
     assert c.choice_passes(shape, *fastest, rec)
-    assert "Part 1: PASS: measured" in c.rate_choice(shape, *fastest, rec)
+    t = c.model_terms(shape, *fastest, rec)
+    right = {k: t[k] for k in ("blocks", "n", "q", "rounds")}
+    assert "Part 1: PASS: measured" in c.rate_choice(shape, *fastest, rec, terms=right)
     pick = c.ranked(shape, c.rules(rec), c._limits(rec))[0][1]
     assert rates[pick] < rates[fastest] * (1 - c.PASS_WITHIN)
     assert not c.choice_passes(shape, *pick, rec)
@@ -802,3 +804,47 @@ def test_check_terms_accepts_the_models_terms_and_questions_a_wrong_one(rec):
     text = str(c.check_terms(shape, {(128, 128, 1): wrong}, rec))
     assert "all right" not in text and "busiest" in text and f"n = {right['n'] + 1}?" in text
     assert "fill in" in str(c.check_terms(shape, {(128, 128, 1): {"blocks": None}}, rec))
+
+
+def test_part_1_grades_the_students_terms_and_hides_them_until_right(rec):
+    """A fast choice passes only with its terms worked out right; before that the rating
+    prints neither its blocks nor its waves (they would answer the terms), and a wrong
+    value gets the question check_terms asks."""
+    shape = (256, 384, 16384)
+    rates = c._measured_rates(shape, rec)
+    fastest = max(rates, key=rates.get)
+    t = c.model_terms(shape, *fastest, rec)
+    right = {k: t[k] for k in ("blocks", "n", "q", "rounds")}
+    bare = str(c.rate_choice(shape, *fastest, rec))
+    assert "Part 1: not yet" in bare and "fill in blocks, n, q, rounds" in bare
+    assert f"{t['blocks']:,} blocks" not in bare
+    wrong = str(c.rate_choice(shape, *fastest, rec, terms={**right, "q": right["q"] + 1}))
+    assert "Part 1: not yet" in wrong and f"q = {right['q'] + 1}?" in wrong
+    good = str(c.rate_choice(shape, *fastest, rec, terms=right))
+    assert "Part 1: PASS" in good and f"{t['blocks']:,} blocks" in good
+    slow = str(c.rate_choice(shape, 128, 128, 1, rec, terms={"blocks": 6, "n": 1, "q": 1,
+                                                               "rounds": 1}))
+    assert "Part 1: not yet" in slow
+
+
+def test_the_opening_table_shows_few_columns_unless_full(rec):
+    brief, full = c.last_mile_table(rec), c.last_mile_table(rec, full=True)
+    assert brief.columns == list(c.LAST_MILE_BRIEF)
+    assert set(brief.columns) < set(full.columns) and "calibration shape" in full.columns
+
+
+def test_a_shape_where_cublas_varies_is_quoted_against_its_median_call(rec):
+    shape = (777, 555, 333)
+    if not c._cublas_varies(shape, rec):
+        pytest.skip("cuBLAS did not vary at this shape in this recording")
+    row = next(r for r in c.bench_rows(rec) if r["shape"] == shape)
+    mid = statistics.median(c._cublas_calls(shape, rec))
+    note = f"against their median the plan is {100 * row['GFLOP/s'] / mid:.0f}%"
+    assert note in str(c.shortfalls(rec, below=100.0)) and note in c.bench_table(rec).title
+
+
+def test_plot_bench_marks_the_median_share_where_cublas_varies(rec):
+    ax = c.plot_bench(rec)
+    marked = any("median call" in t.get_text() for t in ax.get_legend().get_texts())
+    assert marked == any(c._cublas_varies(r["shape"], rec) for r in c.bench_rows(rec)
+                         if r["% of cuBLAS"] is not None)

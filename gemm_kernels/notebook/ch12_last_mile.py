@@ -372,9 +372,15 @@ def bench_rows(rec=None) -> list[dict]:
 
 
 def bench_table(rec=None) -> Table:
+    """The benchmark rows; the title names the shapes where cuBLAS's own rate moved from
+    call to call, with the plan's share of the median of those calls (`_varies_note`)."""
     rec = rec or recording()
-    return Table(bench_rows(rec), ["shape", "plan", "GFLOP/s", "cuBLAS GFLOP/s", "% of cuBLAS"],
-                 title=f"sgemm's plan against cuBLAS (timed in the same process), {rec.label}")
+    rows = bench_rows(rec)
+    notes = [_varies_note(r, rec) for r in rows if r["% of cuBLAS"] is not None
+             and _cublas_varies(r["shape"], rec)]
+    return Table(rows, ["shape", "plan", "GFLOP/s", "cuBLAS GFLOP/s", "% of cuBLAS"],
+                 title=f"sgemm's plan against cuBLAS (timed in the same process), {rec.label}"
+                       + "".join(f"; {n}" for n in notes))
 
 
 # The share of cuBLAS below which a benchmark shape counts as a shortfall: the plot's
@@ -384,7 +390,8 @@ SHORT_OF = 95.0
 
 def plot_bench(rec=None, ax=None, below: float = SHORT_OF):
     """% of cuBLAS per benchmark shape (squares in blue), a line at 100% and a dashed one at
-    `below` (the line `shortfalls` draws)."""
+    `below` (the line `shortfalls` draws); a diamond where cuBLAS varied from call to call,
+    at the share of its median call there (`_varies_note`)."""
     import matplotlib.pyplot as plt
     rec = rec or recording()
     rows = [r for r in bench_rows(rec) if r["% of cuBLAS"] is not None]
@@ -392,6 +399,13 @@ def plot_bench(rec=None, ax=None, below: float = SHORT_OF):
         _, ax = plt.subplots(figsize=(11, 4))
     colours = ["tab:blue" if len(set(r["shape"])) == 1 else "tab:orange" for r in rows]
     ax.bar(range(len(rows)), [r["% of cuBLAS"] for r in rows], color=colours)
+    # where cuBLAS's own rate moved from call to call, the share of its median call too
+    varies = [(i, r) for i, r in enumerate(rows) if _cublas_varies(r["shape"], rec)]
+    if varies:
+        ax.scatter([i for i, _ in varies],
+                   [100 * r["GFLOP/s"] / statistics.median(_cublas_calls(r["shape"], rec))
+                    for _, r in varies], marker="D", color="k", zorder=3,
+                   label="against cuBLAS's median call (where cuBLAS varies)")
     ax.axhline(100, color="k", linewidth=1, label="cuBLAS (100%)")
     ax.axhline(below, color="k", linewidth=1, linestyle="--",
                label=f"{below:.0f}% (the shortfalls listed below)")
@@ -417,15 +431,30 @@ def shortfalls(rec=None, below: float = SHORT_OF) -> Text:
         return Text(f"At every benchmark shape sgemm's plan reaches {below:.0f}% of cuBLAS.")
     return Text(f"Below {below:.0f}% of cuBLAS: " + "; ".join(
         f"{_shape_text(r['shape'])} ({r['plan']}): {r['% of cuBLAS']:.3g}%"
-        + (" (cuBLAS varies from call to call here)" if _cublas_varies(r["shape"], rec) else "")
+        + (f" ({_varies_note(r, rec)})" if _cublas_varies(r["shape"], rec) else "")
         for r in rows) + ".")
+
+
+def _cublas_calls(shape, rec=None) -> list[float]:
+    """cuBLAS's rate (GFLOP/s) in each call timed beside a configuration at `shape`."""
+    return [r["cuBLAS beside it, GFLOP/s"] for r in timed_here([shape], rec)]
 
 
 def _cublas_varies(shape, rec=None, spread: float = 1.2) -> bool:
     """Whether cuBLAS, timed beside each configuration at `shape`, moved by more than
     `spread` times from its slowest call to its fastest: its % there rests on one call."""
-    ref = [r["cuBLAS beside it, GFLOP/s"] for r in timed_here([shape], rec)]
+    ref = _cublas_calls(shape, rec)
     return len(ref) > 1 and max(ref) / min(ref) > spread
+
+
+def _varies_note(row: dict, rec=None) -> str:
+    """For a benchmark row where cuBLAS varies: how much, and the plan's rate as a share
+    of the median cuBLAS call there, a sturdier yardstick than the one call beside it."""
+    ref = _cublas_calls(row["shape"], rec)
+    mid = statistics.median(ref)
+    return (f"at {_shape_text(row['shape'])} cuBLAS varied {max(ref) / min(ref):.2f}x over "
+            f"its {len(ref)} calls; against their median the plan is "
+            f"{100 * row['GFLOP/s'] / mid:.0f}%")
 
 
 def timed_here(shapes, rec=None, disturbed: float = 3.0) -> Table:
@@ -1346,13 +1375,18 @@ def top_measured(shape, top: int = 5, rec=None) -> Table:
                        f"(within {PASS_WITHIN:.0%} of the fastest): {names}; {rec.label}")
 
 
-def rate_choice(shape, BM: int, BN: int, split: int, rec=None, reveal: bool = False) -> Text:
-    """How the model rates (BM, BN, split) at `shape`: predicted time, waves, filled share,
-    the recorded rate where that configuration was recorded there, its place among the
-    candidates, and the pass or fail of `choice_passes` (on the measured rates). The model's
-    best and the fastest measured are shown only with `reveal`: the exercise's answer is
-    not printed under a try, not even under the model's own pick. A choice that is no
-    candidate prints the model's whole ranking instead, the tool Part 1's method needs."""
+def rate_choice(shape, BM: int, BN: int, split: int, rec=None, reveal: bool = False,
+                terms: dict | None = None) -> Text:
+    """How the model rates (BM, BN, split) at `shape`: predicted time, the recorded rate
+    where that configuration was recorded there, its place among the candidates, and
+    Part 1's grade. The grade needs both the student's own work and the measurement:
+    `terms` (blocks, n, q, rounds of this choice, worked by hand) checked as `check_terms`
+    checks them, and `choice_passes` (on the measured rates). The choice's blocks, waves
+    and filled share are printed only once the terms are right, so the output does not
+    answer them. The model's best and the fastest measured are shown only with `reveal`:
+    the exercise's answer is not printed under a try, not even under the model's own
+    pick. A choice that is no candidate prints the model's whole ranking instead, the
+    tool Part 1's method needs."""
     rec = rec or recording()
     r, lim = rules(rec), _limits(rec)
     shape = tuple(shape)
@@ -1370,7 +1404,7 @@ def rate_choice(shape, BM: int, BN: int, split: int, rec=None, reveal: bool = Fa
     best_t, best = ranking[0]
     place = [c for _, c in ranking].index((BM, BN, split)) + 1
 
-    def line(who, t, c):
+    def line(who, t, c, counts=True):
         lay = wave_layout(shape, *c, rec)
         row = row_of(rec, SPLIT, shape, {"BM": c[0], "BN": c[1], "SPLIT": c[2],
                                          "PAD_B": model.pads(r, shape)})
@@ -1380,8 +1414,10 @@ def rate_choice(shape, BM: int, BN: int, split: int, rec=None, reveal: bool = Fa
         split += ", B padded" if model.pads(r, shape) else ""
         return (f"{who}: {c[0]}x{c[1]}, {split}: predicted "
                 f"{fmt_number(t)} µs ({fmt_number(2 * shape[0] * shape[1] * shape[2] / (t * 1e3))}"
-                f" GFLOP/s), {lay['blocks']:,} blocks, {_waves_text(lay['waves'])}, "
-                f"{lay['filled']:.0%} of the slots filled; {rec_text}")
+                f" GFLOP/s), "
+                + (f"{lay['blocks']:,} blocks, {_waves_text(lay['waves'])}, "
+                   f"{lay['filled']:.0%} of the slots filled; " if counts else "")
+                + rec_text)
     verdict = ("the model's best" if place == 1 else
                f"number {place} of {len(ranking)}, predicted {mine / best_t:.2f}x the best's time")
     show = reveal     # the model's best and the fastest measured: the exercise's answer
@@ -1391,11 +1427,18 @@ def rate_choice(shape, BM: int, BN: int, split: int, rec=None, reveal: bool = Fa
     timed = (f"measured {fmt_number(mine_rate)} GFLOP/s, "
              f"{100 * mine_rate / max(rates.values()):.0f}% of the fastest configuration "
              "timed here" if mine_rate else "not timed at this shape")
-    grade = (f"PASS: {timed}" if choice_passes(shape, BM, BN, split, rec) else
-             f"not yet: {timed}; to pass, a choice must run within {PASS_WITHIN:.0%} of "
-             "the fastest measured")
+    fast = choice_passes(shape, BM, BN, split, rec)
+    terms_ok, terms_text = _terms_verdict(shape, (BM, BN, split), terms or {}, rec)
+    if fast and terms_ok:
+        grade = f"PASS: {timed}, and your terms are right"
+    elif not fast:
+        grade = (f"not yet: {timed}; to pass, a choice must run within {PASS_WITHIN:.0%} "
+                 "of the fastest measured, and its terms must be right")
+    else:
+        grade = f"not yet: {timed}, fast enough; now its terms (the line above)"
     lines = [f"{_shape_text(shape)} under the rules of {r.device}:",
-             line("your choice", mine, (BM, BN, split)),
+             line("your choice", mine, (BM, BN, split), counts=terms_ok),
+             f"Your terms: {terms_text}",
              *([line("the model's best", best_t, best)] if show else []),
              f"Your choice is {verdict}. The model's predictions are off by "
              f"{err:.0%} or less for half of its calibration measurements: "
@@ -1405,7 +1448,7 @@ def rate_choice(shape, BM: int, BN: int, split: int, rec=None, reveal: bool = Fa
     if measured and show:
         lines.append(f"Measured at this shape: the fastest configuration is {measured}.")
     elif not show:
-        lines.append(("" if choice_passes(shape, BM, BN, split, rec) else "Try another choice; ")
+        lines.append(("" if fast else "Try another choice; ")
                      + "`reveal=True` shows the model's best and the fastest measured.")
     return Text("\n".join(lines))
 
@@ -1459,24 +1502,31 @@ def check_terms(shape, answers: dict, rec=None) -> Text:
     """Part 1's worked terms checked against the model's (`model_terms`, as `plan_terms`
     prints them): `answers` maps (BM, BN, split) to a dict of blocks, n, rounds and q
     worked out by hand. A wrong value is answered with a question, not the number."""
-    rec = rec or recording()
-    hints = {"blocks": "how many tiles does C have, times the slices of K?",
-             "n": "spread the blocks evenly over the SMs: how many does the busiest get?",
-             "q": "how many of those n can one SM hold at once (section 2's table)?",
-             "rounds": "n blocks, q at a time: how many rounds, counting a partly filled one?"}
     lines = []
     for (BM, BN, split), mine in answers.items():
-        t = model_terms(shape, BM, BN, split, rec)
         head = f"{BM}x{BN}, {split} slice{'s' if split > 1 else ''}"
-        missing = [k for k in hints if mine.get(k) is None]
-        wrong = [k for k in hints if k not in missing and mine[k] != t[k]]
-        if missing:
-            lines.append(f"{head}: fill in {', '.join(missing)}.")
-        elif wrong:
-            lines.append(f"{head}: " + " ".join(f"{k} = {mine[k]}? {hints[k]}" for k in wrong))
-        else:
-            lines.append(f"{head}: blocks, n, q and rounds all right.")
+        lines.append(f"{head}: {_terms_verdict(shape, (BM, BN, split), mine, rec)[1]}")
     return Text("\n".join(lines))
+
+
+TERM_HINTS = {"blocks": "how many tiles does C have, times the slices of K?",
+              "n": "spread the blocks evenly over the SMs: how many does the busiest get?",
+              "q": "how many of those n can one SM hold at once (section 2's table)?",
+              "rounds": "n blocks, q at a time: how many rounds, counting a partly filled one?"}
+
+
+def _terms_verdict(shape, config, mine: dict, rec=None) -> tuple[bool, str]:
+    """Whether `mine` (blocks, n, q, rounds, worked by hand) matches the model's terms for
+    `config` at `shape`, and what to say: the missing names, or a question for each wrong
+    value (never the number)."""
+    t = model_terms(shape, *config, rec or recording())
+    missing = [k for k in TERM_HINTS if mine.get(k) is None]
+    wrong = [k for k in TERM_HINTS if k not in missing and mine[k] != t[k]]
+    if missing:
+        return False, f"fill in {', '.join(missing)}."
+    if wrong:
+        return False, " ".join(f"{k} = {mine[k]}? {TERM_HINTS[k]}" for k in wrong)
+    return True, "blocks, n, q and rounds all right."
 
 
 def round_by_round(n: int, per_sm: int, gamma: float) -> float:
@@ -1686,10 +1736,16 @@ def last_mile_rows(cases=LAST_MILE, rec=None) -> list[dict]:
     return out
 
 
-def last_mile_table(rec=None) -> Table:
+# The opening table's columns at first sight; `full=True` adds the plan itself, the
+# capstone's share of work inside C and whether the model was fitted at the shape.
+LAST_MILE_BRIEF = ("kind of shape", "shape", "capstone % of cuBLAS", "plan % of cuBLAS", "section")
+
+
+def last_mile_table(rec=None, full: bool = False) -> Table:
     rec = rec or recording()
     rows = last_mile_rows(rec=rec)
-    return Table(rows, list(rows[0]), title="Where the capstone falls short, and the plan "
+    return Table(rows, list(rows[0]) if full else list(LAST_MILE_BRIEF),
+                 title="Where the capstone falls short, and the plan "
                  "at the same shape, each timed beside cuBLAS (a dash: not timed); "
                  f"{rec.label}")
 
