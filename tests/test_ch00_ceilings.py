@@ -150,10 +150,13 @@ def test_two_gpus_shows_only_what_chapter_00_taught(monkeypatch):
     monkeypatch.setattr(gpus, "summary", lambda size: Table(
         [dict(zip(cols, ["H200", 132, 66.9, 4224, "99%", "x"])),
          dict(zip(cols, ["H100", 132, 52.0, 3005, "98%", "y"]))], cols, "t"))
+    rec = lambda l2: type("Rec", (), {"device": {"l2_bytes": l2}})()
+    monkeypatch.setattr(gpus, "recordings", lambda: [rec(60 << 20), rec(50 << 20)])
     t = ch00_ceilings.two_gpus()
-    assert t.columns == cols[:4] and t[0] == {"GPU": "H200", "SMs": 132,
-                                              "FP32 peak, TFLOP/s": "66.9",
-                                              "device copy, GB/s": 4224}
+    assert t.columns == [*cols[:4], "L2, MiB"] and t[0] == {
+        "GPU": "H200", "SMs": 132, "FP32 peak, TFLOP/s": "66.9", "device copy, GB/s": 4224,
+        "L2, MiB": "60"}
+    assert t[1]["L2, MiB"] == "50"
     assert t[1]["FP32 peak, TFLOP/s"] == "52.0"          # one decimal in every row
 
 
@@ -231,6 +234,7 @@ def test_littles_law_sets_bytes_needed_against_one_float_per_thread(monkeypatch)
     assert f"{bw * 1e3 / 1e6:.1f} MB in flight" in text and "the theoretical DRAM" in text
     assert f"{bw * 1e3 / 100 / 1e3:,.0f} KB for each of 100 SMs" in text
     assert "8.2 KB in flight per SM" in text      # powers of ten, as the KB above and "assumed" in text
+    assert "one double per thread x 2,048 threads per SM = 16.4 KB in flight per SM" in text
 
 
 def test_littles_law_prefers_the_measured_copy(monkeypatch):

@@ -38,8 +38,11 @@ def spec_table(gpus: dict):
             "SM clock": f"{ghz:.3f} GHz",
             "peak FP32 = SMs x lanes x 2 x clock":
                 f"{p['sm_count']} x {lanes} x 2 x {ghz:.3f} = {peak / 1000:.1f} TFLOP/s",
+            # the row that makes the data rate traceable to the reported memory clock
+            "data rate per pin = 2 x memory clock":
+                f"2 x {p['memory_clock_mhz']:,.0f} MHz = {rate:.4g} Gbit/s",
             "DRAM = bus width x data rate / 8":
-                f"{p['memory_bus_bits']:,} bit x {rate:.3f} Gbit/s / 8 = {bw:,.0f} GB/s",
+                f"{p['memory_bus_bits']:,} bit x {rate:.4g} Gbit/s / 8 = {bw:,.0f} GB/s",
             "ridge = peak / DRAM": f"{peak / bw:.1f} FLOP per byte"}
     rows = [{"": q, **{n: c[q] for n, c in cols.items()}} for q in next(iter(cols.values()))]
     return Table(rows, ["", *cols], title="theoretical peaks, from the specifications")

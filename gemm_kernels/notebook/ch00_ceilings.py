@@ -48,8 +48,15 @@ def two_gpus(size: int = 4096) -> Table:
     full = gpus.summary(size)
     keep = [c for c in full.columns if c not in ("capstone, % of its cuBLAS", "recording")]
     one_decimal = lambda c, v: f"{v:.1f}" if "TFLOP/s" in c and isinstance(v, float) else v
-    return Table([{c: one_decimal(c, r[c]) for c in keep} for r in full], keep,
-                 f"The recorded GPUs side by side ({size}^3 for cuBLAS)")
+    rows = [{c: one_decimal(c, r[c]) for c in keep} for r in full]
+    # the L2 differs too (the ladder appendix compares the GPUs kernel by kernel);
+    # gpus.summary lists the recordings in the order of gpus.recordings()
+    l2 = [rec.device.get("l2_bytes") for rec in gpus.recordings()]
+    if len(l2) == len(rows):
+        for row, b in zip(rows, l2):
+            row["L2, MiB"] = f"{b / 2**20:,.0f}" if b else "-"
+        keep = [*keep, "L2, MiB"]
+    return Table(rows, keep, f"The recorded GPUs side by side ({size}^3 for cuBLAS)")
 
 
 def naive_dram_gap(size: int = roofline.GROWING_SIZE) -> Text:
@@ -85,13 +92,23 @@ def littles_law(latency_ns: float = 650.0, threads_per_sm: int = 2048) -> Text:
     if not bw or not sms:
         return Text("The device properties lack the DRAM bandwidth or the SM count.")
     need = bw * 1e9 * latency_ns * 1e-9
-    one_float = 4 * threads_per_sm
-    return Text(f"{bw:,.0f} GB/s ({how} DRAM bandwidth) x {latency_ns:,.0f} ns (an assumed "
-                f"DRAM latency under load) = "
-                f"{need / 1e6:.1f} MB in flight, {need / sms / 1e3:,.0f} KB for each of "
-                f"{sms} SMs\none float per thread x {threads_per_sm:,} threads per SM = "
-                f"{one_float / 1e3:.1f} KB in flight per SM, "
-                f"{one_float / (need / sms):.0%} of that")
+    lines = [f"{bw:,.0f} GB/s ({how} DRAM bandwidth) x {latency_ns:,.0f} ns (an assumed "
+             f"DRAM latency under load) = {need / 1e6:.1f} MB in flight, "
+             f"{need / sms / 1e3:,.0f} KB for each of {sms} SMs"]
+    for t, size in (("float", 4), ("double", 8)):
+        flying = size * threads_per_sm
+        line = (f"one {t} per thread x {threads_per_sm:,} threads per SM = "
+                f"{flying / 1e3:.1f} KB in flight per SM, {flying / (need / sms):.0%} of that")
+        # set against what the copy at one element per thread reached (ROWS = TILE)
+        tile = COPY_PARAMS["TILE"]
+        try:
+            r = lookup.measure_or_lookup("copy", COPY_SIZE, {"T": t, "TILE": tile, "ROWS": tile})
+            ref = r["reference"]["gbps"]["median"]
+            line += f"; measured: {r['gbps']['median'] / ref:.0%} of the device copy beside it"
+        except (LookupError, KeyError):
+            pass
+        lines.append(line)
+    return Text("\n".join(lines))
 
 
 def _duration(ms: float) -> str:
@@ -207,10 +224,12 @@ def copy_block_picture(tile: int = COPY_PARAMS["TILE"], rows: int = COPY_PARAMS[
         ax.axvline(x, color="white", lw=0.3)
     ax.axhline(rows, color="0.2", lw=1.2)
     ax.add_patch(plt.Rectangle((0, 0), tile, 1, fill=False, ec="#c0392b", lw=2.5))
-    for lane in (0, 1, 2, tile - 1):
-        ax.text(lane + 0.5, 0.55, str(lane), ha="center", va="center", fontsize=6,
-                color="black")
-    ax.text(tile / 2 + 2, 0.55, "...", ha="center", va="center", color="black", fontsize=8)
+    # the lane numbers above the tile, where they have room to be read
+    for lane in (0, 1, 2, 3, tile - 1):
+        ax.text(lane + 0.5, -0.3, str(lane), ha="center", va="bottom", fontsize=9,
+                color="#c0392b", clip_on=False)
+    ax.text(tile / 2, -0.3, "...  lanes (threadIdx.x) of warp 0  ...", ha="center",
+            va="bottom", color="#c0392b", fontsize=9, clip_on=False)
     ax.text(tile / 2, (rows + tile) / 2,
             f"rows {rows} to {tile - 1} of the tile:\nwhich threads copy them?",
             ha="center", va="center", fontsize=12, color="0.35")
@@ -227,7 +246,7 @@ def copy_block_picture(tile: int = COPY_PARAMS["TILE"], rows: int = COPY_PARAMS[
     ax.set_yticks([])
     ax.set_xlabel("columns of the tile")
     ax.set_title(f"One block of the copy where it starts on its {tile} x {tile} tile "
-                 f"(TILE = {tile}, ROWS = {rows})", fontsize=10)
+                 f"(TILE = {tile}, ROWS = {rows})", fontsize=10, pad=22)
     ax.set_xlim(-0.2, tile)
     ax.set_ylim(tile, 0)
     ax.set_aspect("equal")
@@ -388,9 +407,16 @@ def ladder_plot(size: int = 4096):
                 bar.set_hatch("//")
                 bar.set_edgecolor("white")
         # each bar's share written on it: the first bars are too short to read off the axis
-        ax.bar_label(bars, labels=[f"{b.get_height():.1f}" if b.get_height() < 10 else
-                                   f"{b.get_height():.0f}" for b in bars],
-                     fontsize=7, padding=1)
+        for bar in bars:
+            h = bar.get_height()
+            # near the dashed 100% line a label above the bar would sit on the line, so
+            # it goes inside the top of the bar, in white
+            inside = h > 90
+            ax.annotate(f"{h:.1f}" if h < 10 else f"{h:.0f}",
+                        (bar.get_x() + bar.get_width() / 2, h),
+                        xytext=(0, -2 if inside else 1), textcoords="offset points",
+                        ha="center", va="top" if inside else "bottom", fontsize=7,
+                        color="white" if inside else "black")
     handles, labels = ax.get_legend_handles_labels()
     line = next(l for l in ax.get_lines() if list(l.get_ydata()) == [100, 100])  # cuBLAS
     ax.legend([*handles, line, Patch(facecolor="0.6", edgecolor="white", hatch="//")],
