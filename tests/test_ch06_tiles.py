@@ -277,6 +277,7 @@ def test_issue_rule_divides_instructions_by_the_issue_share_and_compares_with_th
               "issue slots used %": 50.0},
              {"kernel": "b", "time (ms)": "5.00", "instructions (billions)": "2.00",
               "issue slots used %": 50.0}]
-    lines = ch06_tiles.issue_rule(table).splitlines()
+    rule, *lines = ch06_tiles.issue_rule(table).splitlines()
+    assert rule == ch06_tiles.RULE and rule.startswith("time ~ instructions issued / issue share")
     assert lines[0] == "a: 4.00 / 0.500 = 8.00" and lines[1] == "b: 2.00 / 0.500 = 4.00"
     assert lines[2] == "a / b: predicted x2.00, profiled time x2.00"

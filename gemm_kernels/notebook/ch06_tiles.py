@@ -270,14 +270,21 @@ def issue_table() -> Table:
                  + records.recording_label())
 
 
+# At one clock rate a kernel's time is its instructions over the rate at which they issue.
+RULE = ("time ~ instructions issued / issue share (share of cycles in which a scheduler "
+        "issues), at the same clock")
+
+
 def issue_rule(table=None) -> str:
-    """Per row of issue_table: instructions over the share of cycles in which a scheduler
-    issued, which tracks the time when the clocks are the same; then each row's predicted
-    and profiled time against the last row (the K5 tile)."""
+    """The rule as a formula (first line), then per row of issue_table: instructions
+    over the share of cycles in which a scheduler issued, which tracks the time when the
+    clocks are the same; then each row's predicted and profiled time against the last
+    row (the K5 tile)."""
     rows = list(table if table is not None else issue_table())
     cost = lambda r: (float(r["instructions (billions)"])  # noqa: E731
                       / (r["issue slots used %"] / 100))
-    lines = [f"{r['kernel']}: {r['instructions (billions)']} / "
+    lines = [RULE]
+    lines += [f"{r['kernel']}: {r['instructions (billions)']} / "
              f"{r['issue slots used %'] / 100:.3f} = {cost(r):.2f}" for r in rows]
     ref = rows[-1]
     for r in rows[:-1]:
