@@ -62,6 +62,25 @@ def test_the_launch_names_grid_and_block():
     assert "32 x 22 x 1,024 = 720,896 threads for 700,000 elements" in text
 
 
+def test_the_host_side_is_the_package_source_block_grid_compile_and_launch():
+    """Excerpts, not a retyping: each line shown is a line of the package's source, and
+    together they hold the block, the grid for both mappings, the compile by C++ name
+    and the launch call."""
+    from pathlib import Path
+    import gemm_kernels
+    text = ch01_naive.host_side()
+    root = Path(gemm_kernels.__file__).parent
+    source = "\n".join((root / f).read_text() for f in
+                       ("core/kernels.py", "core/compiler.py", "core/launch.py"))
+    for line in text.splitlines():
+        if not line.startswith("# gemm_kernels/"):
+            assert line.strip() in source
+    for piece in ('threads=lambda p: (p["BLOCK"], p["BLOCK"], 1)', 'p["MAPPING"] == "x->row"',
+                  "name_expressions=[expr]", "fn(grid, block, (M, N, K"):
+        assert piece in text
+    assert text in ch01_naive.launch_naive((1000, 700, 300))
+
+
 def test_the_sweep_table_has_both_mappings_and_leaves_block_4_to_chapter_02():
     t = ch01_naive.sweep_table()
     assert [r["BLOCK"] for r in t] == [8, 16, 32]   # BLOCK = 4: chapter 02's prediction
@@ -99,3 +118,13 @@ def test_rate_times_lines_multiplies_the_recorded_rate_by_the_lines_per_step():
     sweep = ch01_naive.sweep_table()
     rate = sweep[0]["x->row (GFLOP/s)"]
     assert t[0]["rate x lines"] == fmt_number(rate * 9)
+
+
+def test_which_count_sets_both_counts_beside_the_rate_ratio():
+    """x->row to x->col at BLOCK = 32: 33 -> 2 lines (16.5x), 16.5 -> 2.5 sectors per
+    request (6.6x), counted from the index expressions; the rate ratio is the
+    recording's."""
+    text = ch01_naive.which_count()
+    assert "lines per step      33 -> 2: 16.5 times fewer" in text
+    assert "sectors per request 16.5 -> 2.5: 6.6 times fewer" in text
+    assert "times faster" in text

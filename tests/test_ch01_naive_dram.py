@@ -97,7 +97,11 @@ def test_bytes_plot_draws_five_bars_in_order_and_the_dram_limit(recording):
     ax = ch.bytes_plot()
     widths = [p.get_width() for p in ax.patches]
     t = ch.traffic()
-    assert widths == [t["matrices"], 5e9, 32 * 4e8, 32 * 5e10, pytest.approx(t["dram_limit"])]
+    l1_limit = device.smem_bandwidth_gbps(GPU) * 1e9 * t["ms"] * 1e-3
+    # the five bars, then the L1's own limit drawn around the L1's bar
+    assert widths == [t["matrices"], 5e9, 32 * 4e8, 32 * 5e10, pytest.approx(t["dram_limit"]),
+                      pytest.approx(l1_limit)]
+    assert ax.patches[-1].get_gid() == "the L1's limit"
     assert ax.get_xscale() == "log"
     dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
     assert len(dashed) == 1 and dashed[0].get_xdata()[0] == pytest.approx(t["dram_limit"])
@@ -206,3 +210,20 @@ def test_the_issue_pace_reads_the_stall_total_as_cycles_between_issues(monkeypat
     assert "16.0 / 400 = 4.0% of its cycles; Nsight Compute counted 4.0%" in text
     monkeypatch.setattr(ch.studies, "results", lambda study: [])
     assert str(ch.issue_pace(params)).startswith("Not in this recording")
+
+
+def test_line_pace_turns_the_rate_into_lines_per_sm_and_clock(recording):
+    """At BLOCK = 32, x->row a warp's step k is 64 FLOP and touches 33 lines, one sector
+    each: lines per SM and clock = rate / 64 x 33 / SMs / clock, and 32 of each line's
+    128 bytes reach the warp."""
+    recording()
+    text = ch.line_pace()
+    per_clock = GFLOPS * 1e9 / 64 * 33 / GPU["sm_count"] / (GPU["sm_clock_mhz"] * 1e6)
+    assert "64 FLOP (32 lanes x 2)" in text and "Each touches 33 lines" in text
+    assert f"{per_clock:.2f} per clock at 2,000 MHz" in text
+    assert "32 / 128 = 25%" in text
+
+
+def test_line_pace_without_the_study_says_so(recording):
+    recording(with_study=False)
+    assert ch.line_pace().startswith("Not in this recording")

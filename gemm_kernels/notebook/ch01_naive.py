@@ -82,16 +82,50 @@ def dot_product_picture(M: int = 5, N: int = 7, K: int = 6, row: int = 3, col: i
     return fig
 
 
+# The host side of a launch, as excerpts of the package's own source: (file, what it
+# does, first line, last line). Shown rather than retyped, so that it cannot drift.
+HOST_SIDE = (
+    ("core/kernels.py", "the naive kernel's block and grid; s is the shape (M, N, K), "
+     "ceil_div rounds up", 'name="naive"', "threads=lambda p", "ceil_div(s[1], p[\"BLOCK\"]), "
+     "ceil_div(s[0]"),
+    ("core/compiler.py", "compile the instantiation named expr, such as sgemm_naive<32, 0>",
+     None, "mod = cupy.RawModule", "return mod.get_function(expr)"),
+    ("core/launch.py", "launch it: grid, block, then the kernel's arguments", None,
+     "fn(grid, block, (M, N, K", "shared_mem=dyn)"),
+)
+
+
+def host_side() -> str:
+    """What `gk.launch("naive", ...)` does on the host, in three excerpts of the package's
+    source: the block and the grid the registry gives the naive kernel (the grid's x
+    runs over M with x->row, over N with x->col), the NVRTC compile of the template
+    instantiation by its C++ name, and the launch call. Chapter 00 wrote the same three
+    steps by hand for `add_one`."""
+    from pathlib import Path
+    from gemm_kernels.notebook.display import lines_between
+    root = Path(__file__).resolve().parent.parent
+    parts = []
+    for path, what, start, first, last in HOST_SIDE:
+        text = (root / path).read_text()
+        if start is not None:
+            text = text[text.index(start):]
+        parts.append(f"# gemm_kernels/{path}: {what}\n"
+                     + lines_between(text, first, last, path))
+    return "\n".join(parts)
+
+
 def launch_naive(shape=(1000, 700, 300), params: dict | None = None) -> Text:
-    """`gk.launch` on the naive kernel: the grid and the block the launcher picks for
-    `shape` (M, N, K), from the registry (no GPU needed); live, the kernel also runs on
-    random matrices and its C is compared with cuBLAS's (cupy.matmul)."""
+    """`gk.launch` on the naive kernel: its host side (`host_side`), then the grid and
+    the block the launcher picks for `shape` (M, N, K), from the registry (no GPU
+    needed); live, the kernel also runs on random matrices and its C is compared with
+    cuBLAS's (cupy.matmul)."""
     k = get_kernel(KERNEL)
     p = k.resolve(params)
     M, N, K = shape
     grid, block = k.grid(p, shape), k.threads(p)
     threads = grid[0] * grid[1] * block[0] * block[1]
-    text = (f"{k.name_expression(p, shape)} on C of {M:,} x {N:,}: a grid of "
+    text = (f"{host_side()}\n\n"
+            f"{k.name_expression(p, shape)} on C of {M:,} x {N:,}: a grid of "
             f"{grid[0]} x {grid[1]} blocks of {block[0]} x {block[1]} threads, "
             f"{grid[0]} x {grid[1]} x {block[0] * block[1]:,} = {threads:,} threads for "
             f"{M * N:,} elements (the rest fail the edge test)")
@@ -312,6 +346,29 @@ def rate_times_lines(size: int = 2048, blocks=(8, 16, 32)) -> Table:
                          "rate x lines": fmt_number(rate * lines)})
     return Table(rows, list(rows[0]), title="one warp, one step k: the lines its loads "
                  "touch, and the rate times the lines")
+
+
+def which_count(block: int = 32, size: int = 2048) -> Text:
+    """From x->row to x->col at `block`: how many times fewer lines per step and sectors
+    per request a warp's loads touch (counted from the index expressions), beside how
+    many times faster the recorded (or measured) rate is: the prediction each count
+    would have made."""
+    from gemm_kernels.measure import lookup
+    from gemm_kernels.memory import ch01_02_sectors
+    count, rate = {}, {}
+    for m in ("x->row", "x->col"):
+        params = {"BLOCK": block, "MAPPING": m}
+        row, = ch01_02_sectors.sector_table([(KERNEL, params)])
+        count[m] = (row["128-byte lines (A + B)"], row["sectors per request"])
+        rate[m] = lookup.measure_or_lookup(KERNEL, (size,) * 3, params)["gflops"]["median"]
+    (l_row, s_row), (l_col, s_col) = count["x->row"], count["x->col"]
+    rows = [("lines per step", f"{l_row:g} -> {l_col:g}", f"{l_row / l_col:.1f} times fewer"),
+            ("sectors per request", f"{s_row:g} -> {s_col:g}",
+             f"{s_row / s_col:.1f} times fewer"),
+            (f"rate at {size}^3", f"{rate['x->row']:,.0f} -> {rate['x->col']:,.0f} GFLOP/s",
+             f"{rate['x->col'] / rate['x->row']:.1f} times faster")]
+    return Text(f"From x->row to x->col at BLOCK = {block}:\n" + "\n".join(
+        f"  {a:<20}{b}: {c}" for a, b, c in rows))
 
 
 def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:

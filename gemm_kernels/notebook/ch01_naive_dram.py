@@ -96,7 +96,9 @@ def bytes_plot(study: str = STUDY, ax=None):
     """One bar per level on a log scale, top to bottom: A, B and C once each; the bytes
     that crossed DRAM; the sectors the SMs asked of the L2 and the warps asked of the L1
     (x 32 B); and, hatched, the DRAM traffic that would make DRAM the limit in the
-    kernel's timed run, also drawn as a dashed line down the picture. Each bar says its
+    kernel's timed run, also drawn as a dashed line down the picture. The L1's bar has
+    its own limit, a dotted red outline: its width (`l1_byte_rate`) over the same timed run,
+    so that the L1's bytes are read against the L1, not against DRAM. Each bar says its
     bytes and its multiple of A, B and C, which the top axis also gives."""
     import matplotlib.pyplot as plt
     t = traffic(study)
@@ -110,17 +112,30 @@ def bytes_plot(study: str = STUDY, ax=None):
             ("L1: sectors the warps asked for, x 32 B", t["bytes"]["L1"], "C3", None),
             (f"DRAM bytes that would make DRAM its limit\n({t['ms']:,.0f} ms at "
              f"{t['dram_how']} {t['dram_gbps']:,.0f} GB/s)", t["dram_limit"], "white", "//")]
+    rate = l1_byte_rate(t)
+    # the L1's own yardstick: its width over the same timed run
+    l1_limit = rate[1] * t["ms"] * 1e-3 if rate else None
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 3.8))
     ys = range(len(bars))[::-1]
-    for y, (label, b, colour, hatch) in zip(ys, bars):
+    for i, (y, (label, b, colour, hatch)) in enumerate(zip(ys, bars)):
         ax.barh(y, b, color=colour, edgecolor="k", hatch=hatch, height=0.6, gid=label)
-        ax.text(b * 1.15, y, f"{bytes_text(b)} ({fmt_number(b / mats)} x)", va="center",
-                fontsize=9)
-    ax.axvline(t["dram_limit"], color="k", ls="--", lw=1)
+        text = f"{bytes_text(b)} ({fmt_number(b / mats)} x)"
+        if i == 3 and l1_limit:      # inside the bar: its right is the L1 limit's label
+            ax.text(b / 1.15, y, text, va="center", ha="right", fontsize=9, color="white")
+        else:
+            ax.text(b * 1.15, y, text, va="center", fontsize=9)
+    # behind the bars: the L1's bar is read against its own limit, not against DRAM's
+    ax.axvline(t["dram_limit"], color="k", ls="--", lw=1, zorder=0.5)
+    if l1_limit:
+        ax.barh(ys[3], l1_limit, fill=False, edgecolor="C3", ls=":", lw=1.5, height=0.8,
+                zorder=0, gid="the L1's limit")
+        ax.text(l1_limit * 1.15, ys[3], f"the L1's limit, {bytes_text(l1_limit)}\n"
+                f"({bytes_text(rate[1])}/s x {t['ms']:,.0f} ms)", color="C3", fontsize=9,
+                va="center", bbox=dict(fc="white", ec="none", pad=1))
     ax.set_yticks(list(ys), [b[0] for b in bars], fontsize=9)
     ax.set_xscale("log")
-    ax.set_xlim(mats / 3, max(b[1] for b in bars) * 30)
+    ax.set_xlim(mats / 3, max(max(b[1] for b in bars) * 30, (l1_limit or 0) * 12))
     top = ax.secondary_xaxis("top", functions=(lambda b: b / mats, lambda m: m * mats))
     top.set_xlabel("times A, B and C (log scale)", fontsize=9)
     ax.set_xlabel("bytes (log scale)")
@@ -155,7 +170,9 @@ def summary(study: str = STUDY) -> Text:
         f"of the {bytes_text(t['dram_limit'])} that would make DRAM its limit",
         f"  DRAM busy: those bytes over the timed {t['ms']:,.0f} ms are "
         f"{b['DRAM'] / (t['ms'] * 1e-3) / (t['dram_gbps'] * 1e9):.1%} of "
-        f"{t['dram_how']} {t['dram_gbps']:,.0f} GB/s",
+        f"{t['dram_how']} {t['dram_gbps']:,.0f} GB/s"
+        + (" (chapter 00's measured device-to-device copy)"
+           if t["dram_how"] == "the device copy's" else ""),
         f"  the SMs asked the L2 for {bytes_text(b['L2'])} (read and written); DRAM moved "
         f"{b['DRAM'] / b['L2']:.0%} as much",
         f"  {t['flop_per_dram_byte']:.1f} FLOP per DRAM byte: the lower roof there is "
@@ -183,6 +200,36 @@ def l1_byte_rate(t: dict | None = None) -> tuple[float, float] | None:
     if t is None or not width:
         return None
     return t["bytes"]["L1"] / (t["ms"] * 1e-3), width * 1e9
+
+
+def line_pace(study: str = STUDY) -> Text:
+    """Why the L1's bytes reach only a fraction of its width: the profiled run's rate
+    turned into 128-byte lines per SM and clock (a warp's step k is 2 FLOP per lane, and
+    touches the lines counted from the index expressions), and the bytes a warp takes
+    from each line it touches, against the line's 128. Chapter 02 derives the limit."""
+    from gemm_kernels.memory import ch01_02_sectors
+    t = traffic(study)
+    props = roofline.device_properties()
+    if t is None or not props.get("sm_count") or not props.get("sm_clock_mhz"):
+        return Text(f"Not in this recording: the {STUDY} study, or the GPU's SMs and clock.")
+    row, = ch01_02_sectors.sector_table([("naive", t["params"])])
+    lanes, lines = row["active lanes"], row["128-byte lines (A + B)"]
+    sectors = row["sectors per step (A + B)"]
+    steps = t["gflops"] * 1e9 / (2 * lanes)                   # warp steps per second
+    per_sm = steps * lines / props["sm_count"]
+    per_clock = per_sm / (props["sm_clock_mhz"] * 1e6)
+    line_bytes = 4 * roofline.SECTOR_BYTES
+    used = sectors * roofline.SECTOR_BYTES / (lines * line_bytes)
+    return Text(
+        f"In lines, at {t['gflops']:,.0f} GFLOP/s: a warp's step k is {2 * lanes} FLOP "
+        f"({lanes} lanes x 2), so the GPU makes {steps / 1e9:.2f} billion warp steps per "
+        f"second. Each touches {lines} lines: {steps * lines / 1e9:,.0f} billion lines per "
+        f"second, {per_sm / 1e9:.2f} billion per SM ({props['sm_count']} SMs), "
+        f"{per_clock:.2f} per clock at {props['sm_clock_mhz']:,.0f} MHz.\n"
+        f"Each line gives the warp {sectors / lines:g} sector of {roofline.SECTOR_BYTES} "
+        f"bytes out of its {line_bytes}, so the L1 delivers "
+        f"{sectors * roofline.SECTOR_BYTES / lines:g} / {line_bytes} = {used:.0%} of the "
+        "bytes it could: the share of its width printed above.")
 
 
 def _profiled(params: dict, study: str):
@@ -249,8 +296,9 @@ def issue_pace(params: dict | None = None, study: str = STALL_STUDY) -> Text:
         warps = active / 100 * WARPS_PER_SM / SCHEDULERS_PER_SM
         return Text(f"A warp issues one instruction every {pace:,.0f} cycles (the {pace - 1:,.0f} "
                     f"it waits, and the one it issues). {warps:.1f} warps share each of the "
-                    f"SM's {SCHEDULERS_PER_SM} schedulers ({WARPS_PER_SM} warp slots x "
-                    f"{active:.1f}% active / {SCHEDULERS_PER_SM}), so a scheduler has an "
+                    f"SM's {SCHEDULERS_PER_SM} schedulers (Nsight Compute measured an achieved "
+                    f"occupancy of {active:.1f}%: {WARPS_PER_SM} warp slots x {active:.1f}% / "
+                    f"{SCHEDULERS_PER_SM}), so a scheduler has an "
                     f"instruction to issue in about {warps:.1f} / {pace:,.0f} = "
                     f"{warps / pace:.1%} of its cycles; Nsight Compute counted "
                     f"{issued / 100:.1%}. The schedulers sit idle almost all the time.")
