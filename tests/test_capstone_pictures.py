@@ -269,6 +269,10 @@ def test_minb_pairs_keep_the_occupancy_and_differ_only_by_minb():
     lines = str(cp.yardsticks()).splitlines()
     assert any("MINB = 2 at unchanged occupancy" in l for l in lines)
     assert any("cuBLAS timed beside" in l for l in lines)
+    # one threshold per size, the one the rule applies
+    for n, shift in cp.recompile_shift().items():
+        assert any(l.startswith(f"{n}^3: recompile shift") and
+                   l.endswith(f"the rule's threshold: ±{shift:.1f}%") for l in lines), lines
 
 
 def test_cublas_spread_is_the_range_of_the_references():

@@ -790,11 +790,14 @@ def yardsticks(sizes=(2048, 4096)) -> Text:
                      f"{_spread_pct(held):.1f}%")
         lines.append(line)
     pairs = minb_pairs(sizes)
+    shift = recompile_shift(sizes)
     for n in sizes:
         ch = [p["change"] for p in pairs if p["size"] == n]
         if ch:
+            # the rule uses one figure per size, the largest shift either way: say which
             lines.append(f"{n}^3: recompile shift, MINB = 2 at unchanged occupancy "
-                         f"({len(ch)} configurations): {signed(min(ch))} to {signed(max(ch))}")
+                         f"({len(ch)} configurations): {signed(min(ch))} to {signed(max(ch))}; "
+                         f"the rule's threshold: ±{shift[n]:.1f}%")
     return Text("\n".join(lines))
 
 
