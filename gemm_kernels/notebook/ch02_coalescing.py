@@ -374,7 +374,7 @@ def wavefront_parts_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1)):
                          "data stage: wavefronts - conflicts (our arithmetic)": per(data - bank)
                          if None not in (data, bank) else "-",
                          "tag stage: wavefronts": per(tag)})
-    return Table(rows, list(rows[0]), title="three L1 counters per warp and step, and our "
+    return Table(rows, list(rows[0]), title="the L1's counters per warp and step, and our "
                  "arithmetic on them (Nsight Compute, "
                  f"{'; '.join(sorted(where)) or 'not recorded'})")
 
