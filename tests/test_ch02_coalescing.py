@@ -95,24 +95,28 @@ def test_a_wrong_prediction_gets_a_question_not_the_answer(capsys):
     assert "Not yet" not in out and f"Measured at 2048^3: {measured:,.0f}" in out
 
 
-def test_the_wavefront_parts_add_up_to_the_data_stage():
+def test_the_wavefront_table_keeps_the_counters_apart_from_our_subtraction():
     t = list(ch02_coalescing.wavefront_parts_table())
-    assert [(r["M = N = K"], r["BLOCK"]) for r in t][:3] == [(2048, 8), (2048, 16), (2048, 32)]
+    assert (t[0]["M = N = K"], t[0]["configuration"]) == (2048, "coalesced, BLOCK = 8")
+    assert any(r["configuration"].startswith("naive") for r in t)
     if studies.recording_of(ch02_coalescing.ALIGNMENT_L1) is None:
         return
+    sub = "data stage: wavefronts - conflicts (our arithmetic)"
     for r in t:
-        data, tag, bank, rest = (float(r[c]) for c in (
-            "data stage: wavefronts", "= tag stage: wavefronts", "+ bank conflicts",
-            "+ not named"))
-        assert data == pytest.approx(tag + bank + rest, abs=0.011)
+        if r[sub] == "-":
+            continue
+        data, bank, rest = (float(r[c]) for c in (
+            "data stage: wavefronts", "data stage: bank conflicts", sub))
+        assert data == pytest.approx(bank + rest, abs=0.011)
         if r["M = N = K"] == 2048:
-            # one wavefront per request, then one conflict for each word beyond the first
-            # on the busiest bank: the bank count, read off the profiler
-            assert tag == pytest.approx(2, abs=0.01)
-            assert tag + bank == pytest.approx(
-                float(r["words on the busiest bank per step (model)"]), abs=0.05)
-        else:
-            assert bank == pytest.approx(0, abs=0.01)
+            # without its conflicts the data stage spends about one wavefront per request
+            assert rest == pytest.approx(float(r["load requests"]), abs=0.05)
+    # the tag stage's count is not the data stage's input: for the naive kernel off the
+    # lines it is the larger of the two
+    naive = [r for r in t if r["configuration"].startswith("naive") and r["M = N = K"] == 2047]
+    if naive and studies.recording_of(ch02_coalescing.NAIVE_ALIGNMENT_L1) is not None:
+        assert any(float(r["tag stage: wavefronts"]) > float(r["data stage: wavefronts"])
+                   for r in naive)
 
 
 def test_bank_conflicts_prefer_the_sum_and_need_both_shares():

@@ -4,7 +4,8 @@ tables with every percentage to one decimal, the Nsight Compute command that cou
 them again on the reader's GPU, the prediction check with a word on the usual slip, and
 the alignment section's counts, tables and bank picture (the L1's two stages: the tag
 stage's distinct lines, four per wavefront, and the data stage's words on the busiest
-bank; the data stage's wavefronts split into the tag stage's and the bank conflicts).
+bank; the counters of both stages and the bank conflicts side by side, kept apart from
+our own arithmetic on them).
 
 Why a module: the chapter's cells stay one call long, and every number they print comes
 from the recording (or from the device's properties) through these functions.
@@ -48,11 +49,11 @@ def naive_l1_bytes() -> Text:
     lim = model.line_limit(t["kernel"], t["params"])
     per_line = lim["sectors"] / lim["lines"]
     return Text(f"Chapter 01's naive kernel ({model.label(t['kernel'], t['params'])}) at "
-                f"{t['size']}^3 asked its L1 for {ch01_naive_dram.bytes_text(rate[0])}/s of "
-                f"sector bytes over the timed run: {rate[0] / rate[1]:.0%} of the "
-                f"{ch01_naive_dram.bytes_text(rate[1])}/s above. Its warps use "
+                f"{t['size']}^3 moved {ch01_naive_dram.bytes_text(rate[0])}/s of sectors "
+                f"through its L1: {rate[0] / rate[1]:.0%} of the "
+                f"{ch01_naive_dram.bytes_text(rate[1])}/s above.\nIts warps use "
                 f"{per_line:.0f} sector of {model.SECTOR} bytes in each {model.LINE}-byte line "
-                f"they touch, {per_line * model.SECTOR / model.LINE:.0%} of a line.")
+                f"they touch: {per_line * model.SECTOR / model.LINE:.0%} of a line.")
 
 
 # ---------------------------------------------------------------- recorded counters
@@ -310,7 +311,8 @@ def stage_rule_fit(size: int = MISALIGNED_N) -> Text:
         return Text("The rates were not timed.")
     share = {id(r): r["timed (GFLOP/s)"] / r["limit, slower stage"] for r in timed}
     off = [share[id(r)] for r in timed if r["M = N = K"] == size]
-    over = [float(r[f"{st} stage (counted)"]) / float(r[f"{st} stage (model)"]) - 1
+    over = [(float(r[f"{st} stage (counted)"]) / float(r[f"{st} stage (model)"]) - 1,
+             f"the {st} stage of {r['configuration']}")
             for r in rows if r["M = N = K"] == size for st in ("tag", "data")
             if r[f"{st} stage (counted)"] != "-"]
     out = [f"Highest timed / limit of any row: {max(share.values()):.0%}."]
@@ -318,8 +320,9 @@ def stage_rule_fit(size: int = MISALIGNED_N) -> Text:
         out.append(f"At {size}^3 the rates run at {min(off):.0%} to {max(off):.0%} of the "
                    "slower stage's limit.")
     if over:
+        most, where = max(over)
         out.append(f"At {size}^3 the counted wavefronts exceed the model by up to "
-                   f"{max(over):.0%}.")
+                   f"{most:.0%} ({where}).")
     return Text("\n".join(out))
 
 
@@ -329,7 +332,7 @@ def stage_rule_fit(size: int = MISALIGNED_N) -> Text:
 TAG_WAVEFRONTS = "l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_ld.sum"
 BANK_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_gds_op_ld"
 DATA_PIPE_PCT = "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read" + _PCT
-# what Appendix H counts again for these tables
+# what Appendix E's commands count again for these tables
 ALIGNMENT_METRICS = (model.REQUESTS_LD, model.WAVEFRONTS, TAG_WAVEFRONTS,
                      BANK_CONFLICTS + ".sum", model.CYCLES, model.DURATION)
 
@@ -347,26 +350,33 @@ def bank_conflicts(m: dict) -> float | None:
     return share / data * m[model.WAVEFRONTS]
 
 
-def wavefront_parts_table(study: str = ALIGNMENT_L1):
-    """The data stage's wavefronts of the coalesced kernel on and off 128-byte lines,
-    split as Nsight Compute splits them, per warp and step: the wavefronts the tag stage
-    sends on (one per load request at least), the bank conflicts the data stage adds,
-    and what neither names (the data stage's count less the two)."""
+def wavefront_parts_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1)):
+    """Three of the L1's counters side by side, per warp and step, for both kernels on and
+    off 128-byte lines: the data stage's wavefronts, its bank conflicts, our subtraction of
+    the two (the data stage's wavefronts without conflicts), the load requests, and the
+    tag stage's wavefronts. The profiler does not split the data stage's count; the
+    subtraction is ours, and the tag stage's count is that stage's own work, not the data
+    stage's input (for the naive kernel at 2047 it is the larger of the two)."""
     from gemm_kernels.core.table import Table
-    rec = studies.recording_of(study)
-    rows = []
-    for shape, step, m, lim, per in _profiled_steps(study, rec):
-        data, tag, bank = m.get(model.WAVEFRONTS), m.get(TAG_WAVEFRONTS), bank_conflicts(m)
-        rows.append({"M = N = K": shape[0], "BLOCK": step.params["BLOCK"],
-                     "words on the busiest bank per step (model)": _mean(lim["banks"]),
-                     "data stage: wavefronts": per(data),
-                     "= tag stage: wavefronts": per(tag),
-                     "+ bank conflicts": per(bank),
-                     "+ not named": per(data - tag - bank)
-                     if None not in (data, tag, bank) else "-"})
-    where = rec.label if rec else "not recorded"
-    return Table(rows, list(rows[0]), title="coalesced kernel: the L1 data stage's "
-                 f"wavefronts per warp and step, as Nsight Compute splits them ({where})")
+    rows, where = [], set()
+    for study in studies_:
+        rec = studies.recording_of(study)
+        if rec:
+            where.add(rec.label)
+        for shape, step, m, lim, per in _profiled_steps(study, rec):
+            data, tag, bank = m.get(model.WAVEFRONTS), m.get(TAG_WAVEFRONTS), bank_conflicts(m)
+            rows.append({"configuration": model.label(step.kernel, step.params),
+                         "M = N = K": shape[0],
+                         "load requests": per(m.get(model.REQUESTS_LD)),
+                         "data stage: wavefronts": per(data),
+                         "data stage: bank conflicts": per(bank)
+                         if bank is not None else "not recorded",
+                         "data stage: wavefronts - conflicts (our arithmetic)": per(data - bank)
+                         if None not in (data, bank) else "-",
+                         "tag stage: wavefronts": per(tag)})
+    return Table(rows, list(rows[0]), title="the L1's counters per warp and step, and our "
+                 "arithmetic on them (Nsight Compute, "
+                 f"{'; '.join(sorted(where)) or 'not recorded'})")
 
 
 def bank_picture(block: int = 8, sizes=(2048, MISALIGNED_N)):
@@ -665,7 +675,7 @@ BLOCK_ORDERS = {"x->col": "GRID = 0, blocks numbered along the rows of tiles",
 
 
 def explorer():
-    """Appendix G's widget for the coalesced kernel at the default block order (GRID = 1),
+    """Appendix D's widget for the coalesced kernel at the default block order (GRID = 1),
     so that the registry's name of that order, which reads like one of chapter 01's thread
     mappings, never reaches the student's screen."""
     from gemm_kernels.notebook import widgets
@@ -674,7 +684,7 @@ def explorer():
 
 
 def block_order_gap(size: int = 2048, blocks=(8, 16, 32)) -> Text:
-    """Appendix F: the coalesced kernel's rate at each BLOCK under both block orders, from
+    """Appendix C: the coalesced kernel's rate at each BLOCK under both block orders, from
     the recording, and the largest relative difference between them."""
     from gemm_kernels.measure import lookup
     rows, gap = [], 0.0
