@@ -228,24 +228,32 @@ def test_littles_law_sets_bytes_needed_against_one_float_per_thread(monkeypatch)
     monkeypatch.setattr(roofline, "ceilings", lambda props: [
         {"level": "DRAM", "gbps": None, "kind": "measured", "how": "-"},
         {"level": "DRAM", "gbps": device.peak_bandwidth_gbps(GPU), "kind": "theoretical",
-         "how": "-"}])
-    bw = device.peak_bandwidth_gbps(GPU)
+         "how": "bus width x data rate / 8"}])
+    read = device.peak_bandwidth_gbps(GPU) / 2       # a copy's rate counts reads and writes
     text = str(ch00_ceilings.littles_law(latency_ns=1000))
-    assert f"{bw * 1e3 / 1e6:.1f} MB in flight" in text and "the theoretical DRAM" in text
-    assert f"{bw * 1e3 / 100 / 1e3:,.0f} KB for each of 100 SMs" in text
-    assert "8.2 KB in flight per SM" in text      # powers of ten, as the KB above and "assumed" in text
+    assert f"/ 2 = {read:,.0f} GB/s" in text and "bus width x data rate / 8" in text
+    assert f"{read * 1e3 / 1e6:.1f} MB in flight" in text and "assumed" in text
+    assert "not measured here" in text
+    assert f"{read * 1e3 / 100 / 1e3:,.1f} KB for each of 100 SMs" in text
+    assert "8.2 KB in flight per SM" in text      # powers of ten, as the KB above
     assert "one double per thread x 2,048 threads per SM = 16.4 KB in flight per SM" in text
 
 
-def test_littles_law_prefers_the_measured_copy(monkeypatch):
+def test_littles_law_halves_the_measured_copy_and_tests_the_ratio(monkeypatch):
     from gemm_kernels.measure import roofline
     monkeypatch.setattr(roofline, "device_properties", lambda: dict(GPU))
     monkeypatch.setattr(roofline, "ceilings", lambda props: [
         {"level": "L2", "gbps": 9000.0, "kind": "measured", "how": "-"},
-        {"level": "DRAM", "gbps": 2000.0, "kind": "measured", "how": "-"},
+        {"level": "DRAM", "gbps": 2000.0, "kind": "measured", "how": "device copy of 1 GiB"},
         {"level": "DRAM", "gbps": 3000.0, "kind": "theoretical", "how": "-"}])
+    rates = {"float": 500.0, "double": 800.0}
+    monkeypatch.setattr(ch00_ceilings.lookup, "measure_or_lookup", lambda kind, shape, p: {
+        "gbps": {"median": rates[p["T"]]}, "reference": {"gbps": {"median": 1000.0}}})
     text = str(ch00_ceilings.littles_law(latency_ns=1000))
-    assert text.startswith("2,000 GB/s (the device copy's DRAM bandwidth)")
+    assert text.startswith("read bandwidth: 2,000 GB/s (device copy of 1 GiB: reads plus "
+                           "writes) / 2 = 1,000 GB/s")
+    assert "measured: 50% of the device copy timed beside it" in text
+    assert text.endswith("measured shares 80% / 50% = 1.6 times")
 
 
 def test_add_one_on_the_cpu_is_what_the_gpu_computes():

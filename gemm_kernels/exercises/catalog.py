@@ -145,7 +145,7 @@ def _copy_correct_hint(detail: str, tile: int = _COPY["TILE"]) -> str:
 
 
 register(Exercise(
-    name="00_copy", chapter="00", title="a copy kernel: how fast memory can go",
+    name="00_copy", chapter="00", title="the tiled copy kernel",
     kernel="copy", params=_COPY,
     # Without a GPU: the offsets are 64-bit (read from the PTX), and a warp's loads and
     # stores touch no more sectors than 32 neighbouring floats (the text run on the CPU).

@@ -22,8 +22,9 @@ MB = 1e6           # ... traffic and bandwidth in powers of ten (MB, GB/s), as p
 def spec_table(gpus: dict):
     """The peak FP32 and DRAM bandwidth of each GPU ({column name: properties}), with
     the formulas filled in: SMs x FP32 lanes per SM x 2 FLOP per FMA x clock, and
-    bus width x data rate per pin / 8 (the data rate is 2 x the memory clock: double
-    data rate). The last row is the ridge: FLOP per DRAM byte needed to reach the peak."""
+    bus width x data rate per pin / 8 (the data rate is 2 x the memory clock CUDA
+    reports, `memoryClockRate`: a convention of how the clock is reported). The last
+    row is the ridge: FLOP per DRAM byte needed to reach the peak."""
     from gemm_kernels.core.table import Table
     cols = {}
     for name, p in gpus.items():
@@ -39,7 +40,7 @@ def spec_table(gpus: dict):
             "peak FP32 = SMs x lanes x 2 x clock":
                 f"{p['sm_count']} x {lanes} x 2 x {ghz:.3f} = {peak / 1000:.1f} TFLOP/s",
             # the row that makes the data rate traceable to the reported memory clock
-            "data rate per pin = 2 x memory clock":
+            "data rate per pin = 2 x reported memory clock":
                 f"2 x {p['memory_clock_mhz']:,.0f} MHz = {rate:.4g} Gbit/s",
             "DRAM = bus width x data rate / 8":
                 f"{p['memory_bus_bits']:,} bit x {rate:.4g} Gbit/s / 8 = {bw:,.0f} GB/s",

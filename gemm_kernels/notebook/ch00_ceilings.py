@@ -76,38 +76,45 @@ def naive_dram_gap(size: int = roofline.GROWING_SIZE) -> Text:
                 f"move {p['ms'] / dram_ms:,.0f} times the bytes it moved.")
 
 
-def littles_law(latency_ns: float = 650.0, threads_per_sm: int = 2048) -> Text:
-    """The order of magnitude behind the solution's Little's-law hypothesis: the bytes in
-    flight that keep DRAM busy (its bandwidth, measured by the device copy where there is
-    one, x an assumed latency under load, which the measurements do not hold), per SM,
-    against what one 4-byte load per thread can have in flight."""
+def littles_law(latency_ns: float = 1000.0, threads_per_sm: int = 2048) -> Text:
+    """The order of magnitude behind the solution's Little's-law hypothesis. The bytes an
+    SM must keep in flight to keep DRAM's reads busy: the read half of the DRAM bandwidth
+    (a copy's rate counts reads plus writes; the 1 GiB device copy where it was measured,
+    the formula's otherwise) x a latency that is assumed, not measured. Against it, what
+    one element per thread has in flight, for floats and doubles, beside what the copy at
+    one element per thread reached; and the test that needs no latency: doubles have
+    twice the floats' bytes in flight, against the ratio of their measured shares."""
     props = roofline.device_properties()
-    # the measured ceiling (the device copy) where there is one: that is what the copy
-    # kernels are held against; the formula's bandwidth otherwise
-    bw, how = next(((c["gbps"], "the device copy's" if c["kind"] == "measured" else
-                     "the theoretical")
-                    for c in roofline.ceilings(props) if c["level"] == "DRAM" and c["gbps"]),
-                   (None, ""))
+    bw, how = next(((c["gbps"], c["how"]) for c in roofline.ceilings(props)
+                    if c["level"] == "DRAM" and c["gbps"]), (None, ""))
     sms = props.get("sm_count")
     if not bw or not sms:
         return Text("The device properties lack the DRAM bandwidth or the SM count.")
-    need = bw * 1e9 * latency_ns * 1e-9
-    lines = [f"{bw:,.0f} GB/s ({how} DRAM bandwidth) x {latency_ns:,.0f} ns (an assumed "
-             f"DRAM latency under load) = {need / 1e6:.1f} MB in flight, "
-             f"{need / sms / 1e3:,.0f} KB for each of {sms} SMs"]
+    read = bw / 2
+    need = read * 1e9 * latency_ns * 1e-9          # bytes in flight, whole GPU
+    lines = [f"read bandwidth: {bw:,.0f} GB/s ({how}: reads plus writes) / 2 = "
+             f"{read:,.0f} GB/s",
+             f"{read:,.0f} GB/s x {latency_ns:,.0f} ns (an assumed DRAM latency under load, "
+             f"not measured here) = {need / 1e6:.1f} MB in flight, "
+             f"{need / sms / 1e3:,.1f} KB for each of {sms} SMs"]
+    shares = {}
+    tile = COPY_PARAMS["TILE"]
     for t, size in (("float", 4), ("double", 8)):
         flying = size * threads_per_sm
         line = (f"one {t} per thread x {threads_per_sm:,} threads per SM = "
                 f"{flying / 1e3:.1f} KB in flight per SM, {flying / (need / sms):.0%} of that")
         # set against what the copy at one element per thread reached (ROWS = TILE)
-        tile = COPY_PARAMS["TILE"]
         try:
             r = lookup.measure_or_lookup("copy", COPY_SIZE, {"T": t, "TILE": tile, "ROWS": tile})
-            ref = r["reference"]["gbps"]["median"]
-            line += f"; measured: {r['gbps']['median'] / ref:.0%} of the device copy beside it"
+            shares[t] = r["gbps"]["median"] / r["reference"]["gbps"]["median"]
+            line += f"; measured: {shares[t]:.0%} of the device copy timed beside it"
         except (LookupError, KeyError):
             pass
         lines.append(line)
+    if len(shares) == 2:
+        lines.append(f"doubles over floats: 2.0 times the bytes in flight (whatever the "
+                     f"latency); measured shares {shares['double']:.0%} / "
+                     f"{shares['float']:.0%} = {shares['double'] / shares['float']:.1f} times")
     return Text("\n".join(lines))
 
 
