@@ -469,3 +469,30 @@ def test_payoff_sizes_gives_each_kernel_its_own_share_of_cublas(recorded_mode):
 def test_payoff_sizes_names_what_the_recording_lacks(recorded_mode):
     with pytest.raises(LookupError, match="at 3000\\^3"):
         c.payoff_sizes(sizes=(3000,))
+
+
+def test_pace_to_rate_predicts_the_gain_from_the_issue_share(recorded_mode):
+    text = c.pace_to_rate()
+    lines = text.splitlines()
+    assert lines[0].startswith("chapter 07's kernel: 4 warps per scheduler")
+    assert lines[1].startswith(f"{c.label(c.WORKING)}: 4 warps per scheduler")
+    predicted = float(lines[2].split("x")[1].split(";")[0])
+    timed = float(lines[2].rsplit("x", 1)[1])
+    assert timed == round(c.payoff_gain(), 2)
+    assert predicted > 1 and timed > 1       # the faster issue goes with the faster rate
+
+
+def test_your_loop_draws_the_students_loop_or_says_why_not(monkeypatch):
+    from gemm_kernels.exercises import magic
+    from gemm_kernels.exercises.solutions import solution_text
+    monkeypatch.setattr(magic, "_SOURCES", {})
+    assert "has not been run yet" in c.your_loop()
+    answer = solution_text("08", "08_double_buffer")
+    magic._SOURCES["08_double_buffer"] = answer.replace("__syncthreads();\n    }",
+                                                        "// YOUR CODE HERE\n    }", 1)
+    assert "YOUR CODE HERE" in c.your_loop()
+    magic._SOURCES["08_double_buffer"] = answer
+    assert "passes the quarter-step check" in c.your_loop()
+    import matplotlib.pyplot as plt
+    assert plt.gcf().axes[0].get_title(loc="left").startswith(
+        "your kernel: 512 FFMAs")

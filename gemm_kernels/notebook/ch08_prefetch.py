@@ -318,7 +318,8 @@ def timelines(kernel=KERNEL, params: dict | None = None, steps: int = 3,
 
 
 def loop_strip(kernels=(KERNEL,), params: dict | None = None):
-    """The compiled main loop of each kernel (names of kernels or of variants) as a strip:
+    """The compiled main loop of each kernel (names of kernels or of variants, or
+    (title, SASS) pairs for a loop compiled elsewhere, e.g. the student's) as a strip:
     one tick per instruction in program order (FFMA green, shared loads grey, global loads
     orange, shared stores blue, barriers black), and an arrow from each global load to
     the first instruction that uses its value, labelled with the FFMAs in between."""
@@ -329,10 +330,13 @@ def loop_strip(kernels=(KERNEL,), params: dict | None = None):
                              squeeze=False, sharex=True)
     longest = 0
     for ax, name in zip(axes[:, 0], kernels):
-        k = variant_kernel(name) if name in VARIANTS else kernel_of(name)
-        p = _params(k, params)
-        body = analysis.main_loop(compiler.sass(k, p))
-        lp = loop_loads(compiler.sass(k, p))
+        if isinstance(name, tuple):      # (title, SASS): a loop compiled elsewhere
+            name, sass = name
+        else:
+            k = variant_kernel(name) if name in VARIANTS else kernel_of(name)
+            sass = compiler.sass(k, _params(k, params))
+        body = analysis.main_loop(sass)
+        lp = loop_loads(sass)
         longest = max(longest, len(body))
         for i, (_, f, _) in enumerate(body):
             base = f.split(".")[0]
@@ -1165,3 +1169,55 @@ def worked_answer_note(exercise: str = "08_double_buffer") -> str:
     worked = loop_loads(submission_sass(exercise, ex.kernel, ex.params,
                                         solution_text(exercise[:2], exercise)) or "")
     return f"The worked answer, compiled here, keeps its loads {in_flight_words(worked)}."
+
+
+def your_loop(exercise: str = "08_double_buffer"):
+    """The compiled main loop of the student's last `%%exercise` submission, drawn as
+    `loop_strip` draws the chapter's, with the grader's words on its loads; a sentence
+    instead while there is no loop to draw (not run yet, markers left, no compile)."""
+    from gemm_kernels.exercises.catalog import get
+    from gemm_kernels.exercises.magic import submitted
+    from gemm_kernels.exercises.submission import submission_sass
+    try:
+        source = submitted(exercise)
+    except AssertionError as e:
+        return Text(str(e))
+    if "YOUR CODE HERE" in source:
+        return Text("Your kernel still has '// YOUR CODE HERE' lines: write the prologue "
+                    "and the K loop, run the exercise cell, then this one draws your loop.")
+    ex = get(exercise)
+    sass = submission_sass(exercise, ex.kernel, ex.params, source)
+    if sass is None or not analysis.main_loop(sass):
+        return Text("Your kernel has no compiled K loop to draw yet (it does not compile, "
+                    "or has no loop): see the exercise's report.")
+    loop_strip([("your kernel", sass)])
+    return Text(f"Your kernel keeps its loads {in_flight_words(loop_loads(sass))}.")
+
+
+def pace_to_rate(params: dict | None = None, kernel: str = WORKING) -> str:
+    """From waits to rate, with two blocks per SM: a scheduler issues one instruction per
+    cycle, so a warp that takes c cycles per instruction, with w warps per scheduler,
+    keeps the scheduler busy w / c of the time; the FFMA rate follows that share times the
+    loop's FFMAs per instruction. Chapter 07's kernel and `kernel` from the payoff's
+    profile, the predicted ratio against the ratio timed (`payoff_gain`)."""
+    from gemm_kernels.measure import studies
+    rec = studies.complete_recording(PAYOFF_STALLS)
+    got = {s: (st, row) for s, st, row in _payoff_profiles(params, PAYOFF_STALLS, rec)[False]}
+    if "chapter 07's kernel" not in got or kernel not in got:
+        return PAYOFF_NOT_PROFILED
+    lines, rate = [], {}
+    for who, name in (("chapter 07's kernel", "float4"), (kernel, kernel)):
+        st, row = got[who]
+        w, c = warps_per_scheduler(who, params, False, row), cycles_per_instruction(st)
+        lp = loads(name, params)
+        share = min(1.0, w / c)
+        rate[who] = share * lp.ffma / lp.instructions
+        lines.append(f"{label(who)}: {w:.0f} warps per scheduler / {c:.1f} cycles per "
+                     f"instruction = issuing {share:.0%} of the cycles; x {lp.ffma:,} FFMAs / "
+                     f"{lp.instructions:,} instructions per step = {rate[who]:.3f} FFMAs per cycle per scheduler")
+    predicted = rate[kernel] / rate["chapter 07's kernel"]
+    lines.append(f"Predicted {label(kernel)} / chapter 07's kernel: x{predicted:.2f}; timed: "
+                 f"x{payoff_gain(params, False, kernel):.2f}")
+    lines.append(f"(Nsight Compute at {_cube(PAYOFF_STALLS)}, two blocks per SM, {rec.label}; "
+                 f"instructions: SASS compiled here.)")
+    return "\n".join(lines)
