@@ -215,12 +215,13 @@ def ragged_waves(shape=(4097, 1023, 515), BM: int = 64, BN: int = 128,
     build's blocks per SM, slots, waves and the busiest SM's rounds; then the time the
     waves alone account for (each round priced at the blocks it holds, `round_by_round`,
     with the rules' gamma) against the time the profile measured. The waves are the first
-    cause of the gap; what they leave is the scalar path's own cost."""
+    cause of the gap; what they leave is the scalar path's own cost. Said in words, not in
+    the model's symbols: section 4 comes before section 6 defines them."""
     from gemm_kernels.measure import studies
     rec = rec or recording()
     r = rules(rec)
     shape = tuple(shape)
-    lines, work, planner = [], {}, {}
+    lines, work = [], {}
     for padded, name in ((False, "B as it is (scalar loads)"), (True, "B padded")):
         lay = wave_layout(shape, BM, BN, 1, rec, padded=padded)
         n = ceil_div(lay["blocks"], lay["sms"])
@@ -228,7 +229,6 @@ def ragged_waves(shape=(4097, 1023, 515), BM: int = 64, BN: int = 128,
         full, last = divmod(n, lay["per_sm"])
         sizes = [lay["per_sm"]] * full + ([last] if last else [])
         work[padded] = round_by_round(n, lay["per_sm"], r.gamma)
-        planner[padded] = n / min(n, lay["per_sm"]) ** r.gamma   # the model's work term
         lines.append(f"* {name}: {lay['per_sm']} blocks per SM, {lay['slots']:,} slots: "
                      f"{_waves_text(lay['waves'])}; the busiest SM runs its {n} blocks in "
                      f"{rounds} round{'s' if rounds > 1 else ''}"
@@ -237,15 +237,13 @@ def ragged_waves(shape=(4097, 1023, 515), BM: int = 64, BN: int = 128,
              for _, row in studies.results(study, shape, rec) if row is not None}
     head = (f"{_shape_text(shape)}, {BM}x{BN} tiles, no split: {lay['blocks']:,} blocks on "
             f"{lay['sms']} SMs, so the busiest SM gets {n}.")
-    tail = (f"From the waves alone (each round at the speed of the blocks it holds, "
-            f"gamma = {r.gamma:g}), the scalar build should take "
-            f"{work[False] / work[True] - 1:.0%} longer.")
+    tail = (f"From the waves alone, the scalar build should take "
+            f"{work[False] / work[True] - 1:.0%} longer (each round priced at the speed of "
+            "the blocks it holds: a block alone on an SM runs faster than each of several "
+            "sharing it, but a full SM computes more in all).")
     if False in times and True in times:
         tail += (f" The profile measured {times[False] / times[True] - 1:.0%} longer "
                  f"({fmt_number(times[False])} µs against {fmt_number(times[True])} µs).")
-    tail += (f" (This pricing is finer than the planner's: section 6's model runs every round "
-             f"at q = min(n, per_sm) blocks and expects only "
-             f"{planner[False] / planner[True] - 1:.0%} longer; appendix C.)")
     return Text("\n".join([head, *lines, tail]))
 
 
@@ -287,6 +285,49 @@ def plot_split_k(split: int = 4, ax=None):
                  "then one deterministic reduction", fontsize=10)
     return ax
 
+
+
+def plot_last_block(finish=(3, 1, 4, 2), ax=None):
+    """The one-launch ending of split-K (`split_k_finish`), drawn for the blocks of one
+    strip of outputs, one per slice z: each computes its partial sums, stores them in its
+    plane, fences and counts itself in with an atomicAdd. `finish[z]` is the order in which
+    block z counts in (any order: the hardware decides); the block that counts in last
+    fences again and adds the planes in the order z = 0, 1, ..., so the result does not
+    depend on which block was last. A picture of the pattern, not of a measured run."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    split = len(finish)
+    if sorted(finish) != list(range(1, split + 1)):
+        raise ValueError(f"finish must order the {split} blocks 1..{split}: {finish}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(11, 0.9 * split + 1.2))
+    colours = [plt.cm.tab10(i) for i in range(split)]
+    last = finish.index(split)
+    for z in range(split):
+        y = split - 1 - z
+        end = 7 + 1.5 * finish[z]          # a later count, a longer computation
+        ax.add_patch(Rectangle((0, y + 0.15), end - 1, 0.7, facecolor=colours[z], alpha=0.5,
+                               edgecolor="k"))
+        ax.text((end - 1) / 2, y + 0.5, f"block z = {z}: partial sums, stored in plane {z}",
+                ha="center", va="center", fontsize=8)
+        ax.add_patch(Rectangle((end - 1, y + 0.15), 1, 0.7, facecolor="0.8", edgecolor="k"))
+        ax.text(end - 0.5, y + 0.5, f"fence\n{finish[z]} of {split} in", ha="center", va="center",
+                fontsize=7)
+        if z != last:
+            ax.text(end + 0.15, y + 0.5, "returns", va="center", fontsize=8, color="0.4")
+    y, x0 = split - 1 - last, 7 + 1.5 * split
+    ax.add_patch(Rectangle((x0, y + 0.15), 4.5, 0.7, facecolor="0.95", edgecolor="k"))
+    ax.text(x0 + 2.25, y + 0.5, "last: fence, then C = P0 + P1 + ...\n(planes read in order z)",
+            ha="center", va="center", fontsize=8)
+    ax.annotate("", xy=(x0 + 4.5, -0.15), xytext=(0, -0.15),
+                arrowprops={"arrowstyle": "->", "color": "0.4"})
+    ax.text(x0 + 4.5, -0.3, "time", ha="right", va="top", fontsize=8, color="0.4")
+    ax.set_xlim(-0.2, x0 + 4.8)
+    ax.set_ylim(-0.7, split + 0.1)
+    ax.axis("off")
+    ax.set_title(f"One launch, {split} slices of K for one strip of outputs: the block that "
+                 "counts in last adds the planes, always in the same order", fontsize=10)
+    return ax
 
 # A calibration shape with the capstone's problem at 1024^3 (fewer 128 x 128 tiles than
 # SMs), where every tile and split was timed: the configurations of the ladder, from the
@@ -389,12 +430,14 @@ SHORT_OF = 95.0
 
 
 def plot_bench(rec=None, ax=None, below: float = SHORT_OF):
-    """% of cuBLAS per benchmark shape (squares in blue), a line at 100% and a dashed one at
+    """% of cuBLAS per benchmark shape (the squares first, in blue), a line at 100% and a dashed one at
     `below` (the line `shortfalls` draws); a diamond where cuBLAS varied from call to call,
     at the share of its median call there (`_varies_note`)."""
     import matplotlib.pyplot as plt
     rec = rec or recording()
     rows = [r for r in bench_rows(rec) if r["% of cuBLAS"] is not None]
+    # the squares as one group, then the other shapes, so that each colour is one run of bars
+    rows.sort(key=lambda r: len(set(r["shape"])) != 1)
     if ax is None:
         _, ax = plt.subplots(figsize=(11, 4))
     colours = ["tab:blue" if len(set(r["shape"])) == 1 else "tab:orange" for r in rows]
@@ -548,9 +591,9 @@ def capstone_share(n: int = 1024, rec=None) -> Text:
 
 
 def tile_table(rec=None) -> Table:
-    """Each tile's block: threads, registers per thread on the vector path (N % 4 == 0),
-    the scalar one and the one with B padded (other N), shared memory, and the blocks an
-    SM holds with each."""
+    """Each tile's block: threads, registers per thread on the vector path (N % 4 == 0)
+    and the scalar one (other N), shared memory, and the blocks an SM holds with each.
+    The padded build's blocks come with section 4 (`ragged_waves`), where padding does."""
     rec = rec or recording()
     r, lim = rules(rec), _limits(rec)
     k = get(SPLIT)
@@ -559,8 +602,7 @@ def tile_table(rec=None) -> Table:
         p = model.split_params(BM, BN, 1)
         t = r.tiles[model.tile_name(BM, BN)]
         threads = k.threads(p)[0]
-        paths = {"N a multiple of 4": (4, False), "other N": (3, False),
-                 "other N, B padded": (3, True)}
+        paths = {"N a multiple of 4": (4, False), "other N": (3, False)}
         regs = {name: model.registers(t, n, pad) for name, (n, pad) in paths.items()}
         rows.append({"tile": f"{BM}x{BN}", "threads": threads,
                      **{f"registers, {name}": v for name, v in regs.items()},
@@ -638,10 +680,12 @@ _EXTRA = {
 _EXTRA["ch12_gemv_plan"] = _EXTRA["ch12_gemv"]
 
 
-def profile_table(study: str, rec=None) -> Table:
+def profile_table(study: str, rec=None, drop=()) -> Table:
     """An Nsight Compute study of chapter 12 (ch12_ragged_n, ch12_gemv): per launch its
     time, issue activity, FMA pipe, DRAM throughput, warps resident, and what tells the
-    study's launches apart (`_EXTRA`)."""
+    study's launches apart (`_EXTRA`). `drop`: launches whose label contains any of these
+    words are left out (the main text shows the launches its argument needs; an appendix
+    shows the rest)."""
     from gemm_kernels.measure import studies
     rec = rec or recording()
     rows = []
@@ -664,6 +708,8 @@ def profile_table(study: str, rec=None) -> Table:
             if key in built:
                 label += f" (at this shape the same launch as \"{built[key]}\")"
             built.setdefault(key, label)
+            if any(word in label for word in drop):
+                continue
             rows.append({"shape": _shape_text(shape), "launch": label,
                          "time (µs)": m["gpu__time_duration.sum"] / 1e3,
                          "issue active %": m["smsp__issue_active.avg.pct_of_peak_sustained_active"],
@@ -859,8 +905,9 @@ def model_walkthrough(shape=(1024, 1024, 1024), rec=None) -> Text:
         f"{r.sm_count} SMs, gamma = {t['gamma']:g}.",
         f"1. blocks = {t['tiles']} tiles x {z} {'slice' if z == 1 else 'slices'} = {t['blocks']}",
         f"2. n = ceil({t['blocks']} / {r.sm_count}) = {n} blocks on the busiest SM",
-        f"3. per_sm = {per_sm} (the tile table of section 2"
-        + (", B padded" if t["padded"] else "") + f"), so rounds = ceil({n} / {per_sm}) = "
+        f"3. per_sm = {per_sm} ("
+        + ("B padded, section 4" if t["padded"] else "the tile table of section 2")
+        + f"), so rounds = ceil({n} / {per_sm}) = "
         f"{t['rounds']} and q = min({n}, {per_sm}) = {q}",
         f"4. K_slice = {t['depth']} (each slice's depth, in whole steps of {t['BK']})",
         f"5. c0 x rounds = {t['c0']:.2f} µs x {t['rounds']} = {t['rounds term']:.2f} µs",
@@ -1376,7 +1423,7 @@ def top_measured(shape, top: int = 5, rec=None) -> Table:
 
 
 def rate_choice(shape, BM: int, BN: int, split: int, rec=None, reveal: bool = False,
-                terms: dict | None = None) -> Text:
+                terms: dict | None = None, ranking: bool = False) -> Text:
     """How the model rates (BM, BN, split) at `shape`: predicted time, the recorded rate
     where that configuration was recorded there, its place among the candidates, and
     Part 1's grade. The grade needs both the student's own work and the measurement:
@@ -1385,24 +1432,24 @@ def rate_choice(shape, BM: int, BN: int, split: int, rec=None, reveal: bool = Fa
     and filled share are printed only once the terms are right, so the output does not
     answer them. The model's best and the fastest measured are shown only with `reveal`:
     the exercise's answer is not printed under a try, not even under the model's own
-    pick. A choice that is no candidate prints the model's whole ranking instead, the
-    tool Part 1's method needs."""
+    pick. `ranking=True` adds the model's whole ranking, the tool Part 1's method needs; a
+    choice that is no candidate prints it instead of a rating."""
     rec = rec or recording()
     r, lim = rules(rec), _limits(rec)
     shape = tuple(shape)
-    ranking = ranked(shape, r, lim)
-    mine = next((t for t, c in ranking if c == (BM, BN, split)), None)
+    order = ranked(shape, r, lim)
+    whole = ("The model's candidates, fastest predicted first (tile / slices of K: "
+             "predicted time over the best's): "
+             + ", ".join(f"{a}x{b}/{s} {t / order[0][0]:.2f}x" for t, (a, b, s) in order) + ".")
+    mine = next((t for t, c in order if c == (BM, BN, split)), None)
     if mine is None:
         return Text(f"{BM}x{BN} with K in {split} slices is not a candidate at "
                     f"{_shape_text(shape)}: tiles are "
                     f"{', '.join(model.tile_name(*t) for t in model.TILES)}, "
                     f"and each slice needs at least {choose.MIN_STEPS_PER_SLICE} steps of K. "
-                    "The model's candidates, fastest predicted first (tile / slices of K: "
-                    "predicted time over the best's): "
-                    + ", ".join(f"{a}x{b}/{s} {t / ranking[0][0]:.2f}x" for t, (a, b, s) in ranking)
-                    + ".")
-    best_t, best = ranking[0]
-    place = [c for _, c in ranking].index((BM, BN, split)) + 1
+                    + whole)
+    best_t, best = order[0]
+    place = [c for _, c in order].index((BM, BN, split)) + 1
 
     def line(who, t, c, counts=True):
         lay = wave_layout(shape, *c, rec)
@@ -1419,7 +1466,7 @@ def rate_choice(shape, BM: int, BN: int, split: int, rec=None, reveal: bool = Fa
                    f"{lay['filled']:.0%} of the slots filled; " if counts else "")
                 + rec_text)
     verdict = ("the model's best" if place == 1 else
-               f"number {place} of {len(ranking)}, predicted {mine / best_t:.2f}x the best's time")
+               f"number {place} of {len(order)}, predicted {mine / best_t:.2f}x the best's time")
     show = reveal     # the model's best and the fastest measured: the exercise's answer
     err = model_error(rec)
     rates = _measured_rates(shape, rec)
@@ -1443,7 +1490,8 @@ def rate_choice(shape, BM: int, BN: int, split: int, rec=None, reveal: bool = Fa
              f"Your choice is {verdict}. The model's predictions are off by "
              f"{err:.0%} or less for half of its calibration measurements: "
              "choices it predicts within that of each other, only a measurement tells apart.",
-             f"Part 1: {grade}."]
+             f"Part 1: {grade}.",
+             *([whole] if ranking else [])]
     measured = measured_best(shape, rec)
     if measured and show:
         lines.append(f"Measured at this shape: the fastest configuration is {measured}.")
@@ -1496,6 +1544,27 @@ def plan_terms(shape, configs, rec=None) -> Table:
                      "reduction (µs)": t["reduction"], "predicted (µs)": t["total"]})
     return Table(rows, list(rows[0]), title=f"The model's terms at {_shape_text(shape)} "
                                              f"(gamma = {rules(rec).gamma:g}; {rules(rec).device})")
+
+
+def predicted_times(shape, configs, rec=None) -> Text:
+    """The model's predicted time of each (BM, BN, split) of `configs` at `shape`, and the
+    recorded time where that configuration was timed there: one line, for a comparison
+    the text makes before section 6 explains the model (so no terms, only the totals)."""
+    rec = rec or recording()
+    r = rules(rec)
+    pp = plan_for(shape, rec).params
+    parts = []
+    for BM, BN, split in configs:
+        t = model_terms(shape, BM, BN, split, rec)
+        row = row_of(rec, SPLIT, shape, {"BM": BM, "BN": BN, "SPLIT": split,
+                                         "PAD_B": t["padded"]})
+        mine = " (the plan)" if (pp.get("BM"), pp.get("BN"), pp.get("SPLIT")) == \
+            (BM, BN, split) else ""
+        what = "no split" if t["z"] == 1 else f"K in {t['z']} slices"
+        parts.append(f"{BM}x{BN}, {what}{mine}: predicted {fmt_number(t['total'])} µs, "
+                     + (f"timed {fmt_number(_time_us(row))} µs" if row else "not timed here"))
+    return Text(f"At {_shape_text(shape)}, section 6's model ({r.device}): "
+                + "; ".join(parts) + ".")
 
 
 def check_terms(shape, answers: dict, rec=None) -> Text:
@@ -1714,10 +1783,9 @@ LAST_MILE = (("a large square: the capstone's home", (4096, 4096, 4096), "-"),
 
 def last_mile_rows(cases=LAST_MILE, rec=None) -> list[dict]:
     """Per case: the capstone's tile without a split (chapter 09's launch, in chapter 12's
-    kernel) and the plan, each as a share of cuBLAS timed beside it at that shape; and the
-    share of the capstone's multiply-adds that land inside C (its tiles cover ragged and
-    thin shapes with whole 128 x 128 tiles); and whether the model was fitted at that
-    shape (a calibration shape, where the capstone's tile was timed too), or never saw it."""
+    kernel) and the plan, each as a share of cuBLAS timed beside it at that shape; and
+    whether the model was fitted at that shape (a calibration shape, where the capstone's
+    tile was timed too), or never saw it."""
     rec = rec or recording()
     fitted = {tuple(s) for _, _, s in calibrate.calibration_runs()}
     out = []
@@ -1725,26 +1793,23 @@ def last_mile_rows(cases=LAST_MILE, rec=None) -> list[dict]:
         cap = row_of(rec, SPLIT, shape, {"BM": 128, "BN": 128, "SPLIT": 1})
         p = plan_for(shape, rec)
         own = row_of(rec, p.kernel, shape, p.params)
-        inside = shape[0] * shape[1] / (W.tiles(shape, 128, 128) * 128 * 128)
         out.append({"kind of shape": kind, "shape": _shape_text(shape),
-                    "capstone's work inside C %": 100 * inside,
                     "capstone % of cuBLAS": timing.share(cap) if cap else None,
-                    "the plan": str(p),
                     "plan % of cuBLAS": timing.share(own) if own else None,
                     "calibration shape": "yes" if tuple(shape) in fitted else "no",
                     "section": where})
     return out
 
 
-# The opening table's columns at first sight; `full=True` adds the plan itself, the
-# capstone's share of work inside C and whether the model was fitted at the shape.
-LAST_MILE_BRIEF = ("kind of shape", "shape", "capstone % of cuBLAS", "plan % of cuBLAS", "section")
+# The opening table's columns: few, so that the table reads at a glance.
+LAST_MILE_BRIEF = ("kind of shape", "shape", "capstone % of cuBLAS", "plan % of cuBLAS",
+                   "calibration shape", "section")
 
 
-def last_mile_table(rec=None, full: bool = False) -> Table:
+def last_mile_table(rec=None) -> Table:
     rec = rec or recording()
     rows = last_mile_rows(rec=rec)
-    return Table(rows, list(rows[0]) if full else list(LAST_MILE_BRIEF),
+    return Table(rows, list(LAST_MILE_BRIEF),
                  title="Where the capstone falls short, and the plan "
                  "at the same shape, each timed beside cuBLAS (a dash: not timed); "
                  f"{rec.label}")
