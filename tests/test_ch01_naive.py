@@ -59,7 +59,19 @@ def test_the_guess_is_checked_against_the_recorded_ratio(capsys, recorded_mode):
 def test_the_launch_names_grid_and_block():
     text = ch01_naive.launch_naive((1000, 700, 300))
     assert "32 x 22 blocks of 32 x 32 threads" in text
-    assert "32 x 22 x 1,024 = 720,896 threads for 700,000 elements" in text
+    assert "32 x 22 x 1,024 = 720,896 threads for the 700,000 elements" in text
+
+
+def test_the_cuda_launch_fills_in_the_registry_grid_for_both_mappings():
+    """The plain CUDA form of the launch: x over the rows of C (M) with x->row, over its
+    columns (N) with x->col, the numbers being the registry's grid."""
+    row = ch01_naive.cuda_launch((1000, 700, 300), {"BLOCK": 32})
+    assert "dim3 block(32, 32);" in row
+    assert "dim3 grid(ceil_div(M, 32), ceil_div(N, 32));" in row and "= (32, 22)" in row
+    assert "sgemm_naive<32, 0><<<grid, block>>>(M, N, K, alpha, A, B, beta, C);" in row
+    col = ch01_naive.cuda_launch((1000, 700, 300), {"BLOCK": 16, "MAPPING": "x->col"})
+    assert "dim3 grid(ceil_div(N, 16), ceil_div(M, 16));" in col and "= (44, 63)" in col
+    assert "sgemm_naive<16, 1><<<" in col
 
 
 def test_the_host_side_is_the_package_source_block_grid_compile_and_launch():
@@ -78,7 +90,6 @@ def test_the_host_side_is_the_package_source_block_grid_compile_and_launch():
     for piece in ('threads=lambda p: (p["BLOCK"], p["BLOCK"], 1)', 'p["MAPPING"] == "x->row"',
                   "name_expressions=[expr]", "fn(grid, block, (M, N, K"):
         assert piece in text
-    assert text in ch01_naive.launch_naive((1000, 700, 300))
 
 
 def test_the_sweep_table_has_both_mappings_and_leaves_block_4_to_chapter_02():

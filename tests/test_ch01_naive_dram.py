@@ -72,24 +72,25 @@ def test_traffic_turns_counts_into_bytes_and_yardsticks(recording):
     assert t["dram_busy_pct"] == 0.5 and t["l2_hit_pct"] == 60.0
 
 
-def test_summary_names_the_lower_roof_and_the_share_of_the_limits(recording):
+def test_summary_is_a_table_of_each_level_against_its_limit(recording):
+    """One row per level: DRAM against the device copy over the timed run (as chapter 00
+    reads the same bytes), the L2 without a limit, and the L1 against its byte width and
+    against one line per SM and clock with the 32 bytes this kernel uses of each line."""
     recording()
-    text = ch.summary()
+    table = ch.summary()
     t = ch.traffic()
-    assert f"1/{t['dram_limit'] / 5e9:,.0f} of the" in text
-    # 2 * 4096^3 / 5 GB = 27.5 FLOP/B: DRAM at 3 TB/s would feed 82 TFLOP/s, above the
-    # 51.2 TFLOP/s peak of this GPU, so the peak is the lower roof
-    assert "the lower roof there is the FP32 peak, 51.2 TFLOP/s" in text
-    assert "20.0 sectors of 32 bytes per load instruction of a warp" in text
-    # the profiled run is longer than the timed one: the same bytes over the timed run
-    # against the device copy's bandwidth, as chapter 00 reads the same bytes
+    assert [r["level"].split(" ")[0] for r in table] == ["DRAM", "L2", "L1", "L1,"]
+    dram, l2, width, lines = table
     timed = 5e9 / (t["ms"] * 1e-3) / (t["dram_gbps"] * 1e9)
-    assert f"ms are {timed:.1%} of {t['dram_how']} {t['dram_gbps']:,.0f} GB/s" in text
-    # the L1's bytes over the timed run, against its width of 128 bytes per SM and clock
-    l1 = 32 * 5e10 / (t["ms"] * 1e-3) / (device.smem_bandwidth_gbps(GPU) * 1e9)
-    assert f"the L1's bytes over the timed run: " in text and f"{l1:.0%} of the " in text
-    # chapter 00 leaves the L1's lines to chapter 02
-    assert "line" not in text
+    assert dram["share of the limit"] == f"{timed:.1%}"
+    assert "(4 GB read, 1 GB written)" in dram["level"]
+    assert l2["bytes"] == "12.8 GB" and not l2["limit"]
+    assert "20.0 sectors per request" in width["level"]
+    l1 = 32 * 5e10 / (t["ms"] * 1e-3)
+    assert width["share of the limit"] == f"{l1 / (device.smem_bandwidth_gbps(GPU) * 1e9):.0%}"
+    # 33 sectors over 33 lines at BLOCK = 32, x->row: 32 B used per line
+    at_lines = 32 * GPU["sm_count"] * GPU["sm_clock_mhz"] * 1e6
+    assert lines["share of the limit"] == f"{l1 / at_lines:.0%}" and "32 B of it used" in lines["limit"]
 
 
 def test_bytes_plot_draws_five_bars_in_order_and_the_dram_limit(recording):
@@ -102,6 +103,10 @@ def test_bytes_plot_draws_five_bars_in_order_and_the_dram_limit(recording):
     assert widths == [t["matrices"], 5e9, 32 * 4e8, 32 * 5e10, pytest.approx(t["dram_limit"]),
                       pytest.approx(l1_limit)]
     assert ax.patches[-1].get_gid() == "the L1's limit"
+    # the limit that applies: one line per SM and clock, 32 B of each used, over the run
+    mark, = [ln for ln in ax.get_lines() if ln.get_gid() == "one line per clock"]
+    at_lines = 32 * GPU["sm_count"] * GPU["sm_clock_mhz"] * 1e6 * t["ms"] * 1e-3
+    assert mark.get_xdata()[0] == pytest.approx(at_lines)
     assert ax.get_xscale() == "log"
     dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
     assert len(dashed) == 1 and dashed[0].get_xdata()[0] == pytest.approx(t["dram_limit"])
@@ -110,7 +115,7 @@ def test_bytes_plot_draws_five_bars_in_order_and_the_dram_limit(recording):
 def test_without_the_study_nothing_is_invented(recording, capsys):
     recording(with_study=False)
     assert ch.traffic() is None
-    assert ch.summary().startswith("Not in this recording")
+    assert str(ch.summary()).startswith("Not in this recording")
     assert ch.bytes_plot() is None
     assert "Not in this recording" in capsys.readouterr().out
 
@@ -140,18 +145,6 @@ def test_a_row_profiled_on_another_gpu_is_not_used(recording, monkeypatch):
     assert ch.traffic() is None
 
 
-def test_the_summary_sets_the_l2_beside_dram_without_the_hit_rate(recording):
-    """The summary splits DRAM's bytes into read and written and sets the L2's bytes
-    beside them; it leaves out the L2 hit rate, whose counter covers every sector the
-    L2 looked up, so that no student multiplies it against the L2 bar."""
-    recording()
-    text = ch.summary()
-    assert "% of the sectors" not in text and "hit" not in text
-    assert "(4 GB read, 1 GB written)" in text, text
-    assert "the SMs asked the L2 for 12.8 GB (read and written); DRAM moved 39% as much" in text
-    assert "over the profiled run" not in text      # one DRAM-busy figure: the timed run's
-
-
 def test_the_stall_table_gives_the_reasons_of_the_recorded_profile():
     """The direct evidence that the loads hold the naive kernel back: chapter 02's
     profile of the same settings, each large reason with its cycles and share."""
@@ -164,14 +157,15 @@ def test_the_stall_table_gives_the_reasons_of_the_recorded_profile():
 
 
 def test_the_bytes_plot_title_states_the_verdict(recording):
-    """The figure stands alone: its title says how many times more DRAM would have to
-    move, the ratio the hatched bar draws."""
+    """The figure stands alone: its title says how close the L1 is to one line per clock
+    and what fraction of its limit DRAM moved, the ratio the hatched bar draws."""
     recording()
     t = ch.traffic()
     ax = ch.bytes_plot()
     ax = ax if hasattr(ax, "get_title") else ax.axes[0]
-    want = f"DRAM would need to move {t['dram_limit'] / t['bytes']['DRAM']:,.0f}x more"
-    assert ax.get_title().startswith(want), ax.get_title()
+    at_lines = ch.l1_line_rate(t)[1] * t["ms"] * 1e-3
+    assert f"the L1 is at {t['bytes']['L1'] / at_lines:.0%} of one line per clock" in ax.get_title()
+    assert f"DRAM at 1/{t['dram_limit'] / t['bytes']['DRAM']:,.0f} of its limit" in ax.get_title()
 
 
 def test_the_stall_table_leaves_out_the_issuing_warp_as_the_stall_plot_does(monkeypatch):

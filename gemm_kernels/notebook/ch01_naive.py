@@ -114,21 +114,46 @@ def host_side() -> str:
     return "\n".join(parts)
 
 
+def cuda_launch(shape=(1000, 700, 300), params: dict | None = None) -> str:
+    """The launch `gk.launch` makes, written as plain CUDA C++ with the numbers filled in:
+    the block and the grid the registry gives the naive kernel for `shape` (M, N, K), the
+    grid's x over the rows of C (M) with x->row and over its columns (N) with x->col, and
+    the `<<<grid, block>>>` call of the template instantiation by its C++ name."""
+    k = get_kernel(KERNEL)
+    p = k.resolve(params)
+    M, N, K = shape
+    grid, block = k.grid(p, shape), k.threads(p)
+    b = p["BLOCK"]
+    # which dimension of C the grid's x runs over, as the registry's grid sizes it
+    xs, ys = ("M", "N") if p["MAPPING"] == "x->row" else ("N", "M")
+    size = {"M": M, "N": N}
+    assert grid[:2] == (-(-size[xs] // b), -(-size[ys] // b)), (grid, p)
+    code = [(f"dim3 block({block[0]}, {block[1]});", "BLOCK x BLOCK threads"),
+            (f"dim3 grid(ceil_div({xs}, {b}), ceil_div({ys}, {b}));",
+             f"= ({grid[0]}, {grid[1]}): x runs over the {size[xs]:,} "
+             f"{'rows' if xs == 'M' else 'columns'} of C ({p['MAPPING']})")]
+    width = max(len(c) for c, _ in code) + 2
+    return "\n".join([f"// M = {M:,}, N = {N:,}, K = {K:,}; ceil_div(a, b) = (a + b - 1) / b"]
+                      + [f"{c:<{width}}// {note}" for c, note in code]
+                      + [f"{k.name_expression(p, shape)}<<<grid, block>>>"
+                         "(M, N, K, alpha, A, B, beta, C);"])
+
+
 def launch_naive(shape=(1000, 700, 300), params: dict | None = None) -> Text:
-    """`gk.launch` on the naive kernel: its host side (`host_side`), then the grid and
-    the block the launcher picks for `shape` (M, N, K), from the registry (no GPU
-    needed); live, the kernel also runs on random matrices and its C is compared with
-    cuBLAS's (cupy.matmul)."""
+    """`gk.launch` on the naive kernel, as the plain CUDA launch it makes (`cuda_launch`:
+    the grid and the block the registry gives for `shape` (M, N, K), no GPU needed) and
+    the thread count; live, the kernel also runs on random matrices and its C is compared
+    with cuBLAS's (cupy.matmul). The package's own lines for the same three steps are
+    `host_side`."""
     k = get_kernel(KERNEL)
     p = k.resolve(params)
     M, N, K = shape
     grid, block = k.grid(p, shape), k.threads(p)
     threads = grid[0] * grid[1] * block[0] * block[1]
-    text = (f"{host_side()}\n\n"
-            f"{k.name_expression(p, shape)} on C of {M:,} x {N:,}: a grid of "
-            f"{grid[0]} x {grid[1]} blocks of {block[0]} x {block[1]} threads, "
-            f"{grid[0]} x {grid[1]} x {block[0] * block[1]:,} = {threads:,} threads for "
-            f"{M * N:,} elements (the rest fail the edge test)")
+    text = (f"{cuda_launch(shape, params)}\n\n"
+            f"A grid of {grid[0]} x {grid[1]} blocks of {block[0]} x {block[1]} threads: "
+            f"{grid[0]} x {grid[1]} x {block[0] * block[1]:,} = {threads:,} threads for the "
+            f"{M * N:,} elements of C (the rest fail the edge test)")
     if not device.is_live():
         return Text(text + ".\nNo GPU here: the launch itself needs one.")
     import cupy
@@ -174,11 +199,10 @@ def registers_in_words(params: dict | None = None) -> Text:
     props = device_props()
     threads, file = props.get("max_threads_per_sm"), props.get("registers_per_sm")
     occ = analysis.kernel_occupancy(KERNEL, params, registers=timed)
-    source = ("the binary that was timed uses " if timed else "ptxas here reports ") + \
-        f"{regs} registers per thread" + \
+    source = f"each thread uses {regs} registers" + \
         ("" if not timed or timed == s["registers"] else
-         f" (ptxas {compiler.ptxas_version()} here: {s['registers']})") + \
-        (", as the compiler here reports" if timed == s["registers"] else "")
+         f" (in the binary that was timed; ptxas {compiler.ptxas_version()} here: "
+         f"{s['registers']})")
     if not (threads and file):
         return Text(source + ".")
     used = regs * threads

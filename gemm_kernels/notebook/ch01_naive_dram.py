@@ -96,9 +96,11 @@ def bytes_plot(study: str = STUDY, ax=None):
     """One bar per level on a log scale, top to bottom: A, B and C once each; the bytes
     that crossed DRAM; the sectors the SMs asked of the L2 and the warps asked of the L1
     (x 32 B); and, hatched, the DRAM traffic that would make DRAM the limit in the
-    kernel's timed run, also drawn as a dashed line down the picture. The L1's bar has
-    its own limit, a dotted red outline: its width (`l1_byte_rate`) over the same timed run,
-    so that the L1's bytes are read against the L1, not against DRAM. Each bar says its
+    kernel's timed run, also drawn as a dashed line down the picture. The L1's bar is read
+    against two marks of its own over the same timed run: a dotted red outline, its byte
+    width (`l1_byte_rate`: 128 B per SM and clock), which it is far below, and a thick
+    black mark, the bytes it passes at one 128-byte line per SM and clock with the bytes this
+    kernel uses of each line (`l1_line_rate`), which it nearly reaches. Each bar says its
     bytes and its multiple of A, B and C, which the top axis also gives."""
     import matplotlib.pyplot as plt
     t = traffic(study)
@@ -112,9 +114,10 @@ def bytes_plot(study: str = STUDY, ax=None):
             ("L1: sectors the warps asked for, x 32 B", t["bytes"]["L1"], "C3", None),
             (f"DRAM bytes that would make DRAM its limit\n({t['ms']:,.0f} ms at "
              f"{t['dram_how']} {t['dram_gbps']:,.0f} GB/s)", t["dram_limit"], "white", "//")]
-    rate = l1_byte_rate(t)
-    # the L1's own yardstick: its width over the same timed run
+    rate, lines = l1_byte_rate(t), l1_line_rate(t)
+    # the L1's own yardsticks over the same timed run: its byte width, and one line per clock
     l1_limit = rate[1] * t["ms"] * 1e-3 if rate else None
+    l1_lines = lines[1] * t["ms"] * 1e-3 if lines else None
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 3.8))
     ys = range(len(bars))[::-1]
@@ -130,65 +133,74 @@ def bytes_plot(study: str = STUDY, ax=None):
     if l1_limit:
         ax.barh(ys[3], l1_limit, fill=False, edgecolor="C3", ls=":", lw=1.5, height=0.8,
                 zorder=0, gid="the L1's limit")
-        ax.text(l1_limit * 1.15, ys[3], f"the L1's limit, {bytes_text(l1_limit)}\n"
-                f"({bytes_text(rate[1])}/s x {t['ms']:,.0f} ms)", color="C3", fontsize=9,
+        ax.text(l1_limit * 1.15, ys[3] + 0.2, f"the L1's byte width (128 B per SM per clock):\n"
+                f"{bytes_text(l1_limit)} in {t['ms']:,.0f} ms", color="C3", fontsize=9,
                 va="center", bbox=dict(fc="white", ec="none", pad=1))
+    if l1_lines:
+        ax.plot([l1_lines] * 2, [ys[3] - 0.45, ys[3] + 0.45], color="k", lw=3,
+                solid_capstyle="butt", gid="one line per clock")
+        ax.text(l1_limit * 1.15 if l1_limit else l1_lines * 1.15, ys[3] - 0.45,
+                f"thick black mark: one 128-byte line per SM per clock,\n{lines[0]:g} B of "
+                f"it used: {bytes_text(l1_lines)} in {t['ms']:,.0f} ms", color="k",
+                fontsize=9, va="center", bbox=dict(fc="white", ec="none", pad=1))
     ax.set_yticks(list(ys), [b[0] for b in bars], fontsize=9)
     ax.set_xscale("log")
     ax.set_xlim(mats / 3, max(max(b[1] for b in bars) * 30, (l1_limit or 0) * 12))
     top = ax.secondary_xaxis("top", functions=(lambda b: b / mats, lambda m: m * mats))
     top.set_xlabel("times A, B and C (log scale)", fontsize=9)
     ax.set_xlabel("bytes (log scale)")
-    ax.set_title(f"DRAM would need to move {t['dram_limit'] / t['bytes']['DRAM']:,.0f}x more "
-                 f"to be the limit: the naive kernel ({_settings(t)}) at {t['size']}^3,\n"
+    verdict = (f"the L1 is at {t['bytes']['L1'] / l1_lines:.0%} of one line per clock, "
+               if l1_lines else "")
+    ax.set_title(f"The naive kernel ({_settings(t)}) at {t['size']}^3: {verdict}"
+                 f"DRAM at 1/{t['dram_limit'] / t['bytes']['DRAM']:,.0f} of its limit;\n"
                  f"its bytes at each level, counted by Nsight Compute; {records.source()}",
                  fontsize=10, pad=12)
     ax.grid(True, axis="x", which="major", alpha=0.3)
     return ax
 
 
-def summary(study: str = STUDY) -> Text:
-    """The recorded counts behind the verdict, in words: what DRAM moved (read and
-    written apart) and how busy that kept it over the timed run (against the device copy,
-    as chapter 00 reads it), the L2's bytes beside
-    DRAM's, the roof its counted bytes allow, and how many 32-byte sectors a warp's load
-    instruction asked of the L1 (chapter 02 explains why that, not DRAM, sets the pace),
-    and the L1's bytes over the timed run against its width, far below it.
+def summary(study: str = STUDY):
+    """The recorded counts behind the chart, as a small table: each level's bytes, the
+    same bytes per second of the timed run, the limit they are read against and the
+    share of it. DRAM (read and written apart) against the device copy, as chapter 00
+    reads it; the L2's bytes without a limit (none is measured here); the L1's bytes,
+    with its sectors per request (a request: one load instruction of a warp), against
+    its byte width and against one 128-byte line per SM and clock with the bytes this
+    kernel uses of each line (chapter 02 explains why that, not the width, is the limit).
     The profiler's own DRAM-busy figure and the L2 hit rate are left out: the first is
     over the profiled run, at a lower clock than the timed one; the second counts every
     sector the L2 looked up, not only the SMs' requests of the L2 bar."""
+    from gemm_kernels.core.table import Table
     t = traffic(study)
     if t is None:
         return Text(f"Not in this recording: the {STUDY} study, or the naive kernel's rate.")
-    b = t["bytes"]
-    roof, roof_name = min((t["peak"], "the FP32 peak"), (t["dram_roof"], "DRAM's"))
-    lines = [
-        f"The naive kernel ({_settings(t)}) at {t['size']}^3, {t['gflops']:,.0f} GFLOP/s "
-        f"({records.source()}):",
-        f"  DRAM moved {bytes_text(b['DRAM'])} ({bytes_text(t['dram_read'])} read, "
-        f"{bytes_text(t['dram_written'])} written), 1/{t['dram_limit'] / b['DRAM']:,.0f} "
-        f"of the {bytes_text(t['dram_limit'])} that would make DRAM its limit",
-        f"  DRAM busy: those bytes over the timed {t['ms']:,.0f} ms are "
-        f"{b['DRAM'] / (t['ms'] * 1e-3) / (t['dram_gbps'] * 1e9):.1%} of "
-        f"{t['dram_how']} {t['dram_gbps']:,.0f} GB/s"
-        + (" (chapter 00's measured device-to-device copy)"
-           if t["dram_how"] == "the device copy's" else ""),
-        f"  the SMs asked the L2 for {bytes_text(b['L2'])} (read and written); DRAM moved "
-        f"{b['DRAM'] / b['L2']:.0%} as much",
-        f"  {t['flop_per_dram_byte']:.1f} FLOP per DRAM byte: the lower roof there is "
-        f"{roof_name}, {roof / 1000:.1f} TFLOP/s, {roof / t['gflops']:,.0f} times its rate",
-        f"  the L1 was asked for {bytes_text(b['L1'])}, {b['L1'] / b['DRAM']:,.0f} times "
-        f"DRAM's bytes: {t['sectors_per_load']:.1f} sectors of 32 bytes per load "
-        f"instruction of a warp, whose 32 lanes load 4 bytes each",
-    ]
-    rate = l1_byte_rate(t)
+    b, sec = t["bytes"], t["ms"] * 1e-3
+    per_s = lambda n: f"{bytes_text(n / sec)}/s"      # noqa: E731 -- over the timed run
+    rows = [{"level": f"DRAM ({bytes_text(t['dram_read'])} read, "
+                      f"{bytes_text(t['dram_written'])} written)",
+             "bytes": bytes_text(b["DRAM"]), "per second": per_s(b["DRAM"]),
+             "limit": f"{t['dram_gbps']:,.0f} GB/s ({t['dram_how']} bandwidth"
+                      + (", chapter 00)" if t["dram_how"] == "the device copy's" else ")"),
+             "share of the limit": f"{b['DRAM'] / sec / (t['dram_gbps'] * 1e9):.1%}"},
+            {"level": "L2 (what the SMs asked for)", "bytes": bytes_text(b["L2"]),
+             "per second": per_s(b["L2"]), "limit": "", "share of the limit": ""}]
+    rate, lines = l1_byte_rate(t), l1_line_rate(t)
+    l1 = f"L1 (what the warps asked for: {t['sectors_per_load']:.1f} sectors per request)"
     if rate:
-        # bytes over time, against the L1's width (chapter 02): far below it, so the
-        # L1's limit is not bytes
-        lines.append(f"  the L1's bytes over the timed run: {bytes_text(rate[0])}/s, "
-                     f"{rate[0] / rate[1]:.0%} of the {bytes_text(rate[1])}/s its 128 bytes "
-                     "per SM and clock allow")
-    return Text("\n".join(lines))
+        rows.append({"level": l1, "bytes": bytes_text(b["L1"]), "per second": per_s(b["L1"]),
+                     "limit": f"{bytes_text(rate[1])}/s: its byte width, 128 B per SM "
+                              "per clock",
+                     "share of the limit": f"{rate[0] / rate[1]:.0%}"})
+    if lines:
+        rows.append({"level": "L1, the same bytes" if rate else l1,
+                     "bytes": bytes_text(b["L1"]), "per second": per_s(b["L1"]),
+                     "limit": f"{bytes_text(lines[1])}/s: one 128-byte line per SM per "
+                              f"clock, {lines[0]:g} B of it used",
+                     "share of the limit": f"{b['L1'] / sec / lines[1]:.0%}"})
+    return Table(rows, list(rows[0]),
+                 title=f"the naive kernel ({_settings(t)}) at {t['size']}^3, "
+                       f"{t['gflops']:,.0f} GFLOP/s, timed run {t['ms']:,.0f} ms: each "
+                       f"level's bytes against its limit ({records.source()})")
 
 
 def l1_byte_rate(t: dict | None = None) -> tuple[float, float] | None:
@@ -200,6 +212,22 @@ def l1_byte_rate(t: dict | None = None) -> tuple[float, float] | None:
     if t is None or not width:
         return None
     return t["bytes"]["L1"] / (t["ms"] * 1e-3), width * 1e9
+
+
+def l1_line_rate(t: dict | None = None) -> tuple[float, float] | None:
+    """The bytes the profiled kernel's warps use of each 128-byte line they touch (its
+    sectors per step x 32 B over its lines per step, counted from the index expressions),
+    and the bytes per second its L1 passes at one line per SM and clock with that use
+    (the limit chapter 02 derives), from `traffic` (None where it, the SMs or the clock
+    are missing)."""
+    from gemm_kernels.memory import ch01_02_sectors
+    t = traffic() if t is None else t
+    props = roofline.device_properties()
+    if t is None or not props.get("sm_count") or not props.get("sm_clock_mhz"):
+        return None
+    row, = ch01_02_sectors.sector_table([("naive", t["params"])])
+    used = row["sectors per step (A + B)"] * roofline.SECTOR_BYTES / row["128-byte lines (A + B)"]
+    return used, used * props["sm_count"] * props["sm_clock_mhz"] * 1e6
 
 
 def line_pace(study: str = STUDY) -> Text:
@@ -229,7 +257,7 @@ def line_pace(study: str = STUDY) -> Text:
         f"Each line gives the warp {sectors / lines:g} sector of {roofline.SECTOR_BYTES} "
         f"bytes out of its {line_bytes}, so the L1 delivers "
         f"{sectors * roofline.SECTOR_BYTES / lines:g} / {line_bytes} = {used:.0%} of the "
-        "bytes it could: the share of its width printed above.")
+        "bytes it could: the share of its byte width in the table above.")
 
 
 def _profiled(params: dict, study: str):
