@@ -49,6 +49,24 @@ def test_cublas_table_shows_the_spread_and_the_share_of_the_peak(fake):
     assert "cuBLAS same run" not in t.columns and "% of cuBLAS" not in t.columns
 
 
+def test_few_tiles_bound_sets_the_busy_sms_peak_against_cublas(fake):
+    # 1024^3 with 128 x 128 tiles: 64 blocks on 64 of 100 SMs, 64 x 128 x 2 x 2 GHz
+    # = 32.8 TFLOP/s; the fake cuBLAS runs at 1 TFLOP/s, within it
+    text = str(ch00_ceilings.few_tiles_bound())
+    assert "1024^2 / 128^2 = 64 blocks" in text and "64 of the 100 SMs" in text
+    assert "64 x 128 x 2 x 2.000 GHz = 32.8 TFLOP/s" in text
+    assert "1.0 TFLOP/s (median; fastest call 1.1)" in text
+    assert "does not rule out" in text
+    # 2048^3 (the fake cuBLAS: 2 TFLOP/s) in 1024 x 1024 tiles: 4 SMs, 2.048 TFLOP/s, just
+    # within; in one 2048 x 2048 tile: 1 SM, 0.512 TFLOP/s, ruled out
+    big = str(ch00_ceilings.few_tiles_bound(2048, 1024))
+    assert "4 blocks" in big and "4 x 128 x 2 x 2.000 GHz = 2.0 TFLOP/s" in big
+    assert "does not rule out" in big      # 2.0 is not above 2.048
+    tiny = str(ch00_ceilings.few_tiles_bound(2048, 2048))
+    assert "1 blocks" in tiny and "cuBLAS does not run 2048 x 2048 tiles" in tiny
+    assert str(ch00_ceilings.few_tiles_bound(4096)).startswith("Not in this recording")
+
+
 def test_pitfalls_give_times_for_people_and_the_share(fake):
     host, harness, zeros = ch00_ceilings.pitfalls()
     col = "% of the harness's time"
@@ -119,6 +137,7 @@ def test_check_a100_names_the_128_lanes_slip_once(capsys):
 
 def test_check_a100_names_the_unit_slips(capsys):
     assert "TFLOP/s" in _a100(capsys, 19.49, 9.56, 58)
+    assert "that is FLOP/s" in _a100(capsys, 19.492e12, 9.56, 58)
     assert "MB/s" in _a100(capsys, 19492, 0.00956, 58)
     assert "TB/s" in _a100(capsys, 19492, 9560, 58)
 

@@ -227,11 +227,8 @@ def test_dram_point_says_what_dram_would_have_to_carry(recording):
     ms = 2 * SIZE ** 3 / 1000.0e9 * 1e3
     assert p["ms"] == pytest.approx(ms)
     assert p["limit_bytes"] == pytest.approx(3000e9 * ms * 1e-3)
-    row = {r["kernel"]: r for r in roofline.dram_table(["naive"], size=SIZE)}["01 naive"]
-    assert row["times A, B and C"] == pytest.approx(p["limit_bytes"] / (3 * SIZE * SIZE * 4))
 
 
 def test_a_kernel_without_a_rate_is_left_out(recording):
     recording()
     assert roofline.dram_point("coalesced", SIZE) is None
-    assert [r["kernel"] for r in roofline.dram_table(["coalesced"], size=SIZE)] == ["cuBLAS"]

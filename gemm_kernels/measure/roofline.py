@@ -459,8 +459,7 @@ def chapter_plot(kernels=(), size: int = GROWING_SIZE, ax=None):
     where the recording has the count at this size (filled marker), else the model's
     n/6, each matrix crossing DRAM once (hollow); the legend draws each kernel's marker
     as the plot does. The ridges are named in the legend only (three labels close
-    together above the roof would be unreadable); how far left a kernel would have to
-    move for DRAM to limit it is `dram_table`'s, in numbers."""
+    together above the roof would be unreadable)."""
     import matplotlib.pyplot as plt
     import numpy as np
     from matplotlib.lines import Line2D
@@ -510,32 +509,6 @@ def chapter_plot(kernels=(), size: int = GROWING_SIZE, ax=None):
               borderaxespad=0)
     ax.grid(True, which="both", alpha=0.3)
     return ax
-
-
-def dram_table(kernels=(), size: int = GROWING_SIZE):
-    """The numbers behind `chapter_plot`, per kernel: rate, share of the FP32 peak, time,
-    FLOP per DRAM byte (counted or modelled) and the DRAM bytes it would have to move for
-    the measured DRAM ceiling to be its limit, also as a multiple of A, B and C."""
-    from gemm_kernels.core.table import Table
-    props = device_properties()
-    peak = device.peak_fp32_gflops(props)
-    matrices = 3 * size * size * 4
-    rows = []
-    for k in ["cublas", *kernels]:
-        p = dram_point(k, size, props)
-        if p is None:
-            continue
-        rows.append({
-            "kernel": p["label"], "GFLOP/s": p["gflops"],
-            "% of FP32 peak": 100 * p["gflops"] / peak, "time, ms": p["ms"],
-            "FLOP per DRAM byte": p["x"],
-            "bytes from": "Nsight Compute" if p["how"] == "ncu" else
-                          "model: each matrix once",
-            "GB for DRAM to limit it": p["limit_bytes"] / 1e9 if p["limit_bytes"] else None,
-            "times A, B and C": p["limit_bytes"] / matrices if p["limit_bytes"] else None})
-    return Table(rows, list(rows[0]) if rows else ["kernel"],
-                 title=f"{size}^3: A, B and C hold {matrices / MB:,.0f} MB; "
-                       f"{records.source()}")
 
 
 def pitfalls_table():

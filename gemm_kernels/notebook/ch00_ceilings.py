@@ -76,6 +76,33 @@ def naive_dram_gap(size: int = roofline.GROWING_SIZE) -> Text:
                 f"move {p['ms'] / dram_ms:,.0f} times the bytes it moved.")
 
 
+def few_tiles_bound(size: int = 1024, tile: int = 128) -> Text:
+    """The arithmetic behind "too few output tiles" at a small size: if each block took a
+    `tile` x `tile` tile of C, only (size / tile)^2 blocks, so at most that many SMs,
+    would work; their peak (those SMs x lanes x 2 x clock) set against cuBLAS's recorded
+    rate at size^3 says whether cuBLAS can be working that way."""
+    props = roofline.device_properties()
+    lanes = props.get("fp32_lanes_per_sm") or device.fp32_lanes(props["compute_capability"])
+    try:
+        g = lookup.measure_or_lookup("cublas", (size, size, size))["gflops"]
+    except LookupError:
+        return Text(f"Not in this recording: cuBLAS at {size}^3.")
+    tiles = (size // tile) ** 2
+    busy = min(tiles, props["sm_count"])
+    ghz = props["sm_clock_mhz"] / 1000
+    bound = busy * lanes * 2 * ghz                               # GFLOP/s
+    head = (f"{tile} x {tile} tiles of C at {size}^3: {size}^2 / {tile}^2 = {tiles} blocks, "
+            f"so at most {busy} of the {props['sm_count']} SMs work. Their peak: {busy} x "
+            f"{lanes} x 2 x {ghz:.3f} GHz = {bound / 1000:.1f} TFLOP/s.\n"
+            f"cuBLAS at {size}^3: {g['median'] / 1000:.1f} TFLOP/s (median; fastest call "
+            f"{g['max'] / 1000:.1f}).\n")
+    if g["median"] > bound:
+        return Text(head + f"That is more than {busy} SMs can deliver: cuBLAS does not run "
+                    f"{tile} x {tile} tiles here.")
+    return Text(head + f"That is within what {busy} SMs can deliver: the measurement does "
+                f"not rule out {tile} x {tile} tiles.")
+
+
 def littles_law(latency_ns: float = 1000.0, threads_per_sm: int = 2048) -> Text:
     """The order of magnitude behind the solution's Little's-law hypothesis. The bytes an
     SM must keep in flight to keep DRAM's reads busy: the read half of the DRAM bandwidth
@@ -156,7 +183,8 @@ _SLIPS = {
              (0.5, "half the right value: each lane does one FMA, 2 FLOP, per clock"),
              (1e-3, "a thousand times too small: that is TFLOP/s, the cell asks for GFLOP/s"),
              (1e3, "a thousand times too large: clock in MHz gives MFLOP/s; divide by "
-                   "1,000 for GFLOP/s")),
+                   "1,000 for GFLOP/s"),
+             (1e9, "a billion times too large: that is FLOP/s, the cell asks for GFLOP/s")),
     "ridge": ((1e-3, "a thousand times too small: the bandwidth in MB/s? GFLOP/s over "
                      "GB/s gives FLOP per byte"),
               (1e3, "a thousand times too large: GFLOP/s over TB/s (2.039)? Take both in "
