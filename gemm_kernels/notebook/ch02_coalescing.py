@@ -38,20 +38,26 @@ def l1_bandwidth(props: dict | None = None) -> Text:
                 f"{props['sm_clock_mhz']:,.0f} MHz x {LINE_BYTES} B = {gbps / 1e3:,.1f} TB/s.")
 
 
-def naive_l1_bytes() -> Text:
-    """Chapter 01's naive kernel (`ch01_naive_dram`): the bytes of the sectors it asked of
-    its L1 per second of the timed run, as a share of the L1's width: far below it."""
+def naive_l1_bytes(params=None, size: int = 2048) -> Text:
+    """The naive kernel that reads down a column (x->row, BLOCK = 32) at `size`^3: the
+    bytes of the sectors its global loads asked of the L1 (counted by Nsight Compute in
+    `L1_STUDY`) per second of the timed run, as a share of the L1's width: far below it,
+    and about the share of each 128-byte line its warps use."""
+    from gemm_kernels.measure import lookup
     from gemm_kernels.notebook import ch01_naive_dram
-    t = ch01_naive_dram.traffic()
-    rate = ch01_naive_dram.l1_byte_rate(t)
-    if rate is None:
-        return Text("Chapter 01's byte count is not in this recording.")
-    lim = model.line_limit(t["kernel"], t["params"])
+    params = {"BLOCK": 32, "MAPPING": "x->row"} if params is None else params
+    sectors = profiled("naive", params).get(model.SECTORS_LD)
+    width = device.smem_bandwidth_gbps(model.device_props())
+    if sectors is None or not width:
+        return Text("The naive kernel's sector count is not in this recording.")
+    gflops = lookup.measure_or_lookup("naive", (size,) * 3, params)["gflops"]["median"]
+    rate = sectors * model.SECTOR / (2 * size ** 3 / (gflops * 1e9))
+    lim = model.line_limit("naive", params)
     per_line = lim["sectors"] / lim["lines"]
-    return Text(f"Chapter 01's naive kernel ({model.label(t['kernel'], t['params'])}) at "
-                f"{t['size']}^3 moved {ch01_naive_dram.bytes_text(rate[0])}/s of sectors "
-                f"through its L1: {rate[0] / rate[1]:.0%} of the "
-                f"{ch01_naive_dram.bytes_text(rate[1])}/s above.\nIts warps use "
+    return Text(f"The naive kernel ({model.label('naive', params)}) at {size}^3 moved "
+                f"{ch01_naive_dram.bytes_text(rate)}/s of load sectors through its L1: "
+                f"{rate / (width * 1e9):.0%} of the "
+                f"{ch01_naive_dram.bytes_text(width * 1e9)}/s above.\nIts warps use "
                 f"{per_line:.0f} sector of {model.SECTOR} bytes in each {model.LINE}-byte line "
                 f"they touch: {per_line * model.SECTOR / model.LINE:.0%} of a line.")
 
@@ -240,16 +246,14 @@ def _profiled_steps(study: str, rec):
             yield shape, step, (row or {}).get("metrics", {}), lim, per
 
 
-def alignment_counts_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1), kernels=None):
-    """The alignment section's evidence in one table, per kernel, size (aligned first) and
-    BLOCK: a warp's wavefronts per step in the L1's two stages, modelled (`line_limit`:
-    the tag stage's ceil(lines / 4) per load, the data stage's words on the busiest bank)
-    and counted by Nsight Compute (`TAG_WAVEFRONTS`, `ch01_02_sectors.WAVEFRONTS`), the
-    limit the slower modelled stage sets, and the rate timed without the profiler
-    (`_alignment_rate`) as a share of it. `kernels` keeps only those kernels' rows (the
-    notebook shows the naive rows open and folds the coalesced ones, which answer the
-    pencil exercise)."""
-    from gemm_kernels.core.table import Table
+def _alignment_rows(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1), kernels=None):
+    """The alignment section's evidence, per kernel, size (aligned first) and BLOCK: a
+    warp's wavefronts per step in the L1's two stages, modelled (`line_limit`: the tag
+    stage's ceil(lines / 4) per load, the data stage's words on the busiest bank) and
+    counted by Nsight Compute (`TAG_WAVEFRONTS`, `ch01_02_sectors.WAVEFRONTS`), the limit
+    the slower modelled stage sets, and the rate timed without the profiler
+    (`_alignment_rate`) as a share of it; with the recordings' labels. `kernels` keeps
+    only those kernels' rows."""
     rows, where = [], set()
     for study in studies_:
         if kernels is not None and studies.get(study).steps[0].kernel not in kernels:
@@ -260,6 +264,7 @@ def alignment_counts_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1), kernels=
         for shape, step, m, lim, per in _profiled_steps(study, rec):
             rate = _alignment_rate(step.kernel, step.params, shape[0])
             limit = lim["stage GFLOP/s"]
+            slower = max(lim["tags"], lim["banks"])
             rows.append({"configuration": model.label(step.kernel, step.params),
                          "M = N = K": shape[0],
                          "lines/step": _mean(lim["lines"]),
@@ -267,14 +272,41 @@ def alignment_counts_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1), kernels=
                          "tag stage (counted)": per(m.get(TAG_WAVEFRONTS)),
                          "data stage (model)": _mean(lim["banks"]),
                          "data stage (counted)": per(m.get(model.WAVEFRONTS)),
-                         "limit, slower stage": limit,
+                         "slower stage (model)": "tag" if lim["tags"] > lim["banks"]
+                         else "data" if lim["banks"] > lim["tags"] else "both",
+                         "wavefronts/step": _mean(slower),
+                         "limit (GFLOP/s)": limit,
                          "timed (GFLOP/s)": rate if rate is not None else "not timed",
                          "timed / limit": f"{rate / limit:.0%}"
                          if rate is not None and limit else "-"})
-    return Table(rows, list(rows[0]), title="one warp's L1 wavefronts per step in each "
-                 "stage (tag: ceil(lines / 4) per load; data: words on the busiest bank), "
-                 f"modelled and counted by Nsight Compute ({'; '.join(sorted(where)) or 'not recorded'}); "
-                 "rates timed without the profiler")
+    return rows, "; ".join(sorted(where)) or "not recorded"
+
+
+STAGE_COLUMNS = ("configuration", "M = N = K", "lines/step", "tag stage (model)",
+                 "tag stage (counted)", "data stage (model)", "data stage (counted)")
+LIMIT_COLUMNS = ("configuration", "M = N = K", "slower stage (model)", "wavefronts/step",
+                 "limit (GFLOP/s)", "timed (GFLOP/s)", "timed / limit")
+
+
+def alignment_counts_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1), kernels=None):
+    """Model against count, stage by stage (`_alignment_rows`): a warp's wavefronts per
+    step in the tag and data stages, modelled and counted by Nsight Compute. The rates
+    are `alignment_limits_table`'s, so that each table stays narrow. `kernels` keeps only
+    those kernels' rows (the notebook shows the naive rows open and folds the coalesced
+    ones, which answer the pencil exercise)."""
+    from gemm_kernels.core.table import Table
+    rows, where = _alignment_rows(studies_, kernels)
+    return Table([{c: r[c] for c in STAGE_COLUMNS} for r in rows], list(STAGE_COLUMNS),
+                 title=f"one warp's L1 wavefronts per step, model and count ({where})")
+
+
+def alignment_limits_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1), kernels=None):
+    """The rate side of `_alignment_rows`: the slower modelled stage, its wavefronts per
+    step, the limit they set, and the rate timed without the profiler as a share of it."""
+    from gemm_kernels.core.table import Table
+    rows, where = _alignment_rows(studies_, kernels)
+    return Table([{c: r[c] for c in LIMIT_COLUMNS} for r in rows], list(LIMIT_COLUMNS),
+                 title=f"the slower stage's limit and the timed rate ({where})")
 
 
 def naive_off_lines(params=None, sizes=(2048, MISALIGNED_N)) -> Text:
@@ -300,16 +332,16 @@ def naive_off_lines(params=None, sizes=(2048, MISALIGNED_N)) -> Text:
 
 
 def stage_rule_fit(size: int = MISALIGNED_N) -> Text:
-    """How well the two-stage rule holds, from `alignment_counts_table`: the largest
+    """How well the two-stage rule holds, from `_alignment_rows`: the largest
     timed / limit of any row (none above 100% means no rate breaks the rule), the range of
     timed / limit at the misaligned size (how loose a bound it is there), and how far the
     counted wavefronts of either stage rise above the model there."""
-    rows = list(alignment_counts_table())
+    rows, _ = _alignment_rows()
     timed = [r for r in rows if isinstance(r["timed (GFLOP/s)"], (int, float))
-             and r["limit, slower stage"]]
+             and r["limit (GFLOP/s)"]]
     if not timed:
         return Text("The rates were not timed.")
-    share = {id(r): r["timed (GFLOP/s)"] / r["limit, slower stage"] for r in timed}
+    share = {id(r): r["timed (GFLOP/s)"] / r["limit (GFLOP/s)"] for r in timed}
     off = [share[id(r)] for r in timed if r["M = N = K"] == size]
     over = [(float(r[f"{st} stage (counted)"]) / float(r[f"{st} stage (model)"]) - 1,
              f"the {st} stage of {r['configuration']}")
@@ -351,12 +383,12 @@ def bank_conflicts(m: dict) -> float | None:
 
 
 def wavefront_parts_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1)):
-    """Three of the L1's counters side by side, per warp and step, for both kernels on and
-    off 128-byte lines: the data stage's wavefronts, its bank conflicts, our subtraction of
-    the two (the data stage's wavefronts without conflicts), the load requests, and the
-    tag stage's wavefronts. The profiler does not split the data stage's count; the
-    subtraction is ours, and the tag stage's count is that stage's own work, not the data
-    stage's input (for the naive kernel at 2047 it is the larger of the two)."""
+    """Three of the L1's counters side by side, per warp and step, on and off 128-byte
+    lines, for the launches whose bank conflicts were recorded: the data stage's
+    wavefronts, its bank conflicts, our subtraction of the two (the data stage's
+    wavefronts without conflicts), the load requests, and the tag stage's wavefronts. The
+    profiler does not split the data stage's count; the subtraction is ours. Launches
+    without the conflict counter are left out rather than shown with holes."""
     from gemm_kernels.core.table import Table
     rows, where = [], set()
     for study in studies_:
@@ -365,16 +397,20 @@ def wavefront_parts_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1)):
             where.add(rec.label)
         for shape, step, m, lim, per in _profiled_steps(study, rec):
             data, tag, bank = m.get(model.WAVEFRONTS), m.get(TAG_WAVEFRONTS), bank_conflicts(m)
+            if bank is None:        # a launch without its conflicts has nothing to show here
+                continue
             rows.append({"configuration": model.label(step.kernel, step.params),
                          "M = N = K": shape[0],
                          "load requests": per(m.get(model.REQUESTS_LD)),
                          "data stage: wavefronts": per(data),
-                         "data stage: bank conflicts": per(bank)
-                         if bank is not None else "not recorded",
+                         "data stage: bank conflicts": per(bank),
                          "data stage: wavefronts - conflicts (our arithmetic)": per(data - bank)
-                         if None not in (data, bank) else "-",
+                         if data is not None else "-",
                          "tag stage: wavefronts": per(tag)})
-    return Table(rows, list(rows[0]), title="the L1's counters per warp and step, and our "
+    columns = ["configuration", "M = N = K", "load requests", "data stage: wavefronts",
+               "data stage: bank conflicts",
+               "data stage: wavefronts - conflicts (our arithmetic)", "tag stage: wavefronts"]
+    return Table(rows, columns, title="the L1's counters per warp and step, and our "
                  "arithmetic on them (Nsight Compute, "
                  f"{'; '.join(sorted(where)) or 'not recorded'})")
 
@@ -423,29 +459,34 @@ def two_stage_picture(kernel: str = "naive", params=None, sizes=(2048, MISALIGNE
     stage: the load's distinct lines, `TAG_LINES` to a wavefront, one wavefront per row of
     boxes. Right, the data stage: its words on the 32 banks, one word per bank and
     wavefront, so a bank's stack is its wavefronts. Both panels of a size share the
-    wavefront axis: the taller one is the slower stage, and it sets the load's time."""
+    wavefront axis, and all rows one scale: the taller one is the slower stage, and it
+    sets the load's time; the same count looks the same height at either size."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
     params = {"BLOCK": 32, "MAPPING": "x->row"} if params is None else params
     banks, per = device.SMEM_BANKS, model.TAG_LINES
     fig, axes = plt.subplots(len(sizes), 2, figsize=(11, 3.2 * len(sizes) + 0.6),
                              gridspec_kw={"width_ratios": [1, 3]})
+    loads = {n: [l["A"] for l in model.warp_elements(kernel, params, n, n, n) if l["active"]]
+             for n in sizes}
+    top = max(max(-(-model.lines(i) // per), model.bank_words(i)) for i in loads.values())
+    top = top * 1.2 + 0.5          # one scale for every row
+    box = {"edgecolor": "white", "lw": 0.8}     # each box stays visible at any height
     for (tag_ax, data_ax), n in zip(axes, sizes):
-        idx = [l["A"] for l in model.warp_elements(kernel, params, n, n, n) if l["active"]]
+        idx = loads[n]
         line_of = sorted({i * 4 // model.LINE for i in idx})
         n_tags = -(-len(line_of) // per)
         for j, line in enumerate(line_of):
             tag_ax.add_patch(Rectangle((j % per + 0.05, j // per + 0.05), 0.9, 0.9,
-                                       color="#7fb3d5"))
+                                       facecolor="#7fb3d5", **box))
         depth = {}
         for w in sorted(set(idx)):
             level = depth.get(w % banks, 0)
             depth[w % banks] = level + 1
             data_ax.add_patch(Rectangle((w % banks - 0.45, level + 0.05), 0.9, 0.9,
-                                        color="#f2a541"))
+                                        facecolor="#f2a541", **box))
         n_data = model.bank_words(idx)
         assert n_data == max(depth.values()) and len(line_of) == model.lines(idx)
-        top = max(n_tags, n_data) * 1.2 + 0.5
         tag_ax.set_xlim(0, per)
         data_ax.set_xlim(-0.6, banks - 0.4)
         for ax in (tag_ax, data_ax):
@@ -556,12 +597,16 @@ def kernel_skeleton() -> Text:
     return Text("\n".join(lines))
 
 
+# 111/32 = 3.47 lines, so the natural rounding 3.5 counts as right; the aligned 3 does not
+LINES_TOLERANCE = 0.04
+
+
 def misaligned_lines(lines=None, limit=None) -> None:
     """The counting task, checked: the coalesced kernel at BLOCK = 16 with M = N = K =
     2047, before any table of the chapter shows it. The student enters the mean lines
     per step over 32 steps and the limit (GFLOP/s) they give. A wrong count gets a
     question, not the number; the aligned count (3) gets a word on where the rows of B
-    start; once both are right (the count within 0.02, the limit within 3%), the second
+    start; once both are right (the count within `LINES_TOLERANCE`, the limit within 3%), the second
     count (words on the busiest bank) and its limit, the aligned case, and the rates
     measured at both sizes against both limits."""
     if lines is None or limit is None:
@@ -572,8 +617,8 @@ def misaligned_lines(lines=None, limit=None) -> None:
     n = MISALIGNED_N
     lim = model.line_limit(kernel, params, shape=(n, n, n), steps=MISALIGNED_STEPS)
     aligned = model.line_limit(kernel, params)
-    if abs(float(lines) - lim["lines"]) > 0.02:
-        if abs(float(lines) - aligned["lines"]) <= 0.02:
+    if abs(float(lines) - lim["lines"]) > LINES_TOLERANCE:
+        if abs(float(lines) - aligned["lines"]) <= LINES_TOLERANCE:
             print(f"{lines} lines per step is the count when every row of B starts a line "
                   f"(N = 2048). At N = {n}, row k of B starts (k x {n}) mod 32 floats into "
                   "a line: over 32 steps, once at each of the 32 places. At how many of "
