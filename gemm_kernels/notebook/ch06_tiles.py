@@ -233,6 +233,8 @@ def bound_table(configs=BOUND_CONFIGS, size: int = 4096) -> Table:
     from gemm_kernels.measure import roofline
     from gemm_kernels.notebook import ch05_tile_1d
     props = roofline.device_properties()
+    # three figures, so that a rate near its bound (tile_2d) divides as printed
+    tf = lambda x: None if x is None else _f(x / 1e3, 2 if x < 1e4 else 1)  # noqa: E731
     rows = []
     for label, name, params in configs:
         p = _params(name, params)
@@ -244,8 +246,7 @@ def bound_table(configs=BOUND_CONFIGS, size: int = 4096) -> Table:
         except LookupError:
             g = None
         rows.append({"kernel": label, "wavefronts per FFMA": f"{w:.3f}",
-                     "bound TFLOP/s": _f(bound / 1e3), f"TFLOP/s at {size}":
-                         _f(None if g is None else g / 1e3),
+                     "bound TFLOP/s": tf(bound), f"TFLOP/s at {size}": tf(g),
                      "% of bound": None if g is None else f"{100 * g / bound:.0f}%"})
     return Table(rows, list(rows[0]), title=(
         f"chapter 05's shared-memory bound: {props['sm_count']} SMs x "
