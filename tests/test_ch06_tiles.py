@@ -137,7 +137,7 @@ def test_patches_carry_ffma_per_wavefront():
     rows = {r["patch"]: r for r in ch06_tiles.patch_rows()}
     assert set(rows) == {"8x8", "8x4", "4x8", "4x4"}
     # one quantity throughout: the warp's FFMAs (32 x a thread's) per wavefront
-    assert [rows[p]["warp FFMA per wavefront"] for p in ("8x4", "8x8", "4x4", "4x8")] == \
+    assert [rows[p]["FMAs per wavefront"] for p in ("8x4", "8x8", "4x4", "4x8")] == \
         [128, 102, 85, 57]
     assert "FFMA per wavefront" not in rows["8x4"]
 
@@ -153,10 +153,10 @@ def test_the_capped_contiguous_patch_closes_most_of_the_gap_to_the_strided_one()
 
 def test_counting_and_the_step_table_give_one_ffma_per_wavefront_the_warps():
     row = ch06_tiles.counting([("reg", "tile_2d_reg", K5)])[0]
-    assert row["warp FFMA per wavefront"] == 102 and "FFMA per wavefront" not in row
+    assert row["FMAs per wavefront"] == 102 and "FFMA per wavefront" not in row
     step = ch06_tiles.step_table([("tile_2d_reg", K5)])
     assert "FFMA per wavefront" not in step.columns
-    assert step[0]["warp FFMA per wavefront"] == 102 and step[0]["LDS.128"] == 32
+    assert step[0]["FMAs per wavefront"] == 102 and step[0]["LDS.128"] == 32
     # the measure is per tile; "step" names only the path from K5 to the default
     assert step.title.startswith("one tile (one BK slice of K)")
 
@@ -279,5 +279,38 @@ def test_issue_rule_divides_instructions_by_the_issue_share_and_compares_with_th
               "issue slots used %": 50.0}]
     rule, *lines = ch06_tiles.issue_rule(table).splitlines()
     assert rule == ch06_tiles.RULE and rule.startswith("time ~ instructions issued / issue share")
-    assert lines[0] == "a: 4.00 / 0.500 = 8.00" and lines[1] == "b: 2.00 / 0.500 = 4.00"
+    assert lines[0] == "a: 4.00 / 0.500 (50.0%) = 8.00" and lines[1] == "b: 2.00 / 0.500 (50.0%) = 4.00"
     assert lines[2] == "a / b: predicted x2.00, profiled time x2.00"
+
+
+def test_path_check_table_sets_each_step_before_and_after_and_leaves_unprofiled_ones_blank():
+    rows = [{**_row(s, b, l, i), ch06_tiles.ALL_STALLS: t, "warps/SM": 16}
+            for s, b, l, i, t in (("K5", .3, .9, 45, 5.0), ("a", .5, 1.0, 50, 8.0),
+                                  ("b", .2, .5, 64, 6.3), ("c", .1, .4, 80, 5.0))]
+    first, second = ch06_tiles.path_check_table(rows)
+    assert first["step"] == "a -> b" and first["barrier + long scoreboard"] == "1.50 -> 0.70"
+    assert first["issue slots used"] == "50.0% -> 64.0%"
+    assert first["warps per scheduler / issue share"] == "8.00 -> 6.25"
+    assert first["fall: the two stalls / all"] == "0.80 / 1.70"
+    gap = ch06_tiles.path_check_table([_row("K5", .3, .9, 45), _row("a", None, None, None),
+                                       _row("b", .2, .5, 60), _row("c", .1, .4, 62)])
+    assert gap[0]["barrier + long scoreboard"] is None and gap[0]["all stall reasons"] is None
+    assert gap[1]["barrier + long scoreboard"] == "0.70 -> 0.50"
+
+
+def test_the_bound_table_prices_each_kernel_with_chapter_05s_bound():
+    from gemm_kernels.notebook import ch05_tile_1d
+    t = ch06_tiles.bound_table([("K5", "tile_2d_reg", K5)])
+    w = ch05_tile_1d.step_wavefronts("tile_2d_reg", K5)
+    assert w["loads"] == 160 and w["FFMA"] == 512          # Counting's 160 load wavefronts
+    assert t[0]["wavefronts per FFMA"] == f"{w['total'] / w['FFMA']:.3f}"
+    assert t[0]["bound TFLOP/s"] == f"{ch05_tile_1d.smem_bound(w['total'] / w['FFMA']) / 1e3:.1f}"
+    assert "SMs x" in t.title and "GHz" in t.title
+
+
+def test_contiguous_vs_strided_gives_the_ranges_and_counts_where_they_are_apart():
+    t = ch06_tiles.contiguous_vs_strided(4, 4)
+    assert "min..max" in t.columns and "min..max " in t.columns
+    lo, hi = (float(x) for x in t[0]["min..max"].split(".."))
+    assert lo <= float(t[0]["contiguous"]) <= hi
+    assert "ranges apart in" in t.title

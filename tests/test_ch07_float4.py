@@ -153,7 +153,7 @@ def test_one_per_sm_study_holds_the_same_kernel_at_one_and_two_blocks():
 def test_warps_or_blocks_keeps_the_warps_and_changes_the_blocks():
     one, two = ch07_ablation.warps_or_blocks()
     assert one["warps/SM"] == two["warps/SM"] == 16
-    assert one["warp FFMA per wavefront"] == two["warp FFMA per wavefront"] == 128
+    assert one["FMAs per wavefront"] == two["FMAs per wavefront"] == 128
     assert (one["warps grouped as"], two["warps grouped as"]) == \
         ("1 block of 16 warps", "2 blocks of 8 warps")
 

@@ -106,15 +106,17 @@ def loop_orders(configs) -> Table:
 
 # ------------------------------------------------------------------ counting
 
-# The one measure of shared-memory work the chapter compares: the FFMAs a whole warp
-# issues per shared wavefront in one tile (one BK slice of K: one thread's FFMAs x 32
-# over the warp's wavefronts). "Step" is kept for the path from K5 to the default. Shared memory serves about one wavefront per cycle per SM, so this
-# is how many FMAs of the warp one wavefront feeds.
-WARP_FFMA = "warp FFMA per wavefront"
+# The one measure of shared-memory work the chapter compares: the lane FMAs a whole
+# warp does per shared-load wavefront in one tile (one BK slice of K: one thread's FFMAs
+# x 32 over the warp's wavefronts). Shared memory serves about one wavefront per cycle
+# per SM, so this is how many FMAs one wavefront feeds. It is 32 / chapter 05's
+# wavefronts per FFMA instruction, counted over the loads only; the name says "FMAs"
+# (lanes), not "FFMA" (instructions), because chapter 05's tables count instructions.
+WARP_FFMA = "FMAs per wavefront"
 
 
 def warp_ffma_per_wavefront(summary_row: dict) -> int:
-    """WARP_FFMA of one row of the bank model's `step_summary`, rounded to a whole FFMA."""
+    """WARP_FFMA of one row of the bank model's `step_summary`, rounded to a whole FMA."""
     return round(32 * summary_row["FFMA"] / float(summary_row["wavefronts"]))
 
 
@@ -124,13 +126,13 @@ def step_table(configs) -> Table:
     rows = [{**{k: v for k, v in r.items() if k != "FFMA per wavefront"},
              WARP_FFMA: warp_ffma_per_wavefront(r)} for r in tiles.step_summary(configs)]
     return Table(rows, list(rows[0]), title="one tile (one BK slice of K): per thread (FFMA, loads) and "
-                 "per warp (wavefronts, bank model, and the warp's FFMAs per wavefront)")
+                 "per warp (wavefronts, bank model, and the warp's lane FMAs per wavefront)")
 
 
 def counting(configs) -> Table:
     """One table for the kernels compared, per (label, kernel, params): per thread and
     tile (one BK slice of K) its FFMAs and shared-load instructions (model, as compiled),
-    per warp and tile the shared wavefronts (bank model) and FFMAs per wavefront, and the
+    per warp and tile the shared wavefronts (bank model) and lane FMAs per wavefront, and the
     registers of the binary that was timed (ptxas here where none was) with the warps
     per SM they allow."""
     rows = []
@@ -147,8 +149,8 @@ def counting(configs) -> Table:
                      WARP_FFMA: warp_ffma_per_wavefront(s),
                      "registers": occ.registers_per_thread, "warps/SM": occ.warps_per_sm})
     return Table(rows, list(rows[0]), title="one tile (one BK slice of K): FFMA and shared loads per "
-                 "thread, wavefronts per warp (bank model); warp FFMA per wavefront: the "
-                 "warp's 32 x FFMA over its wavefronts; registers of the timed binary and the "
+                 "thread, wavefronts per warp (bank model); FMAs per wavefront: the "
+                 "warp's 32 x FFMA (lane FMAs) over its wavefronts; registers of the timed binary and the "
                  "warps per SM they allow")
 
 
@@ -213,6 +215,44 @@ def standing_ratios(size: int = 4096, rows=None) -> str:
         else:
             lines.append(f"{what}: x{r[top] / r[bottom]:.2f}")
     return "\n".join(lines)
+
+
+# The kernels set against chapter 05's shared-memory bound: chapter 05's default (the
+# bound's own row there), the rolled dot product and the two register-cached tiles.
+BOUND_CONFIGS = (("05 · tile_1d, default", "tile_1d", None), ("06 · tile_2d", "tile_2d", K5),
+                 ("06 · tile_2d_reg, K5", "tile_2d_reg", K5),
+                 ("06 · tile_2d_reg, default", "tile_2d_reg", None))
+
+
+def bound_table(configs=BOUND_CONFIGS, size: int = 4096) -> Table:
+    """Chapter 05's shared-memory bound for each (label, kernel, params): the warp's
+    wavefronts per FFMA instruction by the bank model, loads and the tile copies' stores
+    (chapter 05's `step_wavefronts`), the rate shared memory alone allows at that count
+    (chapter 05's `smem_bound`), the rate at size^3 and its share of the bound. The title
+    writes the bound's formula with this GPU's SMs and clock."""
+    from gemm_kernels.measure import roofline
+    from gemm_kernels.notebook import ch05_tile_1d
+    props = roofline.device_properties()
+    # three figures, so that a rate near its bound (tile_2d) divides as printed
+    tf = lambda x: None if x is None else _f(x / 1e3, 2 if x < 1e4 else 1)  # noqa: E731
+    rows = []
+    for label, name, params in configs:
+        p = _params(name, params)
+        st = ch05_tile_1d.step_wavefronts(name, p)
+        w = st["total"] / st["FFMA"]
+        bound = ch05_tile_1d.smem_bound(w, props)
+        try:
+            g = lookup.measure_or_lookup(name, (size,) * 3, params)["gflops"]["median"]
+        except LookupError:
+            g = None
+        rows.append({"kernel": label, "wavefronts per FFMA": f"{w:.3f}",
+                     "bound TFLOP/s": tf(bound), f"TFLOP/s at {size}": tf(g),
+                     "% of bound": None if g is None else f"{100 * g / bound:.0f}%"})
+    return Table(rows, list(rows[0]), title=(
+        f"chapter 05's shared-memory bound: {props['sm_count']} SMs x "
+        f"{props['sm_clock_mhz'] / 1e3:.2f} GHz x 64 flop per FFMA instruction / wavefronts "
+        f"per FFMA (a warp's loads and tile-copy stores, bank model); rates at {size}^3, "
+        + records.recording_label()))
 
 
 def standings(size: int = 4096, configs=STANDINGS, ax=None):
@@ -285,7 +325,8 @@ def issue_rule(table=None) -> str:
                       / (r["issue slots used %"] / 100))
     lines = [RULE]
     lines += [f"{r['kernel']}: {r['instructions (billions)']} / "
-             f"{r['issue slots used %'] / 100:.3f} = {cost(r):.2f}" for r in rows]
+             f"{r['issue slots used %'] / 100:.3f} ({r['issue slots used %']:.1f}%) = "
+             f"{cost(r):.2f}" for r in rows]
     ref = rows[-1]
     for r in rows[:-1]:
         lines.append(f"{r['kernel']} / {ref['kernel']}: predicted x{cost(r) / cost(ref):.2f}, "
@@ -321,7 +362,7 @@ STALL_COLUMNS = {"issue slots used %": ISSUE,
 
 def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
     """Per step of PATH: registers of the timed binary, blocks and warps per SM, steps
-    along K at 4096, warp FFMA per wavefront and B conflicts (bank model), the recorded rate
+    along K at 4096, FMAs per wavefront and B conflicts (bank model), the recorded rate
     at size^3 and its ratio to the step before, and where the warps wait at
     `stall_shape` (None where that configuration was not profiled)."""
     rows, prev = [], None
@@ -420,6 +461,50 @@ def path_check(rows=None, only: str | None = None) -> str:
     if not lines:
         raise ValueError(f"no checked step is labelled {only!r}")
     return "\n".join(lines)
+
+
+def path_check_table(rows=None) -> Table:
+    """path_check's numbers as one row per step of CHECKS, before -> after: the barrier
+    + long-scoreboard stalls per issued instruction, the issue slots used, all stall
+    reasons together, warps per scheduler over the issue share (what that total comes to
+    at fixed warps), and how much the two stalls and all of them fall; '-' where a
+    configuration was not profiled."""
+    rows = rows or path_rows()
+
+    def value(r, what):
+        """One row's number for a column, or None where the row was not profiled."""
+        keys = {"wait": ("barrier", "long scoreboard"), "issue": ("issue slots used %",),
+                "all": (ALL_STALLS,), "per": ("warps/SM", "issue slots used %")}[what]
+        if any(r.get(k) is None for k in keys):
+            return None
+        return {"wait": lambda: r["barrier"] + r["long scoreboard"],
+                "issue": lambda: r["issue slots used %"], "all": lambda: r[ALL_STALLS],
+                "per": lambda: r["warps/SM"] / 4 / (r["issue slots used %"] / 100)}[what]()
+
+    def pair(before, after, what, fmt="{:.2f}"):
+        a, b = value(before, what), value(after, what)
+        return None if a is None or b is None else f"{fmt.format(a)} -> {fmt.format(b)}"
+
+    def fall(before, after):
+        two = [value(r, "wait") for r in (before, after)]
+        every = [value(r, "all") for r in (before, after)]
+        if None in two + every:
+            return None
+        return f"{two[0] - two[1]:.2f} / {every[0] - every[1]:.2f}"
+
+    out = []
+    for at, what in CHECKS:
+        before, after = rows[at - 1], rows[at]
+        out.append({"step": f"{before['step']} -> {after['step']}", "what changes": what,
+                    "barrier + long scoreboard": pair(before, after, "wait"),
+                    "issue slots used": pair(before, after, "issue", "{:.1f}%"),
+                    "all stall reasons": pair(before, after, "all"),
+                    "warps per scheduler / issue share": pair(before, after, "per"),
+                    "fall: the two stalls / all": fall(before, after)})
+    return Table(out, list(out[0]), title="the two predicted steps, before -> after, at "
+                 "4096^3 (Nsight Compute; stalls in cycles per issued instruction; warps per "
+                 "scheduler: the warps per SM over its 4 schedulers); "
+                 + records.recording_label())
 
 
 def _total_drop(before: dict, after: dict, two: float) -> str:
@@ -536,7 +621,7 @@ def path_plot(size: int = 2048, rows=None):
 
 def patch_rows(size: int = 2048) -> list[dict]:
     """The four patches of the K5 tile: registers of the timed binary, warps per SM,
-    FFMA per load, wavefronts per warp and step (and the ideal), warp FFMA per wavefront, the
+    FFMA per load, wavefronts per warp and step (and the ideal), FMAs per wavefront, the
     B conflicts of warp 0, and the recorded rate at size^3."""
     rows = []
     for tm, tn in PATCHES:
@@ -570,7 +655,7 @@ def patch_table(size: int = 2048) -> Table:
 
 
 def patch_plot(size: int = 2048, ax=None):
-    """Rate against warp FFMA per wavefront for the four patches, each point labelled with
+    """Rate against FMAs per wavefront for the four patches, each point labelled with
     its patch and warps per SM, its bar the min..max of its timed calls."""
     import matplotlib.pyplot as plt
     rows = [r for r in patch_rows(size) if r[f"TFLOP/s at {size}"] is not None]
@@ -587,7 +672,7 @@ def patch_plot(size: int = 2048, ax=None):
                     xytext=(-10 if crowded else 10, -3), textcoords="offset points",
                     ha="right" if crowded else "left", fontsize=9)
     ax.set_xlim(min(xs) - 38, max(xs) + 38)
-    ax.set_xlabel("warp FFMA per shared wavefront (the warp's 32 threads, one tile; bank model)")
+    ax.set_xlabel("FMAs per shared wavefront (the warp's 32 lanes, one tile; bank model)")
     ax.set_ylabel(f"TFLOP/s at {size:,}^3")
     ax.set_title(f"The K5 tile's four patches, {records.recording_label()}", fontsize=10)
     ax.grid(True, alpha=0.3)
@@ -607,8 +692,8 @@ def stall_reasons(label_rows=None) -> dict:
 
 
 __all__ = ["K5", "K4", "PATH", "PATH_STUDY", "CHECKS", "unrolled_dot_product", "loop_orders",
-           "counting", "standings", "standings_rows", "issue_table", "path_rows",
-           "path_table", "PATH_PARTS", "path_check", "patch_rows", "patch_table", "patch_plot",
+           "counting", "standings", "standings_rows", "bound_table", "issue_table", "path_rows",
+           "path_table", "PATH_PARTS", "path_check", "path_check_table", "patch_rows", "patch_table", "patch_plot",
            "stall_reasons"]
 
 
@@ -689,24 +774,29 @@ def mistakes(gpu: bool | None = None) -> Table:
 def contiguous_vs_strided(tm: int = 4, tn: int = 4, size: int = 2048) -> Table:
     """Every tile shape recorded for both `tile_2d_reg` (a contiguous patch per thread)
     and `tile_2d_strided` (outputs spread across the tile) with TM x TN outputs per
-    thread: both rates at size^3 (TFLOP/s) and their ratio; the title gives the range
-    of the ratio."""
+    thread: both rates at size^3 (TFLOP/s) with the min..max of their timed calls, and
+    their ratio; the title gives the range of the ratio and how many rows have ranges
+    that do not overlap."""
     from gemm_kernels.measure import tradeoff
-    fixed = {"TM": tm, "TN": tn}
-    strided = {tuple(c.items()): g for c, g in tradeoff.ranked("tile_2d_strided", size, fixed)}
-    rows = [{"BM": c["BM"], "BN": c["BN"], "BK": c["BK"], "contiguous": g / 1e3,
-             "strided": strided[tuple(c.items())] / 1e3,
-             "contiguous / strided": g / strided[tuple(c.items())]}
-            for c, g in tradeoff.ranked("tile_2d_reg", size, fixed) if tuple(c.items()) in strided]
-    ratios = [r["contiguous / strided"] for r in rows]
+    fixed, shape = {"TM": tm, "TN": tn}, (size,) * 3
+    strided = {tuple(c.items()) for c, _ in tradeoff.ranked("tile_2d_strided", size, fixed)}
+    rows = [{"BM": c["BM"], "BN": c["BN"], "BK": c["BK"],
+             "a": lookup.recorded("tile_2d_reg", shape, c)["gflops"],
+             "b": lookup.recorded("tile_2d_strided", shape, c)["gflops"]}
+            for c, _ in tradeoff.ranked("tile_2d_reg", size, fixed) if tuple(c.items()) in strided]
+    rng = lambda g: f"{g['min'] / 1e3:.1f}..{g['max'] / 1e3:.1f}"   # noqa: E731
+    apart = sum(r["a"]["min"] > r["b"]["max"] or r["b"]["min"] > r["a"]["max"] for r in rows)
+    ratios = [r["a"]["median"] / r["b"]["median"] for r in rows]
     span = f"{min(ratios):.2f} to {max(ratios):.2f}" if rows else "nothing recorded"
-    for r in rows:
-        r.update({k: _f(r[k]) for k in ("contiguous", "strided")},
-                 **{"contiguous / strided": _f(r["contiguous / strided"], 2)})
-    return Table(rows, ["BM", "BN", "BK", "contiguous", "strided", "contiguous / strided"],
+    out = [{"BM": r["BM"], "BN": r["BN"], "BK": r["BK"],
+            "contiguous": _f(r["a"]["median"] / 1e3), "min..max": rng(r["a"]),
+            "strided": _f(r["b"]["median"] / 1e3), "min..max ": rng(r["b"]),
+            "contiguous / strided": _f(q, 2)} for r, q in zip(rows, ratios)]
+    return Table(out, ["BM", "BN", "BK", "contiguous", "min..max", "strided", "min..max ",
+                       "contiguous / strided"],
                  title=f"TFLOP/s at {size}^3, {tm}x{tn} outputs per thread; contiguous / "
-                       f"strided: {span} over {len(rows)} tile shapes; "
-                       + records.recording_label())
+                       f"strided: {span} over {len(out)} tile shapes, the min..max ranges "
+                       f"apart in {apart} of them; " + records.recording_label())
 
 
 def issue_plot(ax=None):

@@ -655,7 +655,7 @@ def promise_table() -> Table:
 def warps_or_blocks(size: int = 2048):
     """More warps in one block, or a second block? Chapter 06's kernel at the two steps
     of its path (`ch06_tiles.PATH`, profiled in `ch06_path_stalls`) that keep the patch,
-    the warp FFMA per wavefront and the 16 warps per SM, and group them as one block of 16
+    the FMAs per wavefront and the 16 warps per SM, and group them as one block of 16
     warps (128 x 128 x 8 tile) or two blocks of 8 (64 x 128 x 8): the recorded rate at
     size^3, and at 4096^3 the issue slots used and the barrier and long-scoreboard
     stalls per issued instruction."""
