@@ -125,6 +125,23 @@ def test_the_copy_chain_defines_both_counts_of_bytes_in_flight():
     assert "read bandwidth, timed (not under the profiler)" in rows
 
 
+def test_bytes_needed_runs_the_copy_chain_forward():
+    """At the chain's latency, the bytes needed scale the copy's own bytes in flight by
+    the device copy's read rate over the copy's; one round trip holds all four loads."""
+    chain = {r["quantity"]: r["value"] for r in c.copy_little()}
+    rows = {r["quantity"]: r["value"] for r in c.bytes_needed()}
+    assert rows["latency per round trip"] == chain["latency this implies"].split(" per")[0]
+    r = c.lookup.measure_or_lookup("copy", c.ODD, {"T": "float"})
+    have = float(chain["bytes in flight, whole GPU"].split()[0])
+    need = float(rows["bytes in flight needed, whole GPU"].split()[0])
+    assert need == pytest.approx(have * r["reference"]["gbps"]["median"] / r["gbps"]["median"],
+                                 abs=0.01)
+    assert rows["the copy's warp has"] == "256 bytes"
+    assert rows["a warp with all its loads in one round trip has"] == "512 bytes"
+    per_warp = int(rows["needed per warp"].split()[0])
+    assert 256 < per_warp < 512
+
+
 def test_source_without_leaves_out_one_comment_paragraph():
     full = str(c.display.source("transpose_fast"))
     cut = str(c.source_without("transpose_fast", "(Moving aligned pairs"))

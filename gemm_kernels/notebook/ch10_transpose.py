@@ -386,6 +386,33 @@ def copy_little(shape=ODD) -> Table:
                  title=f"Little's law for the copy kernel, float, {_shape_text(shape)}")
 
 
+def bytes_needed(shape=ODD) -> Table:
+    """Little's law forward: at the latency the copy's chain implies (`copy_little`),
+    how many bytes the GPU must keep in flight to read as fast as the device copy timed
+    beside the copy, per SM and per resident warp (at the copy's warps resident), against
+    the bytes a warp of the copy has in flight and those of a copy that sends all its
+    loads in one round trip. It assumes the latency stays put as the rate rises."""
+    c = _copy_chain(shape)
+    r = lookup.measure_or_lookup("copy", shape, {"T": "float"})
+    ref_read = r["reference"]["gbps"]["median"] / 2 * 1e9     # half of the bytes are reads
+    need = ref_read * c["latency"]
+    one_trip = 4 * WARP * sum(c["trips"])
+    rows = [("read rate of the device copy, timed beside the copy", f"{ref_read / 1e9:,.0f} GB/s",
+             "its timed rate / 2"),
+            ("latency per round trip", f"{c['latency'] * 1e6:.2f} µs", "the chain above"),
+            ("bytes in flight needed, whole GPU", f"{need / 1e6:.2f} MB", "read rate x latency"),
+            ("needed per SM", f"{need / c['sms'] / 1e3:.1f} KB", f"/ {c['sms']} SMs"),
+            ("needed per warp", f"{need / c['sms'] / c['warps']:.0f} bytes",
+             f"/ {c['warps']:.1f} warps resident, as the copy's"),
+            ("the copy's warp has", f"{c['per_warp']:.0f} bytes", "averaged over its round trips"),
+            ("a warp with all its loads in one round trip has", f"{one_trip} bytes",
+             f"{sum(c['trips'])} loads x {4 * WARP} bytes")]
+    return Table([dict(zip(("quantity", "value", "from"), x)) for x in rows],
+                 ["quantity", "value", "from"],
+                 title=f"Little's law forward: what reading at the device copy's rate needs "
+                       f"(float, {_shape_text(shape)}; if the latency stayed put)")
+
+
 def plot_round_trips(shape=ODD, rows: int = 8):
     """One warp's loads and stores over time, drawn before the Little's-law tables: the
     chapter's copy (its SASS order: a first round trip, then a second), copy_smem and the
