@@ -74,7 +74,8 @@ def test_traffic_turns_counts_into_bytes_and_yardsticks(recording):
 
 def test_summary_is_a_table_of_each_level_against_its_limit(recording):
     """One row per level: DRAM against the device copy over the timed run (as chapter 00
-    reads the same bytes), the L2 without a limit, and the L1 against its byte width and
+    reads the same bytes), the L2 with DRAM's limit as a floor under its own (none is
+    measured), and the L1 against its byte width and
     against one line per SM and clock with the 32 bytes this kernel uses of each line."""
     recording()
     table = ch.summary()
@@ -84,7 +85,9 @@ def test_summary_is_a_table_of_each_level_against_its_limit(recording):
     timed = 5e9 / (t["ms"] * 1e-3) / (t["dram_gbps"] * 1e9)
     assert dram["share of the limit"] == f"{timed:.1%}"
     assert "(4 GB read, 1 GB written)" in dram["level"]
-    assert l2["bytes"] == "12.8 GB" and not l2["limit"]
+    assert l2["bytes"] == "12.8 GB" and "not a limit here" in l2["limit"]
+    l2_share = 12.8e9 / (t["ms"] * 1e-3) / (t["dram_gbps"] * 1e9)
+    assert l2["share of the limit"] == f"under {l2_share:.1%}"
     assert "20.0 sectors per request" in width["level"]
     l1 = 32 * 5e10 / (t["ms"] * 1e-3)
     assert width["share of the limit"] == f"{l1 / (device.smem_bandwidth_gbps(GPU) * 1e9):.0%}"

@@ -76,42 +76,10 @@ def dot_product_picture(M: int = 5, N: int = 7, K: int = 6, row: int = 3, col: i
     ax.axis("off")
     ax.set_title("One thread: acc += A[row][k] * B[k][col] for k = 0 .. K-1, then it "
                  "writes C[row][col]", fontsize=10)
-    fig.text(0.5, 0.02, "the arrows: k walks along row `row` of A and down column `col` "
-             "of B, one step of the loop per cell", ha="center", fontsize=9)
+    fig.text(0.5, 0.02, "the arrows: k walks along the thread's row of A and down its "
+             "column of B, one step of the loop per cell", ha="center", fontsize=9)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
-
-
-# The host side of a launch, as excerpts of the package's own source: (file, what it
-# does, first line, last line). Shown rather than retyped, so that it cannot drift.
-HOST_SIDE = (
-    ("core/kernels.py", "the naive kernel's block and grid; s is the shape (M, N, K), "
-     "ceil_div rounds up", 'name="naive"', "threads=lambda p", "ceil_div(s[1], p[\"BLOCK\"]), "
-     "ceil_div(s[0]"),
-    ("core/compiler.py", "compile the instantiation named expr, such as sgemm_naive<32, 0>",
-     None, "mod = cupy.RawModule", "return mod.get_function(expr)"),
-    ("core/launch.py", "launch it: grid, block, then the kernel's arguments", None,
-     "fn(grid, block, (M, N, K", "shared_mem=dyn)"),
-)
-
-
-def host_side() -> str:
-    """What `gk.launch("naive", ...)` does on the host, in three excerpts of the package's
-    source: the block and the grid the registry gives the naive kernel (the grid's x
-    runs over M with x->row, over N with x->col), the NVRTC compile of the template
-    instantiation by its C++ name, and the launch call. Chapter 00 wrote the same three
-    steps by hand for `add_one`."""
-    from pathlib import Path
-    from gemm_kernels.notebook.display import lines_between
-    root = Path(__file__).resolve().parent.parent
-    parts = []
-    for path, what, start, first, last in HOST_SIDE:
-        text = (root / path).read_text()
-        if start is not None:
-            text = text[text.index(start):]
-        parts.append(f"# gemm_kernels/{path}: {what}\n"
-                     + lines_between(text, first, last, path))
-    return "\n".join(parts)
 
 
 def cuda_launch(shape=(1000, 700, 300), params: dict | None = None) -> str:
@@ -143,8 +111,7 @@ def launch_naive(shape=(1000, 700, 300), params: dict | None = None) -> Text:
     """`gk.launch` on the naive kernel, as the plain CUDA launch it makes (`cuda_launch`:
     the grid and the block the registry gives for `shape` (M, N, K), no GPU needed) and
     the thread count; live, the kernel also runs on random matrices and its C is compared
-    with cuBLAS's (cupy.matmul). The package's own lines for the same three steps are
-    `host_side`."""
+    with cuBLAS's (cupy.matmul)."""
     k = get_kernel(KERNEL)
     p = k.resolve(params)
     M, N, K = shape
@@ -226,6 +193,8 @@ _WIDE = re.compile(r"^IMAD\.WIDE\s+(R\d+),\s*(R\d+)(?:\.reuse)?,\s*0x4,\s*(R\d+)
 _UPTR = re.compile(r"^UIADD3\s+(UR\d+),\s*UP\d+,\s*(UR\d+),\s*(0x[0-9a-f]+)")
 _KSTEP = re.compile(r"^UIADD3\s+(UR\d+),\s*\1,\s*(0x[0-9a-f]+)")
 _COUNT = re.compile(r"^IADD3\s+(R\d+),\s*(R\d+),\s*-(0x[0-9a-f]+)")
+_UMOV = re.compile(r"^MOV\s+(R\d+),\s*(UR\d+)")
+_UCARRY = re.compile(r"^UIADD3\.X\s+(UR\d+)")
 
 
 def loop_loads(params: dict | None = None) -> dict:
@@ -245,6 +214,11 @@ def loop_loads(params: dict | None = None) -> dict:
     b_regs = {m.group(1) for _, m in wides if m.group(2) == stride}
     row_of, a_loads, b_loads, notes = {}, [], [], {}
     ffma = sum(op == "FFMA" for _, op, _ in body)
+    # A's running pointer lives in a pair of uniform registers (one value for the whole
+    # warp): the low half is the one moved on by 4 x ffma bytes, the high half takes the carry
+    low = {m.group(1) for _, _, t in body if (m := _UPTR.match(t))
+           and int(m.group(3), 16) == 4 * ffma}
+    high = {m.group(1) for _, _, t in body if (m := _UCARRY.match(t))}
     for a, op, t in body:
         ld, wide = _LDG.match(t), _WIDE.match(t)
         if ld and ld.group(2) in b_regs:
@@ -265,6 +239,10 @@ def loop_loads(params: dict | None = None) -> dict:
                         f"x 4 bytes ({wide.group(2)} holds row * K)")
         elif op == "FFMA":
             notes[a] = "acc += a * b"
+        elif _UMOV.match(t) and _UMOV.match(t).group(2) in low | high:
+            half = "low" if _UMOV.match(t).group(2) in low else "high"
+            notes[a] = (f"A's running pointer ({half} half), copied from a uniform register: "
+                        "one value for the whole warp")
         elif _UPTR.match(t) and int(_UPTR.match(t).group(3), 16) == 4 * ffma:
             notes[a] = f"A's pointer moves on {4 * ffma} bytes: the next {ffma} floats of the row"
         elif _COUNT.match(t) and int(_COUNT.match(t).group(3), 16) == ffma:
@@ -315,7 +293,33 @@ def loop_in_numbers(params: dict | None = None) -> Text:
         f"{per_ffma:g} bytes requested per multiply-add (2 FLOP): {2 / per_ffma:g} FLOP per "
         "byte requested from the L1 cache (not per byte of DRAM: the caches serve most "
         "of these requests)."]
+    cap = l1_cap(params)
+    if cap:
+        lines.append(
+            f"The cap: {cap['flop_per_byte']:g} FLOP/B x the L1's byte width "
+            f"({cap['width_gbps'] / 1e3:.1f} TB/s, 128 B per SM per clock) = "
+            f"{cap['cap_gflops']:,.0f} GFLOP/s, {cap['cap_gflops'] / cap['peak_gflops']:.1%} "
+            f"of the FP32 peak ({cap['peak_gflops']:,.0f} GFLOP/s), however the loads are "
+            "arranged.")
     return Text("\n".join(lines))
+
+
+def l1_cap(params: dict | None = None) -> dict | None:
+    """The most the loop can reach if its L1 delivered every byte the loads request at
+    full width: FLOP per requested byte (from the compiled loop) x the L1's byte width
+    (128 B per SM and clock, `device.smem_bandwidth_gbps`), beside the FP32 peak, for the
+    GPU the numbers describe. A warp's load of 32 floats is 128 B, a whole clock of the
+    L1, so no arrangement of the addresses beats it. None where the SMs or clock are
+    missing."""
+    from gemm_kernels.memory import ch01_02_sectors
+    r = loop_loads(params)
+    props = ch01_02_sectors.device_props()
+    width, peak = device.smem_bandwidth_gbps(props), device.peak_fp32_gflops(props)
+    if not (width and peak):
+        return None
+    fpb = 2 * r["FFMA"] / (4 * r["LDG"])
+    return {"flop_per_byte": fpb, "width_gbps": width, "cap_gflops": fpb * width,
+            "peak_gflops": peak}
 
 
 # ---------------------------------------------------------------- the measurement
@@ -368,8 +372,14 @@ def rate_times_lines(size: int = 2048, blocks=(8, 16, 32)) -> Table:
             rows.append({"settings": _settings(params), "lines per step": lines,
                          f"rate at {size}^3 (GFLOP/s)": fmt_number(rate),
                          "rate x lines": fmt_number(rate * lines)})
+    props = ch01_02_sectors.device_props()
+    pace = ""
+    if props.get("sm_count") and props.get("sm_clock_mhz"):
+        pace = (f" (at one line per SM per clock the product would be 64 FLOP x {props['sm_count']} "
+                f"SMs x {props['sm_clock_mhz']:,.0f} MHz = "
+                f"{64 * props['sm_count'] * props['sm_clock_mhz'] / 1e3:,.0f})")
     return Table(rows, list(rows[0]), title="one warp, one step k: the lines its loads "
-                 "touch, and the rate times the lines")
+                 f"touch, and the rate times the lines{pace}")
 
 
 def which_count(block: int = 32, size: int = 2048) -> Text:

@@ -163,8 +163,8 @@ def summary(study: str = STUDY):
     """The recorded counts behind the chart, as a small table: each level's bytes, the
     same bytes per second of the timed run, the limit they are read against and the
     share of it. DRAM (read and written apart) against the device copy, as chapter 00
-    reads it; the L2's bytes without a limit (none is measured here); the L1's bytes,
-    with its sectors per request (a request: one load instruction of a warp), against
+    reads it; the L2's bytes with DRAM's limit as a floor under its own (none is measured
+    here); the L1's bytes, with its sectors per request (a request: one load instruction of a warp), against
     its byte width and against one 128-byte line per SM and clock with the bytes this
     kernel uses of each line (chapter 02 explains why that, not the width, is the limit).
     The profiler's own DRAM-busy figure and the L2 hit rate are left out: the first is
@@ -183,7 +183,11 @@ def summary(study: str = STUDY):
                       + (", chapter 00)" if t["dram_how"] == "the device copy's" else ")"),
              "share of the limit": f"{b['DRAM'] / sec / (t['dram_gbps'] * 1e9):.1%}"},
             {"level": "L2 (what the SMs asked for)", "bytes": bytes_text(b["L2"]),
-             "per second": per_s(b["L2"]), "limit": "", "share of the limit": ""}]
+             "per second": per_s(b["L2"]),
+             # no L2 bandwidth was measured; the L2 is faster than DRAM, so DRAM's
+             # limit is a floor under its own and the share of it an upper bound
+             "limit": "not measured; above DRAM's, so not a limit here",
+             "share of the limit": f"under {b['L2'] / sec / (t['dram_gbps'] * 1e9):.1%}"}]
     rate, lines = l1_byte_rate(t), l1_line_rate(t)
     l1 = f"L1 (what the warps asked for: {t['sectors_per_load']:.1f} sectors per request)"
     if rate:
