@@ -883,3 +883,40 @@ def test_plot_last_block_gives_the_sum_to_the_block_that_counts_in_last():
     assert "fence\n3 of 3 in" in texts
     with pytest.raises(ValueError):
         c.plot_last_block((1, 1, 2))
+
+
+def test_the_capstone_share_checks_the_idle_sms_without_the_model(rec):
+    """At 1024^3 the measured rate per busy SM, times every SM, is printed with its share
+    of cuBLAS, each product multiplying the factor as printed; where every SM has a block
+    (4096^3, negative control) there is nothing idle to check."""
+    row = c.row_of(rec, "capstone", (1024, 1024, 1024), {})
+    sms = c.rules(rec).sm_count
+    per = round(row["gflops"]["median"] / 64, 1)
+    ref = row["reference"]["gflops"]["median"]
+    text = c.capstone_share(1024, rec)
+    assert f"{c.fmt_number(row['gflops']['median'])} / 64 = {per:,.1f} GFLOP/s" in text
+    assert f"{sms} x {per:,.1f} = {c.fmt_number(sms * per)} GFLOP/s, {100 * sms * per / ref:.0f}%" in text
+    assert text.index("Per busy SM") < text.index("Cross-check")   # the model comes second
+    assert "Per busy SM" not in c.capstone_share(4096, rec)
+
+
+def test_the_tile_table_shows_the_padded_build(rec):
+    """The padded build's column: at 4097 x 1023 x 515 its 64 x 128 blocks per SM are the
+    ones section 4's waves use, and with B padded that tile is back to the aligned
+    build's registers and blocks."""
+    rows = {r["tile"]: r for r in c.tile_table(rec)}
+    r = rows["64x128"]
+    padded = c.wave_layout((4097, 1023, 515), 64, 128, 1, rec, padded=True)
+    assert r["blocks per SM, other N, B padded"] == padded["per_sm"]
+    assert r["blocks per SM, other N, B padded"] == r["blocks per SM, N a multiple of 4"]
+    assert r["blocks per SM, other N"] < r["blocks per SM, other N, B padded"]
+
+
+def test_the_gemv_profile_names_streaming_loads_where_the_launch_uses_them(rec):
+    """M == 1 launches with streaming loads say so, the plain ones do not; at N == 1,
+    where the path has no streaming loads, no row claims them."""
+    for r in c.profile_table("ch12_gemv", rec):
+        streams = "streaming loads" in r["launch"]
+        assert streams == (r["shape"] == "1x4096x4096" and "plain loads" not in r["launch"])
+    assert all(r["launch"].count("streaming loads") == 1
+               for r in c.profile_table("ch12_gemv_plan", rec))
