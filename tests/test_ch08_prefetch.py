@@ -457,13 +457,14 @@ def test_payoff_sizes_gives_each_kernel_its_own_share_of_cublas(recorded_mode):
     assert [r["size"] for r in rows] == [f"{n}^3" for n in c.PAYOFF_SIZES]
     at_2048 = rows[c.PAYOFF_SIZES.index(2048)]
     payoff = {r["kernel"]: r for r in c.payoff(None, (c.WORKING,))}
-    assert at_2048["chapter 07's kernel: % of cuBLAS"] == payoff["chapter 07's kernel"][
-        "own occupancy: % of cuBLAS"]
-    answer = c.label(c.WORKING) + " (the exercise's answer): % of cuBLAS"
+    assert at_2048["chapter 07"] == payoff["chapter 07's kernel"][
+        "own occupancy: % of cuBLAS"] + "%"
+    assert c.label(c.WORKING) in rows.title and "% of cuBLAS" in rows.title
     r = lookup.variant_row(c.variant_kernel(c.WORKING), (8192,) * 3,
                            {**c.kernel_of(c.KERNEL).resolve(None), "ONE_PER_SM": False})
-    assert rows[-1][answer] == f"{timing.share(r):.1f}"
-    assert r["run"] in rows[-1]["runs"]
+    assert rows[-1]["the answer"] == f"{timing.share(r):.1f}%"
+    assert r["run"] in rows[-1]["run ids"]
+    assert at_2048["timed in"] == "one run"
 
 
 def test_payoff_sizes_names_what_the_recording_lacks(recorded_mode):
