@@ -760,3 +760,63 @@ def test_step_4a_gain_stands_beside_chapter_08s_answer_from_one_run(recorded_mod
     assert cp.ladder_source() in text
     assert "step 4a (cp.async copies) over step 3: +" in text
     assert "chapter 08's worked answer" in text and text.count("%") == 2
+
+
+def test_minb2_builds_fit_under_the_cap_without_spills():
+    """Every MINB = 2 build of the ladder, as ptxas here compiles it: at most 128
+    registers (two blocks of 256 threads per SM) and no spill, so the ladder's second
+    reading compares the steps, not local-memory traffic."""
+    text = str(cp.minb2_fit()).splitlines()
+    assert text[0].startswith("(ptxas ")
+    steps = [r for r in cp.ladder() if r.has_minb]
+    assert len(text) - 1 == len(steps)
+    for line, r in zip(text[1:], steps):
+        assert line.startswith(r.label)
+        regs = int(line.split(": ")[-1].split()[0])
+        assert regs <= 128 and line.endswith("no spills"), line
+    printed = {r.label: line.split("MINB = 2: ")[1] for line, r in zip(text[1:], steps)}
+    assert [row[cp.MINB2_FIT] for row in cp.ladder_table()] == \
+        [printed.get(r.label, cp.AS_BUILT) for r in cp.ladder()]
+
+
+def test_fit_names_spills_where_ptxas_reports_them(monkeypatch):
+    fake = {"registers": 128, "spill_stores": 24, "spill_loads": 16, "stack_bytes": 40}
+    monkeypatch.setattr(cp.compiler, "resources", lambda k, p: fake)
+    assert cp.fit("capstone", {}) == ("128 registers, 24 bytes spill stores, "
+                                      "16 bytes spill loads, 40 bytes stack")
+    monkeypatch.setattr(cp.compiler, "resources", lambda k, p: {**fake, "spill_stores": 0,
+                                                                 "spill_loads": 0,
+                                                                 "stack_bytes": 0})
+    assert cp.fit("capstone", {}) == "128 registers, no spills"
+
+
+def test_rule_example_reads_a_step_as_the_step_lines_do():
+    shift = cp.recompile_shift((2048,))[2048]
+    for step in ("2", "7"):
+        full = cp.ladder((2048,))
+        r = full[cp.position(step)]
+        c, _ = cp._step_change(r, full[r.index - 1], 2048)
+        text = str(cp.rule_example(step))
+        assert text.startswith(f"Step {step} at 2048^3: {cp.signed(c)}")
+        assert f"±{shift:.1f}%" in text
+        assert text.endswith(cp.verdict([(2048, c)], {2048: shift}) + ".")
+
+
+def test_zorder_counters_name_the_ladder_step_of_each_layout():
+    got = {(row["PAD"], row["ZORDER"]): row["ladder step"] for row in cp.zorder_counters()}
+    assert got == {(0, False): "1", (0, True): "-", (4, False): "2", (4, True): "3"}
+
+
+def test_step_listing_shows_every_32_bit_lds():
+    """A scalar LDS in a main loop is never a fragment read: the listing shows it rather
+    than folding it into a 'left out' count."""
+    r = cp.ladder((4096,))[cp.position("7")]
+    listing = cp.step_listing(r.kernel, r.step.params)
+    assert not any("left out" in l and re.search(r"\bLDS x", l) for l in listing)
+
+
+def test_the_capstone_default_is_marked_in_the_ladder():
+    labels = [r.label for r in cp.ladder((4096,))]
+    marked = [l for l in labels if "the capstone's default" in l]
+    assert len(marked) == 1 and marked[0].startswith("7.")
+    assert not any("the capstone, one fragment set" in l for l in labels)

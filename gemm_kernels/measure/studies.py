@@ -168,7 +168,7 @@ _ZORDER = {"BM": 128, "BN": 128, "BK": 8}
 _STEP_4 = (
     Step("+ cp.async copies, 2 stages", "zorder", {**_ZORDER, "PAD": 4, "ZORDER": True},
          variant="zorder: cp.async ring, 2 stages"),
-    Step("+ warp tiles (the capstone, one fragment set)", "capstone", _capstone(),
+    Step("+ warp tiles (one fragment set)", "capstone", _capstone(),
          variant="capstone: one fragment set"),
     Step("+ double-buffered fragments", "capstone", _capstone()))
 _LADDER_STEPS = (
@@ -181,7 +181,7 @@ _LADDER_STEPS = (
     *_STEP_4,
     Step("+ 4 stages", "capstone", _capstone(STAGES=4)),
     Step("+ BK = 16", "capstone", _capstone(STAGES=4, BK=16)),
-    Step("+ hoisted copy addresses", "capstone",
+    Step("+ hoisted copy addresses (the capstone's default)", "capstone",
          _capstone(STAGES=4, BK=16, HOIST=True)),
     Step("+ grouped block order", "capstone",
          _capstone(STAGES=4, BK=16, HOIST=True, GROUP=8)))
@@ -362,7 +362,7 @@ STUDY_LIST = (
               *_STEP_4,
               Step("+ 4 stages", "capstone", _capstone(STAGES=4)),
               Step("+ BK = 16", "capstone", _capstone(STAGES=4, BK=16)),
-              Step("+ hoisted copy addresses", "capstone",
+              Step("+ hoisted copy addresses (the capstone's default)", "capstone",
                    _capstone(STAGES=4, BK=16, HOIST=True))),
           (CUBE_4096,), (STALLS, *ISSUE, *PIPES)),
     Study("ch11_dgemm_stalls", "11", "The tiled DGEMM at BLOCK = 8, 16 and 32: where the warps "

@@ -41,6 +41,7 @@ from gemm_kernels.notebook.display import Markdown, Text
 NOT_RECORDED = "not recorded yet on this machine's recording"
 NOT_TIMED = "not timed: the recording has no run of it"   # a worked solution
 AS_BUILT = "as built"     # a ladder step without a MINB switch, in the MINB = 2 column
+MINB2_FIT = "MINB = 2 build (ptxas here): registers, spills"
 LADDER = "ch09_ladder"
 LADDER_MINB2 = "ch09_ladder_minb2"   # the same steps built with MINB = 2, same run
 FONT = 10          # every label of these figures; titles one point larger
@@ -350,7 +351,7 @@ def stage_ring(stages: int = 4, tiles: int = 8, wait: int | None = None,
                 tile, state = cell
                 race = state == "computing" and not col["landed_before_compute"]
                 colour = "#cc0000" if race else _RING_COLOURS[state]
-                text = f"tile {tile}\n" + ("computing,\nNOT LANDED" if race else
+                text = f"tile {tile}\n" + ("computing,\nNOT\nGUARANTEED" if race else
                                            "done: free" if state == "done" else state)
             ax.add_patch(Rectangle((x, s), 1, 1, facecolor=colour, edgecolor="0.5"))
             dark = cell is not None and cell[1] == "computing"
@@ -434,6 +435,18 @@ def _here_registers(kernel, params: dict) -> int:
     """Registers per thread that ptxas here gives one configuration (no disassembly)."""
     k = kernel_of(kernel)
     return compiler.resources(k, k.resolve(params))["registers"]
+
+
+def fit(kernel, params: dict) -> str:
+    """'128 registers, no spills': what ptxas here gives one configuration, with its
+    spill stores, spill loads and stack frame (all from `ptxas -v`), so that a build
+    squeezed under a register cap shows whether the squeeze cost local memory."""
+    k = kernel_of(kernel)
+    r = compiler.resources(k, k.resolve(params))
+    if not (r["spill_stores"] or r["spill_loads"] or r["stack_bytes"]):
+        return f"{r['registers']} registers, no spills"
+    return (f"{r['registers']} registers, {r['spill_stores']} bytes spill stores, "
+            f"{r['spill_loads']} bytes spill loads, {r['stack_bytes']} bytes stack")
 
 
 def _timed_registers(*rows) -> int | None:
@@ -658,6 +671,8 @@ def ladder_table(sizes=(2048, 4096), two_blocks_at: int | None = 4096) -> Table:
             row[f"{n}^3, MINB = 2 builds"] = NOT_RECORDED if held is None else \
                 (count(_rate(held)) if r.has_minb else AS_BUILT)
             row[f"{n}^3 change, MINB = 2"] = _change(held, before.held[n]) if before else "-"
+            row[MINB2_FIT] = (fit(r.kernel, {**r.step.params, "MINB": 2}) if r.has_minb
+                              else AS_BUILT)
         rows.append(row)
     timed = all(r.timed for r in rungs)
     note = _registers_note(rungs)
@@ -895,6 +910,29 @@ def step_changes(sizes=(2048, 4096), steps=None) -> Text:
 _RULE = "a change within the recompile shift is no measurable change"
 
 
+def minb2_fit(steps=None) -> Text:
+    """What ptxas here gives each of the capstone's steps built with MINB = 2 (the
+    ladder's second column): registers and spills, one step a line (`steps`: those step
+    numbers only). A spill would make the MINB = 2 column compare local-memory traffic,
+    not the steps, so the chapter prints this where it first leans on that column."""
+    lines = [f"{r.label}, built with MINB = 2: {fit(r.kernel, {**r.step.params, 'MINB': 2})}"
+             for r in ladder() if r.has_minb and (steps is None or r.number in steps)]
+    return Text(f"(ptxas {compiler.ptxas_version()} here)\n" + "\n".join(lines))
+
+
+def rule_example(step="2", n: int = 2048) -> Text:
+    """The chapter's rule worked once, on step `step` at n^3: its change as timed, the
+    rule's threshold at that size, and the reading."""
+    full = ladder((n,))
+    r = full[position(step)]
+    c, _ = _step_change(r, full[r.index - 1], n)
+    shift = recompile_shift((n,))[n]
+    return Text(f"Step {r.number} at {n}^3: {signed(c)} as timed. A recompile alone moved the "
+                f"rate by up to {shift:.1f}% (the rule's threshold, ±{shift:.1f}%). "
+                f"{signed(c)} lies {'inside' if abs(c) <= shift else 'outside'} it: "
+                f"{verdict([(n, c)], {n: shift})}.")
+
+
 def _read(got, sizes, shift, minb: bool) -> str:
     """'+x% and +y% as timed: verdict' and, where a MINB = 2 build exists, the same
     between the two-block builds; `got` is [(as timed, between the MINB = 2 builds)] per
@@ -1015,8 +1053,8 @@ COPY_SYNC = ("LDG", "STS", "LDGSTS", "LDGDEPBAR", "DEPBAR", "BAR")
 
 def step_listing(kernel, params: dict, lds: int = 4) -> list[str]:
     """The main loop of one configuration, cut to what a ladder step changes: every
-    copy and synchronisation instruction (`COPY_SYNC`) and the first `lds` LDS.128 (the
-    reads of the first k), in program order; each run of instructions left out becomes
+    copy and synchronisation instruction (`COPY_SYNC`), every 32-bit LDS, and the first
+    `lds` LDS.128 (the reads of the first k), in program order; each run of instructions left out becomes
     one line that counts them, FFMAs apart, and names the most frequent others."""
     k = kernel_of(kernel)
     body = analysis.main_loop(compiler.sass(k, k.resolve(params)))
@@ -1035,7 +1073,9 @@ def step_listing(kernel, params: dict, lds: int = 4) -> list[str]:
 
     for addr, _, text in body:
         op = text.split()[0]
-        shown = op.split(".")[0] in COPY_SYNC
+        # a 32-bit LDS in these loops is never a fragment read: show it, so the text can
+        # say what it is
+        shown = op.split(".")[0] in COPY_SYNC or op == "LDS"
         if op == "LDS.128" and seen_lds < lds:
             seen_lds += 1
             shown = True
@@ -1169,10 +1209,20 @@ def _warps(kernel: str, params: dict, shape) -> int:
     return gx * gy * gz * tx * ty * tz // banks.WARP
 
 
+def _zorder_step(params: dict) -> str:
+    """The ladder's step number that runs 09_zorder.cu at `params` as it is (not as a
+    variant), or '-' where no step does."""
+    for number, step in zip(step_numbers(), ladder_steps()):
+        if (step.kernel == "zorder" and step.variant is None
+                and KERNELS["zorder"].resolve(step.params) == params):
+            return number
+    return "-"
+
+
 def zorder_counters() -> Table:
-    """The four layouts of 09_zorder.cu at 128 x 128 x 8: shared-memory wavefronts the
-    bank model predicts for the whole launch, next to Nsight Compute's counts of the
-    recorded profile (1024^3)."""
+    """The four layouts of 09_zorder.cu at 128 x 128 x 8 (with the ladder step each one
+    is): shared-memory wavefronts the bank model predicts for the whole launch, next to
+    Nsight Compute's counts of the recorded profile (1024^3)."""
     rows, seen = [], []
     for pad in (0, 4):
         for z in (False, True):
@@ -1183,7 +1233,7 @@ def zorder_counters() -> Table:
             warps, K = _warps("zorder", p, shape), shape[2]
             per_k, per_tile = _zorder_model(pad, z)
             m = r["metrics"] if r else {}
-            rows.append({"PAD": pad, "ZORDER": z,
+            rows.append({"PAD": pad, "ZORDER": z, "ladder step": _zorder_step(p),
                          "loads: model": count(warps * K * per_k),
                          "loads: counted": count(m.get(profile.SHARED[0])),
                          "load conflicts": count(m.get(profile.SHARED[2])),
@@ -1465,7 +1515,8 @@ def prefetch_timeline(tiles: int = 4):
 
 def zorder_depths(size: int = 2048) -> Table:
     """The four variants of 09_zorder.cu (PAD 0 or 4, ZORDER off or on) at BK = 8 and
-    BK = 16, from the recording (measured live with a GPU): GFLOP/s and % of cuBLAS."""
+    BK = 16, from the recording (measured live with a GPU): GFLOP/s and % of cuBLAS, with
+    the registers and spills ptxas here gives each (`fit`)."""
     rows, seen = [], []
     for bk in (8, 16):
         for pad in (0, 4):
@@ -1477,6 +1528,7 @@ def zorder_depths(size: int = 2048) -> Table:
                     r = None
                 seen.append(r)
                 rows.append({"BK": bk, "PAD": pad, "ZORDER": z,
+                             f"ptxas {compiler.ptxas_version()} here": fit("zorder", c),
                              "GFLOP/s": NOT_RECORDED if r is None else count(r["gflops"]["median"]),
                              "% of cuBLAS": "-" if r is None else pct(lookup.share(r))})
     return Table(rows, list(rows[0]), title=f"09_zorder.cu, 128 x 128 tiles, at {size}^3, "
