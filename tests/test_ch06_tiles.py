@@ -272,15 +272,17 @@ def test_standing_ratios_divides_each_pair_and_names_a_missing_rate():
     assert second.endswith("not measured")
 
 
-def test_issue_rule_divides_instructions_by_the_issue_share_and_compares_with_the_last_row():
+def test_issue_split_divides_instructions_by_the_issue_share_and_splits_each_gap_in_two():
     table = [{"kernel": "a", "time (ms)": "10.00", "instructions (billions)": "4.00",
               "issue slots used %": 50.0},
              {"kernel": "b", "time (ms)": "5.00", "instructions (billions)": "2.00",
               "issue slots used %": 50.0}]
-    rule, *lines = ch06_tiles.issue_rule(table).splitlines()
-    assert rule == ch06_tiles.RULE and rule.startswith("time ~ instructions issued / issue share")
-    assert lines[0] == "a: 4.00 / 0.500 (50.0%) = 8.00" and lines[1] == "b: 2.00 / 0.500 (50.0%) = 4.00"
-    assert lines[2] == "a / b: predicted x2.00, profiled time x2.00"
+    table[1]["issue slots used %"] = 25.0
+    rule, *lines = ch06_tiles.issue_split(table).splitlines()
+    assert rule == ch06_tiles.IDENTITY and rule.startswith("cycles = instructions issued / issue share")
+    assert lines[0] == "a: 4.00 / 0.500 (50.0%) = 8.00" and lines[1] == "b: 2.00 / 0.250 (25.0%) = 8.00"
+    assert lines[2] == ("a / b: instructions x2.00, issue share (K5's over its) x0.50, cycles x1.00; "
+                        "profiled time x2.00")
 
 
 def test_path_check_table_sets_each_step_before_and_after_and_leaves_unprofiled_ones_blank():
@@ -290,8 +292,9 @@ def test_path_check_table_sets_each_step_before_and_after_and_leaves_unprofiled_
     first, second = ch06_tiles.path_check_table(rows)
     assert first["step"] == "a -> b" and first["barrier + long scoreboard"] == "1.50 -> 0.70"
     assert first["issue slots used"] == "50.0% -> 64.0%"
-    assert first["warps per scheduler / issue share"] == "8.00 -> 6.25"
-    assert first["fall: the two stalls / all"] == "0.80 / 1.70"
+    assert first[ch06_tiles.ALL_EXPECTED] == "8.00 -> 6.25"
+    assert first["fall of barrier + long scoreboard"] == "0.80"
+    assert first["fall of all stalls"] == "1.70"
     gap = ch06_tiles.path_check_table([_row("K5", .3, .9, 45), _row("a", None, None, None),
                                        _row("b", .2, .5, 60), _row("c", .1, .4, 62)])
     assert gap[0]["barrier + long scoreboard"] is None and gap[0]["all stall reasons"] is None

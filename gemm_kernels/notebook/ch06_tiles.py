@@ -310,27 +310,30 @@ def issue_table() -> Table:
                  + records.recording_label())
 
 
-# At one clock rate a kernel's time is its instructions over the rate at which they issue.
-RULE = ("time ~ instructions issued / issue share (share of cycles in which a scheduler "
-        "issues), at the same clock")
+# Bookkeeping, not a model: the issue share is instructions issued per scheduler cycle, so
+# instructions over it give back the cycles; at one clock, with every SM busy, that is the
+# time. Its use is to split a gap in time into its two factors.
+IDENTITY = ("cycles = instructions issued / issue share (share of cycles in which a scheduler "
+            "issues): an identity; at one clock, time ~ cycles")
 
 
-def issue_rule(table=None) -> str:
-    """The rule as a formula (first line), then per row of issue_table: instructions
-    over the share of cycles in which a scheduler issued, which tracks the time when the
-    clocks are the same; then each row's predicted and profiled time against the last
-    row (the K5 tile)."""
+def issue_split(table=None) -> str:
+    """The identity (first line), then per row of issue_table its instructions over its
+    issue share; then each row against the last (the K5 tile), the gap split into its two
+    factors: instructions, and the issue share (the last row's over this one's, so that
+    the product is the ratio of cycles), beside the ratio of profiled times."""
     rows = list(table if table is not None else issue_table())
-    cost = lambda r: (float(r["instructions (billions)"])  # noqa: E731
-                      / (r["issue slots used %"] / 100))
-    lines = [RULE]
-    lines += [f"{r['kernel']}: {r['instructions (billions)']} / "
-             f"{r['issue slots used %'] / 100:.3f} ({r['issue slots used %']:.1f}%) = "
-             f"{cost(r):.2f}" for r in rows]
+    instr = lambda r: float(r["instructions (billions)"])  # noqa: E731
+    share = lambda r: r["issue slots used %"] / 100  # noqa: E731
+    lines = [IDENTITY]
+    lines += [f"{r['kernel']}: {r['instructions (billions)']} / {share(r):.3f} "
+              f"({r['issue slots used %']:.1f}%) = {instr(r) / share(r):.2f}" for r in rows]
     ref = rows[-1]
     for r in rows[:-1]:
-        lines.append(f"{r['kernel']} / {ref['kernel']}: predicted x{cost(r) / cost(ref):.2f}, "
-                     f"profiled time x{float(r['time (ms)']) / float(ref['time (ms)']):.2f}")
+        i, s = instr(r) / instr(ref), share(ref) / share(r)
+        lines.append(f"{r['kernel']} / {ref['kernel']}: instructions x{i:.2f}, issue share "
+                     f"(K5's over its) x{s:.2f}, cycles x{i * s:.2f}; profiled time "
+                     f"x{float(r['time (ms)']) / float(ref['time (ms)']):.2f}")
     return "\n".join(lines)
 
 
@@ -463,6 +466,11 @@ def path_check(rows=None, only: str | None = None) -> str:
     return "\n".join(lines)
 
 
+# With every warp either issuing or stalled, all stall reasons per issued instruction
+# come to the warps per scheduler over the issue share.
+ALL_EXPECTED = "warps per scheduler ÷ issue share (= all stalls, expected)"
+
+
 def path_check_table(rows=None) -> Table:
     """path_check's numbers as one row per step of CHECKS, before -> after: the barrier
     + long-scoreboard stalls per issued instruction, the issue slots used, all stall
@@ -485,12 +493,9 @@ def path_check_table(rows=None) -> Table:
         a, b = value(before, what), value(after, what)
         return None if a is None or b is None else f"{fmt.format(a)} -> {fmt.format(b)}"
 
-    def fall(before, after):
-        two = [value(r, "wait") for r in (before, after)]
-        every = [value(r, "all") for r in (before, after)]
-        if None in two + every:
-            return None
-        return f"{two[0] - two[1]:.2f} / {every[0] - every[1]:.2f}"
+    def fall(before, after, what):
+        a, b = value(before, what), value(after, what)
+        return None if a is None or b is None else f"{a - b:.2f}"
 
     out = []
     for at, what in CHECKS:
@@ -499,8 +504,9 @@ def path_check_table(rows=None) -> Table:
                     "barrier + long scoreboard": pair(before, after, "wait"),
                     "issue slots used": pair(before, after, "issue", "{:.1f}%"),
                     "all stall reasons": pair(before, after, "all"),
-                    "warps per scheduler / issue share": pair(before, after, "per"),
-                    "fall: the two stalls / all": fall(before, after)})
+                    ALL_EXPECTED: pair(before, after, "per"),
+                    "fall of barrier + long scoreboard": fall(before, after, "wait"),
+                    "fall of all stalls": fall(before, after, "all")})
     return Table(out, list(out[0]), title="the two predicted steps, before -> after, at "
                  "4096^3 (Nsight Compute; stalls in cycles per issued instruction; warps per "
                  "scheduler: the warps per SM over its 4 schedulers); "
