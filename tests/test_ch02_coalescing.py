@@ -409,3 +409,35 @@ def test_the_two_stage_picture_shows_the_slower_stage_at_each_size():
     assert [len(ax.patches) for ax in fig.axes] == [32, 32, 32, 32]
     # one scale for both sizes, so the same 8 tag wavefronts look the same height
     assert len({ax.get_ylim() for ax in fig.axes}) == 1
+
+
+def test_the_limit_from_counted_wavefronts_uses_the_slower_stages_printed_count(monkeypatch):
+    monkeypatch.setattr(model, "device_props", lambda: H200)
+    stages = list(ch02_coalescing.alignment_counts_table())
+    limits = list(ch02_coalescing.alignment_limits_table())
+    for s, r in zip(stages, limits):
+        if "-" in (s["tag stage (counted)"], s["data stage (counted)"]):
+            continue
+        counted = max(float(s["tag stage (counted)"]), float(s["data stage (counted)"]))
+        # the full warp's 16,727 GFLOP/s over the slower stage's counted wavefronts
+        assert r["limit from counted wavefronts (GFLOP/s)"] == pytest.approx(
+            132 * 1980 * 64 / 1e3 / counted)
+        if isinstance(r["timed (GFLOP/s)"], float):
+            # counts at or above the model can only lower the limit, so the share rises
+            assert int(r["timed / that limit"][:-1]) >= int(r["timed / limit"][:-1])
+            assert int(r["timed / that limit"][:-1]) <= 100
+    # negative control: a launch without its counters gets no counted limit
+    steps = ch02_coalescing._profiled_steps
+    monkeypatch.setattr(ch02_coalescing, "_profiled_steps", lambda study, rec: [
+        (shape, step, {}, lim, per) for shape, step, m, lim, per in steps(study, rec)])
+    assert all(r["limit from counted wavefronts (GFLOP/s)"] == "-"
+               for r in ch02_coalescing.alignment_limits_table())
+
+
+def test_stage_rule_fit_sets_the_rates_against_the_counted_wavefronts_too():
+    text = str(ch02_coalescing.stage_rule_fit())
+    line = text.split("in place of the model's, the rates at 2047^3 run at ")[1]
+    low, high = (int(x) for x in line.split(" of the limit")[0].replace("%", "").split(" to "))
+    model_low = int(text.split("the rates run at ")[1].split("%")[0])
+    # tighter than the model's limit: the looseness lies in the model's counts
+    assert model_low < low <= high <= 100
