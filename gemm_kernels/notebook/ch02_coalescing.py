@@ -152,26 +152,21 @@ ISSUED = "smsp__issue_active" + _PCT
 
 def stages_table(study: str = STAGES_STUDY):
     """Every stage of the load path as a share of its peak, for the steps of `study`:
-    which one (if any) was at its peak. Beside them the loads per SM and cycle (global
-    load requests over SMs and cycles), the instructions a warp issued per step k, and
-    the share of cycles in which a scheduler issued."""
+    which one (if any) was at its peak, and beside them the share of cycles in which a
+    scheduler issued. (Every share is over the cycles the SM was active, so that the
+    columns compare with each other.)"""
     from gemm_kernels.core.table import Table
-    sms = model.device_props()["sm_count"]
     rows = []
     for step, rec in _results(study):
         if rec is None:
             continue
-        m, (M, N, K) = rec["metrics"], rec["shape"]
-        warp_steps = M * N // 32 * K
+        m = rec["metrics"]
         row = {"configuration": model.label(step.kernel, step.params),
                "lines per step": model.line_limit(step.kernel, step.params)["lines"]}
         row.update({name: m.get(metric) for name, metric in STAGES.items()})
-        row["loads per SM and cycle"] = f"{m[model.REQUESTS_LD] / (sms * m[model.CYCLES]):.2f}"
-        row["instructions per warp and step"] = f"{m['smsp__inst_executed.sum'] / warp_steps:.1f}"
         row["scheduler issued (% of cycles)"] = m.get(ISSUED)
         rows.append(row)
-    cols = ["configuration", "lines per step", *STAGES, "loads per SM and cycle",
-            "instructions per warp and step", "scheduler issued (% of cycles)"]
+    cols = ["configuration", "lines per step", *STAGES, "scheduler issued (% of cycles)"]
     return _one_decimal(Table(rows, cols, title=f"the load path at {rec['shape'][0]}^3, "
                                                  "counted by Nsight Compute"),
                         [*STAGES, "scheduler issued (% of cycles)"])
