@@ -451,3 +451,29 @@ def test_the_requests_table_writes_every_sectors_per_request_to_one_decimal():
     # the counted and the modelled sectors per request agree, row by row
     assert all(r["sectors per request, counted"] == r["sectors per request, model"]
                for r in model.requests_table())
+
+
+def test_coalescing_gains_far_less_when_the_rows_are_not_a_power_of_two_apart():
+    text = str(ch02_coalescing.coalescing_gain())
+    gain = {n: float(text.split(f"at {n}^3: ")[1].split("= ")[1].split(" x")[0])
+            for n in (2048, 2047)}
+    # the chapter's 13x is partly the power-of-two stride (the naive kernel's banks)
+    assert gain[2048] > 2 * gain[2047] > 2
+    # each ratio is the two printed rates divided
+    line = text.split("at 2047^3: ")[1]
+    coal, naive = (float(x.replace(",", "")) for x in line.split(" GFLOP/s")[0].split(" / "))
+    assert f"{coal / naive:.1f} x" in line
+
+
+def test_coalescing_gain_says_so_when_a_rate_is_missing(monkeypatch):
+    monkeypatch.setattr(ch02_coalescing, "_alignment_rate", lambda kernel, params, n: None)
+    assert "not both timed" in str(ch02_coalescing.coalescing_gain())
+
+
+def test_prediction_drop_sets_the_lanes_per_line_beside_the_timed_ratio(monkeypatch):
+    monkeypatch.setattr(model, "device_props", lambda: H200)
+    text = str(ch02_coalescing.prediction_drop())
+    # 16 lanes over 5 lines against 32 over 9
+    assert "(16 lanes / 5 lines) / (32 lanes / 9 lines) = 0.90" in text
+    timed = float(text.rsplit("= ", 1)[1].rstrip("."))
+    assert abs(timed - 0.90) < 0.03

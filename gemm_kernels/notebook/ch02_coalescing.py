@@ -208,6 +208,23 @@ def check_prediction(line_model, occupancy_model, size: int = 2048) -> None:
     model.check_prediction(line_model, occupancy_model, size)
 
 
+def prediction_drop(size: int = 2048) -> Text:
+    """The prediction's naive BLOCK = 4 against BLOCK = 8 (`model.PREDICT`,
+    `model.PREDICT_FROM`): the ratio of their line limits (active lanes over lines per
+    step) beside the ratio of their timed rates, so that "the lanes are the whole drop"
+    reads as two printed numbers."""
+    (kernel, small), (_, big) = model.PREDICT, model.PREDICT_FROM
+    lim = {b: model.line_limit(kernel, p) for b, p in (("small", small), ("big", big))}
+    rate = {b: model._rate(kernel, p, size)["gflops"]["median"]
+            for b, p in (("small", small), ("big", big))}
+    s, b = lim["small"], lim["big"]
+    return Text(f"Line limit, BLOCK = {small['BLOCK']} over BLOCK = {big['BLOCK']}: "
+                f"({s['lanes']} lanes / {s['lines']} lines) / ({b['lanes']} lanes / "
+                f"{b['lines']} lines) = {(s['lanes'] / s['lines']) / (b['lanes'] / b['lines']):.2f}.\n"
+                f"Timed at {size}^3: {rate['small']:,.0f} / {rate['big']:,.0f} GFLOP/s = "
+                f"{rate['small'] / rate['big']:.2f}.")
+
+
 # ---------------------------------------------------------------- alignment
 
 # A row of B that is not a whole number of lines long: row k starts (k x N) mod 32 floats
@@ -552,6 +569,23 @@ def _alignment_rate(kernel: str, params: dict, n: int) -> float | None:
     """The median rate of `_alignment_row`."""
     row = _alignment_row(kernel, params, n)
     return row["gflops"]["median"] if row else None
+
+
+def coalescing_gain(params=None, best=None, sizes=(2048, MISALIGNED_N)) -> Text:
+    """What coalescing gains at both sizes, from the timed rates of the alignment studies:
+    the coalesced kernel's rate over the naive x->row kernel's (both BLOCK = 32). With
+    rows a power of two apart the naive kernel's rows of A also stack on one L1 bank, so
+    the gain there is not the gain at other sizes."""
+    params = {"BLOCK": 32, "MAPPING": "x->row"} if params is None else params
+    best = {"BLOCK": 32} if best is None else best
+    out = []
+    for n in sizes:
+        naive, coal = _alignment_rate("naive", params, n), _alignment_rate("coalesced", best, n)
+        if naive is None or coal is None:
+            return Text(f"The two kernels were not both timed at {n}^3.")
+        out.append(f"at {n}^3: {coal:,.0f} / {naive:,.0f} GFLOP/s = {coal / naive:.1f} x")
+    return Text(f"The coalesced kernel over the naive one ({model.label('naive', params)}), "
+                f"the coalesced kernel at BLOCK = {best['BLOCK']}:\n" + "\n".join(out))
 
 
 def alignment_gap(block: int = 8, best: int = 32, sizes=(2048, MISALIGNED_N)) -> Text:
