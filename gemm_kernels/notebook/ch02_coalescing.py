@@ -584,8 +584,10 @@ def coalescing_gain(params=None, best=None, sizes=(2048, MISALIGNED_N)) -> Text:
         if naive is None or coal is None:
             return Text(f"The two kernels were not both timed at {n}^3.")
         out.append(f"at {n}^3: {coal:,.0f} / {naive:,.0f} GFLOP/s = {coal / naive:.1f} x")
-    return Text(f"The coalesced kernel over the naive one ({model.label('naive', params)}), "
-                f"the coalesced kernel at BLOCK = {best['BLOCK']}:\n" + "\n".join(out))
+    def settings(kernel, p):
+        return model.label(kernel, p).split(", ", 1)[1]
+    return Text(f"The coalesced kernel ({settings('coalesced', best)}) over the naive one "
+                f"({settings('naive', params)}):\n" + "\n".join(out))
 
 
 def alignment_gap(block: int = 8, best: int = 32, sizes=(2048, MISALIGNED_N)) -> Text:
