@@ -194,6 +194,13 @@ def test_the_rate_table_has_one_row_per_size_and_each_kernels_share():
         assert share == pytest.approx(row[f"{k}: % of cuBLAS"], rel=1e-6)
     one = ch01_02_sectors.rate_table(["naive"], sizes=(2048,))
     assert "cuBLAS, timed beside it (GFLOP/s)" in one.columns
+    # only the shares asked for: the kernels' rates and their ratio stay
+    narrow = ch01_02_sectors.rate_table(["naive", "coalesced"], sizes=(2048,),
+                                        shares=("coalesced",))
+    assert "cuBLAS beside naive (GFLOP/s)" not in narrow.columns
+    assert "naive: % of cuBLAS" not in narrow.columns
+    assert {"naive (GFLOP/s)", "cuBLAS beside coalesced (GFLOP/s)",
+            "coalesced / naive"} <= set(narrow.columns)
 
 
 def test_the_rate_tables_spread_names_the_kernels_not_cublas():

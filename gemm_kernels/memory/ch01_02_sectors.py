@@ -447,10 +447,12 @@ def _rate(kernel: str, params: dict | None, size: int) -> dict:
     return lookup.measure_or_lookup(kernel, (size,) * 3, params)
 
 
-def rate_table(kernels, sizes=(1024, 2048, 4096)):
+def rate_table(kernels, sizes=(1024, 2048, 4096), shares=None):
     """One row per size: each kernel's GFLOP/s (the median of its timed runs) and its
     share of the cuBLAS run timed beside it in the same process, with that cuBLAS rate as
     a column (one per kernel: each kernel had its own), so every share can be checked.
+    `shares` names the kernels whose cuBLAS columns to show (all by default; fewer keep
+    the table narrow where another chapter already showed a kernel's share).
     The title says how far the fastest and slowest run of the kernels (not cuBLAS's,
     which spread more) lay from their median in any row."""
     from gemm_kernels.core.table import Table
@@ -463,9 +465,10 @@ def rate_table(kernels, sizes=(1024, 2048, 4096)):
             g = r["gflops"]
             ref = (r.get("reference") or {}).get("gflops", {}).get("median")
             row[f"{k} (GFLOP/s)"] = g["median"]
-            row[("cuBLAS, timed beside it (GFLOP/s)" if len(kernels) == 1 else
-                 f"cuBLAS beside {k} (GFLOP/s)")] = ref
-            row[f"{k}: % of cuBLAS"] = lookup.share(r)
+            if shares is None or k in shares:
+                row[("cuBLAS, timed beside it (GFLOP/s)" if len(kernels) == 1 else
+                     f"cuBLAS beside {k} (GFLOP/s)")] = ref
+                row[f"{k}: % of cuBLAS"] = lookup.share(r)
             spread = max(spread, (g["max"] - g["min"]) / g["median"])
         if len(kernels) == 2:
             a, b = kernels
@@ -562,9 +565,10 @@ def requests_table(study: str = "ch02_l1_lines"):
         m = (row or {}).get("metrics", {})
         rows.append({"configuration": label(step.kernel, step.params),
                      "load requests (millions)": m[REQUESTS_LD] / 1e6 if REQUESTS_LD in m else None,
-                     "sectors per request, counted": (round(m[SECTORS_LD] / m[REQUESTS_LD], 2)
+                     # one decimal in both columns, so that 2 and 2.5 read alike
+                     "sectors per request, counted": (f"{m[SECTORS_LD] / m[REQUESTS_LD]:.1f}"
                                                       if REQUESTS_LD in m else None),
-                     "sectors per request, model": model})
+                     "sectors per request, model": f"{model:.1f}"})
     shape = " x ".join(map(str, studies.get(study).shapes[0]))
     return Table(rows, list(rows[0]), title=f"global loads at {shape}, counted by Nsight "
                  "Compute, and the model's count")

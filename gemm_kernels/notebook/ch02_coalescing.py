@@ -152,26 +152,21 @@ ISSUED = "smsp__issue_active" + _PCT
 
 def stages_table(study: str = STAGES_STUDY):
     """Every stage of the load path as a share of its peak, for the steps of `study`:
-    which one (if any) was at its peak. Beside them the loads per SM and cycle (global
-    load requests over SMs and cycles), the instructions a warp issued per step k, and
-    the share of cycles in which a scheduler issued."""
+    which one (if any) was at its peak, and beside them the share of cycles in which a
+    scheduler issued. (Every share is over the cycles the SM was active, so that the
+    columns compare with each other.)"""
     from gemm_kernels.core.table import Table
-    sms = model.device_props()["sm_count"]
     rows = []
     for step, rec in _results(study):
         if rec is None:
             continue
-        m, (M, N, K) = rec["metrics"], rec["shape"]
-        warp_steps = M * N // 32 * K
+        m = rec["metrics"]
         row = {"configuration": model.label(step.kernel, step.params),
                "lines per step": model.line_limit(step.kernel, step.params)["lines"]}
         row.update({name: m.get(metric) for name, metric in STAGES.items()})
-        row["loads per SM and cycle"] = f"{m[model.REQUESTS_LD] / (sms * m[model.CYCLES]):.2f}"
-        row["instructions per warp and step"] = f"{m['smsp__inst_executed.sum'] / warp_steps:.1f}"
         row["scheduler issued (% of cycles)"] = m.get(ISSUED)
         rows.append(row)
-    cols = ["configuration", "lines per step", *STAGES, "loads per SM and cycle",
-            "instructions per warp and step", "scheduler issued (% of cycles)"]
+    cols = ["configuration", "lines per step", *STAGES, "scheduler issued (% of cycles)"]
     return _one_decimal(Table(rows, cols, title=f"the load path at {rec['shape'][0]}^3, "
                                                  "counted by Nsight Compute"),
                         [*STAGES, "scheduler issued (% of cycles)"])
@@ -211,6 +206,23 @@ def check_prediction(line_model, occupancy_model, size: int = 2048) -> None:
         if abs(occupancy_model / whole - 1) <= 0.02:
             print("(b): that is BLOCK = 8's rate itself; the occupancy model halves it.")
     model.check_prediction(line_model, occupancy_model, size)
+
+
+def prediction_drop(size: int = 2048) -> Text:
+    """The prediction's naive BLOCK = 4 against BLOCK = 8 (`model.PREDICT`,
+    `model.PREDICT_FROM`): the ratio of their line limits (active lanes over lines per
+    step) beside the ratio of their timed rates, so that "the lanes are the whole drop"
+    reads as two printed numbers."""
+    (kernel, small), (_, big) = model.PREDICT, model.PREDICT_FROM
+    lim = {b: model.line_limit(kernel, p) for b, p in (("small", small), ("big", big))}
+    rate = {b: model._rate(kernel, p, size)["gflops"]["median"]
+            for b, p in (("small", small), ("big", big))}
+    s, b = lim["small"], lim["big"]
+    return Text(f"Line limit, BLOCK = {small['BLOCK']} over BLOCK = {big['BLOCK']}: "
+                f"({s['lanes']} lanes / {s['lines']} lines) / ({b['lanes']} lanes / "
+                f"{b['lines']} lines) = {(s['lanes'] / s['lines']) / (b['lanes'] / b['lines']):.2f}.\n"
+                f"Timed at {size}^3: {rate['small']:,.0f} / {rate['big']:,.0f} GFLOP/s = "
+                f"{rate['small'] / rate['big']:.2f}.")
 
 
 # ---------------------------------------------------------------- alignment
@@ -265,27 +277,37 @@ def _alignment_rows(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1), kernels=None):
             rate = _alignment_rate(step.kernel, step.params, shape[0])
             limit = lim["stage GFLOP/s"]
             slower = max(lim["tags"], lim["banks"])
+            tag, data = per(m.get(TAG_WAVEFRONTS)), per(m.get(model.WAVEFRONTS))
+            # the same rule with the slower stage's counted wavefronts (as printed, to two
+            # decimals) in place of the model's: one wavefront per cycle, whatever the count
+            counted = max(float(tag), float(data)) if "-" not in (tag, data) else None
+            counted_limit = limit * slower / counted if limit and counted else None
             rows.append({"configuration": model.label(step.kernel, step.params),
                          "M = N = K": shape[0],
                          "lines/step": _mean(lim["lines"]),
                          "tag stage (model)": _mean(lim["tags"]),
-                         "tag stage (counted)": per(m.get(TAG_WAVEFRONTS)),
+                         "tag stage (counted)": tag,
                          "data stage (model)": _mean(lim["banks"]),
-                         "data stage (counted)": per(m.get(model.WAVEFRONTS)),
+                         "data stage (counted)": data,
                          "slower stage (model)": "tag" if lim["tags"] > lim["banks"]
                          else "data" if lim["banks"] > lim["tags"] else "both",
                          "wavefronts/step": _mean(slower),
                          "limit (GFLOP/s)": limit,
                          "timed (GFLOP/s)": rate if rate is not None else "not timed",
                          "timed / limit": f"{rate / limit:.0%}"
-                         if rate is not None and limit else "-"})
+                         if rate is not None and limit else "-",
+                         "limit from counted wavefronts (GFLOP/s)":
+                         counted_limit if counted_limit else "-",
+                         "timed / that limit": f"{rate / counted_limit:.0%}"
+                         if rate is not None and counted_limit else "-"})
     return rows, "; ".join(sorted(where)) or "not recorded"
 
 
 STAGE_COLUMNS = ("configuration", "M = N = K", "lines/step", "tag stage (model)",
                  "tag stage (counted)", "data stage (model)", "data stage (counted)")
 LIMIT_COLUMNS = ("configuration", "M = N = K", "slower stage (model)", "wavefronts/step",
-                 "limit (GFLOP/s)", "timed (GFLOP/s)", "timed / limit")
+                 "limit (GFLOP/s)", "timed (GFLOP/s)", "timed / limit",
+                 "limit from counted wavefronts (GFLOP/s)", "timed / that limit")
 
 
 def alignment_counts_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1), kernels=None):
@@ -302,7 +324,9 @@ def alignment_counts_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1), kernels=
 
 def alignment_limits_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1), kernels=None):
     """The rate side of `_alignment_rows`: the slower modelled stage, its wavefronts per
-    step, the limit they set, and the rate timed without the profiler as a share of it."""
+    step, the limit they set, and the rate timed without the profiler as a share of it;
+    then the limit the same rule sets with the slower stage's counted wavefronts, and the
+    timed rate as a share of that (it tells a wrong count from a wrong rate per cycle)."""
     from gemm_kernels.core.table import Table
     rows, where = _alignment_rows(studies_, kernels)
     return Table([{c: r[c] for c in LIMIT_COLUMNS} for r in rows], list(LIMIT_COLUMNS),
@@ -334,8 +358,10 @@ def naive_off_lines(params=None, sizes=(2048, MISALIGNED_N)) -> Text:
 def stage_rule_fit(size: int = MISALIGNED_N) -> Text:
     """How well the two-stage rule holds, from `_alignment_rows`: the largest
     timed / limit of any row (none above 100% means no rate breaks the rule), the range of
-    timed / limit at the misaligned size (how loose a bound it is there), and how far the
-    counted wavefronts of either stage rise above the model there."""
+    timed / limit at the misaligned size (how loose a bound it is there), how far the
+    counted wavefronts of either stage rise above the model there, and the range of
+    timed / limit there with the counted wavefronts in place of the model's (tight: the
+    looseness is in the model's count, not in one wavefront per cycle)."""
     rows, _ = _alignment_rows()
     timed = [r for r in rows if isinstance(r["timed (GFLOP/s)"], (int, float))
              and r["limit (GFLOP/s)"]]
@@ -355,6 +381,12 @@ def stage_rule_fit(size: int = MISALIGNED_N) -> Text:
         most, where = max(over)
         out.append(f"At {size}^3 the counted wavefronts exceed the model by up to "
                    f"{most:.0%} ({where}).")
+    counted = [r["timed (GFLOP/s)"] / r["limit from counted wavefronts (GFLOP/s)"]
+               for r in timed if r["M = N = K"] == size
+               and r["limit from counted wavefronts (GFLOP/s)"] != "-"]
+    if counted:
+        out.append(f"With the counted wavefronts in place of the model's, the rates at {size}^3 "
+                   f"run at {min(counted):.0%} to {max(counted):.0%} of the limit.")
     return Text("\n".join(out))
 
 
@@ -537,6 +569,25 @@ def _alignment_rate(kernel: str, params: dict, n: int) -> float | None:
     """The median rate of `_alignment_row`."""
     row = _alignment_row(kernel, params, n)
     return row["gflops"]["median"] if row else None
+
+
+def coalescing_gain(params=None, best=None, sizes=(2048, MISALIGNED_N)) -> Text:
+    """What coalescing gains at both sizes, from the timed rates of the alignment studies:
+    the coalesced kernel's rate over the naive x->row kernel's (both BLOCK = 32). With
+    rows a power of two apart the naive kernel's rows of A also stack on one L1 bank, so
+    the gain there is not the gain at other sizes."""
+    params = {"BLOCK": 32, "MAPPING": "x->row"} if params is None else params
+    best = {"BLOCK": 32} if best is None else best
+    out = []
+    for n in sizes:
+        naive, coal = _alignment_rate("naive", params, n), _alignment_rate("coalesced", best, n)
+        if naive is None or coal is None:
+            return Text(f"The two kernels were not both timed at {n}^3.")
+        out.append(f"at {n}^3: {coal:,.0f} / {naive:,.0f} GFLOP/s = {coal / naive:.1f} x")
+    def settings(kernel, p):
+        return model.label(kernel, p).split(", ", 1)[1]
+    return Text(f"The coalesced kernel ({settings('coalesced', best)}) over the naive one "
+                f"({settings('naive', params)}):\n" + "\n".join(out))
 
 
 def alignment_gap(block: int = 8, best: int = 32, sizes=(2048, MISALIGNED_N)) -> Text:
