@@ -211,6 +211,11 @@ def test_the_tile_table_shows_fewer_blocks_where_the_scalar_path_needs_more_regi
     for r in rows.values():
         if r["registers, other N"] > r["registers, N a multiple of 4"]:
             assert r["blocks per SM, other N"] <= r["blocks per SM, N a multiple of 4"]
+    # the shown column of each path holds both of its numbers
+    for path in ("N a multiple of 4", "other N", "other N, B padded"):
+        for r in rows.values():
+            assert r[path] == (f"{r['registers, ' + path]} registers: "
+                               f"{r['blocks per SM, ' + path]} blocks per SM")
 
 
 def test_the_profiles_name_every_launch_and_a_stall(rec):

@@ -671,13 +671,17 @@ def tile_table(rec=None) -> Table:
         paths = {"N a multiple of 4": (4, False), "other N": (3, False),
                  "other N, B padded": (3, True)}
         regs = {name: model.registers(t, n, pad) for name, (n, pad) in paths.items()}
+        blocks = {name: model.slots(p, v, 1, lim) for name, v in regs.items()}
         rows.append({"tile": f"{BM}x{BN}", "threads": threads,
-                     **{f"registers, {name}": v for name, v in regs.items()},
                      "shared memory (KiB)": k.dynamic_smem(p, lim) / 1024,
-                     **{f"blocks per SM, {name}": model.slots(p, v, 1, lim)
-                        for name, v in regs.items()}})
-    return Table(rows, list(rows[0]), title=f"Each tile's block on {r.device} (registers as "
-                                             "compiled for the recorded runs)")
+                     **{f"registers, {name}": v for name, v in regs.items()},
+                     **{f"blocks per SM, {name}": v for name, v in blocks.items()},
+                     # what the table shows: one column per path, both numbers in it
+                     **{name: f"{regs[name]} registers: {blocks[name]} blocks per SM"
+                        for name in paths}})
+    return Table(rows, ["tile", "threads", "shared memory (KiB)", *paths],
+                 title=f"Each tile's block on {r.device}, for each path of B: registers per "
+                       "thread (as compiled for the recorded runs) and the blocks an SM holds")
 
 
 def slot_counts(shape, rec=None) -> Table:
