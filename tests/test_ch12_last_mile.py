@@ -211,6 +211,11 @@ def test_the_tile_table_shows_fewer_blocks_where_the_scalar_path_needs_more_regi
     for r in rows.values():
         if r["registers, other N"] > r["registers, N a multiple of 4"]:
             assert r["blocks per SM, other N"] <= r["blocks per SM, N a multiple of 4"]
+    # the shown column of each path holds both of its numbers
+    for path in ("N a multiple of 4", "other N", "other N, B padded"):
+        for r in rows.values():
+            assert r[path] == (f"{r['registers, ' + path]} registers: "
+                               f"{r['blocks per SM, ' + path]} blocks per SM")
 
 
 def test_the_profiles_name_every_launch_and_a_stall(rec):
@@ -748,8 +753,69 @@ def test_ragged_waves_count_one_wave_more_for_the_scalar_build(rec):
     assert "2 waves" in text and "1 wave;" in text and "The profile measured" in text
     aligned = str(c.ragged_waves((4096, 1024, 515), 64, 128, rec=rec))
     assert "should take 0% longer" in aligned and "2 waves" not in aligned
-    # section 4 comes before the model's symbols: none of them in the text
+    # the sum is printed, and its quotient is the share the text states
+    gamma = c.rules(rec).gamma
+    slow, fast = (c.round_by_round(4, s, gamma) for s in (3, 4))
+    assert c.round_sum_text(4, 3, gamma) in text and c.round_sum_text(4, 4, gamma) in text
+    assert f"= {slow / fast:.2f}, so the scalar build should take {slow / fast - 1:.0%}" in text
+    # section 4 comes before section 6's symbols: only section 1's preview is used
     assert "gamma" not in text and "q = " not in text and "per_sm" not in text
+
+
+def test_round_sum_text_writes_out_round_by_round():
+    """Each round's blocks over their count to the power gamma, summed: 4 blocks in rounds
+    of 3 make 3 then 1; in rounds of 4, one round (negative control: no second term)."""
+    assert c.round_sum_text(4, 3, 0.25) == "3 / 3^0.25 + 1 / 1^0.25 = 3.28"
+    assert c.round_sum_text(4, 4, 0.25) == "4 / 4^0.25 = 2.83"
+    assert c.round_sum_text(8, 4, 0.5) == f"4 / 4^0.5 + 4 / 4^0.5 = {c.round_by_round(8, 4, 0.5):.2f}"
+
+
+def test_timing_method_is_read_from_the_runs_and_the_shapes_are_out_of_sample(rec):
+    """The rates' repeats, warm-up and L2 flush come from the benchmark rows' runs; no
+    benchmark shape is a calibration shape (the model never saw them)."""
+    text = str(c.timing_method(rec))
+    p = c.plan_for((2048, 2048, 2048), rec)
+    row = c.row_of(rec, p.kernel, (2048, 2048, 2048), p.params)
+    how = rec.runs[row["run"]]["timing"]
+    assert f"median of {row['repeats']} timed calls, after {how['warmup']} warm-up" in text
+    assert ("empty L2" in text) == how["flush_l2"]
+    cal = {tuple(s) for _, _, s in c.calibrate.calibration_runs()}
+    shapes = c.calibrate.bench_shapes()
+    assert not cal & set(map(tuple, shapes))
+    assert f"None of the {len(shapes)} benchmark shapes is a calibration shape" in text
+
+
+def test_copy_against_gap_sets_the_model_copy_beside_the_timed_gap(rec):
+    """At 4097 x 1023 x 515 the plan pads B: the gap is the plan's time less cuBLAS's,
+    and the copy is the model's own term; a plan that does not pad (1024^3) is refused."""
+    text = str(c.copy_against_gap((4097, 1023, 515), rec))
+    p = c.plan_for((4097, 1023, 515), rec)
+    row = c.row_of(rec, p.kernel, (4097, 1023, 515), p.params)
+    ours = c._time_us(row)
+    theirs = 2 * 4097 * 1023 * 515 / (row["reference"]["gflops"]["median"] * 1e3)
+    copy = c.model_terms((4097, 1023, 515), 64, 128, 1, rec)["copy of B"]
+    assert f"{ours:.1f} µs, cuBLAS's {theirs:.1f} µs, a gap of {ours - theirs:.1f} µs" in text
+    assert f"alone: {copy:.1f} µs" in text
+    with pytest.raises(ValueError):
+        c.copy_against_gap((1024, 1024, 1024), rec)
+
+
+def test_split_k_edits_show_the_split_then_the_padded_b_with_context():
+    """Section 3's diff holds split-K's lines only, section 4's the padded B's; each change
+    has a line of context and changes are separated by '...', no hunk headers; the two
+    steps compose to the kernel the registry compiles."""
+    from gemm_kernels.core.registry import CUDA_DIR
+    from gemm_kernels.core.source_edits import apply
+    from gemm_kernels.core.split_k_source import EDITS, PAD_B_EDITS, SPLIT_EDITS, derive
+    split, pad = str(c.split_k_edits("split")), str(c.split_k_edits("pad_b"))
+    assert "PAD_B" not in split and "LDB" not in split and "+    const int tiles = (KS" in split
+    assert "+          bool HOIST, bool VEC, bool PAD_B>" in pad and "KS + BK" not in pad
+    for text in (split, pad):
+        assert "@@" not in text and "\n...\n" in text
+        assert any(l.startswith(" ") for l in text.splitlines())     # context lines
+    capstone = (CUDA_DIR / "09_capstone.cu").read_text()
+    assert EDITS == SPLIT_EDITS + PAD_B_EDITS
+    assert apply(apply(capstone, SPLIT_EDITS, "s"), PAD_B_EDITS, "p") == derive(capstone)
 
 
 def test_the_profile_names_a_step_the_shape_makes_the_same_launch(rec):

@@ -91,3 +91,19 @@ def test_folded_draws_a_figure_closed_and_escapes_a_text():
     assert fig.number not in plt.get_fignums()   # closed: the inline backend shows it no more
     text = display.Folded(display.Text("a < b"), "Show the source")._repr_html_()
     assert "<pre>a &lt; b</pre>" in text
+
+
+def test_stub_keeps_the_braces_and_indentation_around_a_left_out_branch():
+    """The M == 1 kernel shown with the N == 1 branch left out: the `if constexpr` line,
+    one comment at the body's indentation, then `} else {` as in the file; the rest of
+    the function unchanged. A marker that opens no block is refused."""
+    import pytest
+    note = "the N == 1 branch: your exercise"
+    text = str(display.source("12_gemv.cu", entry="sgemv",
+                              stub=[("if constexpr (!COLS)", note)]))
+    assert f"    if constexpr (!COLS) {{\n        // ... {note}\n    }} else {{\n" in text
+    assert "split_k_range<128>" not in text and "__shfl_xor_sync" not in text
+    assert "    if (split) split_k_finish(" in text and "        constexpr int V = VEC" in text
+    assert text.count("{") == text.count("}")
+    with pytest.raises(ValueError):
+        display.source("12_gemv.cu", entry="sgemv", stub=[("int first, count", note)])

@@ -24,8 +24,7 @@ SLICE = """
     int k_begin, KS;
     split_k_range<BK>(K, &k_begin, &KS);
     A += k_begin;
-    const int LDB = PAD_B ? (N + 3) / 4 * 4 : N;   // B's row stride (see PAD_B)
-    B += static_cast<size_t>(k_begin) * LDB;
+    B += static_cast<size_t>(k_begin) * N;
     C += static_cast<size_t>(blockIdx.z) * M * N;
 """
 
@@ -41,7 +40,8 @@ HEADER = """// Split-K (chapter 12; split_k.cuh): with gridDim.z = S > 1, block 
 //
 """
 
-EDITS = (
+# Split-K alone: its slice, and KS for K as the loop's extent.
+SPLIT_EDITS = (
     ("// HOIST (template flag, on by default):",
      HEADER + "// HOIST (template flag, on by default):"),
     ('#include "vec4.cuh"\n', '#include "vec4.cuh"\n#include "split_k.cuh"\n'),
@@ -55,7 +55,14 @@ EDITS = (
      "b_col_ok && k0 + k < KS;\n            const float* src = B + min(k0 + k, KS - 1) * N + b_col;"),
     ("    // kb = K - tiles*BK in (-BK, 0]", "    // kb = KS - tiles*BK in (-BK, 0]"),
     ("const int kb = K - tiles * BK;", "const int kb = KS - tiles * BK;"),
-    # PAD_B: a template flag, 16-byte copies of B, and LDB as B's row stride
+)
+
+# The padded B, on top of split-K: a template flag, 16-byte copies of B, and LDB as B's
+# row stride.
+PAD_B_EDITS = (
+    ("    B += static_cast<size_t>(k_begin) * N;\n",
+     "    const int LDB = PAD_B ? (N + 3) / 4 * 4 : N;   // B's row stride (see PAD_B)\n"
+     "    B += static_cast<size_t>(k_begin) * LDB;\n"),
     ("          bool HOIST, bool VEC>\n", "          bool HOIST, bool VEC, bool PAD_B>\n"),
     ("    constexpr int BW = VEC ? 4 : 1;", "    constexpr int BW = VEC || PAD_B ? 4 : 1;"),
     ("min(k0 + k, KS - 1) * N + b_col;\n            if constexpr (VEC) cp_async_16",
@@ -67,6 +74,8 @@ EDITS = (
     ("            if constexpr (VEC) cp_async_16(bd", "            if constexpr (VEC || PAD_B) cp_async_16(bd"),
     ("        b_src += BK * N;", "        b_src += BK * LDB;"),
 )
+
+EDITS = SPLIT_EDITS + PAD_B_EDITS
 
 
 def derive(capstone: str) -> str:

@@ -214,14 +214,15 @@ def ragged_waves(shape=(4097, 1023, 515), BM: int = 64, BN: int = 128,
     """The two builds of `study`'s ragged shape (B as it is, B padded), no split: each
     build's blocks per SM, slots, waves and the busiest SM's rounds; then the time the
     waves alone account for (each round priced at the blocks it holds, `round_by_round`,
-    with the rules' gamma) against the time the profile measured. The waves are the first
-    cause of the gap; what they leave is the scalar path's own cost. Said in words, not in
-    the model's symbols: section 4 comes before section 6 defines them."""
+    with the rules' gamma, its sum written out by `round_sum_text`) against the time the
+    profile measured. The waves are the first cause of the gap; what they leave is the
+    scalar path's own cost. Section 4 comes before section 6 defines the model's symbols:
+    the sum uses only section 1's preview of the formula."""
     from gemm_kernels.measure import studies
     rec = rec or recording()
     r = rules(rec)
     shape = tuple(shape)
-    lines, work = [], {}
+    lines, work, sums = [], {}, {}
     for padded, name in ((False, "B as it is (scalar loads)"), (True, "B padded")):
         lay = wave_layout(shape, BM, BN, 1, rec, padded=padded)
         n = ceil_div(lay["blocks"], lay["sms"])
@@ -229,6 +230,7 @@ def ragged_waves(shape=(4097, 1023, 515), BM: int = 64, BN: int = 128,
         full, last = divmod(n, lay["per_sm"])
         sizes = [lay["per_sm"]] * full + ([last] if last else [])
         work[padded] = round_by_round(n, lay["per_sm"], r.gamma)
+        sums[padded] = round_sum_text(n, lay["per_sm"], r.gamma)
         lines.append(f"* {name}: {lay['per_sm']} blocks per SM, {lay['slots']:,} slots: "
                      f"{_waves_text(lay['waves'])}; the busiest SM runs its {n} blocks in "
                      f"{rounds} round{'s' if rounds > 1 else ''}"
@@ -237,10 +239,11 @@ def ragged_waves(shape=(4097, 1023, 515), BM: int = 64, BN: int = 128,
              for _, row in studies.results(study, shape, rec) if row is not None}
     head = (f"{_shape_text(shape)}, {BM}x{BN} tiles, no split: {lay['blocks']:,} blocks on "
             f"{lay['sms']} SMs, so the busiest SM gets {n}.")
-    tail = (f"From the waves alone, the scalar build should take "
-            f"{work[False] / work[True] - 1:.0%} longer (each round priced at the speed of "
-            "the blocks it holds: a block alone on an SM runs faster than each of several "
-            "sharing it, but a full SM computes more in all).")
+    tail = (f"From the waves alone (each round's blocks priced as blocks / blocks^{r.gamma:g}, "
+            "the work term of section 1's preview): scalar "
+            f"{sums[False]} against padded {sums[True]}: {work[False]:.2f} / {work[True]:.2f} = "
+            f"{work[False] / work[True]:.2f}, so the scalar build should take "
+            f"{work[False] / work[True] - 1:.0%} longer.")
     if False in times and True in times:
         tail += (f" The profile measured {times[False] / times[True] - 1:.0%} longer "
                  f"({fmt_number(times[False])} µs against {fmt_number(times[True])} µs).")
@@ -500,6 +503,57 @@ def _varies_note(row: dict, rec=None) -> str:
             f"{100 * row['GFLOP/s'] / mid:.0f}%")
 
 
+def timing_method(rec=None) -> Text:
+    """How the benchmark's rates were timed, read from the recording: the timed calls per
+    rate and the statistic (each row's), the warm-up, the L2 flush and the interleaving
+    (each row's run); and whether any benchmark shape is a calibration shape, where the
+    model was fitted."""
+    rec = rec or recording()
+    rows = [row_of(rec, p.kernel, s, p.params)
+            for s in calibrate.bench_shapes() for p in [plan_for(s, rec)]]
+    rows = [r for r in rows if r is not None]
+    how = {tuple(sorted(rec.runs[r["run"]]["timing"].items())) for r in rows}
+    repeats = {r["repeats"] for r in rows}
+    if len(how) != 1 or len(repeats) != 1:
+        raise ValueError("the benchmark's rows were timed in different ways")
+    t = dict(next(iter(how)))
+    cal = {tuple(s) for _, _, s in calibrate.calibration_runs()}
+    shapes = calibrate.bench_shapes()
+    seen = [s for s in shapes if tuple(s) in cal]
+    return Text(
+        f"Each rate is the median of {repeats.pop()} timed calls, after {t['warmup']} "
+        "warm-up calls"
+        + (", each call starting from an empty L2 (a scratch buffer twice the L2's size "
+           "written before it, outside the timing)" if t["flush_l2"] else "")
+        + (", our calls and cuBLAS's alternating" if t["interleaved"] else "") + ".\n"
+        + (f"None of the {len(shapes)} benchmark shapes is a calibration shape: the model "
+           "was fitted without them." if not seen else
+           f"{len(seen)} of the {len(shapes)} benchmark shapes are calibration shapes: "
+           + ", ".join(map(_shape_text, seen)) + "."))
+
+
+def copy_against_gap(shape=(4097, 1023, 515), rec=None) -> Text:
+    """At a ragged shape whose plan pads B: the plan's timed call against cuBLAS's (the
+    time of the median rate of each), their gap, and the model's time for the copy of B
+    that the GEMM's profile leaves out."""
+    rec = rec or recording()
+    shape = tuple(shape)
+    p = plan_for(shape, rec)
+    row = row_of(rec, p.kernel, shape, p.params)
+    t = model_terms(shape, p.params["BM"], p.params["BN"], p.params["SPLIT"], rec)
+    if row is None or not t["padded"]:
+        raise ValueError(f"{_shape_text(shape)}: no timed plan that pads B")
+    ours = _time_us(row)
+    theirs = _time_us({"shape": row["shape"], "gflops": row["reference"]["gflops"]})
+    gap, copy = ours - theirs, t["copy of B"]
+    size = ("about the size of the gap" if 0.75 < copy / gap < 1.33 else
+            f"{copy / gap:.1f} times the gap")
+    return Text(f"At {_shape_text(shape)} ({p}): the plan's timed call {ours:.1f} µs, "
+                f"cuBLAS's {theirs:.1f} µs, a gap of {gap:.1f} µs.\n"
+                f"The model's time for the copy of B into padded rows alone: {copy:.1f} µs, "
+                f"{size}.")
+
+
 def timed_here(shapes, rec=None, disturbed: float = 3.0) -> Table:
     """Every configuration of the split kernel timed at each of `shapes` (benchmark shapes
     below cuBLAS, say): which is the plan, the model's time and the timed call's, the
@@ -617,13 +671,17 @@ def tile_table(rec=None) -> Table:
         paths = {"N a multiple of 4": (4, False), "other N": (3, False),
                  "other N, B padded": (3, True)}
         regs = {name: model.registers(t, n, pad) for name, (n, pad) in paths.items()}
+        blocks = {name: model.slots(p, v, 1, lim) for name, v in regs.items()}
         rows.append({"tile": f"{BM}x{BN}", "threads": threads,
-                     **{f"registers, {name}": v for name, v in regs.items()},
                      "shared memory (KiB)": k.dynamic_smem(p, lim) / 1024,
-                     **{f"blocks per SM, {name}": model.slots(p, v, 1, lim)
-                        for name, v in regs.items()}})
-    return Table(rows, list(rows[0]), title=f"Each tile's block on {r.device} (registers as "
-                                             "compiled for the recorded runs)")
+                     **{f"registers, {name}": v for name, v in regs.items()},
+                     **{f"blocks per SM, {name}": v for name, v in blocks.items()},
+                     # what the table shows: one column per path, both numbers in it
+                     **{name: f"{regs[name]} registers: {blocks[name]} blocks per SM"
+                        for name in paths}})
+    return Table(rows, ["tile", "threads", "shared memory (KiB)", *paths],
+                 title=f"Each tile's block on {r.device}, for each path of B: registers per "
+                       "thread (as compiled for the recorded runs) and the blocks an SM holds")
 
 
 def slot_counts(shape, rec=None) -> Table:
@@ -953,19 +1011,27 @@ def model_walkthrough(shape=(1024, 1024, 1024), rec=None) -> Text:
 
 # ------------------------------------------------------------------ the vector end
 
-def split_k_edits() -> Text:
-    """What chapter 12's kernel changes in the capstone's source: the lines of
-    core/split_k_source.py's edits, as a diff of cuda/09_capstone.cu (comments left out:
-    the code is the point here)."""
+def split_k_edits(part: str = "split") -> Text:
+    """What chapter 12's kernel changes in the capstone's source (core/split_k_source.py),
+    as a diff with one line of context around each change and "..." between changes
+    (comment lines left out: the code is the point here). `part="split"`: split-K's
+    edits, against cuda/09_capstone.cu; `part="pad_b"`: the padded B's, against the
+    capstone with split-K (section 4 shows them after section 3 has shown the split)."""
     import difflib
     from gemm_kernels.core.registry import CUDA_DIR
-    from gemm_kernels.core.split_k_source import derive
-    before = (CUDA_DIR / "09_capstone.cu").read_text().splitlines()
-    after = derive("\n".join(before) + "\n").splitlines()
-    lines = [l for l in difflib.unified_diff(before, after, "09_capstone.cu",
-                                             "with split-K", n=0, lineterm="")
-             if not l.startswith("@@") and not l[1:].lstrip().startswith("//")]
-    return Text("\n".join(l for l in lines if l.strip() not in ("+", "-")))
+    from gemm_kernels.core.source_edits import apply
+    from gemm_kernels.core.split_k_source import PAD_B_EDITS, SPLIT_EDITS
+    capstone = (CUDA_DIR / "09_capstone.cu").read_text()
+    split = apply(capstone, SPLIT_EDITS, "split-K")
+    before, after, names = {"split": (capstone, split, ("09_capstone.cu", "with split-K")),
+                            "pad_b": (split, apply(split, PAD_B_EDITS, "padded B"),
+                                      ("with split-K", "with split-K and PAD_B"))}[part]
+
+    def code(text):
+        return [l for l in text.splitlines() if l.strip() and not l.lstrip().startswith("//")]
+
+    lines = difflib.unified_diff(code(before), code(after), *names, n=1, lineterm="")
+    return Text("\n".join("..." if l.startswith("@@") else l for l in lines))
 
 
 # ------------------------------------------------------------------ the matrix-vector warp
@@ -1622,6 +1688,14 @@ def round_by_round(n: int, per_sm: int, gamma: float) -> float:
     The model (`model.terms`) prices every round at q = min(n, per_sm)."""
     full, last = divmod(n, per_sm)
     return full * per_sm ** (1 - gamma) + (last ** (1 - gamma) if last else 0.0)
+
+
+def round_sum_text(n: int, per_sm: int, gamma: float) -> str:
+    """`round_by_round(n, per_sm, gamma)` written out round by round, e.g. "3 / 3^0.25 +
+    1 / 1^0.25 = 3.28": each round's blocks over their count to the power gamma."""
+    full, last = divmod(n, per_sm)
+    terms = [f"{per_sm} / {per_sm}^{gamma:g}"] * full + ([f"{last} / {last}^{gamma:g}"] if last else [])
+    return f"{' + '.join(terms)} = {round_by_round(n, per_sm, gamma):.2f}"
 
 
 def last_round_table(shape, configs, rec=None) -> Table:

@@ -82,7 +82,7 @@ def banner(rec=None) -> Markdown:
 
 
 def source(name: str, entry: str | None = None, whole: bool = False,
-           between=None, fold: bool = False, omit=()) -> Text:
+           between=None, fold: bool = False, omit=(), stub=()) -> Text:
     """A kernel's CUDA source (a registry name or a file in cuda/), or one function of it.
 
     `whole=True`: the file as it is (its header comment, the helpers, the kernel), then
@@ -102,7 +102,12 @@ def source(name: str, entry: str | None = None, whole: bool = False,
     `omit=[(first, upto), ...]`: with `whole`, the lines from the first that contains
     `first` up to (not including) the next one that contains `upto` are left out: a
     file shown whole without the part that answers an exercise. A ValueError names a
-    marker the file does not contain."""
+    marker the file does not contain.
+
+    `stub=[(marker, note), ...]`: the body of the block that the first line containing
+    `marker` opens is replaced by one comment line `// ... note`, at the body's
+    indentation; the braces around it stay, so the excerpt keeps the code's structure
+    (an exercise's branch left out of a kernel shown otherwise as it is)."""
     try:
         k = kernel_of(name)
         text, entry = k.source_text(), entry or k.entry
@@ -110,6 +115,8 @@ def source(name: str, entry: str | None = None, whole: bool = False,
         text = (CUDA_DIR / name).read_text()
     for first, upto in omit:
         text = _without(text, first, upto, name)
+    for marker, note in stub:
+        text = _stubbed(text, marker, note, name)
     if between is not None:
         pairs = [between] if isinstance(between[0], str) else list(between)
         text = "\n...\n".join(lines_between(text, first, last, name)
@@ -152,6 +159,28 @@ def lines_between(text: str, first: str, last: str, name: str) -> str:
     indent = min((len(x) - len(x.lstrip(" ")) for x in part
                   if x.strip() and not x.startswith("#")), default=0)
     return "\n".join(x[indent:] if x[:indent].isspace() else x for x in part)
+
+
+def _stubbed(text: str, marker: str, note: str, name: str) -> str:
+    """`text` with the body of the block opened on the first line containing `marker`
+    (counted by braces, to the line where that block closes) replaced by `// ... note`."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if marker in line), None)
+    if start is None or "{" not in lines[start]:
+        raise ValueError(f"{name}: no line contains {marker!r} and opens a block")
+    depth = 0
+    for end in range(start, len(lines)):
+        for ch in lines[end]:
+            depth += {"{": 1, "}": -1}.get(ch, 0)
+            if depth == 0 and end > start:
+                break
+        else:
+            continue
+        break
+    else:
+        raise ValueError(f"{name}: the block opened after {marker!r} does not close")
+    indent = lines[start][:len(lines[start]) - len(lines[start].lstrip(" "))] + "    "
+    return "".join(lines[:start + 1] + [f"{indent}// ... {note}\n"] + lines[end:])
 
 
 def _without(text: str, first: str, upto: str, name: str) -> str:
