@@ -68,14 +68,18 @@ def test_the_share_range_is_written_as_the_table_writes_it():
 def test_the_guess_is_checked_against_the_recorded_ratio(capsys, recorded_mode):
     ch01_naive.check_guess(None)
     assert "Write your guess" in capsys.readouterr().out
-    ch01_naive.check_guess(1.0)
+    ch01_naive.check_guess(1.0)         # "the same" is refused, with the explanation
     out = capsys.readouterr().out
-    assert "too low" in out and "Chapter 02" in out
-    ch01_naive.check_guess(3)           # every "too low" gets the explanation
-    out = capsys.readouterr().out
-    assert "too low" in out and "Chapter 02" in out
+    assert "too low" in out and "Where the bytes go" in out
+    ch01_naive.check_guess(3)           # "a little faster" too
+    assert "too low" in capsys.readouterr().out
+    ch01_naive.check_guess(100)         # a wildly high ratio is refused
+    assert "too high" in capsys.readouterr().out
     ch01_naive.check_guess(13)
-    assert "close" in capsys.readouterr().out
+    assert "the right scale" in capsys.readouterr().out
+    # the line count's prediction (33 -> 2 lines per step) is accepted
+    ch01_naive.check_guess(33 / 2)
+    assert "the right scale" in capsys.readouterr().out
 
 
 def test_the_launch_names_grid_and_block():
@@ -134,6 +138,7 @@ def test_rate_times_lines_multiplies_the_recorded_rate_by_the_lines_per_step():
     rate = sweep[0]["x->row (GFLOP/s)"]
     assert t[0]["rate x lines"] == fmt_number(rate * 9)
     assert "one line per SM per clock the product would be 64 FLOP x" in t.title
+    assert t.title.endswith("GFLOP/s x lines)")
 
 
 def test_which_count_sets_both_counts_beside_the_rate_ratio():

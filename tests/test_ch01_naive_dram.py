@@ -216,11 +216,20 @@ def test_line_pace_turns_the_rate_into_lines_per_sm_and_clock(recording):
     recording()
     text = ch.line_pace()
     per_clock = GFLOPS * 1e9 / 64 * 33 / GPU["sm_count"] / (GPU["sm_clock_mhz"] * 1e6)
-    assert "64 FLOP (32 lanes x 2)" in text and "Each touches 33 lines" in text
-    assert f"{per_clock:.2f} per clock at 2,000 MHz" in text
+    assert "64 FLOP: 32 lanes x 2" in text and "each step touches 33 lines" in text
+    assert f"lines per SM per clock  {per_clock:.2f} (at 2,000 MHz)" in text
     assert "32 / 128 = 25%" in text
 
 
 def test_line_pace_without_the_study_says_so(recording):
     recording(with_study=False)
     assert ch.line_pace().startswith("Not in this recording")
+
+
+def test_ncu_commands_profile_the_bytes_and_the_stall_studies():
+    text = str(ch.ncu_commands())
+    assert text.count("ncu --target-processes all") == 2
+    assert f"--target {ch.STUDY}" in text and f"--target {ch.STALL_STUDY}" in text
+    assert "dram__bytes_read.sum" in text
+    # a metric written as a regular expression is quoted, so the line runs in a shell
+    assert "'re:^smsp__average_warps_issue_stalled_" in text

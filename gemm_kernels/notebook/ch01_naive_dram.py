@@ -140,8 +140,9 @@ def bytes_plot(study: str = STUDY, ax=None):
         ax.plot([l1_lines] * 2, [ys[3] - 0.45, ys[3] + 0.45], color="k", lw=3,
                 solid_capstyle="butt", gid="one line per clock")
         ax.text(l1_limit * 1.15 if l1_limit else l1_lines * 1.15, ys[3] - 0.45,
-                f"thick black mark: one 128-byte line per SM per clock,\n{lines[0]:g} B of "
-                f"it used: {bytes_text(l1_lines)} in {t['ms']:,.0f} ms", color="k",
+                f"thick black mark, about at the bar's end: the pace these counts point\n"
+                f"to, one 128-byte line per SM per clock, {lines[0]:g} B of it used:\n"
+                f"{bytes_text(l1_lines)} in {t['ms']:,.0f} ms", color="k",
                 fontsize=9, va="center", bbox=dict(fc="white", ec="none", pad=1))
     ax.set_yticks(list(ys), [b[0] for b in bars], fontsize=9)
     ax.set_xscale("log")
@@ -198,8 +199,9 @@ def summary(study: str = STUDY):
     if lines:
         rows.append({"level": "L1, the same bytes" if rate else l1,
                      "bytes": bytes_text(b["L1"]), "per second": per_s(b["L1"]),
-                     "limit": f"{bytes_text(lines[1])}/s: one 128-byte line per SM per "
-                              f"clock, {lines[0]:g} B of it used",
+                     "limit": f"{bytes_text(lines[1])}/s: the pace these counts point "
+                              f"to, one 128-byte line per SM per clock, {lines[0]:g} B of "
+                              "it used (tested by the sweep below)",
                      "share of the limit": f"{b['L1'] / sec / lines[1]:.0%}"})
     return Table(rows, list(rows[0]),
                  title=f"the naive kernel ({_settings(t)}) at {t['size']}^3, "
@@ -253,11 +255,14 @@ def line_pace(study: str = STUDY) -> Text:
     line_bytes = 4 * roofline.SECTOR_BYTES
     used = sectors * roofline.SECTOR_BYTES / (lines * line_bytes)
     return Text(
-        f"In lines, at {t['gflops']:,.0f} GFLOP/s: a warp's step k is {2 * lanes} FLOP "
-        f"({lanes} lanes x 2), so the GPU makes {steps / 1e9:.2f} billion warp steps per "
-        f"second. Each touches {lines} lines: {steps * lines / 1e9:,.0f} billion lines per "
-        f"second, {per_sm / 1e9:.2f} billion per SM ({props['sm_count']} SMs), "
-        f"{per_clock:.2f} per clock at {props['sm_clock_mhz']:,.0f} MHz.\n"
+        f"In lines, at {t['gflops']:,.0f} GFLOP/s:\n"
+        f"  warp steps per second   {steps / 1e9:.2f} billion (a warp's step k is "
+        f"{2 * lanes} FLOP: {lanes} lanes x 2)\n"
+        f"  lines per second        {steps * lines / 1e9:,.0f} billion (each step touches "
+        f"{lines} lines)\n"
+        f"  lines per SM per second {per_sm / 1e9:.2f} billion ({props['sm_count']} SMs)\n"
+        f"  lines per SM per clock  {per_clock:.2f} (at "
+        f"{props['sm_clock_mhz']:,.0f} MHz)\n"
         f"Each line gives the warp {sectors / lines:g} sector of {roofline.SECTOR_BYTES} "
         f"bytes out of its {line_bytes}, so the L1 delivers "
         f"{sectors * roofline.SECTOR_BYTES / lines:g} / {line_bytes} = {used:.0%} of the "
@@ -335,3 +340,12 @@ def issue_pace(params: dict | None = None, study: str = STALL_STUDY) -> Text:
                     f"{warps / pace:.1%} of its cycles; Nsight Compute counted "
                     f"{issued / 100:.1%}. The schedulers sit idle almost all the time.")
     return Text(f"Not in this recording: the naive kernel's issue counters ({study}).")
+
+
+def ncu_commands() -> Text:
+    """The Nsight Compute command lines that recorded this chapter's bytes table and its
+    stall table, each study with its own metrics: what to run to count them again on
+    another GPU."""
+    from gemm_kernels.notebook import ch02_coalescing
+    return Text("\n".join(str(ch02_coalescing.ncu_command(s, studies.get(s).metrics))
+                          for s in (STUDY, STALL_STUDY)))

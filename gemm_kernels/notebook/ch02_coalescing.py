@@ -12,6 +12,8 @@ from the recording (or from the device's properties) through these functions.
 """
 from __future__ import annotations
 
+import shlex
+
 from gemm_kernels.core import device
 from gemm_kernels.measure import studies
 from gemm_kernels.core.kernels import get as get_kernel
@@ -186,7 +188,8 @@ def ncu_command(study: str = L1_STUDY, metrics=TABLE_METRICS) -> Text:
     st = studies.get(study)
     entries = sorted({get_kernel(s.kernel).entry for s in st.steps})
     lines = [f'ncu --target-processes all -k "regex:^({"|".join(entries)})" \\',
-             "    --metrics " + ",\\\n".join(metrics) + " \\",
+             # a metric given as a regular expression holds ( | ^ $: quoted for the shell
+             "    --metrics " + ",\\\n".join(shlex.quote(m) for m in metrics) + " \\",
              f"    python -m gemm_kernels.measure.profile --target {study}"]
     return Text("\n".join(lines))
 
