@@ -156,7 +156,7 @@ def test_the_alignment_gap_compares_the_timed_block_sizes_at_both_sizes(monkeypa
 
 def test_alignment_counts_table_sets_counted_wavefronts_of_both_stages_beside_the_models():
     t = list(ch02_coalescing.alignment_counts_table())
-    assert [(r["configuration"], r["M = N = K"]) for r in t][:3] == [
+    assert [(r["configuration"], r["M = N = K"]) for r in t][-6:-3] == [
         (f"coalesced, BLOCK = {b}", 2048) for b in (8, 16, 32)]
     if studies.recording_of(ch02_coalescing.NAIVE_ALIGNMENT_L1) is None:
         return
@@ -340,7 +340,7 @@ def test_alignment_counts_table_sets_each_rate_against_its_slower_stage(monkeypa
     monkeypatch.setattr(ch02_coalescing, "_alignment_rate", lambda kernel, params, n: 4182.0)
     monkeypatch.setattr(model, "device_props", lambda: H200)
     stages = list(ch02_coalescing.alignment_counts_table())
-    for s, r in zip(stages, ch02_coalescing.alignment_limits_table()):
+    for s, r in zip(stages, ch02_coalescing.alignment_limits_table(full=True)):
         # the full warp's 16,727 GFLOP/s over the slower stage's wavefronts
         slower = max(float(s["tag stage (model)"]), float(s["data stage (model)"]))
         assert float(r["wavefronts/step"]) == slower
@@ -415,7 +415,7 @@ def test_the_two_stage_picture_shows_the_slower_stage_at_each_size():
 def test_the_limit_from_counted_wavefronts_uses_the_slower_stages_printed_count(monkeypatch):
     monkeypatch.setattr(model, "device_props", lambda: H200)
     stages = list(ch02_coalescing.alignment_counts_table())
-    limits = list(ch02_coalescing.alignment_limits_table())
+    limits = list(ch02_coalescing.alignment_limits_table(full=True))
     for s, r in zip(stages, limits):
         if "-" in (s["tag stage (counted)"], s["data stage (counted)"]):
             continue
@@ -432,7 +432,7 @@ def test_the_limit_from_counted_wavefronts_uses_the_slower_stages_printed_count(
     monkeypatch.setattr(ch02_coalescing, "_profiled_steps", lambda study, rec: [
         (shape, step, {}, lim, per) for shape, step, m, lim, per in steps(study, rec)])
     assert all(r["limit from counted wavefronts (GFLOP/s)"] == "-"
-               for r in ch02_coalescing.alignment_limits_table())
+               for r in ch02_coalescing.alignment_limits_table(full=True))
 
 
 def test_stage_rule_fit_sets_the_rates_against_the_counted_wavefronts_too():
@@ -477,3 +477,19 @@ def test_prediction_drop_sets_the_lanes_per_line_beside_the_timed_ratio(monkeypa
     assert "(16 lanes / 5 lines) / (32 lanes / 9 lines) = 0.90" in text
     timed = float(text.rsplit("= ", 1)[1].rstrip("."))
     assert abs(timed - 0.90) < 0.03
+
+
+def test_alignment_limits_table_is_narrow_by_default_in_the_order_of_the_counts_tables():
+    short = list(ch02_coalescing.alignment_limits_table())
+    full = list(ch02_coalescing.alignment_limits_table(full=True))
+    # by default only the limit the model sets and the timed rate against it
+    assert list(short[0]) == ["configuration", "M = N = K", "slower stage (model)",
+                              "limit (GFLOP/s)", "timed (GFLOP/s)", "timed / limit"]
+    assert "limit from counted wavefronts (GFLOP/s)" in full[0]
+    assert [{c: r[c] for c in short[0]} for r in full] == short
+    # rows in the order of the open naive table, then the folded coalesced one
+    counts = (list(ch02_coalescing.alignment_counts_table(kernels=("naive",)))
+              + list(ch02_coalescing.alignment_counts_table(kernels=("coalesced",))))
+    assert [(r["configuration"], r["M = N = K"]) for r in short] == [
+        (r["configuration"], r["M = N = K"]) for r in counts]
+    assert short[0]["configuration"].startswith("naive")

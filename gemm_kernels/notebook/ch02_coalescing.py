@@ -261,14 +261,14 @@ def _profiled_steps(study: str, rec):
             yield shape, step, (row or {}).get("metrics", {}), lim, per
 
 
-def _alignment_rows(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1), kernels=None):
+def _alignment_rows(studies_=(NAIVE_ALIGNMENT_L1, ALIGNMENT_L1), kernels=None):
     """The alignment section's evidence, per kernel, size (aligned first) and BLOCK: a
     warp's wavefronts per step in the L1's two stages, modelled (`line_limit`: the tag
     stage's ceil(lines / 4) per load, the data stage's words on the busiest bank) and
     counted by Nsight Compute (`TAG_WAVEFRONTS`, `ch01_02_sectors.WAVEFRONTS`), the limit
     the slower modelled stage sets, and the rate timed without the profiler
     (`_alignment_rate`) as a share of it; with the recordings' labels. `kernels` keeps
-    only those kernels' rows."""
+    only those kernels' rows. The naive kernel comes first, as in the notebook's tables."""
     rows, where = [], set()
     for study in studies_:
         if kernels is not None and studies.get(study).steps[0].kernel not in kernels:
@@ -308,12 +308,15 @@ def _alignment_rows(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1), kernels=None):
 
 STAGE_COLUMNS = ("configuration", "M = N = K", "lines/step", "tag stage (model)",
                  "tag stage (counted)", "data stage (model)", "data stage (counted)")
-LIMIT_COLUMNS = ("configuration", "M = N = K", "slower stage (model)", "wavefronts/step",
-                 "limit (GFLOP/s)", "timed (GFLOP/s)", "timed / limit",
-                 "limit from counted wavefronts (GFLOP/s)", "timed / that limit")
+LIMIT_COLUMNS = ("configuration", "M = N = K", "slower stage (model)", "limit (GFLOP/s)",
+                 "timed (GFLOP/s)", "timed / limit")
+# the full table adds the slower stage's wavefronts and the limit they set when counted
+FULL_LIMIT_COLUMNS = ("configuration", "M = N = K", "slower stage (model)", "wavefronts/step",
+                      "limit (GFLOP/s)", "timed (GFLOP/s)", "timed / limit",
+                      "limit from counted wavefronts (GFLOP/s)", "timed / that limit")
 
 
-def alignment_counts_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1), kernels=None):
+def alignment_counts_table(studies_=(NAIVE_ALIGNMENT_L1, ALIGNMENT_L1), kernels=None):
     """Model against count, stage by stage (`_alignment_rows`): a warp's wavefronts per
     step in the tag and data stages, modelled and counted by Nsight Compute. The rates
     are `alignment_limits_table`'s, so that each table stays narrow. `kernels` keeps only
@@ -325,14 +328,17 @@ def alignment_counts_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1), kernels=
                  title=f"one warp's L1 wavefronts per step, model and count ({where})")
 
 
-def alignment_limits_table(studies_=(ALIGNMENT_L1, NAIVE_ALIGNMENT_L1), kernels=None):
-    """The rate side of `_alignment_rows`: the slower modelled stage, its wavefronts per
-    step, the limit they set, and the rate timed without the profiler as a share of it;
-    then the limit the same rule sets with the slower stage's counted wavefronts, and the
-    timed rate as a share of that (it tells a wrong count from a wrong rate per cycle)."""
+def alignment_limits_table(studies_=(NAIVE_ALIGNMENT_L1, ALIGNMENT_L1), kernels=None,
+                           full=False):
+    """The rate side of `_alignment_rows`: the slower modelled stage, the limit it sets,
+    and the rate timed without the profiler as a share of it. `full` adds the slower
+    stage's wavefronts per step, the limit the same rule sets with its counted wavefronts,
+    and the timed rate as a share of that (it tells a wrong count from a wrong rate per
+    cycle); the notebook folds that wider table."""
     from gemm_kernels.core.table import Table
     rows, where = _alignment_rows(studies_, kernels)
-    return Table([{c: r[c] for c in LIMIT_COLUMNS} for r in rows], list(LIMIT_COLUMNS),
+    cols = FULL_LIMIT_COLUMNS if full else LIMIT_COLUMNS
+    return Table([{c: r[c] for c in cols} for r in rows], list(cols),
                  title=f"the slower stage's limit and the timed rate ({where})")
 
 
@@ -735,8 +741,11 @@ def _outline_lines(ax, cells) -> None:
     from matplotlib.patches import Rectangle
     width = ax.get_xlim()[1] + 0.5
     for r, c0 in sorted({(r, c - c % LINE_FLOATS) for r, c in cells}):
-        ax.add_patch(Rectangle((c0 - 0.5, r - 0.45), min(LINE_FLOATS, width - c0), 0.9,
-                               fill=False, ls="--", lw=1.2, ec="#1f4e79", zorder=3))
+        # thin and half transparent, with a gap between rows: 32 boxes stacked down a
+        # column must not hide the shaded sectors they surround
+        ax.add_patch(Rectangle((c0 - 0.5, r - 0.4), min(LINE_FLOATS, width - c0), 0.8,
+                               fill=False, ls=(0, (4, 3)), lw=0.7, ec="#1f4e79", alpha=0.6,
+                               zorder=3))
 
 
 def sector_picture(kernel: str, params: dict):
