@@ -425,5 +425,5 @@ def test_naive_store_l2_reads_the_profiled_counters(recorded_mode):
     assert rows["copy, float"]["L2 write requests per warp store"] == 1
     assert rows["padded transpose, double"]["L2 write requests per warp store"] == 2
     step, rec = studies.results(c.NAIVE_STORE_STUDY)[1]
-    assert rows[step.label]["time under the profiler (us)"] == \
+    assert rows[step.label]["time under the profiler (µs)"] == \
         rec["metrics"]["gpu__time_duration.sum"] / 1e3

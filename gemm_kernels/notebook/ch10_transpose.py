@@ -818,7 +818,12 @@ def plot_column_read(kernel: str, params: dict):
     label = (f"{kernel}, {p['T']}, TILE = {p['TILE']}, ROWS = {p['ROWS']}, "
              f"PAD = {p.get('PAD', 0)}: column read {ins.what}")
     _, ax = plt.subplots(figsize=(11, 0.2 * max(rows, 8) + 1.8))
-    return ch11_wide.plot_wide_banks([(label, ins)], axes=[ax])[0]
+    ax = ch11_wide.plot_wide_banks([(label, ins)], axes=[ax])[0]
+    # chapter 11's title speaks of wide banks; a 4- or 8-byte read here needs only the 32 banks
+    ax.figure.suptitle("One warp's column read over the 32 shared-memory banks: one wavefront "
+                       "when its lanes use different banks (red: a bank asked for several "
+                       "words)", fontsize=11)
+    return ax
 
 
 def warp_store_sectors(naive: bool, t: str = "float", tile: int = 32, shape=SQUARE) -> int:
@@ -966,7 +971,7 @@ def naive_store_l2(study: str = NAIVE_STORE_STUDY) -> Table:
                 m["lts__xbar2lts_cycles_active.avg.pct_of_peak_sustained_elapsed"],
             "L2 tag lookups, % busy": m["lts__t_tag_requests.avg.pct_of_peak_sustained_elapsed"],
             "DRAM, % busy": m["dram__throughput.avg.pct_of_peak_sustained_elapsed"],
-            "time under the profiler (us)": m["gpu__time_duration.sum"] / 1e3})
+            "time under the profiler (µs)": m["gpu__time_duration.sum"] / 1e3})
     shape = studies.get(study).shapes[0]
     return Table(rows, list(rows[0]) if rows else ["kernel"],
                  title=f"The L2 under each store ({_shape_text(shape)}, Nsight Compute, "
