@@ -51,12 +51,13 @@ def test_kernels_that_send_every_load_first_keep_one_round_trip():
 
 def test_the_in_flight_table_gives_the_bytes_a_warp_has_in_flight():
     rows = {r["kernel"]: r for r in c.in_flight_table()}
-    assert c.IN_FLIGHT_BYTES.endswith("averaged over its round trips")
-    assert rows["copy"][c.IN_FLIGHT_BYTES] == (3 + 1) * 4 * 32 / 2
-    assert rows["copy, double"][c.IN_FLIGHT_BYTES] == (3 + 1) * 8 * 32 / 2
-    # two tiles per block: twice the one-tile kernel's loads, in two round trips
-    assert rows["padded transpose, two tiles per block"][c.IN_FLIGHT_BYTES] == \
-        rows["padded transpose, one tile per block"][c.IN_FLIGHT_BYTES] == 4 * 4 * 32
+    assert "averaged over its round trips" in c.IN_FLIGHT_BYTES
+    # the average, then each round trip's bytes where there are several
+    assert rows["copy"][c.IN_FLIGHT_BYTES] == "256 (384, then 128)"
+    assert rows["copy, double"][c.IN_FLIGHT_BYTES] == "512 (768, then 256)"
+    # two tiles per block: twice the one-tile kernel's loads, in two uneven round trips
+    assert rows["padded transpose, two tiles per block"][c.IN_FLIGHT_BYTES] == "512 (128, then 896)"
+    assert rows["padded transpose, one tile per block"][c.IN_FLIGHT_BYTES] == "512"
     assert rows["padded transpose, two tiles per block"]["loads before the first store"] == 1
     assert rows["padded transpose, two tiles per block"]["loads in each round trip"] == "1, then 7"
 
@@ -130,16 +131,30 @@ def test_bytes_needed_runs_the_copy_chain_forward():
     the device copy's read rate over the copy's; one round trip holds all four loads."""
     chain = {r["quantity"]: r["value"] for r in c.copy_little()}
     rows = {r["quantity"]: r["value"] for r in c.bytes_needed()}
-    assert rows["latency per round trip"] == chain["latency this implies"].split(" per")[0]
+    assert rows["latency per round trip, from the chain"] == \
+        chain["latency this implies"].split(" per")[0]
     r = c.lookup.measure_or_lookup("copy", c.ODD, {"T": "float"})
-    have = float(chain["bytes in flight, whole GPU"].split()[0])
-    need = float(rows["bytes in flight needed, whole GPU"].split()[0])
-    assert need == pytest.approx(have * r["reference"]["gbps"]["median"] / r["gbps"]["median"],
-                                 abs=0.01)
+    ratio = r["reference"]["gbps"]["median"] / r["gbps"]["median"]
+    need = int(rows["needed per warp at that latency"].split()[0])
+    assert need == pytest.approx(256 * ratio, abs=1)
     assert rows["the copy's warp has"] == "256 bytes"
     assert rows["a warp with all its loads in one round trip has"] == "512 bytes"
-    per_warp = int(rows["needed per warp"].split()[0])
-    assert 256 < per_warp < 512
+    assert 256 < need < 512
+
+
+def test_bytes_needed_depends_on_which_latency():
+    """At the stall counter's latency (appendix A.1) the same step needs fewer bytes per
+    warp, in proportion to the two latencies."""
+    rows = {r["quantity"]: r["value"] for r in c.bytes_needed()}
+    if "latency per round trip, from the stall counter" not in rows:
+        pytest.skip("the copy's profiled counters are not in this recording")
+    chain = float(rows["latency per round trip, from the chain"].split()[0])
+    stall = float(rows["latency per round trip, from the stall counter"].split()[0])
+    assert stall == float(c.copy_wait_check().split(" µs per round trip")[0].split()[-1])
+    need = int(rows["needed per warp at that latency"].split()[0])
+    at_stall = int(rows["needed per warp at the stall counter's latency"].split()[0])
+    assert at_stall == pytest.approx(need * stall / chain, rel=0.02)
+    assert at_stall < need
 
 
 def test_source_without_leaves_out_one_comment_paragraph():
@@ -410,5 +425,5 @@ def test_naive_store_l2_reads_the_profiled_counters(recorded_mode):
     assert rows["copy, float"]["L2 write requests per warp store"] == 1
     assert rows["padded transpose, double"]["L2 write requests per warp store"] == 2
     step, rec = studies.results(c.NAIVE_STORE_STUDY)[1]
-    assert rows[step.label]["time under the profiler (us)"] == \
+    assert rows[step.label]["time under the profiler (µs)"] == \
         rec["metrics"]["gpu__time_duration.sum"] / 1e3

@@ -120,6 +120,12 @@ def sass_accesses(kernel: str = "copy", params: dict | None = None) -> display.T
     return display.Text("\n".join(lines))
 
 
+def _ptxas(kernel: str = "copy") -> str:
+    """Which compiler and GPU the SASS here is for: the order of loads and stores is
+    ptxas's choice for that architecture, and may differ on another GPU."""
+    return f"ptxas {compiler.ptxas_version()} for {compiler.static_arch(kernel_of(kernel))}"
+
+
 def _order_row(k, params: dict) -> dict:
     """One row of an access-order table: the order, compacted, and the first round trip."""
     order = _sass_order(k, params)
@@ -170,7 +176,7 @@ def submission_orders(source: str, exercise: str = "10_in_flight", rows=(8, 4, 2
             out.append({"ROWS": r, "elements a thread": p["TILE"] // r, "kernel": who,
                         **_order_row(k, p)})
     return Table(out, list(out[0]), title=f"TILE = {ex.params['TILE']}, T = {ex.params['T']}, "
-                 f"SASS compiled here by ptxas {compiler.ptxas_version()}")
+                 f"SASS compiled here by {_ptxas()}")
 
 
 def copy_orders(kernel: str = "copy", rows=(8, 4, 2), t: str = "float") -> Table:
@@ -184,10 +190,10 @@ def copy_orders(kernel: str = "copy", rows=(8, 4, 2), t: str = "float") -> Table
         out.append({"ROWS": r, "elements a thread": p["TILE"] // r, **_order_row(k, p)})
     return Table(out, list(out[0]), title=f"{kernel}, {t}, TILE = {k.resolve({'T': t})['TILE']}: "
                  f"global loads, shared and global stores, exits in SASS order "
-                 f"(ptxas {compiler.ptxas_version()}, compiled here)")
+                 f"({_ptxas(kernel)}, compiled here)")
 
 
-IN_FLIGHT_BYTES = "bytes a warp has in flight, averaged over its round trips"
+IN_FLIGHT_BYTES = "bytes a warp has in flight, averaged over its round trips (each round trip)"
 # (label, kernel, parameters, load family counted where a kernel has two paths)
 IN_FLIGHT = (
     ("copy", "copy", {"T": "float"}, None),
@@ -221,11 +227,14 @@ def in_flight_table(rows=IN_FLIGHT) -> Table:
         trips = round_trips(order, family)
         first = trips[0] if trips else 0
         width = _BYTES[family] if family else _ITEM[kernel_of(name).resolve(p)["T"]]
-        per_warp = round(sum(trips) * width * WARP / max(len(trips), 1))
+        per_trip = [n * width * WARP for n in trips]
+        per_warp = round(sum(per_trip) / max(len(trips), 1))
+        # the average hides an uneven split (two tiles: 128, then 896): print each trip too
+        each = f" ({', then '.join(f'{b:,}' for b in per_trip)})" if len(trips) > 1 else ""
         out.append({"kernel": label, "loads and stores, in SASS order": compact(order),
                     "loads before the first store": first,
                     "loads in each round trip": ", then ".join(map(str, trips)),
-                    IN_FLIGHT_BYTES: per_warp,
+                    IN_FLIGHT_BYTES: f"{per_warp:,}{each}",
                     f"% of device copy, {_shape_text(SQUARE)}": _share(name, SQUARE, p),
                     f"% of device copy, {_shape_text(ODD)}": _share(name, ODD, p)})
         timed = (lookup.binary(name, p) or {}).get("registers")
@@ -235,8 +244,8 @@ def in_flight_table(rows=IN_FLIGHT) -> Table:
     note = ("; registers of the SASS here differ from the timed binaries': " + "; ".join(differ)
             if differ else "" if not unknown else
             "; the timed binary's registers are not recorded for " + ", ".join(unknown))
-    return Table(out, list(out[0]), title=f"SASS compiled here by ptxas "
-                 f"{compiler.ptxas_version()}{note}; rates {records.source()}", pct_decimals=1)
+    return Table(out, list(out[0]), title=f"SASS compiled here by "
+                 f"{_ptxas()}{note}; rates {records.source()}", pct_decimals=1)
 
 
 SOLUTION = "10_in_flight: worked solution"
@@ -387,30 +396,42 @@ def copy_little(shape=ODD) -> Table:
 
 
 def bytes_needed(shape=ODD) -> Table:
-    """Little's law forward: at the latency the copy's chain implies (`copy_little`),
-    how many bytes the GPU must keep in flight to read as fast as the device copy timed
-    beside the copy, per SM and per resident warp (at the copy's warps resident), against
-    the bytes a warp of the copy has in flight and those of a copy that sends all its
-    loads in one round trip. It assumes the latency stays put as the rate rises."""
+    """Little's law forward: how many bytes a resident warp must keep in flight (at the
+    copy's warps resident) to read as fast as the device copy timed beside the copy, at
+    each of the chapter's two latencies: the copy's own chain (`copy_little`), where the
+    need is only the copy's bytes scaled by the rate it lacks, and the profiler's stall
+    counter (appendix A.1). Against them: the bytes a warp of the copy has in flight and
+    those of a copy that sends all its loads in one round trip. It assumes the latency
+    stays put as the rate rises."""
     c = _copy_chain(shape)
     r = lookup.measure_or_lookup("copy", shape, {"T": "float"})
     ref_read = r["reference"]["gbps"]["median"] / 2 * 1e9     # half of the bytes are reads
-    need = ref_read * c["latency"]
     one_trip = 4 * WARP * sum(c["trips"])
+
+    def per_warp(latency_s):
+        return ref_read * latency_s / c["sms"] / c["warps"]
+
     rows = [("read rate of the device copy, timed beside the copy", f"{ref_read / 1e9:,.0f} GB/s",
              "its timed rate / 2"),
-            ("latency per round trip", f"{c['latency'] * 1e6:.2f} µs", "the chain above"),
-            ("bytes in flight needed, whole GPU", f"{need / 1e6:.2f} MB", "read rate x latency"),
-            ("needed per SM", f"{need / c['sms'] / 1e3:.1f} KB", f"/ {c['sms']} SMs"),
-            ("needed per warp", f"{need / c['sms'] / c['warps']:.0f} bytes",
-             f"/ {c['warps']:.1f} warps resident, as the copy's"),
-            ("the copy's warp has", f"{c['per_warp']:.0f} bytes", "averaged over its round trips"),
-            ("a warp with all its loads in one round trip has", f"{one_trip} bytes",
-             f"{sum(c['trips'])} loads x {4 * WARP} bytes")]
+            ("the copy's read rate", f"{c['read'] / 1e9:,.0f} GB/s", "the chain above"),
+            ("latency per round trip, from the chain", f"{c['latency'] * 1e6:.2f} µs",
+             "the chain above"),
+            ("needed per warp at that latency", f"{per_warp(c['latency']):.0f} bytes",
+             f"read rate x latency / {c['sms']} SMs / {c['warps']:.1f} warps resident; "
+             "= the copy's bytes x the device copy's rate / the copy's")]
+    stall = _stall_latency()
+    if stall is not None:
+        rows += [("latency per round trip, from the stall counter", f"{stall:.2f} µs",
+                  "appendix A.1"),
+                 ("needed per warp at the stall counter's latency",
+                  f"{per_warp(stall * 1e-6):.0f} bytes", "the same step")]
+    rows += [("the copy's warp has", f"{c['per_warp']:.0f} bytes", "averaged over its round trips"),
+             ("a warp with all its loads in one round trip has", f"{one_trip} bytes",
+              f"{sum(c['trips'])} loads x {4 * WARP} bytes")]
     return Table([dict(zip(("quantity", "value", "from"), x)) for x in rows],
                  ["quantity", "value", "from"],
-                 title=f"Little's law forward: what reading at the device copy's rate needs "
-                       f"(float, {_shape_text(shape)}; if the latency stayed put)")
+                 title=f"Little's law forward: the bytes a warp needs in flight to read at the "
+                       f"device copy's rate (float, {_shape_text(shape)}; if the latency stayed put)")
 
 
 def plot_round_trips(shape=ODD, rows: int = 8):
@@ -453,6 +474,13 @@ def plot_round_trips(shape=ODD, rows: int = 8):
     return fig
 
 
+def _stall_latency() -> float | None:
+    """The copy's wait per round trip, µs, from the profiler's long-scoreboard stall at
+    its own clock (appendix A.1); None where the recording lacks the copy's counters."""
+    w = next((w for w in warp_times() if w["kernel"] == "copy"), None)
+    return None if w is None else w["loads"] / len(w["trips"]) / w["clock"] / 1e3
+
+
 def copy_wait_check(shape=ODD) -> str:
     """The latency of the copy's round trips as the profiler measured it (the warps'
     long-scoreboard stall), next to what Little's law implies from the timed rate."""
@@ -469,7 +497,7 @@ def copy_wait_check(shape=ODD) -> str:
             f"{sum(w['trips'])})\nwaiting for global loads: {w['loads']:,.0f} cycles per warp, "
             f"{w['loads'] / trips:,.0f} per round trip\nat the profiler's clock of "
             f"{w['clock']:.2f} GHz (the GPU's own: {props['sm_clock_mhz'] / 1e3:.2f} GHz): "
-            f"{w['loads'] / trips / w['clock'] / 1e3:.2f} µs per round trip, against "
+            f"{_stall_latency():.2f} µs per round trip, against "
             f"{implied:.2f} µs from Little's law")
 
 
@@ -790,7 +818,12 @@ def plot_column_read(kernel: str, params: dict):
     label = (f"{kernel}, {p['T']}, TILE = {p['TILE']}, ROWS = {p['ROWS']}, "
              f"PAD = {p.get('PAD', 0)}: column read {ins.what}")
     _, ax = plt.subplots(figsize=(11, 0.2 * max(rows, 8) + 1.8))
-    return ch11_wide.plot_wide_banks([(label, ins)], axes=[ax])[0]
+    ax = ch11_wide.plot_wide_banks([(label, ins)], axes=[ax])[0]
+    # chapter 11's title speaks of wide banks; a 4- or 8-byte read here needs only the 32 banks
+    ax.figure.suptitle("One warp's column read over the 32 shared-memory banks: one wavefront "
+                       "when its lanes use different banks (red: a bank asked for several "
+                       "words)", fontsize=11)
+    return ax
 
 
 def warp_store_sectors(naive: bool, t: str = "float", tile: int = 32, shape=SQUARE) -> int:
@@ -938,7 +971,7 @@ def naive_store_l2(study: str = NAIVE_STORE_STUDY) -> Table:
                 m["lts__xbar2lts_cycles_active.avg.pct_of_peak_sustained_elapsed"],
             "L2 tag lookups, % busy": m["lts__t_tag_requests.avg.pct_of_peak_sustained_elapsed"],
             "DRAM, % busy": m["dram__throughput.avg.pct_of_peak_sustained_elapsed"],
-            "time under the profiler (us)": m["gpu__time_duration.sum"] / 1e3})
+            "time under the profiler (µs)": m["gpu__time_duration.sum"] / 1e3})
     shape = studies.get(study).shapes[0]
     return Table(rows, list(rows[0]) if rows else ["kernel"],
                  title=f"The L2 under each store ({_shape_text(shape)}, Nsight Compute, "
@@ -1025,7 +1058,7 @@ def mistakes() -> Table:
                      "passes; step 2 says: " + (static.detail if static else "")})
     return Table(rows, ["answer", "fails at step", "what the grader says"],
                  title="the solution changed into common mistakes, graded without a GPU "
-                       f"(SASS order read from ptxas {compiler.ptxas_version()})")
+                       f"(SASS order read from {_ptxas()})")
 
 
 # ------------------------------------------------------------------ part 2 of the exercise
@@ -1134,8 +1167,8 @@ def in_flight_answers() -> Table:
         "question": SM_BYTES, "answer": key[SM_BYTES],
         "how": f"{key['warp slots per SM']} warps x the bytes a warp at ROWS = {BASE_ROWS}"})
     return Table(rows, ["question", "answer", "how"],
-                 title="part 2: the answers (SASS compiled here by ptxas "
-                       f"{compiler.ptxas_version()})")
+                 title="part 2: the answers (SASS compiled here by "
+                       f"{_ptxas()})")
 
 
 def assert_in_flight(answer: dict | None) -> None:
