@@ -59,6 +59,17 @@ def test_sector_table_gives_the_profilers_sectors_per_request():
     assert row["sectors per request"] == 2 and isinstance(row["sectors per request"], int)
 
 
+def test_a_brief_sector_table_leaves_out_the_columns_that_never_change():
+    configs = [("naive", {"BLOCK": b, "MAPPING": "x->col"}) for b in (8, 32)]
+    brief = ch01_02_sectors.sector_table(configs, brief=True)
+    assert "kernel" not in brief.columns and "active lanes" not in brief.columns
+    assert brief.title.startswith("naive, one warp")
+    assert [r["128-byte lines (A + B)"] for r in brief] == [5, 2]
+    full = ch01_02_sectors.sector_table(configs)
+    assert "kernel" in full.columns and "active lanes" in full.columns
+    assert full.title.startswith("one warp")
+
+
 def test_the_wrong_row_strides_pass_square_shapes_only():
     wrong = ch01_indexing.check_table([(16, 16, 16), (7, 13, 5), (13, 7, 5)], "M", "M")
     assert [r["checker"] for r in wrong] == ["pass", "FAIL", "FAIL"]

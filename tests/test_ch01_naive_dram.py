@@ -113,6 +113,8 @@ def test_bytes_plot_draws_five_bars_in_order_and_the_dram_limit(recording):
     assert ax.get_xscale() == "log"
     dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
     assert len(dashed) == 1 and dashed[0].get_xdata()[0] == pytest.approx(t["dram_limit"])
+    # the dashed line says what it is
+    assert any(x.get_text().strip() == "DRAM limit" for x in ax.texts)
 
 
 def test_without_the_study_nothing_is_invented(recording, capsys):
@@ -155,7 +157,7 @@ def test_the_stall_table_gives_the_reasons_of_the_recorded_profile():
     if not hasattr(t, "columns"):
         pytest.skip("chapter 02's profile is not recorded here")
     assert "lg throttle" in t[0]["reason"] and "queue of global loads" in t[0]["reason"]
-    assert t[-1]["reason"] == "in all" and "2048x2048x2048" in t.title
+    assert t[-1]["reason"] == "in all" and "Nsight Compute at 2048^3," in t.title
     assert str(ch.stall_table({"BLOCK": 3, "MAPPING": "x->row"})).startswith("Not in")
 
 
@@ -167,7 +169,7 @@ def test_the_bytes_plot_title_states_the_verdict(recording):
     ax = ch.bytes_plot()
     ax = ax if hasattr(ax, "get_title") else ax.axes[0]
     at_lines = ch.l1_line_rate(t)[1] * t["ms"] * 1e-3
-    assert f"the L1 is at {t['bytes']['L1'] / at_lines:.0%} of one line per clock" in ax.get_title()
+    assert f"the L1 is at {t['bytes']['L1'] / at_lines:.0%} of one line per SM per clock" in ax.get_title()
     assert f"DRAM at 1/{t['dram_limit'] / t['bytes']['DRAM']:,.0f} of its limit" in ax.get_title()
 
 
@@ -231,5 +233,5 @@ def test_ncu_commands_profile_the_bytes_and_the_stall_studies():
     assert text.count("ncu --target-processes all") == 2
     assert f"--target {ch.STUDY}" in text and f"--target {ch.STALL_STUDY}" in text
     assert "dram__bytes_read.sum" in text
-    # a metric written as a regular expression is quoted, so the line runs in a shell
-    assert "'re:^smsp__average_warps_issue_stalled_" in text
+    # a pattern is written as ncu reads it (regex:), quoted so that the line runs in a shell
+    assert "'regex:^smsp__average_warps_issue_stalled_" in text and "'re:" not in text

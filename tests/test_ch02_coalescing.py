@@ -70,6 +70,15 @@ def test_the_ncu_command_profiles_the_study_with_every_counter():
     assert "--target ch02_l1_lines" in text and "sgemm_coalesced|sgemm_naive" in text
 
 
+def test_the_ncu_command_writes_a_pattern_as_ncu_reads_it():
+    """ncu knows a regular expression by its prefix regex: (the studies' own re: is
+    expanded in Python before ncu runs); the pattern is quoted for the shell."""
+    pattern = "re:^l1tex__[a-z_]+\\.sum$"
+    text = str(ch02_coalescing.ncu_command(metrics=(pattern, model.CYCLES)))
+    assert "'regex:^l1tex__[a-z_]+\\.sum$'," in text and "'re:" not in text
+    assert model.CYCLES in text
+
+
 def test_the_prediction_check_names_the_half_warp(capsys):
     lim = model.line_limit(*model.PREDICT)["GFLOP/s"]
     ch02_coalescing.check_prediction(2 * lim, 900)

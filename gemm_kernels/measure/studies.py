@@ -662,6 +662,13 @@ def launches(study: Study) -> list[tuple[Step, dict, tuple]]:
             for shape in study.shapes for s in study.steps]
 
 
+def ncu_spelling(metric: str) -> str:
+    """A counter as `ncu --metrics` reads it: a `re:` pattern gets Nsight Compute's own
+    prefix for a regular expression, `regex:` (ncu then takes every counter whose name
+    the pattern matches, as `pick_metrics` does here); a plain name stays as it is."""
+    return "regex:" + metric[3:] if metric.startswith("re:") else metric
+
+
 def pick_metrics(wanted, known: set[str] | None) -> list[str]:
     """The counter names to ask ncu for: names as given, and for each `re:` pattern the
     known names it matches (sorted). Without a list of known names (ncu could not be

@@ -92,6 +92,11 @@ def _settings(t: dict) -> str:
     return ", ".join(f"{k} = {v}" for k, v in t["params"].items())
 
 
+def _size(shape) -> str:
+    """A profile's shape as the chapter writes it: 2048^3 for a cube."""
+    return f"{shape[0]}^3" if len(set(shape)) == 1 else " x ".join(map(str, shape))
+
+
 def bytes_plot(study: str = STUDY, ax=None):
     """One bar per level on a log scale, top to bottom: A, B and C once each; the bytes
     that crossed DRAM; the sectors the SMs asked of the L2 and the warps asked of the L1
@@ -130,6 +135,7 @@ def bytes_plot(study: str = STUDY, ax=None):
             ax.text(b * 1.15, y, text, va="center", fontsize=9)
     # behind the bars: the L1's bar is read against its own limit, not against DRAM's
     ax.axvline(t["dram_limit"], color="k", ls="--", lw=1, zorder=0.5)
+    ax.text(t["dram_limit"], ys[0], " DRAM limit", fontsize=9, va="center")
     if l1_limit:
         ax.barh(ys[3], l1_limit, fill=False, edgecolor="C3", ls=":", lw=1.5, height=0.8,
                 zorder=0, gid="the L1's limit")
@@ -140,9 +146,9 @@ def bytes_plot(study: str = STUDY, ax=None):
         ax.plot([l1_lines] * 2, [ys[3] - 0.45, ys[3] + 0.45], color="k", lw=3,
                 solid_capstyle="butt", gid="one line per clock")
         ax.text(l1_limit * 1.15 if l1_limit else l1_lines * 1.15, ys[3] - 0.45,
-                f"thick black mark, about at the bar's end: the pace these counts point\n"
-                f"to, one 128-byte line per SM per clock, {lines[0]:g} B of it used:\n"
-                f"{bytes_text(l1_lines)} in {t['ms']:,.0f} ms", color="k",
+                f"black mark: one 128-byte line per SM per clock,\n"
+                f"{lines[0]:g} B of each used: {bytes_text(l1_lines)} in {t['ms']:,.0f} ms",
+                color="k",
                 fontsize=9, va="center", bbox=dict(fc="white", ec="none", pad=1))
     ax.set_yticks(list(ys), [b[0] for b in bars], fontsize=9)
     ax.set_xscale("log")
@@ -150,7 +156,7 @@ def bytes_plot(study: str = STUDY, ax=None):
     top = ax.secondary_xaxis("top", functions=(lambda b: b / mats, lambda m: m * mats))
     top.set_xlabel("times A, B and C (log scale)", fontsize=9)
     ax.set_xlabel("bytes (log scale)")
-    verdict = (f"the L1 is at {t['bytes']['L1'] / l1_lines:.0%} of one line per clock, "
+    verdict = (f"the L1 is at {t['bytes']['L1'] / l1_lines:.0%} of one line per SM per clock, "
                if l1_lines else "")
     ax.set_title(f"The naive kernel ({_settings(t)}) at {t['size']}^3: {verdict}"
                  f"DRAM at 1/{t['dram_limit'] / t['bytes']['DRAM']:,.0f} of its limit;\n"
@@ -311,7 +317,7 @@ def stall_table(params: dict | None = None, study: str = STALL_STUDY):
                      "share": "100%"})
         return Table(rows, list(rows[0]),
                      title=f"where the naive kernel's warps wait ({_settings({'params': params})}"
-                           f"), Nsight Compute at {'x'.join(map(str, shape))}{rate}")
+                           f"), Nsight Compute at {_size(shape)}{rate}")
     return Text(f"Not in this recording: the naive kernel's stall reasons ({study}).")
 
 

@@ -188,8 +188,9 @@ def ncu_command(study: str = L1_STUDY, metrics=TABLE_METRICS) -> Text:
     st = studies.get(study)
     entries = sorted({get_kernel(s.kernel).entry for s in st.steps})
     lines = [f'ncu --target-processes all -k "regex:^({"|".join(entries)})" \\',
-             # a metric given as a regular expression holds ( | ^ $: quoted for the shell
-             "    --metrics " + ",\\\n".join(shlex.quote(m) for m in metrics) + " \\",
+             # a pattern in ncu's spelling (regex:) holds ( | ^ $: quoted for the shell
+             "    --metrics " + ",\\\n".join(shlex.quote(studies.ncu_spelling(m))
+                                          for m in metrics) + " \\",
              f"    python -m gemm_kernels.measure.profile --target {study}"]
     return Text("\n".join(lines))
 
