@@ -278,11 +278,25 @@ def test_issue_split_divides_instructions_by_the_issue_share_and_splits_each_gap
              {"kernel": "b", "time (ms)": "5.00", "instructions (billions)": "2.00",
               "issue slots used %": 50.0}]
     table[1]["issue slots used %"] = 25.0
-    rule, *lines = ch06_tiles.issue_split(table).splitlines()
+    table[0]["profiler clock (GHz)"] = "1.50"
+    rule, unit, *lines = ch06_tiles.issue_split(table, sm_count=100).splitlines()
     assert rule == ch06_tiles.IDENTITY and rule.startswith("cycles = instructions issued / issue share")
-    assert lines[0] == "a: 4.00 / 0.500 (50.0%) = 8.00" and lines[1] == "b: 2.00 / 0.250 (25.0%) = 8.00"
+    assert "400 schedulers (100 SMs x 4)" in unit
+    # 8e9 cycles over 400 schedulers: 20 million each; in 10 ms (a) that is 2 GHz, in 5 ms 4 GHz
+    assert lines[0] == ("a: 4.00 / 0.500 (50.0%) = 8.00 billion cycles = 20.0 million per scheduler, "
+                        "in 10.00 ms: 2.00 GHz (the profiler's clock: 1.50 GHz)")
+    assert lines[1] == ("b: 2.00 / 0.250 (25.0%) = 8.00 billion cycles = 20.0 million per scheduler, "
+                        "in 5.00 ms: 4.00 GHz")
     assert lines[2] == ("a / b: instructions x2.00, issue share (K5's over its) x0.50, cycles x1.00; "
                         "profiled time x2.00")
+
+
+def test_issue_table_reads_the_profilers_clock_from_its_elapsed_cycles_over_the_time():
+    rows = ch06_tiles.issue_table()
+    assert all(r["profiler clock (GHz)"] is not None for r in rows)
+    first = rows[0]
+    # sm__cycles_elapsed.avg over gpu__time_duration.sum (ns) is cycles per ns: GHz
+    assert 0.5 < float(first["profiler clock (GHz)"]) < 3.0
 
 
 def test_path_check_table_sets_each_step_before_and_after_and_leaves_unprofiled_ones_blank():

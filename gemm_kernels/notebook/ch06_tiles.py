@@ -18,7 +18,7 @@ from gemm_kernels.core.kernels import get as get_kernel
 from gemm_kernels.core.launch import kernel_of
 from gemm_kernels.core.registry import Kernel
 from gemm_kernels.core.table import Table
-from gemm_kernels.measure import lookup, records, studies
+from gemm_kernels.measure import lookup, records, roofline, studies
 from gemm_kernels.memory import ch05_06_thread_tiles as tiles
 from gemm_kernels.notebook import evidence, fragments
 from gemm_kernels.exercises.notebooks import solution_source
@@ -230,7 +230,6 @@ def bound_table(configs=BOUND_CONFIGS, size: int = 4096) -> Table:
     (chapter 05's `step_wavefronts`), the rate shared memory alone allows at that count
     (chapter 05's `smem_bound`), the rate at size^3 and its share of the bound. The title
     writes the bound's formula with this GPU's SMs and clock."""
-    from gemm_kernels.measure import roofline
     from gemm_kernels.notebook import ch05_tile_1d
     props = roofline.device_properties()
     # three figures, so that a rate near its bound (tile_2d) divides as printed
@@ -305,7 +304,11 @@ def issue_table() -> Table:
                      "warps per SM": _f(get(WARPS, WARPS_PER_SM / 100)),
                      "issue slots used %": get(ISSUE),
                      "FMA pipe busy %": get(
-                         "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active")})
+                         "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"),
+                     # an SM's elapsed cycles over the time: the clock the profiler ran at
+                     "profiler clock (GHz)": None if None in (
+                         get("sm__cycles_elapsed.avg"), get("gpu__time_duration.sum")) else
+                         _f(m["sm__cycles_elapsed.avg"] / m["gpu__time_duration.sum"], 2)})
     return Table(rows, list(rows[0]), title="4096^3 under Nsight Compute, "
                  + records.recording_label())
 
@@ -317,17 +320,33 @@ IDENTITY = ("cycles = instructions issued / issue share (share of cycles in whic
             "issues): an identity; at one clock, time ~ cycles")
 
 
-def issue_split(table=None) -> str:
+def issue_split(table=None, sm_count: int | None = None) -> str:
     """The identity (first line), then per row of issue_table its instructions over its
-    issue share; then each row against the last (the K5 tile), the gap split into its two
-    factors: instructions, and the issue share (the last row's over this one's, so that
-    the product is the ratio of cycles), beside the ratio of profiled times."""
+    issue share: cycles summed over all schedulers (SMs x 4); divided by the schedulers,
+    the cycles of one, and over the profiled time the clock they imply, beside the clock
+    the profiler ran at. Then each row against the last (the K5 tile), the gap split into
+    its two factors: instructions, and the issue share (the last row's over this one's,
+    so that the product is the ratio of cycles), beside the ratio of profiled times."""
     rows = list(table if table is not None else issue_table())
+    sms = sm_count or roofline.device_properties().get("sm_count")
     instr = lambda r: float(r["instructions (billions)"])  # noqa: E731
     share = lambda r: r["issue slots used %"] / 100  # noqa: E731
     lines = [IDENTITY]
-    lines += [f"{r['kernel']}: {r['instructions (billions)']} / {share(r):.3f} "
-              f"({r['issue slots used %']:.1f}%) = {instr(r) / share(r):.2f}" for r in rows]
+    if sms:
+        lines.append(f"instructions, and so cycles, are summed over the {4 * sms} schedulers "
+                     f"({sms} SMs x 4); per scheduler: cycles / {4 * sms}; over the profiled "
+                     "time: the clock")
+    for r in rows:
+        cyc = instr(r) / share(r)
+        line = (f"{r['kernel']}: {r['instructions (billions)']} / {share(r):.3f} "
+                f"({r['issue slots used %']:.1f}%) = {cyc:.2f} billion cycles")
+        if sms:
+            each = cyc * 1e9 / (4 * sms)
+            line += (f" = {each / 1e6:.1f} million per scheduler, in {r['time (ms)']} ms: "
+                     f"{each / (float(r['time (ms)']) * 1e-3) / 1e9:.2f} GHz")
+            if r.get("profiler clock (GHz)") is not None:
+                line += f" (the profiler's clock: {r['profiler clock (GHz)']} GHz)"
+        lines.append(line)
     ref = rows[-1]
     for r in rows[:-1]:
         i, s = instr(r) / instr(ref), share(ref) / share(r)
