@@ -231,7 +231,7 @@ def test_the_tile_step_keeps_the_waves_and_lowers_the_reuse():
     assert (before["step"], after["step"]) == ("patch 8x4", "BM 64")
     assert (before["blocks/SM"], after["blocks/SM"]) == (1, 2)
     assert before["waves"] == after["waves"]
-    assert float(after["FFMA per word copied"]) < float(before["FFMA per word copied"])
+    assert float(after["FMAs per word copied"]) < float(before["FFMA per word copied"])
     assert ch06_tiles.tile_step_table().columns[2] == "blocks at 4096^3"
 
 
@@ -305,13 +305,13 @@ def test_path_check_table_sets_each_step_before_and_after_and_leaves_unprofiled_
                                   ("b", .2, .5, 64, 6.3), ("c", .1, .4, 80, 5.0))]
     first, second = ch06_tiles.path_check_table(rows)
     assert first["step"] == "a -> b" and first["barrier + long scoreboard"] == "1.50 -> 0.70"
-    assert first["issue slots used"] == "50.0% -> 64.0%"
+    assert first["issue share"] == "50.0% -> 64.0%"
     assert first[ch06_tiles.ALL_EXPECTED] == "8.00 -> 6.25"
-    assert first["fall of barrier + long scoreboard"] == "0.80"
+    assert first["fall of the two"] == "0.80"
     assert first["fall of all stalls"] == "1.70"
     gap = ch06_tiles.path_check_table([_row("K5", .3, .9, 45), _row("a", None, None, None),
                                        _row("b", .2, .5, 60), _row("c", .1, .4, 62)])
-    assert gap[0]["barrier + long scoreboard"] is None and gap[0]["all stall reasons"] is None
+    assert gap[0]["barrier + long scoreboard"] is None and gap[0]["all stalls"] is None
     assert gap[1]["barrier + long scoreboard"] == "0.70 -> 0.50"
 
 
