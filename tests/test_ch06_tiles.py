@@ -231,7 +231,7 @@ def test_the_tile_step_keeps_the_waves_and_lowers_the_reuse():
     assert (before["step"], after["step"]) == ("patch 8x4", "BM 64")
     assert (before["blocks/SM"], after["blocks/SM"]) == (1, 2)
     assert before["waves"] == after["waves"]
-    assert float(after["FMAs per word copied"]) < float(before["FFMA per word copied"])
+    assert float(after["FMAs per word copied"]) < float(before["FMAs per word copied"])
     assert ch06_tiles.tile_step_table().columns[2] == "blocks at 4096^3"
 
 
