@@ -531,8 +531,8 @@ def path_check_table(rows=None) -> Table:
                     "fall of all stalls": fall(before, after, "all")})
     return Table(out, list(out[0]), title="the two predicted steps, before -> after, at "
                  "4096^3 (Nsight Compute; stalls in cycles per issued instruction; the two: "
-                 "barrier + long scoreboard; expected: the warps per scheduler, the warps per "
-                 "SM over its 4 schedulers, over the issue share); "
+                 "barrier + long scoreboard; expected: warps per scheduler (warps per SM / 4) "
+                 "÷ issue share); "
                  + records.recording_label())
 
 
