@@ -231,7 +231,7 @@ def test_the_tile_step_keeps_the_waves_and_lowers_the_reuse():
     assert (before["step"], after["step"]) == ("patch 8x4", "BM 64")
     assert (before["blocks/SM"], after["blocks/SM"]) == (1, 2)
     assert before["waves"] == after["waves"]
-    assert float(after["FFMA per word copied"]) < float(before["FFMA per word copied"])
+    assert float(after["FMAs per word copied"]) < float(before["FMAs per word copied"])
     assert ch06_tiles.tile_step_table().columns[2] == "blocks at 4096^3"
 
 
@@ -278,11 +278,25 @@ def test_issue_split_divides_instructions_by_the_issue_share_and_splits_each_gap
              {"kernel": "b", "time (ms)": "5.00", "instructions (billions)": "2.00",
               "issue slots used %": 50.0}]
     table[1]["issue slots used %"] = 25.0
-    rule, *lines = ch06_tiles.issue_split(table).splitlines()
+    table[0]["profiler clock (GHz)"] = "1.50"
+    rule, unit, *lines = ch06_tiles.issue_split(table, sm_count=100).splitlines()
     assert rule == ch06_tiles.IDENTITY and rule.startswith("cycles = instructions issued / issue share")
-    assert lines[0] == "a: 4.00 / 0.500 (50.0%) = 8.00" and lines[1] == "b: 2.00 / 0.250 (25.0%) = 8.00"
+    assert "400 schedulers (100 SMs x 4)" in unit
+    # 8e9 cycles over 400 schedulers: 20 million each; in 10 ms (a) that is 2 GHz, in 5 ms 4 GHz
+    assert lines[0] == ("a: 4.00 / 0.500 (50.0%) = 8.00 billion cycles = 20.0 million per scheduler, "
+                        "in 10.00 ms: 2.00 GHz (the profiler's clock: 1.50 GHz)")
+    assert lines[1] == ("b: 2.00 / 0.250 (25.0%) = 8.00 billion cycles = 20.0 million per scheduler, "
+                        "in 5.00 ms: 4.00 GHz")
     assert lines[2] == ("a / b: instructions x2.00, issue share (K5's over its) x0.50, cycles x1.00; "
                         "profiled time x2.00")
+
+
+def test_issue_table_reads_the_profilers_clock_from_its_elapsed_cycles_over_the_time():
+    rows = ch06_tiles.issue_table()
+    assert all(r["profiler clock (GHz)"] is not None for r in rows)
+    first = rows[0]
+    # sm__cycles_elapsed.avg over gpu__time_duration.sum (ns) is cycles per ns: GHz
+    assert 0.5 < float(first["profiler clock (GHz)"]) < 3.0
 
 
 def test_path_check_table_sets_each_step_before_and_after_and_leaves_unprofiled_ones_blank():
@@ -291,13 +305,13 @@ def test_path_check_table_sets_each_step_before_and_after_and_leaves_unprofiled_
                                   ("b", .2, .5, 64, 6.3), ("c", .1, .4, 80, 5.0))]
     first, second = ch06_tiles.path_check_table(rows)
     assert first["step"] == "a -> b" and first["barrier + long scoreboard"] == "1.50 -> 0.70"
-    assert first["issue slots used"] == "50.0% -> 64.0%"
+    assert first["issue share"] == "50.0% -> 64.0%"
     assert first[ch06_tiles.ALL_EXPECTED] == "8.00 -> 6.25"
-    assert first["fall of barrier + long scoreboard"] == "0.80"
+    assert first["fall of the two"] == "0.80"
     assert first["fall of all stalls"] == "1.70"
     gap = ch06_tiles.path_check_table([_row("K5", .3, .9, 45), _row("a", None, None, None),
                                        _row("b", .2, .5, 60), _row("c", .1, .4, 62)])
-    assert gap[0]["barrier + long scoreboard"] is None and gap[0]["all stall reasons"] is None
+    assert gap[0]["barrier + long scoreboard"] is None and gap[0]["all stalls"] is None
     assert gap[1]["barrier + long scoreboard"] == "0.70 -> 0.50"
 
 

@@ -18,7 +18,7 @@ from gemm_kernels.core.kernels import get as get_kernel
 from gemm_kernels.core.launch import kernel_of
 from gemm_kernels.core.registry import Kernel
 from gemm_kernels.core.table import Table
-from gemm_kernels.measure import lookup, records, studies
+from gemm_kernels.measure import lookup, records, roofline, studies
 from gemm_kernels.memory import ch05_06_thread_tiles as tiles
 from gemm_kernels.notebook import evidence, fragments
 from gemm_kernels.exercises.notebooks import solution_source
@@ -144,12 +144,13 @@ def counting(configs) -> Table:
         occ = analysis.kernel_occupancy(name, p, registers=timed)
         rows.append({"kernel": label, "params": s["params"], "FFMA": s["FFMA"],
                      "shared loads": loads, "FFMA per load": s["FFMA per load"],
-                     "wavefronts": s["wavefronts"], "of them conflicts":
+                     "wavefronts": s["wavefronts"], "conflicts":
                          round(s["wavefronts"] - s["ideal"], 2),
                      WARP_FFMA: warp_ffma_per_wavefront(s),
                      "registers": occ.registers_per_thread, "warps/SM": occ.warps_per_sm})
     return Table(rows, list(rows[0]), title="one tile (one BK slice of K): FFMA and shared loads per "
-                 "thread, wavefronts per warp (bank model); FMAs per wavefront: the "
+                 "thread, wavefronts per warp (bank model), of them the extra ones bank conflicts "
+                 "cause (conflicts); FMAs per wavefront: the "
                  "warp's 32 x FFMA (lane FMAs) over its wavefronts; registers of the timed binary and the "
                  "warps per SM they allow")
 
@@ -199,7 +200,7 @@ def standings_rows(size: int = 4096, configs=STANDINGS) -> list[dict]:
 # Pairs of STANDINGS labels whose rates standing_ratios divides: Boehm's like-for-like
 # step (his kernel-4 tile to his kernel 5), then each chapter's default.
 RATIOS = (("06 · tile_2d_reg, K5", "05 · tile_1d, kernel-4 tile",
-           "K5 / chapter 05 at Boehm's kernel-4 tile (his kernel 4 -> 5)"),
+           f"K5 / chapter 05 at Boehm's kernel-4 tile, {_short(K4)} (his kernel 4 -> 5)"),
           ("06 · tile_2d_reg, default", "05 · tile_1d, default",
            "this chapter's default / chapter 05's default"))
 
@@ -230,7 +231,6 @@ def bound_table(configs=BOUND_CONFIGS, size: int = 4096) -> Table:
     (chapter 05's `step_wavefronts`), the rate shared memory alone allows at that count
     (chapter 05's `smem_bound`), the rate at size^3 and its share of the bound. The title
     writes the bound's formula with this GPU's SMs and clock."""
-    from gemm_kernels.measure import roofline
     from gemm_kernels.notebook import ch05_tile_1d
     props = roofline.device_properties()
     # three figures, so that a rate near its bound (tile_2d) divides as printed
@@ -305,7 +305,11 @@ def issue_table() -> Table:
                      "warps per SM": _f(get(WARPS, WARPS_PER_SM / 100)),
                      "issue slots used %": get(ISSUE),
                      "FMA pipe busy %": get(
-                         "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active")})
+                         "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"),
+                     # an SM's elapsed cycles over the time: the clock the profiler ran at
+                     "profiler clock (GHz)": None if None in (
+                         get("sm__cycles_elapsed.avg"), get("gpu__time_duration.sum")) else
+                         _f(m["sm__cycles_elapsed.avg"] / m["gpu__time_duration.sum"], 2)})
     return Table(rows, list(rows[0]), title="4096^3 under Nsight Compute, "
                  + records.recording_label())
 
@@ -317,17 +321,33 @@ IDENTITY = ("cycles = instructions issued / issue share (share of cycles in whic
             "issues): an identity; at one clock, time ~ cycles")
 
 
-def issue_split(table=None) -> str:
+def issue_split(table=None, sm_count: int | None = None) -> str:
     """The identity (first line), then per row of issue_table its instructions over its
-    issue share; then each row against the last (the K5 tile), the gap split into its two
-    factors: instructions, and the issue share (the last row's over this one's, so that
-    the product is the ratio of cycles), beside the ratio of profiled times."""
+    issue share: cycles summed over all schedulers (SMs x 4); divided by the schedulers,
+    the cycles of one, and over the profiled time the clock they imply, beside the clock
+    the profiler ran at. Then each row against the last (the K5 tile), the gap split into
+    its two factors: instructions, and the issue share (the last row's over this one's,
+    so that the product is the ratio of cycles), beside the ratio of profiled times."""
     rows = list(table if table is not None else issue_table())
+    sms = sm_count or roofline.device_properties().get("sm_count")
     instr = lambda r: float(r["instructions (billions)"])  # noqa: E731
     share = lambda r: r["issue slots used %"] / 100  # noqa: E731
     lines = [IDENTITY]
-    lines += [f"{r['kernel']}: {r['instructions (billions)']} / {share(r):.3f} "
-              f"({r['issue slots used %']:.1f}%) = {instr(r) / share(r):.2f}" for r in rows]
+    if sms:
+        lines.append(f"instructions, and so cycles, are summed over the {4 * sms} schedulers "
+                     f"({sms} SMs x 4); per scheduler: cycles / {4 * sms}; over the profiled "
+                     "time: the clock")
+    for r in rows:
+        cyc = instr(r) / share(r)
+        line = (f"{r['kernel']}: {r['instructions (billions)']} / {share(r):.3f} "
+                f"({r['issue slots used %']:.1f}%) = {cyc:.2f} billion cycles")
+        if sms:
+            each = cyc * 1e9 / (4 * sms)
+            line += (f" = {each / 1e6:.1f} million per scheduler, in {r['time (ms)']} ms: "
+                     f"{each / (float(r['time (ms)']) * 1e-3) / 1e9:.2f} GHz")
+            if r.get("profiler clock (GHz)") is not None:
+                line += f" (the profiler's clock: {r['profiler clock (GHz)']} GHz)"
+        lines.append(line)
     ref = rows[-1]
     for r in rows[:-1]:
         i, s = instr(r) / instr(ref), share(ref) / share(r)
@@ -365,7 +385,7 @@ STALL_COLUMNS = {"issue slots used %": ISSUE,
 
 def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
     """Per step of PATH: registers of the timed binary, blocks and warps per SM, steps
-    along K at 4096, FMAs per wavefront and B conflicts (bank model), the recorded rate
+    along K at 4096, FMAs per wavefront and conflicts (bank model), the recorded rate
     at size^3 and its ratio to the step before, and where the warps wait at
     `stall_shape` (None where that configuration was not profiled)."""
     rows, prev = [], None
@@ -384,7 +404,7 @@ def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
                      "blocks/SM": occ.blocks_per_sm, "warps/SM": occ.warps_per_sm,
                      "k steps at 4096": 4096 // p["BK"],
                      WARP_FFMA: warp_ffma_per_wavefront(s),
-                     "B conflicts": tiles.conflicts("tile_2d_reg", p),
+                     "conflicts": tiles.conflicts("tile_2d_reg", p),
                      f"TFLOP/s at {size}": None if g is None else _f(g / 1e3),
                      "x previous": None if g is None or prev is None else _f(g / prev, 2),
                      **{c: m.get(k) for c, k in STALL_COLUMNS.items()},
@@ -401,7 +421,7 @@ def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
 # changed and what it did to the rate, then where the warps wait.
 PATH_PARTS = {
     "changed": ("step", "params", "registers", "blocks/SM", "warps/SM",
-                WARP_FFMA, "B conflicts", "TFLOP/s at {size}", "x previous"),
+                WARP_FFMA, "conflicts", "TFLOP/s at {size}", "x previous"),
     "waits": ("step", "warps/SM", *STALL_COLUMNS)}
 
 
@@ -466,9 +486,10 @@ def path_check(rows=None, only: str | None = None) -> str:
     return "\n".join(lines)
 
 
-# With every warp either issuing or stalled, all stall reasons per issued instruction
-# come to the warps per scheduler over the issue share.
-ALL_EXPECTED = "warps per scheduler ÷ issue share (= all stalls, expected)"
+# Each cycle every resident warp is counted in one state (issuing, selected or a stall
+# reason), so all stall reasons per issued instruction come to the warps per scheduler
+# over the issue share.
+ALL_EXPECTED = "expected: warps ÷ issue share"
 
 
 def path_check_table(rows=None) -> Table:
@@ -476,7 +497,8 @@ def path_check_table(rows=None) -> Table:
     + long-scoreboard stalls per issued instruction, the issue slots used, all stall
     reasons together, warps per scheduler over the issue share (what that total comes to
     at fixed warps), and how much the two stalls and all of them fall; '-' where a
-    configuration was not profiled."""
+    configuration was not profiled. What each step changes is said in the prose, so the
+    columns stay short."""
     rows = rows or path_rows()
 
     def value(r, what):
@@ -498,18 +520,19 @@ def path_check_table(rows=None) -> Table:
         return None if a is None or b is None else f"{a - b:.2f}"
 
     out = []
-    for at, what in CHECKS:
+    for at, _ in CHECKS:
         before, after = rows[at - 1], rows[at]
-        out.append({"step": f"{before['step']} -> {after['step']}", "what changes": what,
+        out.append({"step": f"{before['step']} -> {after['step']}",
                     "barrier + long scoreboard": pair(before, after, "wait"),
-                    "issue slots used": pair(before, after, "issue", "{:.1f}%"),
-                    "all stall reasons": pair(before, after, "all"),
+                    "issue share": pair(before, after, "issue", "{:.1f}%"),
+                    "all stalls": pair(before, after, "all"),
                     ALL_EXPECTED: pair(before, after, "per"),
-                    "fall of barrier + long scoreboard": fall(before, after, "wait"),
+                    "fall of the two": fall(before, after, "wait"),
                     "fall of all stalls": fall(before, after, "all")})
     return Table(out, list(out[0]), title="the two predicted steps, before -> after, at "
-                 "4096^3 (Nsight Compute; stalls in cycles per issued instruction; warps per "
-                 "scheduler: the warps per SM over its 4 schedulers); "
+                 "4096^3 (Nsight Compute; stalls in cycles per issued instruction; the two: "
+                 "barrier + long scoreboard; expected: warps per scheduler (warps per SM / 4) "
+                 "÷ issue share); "
                  + records.recording_label())
 
 
@@ -557,7 +580,7 @@ def tile_step_rows(size: int = 4096, rows=None) -> list[dict]:
         out.append({"step": label, "params": _short(p), f"blocks at {size}^3": f"{blocks:,}",
                     "blocks/SM": r["blocks/SM"],
                     "waves": None if not sms else _f(blocks / (sms * r["blocks/SM"]), 2),
-                    "FFMA per word copied": _f(p["BM"] * p["BN"] / (p["BM"] + p["BN"])),
+                    "FMAs per word copied": _f(p["BM"] * p["BN"] / (p["BM"] + p["BN"])),
                     "instructions (M, ncu)": None if inst is None else f"{inst / 1e6:,.0f}",
                     "time (ms, ncu)": None if t is None else _f(t / 1e6, 2)})
     return out
@@ -643,7 +666,7 @@ def patch_rows(size: int = 2048) -> list[dict]:
                      "warps/SM": occ.warps_per_sm, "FFMA per thread": s["FFMA"],
                      "FFMA per load": s["FFMA per load"], "wavefronts": s["wavefronts"],
                      "ideal": s["ideal"], WARP_FFMA: warp_ffma_per_wavefront(s),
-                     "B conflicts": tiles.conflicts("tile_2d_reg", p),
+                     "conflicts": tiles.conflicts("tile_2d_reg", p),
                      f"TFLOP/s at {size}": None if g is None else g["median"] / 1e3,
                      "min..max": None if g is None else
                          f"{g['min'] / 1e3:.1f}..{g['max'] / 1e3:.1f}",
