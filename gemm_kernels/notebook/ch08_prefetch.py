@@ -568,7 +568,10 @@ def payoff(params: dict | None = None, kernels=ALTERNATIVES) -> Table:
             row[f"{setting}: % of cuBLAS"] = f"{timing.share(rate[who, one]):.1f}"
             row[f"{setting}: / 07"] = f"{g['median'] / ref:.3f}"
         rows.append(row)
-    return Table(rows, list(rows[0]), title=(
+    # one block per SM is what that setting forces, so its blocks/SM column stays in the
+    # rows but is not shown: it would only repeat 1 down the table
+    shown_columns = [c for c in rows[0] if c != "one block per SM: blocks/SM"]
+    return Table(rows, shown_columns, title=(
         f"Chapters 07 and 08 and variants of chapter 08's kernel, "
         f"{p['BM']} x {p['BN']} x {p['BK']}, {p['TM']} x {p['TN']} per thread, "
         f"{'x'.join(map(str, shape))}, all timed in one run with cuBLAS in the same "
@@ -590,7 +593,7 @@ def where_it_ends(kernel: str = WORKING) -> Table:
     its share of the cuBLAS timed beside it, and its ratio to chapter 07's."""
     full = payoff(None, (kernel,))
     named = {CH08: "chapter 08's kernel (chapter 09 goes on from it)",
-             label(kernel): f"{label(kernel)} (the exercise's answer)"}
+             label(kernel): f"{label(kernel)} (the answer, as in the kernel file)"}
     rows = [{"kernel": named.get(r["kernel"], r["kernel"]),
              "GFLOP/s": r["own occupancy: GFLOP/s"].split(" (")[0],
              "% of cuBLAS": r["own occupancy: % of cuBLAS"],
@@ -637,7 +640,8 @@ def payoff_sizes(kernel: str = WORKING, sizes=PAYOFF_SIZES) -> Table:
         f"% of cuBLAS: the median rate of chapter 07's kernel, chapter 08's and the "
         f"exercise's answer ({label(kernel)}), each over the cuBLAS timed beside it in the "
         f"same process; {p['BM']} x {p['BN']} x {p['BK']}, {p['TM']} x {p['TN']} per "
-        f"thread, two blocks per SM ({records.recording_label()})"))
+        f"thread, two blocks per SM where the grid fills the SMs (at 1024^3 it has fewer "
+        f"blocks than SMs: one per SM) ({records.recording_label()})"))
 
 
 CH08 = "chapter 08's kernel"
@@ -739,8 +743,11 @@ def stall_summary(study: str = "stalls") -> str:
     lines = ["Warp-cycles stalled per issued instruction, chapter 07 -> chapter 08:"]
     for n, (f4, db) in STALL_PAIRS.items():
         a, b = stalls[f4], stalls[db]
-        lines.append(f"{n[0].upper() + n[1:]}: the largest wait is '{largest(a)}' in chapter "
-                     f"07 and '{largest(b)}' in chapter 08.")
+        la, lb = largest(a), largest(b)
+        # one name when both kernels agree, so the line does not read like a template
+        which = (f"both kernels: '{la}'" if la == lb
+                 else f"'{la}' in chapter 07, '{lb}' in chapter 08")
+        lines.append(f"{n[0].upper() + n[1:]}: the largest wait, {which}.")
         lines += [f"    {r}: {a.get(r, 0):.2f} -> {b.get(r, 0):.2f}" for r in STALL_READ]
     return "\n".join(lines)
 
