@@ -802,6 +802,32 @@ def test_rule_example_reads_a_step_as_the_step_lines_do():
         assert text.endswith(cp.verdict([(2048, c)], {2048: shift}) + ".")
 
 
+def test_rule_line_prints_the_largest_spread_and_the_thresholds(recorded_mode):
+    text = str(cp.rule_line())
+    assert "\n" not in text and cp.ladder_source() in text
+    spread = max(cp._spread_pct(cp.cublas_spread([r.rows[n] for r in cp.ladder()]))
+                 for n in (2048, 4096))
+    assert f"at most {spread:.1f}%" in text
+    for n, shift in cp.recompile_shift().items():
+        assert f"{shift:.1f}% at {n}^3" in text
+
+
+def test_stages_registers_match_the_stages_table_and_print_no_rate(recorded_mode):
+    regs = cp.stages_registers()
+    full = [row for row in cp.stages_table() if row["MINB"] == 1]
+    assert [r["registers (timed)"] for r in regs] == [r["registers"] for r in full]
+    assert [r["blocks/SM"] for r in regs] == [r["blocks/SM"] for r in full]
+    assert not any("GFLOP" in c for c in regs.columns)
+
+
+def test_padding_reading_judges_by_the_same_gpus_recompile(recorded_mode):
+    shift = cp.default_recompile(2048)
+    assert f"{shift:+.1f}% at 2048^3" in cp.stages_reading()
+    text = str(cp.padding_reading())
+    assert "row-major lanes, PAD = 4" in text and "z-order lanes, PAD = 4" in text
+    assert text.splitlines()[-1].endswith(cp.signed(shift))
+
+
 def test_zorder_counters_name_the_ladder_step_of_each_layout():
     got = {(row["PAD"], row["ZORDER"]): row["ladder step"] for row in cp.zorder_counters()}
     assert got == {(0, False): "1", (0, True): "-", (4, False): "2", (4, True): "3"}

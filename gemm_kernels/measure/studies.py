@@ -172,7 +172,7 @@ _STEP_4 = (
          variant="capstone: one fragment set"),
     Step("+ double-buffered fragments", "capstone", _capstone()))
 _LADDER_STEPS = (
-    Step("chapter 08: two stages, registers in between", "double_buffer", K5),
+    Step("chapter 08: staged through registers", "double_buffer", K5),
     Step("2 x 2 sub-tiles of 4 x 4 per thread", "zorder",
          {**_ZORDER, "PAD": 0, "ZORDER": False}),
     Step("+ A tile rows padded to BM + 4", "zorder",

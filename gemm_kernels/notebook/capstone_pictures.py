@@ -541,7 +541,7 @@ def gpus() -> Markdown:
         f"**This chapter's GPUs:** the ladder, its `MINB = 2` builds, their profile and the "
         f"yardsticks {ladder_source()}; every other table on the {d2['name']}. {same}"
         f"their DRAM peaks are {dram(d1)} and {dram(d2)} GB/s. No comparison crosses from "
-        "one GPU to the other, and each section's first line names the GPU of its numbers.")
+        "one GPU to the other, and every table and printed measurement names its GPU.")
 
 
 def ladder_start() -> Text:
@@ -918,6 +918,23 @@ def minb2_fit(steps=None) -> Text:
     lines = [f"{r.label}, built with MINB = 2: {fit(r.kernel, {**r.step.params, 'MINB': 2})}"
              for r in ladder() if r.has_minb and (steps is None or r.number in steps)]
     return Text(f"(ptxas {compiler.ptxas_version()} here)\n" + "\n".join(lines))
+
+
+def rule_line(sizes=(2048, 4096)) -> Text:
+    """The chapter's rule in one sentence, with its numbers: how far the cuBLAS timed
+    beside the ladder's rows moved at most, and how far a recompile alone moved the
+    capstone (`recompile_shift`), the threshold below which a change is no change.
+    `yardsticks` gives the ranges behind both."""
+    rungs = ladder(sizes)
+    spreads = [_spread_pct(cublas_spread([r.rows[n] for r in rungs])) for n in sizes]
+    shift = recompile_shift(sizes)
+    if any(s is None for s in spreads) or any(n not in shift for n in sizes):
+        return Text(f"the ladder's yardsticks: {NOT_RECORDED}")
+    moved = " and ".join(f"{shift[n]:.1f}% at {n}^3" for n in sizes)
+    return Text(f"({ladder_source()}) cuBLAS, timed beside every step, moved by at most "
+                f"{max(spreads):.1f}%; rebuilding the same kernel (MINB = 2, same blocks per "
+                f"SM) moved it by up to {moved}. So a change no larger than that recompile "
+                "shift counts as no measurable change.")
 
 
 def rule_example(step="2", n: int = 2048) -> Text:
@@ -1839,6 +1856,68 @@ def stages_table(size: int = 4096, here: bool = False) -> Table:
                  f"(registers of the compiled kernel that was timed), {records.rows_label(got)}")
 
 
+def stages_registers(size: int = 4096) -> Table:
+    """What to predict the stage depths from, before their rates: the default with 2, 3
+    and 4 stages as built (MINB = 1), the registers of the binary that was timed at
+    size^3 and the blocks per SM they allow, and what ptxas here gives each. No rates:
+    `stages_table` adds them."""
+    d = KERNELS["capstone"].resolve(None)
+    rows, got = [], []
+    for st in (2, 3, 4):
+        p = {**d, "STAGES": st, "MINB": 1}
+        try:
+            r = lookup.recorded("capstone", (size,) * 3, p)
+        except LookupError:
+            r = None
+        got.append(r)
+        regs = _timed_registers(r)
+        local = _here_registers("capstone", p)
+        nb = _blocks("capstone", p, local)
+        rows.append({"STAGES": st, "registers (timed)": regs if regs is not None else "-",
+                     "blocks/SM": _blocks("capstone", p, regs),
+                     f"ptxas {compiler.ptxas_version()} here":
+                     f"{local}: {nb} block{'s' * (nb != 1)}/SM"})
+    return Table(rows, list(rows[0]), title=f"the capstone's default with 2, 3 or 4 stages, "
+                 f"MINB = 1: registers of the kernel timed at {size}^3, "
+                 f"{records.rows_label(got)}")
+
+
+def default_recompile(size: int) -> float | None:
+    """The capstone's default built with MINB = 2 against itself at size^3, in %, from
+    the main recording (both builds keep two blocks per SM): the shift a recompile alone
+    caused on that GPU, the yardstick for its own tables. None where either is missing."""
+    d = KERNELS["capstone"].resolve(None)
+    try:
+        base, r = (_rate(lookup.recorded("capstone", (size,) * 3, {**d, "MINB": m}))
+                   for m in (d["MINB"], 2))
+    except LookupError:
+        return None
+    return 100 * (r / base - 1) if base and r else None
+
+
+def padding_reading(size: int = 2048, bk: int = 16) -> Text:
+    """`zorder_depths` at BK = `bk` read by the chapter's rule: PAD = 4 against PAD = 0
+    for each lane order, against the recompile shift of the same GPU
+    (`default_recompile`)."""
+    shift = default_recompile(size)
+    lines = [f"(09_zorder.cu at {size}^3, BK = {bk}: {records.source()})"]
+    for z, name in ((False, "row-major lanes"), (True, "z-order lanes")):
+        try:
+            a, b = (lookup.recorded("zorder", (size,) * 3, {"BM": 128, "BN": 128, "BK": bk,
+                                                            "PAD": pad, "ZORDER": z})
+                    for pad in (0, 4))
+        except LookupError:
+            lines.append(f"{name}: {NOT_RECORDED}")
+            continue
+        c = 100 * (_rate(b) / _rate(a) - 1)
+        lines.append(f"{name}, PAD = 4 against PAD = 0: {signed(c)}" +
+                     (f": {verdict([(size, c)], {size: abs(shift)})}" if shift is not None else ""))
+    if shift is not None:
+        lines.append(f"the rule's threshold on this GPU: the default built with MINB = 2 "
+                     f"against itself (a recompile alone) moved by {signed(shift)}")
+    return Text("\n".join(lines))
+
+
 def stages_reading(sizes=(4096, 2048)) -> str:
     """The numbers the solution's reading of `stages_table` rests on, from the recording
     (so that the text and the table round alike): the change against the default of the
@@ -1874,9 +1953,8 @@ def stages_reading(sizes=(4096, 2048)) -> str:
     lines.append("the three MINB = 2 builds (2, 3 and 4 stages): " + ", ".join(parts))
     parts = []
     for n in sizes:
-        base, r = rate(n, d["STAGES"], d["MINB"]), rate(n, d["STAGES"], 2)
-        parts.append(f"{100 * (r / base - 1):+.1f}% at {n}^3" if base and r else
-                     f"{NOT_RECORDED} at {n}^3")
+        c = default_recompile(n)
+        parts.append(f"{c:+.1f}% at {n}^3" if c is not None else f"{NOT_RECORDED} at {n}^3")
     lines.append(f"the default ({d['STAGES']} stages) built with MINB = 2, same blocks per SM, "
                  "against itself (a recompile alone): " + ", ".join(parts))
     return "\n".join(lines)
