@@ -498,3 +498,13 @@ def test_the_line_boxes_down_a_column_share_their_edges_inside_the_frame():
     assert all(b[1] == pytest.approx(n[0]) for b, n in zip(boxes, boxes[1:]))
     # the outer edges stay inside the frame, where the panel's spine cannot hide them
     assert lo < boxes[0][0] and boxes[-1][1] < hi
+
+
+def test_ncu_command_without_metrics_asks_for_every_counter_the_study_recorded():
+    text = str(ch02_coalescing.ncu_command(ch02_coalescing.CACHES_STUDY, None))
+    assert "--target ch02_caches" in text and "dram__bytes_read.sum" in text
+    # a recorded pattern reaches ncu in its regex: form, quoted for the shell
+    assert "'regex:^smsp__average_warps_issue_stalled_[a-z_]+_per_issue_active\\.ratio$'" in text
+    assert "re:^" not in text.replace("regex:^", "")
+    # negative control: the default keeps the L1 table's own short list
+    assert "issue_stalled" not in str(ch02_coalescing.ncu_command())

@@ -191,9 +191,12 @@ TABLE_METRICS = (model.REQUESTS_LD, model.SECTORS_LD, model.WAVEFRONTS, model.L1
 def ncu_command(study: str = L1_STUDY, metrics=TABLE_METRICS) -> Text:
     """The Nsight Compute command line that profiles the launches of a study of this
     chapter (each configuration once, at the study's shape) with `metrics`: what the
-    recording ran, to run again on another GPU."""
+    recording ran, to run again on another GPU. `metrics=None` asks for every counter the
+    study recorded, its patterns (`re:`) in ncu's own `regex:` form."""
     from gemm_kernels.measure import studies
     st = studies.get(study)
+    if metrics is None:
+        metrics = ["regex:" + m[3:] if m.startswith("re:") else m for m in st.metrics]
     entries = sorted({get_kernel(s.kernel).entry for s in st.steps})
     lines = [f'ncu --target-processes all -k "regex:^({"|".join(entries)})" \\',
              # a metric given as a regular expression holds ( | ^ $: quoted for the shell
