@@ -4,7 +4,7 @@ check's word on the usual slip, and the figures' finishing touches."""
 import matplotlib
 import pytest
 
-from gemm_kernels.measure import studies
+from gemm_kernels.measure import lookup, studies
 
 matplotlib.use("Agg")
 
@@ -44,6 +44,11 @@ def test_the_caches_table_sets_fetched_over_requested_beside_the_hit_rate():
 def test_the_l2_count_compares_the_two_block_sizes():
     text = ch02_coalescing.l2_count()
     assert "262,144 blocks of 64 threads" in text and "times as many at BLOCK = 8" in text
+    # the timed share at 4096^3 beside the one at 2048^3, both from the recorded rates
+    rate = {(n, b): lookup.measure_or_lookup("coalesced", (n,) * 3, {"BLOCK": b})["gflops"]["median"]
+            for n in (4096, 2048) for b in (8, 32)}
+    assert (f"runs at {rate[4096, 8] / rate[4096, 32]:.0%} of BLOCK = 32's rate at 4096^3, "
+            f"and at {rate[2048, 8] / rate[2048, 32]:.0%} of it at 2048^3.") in text
 
 
 def test_the_stages_table_sets_every_stage_of_the_load_path_side_by_side():
@@ -161,36 +166,6 @@ def test_the_alignment_gap_compares_the_timed_block_sizes_at_both_sizes(monkeypa
     # negative control: without BLOCK = 8's own run there is no gap to print
     _fake_alignment_recording(monkeypatch, (ch02_coalescing.ALIGNMENT,))
     assert "not timed" in str(ch02_coalescing.alignment_gap())
-
-
-def test_alignment_counts_table_sets_counted_wavefronts_of_both_stages_beside_the_models():
-    t = list(ch02_coalescing.alignment_counts_table())
-    assert [(r["configuration"], r["M = N = K"]) for r in t][-6:-3] == [
-        (f"coalesced, BLOCK = {b}", 2048) for b in (8, 16, 32)]
-    if studies.recording_of(ch02_coalescing.NAIVE_ALIGNMENT_L1) is None:
-        return
-    for r in t:
-        tag, data = float(r["tag stage (counted)"]), float(r["data stage (counted)"])
-        if r["M = N = K"] == 2048:
-            # on the lines both stages count exactly what the models say
-            assert tag == pytest.approx(float(r["tag stage (model)"]), abs=0.01)
-            assert data == pytest.approx(float(r["data stage (model)"]), abs=0.01)
-    # the tag stage's count is not the data stage's input: for the naive kernel off the
-    # lines it is the larger of the two
-    assert any(float(r["tag stage (counted)"]) > float(r["data stage (counted)"])
-               for r in t if r["configuration"].startswith("naive") and r["M = N = K"] == 2047)
-    # the rates sit in a table of their own, so each stays narrow
-    assert "timed (GFLOP/s)" not in t[0]
-    limits = list(ch02_coalescing.alignment_limits_table())
-    for r in limits:
-        # no timed rate breaks the limit of the slower stage
-        assert r["timed / limit"] == "-" or int(r["timed / limit"][:-1]) <= 100
-    naive = {r["M = N = K"]: r for r in limits
-             if r["configuration"].startswith("naive, BLOCK = 32")}
-    # negative control: off the lines the banks alone would allow far more than was timed
-    lim = model.line_limit("naive", {"BLOCK": 32, "MAPPING": "x->row"},
-                           shape=(2047,) * 3, steps=32)
-    assert naive[2047]["timed (GFLOP/s)"] < lim["bank GFLOP/s"] / 2
 
 
 def test_the_tag_stage_takes_four_lines_per_wavefront():
@@ -345,20 +320,6 @@ def test_the_naive_kernels_l1_bytes_are_a_share_of_the_l1s_width(monkeypatch):
     assert "not in this recording" in str(ch02_coalescing.naive_l1_bytes())
 
 
-def test_alignment_counts_table_sets_each_rate_against_its_slower_stage(monkeypatch):
-    monkeypatch.setattr(ch02_coalescing, "_alignment_rate", lambda kernel, params, n: 4182.0)
-    monkeypatch.setattr(model, "device_props", lambda: H200)
-    stages = list(ch02_coalescing.alignment_counts_table())
-    for s, r in zip(stages, ch02_coalescing.alignment_limits_table(full=True)):
-        # the full warp's 16,727 GFLOP/s over the slower stage's wavefronts
-        slower = max(float(s["tag stage (model)"]), float(s["data stage (model)"]))
-        assert float(r["wavefronts/step"]) == slower
-        assert r["slower stage (model)"] == ("both" if s["tag stage (model)"] == s["data stage (model)"]
-                                             else "tag" if float(s["tag stage (model)"]) == slower else "data")
-        limit = 132 * 1980 * 64 / 1e3 / slower
-        assert r["timed / limit"] == f"{4182.0 / limit:.0%}"
-
-
 def test_a_pitch_of_whole_sectors_but_not_whole_lines_keeps_sectors_and_spreads_banks():
     t = {(r["row pitch (floats)"], r["configuration"]): r for r in ch02_coalescing.padded_pitch()}
     for b in (8, 16, 32):
@@ -396,17 +357,6 @@ def test_naive_off_lines_prints_both_rates_and_the_bank_only_limit():
     assert above > 1
 
 
-def test_stage_rule_fit_reports_no_rate_above_the_limit_and_the_loose_share_off_the_lines():
-    text = str(ch02_coalescing.stage_rule_fit())
-    top = int(text.split("any row: ")[1].split("%")[0])
-    assert top <= 100 and "exceed the model by up to" in text
-
-
-def test_alignment_counts_table_keeps_only_the_kernels_asked_for():
-    naive = list(ch02_coalescing.alignment_counts_table(kernels=("naive",)))
-    assert naive and all(r["configuration"].startswith("naive") for r in naive)
-
-
 def test_the_two_stage_picture_shows_the_slower_stage_at_each_size():
     fig = ch02_coalescing.two_stage_picture()
     titles = [ax.get_title() for ax in fig.axes]
@@ -419,38 +369,6 @@ def test_the_two_stage_picture_shows_the_slower_stage_at_each_size():
     assert [len(ax.patches) for ax in fig.axes] == [32, 32, 32, 32]
     # one scale for both sizes, so the same 8 tag wavefronts look the same height
     assert len({ax.get_ylim() for ax in fig.axes}) == 1
-
-
-def test_the_limit_from_counted_wavefronts_uses_the_slower_stages_printed_count(monkeypatch):
-    monkeypatch.setattr(model, "device_props", lambda: H200)
-    stages = list(ch02_coalescing.alignment_counts_table())
-    limits = list(ch02_coalescing.alignment_limits_table(full=True))
-    for s, r in zip(stages, limits):
-        if "-" in (s["tag stage (counted)"], s["data stage (counted)"]):
-            continue
-        counted = max(float(s["tag stage (counted)"]), float(s["data stage (counted)"]))
-        # the full warp's 16,727 GFLOP/s over the slower stage's counted wavefronts
-        assert r["limit from counted wavefronts (GFLOP/s)"] == pytest.approx(
-            132 * 1980 * 64 / 1e3 / counted)
-        if isinstance(r["timed (GFLOP/s)"], float):
-            # counts at or above the model can only lower the limit, so the share rises
-            assert int(r["timed / that limit"][:-1]) >= int(r["timed / limit"][:-1])
-            assert int(r["timed / that limit"][:-1]) <= 100
-    # negative control: a launch without its counters gets no counted limit
-    steps = ch02_coalescing._profiled_steps
-    monkeypatch.setattr(ch02_coalescing, "_profiled_steps", lambda study, rec: [
-        (shape, step, {}, lim, per) for shape, step, m, lim, per in steps(study, rec)])
-    assert all(r["limit from counted wavefronts (GFLOP/s)"] == "-"
-               for r in ch02_coalescing.alignment_limits_table(full=True))
-
-
-def test_stage_rule_fit_sets_the_rates_against_the_counted_wavefronts_too():
-    text = str(ch02_coalescing.stage_rule_fit())
-    line = text.split("in place of the model's, the rates at 2047^3 run at ")[1]
-    low, high = (int(x) for x in line.split(" of the limit")[0].replace("%", "").split(" to "))
-    model_low = int(text.split("the rates run at ")[1].split("%")[0])
-    # tighter than the model's limit: the looseness lies in the model's counts
-    assert model_low < low <= high <= 100
 
 
 def test_the_requests_table_writes_every_sectors_per_request_to_one_decimal():
@@ -488,17 +406,114 @@ def test_prediction_drop_sets_the_lanes_per_line_beside_the_timed_ratio(monkeypa
     assert abs(timed - 0.90) < 0.03
 
 
-def test_alignment_limits_table_is_narrow_by_default_in_the_order_of_the_counts_tables():
-    short = list(ch02_coalescing.alignment_limits_table())
-    full = list(ch02_coalescing.alignment_limits_table(full=True))
-    # by default only the limit the model sets and the timed rate against it
-    assert list(short[0]) == ["configuration", "M = N = K", "slower stage (model)",
-                              "limit (GFLOP/s)", "timed (GFLOP/s)", "timed / limit"]
-    assert "limit from counted wavefronts (GFLOP/s)" in full[0]
-    assert [{c: r[c] for c in short[0]} for r in full] == short
-    # rows in the order of the open naive table, then the folded coalesced one
-    counts = (list(ch02_coalescing.alignment_counts_table(kernels=("naive",)))
-              + list(ch02_coalescing.alignment_counts_table(kernels=("coalesced",))))
-    assert [(r["configuration"], r["M = N = K"]) for r in short] == [
-        (r["configuration"], r["M = N = K"]) for r in counts]
-    assert short[0]["configuration"].startswith("naive")
+def _pair(cell):
+    """A table cell 'model / counted' as two strings."""
+    return [x.strip() for x in str(cell).split(" / ")]
+
+
+def test_the_alignment_table_holds_one_kernel_at_both_sizes_aligned_first():
+    for kernel in ("naive", "coalesced"):
+        t = list(ch02_coalescing.alignment_table(kernel))
+        assert list(t[0]) == list(ch02_coalescing.ALIGNMENT_COLUMNS)
+        assert t and all(r["configuration"].startswith(kernel) for r in t)
+        sizes = [r["M = N = K"] for r in t]
+        assert sizes == sorted(sizes, reverse=True) and set(sizes) == {2048, 2047}
+    # the coalesced rows at 2048 in BLOCK order
+    t = list(ch02_coalescing.alignment_table("coalesced"))
+    assert [r["configuration"] for r in t[:3]] == [f"coalesced, BLOCK = {b}" for b in (8, 16, 32)]
+
+
+def test_the_alignment_table_sets_each_rate_against_the_limit_of_both_counts(monkeypatch):
+    monkeypatch.setattr(ch02_coalescing, "_alignment_rate", lambda kernel, params, n: 4182.0)
+    monkeypatch.setattr(model, "device_props", lambda: H200)
+    for kernel in ("naive", "coalesced"):
+        for r in ch02_coalescing.alignment_table(kernel):
+            modelled, counted = _pair(r["wavefronts per warp and step (model / counted)"])
+            lim_m, lim_c = (float(x.replace(",", "")) for x in
+                            _pair(r["limit, GFLOP/s (model / counted)"]))
+            # the full warp's 16,727 GFLOP/s over the slower stage's wavefronts, either count
+            assert lim_m == pytest.approx(132 * 1980 * 64 / 1e3 / float(modelled), abs=0.5)
+            assert lim_c == pytest.approx(132 * 1980 * 64 / 1e3 / float(counted), abs=0.5)
+            share_m, share_c = _pair(r["timed / limit (model / counted)"])
+            assert share_m == f"{4182.0 / (132 * 1980 * 64 / 1e3 / float(modelled)):.0%}"
+            assert share_c == f"{4182.0 / (132 * 1980 * 64 / 1e3 / float(counted)):.0%}"
+
+
+def test_the_alignment_table_matches_the_model_on_the_lines_and_counts_more_off_them():
+    if studies.recording_of(ch02_coalescing.NAIVE_ALIGNMENT_L1) is None:
+        return
+    for kernel in ("naive", "coalesced"):
+        for r in ch02_coalescing.alignment_table(kernel):
+            modelled, counted = (float(x) for x in
+                                 _pair(r["wavefronts per warp and step (model / counted)"]))
+            if r["M = N = K"] == 2048:       # on the lines the count is the model's
+                assert counted == pytest.approx(modelled, abs=0.01)
+            else:                            # off them it rises, so the share can only rise
+                assert counted >= modelled
+                share_m, share_c = (int(x[:-1]) for x in
+                                    _pair(r["timed / limit (model / counted)"]))
+                assert share_m <= share_c <= 100
+    # off the lines the naive kernel's slower stage is the tag stage, and its timed rate
+    # sits far below what the banks alone would allow (negative control on the banks)
+    naive = {r["M = N = K"]: r for r in ch02_coalescing.alignment_table("naive")
+             if r["configuration"].startswith("naive, BLOCK = 32")}
+    assert naive[2047]["slower stage (model)"] == "tag" and naive[2048]["slower stage (model)"] == "data"
+    lim = model.line_limit("naive", {"BLOCK": 32, "MAPPING": "x->row"},
+                           shape=(2047,) * 3, steps=32)
+    assert naive[2047]["timed (GFLOP/s)"] < lim["bank GFLOP/s"] / 2
+
+
+def test_the_alignment_table_leaves_a_dash_where_a_launch_was_not_counted(monkeypatch):
+    steps = ch02_coalescing._profiled_steps
+    monkeypatch.setattr(ch02_coalescing, "_profiled_steps", lambda study, rec: [
+        (shape, step, {}, lim, per) for shape, step, m, lim, per in steps(study, rec)])
+    for r in ch02_coalescing.alignment_table("coalesced"):
+        assert _pair(r["wavefronts per warp and step (model / counted)"])[1] == "-"
+        assert _pair(r["limit, GFLOP/s (model / counted)"])[1] == "-"
+        assert _pair(r["timed / limit (model / counted)"])[1] == "-"
+
+
+def test_stage_rule_fit_is_one_sentence_with_both_ranges_at_2047():
+    text = str(ch02_coalescing.stage_rule_fit())
+    assert text.count(".") == 1 and text.startswith("No timed rate exceeds its limit")
+    (ml, mh), (cl, ch) = (
+        [int(x) for x in part.split(" of the")[0].replace("%", "").split(" to ")]
+        for part in text.split("run at ")[1].split(" and at "))
+    # tighter with the counted wavefronts: the looseness lies in the model's counts
+    assert ml < cl <= ch <= 100 and ml <= mh
+    # the same ranges as the two tables' last column at 2047
+    shares = [_pair(r["timed / limit (model / counted)"])
+              for k in ("naive", "coalesced") for r in ch02_coalescing.alignment_table(k)
+              if r["M = N = K"] == 2047]
+    assert (ml, mh) == (min(int(a[:-1]) for a, _ in shares), max(int(a[:-1]) for a, _ in shares))
+    assert (cl, ch) == (min(int(b[:-1]) for _, b in shares), max(int(b[:-1]) for _, b in shares))
+
+
+def test_stage_rule_fit_counts_a_rate_above_its_limit(monkeypatch):
+    # negative control: a rate far above every limit is reported, not hidden
+    monkeypatch.setattr(ch02_coalescing, "_alignment_rate", lambda kernel, params, n: 1e6)
+    assert "timed rates exceed a limit" in str(ch02_coalescing.stage_rule_fit())
+
+
+def test_the_line_boxes_down_a_column_share_their_edges_inside_the_frame():
+    from matplotlib.patches import Rectangle
+    fig = ch02_coalescing.sector_picture("naive", {"BLOCK": 32, "MAPPING": "x->row"})
+    a_ax = fig.axes[1]
+    boxes = sorted((p.get_y(), p.get_y() + p.get_height()) for p in a_ax.patches
+                   if isinstance(p, Rectangle) and not p.get_fill())
+    assert len(boxes) == 32          # one 128-byte line per row of A
+    lo, hi = sorted(a_ax.get_ylim())
+    # one dashed edge between two rows, not two: each box ends where the next begins
+    assert all(b[1] == pytest.approx(n[0]) for b, n in zip(boxes, boxes[1:]))
+    # the outer edges stay inside the frame, where the panel's spine cannot hide them
+    assert lo < boxes[0][0] and boxes[-1][1] < hi
+
+
+def test_ncu_command_without_metrics_asks_for_every_counter_the_study_recorded():
+    text = str(ch02_coalescing.ncu_command(ch02_coalescing.CACHES_STUDY, None))
+    assert "--target ch02_caches" in text and "dram__bytes_read.sum" in text
+    # a recorded pattern reaches ncu in its regex: form, quoted for the shell
+    assert "'regex:^smsp__average_warps_issue_stalled_[a-z_]+_per_issue_active\\.ratio$'" in text
+    assert "re:^" not in text.replace("regex:^", "")
+    # negative control: the default keeps the L1 table's own short list
+    assert "issue_stalled" not in str(ch02_coalescing.ncu_command())

@@ -226,8 +226,8 @@ def sector_picture(kernel: str, params: dict, k_cols: int = 16):
         style.fit_title(ax, f"{name}: {what}; the warp loads {len(counts)} element"
                             f"{'s' if len(counts) > 1 else ''} in {n_sec} sector"
                             f"{'s' if n_sec > 1 else ''} ({n_lines} line"
-                            f"{'s' if n_lines > 1 else ''} of 128 bytes); label: lanes "
-                            "per element", fontsize=9)
+                            f"{'s' if n_lines > 1 else ''} of 128 bytes); the number in a box: "
+                            "how many lanes load that element", fontsize=9)
         ax.set_xlabel("column of B" if name == "B" else "k")
         ax.set_ylabel("row of A" if name == "A" else "")
         ax.set_yticks(range(shape[0]) if name == "A" and shape[0] <= 8 else

@@ -120,7 +120,9 @@ def _results(study: str):
 def l2_count(size: int = 4096, blocks=(8, 32), study: str = CACHES_STUDY) -> Text:
     """The count of the DRAM appendix: a block of BLOCK x BLOCK threads fetches BLOCK / 4
     sectors from the L2 per step if blocks shared nothing (BLOCK / 8 for A, BLOCK / 8 for
-    B), against the sectors Nsight Compute counted."""
+    B), against the sectors Nsight Compute counted; then the small block's timed rate as a
+    share of the large one's at `size` and at 2048^3, where everything fits in the L2 (the
+    same share at both says the extra traffic does not make the gap)."""
     counted, fetched, lines = {}, {}, []
     for b in blocks:
         n_blocks = size * size // (b * b)
@@ -133,6 +135,12 @@ def l2_count(size: int = 4096, blocks=(8, 32), study: str = CACHES_STUDY) -> Tex
     lines.append(f"The count says {counted[lo] / counted[hi]:.0f} times as many at BLOCK = "
                  f"{lo}" + (f"; the profiler measured {fetched[lo] / fetched[hi]:.1f} times "
                             "as many." if fetched[lo] and fetched[hi] else "."))
+    from gemm_kernels.measure import lookup
+    share = {n: lookup.measure_or_lookup("coalesced", (n,) * 3, {"BLOCK": lo})["gflops"]["median"]
+             / lookup.measure_or_lookup("coalesced", (n,) * 3, {"BLOCK": hi})["gflops"]["median"]
+             for n in (size, 2048)}
+    lines.append(f"Timed: BLOCK = {lo} runs at {share[size]:.0%} of BLOCK = {hi}'s rate at "
+                 f"{size}^3, and at {share[2048]:.0%} of it at 2048^3.")
     return Text("\n".join(lines))
 
 
@@ -183,9 +191,12 @@ TABLE_METRICS = (model.REQUESTS_LD, model.SECTORS_LD, model.WAVEFRONTS, model.L1
 def ncu_command(study: str = L1_STUDY, metrics=TABLE_METRICS) -> Text:
     """The Nsight Compute command line that profiles the launches of a study of this
     chapter (each configuration once, at the study's shape) with `metrics`: what the
-    recording ran, to run again on another GPU."""
+    recording ran, to run again on another GPU. `metrics=None` asks for every counter the
+    study recorded, its patterns (`re:`) in ncu's own `regex:` form."""
     from gemm_kernels.measure import studies
     st = studies.get(study)
+    if metrics is None:
+        metrics = ["regex:" + m[3:] if m.startswith("re:") else m for m in st.metrics]
     entries = sorted({get_kernel(s.kernel).entry for s in st.steps})
     lines = [f'ncu --target-processes all -k "regex:^({"|".join(entries)})" \\',
              # a pattern in ncu's spelling (regex:) holds ( | ^ $: quoted for the shell
@@ -263,13 +274,14 @@ def _profiled_steps(study: str, rec):
 
 
 def _alignment_rows(studies_=(NAIVE_ALIGNMENT_L1, ALIGNMENT_L1), kernels=None):
-    """The alignment section's evidence, per kernel, size (aligned first) and BLOCK: a
-    warp's wavefronts per step in the L1's two stages, modelled (`line_limit`: the tag
-    stage's ceil(lines / 4) per load, the data stage's words on the busiest bank) and
-    counted by Nsight Compute (`TAG_WAVEFRONTS`, `ch01_02_sectors.WAVEFRONTS`), the limit
-    the slower modelled stage sets, and the rate timed without the profiler
-    (`_alignment_rate`) as a share of it; with the recordings' labels. `kernels` keeps
-    only those kernels' rows. The naive kernel comes first, as in the notebook's tables."""
+    """The alignment section's evidence, per kernel, size (aligned first) and BLOCK: the
+    slower of the L1's two stages in the model (`line_limit`: the tag stage's
+    ceil(lines / 4) per load, the data stage's words on the busiest bank), its wavefronts
+    per warp and step, modelled and counted (the larger of the two stages' counts by
+    Nsight Compute, `TAG_WAVEFRONTS` and `ch01_02_sectors.WAVEFRONTS`, as printed to two
+    decimals), the limit each sets at one wavefront per cycle, and the rate timed without
+    the profiler (`_alignment_rate`); with the recordings' labels. `kernels` keeps only
+    those kernels' rows. Numbers stay numbers here: `alignment_table` formats them."""
     rows, where = [], set()
     for study in studies_:
         if kernels is not None and studies.get(study).steps[0].kernel not in kernels:
@@ -278,69 +290,57 @@ def _alignment_rows(studies_=(NAIVE_ALIGNMENT_L1, ALIGNMENT_L1), kernels=None):
         if rec:
             where.add(rec.label)
         for shape, step, m, lim, per in _profiled_steps(study, rec):
-            rate = _alignment_rate(step.kernel, step.params, shape[0])
             limit = lim["stage GFLOP/s"]
             slower = max(lim["tags"], lim["banks"])
             tag, data = per(m.get(TAG_WAVEFRONTS)), per(m.get(model.WAVEFRONTS))
-            # the same rule with the slower stage's counted wavefronts (as printed, to two
-            # decimals) in place of the model's: one wavefront per cycle, whatever the count
+            # the same rule with the slower stage's counted wavefronts in place of the
+            # model's: one wavefront per cycle, whatever the count
             counted = max(float(tag), float(data)) if "-" not in (tag, data) else None
-            counted_limit = limit * slower / counted if limit and counted else None
-            rows.append({"configuration": model.label(step.kernel, step.params),
+            rows.append({"kernel": step.kernel,
+                         "configuration": model.label(step.kernel, step.params),
                          "M = N = K": shape[0],
-                         "lines/step": _mean(lim["lines"]),
-                         "tag stage (model)": _mean(lim["tags"]),
-                         "tag stage (counted)": tag,
-                         "data stage (model)": _mean(lim["banks"]),
-                         "data stage (counted)": data,
-                         "slower stage (model)": "tag" if lim["tags"] > lim["banks"]
+                         "slower stage": "tag" if lim["tags"] > lim["banks"]
                          else "data" if lim["banks"] > lim["tags"] else "both",
-                         "wavefronts/step": _mean(slower),
-                         "limit (GFLOP/s)": limit,
-                         "timed (GFLOP/s)": rate if rate is not None else "not timed",
-                         "timed / limit": f"{rate / limit:.0%}"
-                         if rate is not None and limit else "-",
-                         "limit from counted wavefronts (GFLOP/s)":
-                         counted_limit if counted_limit else "-",
-                         "timed / that limit": f"{rate / counted_limit:.0%}"
-                         if rate is not None and counted_limit else "-"})
+                         "wavefronts": slower, "counted wavefronts": counted,
+                         "limit": limit,
+                         "counted limit": limit * slower / counted
+                         if limit and counted else None,
+                         "timed": _alignment_rate(step.kernel, step.params, shape[0])})
     return rows, "; ".join(sorted(where)) or "not recorded"
 
 
-STAGE_COLUMNS = ("configuration", "M = N = K", "lines/step", "tag stage (model)",
-                 "tag stage (counted)", "data stage (model)", "data stage (counted)")
-LIMIT_COLUMNS = ("configuration", "M = N = K", "slower stage (model)", "limit (GFLOP/s)",
-                 "timed (GFLOP/s)", "timed / limit")
-# the full table adds the slower stage's wavefronts and the limit they set when counted
-FULL_LIMIT_COLUMNS = ("configuration", "M = N = K", "slower stage (model)", "wavefronts/step",
-                      "limit (GFLOP/s)", "timed (GFLOP/s)", "timed / limit",
-                      "limit from counted wavefronts (GFLOP/s)", "timed / that limit")
+ALIGNMENT_COLUMNS = ("configuration", "M = N = K", "slower stage (model)",
+                     "wavefronts per warp and step (model / counted)",
+                     "limit, GFLOP/s (model / counted)", "timed (GFLOP/s)",
+                     "timed / limit (model / counted)")
 
 
-def alignment_counts_table(studies_=(NAIVE_ALIGNMENT_L1, ALIGNMENT_L1), kernels=None):
-    """Model against count, stage by stage (`_alignment_rows`): a warp's wavefronts per
-    step in the tag and data stages, modelled and counted by Nsight Compute. The rates
-    are `alignment_limits_table`'s, so that each table stays narrow. `kernels` keeps only
-    those kernels' rows (the notebook shows the naive rows open and folds the coalesced
-    ones, which answer the pencil exercise)."""
+def alignment_table(kernel: str, studies_=(NAIVE_ALIGNMENT_L1, ALIGNMENT_L1)):
+    """One kernel's rows of `_alignment_rows` at both sizes, in one table: the slower
+    modelled stage, its wavefronts per warp and step in the model and as counted, the
+    limit each sets, the timed rate, and the timed rate as a share of each limit. The
+    counted column tells a wrong count (the shares part) from a wrong rate per cycle."""
     from gemm_kernels.core.table import Table
-    rows, where = _alignment_rows(studies_, kernels)
-    return Table([{c: r[c] for c in STAGE_COLUMNS} for r in rows], list(STAGE_COLUMNS),
-                 title=f"one warp's L1 wavefronts per step, model and count ({where})")
 
+    def pair(model_, counted, fmt):
+        return f"{fmt(model_)} / {fmt(counted) if counted is not None else '-'}"
 
-def alignment_limits_table(studies_=(NAIVE_ALIGNMENT_L1, ALIGNMENT_L1), kernels=None,
-                           full=False):
-    """The rate side of `_alignment_rows`: the slower modelled stage, the limit it sets,
-    and the rate timed without the profiler as a share of it. `full` adds the slower
-    stage's wavefronts per step, the limit the same rule sets with its counted wavefronts,
-    and the timed rate as a share of that (it tells a wrong count from a wrong rate per
-    cycle); the notebook folds that wider table."""
-    from gemm_kernels.core.table import Table
-    rows, where = _alignment_rows(studies_, kernels)
-    cols = FULL_LIMIT_COLUMNS if full else LIMIT_COLUMNS
-    return Table([{c: r[c] for c in cols} for r in rows], list(cols),
-                 title=f"the slower stage's limit and the timed rate ({where})")
+    def share(limit):
+        return (lambda r: f"{r['timed'] / limit(r):.0%}"
+                if r["timed"] is not None and limit(r) else "-")
+    rows, where = _alignment_rows(studies_, (kernel,))
+    table = [{"configuration": r["configuration"], "M = N = K": r["M = N = K"],
+              "slower stage (model)": r["slower stage"],
+              ALIGNMENT_COLUMNS[3]: pair(r["wavefronts"], r["counted wavefronts"], _mean),
+              ALIGNMENT_COLUMNS[4]: pair(r["limit"], r["counted limit"],
+                                         lambda x: f"{x:,.0f}" if x else "-"),
+              "timed (GFLOP/s)": r["timed"] if r["timed"] is not None else "not timed",
+              ALIGNMENT_COLUMNS[6]: f"{share(lambda r: r['limit'])(r)} / "
+                                    f"{share(lambda r: r['counted limit'])(r)}"}
+             for r in rows]
+    return Table(table, list(ALIGNMENT_COLUMNS),
+                 title=f"{kernel}: the slower L1 stage's wavefronts, the limit they set at one "
+                       f"per SM and cycle, and the timed rate ({where})")
 
 
 def naive_off_lines(params=None, sizes=(2048, MISALIGNED_N)) -> Text:
@@ -366,38 +366,25 @@ def naive_off_lines(params=None, sizes=(2048, MISALIGNED_N)) -> Text:
 
 
 def stage_rule_fit(size: int = MISALIGNED_N) -> Text:
-    """How well the two-stage rule holds, from `_alignment_rows`: the largest
-    timed / limit of any row (none above 100% means no rate breaks the rule), the range of
-    timed / limit at the misaligned size (how loose a bound it is there), how far the
-    counted wavefronts of either stage rise above the model there, and the range of
-    timed / limit there with the counted wavefronts in place of the model's (tight: the
+    """How well the two-stage rule holds, in one sentence from `_alignment_rows`: whether
+    any timed rate breaks its limit, and at the misaligned size the range of timed / limit
+    with the model's wavefronts (a loose bound) and with the counted ones (tighter: the
     looseness is in the model's count, not in one wavefront per cycle)."""
-    rows, _ = _alignment_rows()
-    timed = [r for r in rows if isinstance(r["timed (GFLOP/s)"], (int, float))
-             and r["limit (GFLOP/s)"]]
-    if not timed:
+    rows = [r for r in _alignment_rows()[0] if r["timed"] is not None and r["limit"]]
+    if not rows:
         return Text("The rates were not timed.")
-    share = {id(r): r["timed (GFLOP/s)"] / r["limit (GFLOP/s)"] for r in timed}
-    off = [share[id(r)] for r in timed if r["M = N = K"] == size]
-    over = [(float(r[f"{st} stage (counted)"]) / float(r[f"{st} stage (model)"]) - 1,
-             f"the {st} stage of {r['configuration']}")
-            for r in rows if r["M = N = K"] == size for st in ("tag", "data")
-            if r[f"{st} stage (counted)"] != "-"]
-    out = [f"Highest timed / limit of any row: {max(share.values()):.0%}."]
-    if off:
-        out.append(f"At {size}^3 the rates run at {min(off):.0%} to {max(off):.0%} of the "
-                   "slower stage's limit.")
-    if over:
-        most, where = max(over)
-        out.append(f"At {size}^3 the counted wavefronts exceed the model by up to "
-                   f"{most:.0%} ({where}).")
-    counted = [r["timed (GFLOP/s)"] / r["limit from counted wavefronts (GFLOP/s)"]
-               for r in timed if r["M = N = K"] == size
-               and r["limit from counted wavefronts (GFLOP/s)"] != "-"]
-    if counted:
-        out.append(f"With the counted wavefronts in place of the model's, the rates at {size}^3 "
-                   f"run at {min(counted):.0%} to {max(counted):.0%} of the limit.")
-    return Text("\n".join(out))
+    above = [r for r in rows for lim in (r["limit"], r["counted limit"])
+             if lim and r["timed"] > lim]
+    off = [r for r in rows if r["M = N = K"] == size]
+    model_ = [r["timed"] / r["limit"] for r in off]
+    counted = [r["timed"] / r["counted limit"] for r in off if r["counted limit"]]
+    if not off or not counted:
+        return Text(f"The rates at {size}^3 were not both timed and counted.")
+    verdict = ("No timed rate exceeds its limit" if not above
+               else f"{len(above)} timed rates exceed a limit")
+    return Text(f"{verdict}; at {size}^3 the "
+                f"rates run at {min(model_):.0%} to {max(model_):.0%} of the model's limit "
+                f"and at {min(counted):.0%} to {max(counted):.0%} of the counted one.")
 
 
 # What the L1's stages counted for global loads (the `ch02_alignment_l1` study): the tag
@@ -741,10 +728,13 @@ def _outline_lines(ax, cells) -> None:
     sectors the panel shades."""
     from matplotlib.patches import Rectangle
     width = ax.get_xlim()[1] + 0.5
+    lo, hi = sorted(ax.get_ylim())
     for r, c0 in sorted({(r, c - c % LINE_FLOATS) for r, c in cells}):
-        # thin and half transparent, with a gap between rows: 32 boxes stacked down a
-        # column must not hide the shaded sectors they surround
-        ax.add_patch(Rectangle((c0 - 0.5, r - 0.4), min(LINE_FLOATS, width - c0), 0.8,
+        # thin and half transparent, a row high: 32 boxes stacked down a column share
+        # their edges (one dashed line between rows, not two) and do not hide the shading;
+        # an edge on the panel's frame moves just inside it, where it stays visible
+        y0, y1 = max(r - 0.5, lo + 0.08), min(r + 0.5, hi - 0.08)
+        ax.add_patch(Rectangle((c0 - 0.5, y0), min(LINE_FLOATS, width - c0), y1 - y0,
                                fill=False, ls=(0, (4, 3)), lw=0.7, ec="#1f4e79", alpha=0.6,
                                zorder=3))
 
