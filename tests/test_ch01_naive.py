@@ -76,10 +76,24 @@ def test_the_guess_is_checked_against_the_recorded_ratio(capsys, recorded_mode):
     ch01_naive.check_guess(100)         # a wildly high ratio is refused
     assert "too high" in capsys.readouterr().out
     ch01_naive.check_guess(13)
-    assert "the right scale" in capsys.readouterr().out
+    assert "is right" in capsys.readouterr().out
     # the line count's prediction (33 -> 2 lines per step) is accepted
     ch01_naive.check_guess(33 / 2)
-    assert "the right scale" in capsys.readouterr().out
+    assert "is right" in capsys.readouterr().out
+
+
+def test_the_guess_tolerance_is_the_factor_the_prompt_states(capsys, recorded_mode):
+    """The prompt promises "within a factor of 1.6 either way": the reply prints that
+    range, and guesses just inside and just outside it are graded accordingly."""
+    from gemm_kernels.measure import lookup
+    rate = {m: lookup.measure_or_lookup("naive", (2048,) * 3, {"BLOCK": 32, "MAPPING": m})
+            ["gflops"]["median"] for m in ("x->row", "x->col")}
+    ratio = rate["x->col"] / rate["x->row"]
+    for guess, verdict in [(ratio / 1.6 * 1.01, "is right"), (ratio / 1.6 * 0.99, "too low"),
+                           (ratio * 1.6 * 0.99, "is right"), (ratio * 1.6 * 1.01, "too high")]:
+        ch01_naive.check_guess(guess)
+        out = capsys.readouterr().out
+        assert verdict in out and f"from {ratio / 1.6:.1f} to {ratio * 1.6:.1f}" in out
 
 
 def test_the_launch_names_grid_and_block():

@@ -89,6 +89,7 @@ def test_summary_is_a_table_of_each_level_against_its_limit(recording):
     l2_share = 12.8e9 / (t["ms"] * 1e-3) / (t["dram_gbps"] * 1e9)
     assert l2["share of the limit"] == f"under {l2_share:.1%}"
     assert "20.0 sectors per request" in width["level"]
+    assert "hypothesis" in lines["level"] and "32 banks x 4 B" in width["limit"]
     l1 = 32 * 5e10 / (t["ms"] * 1e-3)
     assert width["share of the limit"] == f"{l1 / (device.smem_bandwidth_gbps(GPU) * 1e9):.0%}"
     # 33 sectors over 33 lines at BLOCK = 32, x->row: 32 B used per line

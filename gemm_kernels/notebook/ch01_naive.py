@@ -407,9 +407,9 @@ def which_count(block: int = 32, size: int = 2048) -> Text:
 
 def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
     """The chapter's prediction: x->col's rate over x->row's at `block`, size^3. The
-    question asks for a scale (the same, a little faster, many times faster), so a guess
-    counts as right within a factor of 1.6 of the recorded (or, live, measured) ratio
-    either way: counting the lines a warp touches lands inside it, "the same" does not."""
+    prompt asks for that ratio as a number and says up front that a guess within a
+    factor of 1.6 of the recorded (or, live, measured) ratio, either way, counts as
+    right: counting the lines a warp touches lands inside it, "the same" does not."""
     from gemm_kernels.measure import lookup
     if my_guess is None:
         print("Write your guess first (a number: 1.0 means the same speed), then run "
@@ -418,12 +418,12 @@ def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
     rate = {m: lookup.measure_or_lookup(KERNEL, (size,) * 3, {"BLOCK": block, "MAPPING": m})
             ["gflops"]["median"] for m in ("x->row", "x->col")}
     ratio = rate["x->col"] / rate["x->row"]
-    verdict = ("the right scale" if ratio / 1.6 <= my_guess <= ratio * 1.6 else
+    verdict = ("right" if ratio / 1.6 <= my_guess <= ratio * 1.6 else
                "too low" if my_guess < ratio else "too high")
     print(f"You guessed {my_guess:g}; at BLOCK = {block}, {size}^3: x->row "
           f"{rate['x->row']:,.0f} GFLOP/s, x->col {rate['x->col']:,.0f} GFLOP/s, "
-          f"{ratio:.1f} times as fast. Your guess is {verdict} (right means within a "
-          "factor of 1.6 either way).")
-    if verdict != "the right scale":
+          f"{ratio:.1f} times as fast. Your guess is {verdict} (right means from "
+          f"{ratio / 1.6:.1f} to {ratio * 1.6:.1f}: within a factor of 1.6 either way).")
+    if verdict != "right":
         print("The same instructions, a different speed: the addresses a warp loads "
-              "decide it. The section 'Where the bytes go' below counts them.")
+              "decide it. Chapter 01's section 'Where the bytes go' counts them.")

@@ -200,14 +200,16 @@ def summary(study: str = STUDY):
     if rate:
         rows.append({"level": l1, "bytes": bytes_text(b["L1"]), "per second": per_s(b["L1"]),
                      "limit": f"{bytes_text(rate[1])}/s: its byte width, 128 B per SM "
-                              "per clock",
+                              "per clock (32 banks x 4 B)",
                      "share of the limit": f"{rate[0] / rate[1]:.0%}"})
     if lines:
-        rows.append({"level": "L1, the same bytes" if rate else l1,
+        # this limit is a hypothesis, not a measured one: the row's name says so
+        rows.append({"level": ("L1, against one line per clock (a hypothesis, tested by "
+                               "the sweep below)") if rate else l1,
                      "bytes": bytes_text(b["L1"]), "per second": per_s(b["L1"]),
                      "limit": f"{bytes_text(lines[1])}/s: the pace these counts point "
                               f"to, one 128-byte line per SM per clock, {lines[0]:g} B of "
-                              "it used (tested by the sweep below)",
+                              "it used",
                      "share of the limit": f"{b['L1'] / sec / lines[1]:.0%}"})
     return Table(rows, list(rows[0]),
                  title=f"the naive kernel ({_settings(t)}) at {t['size']}^3, "
