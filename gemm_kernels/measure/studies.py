@@ -365,6 +365,12 @@ STUDY_LIST = (
               Step("+ hoisted copy addresses (the capstone's default)", "capstone",
                    _capstone(STAGES=4, BK=16, HOIST=True))),
           (CUBE_4096,), (STALLS, *ISSUE, *PIPES)),
+    # Part A of chapter 09's ladder (steps 0 to 3), profiled on the ladder's GPU and size:
+    # the shared loads' wavefronts and bank conflicts, and where the warps wait, before and
+    # after step 1 removes chapter 08's conflict.
+    Study("ch09_part_a_stalls", "09", "Part A of the ladder counted: shared-load wavefronts, "
+          "bank conflicts and stalls of steps 0 to 3", "ncu", _LADDER_STEPS[:4],
+          (CUBE_4096,), (STALLS, *ISSUE, *PIPES, *LDGSTS[1:])),
     Study("ch11_dgemm_stalls", "11", "The tiled DGEMM at BLOCK = 8, 16 and 32: where the warps "
           "wait", "ncu", (
               Step("BLOCK = 8", "dgemm_tiled", {"BLOCK": 8}),
