@@ -331,3 +331,35 @@ def test_contiguous_vs_strided_gives_the_ranges_and_counts_where_they_are_apart(
     lo, hi = (float(x) for x in t[0]["min..max"].split(".."))
     assert lo <= float(t[0]["contiguous"]) <= hi
     assert "ranges apart in" in t.title
+
+
+def test_issue_split_gives_the_ratios_or_the_cycles_on_request():
+    table = [{"kernel": "a", "time (ms)": "10.00", "instructions (billions)": "4.00",
+              "issue slots used %": 50.0},
+             {"kernel": "b", "time (ms)": "5.00", "instructions (billions)": "2.00",
+              "issue slots used %": 25.0}]
+    full = ch06_tiles.issue_split(table, sm_count=100).splitlines()
+    ratios = ch06_tiles.issue_split(table, sm_count=100, part="ratios").splitlines()
+    cycles = ch06_tiles.issue_split(table, sm_count=100, part="cycles").splitlines()
+    assert ratios == full[-1:] and cycles == full[:-1]
+
+
+def test_issue_summary_keeps_what_the_identity_needs_and_names_the_warps_achieved():
+    t = ch06_tiles.issue_summary()
+    rows = list(t)
+    assert [r["kernel"] for r in rows] == [r["kernel"] for r in ch06_tiles.issue_table()]
+    assert all(r["issue share"].endswith("%") for r in rows)
+    assert "warps per SM, achieved" in rows[0]
+
+
+def test_the_stall_table_lists_every_reason_and_its_fall_at_the_two_predicted_steps():
+    rows = list(ch06_tiles.stall_table())
+    by = {r["stall reason"]: r for r in rows}
+    assert rows[-1]["stall reason"] == ch06_tiles.ALL_STALLS
+    assert {"short scoreboard", "long scoreboard", "barrier", "selected"} <= set(by)
+    tile = "fall, patch 8x4 -> BM 64"
+    # each fall is the column before minus the column after, and the reasons add up
+    for r in rows:
+        assert abs(float(r["patch 8x4"]) - float(r["BM 64"]) - float(r[tile])) < 0.011
+    parts = sum(float(r[tile]) for r in rows[:-1])
+    assert abs(parts - float(by[ch06_tiles.ALL_STALLS][tile])) < 0.1

@@ -321,13 +321,26 @@ IDENTITY = ("cycles = instructions issued / issue share (share of cycles in whic
             "issues): an identity; at one clock, time ~ cycles")
 
 
-def issue_split(table=None, sm_count: int | None = None) -> str:
+def issue_summary(table=None) -> Table:
+    """issue_table cut to what the identity needs, for the main text: instructions,
+    issue share and profiled time, and the achieved (resident) warps per SM."""
+    rows = list(table if table is not None else issue_table())
+    out = [{"kernel": r["kernel"], "instructions (billions)": r["instructions (billions)"],
+            "issue share": f"{r['issue slots used %']:.1f}%", "time (ms)": r["time (ms)"],
+            "warps per SM, achieved": r["warps per SM"]} for r in rows]
+    return Table(out, list(out[0]), title="4096^3 under Nsight Compute, "
+                 + records.recording_label())
+
+
+def issue_split(table=None, sm_count: int | None = None, part: str | None = None) -> str:
     """The identity (first line), then per row of issue_table its instructions over its
     issue share: cycles summed over all schedulers (SMs x 4); divided by the schedulers,
     the cycles of one, and over the profiled time the clock they imply, beside the clock
     the profiler ran at. Then each row against the last (the K5 tile), the gap split into
     its two factors: instructions, and the issue share (the last row's over this one's,
-    so that the product is the ratio of cycles), beside the ratio of profiled times."""
+    so that the product is the ratio of cycles), beside the ratio of profiled times.
+    `part`: "ratios" only the gaps split in two, "cycles" only the lines before them
+    (the check of the bookkeeping); None: all."""
     rows = list(table if table is not None else issue_table())
     sms = sm_count or roofline.device_properties().get("sm_count")
     instr = lambda r: float(r["instructions (billions)"])  # noqa: E731
@@ -348,13 +361,13 @@ def issue_split(table=None, sm_count: int | None = None) -> str:
             if r.get("profiler clock (GHz)") is not None:
                 line += f" (the profiler's clock: {r['profiler clock (GHz)']} GHz)"
         lines.append(line)
-    ref = rows[-1]
+    ratios, ref = [], rows[-1]
     for r in rows[:-1]:
         i, s = instr(r) / instr(ref), share(ref) / share(r)
-        lines.append(f"{r['kernel']} / {ref['kernel']}: instructions x{i:.2f}, issue share "
+        ratios.append(f"{r['kernel']} / {ref['kernel']}: instructions x{i:.2f}, issue share "
                      f"(K5's over its) x{s:.2f}, cycles x{i * s:.2f}; profiled time "
                      f"x{float(r['time (ms)']) / float(ref['time (ms)']):.2f}")
-    return "\n".join(lines)
+    return "\n".join({"ratios": ratios, "cycles": lines}.get(part, lines + ratios))
 
 
 # ------------------------------------------------------------------ the path to the default
@@ -723,10 +736,33 @@ def stall_reasons(label_rows=None) -> dict:
 __all__ = ["K5", "K4", "PATH", "PATH_STUDY", "CHECKS", "unrolled_dot_product", "loop_orders",
            "counting", "standings", "standings_rows", "bound_table", "issue_table", "path_rows",
            "path_table", "PATH_PARTS", "path_check", "path_check_table", "patch_rows", "patch_table", "patch_plot",
-           "stall_reasons"]
+           "stall_reasons", "stall_table", "issue_summary"]
 
 
 # ------------------------------------------------------------------ solution notebook
+
+def stall_table(label_rows=None) -> Table:
+    """stall_reasons as a table: one row per reason (those at 0.01 or more somewhere),
+    largest first at the step after K5, then all of them summed; one column per
+    profiled step; and how much each falls at the two predicted steps (CHECKS)."""
+    got = stall_reasons(label_rows)
+    labels = list(got)
+    reasons = sorted({k for d in got.values() for k, v in d.items() if v >= 0.01},
+                     key=lambda k: -got[labels[min(1, len(labels) - 1)]].get(k, 0.0))
+    steps = [(labels[at - 1], labels[at]) for at, _ in CHECKS if at < len(labels)]
+
+    def row(name, value):
+        r = {"stall reason": name, **{lab: _f(value(lab), 2) for lab in labels}}
+        for before, after in steps:
+            r[f"fall, {before} -> {after}"] = _f(value(before) - value(after), 2)
+        return r
+
+    rows = [row(k, lambda lab, k=k: got[lab].get(k, 0.0)) for k in reasons]
+    rows.append(row(ALL_STALLS, lambda lab: sum(got[lab].values())))
+    return Table(rows, list(rows[0]), title="every stall reason at 4096^3 (Nsight Compute; "
+                 "cycles per issued instruction; 'selected': the warp issuing) along the "
+                 "path from K5 to the default; " + records.recording_label())
+
 
 def with_min_blocks(name: str, blocks: int) -> Kernel:
     """Kernel `name` of 06_tile_2d.cu as it is, with a second argument in its
@@ -826,33 +862,6 @@ def contiguous_vs_strided(tm: int = 4, tn: int = 4, size: int = 2048) -> Table:
                  title=f"TFLOP/s at {size}^3, {tm}x{tn} outputs per thread; contiguous / "
                        f"strided: {span} over {len(out)} tile shapes, the min..max ranges "
                        f"apart in {apart} of them; " + records.recording_label())
-
-
-def issue_plot(ax=None):
-    """issue_table as a picture: one panel per quantity (time, instructions, warps per
-    SM, issue slots used), one bar per profiled kernel, K5 in this chapter's colour."""
-    import matplotlib.pyplot as plt
-    rows = issue_table()
-    panels = (("time (ms)", "time under the profiler (ms)"),
-              ("instructions (billions)", "instructions issued (billions)"),
-              ("warps per SM", "warps resident per SM"),
-              ("issue slots used %", "issue slots used (%)"))
-    fig, axes = plt.subplots(1, len(panels), figsize=(13, 0.5 * len(rows) + 1.6),
-                             sharey=True)
-    y = list(range(len(rows)))[::-1]
-    colours = ["tab:orange" if "06" in r["kernel"] else "tab:blue" for r in rows]
-    for ax, (key, title) in zip(axes, panels):
-        vals = [float(r[key]) if r[key] is not None else 0.0 for r in rows]
-        ax.barh(y, vals, color=colours)
-        for yi, v, r in zip(y, vals, rows):
-            ax.text(v, yi, " -" if r[key] is None else f" {v:.3g}", va="center", fontsize=9)
-        ax.set_xlim(0, max(vals + [1]) * 1.3)
-        ax.set_title(title, fontsize=10)
-        ax.tick_params(axis="x", labelsize=8)
-    axes[0].set_yticks(y, [r["kernel"] for r in rows], fontsize=9)
-    fig.suptitle(f"4096^3 under Nsight Compute, {records.recording_label()}", fontsize=10)
-    fig.tight_layout()
-    return fig
 
 
 # the capped patch is timed at 4096^3, K5, in one run with these two (`timed_variants`)
