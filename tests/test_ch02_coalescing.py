@@ -406,9 +406,10 @@ def test_prediction_drop_sets_the_lanes_per_line_beside_the_timed_ratio(monkeypa
     assert abs(timed - 0.90) < 0.03
 
 
-def _pair(cell):
-    """A table cell 'model / counted' as two strings."""
-    return [x.strip() for x in str(cell).split(" / ")]
+def _pair(row, what):
+    """The model's and the counted value of `what` in a row of the alignment table, as
+    two strings."""
+    return [str(row[c]) for c in ch02_coalescing.ALIGNMENT_PAIRS[what]]
 
 
 def test_the_alignment_table_holds_one_kernel_at_both_sizes_aligned_first():
@@ -428,13 +429,13 @@ def test_the_alignment_table_sets_each_rate_against_the_limit_of_both_counts(mon
     monkeypatch.setattr(model, "device_props", lambda: H200)
     for kernel in ("naive", "coalesced"):
         for r in ch02_coalescing.alignment_table(kernel):
-            modelled, counted = _pair(r["wavefronts per warp and step (model / counted)"])
+            modelled, counted = _pair(r, "wavefronts")
             lim_m, lim_c = (float(x.replace(",", "")) for x in
-                            _pair(r["limit, GFLOP/s (model / counted)"]))
+                            _pair(r, "limit"))
             # the full warp's 16,727 GFLOP/s over the slower stage's wavefronts, either count
             assert lim_m == pytest.approx(132 * 1980 * 64 / 1e3 / float(modelled), abs=0.5)
             assert lim_c == pytest.approx(132 * 1980 * 64 / 1e3 / float(counted), abs=0.5)
-            share_m, share_c = _pair(r["timed / limit (model / counted)"])
+            share_m, share_c = _pair(r, "share")
             assert share_m == f"{4182.0 / (132 * 1980 * 64 / 1e3 / float(modelled)):.0%}"
             assert share_c == f"{4182.0 / (132 * 1980 * 64 / 1e3 / float(counted)):.0%}"
 
@@ -445,13 +446,13 @@ def test_the_alignment_table_matches_the_model_on_the_lines_and_counts_more_off_
     for kernel in ("naive", "coalesced"):
         for r in ch02_coalescing.alignment_table(kernel):
             modelled, counted = (float(x) for x in
-                                 _pair(r["wavefronts per warp and step (model / counted)"]))
+                                 _pair(r, "wavefronts"))
             if r["M = N = K"] == 2048:       # on the lines the count is the model's
                 assert counted == pytest.approx(modelled, abs=0.01)
             else:                            # off them it rises, so the share can only rise
                 assert counted >= modelled
                 share_m, share_c = (int(x[:-1]) for x in
-                                    _pair(r["timed / limit (model / counted)"]))
+                                    _pair(r, "share"))
                 assert share_m <= share_c <= 100
     # off the lines the naive kernel's slower stage is the tag stage, and its timed rate
     # sits far below what the banks alone would allow (negative control on the banks)
@@ -468,9 +469,9 @@ def test_the_alignment_table_leaves_a_dash_where_a_launch_was_not_counted(monkey
     monkeypatch.setattr(ch02_coalescing, "_profiled_steps", lambda study, rec: [
         (shape, step, {}, lim, per) for shape, step, m, lim, per in steps(study, rec)])
     for r in ch02_coalescing.alignment_table("coalesced"):
-        assert _pair(r["wavefronts per warp and step (model / counted)"])[1] == "-"
-        assert _pair(r["limit, GFLOP/s (model / counted)"])[1] == "-"
-        assert _pair(r["timed / limit (model / counted)"])[1] == "-"
+        assert _pair(r, "wavefronts")[1] == "-"
+        assert _pair(r, "limit")[1] == "-"
+        assert _pair(r, "share")[1] == "-"
 
 
 def test_stage_rule_fit_is_one_sentence_with_both_ranges_at_2047():
@@ -482,7 +483,7 @@ def test_stage_rule_fit_is_one_sentence_with_both_ranges_at_2047():
     # tighter with the counted wavefronts: the looseness lies in the model's counts
     assert ml < cl <= ch <= 100 and ml <= mh
     # the same ranges as the two tables' last column at 2047
-    shares = [_pair(r["timed / limit (model / counted)"])
+    shares = [_pair(r, "share")
               for k in ("naive", "coalesced") for r in ch02_coalescing.alignment_table(k)
               if r["M = N = K"] == 2047]
     assert (ml, mh) == (min(int(a[:-1]) for a, _ in shares), max(int(a[:-1]) for a, _ in shares))
@@ -517,3 +518,36 @@ def test_ncu_command_without_metrics_asks_for_every_counter_the_study_recorded()
     assert "re:^" not in text.replace("regex:^", "")
     # negative control: the default keeps the L1 table's own short list
     assert "issue_stalled" not in str(ch02_coalescing.ncu_command())
+
+
+def test_the_b_row_picture_shows_a_misaligned_row_straddling_two_lines():
+    fig = ch02_coalescing.b_row_picture(16, 2047, ks=(0, 8))
+    titles = [ax.get_title() for ax in fig.axes]
+    assert "k = 0: row k of B starts 0 floats into a line" in titles[0]
+    assert "16 floats touch 2 sectors in 1 line" in titles[0]
+    assert "k = 8: row k of B starts 24 floats into a line" in titles[1]
+    assert "16 floats touch 2 sectors in 2 lines" in titles[1]
+    # one dashed box per line touched: 1 at k = 0, 2 at k = 8
+    assert [len(ax.patches) for ax in fig.axes] == [1, 2]
+
+
+def test_the_counting_guide_gives_one_command_the_divisor_and_the_counts_per_table():
+    text = str(ch02_coalescing.counting_guide())
+    assert text.count("ncu --target-processes") == len(ch02_coalescing.CHECKS)
+    for _, study, _ in ch02_coalescing.CHECKS:
+        assert f"--target {study}" in text
+    # 2048^3 / 32 lanes, exact; 2047^3 is not a multiple of 32
+    assert f"{2048 ** 3 // 32:,} at 2048^3 (32 lanes)" in text
+    assert "about 268.04 million at 2047^3" in text
+    # the L1 table's counts: the data stage's wavefronts equal the lines at 2048
+    l1 = text.split("The naive kernel's")[0]
+    for n in ("9.00", "33.00", "5.00", "3.00", "2.00"):
+        assert f"data stage {n}" in l1
+    assert "tag stage" not in l1 and "tag stage 9.85" in text
+
+
+def test_appendix_b_commands_name_each_run_once():
+    text = str(ch02_coalescing.appendix_b_commands())
+    assert text.count("ncu --target-processes") == 3
+    for what, study in ch02_coalescing.APPENDIX_B_RUNS:
+        assert f"{what} of Appendix B:" in text and f"--target {study}" in text

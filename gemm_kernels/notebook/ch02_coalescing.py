@@ -5,7 +5,8 @@ them again on the reader's GPU, the prediction check with a word on the usual sl
 the alignment section's counts, tables and bank picture (the L1's two stages: the tag
 stage's distinct lines, four per wavefront, and the data stage's words on the busiest
 bank; the counters of both stages and the bank conflicts side by side, kept apart from
-our own arithmetic on them).
+our own arithmetic on them); the pencil count's picture of a row of B at 2047, and
+Appendix E's commands with the divisor and the counts to compare.
 
 Why a module: the chapter's cells stay one call long, and every number they print comes
 from the recording (or from the device's properties) through these functions.
@@ -309,38 +310,42 @@ def _alignment_rows(studies_=(NAIVE_ALIGNMENT_L1, ALIGNMENT_L1), kernels=None):
     return rows, "; ".join(sorted(where)) or "not recorded"
 
 
+# The model's and the counted value side by side, each in a column of its own
+ALIGNMENT_PAIRS = {"wavefronts": ("wavefronts, model", "wavefronts, counted"),
+                   "limit": ("limit, model (GFLOP/s)", "limit, counted (GFLOP/s)"),
+                   "share": ("timed / model's limit", "timed / counted limit")}
 ALIGNMENT_COLUMNS = ("configuration", "M = N = K", "slower stage (model)",
-                     "wavefronts per warp and step (model / counted)",
-                     "limit, GFLOP/s (model / counted)", "timed (GFLOP/s)",
-                     "timed / limit (model / counted)")
+                     *ALIGNMENT_PAIRS["wavefronts"], *ALIGNMENT_PAIRS["limit"],
+                     "timed (GFLOP/s)", *ALIGNMENT_PAIRS["share"])
 
 
 def alignment_table(kernel: str, studies_=(NAIVE_ALIGNMENT_L1, ALIGNMENT_L1)):
     """One kernel's rows of `_alignment_rows` at both sizes, in one table: the slower
     modelled stage, its wavefronts per warp and step in the model and as counted, the
-    limit each sets, the timed rate, and the timed rate as a share of each limit. The
-    counted column tells a wrong count (the shares part) from a wrong rate per cycle."""
+    limit each sets, the timed rate, and the timed rate as a share of each limit (the
+    model's value and the counted one in columns of their own). The counted columns tell
+    a wrong count (the shares part) from a wrong rate per cycle."""
     from gemm_kernels.core.table import Table
 
-    def pair(model_, counted, fmt):
-        return f"{fmt(model_)} / {fmt(counted) if counted is not None else '-'}"
+    def share(limit, r):
+        return f"{r['timed'] / limit:.0%}" if r["timed"] is not None and limit else "-"
 
-    def share(limit):
-        return (lambda r: f"{r['timed'] / limit(r):.0%}"
-                if r["timed"] is not None and limit(r) else "-")
+    def gflops(x):
+        return f"{x:,.0f}" if x else "-"
     rows, where = _alignment_rows(studies_, (kernel,))
+    (wf_m, wf_c), (lim_m, lim_c), (sh_m, sh_c) = ALIGNMENT_PAIRS.values()
     table = [{"configuration": r["configuration"], "M = N = K": r["M = N = K"],
               "slower stage (model)": r["slower stage"],
-              ALIGNMENT_COLUMNS[3]: pair(r["wavefronts"], r["counted wavefronts"], _mean),
-              ALIGNMENT_COLUMNS[4]: pair(r["limit"], r["counted limit"],
-                                         lambda x: f"{x:,.0f}" if x else "-"),
+              wf_m: _mean(r["wavefronts"]),
+              wf_c: _mean(r["counted wavefronts"]) if r["counted wavefronts"] is not None
+              else "-",
+              lim_m: gflops(r["limit"]), lim_c: gflops(r["counted limit"]),
               "timed (GFLOP/s)": r["timed"] if r["timed"] is not None else "not timed",
-              ALIGNMENT_COLUMNS[6]: f"{share(lambda r: r['limit'])(r)} / "
-                                    f"{share(lambda r: r['counted limit'])(r)}"}
+              sh_m: share(r["limit"], r), sh_c: share(r["counted limit"], r)}
              for r in rows]
     return Table(table, list(ALIGNMENT_COLUMNS),
-                 title=f"{kernel}: the slower L1 stage's wavefronts, the limit they set at one "
-                       f"per SM and cycle, and the timed rate ({where})")
+                 title=f"{kernel}: the slower L1 stage's wavefronts per warp and step, the "
+                       f"limit they set at one per SM and cycle, and the timed rate ({where})")
 
 
 def naive_off_lines(params=None, sizes=(2048, MISALIGNED_N)) -> Text:
@@ -795,3 +800,102 @@ def block_order_gap(size: int = 2048, blocks=(8, 16, 32)) -> Text:
                                                   for g, r in rate.items()))
     return Text("\n".join(rows) + f"\nAt {size}^3 the block order moves the rate by "
                 f"{gap:.1%} at most.")
+
+
+def b_row_picture(block: int = 16, n: int = MISALIGNED_N, ks=(0, 8)):
+    """The pencil count's crux, drawn as `sector_picture` draws a load of B (the same
+    shades, sector boundaries and dashed line boxes), but by address, since at N = 2047 a
+    row of B no longer starts on a line: for each step k of `ks`, the floats of B that
+    warp 0 of the coalesced kernel loads, on the two lines from the one holding
+    B[k][0]. Row k starts (k x n) mod 32 floats into its line; the title of each strip
+    gives that place and the sectors and lines the load touches (`model.sectors`,
+    `model.lines`)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import ListedColormap
+    per, width = model.SECTOR // 4, 2 * LINE_FLOATS
+    fig, axes = plt.subplots(len(ks), 1, figsize=(10, 1.3 * len(ks) + 0.6))
+    for ax, k in zip(np.atleast_1d(axes), ks):
+        lanes = [l["B"] for l in model.warp_elements("coalesced", {"BLOCK": block}, n, n, n, k=k)
+                 if l["active"]]
+        base = (k * n) // LINE_FLOATS * LINE_FLOATS        # first float of B[k][0]'s line
+        counts = {}
+        for w in lanes:
+            counts[w - base] = counts.get(w - base, 0) + 1
+        grid = np.zeros((1, width))
+        for c in counts:
+            grid[0, c - c % per:c - c % per + per] = 1
+        for c, m in counts.items():
+            grid[0, c] = 2
+            ax.text(c, 0, m, ha="center", va="center", fontsize=8)
+        ax.imshow(grid, cmap=ListedColormap(["white", "#fdd9b5", "#f28e2b"]), vmin=0, vmax=2,
+                  aspect="equal")
+        for x in range(per, width, per):
+            ax.axvline(x - 0.5, color="0.4", lw=0.8)
+        _outline_lines(ax, [(0, c) for c in counts])
+        n_lines = model.lines(lanes)
+        ax.set_yticks([])
+        ax.set_xticks([*range(0, width, 8), width - 1])
+        ax.set_title(f"k = {k}: row k of B starts {(k * n) % LINE_FLOATS} floats into a line; "
+                     f"the warp's {len(counts)} floats touch {model.sectors(lanes)} sectors "
+                     f"in {n_lines} line{'s' if n_lines > 1 else ''}", fontsize=10)
+    ax.set_xlabel("float, counted from the start of the line that holds B[k][0] "
+                  "(dashed box: a 128-byte line)")
+    fig.suptitle(f"coalesced, BLOCK = {block}, N = {n}: the load of B of warp 0 (the number "
+                 "in a box: how many lanes load that float)", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+# The tables Appendix E counts again: for each, its heading, its study and the counters its
+# command asks for.
+CHECKS = (("The L1 table of *One wavefront per cycle*", L1_STUDY, TABLE_METRICS),
+          ("The naive kernel's table of *Two stages, not one*", NAIVE_ALIGNMENT_L1,
+           ALIGNMENT_METRICS),
+          ("The coalesced kernel's table of *Two stages, not one*", ALIGNMENT_L1,
+           ALIGNMENT_METRICS))
+
+
+def counting_guide(checks=CHECKS) -> Text:
+    """Appendix E: for each table of `checks`, the one Nsight Compute command that counts
+    it again, the divisor that turns a launch's totals into counts per warp and step (its
+    warp-steps, M x N x K / active lanes, as the tables divide), and what the recording
+    counted, to compare: the data stage's wavefronts (and the tag stage's, where the
+    command asks for them) per warp and step, and the data stage's per SM and cycle."""
+    sms = model.device_props().get("sm_count")
+    out = []
+    for heading, study, metrics in checks:
+        rec = studies.recording_of(study)
+        rows, divisors = [], {}
+        for shape, step, m, _, per in _profiled_steps(study, rec):
+            lanes, warp_steps = model._warp_steps(step.kernel, step.params, shape)
+            exact = shape[0] * shape[1] * shape[2] == lanes * warp_steps
+            divisors[(shape[0], lanes)] = (f"{warp_steps:,}" if exact
+                                           else f"about {warp_steps / 1e6:,.2f} million")
+            wf = m.get(model.WAVEFRONTS)
+            got = f"wavefronts per warp and step: data stage {per(wf)}"
+            if TAG_WAVEFRONTS in metrics:
+                got += f", tag stage {per(m.get(TAG_WAVEFRONTS))}"
+            if wf and sms and m.get(model.CYCLES):
+                got += f"; data stage per SM and cycle: {wf / sms / m[model.CYCLES]:.2f}"
+            rows.append(f"  {model.label(step.kernel, step.params)} at {shape[0]}^3: {got}")
+        out += [f"{heading}:", str(ncu_command(study, metrics)),
+                "Divide each .sum by the warp-steps, M x N x K / active lanes: "
+                + "; ".join(f"{d} at {n}^3 ({lanes} lanes)"
+                            for (n, lanes), d in divisors.items()) + ".",
+                "To compare, what the recording counted on "
+                f"{rec.device['name'] if rec else 'no GPU (not recorded)'}:", *rows, ""]
+    return Text("\n".join(out).rstrip())
+
+
+# Appendix B's studies: each had a recorded run of its own (the stall plot's counters
+# came with the L1 table's run, which recorded more than the table needs).
+APPENDIX_B_RUNS = (("The stall plot", L1_STUDY), ("The cache table", CACHES_STUDY),
+                   ("The stage table", STAGES_STUDY))
+
+
+def appendix_b_commands(runs=APPENDIX_B_RUNS) -> Text:
+    """For each picture and table of Appendix B, the Nsight Compute command that asks for
+    every counter its recorded run holds (`ncu_command` with `metrics=None`)."""
+    return Text("\n\n".join(f"{what} of Appendix B:\n{ncu_command(study, metrics=None)}"
+                            for what, study in runs))
