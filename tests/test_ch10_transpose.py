@@ -342,9 +342,9 @@ def test_little_table_gives_both_latencies_for_each_profiled_kernel():
         wait = w["loads"] / trips / w["clock"] / 1e3
         life = w["cycles"] / w["clock"] / 1e3
         assert r["bytes a warp reads (round trips)"] == f"{w['bytes']:,} ({trips})"
-        assert float(r["law (wait), KB/µs per SM"]) == \
+        assert float(r["bytes in flight / load wait, GB/s per SM"]) == \
             pytest.approx(w["resident"] * w["bytes"] / trips / wait / 1e3, abs=0.05)
-        assert float(r["law (life), KB/µs per SM"]) == \
+        assert float(r["warps x bytes / life, GB/s per SM"]) == \
             pytest.approx(w["resident"] * w["bytes"] / life / 1e3, abs=0.05)
         # a warp's whole life is longer than its wait for loads
         assert float(r["warp life, µs"]) >= float(r["load wait per round trip, µs"])

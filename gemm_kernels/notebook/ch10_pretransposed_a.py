@@ -107,8 +107,8 @@ def conclusion(tab) -> str:
         if calls:
             a, at = calls[WITH_A], calls[WITH_AT]
             head += (f" (fastest call {a['min']:,.0f} and {at['min']:,.0f} µs; "
-                     + ("half the calls with A^T or more beat every call with A)" if faster == WITH_AT
-                        else "half the calls with A or more beat every call with A^T)" if faster == WITH_A
+                     + ("at least half the calls with A^T beat the fastest call with A)" if faster == WITH_AT
+                        else "at least half the calls with A beat the fastest call with A^T)" if faster == WITH_A
                         else "the calls overlap beyond their medians)"))
         if calls and faster is None:
             out.append(f"{head}; no difference these calls can resolve, so the transpose "

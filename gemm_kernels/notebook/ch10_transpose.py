@@ -400,7 +400,7 @@ def bytes_needed(shape=ODD) -> Table:
     copy's warps resident) to read as fast as the device copy timed beside the copy, at
     each of the chapter's two latencies: the copy's own chain (`copy_little`), where the
     need is only the copy's bytes scaled by the rate it lacks, and the profiler's stall
-    counter (appendix A.1). Against them: the bytes a warp of the copy has in flight and
+    counter (appendix A.1, where the table is shown). Against them: the bytes a warp of the copy has in flight and
     those of a copy that sends all its loads in one round trip. It assumes the latency
     stays put as the rate rises."""
     c = _copy_chain(shape)
@@ -413,16 +413,16 @@ def bytes_needed(shape=ODD) -> Table:
 
     rows = [("read rate of the device copy, timed beside the copy", f"{ref_read / 1e9:,.0f} GB/s",
              "its timed rate / 2"),
-            ("the copy's read rate", f"{c['read'] / 1e9:,.0f} GB/s", "the chain above"),
+            ("the copy's read rate", f"{c['read'] / 1e9:,.0f} GB/s", "section 5's chain"),
             ("latency per round trip, from the chain", f"{c['latency'] * 1e6:.2f} µs",
-             "the chain above"),
+             "section 5's chain"),
             ("needed per warp at that latency", f"{per_warp(c['latency']):.0f} bytes",
              f"read rate x latency / {c['sms']} SMs / {c['warps']:.1f} warps resident; "
              "= the copy's bytes x the device copy's rate / the copy's")]
     stall = _stall_latency()
     if stall is not None:
         rows += [("latency per round trip, from the stall counter", f"{stall:.2f} µs",
-                  "appendix A.1"),
+                  "above"),
                  ("needed per warp at the stall counter's latency",
                   f"{per_warp(stall * 1e-6):.0f} bytes", "the same step")]
     rows += [("the copy's warp has", f"{c['per_warp']:.0f} bytes", "averaged over its round trips"),
@@ -558,7 +558,7 @@ def little_table(study: str = DRAM_STUDY) -> Table:
     for global loads as the latency: bytes in flight per SM (warps resident x the bytes a
     warp has in flight in a round trip) over that wait. With a warp's whole life as the
     latency: the bytes a warp reads over its whole life, times the warps resident. Both
-    per SM in KB/µs (= GB/s per SM), at the profiler's clock, beside the DRAM read rate
+    in GB/s per SM, at the profiler's clock, beside the DRAM read rate
     the profiler measured per SM and the timed rate (not under the profiler)."""
     sms = _device()["sm_count"]
     out = []
@@ -570,10 +570,10 @@ def little_table(study: str = DRAM_STUDY) -> Table:
                     "warps per SM": f"{w['resident']:.1f}",
                     "bytes a warp reads (round trips)": f"{w['bytes']:,} ({trips})",
                     "load wait per round trip, µs": f"{wait:.2f}",
-                    "law (wait), KB/µs per SM": f"{w['resident'] * w['bytes'] / trips / wait / 1e3:.1f}",
+                    "bytes in flight / load wait, GB/s per SM": f"{w['resident'] * w['bytes'] / trips / wait / 1e3:.1f}",
                     "warp life, µs": f"{life:.2f}",
-                    "law (life), KB/µs per SM": f"{w['resident'] * w['bytes'] / life / 1e3:.1f}",
-                    "DRAM read, KB/µs per SM": f"{w['read GB/s'] / sms:.1f}",
+                    "warps x bytes / life, GB/s per SM": f"{w['resident'] * w['bytes'] / life / 1e3:.1f}",
+                    "DRAM read, GB/s per SM": f"{w['read GB/s'] / sms:.1f}",
                     "timed, % of device copy": w["timed"]})
     shape = studies.get(study).shapes[0] if out else ODD
     return Table(out, list(out[0]) if out else ["kernel"],
@@ -1184,7 +1184,7 @@ PADDING_STEPS = (
     ("transpose_smem: no padding, x->col, one tile per block", "transpose_smem", {}),
     ("+ PAD = 1 (padding alone)", "transpose_padded", {"PAD": 1, "ORDER": "x->col", "STACK": 1}),
     ("+ x->row block order", "transpose_padded", {"PAD": 1, "ORDER": "x->row", "STACK": 1}),
-    ("+ two tiles per block (STACK = 2): the defaults", "transpose_padded",
+    ("+ two tiles per block (STACK = 2): this chapter's configuration", "transpose_padded",
      {"PAD": 1, "ORDER": "x->row", "STACK": 2}),
 )
 
