@@ -287,8 +287,9 @@ def test_issue_split_divides_instructions_by_the_issue_share_and_splits_each_gap
                         "in 10.00 ms: 2.00 GHz (the profiler's clock: 1.50 GHz)")
     assert lines[1] == ("b: 2.00 / 0.250 (25.0%) = 8.00 billion cycles = 20.0 million per scheduler, "
                         "in 5.00 ms: 4.00 GHz")
-    assert lines[2] == ("a / b: instructions x2.00, issue share (K5's over its) x0.50, cycles x1.00; "
-                        "profiled time x2.00")
+    # both factors a's over b's: 4/2 instructions at 50%/25% issue share, so equal cycles
+    assert lines[2] == ("a over b: instructions x2.00, issue share x2.00, so cycles "
+                        "(instructions / issue share) x1.00; profiled time x2.00")
 
 
 def test_issue_table_reads_the_profilers_clock_from_its_elapsed_cycles_over_the_time():
@@ -309,6 +310,8 @@ def test_path_check_table_sets_each_step_before_and_after_and_leaves_unprofiled_
     assert first[ch06_tiles.ALL_EXPECTED] == "8.00 -> 6.25"
     assert first["fall of the two"] == "0.80"
     assert first["fall of all stalls"] == "1.70"
+    # the two are 1.50 of 8.00 stalls (19%) before, and carry 0.80 of the 1.70 fall (47%)
+    assert first["the two: share of stalls, of the fall"] == "19%, 47%"
     gap = ch06_tiles.path_check_table([_row("K5", .3, .9, 45), _row("a", None, None, None),
                                        _row("b", .2, .5, 60), _row("c", .1, .4, 62)])
     assert gap[0]["barrier + long scoreboard"] is None and gap[0]["all stalls"] is None

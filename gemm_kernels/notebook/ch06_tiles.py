@@ -337,8 +337,8 @@ def issue_split(table=None, sm_count: int | None = None, part: str | None = None
     issue share: cycles summed over all schedulers (SMs x 4); divided by the schedulers,
     the cycles of one, and over the profiled time the clock they imply, beside the clock
     the profiler ran at. Then each row against the last (the K5 tile), the gap split into
-    its two factors: instructions, and the issue share (the last row's over this one's,
-    so that the product is the ratio of cycles), beside the ratio of profiled times.
+    its two factors, both this row's over the last's: instructions, and the issue share;
+    the first over the second is the ratio of cycles, beside the ratio of profiled times.
     `part`: "ratios" only the gaps split in two, "cycles" only the lines before them
     (the check of the bookkeeping); None: all."""
     rows = list(table if table is not None else issue_table())
@@ -363,10 +363,10 @@ def issue_split(table=None, sm_count: int | None = None, part: str | None = None
         lines.append(line)
     ratios, ref = [], rows[-1]
     for r in rows[:-1]:
-        i, s = instr(r) / instr(ref), share(ref) / share(r)
-        ratios.append(f"{r['kernel']} / {ref['kernel']}: instructions x{i:.2f}, issue share "
-                     f"(K5's over its) x{s:.2f}, cycles x{i * s:.2f}; profiled time "
-                     f"x{float(r['time (ms)']) / float(ref['time (ms)']):.2f}")
+        i, s = instr(r) / instr(ref), share(r) / share(ref)
+        ratios.append(f"{r['kernel']} over {ref['kernel']}: instructions x{i:.2f}, issue share "
+                     f"x{s:.2f}, so cycles (instructions / issue share) x{i / s:.2f}; profiled "
+                     f"time x{float(r['time (ms)']) / float(ref['time (ms)']):.2f}")
     return "\n".join({"ratios": ratios, "cycles": lines}.get(part, lines + ratios))
 
 
@@ -509,7 +509,8 @@ def path_check_table(rows=None) -> Table:
     """path_check's numbers as one row per step of CHECKS, before -> after: the barrier
     + long-scoreboard stalls per issued instruction, the issue slots used, all stall
     reasons together, warps per scheduler over the issue share (what that total comes to
-    at fixed warps), and how much the two stalls and all of them fall; '-' where a
+    at fixed warps), how much the two stalls and all of them fall, and the two's share
+    of all stalls before the step beside their share of the fall; '-' where a
     configuration was not profiled. What each step changes is said in the prose, so the
     columns stay short."""
     rows = rows or path_rows()
@@ -532,6 +533,14 @@ def path_check_table(rows=None) -> Table:
         a, b = value(before, what), value(after, what)
         return None if a is None or b is None else f"{a - b:.2f}"
 
+    def share(before, after):
+        """If every stall fell in proportion, the two would carry the same share of the
+        fall as of the stalls before: the null model the step is tested against."""
+        w0, w1, a0, a1 = (value(r, k) for k in ("wait", "all") for r in (before, after))
+        if None in (w0, w1, a0, a1) or a0 == a1:
+            return None
+        return f"{w0 / a0:.0%}, {(w0 - w1) / (a0 - a1):.0%}"
+
     out = []
     for at, _ in CHECKS:
         before, after = rows[at - 1], rows[at]
@@ -541,7 +550,8 @@ def path_check_table(rows=None) -> Table:
                     "all stalls": pair(before, after, "all"),
                     ALL_EXPECTED: pair(before, after, "per"),
                     "fall of the two": fall(before, after, "wait"),
-                    "fall of all stalls": fall(before, after, "all")})
+                    "fall of all stalls": fall(before, after, "all"),
+                    "the two: share of stalls, of the fall": share(before, after)})
     return Table(out, list(out[0]), title="the two predicted steps, before -> after, at "
                  "4096^3 (Nsight Compute; stalls in cycles per issued instruction; the two: "
                  "barrier + long scoreboard; expected: warps per scheduler (warps per SM / 4) "
