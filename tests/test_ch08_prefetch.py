@@ -199,15 +199,15 @@ def test_the_short_payoff_keeps_the_medians_and_the_names_of_the_full_table():
     assert c.payoff_short(c.DEEP)[1]["kernel"] == "chapter 08's kernel"
 
 
-def test_the_size_lines_put_each_ratio_beside_its_ranges(recorded_mode):
+def test_the_size_table_puts_each_ratio_beside_its_ranges(recorded_mode):
     from gemm_kernels.measure import ladder
-    text = c.size_lines(ladder.compare(["float4", "double_buffer"], (1024, 4096)))
-    lines = text.splitlines()
-    assert [l.split(":")[0] for l in lines] == ["1024", "4096"]
-    assert "64 blocks of 128 x 128" in lines[0] and "1,024 blocks" in lines[1]
-    assert all("chapter 08 / chapter 07 = " in l and "min..max" in l for l in lines)
+    rows = c.size_table(ladder.compare(["float4", "double_buffer"], (1024, 4096)))
+    assert [r["size"] for r in rows] == ["1024^3", "4096^3"]
+    assert [r["blocks of 128 x 128"] for r in rows] == ["64", "1,024"]
+    assert all(".." in r["chapter 07, GFLOP/s min..max"] and float(r["08 / 07"]) > 0
+               for r in rows)
     # the ranges' overlap said in words (at 1024^3 they are apart, at 4096^3 not)
-    assert lines[0].endswith(": no overlap)") and lines[1].endswith(": they overlap)")
+    assert [r["ranges"] for r in rows] == ["no overlap", "they overlap"]
 
 
 def test_the_stall_summary_reads_both_block_counts(recorded_mode):
@@ -399,6 +399,8 @@ def test_why_a_quarter_is_read_from_chapter_07s_profile(recorded_mode):
     assert "rounds this to a quarter: 128 FFMAs" in text and "Nsight Compute at 2048^3" in text
     assert max(map(len, text.splitlines()[1:-1])) <= 100       # short lines, one step each
     assert "The fastest pace is the worst case" in text
+    assert "on average a warp issues at most once every 4 cycles" in text
+    assert "What must be covered is a time" in text      # not a share of the step
     assert "Nsight Compute at 4096^3" in c.why_a_quarter(study="stalls")
 
 
@@ -439,7 +441,7 @@ def test_where_it_ends_shows_the_kept_kernel_beside_the_exercises_answer(recorde
     full = {r["kernel"]: r for r in c.payoff(None, (c.WORKING,))}
     assert [r["kernel"] for r in rows] == [
         "chapter 07's kernel", "chapter 08's kernel (chapter 09 goes on from it)",
-        "no if + budget (the answer, as in the kernel file)"]
+        "no if + budget (the answer)"]
     assert rows[2]["x 07"] == full[c.label(c.WORKING)]["own occupancy: / 07"]
     assert rows[1]["GFLOP/s"] == full[c.CH08]["own occupancy: GFLOP/s"].split(" (")[0]
     assert "2048x2048x2048" in rows.title and "two blocks per SM" in rows.title

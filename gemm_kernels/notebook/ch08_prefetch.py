@@ -593,7 +593,7 @@ def where_it_ends(kernel: str = WORKING) -> Table:
     its share of the cuBLAS timed beside it, and its ratio to chapter 07's."""
     full = payoff(None, (kernel,))
     named = {CH08: "chapter 08's kernel (chapter 09 goes on from it)",
-             label(kernel): f"{label(kernel)} (the answer, as in the kernel file)"}
+             label(kernel): f"{label(kernel)} (the answer)"}
     rows = [{"kernel": named.get(r["kernel"], r["kernel"]),
              "GFLOP/s": r["own occupancy: GFLOP/s"].split(" (")[0],
              "% of cuBLAS": r["own occupancy: % of cuBLAS"],
@@ -705,22 +705,26 @@ def one_block_summary(study: str = "ch08_one_block") -> str:
     return "\n".join(lines)
 
 
-def size_lines(table) -> str:
-    """One line per size of `table` (`ladder.compare` rows of chapters 07 and 08): the
+def size_table(table) -> Table:
+    """One row per size of `table` (`ladder.compare` rows of chapters 07 and 08): the
     blocks of the launch, chapter 08's rate over chapter 07's, and both ranges of the
     repetitions, so that a difference can be read against the noise beside it, and
     whether those ranges overlap (said in words: the reader need not compare them)."""
     at = {(r["kernel"], r["size"]): r for r in table}
     p = kernel_of(KERNEL).resolve(None)
-    lines = []
+    rows = []
     for n in sorted(n for k, n in at if k == KERNEL and ("float4", n) in at):
         f, d = at["float4", n], at[KERNEL, n]
-        lines.append(f"{n}: {(n // p['BM']) * (n // p['BN']):>5,} blocks of {p['BM']} x "
-                     f"{p['BN']}; chapter 08 / chapter 07 = {d['GFLOP/s'] / f['GFLOP/s']:.3f}  "
-                     f"(GFLOP/s min..max: chapter 07 {f['min']:,.0f}..{f['max']:,.0f}, "
-                     f"chapter 08 {d['min']:,.0f}..{d['max']:,.0f}: "
-                     f"{'they overlap' if d['min'] <= f['max'] and f['min'] <= d['max'] else 'no overlap'})")
-    return "\n".join(lines)
+        rows.append({"size": f"{n}^3",
+                     f"blocks of {p['BM']} x {p['BN']}": f"{(n // p['BM']) * (n // p['BN']):,}",
+                     "08 / 07": f"{d['GFLOP/s'] / f['GFLOP/s']:.3f}",
+                     "chapter 07, GFLOP/s min..max": f"{f['min']:,.0f}..{f['max']:,.0f}",
+                     "chapter 08, GFLOP/s min..max": f"{d['min']:,.0f}..{d['max']:,.0f}",
+                     "ranges": ("they overlap" if d['min'] <= f['max'] and f['min'] <= d['max']
+                                else "no overlap")})
+    return Table(rows, list(rows[0]) if rows else [],
+                 title="Chapter 08 over chapter 07 at each size, medians, with the range of "
+                       "each kernel's repetitions")
 
 
 STALL_PAIRS = {"two blocks per SM": ("chapter 07", "chapter 08"),
@@ -975,8 +979,8 @@ def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
             f"2. A warp's pace.\n"
             f"   {w:.0f} warps share each scheduler, and a scheduler issues one instruction "
             f"per cycle.\n"
-            f"   So a warp issues at best once every {w:.0f} cycles (measured for chapter 07: "
-            f"once every {cycles_per_instruction(st07):.1f}).\n"
+            f"   So on average a warp issues at most once every {w:.0f} cycles\n"
+            f"   (measured for chapter 07: once every {cycles_per_instruction(st07):.1f}).\n"
             f"3. At that fastest pace, the instructions that span the latency: {wait:,.0f} / {w:.0f} = "
             f"{wait / w:,.0f}.\n"
             f"   The fastest pace is the worst case: the faster a warp issues, the more\n"
@@ -986,6 +990,9 @@ def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
             f"   {wait / w:,.0f} x {lp.ffma:,} / {lp.instructions:,} = {cover:,.0f} FFMAs, "
             f"{cover / lp.ffma:.2f} of the step.\n"
             f"   The check rounds this to a quarter: {lp.needed:,} FFMAs.\n"
+            f"What must be covered is a time: step 1's latency. At this tile it is about a quarter\n"
+            f"of the step. A deeper tile doubles the FFMAs per step but not the latency, so there\n"
+            f"the same time is a smaller part of the step.\n"
             f"(Nsight Compute at {_cube(study)}, two blocks per SM, {where}; instructions: "
             f"SASS compiled here.)")
 
@@ -1178,7 +1185,7 @@ def worked_answer_note(exercise: str = "08_double_buffer") -> str:
     ex = get(exercise)
     worked = loop_loads(submission_sass(exercise, ex.kernel, ex.params,
                                         solution_text(exercise[:2], exercise)) or "")
-    return f"The worked answer, compiled here, keeps its loads {in_flight_words(worked)}."
+    return f"The answer, compiled here, keeps its loads {in_flight_words(worked)}."
 
 
 def your_loop(exercise: str = "08_double_buffer"):
@@ -1226,7 +1233,7 @@ def pace_to_rate(params: dict | None = None, kernel: str = WORKING) -> str:
                      f"instruction = issuing {share:.0%} of the cycles; x {lp.ffma:,} FFMAs / "
                      f"{lp.instructions:,} instructions per step = {rate[who]:.3f} FFMAs per cycle per scheduler")
     predicted = rate[kernel] / rate["chapter 07's kernel"]
-    lines.append(f"Predicted {label(kernel)} / chapter 07's kernel: x{predicted:.2f}; timed: "
+    lines.append(f"From the profile, {label(kernel)} / chapter 07's kernel: x{predicted:.2f}; timed: "
                  f"x{payoff_gain(params, False, kernel):.2f}")
     lines.append(f"(Nsight Compute at {_cube(PAYOFF_STALLS)}, two blocks per SM, {rec.label}; "
                  f"instructions: SASS compiled here.)")
