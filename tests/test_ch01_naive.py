@@ -24,8 +24,8 @@ def test_every_load_of_the_listing_is_named():
 
 def test_the_loop_in_numbers_gives_the_intensity():
     text = ch01_naive.loop_in_numbers()
-    assert "16 FFMA and 32 LDG" in text and "0.25 FLOP per byte requested" in text
-    assert "ridge" not in text          # bytes requested are not DRAM bytes
+    assert "16 FFMA and 32 LDG" in text and "0.25 FLOP per byte delivered" in text
+    assert "ridge" not in text          # bytes delivered by the L1 are not DRAM bytes
     assert "The cap: 0.25 FLOP/B x the L1's byte width" in text
 
 

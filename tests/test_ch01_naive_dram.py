@@ -69,43 +69,50 @@ def test_traffic_turns_counts_into_bytes_and_yardsticks(recording):
     assert t["flop_per_dram_byte"] == pytest.approx(2 * N ** 3 / 5e9)
     assert t["dram_roof"] == pytest.approx(COPY_GBPS * 2 * N ** 3 / 5e9)
     assert t["sectors_per_load"] == 20.0
+    assert t["lane_bytes"] == 2e9 * 32 * 4      # every lane of every load gets 4 B
     assert t["dram_busy_pct"] == 0.5 and t["l2_hit_pct"] == 60.0
 
 
 def test_summary_is_a_table_of_each_level_against_its_limit(recording):
     """One row per level: DRAM against the device copy over the timed run (as chapter 00
     reads the same bytes), the L2 with DRAM's limit as a floor under its own (none is
-    measured), and the L1 against its byte width and
-    against one line per SM and clock with the 32 bytes this kernel uses of each line."""
+    measured), and the L1's two counts: the bytes delivered to the lanes against its byte
+    width, the sector bytes looked up against one line per SM and clock with the 32 bytes
+    this kernel looks up in each line."""
     recording()
     table = ch.summary()
     t = ch.traffic()
-    assert [r["level"].split(" ")[0] for r in table] == ["DRAM", "L2", "L1", "L1,"]
+    assert [r["level"].split(" ")[0] for r in table] == ["DRAM", "L2", "L1,", "L1,"]
     dram, l2, width, lines = table
+    assert "delivered to the lanes" in width["level"] and "looked up" in lines["level"]
     timed = 5e9 / (t["ms"] * 1e-3) / (t["dram_gbps"] * 1e9)
     assert dram["share of the limit"] == f"{timed:.1%}"
     assert "(4 GB read, 1 GB written)" in dram["level"]
     assert l2["bytes"] == "12.8 GB" and "not a limit here" in l2["limit"]
     l2_share = 12.8e9 / (t["ms"] * 1e-3) / (t["dram_gbps"] * 1e9)
     assert l2["share of the limit"] == f"under {l2_share:.1%}"
-    assert "20.0 sectors per request" in width["level"]
-    assert "hypothesis" in lines["level"] and "32 banks x 4 B" in width["limit"]
+    assert "20.0 sectors per request" in lines["level"]
+    assert "hypothesis" in lines["limit"] and "32 banks x 4 B" in width["limit"]
+    lanes = 2e9 * 128 / (t["ms"] * 1e-3)
+    assert width["share of the limit"] == f"{lanes / (device.smem_bandwidth_gbps(GPU) * 1e9):.0%}"
     l1 = 32 * 5e10 / (t["ms"] * 1e-3)
-    assert width["share of the limit"] == f"{l1 / (device.smem_bandwidth_gbps(GPU) * 1e9):.0%}"
     # 33 sectors over 33 lines at BLOCK = 32, x->row: 32 B used per line
     at_lines = 32 * GPU["sm_count"] * GPU["sm_clock_mhz"] * 1e6
-    assert lines["share of the limit"] == f"{l1 / at_lines:.0%}" and "32 B of it used" in lines["limit"]
+    assert lines["share of the limit"] == f"{l1 / at_lines:.0%}" and "32 B of it looked up" in lines["limit"]
 
 
-def test_bytes_plot_draws_five_bars_in_order_and_the_dram_limit(recording):
+def test_bytes_plot_draws_six_bars_in_order_and_the_dram_limit(recording):
     recording()
     ax = ch.bytes_plot()
     widths = [p.get_width() for p in ax.patches]
     t = ch.traffic()
     l1_limit = device.smem_bandwidth_gbps(GPU) * 1e9 * t["ms"] * 1e-3
-    # the five bars, then the L1's own limit drawn around the L1's bar
-    assert widths == [t["matrices"], 5e9, 32 * 4e8, 32 * 5e10, pytest.approx(t["dram_limit"]),
-                      pytest.approx(l1_limit)]
+    # the six bars (the L1's sector bytes, then the bytes it delivered to the lanes),
+    # then the byte width drawn around the delivered bytes, the ones it limits
+    assert widths == [t["matrices"], 5e9, 32 * 4e8, 32 * 5e10, 2e9 * 128,
+                      pytest.approx(t["dram_limit"]), pytest.approx(l1_limit)]
+    labels = ax_labels(ax)
+    assert "sector bytes looked up" in labels and "bytes delivered to the lanes" in labels
     assert ax.patches[-1].get_gid() == "the L1's limit"
     # the limit that applies: one line per SM and clock, 32 B of each used, over the run
     mark, = [ln for ln in ax.get_lines() if ln.get_gid() == "one line per clock"]
@@ -214,14 +221,33 @@ def test_the_issue_pace_reads_the_stall_total_as_cycles_between_issues(monkeypat
 
 def test_line_pace_turns_the_rate_into_lines_per_sm_and_clock(recording):
     """At BLOCK = 32, x->row a warp's step k is 64 FLOP and touches 33 lines, one sector
-    each: lines per SM and clock = rate / 64 x 33 / SMs / clock, and 32 of each line's
-    128 bytes reach the warp."""
+    each: lines per SM and clock = rate / 64 x 33 / SMs / clock; 32 sector bytes looked
+    up per line, and 2 loads x 32 lanes x 4 B delivered to the lanes per 33 lines."""
     recording()
     text = ch.line_pace()
     per_clock = GFLOPS * 1e9 / 64 * 33 / GPU["sm_count"] / (GPU["sm_clock_mhz"] * 1e6)
     assert "64 FLOP: 32 lanes x 2" in text and "each step touches 33 lines" in text
-    assert f"lines per SM per clock  {per_clock:.2f} (at 2,000 MHz)" in text
-    assert "32 / 128 = 25%" in text
+    assert f"lines per SM per clock  {per_clock:.2f} (at 2,000 MHz, the maximum" in text
+    assert f"per line, {per_clock * 32:.1f} B per SM per clock" in text
+    delivered = per_clock / 33 * 256
+    assert f"2 loads x 32 lanes x 4 B per step of 33 lines, {delivered:.1f} B per SM per " \
+           f"clock, {delivered / 128:.0%} of the byte width" in text
+
+
+def test_dram_strips_sets_a_once_per_strip_beside_the_dram_bytes(recording):
+    """x->row at BLOCK = 32, 4096^3: 128 strips each reading all of A (67.1 MB), against
+    the DRAM bytes; and the blocks resident at once against the blocks of a strip."""
+    recording()
+    text = str(ch.dram_strips())
+    assert "N / 32 = 128, each of 128 blocks" in text
+    assert "128 x 67.1 MB = 8.59 GB (42.7 x A, B and C); DRAM read 4 GB" in text
+    assert "the bar's 24.8 x" in text      # the fake recording: 5 GB / 201 MB
+    assert "x 100 SMs = " in text and "strips." in text
+
+
+def test_dram_strips_without_the_study_says_so(recording):
+    recording(with_study=False)
+    assert str(ch.dram_strips()).startswith("Not in this recording")
 
 
 def test_line_pace_without_the_study_says_so(recording):

@@ -277,8 +277,9 @@ def read_loop(params: dict | None = None, head: int = 8, tail: int = 14) -> Text
 
 def loop_in_numbers(params: dict | None = None) -> Text:
     """One pass of the loop in numbers: FFMA and LDG, how many loads read A and B and
-    how their addresses are made, and the bytes the loads ask for per FLOP. These are
-    bytes requested from the L1, not bytes moved through DRAM, so they are not set
+    how their addresses are made, and the bytes the loads deliver to the lanes per FLOP
+    (4 B per lane and load, the bytes the L1's width limits). These are bytes delivered
+    by the L1, not bytes moved through DRAM, so they are not set
     against the roofline's ridge (which counts DRAM bytes): the line says so."""
     r = loop_loads(params)
     offsets = sorted(o for _, _, o in r["A"])
@@ -290,9 +291,9 @@ def loop_in_numbers(params: dict | None = None) -> Text:
         f"{4 * offsets[-1]} bytes, {len(offsets)} consecutive floats of row `row`.",
         f"{len(r['B'])} LDG read B: each address is the one before plus {r['stride']} x 4 "
         f"bytes ({r['stride']} holds N), the next row of column `col`.",
-        f"{per_ffma:g} bytes requested per multiply-add (2 FLOP): {2 / per_ffma:g} FLOP per "
-        "byte requested from the L1 cache (not per byte of DRAM: the caches serve most "
-        "of these requests)."]
+        f"{per_ffma:g} bytes delivered to the lanes per multiply-add (2 FLOP), a "
+        f"broadcast counted once per lane: {2 / per_ffma:g} FLOP per byte delivered by the "
+        "L1 cache (not per byte of DRAM: the caches serve most of these loads)."]
     cap = l1_cap(params)
     if cap:
         lines.append(

@@ -26,6 +26,7 @@ L1_SECTORS = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
 DRAM_BUSY = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
 L2_HIT = "lts__t_sector_hit_rate.pct"
 LOAD_INSTRUCTIONS = "smsp__inst_executed_op_global_ld.sum"
+LANES = 32
 # Chapter 02's profile of the same kernel, with the stall reasons of its warps.
 STALL_STUDY = "ch02_l1_lines"
 ISSUED = "smsp__issue_active.avg.pct_of_peak_sustained_active"   # % of cycles with an issue
@@ -46,7 +47,8 @@ def traffic(study: str = STUDY) -> dict | None:
     intensity), 'peak' (FP32), 'peak_gbps' (theoretical DRAM bandwidth), 'dram_busy_pct',
     'dram_read', 'dram_written' (DRAM's bytes apart), 'l2_hit_pct' (Nsight Compute's L2
     hit rate: over every sector the L2 looked up, not only the SMs' requests of the L2
-    bar, so not shown beside it), 'sectors_per_load'}."""
+    bar, so not shown beside it), 'sectors_per_load', 'lane_bytes' (the bytes the L1
+    delivered to the lanes: 32 x 4 B per warp load, a broadcast too)}."""
     (step, row), = studies.results(study)
     props = roofline.device_properties()
     if row is None or records.current().device.get("name") != props.get("name"):
@@ -76,7 +78,10 @@ def traffic(study: str = STUDY) -> dict | None:
             "dram_busy_pct": m.get(DRAM_BUSY), "l2_hit_pct": m.get(L2_HIT),
             "dram_read": m.get(roofline.DRAM_METRICS[0], 0),
             "dram_written": m.get(roofline.DRAM_METRICS[1], 0),
-            "sectors_per_load": m[L1_SECTORS[0]] / m[LOAD_INSTRUCTIONS]}
+            "sectors_per_load": m[L1_SECTORS[0]] / m[LOAD_INSTRUCTIONS],
+            # every lane of every warp load gets its 4-byte float (all 32 lanes are active
+            # at this size), whether the warp's addresses share a sector or not
+            "lane_bytes": m[LOAD_INSTRUCTIONS] * LANES * 4}
 
 
 def bytes_text(n: float) -> str:
@@ -99,14 +104,16 @@ def _size(shape) -> str:
 
 def bytes_plot(study: str = STUDY, ax=None):
     """One bar per level on a log scale, top to bottom: A, B and C once each; the bytes
-    that crossed DRAM; the sectors the SMs asked of the L2 and the warps asked of the L1
-    (x 32 B); and, hatched, the DRAM traffic that would make DRAM the limit in the
-    kernel's timed run, also drawn as a dashed line down the picture. The L1's bar is read
-    against two marks of its own over the same timed run: a dotted red outline, its byte
-    width (`l1_byte_rate`: 128 B per SM and clock), which it is far below, and a thick
-    black mark, the bytes it passes at one 128-byte line per SM and clock with the bytes this
-    kernel uses of each line (`l1_line_rate`), which it nearly reaches. Each bar says its
-    bytes and its multiple of A, B and C, which the top axis also gives."""
+    that crossed DRAM; the sectors the SMs asked of the L2 (x 32 B); the L1's two counts,
+    the sector bytes it looked up (sectors x 32 B) and the bytes it delivered to the lanes
+    (32 x 4 B per warp load); and, hatched, the DRAM traffic that would make DRAM the
+    limit in the kernel's timed run, also drawn as a dashed line down the picture. Each
+    L1 bar is read against its own mark over the same timed run: the sector bytes against
+    a thick black mark, one 128-byte line per SM and clock with the sectors this kernel
+    touches of each line (`l1_line_rate`), which they nearly reach; the delivered bytes
+    against a dotted red outline, the byte width (`l1_byte_rate`: 128 B per SM and
+    clock), which they are far below. Each bar says its bytes and its multiple of A, B
+    and C, which the top axis also gives."""
     import matplotlib.pyplot as plt
     t = traffic(study)
     if t is None:
@@ -116,7 +123,9 @@ def bytes_plot(study: str = STUDY, ax=None):
     bars = [("A, B and C, once each\n(the least any SGEMM moves)", mats, "0.75", None),
             ("DRAM: bytes read and written", t["bytes"]["DRAM"], "C0", None),
             ("L2: sectors the SMs asked for, x 32 B", t["bytes"]["L2"], "C0", None),
-            ("L1: sectors the warps asked for, x 32 B", t["bytes"]["L1"], "C3", None),
+            ("L1: sector bytes looked up\n(sectors x 32 B)", t["bytes"]["L1"], "C3", None),
+            ("L1: bytes delivered to the lanes\n(32 x 4 B per load, a broadcast too)",
+             t["lane_bytes"], "C1", None),
             (f"DRAM bytes that would make DRAM its limit\n({t['ms']:,.0f} ms at "
              f"{t['dram_how']} {t['dram_gbps']:,.0f} GB/s)", t["dram_limit"], "white", "//")]
     rate, lines = l1_byte_rate(t), l1_line_rate(t)
@@ -124,12 +133,12 @@ def bytes_plot(study: str = STUDY, ax=None):
     l1_limit = rate[1] * t["ms"] * 1e-3 if rate else None
     l1_lines = lines[1] * t["ms"] * 1e-3 if lines else None
     if ax is None:
-        _, ax = plt.subplots(figsize=(9, 3.8))
+        _, ax = plt.subplots(figsize=(9, 4.4))
     ys = range(len(bars))[::-1]
     for i, (y, (label, b, colour, hatch)) in enumerate(zip(ys, bars)):
         ax.barh(y, b, color=colour, edgecolor="k", hatch=hatch, height=0.6, gid=label)
         text = f"{bytes_text(b)} ({fmt_number(b / mats)} x)"
-        if i == 3 and l1_limit:      # inside the bar: its right is the L1 limit's label
+        if i in (3, 4) and l1_limit:   # inside the bar: its right holds the L1 marks' labels
             ax.text(b / 1.15, y, text, va="center", ha="right", fontsize=9, color="white")
         else:
             ax.text(b * 1.15, y, text, va="center", fontsize=9)
@@ -137,17 +146,17 @@ def bytes_plot(study: str = STUDY, ax=None):
     ax.axvline(t["dram_limit"], color="k", ls="--", lw=1, zorder=0.5)
     ax.text(t["dram_limit"], ys[0], " DRAM limit", fontsize=9, va="center")
     if l1_limit:
-        ax.barh(ys[3], l1_limit, fill=False, edgecolor="C3", ls=":", lw=1.5, height=0.8,
+        ax.barh(ys[4], l1_limit, fill=False, edgecolor="C3", ls=":", lw=1.5, height=0.8,
                 zorder=0, gid="the L1's limit")
-        ax.text(l1_limit * 1.15, ys[3] + 0.2, f"the L1's byte width (128 B per SM per clock):\n"
+        ax.text(l1_limit * 1.15, ys[4], f"red outline: the L1's byte width (128 B per SM per clock):\n"
                 f"{bytes_text(l1_limit)} in {t['ms']:,.0f} ms", color="C3", fontsize=9,
                 va="center", bbox=dict(fc="white", ec="none", pad=1))
     if l1_lines:
         ax.plot([l1_lines] * 2, [ys[3] - 0.45, ys[3] + 0.45], color="k", lw=3,
                 solid_capstyle="butt", gid="one line per clock")
-        ax.text(l1_limit * 1.15 if l1_limit else l1_lines * 1.15, ys[3] - 0.45,
-                f"black mark: one 128-byte line per SM per clock,\n"
-                f"{lines[0]:g} B of each used: {bytes_text(l1_lines)} in {t['ms']:,.0f} ms",
+        ax.text(l1_limit * 1.15 if l1_limit else l1_lines * 1.15, ys[3],
+                f"black mark: one 128-byte line per SM per clock, {lines[0]:g} B\n"
+                f"of it looked up: {bytes_text(l1_lines)} in {t['ms']:,.0f} ms",
                 color="k",
                 fontsize=9, va="center", bbox=dict(fc="white", ec="none", pad=1))
     ax.set_yticks(list(ys), [b[0] for b in bars], fontsize=9)
@@ -171,9 +180,11 @@ def summary(study: str = STUDY):
     same bytes per second of the timed run, the limit they are read against and the
     share of it. DRAM (read and written apart) against the device copy, as chapter 00
     reads it; the L2's bytes with DRAM's limit as a floor under its own (none is measured
-    here); the L1's bytes, with its sectors per request (a request: one load instruction of a warp), against
-    its byte width and against one 128-byte line per SM and clock with the bytes this
-    kernel uses of each line (chapter 02 explains why that, not the width, is the limit).
+    here); the L1's two counts: the bytes it delivered to the lanes (32 x 4 B per warp
+    load) against its byte width, which limits them; and the sector bytes it looked up
+    (sectors x 32 B, with the sectors per request, a request being one load instruction
+    of a warp) against one 128-byte line per SM and clock with the sectors this kernel
+    touches of each line (chapter 02 explains why that, not the width, is the limit).
     The profiler's own DRAM-busy figure and the L2 hit rate are left out: the first is
     over the profiled run, at a lower clock than the timed one; the second counts every
     sector the L2 looked up, not only the SMs' requests of the L2 bar."""
@@ -196,20 +207,21 @@ def summary(study: str = STUDY):
              "limit": "not measured; above DRAM's, so not a limit here",
              "share of the limit": f"under {b['L2'] / sec / (t['dram_gbps'] * 1e9):.1%}"}]
     rate, lines = l1_byte_rate(t), l1_line_rate(t)
-    l1 = f"L1 (what the warps asked for: {t['sectors_per_load']:.1f} sectors per request)"
     if rate:
-        rows.append({"level": l1, "bytes": bytes_text(b["L1"]), "per second": per_s(b["L1"]),
+        rows.append({"level": "L1, bytes delivered to the lanes (32 x 4 B per load, "
+                              "a broadcast too)",
+                     "bytes": bytes_text(t["lane_bytes"]), "per second": per_s(t["lane_bytes"]),
                      "limit": f"{bytes_text(rate[1])}/s: its byte width, 128 B per SM "
                               "per clock (32 banks x 4 B)",
                      "share of the limit": f"{rate[0] / rate[1]:.0%}"})
     if lines:
         # this limit is a hypothesis, not a measured one: the row's name says so
-        rows.append({"level": ("L1, against one line per clock (a hypothesis, tested by "
-                               "the sweep below)") if rate else l1,
+        rows.append({"level": f"L1, sector bytes looked up (sectors x 32 B, "
+                              f"{t['sectors_per_load']:.1f} sectors per request)",
                      "bytes": bytes_text(b["L1"]), "per second": per_s(b["L1"]),
-                     "limit": f"{bytes_text(lines[1])}/s: the pace these counts point "
-                              f"to, one 128-byte line per SM per clock, {lines[0]:g} B of "
-                              "it used",
+                     "limit": f"{bytes_text(lines[1])}/s: one 128-byte line per SM per "
+                              f"clock, {lines[0]:g} B of it looked up (a hypothesis, "
+                              "tested by the sweep below)",
                      "share of the limit": f"{b['L1'] / sec / lines[1]:.0%}"})
     return Table(rows, list(rows[0]),
                  title=f"the naive kernel ({_settings(t)}) at {t['size']}^3, "
@@ -217,19 +229,48 @@ def summary(study: str = STUDY):
                        f"level's bytes against its limit ({records.source()})")
 
 
+def dram_strips(study: str = STUDY) -> Text:
+    """Where the DRAM multiple comes from, as arithmetic on the profiled run: with x->row,
+    blockIdx.x runs down the rows of C, so the blocks of one strip of BLOCK columns of C
+    are launched together; each strip reads the whole of A, so A once per strip is set
+    beside the bytes DRAM read, both as multiples of A, B and C once each. Then the
+    blocks resident at once (blocks per SM x SMs) against the blocks of one strip."""
+    from gemm_kernels.notebook import ch01_naive
+    t = traffic(study)
+    props = roofline.device_properties()
+    if t is None or t["params"].get("MAPPING") != "x->row" or not props.get("sm_count"):
+        return Text(f"Not in this recording: the {STUDY} study with MAPPING = x->row.")
+    n, block = t["size"], t["params"]["BLOCK"]
+    strips, a_bytes = n // block, n * n * 4
+    per_sm = ch01_naive.resources(t["params"])[0]["blocks per SM"]
+    resident = per_sm * props["sm_count"]
+    mats = t["matrices"]
+    return Text(
+        f"Strips of {block} columns of C: N / {block} = {strips}, each of "
+        f"{n // block} blocks, each strip reading all of A ({n} x {n} floats, "
+        f"{bytes_text(a_bytes)}).\n"
+        f"A once per strip: {strips} x {bytes_text(a_bytes)} = {bytes_text(strips * a_bytes)}"
+        f" ({fmt_number(strips * a_bytes / mats)} x A, B and C); DRAM read "
+        f"{bytes_text(t['dram_read'])}, and read and wrote {bytes_text(t['bytes']['DRAM'])} "
+        f"(the bar's {fmt_number(t['bytes']['DRAM'] / mats)} x).\n"
+        f"Resident at once: {per_sm} blocks per SM x {props['sm_count']} SMs = {resident} "
+        f"blocks, {resident / (n // block):.1f} strips.")
+
+
 def l1_byte_rate(t: dict | None = None) -> tuple[float, float] | None:
-    """The sector bytes the profiled kernel asked of its L1 per second of the timed run,
-    and the L1's width in bytes per second (128 bytes per SM and clock, chapter 02), from
-    `traffic` (None where it or the width is missing)."""
+    """The bytes the profiled kernel's L1 delivered to the lanes per second of the timed
+    run (32 x 4 B per warp load), and the L1's width in bytes per second (128 bytes per
+    SM and clock, chapter 02), which limits exactly those bytes, from `traffic` (None
+    where it or the width is missing)."""
     t = traffic() if t is None else t
     width = device.smem_bandwidth_gbps(roofline.device_properties())
     if t is None or not width:
         return None
-    return t["bytes"]["L1"] / (t["ms"] * 1e-3), width * 1e9
+    return t["lane_bytes"] / (t["ms"] * 1e-3), width * 1e9
 
 
 def l1_line_rate(t: dict | None = None) -> tuple[float, float] | None:
-    """The bytes the profiled kernel's warps use of each 128-byte line they touch (its
+    """The sector bytes the profiled kernel's warps look up in each 128-byte line they touch (its
     sectors per step x 32 B over its lines per step, counted from the index expressions),
     and the bytes per second its L1 passes at one line per SM and clock with that use
     (the limit chapter 02 derives), from `traffic` (None where it, the SMs or the clock
@@ -245,10 +286,12 @@ def l1_line_rate(t: dict | None = None) -> tuple[float, float] | None:
 
 
 def line_pace(study: str = STUDY) -> Text:
-    """Why the L1's bytes reach only a fraction of its width: the profiled run's rate
-    turned into 128-byte lines per SM and clock (a warp's step k is 2 FLOP per lane, and
-    touches the lines counted from the index expressions), and the bytes a warp takes
-    from each line it touches, against the line's 128. Chapter 02 derives the limit."""
+    """The profiled run's rate turned into 128-byte lines per SM and clock (a warp's step
+    k is 2 FLOP per lane, and touches the lines counted from the index expressions), then
+    into the L1's two byte counts per SM and clock: the sector bytes it looks up, and the
+    bytes it delivers to the lanes (32 x 4 B per load), the ones its 128-byte width
+    limits. The clock is the maximum the driver reports, not one measured during the
+    run. Chapter 02 derives the limit."""
     from gemm_kernels.memory import ch01_02_sectors
     t = traffic(study)
     props = roofline.device_properties()
@@ -260,8 +303,9 @@ def line_pace(study: str = STUDY) -> Text:
     steps = t["gflops"] * 1e9 / (2 * lanes)                   # warp steps per second
     per_sm = steps * lines / props["sm_count"]
     per_clock = per_sm / (props["sm_clock_mhz"] * 1e6)
-    line_bytes = 4 * roofline.SECTOR_BYTES
-    used = sectors * roofline.SECTOR_BYTES / (lines * line_bytes)
+    looked_up = per_clock * sectors * roofline.SECTOR_BYTES / lines    # per SM and clock
+    loads = round(sectors / row["sectors per request"])               # A's and B's
+    delivered = per_clock / lines * loads * lanes * 4                  # per SM and clock
     return Text(
         f"In lines, at {t['gflops']:,.0f} GFLOP/s:\n"
         f"  warp steps per second   {steps / 1e9:.2f} billion (a warp's step k is "
@@ -270,11 +314,13 @@ def line_pace(study: str = STUDY) -> Text:
         f"{lines} lines)\n"
         f"  lines per SM per second {per_sm / 1e9:.2f} billion ({props['sm_count']} SMs)\n"
         f"  lines per SM per clock  {per_clock:.2f} (at "
-        f"{props['sm_clock_mhz']:,.0f} MHz)\n"
-        f"Each line gives the warp {sectors / lines:g} sector of {roofline.SECTOR_BYTES} "
-        f"bytes out of its {line_bytes}, so the L1 delivers "
-        f"{sectors * roofline.SECTOR_BYTES / lines:g} / {line_bytes} = {used:.0%} of the "
-        "bytes it could: the share of its byte width in the table above.")
+        f"{props['sm_clock_mhz']:,.0f} MHz, the maximum clock the driver reports; the "
+        "clock during the run was not recorded)\n"
+        f"Sector bytes looked up: {sectors / lines:g} sector of {roofline.SECTOR_BYTES} B "
+        f"per line, {looked_up:.1f} B per SM per clock.\n"
+        f"Bytes delivered to the lanes: {loads} loads x {lanes} lanes x 4 B per step of "
+        f"{lines} lines, {delivered:.1f} B per SM per clock, {delivered / 128:.0%} of the "
+        "byte width (128 B): the width is far from the limit.")
 
 
 def _profiled(params: dict, study: str):
