@@ -119,7 +119,7 @@ def test_the_wavefront_table_keeps_the_counters_apart_from_our_subtraction():
     # is left out, not shown with holes
     assert not any(r["configuration"].startswith("naive") for r in t)
     assert all("not recorded" not in str(v) and v != "-" for r in t for v in r.values())
-    sub = "data stage: wavefronts - conflicts (our arithmetic)"
+    sub = "data stage: wavefronts - conflicts (computed)"
     for r in t:
         data, bank, rest = (float(r[c]) for c in (
             "data stage: wavefronts", "data stage: bank conflicts", sub))
@@ -270,8 +270,13 @@ def test_misaligned_lines_hides_the_answer_until_it_is_found(capsys):
         assert not out.startswith("Right")
     ch02_coalescing.misaligned_lines(3, 1)
     assert "every row of B starts a line" in capsys.readouterr().out
-    # 3.5, the natural rounding of 111/32, counts as right
-    ch02_coalescing.misaligned_lines(3.5, 16727 / 3.5)
+    # one crossing start off (16 or 14 of 32 instead of 15): a question on the boundary
+    for off_by_one in (3.5, 3.4375, 3.44):
+        ch02_coalescing.misaligned_lines(off_by_one, 16727 / off_by_one)
+        out = capsys.readouterr().out
+        assert "floats 16..31 fit in one line?" in out and not out.startswith("Right")
+        assert "3.47" not in out
+    ch02_coalescing.misaligned_lines(3.46, lim["GFLOP/s"])
     assert capsys.readouterr().out.startswith("Right: 3.47 lines")
     ch02_coalescing.misaligned_lines(3.47, lim["GFLOP/s"] * 2)
     assert "is right" in capsys.readouterr().out
@@ -371,6 +376,15 @@ def test_the_two_stage_picture_shows_the_slower_stage_at_each_size():
     assert len({ax.get_ylim() for ax in fig.axes}) == 1
 
 
+def test_the_bank_panels_alone_show_lines_and_bank_words_equal_at_2048_only():
+    fig = ch02_coalescing.two_stage_picture(stages=("data",))
+    assert len(fig.axes) == 2 and [len(ax.patches) for ax in fig.axes] == [32, 32]
+    top, bottom = (ax.get_title() for ax in fig.axes)
+    assert top == "N = 2048: 32 words of A in 32 lines; 32 on the busiest bank = 32 L1 cycles"
+    assert bottom == "N = 2047: 32 words of A in 32 lines; 1 on the busiest bank = 1 L1 cycle"
+    assert "tag" not in fig._suptitle.get_text()
+
+
 def test_the_requests_table_writes_every_sectors_per_request_to_one_decimal():
     for r in model.requests_table():
         for c in ("sectors per request, counted", "sectors per request, model"):
@@ -408,8 +422,19 @@ def test_prediction_drop_sets_the_lanes_per_line_beside_the_timed_ratio(monkeypa
 
 def _pair(row, what):
     """The model's and the counted value of `what` in a row of the alignment table, as
-    two strings."""
-    return [str(row[c]) for c in ch02_coalescing.ALIGNMENT_PAIRS[what]]
+    two strings: the wavefronts of the slower stage (counted: the larger of the two
+    stages' counts), the limit they set, or the timed rate's share of that limit."""
+    data, tag = (row[c] for c in ch02_coalescing.ALIGNMENT_COUNTED)
+    counted = "-" if "-" in (data, tag) else f"{max(float(data), float(tag)):.2f}"
+    if what == "wavefronts":
+        return [str(row["wavefronts, model"]), counted]
+    if what == "limit":
+        return [str(row[c]) for c in ch02_coalescing.ALIGNMENT_LIMITS]
+    def share(limit):
+        return "-" if limit == "-" else f"{row['timed (GFLOP/s)'] / float(limit.replace(',', '')):.0%}"
+    lim_m, lim_c = _pair(row, "limit")
+    assert share(lim_c) == row["timed / counted limit"]
+    return [share(lim_m), row["timed / counted limit"]]
 
 
 def test_the_alignment_table_holds_one_kernel_at_both_sizes_aligned_first():
@@ -459,6 +484,9 @@ def test_the_alignment_table_matches_the_model_on_the_lines_and_counts_more_off_
     naive = {r["M = N = K"]: r for r in ch02_coalescing.alignment_table("naive")
              if r["configuration"].startswith("naive, BLOCK = 32")}
     assert naive[2047]["slower stage (model)"] == "tag" and naive[2048]["slower stage (model)"] == "data"
+    data, tag = ch02_coalescing.ALIGNMENT_COUNTED
+    assert float(naive[2048][data]) > float(naive[2048][tag])
+    assert float(naive[2047][data]) < float(naive[2047][tag]) < float(naive[2048][data]) / 3
     lim = model.line_limit("naive", {"BLOCK": 32, "MAPPING": "x->row"},
                            shape=(2047,) * 3, steps=32)
     assert naive[2047]["timed (GFLOP/s)"] < lim["bank GFLOP/s"] / 2
