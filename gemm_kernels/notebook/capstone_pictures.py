@@ -367,11 +367,11 @@ def stage_ring(stages: int = 4, tiles: int = 8, wait: int | None = None,
     last = tiles - stages + 1     # the first step with no tile left to request
     ax.set_title(f"The cp.async ring with {stages} stages, K = {tiles} tiles: tile t is "
                  f"requested {ahead} step{'s' if ahead > 1 else ''} before it is computed, "
-                 "into the stage freed one step earlier\n"
+                 "into the stage computed in the step before (in step 0, the one still empty)\n"
                  + (f"(from step {last} on, K has no tile left to request: the ring drains"
                     + (", and these steps commit no group" if not empty_groups else "")
                     + ")\n" if 0 < last < tiles else "")
-                 + (f"black bars: cp.async.wait_group {w} (at most {w} groups still in flight) "
+                 + (f"black bars: cp.async.wait_group {w} (every group complete but the {w} newest) "
                     "then __syncthreads()" if show_count else
                     "black bars: the wait for the next tile, then __syncthreads()"),
                  fontsize=FONT + 1)
@@ -968,12 +968,13 @@ def _read(got, sizes, shift, minb: bool) -> str:
     return out
 
 
-def step4_reading(sizes=(2048, 4096)) -> Text:
+def step4_reading(sizes=(2048, 4096), each: bool = True) -> Text:
     """Step 4 one change at a time: for 4a, 4b and 4c their change against the step
     before at each size, as timed and between the MINB = 2 builds where there are any,
     with registers and blocks per SM (of the timed binary, or ptxas here where the
     recording has none, said so); then 4c against step 3, the three changes together.
-    Where the recording lacks a split step, one sentence says so instead of its line."""
+    Where the recording lacks a split step, one sentence says so instead of its line.
+    `each=False`: the last line alone (the steps one by one were printed before)."""
     full = ladder(sizes)
     split = [r for r in full if r.number[-1:].isalpha()]
     at = " and ".join(f"{n}^3" for n in sizes)
@@ -994,7 +995,7 @@ def step4_reading(sizes=(2048, 4096)) -> Text:
         lines.append(f"Step{'s' * (len(missing) > 1)} {named} "
                      f"{'are' if len(missing) > 1 else 'is'} not in this recording, so it "
                      "cannot yet say which of the three changes brings step 4's gain.")
-    for r in split:
+    for r in split if each else ():
         before = full[r.index - 1]
         text = f"{r.label}: {occupancy(r)}"
         if r.number not in missing and before.number not in missing:
