@@ -267,11 +267,11 @@ def test_minb_pairs_keep_the_occupancy_and_differ_only_by_minb():
     assert cp._row_blocks("capstone", r1) == \
         cp._blocks("capstone", r1["params"], r1["binary"]["registers"])
     lines = str(cp.yardsticks()).splitlines()
-    assert any("MINB = 2 at unchanged occupancy" in l for l in lines)
+    assert any("MINB = 2 against 1 at unchanged occupancy" in l for l in lines)
     assert any("cuBLAS timed beside" in l for l in lines)
     # one threshold per size, the one the rule applies
     for n, shift in cp.recompile_shift().items():
-        assert any(l.startswith(f"{n}^3: recompile shift") and
+        assert any(l.startswith(f"{n}^3: MINB code shift") and
                    l.endswith(f"the rule's threshold: ±{shift:.1f}%") for l in lines), lines
 
 
@@ -846,3 +846,36 @@ def test_the_capstone_default_is_marked_in_the_ladder():
     marked = [l for l in labels if "the capstone's default" in l]
     assert len(marked) == 1 and marked[0].startswith("7.")
     assert not any("the capstone, one fragment set" in l for l in labels)
+
+
+def test_part_a_counts_match_the_bank_model_and_name_the_ladders_gpu():
+    """Steps 0 to 3 as Nsight Compute counted them: one line per step in ladder order;
+    where recorded, the load wavefronts per LDS.128 are the bank model's reads per k over
+    the 4 LDS.128 of a k (20, 12, 12 and 8 wavefronts), and only step 0 has conflicts."""
+    text = str(cp.part_a_counts())
+    lines = text.splitlines()
+    assert lines[0].startswith("(Nsight Compute at 4096^3")
+    assert [l.split(".")[0] for l in lines[1:]] == ["0", "1", "2", "3"]
+    if cp.NOT_RECORDED in text:
+        pytest.skip("the recording has no profile of part A")
+    assert "NVIDIA H100" in lines[0]
+    per = [float(l.split(" shared-load wavefronts")[0].split()[-1]) for l in lines[1:]]
+    assert per == [5.0, 3.0, 3.0, 2.0]
+    conflicts = [float(l.split("instruction, ")[1].split()[0]) for l in lines[1:]]
+    assert conflicts[0] == 2.0 and conflicts[1:] == [0.0, 0.0, 0.0]
+    short = [float(l.split("short scoreboard ")[1].split(";")[0]) for l in lines[1:]]
+    assert short[1] < short[0]
+
+
+def test_minb_loops_set_the_two_builds_of_one_source_side_by_side():
+    """The MINB code shift's two builds: the same work per trip (FFMA, LDS.128, copies,
+    waits, barrier), the same blocks per SM, and one listing with a column for each."""
+    s = cp.minb_loops()
+    a, b = list(s.table)
+    assert a["build"].endswith("MINB = 1") and b["build"].endswith("MINB = 2")
+    for col in ("FFMA", "LDS.128", "LDGSTS", "LDGDEPBAR", "DEPBAR", "BAR", "blocks/SM"):
+        assert a[col] == b[col]
+    lines = s.listing
+    assert lines[0].startswith("MINB = 1") and lines[0].endswith("| MINB = 2")
+    assert all(" | " in l for l in lines)
+    assert sum("LDGSTS" in l.split(" | ")[0] for l in lines) == a["LDGSTS"]
