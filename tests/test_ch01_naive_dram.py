@@ -98,7 +98,7 @@ def test_summary_is_a_table_of_each_level_against_its_limit(recording):
     l1 = 32 * 5e10 / (t["ms"] * 1e-3)
     # 33 sectors over 33 lines at BLOCK = 32, x->row: 32 B used per line
     at_lines = 32 * GPU["sm_count"] * GPU["sm_clock_mhz"] * 1e6
-    assert lines["share of the limit"] == f"{l1 / at_lines:.0%}" and "32 B of it looked up" in lines["limit"]
+    assert lines["share of the limit"] == f"{l1 / at_lines:.0%}" and "at 1 sector looked up per line, as here (32 B" in lines["limit"]
 
 
 def test_bytes_plot_draws_six_bars_in_order_and_the_dram_limit(recording):
@@ -119,10 +119,9 @@ def test_bytes_plot_draws_six_bars_in_order_and_the_dram_limit(recording):
     at_lines = 32 * GPU["sm_count"] * GPU["sm_clock_mhz"] * 1e6 * t["ms"] * 1e-3
     assert mark.get_xdata()[0] == pytest.approx(at_lines)
     assert ax.get_xscale() == "log"
-    dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
-    assert len(dashed) == 1 and dashed[0].get_xdata()[0] == pytest.approx(t["dram_limit"])
-    # the dashed line says what it is
-    assert any(x.get_text().strip() == "DRAM limit" for x in ax.texts)
+    assert not [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+    # DRAM's limit is the hatched bar alone: no line runs through the L1's bars
+    assert not any(x.get_text().strip() == "DRAM limit" for x in ax.texts)
 
 
 def test_without_the_study_nothing_is_invented(recording, capsys):
@@ -262,3 +261,21 @@ def test_ncu_commands_profile_the_bytes_and_the_stall_studies():
     assert "dram__bytes_read.sum" in text
     # a pattern is written as ncu reads it (regex:), quoted so that the line runs in a shell
     assert "'regex:^smsp__average_warps_issue_stalled_" in text and "'re:" not in text
+
+
+def test_wavefronts_per_request_sets_the_count_beside_lines_per_request(monkeypatch):
+    """The L1 wavefronts and sectors per request come from the profile; the lines per
+    request from the index expressions (33 lines over 2 loads at BLOCK = 32, x->row)."""
+    from types import SimpleNamespace
+    from gemm_kernels.memory import ch01_02_sectors as model
+    params = {"BLOCK": 32, "MAPPING": "x->row"}
+    step = SimpleNamespace(kernel="naive", params=params)
+    row = {"shape": [2048, 2048, 2048],
+           "metrics": {model.REQUESTS_LD: 100.0, model.WAVEFRONTS: 1650.0,
+                       model.SECTORS_LD: 1650.0}}
+    monkeypatch.setattr(ch.studies, "results", lambda study: [(step, row)])
+    text = str(ch.wavefronts_per_request(params))
+    assert "at 2048 x 2048 x 2048, per load request: 16.50 L1 wavefronts, 16.50 sectors" in text
+    assert "33 lines per step / 2 loads = 16.5." in text
+    monkeypatch.setattr(ch.studies, "results", lambda study: [])
+    assert str(ch.wavefronts_per_request(params)).startswith("Not in this recording")

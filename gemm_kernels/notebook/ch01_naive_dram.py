@@ -107,7 +107,8 @@ def bytes_plot(study: str = STUDY, ax=None):
     that crossed DRAM; the sectors the SMs asked of the L2 (x 32 B); the L1's two counts,
     the sector bytes it looked up (sectors x 32 B) and the bytes it delivered to the lanes
     (32 x 4 B per warp load); and, hatched, the DRAM traffic that would make DRAM the
-    limit in the kernel's timed run, also drawn as a dashed line down the picture. Each
+    limit in the kernel's timed run (read against the DRAM bar only: no line runs
+    through the L1's bars, which have their own marks). Each
     L1 bar is read against its own mark over the same timed run: the sector bytes against
     a thick black mark, one 128-byte line per SM and clock with the sectors this kernel
     touches of each line (`l1_line_rate`), which they nearly reach; the delivered bytes
@@ -142,9 +143,6 @@ def bytes_plot(study: str = STUDY, ax=None):
             ax.text(b / 1.15, y, text, va="center", ha="right", fontsize=9, color="white")
         else:
             ax.text(b * 1.15, y, text, va="center", fontsize=9)
-    # behind the bars: the L1's bar is read against its own limit, not against DRAM's
-    ax.axvline(t["dram_limit"], color="k", ls="--", lw=1, zorder=0.5)
-    ax.text(t["dram_limit"], ys[0], " DRAM limit", fontsize=9, va="center")
     if l1_limit:
         ax.barh(ys[4], l1_limit, fill=False, edgecolor="C3", ls=":", lw=1.5, height=0.8,
                 zorder=0, gid="the L1's limit")
@@ -220,7 +218,8 @@ def summary(study: str = STUDY):
                               f"{t['sectors_per_load']:.1f} sectors per request)",
                      "bytes": bytes_text(b["L1"]), "per second": per_s(b["L1"]),
                      "limit": f"{bytes_text(lines[1])}/s: one 128-byte line per SM per "
-                              f"clock, {lines[0]:g} B of it looked up (a hypothesis, "
+                              f"clock at {lines[0] / roofline.SECTOR_BYTES:g} sector looked up per line, as here "
+                              f"({lines[0]:g} B; a hypothesis, "
                               "tested by the sweep below)",
                      "share of the limit": f"{b['L1'] / sec / lines[1]:.0%}"})
     return Table(rows, list(rows[0]),
@@ -367,6 +366,30 @@ def stall_table(params: dict | None = None, study: str = STALL_STUDY):
                      title=f"where the naive kernel's warps wait ({_settings({'params': params})}"
                            f"), Nsight Compute at {_size(shape)}{rate}")
     return Text(f"Not in this recording: the naive kernel's stall reasons ({study}).")
+
+
+def wavefronts_per_request(params: dict | None = None, study: str = STALL_STUDY) -> Text:
+    """The L1 data stage's passes (Nsight Compute's wavefronts) per load request of the
+    naive kernel in chapter 02's profile, beside the sectors and the distinct 128-byte
+    lines per request (lines from the index expressions): a load passes through the L1
+    once per line it touches, the reason a line costs a clock."""
+    from gemm_kernels.memory import ch01_02_sectors
+    params = dict(params or KERNELS["naive"].resolve(None))
+    for row in _profiled(params, study):
+        m = row["metrics"]
+        req, wf = m.get(ch01_02_sectors.REQUESTS_LD), m.get(ch01_02_sectors.WAVEFRONTS)
+        if not req or not wf:
+            break
+        model, = ch01_02_sectors.sector_table([("naive", params)])
+        loads = round(model["sectors per step (A + B)"] / model["sectors per request"])
+        shape = " x ".join(map(str, row["shape"]))
+        return Text(f"Nsight Compute, {ch01_02_sectors.label('naive', params)}, at "
+                    f"{shape}, per load request: {wf / req:.2f} L1 wavefronts, "
+                    f"{m[ch01_02_sectors.SECTORS_LD] / req:.2f} sectors; distinct 128-byte "
+                    f"lines per request from the index expressions: "
+                    f"{model['128-byte lines (A + B)']} lines per step / {loads} loads = "
+                    f"{model['128-byte lines (A + B)'] / loads:g}.")
+    return Text(f"Not in this recording: the naive kernel's wavefront counters ({study}).")
 
 
 def issue_pace(params: dict | None = None, study: str = STALL_STUDY) -> Text:
