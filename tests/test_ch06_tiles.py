@@ -311,7 +311,8 @@ def test_path_check_table_sets_each_step_before_and_after_and_leaves_unprofiled_
     assert first["fall of the two"] == "0.80"
     assert first["fall of all stalls"] == "1.70"
     # the two are 1.50 of 8.00 stalls (19%) before, and carry 0.80 of the 1.70 fall (47%)
-    assert first["the two: share of stalls, of the fall"] == "19%, 47%"
+    assert first["the two: share of all stalls"] == "19%"
+    assert first["the two: share of the fall"] == "47%"
     gap = ch06_tiles.path_check_table([_row("K5", .3, .9, 45), _row("a", None, None, None),
                                        _row("b", .2, .5, 60), _row("c", .1, .4, 62)])
     assert gap[0]["barrier + long scoreboard"] is None and gap[0]["all stalls"] is None
@@ -366,3 +367,15 @@ def test_the_stall_table_lists_every_reason_and_its_fall_at_the_two_predicted_st
         assert abs(float(r["patch 8x4"]) - float(r["BM 64"]) - float(r[tile])) < 0.011
     parts = sum(float(r[tile]) for r in rows[:-1])
     assert abs(parts - float(by[ch06_tiles.ALL_STALLS][tile])) < 0.1
+
+
+def test_clock_scaling_divides_profiled_by_timed_time_and_the_clocks():
+    table = [{"kernel": "a", "time (ms)": "8.00", "timed (ms)": "6.00",
+              "profiler clock (GHz)": "1.50"},
+             {"kernel": "b", "time (ms)": "5.00", "timed (ms)": None,
+              "profiler clock (GHz)": "1.50"}]
+    first, clock = ch06_tiles.clock_scaling(table, clock_ghz=1.98).splitlines()
+    assert first == "a: profiled 8.00 ms / timed 6.00 ms = x1.33"
+    assert clock.endswith("1.98 / 1.50 GHz = x1.32")
+    # the recorded rows carry their timed time: 2 x 4096^3 flop at the recorded rate
+    assert all(r["timed (ms)"] is not None for r in ch06_tiles.issue_table())

@@ -290,8 +290,8 @@ def standings(size: int = 4096, configs=STANDINGS, ax=None):
 
 def issue_table() -> Table:
     """Chapter 05's kernel (its kernel-4 tile and its default) next to this chapter's
-    K5 tile, profiled at 4096^3 (the study `stalls`): time under the profiler,
-    instructions issued, warps resident per SM, the share of cycles in which a scheduler
+    K5 tile, profiled at 4096^3 (the study `stalls`): time under the profiler and timed
+    without it, instructions issued, warps resident per SM, the share of cycles in which a scheduler
     issued, and the FMA pipe's busy share."""
     pairs = [(s, r) for s, r in studies.results("stalls")
              if s.kernel in ("tile_1d", "tile_2d_reg")]
@@ -299,8 +299,14 @@ def issue_table() -> Table:
     for step, r in pairs:
         m = (r or {}).get("metrics", {})
         get = lambda k, f=1.0: None if m.get(k) is None else m[k] * f   # noqa: E731
+        try:
+            g = lookup.measure_or_lookup(step.kernel, (4096,) * 3, step.params)["gflops"]["median"]
+        except LookupError:
+            g = None
         rows.append({"kernel": step.label,
                      "time (ms)": _f(get("gpu__time_duration.sum", 1e-6), 2),
+                     # the same launch timed outside the profiler, at the GPU's own clock
+                     "timed (ms)": None if g is None else _f(2 * 4096 ** 3 / g / 1e6, 2),
                      "instructions (billions)": _f(get("smsp__inst_executed.sum", 1e-9), 2),
                      "warps per SM": _f(get(WARPS, WARPS_PER_SM / 100)),
                      "issue slots used %": get(ISSUE),
@@ -368,6 +374,24 @@ def issue_split(table=None, sm_count: int | None = None, part: str | None = None
                      f"x{s:.2f}, so cycles (instructions / issue share) x{i / s:.2f}; profiled "
                      f"time x{float(r['time (ms)']) / float(ref['time (ms)']):.2f}")
     return "\n".join({"ratios": ratios, "cycles": lines}.get(part, lines + ratios))
+
+
+def clock_scaling(table=None, clock_ghz: float | None = None) -> str:
+    """Per row of issue_table, how much longer it runs under the profiler than timed
+    without it, then the GPU's clock (the bound table's) over the profiler's: a kernel
+    whose time is all cycles slows by the clock ratio; waits fixed in nanoseconds, such
+    as global memory's, slow it less."""
+    rows = list(table if table is not None else issue_table())
+    clock = clock_ghz or roofline.device_properties()["sm_clock_mhz"] / 1e3
+    lines = [f"{r['kernel']}: profiled {r['time (ms)']} ms / timed {r['timed (ms)']} ms = "
+             f"x{float(r['time (ms)']) / float(r['timed (ms)']):.2f}"
+             for r in rows if r.get("timed (ms)") is not None]
+    prof = [float(r["profiler clock (GHz)"]) for r in rows
+            if r.get("profiler clock (GHz)") is not None]
+    if prof:
+        lines.append(f"the GPU's clock over the profiler's: {clock:.2f} / {prof[0]:.2f} GHz = "
+                     f"x{clock / prof[0]:.2f}")
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------ the path to the default
@@ -510,7 +534,7 @@ def path_check_table(rows=None) -> Table:
     + long-scoreboard stalls per issued instruction, the issue slots used, all stall
     reasons together, warps per scheduler over the issue share (what that total comes to
     at fixed warps), how much the two stalls and all of them fall, and the two's share
-    of all stalls before the step beside their share of the fall; '-' where a
+    of all stalls before the step, and their share of the fall (two columns); '-' where a
     configuration was not profiled. What each step changes is said in the prose, so the
     columns stay short."""
     rows = rows or path_rows()
@@ -533,17 +557,19 @@ def path_check_table(rows=None) -> Table:
         a, b = value(before, what), value(after, what)
         return None if a is None or b is None else f"{a - b:.2f}"
 
-    def share(before, after):
+    def shares(before, after):
         """If every stall fell in proportion, the two would carry the same share of the
-        fall as of the stalls before: the null model the step is tested against."""
+        fall as of the stalls before: the null model the step is tested against. Both
+        shares, or two Nones where a row was not profiled."""
         w0, w1, a0, a1 = (value(r, k) for k in ("wait", "all") for r in (before, after))
         if None in (w0, w1, a0, a1) or a0 == a1:
-            return None
-        return f"{w0 / a0:.0%}, {(w0 - w1) / (a0 - a1):.0%}"
+            return None, None
+        return f"{w0 / a0:.0%}", f"{(w0 - w1) / (a0 - a1):.0%}"
 
     out = []
     for at, _ in CHECKS:
         before, after = rows[at - 1], rows[at]
+        of_stalls, of_fall = shares(before, after)
         out.append({"step": f"{before['step']} -> {after['step']}",
                     "barrier + long scoreboard": pair(before, after, "wait"),
                     "issue share": pair(before, after, "issue", "{:.1f}%"),
@@ -551,7 +577,8 @@ def path_check_table(rows=None) -> Table:
                     ALL_EXPECTED: pair(before, after, "per"),
                     "fall of the two": fall(before, after, "wait"),
                     "fall of all stalls": fall(before, after, "all"),
-                    "the two: share of stalls, of the fall": share(before, after)})
+                    "the two: share of all stalls": of_stalls,
+                    "the two: share of the fall": of_fall})
     return Table(out, list(out[0]), title="the two predicted steps, before -> after, at "
                  "4096^3 (Nsight Compute; stalls in cycles per issued instruction; the two: "
                  "barrier + long scoreboard; expected: warps per scheduler (warps per SM / 4) "
