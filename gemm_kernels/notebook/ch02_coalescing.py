@@ -375,8 +375,8 @@ def naive_off_lines(params=None, sizes=(2048, MISALIGNED_N)) -> Text:
 def stage_rule_fit(size: int = MISALIGNED_N) -> Text:
     """How well the two-stage rule holds, in one sentence from `_alignment_rows`: whether
     any timed rate breaks its limit, and at the misaligned size the range of timed / limit
-    with the model's wavefronts (a loose bound) and with the counted ones (tighter: the
-    looseness is in the model's count, not in one wavefront per cycle)."""
+    with the model's wavefronts (a loose bound) and with the counted ones (tighter: about
+    half the looseness is in the model's count, the rest below one wavefront per cycle)."""
     rows = [r for r in _alignment_rows()[0] if r["timed"] is not None and r["limit"]]
     if not rows:
         return Text("The rates were not timed.")
@@ -551,9 +551,14 @@ def two_stage_picture(kernel: str = "naive", params=None, sizes=(2048, MISALIGNE
                              "wavefronts", fontsize=10)
             data_title += f"; the {slower} stage sets the time"
         else:
+            # where the line look-up is the slower stage, the banks' count is not the
+            # load's cost: say so, or the picture contradicts the tag stage's
+            look_up = -(-len(line_of) // per)
+            cost = (f"{n_data} L1 cycle{'s' if n_data > 1 else ''}" if n_data >= look_up
+                    else f"{n_data} cycle{'s' if n_data > 1 else ''} of the banks\n(the line "
+                         f"look-up needs {len(line_of)} / {per} = {look_up}: next cell)")
             data_title = (f"N = {n}: {len(set(idx))} words of A in {len(line_of)} lines; "
-                          f"{n_data} on the busiest bank = {n_data} L1 cycle"
-                          f"{'s' if n_data > 1 else ''}")
+                          f"{n_data} on the busiest bank = {cost}")
         data_ax.set_title(data_title, fontsize=10)
     fig.suptitle(f"{model.label(kernel, params)}: warp 0's load of A at step k = 0 "
                  + ("in the L1's two stages\n(a box: one line, left; one word, right)" if both
@@ -593,7 +598,8 @@ def coalescing_gain(params=None, best=None, sizes=(2048, MISALIGNED_N)) -> Text:
     """What coalescing gains at both sizes, from the timed rates of the alignment studies:
     the coalesced kernel's rate over the naive x->row kernel's (both BLOCK = 32). With
     rows a power of two apart the naive kernel's rows of A also stack on one L1 bank, so
-    the gain there is not the gain at other sizes."""
+    the gain there is not the gain at other sizes. Below them, the limits the L1's slower
+    stage sets (`model.line_limit`) at each size, and their ratio, which each gain follows."""
     params = {"BLOCK": 32, "MAPPING": "x->row"} if params is None else params
     best = {"BLOCK": 32} if best is None else best
     out = []
@@ -602,10 +608,26 @@ def coalescing_gain(params=None, best=None, sizes=(2048, MISALIGNED_N)) -> Text:
         if naive is None or coal is None:
             return Text(f"The two kernels were not both timed at {n}^3.")
         out.append(f"at {n}^3: {coal:,.0f} / {naive:,.0f} GFLOP/s = {coal / naive:.1f} x")
+    limits = []
+    for n in sizes:
+        lim = {k: model.line_limit(k, p, shape=(n,) * 3, steps=MISALIGNED_STEPS)
+               for k, p in (("naive", params), ("coalesced", best))}
+        if None in (lim["naive"]["stage GFLOP/s"], lim["coalesced"]["stage GFLOP/s"]):
+            break
+        cycles = {k: max(l["tags"], l["banks"]) for k, l in lim.items()}
+        limits.append(f"at {n}^3: naive {cycles['naive']:g} cycles per warp and step "
+                      f"({lim['naive']['lines']:g} lines) = {lim['naive']['stage GFLOP/s']:,.0f} "
+                      f"GFLOP/s, coalesced {cycles['coalesced']:g} = "
+                      f"{lim['coalesced']['stage GFLOP/s']:,.0f} GFLOP/s: "
+                      f"{lim['coalesced']['stage GFLOP/s'] / lim['naive']['stage GFLOP/s']:.1f} x")
     def settings(kernel, p):
         return model.label(kernel, p).split(", ", 1)[1]
-    return Text(f"The coalesced kernel ({settings('coalesced', best)}) over the naive one "
-                f"({settings('naive', params)}):\n" + "\n".join(out))
+    text = (f"The coalesced kernel ({settings('coalesced', best)}) over the naive one "
+            f"({settings('naive', params)}):\n" + "\n".join(out))
+    if len(limits) == len(sizes):
+        text += ("\nThe limits the L1's slower stage sets (the busiest bank, or the lines "
+                 f"/ {model.TAG_LINES} looked up per cycle):\n" + "\n".join(limits))
+    return Text(text)
 
 
 def alignment_gap(block: int = 8, best: int = 32, sizes=(2048, MISALIGNED_N)) -> Text:
