@@ -1,7 +1,6 @@
 """Chapter 10's section on a pre-transposed A: the SASS difference of the two main loops,
-and the picture and conclusion drawn from `evidence.pretransposed_a` (CPU only; the
+and the conclusion drawn from `evidence.pretransposed_a` (CPU only; the
 table itself is tested in test_float4_at.py)."""
-import matplotlib
 import pytest
 
 from gemm_kernels import records
@@ -9,7 +8,6 @@ from gemm_kernels.notebook import ch10_pretransposed_a as pa, evidence
 
 from test_float4_at import NAME, STUDY, _record, _timed_row
 
-matplotlib.use("Agg")
 SQUARE, NARROW = (2048,) * 3, STUDY.shapes[-1]
 
 
@@ -29,7 +27,7 @@ def test_the_store_of_a_is_the_difference():
     assert lines.count("STS.128") == 3 and lines.count("STS ") == 4
 
 
-def test_conclusion_and_plot_from_the_numbers(monkeypatch):
+def test_conclusion_from_the_numbers(monkeypatch):
     # square: saves 20 us per GEMM, transpose 10 us -> pays within one GEMM;
     # narrow: saves 30 us, transpose 70 us -> 3 GEMMs
     monkeypatch.setattr(records, "_LOADED", {"record": _record(_rows(0.480, 0.970))})
@@ -37,9 +35,6 @@ def test_conclusion_and_plot_from_the_numbers(monkeypatch):
     square, narrow = pa.conclusion(tab).splitlines()
     assert "covers the transpose (10.0 µs) within one GEMM" in square
     assert "30.0 µs per GEMM" in narrow and "3 GEMMs or more" in narrow
-    ax = pa.plot(tab)
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["2048 x 2048 x 2048", "8192 x 512 x 4096"]
-    assert [round(b.get_width()) for b in ax.patches] == [20, 30, 10, 70]
 
 
 def test_a_slower_gemm_never_pays(monkeypatch):
@@ -53,7 +48,6 @@ def test_missing_measurement_is_one_line(monkeypatch, rec):
     rec = rec and _record([_timed_row("float4", SQUARE, 0.5, "r1")])
     monkeypatch.setattr(records, "_LOADED", {"record": rec})
     tab = evidence.pretransposed_a()
-    assert pa.plot(tab) is None
     text = pa.conclusion(tab)
     assert "\n" not in text and "missing" in text
     assert "python -m" not in text and "one run" in text

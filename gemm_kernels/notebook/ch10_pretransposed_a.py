@@ -3,8 +3,8 @@ beforehand with this chapter's transpose, and would the gain pay for the transpo
 
 The chapter keeps it to one paragraph of an appendix: the shared stores of the two
 kernels' main loops (the SASS compiled here: four STS of A become one STS.128), and, from
-the table of `evidence.pretransposed_a` (the study `ch10_pretransposed_a`), a picture of
-the saving per GEMM next to the transpose's time and the conclusion in words. Every
+the table of `evidence.pretransposed_a` (the study `ch10_pretransposed_a`), the saving
+per GEMM next to the transpose's time, as a conclusion in words. Every
 sentence is computed from the table, so a recording without the study says that the
 measurement is missing instead of guessing.
 """
@@ -34,35 +34,6 @@ def table(shapes=None):
 
 def _complete(tab) -> list[dict]:
     return [r for r in tab if r.get(NET) is not None]
-
-
-def plot(tab, ax=None):
-    """Per shape with all three times from one run: the time one GEMM saves with A^T
-    given, next to the time of the transpose that makes A^T, in microseconds. Returns
-    the Axes, or None (and draws nothing) when no shape is complete."""
-    rows = _complete(tab)
-    if not rows:
-        return None
-    import matplotlib.pyplot as plt
-    if ax is None:
-        _, ax = plt.subplots(figsize=(8, 0.9 * len(rows) + 1.6))
-    h = 0.38
-    ys = range(len(rows))
-    ax.barh([y - h / 2 for y in ys], [r[SAVING] for r in rows], height=h,
-            color="tab:green", label="time one GEMM saves with A^T given")
-    ax.barh([y + h / 2 for y in ys], [r[TRANSPOSE] for r in rows], height=h,
-            color="tab:red", label="time of the transpose that makes A^T")
-    ax.axvline(0, color="black", lw=0.8)
-    ax.set_yticks(list(ys), [r["shape"] for r in rows])
-    ax.invert_yaxis()
-    ax.set_ylabel("M x N x K")
-    ax.set_xlabel("microseconds (median of the timed calls)")
-    from gemm_kernels.measure import records
-    ax.set_title("What one GEMM saves with A^T given, next to what the transpose costs\n"
-                 f"({records.source()})", fontsize=9)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
-    ax.figure.tight_layout()
-    return ax
 
 
 def _calls(shape_text: str) -> dict | None:

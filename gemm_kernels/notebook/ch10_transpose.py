@@ -193,7 +193,7 @@ def copy_orders(kernel: str = "copy", rows=(8, 4, 2), t: str = "float") -> Table
                  f"({_ptxas(kernel)}, compiled here)")
 
 
-IN_FLIGHT_BYTES = "bytes a warp has in flight, averaged over its round trips (each round trip)"
+IN_FLIGHT_BYTES = "bytes a warp has in flight, averaged over its round trips (each)"
 # (label, kernel, parameters, load family counted where a kernel has two paths)
 IN_FLIGHT = (
     ("copy", "copy", {"T": "float"}, None),
