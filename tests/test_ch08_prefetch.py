@@ -435,18 +435,6 @@ def test_the_deep_profile_names_the_kernel_that_runs_one_block(recorded_mode):
     plt.close("all")
 
 
-def test_where_it_ends_shows_the_kept_kernel_beside_the_exercises_answer(recorded_mode):
-    """The chapter's top table: the same three rates as the payoff's first group."""
-    rows = c.where_it_ends()
-    full = {r["kernel"]: r for r in c.payoff(None, (c.WORKING,))}
-    assert [r["kernel"] for r in rows] == [
-        "chapter 07's kernel", "chapter 08's kernel (chapter 09 goes on from it)",
-        "no if + budget (the answer)"]
-    assert rows[2]["x 07"] == full[c.label(c.WORKING)]["own occupancy: / 07"]
-    assert rows[1]["GFLOP/s"] == full[c.CH08]["own occupancy: GFLOP/s"].split(" (")[0]
-    assert "2048x2048x2048" in rows.title and "two blocks per SM" in rows.title
-
-
 def test_the_package_names_of_chapters_07_and_08_read_as_their_chapters():
     # the tables and pictures name them as the prose does
     assert c.label("float4") == "chapter 07's kernel"

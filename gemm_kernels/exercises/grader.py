@@ -198,8 +198,9 @@ def _static(ex: Exercise, k, source: str) -> Step:
                         "line: while it is there, the grader takes that part as not written")
     if res["spill_stores"] or res["spill_loads"] or res["stack_bytes"]:
         problems.append(f"{res['spill_stores']} bytes of spill stores and "
-                        f"{res['stack_bytes']} bytes of stack: an array indexed by a "
-                        "value the compiler cannot resolve lives in slow local memory")
+                        f"{res['stack_bytes']} bytes of stack: values live in slow local "
+                        "memory, either an array indexed by a value the compiler cannot "
+                        "resolve or more live values than registers")
     if res["registers"] > ex.max_registers:
         problems.append(f"{res['registers']} registers per thread, more than the "
                         f"{ex.max_registers} this exercise allows")

@@ -586,26 +586,6 @@ def payoff_gain(params: dict | None = None, one_per_sm: bool = False,
     return float(row[f"{'one block per SM' if one_per_sm else 'own occupancy'}: / 07"])
 
 
-def where_it_ends(kernel: str = WORKING) -> Table:
-    """The chapter's result in three rows, for its end: chapter 07's kernel, chapter 08's
-    (the one chapter 09 builds on) and `kernel` (the exercise's answer), at the chapter's
-    tile with two blocks per SM, from the payoff's one run (`payoff`): the median rate,
-    its share of the cuBLAS timed beside it, and its ratio to chapter 07's."""
-    full = payoff(None, (kernel,))
-    named = {CH08: "chapter 08's kernel (chapter 09 goes on from it)",
-             label(kernel): f"{label(kernel)} (the answer)"}
-    rows = [{"kernel": named.get(r["kernel"], r["kernel"]),
-             "GFLOP/s": r["own occupancy: GFLOP/s"].split(" (")[0],
-             "% of cuBLAS": r["own occupancy: % of cuBLAS"],
-             "x 07": r["own occupancy: / 07"]} for r in full]
-    p = kernel_of(KERNEL).resolve(None)
-    from gemm_kernels.measure import records
-    return Table(rows, list(rows[0]), title=(
-        f"{p['BM']} x {p['BN']} x {p['BK']}, {p['TM']} x {p['TN']} per thread, two blocks "
-        f"per SM, {'x'.join(map(str, PAYOFF_SHAPE))}, medians, timed in one run with cuBLAS "
-        f"in the same process ({records.recording_label()})"))
-
-
 # The sizes at which chapters 07 and 08 and the exercise's answer were each timed beside
 # cuBLAS (study ch08_payoff_sizes adds the answer at the sizes other than the payoff's).
 PAYOFF_SIZES = (1024, 2048, 4096, 8192)
@@ -1056,7 +1036,7 @@ def latency_words(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
             ls, n = st.get("long scoreboard", 0.0), loads("float4").instructions
             at_default = (f"\n   (at the chapter's tile, {tile(d)}, the same profile "
                           f"gives {ls:.2f} x {n:,} instructions = {ls * n:,.0f} cycles, "
-                          "the chapter's 'Your turn')")
+                          f"the chapter's 'Your turn'; here x{wait / (ls * n):.2f} that)")
     lines = [f"1. The latency to cover, at {tile(p)}: chapter 07's warps wait "
              f"{st07.get('long scoreboard', 0.0):.2f} cycles per instruction for global loads\n"
              f"   x {lp07.instructions:,} instructions per step = {wait:,.0f} cycles"
