@@ -614,6 +614,15 @@ def _no_switch(rungs) -> str:
     return "steps " + ", ".join(rungs[i].number for i in plain)
 
 
+def _capstone_row(size: int, params: dict):
+    """The capstone's recorded timing at size^3 with `params`, or None where the
+    recording has none (the stage tables show such rows as not recorded)."""
+    try:
+        return lookup.recorded("capstone", (size,) * 3, params)
+    except LookupError:
+        return None
+
+
 def _rate(row) -> float | None:
     return None if row is None else row["gflops"]["median"]
 
@@ -1864,10 +1873,7 @@ def stages_table(size: int = 4096, here: bool = False) -> Table:
     for st in (2, 3, 4):
         for minb in (1, 2):
             p = {**d, "STAGES": st, "MINB": minb}
-            try:
-                r = lookup.recorded("capstone", (size,) * 3, p)
-            except LookupError:
-                r = None
+            r = _capstone_row(size, p)
             got.append(r)
             regs = _timed_registers(r)
             extra = {}
@@ -1895,10 +1901,7 @@ def stages_registers(size: int = 4096) -> Table:
     rows, got = [], []
     for st in (2, 3, 4):
         p = {**d, "STAGES": st, "MINB": 1}
-        try:
-            r = lookup.recorded("capstone", (size,) * 3, p)
-        except LookupError:
-            r = None
+        r = _capstone_row(size, p)
         got.append(r)
         regs = _timed_registers(r)
         local = _here_registers("capstone", p)
@@ -2188,10 +2191,7 @@ def group_table(size: int = 4096) -> Table:
             got = {}
             for g in (1, 8):
                 p = {**d, "STAGES": st, "MINB": minb, "GROUP": g}
-                try:
-                    r = lookup.recorded("capstone", (size,) * 3, p)
-                except LookupError:
-                    r = None
+                r = _capstone_row(size, p)
                 regs = _timed_registers(r)
                 got[g] = r
                 seen.append(r)
