@@ -14,6 +14,7 @@ family (every stall reason) is recorded without typing each name.
 """
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, replace
 
 from gemm_kernels.core.kernels import KERNELS
@@ -673,6 +674,21 @@ def ncu_spelling(metric: str) -> str:
     prefix for a regular expression, `regex:` (ncu then takes every counter whose name
     the pattern matches, as `pick_metrics` does here); a plain name stays as it is."""
     return "regex:" + metric[3:] if metric.startswith("re:") else metric
+
+
+def ncu_command(study: str, metrics=None) -> str:
+    """The Nsight Compute command line that profiles the launches of `study` (each
+    configuration once, at the study's shape) with `metrics` (default: every counter the
+    study records): what the recording ran, to run again on another GPU."""
+    st = get(study)
+    metrics = st.metrics if metrics is None else metrics
+    entries = sorted({KERNELS[s.kernel].entry for s in st.steps})
+    return "\n".join([
+        f'ncu --target-processes all -k "regex:^({"|".join(entries)})" \\',
+        # a pattern in ncu's spelling (regex:) holds ( | ^ $: quoted for the shell
+        "    --metrics " + ",\\\n".join(shlex.quote(ncu_spelling(m)) for m in metrics)
+        + " \\",
+        f"    python -m gemm_kernels.measure.profile --target {study}"])
 
 
 def pick_metrics(wanted, known: set[str] | None) -> list[str]:

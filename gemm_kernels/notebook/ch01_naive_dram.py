@@ -423,6 +423,4 @@ def ncu_commands() -> Text:
     """The Nsight Compute command lines that recorded this chapter's bytes table and its
     stall table, each study with its own metrics: what to run to count them again on
     another GPU."""
-    from gemm_kernels.notebook import ch02_coalescing
-    return Text("\n".join(str(ch02_coalescing.ncu_command(s, studies.get(s).metrics))
-                          for s in (STUDY, STALL_STUDY)))
+    return Text("\n".join(studies.ncu_command(s) for s in (STUDY, STALL_STUDY)))

@@ -13,7 +13,6 @@ from the recording (or from the device's properties) through these functions.
 """
 from __future__ import annotations
 
-import shlex
 
 from gemm_kernels.core import device
 from gemm_kernels.measure import studies
@@ -190,21 +189,10 @@ TABLE_METRICS = (model.REQUESTS_LD, model.SECTORS_LD, model.WAVEFRONTS, model.L1
 
 
 def ncu_command(study: str = L1_STUDY, metrics=TABLE_METRICS) -> Text:
-    """The Nsight Compute command line that profiles the launches of a study of this
-    chapter (each configuration once, at the study's shape) with `metrics`: what the
-    recording ran, to run again on another GPU. `metrics=None` asks for every counter the
-    study recorded, its patterns (`re:`) in ncu's own `regex:` form."""
-    from gemm_kernels.measure import studies
-    st = studies.get(study)
-    if metrics is None:
-        metrics = ["regex:" + m[3:] if m.startswith("re:") else m for m in st.metrics]
-    entries = sorted({get_kernel(s.kernel).entry for s in st.steps})
-    lines = [f'ncu --target-processes all -k "regex:^({"|".join(entries)})" \\',
-             # a pattern in ncu's spelling (regex:) holds ( | ^ $: quoted for the shell
-             "    --metrics " + ",\\\n".join(shlex.quote(studies.ncu_spelling(m))
-                                          for m in metrics) + " \\",
-             f"    python -m gemm_kernels.measure.profile --target {study}"]
-    return Text("\n".join(lines))
+    """The Nsight Compute command line for a study of this chapter (`studies.ncu_command`)
+    with `metrics`, by default those of the L1 table; `metrics=None` asks for every
+    counter the study recorded."""
+    return Text(studies.ncu_command(study, metrics))
 
 
 # ---------------------------------------------------------------- predict, then check
