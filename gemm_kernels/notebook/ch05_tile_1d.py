@@ -734,7 +734,7 @@ def bk_instructions_line(tile=None) -> str:
             f"exactly at BK = {bks}.\n"
             f"For the same {ffma[16]} FFMA, BK = 8 issues {steps} x {n[8]} = {steps * n[8]} "
             f"loop instructions and BK = 16 {n[16]}: {steps * n[8] / n[16]:.3f}x.\n"
-            f"The fixed {c['fixed']:.0f} instructions take the issue slots of about "
+            f"The fixed {c['fixed']:.0f} instructions take as many issue slots as about "
             f"{fixed_ffma:.0f} FFMA (at {per_ffma:.2f} instructions per FFMA); the fit to the "
             f"sweep's pairs put the fixed cost per step at {f} FFMA.")
 
