@@ -4,7 +4,7 @@ from __future__ import annotations
 from gemm_kernels.core import device, style
 from gemm_kernels.core.kernels import KERNELS, L2_READ_SHAPE
 from gemm_kernels.core.registry import runnable
-from gemm_kernels.measure import ladder, lookup, profile, records
+from gemm_kernels.measure import lookup, profile, records
 
 
 def device_properties() -> dict:
@@ -179,22 +179,6 @@ def point(kernel: str, size: int, props: dict) -> dict | None:
     return {"kernel": kernel, "chapter": chapter, "gflops": rate, "how": "ncu",
             "x": {lv: flops / b for lv, (b, _) in moved.items()},
             "notes": {lv: n for lv, (_, n) in moved.items() if n}}
-
-
-def chapter_kernels(size: int = profile.GEMM_SHAPE[0]) -> list[str]:
-    """One SGEMM kernel per chapter, in chapter order: the ladder kernel of that chapter
-    with the highest recorded GFLOP/s at size^3 (the first registered where none is
-    recorded). A whole ladder on one roofline is a tangle of similar points."""
-    best = {}
-    for name in ladder.ladder_kernels():
-        try:
-            rate = lookup.recorded(name, (size,) * 3)["gflops"]["median"]
-        except LookupError:
-            rate = -1.0
-        ch = KERNELS[name].chapter
-        if ch not in best or rate > best[ch][1]:
-            best[ch] = (name, rate)
-    return [best[ch][0] for ch in sorted(best)]
 
 
 def missing(pts: list[dict], roofs: list[dict]) -> str | None:

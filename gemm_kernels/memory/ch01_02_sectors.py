@@ -488,28 +488,6 @@ def rate_table(kernels, sizes=(1024, 2048, 4096), shares=None):
                        f"more, as chapter 00 shows)")
 
 
-def line_table(configs, size: int = 2048):
-    """Per configuration (kernel, params): the warp's shape on C, the sectors and lines
-    its two loads touch per step k, the measured rate at size^3, the rate one line per
-    SM and cycle allows (`line_limit`) and the measured share of it."""
-    from gemm_kernels.core.table import Table
-    from gemm_kernels.measure import records
-    props = device_props()
-    rows = []
-    for kernel, params in configs:
-        lim = line_limit(kernel, params, props)
-        act = [l for l in warp_elements(kernel, params, 4096, 4096, 4096) if l["active"]]
-        shape = f"{len({l['row'] for l in act})} x {len({l['col'] for l in act})}"
-        rate = _rate(kernel, params, size)["gflops"]["median"]
-        rows.append({"configuration": label(kernel, params), "warp on C (rows x cols)": shape,
-                     "sectors per step": lim["sectors"], "lines per step": lim["lines"],
-                     "measured (GFLOP/s)": rate, "one line per cycle allows (GFLOP/s)":
-                     lim["GFLOP/s"], "measured / allowed": (f"{rate / lim['GFLOP/s']:.0%}"
-                                                            if lim["GFLOP/s"] else "-")})
-    return Table(rows, list(rows[0]), title=f"two loads per warp and step k; rates at "
-                 f"{size}^3, {records.source()}")
-
-
 def limit_plot(configs, size: int = 2048):
     """Bars: per configuration, the measured rate in front of the rate one L1 wavefront
     per SM and cycle allows, counting a wavefront per line (one count at 2048, whose rows

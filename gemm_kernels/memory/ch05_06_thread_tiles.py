@@ -283,27 +283,6 @@ def counter_table(configs):
 SECTOR = 32
 
 
-def store_table(configs, N: int = 4096, warp: int = 0):
-    """A Table: how warp `warp` of block (0, 0) stores its outputs of C (one 32-bit STG
-    per output, as the bounds-checked store loop compiles): sectors each STG touches,
-    the sum over the warp's STGs (sector requests), and the distinct sectors written."""
-    from gemm_kernels.core.table import Table
-    rows = []
-    for name, params in configs:
-        g = geometry(name, params)
-        tids = [32 * warp + lane for lane in range(WARP) if 32 * warp + lane < g.threads]
-        outs = [g.outputs(t) for t in tids]
-        per = [len({(r * N + c) * 4 // SECTOR for r, c in (o[s] for o in outs)})
-               for s in range(len(outs[0]))]
-        distinct = len({(r * N + c) * 4 // SECTOR for o in outs for r, c in o})
-        rows.append({"kernel": g.kernel, "params": _short(g.kernel, g.params),
-                     "STG per thread": len(outs[0]),
-                     "sectors per STG": min(per) if min(per) == max(per) else f"{min(per)}-{max(per)}",
-                     "sector requests": sum(per), "distinct sectors": distinct,
-                     "requests per sector": round(sum(per) / distinct, 2)})
-    return Table(rows, list(rows[0]), title=f"stores of C by warp {warp} (row pitch N={N})")
-
-
 # ------------------------------------------------------------------ picture
 
 def owner_picture(kernel, params=None, warps=(0, 1), ax=None, rows: int | None = None,

@@ -270,23 +270,6 @@ def access(kernel, params=None, op: str = "ld", index: int = 0, warp: int = 0,
 
 # ------------------------------------------------------------------ chapter 11: phases
 
-def dgemm_phase_cases(BLOCK: int = 16, k: int = 3) -> list[tuple[str, WarpInstr]]:
-    """Warp 0's shared loads of `dgemm_tiled` at step k, for the picture of which lanes
-    share a phase: B_shared[k][tx] and A_shared[ty][k] as the source writes them (LDS.64),
-    and the LDS.128 that ptxas emits for A_shared[ty][k - k % 2 ..], next to a plain
-    32-bit load and a plain 128-bit load of consecutive elements for comparison."""
-    from gemm_kernels.memory import banks
-    p = {"BLOCK": BLOCK}
-    plain = lambda width: WarpInstr("ld", f"consecutive {width}-byte elements", 0, width,
-                                    tuple(banks.strided(1, width)))
-    return [("LDS: 32 consecutive floats", plain(4)),
-            (f"LDS.64: B_shared[{k}][tx]", access("dgemm_tiled", p, "ld", BLOCK + k, as_written=True)),
-            (f"LDS.64: A_shared[ty][{k}] (as written)", access("dgemm_tiled", p, "ld", k, as_written=True)),
-            (f"LDS.128: A_shared[ty][{k - k % 2}..{k - k % 2 + 1}] (as emitted)",
-             access("dgemm_tiled", p, "ld", k // 2)),
-            ("LDS.128: 32 consecutive float4", plain(16))]
-
-
 def plot_phases(cases, ax=None):
     """Which lanes share a phase: one row per (label, WarpInstr), one cell per lane,
     coloured by the phase that serves it (merged phases span both halves); the number in

@@ -1149,12 +1149,6 @@ def staging_registers(params: dict | None = None) -> int:
     return (p["BM"] * p["BK"] + p["BK"] * p["BN"]) // nt
 
 
-def source_lines(pattern: str, kernel=KERNEL) -> str:
-    """The lines of the kernel's source (or a variant's) that match `pattern`."""
-    k = variant_kernel(kernel) if kernel in VARIANTS else kernel_of(kernel)
-    return "\n".join(line for line in k.source_text().splitlines() if re.search(pattern, line))
-
-
 def worked_answer_note(exercise: str = "08_double_buffer") -> str:
     """How long the worked answer (the solution notebook's source, compiled here) keeps
     its loads in flight, in the grader's words, so that a student can set their own

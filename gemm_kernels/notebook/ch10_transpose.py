@@ -683,13 +683,6 @@ def unwritten_text(study: str = DRAM_STUDY) -> str:
             f"{l2 / 1e6:.1f} MB, 1 MB = 10^6 bytes (= {l2 / 2**20:.0f} MiB; cudaDevAttrL2CacheSize)")
 
 
-def l2_hit_rates(study: str = DRAM_STUDY) -> dict[str, float]:
-    """{step: L2 sector hit rate in %} of the profiled steps."""
-    return {_label(s): r["metrics"]["lts__t_sector_hit_rate.pct"]
-            for s, r in studies.results(study)
-            if r is not None and "lts__t_sector_hit_rate.pct" in r["metrics"]}
-
-
 # ------------------------------------------------------------------ block orders
 
 def first_wave(order: str, shape=ODD, params: dict | None = None, sms: int | None = None):
