@@ -181,7 +181,7 @@ def test_the_clock_check_scales_the_profiled_clock_by_the_rate_ratio():
                                                        * r["timed / profiled"])
 
 
-def test_check_prediction_asks_for_both_numbers_first(capsys):
+def test_check_prediction_asks_for_both_numbers_first(capsys, recorded_mode):
     ch01_02_sectors.check_prediction(None, 900)
     assert "both predictions first" in capsys.readouterr().out
     lim = ch01_02_sectors.line_limit(*ch01_02_sectors.PREDICT)["GFLOP/s"]

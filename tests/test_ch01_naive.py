@@ -143,7 +143,7 @@ def test_the_doubling_ratios_divide_each_row_by_the_one_above():
                     "x->col, each time BLOCK doubles: 8 -> 16: x1.50"]
 
 
-def test_rate_times_lines_multiplies_the_recorded_rate_by_the_lines_per_step():
+def test_rate_times_lines_multiplies_the_recorded_rate_by_the_lines_per_step(recorded_mode):
     from gemm_kernels.core.table import fmt_number
     t = ch01_naive.rate_times_lines()
     assert [r["settings"] for r in t][:1] == ["BLOCK = 8, MAPPING = x->row"]

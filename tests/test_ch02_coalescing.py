@@ -93,7 +93,7 @@ def test_the_prediction_check_names_the_half_warp(capsys):
     assert "did you count" not in capsys.readouterr().out
 
 
-def test_a_wrong_prediction_gets_a_question_not_the_answer(capsys):
+def test_a_wrong_prediction_gets_a_question_not_the_answer(capsys, recorded_mode):
     lim = model.line_limit(*model.PREDICT)["GFLOP/s"]
     half = model._rate(*model.PREDICT_FROM, 2048)["gflops"]["median"] / 2
     measured = model._rate(*model.PREDICT, 2048)["gflops"]["median"]

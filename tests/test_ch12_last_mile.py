@@ -51,7 +51,7 @@ def test_a_split_multiplies_the_blocks(rec):
     assert three["slices"] == 3 and three["blocks"] == 3 * one["blocks"]
 
 
-def test_the_plan_is_the_models_fastest_candidate(rec):
+def test_the_plan_is_the_models_fastest_candidate(rec, recorded_mode):
     shape = (1024, 1024, 1024)
     p = c.plan_for(shape, rec)
     t, (BM, BN, s) = c.ranked(shape, c.rules(rec), c._limits(rec))[0]
@@ -512,7 +512,7 @@ def test_last_mile_rows_set_the_capstone_beside_the_plan(rec):
     assert rows["a large square: the capstone's home"]["calibration shape"] == "no"
 
 
-def test_plot_planner_marks_the_models_first_candidate(rec):
+def test_plot_planner_marks_the_models_first_candidate(rec, recorded_mode):
     fig = c.plot_planner((640, 640, 640), rec)
     right = fig.axes[1]
     bars = right.patches
@@ -662,7 +662,7 @@ def test_top_measured_counts_the_passing_configurations(rec):
     assert all((r["Part 1"] == "pass") == (r["% of the fastest measured"] >= 95) for r in t)
 
 
-def test_the_widget_gives_the_timed_call_in_microseconds(rec):
+def test_the_widget_gives_the_timed_call_in_microseconds(rec, recorded_mode):
     text, _ = c.report(4097, 1023, 515, rec)
     assert "µs, " in text.split("Recorded")[1]
 
