@@ -607,6 +607,16 @@ STUDY_LIST += (
                 for who, kernel in (("copy", "copy"), ("naive transpose", "transpose_naive"),
                                     ("padded transpose", "transpose_padded"))),
           ((8192, 8192),), (*L2_WRITES, *DRAM, STALLS, *ISSUE)),
+    # Chapter 10's closing experiment: the two-tile padded transpose as built (1 load,
+    # then 7, before its shared stores) and with every load first (8): do the warps wait
+    # less for their loads, and does DRAM get busier?
+    Study("ch10_loads_first", "10",
+          "The best transpose with every load before its first shared store", "ncu",
+          tuple(Step(label, "transpose_padded", {"T": "float"}, variant=variant)
+                for label, variant in (
+                    ("as built", "transpose_padded: as built, timed beside every-load-first"),
+                    ("every load first", "transpose_padded: every load first"))),
+          ((8192, 8192), ODD_TRANSPOSE), (*DRAM, STALLS, *ISSUE)),
 )
 STUDIES = {s.name: s for s in STUDY_LIST}
 

@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass, field
 
 from gemm_kernels.notebook import (ch03_evidence, ch06_tiles, ch07_ablation, ch08_prefetch,
-                                   ch09_split, ch11_wide)
+                                   ch09_split, ch10_loads_first, ch10_transpose, ch11_wide)
 from gemm_kernels.notebook import ch15_beyond  # noqa: F401 (registers its variant with the studies)
 
 
@@ -32,7 +32,11 @@ class Timed:
     build: object         # () -> Kernel: the variant
     shape: tuple
     params: tuple = ()    # the configurations timed (dicts); () = the defaults
-    compare: tuple = field(default=())   # registry kernels timed in the same run
+    compare: tuple = field(default=())   # kernels timed in the same run: registry names or Kernels
+    also: tuple = ()      # further shapes, each timed the same way
+
+    def shapes(self) -> tuple:
+        return (self.shape, *self.also)
 
     def kernel(self):
         return self.build()
@@ -112,6 +116,11 @@ def entries() -> list[Timed]:
                      solution_shape(ch04_banks.EXERCISE),
                      (dict(exercise(ch04_banks.EXERCISE).params),),
                      (exercise(ch04_banks.EXERCISE).kernel,)))
+    # 10: the best transpose with every load sent before its first shared store, beside
+    # its own text as built (under another name), at the chapter's two shapes
+    out.append(Timed(ch10_loads_first.LOADS_FIRST, "10", ch10_loads_first.loads_first_kernel,
+                     ch10_transpose.SQUARE, (ch10_loads_first.PARAMS,),
+                     (ch10_loads_first.as_built_kernel(),), also=(ch10_transpose.ODD,)))
     return out + _exercise_entries()
 
 
@@ -130,7 +139,7 @@ RAGGED = {3: ((127, 129, 45), (127, 1, 1031), (4096, 112, 528)), 2: ((127, 129),
 
 def record(names=None, log=print) -> list[dict]:
     """On a GPU: each variant (all, or `names`) checked on a ragged shape and timed at its
-    shape and configurations, with its group's registry kernels, in this process; the
+    shapes and configurations, with its group's registry kernels, in this process; the
     rows merged into the device's recording. A variant that fails the check is reported
     and not timed."""
     from gemm_kernels.core.launch import problems
@@ -150,13 +159,14 @@ def record(names=None, log=print) -> list[dict]:
                 log(f"  {t.name} {p}: NOT timed, {'refused' if verdict.ok is None else 'wrong'}"
                     f" on {ragged}: {verdict.message}")
                 continue
-            for who in (k, *t.compare):
-                key = (who if isinstance(who, str) else who.name, t.shape, repr(sorted(p.items())))
-                if key in done:          # a registry kernel shared by several variants
-                    continue
-                done.add(key)
-                rows.append(rec.measure(who, t.shape, p))
-                log(f"  {rows[-1]['kernel']} {p}: {rec.rate_text(rows[-1])}")
+            for shape in t.shapes():
+                for who in (k, *t.compare):
+                    key = (who if isinstance(who, str) else who.name, shape, repr(sorted(p.items())))
+                    if key in done:          # a registry kernel shared by several variants
+                        continue
+                    done.add(key)
+                    rows.append(rec.measure(who, shape, p))
+                    log(f"  {rows[-1]['kernel']} {shape} {p}: {rec.rate_text(rows[-1])}")
     rec.merge(rows, log=log)
     return rows
 

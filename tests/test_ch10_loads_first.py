@@ -1,0 +1,63 @@
+"""Chapter 10's closing experiment: its best transpose with every load sent before the
+first shared store. The edit applies to the kernel's text exactly once, the split text
+sends all of a thread's loads before its first store in the SASS compiled here while
+the text as built does not, the text as built keeps the registry kernel's hash under
+another name, and (on a GPU) the split kernel writes every element right on ragged
+shapes in float and double, with nothing outside its output."""
+import pytest
+
+from gemm_kernels.core.launch import kernel_of
+from gemm_kernels.core.source_edits import apply
+from gemm_kernels.measure.check import TRANSPOSE_SHAPES, check
+from gemm_kernels.notebook import ch10_loads_first as lf
+from gemm_kernels.notebook import ch10_transpose as ch10
+from gemm_kernels.notebook import timed_variants as tv
+
+from gpu import needs_gpu
+
+
+def test_the_split_is_one_edit_of_the_kernels_own_text():
+    k, text = lf.loads_first_kernel(), kernel_of(lf.KERNEL).source_text()
+    assert k.name == lf.LOADS_FIRST and k.base == lf.KERNEL
+    assert k.code.count("T v[TILE / ROWS][STACK];") == 1
+    assert "tile[y][tx] = in[" not in k.code.split("transpose_padded(")[1].split("__global__")[0]
+    with pytest.raises(ValueError, match="applies 0 times"):   # a changed original is an error
+        apply(text.replace("// row y of tile s", "// row y"), lf.EDITS, "test")
+
+
+def test_the_text_as_built_is_the_registry_kernels_under_its_own_name():
+    b = lf.as_built_kernel()
+    assert b.name == lf.AS_BUILT != lf.KERNEL
+    assert b.source_hash() == kernel_of(lf.KERNEL).source_hash()
+    assert lf.loads_first_kernel().source_hash() != b.source_hash()
+
+
+def test_every_load_comes_before_the_first_store_only_in_the_split_text():
+    p = kernel_of(lf.KERNEL).resolve(lf.PARAMS)
+    loads = p["TILE"] // p["ROWS"] * p["STACK"]
+    split = ch10.round_trips(ch10._sass_order(lf.loads_first_kernel(), lf.PARAMS))
+    built = ch10.round_trips(ch10._sass_order(lf.as_built_kernel(), lf.PARAMS))
+    assert split == [loads]
+    assert built[0] < loads and sum(built) == loads
+
+
+def test_both_are_timed_in_one_run_at_the_chapters_two_shapes():
+    t = tv.get(lf.LOADS_FIRST)
+    assert t.shapes() == (ch10.SQUARE, ch10.ODD)
+    assert [k.name for k in t.compare] == [lf.AS_BUILT]
+
+
+@needs_gpu
+@pytest.mark.parametrize("t", ["float", "double"])
+@pytest.mark.parametrize("shape", TRANSPOSE_SHAPES + [(8191, 4097)], ids=str)
+def test_the_split_kernel_is_right_on_ragged_shapes(t, shape):
+    v = check(lf.loads_first_kernel(), shape, {"T": t})
+    assert v.ok, v.message
+
+
+def test_the_profile_launches_these_very_texts():
+    from gemm_kernels.measure import studies
+    st = studies.get("ch10_loads_first")
+    assert studies.problems(st) == []
+    assert [studies.step_kernel(s).source_hash() for s in st.steps] == [
+        lf.as_built_kernel().source_hash(), lf.loads_first_kernel().source_hash()]
