@@ -351,7 +351,9 @@ def test_a_pitch_of_8_mod_32_spreads_only_4_rows_so_a_column_of_32_still_conflic
 def test_the_kernel_skeleton_hides_the_two_index_lines():
     text = str(ch02_coalescing.kernel_skeleton())
     assert "threadIdx.x / BLOCK" not in text and "threadIdx.x % BLOCK" not in text
-    assert "const int row = ...;" in text and "acc += A[row * K + k] * B[k * N + col];" in text
+    assert "acc += A[row * K + k] * B[k * N + col];" in text
+    # declared as the exercise cell declares them, so that the two texts agree
+    assert "int row = 0, col = 0;" in text and "row = ...;" in text and "const int row" not in text
 
 
 def test_naive_off_lines_prints_both_rates_and_the_bank_only_limit():
@@ -411,6 +413,10 @@ def test_coalescing_gains_far_less_when_the_rows_are_not_a_power_of_two_apart():
     limits = text.split("looked up per cycle):\n")[1]
     assert "at 2048^3: naive 33 cycles" in limits and "at 2047^3: naive 9 cycles" in limits
     assert limits.count("coalesced 2 = ") == 2
+    # the conversion from cycles to GFLOP/s is printed, and gives the printed limits
+    per_cycle = float(text.split("(L1 cycles per warp and step) = ")[1].split(" GFLOP/s")[0]
+                      .replace(",", ""))
+    assert f"naive 33 cycles per warp and step (33 lines) = {per_cycle / 33:,.0f} GFLOP/s" in limits
     # each timed gain falls short of its limits' ratio, as the notebook says
     ratio = {n: float(limits.split(f"at {n}^3: ")[1].split(": ")[1].split(" x")[0])
              for n in (2048, 2047)}
@@ -590,3 +596,15 @@ def test_appendix_b_commands_name_each_run_once():
     assert text.count("ncu --target-processes") == 3
     for what, study in ch02_coalescing.APPENDIX_B_RUNS:
         assert f"{what} of Appendix B:" in text and f"--target {study}" in text
+
+
+def test_the_alignment_tables_split_the_columns_in_two_halves_with_the_same_rows():
+    full = list(ch02_coalescing.alignment_table("naive"))
+    halves = ch02_coalescing.alignment_tables("naive")
+    wave, lim = halves.items
+    assert list(wave[0]) == list(ch02_coalescing.ALIGNMENT_COLUMNS[:6])
+    assert list(lim[0])[:2] == ["configuration", "M = N = K"]
+    # every column of the full table is in one half, and the rows are the same
+    assert set(wave[0]) | set(lim[0]) == set(full[0])
+    assert [{**w, **l} for w, l in zip(wave, lim)] == full
+    assert halves._repr_html_().count("<table>") == 2

@@ -309,12 +309,22 @@ ALIGNMENT_COLUMNS = ("configuration", "M = N = K", "slower stage (model)",
                      "timed (GFLOP/s)", "timed / counted limit")
 
 
-def alignment_table(kernel: str, studies_=(NAIVE_ALIGNMENT_L1, ALIGNMENT_L1)):
+# The two halves of the alignment table, shown one above the other: ten columns side by
+# side are too wide to read.
+ALIGNMENT_PARTS = {
+    "wavefronts": ALIGNMENT_COLUMNS[:6],
+    "limits": ("configuration", "M = N = K", *ALIGNMENT_COLUMNS[6:]),
+}
+
+
+def alignment_table(kernel: str, part: str | None = None,
+                    studies_=(NAIVE_ALIGNMENT_L1, ALIGNMENT_L1)):
     """One kernel's rows of `_alignment_rows` at both sizes, in one table: the slower
     modelled stage and its wavefronts per warp and step, each stage's counted wavefronts,
     the limit the model's and the counted slower stage set, the timed rate, and its share
     of the counted limit (`stage_rule_fit` prints the shares of the model's limit). The
-    counted columns tell a wrong count from a wrong rate per cycle."""
+    counted columns tell a wrong count from a wrong rate per cycle. `part` ("wavefronts"
+    or "limits", `ALIGNMENT_PARTS`) keeps only that half's columns."""
     from gemm_kernels.core.table import Table
 
     def share(limit, r):
@@ -332,10 +342,23 @@ def alignment_table(kernel: str, studies_=(NAIVE_ALIGNMENT_L1, ALIGNMENT_L1)):
               "timed (GFLOP/s)": r["timed"] if r["timed"] is not None else "not timed",
               "timed / counted limit": share(r["counted limit"], r)}
              for r in rows]
-    return Table(table, list(ALIGNMENT_COLUMNS),
-                 title=f"{kernel}: the L1 stages' wavefronts per warp and step, the limit "
-                       f"the slower stage sets at one per SM and cycle, and the timed rate "
-                       f"({where})")
+    if part is None:
+        return Table(table, list(ALIGNMENT_COLUMNS),
+                     title=f"{kernel}: the L1 stages' wavefronts per warp and step, the limit "
+                           f"the slower stage sets at one per SM and cycle, and the timed rate "
+                           f"({where})")
+    columns = list(ALIGNMENT_PARTS[part])
+    title = (f"{kernel}: the L1 stages' wavefronts per warp and step, modelled and counted ({where})"
+             if part == "wavefronts" else
+             f"{kernel}: the limit the slower stage sets at one wavefront per SM and cycle, "
+             f"and the timed rate ({where})")
+    return Table([{c: r[c] for c in columns} for r in table], columns, title=title)
+
+
+def alignment_tables(kernel: str):
+    """`alignment_table`'s two halves, wavefronts above limits, as one display."""
+    from gemm_kernels.notebook.display import Stacked
+    return Stacked(*(alignment_table(kernel, part) for part in ALIGNMENT_PARTS))
 
 
 def naive_off_lines(params=None, sizes=(2048, MISALIGNED_N)) -> Text:
@@ -520,7 +543,8 @@ def two_stage_picture(kernel: str = "naive", params=None, sizes=(2048, MISALIGNE
         data_ax.set_xlim(-0.6, banks - 0.4)
         for ax in row:
             ax.set_ylim(0, top)
-            ax.set_ylabel("wavefront (L1 cycle)")
+            # "wavefront" is defined with the two-stage picture, not before it
+            ax.set_ylabel("wavefront (L1 cycle)" if both else "L1 cycle")
             ax.axhline(max(n_tags, n_data), color="crimson", ls="--", lw=1)
         data_ax.text(banks - 0.6, max(n_tags, n_data), f"the slower stage: "
                      f"{max(n_tags, n_data)} cycles" if both else f"{n_data} cycle"
@@ -613,6 +637,13 @@ def coalescing_gain(params=None, best=None, sizes=(2048, MISALIGNED_N)) -> Text:
     text = (f"The coalesced kernel ({settings('coalesced', best)}) over the naive one "
             f"({settings('naive', params)}):\n" + "\n".join(out))
     if len(limits) == len(sizes):
+        props = model.device_props()
+        sms, mhz = props["sm_count"], props["sm_clock_mhz"]
+        # the conversion behind every limit below, so a reader can redo it by hand
+        text += (f"\nEach SM's L1 finishes one cycle of work per clock, and a warp's step is "
+                 f"32 lanes x 2 FLOP = 64 FLOP, so a kernel runs at most at {sms} SMs x "
+                 f"{mhz:,.0f} MHz x 64 FLOP / (L1 cycles per warp and step) = "
+                 f"{sms * mhz * 64 / 1e3:,.0f} GFLOP/s / (cycles per warp and step).")
         text += ("\nThe limits the L1's slower stage sets (the busiest bank, or the lines "
                  f"/ {model.TAG_LINES} looked up per cycle):\n" + "\n".join(limits))
     return Text(text)
@@ -671,8 +702,10 @@ def kernel_skeleton() -> Text:
     lines = str(display.source("coalesced")).splitlines()
     i = next(i for i, line in enumerate(lines) if "const int row" in line)
     pad = lines[i][:len(lines[i]) - len(lines[i].lstrip())]
-    lines[i:i + 2] = [pad + "const int row = ...;   // which row of the tile this thread takes,",
-                      pad + "const int col = ...;   // and which column: the exercise below"]
+    # declared as in the exercise cell, so the student's two lines fit either text
+    lines[i:i + 2] = [pad + "int row = 0, col = 0;",
+                      pad + "row = ...;   // the exercise below: the row of C this thread computes,",
+                      pad + "col = ...;   // and its column"]
     return Text("\n".join(lines))
 
 

@@ -87,6 +87,10 @@ def stall_plot(kernels=("naive", "coalesced"), study: str = "ch02_l1_lines"):
                     p.set_hatch("///")
                     p.set_edgecolor(p.get_facecolor())
                     p.set_facecolor("white")
+            elif c.get_label() == "other":      # dotted: its light grey is close to
+                for p in c.patches:              # dispatch stall's darker grey
+                    p.set_hatch("..")
+                    p.set_edgecolor("0.45")
     ends = {}
     bars = [c for c in ax.containers if hasattr(c, "patches")]
     for c in bars:

@@ -57,6 +57,20 @@ class Folded:
         return f"{self.summary}\n{self.inner!r}"
 
 
+class Stacked:
+    """Tables (anything with `_repr_html_`) shown one above the other as one display, so
+    that a cell, or a `Folded`, can show several."""
+
+    def __init__(self, *items):
+        self.items = items
+
+    def _repr_html_(self):
+        return "".join(item._repr_html_() for item in self.items)
+
+    def __repr__(self):
+        return "\n\n".join(repr(item) for item in self.items)
+
+
 def banner(rec=None) -> Markdown:
     """Which mode this notebook runs in, and the device its numbers describe. `rec`: the
     recording a chapter's numbers come from where it is not the one recorded mode reads
