@@ -50,6 +50,14 @@ def test_the_uniform_register_moves_are_named():
                         for line in movs)
 
 
+def test_the_loop_test_explains_its_constant():
+    """The loop test compares the k left with 16 - 4 = 12 right after taking 16 off: the
+    count is a multiple of 4, so "more than 12" is "at least 16", and the note says so."""
+    text = ch01_naive.read_loop(head=200, tail=0)
+    isetp, = [line for line in text.splitlines() if "ISETP" in line]
+    assert "0xc" in isetp and "more than 12 means at least 16" in isetp
+
+
 def test_the_occupancy_is_explained_by_the_register_file():
     text = ch01_naive.registers_in_words()
     assert "32 x 2,048 = 65,536" in text and "occupancy 100%" in text
@@ -71,10 +79,13 @@ def test_the_guess_is_checked_against_the_recorded_ratio(capsys, recorded_mode):
     ch01_naive.check_guess(1.0)         # "the same" is refused, with the explanation
     out = capsys.readouterr().out
     assert "too low" in out and "Where the bytes go" in out
-    ch01_naive.check_guess(3)           # "a little faster" too
-    assert "too low" in capsys.readouterr().out
+    ch01_naive.check_guess(3)           # "a little faster" too, with its own hint
+    out = capsys.readouterr().out
+    assert "too low" in out and "Faster, yes, but by more: count the 128-byte lines" in out
+    assert "The same instructions" not in out
     ch01_naive.check_guess(100)         # a wildly high ratio is refused
-    assert "too high" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "too high" in out and "Faster, but not that much" in out
     ch01_naive.check_guess(13)
     assert "is right" in capsys.readouterr().out
     # the line count's prediction (33 -> 2 lines per step) is accepted

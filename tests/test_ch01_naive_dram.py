@@ -76,29 +76,23 @@ def test_traffic_turns_counts_into_bytes_and_yardsticks(recording):
 def test_summary_is_a_table_of_each_level_against_its_limit(recording):
     """One row per level: DRAM against the device copy over the timed run (as chapter 00
     reads the same bytes), the L2 with DRAM's limit as a floor under its own (none is
-    measured), and the L1's two counts: the bytes delivered to the lanes against its byte
-    width, the sector bytes looked up against one line per SM and clock with the 32 bytes
-    this kernel looks up in each line."""
+    measured), and the bytes the L1 delivered to the lanes against its byte width. The
+    sector bytes it looked up get no byte limit: the L1's pace is counted in lines."""
     recording()
     table = ch.summary()
     t = ch.traffic()
-    assert [r["level"].split(" ")[0] for r in table] == ["DRAM", "L2", "L1,", "L1,"]
-    dram, l2, width, lines = table
-    assert "delivered to the lanes" in width["level"] and "looked up" in lines["level"]
+    assert [r["level"].split(" ")[0] for r in table] == ["DRAM", "L2", "L1,"]
+    dram, l2, width = table
+    assert "delivered to the lanes" in width["level"]
     timed = 5e9 / (t["ms"] * 1e-3) / (t["dram_gbps"] * 1e9)
     assert dram["share of the limit"] == f"{timed:.1%}"
     assert "(4 GB read, 1 GB written)" in dram["level"]
     assert l2["bytes"] == "12.8 GB" and "not a limit here" in l2["limit"]
     l2_share = 12.8e9 / (t["ms"] * 1e-3) / (t["dram_gbps"] * 1e9)
     assert l2["share of the limit"] == f"under {l2_share:.1%}"
-    assert "20.0 sectors per request" in lines["level"]
-    assert "hypothesis" in lines["limit"] and "32 banks x 4 B" in width["limit"]
+    assert "32 banks x 4 B" in width["limit"]
     lanes = 2e9 * 128 / (t["ms"] * 1e-3)
     assert width["share of the limit"] == f"{lanes / (device.smem_bandwidth_gbps(GPU) * 1e9):.0%}"
-    l1 = 32 * 5e10 / (t["ms"] * 1e-3)
-    # 33 sectors over 33 lines at BLOCK = 32, x->row: 32 B used per line
-    at_lines = 32 * GPU["sm_count"] * GPU["sm_clock_mhz"] * 1e6
-    assert lines["share of the limit"] == f"{l1 / at_lines:.0%}" and "at 1 sector looked up per line, as here (32 B" in lines["limit"]
 
 
 def test_bytes_plot_draws_six_bars_in_order_and_the_dram_limit(recording):
@@ -114,10 +108,10 @@ def test_bytes_plot_draws_six_bars_in_order_and_the_dram_limit(recording):
     labels = ax_labels(ax)
     assert "sector bytes looked up" in labels and "bytes delivered to the lanes" in labels
     assert ax.patches[-1].get_gid() == "the L1's limit"
-    # the limit that applies: one line per SM and clock, 32 B of each used, over the run
-    mark, = [ln for ln in ax.get_lines() if ln.get_gid() == "one line per clock"]
-    at_lines = 32 * GPU["sm_count"] * GPU["sm_clock_mhz"] * 1e6 * t["ms"] * 1e-3
-    assert mark.get_xdata()[0] == pytest.approx(at_lines)
+    # the sector bytes get no byte limit (the L1's pace is in lines), and the red of the
+    # byte width's outline fills no bar
+    assert not ax.get_lines()
+    assert ax.patches[3].get_facecolor() != matplotlib.colors.to_rgba("C3")
     assert ax.get_xscale() == "log"
     assert not [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
     # DRAM's limit is the hatched bar alone: no line runs through the L1's bars
@@ -169,15 +163,14 @@ def test_the_stall_table_gives_the_reasons_of_the_recorded_profile():
 
 
 def test_the_bytes_plot_title_states_the_verdict(recording):
-    """The figure stands alone: its title says how close the L1 is to one line per clock
-    and what fraction of its limit DRAM moved, the ratio the hatched bar draws."""
+    """The figure stands alone: its title gives DRAM's share of its limit as a percentage
+    (the table's form) and how many times DRAM's bytes the L1 looked up."""
     recording()
     t = ch.traffic()
     ax = ch.bytes_plot()
     ax = ax if hasattr(ax, "get_title") else ax.axes[0]
-    at_lines = ch.l1_line_rate(t)[1] * t["ms"] * 1e-3
-    assert f"the L1 is at {t['bytes']['L1'] / at_lines:.0%} of one line per SM per clock" in ax.get_title()
-    assert f"DRAM at 1/{t['dram_limit'] / t['bytes']['DRAM']:,.0f} of its limit" in ax.get_title()
+    assert f"DRAM at {5e9 / t['dram_limit']:.1%} of its limit" in ax.get_title()
+    assert "the L1 looking up 320 x DRAM's bytes" in ax.get_title()     # 1.6 TB / 5 GB
 
 
 def test_the_stall_table_leaves_out_the_issuing_warp_as_the_stall_plot_does(monkeypatch):
@@ -218,19 +211,29 @@ def test_the_issue_pace_reads_the_stall_total_as_cycles_between_issues(monkeypat
     assert str(ch.issue_pace(params)).startswith("Not in this recording")
 
 
-def test_line_pace_turns_the_rate_into_lines_per_sm_and_clock(recording):
-    """At BLOCK = 32, x->row a warp's step k is 64 FLOP and touches 33 lines, one sector
-    each: lines per SM and clock = rate / 64 x 33 / SMs / clock; 32 sector bytes looked
-    up per line, and 2 loads x 32 lanes x 4 B delivered to the lanes per 33 lines."""
-    recording()
-    text = ch.line_pace()
-    per_clock = GFLOPS * 1e9 / 64 * 33 / GPU["sm_count"] / (GPU["sm_clock_mhz"] * 1e6)
-    assert "64 FLOP: 32 lanes x 2" in text and "each step touches 33 lines" in text
-    assert f"lines per SM per clock  {per_clock:.2f} (at 2,000 MHz, the maximum" in text
-    assert f"per line, {per_clock * 32:.1f} B per SM per clock" in text
-    delivered = per_clock / 33 * 256
-    assert f"2 loads x 32 lanes x 4 B per step of 33 lines, {delivered:.1f} B per SM per " \
-           f"clock, {delivered / 128:.0%} of the byte width" in text
+def test_wavefronts_per_request_gives_the_pace_over_the_profilers_cycles(monkeypatch):
+    """Per load request, the wavefronts and sectors beside the lines of the index
+    expressions; per SM and cycle, the wavefronts over the SMs and the profiler's own
+    count of each SM's cycles, so that no clock is assumed."""
+    from types import SimpleNamespace
+    from gemm_kernels.memory import ch01_02_sectors
+    params = {"BLOCK": 32, "MAPPING": "x->row"}
+    step = SimpleNamespace(kernel="naive", params=params)
+    row = {"shape": [64, 64, 64], "metrics": {
+        ch01_02_sectors.REQUESTS_LD: 1e6, ch01_02_sectors.WAVEFRONTS: 16.5e6,
+        ch01_02_sectors.SECTORS_LD: 16.5e6, ch01_02_sectors.CYCLES: 2.5e6}}
+    monkeypatch.setattr(ch.studies, "results", lambda study: [(step, row)])
+    monkeypatch.setattr(ch01_02_sectors, "device_props", lambda: {"sm_count": 10})
+    text = str(ch.wavefronts_per_request(params))
+    assert "per load request: 16.50 L1 wavefronts, 16.50 sectors" in text
+    assert "33 lines per step / 2 loads = 16.5 distinct 128-byte lines" in text
+    assert "0.02 billion wavefronts / 10 SMs / 2.5 million cycles" in text
+    assert text.endswith(f"= {16.5e6 / 10 / 2.5e6:.2f} wavefronts")
+    assert "at 64 x 64 x 64:" in text
+    del row["metrics"][ch01_02_sectors.CYCLES]
+    assert str(ch.wavefronts_per_request(params)).startswith("Not in this recording")
+    monkeypatch.setattr(ch.studies, "results", lambda study: [])
+    assert str(ch.wavefronts_per_request(params)).startswith("Not in this recording")
 
 
 def test_dram_strips_sets_a_once_per_strip_beside_the_dram_bytes(recording):
@@ -239,6 +242,7 @@ def test_dram_strips_sets_a_once_per_strip_beside_the_dram_bytes(recording):
     recording()
     text = str(ch.dram_strips())
     assert "N / 32 = 128, each of 128 blocks" in text
+    assert "(4096 x 4096 floats, 67.1 MB, more than the L2's 52.4 MB)" in text
     assert "128 x 67.1 MB = 8.59 GB (42.7 x A, B and C); DRAM read 4 GB" in text
     assert "the bar's 24.8 x" in text      # the fake recording: 5 GB / 201 MB
     assert "x 100 SMs = " in text and "strips." in text
@@ -249,11 +253,6 @@ def test_dram_strips_without_the_study_says_so(recording):
     assert str(ch.dram_strips()).startswith("Not in this recording")
 
 
-def test_line_pace_without_the_study_says_so(recording):
-    recording(with_study=False)
-    assert ch.line_pace().startswith("Not in this recording")
-
-
 def test_ncu_commands_profile_the_bytes_and_the_stall_studies():
     text = str(ch.ncu_commands())
     assert text.count("ncu --target-processes all") == 2
@@ -261,21 +260,3 @@ def test_ncu_commands_profile_the_bytes_and_the_stall_studies():
     assert "dram__bytes_read.sum" in text
     # a pattern is written as ncu reads it (regex:), quoted so that the line runs in a shell
     assert "'regex:^smsp__average_warps_issue_stalled_" in text and "'re:" not in text
-
-
-def test_wavefronts_per_request_sets_the_count_beside_lines_per_request(monkeypatch):
-    """The L1 wavefronts and sectors per request come from the profile; the lines per
-    request from the index expressions (33 lines over 2 loads at BLOCK = 32, x->row)."""
-    from types import SimpleNamespace
-    from gemm_kernels.memory import ch01_02_sectors as model
-    params = {"BLOCK": 32, "MAPPING": "x->row"}
-    step = SimpleNamespace(kernel="naive", params=params)
-    row = {"shape": [2048, 2048, 2048],
-           "metrics": {model.REQUESTS_LD: 100.0, model.WAVEFRONTS: 1650.0,
-                       model.SECTORS_LD: 1650.0}}
-    monkeypatch.setattr(ch.studies, "results", lambda study: [(step, row)])
-    text = str(ch.wavefronts_per_request(params))
-    assert "at 2048 x 2048 x 2048, per load request: 16.50 L1 wavefronts, 16.50 sectors" in text
-    assert "33 lines per step / 2 loads = 16.5." in text
-    monkeypatch.setattr(ch.studies, "results", lambda study: [])
-    assert str(ch.wavefronts_per_request(params)).startswith("Not in this recording")

@@ -252,9 +252,14 @@ def loop_loads(params: dict | None = None) -> dict:
         elif t.startswith("UIADD3.X"):
             notes[a] = "the carry into the pointer's upper 32 bits (a 64-bit add in two halves)"
         elif op == "ISETP":
-            # the constant it compares with depends on how the compiler counts what is
-            # left (the remainder is handled after the loop), so it is not explained
-            notes[a] = "enough k left for another pass? (sets the predicate)"
+            # the compiler counts the k left in steps of 4 (K rounded down to a multiple
+            # of 4, the rest done after the loop), so "more than ffma - 4" means "at least
+            # ffma"; another constant is not explained
+            m = re.search(r", (0x[0-9a-f]+), PT", t)
+            notes[a] = ("enough k left for another pass? (sets the predicate)"
+                        if not m or int(m.group(1), 16) != ffma - 4 else
+                        f"at least {ffma} k left for another pass? The count left is a "
+                        f"multiple of 4, so more than {ffma - 4} means at least {ffma}")
         elif op == "BRA":
             notes[a] = "if so, back to the loop's first instruction"
     return {"FFMA": ffma, "LDG": len(a_loads) + len(b_loads), "A": a_loads, "B": b_loads,
@@ -425,6 +430,12 @@ def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
           f"{rate['x->row']:,.0f} GFLOP/s, x->col {rate['x->col']:,.0f} GFLOP/s, "
           f"{ratio:.1f} times as fast. Your guess is {verdict} (right means from "
           f"{ratio / 1.6:.1f} to {ratio * 1.6:.1f}: within a factor of 1.6 either way).")
-    if verdict != "right":
+    # each wrong guess gets the hint that fits it: "the same speed", a count of sectors
+    # (faster, but not enough), or too much
+    if verdict == "too low" and my_guess <= 1.6:
         print("The same instructions, a different speed: the addresses a warp loads "
               "decide it. Chapter 01's section 'Where the bytes go' counts them.")
+    elif verdict != "right":
+        print(f"{'Faster, yes, but by more' if verdict == 'too low' else 'Faster, but not that much'}"
+              ": count the 128-byte lines a warp's step touches, not the 32-byte sectors. "
+              "Chapter 01's section 'Where the bytes go' counts them.")

@@ -107,14 +107,12 @@ def bytes_plot(study: str = STUDY, ax=None):
     that crossed DRAM; the sectors the SMs asked of the L2 (x 32 B); the L1's two counts,
     the sector bytes it looked up (sectors x 32 B) and the bytes it delivered to the lanes
     (32 x 4 B per warp load); and, hatched, the DRAM traffic that would make DRAM the
-    limit in the kernel's timed run (read against the DRAM bar only: no line runs
-    through the L1's bars, which have their own marks). Each
-    L1 bar is read against its own mark over the same timed run: the sector bytes against
-    a thick black mark, one 128-byte line per SM and clock with the sectors this kernel
-    touches of each line (`l1_line_rate`), which they nearly reach; the delivered bytes
-    against a dotted red outline, the byte width (`l1_byte_rate`: 128 B per SM and
-    clock), which they are far below. Each bar says its bytes and its multiple of A, B
-    and C, which the top axis also gives."""
+    limit in the kernel's timed run (read against the DRAM bar only). The delivered bytes
+    are drawn inside a dotted red outline, the L1's byte width over the same timed run
+    (`l1_byte_rate`: 128 B per SM and clock), the one byte limit of the L1, which they are
+    far below; the L1's pace in lines is counted by `wavefronts_per_request`, not drawn
+    here, since lines are not bytes. Each bar says its bytes and its multiple of A, B and
+    C, which the top axis also gives."""
     import matplotlib.pyplot as plt
     t = traffic(study)
     if t is None:
@@ -124,22 +122,21 @@ def bytes_plot(study: str = STUDY, ax=None):
     bars = [("A, B and C, once each\n(the least any SGEMM moves)", mats, "0.75", None),
             ("DRAM: bytes read and written", t["bytes"]["DRAM"], "C0", None),
             ("L2: sectors the SMs asked for, x 32 B", t["bytes"]["L2"], "C0", None),
-            ("L1: sector bytes looked up\n(sectors x 32 B)", t["bytes"]["L1"], "C3", None),
+            ("L1: sector bytes looked up\n(sectors x 32 B)", t["bytes"]["L1"], "C2", None),
             ("L1: bytes delivered to the lanes\n(32 x 4 B per load, a broadcast too)",
              t["lane_bytes"], "C1", None),
             (f"DRAM bytes that would make DRAM its limit\n({t['ms']:,.0f} ms at "
              f"{t['dram_how']} {t['dram_gbps']:,.0f} GB/s)", t["dram_limit"], "white", "//")]
-    rate, lines = l1_byte_rate(t), l1_line_rate(t)
-    # the L1's own yardsticks over the same timed run: its byte width, and one line per clock
+    rate = l1_byte_rate(t)
+    # the L1's byte width over the same timed run
     l1_limit = rate[1] * t["ms"] * 1e-3 if rate else None
-    l1_lines = lines[1] * t["ms"] * 1e-3 if lines else None
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 4.4))
     ys = range(len(bars))[::-1]
     for i, (y, (label, b, colour, hatch)) in enumerate(zip(ys, bars)):
         ax.barh(y, b, color=colour, edgecolor="k", hatch=hatch, height=0.6, gid=label)
         text = f"{bytes_text(b)} ({fmt_number(b / mats)} x)"
-        if i in (3, 4) and l1_limit:   # inside the bar: its right holds the L1 marks' labels
+        if i == 4 and l1_limit:   # inside the bar: its right holds the outline's label
             ax.text(b / 1.15, y, text, va="center", ha="right", fontsize=9, color="white")
         else:
             ax.text(b * 1.15, y, text, va="center", fontsize=9)
@@ -149,24 +146,15 @@ def bytes_plot(study: str = STUDY, ax=None):
         ax.text(l1_limit * 1.15, ys[4], f"red outline: the L1's byte width (128 B per SM per clock):\n"
                 f"{bytes_text(l1_limit)} in {t['ms']:,.0f} ms", color="C3", fontsize=9,
                 va="center", bbox=dict(fc="white", ec="none", pad=1))
-    if l1_lines:
-        ax.plot([l1_lines] * 2, [ys[3] - 0.45, ys[3] + 0.45], color="k", lw=3,
-                solid_capstyle="butt", gid="one line per clock")
-        ax.text(l1_limit * 1.15 if l1_limit else l1_lines * 1.15, ys[3],
-                f"black mark: one 128-byte line per SM per clock, {lines[0]:g} B\n"
-                f"of it looked up: {bytes_text(l1_lines)} in {t['ms']:,.0f} ms",
-                color="k",
-                fontsize=9, va="center", bbox=dict(fc="white", ec="none", pad=1))
     ax.set_yticks(list(ys), [b[0] for b in bars], fontsize=9)
     ax.set_xscale("log")
     ax.set_xlim(mats / 3, max(max(b[1] for b in bars) * 30, (l1_limit or 0) * 12))
     top = ax.secondary_xaxis("top", functions=(lambda b: b / mats, lambda m: m * mats))
     top.set_xlabel("times A, B and C (log scale)", fontsize=9)
     ax.set_xlabel("bytes (log scale)")
-    verdict = (f"the L1 is at {t['bytes']['L1'] / l1_lines:.0%} of one line per SM per clock, "
-               if l1_lines else "")
-    ax.set_title(f"The naive kernel ({_settings(t)}) at {t['size']}^3: {verdict}"
-                 f"DRAM at 1/{t['dram_limit'] / t['bytes']['DRAM']:,.0f} of its limit;\n"
+    ax.set_title(f"The naive kernel ({_settings(t)}) at {t['size']}^3: DRAM at "
+                 f"{t['bytes']['DRAM'] / t['dram_limit']:.1%} of its limit, the L1 looking up "
+                 f"{t['bytes']['L1'] / t['bytes']['DRAM']:,.0f} x DRAM's bytes;\n"
                  f"its bytes at each level, counted by Nsight Compute; {records.source()}",
                  fontsize=10, pad=12)
     ax.grid(True, axis="x", which="major", alpha=0.3)
@@ -178,11 +166,10 @@ def summary(study: str = STUDY):
     same bytes per second of the timed run, the limit they are read against and the
     share of it. DRAM (read and written apart) against the device copy, as chapter 00
     reads it; the L2's bytes with DRAM's limit as a floor under its own (none is measured
-    here); the L1's two counts: the bytes it delivered to the lanes (32 x 4 B per warp
-    load) against its byte width, which limits them; and the sector bytes it looked up
-    (sectors x 32 B, with the sectors per request, a request being one load instruction
-    of a warp) against one 128-byte line per SM and clock with the sectors this kernel
-    touches of each line (chapter 02 explains why that, not the width, is the limit).
+    here); the bytes the L1 delivered to the lanes (32 x 4 B per warp load) against its
+    byte width, which limits them. The sector bytes the L1 looked up have no byte limit
+    of their own (the L1's pace is counted in lines, `wavefronts_per_request`), so they
+    are drawn in the chart only.
     The profiler's own DRAM-busy figure and the L2 hit rate are left out: the first is
     over the profiled run, at a lower clock than the timed one; the second counts every
     sector the L2 looked up, not only the SMs' requests of the L2 bar."""
@@ -204,7 +191,7 @@ def summary(study: str = STUDY):
              # limit is a floor under its own and the share of it an upper bound
              "limit": "not measured; above DRAM's, so not a limit here",
              "share of the limit": f"under {b['L2'] / sec / (t['dram_gbps'] * 1e9):.1%}"}]
-    rate, lines = l1_byte_rate(t), l1_line_rate(t)
+    rate = l1_byte_rate(t)
     if rate:
         rows.append({"level": "L1, bytes delivered to the lanes (32 x 4 B per load, "
                               "a broadcast too)",
@@ -212,16 +199,6 @@ def summary(study: str = STUDY):
                      "limit": f"{bytes_text(rate[1])}/s: its byte width, 128 B per SM "
                               "per clock (32 banks x 4 B)",
                      "share of the limit": f"{rate[0] / rate[1]:.0%}"})
-    if lines:
-        # this limit is a hypothesis, not a measured one: the row's name says so
-        rows.append({"level": f"L1, sector bytes looked up (sectors x 32 B, "
-                              f"{t['sectors_per_load']:.1f} sectors per request)",
-                     "bytes": bytes_text(b["L1"]), "per second": per_s(b["L1"]),
-                     "limit": f"{bytes_text(lines[1])}/s: one 128-byte line per SM per "
-                              f"clock at {lines[0] / roofline.SECTOR_BYTES:g} sector looked up per line, as here "
-                              f"({lines[0]:g} B; a hypothesis, "
-                              "tested by the sweep below)",
-                     "share of the limit": f"{b['L1'] / sec / lines[1]:.0%}"})
     return Table(rows, list(rows[0]),
                  title=f"the naive kernel ({_settings(t)}) at {t['size']}^3, "
                        f"{t['gflops']:,.0f} GFLOP/s, timed run {t['ms']:,.0f} ms: each "
@@ -232,7 +209,8 @@ def dram_strips(study: str = STUDY) -> Text:
     """Where the DRAM multiple comes from, as arithmetic on the profiled run: with x->row,
     blockIdx.x runs down the rows of C, so the blocks of one strip of BLOCK columns of C
     are launched together; each strip reads the whole of A, so A once per strip is set
-    beside the bytes DRAM read, both as multiples of A, B and C once each. Then the
+    beside the bytes DRAM read, both as multiples of A, B and C once each, and A beside
+    the L2's capacity (where the GPU reports it). Then the
     blocks resident at once (blocks per SM x SMs) against the blocks of one strip."""
     from gemm_kernels.notebook import ch01_naive
     t = traffic(study)
@@ -244,10 +222,14 @@ def dram_strips(study: str = STUDY) -> Text:
     per_sm = ch01_naive.resources(t["params"])[0]["blocks per SM"]
     resident = per_sm * props["sm_count"]
     mats = t["matrices"]
+    l2_bytes = props.get("l2_bytes")
+    # A against the L2's capacity: why every strip reads A from DRAM again
+    l2 = (f", {'more' if a_bytes > l2_bytes else 'less'} than the L2's "
+          f"{bytes_text(l2_bytes)}" if l2_bytes else "")
     return Text(
         f"Strips of {block} columns of C: N / {block} = {strips}, each of "
         f"{n // block} blocks, each strip reading all of A ({n} x {n} floats, "
-        f"{bytes_text(a_bytes)}).\n"
+        f"{bytes_text(a_bytes)}{l2}).\n"
         f"A once per strip: {strips} x {bytes_text(a_bytes)} = {bytes_text(strips * a_bytes)}"
         f" ({fmt_number(strips * a_bytes / mats)} x A, B and C); DRAM read "
         f"{bytes_text(t['dram_read'])}, and read and wrote {bytes_text(t['bytes']['DRAM'])} "
@@ -266,60 +248,6 @@ def l1_byte_rate(t: dict | None = None) -> tuple[float, float] | None:
     if t is None or not width:
         return None
     return t["lane_bytes"] / (t["ms"] * 1e-3), width * 1e9
-
-
-def l1_line_rate(t: dict | None = None) -> tuple[float, float] | None:
-    """The sector bytes the profiled kernel's warps look up in each 128-byte line they touch (its
-    sectors per step x 32 B over its lines per step, counted from the index expressions),
-    and the bytes per second its L1 passes at one line per SM and clock with that use
-    (the limit chapter 02 derives), from `traffic` (None where it, the SMs or the clock
-    are missing)."""
-    from gemm_kernels.memory import ch01_02_sectors
-    t = traffic() if t is None else t
-    props = roofline.device_properties()
-    if t is None or not props.get("sm_count") or not props.get("sm_clock_mhz"):
-        return None
-    row, = ch01_02_sectors.sector_table([("naive", t["params"])])
-    used = row["sectors per step (A + B)"] * roofline.SECTOR_BYTES / row["128-byte lines (A + B)"]
-    return used, used * props["sm_count"] * props["sm_clock_mhz"] * 1e6
-
-
-def line_pace(study: str = STUDY) -> Text:
-    """The profiled run's rate turned into 128-byte lines per SM and clock (a warp's step
-    k is 2 FLOP per lane, and touches the lines counted from the index expressions), then
-    into the L1's two byte counts per SM and clock: the sector bytes it looks up, and the
-    bytes it delivers to the lanes (32 x 4 B per load), the ones its 128-byte width
-    limits. The clock is the maximum the driver reports, not one measured during the
-    run. Chapter 02 derives the limit."""
-    from gemm_kernels.memory import ch01_02_sectors
-    t = traffic(study)
-    props = roofline.device_properties()
-    if t is None or not props.get("sm_count") or not props.get("sm_clock_mhz"):
-        return Text(f"Not in this recording: the {STUDY} study, or the GPU's SMs and clock.")
-    row, = ch01_02_sectors.sector_table([("naive", t["params"])])
-    lanes, lines = row["active lanes"], row["128-byte lines (A + B)"]
-    sectors = row["sectors per step (A + B)"]
-    steps = t["gflops"] * 1e9 / (2 * lanes)                   # warp steps per second
-    per_sm = steps * lines / props["sm_count"]
-    per_clock = per_sm / (props["sm_clock_mhz"] * 1e6)
-    looked_up = per_clock * sectors * roofline.SECTOR_BYTES / lines    # per SM and clock
-    loads = round(sectors / row["sectors per request"])               # A's and B's
-    delivered = per_clock / lines * loads * lanes * 4                  # per SM and clock
-    return Text(
-        f"In lines, at {t['gflops']:,.0f} GFLOP/s:\n"
-        f"  warp steps per second   {steps / 1e9:.2f} billion (a warp's step k is "
-        f"{2 * lanes} FLOP: {lanes} lanes x 2)\n"
-        f"  lines per second        {steps * lines / 1e9:,.0f} billion (each step touches "
-        f"{lines} lines)\n"
-        f"  lines per SM per second {per_sm / 1e9:.2f} billion ({props['sm_count']} SMs)\n"
-        f"  lines per SM per clock  {per_clock:.2f} (at "
-        f"{props['sm_clock_mhz']:,.0f} MHz, the maximum clock the driver reports; the "
-        "clock during the run was not recorded)\n"
-        f"Sector bytes looked up: {sectors / lines:g} sector of {roofline.SECTOR_BYTES} B "
-        f"per line, {looked_up:.1f} B per SM per clock.\n"
-        f"Bytes delivered to the lanes: {loads} loads x {lanes} lanes x 4 B per step of "
-        f"{lines} lines, {delivered:.1f} B per SM per clock, {delivered / 128:.0%} of the "
-        "byte width (128 B): the width is far from the limit.")
 
 
 def _profiled(params: dict, study: str):
@@ -369,26 +297,32 @@ def stall_table(params: dict | None = None, study: str = STALL_STUDY):
 
 
 def wavefronts_per_request(params: dict | None = None, study: str = STALL_STUDY) -> Text:
-    """The L1 data stage's passes (Nsight Compute's wavefronts) per load request of the
-    naive kernel in chapter 02's profile, beside the sectors and the distinct 128-byte
-    lines per request (lines from the index expressions): a load passes through the L1
-    once per line it touches, the reason a line costs a clock."""
+    """The L1 data stage's passes (Nsight Compute's wavefronts) of the naive kernel in
+    chapter 02's profile: per load request, beside the sectors and the distinct 128-byte
+    lines per request (lines from the index expressions), so a load passes through the L1
+    once per line it touches; and per SM and cycle, over the profiler's own count of each
+    SM's cycles (`sm__cycles_elapsed.avg`), so no clock is assumed."""
     from gemm_kernels.memory import ch01_02_sectors
     params = dict(params or KERNELS["naive"].resolve(None))
+    sms = ch01_02_sectors.device_props().get("sm_count")
     for row in _profiled(params, study):
         m = row["metrics"]
         req, wf = m.get(ch01_02_sectors.REQUESTS_LD), m.get(ch01_02_sectors.WAVEFRONTS)
-        if not req or not wf:
+        cycles = m.get(ch01_02_sectors.CYCLES)
+        if not req or not wf or not cycles or not sms:
             break
         model, = ch01_02_sectors.sector_table([("naive", params)])
         loads = round(model["sectors per step (A + B)"] / model["sectors per request"])
+        lines = model["128-byte lines (A + B)"]
         shape = " x ".join(map(str, row["shape"]))
-        return Text(f"Nsight Compute, {ch01_02_sectors.label('naive', params)}, at "
-                    f"{shape}, per load request: {wf / req:.2f} L1 wavefronts, "
-                    f"{m[ch01_02_sectors.SECTORS_LD] / req:.2f} sectors; distinct 128-byte "
-                    f"lines per request from the index expressions: "
-                    f"{model['128-byte lines (A + B)']} lines per step / {loads} loads = "
-                    f"{model['128-byte lines (A + B)'] / loads:g}.")
+        return Text(f"Nsight Compute, {ch01_02_sectors.label('naive', params)}, at {shape}:\n"
+                    f"  per load request: {wf / req:.2f} L1 wavefronts, "
+                    f"{m[ch01_02_sectors.SECTORS_LD] / req:.2f} sectors; from the index "
+                    f"expressions, {lines} lines per step / {loads} loads = "
+                    f"{lines / loads:g} distinct 128-byte lines\n"
+                    f"  per SM and cycle: {wf / 1e9:.2f} billion wavefronts / {sms} SMs / "
+                    f"{cycles / 1e6:.1f} million cycles (the profiler's count of each SM's "
+                    f"cycles) = {wf / sms / cycles:.2f} wavefronts")
     return Text(f"Not in this recording: the naive kernel's wavefront counters ({study}).")
 
 
