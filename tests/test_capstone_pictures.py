@@ -291,7 +291,7 @@ def test_change_plot_draws_both_bands_and_every_step():
                  for rows in ([r.rows[n] for r in rungs], [r.held[n] for r in rungs if r.has_minb]))
     assert any(f"up to {larger:.1f}%" in l for l in labels), labels
     for n, shift in cp.recompile_shift().items():
-        assert any(l.startswith(f"{n}^3: no measurable change, within ±{shift:.1f}%")
+        assert any(l.startswith(f"{n}^3: within ±{shift:.1f}%, the MINB code shift")
                    for l in labels), labels
     assert len(fig.axes[0].get_yticklabels()) == len(cp.ladder_steps()) - 1
     matplotlib.pyplot.close(fig)
@@ -581,10 +581,10 @@ def test_step_changes_are_the_numbers_of_the_change_plot():
     assert one == [lines[0], lines[cp.position(5)]]
 
 
-def test_a_change_within_the_recompile_shift_is_read_as_no_measurable_change():
+def test_a_change_within_the_recompile_shift_is_not_credited():
     shift = {2048: 3.3, 4096: 4.1}
-    assert cp.verdict([(2048, 2.1), (4096, 1.0)], shift) == "no measurable change"
-    assert cp.verdict([(2048, -3.3), (4096, 4.1)], shift) == "no measurable change"
+    assert cp.verdict([(2048, 2.1), (4096, 1.0)], shift) == "within the code shift, not credited"
+    assert cp.verdict([(2048, -3.3), (4096, 4.1)], shift) == "within the code shift, not credited"
     assert cp.verdict([(2048, 6.5), (4096, 6.8)], shift) == "a gain"
     assert cp.verdict([(2048, -9.7), (4096, -8.7)], shift) == "a loss"
     assert cp.verdict([(2048, 2.9), (4096, 5.4)], shift).endswith("unclear")
@@ -818,6 +818,7 @@ def test_stages_registers_match_the_stages_table_and_print_no_rate(recorded_mode
     assert [r["registers (timed)"] for r in regs] == [r["registers"] for r in full]
     assert [r["blocks/SM"] for r in regs] == [r["blocks/SM"] for r in full]
     assert not any("GFLOP" in c for c in regs.columns)
+    assert cp.stages_registers(predict=True).columns == ["STAGES", "registers (timed)"]
 
 
 def test_padding_reading_judges_by_the_same_gpus_recompile(recorded_mode):

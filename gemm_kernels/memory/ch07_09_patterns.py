@@ -78,7 +78,7 @@ def b_read(layout: str, BM: int = 128, BN: int = 128, TM: int = 8, TN: int = 8,
     return _read(layout, 1, BN, TN, TN, BN, half)
 
 
-def step_table(configs) -> Table:
+def step_table(configs, title: str = "bank model, warp 0, 128 x 128 x 8 tile") -> Table:
     """Bank-model wavefronts of warp 0 for one k (reads) and one tile copy (A stores).
 
     configs: (label, layout, PAD) triples at the default 128 x 128 x 8 tile."""
@@ -93,4 +93,4 @@ def step_table(configs) -> Table:
                      "reads per k": sum(a.wavefronts for a in ar + br),
                      "read conflicts": sum(a.conflicts for a in ar + br),
                      "store conflicts": sum(a.conflicts for a in st)})
-    return Table(rows, list(rows[0]), title="bank model, warp 0, 128 x 128 x 8 tile")
+    return Table(rows, list(rows[0]), title=title)
