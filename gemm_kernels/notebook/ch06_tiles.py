@@ -685,9 +685,15 @@ def path_plot(size: int = 2048, rows=None):
         axes[2].text(xi, v, f"{v:.2f}", ha="center", va="bottom", fontsize=8)
     axes[2].set_ylim(0, max(bottom + [0.1]) * 1.25)
     axes[2].set_title(f"barrier + long-scoreboard stalls per issued instruction,\n4096^3; "
-                      f"compare only the steps at {rows[-1]['warps/SM']} warps/SM "
-                      f"(hatched: other)", fontsize=9)
-    axes[2].legend(fontsize=8, frameon=False, loc="upper right")
+                      f"compare only the steps at {rows[-1]['warps/SM']} warps/SM", fontsize=9)
+    # solid swatches for the two stalls (the legend would otherwise copy the first bar's
+    # hatch), and one hatched swatch that says what the hatching marks
+    from matplotlib.patches import Patch
+    handles = [Patch(color=evidence.stall_colour(k), label=k)
+               for k in ("barrier", "long scoreboard")]
+    handles += [Patch(facecolor="white", edgecolor="grey", hatch="//",
+                      label=f"hatched: not {rows[-1]['warps/SM']} warps/SM")] if any(hatch) else []
+    axes[2].legend(handles=handles, fontsize=8, frameon=False, loc="upper right")
     for ax in axes:
         ax.set_xticks(x, names, fontsize=8)
     fig.suptitle(f"From K5 to the default, one change at a time ({records.recording_label()})",
