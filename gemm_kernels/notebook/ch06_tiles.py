@@ -148,11 +148,9 @@ def counting(configs) -> Table:
                          round(s["wavefronts"] - s["ideal"], 2),
                      WARP_FFMA: warp_ffma_per_wavefront(s),
                      "registers": occ.registers_per_thread, "warps/SM": occ.warps_per_sm})
-    return Table(rows, list(rows[0]), title="one tile (one BK slice of K): FFMA and shared loads per "
-                 "thread, wavefronts per warp (bank model), of them the extra ones bank conflicts "
-                 "cause (conflicts); FMAs per wavefront: the "
-                 "warp's 32 x FFMA (lane FMAs) over its wavefronts; registers of the timed binary and the "
-                 "warps per SM they allow")
+    # the columns are defined in the chapter's prose; the title says only what a row counts
+    return Table(rows, list(rows[0]), title="one tile (one BK slice of K): per thread (FFMA, "
+                 "loads), per warp (wavefronts, bank model), and the timed binary's registers")
 
 
 # ------------------------------------------------------------------ standings
@@ -580,9 +578,7 @@ def path_check_table(rows=None) -> Table:
                     "the two: share of all stalls": of_stalls,
                     "the two: share of the fall": of_fall})
     return Table(out, list(out[0]), title="the two predicted steps, before -> after, at "
-                 "4096^3 (Nsight Compute; stalls in cycles per issued instruction; the two: "
-                 "barrier + long scoreboard; expected: warps per scheduler (warps per SM / 4) "
-                 "÷ issue share); "
+                 "4096^3 (Nsight Compute; the two: barrier + long scoreboard); "
                  + records.recording_label())
 
 
