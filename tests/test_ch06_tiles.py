@@ -119,6 +119,9 @@ def test_the_path_plot_draws_every_step_from_the_rows():
     # stalls compare only at equal warps per SM: the other steps' bars are hatched
     assert [bool(b.get_hatch()) for b in stalls.patches[:len(rows)]] == \
         [r["warps/SM"] != rows[-1]["warps/SM"] for r in rows]
+    # the legend: solid swatches for the two stalls, one hatched swatch for the hatching
+    swatches = stalls.get_legend().get_patches()
+    assert [bool(p.get_hatch()) for p in swatches] == [False, False, True]
     plt.close(fig)
     missing = [{**r, "barrier": None, "long scoreboard": None, "issue slots used %": None}
                if r["step"] == "K5" else r for r in rows]

@@ -153,6 +153,26 @@ def test_load_ratio_of_a_register_cached_loop():
     assert load_ratio(_sass(["LDS.128", "LDS.128", "LDS"] + ["FFMA"] * 8)) == (3, 8)
 
 
+def _rolled(body, label=".L_x_1"):
+    """nvdisasm-like text with `body` a loop that branches back to its start."""
+    head = _sass([]).split("\n", 1)[0] + "\n"
+    lines = [f"{label}:"] + [f"        /*{16 * (i + 1):04x}*/                   {op} R1, R2 ;"
+                             for i, op in enumerate(body)]
+    lines.append(f"        /*{16 * (len(body) + 1):04x}*/               @P0 BRA `({label}) ;")
+    return head + "\n".join(lines) + "\n" + "".join(_sass([]).split("\n", 1)[1:])
+
+
+def test_a_rolled_loop_of_products_without_shared_loads_is_named_not_counted():
+    from gemm_kernels.exercises.ch05_checks import rolled_loops, rolled_products
+    sass = _rolled(["LDL", "LDL", "FFMA", "STL"])
+    assert rolled_loops(sass) == [["LDL", "LDL", "FFMA", "STL"]]
+    said = rolled_products(sass)
+    assert "1 loop the compiler kept rolled" in said and "2 local-memory loads" in said, said
+    # a rolled loop that loads its own operands (the dot-product order) keeps its ratio
+    assert rolled_products(_rolled(["LDS", "LDS", "FFMA"])) is None
+    assert rolled_products(_sass(["LDS.128", "FFMA"])) is None
+
+
 def test_load_ratio_of_a_dot_product_loop():
     # the negative control: both operands loaded for every FFMA
     assert load_ratio(_sass(["LDS", "LDS", "FFMA"] * 4)) == (8, 4)

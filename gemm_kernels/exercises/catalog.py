@@ -303,6 +303,10 @@ def _tile_2d_static_hint(detail: str) -> str:
                 "product read and the two it needed: compare the index of the read it says "
                 "is wrong with that output's row and column (the stores of C at the end of "
                 "the kernel say which output acc[i][j] is)")
+    if "kept rolled" in detail:
+        return ("a loop whose counter the compiler knows only at run time cannot index an "
+                "array held in registers: find the loop of your products that is not "
+                "unrolled (a #pragma unroll 1, or a bound that is not a constant)")
     return ("the message says what the compiled loop lacks. Count the values of As and Bs "
             "one k needs (TM and TN) against the shared loads it names; an array keeps to "
             "registers only where the compiler knows every index when it compiles")

@@ -49,10 +49,72 @@ def between_barriers(ops: list[str]) -> list[str]:
 def load_ratio(sass: str) -> tuple[int, int]:
     """(shared load instructions of any width, FFMA instructions) between the barriers.
     A loop the compiler kept rolled counts once, as its body: the ratio is still the
-    loop's loads per FFMA."""
+    loop's loads per FFMA when the loads sit inside it too (`rolled_products` says what
+    to report when they do not)."""
     ops = between_barriers(opcodes(sass))
     return (sum(1 for op in ops if re.fullmatch(r"LDS(\.\w+)*", op)),
             sum(1 for op in ops if re.fullmatch(r"FFMA(\.\w+)*", op)))
+
+
+_LABEL = re.compile(r"^(\.L_x_\d+):", re.M)
+_BRANCH_TO = re.compile(r"\bBRA\b[^`]*`\((\.L_x_\d+)\)")
+
+
+def rolled_loops(sass: str) -> list[list[str]]:
+    """The opcodes of each loop the compiler kept rolled between the first two barriers:
+    from a label to the branch back to it. Such a body appears once in the code but runs
+    once per trip, so counts taken from the code undercount what it executes."""
+    ops: list[str] = []
+    labels: dict[str, int] = {}
+    loops, bars = [], 0
+    for line in sass.splitlines():
+        label = _LABEL.match(line.strip())
+        if label and bars == 1:
+            labels[label.group(1)] = len(ops)
+        found = _OPCODE.match(line)
+        if not found:
+            continue
+        if found.group(1).startswith("BAR.SYNC"):
+            bars += 1
+            if bars == 2:
+                break
+            continue
+        if bars != 1:
+            continue
+        back = _BRANCH_TO.search(line)
+        if back and back.group(1) in labels:
+            loops.append(ops[labels[back.group(1)]:])
+        ops.append(found.group(1))
+    return loops
+
+
+def _is(op: str, name: str) -> bool:
+    return re.fullmatch(rf"{name}(\.\w+)*", op) is not None
+
+
+def rolled_products(sass: str) -> str | None:
+    """What to say when the FFMAs between the barriers sit in rolled loops that hold no
+    shared load (a loop over j or i left rolled), or None. The loads per FFMA mean
+    nothing there: the loads lie outside those loops and run once, the FFMAs inside run
+    once per trip, and the code holds each only once. What such a loop does cost is
+    local memory: the array it indexes with a run-time value (acc, a[], b[]) is not in
+    registers."""
+    loops = [body for body in rolled_loops(sass)
+             if any(_is(op, "FFMA") for op in body) and not any(_is(op, "LDS") for op in body)]
+    if not loops:
+        return None
+    ffma = sum(_is(op, "FFMA") for body in loops for op in body)
+    ldl = sum(_is(op, "LDL") for body in loops for op in body)
+    stl = sum(_is(op, "STL") for body in loops for op in body)
+    local = (f": each of their FFMAs comes with {ldl / ffma:.0f} local-memory loads (LDL) "
+             f"and {stl / ffma:.0f} store{'' if stl == ffma else 's'} (STL), because the "
+             "array the loop indexes with its run-time counter lives in local memory, not "
+             "in registers" if ldl or stl else "")
+    return (f"the multiply-adds sit in {len(loops)} loop{'s' if len(loops) > 1 else ''} "
+            f"the compiler kept rolled (each ends in a branch back to its start), with no "
+            f"shared load inside{local}; unroll every loop that indexes acc, a[] or b[]. "
+            "(The shared loads per FFMA are not counted here: a rolled loop's FFMA appears "
+            "once in the code but runs once per trip)")
 
 
 def shared_loads_per_ffma(exercise: str, kernel: str, params: dict,
@@ -68,6 +130,9 @@ def shared_loads_per_ffma(exercise: str, kernel: str, params: dict,
         if not ffma:
             return ["no FFMA between the two __syncthreads(): the loop that multiplies "
                     "and adds is missing"]
+        rolled = rolled_products(sass)
+        if rolled:
+            return [rolled]
         if Fraction(lds, ffma) > bound:
             return [f"the inner loop issues {lds} shared loads (LDS) for {ffma} FFMA, "
                     f"{lds / ffma:.2f} per FFMA; "

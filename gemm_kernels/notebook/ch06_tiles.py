@@ -148,11 +148,9 @@ def counting(configs) -> Table:
                          round(s["wavefronts"] - s["ideal"], 2),
                      WARP_FFMA: warp_ffma_per_wavefront(s),
                      "registers": occ.registers_per_thread, "warps/SM": occ.warps_per_sm})
-    return Table(rows, list(rows[0]), title="one tile (one BK slice of K): FFMA and shared loads per "
-                 "thread, wavefronts per warp (bank model), of them the extra ones bank conflicts "
-                 "cause (conflicts); FMAs per wavefront: the "
-                 "warp's 32 x FFMA (lane FMAs) over its wavefronts; registers of the timed binary and the "
-                 "warps per SM they allow")
+    # the columns are defined in the chapter's prose; the title says only what a row counts
+    return Table(rows, list(rows[0]), title="one tile (one BK slice of K): per thread (FFMA, "
+                 "loads), per warp (wavefronts, bank model), and the timed binary's registers")
 
 
 # ------------------------------------------------------------------ standings
@@ -580,9 +578,7 @@ def path_check_table(rows=None) -> Table:
                     "the two: share of all stalls": of_stalls,
                     "the two: share of the fall": of_fall})
     return Table(out, list(out[0]), title="the two predicted steps, before -> after, at "
-                 "4096^3 (Nsight Compute; stalls in cycles per issued instruction; the two: "
-                 "barrier + long scoreboard; expected: warps per scheduler (warps per SM / 4) "
-                 "÷ issue share); "
+                 "4096^3 (Nsight Compute; the two: barrier + long scoreboard); "
                  + records.recording_label())
 
 
@@ -685,9 +681,15 @@ def path_plot(size: int = 2048, rows=None):
         axes[2].text(xi, v, f"{v:.2f}", ha="center", va="bottom", fontsize=8)
     axes[2].set_ylim(0, max(bottom + [0.1]) * 1.25)
     axes[2].set_title(f"barrier + long-scoreboard stalls per issued instruction,\n4096^3; "
-                      f"compare only the steps at {rows[-1]['warps/SM']} warps/SM "
-                      f"(hatched: other)", fontsize=9)
-    axes[2].legend(fontsize=8, frameon=False, loc="upper right")
+                      f"compare only the steps at {rows[-1]['warps/SM']} warps/SM", fontsize=9)
+    # solid swatches for the two stalls (the legend would otherwise copy the first bar's
+    # hatch), and one hatched swatch that says what the hatching marks
+    from matplotlib.patches import Patch
+    handles = [Patch(color=evidence.stall_colour(k), label=k)
+               for k in ("barrier", "long scoreboard")]
+    handles += [Patch(facecolor="white", edgecolor="grey", hatch="//",
+                      label=f"hatched: not {rows[-1]['warps/SM']} warps/SM")] if any(hatch) else []
+    axes[2].legend(handles=handles, fontsize=8, frameon=False, loc="upper right")
     for ax in axes:
         ax.set_xticks(x, names, fontsize=8)
     fig.suptitle(f"From K5 to the default, one change at a time ({records.recording_label()})",
