@@ -171,6 +171,8 @@ def test_the_bytes_plot_title_states_the_verdict(recording):
     ax = ax if hasattr(ax, "get_title") else ax.axes[0]
     assert f"DRAM at {5e9 / t['dram_limit']:.1%} of its limit" in ax.get_title()
     assert "the L1 looking up 320 x DRAM's bytes" in ax.get_title()     # 1.6 TB / 5 GB
+    # the lanes' bytes are computed from the requests, not counted: the title says so
+    assert "the lanes' bytes derived" in ax.get_title()
 
 
 def test_the_stall_table_leaves_out_the_issuing_warp_as_the_stall_plot_does(monkeypatch):

@@ -123,7 +123,7 @@ def bytes_plot(study: str = STUDY, ax=None):
             ("DRAM: bytes read and written", t["bytes"]["DRAM"], "C0", None),
             ("L2: sectors the SMs asked for, x 32 B", t["bytes"]["L2"], "C0", None),
             ("L1: sector bytes looked up\n(sectors x 32 B)", t["bytes"]["L1"], "C2", None),
-            ("L1: bytes delivered to the lanes\n(32 x 4 B per load, a broadcast too)",
+            ("L1: bytes delivered to the lanes, derived\n(requests x 32 x 4 B, a broadcast too)",
              t["lane_bytes"], "C1", None),
             (f"DRAM bytes that would make DRAM its limit\n({t['ms']:,.0f} ms at "
              f"{t['dram_how']} {t['dram_gbps']:,.0f} GB/s)", t["dram_limit"], "white", "//")]
@@ -155,7 +155,8 @@ def bytes_plot(study: str = STUDY, ax=None):
     ax.set_title(f"The naive kernel ({_settings(t)}) at {t['size']}^3: DRAM at "
                  f"{t['bytes']['DRAM'] / t['dram_limit']:.1%} of its limit, the L1 looking up "
                  f"{t['bytes']['L1'] / t['bytes']['DRAM']:,.0f} x DRAM's bytes;\n"
-                 f"its bytes at each level, counted by Nsight Compute; {records.source()}",
+                 f"each level's bytes counted by Nsight Compute (the lanes' bytes derived: "
+                 f"requests x 128 B); {records.source()}",
                  fontsize=10, pad=12)
     ax.grid(True, axis="x", which="major", alpha=0.3)
     return ax
@@ -299,9 +300,10 @@ def stall_table(params: dict | None = None, study: str = STALL_STUDY):
 def wavefronts_per_request(params: dict | None = None, study: str = STALL_STUDY) -> Text:
     """The L1 data stage's passes (Nsight Compute's wavefronts) of the naive kernel in
     chapter 02's profile: per load request, beside the sectors and the distinct 128-byte
-    lines per request (lines from the index expressions), so a load passes through the L1
-    once per line it touches; and per SM and cycle, over the profiler's own count of each
-    SM's cycles (`sm__cycles_elapsed.avg`), so no clock is assumed."""
+    lines per request (lines from the index expressions): at the power-of-two size
+    profiled, one wavefront per line, which there is also the number of words queued on
+    one bank (chapter 02 tells the two apart); and per SM and cycle, over the profiler's
+    own count of each SM's cycles (`sm__cycles_elapsed.avg`), so no clock is assumed."""
     from gemm_kernels.memory import ch01_02_sectors
     params = dict(params or KERNELS["naive"].resolve(None))
     sms = ch01_02_sectors.device_props().get("sm_count")
