@@ -382,9 +382,9 @@ def test_the_bank_panels_alone_show_lines_and_bank_words_equal_at_2048_only():
     fig = ch02_coalescing.two_stage_picture(stages=("data",))
     assert len(fig.axes) == 2 and [len(ax.patches) for ax in fig.axes] == [32, 32]
     top, bottom = (ax.get_title() for ax in fig.axes)
-    assert top == "N = 2048: 32 words of A in 32 lines; 32 on the busiest bank = 32 L1 cycles"
+    assert top == "N = K = 2048: 32 words of A in 32 lines; 32 on the busiest bank = 32 L1 cycles"
     # at 2047 the banks' one cycle is not the load's cost: the title points to the look-up
-    assert bottom == ("N = 2047: 32 words of A in 32 lines; 1 on the busiest bank = 1 cycle "
+    assert bottom == ("N = K = 2047: 32 words of A in 32 lines; 1 on the busiest bank = 1 cycle "
                       "of the banks\n(the line look-up needs 32 / 4 = 8: next cell)")
     assert "L1 cycle" not in bottom
     assert "tag" not in fig._suptitle.get_text()
@@ -410,13 +410,13 @@ def test_coalescing_gains_far_less_when_the_rows_are_not_a_power_of_two_apart():
     coal, naive = (float(x.replace(",", "")) for x in line.split(" GFLOP/s")[0].split(" / "))
     assert f"{coal / naive:.1f} x" in line
     # the limits behind the gains: 33 bank cycles at 2048, 9 look-up cycles at 2047
-    limits = text.split("looked up per cycle):\n")[1]
+    limits = text.split("with the L1 cycles of the rule:\n")[1]
     assert "at 2048^3: naive 33 cycles" in limits and "at 2047^3: naive 9 cycles" in limits
     assert limits.count("coalesced 2 = ") == 2
     # the conversion from cycles to GFLOP/s is printed, and gives the printed limits
-    per_cycle = float(text.split("(L1 cycles per warp and step) = ")[1].split(" GFLOP/s")[0]
-                      .replace(",", ""))
-    assert f"naive 33 cycles per warp and step (33 lines) = {per_cycle / 33:,.0f} GFLOP/s" in limits
+    per_cycle = float(text.split("(L1 cycles per warp and step)\n         = ")[1]
+                      .split(" GFLOP/s")[0].replace(",", ""))
+    assert f"naive 33 cycles = {per_cycle / 33:,.0f} GFLOP/s" in limits
     # each timed gain falls short of its limits' ratio, as the notebook says
     ratio = {n: float(limits.split(f"at {n}^3: ")[1].split(": ")[1].split(" x")[0])
              for n in (2048, 2047)}
@@ -458,12 +458,14 @@ def test_the_alignment_table_holds_one_kernel_at_both_sizes_aligned_first():
     for kernel in ("naive", "coalesced"):
         t = list(ch02_coalescing.alignment_table(kernel))
         assert list(t[0]) == list(ch02_coalescing.ALIGNMENT_COLUMNS)
-        assert t and all(r["configuration"].startswith(kernel) for r in t)
+        # the title names the kernel, the rows only their settings
+        assert t and all(r["configuration"].startswith("BLOCK = ") for r in t)
+        assert all(("x->row" in r["configuration"]) == (kernel == "naive") for r in t)
         sizes = [r["M = N = K"] for r in t]
         assert sizes == sorted(sizes, reverse=True) and set(sizes) == {2048, 2047}
     # the coalesced rows at 2048 in BLOCK order
     t = list(ch02_coalescing.alignment_table("coalesced"))
-    assert [r["configuration"] for r in t[:3]] == [f"coalesced, BLOCK = {b}" for b in (8, 16, 32)]
+    assert [r["configuration"] for r in t[:3]] == [f"BLOCK = {b}" for b in (8, 16, 32)]
 
 
 def test_the_alignment_table_sets_each_rate_against_the_limit_of_both_counts(monkeypatch):
@@ -499,7 +501,7 @@ def test_the_alignment_table_matches_the_model_on_the_lines_and_counts_more_off_
     # off the lines the naive kernel's slower stage is the tag stage, and its timed rate
     # sits far below what the banks alone would allow (negative control on the banks)
     naive = {r["M = N = K"]: r for r in ch02_coalescing.alignment_table("naive")
-             if r["configuration"].startswith("naive, BLOCK = 32")}
+             if r["configuration"] == "BLOCK = 32, x->row"}
     assert naive[2047]["slower stage (model)"] == "tag" and naive[2048]["slower stage (model)"] == "data"
     data, tag = ch02_coalescing.ALIGNMENT_COUNTED
     assert float(naive[2048][data]) > float(naive[2048][tag])
