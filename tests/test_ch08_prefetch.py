@@ -409,7 +409,6 @@ def test_why_a_quarter_is_read_from_chapter_07s_profile(recorded_mode):
     assert "The fastest pace is the worst case" in text
     assert "on average a warp issues at most once every 4 cycles" in text
     assert "What must be covered is a time" in text      # not a share of the step
-    assert "Nsight Compute at 4096^3" in c.why_a_quarter(study="stalls")
 
 
 def test_the_failing_sources_at_bk16_cover_the_latency(recorded_mode):

@@ -923,21 +923,14 @@ def cycles_per_instruction(stalls: dict) -> float:
 
 def _latency(params: dict | None, study: str):
     """(chapter 07's stall reasons, its compiled loop, the recording's label) at the tile
-    `params`, with two blocks per SM: from the payoff's profile, or for study "stalls"
-    (the chapter's first stall bars, at the default tile only) from that one."""
+    `params`, with two blocks per SM, from the payoff's profile `study`."""
     from gemm_kernels.measure import studies
     lp = loads("float4", params)
-    if study == PAYOFF_STALLS:
-        rec = studies.complete_recording(study)
-        got = _payoff_profiles(params, study, rec)[False]
-        if not got:
-            return None, lp, None
-        return got[0][1], lp, rec.label
-    from gemm_kernels.notebook import evidence
-    rec = studies.recording_of(study)
-    row = next((r for s, r in studies.results(study, rec=rec) if s.kernel == "float4"
-                and not s.params.get("ONE_PER_SM") and r is not None), None)
-    return (evidence.stall_reasons(row) if row else None), lp, (rec.label if rec else None)
+    rec = studies.complete_recording(study)
+    got = _payoff_profiles(params, study, rec)[False]
+    if not got:
+        return None, lp, None
+    return got[0][1], lp, rec.label
 
 
 def _cube(study: str) -> str:
@@ -953,8 +946,7 @@ def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
     07's wait for global loads per step), a warp's pace (warps per scheduler, and the pace
     measured), and the instructions, then FFMAs of chapter 08's loop, that span the
     latency at that pace. `study`: the payoff's profile (2048^3, the
-    size the payoff was timed at, at the tile `params`) or "stalls" (the chapter's first
-    bars, 4096^3, default tile only)."""
+    size the payoff was timed at, at the tile `params`)."""
     st07, lp07, where = _latency(params, study)
     if st07 is None:
         return "This recording holds no profile of chapter 07's kernel at this tile."
