@@ -218,11 +218,19 @@ def test_the_stall_summary_reads_both_block_counts(recorded_mode):
     assert text.count(" -> ") == 1 + 2 * len(c.STALL_READ)
 
 
-def test_the_stall_plot_uses_chapter_09s_axis(recorded_mode):
+def test_the_first_stall_bars_are_the_payoffs_profile_of_chapters_07_and_08(recorded_mode):
+    """Cell 'Measured against chapter 07' draws the 2048^3 profile the grader's size and
+    the payoff share: chapters 07 and 08 only, at both block counts, chapter 09's axis."""
+    import matplotlib.pyplot as plt
     from gemm_kernels.notebook.capstone_pictures import STALL_AXIS
-    fig = c.stall_plot()
+    rows = c.payoff_stalls(kernels=())
+    assert [r["kernel"] for r in rows] == ["chapter 07's kernel", "chapter 08's kernel"] * 2
+    fig = plt.gcf()
     assert fig.axes[0].get_xlabel() == STALL_AXIS
-    assert len(fig.axes[0].get_yticklabels()) == 4
+    assert "2048x2048x2048" in fig.axes[0].get_title()
+    # the summary reads the same numbers
+    assert f"long scoreboard: {rows[0]['long scoreboard']} -> " in c.stall_summary()
+    plt.close(fig)
 
 
 def test_the_worked_answer_note_is_the_grader_count():
@@ -401,7 +409,6 @@ def test_why_a_quarter_is_read_from_chapter_07s_profile(recorded_mode):
     assert "The fastest pace is the worst case" in text
     assert "on average a warp issues at most once every 4 cycles" in text
     assert "What must be covered is a time" in text      # not a share of the step
-    assert "Nsight Compute at 4096^3" in c.why_a_quarter(study="stalls")
 
 
 def test_the_failing_sources_at_bk16_cover_the_latency(recorded_mode):
@@ -490,3 +497,21 @@ def test_your_loop_draws_the_students_loop_or_says_why_not(monkeypatch):
     import matplotlib.pyplot as plt
     assert plt.gcf().axes[0].get_title(loc="left").startswith(
         "your kernel: 512 FFMAs")
+
+
+def test_ptx_step_shows_one_predicate_around_the_fetch_and_the_stores():
+    """In the PTX of the chapter's kernel the fetch and the stores sit in two blocks
+    skipped by branches on one predicate, with the step's FMAs between them."""
+    import re
+    text = c.ptx_step()
+    lines = text.splitlines()
+    assert lines[0].endswith(":") and "bar.sync" in lines[-2] and " bra" in lines[-1]
+    first_load = next(i for i, line in enumerate(lines) if line.startswith("ld.global"))
+    first_store = next(i for i, line in enumerate(lines) if line.startswith("st.shared"))
+    fma = next(i for i, line in enumerate(lines) if "512 of them FMAs" in line)
+    assert first_load < fma < first_store
+    # the first branch of the trip skips the fetch; a branch on its predicate, after the
+    # FMAs, skips the stores
+    pred = next(re.match(r"@(%p\d+) bra", line).group(1) for line in lines
+                if re.match(r"@%p\d+ bra", line))
+    assert any(line.startswith(f"@{pred} bra") for line in lines[fma:first_store])

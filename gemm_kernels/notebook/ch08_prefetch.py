@@ -235,6 +235,36 @@ def ffma_before_loads(kernel=KERNEL, params: dict | None = None) -> dict:
     return out
 
 
+def ptx_step(kernel=KERNEL, params: dict | None = None) -> str:
+    """One trip of the K loop in the PTX that NVRTC hands to ptxas, condensed: from the
+    loop's head label to its back branch, the global loads, the shared stores, the
+    branches and their labels, the barrier, and the lines that set each branch's
+    predicate; every run of other lines as one line that counts them (and the FMAs among
+    them). Shows which branch guards which work."""
+    k = variant_kernel(kernel) if kernel in VARIANTS else kernel_of(kernel)
+    lines = [line.strip() for line in compiler.ptx(k, _params(k, params))[0].splitlines()]
+    bars = [i for i, line in enumerate(lines) if line.startswith("bar.sync")]
+    back = lines[bars[1] + 1]                       # the loop's back branch, after its barrier
+    head = lines.index(back.split()[-1].rstrip(";") + ":")
+    trip = lines[head:bars[1] + 2]
+    preds = {m.group(1) for line in trip for m in [re.match(r"@!?(%p\d+) bra", line)] if m}
+    out, skipped, fma = [], 0, 0
+    for line in trip:
+        parts = line.split(None, 1)
+        sets_pred = len(parts) == 2 and any(parts[1].startswith(f"{p},") for p in preds)
+        if sets_pred or line.endswith(":") or " bra" in f" {line}" or line.startswith(
+                ("ld.global", "st.shared", "bar.sync")):
+            if skipped:
+                out.append(f"    ... {skipped} other line{'s' * (skipped > 1)}"
+                           + (f", {fma} of them FMAs" if fma else ""))
+            skipped = fma = 0
+            out.append(line)
+        elif line:
+            skipped += 1
+            fma += line.startswith("fma.rn.f32")
+    return "\n".join(out)
+
+
 # ------------------------------------------------------------------ pictures
 
 _COLOURS = {"load": "#f6b26b", "flight": "#fce5cd", "compute": "#6aa84f",
@@ -617,11 +647,8 @@ def payoff_sizes(kernel: str = WORKING, sizes=PAYOFF_SIZES) -> Table:
         row["run ids"] = ", ".join(ids)     # kept in the row, for whoever traces a number
         rows.append(row)
     return Table(rows, [c for c in rows[0] if c != "run ids"], title=(
-        f"% of cuBLAS: the median rate of chapter 07's kernel, chapter 08's and the "
-        f"exercise's answer ({label(kernel)}), each over the cuBLAS timed beside it in the "
-        f"same process; {p['BM']} x {p['BN']} x {p['BK']}, {p['TM']} x {p['TN']} per "
-        f"thread, two blocks per SM where the grid fills the SMs (at 1024^3 it has fewer "
-        f"blocks than SMs: one per SM) ({records.recording_label()})"))
+        f"% of cuBLAS: each median rate over the cuBLAS timed beside it, {p['BM']} x "
+        f"{p['BN']} x {p['BK']}; the answer: {label(kernel)} ({records.recording_label()})"))
 
 
 CH08 = "chapter 08's kernel"
@@ -707,46 +734,33 @@ def size_table(table) -> Table:
                        "each kernel's repetitions")
 
 
-STALL_PAIRS = {"two blocks per SM": ("chapter 07", "chapter 08"),
-               "one block per SM": ("chapter 07, one block per SM",
-                                    "chapter 08, one block per SM")}
 STALL_READ = ("long scoreboard", "short scoreboard", "barrier")
 
 
-def stall_summary(study: str = "stalls") -> str:
-    """The stall bars in words, for chapter 07's and chapter 08's kernels at two blocks
-    per SM and at one: each kernel's largest wait, and the three waits the chapter reads
-    (stall cycles per issued instruction), chapter 07 -> chapter 08. From the profile."""
+def stall_summary() -> str:
+    """The first stall bars in words (the payoff's profile at 2048^3, the size the grader
+    times): for chapter 07's and chapter 08's kernels at two blocks per SM and at one,
+    each kernel's largest wait, and the three waits the chapter reads (stall cycles per
+    issued instruction), chapter 07 -> chapter 08."""
     from gemm_kernels.measure import studies
-    from gemm_kernels.notebook import evidence
-    stalls = {s.label: evidence.stall_reasons(r) for s, r in studies.results(study)}
+    rec = studies.complete_recording(PAYOFF_STALLS)
+    got = _payoff_profiles(None, PAYOFF_STALLS, rec)
 
     def largest(st):
         return max((k for k in st if k != "selected"), key=st.get)
 
     lines = ["Warp-cycles stalled per issued instruction, chapter 07 -> chapter 08:"]
-    for n, (f4, db) in STALL_PAIRS.items():
-        a, b = stalls[f4], stalls[db]
+    for one in (False, True):
+        st = {source: reasons for source, reasons, _ in got[one]}
+        a, b = st["chapter 07's kernel"], st["chapter 08's kernel"]
         la, lb = largest(a), largest(b)
         # one name when both kernels agree, so the line does not read like a template
         which = (f"both kernels: '{la}'" if la == lb
                  else f"'{la}' in chapter 07, '{lb}' in chapter 08")
+        n = _SETTINGS[one]
         lines.append(f"{n[0].upper() + n[1:]}: the largest wait, {which}.")
         lines += [f"    {r}: {a.get(r, 0):.2f} -> {b.get(r, 0):.2f}" for r in STALL_READ]
     return "\n".join(lines)
-
-
-def stall_plot(study: str = "stalls"):
-    """Chapters 07 and 08 at two blocks per SM and at one (`evidence.stall_plot` of the
-    study): warp-cycles stalled, summed over the resident warps, per instruction issued,
-    the reasons stacked in one fixed order (as in `payoff_stalls`); the recording named
-    under it."""
-    from gemm_kernels.notebook import evidence
-    from gemm_kernels.notebook.capstone_pictures import STALL_AXIS
-    fig = evidence.stall_plot(study, kernels=("float4", KERNEL), run_line=False,
-                              fixed_order=True)
-    fig.axes[0].set_xlabel(STALL_AXIS)
-    return labelled(fig)
 
 
 # The payoff's sources profiled (`measure.studies`, `python -m gemm_kernels study
@@ -833,7 +847,7 @@ def payoff_stalls(params: dict | None = None, study: str = PAYOFF_STALLS, top: i
             ax.axhline(top_y - n + 0.5, color="k", lw=0.8)
         top_y -= n
     p = kernel_of(KERNEL).resolve(params)
-    ax.set_title(f"Where the warps of the payoff's sources wait, {p['BM']} x {p['BN']} x "
+    ax.set_title(f"Where the warps wait, {p['BM']} x {p['BN']} x "
                  f"{p['BK']}, {'x'.join(map(str, studies.get(study).shapes[0]))} "
                  "(Nsight Compute)", fontsize=FONT + 1)
     where = records.source() if rec is None or device.is_live() else rec.label
@@ -909,21 +923,14 @@ def cycles_per_instruction(stalls: dict) -> float:
 
 def _latency(params: dict | None, study: str):
     """(chapter 07's stall reasons, its compiled loop, the recording's label) at the tile
-    `params`, with two blocks per SM: from the payoff's profile, or for study "stalls"
-    (the chapter's first stall bars, at the default tile only) from that one."""
+    `params`, with two blocks per SM, from the payoff's profile `study`."""
     from gemm_kernels.measure import studies
     lp = loads("float4", params)
-    if study == PAYOFF_STALLS:
-        rec = studies.complete_recording(study)
-        got = _payoff_profiles(params, study, rec)[False]
-        if not got:
-            return None, lp, None
-        return got[0][1], lp, rec.label
-    from gemm_kernels.notebook import evidence
-    rec = studies.recording_of(study)
-    row = next((r for s, r in studies.results(study, rec=rec) if s.kernel == "float4"
-                and not s.params.get("ONE_PER_SM") and r is not None), None)
-    return (evidence.stall_reasons(row) if row else None), lp, (rec.label if rec else None)
+    rec = studies.complete_recording(study)
+    got = _payoff_profiles(params, study, rec)[False]
+    if not got:
+        return None, lp, None
+    return got[0][1], lp, rec.label
 
 
 def _cube(study: str) -> str:
@@ -939,8 +946,7 @@ def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
     07's wait for global loads per step), a warp's pace (warps per scheduler, and the pace
     measured), and the instructions, then FFMAs of chapter 08's loop, that span the
     latency at that pace. `study`: the payoff's profile (2048^3, the
-    size the payoff was timed at, at the tile `params`) or "stalls" (the chapter's first
-    bars, 4096^3, default tile only)."""
+    size the payoff was timed at, at the tile `params`)."""
     st07, lp07, where = _latency(params, study)
     if st07 is None:
         return "This recording holds no profile of chapter 07's kernel at this tile."
@@ -1124,6 +1130,8 @@ PEELED_LOOP = """\
         __syncthreads();
     }
     // the last tile, peeled off the loop: nothing left to fetch, only its compute
+    // (with K = 0 there is no tile: a kernel that allows it must skip this line, since
+    // stage (tiles - 1) & 1 = 1 was never written)
     compute_stage<BM, BN, BK, TM, TN>(As[(tiles - 1) & 1], Bs[(tiles - 1) & 1], tr, tc, acc);
 """
 
@@ -1207,8 +1215,10 @@ def pace_to_rate(params: dict | None = None, kernel: str = WORKING) -> str:
                      f"instruction = issuing {share:.0%} of the cycles; x {lp.ffma:,} FFMAs / "
                      f"{lp.instructions:,} instructions per step = {rate[who]:.3f} FFMAs per cycle per scheduler")
     predicted = rate[kernel] / rate["chapter 07's kernel"]
+    timed = payoff_gain(params, False, kernel)
     lines.append(f"From the profile, {label(kernel)} / chapter 07's kernel: x{predicted:.2f}; timed: "
-                 f"x{payoff_gain(params, False, kernel):.2f}")
+                 f"x{timed:.2f}")
+    lines.append(f"The profile's ratio is {predicted / timed - 1:.0%} above the timed one.")
     lines.append(f"(Nsight Compute at {_cube(PAYOFF_STALLS)}, two blocks per SM, {rec.label}; "
                  f"instructions: SASS compiled here.)")
     return "\n".join(lines)
