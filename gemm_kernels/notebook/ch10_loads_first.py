@@ -140,7 +140,7 @@ def comparison() -> Table:
                             for who, m in metrics.items()}})
     return Table(rows, ["quantity", "shape", *(who for who, _ in kernels)],
                  title=f"transpose_padded, float, TILE = 32, ROWS = 8, two tiles per block, "
-                       f"x->row: as built, and with every load first (timed and profiled "
+                       f"x->row: as built, and with every load first (timed and profiled; "
                        f"{records.source()})")
 
 

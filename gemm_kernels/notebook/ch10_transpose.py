@@ -570,17 +570,18 @@ def little_table(study: str = DRAM_STUDY) -> Table:
         life = w["cycles"] / w["clock"] / 1e3                   # µs
         out.append({"kernel": w["step"],
                     "warps per SM": f"{w['resident']:.1f}",
-                    "bytes a warp reads (round trips)": f"{w['bytes']:,} ({trips})",
-                    "load wait per round trip, µs": f"{wait:.2f}",
-                    "bytes in flight / load wait, GB/s per SM": f"{w['resident'] * w['bytes'] / trips / wait / 1e3:.1f}",
+                    "B a warp reads (trips)": f"{w['bytes']:,} ({trips})",
+                    "load wait / trip, µs": f"{wait:.2f}",
+                    "bytes in flight / load wait": f"{w['resident'] * w['bytes'] / trips / wait / 1e3:.1f}",
                     "warp life, µs": f"{life:.2f}",
-                    "warps x bytes / life, GB/s per SM": f"{w['resident'] * w['bytes'] / life / 1e3:.1f}",
-                    "DRAM read, GB/s per SM": f"{w['read GB/s'] / sms:.1f}",
-                    "timed, % of device copy": w["timed"]})
+                    "warps x bytes / life": f"{w['resident'] * w['bytes'] / life / 1e3:.1f}",
+                    "DRAM read": f"{w['read GB/s'] / sms:.1f}",
+                    "% copy, timed": w["timed"]})
     shape = studies.get(study).shapes[0] if out else ODD
     return Table(out, list(out[0]) if out else ["kernel"],
                  title=f"Little's law, two ways ({_shape_text(shape)}, float; Nsight Compute at "
-                       f"its own clock, {sms} SMs; the timed rate {records.source()})",
+                       f"its own clock, {sms} SMs; the three rate columns in GB/s per SM; "
+                       f"% copy: the timed rate, {records.source()})",
                  pct_decimals=1)
 
 
