@@ -61,3 +61,23 @@ def test_the_profile_launches_these_very_texts():
     assert studies.problems(st) == []
     assert [studies.step_kernel(s).source_hash() for s in st.steps] == [
         lf.as_built_kernel().source_hash(), lf.loads_first_kernel().source_hash()]
+
+
+def test_the_comparison_prints_the_sass_the_timed_rates_and_the_counters_of_both():
+    t = lf.comparison()
+    assert t.columns == ["quantity", "shape", "as built", "every load first"]
+    rows = {(r["quantity"], r["shape"]): r for r in t}
+    trips = rows["loads per round trip (SASS)", "any"]
+    assert trips["as built"] == "1, then 7" and trips["every load first"] == "8"
+    shapes = [r["shape"] for r in t if r["quantity"].startswith("% of the device copy")]
+    assert shapes == ["8192 x 8192", "8191 x 4097"]          # both shapes, one run each
+    for r in t:   # every cell a fixed format or '-' where a recording lacks it
+        for who in ("as built", "every load first"):
+            assert r[who] == "-" or r[who][0].isdigit(), r
+    profiled = [r["quantity"] for r in t if r["quantity"].startswith("profiled")]
+    assert any("global loads" in q for q in profiled) and any("barrier" in q for q in profiled)
+
+
+def test_the_split_loop_shown_is_the_text_the_edit_puts_in():
+    shown = str(lf.split_loop())
+    assert "T v[TILE / ROWS][STACK];" in shown and shown in lf.loads_first_kernel().code

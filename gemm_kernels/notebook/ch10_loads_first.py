@@ -13,6 +13,8 @@ import functools
 
 from gemm_kernels.core.launch import kernel_of
 from gemm_kernels.core.source_edits import apply
+from gemm_kernels.core.table import Table
+from gemm_kernels.measure import records
 
 KERNEL = "transpose_padded"
 AS_BUILT = "transpose_padded: as built, timed beside every-load-first"
@@ -77,6 +79,75 @@ def as_built_kernel():
     registry kernel's)."""
     k = kernel_of(KERNEL)
     return k.with_code(k.source_text(), name=AS_BUILT, source=k.source)
+
+
+STUDY = "ch10_loads_first"
+# (row label, metric): the profiled counters that test the lesson. Did the warps wait less
+# for their loads, more at the barrier, and did DRAM get busier? The stalls are turned
+# into a warp's whole wait (stall per issue x instructions / warps, at the profiler's
+# clock), as chapter 10's appendix A.1 does: per issue they would also move with the
+# instruction count, which the split changes.
+_BUSY = ("DRAM busy, % of peak", "dram__throughput.avg.pct_of_peak_sustained_elapsed")
+_WAITS = (("a warp's wait for its global loads, µs", "long_scoreboard"),
+          ("a warp's wait at the barrier, µs", "barrier"))
+
+
+def _fmt(v, spec: str) -> str:
+    """A cell at a fixed number of decimals, so that the two kernels' columns line up;
+    '-' where the recording lacks it."""
+    return "-" if v is None else spec.format(v)
+
+
+def comparison() -> Table:
+    """The closing experiment in one table: the two-tile padded transpose as built and
+    with every load first. Per kernel: its loads per round trip (the SASS compiled here)
+    and registers (the timed binary); at both shapes, the rate as a share of the device
+    copy timed beside it (the two kernels in one run) and, under Nsight Compute, the
+    kernel's time, how busy DRAM was and a warp's wait for its loads and at the barrier."""
+    from gemm_kernels.measure import lookup, studies
+    from gemm_kernels.notebook import ch10_transpose as ch10
+    kernels = (("as built", as_built_kernel()), ("every load first", loads_first_kernel()))
+    shapes = studies.get(STUDY).shapes
+    rows = [{"quantity": "loads per round trip (SASS)", "shape": "any",
+             **{who: ", then ".join(map(str, ch10.round_trips(ch10._sass_order(k, PARAMS))))
+                for who, k in kernels}}]
+    timed = {(who, tuple(sh)): lookup.variant_row(k, tuple(sh), PARAMS)
+             for who, k in kernels for sh in shapes}
+    rows.append({"quantity": "registers per thread (timed binary)", "shape": "any",
+                 **{who: _fmt((timed[who, tuple(shapes[0])] or {}).get("binary", {}).get("registers"),
+                              "{}") for who, _ in kernels}})
+    for sh in shapes:
+        rows.append({"quantity": "% of the device copy, timed in one run", "shape": ch10._shape_text(sh),
+                     **{who: _fmt(timed[who, tuple(sh)] and lookup.share(timed[who, tuple(sh)]),
+                                  "{:.1f}%") for who, _ in kernels}})
+    for sh in shapes:
+        got = dict((s.label, r) for s, r in studies.results(STUDY, tuple(sh)))
+        warps = ch10._warps(KERNEL, PARAMS, tuple(sh))
+        text = ch10._shape_text(sh)
+
+        def per_warp(m, reason):   # µs a warp spends in one stall reason, profiler's clock
+            clock = m["sm__cycles_elapsed.avg"] / m["gpu__time_duration.sum"]     # GHz
+            return ch10._stalls(m)[reason] * m["smsp__inst_executed.sum"] / warps / clock / 1e3
+        metrics = {who: (got.get(who) or {}).get("metrics") for who, _ in kernels}
+        rows.append({"quantity": "profiled: kernel time, µs", "shape": text,
+                     **{who: _fmt(m and m["gpu__time_duration.sum"] / 1e3, "{:.1f}")
+                        for who, m in metrics.items()}})
+        rows.append({"quantity": f"profiled: {_BUSY[0]}", "shape": text,
+                     **{who: _fmt(m and m[_BUSY[1]], "{:.1f}%") for who, m in metrics.items()}})
+        for label, reason in _WAITS:
+            rows.append({"quantity": f"profiled: {label}", "shape": text,
+                         **{who: _fmt(m and per_warp(m, reason), "{:.2f}")
+                            for who, m in metrics.items()}})
+    return Table(rows, ["quantity", "shape", *(who for who, _ in kernels)],
+                 title=f"transpose_padded, float, TILE = 32, ROWS = 8, two tiles per block, "
+                       f"x->row: as built, and with every load first (timed and profiled; "
+                       f"{records.source()})")
+
+
+def split_loop():
+    """The only lines the every-load-first text changes: its load loop, split in two."""
+    from gemm_kernels.notebook import display
+    return display.Text(_SPLIT.rstrip("\n"))
 
 
 def _register_variants():

@@ -193,7 +193,8 @@ def copy_orders(kernel: str = "copy", rows=(8, 4, 2), t: str = "float") -> Table
                  f"({_ptxas(kernel)}, compiled here)")
 
 
-IN_FLIGHT_BYTES = "bytes a warp has in flight, averaged over its round trips (each)"
+IN_FLIGHT_BYTES = "B a warp in flight, avg (each)"
+TRIPS = "loads per round trip"
 # (label, kernel, parameters, load family counted where a kernel has two paths)
 IN_FLIGHT = (
     ("copy", "copy", {"T": "float"}, None),
@@ -215,28 +216,26 @@ def _share(kernel, shape, params):
 
 
 def in_flight_table(rows=IN_FLIGHT) -> Table:
-    """Per kernel: its global loads and its shared and global stores in SASS order, the
-    loads a thread sends before its first store and in each round trip, the bytes a warp
-    has in flight averaged over its round trips (what Little's law needs), next to the
-    timed rate at both shapes as a share of the device copy timed beside it. (The warps
-    resident, where the profiler ran, are in `little_table`.) The title says so where the
-    SASS here has other registers than the binaries timed."""
+    """Per kernel: the loads a thread sends in each round trip (read from the SASS), the
+    bytes a warp has in flight averaged over its round trips (what Little's law needs;
+    each round trip's in brackets where they differ), next to the timed rate at both
+    shapes as a share of the device copy timed beside it. Short headers, so that it reads
+    at a glance; the copy's full SASS order is `copy_orders`. (The warps resident, where
+    the profiler ran, are in `little_table`.) The title says so where the SASS here has other
+    registers than the binaries timed."""
     out, regs = [], []
     for label, name, p, family in rows:
         order = accesses(name, p)
         trips = round_trips(order, family)
-        first = trips[0] if trips else 0
         width = _BYTES[family] if family else _ITEM[kernel_of(name).resolve(p)["T"]]
         per_trip = [n * width * WARP for n in trips]
         per_warp = round(sum(per_trip) / max(len(trips), 1))
         # the average hides an uneven split (two tiles: 128, then 896): print each trip too
         each = f" ({', then '.join(f'{b:,}' for b in per_trip)})" if len(trips) > 1 else ""
-        out.append({"kernel": label, "loads and stores, in SASS order": compact(order),
-                    "loads before the first store": first,
-                    "loads in each round trip": ", then ".join(map(str, trips)),
+        out.append({"kernel": label, TRIPS: ", then ".join(map(str, trips)),
                     IN_FLIGHT_BYTES: f"{per_warp:,}{each}",
-                    f"% of device copy, {_shape_text(SQUARE)}": _share(name, SQUARE, p),
-                    f"% of device copy, {_shape_text(ODD)}": _share(name, ODD, p)})
+                    f"% copy {_shape_text(SQUARE)}": _share(name, SQUARE, p),
+                    f"% copy {_shape_text(ODD)}": _share(name, ODD, p)})
         timed = (lookup.binary(name, p) or {}).get("registers")
         regs.append((label, timed, analysis.summary(name, p)["registers"]))
     differ = [f"{l} ({t} timed, {h} here)" for l, t, h in regs if t is not None and t != h]
@@ -437,16 +436,18 @@ def bytes_needed(shape=ODD) -> Table:
 def plot_round_trips(shape=ODD, rows: int = 8):
     """One warp's loads and stores over time, drawn before the Little's-law tables: the
     chapter's copy (its SASS order: a first round trip, then a second), copy_smem and the
-    exercise's goal (every load sent first, one round trip). A round trip is drawn as long
-    as the latency that Little's law implies for the copy kernel (the next table); issuing
-    takes a sliver of that and is drawn wider than it is."""
+    exercise's goal (every load sent first, one round trip). Every round trip is drawn as
+    long as the latency that Little's law implies for the copy kernel (the next table),
+    and the axis says so: a single round trip with more in flight waits longer, so the
+    picture shows the order of events, not the gain. Issuing takes a sliver of a round
+    trip and is drawn wider than it is."""
     import matplotlib.pyplot as plt
     lat = _copy_chain(shape)["latency"] * 1e6
     want = kernel_of("copy").resolve({"T": "float", "ROWS": rows})["TILE"] // rows
     lanes = [("copy (this chapter's)", round_trips(accesses("copy", {"T": "float", "ROWS": rows}))),
              ("copy_smem", round_trips(accesses("copy_smem", {"T": "float", "ROWS": rows}))),
              ("the exercise: every load first", [want])]
-    fig, ax = plt.subplots(figsize=(10, 2.6))
+    fig, ax = plt.subplots(figsize=(10, 2.9))
     tick = lat / 25
     end = 0.0
     for y, (name, trips) in zip((2, 1, 0), lanes):
@@ -464,8 +465,9 @@ def plot_round_trips(shape=ODD, rows: int = 8):
         end = max(end, t)
     ax.set_yticks([2, 1, 0], [n for n, _ in lanes], fontsize=9)
     ax.set_xlim(0, end + 0.35 * lat)                   # room for the last "round trips" label
-    ax.set_xlabel(f"time, µs (a round trip drawn as {lat:.2f} µs, the latency the copy's "
-                  "Little's law implies below)")
+    ax.set_xlabel(f"time, µs (every round trip drawn as {lat:.2f} µs, the latency the copy's "
+                  "Little's law implies below; the same latency assumed for all three:\n"
+                  "in practice the single round trip waits longer, see 'Why not twice as fast?')")
     ax.set_title(f"One warp of a float copy, TILE = 32, ROWS = {rows} (SASS order; schematic)\n"
                  "dark blue: loads (LDG) sent; light: waiting for them; orange: stores (STG; "
                  "for copy_smem, STS)",
@@ -568,17 +570,18 @@ def little_table(study: str = DRAM_STUDY) -> Table:
         life = w["cycles"] / w["clock"] / 1e3                   # µs
         out.append({"kernel": w["step"],
                     "warps per SM": f"{w['resident']:.1f}",
-                    "bytes a warp reads (round trips)": f"{w['bytes']:,} ({trips})",
-                    "load wait per round trip, µs": f"{wait:.2f}",
-                    "bytes in flight / load wait, GB/s per SM": f"{w['resident'] * w['bytes'] / trips / wait / 1e3:.1f}",
+                    "B a warp reads (trips)": f"{w['bytes']:,} ({trips})",
+                    "load wait / trip, µs": f"{wait:.2f}",
+                    "bytes in flight / load wait": f"{w['resident'] * w['bytes'] / trips / wait / 1e3:.1f}",
                     "warp life, µs": f"{life:.2f}",
-                    "warps x bytes / life, GB/s per SM": f"{w['resident'] * w['bytes'] / life / 1e3:.1f}",
-                    "DRAM read, GB/s per SM": f"{w['read GB/s'] / sms:.1f}",
-                    "timed, % of device copy": w["timed"]})
+                    "warps x bytes / life": f"{w['resident'] * w['bytes'] / life / 1e3:.1f}",
+                    "DRAM read": f"{w['read GB/s'] / sms:.1f}",
+                    "% copy, timed": w["timed"]})
     shape = studies.get(study).shapes[0] if out else ODD
     return Table(out, list(out[0]) if out else ["kernel"],
                  title=f"Little's law, two ways ({_shape_text(shape)}, float; Nsight Compute at "
-                       f"its own clock, {sms} SMs; the timed rate {records.source()})",
+                       f"its own clock, {sms} SMs; the three rate columns in GB/s per SM; "
+                       f"% copy: the timed rate, {records.source()})",
                  pct_decimals=1)
 
 
