@@ -382,3 +382,23 @@ def test_clock_scaling_divides_profiled_by_timed_time_and_the_clocks():
     assert clock.endswith("1.98 / 1.50 GHz = x1.32")
     # the recorded rows carry their timed time: 2 x 4096^3 flop at the recorded rate
     assert all(r["timed (ms)"] is not None for r in ch06_tiles.issue_table())
+
+
+def test_issue_ratio_table_gives_each_gap_to_the_last_row_as_four_factors():
+    table = [{"kernel": "a", "time (ms)": "10.00", "instructions (billions)": "4.00",
+              "issue slots used %": 50.0},
+             {"kernel": "b", "time (ms)": "5.00", "instructions (billions)": "2.00",
+              "issue slots used %": 25.0}]
+    (row,) = ch06_tiles.issue_ratio_table(table)
+    # 4/2 instructions at 50%/25% issue share: equal cycles, twice the profiled time
+    assert row["kernel over K5"] == "a" and row["instructions"] == "x2.00"
+    assert row["issue share"] == "x2.00" and row["profiled time"] == "x2.00"
+    assert row["cycles = instructions ÷ issue share"] == "x1.00"
+
+
+def test_path_check_table_main_part_keeps_the_step_the_two_stalls_and_the_issue_share():
+    rows = [{**_row(s, b, l, i), ch06_tiles.ALL_STALLS: t, "warps/SM": 16}
+            for s, b, l, i, t in (("K5", .3, .9, 45, 5.0), ("a", .5, 1.0, 50, 8.0),
+                                  ("b", .2, .5, 64, 6.3), ("c", .1, .4, 80, 5.0))]
+    t = ch06_tiles.path_check_table(rows, part="main")
+    assert list(t.columns) == ["step", "barrier + long scoreboard", "issue share"]

@@ -365,13 +365,38 @@ def issue_split(table=None, sm_count: int | None = None, part: str | None = None
             if r.get("profiler clock (GHz)") is not None:
                 line += f" (the profiler's clock: {r['profiler clock (GHz)']} GHz)"
         lines.append(line)
-    ratios, ref = [], rows[-1]
-    for r in rows[:-1]:
-        i, s = instr(r) / instr(ref), share(r) / share(ref)
-        ratios.append(f"{r['kernel']} over {ref['kernel']}: instructions x{i:.2f}, issue share "
-                     f"x{s:.2f}, so cycles (instructions / issue share) x{i / s:.2f}; profiled "
-                     f"time x{float(r['time (ms)']) / float(ref['time (ms)']):.2f}")
+    ratios = [f"{g['kernel']} over {g['over']}: instructions x{g['instructions']:.2f}, issue "
+              f"share x{g['issue share']:.2f}, so cycles (instructions / issue share) "
+              f"x{g['cycles']:.2f}; profiled time x{g['time']:.2f}" for g in _gaps(rows)]
     return "\n".join({"ratios": ratios, "cycles": lines}.get(part, lines + ratios))
+
+
+def _gaps(rows) -> list[dict]:
+    """Each row of issue_table over the last (the K5 tile), the gap in time split into its
+    two factors: instructions and issue share; cycles are the first over the second."""
+    ref = rows[-1]
+    instr = lambda r: float(r["instructions (billions)"])  # noqa: E731
+    out = []
+    for r in rows[:-1]:
+        i = instr(r) / instr(ref)
+        s = r["issue slots used %"] / ref["issue slots used %"]
+        out.append({"kernel": r["kernel"], "over": ref["kernel"], "instructions": i,
+                    "issue share": s, "cycles": i / s,
+                    "time": float(r["time (ms)"]) / float(ref["time (ms)"])})
+    return out
+
+
+def issue_ratio_table(table=None) -> Table:
+    """issue_split's ratios as a table for the main text: one row per kernel over the K5
+    tile, its instructions, issue share, cycles (the first over the second) and profiled
+    time, each as a factor."""
+    gaps = _gaps(list(table if table is not None else issue_table()))
+    cycles = "cycles = instructions ÷ issue share"
+    rows = [{"kernel over K5": g["kernel"], "instructions": f"x{g['instructions']:.2f}",
+             "issue share": f"x{g['issue share']:.2f}", cycles: f"x{g['cycles']:.2f}",
+             "profiled time": f"x{g['time']:.2f}"} for g in gaps]
+    return Table(rows, list(rows[0]), title=f"each kernel over {gaps[0]['over']}, from the "
+                 "table above (4096^3 under Nsight Compute)")
 
 
 def clock_scaling(table=None, clock_ghz: float | None = None) -> str:
@@ -527,14 +552,15 @@ def path_check(rows=None, only: str | None = None) -> str:
 ALL_EXPECTED = "expected: warps ÷ issue share"
 
 
-def path_check_table(rows=None) -> Table:
+def path_check_table(rows=None, part: str | None = None) -> Table:
     """path_check's numbers as one row per step of CHECKS, before -> after: the barrier
     + long-scoreboard stalls per issued instruction, the issue slots used, all stall
     reasons together, warps per scheduler over the issue share (what that total comes to
     at fixed warps), how much the two stalls and all of them fall, and the two's share
     of all stalls before the step, and their share of the fall (two columns); '-' where a
     configuration was not profiled. What each step changes is said in the prose, so the
-    columns stay short."""
+    columns stay short. `part` "main": only the step, the two stalls and the issue share
+    (what the predictions name)."""
     rows = rows or path_rows()
 
     def value(r, what):
@@ -577,8 +603,9 @@ def path_check_table(rows=None) -> Table:
                     "fall of all stalls": fall(before, after, "all"),
                     "the two: share of all stalls": of_stalls,
                     "the two: share of the fall": of_fall})
-    return Table(out, list(out[0]), title="the two predicted steps, before -> after, at "
-                 "4096^3 (Nsight Compute; the two: barrier + long scoreboard); "
+    columns = list(out[0])[:3] if part == "main" else list(out[0])
+    return Table(out, columns, title="the two predicted steps, before -> after, at "
+                 "4096^3 (Nsight Compute; stalls in cycles per issued instruction); "
                  + records.recording_label())
 
 
@@ -755,7 +782,8 @@ def patch_plot(size: int = 2048, ax=None):
     ax.set_xlim(min(xs) - 38, max(xs) + 38)
     ax.set_xlabel("FMAs per shared wavefront (the warp's 32 lanes, one tile; bank model)")
     ax.set_ylabel(f"TFLOP/s at {size:,}^3")
-    ax.set_title(f"The K5 tile's four patches, {records.recording_label()}", fontsize=10)
+    ax.set_title(f"The K5 tile's four patches (bars: min..max of the timed calls),\n"
+                 f"{records.recording_label()}", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.figure.tight_layout()
     return ax.figure
@@ -774,7 +802,7 @@ def stall_reasons(label_rows=None) -> dict:
 
 __all__ = ["K5", "K4", "PATH", "PATH_STUDY", "CHECKS", "unrolled_dot_product", "loop_orders",
            "counting", "standings", "standings_rows", "bound_table", "issue_table", "path_rows",
-           "path_table", "PATH_PARTS", "path_check", "path_check_table", "patch_rows", "patch_table", "patch_plot",
+           "path_table", "PATH_PARTS", "path_check", "path_check_table", "issue_ratio_table", "patch_rows", "patch_table", "patch_plot",
            "stall_reasons", "stall_table", "issue_summary"]
 
 
