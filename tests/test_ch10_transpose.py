@@ -126,9 +126,10 @@ def test_the_copy_chain_defines_both_counts_of_bytes_in_flight():
     assert "read bandwidth, timed (not under the profiler)" in rows
 
 
-def test_bytes_needed_runs_the_copy_chain_forward():
+def test_bytes_needed_runs_the_copy_chain_forward(recorded_mode):
     """At the chain's latency, the bytes needed scale the copy's own bytes in flight by
-    the device copy's read rate over the copy's; one round trip holds all four loads."""
+    the device copy's read rate over the copy's; one round trip holds all four loads.
+    Recorded mode: on a GPU the copy would be timed again here, at another rate."""
     chain = {r["quantity"]: r["value"] for r in c.copy_little()}
     rows = {r["quantity"]: r["value"] for r in c.bytes_needed()}
     assert rows["latency per round trip, from the chain"] == \
