@@ -566,19 +566,20 @@ def test_the_worked_solutions_sit_beside_the_kernels_of_their_run():
 
 
 def test_step_changes_are_the_numbers_of_the_change_plot():
-    lines = str(cp.step_changes()).splitlines()
-    assert lines[0] == f"(at 2048^3 and 4096^3, {cp.ladder_source()}; {cp._RULE})"
-    assert len(lines) == len(cp.ladder_steps())
+    t = cp.step_changes()
+    assert cp.ladder_source() in t.title and cp._RULE in t.title
+    assert t.columns == ["step", "2048^3", "4096^3", "MINB = 2 (2048^3 / 4096^3)", "verdict"]
+    assert len(t) == len(cp.ladder_steps()) - 1
     full = cp.ladder((2048, 4096))
     c, held = cp._step_change(full[1], full[0], 2048)
     if c is None:
         pytest.skip("the ladder is not recorded")
-    assert lines[1].startswith(full[1].label) and cp.signed(c) in lines[1]
-    assert "MINB = 2" not in lines[1]
-    assert "between the MINB = 2 builds" in lines[cp.position(5)]
-    # one step's line alone, as part B prints it beside its reading
-    one = str(cp.step_changes(steps=("5",))).splitlines()
-    assert one == [lines[0], lines[cp.position(5)]]
+    assert t[0]["step"] == full[1].label and t[0]["2048^3"] == cp.signed(c)
+    assert t[0]["MINB = 2 (2048^3 / 4096^3)"] == "-" and "two blocks" not in t[0]["verdict"]
+    five = t[cp.position(5) - 1]
+    assert "at two blocks: " in five["verdict"] and "/" in five["MINB = 2 (2048^3 / 4096^3)"]
+    # one step's row alone, as part B prints it beside its reading
+    assert list(cp.step_changes(steps=("5",))) == [five]
 
 
 def test_a_change_within_the_recompile_shift_is_not_credited():
@@ -596,9 +597,10 @@ def test_a_change_within_the_recompile_shift_is_not_credited():
     got = cp.recompile_shift()
     for n in got:
         assert got[n] == max(abs(p["change"]) for p in pairs if p["size"] == n)
-    # the printed lines carry the verdict: step 5 between the MINB = 2 builds
-    line = str(cp.step_changes(steps=("5",))).splitlines()[1]
-    assert "between the MINB = 2 builds: " in line
+    # the printed rows carry the verdict: step 5 between the MINB = 2 builds
+    row = cp.step_changes(steps=("5",))[0]
+    assert row["verdict"].split("at two blocks: ")[1] in ("gain", "loss", "not credited", "unclear")
+    assert cp.short_verdict("within the code shift, not credited") == "not credited"
 
 
 def test_listings_before_the_pipeline_exercise_hide_the_waits_count():
@@ -797,19 +799,25 @@ def test_rule_example_reads_a_step_as_the_step_lines_do():
         r = full[cp.position(step)]
         c, _ = cp._step_change(r, full[r.index - 1], 2048)
         text = str(cp.rule_example(step))
-        assert text.startswith(f"Step {step} at 2048^3: {cp.signed(c)}")
+        assert text.startswith(f"step {step} moved the rate by {cp.signed(c)} at 2048^3")
         assert f"±{shift:.1f}%" in text
-        assert text.endswith(cp.verdict([(2048, c)], {2048: shift}) + ".")
+        assert text.endswith(cp.short_verdict(cp.verdict([(2048, c)], {2048: shift})) + ".")
 
 
 def test_rule_line_prints_the_largest_spread_and_the_thresholds(recorded_mode):
     text = str(cp.rule_line())
-    assert "\n" not in text and cp.ladder_source() in text
+    source, *lines = text.splitlines()
+    assert cp.ladder_source() in source and [l[:2] for l in lines] == ["1.", "2.", "3."]
     spread = max(cp._spread_pct(cp.cublas_spread([r.rows[n] for r in cp.ladder()]))
                  for n in (2048, 4096))
-    assert f"at most {spread:.1f}%" in text
+    assert f"at most {spread:.1f}%" in lines[0]
     for n, shift in cp.recompile_shift().items():
-        assert f"{shift:.1f}% at {n}^3" in text
+        assert f"{shift:.1f}% apart at {n}^3" in lines[0]
+    # the worked number is step 2's change, read against the 2048^3 threshold
+    full = cp.ladder((2048,))
+    c, _ = cp._step_change(full[cp.position("2")], full[cp.position("2") - 1], 2048)
+    assert f"step 2 moved the rate by {cp.signed(c)} at 2048^3" in lines[2]
+    assert f"±{cp.recompile_shift()[2048]:.1f}%" in lines[2]
 
 
 def test_stages_registers_match_the_stages_table_and_print_no_rate(recorded_mode):
@@ -868,15 +876,14 @@ def test_part_a_counts_match_the_bank_model_and_name_the_ladders_gpu():
     assert short[1] < short[0]
 
 
-def test_minb_loops_set_the_two_builds_of_one_source_side_by_side():
+def test_minb_loops_set_the_two_builds_of_one_source_one_above_the_other():
     """The MINB code shift's two builds: the same work per trip (FFMA, LDS.128, copies,
-    waits, barrier), the same blocks per SM, and one listing with a column for each."""
+    waits, barrier), the same blocks per SM, and a listing for each, MINB = 1 first."""
     s = cp.minb_loops()
     a, b = list(s.table)
     assert a["build"].endswith("MINB = 1") and b["build"].endswith("MINB = 2")
     for col in ("FFMA", "LDS.128", "LDGSTS", "LDGDEPBAR", "DEPBAR", "BAR", "blocks/SM"):
         assert a[col] == b[col]
-    lines = s.listing
-    assert lines[0].startswith("MINB = 1") and lines[0].endswith("| MINB = 2")
-    assert all(" | " in l for l in lines)
-    assert sum("LDGSTS" in l.split(" | ")[0] for l in lines) == a["LDGSTS"]
+    (t1, one), (t2, two) = s.listings
+    assert "MINB = 1" in t1 and "MINB = 2" in t2
+    assert sum("LDGSTS" in l for l in one) == a["LDGSTS"] == sum("LDGSTS" in l for l in two)

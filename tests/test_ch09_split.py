@@ -1,6 +1,7 @@
 """Chapter 09's ladder step 4 in three: the two intermediate kernels are text variants of
 the registry's kernels (each edit applied exactly once), run as steps of the ladder's
 studies under their own names, and their SASS shows the one change each step claims."""
+import re
 from collections import Counter
 from itertools import groupby
 
@@ -137,3 +138,14 @@ def test_the_study_runners_launch_the_variants_under_their_own_names(monkeypatch
     kernels = [k if isinstance(k, str) else k.name for k, _, _ in plan]
     assert kernels[:4] == ["zorder", split.ZORDER_RING, split.ONE_FRAGMENT_SET, "capstone"]
     assert hash(plan[1][0]) == hash(split.ring_kernel())       # the compiler caches by it
+
+
+def test_the_diffs_show_what_steps_4a_and_4c_change_with_the_wait_count_hidden():
+    a = str(split.step4a_diff())
+    assert "-    fetch_tiles<BM, BN, BK, NT, VEC>(ra, rb, A, B, M, N, K, row0, col0, 0);" in a
+    assert "+            issue_tile((tile + 1) * BK, cur ^ 1);" in a
+    assert "+        cp_async_wait<?>();" in a and "issue_tile, in full:" in a
+    c = str(split.step4c_diff())
+    assert "+    float fa[2][TM], fb[2][TN];" in c and "-    float fa[TM], fb[TN];" in c
+    # the pipeline exercise asks for the wait's count: no diff gives it away
+    assert "cp_async_wait<?>" in c and not re.search(r"cp_async_wait<[^?]", a + c)

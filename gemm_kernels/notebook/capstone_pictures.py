@@ -36,7 +36,7 @@ from gemm_kernels.exercises.ch09_checks import braced
 from gemm_kernels.measure import lookup, profile, records, studies
 from gemm_kernels.memory import banks, ch07_09_patterns
 from gemm_kernels.notebook import ch09_split   # registers the ladder's variants (4a, 4b)
-from gemm_kernels.notebook.display import Markdown, Text
+from gemm_kernels.notebook.display import Folded, Markdown, Stacked, Text
 
 NOT_RECORDED = "not recorded yet on this machine's recording"
 NOT_TIMED = "not timed: the recording has no run of it"   # a worked solution
@@ -898,27 +898,48 @@ def _step_change(r, before, n):
     return c, held
 
 
-def step_changes(sizes=(2048, 4096), steps=None) -> Text:
-    """One line per step of the ladder: its change against the step before at each size,
-    as timed and, where a MINB = 2 build exists, between the two-block builds (the
-    numbers of `change_plot`, for the reading under it). `steps` (step numbers, such as
-    ("5",)) keeps those lines only, to print a step's numbers where the text reads them."""
+def step_changes(sizes=(2048, 4096), steps=None) -> Table:
+    """One row per step of the ladder: its change against the step before at each size
+    as timed, the same change between the MINB = 2 builds where one exists (both sizes in
+    one cell), and the chapter's verdict on both (`short_verdict`): the numbers of
+    `change_plot`, for the reading under it. `steps` (step numbers, such as ("5",)) keeps
+    those rows only, to print a step's numbers where the text reads them."""
     full = ladder(sizes)
     shift = recompile_shift(sizes)
-    lines = []
+    held_col = f"MINB = 2 ({' / '.join(f'{n}^3' for n in sizes)})"
+    rows = []
     for r in full[1:]:
         if steps is not None and r.number not in steps:
             continue
         before = full[r.index - 1]
         got = [_step_change(r, before, n) for n in sizes]
-        lines.append(f"{r.label}: " + _read(got, sizes, shift, r.has_minb or before.has_minb))
-    return Text(f"(at {' and '.join(f'{n}^3' for n in sizes)}, {ladder_source()}; "
-                f"{_RULE})\n" + "\n".join(lines))
+        timed = [c for c, _ in got]
+        held = [h for _, h in got] if (r.has_minb or before.has_minb) else []
+        row = {"step": r.label}
+        for n, c in zip(sizes, timed):
+            row[f"{n}^3"] = signed(c) if c is not None else NOT_RECORDED
+        has_held = any(h is not None for h in held)
+        row[held_col] = (" / ".join(signed(h) if h is not None else "-"
+                                                   for h in held) if has_held else "-")
+        v = short_verdict(verdict(list(zip(sizes, timed)), shift))
+        if has_held:
+            v = f"as built: {v}; at two blocks: " + short_verdict(
+                verdict(list(zip(sizes, held)), shift))
+        row["verdict"] = v
+        rows.append(row)
+    cols = ["step", *(f"{n}^3" for n in sizes), held_col, "verdict"]
+    return Table(rows, cols, title=f"each step against the one before, as timed and between "
+                 f"the MINB = 2 builds (two blocks per SM), {ladder_source()}; {_RULE}")
+
+
+def short_verdict(v: str) -> str:
+    """`verdict`'s words as a table cell: gain, loss, not credited, unclear."""
+    return {"a gain": "gain", "a loss": "loss", "": "-",
+            "within the code shift, not credited": "not credited"}.get(v, "unclear")
 
 
 # How step_changes and step4_reading read a change, said once in their first line.
-_RULE = ("a change within the MINB code shift is not credited to the step: a rebuild "
-         "alone moves the rate that much")
+_RULE = ("a change no larger than the MINB code shift is not credited")
 
 
 def minb2_fit(steps=None) -> Text:
@@ -932,39 +953,35 @@ def minb2_fit(steps=None) -> Text:
 
 
 def rule_line(sizes=(2048, 4096)) -> Text:
-    """The chapter's rule in one sentence, with its numbers: how far the cuBLAS timed
-    beside the ladder's rows moved at most, and how far a recompile alone moved the
-    capstone (`recompile_shift`), the threshold below which a change is not credited.
+    """The chapter's rule in three plain lines with its numbers: how far a recompile
+    alone moved the capstone (`recompile_shift`, the threshold) beside how far cuBLAS
+    moved, what is credited, and the rule worked once (`rule_example`, step 2).
     `yardsticks` gives the ranges behind both."""
     rungs = ladder(sizes)
     spreads = [_spread_pct(cublas_spread([r.rows[n] for r in rungs])) for n in sizes]
     shift = recompile_shift(sizes)
     if any(s is None for s in spreads) or any(n not in shift for n in sizes):
         return Text(f"the ladder's yardsticks: {NOT_RECORDED}")
-    moved = " and ".join(f"{shift[n]:.1f}% at {n}^3" for n in sizes)
-    # one-signed shifts are a systematic code effect, not noise: say which way they went
-    signs = {p["change"] > 0 for p in minb_pairs(sizes)}
-    way = "" if len(signs) != 1 else (", every time faster" if signs == {True}
-                                      else ", every time slower")
-    return Text(f"({ladder_source()}) cuBLAS, timed beside every step, moved by at most "
-                f"{max(spreads):.1f}%. The same source built with MINB = 2 instead of 1, "
-                f"at the same blocks per SM, gets another instruction schedule from ptxas; "
-                f"that alone moved the capstone by up to {moved}{way}. So a change no "
-                "larger than that MINB code shift is not credited to the step, even where "
-                "it is larger than the timing noise.")
+    moved = " and ".join(f"{shift[n]:.1f}% apart at {n}^3" for n in sizes)
+    return Text(f"({ladder_source()})\n"
+                f"1. The same kernel compiled twice (MINB = 1 and 2, same blocks per SM) ran "
+                f"up to {moved} (the MINB code shift); cuBLAS, timed beside every step, moved at most "
+                f"{max(spreads):.1f}%.\n"
+                "2. So a step counts as a gain or a loss only if it moves the rate by more "
+                "than that, the same way at both sizes; otherwise: not credited.\n"
+                f"3. For example, {rule_example('2', sizes[0])}")
 
 
 def rule_example(step="2", n: int = 2048) -> Text:
-    """The chapter's rule worked once, on step `step` at n^3: its change as timed, the
-    rule's threshold at that size, and the reading."""
+    """The chapter's rule worked once, on step `step` at n^3, in one short sentence: its
+    change as timed, the rule's threshold at that size, and the reading."""
     full = ladder((n,))
     r = full[position(step)]
     c, _ = _step_change(r, full[r.index - 1], n)
     shift = recompile_shift((n,))[n]
-    return Text(f"Step {r.number} at {n}^3: {signed(c)} as timed. The MINB code shift moved the "
-                f"rate by up to {shift:.1f}% (the rule's threshold, ±{shift:.1f}%). "
-                f"{signed(c)} lies {'inside' if abs(c) <= shift else 'outside'} it: "
-                f"{verdict([(n, c)], {n: shift})}.")
+    return Text(f"step {r.number} moved the rate by {signed(c)} at {n}^3, "
+                f"{'inside' if abs(c) <= shift else 'outside'} ±{shift:.1f}%: "
+                f"{short_verdict(verdict([(n, c)], {n: shift}))}.")
 
 
 def _read(got, sizes, shift, minb: bool) -> str:
@@ -1149,12 +1166,12 @@ class StepSass:
             for t, lines in self.listings)
 
 
-def minb_loops(width: int = 66) -> StepSass:
+def minb_loops() -> StepSass:
     """What the MINB code shift is made of: the capstone's default built with MINB = 1 and
     with MINB = 2 (the same source; both fit two blocks per SM), their main loops' counts
     (registers of the binaries timed in the ladder's run) and the two loops cut as
-    `step_listing` cuts them, side by side (MINB = 1 left), from ptxas here."""
-    import itertools
+    `step_listing` cuts them, one above the other (whole lines, none cut off), from ptxas
+    here."""
     d = KERNELS["capstone"].resolve(None)
     timed = {m: _timed_registers(*(p["rows"][i] for p in minb_pairs()
                                    if p["configuration"] == "the default"))
@@ -1164,13 +1181,9 @@ def minb_loops(width: int = 66) -> StepSass:
     table = Table(rows, list(rows[0]), title="the capstone's default, main loop, one trip: "
                   f"instruction counts from the SASS of ptxas {compiler.ptxas_version()} here "
                   f"(sm_90); registers and blocks/SM of the binaries timed ({ladder_source()})")
-    left, right = (step_listing("capstone", {**d, "MINB": m}) for m in (1, 2))
-    cut = lambda s: s if len(s) <= width else s[:width - 3] + "..."
-    lines = [f"{'MINB = 1':{width}s} | MINB = 2"] + [
-        f"{cut(a):{width}s} | {cut(b)}" for a, b in itertools.zip_longest(left, right,
-                                                                           fillvalue="")]
-    return StepSass(table, [("The two main loops: copies, waits, barriers and the LDS.128 "
-                             "of the first k", lines)])
+    return StepSass(table, [(f"The main loop built with MINB = {m}: copies, waits, barriers "
+                             "and the LDS.128 of the first k",
+                             step_listing("capstone", {**d, "MINB": m})) for m in (1, 2)])
 
 
 def hide_wait_count(lines: list[str]) -> list[str]:
@@ -1207,6 +1220,17 @@ def step_sass(step, since=None, listing=True, hide_wait: bool = False) -> StepSa
                              f"and the LDS.128 of the first k{why}",
                              mask(step_listing(rungs[j].kernel, rungs[j].step.params)))
                             for j in shown])
+
+
+def step4_code() -> Stacked:
+    """Steps 4a and 4c as code, each folded: 4a as its difference from step 3's kernel,
+    4c (the capstone) as its difference from 4b, the end of whose loop it changes
+    (`ch09_split`, from the very texts that were timed; the wait's count shown as `?`)."""
+    return Stacked(
+        Folded(ch09_split.step4a_diff(), "<b>Step 4a against step 3</b>: the copies by "
+               "cp.async (lines with - are step 3's, lines with + step 4a's)"),
+        Folded(ch09_split.step4c_diff(), "<b>Step 4c against step 4b</b>: the second set "
+               "of fragments, and the wait and barrier moved to the last k"))
 
 
 def copy_waits(steps=("3", "4a")) -> str:

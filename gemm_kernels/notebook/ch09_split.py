@@ -167,3 +167,55 @@ def _register_variants():
 
 
 _register_variants()
+
+
+def _kernel_diff(before: str, after: str, names: tuple[str, str], entry: str,
+                 upto: str) -> str:
+    """The difference between two kernel texts from the line holding `entry` (the
+    kernel's name) to the first line holding `upto` after it (the helpers above it are
+    shown elsewhere), as a unified diff with one line of context, "..." between the
+    changes."""
+    import difflib
+
+    def body(text):
+        lines = text.splitlines()
+        start = next(i for i, l in enumerate(lines) if entry in l)
+        end = next(i for i in range(start, len(lines)) if upto in lines[i])
+        return lines[start:end]
+
+    diff = difflib.unified_diff(body(before), body(after), *names, n=1, lineterm="")
+    return _hide_wait_count("\n".join("..." if l.startswith("@@") else l for l in diff))
+
+
+def _hide_wait_count(text: str) -> str:
+    """Every `cp_async_wait<count>` with its count as `?`: the pipeline exercise asks for
+    it, so code shown before the exercise does not give it away."""
+    import re
+    return re.sub(r"cp_async_wait<[^>]*>", "cp_async_wait<?>", text)
+
+
+def step4a_diff():
+    """Step 4a as what it changes in step 3's kernel (09_zorder.cu): the copies of a tile
+    issued by cp.async (`issue_tile`), committed, and waited for before the barrier, in
+    place of fetch_tiles into registers and store_tiles from them. The diff shows
+    `issue_tile` as one line (a long insertion would hide the loop's few changed lines),
+    then its body in full."""
+    from gemm_kernels.notebook.display import Text
+    short = ("\n    auto issue_tile = [&](int k0, int s) { ... };   "
+             "// cp.async copies of one tile (below)\n")
+    edits = tuple((old, new.replace(_ISSUE, short)) for old, new in ring_edits())
+    zorder = kernel_of("zorder").source_text()
+    text = apply(zorder, edits, f"{ZORDER_RING} (diff)")
+    diff = _kernel_diff(zorder, text, ("step 3 (09_zorder.cu)", "step 4a"),
+                        "sgemm_zorder(", "const int r = row0")
+    return Text(diff + "\n\nissue_tile, in full:\n" + _ISSUE.strip("\n"))
+
+
+def step4c_diff():
+    """Step 4c (the capstone) as what it changes in step 4b's main loop: the fragments of
+    the next k loaded into a second set while this k's FFMAs run, so the wait and the
+    barrier move to the last k, before the next tile's first fragments are read."""
+    from gemm_kernels.notebook.display import Text
+    return Text(_kernel_diff(one_set_kernel().code, kernel_of("capstone").source_text(),
+                             ("step 4b", "step 4c (09_capstone.cu)"), "float acc[TM][TN]",
+                             "// ---- C = alpha"))
