@@ -385,7 +385,7 @@ def test_the_bank_panels_alone_show_lines_and_bank_words_equal_at_2048_only():
     assert top == "N = K = 2048: 32 words of A in 32 lines; 32 on the busiest bank = 32 L1 cycles"
     # at 2047 the banks' one cycle is not the load's cost: the title points to the look-up
     assert bottom == ("N = K = 2047: 32 words of A in 32 lines; 1 on the busiest bank = 1 cycle "
-                      "of the banks\n(the line look-up needs 32 / 4 = 8: next cell)")
+                      "of the banks\n(the line look-up needs 32 / 4 = 8: see the rule below)")
     assert "L1 cycle" not in bottom
     assert "tag" not in fig._suptitle.get_text()
 

@@ -574,7 +574,7 @@ def two_stage_picture(kernel: str = "naive", params=None, sizes=(2048, MISALIGNE
             look_up = -(-len(line_of) // per)
             cost = (f"{n_data} L1 cycle{'s' if n_data > 1 else ''}" if n_data >= look_up
                     else f"{n_data} cycle{'s' if n_data > 1 else ''} of the banks\n(the line "
-                         f"look-up needs {len(line_of)} / {per} = {look_up}: next cell)")
+                         f"look-up needs {len(line_of)} / {per} = {look_up}: see the rule below)")
             data_title = (f"N = K = {n}: {len(set(idx))} words of A in {len(line_of)} lines; "
                           f"{n_data} on the busiest bank = {cost}")
         data_ax.set_title(data_title, fontsize=10)
