@@ -70,6 +70,17 @@ def test_a_brief_sector_table_leaves_out_the_columns_that_never_change():
     assert full.title.startswith("one warp")
 
 
+def test_the_bank_column_equals_the_lines_of_the_naive_kernel_at_a_power_of_two_size():
+    # at 4096 a warp's rows of A are 4096 words apart and share one bank, so the words on
+    # the busiest bank and the lines are one count for every configuration the chapter runs
+    configs = [("naive", {"BLOCK": b, "MAPPING": m})
+               for m in ("x->row", "x->col") for b in (8, 16, 32)]
+    table = ch01_02_sectors.sector_table(configs, brief=True, banks=True)
+    assert ([r["words on the busiest bank (A + B)"] for r in table]
+            == [r["128-byte lines (A + B)"] for r in table] == [9, 17, 33, 5, 3, 2])
+    assert "words on the busiest bank (A + B)" not in ch01_02_sectors.sector_table(configs).columns
+
+
 def test_the_wrong_row_strides_pass_square_shapes_only():
     wrong = ch01_indexing.check_table([(16, 16, 16), (7, 13, 5), (13, 7, 5)], "M", "M")
     assert [r["checker"] for r in wrong] == ["pass", "FAIL", "FAIL"]

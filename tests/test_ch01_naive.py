@@ -81,7 +81,7 @@ def test_the_guess_is_checked_against_the_recorded_ratio(capsys, recorded_mode):
     assert "too low" in out and "Where the bytes go" in out
     ch01_naive.check_guess(3)           # "a little faster" too, with its own hint
     out = capsys.readouterr().out
-    assert "too low" in out and "Faster, yes, but by more: count the 128-byte lines" in out
+    assert "too low" in out and "Faster, yes, but by more: count what each lane's address costs the L1" in out
     assert "The same instructions" not in out
     ch01_naive.check_guess(100)         # a wildly high ratio is refused
     out = capsys.readouterr().out
@@ -151,7 +151,8 @@ def test_the_doubling_ratios_divide_each_row_by_the_one_above():
              {"BLOCK": 16, "x->row (GFLOP/s)": 200.0, "x->col (GFLOP/s)": 150.0}]
     text = str(ch01_naive.doubling_ratios(table)).splitlines()
     assert text == ["x->row, each time BLOCK doubles: 8 -> 16: x0.50",
-                    "x->col, each time BLOCK doubles: 8 -> 16: x1.50"]
+                    "x->col, each time BLOCK doubles: 8 -> 16: x1.50",
+                    "At BLOCK = 16, x->col / x->row = 0.8: compare it with your guess."]
 
 
 def test_rate_times_lines_multiplies_the_recorded_rate_by_the_lines_per_step(recorded_mode):

@@ -209,6 +209,8 @@ def test_the_issue_pace_reads_the_stall_total_as_cycles_between_issues(monkeypat
     text = str(ch.issue_pace(params))
     assert "every 400 cycles (the 399 it waits" in text
     assert "16.0 / 400 = 4.0% of its cycles; Nsight Compute counted 4.0%" in text
+    # the L1's side: 64 warps x 33 L1 cycles per step over the loop's instructions per step
+    assert "64.0 x 33 / 4.56 = 463 cycles, against the 400 above" in text
     monkeypatch.setattr(ch.studies, "results", lambda study: [])
     assert str(ch.issue_pace(params)).startswith("Not in this recording")
 

@@ -79,14 +79,16 @@ def bank_words(indices, elem_bytes: int = 4) -> int:
                             elem_bytes)
 
 
-def sector_table(configs, M=4096, N=4096, K=4096, brief=False):
+def sector_table(configs, M=4096, N=4096, K=4096, brief=False, banks=False):
     """Per configuration, one warp at one step k: the 32-byte sectors its load of A and
     its load of B touch, their sum (per step) and average (what Nsight Compute calls
     sectors per request),
     and the distinct 128-byte cache lines the two loads touch. Every row is one
     multiply-add per active lane. `brief`: the kernel and the active lanes are left out
     where every row has the same (the kernel then named in the title), so that a narrow
-    table keeps only the columns that vary."""
+    table keeps only the columns that vary. `banks`: a last column, the words the two
+    loads queue on their busiest L1 bank (`bank_words`), the other count the L1's cycles
+    may follow, so that lines and bank words are read side by side."""
     from gemm_kernels.core.kernels import get
     from gemm_kernels.core.table import Table
     rows = []
@@ -105,12 +107,16 @@ def sector_table(configs, M=4096, N=4096, K=4096, brief=False):
                      "sectors per request": (sa + sb) / 2 if (sa + sb) % 2 else (sa + sb) // 2,
                      "128-byte lines (A + B)": lines(l["A"] for l in lanes)
                      + lines(l["B"] for l in lanes)})
+        if banks:
+            rows[-1]["words on the busiest bank (A + B)"] = (bank_words(l["A"] for l in lanes)
+                                                             + bank_words(l["B"] for l in lanes))
     same = {c for c in ("kernel", "active lanes") if len({r[c] for r in rows}) == 1}
     drop = {"params"} | (same if brief else set())
     who = f"{rows[0]['kernel']}, " if "kernel" in drop else ""
     return Table(rows, [c for c in rows[0] if c not in drop],
                  title=f"{who}one warp, one step k: the 32-byte sectors and 128-byte lines "
-                       "its loads touch")
+                       "its loads touch" + (", and the words they queue on the busiest L1 bank"
+                                            if banks else ""))
 
 
 def describe_lanes(lanes) -> str:

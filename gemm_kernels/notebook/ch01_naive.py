@@ -352,13 +352,20 @@ def sweep_table(size: int = 2048, blocks=(8, 16, 32)) -> Table:
 
 def doubling_ratios(table) -> Text:
     """What each doubling of BLOCK does to each mapping's rate in a `sweep_table`: the
-    ratio of each row's rate to the row above, for x->row and for x->col."""
+    ratio of each row's rate to the row above, for x->row and for x->col; then, at the
+    largest BLOCK, x->col's rate over x->row's: the ratio the chapter asks to predict."""
     out = []
     for m in ("x->row", "x->col"):
         col = f"{m} (GFLOP/s)"
         steps = [f"{a['BLOCK']} -> {b['BLOCK']}: x{b[col] / a[col]:.2f}"
                  for a, b in zip(table, table[1:])]
         out.append(f"{m}, each time BLOCK doubles: " + ", ".join(steps))
+    # the ratio the prediction asked for, so that the student meets it beside the sweep
+    # (check_guess gives it too, but only once a guess is written)
+    last = table[-1]
+    out.append(f"At BLOCK = {last['BLOCK']}, x->col / x->row = "
+               f"{last['x->col (GFLOP/s)'] / last['x->row (GFLOP/s)']:.1f}: compare it with "
+               "your guess.")
     return Text("\n".join(out))
 
 
@@ -437,5 +444,6 @@ def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
               "decide it. Chapter 01's section 'Where the bytes go' counts them.")
     elif verdict != "right":
         print(f"{'Faster, yes, but by more' if verdict == 'too low' else 'Faster, but not that much'}"
-              ": count the 128-byte lines a warp's step touches, not the 32-byte sectors. "
+              ": count what each lane's address costs the L1 (the 128-byte lines a warp's "
+              "step touches, or the words on one bank), not the 32-byte sectors. "
               "Chapter 01's section 'Where the bytes go' counts them.")

@@ -125,7 +125,7 @@ def bytes_plot(study: str = STUDY, ax=None):
             ("L1: sector bytes looked up\n(sectors x 32 B)", t["bytes"]["L1"], "C2", None),
             ("L1: bytes delivered to the lanes, derived\n(requests x 32 x 4 B, a broadcast too)",
              t["lane_bytes"], "C1", None),
-            (f"DRAM bytes that would make DRAM its limit\n({t['ms']:,.0f} ms at "
+            (f"what DRAM could move in {t['ms']:,.0f} ms\n(at "
              f"{t['dram_how']} {t['dram_gbps']:,.0f} GB/s)", t["dram_limit"], "white", "//")]
     rate = l1_byte_rate(t)
     # the L1's byte width over the same timed run
@@ -351,8 +351,29 @@ def issue_pace(params: dict | None = None, study: str = STALL_STUDY) -> Text:
                     f"{SCHEDULERS_PER_SM}), so a scheduler has an "
                     f"instruction to issue in about {warps:.1f} / {pace:,.0f} = "
                     f"{warps / pace:.1%} of its cycles; Nsight Compute counted "
-                    f"{issued / 100:.1%}. The schedulers sit idle almost all the time.")
+                    f"{issued / 100:.1%}. The schedulers sit idle almost all the time."
+                    + _l1_pace(params, active / 100 * WARPS_PER_SM, pace))
     return Text(f"Not in this recording: the naive kernel's issue counters ({study}).")
+
+
+def _l1_pace(params: dict, warps: float, pace: float) -> str:
+    """The same pace from the L1's side: every warp of the SM queues its L1 cycles per
+    step k (= lines = words on one bank, at a power-of-two size) for one L1 that does
+    about one a clock, so a warp gets a step every warps x cycles clocks and issues its
+    instructions for that step (one pass of the loop over its FFMAs, one per step) in
+    them. The sentence ties the stall table to the line count."""
+    from gemm_kernels.core import analysis
+    from gemm_kernels.memory.ch01_02_sectors import sector_table
+    loop = analysis.summary("naive", params)["loop_histogram"]
+    n, steps = sum(loop.values()), loop["FFMA"]
+    cycles = sector_table([("naive", params)])[0]["128-byte lines (A + B)"]
+    per_step = n / steps
+    return (f"\nThe L1 gives the same pace: one pass of the loop issues {n} instructions for "
+            f"{steps} steps k ({per_step:.2f} per step), and each step of a warp costs "
+            f"{cycles} L1 cycles. With {warps:.1f} warps per SM in line for one L1 at about "
+            f"one cycle a clock, a warp issues about every {warps:.1f} x {cycles} / "
+            f"{per_step:.2f} = {warps * cycles / per_step:,.0f} cycles, against the "
+            f"{pace:,.0f} above.")
 
 
 def ncu_commands() -> Text:
