@@ -152,6 +152,7 @@ def test_the_capped_contiguous_patch_closes_most_of_the_gap_to_the_strided_one()
     assert capped["registers"] == 128 and capped["blocks/SM"] == 2
     assert rows["contiguous"]["blocks/SM"] == 1 and rows["strided"]["share of the gap closed"] == "100%"
     assert int(capped["share of the gap closed"].rstrip("%")) > 50
+    assert float(capped["% of FP32 peak"]) > float(rows["contiguous"]["% of FP32 peak"])
 
 
 def test_counting_and_the_step_table_give_one_ffma_per_wavefront_the_warps():
@@ -275,6 +276,22 @@ def test_standing_ratios_divides_each_pair_and_names_a_missing_rate():
     assert second.endswith("not measured")
 
 
+def test_boehm_step_sets_each_gpus_ratio_and_share_of_peak_beside_its_share_of_cublas():
+    rows = [{"kernel": "06 · tile_2d_reg, K5", "TFLOP/s": 20.0},
+            {"kernel": "05 · tile_1d, kernel-4 tile", "TFLOP/s": 16.0}]
+    props = {"sm_count": 100, "fp32_lanes_per_sm": 128, "sm_clock_mhz": 2000,
+             "compute_capability": "9.0"}
+    lines = ch06_tiles.boehm_step(rows=rows, props=props).splitlines()
+    # his README: 15,971.7 / 8,474.7 GFLOP/s; here 20 / 16
+    assert lines[1].endswith("x1.88") and "4092x4092" in lines[1]
+    assert lines[2].endswith("16.0 -> 20.0 TFLOP/s = x1.25")
+    # A6000: 84 x 128 x 2 x 1.8 GHz = 38.7 TFLOP/s; kernel 5 is 41% of it, 68.7% of cuBLAS
+    assert "38.7 TFLOP/s peak" in lines[4] and "kernel 5 41% | 68.7%" in lines[4]
+    # here: 100 x 128 x 2 x 2 GHz = 51.2 TFLOP/s; K5 at 20 is 39%
+    assert "51.2 TFLOP/s peak" in lines[5] and "K5 39% |" in lines[5]
+    assert ch06_tiles.share_of_peak(25600, props) == 50.0
+
+
 def test_issue_split_divides_instructions_by_the_issue_share_and_splits_each_gap_in_two():
     table = [{"kernel": "a", "time (ms)": "10.00", "instructions (billions)": "4.00",
               "issue slots used %": 50.0},
@@ -327,7 +344,8 @@ def test_the_bound_table_prices_each_kernel_with_chapter_05s_bound():
     t = ch06_tiles.bound_table([("K5", "tile_2d_reg", K5)])
     w = ch05_tile_1d.step_wavefronts("tile_2d_reg", K5)
     assert w["loads"] == 160 and w["FFMA"] == 512          # Counting's 160 load wavefronts
-    assert t[0]["wavefronts per FFMA"] == f"{w['total'] / w['FFMA']:.3f}"
+    # the chapter's one shared-memory measure: a warp's lane FMAs per wavefront, stores included
+    assert t[0]["FMAs per wavefront, loads and stores"] == f"{32 * w['FFMA'] / w['total']:.0f}"
     assert t[0]["bound TFLOP/s"] == f"{ch05_tile_1d.smem_bound(w['total'] / w['FFMA']) / 1e3:.1f}"
     assert "SMs x" in t.title and "GHz" in t.title
 
@@ -402,3 +420,9 @@ def test_path_check_table_main_part_keeps_the_step_the_two_stalls_and_the_issue_
                                   ("b", .2, .5, 64, 6.3), ("c", .1, .4, 80, 5.0))]
     t = ch06_tiles.path_check_table(rows, part="main")
     assert list(t.columns) == ["step", "barrier + long scoreboard", "issue share"]
+
+
+def test_the_b_load_picture_says_when_every_bank_read_is_outlined():
+    # K5's B load: every bank a phase reads serves two words; TN = 4's: none does
+    assert ch06_tiles.lds128_pictures(K5).axes[1].get_title().endswith("here every bank read)")
+    assert ch06_tiles.lds128_pictures({**K5, "TN": 4}).axes[1].get_title().endswith("words)")

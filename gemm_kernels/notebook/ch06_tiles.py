@@ -216,6 +216,59 @@ def standing_ratios(size: int = 4096, rows=None) -> str:
     return "\n".join(lines)
 
 
+# Boehm's results table (his repository's README, the chapter's reference: an RTX A6000,
+# 4092x4092), GFLOP/s; and that GPU's FP32 peak from NVIDIA's data sheet (84 SMs of 128
+# FP32 lanes, boost clock 1.80 GHz), so his rates can be set against his GPU's peak.
+BOEHM = {"kernel 4": 8474.7, "kernel 5": 15971.7, "cuBLAS": 23249.6}
+BOEHM_SIZE = 4092
+A6000 = {"name": "RTX A6000", "sm_count": 84, "fp32_lanes_per_sm": 128, "sm_clock_mhz": 1800}
+
+
+def _peak_line(props: dict, name: str) -> tuple[float, str]:
+    """This GPU's FP32 peak in GFLOP/s, and the formula written out."""
+    from gemm_kernels.core import device
+    lanes = props.get("fp32_lanes_per_sm") or device.fp32_lanes(props["compute_capability"])
+    peak = device.peak_fp32_gflops({**props, "fp32_lanes_per_sm": lanes})
+    return peak, (f"{name}: {props['sm_count']} SMs x {lanes} FP32 lanes x 2 x "
+                  f"{props['sm_clock_mhz'] / 1e3:.2f} GHz = {peak / 1e3:.1f} TFLOP/s peak")
+
+
+def share_of_peak(gflops: float, props: dict | None = None) -> float:
+    """gflops as a share of this GPU's FP32 peak (SMs x FP32 lanes x 2 x clock), in %."""
+    return 100 * gflops / _peak_line(props or roofline.device_properties(), "")[0]
+
+
+def boehm_step(size: int = 4096, rows=None, props: dict | None = None) -> str:
+    """Boehm's step from kernel 4 to kernel 5 against the same step here (chapter 05 at
+    his kernel-4 tile to K5): first each GPU's ratio of its own two rates, then each rate
+    as a share of its GPU's FP32 peak beside the share of its GPU's cuBLAS."""
+    r = {row["kernel"]: row["TFLOP/s"] for row in (rows or standings_rows(size))}
+    here4, here5 = r.get("05 · tile_1d, kernel-4 tile"), r.get("06 · tile_2d_reg, K5")
+    props = props or roofline.device_properties()
+    try:
+        cublas = lookup.measure_or_lookup("cublas", (size,) * 3)["gflops"]["median"] / 1e3
+    except LookupError:
+        cublas = None
+    if None in (here4, here5, cublas):
+        return "the step here is not measured"
+    b4, b5, bc = BOEHM["kernel 4"], BOEHM["kernel 5"], BOEHM["cuBLAS"]
+    bpeak, bline = _peak_line(A6000, A6000["name"])
+    peak, line = _peak_line(props, "here")
+    pk = lambda g, p: f"{100 * g / p:.0f}%"  # noqa: E731
+    return "\n".join([
+        "the step from kernel 4 to kernel 5, each GPU's rate over its own:",
+        f"  Boehm ({A6000['name']}, {BOEHM_SIZE}x{BOEHM_SIZE}): {b4:,.1f} -> {b5:,.1f} "
+        f"GFLOP/s = x{b5 / b4:.2f}",
+        f"  here ({size}x{size}): chapter 05 at his kernel-4 tile -> K5: {here4:.1f} -> "
+        f"{here5:.1f} TFLOP/s = x{here5 / here4:.2f}",
+        "share of FP32 peak (SMs x FP32 lanes x 2 x clock) | share of that GPU's cuBLAS:",
+        f"  {bline}: kernel 4 {pk(b4, bpeak)} | {100 * b4 / bc:.1f}%, kernel 5 "
+        f"{pk(b5, bpeak)} | {100 * b5 / bc:.1f}%, cuBLAS {pk(bc, bpeak)}",
+        f"  {line}: kernel-4 tile {pk(here4 * 1e3, peak)} | {100 * here4 / cublas:.1f}%, "
+        f"K5 {pk(here5 * 1e3, peak)} | {100 * here5 / cublas:.1f}%, cuBLAS "
+        f"{pk(cublas * 1e3, peak)}"])
+
+
 # The kernels set against chapter 05's shared-memory bound: chapter 05's default (the
 # bound's own row there), the rolled dot product and the two register-cached tiles.
 BOUND_CONFIGS = (("05 · tile_1d, default", "tile_1d", None), ("06 · tile_2d", "tile_2d", K5),
@@ -225,8 +278,8 @@ BOUND_CONFIGS = (("05 · tile_1d, default", "tile_1d", None), ("06 · tile_2d", 
 
 def bound_table(configs=BOUND_CONFIGS, size: int = 4096) -> Table:
     """Chapter 05's shared-memory bound for each (label, kernel, params): the warp's
-    wavefronts per FFMA instruction by the bank model, loads and the tile copies' stores
-    (chapter 05's `step_wavefronts`), the rate shared memory alone allows at that count
+    lane FMAs per wavefront by the bank model, loads and the tile copies' stores (from
+    chapter 05's `step_wavefronts`; the chapter's one shared-memory measure), the rate shared memory alone allows at that count
     (chapter 05's `smem_bound`), the rate at size^3 and its share of the bound. The title
     writes the bound's formula with this GPU's SMs and clock."""
     from gemm_kernels.notebook import ch05_tile_1d
@@ -243,13 +296,13 @@ def bound_table(configs=BOUND_CONFIGS, size: int = 4096) -> Table:
             g = lookup.measure_or_lookup(name, (size,) * 3, params)["gflops"]["median"]
         except LookupError:
             g = None
-        rows.append({"kernel": label, "wavefronts per FFMA": f"{w:.3f}",
+        rows.append({"kernel": label, "FMAs per wavefront, loads and stores": f"{32 / w:.0f}",
                      "bound TFLOP/s": tf(bound), f"TFLOP/s at {size}": tf(g),
                      "% of bound": None if g is None else f"{100 * g / bound:.0f}%"})
     return Table(rows, list(rows[0]), title=(
         f"chapter 05's shared-memory bound: {props['sm_count']} SMs x "
-        f"{props['sm_clock_mhz'] / 1e3:.2f} GHz x 64 flop per FFMA instruction / wavefronts "
-        f"per FFMA (a warp's loads and tile-copy stores, bank model); rates at {size}^3, "
+        f"{props['sm_clock_mhz'] / 1e3:.2f} GHz x 1 wavefront per cycle x 2 flop per FMA x FMAs "
+        f"per wavefront (a warp's loads and tile-copy stores, bank model); rates at {size}^3, "
         + records.recording_label()))
 
 
@@ -959,8 +1012,8 @@ def capped_split(params: dict | None = None) -> Table:
     """The contiguous 8x8 patch, the strided one, and the contiguous one held to two
     blocks per SM (`__launch_bounds__(NT, 2)`, spilling a little), timed in one run at
     4096^3 with cuBLAS in the same process: is the strided kernel's gain its second
-    block or its conflict-free reads? Per kernel the rate, the share of cuBLAS, the
-    registers and local memory of the timed binary, the blocks per SM they allow, and
+    block or its conflict-free reads? Per kernel the rate, the share of cuBLAS and of
+    this GPU's FP32 peak (`share_of_peak`), the registers and local memory of the timed binary, the blocks per SM they allow, and
     the share of the contiguous-to-strided gap the kernel closes."""
     from gemm_kernels.measure import timing
     p = params or CAPPED_PARAMS
@@ -970,7 +1023,8 @@ def capped_split(params: dict | None = None) -> Table:
             ("contiguous, two blocks promised", "tile_2d_reg", capped)]
     low = got["tile_2d_reg"]["gflops"]["median"]
     gap = got["tile_2d_strided"]["gflops"]["median"] - low
-    out = [{**run_row(label, kernel, r, **{"% of cuBLAS": f"{timing.share(r):.1f}"}),
+    out = [{**run_row(label, kernel, r, **{"% of cuBLAS": f"{timing.share(r):.1f}",
+                                           "% of FP32 peak": f"{share_of_peak(r['gflops']['median']):.0f}"}),
             "share of the gap closed": f"{(r['gflops']['median'] - low) / gap:.0%}"}
            for label, kernel, r in rows]
     return Table(out, list(out[0]), title=(
@@ -1030,8 +1084,12 @@ def lds128_pictures(params: dict, kernel: str = "tile_2d_reg", warp: int = 0):
                      title=f"the A load of warp {warp}: {a.analysis.wavefronts} wavefronts")
     b = tiles.first(kernel, params, operand="B", warp=warp)
     b_load_picture(params, kernel, warp, ax=axes[1])
+    # the outline marks a bank serving more than one distinct word in a phase; where every
+    # bank read is outlined, the title says so, or the outline would seem to single some out
+    every = all(n != 1 for ph in b.analysis.phases for n in ph.words_per_bank)
     axes[1].set_title(f"the B load of warp {warp}: {b.analysis.wavefronts} wavefronts "
-                      "(outlined: a bank\nserving two distinct words)")
+                      "(outlined: a bank\nserving two distinct words"
+                      + ("; here every bank read)" if every else ")"))
     fig.tight_layout()
     return fig
 
