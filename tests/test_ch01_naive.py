@@ -159,12 +159,12 @@ def test_rate_times_lines_multiplies_the_recorded_rate_by_the_lines_per_step(rec
     from gemm_kernels.core.table import fmt_number
     t = ch01_naive.rate_times_lines()
     assert [r["settings"] for r in t][:1] == ["BLOCK = 8, MAPPING = x->row"]
-    assert [r["lines per step"] for r in t] == [9, 17, 33, 5, 3, 2]
+    assert [r["L1 cycles per step"] for r in t] == [9, 17, 33, 5, 3, 2]
     sweep = ch01_naive.sweep_table()
     rate = sweep[0]["x->row (GFLOP/s)"]
-    assert t[0]["rate x lines"] == fmt_number(rate * 9)
-    assert "one line per SM per clock the product would be 64 FLOP x" in t.title
-    assert t.title.endswith("GFLOP/s x lines)")
+    assert t[0]["rate x cycles"] == fmt_number(rate * 9)
+    assert "one L1 cycle per SM per clock the product would be 64 FLOP x" in t.title
+    assert t.title.endswith("GFLOP/s x cycles)")
 
 
 def test_which_count_sets_both_counts_beside_the_rate_ratio():
@@ -172,6 +172,31 @@ def test_which_count_sets_both_counts_beside_the_rate_ratio():
     request (6.6x), counted from the index expressions; the rate ratio is the
     recording's."""
     text = ch01_naive.which_count()
-    assert "lines per step      33 -> 2: 16.5 times fewer" in text
+    assert "L1 cycles per step  33 -> 2: 16.5 times fewer" in text
     assert "sectors per request 16.5 -> 2.5: 6.6 times fewer" in text
     assert "times faster" in text
+
+
+def test_cap_line_gives_the_bytes_per_multiply_add_and_the_cap(recorded_mode):
+    """2 loads of 4 B per multiply-add: 0.25 FLOP/B, times the L1's byte width; the
+    same cap sentence as the appendix's fold."""
+    text = str(ch01_naive.cap_line())
+    assert text.startswith("2 loads of 4 B per multiply-add (2 FLOP): 8 B, 0.25 FLOP/B. The cap:")
+    assert text.split(". ", 1)[1] in str(ch01_naive.loop_in_numbers())
+
+
+def test_shortfall_sets_the_rate_beside_what_its_l1_cycles_allow(recorded_mode):
+    text = str(ch01_naive.shortfall())
+    assert text.startswith("BLOCK = 32, MAPPING = x->col: 2 L1 cycles per step allow ")
+    assert text.endswith("of that.")
+
+
+def test_size_gap_prints_the_factor_at_2048_and_at_2047(recorded_mode):
+    """The factor at 2048^3 is the sweep's; at 2047^3 chapter 02's coalesced kernel
+    stands in for x->col, and the factor is smaller."""
+    import re
+    text = str(ch01_naive.size_gap())
+    big, odd = (float(m) for m in re.findall(r"([0-9]+\.[0-9]) x\.", text))
+    assert text.startswith("At 2048^3: x->col ")
+    assert "At 2047^3: x->row runs at " in text
+    assert odd < big

@@ -232,7 +232,8 @@ def test_wavefronts_per_request_gives_the_pace_over_the_profilers_cycles(monkeyp
     assert "per load request: 16.50 L1 wavefronts, 16.50 sectors" in text
     assert "33 lines per step / 2 loads = 16.5 distinct 128-byte lines" in text
     assert "0.02 billion wavefronts / 10 SMs / 2.5 million cycles" in text
-    assert text.endswith(f"= {16.5e6 / 10 / 2.5e6:.2f} wavefronts")
+    assert f"= {16.5e6 / 10 / 2.5e6:.2f} wavefronts\n" in text
+    assert text.endswith("16.50 sectors x 32 B = 528 B looked up, to deliver 32 lanes x 4 B = 128 B")
     assert "at 64 x 64 x 64:" in text
     del row["metrics"][ch01_02_sectors.CYCLES]
     assert str(ch.wavefronts_per_request(params)).startswith("Not in this recording")
@@ -246,7 +247,7 @@ def test_dram_strips_sets_a_once_per_strip_beside_the_dram_bytes(recording):
     recording()
     text = str(ch.dram_strips())
     assert "N / 32 = 128, each of 128 blocks" in text
-    assert "(4096 x 4096 floats, 67.1 MB, more than the L2's 52.4 MB)" in text
+    assert "(4,096 x 4,096 floats, 67.1 MB, more than the L2's 52.4 MB)" in text
     assert "128 x 67.1 MB = 8.59 GB (42.7 x A, B and C); DRAM read 4 GB" in text
     assert "the bar's 24.8 x" in text      # the fake recording: 5 GB / 201 MB
     assert "x 100 SMs = " in text and "strips." in text

@@ -91,7 +91,9 @@ register(Exercise(
     # Both mappings, without a GPU: each covers C once and runs the way it says, and the
     # dot product uses each matrix's own row stride.
     static_checks=(ch01_checks.index_check,),
-    hints={"compile": "keep the kernel's name and template parameters as given",
+    hints={"compile": "keep the kernel's name and template parameters as given; row and col "
+                      "are declared already: assign them (row = ...;), do not declare them "
+                      "again",
            # Step 2 has checked the mapping, the subscripts and the loop where it could
            # read them: the hint names what is left.
            "correct": "step 2 checks row, col, the subscripts and the loop over k where it "

@@ -301,13 +301,28 @@ def loop_in_numbers(params: dict | None = None) -> Text:
         "L1 cache (not per byte of DRAM: the caches serve most of these loads)."]
     cap = l1_cap(params)
     if cap:
-        lines.append(
-            f"The cap: {cap['flop_per_byte']:g} FLOP/B x the L1's byte width "
+        lines.append(_cap_sentence(cap))
+    return Text("\n".join(lines))
+
+
+def _cap_sentence(cap: dict) -> str:
+    """The cap of `l1_cap` as one sentence, the arithmetic written out."""
+    return (f"The cap: {cap['flop_per_byte']:g} FLOP/B x the L1's byte width "
             f"({cap['width_gbps'] / 1e3:.1f} TB/s, 128 B per SM per clock) = "
             f"{cap['cap_gflops']:,.0f} GFLOP/s, {cap['cap_gflops'] / cap['peak_gflops']:.1%} "
             f"of the FP32 peak ({cap['peak_gflops']:,.0f} GFLOP/s), however the loads are "
             "arranged.")
-    return Text("\n".join(lines))
+
+
+def cap_line(params: dict | None = None) -> Text:
+    """The cap of `l1_cap` for the main text, in one line: the bytes per multiply-add
+    that give the FLOP per byte, then the cap they set with the L1's byte width."""
+    r, cap = loop_loads(params), l1_cap(params)
+    if cap is None:
+        return Text("Not known here: the GPU's SM count or clock.")
+    per_ffma = 4 * r["LDG"] / r["FFMA"]
+    return Text(f"{r['LDG'] / r['FFMA']:g} loads of 4 B per multiply-add (2 FLOP): "
+                f"{per_ffma:g} B, {cap['flop_per_byte']:g} FLOP/B. " + _cap_sentence(cap))
 
 
 def l1_cap(params: dict | None = None) -> dict | None:
@@ -370,29 +385,82 @@ def doubling_ratios(table) -> Text:
 
 
 def rate_times_lines(size: int = 2048, blocks=(8, 16, 32)) -> Table:
-    """Per BLOCK and mapping: the 128-byte lines one warp's loads touch at one step
-    (counted from the index expressions), the recorded rate at size^3, and their
-    product: where the L1's work per step sets the rate, the product stays about
-    constant."""
+    """Per BLOCK and mapping: the L1 cycles one warp's loads cost at one step (at this
+    power-of-two size the 128-byte lines they touch, counted from the index expressions),
+    the recorded rate at size^3, and their product: where the L1's work per step sets the
+    rate, the product stays about constant."""
     from gemm_kernels.measure import lookup
     from gemm_kernels.memory import ch01_02_sectors
     rows = []
     for m in ("x->row", "x->col"):
         for b in blocks:
             params = {"BLOCK": b, "MAPPING": m}
-            lines = ch01_02_sectors.sector_table([(KERNEL, params)])[0]["128-byte lines (A + B)"]
+            cycles = ch01_02_sectors.sector_table([(KERNEL, params)])[0]["128-byte lines (A + B)"]
             rate = lookup.measure_or_lookup(KERNEL, (size,) * 3, params)["gflops"]["median"]
-            rows.append({"settings": _settings(params), "lines per step": lines,
+            rows.append({"settings": _settings(params), "L1 cycles per step": cycles,
                          f"rate at {size}^3 (GFLOP/s)": fmt_number(rate),
-                         "rate x lines": fmt_number(rate * lines)})
+                         "rate x cycles": fmt_number(rate * cycles)})
+    pace = _pace()
+    pace = (f" (at one L1 cycle per SM per clock the product would be {pace['text']} "
+            "GFLOP/s x cycles)") if pace else ""
+    return Table(rows, list(rows[0]), title="one warp, one step k: the L1 cycles its "
+                 f"loads cost, and the rate times the cycles{pace}")
+
+
+def _pace() -> dict | None:
+    """The rate one L1 cycle per SM and clock allows a warp's step (64 FLOP: 32 lanes x
+    one multiply-add), over all SMs at the clock the driver reports: the GFLOP/s and
+    the arithmetic behind it. None where the SMs or the clock are not known."""
+    from gemm_kernels.memory import ch01_02_sectors
     props = ch01_02_sectors.device_props()
-    pace = ""
-    if props.get("sm_count") and props.get("sm_clock_mhz"):
-        pace = (f" (at one line per SM per clock the product would be 64 FLOP x {props['sm_count']} "
-                f"SMs x {props['sm_clock_mhz']:,.0f} MHz = "
-                f"{64 * props['sm_count'] * props['sm_clock_mhz'] / 1e3:,.0f} GFLOP/s x lines)")
-    return Table(rows, list(rows[0]), title="one warp, one step k: the lines its loads "
-                 f"touch, and the rate times the lines{pace}")
+    if not (props.get("sm_count") and props.get("sm_clock_mhz")):
+        return None
+    gflops = 64 * props["sm_count"] * props["sm_clock_mhz"] / 1e3
+    return {"gflops": gflops,
+            "text": f"64 FLOP x {props['sm_count']} SMs x {props['sm_clock_mhz']:,.0f} MHz = "
+                    f"{gflops:,.0f}"}
+
+
+def shortfall(block: int = 32, mapping: str = "x->col", size: int = 2048) -> Text:
+    """The one configuration of `rate_times_lines` that falls short of the pace: the rate
+    its L1 cycles per step allow at one cycle per SM and clock, and the share of it the
+    recorded (or measured) rate reaches."""
+    from gemm_kernels.measure import lookup
+    from gemm_kernels.memory import ch01_02_sectors
+    params = {"BLOCK": block, "MAPPING": mapping}
+    cycles = ch01_02_sectors.sector_table([(KERNEL, params)])[0]["128-byte lines (A + B)"]
+    rate = lookup.measure_or_lookup(KERNEL, (size,) * 3, params)["gflops"]["median"]
+    pace = _pace()
+    if pace is None:
+        return Text("Not known here: the GPU's SM count or clock.")
+    allowed = pace["gflops"] / cycles
+    return Text(f"{_settings(params)}: {cycles} L1 cycles per step allow "
+                f"{pace['gflops']:,.0f} / {cycles} = {allowed:,.0f} GFLOP/s; it reaches "
+                f"{rate:,.0f}, {rate / allowed:.0%} of that.")
+
+
+def size_gap(block: int = 32, sizes=(2048, 2047)) -> Text:
+    """The mapping's factor at a power-of-two size and one size off it, from the timed
+    rates: x->col over x->row at `sizes[0]` (the chapter's sweep), and at `sizes[1]`
+    chapter 02's coalesced kernel, whose warps load as x->col's do at BLOCK = 32 (x->col
+    itself was not timed there), over x->row. With rows of A a power of two apart, a
+    warp's rows also stack on one L1 bank, so the factor there is not the general one."""
+    from gemm_kernels.measure import lookup
+    from gemm_kernels.notebook.ch02_coalescing import _alignment_rate
+    big, odd = sizes
+    row = {n: lookup.measure_or_lookup(KERNEL, (n,) * 3, {"BLOCK": block, "MAPPING": "x->row"})
+           ["gflops"]["median"] for n in sizes}
+    col = lookup.measure_or_lookup(KERNEL, (big,) * 3, {"BLOCK": block, "MAPPING": "x->col"})
+    coal = _alignment_rate("coalesced", {"BLOCK": block}, odd)
+    if coal is None:
+        return Text(f"Not in this recording: chapter 02's coalesced kernel at {odd}^3.")
+    col = col["gflops"]["median"]
+    return Text(f"At {big}^3: x->col {col:,.0f} / x->row {row[big]:,.0f} GFLOP/s = "
+                f"{col / row[big]:.1f} x.\n"
+                f"At {odd}^3: x->row runs at {row[odd]:,.0f} GFLOP/s, and chapter 02's "
+                f"coalesced kernel (its warps load as x->col's, BLOCK = {block}) at "
+                f"{coal:,.0f}: {coal / row[odd]:.1f} x. Part of the {col / row[big]:.1f} x "
+                f"comes from the power-of-two size.")
 
 
 def which_count(block: int = 32, size: int = 2048) -> Text:
@@ -409,7 +477,7 @@ def which_count(block: int = 32, size: int = 2048) -> Text:
         count[m] = (row["128-byte lines (A + B)"], row["sectors per request"])
         rate[m] = lookup.measure_or_lookup(KERNEL, (size,) * 3, params)["gflops"]["median"]
     (l_row, s_row), (l_col, s_col) = count["x->row"], count["x->col"]
-    rows = [("lines per step", f"{l_row:g} -> {l_col:g}", f"{l_row / l_col:.1f} times fewer"),
+    rows = [("L1 cycles per step", f"{l_row:g} -> {l_col:g}", f"{l_row / l_col:.1f} times fewer"),
             ("sectors per request", f"{s_row:g} -> {s_col:g}",
              f"{s_row / s_col:.1f} times fewer"),
             (f"rate at {size}^3", f"{rate['x->row']:,.0f} -> {rate['x->col']:,.0f} GFLOP/s",

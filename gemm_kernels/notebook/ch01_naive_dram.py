@@ -229,7 +229,7 @@ def dram_strips(study: str = STUDY) -> Text:
           f"{bytes_text(l2_bytes)}" if l2_bytes else "")
     return Text(
         f"Strips of {block} columns of C: N / {block} = {strips}, each of "
-        f"{n // block} blocks, each strip reading all of A ({n} x {n} floats, "
+        f"{n // block} blocks, each strip reading all of A ({n:,} x {n:,} floats, "
         f"{bytes_text(a_bytes)}{l2}).\n"
         f"A once per strip: {strips} x {bytes_text(a_bytes)} = {bytes_text(strips * a_bytes)}"
         f" ({fmt_number(strips * a_bytes / mats)} x A, B and C); DRAM read "
@@ -324,7 +324,12 @@ def wavefronts_per_request(params: dict | None = None, study: str = STALL_STUDY)
                     f"{lines / loads:g} distinct 128-byte lines\n"
                     f"  per SM and cycle: {wf / 1e9:.2f} billion wavefronts / {sms} SMs / "
                     f"{cycles / 1e6:.1f} million cycles (the profiler's count of each SM's "
-                    f"cycles) = {wf / sms / cycles:.2f} wavefronts")
+                    f"cycles) = {wf / sms / cycles:.2f} wavefronts\n"
+                    # why section 2's chart shows the L1 looking up several times the
+                    # bytes it delivers to the lanes
+                    f"  bytes per load request: {m[ch01_02_sectors.SECTORS_LD] / req:.2f} sectors x "
+                    f"32 B = {32 * m[ch01_02_sectors.SECTORS_LD] / req:,.0f} B looked up, to "
+                    f"deliver 32 lanes x 4 B = 128 B")
     return Text(f"Not in this recording: the naive kernel's wavefront counters ({study}).")
 
 
@@ -347,7 +352,8 @@ def issue_pace(params: dict | None = None, study: str = STALL_STUDY) -> Text:
         return Text(f"A warp issues one instruction every {pace:,.0f} cycles (the {pace - 1:,.0f} "
                     f"it waits, and the one it issues). {warps:.1f} warps share each of the "
                     f"SM's {SCHEDULERS_PER_SM} schedulers (Nsight Compute measured an achieved "
-                    f"occupancy of {active:.1f}%: {WARPS_PER_SM} warp slots x {active:.1f}% / "
+                    f"occupancy, the share of the warp slots filled on average over the run, "
+                    f"of {active:.1f}%: {WARPS_PER_SM} warp slots x {active:.1f}% / "
                     f"{SCHEDULERS_PER_SM}), so a scheduler has an "
                     f"instruction to issue in about {warps:.1f} / {pace:,.0f} = "
                     f"{warps / pace:.1%} of its cycles; Nsight Compute counted "
