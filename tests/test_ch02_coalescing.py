@@ -14,9 +14,10 @@ from gemm_kernels.notebook import ch02_coalescing, ch02_stalls   # noqa: E402
 H200 = {"name": "NVIDIA H200", "sm_count": 132, "sm_clock_mhz": 1980.0}
 
 
-def test_the_l1_moves_one_line_per_clock():
+def test_the_l1_width_is_an_upper_bound_of_one_word_per_bank():
     text = ch02_coalescing.l1_bandwidth(H200)
-    assert "128 bytes per clock" in text and "33.5 TB/s" in text
+    assert "128 bytes per clock at most" in text and "33.5 TB/s" in text
+    assert "one word from each bank" in text and "line" not in text
 
 
 def test_profiled_counters_by_configuration():
@@ -319,7 +320,8 @@ def test_the_naive_kernels_l1_bytes_are_a_share_of_the_l1s_width(monkeypatch):
     assert "at 2048^3 moved 8 TB/s" in text
     assert f"{8e12 / (132 * 1.98e9 * 128):.0%} of the 33.5 TB/s" in text
     # x->row: 33 sectors in 33 lines, one 32-byte sector in each 128-byte line
-    assert "MAPPING = x->row" in text and "1 sector of 32 bytes" in text and "25% of a line" in text
+    assert "MAPPING = x->row" in text and "1 sector of 32 bytes" in text
+    assert "25% of the 128 bytes per clock" in text
     # negative control: no count, no number
     monkeypatch.setattr(ch02_coalescing, "profiled", lambda kernel, params, study=None: {})
     assert "not in this recording" in str(ch02_coalescing.naive_l1_bytes())

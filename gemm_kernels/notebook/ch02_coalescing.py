@@ -28,12 +28,15 @@ LINE_BYTES = device.SMEM_BANKS * device.SMEM_BANK_BYTES       # 32 banks x 4 byt
 
 def l1_bandwidth(props: dict | None = None) -> Text:
     """The width of the data array the L1 shares with shared memory (its 32 banks of 4
-    bytes, documented for shared memory) as bytes and as lines per clock, and the whole
+    bytes, documented for shared memory) as bytes per clock, and the whole
     GPU's bandwidth at that width from the SM count and the clock."""
     props = model.device_props() if props is None else props
     gbps = device.smem_bandwidth_gbps(props)
+    # A data-stage wavefront reads at most one word from each bank: the width is an upper
+    # bound on its bytes, not one line (a bank-conflicted wavefront reads a single word).
     head = (f"One SM's L1: {device.SMEM_BANKS} banks x {device.SMEM_BANK_BYTES} bytes per "
-            f"clock = {LINE_BYTES} bytes per clock, one {LINE_BYTES}-byte line.")
+            f"clock = {LINE_BYTES} bytes per clock at most (a data-stage wavefront reads at "
+            f"most one word from each bank).")
     if not gbps:
         return Text(head)
     return Text(f"{head}\n{props.get('name', 'The GPU')}: {props['sm_count']} SMs x "
@@ -44,7 +47,8 @@ def naive_l1_bytes(params=None, size: int = 2048) -> Text:
     """The naive kernel that reads down a column (x->row, BLOCK = 32) at `size`^3: the
     bytes of the sectors its global loads asked of the L1 (counted by Nsight Compute in
     `L1_STUDY`) per second of the timed run, as a share of the L1's width: far below it,
-    and about the share of each 128-byte line its warps use."""
+    and about one sector per cycle, as one wavefront per line (each bringing one sector)
+    at one wavefront per cycle gives."""
     from gemm_kernels.measure import lookup
     from gemm_kernels.notebook import ch01_naive_dram
     params = {"BLOCK": 32, "MAPPING": "x->row"} if params is None else params
@@ -59,9 +63,10 @@ def naive_l1_bytes(params=None, size: int = 2048) -> Text:
     return Text(f"The naive kernel ({model.label('naive', params)}) at {size}^3 moved "
                 f"{ch01_naive_dram.bytes_text(rate)}/s of load sectors through its L1: "
                 f"{rate / (width * 1e9):.0%} of the "
-                f"{ch01_naive_dram.bytes_text(width * 1e9)}/s above.\nIts warps use "
-                f"{per_line:.0f} sector of {model.SECTOR} bytes in each {model.LINE}-byte line "
-                f"they touch: {per_line * model.SECTOR / model.LINE:.0%} of a line.")
+                f"{ch01_naive_dram.bytes_text(width * 1e9)}/s above.\nEach line its warps "
+                f"touch costs one data-stage wavefront here and brings {per_line:.0f} sector of "
+                f"{model.SECTOR} bytes: at one wavefront per cycle, "
+                f"{per_line * model.SECTOR / model.LINE:.0%} of the {model.LINE} bytes per clock.")
 
 
 # ---------------------------------------------------------------- recorded counters
@@ -382,7 +387,7 @@ def naive_off_lines(params=None, sizes=(2048, MISALIGNED_N)) -> Text:
                 f"{lim['GFLOP/s']:,.0f} GFLOP/s: the timed rate is "
                 f"{rate[small] / lim['GFLOP/s']:.1f} x that, so the line count fails.\n"
                 f"The banks alone would allow {lim['bank GFLOP/s']:,.0f} GFLOP/s; the tag stage "
-                f"(defined just below) allows {lim['stage GFLOP/s']:,.0f}.")
+                f"(the line look-up) allows {lim['stage GFLOP/s']:,.0f}.")
 
 
 def stage_rule_fit(size: int = MISALIGNED_N) -> Text:
@@ -683,7 +688,6 @@ def padded_pitch(pitches=(2048, MISALIGNED_N, 2056),
         for kernel, params in configs:
             lim = model.line_limit(kernel, params, shape=(n, n, n), steps=MISALIGNED_STEPS)
             rows.append({"row pitch (floats)": n,
-                         "pitch mod 32 floats": n % LINE_FLOATS,
                          "rows spread over the banks": LINE_FLOATS // gcd(n % LINE_FLOATS,
                                                                          LINE_FLOATS),
                          "configuration": model.label(kernel, params),
