@@ -435,3 +435,12 @@ def test_the_bottom_line_prints_the_chapters_steps_and_the_block_orders_gain():
     for row in (first, best):
         assert f"{row['float, 8192 x 8192']} and {row['float, 8191 x 4097']}" in text
     assert "x->row instead of x->col" in text and text.count("points") == 2
+
+
+def test_the_mistakes_table_keeps_the_clause_that_names_the_problem():
+    assert c._first_clause("wrong at 7x13: 84 element(s) wrong; worst at (0, 1)") == \
+        "wrong at 7x13: 84 element(s) wrong"
+    assert c._first_clause("a race: two threads (line 27): each element must ...") == \
+        "a race: two threads (line 27)"
+    assert c._first_clause("28 registers; at ROWS = 4 a note: moved. Offsets ...", "ROWS = 4") == \
+        "at ROWS = 4 a note: moved"

@@ -887,8 +887,8 @@ def plot_tile_transpose(t: str = "float", tile: int = 32):
                       fontsize=8.5)
         ax.set_ylabel("row", fontsize=8)
         ax.set_title(title, fontsize=10)
-    fig.suptitle(f"One block's tile, {t}, TILE = {tile}: read from `in` row by row, read back "
-                 "column by column (after __syncthreads) and written as rows of `out`",
+    fig.suptitle(f"One block's tile, {t}, TILE = {tile}: read from in row by row, read back "
+                 "column by column (after __syncthreads) and written as rows of out",
                  fontsize=10)
     fig.tight_layout()
     return fig
@@ -1050,6 +1050,16 @@ def _mistake_source(changes) -> str:
 STEPS = ("compile", "static", "correct", "speed")     # the grader's steps 1 to 4
 
 
+def _first_clause(detail: str, about: str | None = None) -> str:
+    """The clause of a grader message that names the problem, so that a table cell stays
+    a line: its first sentence's first '; '-separated part (or the first that mentions
+    `about`), cut before the advice that follows a second ': '."""
+    parts = detail.split(". ")[0].split("; ")
+    part = next((x for x in parts if about and about in x), parts[0])
+    head, *rest = part.split(": ", 2)
+    return ": ".join([head, *rest[:1]])
+
+
 def mistakes() -> Table:
     """The solution changed into natural mistakes and two rewrites (right in the source's order,
     which ptxas changes in the SASS), each graded without a GPU (step 3 on the CPU, every thread
@@ -1062,9 +1072,10 @@ def mistakes() -> Table:
         static = next((s for s in report.steps if s.name == "static"), None)
         rows.append({"answer": what,
                      "fails at step": f"{STEPS.index(bad.name) + 1} ({bad.name})" if bad else "-",
-                     "what the grader says": bad.detail if bad else
-                     "passes; step 2 says: " + (static.detail if static else "")})
-    return Table(rows, ["answer", "fails at step", "what the grader says"],
+                     "what the grader says (first clause)": _first_clause(bad.detail) if bad else
+                     "passes; step 2 notes: " + _first_clause(static.detail if static else "",
+                                                              "ROWS = 4")})
+    return Table(rows, ["answer", "fails at step", "what the grader says (first clause)"],
                  title="the solution changed into common mistakes, graded without a GPU "
                        f"(SASS order read from {_ptxas()})")
 
