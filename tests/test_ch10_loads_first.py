@@ -81,3 +81,11 @@ def test_the_comparison_prints_the_sass_the_timed_rates_and_the_counters_of_both
 def test_the_split_loop_shown_is_the_text_the_edit_puts_in():
     shown = str(lf.split_loop())
     assert "T v[TILE / ROWS][STACK];" in shown and shown in lf.loads_first_kernel().code
+
+
+def test_the_main_paths_comparison_keeps_only_the_round_trips_and_the_timed_rates():
+    short, full = lf.comparison(profiled=False), lf.comparison()
+    assert [r["quantity"] for r in short] == ["loads per round trip (SASS)"] + [
+        "% of the device copy, timed in one run"] * 2
+    assert all(r in list(full) for r in short)     # the same rows as the full table's
+    assert "profiled" not in short.title

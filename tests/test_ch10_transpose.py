@@ -56,9 +56,9 @@ def test_the_in_flight_table_gives_the_bytes_a_warp_has_in_flight():
     assert rows["copy"][c.IN_FLIGHT_BYTES] == "256 (384, then 128)"
     assert rows["copy, double"][c.IN_FLIGHT_BYTES] == "512 (768, then 256)"
     # two tiles per block: twice the one-tile kernel's loads, in two uneven round trips
-    assert rows["padded transpose, two tiles per block"][c.IN_FLIGHT_BYTES] == "512 (128, then 896)"
-    assert rows["padded transpose, one tile per block"][c.IN_FLIGHT_BYTES] == "512"
-    assert rows["padded transpose, two tiles per block"][c.TRIPS] == "1, then 7"
+    assert rows["padded transpose, two tiles per block, x->row order"][c.IN_FLIGHT_BYTES] == "512 (128, then 896)"
+    assert rows["padded transpose, one tile per block, x->row order"][c.IN_FLIGHT_BYTES] == "512"
+    assert rows["padded transpose, two tiles per block, x->row order"][c.TRIPS] == "1, then 7"
     assert len(c.in_flight_table().columns) == 5
 
 
@@ -345,8 +345,7 @@ def test_little_table_gives_both_latencies_for_each_profiled_kernel():
         assert r["B a warp reads (trips)"] == f"{w['bytes']:,} ({trips})"
         assert float(r["bytes in flight / load wait"]) == \
             pytest.approx(w["resident"] * w["bytes"] / trips / wait / 1e3, abs=0.05)
-        assert float(r["warps x bytes / life"]) == \
-            pytest.approx(w["resident"] * w["bytes"] / life / 1e3, abs=0.05)
+        assert r["load wait, % of life"] == f"{100 * w['loads'] / w['cycles']:.0f}%"
         # a warp's whole life is longer than its wait for loads
         assert float(r["warp life, µs"]) >= float(r["load wait / trip, µs"])
 
@@ -428,3 +427,21 @@ def test_naive_store_l2_reads_the_profiled_counters(recorded_mode):
     step, rec = studies.results(c.NAIVE_STORE_STUDY)[1]
     assert rows[step.label]["time under the profiler (µs)"] == \
         rec["metrics"]["gpu__time_duration.sum"] / 1e3
+
+
+def test_the_bottom_line_prints_the_chapters_steps_and_the_block_orders_gain():
+    text = c.bottom_line()
+    t = c.padding_steps()
+    first, best = t[0], t[len(t) - 1]     # no padding, and this chapter's configuration
+    for row in (first, best):
+        assert f"{row['float, 8192 x 8192']} and {row['float, 8191 x 4097']}" in text
+    assert "x->row instead of x->col" in text and text.count("points") == 2
+
+
+def test_the_mistakes_table_keeps_the_clause_that_names_the_problem():
+    assert c._first_clause("wrong at 7x13: 84 element(s) wrong; worst at (0, 1)") == \
+        "wrong at 7x13: 84 element(s) wrong"
+    assert c._first_clause("a race: two threads (line 27): each element must ...") == \
+        "a race: two threads (line 27)"
+    assert c._first_clause("28 registers; at ROWS = 4 a note: moved. Offsets ...", "ROWS = 4") == \
+        "at ROWS = 4 a note: moved"

@@ -98,12 +98,14 @@ def _fmt(v, spec: str) -> str:
     return "-" if v is None else spec.format(v)
 
 
-def comparison() -> Table:
+def comparison(profiled: bool = True) -> Table:
     """The closing experiment in one table: the two-tile padded transpose as built and
-    with every load first. Per kernel: its loads per round trip (the SASS compiled here)
-    and registers (the timed binary); at both shapes, the rate as a share of the device
-    copy timed beside it (the two kernels in one run) and, under Nsight Compute, the
-    kernel's time, how busy DRAM was and a warp's wait for its loads and at the barrier."""
+    with every load first. Per kernel: its loads per round trip (the SASS compiled here);
+    at both shapes, the rate as a share of the device copy timed beside it (the two
+    kernels in one run). With `profiled` (the appendix's full table) also the registers
+    (the timed binary) and, under Nsight Compute, the kernel's time, how busy DRAM was
+    and a warp's wait for its loads and at the barrier; without it, only the three rows
+    that carry the result, for the chapter's main path."""
     from gemm_kernels.measure import lookup, studies
     from gemm_kernels.notebook import ch10_transpose as ch10
     kernels = (("as built", as_built_kernel()), ("every load first", loads_first_kernel()))
@@ -113,14 +115,15 @@ def comparison() -> Table:
                 for who, k in kernels}}]
     timed = {(who, tuple(sh)): lookup.variant_row(k, tuple(sh), PARAMS)
              for who, k in kernels for sh in shapes}
-    rows.append({"quantity": "registers per thread (timed binary)", "shape": "any",
-                 **{who: _fmt((timed[who, tuple(shapes[0])] or {}).get("binary", {}).get("registers"),
-                              "{}") for who, _ in kernels}})
+    if profiled:
+        rows.append({"quantity": "registers per thread (timed binary)", "shape": "any",
+                     **{who: _fmt((timed[who, tuple(shapes[0])] or {}).get("binary", {}).get("registers"),
+                                  "{}") for who, _ in kernels}})
     for sh in shapes:
         rows.append({"quantity": "% of the device copy, timed in one run", "shape": ch10._shape_text(sh),
                      **{who: _fmt(timed[who, tuple(sh)] and lookup.share(timed[who, tuple(sh)]),
                                   "{:.1f}%") for who, _ in kernels}})
-    for sh in shapes:
+    for sh in shapes if profiled else ():
         got = dict((s.label, r) for s, r in studies.results(STUDY, tuple(sh)))
         warps = ch10._warps(KERNEL, PARAMS, tuple(sh))
         text = ch10._shape_text(sh)
@@ -140,8 +143,8 @@ def comparison() -> Table:
                             for who, m in metrics.items()}})
     return Table(rows, ["quantity", "shape", *(who for who, _ in kernels)],
                  title=f"transpose_padded, float, TILE = 32, ROWS = 8, two tiles per block, "
-                       f"x->row: as built, and with every load first (timed and profiled; "
-                       f"{records.source()})")
+                       f"x->row: as built, and with every load first "
+                       f"({'timed and profiled' if profiled else 'timed'}; {records.source()})")
 
 
 def split_loop():

@@ -199,11 +199,13 @@ TRIPS = "loads per round trip"
 IN_FLIGHT = (
     ("copy", "copy", {"T": "float"}, None),
     ("copy through a shared tile", "copy_smem", {"T": "float"}, None),
-    ("padded transpose, one tile per block", "transpose_padded", {"T": "float", "STACK": 1}, None),
-    ("padded transpose, two tiles per block", "transpose_padded", {"T": "float", "STACK": 2}, None),
+    ("padded transpose, one tile per block, x->row order", "transpose_padded",
+     {"T": "float", "STACK": 1}, None),
+    ("padded transpose, two tiles per block, x->row order", "transpose_padded",
+     {"T": "float", "STACK": 2}, None),
     ("padded, one tile per block, x->col order", "transpose_padded",
      {"T": "float", "ORDER": "x->col", "STACK": 1}, None),
-    ("diagonal block order", "transpose_diagonal", {"T": "float"}, None),
+    ("padded, one tile per block, diagonal order", "transpose_diagonal", {"T": "float"}, None),
     ("copy, double", "copy", {"T": "double"}, None),
 )
 
@@ -556,12 +558,13 @@ def warp_times(study: str = DRAM_STUDY) -> list[dict]:
 
 
 def little_table(study: str = DRAM_STUDY) -> Table:
-    """Little's law per profiled kernel, two ways, from the same counters. With the wait
-    for global loads as the latency: bytes in flight per SM (warps resident x the bytes a
-    warp has in flight in a round trip) over that wait. With a warp's whole life as the
-    latency: the bytes a warp reads over its whole life, times the warps resident. Both
-    in GB/s per SM, at the profiler's clock, beside the DRAM read rate
-    the profiler measured per SM and the timed rate (not under the profiler)."""
+    """Little's law per profiled kernel, from the profiler's counters: with the wait for
+    global loads as the latency, bytes in flight per SM (warps resident x the bytes a
+    warp has in flight in a round trip) over that wait, in GB/s per SM at the profiler's
+    clock, beside the DRAM read rate the profiler measured per SM and the timed rate (not
+    under the profiler). And a warp's life, with the share of it spent waiting for its
+    loads: the rest (barrier, stores, issuing) is what the law leaves out. (Warps x
+    bytes / life would only restate the read rate: in a steady state it is that rate.)"""
     sms = _device()["sm_count"]
     out = []
     for w in warp_times(study):
@@ -574,15 +577,23 @@ def little_table(study: str = DRAM_STUDY) -> Table:
                     "load wait / trip, µs": f"{wait:.2f}",
                     "bytes in flight / load wait": f"{w['resident'] * w['bytes'] / trips / wait / 1e3:.1f}",
                     "warp life, µs": f"{life:.2f}",
-                    "warps x bytes / life": f"{w['resident'] * w['bytes'] / life / 1e3:.1f}",
+                    "load wait, % of life": f"{100 * w['loads'] / w['cycles']:.0f}%",
                     "DRAM read": f"{w['read GB/s'] / sms:.1f}",
                     "% copy, timed": w["timed"]})
     shape = studies.get(study).shapes[0] if out else ODD
     return Table(out, list(out[0]) if out else ["kernel"],
-                 title=f"Little's law, two ways ({_shape_text(shape)}, float; Nsight Compute at "
-                       f"its own clock, {sms} SMs; the three rate columns in GB/s per SM; "
+                 title=f"Little's law and a warp's life ({_shape_text(shape)}, float; Nsight "
+                       f"Compute at the profiler's base clock{_clock_text(study)}, {sms} SMs; the "
+                       f"two rate columns in GB/s per SM; "
                        f"% copy: the timed rate, {records.source()})",
                  pct_decimals=1)
+
+
+def _clock_text(study: str = DRAM_STUDY) -> str:
+    """', X GHz': the profiler's clock in the study's first profiled run (cycles /
+    duration), or nothing where the recording lacks it."""
+    ws = warp_times(study)
+    return f", {ws[0]['clock']:.2f} GHz" if ws else ""
 
 
 def queueing(study: str = DRAM_STUDY) -> str:
@@ -683,7 +694,7 @@ def unwritten_text(study: str = DRAM_STUDY) -> str:
     l2 = _device()["l2_bytes"]
     return (f"one float matrix: {matrix / 1e6:.1f} MB; written to DRAM by the kernels: "
             f"{min(short):.0f} to {max(short):.0f} MB less than that; L2 cache: "
-            f"{l2 / 1e6:.1f} MB, 1 MB = 10^6 bytes (= {l2 / 2**20:.0f} MiB; cudaDevAttrL2CacheSize)")
+            f"{l2 / 1e6:.1f} MB ({l2 / 2**20:.0f} MiB, from cudaDevAttrL2CacheSize)")
 
 
 # ------------------------------------------------------------------ block orders
@@ -756,7 +767,7 @@ def plot_block_orders(shape=ODD, params: dict | None = None,
     number, with how many pieces of rows (contiguous stretches of memory) that makes and
     how long they are."""
     import matplotlib.pyplot as plt
-    fig = plt.figure(figsize=(10.5, 6.8))
+    fig = plt.figure(figsize=(13, 9.5))
     gs = fig.add_gridspec(2, len(orders), height_ratios=[shape[0], shape[1]], hspace=0.35,
                           wspace=0.12)
     tile = kernel_of("transpose_padded").resolve(params)["TILE"]
@@ -771,7 +782,7 @@ def plot_block_orders(shape=ODD, params: dict | None = None,
             cells = sorted(taken.items(), key=lambda x: -x[1])       # first launched on top
             ys, xs = zip(*[(r, c) if what == "in" else (c, r) for (r, c), _ in cells])
             dots = ax.scatter(xs, ys, c=[b for _, b in cells], cmap="viridis", marker="s",
-                              s=6, linewidths=0, vmin=0, vmax=len(taken))
+                              s=14, linewidths=0, vmin=0, vmax=len(taken))
             ax.set_xlim(-0.5, w - 0.5)
             ax.set_ylim(h - 0.5, -0.5)
             ax.set_aspect("equal")
@@ -876,8 +887,9 @@ def plot_tile_transpose(t: str = "float", tile: int = 32):
                       fontsize=8.5)
         ax.set_ylabel("row", fontsize=8)
         ax.set_title(title, fontsize=10)
-    fig.suptitle(f"One block's tile, {t}, TILE = {tile}: read row by row, written column by "
-                 "column (after __syncthreads)", fontsize=10)
+    fig.suptitle(f"One block's tile, {t}, TILE = {tile}: read from in row by row, read back "
+                 "column by column (after __syncthreads) and written as rows of out",
+                 fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -1038,6 +1050,16 @@ def _mistake_source(changes) -> str:
 STEPS = ("compile", "static", "correct", "speed")     # the grader's steps 1 to 4
 
 
+def _first_clause(detail: str, about: str | None = None) -> str:
+    """The clause of a grader message that names the problem, so that a table cell stays
+    a line: its first sentence's first '; '-separated part (or the first that mentions
+    `about`), cut before the advice that follows a second ': '."""
+    parts = detail.split(". ")[0].split("; ")
+    part = next((x for x in parts if about and about in x), parts[0])
+    head, *rest = part.split(": ", 2)
+    return ": ".join([head, *rest[:1]])
+
+
 def mistakes() -> Table:
     """The solution changed into natural mistakes and two rewrites (right in the source's order,
     which ptxas changes in the SASS), each graded without a GPU (step 3 on the CPU, every thread
@@ -1050,9 +1072,10 @@ def mistakes() -> Table:
         static = next((s for s in report.steps if s.name == "static"), None)
         rows.append({"answer": what,
                      "fails at step": f"{STEPS.index(bad.name) + 1} ({bad.name})" if bad else "-",
-                     "what the grader says": bad.detail if bad else
-                     "passes; step 2 says: " + (static.detail if static else "")})
-    return Table(rows, ["answer", "fails at step", "what the grader says"],
+                     "what the grader says (first clause)": _first_clause(bad.detail) if bad else
+                     "passes; step 2 notes: " + _first_clause(static.detail if static else "",
+                                                              "ROWS = 4")})
+    return Table(rows, ["answer", "fails at step", "what the grader says (first clause)"],
                  title="the solution changed into common mistakes, graded without a GPU "
                        f"(SASS order read from {_ptxas()})")
 
@@ -1205,3 +1228,33 @@ def padding_steps(shapes=(SQUARE, ODD), types=("float", "double")) -> Table:
         rows.append(row)
     return Table(rows, list(rows[0]), title="% of the device copy timed beside each row, "
                  f"TILE = 32, ROWS = 8, one change per row ({records.rows_label(seen)})")
+
+
+# (label, kernel, parameters) of the chapter's bottom line: where it starts, the shared
+# tile before its padding, and the padded kernel in this chapter's configuration.
+BOTTOM_LINE = (
+    ("naive", "transpose_naive", {}),
+    ("shared tile, no padding", "transpose_smem", {}),
+    ("padded tile (PAD = 1, x->row order, two tiles per block)", "transpose_padded", {}),
+)
+
+
+def bottom_line(t: str = "float", shapes=(SQUARE, ODD)) -> str:
+    """The chapter's result in a few lines: each step of `BOTTOM_LINE` as a share of the
+    device copy timed beside it at both shapes, then what the block order alone adds (the
+    one-tile padded kernel, x->row against x->col), in percentage points."""
+    def share(kernel, shape, change):
+        got = _share(kernel, shape, {"T": t, **change})
+        return "-" if got is None else f"{got:.1f}%"
+    at = " and ".join(_shape_text(s) for s in shapes)
+    lines = [f"{t}, % of the device copy at {at}:"]
+    lines += [f"  {label}: {' and '.join(share(k, s, ch) for s in shapes)}"
+              for label, k, ch in BOTTOM_LINE]
+    gains = []
+    for s in shapes:
+        row, col = (_share("transpose_padded", s, {"T": t, "STACK": 1, "ORDER": o})
+                    for o in ("x->row", "x->col"))
+        gains.append("-" if row is None or col is None else f"{row - col:+.1f} points")
+    lines.append(f"block order alone (padded, one tile per block), x->row instead of x->col: "
+                 f"{' and '.join(gains)}")
+    return "\n".join(lines)
