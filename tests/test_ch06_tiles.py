@@ -172,7 +172,7 @@ def test_the_counter_table_and_the_heat_maps_are_written_for_people():
     t = ch06_tiles.counter_table([("tile_2d", K5)])
     assert t[0]["ld wf model"].count(",") >= 2
     fig = ch06_tiles.sweep_heatmaps()
-    assert [a.get_ylabel() for a in fig.axes[2:]] == ["best TFLOP/s at 2048^3"] * 2
+    assert [a.get_ylabel() for a in fig.axes[2:]] == ["best TFLOP/s at 2048³"] * 2
     plt.close(fig)
 
 
@@ -236,7 +236,7 @@ def test_the_tile_step_keeps_the_waves_and_lowers_the_reuse():
     assert (before["blocks/SM"], after["blocks/SM"]) == (1, 2)
     assert before["waves"] == after["waves"]
     assert float(after["FMAs per word copied"]) < float(before["FMAs per word copied"])
-    assert ch06_tiles.tile_step_table().columns[2] == "blocks at 4096^3"
+    assert ch06_tiles.tile_step_table().columns[2] == "blocks at 4096³"
 
 
 def test_per_instruction_counts_per_tile_not_per_step():
@@ -276,19 +276,30 @@ def test_standing_ratios_divides_each_pair_and_names_a_missing_rate():
     assert second.endswith("not measured")
 
 
-def test_boehm_step_sets_each_gpus_ratio_and_share_of_peak_beside_its_share_of_cublas():
+def test_boehm_step_sets_each_gpus_ratio_of_its_own_rates_and_the_capped_step():
+    rows = [{"kernel": "06 · tile_2d_reg, K5", "TFLOP/s": 20.0},
+            {"kernel": "05 · tile_1d, kernel-4 tile", "TFLOP/s": 16.0}]
+    lines = ch06_tiles.boehm_step(rows=rows, capped=28.0).splitlines()
+    # his README: 15,971.7 / 8,474.7 GFLOP/s; here 20 / 16, and 28 / 16 held to two blocks
+    assert lines[1].endswith("x1.88") and "4092x4092" in lines[1]
+    assert lines[2].endswith("16.0 -> 20.0 TFLOP/s = x1.25")
+    assert "two blocks per SM" in lines[3] and lines[3].endswith("16.0 -> 28.0 TFLOP/s = x1.75")
+    assert len(ch06_tiles.boehm_step(rows=rows).splitlines()) == 3
+
+
+def test_boehm_table_sets_each_rate_against_its_gpus_peak_and_its_cublas():
     rows = [{"kernel": "06 · tile_2d_reg, K5", "TFLOP/s": 20.0},
             {"kernel": "05 · tile_1d, kernel-4 tile", "TFLOP/s": 16.0}]
     props = {"sm_count": 100, "fp32_lanes_per_sm": 128, "sm_clock_mhz": 2000,
              "compute_capability": "9.0"}
-    lines = ch06_tiles.boehm_step(rows=rows, props=props).splitlines()
-    # his README: 15,971.7 / 8,474.7 GFLOP/s; here 20 / 16
-    assert lines[1].endswith("x1.88") and "4092x4092" in lines[1]
-    assert lines[2].endswith("16.0 -> 20.0 TFLOP/s = x1.25")
+    table = ch06_tiles.boehm_table(rows=rows, props=props)
+    got = {(r["GPU"], r["kernel"]): r for r in table}
     # A6000: 84 x 128 x 2 x 1.8 GHz = 38.7 TFLOP/s; kernel 5 is 41% of it, 68.7% of cuBLAS
-    assert "38.7 TFLOP/s peak" in lines[4] and "kernel 5 41% | 68.7%" in lines[4]
+    assert "38.7 TFLOP/s peak" in table.title and "51.2 TFLOP/s peak" in table.title
+    assert got[("Boehm", "kernel 5")]["% of FP32 peak"] == "41"
+    assert got[("Boehm", "kernel 5")]["% of that GPU's cuBLAS"] == "68.7"
     # here: 100 x 128 x 2 x 2 GHz = 51.2 TFLOP/s; K5 at 20 is 39%
-    assert "51.2 TFLOP/s peak" in lines[5] and "K5 39% |" in lines[5]
+    assert got[("here", "K5")]["% of FP32 peak"] == "39"
     assert ch06_tiles.share_of_peak(25600, props) == 50.0
 
 

@@ -238,35 +238,63 @@ def share_of_peak(gflops: float, props: dict | None = None) -> float:
     return 100 * gflops / _peak_line(props or roofline.device_properties(), "")[0]
 
 
-def boehm_step(size: int = 4096, rows=None, props: dict | None = None) -> str:
-    """Boehm's step from kernel 4 to kernel 5 against the same step here (chapter 05 at
-    his kernel-4 tile to K5): first each GPU's ratio of its own two rates, then each rate
-    as a share of its GPU's FP32 peak beside the share of its GPU's cuBLAS."""
+def _here_rates(size: int, rows=None) -> tuple[float | None, float | None]:
+    """Chapter 05 at his kernel-4 tile and K5 here, TFLOP/s at size^3 (None if not measured)."""
     r = {row["kernel"]: row["TFLOP/s"] for row in (rows or standings_rows(size))}
-    here4, here5 = r.get("05 · tile_1d, kernel-4 tile"), r.get("06 · tile_2d_reg, K5")
+    return r.get("05 · tile_1d, kernel-4 tile"), r.get("06 · tile_2d_reg, K5")
+
+
+def boehm_step(size: int = 4096, rows=None, capped: bool | float = False) -> str:
+    """Boehm's step from kernel 4 to kernel 5 against the same step here (chapter 05 at
+    his kernel-4 tile to K5), each GPU's ratio of its own two rates. With `capped`, one
+    more line: the step to K5 held to two blocks per SM (`capped_run`'s rate, or the
+    TFLOP/s given)."""
+    here4, here5 = _here_rates(size, rows)
+    if None in (here4, here5):
+        return "the step here is not measured"
+    b4, b5 = BOEHM["kernel 4"] / 1e3, BOEHM["kernel 5"] / 1e3
+    lines = ["the step from kernel 4 to kernel 5, each GPU's rate over its own:",
+             f"  Boehm ({A6000['name']}, {BOEHM_SIZE}x{BOEHM_SIZE}): kernel 4 -> kernel 5: "
+             f"{b4:.1f} -> {b5:.1f} TFLOP/s = x{b5 / b4:.2f}",
+             f"  here ({size}³): chapter 05 at his kernel-4 tile -> K5: {here4:.1f} -> "
+             f"{here5:.1f} TFLOP/s = x{here5 / here4:.2f}"]
+    if capped is not False:
+        c = capped if capped is not True else \
+            capped_run(CAPPED_COMPARE)[0]["gflops"]["median"] / 1e3
+        lines.append(f"  here ({CAPPED_SHAPE[0]}³): chapter 05 at his kernel-4 tile -> K5 held "
+                     f"to two blocks per SM: {here4:.1f} -> {c:.1f} TFLOP/s = x{c / here4:.2f}")
+    return "\n".join(lines)
+
+
+def boehm_table(size: int = 4096, rows=None, props: dict | None = None) -> Table:
+    """Boehm's kernels 4 and 5 and his cuBLAS (his README, RTX A6000) beside chapter 05
+    at his kernel-4 tile, K5 and cuBLAS here: each rate in TFLOP/s, as a share of its
+    GPU's FP32 peak (the title writes both peaks out) and of its GPU's cuBLAS."""
+    here4, here5 = _here_rates(size, rows)
     props = props or roofline.device_properties()
     try:
         cublas = lookup.measure_or_lookup("cublas", (size,) * 3)["gflops"]["median"] / 1e3
     except LookupError:
         cublas = None
-    if None in (here4, here5, cublas):
-        return "the step here is not measured"
-    b4, b5, bc = BOEHM["kernel 4"], BOEHM["kernel 5"], BOEHM["cuBLAS"]
     bpeak, bline = _peak_line(A6000, A6000["name"])
     peak, line = _peak_line(props, "here")
-    pk = lambda g, p: f"{100 * g / p:.0f}%"  # noqa: E731
-    return "\n".join([
-        "the step from kernel 4 to kernel 5, each GPU's rate over its own:",
-        f"  Boehm ({A6000['name']}, {BOEHM_SIZE}x{BOEHM_SIZE}): {b4:,.1f} -> {b5:,.1f} "
-        f"GFLOP/s = x{b5 / b4:.2f}",
-        f"  here ({size}x{size}): chapter 05 at his kernel-4 tile -> K5: {here4:.1f} -> "
-        f"{here5:.1f} TFLOP/s = x{here5 / here4:.2f}",
-        "share of FP32 peak (SMs x FP32 lanes x 2 x clock) | share of that GPU's cuBLAS:",
-        f"  {bline}: kernel 4 {pk(b4, bpeak)} | {100 * b4 / bc:.1f}%, kernel 5 "
-        f"{pk(b5, bpeak)} | {100 * b5 / bc:.1f}%, cuBLAS {pk(bc, bpeak)}",
-        f"  {line}: kernel-4 tile {pk(here4 * 1e3, peak)} | {100 * here4 / cublas:.1f}%, "
-        f"K5 {pk(here5 * 1e3, peak)} | {100 * here5 / cublas:.1f}%, cuBLAS "
-        f"{pk(cublas * 1e3, peak)}"])
+    b = {k: v / 1e3 for k, v in BOEHM.items()}
+    out = []
+    for gpu, label, tf, top, pk in (
+            ("Boehm", "kernel 4", b["kernel 4"], b["cuBLAS"], bpeak),
+            ("Boehm", "kernel 5", b["kernel 5"], b["cuBLAS"], bpeak),
+            ("Boehm", "cuBLAS", b["cuBLAS"], b["cuBLAS"], bpeak),
+            ("here", "chapter 05 at his kernel-4 tile", here4, cublas, peak),
+            ("here", "K5", here5, cublas, peak),
+            ("here", "cuBLAS", cublas, cublas, peak)):
+        known = None not in (tf, top)
+        out.append({"GPU": gpu, "kernel": label, "TFLOP/s": _f(tf),
+                    "% of FP32 peak": None if tf is None else f"{100 * tf * 1e3 / pk:.0f}",
+                    "% of that GPU's cuBLAS": f"{100 * tf / top:.1f}" if known else None})
+    return Table(out, list(out[0]), title=(
+        f"each GPU's FP32 peak (SMs x FP32 lanes x 2 x clock): {bline}; {line}. Boehm's "
+        f"rates from his README at {BOEHM_SIZE}x{BOEHM_SIZE}, ours at {size}³, "
+        + records.recording_label()))
 
 
 # The kernels set against chapter 05's shared-memory bound: chapter 05's default (the
@@ -302,7 +330,7 @@ def bound_table(configs=BOUND_CONFIGS, size: int = 4096) -> Table:
     return Table(rows, list(rows[0]), title=(
         f"chapter 05's shared-memory bound: {props['sm_count']} SMs x "
         f"{props['sm_clock_mhz'] / 1e3:.2f} GHz x 1 wavefront per cycle x 2 flop per FMA x FMAs "
-        f"per wavefront (a warp's loads and tile-copy stores, bank model); rates at {size}^3, "
+        f"per wavefront (a warp's loads and tile-copy stores, bank model); rates at {size}³, "
         + records.recording_label()))
 
 
@@ -331,8 +359,8 @@ def standings(size: int = 4096, configs=STANDINGS, ax=None):
     ax.set_yticks(y, [r["kernel"] for r in rows], fontsize=9)
     ax.set_xlim(0, max(vals + [ref or 0]) * 1.15)
     ax.set_ylim(-0.6, len(rows) - 0.1)
-    ax.set_xlabel(f"TFLOP/s at {size:,}^3 (share: of the cuBLAS timed in the same run)")
-    ax.set_title(f"Chapters 03 to 06 at {size:,}^3, {records.source()}", fontsize=10)
+    ax.set_xlabel(f"TFLOP/s at {size}³ (share: of the cuBLAS timed in the same run)")
+    ax.set_title(f"Chapters 03 to 06 at {size}³, {records.source()}", fontsize=10)
     ax.figure.tight_layout()
     return ax.figure
 
@@ -367,7 +395,7 @@ def issue_table() -> Table:
                      "profiler clock (GHz)": None if None in (
                          get("sm__cycles_elapsed.avg"), get("gpu__time_duration.sum")) else
                          _f(m["sm__cycles_elapsed.avg"] / m["gpu__time_duration.sum"], 2)})
-    return Table(rows, list(rows[0]), title="4096^3 under Nsight Compute, "
+    return Table(rows, list(rows[0]), title="4096³ under Nsight Compute, "
                  + records.recording_label())
 
 
@@ -385,7 +413,7 @@ def issue_summary(table=None) -> Table:
     out = [{"kernel": r["kernel"], "instructions (billions)": r["instructions (billions)"],
             "issue share": f"{r['issue slots used %']:.1f}%", "time (ms)": r["time (ms)"],
             "warps per SM, achieved": r["warps per SM"]} for r in rows]
-    return Table(out, list(out[0]), title="4096^3 under Nsight Compute, "
+    return Table(out, list(out[0]), title="4096³ under Nsight Compute, "
                  + records.recording_label())
 
 
@@ -449,7 +477,7 @@ def issue_ratio_table(table=None) -> Table:
              "issue share": f"x{g['issue share']:.2f}", cycles: f"x{g['cycles']:.2f}",
              "profiled time": f"x{g['time']:.2f}"} for g in gaps]
     return Table(rows, list(rows[0]), title=f"each kernel over {gaps[0]['over']}, from the "
-                 "table above (4096^3 under Nsight Compute)")
+                 "table above (4096³ under Nsight Compute)")
 
 
 def clock_scaling(table=None, clock_ghz: float | None = None) -> str:
@@ -546,14 +574,14 @@ def path_table(size: int = 2048, part: str | None = None) -> Table:
     rows = [{**r, **{c: _f(r[c], 2) for c in stalls}} for r in path_rows(size)]
     if part is None:
         return Table(rows, list(rows[0]),
-                     title=f"from K5 to the default, one change at a time: rates at {size}^3, "
-                           "where the warps wait at 4096^3 (Nsight Compute; stalls in cycles "
+                     title=f"from K5 to the default, one change at a time: rates at {size}³, "
+                           "where the warps wait at 4096³ (Nsight Compute; stalls in cycles "
                            "per issued instruction; '-': not profiled, or no step before); "
                            + records.recording_label())
     columns = [c.format(size=size) for c in PATH_PARTS[part]]
     title = (f"from K5 to the default, one change at a time: what changed, and the rate at "
-             f"{size}^3 ('-': no step before); " if part == "changed" else
-             "the same steps: where the warps wait at 4096^3 (Nsight Compute; issue slots "
+             f"{size}³ ('-': no step before); " if part == "changed" else
+             "the same steps: where the warps wait at 4096³ (Nsight Compute; issue slots "
              "used, and stalls in cycles per issued instruction; compare stalls only between "
              "rows with the same warps per SM); ")
     return Table(rows, columns, title=title + records.recording_label())
@@ -658,7 +686,7 @@ def path_check_table(rows=None, part: str | None = None) -> Table:
                     "the two: share of the fall": of_fall})
     columns = list(out[0])[:3] if part == "main" else list(out[0])
     return Table(out, columns, title="the two predicted steps, before -> after, at "
-                 "4096^3 (Nsight Compute; stalls in cycles per issued instruction); "
+                 "4096³ (Nsight Compute; stalls in cycles per issued instruction); "
                  + records.recording_label())
 
 
@@ -703,7 +731,7 @@ def tile_step_rows(size: int = 4096, rows=None) -> list[dict]:
         blocks = -(-size // p["BM"]) * -(-size // p["BN"])
         m = (_stall_row("tile_2d_reg", p, (4096,) * 3) or {}).get("metrics", {})
         inst, t = m.get("smsp__inst_executed.sum"), m.get("gpu__time_duration.sum")
-        out.append({"step": label, "params": _short(p), f"blocks at {size}^3": f"{blocks:,}",
+        out.append({"step": label, "params": _short(p), f"blocks at {size}³": f"{blocks:,}",
                     "blocks/SM": r["blocks/SM"],
                     "waves": None if not sms else _f(blocks / (sms * r["blocks/SM"]), 2),
                     "FMAs per word copied": _f(p["BM"] * p["BN"] / (p["BM"] + p["BN"])),
@@ -718,7 +746,7 @@ def tile_step_table(size: int = 4096) -> Table:
     rows = tile_step_rows(size)
     return Table(rows, list(rows[0]),
                  title=f"the tile step: what else changes ({sm_count()} SMs; instructions "
-                       "and time from Nsight Compute at 4096^3, its clocks locked); "
+                       "and time from Nsight Compute at 4096³, its clocks locked); "
                        + records.recording_label())
 
 
@@ -739,14 +767,14 @@ def path_plot(size: int = 2048, rows=None):
         axes[0].text(xi, v, f"{v:.1f}\n{r['warps/SM']} warps/SM", ha="center", va="bottom",
                      fontsize=8)
     axes[0].set_ylim(0, max(rate + [1]) * 1.3)
-    axes[0].set_title(f"rate at {size}^3 (TFLOP/s)", fontsize=10)
+    axes[0].set_title(f"rate at {size}³ (TFLOP/s)", fontsize=10)
     issue = [r["issue slots used %"] for r in rows]
     axes[1].bar(x, [v or 0.0 for v in issue], color="tab:green")
     for xi, v in zip(x, issue):
         axes[1].text(xi, v or 0.0, " -" if v is None else f"{v:.0f}%", ha="center",
                      va="bottom", fontsize=8)
     axes[1].set_ylim(0, 100)
-    axes[1].set_title("issue slots used at 4096^3 (%)", fontsize=10)
+    axes[1].set_title("issue slots used at 4096³ (%)", fontsize=10)
     bottom = [0.0] * len(rows)
     # Stall cycles per issued instruction grow with the warps sharing a scheduler, so a
     # step with other warps per SM than the default's is hatched: not comparable.
@@ -760,7 +788,7 @@ def path_plot(size: int = 2048, rows=None):
     for xi, v in zip(x, bottom):
         axes[2].text(xi, v, f"{v:.2f}", ha="center", va="bottom", fontsize=8)
     axes[2].set_ylim(0, max(bottom + [0.1]) * 1.25)
-    axes[2].set_title(f"barrier + long-scoreboard stalls per issued instruction,\n4096^3; "
+    axes[2].set_title(f"barrier + long-scoreboard stalls per issued instruction,\n4096³; "
                       f"compare only the steps at {rows[-1]['warps/SM']} warps/SM", fontsize=9)
     # solid swatches for the two stalls (the legend would otherwise copy the first bar's
     # hatch), and one hatched swatch that says what the hatching marks
@@ -834,7 +862,7 @@ def patch_plot(size: int = 2048, ax=None):
                     ha="right" if crowded else "left", fontsize=9)
     ax.set_xlim(min(xs) - 38, max(xs) + 38)
     ax.set_xlabel("FMAs per shared wavefront (the warp's 32 lanes, one tile; bank model)")
-    ax.set_ylabel(f"TFLOP/s at {size:,}^3")
+    ax.set_ylabel(f"TFLOP/s at {size}³")
     ax.set_title(f"The K5 tile's four patches (bars: min..max of the timed calls),\n"
                  f"{records.recording_label()}", fontsize=10)
     ax.grid(True, alpha=0.3)
@@ -879,7 +907,7 @@ def stall_table(label_rows=None) -> Table:
 
     rows = [row(k, lambda lab, k=k: got[lab].get(k, 0.0)) for k in reasons]
     rows.append(row(ALL_STALLS, lambda lab: sum(got[lab].values())))
-    return Table(rows, list(rows[0]), title="every stall reason at 4096^3 (Nsight Compute; "
+    return Table(rows, list(rows[0]), title="every stall reason at 4096³ (Nsight Compute; "
                  "cycles per issued instruction; 'selected': the warp issuing) along the "
                  "path from K5 to the default; " + records.recording_label())
 
@@ -979,7 +1007,7 @@ def contiguous_vs_strided(tm: int = 4, tn: int = 4, size: int = 2048) -> Table:
             "contiguous / strided": _f(q, 2)} for r, q in zip(rows, ratios)]
     return Table(out, ["BM", "BN", "BK", "contiguous", "min..max", "strided", "min..max ",
                        "contiguous / strided"],
-                 title=f"TFLOP/s at {size}^3, {tm}x{tn} outputs per thread; contiguous / "
+                 title=f"TFLOP/s at {size}³, {tm}x{tn} outputs per thread; contiguous / "
                        f"strided: {span} over {len(out)} tile shapes, the min..max ranges "
                        f"apart in {apart} of them; " + records.recording_label())
 
@@ -1029,7 +1057,7 @@ def capped_split(params: dict | None = None) -> Table:
            for label, kernel, r in rows]
     return Table(out, list(out[0]), title=(
         f"The 8x8 patch at {' '.join(f'{k}={v}' for k, v in p.items())}, "
-        f"{'x'.join(map(str, CAPPED_SHAPE))}, the three timed in one run with cuBLAS in the same "
+        f"{CAPPED_SHAPE[0]}³, the three timed in one run with cuBLAS in the same "
         f"process ({records.recording_label()})"))
 
 
@@ -1064,7 +1092,7 @@ def sweep_heatmaps(size: int = 2048, vmin: float = 15, vmax: float = 32):
     widgets.heatmap("tile_2d_reg", x="TN", y="TM", size=size, ax=axes[0], vmin=vmin, vmax=vmax)
     widgets.heatmap("tile_2d_reg", x="BN", y="BM", size=size, ax=axes[1], vmin=vmin, vmax=vmax)
     for cb in fig.axes[2:]:
-        cb.set_ylabel(f"best TFLOP/s at {size}^3", fontsize=9)
+        cb.set_ylabel(f"best TFLOP/s at {size}³", fontsize=9)
     fig.tight_layout()
     return fig
 
