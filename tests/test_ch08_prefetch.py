@@ -515,3 +515,12 @@ def test_ptx_step_shows_one_predicate_around_the_fetch_and_the_stores():
     pred = next(re.match(r"@(%p\d+) bra", line).group(1) for line in lines
                 if re.match(r"@%p\d+ bra", line))
     assert any(line.startswith(f"@{pred} bra") for line in lines[fma:first_store])
+
+
+def test_every_count_of_the_answer_is_its_exact_source():
+    """One count for the answer everywhere: the tables read the solution notebook's
+    source, the one the grader counts, not the timed copy with its FFMAs written out."""
+    table = {r["kernel"]: r for r in c.variants_table([c.WORKING])}
+    fewest = table[c.label(c.WORKING)]["FFMAs between a global load and its use"]
+    assert f"for {fewest:,} of the step's" in c.worked_answer_note()
+    assert c.loads(c.WORKING).fewest == fewest
