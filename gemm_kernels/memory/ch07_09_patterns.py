@@ -32,6 +32,21 @@ def _lane_grid(layout: str, lane: int, BN: int, TN: int = 8) -> tuple[int, int]:
     raise ValueError(f"unknown layout {layout!r}")
 
 
+def owned(layout: str, thread: int, BM: int = 128, BN: int = 128, TM: int = 8,
+          TN: int = 8) -> set[tuple[int, int]]:
+    """The (row, column) of every C element of the block's tile that `thread` (of warp 0
+    for "zorder") computes: "float4" one TM x TN block at (TM tr, TN tc); "rowmajor" and
+    "zorder" four 4 x 4 sub-tiles at rows 4 qr and BM/2 + 4 qr, columns 4 qc and
+    BN/2 + 4 qc, the same offsets `_read` reads them from."""
+    tr, tc = _lane_grid(layout, thread, BN, TN)
+    if layout == "float4":
+        rows, cols = range(TM * tr, TM * tr + TM), range(TN * tc, TN * tc + TN)
+    else:
+        rows = [h * BM // 2 + 4 * tr + i for h in (0, 1) for i in range(4)]
+        cols = [h * BN // 2 + 4 * tc + j for h in (0, 1) for j in range(4)]
+    return {(r, c) for r in rows for c in cols}
+
+
 def a_store(BM: int = 128, BK: int = 8, PAD: int = 0, s: int = 0) -> list[int]:
     """Byte addresses of store number s (0..3) of the transposed A tile, warp 0."""
     lda = BM + PAD
