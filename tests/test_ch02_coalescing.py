@@ -293,17 +293,44 @@ def test_misaligned_lines_hides_the_answer_until_it_is_found(capsys):
     assert "No rate was recorded at N = 2047" in capsys.readouterr().out
 
 
-def test_misaligned_lines_adds_the_bank_count_once_the_lines_are_right(capsys):
+def test_misaligned_lines_leaves_the_bank_count_to_the_second_half(capsys):
     n = ch02_coalescing.MISALIGNED_N
     lim = model.line_limit(*ch02_coalescing.MISALIGNED_TASK, shape=(n, n, n), steps=32)
-    assert lim["banks"] == 2          # 2 rows of A on different banks, 16 floats of B
     ch02_coalescing.misaligned_lines(111 / 32, lim["GFLOP/s"])
     out = capsys.readouterr().out
-    assert "busiest bank: 2 per step" in out and f"{lim['bank GFLOP/s']:,.0f}" in out
+    # the second half asks for the banks: the first must not give them away
+    assert "bank" not in out and f"{lim['bank GFLOP/s']:,.0f}" not in out
     if studies.recording_of(ch02_coalescing.ALIGNMENT) is not None:
-        assert "of the bank limit" in out
-        # the check shows a rate within the bank limit, not that the bank count is the rule
-        assert "holds" not in out
+        assert "of your line limit" in out and "next cell" in out
+
+
+def test_misaligned_rule_checks_both_stages_and_the_limit(capsys):
+    n = ch02_coalescing.MISALIGNED_N
+    lim = model.line_limit(*ch02_coalescing.MISALIGNED_TASK, shape=(n, n, n), steps=32)
+    # A: 2 lines in one look-up; B: 1 or 2 lines in one look-up; no bank holds two words
+    assert (lim["tags"], lim["banks"]) == (2, 2)
+    ch02_coalescing.misaligned_rule()
+    assert "Count first" in capsys.readouterr().out
+    limit = f"{lim['stage GFLOP/s']:,.0f}"
+    # negative controls: the aligned bank count (3), the lines in place of the look-ups,
+    # and a wrong limit reveal neither the counts nor the limit
+    for tag, banks, guess in ((2, 3, 1), (111 / 32, 2, 1), (2, 2, lim["GFLOP/s"])):
+        ch02_coalescing.misaligned_rule(tag, banks, guess)
+        out = capsys.readouterr().out
+        assert not out.startswith("Right") and limit not in out
+    ch02_coalescing.misaligned_rule(2, 3, 1)
+    out = capsys.readouterr().out
+    assert "banks 3" in out and "tag stage" not in out
+    ch02_coalescing.misaligned_rule(2, 2, round(lim["stage GFLOP/s"] * 1.01))
+    out = capsys.readouterr().out
+    assert out.startswith(f"Right: tag stage 2, banks 2, so 2 L1 cycles") and limit in out
+    if studies.recording_of(ch02_coalescing.ALIGNMENT_L1) is not None:
+        # the counted wavefronts run above the model: the rule is a bound, not an equality
+        assert "lower bound on the cycles" in out and "Timed at N = 2047" in out
+    from unittest import mock
+    with mock.patch.object(ch02_coalescing, "_alignment_rows", lambda **kw: ([], "")):
+        ch02_coalescing.misaligned_rule(2, 2, lim["stage GFLOP/s"])
+    assert "your limit is a prediction" in capsys.readouterr().out
 
 
 def test_the_naive_kernels_l1_bytes_are_a_share_of_the_l1s_width(monkeypatch):

@@ -727,9 +727,10 @@ def misaligned_lines(lines=None, limit=None) -> None:
     2047, before any table of the chapter shows it. The student enters the mean lines
     per step over 32 steps and the limit (GFLOP/s) they give. A wrong count gets a
     question, not the number; the aligned count (3) gets a word on where the rows of B
-    start, a count one crossing start off a question on the boundary start; once both are right (the count within `LINES_TOLERANCE`, the limit within 3%), the second
-    count (words on the busiest bank) and its limit, the aligned case, and the rates
-    measured at both sizes against both limits."""
+    start, a count one crossing start off a question on the boundary start; once both are
+    right (the count within `LINES_TOLERANCE`, the limit within 3%), the aligned case and
+    the rates measured at both sizes against the line limit. The two stages' counts are
+    left to the second half of the task (`misaligned_rule`)."""
     if lines is None or limit is None:
         print("Pencil first, then write your mean lines per step in `my_lines` and your "
               "limit (GFLOP/s) in `my_limit`, and run this cell again.")
@@ -766,18 +767,69 @@ def misaligned_lines(lines=None, limit=None) -> None:
     at_n, at_2048 = _alignment_rate(kernel, params, n), _alignment_rate(kernel, params, 2048)
     said = (f"Right: {_mean(lim['lines'])} lines per step on average, a limit of "
             f"{lim['GFLOP/s']:,.0f} GFLOP/s; with aligned rows (N = 2048) {aligned['lines']} "
-            f"lines and {aligned['GFLOP/s']:,.0f} GFLOP/s. Counted as words on the busiest "
-            f"bank: {_mean(lim['banks'])} per step at N = {n} (a limit of "
-            f"{lim['bank GFLOP/s']:,.0f} GFLOP/s), {aligned['banks']} at N = 2048.")
+            f"lines and {aligned['GFLOP/s']:,.0f} GFLOP/s.")
     if at_n is None or at_2048 is None:
-        print(said + f" No rate was recorded at N = {n}: your two limits are predictions.")
+        print(said + f" No rate was recorded at N = {n}: your limit is a prediction.")
         return
     print(said + f"\nMeasured in one run ({rec.device['name']}): {at_2048:,.0f} GFLOP/s at "
           f"N = 2048, {at_n:,.0f} at N = {n}: {at_n / lim['GFLOP/s']:.0%} of your line "
-          f"limit, {at_n / lim['bank GFLOP/s']:.0%} of the bank limit. "
-          + ("The rate breaks the line limit, so the line count alone is not the L1's "
-             "limit; it stays within the bank limit." if at_n > lim["GFLOP/s"] and at_n <= lim["bank GFLOP/s"]
-             else "Which limit holds is printed above."))
+          "limit. " + ("The rate breaks it: one line per cycle is not the L1's limit here. "
+                       "Now count the rule's two stages (next cell)." if at_n > lim["GFLOP/s"]
+                       else "Now count the rule's two stages (next cell)."))
+
+
+def misaligned_rule(tag=None, banks=None, limit=None) -> None:
+    """The second half of the counting task: the same warp (`MISALIGNED_TASK` at
+    `MISALIGNED_N`) through the rule of *Why lines*. The student enters the tag stage's
+    cycles per step (ceil(lines / 4) per load, summed), the data stage's (words on the
+    busiest bank per load, summed) and the limit the larger of the two sets. A wrong count
+    gets a question, not the number; once all three are right (the limit within 3%), the
+    rate timed at that size and the wavefronts Nsight Compute counted there, against the
+    limit (a bound: the counts may run above the model's)."""
+    if tag is None or banks is None or limit is None:
+        print("Count first, then write the tag stage's cycles in `my_tag`, the banks' in "
+              "`my_banks` and the rule's limit (GFLOP/s) in `my_rule_limit`, and run this "
+              "cell again.")
+        return
+    kernel, params = MISALIGNED_TASK
+    n = MISALIGNED_N
+    lim = model.line_limit(kernel, params, shape=(n, n, n), steps=MISALIGNED_STEPS)
+    wrong = []
+    if abs(float(tag) - lim["tags"]) > LINES_TOLERANCE:
+        wrong.append(f"tag stage {tag}: per load, how many lines does it touch (A: one per "
+                     "row of the warp; B: one or two), and how many look-ups of 4 lines do "
+                     "they need? Sum over the two loads.")
+    if abs(float(banks) - lim["banks"]) > LINES_TOLERANCE:
+        wrong.append(f"banks {banks}: at N = {n}, do the warp's elements of A share a bank "
+                     "(word w sits in bank w mod 32)? Can 16 consecutive floats of B put two "
+                     "words on one bank? Sum the busiest bank's words over the two loads.")
+    if wrong:
+        print("Not yet. " + " ".join(wrong))
+        return
+    cycles = max(lim["tags"], lim["banks"])
+    if lim["stage GFLOP/s"] and abs(float(limit) / lim["stage GFLOP/s"] - 1) > 0.03:
+        print(f"Both counts are right; {float(limit):,.0f} GFLOP/s is not the rule's limit. "
+              "Take the larger of the two stages and divide the full-warp figure by it.")
+        return
+    said = (f"Right: tag stage {_mean(lim['tags'])}, banks {_mean(lim['banks'])}, so "
+            f"{_mean(cycles)} L1 cycles per warp and step at least, and a limit of "
+            f"{lim['stage GFLOP/s']:,.0f} GFLOP/s.")
+    row = next((r for r in _alignment_rows(kernels=(kernel,))[0]
+                if r["M = N = K"] == n and r["configuration"] == model.label(kernel, params)),
+               None)
+    if row is None or row["timed"] is None:
+        print(said + " No rate was recorded at this size: your limit is a prediction.")
+        return
+    said += (f"\nTimed at N = {n}: {row['timed']:,.0f} GFLOP/s, {row['timed'] / row['limit']:.0%} "
+             "of that limit.")
+    if row["counted wavefronts"]:
+        said += (f" Nsight Compute counted {row['data counted']} data-stage and "
+                 f"{row['tag counted']} tag-stage wavefronts per warp and step, more "
+                 f"than your {_mean(cycles)}: with misaligned rows the counts run above the model. With "
+                 f"the counted ones the limit is {row['counted limit']:,.0f} GFLOP/s, and "
+                 f"the rate is {row['timed'] / row['counted limit']:.0%} of it. So the rule "
+                 "is a lower bound on the cycles, an upper bound on the rate.")
+    print(said)
 
 
 # ---------------------------------------------------------------- figures
