@@ -553,7 +553,10 @@ def two_stage_picture(kernel: str = "naive", params=None, sizes=(2048, MISALIGNE
             # "wavefront" is defined with the two-stage picture, not before it
             ax.set_ylabel("wavefront (L1 cycle)" if both else "L1 cycle")
             ax.axhline(max(n_tags, n_data), color="crimson", ls="--", lw=1)
-        data_ax.text(banks - 0.6, max(n_tags, n_data), f"the slower stage: "
+        # the line is drawn in both panels; the label names the stage it belongs to, which
+        # at 2047 is not the data stage it is written in
+        slower = "tag" if n_tags > n_data else "data" if n_data > n_tags else "either"
+        data_ax.text(banks - 0.6, max(n_tags, n_data), f"the slower stage ({slower}): "
                      f"{max(n_tags, n_data)} cycles" if both else f"{n_data} cycle"
                      f"{'s' if n_data > 1 else ''}", color="crimson", ha="right",
                      va="bottom", fontsize=9)
