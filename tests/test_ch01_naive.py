@@ -91,6 +91,12 @@ def test_the_guess_is_checked_against_the_recorded_ratio(capsys, recorded_mode):
     # the line count's prediction (33 -> 2 lines per step) is accepted
     ch01_naive.check_guess(33 / 2)
     assert "is right" in capsys.readouterr().out
+    # the sector count (chapter 00's unit, 33 -> 5 per step) is told it has the direction
+    # right, and why the measurement is higher still
+    ch01_naive.check_guess(33 / 5)
+    out = capsys.readouterr().out
+    assert "right in direction, but low" in out and "33 -> 5 per step" in out
+    assert "33 -> 2 lines" in out and "Faster, yes" not in out
 
 
 def test_the_guess_tolerance_is_the_factor_the_prompt_states(capsys, recorded_mode):
@@ -100,7 +106,7 @@ def test_the_guess_tolerance_is_the_factor_the_prompt_states(capsys, recorded_mo
     rate = {m: lookup.measure_or_lookup("naive", (2048,) * 3, {"BLOCK": 32, "MAPPING": m})
             ["gflops"]["median"] for m in ("x->row", "x->col")}
     ratio = rate["x->col"] / rate["x->row"]
-    for guess, verdict in [(ratio / 1.6 * 1.01, "is right"), (ratio / 1.6 * 0.99, "too low"),
+    for guess, verdict in [(ratio / 1.6 * 1.01, "is right"), (ratio / 1.6 * 0.99, "right in direction"),
                            (ratio * 1.6 * 0.99, "is right"), (ratio * 1.6 * 1.01, "too high")]:
         ch01_naive.check_guess(guess)
         out = capsys.readouterr().out
@@ -198,5 +204,7 @@ def test_size_gap_prints_the_factor_at_2048_and_at_2047(recorded_mode):
     text = str(ch01_naive.size_gap())
     big, odd = (float(m) for m in re.findall(r"([0-9]+\.[0-9]) x\.", text))
     assert text.startswith("At 2048^3: x->col ")
-    assert "At 2047^3: x->row runs at " in text
+    assert "At 2047^3: x->col was not timed" in text
     assert odd < big
+    # x->row touches as many lines at both sizes, yet runs faster at 2047
+    assert "33 lines per warp and step at 2048^3, 33 at 2047^3, yet " in text

@@ -107,3 +107,10 @@ def test_stub_keeps_the_braces_and_indentation_around_a_left_out_branch():
     assert text.count("{") == text.count("}")
     with pytest.raises(ValueError):
         display.source("12_gemv.cu", entry="sgemv", stub=[("int first, count", note)])
+
+
+def test_as_cell_numbers_lines_as_the_grader_does():
+    """The %%exercise line is line 1, the source's first line is line 2."""
+    text = display.as_cell("int a;\nint b;\nint c;\n", "01_index", lines=(2, 3))
+    assert text == "  2  int a;\n  3  int b;"
+    assert display.as_cell("x", "e").split("\n")[0] == "  1  %%exercise e"

@@ -443,9 +443,11 @@ def size_gap(block: int = 32, sizes=(2048, 2047)) -> Text:
     """The mapping's factor at a power-of-two size and one size off it, from the timed
     rates: x->col over x->row at `sizes[0]` (the chapter's sweep), and at `sizes[1]`
     chapter 02's coalesced kernel, whose warps load as x->col's do at BLOCK = 32 (x->col
-    itself was not timed there), over x->row. With rows of A a power of two apart, a
-    warp's rows also stack on one L1 bank, so the factor there is not the general one."""
+    itself was not timed there), over x->row. Then x->row at the two sizes, beside the
+    lines its warp touches at each: the same lines, a different rate, which is the
+    question chapter 02 opens with (lines or banks)."""
     from gemm_kernels.measure import lookup
+    from gemm_kernels.memory import ch01_02_sectors
     from gemm_kernels.notebook.ch02_coalescing import _alignment_rate
     big, odd = sizes
     row = {n: lookup.measure_or_lookup(KERNEL, (n,) * 3, {"BLOCK": block, "MAPPING": "x->row"})
@@ -455,12 +457,18 @@ def size_gap(block: int = 32, sizes=(2048, 2047)) -> Text:
     if coal is None:
         return Text(f"Not in this recording: chapter 02's coalesced kernel at {odd}^3.")
     col = col["gflops"]["median"]
+    lines = {n: ch01_02_sectors.sector_table([(KERNEL, {"BLOCK": block, "MAPPING": "x->row"})],
+                                             M=n, N=n, K=n)[0]["128-byte lines (A + B)"]
+             for n in sizes}
     return Text(f"At {big}^3: x->col {col:,.0f} / x->row {row[big]:,.0f} GFLOP/s = "
                 f"{col / row[big]:.1f} x.\n"
-                f"At {odd}^3: x->row runs at {row[odd]:,.0f} GFLOP/s, and chapter 02's "
-                f"coalesced kernel (its warps load as x->col's, BLOCK = {block}) at "
-                f"{coal:,.0f}: {coal / row[odd]:.1f} x. Part of the {col / row[big]:.1f} x "
-                f"comes from the power-of-two size.")
+                f"At {odd}^3: x->col was not timed; chapter 02's coalesced kernel, whose warps "
+                f"issue the same loads as x->col's at BLOCK = {block} (chapter 02 shows it), "
+                f"runs at {coal:,.0f} against x->row's {row[odd]:,.0f} GFLOP/s: "
+                f"{coal / row[odd]:.1f} x.\n"
+                f"x->row itself: {lines[big]} lines per warp and step at {big}^3, "
+                f"{lines[odd]} at {odd}^3, yet {row[odd]:,.0f} / {row[big]:,.0f} GFLOP/s = "
+                f"{row[odd] / row[big]:.1f} x as fast at {odd}^3.")
 
 
 def which_count(block: int = 32, size: int = 2048) -> Text:
@@ -490,8 +498,11 @@ def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
     """The chapter's prediction: x->col's rate over x->row's at `block`, size^3. The
     prompt asks for that ratio as a number and says up front that a guess within a
     factor of 1.6 of the recorded (or, live, measured) ratio, either way, counts as
-    right: counting the lines a warp touches lands inside it, "the same" does not."""
+    right: counting the lines a warp touches lands inside it, "the same" does not.
+    A guess below that range but near the sector count's ratio (the count chapter 00
+    teaches) is told it has the direction right, and why the measurement is higher."""
     from gemm_kernels.measure import lookup
+    from gemm_kernels.memory import ch01_02_sectors
     if my_guess is None:
         print("Write your guess first (a number: 1.0 means the same speed), then run "
               "this cell again.")
@@ -499,17 +510,34 @@ def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
     rate = {m: lookup.measure_or_lookup(KERNEL, (size,) * 3, {"BLOCK": block, "MAPPING": m})
             ["gflops"]["median"] for m in ("x->row", "x->col")}
     ratio = rate["x->col"] / rate["x->row"]
+    count = {m: ch01_02_sectors.sector_table([(KERNEL, {"BLOCK": block, "MAPPING": m})])[0]
+             for m in ("x->row", "x->col")}
+    sectors = {m: count[m]["sectors per step (A + B)"] for m in count}
+    lines = {m: count[m]["128-byte lines (A + B)"] for m in count}
+    by_sectors = sectors["x->row"] / sectors["x->col"]
+    # the sector count's answer, within the same factor of 1.6, is the second tier
+    sector_tier = by_sectors / 1.6 <= my_guess < ratio / 1.6
     verdict = ("right" if ratio / 1.6 <= my_guess <= ratio * 1.6 else
+               "right in direction, but low" if sector_tier else
                "too low" if my_guess < ratio else "too high")
     print(f"You guessed {my_guess:g}; at BLOCK = {block}, {size}^3: x->row "
           f"{rate['x->row']:,.0f} GFLOP/s, x->col {rate['x->col']:,.0f} GFLOP/s, "
           f"{ratio:.1f} times as fast. Your guess is {verdict} (right means from "
           f"{ratio / 1.6:.1f} to {ratio * 1.6:.1f}: within a factor of 1.6 either way).")
-    # each wrong guess gets the hint that fits it: "the same speed", a count of sectors
-    # (faster, but not enough), or too much
+    # each wrong guess gets the hint that fits it: "the same speed", the sector count
+    # (the right reasoning in chapter 00's unit), a little faster, or too much
     if verdict == "too low" and my_guess <= 1.6:
         print("The same instructions, a different speed: the addresses a warp loads "
               "decide it. Chapter 01's section 'Where the bytes go' counts them.")
+    elif sector_tier:
+        print(f"Counting 32-byte sectors, as chapter 00 did, gives {sectors['x->row']} -> "
+              f"{sectors['x->col']} per step, {by_sectors:.1f} x: the right reasoning, and "
+              "x->col is indeed many times faster. The measurement is higher still because "
+              "the L1 here spends a cycle per 128-byte line a warp's step touches, not per "
+              f"sector: {lines['x->row']} -> {lines['x->col']} lines "
+              f"({lines['x->row'] / lines['x->col']:.1f} x), since x->col's "
+              f"{sectors['x->col']} sectors sit in {lines['x->col']} lines. Chapter 01's "
+              "section 'Where the bytes go' measures it.")
     elif verdict != "right":
         print(f"{'Faster, yes, but by more' if verdict == 'too low' else 'Faster, but not that much'}"
               ": count what each lane's address costs the L1 (the 128-byte lines a warp's "

@@ -27,6 +27,15 @@ class Markdown(Text):
         return str(self)
 
 
+def as_cell(source: str, exercise: str, lines=None) -> Text:
+    """`source` as it would sit in the `%%exercise` cell of `exercise`, each line numbered
+    as the grader's messages number a cell (the `%%exercise` line is line 1), so that a
+    message's "line 18" can be found on the page. `lines=(first, last)`: only those."""
+    cell = [f"%%exercise {exercise}", *source.rstrip("\n").split("\n")]
+    first, last = lines or (1, len(cell))
+    return Text("\n".join(f"{i:>3}  {cell[i - 1]}" for i in range(first, last + 1)))
+
+
 class Folded:
     """A table (anything with `_repr_html_`), a matplotlib figure or a text shown closed
     under a summary line, so that a check placed under a question is not read before the
