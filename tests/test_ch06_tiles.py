@@ -356,7 +356,7 @@ def test_the_bound_table_prices_each_kernel_with_chapter_05s_bound():
     w = ch05_tile_1d.step_wavefronts("tile_2d_reg", K5)
     assert w["loads"] == 160 and w["FFMA"] == 512          # Counting's 160 load wavefronts
     # the chapter's one shared-memory measure: a warp's lane FMAs per wavefront, stores included
-    assert t[0]["FMAs per wavefront, loads and stores"] == f"{32 * w['FFMA'] / w['total']:.0f}"
+    assert t[0]["FMAs per wavefront, loads and stores"] == round(32 * w['FFMA'] / w['total'])
     assert t[0]["bound TFLOP/s"] == f"{ch05_tile_1d.smem_bound(w['total'] / w['FFMA']) / 1e3:.1f}"
     assert "SMs x" in t.title and "GHz" in t.title
 
@@ -377,7 +377,8 @@ def test_issue_split_gives_the_ratios_or_the_cycles_on_request():
     full = ch06_tiles.issue_split(table, sm_count=100).splitlines()
     ratios = ch06_tiles.issue_split(table, sm_count=100, part="ratios").splitlines()
     cycles = ch06_tiles.issue_split(table, sm_count=100, part="cycles").splitlines()
-    assert ratios == full[-1:] and cycles == full[:-1]
+    first = ch06_tiles.issue_split(table, sm_count=100, part="first").splitlines()
+    assert ratios == full[-1:] and cycles == full[:-1] and first == ratios[:1]
 
 
 def test_issue_summary_keeps_what_the_identity_needs_and_names_the_warps_achieved():
@@ -435,5 +436,17 @@ def test_path_check_table_main_part_keeps_the_step_the_two_stalls_and_the_issue_
 
 def test_the_b_load_picture_says_when_every_bank_read_is_outlined():
     # K5's B load: every bank a phase reads serves two words; TN = 4's: none does
-    assert ch06_tiles.lds128_pictures(K5).axes[1].get_title().endswith("here every bank read)")
+    assert ch06_tiles.lds128_pictures(K5).axes[1].get_title().endswith("serves two distinct words: outlined)")
     assert ch06_tiles.lds128_pictures({**K5, "TN": 4}).axes[1].get_title().endswith("words)")
+
+
+def test_fmas_per_wavefront_keep_a_decimal_below_ten():
+    # tile_2d's 16/3: a whole 5 would move its bound by several percent
+    assert ch06_tiles.fmas_shown(16 / 3) == 5.3 and ch06_tiles.fmas_shown(102.4) == 102
+    row = ch06_tiles.counting([("dot", "tile_2d", K5)])[0]
+    assert row["FMAs per wavefront"] == 5.3
+
+
+def test_the_capped_split_gives_its_rates_in_tflops():
+    row = ch06_tiles.capped_split()[0]
+    assert "GFLOP/s" not in row and "." in row["TFLOP/s"] and float(row["TFLOP/s"]) < 100

@@ -115,9 +115,15 @@ def loop_orders(configs) -> Table:
 WARP_FFMA = "FMAs per wavefront"
 
 
-def warp_ffma_per_wavefront(summary_row: dict) -> int:
-    """WARP_FFMA of one row of the bank model's `step_summary`, rounded to a whole FMA."""
-    return round(32 * summary_row["FFMA"] / float(summary_row["wavefronts"]))
+def fmas_shown(x: float) -> int | float:
+    """An FMAs-per-wavefront count as printed: whole above 10, one decimal below, where
+    rounding to a whole FMA would move a bound computed from it by several percent."""
+    return round(x) if x >= 10 else round(x, 1)
+
+
+def warp_ffma_per_wavefront(summary_row: dict) -> int | float:
+    """WARP_FFMA of one row of the bank model's `step_summary` (`fmas_shown`)."""
+    return fmas_shown(32 * summary_row["FFMA"] / float(summary_row["wavefronts"]))
 
 
 def step_table(configs) -> Table:
@@ -324,7 +330,7 @@ def bound_table(configs=BOUND_CONFIGS, size: int = 4096) -> Table:
             g = lookup.measure_or_lookup(name, (size,) * 3, params)["gflops"]["median"]
         except LookupError:
             g = None
-        rows.append({"kernel": label, "FMAs per wavefront, loads and stores": f"{32 / w:.0f}",
+        rows.append({"kernel": label, "FMAs per wavefront, loads and stores": fmas_shown(32 / w),
                      "bound TFLOP/s": tf(bound), f"TFLOP/s at {size}": tf(g),
                      "% of bound": None if g is None else f"{100 * g / bound:.0f}%"})
     return Table(rows, list(rows[0]), title=(
@@ -424,8 +430,8 @@ def issue_split(table=None, sm_count: int | None = None, part: str | None = None
     the profiler ran at. Then each row against the last (the K5 tile), the gap split into
     its two factors, both this row's over the last's: instructions, and the issue share;
     the first over the second is the ratio of cycles, beside the ratio of profiled times.
-    `part`: "ratios" only the gaps split in two, "cycles" only the lines before them
-    (the check of the bookkeeping); None: all."""
+    `part`: "ratios" only the gaps split in two, "first" only the first of them,
+    "cycles" only the lines before them (the check of the bookkeeping); None: all."""
     rows = list(table if table is not None else issue_table())
     sms = sm_count or roofline.device_properties().get("sm_count")
     instr = lambda r: float(r["instructions (billions)"])  # noqa: E731
@@ -449,7 +455,7 @@ def issue_split(table=None, sm_count: int | None = None, part: str | None = None
     ratios = [f"{g['kernel']} over {g['over']}: instructions x{g['instructions']:.2f}, issue "
               f"share x{g['issue share']:.2f}, so cycles (instructions / issue share) "
               f"x{g['cycles']:.2f}; profiled time x{g['time']:.2f}" for g in _gaps(rows)]
-    return "\n".join({"ratios": ratios, "cycles": lines}.get(part, lines + ratios))
+    return "\n".join({"ratios": ratios, "first": ratios[:1], "cycles": lines}.get(part, lines + ratios))
 
 
 def _gaps(rows) -> list[dict]:
@@ -1051,7 +1057,7 @@ def capped_split(params: dict | None = None) -> Table:
             ("contiguous, two blocks promised", "tile_2d_reg", capped)]
     low = got["tile_2d_reg"]["gflops"]["median"]
     gap = got["tile_2d_strided"]["gflops"]["median"] - low
-    out = [{**run_row(label, kernel, r, **{"% of cuBLAS": f"{timing.share(r):.1f}",
+    out = [{**run_row(label, kernel, r, tflops=True, **{"% of cuBLAS": f"{timing.share(r):.1f}",
                                            "% of FP32 peak": f"{share_of_peak(r['gflops']['median']):.0f}"}),
             "share of the gap closed": f"{(r['gflops']['median'] - low) / gap:.0%}"}
            for label, kernel, r in rows]
@@ -1061,13 +1067,15 @@ def capped_split(params: dict | None = None) -> Table:
         f"process ({records.recording_label()})"))
 
 
-def run_row(label: str, kernel: str, r: dict, **after_range) -> dict:
-    """One timed row of a capped run for a table: its rate and the range of its calls,
-    `after_range`'s columns, then the timed binary's registers and local memory and the
-    blocks per SM they allow (chapters 06 and 07 show the same run this way)."""
+def run_row(label: str, kernel: str, r: dict, tflops: bool = False, **after_range) -> dict:
+    """One timed row of a capped run for a table: its rate and the range of its calls
+    (in TFLOP/s with `tflops`, as chapter 06's prose gives its rates), `after_range`'s
+    columns, then the timed binary's registers and local memory and the blocks per SM
+    they allow (chapters 06 and 07 show the same run this way)."""
     b, g = r.get("binary") or {}, r["gflops"]
-    return {"kernel": label, "GFLOP/s": f"{g['median']:,.0f}",
-            "range": f"{g['min']:,.0f}..{g['max']:,.0f}", **after_range,
+    rate = (lambda v: f"{v / 1e3:.1f}") if tflops else (lambda v: f"{v:,.0f}")
+    return {"kernel": label, ("TFLOP/s" if tflops else "GFLOP/s"): rate(g["median"]),
+            "range": f"{rate(g['min'])}..{rate(g['max'])}", **after_range,
             "registers": b.get("registers"), "local memory (bytes)": b.get("local_size_bytes"),
             "blocks/SM": analysis.kernel_occupancy(
                 kernel, r["params"], registers=b.get("registers")).blocks_per_sm}
@@ -1116,8 +1124,8 @@ def lds128_pictures(params: dict, kernel: str = "tile_2d_reg", warp: int = 0):
     # bank read is outlined, the title says so, or the outline would seem to single some out
     every = all(n != 1 for ph in b.analysis.phases for n in ph.words_per_bank)
     axes[1].set_title(f"the B load of warp {warp}: {b.analysis.wavefronts} wavefronts "
-                      "(outlined: a bank\nserving two distinct words"
-                      + ("; here every bank read)" if every else ")"))
+                      + ("(every bank here\nserves two distinct words: outlined)" if every
+                         else "(outlined: a bank\nserving two distinct words)"))
     fig.tight_layout()
     return fig
 
