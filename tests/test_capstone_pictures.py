@@ -519,7 +519,10 @@ def test_the_step_profile_holds_steps_3_to_7_in_ladder_order():
     assert t[3]["warps resident, %"] == pytest.approx(t[0]["warps resident, %"] / 2, rel=0.1)
     ax = cp.step_stall_plot().axes[0]
     profiled = [r["step"].split(".")[0] for r in t if r["warps resident, %"] is not None]
-    assert [x.get_text() for x in ax.get_yticklabels()] == [f"step {n}" for n in profiled]
+    ticks = [x.get_text() for x in ax.get_yticklabels()]
+    assert [x.split("\n")[0] for x in ticks] == [f"step {n}" for n in profiled]
+    # each bar says its blocks per SM: 4c runs one, step 3 two (the ladder's registers)
+    assert ticks[0].endswith("2 blocks/SM") and ticks[3].endswith("1 block/SM"), ticks
     assert "math pipe throttle" in ax.get_legend_handles_labels()[1]
     # steps with one and two blocks per SM share the axis: it says the value is per warp
     assert "one warp's average" in ax.get_xlabel() and "summed" not in ax.get_xlabel()
@@ -664,9 +667,11 @@ def test_the_stall_plot_key_lists_the_steps_shown():
     ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     if not ticks:
         pytest.skip("the recording has no profile of the ladder's steps")
-    assert all(t.startswith("step ") and len(t) <= len("step 4c") for t in ticks), ticks
+    steps = [t.split("\n")[0] for t in ticks]
+    assert all(t.startswith("step ") and len(t) <= len("step 4c") for t in steps), ticks
+    assert all(t.endswith("/SM") for t in ticks), ticks
     key = " ".join(t.get_text() for t in fig.texts)
-    assert all(f"{t.removeprefix('step ')}: " in key for t in ticks), key
+    assert all(f"{t.removeprefix('step ')}: " in key for t in steps), key
     matplotlib.pyplot.close(fig)
 
 
@@ -903,3 +908,19 @@ def test_minb_loops_set_the_two_builds_of_one_source_one_above_the_other():
     (t1, one), (t2, two) = s.listings
     assert "MINB = 1" in t1 and "MINB = 2" in t2
     assert sum("LDGSTS" in l for l in one) == a["LDGSTS"] == sum("LDGSTS" in l for l in two)
+
+
+def test_the_bk_reading_sets_bk_8_against_16_as_built_and_at_two_blocks():
+    lines = str(cp.bk_reading()).splitlines()
+    assert lines[0].startswith("(the capstone's default at 4096^3, recorded on")
+    built, held = lines[1], lines[2]
+    assert built.startswith("as built (MINB = 1): BK = 8 ") and "/SM)" in built
+    assert held.startswith("built with MINB = 2") and "registers" not in held
+    if "not recorded" in built + held:
+        pytest.skip("the recording has no BK = 8 build of the capstone")
+    # the recorded BK = 8 build needs more than 128 registers: one block per SM, a loss;
+    # at two blocks each, the depth of a tile moves the rate within the code shift
+    assert "1 block/SM" in built and built.endswith("a loss"), built
+    assert held.endswith("not credited"), held
+    assert lines[-1].split(": ", 1)[1].startswith(str(cp._here_registers(
+        "capstone", {**cp.KERNELS["capstone"].resolve(None), "BK": 8})) + " registers")

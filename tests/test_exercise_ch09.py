@@ -22,6 +22,12 @@ def test_the_z_order_mapping_costs_the_ideal():
     assert zorder_lanes(branch(QR, QC)) == []
 
 
+def test_the_pass_line_names_the_bank_check():
+    v = static_verdict(NAME, solution(NAME))
+    assert v["static"][0] == PASS and "every LDS.128 of the k loop at 2 wavefronts" \
+        in v["static"][1], v
+
+
 def test_row_major_lanes_in_a_warp_are_refused_by_the_bank_check():
     """4 x 8 per warp, but lane = 8 * row + column: the B reads do not merge (4 wavefronts)."""
     src = solution(NAME).replace(QR, "qr = (warp / WARPS_N) * 4 + lane / 8;") \

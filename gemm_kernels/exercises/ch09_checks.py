@@ -107,6 +107,17 @@ def zorder_lanes(source: str, bm: int = BM, bn: int = BN) -> list[str]:
     return problems
 
 
+def _zorder_note(source: str) -> str:
+    """The pass line's words for what `zorder_lanes` checked, so that the student sees
+    the point of the exercise graded, not only the registers."""
+    if stub_lines(source) or zorder_lanes(source):
+        return ""
+    return f"bank model: every LDS.128 of the k loop at {IDEAL} wavefronts"
+
+
+zorder_lanes.note = _zorder_note
+
+
 # The static hint of 09_zorder: the rules that make the quarter-warps merge, which the
 # student is asked to derive from the chapter's bank table; so they are shown only after
 # a wrong mapping, never while the part is not written yet.

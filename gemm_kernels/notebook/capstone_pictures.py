@@ -2068,6 +2068,40 @@ def stages_reading(sizes=(4096, 2048)) -> str:
     return "\n".join(lines)
 
 
+def bk_reading(size: int = 4096) -> Text:
+    """Why the capstone keeps BK = 16 although step 6 was not credited: its default
+    (HOIST) at BK = 8 against BK = 16 at size^3, as built (MINB = 1: registers and blocks
+    per SM of each binary timed) and between the MINB = 2 builds (two blocks each), read
+    by the chapter's rule against the recompile shift of the same GPU
+    (`default_recompile`); then what ptxas here gives BK = 8 (`fit`)."""
+    d = KERNELS["capstone"].resolve(None)
+    rows = {(bk, m): _capstone_row(size, {**d, "BK": bk, "MINB": m})
+            for bk in (8, 16) for m in (1, 2)}
+    lines = [f"(the capstone's default at {size}^3, {records.rows_label(list(rows.values()))})"]
+    shift = default_recompile(size)
+    for m, how in ((1, "as built (MINB = 1)"), (2, "built with MINB = 2 (two blocks per SM each)")):
+        a, b = rows[(8, m)], rows[(16, m)]
+        if a is None or b is None:
+            lines.append(f"{how}: {NOT_RECORDED}")
+            continue
+        c = 100 * (_rate(a) / _rate(b) - 1)
+        def held(r):
+            # As built, the registers decide the blocks per SM: say both.
+            regs = _timed_registers(r)
+            if m != 1 or regs is None:
+                return ""
+            nb = _blocks("capstone", r["params"], regs)
+            return f" ({regs} registers, {nb} block{'s' * (nb != 1)}/SM)"
+        v = verdict([(size, c)], {size: abs(shift)}) if shift is not None else ""
+        lines.append(f"{how}: BK = 8 {count(_rate(a))} GFLOP/s{held(a)}, BK = 16 "
+                     f"{count(_rate(b))}{held(b)}: BK = 8 {signed(c)}" + (f", {v}" if v else ""))
+    if shift is not None:
+        lines.append(f"the rule's threshold on this GPU (the MINB code shift): {signed(shift)}")
+    lines.append(f"ptxas {compiler.ptxas_version()} here, BK = 8 as built: "
+                 f"{fit('capstone', {**d, 'BK': 8})}")
+    return Text("\n".join(lines))
+
+
 # ------------------------------------------------------------------ evidence
 
 def stall_plot(kernels=("zorder", "capstone")):
@@ -2094,7 +2128,7 @@ def numbered(label: str) -> str:
 def step_stall_plot(top: int = 7):
     """Where the warps wait at step 3 (z-order), at the three steps of step 4 and at steps
     5 to 7, at 4096^3: `evidence.stall_plot` of the study, each bar named by its step
-    number alone ("step 4c") with a key under the plot (the labels in full would squeeze
+    number and its blocks per SM ("step 4c / 1 block/SM", on two lines) with a key under the plot (the labels in full would squeeze
     the bars), and without its run line (the chapter's caption names the recording). A
     step the recording has no profile of gets no bar; the key says which. `top` = 7 keeps
     *math pipe throttle* in a colour of its own."""
@@ -2108,7 +2142,13 @@ def step_stall_plot(top: int = 7):
     ax.set_title(f"{ax.get_title()}\n({_stalls_source(rec)})", fontsize=ax.title.get_fontsize())
     number = dict(zip((s.label for s in ladder_steps()), step_numbers()))
     shown = [t.get_text() for t in ax.get_yticklabels()]
-    ax.set_yticks(ax.get_yticks(), [f"step {number.get(s, s)}" for s in shown])
+    # Waits that grow with the warps resident compare only between steps of equal blocks
+    # per SM: each bar says how many of its blocks shared an SM (those of the binary timed
+    # on the ladder at the profile's size).
+    blocks = {r.step.label: r.blocks for r in ladder((4096,))}
+    ax.set_yticks(ax.get_yticks(), [
+        f"step {number.get(s, s)}" + (f"\n{blocks[s]} block{'s' * (blocks[s] != 1)}/SM"
+                                      if s in blocks else "") for s in shown])
     # The value is one warp's average (stalled warp-cycles over the instructions those
     # warps issued); the label says so, as evidence.stall_plot's does.
     ax.set_xlabel(STALL_AXIS)
