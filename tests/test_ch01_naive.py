@@ -96,7 +96,9 @@ def test_the_guess_is_checked_against_the_recorded_ratio(capsys, recorded_mode):
     ch01_naive.check_guess(33 / 5)
     out = capsys.readouterr().out
     assert "right in direction, but low" in out and "33 -> 5 per step" in out
-    assert "33 -> 2 lines" in out and "Faster, yes" not in out
+    assert "33 -> 2 lines" in out and "33 -> 2 words on one bank" in out
+    assert "chapter 02's question" in out and "section 2 below" in out
+    assert "a cycle per 128-byte line" not in out and "Faster, yes" not in out
 
 
 def test_the_guess_tolerance_is_the_factor_the_prompt_states(capsys, recorded_mode):
@@ -208,3 +210,11 @@ def test_size_gap_prints_the_factor_at_2048_and_at_2047(recorded_mode):
     assert odd < big
     # x->row touches as many lines at both sizes, yet runs faster at 2047
     assert "33 lines per warp and step at 2048^3, 33 at 2047^3, yet " in text
+
+
+def test_the_sector_count_is_ruled_out_by_the_pace(recorded_mode):
+    """Counted in sectors, x->col at BLOCK = 16 and 32 would pass one L1 cycle per SM and
+    clock; no x->row configuration does (its sectors equal its lines)."""
+    text = str(ch01_naive.per_sector_products())
+    assert "BLOCK = 16, MAPPING = x->col" in text and "BLOCK = 32, MAPPING = x->col" in text
+    assert "x->row" not in text and "its cycles are not sectors" in text

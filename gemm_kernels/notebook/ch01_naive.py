@@ -407,6 +407,32 @@ def rate_times_lines(size: int = 2048, blocks=(8, 16, 32)) -> Table:
                  f"loads cost, and the rate times the cycles{pace}")
 
 
+def per_sector_products(size: int = 2048, blocks=(8, 16, 32)) -> Text:
+    """Why the L1's cycles are not sectors: the configurations of `rate_times_lines` whose
+    rate times their sectors per step passes what one L1 cycle per SM and clock allows.
+    An L1 that spent a cycle per sector would there do more than one cycle per clock."""
+    from gemm_kernels.measure import lookup
+    from gemm_kernels.memory import ch01_02_sectors
+    pace = _pace()
+    if pace is None:
+        return Text("Not known here: the GPU's SM count or clock.")
+    over = []
+    for m in ("x->row", "x->col"):
+        for b in blocks:
+            params = {"BLOCK": b, "MAPPING": m}
+            sectors = ch01_02_sectors.sector_table([(KERNEL, params)])[0]["sectors per step (A + B)"]
+            rate = lookup.measure_or_lookup(KERNEL, (size,) * 3, params)["gflops"]["median"]
+            if rate * sectors > pace["gflops"]:
+                over.append(f"  {_settings(params)}: {rate:,.0f} GFLOP/s x {sectors} "
+                            f"sectors per step = {rate * sectors:,.0f}")
+    if not over:
+        return Text(f"Counted in sectors, every configuration stays under {pace['gflops']:,.0f}: "
+                    "at this size the sectors do not rule themselves out.")
+    return Text(f"Rate x sectors per step, where it passes {pace['gflops']:,.0f} (one L1 cycle "
+                "per SM per clock):\n" + "\n".join(over) + "\nAt a cycle per sector the L1 "
+                "would do more than one cycle per clock there: its cycles are not sectors.")
+
+
 def _pace() -> dict | None:
     """The rate one L1 cycle per SM and clock allows a warp's step (64 FLOP: 32 lanes x
     one multiply-add), over all SMs at the clock the driver reports: the GFLOP/s and
@@ -498,9 +524,10 @@ def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
     """The chapter's prediction: x->col's rate over x->row's at `block`, size^3. The
     prompt asks for that ratio as a number and says up front that a guess within a
     factor of 1.6 of the recorded (or, live, measured) ratio, either way, counts as
-    right: counting the lines a warp touches lands inside it, "the same" does not.
-    A guess below that range but near the sector count's ratio (the count chapter 00
-    teaches) is told it has the direction right, and why the measurement is higher."""
+    right: counting the L1 cycles of a warp's step (here its lines, or its words on one
+    bank) lands inside it, "the same" does not. A guess below that range but near the
+    sector count's ratio (the count chapter 00 teaches) is told it has the direction
+    right, and why the measurement is higher."""
     from gemm_kernels.measure import lookup
     from gemm_kernels.memory import ch01_02_sectors
     if my_guess is None:
@@ -510,10 +537,12 @@ def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
     rate = {m: lookup.measure_or_lookup(KERNEL, (size,) * 3, {"BLOCK": block, "MAPPING": m})
             ["gflops"]["median"] for m in ("x->row", "x->col")}
     ratio = rate["x->col"] / rate["x->row"]
-    count = {m: ch01_02_sectors.sector_table([(KERNEL, {"BLOCK": block, "MAPPING": m})])[0]
+    count = {m: ch01_02_sectors.sector_table([(KERNEL, {"BLOCK": block, "MAPPING": m})],
+                                             banks=True)[0]
              for m in ("x->row", "x->col")}
     sectors = {m: count[m]["sectors per step (A + B)"] for m in count}
     lines = {m: count[m]["128-byte lines (A + B)"] for m in count}
+    words = {m: count[m]["words on the busiest bank (A + B)"] for m in count}
     by_sectors = sectors["x->row"] / sectors["x->col"]
     # the sector count's answer, within the same factor of 1.6, is the second tier
     sector_tier = by_sectors / 1.6 <= my_guess < ratio / 1.6
@@ -528,18 +557,20 @@ def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
     # (the right reasoning in chapter 00's unit), a little faster, or too much
     if verdict == "too low" and my_guess <= 1.6:
         print("The same instructions, a different speed: the addresses a warp loads "
-              "decide it. Chapter 01's section 'Where the bytes go' counts them.")
+              "decide it. Section 2 below ('Where the bytes go') counts them.")
     elif sector_tier:
         print(f"Counting 32-byte sectors, as chapter 00 did, gives {sectors['x->row']} -> "
               f"{sectors['x->col']} per step, {by_sectors:.1f} x: the right reasoning, and "
               "x->col is indeed many times faster. The measurement is higher still because "
-              "the L1 here spends a cycle per 128-byte line a warp's step touches, not per "
-              f"sector: {lines['x->row']} -> {lines['x->col']} lines "
-              f"({lines['x->row'] / lines['x->col']:.1f} x), since x->col's "
-              f"{sectors['x->col']} sectors sit in {lines['x->col']} lines. Chapter 01's "
-              "section 'Where the bytes go' measures it.")
+              "what a step costs is the L1 cycles it takes, and sectors are only a first "
+              f"approximation of them: here the step touches {lines['x->row']} -> "
+              f"{lines['x->col']} lines and queues {words['x->row']} -> {words['x->col']} "
+              f"words on one bank ({lines['x->row'] / lines['x->col']:.1f} x), since "
+              f"x->col's {sectors['x->col']} sectors sit in {lines['x->col']} lines. Which "
+              "of the two counts the L1's cycles is chapter 02's question; section 2 below "
+              "('Where the bytes go') measures the cycles.")
     elif verdict != "right":
         print(f"{'Faster, yes, but by more' if verdict == 'too low' else 'Faster, but not that much'}"
               ": count what each lane's address costs the L1 (the 128-byte lines a warp's "
               "step touches, or the words on one bank), not the 32-byte sectors. "
-              "Chapter 01's section 'Where the bytes go' counts them.")
+              "Section 2 below ('Where the bytes go') counts them.")

@@ -48,7 +48,7 @@ def traffic(study: str = STUDY) -> dict | None:
     'dram_read', 'dram_written' (DRAM's bytes apart), 'l2_hit_pct' (Nsight Compute's L2
     hit rate: over every sector the L2 looked up, not only the SMs' requests of the L2
     bar, so not shown beside it), 'sectors_per_load', 'lane_bytes' (the bytes the L1
-    delivered to the lanes: 32 x 4 B per warp load, a broadcast too)}."""
+    delivered to the lanes: 32 lanes x 4 B per warp load, even where lanes share an address)}."""
     (step, row), = studies.results(study)
     props = roofline.device_properties()
     if row is None or records.current().device.get("name") != props.get("name"):
@@ -123,7 +123,7 @@ def bytes_plot(study: str = STUDY, ax=None):
             ("DRAM: bytes read and written", t["bytes"]["DRAM"], "C0", None),
             ("L2: sectors the SMs asked for, x 32 B", t["bytes"]["L2"], "C0", None),
             ("L1: sector bytes looked up\n(sectors x 32 B)", t["bytes"]["L1"], "C2", None),
-            ("L1: bytes delivered to the lanes, derived\n(requests x 32 x 4 B, a broadcast too)",
+            ("L1: bytes delivered to the lanes, derived\n(requests x 32 lanes x 4 B, shared or not)",
              t["lane_bytes"], "C1", None),
             (f"what DRAM could move in {t['ms']:,.0f} ms\n(at "
              f"{t['dram_how']} {t['dram_gbps']:,.0f} GB/s)", t["dram_limit"], "white", "//")]
@@ -194,8 +194,8 @@ def summary(study: str = STUDY):
              "share of the limit": f"under {b['L2'] / sec / (t['dram_gbps'] * 1e9):.1%}"}]
     rate = l1_byte_rate(t)
     if rate:
-        rows.append({"level": "L1, bytes delivered to the lanes (32 x 4 B per load, "
-                              "a broadcast too)",
+        rows.append({"level": "L1, bytes delivered to the lanes (32 lanes x 4 B per "
+                              "load, even where lanes share an address)",
                      "bytes": bytes_text(t["lane_bytes"]), "per second": per_s(t["lane_bytes"]),
                      "limit": f"{bytes_text(rate[1])}/s: its byte width, 128 B per SM "
                               "per clock (32 banks x 4 B)",
