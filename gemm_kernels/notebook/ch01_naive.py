@@ -384,22 +384,30 @@ def doubling_ratios(table) -> Text:
     return Text("\n".join(out))
 
 
+def _sweep(size: int, blocks):
+    """(params, the step's sector and line counts, the recorded rate at size^3) for each
+    mapping and BLOCK of the sweep."""
+    from gemm_kernels.measure import lookup
+    from gemm_kernels.memory import ch01_02_sectors
+    for m in ("x->row", "x->col"):
+        for b in blocks:
+            params = {"BLOCK": b, "MAPPING": m}
+            counts = ch01_02_sectors.sector_table([(KERNEL, params)])[0]
+            rate = lookup.measure_or_lookup(KERNEL, (size,) * 3, params)["gflops"]["median"]
+            yield params, counts, rate
+
+
 def rate_times_lines(size: int = 2048, blocks=(8, 16, 32)) -> Table:
     """Per BLOCK and mapping: the L1 cycles one warp's loads cost at one step (at this
     power-of-two size the 128-byte lines they touch, counted from the index expressions),
     the recorded rate at size^3, and their product: where the L1's work per step sets the
     rate, the product stays about constant."""
-    from gemm_kernels.measure import lookup
-    from gemm_kernels.memory import ch01_02_sectors
     rows = []
-    for m in ("x->row", "x->col"):
-        for b in blocks:
-            params = {"BLOCK": b, "MAPPING": m}
-            cycles = ch01_02_sectors.sector_table([(KERNEL, params)])[0]["128-byte lines (A + B)"]
-            rate = lookup.measure_or_lookup(KERNEL, (size,) * 3, params)["gflops"]["median"]
-            rows.append({"settings": _settings(params), "L1 cycles per step": cycles,
-                         f"rate at {size}^3 (GFLOP/s)": fmt_number(rate),
-                         "rate x cycles": fmt_number(rate * cycles)})
+    for params, counts, rate in _sweep(size, blocks):
+        cycles = counts["128-byte lines (A + B)"]
+        rows.append({"settings": _settings(params), "L1 cycles per step": cycles,
+                     f"rate at {size}^3 (GFLOP/s)": fmt_number(rate),
+                     "rate x cycles": fmt_number(rate * cycles)})
     pace = _pace()
     pace = (f" (at one L1 cycle per SM per clock the product would be {pace['text']} "
             "GFLOP/s x cycles)") if pace else ""
@@ -411,20 +419,15 @@ def per_sector_products(size: int = 2048, blocks=(8, 16, 32)) -> Text:
     """Why the L1's cycles are not sectors: the configurations of `rate_times_lines` whose
     rate times their sectors per step passes what one L1 cycle per SM and clock allows.
     An L1 that spent a cycle per sector would there do more than one cycle per clock."""
-    from gemm_kernels.measure import lookup
-    from gemm_kernels.memory import ch01_02_sectors
     pace = _pace()
     if pace is None:
         return Text("Not known here: the GPU's SM count or clock.")
     over = []
-    for m in ("x->row", "x->col"):
-        for b in blocks:
-            params = {"BLOCK": b, "MAPPING": m}
-            sectors = ch01_02_sectors.sector_table([(KERNEL, params)])[0]["sectors per step (A + B)"]
-            rate = lookup.measure_or_lookup(KERNEL, (size,) * 3, params)["gflops"]["median"]
-            if rate * sectors > pace["gflops"]:
-                over.append(f"  {_settings(params)}: {rate:,.0f} GFLOP/s x {sectors} "
-                            f"sectors per step = {rate * sectors:,.0f}")
+    for params, counts, rate in _sweep(size, blocks):
+        sectors = counts["sectors per step (A + B)"]
+        if rate * sectors > pace["gflops"]:
+            over.append(f"  {_settings(params)}: {rate:,.0f} GFLOP/s x {sectors} "
+                        f"sectors per step = {rate * sectors:,.0f}")
     if not over:
         return Text(f"Counted in sectors, every configuration stays under {pace['gflops']:,.0f}: "
                     "at this size the sectors do not rule themselves out.")
