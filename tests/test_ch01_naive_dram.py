@@ -215,10 +215,29 @@ def test_the_issue_pace_reads_the_stall_total_as_cycles_between_issues(monkeypat
     assert str(ch.issue_pace(params)).startswith("Not in this recording")
 
 
-def test_wavefronts_per_request_gives_the_pace_over_the_profilers_cycles(monkeypatch):
-    """Per load request, the wavefronts and sectors beside the lines of the index
-    expressions; per SM and cycle, the wavefronts over the SMs and the profiler's own
-    count of each SM's cycles, so that no clock is assumed."""
+def test_wavefronts_per_request_counts_one_request_four_ways(monkeypatch):
+    """Per load request: the lines and the busiest bank's words from the index
+    expressions, beside the sectors and wavefronts Nsight Compute counted."""
+    from types import SimpleNamespace
+    from gemm_kernels.memory import ch01_02_sectors
+    params = {"BLOCK": 32, "MAPPING": "x->row"}
+    step = SimpleNamespace(kernel="naive", params=params)
+    row = {"shape": [64, 64, 64], "metrics": {
+        ch01_02_sectors.REQUESTS_LD: 1e6, ch01_02_sectors.WAVEFRONTS: 16.5e6,
+        ch01_02_sectors.SECTORS_LD: 16.5e6, ch01_02_sectors.CYCLES: 2.5e6}}
+    monkeypatch.setattr(ch.studies, "results", lambda study: [(step, row)])
+    t = ch.wavefronts_per_request(params)
+    assert [r["per load request"] for r in t] == ["16.5", "16.50", "16.5", "16.50"]
+    assert [r["count"] for r in t][:3] == ["128-byte lines", "32-byte sectors",
+                                           "words on the busiest L1 bank"]
+    assert "at 64 x 64 x 64" in t.title
+    monkeypatch.setattr(ch.studies, "results", lambda study: [])
+    assert str(ch.wavefronts_per_request(params)).startswith("Not in this recording")
+
+
+def test_l1_pace_is_over_the_profilers_cycles(monkeypatch):
+    """Per SM and cycle, the wavefronts over the SMs and the profiler's own count of each
+    SM's cycles, so that no clock is assumed; then the bytes looked up per request."""
     from types import SimpleNamespace
     from gemm_kernels.memory import ch01_02_sectors
     params = {"BLOCK": 32, "MAPPING": "x->row"}
@@ -228,17 +247,12 @@ def test_wavefronts_per_request_gives_the_pace_over_the_profilers_cycles(monkeyp
         ch01_02_sectors.SECTORS_LD: 16.5e6, ch01_02_sectors.CYCLES: 2.5e6}}
     monkeypatch.setattr(ch.studies, "results", lambda study: [(step, row)])
     monkeypatch.setattr(ch01_02_sectors, "device_props", lambda: {"sm_count": 10})
-    text = str(ch.wavefronts_per_request(params))
-    assert "per load request: 16.50 L1 wavefronts, 16.50 sectors" in text
-    assert "33 lines per step / 2 loads = 16.5 distinct 128-byte lines" in text
+    text = str(ch.l1_pace(params))
     assert "0.02 billion wavefronts / 10 SMs / 2.5 million cycles" in text
     assert f"= {16.5e6 / 10 / 2.5e6:.2f} wavefronts\n" in text
     assert text.endswith("16.50 sectors x 32 B = 528 B looked up, to deliver 32 lanes x 4 B = 128 B")
-    assert "at 64 x 64 x 64:" in text
     del row["metrics"][ch01_02_sectors.CYCLES]
-    assert str(ch.wavefronts_per_request(params)).startswith("Not in this recording")
-    monkeypatch.setattr(ch.studies, "results", lambda study: [])
-    assert str(ch.wavefronts_per_request(params)).startswith("Not in this recording")
+    assert str(ch.l1_pace(params)).startswith("Not in this recording")
 
 
 def test_dram_strips_sets_a_once_per_strip_beside_the_dram_bytes(recording):

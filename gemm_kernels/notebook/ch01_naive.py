@@ -409,8 +409,8 @@ def rate_times_lines(size: int = 2048, blocks=(8, 16, 32)) -> Table:
                      f"rate at {size}^3 (GFLOP/s)": fmt_number(rate),
                      "rate x cycles": fmt_number(rate * cycles)})
     pace = _pace()
-    pace = (f" (at one L1 cycle per SM per clock the product would be {pace['text']} "
-            "GFLOP/s x cycles)") if pace else ""
+    pace = (f" (at one L1 cycle per SM per clock, rate x cycles would be {pace['text']} "
+            "for every row)") if pace else ""
     return Table(rows, list(rows[0]), title="one warp, one step k: the L1 cycles its "
                  f"loads cost, and the rate times the cycles{pace}")
 
@@ -560,7 +560,7 @@ def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
     # (the right reasoning in chapter 00's unit), a little faster, or too much
     if verdict == "too low" and my_guess <= 1.6:
         print("The same instructions, a different speed: the addresses a warp loads "
-              "decide it. Section 2 below ('Where the bytes go') counts them.")
+              "decide it. The chapter's section 2 ('Where the bytes go') counts them.")
     elif sector_tier:
         print(f"Counting 32-byte sectors, as chapter 00 did, gives {sectors['x->row']} -> "
               f"{sectors['x->col']} per step, {by_sectors:.1f} x: the right reasoning, and "
@@ -570,10 +570,10 @@ def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
               f"{lines['x->col']} lines and queues {words['x->row']} -> {words['x->col']} "
               f"words on one bank ({lines['x->row'] / lines['x->col']:.1f} x), since "
               f"x->col's {sectors['x->col']} sectors sit in {lines['x->col']} lines. Which "
-              "of the two counts the L1's cycles is chapter 02's question; section 2 below "
-              "('Where the bytes go') measures the cycles.")
+              "of the two counts the L1's cycles is chapter 02's question; the chapter's "
+              "section 2 ('Where the bytes go') measures the cycles.")
     elif verdict != "right":
         print(f"{'Faster, yes, but by more' if verdict == 'too low' else 'Faster, but not that much'}"
               ": count what each lane's address costs the L1 (the 128-byte lines a warp's "
               "step touches, or the words on one bank), not the 32-byte sectors. "
-              "Section 2 below ('Where the bytes go') counts them.")
+              "The chapter's section 2 ('Where the bytes go') counts them.")

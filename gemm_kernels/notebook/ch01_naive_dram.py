@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from gemm_kernels.core import device
 from gemm_kernels.core.kernels import KERNELS
-from gemm_kernels.core.table import fmt_number
+from gemm_kernels.core.table import Table, fmt_number
 from gemm_kernels.measure import records, roofline, studies
 from gemm_kernels.notebook.display import Text
 
@@ -110,7 +110,7 @@ def bytes_plot(study: str = STUDY, ax=None):
     limit in the kernel's timed run (read against the DRAM bar only). The delivered bytes
     are drawn inside a dotted red outline, the L1's byte width over the same timed run
     (`l1_byte_rate`: 128 B per SM and clock), the one byte limit of the L1, which they are
-    far below; the L1's pace in lines is counted by `wavefronts_per_request`, not drawn
+    far below; the L1's pace in lines is counted by `wavefronts_per_request` and `l1_pace`, not drawn
     here, since lines are not bytes. Each bar says its bytes and its multiple of A, B and
     C, which the top axis also gives."""
     import matplotlib.pyplot as plt
@@ -297,39 +297,57 @@ def stall_table(params: dict | None = None, study: str = STALL_STUDY):
     return Text(f"Not in this recording: the naive kernel's stall reasons ({study}).")
 
 
-def wavefronts_per_request(params: dict | None = None, study: str = STALL_STUDY) -> Text:
-    """The L1 data stage's passes (Nsight Compute's wavefronts) of the naive kernel in
-    chapter 02's profile: per load request, beside the sectors and the distinct 128-byte
-    lines per request (lines from the index expressions): at the power-of-two size
-    profiled, one wavefront per line, which there is also the number of words queued on
-    one bank (chapter 02 tells the two apart); and per SM and cycle, over the profiler's
-    own count of each SM's cycles (`sm__cycles_elapsed.avg`), so no clock is assumed."""
+def wavefronts_per_request(params: dict | None = None, study: str = STALL_STUDY) -> Table:
+    """One load request of the naive kernel in chapter 02's profile, counted four ways:
+    the distinct 128-byte lines and the words on the busiest L1 bank (both from the index
+    expressions), and the sectors and L1 wavefronts Nsight Compute counted. At the
+    power-of-two size profiled all four are equal, so the wavefronts alone cannot say
+    which the L1 pays for (chapter 02 tells lines and banks apart)."""
+    from gemm_kernels.memory import ch01_02_sectors
+    params = dict(params or KERNELS["naive"].resolve(None))
+    for row in _profiled(params, study):
+        m = row["metrics"]
+        req, wf = m.get(ch01_02_sectors.REQUESTS_LD), m.get(ch01_02_sectors.WAVEFRONTS)
+        if not req or not wf or not m.get(ch01_02_sectors.SECTORS_LD):
+            break
+        model, = ch01_02_sectors.sector_table([("naive", params)], banks=True)
+        loads = round(model["sectors per step (A + B)"] / model["sectors per request"])
+        per = lambda count: f"{count / loads:g}"
+        rows = [{"count": "128-byte lines", "per load request": per(model["128-byte lines (A + B)"]),
+                 "counted by": "the index expressions"},
+                {"count": "32-byte sectors",
+                 "per load request": f"{m[ch01_02_sectors.SECTORS_LD] / req:.2f}",
+                 "counted by": "Nsight Compute"},
+                {"count": "words on the busiest L1 bank",
+                 "per load request": per(model["words on the busiest bank (A + B)"]),
+                 "counted by": "the index expressions"},
+                {"count": "L1 wavefronts (cycles of the L1's data path)",
+                 "per load request": f"{wf / req:.2f}", "counted by": "Nsight Compute"}]
+        shape = " x ".join(map(str, row["shape"]))
+        return Table(rows, list(rows[0]), title=f"{ch01_02_sectors.label('naive', params)} "
+                     f"at {shape}: one load request, counted four ways")
+    return Text(f"Not in this recording: the naive kernel's wavefront counters ({study}).")
+
+
+def l1_pace(params: dict | None = None, study: str = STALL_STUDY) -> Text:
+    """The same profile's wavefronts per SM and cycle, over the profiler's own count of
+    each SM's cycles (`sm__cycles_elapsed.avg`), so no clock is assumed; and the bytes a
+    load request looks up against those it delivers (why section 2's chart shows the L1
+    looking up several times the bytes it delivers to the lanes)."""
     from gemm_kernels.memory import ch01_02_sectors
     params = dict(params or KERNELS["naive"].resolve(None))
     sms = ch01_02_sectors.device_props().get("sm_count")
     for row in _profiled(params, study):
         m = row["metrics"]
         req, wf = m.get(ch01_02_sectors.REQUESTS_LD), m.get(ch01_02_sectors.WAVEFRONTS)
-        cycles = m.get(ch01_02_sectors.CYCLES)
-        if not req or not wf or not cycles or not sms:
+        cycles, sectors = m.get(ch01_02_sectors.CYCLES), m.get(ch01_02_sectors.SECTORS_LD)
+        if not req or not wf or not cycles or not sms or not sectors:
             break
-        model, = ch01_02_sectors.sector_table([("naive", params)])
-        loads = round(model["sectors per step (A + B)"] / model["sectors per request"])
-        lines = model["128-byte lines (A + B)"]
-        shape = " x ".join(map(str, row["shape"]))
-        return Text(f"Nsight Compute, {ch01_02_sectors.label('naive', params)}, at {shape}:\n"
-                    f"  per load request: {wf / req:.2f} L1 wavefronts, "
-                    f"{m[ch01_02_sectors.SECTORS_LD] / req:.2f} sectors; from the index "
-                    f"expressions, {lines} lines per step / {loads} loads = "
-                    f"{lines / loads:g} distinct 128-byte lines\n"
-                    f"  per SM and cycle: {wf / 1e9:.2f} billion wavefronts / {sms} SMs / "
+        return Text(f"Per SM and cycle: {wf / 1e9:.2f} billion wavefronts / {sms} SMs / "
                     f"{cycles / 1e6:.1f} million cycles (the profiler's count of each SM's "
                     f"cycles) = {wf / sms / cycles:.2f} wavefronts\n"
-                    # why section 2's chart shows the L1 looking up several times the
-                    # bytes it delivers to the lanes
-                    f"  bytes per load request: {m[ch01_02_sectors.SECTORS_LD] / req:.2f} sectors x "
-                    f"32 B = {32 * m[ch01_02_sectors.SECTORS_LD] / req:,.0f} B looked up, to "
-                    f"deliver 32 lanes x 4 B = 128 B")
+                    f"Bytes per load request: {sectors / req:.2f} sectors x 32 B = "
+                    f"{32 * sectors / req:,.0f} B looked up, to deliver 32 lanes x 4 B = 128 B")
     return Text(f"Not in this recording: the naive kernel's wavefront counters ({study}).")
 
 
