@@ -215,9 +215,9 @@ def test_the_issue_pace_reads_the_stall_total_as_cycles_between_issues(monkeypat
     assert str(ch.issue_pace(params)).startswith("Not in this recording")
 
 
-def test_wavefronts_per_request_counts_one_request_four_ways(monkeypatch):
-    """Per load request: the lines and the busiest bank's words from the index
-    expressions, beside the sectors and wavefronts Nsight Compute counted."""
+def _one_profiled_request(monkeypatch):
+    """A recording whose profile of naive x->row (BLOCK = 32) has one million load
+    requests of 16.5 sectors and wavefronts each, over 2.5 million cycles per SM."""
     from types import SimpleNamespace
     from gemm_kernels.memory import ch01_02_sectors
     params = {"BLOCK": 32, "MAPPING": "x->row"}
@@ -226,6 +226,13 @@ def test_wavefronts_per_request_counts_one_request_four_ways(monkeypatch):
         ch01_02_sectors.REQUESTS_LD: 1e6, ch01_02_sectors.WAVEFRONTS: 16.5e6,
         ch01_02_sectors.SECTORS_LD: 16.5e6, ch01_02_sectors.CYCLES: 2.5e6}}
     monkeypatch.setattr(ch.studies, "results", lambda study: [(step, row)])
+    return params, row
+
+
+def test_wavefronts_per_request_counts_one_request_four_ways(monkeypatch):
+    """Per load request: the lines and the busiest bank's words from the index
+    expressions, beside the sectors and wavefronts Nsight Compute counted."""
+    params, row = _one_profiled_request(monkeypatch)
     t = ch.wavefronts_per_request(params)
     assert [r["per load request"] for r in t] == ["16.5", "16.50", "16.5", "16.50"]
     assert [r["count"] for r in t][:3] == ["128-byte lines", "32-byte sectors",
@@ -238,14 +245,8 @@ def test_wavefronts_per_request_counts_one_request_four_ways(monkeypatch):
 def test_l1_pace_is_over_the_profilers_cycles(monkeypatch):
     """Per SM and cycle, the wavefronts over the SMs and the profiler's own count of each
     SM's cycles, so that no clock is assumed; then the bytes looked up per request."""
-    from types import SimpleNamespace
     from gemm_kernels.memory import ch01_02_sectors
-    params = {"BLOCK": 32, "MAPPING": "x->row"}
-    step = SimpleNamespace(kernel="naive", params=params)
-    row = {"shape": [64, 64, 64], "metrics": {
-        ch01_02_sectors.REQUESTS_LD: 1e6, ch01_02_sectors.WAVEFRONTS: 16.5e6,
-        ch01_02_sectors.SECTORS_LD: 16.5e6, ch01_02_sectors.CYCLES: 2.5e6}}
-    monkeypatch.setattr(ch.studies, "results", lambda study: [(step, row)])
+    params, row = _one_profiled_request(monkeypatch)
     monkeypatch.setattr(ch01_02_sectors, "device_props", lambda: {"sm_count": 10})
     text = str(ch.l1_pace(params))
     assert "0.02 billion wavefronts / 10 SMs / 2.5 million cycles" in text
