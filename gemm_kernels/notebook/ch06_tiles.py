@@ -430,7 +430,7 @@ def issue_split(table=None, sm_count: int | None = None, part: str | None = None
     the profiler ran at. Then each row against the last (the K5 tile), the gap split into
     its two factors, both this row's over the last's: instructions, and the issue share;
     the first over the second is the ratio of cycles, beside the ratio of profiled times.
-    `part`: "ratios" only the gaps split in two, "first" only the first of them,
+    `part`: "ratios" only the gaps split in two,
     "cycles" only the lines before them (the check of the bookkeeping); None: all."""
     rows = list(table if table is not None else issue_table())
     sms = sm_count or roofline.device_properties().get("sm_count")
@@ -455,7 +455,7 @@ def issue_split(table=None, sm_count: int | None = None, part: str | None = None
     ratios = [f"{g['kernel']} over {g['over']}: instructions x{g['instructions']:.2f}, issue "
               f"share x{g['issue share']:.2f}, so cycles (instructions / issue share) "
               f"x{g['cycles']:.2f}; profiled time x{g['time']:.2f}" for g in _gaps(rows)]
-    return "\n".join({"ratios": ratios, "first": ratios[:1], "cycles": lines}.get(part, lines + ratios))
+    return "\n".join({"ratios": ratios, "cycles": lines}.get(part, lines + ratios))
 
 
 def _gaps(rows) -> list[dict]:
