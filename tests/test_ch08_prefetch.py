@@ -524,3 +524,39 @@ def test_every_count_of_the_answer_is_its_exact_source():
     fewest = table[c.label(c.WORKING)]["FFMAs between a global load and its use"]
     assert f"for {fewest:,} of the step's" in c.worked_answer_note()
     assert c.loads(c.WORKING).fewest == fewest
+
+
+def test_the_short_payoff_with_ranges_shows_one_kernel_beside_chapters_07_and_08():
+    full = c.payoff(None, (c.WORKING,))
+    short = c.payoff_short(kernels=(c.WORKING,), ranges=True)
+    assert [r["kernel"] for r in short] == [r["kernel"] for r in full]
+    assert len(short) == 3 and "lowest..highest" in short.title
+    for f, s in zip(full, short):
+        assert s["GFLOP/s"] == f["own occupancy: GFLOP/s"] and ".." in s["GFLOP/s"]
+
+
+def test_the_text_check_is_quiet_when_the_counts_match_the_text():
+    for params, bk in ((None, 8), (c.DEEP, 16)):
+        line = c.text_check(params, counted=c.TEXT_IN_FLIGHT[bk], version="12.9")
+        assert line.startswith("Your ptxas (12.9)") and "Warning" not in line
+
+
+def test_the_text_check_names_the_ptxas_when_the_counts_differ():
+    line = c.text_check(counted=300, version="13.1")   # a planted difference
+    assert line.count("\n") == 0
+    assert line.startswith("Warning: your ptxas 13.1 gives 300 FFMAs in flight at BK = 8, "
+                           "not 2") and f"ptxas {c.TEXT_PTXAS}" in line
+    assert "not 1,024" in c.text_check(c.DEEP, counted=176, version="13.1")
+
+
+def test_the_text_check_reads_the_live_count():
+    # with the ptxas the text describes, the live count is the text's
+    from gemm_kernels.core import compiler
+    if compiler.ptxas_version() != c.TEXT_PTXAS:
+        pytest.skip("another ptxas: the warning is the expected output")
+    assert "Warning" not in c.text_check() and "Warning" not in c.text_check(c.DEEP)
+
+
+def test_the_latency_table_names_the_blocks_per_sm_as_the_text_does(recorded_mode):
+    title = c.latency_cover().title
+    assert "two blocks per SM" in title and "own occupancy" not in title

@@ -220,6 +220,31 @@ def in_flight(kernel=KERNEL, params: dict | None = None) -> str:
     return in_flight_words(loads(kernel, params))
 
 
+# The compiler the chapter's prose describes, and the counts it read there: FFMAs between
+# a global load of chapter 08's kernel and its first use, at the chapter's tile (the loads
+# sink) and at DEEP (they stay in flight for the whole step). Another ptxas may schedule
+# the loop otherwise; `text_check` then says so in one line.
+TEXT_PTXAS = "12.9"
+TEXT_IN_FLIGHT = {8: 2, 16: 1024}
+
+
+def text_check(params: dict | None = None, counted: int | None = None,
+               version: str | None = None) -> str:
+    """One line: does the ptxas here give chapter 08's kernel the in-flight count the text
+    describes (TEXT_IN_FLIGHT, ptxas TEXT_PTXAS) at the tile `params` (default: the
+    chapter's)? `counted` and `version` stand in for the live count and version (tests)."""
+    k = kernel_of(KERNEL)
+    bk = k.resolve(params)["BK"]
+    expected = TEXT_IN_FLIGHT[bk]
+    got = loads(KERNEL, params).fewest if counted is None else counted
+    ver = compiler.ptxas_version() if version is None else version
+    if got == expected:
+        return (f"Your ptxas ({ver}) keeps chapter 08's loads in flight as the text "
+                "describes.")
+    return (f"Warning: your ptxas {ver} gives {got:,} FFMAs in flight at BK = {bk}, not "
+            f"{expected:,}: the text describes ptxas {TEXT_PTXAS}; trust the cells.")
+
+
 # ------------------------------------------------------------------ PTX against SASS
 
 _PTX_KIND = (("ld.global", "global load"), ("fma.rn.f32", "FMA"), ("st.shared", "shared store"),
@@ -564,15 +589,19 @@ PAYOFF_SHORT = {"kernel": "kernel", "loads in flight (FFMAs)": "loads in flight 
                 "one block per SM: / 07": "x 07, 1 block/SM"}
 
 
-def payoff_short(params: dict | None = None, kernels=ALTERNATIVES) -> Table:
+def payoff_short(params: dict | None = None, kernels=ALTERNATIVES,
+                 ranges: bool = False) -> Table:
     """`payoff` cut to the main text's seven columns (PAYOFF_SHORT): the loads in flight,
     the blocks per SM the registers allow, and at that occupancy and at one block per SM
-    the median rate and its ratio to chapter 07's. The full table: `payoff`."""
+    the median rate (with its range if `ranges`) and its ratio to chapter 07's. The full
+    table: `payoff`."""
     full = payoff(params, kernels)
-    rows = [{new: (r[old].split(" (")[0] if old.endswith("GFLOP/s") else r[old])
+    rows = [{new: (r[old].split(" (")[0] if old.endswith("GFLOP/s") and not ranges
+                   else r[old])
              for old, new in PAYOFF_SHORT.items()} for r in full]
+    what = "medians (lowest..highest)" if ranges else "medians"
     return Table(rows, list(PAYOFF_SHORT.values()), title=full.title.replace(
-        "all timed in one run", "medians, all timed in one run"))
+        "all timed in one run", f"{what}, all timed in one run"))
 
 
 def payoff(params: dict | None = None, kernels=ALTERNATIVES) -> Table:
@@ -1007,6 +1036,15 @@ def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
             f"SASS compiled here.)")
 
 
+def _blocks_words(got, params) -> str:
+    """The blocks per SM that the sources of `got` run at on their own, in the text's
+    words ("two blocks per SM"), or "as many blocks per SM as fit" where they differ."""
+    blocks = {_own_blocks(source, params, row) for source, _, row in got}
+    words = {1: "one block per SM", 2: "two blocks per SM"}
+    return words.get(blocks.pop(), "as many blocks per SM as fit") if len(blocks) == 1 \
+        else "as many blocks per SM as fit"
+
+
 def latency_cover(params: dict | None = None, one_per_sm: bool = False,
                   study: str = PAYOFF_STALLS) -> Table:
     """Per source of the payoff's profile at the tile `params` and the setting
@@ -1035,7 +1073,7 @@ def latency_cover(params: dict | None = None, one_per_sm: bool = False,
     p = kernel_of(KERNEL).resolve(params)
     return Table(rows, list(rows[0]), title=(
         f"How long the loads travel, in cycles, {p['BM']} x {p['BN']} x {p['BK']}, "
-        f"{_SETTINGS[one_per_sm] if one_per_sm else 'own occupancy'} (in flight: SASS "
+        f"{_SETTINGS[one_per_sm] if one_per_sm else _blocks_words(got, params)} (in flight: SASS "
         f"compiled here by ptxas {compiler.ptxas_version()}, times the pace Nsight Compute "
         f"measured; {rec.label})"))
 
