@@ -924,3 +924,9 @@ def test_the_bk_reading_sets_bk_8_against_16_as_built_and_at_two_blocks():
     assert held.endswith("not credited"), held
     assert lines[-1].split(": ", 1)[1].startswith(str(cp._here_registers(
         "capstone", {**cp.KERNELS["capstone"].resolve(None), "BK": 8})) + " registers")
+
+
+def test_step_changes_without_minb2_builds_has_no_minb2_column():
+    t = cp.step_changes(steps=("1", "2", "3"))
+    assert all(not any(k.startswith("MINB = 2") for k in row) for row in t)
+    assert any(k.startswith("MINB = 2") for k in cp.step_changes(steps=("4b",))[0])

@@ -932,6 +932,12 @@ def step_changes(sizes=(2048, 4096), steps=None) -> Table:
                 verdict(list(zip(sizes, held)), shift))
         row["verdict"] = v
         rows.append(row)
+    # Rows with no MINB = 2 build (part A's steps) print without that column: a column of
+    # '-' only would ask the student to read a build that part A does not need.
+    if all(row[held_col] == "-" for row in rows):
+        cols = ["step", *(f"{n}^3" for n in sizes), "verdict"]
+        return Table([{c: row[c] for c in cols} for row in rows], cols,
+                     title=f"each step against the one before, {ladder_source()}; {_RULE}")
     cols = ["step", *(f"{n}^3" for n in sizes), held_col, "verdict"]
     return Table(rows, cols, title=f"each step against the one before, as timed and between "
                  f"the MINB = 2 builds (two blocks per SM), {ladder_source()}; {_RULE}")
@@ -2096,7 +2102,7 @@ def bk_reading(size: int = 4096) -> Text:
         lines.append(f"{how}: BK = 8 {count(_rate(a))} GFLOP/s{held(a)}, BK = 16 "
                      f"{count(_rate(b))}{held(b)}: BK = 8 {signed(c)}" + (f", {v}" if v else ""))
     if shift is not None:
-        lines.append(f"the rule's threshold on this GPU (the MINB code shift): {signed(shift)}")
+        lines.append(f"the rule's threshold on this GPU (the MINB code shift): ±{abs(shift):.1f}%")
     lines.append(f"ptxas {compiler.ptxas_version()} here, BK = 8 as built: "
                  f"{fit('capstone', {**d, 'BK': 8})}")
     return Text("\n".join(lines))
