@@ -89,3 +89,11 @@ def test_the_main_paths_comparison_keeps_only_the_round_trips_and_the_timed_rate
         "% of the device copy, timed in one run"] * 2
     assert all(r in list(full) for r in short)     # the same rows as the full table's
     assert "profiled" not in short.title
+
+
+def test_the_waits_only_comparison_drops_the_registers_and_kernel_times():
+    waits, full = lf.comparison(waits_only=True), lf.comparison()
+    quantities = [r["quantity"] for r in waits]
+    assert not any("registers" in q or "kernel time" in q for q in quantities)
+    assert sum("barrier" in q for q in quantities) == 2       # one per shape
+    assert all(r in list(full) for r in waits)

@@ -357,6 +357,21 @@ def test_the_naive_store_touches_a_sector_a_lane_and_the_tiled_store_a_row_of_th
     assert c.warp_store_sectors(True, "double") == 32
 
 
+def test_row_accesses_straddle_a_sector_more_only_where_rows_are_not_whole_sectors():
+    # 4 rows of 40 floats (160 bytes): tile columns of 32 and 8 lanes, row starts drift
+    # 0, 160, 320, 480 bytes, i.e. 0, 0, 0, 0 mod 32 -> aligned; 41 floats drift 4 B a row
+    touched, fewest, n = c._row_piece_sectors(4, 40, 4, 32)
+    assert (touched, fewest, n) == (4 * (4 + 1), 4 * (4 + 1), 8)
+    touched, fewest, n = c._row_piece_sectors(2, 41, 4, 32)
+    # row 0: [0,128) 4 sectors, [128,164) 2; row 1 starts at 164: [164,292) 5, [292,328) 2
+    assert (touched, fewest, n) == (4 + 2 + 5 + 2, 4 + 2 + 4 + 2, 4)
+    rows = {(r["T"], r["shape"]): r for r in c.sectors_per_access()}
+    assert rows["float", "8192 x 8192"]["sectors per warp access, reading in"] == "4.00 (fewest 4.00)"
+    ragged = rows["float", "8191 x 4097"]
+    assert ragged["bytes per row: in, out"] == "16,388, 32,764"
+    assert float(ragged["sectors per warp access, reading in"].split()[0]) > 4.5
+
+
 def test_the_naive_sector_bound_is_the_copys_bytes_over_an_element_and_a_sector():
     rows = c.naive_sector_bound()
     assert [r["T"] for r in rows] == ["float", "double"]

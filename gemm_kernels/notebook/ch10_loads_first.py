@@ -98,14 +98,16 @@ def _fmt(v, spec: str) -> str:
     return "-" if v is None else spec.format(v)
 
 
-def comparison(profiled: bool = True) -> Table:
+def comparison(profiled: bool = True, waits_only: bool = False) -> Table:
     """The closing experiment in one table: the two-tile padded transpose as built and
     with every load first. Per kernel: its loads per round trip (the SASS compiled here);
     at both shapes, the rate as a share of the device copy timed beside it (the two
     kernels in one run). With `profiled` (the appendix's full table) also the registers
     (the timed binary) and, under Nsight Compute, the kernel's time, how busy DRAM was
     and a warp's wait for its loads and at the barrier; without it, only the three rows
-    that carry the result, for the chapter's main path."""
+    that carry the result, for the chapter's main path. With `waits_only` the profiled
+    rows are only how busy DRAM was and the two waits (section 5.4's reason, without the
+    registers and kernel times)."""
     from gemm_kernels.measure import lookup, studies
     from gemm_kernels.notebook import ch10_transpose as ch10
     kernels = (("as built", as_built_kernel()), ("every load first", loads_first_kernel()))
@@ -115,7 +117,7 @@ def comparison(profiled: bool = True) -> Table:
                 for who, k in kernels}}]
     timed = {(who, tuple(sh)): lookup.variant_row(k, tuple(sh), PARAMS)
              for who, k in kernels for sh in shapes}
-    if profiled:
+    if profiled and not waits_only:
         rows.append({"quantity": "registers per thread (timed binary)", "shape": "any",
                      **{who: _fmt((timed[who, tuple(shapes[0])] or {}).get("binary", {}).get("registers"),
                                   "{}") for who, _ in kernels}})
@@ -132,9 +134,10 @@ def comparison(profiled: bool = True) -> Table:
             clock = m["sm__cycles_elapsed.avg"] / m["gpu__time_duration.sum"]     # GHz
             return ch10._stalls(m)[reason] * m["smsp__inst_executed.sum"] / warps / clock / 1e3
         metrics = {who: (got.get(who) or {}).get("metrics") for who, _ in kernels}
-        rows.append({"quantity": "profiled: kernel time, µs", "shape": text,
-                     **{who: _fmt(m and m["gpu__time_duration.sum"] / 1e3, "{:.1f}")
-                        for who, m in metrics.items()}})
+        if not waits_only:
+            rows.append({"quantity": "profiled: kernel time, µs", "shape": text,
+                         **{who: _fmt(m and m["gpu__time_duration.sum"] / 1e3, "{:.1f}")
+                            for who, m in metrics.items()}})
         rows.append({"quantity": f"profiled: {_BUSY[0]}", "shape": text,
                      **{who: _fmt(m and m[_BUSY[1]], "{:.1f}%") for who, m in metrics.items()}})
         for label, reason in _WAITS:

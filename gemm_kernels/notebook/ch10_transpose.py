@@ -177,7 +177,7 @@ def submission_orders(source: str, exercise: str = "10_in_flight", rows=(8, 4, 2
     out = []
     for r in rows:
         p = {**ex.params, "ROWS": r}
-        for who, k in (("the chapter's copy", kernel_of(ex.kernel)), ("this solution", mine)):
+        for who, k in (("the chapter's copy", kernel_of(ex.kernel)), ("the submitted copy", mine)):
             out.append({"ROWS": r, "elements a thread": p["TILE"] // r, "kernel": who,
                         **_order_row(k, p)})
     return Table(out, list(out[0]), title=f"TILE = {ex.params['TILE']}, T = {ex.params['T']}, "
@@ -851,6 +851,43 @@ def warp_store_sectors(naive: bool, t: str = "float", tile: int = 32, shape=SQUA
     # naive: out[c * rows + r] with c = lane, r = 0; tiled: out[(col0 + ty) * rows + row0 + tx]
     offsets = [(lane * rows if naive else lane) * item for lane in range(min(WARP, tile))]
     return len({o // SECTOR for o in offsets})
+
+
+def _row_piece_sectors(rows: int, cols: int, item: int, tile: int):
+    """(sectors touched, fewest possible) summed over every warp access along a row of a
+    rows x cols row-major matrix tiled by `tile`: the warp's lanes cover up to `tile`
+    consecutive elements of one row, the last tile column only what is left of it."""
+    import numpy as np
+    starts = np.arange(0, cols, tile)
+    lanes = np.minimum(tile, cols - starts)                       # per tile column
+    first = (np.arange(rows)[:, None] * cols + starts[None, :]) * item
+    last = first + lanes[None, :] * item - 1
+    touched = (last // SECTOR - first // SECTOR + 1).sum()
+    fewest = rows * (-(-lanes * item // SECTOR)).sum()
+    return int(touched), int(fewest), rows * len(starts)
+
+
+def sectors_per_access(shapes=(SQUARE, ODD), types=("float", "double"), tile: int = 32) -> Table:
+    """Why a ragged shape is harder, from the index arithmetic alone: the bytes of a row
+    of `in` (rows x cols) and of `out` (cols x rows), and the 32-byte sectors a warp's
+    access along a row touches on average, reading `in` and writing `out`, against the
+    fewest its bytes could fill. A row whose bytes are not a multiple of 32 starts at a
+    different place in a sector on every row, so most accesses straddle one sector more,
+    and a tile's edge shares its sector with the neighbouring tile."""
+    out = []
+    for t in types:
+        item = _ITEM[t]
+        for rows, cols in shapes:
+            row = {"T": t, "shape": _shape_text((rows, cols)),
+                   "bytes per row: in, out": f"{cols * item:,}, {rows * item:,}"}
+            for side, (r, c) in (("reading in", (rows, cols)), ("writing out", (cols, rows))):
+                touched, fewest, n = _row_piece_sectors(r, c, item, tile)
+                row[f"sectors per warp access, {side}"] = f"{touched / n:.2f} (fewest {fewest / n:.2f})"
+            out.append(row)
+    return Table(out, ["T", "shape", "bytes per row: in, out", "sectors per warp access, reading in",
+                       "sectors per warp access, writing out"],
+                 title=f"32-byte sectors touched by one warp access along a row, TILE = {tile}, "
+                       f"averaged over every access (index arithmetic)")
 
 
 def plot_tile_transpose(t: str = "float", tile: int = 32):
