@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from gemm_kernels.core import device  # noqa: E402
 from gemm_kernels.core.kernels import get  # noqa: E402
+from gemm_kernels.core.table import bytes_text  # noqa: E402
 from gemm_kernels.measure import records, roofline  # noqa: E402
 from gemm_kernels.notebook import ch01_naive_dram as ch  # noqa: E402
 
@@ -130,7 +131,7 @@ def test_without_the_study_nothing_is_invented(recording, capsys):
                                      (2.268e12, "2.27 TB"), (1165e9, "1.17 TB"),
                                      (999.0, "999 B"), (2.5e15, "2,500 TB")])
 def test_bytes_text_uses_powers_of_ten(n, text):
-    assert ch.bytes_text(n) == text
+    assert bytes_text(n) == text
 
 
 def test_without_a_device_copy_the_limit_uses_the_theoretical_bandwidth(recording, monkeypatch):

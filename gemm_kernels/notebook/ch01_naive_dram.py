@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from gemm_kernels.core import device
 from gemm_kernels.core.kernels import KERNELS
-from gemm_kernels.core.table import Table, fmt_number
+from gemm_kernels.core.table import Table, bytes_text, fmt_number
 from gemm_kernels.measure import records, roofline, studies
 from gemm_kernels.notebook.display import Text
 
@@ -82,15 +82,6 @@ def traffic(study: str = STUDY) -> dict | None:
             # every lane of every warp load gets its 4-byte float (all 32 lanes are active
             # at this size), whether the warp's addresses share a sector or not
             "lane_bytes": m[LOAD_INSTRUCTIONS] * LANES * 4}
-
-
-def bytes_text(n: float) -> str:
-    """Bytes in powers of ten, as profilers give traffic: 201 MB, 8.53 GB, 2.27 TB."""
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            v = n / scale
-            return f"{v:,.3g} {unit}" if v < 1000 else f"{v:,.0f} {unit}"
-    return f"{n:,.0f} B"
 
 
 def _settings(t: dict) -> str:

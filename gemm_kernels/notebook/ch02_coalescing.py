@@ -18,6 +18,7 @@ from gemm_kernels.core import device
 from gemm_kernels.measure import studies
 from gemm_kernels.core.kernels import get as get_kernel
 from gemm_kernels.memory import ch01_02_sectors as model
+from gemm_kernels.core.table import bytes_text
 from gemm_kernels.notebook.display import Text
 
 L1_STUDY, CACHES_STUDY = "ch02_l1_lines", "ch02_caches"
@@ -50,7 +51,6 @@ def naive_l1_bytes(params=None, size: int = 2048) -> Text:
     and about one sector per cycle, as one wavefront per line (each bringing one sector)
     at one wavefront per cycle gives."""
     from gemm_kernels.measure import lookup
-    from gemm_kernels.notebook import ch01_naive_dram
     params = {"BLOCK": 32, "MAPPING": "x->row"} if params is None else params
     sectors = profiled("naive", params).get(model.SECTORS_LD)
     width = device.smem_bandwidth_gbps(model.device_props())
@@ -61,9 +61,9 @@ def naive_l1_bytes(params=None, size: int = 2048) -> Text:
     lim = model.line_limit("naive", params)
     per_line = lim["sectors"] / lim["lines"]
     return Text(f"The naive kernel ({model.label('naive', params)}) at {size}^3 moved "
-                f"{ch01_naive_dram.bytes_text(rate)}/s of load sectors through its L1: "
+                f"{bytes_text(rate)}/s of load sectors through its L1: "
                 f"{rate / (width * 1e9):.0%} of the "
-                f"{ch01_naive_dram.bytes_text(width * 1e9)}/s above.\nEach line its warps "
+                f"{bytes_text(width * 1e9)}/s above.\nEach line its warps "
                 f"touch costs one data-stage wavefront here and brings {per_line:.0f} sector of "
                 f"{model.SECTOR} bytes: at one wavefront per cycle, "
                 f"{per_line * model.SECTOR / model.LINE:.0%} of the {model.LINE} bytes per clock.")
