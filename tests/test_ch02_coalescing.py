@@ -42,7 +42,7 @@ def test_the_caches_table_sets_fetched_over_requested_beside_the_hit_rate():
         assert r[col] == f"{want:.1f}%"
 
 
-def test_the_l2_count_compares_the_two_block_sizes():
+def test_the_l2_count_compares_the_two_block_sizes(recorded_mode):
     text = ch02_coalescing.l2_count()
     assert "262,144 blocks of 64 threads" in text and "times as many at BLOCK = 8" in text
     # the timed share at 4096^3 beside the one at 2048^3, both from the recorded rates
@@ -457,7 +457,8 @@ def test_coalescing_gain_says_so_when_a_rate_is_missing(monkeypatch):
     assert "not both timed" in str(ch02_coalescing.coalescing_gain())
 
 
-def test_prediction_drop_sets_the_lanes_per_line_beside_the_timed_ratio(monkeypatch):
+def test_prediction_drop_sets_the_lanes_per_line_beside_the_timed_ratio(monkeypatch, recorded_mode):
+    # recorded mode: on a GPU the rates would be timed again (and moved by other work)
     monkeypatch.setattr(model, "device_props", lambda: H200)
     text = str(ch02_coalescing.prediction_drop())
     # 16 lanes over 5 lines against 32 over 9
