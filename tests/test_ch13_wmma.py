@@ -286,6 +286,9 @@ def test_the_main_loop_is_the_backward_branch_with_the_most_hmma():
                       "        /*0030*/ HMMA.16816.F32 R8, R4, R6, R8 ;",
                       "        /*0040*/ @P1 BRA `(.L_x_2) ;"])
     assert ch13.main_loop(sass) == ["LDSM.16.M88.4", "HMMA.16816.F32", "BRA"]
+    from gemm_kernels.core import analysis
+    assert analysis.loops(sass) == [(0x0, 0x10), (0x20, 0x40)]
+    assert ch13.main_loop(sass.replace("HMMA.16816.F32", "FFMA")) == []
     text = str(ch13.loop_opcodes())
     import re
     total, hmma = map(int, re.search(r"(\d+) instructions for (\d+) HMMA", text).groups())

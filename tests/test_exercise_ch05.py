@@ -154,12 +154,12 @@ def test_load_ratio_of_a_register_cached_loop():
 
 
 def _rolled(body, label=".L_x_1"):
-    """nvdisasm-like text with `body` a loop that branches back to its start."""
-    head = _sass([]).split("\n", 1)[0] + "\n"
-    lines = [f"{label}:"] + [f"        /*{16 * (i + 1):04x}*/                   {op} R1, R2 ;"
-                             for i, op in enumerate(body)]
-    lines.append(f"        /*{16 * (len(body) + 1):04x}*/               @P0 BRA `({label}) ;")
-    return head + "\n".join(lines) + "\n" + "".join(_sass([]).split("\n", 1)[1:])
+    """nvdisasm-like text with `body` a loop between two barriers that branches back to
+    its start (addresses rising, as in a real listing)."""
+    ops = ["BAR.SYNC.DEFER_BLOCKING", *body, f"@P0 BRA `({label})", "BAR.SYNC.DEFER_BLOCKING",
+           "EXIT"]
+    lines = [f"        /*{16 * i:04x}*/                   {op} R1, R2 ;" for i, op in enumerate(ops)]
+    return "\n".join(lines[:1] + [f"{label}:"] + lines[1:]) + "\n"
 
 
 def test_a_rolled_loop_of_products_without_shared_loads_is_named_not_counted():

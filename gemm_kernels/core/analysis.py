@@ -42,16 +42,12 @@ def histogram(sass: str) -> Counter:
     return Counter(f for _, f, _ in instructions(sass))
 
 
-def main_loop(sass: str, work=("FFMA", "DFMA")) -> list[tuple[int, str, str]]:
-    """The instructions of the loop with the most FFMA/DFMA (the GEMM inner loop; `work`:
-    other families to count instead, e.g. ("HMMA",) for a tensor-core kernel).
-
-    A loop is the range from a label to a later branch back to it. When loops nest and
-    tie on FFMAs, the smallest one wins (the innermost).
-    """
-    lines = sass.splitlines()
-    label_addr, loops = {}, []
-    for line in lines:
+def loops(sass: str) -> list[tuple[int, int]]:
+    """Every loop of the listing as (address of its first instruction, address of the
+    branch back to it), in the order the branches appear: a loop is the range from a
+    label to a later branch back to that label."""
+    label_addr, found = {}, []
+    for line in sass.splitlines():
         m = _LABEL.match(line)
         if m:
             label_addr[m.group(1)] = None   # address of the next instruction
@@ -65,16 +61,27 @@ def main_loop(sass: str, work=("FFMA", "DFMA")) -> list[tuple[int, str, str]]:
                 label_addr[lab] = addr
         b = _BRANCH.search(line)
         if b and label_addr.get(b.group(1)) is not None and label_addr[b.group(1)] <= addr:
-            loops.append((label_addr[b.group(1)], addr))
+            found.append((label_addr[b.group(1)], addr))
+    return found
+
+
+def main_loop(sass: str, work=("FFMA", "DFMA")) -> list[tuple[int, str, str]]:
+    """The instructions of the loop with the most FFMA/DFMA (the GEMM inner loop; `work`:
+    other families to count instead, e.g. ("HMMA",) for a tensor-core kernel), branch
+    included; all instructions when the listing has no loop.
+
+    When loops nest and tie on `work`, the smallest one wins (the innermost).
+    """
     ins = instructions(sass)
-    if not loops:
+    found = loops(sass)
+    if not found:
         return ins
 
     def score(loop):
         body = [i for i in ins if loop[0] <= i[0] <= loop[1]]
         fma = sum(1 for _, f, _ in body if f in work)
         return (fma, -(loop[1] - loop[0]))
-    lo, hi = max(loops, key=score)
+    lo, hi = max(found, key=score)
     return [i for i in ins if lo <= i[0] <= hi]
 
 

@@ -20,6 +20,7 @@ import re
 from fractions import Fraction
 from typing import Callable
 
+from gemm_kernels.core import analysis
 from gemm_kernels.exercises.submission import submission_sass
 
 _OPCODE = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", re.M)
@@ -56,36 +57,17 @@ def load_ratio(sass: str) -> tuple[int, int]:
             sum(1 for op in ops if re.fullmatch(r"FFMA(\.\w+)*", op)))
 
 
-_LABEL = re.compile(r"^(\.L_x_\d+):", re.M)
-_BRANCH_TO = re.compile(r"\bBRA\b[^`]*`\((\.L_x_\d+)\)")
-
-
 def rolled_loops(sass: str) -> list[list[str]]:
-    """The opcodes of each loop the compiler kept rolled between the first two barriers:
-    from a label to the branch back to it. Such a body appears once in the code but runs
-    once per trip, so counts taken from the code undercount what it executes."""
-    ops: list[str] = []
-    labels: dict[str, int] = {}
-    loops, bars = [], 0
-    for line in sass.splitlines():
-        label = _LABEL.match(line.strip())
-        if label and bars == 1:
-            labels[label.group(1)] = len(ops)
-        found = _OPCODE.match(line)
-        if not found:
-            continue
-        if found.group(1).startswith("BAR.SYNC"):
-            bars += 1
-            if bars == 2:
-                break
-            continue
-        if bars != 1:
-            continue
-        back = _BRANCH_TO.search(line)
-        if back and back.group(1) in labels:
-            loops.append(ops[labels[back.group(1)]:])
-        ops.append(found.group(1))
-    return loops
+    """The opcodes of each loop the compiler kept rolled between the first two barriers
+    (`analysis.loops`), without its branch back. Such a body appears once in the code but
+    runs once per trip, so counts taken from the code undercount what it executes."""
+    ins = analysis.instructions(sass)
+    bars = [a for a, _, text in ins if text.startswith("BAR.SYNC")]
+    if not bars:
+        return []
+    start, end = bars[0], bars[1] if len(bars) > 1 else float("inf")
+    return [[text.split()[0] for a, _, text in ins if lo <= a < hi]
+            for lo, hi in analysis.loops(sass) if start < lo and hi < end]
 
 
 def _is(op: str, name: str) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from gemm_kernels.core import compiler, device
+from gemm_kernels.core import analysis, compiler, device
 from gemm_kernels.core.kernels import get
 from gemm_kernels.core.table import Table, fmt_number
 from gemm_kernels.measure import records, studies, timing
@@ -474,24 +474,12 @@ def naive_loads() -> Text:
 
 
 def main_loop(sass: str) -> list[str]:
-    """The opcodes of a kernel's main loop in its SASS: the backward branch whose body
-    (from its target label to the branch) holds the most HMMA, so the K loop rather than
-    a small loop of the prologue or the epilogue."""
-    lines = sass.splitlines()
-    labels = {m.group(1): i for i, l in enumerate(lines) if (m := re.match(r"^(\.L_x_\d+):", l))}
-    best: list[str] = []
-    for i, l in enumerate(lines):
-        m = re.search(r"\bBRA\b.*`\((\.L_x_\d+)\)", l)
-        if m and labels.get(m.group(1), i) < i:
-            body = [o for b in lines[labels[m.group(1)]:i + 1] if (o := _opcode(b))]
-            if sum(o.startswith("HMMA") for o in body) > sum(o.startswith("HMMA") for o in best):
-                best = body
-    return best
-
-
-def _opcode(line: str) -> str | None:
-    m = re.match(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", line)
-    return m.group(1) if m else None
+    """The opcodes of a kernel's K loop in its SASS: `analysis.main_loop` counting HMMA,
+    so not a small loop of the prologue or the epilogue; none when no loop holds an HMMA."""
+    body = analysis.main_loop(sass, work=("HMMA",)) if analysis.loops(sass) else []
+    if not any(f == "HMMA" for _, f, _ in body):
+        return []
+    return [text.split()[0] for _, _, text in body]
 
 
 # What each group of the main loop's opcodes does (any other opcode: address arithmetic
