@@ -145,6 +145,13 @@ def test_patches_carry_ffma_per_wavefront():
     assert "FFMA per wavefront" not in rows["8x4"]
 
 
+def test_patch_table_keeps_the_chosen_patches_in_order():
+    table = ch06_tiles.patch_table(patches=("8x4", "4x8"))
+    assert [r["patch"] for r in table] == ["8x4", "4x8"]
+    assert "with the patches 8x4 and 4x8:" in table.title
+    assert len(list(ch06_tiles.patch_table())) == 4
+
+
 def test_the_capped_contiguous_patch_closes_most_of_the_gap_to_the_strided_one():
     from gemm_kernels.notebook import ch06_tiles
     rows = {r["kernel"]: r for r in ch06_tiles.capped_split()}

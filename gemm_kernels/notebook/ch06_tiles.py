@@ -841,11 +841,15 @@ def patch_rows(size: int = 2048) -> list[dict]:
     return rows
 
 
-def patch_table(size: int = 2048) -> Table:
+def patch_table(size: int = 2048, patches: tuple[str, ...] | None = None) -> Table:
+    """patch_rows as a table; `patches` ("8x4", ...): only those rows, in that order
+    (the main path compares two of them), None: all four."""
     rate = f"TFLOP/s at {size}"
-    rows = [{**r, rate: _f(r[rate])} for r in patch_rows(size)]
-    return Table(rows, [c for c in rows[0] if not c.startswith("_")], title="the K5 tile (128 x 128 x 8) with four thread "
-                 "patches: per tile (one BK slice of K), FFMA and loads per thread, wavefronts per warp "
+    by_patch = {r["patch"]: {**r, rate: _f(r[rate])} for r in patch_rows(size)}
+    rows = [by_patch[p] for p in (patches or by_patch)]
+    what = "four thread patches" if patches is None else "the patches " + " and ".join(patches)
+    return Table(rows, [c for c in rows[0] if not c.startswith("_")], title=f"the K5 tile (128 x 128 x 8) with {what}"
+                 ": per tile (one BK slice of K), FFMA and loads per thread, wavefronts per warp "
                  f"(bank model); rates {records.recording_label()}")
 
 
