@@ -176,12 +176,12 @@ def test_rate_times_lines_multiplies_the_recorded_rate_by_the_lines_per_step(rec
 
 
 def test_which_count_sets_both_counts_beside_the_rate_ratio():
-    """x->row to x->col at BLOCK = 32: 33 -> 2 lines (16.5x), 16.5 -> 2.5 sectors per
-    request (6.6x), counted from the index expressions; the rate ratio is the
+    """x->row to x->col at BLOCK = 32: 33 -> 2 lines (16.5x), 33 -> 5 sectors per step
+    (6.6x), counted from the index expressions; the rate ratio is the
     recording's."""
     text = ch01_naive.which_count()
     assert "L1 cycles per step  33 -> 2: 16.5 times fewer" in text
-    assert "sectors per request 16.5 -> 2.5: 6.6 times fewer" in text
+    assert "sectors per step    33 -> 5: 6.6 times fewer" in text
     assert "times faster" in text
 
 
@@ -210,6 +210,11 @@ def test_size_gap_prints_the_factor_at_2048_and_at_2047(recorded_mode):
     assert odd < big
     # x->row touches as many lines at both sizes, yet runs faster at 2047
     assert "33 lines per warp and step at 2048^3, 33 at 2047^3, yet " in text
+    # at 2047 the lines would allow less than it runs at, the bank words more
+    allow = re.search(r"= ([0-9,]+) GFLOP/s, its 2 words on the busiest bank [0-9,]+ / 2 = "
+                      r"([0-9,]+); it runs at ([0-9,]+)\.$", text)
+    by_lines, by_banks, rate = (float(g.replace(",", "")) for g in allow.groups())
+    assert by_lines < rate < by_banks
 
 
 def test_the_sector_count_is_ruled_out_by_the_pace(recorded_mode):

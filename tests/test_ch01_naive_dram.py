@@ -235,10 +235,11 @@ def test_wavefronts_per_request_counts_one_request_four_ways(monkeypatch):
     expressions, beside the sectors and wavefronts Nsight Compute counted."""
     params, row = _one_profiled_request(monkeypatch)
     t = ch.wavefronts_per_request(params)
-    assert [r["per load request"] for r in t] == ["16.5", "16.50", "16.5", "16.50"]
+    assert [r["per load request"] for r in t] == ["16.50"] * 4
     assert [r["count"] for r in t][:3] == ["128-byte lines", "32-byte sectors",
                                            "words on the busiest L1 bank"]
     assert "at 64 x 64 x 64" in t.title
+    assert t.title.endswith("(the average of a step's 2 loads: A's touches 32 sectors, B's 1)")
     monkeypatch.setattr(ch.studies, "results", lambda study: [])
     assert str(ch.wavefronts_per_request(params)).startswith("Not in this recording")
 

@@ -447,7 +447,7 @@ def _pace() -> dict | None:
     gflops = 64 * props["sm_count"] * props["sm_clock_mhz"] / 1e3
     return {"gflops": gflops,
             "text": f"64 FLOP x {props['sm_count']} SMs x {props['sm_clock_mhz']:,.0f} MHz = "
-                    f"{gflops:,.0f}"}
+                    f"{gflops:,.0f} GFLOP/s"}
 
 
 def shortfall(block: int = 32, mapping: str = "x->col", size: int = 2048) -> Text:
@@ -473,8 +473,10 @@ def size_gap(block: int = 32, sizes=(2048, 2047)) -> Text:
     rates: x->col over x->row at `sizes[0]` (the chapter's sweep), and at `sizes[1]`
     chapter 02's coalesced kernel, whose warps load as x->col's do at BLOCK = 32 (x->col
     itself was not timed there), over x->row. Then x->row at the two sizes, beside the
-    lines its warp touches at each: the same lines, a different rate, which is the
-    question chapter 02 opens with (lines or banks)."""
+    lines its warp touches at each: the same lines, a different rate. Last, what its lines
+    and its busiest bank's words would each allow at the odd size at one L1 cycle per SM
+    and clock: the rate lies between, so neither count alone explains it (chapter 02's
+    question: what sets the L1's cycles there)."""
     from gemm_kernels.measure import lookup
     from gemm_kernels.memory import ch01_02_sectors
     from gemm_kernels.notebook.ch02_coalescing import _alignment_rate
@@ -486,9 +488,17 @@ def size_gap(block: int = 32, sizes=(2048, 2047)) -> Text:
     if coal is None:
         return Text(f"Not in this recording: chapter 02's coalesced kernel at {odd}^3.")
     col = col["gflops"]["median"]
-    lines = {n: ch01_02_sectors.sector_table([(KERNEL, {"BLOCK": block, "MAPPING": "x->row"})],
-                                             M=n, N=n, K=n)[0]["128-byte lines (A + B)"]
-             for n in sizes}
+    counts = {n: ch01_02_sectors.sector_table([(KERNEL, {"BLOCK": block, "MAPPING": "x->row"})],
+                                              M=n, N=n, K=n, banks=True)[0] for n in sizes}
+    lines = {n: counts[n]["128-byte lines (A + B)"] for n in sizes}
+    words = counts[odd]["words on the busiest bank (A + B)"]
+    pace = _pace()
+    # at one L1 cycle per SM and clock, what each count would allow x->row at the odd size
+    allows = "" if pace is None else (
+        f"\nAt {odd}^3, at one L1 cycle per SM and clock: {lines[odd]} lines would allow "
+        f"{pace['gflops']:,.0f} / {lines[odd]} = {pace['gflops'] / lines[odd]:,.0f} GFLOP/s, "
+        f"its {words} words on the busiest bank {pace['gflops']:,.0f} / {words} = "
+        f"{pace['gflops'] / words:,.0f}; it runs at {row[odd]:,.0f}.")
     return Text(f"At {big}^3: x->col {col:,.0f} / x->row {row[big]:,.0f} GFLOP/s = "
                 f"{col / row[big]:.1f} x.\n"
                 f"At {odd}^3: x->col was not timed; chapter 02's coalesced kernel, whose warps "
@@ -497,12 +507,12 @@ def size_gap(block: int = 32, sizes=(2048, 2047)) -> Text:
                 f"{coal / row[odd]:.1f} x.\n"
                 f"x->row itself: {lines[big]} lines per warp and step at {big}^3, "
                 f"{lines[odd]} at {odd}^3, yet {row[odd]:,.0f} / {row[big]:,.0f} GFLOP/s = "
-                f"{row[odd] / row[big]:.1f} x as fast at {odd}^3.")
+                f"{row[odd] / row[big]:.1f} x as fast at {odd}^3.{allows}")
 
 
 def which_count(block: int = 32, size: int = 2048) -> Text:
-    """From x->row to x->col at `block`: how many times fewer lines per step and sectors
-    per request a warp's loads touch (counted from the index expressions), beside how
+    """From x->row to x->col at `block`: how many times fewer lines and sectors per step
+    a warp's loads touch (counted from the index expressions), beside how
     many times faster the recorded (or measured) rate is: the prediction each count
     would have made."""
     from gemm_kernels.measure import lookup
@@ -511,11 +521,11 @@ def which_count(block: int = 32, size: int = 2048) -> Text:
     for m in ("x->row", "x->col"):
         params = {"BLOCK": block, "MAPPING": m}
         row, = ch01_02_sectors.sector_table([(KERNEL, params)])
-        count[m] = (row["128-byte lines (A + B)"], row["sectors per request"])
+        count[m] = (row["128-byte lines (A + B)"], row["sectors per step (A + B)"])
         rate[m] = lookup.measure_or_lookup(KERNEL, (size,) * 3, params)["gflops"]["median"]
     (l_row, s_row), (l_col, s_col) = count["x->row"], count["x->col"]
     rows = [("L1 cycles per step", f"{l_row:g} -> {l_col:g}", f"{l_row / l_col:.1f} times fewer"),
-            ("sectors per request", f"{s_row:g} -> {s_col:g}",
+            ("sectors per step", f"{s_row:g} -> {s_col:g}",
              f"{s_row / s_col:.1f} times fewer"),
             (f"rate at {size}^3", f"{rate['x->row']:,.0f} -> {rate['x->col']:,.0f} GFLOP/s",
              f"{rate['x->col'] / rate['x->row']:.1f} times faster")]

@@ -134,7 +134,7 @@ def bytes_plot(study: str = STUDY, ax=None):
     if l1_limit:
         ax.barh(ys[4], l1_limit, fill=False, edgecolor="C3", ls=":", lw=1.5, height=0.8,
                 zorder=0, gid="the L1's limit")
-        ax.text(l1_limit * 1.15, ys[4], f"red outline: the L1's byte width (128 B per SM per clock):\n"
+        ax.text(l1_limit * 1.15, ys[4], f"red outline: the L1's byte width\n(128 B per SM per clock):\n"
                 f"{bytes_text(l1_limit)} in {t['ms']:,.0f} ms", color="C3", fontsize=9,
                 va="center", bbox=dict(fc="white", ec="none", pad=1))
     ax.set_yticks(list(ys), [b[0] for b in bars], fontsize=9)
@@ -303,7 +303,7 @@ def wavefronts_per_request(params: dict | None = None, study: str = STALL_STUDY)
             break
         model, = ch01_02_sectors.sector_table([("naive", params)], banks=True)
         loads = round(model["sectors per step (A + B)"] / model["sectors per request"])
-        per = lambda count: f"{count / loads:g}"
+        per = lambda count: f"{count / loads:.2f}"   # printed as Nsight Compute's counts are
         rows = [{"count": "128-byte lines", "per load request": per(model["128-byte lines (A + B)"]),
                  "counted by": "the index expressions"},
                 {"count": "32-byte sectors",
@@ -315,8 +315,10 @@ def wavefronts_per_request(params: dict | None = None, study: str = STALL_STUDY)
                 {"count": "L1 wavefronts (cycles of the L1's data path)",
                  "per load request": f"{wf / req:.2f}", "counted by": "Nsight Compute"}]
         shape = " x ".join(map(str, row["shape"]))
+        a, b = model["A sectors"], model["B sectors"]
         return Table(rows, list(rows[0]), title=f"{ch01_02_sectors.label('naive', params)} "
-                     f"at {shape}: one load request, counted four ways")
+                     f"at {shape}: one load request, counted four ways (the average of a "
+                     f"step's {loads} loads: A's touches {a} sectors, B's {b})")
     return Text(f"Not in this recording: the naive kernel's wavefront counters ({study}).")
 
 
