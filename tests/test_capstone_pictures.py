@@ -243,6 +243,7 @@ def test_ladder_table_sets_the_capstone_steps_at_two_blocks_by_their_minb_2_buil
         assert rungs[i].held[4096]["params"]["MINB"] == 2
         assert rows[i]["4096^3, MINB = 2 builds"] == cp.count(rungs[i].held[4096]["gflops"]["median"])
     assert rows[at(3)]["4096^3, MINB = 2 builds"] == cp.AS_BUILT   # no repeated rate
+    assert rows[at(3)]["4096^3 change, MINB = 2"] == rows[at(3)]["4096^3 change"] + " (as built)"
     if rungs[at("4b")].held[4096] is None:
         pytest.skip("the recording has no step 4b")
     held = rungs[at("4c")].held[4096]["gflops"]["median"]

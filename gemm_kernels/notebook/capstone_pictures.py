@@ -679,7 +679,10 @@ def ladder_table(sizes=(2048, 4096), two_blocks_at: int | None = 4096) -> Table:
             held = r.held[n]
             row[f"{n}^3, MINB = 2 builds"] = NOT_RECORDED if held is None else \
                 (count(_rate(held)) if r.has_minb else AS_BUILT)
-            row[f"{n}^3 change, MINB = 2"] = _change(held, before.held[n]) if before else "-"
+            change = _change(held, before.held[n]) if before else "-"
+            # A step with no MINB switch is its own two-block build: say so beside its number.
+            row[f"{n}^3 change, MINB = 2"] = (f"{change} ({AS_BUILT})"
+                                             if change != "-" and not r.has_minb else change)
             row[MINB2_FIT] = (fit(r.kernel, {**r.step.params, "MINB": 2}) if r.has_minb
                               else AS_BUILT)
         rows.append(row)
@@ -692,11 +695,8 @@ def ladder_table(sizes=(2048, 4096), two_blocks_at: int | None = 4096) -> Table:
              + (f" ({note})" if note else "") + ".")
     if two_blocks_at:
         title += (" MINB = 2 builds: the capstone's steps compiled to fit two blocks per "
-                  f"SM; {_no_switch(rungs)} have no such switch and run two blocks per SM as "
-                  "built: chapter 08's kernel asks for nothing and fits two with its "
-                  "registers, the z-order kernels ask for two in their source (MINB = 2 "
-                  f"in their __launch_bounds__) ('{AS_BUILT}': their changes are reckoned "
-                  "from their own rates)")
+                  f"SM. {_no_switch(rungs).capitalize()} have no such switch and already run two blocks "
+                  f"per SM, so they stand there '{AS_BUILT}', with their own rates.")
     return Table(rows, list(rows[0]), title=title)
 
 
