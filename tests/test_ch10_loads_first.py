@@ -83,17 +83,23 @@ def test_the_split_loop_shown_is_the_text_the_edit_puts_in():
     assert "T v[TILE / ROWS][STACK];" in shown and shown in lf.loads_first_kernel().code
 
 
-def test_the_main_paths_comparison_keeps_only_the_round_trips_and_the_timed_rates():
-    short, full = lf.comparison(profiled=False), lf.comparison()
+def test_the_row_groups_pick_rows_of_the_full_table_in_its_order():
+    short, full = lf.comparison(rows=("round trips", "timed")), lf.comparison()
     assert [r["quantity"] for r in short] == ["loads per round trip (SASS)"] + [
         "% of the device copy, timed in one run"] * 2
     assert all(r in list(full) for r in short)     # the same rows as the full table's
     assert "profiled" not in short.title
 
 
-def test_the_waits_only_comparison_drops_the_registers_and_kernel_times():
-    waits, full = lf.comparison(waits_only=True), lf.comparison()
+def test_section_5_4s_groups_drop_the_registers_and_kernel_times():
+    waits = lf.comparison(rows=("round trips", "timed", "dram", "waits"))
+    full = list(lf.comparison())
     quantities = [r["quantity"] for r in waits]
     assert not any("registers" in q or "kernel time" in q for q in quantities)
     assert sum("barrier" in q for q in quantities) == 2       # one per shape
-    assert all(r in list(full) for r in waits)
+    assert [r for r in full if r in list(waits)] == list(waits)   # the full table's order
+
+
+def test_an_unknown_row_group_is_refused():
+    with pytest.raises(ValueError, match="unknown row groups"):
+        lf.comparison(rows=("timed", "wait"))

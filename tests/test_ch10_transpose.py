@@ -467,3 +467,27 @@ def test_profiled_padded_steps_name_their_block_order():
     for w in c.warp_times():
         if w["kernel"].startswith("transpose_padded") or w["kernel"] == "transpose_diagonal":
             assert "order" in w["step"]
+
+
+def test_your_orders_counts_a_passing_copy_and_says_what_to_do_before(monkeypatch):
+    from types import SimpleNamespace
+    monkeypatch.setattr(magic, "_SOURCES", {})
+    monkeypatch.setattr(magic, "_LAST", {})
+    assert "has not been run yet" in str(c.your_orders())
+    answer = solution_source(c.EXERCISE)
+    magic._SOURCES["10_in_flight"] = answer
+    magic._LAST["10_in_flight"] = SimpleNamespace(passed=False)
+    assert str(c.your_orders()).startswith("Pass part 1 first")
+    magic._LAST["10_in_flight"] = SimpleNamespace(passed=True)
+    rows = list(c.your_orders())
+    assert [(r["ROWS"], r["kernel"]) for r in rows] == [
+        (8, "the chapter's copy"), (8, "the submitted copy"),
+        (4, "the chapter's copy"), (4, "the submitted copy")]
+    assert [r["loads before the first store"] for r in rows[1::2]] == [4, 8]
+
+
+def test_block_orders_time_the_three_orders_of_one_tile_per_block(recorded_mode):
+    t = c.block_orders()
+    assert [r["block order"] for r in t] == ["x->col", "x->row", "diagonal (transpose_diagonal)"]
+    assert all(v.endswith("%") for row in t for k, v in row.items() if k != "block order")
+    assert "one tile per block" in t.title and "recorded on" in t.title

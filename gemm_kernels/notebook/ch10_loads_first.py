@@ -98,33 +98,44 @@ def _fmt(v, spec: str) -> str:
     return "-" if v is None else spec.format(v)
 
 
-def comparison(profiled: bool = True, waits_only: bool = False) -> Table:
+# The comparison's row groups, in the order they print: the SASS's loads per round trip,
+# the registers (timed binary), the timed rates; then, under the profiler, per shape, the
+# kernel's time, how busy DRAM was and a warp's two waits.
+ROW_GROUPS = ("round trips", "registers", "timed", "kernel time", "dram", "waits")
+_PROFILED = {"kernel time", "dram", "waits"}
+
+
+def comparison(rows: tuple[str, ...] = ROW_GROUPS) -> Table:
     """The closing experiment in one table: the two-tile padded transpose as built and
-    with every load first. Per kernel: its loads per round trip (the SASS compiled here);
-    at both shapes, the rate as a share of the device copy timed beside it (the two
-    kernels in one run). With `profiled` (the appendix's full table) also the registers
-    (the timed binary) and, under Nsight Compute, the kernel's time, how busy DRAM was
-    and a warp's wait for its loads and at the barrier; without it, only the three rows
-    that carry the result, for the chapter's main path. With `waits_only` the profiled
-    rows are only how busy DRAM was and the two waits (section 5.4's reason, without the
-    registers and kernel times)."""
+    with every load first, one column each. `rows` picks the row groups of `ROW_GROUPS`
+    to print (the appendix prints all; section 5.4 leaves out the registers and kernel
+    times): the loads per round trip (the SASS compiled here); the registers (the timed
+    binary); at both shapes, the rate as a share of the device copy timed beside it (the
+    two kernels in one run); and, under Nsight Compute at each shape, the kernel's time,
+    how busy DRAM was, and a warp's wait for its loads and at the barrier."""
     from gemm_kernels.measure import lookup, studies
     from gemm_kernels.notebook import ch10_transpose as ch10
+    unknown = set(rows) - set(ROW_GROUPS)
+    if unknown:
+        raise ValueError(f"unknown row groups {sorted(unknown)}: choose from {ROW_GROUPS}")
     kernels = (("as built", as_built_kernel()), ("every load first", loads_first_kernel()))
     shapes = studies.get(STUDY).shapes
-    rows = [{"quantity": "loads per round trip (SASS)", "shape": "any",
-             **{who: ", then ".join(map(str, ch10.round_trips(ch10._sass_order(k, PARAMS))))
-                for who, k in kernels}}]
+    out = []
+    if "round trips" in rows:
+        out.append({"quantity": "loads per round trip (SASS)", "shape": "any",
+                    **{who: ", then ".join(map(str, ch10.round_trips(ch10._sass_order(k, PARAMS))))
+                       for who, k in kernels}})
     timed = {(who, tuple(sh)): lookup.variant_row(k, tuple(sh), PARAMS)
              for who, k in kernels for sh in shapes}
-    if profiled and not waits_only:
-        rows.append({"quantity": "registers per thread (timed binary)", "shape": "any",
-                     **{who: _fmt((timed[who, tuple(shapes[0])] or {}).get("binary", {}).get("registers"),
-                                  "{}") for who, _ in kernels}})
-    for sh in shapes:
-        rows.append({"quantity": "% of the device copy, timed in one run", "shape": ch10._shape_text(sh),
-                     **{who: _fmt(timed[who, tuple(sh)] and lookup.share(timed[who, tuple(sh)]),
-                                  "{:.1f}%") for who, _ in kernels}})
+    if "registers" in rows:
+        out.append({"quantity": "registers per thread (timed binary)", "shape": "any",
+                    **{who: _fmt((timed[who, tuple(shapes[0])] or {}).get("binary", {}).get("registers"),
+                                 "{}") for who, _ in kernels}})
+    for sh in shapes if "timed" in rows else ():
+        out.append({"quantity": "% of the device copy, timed in one run", "shape": ch10._shape_text(sh),
+                    **{who: _fmt(timed[who, tuple(sh)] and lookup.share(timed[who, tuple(sh)]),
+                                 "{:.1f}%") for who, _ in kernels}})
+    profiled = _PROFILED & set(rows)
     for sh in shapes if profiled else ():
         got = dict((s.label, r) for s, r in studies.results(STUDY, tuple(sh)))
         warps = ch10._warps(KERNEL, PARAMS, tuple(sh))
@@ -134,17 +145,18 @@ def comparison(profiled: bool = True, waits_only: bool = False) -> Table:
             clock = m["sm__cycles_elapsed.avg"] / m["gpu__time_duration.sum"]     # GHz
             return ch10._stalls(m)[reason] * m["smsp__inst_executed.sum"] / warps / clock / 1e3
         metrics = {who: (got.get(who) or {}).get("metrics") for who, _ in kernels}
-        if not waits_only:
-            rows.append({"quantity": "profiled: kernel time, µs", "shape": text,
-                         **{who: _fmt(m and m["gpu__time_duration.sum"] / 1e3, "{:.1f}")
-                            for who, m in metrics.items()}})
-        rows.append({"quantity": f"profiled: {_BUSY[0]}", "shape": text,
-                     **{who: _fmt(m and m[_BUSY[1]], "{:.1f}%") for who, m in metrics.items()}})
-        for label, reason in _WAITS:
-            rows.append({"quantity": f"profiled: {label}", "shape": text,
-                         **{who: _fmt(m and per_warp(m, reason), "{:.2f}")
-                            for who, m in metrics.items()}})
-    return Table(rows, ["quantity", "shape", *(who for who, _ in kernels)],
+        if "kernel time" in rows:
+            out.append({"quantity": "profiled: kernel time, µs", "shape": text,
+                        **{who: _fmt(m and m["gpu__time_duration.sum"] / 1e3, "{:.1f}")
+                           for who, m in metrics.items()}})
+        if "dram" in rows:
+            out.append({"quantity": f"profiled: {_BUSY[0]}", "shape": text,
+                        **{who: _fmt(m and m[_BUSY[1]], "{:.1f}%") for who, m in metrics.items()}})
+        for label, reason in _WAITS if "waits" in rows else ():
+            out.append({"quantity": f"profiled: {label}", "shape": text,
+                        **{who: _fmt(m and per_warp(m, reason), "{:.2f}")
+                           for who, m in metrics.items()}})
+    return Table(out, ["quantity", "shape", *(who for who, _ in kernels)],
                  title=f"transpose_padded, float, TILE = 32, ROWS = 8, two tiles per block, "
                        f"x->row: as built, and with every load first "
                        f"({'timed and profiled' if profiled else 'timed'}; {records.source()})")

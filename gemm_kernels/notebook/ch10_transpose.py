@@ -184,6 +184,22 @@ def submission_orders(source: str, exercise: str = "10_in_flight", rows=(8, 4, 2
                  f"SASS compiled here by {_ptxas()}")
 
 
+def your_orders(exercise: str = "10_in_flight", rows=(8, 4)):
+    """`submission_orders` of the student's last submission, once part 1 passes; until
+    then a sentence that says what to do first (an unwritten copy has no loads to count)."""
+    from gemm_kernels.exercises.magic import submitted, verdict
+    try:
+        report, source = verdict(exercise), submitted(exercise)
+    except AssertionError as e:
+        return display.Text(str(e))
+    if not report.passed:
+        return display.Text(f"Pass part 1 first: write your copy in the %%exercise {exercise} "
+                            "cell and run it until its report shows no FAIL, then run this "
+                            "cell again. It prints your copy's loads and stores beside the "
+                            "chapter's copy.")
+    return submission_orders(source, exercise, rows)
+
+
 def copy_orders(kernel: str = "copy", rows=(8, 4, 2), t: str = "float") -> Table:
     """The chapter's copy at several ROWS: how many loads ptxas sends before the first store
     is its own choice, and it changes with ROWS. This is why the exercise asks for a source
@@ -1256,14 +1272,22 @@ PADDING_STEPS = (
 )
 
 
-def padding_steps(shapes=(SQUARE, ODD), types=("float", "double")) -> Table:
-    """`PADDING_STEPS` at the default TILE and ROWS: the timed share of the device copy
-    (timed beside each row) at each shape and type, so that the padding's own effect is
-    read apart from the block order and the stacked tiles; the title names the GPU and
-    the runs of the rows shown."""
+# The three block orders of section 4's picture, one tile per block (the kernels of
+# section 5's evidence table): the same loads, which tiles run together changed.
+BLOCK_ORDERS = (
+    ("x->col", "transpose_padded", {"PAD": 1, "ORDER": "x->col", "STACK": 1}),
+    ("x->row", "transpose_padded", {"PAD": 1, "ORDER": "x->row", "STACK": 1}),
+    ("diagonal (transpose_diagonal)", "transpose_diagonal", {"PAD": 1}),
+)
+
+
+def _shares_table(steps, first: str, what: str, shapes, types) -> Table:
+    """One row per (label, kernel, parameters) of `steps`: the timed share of the device
+    copy (timed beside each row) at each type and shape; the title says `what` the rows
+    are and names the GPU and the runs of the rows shown."""
     rows, seen = [], []
-    for label, kernel, change in PADDING_STEPS:
-        row = {"step": label}
+    for label, kernel, change in steps:
+        row = {first: label}
         for t in types:
             for s in shapes:
                 try:
@@ -1275,7 +1299,19 @@ def padding_steps(shapes=(SQUARE, ODD), types=("float", "double")) -> Table:
                 row[f"{t}, {_shape_text(s)}"] = "-" if share is None else f"{share:.1f}%"
         rows.append(row)
     return Table(rows, list(rows[0]), title="% of the device copy timed beside each row, "
-                 f"TILE = 32, ROWS = 8, one change per row ({records.rows_label(seen)})")
+                 f"TILE = 32, ROWS = 8, {what} ({records.rows_label(seen)})")
+
+
+def padding_steps(shapes=(SQUARE, ODD), types=("float", "double")) -> Table:
+    """`PADDING_STEPS` at the default TILE and ROWS, so that the padding's own effect is
+    read apart from the block order and the stacked tiles."""
+    return _shares_table(PADDING_STEPS, "step", "one change per row", shapes, types)
+
+
+def block_orders(shapes=(SQUARE, ODD), types=("float", "double")) -> Table:
+    """`BLOCK_ORDERS`: the padded tile, one tile per block, in each of the three orders."""
+    return _shares_table(BLOCK_ORDERS, "block order", "PAD = 1, one tile per block",
+                         shapes, types)
 
 
 # (label, kernel, parameters) of the chapter's bottom line: where it starts, the shared
