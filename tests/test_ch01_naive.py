@@ -222,4 +222,7 @@ def test_the_sector_count_is_ruled_out_by_the_pace(recorded_mode):
     clock; no x->row configuration does (its sectors equal its lines)."""
     text = str(ch01_naive.per_sector_products())
     assert "BLOCK = 16, MAPPING = x->col" in text and "BLOCK = 32, MAPPING = x->col" in text
-    assert "x->row" not in text and "its cycles are not sectors" in text
+    assert "x->row" not in text and "the L1's cycles are not sectors" in text
+    # the direct count for the same loads: the wavefronts are the lines, not the sectors
+    assert ("BLOCK = 32: 2.50 sectors, 1.00 lines, 1.00 wavefronts; "
+            "BLOCK = 16: 2.00 sectors, 1.50 lines, 1.50 wavefronts." in text)

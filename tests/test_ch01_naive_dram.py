@@ -282,3 +282,19 @@ def test_ncu_commands_profile_the_bytes_and_the_stall_studies():
     assert "dram__bytes_read.sum" in text
     # a pattern is written as ncu reads it (regex:), quoted so that the line runs in a shell
     assert "'regex:^smsp__average_warps_issue_stalled_" in text and "'re:" not in text
+
+
+def test_same_loads_counted_sets_wavefronts_beside_sectors_and_lines(monkeypatch):
+    """For the coalesced kernel (x->col's loads), per load request: the sectors and
+    wavefronts Nsight Compute counted, and the lines of the index expressions."""
+    from types import SimpleNamespace
+    from gemm_kernels.memory import ch01_02_sectors
+    step = SimpleNamespace(kernel="coalesced", params={"BLOCK": 32})
+    row = {"shape": [64, 64, 64], "metrics": {
+        ch01_02_sectors.REQUESTS_LD: 1e6, ch01_02_sectors.WAVEFRONTS: 1e6,
+        ch01_02_sectors.SECTORS_LD: 2.5e6}}
+    monkeypatch.setattr(ch.studies, "results", lambda study: [(step, row)])
+    text = str(ch.same_loads_counted(blocks=(32,)))
+    assert text.startswith("Counted by Nsight Compute at 64^3")
+    assert text.endswith("BLOCK = 32: 2.50 sectors, 1.00 lines, 1.00 wavefronts.")
+    assert str(ch.same_loads_counted(blocks=(32, 16))).startswith("Not in this recording")

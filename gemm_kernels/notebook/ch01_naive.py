@@ -418,7 +418,10 @@ def rate_times_lines(size: int = 2048, blocks=(8, 16, 32)) -> Table:
 def per_sector_products(size: int = 2048, blocks=(8, 16, 32)) -> Text:
     """Why the L1's cycles are not sectors: the configurations of `rate_times_lines` whose
     rate times their sectors per step passes what one L1 cycle per SM and clock allows.
-    An L1 that spent a cycle per sector would there do more than one cycle per clock."""
+    An L1 that spent a cycle per sector would there do more than one cycle per clock.
+    Then the direct count for the same loads (`ch01_naive_dram.same_loads_counted`):
+    Nsight Compute's wavefronts follow the lines, not the sectors."""
+    from gemm_kernels.notebook.ch01_naive_dram import same_loads_counted
     pace = _pace()
     if pace is None:
         return Text("Not known here: the GPU's SM count or clock.")
@@ -433,7 +436,9 @@ def per_sector_products(size: int = 2048, blocks=(8, 16, 32)) -> Text:
                     "at this size the sectors do not rule themselves out.")
     return Text(f"Rate x sectors per step, where it passes {pace['gflops']:,.0f} (one L1 cycle "
                 "per SM per clock):\n" + "\n".join(over) + "\nAt a cycle per sector the L1 "
-                "would do more than one cycle per clock there: its cycles are not sectors.")
+                "would do more than one cycle per clock there.\n"
+                f"{same_loads_counted()}\nThe wavefronts follow the lines, not the sectors: "
+                "the L1's cycles are not sectors.")
 
 
 def _pace() -> dict | None:

@@ -322,6 +322,34 @@ def wavefronts_per_request(params: dict | None = None, study: str = STALL_STUDY)
     return Text(f"Not in this recording: the naive kernel's wavefront counters ({study}).")
 
 
+def same_loads_counted(blocks=(32, 16), study: str = STALL_STUDY) -> Text:
+    """Nsight Compute's direct count for loads like x->col's: chapter 02's coalesced
+    kernel, whose warps issue the same loads as the naive kernel's x->col at the same
+    BLOCK, profiled in `study`. Per load request, its sectors and its L1 wavefronts,
+    beside the lines the index expressions give: where sectors and lines differ, the
+    wavefronts follow the lines. A Text saying so where the recording lacks a row."""
+    from gemm_kernels.memory import ch01_02_sectors
+    rows = {dict(step.params).get("BLOCK"): row for step, row in studies.results(study)
+            if row is not None and step.kernel == "coalesced"}
+    parts, shape = [], None
+    for block in blocks:
+        m = (rows.get(block) or {}).get("metrics", {})
+        req = m.get(ch01_02_sectors.REQUESTS_LD)
+        if not req or not m.get(ch01_02_sectors.WAVEFRONTS) or not m.get(ch01_02_sectors.SECTORS_LD):
+            return Text(f"Not in this recording: chapter 02's coalesced kernel's wavefront "
+                        f"counters at BLOCK = {block} ({study}).")
+        model, = ch01_02_sectors.sector_table(
+            [("naive", {"BLOCK": block, "MAPPING": "x->col"})], banks=True)
+        loads = round(model["sectors per step (A + B)"] / model["sectors per request"])
+        shape = _size(tuple(rows[block]["shape"]))
+        parts.append(f"BLOCK = {block}: {m[ch01_02_sectors.SECTORS_LD] / req:.2f} sectors, "
+                     f"{model['128-byte lines (A + B)'] / loads:.2f} lines, "
+                     f"{m[ch01_02_sectors.WAVEFRONTS] / req:.2f} wavefronts")
+    return Text(f"Counted by Nsight Compute at {shape}, per load request, for chapter 02's "
+                "coalesced kernel (its warps issue the same loads as x->col's): "
+                + "; ".join(parts) + ".")
+
+
 def l1_pace(params: dict | None = None, study: str = STALL_STUDY) -> Text:
     """The same profile's wavefronts per SM and cycle, over the profiler's own count of
     each SM's cycles (`sm__cycles_elapsed.avg`), so no clock is assumed; and the bytes a
