@@ -204,14 +204,17 @@ def dram_strips(study: str = STUDY) -> Text:
     beside the bytes DRAM read, both as multiples of A, B and C once each, and A beside
     the L2's capacity (where the GPU reports it). Then the
     blocks resident at once (blocks per SM x SMs) against the blocks of one strip."""
-    from gemm_kernels.notebook import ch01_naive
+    from gemm_kernels.core import analysis
+    from gemm_kernels.measure import lookup
     t = traffic(study)
     props = roofline.device_properties()
     if t is None or t["params"].get("MAPPING") != "x->row" or not props.get("sm_count"):
         return Text(f"Not in this recording: the {STUDY} study with MAPPING = x->row.")
     n, block = t["size"], t["params"]["BLOCK"]
     strips, a_bytes = n // block, n * n * 4
-    per_sm = ch01_naive.resources(t["params"])[0]["blocks per SM"]
+    # the registers of the timed binary decide the blocks per SM, as in chapter 01's table
+    timed = (lookup.binary("naive", t["params"]) or {}).get("registers")
+    per_sm = analysis.kernel_occupancy("naive", t["params"], registers=timed).blocks_per_sm
     resident = per_sm * props["sm_count"]
     mats = t["matrices"]
     l2_bytes = props.get("l2_bytes")
