@@ -560,3 +560,17 @@ def test_the_text_check_reads_the_live_count():
 def test_the_latency_table_names_the_blocks_per_sm_as_the_text_does(recorded_mode):
     title = c.latency_cover().title
     assert "two blocks per SM" in title and "own occupancy" not in title
+
+
+def test_deeper_tile_gives_each_kernel_its_two_rates_and_gain():
+    text = c.deeper_tile()
+    lines = text.splitlines()
+    assert lines[1].startswith("chapter 07's kernel") and lines[2].startswith("chapter 08's kernel")
+    rows = {r["config"]: r for r in c.sweep_rows()}
+    gain = rows["128x128x16 8x8"]["GFLOP/s 08"] / rows["128x128x8 8x8"]["GFLOP/s 08"] - 1
+    assert lines[2].endswith(f"{gain:+.0%}")
+
+
+def test_pace_to_rate_words_a_gap_that_rounds_to_nothing_as_agreement():
+    text = c.pace_to_rate(c.DEEP, c.PEELED)
+    assert "-0%" not in text and "0% above" not in text
