@@ -456,3 +456,29 @@ def test_fmas_per_wavefront_keep_a_decimal_below_ten():
 def test_the_capped_split_gives_its_rates_in_tflops():
     row = ch06_tiles.capped_split()[0]
     assert "GFLOP/s" not in row and "." in row["TFLOP/s"] and float(row["TFLOP/s"]) < 100
+
+
+def test_the_ladder_plot_and_its_table_are_in_tflops():
+    """The chapter speaks TFLOP/s: the ladder's plot and its table say so, with the
+    rates of the GFLOP/s table over 1000."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from gemm_kernels.memory import ch05_06_thread_tiles as tiles
+    table = tiles.ladder_table(["tile_1d"], [], [2048])
+    ax = ch06_tiles.ladder_plot(table)
+    assert ax.get_ylabel().startswith("TFLOP/s") and "GFLOP" not in ax.get_title()
+    rows = ch06_tiles.ladder_rows(table)
+    assert "TFLOP/s" in rows.columns and "GFLOP/s" not in rows.columns
+    for g, t in zip(table, rows):
+        assert t["TFLOP/s"] == f"{g['GFLOP/s'] / 1e3:.1f}"
+    line = next(l for l in ax.get_lines() if l.get_label().startswith("05"))
+    assert abs(line.get_ydata()[0] - table[0]["GFLOP/s"] / 1e3) < 1e-9
+
+
+def test_the_configurations_table_has_k5_the_default_and_the_swept_values():
+    from gemm_kernels.core.kernels import get
+    default = get("tile_2d_reg").defaults()
+    t = ch06_tiles.configurations(dict(BM=128, BN=128, BK=8, TM=8, TN=8), default)
+    assert t.columns == ["", "BM", "BN", "BK", "TM", "TN"]
+    assert t[0]["BM"] == 128 and t[1] == {"": t[1][""], **default}
+    assert t[2]["TM"] == "4, 8"

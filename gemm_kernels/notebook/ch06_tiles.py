@@ -176,6 +176,14 @@ def ladder_plot(table, ax=None):
     Returns the Axes."""
     from gemm_kernels.measure import ladder
     ax = ladder.plot(table, ax=ax)
+    # in TFLOP/s, the unit of the rest of the chapter: every line's rates over 1000 (the
+    # 1, 2, 5 x 10^n ticks of the log axis stay where they are)
+    for line in ax.get_lines():
+        line.set_ydata([y / 1e3 for y in line.get_ydata()])
+    ax.relim()
+    ax.autoscale_view()
+    ax.set_ylabel("TFLOP/s (log scale)")
+    ax.set_title(table.title.replace("GFLOP/s", "TFLOP/s"))
     legend = ax.get_legend()
     for text in legend.get_texts() if legend else []:
         if text.get_text().startswith("cublas"):
@@ -184,6 +192,29 @@ def ladder_plot(table, ax=None):
             # the rolled dot product is a counter-example, not a step of the ladder
             text.set_text(text.get_text() + " (k loop kept rolled: the counter-example)")
     return ax
+
+
+def configurations(k5: dict, default: dict) -> Table:
+    """The chapter's two configurations of `tile_2d_reg` and the values its sweep tried,
+    one row each, a column per tunable."""
+    params = get_kernel("tile_2d_reg").params
+    rows = [{"": "K5 (Boehm's kernel 5)", **k5}, {"": "DEFAULT (best of the sweep)", **default},
+            {"": "values swept", **{p.name: ", ".join(map(str, p.values)) for p in params}}]
+    return Table(rows, [""] + [p.name for p in params],
+                 title="tile_2d_reg: the two configurations, and the sweep at 2048³")
+
+
+def ladder_rows(table) -> Table:
+    """A `ch05_06_thread_tiles.ladder_table` in TFLOP/s, the unit of the rest of the
+    chapter: median, min, max and the cuBLAS of the same run, one decimal each."""
+    def tf(g):
+        return None if g is None else f"{g / 1e3:.1f}"
+    rates = ("GFLOP/s", "min", "max", "cuBLAS same run")
+    rows = [{**r, **{c: tf(r.get(c) or None) for c in rates}} for r in table]
+    columns = ["TFLOP/s" if c == "GFLOP/s" else c for c in table.columns]
+    for r in rows:
+        r["TFLOP/s"] = r.pop("GFLOP/s")
+    return Table(rows, columns, title=table.title.replace("GFLOP/s", "TFLOP/s"))
 
 
 def standings_rows(size: int = 4096, configs=STANDINGS) -> list[dict]:
@@ -850,7 +881,7 @@ def patch_table(size: int = 2048, patches: tuple[str, ...] | None = None) -> Tab
     what = "four thread patches" if patches is None else "the patches " + " and ".join(patches)
     return Table(rows, [c for c in rows[0] if not c.startswith("_")], title=f"the K5 tile (128 x 128 x 8) with {what}"
                  ": per tile (one BK slice of K), FFMA and loads per thread, wavefronts per warp "
-                 f"(bank model); rates {records.recording_label()}")
+                 f"(bank model); rates timed at {size}³, {records.recording_label()}")
 
 
 def patch_plot(size: int = 2048, ax=None):
@@ -873,7 +904,8 @@ def patch_plot(size: int = 2048, ax=None):
     ax.set_xlim(min(xs) - 38, max(xs) + 38)
     ax.set_xlabel("FMAs per shared wavefront (the warp's 32 lanes, one tile; bank model)")
     ax.set_ylabel(f"TFLOP/s at {size}³")
-    ax.set_title(f"The K5 tile's four patches (bars: min..max of the timed calls),\n"
+    ax.set_title(f"The K5 tile's four patches, timed at {size}³ (bars: min..max of the timed "
+                 f"calls),\n"
                  f"{records.recording_label()}", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.figure.tight_layout()
