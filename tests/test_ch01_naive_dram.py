@@ -160,6 +160,7 @@ def test_the_stall_table_gives_the_reasons_of_the_recorded_profile():
         pytest.skip("chapter 02's profile is not recorded here")
     assert "lg throttle" in t[0]["reason"] and "queue of global loads" in t[0]["reason"]
     assert t[-1]["reason"] == "in all" and "Nsight Compute at 2048^3," in t.title
+    assert t.title.endswith(f"({ch.records.recording_label()})")
     assert str(ch.stall_table({"BLOCK": 3, "MAPPING": "x->row"})).startswith("Not in")
 
 
@@ -208,6 +209,7 @@ def test_the_issue_pace_reads_the_stall_total_as_cycles_between_issues(monkeypat
         "smsp__average_warps_issue_stalled_selected_per_issue_active.ratio": 1.0}}
     monkeypatch.setattr(ch.studies, "results", lambda study: [(step, row)])
     text = str(ch.issue_pace(params))
+    assert text.startswith(f"Nsight Compute, {ch.records.recording_label()}.\n")
     assert "every 400 cycles (the 399 it waits" in text
     assert "16.0 / 400 = 4.0% of its cycles; Nsight Compute counted 4.0%" in text
     # the L1's side: 64 warps x 33 L1 cycles per step over the loop's instructions per step
@@ -239,19 +241,26 @@ def test_wavefronts_per_request_counts_one_request_four_ways(monkeypatch):
     assert [r["count"] for r in t][:3] == ["128-byte lines", "32-byte sectors",
                                            "words on the busiest L1 bank"]
     assert "at 64 x 64 x 64" in t.title
-    assert t.title.endswith("(the average of a step's 2 loads: A's touches 32 sectors, B's 1)")
+    # a recorded profile names the GPU it was recorded on, whatever GPU runs the notebook
+    assert t.title.endswith("(the average of a step's 2 loads: A's touches 32 sectors, B's 1; "
+                            f"{ch.records.recording_label()})")
     monkeypatch.setattr(ch.studies, "results", lambda study: [])
     assert str(ch.wavefronts_per_request(params)).startswith("Not in this recording")
 
 
 def test_l1_pace_is_over_the_profilers_cycles(monkeypatch):
-    """Per SM and cycle, the wavefronts over the SMs and the profiler's own count of each
-    SM's cycles, so that no clock is assumed; then the bytes looked up per request."""
+    """Per SM and cycle, the wavefronts over the SMs of the GPU profiled (the
+    recording's, not a live GPU with another SM count) and the profiler's own count of
+    each SM's cycles, so that no clock is assumed; then the bytes looked up per request."""
+    from types import SimpleNamespace
     from gemm_kernels.memory import ch01_02_sectors
     params, row = _one_profiled_request(monkeypatch)
-    monkeypatch.setattr(ch01_02_sectors, "device_props", lambda: {"sm_count": 10})
+    monkeypatch.setattr(ch01_02_sectors, "device_props",
+                        lambda: {"name": "Live GPU", "sm_count": 40})
+    monkeypatch.setattr(ch.records, "current", lambda: SimpleNamespace(
+        device={"name": "Profiled GPU", "sm_count": 10}))
     text = str(ch.l1_pace(params))
-    assert "0.02 billion wavefronts / 10 SMs / 2.5 million cycles" in text
+    assert "0.02 billion wavefronts / 10 SMs (the Profiled GPU profiled) / 2.5 million cycles" in text
     assert f"= {16.5e6 / 10 / 2.5e6:.2f} wavefronts\n" in text
     assert text.endswith("16.50 sectors x 32 B = 528 B looked up, to deliver 32 lanes x 4 B = 128 B")
     del row["metrics"][ch01_02_sectors.CYCLES]
@@ -295,6 +304,9 @@ def test_same_loads_counted_sets_wavefronts_beside_sectors_and_lines(monkeypatch
         ch01_02_sectors.SECTORS_LD: 2.5e6}}
     monkeypatch.setattr(ch.studies, "results", lambda study: [(step, row)])
     text = str(ch.same_loads_counted(blocks=(32,)))
-    assert text.startswith("Counted by Nsight Compute at 64^3")
+    # which counts are the profiler's and which the index expressions'
+    assert text.startswith("Per load request at 64^3, for a kernel whose warps issue exactly "
+                           "x->col's loads")
+    assert "sectors and wavefronts counted by Nsight Compute, lines from the index" in text
     assert text.endswith("BLOCK = 32: 2.50 sectors, 1.00 lines, 1.00 wavefronts.")
     assert str(ch.same_loads_counted(blocks=(32, 16))).startswith("Not in this recording")

@@ -506,9 +506,8 @@ def size_gap(block: int = 32, sizes=(2048, 2047)) -> Text:
         f"{pace['gflops'] / words:,.0f}; it runs at {row[odd]:,.0f}.")
     return Text(f"At {big}^3: x->col {col:,.0f} / x->row {row[big]:,.0f} GFLOP/s = "
                 f"{col / row[big]:.1f} x.\n"
-                f"At {odd}^3: x->col was not timed; chapter 02's coalesced kernel, whose warps "
-                f"issue the same loads as x->col's at BLOCK = {block} (chapter 02 shows it), "
-                f"runs at {coal:,.0f} against x->row's {row[odd]:,.0f} GFLOP/s: "
+                f"At {odd}^3: x->col was not timed; a kernel whose warps issue exactly "
+                f"x->col's loads at BLOCK = {block} (chapter 02's coalesced kernel) runs at {coal:,.0f} against x->row's {row[odd]:,.0f} GFLOP/s: "
                 f"{coal / row[odd]:.1f} x.\n"
                 f"x->row itself: {lines[big]} lines per warp and step at {big}^3, "
                 f"{lines[odd]} at {odd}^3, yet {row[odd]:,.0f} / {row[big]:,.0f} GFLOP/s = "

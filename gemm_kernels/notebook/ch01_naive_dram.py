@@ -287,7 +287,8 @@ def stall_table(params: dict | None = None, study: str = STALL_STUDY):
                      "share": "100%"})
         return Table(rows, list(rows[0]),
                      title=f"where the naive kernel's warps wait ({_settings({'params': params})}"
-                           f"), Nsight Compute at {_size(shape)}{rate}")
+                           f"), Nsight Compute at {_size(shape)}{rate} "
+                           f"({records.recording_label()})")
     return Text(f"Not in this recording: the naive kernel's stall reasons ({study}).")
 
 
@@ -321,7 +322,8 @@ def wavefronts_per_request(params: dict | None = None, study: str = STALL_STUDY)
         a, b = model["A sectors"], model["B sectors"]
         return Table(rows, list(rows[0]), title=f"{ch01_02_sectors.label('naive', params)} "
                      f"at {shape}: one load request, counted four ways (the average of a "
-                     f"step's {loads} loads: A's touches {a} sectors, B's {b})")
+                     f"step's {loads} loads: A's touches {a} sectors, B's {b}; "
+                     f"{records.recording_label()})")
     return Text(f"Not in this recording: the naive kernel's wavefront counters ({study}).")
 
 
@@ -348,8 +350,9 @@ def same_loads_counted(blocks=(32, 16), study: str = STALL_STUDY) -> Text:
         parts.append(f"BLOCK = {block}: {m[ch01_02_sectors.SECTORS_LD] / req:.2f} sectors, "
                      f"{model['128-byte lines (A + B)'] / loads:.2f} lines, "
                      f"{m[ch01_02_sectors.WAVEFRONTS] / req:.2f} wavefronts")
-    return Text(f"Counted by Nsight Compute at {shape}, per load request, for chapter 02's "
-                "coalesced kernel (its warps issue the same loads as x->col's): "
+    return Text(f"Per load request at {shape}, for a kernel whose warps issue exactly x->col's "
+                "loads (chapter 02 profiles it, as its coalesced kernel): sectors and "
+                "wavefronts counted by Nsight Compute, lines from the index expressions. "
                 + "; ".join(parts) + ".")
 
 
@@ -357,17 +360,21 @@ def l1_pace(params: dict | None = None, study: str = STALL_STUDY) -> Text:
     """The same profile's wavefronts per SM and cycle, over the profiler's own count of
     each SM's cycles (`sm__cycles_elapsed.avg`), so no clock is assumed; and the bytes a
     load request looks up against those it delivers (why section 2's chart shows the L1
-    looking up several times the bytes it delivers to the lanes)."""
+    looking up several times the bytes it delivers to the lanes). The SMs are those of
+    the GPU profiled, the recording's, whatever GPU runs the notebook."""
     from gemm_kernels.memory import ch01_02_sectors
     params = dict(params or KERNELS["naive"].resolve(None))
-    sms = ch01_02_sectors.device_props().get("sm_count")
+    rec = records.current()
+    gpu = rec.device if rec else {}
+    sms = gpu.get("sm_count")
     for row in _profiled(params, study):
         m = row["metrics"]
         req, wf = m.get(ch01_02_sectors.REQUESTS_LD), m.get(ch01_02_sectors.WAVEFRONTS)
         cycles, sectors = m.get(ch01_02_sectors.CYCLES), m.get(ch01_02_sectors.SECTORS_LD)
         if not req or not wf or not cycles or not sms or not sectors:
             break
-        return Text(f"Per SM and cycle: {wf / 1e9:.2f} billion wavefronts / {sms} SMs / "
+        return Text(f"Per SM and cycle: {wf / 1e9:.2f} billion wavefronts / {sms} SMs "
+                    f"(the {gpu.get('name', 'GPU')} profiled) / "
                     f"{cycles / 1e6:.1f} million cycles (the profiler's count of each SM's "
                     f"cycles) = {wf / sms / cycles:.2f} wavefronts\n"
                     f"Bytes per load request: {sectors / req:.2f} sectors x 32 B = "
@@ -391,7 +398,8 @@ def issue_pace(params: dict | None = None, study: str = STALL_STUDY) -> Text:
         if not active or not issued or not pace:
             break
         warps = active / 100 * WARPS_PER_SM / SCHEDULERS_PER_SM
-        return Text(f"A warp issues one instruction every {pace:,.0f} cycles (the {pace - 1:,.0f} "
+        return Text(f"Nsight Compute, {records.recording_label()}.\n"
+                    f"A warp issues one instruction every {pace:,.0f} cycles (the {pace - 1:,.0f} "
                     f"it waits, and the one it issues). {warps:.1f} warps share each of the "
                     f"SM's {SCHEDULERS_PER_SM} schedulers (Nsight Compute measured an achieved "
                     f"occupancy, the share of the warp slots filled on average over the run, "
