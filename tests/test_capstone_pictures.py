@@ -931,3 +931,24 @@ def test_step_changes_without_minb2_builds_has_no_minb2_column():
     t = cp.step_changes(steps=("1", "2", "3"))
     assert all(not any(k.startswith("MINB = 2") for k in row) for row in t)
     assert any(k.startswith("MINB = 2") for k in cp.step_changes(steps=("4b",))[0])
+
+
+def test_warp_tile_code_is_the_kernels_own_index_lines():
+    """The lines printed beside the warp-tile picture come from the capstone's source:
+    the lane's place in the z-order grid, then the warp region's first row and column."""
+    text = str(cp.warp_tile_code())
+    assert "09_capstone.cu" in text
+    body = [ln for ln in text.splitlines() if "=" in ln]
+    assert any("qr =" in ln for ln in body) and any("qc =" in ln for ln in body)
+    assert "am = (warp / WARPS_N) * WM + 4 * qr" in text
+    assert "bn = (warp % WARPS_N) * WN + 4 * qc" in text
+    assert "16*i" in text and "32*j" in text
+
+
+def test_h200_rule_names_the_gpu_and_its_own_threshold():
+    """The threshold printed is that GPU's own MINB code shift, the one the stages
+    reading quotes, at both sizes."""
+    line = str(cp.h200_rule())
+    assert line.startswith("This section only: recorded on ")
+    for n in (4096, 2048):
+        assert f"±{abs(cp.default_recompile(n)):.1f}% at {n}^3" in line

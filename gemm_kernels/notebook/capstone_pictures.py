@@ -1243,6 +1243,13 @@ def step4_code() -> Stacked:
                "of fragments, and the wait and barrier moved to the last k"))
 
 
+def warp_tile_code() -> Code:
+    """Step 4b's warp tiles in the capstone's source: the lines that place a thread's
+    outputs (its warp's region, then the z-order lane grid inside it), to read beside
+    `warp_tiles`, which is drawn from the same expressions (`lane_outputs`)."""
+    return code("capstone", ("const int t = threadIdx.x", "const int bn ="))
+
+
 def copy_waits(steps=("3", "4a")) -> str:
     """Where the warps of each ladder step wait for the tiles they copy, read from the
     SASS of its main loop (ptxas here). LDG + STS (step 3): the first instruction that
@@ -2072,6 +2079,25 @@ def stages_reading(sizes=(4096, 2048)) -> str:
     lines.append(f"the default ({d['STAGES']} stages) built with MINB = 2, same blocks per SM, "
                  "against itself (the MINB code shift): " + ", ".join(parts))
     return "\n".join(lines)
+
+
+def h200_rule(sizes=(4096, 2048)) -> Text:
+    """The line that opens a section whose tables come from the main recording, not the
+    ladder's run: the GPU they were recorded on, and the threshold they are read against
+    there, the default built with MINB = 2 against itself on that GPU
+    (`default_recompile`), so that no table is judged by another GPU's yardstick."""
+    d = KERNELS["capstone"].resolve(None)
+    rows = []
+    for n in sizes:
+        for m in (d["MINB"], 2):
+            try:
+                rows.append(lookup.recorded("capstone", (n,) * 3, {**d, "MINB": m}))
+            except LookupError:
+                pass
+    shifts = [(n, default_recompile(n)) for n in sizes]
+    rule = ", ".join(f"±{abs(c):.1f}% at {n}^3" for n, c in shifts if c is not None)
+    return Text(f"This section only: {records.rows_label(rows)}, not the ladder's GPU; its "
+                f"own threshold (the MINB code shift on that GPU): {rule or NOT_RECORDED}")
 
 
 def bk_reading(size: int = 4096) -> Text:
