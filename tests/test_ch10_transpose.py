@@ -521,3 +521,15 @@ def test_the_evidence_table_keeps_the_rows_the_text_pairs():
     kernels = [r["kernel"] for r in c.in_flight_table()]
     assert kernels[:2] == ["copy", "copy through a shared tile"]
     assert not any("x->col" in k or "diagonal" in k for k in kernels)
+
+
+def test_little_table_splits_into_the_law_and_a_warps_life():
+    full = c.little_table()
+    law, life = c.little_table(part="law"), c.little_table(part="life")
+    if not list(full):
+        pytest.skip("the recording has no profiled study")
+    assert law.columns[0] == life.columns[0] == "kernel"
+    assert set(law.columns[1:]) | set(life.columns[1:]) == set(full.columns[1:])
+    assert not set(law.columns[1:]) & set(life.columns[1:])
+    with pytest.raises(ValueError):
+        c.little_table(part="other")

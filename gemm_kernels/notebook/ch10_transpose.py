@@ -603,14 +603,23 @@ LITTLE_RATE = "bytes in flight / load wait, GB/s per SM"
 DRAM_RATE = "DRAM read, GB/s per SM"
 
 
-def little_table(study: str = DRAM_STUDY) -> Table:
+# little_table's two parts, so that each prints narrow: the law, and a warp's life.
+LITTLE_PARTS = {"law": ("warps per SM", "B a warp reads (trips)", "load wait / trip, µs",
+                        LITTLE_RATE, DRAM_RATE, "% copy, timed"),
+                "life": ("warp life, µs", "load wait, % of life")}
+
+
+def little_table(study: str = DRAM_STUDY, part: str | None = None) -> Table:
     """Little's law per profiled kernel, from the profiler's counters: with the wait for
     global loads as the latency, bytes in flight per SM (warps resident x the bytes a
     warp has in flight in a round trip) over that wait, in GB/s per SM at the profiler's
     clock, beside the DRAM read rate the profiler measured per SM and the timed rate (not
     under the profiler). And a warp's life, with the share of it spent waiting for its
     loads: the rest (barrier, stores, issuing) is what the law leaves out. (Warps x
-    bytes / life would only restate the read rate: in a steady state it is that rate.)"""
+    bytes / life would only restate the read rate: in a steady state it is that rate.)
+    `part` ("law" or "life", `LITTLE_PARTS`) prints only those columns beside the kernel."""
+    if part is not None and part not in LITTLE_PARTS:
+        raise ValueError(f"part must be one of {sorted(LITTLE_PARTS)}, not {part!r}")
     sms = _device()["sm_count"]
     out = []
     for w in warp_times(study):
@@ -627,10 +636,14 @@ def little_table(study: str = DRAM_STUDY) -> Table:
                     DRAM_RATE: f"{w['read GB/s'] / sms:.1f}",
                     "% copy, timed": w["timed"]})
     shape = studies.get(study).shapes[0] if out else ODD
-    return Table(out, list(out[0]) if out else ["kernel"],
-                 title=f"Little's law and a warp's life ({_shape_text(shape)}, float; Nsight "
+    columns = list(out[0]) if out else ["kernel"]
+    if part and out:
+        columns = ["kernel", *LITTLE_PARTS[part]]
+    what = {"law": "Little's law", "life": "a warp's life"}.get(part, "Little's law and a warp's life")
+    return Table(out, columns,
+                 title=f"{what} ({_shape_text(shape)}, float; Nsight "
                        f"Compute at the profiler's base clock{_clock_text(study)}, {sms} SMs; "
-                       f"% copy: the timed rate, {records.source()})",
+                       f"{'' if part == 'life' else '% copy: the timed rate, '}{records.source()})",
                  pct_decimals=1)
 
 
