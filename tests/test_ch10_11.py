@@ -236,3 +236,17 @@ def test_the_exercise_payoffs_b_columns_say_they_price_one_instruction():
     b_counts = [c for c in t.columns if c.startswith("B ") and "wavefronts" in c]
     assert len(b_counts) == 2 and all(c.endswith("per instruction") for c in b_counts)
     assert "wavefronts per warp and step" in t.columns
+
+
+def test_excess_line_gives_the_range_of_every_recorded_count():
+    cfg = [("transpose_padded", {"T": "float", "TILE": t, "PAD": p}) for t in (16, 32) for p in (0, 1, 2)]
+    t = bc.comparison(cfg)
+    got = [r[f"{op} ncu vs model, %"] for r in t for op in ("ld", "st")
+           if r[f"{op} ncu vs model, %"] is not None]
+    line = bc.excess_line(cfg)
+    if not got:
+        assert line.startswith("no Nsight Compute counts")
+        return
+    assert f"{min(got):.1f}% to {max(got):.1f}%" in line
+    assert f"{len(got)} counts" in line
+    assert ("counts every one" in line) == bc.excess_is_conflicts(t)

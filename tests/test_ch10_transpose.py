@@ -491,3 +491,45 @@ def test_block_orders_time_the_three_orders_of_one_tile_per_block(recorded_mode)
     assert [r["block order"] for r in t] == ["x->col", "x->row", "diagonal (transpose_diagonal)"]
     assert all(v.endswith("%") for row in t for k, v in row.items() if k != "block order")
     assert "one tile per block" in t.title and "recorded on" in t.title
+
+
+def test_block_order_pieces_are_the_pictures_captions():
+    t = c.block_order_pieces()
+    rows = {r["block order"]: r for r in t}
+    assert list(rows) == ["x->col", "x->row", "diagonal"]
+    for order, r in rows.items():
+        got = c.pieces(c.first_wave(order)[2], 32, c.ODD)
+        assert r["in, read: pieces of rows"] == got["in"]["pieces"]
+        assert r["out: bytes a piece"] == round(got["out"]["bytes"])
+    # x->col writes short pieces and x->row reads short ones; the diagonal makes both short
+    assert rows["x->col"]["out: bytes a piece"] < rows["x->col"]["in: bytes a piece"]
+    assert rows["x->row"]["in: bytes a piece"] < rows["x->row"]["out: bytes a piece"]
+    assert rows["diagonal"]["in: bytes a piece"] < rows["x->col"]["out: bytes a piece"]
+
+
+def test_the_solution_margin_is_set_against_a_shift_between_runs(recorded_mode):
+    text = c.solution_margin()
+    if not text:
+        pytest.skip("the recording lacks one of the rates")
+    rows = {r["kernel"]: r["% of device copy"] for r in c.solution_rates()}
+    margin = rows["the worked solution: every load first"] - rows["copy through a shared tile"]
+    assert f"{margin:.1f} points above copy_smem" in text
+    assert "between two runs" in text and "times that shift" in text
+
+
+def test_the_evidence_table_keeps_the_rows_the_text_pairs():
+    kernels = [r["kernel"] for r in c.in_flight_table()]
+    assert kernels[:2] == ["copy", "copy through a shared tile"]
+    assert not any("x->col" in k or "diagonal" in k for k in kernels)
+
+
+def test_little_table_splits_into_the_law_and_a_warps_life():
+    full = c.little_table()
+    law, life = c.little_table(part="law"), c.little_table(part="life")
+    if not list(full):
+        pytest.skip("the recording has no profiled study")
+    assert law.columns[0] == life.columns[0] == "kernel"
+    assert set(law.columns[1:]) | set(life.columns[1:]) == set(full.columns[1:])
+    assert not set(law.columns[1:]) & set(life.columns[1:])
+    with pytest.raises(ValueError):
+        c.little_table(part="other")

@@ -258,6 +258,24 @@ def excess_is_conflicts(table) -> bool:
     return True
 
 
+def excess_line(configs) -> str:
+    """One line for a `comparison` of `configs`: the range, over every recorded row and
+    both ops, of how far Nsight Compute's wavefronts lie above the model's (in per cent),
+    and whether its conflict counter counts exactly those extra wavefronts as conflicts."""
+    t = comparison(configs)
+    got = [r[f"{op} ncu vs model, %"] for r in t for op in ("ld", "st")
+           if r[f"{op} ncu vs model, %"] is not None]
+    if not got:
+        return "no Nsight Compute counts recorded for these configurations"
+    lo, hi = min(got), max(got)
+    side = "more" if lo >= 0 else "more or fewer"
+    filed = ("its conflict counter counts every one of those extra wavefronts as a conflict"
+             if excess_is_conflicts(t) else
+             "its conflict counter does not match those extra wavefronts one for one")
+    return (f"Nsight Compute counts {lo:.1f}% to {hi:.1f}% {side} wavefronts than the model, "
+            f"in every one of its {len(got)} counts (loads and stores); {filed}")
+
+
 def access(kernel, params=None, op: str = "ld", index: int = 0, warp: int = 0,
            as_written: bool = False) -> WarpInstr:
     """The `index`-th shared `op` ("ld" or "st") instruction of warp `warp` in one block,

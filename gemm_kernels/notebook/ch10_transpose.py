@@ -224,9 +224,6 @@ IN_FLIGHT = (
      {"T": "float", "STACK": 1}, None),
     ("padded transpose, two tiles per block, x->row order", "transpose_padded",
      {"T": "float", "STACK": 2}, None),
-    ("padded, one tile per block, x->col order", "transpose_padded",
-     {"T": "float", "ORDER": "x->col", "STACK": 1}, None),
-    ("padded, one tile per block, diagonal order", "transpose_diagonal", {"T": "float"}, None),
     ("copy, double", "copy", {"T": "double"}, None),
 )
 
@@ -319,6 +316,30 @@ def solution_gap(shape=SQUARE) -> str:
     return (f"{_shape_text(shape)}, one run: the chapter's copy at {a:.1f}% of the device "
             f"copy, the worked solution at {b:.1f}%: it closes {100 * (b - a) / (100 - a):.0f}% "
             "of the gap")
+
+
+def solution_margin(shape=SQUARE) -> str:
+    """One line: how far the worked solution lies above `copy_smem` (timed in another
+    run), set against how far one kernel moved between two runs: the two-tile padded
+    transpose as built, timed in section 5.4's run and in section 4's, at each shape of
+    section 5.4's study. '' where a rate is not recorded."""
+    from gemm_kernels.notebook import ch10_loads_first as lf
+    rows = {r["kernel"]: r["% of device copy"] for r in solution_rates(shape)}
+    sol, smem = rows.get("the worked solution: every load first"), \
+        rows.get("copy through a shared tile")
+    shifts = []
+    for sh in studies.get(lf.STUDY).shapes:
+        again = lookup.variant_row(lf.as_built_kernel(), tuple(sh), lf.PARAMS)
+        first = _share(lf.KERNEL, tuple(sh), lf.PARAMS)
+        if again and first is not None:
+            shifts.append(abs(lookup.share(again) - first))
+    if sol is None or smem is None or not shifts:
+        return ""
+    margin, shift = sol - smem, max(shifts)
+    return (f"the worked solution is {margin:.1f} points above copy_smem, timed in another "
+            f"run; the two-tile padded transpose moved by up to {shift:.1f} points between "
+            f"two runs (section 5.4's table against section 4's): the margin is "
+            f"{margin / shift:.1f} times that shift")
 
 
 def copy_smem_by_rows(shape=SQUARE, rows=(4, 8, 16)) -> Table:
@@ -582,14 +603,23 @@ LITTLE_RATE = "bytes in flight / load wait, GB/s per SM"
 DRAM_RATE = "DRAM read, GB/s per SM"
 
 
-def little_table(study: str = DRAM_STUDY) -> Table:
+# little_table's two parts, so that each prints narrow: the law, and a warp's life.
+LITTLE_PARTS = {"law": ("warps per SM", "B a warp reads (trips)", "load wait / trip, µs",
+                        LITTLE_RATE, DRAM_RATE, "% copy, timed"),
+                "life": ("warp life, µs", "load wait, % of life")}
+
+
+def little_table(study: str = DRAM_STUDY, part: str | None = None) -> Table:
     """Little's law per profiled kernel, from the profiler's counters: with the wait for
     global loads as the latency, bytes in flight per SM (warps resident x the bytes a
     warp has in flight in a round trip) over that wait, in GB/s per SM at the profiler's
     clock, beside the DRAM read rate the profiler measured per SM and the timed rate (not
     under the profiler). And a warp's life, with the share of it spent waiting for its
     loads: the rest (barrier, stores, issuing) is what the law leaves out. (Warps x
-    bytes / life would only restate the read rate: in a steady state it is that rate.)"""
+    bytes / life would only restate the read rate: in a steady state it is that rate.)
+    `part` ("law" or "life", `LITTLE_PARTS`) prints only those columns beside the kernel."""
+    if part is not None and part not in LITTLE_PARTS:
+        raise ValueError(f"part must be one of {sorted(LITTLE_PARTS)}, not {part!r}")
     sms = _device()["sm_count"]
     out = []
     for w in warp_times(study):
@@ -606,10 +636,14 @@ def little_table(study: str = DRAM_STUDY) -> Table:
                     DRAM_RATE: f"{w['read GB/s'] / sms:.1f}",
                     "% copy, timed": w["timed"]})
     shape = studies.get(study).shapes[0] if out else ODD
-    return Table(out, list(out[0]) if out else ["kernel"],
-                 title=f"Little's law and a warp's life ({_shape_text(shape)}, float; Nsight "
+    columns = list(out[0]) if out else ["kernel"]
+    if part and out:
+        columns = ["kernel", *LITTLE_PARTS[part]]
+    what = {"law": "Little's law", "life": "a warp's life"}.get(part, "Little's law and a warp's life")
+    return Table(out, columns,
+                 title=f"{what} ({_shape_text(shape)}, float; Nsight "
                        f"Compute at the profiler's base clock{_clock_text(study)}, {sms} SMs; "
-                       f"% copy: the timed rate, {records.source()})",
+                       f"{'' if part == 'life' else '% copy: the timed rate, '}{records.source()})",
                  pct_decimals=1)
 
 
@@ -824,6 +858,24 @@ def plot_block_orders(shape=ODD, params: dict | None = None,
                  f"{_shape_text(shape)}, float (one tile each; grey: tiles not yet taken)",
                  fontsize=10)
     return fig
+
+
+def block_order_pieces(shape=ODD, params: dict | None = None,
+                       orders=("x->col", "x->row", "diagonal")) -> Table:
+    """`plot_block_orders`'s captions as a table, so that they read at full size: per
+    block order, the pieces of rows that the blocks resident at one time read of `in` and
+    write of `out`, and their mean length in bytes."""
+    tile = kernel_of("transpose_padded").resolve(params)["TILE"]
+    out = []
+    for order in orders:
+        got = pieces(first_wave(order, shape, params)[2], tile, shape)
+        out.append({"block order": order,
+                    "in, read: pieces of rows": got["in"]["pieces"],
+                    "in: bytes a piece": round(got["in"]["bytes"]),
+                    "out, written: pieces of rows": got["out"]["pieces"],
+                    "out: bytes a piece": round(got["out"]["bytes"])})
+    return Table(out, list(out[0]), title=f"the picture's numbers: blocks resident at one "
+                 f"time, {_shape_text(shape)}, float, one tile each")
 
 
 def padded_heatmap(shape=SQUARE, t: str = "float", pad: int = 1):
