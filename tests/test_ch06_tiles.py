@@ -130,6 +130,27 @@ def test_the_path_plot_draws_every_step_from_the_rows():
     plt.close(fig)
 
 
+def test_the_path_plot_draws_a_selection_of_panels_in_order():
+    """The chapter shows the rates before its predictions and the counters after them:
+    path_plot draws only the panels asked for, in the order rate, issue, stalls."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = ch06_tiles.path_rows()
+    fig = ch06_tiles.path_plot(rows=rows, panels=("stalls", "issue"))
+    issue, stalls = fig.axes
+    assert issue.get_title().startswith("issue slots used")
+    assert [round(b.get_height(), 1) for b in issue.patches] == \
+        [round(r["issue slots used %"] or 0.0, 1) for r in rows]
+    assert len(stalls.patches) == 2 * len(rows) and stalls.get_legend() is not None
+    plt.close(fig)
+    fig = ch06_tiles.path_plot(rows=rows, panels=("rate",))
+    assert len(fig.axes) == 1 and fig.axes[0].get_title().startswith("rate at")
+    plt.close(fig)
+    with pytest.raises(ValueError):
+        ch06_tiles.path_plot(rows=rows, panels=("rates",))
+
+
 def test_grader_note_agrees_in_number():
     from gemm_kernels.exercises.ch06_checks import widths_words
     assert "1 is LDS.128 and 8 narrower" in widths_words({"LDS.128": 1, "LDS": 8})
