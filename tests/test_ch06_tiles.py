@@ -453,14 +453,6 @@ def test_issue_ratio_table_gives_each_gap_to_the_last_row_as_four_factors():
     assert row["cycles = instructions ÷ issue share"] == "x1.00"
 
 
-def test_path_check_table_main_part_keeps_the_step_the_two_stalls_and_the_issue_share():
-    rows = [{**_row(s, b, l, i), ch06_tiles.ALL_STALLS: t, "warps/SM": 16}
-            for s, b, l, i, t in (("K5", .3, .9, 45, 5.0), ("a", .5, 1.0, 50, 8.0),
-                                  ("b", .2, .5, 64, 6.3), ("c", .1, .4, 80, 5.0))]
-    t = ch06_tiles.path_check_table(rows, part="main")
-    assert list(t.columns) == ["step", "barrier + long scoreboard", "issue share"]
-
-
 def test_the_b_load_picture_says_when_every_bank_read_is_outlined():
     # K5's B load: every bank a phase reads serves two words; TN = 4's: none does
     assert ch06_tiles.lds128_pictures(K5).axes[1].get_title().endswith("serves two distinct words: outlined)")

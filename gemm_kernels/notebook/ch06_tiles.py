@@ -670,15 +670,14 @@ def path_check(rows=None, only: str | None = None) -> str:
 ALL_EXPECTED = "expected: warps ÷ issue share"
 
 
-def path_check_table(rows=None, part: str | None = None) -> Table:
+def path_check_table(rows=None) -> Table:
     """path_check's numbers as one row per step of CHECKS, before -> after: the barrier
     + long-scoreboard stalls per issued instruction, the issue slots used, all stall
     reasons together, warps per scheduler over the issue share (what that total comes to
     at fixed warps), how much the two stalls and all of them fall, and the two's share
     of all stalls before the step, and their share of the fall (two columns); '-' where a
     configuration was not profiled. What each step changes is said in the prose, so the
-    columns stay short. `part` "main": only the step, the two stalls and the issue share
-    (what the predictions name)."""
+    columns stay short."""
     rows = rows or path_rows()
 
     def value(r, what):
@@ -721,8 +720,7 @@ def path_check_table(rows=None, part: str | None = None) -> Table:
                     "fall of all stalls": fall(before, after, "all"),
                     "the two: share of all stalls": of_stalls,
                     "the two: share of the fall": of_fall})
-    columns = list(out[0])[:3] if part == "main" else list(out[0])
-    return Table(out, columns, title="the two predicted steps, before -> after, at "
+    return Table(out, list(out[0]), title="the two predicted steps, before -> after, at "
                  "4096³ (Nsight Compute; stalls in cycles per issued instruction); "
                  + records.recording_label())
 
