@@ -130,6 +130,27 @@ def test_the_path_plot_draws_every_step_from_the_rows():
     plt.close(fig)
 
 
+def test_the_path_plot_draws_a_selection_of_panels_in_order():
+    """The chapter shows the rates before its predictions and the counters after them:
+    path_plot draws only the panels asked for, in the order rate, issue, stalls."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = ch06_tiles.path_rows()
+    fig = ch06_tiles.path_plot(rows=rows, panels=("stalls", "issue"))
+    issue, stalls = fig.axes
+    assert issue.get_title().startswith("issue slots used")
+    assert [round(b.get_height(), 1) for b in issue.patches] == \
+        [round(r["issue slots used %"] or 0.0, 1) for r in rows]
+    assert len(stalls.patches) == 2 * len(rows) and stalls.get_legend() is not None
+    plt.close(fig)
+    fig = ch06_tiles.path_plot(rows=rows, panels=("rate",))
+    assert len(fig.axes) == 1 and fig.axes[0].get_title().startswith("rate at")
+    plt.close(fig)
+    with pytest.raises(ValueError):
+        ch06_tiles.path_plot(rows=rows, panels=("rates",))
+
+
 def test_grader_note_agrees_in_number():
     from gemm_kernels.exercises.ch06_checks import widths_words
     assert "1 is LDS.128 and 8 narrower" in widths_words({"LDS.128": 1, "LDS": 8})
@@ -430,14 +451,6 @@ def test_issue_ratio_table_gives_each_gap_to_the_last_row_as_four_factors():
     assert row["kernel over K5"] == "a" and row["instructions"] == "x2.00"
     assert row["issue share"] == "x2.00" and row["profiled time"] == "x2.00"
     assert row["cycles = instructions ÷ issue share"] == "x1.00"
-
-
-def test_path_check_table_main_part_keeps_the_step_the_two_stalls_and_the_issue_share():
-    rows = [{**_row(s, b, l, i), ch06_tiles.ALL_STALLS: t, "warps/SM": 16}
-            for s, b, l, i, t in (("K5", .3, .9, 45, 5.0), ("a", .5, 1.0, 50, 8.0),
-                                  ("b", .2, .5, 64, 6.3), ("c", .1, .4, 80, 5.0))]
-    t = ch06_tiles.path_check_table(rows, part="main")
-    assert list(t.columns) == ["step", "barrier + long scoreboard", "issue share"]
 
 
 def test_the_b_load_picture_says_when_every_bank_read_is_outlined():

@@ -670,15 +670,14 @@ def path_check(rows=None, only: str | None = None) -> str:
 ALL_EXPECTED = "expected: warps ÷ issue share"
 
 
-def path_check_table(rows=None, part: str | None = None) -> Table:
+def path_check_table(rows=None) -> Table:
     """path_check's numbers as one row per step of CHECKS, before -> after: the barrier
     + long-scoreboard stalls per issued instruction, the issue slots used, all stall
     reasons together, warps per scheduler over the issue share (what that total comes to
     at fixed warps), how much the two stalls and all of them fall, and the two's share
     of all stalls before the step, and their share of the fall (two columns); '-' where a
     configuration was not profiled. What each step changes is said in the prose, so the
-    columns stay short. `part` "main": only the step, the two stalls and the issue share
-    (what the predictions name)."""
+    columns stay short."""
     rows = rows or path_rows()
 
     def value(r, what):
@@ -721,8 +720,7 @@ def path_check_table(rows=None, part: str | None = None) -> Table:
                     "fall of all stalls": fall(before, after, "all"),
                     "the two: share of all stalls": of_stalls,
                     "the two: share of the fall": of_fall})
-    columns = list(out[0])[:3] if part == "main" else list(out[0])
-    return Table(out, columns, title="the two predicted steps, before -> after, at "
+    return Table(out, list(out[0]), title="the two predicted steps, before -> after, at "
                  "4096³ (Nsight Compute; stalls in cycles per issued instruction); "
                  + records.recording_label())
 
@@ -787,31 +785,58 @@ def tile_step_table(size: int = 4096) -> Table:
                        + records.recording_label())
 
 
-def path_plot(size: int = 2048, rows=None):
-    """The chapter's key result in one figure, drawn from path_rows: the four steps from
-    K5 to the default on x; left, the rate at size^3 (each bar labelled with its warps per
-    SM); middle, the share of issue slots used; right, the barrier and long-scoreboard
-    stalls per issued instruction (stacked), at 4096^3 under Nsight Compute. A step not
-    profiled has no bar in the last two panels."""
+PATH_PANELS = ("rate", "issue", "stalls")
+
+
+def path_plot(size: int = 2048, rows=None, panels=PATH_PANELS):
+    """The chapter's key result, drawn from path_rows: the four steps from K5 to the
+    default on x; "rate", the rate at size^3 (each bar labelled with its warps per SM);
+    "issue", the share of issue slots used; "stalls", the barrier and long-scoreboard
+    stalls per issued instruction (stacked), the last two at 4096^3 under Nsight Compute.
+    `panels` picks which, in that order, so that the chapter can show the rates before its
+    predictions and the counters after them. A step not profiled has no bar in the last
+    two panels."""
     import matplotlib.pyplot as plt
+    unknown = set(panels) - set(PATH_PANELS)
+    if unknown or not panels:
+        raise ValueError(f"panels: a selection of {PATH_PANELS}, not {tuple(panels)}")
+    panels = [p for p in PATH_PANELS if p in panels]
     rows = rows or path_rows(size)
     x = list(range(len(rows)))
     names = [r["step"].replace(" = ", "\n= ") for r in rows]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    rate = [float(r[f"TFLOP/s at {size}"] or 0.0) for r in rows]
-    axes[0].bar(x, rate, color="tab:orange")
-    for xi, v, r in zip(x, rate, rows):
-        axes[0].text(xi, v, f"{v:.1f}\n{r['warps/SM']} warps/SM", ha="center", va="bottom",
-                     fontsize=8)
-    axes[0].set_ylim(0, max(rate + [1]) * 1.3)
-    axes[0].set_title(f"rate at {size}³ (TFLOP/s)", fontsize=10)
-    issue = [r["issue slots used %"] for r in rows]
-    axes[1].bar(x, [v or 0.0 for v in issue], color="tab:green")
-    for xi, v in zip(x, issue):
-        axes[1].text(xi, v or 0.0, " -" if v is None else f"{v:.0f}%", ha="center",
-                     va="bottom", fontsize=8)
-    axes[1].set_ylim(0, 100)
-    axes[1].set_title("issue slots used at 4096³ (%)", fontsize=10)
+    fig, axes = plt.subplots(1, len(panels), figsize=(13 * len(panels) / 3 + 0.6, 3.8),
+                             squeeze=False)
+    ax_of = dict(zip(panels, axes[0]))
+    if "rate" in ax_of:
+        ax = ax_of["rate"]
+        rate = [float(r[f"TFLOP/s at {size}"] or 0.0) for r in rows]
+        ax.bar(x, rate, color="tab:orange")
+        for xi, v, r in zip(x, rate, rows):
+            ax.text(xi, v, f"{v:.1f}\n{r['warps/SM']} warps/SM", ha="center", va="bottom",
+                    fontsize=8)
+        ax.set_ylim(0, max(rate + [1]) * 1.3)
+        ax.set_title(f"rate at {size}³ (TFLOP/s)", fontsize=10)
+    if "issue" in ax_of:
+        ax = ax_of["issue"]
+        issue = [r["issue slots used %"] for r in rows]
+        ax.bar(x, [v or 0.0 for v in issue], color="tab:green")
+        for xi, v in zip(x, issue):
+            ax.text(xi, v or 0.0, " -" if v is None else f"{v:.0f}%", ha="center",
+                    va="bottom", fontsize=8)
+        ax.set_ylim(0, 100)
+        ax.set_title("issue slots used at 4096³ (%)", fontsize=10)
+    if "stalls" in ax_of:
+        _stall_panel(ax_of["stalls"], rows, x)
+    for ax in ax_of.values():
+        ax.set_xticks(x, names, fontsize=8)
+    fig.suptitle(f"From K5 to the default, one change at a time ({records.recording_label()})",
+                 fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _stall_panel(ax, rows, x):
+    """path_plot's stall panel: barrier on long scoreboard, stacked, per issued instruction."""
     bottom = [0.0] * len(rows)
     # Stall cycles per issued instruction grow with the warps sharing a scheduler, so a
     # step with other warps per SM than the default's is hatched: not comparable.
@@ -819,14 +844,14 @@ def path_plot(size: int = 2048, rows=None):
     for key, colour in (("barrier", evidence.stall_colour("barrier")),
                         ("long scoreboard", evidence.stall_colour("long scoreboard"))):
         vals = [r[key] or 0.0 for r in rows]
-        axes[2].bar(x, vals, bottom=bottom, color=colour, label=key, hatch=hatch,
-                    edgecolor="white")
+        ax.bar(x, vals, bottom=bottom, color=colour, label=key, hatch=hatch,
+               edgecolor="white")
         bottom = [a + b for a, b in zip(bottom, vals)]
     for xi, v in zip(x, bottom):
-        axes[2].text(xi, v, f"{v:.2f}", ha="center", va="bottom", fontsize=8)
-    axes[2].set_ylim(0, max(bottom + [0.1]) * 1.25)
-    axes[2].set_title(f"barrier + long-scoreboard stalls per issued instruction,\n4096³; "
-                      f"compare only the steps at {rows[-1]['warps/SM']} warps/SM", fontsize=9)
+        ax.text(xi, v, f"{v:.2f}", ha="center", va="bottom", fontsize=8)
+    ax.set_ylim(0, max(bottom + [0.1]) * 1.25)
+    ax.set_title(f"barrier + long-scoreboard stalls per issued instruction,\n4096³; "
+                 f"compare only the steps at {rows[-1]['warps/SM']} warps/SM", fontsize=9)
     # solid swatches for the two stalls (the legend would otherwise copy the first bar's
     # hatch), and one hatched swatch that says what the hatching marks
     from matplotlib.patches import Patch
@@ -834,13 +859,7 @@ def path_plot(size: int = 2048, rows=None):
                for k in ("barrier", "long scoreboard")]
     handles += [Patch(facecolor="white", edgecolor="grey", hatch="//",
                       label=f"hatched: not {rows[-1]['warps/SM']} warps/SM")] if any(hatch) else []
-    axes[2].legend(handles=handles, fontsize=8, frameon=False, loc="upper right")
-    for ax in axes:
-        ax.set_xticks(x, names, fontsize=8)
-    fig.suptitle(f"From K5 to the default, one change at a time ({records.recording_label()})",
-                 fontsize=10)
-    fig.tight_layout()
-    return fig
+    ax.legend(handles=handles, fontsize=8, frameon=False, loc="upper right")
 
 
 # ------------------------------------------------------------------ patches (appendix)
