@@ -508,7 +508,8 @@ def test_block_order_pieces_are_the_pictures_captions():
 
 
 def test_the_solution_margin_is_set_against_a_shift_between_runs(recorded_mode):
-    text = c.solution_margin()
+    from gemm_kernels.notebook import ch10_loads_first
+    text = ch10_loads_first.solution_margin()
     if not text:
         pytest.skip("the recording lacks one of the rates")
     rows = {r["kernel"]: r["% of device copy"] for r in c.solution_rates()}

@@ -177,3 +177,29 @@ def _register_variants():
 
 
 _register_variants()
+
+
+def solution_margin(shape=None) -> str:
+    """One line: how far the worked solution lies above `copy_smem` (timed in another
+    run), set against how far one kernel moved between two runs: the two-tile padded
+    transpose as built, timed in section 5.4's run and in section 4's, at each shape of
+    section 5.4's study. '' where a rate is not recorded."""
+    from gemm_kernels.measure import lookup, studies
+    from gemm_kernels.notebook import ch10_transpose as ch10
+    shape = shape or ch10.SQUARE
+    rows = {r["kernel"]: r["% of device copy"] for r in ch10.solution_rates(shape)}
+    sol, smem = rows.get("the worked solution: every load first"), \
+        rows.get("copy through a shared tile")
+    shifts = []
+    for sh in studies.get(STUDY).shapes:
+        again = lookup.variant_row(as_built_kernel(), tuple(sh), PARAMS)
+        first = ch10._share(KERNEL, tuple(sh), PARAMS)
+        if again and first is not None:
+            shifts.append(abs(lookup.share(again) - first))
+    if sol is None or smem is None or not shifts:
+        return ""
+    margin, shift = sol - smem, max(shifts)
+    return (f"the worked solution is {margin:.1f} points above copy_smem, timed in another "
+            f"run; the two-tile padded transpose moved by up to {shift:.1f} points between "
+            f"two runs (section 5.4's table against section 4's): the margin is "
+            f"{margin / shift:.1f} times that shift")
