@@ -15,7 +15,7 @@ from __future__ import annotations
 
 
 from gemm_kernels.core import device
-from gemm_kernels.measure import studies
+from gemm_kernels.measure import records, studies
 from gemm_kernels.core.kernels import get as get_kernel
 from gemm_kernels.memory import ch01_02_sectors as model
 from gemm_kernels.core.table import bytes_text
@@ -994,10 +994,10 @@ def counting_guide(checks=CHECKS) -> Text:
     warp-steps, M x N x K / active lanes, as the tables divide), and what the recording
     counted, to compare: the data stage's wavefronts (and the tag stage's, where the
     command asks for them) per warp and step, and the data stage's per SM and cycle."""
-    sms = model.device_props().get("sm_count")
     out = []
     for heading, study, metrics in checks:
         rec = studies.recording_of(study)
+        sms = records.recorded_device(rec).get("sm_count")     # the SMs of the GPU profiled
         rows, divisors = [], {}
         for shape, step, m, _, per in _profiled_steps(study, rec):
             lanes, warp_steps = model._warp_steps(step.kernel, step.params, shape)
