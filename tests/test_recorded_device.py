@@ -46,13 +46,16 @@ def _calls():
     from gemm_kernels.notebook import capstone_pictures, ch02_coalescing, ch10_transpose
     return {"l1_table": lambda: repr(ch01_02_sectors.l1_table()),
             "counting_guide": lambda: str(ch02_coalescing.counting_guide()),
+            "alignment_table": lambda: repr(ch02_coalescing.alignment_table("naive")),
+            "coalescing_gain": lambda: str(ch02_coalescing.coalescing_gain()),
             "issue_evidence": lambda: str(capstone_pictures.issue_evidence()),
             "copy_little": lambda: repr(ch10_transpose.copy_little()),
             "copy_wait_check": lambda: str(ch10_transpose.copy_wait_check()),
             "unwritten_text": lambda: str(ch10_transpose.unwritten_text())}
 
 
-@pytest.mark.parametrize("name", ["l1_table", "counting_guide", "issue_evidence",
+@pytest.mark.parametrize("name", ["l1_table", "counting_guide", "alignment_table",
+                                  "coalescing_gain", "issue_evidence",
                                   "copy_little", "copy_wait_check", "unwritten_text"])
 def test_recorded_counters_read_the_same_on_a_live_gpu(shown, name):
     call = _calls()[name]
