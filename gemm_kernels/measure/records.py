@@ -206,6 +206,14 @@ def current() -> Record | None:
     return _LOADED["record"]
 
 
+def recorded_device(rec: Record | None = None) -> dict:
+    """The properties of the GPU `rec` (default the recording shown) was made on, whatever
+    GPU runs the notebook: counters recorded there are read against its SMs, clock and
+    caches, never a live GPU's. {} without a recording."""
+    rec = rec or current()
+    return dict(rec.device) if rec else {}
+
+
 def arch() -> str | None:
     """The architecture of the recording recorded mode shows ("sm_90"), None without one."""
     rec = current()

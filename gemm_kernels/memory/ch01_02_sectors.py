@@ -570,8 +570,8 @@ def l1_table(study: str = "ch02_l1_lines"):
     (`WAVEFRONTS`); those wavefronts per SM and cycle; `L1_BUSY`, the utilisation of
     its busiest stage; and its sector hit rate."""
     from gemm_kernels.core.table import Table
-    from gemm_kernels.measure import studies
-    props = device_props()
+    from gemm_kernels.measure import records, studies
+    props = records.recorded_device()      # the GPU the rows were profiled on
     sms = props.get("sm_count")
     rows = []
     for step, row in studies.results(study):

@@ -455,11 +455,12 @@ def _timed_registers(*rows) -> int | None:
                  if r and (r.get("binary") or {}).get("registers") is not None), None)
 
 
-def _loop_counts(kernel, params: dict, registers: int | None = None) -> dict:
+def _loop_counts(kernel, params: dict, registers: int | None = None, arch=None) -> dict:
     """Main-loop SASS of one configuration, in the families the chapter talks about.
     `registers`: those of the binary that was timed (registers and blocks per SM then
-    describe it); by default ptxas's here."""
-    s = analysis.summary(kernel, params)
+    describe it); by default ptxas's here. `arch`: the GPU compiled for, by default the
+    one the analysis describes."""
+    s = analysis.summary(kernel, params, arch)
     h = Counter(s["loop_histogram"])
     fam = lambda prefix: sum(v for f, v in h.items() if f == prefix or f.startswith(prefix + "."))
     shown = {"FFMA": h["FFMA"], "LDS.128": h["LDS.128"], "LDG": fam("LDG"), "STS": fam("STS"),
@@ -2283,7 +2284,6 @@ def issue_evidence() -> Text:
     they imply for the clock of the timed runs (which the recording does not hold). The
     profile, the device's peak and the rate all come from the recording shown (its label
     is the first line), never the ladder's, which may be another GPU's."""
-    from gemm_kernels.measure import roofline
     rec = {s.label: r for s, r in studies.results("stalls")}
     # the profile, the peak and the rate all from the recording shown, so on one GPU
     lines = [f"profile, FP32 peak and timed rate: {records.recording_label()}"]
@@ -2297,7 +2297,7 @@ def issue_evidence() -> Text:
         lines.append(f"{label:20s} issue slots used {m[issue_key]:.0f}%, FMA pipe busy "
                      f"{m[fma_key]:.0f}%")
     m = (rec.get("capstone") or {}).get("metrics")
-    props = roofline.device_properties()
+    props = records.recorded_device()
     try:
         r = lookup.recorded("capstone", (4096,) * 3)
     except LookupError:
@@ -2307,7 +2307,9 @@ def issue_evidence() -> Text:
     peak = device.peak_fp32_gflops(props)
     lanes = props["sm_count"] * props["fp32_lanes_per_sm"]
     g, ref = _rate(r), r["reference"]["gflops"]["median"]
-    share = _loop_counts("capstone", KERNELS["capstone"].resolve(None))["FFMA share"]
+    # the SASS of the GPU profiled, whose issue slots the share multiplies
+    share = _loop_counts("capstone", KERNELS["capstone"].resolve(None),
+                         arch=records.arch())["FFMA share"]
     fma = m[fma_key] / 100
     lines += [
         f"FP32 peak of the {props['name']}: {props['sm_count']} SMs x "

@@ -364,8 +364,7 @@ def l1_pace(params: dict | None = None, study: str = STALL_STUDY) -> Text:
     the GPU profiled, the recording's, whatever GPU runs the notebook."""
     from gemm_kernels.memory import ch01_02_sectors
     params = dict(params or KERNELS["naive"].resolve(None))
-    rec = records.current()
-    gpu = rec.device if rec else {}
+    gpu = records.recorded_device()
     sms = gpu.get("sm_count")
     for row in _profiled(params, study):
         m = row["metrics"]

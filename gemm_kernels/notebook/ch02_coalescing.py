@@ -15,7 +15,7 @@ from __future__ import annotations
 
 
 from gemm_kernels.core import device
-from gemm_kernels.measure import studies
+from gemm_kernels.measure import records, studies
 from gemm_kernels.core.kernels import get as get_kernel
 from gemm_kernels.memory import ch01_02_sectors as model
 from gemm_kernels.core.table import bytes_text
@@ -255,10 +255,11 @@ NAIVE_ALIGNMENT, NAIVE_ALIGNMENT_L1 = "ch02_naive_alignment", "ch02_naive_alignm
 def _profiled_steps(study: str, rec):
     """Each step of a profile study on and off the lines, aligned size first: (shape,
     step, its counters, `line_limit` at the misaligned steps, and a function that prints
-    a launch total per warp and step)."""
+    a launch total per warp and step). The limits are those of the GPU profiled."""
+    props = records.recorded_device(rec)
     for shape in sorted(studies.get(study).shapes, reverse=True):     # aligned first
         for step, row in studies.results(study, shape, rec):
-            lim = model.line_limit(step.kernel, step.params, shape=shape,
+            lim = model.line_limit(step.kernel, step.params, props, shape=shape,
                                    steps=MISALIGNED_STEPS)
             _, warp_steps = model._warp_steps(step.kernel, step.params, shape)
 
@@ -625,7 +626,8 @@ def coalescing_gain(params=None, best=None, sizes=(2048, MISALIGNED_N)) -> Text:
     the coalesced kernel's rate over the naive x->row kernel's (both BLOCK = 32). With
     rows a power of two apart the naive kernel's rows of A also stack on one L1 bank, so
     the gain there is not the gain at other sizes. Below them, the limits the L1's slower
-    stage sets (`model.line_limit`) at each size, and their ratio, which each gain follows."""
+    stage sets (`model.line_limit`) at each size on the GPU that timed them, and their
+    ratio, which each gain follows."""
     params = {"BLOCK": 32, "MAPPING": "x->row"} if params is None else params
     best = {"BLOCK": 32} if best is None else best
     out = []
@@ -635,8 +637,9 @@ def coalescing_gain(params=None, best=None, sizes=(2048, MISALIGNED_N)) -> Text:
             return Text(f"The two kernels were not both timed at {n}^3.")
         out.append(f"at {n}^3: {coal:,.0f} / {naive:,.0f} GFLOP/s = {coal / naive:.1f} x")
     limits = []
+    props = records.recorded_device(studies.recording_of(ALIGNMENT))    # the rates' GPU
     for n in sizes:
-        lim = {k: model.line_limit(k, p, shape=(n,) * 3, steps=MISALIGNED_STEPS)
+        lim = {k: model.line_limit(k, p, props, shape=(n,) * 3, steps=MISALIGNED_STEPS)
                for k, p in (("naive", params), ("coalesced", best))}
         if None in (lim["naive"]["stage GFLOP/s"], lim["coalesced"]["stage GFLOP/s"]):
             break
@@ -651,7 +654,6 @@ def coalescing_gain(params=None, best=None, sizes=(2048, MISALIGNED_N)) -> Text:
     text = (f"The coalesced kernel ({settings('coalesced', best)}) over the naive one "
             f"({settings('naive', params)}):\n" + "\n".join(out))
     if len(limits) == len(sizes):
-        props = model.device_props()
         sms, mhz = props["sm_count"], props["sm_clock_mhz"]
         # the conversion behind every limit below, so a reader can redo it by hand
         text += (f"\nThe limit: {sms} SMs x {mhz:,.0f} MHz x 64 FLOP / (L1 cycles per warp "
@@ -994,10 +996,10 @@ def counting_guide(checks=CHECKS) -> Text:
     warp-steps, M x N x K / active lanes, as the tables divide), and what the recording
     counted, to compare: the data stage's wavefronts (and the tag stage's, where the
     command asks for them) per warp and step, and the data stage's per SM and cycle."""
-    sms = model.device_props().get("sm_count")
     out = []
     for heading, study, metrics in checks:
         rec = studies.recording_of(study)
+        sms = records.recorded_device(rec).get("sm_count")     # the SMs of the GPU profiled
         rows, divisors = [], {}
         for shape, step, m, _, per in _profiled_steps(study, rec):
             lanes, warp_steps = model._warp_steps(step.kernel, step.params, shape)

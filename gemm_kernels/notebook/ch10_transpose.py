@@ -377,9 +377,10 @@ def _copy_row(study=DRAM_STUDY):
 
 
 def _copy_chain(shape=ODD) -> dict:
-    props, row = _device(), _copy_row()
+    # the warps resident are the recording's counter: its SMs and its timed rate go with them
+    props, row = records.recorded_device(), _copy_row()
     trips = round_trips(accesses("copy", {"T": "float"}))
-    r = lookup.measure_or_lookup("copy", shape, {"T": "float"})
+    r = lookup.recorded("copy", shape, {"T": "float"})
     warps = row["metrics"]["sm__warps_active.avg.pct_of_peak_sustained_active"] / 100 * 64
     per_warp = 4 * WARP * sum(trips) / len(trips)
     in_flight = warps * per_warp * props["sm_count"]
@@ -509,7 +510,7 @@ def copy_wait_check(shape=ODD) -> str:
     w = next((w for w in warp_times() if w["kernel"] == "copy"), None)
     if w is None:
         return "the copy's profiled counters are not in this recording"
-    props = _device()
+    props = records.recorded_device()      # the GPU profiled, whose clock is compared
     row = _copy_row()
     warps = _warps("copy", {"T": "float"}, shape)
     loads = row["metrics"]["smsp__inst_executed_op_global_ld.sum"] / warps
@@ -596,7 +597,7 @@ def little_table(study: str = DRAM_STUDY, part: str | None = None) -> Table:
     `part` ("law" or "life", `LITTLE_PARTS`) prints only those columns beside the kernel."""
     if part is not None and part not in LITTLE_PARTS:
         raise ValueError(f"part must be one of {sorted(LITTLE_PARTS)}, not {part!r}")
-    sms = _device()["sm_count"]
+    sms = records.recorded_device()["sm_count"]     # the profiled GPU's, as its read rate
     out = []
     for w in warp_times(study):
         trips = len(w["trips"]) or 1
@@ -725,7 +726,7 @@ def unwritten_text(study: str = DRAM_STUDY) -> str:
     shape = tuple(pairs[0][1]["shape"])
     matrix = shape[0] * shape[1] * 4
     short = [(matrix - r["metrics"]["dram__bytes_write.sum"]) / 1e6 for _, r in pairs]
-    l2 = _device()["l2_bytes"]
+    l2 = records.recorded_device()["l2_bytes"]
     return (f"one float matrix: {matrix / 1e6:.1f} MB; written to DRAM by the kernels: "
             f"{min(short):.0f} to {max(short):.0f} MB less than that; L2 cache: "
             f"{l2 / 1e6:.1f} MB ({l2 / 2**20:.0f} MiB, from cudaDevAttrL2CacheSize)")
