@@ -397,18 +397,29 @@ def test_why_a_quarter_is_read_from_chapter_07s_profile(recorded_mode):
                                                     None)[False] if s == "chapter 07's kernel")
     ls = st["long scoreboard"]
     n = c.loads("float4").instructions
-    lp = c.loads(c.KERNEL)
+    lp = c.loads(c.WORKING)
     assert text.startswith("The assumption: chapter 07's kernel uses each loaded value")
     assert f"wait {ls:.2f} cycles for global loads" in text
     assert f"Its loop issues {n:,} instructions per step." in text
     assert f"{ls:.2f} x {n:,} = {ls * n:,.0f} cycles of waiting per step" in text
     assert "4 warps share each scheduler" in text
-    assert f"Chapter 08's loop has 512 FFMAs among its {lp.instructions:,} instructions" in text
+    assert f"The answer's loop has 512 FFMAs among its {lp.instructions:,} instructions" in text
     assert "rounds this to a quarter: 128 FFMAs" in text and "Nsight Compute at 2048^3" in text
     assert max(map(len, text.splitlines()[1:-1])) <= 100       # short lines, one step each
     assert "The fastest pace is the worst case" in text
     assert "on average a warp issues at most once every 4 cycles" in text
     assert "What must be covered is a time" in text      # not a share of the step
+
+
+def test_quarter_line_is_the_counts_result(recorded_mode):
+    """The one line beside the check gives the latency, the instructions at the fastest
+    pace and the FFMAs of the folded count, and the check's 128."""
+    line, text = c.quarter_line(), c.why_a_quarter()
+    cycles = line.split("pace: ")[1].split(" cycles")[0]
+    assert f"= {cycles} cycles of waiting per step" in text
+    ffma = line.split("about ")[1].split(" FFMAs")[0]
+    assert f"= {ffma} FFMAs" in text
+    assert line.endswith("rounded up to 128.") and "\n" not in line
 
 
 def test_the_failing_sources_at_bk16_cover_the_latency(recorded_mode):

@@ -1000,6 +1000,36 @@ def _cube(study: str) -> str:
     return f"{shape[0]}^3" if len(set(shape)) == 1 else "x".join(map(str, shape))
 
 
+NO_LATENCY = "This recording holds no profile of chapter 07's kernel at this tile."
+
+
+def _quarter(params: dict | None, study: str):
+    """The numbers behind the quarter-step check, or None without a profile: chapter 07's
+    stalls, its loop, the recording's label, its wait per step in cycles (one latency),
+    the warps per scheduler (the fastest pace), the answer's loop (the reference whose
+    loads must travel) and the FFMAs it issues over that latency at that pace."""
+    st07, lp07, where = _latency(params, study)
+    if st07 is None:
+        return None
+    wait = st07.get("long scoreboard", 0.0) * lp07.instructions
+    lp = loads(WORKING, params)
+    w = warps_per_scheduler("float4", params)
+    cover = wait / w * lp.ffma / lp.instructions     # FFMAs issued while the load travels
+    return st07, lp07, where, wait, w, lp, cover
+
+
+def quarter_line(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
+    """One line: the quarter-step check is one latency written in FFMAs at the fastest
+    pace, for this tile only (the count of `why_a_quarter`, its result alone)."""
+    q = _quarter(params, study)
+    if q is None:
+        return NO_LATENCY
+    _, _, _, wait, w, lp, cover = q
+    return (f"At this tile the quarter is one latency at the fastest pace: {wait:,.0f} cycles "
+            f"/ {w:.0f} = {wait / w:,.0f} instructions, about {cover:,.0f} FFMAs, rounded up "
+            f"to {lp.needed:,}.")
+
+
 def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
     """The quarter-step check in cycles, from the recording and the SASS: its assumption,
     then three steps, each loop's instruction count named: the latency to cover (chapter
@@ -1007,13 +1037,10 @@ def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
     measured), and the instructions, then FFMAs of chapter 08's loop, that span the
     latency at that pace. `study`: the payoff's profile (2048^3, the
     size the payoff was timed at, at the tile `params`)."""
-    st07, lp07, where = _latency(params, study)
-    if st07 is None:
-        return "This recording holds no profile of chapter 07's kernel at this tile."
-    wait = st07.get("long scoreboard", 0.0) * lp07.instructions
-    lp = loads(KERNEL, params)
-    w = warps_per_scheduler("float4", params)
-    cover = wait / w * lp.ffma / lp.instructions     # FFMAs issued while the load travels
+    q = _quarter(params, study)
+    if q is None:
+        return NO_LATENCY
+    st07, lp07, where, wait, w, lp, cover = q
     ls, n07 = st07.get("long scoreboard", 0.0), lp07.instructions
     return (f"The assumption: chapter 07's kernel uses each loaded value right after its "
             f"load.\nSo once per step its warps wait out about one whole load latency.\n"
@@ -1030,8 +1057,9 @@ def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
             f"3. At that fastest pace, the instructions that span the latency: {wait:,.0f} / {w:.0f} = "
             f"{wait / w:,.0f}.\n"
             f"   The fastest pace is the worst case: the faster a warp issues, the more\n"
-            f"   instructions it needs to cover the same latency.\n"
-            f"4. The same in FFMAs. Chapter 08's loop has {lp.ffma:,} FFMAs among its "
+            f"   instructions it needs to cover the same latency, so loads that stay in\n"
+            f"   flight this long also cover it at any slower pace.\n"
+            f"4. The same in FFMAs. The answer's loop has {lp.ffma:,} FFMAs among its "
             f"{lp.instructions:,} instructions per step.\n"
             f"   {wait / w:,.0f} x {lp.ffma:,} / {lp.instructions:,} = {cover:,.0f} FFMAs, "
             f"{cover / lp.ffma:.2f} of the step.\n"
