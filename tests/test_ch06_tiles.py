@@ -395,6 +395,9 @@ def test_contiguous_vs_strided_gives_the_ranges_and_counts_where_they_are_apart(
     lo, hi = (float(x) for x in t[0]["min..max"].split(".."))
     assert lo <= float(t[0]["contiguous"]) <= hi
     assert "ranges apart in" in t.title
+    # at 4x4 every shape's ranges are apart: the title says so rather than "8 of 8"
+    assert f"apart in all {len(t)};" in t.title
+    assert "of them" in ch06_tiles.contiguous_vs_strided(8, 4).title   # 6 of 8 apart
 
 
 def test_issue_split_gives_the_ratios_or_the_cycles_on_request():
