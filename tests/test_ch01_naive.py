@@ -208,8 +208,13 @@ def test_size_gap_prints_the_factor_at_2048_and_at_2047(recorded_mode):
     assert text.startswith("At 2048^3: x->col ")
     assert "At 2047^3: x->col was not timed" in text
     assert odd < big
+
+
+def test_size_gap_counts_set_x_row_between_its_lines_and_its_banks(recorded_mode):
+    import re
+    text = str(ch01_naive.size_gap_counts())
     # x->row touches as many lines at both sizes, yet runs faster at 2047
-    assert "33 lines per warp and step at 2048^3, 33 at 2047^3, yet " in text
+    assert text.startswith("x->row: 33 lines per warp and step at 2048^3, 33 at 2047^3, yet ")
     # at 2047 the lines would allow less than it runs at, the bank words more
     allow = re.search(r"= ([0-9,]+) GFLOP/s, its 2 words on the busiest bank [0-9,]+ / 2 = "
                       r"([0-9,]+); it runs at ([0-9,]+)\.$", text)

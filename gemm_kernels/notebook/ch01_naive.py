@@ -477,22 +477,38 @@ def size_gap(block: int = 32, sizes=(2048, 2047)) -> Text:
     """The mapping's factor at a power-of-two size and one size off it, from the timed
     rates: x->col over x->row at `sizes[0]` (the chapter's sweep), and at `sizes[1]`
     chapter 02's coalesced kernel, whose warps load as x->col's do at BLOCK = 32 (x->col
-    itself was not timed there), over x->row. Then x->row at the two sizes, beside the
-    lines its warp touches at each: the same lines, a different rate. Last, what its lines
-    and its busiest bank's words would each allow at the odd size at one L1 cycle per SM
-    and clock: the rate lies between, so neither count alone explains it (chapter 02's
-    question: what sets the L1's cycles there)."""
+    itself was not timed there), over x->row."""
     from gemm_kernels.measure import lookup
-    from gemm_kernels.memory import ch01_02_sectors
     from gemm_kernels.notebook.ch02_coalescing import _alignment_rate
     big, odd = sizes
-    row = {n: lookup.measure_or_lookup(KERNEL, (n,) * 3, {"BLOCK": block, "MAPPING": "x->row"})
-           ["gflops"]["median"] for n in sizes}
+    row = {n: _row_rate(block, n) for n in sizes}
     col = lookup.measure_or_lookup(KERNEL, (big,) * 3, {"BLOCK": block, "MAPPING": "x->col"})
     coal = _alignment_rate("coalesced", {"BLOCK": block}, odd)
     if coal is None:
         return Text(f"Not in this recording: chapter 02's coalesced kernel at {odd}^3.")
     col = col["gflops"]["median"]
+    return Text(f"At {big}^3: x->col {col:,.0f} / x->row {row[big]:,.0f} GFLOP/s = "
+                f"{col / row[big]:.1f} x.\n"
+                f"At {odd}^3: x->col was not timed; a kernel whose warps issue exactly "
+                f"x->col's loads at BLOCK = {block} (chapter 02's coalesced kernel) runs at {coal:,.0f} against x->row's {row[odd]:,.0f} GFLOP/s: "
+                f"{coal / row[odd]:.1f} x.")
+
+
+def _row_rate(block: int, n: int) -> float:
+    from gemm_kernels.measure import lookup
+    return lookup.measure_or_lookup(KERNEL, (n,) * 3, {"BLOCK": block, "MAPPING": "x->row"}
+                                    )["gflops"]["median"]
+
+
+def size_gap_counts(block: int = 32, sizes=(2048, 2047)) -> Text:
+    """x->row at the two sizes of `size_gap`, beside the lines its warp touches at each:
+    the same lines, a different rate. Then what its lines and its busiest bank's words
+    would each allow at the odd size at one L1 cycle per SM and clock: the rate lies
+    between, so neither count alone explains it (chapter 02's question: what sets the
+    L1's cycles there)."""
+    from gemm_kernels.memory import ch01_02_sectors
+    big, odd = sizes
+    row = {n: _row_rate(block, n) for n in sizes}
     counts = {n: ch01_02_sectors.sector_table([(KERNEL, {"BLOCK": block, "MAPPING": "x->row"})],
                                               M=n, N=n, K=n, banks=True)[0] for n in sizes}
     lines = {n: counts[n]["128-byte lines (A + B)"] for n in sizes}
@@ -504,12 +520,7 @@ def size_gap(block: int = 32, sizes=(2048, 2047)) -> Text:
         f"{pace['gflops']:,.0f} / {lines[odd]} = {pace['gflops'] / lines[odd]:,.0f} GFLOP/s, "
         f"its {words} words on the busiest bank {pace['gflops']:,.0f} / {words} = "
         f"{pace['gflops'] / words:,.0f}; it runs at {row[odd]:,.0f}.")
-    return Text(f"At {big}^3: x->col {col:,.0f} / x->row {row[big]:,.0f} GFLOP/s = "
-                f"{col / row[big]:.1f} x.\n"
-                f"At {odd}^3: x->col was not timed; a kernel whose warps issue exactly "
-                f"x->col's loads at BLOCK = {block} (chapter 02's coalesced kernel) runs at {coal:,.0f} against x->row's {row[odd]:,.0f} GFLOP/s: "
-                f"{coal / row[odd]:.1f} x.\n"
-                f"x->row itself: {lines[big]} lines per warp and step at {big}^3, "
+    return Text(f"x->row: {lines[big]} lines per warp and step at {big}^3, "
                 f"{lines[odd]} at {odd}^3, yet {row[odd]:,.0f} / {row[big]:,.0f} GFLOP/s = "
                 f"{row[odd] / row[big]:.1f} x as fast at {odd}^3.{allows}")
 
