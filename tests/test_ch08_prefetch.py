@@ -130,6 +130,7 @@ def test_the_ratio_plot_and_the_labelled_figure(recorded_mode):
     fig = c.ratio_plot(ladder.compare(["float4", "double_buffer"], (1024, 2048)))
     assert [t.get_text().split("\n")[0] for t in fig.axes[0].get_xticklabels()] == \
         ["1024^3", "2048^3"]
+    assert "GFLOP/s" not in fig.axes[0].get_ylabel()     # a ratio has no unit
     assert "recorded on" in c.labelled(fig).texts[-1].get_text()
     plt.close(fig)
 
@@ -409,6 +410,10 @@ def test_why_a_quarter_is_read_from_chapter_07s_profile(recorded_mode):
     assert "The fastest pace is the worst case" in text
     assert "on average a warp issues at most once every 4 cycles" in text
     assert "What must be covered is a time" in text      # not a share of the step
+    # the latency is in cycles; it only looks like the count while the wait is 1.00
+    assert ("happens to be 1.00 here" in text) == (f"{ls:.2f}" == "1.00")
+    assert "cycles per instruction = " in text
+    assert "is the one whose loads must travel" in text     # why the answer's loop
 
 
 def test_quarter_line_is_the_counts_result(recorded_mode):

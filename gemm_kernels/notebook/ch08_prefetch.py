@@ -568,7 +568,7 @@ def sweep_plot(size: int = 2048, one_per_sm: bool = True, ax=None):
     ax.set_xticks([0, 1], [f"{_GROUPS[False]}\n(fails {CHECK})",
                            f"{_GROUPS[True]}\n(passes {CHECK})"], fontsize=FONT - 1)
     ax.set_xlim(-0.9, 1.85)
-    ax.set_ylabel("chapter 08 / chapter 07 (GFLOP/s)", fontsize=FONT)
+    ax.set_ylabel("chapter 08 / chapter 07", fontsize=FONT)
     where = "one block per SM" if one_per_sm else "as many blocks per SM as fit"
     ax.set_title(f"Every configuration of the recorded sweep at {size}^3, {where}:\n"
                  "does the prefetch pay where chapter 08's loads stay in flight long enough?",
@@ -1026,7 +1026,7 @@ def quarter_line(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
         return NO_LATENCY
     _, _, _, wait, w, lp, cover = q
     return (f"At this tile the quarter is one latency at the fastest pace: {wait:,.0f} cycles "
-            f"/ {w:.0f} = {wait / w:,.0f} instructions, about {cover:,.0f} FFMAs, rounded up "
+            f"/ {w:.0f} cycles per instruction = {wait / w:,.0f} instructions, about {cover:,.0f} FFMAs, rounded up "
             f"to {lp.needed:,}.")
 
 
@@ -1042,6 +1042,9 @@ def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
         return NO_LATENCY
     st07, lp07, where, wait, w, lp, cover = q
     ls, n07 = st07.get("long scoreboard", 0.0), lp07.instructions
+    # a wait of 1.00 per instruction makes the cycles read like the instruction count
+    same = (f"   Cycles, not instructions: the two numbers match only because the wait\n"
+            f"   per instruction happens to be {ls:.2f} here.\n") if f"{ls:.2f}" == "1.00" else ""
     return (f"The assumption: chapter 07's kernel uses each loaded value right after its "
             f"load.\nSo once per step its warps wait out about one whole load latency.\n"
             f"1. The latency, in cycles.\n"
@@ -1049,18 +1052,21 @@ def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
             f"per instruction issued.\n"
             f"   Its loop issues {n07:,} instructions per step.\n"
             f"   {ls:.2f} x {n07:,} = {wait:,.0f} cycles of waiting per step: one latency.\n"
+            f"{same}"
             f"2. A warp's pace.\n"
             f"   {w:.0f} warps share each scheduler, and a scheduler issues one instruction "
             f"per cycle.\n"
             f"   So on average a warp issues at most once every {w:.0f} cycles\n"
             f"   (measured for chapter 07: once every {cycles_per_instruction(st07):.1f}).\n"
-            f"3. At that fastest pace, the instructions that span the latency: {wait:,.0f} / {w:.0f} = "
-            f"{wait / w:,.0f}.\n"
+            f"3. At that fastest pace, the instructions that span the latency:\n"
+            f"   {wait:,.0f} cycles / {w:.0f} cycles per instruction = {wait / w:,.0f} instructions.\n"
             f"   The fastest pace is the worst case: the faster a warp issues, the more\n"
             f"   instructions it needs to cover the same latency, so loads that stay in\n"
             f"   flight this long also cover it at any slower pace.\n"
             f"4. The same in FFMAs. The answer's loop has {lp.ffma:,} FFMAs among its "
             f"{lp.instructions:,} instructions per step.\n"
+            f"   Its loop, not chapter 07's, is the one whose loads must travel that long,\n"
+            f"   so its share of FFMAs turns the instructions into FFMAs.\n"
             f"   {wait / w:,.0f} x {lp.ffma:,} / {lp.instructions:,} = {cover:,.0f} FFMAs, "
             f"{cover / lp.ffma:.2f} of the step.\n"
             f"   The check rounds this to a quarter: {lp.needed:,} FFMAs.\n"
@@ -1203,7 +1209,7 @@ def ratio_plot(table, ax=None):
     ax.set_xticks(range(len(sizes)), [f"{n}^3\n{(n // p['BM']) * (n // p['BN']):,} blocks"
                                       for n in sizes], fontsize=FONT - 1)
     ax.set_xlim(-0.5, len(sizes) - 0.3)
-    ax.set_ylabel("chapter 08 / chapter 07\n(GFLOP/s)", fontsize=FONT)
+    ax.set_ylabel("chapter 08 / chapter 07", fontsize=FONT)
     ax.set_title(f"The chapter's kernel (the attempt whose loads ptxas sank) against "
                  f"chapter 07, {p['BM']} x {p['BN']} x {p['BK']}: "
                  "median ratio (dot) and error bar (slowest over fastest run to fastest "
