@@ -558,10 +558,10 @@ def ladder_start() -> Text:
              f"worked answer {count(_rate(answer))}" if same else
              f"chapter 08's worked answer: {NOT_TIMED} beside step 0")
     return Text(f"At {n}^3, {ladder_source()}: {rates}.\n"
-                "The ladder starts from the first on purpose: part A changes only the "
-                "shared-memory layout and keeps chapter 08's copy code, so each step differs "
-                "from the one before in one thing; part B replaces the copy (cp.async) and "
-                "passes the worked answer.")
+                "The ladder starts from the first on purpose: part A changes the "
+                "shared-memory layout and keeps chapter 08's copy code, so its gains owe "
+                "nothing to a better copy; part B replaces the copy (cp.async) and passes "
+                "the worked answer.")
 
 
 def cp_async_against_prefetch(n: int = 2048) -> Text:
