@@ -167,11 +167,11 @@ def test_rate_times_lines_multiplies_the_recorded_rate_by_the_lines_per_step(rec
     from gemm_kernels.core.table import fmt_number
     t = ch01_naive.rate_times_lines()
     assert [r["settings"] for r in t][:1] == ["BLOCK = 8, MAPPING = x->row"]
-    assert [r["L1 cycles per step"] for r in t] == [9, 17, 33, 5, 3, 2]
+    assert [r["lines = words on the busiest bank (from the indices)"] for r in t] == [9, 17, 33, 5, 3, 2]
     sweep = ch01_naive.sweep_table()
     rate = sweep[0]["x->row (GFLOP/s)"]
-    assert t[0]["rate x cycles"] == fmt_number(rate * 9)
-    assert "one L1 cycle per SM per clock, rate x cycles would be 64 FLOP x" in t.title
+    assert t[0]["rate x lines"] == fmt_number(rate * 9)
+    assert "one L1 cycle per SM per clock, rate x lines would be 64 FLOP x" in t.title
     assert t.title.endswith("for every row)")
 
 
@@ -231,3 +231,39 @@ def test_the_sector_count_is_ruled_out_by_the_pace(recorded_mode):
     # the direct count for the same loads: the wavefronts are the lines, not the sectors
     assert ("BLOCK = 32: 2.50 sectors, 1.00 lines, 1.00 wavefronts; "
             "BLOCK = 16: 2.00 sectors, 1.50 lines, 1.50 wavefronts." in text)
+
+
+def test_a_too_high_or_non_number_guess_gets_its_own_message(capsys, recorded_mode):
+    """A too-high guess (32: "32 loads against 1") is told to count lines, not told
+    "not the sectors"; a guess typed as text gets a message, not a TypeError."""
+    ch01_naive.check_guess(32)
+    out = capsys.readouterr().out
+    assert "too high" in out and "Faster, but not that much" in out
+    assert "not the 32-byte sectors" not in out and "Count the 128-byte lines" in out
+    ch01_naive.check_guess("13")
+    assert "'13' is not a number" in capsys.readouterr().out
+
+
+def test_gap_factors_split_the_gap_to_cublas_in_two(recorded_mode):
+    text = str(ch01_naive.gap_factors())
+    first, second = text.splitlines()
+    assert first.startswith("At BLOCK = 32, 2048^3, in GFLOP/s: x->row ")
+    assert "the addresses" in first and "no reuse" in first and "cuBLAS" in first
+    assert second == str(ch01_naive.cap_line({"BLOCK": 32, "MAPPING": "x->row"}))
+
+
+def test_rate_times_lines_shows_the_profiled_wavefronts_beside_the_lines(recorded_mode):
+    from gemm_kernels.notebook import ch01_naive_dram
+    t = ch01_naive.rate_times_lines()
+    counted = ch01_naive_dram.wavefronts_per_step()
+    assert ("x->row", 32) in counted and ("x->col", 16) in counted and ("x->col", 32) in counted
+    for r in t:
+        b = int(r["settings"].split(",")[0].split("= ")[1])
+        m = r["settings"].split("MAPPING = ")[1]
+        wf = r["wavefronts per step, Nsight Compute"]
+        assert wf == ("-" if (m, b) not in counted else f"{counted[(m, b)]:.2f}")
+    # where profiled, the wavefronts equal the lines the index expressions give
+    for r in t:
+        if r["wavefronts per step, Nsight Compute"] != "-":
+            assert round(float(r["wavefronts per step, Nsight Compute"])) == \
+                r["lines = words on the busiest bank (from the indices)"]

@@ -325,6 +325,29 @@ def cap_line(params: dict | None = None) -> Text:
                 f"{per_ffma:g} B, {cap['flop_per_byte']:g} FLOP/B. " + _cap_sentence(cap))
 
 
+def gap_factors(block: int = 32, size: int = 2048) -> Text:
+    """The gap from the naive kernel to cuBLAS at size^3, split in its two factors: the
+    addresses (x->row to x->col, the same instructions) and the missing reuse (x->col up
+    to the byte-width cap of `l1_cap`, which no arrangement of the loads passes); what
+    is left, from the cap to cuBLAS timed beside x->row, takes reuse (chapters 03 on).
+    Then `cap_line`'s arithmetic."""
+    from gemm_kernels.measure import lookup
+    cap = l1_cap({"BLOCK": block, "MAPPING": "x->row"})
+    if cap is None:
+        return Text("Not known here: the GPU's SM count or clock.")
+    run = {m: lookup.measure_or_lookup(KERNEL, (size,) * 3, {"BLOCK": block, "MAPPING": m})
+           for m in ("x->row", "x->col")}
+    row, col = (run[m]["gflops"]["median"] for m in ("x->row", "x->col"))
+    ref = (run["x->row"].get("reference") or {}).get("gflops", {}).get("median")
+    tail = (f" -> cuBLAS {ref:,.0f} ({ref / cap['cap_gflops']:.1f} x more: reuse, chapters "
+            "03 onwards)") if ref else ""
+    return Text(f"At BLOCK = {block}, {size}^3, in GFLOP/s: x->row {row:,.0f} -> x->col "
+                f"{col:,.0f} ({col / row:.1f} x: the addresses) -> the cap {cap['cap_gflops']:,.0f} "
+                f"({cap['cap_gflops'] / col:.1f} x more allowed, no further: no reuse, "
+                f"{cap['cap_gflops'] / cap['peak_gflops']:.1%} of the FP32 peak){tail}.\n"
+                + str(cap_line({"BLOCK": block, "MAPPING": "x->row"})))
+
+
 def l1_cap(params: dict | None = None) -> dict | None:
     """The most the loop can reach if its L1 delivered every byte the loads request at
     full width: FLOP per requested byte (from the compiled loop) x the L1's byte width
@@ -398,21 +421,29 @@ def _sweep(size: int, blocks):
 
 
 def rate_times_lines(size: int = 2048, blocks=(8, 16, 32)) -> Table:
-    """Per BLOCK and mapping: the L1 cycles one warp's loads cost at one step (at this
-    power-of-two size the 128-byte lines they touch, counted from the index expressions),
-    the recorded rate at size^3, and their product: where the L1's work per step sets the
-    rate, the product stays about constant."""
-    rows = []
+    """Per BLOCK and mapping: the L1 cycles one warp's loads cost at one step as the index
+    expressions give them (at this power-of-two size the 128-byte lines they touch, equal
+    to the words on the busiest bank), beside Nsight Compute's wavefronts per step where
+    chapter 02's profile holds the configuration ('-' elsewhere), the recorded rate at
+    size^3, and rate x lines: where the L1's work per step sets the rate, the product
+    stays about constant."""
+    from gemm_kernels.notebook.ch01_naive_dram import wavefronts_per_step
+    counted, rows = wavefronts_per_step(), []
+    lines_col, wf_col = "lines = words on the busiest bank (from the indices)", \
+        "wavefronts per step, Nsight Compute"
     for params, counts, rate in _sweep(size, blocks):
         cycles = counts["128-byte lines (A + B)"]
-        rows.append({"settings": _settings(params), "L1 cycles per step": cycles,
+        wf = counted.get((params["MAPPING"], params["BLOCK"]))
+        rows.append({"settings": _settings(params), lines_col: cycles,
+                     wf_col: "-" if wf is None else f"{wf:.2f}",
                      f"rate at {size}^3 (GFLOP/s)": fmt_number(rate),
-                     "rate x cycles": fmt_number(rate * cycles)})
+                     "rate x lines": fmt_number(rate * cycles)})
     pace = _pace()
-    pace = (f" (at one L1 cycle per SM per clock, rate x cycles would be {pace['text']} "
+    pace = (f" (at one L1 cycle per SM per clock, rate x lines would be {pace['text']} "
             "for every row)") if pace else ""
     return Table(rows, list(rows[0]), title="one warp, one step k: the L1 cycles its "
-                 f"loads cost, and the rate times the cycles{pace}")
+                 "loads cost, counted from the index expressions and, where chapter 02 "
+                 f"profiled the same loads, by Nsight Compute; and the rate times the lines{pace}")
 
 
 def per_sector_products(size: int = 2048, blocks=(8, 16, 32)) -> Text:
@@ -562,6 +593,10 @@ def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
         print("Write your guess first (a number: 1.0 means the same speed), then run "
               "this cell again.")
         return
+    if isinstance(my_guess, bool) or not isinstance(my_guess, (int, float)):
+        print(f"Your guess {my_guess!r} is not a number: write it without quotes, e.g. "
+              "my_guess = 2.5, then run this cell again.")
+        return
     rate = {m: lookup.measure_or_lookup(KERNEL, (size,) * 3, {"BLOCK": block, "MAPPING": m})
             ["gflops"]["median"] for m in ("x->row", "x->col")}
     ratio = rate["x->col"] / rate["x->row"]
@@ -597,8 +632,12 @@ def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
               f"x->col's {sectors['x->col']} sectors sit in {lines['x->col']} lines. Which "
               "of the two counts the L1's cycles is chapter 02's question; the chapter's "
               "section 2 ('Where the bytes go') measures the cycles.")
-    elif verdict != "right":
-        print(f"{'Faster, yes, but by more' if verdict == 'too low' else 'Faster, but not that much'}"
-              ": count what each lane's address costs the L1 (the 128-byte lines a warp's "
-              "step touches, or the words on one bank), not the 32-byte sectors. "
-              "The chapter's section 2 ('Where the bytes go') counts them.")
+    elif verdict == "too low":
+        print("Faster, yes, but by more: count what each lane's address costs the L1 "
+              "(the 128-byte lines a warp's step touches, or the words on one bank), not "
+              "the 32-byte sectors. The chapter's section 2 ('Where the bytes go') counts them.")
+    elif verdict == "too high":
+        print("Faster, but not that much: x->col's step still costs the L1 more than one "
+              "unit, and x->row's no more than one per line it touches. Count the 128-byte "
+              "lines each mapping's step touches (x->row: one per row of A, plus one for "
+              "B) and divide. The chapter's section 2 ('Where the bytes go') counts them.")

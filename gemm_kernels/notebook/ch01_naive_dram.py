@@ -356,6 +356,25 @@ def same_loads_counted(blocks=(32, 16), study: str = STALL_STUDY) -> Text:
                 + "; ".join(parts) + ".")
 
 
+def wavefronts_per_step(study: str = STALL_STUDY) -> dict:
+    """Nsight Compute's L1 wavefronts per warp and step (per load request x the step's 2
+    load requests), keyed by the naive kernel's (MAPPING, BLOCK), for every configuration
+    `study` profiled: the naive kernel's own rows, and chapter 02's coalesced kernel,
+    whose warps issue x->col's loads at the same BLOCK (`same_loads_counted`). Those
+    not profiled are absent."""
+    from gemm_kernels.memory import ch01_02_sectors
+    out = {}
+    for step, row in studies.results(study):
+        if row is None or step.kernel not in ("naive", "coalesced"):
+            continue
+        m, p = row["metrics"], dict(step.params)
+        req, wf = m.get(ch01_02_sectors.REQUESTS_LD), m.get(ch01_02_sectors.WAVEFRONTS)
+        if req and wf:
+            mapping = p.get("MAPPING", "x->row") if step.kernel == "naive" else "x->col"
+            out[(mapping, p.get("BLOCK"))] = 2 * wf / req
+    return out
+
+
 def l1_pace(params: dict | None = None, study: str = STALL_STUDY) -> Text:
     """The same profile's wavefronts per SM and cycle, over the profiler's own count of
     each SM's cycles (`sm__cycles_elapsed.avg`), so no clock is assumed; and the bytes a
