@@ -398,33 +398,40 @@ def test_why_a_quarter_is_read_from_chapter_07s_profile(recorded_mode):
                                                     None)[False] if s == "chapter 07's kernel")
     ls = st["long scoreboard"]
     n = c.loads("float4").instructions
-    lp = c.loads(c.WORKING)
     assert text.startswith("The assumption: chapter 07's kernel uses each loaded value")
     assert f"wait {ls:.2f} cycles for global loads" in text
     assert f"Its loop issues {n:,} instructions per step." in text
     assert f"{ls:.2f} x {n:,} = {ls * n:,.0f} cycles of waiting per step" in text
     assert "4 warps share each scheduler" in text
-    assert f"The answer's loop has 512 FFMAs among its {lp.instructions:,} instructions" in text
-    assert "rounds this to a quarter: 128 FFMAs" in text and "Nsight Compute at 2048^3" in text
+    assert f"Chapter 07's loop has 512 FFMAs among its {n:,} instructions" in text
+    assert "The check asks for a quarter: 128 FFMAs" in text and "Nsight Compute at 2048^3" in text
     assert max(map(len, text.splitlines()[1:-1])) <= 100       # short lines, one step each
     assert "The fastest pace is the worst case" in text
     assert "on average a warp issues at most once every 4 cycles" in text
     assert "What must be covered is a time" in text      # not a share of the step
-    # the latency is in cycles; it only looks like the count while the wait is 1.00
-    assert ("happens to be 1.00 here" in text) == (f"{ls:.2f}" == "1.00")
     assert "cycles per instruction = " in text
-    assert "is the one whose loads must travel" in text     # why the answer's loop
 
 
 def test_quarter_line_is_the_counts_result(recorded_mode):
     """The one line beside the check gives the latency, the instructions at the fastest
     pace and the FFMAs of the folded count, and the check's 128."""
     line, text = c.quarter_line(), c.why_a_quarter()
-    cycles = line.split("pace: ")[1].split(" cycles")[0]
+    cycles = line.split("One latency, ")[1].split(" cycles")[0]
     assert f"= {cycles} cycles of waiting per step" in text
-    ffma = line.split("about ")[1].split(" FFMAs")[0]
+    ffma = line.split("(chapter 07's loop) = ")[1].split(" FFMAs")[0]
     assert f"= {ffma} FFMAs" in text
-    assert line.endswith("rounded up to 128.") and "\n" not in line
+    assert line.endswith("the check asks for 128.") and "\n" not in line
+
+
+def test_cover_line_counts_the_flight_against_the_latency(recorded_mode):
+    """At BK = 16 the answer's loads, below the quarter, still travel longer than the
+    latency: the one line of the chapter's answer, from the numbers of the count."""
+    line = c.cover_line(params=c.DEEP)
+    words = c.latency_words(c.DEEP)
+    wait = line.split("instructions = ")[1].split(" cycles")[0]
+    assert f"= {wait} cycles" in words and "\n" not in line
+    assert f"{c.loads(c.WORKING, c.DEEP).fewest:,} FFMAs" in line
+    assert line.endswith("longer than the latency.")
 
 
 def test_the_failing_sources_at_bk16_cover_the_latency(recorded_mode):
@@ -554,7 +561,9 @@ def test_the_short_payoff_with_ranges_shows_one_kernel_beside_chapters_07_and_08
 def test_the_text_check_is_quiet_when_the_counts_match_the_text():
     for params, bk in ((None, 8), (c.DEEP, 16)):
         line = c.text_check(params, counted=c.TEXT_IN_FLIGHT[bk], version="12.9")
-        assert line.startswith("Your ptxas (12.9)") and "Warning" not in line
+        assert line.startswith("Your ptxas (12.9) places chapter 08's loads where")
+        assert f"({c.TEXT_IN_FLIGHT[bk]:,} FFMAs in flight at BK = {bk})" in line
+        assert "Warning" not in line
 
 
 def test_the_text_check_names_the_ptxas_when_the_counts_differ():

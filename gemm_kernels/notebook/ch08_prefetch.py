@@ -239,8 +239,8 @@ def text_check(params: dict | None = None, counted: int | None = None,
     got = loads(KERNEL, params).fewest if counted is None else counted
     ver = compiler.ptxas_version() if version is None else version
     if got == expected:
-        return (f"Your ptxas ({ver}) keeps chapter 08's loads in flight as the text "
-                "describes.")
+        return (f"Your ptxas ({ver}) places chapter 08's loads where the text describes "
+                f"({got:,} FFMAs in flight at BK = {bk}).")
     return (f"Warning: your ptxas {ver} gives {got:,} FFMAs in flight at BK = {bk}, not "
             f"{expected:,}: the text describes ptxas {TEXT_PTXAS}; trust the cells.")
 
@@ -1006,45 +1006,43 @@ NO_LATENCY = "This recording holds no profile of chapter 07's kernel at this til
 def _quarter(params: dict | None, study: str):
     """The numbers behind the quarter-step check, or None without a profile: chapter 07's
     stalls, its loop, the recording's label, its wait per step in cycles (one latency),
-    the warps per scheduler (the fastest pace), the answer's loop (the reference whose
-    loads must travel) and the FFMAs it issues over that latency at that pace."""
+    the warps per scheduler (the fastest pace), the answer's loop (whose check it is) and
+    the FFMAs of chapter 07's own mix that issue over that latency at that pace."""
     st07, lp07, where = _latency(params, study)
     if st07 is None:
         return None
     wait = st07.get("long scoreboard", 0.0) * lp07.instructions
     lp = loads(WORKING, params)
     w = warps_per_scheduler("float4", params)
-    cover = wait / w * lp.ffma / lp.instructions     # FFMAs issued while the load travels
+    cover = wait / w * lp07.ffma / lp07.instructions   # FFMAs issued while the load travels
     return st07, lp07, where, wait, w, lp, cover
 
 
 def quarter_line(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
-    """One line: the quarter-step check is one latency written in FFMAs at the fastest
-    pace, for this tile only (the count of `why_a_quarter`, its result alone)."""
+    """One line: the quarter-step check is one latency written in FFMAs of chapter 07's
+    loop at the fastest pace, for this tile only (the count of `why_a_quarter`, its
+    result alone)."""
     q = _quarter(params, study)
     if q is None:
         return NO_LATENCY
-    _, _, _, wait, w, lp, cover = q
-    return (f"At this tile the quarter is one latency at the fastest pace: {wait:,.0f} cycles "
-            f"/ {w:.0f} cycles per instruction = {wait / w:,.0f} instructions, about {cover:,.0f} FFMAs, rounded up "
-            f"to {lp.needed:,}.")
+    _, lp07, _, wait, w, lp, cover = q
+    return (f"One latency, {wait:,.0f} cycles, / {w:.0f} cycles per instruction = "
+            f"{wait / w:,.0f} instructions; x {lp07.ffma:,} FFMAs / {lp07.instructions:,} "
+            f"instructions (chapter 07's loop) = {cover:,.0f} FFMAs, {cover / lp07.ffma:.2f} "
+            f"of the step: the check asks for {lp.needed:,}.")
 
 
 def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
     """The quarter-step check in cycles, from the recording and the SASS: its assumption,
-    then three steps, each loop's instruction count named: the latency to cover (chapter
-    07's wait for global loads per step), a warp's pace (warps per scheduler, and the pace
-    measured), and the instructions, then FFMAs of chapter 08's loop, that span the
-    latency at that pace. `study`: the payoff's profile (2048^3, the
-    size the payoff was timed at, at the tile `params`)."""
+    then four steps: the latency to cover (chapter 07's wait for global loads per step), a
+    warp's pace (warps per scheduler, and the pace measured), the instructions that span
+    the latency at that pace, and the same in FFMAs of chapter 07's own loop. `study`: the
+    payoff's profile (2048^3, the size the payoff was timed at, at the tile `params`)."""
     q = _quarter(params, study)
     if q is None:
         return NO_LATENCY
     st07, lp07, where, wait, w, lp, cover = q
     ls, n07 = st07.get("long scoreboard", 0.0), lp07.instructions
-    # a wait of 1.00 per instruction makes the cycles read like the instruction count
-    same = (f"   Cycles, not instructions: the two numbers match only because the wait\n"
-            f"   per instruction happens to be {ls:.2f} here.\n") if f"{ls:.2f}" == "1.00" else ""
     return (f"The assumption: chapter 07's kernel uses each loaded value right after its "
             f"load.\nSo once per step its warps wait out about one whole load latency.\n"
             f"1. The latency, in cycles.\n"
@@ -1052,7 +1050,6 @@ def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
             f"per instruction issued.\n"
             f"   Its loop issues {n07:,} instructions per step.\n"
             f"   {ls:.2f} x {n07:,} = {wait:,.0f} cycles of waiting per step: one latency.\n"
-            f"{same}"
             f"2. A warp's pace.\n"
             f"   {w:.0f} warps share each scheduler, and a scheduler issues one instruction "
             f"per cycle.\n"
@@ -1063,14 +1060,12 @@ def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
             f"   The fastest pace is the worst case: the faster a warp issues, the more\n"
             f"   instructions it needs to cover the same latency, so loads that stay in\n"
             f"   flight this long also cover it at any slower pace.\n"
-            f"4. The same in FFMAs. The answer's loop has {lp.ffma:,} FFMAs among its "
-            f"{lp.instructions:,} instructions per step.\n"
-            f"   Its loop, not chapter 07's, is the one whose loads must travel that long,\n"
-            f"   so its share of FFMAs turns the instructions into FFMAs.\n"
-            f"   {wait / w:,.0f} x {lp.ffma:,} / {lp.instructions:,} = {cover:,.0f} FFMAs, "
-            f"{cover / lp.ffma:.2f} of the step.\n"
-            f"   The check rounds this to a quarter: {lp.needed:,} FFMAs.\n"
-            f"What must be covered is a time: step 1's latency. At this tile it is about a quarter\n"
+            f"4. The same in FFMAs. Chapter 07's loop has {lp07.ffma:,} FFMAs among its "
+            f"{n07:,} instructions per step.\n"
+            f"   {wait / w:,.0f} x {lp07.ffma:,} / {n07:,} = {cover:,.0f} FFMAs, "
+            f"{cover / lp07.ffma:.2f} of the step.\n"
+            f"   The check asks for a quarter: {lp.needed:,} FFMAs.\n"
+            f"What must be covered is a time: step 1's latency. At this tile it is a quarter\n"
             f"of the step. A deeper tile doubles the FFMAs per step but not the latency, so there\n"
             f"the same time is a smaller part of the step.\n"
             f"(Nsight Compute at {_cube(study)}, two blocks per SM, {where}; instructions: "
@@ -1117,6 +1112,25 @@ def latency_cover(params: dict | None = None, one_per_sm: bool = False,
         f"{_SETTINGS[one_per_sm] if one_per_sm else _blocks_words(got, params)} (in flight: SASS "
         f"compiled here by ptxas {compiler.ptxas_version()}, times the pace Nsight Compute "
         f"measured; {rec.label})"))
+
+
+def cover_line(kernel=WORKING, params: dict | None = None,
+               study: str = PAYOFF_STALLS) -> str:
+    """One line: at the tile `params`, the latency to cover (chapter 07's wait for global
+    loads per step, in cycles) against how long `kernel` keeps its loads in flight, at
+    least (its instructions in flight at the fastest pace, warps per scheduler)."""
+    st07, lp07, _ = _latency(params, study)
+    if st07 is None:
+        return NO_LATENCY
+    ls = st07.get("long scoreboard", 0.0)
+    wait = ls * lp07.instructions
+    lp = loads(kernel, params)
+    ins = instructions_in_flight(lp)
+    w = warps_per_scheduler(kernel, params)
+    side = "longer" if w * ins >= wait else "shorter"
+    return (f"Latency: {ls:.2f} x {lp07.instructions:,} instructions = {wait:,.0f} cycles; "
+            f"{label(kernel)}: {lp.fewest:,} FFMAs = {ins:,} instructions in flight x at "
+            f"least {w:.0f} cycles = {w * ins:,.0f} cycles or more, {side} than the latency.")
 
 
 def latency_words(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
