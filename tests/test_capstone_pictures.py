@@ -572,7 +572,8 @@ def test_the_worked_solutions_sit_beside_the_kernels_of_their_run():
 def test_step_changes_are_the_numbers_of_the_change_plot():
     t = cp.step_changes()
     assert cp.ladder_source() in t.title and cp._RULE in t.title
-    assert t.columns == ["step", "2048^3", "4096^3", "MINB = 2 (2048^3 / 4096^3)", "verdict"]
+    assert t.columns == ["step", "built with", "2048^3", "4096^3", "MINB = 2 (2048^3 / 4096^3)",
+                         "verdict"]
     assert len(t) == len(cp.ladder_steps()) - 1
     full = cp.ladder((2048, 4096))
     c, held = cp._step_change(full[1], full[0], 2048)
@@ -886,6 +887,7 @@ def test_part_a_counts_match_the_bank_model_and_name_the_ladders_gpu():
     text = str(cp.part_a_counts())
     lines = text.splitlines()
     assert lines[0].startswith("(Nsight Compute at 4096^3")
+    assert lines[0].endswith("short scoreboard in warp-cycles per issued instruction)")
     assert [l.split(".")[0] for l in lines[1:]] == ["0", "1", "2", "3"]
     if cp.NOT_RECORDED in text:
         pytest.skip("the recording has no profile of part A")
@@ -925,6 +927,22 @@ def test_the_bk_reading_sets_bk_8_against_16_as_built_and_at_two_blocks():
     assert held.endswith("not credited"), held
     assert lines[-1].split(": ", 1)[1].startswith(str(cp._here_registers(
         "capstone", {**cp.KERNELS["capstone"].resolve(None), "BK": 8})) + " registers")
+
+
+def test_built_with_is_the_minb_each_steps_source_asks_for():
+    """The 'built with' column reads each build's PTX: chapter 08's kernel asks for no
+    minimum (1), the z-order kernel and step 4a for two blocks, the capstone's steps for
+    their MINB parameter (1 as built); a MINB = 2 build of a capstone step reads 2."""
+    t = cp.step_changes()
+    assert [row["built with"] for row in t] == \
+        [f"MINB = {r.minb}" for r in cp.ladder()[1:]]
+    minb = {r.number: r.minb for r in cp.ladder()}
+    assert minb["0"] == 1 and all(minb[n] == 2 for n in ("1", "2", "3", "4a"))
+    assert all(minb[n] == 1 for n in ("4b", "4c", "5", "6", "7", "8"))
+    seven = cp.ladder()[cp.position(7)]
+    assert cp.built_minb(seven.kernel, {**seven.step.params, "MINB": 2}) == 2
+    # part A's table, without a MINB = 2 column, still says how each step was built
+    assert cp.step_changes(steps=("1",)).columns[:2] == ["step", "built with"]
 
 
 def test_step_changes_without_minb2_builds_has_no_minb2_column():

@@ -43,6 +43,7 @@ NOT_TIMED = "not timed: the recording has no run of it"   # a worked solution
 AS_BUILT = "as built"     # a ladder step without a MINB switch, in the MINB = 2 column
 MINB2_FIT = "MINB = 2 build (ptxas here): registers, spills"
 LADDER = "ch09_ladder"
+BUILT_WITH = "built with"   # step_changes' column: the MINB of the build that was timed
 LADDER_MINB2 = "ch09_ladder_minb2"   # the same steps built with MINB = 2, same run
 FONT = 10          # every label of these figures; titles one point larger
 
@@ -449,6 +450,17 @@ def fit(kernel, params: dict) -> str:
             f"{r['spill_loads']} bytes spill loads, {r['stack_bytes']} bytes stack")
 
 
+def built_minb(kernel, params: dict) -> int:
+    """The MINB a configuration is built with: the blocks per SM its `__launch_bounds__`
+    asks ptxas to fit, read from the `.minnctapersm` line of its PTX here (none: 1). Read
+    from the compiled source, not the step's name: chapter 08's kernel asks for nothing,
+    the z-order kernel asks for two through an expression, the capstone through MINB."""
+    k = kernel_of(kernel)
+    text, _ = compiler.ptx(k, k.resolve(params))
+    found = re.findall(r"^\s*\.minnctapersm\s+(\d+)", text, flags=re.M)
+    return int(found[0]) if found else 1
+
+
 def _timed_registers(*rows) -> int | None:
     """Registers of the binary that was timed, from the first of `rows` that has one."""
     return next((r["binary"]["registers"] for r in rows
@@ -491,6 +503,7 @@ class Rung:
         self.registers = timed if self.timed else self.here
         self.blocks = _blocks(self.kernel, step.params, self.registers)
         self.has_minb = "MINB" in step.params
+        self.minb = built_minb(self.kernel, step.params)   # as built, for `step_changes`
         self.number = str(index) if number is None else number
         self.label = f"{self.number}. {step.label}"
 
@@ -921,7 +934,7 @@ def step_changes(sizes=(2048, 4096), steps=None) -> Table:
         got = [_step_change(r, before, n) for n in sizes]
         timed = [c for c, _ in got]
         held = [h for _, h in got] if (r.has_minb or before.has_minb) else []
-        row = {"step": r.label}
+        row = {"step": r.label, BUILT_WITH: f"MINB = {r.minb}"}
         for n, c in zip(sizes, timed):
             row[f"{n}^3"] = signed(c) if c is not None else NOT_RECORDED
         has_held = any(h is not None for h in held)
@@ -936,10 +949,10 @@ def step_changes(sizes=(2048, 4096), steps=None) -> Table:
     # Rows with no MINB = 2 build (part A's steps) print without that column: a column of
     # '-' only would ask the student to read a build that part A does not need.
     if all(row[held_col] == "-" for row in rows):
-        cols = ["step", *(f"{n}^3" for n in sizes), "verdict"]
+        cols = ["step", BUILT_WITH, *(f"{n}^3" for n in sizes), "verdict"]
         return Table([{c: row[c] for c in cols} for row in rows], cols,
                      title=f"each step against the one before, {ladder_source()}; {_RULE}")
-    cols = ["step", *(f"{n}^3" for n in sizes), held_col, "verdict"]
+    cols = ["step", BUILT_WITH, *(f"{n}^3" for n in sizes), held_col, "verdict"]
     return Table(rows, cols, title=f"each step against the one before, as timed and between "
                  f"the MINB = 2 builds (two blocks per SM), {ladder_source()}; {_RULE}")
 
@@ -2260,7 +2273,8 @@ def part_a_counts() -> Text:
     kernel's time under the profiler (at its own clock: the ladder gives the rates)."""
     rec = studies.complete_recording(PART_A_STALLS)
     pairs = studies.results(PART_A_STALLS, rec=rec)
-    lines = [f"(Nsight Compute at 4096^3, {records.rows_label([r for _, r in pairs], rec)})"]
+    lines = [f"(Nsight Compute at 4096^3, {records.rows_label([r for _, r in pairs], rec)}; "
+             "short scoreboard in warp-cycles per issued instruction)"]
     for number, (step, row) in zip(step_numbers(), pairs):
         name = f"{number}. {step.label}"
         m = (row or {}).get("metrics")
