@@ -100,6 +100,16 @@ def test_section_5_4s_groups_drop_the_registers_and_kernel_times():
     assert [r for r in full if r in list(waits)] == list(waits)   # the full table's order
 
 
+def test_section_5_4_prints_the_timed_rows_and_the_waits_at_the_ragged_shape_only():
+    t = lf.comparison(rows=("timed", "waits"), profiled_at=((8191, 4097),))
+    full = list(lf.comparison())
+    timed = [r for r in t if r["quantity"].startswith("% of the device copy")]
+    waits = [r for r in t if r["quantity"].startswith("profiled")]
+    assert len(timed) == 2 and len(waits) == 2 and len(list(t)) == 4
+    assert {r["shape"] for r in waits} == {"8191 x 4097"}
+    assert [r for r in full if r in list(t)] == list(t)   # the full table's rows, in its order
+
+
 def test_an_unknown_row_group_is_refused():
     with pytest.raises(ValueError, match="unknown row groups"):
         lf.comparison(rows=("timed", "wait"))

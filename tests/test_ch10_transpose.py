@@ -176,6 +176,12 @@ def test_the_column_read_picture_names_its_configuration_and_marks_conflicts():
     assert any(p.get_edgecolor()[:3] != (0, 0, 0) and p.get_linewidth() == 2 for p in ax.patches)
     ax = c.plot_column_read("transpose_padded", {"T": "float", "TILE": 32, "PAD": 1})
     assert "1 wavefront" in ax.get_title() and not any(p.get_linewidth() == 2 for p in ax.patches)
+    assert "box label: lane" in ax.figure._suptitle.get_text()     # the numbers in the boxes
+
+
+def test_the_copy_rates_name_the_shape_of_the_device_copys_share_of_the_peak():
+    text = c.copy_rates()
+    assert "of the DRAM peak at " + c._shape_text(c.ODD) in text
 
 
 def test_the_heat_map_title_gives_the_shape_and_what_a_cell_is():

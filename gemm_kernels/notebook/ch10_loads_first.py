@@ -105,11 +105,12 @@ ROW_GROUPS = ("round trips", "registers", "timed", "kernel time", "dram", "waits
 _PROFILED = {"kernel time", "dram", "waits"}
 
 
-def comparison(rows: tuple[str, ...] = ROW_GROUPS) -> Table:
+def comparison(rows: tuple[str, ...] = ROW_GROUPS, profiled_at: tuple | None = None) -> Table:
     """The closing experiment in one table: the two-tile padded transpose as built and
     with every load first, one column each. `rows` picks the row groups of `ROW_GROUPS`
-    to print (the appendix prints all; section 5.4 leaves out the registers and kernel
-    times): the loads per round trip (the SASS compiled here); the registers (the timed
+    to print (the appendix prints all; section 5.4 only the timed rates and the waits at
+    the ragged shape), and `profiled_at` the shapes of the profiled rows (None: every
+    profiled shape): the loads per round trip (the SASS compiled here); the registers (the timed
     binary); at both shapes, the rate as a share of the device copy timed beside it (the
     two kernels in one run); and, under Nsight Compute at each shape, the kernel's time,
     how busy DRAM was, and a warp's wait for its loads and at the barrier."""
@@ -137,6 +138,8 @@ def comparison(rows: tuple[str, ...] = ROW_GROUPS) -> Table:
                                  "{:.1f}%") for who, _ in kernels}})
     profiled = _PROFILED & set(rows)
     for sh in shapes if profiled else ():
+        if profiled_at is not None and tuple(sh) not in {tuple(s) for s in profiled_at}:
+            continue
         got = dict((s.label, r) for s, r in studies.results(STUDY, tuple(sh)))
         warps = ch10._warps(KERNEL, PARAMS, tuple(sh))
         text = ch10._shape_text(sh)

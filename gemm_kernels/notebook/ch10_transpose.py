@@ -368,7 +368,7 @@ def copy_rates(shape=ODD) -> str:
             f"(memory clock x bus width)\ncopy kernel, float, {_shape_text(shape)}: "
             f"{rate:,.0f} GB/s = {lookup.share(r):.1f}% of the device copy ({ref:,.0f} GB/s) "
             f"and {100 * rate / peak:.0f}% of the DRAM peak\nthe device copy itself reaches "
-            f"{100 * ref / peak:.0f}% of the DRAM peak: a practical yardstick, not a ceiling "
+            f"{100 * ref / peak:.0f}% of the DRAM peak at {_shape_text(shape)}: a practical yardstick, not a ceiling "
             "(a kernel can come out a little above it)")
 
 
@@ -882,7 +882,7 @@ def plot_column_read(kernel: str, params: dict):
     # chapter 11's title speaks of wide banks; a 4- or 8-byte read here needs only the 32 banks
     ax.figure.suptitle("One warp's column read over the 32 shared-memory banks: one wavefront "
                        "when its lanes use different banks (red: a bank asked for several "
-                       "words)", fontsize=11)
+                       "words; box label: lane)", fontsize=11)
     return ax
 
 
