@@ -26,18 +26,17 @@ def test_the_loop_in_numbers_gives_the_intensity():
     text = ch01_naive.loop_in_numbers()
     assert "16 FFMA and 32 LDG" in text and "0.25 FLOP per byte delivered" in text
     assert "ridge" not in text          # bytes delivered by the L1 are not DRAM bytes
-    assert "The cap: 0.25 FLOP/B x the L1's byte width" in text
+    assert "The cap: at least one L1 wavefront per scalar load instruction, 2 per warp-step" in text
+    assert "for this loop of 4-byte loads" in text and "however" not in text
 
 
-def test_the_cap_is_flop_per_byte_times_the_l1_width(recorded_mode):
-    """0.25 FLOP per requested byte x 128 B per SM and clock: 32 FLOP per SM and clock,
-    an eighth of the 256 an SM's FP32 lanes can do (2 x 128 lanes)."""
-    from gemm_kernels.core import device
+def test_the_cap_is_one_wavefront_per_load_instruction(recorded_mode):
+    """2 load instructions per warp-step of 64 FLOP, one wavefront each at least: 32 FLOP
+    per SM and clock, an eighth of the 256 an SM's FP32 lanes can do (2 x 128 lanes)."""
     from gemm_kernels.memory import ch01_02_sectors
     cap = ch01_naive.l1_cap()
     props = ch01_02_sectors.device_props()
-    assert cap["flop_per_byte"] == 0.25
-    assert cap["width_gbps"] == device.smem_bandwidth_gbps(props)
+    assert cap["loads_per_step"] == 2
     assert cap["cap_gflops"] == pytest.approx(
         32 * props["sm_count"] * props["sm_clock_mhz"] / 1e3)
     assert cap["cap_gflops"] / cap["peak_gflops"] == pytest.approx(0.125)
@@ -97,7 +96,7 @@ def test_the_guess_is_checked_against_the_recorded_ratio(capsys, recorded_mode):
     out = capsys.readouterr().out
     assert "right in direction, but low" in out and "33 -> 5 per step" in out
     assert "33 -> 2 lines" in out and "33 -> 2 words on one bank" in out
-    assert "chapter 02's question" in out and "the chapter's section 2" in out
+    assert "chapter 02's question" in out and "the chapter's section 4 ('The test')" in out
     assert "a cycle per 128-byte line" not in out and "Faster, yes" not in out
 
 
@@ -186,10 +185,12 @@ def test_which_count_sets_both_counts_beside_the_rate_ratio():
 
 
 def test_cap_line_gives_the_bytes_per_multiply_add_and_the_cap(recorded_mode):
-    """2 loads of 4 B per multiply-add: 0.25 FLOP/B, times the L1's byte width; the
-    same cap sentence as the appendix's fold."""
+    """2 loads of 4 B per multiply-add, one instruction each per warp; the same cap
+    sentence as the appendix's fold."""
     text = str(ch01_naive.cap_line())
-    assert text.startswith("2 loads of 4 B per multiply-add (2 FLOP): 8 B, 0.25 FLOP/B. The cap:")
+    assert text.startswith("2 loads of 4 B per multiply-add (2 FLOP), one load instruction "
+                           "each per warp. The cap:")
+    assert "chapter 03" in text and "chapters 05 and 06" in text
     assert text.split(". ", 1)[1] in str(ch01_naive.loop_in_numbers())
 
 
@@ -248,7 +249,8 @@ def test_gap_factors_split_the_gap_to_cublas_in_two(recorded_mode):
     text = str(ch01_naive.gap_factors())
     first, second = text.splitlines()
     assert first.startswith("At BLOCK = 32, 2048^3, in GFLOP/s: x->row ")
-    assert "the addresses" in first and "no reuse" in first and "cuBLAS" in first
+    assert "the addresses" in first and "the room left under the cap" in first
+    assert "cuBLAS" in first
     assert second == str(ch01_naive.cap_line({"BLOCK": 32, "MAPPING": "x->row"}))
 
 

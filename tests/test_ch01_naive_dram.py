@@ -77,7 +77,7 @@ def test_traffic_turns_counts_into_bytes_and_yardsticks(recording):
 def test_summary_is_a_table_of_each_level_against_its_limit(recording):
     """One row per level: DRAM against the device copy over the timed run (as chapter 00
     reads the same bytes), the L2 with DRAM's limit as a floor under its own (none is
-    measured), and the bytes the L1 delivered to the lanes against its byte width. The
+    measured), and the bytes the L1 delivered to the lanes beside its byte width. The
     sector bytes it looked up get no byte limit: the L1's pace is counted in lines."""
     recording()
     table = ch.summary()
@@ -91,7 +91,7 @@ def test_summary_is_a_table_of_each_level_against_its_limit(recording):
     assert l2["bytes"] == "12.8 GB" and "not a limit here" in l2["limit"]
     l2_share = 12.8e9 / (t["ms"] * 1e-3) / (t["dram_gbps"] * 1e9)
     assert l2["share of the limit"] == f"under {l2_share:.1%}"
-    assert "32 banks x 4 B" in width["limit"]
+    assert "32 banks x 4 B" in width["limit"] and "for comparison" in width["limit"]
     lanes = 2e9 * 128 / (t["ms"] * 1e-3)
     assert width["share of the limit"] == f"{lanes / (device.smem_bandwidth_gbps(GPU) * 1e9):.0%}"
 
@@ -103,12 +103,12 @@ def test_bytes_plot_draws_six_bars_in_order_and_the_dram_limit(recording):
     t = ch.traffic()
     l1_limit = device.smem_bandwidth_gbps(GPU) * 1e9 * t["ms"] * 1e-3
     # the six bars (the L1's sector bytes, then the bytes it delivered to the lanes),
-    # then the byte width drawn around the delivered bytes, the ones it limits
+    # then the byte width drawn around the delivered bytes, for comparison
     assert widths == [t["matrices"], 5e9, 32 * 4e8, 32 * 5e10, 2e9 * 128,
                       pytest.approx(t["dram_limit"]), pytest.approx(l1_limit)]
     labels = ax_labels(ax)
     assert "sector bytes looked up" in labels and "bytes delivered to the lanes" in labels
-    assert ax.patches[-1].get_gid() == "the L1's limit"
+    assert ax.patches[-1].get_gid() == "the L1's byte width"
     # the sector bytes get no byte limit (the L1's pace is in lines), and the red of the
     # byte width's outline fills no bar
     assert not ax.get_lines()

@@ -283,7 +283,7 @@ def read_loop(params: dict | None = None, head: int = 8, tail: int = 14) -> Text
 def loop_in_numbers(params: dict | None = None) -> Text:
     """One pass of the loop in numbers: FFMA and LDG, how many loads read A and B and
     how their addresses are made, and the bytes the loads deliver to the lanes per FLOP
-    (4 B per lane and load, the bytes the L1's width limits). These are bytes delivered
+    (4 B per lane and load). These are bytes delivered
     by the L1, not bytes moved through DRAM, so they are not set
     against the roofline's ridge (which counts DRAM bytes): the line says so."""
     r = loop_loads(params)
@@ -306,31 +306,32 @@ def loop_in_numbers(params: dict | None = None) -> Text:
 
 
 def _cap_sentence(cap: dict) -> str:
-    """The cap of `l1_cap` as one sentence, the arithmetic written out."""
-    return (f"The cap: {cap['flop_per_byte']:g} FLOP/B x the L1's byte width "
-            f"({cap['width_gbps'] / 1e3:.1f} TB/s, 128 B per SM per clock) = "
+    """The cap of `l1_cap` as one sentence, the arithmetic written out, and what lifts it."""
+    return (f"The cap: at least one L1 wavefront per scalar load instruction, "
+            f"{cap['loads_per_step']:g} per warp-step of 64 FLOP (32 lanes x one multiply-add), "
+            f"so at most {64 / cap['loads_per_step']:g} FLOP per SM per clock = "
             f"{cap['cap_gflops']:,.0f} GFLOP/s, {cap['cap_gflops'] / cap['peak_gflops']:.1%} "
-            f"of the FP32 peak ({cap['peak_gflops']:,.0f} GFLOP/s), however the loads are "
-            "arranged.")
+            f"of the FP32 peak ({cap['peak_gflops']:,.0f} GFLOP/s), for this loop of 4-byte "
+            "loads. Wider or broadcast loads (chapter 03) and reuse of values in registers "
+            "(chapters 05 and 06) lift it.")
 
 
 def cap_line(params: dict | None = None) -> Text:
-    """The cap of `l1_cap` for the main text, in one line: the bytes per multiply-add
-    that give the FLOP per byte, then the cap they set with the L1's byte width."""
+    """The cap of `l1_cap` for the main text, in one line: the loads per multiply-add,
+    then the cap their wavefronts set."""
     r, cap = loop_loads(params), l1_cap(params)
     if cap is None:
         return Text("Not known here: the GPU's SM count or clock.")
-    per_ffma = 4 * r["LDG"] / r["FFMA"]
-    return Text(f"{r['LDG'] / r['FFMA']:g} loads of 4 B per multiply-add (2 FLOP): "
-                f"{per_ffma:g} B, {cap['flop_per_byte']:g} FLOP/B. " + _cap_sentence(cap))
+    return Text(f"{r['LDG'] / r['FFMA']:g} loads of 4 B per multiply-add (2 FLOP), "
+                "one load instruction each per warp. " + _cap_sentence(cap))
 
 
 def gap_factors(block: int = 32, size: int = 2048) -> Text:
-    """The gap from the naive kernel to cuBLAS at size^3, split in its two factors: the
-    addresses (x->row to x->col, the same instructions) and the missing reuse (x->col up
-    to the byte-width cap of `l1_cap`, which no arrangement of the loads passes); what
-    is left, from the cap to cuBLAS timed beside x->row, takes reuse (chapters 03 on).
-    Then `cap_line`'s arithmetic."""
+    """The gap from the naive kernel to cuBLAS at size^3, in three steps: the addresses
+    (x->row to x->col, the same instructions), the room left under the cap of `l1_cap`
+    (x->col up to it), and what is left from the cap to cuBLAS timed beside x->row,
+    which takes loads that do more per wavefront and reuse. Then `cap_line`'s
+    arithmetic."""
     from gemm_kernels.measure import lookup
     cap = l1_cap({"BLOCK": block, "MAPPING": "x->row"})
     if cap is None:
@@ -339,30 +340,31 @@ def gap_factors(block: int = 32, size: int = 2048) -> Text:
            for m in ("x->row", "x->col")}
     row, col = (run[m]["gflops"]["median"] for m in ("x->row", "x->col"))
     ref = (run["x->row"].get("reference") or {}).get("gflops", {}).get("median")
-    tail = (f" -> cuBLAS {ref:,.0f} ({ref / cap['cap_gflops']:.1f} x more: reuse, chapters "
-            "03 onwards)") if ref else ""
+    tail = (f" -> cuBLAS {ref:,.0f} ({ref / cap['cap_gflops']:.1f} x more: wider loads and "
+            "reuse, chapters 03 onwards)") if ref else ""
     return Text(f"At BLOCK = {block}, {size}^3, in GFLOP/s: x->row {row:,.0f} -> x->col "
                 f"{col:,.0f} ({col / row:.1f} x: the addresses) -> the cap {cap['cap_gflops']:,.0f} "
-                f"({cap['cap_gflops'] / col:.1f} x more allowed, no further: no reuse, "
+                f"({cap['cap_gflops'] / col:.1f} x: the room left under the cap, "
                 f"{cap['cap_gflops'] / cap['peak_gflops']:.1%} of the FP32 peak){tail}.\n"
                 + str(cap_line({"BLOCK": block, "MAPPING": "x->row"})))
 
 
 def l1_cap(params: dict | None = None) -> dict | None:
-    """The most the loop can reach if its L1 delivered every byte the loads request at
-    full width: FLOP per requested byte (from the compiled loop) x the L1's byte width
-    (128 B per SM and clock, `device.smem_bandwidth_gbps`), beside the FP32 peak, for the
-    GPU the numbers describe. A warp's load of 32 floats is 128 B, a whole clock of the
-    L1, so no arrangement of the addresses beats it. None where the SMs or clock are
-    missing."""
+    """The most the loop can reach if its L1 did one wavefront per SM and clock and each
+    scalar load instruction cost one wavefront, its least: a warp-step (32 lanes x one
+    multiply-add, 64 FLOP) issues LDG / FFMA load instructions (from the compiled loop),
+    so 64 / that many FLOP per SM and clock, beside the FP32 peak, for the GPU the
+    numbers describe. It holds for this loop of 4-byte loads only: a wider load, or a
+    broadcast one, delivers more per wavefront. None where the SMs or clock are missing."""
     from gemm_kernels.memory import ch01_02_sectors
     r = loop_loads(params)
     props = ch01_02_sectors.device_props()
-    width, peak = device.smem_bandwidth_gbps(props), device.peak_fp32_gflops(props)
-    if not (width and peak):
+    peak = device.peak_fp32_gflops(props)
+    if not (peak and props.get("sm_count") and props.get("sm_clock_mhz")):
         return None
-    fpb = 2 * r["FFMA"] / (4 * r["LDG"])
-    return {"flop_per_byte": fpb, "width_gbps": width, "cap_gflops": fpb * width,
+    loads = r["LDG"] / r["FFMA"]          # load instructions per warp-step
+    return {"loads_per_step": loads,
+            "cap_gflops": 64 / loads * props["sm_count"] * props["sm_clock_mhz"] / 1e3,
             "peak_gflops": peak}
 
 
@@ -631,7 +633,7 @@ def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
               f"words on one bank ({lines['x->row'] / lines['x->col']:.1f} x), since "
               f"x->col's {sectors['x->col']} sectors sit in {lines['x->col']} lines. Which "
               "of the two counts the L1's cycles is chapter 02's question; the chapter's "
-              "section 2 ('Where the bytes go') measures the cycles.")
+              "section 4 ('The test') sets the rates against the cycles.")
     elif verdict == "too low":
         print("Faster, yes, but by more: count what each lane's address costs the L1 "
               "(the 128-byte lines a warp's step touches, or the words on one bank), not "

@@ -99,9 +99,9 @@ def bytes_plot(study: str = STUDY, ax=None):
     the sector bytes it looked up (sectors x 32 B) and the bytes it delivered to the lanes
     (32 x 4 B per warp load); and, hatched, the DRAM traffic that would make DRAM the
     limit in the kernel's timed run (read against the DRAM bar only). The delivered bytes
-    are drawn inside a dotted red outline, the L1's byte width over the same timed run
-    (`l1_byte_rate`: 128 B per SM and clock), the one byte limit of the L1, which they are
-    far below; the L1's pace in lines is counted by `wavefronts_per_request` and `l1_pace`, not drawn
+    are drawn inside a dotted red outline, for comparison, the L1's byte width over the
+    same timed run (`l1_byte_rate`: 128 B per SM and clock), which they are far below; it
+    is no hard limit on them (a broadcast or wider load delivers more per wavefront); the L1's pace in lines is counted by `wavefronts_per_request` and `l1_pace`, not drawn
     here, since lines are not bytes. Each bar says its bytes and its multiple of A, B and
     C, which the top axis also gives."""
     import matplotlib.pyplot as plt
@@ -133,8 +133,8 @@ def bytes_plot(study: str = STUDY, ax=None):
             ax.text(b * 1.15, y, text, va="center", fontsize=9)
     if l1_limit:
         ax.barh(ys[4], l1_limit, fill=False, edgecolor="C3", ls=":", lw=1.5, height=0.8,
-                zorder=0, gid="the L1's limit")
-        ax.text(l1_limit * 1.15, ys[4], f"red outline: the L1's byte width\n(128 B per SM per clock):\n"
+                zorder=0, gid="the L1's byte width")
+        ax.text(l1_limit * 1.15, ys[4], f"red outline, for comparison: the L1's\nbyte width (128 B per SM per clock):\n"
                 f"{bytes_text(l1_limit)} in {t['ms']:,.0f} ms", color="C3", fontsize=9,
                 va="center", bbox=dict(fc="white", ec="none", pad=1))
     ax.set_yticks(list(ys), [b[0] for b in bars], fontsize=9)
@@ -159,7 +159,8 @@ def summary(study: str = STUDY):
     share of it. DRAM (read and written apart) against the device copy, as chapter 00
     reads it; the L2's bytes with DRAM's limit as a floor under its own (none is measured
     here); the bytes the L1 delivered to the lanes (32 x 4 B per warp load) against its
-    byte width, which limits them. The sector bytes the L1 looked up have no byte limit
+    byte width, for comparison (not a hard limit: a broadcast or wider load delivers
+    more per wavefront). The sector bytes the L1 looked up have no byte limit
     of their own (the L1's pace is counted in lines, `wavefronts_per_request`), so they
     are drawn in the chart only.
     The profiler's own DRAM-busy figure and the L2 hit rate are left out: the first is
@@ -188,8 +189,9 @@ def summary(study: str = STUDY):
         rows.append({"level": "L1, bytes delivered to the lanes (32 lanes x 4 B per "
                               "load, even where lanes share an address)",
                      "bytes": bytes_text(t["lane_bytes"]), "per second": per_s(t["lane_bytes"]),
-                     "limit": f"{bytes_text(rate[1])}/s: its byte width, 128 B per SM "
-                              "per clock (32 banks x 4 B)",
+                     "limit": f"{bytes_text(rate[1])}/s, for comparison: its byte width, "
+                              "128 B per SM per clock (32 banks x 4 B), which broadcast "
+                              "or wider loads can pass",
                      "share of the limit": f"{rate[0] / rate[1]:.0%}"})
     return Table(rows, list(rows[0]),
                  title=f"the naive kernel ({_settings(t)}) at {t['size']}^3, "
