@@ -420,7 +420,15 @@ def test_quarter_line_is_the_counts_result(recorded_mode):
     assert f"= {cycles} cycles of waiting per step" in text
     ffma = line.split("(chapter 07's loop) = ")[1].split(" FFMAs")[0]
     assert f"= {ffma} FFMAs" in text
-    assert line.endswith("the check asks for 128.") and "\n" not in line
+    first, cancel = line.split("\n")
+    assert first.endswith("the check asks for 128.")
+    # the instruction count cancels: the share is the wait per instruction / warps
+    st = next(st for s, st, _ in c._payoff_profiles(None, c.PAYOFF_STALLS,
+                                                    None)[False] if s == "chapter 07's kernel")
+    ls, n = st["long scoreboard"], c.loads("float4").instructions
+    assert cancel == (f"The {n:,} instructions cancel: share of the step = {ls:.2f} cycles "
+                      f"of load wait per instruction / 4 warps per scheduler = {ls / 4:.2f}.")
+    assert f"{ls / 4:.2f}" in first      # the same share as the long count's
 
 
 def test_cover_line_counts_the_flight_against_the_latency(recorded_mode):
@@ -432,6 +440,16 @@ def test_cover_line_counts_the_flight_against_the_latency(recorded_mode):
     assert f"= {wait} cycles" in words and "\n" not in line
     assert f"{c.loads(c.WORKING, c.DEEP).fewest:,} FFMAs" in line
     assert line.endswith("longer than the latency.")
+
+
+def test_the_quarter_in_cycles_is_written_as_instructions_times_pace(recorded_mode):
+    """At BK = 16 the quarter's cycles read 'N instructions x 4 cycles = M cycles', so the
+    quarter's instructions and the step's instruction count are not the same number."""
+    lp = c.loads(c.WORKING, c.DEEP)
+    n = round(lp.needed * lp.instructions / lp.ffma)
+    w = c.warps_per_scheduler(c.WORKING, c.DEEP)
+    assert (f"at least {n:,} instructions x {w:.0f} cycles = {n * w:,.0f} cycles"
+            in c.latency_words(c.DEEP))
 
 
 def test_the_failing_sources_at_bk16_cover_the_latency(recorded_mode):

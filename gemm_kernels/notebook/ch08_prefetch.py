@@ -1019,17 +1019,23 @@ def _quarter(params: dict | None, study: str):
 
 
 def quarter_line(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
-    """One line: the quarter-step check is one latency written in FFMAs of chapter 07's
+    """Two lines: the quarter-step check is one latency written in FFMAs of chapter 07's
     loop at the fastest pace, for this tile only (the count of `why_a_quarter`, its
-    result alone)."""
+    result alone); then why the loop's instruction count cancels out of that share (it
+    multiplies the wait per instruction into the latency and divides the FFMAs by it), so
+    the share is the long-scoreboard wait per instruction over the warps per scheduler."""
     q = _quarter(params, study)
     if q is None:
         return NO_LATENCY
-    _, lp07, _, wait, w, lp, cover = q
+    st07, lp07, _, wait, w, lp, cover = q
+    ls = st07.get("long scoreboard", 0.0)
     return (f"One latency, {wait:,.0f} cycles, / {w:.0f} cycles per instruction = "
             f"{wait / w:,.0f} instructions; x {lp07.ffma:,} FFMAs / {lp07.instructions:,} "
             f"instructions (chapter 07's loop) = {cover:,.0f} FFMAs, {cover / lp07.ffma:.2f} "
-            f"of the step: the check asks for {lp.needed:,}.")
+            f"of the step: the check asks for {lp.needed:,}.\n"
+            f"The {lp07.instructions:,} instructions cancel: share of the step = {ls:.2f} "
+            f"cycles of load wait per instruction / {w:.0f} warps per scheduler = "
+            f"{ls / w:.2f}.")
 
 
 def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
@@ -1165,9 +1171,9 @@ def latency_words(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
              f"   x {lp07.instructions:,} instructions per step = {wait:,.0f} cycles"
              f"{at_default}.",
              f"2. The quarter-step check asks for {lp.needed:,} of the step's {lp.ffma:,} "
-             f"FFMAs, about {quarter:,} of the answer's {lp.instructions:,} instructions per step:\n"
-             f"   at {w:.0f} warps per scheduler at least {w * quarter:,.0f} cycles, "
-             f"{w * quarter / wait:.1f} times that latency."]
+             f"FFMAs, about {quarter:,} of the answer's {lp.instructions:,} instructions per step.\n"
+             f"   At {w:.0f} warps per scheduler, at least {quarter:,} instructions x {w:.0f} "
+             f"cycles = {w * quarter:,.0f} cycles, {w * quarter / wait:.1f} times that latency."]
     fail = [s for s in ALTERNATIVES if s in got and not passes(loads(s, params))]
     if fail:
         lps = {s: loads(s, params) for s in fail}
