@@ -284,6 +284,12 @@ def test_copy_smem_by_rows_counts_the_loads_and_compares_with_rows_8():
     assert got[16]["bytes a warp has in flight"] == 256
     if got[8]["GB/s (median)"]:
         assert got[8]["rate / rate at ROWS = 8"] == "1.00"
+        assert got[8]["implied latency vs ROWS = 8"] == "1.00"
+        # latency = bytes in flight / rate, relative to ROWS = 8
+        for r in (4, 16):
+            want = (got[r]["bytes a warp has in flight"] / got[8]["bytes a warp has in flight"]) / (
+                got[r]["GB/s (median)"] / got[8]["GB/s (median)"])
+            assert got[r]["implied latency vs ROWS = 8"] == f"{want:.2f}"
 
 
 def test_copy_orders_shows_the_copys_split_changing_with_rows():

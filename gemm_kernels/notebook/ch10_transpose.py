@@ -321,9 +321,10 @@ def solution_gap(shape=SQUARE) -> str:
 def copy_smem_by_rows(shape=SQUARE, rows=(4, 8, 16)) -> Table:
     """`copy_smem` in float at TILE = 32 and each ROWS: the loads a thread sends before
     its first store (SASS here), the bytes a warp then has in flight, and the timed rate
-    (a share of the device copy timed beside it, and a ratio to ROWS = 8). It tests part
-    2's Little's-law arithmetic: half the bytes per warp need not mean half the rate,
-    because the latency falls with the load."""
+    (a share of the device copy timed beside it, and a ratio to ROWS = 8), and the latency
+    Little's law then implies, against ROWS = 8: latency = bytes in flight / rate, so its
+    ratio is the bytes ratio over the rate ratio. The law itself predicts no change of
+    latency; this column shows how the latency the rates imply moved with the load."""
     out = []
     for r in rows:
         p = {"T": "float", "TILE": 32, "ROWS": r}
@@ -333,10 +334,16 @@ def copy_smem_by_rows(shape=SQUARE, rows=(4, 8, 16)) -> Table:
                     "bytes a warp has in flight": (trips[0] if trips else 0) * 4 * WARP,
                     "GB/s (median)": row["gbps"]["median"] if row else None,
                     "% of device copy": lookup.share(row) if row else None})
-    base = next((o["GB/s (median)"] for o in out if o["ROWS"] == 8), None)
+    base = next((o for o in out if o["ROWS"] == 8), None)
+    rate0 = base["GB/s (median)"] if base else None
     for o in out:
-        o["rate / rate at ROWS = 8"] = (f"{o['GB/s (median)'] / base:.2f}"
-                                        if base and o["GB/s (median)"] else "-")
+        rate = o["GB/s (median)"]
+        o["rate / rate at ROWS = 8"] = f"{rate / rate0:.2f}" if rate0 and rate else "-"
+        # the same warps per SM at every ROWS is assumed (the block size changes: see the
+        # chapter's caveat), so bytes in flight per warp stand for bytes in flight per SM
+        more_bytes = o["bytes a warp has in flight"] / base["bytes a warp has in flight"]
+        o["implied latency vs ROWS = 8"] = (f"{more_bytes / (rate / rate0):.2f}"
+                                            if rate0 and rate else "-")
     return Table(out, list(out[0]), title=f"copy_smem, float, TILE = 32, {_shape_text(shape)}; "
                  f"rates {records.recording_label()}", pct_decimals=1)
 
