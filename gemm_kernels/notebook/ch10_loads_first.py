@@ -137,8 +137,9 @@ def comparison(rows: tuple[str, ...] = ROW_GROUPS, profiled_at: tuple | None = N
                     **{who: _fmt(timed[who, tuple(sh)] and lookup.share(timed[who, tuple(sh)]),
                                  "{:.1f}%") for who, _ in kernels}})
     profiled = _PROFILED & set(rows)
+    wanted = None if profiled_at is None else {tuple(s) for s in profiled_at}
     for sh in shapes if profiled else ():
-        if profiled_at is not None and tuple(sh) not in {tuple(s) for s in profiled_at}:
+        if wanted is not None and tuple(sh) not in wanted:
             continue
         got = dict((s.label, r) for s, r in studies.results(STUDY, tuple(sh)))
         warps = ch10._warps(KERNEL, PARAMS, tuple(sh))
