@@ -77,7 +77,7 @@ def test_the_guess_is_checked_against_the_recorded_ratio(capsys, recorded_mode):
     assert "Write your guess" in capsys.readouterr().out
     ch01_naive.check_guess(1.0)         # "the same" is refused, with the explanation
     out = capsys.readouterr().out
-    assert "too low" in out and "Where the bytes go" in out
+    assert "too low" in out and "'Why it is slow' draws them" in out
     ch01_naive.check_guess(3)           # "a little faster" too, with its own hint
     out = capsys.readouterr().out
     assert "too low" in out and "Faster, yes, but by more: count what each lane's address costs the L1" in out
@@ -96,7 +96,7 @@ def test_the_guess_is_checked_against_the_recorded_ratio(capsys, recorded_mode):
     out = capsys.readouterr().out
     assert "right in direction, but low" in out and "33 -> 5 per step" in out
     assert "33 -> 2 lines" in out and "33 -> 2 words on one bank" in out
-    assert "chapter 02's question" in out and "the chapter's section 4 ('The test')" in out
+    assert "chapter 02's question" in out and "the chapter's optional section F ('The test')" in out
     assert "a cycle per 128-byte line" not in out and "Faster, yes" not in out
 
 
@@ -166,7 +166,7 @@ def test_rate_times_lines_multiplies_the_recorded_rate_by_the_lines_per_step(rec
     from gemm_kernels.core.table import fmt_number
     t = ch01_naive.rate_times_lines()
     assert [r["settings"] for r in t][:1] == ["BLOCK = 8, MAPPING = x->row"]
-    assert [r["lines = words on the busiest bank (from the indices)"] for r in t] == [9, 17, 33, 5, 3, 2]
+    assert [r["128-byte lines per step (from the indices)"] for r in t] == [9, 17, 33, 5, 3, 2]
     sweep = ch01_naive.sweep_table()
     rate = sweep[0]["x->row (GFLOP/s)"]
     assert t[0]["rate x lines"] == fmt_number(rate * 9)
@@ -268,4 +268,4 @@ def test_rate_times_lines_shows_the_profiled_wavefronts_beside_the_lines(recorde
     for r in t:
         if r["wavefronts per step, Nsight Compute"] != "-":
             assert round(float(r["wavefronts per step, Nsight Compute"])) == \
-                r["lines = words on the busiest bank (from the indices)"]
+                r["128-byte lines per step (from the indices)"]

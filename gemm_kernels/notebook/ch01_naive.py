@@ -431,7 +431,7 @@ def rate_times_lines(size: int = 2048, blocks=(8, 16, 32)) -> Table:
     stays about constant."""
     from gemm_kernels.notebook.ch01_naive_dram import wavefronts_per_step
     counted, rows = wavefronts_per_step(), []
-    lines_col, wf_col = "lines = words on the busiest bank (from the indices)", \
+    lines_col, wf_col = "128-byte lines per step (from the indices)", \
         "wavefronts per step, Nsight Compute"
     for params, counts, rate in _sweep(size, blocks):
         cycles = counts["128-byte lines (A + B)"]
@@ -622,7 +622,7 @@ def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
     # (the right reasoning in chapter 00's unit), a little faster, or too much
     if verdict == "too low" and my_guess <= 1.6:
         print("The same instructions, a different speed: the addresses a warp loads "
-              "decide it. The chapter's section 2 ('Where the bytes go') counts them.")
+              "decide it. The chapter's section 'Why it is slow' draws them.")
     elif sector_tier:
         print(f"Counting 32-byte sectors, as chapter 00 did, gives {sectors['x->row']} -> "
               f"{sectors['x->col']} per step, {by_sectors:.1f} x: the right reasoning, and "
@@ -633,13 +633,13 @@ def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
               f"words on one bank ({lines['x->row'] / lines['x->col']:.1f} x), since "
               f"x->col's {sectors['x->col']} sectors sit in {lines['x->col']} lines. Which "
               "of the two counts the L1's cycles is chapter 02's question; the chapter's "
-              "section 4 ('The test') sets the rates against the cycles.")
+              "optional section F ('The test') sets the rates against the cycles.")
     elif verdict == "too low":
         print("Faster, yes, but by more: count what each lane's address costs the L1 "
               "(the 128-byte lines a warp's step touches, or the words on one bank), not "
-              "the 32-byte sectors. The chapter's section 2 ('Where the bytes go') counts them.")
+              "the 32-byte sectors. The chapter's section 'Why it is slow' draws them.")
     elif verdict == "too high":
         print("Faster, but not that much: x->col's step still costs the L1 more than one "
               "unit, and x->row's no more than one per line it touches. Count the 128-byte "
               "lines each mapping's step touches (x->row: one per row of A, plus one for "
-              "B) and divide. The chapter's section 2 ('Where the bytes go') counts them.")
+              "B) and divide. The chapter's section 'Why it is slow' draws them.")

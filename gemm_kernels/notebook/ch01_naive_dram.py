@@ -380,8 +380,8 @@ def wavefronts_per_step(study: str = STALL_STUDY) -> dict:
 def l1_pace(params: dict | None = None, study: str = STALL_STUDY) -> Text:
     """The same profile's wavefronts per SM and cycle, over the profiler's own count of
     each SM's cycles (`sm__cycles_elapsed.avg`), so no clock is assumed; and the bytes a
-    load request looks up against those it delivers (why section 2's chart shows the L1
-    looking up several times the bytes it delivers to the lanes). The SMs are those of
+    load request looks up against those it delivers (why the chart of the chapter's
+    section C shows the L1 looking up several times the bytes it delivers to the lanes). The SMs are those of
     the GPU profiled, the recording's, whatever GPU runs the notebook."""
     from gemm_kernels.memory import ch01_02_sectors
     params = dict(params or KERNELS["naive"].resolve(None))
