@@ -243,7 +243,7 @@ def test_the_chapter_roofline_draws_dram_roofs_only_and_the_gap_to_the_roof():
 
 def test_littles_law_sets_bytes_needed_against_one_float_per_thread(monkeypatch):
     from gemm_kernels.measure import roofline
-    monkeypatch.setattr(roofline, "device_properties", lambda: dict(GPU))
+    monkeypatch.setattr(records, "described_device", lambda: dict(GPU))
     monkeypatch.setattr(roofline, "ceilings", lambda props: [
         {"level": "DRAM", "gbps": None, "kind": "measured", "how": "-"},
         {"level": "DRAM", "gbps": device.peak_bandwidth_gbps(GPU), "kind": "theoretical",
@@ -260,7 +260,7 @@ def test_littles_law_sets_bytes_needed_against_one_float_per_thread(monkeypatch)
 
 def test_littles_law_halves_the_measured_copy_and_tests_the_ratio(monkeypatch):
     from gemm_kernels.measure import roofline
-    monkeypatch.setattr(roofline, "device_properties", lambda: dict(GPU))
+    monkeypatch.setattr(records, "described_device", lambda: dict(GPU))
     monkeypatch.setattr(roofline, "ceilings", lambda props: [
         {"level": "L2", "gbps": 9000.0, "kind": "measured", "how": "-"},
         {"level": "DRAM", "gbps": 2000.0, "kind": "measured", "how": "device copy of 1 GiB"},

@@ -33,9 +33,9 @@ def test_the_loop_in_numbers_gives_the_intensity():
 def test_the_cap_is_one_wavefront_per_load_instruction(recorded_mode):
     """2 load instructions per warp-step of 64 FLOP, one wavefront each at least: 32 FLOP
     per SM and clock, an eighth of the 256 an SM's FP32 lanes can do (2 x 128 lanes)."""
-    from gemm_kernels.memory import ch01_02_sectors
+    from gemm_kernels.measure import records
     cap = ch01_naive.l1_cap()
-    props = ch01_02_sectors.device_props()
+    props = records.described_device()
     assert cap["loads_per_step"] == 2
     assert cap["cap_gflops"] == pytest.approx(
         32 * props["sm_count"] * props["sm_clock_mhz"] / 1e3)

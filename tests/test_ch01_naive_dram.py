@@ -148,7 +148,7 @@ def test_without_a_device_copy_the_limit_uses_the_theoretical_bandwidth(recordin
 def test_a_row_profiled_on_another_gpu_is_not_used(recording, monkeypatch):
     recording()
     assert ch.traffic()["dram_how"] == "the device copy's"
-    monkeypatch.setattr(roofline, "device_properties", lambda: {**GPU, "name": "Other GPU"})
+    monkeypatch.setattr(records, "described_device", lambda: {**GPU, "name": "Other GPU"})
     assert ch.traffic() is None
 
 
@@ -255,7 +255,7 @@ def test_l1_pace_is_over_the_profilers_cycles(monkeypatch):
     from types import SimpleNamespace
     from gemm_kernels.memory import ch01_02_sectors
     params, row = _one_profiled_request(monkeypatch)
-    monkeypatch.setattr(ch01_02_sectors, "device_props",
+    monkeypatch.setattr(records, "described_device",
                         lambda: {"name": "Live GPU", "sm_count": 40})
     monkeypatch.setattr(ch.records, "current", lambda: SimpleNamespace(
         device={"name": "Profiled GPU", "sm_count": 10}))

@@ -4,7 +4,7 @@ check's word on the usual slip, and the figures' finishing touches."""
 import matplotlib
 import pytest
 
-from gemm_kernels.measure import lookup, studies
+from gemm_kernels.measure import lookup, records, studies
 
 matplotlib.use("Agg")
 
@@ -342,7 +342,7 @@ def test_the_naive_kernels_l1_bytes_are_a_share_of_the_l1s_width(monkeypatch):
                         lambda kernel, params, study=None: {model.SECTORS_LD: 8e12 * seconds / 32})
     monkeypatch.setattr(lookup, "measure_or_lookup",
                         lambda kernel, shape, params: {"gflops": {"median": 1000.0}})
-    monkeypatch.setattr(model, "device_props", lambda: H200)
+    monkeypatch.setattr(records, "described_device", lambda: H200)
     text = str(ch02_coalescing.naive_l1_bytes())
     assert "at 2048^3 moved 8 TB/s" in text
     assert f"{8e12 / (132 * 1.98e9 * 128):.0%} of the 33.5 TB/s" in text
@@ -459,7 +459,7 @@ def test_coalescing_gain_says_so_when_a_rate_is_missing(monkeypatch):
 
 def test_prediction_drop_sets_the_lanes_per_line_beside_the_timed_ratio(monkeypatch, recorded_mode):
     # recorded mode: on a GPU the rates would be timed again (and moved by other work)
-    monkeypatch.setattr(model, "device_props", lambda: H200)
+    monkeypatch.setattr(records, "described_device", lambda: H200)
     text = str(ch02_coalescing.prediction_drop())
     # 16 lanes over 5 lines against 32 over 9
     assert "(16 lanes / 5 lines) / (32 lanes / 9 lines) = 0.90" in text
@@ -500,7 +500,7 @@ def test_the_alignment_table_holds_one_kernel_at_both_sizes_aligned_first():
 
 def test_the_alignment_table_sets_each_rate_against_the_limit_of_both_counts(monkeypatch):
     monkeypatch.setattr(ch02_coalescing, "_alignment_rate", lambda kernel, params, n: 4182.0)
-    monkeypatch.setattr(model, "device_props", lambda: H200)
+    monkeypatch.setattr(records, "described_device", lambda: H200)
     for kernel in ("naive", "coalesced"):
         for r in ch02_coalescing.alignment_table(kernel):
             modelled, counted = _pair(r, "wavefronts")

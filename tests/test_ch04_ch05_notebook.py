@@ -190,8 +190,8 @@ def test_heatmap_can_hatch_invalid_cells_and_evidence_plots_can_leave_the_run_ou
 
 def test_the_bound_line_names_the_constants_that_give_chapter_03s_bound():
     line = ch04_banks.bound_line()
-    from gemm_kernels.measure import roofline
-    props = roofline.device_properties()
+    from gemm_kernels.measure import records
+    props = records.described_device()
     assert f"{props['sm_count']} SMs x {props['sm_clock_mhz']:,.0f} MHz" in line
     bound = ch03_04_tiles.smem_ceiling("smem_tiled", {"BLOCK": 32}, props)["smem bound GFLOP/s"]
     assert line.endswith(f"50 wavefronts: {bound:,.0f} GFLOP/s")

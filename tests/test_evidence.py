@@ -89,8 +89,8 @@ def test_global_accesses_of_the_copy_kernel_load_before_they_store():
 
 def test_device_properties_name_the_gpu_in_recorded_mode(monkeypatch):
     monkeypatch.setenv("GEMM_KERNELS_MODE", "recorded")
-    from gemm_kernels.measure import records, roofline
-    props = roofline.device_properties()
+    from gemm_kernels.measure import records
+    props = records.described_device()
     rec = records.current()
     assert props == ({} if rec is None else rec.device)
 

@@ -41,6 +41,22 @@ def test_recorded_device_is_the_recordings(shown):
     assert records.recorded_device(rec) is not rec.device      # a copy, safe to change
 
 
+def test_described_device_is_the_live_gpu_when_there_is_one(shown):
+    # What is measured now is described by the GPU that measures it; without one, by
+    # the GPU the recording was made on.
+    rec = records.current()
+    assert records.described_device() == rec.device
+    shown()
+    assert records.described_device() == LIVE
+    assert records.recorded_device() == rec.device
+
+
+def test_described_device_is_empty_without_gpu_or_recording(monkeypatch):
+    monkeypatch.setattr(device, "is_live", lambda: False)
+    monkeypatch.setattr(records, "current", lambda: None)
+    assert records.described_device() == {}
+
+
 def _calls():
     from gemm_kernels.memory import ch01_02_sectors
     from gemm_kernels.notebook import capstone_pictures, ch02_coalescing, ch10_transpose

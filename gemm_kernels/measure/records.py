@@ -214,6 +214,16 @@ def recorded_device(rec: Record | None = None) -> dict:
     return dict(rec.device) if rec else {}
 
 
+def described_device() -> dict:
+    """The properties of the GPU the notebook's numbers describe: the live one where a
+    GPU runs the notebook (its numbers are measured there), else the one the recording
+    was made on. {} with neither. Counters read from a recording use `recorded_device`
+    instead, whatever GPU runs the notebook."""
+    if device.is_live():
+        return device.properties()
+    return recorded_device()
+
+
 def arch() -> str | None:
     """The architecture of the recording recorded mode shows ("sm_90"), None without one."""
     rec = current()

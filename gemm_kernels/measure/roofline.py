@@ -7,14 +7,6 @@ from gemm_kernels.core.registry import runnable
 from gemm_kernels.measure import lookup, profile, records
 
 
-def device_properties() -> dict:
-    """The live GPU's properties, or those of the GPU the recording was made on."""
-    if device.is_live():
-        return device.properties()
-    rec = records.current()
-    return rec.device if rec else {}
-
-
 MiB = 1 << 20      # buffers and caches are sized in powers of two (MiB, GiB) ...
 MB = 1e6           # ... traffic and bandwidth in powers of ten (MB, GB/s), as profilers do
 
@@ -205,7 +197,7 @@ def table(kernels, size: int = profile.GEMM_SHAPE[0]):
     lowest roof over it: the FP32 peak or a level's ceiling x the kernel's FLOP per byte
     of that level (the most it could reach were that level its only limit)."""
     from gemm_kernels.core.table import Table
-    props = device_properties()
+    props = records.described_device()
     peak = device.peak_fp32_gflops(props)
     bw = {c["level"]: c["gbps"] for c in ceilings(props) if c["gbps"]}   # measured DRAM first
     rows = []
@@ -278,7 +270,7 @@ def plot(kernels, size: int = profile.GEMM_SHAPE[0], ax=None):
     import matplotlib.pyplot as plt
     import numpy as np
     from matplotlib.lines import Line2D
-    props = device_properties()
+    props = records.described_device()
     peak = device.peak_fp32_gflops(props)
     verdicts = {n: runnable(KERNELS[n]) for n in kernels}
     refused = [why for ok, why in verdicts.values() if not ok]
@@ -398,7 +390,7 @@ def dram_point(entry, size: int = GROWING_SIZE, props: dict | None = None) -> di
     its limit only left of it), 'limit_bytes' (the bytes that would take)}. None when the
     rate is neither measurable here nor recorded."""
     name, params = _name_params(entry)
-    props = props if props is not None else device_properties()
+    props = props if props is not None else records.described_device()
     shape = (size,) * 3
     try:
         rate = _rate(name, shape, params)
@@ -447,7 +439,7 @@ def chapter_plot(kernels=(), size: int = GROWING_SIZE, ax=None):
     import matplotlib.pyplot as plt
     import numpy as np
     from matplotlib.lines import Line2D
-    props = device_properties()
+    props = records.described_device()
     peak = device.peak_fp32_gflops(props)
     pts = [p for p in (dram_point(k, size, props) for k in ["cublas", *kernels]) if p]
     drawn = [c for c in ceilings(props) if c["gbps"] and c["level"] in ("DRAM", "L2")]

@@ -142,7 +142,6 @@ def lane_picture(kernel: str, params: dict, rows: int = 8, cols: int = 40, ax=No
     import matplotlib.pyplot as plt
     import numpy as np
     from gemm_kernels.core import style
-    from gemm_kernels.core.kernels import get
     lanes = warp_elements(kernel, params, 4096, 4096, 4096)
     grid = np.full((rows, cols), np.nan)
     for l in lanes:
@@ -389,16 +388,6 @@ def occupancy_table(kernel: str, configs):
 
 # ---------------------------------------------------------------- rates and the line limit
 
-def device_props() -> dict:
-    """The GPU the numbers describe: this one when live, the recording's otherwise."""
-    from gemm_kernels.core import device
-    from gemm_kernels.measure import records
-    if device.is_live():
-        return device.properties()
-    rec = records.current()
-    return dict(rec.device) if rec else {}
-
-
 # The distinct 128-byte lines the L1's tag stage looks up per wavefront (measured on an
 # H200: 32 lanes in 32 different lines cost 8 tag wavefronts, `ch02_naive_alignment_l1`).
 TAG_LINES = 4
@@ -427,7 +416,9 @@ def line_limit(kernel: str, params: dict, props: dict | None = None,
     {'lanes', 'sectors', 'lines', 'banks', 'tags', 'GFLOP/s', 'bank GFLOP/s',
     'stage GFLOP/s'}; the rates are None
     where the device's SM count or clock is unknown."""
-    props = device_props() if props is None else props
+    if props is None:
+        from gemm_kernels.measure import records
+        props = records.described_device()
     n_lines = n_sectors = n_banks = n_tags = 0
     for k in range(steps):
         warp = warp_elements(kernel, params, *shape, k=k)
@@ -500,7 +491,7 @@ def limit_plot(configs, size: int = 2048):
     share a bank), with the measured share written at its end. Returns the figure."""
     import matplotlib.pyplot as plt
     from gemm_kernels.measure import records
-    props = device_props()
+    props = records.described_device()
     names, rates, limits = [], [], []
     for kernel, params in configs:
         names.append(f"{label(kernel, params)}  ({line_limit(kernel, params, props)['lines']}"

@@ -324,8 +324,7 @@ def smem_ceiling(kernel, params=None, props: dict | None = None) -> dict:
     from gemm_kernels.measure import records
     k, p = _params(kernel, params)
     if props is None:
-        rec = records.current()
-        props = device.properties() if device.is_live() else (rec.device if rec else None)
+        props = records.described_device()
     if not props or not props.get("sm_count") or not props.get("sm_clock_mhz"):
         raise ValueError("smem_ceiling needs the device's sm_count and sm_clock_mhz")
     wf = wavefronts_per_step(k, p)

@@ -1523,21 +1523,13 @@ def ldgsts_counters() -> Table:
 
 # ------------------------------------------------------------------ waves
 
-def sm_count() -> int | None:
-    """SMs of the GPU the numbers describe: the live one, else the recording's."""
-    if device.is_live():
-        return device.properties()["sm_count"]
-    rec = records.current()
-    return rec.device.get("sm_count") if rec else None
-
-
 def waves(params: dict | None = None, sizes=(1024, 2048, 4096, 8192)) -> Table:
     """How the blocks of a square problem fill the GPU: tiles (blocks), resident slots
     (SMs x blocks per SM, from the registers of the binary that was timed where the
     recording has it, else ptxas here), waves, and how full the last one is."""
     k = KERNELS["capstone"]
     p = k.resolve(params)
-    sms = sm_count()
+    sms = records.described_device().get("sm_count")
     timed = (lookup.binary("capstone", p) or {}).get("registers")
     occ = analysis.kernel_occupancy(k, p, registers=timed)
     slots = sms * occ.blocks_per_sm if sms else None

@@ -22,7 +22,7 @@ COPY_PARAMS = {"T": "float", "TILE": 32, "ROWS": 4}   # the exercise's configura
 def cublas_table(sizes=(1024, 2048, 4096, 8192)) -> Table:
     """cuBLAS SGEMM at each size^3: TFLOP/s (median of the timed calls), the slowest and
     fastest call, the share of the theoretical FP32 peak, and the correctness check."""
-    props = roofline.device_properties()
+    props = records.described_device()
     peak = device.peak_fp32_gflops(props)
     rows = []
     for n in sizes:
@@ -81,7 +81,7 @@ def few_tiles_bound(size: int = 1024, tile: int = 128) -> Text:
     `tile` x `tile` tile of C, only (size / tile)^2 blocks, so at most that many SMs,
     would work; their peak (those SMs x lanes x 2 x clock) set against cuBLAS's recorded
     rate at size^3 says whether cuBLAS can be working that way."""
-    props = roofline.device_properties()
+    props = records.described_device()
     lanes = props.get("fp32_lanes_per_sm") or device.fp32_lanes(props["compute_capability"])
     try:
         g = lookup.measure_or_lookup("cublas", (size, size, size))["gflops"]
@@ -111,7 +111,7 @@ def littles_law(latency_ns: float = 1000.0, threads_per_sm: int = 2048) -> Text:
     one element per thread has in flight, for floats and doubles, beside what the copy at
     one element per thread reached; and the test that needs no latency: doubles have
     twice the floats' bytes in flight, against the ratio of their measured shares."""
-    props = roofline.device_properties()
+    props = records.described_device()
     bw, how = next(((c["gbps"], c["how"]) for c in roofline.ceilings(props)
                     if c["level"] == "DRAM" and c["gbps"]), (None, ""))
     sms = props.get("sm_count")
@@ -480,7 +480,7 @@ def roofline_plot(kernels=("naive",), size: int = roofline.GROWING_SIZE):
     ax.legend([h for h, _ in keep], [t for _, t in keep], fontsize=8, loc="upper left",
               bbox_to_anchor=(1.02, 1), borderaxespad=0)
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved through DRAM)")
-    props = roofline.device_properties()
+    props = records.described_device()
     peak = device.peak_fp32_gflops(props)
     dram = next((c["gbps"] for c in roofline.ceilings(props)
                  if c["level"] == "DRAM" and c["kind"] == "measured" and c["gbps"]), None)

@@ -159,11 +159,11 @@ def registers_in_words(params: dict | None = None) -> Text:
     threads an SM can hold, against the SM's register file; which registers are used
     (the timed binary's, and whether ptxas here agrees)."""
     from gemm_kernels.measure import lookup
-    from gemm_kernels.memory.ch01_02_sectors import device_props
+    from gemm_kernels.measure import records
     s = analysis.summary(KERNEL, params)
     timed = (lookup.binary(KERNEL, params) or {}).get("registers")
     regs = timed or s["registers"]
-    props = device_props()
+    props = records.described_device()
     threads, file = props.get("max_threads_per_sm"), props.get("registers_per_sm")
     occ = analysis.kernel_occupancy(KERNEL, params, registers=timed)
     source = f"each thread uses {regs} registers" + \
@@ -356,9 +356,9 @@ def l1_cap(params: dict | None = None) -> dict | None:
     so 64 / that many FLOP per SM and clock, beside the FP32 peak, for the GPU the
     numbers describe. It holds for this loop of 4-byte loads only: a wider load, or a
     broadcast one, delivers more per wavefront. None where the SMs or clock are missing."""
-    from gemm_kernels.memory import ch01_02_sectors
+    from gemm_kernels.measure import records
     r = loop_loads(params)
-    props = ch01_02_sectors.device_props()
+    props = records.described_device()
     peak = device.peak_fp32_gflops(props)
     if not (peak and props.get("sm_count") and props.get("sm_clock_mhz")):
         return None
@@ -478,8 +478,8 @@ def _pace() -> dict | None:
     """The rate one L1 cycle per SM and clock allows a warp's step (64 FLOP: 32 lanes x
     one multiply-add), over all SMs at the clock the driver reports: the GFLOP/s and
     the arithmetic behind it. None where the SMs or the clock are not known."""
-    from gemm_kernels.memory import ch01_02_sectors
-    props = ch01_02_sectors.device_props()
+    from gemm_kernels.measure import records
+    props = records.described_device()
     if not (props.get("sm_count") and props.get("sm_clock_mhz")):
         return None
     gflops = 64 * props["sm_count"] * props["sm_clock_mhz"] / 1e3

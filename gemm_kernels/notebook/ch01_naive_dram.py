@@ -50,7 +50,7 @@ def traffic(study: str = STUDY) -> dict | None:
     bar, so not shown beside it), 'sectors_per_load', 'lane_bytes' (the bytes the L1
     delivered to the lanes: 32 lanes x 4 B per warp load, even where lanes share an address)}."""
     (step, row), = studies.results(study)
-    props = roofline.device_properties()
+    props = records.described_device()
     if row is None or records.current().device.get("name") != props.get("name"):
         return None     # not profiled, or profiled on another GPU than the live one
     size = row["shape"][0]
@@ -209,7 +209,7 @@ def dram_strips(study: str = STUDY) -> Text:
     from gemm_kernels.core import analysis
     from gemm_kernels.measure import lookup
     t = traffic(study)
-    props = roofline.device_properties()
+    props = records.described_device()
     if t is None or t["params"].get("MAPPING") != "x->row" or not props.get("sm_count"):
         return Text(f"Not in this recording: the {STUDY} study with MAPPING = x->row.")
     n, block = t["size"], t["params"]["BLOCK"]
@@ -241,7 +241,7 @@ def l1_byte_rate(t: dict | None = None) -> tuple[float, float] | None:
     SM and clock, chapter 02), which limits exactly those bytes, from `traffic` (None
     where it or the width is missing)."""
     t = traffic() if t is None else t
-    width = device.smem_bandwidth_gbps(roofline.device_properties())
+    width = device.smem_bandwidth_gbps(records.described_device())
     if t is None or not width:
         return None
     return t["lane_bytes"] / (t["ms"] * 1e-3), width * 1e9

@@ -31,7 +31,7 @@ def l1_bandwidth(props: dict | None = None) -> Text:
     """The width of the data array the L1 shares with shared memory (its 32 banks of 4
     bytes, documented for shared memory) as bytes per clock, and the whole
     GPU's bandwidth at that width from the SM count and the clock."""
-    props = model.device_props() if props is None else props
+    props = records.described_device() if props is None else props
     gbps = device.smem_bandwidth_gbps(props)
     # A data-stage wavefront reads at most one word from each bank: the width is an upper
     # bound on its bytes, not one line (a bank-conflicted wavefront reads a single word).
@@ -53,7 +53,7 @@ def naive_l1_bytes(params=None, size: int = 2048) -> Text:
     from gemm_kernels.measure import lookup
     params = {"BLOCK": 32, "MAPPING": "x->row"} if params is None else params
     sectors = profiled("naive", params).get(model.SECTORS_LD)
-    width = device.smem_bandwidth_gbps(model.device_props())
+    width = device.smem_bandwidth_gbps(records.described_device())
     if sectors is None or not width:
         return Text("The naive kernel's sector count is not in this recording.")
     gflops = lookup.measure_or_lookup("naive", (size,) * 3, params)["gflops"]["median"]

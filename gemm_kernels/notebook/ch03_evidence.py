@@ -253,7 +253,7 @@ def predicted_load_bytes(block: int, n: int = SHAPE[0]) -> int:
 
 def _copy_gbps():
     """The DRAM rate a device copy reaches (chapter 00), or None."""
-    copy = [c for c in roofline.ceilings(roofline.device_properties())
+    copy = [c for c in roofline.ceilings(records.described_device())
             if c["level"] == "DRAM" and c["kind"] == "measured"]
     return copy[0]["gbps"] if copy else None
 
@@ -297,7 +297,7 @@ def traffic_rows(blocks=TRAFFIC_BLOCKS) -> list[dict]:
 def l2_line(shape=SHAPE) -> str:
     """One line: how large A, B and C are at `shape` against the L2 of the recorded (or
     live) GPU, so that 'larger than the L2' is a number."""
-    l2 = roofline.device_properties().get("l2_bytes")
+    l2 = records.described_device().get("l2_bytes")
     M, N, K = shape
     sizes = {"A": M * K * 4, "B": K * N * 4, "C": M * N * 4}
     each = ", ".join(f"{n} {b / 2**20:,.0f} MiB" for n, b in sizes.items())

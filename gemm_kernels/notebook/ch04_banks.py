@@ -430,8 +430,8 @@ def exercise_lower_bound(block: int = 32):
 def bound_line(block: int = 32) -> str:
     """The constants of the table's shared-memory bound (the measured GPU's SMs and clock)
     and the formula with them, worked for chapter 03's kernel."""
-    from gemm_kernels.measure import roofline
-    props = roofline.device_properties()
+    from gemm_kernels.measure import records
+    props = records.described_device()
     if not props.get("sm_count") or not props.get("sm_clock_mhz"):
         return "no device properties here"
     wf = ch03_04_tiles.wavefronts_per_step("smem_tiled", {"BLOCK": block})

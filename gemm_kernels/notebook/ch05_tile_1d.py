@@ -306,8 +306,8 @@ BUSY = "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_ela
 def smem_bound(w: float, props: dict | None = None) -> float:
     """GFLOP/s that shared memory alone allows at w wavefronts per FFMA instruction: an SM
     serves one wavefront per clock, and an FFMA instruction is 32 lanes x 2 flops."""
-    from gemm_kernels.measure import roofline
-    props = props or roofline.device_properties()
+    from gemm_kernels.measure import records
+    props = props or records.described_device()
     return props["sm_count"] * props["sm_clock_mhz"] * 1e6 / w * 32 * 2 / 1e9
 
 
@@ -926,7 +926,7 @@ def bk_scatter(size: int = 2048, ax=None):
     """Every pair of measured configurations that differ only in BK: the rate at BK = 16
     against the rate at BK = 8, coloured by TM, with the diagonal (no gain) drawn."""
     from gemm_kernels.core.style import series_styles
-    from gemm_kernels.measure import records, tradeoff
+    from gemm_kernels.measure import records
     plt = _plt()
     pairs = bk_pairs(size)
     if ax is None:

@@ -18,7 +18,7 @@ from gemm_kernels.core.kernels import get as get_kernel
 from gemm_kernels.core.launch import kernel_of
 from gemm_kernels.core.registry import Kernel
 from gemm_kernels.core.table import Table
-from gemm_kernels.measure import lookup, records, roofline, studies
+from gemm_kernels.measure import lookup, records, studies
 from gemm_kernels.memory import ch05_06_thread_tiles as tiles
 from gemm_kernels.notebook import evidence, fragments
 from gemm_kernels.exercises.notebooks import solution_source
@@ -272,7 +272,7 @@ def _peak_line(props: dict, name: str) -> tuple[float, str]:
 
 def share_of_peak(gflops: float, props: dict | None = None) -> float:
     """gflops as a share of this GPU's FP32 peak (SMs x FP32 lanes x 2 x clock), in %."""
-    return 100 * gflops / _peak_line(props or roofline.device_properties(), "")[0]
+    return 100 * gflops / _peak_line(props or records.described_device(), "")[0]
 
 
 def _here_rates(size: int, rows=None) -> tuple[float | None, float | None]:
@@ -308,7 +308,7 @@ def boehm_table(size: int = 4096, rows=None, props: dict | None = None) -> Table
     at his kernel-4 tile, K5 and cuBLAS here: each rate in TFLOP/s, as a share of its
     GPU's FP32 peak (the title writes both peaks out) and of its GPU's cuBLAS."""
     here4, here5 = _here_rates(size, rows)
-    props = props or roofline.device_properties()
+    props = props or records.described_device()
     try:
         cublas = lookup.measure_or_lookup("cublas", (size,) * 3)["gflops"]["median"] / 1e3
     except LookupError:
@@ -348,7 +348,7 @@ def bound_table(configs=BOUND_CONFIGS, size: int = 4096) -> Table:
     (chapter 05's `smem_bound`), the rate at size^3 and its share of the bound. The title
     writes the bound's formula with this GPU's SMs and clock."""
     from gemm_kernels.notebook import ch05_tile_1d
-    props = roofline.device_properties()
+    props = records.described_device()
     # three figures, so that a rate near its bound (tile_2d) divides as printed
     tf = lambda x: None if x is None else _f(x / 1e3, 2 if x < 1e4 else 1)  # noqa: E731
     rows = []
@@ -464,7 +464,7 @@ def issue_split(table=None, sm_count: int | None = None, part: str | None = None
     `part`: "ratios" only the gaps split in two,
     "cycles" only the lines before them (the check of the bookkeeping); None: all."""
     rows = list(table if table is not None else issue_table())
-    sms = sm_count or roofline.device_properties().get("sm_count")
+    sms = sm_count or records.described_device().get("sm_count")
     instr = lambda r: float(r["instructions (billions)"])  # noqa: E731
     share = lambda r: r["issue slots used %"] / 100  # noqa: E731
     lines = [IDENTITY]
@@ -523,7 +523,7 @@ def clock_scaling(table=None, clock_ghz: float | None = None) -> str:
     whose time is all cycles slows by the clock ratio; waits fixed in nanoseconds, such
     as global memory's, slow it less."""
     rows = list(table if table is not None else issue_table())
-    clock = clock_ghz or roofline.device_properties()["sm_clock_mhz"] / 1e3
+    clock = clock_ghz or records.described_device()["sm_clock_mhz"] / 1e3
     lines = [f"{r['kernel']}: profiled {r['time (ms)']} ms / timed {r['timed (ms)']} ms = "
              f"x{float(r['time (ms)']) / float(r['timed (ms)']):.2f}"
              for r in rows if r.get("timed (ms)") is not None]
@@ -756,8 +756,7 @@ def tile_step_rows(size: int = 4096, rows=None) -> list[dict]:
     make on this GPU's SMs (grid blocks over SMs x blocks per SM), the FFMAs per word a
     block copies from global memory (its reuse: BM*BN / (BM+BN)), and from Nsight Compute
     (at 4096^3) the instructions executed and the kernel's time."""
-    from gemm_kernels.notebook.capstone_pictures import sm_count
-    rows, sms = rows or path_rows(), sm_count()
+    rows, sms = rows or path_rows(), records.described_device().get("sm_count")
     out = []
     for at in TILE_STEP:
         label, p = PATH[at]
@@ -777,10 +776,9 @@ def tile_step_rows(size: int = 4096, rows=None) -> list[dict]:
 
 def tile_step_table(size: int = 4096) -> Table:
     """tile_step_rows as a table, titled with the SM count the waves are counted on."""
-    from gemm_kernels.notebook.capstone_pictures import sm_count
     rows = tile_step_rows(size)
     return Table(rows, list(rows[0]),
-                 title=f"the tile step: what else changes ({sm_count()} SMs; instructions "
+                 title=f"the tile step: what else changes ({records.described_device().get('sm_count')} SMs; instructions "
                        "and time from Nsight Compute at 4096³, its clocks locked); "
                        + records.recording_label())
 

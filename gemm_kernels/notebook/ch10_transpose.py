@@ -358,8 +358,8 @@ def _recorded(kernel, shape, params):
 # ------------------------------------------------------------------ the copy, worked out
 
 def _device():
-    from gemm_kernels.measure import roofline
-    return roofline.device_properties()
+    from gemm_kernels.measure import records
+    return records.described_device()
 
 
 def copy_rates(shape=ODD) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from gemm_kernels.core.table import Table
+from gemm_kernels.measure import records
 from gemm_kernels.memory import banks
 from gemm_kernels.memory import ch10_11_instructions as instr
 from gemm_kernels.memory.wavefronts import WarpInstr
@@ -187,15 +188,6 @@ def probe_wide():
 
 # ------------------------------------------------------------------ the shared-memory bound
 
-def _props():
-    from gemm_kernels.core import device
-    from gemm_kernels.measure import records
-    if device.is_live():
-        return device.properties()
-    rec = records.current()
-    return rec.device if rec else None
-
-
 def _rate(kernel, params, size):
     from gemm_kernels.measure import lookup
     try:
@@ -235,7 +227,7 @@ def smem_bound(kernel, params) -> dict:
     device's clock as it reports it), and a warp's step costs `step_wavefronts` of them
     for BLOCK * VEC FMA instructions of 32 lanes (2 flops each). An upper bound: it
     leaves out the global loads, the barriers and everything else."""
-    props = _props()
+    props = records.described_device()
     if not props or not props.get("sm_count") or not props.get("sm_clock_mhz"):
         raise ValueError("the bound needs the device's sm_count and sm_clock_mhz")
     w = step_wavefronts(kernel, params)
@@ -253,7 +245,6 @@ def bound_table(configs, size: int = SIZE):
     where recorded), FMA per step, the shared-memory bound, the
     recorded rate and its share of the bound."""
     from gemm_kernels.core.launch import kernel_of
-    from gemm_kernels.measure import records
     rows = []
     for name, params in configs:
         p = kernel_of(name).resolve(params)
@@ -322,7 +313,7 @@ def vec_table(block: int = 16, size: int = SIZE, detail: bool = False):
     import math
     from gemm_kernels.core import analysis
     from gemm_kernels.core.launch import kernel_of
-    from gemm_kernels.measure import lookup, records
+    from gemm_kernels.measure import lookup
     k = kernel_of("sgemm_tiled_vec")
     rows = []
     for vec in (1, 2, 4):
@@ -430,7 +421,7 @@ def dgemm_reading(block: int = 16, size: int = SIZE, cublas_sizes=(SIZE, 4096)) 
     FP64 FMA peak (64 FP64 FMA per SM per clock on compute capability 9.0: CUDA C++
     Programming Guide, throughput of arithmetic instructions) and cuBLAS DGEMM at the
     first of `cublas_sizes` the recording has (it has DGEMM at 4096^3 only)."""
-    props = _props()
+    props = records.described_device()
     b = smem_bound("dgemm_tiled", {"BLOCK": block})
     peak = props["sm_count"] * 64 * 2 * props["sm_clock_mhz"] / 1e3
     g = _rate("dgemm_tiled", {"BLOCK": block}, size)
@@ -648,7 +639,7 @@ def control_recorded(block: int = 16, size: int = SIZE, detail: bool = False) ->
     slowest and fastest call, shown as one column), the share of the shared-memory bound
     (the same bound for both: the same wavefronts); with `detail`, also the share of cuBLAS
     and the registers of the binaries timed. Rows without a recording say so."""
-    from gemm_kernels.measure import records, timing
+    from gemm_kernels.measure import timing
     from gemm_kernels.measure import lookup
     rows = []
     for vec in (1, 2, 4):
@@ -769,7 +760,7 @@ def exercise_payoff(block: int = 16, pitches=(16, 17, 18)) -> Table:
     emits it: an LDS.128 per two k where P is even, an LDS.64 per k where P is odd), and
     the shared-memory bound that implies (`smem_bound`'s arithmetic). The chapter's kernel
     comes first. Rows of 16 are the transposed layout nobody padded: why padding pays."""
-    props = _props()
+    props = records.described_device()
     acc = instr.block_accesses("dgemm_tiled", {"BLOCK": block})
     a = {op: sum(x.analysis.wavefronts for x in acc
                  if x.op == op and x.warp == 0 and x.what.startswith("A_shared"))
@@ -834,7 +825,7 @@ def dgemm_stalls(study: str = DGEMM_STALLS) -> Table:
     stores, which queue for the MIO) and the shared loads among them, and the cycles warps
     spent stalled for each main reason (the per-issue stall ratio x the instructions
     issued / the warp DFMA)."""
-    from gemm_kernels.measure import records, studies
+    from gemm_kernels.measure import studies
     rows = []
     for step, row in studies.results(study):
         if row is None:

@@ -462,12 +462,12 @@ def gpu_hierarchy(props=None):
     creates (a grid of blocks, each block cut into warps of 32 threads), on the right
     where it runs (DRAM, the L2 shared by all SMs, and one SM with its 4 schedulers,
     register file and shared memory / L1). `props` is a device-properties dict
-    (`measure.roofline.device_properties()`, the live or recorded GPU, by default).
+    (`measure.records.described_device()`, the live or recorded GPU, by default).
     Returns the Figure."""
     from gemm_kernels.core import device
     if props is None:
-        from gemm_kernels.measure import roofline
-        props = roofline.device_properties()
+        from gemm_kernels.measure import records
+        props = records.described_device()
     need = ("name", "sm_count", "l2_bytes", "smem_per_sm", "registers_per_sm",
             "max_threads_per_sm", "max_threads_per_block")
     missing = [k for k in need if props.get(k) is None]
