@@ -189,9 +189,9 @@ def test_cap_line_gives_the_bytes_per_multiply_add_and_the_cap(recorded_mode):
     sentence as the appendix's fold."""
     text = str(ch01_naive.cap_line())
     assert text.startswith("2 loads of 4 B per multiply-add (2 FLOP), one load instruction "
-                           "each per warp. The cap:")
+                           "each per warp.\nThe cap:")
     assert "chapter 03" in text and "chapters 05 and 06" in text
-    assert text.split(". ", 1)[1] in str(ch01_naive.loop_in_numbers())
+    assert text.split("\n", 1)[1] in str(ch01_naive.loop_in_numbers())
 
 
 def test_shortfall_sets_the_rate_beside_what_its_l1_cycles_allow(recorded_mode):
@@ -245,13 +245,41 @@ def test_a_too_high_or_non_number_guess_gets_its_own_message(capsys, recorded_mo
     assert "'13' is not a number" in capsys.readouterr().out
 
 
-def test_gap_factors_split_the_gap_to_cublas_in_two(recorded_mode):
-    text = str(ch01_naive.gap_factors())
-    first, second = text.splitlines()
-    assert first.startswith("At BLOCK = 32, 2048^3, in GFLOP/s: x->row ")
-    assert "the addresses" in first and "the room left under the cap" in first
-    assert "cuBLAS" in first
-    assert second == str(ch01_naive.cap_line({"BLOCK": 32, "MAPPING": "x->row"}))
+def test_gap_bars_draw_both_mappings_the_cap_and_cublas_on_a_log_axis(recorded_mode):
+    """Four bars, top to bottom x->row, x->col, the cap, cuBLAS, each as long as its
+    rate; x->col's label gives its factor over x->row, the cap's the share x->col
+    reaches."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from gemm_kernels.measure import lookup
+    fig = ch01_naive.gap_bars()
+    ax = fig.axes[0]
+    bars = {p.get_gid(): p.get_width() for p in ax.patches if p.get_gid()}
+    texts = [t.get_text() for t in ax.texts]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    scale = ax.get_xscale()
+    plt.close(fig)
+    run = {m: lookup.measure_or_lookup("naive", (2048,) * 3, {"BLOCK": 32, "MAPPING": m})
+           for m in ("x->row", "x->col")}
+    row, col = (run[m]["gflops"]["median"] for m in ("x->row", "x->col"))
+    cap = ch01_naive.l1_cap({"BLOCK": 32, "MAPPING": "x->row"})["cap_gflops"]
+    assert labels == ["x->row", "x->col", "the cap of this loop", "cuBLAS"]
+    assert scale == "log"
+    assert bars["x->row"] == row and bars["x->col"] == col
+    assert bars["the cap of this loop"] == cap
+    assert bars["cuBLAS"] == run["x->row"]["reference"]["gflops"]["median"]
+    assert f"{col:,.0f}  ({col / row:.1f} x x->row: the addresses)" in texts
+    assert f"{cap:,.0f}  (x->col reaches {col / cap:.0%} of it)" in texts
+
+
+def test_rate_times_lines_takes_a_subset_of_block_sizes(recorded_mode):
+    """The main text shows BLOCK = 8 and 32 only: four rows, each mapping in turn."""
+    t = ch01_naive.rate_times_lines(blocks=(8, 32))
+    assert [r["settings"] for r in t] == [
+        "BLOCK = 8, MAPPING = x->row", "BLOCK = 32, MAPPING = x->row",
+        "BLOCK = 8, MAPPING = x->col", "BLOCK = 32, MAPPING = x->col"]
+    assert [r["128-byte lines per step (from the indices)"] for r in t] == [9, 33, 5, 2]
 
 
 def test_rate_times_lines_shows_the_profiled_wavefronts_beside_the_lines(recorded_mode):

@@ -306,47 +306,66 @@ def loop_in_numbers(params: dict | None = None) -> Text:
 
 
 def _cap_sentence(cap: dict) -> str:
-    """The cap of `l1_cap` as one sentence, the arithmetic written out, and what lifts it."""
+    """The cap of `l1_cap` in three short lines, the arithmetic written out, and what
+    lifts it."""
     return (f"The cap: at least one L1 wavefront per scalar load instruction, "
-            f"{cap['loads_per_step']:g} per warp-step of 64 FLOP (32 lanes x one multiply-add), "
-            f"so at most {64 / cap['loads_per_step']:g} FLOP per SM per clock = "
+            f"{cap['loads_per_step']:g} per warp-step of 64 FLOP (32 lanes x one multiply-add).\n"
+            f"So at most {64 / cap['loads_per_step']:g} FLOP per SM per clock = "
             f"{cap['cap_gflops']:,.0f} GFLOP/s, {cap['cap_gflops'] / cap['peak_gflops']:.1%} "
             f"of the FP32 peak ({cap['peak_gflops']:,.0f} GFLOP/s), for this loop of 4-byte "
-            "loads. Wider or broadcast loads (chapter 03) and reuse of values in registers "
+            "loads.\nWider or broadcast loads (chapter 03) and reuse of values in registers "
             "(chapters 05 and 06) lift it.")
 
 
 def cap_line(params: dict | None = None) -> Text:
-    """The cap of `l1_cap` for the main text, in one line: the loads per multiply-add,
+    """The cap of `l1_cap` for the main text, line by line: the loads per multiply-add,
     then the cap their wavefronts set."""
     r, cap = loop_loads(params), l1_cap(params)
     if cap is None:
         return Text("Not known here: the GPU's SM count or clock.")
     return Text(f"{r['LDG'] / r['FFMA']:g} loads of 4 B per multiply-add (2 FLOP), "
-                "one load instruction each per warp. " + _cap_sentence(cap))
+                "one load instruction each per warp.\n" + _cap_sentence(cap))
 
 
-def gap_factors(block: int = 32, size: int = 2048) -> Text:
-    """The gap from the naive kernel to cuBLAS at size^3, in three steps: the addresses
-    (x->row to x->col, the same instructions), the room left under the cap of `l1_cap`
-    (x->col up to it), and what is left from the cap to cuBLAS timed beside x->row,
-    which takes loads that do more per wavefront and reuse. Then `cap_line`'s
-    arithmetic."""
-    from gemm_kernels.measure import lookup
+def gap_bars(block: int = 32, size: int = 2048):
+    """The gap from the naive kernel to cuBLAS at size^3 as four bars on a log axis:
+    x->row, x->col (the same instructions: what the addresses alone gain), the cap of
+    `l1_cap` (which x->col comes under) and cuBLAS timed beside x->row. Each bar says its
+    rate and its relation to the bar above. The rates are the recording's, or measured
+    live. Returns the figure, or None where the cap is not known."""
+    import matplotlib.pyplot as plt
+    from gemm_kernels.measure import lookup, records
     cap = l1_cap({"BLOCK": block, "MAPPING": "x->row"})
     if cap is None:
-        return Text("Not known here: the GPU's SM count or clock.")
+        print("Not known here: the GPU's SM count or clock.")
+        return None
     run = {m: lookup.measure_or_lookup(KERNEL, (size,) * 3, {"BLOCK": block, "MAPPING": m})
            for m in ("x->row", "x->col")}
     row, col = (run[m]["gflops"]["median"] for m in ("x->row", "x->col"))
+    cap_rate = cap["cap_gflops"]
+    bars = [("x->row", row, "C0", ""),
+            ("x->col", col, "C2", f"{col / row:.1f} x x->row: the addresses"),
+            ("the cap of this loop", cap_rate, "white",
+             f"x->col reaches {col / cap_rate:.0%} of it")]
     ref = (run["x->row"].get("reference") or {}).get("gflops", {}).get("median")
-    tail = (f" -> cuBLAS {ref:,.0f} ({ref / cap['cap_gflops']:.1f} x more: wider loads and "
-            "reuse, chapters 03 onwards)") if ref else ""
-    return Text(f"At BLOCK = {block}, {size}^3, in GFLOP/s: x->row {row:,.0f} -> x->col "
-                f"{col:,.0f} ({col / row:.1f} x: the addresses) -> the cap {cap['cap_gflops']:,.0f} "
-                f"({cap['cap_gflops'] / col:.1f} x: the room left under the cap, "
-                f"{cap['cap_gflops'] / cap['peak_gflops']:.1%} of the FP32 peak){tail}.\n"
-                + str(cap_line({"BLOCK": block, "MAPPING": "x->row"})))
+    if ref:
+        bars.append(("cuBLAS", ref, "0.6", f"{ref / cap_rate:.1f} x the cap"))
+    fig, ax = plt.subplots(figsize=(8, 2.6))
+    ys = range(len(bars))[::-1]
+    for y, (label, rate, colour, note) in zip(ys, bars):
+        ax.barh(y, rate, color=colour, edgecolor="k", height=0.6, gid=label,
+                hatch="//" if colour == "white" else None)
+        ax.text(rate * 1.12, y, f"{rate:,.0f}" + (f"  ({note})" if note else ""),
+                va="center", fontsize=9)
+    ax.set_yticks(list(ys), [b[0] for b in bars], fontsize=9)
+    ax.set_xscale("log")
+    ax.set_xlim(row / 3, max(b[1] for b in bars) * 15)
+    ax.set_xlabel("GFLOP/s (log scale)")
+    ax.set_title(f"BLOCK = {block}, {size}^3: the two mappings, the cap on their loop, "
+                 f"and cuBLAS\n{records.source()}", fontsize=10)
+    ax.grid(True, axis="x", which="major", alpha=0.3)
+    fig.tight_layout()
+    return fig
 
 
 def l1_cap(params: dict | None = None) -> dict | None:
