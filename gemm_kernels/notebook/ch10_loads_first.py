@@ -85,7 +85,7 @@ STUDY = "ch10_loads_first"
 # (row label, metric): the profiled counters that test the lesson. Did the warps wait less
 # for their loads, more at the barrier, and did DRAM get busier? The stalls are turned
 # into a warp's whole wait (stall per issue x instructions / warps, at the profiler's
-# clock), as chapter 10's appendix A.1 does: per issue they would also move with the
+# clock), as chapter 10's appendix A.2 does: per issue they would also move with the
 # instruction count, which the split changes.
 _BUSY = ("DRAM busy, % of peak", "dram__throughput.avg.pct_of_peak_sustained_elapsed")
 _WAITS = (("a warp's wait for its global loads, µs", "long_scoreboard"),
@@ -108,8 +108,7 @@ _PROFILED = {"kernel time", "dram", "waits"}
 def comparison(rows: tuple[str, ...] = ROW_GROUPS, profiled_at: tuple | None = None) -> Table:
     """The closing experiment in one table: the two-tile padded transpose as built and
     with every load first, one column each. `rows` picks the row groups of `ROW_GROUPS`
-    to print (the appendix prints all; section 5.4 only the timed rates and the waits at
-    the ragged shape), and `profiled_at` the shapes of the profiled rows (None: every
+    to print (chapter 10's appendix A.2 prints all), and `profiled_at` the shapes of the profiled rows (None: every
     profiled shape): the loads per round trip (the SASS compiled here); the registers (the timed
     binary); at both shapes, the rate as a share of the device copy timed beside it (the
     two kernels in one run); and, under Nsight Compute at each shape, the kernel's time,
@@ -186,8 +185,8 @@ _register_variants()
 def solution_margin(shape=None) -> str:
     """One line: how far the worked solution lies above `copy_smem` (timed in another
     run), set against how far one kernel moved between two runs: the two-tile padded
-    transpose as built, timed in section 5.4's run and in section 4's, at each shape of
-    section 5.4's study. '' where a rate is not recorded."""
+    transpose as built, timed in appendix A.2's run and in A.1's, at each shape of
+    appendix A.2's study. '' where a rate is not recorded."""
     from gemm_kernels.measure import lookup, studies
     from gemm_kernels.notebook import ch10_transpose as ch10
     shape = shape or ch10.SQUARE
@@ -205,5 +204,5 @@ def solution_margin(shape=None) -> str:
     margin, shift = sol - smem, max(shifts)
     return (f"the worked solution is {margin:.1f} points above copy_smem, timed in another "
             f"run; the two-tile padded transpose moved by up to {shift:.1f} points between "
-            f"two runs (section 5.4's table against section 4's): the margin is "
+            f"two runs (appendix A.2's table against A.1's): the margin is "
             f"{margin / shift:.1f} times that shift")

@@ -427,7 +427,7 @@ def bytes_needed(shape=ODD) -> Table:
     copy's warps resident) to read as fast as the device copy timed beside the copy, at
     each of the chapter's two latencies: the copy's own chain (`copy_little`), where the
     need is only the copy's bytes scaled by the rate it lacks, and the profiler's stall
-    counter (appendix A.1, where the table is shown). Against them: the bytes a warp of the copy has in flight and
+    counter (appendix A.2, where the table is shown). Against them: the bytes a warp of the copy has in flight and
     those of a copy that sends all its loads in one round trip. It assumes the latency
     stays put as the rate rises."""
     c = _copy_chain(shape)
@@ -506,7 +506,7 @@ def plot_round_trips(shape=ODD, rows: int = 8):
 
 def _stall_latency() -> float | None:
     """The copy's wait per round trip, µs, from the profiler's long-scoreboard stall at
-    its own clock (appendix A.1); None where the recording lacks the copy's counters."""
+    its own clock (appendix A.2); None where the recording lacks the copy's counters."""
     w = next((w for w in warp_times() if w["kernel"] == "copy"), None)
     return None if w is None else w["loads"] / len(w["trips"]) / w["clock"] / 1e3
 
