@@ -197,7 +197,7 @@ def test_the_counter_table_and_the_heat_maps_are_written_for_people():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    t = ch06_tiles.counter_table([("tile_2d", K5)])
+    t = ch06_tiles.counter_table([("tile_2d", "tile_2d", K5)])
     assert t[0]["ld wf model"].count(",") >= 2
     fig = ch06_tiles.sweep_heatmaps()
     assert [a.get_ylabel() for a in fig.axes[2:]] == ["best TFLOP/s at 2048³"] * 2
@@ -509,3 +509,9 @@ def test_each_configuration_has_one_name_in_every_table():
     assert {label for label, _, _ in ch06_tiles.STORY} == {"K5", "default", "ch05 default"}
     assert names >= {r["kernel"] for r in ch06_tiles.bound_table()} - {"tile_2d"}
     assert {r["kernel"] for r in ch06_tiles.capped_split()} == {"K5", "strided", "K5, two blocks"}
+
+
+def test_the_counter_table_names_each_row_by_its_label():
+    t = ch06_tiles.counter_table([("K5", "tile_2d_reg", ch06_tiles.K5), ("default", "tile_2d_reg", None)])
+    assert [r["kernel"] for r in t] == ["K5", "default"]
+    assert t[0]["ld wf model"] == "10,485,760"   # 1024^3 at K5: the bank model's load wavefronts

@@ -1146,12 +1146,14 @@ def run_row(label: str, kernel: str, r: dict, tflops: bool = False, **after_rang
 
 
 def counter_table(configs) -> Table:
-    """`ch05_06_thread_tiles.counter_table` (the bank model against Nsight Compute) with
-    its counts written for people (thousands separated)."""
+    """`ch05_06_thread_tiles.counter_table` (the bank model against Nsight Compute) per
+    (label, kernel, params), each row named by its label (the chapter's name for the
+    configuration), its counts written for people (thousands separated)."""
     from gemm_kernels.memory import ch05_06_thread_tiles
-    ctr = ch05_06_thread_tiles.counter_table(configs)
-    return Table([{c: f"{v:,}" if isinstance(v, int) else v for c, v in r.items()}
-                  for r in ctr], ctr.columns, title=ctr.title)
+    ctr = ch05_06_thread_tiles.counter_table([(name, p) for _, name, p in configs])
+    return Table([{**{c: f"{v:,}" if isinstance(v, int) else v for c, v in r.items()},
+                   "kernel": label} for r, (label, _, _) in zip(ctr, configs)],
+                 ctr.columns, title=ctr.title)
 
 
 def sweep_heatmaps(size: int = 2048, vmin: float = 15, vmax: float = 32):
