@@ -176,11 +176,11 @@ def test_patch_table_keeps_the_chosen_patches_in_order():
 def test_the_capped_contiguous_patch_closes_most_of_the_gap_to_the_strided_one():
     from gemm_kernels.notebook import ch06_tiles
     rows = {r["kernel"]: r for r in ch06_tiles.capped_split()}
-    capped = rows["contiguous, two blocks promised"]
+    capped = rows["K5, two blocks"]
     assert capped["registers"] == 128 and capped["blocks/SM"] == 2
-    assert rows["contiguous"]["blocks/SM"] == 1 and rows["strided"]["share of the gap closed"] == "100%"
+    assert rows["K5"]["blocks/SM"] == 1 and rows["strided"]["share of the gap closed"] == "100%"
     assert int(capped["share of the gap closed"].rstrip("%")) > 50
-    assert float(capped["% of FP32 peak"]) > float(rows["contiguous"]["% of FP32 peak"])
+    assert float(capped["% of FP32 peak"]) > float(rows["K5"]["% of FP32 peak"])
 
 
 def test_counting_and_the_step_table_give_one_ffma_per_wavefront_the_warps():
@@ -197,7 +197,7 @@ def test_the_counter_table_and_the_heat_maps_are_written_for_people():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    t = ch06_tiles.counter_table([("tile_2d", K5)])
+    t = ch06_tiles.counter_table([("tile_2d", "tile_2d", K5)])
     assert t[0]["ld wf model"].count(",") >= 2
     fig = ch06_tiles.sweep_heatmaps()
     assert [a.get_ylabel() for a in fig.axes[2:]] == ["best TFLOP/s at 2048³"] * 2
@@ -295,29 +295,29 @@ def test_path_check_divides_warps_per_scheduler_by_the_issue_share_where_rows_ca
 
 
 def test_standing_ratios_divides_each_pair_and_names_a_missing_rate():
-    rows = [{"kernel": "06 · tile_2d_reg, K5", "TFLOP/s": 20.0},
-            {"kernel": "05 · tile_1d, kernel-4 tile", "TFLOP/s": 16.0},
-            {"kernel": "06 · tile_2d_reg, default", "TFLOP/s": None},
-            {"kernel": "05 · tile_1d, default", "TFLOP/s": 22.0}]
+    rows = [{"kernel": "K5", "TFLOP/s": 20.0},
+            {"kernel": "ch05 kernel-4 tile", "TFLOP/s": 16.0},
+            {"kernel": "default", "TFLOP/s": None},
+            {"kernel": "ch05 default", "TFLOP/s": 22.0}]
     first, second = ch06_tiles.standing_ratios(rows=rows).splitlines()
     assert first.endswith("x1.25") and "kernel-4 tile" in first
     assert second.endswith("not measured")
 
 
 def test_boehm_step_sets_each_gpus_ratio_of_its_own_rates_and_the_capped_step():
-    rows = [{"kernel": "06 · tile_2d_reg, K5", "TFLOP/s": 20.0},
-            {"kernel": "05 · tile_1d, kernel-4 tile", "TFLOP/s": 16.0}]
+    rows = [{"kernel": "K5", "TFLOP/s": 20.0},
+            {"kernel": "ch05 kernel-4 tile", "TFLOP/s": 16.0}]
     lines = ch06_tiles.boehm_step(rows=rows, capped=28.0).splitlines()
     # his README: 15,971.7 / 8,474.7 GFLOP/s; here 20 / 16, and 28 / 16 held to two blocks
     assert lines[1].endswith("x1.88") and "4092x4092" in lines[1]
     assert lines[2].endswith("16.0 -> 20.0 TFLOP/s = x1.25")
-    assert "two blocks per SM" in lines[3] and lines[3].endswith("16.0 -> 28.0 TFLOP/s = x1.75")
+    assert "K5, two blocks" in lines[3] and lines[3].endswith("16.0 -> 28.0 TFLOP/s = x1.75")
     assert len(ch06_tiles.boehm_step(rows=rows).splitlines()) == 3
 
 
 def test_boehm_table_sets_each_rate_against_its_gpus_peak_and_its_cublas():
-    rows = [{"kernel": "06 · tile_2d_reg, K5", "TFLOP/s": 20.0},
-            {"kernel": "05 · tile_1d, kernel-4 tile", "TFLOP/s": 16.0}]
+    rows = [{"kernel": "K5", "TFLOP/s": 20.0},
+            {"kernel": "ch05 kernel-4 tile", "TFLOP/s": 16.0}]
     props = {"sm_count": 100, "fp32_lanes_per_sm": 128, "sm_clock_mhz": 2000,
              "compute_capability": "9.0"}
     table = ch06_tiles.boehm_table(rows=rows, props=props)
@@ -498,3 +498,20 @@ def test_the_configurations_table_has_k5_the_default_and_the_swept_values():
     assert t.columns == ["", "BM", "BN", "BK", "TM", "TN"]
     assert t[0]["BM"] == 128 and t[1] == {"": t[1][""], **default}
     assert t[2]["TM"] == "4, 8"
+
+
+def test_each_configuration_has_one_name_in_every_table():
+    # the chapter's prose calls each configuration by one short name: the tables too
+    names = {"K5", "default", "ch05 default", "ch05 kernel-4 tile"}
+    issue = {r["kernel"] for r in ch06_tiles.issue_table()}
+    assert issue == {"K5", "ch05 default", "ch05 kernel-4 tile"}
+    assert [r["step"] for r in ch06_tiles.path_rows()][::3] == ["K5", "default"]
+    assert {label for label, _, _ in ch06_tiles.STORY} == {"K5", "default", "ch05 default"}
+    assert names >= {r["kernel"] for r in ch06_tiles.bound_table()} - {"tile_2d"}
+    assert {r["kernel"] for r in ch06_tiles.capped_split()} == {"K5", "strided", "K5, two blocks"}
+
+
+def test_the_counter_table_names_each_row_by_its_label():
+    t = ch06_tiles.counter_table([("K5", "tile_2d_reg", ch06_tiles.K5), ("default", "tile_2d_reg", None)])
+    assert [r["kernel"] for r in t] == ["K5", "default"]
+    assert t[0]["ld wf model"] == "10,485,760"   # 1024^3 at K5: the bank model's load wavefronts

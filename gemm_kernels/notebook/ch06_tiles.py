@@ -27,10 +27,15 @@ from gemm_kernels.exercises.notebooks import solution_source
 K5 = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
 K4 = {"BM": 64, "BN": 64, "BK": 8, "TM": 8}
 # From K5 to the registry's default, one change at a time: the steps of the study
-# `ch06_path_stalls`, whose labels they share.
+# `ch06_path_stalls` (found by their parameters, so the labels here are the chapter's
+# names: the last step is the default).
 PATH_STUDY = "ch06_path_stalls"
 PATH = (("K5", K5), ("patch 8x4", {**K5, "TN": 4}), ("BM 64", {**K5, "TN": 4, "BM": 64}),
-        ("BK 16 = default", None))
+        ("default", None))
+# The chapter calls each configuration by one short name in every table, plot and
+# sentence; the profiled study `stalls` labels its steps in words, renamed here.
+STUDY_NAMES = {"chapter 05, kernel-4 tile": "ch05 kernel-4 tile",
+               "chapter 05, default": "ch05 default", "chapter 06, kernel-5 tile": "K5"}
 # The four thread patches of the K5 tile (appendix).
 PATCHES = ((8, 8), (8, 4), (4, 8), (4, 4))
 
@@ -161,12 +166,15 @@ def counting(configs) -> Table:
 
 # ------------------------------------------------------------------ standings
 
-STANDINGS = (("03 · smem_tiled", "smem_tiled", None),
-             ("05 · tile_1d, kernel-4 tile", "tile_1d", K4),
-             ("05 · tile_1d, default", "tile_1d", None),
-             ("06 · tile_2d (rolled dot products: the counter-example), K5", "tile_2d", K5),
-             ("06 · tile_2d_reg, K5", "tile_2d_reg", K5),
-             ("06 · tile_2d_reg, default", "tile_2d_reg", None))
+STANDINGS = (("ch03 smem_tiled", "smem_tiled", None),
+             ("ch05 kernel-4 tile", "tile_1d", K4),
+             ("ch05 default", "tile_1d", None),
+             ("tile_2d (rolled dot products), K5 tile", "tile_2d", K5),
+             ("K5", "tile_2d_reg", K5),
+             ("default", "tile_2d_reg", None))
+# The main path's measurement: the chapter's two configurations against chapter 05's
+# best (and cuBLAS, drawn by `standings` itself).
+STORY = tuple(c for c in STANDINGS if c[0] in ("ch05 default", "K5", "default"))
 
 
 def ladder_plot(table, ax=None):
@@ -198,7 +206,7 @@ def configurations(k5: dict, default: dict) -> Table:
     """The chapter's two configurations of `tile_2d_reg` and the values its sweep tried,
     one row each, a column per tunable."""
     params = get_kernel("tile_2d_reg").params
-    rows = [{"": "K5 (Boehm's kernel 5)", **k5}, {"": "DEFAULT (best of the sweep)", **default},
+    rows = [{"": "K5 (Boehm's kernel 5)", **k5}, {"": "default (best of the sweep)", **default},
             {"": "values swept", **{p.name: ", ".join(map(str, p.values)) for p in params}}]
     return Table(rows, [""] + [p.name for p in params],
                  title="tile_2d_reg: the two configurations, and the sweep at 2048³")
@@ -234,10 +242,9 @@ def standings_rows(size: int = 4096, configs=STANDINGS) -> list[dict]:
 
 # Pairs of STANDINGS labels whose rates standing_ratios divides: Boehm's like-for-like
 # step (his kernel-4 tile to his kernel 5), then each chapter's default.
-RATIOS = (("06 · tile_2d_reg, K5", "05 · tile_1d, kernel-4 tile",
-           f"K5 / chapter 05 at Boehm's kernel-4 tile, {_short(K4)} (his kernel 4 -> 5)"),
-          ("06 · tile_2d_reg, default", "05 · tile_1d, default",
-           "this chapter's default / chapter 05's default"))
+RATIOS = (("K5", "ch05 kernel-4 tile",
+           f"K5 / ch05 kernel-4 tile ({_short(K4)}; his kernel 4 -> 5)"),
+          ("default", "ch05 default", "default / ch05 default"))
 
 
 def standing_ratios(size: int = 4096, rows=None) -> str:
@@ -278,7 +285,7 @@ def share_of_peak(gflops: float, props: dict | None = None) -> float:
 def _here_rates(size: int, rows=None) -> tuple[float | None, float | None]:
     """Chapter 05 at his kernel-4 tile and K5 here, TFLOP/s at size^3 (None if not measured)."""
     r = {row["kernel"]: row["TFLOP/s"] for row in (rows or standings_rows(size))}
-    return r.get("05 · tile_1d, kernel-4 tile"), r.get("06 · tile_2d_reg, K5")
+    return r.get("ch05 kernel-4 tile"), r.get("K5")
 
 
 def boehm_step(size: int = 4096, rows=None, capped: bool | float = False) -> str:
@@ -293,13 +300,12 @@ def boehm_step(size: int = 4096, rows=None, capped: bool | float = False) -> str
     lines = ["the step from kernel 4 to kernel 5, each GPU's rate over its own:",
              f"  Boehm ({A6000['name']}, {BOEHM_SIZE}x{BOEHM_SIZE}): kernel 4 -> kernel 5: "
              f"{b4:.1f} -> {b5:.1f} TFLOP/s = x{b5 / b4:.2f}",
-             f"  here ({size}³): chapter 05 at his kernel-4 tile -> K5: {here4:.1f} -> "
+             f"  here ({size}³): ch05 kernel-4 tile -> K5: {here4:.1f} -> "
              f"{here5:.1f} TFLOP/s = x{here5 / here4:.2f}"]
     if capped is not False:
         c = capped if capped is not True else \
             capped_run(CAPPED_COMPARE)[0]["gflops"]["median"] / 1e3
-        lines.append(f"  here ({CAPPED_SHAPE[0]}³): chapter 05 at his kernel-4 tile -> K5 held "
-                     f"to two blocks per SM: {here4:.1f} -> {c:.1f} TFLOP/s = x{c / here4:.2f}")
+        lines.append(f"  here ({CAPPED_SHAPE[0]}³): ch05 kernel-4 tile -> K5, two blocks: {here4:.1f} -> {c:.1f} TFLOP/s = x{c / here4:.2f}")
     return "\n".join(lines)
 
 
@@ -321,7 +327,7 @@ def boehm_table(size: int = 4096, rows=None, props: dict | None = None) -> Table
             ("Boehm", "kernel 4", b["kernel 4"], b["cuBLAS"], bpeak),
             ("Boehm", "kernel 5", b["kernel 5"], b["cuBLAS"], bpeak),
             ("Boehm", "cuBLAS", b["cuBLAS"], b["cuBLAS"], bpeak),
-            ("here", "chapter 05 at his kernel-4 tile", here4, cublas, peak),
+            ("here", "ch05 kernel-4 tile", here4, cublas, peak),
             ("here", "K5", here5, cublas, peak),
             ("here", "cuBLAS", cublas, cublas, peak)):
         known = None not in (tf, top)
@@ -336,9 +342,8 @@ def boehm_table(size: int = 4096, rows=None, props: dict | None = None) -> Table
 
 # The kernels set against chapter 05's shared-memory bound: chapter 05's default (the
 # bound's own row there), the rolled dot product and the two register-cached tiles.
-BOUND_CONFIGS = (("05 · tile_1d, default", "tile_1d", None), ("06 · tile_2d", "tile_2d", K5),
-                 ("06 · tile_2d_reg, K5", "tile_2d_reg", K5),
-                 ("06 · tile_2d_reg, default", "tile_2d_reg", None))
+BOUND_CONFIGS = (("ch05 default", "tile_1d", None), ("tile_2d", "tile_2d", K5),
+                 ("K5", "tile_2d_reg", K5), ("default", "tile_2d_reg", None))
 
 
 def bound_table(configs=BOUND_CONFIGS, size: int = 4096) -> Table:
@@ -380,7 +385,9 @@ def standings(size: int = 4096, configs=STANDINGS, ax=None):
         _, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.4))
     y = list(range(len(rows)))[::-1]
     vals = [r["TFLOP/s"] or 0 for r in rows]
-    colours = ["tab:orange" if r["kernel"].startswith("06") else "tab:blue" for r in rows]
+    # this chapter's kernels in orange (the configurations' kernels, not their labels)
+    colours = ["tab:orange" if name.startswith("tile_2d") else "tab:blue"
+               for _, name, _ in configs]
     ax.barh(y, vals, color=colours)
     for yi, r, v in zip(y, rows, vals):
         text = "not measured" if r["TFLOP/s"] is None else f"{v:.1f} TFLOP/s" + (
@@ -397,7 +404,7 @@ def standings(size: int = 4096, configs=STANDINGS, ax=None):
     ax.set_xlim(0, max(vals + [ref or 0]) * 1.15)
     ax.set_ylim(-0.6, len(rows) - 0.1)
     ax.set_xlabel(f"TFLOP/s at {size}³ (share: of the cuBLAS timed in the same run)")
-    ax.set_title(f"Chapters 03 to 06 at {size}³, {records.source()}", fontsize=10)
+    ax.set_title(f"At {size}³, {records.source()}", fontsize=10)
     ax.figure.tight_layout()
     return ax.figure
 
@@ -419,7 +426,7 @@ def issue_table() -> Table:
             g = lookup.measure_or_lookup(step.kernel, (4096,) * 3, step.params)["gflops"]["median"]
         except LookupError:
             g = None
-        rows.append({"kernel": step.label,
+        rows.append({"kernel": STUDY_NAMES.get(step.label, step.label),
                      "time (ms)": _f(get("gpu__time_duration.sum", 1e-6), 2),
                      # the same launch timed outside the profiler, at the GPU's own clock
                      "timed (ms)": None if g is None else _f(2 * 4096 ** 3 / g / 1e6, 2),
@@ -1107,9 +1114,9 @@ def capped_split(params: dict | None = None) -> Table:
     from gemm_kernels.measure import timing
     p = params or CAPPED_PARAMS
     capped, got = capped_run(CAPPED_COMPARE, p)
-    rows = [("contiguous", "tile_2d_reg", got["tile_2d_reg"]),
+    rows = [("K5", "tile_2d_reg", got["tile_2d_reg"]),
             ("strided", "tile_2d_strided", got["tile_2d_strided"]),
-            ("contiguous, two blocks promised", "tile_2d_reg", capped)]
+            ("K5, two blocks", "tile_2d_reg", capped)]
     low = got["tile_2d_reg"]["gflops"]["median"]
     gap = got["tile_2d_strided"]["gflops"]["median"] - low
     out = [{**run_row(label, kernel, r, tflops=True, **{"% of cuBLAS": f"{timing.share(r):.1f}",
@@ -1137,12 +1144,14 @@ def run_row(label: str, kernel: str, r: dict, tflops: bool = False, **after_rang
 
 
 def counter_table(configs) -> Table:
-    """`ch05_06_thread_tiles.counter_table` (the bank model against Nsight Compute) with
-    its counts written for people (thousands separated)."""
+    """`ch05_06_thread_tiles.counter_table` (the bank model against Nsight Compute) per
+    (label, kernel, params), each row named by its label (the chapter's name for the
+    configuration), its counts written for people (thousands separated)."""
     from gemm_kernels.memory import ch05_06_thread_tiles
-    ctr = ch05_06_thread_tiles.counter_table(configs)
-    return Table([{c: f"{v:,}" if isinstance(v, int) else v for c, v in r.items()}
-                  for r in ctr], ctr.columns, title=ctr.title)
+    ctr = ch05_06_thread_tiles.counter_table([(name, p) for _, name, p in configs])
+    return Table([{**{c: f"{v:,}" if isinstance(v, int) else v for c, v in r.items()},
+                   "kernel": label} for r, (label, _, _) in zip(ctr, configs)],
+                 ctr.columns, title=ctr.title)
 
 
 def sweep_heatmaps(size: int = 2048, vmin: float = 15, vmax: float = 32):
