@@ -535,6 +535,7 @@ def test_your_loop_draws_the_students_loop_or_says_why_not(monkeypatch):
     assert "YOUR CODE HERE" in c.your_loop()
     magic._SOURCES["08_double_buffer"] = answer
     assert "passes the quarter-step check" in c.your_loop()
+    assert "LDG.E.128" in c.your_loop() and "BAR.SYNC" in c.your_loop()
     import matplotlib.pyplot as plt
     assert plt.gcf().axes[0].get_title(loc="left").startswith(
         "your kernel: 512 FFMAs")
@@ -617,3 +618,47 @@ def test_deeper_tile_gives_each_kernel_its_two_rates_and_gain():
 def test_pace_to_rate_words_a_gap_that_rounds_to_nothing_as_agreement():
     text = c.pace_to_rate(c.DEEP, c.PEELED)
     assert "-0%" not in text and "0% above" not in text
+
+
+def test_each_payoff_view_can_show_one_setting_only(recorded_mode):
+    """The chapter's main path shows two blocks per SM only (how the kernel runs); its
+    appendix shows one block per SM: each view draws or lists only the settings asked for."""
+    import matplotlib.pyplot as plt
+    short = c.payoff_short(kernels=(c.WORKING,), settings=(False,))
+    assert short.columns == ["kernel", "loads in flight (FFMAs)", "blocks/SM", "GFLOP/s", "x 07"]
+    alone = c.payoff_short(kernels=(c.WORKING,), settings=(True,))
+    assert alone.columns == ["kernel", "loads in flight (FFMAs)", "GFLOP/s, 1 block/SM",
+                             "x 07, 1 block/SM"]
+    assert alone[2]["x 07, 1 block/SM"] == c.payoff()[2]["one block per SM: / 07"]
+    text = c.stall_summary(settings=(False,))
+    assert "Two blocks per SM" in text and "One block" not in text
+    assert text.count(" -> ") == 1 + len(c.STALL_READ)
+    plt.close("all")
+    rows = c.payoff_stalls(kernels=(c.WORKING,), settings=(True,))
+    assert {r["setting"] for r in rows} == {"one block per SM"} and len(rows) == 3
+    assert [t.get_text() for t in plt.gcf().axes[0].texts] == ["one block\nper SM"]
+    plt.close("all")
+
+
+def test_the_loop_listing_keeps_the_lines_asked_for_and_counts_the_rest():
+    """The chapter's key listing: from the first branch, the loads, the FFMAs, the stores
+    and the barrier, each run of other instructions folded into one counted line."""
+    from gemm_kernels.core import analysis, compiler
+    from gemm_kernels.core.launch import kernel_of
+    from gemm_kernels.notebook import display
+    keep = ("BRA", "LDG", "FFMA", "STS", "BAR")
+    text = str(display.sass_loop(c.KERNEL, start="BRA", keep=keep))
+    lines = text.splitlines()
+    k = kernel_of(c.KERNEL)
+    body = analysis.main_loop(compiler.sass(k, k.resolve(None)))
+    skipped = next(n for n, (_, _, t) in enumerate(body) if t.startswith("BRA"))
+    assert lines[0].startswith(f"... {skipped} earlier instructions of the loop, ")
+    shown = [line for line in lines if line.startswith("/*")]
+    assert all(any(op in line for op in keep) for line in shown)
+    assert sum(" LDG" in line for line in shown) == 2 and "BAR.SYNC" in text
+    # every instruction after the first branch is either listed or counted
+    folded = sum(int(line.split()[1]) for line in lines[1:] if line.strip().startswith("..."))
+    assert len(shown) + folded == len(body) - skipped
+    # the student's loop, read by KEY_LINES: every FFMA between the lines is counted
+    answer = str(display.sass_loop(c.answer_kernel(), keep=c.KEY_LINES))
+    assert "FFMA" in answer and not any(" FFMA R" in line for line in answer.splitlines())

@@ -26,7 +26,7 @@ from statistics import median
 from gemm_kernels.core import analysis, compiler, device
 from gemm_kernels.core.launch import kernel_of
 from gemm_kernels.core.table import Table
-from gemm_kernels.notebook.display import Text
+from gemm_kernels.notebook.display import Text, loop_listing
 from gemm_kernels.exercises.ch08_checks import (CHECK, LoopLoads, check_words,
                                                  in_flight_words, loop_loads, passes)
 from gemm_kernels.exercises.ch09_checks import braced
@@ -597,17 +597,21 @@ PAYOFF_SHORT = {"kernel": "kernel", "loads in flight (FFMAs)": "loads in flight 
 
 
 def payoff_short(params: dict | None = None, kernels=ALTERNATIVES,
-                 ranges: bool = False) -> Table:
+                 ranges: bool = False, settings=(False, True)) -> Table:
     """`payoff` cut to the main text's seven columns (PAYOFF_SHORT): the loads in flight,
     the blocks per SM the registers allow, and at that occupancy and at one block per SM
     the median rate (with its range if `ranges`) and its ratio to chapter 07's. The full
-    table: `payoff`."""
+    table: `payoff`. `settings`: the ONE_PER_SM values whose columns are shown (False: the
+    kernel's own occupancy, True: one block per SM)."""
     full = payoff(params, kernels)
+    shown = {old: new for old, new in PAYOFF_SHORT.items()
+             if True in settings or not old.startswith("one block per SM")
+             if False in settings or not old.startswith("own occupancy")}
     rows = [{new: (r[old].split(" (")[0] if old.endswith("GFLOP/s") and not ranges
                    else r[old])
-             for old, new in PAYOFF_SHORT.items()} for r in full]
+             for old, new in shown.items()} for r in full]
     what = "medians (lowest..highest)" if ranges else "medians"
-    return Table(rows, list(PAYOFF_SHORT.values()), title=full.title.replace(
+    return Table(rows, list(shown.values()), title=full.title.replace(
         "all timed in one run", f"{what}, all timed in one run"))
 
 
@@ -797,11 +801,11 @@ def size_table(table) -> Table:
 STALL_READ = ("long scoreboard", "short scoreboard", "barrier")
 
 
-def stall_summary() -> str:
+def stall_summary(settings=(False, True)) -> str:
     """The first stall bars in words (the payoff's profile at 2048^3, the size the grader
-    times): for chapter 07's and chapter 08's kernels at two blocks per SM and at one,
-    each kernel's largest wait, and the three waits the chapter reads (stall cycles per
-    issued instruction), chapter 07 -> chapter 08."""
+    times): for chapter 07's and chapter 08's kernels at each ONE_PER_SM value of
+    `settings` (two blocks per SM, one), each kernel's largest wait, and the three waits
+    the chapter reads (stall cycles per issued instruction), chapter 07 -> chapter 08."""
     from gemm_kernels.measure import studies
     rec = studies.complete_recording(PAYOFF_STALLS)
     got = _payoff_profiles(None, PAYOFF_STALLS, rec)
@@ -810,7 +814,7 @@ def stall_summary() -> str:
         return max((k for k in st if k != "selected"), key=st.get)
 
     lines = ["Warp-cycles stalled per issued instruction, chapter 07 -> chapter 08:"]
-    for one in (False, True):
+    for one in settings:
         st = {source: reasons for source, reasons, _ in got[one]}
         a, b = st["chapter 07's kernel"], st["chapter 08's kernel"]
         la, lb = largest(a), largest(b)
@@ -862,13 +866,14 @@ def _own_blocks(source: str, params: dict | None, row: dict | None = None) -> in
 
 
 def payoff_stalls(params: dict | None = None, study: str = PAYOFF_STALLS, top: int = 6,
-                  kernels=ALTERNATIVES):
+                  kernels=ALTERNATIVES, settings=(False, True)):
     """Where the warps of the payoff's sources wait (Nsight Compute): two panels, two
     blocks per SM and one, a stacked bar per source of the warp-cycles stalled per issued
     instruction by reason (chapter 09's axis), drawn; returned, the table of the waits the
     chapter reads, per source and setting, with chapter 07's beside them. Without a
     recorded profile: one sentence that says so (no picture, no numbers). `kernels` picks
-    which of `ALTERNATIVES` are shown (chapters 07's and 08's kernels always are)."""
+    which of `ALTERNATIVES` are shown (chapters 07's and 08's kernels always are);
+    `settings`, which ONE_PER_SM values (False: two blocks per SM, True: one)."""
     import matplotlib.pyplot as plt
     from gemm_kernels.measure import records, studies
     from gemm_kernels.notebook import evidence
@@ -876,7 +881,8 @@ def payoff_stalls(params: dict | None = None, study: str = PAYOFF_STALLS, top: i
     # the recording that holds the whole profile (one run: its bars compare), named below
     rec = studies.complete_recording(study)
     got = _payoff_profiles(params, study, rec)
-    got = {one: [g for g in rows if g[0] not in ALTERNATIVES or g[0] in kernels]
+    got = {one: [g for g in rows if one in settings
+                 and (g[0] not in ALTERNATIVES or g[0] in kernels)]
            for one, rows in got.items()}
     if not any(got.values()):
         return Text(PAYOFF_NOT_PROFILED)
@@ -1065,7 +1071,8 @@ def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
             f"   {wait:,.0f} cycles / {w:.0f} cycles per instruction = {wait / w:,.0f} instructions.\n"
             f"   The fastest pace is the worst case: the faster a warp issues, the more\n"
             f"   instructions it needs to cover the same latency, so loads that stay in\n"
-            f"   flight this long also cover it at any slower pace.\n"
+            f"   flight this long also cover it at any slower pace. (An average: while some\n"
+            f"   warps wait at the barrier, the others may issue faster for a while.)\n"
             f"4. The same in FFMAs. Chapter 07's loop has {lp07.ffma:,} FFMAs among its "
             f"{n07:,} instructions per step.\n"
             f"   {wait / w:,.0f} x {lp07.ffma:,} / {n07:,} = {cover:,.0f} FFMAs, "
@@ -1171,7 +1178,8 @@ def latency_words(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
              f"   x {lp07.instructions:,} instructions per step = {wait:,.0f} cycles"
              f"{at_default}.",
              f"2. The quarter-step check asks for {lp.needed:,} of the step's {lp.ffma:,} "
-             f"FFMAs, about {quarter:,} of the answer's {lp.instructions:,} instructions per step.\n"
+             f"FFMAs: in the answer's loop, with the other instructions between them, "
+             f"about {quarter:,} instructions.\n"
              f"   At {w:.0f} warps per scheduler, at least {quarter:,} instructions x {w:.0f} "
              f"cycles = {w * quarter:,.0f} cycles, {w * quarter / wait:.1f} times that latency."]
     fail = [s for s in ALTERNATIVES if s in got and not passes(loads(s, params))]
@@ -1293,6 +1301,11 @@ def worked_answer_note(exercise: str = "08_double_buffer") -> str:
     return f"The answer, compiled here, keeps its loads {in_flight_words(worked)}."
 
 
+# The instructions a reader of the loop needs to see where the loads went: the global loads,
+# the shared stores that use them, the barrier and the branches (`loop_listing`).
+KEY_LINES = ("LDG", "STS", "BAR", "BRA")
+
+
 def your_loop(exercise: str = "08_double_buffer"):
     """The compiled main loop of the student's last `%%exercise` submission, drawn as
     `loop_strip` draws the chapter's, with the grader's words on its loads; a sentence
@@ -1313,7 +1326,9 @@ def your_loop(exercise: str = "08_double_buffer"):
         return Text("Your kernel has no compiled K loop to draw yet (it does not compile, "
                     "or has no loop): see the exercise's report.")
     loop_strip([("your kernel", sass)])
-    return Text(f"Your kernel keeps its loads {in_flight_words(loop_loads(sass))}.")
+    return Text(f"The lines of your compiled loop that matter (the FFMAs between them "
+                f"counted):\n{loop_listing(sass, limit=40, keep=KEY_LINES)}\n\n"
+                f"Your kernel keeps its loads {in_flight_words(loop_loads(sass))}.")
 
 
 def pace_to_rate(params: dict | None = None, kernel: str = WORKING) -> str:

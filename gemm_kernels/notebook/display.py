@@ -263,18 +263,46 @@ _GUARD = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+)\s")
 
 
 def sass_loop(kernel, params=None, limit: int = 60, start: str | None = None,
-              tail: int = 0) -> Text:
-    """The main loop's SASS (the loop with the most FFMA), at most `limit` lines; with
-    `start` (an opcode prefix such as "LDS"), from the first such instruction on; with
-    `tail`, the first `limit` lines and the loop's last `tail` (its branch back)."""
+              tail: int = 0, keep: tuple[str, ...] | None = None) -> Text:
+    """The main loop's SASS (the loop with the most FFMA) of `kernel`, compiled here:
+    `loop_listing` of it."""
     k = kernel_of(kernel)
-    sass = compiler.sass(k, k.resolve(params))
+    return loop_listing(compiler.sass(k, k.resolve(params)), limit, start, tail, keep)
+
+
+def loop_listing(sass: str, limit: int = 60, start: str | None = None, tail: int = 0,
+                 keep: tuple[str, ...] | None = None) -> Text:
+    """The main loop of the SASS text `sass`, at most `limit` lines; with `start` (an
+    opcode prefix such as "LDS"), from the first such instruction on; with `tail`, the
+    first `limit` lines and the loop's last `tail` (its branch back). With `keep` (opcode
+    prefixes), only the instructions that start so are listed, each run of the others
+    folded into one line that counts it and its FFMAs, so that a reader sees the lines
+    that matter and how much lies between them."""
     body = analysis.main_loop(sass)
     # the guard predicate of each instruction (`@P1 BRA`: taken only where P1 is true)
     guard = {int(a, 16): g + " " for a, g in _GUARD.findall(sass)}
     skip = next((n for n, (_, _, t) in enumerate(body) if t.startswith(start)), 0) if start else 0
-    lines = ([f"... {skip} earlier instructions of the loop"] if skip else []) + \
-        [f"/*{a:04x}*/  {guard.get(a, '')}{t}" for a, _, t in body[skip:]]
+
+    def folded(run, what):
+        ffma = sum(t.startswith("FFMA") for t in run)
+        if keep and ffma == len(run) and what.startswith("other"):
+            return f"... {ffma} FFMA" + "s" * (ffma > 1)
+        what = what.replace("instructions", "instruction") if len(run) == 1 else what
+        return f"... {len(run)} {what}" + (f", {ffma} of them FFMA" if ffma and keep else "")
+
+    lines = [folded([t for _, _, t in body[:skip]], "earlier instructions of the loop")] \
+        if skip else []
+    run = []
+    for a, _, t in body[skip:]:
+        if keep and not t.startswith(keep):
+            run.append(t)
+            continue
+        if run:
+            lines.append("    " + folded(run, "other instructions"))
+            run = []
+        lines.append(f"/*{a:04x}*/  {guard.get(a, '')}{t}")
+    if run:
+        lines.append("    " + folded(run, "other instructions"))
     more = len(lines) - limit
     if tail and more > tail:
         return Text("\n".join(lines[:limit] + [f"... {more - tail} instructions not shown"]
