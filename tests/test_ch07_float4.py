@@ -281,6 +281,12 @@ def test_the_promise_table_sets_chapter_06s_kernel_with_and_without_it_beside_fl
     assert "TFLOP/s" in rows[0] and "alignment" in rows.title
 
 
+def test_tile_stores_without_the_fetched_panels_draws_the_transposed_tile_alone():
+    fig = ch07_pictures.tile_stores(BK=16, rows=4, b_tile=False, fetched=False)
+    assert len(fig.axes) == 1 and fig.axes[0].get_title().startswith("transposed tile")
+    plt.close(fig)
+
+
 def test_tile_stores_title_counts_the_float4s_each_thread_stores():
     one = ch07_pictures.tile_stores()
     two = ch07_pictures.tile_stores(BK=16, rows=4, b_tile=False)
