@@ -256,6 +256,18 @@ def test_block_timeline_is_a_labelled_model():
     plt.close(fig)
 
 
+def test_block_timeline_draws_chapter_07s_one_block_of_8_warps():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = ch06_tiles.block_timeline(one_block_warps=8, copy_label="LDG, STS")
+    ax = fig.axes[0]
+    assert "one block of 8 warps (top) or two blocks of 8" in ax.get_title()
+    assert [t.get_text() for t in ax.get_yticklabels()][0] == "one block of 8 warps"
+    assert "LDG, STS" in [t.get_text() for t in ax.texts]
+    plt.close(fig)
+
+
 def test_the_tile_step_keeps_the_waves_and_lowers_the_reuse():
     # BM 128 -> 64 doubles the grid but also the blocks per SM, so the waves stay; each
     # block copies more words per FFMA (64*128/(64+128) against 128*128/(128+128)).

@@ -278,6 +278,13 @@ def test_the_promise_table_sets_chapter_06s_kernel_with_and_without_it_beside_fl
     assert rows[0]["x chapter 06"] == "1.00" and rows[1]["registers"] == 128
     assert rows[1]["local memory (bytes)"] > 0 and rows[2]["kernel"] == "float4"
     assert 1 < float(rows[1]["x chapter 06"]) < float(rows[2]["x chapter 06"])
+    assert "TFLOP/s" in rows[0] and "alignment" in rows.title
+
+
+def test_tile_stores_without_the_fetched_panels_draws_the_transposed_tile_alone():
+    fig = ch07_pictures.tile_stores(BK=16, rows=4, b_tile=False, fetched=False)
+    assert len(fig.axes) == 1 and fig.axes[0].get_title().startswith("transposed tile")
+    plt.close(fig)
 
 
 def test_tile_stores_title_counts_the_float4s_each_thread_stores():

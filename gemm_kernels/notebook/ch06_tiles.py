@@ -1208,17 +1208,20 @@ def b_load_picture(params: dict, kernel: str = "tile_2d_reg", warp: int = 0, ax=
         title=f"the B load of warp {warp} (outlined: a bank serving two distinct words)")
 
 
-def block_timeline(tiles: int = 3, copy: float = 1.0, compute: float = 2.0):
-    """A schematic (a model, not a measurement) of the step BM 128 -> 64: the same 16
-    warps per SM as one block or as two blocks of 8. Each block alternates copying a pair
-    of tiles (global loads, then a barrier) and computing on it (FFMAs, then a barrier).
-    With one block every warp copies at once, so the SM has no FFMA to issue for that
-    stretch; two blocks are drawn half a step apart, so one computes while the other
-    copies. Returns the figure."""
+def block_timeline(tiles: int = 3, copy: float = 1.0, compute: float = 2.0,
+                   one_block_warps: int = 16, copy_label: str = "copy"):
+    """A schematic (a model, not a measurement) of one SM running one block or two blocks
+    of 8 warps: by default chapter 06's step BM 128 -> 64 (the same 16 warps per SM as one
+    block or as two), with `one_block_warps=8` chapter 07's one block per SM against two.
+    Each block alternates copying a pair of tiles (global loads, then a barrier) and
+    computing on it (FFMAs, then a barrier); `copy_label` names the copy's boxes. With one
+    block every warp copies at once, so the SM has no FFMA to issue for that stretch; two
+    blocks are drawn half a step apart, so one computes while the other copies. Returns
+    the figure."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
     period = copy + compute
-    lanes = [("one block of 16 warps", 0.0), ("SM: FFMAs to issue?", None),
+    lanes = [(f"one block of {one_block_warps} warps", 0.0), ("SM: FFMAs to issue?", None),
              ("block 0 (8 warps)", 0.0), ("block 1 (8 warps)", period / 2),
              ("SM: FFMAs to issue?", None)]
     end = tiles * period + period / 2
@@ -1237,7 +1240,7 @@ def block_timeline(tiles: int = 3, copy: float = 1.0, compute: float = 2.0):
         case = 0 if lane == 0 else 1
         for t in range(tiles):
             c0 = start + t * period
-            box(c0, c0 + copy, lane, "#f6b26b", "copy")
+            box(c0, c0 + copy, lane, "#f6b26b", copy_label)
             box(c0 + copy, c0 + period, lane, "#6aa84f", f"compute tile {t}")
             computing[case].append((c0 + copy, c0 + period))
             for x in (c0 + copy, c0 + period):      # the barrier closing copy and compute
@@ -1251,8 +1254,11 @@ def block_timeline(tiles: int = 3, copy: float = 1.0, compute: float = 2.0):
     ax.set_xticks([])
     ax.set_xlabel("time (schematic, not to scale)")
     ax.axhline(2, color="0.5", lw=1)
-    ax.set_title("A model of one SM: the same 16 warps as one block (top) or two blocks "
-                 "(bottom)\nblack bars: __syncthreads(); light green: some warp has FFMAs "
-                 "to issue", fontsize=10)
+    # with 16 warps the two cases differ only in how the warps are grouped (chapter 06)
+    cases = ("the same 16 warps as one block (top) or two blocks (bottom)"
+             if one_block_warps == 16 else
+             f"one block of {one_block_warps} warps (top) or two blocks of 8 (bottom)")
+    ax.set_title(f"A model of one SM: {cases}\nblack bars: __syncthreads(); light green: "
+                 "some warp has FFMAs to issue", fontsize=10)
     fig.tight_layout()
     return fig

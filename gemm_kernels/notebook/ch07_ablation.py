@@ -631,7 +631,7 @@ def register_cap_table(kernels=("float4_a_rows", "tile_2d_reg"), params=None,
 def promise_table() -> Table:
     """Chapter 06's kernel at K5 as written and promised two blocks per SM
     (`__launch_bounds__(256, 2)`, spilling a little), beside `float4`, all timed in one
-    run at 4096^3 (chapter 06's capped study): the rate and its range, the registers and
+    run at 4096^3 (chapter 06's capped study): the rate and its range in TFLOP/s, the registers and
     local memory of the timed binary, the blocks per SM they allow, and the rate over
     chapter 06's kernel as written."""
     from gemm_kernels.core.table import Table
@@ -639,7 +639,7 @@ def promise_table() -> Table:
     from gemm_kernels.notebook import ch06_tiles
     capped, got = ch06_tiles.capped_run(("tile_2d_reg", "float4"), K5)
     base = got["tile_2d_reg"]["gflops"]["median"]
-    rows = [{**ch06_tiles.run_row(label, kernel, r),
+    rows = [{**ch06_tiles.run_row(label, kernel, r, tflops=True),
              "x chapter 06": f"{r['gflops']['median'] / base:.2f}"}
             for label, kernel, r in (
                 ("tile_2d_reg (chapter 06)", "tile_2d_reg", got["tile_2d_reg"]),
@@ -647,7 +647,8 @@ def promise_table() -> Table:
                 ("float4", "float4", got["float4"]))]
     return Table(rows, list(rows[0]), title=(
         f"K5 tile, {'x'.join(map(str, ch06_tiles.CAPPED_SHAPE))}, the three timed in one run "
-        f"with cuBLAS in the same process ({records.recording_label()})"))
+        f"with cuBLAS in the same process ({records.recording_label()}); local memory: "
+        f"what the timed binary reserves per thread, the spilled values with their alignment"))
 
 
 # ------------------------------------------------------------------ warps or blocks

@@ -86,10 +86,11 @@ def _grid_axes(ax, cols, rows, xlabels, ylabels, xname, yname):
 
 
 def tile_stores(BK: int = 8, rows: int = 8, BM: int = 128, BN: int = 128, TM: int = 8,
-                TN: int = 8, b_tile: bool = True):
+                TN: int = 8, b_tile: bool = True, fetched: bool = True):
     """The first `rows` rows of the A tile, as fetched and as stored row-major and
     transposed, and (`b_tile`) the first float4s of the B tile, each float4 in its
-    thread's colour and outlined. Returns the Figure."""
+    thread's colour and outlined. With `fetched=False` only the transposed tile, larger:
+    its labels name each value's thread already. Returns the Figure."""
     g = _tile(BM, BN, BK, TM, TN)
     per_row = BK // 4                        # float4s per row of the A tile
     if not 1 <= rows <= BM or (rows * per_row) > g["NT"]:
@@ -101,16 +102,19 @@ def tile_stores(BK: int = 8, rows: int = 8, BM: int = 128, BN: int = 128, TM: in
     plt = _plt()
     # Every cell the same size: the three A panels side by side, BK + BK + rows cells.
     third = max(rows, 3 * BK // 4)           # the transposed panel: room for its labels
-    cell = 11.5 / (2 * BK + third)
+    cell = 11.5 / (2 * BK + third) if fetched else 0.32
     top = max(rows, BK) * cell
     bottom = 2.4 if b_tile else 0
     height = top + 3 + bottom
-    fig = plt.figure(figsize=(14, height))
-    gs = fig.add_gridspec(2 if b_tile else 1, 3, width_ratios=[BK, BK, third],
+    fig = plt.figure(figsize=(14 if fetched else 8, height))
+    gs = fig.add_gridspec(2 if b_tile else 1, 3 if fetched else 1,
+                          width_ratios=[BK, BK, third] if fetched else None,
                           height_ratios=[top + 1.6, bottom] if b_tile else None,
-                          hspace=0.35, wspace=0.3, top=1 - 0.8 / height,
-                          bottom=(0.8 if b_tile else 1.4) / height, left=0.06, right=0.98)
-    ax_g, ax_r, ax_t = (fig.add_subplot(gs[0, i]) for i in range(3))
+                          hspace=0.35, wspace=0.3, top=1 - (0.8 if fetched else 1.1) / height,
+                          bottom=(0.8 if b_tile else 1.4) / height,
+                          left=0.06 if fetched else 0.3, right=0.98 if fetched else 0.8)
+    ax_g, ax_r, ax_t = ((fig.add_subplot(gs[0, i]) for i in range(3)) if fetched
+                        else (None, None, fig.add_subplot(gs[0, 0])))
     ax_b = fig.add_subplot(gs[1, :]) if b_tile else None
 
     # (a) A in global memory and (b) the row-major tile: the same picture, row m holds
@@ -119,6 +123,8 @@ def tile_stores(BK: int = 8, rows: int = 8, BM: int = 128, BN: int = 128, TM: in
                              "one float4 (16 bytes) per thread"),
                       (ax_r, "row-major tile As[m][k] (chapter 06,\n"
                              "float4_a_rows): 1 STS.128 per float4")):
+        if ax is None:
+            continue
         for t in a_threads:
             m, k = a_fetch(t, BK)
             for j in range(4):
@@ -173,8 +179,8 @@ def tile_stores(BK: int = 8, rows: int = 8, BM: int = 128, BN: int = 128, TM: in
     def each(n: int) -> str:
         return {1: "one", 2: "two", 4: "four"}.get(n, str(n)) + " float4" + ("s" if n > 1 else "")
     a_each, b_each = BM * BK // 4 // g["NT"], BK * BN // 4 // g["NT"]
-    fig.suptitle(f"Who stores what: the first {rows} rows of the {BM} x {BK} A tile "
-                 f"(threads t0-t{a_threads[-1]}; {g['NT']} threads, each {each(a_each)} of A"
+    fig.suptitle(f"Who stores what: the first {rows} rows of the {BM} x {BK} A tile"
+                 + (" " if fetched else "\n") + f"(threads t0-t{a_threads[-1]}; {g['NT']} threads, each {each(a_each)} of A"
                  + (f" and {each(b_each)} of B" if b_tile else "") + " per tile)",
                  fontsize=TEXT + 1)
     return fig
