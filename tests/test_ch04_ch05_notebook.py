@@ -259,7 +259,19 @@ def test_the_outputs_plot_names_each_tile_and_trims_its_axis():
 
 
 def test_every_printed_rate_names_its_size():
-    assert all("4096^3" in line for line in ch05_tile_1d.shares_4096().splitlines())
+    *rates, peak = ch05_tile_1d.shares_4096().splitlines()
+    assert rates and all("4096^3" in line for line in rates)
+    assert "GFLOP/s" in peak and "4096^3" not in peak
+
+
+def test_the_shares_place_each_tile_against_the_fp32_peak_they_print():
+    from gemm_kernels.core import device
+    from gemm_kernels.measure import ladder, records
+    peak = device.peak_fp32_gflops(records.described_device())
+    lines = ch05_tile_1d.shares_4096().splitlines()
+    assert lines[-1].endswith(f"= {peak:,.0f} GFLOP/s")
+    g = ladder.share("tile_1d", 4096, ch05_tile_1d.K4)["GFLOP/s"]
+    assert lines[0].endswith(f", {g / peak:.0%} of the FP32 peak")
 
 
 def test_the_bk_loop_counts_show_the_fixed_barriers_and_the_copy_growing_with_bk():

@@ -1005,8 +1005,12 @@ def rates_by_size(params=None) -> str:
 
 def shares_4096() -> str:
     """The K4 tile and the default at 4096^3: rate, share of the cuBLAS run timed beside
-    it, and the ratio to chapter 03's kernel."""
-    from gemm_kernels.measure import ladder
+    it, the ratio to chapter 03's kernel and the share of the FP32 peak of the GPU the
+    numbers describe; then how that peak is reckoned."""
+    from gemm_kernels.core import device
+    from gemm_kernels.measure import ladder, records
+    props = records.described_device()
+    peak = device.peak_fp32_gflops(props)
     t03 = ladder.share("smem_tiled", 4096)
     lines = []
     for label, p in (("K4 tile", K4), ("default", get("tile_1d").defaults())):
@@ -1019,7 +1023,14 @@ def shares_4096() -> str:
             line += f" = {s['% of cuBLAS']:.0f}% of cuBLAS"
         if t03:
             line += f", {s['GFLOP/s'] / t03['GFLOP/s']:.1f}x chapter 03's kernel"
+        if peak:
+            line += f", {s['GFLOP/s'] / peak:.0%} of the FP32 peak"
         lines.append(line)
+    if peak:
+        lanes = props.get("fp32_lanes_per_sm") or device.fp32_lanes(props["compute_capability"])
+        lines.append(f"FP32 peak of the {props['name']}: {props['sm_count']} SMs x {lanes} "
+                     f"FMA lanes x 2 flops x {props['sm_clock_mhz']:,.0f} MHz = "
+                     f"{peak:,.0f} GFLOP/s")
     return "\n".join(lines)
 
 
