@@ -204,6 +204,24 @@ def test_the_wide_loads_picture_shows_a_merge_that_is_not_a_broadcast():
     assert "4 wavefronts" in titles[2]
 
 
+def test_the_wide_loads_picture_can_add_chapter_05s_conflict_of_four_groups():
+    fig = ch04_banks.wide_loads(("broadcast", "pairs", "diagonal", "groups"))
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert len(titles) == 4 and "16 wavefronts, ideal 4" in titles[3]
+    assert fig.axes[0].get_gridspec().get_geometry() == (2, 2)
+
+
+def test_the_outputs_table_puts_executed_instructions_beside_the_static_count():
+    """Nsight Compute's executed instructions per FFMA for every tile of the study: below
+    the static count where part of the warps skip a tile copy (2 and 4 outputs), equal
+    where every thread copies (the kernel-4 tile and the default)."""
+    rows = list(ch05_tile_1d.outputs_table())
+    static = [float(r["loop instructions per FFMA, SASS (static)"]) for r in rows]
+    run = [float(r["instructions per FFMA, executed (Nsight Compute)"]) for r in rows]
+    assert run[1] < static[1] and run[2] < static[2]
+    assert run[3] == static[3] and run[4] == static[4]
+
+
 def test_with_layout_rewrites_both_functions_and_the_loop():
     src = ch04_banks.with_layout(solution("04_tile_layout"), ch04_banks.SWIZZLE, float4=True)
     assert "word = m * BLOCK + (k ^ ((m & 7) << 2));" in src
@@ -241,7 +259,19 @@ def test_the_outputs_plot_names_each_tile_and_trims_its_axis():
 
 
 def test_every_printed_rate_names_its_size():
-    assert all("4096^3" in line for line in ch05_tile_1d.shares_4096().splitlines())
+    *rates, peak = ch05_tile_1d.shares_4096().splitlines()
+    assert rates and all("4096^3" in line for line in rates)
+    assert "GFLOP/s" in peak and "4096^3" not in peak
+
+
+def test_the_shares_place_each_tile_against_the_fp32_peak_they_print():
+    from gemm_kernels.core import device
+    from gemm_kernels.measure import ladder, records
+    peak = device.peak_fp32_gflops(records.described_device())
+    lines = ch05_tile_1d.shares_4096().splitlines()
+    assert lines[-1].endswith(f"= {peak:,.0f} GFLOP/s")
+    g = ladder.share("tile_1d", 4096, ch05_tile_1d.K4)["GFLOP/s"]
+    assert lines[0].endswith(f", {g / peak:.0%} of the FP32 peak")
 
 
 def test_the_bk_loop_counts_show_the_fixed_barriers_and_the_copy_growing_with_bk():
@@ -397,7 +427,8 @@ def test_the_ladder_table_groups_each_kernels_sizes_with_cublas_last():
     out = ch05_tile_1d.ladder_by_kernel(Table(rows, ["chapter", "kernel", "size"], title="t"))
     assert [(r["kernel"], r["size"]) for r in out] == [
         ("smem_tiled", 1024), ("smem_tiled", 2048), ("tile_1d", 1024), ("tile_1d", 2048),
-        ("cublas", 1024), ("cublas", 2048)]
+        ("cuBLAS", 1024), ("cuBLAS", 2048)]
+    assert [r["chapter"] for r in out][-2:] == ["-", "-"]
     assert out.title == "t" and out.columns == ["chapter", "kernel", "size"]
 
 

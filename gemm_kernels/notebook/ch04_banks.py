@@ -132,22 +132,38 @@ def column_store(pads=(0, 1), block: int = 32):
     return fig
 
 
-def wide_loads():
-    """Three 128-bit loads of one warp, lane x bank: every lane reading the same 16 bytes
-    (a broadcast: the quarters of each half merge, 2 wavefronts); lanes 2j and 2j + 1
-    reading float4 j (the i^1 rule: each half-warp asks for 8 float4, 128 neighbouring
-    bytes, and its quarters merge: 2 wavefronts); lane i reading the 16 bytes at word
-    36 i (rows of 36 words: no pairs, 4 quarter phases of 1 wavefront each). Returns the
-    Figure."""
-    plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(20, 5.5), layout="constrained")
-    cases = ((banks.broadcast(0, 16), "every lane the same 16 bytes (a broadcast)",
-              lambda w: w // 4, "float4 number"),
-             (banks.words_to_bytes([4 * (lane // 2) for lane in range(banks.WARP)]),
+# The 128-bit loads wide_loads can draw, by name: (one warp's byte addresses, what the
+# lanes read, the label of a word, what the label counts).
+WIDE_LOADS = {
+    "broadcast": (banks.broadcast(0, 16), "every lane the same 16 bytes (a broadcast)",
+                  lambda w: w // 4, "float4 number"),
+    "pairs": (banks.words_to_bytes([4 * (lane // 2) for lane in range(banks.WARP)]),
               "lanes 2j and 2j + 1 both read float4 j", lambda w: w // 4, "float4 number"),
-             (banks.words_to_bytes([36 * lane for lane in range(banks.WARP)]),
-              "lane i at word 36 i (rows of 36 words)", lambda w: w // 36, "row of 36 words"))
-    for ax, (addresses, what, row_of, row_name) in zip(axes, cases):
+    "diagonal": (banks.words_to_bytes([36 * lane for lane in range(banks.WARP)]),
+                 "lane i at word 36 i (rows of 36 words)", lambda w: w // 36, "row of 36 words"),
+    # Chapter 05's read of A with threads down the column first: lane i in row group i % 4,
+    # the groups' rows 256 words apart, so all four groups hit the same four banks.
+    "groups": (banks.words_to_bytes([256 * (lane % 4) for lane in range(banks.WARP)]),
+               "lane i at word 256 x (i % 4): 4 groups, the same banks", lambda w: w // 256, "group i % 4"),
+}
+
+
+def wide_loads(cases=("broadcast", "pairs", "diagonal")):
+    """128-bit loads of one warp, lane x bank, one panel per name of WIDE_LOADS in
+    `cases`: every lane reading the same 16 bytes (a broadcast: the quarters of each half
+    merge, 2 wavefronts); lanes 2j and 2j + 1 reading float4 j (the i^1 rule: each
+    half-warp asks for 8 float4, 128 neighbouring bytes, and its quarters merge: 2
+    wavefronts); lane i reading the 16 bytes at word 36 i (rows of 36 words: no pairs, 4
+    quarter phases of 1 wavefront each); lane i reading word 256 (i % 4) (4 different
+    words in the same banks in every phase: 4 wavefronts a phase, 16 in all). Three
+    panels or fewer sit in one row, more in two. Returns the Figure."""
+    plt = _plt()
+    cols = len(cases) if len(cases) <= 3 else -(-len(cases) // 2)
+    rows = -(-len(cases) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(20 / 3 * cols, 5.5 * rows),
+                             layout="constrained", squeeze=False)
+    for ax, name in zip(axes.flat, cases):
+        addresses, what, row_of, row_name = WIDE_LOADS[name]
         an = banks.analyse(addresses, 16)
         banks.plot_banks(an, ax=ax, row_of=row_of, row_name=row_name,
                          title=f"128-bit, {what}:\n{_count(an)}")

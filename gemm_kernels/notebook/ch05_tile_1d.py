@@ -436,12 +436,30 @@ def _tile(kernel, p) -> tuple[int, int, int, int]:
     return p["BM"], p["BN"], p["BK"], p["TM"]
 
 
+def _executed_per_ffma() -> dict:
+    """Instructions Nsight Compute counted per FFMA instruction, by (kernel, resolved
+    params as a sorted tuple), for every tile of chapter 05's profiles (the studies stalls
+    and ch05_outputs_stalls). Every multiply-add is one lane of an FFMA, so a launch runs
+    M*N*K / 32 FFMA instructions."""
+    from gemm_kernels.measure import studies
+    out = {}
+    for study in ("stalls", "ch05_outputs_stalls"):
+        for s, r in studies.results(study):
+            if r and s.kernel in ("smem_tiled", "tile_1d"):
+                m, n, k = r["shape"]
+                key = (s.kernel, tuple(sorted(get(s.kernel).resolve(s.params).items())))
+                out[key] = r["metrics"]["smsp__inst_executed.sum"] / (m * n * k / 32)
+    return out
+
+
 def outputs_table() -> Table:
     """The study ch05_outputs (one tile family at 4096^3, 1 to 16 outputs per thread):
     per step the tile, threads, registers (of the timed binary), warps per SM, the FFMA a
     thread does between two barriers, shared loads per FFMA and loop instructions per
-    FFMA (from the SASS), and the rate."""
+    FFMA (counted once each in the SASS: static), the instructions per FFMA Nsight Compute
+    counted as executed, and the rate."""
     from gemm_kernels.measure import studies
+    executed = _executed_per_ffma()
     rows = []
     for s, r in studies.results("ch05_outputs"):
         p = get(s.kernel).resolve(s.params)
@@ -457,10 +475,14 @@ def outputs_table() -> Table:
                                      f"{'s' if occ.blocks_per_sm > 1 else ''})",
                      "FFMA per thread per step": tm * bk,
                      "loads per FFMA": f"{(h.get('LDS', 0) + h.get('LDS.128', 0)) / h['FFMA']:.3g}",
-                     "loop instructions per FFMA": f"{sum(h.values()) / h['FFMA']:.1f}",
+                     "loop instructions per FFMA, SASS (static)": f"{sum(h.values()) / h['FFMA']:.1f}",
+                     "instructions per FFMA, executed (Nsight Compute)":
+                         f"{e:.1f}" if (e := executed.get((s.kernel, tuple(sorted(p.items())))))
+                         else "-",
                      "GFLOP/s": r["gflops"]["median"] if r else None})
     return Table(rows, list(rows[0]), title="one tile family, timed together at 4096^3; "
-                 "registers of the timed binaries, loads and instructions from the SASS")
+                 "registers of the timed binaries, loads and static instruction counts "
+                 "from the SASS, executed instructions from Nsight Compute at 4096^3")
 
 
 def outputs_plot():
@@ -734,9 +756,10 @@ def bk_instructions_line(tile=None) -> str:
             f"exactly at BK = {bks}.\n"
             f"For the same {ffma[16]} FFMA, BK = 8 issues {steps} x {n[8]} = {steps * n[8]} "
             f"loop instructions and BK = 16 {n[16]}: {steps * n[8] / n[16]:.3f}x.\n"
-            f"The fixed {c['fixed']:.0f} instructions take as many issue slots as about "
-            f"{fixed_ffma:.0f} FFMA (at {per_ffma:.2f} instructions per FFMA); the fit to the "
-            f"sweep's pairs put the fixed cost per step at {f} FFMA.")
+            f"The fixed {c['fixed']:.0f} instructions = the issue slots of about "
+            f"{fixed_ffma:.0f} FFMA with their share of loads and addresses ({per_ffma:.2f} "
+            f"instructions each); the fit to the sweep's pairs put the fixed cost per step at "
+            f"{f} FFMA.")
 
 
 def pair_counts(pairs, tie: float = 0.005) -> str:
@@ -954,19 +977,23 @@ def bk_scatter(size: int = 2048, ax=None):
 def ladder_by_kernel(table) -> Table:
     """The ladder's rows (ladder.compare) grouped by kernel: each chapter's sizes together,
     cuBLAS last, so that one kernel reads down a column without the cuBLAS rows of every
-    size between its rows."""
+    size between its rows. The cuBLAS rows are named as the text names cuBLAS, with no
+    chapter (the ladder files them under "00")."""
     rows = sorted(table, key=lambda r: (r["chapter"] == "00", str(r["chapter"]),
                                         r["kernel"], r["size"]))
+    rows = [{**r, "chapter": "-", "kernel": "cuBLAS"} if r["kernel"] == "cublas" else r
+            for r in rows]
     return Table(rows, table.columns, title=table.title)
 
 
 def rates_by_size(params=None) -> str:
     """One tile's measured rate at the chapter's two sizes, with what each size is used
-    for: 2048^3 for the sweep, the exercise's timing and the predict cell; 4096^3 for the
+    for: 2048^3 for the sweep, the exercise's timing and the "Predict, then check" cell;
+    4096^3 for the
     bound, the profiles and the shares of cuBLAS."""
     from gemm_kernels.measure import lookup
     p = params or get("tile_1d").defaults()
-    uses = {2048: "the sweep, the exercise and the predict cell",
+    uses = {2048: "the sweep, the exercise and the Predict, then check cell",
             4096: "the bound, the profiles and the shares of cuBLAS"}
     parts = []
     for size, use in uses.items():
@@ -978,8 +1005,12 @@ def rates_by_size(params=None) -> str:
 
 def shares_4096() -> str:
     """The K4 tile and the default at 4096^3: rate, share of the cuBLAS run timed beside
-    it, and the ratio to chapter 03's kernel."""
-    from gemm_kernels.measure import ladder
+    it, the ratio to chapter 03's kernel and the share of the FP32 peak of the GPU the
+    numbers describe; then how that peak is reckoned."""
+    from gemm_kernels.core import device
+    from gemm_kernels.measure import ladder, records
+    props = records.described_device()
+    peak = device.peak_fp32_gflops(props)
     t03 = ladder.share("smem_tiled", 4096)
     lines = []
     for label, p in (("K4 tile", K4), ("default", get("tile_1d").defaults())):
@@ -992,7 +1023,14 @@ def shares_4096() -> str:
             line += f" = {s['% of cuBLAS']:.0f}% of cuBLAS"
         if t03:
             line += f", {s['GFLOP/s'] / t03['GFLOP/s']:.1f}x chapter 03's kernel"
+        if peak:
+            line += f", {s['GFLOP/s'] / peak:.0%} of the FP32 peak"
         lines.append(line)
+    if peak:
+        lanes = props.get("fp32_lanes_per_sm") or device.fp32_lanes(props["compute_capability"])
+        lines.append(f"FP32 peak of the {props['name']}: {props['sm_count']} SMs x {lanes} "
+                     f"FMA lanes x 2 flops x {props['sm_clock_mhz']:,.0f} MHz = "
+                     f"{peak:,.0f} GFLOP/s")
     return "\n".join(lines)
 
 
