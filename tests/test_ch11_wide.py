@@ -276,6 +276,49 @@ def test_part2_is_graded_from_the_bank_model():
     assert "right" not in str(w.check_part2(banks=8, store_wavefronts=2))
 
 
+def test_part2_hides_the_banks_while_they_are_wrong():
+    both_wrong = str(w.check_part2(banks=16, store_wavefronts=2))
+    assert "on 8 banks" not in both_wrong and "your first answer" in both_wrong
+    assert "on 8 banks" in str(w.check_part2(banks=8, store_wavefronts=2))
+
+
+def test_the_transposed_step_prices_rows_of_17_and_18():
+    odd, even = w.transposed_step(17), w.transposed_step(18)
+    assert (odd["total"], odd["B read"], odd["B reads per step"]) == (52, "LDS.64", 16)
+    assert (even["total"], even["B read"], even["B reads per step"]) == (54, "LDS.128", 8)
+    assert w.transposed_step(16)["total"] == 306
+
+
+def test_part3_is_graded_from_the_bank_model():
+    assert "not answered yet" in str(w.check_step())
+    assert "not answered yet" in str(w.check_step(rows17=52))
+    right = str(w.check_step(rows17=52, rows18=54))
+    assert right.startswith("Part 3: right") and "8 instructions" in right
+    wrong = str(w.check_step(rows17=68, rows18=52))
+    assert "rows17 = 68: not yet" in wrong and "rows18 = 52: not yet" in wrong
+    assert "right" not in wrong and "52 wavefronts" not in wrong and "54" not in wrong
+    one_wrong = str(w.check_step(rows17=52, rows18=56))
+    assert "rows18 = 56: not yet" in one_wrong and "rows17" not in one_wrong
+
+
+def test_swapped_halves_escape_the_parity_argument_at_the_cost_of_rows_of_17():
+    text = str(w.swapped_halves())
+    assert "the store (STS.64) costs 2 wavefronts (least 2)" in text
+    assert "(LDS.128 per two k) 4 at worst over k (least 4)" in text
+    assert "52 wavefronts per warp and step, as rows of 17 (52)" in text
+    with pytest.raises(ValueError):
+        w.swapped_halves(block=8)
+
+
+def test_fusing_a_halves_its_wavefronts_in_dgemm_tiled():
+    text = w.fused_a_reading()
+    assert "A read as written: 16 LDS.64 x 2 = 32 wavefronts per warp and step; the whole step: 68" in text
+    assert "A read fused: 8 LDS.128 x 2 = 16 wavefronts per warp and step; the whole step: 52" in text
+    assert w.step_wavefronts("dgemm_tiled", {"BLOCK": 16}, as_written=True)["total"] == 68
+    if records.described_device():
+        assert "(1.31 x)" in text
+
+
 def test_the_worked_solution_is_read_from_the_recording_that_timed_its_text():
     """worked_solution reads the recording that timed the solution's current text, even
     where it is not the one shown, and sets the chapter's kernel of that run beside it."""

@@ -196,13 +196,14 @@ def _rate(kernel, params, size):
         return None
 
 
-def step_wavefronts(kernel, params) -> dict:
+def step_wavefronts(kernel, params, as_written: bool = False) -> dict:
     """One warp's shared-memory wavefronts per step along K (the model of what ptxas
     emits, averaged over the warps of the block): loads, stores, and the FMA
-    instructions of the step (BLOCK * VEC per warp)."""
+    instructions of the step (BLOCK * VEC per warp). as_written: dgemm_tiled's A read
+    as the source writes it, one LDS.64 per k (`block_accesses`)."""
     from gemm_kernels.core.launch import kernel_of
     p = kernel_of(kernel).resolve(params)
-    acc = instr.block_accesses(kernel, p)
+    acc = instr.block_accesses(kernel, p, as_written)
     nw = max(a.warp for a in acc) + 1
     out = {op: sum(a.analysis.wavefronts for a in acc if a.op == op) / nw for op in ("ld", "st")}
     return {**out, "total": out["ld"] + out["st"], "fma": p["BLOCK"] * p.get("VEC", 1)}
@@ -222,7 +223,7 @@ def recorded_step_wavefronts(kernel, params) -> float | None:
     return (m["ld wavefronts"] + m["st wavefronts"]) / (instr.repeats(k, p, m["shape"]) * warps)
 
 
-def smem_bound(kernel, params) -> dict:
+def smem_bound(kernel, params, as_written: bool = False) -> dict:
     """The rate shared memory alone allows: each SM serves one wavefront per clock (the
     device's clock as it reports it), and a warp's step costs `step_wavefronts` of them
     for BLOCK * VEC FMA instructions of 32 lanes (2 flops each). An upper bound: it
@@ -230,10 +231,33 @@ def smem_bound(kernel, params) -> dict:
     props = records.described_device()
     if not props or not props.get("sm_count") or not props.get("sm_clock_mhz"):
         raise ValueError("the bound needs the device's sm_count and sm_clock_mhz")
-    w = step_wavefronts(kernel, params)
+    w = step_wavefronts(kernel, params, as_written)
     bound = props["sm_count"] * props["sm_clock_mhz"] * 1e6 * w["fma"] * WARP * 2 / w["total"] / 1e9
     return {**w, "recorded": recorded_step_wavefronts(kernel, params), "bound": bound,
             "clock GHz": props["sm_clock_mhz"] / 1e3, "SMs": props["sm_count"]}
+
+
+def fused_a_reading(block: int = 16) -> str:
+    """What ptxas's fusing of A_shared[ty][k] and A_shared[ty][k + 1] into one LDS.128 is
+    worth in dgemm_tiled: A's read wavefronts per warp and step, the step's total and the
+    shared-memory bound, as the source reads A (one LDS.64 per k) and as ptxas emits it.
+    Every lane of a half-warp reads one address, so an LDS.128 carries two k in the
+    wavefronts an LDS.64 spends on one."""
+    p = {"BLOCK": block}
+    lines = []
+    for as_written, how in ((True, "as written"), (False, "fused")):
+        a = [x for x in instr.block_accesses("dgemm_tiled", p, as_written)
+             if x.op == "ld" and x.warp == 0 and x.what.startswith("A_shared")]
+        lines.append((how, a, step_wavefronts("dgemm_tiled", p, as_written)["total"]))
+    out = [f"A read {how}: {len(a)} {a[0].sass} x {a[0].analysis.wavefronts} = "
+           f"{sum(x.analysis.wavefronts for x in a)} wavefronts per warp and step; "
+           f"the whole step: {total:.0f}" for how, a, total in lines]
+    try:
+        slow, fast = (smem_bound("dgemm_tiled", p, w)["bound"] for w in (True, False))
+    except ValueError:           # no device described: the wavefronts alone
+        return "\n".join(out)
+    return "\n".join(out + [f"shared-memory bound: {slow:,.0f} GFLOP/s as written, "
+                            f"{fast:,.0f} fused ({fast / slow:.2f} x)"])
 
 
 def _label(kernel, p) -> str:
@@ -736,6 +760,32 @@ def pitch_table(block: int = 16, pitches=range(16, 24)) -> Table:
                  "model (per k for an LDS.64, per k and k + 1 for an LDS.128)")
 
 
+def swapped_halves(block: int = 16) -> Text:
+    """The layout that escapes Part 2's parity argument by not keeping k in the low half of
+    its slot: rows of 16 doubles, element k of row tx in 16-byte slot (k >> 1) ^ (tx & 7),
+    in half (k & 1) ^ (tx >> 3). Warp 0's STS.64 store and LDS.128 read of the pair
+    (k, k + 1), priced by the bank model at every k, and the step they give. A thread with
+    tx >= 8 gets its pair back swapped, so the read needs hand-written double2 code and a
+    per-thread swap: ptxas does not fuse it from plain indexing."""
+    if block != 16:
+        raise ValueError("swapped_halves is written for rows of 16 doubles (8 slots, tx < 16)")
+    slot = lambda k, tx: (k >> 1) ^ (tx & 7)
+    st = WarpInstr("st", "B_shared[tx][2 * slot + half]", 0, 8, tuple(
+        (block * tx + 2 * slot(ty, tx) + ((ty & 1) ^ (tx >> 3))) * 8 for tx, ty in _lanes(block)))
+    reads = [_load("B_shared[tx][2 * slot]", 16, tuple((block * tx + 2 * slot(k, tx)) * 8
+                                                       for tx, _ in _lanes(block)))
+             for k in range(0, block, 2)]
+    ld = max(r.analysis.wavefronts for r in reads)
+    acc = instr.block_accesses("dgemm_tiled", {"BLOCK": block})
+    a = sum(x.analysis.wavefronts for x in acc if x.warp == 0 and x.what.startswith("A_shared"))
+    total = a + st.analysis.wavefronts + len(reads) * ld
+    return Text(f"slot (k >> 1) ^ (tx & 7), half (k & 1) ^ (tx >> 3): the store (STS.64) costs "
+                f"{st.analysis.wavefronts} wavefronts (least {st.analysis.ideal}), the read "
+                f"(LDS.128 per two k) {ld} at worst over k (least {reads[0].analysis.ideal}); "
+                f"{total} wavefronts per warp and step, as rows of {block + 1} "
+                f"({transposed_step(block + 1, block)['total']})")
+
+
 def exercise_step(pitch: int = 17, block: int = 16) -> str:
     """One warp's shared wavefronts per step along K of the exercise's kernel with B rows
     of `pitch` doubles (P odd: every read an LDS.64), next to the chapter's dgemm_tiled."""
@@ -753,40 +803,80 @@ def exercise_step(pitch: int = 17, block: int = 16) -> str:
             f"dgemm_tiled: {chapter['total']:.0f}\n" + solution_loop(block))
 
 
-def exercise_payoff(block: int = 16, pitches=(16, 17, 18)) -> Table:
-    """What the exercise's layout buys, priced by the bank model: the kernel with B stored
-    transposed in rows of P doubles, per P one warp's shared wavefronts per step along K
-    (A's store and reads as in the chapter's kernel; B's STS.64 store and its read as ptxas
-    emits it: an LDS.128 per two k where P is even, an LDS.64 per k where P is odd), and
-    the shared-memory bound that implies (`smem_bound`'s arithmetic). The chapter's kernel
-    comes first. Rows of 16 are the transposed layout nobody padded: why padding pays."""
-    props = records.described_device()
+def transposed_step(pitch: int, block: int = 16) -> dict:
+    """One warp's shared wavefronts per step along K of the exercise's kernel with B stored
+    transposed in rows of `pitch` doubles: A's store and reads as in the chapter's kernel,
+    B's STS.64 store, and B's read as ptxas emits it (an LDS.128 per two k where the rows
+    keep k and k + 1 16-byte aligned, an LDS.64 per k where they do not)."""
     acc = instr.block_accesses("dgemm_tiled", {"BLOCK": block})
     a = {op: sum(x.analysis.wavefronts for x in acc
                  if x.op == op and x.warp == 0 and x.what.startswith("A_shared"))
          for op in ("st", "ld")}
+    (_, st), (_, ld) = transposed_cases(pitch, block)
+    reads = block // 2 if ld.width == 16 else block
+    return {"B store": st.analysis.wavefronts, "B read": ld.sass,
+            "B reads per step": reads, "B read wavefronts": ld.analysis.wavefronts,
+            "total": a["st"] + st.analysis.wavefronts + a["ld"] + reads * ld.analysis.wavefronts}
+
+
+def exercise_payoff(block: int = 16, pitches=(16, 17, 18)) -> Table:
+    """What the exercise's layout buys, priced by the bank model: the kernel with B stored
+    transposed in rows of P doubles, per P one warp's shared wavefronts per step along K
+    (`transposed_step`) and the shared-memory bound that implies (`smem_bound`'s
+    arithmetic). The chapter's kernel comes first. Rows of 16 are the transposed layout
+    nobody padded: why padding pays."""
+    props = records.described_device()
     clock = props["sm_count"] * props["sm_clock_mhz"] * 1e6 if props else None
     bound = lambda total: clock * block * WARP * 2 / total / 1e9 if clock else None
     chapter = step_wavefronts("dgemm_tiled", {"BLOCK": block})["total"]
+    b = {x.op: x.analysis.wavefronts for x in instr.block_accesses("dgemm_tiled", {"BLOCK": block})
+         if x.warp == 0 and x.what.startswith("B_shared")}
     # The B columns price one warp instruction (STS.64 or the LDS of the read), not a step:
     # their headers say so, since the step's total sits beside them.
+    st_col, ld_col = ("B store (STS.64): wavefronts per warp instruction",
+                      "B read: wavefronts per warp instruction")
     rows = [{"layout": "the chapter's kernel: B as it is, rows of 16",
-             "B store (STS.64): wavefronts per instruction": None,
-             "B read": "LDS.64 per k", "B read: wavefronts per instruction": None,
+             st_col: b["st"], "B read": "LDS.64 per k", ld_col: b["ld"],
              "wavefronts per warp and step": chapter, "shared-memory bound, GFLOP/s": bound(chapter)}]
     for pitch in pitches:
-        (_, st), (_, ld) = transposed_cases(pitch, block)
-        reads = block // 2 if ld.width == 16 else block
-        total = a["st"] + st.analysis.wavefronts + a["ld"] + reads * ld.analysis.wavefronts
-        rows.append({"layout": f"B transposed, rows of {pitch}",
-                     "B store (STS.64): wavefronts per instruction": st.analysis.wavefronts,
-                     "B read": f"{ld.sass} per {'two k' if ld.width == 16 else 'k'}",
-                     "B read: wavefronts per instruction": ld.analysis.wavefronts,
-                     "wavefronts per warp and step": total,
-                     "shared-memory bound, GFLOP/s": bound(total)})
+        t = transposed_step(pitch, block)
+        rows.append({"layout": f"B transposed, rows of {pitch}", st_col: t["B store"],
+                     "B read": f"{t['B read']} per {'two k' if t['B read'] == 'LDS.128' else 'k'}",
+                     ld_col: t["B read wavefronts"],
+                     "wavefronts per warp and step": t["total"],
+                     "shared-memory bound, GFLOP/s": bound(t["total"])})
     return Table(rows, list(rows[0]), title=f"BLOCK = {block}: bank model (sm_90 rules), warp 0; "
                  "the bound: one wavefront per SM and clock" +
                  (f", {props['sm_count']} SMs at {props['sm_clock_mhz'] / 1e3:.2f} GHz" if props else ""))
+
+
+def check_step(rows17: int | None = None, rows18: int | None = None, block: int = 16):
+    """Part 3 of exercise 11, graded here: the student's wavefronts per warp and step for
+    the transposed kernel with rows of 17 and with rows of 18 doubles, against
+    `transposed_step`; a hint per wrong number that names the parts to count, not the sum."""
+    if rows17 is None or rows18 is None:
+        return Text("Part 3: not answered yet. Write your two numbers in this cell, "
+                    "check_step(rows17=..., rows18=...), and run it.")
+    odd, even = transposed_step(block + 1, block), transposed_step(block + 2, block)
+    out = []
+    parts = (f"Add four parts: the A store and the B store (one STS.64 each), the A reads "
+             f"({block // 2} LDS.128, as in the chapter's kernel) and the B reads")
+    if rows17 != odd["total"]:
+        out.append(f"rows17 = {rows17}: not yet. {parts}. With rows of {block + 1}, "
+                   f"ptxas reads B with one {odd['B read']} per k, {odd['B reads per step']} "
+                   "of them; "
+                   "price each with the rules of sections 1 and 2.")
+    if rows18 != even["total"]:
+        out.append(f"rows18 = {rows18}: not yet. {parts}. With rows of {block + 2}, "
+                   f"ptxas reads B with one {even['B read']} per two k, "
+                   f"{even['B reads per step']} of them; the store is the one of Part 2.")
+    if out:
+        return Text("Part 3: " + "\n".join(out))
+    return Text(f"Part 3: right. Rows of {block + 1}: {odd['total']} wavefronts per warp and "
+                f"step; rows of {block + 2}: {even['total']}. The fused read saves "
+                f"{odd['B reads per step'] - even['B reads per step']} instructions per step "
+                f"and no wavefronts; its store conflict costs {even['total'] - odd['total']} "
+                "wavefronts more.")
 
 
 def solution_loop(block: int = 16) -> str:
@@ -914,10 +1004,14 @@ def check_part2(banks: int | None = None, store_wavefronts: int | None = None,
                    "in every row, element ty sits in the same half of every slot: how many of "
                    "the 16 eight-byte banks are first halves of a slot?")
     if store_wavefronts != facts["store_wavefronts"]:
-        out.append(f"store_wavefronts = {store_wavefronts}: not yet. 16 doubles on "
-                   f"{facts['banks']} banks put at least {16 // facts['banks']} on one bank, "
-                   f"so each phase costs at least {16 // facts['banks']} wavefronts; a warp's "
-                   "STS.64 has two phases (its half-warps).")
+        # While the banks are wrong too, the hint must not give them away.
+        reach = (f"{facts['banks']} banks put at least {16 // facts['banks']} on one bank, "
+                 f"so each phase costs at least {16 // facts['banks']} wavefronts"
+                 if banks == facts["banks"] else
+                 "the banks of your first answer put at least 16 / banks on one bank, and "
+                 "each phase costs that many wavefronts")
+        out.append(f"store_wavefronts = {store_wavefronts}: not yet. 16 doubles on {reach}; "
+                   "a warp's STS.64 has two phases (its half-warps).")
     if out:
         return Text("Part 2: " + "\n".join(out))
     odd = transposed_cases(block + 1, block)[0][1].analysis.wavefronts
