@@ -91,14 +91,27 @@ def test_path_checks_the_recorded_steps_and_both_move_as_predicted():
 
 
 def test_the_path_table_splits_into_what_changed_and_where_the_warps_wait():
-    changed, waits = ch06_tiles.path_table(part="changed"), ch06_tiles.path_table(part="waits")
+    changed, waits = ch06_tiles.path_table(part="changed"), ch06_tiles.path_table(part="evidence")
     assert "TFLOP/s at 2048" in changed.columns and "barrier" not in changed.columns
-    assert "barrier" in waits.columns and "TFLOP/s at 2048" not in waits.columns
+    assert {"barrier", "TFLOP/s at 2048", "timed on"} <= set(waits.columns)
     assert len(changed.columns) < len(ch06_tiles.path_table().columns) > len(waits.columns)
     # the chapter claims the unrolled dot product is within a few registers of the
     # register-cached kernel: the column it needs is on the page
     orders = ch06_tiles.loop_orders([("reg", "tile_2d_reg", K5)])
     assert "registers" in orders.columns and "inner k loop runs" not in orders.columns
+
+
+def test_the_evidence_table_puts_rates_and_counters_at_one_size():
+    """At 4096^3, the counters' size, every step has a rate, the day it was timed, and its
+    issue share over the step before's beside the rate's."""
+    t = ch06_tiles.path_table(4096, part="evidence")
+    rows = list(t)
+    assert "TFLOP/s at 4096" in t.columns and "4096³" in t.title
+    assert all(r["TFLOP/s at 4096"] is not None and r["timed on"] for r in rows)
+    assert rows[0]["issue x previous"] is None
+    for before, after in zip(rows, rows[1:]):
+        assert float(after["issue x previous"]) == pytest.approx(
+            after["issue slots used %"] / before["issue slots used %"], abs=0.005)
 
 
 def test_the_path_plot_draws_every_step_from_the_rows():

@@ -573,14 +573,15 @@ def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
     along K at 4096, FMAs per wavefront and conflicts (bank model), the recorded rate
     at size^3 and its ratio to the step before, and where the warps wait at
     `stall_shape` (None where that configuration was not profiled)."""
-    rows, prev = [], None
+    rows, prev, prev_issue = [], None, None
     for label, p in PATH:
         p = _params("tile_2d_reg", p)
         try:
             rec = lookup.recorded("tile_2d_reg", (size,) * 3, p)
             regs, g = rec["binary"]["registers"], rec["gflops"]["median"]
+            day = (rec.get("time") or "")[:10] or None
         except LookupError:
-            regs, g = None, None
+            regs, g, day = None, None, None
         occ = analysis.kernel_occupancy("tile_2d_reg", p, registers=regs)
         s = tiles.step_summary([("tile_2d_reg", p)])[0]
         prof = _stall_row("tile_2d_reg", p, stall_shape)
@@ -592,28 +593,38 @@ def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
                      "conflicts": tiles.conflicts("tile_2d_reg", p),
                      f"TFLOP/s at {size}": None if g is None else _f(g / 1e3),
                      "x previous": None if g is None or prev is None else _f(g / prev, 2),
+                     # rows may be timed in different runs: the day says which share one
+                     "timed on": day,
                      **{c: m.get(k) for c, k in STALL_COLUMNS.items()},
+                     # beside the rate's `x previous`, so that a step's two factors read
+                     # side by side
+                     "issue x previous": None if prev_issue is None or m.get(ISSUE) is None
+                     else _f(m[ISSUE] / prev_issue, 2),
                      # every stall reason, "selected" included: at a fixed number of warps
                      # per scheduler this total is that number over the issue share, so
                      # only its split among reasons says more than the rate does
                      ALL_STALLS: sum(v for k, v in m.items() if k.startswith(_STALL_PREFIX))
                      if m else None})
-        prev = g
+        prev, prev_issue = g, m.get(ISSUE)
     return rows
 
 
 # The two halves of the path table a reader takes in one at a time: what each step
-# changed and what it did to the rate, then where the warps wait.
+# changed and what it did to the rate, then the rate beside where the warps wait (at
+# 4096^3, the counters' size, the two relate at one size).
 PATH_PARTS = {
     "changed": ("step", "params", "registers", "blocks/SM", "warps/SM",
                 WARP_FFMA, "conflicts", "TFLOP/s at {size}", "x previous"),
-    "waits": ("step", "warps/SM", *STALL_COLUMNS)}
+    "evidence": ("step", "warps/SM", "TFLOP/s at {size}", "x previous", "timed on",
+                 "issue slots used %", "issue x previous", "barrier", "long scoreboard",
+                 "short scoreboard")}
 
 
 def path_table(size: int = 2048, part: str | None = None) -> Table:
     """path_rows as a table, the stall columns to two decimals. `part`: only the columns
-    of PATH_PARTS[part] ("changed": the step and its rate; "waits": where the warps wait,
-    at 4096^3); None: every column (the rows always hold all of them)."""
+    of PATH_PARTS[part] ("changed": the step and its rate; "evidence": the rate, the day
+    it was timed, and where the warps wait at 4096^3); None: every column (the rows
+    always hold all of them)."""
     stalls = [c for c in STALL_COLUMNS if not c.endswith("%")]
     rows = [{**r, **{c: _f(r[c], 2) for c in stalls}} for r in path_rows(size)]
     if part is None:
@@ -625,10 +636,12 @@ def path_table(size: int = 2048, part: str | None = None) -> Table:
     columns = [c.format(size=size) for c in PATH_PARTS[part]]
     title = (f"from K5 to the default, one change at a time: what changed, and the rate at "
              f"{size}³ ('-': no step before); " if part == "changed" else
-             "the same steps: where the warps wait at 4096³ (Nsight Compute; issue slots "
-             "used, and stalls in cycles per issued instruction; compare stalls only between "
-             "rows with the same warps per SM); ")
-    return Table(rows, columns, title=title + records.recording_label())
+             f"the same steps: the rate at {size}³ (rows timed on different days come from "
+             "different runs), and where the warps wait at 4096³ (Nsight Compute; issue "
+             "slots used, and stalls in cycles per issued instruction; compare stalls only "
+             "between rows with the same warps per SM; x previous: over the step before); ")
+    # one decimal for every issue share, so that 52% does not read as coarser than 62.2%
+    return Table(rows, columns, title=title + records.recording_label(), pct_decimals=1)
 
 
 # The two steps of PATH the chapter makes a prediction for, by position in PATH, with
