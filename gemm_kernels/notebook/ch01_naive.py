@@ -519,7 +519,8 @@ def _pace() -> dict | None:
 def shortfall(block: int = 32, mapping: str = "x->col", size: int = 2048) -> Text:
     """The one configuration of `rate_times_lines` that falls short of the pace: the rate
     its L1 cycles per step allow at one cycle per SM and clock, and the share of it the
-    recorded (or measured) rate reaches."""
+    recorded (or measured) rate reaches; then why the issue rate is not the cause
+    (`_issue_floor`)."""
     from gemm_kernels.measure import lookup
     from gemm_kernels.memory import ch01_02_sectors
     params = {"BLOCK": block, "MAPPING": mapping}
@@ -531,7 +532,20 @@ def shortfall(block: int = 32, mapping: str = "x->col", size: int = 2048) -> Tex
     allowed = pace["gflops"] / cycles
     return Text(f"{_settings(params)}: {cycles} L1 cycles per step allow "
                 f"{pace['gflops']:,.0f} / {cycles} = {allowed:,.0f} GFLOP/s; it reaches "
-                f"{rate:,.0f}, {rate / allowed:.0%} of that.")
+                f"{rate:,.0f}, {rate / allowed:.0%} of that.\n" + _issue_floor(params, cycles))
+
+
+def _issue_floor(params: dict, cycles: int) -> str:
+    """What the shortfall is not: the SM's schedulers (one instruction a clock each) need
+    fewer clocks for a warp's step than the L1 does. The instructions per step come from
+    the compiled loop (one pass, one FFMA per step)."""
+    from gemm_kernels.notebook.ch07_ablation import SCHEDULERS_PER_SM
+    loop = analysis.summary(KERNEL, params)["loop_histogram"]
+    per_step = sum(loop.values()) / loop["FFMA"]
+    return (f"Not the issue rate: one pass of the loop issues {sum(loop.values())} instructions "
+            f"for {loop['FFMA']} steps ({per_step:.2f} per step); at {SCHEDULERS_PER_SM} instructions "
+            f"a clock (the SM's {SCHEDULERS_PER_SM} schedulers), a warp's step takes the SM "
+            f"{per_step / SCHEDULERS_PER_SM:.2f} clocks of issue, fewer than its {cycles} L1 cycles.")
 
 
 def size_gap(block: int = 32, sizes=(2048, 2047)) -> Text:
