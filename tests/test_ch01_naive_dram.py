@@ -78,12 +78,15 @@ def test_summary_is_a_table_of_each_level_against_its_limit(recording):
     """One row per level: DRAM against the device copy over the timed run (as chapter 00
     reads the same bytes), the L2 with DRAM's limit as a floor under its own (none is
     measured), and the bytes the L1 delivered to the lanes beside its byte width. The
-    sector bytes it looked up get no byte limit: the L1's pace is counted in lines."""
+    sector bytes it looked up get a row but no byte limit: the L1's pace is counted in
+    wavefronts."""
     recording()
     table = ch.summary()
     t = ch.traffic()
-    assert [r["level"].split(" ")[0] for r in table] == ["DRAM", "L2", "L1,"]
-    dram, l2, width = table
+    assert [r["level"].split(" ")[0] for r in table] == ["DRAM", "L2", "L1,", "L1,"]
+    dram, l2, looked, width = table
+    assert looked["bytes"] == bytes_text(t["bytes"]["L1"]) and looked["share of the limit"] == "-"
+    assert "wavefronts" in looked["limit"]
     assert "delivered to the lanes" in width["level"]
     timed = 5e9 / (t["ms"] * 1e-3) / (t["dram_gbps"] * 1e9)
     assert dram["share of the limit"] == f"{timed:.1%}"

@@ -313,8 +313,8 @@ def _cap_sentence(cap: dict) -> str:
             f"So at most {64 / cap['loads_per_step']:g} FLOP per SM per clock = "
             f"{cap['cap_gflops']:,.0f} GFLOP/s, {cap['cap_gflops'] / cap['peak_gflops']:.1%} "
             f"of the FP32 peak ({cap['peak_gflops']:,.0f} GFLOP/s), for this loop of 4-byte "
-            "loads.\nWider or broadcast loads (chapter 03) and reuse of values in registers "
-            "(chapters 05 and 06) lift it.")
+            "loads.\nWider loads whose values feed several multiply-adds (chapter 03's "
+            "LDS.128) and reuse of values in registers (chapters 05 and 06) lift it.")
 
 
 def cap_line(params: dict | None = None) -> Text:
@@ -442,29 +442,38 @@ def _sweep(size: int, blocks):
 
 
 def rate_times_lines(size: int = 2048, blocks=(8, 16, 32)) -> Table:
-    """Per BLOCK and mapping: the L1 cycles one warp's loads cost at one step as the index
-    expressions give them (at this power-of-two size the 128-byte lines they touch, equal
-    to the words on the busiest bank), beside Nsight Compute's wavefronts per step where
-    chapter 02's profile holds the configuration ('-' elsewhere), the recorded rate at
-    size^3, and rate x lines: where the L1's work per step sets the rate, the product
-    stays about constant."""
+    """Per BLOCK and mapping: the 32-byte sectors and the 128-byte lines one warp's loads
+    touch at one step, from the index expressions, beside Nsight Compute's wavefronts
+    per step (the L1 cycles) where chapter 02's profile holds the configuration ('-'
+    elsewhere), the recorded rate at size^3, and rate x lines: where the L1's cycles
+    per step set the rate, the product stays about constant. The sectors stand beside
+    the lines so that a reader sees which of the two the rate follows."""
     from gemm_kernels.notebook.ch01_naive_dram import wavefronts_per_step
     counted, rows = wavefronts_per_step(), []
-    lines_col, wf_col = "128-byte lines per step (from the indices)", \
-        "wavefronts per step, Nsight Compute"
+    sectors_col, lines_col, wf_col = "32-byte sectors per step (from the indices)", \
+        "128-byte lines per step (from the indices)", "wavefronts per step, Nsight Compute"
     for params, counts, rate in _sweep(size, blocks):
         cycles = counts["128-byte lines (A + B)"]
         wf = counted.get((params["MAPPING"], params["BLOCK"]))
-        rows.append({"settings": _settings(params), lines_col: cycles,
+        rows.append({"settings": _settings(params),
+                     sectors_col: counts["sectors per step (A + B)"], lines_col: cycles,
                      wf_col: "-" if wf is None else f"{wf:.2f}",
                      f"rate at {size}^3 (GFLOP/s)": fmt_number(rate),
                      "rate x lines": fmt_number(rate * cycles)})
+    return Table(rows, list(rows[0]), title="one warp, one step k: the sectors and lines its "
+                 "loads touch, counted from the index expressions; the L1 cycles (wavefronts) "
+                 "Nsight Compute counted, where chapter 02 profiled the same loads; and the "
+                 "rate times the lines")
+
+
+def pace_line() -> Text:
+    """The rate one L1 cycle per SM and clock allows a warp's step, its arithmetic written
+    out: the number that rate x lines of `rate_times_lines` should stay near."""
     pace = _pace()
-    pace = (f" (at one L1 cycle per SM per clock, rate x lines would be {pace['text']} "
-            "for every row)") if pace else ""
-    return Table(rows, list(rows[0]), title="one warp, one step k: the L1 cycles its "
-                 "loads cost, counted from the index expressions and, where chapter 02 "
-                 f"profiled the same loads, by Nsight Compute; and the rate times the lines{pace}")
+    if pace is None:
+        return Text("Not known here: the GPU's SM count or clock.")
+    return Text(f"At one L1 cycle per SM and clock, rate x lines would be {pace['text']} "
+                "for every row.")
 
 
 def per_sector_products(size: int = 2048, blocks=(8, 16, 32)) -> Text:
@@ -510,7 +519,8 @@ def _pace() -> dict | None:
 def shortfall(block: int = 32, mapping: str = "x->col", size: int = 2048) -> Text:
     """The one configuration of `rate_times_lines` that falls short of the pace: the rate
     its L1 cycles per step allow at one cycle per SM and clock, and the share of it the
-    recorded (or measured) rate reaches."""
+    recorded (or measured) rate reaches; then why the issue rate is not the cause
+    (`_issue_floor`)."""
     from gemm_kernels.measure import lookup
     from gemm_kernels.memory import ch01_02_sectors
     params = {"BLOCK": block, "MAPPING": mapping}
@@ -522,7 +532,20 @@ def shortfall(block: int = 32, mapping: str = "x->col", size: int = 2048) -> Tex
     allowed = pace["gflops"] / cycles
     return Text(f"{_settings(params)}: {cycles} L1 cycles per step allow "
                 f"{pace['gflops']:,.0f} / {cycles} = {allowed:,.0f} GFLOP/s; it reaches "
-                f"{rate:,.0f}, {rate / allowed:.0%} of that.")
+                f"{rate:,.0f}, {rate / allowed:.0%} of that.\n" + _issue_floor(params, cycles))
+
+
+def _issue_floor(params: dict, cycles: int) -> str:
+    """What the shortfall is not: the SM's schedulers (one instruction a clock each) need
+    fewer clocks for a warp's step than the L1 does. The instructions per step come from
+    the compiled loop (one pass, one FFMA per step)."""
+    from gemm_kernels.notebook.ch07_ablation import SCHEDULERS_PER_SM
+    loop = analysis.summary(KERNEL, params)["loop_histogram"]
+    per_step = sum(loop.values()) / loop["FFMA"]
+    return (f"Not the issue rate: one pass of the loop issues {sum(loop.values())} instructions "
+            f"for {loop['FFMA']} steps ({per_step:.2f} per step); at {SCHEDULERS_PER_SM} instructions "
+            f"a clock (the SM's {SCHEDULERS_PER_SM} schedulers), a warp's step takes the SM "
+            f"{per_step / SCHEDULERS_PER_SM:.2f} clocks of issue, fewer than its {cycles} L1 cycles.")
 
 
 def size_gap(block: int = 32, sizes=(2048, 2047)) -> Text:
@@ -600,14 +623,31 @@ def which_count(block: int = 32, size: int = 2048) -> Text:
         f"  {a:<20}{b}: {c}" for a, b, c in rows))
 
 
+def sector_estimate_note(sectors: dict, lines: dict) -> str:
+    """What a guess near the sector count's ratio is told: it is the reasoning the hint
+    asks for, and the gap between it and the measurement is the chapter's subject. A
+    step costs the L1 the cycles Nsight Compute counts (wavefronts), here one per
+    128-byte line the step touches. `sectors` and `lines` map each mapping to its count
+    per warp and step."""
+    row, col = "x->row", "x->col"
+    return (f"Counting 32-byte sectors, as the hint asks, gives {sectors[row]} -> "
+            f"{sectors[col]} per step, {sectors[row] / sectors[col]:.1f} x. This is the "
+            "expected reasoning, and x->col is indeed many times faster. The gap between "
+            "that estimate and the measurement is what this chapter is about: a step costs "
+            "the L1 cycles Nsight Compute counts (wavefronts), here one per 128-byte line "
+            f"the step touches, {lines[row]} -> {lines[col]} ({lines[row] / lines[col]:.1f} x), "
+            f"since x->col's {sectors[col]} sectors sit in {lines[col]} lines. The chapter's "
+            "section 'Why it is slow' shows it.")
+
+
 def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
     """The chapter's prediction: x->col's rate over x->row's at `block`, size^3. The
     prompt asks for that ratio as a number and says up front that a guess within a
     factor of 1.6 of the recorded (or, live, measured) ratio, either way, counts as
-    right: counting the L1 cycles of a warp's step (here its lines, or its words on one
-    bank) lands inside it, "the same" does not. A guess below that range but near the
-    sector count's ratio (the count chapter 00 teaches) is told it has the direction
-    right, and why the measurement is higher."""
+    right: counting the L1 cycles of a warp's step (here its lines) lands inside it,
+    "the same" does not. A guess below that range but near the sector count's ratio
+    (the hint's first estimate) is told that this is the expected reasoning, and that
+    the gap is the chapter's subject (`sector_estimate_note`)."""
     from gemm_kernels.measure import lookup
     from gemm_kernels.memory import ch01_02_sectors
     if my_guess is None:
@@ -621,42 +661,32 @@ def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
     rate = {m: lookup.measure_or_lookup(KERNEL, (size,) * 3, {"BLOCK": block, "MAPPING": m})
             ["gflops"]["median"] for m in ("x->row", "x->col")}
     ratio = rate["x->col"] / rate["x->row"]
-    count = {m: ch01_02_sectors.sector_table([(KERNEL, {"BLOCK": block, "MAPPING": m})],
-                                             banks=True)[0]
+    count = {m: ch01_02_sectors.sector_table([(KERNEL, {"BLOCK": block, "MAPPING": m})])[0]
              for m in ("x->row", "x->col")}
     sectors = {m: count[m]["sectors per step (A + B)"] for m in count}
     lines = {m: count[m]["128-byte lines (A + B)"] for m in count}
-    words = {m: count[m]["words on the busiest bank (A + B)"] for m in count}
     by_sectors = sectors["x->row"] / sectors["x->col"]
     # the sector count's answer, within the same factor of 1.6, is the second tier
     sector_tier = by_sectors / 1.6 <= my_guess < ratio / 1.6
     verdict = ("right" if ratio / 1.6 <= my_guess <= ratio * 1.6 else
-               "right in direction, but low" if sector_tier else
+               "the sector count's answer, the expected first estimate, below the "
+               "measurement" if sector_tier else
                "too low" if my_guess < ratio else "too high")
     print(f"You guessed {my_guess:g}; at BLOCK = {block}, {size}^3: x->row "
           f"{rate['x->row']:,.0f} GFLOP/s, x->col {rate['x->col']:,.0f} GFLOP/s, "
           f"{ratio:.1f} times as fast. Your guess is {verdict} (right means from "
           f"{ratio / 1.6:.1f} to {ratio * 1.6:.1f}: within a factor of 1.6 either way).")
     # each wrong guess gets the hint that fits it: "the same speed", the sector count
-    # (the right reasoning in chapter 00's unit), a little faster, or too much
+    # (the hint's own estimate), a little faster, or too much
     if verdict == "too low" and my_guess <= 1.6:
         print("The same instructions, a different speed: the addresses a warp loads "
               "decide it. The chapter's section 'Why it is slow' draws them.")
     elif sector_tier:
-        print(f"Counting 32-byte sectors, as chapter 00 did, gives {sectors['x->row']} -> "
-              f"{sectors['x->col']} per step, {by_sectors:.1f} x: the right reasoning, and "
-              "x->col is indeed many times faster. The measurement is higher still because "
-              "what a step costs is the L1 cycles it takes, and sectors are only a first "
-              f"approximation of them: here the step touches {lines['x->row']} -> "
-              f"{lines['x->col']} lines and queues {words['x->row']} -> {words['x->col']} "
-              f"words on one bank ({lines['x->row'] / lines['x->col']:.1f} x), since "
-              f"x->col's {sectors['x->col']} sectors sit in {lines['x->col']} lines. Which "
-              "of the two counts the L1's cycles is chapter 02's question; the chapter's "
-              "optional section F ('The test') sets the rates against the cycles.")
+        print(sector_estimate_note(sectors, lines))
     elif verdict == "too low":
         print("Faster, yes, but by more: count what each lane's address costs the L1 "
-              "(the 128-byte lines a warp's step touches, or the words on one bank), not "
-              "the 32-byte sectors. The chapter's section 'Why it is slow' draws them.")
+              "(the 128-byte lines a warp's step touches), not the 32-byte sectors. The "
+              "chapter's section 'Why it is slow' draws them.")
     elif verdict == "too high":
         print("Faster, but not that much: x->col's step still costs the L1 more than one "
               "unit, and x->row's no more than one per line it touches. Count the 128-byte "

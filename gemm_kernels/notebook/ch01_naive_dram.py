@@ -160,9 +160,9 @@ def summary(study: str = STUDY):
     reads it; the L2's bytes with DRAM's limit as a floor under its own (none is measured
     here); the bytes the L1 delivered to the lanes (32 x 4 B per warp load) against its
     byte width, for comparison (not a hard limit: a broadcast or wider load delivers
-    more per wavefront). The sector bytes the L1 looked up have no byte limit
-    of their own (the L1's pace is counted in lines, `wavefronts_per_request`), so they
-    are drawn in the chart only.
+    more per wavefront). The sector bytes the L1 looked up get a row too, the chart's
+    green bar, but no byte limit of their own (the L1's pace is counted in wavefronts,
+    `wavefronts_per_request`).
     The profiler's own DRAM-busy figure and the L2 hit rate are left out: the first is
     over the profiled run, at a lower clock than the timed one; the second counts every
     sector the L2 looked up, not only the SMs' requests of the L2 bar."""
@@ -184,6 +184,10 @@ def summary(study: str = STUDY):
              # limit is a floor under its own and the share of it an upper bound
              "limit": "not measured; above DRAM's, so not a limit here",
              "share of the limit": f"under {b['L2'] / sec / (t['dram_gbps'] * 1e9):.1%}"}]
+    rows.append({"level": "L1, sector bytes looked up (sectors x 32 B)",
+                 "bytes": bytes_text(b["L1"]), "per second": per_s(b["L1"]),
+                 "limit": "none in bytes: its pace is counted in wavefronts (section D)",
+                 "share of the limit": "-"})
     rate = l1_byte_rate(t)
     if rate:
         rows.append({"level": "L1, bytes delivered to the lanes (32 lanes x 4 B per "
