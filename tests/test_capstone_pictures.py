@@ -945,6 +945,21 @@ def test_built_with_is_the_minb_each_steps_source_asks_for():
     assert cp.step_changes(steps=("1",)).columns[:2] == ["step", "built with"]
 
 
+def test_step_changes_for_the_main_path_give_one_verdict_per_step():
+    """two_blocks=False: no MINB = 2 column, no 'built with', one verdict (as timed), the
+    same numbers and verdict as the full table's 'as built' half."""
+    full, main = cp.step_changes(), cp.step_changes(two_blocks=False)
+    assert main.columns == ["step", "blocks/SM", "2048^3", "4096^3", "verdict"]
+    assert cp.ladder_source() in main.title and cp._RULE in main.title
+    for f, m, r in zip(full, main, cp.ladder()[1:]):
+        assert m["step"] == f["step"] and m["blocks/SM"] == r.blocks
+        assert m["2048^3"] == f["2048^3"] and m["4096^3"] == f["4096^3"]
+        assert m["verdict"] in ("gain", "loss", "not credited", "-")
+        assert m["verdict"] == f["verdict"].split(";")[0].removeprefix("as built: ")
+    assert [m["step"] for m in cp.step_changes(steps=("4c", "5"), two_blocks=False)] == \
+        [r.label for r in cp.ladder() if r.number in ("4c", "5")]
+
+
 def test_step_changes_without_minb2_builds_has_no_minb2_column():
     t = cp.step_changes(steps=("1", "2", "3"))
     assert all(not any(k.startswith("MINB = 2") for k in row) for row in t)

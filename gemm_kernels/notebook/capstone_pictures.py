@@ -532,12 +532,12 @@ def ladder_source() -> str:
 
 
 def gpus() -> Markdown:
-    """One line under the mode banner: which GPU each part of the chapter comes from.
-    The ladder (its steps, their MINB = 2 builds, their profile and the yardsticks) is
-    one run on its own GPU (`ladder_recording`); every other table comes from the
-    recording the banner names. Where the two GPUs differ, what they share (SMs, clock)
-    and where they differ (DRAM peak), from each recording's own device entry; where
-    they are the same, one clause."""
+    """One line under the mode banner (which names the ladder's GPU): which GPU each
+    part of the chapter comes from. The main path (the ladder, its MINB = 2 builds, their
+    profile and the yardsticks) is one run on its own GPU (`ladder_recording`); the other
+    tables, all in the optional section, come from the default recording. Where the two
+    GPUs differ, what they share (SMs, clock) and where they differ (DRAM peak), from each
+    recording's own device entry; where they are the same, one clause."""
     shown, lad = records.current(), ladder_recording()
     if lad is None or shown is None:
         return Markdown("")
@@ -552,10 +552,11 @@ def gpus() -> Markdown:
             if (d1.get("sm_count"), d1.get("sm_clock_mhz")) ==
                (d2.get("sm_count"), d2.get("sm_clock_mhz")) else "")
     return Markdown(
-        f"**This chapter's GPUs:** the ladder, its `MINB = 2` builds, their profile and the "
-        f"yardsticks {ladder_source()}; every other table on the {d2['name']}. {same}"
-        f"their DRAM peaks are {dram(d1)} and {dram(d2)} GB/s. No comparison crosses from "
-        "one GPU to the other, and every table and printed measurement names its GPU.")
+        f"**This chapter's GPU:** everything before *What to remember* (the ladder, its "
+        f"profile, every step's verdict) {ladder_source()}. Only the optional section at "
+        f"the end also reads another GPU, the {d2['name']}, under a heading of its own. "
+        f"{same}their DRAM peaks are {dram(d1)} and {dram(d2)} GB/s. No comparison crosses "
+        "from one GPU to the other, and every table and printed measurement names its GPU.")
 
 
 def ladder_start() -> Text:
@@ -917,12 +918,17 @@ def _step_change(r, before, n):
     return c, held
 
 
-def step_changes(sizes=(2048, 4096), steps=None) -> Table:
+def step_changes(sizes=(2048, 4096), steps=None, two_blocks: bool = True) -> Table:
     """One row per step of the ladder: its change against the step before at each size
     as timed, the same change between the MINB = 2 builds where one exists (both sizes in
     one cell), and the chapter's verdict on both (`short_verdict`): the numbers of
     `change_plot`, for the reading under it. `steps` (step numbers, such as ("5",)) keeps
-    those rows only, to print a step's numbers where the text reads them."""
+    those rows only, to print a step's numbers where the text reads them.
+    `two_blocks=False`: the main path's table, one verdict per step (as timed), beside the
+    blocks per SM of the binary timed, which the reading of each step needs; the MINB = 2
+    builds and the MINB each step was built with are left to the full table."""
+    if not two_blocks:
+        return _timed_changes(sizes, steps)
     full = ladder(sizes)
     shift = recompile_shift(sizes)
     held_col = f"MINB = 2 ({' / '.join(f'{n}^3' for n in sizes)})"
@@ -955,6 +961,26 @@ def step_changes(sizes=(2048, 4096), steps=None) -> Table:
     cols = ["step", BUILT_WITH, *(f"{n}^3" for n in sizes), held_col, "verdict"]
     return Table(rows, cols, title=f"each step against the one before, as timed and between "
                  f"the MINB = 2 builds (two blocks per SM), {ladder_source()}; {_RULE}")
+
+
+def _timed_changes(sizes, steps) -> Table:
+    """`step_changes(two_blocks=False)`: per step, its blocks per SM, its change as timed
+    at each size and the verdict on that change alone."""
+    full = ladder(sizes)
+    shift = recompile_shift(sizes)
+    rows = []
+    for r in full[1:]:
+        if steps is not None and r.number not in steps:
+            continue
+        timed = [_step_change(r, full[r.index - 1], n)[0] for n in sizes]
+        row = {"step": r.label, "blocks/SM": r.blocks}
+        for n, c in zip(sizes, timed):
+            row[f"{n}^3"] = signed(c) if c is not None else NOT_RECORDED
+        row["verdict"] = short_verdict(verdict(list(zip(sizes, timed)), shift))
+        rows.append(row)
+    cols = ["step", "blocks/SM", *(f"{n}^3" for n in sizes), "verdict"]
+    return Table(rows, cols, title=f"each step against the one before, as timed, "
+                 f"{ladder_source()}; {_RULE}")
 
 
 def short_verdict(v: str) -> str:
@@ -1453,8 +1479,8 @@ def capstone_counters() -> Table:
 
 
 def a_copy_cost() -> Text:
-    """What the capstone's copies cost shared memory, per warp instruction, for the main
-    text (appendix B.1 of the solution has every counter): its 4-byte cp.async copies of
+    """What the capstone's copies cost shared memory, per warp instruction, printed beside
+    `capstone_counters` (every counter): its 4-byte cp.async copies of
     A against its 16-byte copies of B, per thread and tile, then the wavefronts of one
     copy as the bank model prices it and as Nsight Compute counted it (the `ch09_ldgsts`
     study at 1024^3)."""
