@@ -630,6 +630,10 @@ def test_listings_before_the_pipeline_exercise_hide_the_waits_count():
     assert waits and all(ln.rstrip().endswith("0x?") for ln in waits), waits
     plain = [ln for ln in cp.step_sass(7).listing if "DEPBAR.LE" in ln]
     assert plain and not any("0x?" in ln for ln in plain), plain
+    # the MINB code shift's two loops, shown in the optional section, hide it the same way
+    for _, lines in cp.minb_loops(hide_wait=True).listings:
+        waits = [ln for ln in lines if "DEPBAR.LE" in ln]
+        assert waits and all(ln.rstrip().endswith("0x?") for ln in waits), waits
 
 
 def test_the_ladder_plot_draws_the_minb_diamonds_only_when_asked():

@@ -1216,12 +1216,12 @@ class StepSass:
             for t, lines in self.listings)
 
 
-def minb_loops() -> StepSass:
+def minb_loops(hide_wait: bool = False) -> StepSass:
     """What the MINB code shift is made of: the capstone's default built with MINB = 1 and
     with MINB = 2 (the same source; both fit two blocks per SM), their main loops' counts
     (registers of the binaries timed in the ladder's run) and the two loops cut as
     `step_listing` cuts them, one above the other (whole lines, none cut off), from ptxas
-    here."""
+    here. `hide_wait`: the wait's count masked (`hide_wait_count`), as in `step_sass`."""
     d = KERNELS["capstone"].resolve(None)
     timed = {m: _timed_registers(*(p["rows"][i] for p in minb_pairs()
                                    if p["configuration"] == "the default"))
@@ -1231,9 +1231,11 @@ def minb_loops() -> StepSass:
     table = Table(rows, list(rows[0]), title="the capstone's default, main loop, one trip: "
                   f"instruction counts from the SASS of ptxas {compiler.ptxas_version()} here "
                   f"(sm_90); registers and blocks/SM of the binaries timed ({ladder_source()})")
+    mask = hide_wait_count if hide_wait else list
+    why = " (the wait's count hidden: the pipeline exercise asks for it)" if hide_wait else ""
     return StepSass(table, [(f"The main loop built with MINB = {m}: copies, waits, barriers "
-                             "and the LDS.128 of the first k",
-                             step_listing("capstone", {**d, "MINB": m})) for m in (1, 2)])
+                             f"and the LDS.128 of the first k{why}",
+                             mask(step_listing("capstone", {**d, "MINB": m}))) for m in (1, 2)])
 
 
 def hide_wait_count(lines: list[str]) -> list[str]:
@@ -1265,7 +1267,7 @@ def step_sass(step, since=None, listing=True, hide_wait: bool = False) -> StepSa
                   + (f"\n{note}" if note else ""))
     shown = (i,) if listing is True else () if listing is False else tuple(map(position, listing))
     mask = hide_wait_count if hide_wait else list
-    why = " (the wait's count hidden: the exercise below asks for it)" if hide_wait else ""
+    why = " (the wait's count hidden: the pipeline exercise asks for it)" if hide_wait else ""
     return StepSass(table, [(f"Step {rungs[j].number}'s main loop: copies, waits, barriers "
                              f"and the LDS.128 of the first k{why}",
                              mask(step_listing(rungs[j].kernel, rungs[j].step.params)))
