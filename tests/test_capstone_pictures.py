@@ -630,6 +630,10 @@ def test_listings_before_the_pipeline_exercise_hide_the_waits_count():
     assert waits and all(ln.rstrip().endswith("0x?") for ln in waits), waits
     plain = [ln for ln in cp.step_sass(7).listing if "DEPBAR.LE" in ln]
     assert plain and not any("0x?" in ln for ln in plain), plain
+    # the MINB code shift's two loops, shown in the optional section, hide it the same way
+    for _, lines in cp.minb_loops(hide_wait=True).listings:
+        waits = [ln for ln in lines if "DEPBAR.LE" in ln]
+        assert waits and all(ln.rstrip().endswith("0x?") for ln in waits), waits
 
 
 def test_the_ladder_plot_draws_the_minb_diamonds_only_when_asked():
@@ -943,6 +947,21 @@ def test_built_with_is_the_minb_each_steps_source_asks_for():
     assert cp.built_minb(seven.kernel, {**seven.step.params, "MINB": 2}) == 2
     # part A's table, without a MINB = 2 column, still says how each step was built
     assert cp.step_changes(steps=("1",)).columns[:2] == ["step", "built with"]
+
+
+def test_step_changes_for_the_main_path_give_one_verdict_per_step():
+    """two_blocks=False: no MINB = 2 column, no 'built with', one verdict (as timed), the
+    same numbers and verdict as the full table's 'as built' half."""
+    full, main = cp.step_changes(), cp.step_changes(two_blocks=False)
+    assert main.columns == ["step", "blocks/SM", "2048^3", "4096^3", "verdict"]
+    assert cp.ladder_source() in main.title and cp._RULE in main.title
+    for f, m, r in zip(full, main, cp.ladder()[1:]):
+        assert m["step"] == f["step"] and m["blocks/SM"] == r.blocks
+        assert m["2048^3"] == f["2048^3"] and m["4096^3"] == f["4096^3"]
+        assert m["verdict"] in ("gain", "loss", "not credited", "-")
+        assert m["verdict"] == f["verdict"].split(";")[0].removeprefix("as built: ")
+    assert [m["step"] for m in cp.step_changes(steps=("4c", "5"), two_blocks=False)] == \
+        [r.label for r in cp.ladder() if r.number in ("4c", "5")]
 
 
 def test_step_changes_without_minb2_builds_has_no_minb2_column():

@@ -532,12 +532,12 @@ def ladder_source() -> str:
 
 
 def gpus() -> Markdown:
-    """One line under the mode banner: which GPU each part of the chapter comes from.
-    The ladder (its steps, their MINB = 2 builds, their profile and the yardsticks) is
-    one run on its own GPU (`ladder_recording`); every other table comes from the
-    recording the banner names. Where the two GPUs differ, what they share (SMs, clock)
-    and where they differ (DRAM peak), from each recording's own device entry; where
-    they are the same, one clause."""
+    """One line under the mode banner (which names the ladder's GPU): which GPU each
+    part of the chapter comes from. The main path (the ladder, its MINB = 2 builds, their
+    profile and the yardsticks) is one run on its own GPU (`ladder_recording`); the other
+    tables, all in the optional section, come from the default recording. Where the two
+    GPUs differ, what they share (SMs, clock) and where they differ (DRAM peak), from each
+    recording's own device entry; where they are the same, one clause."""
     shown, lad = records.current(), ladder_recording()
     if lad is None or shown is None:
         return Markdown("")
@@ -552,10 +552,11 @@ def gpus() -> Markdown:
             if (d1.get("sm_count"), d1.get("sm_clock_mhz")) ==
                (d2.get("sm_count"), d2.get("sm_clock_mhz")) else "")
     return Markdown(
-        f"**This chapter's GPUs:** the ladder, its `MINB = 2` builds, their profile and the "
-        f"yardsticks {ladder_source()}; every other table on the {d2['name']}. {same}"
-        f"their DRAM peaks are {dram(d1)} and {dram(d2)} GB/s. No comparison crosses from "
-        "one GPU to the other, and every table and printed measurement names its GPU.")
+        f"**This chapter's GPU:** everything before *What to remember* (the ladder, its "
+        f"profile, every step's verdict) {ladder_source()}. Only the optional section at "
+        f"the end also reads another GPU, the {d2['name']}, under a heading of its own. "
+        f"{same}their DRAM peaks are {dram(d1)} and {dram(d2)} GB/s. No comparison crosses "
+        "from one GPU to the other, and every table and printed measurement names its GPU.")
 
 
 def ladder_start() -> Text:
@@ -917,12 +918,17 @@ def _step_change(r, before, n):
     return c, held
 
 
-def step_changes(sizes=(2048, 4096), steps=None) -> Table:
+def step_changes(sizes=(2048, 4096), steps=None, two_blocks: bool = True) -> Table:
     """One row per step of the ladder: its change against the step before at each size
     as timed, the same change between the MINB = 2 builds where one exists (both sizes in
     one cell), and the chapter's verdict on both (`short_verdict`): the numbers of
     `change_plot`, for the reading under it. `steps` (step numbers, such as ("5",)) keeps
-    those rows only, to print a step's numbers where the text reads them."""
+    those rows only, to print a step's numbers where the text reads them.
+    `two_blocks=False`: the main path's table, one verdict per step (as timed), beside the
+    blocks per SM of the binary timed, which the reading of each step needs; the MINB = 2
+    builds and the MINB each step was built with are left to the full table."""
+    if not two_blocks:
+        return _timed_changes(sizes, steps)
     full = ladder(sizes)
     shift = recompile_shift(sizes)
     held_col = f"MINB = 2 ({' / '.join(f'{n}^3' for n in sizes)})"
@@ -955,6 +961,26 @@ def step_changes(sizes=(2048, 4096), steps=None) -> Table:
     cols = ["step", BUILT_WITH, *(f"{n}^3" for n in sizes), held_col, "verdict"]
     return Table(rows, cols, title=f"each step against the one before, as timed and between "
                  f"the MINB = 2 builds (two blocks per SM), {ladder_source()}; {_RULE}")
+
+
+def _timed_changes(sizes, steps) -> Table:
+    """`step_changes(two_blocks=False)`: per step, its blocks per SM, its change as timed
+    at each size and the verdict on that change alone."""
+    full = ladder(sizes)
+    shift = recompile_shift(sizes)
+    rows = []
+    for r in full[1:]:
+        if steps is not None and r.number not in steps:
+            continue
+        timed = [_step_change(r, full[r.index - 1], n)[0] for n in sizes]
+        row = {"step": r.label, "blocks/SM": r.blocks}
+        for n, c in zip(sizes, timed):
+            row[f"{n}^3"] = signed(c) if c is not None else NOT_RECORDED
+        row["verdict"] = short_verdict(verdict(list(zip(sizes, timed)), shift))
+        rows.append(row)
+    cols = ["step", "blocks/SM", *(f"{n}^3" for n in sizes), "verdict"]
+    return Table(rows, cols, title=f"each step against the one before, as timed, "
+                 f"{ladder_source()}; {_RULE}")
 
 
 def short_verdict(v: str) -> str:
@@ -1190,12 +1216,12 @@ class StepSass:
             for t, lines in self.listings)
 
 
-def minb_loops() -> StepSass:
+def minb_loops(hide_wait: bool = False) -> StepSass:
     """What the MINB code shift is made of: the capstone's default built with MINB = 1 and
     with MINB = 2 (the same source; both fit two blocks per SM), their main loops' counts
     (registers of the binaries timed in the ladder's run) and the two loops cut as
     `step_listing` cuts them, one above the other (whole lines, none cut off), from ptxas
-    here."""
+    here. `hide_wait`: the wait's count masked (`hide_wait_count`), as in `step_sass`."""
     d = KERNELS["capstone"].resolve(None)
     timed = {m: _timed_registers(*(p["rows"][i] for p in minb_pairs()
                                    if p["configuration"] == "the default"))
@@ -1205,9 +1231,11 @@ def minb_loops() -> StepSass:
     table = Table(rows, list(rows[0]), title="the capstone's default, main loop, one trip: "
                   f"instruction counts from the SASS of ptxas {compiler.ptxas_version()} here "
                   f"(sm_90); registers and blocks/SM of the binaries timed ({ladder_source()})")
+    mask = hide_wait_count if hide_wait else list
+    why = " (the wait's count hidden: the pipeline exercise asks for it)" if hide_wait else ""
     return StepSass(table, [(f"The main loop built with MINB = {m}: copies, waits, barriers "
-                             "and the LDS.128 of the first k",
-                             step_listing("capstone", {**d, "MINB": m})) for m in (1, 2)])
+                             f"and the LDS.128 of the first k{why}",
+                             mask(step_listing("capstone", {**d, "MINB": m}))) for m in (1, 2)])
 
 
 def hide_wait_count(lines: list[str]) -> list[str]:
@@ -1239,7 +1267,7 @@ def step_sass(step, since=None, listing=True, hide_wait: bool = False) -> StepSa
                   + (f"\n{note}" if note else ""))
     shown = (i,) if listing is True else () if listing is False else tuple(map(position, listing))
     mask = hide_wait_count if hide_wait else list
-    why = " (the wait's count hidden: the exercise below asks for it)" if hide_wait else ""
+    why = " (the wait's count hidden: the pipeline exercise asks for it)" if hide_wait else ""
     return StepSass(table, [(f"Step {rungs[j].number}'s main loop: copies, waits, barriers "
                              f"and the LDS.128 of the first k{why}",
                              mask(step_listing(rungs[j].kernel, rungs[j].step.params)))
@@ -1453,8 +1481,8 @@ def capstone_counters() -> Table:
 
 
 def a_copy_cost() -> Text:
-    """What the capstone's copies cost shared memory, per warp instruction, for the main
-    text (appendix B.1 of the solution has every counter): its 4-byte cp.async copies of
+    """What the capstone's copies cost shared memory, per warp instruction, printed beside
+    `capstone_counters` (every counter): its 4-byte cp.async copies of
     A against its 16-byte copies of B, per thread and tile, then the wavefronts of one
     copy as the bank model prices it and as Nsight Compute counted it (the `ch09_ldgsts`
     study at 1024^3)."""
