@@ -87,6 +87,27 @@ def test_bound_is_the_chapters_arithmetic(data_dir):
     assert t[0]["% of bound"] == pytest.approx(100 * 4000 / b["bound"])
 
 
+def test_float_and_double_compare_the_same_tiling(data_dir):
+    _fake(data_dir)
+    text = w.float_and_double(16)
+    # 26 wavefronts per 16 FFMA in float, 52 per 16 DFMA in double: half the bound
+    assert "float  (sgemm_tiled_vec, BLOCK = 16): 26 wavefronts per 16 FMA" in text
+    assert "double (dgemm_tiled, BLOCK = 16): 52 wavefronts per 16 FMA" in text
+    assert "wavefronts x 2.0, bound x 0.50, recorded rate x 0.50" in text
+
+
+def test_control_gains_put_both_kernels_on_one_scale():
+    from gemm_kernels.core.table import Table
+    rate = "GFLOP/s at 2048, median"
+    t = [{"VEC": v, "kernel": k, rate: g} for v, k, g in (
+        (1, "vector load", 100.0), (1, "control: scalar loads", 100.0),
+        (4, "vector load", 135.0), (4, "control: scalar loads", 125.0))]
+    out = w.control_gains(Table(t, list(t[0])))
+    assert out == "VEC = 1 to 4: the vector kernel x 1.35, the control x 1.25; the wide load adds x 1.08 on top"
+    t[3][rate] = None
+    assert w.control_gains(Table(t, list(t[0]))) == "VEC = 1 to 4: not recorded"
+
+
 def test_vec_table_and_reading(data_dir):
     _fake(data_dir)
     t = w.vec_table(16)
@@ -215,6 +236,12 @@ def test_the_transposed_store_picture_outlines_one_phase_in_one_bank():
     ax = w.plot_transposed_store()
     assert "lanes 0-15 of warp 0" in ax.get_title() and "16 wavefronts" in ax.get_title()
     assert ax.texts[0].get_text() == "w0\nl0" and ax.texts[1].get_text() == "w0\nl16"
+    # colour is the bank: 16 colours, and the two columns a warp writes differ in hue
+    import colorsys
+    row0 = [p.get_facecolor()[:3] for p in ax.patches[:16]]
+    assert len(set(row0)) == 16
+    hue = [colorsys.rgb_to_hsv(*c)[0] for c in row0]
+    assert all(abs(hue[2 * i] - hue[2 * i + 1]) > 0.02 for i in range(8))
 
 
 @pytest.mark.skipif(__import__("shutil").which("g++") is None, reason="no C++ compiler here")

@@ -464,6 +464,26 @@ def dgemm_reading(block: int = 16, size: int = SIZE, cublas_sizes=(SIZE, 4096)) 
     return "\n".join(lines)
 
 
+def float_and_double(block: int = 16, size: int = SIZE) -> str:
+    """The same tiling in float (sgemm_tiled_vec, VEC = 1) and in double (dgemm_tiled) at
+    `block`: wavefronts per warp and step for the same FMA, the shared-memory bound and
+    the recorded rate at size^3, then double's ratio to float for each. An 8-byte element
+    fills a wavefront with half as many values as a 4-byte one."""
+    got, lines = [], []
+    for name, p, what in (("sgemm_tiled_vec", {"BLOCK": block, "VEC": 1}, "float "),
+                          ("dgemm_tiled", {"BLOCK": block}, "double")):
+        b, g = smem_bound(name, p), _rate(name, p, size)
+        got.append((b, g))
+        rate = f"; recorded at {size}^3: {g:,.0f} GFLOP/s" if g else ""
+        lines.append(f"{what} ({name}, BLOCK = {block}): {b['total']:.0f} wavefronts per "
+                     f"{b['fma']} FMA per warp and step -> bound {b['bound']:,.0f} GFLOP/s{rate}")
+    (bf, gf), (bd, gd) = got
+    rate = f", recorded rate x {gd / gf:.2f}" if gf and gd else ""
+    lines.append(f"double against float: wavefronts x {bd['total'] / bf['total']:.1f}, "
+                 f"bound x {bd['bound'] / bf['bound']:.2f}{rate}")
+    return "\n".join(lines)
+
+
 def vec_steps(block: int = 16) -> str:
     """Per VEC: one warp's wavefronts and FFMA per step of `sgemm_tiled_vec` (model)."""
     out = []
@@ -514,12 +534,15 @@ def plot_transposed_store(block: int = 16, ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(10, 9), layout="constrained")
     nbanks = 128 // 8
-    colours = plt.get_cmap("tab20")
+    # tab20 comes in pairs of one hue; taking its dark colours first keeps neighbouring
+    # banks (the two columns of one warp) in different hues, so colour does not read as warp
+    tab20 = plt.get_cmap("tab20")
+    colours = lambda bank: tab20(2 * bank if bank < 10 else 2 * (bank - 10) + 1)
     for tx in range(block):
         for ty in range(block):
             thread = ty * block + tx
             bank = (tx * block + ty) % nbanks
-            ax.add_patch(Rectangle((ty, tx), 1, 1, facecolor=colours(bank % 20), alpha=0.55,
+            ax.add_patch(Rectangle((ty, tx), 1, 1, facecolor=colours(bank), alpha=0.55,
                                    edgecolor="white"))
             ax.text(ty + 0.5, tx + 0.5, f"w{thread // WARP}\nl{thread % WARP}", ha="center",
                     va="center", fontsize=6.5)
@@ -705,6 +728,23 @@ def control_reading(table) -> str:
         out.append(f"VEC = {vec}: the control runs at {100 * c[rate] / v[rate]:.1f}% of the "
                    f"vector kernel; " + ("their ranges do not overlap" if hi_c < lo_v else
                                          "their ranges overlap"))
+    return "\n".join(out)
+
+
+def control_gains(table) -> str:
+    """From VEC = 1 to each larger VEC of a `control_recorded` table, on one scale: the
+    rate gain of the vector kernel, that of its control (the same wavefronts and reuse
+    of A, scalar loads of B), and the factor the wide load adds on top of the control."""
+    rate = next(c for c in table.columns if c.startswith("GFLOP/s at"))
+    r = {(x["VEC"], x["kernel"].split(":")[0].split()[0]): x[rate] for x in table}
+    out = []
+    for vec in sorted({x["VEC"] for x in table} - {1}):
+        v0, c0, v, c = r[1, "vector"], r[1, "control"], r[vec, "vector"], r[vec, "control"]
+        if None in (v0, c0, v, c):
+            out.append(f"VEC = 1 to {vec}: not recorded")
+            continue
+        out.append(f"VEC = 1 to {vec}: the vector kernel x {v / v0:.2f}, the control "
+                   f"x {c / c0:.2f}; the wide load adds x {(v / v0) / (c / c0):.2f} on top")
     return "\n".join(out)
 
 
