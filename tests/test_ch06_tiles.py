@@ -516,13 +516,35 @@ def test_the_ladder_plot_and_its_table_are_in_tflops():
     assert abs(line.get_ydata()[0] - table[0]["GFLOP/s"] / 1e3) < 1e-9
 
 
-def test_the_configurations_table_has_k5_the_default_and_the_swept_values():
+def test_the_configurations_table_has_every_named_configuration_and_the_swept_values():
     from gemm_kernels.core.kernels import get
     default = get("tile_2d_reg").defaults()
     t = ch06_tiles.configurations(dict(BM=128, BN=128, BK=8, TM=8, TN=8), default)
-    assert t.columns == ["", "BM", "BN", "BK", "TM", "TN"]
-    assert t[0]["BM"] == 128 and t[1] == {"": t[1][""], **default}
-    assert t[2]["TM"] == "4, 8"
+    assert t.columns == ["name", "kernel", "BM", "BN", "BK", "TM", "TN", "where it is used"]
+    by = {r["name"]: r for r in t}
+    assert set(by) == {n for n, *_ in ch06_tiles.NAMES} | {"values swept"}
+    assert by["K5"]["BM"] == 128 and {k: by["default"][k] for k in default} == default
+    assert by["ch05 default"]["TN"] == "-" and by["strided"]["kernel"] == "tile_2d_strided"
+    assert (by["BM 64"]["BM"], by["BM 64"]["TN"]) == (64, 4)
+    assert by["values swept"]["TM"] == "4, 8" and t[-1]["name"] == "values swept"
+
+
+def test_the_capped_split_shows_the_chosen_rows_and_the_gap_only_beside_strided():
+    t = ch06_tiles.capped_split(labels=("K5", "K5, two blocks"))
+    assert [r["kernel"] for r in t] == ["K5", "K5, two blocks"]
+    assert "share of the gap closed" not in t.columns
+    full = {r["kernel"]: r for r in ch06_tiles.capped_split()}
+    assert t[1]["TFLOP/s"] == full["K5, two blocks"]["TFLOP/s"]
+
+
+def test_the_misplaced_b_column_doubles_the_loads_but_stays_under_the_static_limit():
+    sol, wrong = ch06_tiles.mistake_loads()
+    assert (sol["LDS.128"], sol["LDS"]) == (48, 0) and sol["FFMA"] == wrong["FFMA"] == 512
+    # tc + j is not a multiple of 4: B's four words no longer fuse into one LDS.128
+    assert wrong["LDS"] > 0 and wrong["LDS.128"] < sol["LDS.128"]
+    per = "shared loads per 32 FFMA"
+    assert float(wrong[per]) == 2 * float(sol[per])
+    assert float(wrong[per]) <= wrong["the static step allows"] == 12
 
 
 def test_each_configuration_has_one_name_in_every_table():

@@ -202,14 +202,36 @@ def ladder_plot(table, ax=None):
     return ax
 
 
+# Every configuration the chapter names, as (name, kernel, params, where it is used):
+# the table a student keeps beside the chapter. None: the kernel's registry default.
+NAMES = (("ch05 default", "tile_1d", None, "the kernel to beat: chapter 05's best"),
+         ("K5", "tile_2d_reg", K5, "Boehm's kernel 5: the whole chapter"),
+         ("default", "tile_2d_reg", None, "best of the sweep: the exercise, the path's end"),
+         ("patch 8x4", "tile_2d_reg", dict(PATH)["patch 8x4"], "the path, step 1"),
+         ("BM 64", "tile_2d_reg", dict(PATH)["BM 64"], "the path, step 2"),
+         ("K5, two blocks", "tile_2d_reg", K5,
+          "K5 with __launch_bounds__(256, 2): The evidence, Appendix C"),
+         ("strided", "tile_2d_strided", K5, "another thread layout: Appendix C"),
+         ("tile_2d", "tile_2d", K5, "the dot-product order, k loop rolled: Appendices D, F"),
+         ("ch05 kernel-4 tile", "tile_1d", K4, "Boehm's kernel 4: Appendices H, I"))
+
+
 def configurations(k5: dict, default: dict) -> Table:
-    """The chapter's two configurations of `tile_2d_reg` and the values its sweep tried,
-    one row each, a column per tunable."""
-    params = get_kernel("tile_2d_reg").params
-    rows = [{"": "K5 (Boehm's kernel 5)", **k5}, {"": "default (best of the sweep)", **default},
-            {"": "values swept", **{p.name: ", ".join(map(str, p.values)) for p in params}}]
-    return Table(rows, [""] + [p.name for p in params],
-                 title="tile_2d_reg: the two configurations, and the sweep at 2048³")
+    """Every configuration the chapter names (NAMES, with `k5` and `default` for its two
+    own), a column per tunable ('-': a tunable the kernel lacks) and where it is used,
+    then the values the sweep of `tile_2d_reg` tried."""
+    params = [p.name for p in get_kernel("tile_2d_reg").params]
+    own = {"K5": k5, "default": default}
+    rows = []
+    for name, kernel, p, where in NAMES:
+        p = get_kernel(kernel).resolve(own.get(name, p))
+        rows.append({"name": name, "kernel": kernel, **{t: p.get(t, "-") for t in params},
+                     "where it is used": where})
+    swept = {p.name: ", ".join(map(str, p.values)) for p in get_kernel("tile_2d_reg").params}
+    rows.append({"name": "values swept", "kernel": "tile_2d_reg", **swept,
+                 "where it is used": "the sweep at 2048³: Appendix E"})
+    return Table(rows, ["name", "kernel"] + params + ["where it is used"],
+                 title="the configurations the chapter names, and the sweep of tile_2d_reg")
 
 
 def ladder_rows(table) -> Table:
@@ -1061,6 +1083,32 @@ def mistakes(gpu: bool | None = None) -> Table:
     return graded_mistakes(EXERCISE, MISTAKES, gpu)
 
 
+def mistake_loads(which: str = "B's column without the patch width") -> Table:
+    """The worked solution and the solution with mistake `which` (of MISTAKES), compiled
+    here at the exercise's configuration: registers, the main loop's shared loads by
+    width and its FFMAs, and the loads per TM * TN FFMA against the TM + TN the static
+    step allows."""
+    from gemm_kernels.exercises.catalog import get as get_exercise
+    from gemm_kernels.exercises.submission import submission_kernel
+    ex = get_exercise(EXERCISE)
+    _, old, new = next(m for m in MISTAKES if m[0] == which)
+    src = solution_source(EXERCISE)
+    p = get_kernel(ex.kernel).resolve(ex.params)
+    per = p["TM"] * p["TN"]
+    rows = []
+    for label, text in (("worked solution", src), (which, src.replace(old, new, 1))):
+        s = analysis.summary(submission_kernel(EXERCISE, ex.kernel, text), p)
+        h = s["loop_histogram"]
+        loads = sum(v for f, v in h.items() if f.startswith("LDS"))
+        rows.append({"kernel": label, "registers": s["registers"],
+                     "LDS.128": h.get("LDS.128", 0), "LDS": h.get("LDS", 0),
+                     "FFMA": h.get("FFMA", 0),
+                     f"shared loads per {per} FFMA": _f(per * loads / h["FFMA"], 1),
+                     "the static step allows": p["TM"] + p["TN"]})
+    return Table(rows, list(rows[0]), title=f"the main loop compiled here at {_short(p)} "
+                 f"(ptxas {compiler.ptxas_version()}, sm_90)")
+
+
 # ------------------------------------------------------------------ contiguous or strided
 
 def contiguous_vs_strided(tm: int = 4, tn: int = 4, size: int = 2048) -> Table:
@@ -1117,13 +1165,14 @@ def capped_run(names, params: dict | None = None) -> tuple[dict, dict]:
     return capped, got
 
 
-def capped_split(params: dict | None = None) -> Table:
+def capped_split(params: dict | None = None, labels: tuple[str, ...] | None = None) -> Table:
     """The contiguous 8x8 patch, the strided one, and the contiguous one held to two
     blocks per SM (`__launch_bounds__(NT, 2)`, spilling a little), timed in one run at
     4096^3 with cuBLAS in the same process: is the strided kernel's gain its second
     block or its conflict-free reads? Per kernel the rate, the share of cuBLAS and of
     this GPU's FP32 peak (`share_of_peak`), the registers and local memory of the timed binary, the blocks per SM they allow, and
-    the share of the contiguous-to-strided gap the kernel closes."""
+    the share of the contiguous-to-strided gap the kernel closes. With `labels`, only
+    those rows (the gap column only where "strided" is among them)."""
     from gemm_kernels.measure import timing
     p = params or CAPPED_PARAMS
     capped, got = capped_run(CAPPED_COMPARE, p)
@@ -1135,10 +1184,12 @@ def capped_split(params: dict | None = None) -> Table:
     out = [{**run_row(label, kernel, r, tflops=True, **{"% of cuBLAS": f"{timing.share(r):.1f}",
                                            "% of FP32 peak": f"{share_of_peak(r['gflops']['median']):.0f}"}),
             "share of the gap closed": f"{(r['gflops']['median'] - low) / gap:.0%}"}
-           for label, kernel, r in rows]
+           for label, kernel, r in rows if labels is None or label in labels]
+    if labels is not None and "strided" not in labels:
+        out = [{c: v for c, v in r.items() if c != "share of the gap closed"} for r in out]
     return Table(out, list(out[0]), title=(
         f"The 8x8 patch at {' '.join(f'{k}={v}' for k, v in p.items())}, "
-        f"{CAPPED_SHAPE[0]}³, the three timed in one run with cuBLAS in the same "
+        f"{CAPPED_SHAPE[0]}³, timed in one run with cuBLAS in the same "
         f"process ({records.recording_label()})"))
 
 
