@@ -379,13 +379,21 @@ def copy_rates(shape=ODD) -> str:
             "(a kernel can come out a little above it)")
 
 
-def _copy_row(study=DRAM_STUDY):
-    return next((r for s, r in studies.results(study) if s.kernel == "copy"), None)
+# The study that profiled the float copy at each shape: its warps resident feed the chain.
+_COPY_PROFILE = {SQUARE: "ch10_naive_store", ODD: DRAM_STUDY}
+
+
+def _copy_row(shape=ODD):
+    """The float copy's profiled row at `shape`, None where the recording lacks it."""
+    return next((r for s, r in studies.results(_COPY_PROFILE[tuple(shape)], shape)
+                 if s.kernel == "copy" and kernel_of("copy").resolve(s.params)["T"] == "float"),
+                None)
 
 
 def _copy_chain(shape=ODD) -> dict:
-    # the warps resident are the recording's counter: its SMs and its timed rate go with them
-    props, row = records.recorded_device(), _copy_row()
+    # the warps resident are the recording's counter at this shape: its SMs and its timed
+    # rate go with them
+    props, row = records.recorded_device(), _copy_row(shape)
     trips = round_trips(accesses("copy", {"T": "float"}))
     r = lookup.recorded("copy", shape, {"T": "float"})
     warps = row["metrics"]["sm__warps_active.avg.pct_of_peak_sustained_active"] / 100 * 64
@@ -396,9 +404,9 @@ def _copy_chain(shape=ODD) -> dict:
             "in_flight": in_flight, "read": read, "latency": in_flight / read}
 
 
-def copy_little(shape=ODD) -> Table:
-    """Little's law for the copy kernel, piece by piece, each piece with where it comes
-    from: warps resident (a counter), loads per round trip (the SASS), bytes in flight
+def copy_little(shape=SQUARE) -> Table:
+    """Little's law for the copy kernel at `shape`, piece by piece, each piece with where
+    it comes from: warps resident (a counter), loads per round trip (the SASS), bytes in flight
     (a model: every resident warp always in one of its round trips, both as long), the
     timed read rate, and the latency per round trip that these imply."""
     c = _copy_chain(shape)
@@ -422,46 +430,7 @@ def copy_little(shape=ODD) -> Table:
                  title=f"Little's law for the copy kernel, float, {_shape_text(shape)}")
 
 
-def bytes_needed(shape=ODD) -> Table:
-    """Little's law forward: how many bytes a resident warp must keep in flight (at the
-    copy's warps resident) to read as fast as the device copy timed beside the copy, at
-    each of the chapter's two latencies: the copy's own chain (`copy_little`), where the
-    need is only the copy's bytes scaled by the rate it lacks, and the profiler's stall
-    counter (appendix A.2, where the table is shown). Against them: the bytes a warp of the copy has in flight and
-    those of a copy that sends all its loads in one round trip. It assumes the latency
-    stays put as the rate rises."""
-    c = _copy_chain(shape)
-    r = lookup.measure_or_lookup("copy", shape, {"T": "float"})
-    ref_read = r["reference"]["gbps"]["median"] / 2 * 1e9     # half of the bytes are reads
-    one_trip = 4 * WARP * sum(c["trips"])
-
-    def per_warp(latency_s):
-        return ref_read * latency_s / c["sms"] / c["warps"]
-
-    rows = [("read rate of the device copy, timed beside the copy", f"{ref_read / 1e9:,.0f} GB/s",
-             "its timed rate / 2"),
-            ("the copy's read rate", f"{c['read'] / 1e9:,.0f} GB/s", "section 5's chain"),
-            ("latency per round trip, from the chain", f"{c['latency'] * 1e6:.2f} µs",
-             "section 5's chain"),
-            ("needed per warp at that latency", f"{per_warp(c['latency']):.0f} bytes",
-             f"read rate x latency / {c['sms']} SMs / {c['warps']:.1f} warps resident; "
-             "= the copy's bytes x the device copy's rate / the copy's")]
-    stall = _stall_latency()
-    if stall is not None:
-        rows += [("latency per round trip, from the stall counter", f"{stall:.2f} µs",
-                  "above"),
-                 ("needed per warp at the stall counter's latency",
-                  f"{per_warp(stall * 1e-6):.0f} bytes", "the same step")]
-    rows += [("the copy's warp has", f"{c['per_warp']:.0f} bytes", "averaged over its round trips"),
-             ("a warp with all its loads in one round trip has", f"{one_trip} bytes",
-              f"{sum(c['trips'])} loads x {4 * WARP} bytes")]
-    return Table([dict(zip(("quantity", "value", "from"), x)) for x in rows],
-                 ["quantity", "value", "from"],
-                 title=f"Little's law forward: the bytes a warp needs in flight to read at the "
-                       f"device copy's rate (float, {_shape_text(shape)}; if the latency stayed put)")
-
-
-def plot_round_trips(shape=ODD, rows: int = 8):
+def plot_round_trips(shape=SQUARE, rows: int = 8):
     """One warp's loads and stores over time, drawn before the Little's-law tables: the
     chapter's copy (its SASS order: a first round trip, then a second), copy_smem and the
     exercise's goal (every load sent first, one round trip). Every round trip is drawn as
@@ -518,7 +487,7 @@ def copy_wait_check(shape=ODD) -> str:
     if w is None:
         return "the copy's profiled counters are not in this recording"
     props = records.recorded_device()      # the GPU profiled, whose clock is compared
-    row = _copy_row()
+    row = _copy_row(shape)
     warps = _warps("copy", {"T": "float"}, shape)
     loads = row["metrics"]["smsp__inst_executed_op_global_ld.sum"] / warps
     trips = len(w["trips"])
