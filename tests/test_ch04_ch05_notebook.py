@@ -368,6 +368,9 @@ def test_chapter_05s_prediction_check_shows_nothing_until_bk_is_set():
     assert "tiles with BK = 8" in eight and "tiles with BK = 16" in sixteen
     # the clean pair (this tile at each BK) comes before the sweep's confounded best/median
     assert "this tile" in eight and "this tile" in sixteen
+    # both depths in one output, the chosen one first
+    mine, other = eight.split("the other depth, for comparison:")
+    assert "BK = 8," in mine and "BK = 16," in other and "BK = 16," not in mine
 
 
 def test_chapter_04_prints_its_default_against_its_fastest_layout():
@@ -388,6 +391,40 @@ def test_the_clean_bk_pair_splits_its_time_into_instructions_and_cycles(capsys):
     assert abs(inst * cpi - time) < 0.0015, line
     # the deeper tile keeps fewer warps resident (3 blocks of 8 warps against 4)
     assert rows["BK = 16"]["warps active %"] < rows["BK = 8"]["warps active %"]
+
+
+def test_the_clean_bk_pair_with_shares_compares_each_wait_with_the_warps(capsys):
+    """With shares: an "all waits" column, each wait with its share of it, and a line
+    that sets each wait's change against the change fewer warps alone imply."""
+    table = ch05_tile_1d.depth_stalls(shares=True)
+    line = capsys.readouterr().out.splitlines()[1]
+    assert line.startswith("warps active, BK = 16 against BK = 8:") and "all waits changed" in line
+    assert "fell by more: " in line and "short scoreboard -" in line and "rose: mio throttle +" in line
+    cols = table.columns
+    assert cols.index("all waits") == cols.index("barrier") - 1
+    for r in table:
+        shares = [float(r[k].split("(")[1].rstrip("%)")) for k in ch05_tile_1d._DEPTH_REASONS]
+        assert 0 < sum(shares) < 100 and float(r["all waits"]) > 0
+    plain = ch05_tile_1d.depth_stalls()
+    assert "all waits" not in plain.columns
+    assert all(len(r["instructions (billions)"].split(".")[1]) == 2 for r in plain)
+
+
+def test_the_clock_ratio_line_sets_each_tiles_time_ratio_against_the_clocks():
+    import re
+    line = ch05_tile_1d.clock_ratio_line()
+    two, four, default = (float(x) for x in re.findall(r"(?:thread|tile) (\d\.\d\d)", line))
+    clock = float(line.rsplit("= ", 1)[1])
+    # the small tiles' times grow less than the clock falls; the default's almost as much
+    assert two < clock and four < clock and abs(default - clock) < 0.05, line
+
+
+def test_the_default_tiles_ffma_issue_share_is_its_issue_share_over_instructions_per_ffma():
+    import re
+    line = ch05_tile_1d.ffma_issue_line()
+    issue, per, ffma, pipe = (float(x) for x in re.findall(r"(\d+(?:\.\d+)?)(?:%| instructions)", line))
+    assert abs(issue / per - ffma) <= 1 and 1.5 < per < 2, line
+    assert abs(ffma - pipe) < 5, line
 
 
 def test_the_sweep_maps_share_one_colour_bar():
@@ -442,7 +479,8 @@ def test_chapter_05_counts_wavefronts_as_chapter_04_loads_and_stores():
     w = ch05_tile_1d.step_wavefronts("tile_1d", default)
     assert (w["loads"], w["stores"], w["total"], w["FFMA"]) == (144, 8, 152, 256)
     row = ch05_tile_1d.step_table([("tile_1d", default)])[0]
-    assert row["wavefronts: loads"] == 144 and row["loads + stores"] == 152
+    assert row["wavefronts: loads"] == 144 and row["stores"] == 8
+    assert "ideal loads" not in row and "loads + stores" not in row
     assert row["warp FFMA per wavefront"] == f"{256 / 152:.2f}"
 
 

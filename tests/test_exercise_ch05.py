@@ -253,6 +253,9 @@ def test_the_unroll_hint_comes_only_where_the_compiled_loop_is_at_fault():
     spills), never a wrong mapping or a wrong product, which it would send the wrong way."""
     rolled = _with_loop(LOOP.replace("#pragma unroll\n            for (int i",
                                      "#pragma unroll 1\n            for (int i"))
-    assert "#pragma unroll" in _static_hint(rolled)
+    hint = _static_hint(rolled)
+    assert "#pragma unroll" in hint
+    # one reason per loop: only the i loop keeps acc[] in registers (appendix G)
+    assert "unroll the i loop" in hint and "unroll the k loop" in hint and "both" not in hint
     assert _static_hint(_with_mapping("t / 16", "t % 16")) == ""
     assert _static_hint(solution(NAME).replace(PRODUCT, "acc[i] += As[i][k] * b;")) == ""

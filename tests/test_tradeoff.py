@@ -59,6 +59,21 @@ def test_table_shows_the_timed_binary_and_uses_it_for_occupancy(monkeypatch):
     assert t[0]["blocks/SM"] == occ.blocks_per_sm != analysis.kernel_occupancy(k, p).blocks_per_sm
     assert f"{timed} timed vs {here} here" in t.title.splitlines()[1]
     assert f" {timed} " in repr(t).splitlines()[-1]          # an integer, not "229.0"
+    # asked for one column, the table keeps both where the counts differ
+    assert analysis.TIMED_REGISTERS in tradeoff.table("tile_2d_reg", [p],
+                                                      one_registers_column=True).columns
+
+
+def test_table_merges_the_register_columns_where_they_agree():
+    _toolchain_or_skip()
+    from gemm_kernels.core import analysis
+    t = tradeoff.table("tile_1d", [{"BM": 64, "BN": 64, "BK": 16, "TM": 16}],
+                       one_registers_column=True)
+    if t.title.count("\n"):
+        pytest.skip("the timed binary and ptxas here differ on this machine")
+    assert "registers" in t.columns and analysis.TIMED_REGISTERS not in t.columns
+    assert analysis.local_registers_column() not in t.columns
+    assert t[0]["registers"] == 80
 
 
 def test_resources_show_the_timed_binary(monkeypatch):

@@ -258,8 +258,11 @@ def _tile_1d_static_hint(detail: str) -> str:
     the compiled loop; the mapping's and the products' messages say what to change."""
     if not any(s in detail for s in _SASS_FAILURES):
         return ""
-    return ("unroll both loops (#pragma unroll) so that acc[] stays in registers and the "
-            "reads of A along k merge into LDS.128")
+    # Two reasons, one per loop: a rolled k loop alone keeps acc[] in registers (the
+    # chapter's appendix G), so "both loops for acc[]" would be false.
+    return ("unroll the i loop (#pragma unroll) so that every index of acc[] is known and "
+            "acc[] stays in registers; unroll the k loop so that the reads of A along k "
+            "merge into LDS.128 and each value of B is loaded once for TM products")
 
 register(Exercise(
     name="05_tile_1d", chapter="05", title="which outputs each thread computes",

@@ -34,13 +34,16 @@ def ranked(kernel, size: int = 2048, fixed: dict | None = None) -> list[tuple[di
     return sorted(out, key=lambda x: -x[1])
 
 
-def table(kernel, configs, size: int = 2048, extra: dict | None = None):
+def table(kernel, configs, size: int = 2048, extra: dict | None = None,
+          one_registers_column: bool = False):
     """A Table: per configuration, the registers of the binary whose rate is shown
     (recorded at size^3) and of ptxas here, spills, threads per block, resident blocks
     and warps per SM (and what limits them: from the timed binary's registers where the
     recording has them), and GFLOP/s at size^3 ('-' where not recorded). `extra`: more
     columns, {title: function of the params}. A note under the title names any
-    configuration whose timed binary has another register count than ptxas here."""
+    configuration whose timed binary has another register count than ptxas here.
+    `one_registers_column`: where the two counts agree in every row, show them as one
+    column, "registers" (two identical columns teach nothing); where any differ, both."""
     from gemm_kernels.core import analysis
     from gemm_kernels.core import compiler
     from gemm_kernels.measure import lookup, records
@@ -68,6 +71,12 @@ def table(kernel, configs, size: int = 2048, extra: dict | None = None):
                      **{t: f(p) for t, f in (extra or {}).items()},
                      f"GFLOP/s at {size}": None if g is None or math.isnan(g) else g})
     note = analysis.registers_note(pairs)
-    return Table(rows, list(rows[0]) if rows else ["params"],
+    columns = list(rows[0]) if rows else ["params"]
+    if one_registers_column and rows and note is None and all(t == h for _, t, h in pairs):
+        for r in rows:
+            r["registers"] = r[here]
+        columns = [("registers" if c == analysis.TIMED_REGISTERS else c)
+                   for c in columns if c != here]
+    return Table(rows, columns,
                  title=f"{k.name}: ptxas -v (sm_90) and occupancy; rates "
                        f"{records.recording_label()}" + (f"\n{note}" if note else ""))

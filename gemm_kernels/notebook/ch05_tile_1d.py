@@ -334,17 +334,18 @@ def step_wavefronts(kernel, params) -> dict:
 
 def step_table(configs) -> Table:
     """The bank model's step summary of `configs` with the tile copies' stores added:
-    per thread FFMA and loads per step, per warp load, store and total wavefronts per
-    step (loads and stores, the one convention of chapters 04 and 05), and FFMA per
-    wavefront of that total."""
+    per thread FFMA and loads per step, per warp load and store wavefronts per step, and
+    FFMA per wavefront of loads and stores together (the one convention of chapters 04
+    and 05). The conflict-free count is left out: no tile of this kernel has a load
+    conflict, and the text says so."""
     from gemm_kernels.memory import ch05_06_thread_tiles
     rows = []
     for (name, params), r in zip(configs, ch05_06_thread_tiles.step_summary(configs)):
         w = step_wavefronts(name, params)
         rows.append({k: r[k] for k in ("params", "threads", "FFMA", "LDS", "LDS.128",
                                       "FFMA per load")}
-                    | {"wavefronts: loads": r["wavefronts"], "ideal loads": r["ideal"],
-                       "stores": _whole(w["stores"]), "loads + stores": _whole(w["total"]),
+                    | {"wavefronts: loads": r["wavefronts"],
+                       "stores": _whole(w["stores"]),
                        "warp FFMA per wavefront": f"{w['FFMA'] / w['total']:.2f}"})
     return Table(rows, list(rows[0]), title="one step along K: per thread (FFMA, loads) and "
                  "per warp (wavefronts of the loads and of the tile copies' stores, bank model)")
@@ -428,6 +429,26 @@ def wait_table() -> Table:
                      "FMA pipe busy": f"{m['sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active']:.0f}%"})
     return Table(rows, list(rows[0]) if rows else [],
                  title="Nsight Compute at 4096^3; registers and warps per SM from ptxas")
+
+
+def ffma_issue_line() -> str:
+    """The default tile as profiled at 4096^3: the share of cycles its schedulers issue,
+    the instructions it executes per FFMA, and so the share of cycles on which an FFMA
+    issues (the first over the second), next to how busy Nsight Compute found the FMA
+    pipe. Instructions per FFMA are a ceiling of their own: at this issue rate, every
+    instruction that is not an FFMA takes an issue slot from one."""
+    row = next(((s, r) for s, r in _profiled()
+                if s.kernel == "tile_1d" and not s.params), None)
+    if row is None:
+        return "the default tile's profile: not recorded"
+    s, r = row
+    m = r["metrics"]
+    issue = m["smsp__issue_active.avg.pct_of_peak_sustained_active"]
+    per_ffma = _executed_per_ffma()[("tile_1d", tuple(sorted(get("tile_1d").resolve({}).items())))]
+    return (f"default tile, 4096^3: the schedulers issue on {issue:.0f}% of cycles, "
+            f"{per_ffma:.2f} instructions per FFMA, so an FFMA issues on "
+            f"{issue / per_ffma:.0f}% of cycles; FMA pipe busy "
+            f"{m['sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active']:.0f}%")
 
 
 def _tile(kernel, p) -> tuple[int, int, int, int]:
@@ -796,14 +817,22 @@ def register_cap_line(p=None) -> str:
 
 
 def check_prediction(bk: int | None, size: int = 2048) -> str:
-    """The check of the chapter's 'Predict, then check' for one BK at the default tile's
-    BM, BN, TM: per step, the barriers and FFMA of the compiled loop (no GPU needed), and
-    the best and median rates the sweep measured at size^3 over the tiles with that BK.
-    With no BK chosen it says what to do, so that the notebook as given shows no answer."""
-    import statistics
-    from gemm_kernels.measure import lookup, tradeoff
+    """The check of the chapter's 'Predict, then check' at the default tile's BM, BN, TM:
+    for the chosen BK, then the other one (so that the student compares them in one
+    output), per step the barriers and FFMA of the compiled loop (no GPU needed), the
+    tile's own rate and the best and median rates the sweep measured at size^3 over the
+    tiles with that BK. With no BK chosen it says what to do, so that the notebook as
+    given shows no answer."""
     if bk not in (8, 16):
         return "write your prediction down, then set BK to 8 or 16 and run this cell"
+    return (_prediction_lines(bk, size) + "\n\nthe other depth, for comparison:\n"
+            + _prediction_lines(24 - bk, size))
+
+
+def _prediction_lines(bk: int, size: int) -> str:
+    """check_prediction's lines for one BK."""
+    import statistics
+    from gemm_kernels.measure import lookup, tradeoff
     p0, wide = _any_bk(None, (bk,))
     h = analysis.summary(wide, {**p0, "BK": bk})["loop_histogram"]
     rates = [g for _, g in tradeoff.ranked("tile_1d", size, fixed={"BK": bk})]
@@ -837,15 +866,68 @@ DEPTH_COLUMNS = {
 }
 
 
-def depth_stalls() -> Table:
+def clock_ratio_line() -> str:
+    """For the 2- and 4-output tiles (study ch05_outputs_stalls) and the default tile at
+    BK = 16 (study ch05_depth_stalls), all at 4096^3: the profiled time over the time the
+    timed rate implies, next to the GPU's top clock over the clock Nsight Compute held.
+    A ratio below the clock's means fewer SM cycles at the profiler's lower clock, as
+    waits fixed in nanoseconds (memory latency) would give."""
+    import math
+    from gemm_kernels.measure import lookup, records, studies
+    said, clocks = [], []
+    for name, labels in (("ch05_outputs_stalls", None), (DEPTH_STALLS, ("BK = 16",))):
+        for step, r in studies.results(name):
+            m = (r or {}).get("metrics", {})
+            ns, cycles = m.get("gpu__time_duration.sum"), m.get("sm__cycles_elapsed.avg")
+            if not ns or (labels and step.label not in labels):
+                continue
+            try:
+                timed = lookup.recorded(studies.step_kernel(step).name, tuple(r["shape"]),
+                                        step.params)["gflops"]["median"]
+            except LookupError:
+                continue
+            ms = 2 * math.prod(r["shape"]) / (timed * 1e9) * 1e3
+            label = "the default tile" if name == DEPTH_STALLS else step.label
+            said.append(f"{label} {ns / 1e6 / ms:.2f}")
+            if cycles:
+                clocks.append(cycles / ns * 1e3)
+    top = (records.current().device or {}).get("sm_clock_mhz")
+    if not said or not clocks or not top:
+        return "profiled against timed times: not recorded"
+    return (f"profiled time over timed time, 4096^3: {', '.join(said)}; the top clock over "
+            f"the profiler's: {top:,.0f} / {sum(clocks) / len(clocks):,.0f} MHz = "
+            f"{top / (sum(clocks) / len(clocks)):.2f}")
+
+
+def _all_waits(name: str) -> dict:
+    """Per step label of profiled study `name`: the sum of a warp's waits per issued
+    instruction over every stall reason but "selected" (the cycle it issues), as
+    outputs_stalls counts them."""
+    from gemm_kernels.measure import studies
+    from gemm_kernels.notebook import evidence
+    return {s.label: sum(v for k, v in evidence.stall_reasons(r).items() if k != "selected")
+            for s, r in studies.results(name) if r}
+
+
+_DEPTH_REASONS = ("barrier", "long scoreboard", "short scoreboard", "mio throttle")
+
+
+def depth_stalls(shares: bool = False) -> Table:
     """The clean BK pair under Nsight Compute (study ch05_depth_stalls: the default tile,
     BM = BN = 64, TM = 16, at BK = 8 and 16, profiled in one run): the time, the
     instructions, the share of cycles the schedulers issue, the warp slots in use, the
     waits per issued instruction (cycles) and the FMA pipe. Printed first, the time of
     BK = 8 over BK = 16 split into the ratio of instructions times the ratio of cycles per
-    instruction (1 / issue share), as chapter 03's solution splits BLOCK."""
+    instruction (1 / issue share), as chapter 03's solution splits BLOCK.
+
+    `shares`: also the sum of all waits per instruction, each wait shown with its share of
+    that sum, and a printed line comparing the change of each wait with the change that
+    fewer warps at the same issue rate imply: at a fixed issue share, a warp's cycles per
+    instruction scale with the warps resident, so only a wait that moves by more than
+    the warps do says something about the deeper step."""
     from gemm_kernels.notebook import evidence
     table = evidence.counters(DEPTH_STALLS, DEPTH_COLUMNS)
+    total = _all_waits(DEPTH_STALLS)
     got = {r["step"]: r for r in table if r["time, ms"] is not None}
     if {"BK = 8", "BK = 16"} <= set(got):
         a, b = got["BK = 8"], got["BK = 16"]
@@ -855,12 +937,37 @@ def depth_stalls() -> Table:
         print(f"BK = 8 against BK = 16: {inst:.3f}x the instructions x {cpi:.3f}x the SM "
               f"cycles per issued instruction = {inst * cpi:.3f}x the time (measured: "
               f"{a['time, ms'] / b['time, ms']:.3f}x)")
+        if shares:
+            warps = b["warps active %"] / a["warps active %"] - 1
+            every = total["BK = 16"] / total["BK = 8"] - 1
+            moved = {k: b[k] / a[k] - 1 for k in _DEPTH_REASONS}
+            more = [k for k in moved if moved[k] < every - 0.05]
+            less = [k for k in moved if every - 0.05 <= moved[k] <= 0]
+            rose = [k for k in moved if moved[k] > 0]
+            said = "; ".join(f"{head}: " + ", ".join(f"{k} {100 * moved[k]:+.0f}%" for k in ks)
+                             for head, ks in (("fell by more", more), ("fell by less", less),
+                                              ("rose", rose)) if ks)
+            print(f"warps active, BK = 16 against BK = 8: {100 * warps:+.0f}%, at the same "
+                  f"issue share, so a warp's cycles per instruction must change by about as "
+                  f"much; all waits changed by {100 * every:+.0f}%. Against that, {said}")
         print(evidence.profiled_against_timed(DEPTH_STALLS))
     else:
         print(f"study {DEPTH_STALLS}: not recorded")
     for r in table:     # one decimal for every time: "8" next to "8.3" reads as a slip
         if r["time, ms"] is not None:
             r["time, ms"] = f"{r['time, ms']:.1f}"
+            # two decimals: at one, 3.9 / 3.7 reads as 1.05, not the 1.036 printed above
+            r["instructions (billions)"] = f"{r['instructions (billions)']:.2f}"
+    if shares:
+        for r in table:
+            t = total.get(r["step"])
+            if t and r["time, ms"] is not None:
+                for k in _DEPTH_REASONS:
+                    r[k] = f"{r[k]:.2f} ({100 * r[k] / t:.0f}%)"
+                r["all waits"] = f"{t:.2f}"
+        cols = list(table.columns)
+        cols.insert(cols.index("barrier"), "all waits")
+        table.columns = cols
     table.title = (f"tile_1d, BM = BN = 64, TM = 16, at {_shape(DEPTH_STALLS)} under Nsight "
                    "Compute, both depths in one run: each warp's waits, in its cycles per issued "
                    "instruction")
@@ -988,13 +1095,12 @@ def ladder_by_kernel(table) -> Table:
 
 def rates_by_size(params=None) -> str:
     """One tile's measured rate at the chapter's two sizes, with what each size is used
-    for: 2048^3 for the sweep, the exercise's timing and the "Predict, then check" cell;
-    4096^3 for the
-    bound, the profiles and the shares of cuBLAS."""
+    for: 2048^3 for the sweep and the exercise, 4096^3 for the bound and the
+    profiles."""
     from gemm_kernels.measure import lookup
     p = params or get("tile_1d").defaults()
-    uses = {2048: "the sweep, the exercise and the Predict, then check cell",
-            4096: "the bound, the profiles and the shares of cuBLAS"}
+    uses = {2048: "the sweep and the exercise",
+            4096: "the bound and the profiles"}
     parts = []
     for size, use in uses.items():
         g = lookup.measure_or_lookup("tile_1d", (size,) * 3, p)["gflops"]["median"]
