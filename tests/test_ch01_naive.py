@@ -96,19 +96,21 @@ def test_the_guess_is_checked_against_the_recorded_ratio(capsys, recorded_mode):
     out = capsys.readouterr().out
     assert "the expected first estimate" in out and "33 -> 5 per step" in out
     assert "This is the expected reasoning" in out and "what this chapter is about" in out
-    assert "33 -> 2 (16.5 x)" in out and "bank" not in out
+    assert "33 -> 2 (16.5 x)" in out and "chapter 02 separates the two" in out
     assert "Faster, yes" not in out
 
 
 def test_the_sector_estimate_note_calls_it_the_expected_reasoning():
     """The note names both counts and their ratios, calls the sector count the expected
-    reasoning and its gap the chapter's subject; it says nothing of banks."""
+    reasoning and its gap the chapter's subject, in the chapter's one statement of the
+    cost: one wavefront per line, which here is also the words on the busiest bank."""
     note = ch01_naive.sector_estimate_note({"x->row": 33, "x->col": 5}, {"x->row": 33, "x->col": 2})
     assert note.startswith("Counting 32-byte sectors, as the hint asks, gives 33 -> 5 per step, 6.6 x.")
     assert "This is the expected reasoning" in note
     assert "The gap between that estimate and the measurement is what this chapter is about" in note
-    assert "wavefronts" in note and "33 -> 2 (16.5 x)" in note and "5 sectors sit in 2 lines" in note
-    assert "bank" not in note
+    assert "wavefront" in note and "33 -> 2 (16.5 x)" in note and "5 sectors sit in 2 lines" in note
+    assert ("one L1 wavefront per 128-byte line it touches, which here is also the number "
+            "of words on the busiest bank; chapter 02 separates the two") in note
 
 
 def test_the_guess_tolerance_is_the_factor_the_prompt_states(capsys, recorded_mode):

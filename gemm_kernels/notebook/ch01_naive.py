@@ -625,18 +625,19 @@ def which_count(block: int = 32, size: int = 2048) -> Text:
 
 def sector_estimate_note(sectors: dict, lines: dict) -> str:
     """What a guess near the sector count's ratio is told: it is the reasoning the hint
-    asks for, and the gap between it and the measurement is the chapter's subject. A
-    step costs the L1 the cycles Nsight Compute counts (wavefronts), here one per
-    128-byte line the step touches. `sectors` and `lines` map each mapping to its count
-    per warp and step."""
+    asks for, and the gap between it and the measurement is the chapter's subject. At
+    2048^3 a step costs one L1 wavefront per 128-byte line it touches, which there is
+    also the number of words on the busiest bank (the chapter's one statement of it).
+    `sectors` and `lines` map each mapping to its count per warp and step."""
     row, col = "x->row", "x->col"
     return (f"Counting 32-byte sectors, as the hint asks, gives {sectors[row]} -> "
             f"{sectors[col]} per step, {sectors[row] / sectors[col]:.1f} x. This is the "
             "expected reasoning, and x->col is indeed many times faster. The gap between "
-            "that estimate and the measurement is what this chapter is about: a step costs "
-            "the L1 cycles Nsight Compute counts (wavefronts), here one per 128-byte line "
-            f"the step touches, {lines[row]} -> {lines[col]} ({lines[row] / lines[col]:.1f} x), "
-            f"since x->col's {sectors[col]} sectors sit in {lines[col]} lines. The chapter's "
+            "that estimate and the measurement is what this chapter is about. At 2048^3 a "
+            "step costs one L1 wavefront per 128-byte line it touches, which here is also "
+            "the number of words on the busiest bank; chapter 02 separates the two. That "
+            f"gives {lines[row]} -> {lines[col]} ({lines[row] / lines[col]:.1f} x), since "
+            f"x->col's {sectors[col]} sectors sit in {lines[col]} lines. The chapter's "
             "section 'Why it is slow' shows it.")
 
 
