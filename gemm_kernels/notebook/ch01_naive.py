@@ -285,7 +285,8 @@ def loop_in_numbers(params: dict | None = None) -> Text:
     how their addresses are made, and the bytes the loads deliver to the lanes per FLOP
     (4 B per lane and load). These are bytes delivered
     by the L1, not bytes moved through DRAM, so they are not set
-    against the roofline's ridge (which counts DRAM bytes): the line says so."""
+    against the roofline's ridge (which counts DRAM bytes): the line says so. The cap
+    these loads set is `cap_line`'s, printed once, in the main text."""
     r = loop_loads(params)
     offsets = sorted(o for _, _, o in r["A"])
     per_ffma = 4 * r["LDG"] / r["FFMA"]          # bytes loaded per multiply-add
@@ -299,9 +300,6 @@ def loop_in_numbers(params: dict | None = None) -> Text:
         f"{per_ffma:g} bytes delivered to the lanes per multiply-add (2 FLOP), a "
         f"broadcast counted once per lane: {2 / per_ffma:g} FLOP per byte delivered by the "
         "L1 cache (not per byte of DRAM: the caches serve most of these loads)."]
-    cap = l1_cap(params)
-    if cap:
-        lines.append(_cap_sentence(cap))
     return Text("\n".join(lines))
 
 
