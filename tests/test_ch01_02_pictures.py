@@ -119,6 +119,18 @@ def test_the_loop_listing_keeps_its_predicated_branch_back():
     assert "BRA" in lines[-1]
 
 
+def test_the_loop_mix_can_keep_a_few_opcodes_and_sum_the_rest():
+    configs = [("naive", {"MAPPING": m}) for m in ("x->row", "x->col")]
+    full = ch01_02_sectors.loop_mix(configs)
+    short = ch01_02_sectors.loop_mix(configs, keep=("LDG", "FFMA"))
+    assert list(short[0]) == ["configuration", "LDG", "FFMA", "other"]
+    for f, s in zip(full, short):
+        assert (s["LDG"], s["FFMA"]) == (f["LDG"], f["FFMA"]) == (32, 16)
+        assert s["other"] == sum(n for op, n in f.items()
+                                 if op not in ("configuration", "LDG", "FFMA"))
+    assert short[0]["other"] == short[1]["other"] > 0
+
+
 def test_line_count_separates_what_the_sector_count_does_not():
     rows = ch01_02_sectors.sector_table([("coalesced", {"BLOCK": b}) for b in (8, 16, 32)])
     assert [r["A sectors"] + r["B sectors"] for r in rows] == [5, 4, 5]

@@ -276,7 +276,7 @@ def test_dram_strips_sets_a_once_per_strip_beside_the_dram_bytes(recording):
     recording()
     text = str(ch.dram_strips())
     assert "N / 32 = 128, each of 128 blocks" in text
-    assert "(4,096 x 4,096 floats, 67.1 MB, more than the L2's 52.4 MB)" in text
+    assert "(4,096 x 4,096 floats, 67.1 MB, more than this GPU's L2, 52.4 MB)" in text
     assert "128 x 67.1 MB = 8.59 GB (42.7 x A, B and C); DRAM read 4 GB" in text
     assert "the bar's 24.8 x" in text      # the fake recording: 5 GB / 201 MB
     assert "x 100 SMs = " in text and "strips." in text

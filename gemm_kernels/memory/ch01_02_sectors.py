@@ -641,17 +641,22 @@ def check_prediction(line_model, occupancy_model, size: int = 2048) -> None:
           f"{rate / half:.0%} of (b).")
 
 
-def loop_mix(configs):
+def loop_mix(configs, keep=None):
     """Per configuration (kernel, params), or (name, kernel, params) for a kernel that is
     not the registry's (a variant of its source, named by `name`): the instructions of
     the compiled main loop, by opcode (from nvdisasm, run here): the same counts mean the
-    same loop."""
+    same loop. With `keep` (opcodes, e.g. ("LDG", "FFMA")) only those get a column and
+    the rest are summed under "other", so that a first reading meets no unexplained
+    opcode."""
     from gemm_kernels.core import analysis
     from gemm_kernels.core.table import Table
     rows, ops = [], []
     for config in configs:
         name, kernel, params = config if len(config) == 3 else (None, *config)
         h = analysis.summary(kernel, params)["loop_histogram"]
+        if keep is not None:
+            h = {**{op: h.get(op, 0) for op in keep},
+                 "other": sum(n for op, n in h.items() if op not in keep)}
         ops += [op for op in h if op not in ops]
         rows.append({"configuration": name or label(kernel, params), **h})
     return Table(rows, ["configuration", *ops],

@@ -285,7 +285,8 @@ def loop_in_numbers(params: dict | None = None) -> Text:
     how their addresses are made, and the bytes the loads deliver to the lanes per FLOP
     (4 B per lane and load). These are bytes delivered
     by the L1, not bytes moved through DRAM, so they are not set
-    against the roofline's ridge (which counts DRAM bytes): the line says so."""
+    against the roofline's ridge (which counts DRAM bytes): the line says so. The cap
+    these loads set is `cap_line`'s, printed once, in the main text."""
     r = loop_loads(params)
     offsets = sorted(o for _, _, o in r["A"])
     per_ffma = 4 * r["LDG"] / r["FFMA"]          # bytes loaded per multiply-add
@@ -299,9 +300,6 @@ def loop_in_numbers(params: dict | None = None) -> Text:
         f"{per_ffma:g} bytes delivered to the lanes per multiply-add (2 FLOP), a "
         f"broadcast counted once per lane: {2 / per_ffma:g} FLOP per byte delivered by the "
         "L1 cache (not per byte of DRAM: the caches serve most of these loads)."]
-    cap = l1_cap(params)
-    if cap:
-        lines.append(_cap_sentence(cap))
     return Text("\n".join(lines))
 
 
@@ -625,18 +623,19 @@ def which_count(block: int = 32, size: int = 2048) -> Text:
 
 def sector_estimate_note(sectors: dict, lines: dict) -> str:
     """What a guess near the sector count's ratio is told: it is the reasoning the hint
-    asks for, and the gap between it and the measurement is the chapter's subject. A
-    step costs the L1 the cycles Nsight Compute counts (wavefronts), here one per
-    128-byte line the step touches. `sectors` and `lines` map each mapping to its count
-    per warp and step."""
+    asks for, and the gap between it and the measurement is the chapter's subject. At
+    2048^3 a step costs one L1 wavefront per 128-byte line it touches, which there is
+    also the number of words on the busiest bank (the chapter's one statement of it).
+    `sectors` and `lines` map each mapping to its count per warp and step."""
     row, col = "x->row", "x->col"
     return (f"Counting 32-byte sectors, as the hint asks, gives {sectors[row]} -> "
             f"{sectors[col]} per step, {sectors[row] / sectors[col]:.1f} x. This is the "
             "expected reasoning, and x->col is indeed many times faster. The gap between "
-            "that estimate and the measurement is what this chapter is about: a step costs "
-            "the L1 cycles Nsight Compute counts (wavefronts), here one per 128-byte line "
-            f"the step touches, {lines[row]} -> {lines[col]} ({lines[row] / lines[col]:.1f} x), "
-            f"since x->col's {sectors[col]} sectors sit in {lines[col]} lines. The chapter's "
+            "that estimate and the measurement is what this chapter is about. At 2048^3 a "
+            "step costs one L1 wavefront per 128-byte line it touches, which here is also "
+            "the number of words on the busiest bank; chapter 02 separates the two. That "
+            f"gives {lines[row]} -> {lines[col]} ({lines[row] / lines[col]:.1f} x), since "
+            f"x->col's {sectors[col]} sectors sit in {lines[col]} lines. The chapter's "
             "section 'Why it is slow' shows it.")
 
 

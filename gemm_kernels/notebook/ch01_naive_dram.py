@@ -225,8 +225,8 @@ def dram_strips(study: str = STUDY) -> Text:
     mats = t["matrices"]
     l2_bytes = props.get("l2_bytes")
     # A against the L2's capacity: why every strip reads A from DRAM again
-    l2 = (f", {'more' if a_bytes > l2_bytes else 'less'} than the L2's "
-          f"{bytes_text(l2_bytes)}" if l2_bytes else "")
+    l2 = (f", {'more' if a_bytes > l2_bytes else 'less'} than this GPU's "
+          f"L2, {bytes_text(l2_bytes)}" if l2_bytes else "")
     return Text(
         f"Strips of {block} columns of C: N / {block} = {strips}, each of "
         f"{n // block} blocks, each strip reading all of A ({n:,} x {n:,} floats, "
