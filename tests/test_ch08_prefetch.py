@@ -413,22 +413,21 @@ def test_why_a_quarter_is_read_from_chapter_07s_profile(recorded_mode):
 
 
 def test_quarter_line_is_the_counts_result(recorded_mode):
-    """The one line beside the check gives the latency, the instructions at the fastest
-    pace and the FFMAs of the folded count, and the check's 128."""
+    """The three lines beside the check give the latency, the FFMAs of the folded count
+    and their share of the step, against the check's 128."""
     line, text = c.quarter_line(), c.why_a_quarter()
-    cycles = line.split("One latency, ")[1].split(" cycles")[0]
+    first, second, third = line.split("\n")
+    assert first.startswith("1. ") and second.startswith("2. ") and third.startswith("3. ")
+    cycles = first.split("wait ")[1].split(" cycles")[0]
     assert f"= {cycles} cycles of waiting per step" in text
-    ffma = line.split("(chapter 07's loop) = ")[1].split(" FFMAs")[0]
+    ffma = second.split("so ")[1].split(" FFMAs")[0]
     assert f"= {ffma} FFMAs" in text
-    first, cancel = line.split("\n")
-    assert first.endswith("the check asks for 128.")
-    # the instruction count cancels: the share is the wait per instruction / warps
+    assert "instruction every 4 cycles" in second
+    assert third.endswith("(the check asks for 128).")
+    # the same share as the long count's: the wait per instruction / warps per scheduler
     st = next(st for s, st, _ in c._payoff_profiles(None, c.PAYOFF_STALLS,
                                                     None)[False] if s == "chapter 07's kernel")
-    ls, n = st["long scoreboard"], c.loads("float4").instructions
-    assert cancel == (f"The {n:,} instructions cancel: share of the step = {ls:.2f} cycles "
-                      f"of load wait per instruction / 4 warps per scheduler = {ls / 4:.2f}.")
-    assert f"{ls / 4:.2f}" in first      # the same share as the long count's
+    assert f"are {st['long scoreboard'] / 4:.2f} of the step's 512" in third
 
 
 def test_cover_line_counts_the_flight_against_the_latency(recorded_mode):
@@ -440,6 +439,7 @@ def test_cover_line_counts_the_flight_against_the_latency(recorded_mode):
     assert f"= {wait} cycles" in words and "\n" not in line
     assert f"{c.loads(c.WORKING, c.DEEP).fewest:,} FFMAs" in line
     assert line.endswith("longer than the latency.")
+    assert line.startswith("Latency: chapter 07's wait for global loads, ")
 
 
 def test_the_quarter_in_cycles_is_written_as_instructions_times_pace(recorded_mode):
@@ -457,7 +457,7 @@ def test_the_failing_sources_at_bk16_cover_the_latency(recorded_mode):
     flight longer than chapter 07's wait per step: the sentence says 'more', and the
     table's cycles in flight exceed chapter 07's wait for every one of them."""
     text = c.latency_words(c.DEEP)
-    assert "The 4 sources that fail it" in text and "more than the latency" in text
+    assert "The 4 variants that fail it" in text and "more than the latency" in text
     assert "(at the chapter's tile, 128 x 128 x 8, the same profile gives " in text
     rows = {r["kernel"]: r for r in c.latency_cover(c.DEEP)}
     num = lambda s: float(s.replace(",", ""))      # noqa: E731

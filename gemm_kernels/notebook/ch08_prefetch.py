@@ -832,7 +832,7 @@ def stall_summary(settings=(False, True)) -> str:
 # whose loads stay in flight, with two blocks per SM and with one, at 2048^3.
 PAYOFF_STALLS = "ch08_payoff_stalls"
 PAYOFF_NOT_PROFILED = ("This recording holds no Nsight Compute profile of the payoff's "
-                       "sources yet, so the picture of where their warps wait cannot be "
+                       "variants yet, so the picture of where their warps wait cannot be "
                        "drawn here.")
 _PAYOFF_WAITS = ("long scoreboard", "barrier", "short scoreboard")
 _SETTINGS = {False: "two blocks per SM", True: "one block per SM"}
@@ -1025,23 +1025,21 @@ def _quarter(params: dict | None, study: str):
 
 
 def quarter_line(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
-    """Two lines: the quarter-step check is one latency written in FFMAs of chapter 07's
-    loop at the fastest pace, for this tile only (the count of `why_a_quarter`, its
-    result alone); then why the loop's instruction count cancels out of that share (it
-    multiplies the wait per instruction into the latency and divides the FFMAs by it), so
-    the share is the long-scoreboard wait per instruction over the warps per scheduler."""
+    """Three numbered lines, the result of `why_a_quarter` in short: the latency chapter
+    07's warps wait out per step, the FFMAs of its loop that issue over that latency at
+    the fastest pace, and their share of the step against the check's count. The
+    chapter's markdown says the same three sentences in words."""
     q = _quarter(params, study)
     if q is None:
         return NO_LATENCY
     st07, lp07, _, wait, w, lp, cover = q
-    ls = st07.get("long scoreboard", 0.0)
-    return (f"One latency, {wait:,.0f} cycles, / {w:.0f} cycles per instruction = "
-            f"{wait / w:,.0f} instructions; x {lp07.ffma:,} FFMAs / {lp07.instructions:,} "
-            f"instructions (chapter 07's loop) = {cover:,.0f} FFMAs, {cover / lp07.ffma:.2f} "
-            f"of the step: the check asks for {lp.needed:,}.\n"
-            f"The {lp07.instructions:,} instructions cancel: share of the step = {ls:.2f} "
-            f"cycles of load wait per instruction / {w:.0f} warps per scheduler = "
-            f"{ls / w:.2f}.")
+    return (f"1. Chapter 07's warps wait {wait:,.0f} cycles per step for global loads: "
+            f"about one load latency.\n"
+            f"2. At one instruction every {w:.0f} cycles, that wait spans {wait / w:,.0f} "
+            f"instructions; {lp07.ffma:,} of chapter 07's {lp07.instructions:,} instructions "
+            f"per step are FFMAs, so {cover:,.0f} FFMAs.\n"
+            f"3. {cover:,.0f} FFMAs are {cover / lp07.ffma:.2f} of the step's {lp07.ffma:,}: "
+            f"your loads must stay in flight that long (the check asks for {lp.needed:,}).")
 
 
 def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
@@ -1141,7 +1139,8 @@ def cover_line(kernel=WORKING, params: dict | None = None,
     ins = instructions_in_flight(lp)
     w = warps_per_scheduler(kernel, params)
     side = "longer" if w * ins >= wait else "shorter"
-    return (f"Latency: {ls:.2f} x {lp07.instructions:,} instructions = {wait:,.0f} cycles; "
+    return (f"Latency: chapter 07's wait for global loads, {ls:.2f} cycles per instruction, "
+            f"x {lp07.instructions:,} instructions = {wait:,.0f} cycles; "
             f"{label(kernel)}: {lp.fewest:,} FFMAs = {ins:,} instructions in flight x at "
             f"least {w:.0f} cycles = {w * ins:,.0f} cycles or more, {side} than the latency.")
 
@@ -1192,7 +1191,7 @@ def latency_words(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
         ls = [got[s].get("long scoreboard", 0.0) for s in fail]
         side = "more" if min(least) >= wait else "less"
         lines.append(
-            f"3. The {len(fail)} sources that fail it keep their loads in flight for "
+            f"3. The {len(fail)} variants that fail it keep their loads in flight for "
             f"{min(ffma):,} to {max(ffma):,} FFMAs, {min(ins):,} to {max(ins):,} "
             f"instructions:\n   at least {min(least):,.0f} cycles, {min(paced):,.0f} to "
             f"{max(paced):,.0f} at the pace measured, {side} than the latency.\n"
