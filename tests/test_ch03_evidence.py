@@ -445,3 +445,9 @@ def test_the_two_kernels_on_one_pipe_split_the_gain_into_bound_and_share():
     assert f_bound == pytest.approx(b1 / b0, abs=0.01)
     assert f_gain == pytest.approx(g1 / g0, abs=0.01)
     assert f_bound * f_share == pytest.approx(f_gain, abs=0.02)
+
+
+def test_the_wavefront_sum_counts_the_ffma_of_one_step():
+    # at BLOCK = 16 the SASS loop holds several steps; the sum is per step, as the bound's
+    assert ch03.wavefront_sum().endswith("= 50 wavefronts for 32 FFMA")
+    assert ch03.wavefront_sum({"BLOCK": 16}).endswith(" for 16 FFMA")
