@@ -507,9 +507,9 @@ def copy_problems(source: str, block: int) -> list[str]:
     return wrong + costly + _read_problems(code, block)
 
 
-_COPY_HINT = (" (a warp is one row of threads, ty fixed and tx = 0..31 at BLOCK = 32: its "
-              "32 loads should be 32 neighbouring floats, its store and reads 32 different "
-              "banks or one shared word)")
+_COPY_HINT = (" (a warp is one row of threads, threadIdx.y fixed and threadIdx.x = 0..31 at "
+              "BLOCK = 32: its 32 loads should be 32 neighbouring floats, its store and reads "
+              "32 different banks or one shared word)")
 
 
 def _guarded(code: str, pos: int) -> bool:

@@ -72,7 +72,7 @@ def thread_zoom(BLOCK: int = 8, tx: int = 2, ty: int = 5, k: int = 3):
          f"  acc += As[{ty}][k] * Bs[k][{tx}],  k = 0 .. {n - 1}\n"
          f"{n} multiply-adds into its element of C, from\n"
          f"values that {2 * n - 2} other threads copied."),
-        (f"3. At k = {k}: the row", {"As": {(ty, k): _ONE},
+        (f"3. At k = {k}: its row of threads", {"As": {(ty, k): _ONE},
                                                 "Bs": {(k, c): _ROW for c in range(n)},
                                                 "C": {(ty, c): _PALE for c in range(n)}},
          {(ty, c) for c in range(n)},
