@@ -149,6 +149,20 @@ def test_the_ring_picture_draws_the_schedule():
     matplotlib.pyplot.close(fig)
 
 
+def test_the_ring_names_its_columns_iterations_not_steps():
+    """A column is one pass of the main loop; chapter 09 keeps "step" for the ladder's
+    steps, so the picture's labels and title must not say "step"."""
+    cols = cp.ring_schedule(4, 8)
+    assert [c["label"] for c in cols] == ["before the loop"] + [f"iteration {t}" for t in range(8)]
+    for empty_groups in (True, False):
+        fig = cp.stage_ring(4, empty_groups=empty_groups)
+        ax = fig.axes[0]
+        labels = [t.get_text() for t in ax.get_xticklabels()]
+        assert labels == [c["label"] for c in cols]
+        assert "step" not in ax.get_title() and "iteration 5 on" in ax.get_title()
+        matplotlib.pyplot.close(fig)
+
+
 # ------------------------------------------------------------------ recorded rows
 
 def _timed(step, shape, gflops, run):

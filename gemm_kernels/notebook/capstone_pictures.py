@@ -250,22 +250,23 @@ def kernel_wait(stages: int) -> int:
 
 def ring_schedule(stages: int, tiles: int = 6, wait: int | None = None,
                   empty_groups: bool = True) -> list[dict]:
-    """The capstone's ring, step by step, for `tiles` tiles of K. Column 0 is the
-    prologue, column t + 1 is loop step t. Each column: `stage` (per stage: (tile, state)
-    or None, state one of 'requested' (issued in this column), 'in flight', 'landed',
+    """The capstone's ring, iteration by iteration, for `tiles` tiles of K. Column 0 is
+    the prologue, column t + 1 is loop iteration t (an iteration, not a step, so that it
+    is not read as one of the chapter's ladder steps). Each column: `stage` (per stage:
+    (tile, state) or None, state one of 'requested' (issued in this column), 'in flight', 'landed',
     'computing', 'done'), `computes` (the tile computed, or None), `requests`
     ({tile: stage} issued in this column), `landed_before_compute` (has the tile computed
     here been waited for?), `stage_of_compute` and `tile_in_that_stage` (the stage the
-    step reads and the tile it holds then), `wait_after` (the wait + barrier closing the
+    iteration reads and the tile it holds then), `wait_after` (the wait + barrier closing the
     column: the count, and the tiles certainly landed after it).
 
     The rule is the kernel's: before the loop tiles 0..STAGES-2 are requested, one
-    commit group each; step t requests tile t+STAGES-1 into stage (t-1) % STAGES at
+    commit group each; iteration t requests tile t+STAGES-1 into stage (t-1) % STAGES at
     k = 0 (an empty group once no tile is left), computes tile t in stage t % STAGES,
     and at its last k waits until at most `wait` groups are in flight (default: the
     kernel's own count), then meets the barrier. `empty_groups=False`: the classic
-    mistake, a commit only in the steps that request a tile (no empty groups at the
-    end of K), so that the groups fall behind the steps."""
+    mistake, a commit only in the iterations that request a tile (no empty groups at
+    the end of K), so that the groups fall behind the iterations."""
     wait = kernel_wait(stages) if wait is None else wait
     groups: list[int | None] = []           # committed groups, oldest first
     landed: set[int] = set()
@@ -308,7 +309,7 @@ def ring_schedule(stages: int, tiles: int = 6, wait: int | None = None,
     prologue["landed_before_compute"] = None
     cols.append(prologue)
     for t in range(tiles):
-        col = {"label": f"step {t}", "computes": t, "requests": {}}
+        col = {"label": f"iteration {t}", "computes": t, "requests": {}}
         nxt = t + stages - 1
         if nxt < tiles:
             request(nxt, (t - 1) % stages, col)
@@ -333,7 +334,7 @@ _RING_COLOURS = {"requested": "#f6b26b", "in flight": "#fce5cd", "landed": "#b6d
 def stage_ring(stages: int = 4, tiles: int = 8, wait: int | None = None,
                show_count: bool = True, empty_groups: bool = True):
     """The ring drawn over time: one row per shared-memory stage, one column per loop
-    step (after the prologue); each cell says which tile the stage holds and what is
+    iteration (after the prologue); each cell says which tile the stage holds and what is
     happening to it. A black bar after each column marks the wait + __syncthreads();
     a tile computed before its copies were waited for is marked in red. `show_count`
     False leaves the wait's count out of the title (it is the chapter's exercise)."""
@@ -365,12 +366,13 @@ def stage_ring(stages: int = 4, tiles: int = 8, wait: int | None = None,
                   fontsize=FONT)
     ax.tick_params(length=0)
     ahead = stages - 1
-    last = tiles - stages + 1     # the first step with no tile left to request
+    last = tiles - stages + 1     # the first iteration with no tile left to request
     ax.set_title(f"The cp.async ring with {stages} stages, K = {tiles} tiles: tile t is "
-                 f"requested {ahead} step{'s' if ahead > 1 else ''} before it is computed, "
-                 "into the stage computed in the step before (in step 0, the one still empty)\n"
-                 + (f"(from step {last} on, K has no tile left to request: the ring drains"
-                    + (", and these steps commit no group" if not empty_groups else "")
+                 f"requested {ahead} iteration{'s' if ahead > 1 else ''} before it is computed, "
+                 "into the stage computed in the iteration before (in iteration 0, the one "
+                 "still empty)\n"
+                 + (f"(from iteration {last} on, K has no tile left to request: the ring drains"
+                    + (", and these iterations commit no group" if not empty_groups else "")
                     + ")\n" if 0 < last < tiles else "")
                  + (f"black bars: cp.async.wait_group {w} (every group complete but the {w} newest) "
                     "then __syncthreads()" if show_count else
