@@ -154,6 +154,40 @@ def test_the_naive_kernels_loads_are_four_narrow_ones_per_fragment():
     assert text.count("LDG.E ") >= 8 and text.count("HMMA.") >= 2
 
 
+def test_the_bk16_check_asks_until_right_and_agrees_with_the_bank_model():
+    """Section 11's question: A's wavefronts at BK = 16 from the bank model, and padding
+    gains less there because A's unpadded rows conflict less than at BK = 32."""
+    assert "write your predictions" in ch13.check_bk16_prediction(
+        {"A, PAD 0": 8, "A, PAD 8": 4, "padding gains": None})
+    assert ch13.ldmatrix_analysis(16).wavefronts < ch13.ldmatrix_analysis(32).wavefronts
+    right = ch13.check_bk16_prediction({"A, PAD 0": ch13.ldmatrix_analysis(16).wavefronts,
+                                        "A, PAD 8": ch13.ldmatrix_analysis(24).wavefronts,
+                                        "padding gains": "Less"})
+    assert right.endswith("3 of 3 right") and "gain less" in right
+    wrong = ch13.check_bk16_prediction({"A, PAD 0": 16, "A, PAD 8": 4,
+                                        "padding gains": "more"})
+    assert "1 of 3 right" in wrong and "A, PAD 0: not yet" in wrong and "?" in wrong
+    assert "8 wavefronts" not in wrong and "A, PAD 8" not in wrong
+
+
+def test_padding_by_depth_reads_the_pairs_of_the_sweep():
+    """The measured answer to section 11's question: each depth's pair is the sweep's
+    PAD 0 and PAD 8 rows, and the default depth's pair is padding_effect's."""
+    import re
+    text = str(ch13.padding_by_depth())
+    if "not in the recording" in text:
+        pytest.skip("the sweep is not recorded")
+    pairs = re.findall(r"BK = (\d+): ([\d,.]+) TFLOP/s without padding, ([\d,.]+) with it, "
+                       r"x([\d.]+)", text)
+    assert [bk for bk, *_ in pairs] == ["16", "32"]
+    rates = {int(bk): (float(a), float(b), float(x)) for bk, a, b, x in pairs}
+    for a, b, x in rates.values():
+        assert abs(b / a - x) < 0.02
+    assert f"{rates[32][0]:,.0f} TFLOP/s without padding" in str(ch13.padding_effect())
+    # the model's prediction holds: padding gains less at BK = 16
+    assert rates[16][2] < rates[32][2]
+
+
 def test_the_ldsm_prediction_check_waits_for_four_numbers_and_asks_until_right():
     assert "write your four predictions" in ch13.check_ldsm_prediction(
         {"A, PAD 0": 16, "B, PAD 0": None, "A, PAD 8": 4, "B, PAD 8": 4})

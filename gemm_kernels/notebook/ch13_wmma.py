@@ -1013,83 +1013,28 @@ def padding_store_cost(rec=None) -> Text:
 
 
 def profile_waits(rec=None) -> Text:
-    """Where each profiled kernel waits, in sentences: the naive kernel on global memory
-    (and how much of it the L2 serves), the unpadded tiled kernel on shared memory, the
-    padded one on no single reason."""
+    """Where each profiled kernel waits, one or two sentences each: the naive kernel on
+    its global loads (DRAM far from busy), the unpadded tiled kernel on shared memory,
+    the padded one on no single reason. `naive_deeper_look` gives the naive kernel's
+    counters in detail."""
     steps = _profiled_steps(rec)
     if not steps:
         return Text(_NO_PROFILE)
     naive, plain, padded = steps
-    sass = compiler.sass(get(NAIVE), {})
-    movm_per_hmma = len(re.findall(r"\bMOVM\.", sass)) // max(len(re.findall(r"\bHMMA\.", sass)), 1)
-    l2_read = naive.get("lts__t_sectors_srcunit_tex_op_read.sum", 0) * 32 / 1e9
-    l2_hits = naive.get("lts__t_sector_hit_rate.pct")
-    ms = naive["gpu__time_duration.sum"] / 1e6
     dram_busy = naive.get("dram__throughput.avg.pct_of_peak_sustained_elapsed")
-    l2 = (f"Each tile of A is fetched again by every warp of its row of C, and most of "
-          f"those re-reads are L2 hits (the L2 serves {l2_read:.1f} GB of reads in "
-          f"{ms:.1f} ms; {l2_hits:.0f}% of its sectors were hits). " if l2_hits else "")
-    busy = f", busy {dram_busy:.0f}% of its peak" if dram_busy else ""
-    # a step along K from the pace table's columns, as printed: its instructions, the
-    # cycles a warp takes over them, and those it waits for global loads
-    every, _ = hmma_pace(naive)
-    _, pace, _ = warp_pace(naive)
-    hmma_step = 2
-    inst = round(hmma_step * round(every or 0, 1), 1)
-    step = (f"A step along K is {hmma_step} HMMA, {hmma_step} x {every:.1f} = {inst:.1f} "
-            f"instructions (the next table): at {pace:.0f} cycles per instruction a warp "
-            f"takes {inst:.1f} x {pace:.0f} = {inst * round(pace):,.0f} cycles per step, "
-            f"{inst:.1f} x {naive[_LONG]:.0f} = {inst * round(naive[_LONG]):,.0f} of them "
-            f"waiting for loads: far longer than one trip to memory (hundreds of cycles, "
-            f"section 4)." if every and pace else "")
-    # the loads as the L1 saw them: sectors per load instruction, and their rate per SM
-    sectors = naive.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
-    requests = naive["smsp__inst_executed_op_global_ld.sum"]
-    sms = (rec or study_recording()).device.get("sm_count")
-    per_cycle = sectors / naive["sm__cycles_elapsed.avg"] / sms if sectors and sms else None
-    lanes, word = 32, 4
-    l2_sectors = naive.get("lts__t_sectors_srcunit_tex_op_read.sum")
-    in_l1 = ("" if not (sectors and l2_sectors) else
-             f" The other halves are not wasted: the L1 is asked for {sectors / 1e6:,.0f} M "
-             f"sectors ({sectors * 32 / 1e9:.1f} GB) and passes only {l2_sectors / 1e6:,.0f} M "
-             f"({l2_sectors * 32 / 1e9:.1f} GB) on to the L2, so it serves "
-             f"{_pct(100 * (1 - l2_sectors / sectors))} of them itself: the warp's next load "
-             f"(at +16 bytes in the machine code) reads the other half of each sector, and "
-             f"warps of a block read the same tiles of A or B.")
-    footprint = ("" if not per_cycle else
-                 f"The L1 counts {sectors / 1e6:,.0f} M sectors of 32 bytes for "
-                 f"{requests / 1e6:,.0f} M load instructions: {sectors / requests:.1f} sectors "
-                 f"({sectors / requests * 32:.0f} bytes) per instruction for the "
-                 f"{lanes * word} bytes a warp asks for. Its pairs of halves lie in 8 rows, so "
-                 f"each load uses half of each sector it touches (chapter 02's model).{in_l1} "
-                 f"The L1 passes sectors at {per_cycle:.2f} per cycle per SM. That suggests "
-                 f"the loads queue in the memory system; this profile does not show which "
-                 f"unit holds them back.")
-    # the naive kernel's MOVM go through the shared-memory pipe (no shared loads)
-    movm = naive.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_misc.sum")
-    mio = naive.get("smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio")
-    movm_said = ("" if not (movm and mio) else
-                 f"The naive kernel's 'mio throttle' stall ({mio:.1f}) is most likely the MOVM: they run on "
-                 f"the shared-memory pipe, which counts {movm / 1e6:.1f} M wavefronts that are "
-                 f"not loads (so the table's column reads 0), one per MOVM "
-                 f"({movm_per_hmma} per HMMA in the machine code, "
-                 f"{movm_per_hmma * naive['sm__inst_executed_pipe_tensor_op_hmma.sum'] / 1e6:.1f}"
-                 f" M).")
+    dram = ("" if not dram_busy else
+            f" DRAM is busy {dram_busy:.0f}% of its peak, so DRAM bandwidth does not hold "
+            f"it back.")
     barrier = plain.get("smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio")
     rest = sorted(((v, k) for k, v in evidence.stall_reasons({"metrics": padded}).items()
                    if "selected" not in k), reverse=True)[:2]
     _, cycles, _ = warp_pace(padded)
     return Markdown(
-        f"* **The naive kernel waits for its global loads, and not on DRAM or L2 "
-        f"bandwidth**: a warp spends {naive[_LONG]:.0f} cycles per issued instruction "
-        f"stalled on 'long scoreboard', the wait for a global load; its tensor pipe is "
-        f"busy {_pct(naive[_BUSY])} of the time.\n"
-        f"  * *Not bandwidth.* {l2}DRAM delivers "
-        f"{naive['dram__bytes_read.sum'] / 1e9:.2f} GB{busy}.\n"
-        + "".join(f"  * *{head}* {body}\n" for head, body in
-                  (("Per step.", step), ("The load footprint.", footprint),
-                   ("The MOVM.", movm_said)) if body)
-        + f"* **The tiled kernel with unpadded rows waits for shared memory** ('short "
+        f"* **The naive kernel waits for its global loads**: a warp spends "
+        f"{naive[_LONG]:.0f} cycles per issued instruction stalled on 'long scoreboard', "
+        f"the wait for a global load. Its tensor pipe is busy {_pct(naive[_BUSY])} of the "
+        f"time.{dram}\n"
+        f"* **The tiled kernel with unpadded rows waits for shared memory** ('short "
         f"scoreboard', {plain[_SHORT]:.1f} cycles per instruction): its fragment loads "
         f"meet bank conflicts (section 7). Tensor pipe busy: {_pct(plain[_BUSY])}."
         + ("" if barrier is None else
@@ -1098,10 +1043,82 @@ def profile_waits(rec=None) -> Text:
         f"* **With padded rows no single stall dominates.** The tensor pipe is busy "
         f"{_pct(padded[_BUSY])} of the time. The largest stalls are "
         + " and ".join(f"'{k}' {v:.1f}" for v, k in rest)
-        + " cycles per instruction ('wait': a fixed-latency dependency, such as an "
-        f"instruction that needs the result of the one just before it, chapter 07). With "
+        + " cycles per instruction ('wait': a fixed-latency dependency, chapter 07). With "
         f"all the small ones, a warp takes {cycles:.1f} cycles from one instruction to its "
         f"next.")
+
+
+def naive_deeper_look(rec=None) -> Text:
+    """The naive kernel's counters in detail, as plain paragraphs (shown folded): where
+    its re-reads are served, what a step along K costs a warp, what each load asks of the
+    L1, and what its 'mio throttle' stall is. The profile has no counter of the L1's own
+    throughput, so the text says the loads' queueing is not shown."""
+    import textwrap
+    steps = _profiled_steps(rec)
+    if not steps:
+        return Text(_NO_PROFILE)
+    naive = steps[0]
+    paragraphs = []
+    l2_read = naive.get("lts__t_sectors_srcunit_tex_op_read.sum", 0) * 32 / 1e9
+    l2_hits = naive.get("lts__t_sector_hit_rate.pct")
+    ms = naive["gpu__time_duration.sum"] / 1e6
+    if l2_hits:
+        paragraphs.append(
+            f"Re-reads. Each tile of A is fetched again by every warp of its row of C. Most "
+            f"of those re-reads are L2 hits: the L2 serves {l2_read:.1f} GB of reads in "
+            f"{ms:.1f} ms, and {l2_hits:.0f}% of its sectors were hits. DRAM delivers "
+            f"{naive['dram__bytes_read.sum'] / 1e9:.2f} GB.")
+    # a step along K from the pace table's columns, as printed: its instructions, the
+    # cycles a warp takes over them, and those it waits for global loads
+    every, _ = hmma_pace(naive)
+    _, pace, _ = warp_pace(naive)
+    hmma_step = 2
+    if every and pace:
+        inst = round(hmma_step * round(every, 1), 1)
+        paragraphs.append(
+            f"Per step. A step along K is {hmma_step} HMMA, {hmma_step} x {every:.1f} = "
+            f"{inst:.1f} instructions (the next table). At {pace:.0f} cycles per instruction "
+            f"a warp takes {inst:.1f} x {pace:.0f} = {inst * round(pace):,.0f} cycles per "
+            f"step, {inst:.1f} x {naive[_LONG]:.0f} = {inst * round(naive[_LONG]):,.0f} of "
+            f"them waiting for loads. That is far longer than one trip to memory (hundreds "
+            f"of cycles, section 4).")
+    # the loads as the L1 saw them: sectors per load instruction, and the rate at which
+    # the SMs ask their L1 for sectors (no counter gives the L1's limit to set it against)
+    sectors = naive.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
+    requests = naive["smsp__inst_executed_op_global_ld.sum"]
+    sms = (rec or study_recording()).device.get("sm_count")
+    l2_sectors = naive.get("lts__t_sectors_srcunit_tex_op_read.sum")
+    if sectors and sms and l2_sectors:
+        lanes, word = 32, 4
+        asked = sectors / naive["sm__cycles_elapsed.avg"] / sms
+        paragraphs.append(
+            f"The load footprint. The L1 counts {sectors / 1e6:,.0f} M sectors of 32 bytes "
+            f"for {requests / 1e6:,.0f} M load instructions: {sectors / requests:.1f} sectors "
+            f"({sectors / requests * 32:.0f} bytes) per instruction for the {lanes * word} "
+            f"bytes a warp asks for. Its pairs of halves lie in 8 rows, so each load uses "
+            f"half of each sector it touches (chapter 02's model). The other halves are not "
+            f"wasted. The L1 is asked for {sectors / 1e6:,.0f} M sectors "
+            f"({sectors * 32 / 1e9:.1f} GB) and passes only {l2_sectors / 1e6:,.0f} M "
+            f"({l2_sectors * 32 / 1e9:.1f} GB) on to the L2, so it serves "
+            f"{_pct(100 * (1 - l2_sectors / sectors))} of them itself: the warp's next load "
+            f"(at +16 bytes in the machine code) reads the other half of each sector, and "
+            f"warps of a block read the same tiles of A or B. The L1 is asked for "
+            f"{asked:.2f} sectors per cycle per SM. This profile has no counter of the L1's "
+            f"own throughput, so whether the loads queue there is not shown.")
+    # the naive kernel's MOVM go through the shared-memory pipe (no shared loads)
+    movm = naive.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_misc.sum")
+    mio = naive.get("smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio")
+    if movm and mio:
+        sass = compiler.sass(get(NAIVE), {})
+        per_hmma = (len(re.findall(r"\bMOVM\.", sass))
+                    // max(len(re.findall(r"\bHMMA\.", sass)), 1))
+        paragraphs.append(
+            f"The MOVM. The naive kernel reads no shared memory, so the table's shared-load "
+            f"columns read 0. Its 'mio throttle' stall ({mio:.1f}) is most likely the MOVM. "
+            f"They run on the shared-memory pipe, which counts {movm / 1e6:.1f} M wavefronts "
+            f"that are not loads, one per MOVM ({per_hmma} per HMMA in the machine code, "
+            f"{per_hmma * naive['sm__inst_executed_pipe_tensor_op_hmma.sum'] / 1e6:.1f} M).")
+    return Text("\n\n".join(textwrap.fill(p, 88) for p in paragraphs))
 
 
 def pace_summary(rec=None) -> Text:
@@ -1166,8 +1183,9 @@ def pace_summary(rec=None) -> Text:
         f"{occ.threads_per_block} x {alloc} = "
         f"{occ.blocks_per_sm * occ.threads_per_block * alloc:,}): {occ.warps_per_sm} warps "
         f"per SM, {occ.warps_per_sm // SCHEDULERS_PER_SM} per scheduler (limited by "
-        f"{occ.limiter}). More warps cannot be resident: each warp must issue fewer "
-        f"instructions per HMMA instead.")
+        f"{occ.limiter}). More warps would need fewer registers per thread, so fewer "
+        f"accumulators and less reuse: each warp must issue fewer instructions per HMMA "
+        f"instead.")
 
 
 # The dense FP16 (FP32 accumulate) tensor-core rate of one SM per clock, in FLOP, from
@@ -1221,18 +1239,82 @@ def against_peak(n: int = 4096, rec=None) -> Text:
                 f"({_pct(100 * ref / peak)} of it), {shares}.")
 
 
+def _padding_pair(rec, params: dict | None = None) -> tuple[float, float] | None:
+    """The tiled kernel's recorded rate at 2048³ without and with padding (PAD 0 and 8)
+    at the tile `params` (the default where not given), or None if either is missing."""
+    rates = []
+    for pad in (0, 8):
+        c = get(TILED).resolve({**(params or {}), "PAD": pad})
+        rs = [r for r in (rec.find(TILED, (2048,) * 3, c) if rec else []) if "gflops" in r]
+        if not rs:
+            return None
+        rates.append(_tflops(rs[0]))
+    return rates[0], rates[1]
+
+
 def padding_effect(rec=None) -> Text:
     """The default tile without and with padding, from the recorded sweep at 2048³."""
     rec = rec or recording()
-    rates = {}
-    for pad in (0, 8):
-        rs = [r for r in (rec.find(TILED, (2048,) * 3, get(TILED).resolve({"PAD": pad}))
-                          if rec else []) if "gflops" in r]
-        rates[pad] = _tflops(rs[0]) if rs else None
-    if None in rates.values():
+    pair = _padding_pair(rec)
+    if pair is None:
         return Text("The sweep with and without padding is not in the recording.")
-    return Text(f"At the default tile and 2048³: {rates[0]:,.0f} TFLOP/s without padding, "
-                f"{rates[8]:,.0f} with it, x{rates[8] / rates[0]:.1f} ({_label(rec)}).")
+    return Text(f"At the default tile and 2048³: {pair[0]:,.0f} TFLOP/s without padding, "
+                f"{pair[1]:,.0f} with it, x{pair[1] / pair[0]:.1f} ({_label(rec)}).")
+
+
+def padding_by_depth(depths=(16, 32), rec=None) -> Text:
+    """What padding gains at each depth BK of the default 128 x 128 tile (WARPS_M = 2),
+    from the recorded sweep at 2048³: the answer to section 11's question."""
+    rec = rec or recording()
+    p = get(TILED).resolve({})
+    lines = []
+    for bk in depths:
+        pair = _padding_pair(rec, {"BK": bk})
+        if pair is None:
+            return Text(f"The sweep at BK = {bk} is not in the recording.")
+        lines.append(f"BK = {bk}: {pair[0]:,.0f} TFLOP/s without padding, {pair[1]:,.0f} "
+                     f"with it, x{pair[1] / pair[0]:.2f}")
+    return Text(f"{p['BM']} x {p['BN']} tile, WARPS_M = {p['WARPS_M']}, at 2048³ "
+                f"({_label(rec)}):\n" + "\n".join(lines))
+
+
+BK16_GUESSES = ("A, PAD 0", "A, PAD 8", "padding gains")
+
+
+def check_bk16_prediction(mine: dict | None, params: dict | None = None) -> Text:
+    """Section 11's question, checked: the wavefronts of one fragment load of A at
+    BK = 16 without and with padding (the bank model, `ldmatrix_analysis`), and whether
+    padding then gains "more" or "less" than at the default depth. The answer for the
+    gain follows from the model: fewer conflicts of A to remove at BK = 16 (B's rows do
+    not change with BK). A wrong answer is met with a question, never with the number."""
+    if not mine or any(mine.get(k) is None for k in BK16_GUESSES):
+        return Text('write your predictions in `mine` (wavefronts of one LDSM of A; '
+                    '"more" or "less" for the gain) and run this cell')
+    p = get(TILED).resolve({**(params or {}), "BK": 16})
+    deep = get(TILED).resolve(params)
+    wrong = []
+    for pad in (0, 8):
+        halves = p["BK"] + pad
+        if mine[f"A, PAD {pad}"] != ldmatrix_analysis(halves).wavefronts:
+            wrong.append(f"A, PAD {pad}: not yet. A row is {2 * halves} bytes: on which "
+                         f"bank does each of the 8 rows of one phase start (row r at "
+                         f"r x {2 * halves} bytes, modulo 128), and how many 16-byte rows "
+                         f"share the same four banks? Each phase costs that many "
+                         f"wavefronts, and there are four phases")
+    plain_here = ldmatrix_analysis(p["BK"]).wavefronts
+    plain_deep = ldmatrix_analysis(deep["BK"]).wavefronts
+    want = "less" if plain_here < plain_deep else "more"
+    if str(mine["padding gains"]).strip().lower() != want:
+        wrong.append(f"padding gains: not yet. Without padding, how many wavefronts does "
+                     f"one LDSM of A cost at BK = {deep['BK']} (section 7), and how many at "
+                     f"BK = {p['BK']}? Padding brings both to 4. Do B's rows change with BK?")
+    if wrong:
+        return Text("\n".join(wrong) + f"\n{3 - len(wrong)} of 3 right: correct your "
+                    "answers and run the cell again")
+    return Text(f"A at BK = {p['BK']}: {plain_here} wavefronts per LDSM without padding, "
+                f"{ldmatrix_analysis(p['BK'] + 8).wavefronts} with it (at BK = {deep['BK']}: "
+                f"{plain_deep}). B's rows are the same at both depths, so padding has {want} "
+                f"to remove at BK = {p['BK']}: it should gain {want}.\n3 of 3 right")
 
 
 def ladder_summary(n: int = 4096, rec=None) -> Text:
