@@ -427,6 +427,30 @@ def test_the_default_tiles_ffma_issue_share_is_its_issue_share_over_instructions
     assert abs(ffma - pipe) < 5, line
 
 
+def test_the_default_tiles_ceilings_are_shares_of_the_peak_and_the_lower_one_binds():
+    from gemm_kernels.core import device
+    from gemm_kernels.measure import records
+    c = ch05_tile_1d.ceilings()
+    if not c:
+        pytest.skip("the default tile's profile is not recorded")
+    assert abs(c["issue"] * c["instructions per FFMA"] - 1) < 1e-9
+    peak = device.peak_fp32_gflops(records.described_device())
+    bound = [r for r in ch05_tile_1d.bound_table() if r["kernel"] == "chapter 05, default"][0]
+    assert abs(c["shared memory"] - bound["bound GFLOP/s"] / peak) < 1e-9
+    assert c["measured"] < min(c["issue"], c["shared memory"])
+    assert c[c["binds"]] == min(c["issue"], c["shared memory"])
+    lines = ch05_tile_1d.ceilings_line().splitlines()
+    assert len(lines) == 3 and all("of the FP32 peak" in line for line in lines)
+    assert lines[-1].endswith(f"{c['binds']}, the one that binds")
+
+
+def test_the_owner_of_the_drawn_piece_is_the_thread_each_mapping_gives_it():
+    """Along the row t = tr*BN + tc; down the column t = tc*(BM/TM) + tr."""
+    lines = ch05_tile_1d.owner_line(tr=1, tc=40).splitlines()
+    assert lines[0].startswith("rows 16-31 of column 40")
+    assert "t = 104 " in lines[1] and "t = 161 " in lines[2], lines
+
+
 def test_the_sweep_maps_share_one_colour_bar():
     """Both maps use one colour scale, so the figure draws one bar, not two identical."""
     import matplotlib

@@ -451,6 +451,43 @@ def ffma_issue_line() -> str:
             f"{m['sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active']:.0f}%")
 
 
+def ceilings(params=None) -> dict:
+    """The default tile's two ceilings at 4096^3 as shares of the FP32 peak, next to its
+    measured share. The issue ceiling: schedulers that issued on every cycle, at the
+    instructions per FFMA Nsight Compute counted, would give an FFMA 1 / (instructions
+    per FFMA) of the cycles. The shared-memory ceiling: smem_bound at the bank model's
+    wavefronts per FFMA, over the peak (the same clock). The lower one binds."""
+    from gemm_kernels.core import device
+    from gemm_kernels.measure import records
+    p = get("tile_1d").resolve(params or {})
+    key = ("tile_1d", tuple(sorted(p.items())))
+    per_ffma = _executed_per_ffma().get(key)
+    g = _measured("tile_1d", p)
+    peak = device.peak_fp32_gflops(records.described_device())
+    if per_ffma is None or g is None or not peak:
+        return {}
+    st = step_wavefronts("tile_1d", p)
+    out = {"instructions per FFMA": per_ffma, "issue": 1 / per_ffma,
+           "shared memory": smem_bound(st["total"] / st["FFMA"]) / peak,
+           "measured": g / peak}
+    out["binds"] = min(("issue", "shared memory"), key=out.get)
+    out["of the binding ceiling"] = out["measured"] / out[out["binds"]]
+    return out
+
+
+def ceilings_line(params=None) -> str:
+    """ceilings() as one printed line each."""
+    c = ceilings(params)
+    if not c:
+        return "the default tile's ceilings: not recorded"
+    return (f"issue ceiling (schedulers issuing on every cycle, "
+            f"{c['instructions per FFMA']:.2f} instructions per FFMA): "
+            f"1 / {c['instructions per FFMA']:.2f} = {c['issue']:.0%} of the FP32 peak\n"
+            f"shared-memory ceiling (the shared-memory bound over the peak): {c['shared memory']:.0%} of the FP32 peak\n"
+            f"measured: {c['measured']:.0%} of the FP32 peak, {c['of the binding ceiling']:.0%} "
+            f"of the lower ceiling, {c['binds']}, the one that binds")
+
+
 def _tile(kernel, p) -> tuple[int, int, int, int]:
     if kernel == "smem_tiled":
         return p["BLOCK"], p["BLOCK"], p["BLOCK"], 1
@@ -641,6 +678,20 @@ def mapping_prices(params=None, mappings=None) -> Table:
                  f"model ({' '.join(f'{n}={p[n]}' for n in ('BM', 'BN', 'BK', 'TM'))})")
 
 
+def owner_line(tr: int = 1, tc: int = 40, params=None) -> str:
+    """The thread t that each mapping of MAPPINGS gives the piece (tr, tc), the piece
+    drawn by one_thread, found by evaluating the mapping for every thread."""
+    from gemm_kernels.exercises.ch05_checks import mapping_table
+    p = _params(params)
+    lines = [f"rows {tr * p['TM']}-{tr * p['TM'] + p['TM'] - 1} of column {tc} "
+             f"(tr = {tr}, tc = {tc}) at BM = {p['BM']}, BN = {p['BN']}, TM = {p['TM']}:"]
+    for label, (tc_expr, tr_expr) in MAPPINGS.items():
+        places = mapping_table(tc_expr, tr_expr, p)
+        t = places.index((tc, tr))
+        lines.append(f"  {label}: t = {t} (tc = {tc_expr}, tr = {tr_expr})")
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------ for the solution
 
 def _variant_sources() -> dict:
@@ -771,7 +822,7 @@ def bk_instructions_line(tile=None) -> str:
     fixed_ffma = c["fixed"] / per_ffma
     f, _ = bk_model()
     bks = ", ".join(str(b) for b in sorted(n))
-    return (f"The loop counts at the top (compiled here), split: a step issues "
+    return (f"The loop counts of the first table (compiled here), split: a step issues "
             f"{c['fixed']:.0f} instructions whatever its depth ({c['bar']} BAR and "
             f"{c['fixed'] - c['bar']:.0f} others) plus {c['per_bk']:.2f} per unit of BK, "
             f"exactly at BK = {bks}.\n"
