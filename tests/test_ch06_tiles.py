@@ -529,6 +529,18 @@ def test_the_configurations_table_has_every_named_configuration_and_the_swept_va
     assert by["values swept"]["TM"] == "4, 8" and t[-1]["name"] == "values swept"
 
 
+def test_the_folded_configurations_show_the_main_path_first_and_fold_the_rest():
+    from gemm_kernels.core.kernels import get
+    shown = ch06_tiles.configurations(ch06_tiles.K5, get("tile_2d_reg").defaults(),
+                                      fold_rest=True)
+    main, folded = shown.items
+    names = [n for n, *_ in ch06_tiles.NAMES]
+    assert [r["name"] for r in main] == names[:ch06_tiles.MAIN_NAMES]
+    assert [r["name"] for r in folded.inner] == names[ch06_tiles.MAIN_NAMES:] + ["values swept"]
+    html = shown._repr_html_()
+    assert html.index("K5, two blocks") < html.index("<details>") < html.index("strided")
+
+
 def test_the_capped_split_shows_the_chosen_rows_and_the_gap_only_beside_strided():
     t = ch06_tiles.capped_split(labels=("K5", "K5, two blocks"))
     assert [r["kernel"] for r in t] == ["K5", "K5, two blocks"]
