@@ -574,3 +574,11 @@ def test_the_counter_table_names_each_row_by_its_label():
     t = ch06_tiles.counter_table([("K5", "tile_2d_reg", ch06_tiles.K5), ("default", "tile_2d_reg", None)])
     assert [r["kernel"] for r in t] == ["K5", "default"]
     assert t[0]["ld wf model"] == "10,485,760"   # 1024^3 at K5: the bank model's load wavefronts
+
+
+def test_the_untouched_exercise_gets_a_short_hint():
+    from gemm_kernels.exercises.catalog import _tile_2d_static_hint
+    untouched = _tile_2d_static_hint("write the part marked '// YOUR CODE HERE' (line 61 of "
+                                     "the cell), then delete the marker line; no LDS.128")
+    written = _tile_2d_static_hint("no LDS.128 in the SASS")
+    assert "Hint 1" in untouched and len(untouched) < len(written)
