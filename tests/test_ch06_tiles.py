@@ -529,6 +529,18 @@ def test_the_configurations_table_has_every_named_configuration_and_the_swept_va
     assert by["values swept"]["TM"] == "4, 8" and t[-1]["name"] == "values swept"
 
 
+def test_the_folded_configurations_show_the_main_path_first_and_fold_the_rest():
+    from gemm_kernels.core.kernels import get
+    shown = ch06_tiles.configurations(ch06_tiles.K5, get("tile_2d_reg").defaults(),
+                                      fold_rest=True)
+    main, folded = shown.items
+    names = [n for n, *_ in ch06_tiles.NAMES]
+    assert [r["name"] for r in main] == names[:ch06_tiles.MAIN_NAMES]
+    assert [r["name"] for r in folded.inner] == names[ch06_tiles.MAIN_NAMES:] + ["values swept"]
+    html = shown._repr_html_()
+    assert html.index("K5, two blocks") < html.index("<details>") < html.index("strided")
+
+
 def test_the_capped_split_shows_the_chosen_rows_and_the_gap_only_beside_strided():
     t = ch06_tiles.capped_split(labels=("K5", "K5, two blocks"))
     assert [r["kernel"] for r in t] == ["K5", "K5, two blocks"]
@@ -562,3 +574,11 @@ def test_the_counter_table_names_each_row_by_its_label():
     t = ch06_tiles.counter_table([("K5", "tile_2d_reg", ch06_tiles.K5), ("default", "tile_2d_reg", None)])
     assert [r["kernel"] for r in t] == ["K5", "default"]
     assert t[0]["ld wf model"] == "10,485,760"   # 1024^3 at K5: the bank model's load wavefronts
+
+
+def test_the_untouched_exercise_gets_a_short_hint():
+    from gemm_kernels.exercises.catalog import _tile_2d_static_hint
+    untouched = _tile_2d_static_hint("write the part marked '// YOUR CODE HERE' (line 61 of "
+                                     "the cell), then delete the marker line; no LDS.128")
+    written = _tile_2d_static_hint("no LDS.128 in the SASS")
+    assert "Hint 1" in untouched and len(untouched) < len(written)

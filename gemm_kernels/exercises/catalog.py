@@ -301,8 +301,12 @@ register(Exercise(
 
 # ---------------------------------------------------------------- chapter 06
 def _tile_2d_static_hint(detail: str) -> str:
-    """Exercise 06's step-2 hint: for a wrong product, where to look in the message; for
-    the compiled loop, what to count."""
+    """Exercise 06's step-2 hint: for a cell still holding its marker, where to start; for
+    a wrong product, where to look in the message; for the compiled loop, what to count."""
+    if "delete the marker" in detail:
+        # nothing written yet: the rest of the message describes an empty loop
+        return ("write the work on one pair of tiles first; Hint 1 above is about the order "
+                "of the loops")
     if "of the C tile is acc" in detail:
         return ("the message names one output of the thread's patch, the two values its "
                 "product read and the two it needed: compare the index of the read it says "

@@ -21,6 +21,7 @@ from gemm_kernels.core.table import Table
 from gemm_kernels.measure import lookup, records, studies
 from gemm_kernels.memory import ch05_06_thread_tiles as tiles
 from gemm_kernels.notebook import evidence, fragments
+from gemm_kernels.notebook.display import Folded, Stacked
 from gemm_kernels.exercises.notebooks import solution_source
 
 # The tile of Boehm's kernel 5 (chapter 06) and of his kernel 4 (chapter 05).
@@ -210,16 +211,22 @@ NAMES = (("ch05 default", "tile_1d", None, "the kernel to beat: chapter 05's bes
          ("patch 8x4", "tile_2d_reg", dict(PATH)["patch 8x4"], "the path, step 1"),
          ("BM 64", "tile_2d_reg", dict(PATH)["BM 64"], "the path, step 2"),
          ("K5, two blocks", "tile_2d_reg", K5,
-          "K5 with __launch_bounds__(256, 2): The evidence, Appendix C"),
+          "K5 with __launch_bounds__(256, 2): the evidence, Appendix C"),
          ("strided", "tile_2d_strided", K5, "another thread layout: Appendix C"),
          ("tile_2d", "tile_2d", K5, "the dot-product order, k loop rolled: Appendices D, F"),
          ("ch05 kernel-4 tile", "tile_1d", K4, "Boehm's kernel 4: Appendices H, I"))
 
 
-def configurations(k5: dict, default: dict) -> Table:
+# The first MAIN_NAMES of NAMES are those the chapter's main path uses.
+MAIN_NAMES = 6
+
+
+def configurations(k5: dict, default: dict, fold_rest: bool = False):
     """Every configuration the chapter names (NAMES, with `k5` and `default` for its two
     own), a column per tunable ('-': a tunable the kernel lacks) and where it is used,
-    then the values the sweep of `tile_2d_reg` tried."""
+    then the values the sweep of `tile_2d_reg` tried. `fold_rest`: the main path's
+    names (the first MAIN_NAMES) as a table, the rest folded under it, so that a reader
+    meets only the names the main path uses."""
     params = [p.name for p in get_kernel("tile_2d_reg").params]
     own = {"K5": k5, "default": default}
     rows = []
@@ -230,8 +237,14 @@ def configurations(k5: dict, default: dict) -> Table:
     swept = {p.name: ", ".join(map(str, p.values)) for p in get_kernel("tile_2d_reg").params}
     rows.append({"name": "values swept", "kernel": "tile_2d_reg", **swept,
                  "where it is used": "the sweep at 2048³: Appendix E"})
-    return Table(rows, ["name", "kernel"] + params + ["where it is used"],
-                 title="the configurations the chapter names, and the sweep of tile_2d_reg")
+    columns = ["name", "kernel"] + params + ["where it is used"]
+    if not fold_rest:
+        return Table(rows, columns,
+                     title="the configurations the chapter names, and the sweep of tile_2d_reg")
+    return Stacked(Table(rows[:MAIN_NAMES], columns,
+                         title="the configurations of the main path"),
+                   Folded(Table(rows[MAIN_NAMES:], columns),
+                          "the configurations of the appendices, and the values swept"))
 
 
 def ladder_rows(table) -> Table:
@@ -656,12 +669,11 @@ def path_table(size: int = 2048, part: str | None = None) -> Table:
                            "per issued instruction; '-': not profiled, or no step before); "
                            + records.recording_label())
     columns = [c.format(size=size) for c in PATH_PARTS[part]]
-    title = (f"from K5 to the default, one change at a time: what changed, and the rate at "
-             f"{size}³ ('-': no step before); " if part == "changed" else
-             f"the same steps: the rate at {size}³ (rows timed on different days come from "
-             "different runs), and where the warps wait at 4096³ (Nsight Compute; issue "
-             "slots used, and stalls in cycles per issued instruction; compare stalls only "
-             "between rows with the same warps per SM; x previous: over the step before); ")
+    # one line each: the caveats (runs, which rows compare) are the chapter's text
+    title = (f"from K5 to the default: what changed, and the rate at {size}³; "
+             if part == "changed" else
+             f"the same steps: the rate at {size}³ and where the warps wait (Nsight "
+             "Compute, stalls in cycles per issued instruction); ")
     # one decimal for every issue share, so that 52% does not read as coarser than 62.2%
     return Table(rows, columns, title=title + records.recording_label(), pct_decimals=1)
 
@@ -1188,9 +1200,8 @@ def capped_split(params: dict | None = None, labels: tuple[str, ...] | None = No
     if labels is not None and "strided" not in labels:
         out = [{c: v for c, v in r.items() if c != "share of the gap closed"} for r in out]
     return Table(out, list(out[0]), title=(
-        f"The 8x8 patch at {' '.join(f'{k}={v}' for k, v in p.items())}, "
-        f"{CAPPED_SHAPE[0]}³, timed in one run with cuBLAS in the same "
-        f"process ({records.recording_label()})"))
+        f"the 8x8 patch at {' '.join(f'{k}={v}' for k, v in p.items())}, timed in one run "
+        f"at {CAPPED_SHAPE[0]}³; {records.recording_label()}"))
 
 
 def run_row(label: str, kernel: str, r: dict, tflops: bool = False, **after_range) -> dict:
