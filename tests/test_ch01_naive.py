@@ -79,41 +79,42 @@ def test_the_guess_is_checked_against_the_recorded_ratio(capsys, recorded_mode):
     assert "too low" in out and "'Why it is slow' draws them" in out
     ch01_naive.check_guess(3)           # "a little faster" too, with its own hint
     out = capsys.readouterr().out
-    assert "too low" in out and "Faster, yes, but by more: count what each lane's address costs the L1" in out
+    assert "too low" in out and "Faster, yes, but by more: count what a warp's step costs the L1" in out
     assert "The same instructions" not in out
     ch01_naive.check_guess(100)         # a wildly high ratio is refused
     out = capsys.readouterr().out
     assert "too high" in out and "Faster, but not that much" in out
+    assert "every load instruction costs at least one L1 wavefront" in out
+    assert "x->col's step still costs 2 wavefronts, against x->row's 33" in out
     ch01_naive.check_guess(13)
     out = capsys.readouterr().out
-    assert "is right" in out and "Counting the lines" not in out
-    # the line count's prediction (33 -> 2 lines per step) is accepted
+    assert "is right" in out and "The L1 wavefronts" not in out
+    # the wavefront count's prediction (33 -> 2 per step) is accepted
     ch01_naive.check_guess(33 / 2)
     out = capsys.readouterr().out
     assert "is right" in out
     # it overshoots the measurement a little, and is told why
-    assert "Counting the lines, 33 -> 2 per step, gives 16.5 x. The measurement is a little lower" in out
+    assert "The L1 wavefronts, 33 against 2 per step, give 16.5 x. The measurement is a little lower" in out
     # the sector count (the hint's first estimate, 33 -> 5 per step) is told it is the
     # expected reasoning, and that the gap to the measurement is the chapter's subject
     ch01_naive.check_guess(33 / 5)
     out = capsys.readouterr().out
     assert "the expected first estimate" in out and "33 -> 5 per step" in out
     assert "This is the expected reasoning" in out and "what this chapter is about" in out
-    assert "33 against 2 (16.5 x)" in out and "busiest bank" not in out
+    assert "33 L1 wavefronts against 2 (16.5 x)" in out and "bank" not in out
     assert "Faster, yes" not in out
 
 
 def test_the_sector_estimate_note_calls_it_the_expected_reasoning():
     """The note names both counts and their ratios, calls the sector count the expected
     reasoning and its gap the chapter's subject, in the chapter's one statement of the
-    cost: one L1 cycle (wavefront) per 128-byte line a step touches, and no bank."""
+    cost: 33 L1 wavefronts per step against 2, with no cause given."""
     note = ch01_naive.sector_estimate_note({"x->row": 33, "x->col": 5}, {"x->row": 33, "x->col": 2})
     assert note.startswith("Counting 32-byte sectors, as the hint asks, gives 33 -> 5 per step, 6.6 x.")
     assert "This is the expected reasoning" in note
     assert "The gap between that estimate and the measurement is what this chapter is about" in note
-    assert "33 against 2 (16.5 x)" in note and "5 sectors sit in 2 lines" in note
-    assert "the L1 pays one cycle (wavefront) per 128-byte line a step touches" in note
-    assert "bank" not in note
+    assert "a step costs 33 L1 wavefronts against 2 (16.5 x)" in note
+    assert "bank" not in note and "line" not in note
 
 
 def test_the_guess_tolerance_is_the_factor_the_prompt_states(capsys, recorded_mode):
@@ -202,8 +203,8 @@ def test_which_count_sets_both_counts_beside_the_rate_ratio():
     (6.6x), counted from the index expressions; the rate ratio is the
     recording's."""
     text = ch01_naive.which_count()
-    assert "L1 cycles per step  33 -> 2: 16.5 times fewer" in text
-    assert "sectors per step    33 -> 5: 6.6 times fewer" in text
+    assert "L1 wavefronts per step  33 -> 2: 16.5 times fewer" in text
+    assert "sectors per step        33 -> 5: 6.6 times fewer" in text
     assert "times faster" in text
 
 
@@ -217,17 +218,6 @@ def test_cap_line_gives_the_bytes_per_multiply_add_and_the_cap(recorded_mode):
     assert "for this loop of 4-byte loads" in text and "however" not in text
 
 
-def test_shortfall_sets_the_rate_beside_what_its_l1_cycles_allow(recorded_mode):
-    text = str(ch01_naive.shortfall())
-    assert text.startswith("BLOCK = 32, MAPPING = x->col: 2 L1 cycles per step allow ")
-    first, second = text.split("\n")
-    assert first.endswith("of that.")
-    # the schedulers are not the cause: 73 instructions per 16 steps over 4 schedulers
-    assert second == ("Not the issue rate: one pass of the loop issues 73 instructions for 16 "
-                      "steps (4.56 per step); at 4 instructions a clock (the SM's 4 schedulers), "
-                      "a warp's step takes the SM 1.14 clocks of issue, fewer than its 2 L1 cycles.")
-
-
 def test_size_gap_prints_the_factor_at_2048_and_at_2047(recorded_mode):
     """The factor at 2048^3 is the sweep's; at 2047^3 chapter 02's coalesced kernel
     stands in for x->col, and the factor is smaller."""
@@ -237,18 +227,6 @@ def test_size_gap_prints_the_factor_at_2048_and_at_2047(recorded_mode):
     assert text.startswith("At 2048^3: x->col ")
     assert "At 2047^3, measured with chapter 02's coalesced kernel, which issues exactly x->col's loads" in text
     assert odd < big
-
-
-def test_size_gap_counts_set_x_row_between_its_lines_and_its_banks(recorded_mode):
-    import re
-    text = str(ch01_naive.size_gap_counts())
-    # x->row touches as many lines at both sizes, yet runs faster at 2047
-    assert text.startswith("x->row: 33 lines per warp and step at 2048^3, 33 at 2047^3, yet ")
-    # at 2047 the lines would allow less than it runs at, the bank words more
-    allow = re.search(r"= ([0-9,]+) GFLOP/s, its 2 words on the busiest bank [0-9,]+ / 2 = "
-                      r"([0-9,]+); it runs at ([0-9,]+)\.$", text)
-    by_lines, by_banks, rate = (float(g.replace(",", "")) for g in allow.groups())
-    assert by_lines < rate < by_banks
 
 
 def test_the_sector_count_is_ruled_out_by_the_pace(recorded_mode):
@@ -263,12 +241,13 @@ def test_the_sector_count_is_ruled_out_by_the_pace(recorded_mode):
 
 
 def test_a_too_high_or_non_number_guess_gets_its_own_message(capsys, recorded_mode):
-    """A too-high guess (32: "32 loads against 1") is told to count lines, not told
-    "not the sectors"; a guess typed as text gets a message, not a TypeError."""
+    """A too-high guess (32: "32 loads against 1") is told that every load instruction
+    costs at least one wavefront, not told "not the sectors"; a guess typed as text gets
+    a message, not a TypeError."""
     ch01_naive.check_guess(32)
     out = capsys.readouterr().out
     assert "too high" in out and "Faster, but not that much" in out
-    assert "not the 32-byte sectors" not in out and "Count the 128-byte lines" in out
+    assert "sectors" not in out and "at least one L1 wavefront" in out
     ch01_naive.check_guess("13")
     assert "'13' is not a number" in capsys.readouterr().out
 

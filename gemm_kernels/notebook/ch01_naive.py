@@ -514,38 +514,6 @@ def _pace() -> dict | None:
                     f"{gflops:,.0f} GFLOP/s"}
 
 
-def shortfall(block: int = 32, mapping: str = "x->col", size: int = 2048) -> Text:
-    """The one configuration of `rate_times_lines` that falls short of the pace: the rate
-    its L1 cycles per step allow at one cycle per SM and clock, and the share of it the
-    recorded (or measured) rate reaches; then why the issue rate is not the cause
-    (`_issue_floor`)."""
-    from gemm_kernels.measure import lookup
-    from gemm_kernels.memory import ch01_02_sectors
-    params = {"BLOCK": block, "MAPPING": mapping}
-    cycles = ch01_02_sectors.sector_table([(KERNEL, params)])[0]["128-byte lines (A + B)"]
-    rate = lookup.measure_or_lookup(KERNEL, (size,) * 3, params)["gflops"]["median"]
-    pace = _pace()
-    if pace is None:
-        return Text("Not known here: the GPU's SM count or clock.")
-    allowed = pace["gflops"] / cycles
-    return Text(f"{_settings(params)}: {cycles} L1 cycles per step allow "
-                f"{pace['gflops']:,.0f} / {cycles} = {allowed:,.0f} GFLOP/s; it reaches "
-                f"{rate:,.0f}, {rate / allowed:.0%} of that.\n" + _issue_floor(params, cycles))
-
-
-def _issue_floor(params: dict, cycles: int) -> str:
-    """What the shortfall is not: the SM's schedulers (one instruction a clock each) need
-    fewer clocks for a warp's step than the L1 does. The instructions per step come from
-    the compiled loop (one pass, one FFMA per step)."""
-    from gemm_kernels.notebook.ch07_ablation import SCHEDULERS_PER_SM
-    loop = analysis.summary(KERNEL, params)["loop_histogram"]
-    per_step = sum(loop.values()) / loop["FFMA"]
-    return (f"Not the issue rate: one pass of the loop issues {sum(loop.values())} instructions "
-            f"for {loop['FFMA']} steps ({per_step:.2f} per step); at {SCHEDULERS_PER_SM} instructions "
-            f"a clock (the SM's {SCHEDULERS_PER_SM} schedulers), a warp's step takes the SM "
-            f"{per_step / SCHEDULERS_PER_SM:.2f} clocks of issue, fewer than its {cycles} L1 cycles.")
-
-
 def size_gap(block: int = 32, sizes=(2048, 2047)) -> Text:
     """The mapping's factor at a power-of-two size and one size off it, from the timed
     rates: x->col over x->row at `sizes[0]` (the chapter's sweep), and at `sizes[1]`
@@ -573,31 +541,6 @@ def _row_rate(block: int, n: int) -> float:
                                     )["gflops"]["median"]
 
 
-def size_gap_counts(block: int = 32, sizes=(2048, 2047)) -> Text:
-    """x->row at the two sizes of `size_gap`, beside the lines its warp touches at each:
-    the same lines, a different rate. Then what its lines and its busiest bank's words
-    would each allow at the odd size at one L1 cycle per SM and clock: the rate lies
-    between, so neither count alone explains it (chapter 02's question: what sets the
-    L1's cycles there)."""
-    from gemm_kernels.memory import ch01_02_sectors
-    big, odd = sizes
-    row = {n: _row_rate(block, n) for n in sizes}
-    counts = {n: ch01_02_sectors.sector_table([(KERNEL, {"BLOCK": block, "MAPPING": "x->row"})],
-                                              M=n, N=n, K=n, banks=True)[0] for n in sizes}
-    lines = {n: counts[n]["128-byte lines (A + B)"] for n in sizes}
-    words = counts[odd]["words on the busiest bank (A + B)"]
-    pace = _pace()
-    # at one L1 cycle per SM and clock, what each count would allow x->row at the odd size
-    allows = "" if pace is None else (
-        f"\nAt {odd}^3, at one L1 cycle per SM and clock: {lines[odd]} lines would allow "
-        f"{pace['gflops']:,.0f} / {lines[odd]} = {pace['gflops'] / lines[odd]:,.0f} GFLOP/s, "
-        f"its {words} words on the busiest bank {pace['gflops']:,.0f} / {words} = "
-        f"{pace['gflops'] / words:,.0f}; it runs at {row[odd]:,.0f}.")
-    return Text(f"x->row: {lines[big]} lines per warp and step at {big}^3, "
-                f"{lines[odd]} at {odd}^3, yet {row[odd]:,.0f} / {row[big]:,.0f} GFLOP/s = "
-                f"{row[odd] / row[big]:.1f} x as fast at {odd}^3.{allows}")
-
-
 def which_count(block: int = 32, size: int = 2048) -> Text:
     """From x->row to x->col at `block`: how many times fewer lines and sectors per step
     a warp's loads touch (counted from the index expressions), beside how
@@ -612,36 +555,36 @@ def which_count(block: int = 32, size: int = 2048) -> Text:
         count[m] = (row["128-byte lines (A + B)"], row["sectors per step (A + B)"])
         rate[m] = lookup.measure_or_lookup(KERNEL, (size,) * 3, params)["gflops"]["median"]
     (l_row, s_row), (l_col, s_col) = count["x->row"], count["x->col"]
-    rows = [("L1 cycles per step", f"{l_row:g} -> {l_col:g}", f"{l_row / l_col:.1f} times fewer"),
+    rows = [("L1 wavefronts per step", f"{l_row:g} -> {l_col:g}", f"{l_row / l_col:.1f} times fewer"),
             ("sectors per step", f"{s_row:g} -> {s_col:g}",
              f"{s_row / s_col:.1f} times fewer"),
             (f"rate at {size}^3", f"{rate['x->row']:,.0f} -> {rate['x->col']:,.0f} GFLOP/s",
              f"{rate['x->col'] / rate['x->row']:.1f} times faster")]
     return Text(f"From x->row to x->col at BLOCK = {block}:\n" + "\n".join(
-        f"  {a:<20}{b}: {c}" for a, b, c in rows))
+        f"  {a:<24}{b}: {c}" for a, b, c in rows))
 
 
 def sector_estimate_note(sectors: dict, lines: dict) -> str:
     """What a guess near the sector count's ratio is told: it is the reasoning the hint
-    asks for, and the gap between it and the measurement is the chapter's subject, in
-    the chapter's one count: one L1 cycle (wavefront) per 128-byte line a step touches.
-    `sectors` and `lines` map each mapping to its count per warp and step."""
+    asks for, and the gap between it and the measurement is the chapter's subject: the
+    L1 wavefronts per step. `sectors` and `lines` map each mapping to its count per warp
+    and step; at the chapter's size the lines equal the wavefronts Nsight Compute counts
+    (optional section D)."""
     row, col = "x->row", "x->col"
     return (f"Counting 32-byte sectors, as the hint asks, gives {sectors[row]} -> "
             f"{sectors[col]} per step, {sectors[row] / sectors[col]:.1f} x. This is the "
             "expected reasoning, and x->col is indeed many times faster. The gap between "
-            "that estimate and the measurement is what this chapter is about: the L1 pays "
-            "one cycle (wavefront) per 128-byte line a step touches, "
-            f"{lines[row]} against {lines[col]} ({lines[row] / lines[col]:.1f} x), since "
-            f"x->col's {sectors[col]} sectors sit in {lines[col]} lines. The chapter's "
-            "section 'Why it is slow' shows it.")
+            "that estimate and the measurement is what this chapter is about: a step "
+            f"costs {lines[row]} L1 wavefronts against {lines[col]} "
+            f"({lines[row] / lines[col]:.1f} x). The chapter's section 'Why it is slow' "
+            "shows it.")
 
 
 def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
     """The chapter's prediction: x->col's rate over x->row's at `block`, size^3. The
     prompt asks for that ratio as a number and says up front that a guess within a
     factor of 1.6 of the recorded (or, live, measured) ratio, either way, counts as
-    right: counting the L1 cycles of a warp's step (here its lines) lands inside it,
+    right: the L1 wavefronts of a warp's step (here equal to its lines) land inside it,
     "the same" does not. A guess below that range but near the sector count's ratio
     (the hint's first estimate) is told that this is the expected reasoning, and that
     the gap is the chapter's subject (`sector_estimate_note`)."""
@@ -681,17 +624,15 @@ def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
     elif sector_tier:
         print(sector_estimate_note(sectors, lines))
     elif verdict == "too low":
-        print("Faster, yes, but by more: count what each lane's address costs the L1 "
-              "(the 128-byte lines a warp's step touches), not the 32-byte sectors. The "
-              "chapter's section 'Why it is slow' draws them.")
+        print("Faster, yes, but by more: count what a warp's step costs the L1, not the "
+              "32-byte sectors it touches. The chapter's section 'Why it is slow' counts it.")
     elif verdict == "right" and my_guess > ratio * 1.1:
-        # the line count's answer overshoots: x->col falls short of its lines' pace
-        print(f"Counting the lines, {lines['x->row']} -> {lines['x->col']} per step, gives "
+        # the wavefront count's answer overshoots: x->col falls short of its pace
+        print(f"The L1 wavefronts, {lines['x->row']} against {lines['x->col']} per step, give "
               f"{lines['x->row'] / lines['x->col']:.1f} x. The measurement is a little "
-              "lower: x->col reaches only part of the rate its L1 cycles allow. The "
+              "lower: x->col reaches only part of the rate its wavefronts allow. The "
               "chapter's optional section F prints how much.")
     elif verdict == "too high":
-        print("Faster, but not that much: x->col's step still costs the L1 more than one "
-              "unit, and x->row's no more than one per line it touches. Count the 128-byte "
-              "lines each mapping's step touches (x->row: one per row of A, plus one for "
-              "B) and divide. The chapter's section 'Why it is slow' draws them.")
+        print("Faster, but not that much: every load instruction costs at least one L1 "
+              f"wavefront, so x->col's step still costs {lines['x->col']} wavefronts, against "
+              f"x->row's {lines['x->row']}. The chapter's section 'Why it is slow' counts them.")

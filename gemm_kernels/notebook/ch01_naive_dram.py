@@ -180,10 +180,10 @@ def summary(study: str = STUDY):
              "share of the limit": f"{b['DRAM'] / sec / (t['dram_gbps'] * 1e9):.1%}"},
             {"level": "L2 (what the SMs asked for)", "bytes": bytes_text(b["L2"]),
              "per second": per_s(b["L2"]),
-             # no L2 bandwidth was measured; the L2 is faster than DRAM, so DRAM's
-             # limit is a floor under its own and the share of it an upper bound
+             # no L2 bandwidth was measured, so no share of it is printed; the L2 is
+             # faster than DRAM, whose share is already small
              "limit": "not measured; above DRAM's, so not a limit here",
-             "share of the limit": f"under {b['L2'] / sec / (t['dram_gbps'] * 1e9):.1%}"}]
+             "share of the limit": "-"}]
     rows.append({"level": "L1, sector bytes looked up (sectors x 32 B)",
                  "bytes": bytes_text(b["L1"]), "per second": per_s(b["L1"]),
                  "limit": "none in bytes: its pace is counted in wavefronts (section D)",
@@ -201,42 +201,6 @@ def summary(study: str = STUDY):
                  title=f"the naive kernel ({_settings(t)}) at {t['size']}^3, "
                        f"{t['gflops']:,.0f} GFLOP/s, timed run {t['ms']:,.0f} ms: each "
                        f"level's bytes against its limit ({records.source()})")
-
-
-def dram_strips(study: str = STUDY) -> Text:
-    """Where the DRAM multiple comes from, as arithmetic on the profiled run: with x->row,
-    blockIdx.x runs down the rows of C, so the blocks of one strip of BLOCK columns of C
-    are launched together; each strip reads the whole of A, so A once per strip is set
-    beside the bytes DRAM read, both as multiples of A, B and C once each, and A beside
-    the L2's capacity (where the GPU reports it). Then the
-    blocks resident at once (blocks per SM x SMs) against the blocks of one strip."""
-    from gemm_kernels.core import analysis
-    from gemm_kernels.measure import lookup
-    t = traffic(study)
-    props = records.described_device()
-    if t is None or t["params"].get("MAPPING") != "x->row" or not props.get("sm_count"):
-        return Text(f"Not in this recording: the {STUDY} study with MAPPING = x->row.")
-    n, block = t["size"], t["params"]["BLOCK"]
-    strips, a_bytes = n // block, n * n * 4
-    # the registers of the timed binary decide the blocks per SM, as in chapter 01's table
-    timed = (lookup.binary("naive", t["params"]) or {}).get("registers")
-    per_sm = analysis.kernel_occupancy("naive", t["params"], registers=timed).blocks_per_sm
-    resident = per_sm * props["sm_count"]
-    mats = t["matrices"]
-    l2_bytes = props.get("l2_bytes")
-    # A against the L2's capacity: why every strip reads A from DRAM again
-    l2 = (f", {'more' if a_bytes > l2_bytes else 'less'} than this GPU's "
-          f"L2, {bytes_text(l2_bytes)}" if l2_bytes else "")
-    return Text(
-        f"Strips of {block} columns of C: N / {block} = {strips}, each of "
-        f"{n // block} blocks, each strip reading all of A ({n:,} x {n:,} floats, "
-        f"{bytes_text(a_bytes)}{l2}).\n"
-        f"A once per strip: {strips} x {bytes_text(a_bytes)} = {bytes_text(strips * a_bytes)}"
-        f" ({fmt_number(strips * a_bytes / mats)} x A, B and C); DRAM read "
-        f"{bytes_text(t['dram_read'])}, and read and wrote {bytes_text(t['bytes']['DRAM'])} "
-        f"(the bar's {fmt_number(t['bytes']['DRAM'] / mats)} x).\n"
-        f"Resident at once: {per_sm} blocks per SM x {props['sm_count']} SMs = {resident} "
-        f"blocks, {resident / (n // block):.1f} strips.")
 
 
 def l1_byte_rate(t: dict | None = None) -> tuple[float, float] | None:
