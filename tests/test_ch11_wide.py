@@ -333,6 +333,9 @@ def test_swapped_halves_escape_the_parity_argument_at_the_cost_of_rows_of_17():
     assert "the store (STS.64) costs 2 wavefronts (least 2)" in text
     assert "(LDS.128 per two k) 4 at worst over k (least 4)" in text
     assert "52 wavefronts per warp and step, as rows of 17 (52)" in text
+    # the plain swizzle read as double2: lanes tx and tx ^ 1 share a 16-byte bank
+    assert ("plain k ^ tx, read as double2: the store (STS.64) costs 2 wavefronts (least 2), "
+            "the read (LDS.128 per two k) 8 at every k (least 4)") in text
     with pytest.raises(ValueError):
         w.swapped_halves(block=8)
 
