@@ -361,3 +361,10 @@ def test_the_worked_solution_is_read_from_the_recording_that_timed_its_text():
     t = worked_solution("11_dgemm")
     assert "timed in one run" in t.title and rec.label in t.title
     assert all(r["GFLOP/s"] for r in t)
+
+
+def test_transposed_loads_show_where_ptxas_fuses_the_b_read():
+    lines = w.transposed_loads().splitlines()
+    # A's reads are 8 LDS.128 at every pitch; B's join them only where k, k + 1 stay aligned
+    assert lines[1:] == ["rows of 16: 16 LDS.128", "rows of 17: 8 LDS.128, 16 LDS.64",
+                         "rows of 18: 16 LDS.128"]

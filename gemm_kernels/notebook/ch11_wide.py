@@ -948,6 +948,24 @@ def solution_loop(block: int = 16) -> str:
     return "main loop compiled here, one trip per tile: " + "; ".join(out)
 
 
+def transposed_loads(pitches=(16, 17, 18), block: int = 16) -> str:
+    """The worked solution compiled here with B rows of each pitch: the shared loads of its
+    main loop as ptxas emits them, which shows where it fuses B's reads of k and k + 1
+    into one LDS.128 (A's reads are 8 LDS.128 at every pitch)."""
+    import collections
+    from gemm_kernels.core import analysis, compiler
+    from gemm_kernels.exercises.submission import submission_kernel
+    src, padded = solution_source(EXERCISE), "B_shared[BLOCK][BLOCK + 1]"
+    if padded not in src:
+        raise ValueError(f"the solution no longer declares {padded}")
+    out = []
+    for pitch in pitches:
+        k = submission_kernel(EXERCISE, "dgemm_tiled", src.replace(padded, f"B_shared[BLOCK][{pitch}]"))
+        n = collections.Counter(op for _, op, _ in analysis.main_loop(compiler.sass(k, {"BLOCK": block})))
+        out.append(f"rows of {pitch}: " + ", ".join(f"{n[f]} {f}" for f in ("LDS.128", "LDS.64") if n[f]))
+    return ("shared loads in the main loop, compiled here, one trip per tile:\n" + "\n".join(out))
+
+
 DGEMM_STALLS = "ch11_dgemm_stalls"
 _STALL_REASONS = (("long_scoreboard", "long scoreboard"), ("barrier", "barrier"),
                   ("mio_throttle", "MIO throttle"), ("short_scoreboard", "short scoreboard"))
