@@ -333,6 +333,9 @@ def test_swapped_halves_escape_the_parity_argument_at_the_cost_of_rows_of_17():
     assert "the store (STS.64) costs 2 wavefronts (least 2)" in text
     assert "(LDS.128 per two k) 4 at worst over k (least 4)" in text
     assert "52 wavefronts per warp and step, as rows of 17 (52)" in text
+    # the plain swizzle read as double2: lanes tx and tx ^ 1 share a 16-byte bank
+    assert ("plain k ^ tx, read as double2: the store (STS.64) costs 2 wavefronts (least 2), "
+            "the read (LDS.128 per two k) 8 at every k (least 4)") in text
     with pytest.raises(ValueError):
         w.swapped_halves(block=8)
 
@@ -358,3 +361,10 @@ def test_the_worked_solution_is_read_from_the_recording_that_timed_its_text():
     t = worked_solution("11_dgemm")
     assert "timed in one run" in t.title and rec.label in t.title
     assert all(r["GFLOP/s"] for r in t)
+
+
+def test_transposed_loads_show_where_ptxas_fuses_the_b_read():
+    lines = w.transposed_loads().splitlines()
+    # A's reads are 8 LDS.128 at every pitch; B's join them only where k, k + 1 stay aligned
+    assert lines[1:] == ["rows of 16: 16 LDS.128", "rows of 17: 8 LDS.128, 16 LDS.64",
+                         "rows of 18: 16 LDS.128"]

@@ -806,7 +806,10 @@ def swapped_halves(block: int = 16) -> Text:
     in half (k & 1) ^ (tx >> 3). Warp 0's STS.64 store and LDS.128 read of the pair
     (k, k + 1), priced by the bank model at every k, and the step they give. A thread with
     tx >= 8 gets its pair back swapped, so the read needs hand-written double2 code and a
-    per-thread swap: ptxas does not fuse it from plain indexing."""
+    per-thread swap: ptxas does not fuse it from plain indexing. The second line prices
+    the plain XOR swizzle, element k of row tx at column k ^ tx, read the same way as a
+    double2 at column (k ^ tx) & ~1: lanes tx and tx ^ 1 of a quarter-warp then share a
+    16-byte bank, a 2-way conflict."""
     if block != 16:
         raise ValueError("swapped_halves is written for rows of 16 doubles (8 slots, tx < 16)")
     slot = lambda k, tx: (k >> 1) ^ (tx & 7)
@@ -819,11 +822,20 @@ def swapped_halves(block: int = 16) -> Text:
     acc = instr.block_accesses("dgemm_tiled", {"BLOCK": block})
     a = sum(x.analysis.wavefronts for x in acc if x.warp == 0 and x.what.startswith("A_shared"))
     total = a + st.analysis.wavefronts + len(reads) * ld
+    xor_st = WarpInstr("st", "B_shared[tx][ty ^ tx]", 0, 8, tuple(
+        (block * tx + (ty ^ tx)) * 8 for tx, ty in _lanes(block)))
+    xor_reads = [_load("B_shared[tx][(k ^ tx) & ~1]", 16, tuple(
+        (block * tx + ((k ^ tx) & ~1)) * 8 for tx, _ in _lanes(block))) for k in range(0, block, 2)]
+    xor_ld = sorted({r.analysis.wavefronts for r in xor_reads})
+    xor_ld = f"{xor_ld[0]} at every k" if len(xor_ld) == 1 else f"{xor_ld[-1]} at worst over k"
     return Text(f"slot (k >> 1) ^ (tx & 7), half (k & 1) ^ (tx >> 3): the store (STS.64) costs "
                 f"{st.analysis.wavefronts} wavefronts (least {st.analysis.ideal}), the read "
                 f"(LDS.128 per two k) {ld} at worst over k (least {reads[0].analysis.ideal}); "
                 f"{total} wavefronts per warp and step, as rows of {block + 1} "
-                f"({transposed_step(block + 1, block)['total']})")
+                f"({transposed_step(block + 1, block)['total']})\n"
+                f"plain k ^ tx, read as double2: the store (STS.64) costs "
+                f"{xor_st.analysis.wavefronts} wavefronts (least {xor_st.analysis.ideal}), the "
+                f"read (LDS.128 per two k) {xor_ld} (least {xor_reads[0].analysis.ideal})")
 
 
 def exercise_step(pitch: int = 17, block: int = 16) -> str:
@@ -934,6 +946,24 @@ def solution_loop(block: int = 16) -> str:
         kinds = ", ".join(f"{n[f]} {f}" for f in ("STS.64", "LDS.128", "LDS.64", "DFMA") if n[f])
         out.append(f"{who}: {len(loop)} instructions ({kinds})")
     return "main loop compiled here, one trip per tile: " + "; ".join(out)
+
+
+def transposed_loads(pitches=(16, 17, 18), block: int = 16) -> str:
+    """The worked solution compiled here with B rows of each pitch: the shared loads of its
+    main loop as ptxas emits them, which shows where it fuses B's reads of k and k + 1
+    into one LDS.128 (A's reads are 8 LDS.128 at every pitch)."""
+    import collections
+    from gemm_kernels.core import analysis, compiler
+    from gemm_kernels.exercises.submission import submission_kernel
+    src, padded = solution_source(EXERCISE), "B_shared[BLOCK][BLOCK + 1]"
+    if padded not in src:
+        raise ValueError(f"the solution no longer declares {padded}")
+    out = []
+    for pitch in pitches:
+        k = submission_kernel(EXERCISE, "dgemm_tiled", src.replace(padded, f"B_shared[BLOCK][{pitch}]"))
+        n = collections.Counter(op for _, op, _ in analysis.main_loop(compiler.sass(k, {"BLOCK": block})))
+        out.append(f"rows of {pitch}: " + ", ".join(f"{n[f]} {f}" for f in ("LDS.128", "LDS.64") if n[f]))
+    return ("shared loads in the main loop, compiled here, one trip per tile:\n" + "\n".join(out))
 
 
 DGEMM_STALLS = "ch11_dgemm_stalls"
