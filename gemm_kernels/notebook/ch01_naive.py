@@ -311,8 +311,9 @@ def _cap_sentence(cap: dict) -> str:
             f"So at most {64 / cap['loads_per_step']:g} FLOP per SM per clock = "
             f"{cap['cap_gflops']:,.0f} GFLOP/s, {cap['cap_gflops'] / cap['peak_gflops']:.1%} "
             f"of the FP32 peak ({cap['peak_gflops']:,.0f} GFLOP/s), for this loop of 4-byte "
-            "loads.\nWider loads whose values feed several multiply-adds (chapter 03's "
-            "LDS.128) and reuse of values in registers (chapters 05 and 06) lift it.")
+            "loads.\nWider loads whose values feed several multiply-adds (16-byte loads from "
+            "shared memory, chapter 03) and reuse of values in registers (chapters 05 "
+            "and 06) lift it.")
 
 
 def cap_line(params: dict | None = None) -> Text:
