@@ -544,7 +544,7 @@ def naive_against_capstone(n: int = 4096, rec=None) -> Text:
     if not (naive and cap):
         return Text(f"The rows at {n}³ are not all in the recording.")
     return Text(f"At {n}³ the naive WMMA kernel runs at {_tflops(naive):,.1f} TFLOP/s, "
-                f"x{_tflops(naive) / _tflops(cap):.2f} the FP32 capstone of chapter 09 "
+                f"{_tflops(naive) / _tflops(cap):.2f}x the rate of chapter 09's FP32 capstone "
                 f"({_tflops(cap):,.1f} TFLOP/s, FFMA only).")
 
 
@@ -812,8 +812,9 @@ def ldmatrix_table(params: dict | None = None, rec=None) -> Table:
     return Table(rows, ["PAD", "A row (bytes)", "B row (bytes)", "wavefronts per A load",
                         "per B load", "predicted per LDSM", "measured per LDSM"],
                  title=f"{p['BM']}x{p['BN']} tile, BK={p['BK']}: a warp loads {FM} A and "
-                       f"{FN} B fragments per 16-wide step along K (4 wavefronts per load is the "
-                       f"minimum: 512 bytes)")
+                       f"{FN} B fragments per 16-wide step along K, so predicted per LDSM = "
+                       f"({FM} x per A load + {FN} x per B load) / {FM + FN} (4 wavefronts per "
+                       f"load is the minimum: 512 bytes)")
 
 
 LDSM_GUESSES = ("A, PAD 0", "B, PAD 0", "A, PAD 8", "B, PAD 8")
@@ -1012,11 +1013,37 @@ def padding_store_cost(rec=None) -> Text:
                 f"{padded.get(conf, 0) / 1e6:.1f} M of {padded[wave] / 1e6:.1f} M with it.")
 
 
+# a step along K of the naive kernel: one mma_sync, so two HMMA
+NAIVE_HMMA_PER_STEP = 2
+
+
+def naive_step(naive: dict):
+    """A step along K of the naive kernel from the pace table's columns, as printed:
+    (instructions per HMMA, instructions per step, cycles per instruction, cycles per
+    step, of them waiting for global loads). None where a counter is missing."""
+    every, _ = hmma_pace(naive)
+    _, pace, _ = warp_pace(naive)
+    if not (every and pace and naive.get(_LONG)):
+        return None
+    every = round(every, 1)
+    inst = round(NAIVE_HMMA_PER_STEP * every, 1)
+    return every, inst, round(pace), inst * round(pace), inst * round(naive[_LONG])
+
+
+def naive_sectors_per_load(naive: dict):
+    """Sectors of 32 bytes the L1 counts per global load instruction of the naive
+    kernel (8 for its pairs of halves scattered over 8 rows), or None."""
+    sectors = naive.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
+    requests = naive.get("smsp__inst_executed_op_global_ld.sum")
+    return sectors / requests if sectors and requests else None
+
+
 def profile_waits(rec=None) -> Text:
     """Where each profiled kernel waits, one or two sentences each: the naive kernel on
-    its global loads (DRAM far from busy), the unpadded tiled kernel on shared memory,
-    the padded one on no single reason. `naive_deeper_look` gives the naive kernel's
-    counters in detail."""
+    its global loads (DRAM far from busy), which a step along K shows queueing (a step
+    lasts several trips to memory: Little's law), the unpadded tiled kernel on shared
+    memory, the padded one on no single reason. `naive_deeper_look` gives the naive
+    kernel's counters in detail."""
     steps = _profiled_steps(rec)
     if not steps:
         return Text(_NO_PROFILE)
@@ -1029,11 +1056,26 @@ def profile_waits(rec=None) -> Text:
     rest = sorted(((v, k) for k, v in evidence.stall_reasons({"metrics": padded}).items()
                    if "selected" not in k), reverse=True)[:2]
     _, cycles, _ = warp_pace(padded)
+    step, per_load = naive_step(naive), naive_sectors_per_load(naive)
+    queue = "" if not (step and per_load) else (
+        f"* **Its loads wait behind one another.** A step along K is "
+        f"{NAIVE_HMMA_PER_STEP} HMMA, and Nsight Compute counts {step[0]:.1f} instructions "
+        f"per HMMA: {NAIVE_HMMA_PER_STEP} x {step[0]:.1f} = {step[1]:.1f} instructions, "
+        f"with the step's 8 loads issued together. At {step[2]} cycles per instruction a "
+        f"warp takes {step[1]:.1f} x {step[2]} = {step[3]:,.0f} cycles per step, "
+        f"{step[1]:.1f} x {naive[_LONG]:.0f} = {step[4]:,.0f} of them waiting for loads. "
+        f"One trip to memory takes hundreds of cycles (section 4), so a step lasts several "
+        f"trips. By Little's law, the time a load spends in the memory path is the number "
+        f"of loads in flight divided by the rate at which the path serves them. That time "
+        f"is several trips, so the loads wait behind one another somewhere in the memory "
+        f"path. The narrow, scattered loads create this queue: each asks for "
+        f"{per_load:.1f} sectors of 32 bytes, in 8 rows, for the 128 bytes a warp needs. "
+        f"Where the queue is, this profile does not show.\n")
     return Markdown(
         f"* **The naive kernel waits for its global loads**: a warp spends "
         f"{naive[_LONG]:.0f} cycles per issued instruction stalled on 'long scoreboard', "
         f"the wait for a global load. Its tensor pipe is busy {_pct(naive[_BUSY])} of the "
-        f"time.{dram}\n"
+        f"time.{dram}\n" + queue +
         f"* **The tiled kernel with unpadded rows waits for shared memory** ('short "
         f"scoreboard', {plain[_SHORT]:.1f} cycles per instruction): its fragment loads "
         f"meet bank conflicts (section 7). Tensor pipe busy: {_pct(plain[_BUSY])}."
@@ -1052,7 +1094,8 @@ def naive_deeper_look(rec=None) -> Text:
     """The naive kernel's counters in detail, as plain paragraphs (shown folded): where
     its re-reads are served, what a step along K costs a warp, what each load asks of the
     L1, and what its 'mio throttle' stall is. The profile has no counter of the L1's own
-    throughput, so the text says the loads' queueing is not shown."""
+    throughput, so the text says whether the loads' queue is in the L1 is not shown
+    (`profile_waits` shows that they queue)."""
     import textwrap
     steps = _profiled_steps(rec)
     if not steps:
@@ -1068,20 +1111,6 @@ def naive_deeper_look(rec=None) -> Text:
             f"of those re-reads are L2 hits: the L2 serves {l2_read:.1f} GB of reads in "
             f"{ms:.1f} ms, and {l2_hits:.0f}% of its sectors were hits. DRAM delivers "
             f"{naive['dram__bytes_read.sum'] / 1e9:.2f} GB.")
-    # a step along K from the pace table's columns, as printed: its instructions, the
-    # cycles a warp takes over them, and those it waits for global loads
-    every, _ = hmma_pace(naive)
-    _, pace, _ = warp_pace(naive)
-    hmma_step = 2
-    if every and pace:
-        inst = round(hmma_step * round(every, 1), 1)
-        paragraphs.append(
-            f"Per step. A step along K is {hmma_step} HMMA, {hmma_step} x {every:.1f} = "
-            f"{inst:.1f} instructions (the next table). At {pace:.0f} cycles per instruction "
-            f"a warp takes {inst:.1f} x {pace:.0f} = {inst * round(pace):,.0f} cycles per "
-            f"step, {inst:.1f} x {naive[_LONG]:.0f} = {inst * round(naive[_LONG]):,.0f} of "
-            f"them waiting for loads. That is far longer than one trip to memory (hundreds "
-            f"of cycles, section 4).")
     # the loads as the L1 saw them: sectors per load instruction, and the rate at which
     # the SMs ask their L1 for sectors (no counter gives the L1's limit to set it against)
     sectors = naive.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
@@ -1093,8 +1122,9 @@ def naive_deeper_look(rec=None) -> Text:
         asked = sectors / naive["sm__cycles_elapsed.avg"] / sms
         paragraphs.append(
             f"The load footprint. The L1 counts {sectors / 1e6:,.0f} M sectors of 32 bytes "
-            f"for {requests / 1e6:,.0f} M load instructions: {sectors / requests:.1f} sectors "
-            f"({sectors / requests * 32:.0f} bytes) per instruction for the {lanes * word} "
+            f"for {requests / 1e6:,.0f} M load instructions: "
+            f"{naive_sectors_per_load(naive):.1f} sectors "
+            f"({naive_sectors_per_load(naive) * 32:.0f} bytes) per instruction for the {lanes * word} "
             f"bytes a warp asks for. Its pairs of halves lie in 8 rows, so each load uses "
             f"half of each sector it touches (chapter 02's model). The other halves are not "
             f"wasted. The L1 is asked for {sectors / 1e6:,.0f} M sectors "
@@ -1104,7 +1134,7 @@ def naive_deeper_look(rec=None) -> Text:
             f"(at +16 bytes in the machine code) reads the other half of each sector, and "
             f"warps of a block read the same tiles of A or B. The L1 is asked for "
             f"{asked:.2f} sectors per cycle per SM. This profile has no counter of the L1's "
-            f"own throughput, so whether the loads queue there is not shown.")
+            f"own throughput, so whether the loads' queue is in the L1 is not shown.")
     # the naive kernel's MOVM go through the shared-memory pipe (no shared loads)
     movm = naive.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_misc.sum")
     mio = naive.get("smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio")
@@ -1145,17 +1175,16 @@ def pace_summary(rec=None) -> Text:
                f"{per_hmma:.1f}, so even a pipe never idle gives at most {at_peak:.0f} / "
                f"{per_hmma:.1f} = {_pct(100 * at_peak / per_hmma)} of the peak (appendix C).")
     hmma_side = ("" if not (every and per_hmma) else
-                 f" Seen from the tensor pipe (the last two columns): one instruction in "
-                 f"{every:.1f} is an HMMA, and each keeps the pipe busy {per_hmma:.1f} cycles, "
-                 f"so {rate:.2f} instructions per cycle keep it busy "
-                 f"{rate:.2f} / {every:.1f} x {per_hmma:.1f} = "
-                 f"{_pct(100 * rate / every * per_hmma)} of the time, the "
-                 f"{_pct(padded[_BUSY])} measured. Full issue, one instruction every cycle, "
-                 f"would only just fill it (1 / {every:.1f} x {per_hmma:.1f} = "
-                 f"{_pct(100 / every * per_hmma)}), and no scheduler issues every cycle: with "
-                 f"this many instructions per HMMA, more warps alone cannot fill the pipe; "
-                 f"fewer instructions per HMMA can (the main loop's instructions are below)."
-                 + ceiling)
+                 f"2. One instruction in {every:.1f} is an HMMA.\n"
+                 f"3. Each HMMA keeps the tensor pipe busy {per_hmma:.1f} cycles.\n"
+                 f"4. So the pipe is busy {rate:.2f} / {every:.1f} x {per_hmma:.1f} = "
+                 f"{_pct(100 * rate / every * per_hmma)} of the time: the "
+                 f"{_pct(padded[_BUSY])} measured.\n"
+                 f"5. At full issue, one instruction every cycle, it would be busy "
+                 f"1 / {every:.1f} x {per_hmma:.1f} = {_pct(100 / every * per_hmma)}.\n\n"
+                 f"No scheduler issues every cycle, so with this many instructions per HMMA, "
+                 f"more warps alone cannot fill the pipe. Fewer instructions per HMMA can: the "
+                 f"main loop's instructions are below.\n")
     occ = _step_occupancy(studies.get(STUDY).steps[2])
     from gemm_kernels.core import device as _device
     lim = _device.limits()
@@ -1169,11 +1198,12 @@ def pace_summary(rec=None) -> Text:
            f"thread at {reg_file:,} / ({bound.group(1)} x {occ.threads_per_block}) = "
            f"{reg_file // (int(bound.group(1)) * occ.threads_per_block)} registers. ")
     return Markdown(
-        f"* **Too few warps, and too many instructions per HMMA.** A scheduler holds only {warps:.1f} warps "
-        f"to switch between, each issuing once every {cycles:.1f} cycles: {warps:.1f} / "
-        f"{cycles:.1f} = {warps / cycles:.2f} instructions per cycle. The {_pct(issue)} of "
-        f"cycles in which it issued is the same measurement seen from the scheduler's side."
-        + hmma_side
+        f"**Too few warps, and too many instructions per HMMA.** The tensor pipe's busy "
+        f"share, step by step from the table's columns:\n\n"
+        f"1. A scheduler holds only {warps:.1f} warps to switch between, each issuing once "
+        f"every {cycles:.1f} cycles: {warps:.1f} / {cycles:.1f} = {warps / cycles:.2f} "
+        f"instructions per cycle, the {_pct(issue)} issue active.\n"
+        + hmma_side + ceiling
         + f"\n* **The registers set the number of warps.** {cap}Each thread of the tiled "
         f"kernel holds {occ.registers_per_thread} registers (its accumulators, its fragments and "
         f"the next tile's loads), so "
