@@ -999,7 +999,7 @@ def minb2_fit(steps=None) -> Text:
     not the steps, so the chapter prints this where it first leans on that column."""
     lines = [f"{r.label}, built with MINB = 2: {fit(r.kernel, {**r.step.params, 'MINB': 2})}"
              for r in ladder() if r.has_minb and (steps is None or r.number in steps)]
-    return Text(f"(ptxas {compiler.ptxas_version()} here)\n" + "\n".join(lines))
+    return Text(f"(ptxas {compiler.ptxas_version()} on this machine)\n" + "\n".join(lines))
 
 
 def rule_line(sizes=(2048, 4096)) -> Text:
@@ -2163,7 +2163,7 @@ def bk_reading(size: int = 4096) -> Text:
                      f"{count(_rate(b))}{held(b)}: BK = 8 {signed(c)}" + (f", {v}" if v else ""))
     if shift is not None:
         lines.append(f"the rule's threshold on this GPU (the MINB code shift): ±{abs(shift):.1f}%")
-    lines.append(f"ptxas {compiler.ptxas_version()} here, BK = 8 as built: "
+    lines.append(f"ptxas {compiler.ptxas_version()} on this machine, BK = 8 as built: "
                  f"{fit('capstone', {**d, 'BK': 8})}")
     return Text("\n".join(lines))
 
