@@ -538,8 +538,8 @@ def gpus() -> Markdown:
     part of the chapter comes from. The main path (the ladder, its MINB = 2 builds, their
     profile and the yardsticks) is one run on its own GPU (`ladder_recording`); the other
     tables, all in the optional section, come from the default recording. Where the two
-    GPUs differ, what they share (SMs, clock) and where they differ (DRAM peak), from each
-    recording's own device entry; where they are the same, one clause."""
+    GPUs differ, what they share (SMs, clock), from each recording's own device entry;
+    where they are the same, one clause."""
     shown, lad = records.current(), ladder_recording()
     if lad is None or shown is None:
         return Markdown("")
@@ -548,16 +548,14 @@ def gpus() -> Markdown:
         return Markdown(f"**This chapter's GPU:** every table comes from the {d1['name']}.")
     d2 = shown.device
 
-    def dram(d):
-        return count(device.peak_bandwidth_gbps(d))
-    same = (f"Both have {d1.get('sm_count')} SMs at {count(d1.get('sm_clock_mhz'))} MHz; "
+    same = (f"Both have {d1.get('sm_count')} SMs at {count(d1.get('sm_clock_mhz'))} MHz. "
             if (d1.get("sm_count"), d1.get("sm_clock_mhz")) ==
                (d2.get("sm_count"), d2.get("sm_clock_mhz")) else "")
     return Markdown(
         f"**This chapter's GPU:** everything before *What to remember* (the ladder, its "
         f"profile, every step's verdict) {ladder_source()}. Only the optional section at "
         f"the end also reads another GPU, the {d2['name']}, under a heading of its own. "
-        f"{same}their DRAM peaks are {dram(d1)} and {dram(d2)} GB/s. No comparison crosses "
+        f"{same}No comparison crosses "
         "from one GPU to the other, and every table and printed measurement names its GPU.")
 
 
@@ -1001,7 +999,7 @@ def minb2_fit(steps=None) -> Text:
     not the steps, so the chapter prints this where it first leans on that column."""
     lines = [f"{r.label}, built with MINB = 2: {fit(r.kernel, {**r.step.params, 'MINB': 2})}"
              for r in ladder() if r.has_minb and (steps is None or r.number in steps)]
-    return Text(f"(ptxas {compiler.ptxas_version()} here)\n" + "\n".join(lines))
+    return Text(f"(ptxas {compiler.ptxas_version()} on this machine)\n" + "\n".join(lines))
 
 
 def rule_line(sizes=(2048, 4096)) -> Text:
@@ -1230,8 +1228,8 @@ def minb_loops(hide_wait: bool = False) -> StepSass:
              for i, m in enumerate((1, 2))}
     rows = [{"build": f"the default, MINB = {m}",
              **_loop_counts("capstone", {**d, "MINB": m}, timed[m])} for m in (1, 2)]
-    table = Table(rows, list(rows[0]), title="the capstone's default, main loop, one trip: "
-                  f"instruction counts from the SASS of ptxas {compiler.ptxas_version()} here "
+    table = Table(rows, list(rows[0]), title="the capstone's default, main loop, one iteration: "
+                  f"instruction counts from the SASS of ptxas {compiler.ptxas_version()} on this machine "
                   f"(sm_90); registers and blocks/SM of the binaries timed ({ladder_source()})")
     mask = hide_wait_count if hide_wait else list
     why = " (the wait's count hidden: the pipeline exercise asks for it)" if hide_wait else ""
@@ -1248,7 +1246,7 @@ def hide_wait_count(lines: list[str]) -> list[str]:
 
 def step_sass(step, since=None, listing=True, hide_wait: bool = False) -> StepSass:
     """Ladder step `step` (its number: 3, "4a", ...) in the SASS (sm_90, ptxas here): the
-    main loop's instruction counts (one trip: BK values of k) of steps `since`..`step`
+    main loop's instruction counts (one iteration: BK values of k) of steps `since`..`step`
     (default: the step before and this one), with the registers and blocks per SM of the
     binary that was timed, then loops cut to the instructions the ladder changes
     (`step_listing`): this step's (`listing=True`), none (False), or those of the steps
@@ -1261,10 +1259,10 @@ def step_sass(step, since=None, listing=True, hide_wait: bool = False) -> StepSa
             for r in rungs[first:i + 1]]
     note = _registers_note(rungs[first:i + 1])
     here = [r.number for r in rungs[first:i + 1] if not r.timed]
-    table = Table(rows, list(rows[0]), title="main loop, one trip: instruction counts from "
-                  f"the SASS of ptxas {compiler.ptxas_version()} here (sm_90); registers and "
+    table = Table(rows, list(rows[0]), title="main loop, one iteration: instruction counts from "
+                  f"the SASS of ptxas {compiler.ptxas_version()} on this machine (sm_90); registers and "
                   f"blocks/SM of the compiled kernel that was timed ({ladder_source()})"
-                  + (f" (of ptxas here for step{'s' * (len(here) > 1)} {', '.join(here)}, "
+                  + (f" (of ptxas on this machine for step{'s' * (len(here) > 1)} {', '.join(here)}, "
                      "not in the recording)" if here else "")
                   + (f"\n{note}" if note else ""))
     shown = (i,) if listing is True else () if listing is False else tuple(map(position, listing))
@@ -1314,7 +1312,7 @@ def copy_waits(steps=("3", "4a")) -> str:
         used = [ld for ld in loop_loads(sass).loads if ld.use is not None]
         if used:
             ld = min(used, key=lambda ld: ld.ffma)
-            lines.append(f"{r.label}: {len(used)} LDG per trip. The first instruction that "
+            lines.append(f"{r.label}: {len(used)} LDG per iteration. The first instruction that "
                          f"reads what one loaded, an {ops[ld.use]}, comes "
                          f"{(ld.use - ld.at) % n} instructions ({ld.ffma} FFMAs) after it: "
                          "there the warp waits for global memory.")
@@ -1326,11 +1324,11 @@ def copy_waits(steps=("3", "4a")) -> str:
             continue
         last, wait = copies[-1], next((w for w in waits if w > copies[-1]), waits[0] + n)
         ffma = sum(ops[i % n] == "FFMA" for i in range(last + 1, wait))
-        lines.append(f"{r.label}: no LDG per trip, so no instruction reads a register "
+        lines.append(f"{r.label}: no LDG per iteration, so no instruction reads a register "
                      f"filled from global memory. The copies ({len(copies)} LDGSTS) go "
                      f"straight to shared memory; the one wait for them, the DEPBAR, comes "
                      f"{wait - last} instructions ({ffma} FFMAs) after the last of them.")
-    return "\n".join(lines) + f"\n(main loops compiled here by ptxas {compiler.ptxas_version()})"
+    return "\n".join(lines) + f"\n(main loops compiled by ptxas {compiler.ptxas_version()} on this machine)"
 
 
 # ------------------------------------------------------------------ bank model vs counters
@@ -1674,7 +1672,7 @@ def zorder_depths(size: int = 2048) -> Table:
 
 # ------------------------------------------------------------------ part A's bank pictures
 
-_LAYOUT_NAMES = {"float4": "chapter 07/08: 8 x 8 outputs in one block",
+_LAYOUT_NAMES = {"float4": "chapter 08: 8 x 8 outputs in one block",
                  "rowmajor": "2 x 2 sub-tiles of 4 x 4, threads row-major",
                  "zorder": "2 x 2 sub-tiles of 4 x 4, z-order lanes"}
 
@@ -2165,7 +2163,7 @@ def bk_reading(size: int = 4096) -> Text:
                      f"{count(_rate(b))}{held(b)}: BK = 8 {signed(c)}" + (f", {v}" if v else ""))
     if shift is not None:
         lines.append(f"the rule's threshold on this GPU (the MINB code shift): ±{abs(shift):.1f}%")
-    lines.append(f"ptxas {compiler.ptxas_version()} here, BK = 8 as built: "
+    lines.append(f"ptxas {compiler.ptxas_version()} on this machine, BK = 8 as built: "
                  f"{fit('capstone', {**d, 'BK': 8})}")
     return Text("\n".join(lines))
 
@@ -2270,11 +2268,14 @@ def step_counters() -> Table:
         "kernel time, ms": ("gpu__time_duration.sum", 1e6),
         "SM clock, MHz": "sm__cycles_elapsed.avg"})
     # the clock Nsight Compute ran the SMs at: cycles elapsed over the kernel's time
+    # one precision per column, so that a column reads down without jumps
     rows = [{**r, "step": numbered(r["step"]),
+             **{name: _fixed(r[name], "{:.2f}") for name in waits},
              "kernel time, ms": _fixed(r["kernel time, ms"], "{:.2f}"),
              "SM clock, MHz": None if None in (r["SM clock, MHz"], r["kernel time, ms"])
              else f"{r['SM clock, MHz'] / r['kernel time, ms'] / 1e3:,.0f}"} for r in t]
-    return Table(rows, list(t.columns), title="Steps 3 to 7 at 4096^3, Nsight Compute at its "
+    return Table(rows, list(t.columns), pct_decimals=1,
+                 title="Steps 3 to 7 at 4096^3, Nsight Compute at its "
                  "own clock; the waits in warp-cycles per issued instruction (one warp's "
                  f"average); {_stalls_source(studies.complete_recording(STEP_STALLS))}")
 
