@@ -214,8 +214,8 @@ def test_the_size_table_puts_each_ratio_beside_its_ranges(recorded_mode):
 def test_the_stall_summary_reads_both_block_counts(recorded_mode):
     text = c.stall_summary()
     assert text.startswith("Warp-cycles stalled per issued instruction, chapter 07 -> "
-                           "chapter 08:\nTwo blocks per SM: the largest wait, ")
-    assert "One block per SM: the largest wait, both kernels: 'long scoreboard'." in text
+                           "chapter 08:\nWith two blocks per SM, ")
+    assert "With one block per SM, both kernels' largest wait is 'long scoreboard'." in text
     assert text.count(" -> ") == 1 + 2 * len(c.STALL_READ)
 
 
@@ -422,7 +422,11 @@ def test_quarter_line_is_the_counts_result(recorded_mode):
     assert f"= {cycles} cycles of waiting per step" in text
     ffma = second.split("so ")[1].split(" FFMAs")[0]
     assert f"= {ffma} FFMAs" in text
-    assert "instruction every 4 cycles" in second
+    assert "instruction every 4 cycles, a warp's fastest pace on average" in second
+    # the wait per step is shown as its product, and its coincidence with the
+    # instruction count (1.00 cycles per instruction here) is called chance
+    assert "1.00 cycles per instruction x 577 instructions; the cycles equal" in first
+    assert first.endswith("only by chance).")
     assert third.endswith("(the check asks for 128).")
     # the same share as the long count's: the wait per instruction / warps per scheduler
     st = next(st for s, st, _ in c._payoff_profiles(None, c.PAYOFF_STALLS,
@@ -631,7 +635,7 @@ def test_each_payoff_view_can_show_one_setting_only(recorded_mode):
                              "x 07, 1 block/SM"]
     assert alone[2]["x 07, 1 block/SM"] == c.payoff()[2]["one block per SM: / 07"]
     text = c.stall_summary(settings=(False,))
-    assert "Two blocks per SM" in text and "One block" not in text
+    assert "With two blocks per SM" in text and "one block" not in text
     assert text.count(" -> ") == 1 + len(c.STALL_READ)
     plt.close("all")
     rows = c.payoff_stalls(kernels=(c.WORKING,), settings=(True,))
@@ -662,3 +666,22 @@ def test_the_loop_listing_keeps_the_lines_asked_for_and_counts_the_rest():
     # the student's loop, read by KEY_LINES: every FFMA between the lines is counted
     answer = str(display.sass_loop(c.answer_kernel(), keep=c.KEY_LINES))
     assert "FFMA" in answer and not any(" FFMA R" in line for line in answer.splitlines())
+
+
+def test_the_loop_listing_can_keep_the_branch_targets():
+    """With labels, the listing shows where each branch lands (`.L_x_2:` before the
+    instruction it names), so a reader can see what the branch skips; without, none."""
+    from gemm_kernels.notebook import display
+    keep = ("BRA", "LDG", "FFMA", "STS", "BAR")
+    plain = str(display.sass_loop(c.KERNEL, start="BRA", keep=keep)).splitlines()
+    lines = str(display.sass_loop(c.KERNEL, start="BRA", keep=keep, labels=True)).splitlines()
+    labels = [line for line in lines if line.startswith(".L_x_")]
+    assert labels and not any(line.startswith(".L_x_") for line in plain)
+    # every branch of the listing but the loop's branch back lands on a label shown
+    targets = [line.split("(")[1].rstrip(")") for line in lines if " BRA " in line]
+    assert all(f"{t}:" in labels for t in targets[:-1])
+    # a label is followed by an instruction (the one it names), never by a folded run
+    assert all(lines[n + 1].startswith("/*") for n, line in enumerate(lines)
+               if line.startswith(".L_x_"))
+    # the instructions shown and counted are the same with or without the labels
+    assert [line for line in lines if not line.startswith(".L_x_")] == plain

@@ -819,10 +819,9 @@ def stall_summary(settings=(False, True)) -> str:
         a, b = st["chapter 07's kernel"], st["chapter 08's kernel"]
         la, lb = largest(a), largest(b)
         # one name when both kernels agree, so the line does not read like a template
-        which = (f"both kernels: '{la}'" if la == lb
-                 else f"'{la}' in chapter 07, '{lb}' in chapter 08")
-        n = _SETTINGS[one]
-        lines.append(f"{n[0].upper() + n[1:]}: the largest wait, {which}.")
+        which = (f"both kernels' largest wait is '{la}'" if la == lb
+                 else f"the largest wait is '{la}' in chapter 07, '{lb}' in chapter 08")
+        lines.append(f"With {_SETTINGS[one]}, {which}.")
         lines += [f"    {r}: {a.get(r, 0):.2f} -> {b.get(r, 0):.2f}" for r in STALL_READ]
     return "\n".join(lines)
 
@@ -1033,9 +1032,16 @@ def quarter_line(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
     if q is None:
         return NO_LATENCY
     st07, lp07, _, wait, w, lp, cover = q
+    ls, n07 = st07.get("long scoreboard", 0.0), lp07.instructions
+    # the wait per step is a product; where it rounds to the instruction count, a student
+    # would read one number as derived from the other
+    chance = ("; the cycles equal the instructions only by chance"
+              if f"{wait:,.0f}" == f"{n07:,}" else "")
     return (f"1. Chapter 07's warps wait {wait:,.0f} cycles per step for global loads: "
-            f"about one load latency.\n"
-            f"2. At one instruction every {w:.0f} cycles, that wait spans {wait / w:,.0f} "
+            f"about one load latency ({ls:.2f} cycles per instruction x {n07:,} "
+            f"instructions{chance}).\n"
+            f"2. At one instruction every {w:.0f} cycles, a warp's fastest pace on average, "
+            f"that wait spans {wait / w:,.0f} "
             f"instructions; {lp07.ffma:,} of chapter 07's {lp07.instructions:,} instructions "
             f"per step are FFMAs, so {cover:,.0f} FFMAs.\n"
             f"3. {cover:,.0f} FFMAs are {cover / lp07.ffma:.2f} of the step's {lp07.ffma:,}: "

@@ -263,24 +263,32 @@ _GUARD = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+)\s")
 
 
 def sass_loop(kernel, params=None, limit: int = 60, start: str | None = None,
-              tail: int = 0, keep: tuple[str, ...] | None = None) -> Text:
+              tail: int = 0, keep: tuple[str, ...] | None = None,
+              labels: bool = False) -> Text:
     """The main loop's SASS (the loop with the most FFMA) of `kernel`, compiled here:
     `loop_listing` of it."""
     k = kernel_of(kernel)
-    return loop_listing(compiler.sass(k, k.resolve(params)), limit, start, tail, keep)
+    return loop_listing(compiler.sass(k, k.resolve(params)), limit, start, tail, keep,
+                        labels)
+
+
+# a branch target: the label line and the address of the instruction after it
+_LABEL = re.compile(r"^(\.L_x_\d+):\s*\n\s*/\*([0-9a-f]{4,})\*/", re.M)
 
 
 def loop_listing(sass: str, limit: int = 60, start: str | None = None, tail: int = 0,
-                 keep: tuple[str, ...] | None = None) -> Text:
+                 keep: tuple[str, ...] | None = None, labels: bool = False) -> Text:
     """The main loop of the SASS text `sass`, at most `limit` lines; with `start` (an
     opcode prefix such as "LDS"), from the first such instruction on; with `tail`, the
     first `limit` lines and the loop's last `tail` (its branch back). With `keep` (opcode
     prefixes), only the instructions that start so are listed, each run of the others
     folded into one line that counts it and its FFMAs, so that a reader sees the lines
-    that matter and how much lies between them."""
+    that matter and how much lies between them. With `labels`, the branch targets
+    (`.L_x_2:`) stay on their own lines, so a reader can see what each branch skips."""
     body = analysis.main_loop(sass)
     # the guard predicate of each instruction (`@P1 BRA`: taken only where P1 is true)
     guard = {int(a, 16): g + " " for a, g in _GUARD.findall(sass)}
+    target = {int(a, 16): name for name, a in _LABEL.findall(sass)} if labels else {}
     skip = next((n for n, (_, _, t) in enumerate(body) if t.startswith(start)), 0) if start else 0
 
     def folded(run, what):
@@ -294,6 +302,11 @@ def loop_listing(sass: str, limit: int = 60, start: str | None = None, tail: int
         if skip else []
     run = []
     for a, _, t in body[skip:]:
+        if a in target:   # a run of other instructions ends where a branch lands
+            if run:
+                lines.append("    " + folded(run, "other instructions"))
+                run = []
+            lines.append(f"{target[a]}:")
         if keep and not t.startswith(keep):
             run.append(t)
             continue
