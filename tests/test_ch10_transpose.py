@@ -530,3 +530,27 @@ def test_little_table_splits_into_the_law_and_a_warps_life():
     assert not set(law.columns[1:]) & set(life.columns[1:])
     with pytest.raises(ValueError):
         c.little_table(part="other")
+
+
+def test_the_main_chart_shows_only_the_kernels_section_4_explains():
+    assert set(c.MAIN_KERNELS) == {"copy", "copy_smem", "transpose_naive", "transpose_smem",
+                                   "transpose_padded"}
+    assert c.KERNELS[:len(c.MAIN_KERNELS)] == c.MAIN_KERNELS
+    assert {"transpose_diagonal", "transpose_fast"} <= set(c.KERNELS)
+
+
+def test_the_round_trip_picture_has_no_time_unit():
+    import matplotlib
+    matplotlib.use("Agg")
+    ax = c.plot_round_trips().axes[0]
+    assert list(ax.get_xticks()) == [] and "µs" not in ax.get_xlabel()
+
+
+def test_the_checks_table_gives_one_reading_per_check():
+    rows = list(c.ruled_out())
+    questions = [r["question"] for r in rows]
+    assert len(questions) == 6 and len(set(questions)) == 6
+    assert all(r["reading"].startswith(("yes", "no")) for r in rows)
+    two = next(r for r in rows if "two tiles" in r["question"])
+    assert "77.1%" in two["evidence (printed from the recording)"]
+    assert "87.6%" in two["evidence (printed from the recording)"]

@@ -205,5 +205,5 @@ def solution_margin(shape=None) -> str:
     verdict = ("so the lead is likely, not certain" if margin > shift
                else "so the lead is within that drift")
     return (f"copy_smem was timed in another run; rates drift by up to {shift:.1f} points "
-            f"between two runs; the worked solution leads copy_smem by {margin:.1f} points, "
+            f"between two runs (the two-tile padded transpose, timed in two runs); the worked solution leads copy_smem by {margin:.1f} points, "
             f"{verdict}")

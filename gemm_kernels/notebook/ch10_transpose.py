@@ -29,11 +29,17 @@ _STALL = ("smsp__average_warps_issue_stalled_", "_per_issue_active.ratio")
 # The profiled study's step names, as this chapter's text calls them: at the study's odd
 # shape the vector transpose runs its scalar path.
 # The padded steps name their block order, since the chapter compares orders.
-LABELS = {"vector loads and stores": "vector transpose: a 64 x 64 tile, vector path off at odd widths",
+LABELS = {"vector loads and stores": "transpose_fast on its scalar path: a 64 x 64 tile, no vector aligned",
           "padded tile, one tile per block": "padded tile, one tile per block, x->row order",
           "padded tile, two tiles stacked per block":
               "padded tile, two tiles stacked per block, x->row order",
           "diagonal block order": "padded tile, one tile per block, diagonal order"}
+
+
+# The kernels of section 4's chart: the ones the main path explains. Appendix A's chart
+# adds the two whose stories are told in the appendices (block order, wider loads).
+MAIN_KERNELS = ("copy", "copy_smem", "transpose_naive", "transpose_smem", "transpose_padded")
+KERNELS = MAIN_KERNELS + ("transpose_diagonal", "transpose_fast")
 
 
 def _label(step) -> str:
@@ -430,16 +436,15 @@ def copy_little(shape=SQUARE) -> Table:
                  title=f"Little's law for the copy kernel, float, {_shape_text(shape)}")
 
 
-def plot_round_trips(shape=SQUARE, rows: int = 8):
+def plot_round_trips(rows: int = 8):
     """One warp's loads and stores over time, drawn before the Little's-law tables: the
     chapter's copy (its SASS order: a first round trip, then a second), copy_smem and the
-    exercise's goal (every load sent first, one round trip). Every round trip is drawn as
-    long as the latency that Little's law implies for the copy kernel (the next table),
-    and the axis says so: a single round trip with more in flight waits longer, so the
-    picture shows the order of events, not the gain. Issuing takes a sliver of a round
-    trip and is drawn wider than it is."""
+    exercise's goal (every load sent first, one round trip). Time has no unit: every round
+    trip is drawn one latency long, whatever it carries, so the picture shows how many
+    times a warp waits, not how long (a round trip with more in flight waits longer, and
+    no measurement here gives each its own length). Issuing is drawn wider than it is."""
     import matplotlib.pyplot as plt
-    lat = _copy_chain(shape)["latency"] * 1e6
+    lat = 1.0                                            # one latency: the unit of the axis
     want = kernel_of("copy").resolve({"T": "float", "ROWS": rows})["TILE"] // rows
     lanes = [("copy (this chapter's)", round_trips(accesses("copy", {"T": "float", "ROWS": rows}))),
              ("copy_smem", round_trips(accesses("copy_smem", {"T": "float", "ROWS": rows}))),
@@ -462,9 +467,9 @@ def plot_round_trips(shape=SQUARE, rows: int = 8):
         end = max(end, t)
     ax.set_yticks([2, 1, 0], [n for n, _ in lanes], fontsize=9)
     ax.set_xlim(0, end + 0.35 * lat)                   # room for the last "round trips" label
-    ax.set_xlabel(f"time, µs (every round trip drawn as {lat:.2f} µs, the latency the copy's "
-                  "Little's law implies below; the same latency assumed for all three:\n"
-                  "in practice the single round trip waits longer, see 'Why not twice as fast?')")
+    ax.set_xticks([])                                  # no unit: the lengths are not measured
+    ax.set_xlabel("time, no unit: every round trip drawn one latency long, whatever it carries "
+                  "(the picture counts the waits; it does not time them)")
     ax.set_title(f"One warp of a float copy, TILE = 32, ROWS = {rows} (SASS order; schematic)\n"
                  "dark blue: loads (LDG) sent; light: waiting for them; orange: stores (STG; "
                  "for copy_smem, STS)",
@@ -706,6 +711,68 @@ def unwritten_text(study: str = DRAM_STUDY) -> str:
     return (f"one float matrix: {matrix / 1e6:.1f} MB; written to DRAM by the kernels: "
             f"{min(short):.0f} to {max(short):.0f} MB less than that; L2 cache: "
             f"{l2 / 1e6:.1f} MB ({l2 / 2**20:.0f} MiB, from cudaDevAttrL2CacheSize)")
+
+
+def ruled_out(study: str = DRAM_STUDY) -> Table:
+    """Appendix A's checks in one table, each with the printed evidence and a one-line
+    reading: section 5's latency against the stall counter, whether a round trip waits
+    longer with more in flight, whether bytes in flight predict two tiles' gain, whether
+    the kernels differ in DRAM bytes or L2 hits, and where partial sectors can apply."""
+    ws = warp_times(study)
+    rows = []
+
+    def add(question, evidence, reading):
+        rows.append({"question": question, "evidence (printed from the recording)": evidence,
+                     "reading": reading})
+
+    def per_trip(w):
+        trips = len(w["trips"]) or 1
+        wait = w["loads"] / trips / w["clock"] / 1e3                 # µs per round trip
+        return w["bytes"] / trips, wait, w["resident"] * w["bytes"] / trips / wait / 1e3
+
+    copy = next((w for w in ws if w["kernel"] == "copy"), None)
+    tiles = {w["params"].get("STACK"): w for w in ws if w["kernel"] == "transpose_padded"
+             and w["params"].get("ORDER") == "x->row"}
+    shape = _shape_text(studies.get(study).shapes[0])
+    if copy is not None:
+        add("Is the latency from Little's law plausible?",
+            f"copy, {shape}: {_stall_latency():.2f} µs a round trip from the stall counter, "
+            f"{_copy_chain(ODD)['latency'] * 1e6:.2f} µs from Little's law",
+            "yes: both a good part of a microsecond")
+    if copy is not None and 1 in tiles:
+        (cb, cw, _), (tb, tw, _) = per_trip(copy), per_trip(tiles[1])
+        add("Does a round trip wait longer with more bytes in flight?",
+            f"copy: {cb:,.0f} B a warp, {cw:.2f} µs; one-tile transpose: {tb:,.0f} B, "
+            f"{tw:.2f} µs",
+            "yes: more in flight, a longer wait, as in section 5.3's ROWS sweep")
+    if 1 in tiles and 2 in tiles:
+        (_, _, one), (_, _, two) = per_trip(tiles[1]), per_trip(tiles[2])
+        add("Do bytes in flight predict two tiles' gain?",
+            f"bytes in flight / load wait: {one:.1f} GB/s per SM for one tile, {two:.1f} for "
+            f"two; timed: {tiles[1]['timed']:.1f}% and {tiles[2]['timed']:.1f}% of the device copy",
+            "no: about the same prediction, yet two tiles run faster")
+    dram = list(dram_table(study))
+    if dram:
+        read = [r["DRAM read / matrix"] for r in dram]
+        written = [r["DRAM written / matrix"] for r in dram]
+        add("Do the kernels move different DRAM bytes?",
+            f"DRAM read: {min(read):.2f} to {max(read):.2f} matrix; written: "
+            f"{min(written):.2f} to {max(written):.2f} matrix",
+            "no: each reads about one matrix and writes a little less than one")
+        hits = [r["L2 hit rate (%)"] for r in dram if r["L2 hit rate (%)"] is not None]
+        if hits:
+            add("Does the L2 hit rate differ between them?",
+                f"{min(hits):.1f}% to {max(hits):.1f}%",
+                "no: about the same for every profiled kernel")
+    sectors = {r["shape"]: r["sectors per warp access, reading in"]
+               for r in sectors_per_access(types=("float",))}
+    add("Can partial sectors explain the gains at 8192 x 8192?",
+        "; ".join(f"{k}: {v} sectors a warp read" for k, v in sectors.items()),
+        "no: at 8192 x 8192 every access fills its sectors; they can matter only at the "
+        "ragged shape")
+    return Table(rows, ["question", "evidence (printed from the recording)", "reading"],
+                 title=f"What was checked, and what it rules out (float; counters: Nsight "
+                       f"Compute at {shape}; {records.source()})")
 
 
 # ------------------------------------------------------------------ block orders
