@@ -53,7 +53,7 @@ def test_path_is_one_change_per_step():
 
 def _row(step, barrier, long_sb, issue):
     return {"step": step, "barrier": barrier, "long scoreboard": long_sb,
-            "issue slots used %": issue}
+            "issue share %": issue}
 
 
 def test_path_check_names_what_is_missing_and_reads_the_counters_when_there():
@@ -111,7 +111,7 @@ def test_the_evidence_table_puts_rates_and_counters_at_one_size():
     assert rows[0]["issue x previous"] is None
     for before, after in zip(rows, rows[1:]):
         assert float(after["issue x previous"]) == pytest.approx(
-            after["issue slots used %"] / before["issue slots used %"], abs=0.005)
+            after["issue share %"] / before["issue share %"], abs=0.005)
 
 
 def test_the_path_plot_draws_every_step_from_the_rows():
@@ -126,7 +126,7 @@ def test_the_path_plot_draws_every_step_from_the_rows():
     assert [round(b.get_height(), 1) for b in rate.patches] == \
         [float(r["TFLOP/s at 2048"]) for r in rows]
     assert [round(b.get_height(), 1) for b in issue.patches] == \
-        [round(r["issue slots used %"], 1) for r in rows]
+        [round(r["issue share %"], 1) for r in rows]
     tops = [b.get_y() + b.get_height() for b in stalls.patches[len(rows):]]
     assert tops == pytest.approx([r["barrier"] + r["long scoreboard"] for r in rows])
     # stalls compare only at equal warps per SM: the other steps' bars are hatched
@@ -136,7 +136,7 @@ def test_the_path_plot_draws_every_step_from_the_rows():
     swatches = stalls.get_legend().get_patches()
     assert [bool(p.get_hatch()) for p in swatches] == [False, False, True]
     plt.close(fig)
-    missing = [{**r, "barrier": None, "long scoreboard": None, "issue slots used %": None}
+    missing = [{**r, "barrier": None, "long scoreboard": None, "issue share %": None}
                if r["step"] == "K5" else r for r in rows]
     fig = ch06_tiles.path_plot(rows=missing)
     assert fig.axes[1].patches[0].get_height() == 0 and fig.axes[2].patches[0].get_height() == 0
@@ -152,9 +152,9 @@ def test_the_path_plot_draws_a_selection_of_panels_in_order():
     rows = ch06_tiles.path_rows()
     fig = ch06_tiles.path_plot(rows=rows, panels=("stalls", "issue"))
     issue, stalls = fig.axes
-    assert issue.get_title().startswith("issue slots used")
+    assert issue.get_title().startswith("issue share")
     assert [round(b.get_height(), 1) for b in issue.patches] == \
-        [round(r["issue slots used %"] or 0.0, 1) for r in rows]
+        [round(r["issue share %"] or 0.0, 1) for r in rows]
     assert len(stalls.patches) == 2 * len(rows) and stalls.get_legend() is not None
     plt.close(fig)
     fig = ch06_tiles.path_plot(rows=rows, panels=("rate",))
@@ -358,10 +358,10 @@ def test_boehm_table_sets_each_rate_against_its_gpus_peak_and_its_cublas():
 
 def test_issue_split_divides_instructions_by_the_issue_share_and_splits_each_gap_in_two():
     table = [{"kernel": "a", "time (ms)": "10.00", "instructions (billions)": "4.00",
-              "issue slots used %": 50.0},
+              "issue share %": 50.0},
              {"kernel": "b", "time (ms)": "5.00", "instructions (billions)": "2.00",
-              "issue slots used %": 50.0}]
-    table[1]["issue slots used %"] = 25.0
+              "issue share %": 50.0}]
+    table[1]["issue share %"] = 25.0
     table[0]["profiler clock (GHz)"] = "1.50"
     rule, unit, *lines = ch06_tiles.issue_split(table, sm_count=100).splitlines()
     assert rule == ch06_tiles.IDENTITY and rule.startswith("cycles = instructions issued / issue share")
@@ -391,6 +391,8 @@ def test_path_check_table_sets_each_step_before_and_after_and_leaves_unprofiled_
     first, second = ch06_tiles.path_check_table(rows)
     assert first["step"] == "a -> b" and first["barrier + long scoreboard"] == "1.50 -> 0.70"
     assert first["issue share"] == "50.0% -> 64.0%"
+    # the column names what is divided: warps per scheduler (warps per SM ÷ 4), not per SM
+    assert "warps per scheduler" in ch06_tiles.ALL_EXPECTED
     assert first[ch06_tiles.ALL_EXPECTED] == "8.00 -> 6.25"
     assert first["fall of the two"] == "0.80"
     assert first["fall of all stalls"] == "1.70"
@@ -427,9 +429,9 @@ def test_contiguous_vs_strided_gives_the_ranges_and_counts_where_they_are_apart(
 
 def test_issue_split_gives_the_ratios_or_the_cycles_on_request():
     table = [{"kernel": "a", "time (ms)": "10.00", "instructions (billions)": "4.00",
-              "issue slots used %": 50.0},
+              "issue share %": 50.0},
              {"kernel": "b", "time (ms)": "5.00", "instructions (billions)": "2.00",
-              "issue slots used %": 25.0}]
+              "issue share %": 25.0}]
     full = ch06_tiles.issue_split(table, sm_count=100).splitlines()
     ratios = ch06_tiles.issue_split(table, sm_count=100, part="ratios").splitlines()
     cycles = ch06_tiles.issue_split(table, sm_count=100, part="cycles").splitlines()
@@ -471,9 +473,9 @@ def test_clock_scaling_divides_profiled_by_timed_time_and_the_clocks():
 
 def test_issue_ratio_table_gives_each_gap_to_the_last_row_as_four_factors():
     table = [{"kernel": "a", "time (ms)": "10.00", "instructions (billions)": "4.00",
-              "issue slots used %": 50.0},
+              "issue share %": 50.0},
              {"kernel": "b", "time (ms)": "5.00", "instructions (billions)": "2.00",
-              "issue slots used %": 25.0}]
+              "issue share %": 25.0}]
     (row,) = ch06_tiles.issue_ratio_table(table)
     # 4/2 instructions at 50%/25% issue share: equal cycles, twice the profiled time
     assert row["kernel over K5"] == "a" and row["instructions"] == "x2.00"

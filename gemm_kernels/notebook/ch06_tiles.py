@@ -211,8 +211,8 @@ NAMES = (("ch05 default", "tile_1d", None, "the kernel to beat: chapter 05's bes
          ("patch 8x4", "tile_2d_reg", dict(PATH)["patch 8x4"], "the path, step 1"),
          ("BM 64", "tile_2d_reg", dict(PATH)["BM 64"], "the path, step 2"),
          ("K5, two blocks", "tile_2d_reg", K5,
-          "K5 with __launch_bounds__(256, 2): the evidence, Appendix C"),
-         ("strided", "tile_2d_strided", K5, "another thread layout: Appendix C"),
+          "K5 with __launch_bounds__(256, 2): the evidence, the practice"),
+         ("strided", "tile_2d_strided", K5, "another thread layout: the practice, Appendix C"),
          ("tile_2d", "tile_2d", K5, "the dot-product order, k loop rolled: Appendices D, F"),
          ("ch05 kernel-4 tile", "tile_1d", K4, "Boehm's kernel 4: Appendices H, I"))
 
@@ -467,7 +467,7 @@ def issue_table() -> Table:
                      "timed (ms)": None if g is None else _f(2 * 4096 ** 3 / g / 1e6, 2),
                      "instructions (billions)": _f(get("smsp__inst_executed.sum", 1e-9), 2),
                      "warps per SM": _f(get(WARPS, WARPS_PER_SM / 100)),
-                     "issue slots used %": get(ISSUE),
+                     "issue share %": get(ISSUE),
                      "FMA pipe busy %": get(
                          "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"),
                      # an SM's elapsed cycles over the time: the clock the profiler ran at
@@ -490,7 +490,7 @@ def issue_summary(table=None) -> Table:
     issue share and profiled time, and the achieved (resident) warps per SM."""
     rows = list(table if table is not None else issue_table())
     out = [{"kernel": r["kernel"], "instructions (billions)": r["instructions (billions)"],
-            "issue share": f"{r['issue slots used %']:.1f}%", "time (ms)": r["time (ms)"],
+            "issue share": f"{r['issue share %']:.1f}%", "time (ms)": r["time (ms)"],
             "warps per SM, achieved": r["warps per SM"]} for r in rows]
     return Table(out, list(out[0]), title="4096³ under Nsight Compute, "
                  + records.recording_label())
@@ -508,7 +508,7 @@ def issue_split(table=None, sm_count: int | None = None, part: str | None = None
     rows = list(table if table is not None else issue_table())
     sms = sm_count or records.described_device().get("sm_count")
     instr = lambda r: float(r["instructions (billions)"])  # noqa: E731
-    share = lambda r: r["issue slots used %"] / 100  # noqa: E731
+    share = lambda r: r["issue share %"] / 100  # noqa: E731
     lines = [IDENTITY]
     if sms:
         lines.append(f"instructions, and so cycles, are summed over the {4 * sms} schedulers "
@@ -517,7 +517,7 @@ def issue_split(table=None, sm_count: int | None = None, part: str | None = None
     for r in rows:
         cyc = instr(r) / share(r)
         line = (f"{r['kernel']}: {r['instructions (billions)']} / {share(r):.3f} "
-                f"({r['issue slots used %']:.1f}%) = {cyc:.2f} billion cycles")
+                f"({r['issue share %']:.1f}%) = {cyc:.2f} billion cycles")
         if sms:
             each = cyc * 1e9 / (4 * sms)
             line += (f" = {each / 1e6:.1f} million per scheduler, in {r['time (ms)']} ms: "
@@ -539,7 +539,7 @@ def _gaps(rows) -> list[dict]:
     out = []
     for r in rows[:-1]:
         i = instr(r) / instr(ref)
-        s = r["issue slots used %"] / ref["issue slots used %"]
+        s = r["issue share %"] / ref["issue share %"]
         out.append({"kernel": r["kernel"], "over": ref["kernel"], "instructions": i,
                     "issue share": s, "cycles": i / s,
                     "time": float(r["time (ms)"]) / float(ref["time (ms)"])})
@@ -597,7 +597,7 @@ def _stall_row(kernel: str, params: dict, shape) -> dict | None:
 
 ALL_STALLS = "all stall reasons"
 _STALL_PREFIX = "smsp__average_warps_issue_stalled_"
-STALL_COLUMNS = {"issue slots used %": ISSUE,
+STALL_COLUMNS = {"issue share %": ISSUE,
                  "barrier": _STALL.format("barrier"),
                  "long scoreboard": _STALL.format("long_scoreboard"),
                  "short scoreboard": _STALL.format("short_scoreboard")}
@@ -651,7 +651,7 @@ PATH_PARTS = {
     "changed": ("step", "params", "registers", "blocks/SM", "warps/SM",
                 WARP_FFMA, "conflicts", "TFLOP/s at {size}", "x previous"),
     "evidence": ("step", "warps/SM", "TFLOP/s at {size}", "x previous", "timed on",
-                 "issue slots used %", "issue x previous", "barrier", "long scoreboard",
+                 "issue share %", "issue x previous", "barrier", "long scoreboard",
                  "short scoreboard")}
 
 
@@ -693,7 +693,7 @@ def path_check(rows=None, only: str | None = None) -> str:
     together fall where rows carry that total; otherwise which were not.
     `only`: the line of that step's label alone."""
     rows = rows or path_rows()
-    keys = ("barrier", "long scoreboard", "issue slots used %")
+    keys = ("barrier", "long scoreboard", "issue share %")
     wait = lambda r: r["barrier"] + r["long scoreboard"]   # noqa: E731
     lines = []
     for at, what in CHECKS:
@@ -708,7 +708,7 @@ def path_check(rows=None, only: str | None = None) -> str:
                          "and the issue slots used of both are side by side.")
             continue
         w0, w1 = wait(before), wait(after)
-        i0, i1 = before["issue slots used %"], after["issue slots used %"]
+        i0, i1 = before["issue share %"], after["issue share %"]
         way = lambda a, b: "falls" if b < a else "rises" if b > a else "stays"  # noqa: E731
         lines.append(head + f"barrier + long scoreboard per issued instruction {w0:.2f} -> "
                      f"{w1:.2f} ({way(w0, w1)}), issue slots used {i0:.1f}% -> {i1:.1f}% "
@@ -721,7 +721,7 @@ def path_check(rows=None, only: str | None = None) -> str:
 # Each cycle every resident warp is counted in one state (issuing, selected or a stall
 # reason), so all stall reasons per issued instruction come to the warps per scheduler
 # over the issue share.
-ALL_EXPECTED = "expected: warps ÷ issue share"
+ALL_EXPECTED = "expected: warps per scheduler ÷ issue share"
 
 
 def path_check_table(rows=None) -> Table:
@@ -736,13 +736,13 @@ def path_check_table(rows=None) -> Table:
 
     def value(r, what):
         """One row's number for a column, or None where the row was not profiled."""
-        keys = {"wait": ("barrier", "long scoreboard"), "issue": ("issue slots used %",),
-                "all": (ALL_STALLS,), "per": ("warps/SM", "issue slots used %")}[what]
+        keys = {"wait": ("barrier", "long scoreboard"), "issue": ("issue share %",),
+                "all": (ALL_STALLS,), "per": ("warps/SM", "issue share %")}[what]
         if any(r.get(k) is None for k in keys):
             return None
         return {"wait": lambda: r["barrier"] + r["long scoreboard"],
-                "issue": lambda: r["issue slots used %"], "all": lambda: r[ALL_STALLS],
-                "per": lambda: r["warps/SM"] / 4 / (r["issue slots used %"] / 100)}[what]()
+                "issue": lambda: r["issue share %"], "all": lambda: r[ALL_STALLS],
+                "per": lambda: r["warps/SM"] / 4 / (r["issue share %"] / 100)}[what]()
 
     def pair(before, after, what, fmt="{:.2f}"):
         a, b = value(before, what), value(after, what)
@@ -795,8 +795,8 @@ def _per_scheduler(before: dict, after: dict) -> str:
     has four schedulers); empty where a row lacks its warps per SM."""
     if before.get("warps/SM") is None or after.get("warps/SM") is None:
         return ""
-    one = lambda r: (f"{r['warps/SM'] / 4:g} / {r['issue slots used %'] / 100:.3f} = "  # noqa: E731
-                     f"{r['warps/SM'] / 4 / (r['issue slots used %'] / 100):.2f}")
+    one = lambda r: (f"{r['warps/SM'] / 4:g} / {r['issue share %'] / 100:.3f} = "  # noqa: E731
+                     f"{r['warps/SM'] / 4 / (r['issue share %'] / 100):.2f}")
     return f" (warps per scheduler / issue share: {one(before)} -> {one(after)})"
 
 
@@ -870,13 +870,13 @@ def path_plot(size: int = 2048, rows=None, panels=PATH_PANELS):
         ax.set_title(f"rate at {size}³ (TFLOP/s)", fontsize=10)
     if "issue" in ax_of:
         ax = ax_of["issue"]
-        issue = [r["issue slots used %"] for r in rows]
+        issue = [r["issue share %"] for r in rows]
         ax.bar(x, [v or 0.0 for v in issue], color="tab:green")
         for xi, v in zip(x, issue):
             ax.text(xi, v or 0.0, " -" if v is None else f"{v:.0f}%", ha="center",
                     va="bottom", fontsize=8)
         ax.set_ylim(0, 100)
-        ax.set_title("issue slots used at 4096³ (%)", fontsize=10)
+        ax.set_title("issue share at 4096³ (%)", fontsize=10)
     if "stalls" in ax_of:
         _stall_panel(ax_of["stalls"], rows, x)
     for ax in ax_of.values():

@@ -671,7 +671,7 @@ def warps_or_blocks(size: int = 2048):
                                          f"{r['warps/SM'] // blocks} warps",
                      "params": r["params"], "warps/SM": r["warps/SM"],
                      ch06_tiles.WARP_FFMA: r[ch06_tiles.WARP_FFMA], rate: r[rate],
-                     "issue slots used %": r["issue slots used %"],
+                     "issue slots used %": r["issue share %"],
                      "barrier": r["barrier"], "long scoreboard": r["long scoreboard"]})
     return Table(rows, list(rows[0]), title=f"chapter 06's kernel, the same 16 warps per SM "
                  f"in one block or two: rates at {size}^3, issue slots and stalls (cycles "
