@@ -215,7 +215,7 @@ def test_the_stall_scale_is_every_warp_cycle_per_dfma_and_exceeds_the_columns():
         total = float(line.split(": ")[1].split(" warp-cycles")[0].replace(",", ""))
         shown = sum(r[c] for c in ("long scoreboard", "barrier", "MIO throttle", "short scoreboard"))
         assert shown < total + 0.5
-        assert f"{r['MIO throttle'] / total:.0%}" in line
+        assert f"{r['MIO throttle']:,.1f} of them ({r['MIO throttle'] / total:.1%})" in line
 
 
 def test_stall_growth_is_the_difference_of_the_stall_rows_largest_first():

@@ -1029,8 +1029,10 @@ def _stall_totals(study: str) -> dict:
 def stall_scale(study: str = DGEMM_STALLS) -> str:
     """What the stall columns are a share of: per BLOCK, every cycle of every resident warp
     per warp DFMA, and the share of it the MIO throttle takes."""
-    lines = [f"BLOCK = {b}: {total:,.0f} warp-cycles per warp DFMA in all; MIO throttle "
-             f"{mio / total:.0%} of them" for b, (total, mio) in _stall_totals(study).items()]
+    # one decimal, so that the share can be checked against the cycles printed beside it
+    lines = [f"BLOCK = {b}: {total:,.1f} warp-cycles per warp DFMA in all; MIO throttle "
+             f"{mio:,.1f} of them ({mio / total:.1%})"
+             for b, (total, mio) in _stall_totals(study).items()]
     return "\n".join(lines) if lines else "The recording has no profile of the tiled DGEMM."
 
 
