@@ -215,7 +215,7 @@ def test_the_stall_scale_is_every_warp_cycle_per_dfma_and_exceeds_the_columns():
         total = float(line.split(": ")[1].split(" warp-cycles")[0].replace(",", ""))
         shown = sum(r[c] for c in ("long scoreboard", "barrier", "MIO throttle", "short scoreboard"))
         assert shown < total + 0.5
-        assert f"{r['MIO throttle'] / total:.0%}" in line
+        assert f"{r['MIO throttle']:,.1f} of them ({r['MIO throttle'] / total:.1%})" in line
 
 
 def test_stall_growth_is_the_difference_of_the_stall_rows_largest_first():
@@ -342,11 +342,24 @@ def test_swapped_halves_escape_the_parity_argument_at_the_cost_of_rows_of_17():
 
 def test_fusing_a_halves_its_wavefronts_in_dgemm_tiled():
     text = w.fused_a_reading()
-    assert "A read as written: 16 LDS.64 x 2 = 32 wavefronts per warp and step; the whole step: 68" in text
-    assert "A read fused: 8 LDS.128 x 2 = 16 wavefronts per warp and step; the whole step: 52" in text
+    # as written, the merged phase of the LDS.64 holds two addresses in one bank: 2x ideal
+    assert ("A read as written: 16 LDS.64 x 2 = 32 wavefronts per warp and step "
+            "(ideal 1 per LDS.64); the whole step: 68") in text
+    assert ("A read fused: 8 LDS.128 x 2 = 16 wavefronts per warp and step "
+            "(ideal 2 per LDS.128); the whole step: 52") in text
     assert w.step_wavefronts("dgemm_tiled", {"BLOCK": 16}, as_written=True)["total"] == 68
     if records.described_device():
         assert "(1.31 x)" in text
+
+
+def test_fusing_a_saves_nothing_where_the_whole_warp_reads_one_address():
+    text = w.fused_a_reading(32)
+    assert ("A read as written: 32 LDS.64 x 1 = 32 wavefronts per warp and step "
+            "(ideal 1 per LDS.64)") in text
+    assert ("A read fused: 16 LDS.128 x 2 = 32 wavefronts per warp and step "
+            "(ideal 2 per LDS.128)") in text
+    if records.described_device():
+        assert "(1.00 x)" in text
 
 
 def test_the_worked_solution_is_read_from_the_recording_that_timed_its_text():

@@ -241,16 +241,19 @@ def fused_a_reading(block: int = 16) -> str:
     """What ptxas's fusing of A_shared[ty][k] and A_shared[ty][k + 1] into one LDS.128 is
     worth in dgemm_tiled: A's read wavefronts per warp and step, the step's total and the
     shared-memory bound, as the source reads A (one LDS.64 per k) and as ptxas emits it.
-    Every lane of a half-warp reads one address, so an LDS.128 carries two k in the
-    wavefronts an LDS.64 spends on one."""
+    Each line gives the ideal of one instruction next to its wavefronts: at BLOCK = 16 the
+    LDS.64 merges both half-warps into one phase, whose two addresses share a bank, so it
+    pays twice its ideal; the LDS.128 serves each half-warp's address in its own phase at
+    its ideal. At BLOCK = 32 the warp reads one address and fusing saves nothing."""
     p = {"BLOCK": block}
     lines = []
     for as_written, how in ((True, "as written"), (False, "fused")):
         a = [x for x in instr.block_accesses("dgemm_tiled", p, as_written)
              if x.op == "ld" and x.warp == 0 and x.what.startswith("A_shared")]
         lines.append((how, a, step_wavefronts("dgemm_tiled", p, as_written)["total"]))
-    out = [f"A read {how}: {len(a)} {a[0].sass} x {a[0].analysis.wavefronts} = "
-           f"{sum(x.analysis.wavefronts for x in a)} wavefronts per warp and step; "
+    out = [f"BLOCK = {block}, A read {how}: {len(a)} {a[0].sass} x {a[0].analysis.wavefronts} = "
+           f"{sum(x.analysis.wavefronts for x in a)} wavefronts per warp and step "
+           f"(ideal {a[0].analysis.ideal} per {a[0].sass}); "
            f"the whole step: {total:.0f}" for how, a, total in lines]
     try:
         slow, fast = (smem_bound("dgemm_tiled", p, w)["bound"] for w in (True, False))
@@ -1026,8 +1029,10 @@ def _stall_totals(study: str) -> dict:
 def stall_scale(study: str = DGEMM_STALLS) -> str:
     """What the stall columns are a share of: per BLOCK, every cycle of every resident warp
     per warp DFMA, and the share of it the MIO throttle takes."""
-    lines = [f"BLOCK = {b}: {total:,.0f} warp-cycles per warp DFMA in all; MIO throttle "
-             f"{mio / total:.0%} of them" for b, (total, mio) in _stall_totals(study).items()]
+    # one decimal, so that the share can be checked against the cycles printed beside it
+    lines = [f"BLOCK = {b}: {total:,.1f} warp-cycles per warp DFMA in all; MIO throttle "
+             f"{mio:,.1f} of them ({mio / total:.1%})"
+             for b, (total, mio) in _stall_totals(study).items()]
     return "\n".join(lines) if lines else "The recording has no profile of the tiled DGEMM."
 
 
