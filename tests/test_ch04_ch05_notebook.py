@@ -625,3 +625,25 @@ def test_the_probe_table_shows_the_64_bit_broadcast_the_pad_2_reads_rest_on():
         pytest.skip("no probe recording here")
     row = [r for r in t if r["pattern"].startswith("64-bit, every lane the same address")]
     assert len(row) == 1 and row[0]["ncu wf"] == row[0]["model wf"] == 1
+
+
+def test_the_shares_print_chapter_03s_own_share_of_cublas():
+    """The comparison with Boehm's kernel 3 to 4 ratio needs the base of the ratios."""
+    from gemm_kernels.measure import ladder
+    t03 = ladder.share("smem_tiled", 4096)
+    line = ch05_tile_1d.shares_4096().splitlines()[2]
+    assert line.startswith("smem_tiled (chapter 03) at 4096^3")
+    assert line.endswith(f"= {t03['% of cuBLAS']:.0f}% of cuBLAS")
+
+
+def test_the_mistakes_table_can_show_the_gist_of_each_message():
+    full = {r["submission"]: r["what step 2 says"] for r in ch05_tile_1d.mistakes()}
+    short = {r["submission"]: r["what step 2 says"]
+             for r in ch05_tile_1d.mistakes(key_phrases=True)}
+    assert set(short) == set(full)
+    for label, text in short.items():
+        assert len(text) <= len(full[label]) and len(text) < 240, (label, text)
+        assert ": " not in text, text
+    assert short["the chapter's kernel"] == full["the chapter's kernel"]
+    assert "BM = 32, BN = 128" in short["tc = t % BM: BM where BN belongs"]
+    assert short["threads down the column first"].endswith("(and 1 more)")

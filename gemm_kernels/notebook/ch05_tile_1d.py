@@ -576,7 +576,7 @@ def best_per_tm(size: int = 2048) -> Table:
     kernel at the same size."""
     from gemm_kernels.measure import ladder, records, tradeoff
     t03 = ladder.share("smem_tiled", size)
-    rows = [{"outputs per thread": "1 (chapter 03)", "tile": "32 x 32 x 32", "threads": 1024,
+    rows = [{"outputs per thread": "1 (chapter 03)", "BM x BN x BK": "32 x 32 x 32", "threads": 1024,
              "GFLOP/s": t03["GFLOP/s"] if t03 else None, "vs chapter 03": "1.0x"}]
     for tm in next(q for q in get("tile_1d").params if q.name == "TM").values:
         ranked = tradeoff.ranked("tile_1d", size, fixed={"TM": tm})
@@ -584,7 +584,7 @@ def best_per_tm(size: int = 2048) -> Table:
             continue
         p, g = ranked[0]
         rows.append({"outputs per thread": str(tm),
-                     "tile": f"{p['BM']} x {p['BN']} x {p['BK']}",
+                     "BM x BN x BK": f"{p['BM']} x {p['BN']} x {p['BK']}",
                      "threads": p["BM"] * p["BN"] // tm, "GFLOP/s": g,
                      "vs chapter 03": f"{g / t03['GFLOP/s']:.1f}x" if t03 else "-"})
     return Table(rows, list(rows[0]), title=f"the fastest recorded tile for each TM, "
@@ -736,16 +736,35 @@ def _whole_problems(detail: str, width: int) -> str:
     return "; ".join(shown) + (f" (and {rest} more)" if rest else "")
 
 
-def mistakes(width: int = 240) -> Table:
+def _key_phrase(detail: str) -> str:
+    """Step 2's first problem up to its first ': ' outside parentheses, without the
+    parenthesised asides at its end, and how many more problems there are: the message's
+    gist, for a table."""
+    parts = detail.split("; ")
+    text, depth = parts[0], 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and text.startswith(": ", i):
+            text = text[:i]
+            break
+    while text.endswith(")") and " (" in text:
+        text = text[:text.rindex(" (")]
+    rest = len(parts) - 1
+    return text + (f" (and {rest} more)" if rest else "")
+
+
+def mistakes(width: int = 240, key_phrases: bool = False) -> Table:
     """Steps 2 and 3 of the exercise without a GPU (step 3 then runs the kernel on the
     CPU, where a compiler is installed) on the chapter's kernel and on variants of it:
-    the verdicts, and what step 2 says (whole problems, never cut inside one)."""
+    the verdicts, and what step 2 says (whole problems, never cut inside one; with
+    `key_phrases`, the gist of the first problem only, so that the table stays narrow)."""
     from gemm_kernels.exercises.grader import grade
     rows = []
     for label, src in _variant_sources().items():
         steps = {s.name: s for s in grade("05_tile_1d", src, gpu=False).steps}
         static = steps["static"]
-        text = _whole_problems(static.detail, width)
+        text = (_key_phrase(static.detail) if key_phrases
+                else _whole_problems(static.detail, width))
         # the mapping as the student would write it, so that each verdict sits beside it
         tc, tr = (re.search(rf"const int {v} = (.+?);", src).group(1) for v in ("tc", "tr"))
         rows.append({"submission": label, "tc = ..., tr = ...": f"{tc}, {tr}",
@@ -1163,7 +1182,8 @@ def rates_by_size(params=None) -> str:
 def shares_4096() -> str:
     """The K4 tile and the default at 4096^3: rate, share of the cuBLAS run timed beside
     it, the ratio to chapter 03's kernel and the share of the FP32 peak of the GPU the
-    numbers describe; then how that peak is reckoned."""
+    numbers describe; then chapter 03's kernel's own share of cuBLAS; then how that peak
+    is reckoned."""
     from gemm_kernels.core import device
     from gemm_kernels.measure import ladder, records
     props = records.described_device()
@@ -1183,6 +1203,11 @@ def shares_4096() -> str:
         if peak:
             line += f", {s['GFLOP/s'] / peak:.0%} of the FP32 peak"
         lines.append(line)
+    # chapter 03's own share of cuBLAS: the ratios above are taken against it, so a
+    # comparison of ratios with another GPU's needs it too
+    if t03 and t03["% of cuBLAS"] is not None:
+        lines.append(f"smem_tiled (chapter 03) at 4096^3: {t03['GFLOP/s']:,.0f} GFLOP/s = "
+                     f"{t03['% of cuBLAS']:.0f}% of cuBLAS")
     if peak:
         lanes = props.get("fp32_lanes_per_sm") or device.fp32_lanes(props["compute_capability"])
         lines.append(f"FP32 peak of the {props['name']}: {props['sm_count']} SMs x {lanes} "
@@ -1227,22 +1252,3 @@ def load_wavefronts_line() -> str:
         return "not profiled here"
     return (f"load wavefronts, 1024^3: model {model:,}, Nsight Compute {ncu:,} "
             f"({abs(ncu - model) / model:.2%} apart)")
-
-
-def bk_gain_by_threads(size: int = 2048) -> Table:
-    """The sweep's BK pairs grouped by threads per block (BM * BN / TM): how many pairs,
-    the median gain of BK = 16 over BK = 8, and the median of measured gain over the
-    one-number model's (`bk_model`), which has no term for how many warps meet at a
-    barrier (above 1: the pairs gain more than the model says)."""
-    import statistics
-    pairs = bk_pairs(size)
-    f, _ = bk_model(size)
-    rows = []
-    for nt in sorted({c["BM"] * c["BN"] // c["TM"] for c, _, _ in pairs}):
-        group = [(c, g16 / g8) for c, g8, g16 in pairs if c["BM"] * c["BN"] // c["TM"] == nt]
-        over = [g / (2 * (f + 8 * c["TM"]) / (f + 16 * c["TM"])) for c, g in group]
-        rows.append({"threads per block": nt, "pairs": len(group),
-                     "TM in the group": ", ".join(str(t) for t in sorted({c["TM"] for c, _ in group})),
-                     "gain, median": f"{statistics.median(g for _, g in group):.2f}x",
-                     "measured / model, median": f"{statistics.median(over):.2f}"})
-    return Table(rows, list(rows[0]), title=f"BK = 16 over BK = 8 at {size}^3, by block size")
