@@ -391,6 +391,27 @@ def test_the_naive_step_lasts_several_trips_so_its_loads_queue():
     assert "the next table" not in str(ch13.naive_deeper_look())
 
 
+def test_littles_law_for_the_naive_loads_is_worked_out_from_the_profile():
+    """Loads in flight over the rate they are served: warps x loads per step, and loads
+    per cycle per SM, each rounded as printed, so the printed division checks."""
+    import re
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    m = {"sm__warps_active.avg.pct_of_peak_sustained_active": 50.0,
+         "smsp__inst_executed_op_global_ld.sum": 400.0,
+         "sm__inst_executed_pipe_tensor_op_hmma.sum": 100.0,
+         "sm__cycles_elapsed.avg": 1000.0}
+    assert ch13.naive_in_flight(m, None) is None
+    assert ch13.naive_in_flight({}, 132) is None
+    warps, flight, rate, cycles = ch13.naive_in_flight(m, 4)
+    assert (warps, flight, rate) == (32, 256, 0.1) and abs(cycles - 2560) < 1e-6
+    rows = [m for _, m in ch13.profile_rows() if m]
+    if not rows:
+        pytest.skip("the profile is not recorded")
+    text = str(ch13.profile_waits())
+    (a, b, c), = re.findall(r"([\d,]+) / ([\d.]+) = ([\d,]+) cycles", text)
+    assert abs(float(a.replace(",", "")) / float(b) - float(c.replace(",", ""))) < 1
+
+
 def test_the_pace_is_a_numbered_derivation_with_its_conclusion_apart():
     """The padded kernel's pipe-busy share as five numbered steps, then the conclusion
     in its own paragraph."""

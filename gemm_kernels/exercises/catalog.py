@@ -680,7 +680,10 @@ register(Exercise(
     kernel="wmma_naive", params={}, sass=("HMMA",), speed=0.9, shapes=WMMA_SHAPES,
     time_size=2048, also=WMMA_ALSO,
     hints={"compile": "keep the kernel's name and template parameters as given; the wmma "
-                      "names live in nvcuda::wmma (the `using` line is given)",
+                      "names live in nvcuda::wmma (the `using` line is given). An "
+                      "accumulator fragment has no layout in its type: load_matrix_sync "
+                      "takes it as a fourth argument, wmma::mem_row_major, as the store "
+                      "does",
            "static": "the tensor cores are reached through wmma::mma_sync: without it the "
                      "SASS has no HMMA instruction",
            "correct": _wmma_correct_hint,

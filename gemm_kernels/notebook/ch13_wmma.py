@@ -1038,6 +1038,25 @@ def naive_sectors_per_load(naive: dict):
     return sectors / requests if sectors and requests else None
 
 
+def naive_in_flight(naive: dict, sms):
+    """Little's law for the naive kernel's global loads, each piece rounded as printed:
+    (warps per SM, loads in flight per SM, loads served per cycle per SM, cycles a load
+    spends in the memory path). A warp issues its step's loads together and waits for
+    them, so warps x loads per step counts the loads in flight. None where a counter is
+    missing."""
+    from gemm_kernels.notebook.ch07_ablation import WARPS_PER_SM
+    active = naive.get("sm__warps_active.avg.pct_of_peak_sustained_active")
+    loads = naive.get("smsp__inst_executed_op_global_ld.sum")
+    hmma = naive.get("sm__inst_executed_pipe_tensor_op_hmma.sum")
+    cycles = naive.get("sm__cycles_elapsed.avg")
+    if not (active and loads and hmma and cycles and sms):
+        return None
+    warps = round(active / 100 * WARPS_PER_SM)
+    flight = warps * round(loads / hmma * NAIVE_HMMA_PER_STEP)
+    rate = round(loads / sms / cycles, 3)
+    return warps, flight, rate, flight / rate
+
+
 def profile_waits(rec=None) -> Text:
     """Where each profiled kernel waits, one or two sentences each: the naive kernel on
     its global loads (DRAM far from busy), which a step along K shows queueing (a step
@@ -1057,6 +1076,16 @@ def profile_waits(rec=None) -> Text:
                    if "selected" not in k), reverse=True)[:2]
     _, cycles, _ = warp_pace(padded)
     step, per_load = naive_step(naive), naive_sectors_per_load(naive)
+    sms = (rec or study_recording()).device.get("sm_count")
+    little = naive_in_flight(naive, sms)
+    law = ("" if not little else
+           f" Here: about {little[0]} warps per SM keep {little[1] // little[0]} loads each "
+           f"in flight, {little[0]} x {little[1] // little[0]} = {little[1]} loads per SM. "
+           f"The {sms} SMs served "
+           f"{naive['smsp__inst_executed_op_global_ld.sum'] / 1e6:,.0f} M loads in "
+           f"{naive['sm__cycles_elapsed.avg'] / 1e6:.2f} M cycles: {little[2]:.3f} loads per "
+           f"cycle per SM. So a load spends about {little[1]} / {little[2]:.3f} = "
+           f"{little[3]:,.0f} cycles in the memory path, close to a step.")
     queue = "" if not (step and per_load) else (
         f"* **Its loads wait behind one another.** A step along K is "
         f"{NAIVE_HMMA_PER_STEP} HMMA, and Nsight Compute counts {step[0]:.1f} instructions "
@@ -1066,8 +1095,8 @@ def profile_waits(rec=None) -> Text:
         f"{step[1]:.1f} x {naive[_LONG]:.0f} = {step[4]:,.0f} of them waiting for loads. "
         f"One trip to memory takes hundreds of cycles (section 4), so a step lasts several "
         f"trips. By Little's law, the time a load spends in the memory path is the number "
-        f"of loads in flight divided by the rate at which the path serves them. That time "
-        f"is several trips, so the loads wait behind one another somewhere in the memory "
+        f"of loads in flight divided by the rate at which the path serves them.{law} That "
+        f"time is several trips, so the loads wait behind one another somewhere in the memory "
         f"path. The narrow, scattered loads create this queue: each asks for "
         f"{per_load:.1f} sectors of 32 bytes, in 8 rows, for the 128 bytes a warp needs. "
         f"Where the queue is, this profile does not show.\n")
@@ -1182,9 +1211,15 @@ def pace_summary(rec=None) -> Text:
                  f"{_pct(padded[_BUSY])} measured.\n"
                  f"5. At full issue, one instruction every cycle, it would be busy "
                  f"1 / {every:.1f} x {per_hmma:.1f} = {_pct(100 / every * per_hmma)}.\n\n"
-                 f"No scheduler issues every cycle, so with this many instructions per HMMA, "
-                 f"more warps alone cannot fill the pipe. Fewer instructions per HMMA can: the "
-                 f"main loop's instructions are below.\n")
+                 f"No scheduler issues every cycle. "
+                 + (f"To fill the pipe, it would have to issue in {every:.1f} / "
+                    f"{per_hmma:.1f} = {_pct(100 * every / per_hmma)} of cycles, so with "
+                    f"this many instructions per HMMA, more warps alone are not a way to "
+                    f"fill it. " if every < per_hmma else
+                    f"So with this many instructions per HMMA, more warps alone cannot fill "
+                    f"the pipe. ")
+                 + f"Fewer instructions per HMMA can: the main loop's instructions are "
+                   f"below.\n")
     occ = _step_occupancy(studies.get(STUDY).steps[2])
     from gemm_kernels.core import device as _device
     lim = _device.limits()
