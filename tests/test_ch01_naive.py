@@ -216,6 +216,22 @@ def test_cap_line_gives_the_bytes_per_multiply_add_and_the_cap(recorded_mode):
     assert "chapter 03" in text and "chapters 05 and 06" in text
     assert "The cap: at least one L1 wavefront per scalar load instruction, 2 per warp-step" in text
     assert "for this loop of 4-byte loads" in text and "however" not in text
+    # what lifts the cap is sharing (a broadcast), not the width of the load
+    assert "loads that many lanes share (a broadcast), wide or not" in text
+    assert "Wider loads" not in text
+
+
+def test_rate_times_lines_two_rows_for_the_main_text(recorded_mode):
+    """BLOCK = 32 only, without the product: x->row then x->col, the sectors, lines,
+    profiled wavefronts and rate, and the caption names chapter 02's kernel."""
+    t = ch01_naive.rate_times_lines(blocks=(32,), product=False)
+    assert [r["settings"] for r in t] == ["BLOCK = 32, MAPPING = x->row",
+                                          "BLOCK = 32, MAPPING = x->col"]
+    assert [r["32-byte sectors per step (from the indices)"] for r in t] == [33, 5]
+    assert [r["128-byte lines per step (from the indices)"] for r in t] == [33, 2]
+    assert [r["wavefronts per step, Nsight Compute"] for r in t] == ["33.00", "2.00"]
+    assert all("rate x lines" not in r for r in t)
+    assert "chapter 02's coalesced kernel" in t.title
 
 
 def test_size_gap_prints_the_factor_at_2048_and_at_2047(recorded_mode):

@@ -311,9 +311,9 @@ def _cap_sentence(cap: dict) -> str:
             f"So at most {64 / cap['loads_per_step']:g} FLOP per SM per clock = "
             f"{cap['cap_gflops']:,.0f} GFLOP/s, {cap['cap_gflops'] / cap['peak_gflops']:.1%} "
             f"of the FP32 peak ({cap['peak_gflops']:,.0f} GFLOP/s), for this loop of 4-byte "
-            "loads.\nWider loads whose values feed several multiply-adds (16-byte loads from "
-            "shared memory, chapter 03) and reuse of values in registers (chapters 05 "
-            "and 06) lift it.")
+            "loads.\nWhat lifts it: loads that many lanes share (a broadcast), wide or not, "
+            "such as chapter 03's 16-byte broadcast of A from shared memory, and reuse of "
+            "values in registers (chapters 05 and 06).")
 
 
 def cap_line(params: dict | None = None) -> Text:
@@ -440,13 +440,15 @@ def _sweep(size: int, blocks):
             yield params, counts, rate
 
 
-def rate_times_lines(size: int = 2048, blocks=(8, 16, 32)) -> Table:
+def rate_times_lines(size: int = 2048, blocks=(8, 16, 32), product: bool = True) -> Table:
     """Per BLOCK and mapping: the 32-byte sectors and the 128-byte lines one warp's loads
     touch at one step, from the index expressions, beside Nsight Compute's wavefronts
     per step (the L1 cycles) where chapter 02's profile holds the configuration ('-'
     elsewhere), the recorded rate at size^3, and rate x lines: where the L1's cycles
     per step set the rate, the product stays about constant. The sectors stand beside
-    the lines so that a reader sees which of the two the rate follows."""
+    the lines so that a reader sees which of the two the rate follows. `product=False`
+    leaves out rate x lines: the main text's two-row table (blocks=(32,)) shows the counts
+    and the rates only."""
     from gemm_kernels.notebook.ch01_naive_dram import wavefronts_per_step
     counted, rows = wavefronts_per_step(), []
     sectors_col, lines_col, wf_col = "32-byte sectors per step (from the indices)", \
@@ -457,12 +459,14 @@ def rate_times_lines(size: int = 2048, blocks=(8, 16, 32)) -> Table:
         rows.append({"settings": _settings(params),
                      sectors_col: counts["sectors per step (A + B)"], lines_col: cycles,
                      wf_col: "-" if wf is None else f"{wf:.2f}",
-                     f"rate at {size}^3 (GFLOP/s)": fmt_number(rate),
-                     "rate x lines": fmt_number(rate * cycles)})
+                     f"rate at {size}^3 (GFLOP/s)": fmt_number(rate)})
+        if product:
+            rows[-1]["rate x lines"] = fmt_number(rate * cycles)
     return Table(rows, list(rows[0]), title="one warp, one step k: the sectors and lines its "
                  "loads touch, counted from the index expressions; the L1 cycles (wavefronts) "
-                 "Nsight Compute counted, where chapter 02 profiled the same loads; and the "
-                 "rate times the lines")
+                 "Nsight Compute counted (for x->col, on chapter 02's coalesced kernel, whose "
+                 "warps issue the same loads)" + ("; and the rate times the lines" if product
+                                                  else "; and the recorded rate"))
 
 
 def pace_line() -> Text:
