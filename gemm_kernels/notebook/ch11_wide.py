@@ -947,7 +947,7 @@ def solution_loop(block: int = 16) -> str:
         loop = analysis.main_loop(compiler.sass(k, {"BLOCK": block}))
         n = collections.Counter(op for _, op, _ in loop)
         kinds = ", ".join(f"{n[f]} {f}" for f in ("STS.64", "LDS.128", "LDS.64", "DFMA") if n[f])
-        out.append(f"{who}: {len(loop)} instructions ({kinds})")
+        out.append(f"{who}: {len(loop)} instructions, among them {kinds}")
     return "main loop compiled here, one trip per tile: " + "; ".join(out)
 
 
