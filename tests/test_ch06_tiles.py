@@ -584,3 +584,32 @@ def test_the_untouched_exercise_gets_a_short_hint():
                                      "the cell), then delete the marker line; no LDS.128")
     written = _tile_2d_static_hint("no LDS.128 in the SASS")
     assert "Hint 1" in untouched and len(untouched) < len(written)
+
+
+def test_register_blocks_does_the_occupancy_arithmetic():
+    lines = ch06_tiles.register_blocks([("K5", "tile_2d_reg", ch06_tiles.K5)]).splitlines()
+    occ = ch06_tiles.analysis.kernel_occupancy(
+        "tile_2d_reg", ch06_tiles.K5,
+        registers=(ch06_tiles.lookup.binary("tile_2d_reg", ch06_tiles.K5) or {}).get("registers"))
+    assert lines[0].startswith("an SM has 65,536 registers")
+    rounded = -(-occ.registers_per_thread // 8) * 8
+    assert f"counted as {rounded}" in lines[1]
+    assert f"{rounded} x 256 = {rounded * 256:,}" in lines[1]
+    n = occ.limits["registers"]
+    assert lines[1].split(": ")[-1].startswith(f"{n} block")
+    assert n * rounded * 256 <= 65536 < (n + 1) * rounded * 256
+
+
+def test_patch_pair_prints_two_patches_from_the_patch_rows():
+    rows = {r["patch"]: r for r in ch06_tiles.patch_rows()}
+    first, second = ch06_tiles.patch_pair("8x4", "4x8").splitlines()
+    assert first.startswith("8x4:") and second.startswith("4x8:")
+    assert f"{rows['8x4'][ch06_tiles.WARP_FFMA]} FMAs per wavefront" in first
+    assert f"{rows['4x8'][ch06_tiles.WARP_FFMA]} FMAs per wavefront" in second
+
+
+def test_tile_step_line_states_the_waves_and_instructions():
+    before, after = ch06_tiles.tile_step_rows()
+    line = ch06_tiles.tile_step_line()
+    assert f"waves {before['waves']} -> {after['waves']}" in line
+    assert f"{before['instructions (M, ncu)']} M -> {after['instructions (M, ncu)']} M" in line

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from gemm_kernels.core import analysis, compiler
+from gemm_kernels.core import analysis, compiler, device
 from gemm_kernels.core.kernels import get as get_kernel
 from gemm_kernels.core.launch import kernel_of
 from gemm_kernels.core.registry import Kernel
@@ -165,6 +165,44 @@ def counting(configs) -> Table:
                  "loads), per warp (wavefronts, bank model), and the timed binary's registers")
 
 
+def register_blocks(configs) -> str:
+    """One line per (label, kernel, params): the occupancy arithmetic of the registers
+    of the timed binary (as `counting`): registers per thread rounded up to the
+    allocation step, times the block's threads, against the SM's register file; the
+    block count is `analysis.occupancy`'s."""
+    lim = device.limits()
+    step = lim["register_allocation_unit"] // lim["warp_size"]   # registers per thread
+    per_sm = lim["registers_per_sm"]
+    lines = [f"an SM has {per_sm:,} registers, handed out in steps of {step} per thread"]
+    for label, name, params in configs:
+        p = _params(name, params)
+        timed = (lookup.binary(name, p) or {}).get("registers")
+        occ = analysis.kernel_occupancy(name, p, registers=timed)
+        regs, threads = occ.registers_per_thread, occ.threads_per_block
+        rounded = -(-regs // step) * step
+        block = rounded * threads
+        n = occ.limits["registers"]
+        fit = (f"{n} blocks need {n * block:,} <= {per_sm:,}, " if n > 1 else "")
+        cap = (f" (two blocks would need at most {per_sm:,} / (2 x {threads}) = "
+               f"{per_sm // (2 * threads)} registers per thread)" if n == 1 else "")
+        lines.append(f"{label}: {regs} registers per thread, counted as {rounded}; a block of "
+                     f"{threads} threads: {rounded} x {threads} = {block:,}; {fit}{n + 1} "
+                     f"{'blocks ' if n == 1 else ''}need {(n + 1) * block:,} > {per_sm:,}: {n} block{'' if n == 1 else 's'} "
+                     f"per SM{cap}")
+    return "\n".join(lines)
+
+
+def patch_pair(first: str = "8x4", second: str = "4x8", size: int = 2048) -> str:
+    """Two patches of the K5 tile in one line each (`patch_rows`): warps per SM (all in
+    one block), FMAs per wavefront and the rate at size^3."""
+    by_patch = {r["patch"]: r for r in patch_rows(size)}
+    return "\n".join(
+        f"{p}: {by_patch[p]['warps/SM']} warps per SM in one block, "
+        f"{by_patch[p][WARP_FFMA]} FMAs per wavefront, "
+        f"{_f(by_patch[p][f'TFLOP/s at {size}'])} TFLOP/s at {size}³"
+        for p in (first, second))
+
+
 # ------------------------------------------------------------------ standings
 
 STANDINGS = (("ch03 smem_tiled", "smem_tiled", None),
@@ -305,7 +343,6 @@ A6000 = {"name": "RTX A6000", "sm_count": 84, "fp32_lanes_per_sm": 128, "sm_cloc
 
 def _peak_line(props: dict, name: str) -> tuple[float, str]:
     """This GPU's FP32 peak in GFLOP/s, and the formula written out."""
-    from gemm_kernels.core import device
     lanes = props.get("fp32_lanes_per_sm") or device.fp32_lanes(props["compute_capability"])
     peak = device.peak_fp32_gflops({**props, "fp32_lanes_per_sm": lanes})
     return peak, (f"{name}: {props['sm_count']} SMs x {lanes} FP32 lanes x 2 x "
@@ -835,6 +872,14 @@ def tile_step_table(size: int = 4096) -> Table:
                  title=f"the tile step: what else changes ({records.described_device().get('sm_count')} SMs; instructions "
                        "and time from Nsight Compute at 4096³, its clocks locked); "
                        + records.recording_label())
+
+
+def tile_step_line(size: int = 4096) -> str:
+    """The tile step's waves and instructions in one line (`tile_step_rows`)."""
+    before, after = tile_step_rows(size)
+    inst = "instructions (M, ncu)"
+    return (f"{before['step']} -> {after['step']} at {size}³: waves {before['waves']} -> "
+            f"{after['waves']}; instructions (Nsight Compute) {before[inst]} M -> {after[inst]} M")
 
 
 PATH_PANELS = ("rate", "issue", "stalls")
