@@ -418,20 +418,20 @@ def test_quarter_line_is_the_counts_result(recorded_mode):
     line, text = c.quarter_line(), c.why_a_quarter()
     first, second, third = line.split("\n")
     assert first.startswith("1. ") and second.startswith("2. ") and third.startswith("3. ")
-    cycles = first.split("wait ")[1].split(" cycles")[0]
+    cycles = first.split("= ")[1].split(" stall cycles")[0]
     assert f"= {cycles} cycles of waiting per step" in text
-    ffma = second.split("so ")[1].split(" FFMAs")[0]
+    ffma = third.split("= ")[1].split(" FFMAs")[0]
     assert f"= {ffma} FFMAs" in text
-    assert "instruction every 4 cycles, a warp's fastest pace on average" in second
-    # the wait per step is shown as its product, and its coincidence with the
-    # instruction count (1.00 cycles per instruction here) is called chance
-    assert "1.00 cycles per instruction x 577 instructions; the cycles equal" in first
-    assert first.endswith("only by chance).")
+    # one worked block with units: the stall metric is per issued instruction, not a CPI
+    assert first.startswith("1. 1.00 stall cycles per issued instruction (long scoreboard) "
+                            "x 577 instructions per step = 577 stall cycles per warp per step")
+    assert "cycles per instruction (a warp's fastest pace on average) = 144 instructions" in second
+    assert "chance" not in line and "only by chance" in text    # said once, in the fold
     assert third.endswith("(the check asks for 128).")
     # the same share as the long count's: the wait per instruction / warps per scheduler
     st = next(st for s, st, _ in c._payoff_profiles(None, c.PAYOFF_STALLS,
                                                     None)[False] if s == "chapter 07's kernel")
-    assert f"are {st['long scoreboard'] / 4:.2f} of the step's 512" in third
+    assert f"FFMAs, {st['long scoreboard'] / 4:.2f} of the step's 512" in third
 
 
 def test_cover_line_counts_the_flight_against_the_latency(recorded_mode):

@@ -1033,19 +1033,14 @@ def quarter_line(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
         return NO_LATENCY
     st07, lp07, _, wait, w, lp, cover = q
     ls, n07 = st07.get("long scoreboard", 0.0), lp07.instructions
-    # the wait per step is a product; where it rounds to the instruction count, a student
-    # would read one number as derived from the other
-    chance = ("; the cycles equal the instructions only by chance"
-              if f"{wait:,.0f}" == f"{n07:,}" else "")
-    return (f"1. Chapter 07's warps wait {wait:,.0f} cycles per step for global loads: "
-            f"about one load latency ({ls:.2f} cycles per instruction x {n07:,} "
-            f"instructions{chance}).\n"
-            f"2. At one instruction every {w:.0f} cycles, a warp's fastest pace on average, "
-            f"that wait spans {wait / w:,.0f} "
-            f"instructions; {lp07.ffma:,} of chapter 07's {lp07.instructions:,} instructions "
-            f"per step are FFMAs, so {cover:,.0f} FFMAs.\n"
-            f"3. {cover:,.0f} FFMAs are {cover / lp07.ffma:.2f} of the step's {lp07.ffma:,}: "
-            f"your loads must stay in flight that long (the check asks for {lp.needed:,}).")
+    return (f"1. {ls:.2f} stall cycles per issued instruction (long scoreboard) x {n07:,} "
+            f"instructions per step = {wait:,.0f} stall cycles per warp per step: "
+            f"about one load latency.\n"
+            f"2. {wait:,.0f} cycles / {w:.0f} cycles per instruction (a warp's fastest pace "
+            f"on average) = {wait / w:,.0f} instructions.\n"
+            f"3. {wait / w:,.0f} instructions x {lp07.ffma:,} FFMAs / {n07:,} instructions "
+            f"= {cover:,.0f} FFMAs, {cover / lp07.ffma:.2f} of the step's {lp07.ffma:,} "
+            f"(the check asks for {lp.needed:,}).")
 
 
 def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
@@ -1065,7 +1060,10 @@ def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
             f"   Chapter 07's warps wait {ls:.2f} cycles for global loads (long scoreboard) "
             f"per instruction issued.\n"
             f"   Its loop issues {n07:,} instructions per step.\n"
-            f"   {ls:.2f} x {n07:,} = {wait:,.0f} cycles of waiting per step: one latency.\n"
+            f"   {ls:.2f} x {n07:,} = {wait:,.0f} cycles of waiting per step: one latency"
+            # a product that rounds to the instruction count reads as derived from it
+            f"{', equal to the count only by chance' if f'{wait:,.0f}' == f'{n07:,}' else ''}"
+            f".\n"
             f"2. A warp's pace.\n"
             f"   {w:.0f} warps share each scheduler, and a scheduler issues one instruction "
             f"per cycle.\n"
