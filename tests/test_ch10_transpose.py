@@ -554,3 +554,18 @@ def test_the_checks_table_gives_one_reading_per_check():
     two = next(r for r in rows if "two tiles" in r["question"])
     assert "77.1%" in two["evidence (printed from the recording)"]
     assert "87.6%" in two["evidence (printed from the recording)"]
+
+
+def test_out_pieces_line_quotes_the_pieces_table():
+    rows = {r["block order"]: r for r in c.block_order_pieces()}
+    line = c.out_pieces_line()
+    for order in ("x->col", "x->row"):
+        assert f"{order}: {rows[order]['out, written: pieces of rows']:,} pieces" in line
+        assert f"{rows[order]['out: bytes a piece']:,} bytes" in line
+    assert "diagonal" not in line
+
+
+def test_latency_check_is_the_checks_tables_first_row():
+    first = list(c.ruled_out())[0]
+    assert first["evidence (printed from the recording)"] == c.latency_check()
+    assert "stall counter" in c.latency_check() and "Little's law" in c.latency_check()

@@ -736,8 +736,7 @@ def ruled_out(study: str = DRAM_STUDY) -> Table:
     shape = _shape_text(studies.get(study).shapes[0])
     if copy is not None:
         add("Is the latency from Little's law plausible?",
-            f"copy, {shape}: {_stall_latency():.2f} µs a round trip from the stall counter, "
-            f"{_copy_chain(ODD)['latency'] * 1e6:.2f} µs from Little's law",
+            latency_check(),
             "yes: both a good part of a microsecond")
     if copy is not None and 1 in tiles:
         (cb, cw, _), (tb, tw, _) = per_trip(copy), per_trip(tiles[1])
@@ -896,6 +895,24 @@ def block_order_pieces(shape=ODD, params: dict | None = None,
                     "out: bytes a piece": round(got["out"]["bytes"])})
     return Table(out, list(out[0]), title=f"the picture's numbers: blocks resident at one "
                  f"time, {_shape_text(shape)}, float, one tile each")
+
+
+def out_pieces_line(shape=ODD) -> str:
+    """Section 4's one-line preview of A.3: in how many pieces of rows, and how long, the
+    blocks resident at one time write `out` under `x->col` and under `x->row`."""
+    rows = {r["block order"]: r for r in block_order_pieces(shape, orders=("x->col", "x->row"))}
+    parts = [f"{o}: {r['out, written: pieces of rows']:,} pieces of about "
+             f"{r['out: bytes a piece']:,} bytes" for o, r in rows.items()]
+    return (f"out written by the blocks resident at one time, {_shape_text(shape)}, float, "
+            f"one tile each: " + "; ".join(parts))
+
+
+def latency_check() -> str:
+    """Section 5's one-line independent check of the latency Little's law implies: the
+    copy's round trip from the stall counter beside the law's, at the ragged shape (A.4's
+    first row)."""
+    return (f"copy, {_shape_text(ODD)}: {_stall_latency():.2f} µs a round trip from the "
+            f"stall counter, {_copy_chain(ODD)['latency'] * 1e6:.2f} µs from Little's law")
 
 
 def padded_heatmap(shape=SQUARE, t: str = "float", pad: int = 1):
