@@ -216,8 +216,10 @@ def test_cap_line_gives_the_bytes_per_multiply_add_and_the_cap(recorded_mode):
     assert "chapter 03" in text and "chapters 05 and 06" in text
     assert "The cap: at least one L1 wavefront per scalar load instruction, 2 per warp-step" in text
     assert "for this loop of 4-byte loads" in text and "however" not in text
-    # what lifts the cap is sharing (a broadcast), not the width of the load
-    assert "loads that many lanes share (a broadcast), wide or not" in text
+    # what lifts the cap is several values per lane per wavefront: a narrow broadcast
+    # does not (x->col already broadcasts A and sits at the cap)
+    assert "loads that bring each lane several values in one wavefront" in text
+    assert "a wide load that the lanes share" in text and "wide or not" not in text
     assert "Wider loads" not in text
 
 

@@ -94,6 +94,7 @@ def test_summary_is_a_table_of_each_level_against_its_limit(recording):
     assert l2["bytes"] == "12.8 GB" and "not a limit here" in l2["limit"]
     assert l2["share of the limit"] == "-"
     assert "32 banks x 4 B" in width["limit"] and "for comparison" in width["limit"]
+    assert "which wide shared loads can pass" in width["limit"]
     lanes = 2e9 * 128 / (t["ms"] * 1e-3)
     assert width["share of the limit"] == f"{lanes / (device.smem_bandwidth_gbps(GPU) * 1e9):.0%}"
 

@@ -311,9 +311,9 @@ def _cap_sentence(cap: dict) -> str:
             f"So at most {64 / cap['loads_per_step']:g} FLOP per SM per clock = "
             f"{cap['cap_gflops']:,.0f} GFLOP/s, {cap['cap_gflops'] / cap['peak_gflops']:.1%} "
             f"of the FP32 peak ({cap['peak_gflops']:,.0f} GFLOP/s), for this loop of 4-byte "
-            "loads.\nWhat lifts it: loads that many lanes share (a broadcast), wide or not, "
-            "such as chapter 03's 16-byte broadcast of A from shared memory, and reuse of "
-            "values in registers (chapters 05 and 06).")
+            "loads.\nWhat lifts it: loads that bring each lane several values in one wavefront: "
+            "a wide load that the lanes share (chapter 03's 16-byte broadcast of A), and "
+            "reuse of values in registers (chapters 05 and 06).")
 
 
 def cap_line(params: dict | None = None) -> Text:
@@ -372,8 +372,8 @@ def l1_cap(params: dict | None = None) -> dict | None:
     scalar load instruction cost one wavefront, its least: a warp-step (32 lanes x one
     multiply-add, 64 FLOP) issues LDG / FFMA load instructions (from the compiled loop),
     so 64 / that many FLOP per SM and clock, beside the FP32 peak, for the GPU the
-    numbers describe. It holds for this loop of 4-byte loads only: a wider load, or a
-    broadcast one, delivers more per wavefront. None where the SMs or clock are missing."""
+    numbers describe. It holds for this loop of 4-byte loads only: a wide load that the
+    lanes share delivers more per wavefront. None where the SMs or clock are missing."""
     from gemm_kernels.measure import records
     r = loop_loads(params)
     props = records.described_device()

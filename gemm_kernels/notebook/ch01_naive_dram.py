@@ -101,7 +101,7 @@ def bytes_plot(study: str = STUDY, ax=None):
     limit in the kernel's timed run (read against the DRAM bar only). The delivered bytes
     are drawn inside a dotted red outline, for comparison, the L1's byte width over the
     same timed run (`l1_byte_rate`: 128 B per SM and clock), which they are far below; it
-    is no hard limit on them (a broadcast load delivers more per wavefront); the L1's pace in lines is counted by `wavefronts_per_request` and `l1_pace`, not drawn
+    is no hard limit on them (a wide shared load delivers more per wavefront); the L1's pace in lines is counted by `wavefronts_per_request` and `l1_pace`, not drawn
     here, since lines are not bytes. Each bar says its bytes and its multiple of A, B and
     C, which the top axis also gives."""
     import matplotlib.pyplot as plt
@@ -159,7 +159,7 @@ def summary(study: str = STUDY):
     share of it. DRAM (read and written apart) against the device copy, as chapter 00
     reads it; the L2's bytes with DRAM's limit as a floor under its own (none is measured
     here); the bytes the L1 delivered to the lanes (32 x 4 B per warp load) against its
-    byte width, for comparison (not a hard limit: a broadcast load delivers
+    byte width, for comparison (not a hard limit: a wide shared load delivers
     more per wavefront). The sector bytes the L1 looked up get a row too, the chart's
     green bar, but no byte limit of their own (the L1's pace is counted in wavefronts,
     `wavefronts_per_request`).
@@ -194,8 +194,8 @@ def summary(study: str = STUDY):
                               "load, even where lanes share an address)",
                      "bytes": bytes_text(t["lane_bytes"]), "per second": per_s(t["lane_bytes"]),
                      "limit": f"{bytes_text(rate[1])}/s, for comparison: its byte width, "
-                              "128 B per SM per clock (32 banks x 4 B), which broadcast "
-                              "loads can pass",
+                              "128 B per SM per clock (32 banks x 4 B), which wide "
+                              "shared loads can pass",
                      "share of the limit": f"{rate[0] / rate[1]:.0%}"})
     return Table(rows, list(rows[0]),
                  title=f"the naive kernel ({_settings(t)}) at {t['size']}^3, "
