@@ -274,11 +274,19 @@ def cmd_study(a):
             studies.get(n)
         except ValueError as e:     # the registry's own message, argparse-style
             a.parser.error(str(e))
-    _need_gpu("study")
     # the chapters' variants, registered so that a study's step can name one
-    import gemm_kernels.notebook.timed_variants  # noqa: F401
+    from gemm_kernels.notebook import timed_variants
+    for v in a.variants:
+        try:
+            timed_variants.get(v)
+        except ValueError as e:
+            a.parser.error(str(e))
+    _need_gpu("study")
     from gemm_kernels.measure.record import merge
-    from gemm_kernels.measure.study_run import study_rows
+    from gemm_kernels.measure.study_run import check_steps, study_rows
+    if a.check_only:
+        wrong = [w for n in names for w in check_steps(n, a.shapes)]
+        sys.exit(1 if wrong else 0)
     failed = []
     for n in names:
         try:
@@ -289,6 +297,9 @@ def cmd_study(a):
             continue
         rec = merge(rows)
         print(f"{n}: {len(rows)} rows merged into {rec.path}")
+    if a.variants:
+        # in this process, so that they share the studies' run
+        timed_variants.record(a.variants)
     sys.exit(1 if failed else 0)
 
 
@@ -378,6 +389,14 @@ def main(argv=None):
                         "each in one process, merged into the record (needs a GPU)")
     st.add_argument("names", nargs="*", metavar="STUDY")
     st.add_argument("--all", action="store_true", help="every study")
+    st.add_argument("--variants", nargs="+", metavar="VARIANT", default=[],
+                    help="then time these variants the chapters time (their names in "
+                    "gemm_kernels.notebook.timed_variants) in the same run")
+    st.add_argument("--check-only", action="store_true", help="only check each "
+                    "configuration of the studies (on the ragged shapes, or --shapes); "
+                    "time nothing, record nothing")
+    st.add_argument("--shapes", nargs="+", type=_shape, metavar="MxNxK",
+                    help="the shapes --check-only checks on")
     st.set_defaults(fn=cmd_study)
     an = sub.add_parser("analyse", help="registers, spills, SASS histogram, occupancy (no GPU)")
     an.add_argument("--kernels", nargs="+", type=_kernel())

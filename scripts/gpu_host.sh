@@ -3,7 +3,7 @@
 # test and time. Logs go to $OUT. Usage: bash scripts/gpu_host.sh STAGE...
 # The Jupyter stack travels as wheels in .whl/: `bash ../shared/gpu-host/fetch-wheels.sh pytest-xdist execnet`
 # (xdist only for NBVAL_WORKERS), then `carry` .whl with the run.
-# Stages: info smoke check sanitize tests gputests full nbval verify grade bench record sweeps variants ch12 ch12data ch13 ch14 ch15 latency probe
+# Stages: info smoke check sanitize tests gputests full nbval verify grade bench record sweeps variants ch12 ch12data ch13 ch14 ch15 ladder09 latency probe
 # profile studies (SWEEPS=name limits the sweeps stage to one kernel's entries; KERNELS="a b"
 # limits check and sanitize to those kernels; STUDIES="a b" the studies stage; `verify` runs check,
 # sanitize, tests and nbval side by side: none of them times anything it reports)
@@ -112,6 +112,21 @@ for stage in "$@"; do
               sanitize ch15 tests/test_gpu_wgmma.py "nan_and_inf"
               timeout 400 python3 -m pytest -q -p no:cacheprovider --nbval notebooks/15_hopper.ipynb \
                   notebooks/solutions/15_solution.ipynb 2>&1 | tee "$OUT/ch15-nbval.log" | tail -8 ;;
+    ladder09) # chapter 09's ladder re-timed in one process (one run): both builds, step 7
+              # with its choices undone, and the worked solutions timed beside its kernels
+              # (the study checks each configuration on the ragged shapes before timing it);
+              # step 7's new configurations first under both sanitizers
+              san="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+              for t in memcheck racecheck; do
+                timeout 300 "$san" --tool $t --error-exitcode 3 python3 -m gemm_kernels study \
+                    ch09_step7_choices --check-only --shapes 33x65x17 127x129x255 4097x1023x515 \
+                    > "$OUT/ch09-choices-$t.log" 2>&1
+                echo "$t exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|WRONG' "$OUT/ch09-choices-$t.log" | tr '\n' ' ')"
+              done
+              python3 -m gemm_kernels study ch09_ladder ch09_ladder_minb2 ch09_step7_choices \
+                  --variants "08_double_buffer: worked solution" "09_zorder: worked solution" \
+                  "09_capstone_step: worked solution" 2>&1 | tee "$OUT/ladder09.log" | tail -75
+              cp figures/data/*.json "$OUT/" ;;
     latency)  python3 -m gemm_kernels.notebook.widget_latency 2>&1 | tee "$OUT/latency.log" ;;
     probe)    python3 -m gemm_kernels.memory.probe --out "$OUT/bank_probe.json" 2>&1 | tee "$OUT/probe.log" | tail -40 ;;
     studies)  # the metric names this ncu knows, kept beside the counters chosen from them

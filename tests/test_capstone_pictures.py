@@ -955,20 +955,29 @@ def test_minb_loops_set_the_two_builds_of_one_source_one_above_the_other():
     assert sum("LDGSTS" in l for l in one) == a["LDGSTS"] == sum("LDGSTS" in l for l in two)
 
 
-def test_the_bk_reading_sets_bk_8_against_16_as_built_and_at_two_blocks():
-    lines = str(cp.bk_reading()).splitlines()
-    assert lines[0].startswith("(the capstone's default at 4096^3, recorded on")
-    built, held = lines[1], lines[2]
-    assert built.startswith("as built (MINB = 1): BK = 8 ") and "/SM)" in built
-    assert held.startswith("built with MINB = 2") and "registers" not in held
-    if "not recorded" in built + held:
-        pytest.skip("the recording has no BK = 8 build of the capstone")
-    # the recorded BK = 8 build needs more than 128 registers: one block per SM, a loss;
-    # at two blocks each, the depth of a tile moves the rate within the code shift
-    assert "1 block/SM" in built and built.endswith("a loss"), built
-    assert held.endswith("not credited"), held
-    assert lines[-1].split(": ", 1)[1].startswith(str(cp._here_registers(
-        "capstone", {**cp.KERNELS["capstone"].resolve(None), "BK": 8})) + " registers")
+def test_step7_choices_set_each_undone_choice_against_step_7_in_the_ladders_run():
+    """Step 7 at BK = 8 and with one fragment set, each against step 7 itself, as built
+    (with the registers and blocks per SM of each binary) and between the MINB = 2
+    builds, read by the ladder's rule; nothing compared across runs."""
+    lines = str(cp.step7_choices()).splitlines()
+    assert lines[0] == f"(step 7 and two of its choices undone, {cp.ladder_source()})"
+    assert lines[-1].startswith("the rule's threshold (the ladder's MINB code shift): ±")
+    built = lines.index("as built (MINB = 1):")
+    held = lines.index("built with MINB = 2 (two blocks per SM each):")
+    rec = cp.ladder_recording()
+    timed = {r["run"] for n in (2048, 4096) for _, r in
+             cp.studies.results(cp.STEP7_CHOICES, (n,) * 3, rec) if r} == \
+        {r["run"] for r in cp._ladder_rows() if r}
+    if not timed:
+        assert lines[built + 1] == lines[held + 1] == "  not timed in the ladder's run"
+        return
+    seven, bk8, one = lines[built + 1:held]
+    assert seven.startswith("  step 7: 2048^3 ") and "/SM)" in seven
+    for line, what in ((bk8, "at BK = 8"), (one, "with one fragment set")):
+        assert line.startswith(f"  {what}: 2048^3 ") and "registers" in line
+        assert line.rsplit(", ", 1)[1] in ("a gain", "a loss", "not credited",
+                                           "within the code shift, not credited")
+    assert all("registers" not in l for l in lines[held + 1:-1])
 
 
 def test_built_with_is_the_minb_each_steps_source_asks_for():

@@ -145,6 +145,8 @@ def test_readme_from_an_empty_or_foreign_recording_is_refused(tmp_path, results)
     (["profile"], "profile needs a GPU"),
     (["study", "--all"], "study needs a GPU"),
     (["study", "ch09_ladder"], "study needs a GPU"),
+    (["study", "ch09_step7_choices", "--check-only", "--shapes", "33x65x17"], "study needs a GPU"),
+    (["study", "ch09_ladder", "--variants", "09_zorder: worked solution"], "study needs a GPU"),
 ])
 def test_gpu_commands_say_they_need_a_gpu(args, needle):
     res = run(*args)
@@ -166,6 +168,8 @@ def test_gpu_commands_say_they_need_a_gpu(args, needle):
     (["analyse", "--kernels", "naive", "nonesuch"], "'nonesuch' is not a kernel"),
     (["study"], "name one or more studies, or --all"),
     (["study", "nonesuch"], "no study named 'nonesuch'; known studies: ch09_ladder"),
+    (["study", "ch09_ladder", "--variants", "nonesuch"], "no timed variant named 'nonesuch'"),
+    (["study", "ch09_ladder", "--check-only", "--shapes", "0x1x1"], "every dimension at least 1"),
 ])
 def test_bad_arguments_come_before_the_gpu(args, needle):
     res = run(*args)

@@ -209,3 +209,19 @@ def test_a_profiled_variant_is_recorded_under_its_own_name(monkeypatch):
     rec = records.Record({"name": "Test GPU"}, "2026-01-01T00:00:00Z", "abc", rows)
     got = studies.results(st.name, rec=rec)
     assert [r["metrics"]["m"] for _, r in got] == list(range(len(st.steps)))
+
+
+def test_step_7s_choices_undo_one_choice_each_at_the_ladders_shapes():
+    """ch09_step7_choices: step 7's own parameters with BK = 8, or the capstone with one
+    fragment set, each as built and with MINB = 2, timed at the ladder's shapes (in its
+    run: the reading compares them with step 7's rows)."""
+    import gemm_kernels.notebook.ch09_split  # noqa: F401  (registers the variant)
+    st, ladder = studies.get("ch09_step7_choices"), studies.get("ch09_ladder")
+    seven = next(s for s in ladder.steps if s.params.get("HOIST") and s.params["GROUP"] == 1)
+    assert st.kind == "time" and st.shapes == ladder.shapes and not studies.problems(st)
+    changed = [({k for k in s.params if s.params[k] != seven.params[k]}, s.variant)
+               for s in st.steps]
+    assert changed == [({"BK"}, None), ({"BK", "MINB"}, None),
+                       (set(), "capstone: one fragment set"),
+                       ({"MINB"}, "capstone: one fragment set")]
+    assert [s.params["MINB"] for s in st.steps] == [1, 2, 1, 2]

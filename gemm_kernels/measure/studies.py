@@ -163,6 +163,8 @@ def _capstone(**change):
 
 
 _ZORDER = {"BM": 128, "BN": 128, "BK": 8}
+# The capstone with one set of fragment registers (notebook/ch09_split.py builds it).
+_ONE_SET = "capstone: one fragment set"
 # Step 4 of chapter 09's ladder, one change at a time (notebook/ch09_split.py): the
 # z-order kernel's copies made cp.async into its two stages; the capstone's warp tiles
 # with one fragment set; the capstone itself (two fragment sets).
@@ -170,7 +172,7 @@ _STEP_4 = (
     Step("+ cp.async copies, 2 stages", "zorder", {**_ZORDER, "PAD": 4, "ZORDER": True},
          variant="zorder: cp.async ring, 2 stages"),
     Step("+ warp tiles (one fragment set)", "capstone", _capstone(),
-         variant="capstone: one fragment set"),
+         variant=_ONE_SET),
     Step("+ double-buffered fragments", "capstone", _capstone()))
 _LADDER_STEPS = (
     Step("chapter 08: staged through registers", "double_buffer", K5),
@@ -196,6 +198,17 @@ STUDY_LIST = (
           "The capstone's steps of the ladder, built to fit two blocks per SM", "time",
           tuple(replace(s, label=f"{s.label}, MINB = 2", params={**s.params, "MINB": 2})
                 for s in _LADDER_STEPS if "MINB" in s.params),
+          (CUBE_2048, CUBE_4096)),
+    # Step 7 (the capstone's default) with one of its choices undone: BK = 8 (step 6)
+    # and one fragment set (step 4c), each as built and with MINB = 2. Timed in the
+    # ladder's run, so that each is compared with step 7's own rows.
+    Study("ch09_step7_choices", "09",
+          "Does the capstone still need BK = 16 and its second fragment set?", "time",
+          tuple(Step(label + (", MINB = 2" if m == 2 else ""), "capstone",
+                     _capstone(STAGES=4, BK=bk, HOIST=True, MINB=m), variant=variant)
+                for label, bk, variant in (("step 7 at BK = 8", 8, None),
+                                           ("step 7 with one fragment set", 16, _ONE_SET))
+                for m in (1, 2)),
           (CUBE_2048, CUBE_4096)),
     Study("ch07_ablation", "07",
           "Chapter 06's tile, then 16-byte global loads, then the transposed A tile",
@@ -463,6 +476,12 @@ STUDY_LIST += (
               Step("shared tiles, rows not padded", "wmma_tiled", {"PAD": 0}),
               Step("shared tiles, rows padded by 8 halves", "wmma_tiled", {"PAD": 8})),
           (CUBE_4096,), (STALLS, *ISSUE, SHARED_ALL, *TENSOR, *DRAM)),
+    # Where the naive kernel's loads queue: each LDG.E touches 8 lines, so the L1's stages
+    # (the busiest of them against its peak) decide whether the L1 is the queue.
+    Study("ch13_naive_l1", "13", "The naive WMMA kernel's loads: how busy each stage of "
+          "the L1 is", "ncu", (
+              Step("one warp per tile, fragments from global memory", "wmma_naive", {}),),
+          (CUBE_4096,), (*L1_STAGES, *L1_LINES)),
 )
 # Chapter 14: the mma.sync kernel's shared-memory layouts (ldmatrix wavefronts and bank
 # conflicts without and with the swizzle) and what its tiles wait on, at 4096^3 and at

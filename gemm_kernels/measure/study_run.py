@@ -3,7 +3,27 @@ reference, profiled under one Nsight Compute run with the study's counters, or r
 seconds beside the reference with the clock and power sampled."""
 from __future__ import annotations
 
-from gemm_kernels.measure import clocks, ncu, profile, record, studies
+from gemm_kernels.measure import check, clocks, ncu, profile, record, studies
+
+
+def check_steps(name: str, shapes=None, log=print) -> list[str]:
+    """Each distinct configuration of study `name` checked (`check.check_all`: plain and
+    general alpha/beta) on the ragged shapes, or on `shapes`, before anything of it is
+    timed: a study must not time a wrong kernel. The failures, one line each; a shape a
+    kernel refuses is not a failure (it would not be timed there either)."""
+    failed, seen = [], set()
+    for step, full, _ in studies.launches(studies.get(name)):
+        kernel = studies.step_kernel(step)
+        key = (kernel.name, repr(sorted(full.items())))
+        if key in seen:
+            continue
+        seen.add(key)
+        results = check.check_all(kernel, full, shapes)
+        bad = [r for r in results if r.ok is False]
+        log(f"  {name} {step.label}: {len(results) - len(bad)} of {len(results)} checks "
+            f"right or refused" + "".join(f"\n    WRONG {r.shape}: {r.message}" for r in bad))
+        failed += [f"{step.label} at {r.shape}: {r.message}" for r in bad]
+    return failed
 
 
 def study_rows(name: str, log=print) -> list[dict]:
@@ -18,6 +38,10 @@ def study_rows(name: str, log=print) -> list[dict]:
         metrics = studies.pick_metrics(study.metrics, ncu.known_metrics())
         log(f"{name}: {len(metrics)} counters over {len(study.steps)} steps")
         return profile.run(name, metrics)
+    if study.kind == "time":
+        wrong = check_steps(name, log=log)
+        if wrong:
+            raise ValueError(f"{name}: not timed, wrong results: " + "; ".join(wrong))
     # registry kernels compile in parallel first; a timed variant compiles at its launch
     record.warm([(step.kernel, full) for step, full, _ in studies.launches(study)
                  if step.variant is None])

@@ -2134,37 +2134,51 @@ def h200_rule(sizes=(4096, 2048)) -> Text:
                 f"own threshold (the MINB code shift on that GPU): {rule or NOT_RECORDED}")
 
 
-def bk_reading(size: int = 4096) -> Text:
-    """Why the capstone keeps BK = 16 although step 6 was not credited: its default
-    (HOIST) at BK = 8 against BK = 16 at size^3, as built (MINB = 1: registers and blocks
-    per SM of each binary timed) and between the MINB = 2 builds (two blocks each), read
-    by the chapter's rule against the recompile shift of the same GPU
-    (`default_recompile`); then what ptxas here gives BK = 8 (`fit`)."""
-    d = KERNELS["capstone"].resolve(None)
-    rows = {(bk, m): _capstone_row(size, {**d, "BK": bk, "MINB": m})
-            for bk in (8, 16) for m in (1, 2)}
-    lines = [f"(the capstone's default at {size}^3, {records.rows_label(list(rows.values()))})"]
-    shift = default_recompile(size)
+STEP7_CHOICES = "ch09_step7_choices"   # step 7 at BK = 8 and with one fragment set
+
+
+def step7_choices(sizes=(2048, 4096)) -> Text:
+    """Why the capstone keeps BK = 16 and its second fragment set although neither step
+    was credited: step 7 (the capstone's default) against itself at BK = 8 and with one
+    fragment set, all from the ladder's run (`STEP7_CHOICES` is timed with it), as built
+    (registers and blocks per SM of each binary timed) and between the MINB = 2 builds
+    (two blocks each), read by the ladder's rule (`recompile_shift`)."""
+    rec = ladder_recording()
+    seven = ladder(sizes)[position(7)]
+    by_size = {n: studies.results(STEP7_CHOICES, (n,) * 3, rec) for n in sizes}
+    shift = recompile_shift(sizes)
+    lines = [f"(step 7 and two of its choices undone, {ladder_source()})"]
     for m, how in ((1, "as built (MINB = 1)"), (2, "built with MINB = 2 (two blocks per SM each)")):
-        a, b = rows[(8, m)], rows[(16, m)]
-        if a is None or b is None:
-            lines.append(f"{how}: {NOT_RECORDED}")
+        base = seven.rows if m == 1 else seven.held
+        others = [(step, {n: row for n in sizes
+                          for s, row in by_size[n] if s == step})
+                  for step, _ in by_size[sizes[0]] if step.params["MINB"] == m]
+        runs = {r.get("run") if r else None for rows in (base, *(o for _, o in others))
+                for r in rows.values()}
+        lines.append(f"{how}:")
+        if len(runs) != 1 or None in runs:
+            lines.append("  not timed in the ladder's run")
             continue
-        c = 100 * (_rate(a) / _rate(b) - 1)
-        def held(r):
+
+        def held(step, rows):
             # As built, the registers decide the blocks per SM: say both.
-            regs = _timed_registers(r)
+            regs = _timed_registers(*rows.values())
             if m != 1 or regs is None:
                 return ""
-            nb = _blocks("capstone", r["params"], regs)
+            nb = _blocks(studies.step_kernel(step), step.params, regs)
             return f" ({regs} registers, {nb} block{'s' * (nb != 1)}/SM)"
-        v = verdict([(size, c)], {size: abs(shift)}) if shift is not None else ""
-        lines.append(f"{how}: BK = 8 {count(_rate(a))} GFLOP/s{held(a)}, BK = 16 "
-                     f"{count(_rate(b))}{held(b)}: BK = 8 {signed(c)}" + (f", {v}" if v else ""))
-    if shift is not None:
-        lines.append(f"the rule's threshold on this GPU (the MINB code shift): ±{abs(shift):.1f}%")
-    lines.append(f"ptxas {compiler.ptxas_version()} on this machine, BK = 8 as built: "
-                 f"{fit('capstone', {**d, 'BK': 8})}")
+
+        rates = lambda rows: ", ".join(f"{n}^3 {count(_rate(rows[n]))}" for n in sizes)
+        lines.append(f"  step 7: {rates(base)} GFLOP/s{held(seven.step, base)}")
+        for step, rows in others:
+            changes = [(n, 100 * (_rate(rows[n]) / _rate(base[n]) - 1)) for n in sizes]
+            v = verdict(changes, shift)
+            lines.append(f"  {step.label.split(', MINB')[0].removeprefix('step 7 ')}: "
+                         f"{rates(rows)}{held(step, rows)}: "
+                         + " / ".join(signed(c) for _, c in changes) + (f", {v}" if v else ""))
+    if shift:
+        lines.append("the rule's threshold (the ladder's MINB code shift): "
+                     + ", ".join(f"±{shift[n]:.1f}% at {n}^3" for n in sizes if n in shift))
     return Text("\n".join(lines))
 
 
