@@ -117,6 +117,8 @@ def test_bytes_plot_draws_six_bars_in_order_and_the_dram_limit(recording):
     assert not ax.get_lines()
     assert ax.patches[3].get_facecolor() != matplotlib.colors.to_rgba("C3")
     assert ax.get_xscale() == "log"
+    # one axis of bytes: the bar labels carry each multiple of A, B and C
+    assert len(ax.child_axes) == 0
     assert not [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
     # DRAM's limit is the hatched bar alone: no line runs through the L1's bars
     assert not any(x.get_text().strip() == "DRAM limit" for x in ax.texts)

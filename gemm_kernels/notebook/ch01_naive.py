@@ -266,6 +266,49 @@ def loop_loads(params: dict | None = None) -> dict:
             "stride": stride, "notes": notes}
 
 
+def _loop_text(kernel: str, params: dict) -> list[str]:
+    k = get_kernel(kernel)
+    return [t for _, _, t in analysis.main_loop(compiler.sass(k, k.resolve(params)))]
+
+
+def _lanes(kernel: str, params: dict) -> list[tuple[int, int]]:
+    """(row, col) of C for every thread of block (0, 0), warp by warp: what its loads
+    address at every step k (A[row][k], B[k][col])."""
+    from gemm_kernels.memory import ch01_02_sectors
+    threads = get_kernel(kernel).threads(get_kernel(kernel).resolve(params))
+    return [(e["row"], e["col"]) for w in range(threads[0] * threads[1] // 32)
+            for e in ch01_02_sectors.warp_elements(kernel, params, 4096, 4096, 4096, warp=w)]
+
+
+def same_loop(block: int = 32) -> Text:
+    """The evidence behind "the same loop" and "the same loads", from the compiler run
+    here: x->row's and x->col's main loops compared instruction by instruction, then
+    x->col's against chapter 02's coalesced kernel (the one Nsight Compute profiled in
+    its place), both in its instructions (register numbers aside) and in the (row, col)
+    each lane of each warp of a block computes, which fixes the addresses it loads."""
+    row, col = ({"BLOCK": block, "MAPPING": m} for m in ("x->row", "x->col"))
+    coal = {"BLOCK": block}
+    a, b, c = _loop_text(KERNEL, row), _loop_text(KERNEL, col), _loop_text("coalesced", coal)
+
+    def bare(text):     # the instruction with its register numbers left out
+        return [re.sub(r"\bU?R\d+", "R", t) for t in text]
+
+    def compare(x, y):
+        if x == y:
+            return f"the same {len(x)} instructions, operand for operand"
+        if bare(x) == bare(y):
+            n = sum(i != j for i, j in zip(x, y))
+            return f"the same {len(x)} instructions; {n} use another register number"
+        return f"different loops ({len(x)} and {len(y)} instructions)"
+    lanes = ("x->col and chapter 02's kernel give each lane of the first block the same "
+             "element of C, so the same addresses at every step k."
+             if _lanes(KERNEL, col) == _lanes("coalesced", coal) else
+             "The two kernels give some lanes different elements of C.")
+    return Text(f"The compiled loops at BLOCK = {block}, compared instruction by instruction:\n"
+                f"  x->row against x->col: {compare(a, b)}.\n"
+                f"  x->col against chapter 02's coalesced kernel: {compare(b, c)}.\n{lanes}")
+
+
 def read_loop(params: dict | None = None, head: int = 8, tail: int = 14) -> Text:
     """The loop's first `head` and last `tail` instructions (as `display.sass_loop`
     shows them), each with what it does in the kernel's terms after '//'."""
@@ -462,11 +505,10 @@ def rate_times_lines(size: int = 2048, blocks=(8, 16, 32), product: bool = True)
                      f"rate at {size}^3 (GFLOP/s)": fmt_number(rate)})
         if product:
             rows[-1]["rate x lines"] = fmt_number(rate * cycles)
+    # the text beside the table says where x->col's wavefronts were counted
     return Table(rows, list(rows[0]), title="one warp, one step k: the sectors and lines its "
-                 "loads touch, counted from the index expressions; the L1 cycles (wavefronts) "
-                 "Nsight Compute counted (for x->col, on chapter 02's coalesced kernel, whose "
-                 "warps issue the same loads)" + ("; and the rate times the lines" if product
-                                                  else "; and the recorded rate"))
+                 "loads touch, the L1 wavefronts Nsight Compute counted, and "
+                 + ("the rate times the lines" if product else "the recorded rate"))
 
 
 def pace_line() -> Text:

@@ -103,7 +103,7 @@ def bytes_plot(study: str = STUDY, ax=None):
     same timed run (`l1_byte_rate`: 128 B per SM and clock), which they are far below; it
     is no hard limit on them (a wide shared load delivers more per wavefront); the L1's pace in lines is counted by `wavefronts_per_request` and `l1_pace`, not drawn
     here, since lines are not bytes. Each bar says its bytes and its multiple of A, B and
-    C, which the top axis also gives."""
+    C (no second axis: the labels carry the multiple)."""
     import matplotlib.pyplot as plt
     t = traffic(study)
     if t is None:
@@ -140,8 +140,6 @@ def bytes_plot(study: str = STUDY, ax=None):
     ax.set_yticks(list(ys), [b[0] for b in bars], fontsize=9)
     ax.set_xscale("log")
     ax.set_xlim(mats / 3, max(max(b[1] for b in bars) * 30, (l1_limit or 0) * 12))
-    top = ax.secondary_xaxis("top", functions=(lambda b: b / mats, lambda m: m * mats))
-    top.set_xlabel("times A, B and C (log scale)", fontsize=9)
     ax.set_xlabel("bytes (log scale)")
     ax.set_title(f"The naive kernel ({_settings(t)}) at {t['size']}^3: DRAM at "
                  f"{t['bytes']['DRAM'] / t['dram_limit']:.1%} of its limit, the L1 looking up "
