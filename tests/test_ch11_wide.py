@@ -24,6 +24,7 @@ def test_merge_cases():
     cases = w.merge_cases()
     assert _costs(cases) == [(8, 1), (8, 2), (16, 2), (16, 2)]
     assert [c.analysis.merge for _, c in cases] == ["i^1", None, "i^1", "i^2"]
+    assert not any("_shared" in label for label, _ in cases)   # section 3's prediction stays open
 
 
 def test_column_cases_are_16_and_8_way_in_the_first_phase():
@@ -381,3 +382,21 @@ def test_transposed_loads_show_where_ptxas_fuses_the_b_read():
     # A's reads are 8 LDS.128 at every pitch; B's join them only where k, k + 1 stay aligned
     assert lines[1:] == ["rows of 16: 16 LDS.128", "rows of 17: 8 LDS.128, 16 LDS.64",
                          "rows of 18: 16 LDS.128"]
+
+
+def test_the_swapped_halves_kernel_is_the_solution_with_its_lines_changed():
+    diff = w.swapped_halves_source().splitlines()
+    assert diff[0] == "- __shared__ double B_shared[BLOCK][BLOCK + 1];"
+    assert sum(line.startswith("-") for line in diff) == len(w.SWAPPED)
+    assert any("double2" in line for line in diff if line.startswith("+"))
+
+
+def test_the_swapped_halves_kernel_compiles_to_lds128_and_computes_right():
+    text = w.swapped_halves_checked()
+    if "not run" in text:
+        pytest.skip(text.splitlines()[-1])
+    swapped, solution, cpu = text.splitlines()[1:]
+    assert "16 LDS.128" in swapped and "LDS.64" not in swapped     # the read is fused
+    count = lambda line: int(line.split(": ")[1].split()[0])
+    assert count(swapped) > count(solution)                       # the swap costs instructions
+    assert "every element right" in cpu

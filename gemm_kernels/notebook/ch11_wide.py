@@ -56,15 +56,16 @@ def phase_cases() -> list[tuple[str, WarpInstr]]:
 
 def merge_cases(k: int = 3) -> list[tuple[str, WarpInstr]]:
     """Loads whose lanes pair up on one address, and one whose halves repeat each other:
-    which phases merge and which do not."""
+    which phases merge and which do not. The labels say what the lanes read, not which
+    tile: section 3 asks the student to price those tile reads."""
     half = tile_read(lambda tx, ty: k, lambda tx, ty: tx, 16)       # B_shared[k][tx]
     a128 = tile_read(lambda tx, ty: ty, lambda tx, ty: k - k % 2, 16, width=16)
     xor2 = [((lane // 4) * 2 + lane % 2) * 16 for lane in range(WARP)]  # lanes i, i^2 share
     return [("LDS.64: lanes i and i^1 on one double",
              _load("pairs", 8, [(lane // 2) * 8 for lane in range(WARP)])),
-            (f"LDS.64: B_shared[{k}][tx], BLOCK = 16 (halves repeat)",
+            ("LDS.64: both half-warps read the same 16 doubles",
              _load("B", 8, half)),
-            (f"LDS.128: A_shared[ty][{k - k % 2}..{k - k % 2 + 1}], BLOCK = 16",
+            ("LDS.128: each half-warp reads one address",
              _load("A", 16, a128)),
             ("LDS.128: lanes i and i^2 on one float4 (chapter 09's z-order)",
              _load("zorder", 16, xor2))]
@@ -387,6 +388,7 @@ def vec_plot(table, ax=None):
                         textcoords="offset points", xytext=(6, -12), fontsize=8)
     ax.set_xticks(vecs, [f"VEC={v}\n{r['B read']}" for v, r in zip(vecs, table)])
     ax.set_ylabel("relative to VEC = 1")
+    ax.margins(x=0.15, y=0.15)   # room for the rate labels, which sit below their points
     ax.legend(fontsize=8, loc="upper left")
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
@@ -535,7 +537,7 @@ def plot_transposed_store(block: int = 16, ax=None):
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
     if ax is None:
-        _, ax = plt.subplots(figsize=(10, 9), layout="constrained")
+        _, ax = plt.subplots(figsize=(11, 10.5), layout="constrained")
     nbanks = 128 // 8
     # tab20 comes in pairs of one hue; taking its dark colours first keeps neighbouring
     # banks (the two columns of one warp) in different hues, so colour does not read as warp
@@ -548,7 +550,7 @@ def plot_transposed_store(block: int = 16, ax=None):
             ax.add_patch(Rectangle((ty, tx), 1, 1, facecolor=colours(bank), alpha=0.55,
                                    edgecolor="white"))
             ax.text(ty + 0.5, tx + 0.5, f"w{thread // WARP}\nl{thread % WARP}", ha="center",
-                    va="center", fontsize=6.5)
+                    va="center", fontsize=8.5)
     store = transposed_cases(block, block)[0][1]
     phase = store.analysis.phases[0]
     ax.add_patch(Rectangle((0, 0), 1, block, facecolor="none", edgecolor="crimson", lw=2.5))
@@ -839,6 +841,69 @@ def swapped_halves(block: int = 16) -> Text:
                 f"plain k ^ tx, read as double2: the store (STS.64) costs "
                 f"{xor_st.analysis.wavefronts} wavefronts (least {xor_st.analysis.ideal}), the "
                 f"read (LDS.128 per two k) {xor_ld} (least {xor_reads[0].analysis.ideal})")
+
+
+# The worked solution changed into the swapped-halves layout of `swapped_halves`: B rows of
+# 16 doubles, element k of row tx in 16-byte slot (k >> 1) ^ (tx & 7), half
+# (k & 1) ^ (tx >> 3), read as one double2 per two k with the pair swapped back for
+# tx >= 8. The grader reads plain indices only, so this text is compiled and run here.
+SWAPPED = (
+    ("    __shared__ double B_shared[BLOCK][BLOCK + 1];\n",
+     "    static_assert(BLOCK == 16, \"tx & 7 and tx >> 3 split 16 columns into two halves\");\n"
+     "    __shared__ __align__(16) double B_shared[BLOCK][BLOCK];\n"),
+    ("        B_shared[threadIdx.x][threadIdx.y] = b;\n",
+     "        const int tx = threadIdx.x, ty = threadIdx.y;\n"
+     "        B_shared[tx][2 * ((ty >> 1) ^ (tx & 7)) + ((ty & 1) ^ (tx >> 3))] = b;\n"),
+    ("        for (int k = 0; k < BLOCK; ++k) {\n",
+     "        for (int k = 0; k < BLOCK; k += 2) {\n"),
+    ("            acc += A_shared[threadIdx.y][k] * B_shared[threadIdx.x][k];\n",
+     "            const double2 p = reinterpret_cast<const double2*>(B_shared[tx])[(k >> 1) ^ (tx & 7)];\n"
+     "            const bool swapped = tx >= 8;   // this thread's pair is stored high half first\n"
+     "            acc += A_shared[ty][k] * (swapped ? p.y : p.x);\n"
+     "            acc += A_shared[ty][k + 1] * (swapped ? p.x : p.y);\n"),
+)
+
+
+def _swapped_text() -> str:
+    text = solution_source(EXERCISE)
+    for old, new in SWAPPED:
+        if old not in text:
+            raise ValueError(f"the solution no longer holds {old!r}")
+        text = text.replace(old, new, 1)
+    return text
+
+
+def swapped_halves_source() -> str:
+    """The lines of the swapped-halves kernel that differ from the worked solution, as a
+    diff would show them ('-' the solution's, '+' the swapped-halves kernel's)."""
+    out = []
+    for old, new in SWAPPED:
+        out += ["- " + line.strip() for line in old.splitlines()]
+        out += ["+ " + line.strip() for line in new.splitlines()]
+    return "\n".join(out)
+
+
+def swapped_halves_checked(block: int = 16) -> str:
+    """The swapped-halves kernel compiled here (its main loop next to the worked
+    solution's) and run on the CPU, every thread emulated, on the grader's shapes."""
+    import collections
+    from gemm_kernels.core import analysis, compiler
+    from gemm_kernels.exercises.catalog import get
+    from gemm_kernels.exercises.cpu_step import correct_on_cpu
+    from gemm_kernels.exercises.submission import submission_kernel
+    out = []
+    for who, text in (("the swapped-halves kernel", _swapped_text()),
+                      ("the worked solution (rows of 17)", solution_source(EXERCISE))):
+        loop = analysis.main_loop(compiler.sass(submission_kernel(EXERCISE, "dgemm_tiled", text),
+                                                {"BLOCK": block}))
+        n = collections.Counter(op for _, op, _ in loop)
+        kinds = ", ".join(f"{n[f]} {f}" for f in ("STS.64", "LDS.128", "LDS.64", "DFMA") if n[f])
+        out.append(f"{who}: {len(loop)} instructions, among them {kinds}")
+    ok, detail = correct_on_cpu(submission_kernel(EXERCISE, "dgemm_tiled", _swapped_text()),
+                                get(EXERCISE).params)
+    out.append(f"the swapped-halves kernel, run {detail}" if ok else
+               f"the swapped-halves kernel on the CPU: {'WRONG' if ok is False else 'not run'}: {detail}")
+    return "main loop compiled here, one trip per tile:\n" + "\n".join(out)
 
 
 def exercise_step(pitch: int = 17, block: int = 16) -> str:
