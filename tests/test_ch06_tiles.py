@@ -289,7 +289,6 @@ def test_the_tile_step_keeps_the_waves_and_lowers_the_reuse():
     assert (before["blocks/SM"], after["blocks/SM"]) == (1, 2)
     assert before["waves"] == after["waves"]
     assert float(after["FMAs per word copied"]) < float(before["FMAs per word copied"])
-    assert ch06_tiles.tile_step_table().columns[2] == "blocks at 4096³"
 
 
 def test_per_instruction_counts_per_tile_not_per_step():
@@ -356,26 +355,6 @@ def test_boehm_table_sets_each_rate_against_its_gpus_peak_and_its_cublas():
     assert ch06_tiles.share_of_peak(25600, props) == 50.0
 
 
-def test_issue_split_divides_instructions_by_the_issue_share_and_splits_each_gap_in_two():
-    table = [{"kernel": "a", "time (ms)": "10.00", "instructions (billions)": "4.00",
-              "issue share %": 50.0},
-             {"kernel": "b", "time (ms)": "5.00", "instructions (billions)": "2.00",
-              "issue share %": 50.0}]
-    table[1]["issue share %"] = 25.0
-    table[0]["profiler clock (GHz)"] = "1.50"
-    rule, unit, *lines = ch06_tiles.issue_split(table, sm_count=100).splitlines()
-    assert rule == ch06_tiles.IDENTITY and rule.startswith("cycles = instructions issued / issue share")
-    assert "400 schedulers (100 SMs x 4)" in unit
-    # 8e9 cycles over 400 schedulers: 20 million each; in 10 ms (a) that is 2 GHz, in 5 ms 4 GHz
-    assert lines[0] == ("a: 4.00 / 0.500 (50.0%) = 8.00 billion cycles = 20.0 million per scheduler, "
-                        "in 10.00 ms: 2.00 GHz (the profiler's clock: 1.50 GHz)")
-    assert lines[1] == ("b: 2.00 / 0.250 (25.0%) = 8.00 billion cycles = 20.0 million per scheduler, "
-                        "in 5.00 ms: 4.00 GHz")
-    # both factors a's over b's: 4/2 instructions at 50%/25% issue share, so equal cycles
-    assert lines[2] == ("a over b: instructions x2.00, issue share x2.00, so cycles "
-                        "(instructions / issue share) x1.00; profiled time x2.00")
-
-
 def test_issue_table_reads_the_profilers_clock_from_its_elapsed_cycles_over_the_time():
     rows = ch06_tiles.issue_table()
     assert all(r["profiler clock (GHz)"] is not None for r in rows)
@@ -427,23 +406,15 @@ def test_contiguous_vs_strided_gives_the_ranges_and_counts_where_they_are_apart(
     assert "of them" in ch06_tiles.contiguous_vs_strided(8, 4).title   # 6 of 8 apart
 
 
-def test_issue_split_gives_the_ratios_or_the_cycles_on_request():
-    table = [{"kernel": "a", "time (ms)": "10.00", "instructions (billions)": "4.00",
-              "issue share %": 50.0},
-             {"kernel": "b", "time (ms)": "5.00", "instructions (billions)": "2.00",
-              "issue share %": 25.0}]
-    full = ch06_tiles.issue_split(table, sm_count=100).splitlines()
-    ratios = ch06_tiles.issue_split(table, sm_count=100, part="ratios").splitlines()
-    cycles = ch06_tiles.issue_split(table, sm_count=100, part="cycles").splitlines()
-    assert ratios == full[-1:] and cycles == full[:-1]
-
-
 def test_issue_summary_keeps_what_the_identity_needs_and_names_the_warps_achieved():
     t = ch06_tiles.issue_summary()
     rows = list(t)
     assert [r["kernel"] for r in rows] == [r["kernel"] for r in ch06_tiles.issue_table()]
     assert all(r["issue share"].endswith("%") for r in rows)
     assert "warps per SM, achieved" in rows[0]
+    # the profiler's clock, beside the times it makes longer than the timed runs'
+    assert [r["profiler clock (GHz)"] for r in rows] == [
+        r["profiler clock (GHz)"] for r in ch06_tiles.issue_table()]
 
 
 def test_the_stall_table_lists_every_reason_and_its_fall_at_the_two_predicted_steps():
@@ -457,30 +428,6 @@ def test_the_stall_table_lists_every_reason_and_its_fall_at_the_two_predicted_st
         assert abs(float(r["patch 8x4"]) - float(r["BM 64"]) - float(r[tile])) < 0.011
     parts = sum(float(r[tile]) for r in rows[:-1])
     assert abs(parts - float(by[ch06_tiles.ALL_STALLS][tile])) < 0.1
-
-
-def test_clock_scaling_divides_profiled_by_timed_time_and_the_clocks():
-    table = [{"kernel": "a", "time (ms)": "8.00", "timed (ms)": "6.00",
-              "profiler clock (GHz)": "1.50"},
-             {"kernel": "b", "time (ms)": "5.00", "timed (ms)": None,
-              "profiler clock (GHz)": "1.50"}]
-    first, clock = ch06_tiles.clock_scaling(table, clock_ghz=1.98).splitlines()
-    assert first == "a: profiled 8.00 ms / timed 6.00 ms = x1.33"
-    assert clock.endswith("1.98 / 1.50 GHz = x1.32")
-    # the recorded rows carry their timed time: 2 x 4096^3 flop at the recorded rate
-    assert all(r["timed (ms)"] is not None for r in ch06_tiles.issue_table())
-
-
-def test_issue_ratio_table_gives_each_gap_to_the_last_row_as_four_factors():
-    table = [{"kernel": "a", "time (ms)": "10.00", "instructions (billions)": "4.00",
-              "issue share %": 50.0},
-             {"kernel": "b", "time (ms)": "5.00", "instructions (billions)": "2.00",
-              "issue share %": 25.0}]
-    (row,) = ch06_tiles.issue_ratio_table(table)
-    # 4/2 instructions at 50%/25% issue share: equal cycles, twice the profiled time
-    assert row["kernel over K5"] == "a" and row["instructions"] == "x2.00"
-    assert row["issue share"] == "x2.00" and row["profiled time"] == "x2.00"
-    assert row["cycles = instructions ÷ issue share"] == "x1.00"
 
 
 def test_the_b_load_picture_says_when_every_bank_read_is_outlined():
@@ -613,3 +560,38 @@ def test_tile_step_line_states_the_waves_and_instructions():
     line = ch06_tiles.tile_step_line()
     assert f"waves {before['waves']} -> {after['waves']}" in line
     assert f"{before['instructions (M, ncu)']} M -> {after['instructions (M, ncu)']} M" in line
+    assert (f"FMAs per word copied from global memory {before['FMAs per word copied']} -> "
+            f"{after['FMAs per word copied']}") in line
+
+
+def test_fall_shares_reads_the_last_two_columns_of_the_path_check_table():
+    rows = [{**_row(s, b, l, i), ch06_tiles.ALL_STALLS: t, "warps/SM": 16}
+            for s, b, l, i, t in (("K5", .3, .9, 45, 5.0), ("a", .5, 1.0, 50, 8.0),
+                                  ("b", .2, .5, 64, 6.3), ("c", .1, .4, 80, 5.0))]
+    first, second = ch06_tiles.fall_shares(rows).splitlines()
+    # the two are 1.50 of 8.00 stalls (19%) before, and carry 0.80 of the 1.70 fall (47%)
+    assert first == ("a -> b: barrier + long scoreboard are 19% of all stalls before the "
+                     "step, and carry 47% of the fall of all stalls")
+    assert second.startswith("b -> c: ")
+
+
+def test_both_path_tables_give_each_rate_its_min_max():
+    for size, part in ((2048, "changed"), (4096, "evidence")):
+        t = ch06_tiles.path_table(size, part=part)
+        assert t.columns.index("min..max") == t.columns.index(f"TFLOP/s at {size}") + 1
+        for r in t:
+            lo, hi = (float(x) for x in r["min..max"].split(".."))
+            assert lo <= float(r[f"TFLOP/s at {size}"]) <= hi
+
+
+def test_standings_labels_each_bar_with_its_share_and_draws_no_second_cublas():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = ch06_tiles.standings(2048, ch06_tiles.STORY)
+    ax = fig.axes[0]
+    assert not ax.lines   # no dashed cuBLAS line beside the shares
+    labels = [t.get_text() for t in ax.texts]
+    assert len(labels) == len(ch06_tiles.STORY)
+    assert all("% of cuBLAS" in x for x in labels)
+    plt.close(fig)

@@ -252,7 +252,7 @@ NAMES = (("ch05 default", "tile_1d", None, "the kernel to beat: chapter 05's bes
           "K5 with __launch_bounds__(256, 2): the evidence, the practice"),
          ("strided", "tile_2d_strided", K5, "another thread layout: the practice, Appendix C"),
          ("tile_2d", "tile_2d", K5, "the dot-product order, k loop rolled: Appendices D, F"),
-         ("ch05 kernel-4 tile", "tile_1d", K4, "Boehm's kernel 4: Appendices H, I"))
+         ("ch05 kernel-4 tile", "tile_1d", K4, "Boehm's kernel 4: Appendices G, H"))
 
 
 # The first MAIN_NAMES of NAMES are those the chapter's main path uses.
@@ -450,7 +450,7 @@ def bound_table(configs=BOUND_CONFIGS, size: int = 4096) -> Table:
 
 def standings(size: int = 4096, configs=STANDINGS, ax=None):
     """Horizontal bars: each configuration's TFLOP/s at size^3, labelled with its share
-    of the cuBLAS timed beside it; cuBLAS timed on its own as a dashed line."""
+    of the cuBLAS timed beside it (one cuBLAS per bar, and no second one drawn)."""
     import matplotlib.pyplot as plt
     rows = standings_rows(size, configs)
     if ax is None:
@@ -465,15 +465,9 @@ def standings(size: int = 4096, configs=STANDINGS, ax=None):
         text = "not measured" if r["TFLOP/s"] is None else f"{v:.1f} TFLOP/s" + (
             f"  ({r['% of cuBLAS']:.0f}% of cuBLAS)" if r["% of cuBLAS"] is not None else "")
         ax.text(v, yi, " " + text, va="center", fontsize=9)
-    try:
-        ref = lookup.measure_or_lookup("cublas", (size,) * 3)["gflops"]["median"] / 1e3
-        ax.axvline(ref, color="k", ls="--", lw=1.5)
-        ax.text(ref, len(rows) - 0.45, f"cuBLAS {ref:.1f} ", ha="right", va="bottom",
-                fontsize=9)
-    except LookupError:
-        ref = None
     ax.set_yticks(y, [r["kernel"] for r in rows], fontsize=9)
-    ax.set_xlim(0, max(vals + [ref or 0]) * 1.15)
+    # room to the right of the longest bar for its label
+    ax.set_xlim(0, max(vals + [1]) * 1.6)
     ax.set_ylim(-0.6, len(rows) - 0.1)
     ax.set_xlabel(f"TFLOP/s at {size}³ (share: of the cuBLAS timed in the same run)")
     ax.set_title(f"At {size}³, {records.source()}", fontsize=10)
@@ -485,23 +479,17 @@ def standings(size: int = 4096, configs=STANDINGS, ax=None):
 
 def issue_table() -> Table:
     """Chapter 05's kernel (its kernel-4 tile and its default) next to this chapter's
-    K5 tile, profiled at 4096^3 (the study `stalls`): time under the profiler and timed
-    without it, instructions issued, warps resident per SM, the share of cycles in which a scheduler
-    issued, and the FMA pipe's busy share."""
+    K5 tile, profiled at 4096^3 (the study `stalls`): time under the profiler,
+    instructions issued, warps resident per SM, the share of cycles in which a scheduler
+    issued, the FMA pipe's busy share, and the clock the profiler ran at."""
     pairs = [(s, r) for s, r in studies.results("stalls")
              if s.kernel in ("tile_1d", "tile_2d_reg")]
     rows = []
     for step, r in pairs:
         m = (r or {}).get("metrics", {})
         get = lambda k, f=1.0: None if m.get(k) is None else m[k] * f   # noqa: E731
-        try:
-            g = lookup.measure_or_lookup(step.kernel, (4096,) * 3, step.params)["gflops"]["median"]
-        except LookupError:
-            g = None
         rows.append({"kernel": STUDY_NAMES.get(step.label, step.label),
                      "time (ms)": _f(get("gpu__time_duration.sum", 1e-6), 2),
-                     # the same launch timed outside the profiler, at the GPU's own clock
-                     "timed (ms)": None if g is None else _f(2 * 4096 ** 3 / g / 1e6, 2),
                      "instructions (billions)": _f(get("smsp__inst_executed.sum", 1e-9), 2),
                      "warps per SM": _f(get(WARPS, WARPS_PER_SM / 100)),
                      "issue share %": get(ISSUE),
@@ -515,103 +503,17 @@ def issue_table() -> Table:
                  + records.recording_label())
 
 
-# Bookkeeping, not a model: the issue share is instructions issued per scheduler cycle, so
-# instructions over it give back the cycles; at one clock, with every SM busy, that is the
-# time. Its use is to split a gap in time into its two factors.
-IDENTITY = ("cycles = instructions issued / issue share (share of cycles in which a scheduler "
-            "issues): an identity; at one clock, time ~ cycles")
-
-
 def issue_summary(table=None) -> Table:
-    """issue_table cut to what the identity needs, for the main text: instructions,
-    issue share and profiled time, and the achieved (resident) warps per SM."""
+    """issue_table cut to what Appendix G reads: instructions, issue share, profiled
+    time, the achieved (resident) warps per SM, and the profiler's clock (lower than the
+    timed runs', so profiled times compare only with each other)."""
     rows = list(table if table is not None else issue_table())
     out = [{"kernel": r["kernel"], "instructions (billions)": r["instructions (billions)"],
             "issue share": f"{r['issue share %']:.1f}%", "time (ms)": r["time (ms)"],
-            "warps per SM, achieved": r["warps per SM"]} for r in rows]
+            "warps per SM, achieved": r["warps per SM"],
+            "profiler clock (GHz)": r["profiler clock (GHz)"]} for r in rows]
     return Table(out, list(out[0]), title="4096³ under Nsight Compute, "
                  + records.recording_label())
-
-
-def issue_split(table=None, sm_count: int | None = None, part: str | None = None) -> str:
-    """The identity (first line), then per row of issue_table its instructions over its
-    issue share: cycles summed over all schedulers (SMs x 4); divided by the schedulers,
-    the cycles of one, and over the profiled time the clock they imply, beside the clock
-    the profiler ran at. Then each row against the last (the K5 tile), the gap split into
-    its two factors, both this row's over the last's: instructions, and the issue share;
-    the first over the second is the ratio of cycles, beside the ratio of profiled times.
-    `part`: "ratios" only the gaps split in two,
-    "cycles" only the lines before them (the check of the bookkeeping); None: all."""
-    rows = list(table if table is not None else issue_table())
-    sms = sm_count or records.described_device().get("sm_count")
-    instr = lambda r: float(r["instructions (billions)"])  # noqa: E731
-    share = lambda r: r["issue share %"] / 100  # noqa: E731
-    lines = [IDENTITY]
-    if sms:
-        lines.append(f"instructions, and so cycles, are summed over the {4 * sms} schedulers "
-                     f"({sms} SMs x 4); per scheduler: cycles / {4 * sms}; over the profiled "
-                     "time: the clock")
-    for r in rows:
-        cyc = instr(r) / share(r)
-        line = (f"{r['kernel']}: {r['instructions (billions)']} / {share(r):.3f} "
-                f"({r['issue share %']:.1f}%) = {cyc:.2f} billion cycles")
-        if sms:
-            each = cyc * 1e9 / (4 * sms)
-            line += (f" = {each / 1e6:.1f} million per scheduler, in {r['time (ms)']} ms: "
-                     f"{each / (float(r['time (ms)']) * 1e-3) / 1e9:.2f} GHz")
-            if r.get("profiler clock (GHz)") is not None:
-                line += f" (the profiler's clock: {r['profiler clock (GHz)']} GHz)"
-        lines.append(line)
-    ratios = [f"{g['kernel']} over {g['over']}: instructions x{g['instructions']:.2f}, issue "
-              f"share x{g['issue share']:.2f}, so cycles (instructions / issue share) "
-              f"x{g['cycles']:.2f}; profiled time x{g['time']:.2f}" for g in _gaps(rows)]
-    return "\n".join({"ratios": ratios, "cycles": lines}.get(part, lines + ratios))
-
-
-def _gaps(rows) -> list[dict]:
-    """Each row of issue_table over the last (the K5 tile), the gap in time split into its
-    two factors: instructions and issue share; cycles are the first over the second."""
-    ref = rows[-1]
-    instr = lambda r: float(r["instructions (billions)"])  # noqa: E731
-    out = []
-    for r in rows[:-1]:
-        i = instr(r) / instr(ref)
-        s = r["issue share %"] / ref["issue share %"]
-        out.append({"kernel": r["kernel"], "over": ref["kernel"], "instructions": i,
-                    "issue share": s, "cycles": i / s,
-                    "time": float(r["time (ms)"]) / float(ref["time (ms)"])})
-    return out
-
-
-def issue_ratio_table(table=None) -> Table:
-    """issue_split's ratios as a table for the main text: one row per kernel over the K5
-    tile, its instructions, issue share, cycles (the first over the second) and profiled
-    time, each as a factor."""
-    gaps = _gaps(list(table if table is not None else issue_table()))
-    cycles = "cycles = instructions ÷ issue share"
-    rows = [{"kernel over K5": g["kernel"], "instructions": f"x{g['instructions']:.2f}",
-             "issue share": f"x{g['issue share']:.2f}", cycles: f"x{g['cycles']:.2f}",
-             "profiled time": f"x{g['time']:.2f}"} for g in gaps]
-    return Table(rows, list(rows[0]), title=f"each kernel over {gaps[0]['over']}, from the "
-                 "table above (4096³ under Nsight Compute)")
-
-
-def clock_scaling(table=None, clock_ghz: float | None = None) -> str:
-    """Per row of issue_table, how much longer it runs under the profiler than timed
-    without it, then the GPU's clock (the bound table's) over the profiler's: a kernel
-    whose time is all cycles slows by the clock ratio; waits fixed in nanoseconds, such
-    as global memory's, slow it less."""
-    rows = list(table if table is not None else issue_table())
-    clock = clock_ghz or records.described_device()["sm_clock_mhz"] / 1e3
-    lines = [f"{r['kernel']}: profiled {r['time (ms)']} ms / timed {r['timed (ms)']} ms = "
-             f"x{float(r['time (ms)']) / float(r['timed (ms)']):.2f}"
-             for r in rows if r.get("timed (ms)") is not None]
-    prof = [float(r["profiler clock (GHz)"]) for r in rows
-            if r.get("profiler clock (GHz)") is not None]
-    if prof:
-        lines.append(f"the GPU's clock over the profiler's: {clock:.2f} / {prof[0]:.2f} GHz = "
-                     f"x{clock / prof[0]:.2f}")
-    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------ the path to the default
@@ -650,10 +552,10 @@ def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
         p = _params("tile_2d_reg", p)
         try:
             rec = lookup.recorded("tile_2d_reg", (size,) * 3, p)
-            regs, g = rec["binary"]["registers"], rec["gflops"]["median"]
-            day = (rec.get("time") or "")[:10] or None
+            regs, rng = rec["binary"]["registers"], rec["gflops"]
+            g, day = rng["median"], (rec.get("time") or "")[:10] or None
         except LookupError:
-            regs, g, day = None, None, None
+            regs, g, rng, day = None, None, None, None
         occ = analysis.kernel_occupancy("tile_2d_reg", p, registers=regs)
         s = tiles.step_summary([("tile_2d_reg", p)])[0]
         prof = _stall_row("tile_2d_reg", p, stall_shape)
@@ -664,6 +566,9 @@ def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
                      WARP_FFMA: warp_ffma_per_wavefront(s),
                      "conflicts": tiles.conflicts("tile_2d_reg", p),
                      f"TFLOP/s at {size}": None if g is None else _f(g / 1e3),
+                     # the spread of the timed calls, so that a step reads against the noise
+                     "min..max": None if rng is None else
+                         f"{rng['min'] / 1e3:.1f}..{rng['max'] / 1e3:.1f}",
                      "x previous": None if g is None or prev is None else _f(g / prev, 2),
                      # rows may be timed in different runs: the day says which share one
                      "timed on": day,
@@ -686,8 +591,8 @@ def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
 # 4096^3, the counters' size, the two relate at one size).
 PATH_PARTS = {
     "changed": ("step", "params", "registers", "blocks/SM", "warps/SM",
-                WARP_FFMA, "conflicts", "TFLOP/s at {size}", "x previous"),
-    "evidence": ("step", "warps/SM", "TFLOP/s at {size}", "x previous", "timed on",
+                WARP_FFMA, "conflicts", "TFLOP/s at {size}", "min..max", "x previous"),
+    "evidence": ("step", "warps/SM", "TFLOP/s at {size}", "min..max", "x previous", "timed on",
                  "issue share %", "issue x previous", "barrier", "long scoreboard",
                  "short scoreboard")}
 
@@ -816,6 +721,17 @@ def path_check_table(rows=None) -> Table:
                  + records.recording_label())
 
 
+def fall_shares(rows=None) -> str:
+    """path_check_table's last two columns in one line per step: the barrier and
+    long-scoreboard stalls' share of all stalls before the step, and their share of the
+    fall. All stalls must fall when the issue share rises at fixed warps; which of them
+    fall is what tests the prediction."""
+    return "\n".join(f"{r['step']}: barrier + long scoreboard are "
+                     f"{r['the two: share of all stalls']} of all stalls before the step, "
+                     f"and carry {r['the two: share of the fall']} of the fall of all stalls"
+                     for r in path_check_table(rows))
+
+
 def _total_drop(before: dict, after: dict, two: float) -> str:
     """How much of the fall of all stall reasons together the barrier and long-scoreboard
     stalls carry, as a clause for path_check; empty where a row lacks the total."""
@@ -865,21 +781,13 @@ def tile_step_rows(size: int = 4096, rows=None) -> list[dict]:
     return out
 
 
-def tile_step_table(size: int = 4096) -> Table:
-    """tile_step_rows as a table, titled with the SM count the waves are counted on."""
-    rows = tile_step_rows(size)
-    return Table(rows, list(rows[0]),
-                 title=f"the tile step: what else changes ({records.described_device().get('sm_count')} SMs; instructions "
-                       "and time from Nsight Compute at 4096³, its clocks locked); "
-                       + records.recording_label())
-
-
 def tile_step_line(size: int = 4096) -> str:
-    """The tile step's waves and instructions in one line (`tile_step_rows`)."""
+    """The tile step's waves, reuse and instructions in one line (`tile_step_rows`)."""
     before, after = tile_step_rows(size)
-    inst = "instructions (M, ncu)"
+    inst, reuse = "instructions (M, ncu)", "FMAs per word copied"
     return (f"{before['step']} -> {after['step']} at {size}³: waves {before['waves']} -> "
-            f"{after['waves']}; instructions (Nsight Compute) {before[inst]} M -> {after[inst]} M")
+            f"{after['waves']}; FMAs per word copied from global memory {before[reuse]} -> "
+            f"{after[reuse]}; instructions (Nsight Compute) {before[inst]} M -> {after[inst]} M")
 
 
 PATH_PANELS = ("rate", "issue", "stalls")
@@ -1041,7 +949,7 @@ def stall_reasons(label_rows=None) -> dict:
 
 __all__ = ["K5", "K4", "PATH", "PATH_STUDY", "CHECKS", "unrolled_dot_product", "loop_orders",
            "counting", "standings", "standings_rows", "bound_table", "issue_table", "path_rows",
-           "path_table", "PATH_PARTS", "path_check", "path_check_table", "issue_ratio_table", "patch_rows", "patch_table", "patch_plot",
+           "path_table", "PATH_PARTS", "path_check", "path_check_table", "fall_shares", "patch_rows", "patch_table", "patch_plot",
            "stall_reasons", "stall_table", "issue_summary"]
 
 
