@@ -574,8 +574,14 @@ def test_stages_reading_is_the_tables_rounding():
     assert cp.numbered("+ BK = 16") == "6. + BK = 16" and cp.numbered("x") == "x"
 
 
-def test_the_worked_solutions_sit_beside_the_kernels_of_their_run():
-    t = cp.exercise_references()
+@pytest.mark.parametrize("ladder_gpu", [False, True])
+def test_the_worked_solutions_sit_beside_the_kernels_of_their_run(ladder_gpu):
+    """From the recording shown, or from the ladder's (the answers beside the ladder's
+    GPU): each answer with the kernel of its own run, the title naming that GPU."""
+    rec = cp.ladder_recording() if ladder_gpu else None
+    t = cp.exercise_references(rec=rec)
+    if ladder_gpu:
+        assert rec.device["name"] in t.title
     assert [r["exercise"] for r in t] == ["09_zorder", "09_capstone_step"]
     for r in t:
         assert r["worked solution (% of cuBLAS)"] != cp.NOT_RECORDED   # no placeholder

@@ -1944,13 +1944,15 @@ def _part_html(part) -> str:
     return "".join(out)
 
 
-def exercise_references(names=("09_zorder", "09_capstone_step")) -> Table:
+def exercise_references(names=("09_zorder", "09_capstone_step"), rec=None) -> Table:
     """For each exercise of the chapter, the kernel its answer reproduces and is timed
     against (the chapter's own, at the graded configuration), as recorded at the size the
     speed step times: registers of the binary that was timed, blocks per SM, the rate
     with its share of the cuBLAS timed beside it, and the rate an answer must reach; then
     the worked solution, timed with the kernel in one run: its rate, its share of the
-    kernel's ('-' where the two rows come from different runs) and its registers."""
+    kernel's ('-' where the two rows come from different runs) and its registers. `rec`:
+    the recording read (default the one shown; `ladder_recording()` sets the answers
+    beside the ladder's GPU)."""
     from gemm_kernels.exercises.catalog import get
     from gemm_kernels.notebook.worked_solutions import pair
     rows, seen = [], []
@@ -1959,11 +1961,11 @@ def exercise_references(names=("09_zorder", "09_capstone_step")) -> Table:
         k = KERNELS[ex.kernel]
         p = k.resolve(ex.params)
         try:
-            r = lookup.recorded(ex.kernel, (ex.time_size,) * 3, p)
+            r = lookup.recorded(ex.kernel, (ex.time_size,) * 3, p, rec=rec)
         except LookupError:
             r = None
         regs = ((r or {}).get("binary") or {}).get("registers")
-        sol = pair(name, (ex.time_size,) * 3)[0]
+        sol = pair(name, (ex.time_size,) * 3, rec=rec)[0]
         seen += [r, sol]
         rows.append({"exercise": name,
                      "timed against": f"{k.source}, the exercise's configuration",
@@ -1979,7 +1981,7 @@ def exercise_references(names=("09_zorder", "09_capstone_step")) -> Table:
                      "solution's registers": ((sol or {}).get("binary") or {}).get("registers",
                                                                                    "-")})
     return Table(rows, list(rows[0]), title="The kernels the exercises are timed against, and "
-                 f"the worked solutions timed beside them ({records.rows_label(seen)})")
+                 f"the worked solutions timed beside them ({records.rows_label(seen, rec)})")
 
 
 def stages_table(size: int = 4096, here: bool = False) -> Table:
