@@ -163,7 +163,7 @@ def test_the_bk16_check_asks_until_right_and_agrees_with_the_bank_model():
     right = ch13.check_bk16_prediction({"A, PAD 0": ch13.ldmatrix_analysis(16).wavefronts,
                                         "A, PAD 8": ch13.ldmatrix_analysis(24).wavefronts,
                                         "padding gains": "Less"})
-    assert right.endswith("3 of 3 right") and "gain less" in right
+    assert right.endswith("3 of 3 right.") and "gain less" in right
     wrong = ch13.check_bk16_prediction({"A, PAD 0": 16, "A, PAD 8": 4,
                                         "padding gains": "more"})
     assert "1 of 3 right" in wrong and "A, PAD 0: not yet" in wrong and "?" in wrong
@@ -193,7 +193,7 @@ def test_the_ldsm_prediction_check_waits_for_four_numbers_and_asks_until_right()
         {"A, PAD 0": 16, "B, PAD 0": None, "A, PAD 8": 4, "B, PAD 8": 4})
     right = ch13.check_ldsm_prediction({"A, PAD 0": 16, "B, PAD 0": 32, "A, PAD 8": 4,
                                         "B, PAD 8": 4})
-    assert right.endswith("4 of 4 right") and "(you said" not in right
+    assert right.endswith("4 of 4 right.") and "(you said" not in right
     wrong = ch13.check_ldsm_prediction({"A, PAD 0": 8, "B, PAD 0": 32, "A, PAD 8": 4,
                                         "B, PAD 8": 4})
     # a wrong guess is answered with a question, never with the model's number

@@ -18,6 +18,7 @@ from gemm_kernels.core.table import Table, fmt_number
 from gemm_kernels.measure import records, studies, timing
 from gemm_kernels.notebook import evidence
 from gemm_kernels.notebook.display import Markdown, Text
+from gemm_kernels.notebook.mma_layout import fragment_map, lane_grid
 
 NAIVE, TILED = "wmma_naive", "wmma_tiled"
 SIZES = (1024, 2048, 4096, 8192)
@@ -473,6 +474,44 @@ def naive_loads() -> Text:
                 "instructions left out):\n\n" + "\n".join(step) + "\n\n" + textwrap.fill(said, 88))
 
 
+def naive_a_loads() -> dict[tuple[int, int], tuple[int, int]]:
+    """Rows 0-7 of the naive kernel's 16 x 16 tile of A as its first LDG.E of A and the
+    one at +0x10 read them: (row, column) -> (lane, element). The compiled addresses
+    follow chapter 14's m16n8k16 layout: lane l reads 4 bytes at row l / 4, columns
+    2 (l % 4) and 2 (l % 4) + 1 (elements a0, a1), and 16 bytes further along the same
+    row at +0x10 (a4, a5). Two more loads read rows 8-15 (a2, a3, a6, a7)."""
+    return {rc: held for rc, held in fragment_map()["A"].items() if held[1] in (0, 1, 4, 5)}
+
+
+def plot_naive_a_loads(ax=None):
+    """The naive kernel's tile of A: each element of rows 0-7 labelled with the lane
+    that loads it (chapter 14's drawing), and each row outlined as the one 32-byte
+    sector it is: the first LDG.E reads the left half of 8 sectors, the one at +0x10
+    the right half."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8.5, 9))
+    cells = naive_a_loads()
+    lane_grid(ax, cells, 16, 16, "A", "a",
+              "The naive kernel's 16 x 16 tile of A (2 bytes per square): each square is\n"
+              "'lane' over 'element'; black: the 8 sectors of 32 bytes the two loads touch")
+    rows = sorted({r for r, _ in cells})
+    for r in rows:
+        ax.add_patch(Rectangle((0, 15 - r), 16, 1, fill=False, edgecolor="black", lw=1.8))
+    ax.plot([8, 8], [16 - len(rows), 16], color="black", ls="--", lw=1)
+    ax.text(4, 16.15, "first LDG.E (a0, a1):\nbytes 0-15 of each sector", ha="center",
+            va="bottom", fontsize=8)
+    ax.text(12, 16.15, "LDG.E at +0x10 (a4, a5):\nbytes 16-31 of each sector",
+            ha="center", va="bottom", fontsize=8)
+    ax.text(8, (16 - len(rows)) / 2, "rows 8-15: two more LDG.E\n(a2, a3 and a6, a7)",
+            ha="center", va="center", fontsize=9, color="0.4")
+    ax.set_ylim(0, 17.4)
+    ax.set_xlabel("column (k)")
+    ax.set_ylabel("row (m)")
+    return ax
+
+
 def main_loop(sass: str) -> list[str]:
     """The opcodes of a kernel's K loop in its SASS: `analysis.main_loop` counting HMMA,
     so not a small loop of the prologue or the epilogue; none when no loop holds an HMMA."""
@@ -560,7 +599,7 @@ def tiled_against_naive(n: int = 4096, rec=None) -> Text:
     few = "" if not sms or 2 * blocks >= sms else (
         f" At {small}³ its grid is only {blocks} blocks of {p['BM']} x {p['BN']} for the "
         f"GPU's {sms} SMs: at most {blocks} SMs have work, which holds that row's rate down.")
-    return Text(f"At {n}³ the tiled kernel runs at x{_tflops(tiled) / _tflops(naive):.1f} "
+    return Text(f"At {n}³ the tiled kernel runs at {_tflops(tiled) / _tflops(naive):.1f} times "
                 f"the naive kernel's rate." + few)
 
 
@@ -829,7 +868,7 @@ def check_ldsm_prediction(mine: dict | None, params: dict | None = None) -> Text
     With a prediction missing it only says what to do."""
     if not mine or any(mine.get(k) is None for k in LDSM_GUESSES):
         return Text("write your four predictions in `mine` (wavefronts of one LDSM; 4 is "
-                    "the least) and run this cell")
+                    "the least) and run this cell.")
     p = get(TILED).resolve(params)
     lines, wrong = [], []
     for key in LDSM_GUESSES:
@@ -837,17 +876,17 @@ def check_ldsm_prediction(mine: dict | None, params: dict | None = None) -> Text
         halves = (p["BK"] if tile == "A" else p["BN"]) + int(pad)
         want = ldmatrix_analysis(halves).wavefronts
         lines.append(f"{key}: rows of {2 * halves} bytes, {want} wavefronts by the bank "
-                     "model, as you said")
+                     "model, as you said.")
         if mine[key] != want:
             wrong.append(f"{key}: not yet. A row is {2 * halves} bytes: on which bank "
                          "does each of the 8 rows of one phase start (row r at "
                          f"r x {2 * halves} bytes, modulo 128), and how many 16-byte rows "
                          "share the same four banks? Each phase costs that many "
-                         "wavefronts, and there are four phases")
+                         "wavefronts, and there are four phases.")
     if wrong:
         return Text("\n".join(wrong) + f"\n{4 - len(wrong)} of 4 right: correct your "
-                    "numbers and run the cell again")
-    return Text("\n".join(lines) + "\n4 of 4 right")
+                    "numbers and run the cell again.")
+    return Text("\n".join(lines) + "\n4 of 4 right.")
 
 
 def plot_ldmatrix_banks(tiles=(("A", 32), ("A", 40), ("B", 128), ("B", 136)), ax=None):
@@ -889,7 +928,9 @@ def numerics(n: int = 256, seed: int = 0) -> Table:
              "value": float(np.max(np.abs(exact16 - exact32) / scale))},
             {"error": "FP32 accumulation of the FP16 inputs (round-to-nearest, on the CPU)",
              "value": float(np.max(np.abs(summed - exact16) / scale))},
-            {"error": "the checker's bound for a tensor-core kernel",
+            # gamma_(K+2)(2^-23) of `tensor_core_bound`, to first order
+            {"error": f"the checker's bound for a tensor-core kernel, about (K + 2) x "
+                      f"2⁻²³ with K = {n}",
              "value": tensor_core_bound(n)}]
     # powers of ten: values four orders of magnitude apart read at a glance
     for r in rows:
@@ -1059,10 +1100,11 @@ def naive_in_flight(naive: dict, sms):
 
 def profile_waits(rec=None) -> Text:
     """Where each profiled kernel waits, one or two sentences each: the naive kernel on
-    its global loads (DRAM far from busy), which a step along K shows queueing (a step
-    lasts several trips to memory: Little's law), the unpadded tiled kernel on shared
-    memory, the padded one on no single reason. `naive_deeper_look` gives the naive
-    kernel's counters in detail."""
+    its global loads (DRAM far from busy), each of which spends about a step along K in
+    the memory path (Little's law; how much of it is queueing is left a hypothesis, with
+    the counter that would settle it), the unpadded tiled kernel on shared memory, the
+    padded one on no single reason. `naive_deeper_look` gives the naive kernel's
+    counters in detail."""
     steps = _profiled_steps(rec)
     if not steps:
         return Text(_NO_PROFILE)
@@ -1079,7 +1121,7 @@ def profile_waits(rec=None) -> Text:
     sms = (rec or study_recording()).device.get("sm_count")
     little = naive_in_flight(naive, sms)
     law = ("" if not little else
-           f" Here: about {little[0]} warps per SM keep {little[1] // little[0]} loads each "
+           f" Here: about {little[0]} warps per SM keep about {little[1] // little[0]} loads each "
            f"in flight, {little[0]} x {little[1] // little[0]} = {little[1]} loads per SM. "
            f"The {sms} SMs served "
            f"{naive['smsp__inst_executed_op_global_ld.sum'] / 1e6:,.0f} M loads in "
@@ -1087,19 +1129,20 @@ def profile_waits(rec=None) -> Text:
            f"cycle per SM. So a load spends about {little[1]} / {little[2]:.3f} = "
            f"{little[3]:,.0f} cycles in the memory path, close to a step.")
     queue = "" if not (step and per_load) else (
-        f"* **Its loads wait behind one another.** A step along K is "
+        f"* **Each load spends about a step in the memory path.** A step along K is "
         f"{NAIVE_HMMA_PER_STEP} HMMA, and Nsight Compute counts {step[0]:.1f} instructions "
-        f"per HMMA: {NAIVE_HMMA_PER_STEP} x {step[0]:.1f} = {step[1]:.1f} instructions, "
-        f"with the step's 8 loads issued together. At {step[2]} cycles per instruction a "
+        f"per HMMA: {NAIVE_HMMA_PER_STEP} x {step[0]:.1f} = {step[1]:.1f} instructions. "
+        f"At {step[2]} cycles per instruction a "
         f"warp takes {step[1]:.1f} x {step[2]} = {step[3]:,.0f} cycles per step, "
         f"{step[1]:.1f} x {naive[_LONG]:.0f} = {step[4]:,.0f} of them waiting for loads. "
-        f"One trip to memory takes hundreds of cycles (section 4), so a step lasts several "
-        f"trips. By Little's law, the time a load spends in the memory path is the number "
-        f"of loads in flight divided by the rate at which the path serves them.{law} That "
-        f"time is several trips, so the loads wait behind one another somewhere in the memory "
-        f"path. The narrow, scattered loads create this queue: each asks for "
-        f"{per_load:.1f} sectors of 32 bytes, in 8 rows, for the 128 bytes a warp needs. "
-        f"Where the queue is, this profile does not show.\n")
+        f"By Little's law, the time a load spends in the memory path is the number "
+        f"of loads in flight divided by the rate at which the path serves them.{law} "
+        f"How long one load takes when the memory path is idle is not measured in this "
+        f"course, so these cycles are not split into travel and waiting. Most likely most "
+        f"of them are waiting in the L1: each load asks it for {per_load:.1f} sectors of 32 "
+        f"bytes, in 8 rows, for the 128 bytes a warp needs. The counter that would settle "
+        f"it, the L1's throughput (`l1tex__throughput`, with its breakdown by stage), was not "
+        f"recorded.\n")
     return Markdown(
         f"* **The naive kernel waits for its global loads**: a warp spends "
         f"{naive[_LONG]:.0f} cycles per issued instruction stalled on 'long scoreboard', "
@@ -1123,8 +1166,8 @@ def naive_deeper_look(rec=None) -> Text:
     """The naive kernel's counters in detail, as plain paragraphs (shown folded): where
     its re-reads are served, what a step along K costs a warp, what each load asks of the
     L1, and what its 'mio throttle' stall is. The profile has no counter of the L1's own
-    throughput, so the text says whether the loads' queue is in the L1 is not shown
-    (`profile_waits` shows that they queue)."""
+    throughput, so the text says whether the loads wait in the L1 is not shown
+    (`profile_waits` says it is the most likely reading)."""
     import textwrap
     steps = _profiled_steps(rec)
     if not steps:
@@ -1163,7 +1206,7 @@ def naive_deeper_look(rec=None) -> Text:
             f"(at +16 bytes in the machine code) reads the other half of each sector, and "
             f"warps of a block read the same tiles of A or B. The L1 is asked for "
             f"{asked:.2f} sectors per cycle per SM. This profile has no counter of the L1's "
-            f"own throughput, so whether the loads' queue is in the L1 is not shown.")
+            f"own throughput, so whether the loads wait in the L1 is not shown.")
     # the naive kernel's MOVM go through the shared-memory pipe (no shared loads)
     movm = naive.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_misc.sum")
     mio = naive.get("smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio")
@@ -1354,7 +1397,7 @@ def check_bk16_prediction(mine: dict | None, params: dict | None = None) -> Text
     not change with BK). A wrong answer is met with a question, never with the number."""
     if not mine or any(mine.get(k) is None for k in BK16_GUESSES):
         return Text('write your predictions in `mine` (wavefronts of one LDSM of A; '
-                    '"more" or "less" for the gain) and run this cell')
+                    '"more" or "less" for the gain) and run this cell.')
     p = get(TILED).resolve({**(params or {}), "BK": 16})
     deep = get(TILED).resolve(params)
     wrong = []
@@ -1365,7 +1408,7 @@ def check_bk16_prediction(mine: dict | None, params: dict | None = None) -> Text
                          f"bank does each of the 8 rows of one phase start (row r at "
                          f"r x {2 * halves} bytes, modulo 128), and how many 16-byte rows "
                          f"share the same four banks? Each phase costs that many "
-                         f"wavefronts, and there are four phases")
+                         f"wavefronts, and there are four phases.")
     plain_here = ldmatrix_analysis(p["BK"]).wavefronts
     plain_deep = ldmatrix_analysis(deep["BK"]).wavefronts
     want = "less" if plain_here < plain_deep else "more"
@@ -1375,11 +1418,11 @@ def check_bk16_prediction(mine: dict | None, params: dict | None = None) -> Text
                      f"BK = {p['BK']}? Padding brings both to 4. Do B's rows change with BK?")
     if wrong:
         return Text("\n".join(wrong) + f"\n{3 - len(wrong)} of 3 right: correct your "
-                    "answers and run the cell again")
+                    "answers and run the cell again.")
     return Text(f"A at BK = {p['BK']}: {plain_here} wavefronts per LDSM without padding, "
                 f"{ldmatrix_analysis(p['BK'] + 8).wavefronts} with it (at BK = {deep['BK']}: "
                 f"{plain_deep}). B's rows are the same at both depths, so padding has {want} "
-                f"to remove at BK = {p['BK']}: it should gain {want}.\n3 of 3 right")
+                f"to remove at BK = {p['BK']}: it should gain {want}.\n3 of 3 right.")
 
 
 def ladder_summary(n: int = 4096, rec=None) -> Text:
@@ -1395,6 +1438,6 @@ def ladder_summary(n: int = 4096, rec=None) -> Text:
         f"{_pct(timing.share(last))} of cuBLAS FP16 beside it"
         + (f": slower than at {n}³." if _tflops(last) < _tflops(tiled) else "."))
     return Markdown(f"At {n}³ the tiled WMMA kernel runs at {_tflops(tiled):,.0f} TFLOP/s: "
-                f"x{tiled['gflops']['median'] / cap['gflops']['median']:.1f} the FP32 "
-                f"capstone of chapter 09 and {_pct(timing.share(tiled))} of cuBLAS FP16 "
+                f"{tiled['gflops']['median'] / cap['gflops']['median']:.1f} times the rate of "
+                f"chapter 09's FP32 capstone and {_pct(timing.share(tiled))} of cuBLAS FP16 "
                 f"timed beside it." + after)
