@@ -3,7 +3,7 @@
 # test and time. Logs go to $OUT. Usage: bash scripts/gpu_host.sh STAGE...
 # The Jupyter stack travels as wheels in .whl/: `bash ../shared/gpu-host/fetch-wheels.sh pytest-xdist execnet`
 # (xdist only for NBVAL_WORKERS), then `carry` .whl with the run.
-# Stages: info smoke check sanitize tests gputests full nbval verify grade bench record sweeps variants ch12 ch12data ch13 ch14 ch15 ladder09 latency probe
+# Stages: info smoke check sanitize tests gputests full nbval verify grade bench record sweeps variants ch12 ch12data ch13 ch14 ch15 ladder09 h200 latency probe
 # profile studies (SWEEPS=name limits the sweeps stage to one kernel's entries; KERNELS="a b"
 # limits check and sanitize to those kernels; STUDIES="a b" the studies stage; `verify` runs check,
 # sanitize, tests and nbval side by side: none of them times anything it reports)
@@ -126,6 +126,12 @@ for stage in "$@"; do
               python3 -m gemm_kernels study ch09_ladder ch09_ladder_minb2 ch09_step7_choices \
                   --variants "08_double_buffer: worked solution" "09_zorder: worked solution" \
                   "09_capstone_step: worked solution" 2>&1 | tee "$OUT/ladder09.log" | tail -75
+              cp figures/data/*.json "$OUT/" ;;
+    h200)     # the chapters whose numbers come from the H200: chapter 01's x->col counted
+              # and timed off the lines, chapter 11's worked solution timed beside its kernel
+              python3 -m gemm_kernels study ch01_xcol_l1 ch01_xcol_2047 2>&1 | tee "$OUT/h200.log" | tail -12
+              python3 -m gemm_kernels.notebook.timed_variants "11_dgemm: worked solution" 2>&1 \
+                  | tee -a "$OUT/h200.log" | tail -4
               cp figures/data/*.json "$OUT/" ;;
     latency)  python3 -m gemm_kernels.notebook.widget_latency 2>&1 | tee "$OUT/latency.log" ;;
     probe)    python3 -m gemm_kernels.memory.probe --out "$OUT/bank_probe.json" 2>&1 | tee "$OUT/probe.log" | tail -40 ;;

@@ -322,6 +322,19 @@ STUDY_LIST = (
               Step("BLOCK = 16", "coalesced", {"BLOCK": 16}),
               Step("BLOCK = 32", "coalesced", {"BLOCK": 32})),
           (CUBE_2048,), (*L1_LINES, STALLS, *ISSUE)),
+    # Chapter 01's own x->col mapping (one warp along a row of C, like chapter 02's
+    # coalesced kernel) counted as ch02_l1_lines counts the others, on and off 128-byte
+    # lines, so that chapter 01 reads its own kernel's wavefronts.
+    Study("ch01_xcol_l1", "01", "What the L1 counts for the naive kernel's x->col loads",
+          "ncu", tuple(Step(f"naive x->col, BLOCK = {b}", "naive",
+                            {"BLOCK": b, "MAPPING": "x->col"}) for b in (8, 16, 32)),
+          ((2047, 2047, 2047), CUBE_2048), (*L1_LINES, STALLS, *ISSUE)),
+    # x->col off 128-byte lines, timed (its rows at 2048^3 are the chapter's own timings,
+    # which a row timed again here would replace)
+    Study("ch01_xcol_2047", "01", "The naive kernel's x->col mapping off 128-byte lines",
+          "time", tuple(Step(f"naive x->col, BLOCK = {b}", "naive",
+                             {"BLOCK": b, "MAPPING": "x->col"}) for b in (8, 16, 32)),
+          ((2047, 2047, 2047),)),
     Study("ch02_l1_stages", "02", "What limits the coalesced kernel at BLOCK = 32: the load "
           "pipe, or a stage of the L1 other than the lines", "ncu", (
               Step("naive x->row, BLOCK = 32", "naive", {"BLOCK": 32, "MAPPING": "x->row"}),
