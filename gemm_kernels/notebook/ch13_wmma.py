@@ -1098,11 +1098,35 @@ def naive_in_flight(naive: dict, sms):
     return warps, flight, rate, flight / rate
 
 
+L1_STUDY = "ch13_naive_l1"   # the naive kernel's L1 stages, profiled in a run of its own
+_L1_PCT = ".avg.pct_of_peak_sustained_active"
+
+
+def naive_l1_stages():
+    """Where the naive kernel's loads queue, from `L1_STUDY`: (the L1's data stage, its
+    tag stage (set look-ups) and its write-back to registers, each in % of its peak;
+    data-stage wavefronts per load instruction; the recording's label), or None where
+    the study is not recorded."""
+    rec = studies.recording_of(L1_STUDY)
+    row = None if rec is None else studies.results(L1_STUDY, rec=rec)[0][1]
+    if row is None:
+        return None
+    m = row["metrics"]
+    stages = [m.get(f"l1tex__{s}{_L1_PCT}") for s in
+              ("data_pipe_lsu_wavefronts", "t_set_accesses", "lsu_writeback_active")]
+    waves = m.get("l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum")
+    loads = m.get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")
+    if None in stages or not (waves and loads):
+        return None
+    return (*stages, waves / loads, records.rows_label([row], rec))
+
+
 def profile_waits(rec=None) -> Text:
     """Where each profiled kernel waits, one or two sentences each: the naive kernel on
     its global loads (DRAM far from busy), each of which spends about a step along K in
-    the memory path (Little's law; how much of it is queueing is left a hypothesis, with
-    the counter that would settle it), the unpadded tiled kernel on shared memory, the
+    the memory path (Little's law), most of it queued at the L1's data stage where
+    `naive_l1_stages` is recorded (a hypothesis otherwise), the unpadded tiled kernel on
+    shared memory, the
     padded one on no single reason. `naive_deeper_look` gives the naive kernel's
     counters in detail."""
     steps = _profiled_steps(rec)
@@ -1128,6 +1152,17 @@ def profile_waits(rec=None) -> Text:
            f"{naive['sm__cycles_elapsed.avg'] / 1e6:.2f} M cycles: {little[2]:.3f} loads per "
            f"cycle per SM. So a load spends about {little[1]} / {little[2]:.3f} = "
            f"{little[3]:,.0f} cycles in the memory path, close to a step.")
+    l1 = naive_l1_stages()
+    where = (
+        f"Most likely most of them are waiting in the L1: each load asks it for "
+        f"{per_load:.1f} sectors of 32 bytes, in 8 rows, for the 128 bytes a warp needs."
+        if l1 is None else
+        f"The loads queue in the L1. Each load asks it for {per_load:.1f} sectors of 32 "
+        f"bytes, in 8 rows, for the 128 bytes a warp needs. The L1's data stage passes one "
+        f"wavefront per cycle, and here it needs {l1[3]:.1f} per load. It is busy "
+        f"{l1[0]:.1f}% of its peak, so loads wait their turn there. The L1's tag stage is "
+        f"at {l1[1]:.0f}% and its write-back to registers at {l1[2]:.0f}% (profiled in a "
+        f"run of its own, {l1[4]}).") if per_load else ""
     queue = "" if not (step and per_load) else (
         f"* **Each load spends about a step in the memory path.** A step along K is "
         f"{NAIVE_HMMA_PER_STEP} HMMA, and Nsight Compute counts {step[0]:.1f} instructions "
@@ -1138,11 +1173,7 @@ def profile_waits(rec=None) -> Text:
         f"By Little's law, the time a load spends in the memory path is the number "
         f"of loads in flight divided by the rate at which the path serves them.{law} "
         f"How long one load takes when the memory path is idle is not measured in this "
-        f"course, so these cycles are not split into travel and waiting. Most likely most "
-        f"of them are waiting in the L1: each load asks it for {per_load:.1f} sectors of 32 "
-        f"bytes, in 8 rows, for the 128 bytes a warp needs. The counter that would settle "
-        f"it, the L1's throughput (`l1tex__throughput`, with its breakdown by stage), was not "
-        f"recorded.\n")
+        f"course, so these cycles are not split into travel and waiting. {where}\n")
     return Markdown(
         f"* **The naive kernel waits for its global loads**: a warp spends "
         f"{naive[_LONG]:.0f} cycles per issued instruction stalled on 'long scoreboard', "
@@ -1165,9 +1196,8 @@ def profile_waits(rec=None) -> Text:
 def naive_deeper_look(rec=None) -> Text:
     """The naive kernel's counters in detail, as plain paragraphs (shown folded): where
     its re-reads are served, what a step along K costs a warp, what each load asks of the
-    L1, and what its 'mio throttle' stall is. The profile has no counter of the L1's own
-    throughput, so the text says whether the loads wait in the L1 is not shown
-    (`profile_waits` says it is the most likely reading)."""
+    L1, and what its 'mio throttle' stall is (how busy the L1's stages are is
+    `profile_waits`'s, from `naive_l1_stages`)."""
     import textwrap
     steps = _profiled_steps(rec)
     if not steps:
@@ -1205,8 +1235,7 @@ def naive_deeper_look(rec=None) -> Text:
             f"{_pct(100 * (1 - l2_sectors / sectors))} of them itself: the warp's next load "
             f"(at +16 bytes in the machine code) reads the other half of each sector, and "
             f"warps of a block read the same tiles of A or B. The L1 is asked for "
-            f"{asked:.2f} sectors per cycle per SM. This profile has no counter of the L1's "
-            f"own throughput, so whether the loads wait in the L1 is not shown.")
+            f"{asked:.2f} sectors per cycle per SM.")
     # the naive kernel's MOVM go through the shared-memory pipe (no shared loads)
     movm = naive.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_misc.sum")
     mio = naive.get("smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio")
