@@ -1042,3 +1042,18 @@ def test_h200_rule_names_the_gpu_and_its_own_threshold():
     assert line.startswith("This section only: recorded on ")
     for n in (4096, 2048):
         assert f"±{abs(cp.default_recompile(n)):.1f}% at {n}^3" in line
+
+
+def test_best_per_depth_is_the_fastest_ranked_row_with_its_timed_registers(recorded_mode):
+    """Each row is tradeoff's fastest configuration of its depth, and its registers and
+    blocks per SM are those of the binary that was timed (the solution reads depth
+    against occupancy from them)."""
+    from gemm_kernels.measure import lookup, tradeoff
+    t = cp.best_per_depth((4096,))
+    assert [r["STAGES"] for r in t] == [2, 3, 4]
+    for r in t:
+        c, g = tradeoff.ranked("capstone", 4096, fixed={"STAGES": r["STAGES"]})[0]
+        row = lookup.recorded("capstone", (4096,) * 3, c)
+        assert r["registers"] == row["binary"]["registers"]
+        assert r["blocks/SM"] == cp._row_blocks("capstone", row)
+        assert r["GFLOP/s"] == cp.count(g) and r["MINB"] == c["MINB"]

@@ -33,7 +33,7 @@ from gemm_kernels.exercises.cexpr import code_only, evaluate
 # The chapter's checks read the same kernel: one brace matcher (the text inside the
 # first {...} from a position) serves both.
 from gemm_kernels.exercises.ch09_checks import braced
-from gemm_kernels.measure import lookup, profile, records, studies
+from gemm_kernels.measure import lookup, profile, records, studies, tradeoff
 from gemm_kernels.memory import banks, ch07_09_patterns
 from gemm_kernels.notebook import ch09_split   # registers the ladder's variants (4a, 4b)
 from gemm_kernels.notebook.display import Folded, Markdown, Stacked, Text
@@ -2012,6 +2012,30 @@ def stages_table(size: int = 4096, here: bool = False) -> Table:
                          f"{100 * (_rate(r) / base - 1):+.1f}%"})
     return Table(rows, list(rows[0]), title=f"the capstone's default with 2, 3 or 4 stages "
                  f"(registers of the compiled kernel that was timed), {records.rows_label(got)}")
+
+
+def best_per_depth(sizes=(2048, 4096)) -> Table:
+    """The fastest recorded configuration of the capstone with 2, 3 and 4 stages at each
+    size, the other tunables free: its tile, warp tile, GROUP and MINB, then the
+    registers of the binary that was timed and the blocks per SM they allow (a depth's
+    best may win by its tile or its occupancy, not by its depth), and its rate."""
+    rows, got = [], []
+    for n in sizes:
+        for st in (2, 3, 4):
+            best = tradeoff.ranked("capstone", n, fixed={"STAGES": st})
+            if not best:
+                continue
+            c, g = best[0]
+            r = _capstone_row(n, c)
+            got.append(r)
+            rows.append({"size": f"{n}^3", "STAGES": st,
+                         "tile": f"{c['BM']} x {c['BN']} x {c['BK']}",
+                         "warp tile": f"{c['WM']} x {c['WN']}", "GROUP": c["GROUP"],
+                         "MINB": c["MINB"], "registers": _timed_registers(r) or "-",
+                         "blocks/SM": _row_blocks("capstone", r) or "-", "GFLOP/s": count(g)})
+    return Table(rows, list(rows[0]) if rows else ["size"],
+                 title=f"the fastest configuration of each depth (registers and blocks/SM of "
+                       f"the compiled kernel that was timed), {records.rows_label(got)}")
 
 
 def stages_registers(size: int = 4096, predict: bool = False) -> Table:
