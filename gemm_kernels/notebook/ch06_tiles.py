@@ -336,7 +336,7 @@ def standing_ratios(size: int = 4096, rows=None) -> str:
 # Boehm's results table (his repository's README, the chapter's reference: an RTX A6000,
 # 4092x4092), GFLOP/s; and that GPU's FP32 peak from NVIDIA's data sheet (84 SMs of 128
 # FP32 lanes, boost clock 1.80 GHz), so his rates can be set against his GPU's peak.
-BOEHM = {"kernel 4": 8474.7, "kernel 5": 15971.7, "cuBLAS": 23249.6}
+BOEHM = {"kernel 3": 2980.3, "kernel 4": 8474.7, "kernel 5": 15971.7, "cuBLAS": 23249.6}
 BOEHM_SIZE = 4092
 A6000 = {"name": "RTX A6000", "sm_count": 84, "fp32_lanes_per_sm": 128, "sm_clock_mhz": 1800}
 
