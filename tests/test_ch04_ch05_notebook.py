@@ -113,6 +113,7 @@ def test_the_two_unrolled_loop_orders_compile_to_the_same_loads():
     keys = ("registers", "LDS.128", "LDS", "FFMA")
     assert [kernel[k] for k in keys] == [dot[k] for k in keys] == [80, 64, 16, 256]
     assert rolled["LDS.128"] == 0 and rolled["loads per FFMA"] == "2"
+    assert rolled["loop"].endswith("(counts: one k)")
 
 
 def test_mappings_priced_as_the_exercise_prices_them():

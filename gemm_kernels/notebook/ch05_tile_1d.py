@@ -223,7 +223,10 @@ def loop_orders(params=None) -> Table:
         n = {w: sum(1 for op in ops if op == w) for w in ("LDS", "LDS.64", "LDS.128")}
         ffma = sum(1 for op in ops if op.startswith("FFMA"))
         loads = sum(n.values())
-        rows.append({"loop": label, "registers": res["registers"],
+        # a rolled loop's body is compiled once: its counts are those of one k, not of BK
+        rolled = "#pragma unroll 1" in loop
+        rows.append({"loop": label + (" (counts: one k)" if rolled else ""),
+                     "registers": res["registers"],
                      "spills (bytes)": res["spill_stores"], "LDS.128": n["LDS.128"],
                      "LDS": n["LDS"], "FFMA": ffma,
                      "loads per FFMA": f"{loads / ffma:.3g}" if ffma else "-"})
