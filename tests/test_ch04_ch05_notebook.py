@@ -113,10 +113,11 @@ def test_the_two_unrolled_loop_orders_compile_to_the_same_loads():
     keys = ("registers", "LDS.128", "LDS", "FFMA")
     assert [kernel[k] for k in keys] == [dot[k] for k in keys] == [80, 64, 16, 256]
     assert rolled["LDS.128"] == 0 and rolled["loads per FFMA"] == "2"
+    assert rolled["loop"].endswith("(counts: one k)")
 
 
 def test_mappings_priced_as_the_exercise_prices_them():
-    rows = {r["lanes of a warp"]: r for r in ch05_tile_1d.mapping_prices()}
+    rows = {r["mapping"]: r for r in ch05_tile_1d.mapping_prices()}
     kernel, down = rows["along the row (the kernel's)"], rows["down the column first"]
     assert (kernel["wavefronts per step"], kernel["without conflicts"]) == (144, 144)
     assert (down["wavefronts per step"], down["values of tr in one warp"]) == (1040, 4)
@@ -647,3 +648,27 @@ def test_the_mistakes_table_can_show_the_gist_of_each_message():
     assert short["the chapter's kernel"] == full["the chapter's kernel"]
     assert "BM = 32, BN = 128" in short["tc = t % BM: BM where BN belongs"]
     assert short["threads down the column first"].endswith("(and 1 more)")
+
+
+def test_the_best_tile_per_tm_line_repeats_the_table_against_chapter_03():
+    rows = list(ch05_tile_1d.best_per_tm())[1:]
+    line = ch05_tile_1d.best_per_tm_line()
+    assert "2048^3" in line and "chapter 03" in line
+    for r in rows:
+        assert f"{r['outputs per thread']} outputs {r['vs chapter 03']}" in line
+
+
+def test_the_boehm_line_sets_both_ratios_of_shares_side_by_side():
+    from gemm_kernels.measure import ladder
+    line = ch05_tile_1d.boehm_line()
+    k4 = ladder.share("tile_1d", 4096, ch05_tile_1d.K4)["% of cuBLAS"]
+    t03 = ladder.share("smem_tiled", 4096)["% of cuBLAS"]
+    assert f"= {k4 / t03:.1f}x;" in line
+    assert line.endswith("36.5% / 12.8% = 2.9x")      # Boehm's README: kernels 4 and 3
+
+
+def test_the_bk_prediction_check_closes_with_the_reason():
+    assert "set BK" in ch05_tile_1d.check_prediction(None)
+    last = ch05_tile_1d.check_prediction(16).splitlines()[-1]
+    assert last == ("every step meets 2 barriers whatever its depth: BK = 16 "
+                    "spreads them over 256 FFMA per thread, BK = 8 over 128")

@@ -14,6 +14,12 @@ from gemm_kernels.core.kernels import get
 from gemm_kernels.core.table import Table
 
 K4 = {"BM": 64, "BN": 64, "BK": 8, "TM": 8}        # the tile of Boehm's kernel 4
+# Boehm's results table (his repository's README, chapters 05 and 06's reference: an RTX
+# A6000, 4092x4092), GFLOP/s; and that GPU's FP32 peak from NVIDIA's data sheet (84 SMs of
+# 128 FP32 lanes, boost clock 1.80 GHz), so his rates can be set against his GPU's peak.
+BOEHM = {"kernel 3": 2980.3, "kernel 4": 8474.7, "kernel 5": 15971.7, "cuBLAS": 23249.6}
+BOEHM_SIZE = 4092
+A6000 = {"name": "RTX A6000", "sm_count": 84, "fp32_lanes_per_sm": 128, "sm_clock_mhz": 1800}
 SMALL, TEXT = 9, 10
 
 
@@ -217,7 +223,10 @@ def loop_orders(params=None) -> Table:
         n = {w: sum(1 for op in ops if op == w) for w in ("LDS", "LDS.64", "LDS.128")}
         ffma = sum(1 for op in ops if op.startswith("FFMA"))
         loads = sum(n.values())
-        rows.append({"loop": label, "registers": res["registers"],
+        # a rolled loop's body is compiled once: its counts are those of one k, not of BK
+        rolled = "#pragma unroll 1" in loop
+        rows.append({"loop": label + (" (counts: one k)" if rolled else ""),
+                     "registers": res["registers"],
                      "spills (bytes)": res["spill_stores"], "LDS.128": n["LDS.128"],
                      "LDS": n["LDS"], "FFMA": ffma,
                      "loads per FFMA": f"{loads / ffma:.3g}" if ffma else "-"})
@@ -591,6 +600,15 @@ def best_per_tm(size: int = 2048) -> Table:
                  f"{size}^3 ({records.recording_label()})")
 
 
+def best_per_tm_line(size: int = 2048) -> str:
+    """best_per_tm in one line: each number of outputs per thread, its fastest tile's rate
+    as a multiple of chapter 03's kernel."""
+    rows = list(best_per_tm(size))[1:]
+    return (f"the sweep's fastest tile for each number of outputs per thread, {size}^3, "
+            "over chapter 03's kernel: "
+            + ", ".join(f"{r['outputs per thread']} outputs {r['vs chapter 03']}" for r in rows))
+
+
 def outputs_stalls() -> Table:
     """The 2- and 4-output tiles as profiled at 4096^3: warps active, schedulers busy,
     instructions issued, the time, all waits and the barrier's share of them."""
@@ -668,7 +686,7 @@ def mapping_prices(params=None, mappings=None) -> Table:
         cost, _ = mapping_step(places, p)
         worst = max(range(len(cost)), key=lambda w: cost[w][0])
         first = first or cost[worst][0]
-        rows.append({"lanes of a warp": label, "tc": tc, "tr": tr,
+        rows.append({"mapping": label, "tc": tc, "tr": tr,
                      "values of tr in one warp": len({r for _, r in places[:32]}),
                      "wavefronts per step": cost[worst][0],
                      "cost / along-the-row cost": f"{cost[worst][0] / first:.1f}x",
@@ -896,7 +914,22 @@ def check_prediction(bk: int | None, size: int = 2048) -> str:
     if bk not in (8, 16):
         return "write your prediction down, then set BK to 8 or 16 and run this cell"
     return (_prediction_lines(bk, size) + "\n\nthe other depth, for comparison:\n"
-            + _prediction_lines(24 - bk, size))
+            + _prediction_lines(24 - bk, size) + "\n\n" + _per_step_line())
+
+
+def _per_step_line() -> str:
+    """check_prediction's closing line: what a step costs whatever its depth, and over how
+    many FFMA each depth spreads it (the default tile's compiled loop)."""
+    counts = {}
+    for bk in (8, 16):
+        p0, wide = _any_bk(None, (bk,))
+        counts[bk] = analysis.summary(wide, {**p0, "BK": bk})["loop_histogram"]
+    bars = {h.get("BAR", 0) for h in counts.values()}
+    if len(bars) != 1:
+        return "the two depths meet different numbers of barriers per step"
+    return (f"every step meets {bars.pop()} barriers whatever its depth: BK = 16 "
+            f"spreads them over {counts[16]['FFMA']} FFMA per thread, BK = 8 over "
+            f"{counts[8]['FFMA']}")
 
 
 def _prediction_lines(bk: int, size: int) -> str:
@@ -1214,6 +1247,23 @@ def shares_4096() -> str:
                      f"FMA lanes x 2 flops x {props['sm_clock_mhz']:,.0f} MHz = "
                      f"{peak:,.0f} GFLOP/s")
     return "\n".join(lines)
+
+
+def boehm_line(size: int = 4096) -> str:
+    """The step from the shared-memory kernel to the kernel-4 tile, as a ratio of shares of
+    cuBLAS, here (chapter 03's kernel to this chapter's kernel-4 tile, at size^3) and in
+    Boehm's results table (his kernels 3 and 4): a ratio of shares lets two GPUs be set
+    side by side."""
+    from gemm_kernels.measure import ladder, records
+    k4, t03 = ladder.share("tile_1d", size, K4), ladder.share("smem_tiled", size)
+    # his README prints the shares to 0.1%: the ratio is taken of the shares as printed
+    b4, b3 = (round(100 * BOEHM[k] / BOEHM["cuBLAS"], 1) for k in ("kernel 4", "kernel 3"))
+    here = ("not measured" if not (k4 and t03) else
+            f"{k4['% of cuBLAS']:.0f}% / {t03['% of cuBLAS']:.0f}% = "
+            f"{k4['% of cuBLAS'] / t03['% of cuBLAS']:.1f}x")
+    return (f"kernel-4 tile over the shared-memory kernel, in shares of cuBLAS: here "
+            f"({records.described_device()['name']}, {size}^3) {here}; Boehm "
+            f"({A6000['name']}, {BOEHM_SIZE}^2) {b4:.1f}% / {b3:.1f}% = {b4 / b3:.1f}x")
 
 
 COUNTERS = (("ld wf", "load wavefronts"), ("ld conf", "load bank conflicts"),

@@ -21,6 +21,7 @@ from gemm_kernels.core.table import Table
 from gemm_kernels.measure import lookup, records, studies
 from gemm_kernels.memory import ch05_06_thread_tiles as tiles
 from gemm_kernels.notebook import evidence, fragments
+from gemm_kernels.notebook.ch05_tile_1d import A6000, BOEHM, BOEHM_SIZE
 from gemm_kernels.notebook.display import Folded, Stacked
 from gemm_kernels.exercises.notebooks import solution_source
 
@@ -333,12 +334,6 @@ def standing_ratios(size: int = 4096, rows=None) -> str:
     return "\n".join(lines)
 
 
-# Boehm's results table (his repository's README, the chapter's reference: an RTX A6000,
-# 4092x4092), GFLOP/s; and that GPU's FP32 peak from NVIDIA's data sheet (84 SMs of 128
-# FP32 lanes, boost clock 1.80 GHz), so his rates can be set against his GPU's peak.
-BOEHM = {"kernel 4": 8474.7, "kernel 5": 15971.7, "cuBLAS": 23249.6}
-BOEHM_SIZE = 4092
-A6000 = {"name": "RTX A6000", "sm_count": 84, "fp32_lanes_per_sm": 128, "sm_clock_mhz": 1800}
 
 
 def _peak_line(props: dict, name: str) -> tuple[float, str]:
