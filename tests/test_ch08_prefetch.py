@@ -201,10 +201,13 @@ def test_the_short_payoff_keeps_the_medians_and_the_names_of_the_full_table():
 
 
 def test_the_size_table_puts_each_ratio_beside_its_ranges(recorded_mode):
-    from gemm_kernels.measure import ladder
+    from gemm_kernels.measure import ladder, records
     rows = c.size_table(ladder.compare(["float4", "double_buffer"], (1024, 4096)))
     assert [r["size"] for r in rows] == ["1024^3", "4096^3"]
     assert [r["blocks of 128 x 128"] for r in rows] == ["64", "1,024"]
+    # at 1024^3 the grid leaves most of the recorded GPU's SMs idle
+    sms = records.described_device()["sm_count"]
+    assert [r["SMs with work"] for r in rows] == [f"64 of {sms}", f"{sms} of {sms}"]
     assert all(".." in r["chapter 07, GFLOP/s min..max"] and float(r["08 / 07"]) > 0
                for r in rows)
     # the ranges' overlap said in words (at 1024^3 they are apart, at 4096^3 not)
@@ -416,8 +419,12 @@ def test_quarter_line_is_the_counts_result(recorded_mode):
     """The three lines beside the check give the latency, the FFMAs of the folded count
     and their share of the step, against the check's 128."""
     line, text = c.quarter_line(), c.why_a_quarter()
-    first, second, third = line.split("\n")
+    first, second, third, fourth = line.split("\n")
     assert first.startswith("1. ") and second.startswith("2. ") and third.startswith("3. ")
+    # the fastest pace is a bound: at the measured 6.3 the same instructions last longer
+    assert fourth == ("4. 4 cycles per instruction is the fastest pace; chapter 07's warps "
+                      "took 6.3. At that pace: 144 instructions x 6.3 cycles = 907 cycles, "
+                      "more than 577: the check errs on the safe side.")
     cycles = first.split("= ")[1].split(" stall cycles")[0]
     assert f"= {cycles} cycles of waiting per step" in text
     ffma = third.split("= ")[1].split(" FFMAs")[0]
@@ -426,7 +433,9 @@ def test_quarter_line_is_the_counts_result(recorded_mode):
     assert first.startswith("1. 1.00 stall cycles per issued instruction (long scoreboard) "
                             "x 577 instructions per step = 577 stall cycles per warp per step")
     assert "cycles per instruction (a warp's fastest pace on average) = 144 instructions" in second
-    assert "chance" not in line and "only by chance" in text    # said once, in the fold
+    # said once, in the fold
+    assert "match" not in line and "The two 577s match only because the wait is 1.00" in text
+    assert "the latency under load, at the base clock Nsight Compute holds" in text
     assert third.endswith("(the check asks for 128).")
     # the same share as the long count's: the wait per instruction / warps per scheduler
     st = next(st for s, st, _ in c._payoff_profiles(None, c.PAYOFF_STALLS,

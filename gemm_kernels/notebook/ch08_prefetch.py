@@ -780,14 +780,19 @@ def size_table(table) -> Table:
     """One row per size of `table` (`ladder.compare` rows of chapters 07 and 08): the
     blocks of the launch, chapter 08's rate over chapter 07's, and both ranges of the
     repetitions, so that a difference can be read against the noise beside it, and
-    whether those ranges overlap (said in words: the reader need not compare them)."""
+    whether those ranges overlap (said in words: the reader need not compare them). The
+    SMs with work: a grid with fewer blocks than SMs leaves the others idle."""
+    from gemm_kernels.measure import records
     at = {(r["kernel"], r["size"]): r for r in table}
     p = kernel_of(KERNEL).resolve(None)
+    sms = records.described_device().get("sm_count")
     rows = []
     for n in sorted(n for k, n in at if k == KERNEL and ("float4", n) in at):
         f, d = at["float4", n], at[KERNEL, n]
+        blocks = (n // p['BM']) * (n // p['BN'])
         rows.append({"size": f"{n}^3",
-                     f"blocks of {p['BM']} x {p['BN']}": f"{(n // p['BM']) * (n // p['BN']):,}",
+                     f"blocks of {p['BM']} x {p['BN']}": f"{blocks:,}",
+                     "SMs with work": f"{min(blocks, sms)} of {sms}" if sms else "-",
                      "08 / 07": f"{d['GFLOP/s'] / f['GFLOP/s']:.3f}",
                      "chapter 07, GFLOP/s min..max": f"{f['min']:,.0f}..{f['max']:,.0f}",
                      "chapter 08, GFLOP/s min..max": f"{d['min']:,.0f}..{d['max']:,.0f}",
@@ -1024,15 +1029,18 @@ def _quarter(params: dict | None, study: str):
 
 
 def quarter_line(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
-    """Three numbered lines, the result of `why_a_quarter` in short: the latency chapter
+    """Four numbered lines, the result of `why_a_quarter` in short: the latency chapter
     07's warps wait out per step, the FFMAs of its loop that issue over that latency at
-    the fastest pace, and their share of the step against the check's count. The
-    chapter's markdown says the same three sentences in words."""
+    the fastest pace, their share of the step against the check's count, and the same
+    instructions at the measured pace (the check errs on the safe side). The chapter's
+    markdown says the same four sentences in words."""
     q = _quarter(params, study)
     if q is None:
         return NO_LATENCY
     st07, lp07, _, wait, w, lp, cover = q
     ls, n07 = st07.get("long scoreboard", 0.0), lp07.instructions
+    # line 4 multiplies the numbers as printed, so that the reader's product is the same
+    ins, cpi = round(wait / w), round(cycles_per_instruction(st07), 1)
     return (f"1. {ls:.2f} stall cycles per issued instruction (long scoreboard) x {n07:,} "
             f"instructions per step = {wait:,.0f} stall cycles per warp per step: "
             f"about one load latency.\n"
@@ -1040,7 +1048,10 @@ def quarter_line(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
             f"on average) = {wait / w:,.0f} instructions.\n"
             f"3. {wait / w:,.0f} instructions x {lp07.ffma:,} FFMAs / {n07:,} instructions "
             f"= {cover:,.0f} FFMAs, {cover / lp07.ffma:.2f} of the step's {lp07.ffma:,} "
-            f"(the check asks for {lp.needed:,}).")
+            f"(the check asks for {lp.needed:,}).\n"
+            f"4. {w:.0f} cycles per instruction is the fastest pace; chapter 07's warps took "
+            f"{cpi:.1f}. At that pace: {ins:,} instructions x {cpi:.1f} cycles = "
+            f"{ins * cpi:,.0f} cycles, more than {wait:,.0f}: the check errs on the safe side.")
 
 
 def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
@@ -1054,16 +1065,19 @@ def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
         return NO_LATENCY
     st07, lp07, where, wait, w, lp, cover = q
     ls, n07 = st07.get("long scoreboard", 0.0), lp07.instructions
+    # a product that rounds to the instruction count reads as derived from it
+    same = (f"   The two {n07:,}s match only because the wait is {ls:.2f} cycles per "
+            f"instruction.\n" if f"{wait:,.0f}" == f"{n07:,}" else "")
     return (f"The assumption: chapter 07's kernel uses each loaded value right after its "
             f"load.\nSo once per step its warps wait out about one whole load latency.\n"
             f"1. The latency, in cycles.\n"
             f"   Chapter 07's warps wait {ls:.2f} cycles for global loads (long scoreboard) "
             f"per instruction issued.\n"
             f"   Its loop issues {n07:,} instructions per step.\n"
-            f"   {ls:.2f} x {n07:,} = {wait:,.0f} cycles of waiting per step: one latency"
-            # a product that rounds to the instruction count reads as derived from it
-            f"{', equal to the count only by chance' if f'{wait:,.0f}' == f'{n07:,}' else ''}"
-            f".\n"
+            f"   {ls:.2f} x {n07:,} = {wait:,.0f} cycles of waiting per step: one latency.\n"
+            f"{same}"
+            f"   It is the latency under load, at the base clock Nsight Compute holds,\n"
+            f"   not the latency of a lone load.\n"
             f"2. A warp's pace.\n"
             f"   {w:.0f} warps share each scheduler, and a scheduler issues one instruction "
             f"per cycle.\n"
