@@ -324,8 +324,24 @@ def test_standing_ratios_divides_each_pair_and_names_a_missing_rate():
             {"kernel": "default", "TFLOP/s": None},
             {"kernel": "ch05 default", "TFLOP/s": 22.0}]
     first, second = ch06_tiles.standing_ratios(rows=rows).splitlines()
-    assert first.endswith("x1.25") and "kernel-4 tile" in first
+    assert first.endswith("20.0 / 16.0 TFLOP/s at 4096³ = x1.25") and "kernel-4 tile" in first
     assert second.endswith("not measured")
+
+
+def test_standing_ratios_says_which_runs_timed_the_pair_and_can_give_one_line():
+    rows = [{"kernel": "K5", "TFLOP/s": 20.0, "run": "r2", "timed on": "2026-11-26"},
+            {"kernel": "ch05 kernel-4 tile", "TFLOP/s": 16.0, "run": "r1",
+             "timed on": "2026-11-23"},
+            {"kernel": "default", "TFLOP/s": 30.0, "run": "r1", "timed on": "2026-11-23"},
+            {"kernel": "ch05 default", "TFLOP/s": 20.0, "run": "r1", "timed on": "2026-11-23"}]
+    line = ch06_tiles.standing_ratios(rows=rows, only="K5")
+    assert "\n" not in line and line.startswith("K5 / ch05 kernel-4 tile")
+    assert line.endswith("x1.25, timed in two runs (2026-11-26 and 2026-11-23)")
+    assert ch06_tiles.standing_ratios(rows=rows, only="default").endswith(
+        "x1.50, timed in one run")
+    rows[0]["timed on"] = "2026-11-23"
+    assert ch06_tiles.standing_ratios(rows=rows, only="K5").endswith(
+        "timed in two runs (2026-11-23)")
 
 
 def test_boehm_step_sets_each_gpus_ratio_of_its_own_rates_and_the_capped_step():
@@ -562,17 +578,6 @@ def test_tile_step_line_states_the_waves_and_instructions():
     assert f"{before['instructions (M, ncu)']} M -> {after['instructions (M, ncu)']} M" in line
     assert (f"FMAs per word copied from global memory {before['FMAs per word copied']} -> "
             f"{after['FMAs per word copied']}") in line
-
-
-def test_fall_shares_reads_the_last_two_columns_of_the_path_check_table():
-    rows = [{**_row(s, b, l, i), ch06_tiles.ALL_STALLS: t, "warps/SM": 16}
-            for s, b, l, i, t in (("K5", .3, .9, 45, 5.0), ("a", .5, 1.0, 50, 8.0),
-                                  ("b", .2, .5, 64, 6.3), ("c", .1, .4, 80, 5.0))]
-    first, second = ch06_tiles.fall_shares(rows).splitlines()
-    # the two are 1.50 of 8.00 stalls (19%) before, and carry 0.80 of the 1.70 fall (47%)
-    assert first == ("a -> b: barrier + long scoreboard are 19% of all stalls before the "
-                     "step, and carry 47% of the fall of all stalls")
-    assert second.startswith("b -> c: ")
 
 
 def test_both_path_tables_give_each_rate_its_min_max():

@@ -1,6 +1,6 @@
 """Chapter 06's tables and pictures: what the compiler makes of each loop order, one
 counting table for the kernels compared, where each kernel stands at 4096^3, why
-Boehm's kernel-5 tile gains nothing on chapter 05 here, the path from that tile to the
+Boehm's kernel-5 tile gains less on chapter 05 here than on his GPU, the path from that tile to the
 registry's default one change at a time (with where its warps wait, from the study
 `ch06_path_stalls`), and the appendix's comparison of thread patches.
 
@@ -300,17 +300,19 @@ def ladder_rows(table) -> Table:
 
 
 def standings_rows(size: int = 4096, configs=STANDINGS) -> list[dict]:
-    """Per (label, kernel, params): TFLOP/s at size^3 and its % of cuBLAS timed in the
-    same run (None where not measured)."""
+    """Per (label, kernel, params): TFLOP/s at size^3, its % of cuBLAS timed in the
+    same run, and the run it was timed in with its day (None where not measured)."""
     out = []
     for label, name, params in configs:
         try:
             r = lookup.measure_or_lookup(name, (size,) * 3, params)
         except LookupError:
-            out.append({"kernel": label, "TFLOP/s": None, "% of cuBLAS": None})
+            out.append({"kernel": label, "TFLOP/s": None, "% of cuBLAS": None,
+                        "run": None, "timed on": None})
             continue
         out.append({"kernel": label, "TFLOP/s": r["gflops"]["median"] / 1e3,
-                    "% of cuBLAS": lookup.share(r)})
+                    "% of cuBLAS": lookup.share(r), "run": r.get("run"),
+                    "timed on": (r.get("time") or "")[:10] or None})
     return out
 
 
@@ -321,16 +323,28 @@ RATIOS = (("K5", "ch05 kernel-4 tile",
           ("default", "ch05 default", "default / ch05 default"))
 
 
-def standing_ratios(size: int = 4096, rows=None) -> str:
-    """One line per pair of RATIOS: the ratio of their TFLOP/s at size^3 (standings_rows),
-    or which was not measured."""
-    r = {row["kernel"]: row["TFLOP/s"] for row in (rows or standings_rows(size))}
+def standing_ratios(size: int = 4096, rows=None, only: str | None = None) -> str:
+    """One line per pair of RATIOS: their TFLOP/s at size^3 (standings_rows) and the
+    ratio, then whether one run timed both (else the day of each), or which was not
+    measured. `only`: the line of the pair whose first label is `only`."""
+    r = {row["kernel"]: row for row in (rows or standings_rows(size))}
     lines = []
     for top, bottom, what in RATIOS:
-        if r.get(top) is None or r.get(bottom) is None:
+        if only is not None and top != only:
+            continue
+        a, b = r.get(top, {}), r.get(bottom, {})
+        if a.get("TFLOP/s") is None or b.get("TFLOP/s") is None:
             lines.append(f"{what}: not measured")
-        else:
-            lines.append(f"{what}: x{r[top] / r[bottom]:.2f}")
+            continue
+        line = (f"{what}: {a['TFLOP/s']:.1f} / {b['TFLOP/s']:.1f} TFLOP/s at {size}³ "
+                f"= x{a['TFLOP/s'] / b['TFLOP/s']:.2f}")
+        # rates of different runs compare less closely: say which runs these are
+        if a.get("run") and b.get("run"):
+            days = a["timed on"] if a["timed on"] == b["timed on"] else \
+                f"{a['timed on']} and {b['timed on']}"
+            line += ", timed in one run" if a["run"] == b["run"] else \
+                f", timed in two runs ({days})"
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -716,17 +730,6 @@ def path_check_table(rows=None) -> Table:
                  + records.recording_label())
 
 
-def fall_shares(rows=None) -> str:
-    """path_check_table's last two columns in one line per step: the barrier and
-    long-scoreboard stalls' share of all stalls before the step, and their share of the
-    fall. All stalls must fall when the issue share rises at fixed warps; which of them
-    fall is what tests the prediction."""
-    return "\n".join(f"{r['step']}: barrier + long scoreboard are "
-                     f"{r['the two: share of all stalls']} of all stalls before the step, "
-                     f"and carry {r['the two: share of the fall']} of the fall of all stalls"
-                     for r in path_check_table(rows))
-
-
 def _total_drop(before: dict, after: dict, two: float) -> str:
     """How much of the fall of all stall reasons together the barrier and long-scoreboard
     stalls carry, as a clause for path_check; empty where a row lacks the total."""
@@ -944,7 +947,7 @@ def stall_reasons(label_rows=None) -> dict:
 
 __all__ = ["K5", "K4", "PATH", "PATH_STUDY", "CHECKS", "unrolled_dot_product", "loop_orders",
            "counting", "standings", "standings_rows", "bound_table", "issue_table", "path_rows",
-           "path_table", "PATH_PARTS", "path_check", "path_check_table", "fall_shares", "patch_rows", "patch_table", "patch_plot",
+           "path_table", "PATH_PARTS", "path_check", "path_check_table", "patch_rows", "patch_table", "patch_plot",
            "stall_reasons", "stall_table", "issue_summary"]
 
 
