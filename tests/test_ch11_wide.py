@@ -20,10 +20,13 @@ def test_phase_cases_cost_one_wavefront_per_phase():
 
 def test_merge_cases():
     """i^1 pairs of doubles: 1; halves that repeat each other: 2; an LDS.128 broadcast per
-    half-warp and chapter 09's i^2 pairs: 2."""
+    half-warp and chapter 09's i^2 pairs: 2; one double per half-warp, 128 bytes apart:
+    merged, yet 2 against an ideal of 1 (section 3's A_shared[ty][k] as an LDS.64)."""
     cases = w.merge_cases()
-    assert _costs(cases) == [(8, 1), (8, 2), (16, 2), (16, 2)]
-    assert [c.analysis.merge for _, c in cases] == ["i^1", None, "i^1", "i^2"]
+    assert _costs(cases) == [(8, 1), (8, 2), (16, 2), (16, 2), (8, 2)]
+    assert [c.analysis.merge for _, c in cases] == ["i^1", None, "i^1", "i^2", "i^1"]
+    apart = cases[-1][1].analysis
+    assert apart.ideal == 1 and len({a // 8 % 16 for a in apart.addresses}) == 1   # one bank
     assert not any("_shared" in label for label, _ in cases)   # section 3's prediction stays open
 
 
@@ -171,7 +174,11 @@ def test_without_a_gpu_the_control_is_read_from_the_recording():
         assert a["slowest call"] <= a[rate] <= a["fastest call"]
     # one spread column shown; the share of cuBLAS and the registers only in detail
     assert "slowest to fastest call" in t.columns and "registers" not in t.columns
-    assert "registers" in w.control_recorded(detail=True).columns
+    detail = w.control_recorded(detail=True)
+    assert {"registers", "blocks/SM"} <= set(detail.columns) and "blocks/SM" not in t.columns
+    # the control keeps the vector kernel's registers, so its blocks per SM too
+    for a, b in zip(detail[::2], detail[1::2]):
+        assert (a["registers"], a["blocks/SM"]) == (b["registers"], b["blocks/SM"])
     lines = w.control_reading(t).splitlines()
     assert len(lines) == 3 and lines[0].startswith("VEC = 1: the control runs at")
 

@@ -56,11 +56,13 @@ def phase_cases() -> list[tuple[str, WarpInstr]]:
 
 def merge_cases(k: int = 3) -> list[tuple[str, WarpInstr]]:
     """Loads whose lanes pair up on one address, and one whose halves repeat each other:
-    which phases merge and which do not. The labels say what the lanes read, not which
+    which phases merge and which do not. The last one merges, but its two doubles sit in
+    one 8-byte bank: a merged phase can still conflict. The labels say what the lanes read, not which
     tile: section 3 asks the student to price those tile reads."""
     half = tile_read(lambda tx, ty: k, lambda tx, ty: tx, 16)       # B_shared[k][tx]
     a128 = tile_read(lambda tx, ty: ty, lambda tx, ty: k - k % 2, 16, width=16)
     xor2 = [((lane // 4) * 2 + lane % 2) * 16 for lane in range(WARP)]  # lanes i, i^2 share
+    apart = tile_read(lambda tx, ty: ty, lambda tx, ty: k, 16)         # one 8-byte bank
     return [("LDS.64: lanes i and i^1 on one double",
              _load("pairs", 8, [(lane // 2) * 8 for lane in range(WARP)])),
             ("LDS.64: both half-warps read the same 16 doubles",
@@ -68,7 +70,9 @@ def merge_cases(k: int = 3) -> list[tuple[str, WarpInstr]]:
             ("LDS.128: each half-warp reads one address",
              _load("A", 16, a128)),
             ("LDS.128: lanes i and i^2 on one float4 (chapter 09's z-order)",
-             _load("zorder", 16, xor2))]
+             _load("zorder", 16, xor2)),
+            ("LDS.64: each half-warp reads one double, 128 bytes apart",
+             _load("apart", 8, apart))]
 
 
 def plot_phases(cases):
@@ -689,10 +693,13 @@ def control_recorded(block: int = 16, size: int = SIZE, detail: bool = False) ->
     """The control as recorded: at each VEC, the vector kernel and its control timed in
     one run (each beside cuBLAS in the same process): GFLOP/s median and range (the
     slowest and fastest call, shown as one column), the share of the shared-memory bound
-    (the same bound for both: the same wavefronts); with `detail`, also the share of cuBLAS
-    and the registers of the binaries timed. Rows without a recording say so."""
+    (the same bound for both: the same wavefronts); with `detail`, also the share of cuBLAS,
+    the registers of the binaries timed and the blocks per SM they allow. Rows without a
+    recording say so."""
+    from gemm_kernels.core import analysis
     from gemm_kernels.measure import timing
     from gemm_kernels.measure import lookup
+    regs = lambda r: (r.get("binary") or {}).get("registers") if r else None
     rows = []
     for vec in (1, 2, 4):
         p = {"BLOCK": block, "VEC": vec}
@@ -700,8 +707,9 @@ def control_recorded(block: int = 16, size: int = SIZE, detail: bool = False) ->
         vec_rows = [r for r in records.current().find("sgemm_tiled_vec", (size,) * 3, p)
                     if ctl is None or r.get("run") == ctl.get("run")]
         bound = smem_bound("sgemm_tiled_vec", p)["bound"]
-        for who, r in (("vector load", vec_rows[0] if vec_rows else None),
-                       ("control: scalar loads", ctl)):
+        for who, kernel, r in (
+                ("vector load", "sgemm_tiled_vec", vec_rows[0] if vec_rows else None),
+                ("control: scalar loads", control_kernel(), ctl)):
             g = r["gflops"] if r else None
             rows.append({"VEC": vec, "kernel": who,
                          f"GFLOP/s at {size}, median": g["median"] if g else None,
@@ -711,9 +719,11 @@ def control_recorded(block: int = 16, size: int = SIZE, detail: bool = False) ->
                          if g else None,
                          "% of cuBLAS": timing.share(r) if r else None,
                          "% of bound": 100 * g["median"] / bound if g else None,
-                         "registers": (r.get("binary") or {}).get("registers") if r else None})
+                         "registers": regs(r),
+                         "blocks/SM": analysis.kernel_occupancy(
+                             kernel, p, registers=regs(r)).blocks_per_sm if regs(r) else None})
     shown = [c for c in rows[0] if c not in ("fastest call", "slowest call")
-             and (detail or c not in ("% of cuBLAS", "registers"))]
+             and (detail or c not in ("% of cuBLAS", "registers", "blocks/SM"))]
     return Table(rows, shown, title=f"BLOCK = {block}: the vector kernel and its "
                  f"control, timed in one run; {records.recording_label()}")
 
