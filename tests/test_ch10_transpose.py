@@ -556,9 +556,12 @@ def test_the_checks_table_gives_one_reading_per_check():
     assert "87.6%" in two["evidence (printed from the recording)"]
 
 
-def test_out_pieces_line_quotes_the_pieces_table():
-    rows = {r["block order"]: r for r in c.block_order_pieces()}
-    line = c.out_pieces_line()
+@pytest.mark.parametrize("shape", [c.ODD, c.SQUARE])
+def test_out_pieces_line_quotes_the_pieces_table(shape):
+    """Section 4 prints the line at the main path's square shape; A.3's table is ragged."""
+    rows = {r["block order"]: r for r in c.block_order_pieces(shape)}
+    line = c.out_pieces_line(shape)
+    assert f"{shape[0]} x {shape[1]}" in line
     for order in ("x->col", "x->row"):
         assert f"{order}: {rows[order]['out, written: pieces of rows']:,} pieces" in line
         assert f"{rows[order]['out: bytes a piece']:,} bytes" in line
