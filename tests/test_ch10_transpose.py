@@ -439,6 +439,12 @@ def test_naive_store_l2_reads_the_profiled_counters(recorded_mode):
         rec["metrics"]["gpu__time_duration.sum"] / 1e3
 
 
+def test_a_row_from_another_run_than_its_column_is_named():
+    assert c._other_run_rows({"a": ["r1", "r1"], "b": [None, "r1"]}) == ""
+    got = c._other_run_rows({"a": ["r1", "r2", "r2", "r2"], "b": ["r1"] * 4})
+    assert got == "; in another run than the rest of its column: a, row 1"
+
+
 def test_the_bottom_line_prints_the_chapters_steps_and_the_block_orders_gain():
     text = c.bottom_line()
     t = c.padding_steps()
