@@ -439,6 +439,12 @@ def test_naive_store_l2_reads_the_profiled_counters(recorded_mode):
         rec["metrics"]["gpu__time_duration.sum"] / 1e3
 
 
+def test_a_row_from_another_run_than_its_column_is_named():
+    assert c._other_run_rows({"a": ["r1", "r1"], "b": [None, "r1"]}) == ""
+    got = c._other_run_rows({"a": ["r1", "r2", "r2", "r2"], "b": ["r1"] * 4})
+    assert got == "; in another run than the rest of its column: a, row 1"
+
+
 def test_the_bottom_line_prints_the_chapters_steps_and_the_block_orders_gain():
     text = c.bottom_line()
     t = c.padding_steps()
@@ -556,9 +562,12 @@ def test_the_checks_table_gives_one_reading_per_check():
     assert "87.6%" in two["evidence (printed from the recording)"]
 
 
-def test_out_pieces_line_quotes_the_pieces_table():
-    rows = {r["block order"]: r for r in c.block_order_pieces()}
-    line = c.out_pieces_line()
+@pytest.mark.parametrize("shape", [c.ODD, c.SQUARE])
+def test_out_pieces_line_quotes_the_pieces_table(shape):
+    """Section 4 prints the line at the main path's square shape; A.3's table is ragged."""
+    rows = {r["block order"]: r for r in c.block_order_pieces(shape)}
+    line = c.out_pieces_line(shape)
+    assert f"{shape[0]} x {shape[1]}" in line
     for order in ("x->col", "x->row"):
         assert f"{order}: {rows[order]['out, written: pieces of rows']:,} pieces" in line
         assert f"{rows[order]['out: bytes a piece']:,} bytes" in line

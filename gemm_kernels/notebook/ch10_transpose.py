@@ -1374,7 +1374,7 @@ def _shares_table(steps, first: str, what: str, shapes, types) -> Table:
     """One row per (label, kernel, parameters) of `steps`: the timed share of the device
     copy (timed beside each row) at each type and shape; the title says `what` the rows
     are and names the GPU and the runs of the rows shown."""
-    rows, seen = [], []
+    rows, seen, runs = [], [], {}      # runs: column -> the run of each of its rows
     for label, kernel, change in steps:
         row = {first: label}
         for t in types:
@@ -1386,9 +1386,25 @@ def _shares_table(steps, first: str, what: str, shapes, types) -> Table:
                 seen.append(r)
                 share = lookup.share(r) if r else None
                 row[f"{t}, {_shape_text(s)}"] = "-" if share is None else f"{share:.1f}%"
+                runs.setdefault(f"{t}, {_shape_text(s)}", []).append(r and r.get("run"))
         rows.append(row)
     return Table(rows, list(rows[0]), title="% of the device copy timed beside each row, "
-                 f"TILE = 32, ROWS = 8, {what} ({records.rows_label(seen)})")
+                 f"TILE = 32, ROWS = 8, {what} ({records.rows_label(seen)}"
+                 f"{_other_run_rows(runs)})")
+
+
+def _other_run_rows(runs: dict) -> str:
+    """For a title: the rows timed in another run than the rest of their column, since
+    rates drift between runs by as much as some of the differences read down a column;
+    empty when every column is one run."""
+    odd = []
+    for col, got in runs.items():
+        known = [x for x in got if x]
+        most = max(known, key=known.count) if known else None
+        other = [str(i + 1) for i, x in enumerate(got) if x and x != most]
+        if other:
+            odd.append(f"{col}, row{'s' if len(other) > 1 else ''} {', '.join(other)}")
+    return "" if not odd else "; in another run than the rest of its column: " + "; ".join(odd)
 
 
 def padding_steps(shapes=(SQUARE, ODD), types=("float", "double")) -> Table:
