@@ -3,9 +3,9 @@
 # test and time. Logs go to $OUT. Usage: bash scripts/gpu_host.sh STAGE...
 # The Jupyter stack travels as wheels in .whl/: `bash ../shared/gpu-host/fetch-wheels.sh pytest-xdist execnet`
 # (xdist only for NBVAL_WORKERS), then `carry` .whl with the run.
-# Stages: info smoke check sanitize tests gputests full nbval verify grade bench record sweeps variants ch12 ch12data ch13 ch14 ch15 ladder09 h200 latency probe
+# Stages: info smoke check sanitize tests gputests full nbval verify grade bench record sweeps variants ch12 ch12data ch13 ch14 ch15 ladder09 h200 downcol sanstudy latency probe
 # profile studies (SWEEPS=name limits the sweeps stage to one kernel's entries; KERNELS="a b"
-# limits check and sanitize to those kernels; STUDIES="a b" the studies stage; `verify` runs check,
+# limits check and sanitize to those kernels; STUDIES="a b" the studies and sanstudy stages; `verify` runs check,
 # sanitize, tests and nbval side by side: none of them times anything it reports)
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -21,6 +21,17 @@ sanitize() {
     timeout 300 "$san" --tool $t --error-exitcode 3 python3 -m pytest -q -p no:cacheprovider \
         "$2" -k "$3" > "$OUT/$1-$t.log" 2>&1
     echo "$t exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed|failed' "$OUT/$1-$t.log" | tr '\n' ' ')"
+  done
+}
+# sanitize_study STUDY: each configuration of STUDY checked on small ragged shapes under
+# compute-sanitizer's memcheck and racecheck (nothing timed), logs in $OUT/STUDY-TOOL.log
+sanitize_study() {
+  local san t
+  san="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+  for t in memcheck racecheck; do
+    timeout 300 "$san" --tool $t --error-exitcode 3 python3 -m gemm_kernels study "$1" \
+        --check-only --shapes 33x65x17 127x129x255 > "$OUT/$1-$t.log" 2>&1
+    echo "$1 $t exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|WRONG' "$OUT/$1-$t.log" | tr '\n' ' ')"
   done
 }
 # chapter 12's recorded data: the model's calibration recorded and fitted (rules.json),
@@ -116,13 +127,7 @@ for stage in "$@"; do
               # with its choices undone, and the worked solutions timed beside its kernels
               # (the study checks each configuration on the ragged shapes before timing it);
               # step 7's new configurations first under both sanitizers
-              san="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
-              for t in memcheck racecheck; do
-                timeout 300 "$san" --tool $t --error-exitcode 3 python3 -m gemm_kernels study \
-                    ch09_step7_choices --check-only --shapes 33x65x17 127x129x255 4097x1023x515 \
-                    > "$OUT/ch09-choices-$t.log" 2>&1
-                echo "$t exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|WRONG' "$OUT/ch09-choices-$t.log" | tr '\n' ' ')"
-              done
+              sanitize_study ch09_step7_choices
               python3 -m gemm_kernels study ch09_ladder ch09_ladder_minb2 ch09_step7_choices \
                   --variants "08_double_buffer: worked solution" "09_zorder: worked solution" \
                   "09_capstone_step: worked solution" 2>&1 | tee "$OUT/ladder09.log" | tail -75
@@ -132,6 +137,13 @@ for stage in "$@"; do
               python3 -m gemm_kernels study ch01_xcol_l1 ch01_xcol_2047 2>&1 | tee "$OUT/h200.log" | tail -12
               python3 -m gemm_kernels.notebook.timed_variants "11_dgemm: worked solution" 2>&1 \
                   | tee -a "$OUT/h200.log" | tail -4
+              cp figures/data/*.json "$OUT/" ;;
+    sanstudy) for st in ${STUDIES:?name the studies}; do sanitize_study "$st"; done ;;
+    downcol)  # chapter 05's exercise question: the tile with its threads down the column,
+              # under both sanitizers, then counted and timed beside the kernel as written
+              sanitize_study ch05_down_column
+              python3 -m gemm_kernels study ch05_down_column --variants \
+                  "tile_1d: threads down the column first" 2>&1 | tee "$OUT/downcol.log" | tail -8
               cp figures/data/*.json "$OUT/" ;;
     latency)  python3 -m gemm_kernels.notebook.widget_latency 2>&1 | tee "$OUT/latency.log" ;;
     probe)    python3 -m gemm_kernels.memory.probe --out "$OUT/bank_probe.json" 2>&1 | tee "$OUT/probe.log" | tail -40 ;;

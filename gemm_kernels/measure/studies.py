@@ -43,6 +43,8 @@ PIPES = ["sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
          "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
          "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed",
          "smsp__inst_executed_pipe_lsu.sum", "smsp__inst_executed_op_shared_ld.sum"]
+# Every shared-memory wavefront and bank conflict the L1's data pipe counts, by kind.
+SHARED_ALL = "re:^l1tex__data_(pipe_lsu_wavefronts|bank_conflicts_pipe_lsu)_mem_shared[a-z_]*\\.sum$"
 CACHES = ["l1tex__t_sector_hit_rate.pct", "lts__t_sector_hit_rate.pct",
           "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
           "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
@@ -244,6 +246,14 @@ STUDY_LIST = (
               Step("8 outputs per thread (kernel-4 tile)", "tile_1d", K4),
               Step("16 outputs per thread (the default)", "tile_1d", {})),
           (CUBE_4096,)),
+    # The exercise's question: the default tile with its threads down a column of the
+    # tile first (notebook/ch05_down_column.py), counted beside the kernel as written.
+    Study("ch05_down_column", "05", "The default tile with its threads down the column "
+          "first: the shared-memory wavefronts counted", "ncu", (
+              Step("along the row (as written)", "tile_1d", {}),
+              Step("down the column first", "tile_1d", {},
+                   variant="tile_1d: threads down the column first")),
+          (CUBE_2048,), (SHARED_ALL, STALLS, *ISSUE)),
     Study("ch05_outputs_stalls", "05",
           "Where the warps wait with 2 and 4 outputs per thread (BK = 8, 1024 threads)", "ncu", (
               Step("2 outputs per thread", "tile_1d", {"BM": 64, "BN": 32, "BK": 8, "TM": 2}),
@@ -479,7 +489,6 @@ STUDY_LIST += (
 # from global memory), the tiled one without and with padded shared rows (the fragment
 # loads are ldmatrix, LDSM: their shared-memory wavefronts and bank conflicts), and the
 # tensor pipe's share of the cycles.
-SHARED_ALL = "re:^l1tex__data_(pipe_lsu_wavefronts|bank_conflicts_pipe_lsu)_mem_shared[a-z_]*\\.sum$"
 TENSOR = ["re:^sm__(pipe_tensor_op_hmma_cycles_active|inst_executed_pipe_tensor_op_hmma)"
           "\\.(sum|avg\\.pct_of_peak_sustained_active)$",
           "re:^smsp__inst_executed_op_ldsm\\.sum$"]

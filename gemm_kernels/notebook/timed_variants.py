@@ -20,8 +20,9 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-from gemm_kernels.notebook import (ch03_evidence, ch06_tiles, ch07_ablation, ch08_prefetch,
-                                   ch09_split, ch10_loads_first, ch10_transpose, ch11_wide)
+from gemm_kernels.notebook import (ch03_evidence, ch05_down_column, ch06_tiles, ch07_ablation,
+                                   ch08_prefetch, ch09_split, ch10_loads_first, ch10_transpose,
+                                   ch11_wide)
 from gemm_kernels.notebook import ch15_beyond  # noqa: F401 (registers its variant with the studies)
 
 
@@ -75,6 +76,10 @@ def entries() -> list[Timed]:
         # 03: the course notes' question, tx and ty swapped, beside the kernel as written
         Timed(ch03_evidence.SWAPPED, "03", ch03_evidence.swapped_kernel, (2048,) * 3,
               ({"BLOCK": 32},), (ch03_evidence.KERNEL,)),
+        # 05: the exercise's question, the default tile with its threads down the column
+        # first, beside the kernel as written
+        Timed(ch05_down_column.DOWN_COLUMN, "05", ch05_down_column.down_column_kernel,
+              ch05_down_column.SHAPE, (), (ch05_down_column.KERNEL,)),
         # 06: the contiguous 8x8 patch held to two blocks per SM (spilling a little):
         # is the strided kernel's gain its second block or its conflict-free reads?
         Timed("tile_2d_reg, __launch_bounds__(NT, 2)", "06", _min_blocks("tile_2d_reg", 2),
