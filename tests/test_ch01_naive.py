@@ -253,8 +253,8 @@ def test_the_sector_count_is_ruled_out_by_the_pace(recorded_mode):
     assert "BLOCK = 16, MAPPING = x->col" in text and "BLOCK = 32, MAPPING = x->col" in text
     assert "x->row" not in text and "the L1's cycles are not sectors" in text
     # x->col's own count: the wavefronts are the lines, not the sectors
-    assert ("BLOCK = 32: 2.50 sectors, 1.00 lines, 1.00 wavefronts; "
-            "BLOCK = 16: 2.00 sectors, 1.50 lines, 1.50 wavefronts." in text)
+    assert ("BLOCK = 32: 5.00 sectors, 2 lines, 2.00 wavefronts; "
+            "BLOCK = 16: 4.00 sectors, 3 lines, 3.00 wavefronts." in text)
 
 
 def test_a_too_high_or_non_number_guess_gets_its_own_message(capsys, recorded_mode):

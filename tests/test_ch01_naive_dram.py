@@ -295,9 +295,9 @@ def test_xcol_counted_sets_wavefronts_beside_sectors_and_lines(monkeypatch):
                         [({"BLOCK": 32, "MAPPING": "x->col"}, row)])
     text = str(ch.xcol_counted(blocks=(32,)))
     # which counts are the profiler's and which the index expressions'
-    assert text.startswith("x->col, per load request at 2048^3 (sectors and wavefronts "
+    assert text.startswith("x->col, per warp and step at 2048^3 (sectors and wavefronts "
                            "counted by Nsight Compute, lines from the index expressions)")
-    assert text.endswith("BLOCK = 32: 2.50 sectors, 1.00 lines, 1.00 wavefronts.")
+    assert text.endswith("BLOCK = 32: 5.00 sectors, 2 lines, 2.00 wavefronts.")
     assert str(ch.xcol_counted(blocks=(32, 16))).startswith("Not in this recording")
 
 

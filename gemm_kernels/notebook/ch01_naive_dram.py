@@ -314,10 +314,11 @@ def _naive_rows(study: str, size: int):
 
 def xcol_counted(blocks=(32, 16), study: str = XCOL_STUDY) -> Text:
     """Nsight Compute's count for the naive kernel's x->col loads at 2048^3 (`study`),
-    the size at which the index expressions' lines hold (a power of two):
-    per load request, its sectors and its L1 wavefronts, beside the lines the index
-    expressions give. Where sectors and lines differ, the wavefronts follow the lines.
-    A Text saying so where the recording lacks a row."""
+    the size at which the index expressions' lines hold (a power of two): per warp and
+    step (the profiler's count per load request x the step's 2 loads), its sectors and
+    its L1 wavefronts, beside the lines the index expressions give. Where sectors and
+    lines differ, the wavefronts follow the lines. A Text saying so where the recording
+    lacks a row."""
     from gemm_kernels.memory import ch01_02_sectors
     size = 2048
     rows = {p.get("BLOCK"): row for p, row in _naive_rows(study, size)
@@ -329,13 +330,11 @@ def xcol_counted(blocks=(32, 16), study: str = XCOL_STUDY) -> Text:
         if not req or not m.get(ch01_02_sectors.WAVEFRONTS) or not m.get(ch01_02_sectors.SECTORS_LD):
             return Text(f"Not in this recording: x->col's wavefront counters at "
                         f"BLOCK = {block} ({study}).")
-        model, = ch01_02_sectors.sector_table(
-            [("naive", {"BLOCK": block, "MAPPING": "x->col"})], banks=True)
-        loads = round(model["sectors per step (A + B)"] / model["sectors per request"])
-        parts.append(f"BLOCK = {block}: {m[ch01_02_sectors.SECTORS_LD] / req:.2f} sectors, "
-                     f"{model['128-byte lines (A + B)'] / loads:.2f} lines, "
-                     f"{m[ch01_02_sectors.WAVEFRONTS] / req:.2f} wavefronts")
-    return Text(f"x->col, per load request at {size}^3 (sectors and wavefronts counted by "
+        model, = ch01_02_sectors.sector_table([("naive", {"BLOCK": block, "MAPPING": "x->col"})])
+        parts.append(f"BLOCK = {block}: {2 * m[ch01_02_sectors.SECTORS_LD] / req:.2f} sectors, "
+                     f"{model['128-byte lines (A + B)']} lines, "
+                     f"{2 * m[ch01_02_sectors.WAVEFRONTS] / req:.2f} wavefronts")
+    return Text(f"x->col, per warp and step at {size}^3 (sectors and wavefronts counted by "
                 "Nsight Compute, lines from the index expressions): " + "; ".join(parts) + ".")
 
 
