@@ -236,13 +236,13 @@ def test_rate_times_lines_two_rows_for_the_main_text(recorded_mode):
 
 
 def test_size_gap_prints_the_factor_at_2048_and_at_2047(recorded_mode):
-    """The factor at 2048^3 is the sweep's; at 2047^3 chapter 02's coalesced kernel
-    stands in for x->col, and the factor is smaller."""
+    """Both mappings at both sizes, x->col at 2047^3 from its own timed study, each as a
+    share of the cuBLAS timed beside it; the factor is smaller off the power of two."""
     import re
     text = str(ch01_naive.size_gap())
-    big, odd = (float(m) for m in re.findall(r"([0-9]+\.[0-9]) x\.", text))
-    assert text.startswith("At 2048^3: x->col ")
-    assert "At 2047^3, measured with chapter 02's coalesced kernel, which issues exactly x->col's loads" in text
+    big, odd = (float(m) for m in re.findall(r"Share over share: ([0-9]+\.[0-9]) x\.", text))
+    assert text.startswith("At 2048^3: x->col 6,381 GFLOP/s, 12.8% of cuBLAS; x->row 486")
+    assert "At 2047^3: x->col 6,438 GFLOP/s" in text and "coalesced" not in text
     assert odd < big
 
 
@@ -252,9 +252,9 @@ def test_the_sector_count_is_ruled_out_by_the_pace(recorded_mode):
     text = str(ch01_naive.per_sector_products())
     assert "BLOCK = 16, MAPPING = x->col" in text and "BLOCK = 32, MAPPING = x->col" in text
     assert "x->row" not in text and "the L1's cycles are not sectors" in text
-    # the direct count for the same loads: the wavefronts are the lines, not the sectors
-    assert ("BLOCK = 32: 2.50 sectors, 1.00 lines, 1.00 wavefronts; "
-            "BLOCK = 16: 2.00 sectors, 1.50 lines, 1.50 wavefronts." in text)
+    # x->col's own count: the wavefronts are the lines, not the sectors
+    assert ("BLOCK = 32: 5.00 sectors, 2 lines, 2.00 wavefronts; "
+            "BLOCK = 16: 4.00 sectors, 3 lines, 3.00 wavefronts." in text)
 
 
 def test_a_too_high_or_non_number_guess_gets_its_own_message(capsys, recorded_mode):
@@ -310,7 +310,8 @@ def test_rate_times_lines_shows_the_profiled_wavefronts_beside_the_lines(recorde
     from gemm_kernels.notebook import ch01_naive_dram
     t = ch01_naive.rate_times_lines()
     counted = ch01_naive_dram.wavefronts_per_step()
-    assert ("x->row", 32) in counted and ("x->col", 16) in counted and ("x->col", 32) in counted
+    # x->col's own profile holds all three blocks
+    assert ("x->row", 32) in counted and all(("x->col", b) in counted for b in (8, 16, 32))
     for r in t:
         b = int(r["settings"].split(",")[0].split("= ")[1])
         m = r["settings"].split("MAPPING = ")[1]
@@ -323,12 +324,17 @@ def test_rate_times_lines_shows_the_profiled_wavefronts_beside_the_lines(recorde
                 r["128-byte lines per step (from the indices)"]
 
 
-def test_same_loop_compares_the_mappings_and_chapter_02s_kernel():
-    """x->row and x->col compile to one loop; chapter 02's coalesced kernel, profiled in
-    x->col's place, differs only in register numbers and gives every lane the same
-    element of C."""
+def test_same_loop_compares_the_mappings_instruction_by_instruction():
+    """x->row and x->col compile to one loop, operand for operand."""
     text = ch01_naive.same_loop()
-    assert "x->row against x->col: the same 73 instructions, operand for operand." in text
-    assert "x->col against chapter 02's coalesced kernel: the same 73 instructions;" in text
-    assert "use another register number" in text
-    assert "give each lane of the first block the same element of C" in text
+    assert text == ("The compiled loops at BLOCK = 32, x->row against x->col: the same 73 "
+                    "instructions, operand for operand.")
+
+
+def test_rate_times_lines_brief_keeps_lines_rate_and_product(recorded_mode):
+    """The main text's six-row test: settings, lines, wavefronts, rate, rate x lines."""
+    t = ch01_naive.rate_times_lines(brief=True)
+    assert list(t[0]) == ["settings", "128-byte lines per step (from the indices)",
+                          "wavefronts per step, Nsight Compute", "rate at 2048^3 (GFLOP/s)",
+                          "rate x lines"]
+    assert [r["128-byte lines per step (from the indices)"] for r in t] == [9, 17, 33, 5, 3, 2]

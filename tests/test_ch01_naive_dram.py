@@ -237,20 +237,22 @@ def _one_profiled_request(monkeypatch):
     return params, row
 
 
-def test_wavefronts_per_request_counts_one_request_four_ways(monkeypatch):
-    """Per load request: the lines and the busiest bank's words from the index
-    expressions, beside the sectors and wavefronts Nsight Compute counted."""
+def test_counts_per_step_splits_a_and_b_beside_nsight_compute(monkeypatch):
+    """Per step: the lines, sectors and busiest bank's words of A's and B's loads from
+    the index expressions (32 + 1 = 33 each), beside the sectors and wavefronts Nsight
+    Compute counted for both loads together."""
     params, row = _one_profiled_request(monkeypatch)
-    t = ch.wavefronts_per_request(params)
-    assert [r["per load request"] for r in t] == ["16.50"] * 4
+    t = ch.counts_per_step(params)
     assert [r["count"] for r in t][:3] == ["128-byte lines", "32-byte sectors",
                                            "words on the busiest L1 bank"]
+    assert [(r["A's load"], r["B's load"], r["per step (A + B), from the indices"])
+            for r in t][:3] == [(32, 1, 33)] * 3
+    assert [r["per step, Nsight Compute"] for r in t] == ["-", "33.00", "-", "33.00"]
     assert "at 64 x 64 x 64" in t.title
     # a recorded profile names the GPU it was recorded on, whatever GPU runs the notebook
-    assert t.title.endswith("(the average of a step's 2 loads: A's touches 32 sectors, B's 1; "
-                            f"{ch.records.recording_label()})")
+    assert t.title.endswith(f"{ch.records.recording_label()})")
     monkeypatch.setattr(ch.studies, "results", lambda study: [])
-    assert str(ch.wavefronts_per_request(params)).startswith("Not in this recording")
+    assert str(ch.counts_per_step(params)).startswith("Not in this recording")
 
 
 def test_l1_pace_is_over_the_profilers_cycles(monkeypatch):
@@ -272,29 +274,36 @@ def test_l1_pace_is_over_the_profilers_cycles(monkeypatch):
     assert str(ch.l1_pace(params)).startswith("Not in this recording")
 
 
-def test_ncu_commands_profile_the_bytes_and_the_stall_studies():
+def test_ncu_commands_profile_the_bytes_the_stall_and_the_x_col_studies():
     text = str(ch.ncu_commands())
-    assert text.count("ncu --target-processes all") == 2
+    assert text.count("ncu --target-processes all") == 3
     assert f"--target {ch.STUDY}" in text and f"--target {ch.STALL_STUDY}" in text
+    assert f"--target {ch.XCOL_STUDY}" in text
     assert "dram__bytes_read.sum" in text
     # a pattern is written as ncu reads it (regex:), quoted so that the line runs in a shell
     assert "'regex:^smsp__average_warps_issue_stalled_" in text and "'re:" not in text
 
 
-def test_same_loads_counted_sets_wavefronts_beside_sectors_and_lines(monkeypatch):
-    """For the coalesced kernel (x->col's loads), per load request: the sectors and
-    wavefronts Nsight Compute counted, and the lines of the index expressions."""
-    from types import SimpleNamespace
+def test_xcol_counted_sets_wavefronts_beside_sectors_and_lines(monkeypatch):
+    """For the naive kernel's x->col loads, per load request: the sectors and wavefronts
+    Nsight Compute counted, and the lines of the index expressions."""
     from gemm_kernels.memory import ch01_02_sectors
-    step = SimpleNamespace(kernel="coalesced", params={"BLOCK": 32})
-    row = {"shape": [64, 64, 64], "metrics": {
+    row = {"shape": [2048] * 3, "metrics": {
         ch01_02_sectors.REQUESTS_LD: 1e6, ch01_02_sectors.WAVEFRONTS: 1e6,
         ch01_02_sectors.SECTORS_LD: 2.5e6}}
-    monkeypatch.setattr(ch.studies, "results", lambda study: [(step, row)])
-    text = str(ch.same_loads_counted(blocks=(32,)))
+    monkeypatch.setattr(ch, "_naive_rows", lambda study, size:
+                        [({"BLOCK": 32, "MAPPING": "x->col"}, row)])
+    text = str(ch.xcol_counted(blocks=(32,)))
     # which counts are the profiler's and which the index expressions'
-    assert text.startswith("Per load request at 64^3, for a kernel whose warps issue exactly "
-                           "x->col's loads")
-    assert "sectors and wavefronts counted by Nsight Compute, lines from the index" in text
-    assert text.endswith("BLOCK = 32: 2.50 sectors, 1.00 lines, 1.00 wavefronts.")
-    assert str(ch.same_loads_counted(blocks=(32, 16))).startswith("Not in this recording")
+    assert text.startswith("x->col, per warp and step at 2048^3 (sectors and wavefronts "
+                           "counted by Nsight Compute, lines from the index expressions)")
+    assert text.endswith("BLOCK = 32: 5.00 sectors, 2 lines, 2.00 wavefronts.")
+    assert str(ch.xcol_counted(blocks=(32, 16))).startswith("Not in this recording")
+
+
+def test_wavefronts_per_step_reads_x_col_from_its_own_profile(recorded_mode):
+    """x->col's wavefronts come from the naive kernel's own profile: 5, 3, 2 per step
+    at BLOCK = 8, 16, 32, as its lines."""
+    counted = ch.wavefronts_per_step()
+    assert [round(counted[("x->col", b)]) for b in (8, 16, 32)] == [5, 3, 2]
+

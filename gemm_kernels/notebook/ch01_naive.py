@@ -271,42 +271,13 @@ def _loop_text(kernel: str, params: dict) -> list[str]:
     return [t for _, _, t in analysis.main_loop(compiler.sass(k, k.resolve(params)))]
 
 
-def _lanes(kernel: str, params: dict) -> list[tuple[int, int]]:
-    """(row, col) of C for every thread of block (0, 0), warp by warp: what its loads
-    address at every step k (A[row][k], B[k][col])."""
-    from gemm_kernels.memory import ch01_02_sectors
-    threads = get_kernel(kernel).threads(get_kernel(kernel).resolve(params))
-    return [(e["row"], e["col"]) for w in range(threads[0] * threads[1] // 32)
-            for e in ch01_02_sectors.warp_elements(kernel, params, 4096, 4096, 4096, warp=w)]
-
-
 def same_loop(block: int = 32) -> Text:
-    """The evidence behind "the same loop" and "the same loads", from the compiler run
-    here: x->row's and x->col's main loops compared instruction by instruction, then
-    x->col's against chapter 02's coalesced kernel (the one Nsight Compute profiled in
-    its place), both in its instructions (register numbers aside) and in the (row, col)
-    each lane of each warp of a block computes, which fixes the addresses it loads."""
-    row, col = ({"BLOCK": block, "MAPPING": m} for m in ("x->row", "x->col"))
-    coal = {"BLOCK": block}
-    a, b, c = _loop_text(KERNEL, row), _loop_text(KERNEL, col), _loop_text("coalesced", coal)
-
-    def bare(text):     # the instruction with its register numbers left out
-        return [re.sub(r"\bU?R\d+", "R", t) for t in text]
-
-    def compare(x, y):
-        if x == y:
-            return f"the same {len(x)} instructions, operand for operand"
-        if bare(x) == bare(y):
-            n = sum(i != j for i, j in zip(x, y))
-            return f"the same {len(x)} instructions; {n} use another register number"
-        return f"different loops ({len(x)} and {len(y)} instructions)"
-    lanes = ("x->col and chapter 02's kernel give each lane of the first block the same "
-             "element of C, so the same addresses at every step k."
-             if _lanes(KERNEL, col) == _lanes("coalesced", coal) else
-             "The two kernels give some lanes different elements of C.")
-    return Text(f"The compiled loops at BLOCK = {block}, compared instruction by instruction:\n"
-                f"  x->row against x->col: {compare(a, b)}.\n"
-                f"  x->col against chapter 02's coalesced kernel: {compare(b, c)}.\n{lanes}")
+    """The evidence behind "the same loop", from the compiler run here: x->row's and
+    x->col's main loops at `block`, compared instruction by instruction."""
+    a, b = (_loop_text(KERNEL, {"BLOCK": block, "MAPPING": m}) for m in ("x->row", "x->col"))
+    verdict = (f"the same {len(a)} instructions, operand for operand" if a == b else
+               f"different loops ({len(a)} and {len(b)} instructions)")
+    return Text(f"The compiled loops at BLOCK = {block}, x->row against x->col: {verdict}.")
 
 
 def read_loop(params: dict | None = None, head: int = 8, tail: int = 14) -> Text:
@@ -483,31 +454,33 @@ def _sweep(size: int, blocks):
             yield params, counts, rate
 
 
-def rate_times_lines(size: int = 2048, blocks=(8, 16, 32), product: bool = True) -> Table:
+def rate_times_lines(size: int = 2048, blocks=(8, 16, 32), product: bool = True,
+                     brief: bool = False) -> Table:
     """Per BLOCK and mapping: the 32-byte sectors and the 128-byte lines one warp's loads
     touch at one step, from the index expressions, beside Nsight Compute's wavefronts
-    per step (the L1 cycles) where chapter 02's profile holds the configuration ('-'
-    elsewhere), the recorded rate at size^3, and rate x lines: where the L1's cycles
-    per step set the rate, the product stays about constant. The sectors stand beside
-    the lines so that a reader sees which of the two the rate follows. `product=False`
-    leaves out rate x lines: the main text's two-row table (blocks=(32,)) shows the counts
-    and the rates only."""
+    per step (the L1 cycles) where the naive kernel was profiled ('-' elsewhere), the
+    recorded rate at size^3, and rate x lines: where the L1's cycles per step set the
+    rate, the product stays about constant. The sectors stand beside the lines so that a
+    reader sees which of the two the rate follows. `product=False` leaves out rate x
+    lines (the two-row table of BLOCK = 32: the counts and the rates only); `brief`
+    leaves out the sectors (the six-row test: lines, wavefronts, rate, product)."""
     from gemm_kernels.notebook.ch01_naive_dram import wavefronts_per_step
-    counted, rows = wavefronts_per_step(), []
+    counted, rows = wavefronts_per_step(size), []
     sectors_col, lines_col, wf_col = "32-byte sectors per step (from the indices)", \
         "128-byte lines per step (from the indices)", "wavefronts per step, Nsight Compute"
     for params, counts, rate in _sweep(size, blocks):
         cycles = counts["128-byte lines (A + B)"]
         wf = counted.get((params["MAPPING"], params["BLOCK"]))
-        rows.append({"settings": _settings(params),
-                     sectors_col: counts["sectors per step (A + B)"], lines_col: cycles,
-                     wf_col: "-" if wf is None else f"{wf:.2f}",
-                     f"rate at {size}^3 (GFLOP/s)": fmt_number(rate)})
+        rows.append({"settings": _settings(params)})
+        if not brief:
+            rows[-1][sectors_col] = counts["sectors per step (A + B)"]
+        rows[-1].update({lines_col: cycles, wf_col: "-" if wf is None else f"{wf:.2f}",
+                         f"rate at {size}^3 (GFLOP/s)": fmt_number(rate)})
         if product:
             rows[-1]["rate x lines"] = fmt_number(rate * cycles)
-    # the text beside the table says where x->col's wavefronts were counted
-    return Table(rows, list(rows[0]), title="one warp, one step k: the sectors and lines its "
-                 "loads touch, the L1 wavefronts Nsight Compute counted, and "
+    what = ("the lines" if brief else "the sectors and lines") + \
+        " its loads touch, the L1 wavefronts Nsight Compute counted"
+    return Table(rows, list(rows[0]), title=f"one warp, one step k: {what}, and "
                  + ("the rate times the lines" if product else "the recorded rate"))
 
 
@@ -525,9 +498,9 @@ def per_sector_products(size: int = 2048, blocks=(8, 16, 32)) -> Text:
     """Why the L1's cycles are not sectors: the configurations of `rate_times_lines` whose
     rate times their sectors per step passes what one L1 cycle per SM and clock allows.
     An L1 that spent a cycle per sector would there do more than one cycle per clock.
-    Then the direct count for the same loads (`ch01_naive_dram.same_loads_counted`):
+    Then Nsight Compute's count for x->col's loads (`ch01_naive_dram.xcol_counted`):
     Nsight Compute's wavefronts follow the lines, not the sectors."""
-    from gemm_kernels.notebook.ch01_naive_dram import same_loads_counted
+    from gemm_kernels.notebook.ch01_naive_dram import xcol_counted
     pace = _pace()
     if pace is None:
         return Text("Not known here: the GPU's SM count or clock.")
@@ -543,7 +516,7 @@ def per_sector_products(size: int = 2048, blocks=(8, 16, 32)) -> Text:
     return Text(f"Rate x sectors per step, where it passes {pace['gflops']:,.0f} (one L1 cycle "
                 "per SM per clock):\n" + "\n".join(over) + "\nAt a cycle per sector the L1 "
                 "would do more than one cycle per clock there.\n"
-                f"{same_loads_counted()}\nThe wavefronts follow the lines, not the sectors: "
+                f"{xcol_counted()}\nThe wavefronts follow the lines, not the sectors: "
                 "the L1's cycles are not sectors.")
 
 
@@ -561,31 +534,36 @@ def _pace() -> dict | None:
                     f"{gflops:,.0f} GFLOP/s"}
 
 
+XCOL_ODD = "ch01_xcol_2047"
+
+
 def size_gap(block: int = 32, sizes=(2048, 2047)) -> Text:
-    """The mapping's factor at a power-of-two size and one size off it, from the timed
-    rates: x->col over x->row at `sizes[0]` (the chapter's sweep), and at `sizes[1]`
-    chapter 02's coalesced kernel, whose warps load as x->col's do at BLOCK = 32 (x->col
-    itself was not timed there), over x->row."""
-    from gemm_kernels.measure import lookup
-    from gemm_kernels.notebook.ch02_coalescing import _alignment_rate
+    """The mapping's factor at a power-of-two size and one size off it. The two sizes
+    were timed in different runs, so each rate is given as a share of the cuBLAS timed
+    beside it, and the factor is the ratio of the shares. x->col at `sizes[1]` comes from
+    its own timed study (`XCOL_ODD`); the other rates from the chapter's recording."""
+    from gemm_kernels.measure import lookup, studies
     big, odd = sizes
-    row = {n: _row_rate(block, n) for n in sizes}
-    col = lookup.measure_or_lookup(KERNEL, (big,) * 3, {"BLOCK": block, "MAPPING": "x->col"})
-    coal = _alignment_rate("coalesced", {"BLOCK": block}, odd)
-    if coal is None:
-        return Text(f"Not in this recording: chapter 02's coalesced kernel at {odd}^3.")
-    col = col["gflops"]["median"]
-    return Text(f"At {big}^3: x->col {col:,.0f} / x->row {row[big]:,.0f} GFLOP/s = "
-                f"{col / row[big]:.1f} x.\n"
-                f"At {odd}^3, measured with chapter 02's coalesced kernel, which issues exactly "
-                f"x->col's loads at BLOCK = {block}: {coal:,.0f} against x->row's "
-                f"{row[odd]:,.0f} GFLOP/s = {coal / row[odd]:.1f} x.")
-
-
-def _row_rate(block: int, n: int) -> float:
-    from gemm_kernels.measure import lookup
-    return lookup.measure_or_lookup(KERNEL, (n,) * 3, {"BLOCK": block, "MAPPING": "x->row"}
-                                    )["gflops"]["median"]
+    share = {}
+    for n in sizes:
+        share[("x->row", n)] = lookup.measure_or_lookup(
+            KERNEL, (n,) * 3, {"BLOCK": block, "MAPPING": "x->row"})
+    share[("x->col", big)] = lookup.measure_or_lookup(
+        KERNEL, (big,) * 3, {"BLOCK": block, "MAPPING": "x->col"})
+    shape = (odd,) * 3
+    rec = studies.recording_of(XCOL_ODD, shape)
+    share[("x->col", odd)] = next((row for step, row in studies.results(XCOL_ODD, shape, rec)
+                                   if row and step.params.get("BLOCK") == block), None)
+    if any(not r or not r.get("reference") for r in share.values()):
+        return Text(f"Not in this recording: both mappings at {odd}^3, each beside cuBLAS.")
+    rate = {k: r["gflops"]["median"] for k, r in share.items()}
+    pct = {k: 100 * r["gflops"]["median"] / r["reference"]["gflops"]["median"]
+           for k, r in share.items()}
+    shown = lambda v: f"{v:.2g}%" if v < 1 else f"{v:.1f}%"     # 0.98%, 3.3%, 12.8%
+    return Text("\n".join(
+        f"At {n}^3: x->col {rate[('x->col', n)]:,.0f} GFLOP/s, {shown(pct[('x->col', n)])} "
+        f"of cuBLAS; x->row {rate[('x->row', n)]:,.0f} GFLOP/s, {shown(pct[('x->row', n)])}. "
+        f"Share over share: {pct[('x->col', n)] / pct[('x->row', n)]:.1f} x." for n in sizes))
 
 
 def which_count(block: int = 32, size: int = 2048) -> Text:
@@ -678,7 +656,7 @@ def check_guess(my_guess, block: int = 32, size: int = 2048) -> None:
         print(f"The L1 wavefronts, {lines['x->row']} against {lines['x->col']} per step, give "
               f"{lines['x->row'] / lines['x->col']:.1f} x. The measurement is a little "
               "lower: x->col reaches only part of the rate its wavefronts allow. The "
-              "chapter's optional section F prints how much.")
+              "table of six configurations in 'Why it is slow' prints how much.")
     elif verdict == "too high":
         print("Faster, but not that much: every load instruction costs at least one L1 "
               f"wavefront, so x->col's step still costs {lines['x->col']} wavefronts, against "

@@ -29,6 +29,8 @@ LOAD_INSTRUCTIONS = "smsp__inst_executed_op_global_ld.sum"
 LANES = 32
 # Chapter 02's profile of the same kernel, with the stall reasons of its warps.
 STALL_STUDY = "ch02_l1_lines"
+# The same counters for the naive kernel's x->col loads, at 2048^3 and off the lines.
+XCOL_STUDY = "ch01_xcol_l1"
 ISSUED = "smsp__issue_active.avg.pct_of_peak_sustained_active"   # % of cycles with an issue
 MEANING = {"lg throttle": "the queue of global loads in front of the L1 is full",
            "long scoreboard": "waiting for the value of a global load"}
@@ -101,7 +103,7 @@ def bytes_plot(study: str = STUDY, ax=None):
     limit in the kernel's timed run (read against the DRAM bar only). The delivered bytes
     are drawn inside a dotted red outline, for comparison, the L1's byte width over the
     same timed run (`l1_byte_rate`: 128 B per SM and clock), which they are far below; it
-    is no hard limit on them (a wide shared load delivers more per wavefront); the L1's pace in lines is counted by `wavefronts_per_request` and `l1_pace`, not drawn
+    is no hard limit on them (a wide shared load delivers more per wavefront); the L1's pace in lines is counted by `counts_per_step` and `l1_pace`, not drawn
     here, since lines are not bytes. Each bar says its bytes and its multiple of A, B and
     C (no second axis: the labels carry the multiple)."""
     import matplotlib.pyplot as plt
@@ -160,7 +162,7 @@ def summary(study: str = STUDY):
     byte width, for comparison (not a hard limit: a wide shared load delivers
     more per wavefront). The sector bytes the L1 looked up get a row too, the chart's
     green bar, but no byte limit of their own (the L1's pace is counted in wavefronts,
-    `wavefronts_per_request`).
+    `counts_per_step`).
     The profiler's own DRAM-busy figure and the L2 hit rate are left out: the first is
     over the profiled run, at a lower clock than the timed one; the second counts every
     sector the L2 looked up, not only the SMs' requests of the L2 bar."""
@@ -260,86 +262,95 @@ def stall_table(params: dict | None = None, study: str = STALL_STUDY):
     return Text(f"Not in this recording: the naive kernel's stall reasons ({study}).")
 
 
-def wavefronts_per_request(params: dict | None = None, study: str = STALL_STUDY) -> Table:
-    """One load request of the naive kernel in chapter 02's profile, counted four ways:
-    the distinct 128-byte lines and the words on the busiest L1 bank (both from the index
-    expressions), and the sectors and L1 wavefronts Nsight Compute counted. At the
-    power-of-two size profiled all four are equal, so the wavefronts alone cannot say
-    which the L1 pays for (chapter 02 tells lines and banks apart)."""
-    from gemm_kernels.memory import ch01_02_sectors
+def counts_per_step(params: dict | None = None, study: str = STALL_STUDY) -> Table:
+    """One warp's step k of the naive kernel in chapter 02's profile, counted four ways:
+    the 128-byte lines, the 32-byte sectors and the words on the busiest L1 bank of A's
+    load and of B's, from the index expressions, and beside their sum the sectors and L1
+    wavefronts Nsight Compute counted per step (per load request x the step's 2 loads;
+    it counts both loads together). At the power-of-two size profiled all four are
+    equal, so the wavefronts alone cannot say which the L1 pays for (chapter 02 tells
+    lines and banks apart)."""
+    from gemm_kernels.memory import ch01_02_sectors as sec
     params = dict(params or KERNELS["naive"].resolve(None))
     for row in _profiled(params, study):
         m = row["metrics"]
-        req, wf = m.get(ch01_02_sectors.REQUESTS_LD), m.get(ch01_02_sectors.WAVEFRONTS)
-        if not req or not wf or not m.get(ch01_02_sectors.SECTORS_LD):
+        req, wf = m.get(sec.REQUESTS_LD), m.get(sec.WAVEFRONTS)
+        if not req or not wf or not m.get(sec.SECTORS_LD):
             break
-        model, = ch01_02_sectors.sector_table([("naive", params)], banks=True)
-        loads = round(model["sectors per step (A + B)"] / model["sectors per request"])
-        per = lambda count: f"{count / loads:.2f}"   # printed as Nsight Compute's counts are
-        rows = [{"count": "128-byte lines", "per load request": per(model["128-byte lines (A + B)"]),
-                 "counted by": "the index expressions"},
-                {"count": "32-byte sectors",
-                 "per load request": f"{m[ch01_02_sectors.SECTORS_LD] / req:.2f}",
-                 "counted by": "Nsight Compute"},
-                {"count": "words on the busiest L1 bank",
-                 "per load request": per(model["words on the busiest bank (A + B)"]),
-                 "counted by": "the index expressions"},
-                {"count": "L1 wavefronts (cycles of the L1's data path)",
-                 "per load request": f"{wf / req:.2f}", "counted by": "Nsight Compute"}]
-        shape = " x ".join(map(str, row["shape"]))
-        a, b = model["A sectors"], model["B sectors"]
-        return Table(rows, list(rows[0]), title=f"{ch01_02_sectors.label('naive', params)} "
-                     f"at {shape}: one load request, counted four ways (the average of a "
-                     f"step's {loads} loads: A's touches {a} sectors, B's {b}; "
+        shape = tuple(row["shape"])
+        lanes = sec.warp_elements("naive", params, *shape)
+        loads = {x: [l[x] for l in lanes] for x in ("A", "B")}
+        nsight = lambda count: f"{2 * count / req:.2f}"   # 2 load requests per step
+        rows = []
+        for name, count, counted in (("128-byte lines", sec.lines, None),
+                                     ("32-byte sectors", sec.sectors, m[sec.SECTORS_LD]),
+                                     ("words on the busiest L1 bank", sec.bank_words, None)):
+            a, b = count(loads["A"]), count(loads["B"])
+            rows.append({"count": name, "A's load": a, "B's load": b,
+                         "per step (A + B), from the indices": a + b,
+                         "per step, Nsight Compute": "-" if counted is None else nsight(counted)})
+        rows.append({"count": "L1 wavefronts (cycles of the L1's data path)", "A's load": "-",
+                     "B's load": "-", "per step (A + B), from the indices": "-",
+                     "per step, Nsight Compute": nsight(wf)})
+        return Table(rows, list(rows[0]), title=f"{sec.label('naive', params)} at "
+                     f"{' x '.join(map(str, shape))}: one warp's step k, counted four ways "
+                     f"(Nsight Compute counts A's and B's loads together; "
                      f"{records.recording_label()})")
     return Text(f"Not in this recording: the naive kernel's wavefront counters ({study}).")
 
 
-def same_loads_counted(blocks=(32, 16), study: str = STALL_STUDY) -> Text:
-    """Nsight Compute's direct count for loads like x->col's: chapter 02's coalesced
-    kernel, whose warps issue the same loads as the naive kernel's x->col at the same
-    BLOCK, profiled in `study`. Per load request, its sectors and its L1 wavefronts,
-    beside the lines the index expressions give: where sectors and lines differ, the
-    wavefronts follow the lines. A Text saying so where the recording lacks a row."""
+def _naive_rows(study: str, size: int):
+    """(params, row) of every naive step `study` recorded at size^3 (on the GPU that
+    recorded the study), the rows it lacks left out; none if it was not run there."""
+    shape = (size,) * 3
+    if shape not in map(tuple, studies.get(study).shapes):
+        return []
+    rec = studies.recording_of(study, shape)
+    if rec is None:
+        return []
+    return [(dict(step.params), row) for step, row in studies.results(study, shape, rec)
+            if row is not None and step.kernel == "naive"]
+
+
+def xcol_counted(blocks=(32, 16), study: str = XCOL_STUDY) -> Text:
+    """Nsight Compute's count for the naive kernel's x->col loads at 2048^3 (`study`),
+    the size at which the index expressions' lines hold (a power of two): per warp and
+    step (the profiler's count per load request x the step's 2 loads), its sectors and
+    its L1 wavefronts, beside the lines the index expressions give. Where sectors and
+    lines differ, the wavefronts follow the lines. A Text saying so where the recording
+    lacks a row."""
     from gemm_kernels.memory import ch01_02_sectors
-    rows = {dict(step.params).get("BLOCK"): row for step, row in studies.results(study)
-            if row is not None and step.kernel == "coalesced"}
-    parts, shape = [], None
+    size = 2048
+    rows = {p.get("BLOCK"): row for p, row in _naive_rows(study, size)
+            if p.get("MAPPING") == "x->col"}
+    parts = []
     for block in blocks:
         m = (rows.get(block) or {}).get("metrics", {})
         req = m.get(ch01_02_sectors.REQUESTS_LD)
         if not req or not m.get(ch01_02_sectors.WAVEFRONTS) or not m.get(ch01_02_sectors.SECTORS_LD):
-            return Text(f"Not in this recording: chapter 02's coalesced kernel's wavefront "
-                        f"counters at BLOCK = {block} ({study}).")
-        model, = ch01_02_sectors.sector_table(
-            [("naive", {"BLOCK": block, "MAPPING": "x->col"})], banks=True)
-        loads = round(model["sectors per step (A + B)"] / model["sectors per request"])
-        shape = _size(tuple(rows[block]["shape"]))
-        parts.append(f"BLOCK = {block}: {m[ch01_02_sectors.SECTORS_LD] / req:.2f} sectors, "
-                     f"{model['128-byte lines (A + B)'] / loads:.2f} lines, "
-                     f"{m[ch01_02_sectors.WAVEFRONTS] / req:.2f} wavefronts")
-    return Text(f"Per load request at {shape}, for a kernel whose warps issue exactly x->col's "
-                "loads (chapter 02 profiles it, as its coalesced kernel): sectors and "
-                "wavefronts counted by Nsight Compute, lines from the index expressions. "
-                + "; ".join(parts) + ".")
+            return Text(f"Not in this recording: x->col's wavefront counters at "
+                        f"BLOCK = {block} ({study}).")
+        model, = ch01_02_sectors.sector_table([("naive", {"BLOCK": block, "MAPPING": "x->col"})])
+        parts.append(f"BLOCK = {block}: {2 * m[ch01_02_sectors.SECTORS_LD] / req:.2f} sectors, "
+                     f"{model['128-byte lines (A + B)']} lines, "
+                     f"{2 * m[ch01_02_sectors.WAVEFRONTS] / req:.2f} wavefronts")
+    return Text(f"x->col, per warp and step at {size}^3 (sectors and wavefronts counted by "
+                "Nsight Compute, lines from the index expressions): " + "; ".join(parts) + ".")
 
 
-def wavefronts_per_step(study: str = STALL_STUDY) -> dict:
+def wavefronts_per_step(size: int = 2048) -> dict:
     """Nsight Compute's L1 wavefronts per warp and step (per load request x the step's 2
-    load requests), keyed by the naive kernel's (MAPPING, BLOCK), for every configuration
-    `study` profiled: the naive kernel's own rows, and chapter 02's coalesced kernel,
-    whose warps issue x->col's loads at the same BLOCK (`same_loads_counted`). Those
-    not profiled are absent."""
+    load requests) at size^3, keyed by the naive kernel's (MAPPING, BLOCK): x->row from
+    chapter 02's profile (`STALL_STUDY`), x->col from its own (`XCOL_STUDY`). Those not
+    profiled are absent."""
     from gemm_kernels.memory import ch01_02_sectors
     out = {}
-    for step, row in studies.results(study):
-        if row is None or step.kernel not in ("naive", "coalesced"):
-            continue
-        m, p = row["metrics"], dict(step.params)
-        req, wf = m.get(ch01_02_sectors.REQUESTS_LD), m.get(ch01_02_sectors.WAVEFRONTS)
-        if req and wf:
-            mapping = p.get("MAPPING", "x->row") if step.kernel == "naive" else "x->col"
-            out[(mapping, p.get("BLOCK"))] = 2 * wf / req
+    for study in (STALL_STUDY, XCOL_STUDY):
+        for p, row in _naive_rows(study, size):
+            m = row["metrics"]
+            req, wf = m.get(ch01_02_sectors.REQUESTS_LD), m.get(ch01_02_sectors.WAVEFRONTS)
+            if req and wf:
+                out[(p.get("MAPPING", "x->row"), p.get("BLOCK"))] = 2 * wf / req
     return out
 
 
@@ -419,7 +430,7 @@ def _l1_pace(params: dict, warps: float, pace: float) -> str:
 
 
 def ncu_commands() -> Text:
-    """The Nsight Compute command lines that recorded this chapter's bytes table and its
-    stall table, each study with its own metrics: what to run to count them again on
-    another GPU."""
-    return Text("\n".join(studies.ncu_command(s) for s in (STUDY, STALL_STUDY)))
+    """The Nsight Compute command lines that recorded this chapter's bytes table, its
+    stall table and x->col's wavefronts, each study with its own metrics: what to run to
+    count them again on another GPU."""
+    return Text("\n".join(studies.ncu_command(s) for s in (STUDY, STALL_STUDY, XCOL_STUDY)))
