@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from gemm_kernels.core.kernels import get
 from gemm_kernels.core.table import Table
-from gemm_kernels.measure import lookup, studies, timing
+from gemm_kernels.measure import lookup, records, studies, timing
 from gemm_kernels.notebook.ch05_tile_1d import MAPPINGS, mapping_prices
 
 KERNEL = "tile_1d"
@@ -50,9 +50,10 @@ def measured(shape=SHAPE) -> Table:
     variant = down_column_kernel()
     rec = lookup.variant_recording(variant, shape, {})
     profiled = studies.results(STUDY, shape, studies.recording_of(STUDY))
-    rows = []
+    rows, got = [], []
     for label, kernel in ((_ROW, KERNEL), (_COLUMN, variant)):
         timed = lookup.variant_row(kernel, shape, {}, rec=rec) if rec else None
+        got.append(timed)
         name = getattr(kernel, "name", kernel)
         m = next(((r or {}).get("metrics") for st, r in profiled
                   if (st.variant or st.kernel) == name), None)
@@ -62,7 +63,7 @@ def measured(shape=SHAPE) -> Table:
                          round(m[SHARED_LOADS] / warp_steps, 1) if m else "-",
                      "GFLOP/s": round(timed["gflops"]["median"]) if timed else "-",
                      "% of cuBLAS": f"{timing.share(timed):.0f}%" if timed else "-"})
-    when = (f"both timed in one run, {rec.label}" if rec and rows[1]["GFLOP/s"] != "-"
+    when = (f"both timed in one run, {records.rows_label(got, rec)}" if all(got)
             else "not timed yet")
     return Table(rows, list(rows[0]),
                  title=f"the default tile at {'x'.join(map(str, shape))}, shared-memory loads: "
