@@ -63,7 +63,7 @@ def measured(shape=SHAPE) -> Table:
                          round(m[SHARED_LOADS] / warp_steps, 1) if m else "-",
                      "GFLOP/s": round(timed["gflops"]["median"]) if timed else "-",
                      "% of cuBLAS": f"{timing.share(timed):.0f}%" if timed else "-"})
-    when = (f"both timed in one run, {records.rows_label(got, rec)}" if all(got)
+    when = (records.rows_label(got, rec) if all(got)
             else "not timed yet")
     return Table(rows, list(rows[0]),
                  title=f"the default tile at {'x'.join(map(str, shape))}, shared-memory loads: "
