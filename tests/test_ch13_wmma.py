@@ -229,6 +229,8 @@ def test_the_pace_table_ties_the_warps_to_the_registers():
         pytest.skip("the profile is not recorded")
     assert "registers" in t[-1]["blocks per SM (limited by)"]
     assert all(isinstance(r["issue active %"], int) for r in t)
+    # the recording is named once in the section, by the profile table's caption
+    assert "recorded on" not in t.title and "recorded on" in ch13.profile_table().title
     text = str(ch13.pace_summary())
     regs = t[-1]["registers per thread"]
     assert "registers set the number of warps" in text

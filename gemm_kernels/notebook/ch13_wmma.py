@@ -783,8 +783,9 @@ def pace_table(rec=None) -> Table:
                      PER_HMMA[0]: every, PER_HMMA[1]: per_hmma})
     return Table(rows, ["step", "registers per thread", "blocks per SM (limited by)", *PACE,
                         *PER_HMMA],
-                 title=f"A warp's pace at 4096³: occupancy from the registers, then Nsight "
-                       f"Compute ({_label(rec or study_recording())})")
+                 # the profile of `profile_table`, whose caption names the recording
+                 title="A warp's pace at 4096³: occupancy from the registers, then Nsight "
+                       "Compute (the profile of section 8's first table)")
 
 
 def plot_profile(rec=None, ax=None):
