@@ -449,15 +449,30 @@ def ldg_by_width(ops: list[str]) -> str:
 
 def naive_loads() -> Text:
     """Where the naive kernel's global loads come from, read from its SASS: the first
-    step along K (its loads, the MOVM that transpose B's pairs in registers, and its two
-    HMMA), and the loads counted by width."""
+    step along K (its loads, each marked A or B by the HMMA operand its register feeds,
+    the MOVM that transpose B's pairs in registers, and its two HMMA), and the loads
+    counted by width."""
     import collections
 
     sass = compiler.sass(get(NAIVE), {})
     lines = [l.strip() for l in sass.splitlines() if re.search(r"\b(LDG|HMMA|MOVM)\.", l)]
     first = [i for i, l in enumerate(lines) if "HMMA" in l][:2]
     loads = [i for i, l in enumerate(lines[:first[-1] + 1]) if "LDG" in l][:8]
-    step = [l for i, l in enumerate(lines[:first[-1] + 1])
+    # Each load marked with the operand it fills: HMMA.16816 D, A, B, C reads A from four
+    # registers from its second operand on, B from two from its third (after MOVM).
+    operand = {}
+    for i in first:
+        _, a, b, _ = (int(r) for r in re.findall(r"\bR(\d+)", lines[i])[:4])
+        operand.update({a + j: "A" for j in range(4)} | {b + j: "B" for j in range(2)})
+
+    width = max(len(l) for l in lines[:first[-1] + 1])
+
+    def marked(line):
+        dest = re.search(r"LDG\.E R(\d+),", line)
+        return f"{line:<{width}}   // {operand[int(dest.group(1))]}" if (
+            dest and int(dest.group(1)) in operand) else line
+
+    step = [marked(l) for i, l in enumerate(lines[:first[-1] + 1])
             if i in loads or i in first or ("MOVM" in l and i < first[-1])]
     ops = collections.Counter(re.findall(r"\b(LDG(?:\.\w+)*) ", sass))
     narrow, wide = ops.get("LDG.E", 0), ops.get("LDG.E.64", 0)
@@ -470,8 +485,9 @@ def naive_loads() -> Text:
             f"{'s' * (hmma // 2 - unrolled != 1)} for the trips left over); {narrow} LDG.E = "
             f"{hmma // 2} steps x 8; {movm} MOVM = {hmma // 2} steps x {movm // max(hmma // 2, 1)}; "
             f"and {wide} LDG.E.64, the epilogue's read of C (beta != 0).")
-    return Text("The first step along K (its loads, its MOVM and its two HMMA; other "
-                "instructions left out):\n\n" + "\n".join(step) + "\n\n" + textwrap.fill(said, 88))
+    return Text(textwrap.fill("The first step along K: its loads, each marked with the HMMA "
+                              "operand it fills (A or B), its MOVM and its two HMMA; other "
+                              "instructions left out.", 88) + "\n\n" + "\n".join(step) + "\n\n" + textwrap.fill(said, 88))
 
 
 def naive_a_loads() -> dict[tuple[int, int], tuple[int, int]]:
@@ -767,8 +783,9 @@ def pace_table(rec=None) -> Table:
                      PER_HMMA[0]: every, PER_HMMA[1]: per_hmma})
     return Table(rows, ["step", "registers per thread", "blocks per SM (limited by)", *PACE,
                         *PER_HMMA],
-                 title=f"A warp's pace at 4096³: occupancy from the registers, then Nsight "
-                       f"Compute ({_label(rec or study_recording())})")
+                 # the profile of `profile_table`, whose caption names the recording
+                 title="A warp's pace at 4096³: occupancy from the registers, then Nsight "
+                       "Compute (the profile of section 8's first table)")
 
 
 def plot_profile(rec=None, ax=None):
@@ -1054,23 +1071,6 @@ def padding_store_cost(rec=None) -> Text:
                 f"{padded.get(conf, 0) / 1e6:.1f} M of {padded[wave] / 1e6:.1f} M with it.")
 
 
-# a step along K of the naive kernel: one mma_sync, so two HMMA
-NAIVE_HMMA_PER_STEP = 2
-
-
-def naive_step(naive: dict):
-    """A step along K of the naive kernel from the pace table's columns, as printed:
-    (instructions per HMMA, instructions per step, cycles per instruction, cycles per
-    step, of them waiting for global loads). None where a counter is missing."""
-    every, _ = hmma_pace(naive)
-    _, pace, _ = warp_pace(naive)
-    if not (every and pace and naive.get(_LONG)):
-        return None
-    every = round(every, 1)
-    inst = round(NAIVE_HMMA_PER_STEP * every, 1)
-    return every, inst, round(pace), inst * round(pace), inst * round(naive[_LONG])
-
-
 def naive_sectors_per_load(naive: dict):
     """Sectors of 32 bytes the L1 counts per global load instruction of the naive
     kernel (8 for its pairs of halves scattered over 8 rows), or None."""
@@ -1079,54 +1079,50 @@ def naive_sectors_per_load(naive: dict):
     return sectors / requests if sectors and requests else None
 
 
-def naive_in_flight(naive: dict, sms):
-    """Little's law for the naive kernel's global loads, each piece rounded as printed:
-    (warps per SM, loads in flight per SM, loads served per cycle per SM, cycles a load
-    spends in the memory path). A warp issues its step's loads together and waits for
-    them, so warps x loads per step counts the loads in flight. None where a counter is
-    missing."""
-    from gemm_kernels.notebook.ch07_ablation import WARPS_PER_SM
-    active = naive.get("sm__warps_active.avg.pct_of_peak_sustained_active")
-    loads = naive.get("smsp__inst_executed_op_global_ld.sum")
-    hmma = naive.get("sm__inst_executed_pipe_tensor_op_hmma.sum")
-    cycles = naive.get("sm__cycles_elapsed.avg")
-    if not (active and loads and hmma and cycles and sms):
-        return None
-    warps = round(active / 100 * WARPS_PER_SM)
-    flight = warps * round(loads / hmma * NAIVE_HMMA_PER_STEP)
-    rate = round(loads / sms / cycles, 3)
-    return warps, flight, rate, flight / rate
-
-
 L1_STUDY = "ch13_naive_l1"   # the naive kernel's L1 stages, profiled in a run of its own
 _L1_PCT = ".avg.pct_of_peak_sustained_active"
 
 
 def naive_l1_stages():
-    """Where the naive kernel's loads queue, from `L1_STUDY`: (the L1's data stage, its
-    tag stage (set look-ups) and its write-back to registers, each in % of its peak;
-    data-stage wavefronts per load instruction; the recording's label), or None where
-    the study is not recorded."""
+    """The naive kernel's L1 stages, from `L1_STUDY`: a dict of the data stage's busy
+    share ("data"), the MOVM's part of it ("movm": the shared pipe's wavefronts that are
+    not loads), the tag stage's (set look-ups, "tag") and the write-back's to registers
+    ("back"), each in % of its peak; data-stage wavefronts per load instruction
+    ("waves"); the recording's label ("label"). None where the study is not recorded."""
     rec = studies.recording_of(L1_STUDY)
     row = None if rec is None else studies.results(L1_STUDY, rec=rec)[0][1]
     if row is None:
         return None
     m = row["metrics"]
-    stages = [m.get(f"l1tex__{s}{_L1_PCT}") for s in
-              ("data_pipe_lsu_wavefronts", "t_set_accesses", "lsu_writeback_active")]
+    names = {"data": "data_pipe_lsu_wavefronts",
+             "movm": "data_pipe_lsu_wavefronts_mem_shared_op_misc",
+             "tag": "t_set_accesses", "back": "lsu_writeback_active"}
+    stages = {k: m.get(f"l1tex__{v}{_L1_PCT}") for k, v in names.items()}
     waves = m.get("l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum")
     loads = m.get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")
-    if None in stages or not (waves and loads):
+    if None in stages.values() or not (waves and loads):
         return None
-    return (*stages, waves / loads, records.rows_label([row], rec))
+    return {**stages, "waves": waves / loads, "label": records.rows_label([row], rec)}
+
+
+def naive_data_stage(naive: dict, l1: dict | None, sms):
+    """What the naive kernel asks of the L1's data stage, which passes one wavefront per
+    cycle, each piece rounded as printed: (loads per cycle per SM, wavefronts per load,
+    wavefronts per cycle for the loads, for the MOVM, both together). None where a
+    counter is missing."""
+    loads = naive.get("smsp__inst_executed_op_global_ld.sum")
+    cycles = naive.get("sm__cycles_elapsed.avg")
+    if not (l1 and loads and cycles and sms):
+        return None
+    rate, waves = round(loads / sms / cycles, 3), round(l1["waves"], 1)
+    asked, movm = round(rate * waves, 2), round(l1["movm"] / 100, 2)
+    return rate, waves, asked, movm, round(asked + movm, 2)
 
 
 def profile_waits(rec=None) -> Text:
     """Where each profiled kernel waits, one or two sentences each: the naive kernel on
-    its global loads (DRAM far from busy), each of which spends about a step along K in
-    the memory path (Little's law), most of it queued at the L1's data stage where
-    `naive_l1_stages` is recorded (a hypothesis otherwise), the unpadded tiled kernel on
-    shared memory, the
+    its global loads (DRAM far from busy), which fill the L1's data stage where
+    `naive_l1_stages` is recorded, the unpadded tiled kernel on shared memory, the
     padded one on no single reason. `naive_deeper_look` gives the naive kernel's
     counters in detail."""
     steps = _profiled_steps(rec)
@@ -1141,39 +1137,20 @@ def profile_waits(rec=None) -> Text:
     rest = sorted(((v, k) for k, v in evidence.stall_reasons({"metrics": padded}).items()
                    if "selected" not in k), reverse=True)[:2]
     _, cycles, _ = warp_pace(padded)
-    step, per_load = naive_step(naive), naive_sectors_per_load(naive)
     sms = (rec or study_recording()).device.get("sm_count")
-    little = naive_in_flight(naive, sms)
-    law = ("" if not little else
-           f" Here: about {little[0]} warps per SM keep about {little[1] // little[0]} loads each "
-           f"in flight, {little[0]} x {little[1] // little[0]} = {little[1]} loads per SM. "
-           f"The {sms} SMs served "
-           f"{naive['smsp__inst_executed_op_global_ld.sum'] / 1e6:,.0f} M loads in "
-           f"{naive['sm__cycles_elapsed.avg'] / 1e6:.2f} M cycles: {little[2]:.3f} loads per "
-           f"cycle per SM. So a load spends about {little[1]} / {little[2]:.3f} = "
-           f"{little[3]:,.0f} cycles in the memory path, close to a step.")
     l1 = naive_l1_stages()
-    where = (
-        f"Most likely most of them are waiting in the L1: each load asks it for "
-        f"{per_load:.1f} sectors of 32 bytes, in 8 rows, for the 128 bytes a warp needs."
-        if l1 is None else
-        f"The loads queue in the L1. Each load asks it for {per_load:.1f} sectors of 32 "
-        f"bytes, in 8 rows, for the 128 bytes a warp needs. The L1's data stage passes one "
-        f"wavefront per cycle, and here it needs {l1[3]:.1f} per load. It is busy "
-        f"{l1[0]:.1f}% of its peak, so loads wait their turn there. The L1's tag stage is "
-        f"at {l1[1]:.0f}% and its write-back to registers at {l1[2]:.0f}% (profiled in a "
-        f"run of its own, {l1[4]}).") if per_load else ""
-    queue = "" if not (step and per_load) else (
-        f"* **Each load spends about a step in the memory path.** A step along K is "
-        f"{NAIVE_HMMA_PER_STEP} HMMA, and Nsight Compute counts {step[0]:.1f} instructions "
-        f"per HMMA: {NAIVE_HMMA_PER_STEP} x {step[0]:.1f} = {step[1]:.1f} instructions. "
-        f"At {step[2]} cycles per instruction a "
-        f"warp takes {step[1]:.1f} x {step[2]} = {step[3]:,.0f} cycles per step, "
-        f"{step[1]:.1f} x {naive[_LONG]:.0f} = {step[4]:,.0f} of them waiting for loads. "
-        f"By Little's law, the time a load spends in the memory path is the number "
-        f"of loads in flight divided by the rate at which the path serves them.{law} "
-        f"How long one load takes when the memory path is idle is not measured in this "
-        f"course, so these cycles are not split into travel and waiting. {where}\n")
+    stage = naive_data_stage(naive, l1, sms)
+    queue = "" if not stage else (
+        f"* **The loads fill the L1's data stage.** The {sms} SMs issued "
+        f"{naive['smsp__inst_executed_op_global_ld.sum'] / 1e6:,.0f} M loads in "
+        f"{naive['sm__cycles_elapsed.avg'] / 1e6:.2f} M cycles: {stage[0]:.3f} loads per "
+        f"cycle per SM. Each load touches 8 rows of its tile and costs the data stage "
+        f"{stage[1]:.1f} wavefronts. The stage passes one wavefront per cycle. So the loads "
+        f"ask for {stage[0]:.3f} x {stage[1]:.1f} = {stage[2]:.2f} of its cycles, and the "
+        f"MOVM (section 4), which pass through the same stage, for {stage[3]:.2f} more: "
+        f"{stage[4]:.2f} in all. Nsight Compute, in a run of its own, measured the stage "
+        f"busy {l1['data']:.1f}% of its peak ({l1['label']}). It is full, and the loads "
+        f"wait their turn there.\n")
     return Markdown(
         f"* **The naive kernel waits for its global loads**: a warp spends "
         f"{naive[_LONG]:.0f} cycles per issued instruction stalled on 'long scoreboard', "
@@ -1195,9 +1172,8 @@ def profile_waits(rec=None) -> Text:
 
 def naive_deeper_look(rec=None) -> Text:
     """The naive kernel's counters in detail, as plain paragraphs (shown folded): where
-    its re-reads are served, what a step along K costs a warp, what each load asks of the
-    L1, and what its 'mio throttle' stall is (how busy the L1's stages are is
-    `profile_waits`'s, from `naive_l1_stages`)."""
+    its re-reads are served, what each load asks of the L1, how busy the L1's other
+    stages are (from `naive_l1_stages`), and what its 'mio throttle' stall is."""
     import textwrap
     steps = _profiled_steps(rec)
     if not steps:
@@ -1213,15 +1189,11 @@ def naive_deeper_look(rec=None) -> Text:
             f"of those re-reads are L2 hits: the L2 serves {l2_read:.1f} GB of reads in "
             f"{ms:.1f} ms, and {l2_hits:.0f}% of its sectors were hits. DRAM delivers "
             f"{naive['dram__bytes_read.sum'] / 1e9:.2f} GB.")
-    # the loads as the L1 saw them: sectors per load instruction, and the rate at which
-    # the SMs ask their L1 for sectors (no counter gives the L1's limit to set it against)
     sectors = naive.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
     requests = naive["smsp__inst_executed_op_global_ld.sum"]
-    sms = (rec or study_recording()).device.get("sm_count")
     l2_sectors = naive.get("lts__t_sectors_srcunit_tex_op_read.sum")
-    if sectors and sms and l2_sectors:
+    if sectors and l2_sectors:
         lanes, word = 32, 4
-        asked = sectors / naive["sm__cycles_elapsed.avg"] / sms
         paragraphs.append(
             f"The load footprint. The L1 counts {sectors / 1e6:,.0f} M sectors of 32 bytes "
             f"for {requests / 1e6:,.0f} M load instructions: "
@@ -1234,8 +1206,13 @@ def naive_deeper_look(rec=None) -> Text:
             f"({l2_sectors * 32 / 1e9:.1f} GB) on to the L2, so it serves "
             f"{_pct(100 * (1 - l2_sectors / sectors))} of them itself: the warp's next load "
             f"(at +16 bytes in the machine code) reads the other half of each sector, and "
-            f"warps of a block read the same tiles of A or B. The L1 is asked for "
-            f"{asked:.2f} sectors per cycle per SM.")
+            f"warps of a block read the same tiles of A or B.")
+    l1 = naive_l1_stages()
+    if l1:
+        paragraphs.append(
+            f"The L1's other stages. Its tag stage (the set look-ups) is busy "
+            f"{l1['tag']:.0f}% of its peak and its write-back to registers {l1['back']:.0f}%. "
+            f"Only the data stage is full.")
     # the naive kernel's MOVM go through the shared-memory pipe (no shared loads)
     movm = naive.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_misc.sum")
     mio = naive.get("smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio")
@@ -1256,7 +1233,7 @@ def pace_summary(rec=None) -> Text:
     """The padded kernel's pace, in sentences, from the pace table's columns: warps per
     scheduler over cycles per issue gives the issue share; instructions and pipe cycles
     per HMMA turn it into the tensor pipe's busy share, and bound it at full issue; the
-    registers set the warps."""
+    registers set the warps (the pace table's occupancy)."""
     steps = _profiled_steps(rec)
     if not steps:
         return Text(_NO_PROFILE)
@@ -1293,17 +1270,6 @@ def pace_summary(rec=None) -> Text:
                  + f"Fewer instructions per HMMA can: the main loop's instructions are "
                    f"below.\n")
     occ = _step_occupancy(studies.get(STUDY).steps[2])
-    from gemm_kernels.core import device as _device
-    lim = _device.limits()
-    reg_file, unit = lim["registers_per_sm"], lim["register_allocation_unit"]
-    # registers are given out per warp, rounded up to the allocation unit
-    alloc = -(-occ.registers_per_thread * 32 // unit) * unit // 32
-    bound = re.search(r"__launch_bounds__\(TILED_THREADS, (\d+)\)", get(TILED).source_text())
-    cap = ("" if not bound else
-           f"The kernel's __launch_bounds__(TILED_THREADS, {bound.group(1)}) asks for "
-           f"{bound.group(1)} blocks of {occ.threads_per_block} threads per SM, which caps a "
-           f"thread at {reg_file:,} / ({bound.group(1)} x {occ.threads_per_block}) = "
-           f"{reg_file // (int(bound.group(1)) * occ.threads_per_block)} registers. ")
     return Markdown(
         f"**Too few warps, and too many instructions per HMMA.** The tensor pipe's busy "
         f"share, step by step from the table's columns:\n\n"
@@ -1311,16 +1277,10 @@ def pace_summary(rec=None) -> Text:
         f"every {cycles:.1f} cycles: {warps:.1f} / {cycles:.1f} = {warps / cycles:.2f} "
         f"instructions per cycle, the {_pct(issue)} issue active.\n"
         + hmma_side + ceiling
-        + f"\n* **The registers set the number of warps.** {cap}Each thread of the tiled "
-        f"kernel holds {occ.registers_per_thread} registers (its accumulators, its fragments and "
-        f"the next tile's loads), so "
-        f"{occ.blocks_per_sm} blocks of {occ.threads_per_block} threads fill the SM's "
-        f"{reg_file:,} registers (a warp's registers are given out in units of {unit}, so "
-        f"{occ.registers_per_thread} per thread take {alloc}: {occ.blocks_per_sm} x "
-        f"{occ.threads_per_block} x {alloc} = "
-        f"{occ.blocks_per_sm * occ.threads_per_block * alloc:,}): {occ.warps_per_sm} warps "
-        f"per SM, {occ.warps_per_sm // SCHEDULERS_PER_SM} per scheduler (limited by "
-        f"{occ.limiter}). More warps would need fewer registers per thread, so fewer "
+        + f"\n* **The registers set the number of warps.** The table's "
+        f"{occ.registers_per_thread} registers per thread leave room for "
+        f"{occ.blocks_per_sm} blocks, {occ.warps_per_sm // SCHEDULERS_PER_SM} warps per "
+        f"scheduler. More warps would need fewer registers per thread, so fewer "
         f"accumulators and less reuse: each warp must issue fewer instructions per HMMA "
         f"instead.")
 
