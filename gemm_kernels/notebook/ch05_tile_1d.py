@@ -341,23 +341,31 @@ def step_wavefronts(kernel, params) -> dict:
             "FFMA": ffma}
 
 
-def step_table(configs) -> Table:
-    """The bank model's step summary of `configs` with the tile copies' stores added:
-    per thread FFMA and loads per step, per warp load and store wavefronts per step, and
-    FFMA per wavefront of loads and stores together (the one convention of chapters 04
-    and 05). The conflict-free count is left out: no tile of this kernel has a load
-    conflict, and the text says so."""
+def loads_table(configs) -> Table:
+    """Per thread and step along K: the FFMA, the shared loads as ptxas merges them, and
+    FFMA per load."""
+    from gemm_kernels.memory import ch05_06_thread_tiles
+    rows = [{k: r[k] for k in ("params", "threads", "FFMA", "LDS", "LDS.128", "FFMA per load")}
+            for r in ch05_06_thread_tiles.step_summary(configs)]
+    return Table(rows, list(rows[0]), title="one step along K, per thread: FFMA and shared loads")
+
+
+def wavefront_table(configs) -> Table:
+    """Per warp and step along K, by the bank model: FFMA instructions, the wavefronts of
+    the loads (the same in every warp), those of the tile copies' stores (the block's
+    mean: where a copy leaves warps idle, some warps store and some do not), and
+    wavefronts per FFMA, the `w` of the shared-memory bound (the one convention of
+    chapters 04 and 05: loads and stores together)."""
     from gemm_kernels.memory import ch05_06_thread_tiles
     rows = []
     for (name, params), r in zip(configs, ch05_06_thread_tiles.step_summary(configs)):
         w = step_wavefronts(name, params)
-        rows.append({k: r[k] for k in ("params", "threads", "FFMA", "LDS", "LDS.128",
-                                      "FFMA per load")}
-                    | {"wavefronts: loads": r["wavefronts"],
-                       "stores": _whole(w["stores"]),
-                       "warp FFMA per wavefront": f"{w['FFMA'] / w['total']:.2f}"})
-    return Table(rows, list(rows[0]), title="one step along K: per thread (FFMA, loads) and "
-                 "per warp (wavefronts of the loads and of the tile copies' stores, bank model)")
+        rows.append({"params": r["params"], "FFMA (warp instructions)": w["FFMA"],
+                     "load wavefronts": _whole(w["loads"]),
+                     "store wavefronts (average per warp)": _whole(w["stores"]),
+                     "wavefronts per FFMA": f"{w['total'] / w['FFMA']:.3f}"})
+    return Table(rows, list(rows[0]), title="one step along K, per warp: shared-memory "
+                 "wavefronts (bank model)")
 
 
 def _whole(x):
@@ -542,8 +550,8 @@ def outputs_table() -> Table:
                                      f"{'s' if occ.blocks_per_sm > 1 else ''})",
                      "FFMA per thread per step": tm * bk,
                      "loads per FFMA": f"{(h.get('LDS', 0) + h.get('LDS.128', 0)) / h['FFMA']:.3g}",
-                     "loop instructions per FFMA, SASS (static)": f"{sum(h.values()) / h['FFMA']:.1f}",
-                     "instructions per FFMA, executed (Nsight Compute)":
+                     "instructions per FFMA, SASS": f"{sum(h.values()) / h['FFMA']:.1f}",
+                     "instructions per FFMA, executed":
                          f"{e:.1f}" if (e := executed.get((s.kernel, tuple(sorted(p.items())))))
                          else "-",
                      "GFLOP/s": r["gflops"]["median"] if r else None})
@@ -553,29 +561,64 @@ def outputs_table() -> Table:
 
 
 def outputs_plot():
-    """The study ch05_outputs as bars (evidence.plot: the rate and its share of the cuBLAS
-    run beside it, in TFLOP/s), each bar named by its outputs per thread, its tile
-    (BM x BN x BK) and its threads per block, the axis trimmed to the bars and their
-    labels. Returns the Figure."""
+    """Two panels with one row per number of outputs per thread: on the left the study
+    ch05_outputs (the five tiles timed together at 4096^3), on the right the sweep's
+    fastest tile for each (best_per_tm, 2048^3). Each bar says its rate over chapter 03's
+    kernel at its own size, and its tile. Returns the Figure."""
     from gemm_kernels.measure import studies
-    from gemm_kernels.notebook import evidence
-    fig = evidence.plot("ch05_outputs", run_line=False)
-    ax = fig.axes[0]
-    pairs = studies.results("ch05_outputs")
-    labels = []
-    for s, _ in pairs:
-        bm, bn, bk, tm = _tile(s.kernel, get(s.kernel).resolve(s.params))
-        what = " (chapter 03)" if s.kernel == "smem_tiled" else ""
-        labels.append(f"{tm} output{'s' if tm > 1 else ''} per thread{what}\n"
-                      f"{bm} x {bn} x {bk} tile, {bm * bn // tm:,} threads")
-    ax.set_yticks(list(range(len(pairs)))[::-1], labels, fontsize=9)
-    for text in ax.texts:                         # the unit is on the axis
-        text.set_text(text.get_text().replace(" TFLOP/s  (", " ("))
-    top = max(r["gflops"]["median"] for _, r in pairs if r) / 1e3
-    ax.set_xlim(0, top * 1.4)
-    fig.set_size_inches(10, 0.62 * len(pairs) + 1.5)
+    plt = _plt()
+    five = [(_tile(s.kernel, get(s.kernel).resolve(s.params)), r["gflops"]["median"] if r else 0)
+            for s, r in studies.results("ch05_outputs")]
+    best = [((*map(int, r["BM x BN x BK"].split(" x ")),
+              int(r["outputs per thread"].split()[0])), r["GFLOP/s"] or 0)
+            for r in best_per_tm()]
+    fig, axes = plt.subplots(1, 2, sharey=True, figsize=(12, 4.4))
+    top = max(g for _, g in five + best) / 1e3
+    rows = list(range(len(five)))[::-1]
+    for ax, bars, colour, title in (
+            (axes[0], five, "tab:blue", "the five tiles, timed together at 4096^3"),
+            (axes[1], best, "tab:green", "the sweep's fastest tile for each, 2048^3")):
+        base = bars[0][1]                           # chapter 03's kernel, the first row
+        ax.barh(rows, [g / 1e3 for _, g in bars], color=colour)
+        for y, ((bm, bn, bk, tm), g) in zip(rows, bars):
+            ax.text(g / 1e3, y, f" {g / 1e3:.1f} ({g / base:.1f}x chapter 03)\n"
+                    f" {bm} x {bn} x {bk} tile, {bm * bn // tm:,} threads",
+                    va="center", fontsize=SMALL)
+        ax.set_xlim(0, top * 1.75)
+        ax.set_xlabel("TFLOP/s")
+        ax.set_title(title, fontsize=TEXT)
+    axes[0].set_yticks(rows, [f"{tm} output{'s' if tm > 1 else ''} per thread"
+                              + (" (chapter 03)" if tm == 1 else "")
+                              for (_, _, _, tm), _ in five], fontsize=SMALL)
+    fig.suptitle("How many outputs should a thread compute?", fontsize=TEXT)
     fig.tight_layout()
     return fig
+
+
+def outputs_diagnosis() -> str:
+    """Why the 2- and 4-output tiles of ch05_outputs are slow, one line each, from their
+    Nsight Compute profile (ch05_outputs_stalls): the 2-output tile's FFMA per thread
+    between two barriers and the barrier's share of its waits; the 4-output tile's blocks
+    per SM and the share of cycles its schedulers issue on."""
+    from gemm_kernels.measure import studies
+    from gemm_kernels.notebook import evidence
+    lines = []
+    for s, r in studies.results("ch05_outputs_stalls"):
+        if not r:
+            continue
+        bm, bn, bk, tm = _tile(s.kernel, get(s.kernel).resolve(s.params))
+        if tm == 2:
+            w = {k: v for k, v in evidence.stall_reasons(r).items() if k != "selected"}
+            lines.append(f"{s.label}: {tm * bk} FFMA per thread between two barriers; "
+                         f"the barrier takes {w.get('barrier', 0) / sum(w.values()):.0%} "
+                         "of its warps' waits")
+        else:
+            blocks = analysis.kernel_occupancy(
+                s.kernel, s.params, registers=(r.get("binary") or {}).get("registers")).blocks_per_sm
+            busy = r["metrics"]["smsp__issue_active.avg.pct_of_peak_sustained_active"]
+            lines.append(f"{s.label}: {blocks} block{'s' if blocks > 1 else ''} per SM; "
+                         f"its schedulers issue on {busy:.0f}% of cycles")
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------ the sweep, 2048^3
@@ -598,15 +641,6 @@ def best_per_tm(size: int = 2048) -> Table:
                      "vs chapter 03": f"{g / t03['GFLOP/s']:.1f}x" if t03 else "-"})
     return Table(rows, list(rows[0]), title=f"the fastest recorded tile for each TM, "
                  f"{size}^3 ({records.recording_label()})")
-
-
-def best_per_tm_line(size: int = 2048) -> str:
-    """best_per_tm in one line: each number of outputs per thread, its fastest tile's rate
-    as a multiple of chapter 03's kernel."""
-    rows = list(best_per_tm(size))[1:]
-    return (f"the sweep's fastest tile for each number of outputs per thread, {size}^3, "
-            "over chapter 03's kernel: "
-            + ", ".join(f"{r['outputs per thread']} outputs {r['vs chapter 03']}" for r in rows))
 
 
 def outputs_stalls() -> Table:
@@ -969,39 +1003,6 @@ DEPTH_COLUMNS = {
 }
 
 
-def clock_ratio_line() -> str:
-    """For the 2- and 4-output tiles (study ch05_outputs_stalls) and the default tile at
-    BK = 16 (study ch05_depth_stalls), all at 4096^3: the profiled time over the time the
-    timed rate implies, next to the GPU's top clock over the clock Nsight Compute held.
-    A ratio below the clock's means fewer SM cycles at the profiler's lower clock, as
-    waits fixed in nanoseconds (memory latency) would give."""
-    import math
-    from gemm_kernels.measure import lookup, records, studies
-    said, clocks = [], []
-    for name, labels in (("ch05_outputs_stalls", None), (DEPTH_STALLS, ("BK = 16",))):
-        for step, r in studies.results(name):
-            m = (r or {}).get("metrics", {})
-            ns, cycles = m.get("gpu__time_duration.sum"), m.get("sm__cycles_elapsed.avg")
-            if not ns or (labels and step.label not in labels):
-                continue
-            try:
-                timed = lookup.recorded(studies.step_kernel(step).name, tuple(r["shape"]),
-                                        step.params)["gflops"]["median"]
-            except LookupError:
-                continue
-            ms = 2 * math.prod(r["shape"]) / (timed * 1e9) * 1e3
-            label = "the default tile" if name == DEPTH_STALLS else step.label
-            said.append(f"{label} {ns / 1e6 / ms:.2f}")
-            if cycles:
-                clocks.append(cycles / ns * 1e3)
-    top = (records.current().device or {}).get("sm_clock_mhz")
-    if not said or not clocks or not top:
-        return "profiled against timed times: not recorded"
-    return (f"profiled time over timed time, 4096^3: {', '.join(said)}; the top clock over "
-            f"the profiler's: {top:,.0f} / {sum(clocks) / len(clocks):,.0f} MHz = "
-            f"{top / (sum(clocks) / len(clocks)):.2f}")
-
-
 def _all_waits(name: str) -> dict:
     """Per step label of profiled study `name`: the sum of a warp's waits per issued
     instruction over every stall reason but "selected" (the cycle it issues), as
@@ -1104,9 +1105,9 @@ def bk_model(size: int = 2048, fixed=range(0, 2001)):
     for tm in sorted({c["TM"] for c, _, _ in pairs}):
         r = sorted(g16 / g8 for c, g8, g16 in pairs if c["TM"] == tm)
         rows.append({"TM": tm, "FFMA per thread per step at BK = 8": 8 * tm,
-                     "pairs": len(r), "measured gain, median": f"{statistics.median(r):.2f}x",
+                     "pairs": len(r), "measured gain, median": f"{statistics.median(r):.3f}x",
                      "measured range": f"{r[0]:.2f}x .. {r[-1]:.2f}x",
-                     "model": f"{gain(f, tm):.2f}x",
+                     "model": f"{gain(f, tm):.3f}x",
                      "median / model": f"{statistics.median(r) / gain(f, tm):.2f}"})
     return f, Table(rows, list(rows[0]), title=f"BK = 16 over BK = 8 at {size}^3: the sweep's "
                     f"pairs against the model with its one constant fitted to them, a fixed "
