@@ -59,7 +59,7 @@ def measured(shape=SHAPE) -> Table:
                   if (st.variant or st.kernel) == name), None)
         rows.append({"mapping": label,
                      "wavefronts per step (model, costliest warp)": model[label],
-                     "(Nsight Compute, average warp)":
+                     "wavefronts per step, Nsight Compute (average warp)":
                          round(m[SHARED_LOADS] / warp_steps, 1) if m else "-",
                      "GFLOP/s": round(timed["gflops"]["median"]) if timed else "-",
                      "% of cuBLAS": f"{timing.share(timed):.0f}%" if timed else "-"})
@@ -78,7 +78,7 @@ def factors(shape=SHAPE) -> str:
     model = col["wavefronts per step (model, costliest warp)"] / \
         row["wavefronts per step (model, costliest warp)"]
     parts = [f"the model prices the column mapping {model:.1f}x"]
-    counted = [r["(Nsight Compute, average warp)"] for r in (row, col)]
+    counted = [r["wavefronts per step, Nsight Compute (average warp)"] for r in (row, col)]
     parts.append(f"Nsight Compute counts {counted[1] / counted[0]:.1f}x the wavefronts"
                  if "-" not in counted else "the wavefronts were not counted")
     rates = [r["GFLOP/s"] for r in (row, col)]
