@@ -7,6 +7,7 @@ from gemm_kernels.core.kernels import get
 from gemm_kernels.notebook import ch06_tiles
 
 K5 = ch06_tiles.K5
+ISSUE = ch06_tiles.ISSUE
 
 
 def test_the_unrolled_dot_product_compiles_to_the_register_cached_loop():
@@ -431,6 +432,27 @@ def test_issue_summary_keeps_what_the_identity_needs_and_names_the_warps_achieve
     # the profiler's clock, beside the times it makes longer than the timed runs'
     assert [r["profiler clock (GHz)"] for r in rows] == [
         r["profiler clock (GHz)"] for r in ch06_tiles.issue_table()]
+
+
+def test_issue_rule_divides_instructions_by_issue_share_and_prints_each_division():
+    # 2 billion instructions at 40% against 4 billion at 50%: 0.5 / 0.8 = 0.62 of the
+    # time; alone, 2 / (100 x 4 x 0.4 x 1.5 GHz) = 8.3 ms
+    counters = {
+        "fast": {"smsp__inst_executed.sum": 2e9, ISSUE: 40.0,
+                 "gpu__time_duration.sum": 9e6, "sm__cycles_elapsed.avg": 1.35e7},
+        "slow": {"smsp__inst_executed.sum": 4e9, ISSUE: 50.0,
+                 "gpu__time_duration.sum": 12e6, "sm__cycles_elapsed.avg": 1.8e7}}
+    text = ch06_tiles.issue_rule("fast", "slow", counters, sm_count=100)
+    assert "instructions 2.000 / 4.000 billion = 0.500" in text
+    assert "issue share 40.00% / 50.00% = 0.800" in text
+    assert "time 0.500 / 0.800 = 0.62 (profiled: 9.00 / 12.00 ms = 0.75)" in text
+    assert "(100 x 4 x 0.4000 x 1.50 GHz) = 8.3 ms (profiled: 9.00 ms)" in text
+
+
+def test_issue_rule_reads_the_recorded_profile_by_the_chapters_names():
+    text = ch06_tiles.issue_rule()
+    assert text.startswith("time ≈ instructions / (SMs x 4 schedulers x issue share x clock)")
+    assert "K5 over ch05 kernel-4 tile:" in text and "K5 alone:" in text
 
 
 def test_the_stall_table_lists_every_reason_and_its_fall_at_the_two_predicted_steps():

@@ -525,6 +525,43 @@ def issue_summary(table=None) -> Table:
                  + records.recording_label())
 
 
+def _profiled_counters() -> dict:
+    """The counters of issue_table's kernels, by the names the chapter gives them."""
+    return {STUDY_NAMES.get(s.label, s.label): r["metrics"]
+            for s, r in studies.results("stalls")
+            if r is not None and s.kernel in ("tile_1d", "tile_2d_reg")}
+
+
+def issue_rule(kernel: str = "K5", against: str = "ch05 kernel-4 tile", counters=None,
+               sm_count: int | None = None) -> str:
+    """Appendix G's rule worked from the profiled counters: time is about instructions /
+    (SMs x 4 schedulers x issue share x clock). First `kernel`'s time over `against`'s
+    predicted as the instruction ratio over the issue-share ratio (same clock, same SMs),
+    beside the profiled ratio; then `kernel`'s own time from the rule, beside its
+    profiled time. Each division prints its operands with enough digits to redo it."""
+    got = _profiled_counters() if counters is None else counters
+    sms = sm_count if sm_count is not None else records.described_device()["sm_count"]
+    inst = {k: got[k]["smsp__inst_executed.sum"] / 1e9 for k in (kernel, against)}
+    share = {k: got[k][ISSUE] / 100 for k in (kernel, against)}
+    ms = {k: got[k]["gpu__time_duration.sum"] / 1e6 for k in (kernel, against)}
+    # an SM's elapsed cycles over the time (ns): the clock the profiler ran at, in GHz
+    ghz = got[kernel]["sm__cycles_elapsed.avg"] / got[kernel]["gpu__time_duration.sum"]
+    r_inst = round(inst[kernel] / inst[against], 3)
+    r_share = round(share[kernel] / share[against], 3)
+    # instructions (billions) / (SMs x 4 x share x GHz) is in seconds: x 1e3 for ms
+    own = inst[kernel] / (sms * 4 * share[kernel] * ghz) * 1e3
+    return (
+        "time ≈ instructions / (SMs x 4 schedulers x issue share x clock), at 4096³ "
+        "under Nsight Compute:\n"
+        f"  {kernel} over {against}: instructions {inst[kernel]:.3f} / {inst[against]:.3f} "
+        f"billion = {r_inst:.3f}; issue share {100 * share[kernel]:.2f}% / "
+        f"{100 * share[against]:.2f}% = {r_share:.3f}; time {r_inst:.3f} / {r_share:.3f} = "
+        f"{r_inst / r_share:.2f} (profiled: {ms[kernel]:.2f} / {ms[against]:.2f} ms = "
+        f"{ms[kernel] / ms[against]:.2f})\n"
+        f"  {kernel} alone: {inst[kernel]:.3f} billion / ({sms} x 4 x "
+        f"{share[kernel]:.4f} x {ghz:.2f} GHz) = {own:.1f} ms (profiled: {ms[kernel]:.2f} ms)")
+
+
 # ------------------------------------------------------------------ the path to the default
 
 def _stall_row(kernel: str, params: dict, shape) -> dict | None:
@@ -948,7 +985,7 @@ def stall_reasons(label_rows=None) -> dict:
 __all__ = ["K5", "K4", "PATH", "PATH_STUDY", "CHECKS", "unrolled_dot_product", "loop_orders",
            "counting", "standings", "standings_rows", "bound_table", "issue_table", "path_rows",
            "path_table", "PATH_PARTS", "path_check", "path_check_table", "patch_rows", "patch_table", "patch_plot",
-           "stall_reasons", "stall_table", "issue_summary"]
+           "stall_reasons", "stall_table", "issue_summary", "issue_rule"]
 
 
 # ------------------------------------------------------------------ solution notebook
