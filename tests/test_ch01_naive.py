@@ -316,10 +316,10 @@ def test_rate_times_lines_shows_the_profiled_wavefronts_beside_the_lines(recorde
         b = int(r["settings"].split(",")[0].split("= ")[1])
         m = r["settings"].split("MAPPING = ")[1]
         wf = r["wavefronts per step, Nsight Compute"]
-        assert wf == ("-" if (m, b) not in counted else f"{counted[(m, b)]:.2f}")
+        assert wf == ("not profiled" if (m, b) not in counted else f"{counted[(m, b)]:.2f}")
     # where profiled, the wavefronts equal the lines the index expressions give
     for r in t:
-        if r["wavefronts per step, Nsight Compute"] != "-":
+        if r["wavefronts per step, Nsight Compute"] != "not profiled":
             assert round(float(r["wavefronts per step, Nsight Compute"])) == \
                 r["128-byte lines per step (from the indices)"]
 

@@ -94,7 +94,7 @@ def test_summary_is_a_table_of_each_level_against_its_limit(recording):
     assert l2["bytes"] == "12.8 GB" and "not a limit here" in l2["limit"]
     assert l2["share of the limit"] == "-"
     assert "32 banks x 4 B" in width["limit"] and "for comparison" in width["limit"]
-    assert "which wide shared loads can pass" in width["limit"]
+    assert "not a limit" in width["limit"] and "once per lane" in width["limit"]
     lanes = 2e9 * 128 / (t["ms"] * 1e-3)
     assert width["share of the limit"] == f"{lanes / (device.smem_bandwidth_gbps(GPU) * 1e9):.0%}"
 
@@ -105,17 +105,16 @@ def test_bytes_plot_draws_six_bars_in_order_and_the_dram_limit(recording):
     widths = [p.get_width() for p in ax.patches]
     t = ch.traffic()
     l1_limit = device.smem_bandwidth_gbps(GPU) * 1e9 * t["ms"] * 1e-3
-    # the six bars (the L1's sector bytes, then the bytes it delivered to the lanes),
-    # then the byte width drawn around the delivered bytes, for comparison
+    # the L1's sector bytes, the bytes it delivered to the lanes, then the byte width as
+    # its own dotted bar, for comparison, then DRAM's limit
     assert widths == [t["matrices"], 5e9, 32 * 4e8, 32 * 5e10, 2e9 * 128,
-                      pytest.approx(t["dram_limit"]), pytest.approx(l1_limit)]
+                      pytest.approx(l1_limit), pytest.approx(t["dram_limit"])]
     labels = ax_labels(ax)
     assert "sector bytes looked up" in labels and "bytes delivered to the lanes" in labels
-    assert ax.patches[-1].get_gid() == "the L1's byte width"
-    # the sector bytes get no byte limit (the L1's pace is in lines), and the red of the
-    # byte width's outline fills no bar
+    assert ax.patches[5].get_gid().startswith("L1: its byte width")
+    assert ax.patches[5].get_hatch() == ".." and ax.patches[6].get_hatch() == "//"
+    # the sector bytes get no byte limit (the L1's pace is in lines)
     assert not ax.get_lines()
-    assert ax.patches[3].get_facecolor() != matplotlib.colors.to_rgba("C3")
     assert ax.get_xscale() == "log"
     # one axis of bytes: the bar labels carry each multiple of A, B and C
     assert len(ax.child_axes) == 0
@@ -299,6 +298,24 @@ def test_xcol_counted_sets_wavefronts_beside_sectors_and_lines(monkeypatch):
                            "counted by Nsight Compute, lines from the index expressions)")
     assert text.endswith("BLOCK = 32: 5.00 sectors, 2 lines, 2.00 wavefronts.")
     assert str(ch.xcol_counted(blocks=(32, 16))).startswith("Not in this recording")
+
+
+def test_why_l1_gives_dram_the_caches_and_the_wait_from_the_recording(recorded_mode,
+                                                                     monkeypatch):
+    """The core path's reason to count the L1: DRAM's share, the L1's bytes over the
+    L2's, and the lg-throttle share, each as the optional tables print it."""
+    text = str(ch.why_l1())
+    if text.startswith("Not in"):
+        pytest.skip("the bytes or the stall study is not recorded here")
+    dram, caches, wait = text.splitlines()
+    assert dram.endswith(f"DRAM moved {ch.summary()[0]['share of the limit']} of what it "
+                         "could in the timed run.")
+    t = ch.traffic()
+    assert f"looked up {t['bytes']['L1'] / t['bytes']['L2']:,.0f} times" in caches
+    lg = next(r for r in ch.stall_table() if r["reason"].startswith("lg throttle"))
+    assert f"spend {lg['share']} of their waiting cycles on lg throttle" in wait
+    monkeypatch.setattr(ch, "stall_table", lambda **_: ch.Text("Not in this recording"))
+    assert str(ch.why_l1()).startswith("Not in")
 
 
 def test_wavefronts_per_step_reads_x_col_from_its_own_profile(recorded_mode):

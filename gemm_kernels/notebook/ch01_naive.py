@@ -458,7 +458,7 @@ def rate_times_lines(size: int = 2048, blocks=(8, 16, 32), product: bool = True,
                      brief: bool = False) -> Table:
     """Per BLOCK and mapping: the 32-byte sectors and the 128-byte lines one warp's loads
     touch at one step, from the index expressions, beside Nsight Compute's wavefronts
-    per step (the L1 cycles) where the naive kernel was profiled ('-' elsewhere), the
+    per step (the L1 cycles) where the naive kernel was profiled ('not profiled' elsewhere), the
     recorded rate at size^3, and rate x lines: where the L1's cycles per step set the
     rate, the product stays about constant. The sectors stand beside the lines so that a
     reader sees which of the two the rate follows. `product=False` leaves out rate x
@@ -474,7 +474,7 @@ def rate_times_lines(size: int = 2048, blocks=(8, 16, 32), product: bool = True,
         rows.append({"settings": _settings(params)})
         if not brief:
             rows[-1][sectors_col] = counts["sectors per step (A + B)"]
-        rows[-1].update({lines_col: cycles, wf_col: "-" if wf is None else f"{wf:.2f}",
+        rows[-1].update({lines_col: cycles, wf_col: "not profiled" if wf is None else f"{wf:.2f}",
                          f"rate at {size}^3 (GFLOP/s)": fmt_number(rate)})
         if product:
             rows[-1]["rate x lines"] = fmt_number(rate * cycles)

@@ -100,10 +100,10 @@ def bytes_plot(study: str = STUDY, ax=None):
     that crossed DRAM; the sectors the SMs asked of the L2 (x 32 B); the L1's two counts,
     the sector bytes it looked up (sectors x 32 B) and the bytes it delivered to the lanes
     (32 x 4 B per warp load); and, hatched, the DRAM traffic that would make DRAM the
-    limit in the kernel's timed run (read against the DRAM bar only). The delivered bytes
-    are drawn inside a dotted red outline, for comparison, the L1's byte width over the
-    same timed run (`l1_byte_rate`: 128 B per SM and clock), which they are far below; it
-    is no hard limit on them (a wide shared load delivers more per wavefront); the L1's pace in lines is counted by `counts_per_step` and `l1_pace`, not drawn
+    limit in the kernel's timed run (read against the DRAM bar only). Under the delivered
+    bytes, dotted, the L1's byte width over the same timed run (`l1_byte_rate`: 128 B per
+    SM and clock), for comparison only: the delivered bytes count a shared word once per
+    lane. The L1's pace in lines is counted by `counts_per_step` and `l1_pace`, not drawn
     here, since lines are not bytes. Each bar says its bytes and its multiple of A, B and
     C (no second axis: the labels carry the multiple)."""
     import matplotlib.pyplot as plt
@@ -121,27 +121,19 @@ def bytes_plot(study: str = STUDY, ax=None):
             (f"what DRAM could move in {t['ms']:,.0f} ms\n(at "
              f"{t['dram_how']} {t['dram_gbps']:,.0f} GB/s)", t["dram_limit"], "white", "//")]
     rate = l1_byte_rate(t)
-    # the L1's byte width over the same timed run
-    l1_limit = rate[1] * t["ms"] * 1e-3 if rate else None
+    if rate:   # the L1's byte width over the same timed run, under the delivered bytes
+        bars.insert(5, ("L1: its byte width in the same time\n(128 B per SM per clock; "
+                        "for comparison)", rate[1] * t["ms"] * 1e-3, "white", ".."))
     if ax is None:
-        _, ax = plt.subplots(figsize=(9, 4.4))
+        _, ax = plt.subplots(figsize=(9, 5))
     ys = range(len(bars))[::-1]
-    for i, (y, (label, b, colour, hatch)) in enumerate(zip(ys, bars)):
+    for y, (label, b, colour, hatch) in zip(ys, bars):
         ax.barh(y, b, color=colour, edgecolor="k", hatch=hatch, height=0.6, gid=label)
-        text = f"{bytes_text(b)} ({fmt_number(b / mats)} x)"
-        if i == 4 and l1_limit:   # inside the bar: its right holds the outline's label
-            ax.text(b / 1.15, y, text, va="center", ha="right", fontsize=9, color="white")
-        else:
-            ax.text(b * 1.15, y, text, va="center", fontsize=9)
-    if l1_limit:
-        ax.barh(ys[4], l1_limit, fill=False, edgecolor="C3", ls=":", lw=1.5, height=0.8,
-                zorder=0, gid="the L1's byte width")
-        ax.text(l1_limit * 1.15, ys[4], f"red outline, for comparison: the L1's\nbyte width (128 B per SM per clock):\n"
-                f"{bytes_text(l1_limit)} in {t['ms']:,.0f} ms", color="C3", fontsize=9,
-                va="center", bbox=dict(fc="white", ec="none", pad=1))
+        ax.text(b * 1.15, y, f"{bytes_text(b)} ({fmt_number(b / mats)} x)", va="center",
+                fontsize=9)
     ax.set_yticks(list(ys), [b[0] for b in bars], fontsize=9)
     ax.set_xscale("log")
-    ax.set_xlim(mats / 3, max(max(b[1] for b in bars) * 30, (l1_limit or 0) * 12))
+    ax.set_xlim(mats / 3, max(b[1] for b in bars) * 30)
     ax.set_xlabel("bytes (log scale)")
     ax.set_title(f"The naive kernel ({_settings(t)}) at {t['size']}^3: DRAM at "
                  f"{t['bytes']['DRAM'] / t['dram_limit']:.1%} of its limit, the L1 looking up "
@@ -159,8 +151,8 @@ def summary(study: str = STUDY):
     share of it. DRAM (read and written apart) against the device copy, as chapter 00
     reads it; the L2's bytes with DRAM's limit as a floor under its own (none is measured
     here); the bytes the L1 delivered to the lanes (32 x 4 B per warp load) against its
-    byte width, for comparison (not a hard limit: a wide shared load delivers
-    more per wavefront). The sector bytes the L1 looked up get a row too, the chart's
+    byte width, for comparison only (the delivered bytes count a shared word once per
+    lane). The sector bytes the L1 looked up get a row too, the chart's
     green bar, but no byte limit of their own (the L1's pace is counted in wavefronts,
     `counts_per_step`).
     The profiler's own DRAM-busy figure and the L2 hit rate are left out: the first is
@@ -177,7 +169,7 @@ def summary(study: str = STUDY):
              "bytes": bytes_text(b["DRAM"]), "per second": per_s(b["DRAM"]),
              "limit": f"{t['dram_gbps']:,.0f} GB/s ({t['dram_how']} bandwidth"
                       + (", chapter 00)" if t["dram_how"] == "the device copy's" else ")"),
-             "share of the limit": f"{b['DRAM'] / sec / (t['dram_gbps'] * 1e9):.1%}"},
+             "share of the limit": f"{_dram_share(t):.1%}"},
             {"level": "L2 (what the SMs asked for)", "bytes": bytes_text(b["L2"]),
              "per second": per_s(b["L2"]),
              # no L2 bandwidth was measured, so no share of it is printed; the L2 is
@@ -193,9 +185,9 @@ def summary(study: str = STUDY):
         rows.append({"level": "L1, bytes delivered to the lanes (32 lanes x 4 B per "
                               "load, even where lanes share an address)",
                      "bytes": bytes_text(t["lane_bytes"]), "per second": per_s(t["lane_bytes"]),
-                     "limit": f"{bytes_text(rate[1])}/s, for comparison: its byte width, "
-                              "128 B per SM per clock (32 banks x 4 B), which wide "
-                              "shared loads can pass",
+                     "limit": f"{bytes_text(rate[1])}/s, for comparison, not a limit: its "
+                              "byte width, 128 B per SM per clock (32 banks x 4 B); the "
+                              "delivered bytes count a shared word once per lane",
                      "share of the limit": f"{rate[0] / rate[1]:.0%}"})
     return Table(rows, list(rows[0]),
                  title=f"the naive kernel ({_settings(t)}) at {t['size']}^3, "
@@ -203,10 +195,36 @@ def summary(study: str = STUDY):
                        f"level's bytes against its limit ({records.source()})")
 
 
+def _dram_share(t: dict) -> float:
+    """DRAM's bytes over what it could move in the timed run, from `traffic`."""
+    return t["bytes"]["DRAM"] / (t["ms"] * 1e-3) / (t["dram_gbps"] * 1e9)
+
+
+def why_l1(study: str = STUDY, stall_study: str = STALL_STUDY) -> Text:
+    """Why the chapter's core path counts the L1's work rather than DRAM's bytes, in
+    three lines: DRAM's share of what it could move (`traffic`, at the bytes study's
+    size), the L1's looked-up bytes over the L2's, and the share of the warps' wait
+    spent on lg throttle (`stall_table`, at the stall study's size). A Text saying so
+    where either study is missing."""
+    t, stalls = traffic(study), stall_table(study=stall_study)
+    lg = next((r for r in stalls if r["reason"].startswith("lg throttle")), None) \
+        if isinstance(stalls, Table) else None
+    if t is None or lg is None:
+        return Text(f"Not in this recording: the {study} and {stall_study} studies.")
+    b = t["bytes"]
+    stall_size = _size(studies.get(stall_study).shapes[0])
+    return Text(
+        f"At {t['size']}^3, DRAM moved {_dram_share(t):.1%} of what it could in the timed run.\n"
+        f"The L1 looked up {b['L1'] / b['L2']:,.0f} times the bytes the SMs asked of the L2: "
+        "the caches serve nearly every load.\n"
+        f"At {stall_size}, the warps spend {lg['share']} of their waiting cycles on lg "
+        f"throttle: {MEANING['lg throttle']}.")
+
+
 def l1_byte_rate(t: dict | None = None) -> tuple[float, float] | None:
     """The bytes the profiled kernel's L1 delivered to the lanes per second of the timed
     run (32 x 4 B per warp load), and the L1's width in bytes per second (128 bytes per
-    SM and clock, chapter 02), which limits exactly those bytes, from `traffic` (None
+    SM and clock, chapter 02), to set them against, from `traffic` (None
     where it or the width is missing)."""
     t = traffic() if t is None else t
     width = device.smem_bandwidth_gbps(records.described_device())
