@@ -28,6 +28,22 @@ def test_the_warp_maps():
     assert len({tuple(row) for row in notes}) == 1            # and every warp the same
 
 
+def test_swapped_wm_and_wn_write_tiles_twice_and_leave_columns_unwritten():
+    """The solution's index gives each tile of two 2 x 4 blocks one warp; with WM and WN
+    swapped, the first block's lower warps write the second block's rows and the right
+    half of the columns is left unwritten."""
+    import matplotlib
+    matplotlib.use("Agg")
+    right, swapped = ch13.warp_tile_writers(False), ch13.warp_tile_writers(True)
+    assert len(right) == 16 and all(len(w) == 1 for w in right.values())
+    assert right[1, 3] == ["b0 w7"] and right[2, 0] == ["b1 w0"]
+    assert all(swapped[r, c] == [] for r in range(4) for c in (2, 3))
+    assert swapped[2, 0] == ["b0 w4", "b1 w0"] and swapped[1, 1] == ["b0 w3"]
+    ax = ch13.plot_swapped_warps()
+    assert "unwritten" in [t.get_text() for t in ax[1].texts]
+    assert "unwritten" not in [t.get_text() for t in ax[0].texts]
+
+
 def test_reinterpreting_fp32_as_fp16_wrongs_every_element():
     t = ch13.reinterpret_demo()
     assert "1,024 of 1,024 elements of C wrong" in t.title
@@ -182,8 +198,10 @@ def test_padding_by_depth_reads_the_pairs_of_the_sweep():
     assert [bk for bk, *_ in pairs] == ["16", "32"]
     rates = {int(bk): (float(a), float(b), float(x)) for bk, a, b, x in pairs}
     for a, b, x in rates.values():
-        assert abs(b / a - x) < 0.02
+        assert abs(b / a - x) < 0.06      # one decimal, of the rates as printed
+    # one precision for the same pair in both places
     assert f"{rates[32][0]:,.0f} TFLOP/s without padding" in str(ch13.padding_effect())
+    assert f"x{rates[32][2]:.1f} " in str(ch13.padding_effect())
     # the model's prediction holds: padding gains less at BK = 16
     assert rates[16][2] < rates[32][2]
 

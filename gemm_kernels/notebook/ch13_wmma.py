@@ -163,6 +163,48 @@ def plot_warp_map(ax=None):
     return ax
 
 
+def warp_tile_writers(swapped: bool, WM: int = 2, WN: int = 4, blocks: int = 2):
+    """{(tile row, tile column): ["b0 w5", ...]}: which warp of which block (blocks one
+    above the other, blockIdx.y = 0, 1, ...) writes each 16 x 16 tile of C, with the
+    solution's warp index (threadIdx.y / WN, threadIdx.y % WN) or with WM and WN swapped
+    (threadIdx.y / WM, threadIdx.y % WM). Tiles of the first `blocks` blocks' rows only,
+    each present even where no warp writes it."""
+    writers = {(r, c): [] for r in range(blocks * WM) for c in range(WN)}
+    for b in range(blocks):
+        for w in range(WM * WN):
+            wm, wn = divmod(w, WM if swapped else WN)
+            tile = (b * WM + wm, wn)
+            if tile in writers:
+                writers[tile].append(f"b{b} w{w}")
+    return writers
+
+
+def plot_swapped_warps(WM: int = 2, WN: int = 4, ax=None):
+    """Two blocks of WM x WN warps, one above the other: the tiles of C each warp writes
+    with the solution's index and with WM and WN swapped, coloured by how many warps
+    write each tile (0: left unwritten, 2: written twice)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+    if ax is None:
+        _, ax = plt.subplots(1, 2, figsize=(10, 4))
+    colors = ListedColormap(["white", "tab:blue", "tab:red"])
+    for a, swapped in zip(ax, (False, True)):
+        writers = warp_tile_writers(swapped, WM, WN)
+        rows, cols = 1 + max(r for r, _ in writers), 1 + max(c for _, c in writers)
+        a.imshow([[min(len(writers[r, c]), 2) for c in range(cols)] for r in range(rows)],
+                 cmap=colors, vmin=0, vmax=2, alpha=0.6)
+        for (r, c), who in writers.items():
+            a.text(c, r, "\n".join(who) or "unwritten", ha="center", va="center", fontsize=9)
+        # the line between the two blocks' rows of tiles
+        a.axhline(WM - 0.5, color="black", lw=2)
+        a.set_xticks(range(cols), [f"col {c}" for c in range(cols)], fontsize=8)
+        a.set_yticks(range(rows), [f"row {r}" for r in range(rows)], fontsize=8)
+        a.set_title(f"{'WM and WN swapped' if swapped else 'the solution'}: "
+                    f"{WM} x {WN} warps, blocks b0 and b1", fontsize=9)
+    plt.tight_layout()
+    return ax
+
+
 def plot_block_tile(params: dict | None = None, warp: tuple[int, int] = (0, 1), ax=None):
     """The tiled kernel's block tile (its default unless `params`) in 16 x 16 fragments:
     C coloured by the warp that owns each accumulator, and, for one warp at one 16-wide
@@ -1087,8 +1129,10 @@ def naive_l1_stages():
     """The naive kernel's L1 stages, from `L1_STUDY`: a dict of the data stage's busy
     share ("data"), the MOVM's part of it ("movm": the shared pipe's wavefronts that are
     not loads), the tag stage's (set look-ups, "tag") and the write-back's to registers
-    ("back"), each in % of its peak; data-stage wavefronts per load instruction
-    ("waves"); the recording's label ("label"). None where the study is not recorded."""
+    ("back"), and the bank conflicts of the global loads in the data stage
+    ("conflicts"), each in % of its peak; data-stage wavefronts per load instruction
+    ("waves"); the bytes between the rows of A (and of B) at the study's shape
+    ("row_bytes"); the recording's label ("label"). None where the study is not recorded."""
     rec = studies.recording_of(L1_STUDY)
     row = None if rec is None else studies.results(L1_STUDY, rec=rec)[0][1]
     if row is None:
@@ -1096,13 +1140,16 @@ def naive_l1_stages():
     m = row["metrics"]
     names = {"data": "data_pipe_lsu_wavefronts",
              "movm": "data_pipe_lsu_wavefronts_mem_shared_op_misc",
-             "tag": "t_set_accesses", "back": "lsu_writeback_active"}
+             "tag": "t_set_accesses", "back": "lsu_writeback_active",
+             "conflicts": "data_bank_conflicts_pipe_lsu_mem_gds_op_ld"}
     stages = {k: m.get(f"l1tex__{v}{_L1_PCT}") for k, v in names.items()}
     waves = m.get("l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum")
     loads = m.get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")
     if None in stages.values() or not (waves and loads):
         return None
-    return {**stages, "waves": waves / loads, "label": records.rows_label([row], rec)}
+    k = studies.get(L1_STUDY).shapes[0][2]   # a cube: rows of A and of B equally long
+    return {**stages, "waves": waves / loads, "row_bytes": 2 * k,
+            "label": records.rows_label([row], rec)}
 
 
 def naive_data_stage(naive: dict, l1: dict | None, sms):
@@ -1144,18 +1191,23 @@ def profile_waits(rec=None) -> Text:
         f"* **The loads fill the L1's data stage.** The {sms} SMs issued "
         f"{naive['smsp__inst_executed_op_global_ld.sum'] / 1e6:,.0f} M loads in "
         f"{naive['sm__cycles_elapsed.avg'] / 1e6:.2f} M cycles: {stage[0]:.3f} loads per "
-        f"cycle per SM. Each load touches 8 rows of its tile and costs the data stage "
-        f"{stage[1]:.1f} wavefronts. The stage passes one wavefront per cycle. So the loads "
+        f"cycle per SM. Each load touches 8 rows of its tile. At these power-of-two sizes "
+        f"the rows lie {l1['row_bytes']:,} bytes apart, a multiple of 128, so the 16 bytes "
+        f"each row gives fall on the same four banks: 8 words on the busiest bank, and "
+        f"{stage[1]:.1f} wavefronts of the data stage per load. The stage passes one "
+        f"wavefront per cycle. So the loads "
         f"ask for {stage[0]:.3f} x {stage[1]:.1f} = {stage[2]:.2f} of its cycles, and the "
         f"MOVM (section 4), which pass through the same stage, for {stage[3]:.2f} more: "
         f"{stage[4]:.2f} in all. Nsight Compute, in a run of its own, measured the stage "
-        f"busy {l1['data']:.1f}% of its peak ({l1['label']}). It is full, and the loads "
-        f"wait their turn there.\n")
+        f"busy {l1['data']:.1f}% of its peak, and the bank conflicts of these loads alone "
+        f"{l1['conflicts']:.1f}% ({l1['label']}). It is full, and the loads wait their turn "
+        f"there.\n")
     return Markdown(
         f"* **The naive kernel waits for its global loads**: a warp spends "
         f"{naive[_LONG]:.0f} cycles per issued instruction stalled on 'long scoreboard', "
         f"the wait for a global load. Its tensor pipe is busy {_pct(naive[_BUSY])} of the "
-        f"time.{dram}\n" + queue +
+        f"time.{dram} Its second stall, 'mio throttle', is most likely its MOVM (the "
+        f"deeper look below).\n" + queue +
         f"* **The tiled kernel with unpadded rows waits for shared memory** ('short "
         f"scoreboard', {plain[_SHORT]:.1f} cycles per instruction): its fragment loads "
         f"meet bank conflicts (section 7). Tensor pipe busy: {_pct(plain[_BUSY])}."
@@ -1260,7 +1312,7 @@ def pace_summary(rec=None) -> Text:
                  f"{_pct(padded[_BUSY])} measured.\n"
                  f"5. At full issue, one instruction every cycle, it would be busy "
                  f"1 / {every:.1f} x {per_hmma:.1f} = {_pct(100 / every * per_hmma)}.\n\n"
-                 f"No scheduler issues every cycle. "
+                 f"No scheduler sustains issue in every cycle. "
                  + (f"To fill the pipe, it would have to issue in {every:.1f} / "
                     f"{per_hmma:.1f} = {_pct(100 * every / per_hmma)} of cycles, so with "
                     f"this many instructions per HMMA, more warps alone are not a way to "
@@ -1370,7 +1422,7 @@ def padding_by_depth(depths=(16, 32), rec=None) -> Text:
         if pair is None:
             return Text(f"The sweep at BK = {bk} is not in the recording.")
         lines.append(f"BK = {bk}: {pair[0]:,.0f} TFLOP/s without padding, {pair[1]:,.0f} "
-                     f"with it, x{pair[1] / pair[0]:.2f}")
+                     f"with it, x{pair[1] / pair[0]:.1f}")
     return Text(f"{p['BM']} x {p['BN']} tile, WARPS_M = {p['WARPS_M']}, at 2048³ "
                 f"({_label(rec)}):\n" + "\n".join(lines))
 
