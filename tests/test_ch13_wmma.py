@@ -464,3 +464,22 @@ def test_the_naive_loads_queue_at_the_l1s_data_stage_when_its_stages_are_recorde
     assert l1["data"] > 90
     deeper = " ".join(str(ch13.naive_deeper_look()).split())
     assert f"busy {l1['tag']:.0f}% of its peak" in deeper and "Only the data stage" in deeper
+
+
+def test_the_stride_control_reads_both_sizes_of_one_profile():
+    """stride_control: one line per size of the study (rows on and off a multiple of
+    128 bytes), each with its wavefronts per load, its busy shares and its rate; until
+    the study is recorded, one line that says so."""
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    from gemm_kernels.measure import studies
+    text = str(ch13.stride_control())
+    shapes = studies.get(ch13.STRIDE_STUDY).shapes
+    assert [s[2] * 2 % 128 for s in shapes] == [0, 32]
+    if "not recorded yet" in text:
+        assert text.count("\n") == 0
+        return
+    lines = text.splitlines()
+    assert lines[0].startswith("the naive kernel under Nsight Compute, recorded on")
+    for line, shape in zip(lines[1:], shapes):
+        assert line.startswith(f"  {shape[0]}^3, rows {2 * shape[2]:,} bytes apart")
+        assert "data-stage wavefronts per load" in line and line.endswith("under the profiler")

@@ -504,6 +504,18 @@ STUDY_LIST += (
           "the L1 is", "ncu", (
               Step("one warp per tile, fragments from global memory", "wmma_naive", {}),),
           (CUBE_4096,), (*L1_STAGES, *L1_LINES)),
+    # The control of that reading: rows 8,192 bytes apart (4096) fall on the same banks
+    # of the L1's data stage; rows 8,224 bytes apart (4112, 32 past a multiple of 128)
+    # do not. Both sizes in one profile, with their kernel times.
+    Study("ch13_naive_stride", "13", "The naive WMMA kernel with rows on and off a "
+          "multiple of 128 bytes", "ncu", (
+              Step("one warp per tile, fragments from global memory", "wmma_naive", {}),),
+          (CUBE_4096, (4112, 4112, 4112)),
+          ("l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum",
+           "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+           "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_active",
+           "l1tex__data_bank_conflicts_pipe_lsu_mem_gds_op_ld.avg.pct_of_peak_sustained_active",
+           *ISSUE)),
 )
 # Chapter 14: the mma.sync kernel's shared-memory layouts (ldmatrix wavefronts and bank
 # conflicts without and with the swizzle) and what its tiles wait on, at 4096^3 and at

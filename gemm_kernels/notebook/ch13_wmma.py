@@ -1152,6 +1152,35 @@ def naive_l1_stages():
             "label": records.rows_label([row], rec)}
 
 
+STRIDE_STUDY = "ch13_naive_stride"   # the naive kernel on and off 128-byte row strides
+
+
+def stride_control() -> Text:
+    """The control of the bank reading: the naive kernel profiled at two sizes in one run,
+    rows a multiple of 128 bytes apart and 32 bytes past one: per size, the bytes between
+    rows, the data stage's wavefronts per load, its busy share and the share of it taken
+    by the loads' bank conflicts, and the rate under the profiler."""
+    rec = studies.recording_of(STRIDE_STUDY)
+    study = studies.get(STRIDE_STUDY)
+    rows = [(shape, row) for shape in study.shapes
+            for _, row in studies.results(STRIDE_STUDY, shape, rec)] if rec else []
+    if not rows or any(r is None for _, r in rows):
+        return Text("The naive kernel off a 128-byte row stride: not recorded yet.")
+    lines = [f"the naive kernel under Nsight Compute, {records.rows_label([r for _, r in rows], rec)}:"]
+    for shape, row in rows:
+        m = row["metrics"]
+        waves = (m["l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum"]
+                 / m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"])
+        rate = 2 * shape[0] * shape[1] * shape[2] / m["gpu__time_duration.sum"] / 1e3
+        lines.append(
+            f"  {shape[0]}^3, rows {2 * shape[2]:,} bytes apart ({2 * shape[2] % 128} past a "
+            f"multiple of 128): {waves:.1f} data-stage wavefronts per load, data stage busy "
+            f"{m['l1tex__data_pipe_lsu_wavefronts' + _L1_PCT]:.1f}%, of it bank conflicts "
+            f"{m['l1tex__data_bank_conflicts_pipe_lsu_mem_gds_op_ld' + _L1_PCT]:.1f}%; "
+            f"{rate:.1f} TFLOP/s under the profiler")
+    return Text("\n".join(lines))
+
+
 def naive_data_stage(naive: dict, l1: dict | None, sms):
     """What the naive kernel asks of the L1's data stage, which passes one wavefront per
     cycle, each piece rounded as printed: (loads per cycle per SM, wavefronts per load,
