@@ -5,6 +5,7 @@ import pytest
 
 from gemm_kernels.core.kernels import get
 from gemm_kernels.measure import records
+from gemm_kernels.memory import ch10_11_instructions as instr
 from gemm_kernels.notebook import ch11_wide as w
 
 from conftest import stamp
@@ -130,6 +131,7 @@ def test_probe_wide_keeps_the_wide_loads():
     assert t is not None and all(r["bytes/lane"] in (8, 16) for r in t)
     assert all(r["agree"] == "yes" for r in t)
     assert "Version" not in t.title and "Nsight Compute" in t.title   # the tool is named
+    assert t.title.endswith(f"model and measurement agree on all {len(t)} wide loads")
 
 
 def test_answers_table_grades_each_layout():
@@ -271,8 +273,11 @@ def test_the_exercise_costs_what_the_chapters_kernel_costs():
     assert "= 52 wavefronts per warp and step; the chapter's dgemm_tiled: 52" in text
     chapter, mine = text.splitlines()[1].split(": ", 1)[1].split("; ")
     assert chapter.split(": ")[1] == mine.split(": ")[1]          # the same loop, instruction for instruction
-    with pytest.raises(ValueError):
-        w.exercise_step(18)
+    # rows of 18: the fused read, one LDS.128 per two k, and the store's 2-way conflict
+    both = w.exercise_step(17, 18).splitlines()
+    assert both[0] == text.splitlines()[0]
+    assert both[1].startswith("rows of 18: stores 2 (A) + 4 (B), reads 16 (A, 8 LDS.128) + "
+                              "8 x 4 (B, 8 LDS.128) = 54 wavefronts per warp and step")
 
 
 def test_the_phase_picture_writes_its_counts_and_its_unit_out():
@@ -358,6 +363,18 @@ def test_fusing_a_halves_its_wavefronts_in_dgemm_tiled():
     assert w.step_wavefronts("dgemm_tiled", {"BLOCK": 16}, as_written=True)["total"] == 68
     if records.described_device():
         assert "(1.31 x)" in text
+
+
+def test_padding_a_by_one_double_saves_what_fusing_saves_without_an_lds128():
+    # rows of 17: the merged LDS.64's two doubles, k and 17 + k, sit in different banks
+    text = w.fused_a_reading()
+    assert ("A read as written, rows of 17: 16 LDS.64 x 1 = 16 wavefronts per warp and step "
+            "(ideal 1 per LDS.64); the whole step: 52") in text
+    assert w.step_wavefronts("dgemm_tiled", {"BLOCK": 16}, a_pad=1)["total"] == 52
+    padded = instr.block_accesses("dgemm_tiled", {"BLOCK": 16}, a_pad=1)
+    assert not [a for a in padded if a.sass == "LDS.128"]
+    # an even padding keeps the rows 16-byte aligned, and ptxas's fused read with them
+    assert any(a.sass == "LDS.128" for a in instr.block_accesses("dgemm_tiled", {"BLOCK": 16}, a_pad=2))
 
 
 def test_fusing_a_saves_nothing_where_the_whole_warp_reads_one_address():

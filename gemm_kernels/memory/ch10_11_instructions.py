@@ -76,24 +76,26 @@ def _fast(p):
     return out
 
 
-def _dgemm(p, as_written=False):
+def _dgemm(p, as_written=False, a_pad=0):
     B = p["BLOCK"]
+    A = B + a_pad                  # the length of a row of A_shared, in doubles
     threads = B * B
-    b_base = B * B * 8
+    b_base = B * A * 8
     out = []
     for w in range(warps(threads)):
         addr = lane_addresses(threads, w, B)
-        out.append(WarpInstr("st", "A_shared[ty][tx]", w, 8, addr(lambda tx, ty: (ty * B + tx) * 8)))
+        out.append(WarpInstr("st", "A_shared[ty][tx]", w, 8, addr(lambda tx, ty: (ty * A + tx) * 8)))
         out.append(WarpInstr("st", "B_shared[ty][tx]", w, 8,
                               addr(lambda tx, ty: b_base + (ty * B + tx) * 8)))
-        if as_written:
+        # an odd row length leaves k and k + 1 unaligned in every other row: no LDS.128
+        if as_written or A % 2:
             for k in range(B):
                 out.append(WarpInstr("ld", f"A_shared[ty][{k}]", w, 8,
-                                      addr(lambda tx, ty: (ty * B + k) * 8)))
+                                      addr(lambda tx, ty: (ty * A + k) * 8)))
         else:
             for k in range(0, B, 2):
                 out.append(WarpInstr("ld", f"A_shared[ty][{k}..{k + 1}]", w, 16,
-                                      addr(lambda tx, ty: (ty * B + k) * 8)))
+                                      addr(lambda tx, ty: (ty * A + k) * 8)))
         for k in range(B):
             out.append(WarpInstr("ld", f"B_shared[{k}][tx]", w, 8,
                                   addr(lambda tx, ty: b_base + (k * B + tx) * 8)))
@@ -121,18 +123,20 @@ def _sgemm_vec(p):
     return out
 
 
-def block_accesses(kernel, params=None, as_written: bool = False) -> list[WarpInstr]:
+def block_accesses(kernel, params=None, as_written: bool = False,
+                   a_pad: int = 0) -> list[WarpInstr]:
     """Every shared-memory instruction of one block (of one step along K for GEMMs).
 
     as_written: for dgemm_tiled, one LDS.64 per A_shared[ty][k] as the source reads,
-    instead of the LDS.128 pairs ptxas emits."""
+    instead of the LDS.128 pairs ptxas emits. a_pad: for dgemm_tiled, a variant whose
+    rows of A_shared are padded by that many doubles (the timed kernel has none)."""
     k, p = wavefronts.resolve(kernel, params, KERNELS)
     if k.name in TILE_KERNELS:
         return _tile_kernel(k.name, p)
     if k.name == "transpose_fast":
         return _fast(p)
     if k.name == "dgemm_tiled":
-        return _dgemm(p, as_written)
+        return _dgemm(p, as_written, a_pad)
     return _sgemm_vec(p)
 
 

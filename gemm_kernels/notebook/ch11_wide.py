@@ -187,8 +187,9 @@ def probe_wide():
     agree = sum(r["agree"] == "yes" for r in rows)
     # The recording names the profiler as ncu prints it ("Version 2025.3.1.0"): say which tool.
     source = re.sub(r"Version (\d+\.\d+\.\d+)(\.\d+)?", r"Nsight Compute \1", full.title.split(";")[0])
-    return Table(rows, list(rows[0]), title=f"{source}: the {len(rows)} "
-                 f"wide loads; model and measurement agree on {agree}")
+    agreed = f"all {agree}" if agree == len(rows) else f"{agree} of {len(rows)}"
+    return Table(rows, list(rows[0]), title=f"{source}: model and measurement agree on "
+                 f"{agreed} wide loads")
 
 
 # ------------------------------------------------------------------ the shared-memory bound
@@ -201,14 +202,15 @@ def _rate(kernel, params, size):
         return None
 
 
-def step_wavefronts(kernel, params, as_written: bool = False) -> dict:
+def step_wavefronts(kernel, params, as_written: bool = False, a_pad: int = 0) -> dict:
     """One warp's shared-memory wavefronts per step along K (the model of what ptxas
     emits, averaged over the warps of the block): loads, stores, and the FMA
     instructions of the step (BLOCK * VEC per warp). as_written: dgemm_tiled's A read
-    as the source writes it, one LDS.64 per k (`block_accesses`)."""
+    as the source writes it, one LDS.64 per k; a_pad: its rows of A_shared padded
+    (`block_accesses`)."""
     from gemm_kernels.core.launch import kernel_of
     p = kernel_of(kernel).resolve(params)
-    acc = instr.block_accesses(kernel, p, as_written)
+    acc = instr.block_accesses(kernel, p, as_written, a_pad)
     nw = max(a.warp for a in acc) + 1
     out = {op: sum(a.analysis.wavefronts for a in acc if a.op == op) / nw for op in ("ld", "st")}
     return {**out, "total": out["ld"] + out["st"], "fma": p["BLOCK"] * p.get("VEC", 1)}
@@ -249,13 +251,16 @@ def fused_a_reading(block: int = 16) -> str:
     Each line gives the ideal of one instruction next to its wavefronts: at BLOCK = 16 the
     LDS.64 merges both half-warps into one phase, whose two addresses share a bank, so it
     pays twice its ideal; the LDS.128 serves each half-warp's address in its own phase at
-    its ideal. At BLOCK = 32 the warp reads one address and fusing saves nothing."""
+    its ideal. At BLOCK = 32 the warp reads one address and fusing saves nothing.
+    The third line pads A_shared's rows by one double: the LDS.64 stays, but its two
+    addresses fall in different banks, so it costs its ideal without any LDS.128."""
     p = {"BLOCK": block}
     lines = []
-    for as_written, how in ((True, "as written"), (False, "fused")):
-        a = [x for x in instr.block_accesses("dgemm_tiled", p, as_written)
+    for as_written, pad, how in ((True, 0, "as written"), (False, 0, "fused"),
+                                 (True, 1, f"as written, rows of {block + 1}")):
+        a = [x for x in instr.block_accesses("dgemm_tiled", p, as_written, pad)
              if x.op == "ld" and x.warp == 0 and x.what.startswith("A_shared")]
-        lines.append((how, a, step_wavefronts("dgemm_tiled", p, as_written)["total"]))
+        lines.append((how, a, step_wavefronts("dgemm_tiled", p, as_written, pad)["total"]))
     out = [f"BLOCK = {block}, A read {how}: {len(a)} {a[0].sass} x {a[0].analysis.wavefronts} = "
            f"{sum(x.analysis.wavefronts for x in a)} wavefronts per warp and step "
            f"(ideal {a[0].analysis.ideal} per {a[0].sass}); "
@@ -916,21 +921,20 @@ def swapped_halves_checked(block: int = 16) -> str:
     return "main loop compiled here, one trip per tile:\n" + "\n".join(out)
 
 
-def exercise_step(pitch: int = 17, block: int = 16) -> str:
+def exercise_step(*pitches: int, block: int = 16) -> str:
     """One warp's shared wavefronts per step along K of the exercise's kernel with B rows
-    of `pitch` doubles (P odd: every read an LDS.64), next to the chapter's dgemm_tiled."""
-    (_, st), (_, ld) = transposed_cases(pitch, block)
-    if ld.width != 8:
-        raise ValueError("exercise_step prices odd row lengths (LDS.64 reads) only")
-    chapter = step_wavefronts("dgemm_tiled", {"BLOCK": block})
-    a_reads = sum(a.analysis.wavefronts for a in instr.block_accesses("dgemm_tiled", {"BLOCK": block})
-                  if a.op == "ld" and a.warp == 0 and a.what.startswith("A_shared"))
-    a_store = st.analysis.wavefronts           # A_shared[ty][tx] costs what B's store costs
-    total = a_store + st.analysis.wavefronts + a_reads + block * ld.analysis.wavefronts
-    return (f"rows of {pitch}: stores {a_store} (A) + {st.analysis.wavefronts} (B), reads "
-            f"{a_reads} (A, {block // 2} LDS.128) + {block} x {ld.analysis.wavefronts} (B, "
-            f"{block} LDS.64) = {total} wavefronts per warp and step; the chapter's "
-            f"dgemm_tiled: {chapter['total']:.0f}\n" + solution_loop(block))
+    of each of `pitches` doubles (default 17), part by part (`transposed_step`), next to
+    the chapter's dgemm_tiled; then both kernels' compiled main loops."""
+    chapter = step_wavefronts("dgemm_tiled", {"BLOCK": block})["total"]
+    lines = []
+    for pitch in pitches or (17,):
+        t = transposed_step(pitch, block)
+        lines.append(f"rows of {pitch}: stores {t['A store']} (A) + {t['B store']} (B), reads "
+                     f"{t['A reads']} (A, {block // 2} LDS.128) + {t['B reads per step']} x "
+                     f"{t['B read wavefronts']} (B, {t['B reads per step']} {t['B read']}) = "
+                     f"{t['total']} wavefronts per warp and step; the chapter's dgemm_tiled: "
+                     f"{chapter:.0f}")
+    return "\n".join(lines + [solution_loop(block)])
 
 
 def transposed_step(pitch: int, block: int = 16) -> dict:
@@ -944,7 +948,7 @@ def transposed_step(pitch: int, block: int = 16) -> dict:
          for op in ("st", "ld")}
     (_, st), (_, ld) = transposed_cases(pitch, block)
     reads = block // 2 if ld.width == 16 else block
-    return {"B store": st.analysis.wavefronts, "B read": ld.sass,
+    return {"A store": a["st"], "A reads": a["ld"], "B store": st.analysis.wavefronts, "B read": ld.sass,
             "B reads per step": reads, "B read wavefronts": ld.analysis.wavefronts,
             "total": a["st"] + st.analysis.wavefronts + a["ld"] + reads * ld.analysis.wavefronts}
 
