@@ -237,13 +237,22 @@ def test_rate_times_lines_two_rows_for_the_main_text(recorded_mode):
 
 def test_size_gap_prints_the_factor_at_2048_and_at_2047(recorded_mode):
     """Both mappings at both sizes, x->col at 2047^3 from its own timed study, each as a
-    share of the cuBLAS timed beside it; the factor is smaller off the power of two."""
+    share of the cuBLAS timed beside it; the factor, the plain ratio of the rates, is
+    smaller off the power of two. At 2047^3, x->row's rate x its 33 lines passes the
+    pace of one L1 cycle per SM and clock."""
     import re
     text = str(ch01_naive.size_gap())
-    big, odd = (float(m) for m in re.findall(r"Share over share: ([0-9]+\.[0-9]) x\.", text))
+    big, odd = (float(m) for m in re.findall(r"x->col / x->row: ([0-9]+\.[0-9]) x\.", text))
     assert text.startswith("At 2048^3: x->col 6,381 GFLOP/s, 12.8% of cuBLAS; x->row 486")
     assert "At 2047^3: x->col 6,438 GFLOP/s" in text and "coalesced" not in text
     assert odd < big
+    # the factor is the rates' own ratio, the one the six-configuration sweep prints
+    assert f"x->col / x->row: {6381 / 486:.1f} x." in text
+    last = text.splitlines()[-1]
+    assert last.startswith("At 2047^3, x->row: 1,637 GFLOP/s x 33 lines per step = ")
+    times = float(re.search(r"= [0-9,]+, ([0-9.]+) times the ", last).group(1))
+    assert times > 3 and last.endswith("that one L1 cycle per SM and clock allows.")
+    assert str(ch01_naive.pace_line()).split("= ")[-1].split(" GFLOP/s")[0] in last
 
 
 def test_the_sector_count_is_ruled_out_by_the_pace(recorded_mode):

@@ -539,10 +539,14 @@ XCOL_ODD = "ch01_xcol_2047"
 
 def size_gap(block: int = 32, sizes=(2048, 2047)) -> Text:
     """The mapping's factor at a power-of-two size and one size off it. The two sizes
-    were timed in different runs, so each rate is given as a share of the cuBLAS timed
-    beside it, and the factor is the ratio of the shares. x->col at `sizes[1]` comes from
-    its own timed study (`XCOL_ODD`); the other rates from the chapter's recording."""
+    were timed in different runs, so each rate is also given as a share of the cuBLAS
+    timed beside it; the factor is the plain ratio of the two rates. x->col at
+    `sizes[1]` comes from its own timed study (`XCOL_ODD`); the other rates from the
+    chapter's recording. A last line sets x->row's rate at `sizes[1]` times its lines per
+    step against the pace of one L1 cycle per SM and clock (`pace_line`): where it passes
+    that pace, a step costs fewer L1 cycles than it touches lines."""
     from gemm_kernels.measure import lookup, studies
+    from gemm_kernels.memory import ch01_02_sectors
     big, odd = sizes
     share = {}
     for n in sizes:
@@ -560,10 +564,18 @@ def size_gap(block: int = 32, sizes=(2048, 2047)) -> Text:
     pct = {k: 100 * r["gflops"]["median"] / r["reference"]["gflops"]["median"]
            for k, r in share.items()}
     shown = lambda v: f"{v:.2g}%" if v < 1 else f"{v:.1f}%"     # 0.98%, 3.3%, 12.8%
-    return Text("\n".join(
-        f"At {n}^3: x->col {rate[('x->col', n)]:,.0f} GFLOP/s, {shown(pct[('x->col', n)])} "
-        f"of cuBLAS; x->row {rate[('x->row', n)]:,.0f} GFLOP/s, {shown(pct[('x->row', n)])}. "
-        f"Share over share: {pct[('x->col', n)] / pct[('x->row', n)]:.1f} x." for n in sizes))
+    text = [f"At {n}^3: x->col {rate[('x->col', n)]:,.0f} GFLOP/s, {shown(pct[('x->col', n)])} "
+            f"of cuBLAS; x->row {rate[('x->row', n)]:,.0f} GFLOP/s, {shown(pct[('x->row', n)])}. "
+            f"x->col / x->row: {rate[('x->col', n)] / rate[('x->row', n)]:.1f} x." for n in sizes]
+    pace = _pace()
+    if pace is not None:
+        lines = ch01_02_sectors.sector_table([(KERNEL, {"BLOCK": block, "MAPPING": "x->row"})],
+                                             M=odd, N=odd, K=odd)[0]["128-byte lines (A + B)"]
+        product = rate[("x->row", odd)] * lines
+        text.append(f"At {odd}^3, x->row: {rate[('x->row', odd)]:,.0f} GFLOP/s x {lines} lines "
+                    f"per step = {product:,.0f}, {product / pace['gflops']:.1f} times the "
+                    f"{pace['gflops']:,.0f} that one L1 cycle per SM and clock allows.")
+    return Text("\n".join(text))
 
 
 def which_count(block: int = 32, size: int = 2048) -> Text:
