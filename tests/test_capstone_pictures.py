@@ -1035,11 +1035,28 @@ def test_warp_tile_code_is_the_kernels_own_index_lines():
     assert "16*i" in text and "32*j" in text
 
 
+def test_the_gpus_line_gives_the_days_its_captions_give(recorded_mode):
+    """The banner's days for the ladder and for the profiles are those that the ladder's
+    tables and the two profiles' captions print, so a student who checks finds them."""
+    import re
+    line = str(cp.gpus())
+    day = re.compile(r"\d{4}-\d\d-\d\d")
+    captions = [str(cp.part_a_counts()).splitlines()[0], cp.step_counters().title,
+                str(cp.step_changes().title)]
+    for caption in captions:
+        for d in day.findall(caption):
+            assert d in line, (d, caption)
+    if day.findall(captions[0]) != day.findall(captions[2]):
+        assert "the steps' profiles" in line
+
+
 def test_h200_rule_names_the_gpu_and_its_own_threshold():
     """The threshold printed is that GPU's own MINB code shift, the one the stages
     reading quotes, at both sizes."""
     line = str(cp.h200_rule())
     assert line.startswith("This section only: recorded on ")
+    # the days printed are the threshold's own, not the section's
+    assert "names its own runs" in line and "on that GPU, in " in line
     for n in (4096, 2048):
         assert f"±{abs(cp.default_recompile(n)):.1f}% at {n}^3" in line
 
