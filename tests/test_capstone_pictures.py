@@ -959,6 +959,11 @@ def test_minb_loops_set_the_two_builds_of_one_source_one_above_the_other():
     (t1, one), (t2, two) = s.listings
     assert "MINB = 1" in t1 and "MINB = 2" in t2
     assert sum("LDGSTS" in l for l in one) == a["LDGSTS"] == sum("LDGSTS" in l for l in two)
+    # the MINB = 1 loop is step 7's, listed in part B: it can be left out here
+    only = cp.minb_loops(listed=(2,))
+    assert [t for t, _ in only.listings] == [t2] and only.listing == two
+    assert list(only.table) == list(s.table)
+    assert cp.step_sass(7).listing == one
 
 
 def test_step7_choices_set_each_undone_choice_against_step_7_in_the_ladders_run():

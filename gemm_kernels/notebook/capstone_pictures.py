@@ -1226,12 +1226,14 @@ class StepSass:
             for t, lines in self.listings)
 
 
-def minb_loops(hide_wait: bool = False) -> StepSass:
+def minb_loops(hide_wait: bool = False, listed=(1, 2)) -> StepSass:
     """What the MINB code shift is made of: the capstone's default built with MINB = 1 and
     with MINB = 2 (the same source; both fit two blocks per SM), their main loops' counts
     (registers of the binaries timed in the ladder's run) and the two loops cut as
     `step_listing` cuts them, one above the other (whole lines, none cut off), from ptxas
-    here. `hide_wait`: the wait's count masked (`hide_wait_count`), as in `step_sass`."""
+    here. `hide_wait`: the wait's count masked (`hide_wait_count`), as in `step_sass`.
+    `listed`: the MINB of the builds whose loops are listed (the MINB = 1 build's loop is
+    step 7's, which `step_sass(7)` lists already)."""
     d = KERNELS["capstone"].resolve(None)
     timed = {m: _timed_registers(*(p["rows"][i] for p in minb_pairs()
                                    if p["configuration"] == "the default"))
@@ -1245,7 +1247,7 @@ def minb_loops(hide_wait: bool = False) -> StepSass:
     why = " (the wait's count hidden: the pipeline exercise asks for it)" if hide_wait else ""
     return StepSass(table, [(f"The main loop built with MINB = {m}: copies, waits, barriers "
                              f"and the LDS.128 of the first k{why}",
-                             mask(step_listing("capstone", {**d, "MINB": m}))) for m in (1, 2)])
+                             mask(step_listing("capstone", {**d, "MINB": m}))) for m in listed])
 
 
 def hide_wait_count(lines: list[str]) -> list[str]:
