@@ -959,6 +959,11 @@ def test_minb_loops_set_the_two_builds_of_one_source_one_above_the_other():
     (t1, one), (t2, two) = s.listings
     assert "MINB = 1" in t1 and "MINB = 2" in t2
     assert sum("LDGSTS" in l for l in one) == a["LDGSTS"] == sum("LDGSTS" in l for l in two)
+    # the MINB = 1 loop is step 7's, listed in part B: it can be left out here
+    only = cp.minb_loops(listed=(2,))
+    assert [t for t, _ in only.listings] == [t2] and only.listing == two
+    assert list(only.table) == list(s.table)
+    assert cp.step_sass(7).listing == one
 
 
 def test_step7_choices_set_each_undone_choice_against_step_7_in_the_ladders_run():
@@ -1035,11 +1040,28 @@ def test_warp_tile_code_is_the_kernels_own_index_lines():
     assert "16*i" in text and "32*j" in text
 
 
+def test_the_gpus_line_gives_the_days_its_captions_give(recorded_mode):
+    """The banner's days for the ladder and for the profiles are those that the ladder's
+    tables and the two profiles' captions print, so a student who checks finds them."""
+    import re
+    line = str(cp.gpus())
+    day = re.compile(r"\d{4}-\d\d-\d\d")
+    captions = [str(cp.part_a_counts()).splitlines()[0], cp.step_counters().title,
+                str(cp.step_changes().title)]
+    for caption in captions:
+        for d in day.findall(caption):
+            assert d in line, (d, caption)
+    if day.findall(captions[0]) != day.findall(captions[2]):
+        assert "the steps' profiles" in line
+
+
 def test_h200_rule_names_the_gpu_and_its_own_threshold():
     """The threshold printed is that GPU's own MINB code shift, the one the stages
     reading quotes, at both sizes."""
     line = str(cp.h200_rule())
     assert line.startswith("This section only: recorded on ")
+    # the days printed are the threshold's own, not the section's
+    assert "names its own runs" in line and "on that GPU, in " in line
     for n in (4096, 2048):
         assert f"±{abs(cp.default_recompile(n)):.1f}% at {n}^3" in line
 

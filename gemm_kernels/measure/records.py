@@ -278,11 +278,12 @@ def source() -> str:
     return rec.label if rec else "no GPU and no recording"
 
 
-def rows_label(rows, rec: Record | None = None) -> str:
+def rows_label(rows, rec: Record | None = None, gpu: bool = True) -> str:
     """Where these rows come from, for a title: 'recorded on <device> in one run,
     <day>' (or 'in N runs, <first day> to <last day>'), from the rows' own runs and days,
     not the whole file's (a file holds runs of several days). `rec`: the recording that
-    holds them (default the one shown); 'no recorded rows' when none has a row."""
+    holds them (default the one shown); 'no recorded rows' when none has a row. `gpu`
+    False: only 'in one run, <day>', for a sentence that has named the GPU already."""
     rows = [r for r in rows if r]
     rec = rec or current()
     if not rows or rec is None:
@@ -292,6 +293,8 @@ def rows_label(rows, rec: Record | None = None) -> str:
     when = rec.created[:10] if not days else (
         days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}")
     how = "" if not runs else " in one run" if len(runs) == 1 else f" in {len(runs)} runs"
+    if not gpu:
+        return f"{how.strip() or 'recorded'}, {when}"
     return f"recorded on {rec.device['name']}{how}, {when}"
 
 

@@ -551,9 +551,19 @@ def gpus() -> Markdown:
     same = (f"Both have {d1.get('sm_count')} SMs at {count(d1.get('sm_clock_mhz'))} MHz. "
             if (d1.get("sm_count"), d1.get("sm_clock_mhz")) ==
                (d2.get("sm_count"), d2.get("sm_clock_mhz")) else "")
+    main = (f"everything before *What to remember* (the ladder, its profile, every step's "
+            f"verdict) {ladder_source()}")
+    prof, prof_rec = _profile_rows(), studies.complete_recording(STEP_STALLS)
+    # the profiles were run on their own day: say so, as their captions do
+    if not device.is_live() and prof_rec is not None and (
+            records.rows_label(prof, prof_rec, gpu=False) !=
+            records.rows_label(_ladder_rows(), lad, gpu=False)):
+        main = (f"everything before *What to remember* was recorded on the {d1['name']}: "
+                f"the ladder and every step's verdict "
+                f"{records.rows_label(_ladder_rows(), lad, gpu=False)}; the steps' profiles "
+                f"{records.rows_label(prof, prof_rec, gpu=False)}")
     return Markdown(
-        f"**This chapter's GPU:** everything before *What to remember* (the ladder, its "
-        f"profile, every step's verdict) {ladder_source()}. Only the optional section at "
+        f"**This chapter's GPU:** {main}. Only the optional section at "
         f"the end also reads another GPU, the {d2['name']}, under a heading of its own. "
         f"{same}No comparison crosses "
         "from one GPU to the other, and every table and printed measurement names its GPU.")
@@ -1216,12 +1226,14 @@ class StepSass:
             for t, lines in self.listings)
 
 
-def minb_loops(hide_wait: bool = False) -> StepSass:
+def minb_loops(hide_wait: bool = False, listed=(1, 2)) -> StepSass:
     """What the MINB code shift is made of: the capstone's default built with MINB = 1 and
     with MINB = 2 (the same source; both fit two blocks per SM), their main loops' counts
     (registers of the binaries timed in the ladder's run) and the two loops cut as
     `step_listing` cuts them, one above the other (whole lines, none cut off), from ptxas
-    here. `hide_wait`: the wait's count masked (`hide_wait_count`), as in `step_sass`."""
+    here. `hide_wait`: the wait's count masked (`hide_wait_count`), as in `step_sass`.
+    `listed`: the MINB of the builds whose loops are listed (the MINB = 1 build's loop is
+    step 7's, which `step_sass(7)` lists already)."""
     d = KERNELS["capstone"].resolve(None)
     timed = {m: _timed_registers(*(p["rows"][i] for p in minb_pairs()
                                    if p["configuration"] == "the default"))
@@ -1235,7 +1247,7 @@ def minb_loops(hide_wait: bool = False) -> StepSass:
     why = " (the wait's count hidden: the pipeline exercise asks for it)" if hide_wait else ""
     return StepSass(table, [(f"The main loop built with MINB = {m}: copies, waits, barriers "
                              f"and the LDS.128 of the first k{why}",
-                             mask(step_listing("capstone", {**d, "MINB": m}))) for m in (1, 2)])
+                             mask(step_listing("capstone", {**d, "MINB": m}))) for m in listed])
 
 
 def hide_wait_count(lines: list[str]) -> list[str]:
@@ -2156,8 +2168,13 @@ def h200_rule(sizes=(4096, 2048)) -> Text:
                 pass
     shifts = [(n, default_recompile(n)) for n in sizes]
     rule = ", ".join(f"±{abs(c):.1f}% at {n}^3" for n, c in shifts if c is not None)
-    return Text(f"This section only: {records.rows_label(rows)}, not the ladder's GPU; its "
-                f"own threshold (the MINB code shift on that GPU): {rule or NOT_RECORDED}")
+    rec = records.current()
+    if rec is None:
+        return Text(f"This section only: {NOT_RECORDED}")
+    return Text(f"This section only: recorded on {rec.device['name']}, not "
+                "the ladder's GPU; each measurement below names its own runs. Its own "
+                f"threshold (the MINB code shift on that GPU, "
+                f"{records.rows_label(rows, gpu=False)}): {rule or NOT_RECORDED}")
 
 
 STEP7_CHOICES = "ch09_step7_choices"   # step 7 at BK = 8 and with one fragment set
@@ -2268,6 +2285,13 @@ def step_stall_plot(top: int = 7):
     fig.text(0.01, 0.01, "\n".join(lines), fontsize=FONT - 1, va="bottom")
     fig.tight_layout(rect=(0, 0.035 * len(lines) + 0.01, 1, 1))
     return fig
+
+
+def _profile_rows() -> list[dict]:
+    """The rows of the main path's two profiles (part A counted, and the steps' stalls),
+    each from its own recording, for the chapter's banner."""
+    return [r for name in (PART_A_STALLS, STEP_STALLS)
+            for _, r in studies.results(name, rec=studies.complete_recording(name))]
 
 
 def _stalls_source(rec) -> str:
