@@ -665,6 +665,9 @@ def test_the_mistakes_table_can_show_the_gist_of_each_message():
     assert short["the chapter's kernel"] == full["the chapter's kernel"]
     assert "BM = 32, BN = 128" in short["tc = t % BM: BM where BN belongs"]
     assert short["threads down the column first"].endswith("(and 1 more)")
+    # the finding leads the gist, its evidence after it
+    assert short["the i loop kept rolled (acc[i] with i not known)"].startswith(
+        "values live in slow local memory, 64 bytes of stack"), short
 
 
 def test_the_boehm_line_sets_both_ratios_of_shares_side_by_side():

@@ -50,7 +50,7 @@ def test_the_dot_product_order_passes_it_compiles_to_the_same_loads():
 def test_threads_down_the_column_are_refused_by_the_bank_check():
     v = static_verdict(NAME, _with_mapping("t / (BM / TM)", "t % (BM / TM)"))
     assert v["compile"][0] == PASS and v["static"][0] == FAIL, v
-    assert "costs warp 0 1040 shared-memory wavefronts" in v["static"][1], v
+    assert "costs warp 0 1,040 shared-memory wavefronts" in v["static"][1], v
     assert "more than the 144" in v["static"][1], v
     assert "4 different row groups" in v["static"][1], v
 

@@ -267,8 +267,8 @@ def mapping_problems(tc: str, tr: str, params: dict, reference=("t % BN", "t / B
     over = next(((w, t) for w, (t, _) in enumerate(cost) if t > budget), None)
     if over:
         warp, total = over
-        problems.append(f"one step along K costs warp {warp} {total} shared-memory "
-                        f"wavefronts in its loads, more than the {budget} a warp can get "
+        problems.append(f"one step along K costs warp {warp} {total:,} shared-memory "
+                        f"wavefronts in its loads, more than the {budget:,} a warp can get "
                         "away with (every read of A a broadcast, every read of B conflict-free)")
         problems += worst
     sectors = store_sectors(places, params)

@@ -197,10 +197,12 @@ def _static(ex: Exercise, k, source: str) -> Step:
                         f"{', '.join(map(str, todo))} of the cell), then delete the marker "
                         "line: while it is there, the grader takes that part as not written")
     if res["spill_stores"] or res["spill_loads"] or res["stack_bytes"]:
-        problems.append(f"{res['spill_stores']} bytes of spill stores and "
-                        f"{res['stack_bytes']} bytes of stack: values live in slow local "
-                        "memory, either an array indexed by a value the compiler cannot "
-                        "resolve or more live values than registers")
+        # the finding first, its evidence after: a table that keeps only a message's
+        # gist (the text before its first colon) then says what is wrong
+        problems.append(f"values live in slow local memory, {res['stack_bytes']} bytes of "
+                        f"stack and {res['spill_stores']} bytes of spill stores: either an "
+                        "array indexed by a value the compiler cannot resolve or more live "
+                        "values than registers")
     if res["registers"] > ex.max_registers:
         problems.append(f"{res['registers']} registers per thread, more than the "
                         f"{ex.max_registers} this exercise allows")
