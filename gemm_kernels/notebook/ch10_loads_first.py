@@ -182,35 +182,26 @@ def _register_variants():
 _register_variants()
 
 
-def run_drift() -> float | None:
-    """How far one kernel's share of the device copy moved between two runs, in points:
-    the two-tile padded transpose as built, timed in appendix A.2's run and in A.1's, the
-    largest move over the shapes of A.2's study; None where a rate is not recorded."""
+def solution_margin(shape=None) -> str:
+    """One line: how far the worked solution lies above `copy_smem` (timed in another
+    run), set against how far one kernel moved between two runs: the two-tile padded
+    transpose as built, timed in appendix A.2's run and in A.1's, at each shape of
+    appendix A.2's study. '' where a rate is not recorded."""
     from gemm_kernels.measure import lookup, studies
     from gemm_kernels.notebook import ch10_transpose as ch10
+    shape = shape or ch10.SQUARE
+    rows = {r["kernel"]: r["% of device copy"] for r in ch10.solution_rates(shape)}
+    sol, smem = rows.get("the worked solution: every load first"), \
+        rows.get("copy through a shared tile")
     shifts = []
     for sh in studies.get(STUDY).shapes:
         again = lookup.variant_row(as_built_kernel(), tuple(sh), PARAMS)
         first = ch10._share(KERNEL, tuple(sh), PARAMS)
         if again and first is not None:
             shifts.append(abs(lookup.share(again) - first))
-    return max(shifts) if shifts else None
-
-
-def solution_margin(shape=None) -> str:
-    """One line: how far the worked solution lies above `copy_smem` (timed in another
-    run), set against how far one kernel moved between two runs: the two-tile padded
-    transpose as built, timed in appendix A.2's run and in A.1's, at each shape of
-    appendix A.2's study (`run_drift`). '' where a rate is not recorded."""
-    from gemm_kernels.notebook import ch10_transpose as ch10
-    shape = shape or ch10.SQUARE
-    rows = {r["kernel"]: r["% of device copy"] for r in ch10.solution_rates(shape)}
-    sol, smem = rows.get("the worked solution: every load first"), \
-        rows.get("copy through a shared tile")
-    shift = run_drift()
-    if sol is None or smem is None or shift is None:
+    if sol is None or smem is None or not shifts:
         return ""
-    margin = sol - smem
+    margin, shift = sol - smem, max(shifts)
     verdict = ("so the lead is likely, not certain" if margin > shift
                else "so the lead is within that drift")
     return (f"copy_smem was timed in another run; rates drift by up to {shift:.1f} points "

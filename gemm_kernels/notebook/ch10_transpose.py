@@ -1374,7 +1374,7 @@ def _shares_table(steps, first: str, what: str, shapes, types) -> Table:
     """One row per (label, kernel, parameters) of `steps`: the timed share of the device
     copy (timed beside each row) at each type and shape; the title says `what` the rows
     are and names the GPU and the runs. A star marks a rate timed in another run than the
-    rest of its column, and the title says how far rates drift between runs."""
+    rest of its column, and the title says so."""
     rows, seen, runs = [], [], {}      # runs: column -> the run of each of its rows
     for label, kernel, change in steps:
         row = {first: label}
@@ -1392,13 +1392,7 @@ def _shares_table(steps, first: str, what: str, shapes, types) -> Table:
     odd = _other_run_rows(runs)
     for col, i in odd:
         rows[i][col] += "*"
-    note = ""
-    if odd:
-        from gemm_kernels.notebook import ch10_loads_first
-        drift = ch10_loads_first.run_drift()
-        note = ("; *: timed in another run than the rest of its column" +
-                ("" if drift is None else
-                 f", and rates drift by up to {drift:.1f} points between two runs"))
+    note = "; *: timed in another run than the rest of its column" if odd else ""
     return Table(rows, list(rows[0]), title="% of the device copy timed beside each row, "
                  f"TILE = 32, ROWS = 8, {what} ({records.rows_label(seen)}{note})")
 
