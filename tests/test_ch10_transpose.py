@@ -325,7 +325,7 @@ def test_padding_steps_change_one_thing_per_row(recorded_mode):
     assert resolved[-1] == kernel_of("transpose_padded").resolve({"T": "float"})
     t = c.padding_steps()
     assert len(t) == len(c.PADDING_STEPS) and "recorded on" in t.title
-    assert all(v.endswith("%") for row in t for k, v in row.items() if k != "step")
+    assert all(v.rstrip("*").endswith("%") for row in t for k, v in row.items() if k != "step")
 
 
 def test_little_table_gives_both_latencies_for_each_profiled_kernel():
@@ -440,9 +440,15 @@ def test_naive_store_l2_reads_the_profiled_counters(recorded_mode):
 
 
 def test_a_row_from_another_run_than_its_column_is_named():
-    assert c._other_run_rows({"a": ["r1", "r1"], "b": [None, "r1"]}) == ""
+    assert c._other_run_rows({"a": ["r1", "r1"], "b": [None, "r1"]}) == []
     got = c._other_run_rows({"a": ["r1", "r2", "r2", "r2"], "b": ["r1"] * 4})
-    assert got == "; in another run than the rest of its column: a, row 1"
+    assert got == [("a", 0)]
+
+
+def test_a_rate_from_another_run_is_starred_and_the_star_explained(recorded_mode):
+    t = c.padding_steps()
+    starred = [v for row in t for k, v in row.items() if k != "step" and v.endswith("*")]
+    assert ("*: timed in another run" in t.title) == bool(starred)
 
 
 def test_the_bottom_line_prints_the_chapters_steps_and_the_block_orders_gain():
@@ -450,7 +456,8 @@ def test_the_bottom_line_prints_the_chapters_steps_and_the_block_orders_gain():
     t = c.padding_steps()
     first, best = t[0], t[len(t) - 1]     # no padding, and this chapter's configuration
     for row in (first, best):
-        assert f"{row['float, 8192 x 8192']} and {row['float, 8191 x 4097']}" in text
+        square, odd = (row[k].rstrip("*") for k in ("float, 8192 x 8192", "float, 8191 x 4097"))
+        assert f"{square} and {odd}" in text
     assert "x->row instead of x->col" in text and text.count("points") == 2
 
 
@@ -490,7 +497,7 @@ def test_your_orders_counts_a_passing_copy_and_says_what_to_do_before(monkeypatc
 def test_block_orders_time_the_three_orders_of_one_tile_per_block(recorded_mode):
     t = c.block_orders()
     assert [r["block order"] for r in t] == ["x->col", "x->row", "diagonal (transpose_diagonal)"]
-    assert all(v.endswith("%") for row in t for k, v in row.items() if k != "block order")
+    assert all(v.rstrip("*").endswith("%") for row in t for k, v in row.items() if k != "block order")
     assert "one tile per block" in t.title and "recorded on" in t.title
 
 
@@ -572,6 +579,17 @@ def test_out_pieces_line_quotes_the_pieces_table(shape):
         assert f"{order}: {rows[order]['out, written: pieces of rows']:,} pieces" in line
         assert f"{rows[order]['out: bytes a piece']:,} bytes" in line
     assert "diagonal" not in line
+
+
+def test_block_orders_draw_two_orders_at_the_square_shape():
+    """Section 4 draws x->col and x->row at 8192 x 8192 beside the printed pieces."""
+    fig = c.plot_block_orders(c.SQUARE, orders=("x->col", "x->row"))
+    panels = [a for a in fig.axes if a.get_title()]
+    assert [a.get_title() for a in panels] == ["x->col: in, read", "x->col: out, written",
+                                               "x->row: in, read", "x->row: out, written"]
+    rows = {r["block order"]: r for r in c.block_order_pieces(c.SQUARE)}
+    assert f"{rows['x->row']['out, written: pieces of rows']:,} pieces" in panels[3].get_xlabel()
+    assert "8192 x 8192" in fig._suptitle.get_text()
 
 
 def test_latency_check_is_the_checks_tables_first_row():

@@ -844,7 +844,7 @@ def plot_block_orders(shape=ODD, params: dict | None = None,
     number, with how many pieces of rows (contiguous stretches of memory) that makes and
     how long they are."""
     import matplotlib.pyplot as plt
-    fig = plt.figure(figsize=(13, 9.5))
+    fig = plt.figure(figsize=(4.3 * len(orders), 9.5))     # 13 wide for the three orders
     gs = fig.add_gridspec(2, len(orders), height_ratios=[shape[0], shape[1]], hspace=0.35,
                           wspace=0.12)
     tile = kernel_of("transpose_padded").resolve(params)["TILE"]
@@ -1373,7 +1373,8 @@ BLOCK_ORDERS = (
 def _shares_table(steps, first: str, what: str, shapes, types) -> Table:
     """One row per (label, kernel, parameters) of `steps`: the timed share of the device
     copy (timed beside each row) at each type and shape; the title says `what` the rows
-    are and names the GPU and the runs of the rows shown."""
+    are and names the GPU and the runs. A star marks a rate timed in another run than the
+    rest of its column, and the title says so."""
     rows, seen, runs = [], [], {}      # runs: column -> the run of each of its rows
     for label, kernel, change in steps:
         row = {first: label}
@@ -1388,23 +1389,24 @@ def _shares_table(steps, first: str, what: str, shapes, types) -> Table:
                 row[f"{t}, {_shape_text(s)}"] = "-" if share is None else f"{share:.1f}%"
                 runs.setdefault(f"{t}, {_shape_text(s)}", []).append(r and r.get("run"))
         rows.append(row)
+    odd = _other_run_rows(runs)
+    for col, i in odd:
+        rows[i][col] += "*"
+    note = "; *: timed in another run than the rest of its column" if odd else ""
     return Table(rows, list(rows[0]), title="% of the device copy timed beside each row, "
-                 f"TILE = 32, ROWS = 8, {what} ({records.rows_label(seen)}"
-                 f"{_other_run_rows(runs)})")
+                 f"TILE = 32, ROWS = 8, {what} ({records.rows_label(seen)}{note})")
 
 
-def _other_run_rows(runs: dict) -> str:
-    """For a title: the rows timed in another run than the rest of their column, since
-    rates drift between runs by as much as some of the differences read down a column;
-    empty when every column is one run."""
+def _other_run_rows(runs: dict) -> list[tuple[str, int]]:
+    """(column, row index) of each rate timed in another run than most of its column,
+    since rates drift between runs by as much as some of the differences read down a
+    column; empty when every column is one run."""
     odd = []
     for col, got in runs.items():
         known = [x for x in got if x]
         most = max(known, key=known.count) if known else None
-        other = [str(i + 1) for i, x in enumerate(got) if x and x != most]
-        if other:
-            odd.append(f"{col}, row{'s' if len(other) > 1 else ''} {', '.join(other)}")
-    return "" if not odd else "; in another run than the rest of its column: " + "; ".join(odd)
+        odd += [(col, i) for i, x in enumerate(got) if x and x != most]
+    return odd
 
 
 def padding_steps(shapes=(SQUARE, ODD), types=("float", "double")) -> Table:
