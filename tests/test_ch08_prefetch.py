@@ -170,7 +170,7 @@ def test_the_budget_variant_is_the_kernel_timed_with_two_blocks_per_sm():
     assert budget["the quarter-step check"].startswith("passes")
     assert c.payoff_gain(c.DEEP, kernel=c.BUDGET) > 1 > \
         float(rows["chapter 08's kernel"]["own occupancy: / 07"])
-    assert c.in_flight(c.BUDGET, c.DEEP).startswith("in flight for 1,024 of the step's 1,024")
+    assert c.loads(c.BUDGET, c.DEEP).fewest == 1024   # in flight for the whole step
 
 
 def test_every_source_has_one_short_label_used_in_every_table():
@@ -409,22 +409,28 @@ def test_why_a_quarter_is_read_from_chapter_07s_profile(recorded_mode):
     assert f"Chapter 07's loop has 512 FFMAs among its {n:,} instructions" in text
     assert "The check asks for a quarter: 128 FFMAs" in text and "Nsight Compute at 2048^3" in text
     assert max(map(len, text.splitlines()[1:-1])) <= 100       # short lines, one step each
-    assert "The fastest pace is the worst case" in text
     assert "on average a warp issues at most once every 4 cycles" in text
+    # numbered like the three printed lines: 1 latency, 2 instructions, 3 FFMAs
+    steps = [ln for ln in text.splitlines() if ln[:1].isdigit()]
+    assert [ln[:3] for ln in steps] == ["1. ", "2. ", "3. "]
+    assert steps[1].startswith("2. The instructions that span it")
+    # the safe side comes after the count, unnumbered, with the pace measured
+    assert ("Why the fastest pace is the safe side.\n"
+            "   Chapter 07's warps issued once every 6.3 cycles, not 4.\n"
+            "   At that pace the same instructions last 144 x 6.3 = 907 cycles, more than 577.") in text
     assert "What must be covered is a time" in text      # not a share of the step
     assert "cycles per instruction = " in text
 
 
 def test_quarter_line_is_the_counts_result(recorded_mode):
-    """The three lines beside the check give the latency, the FFMAs of the folded count
-    and their share of the step, against the check's 128."""
+    """The three lines beside the check give the latency, the instructions that span it
+    and the FFMAs among them, against the check's 128, numbered like the fold's steps."""
     line, text = c.quarter_line(), c.why_a_quarter()
-    first, second, third, fourth = line.split("\n")
+    first, second, third = line.split("\n")
     assert first.startswith("1. ") and second.startswith("2. ") and third.startswith("3. ")
-    # the fastest pace is a bound: at the measured 6.3 the same instructions last longer
-    assert fourth == ("4. 4 cycles per instruction is the fastest pace; chapter 07's warps "
-                      "took 6.3. At that pace: 144 instructions x 6.3 cycles = 907 cycles, "
-                      "more than 577: the check errs on the safe side.")
+    # each line's numbers are those of the fold's step with the same number
+    assert "577 cycles / 4 cycles per instruction = 144 instructions" in text.split("3. ")[0]
+    assert "144 x 512 / 577 = 128 FFMAs" in text.split("3. ")[1]
     cycles = first.split("= ")[1].split(" stall cycles")[0]
     assert f"= {cycles} cycles of waiting per step" in text
     ffma = third.split("= ")[1].split(" FFMAs")[0]

@@ -214,12 +214,6 @@ def variants_table(names=None, params: dict | None = None) -> Table:
                  f"ptxas {compiler.ptxas_version()}; fewest FFMAs over the step's global loads)")
 
 
-def in_flight(kernel=KERNEL, params: dict | None = None) -> str:
-    """How long `kernel` (a name or a variant's) keeps its loads in flight, in the one
-    wording of the chapter, its solution and the grader (`ch08_checks.in_flight_words`)."""
-    return in_flight_words(loads(kernel, params))
-
-
 # The compiler the chapter's prose describes, and the counts it read there: FFMAs between
 # a global load of chapter 08's kernel and its first use, at the chapter's tile (the loads
 # sink) and at DEEP (they stay in flight for the whole step). Another ptxas may schedule
@@ -1029,18 +1023,15 @@ def _quarter(params: dict | None, study: str):
 
 
 def quarter_line(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
-    """Four numbered lines, the result of `why_a_quarter` in short: the latency chapter
-    07's warps wait out per step, the FFMAs of its loop that issue over that latency at
-    the fastest pace, their share of the step against the check's count, and the same
-    instructions at the measured pace (the check errs on the safe side). The chapter's
-    markdown says the same four sentences in words."""
+    """Three numbered lines, the result of `why_a_quarter` in short and numbered like its
+    steps: the latency chapter 07's warps wait out per step, the instructions that span it
+    at a warp's fastest pace, and the FFMAs among them against the check's count. The
+    chapter's markdown says the same three sentences in words."""
     q = _quarter(params, study)
     if q is None:
         return NO_LATENCY
     st07, lp07, _, wait, w, lp, cover = q
     ls, n07 = st07.get("long scoreboard", 0.0), lp07.instructions
-    # line 4 multiplies the numbers as printed, so that the reader's product is the same
-    ins, cpi = round(wait / w), round(cycles_per_instruction(st07), 1)
     return (f"1. {ls:.2f} stall cycles per issued instruction (long scoreboard) x {n07:,} "
             f"instructions per step = {wait:,.0f} stall cycles per warp per step: "
             f"about one load latency.\n"
@@ -1048,23 +1039,23 @@ def quarter_line(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
             f"on average) = {wait / w:,.0f} instructions.\n"
             f"3. {wait / w:,.0f} instructions x {lp07.ffma:,} FFMAs / {n07:,} instructions "
             f"= {cover:,.0f} FFMAs, {cover / lp07.ffma:.2f} of the step's {lp07.ffma:,} "
-            f"(the check asks for {lp.needed:,}).\n"
-            f"4. {w:.0f} cycles per instruction is the fastest pace; chapter 07's warps took "
-            f"{cpi:.1f}. At that pace: {ins:,} instructions x {cpi:.1f} cycles = "
-            f"{ins * cpi:,.0f} cycles, more than {wait:,.0f}: the check errs on the safe side.")
+            f"(the check asks for {lp.needed:,}).")
 
 
 def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str:
     """The quarter-step check in cycles, from the recording and the SASS: its assumption,
-    then four steps: the latency to cover (chapter 07's wait for global loads per step), a
-    warp's pace (warps per scheduler, and the pace measured), the instructions that span
-    the latency at that pace, and the same in FFMAs of chapter 07's own loop. `study`: the
-    payoff's profile (2048^3, the size the payoff was timed at, at the tile `params`)."""
+    then three steps numbered like `quarter_line`'s lines (the latency to cover, the
+    instructions that span it at a warp's fastest pace, the same in FFMAs of chapter 07's
+    own loop), then why the fastest pace errs on the safe side (the same instructions at
+    the pace measured). `study`: the payoff's profile (2048^3, the size the payoff was
+    timed at, at the tile `params`)."""
     q = _quarter(params, study)
     if q is None:
         return NO_LATENCY
     st07, lp07, where, wait, w, lp, cover = q
     ls, n07 = st07.get("long scoreboard", 0.0), lp07.instructions
+    # the last product multiplies the numbers as printed, so the reader's product is the same
+    ins, cpi = round(wait / w), round(cycles_per_instruction(st07), 1)
     # a product that rounds to the instruction count reads as derived from it
     same = (f"   The two {n07:,}s match only because the wait is {ls:.2f} cycles per "
             f"instruction.\n" if f"{wait:,.0f}" == f"{n07:,}" else "")
@@ -1078,22 +1069,24 @@ def why_a_quarter(params: dict | None = None, study: str = PAYOFF_STALLS) -> str
             f"{same}"
             f"   It is the latency under load, at the base clock Nsight Compute holds,\n"
             f"   not the latency of a lone load.\n"
-            f"2. A warp's pace.\n"
+            f"2. The instructions that span it, at a warp's fastest pace.\n"
             f"   {w:.0f} warps share each scheduler, and a scheduler issues one instruction "
             f"per cycle.\n"
-            f"   So on average a warp issues at most once every {w:.0f} cycles\n"
-            f"   (measured for chapter 07: once every {cycles_per_instruction(st07):.1f}).\n"
-            f"3. At that fastest pace, the instructions that span the latency:\n"
+            f"   So on average a warp issues at most once every {w:.0f} cycles.\n"
+            f"   It may issue twice in a row while the others stall, but a latency lasts\n"
+            f"   many turns, so such bursts even out.\n"
             f"   {wait:,.0f} cycles / {w:.0f} cycles per instruction = {wait / w:,.0f} instructions.\n"
-            f"   The fastest pace is the worst case: the faster a warp issues, the more\n"
-            f"   instructions it needs to cover the same latency, so loads that stay in\n"
-            f"   flight this long also cover it at any slower pace. (An average: while some\n"
-            f"   warps wait at the barrier, the others may issue faster for a while.)\n"
-            f"4. The same in FFMAs. Chapter 07's loop has {lp07.ffma:,} FFMAs among its "
+            f"3. The same in FFMAs. Chapter 07's loop has {lp07.ffma:,} FFMAs among its "
             f"{n07:,} instructions per step.\n"
             f"   {wait / w:,.0f} x {lp07.ffma:,} / {n07:,} = {cover:,.0f} FFMAs, "
             f"{cover / lp07.ffma:.2f} of the step.\n"
             f"   The check asks for a quarter: {lp.needed:,} FFMAs.\n"
+            f"Why the fastest pace is the safe side.\n"
+            f"   Chapter 07's warps issued once every {cpi:.1f} cycles, not {w:.0f}.\n"
+            f"   At that pace the same instructions last {ins:,} x {cpi:.1f} = "
+            f"{ins * cpi:,.0f} cycles, more than {wait:,.0f}.\n"
+            f"   The faster a warp issues, the more instructions it needs to cover the\n"
+            f"   latency, so loads in flight this long cover it at any slower pace.\n"
             f"What must be covered is a time: step 1's latency. At this tile it is a quarter\n"
             f"of the step. A deeper tile doubles the FFMAs per step but not the latency, so there\n"
             f"the same time is a smaller part of the step.\n"
