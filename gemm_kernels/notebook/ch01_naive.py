@@ -325,9 +325,9 @@ def _cap_sentence(cap: dict) -> str:
             f"So at most {64 / cap['loads_per_step']:g} FLOP per SM per clock = "
             f"{cap['cap_gflops']:,.0f} GFLOP/s, {cap['cap_gflops'] / cap['peak_gflops']:.1%} "
             f"of the FP32 peak ({cap['peak_gflops']:,.0f} GFLOP/s), for this loop of 4-byte "
-            "loads.\nWhat lifts it: loads that bring each lane several values in one wavefront: "
-            "a wide load that the lanes share (chapter 03's 16-byte broadcast of A), and "
-            "reuse of values in registers (chapters 05 and 06).")
+            "loads.\nWhat lifts it: fewer L1 wavefronts per multiply-add: wide loads that "
+            "bring several values per wavefront (chapter 03), and reuse of loaded values in "
+            "registers (chapters 05-06).")
 
 
 def cap_line(params: dict | None = None) -> Text:
