@@ -203,15 +203,16 @@ def test_which_count_sets_both_counts_beside_the_rate_ratio():
     (6.6x), counted from the index expressions; the rate ratio is the
     recording's."""
     text = ch01_naive.which_count()
-    assert "L1 wavefronts per step  33 -> 2: 16.5 times fewer" in text
+    assert "128-byte lines per step 33 -> 2: 16.5 times fewer" in text
     assert "sectors per step        33 -> 5: 6.6 times fewer" in text
     assert "times faster" in text
+    assert "wavefront" not in text
 
 
 def test_which_count_closes_the_block_8_prediction(recorded_mode):
     """At BLOCK = 8 the lines predict 9 -> 5 (1.8x), and the recorded rates agree."""
     text = ch01_naive.which_count(block=8)
-    assert "L1 wavefronts per step  9 -> 5: 1.8 times fewer" in text
+    assert "128-byte lines per step 9 -> 5: 1.8 times fewer" in text
     assert "1.8 times faster" in text
 
 
