@@ -94,7 +94,9 @@ def test_path_checks_the_recorded_steps_and_both_move_as_predicted():
 def test_the_path_table_splits_into_what_changed_and_where_the_warps_wait():
     changed, waits = ch06_tiles.path_table(part="changed"), ch06_tiles.path_table(part="evidence")
     assert "TFLOP/s at 2048" in changed.columns and "barrier" not in changed.columns
-    assert {"barrier", "TFLOP/s at 2048", "timed on"} <= set(waits.columns)
+    assert {"barrier", "TFLOP/s at 2048"} <= set(waits.columns)
+    # the days of the runs are in the caption, not a column
+    assert "timed on" not in waits.columns and "2026" in waits.title
     assert len(changed.columns) < len(ch06_tiles.path_table().columns) > len(waits.columns)
     # the chapter claims the unrolled dot product is within a few registers of the
     # register-cached kernel: the column it needs is on the page
@@ -399,6 +401,19 @@ def test_path_check_table_sets_each_step_before_and_after_and_leaves_unprofiled_
                                        _row("b", .2, .5, 60), _row("c", .1, .4, 62)])
     assert gap[0]["barrier + long scoreboard"] is None and gap[0]["all stalls"] is None
     assert gap[1]["barrier + long scoreboard"] == "0.70 -> 0.50"
+
+
+def test_fall_shares_quotes_the_check_tables_two_shares_per_step():
+    rows = [{**_row(s, b, l, i), ch06_tiles.ALL_STALLS: t, "warps/SM": 16}
+            for s, b, l, i, t in (("K5", .3, .9, 45, 5.0), ("a", .5, 1.0, 50, 8.0),
+                                  ("b", .2, .5, 64, 6.3), ("c", .1, .4, 80, 5.0))]
+    first, second = ch06_tiles.fall_shares(rows).splitlines()[1:]
+    assert first == "  a -> b: 19% of all stalls before, 47% of the fall"
+    assert second.startswith("  b -> c: ")
+    # the recorded steps: the share of the fall above the share of all stalls, both times
+    for line in ch06_tiles.fall_shares().splitlines()[1:]:
+        of_all, of_fall = (int(x.split("%")[0].split()[-1]) for x in line.split(","))
+        assert of_fall > of_all
 
 
 def test_the_bound_table_prices_each_kernel_with_chapter_05s_bound():

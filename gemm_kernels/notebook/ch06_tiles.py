@@ -638,15 +638,15 @@ def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
 PATH_PARTS = {
     "changed": ("step", "params", "registers", "blocks/SM", "warps/SM",
                 WARP_FFMA, "conflicts", "TFLOP/s at {size}", "min..max", "x previous"),
-    "evidence": ("step", "warps/SM", "TFLOP/s at {size}", "min..max", "x previous", "timed on",
+    "evidence": ("step", "warps/SM", "TFLOP/s at {size}", "min..max", "x previous",
                  "issue share %", "issue x previous", "barrier", "long scoreboard",
                  "short scoreboard")}
 
 
 def path_table(size: int = 2048, part: str | None = None) -> Table:
     """path_rows as a table, the stall columns to two decimals. `part`: only the columns
-    of PATH_PARTS[part] ("changed": the step and its rate; "evidence": the rate, the day
-    it was timed, and where the warps wait at 4096^3); None: every column (the rows
+    of PATH_PARTS[part] ("changed": the step and its rate; "evidence": the rate and where
+    the warps wait at 4096^3; the days of the runs are in the caption); None: every column (the rows
     always hold all of them)."""
     stalls = [c for c in STALL_COLUMNS if not c.endswith("%")]
     rows = [{**r, **{c: _f(r[c], 2) for c in stalls}} for r in path_rows(size)]
@@ -765,6 +765,15 @@ def path_check_table(rows=None) -> Table:
     return Table(out, list(out[0]), title="the two predicted steps, before -> after, at "
                  "4096³ (Nsight Compute; stalls in cycles per issued instruction); "
                  + records.recording_label())
+
+
+def fall_shares(rows=None) -> str:
+    """path_check_table's last two columns as lines the main path can quote: per checked
+    step, the barrier + long-scoreboard stalls' share of all stalls before it beside
+    their share of the fall."""
+    lines = [f"  {r['step']}: {r['the two: share of all stalls']} of all stalls before, "
+             f"{r['the two: share of the fall']} of the fall" for r in path_check_table(rows)]
+    return "\n".join(["barrier + long scoreboard, at 4096³ (Nsight Compute):"] + lines)
 
 
 def _total_drop(before: dict, after: dict, two: float) -> str:
