@@ -50,3 +50,21 @@ def test_the_measured_table_sets_the_model_beside_the_counts_and_rates():
     else:
         assert f"it runs {row['GFLOP/s'] / col['GFLOP/s']:.1f}x slower" in line
         assert "in one run" in t.title
+
+
+def test_the_bound_lines_add_the_stores_and_explain_the_time_by_the_two_shares():
+    from gemm_kernels.notebook.ch05_tile_1d import smem_bound, step_wavefronts
+    text = dc.bound_lines().splitlines()
+    assert len(text) == 4
+    step = step_wavefronts(dc.KERNEL, dc.get(dc.KERNEL).resolve(None))
+    totals = [r["wavefronts per step (model, costliest warp)"] + step["stores"]
+              for r in dc.measured()]
+    for line, total in zip(text[1:3], totals):
+        assert f"= {total:,g} wavefronts" in line
+        assert f"bound {smem_bound(total / step['FFMA']):,.0f} GFLOP/s" in line
+    assert text[3].startswith(f"{totals[1] / totals[0]:.1f}x the wavefronts")
+    rates = [r["GFLOP/s"] for r in dc.measured()]
+    if "-" not in rates:
+        shares = [g / smem_bound(t / step["FFMA"]) for g, t in zip(rates, totals)]
+        assert text[3].endswith(
+            f"= {totals[1] / totals[0] * shares[0] / shares[1]:.1f}x the time")

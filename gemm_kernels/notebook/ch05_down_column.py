@@ -8,7 +8,8 @@ from __future__ import annotations
 from gemm_kernels.core.kernels import get
 from gemm_kernels.core.table import Table
 from gemm_kernels.measure import lookup, records, studies, timing
-from gemm_kernels.notebook.ch05_tile_1d import MAPPINGS, mapping_prices
+from gemm_kernels.notebook.ch05_tile_1d import (MAPPINGS, mapping_prices, smem_bound,
+                                               step_wavefronts)
 
 KERNEL = "tile_1d"
 DOWN_COLUMN = "tile_1d: threads down the column first"
@@ -85,3 +86,36 @@ def factors(shape=SHAPE) -> str:
     parts.append(f"it runs {rates[0] / rates[1]:.1f}x slower" if "-" not in rates
                  else "it was not timed")
     return "down the column against along the row: " + ", ".join(parts)
+
+
+
+def bound_lines(shape=SHAPE) -> str:
+    """Why the time grows by less than the load wavefronts: each mapping's wavefronts
+    per warp and step with the tile copies' stores (the same for both), the
+    shared-memory bound they give at the recorded GPU's SMs and top clock, and each
+    measured rate's share of its bound. The time ratio is the wavefront ratio times the
+    ratio of the two shares."""
+    p = get(KERNEL).resolve(None)
+    step = step_wavefronts(KERNEL, p)
+    stores, ffma = step["stores"], step["FFMA"]
+    props = records.described_device()
+    lines = [f"one warp, one step along K ({ffma} FFMA); bound at {props['sm_count']} SMs "
+             f"x {props['sm_clock_mhz']:,.0f} MHz x 64 flops / wavefronts per FFMA:"]
+    totals, shares = [], []
+    for r in measured(shape):
+        loads = r["wavefronts per step (model, costliest warp)"]
+        total = loads + stores
+        bound = smem_bound(total / ffma)
+        totals.append(total)
+        text = (f"{r['mapping']}: {loads:,} + {stores:g} stores = {total:,g} wavefronts, "
+                f"bound {bound:,.0f} GFLOP/s")
+        if r["GFLOP/s"] != "-":
+            shares.append(r["GFLOP/s"] / bound)
+            text += f", measured {r['GFLOP/s']:,} = {100 * shares[-1]:.0f}% of it"
+        lines.append(text)
+    ratio = totals[1] / totals[0]
+    last = f"{ratio:.1f}x the wavefronts"
+    if len(shares) == 2:
+        last += (f" x {100 * shares[0]:.0f}% / {100 * shares[1]:.0f}% = "
+                 f"{ratio * shares[0] / shares[1]:.1f}x the time")
+    return "\n".join(lines + [last])
