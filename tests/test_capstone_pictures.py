@@ -488,6 +488,13 @@ def test_reveal_folds_text_code_and_figures_too():
     assert not matplotlib.pyplot.fignum_exists(fig.number)   # shown in the fold only
 
 
+def test_reveal_shows_markdown_lists_as_lists():
+    html = cp.Reveal("steps", "Two steps:\n\n1. **one**\n2. two\n\n* a\n* `b`\n\n* a\nnot a list")._repr_html_()
+    assert "<p>Two steps:</p><ol><li><b>one</b></li><li>two</li></ol>" in html
+    assert "<ul><li>a</li><li><code>b</code></li></ul>" in html
+    assert "<p>* a\nnot a list</p>" in html
+
+
 def test_part_a_pictures_and_tables():
     fig = cp.b_reads()
     titles = [ax.get_title() for ax in fig.axes]

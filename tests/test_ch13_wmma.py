@@ -481,5 +481,27 @@ def test_the_stride_control_reads_both_sizes_of_one_profile():
     lines = text.splitlines()
     assert lines[0].startswith("the naive kernel under Nsight Compute, recorded on")
     for line, shape in zip(lines[1:], shapes):
-        assert line.startswith(f"  {shape[0]}^3, rows {2 * shape[2]:,} bytes apart")
+        assert line.startswith(f"  {shape[0]}³, rows {2 * shape[2]:,} bytes apart")
+        assert f"(chapter 04's bank model: {ch13.bank_model_words(2 * shape[2])})" in line
         assert "data-stage wavefronts per load" in line and line.endswith("under the profiler")
+
+
+def test_the_bank_model_counts_words_on_the_busiest_bank():
+    """bank_model_words: 8 rows of 16 bytes a multiple of 128 bytes apart share four
+    banks (8 wavefronts); 32 bytes past one, rows r and r + 4 share theirs (2); 80 bytes
+    apart (a padded row of A) they share none (1)."""
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    assert ch13.bank_model_words(8192) == 8
+    assert ch13.bank_model_words(8224) == 2
+    assert ch13.bank_model_words(80) == 1
+
+
+def test_the_pace_analysis_folds_the_table_its_arithmetic_and_the_loop():
+    """pace_analysis: one fold holding the pace table, its arithmetic (numbered steps
+    as an ordered list) and the main loop's opcode groups (a list)."""
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    html = ch13.pace_analysis()._repr_html_()
+    assert html.startswith("<details><summary>") and html.count("<details>") == 1
+    assert ch13.pace_table()._repr_html_() in html
+    assert "<ol><li>" in html and "<ul><li>" in html and "issue active" in html
+    assert "Branches and address arithmetic together" in html

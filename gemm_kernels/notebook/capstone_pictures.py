@@ -1892,7 +1892,7 @@ class Reveal:
     <details> element the reader opens after writing a prediction down, or after trying
     an exercise. Its parts: tables (anything with HTML), pieces of source (`code`),
     figures (drawn into the fold, and closed so that they show only there) and text in
-    the notebooks' Markdown (paragraphs, `code`, **bold**, *italic*)."""
+    the notebooks' Markdown (paragraphs, lists, `code`, **bold**, *italic*)."""
 
     def __init__(self, summary: str, *parts):
         self.summary = summary
@@ -1951,9 +1951,23 @@ def _part_html(part) -> str:
         if i % 2:
             out.append(f"<pre>{html.escape(chunk)}</pre>")
         else:
-            out += [f"<p>{_inline_html(p.strip())}</p>" for p in chunk.split("\n\n")
-                    if p.strip()]
+            out += [_paragraph_html(p.strip()) for p in chunk.split("\n\n") if p.strip()]
     return "".join(out)
+
+
+_LIST_ITEM = re.compile(r"(\* |\d+\. )")
+
+
+def _paragraph_html(text: str) -> str:
+    """One paragraph of Markdown as HTML: a list where every line starts with "* " or
+    "1. " (numbered ones kept in order), else one <p>."""
+    lines = text.split("\n")
+    marks = [_LIST_ITEM.match(line) for line in lines]
+    if not all(marks):
+        return f"<p>{_inline_html(text)}</p>"
+    tag = "ol" if text[0].isdigit() else "ul"
+    items = "".join(f"<li>{_inline_html(line[m.end():])}</li>" for line, m in zip(lines, marks))
+    return f"<{tag}>{items}</{tag}>"
 
 
 def exercise_references(names=("09_zorder", "09_capstone_step"), rec=None) -> Table:

@@ -16,6 +16,7 @@ from gemm_kernels.core import analysis, compiler, device
 from gemm_kernels.core.kernels import get
 from gemm_kernels.core.table import Table, fmt_number
 from gemm_kernels.measure import records, studies, timing
+from gemm_kernels.memory import banks
 from gemm_kernels.notebook import evidence
 from gemm_kernels.notebook.display import Markdown, Text
 from gemm_kernels.notebook.mma_layout import fragment_map, lane_grid
@@ -1155,11 +1156,21 @@ def naive_l1_stages():
 STRIDE_STUDY = "ch13_naive_stride"   # the naive kernel on and off 128-byte row strides
 
 
+def bank_model_words(row_stride: int, rows: int = 8, row_bytes: int = 16) -> int:
+    """Chapter 04's shared-memory bank model applied to one naive-kernel load: 32 lanes
+    of 4 bytes, `rows` rows of `row_bytes` each, `row_stride` bytes apart; the wavefronts
+    the model gives (the words on the busiest bank)."""
+    per_row = row_bytes // 4
+    return banks.wavefronts([(lane // per_row) * row_stride + 4 * (lane % per_row)
+                             for lane in range(rows * per_row)])
+
+
 def stride_control() -> Text:
     """The control of the bank reading: the naive kernel profiled at two sizes in one run,
     rows a multiple of 128 bytes apart and 32 bytes past one: per size, the bytes between
-    rows, the data stage's wavefronts per load, its busy share and the share of it taken
-    by the loads' bank conflicts, and the rate under the profiler."""
+    rows, the data stage's wavefronts per load beside chapter 04's bank model, its busy
+    share and the share of it taken by the loads' bank conflicts, and the rate under the
+    profiler."""
     rec = studies.recording_of(STRIDE_STUDY)
     study = studies.get(STRIDE_STUDY)
     rows = [(shape, row) for shape in study.shapes
@@ -1173,8 +1184,9 @@ def stride_control() -> Text:
                  / m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"])
         rate = 2 * shape[0] * shape[1] * shape[2] / m["gpu__time_duration.sum"] / 1e3
         lines.append(
-            f"  {shape[0]}^3, rows {2 * shape[2]:,} bytes apart ({2 * shape[2] % 128} past a "
-            f"multiple of 128): {waves:.1f} data-stage wavefronts per load, data stage busy "
+            f"  {shape[0]}³, rows {2 * shape[2]:,} bytes apart ({2 * shape[2] % 128} past a "
+            f"multiple of 128): {waves:.1f} data-stage wavefronts per load (chapter 04's bank "
+            f"model: {bank_model_words(2 * shape[2])}), data stage busy "
             f"{m['l1tex__data_pipe_lsu_wavefronts' + _L1_PCT]:.1f}%, of it bank conflicts "
             f"{m['l1tex__data_bank_conflicts_pipe_lsu_mem_gds_op_ld' + _L1_PCT]:.1f}%; "
             f"{rate:.1f} TFLOP/s under the profiler")
@@ -1235,7 +1247,8 @@ def profile_waits(rec=None) -> Text:
         f"* **The naive kernel waits for its global loads**: a warp spends "
         f"{naive[_LONG]:.0f} cycles per issued instruction stalled on 'long scoreboard', "
         f"the wait for a global load. Its tensor pipe is busy {_pct(naive[_BUSY])} of the "
-        f"time.{dram} Its second stall, 'mio throttle', is most likely its MOVM (the "
+        f"time.{dram} Its second stall, 'mio throttle' (a wait for room in the queue to the "
+        f"shared-memory pipe), is most likely its MOVM (the "
         f"deeper look below).\n" + queue +
         f"* **The tiled kernel with unpadded rows waits for shared memory** ('short "
         f"scoreboard', {plain[_SHORT]:.1f} cycles per instruction): its fragment loads "
@@ -1308,6 +1321,26 @@ def naive_deeper_look(rec=None) -> Text:
             f"that are not loads, one per MOVM ({per_hmma} per HMMA in the machine code, "
             f"{per_hmma * naive['sm__inst_executed_pipe_tensor_op_hmma.sum'] / 1e6:.1f} M).")
     return Text("\n\n".join(textwrap.fill(p, 88) for p in paragraphs))
+
+
+def pace_analysis(rec=None):
+    """Section 8's deeper part, folded under one line: why the padded kernel's tensor pipe
+    is idle more than half of the time, from the pace table, its arithmetic and the main
+    loop's instructions counted from the machine code."""
+    from gemm_kernels.notebook.capstone_pictures import Reveal
+    return Reveal(
+        "The deeper part: a warp's pace, step by step",
+        "First what the registers allow: the registers each thread uses and the blocks per "
+        "SM they leave room for (the occupancy model of chapter 03). Then what Nsight "
+        "Compute measured: the warps each scheduler holds, the cycles one warp takes from "
+        "one instruction to its next (all stall reasons together), the share of cycles in "
+        "which the scheduler issued ('issue active'), and, from its counters, the "
+        "instructions a warp issues per `HMMA` and the cycles each `HMMA` keeps the tensor "
+        "pipe busy:",
+        pace_table(rec), pace_summary(rec),
+        "What are those instructions? The tiled kernel's main loop, counted from its machine "
+        "code:",
+        loop_opcodes())
 
 
 def pace_summary(rec=None) -> Text:
