@@ -936,23 +936,21 @@ def test_the_capstone_default_is_marked_in_the_ladder():
 
 
 def test_part_a_counts_match_the_bank_model_and_name_the_ladders_gpu():
-    """Steps 0 to 3 as Nsight Compute counted them: one line per step in ladder order;
+    """Steps 0 to 3 as Nsight Compute counted them: one row per step in ladder order;
     where recorded, the load wavefronts per LDS.128 are the bank model's reads per k over
     the 4 LDS.128 of a k (20, 12, 12 and 8 wavefronts), and only step 0 has conflicts."""
-    text = str(cp.part_a_counts())
-    lines = text.splitlines()
-    assert lines[0].startswith("(Nsight Compute at 4096^3")
-    assert lines[0].endswith("short scoreboard in warp-cycles per issued instruction)")
-    assert [l.split(".")[0] for l in lines[1:]] == ["0", "1", "2", "3"]
-    if cp.NOT_RECORDED in text:
+    t = cp.part_a_counts()
+    assert t.title.startswith("(Nsight Compute at 4096^3")
+    assert t.title.endswith("short scoreboard in warp-cycles per issued instruction)")
+    assert [r["step"].split(".")[0] for r in t] == ["0", "1", "2", "3"]
+    if any(r["load wavefronts per LDS.128"] == cp.NOT_RECORDED for r in t):
         pytest.skip("the recording has no profile of part A")
-    assert "NVIDIA H100" in lines[0]
-    per = [float(l.split(" shared-load wavefronts")[0].split()[-1]) for l in lines[1:]]
-    assert per == [5.0, 3.0, 3.0, 2.0]
-    conflicts = [float(l.split("instruction, ")[1].split()[0]) for l in lines[1:]]
-    assert conflicts[0] == 2.0 and conflicts[1:] == [0.0, 0.0, 0.0]
-    short = [float(l.split("short scoreboard ")[1].split(";")[0]) for l in lines[1:]]
+    assert "NVIDIA H100" in t.title
+    assert [float(r["load wavefronts per LDS.128"]) for r in t] == [5.0, 3.0, 3.0, 2.0]
+    assert [float(r["of them conflicts"]) for r in t] == [2.0, 0.0, 0.0, 0.0]
+    short = [float(r["short scoreboard"]) for r in t]
     assert short[1] < short[0]
+    assert str(t).splitlines()[0] == t.title   # the caption the banner's days are read from
 
 
 def test_minb_loops_set_the_two_builds_of_one_source_one_above_the_other():

@@ -2364,33 +2364,39 @@ _ST_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
 _LD_INSTRUCTIONS = "smsp__inst_executed_op_shared_ld.sum"
 
 
-def part_a_counts() -> Text:
-    """Steps 0 to 3 counted by Nsight Compute at 4096^3 on the ladder's GPU: per
-    shared-load instruction of a warp, the wavefronts it took and how many of them were
-    bank conflicts (the bank model's `reads per k` and `read conflicts`, divided by the 4
-    LDS.128 of a k); the share of the shared stores' wavefronts that were conflicts; the
-    wait for shared memory (short scoreboard, one warp's average per issued instruction,
-    comparable here: all four steps run two blocks per SM), the shared pipe busy and the
-    kernel's time under the profiler (at its own clock: the ladder gives the rates)."""
+def part_a_counts() -> Table:
+    """Steps 0 to 3 counted by Nsight Compute at 4096^3 on the ladder's GPU, one row per
+    step: per shared-load instruction of a warp, the wavefronts it took and how many of
+    them were bank conflicts (the bank model's `reads per k` and `read conflicts`, divided
+    by the 4 LDS.128 of a k); the share of the shared stores' wavefronts that were
+    conflicts; the wait for shared memory (short scoreboard, one warp's average per issued
+    instruction, comparable here: all four steps run two blocks per SM), the shared pipe
+    busy and the kernel's time under the profiler (at its own clock: the ladder gives the
+    rates). A table, so that each quantity reads down its column, step against step."""
     rec = studies.complete_recording(PART_A_STALLS)
     pairs = studies.results(PART_A_STALLS, rec=rec)
-    lines = [f"(Nsight Compute at 4096^3, {records.rows_label([r for _, r in pairs], rec)}; "
-             "short scoreboard in warp-cycles per issued instruction)"]
+    title = (f"(Nsight Compute at 4096^3, {records.rows_label([r for _, r in pairs], rec)}; "
+             "short scoreboard in warp-cycles per issued instruction)")
+    columns = ["step", "load wavefronts per LDS.128", "of them conflicts",
+               "store conflicts", "short scoreboard", "shared pipe busy", "kernel time"]
+    rows = []
     for number, (step, row) in zip(step_numbers(), pairs):
-        name = f"{number}. {step.label}"
         m = (row or {}).get("metrics")
         if not m:
-            lines.append(f"{name}: {NOT_RECORDED}")
+            rows.append({"step": f"{number}. {step.label}",
+                         "load wavefronts per LDS.128": NOT_RECORDED})
             continue
         lds = m[_LD_INSTRUCTIONS]
-        lines.append(
-            f"{name}: {m[_LD] / lds:.1f} shared-load wavefronts per load instruction, "
-            f"{m[_LD_CONFLICTS] / lds:.1f} of them conflicts; store wavefronts "
-            f"{pct(100 * m[_ST_CONFLICTS] / m[_ST])} conflicts; short scoreboard "
-            f"{m[_WAIT.format('short_scoreboard')]:.2f}; shared pipe busy "
-            f"{m['l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed']:.0f}%; "
-            f"kernel time {m['gpu__time_duration.sum'] / 1e6:.2f} ms")
-    return Text("\n".join(lines))
+        busy = m["l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed"]
+        rows.append({
+            "step": f"{number}. {step.label}",
+            "load wavefronts per LDS.128": f"{m[_LD] / lds:.1f}",
+            "of them conflicts": f"{m[_LD_CONFLICTS] / lds:.1f}",
+            "store conflicts": pct(100 * m[_ST_CONFLICTS] / m[_ST]),
+            "short scoreboard": f"{m[_WAIT.format('short_scoreboard')]:.2f}",
+            "shared pipe busy": f"{busy:.0f}%",
+            "kernel time": f"{m['gpu__time_duration.sum'] / 1e6:.2f} ms"})
+    return Table(rows, columns, title=title)
 
 
 def issue_evidence() -> Text:
