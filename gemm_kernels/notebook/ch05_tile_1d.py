@@ -899,7 +899,7 @@ def bk_instructions_line(tile=None) -> str:
             f"exactly at BK = {bks}.\n"
             f"For the same {ffma[16]} FFMA, BK = 8 issues {steps} x {n[8]} = {steps * n[8]} "
             f"loop instructions and BK = 16 {n[16]}: {steps * n[8] / n[16]:.3f}x.\n"
-            f"The fixed {c['fixed']:.0f} instructions = the issue slots of about "
+            f"The fixed {c['fixed']:.0f} instructions = issue slots of about "
             f"{fixed_ffma:.0f} FFMA with their share of loads and addresses ({per_ffma:.2f} "
             f"instructions each); the fit to the sweep's pairs put the fixed cost per step at "
             f"{f} FFMA.")

@@ -693,7 +693,7 @@ def path_check(rows=None, only: str | None = None) -> str:
         if missing:
             lines.append(head + f"not profiled: {' and '.join(missing)}; the prediction "
                          "stays a prediction until the barrier and long-scoreboard stalls "
-                         "and the issue slots used of both are side by side.")
+                         "and the issue slots both used are side by side.")
             continue
         w0, w1 = wait(before), wait(after)
         i0, i1 = before["issue share %"], after["issue share %"]
