@@ -203,7 +203,8 @@ def solution_margin(shape=None) -> str:
         return ""
     margin, shift = sol - smem, max(shifts)
     verdict = ("so the lead is likely, not certain" if margin > shift
-               else "so the lead is within that drift")
-    return (f"copy_smem was timed in another run; rates drift by up to {shift:.1f} points "
-            f"between two runs (the two-tile padded transpose, timed in two runs); the worked solution leads copy_smem by {margin:.1f} points, "
+               else "so the lead is within that move")
+    return (f"copy_smem was timed in another run; one kernel timed in two runs, the two-tile "
+            f"padded transpose, moved by {shift:.1f} points between them (the larger move of its "
+            f"{len(shifts)} shapes); the worked solution leads copy_smem by {margin:.1f} points, "
             f"{verdict}")

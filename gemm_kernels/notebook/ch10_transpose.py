@@ -324,20 +324,30 @@ def solution_gap(shape=SQUARE) -> str:
             "of the gap")
 
 
+WARPS_SM = "warps per SM (timed registers)"
+
+
 def copy_smem_by_rows(shape=SQUARE, rows=(4, 8, 16)) -> Table:
     """`copy_smem` in float at TILE = 32 and each ROWS: the loads a thread sends before
     its first store (SASS here), the bytes a warp then has in flight, and the timed rate
-    (a share of the device copy timed beside it, and a ratio to ROWS = 8), and the latency
-    Little's law then implies, against ROWS = 8: latency = bytes in flight / rate, so its
-    ratio is the bytes ratio over the rate ratio. The law itself predicts no change of
-    latency; this column shows how the latency the rates imply moved with the load."""
+    (a share of the device copy timed beside it, and a ratio to ROWS = 8), the warps an SM
+    holds (`analysis.kernel_occupancy` with the timed binary's registers), and the latency
+    Little's law then implies, against ROWS = 8: latency = bytes in flight per SM / rate, so
+    its ratio is the ratio of (warps per SM x bytes a warp has in flight) over the rate
+    ratio. The law itself predicts no change of latency; this column shows how the latency
+    the rates imply moved with the load."""
     out = []
     for r in rows:
         p = {"T": "float", "TILE": 32, "ROWS": r}
         trips = round_trips(accesses("copy_smem", p))
         row = _recorded("copy_smem", shape, p)
+        # the block size (TILE x ROWS threads) and the registers change with ROWS, and so
+        # can the warps an SM holds: the bytes in flight per SM need them
+        timed = (lookup.binary("copy_smem", p) or {}).get("registers")
         out.append({"ROWS": r, "loads before the first store": trips[0] if trips else 0,
                     "bytes a warp has in flight": (trips[0] if trips else 0) * 4 * WARP,
+                    WARPS_SM: analysis.kernel_occupancy("copy_smem", p,
+                                                        registers=timed).warps_per_sm,
                     "GB/s (median)": row["gbps"]["median"] if row else None,
                     "% of device copy": lookup.share(row) if row else None})
     base = next((o for o in out if o["ROWS"] == 8), None)
@@ -345,9 +355,8 @@ def copy_smem_by_rows(shape=SQUARE, rows=(4, 8, 16)) -> Table:
     for o in out:
         rate = o["GB/s (median)"]
         o["rate / rate at ROWS = 8"] = f"{rate / rate0:.2f}" if rate0 and rate else "-"
-        # the same warps per SM at every ROWS is assumed (the block size changes: see the
-        # chapter's caveat), so bytes in flight per warp stand for bytes in flight per SM
-        more_bytes = o["bytes a warp has in flight"] / base["bytes a warp has in flight"]
+        more_bytes = (o[WARPS_SM] * o["bytes a warp has in flight"]
+                      / (base[WARPS_SM] * base["bytes a warp has in flight"]))
         o["implied latency vs ROWS = 8"] = (f"{more_bytes / (rate / rate0):.2f}"
                                             if rate0 and rate else "-")
     return Table(out, list(out[0]), title=f"copy_smem, float, TILE = 32, {_shape_text(shape)}; "
@@ -662,7 +671,7 @@ def plot_warp_time(study: str = DRAM_STUDY, ax=None):
         left = [a + b for a, b in zip(left, vals)]
     for yy, w, end in zip(y, ws, left):
         trips = " + ".join(map(str, w["trips"]))
-        ax.text(end + 0.05, yy, f"{w['bytes']:,} B, loads {trips}", va="center", fontsize=8)
+        ax.text(end + 0.05, yy, f"reads {w['bytes']:,} B, loads {trips}", va="center", fontsize=8)
     ax.set_yticks(y, [w["step"] for w in ws], fontsize=9)
     ax.set_xlim(0, max(left) * 1.2)
     ax.set_xlabel("one warp's life, µs at the profiler's clock (from the stall counters)")
