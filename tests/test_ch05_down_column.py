@@ -20,7 +20,7 @@ def test_the_variant_maps_its_threads_by_the_column_mapping_and_changes_nothing_
 def test_a_kernel_without_the_mapping_lines_is_refused_by_name(monkeypatch):
     k = dc.get(dc.KERNEL)
     monkeypatch.setattr(type(k), "source_text", lambda self: "no mapping here")
-    with pytest.raises(ValueError, match="no longer has the line"):
+    with pytest.raises(ValueError, match="edit applies 0 times, not once"):
         dc.down_column_kernel()
 
 

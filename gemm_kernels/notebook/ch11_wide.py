@@ -17,6 +17,7 @@ Everything runs without a GPU: the bank model, the compiler here and the recordi
 from __future__ import annotations
 import re
 
+from gemm_kernels.core.source_edits import apply
 from gemm_kernels.core.table import Table
 from gemm_kernels.measure import records
 from gemm_kernels.memory import banks
@@ -880,12 +881,7 @@ SWAPPED = (
 
 
 def _swapped_text() -> str:
-    text = solution_source(EXERCISE)
-    for old, new in SWAPPED:
-        if old not in text:
-            raise ValueError(f"the solution no longer holds {old!r}")
-        text = text.replace(old, new, 1)
-    return text
+    return apply(solution_source(EXERCISE), SWAPPED, "the swapped-halves kernel")
 
 
 def swapped_halves_source() -> str:
