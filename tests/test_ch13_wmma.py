@@ -412,7 +412,7 @@ def test_the_naive_loads_ask_the_data_stage_for_its_cycles_as_printed():
     assert ch13.naive_data_stage(m, l1, 4) == (0.1, 8.0, 0.8, 0.06, 0.86)
     if not [m for _, m in ch13.profile_rows() if m] or ch13.naive_l1_stages() is None:
         pytest.skip("the profile is not recorded")
-    text = str(ch13.profile_waits())
+    text = repr(ch13.naive_at_powers_of_two())
     rate, waves, asked = map(float, re.search(
         r"ask for ([\d.]+) x ([\d.]+) = ([\d.]+) of its cycles", text).groups())
     assert round(rate * waves, 2) == asked
@@ -464,6 +464,19 @@ def test_the_naive_loads_queue_at_the_l1s_data_stage_when_its_stages_are_recorde
     assert l1["data"] > 90
     deeper = " ".join(str(ch13.naive_deeper_look()).split())
     assert f"busy {l1['tag']:.0f}% of its peak" in deeper and "Only the data stage" in deeper
+
+
+def test_the_power_of_two_fold_holds_the_control_and_the_deeper_look():
+    """naive_at_powers_of_two: one fold under its question, with the control at both
+    sizes and the naive kernel's counters in detail; section 8's main bullets keep only
+    the data stage's verdict."""
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    fold = ch13.naive_at_powers_of_two()
+    assert fold.summary == "Why the naive kernel is so slow at power-of-two sizes"
+    text = repr(fold)
+    assert str(ch13.stride_control()) in text and str(ch13.naive_deeper_look()) in text
+    assert fold._repr_html_().startswith("<details>")
+    assert "in all" not in str(ch13.profile_waits())
 
 
 def test_the_stride_control_reads_both_sizes_of_one_profile():
