@@ -56,6 +56,7 @@ def test_the_bound_lines_add_the_stores_and_explain_the_time_by_the_two_shares()
     from gemm_kernels.notebook.ch05_tile_1d import smem_bound, step_wavefronts
     text = dc.bound_lines().splitlines()
     assert len(text) == 4
+    assert text[0].startswith("at 2048^3, one warp")
     step = step_wavefronts(dc.KERNEL, dc.get(dc.KERNEL).resolve(None))
     totals = [r["wavefronts per step (model, costliest warp)"] + step["stores"]
               for r in dc.measured()]

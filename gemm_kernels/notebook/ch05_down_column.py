@@ -87,8 +87,8 @@ def factors(shape=SHAPE) -> str:
 
 
 def bound_lines(shape=SHAPE) -> str:
-    """Why the time grows by less than the load wavefronts: each mapping's wavefronts
-    per warp and step with the tile copies' stores (the same for both), the
+    """Why the time grows by less than the load wavefronts, at `shape`: each mapping's
+    wavefronts per warp and step with the tile copies' stores (the same for both), the
     shared-memory bound they give at the recorded GPU's SMs and top clock, and each
     measured rate's share of its bound. The time ratio is the wavefront ratio times the
     ratio of the two shares."""
@@ -96,8 +96,9 @@ def bound_lines(shape=SHAPE) -> str:
     step = step_wavefronts(KERNEL, p)
     stores, ffma = step["stores"], step["FFMA"]
     props = records.described_device()
-    lines = [f"one warp, one step along K ({ffma} FFMA); bound at {props['sm_count']} SMs "
-             f"x {props['sm_clock_mhz']:,.0f} MHz x 64 flops / wavefronts per FFMA:"]
+    lines = [f"at {shape[0]}^3, one warp, one step along K ({ffma} FFMA); "
+             f"bound at {props['sm_count']} SMs x {props['sm_clock_mhz']:,.0f} MHz x 64 flops "
+             f"/ wavefronts per FFMA:"]
     totals, shares = [], []
     for r in measured(shape):
         loads = r["wavefronts per step (model, costliest warp)"]
