@@ -25,7 +25,11 @@ from test_registry_ch03_06 import _toolchain_or_skip
 # wavefronts that Nsight Compute files as conflicts and the bank model does not predict
 # (the "rest" its solution leaves unnamed): an open discrepancy, kept visible by
 # test_known_disagreements_still_disagree rather than left out silently.
-KNOWN_DISAGREEMENTS = {"ch03_l1_pipe": "stores Nsight Compute files as conflicts, unexplained"}
+KNOWN_DISAGREEMENTS = {"ch03_l1_pipe": "stores Nsight Compute files as conflicts, unexplained",
+                       # chapter 05's default tile profiled as a whole launch at 2048^3 beside
+                       # its down-the-column variant: the loads' and stores' ideal
+                       # (wavefronts - conflicts) is off the model's by under 0.1%, unexplained
+                       "ch05_down_column": "ideal off the model's by under 0.1%, unexplained"}
 
 
 def recorded_rows(names, studies_=None):

@@ -225,3 +225,26 @@ def test_step_7s_choices_undo_one_choice_each_at_the_ladders_shapes():
                        (set(), "capstone: one fragment set"),
                        ({"MINB"}, "capstone: one fragment set")]
     assert [s.params["MINB"] for s in st.steps] == [1, 2, 1, 2]
+
+
+def test_a_timed_study_checks_each_configuration_once_and_refuses_a_wrong_one(monkeypatch):
+    """study_run.check_steps checks every distinct configuration of a study (check_all);
+    study_rows refuses to time a study with a wrong result, naming the step and shape."""
+    from types import SimpleNamespace
+    from gemm_kernels.measure import check, record, study_run
+    import gemm_kernels.notebook.ch09_split  # noqa: F401  (registers the variants)
+    seen = []
+
+    def fake_check_all(kernel, params, shapes=None):
+        seen.append((kernel.name, repr(sorted(params.items()))))
+        bad = kernel.name == "capstone" and params["BK"] == 8
+        return [SimpleNamespace(ok=not bad, shape=(7, 13, 5), message="element 3 wrong")]
+    monkeypatch.setattr(check, "check_all", fake_check_all)
+    monkeypatch.setattr(record, "measure", lambda *a, **k: pytest.fail("timed a wrong kernel"))
+    monkeypatch.setattr(record, "warm", lambda configs: None)
+    st = studies.get("ch09_step7_choices")
+    wrong = study_run.check_steps(st.name, log=lambda *a: None)
+    assert len(seen) == len(set(seen)) == len(st.steps)      # each configuration once
+    assert len(wrong) == 2 and all("step 7 at BK = 8" in w and "(7, 13, 5)" in w for w in wrong)
+    with pytest.raises(ValueError, match="not timed, wrong results"):
+        study_run.study_rows(st.name, log=lambda *a: None)
