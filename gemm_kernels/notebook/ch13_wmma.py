@@ -1410,10 +1410,10 @@ def pace_summary(rec=None) -> Text:
                     f"{per_hmma:.1f} = {_pct(100 * every / per_hmma)} of cycles, so with "
                     f"this many instructions per HMMA, more warps alone are not a way to "
                     f"fill it. " if every < per_hmma else
-                    f"So with this many instructions per HMMA, more warps alone cannot fill "
-                    f"the pipe. ")
-                 + f"Fewer instructions per HMMA can: the main loop's instructions are "
-                   f"below.\n")
+                    "So with this many instructions per HMMA, more warps alone cannot fill "
+                    "the pipe. ")
+                 + "Fewer instructions per HMMA can: the main loop's instructions are "
+                   "below.\n")
     occ = _step_occupancy(studies.get(STUDY).steps[2])
     return Markdown(
         f"**Too few warps, and too many instructions per HMMA.** The tensor pipe's busy "
