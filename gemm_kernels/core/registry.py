@@ -6,7 +6,6 @@ declared here as data, so a parameter combination is checked before anything run
 """
 from __future__ import annotations
 
-import hashlib
 import numbers
 import re
 from dataclasses import dataclass, field, replace
@@ -14,7 +13,7 @@ from itertools import product
 from pathlib import Path
 from typing import Callable, Mapping
 
-from gemm_kernels.core import device
+from gemm_kernels.core import cuda_text, device
 
 CUDA_DIR = Path(__file__).resolve().parents[1] / "cuda"
 
@@ -194,9 +193,10 @@ class Kernel:
             text += "".join((CUDA_DIR / name).read_text() for name in names)
 
     def source_hash(self) -> str:
-        """A short hash of the source and the headers it includes: a recorded row whose
-        hash differs was measured on other code, and is not shown as this kernel's."""
-        return hashlib.sha1(self.source_with_headers().encode()).hexdigest()[:12]
+        """A short hash of the code of the source and the headers it includes (comments
+        and spacing left out): a recorded row whose hash differs was measured on other
+        code, and is not shown as this kernel's."""
+        return cuda_text.code_digest(self.source_with_headers())
 
     @property
     def arch_suffix(self) -> str:

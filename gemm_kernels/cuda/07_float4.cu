@@ -23,7 +23,10 @@
 //
 // 3. Shared memory is read 16 bytes at a time: for each k, TM/4 LDS.128 from As and
 //    TN/4 LDS.128 from Bs, then TM*TN FFMAs (the outer product). For 8x8 that is
-//    4 loads for 64 FFMAs, against 16 scalar loads in chapter 06.
+//    4 loads for 64 FFMAs. Chapter 06's kernel issues as many LDS.128 (the compiler
+//    fuses its scalar reads), but its row-major A tile makes each LDS.128 of A bring
+//    4 values of k, three of which wait in registers for their k; here one LDS.128
+//    brings 4 values that the same k uses.
 //
 // Bank analysis of the default, 128 x 128 x 8 tiles, 8 x 8 per thread, 256 threads
 // (bank model: 32 banks of 4 bytes; a 128-bit access is 4 quarter-warp phases of 8
@@ -33,7 +36,7 @@
 //     row: lane 2j fetched k 0..3 of row m, lane 2j+1 fetched k 4..7). For one of its
 //     4 STS.32, lane 2j writes word k*128 + m, lane 2j+1 word (k+4)*128 + m: the same
 //     bank (128 = 4*32), different words. Every bank gets 2 words: a 2-way conflict, 2
-//     wavefronts per STS where 1 would do (the figure the course notes measure). Chapter 09 pads the rows.
+//     wavefronts per STS where 1 would do. Chapter 09 pads the rows.
 //   * B store, STS.128 of Bs[k][4c..4c+3]: a warp writes 32 consecutive float4 (one row
 //     of Bs, 512 bytes): each quarter-warp covers the 32 banks once, 4 wavefronts, the
 //     minimum for 512 bytes.

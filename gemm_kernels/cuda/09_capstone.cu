@@ -1,8 +1,8 @@
 // Chapter 09, capstone: the fastest FP32 (FFMA only: no tensor cores, no TF32) kernel
 // of the series, for Hopper (sm_90).
 //
-// What it keeps from chapters 07-09: a BM x BN tile per block, walked along K in steps
-// of BK; a k-major A tile with rows padded to BM + 4; sub-tiles of 4 x 4 per thread read
+// What it keeps from chapters 07-09: a BM x BN tile per block, walked along K one BK-wide
+// tile per iteration of the main loop; a k-major A tile with rows padded to BM + 4; sub-tiles of 4 x 4 per thread read
 // with LDS.128; the z-order lane layout that lets every LDS.128 merge its quarter-warps;
 // outer-product FFMAs; float4 stores of C.
 //
@@ -15,16 +15,17 @@
 //    and the copies of several future tiles can be in flight at once.
 //
 // 2. STAGES shared buffers used as a ring. Before the loop, tiles 0..STAGES-2 are
-//    requested. In step t the block computes on stage t % STAGES and requests tile
-//    t+STAGES-1 into stage (t-1) % STAGES, the one it finished in step t-1. A copy has
-//    STAGES-1 steps of compute to arrive instead of one.
+//    requested. In iteration t the block computes on stage t % STAGES and requests tile
+//    t+STAGES-1 into stage (t-1) % STAGES, the one it finished in iteration t-1. A copy
+//    has STAGES-1 iterations of compute to arrive instead of one.
 //
 // 3. The A tile is transposed by the copy itself. A 16-byte cp.async cannot transpose
 //    (its 4 floats are consecutive in global memory and land consecutively in shared
 //    memory). But cp.async also copies 4 bytes, so each float of A is copied straight to
 //    its transposed place As[k][m]. Per tile, a thread issues BM*BK/NT 4-byte copies of A
-//    (4 for the default), where the z-order kernel uses 1 LDG.128 + 4 STS.32 + 4 staging
-//    registers: the same number of shared-memory writes, no registers, no waiting. (The
+//    (8 for the default: 128 * 16 / 256). For every 4 of them the z-order kernel uses
+//    1 LDG.128 + 4 STS.32 + 4 staging registers: the same number of shared-memory
+//    writes, no registers, no waiting. (The
 //    alternative, 16-byte copies of A in its natural layout As[m][k], read along k,
 //    needs a different register blocking and new bank analysis; this keeps chapter 09's
 //    reads.) The copy order makes both sides clean: the 32 lanes of a warp copy 4 rows x
@@ -46,8 +47,8 @@
 //    (128 bytes starting at a multiple of 32 words), lanes i and i^2 agree: merged, 1
 //    wavefront per half-warp. 2 wavefronts per LDS.128, the least possible.
 //
-// 5. Register double buffering of the fragments: while the FFMAs of step k run on
-//    fa[k & 1], fb[k & 1], the LDS.128 of step k+1 fill the other pair, so shared-memory
+// 5. Register double buffering of the fragments: while the FFMAs of k run on
+//    fa[k & 1], fb[k & 1], the LDS.128 of k+1 fill the other pair, so shared-memory
 //    latency hides behind independent FFMAs. At the last k of a tile the next fragments
 //    come from the next stage, so the wait for the next tile (cp.async.wait_group +
 //    __syncthreads, once per tile) sits there, before the last FFMAs of the tile.
@@ -70,19 +71,19 @@
 // 4096^3 it measured slightly slower than the default (two resident blocks can overlap
 // one block's per-tile wait with the other's FFMAs; one block cannot).
 //
-// Synchronisation, in step t (STAGES = S, fragments of step k are loaded in step k-1):
+// Synchronisation, in iteration t (STAGES = S; the fragments of k are loaded at k-1):
 //    k = 0:       load fragments k = 1 from stage t % S; issue the copies of tile t+S-1
 //                 into stage (t-1) % S and commit them (an empty group when
-//                 t+S-1 >= tiles, to keep the group count in step); FFMAs of k = 0.
+//                 t+S-1 >= tiles, to keep the group count regular); FFMAs of k = 0.
 //    k = 1..BK-2: load fragments k + 1; FFMAs of k.
 //    k = BK-1:    cp.async.wait_group S-2: t+S groups are committed, at most S-2 in
 //                 flight, so this thread's copies of tile t+1 have landed;
 //                 __syncthreads(): so have everyone's; load fragments k = 0 of tile t+1
 //                 from stage (t+1) % S; FFMAs of k = BK-1.
-//    Write after read: the copies into stage (t-1) % S are issued at k = 0 of step t,
-//    after every thread passed the barrier of step t-1, and every thread's last read of
-//    that stage (fragments k = BK-1 of tile t-1, loaded at k = BK-2 of step t-1) comes
-//    before that barrier.
+//    Write after read: the copies into stage (t-1) % S are issued at k = 0 of iteration
+//    t, after every thread passed the barrier of iteration t-1, and every thread's last
+//    read of that stage (fragments k = BK-1 of tile t-1, loaded at k = BK-2 of iteration
+//    t-1) comes before that barrier.
 //
 // Edges: every copy is predicated. Source rows beyond M are clamped to row M-1, columns
 // beyond N to column 0 and k beyond K to K-1, so every address formed lies inside A or
@@ -94,8 +95,8 @@
 // wholly outside.
 //
 // HOIST (template flag, on by default): the copy addresses leave the main loop. In the
-// SASS of the default, each tile's 6 copies cost ~90 instructions: clamps of k, 64-bit
-// address products, predicates, shared addresses. With HOIST the tiles are shifted
+// SASS of the default, each of a tile's 10 copies (8 of A, 2 of B) costs several
+// instructions: clamps of k, 64-bit address products, predicates, shared addresses. With HOIST the tiles are shifted
 // along K so that tile 0 holds the remainder K % BK (tile t covers k = kb + t*BK + 0..BK-1,
 // kb = K - tiles*BK in (-BK, 0]); tile 0 is issued before the loop with the checks (k < 0
 // copies zeros), and every later tile is whole: its copies need no K test and no clamp.
@@ -232,7 +233,7 @@ sgemm_capstone(int M, int N, int K, float alpha, const float* __restrict__ A,
         }
     };
 
-    // Fragments of step k: A rows am + 16i + 0..3, B columns bn + 32j + 0..3.
+    // Fragments of k: A rows am + 16i + 0..3, B columns bn + 32j + 0..3.
     auto load_frags = [&](float (&fa)[TM], float (&fb)[TN], int stage, int k) {
         const float* as = As + stage * A_STAGE + k * LDA + am;
         const float* bs = Bs + stage * B_STAGE + k * BN + bn;

@@ -10,8 +10,13 @@
 //
 // An 8-byte shared load (LDS.64) is served in two half-warp phases of 16 lanes x
 // 8 bytes = 128 bytes, the width of the 32 banks. With BLOCK = 16 a half-warp is one
-// row of threads: it reads one A word (a broadcast) and 16 consecutive B words (all
-// 32 banks once). Neither read has a bank conflict.
+// row of threads. Its B read takes 16 consecutive words (all 32 banks once): no
+// conflict. Its A read, as written, is one double per half-warp; the two half-warps'
+// doubles (rows ty and ty + 1) lie 128 bytes apart, in the same bank, and since every
+// lane agrees with its neighbour the two phases merge into one that must deliver two
+// words of one bank: a 2-way conflict. ptxas does not emit it that way: it fuses the
+// reads of k and k + 1 into one LDS.128, whose two phases each read one address (the
+// chapter prices both).
 #include "common.cuh"
 
 template <int BLOCK>

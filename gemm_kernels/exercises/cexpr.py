@@ -21,6 +21,8 @@ import operator
 import re
 from typing import Callable
 
+from gemm_kernels.core import cuda_text
+
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
            ast.LShift: operator.lshift, ast.RShift: operator.rshift,
@@ -182,7 +184,7 @@ def evaluate(text: str, env: dict) -> int:
 def code_only(source: str) -> str:
     """`source` without its comments (each replaced by a space), so that example
     expressions in comments are never read as code."""
-    return re.sub(r"/\*.*?\*/|//[^\n]*", " ", source, flags=re.S)
+    return cuda_text.without_comments(source)
 
 
 _DECLARATION = r"\b(?:unsigned|int|uint32_t|auto|const)\s+(?:int\s+)?{name}\s*=([^;]*);"

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from gemm_kernels.core.launch import DTYPES, operand_dtypes, problems
+from gemm_kernels.core.cuda_text import comments_blanked
 from gemm_kernels.core.registry import CUDA_DIR
 from gemm_kernels.exercises.cexpr import code_only
 from gemm_kernels.exercises.inputs import ALPHA_BETA, RACECHECK_SHAPE, launch_words
@@ -229,16 +230,10 @@ def _blank(text: str, start: int, end: int) -> str:
     return text[:start] + re.sub(r"[^\n]", " ", text[start:end]) + text[end:]
 
 
-def _comments_blanked(source: str) -> str:
-    """`source` with every comment made spaces, at the same offsets."""
-    return re.sub(r"/\*.*?\*/|//[^\n]*", lambda m: re.sub(r"[^\n]", " ", m.group(0)),
-                  source, flags=re.S)
-
-
 def _emulation(source: str) -> tuple[str, set[str]]:
     """(the text the CPU build compiles for `source`, the cp.async helpers whose asm
     definitions it took out): see `emulated_text`."""
-    text = _comments_blanked(source)
+    text = comments_blanked(source)
     out, taken = source, set()
     for m in reversed(list(_HELPER.finditer(text))):
         name = m.group(1)
