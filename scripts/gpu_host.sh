@@ -132,6 +132,11 @@ for stage in "$@"; do
                   --variants "08_double_buffer: worked solution" "09_zorder: worked solution" \
                   "09_capstone_step: worked solution" 2>&1 | tee "$OUT/ladder09.log" | tail -75
               cp figures/data/*.json "$OUT/" ;;
+    offsize)  # chapter 13's kernels and the FP32 capstone timed at 4112^3 (rows off a
+              # multiple of 128 bytes) and chapter 01's x->row at BLOCK = 16 counted (H200)
+              python3 -m gemm_kernels study ch13_size_4112 ch01_xrow_l1 2>&1 \
+                  | tee "$OUT/offsize.log" | tail -12
+              cp figures/data/*.json "$OUT/" ;;
     h200)     # the chapters whose numbers come from the H200: chapter 01's x->col counted
               # and timed off the lines, chapter 11's worked solution timed beside its kernel
               python3 -m gemm_kernels study ch01_xcol_l1 ch01_xcol_2047 2>&1 | tee "$OUT/h200.log" | tail -12

@@ -280,3 +280,29 @@ def test_the_sweep_shows_whole_percents():
     if not table:
         pytest.skip("no recorded sweep")
     assert all(isinstance(r["% of cuBLAS FP16"], int) for r in table)
+
+
+def test_off_power_of_two_sets_each_kernel_beside_its_own_cublas(monkeypatch):
+    """The 4112³ study's rows (stubbed: a GPU records them) beside the chapter's 4096³
+    rows, each rate as a share of the cuBLAS of its own precision."""
+    from gemm_kernels.measure import records, studies
+    rec = ch13.recording()
+    if rec is None:
+        pytest.skip("no recording")
+    study = studies.get(ch13.SIZE_STUDY)
+    assert [s.kernel for s in study.steps] == [ch13.NAIVE, ch13.TILED, "capstone"]
+    assert [tuple(s) for s in study.shapes] == [(4112, 4112, 4112)]   # never 4096: see studies
+    monkeypatch.setattr(studies, "recording_of", lambda *a, **k: rec)
+    fake = [(s, {"gflops": {"median": 1000.0 * (i + 1)}, "run": "r", "time": "2026-01-01T00:00",
+                 "reference": {"gflops": {"median": 4000.0}}})
+            for i, s in enumerate(study.steps)]
+    monkeypatch.setattr(studies, "results", lambda *a, **k: fake)
+    t = ch13.off_power_of_two()
+    assert [r["compared with"] for r in t] == ["cuBLAS FP16", "cuBLAS FP16", "cuBLAS FP32"]
+    assert [r["4112³ % of its cuBLAS"] for r in t] == ["25%", "50%", "75%"]
+    assert [r["4112³ TFLOP/s"] for r in t] == ["1", "2", "3"]
+    naive = ch13._row(ch13.NAIVE, 4096, rec=rec)
+    if naive:
+        assert t[0]["4096³ TFLOP/s"] == ch13.fmt_number(ch13._tflops(naive))
+    monkeypatch.setattr(studies, "results", lambda *a, **k: [(study.steps[0], None)])
+    assert "Not recorded yet" in ch13.off_power_of_two().title

@@ -339,6 +339,12 @@ STUDY_LIST = (
           "ncu", tuple(Step(f"naive x->col, BLOCK = {b}", "naive",
                             {"BLOCK": b, "MAPPING": "x->col"}) for b in (8, 16, 32)),
           ((2047, 2047, 2047), CUBE_2048), (*L1_LINES, STALLS, *ISSUE)),
+    # The one naive configuration of chapter 01's six that chapter 02's profile leaves
+    # out (x->row at BLOCK = 16), counted the same way.
+    Study("ch01_xrow_l1", "01", "What the L1 counts for the naive kernel's x->row loads at "
+          "BLOCK = 16", "ncu", (Step("naive x->row, BLOCK = 16", "naive",
+                                     {"BLOCK": 16, "MAPPING": "x->row"}),),
+          (CUBE_2048,), (*L1_LINES, STALLS, *ISSUE)),
     # x->col off 128-byte lines, timed (its rows at 2048^3 are the chapter's own timings,
     # which a row timed again here would replace)
     Study("ch01_xcol_2047", "01", "The naive kernel's x->col mapping off 128-byte lines",
@@ -516,6 +522,16 @@ STUDY_LIST += (
            "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_active",
            "l1tex__data_bank_conflicts_pipe_lsu_mem_gds_op_ld.avg.pct_of_peak_sustained_active",
            *ISSUE)),
+    # The size off the power of two timed (no profiler): the naive and tiled WMMA kernels
+    # beside the FP32 capstone, each beside its own cuBLAS, in one run: is the naive
+    # kernel's loss to FFMA at the chapter's sizes a power-of-two effect? (Only 4112^3:
+    # a timing at 4096^3 would replace the chapter's own rows.)
+    Study("ch13_size_4112", "13", "The WMMA kernels and the FP32 capstone with rows 32 bytes "
+          "past a multiple of 128, timed", "time", (
+              Step("naive WMMA", "wmma_naive", {}),
+              Step("tiled WMMA", "wmma_tiled", {}),
+              Step("FP32 capstone", "capstone", {})),
+          ((4112, 4112, 4112),)),
 )
 # Chapter 14: the mma.sync kernel's shared-memory layouts (ldmatrix wavefronts and bank
 # conflicts without and with the swizzle) and what its tiles wait on, at 4096^3 and at

@@ -31,6 +31,8 @@ LANES = 32
 STALL_STUDY = "ch02_l1_lines"
 # The same counters for the naive kernel's x->col loads, at 2048^3 and off the lines.
 XCOL_STUDY = "ch01_xcol_l1"
+# ... and for the one x->row configuration chapter 02's profile leaves out (BLOCK = 16).
+XROW_STUDY = "ch01_xrow_l1"
 ISSUED = "smsp__issue_active.avg.pct_of_peak_sustained_active"   # % of cycles with an issue
 MEANING = {"lg throttle": "the queue of global loads in front of the L1 is full",
            "long scoreboard": "waiting for the value of a global load"}
@@ -359,11 +361,11 @@ def xcol_counted(blocks=(32, 16), study: str = XCOL_STUDY) -> Text:
 def wavefronts_per_step(size: int = 2048) -> dict:
     """Nsight Compute's L1 wavefronts per warp and step (per load request x the step's 2
     load requests) at size^3, keyed by the naive kernel's (MAPPING, BLOCK): x->row from
-    chapter 02's profile (`STALL_STUDY`), x->col from its own (`XCOL_STUDY`). Those not
-    profiled are absent."""
+    chapter 02's profile (`STALL_STUDY`) and its own (`XROW_STUDY`), x->col from its own
+    (`XCOL_STUDY`). Those not profiled are absent."""
     from gemm_kernels.memory import ch01_02_sectors
     out = {}
-    for study in (STALL_STUDY, XCOL_STUDY):
+    for study in (STALL_STUDY, XROW_STUDY, XCOL_STUDY):
         for p, row in _naive_rows(study, size):
             m = row["metrics"]
             req, wf = m.get(ch01_02_sectors.REQUESTS_LD), m.get(ch01_02_sectors.WAVEFRONTS)

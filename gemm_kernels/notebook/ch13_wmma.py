@@ -646,6 +646,37 @@ def naive_against_capstone(n: int = 4096, rec=None) -> Text:
                 f"({_tflops(cap):,.1f} TFLOP/s, FFMA only).")
 
 
+SIZE_STUDY = "ch13_size_4112"   # the two WMMA kernels and the FP32 capstone, timed off 4096
+
+
+def off_power_of_two(n: int = 4096) -> Table:
+    """The naive and tiled WMMA kernels and the FP32 capstone at n³ (the chapter's run)
+    and at the size of `SIZE_STUDY` (rows 32 bytes past a multiple of 128, one run of
+    its own), each rate with the cuBLAS timed beside it (FP16 for the WMMA kernels, FP32
+    for the capstone): the two sizes are compared through those shares, the three
+    kernels at one size directly."""
+    study = studies.get(SIZE_STUDY)
+    odd = tuple(study.shapes[0])
+    rec = studies.recording_of(SIZE_STUDY, odd)
+    found = studies.results(SIZE_STUDY, odd, rec) if rec else []
+    if not found or any(row is None for _, row in found):
+        return Table([], ["kernel"], title=f"Not recorded yet: the kernels at {odd[0]}³.")
+    rows = []
+    for step, row in found:
+        ref = "cuBLAS FP32" if step.kernel == "capstone" else "cuBLAS FP16"
+        here = _row(step.kernel, n, rec=rec)      # the same GPU's rows at n³
+        cells = {"kernel": step.label, "compared with": ref}
+        for size, r in ((n, here), (odd[0], row)):
+            cells[f"{size}³ TFLOP/s"] = fmt_number(_tflops(r)) if r else "-"
+            cells[f"{size}³ % of its cuBLAS"] = (
+                _pct(100 * r["gflops"]["median"] / r["reference"]["gflops"]["median"])
+                if r and r.get("reference") else "-")
+        rows.append(cells)
+    return Table(rows, list(rows[0]),
+                 title=f"{n}³: the chapter's rows; {odd[0]}³: "
+                       f"{records.rows_label([r for _, r in found], rec)}")
+
+
 def tiled_against_naive(n: int = 4096, rec=None) -> Text:
     """The tiled kernel's rate at n³ as a multiple of the naive kernel's."""
     naive, tiled = _row(NAIVE, n, rec=rec), _row(TILED, n, rec=rec)
