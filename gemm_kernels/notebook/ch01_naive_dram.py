@@ -288,7 +288,8 @@ def counts_per_step(params: dict | None = None, study: str = STALL_STUDY) -> Tab
     the 128-byte lines, the 32-byte sectors and the words on the busiest L1 bank of A's
     load and of B's, from the index expressions, and beside their sum the sectors and L1
     wavefronts Nsight Compute counted per step (per load request x the step's 2 loads;
-    it counts both loads together). At the power-of-two size profiled all four are
+    it counts both loads together). The wavefronts stand on the lines' row, so that a
+    reader sees the two side by side. At the power-of-two size profiled all four are
     equal, so the wavefronts alone cannot say which the L1 pays for (chapter 02 tells
     lines and banks apart)."""
     from gemm_kernels.memory import ch01_02_sectors as sec
@@ -303,16 +304,15 @@ def counts_per_step(params: dict | None = None, study: str = STALL_STUDY) -> Tab
         loads = {x: [l[x] for l in lanes] for x in ("A", "B")}
         nsight = lambda count: f"{2 * count / req:.2f}"   # 2 load requests per step
         rows = []
-        for name, count, counted in (("128-byte lines", sec.lines, None),
-                                     ("32-byte sectors", sec.sectors, m[sec.SECTORS_LD]),
-                                     ("words on the busiest L1 bank", sec.bank_words, None)):
+        for name, count, counted in (
+                ("128-byte lines (Nsight Compute: L1 wavefronts)",
+                 sec.lines, wf),
+                ("32-byte sectors", sec.sectors, m[sec.SECTORS_LD]),
+                ("words on the busiest L1 bank", sec.bank_words, None)):
             a, b = count(loads["A"]), count(loads["B"])
             rows.append({"count": name, "A's load": a, "B's load": b,
                          "per step (A + B), from the indices": a + b,
                          "per step, Nsight Compute": "-" if counted is None else nsight(counted)})
-        rows.append({"count": "L1 wavefronts (cycles of the L1's data path)", "A's load": "-",
-                     "B's load": "-", "per step (A + B), from the indices": "-",
-                     "per step, Nsight Compute": nsight(wf)})
         return Table(rows, list(rows[0]), title=f"{sec.label('naive', params)} at "
                      f"{' x '.join(map(str, shape))}: one warp's step k, counted four ways "
                      f"(Nsight Compute counts A's and B's loads together; "
