@@ -198,6 +198,17 @@ def test_pace_line_writes_out_the_arithmetic(recorded_mode):
     assert text.endswith("GFLOP/s for every row.")
 
 
+def test_pace_line_works_one_example(recorded_mode):
+    """With `example`, a second line: the pace over the configuration's 33 lines per step,
+    the rate it predicts, beside the recorded rate at 2048^3."""
+    first, second = str(ch01_naive.pace_line(
+        example={"BLOCK": 32, "MAPPING": "x->row"})).split("\n")
+    assert first == str(ch01_naive.pace_line())
+    pace = float(first.split("= ")[-1].split(" GFLOP/s")[0].replace(",", ""))
+    assert second == (f"BLOCK = 32, MAPPING = x->row: {pace:,.0f} / 33 lines per step = "
+                      f"{pace / 33:,.0f} GFLOP/s predicted; measured at 2048^3: 486 GFLOP/s.")
+
+
 def test_which_count_sets_both_counts_beside_the_rate_ratio():
     """x->row to x->col at BLOCK = 32: 33 -> 2 lines (16.5x), 33 -> 5 sectors per step
     (6.6x), counted from the index expressions; the rate ratio is the
@@ -228,6 +239,7 @@ def test_cap_line_gives_the_bytes_per_multiply_add_and_the_cap(recorded_mode):
     # wide loads (more values per wavefront) and register reuse (fewer loads)
     assert "What lifts it: fewer L1 wavefronts per multiply-add" in text
     assert "wide loads that bring several values per wavefront" in text
+    assert "LDS.128, in chapter 03" in text and "float4 global loads in chapter 07" in text
     assert "reuse of loaded values in registers" in text and "wide or not" not in text
     assert "Wider loads" not in text
 
@@ -262,6 +274,15 @@ def test_size_gap_prints_the_factor_at_2048_and_at_2047(recorded_mode):
     times = float(re.search(r"= [0-9,]+, ([0-9.]+) times the ", last).group(1))
     assert times > 3 and last.endswith("that one L1 cycle per SM and clock allows.")
     assert str(ch01_naive.pace_line()).split("= ")[-1].split(" GFLOP/s")[0] in last
+
+
+def test_size_gap_row_only_gives_x_row_at_both_sizes(recorded_mode):
+    """The main text's short version: x->row's rate and share of cuBLAS at 2048^3 and
+    2047^3, then how many times as fast it runs off the power of two."""
+    assert str(ch01_naive.size_gap(row_only=True)).splitlines() == [
+        "x->row, BLOCK = 32, at 2048^3: 486 GFLOP/s, 0.98% of cuBLAS",
+        "x->row, BLOCK = 32, at 2047^3: 1,637 GFLOP/s, 3.3% of cuBLAS",
+        f"At 2047^3 it runs {1637 / 486:.1f} times as fast as at 2048^3."]
 
 
 def test_the_sector_count_is_ruled_out_by_the_pace(recorded_mode):

@@ -88,6 +88,9 @@ def test_summary_is_a_table_of_each_level_against_its_limit(recording):
     assert looked["bytes"] == bytes_text(t["bytes"]["L1"]) and looked["share of the limit"] == "-"
     assert "wavefronts" in looked["limit"]
     assert "delivered to the lanes" in width["level"]
+    # under the chart, which names the recording, the table can leave it out
+    assert table.title.endswith(f"({ch.records.source()})")
+    assert ch.summary(label=False).title.endswith("each level's bytes against its limit")
     timed = 5e9 / (t["ms"] * 1e-3) / (t["dram_gbps"] * 1e9)
     assert dram["share of the limit"] == f"{timed:.1%}"
     assert "(4 GB read, 1 GB written)" in dram["level"]
@@ -218,6 +221,8 @@ def test_the_issue_pace_reads_the_stall_total_as_cycles_between_issues(monkeypat
     assert "16.0 / 400 = 4.0% of its cycles; Nsight Compute counted 4.0%" in text
     # the L1's side: 64 warps x 33 L1 cycles per step over the loop's instructions per step
     assert "64.0 x 33 / 4.56 = 463 cycles, against the 400 above" in text
+    # folded under the stall table, which names the recording, it can leave it out
+    assert str(ch.issue_pace(params, label=False)) == text.split("\n", 1)[1]
     monkeypatch.setattr(ch.studies, "results", lambda study: [])
     assert str(ch.issue_pace(params)).startswith("Not in this recording")
 
@@ -242,11 +247,13 @@ def test_counts_per_step_splits_a_and_b_beside_nsight_compute(monkeypatch):
     Compute counted for both loads together."""
     params, row = _one_profiled_request(monkeypatch)
     t = ch.counts_per_step(params)
-    assert [r["count"] for r in t][:3] == ["128-byte lines", "32-byte sectors",
-                                           "words on the busiest L1 bank"]
+    assert [r["count"].split(" (")[0] for r in t] == ["128-byte lines", "32-byte sectors",
+                                                      "words on the busiest L1 bank"]
     assert [(r["A's load"], r["B's load"], r["per step (A + B), from the indices"])
-            for r in t][:3] == [(32, 1, 33)] * 3
-    assert [r["per step, Nsight Compute"] for r in t] == ["-", "33.00", "-", "33.00"]
+            for r in t] == [(32, 1, 33)] * 3
+    # the wavefronts stand on the lines' row, beside the lines they equal
+    assert "Nsight Compute: L1 wavefronts" in t[0]["count"]
+    assert [r["per step, Nsight Compute"] for r in t] == ["33.00", "33.00", "-"]
     assert "at 64 x 64 x 64" in t.title
     # a recorded profile names the GPU it was recorded on, whatever GPU runs the notebook
     assert t.title.endswith(f"{ch.records.recording_label()})")
@@ -269,6 +276,8 @@ def test_l1_pace_is_over_the_profilers_cycles(monkeypatch):
     assert "0.02 billion wavefronts / 10 SMs (the Profiled GPU profiled) / 2.5 million cycles" in text
     assert f"= {16.5e6 / 10 / 2.5e6:.2f} wavefronts\n" in text
     assert text.endswith("16.50 sectors x 32 B = 528 B looked up, to deliver 32 lanes x 4 B = 128 B")
+    # the main text's one line: the wavefronts per SM and cycle alone
+    assert str(ch.l1_pace(params, brief=True)) == text.split("\n")[0]
     del row["metrics"][ch01_02_sectors.CYCLES]
     assert str(ch.l1_pace(params)).startswith("Not in this recording")
 

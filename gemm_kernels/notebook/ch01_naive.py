@@ -326,8 +326,9 @@ def _cap_sentence(cap: dict) -> str:
             f"{cap['cap_gflops']:,.0f} GFLOP/s, {cap['cap_gflops'] / cap['peak_gflops']:.1%} "
             f"of the FP32 peak ({cap['peak_gflops']:,.0f} GFLOP/s), for this loop of 4-byte "
             "loads.\nWhat lifts it: fewer L1 wavefronts per multiply-add: wide loads that "
-            "bring several values per wavefront (chapter 03), and reuse of loaded values in "
-            "registers (chapters 05-06).")
+            "bring several values per wavefront (16-byte shared loads, LDS.128, in chapter 03; "
+            "float4 global loads in chapter 07), and reuse of loaded values in registers "
+            "(chapters 05-06).")
 
 
 def cap_line(params: dict | None = None) -> Text:
@@ -484,14 +485,26 @@ def rate_times_lines(size: int = 2048, blocks=(8, 16, 32), product: bool = True,
                  + ("the rate times the lines" if product else "the recorded rate"))
 
 
-def pace_line() -> Text:
+def pace_line(example: dict | None = None, size: int = 2048) -> Text:
     """The rate one L1 cycle per SM and clock allows a warp's step, its arithmetic written
-    out: the number that rate x lines of `rate_times_lines` should stay near."""
+    out: the number that rate x lines of `rate_times_lines` should stay near. `example`
+    (a configuration's params) adds one worked line: that pace over the configuration's
+    lines per step, the rate it predicts, beside its recorded (or measured) rate at
+    size^3."""
+    from gemm_kernels.measure import lookup
+    from gemm_kernels.memory import ch01_02_sectors
     pace = _pace()
     if pace is None:
         return Text("Not known here: the GPU's SM count or clock.")
-    return Text(f"At one L1 cycle per SM and clock, rate x lines would be {pace['text']} "
-                "for every row.")
+    text = (f"At one L1 cycle per SM and clock, rate x lines would be {pace['text']} "
+            "for every row.")
+    if example:
+        lines = ch01_02_sectors.sector_table([(KERNEL, example)])[0]["128-byte lines (A + B)"]
+        rate = lookup.measure_or_lookup(KERNEL, (size,) * 3, example)["gflops"]["median"]
+        text += (f"\n{_settings(example)}: {pace['gflops']:,.0f} / {lines} lines per step = "
+                 f"{pace['gflops'] / lines:,.0f} GFLOP/s predicted; measured at {size}^3: "
+                 f"{rate:,.0f} GFLOP/s.")
+    return Text(text)
 
 
 def per_sector_products(size: int = 2048, blocks=(8, 16, 32)) -> Text:
@@ -537,14 +550,16 @@ def _pace() -> dict | None:
 XCOL_ODD = "ch01_xcol_2047"
 
 
-def size_gap(block: int = 32, sizes=(2048, 2047)) -> Text:
+def size_gap(block: int = 32, sizes=(2048, 2047), row_only: bool = False) -> Text:
     """The mapping's factor at a power-of-two size and one size off it. The two sizes
     were timed in different runs, so each rate is also given as a share of the cuBLAS
     timed beside it; the factor is the plain ratio of the two rates. x->col at
     `sizes[1]` comes from its own timed study (`XCOL_ODD`); the other rates from the
     chapter's recording. A last line sets x->row's rate at `sizes[1]` times its lines per
     step against the pace of one L1 cycle per SM and clock (`pace_line`): where it passes
-    that pace, a step costs fewer L1 cycles than it touches lines."""
+    that pace, a step costs fewer L1 cycles than it touches lines. `row_only`: x->row's
+    rate and share at each size only, then how many times as fast it runs at `sizes[1]`
+    (the short version, for the main text's measurement)."""
     from gemm_kernels.measure import lookup, studies
     from gemm_kernels.memory import ch01_02_sectors
     big, odd = sizes
@@ -554,6 +569,16 @@ def size_gap(block: int = 32, sizes=(2048, 2047)) -> Text:
             KERNEL, (n,) * 3, {"BLOCK": block, "MAPPING": "x->row"})
     share[("x->col", big)] = lookup.measure_or_lookup(
         KERNEL, (big,) * 3, {"BLOCK": block, "MAPPING": "x->col"})
+    shown = lambda v: f"{v:.2g}%" if v < 1 else f"{v:.1f}%"     # 0.98%, 3.3%, 12.8%
+    if row_only:
+        if any(not r or not r.get("reference") for r in share.values()):
+            return Text(f"Not in this recording: x->row at {odd}^3, beside cuBLAS.")
+        rate = {n: share[("x->row", n)]["gflops"]["median"] for n in sizes}
+        return Text("\n".join(
+            [f"x->row, BLOCK = {block}, at {n}^3: {rate[n]:,.0f} GFLOP/s, "
+             f"{shown(100 * rate[n] / share[('x->row', n)]['reference']['gflops']['median'])} "
+             "of cuBLAS" for n in sizes]
+            + [f"At {odd}^3 it runs {rate[odd] / rate[big]:.1f} times as fast as at {big}^3."]))
     shape = (odd,) * 3
     rec = studies.recording_of(XCOL_ODD, shape)
     share[("x->col", odd)] = next((row for step, row in studies.results(XCOL_ODD, shape, rec)
@@ -563,7 +588,6 @@ def size_gap(block: int = 32, sizes=(2048, 2047)) -> Text:
     rate = {k: r["gflops"]["median"] for k, r in share.items()}
     pct = {k: 100 * r["gflops"]["median"] / r["reference"]["gflops"]["median"]
            for k, r in share.items()}
-    shown = lambda v: f"{v:.2g}%" if v < 1 else f"{v:.1f}%"     # 0.98%, 3.3%, 12.8%
     text = [f"At {n}^3: x->col {rate[('x->col', n)]:,.0f} GFLOP/s, {shown(pct[('x->col', n)])} "
             f"of cuBLAS; x->row {rate[('x->row', n)]:,.0f} GFLOP/s, {shown(pct[('x->row', n)])}. "
             f"x->col / x->row: {rate[('x->col', n)] / rate[('x->row', n)]:.1f} x." for n in sizes]

@@ -147,7 +147,7 @@ def bytes_plot(study: str = STUDY, ax=None):
     return ax
 
 
-def summary(study: str = STUDY):
+def summary(study: str = STUDY, label: bool = True):
     """The recorded counts behind the chart, as a small table: each level's bytes, the
     same bytes per second of the timed run, the limit they are read against and the
     share of it. DRAM (read and written apart) against the device copy, as chapter 00
@@ -159,7 +159,9 @@ def summary(study: str = STUDY):
     `counts_per_step`).
     The profiler's own DRAM-busy figure and the L2 hit rate are left out: the first is
     over the profiled run, at a lower clock than the timed one; the second counts every
-    sector the L2 looked up, not only the SMs' requests of the L2 bar."""
+    sector the L2 looked up, not only the SMs' requests of the L2 bar.
+    `label` False leaves out where the numbers come from, for a table right under the
+    chart, whose title says it."""
     from gemm_kernels.core.table import Table
     t = traffic(study)
     if t is None:
@@ -194,7 +196,8 @@ def summary(study: str = STUDY):
     return Table(rows, list(rows[0]),
                  title=f"the naive kernel ({_settings(t)}) at {t['size']}^3, "
                        f"{t['gflops']:,.0f} GFLOP/s, timed run {t['ms']:,.0f} ms: each "
-                       f"level's bytes against its limit ({records.source()})")
+                       f"level's bytes against its limit"
+                       + (f" ({records.source()})" if label else ""))
 
 
 def _dram_share(t: dict) -> float:
@@ -287,7 +290,8 @@ def counts_per_step(params: dict | None = None, study: str = STALL_STUDY) -> Tab
     the 128-byte lines, the 32-byte sectors and the words on the busiest L1 bank of A's
     load and of B's, from the index expressions, and beside their sum the sectors and L1
     wavefronts Nsight Compute counted per step (per load request x the step's 2 loads;
-    it counts both loads together). At the power-of-two size profiled all four are
+    it counts both loads together). The wavefronts stand on the lines' row, so that a
+    reader sees the two side by side. At the power-of-two size profiled all four are
     equal, so the wavefronts alone cannot say which the L1 pays for (chapter 02 tells
     lines and banks apart)."""
     from gemm_kernels.memory import ch01_02_sectors as sec
@@ -302,16 +306,15 @@ def counts_per_step(params: dict | None = None, study: str = STALL_STUDY) -> Tab
         loads = {x: [l[x] for l in lanes] for x in ("A", "B")}
         nsight = lambda count: f"{2 * count / req:.2f}"   # 2 load requests per step
         rows = []
-        for name, count, counted in (("128-byte lines", sec.lines, None),
-                                     ("32-byte sectors", sec.sectors, m[sec.SECTORS_LD]),
-                                     ("words on the busiest L1 bank", sec.bank_words, None)):
+        for name, count, counted in (
+                ("128-byte lines (Nsight Compute: L1 wavefronts)",
+                 sec.lines, wf),
+                ("32-byte sectors", sec.sectors, m[sec.SECTORS_LD]),
+                ("words on the busiest L1 bank", sec.bank_words, None)):
             a, b = count(loads["A"]), count(loads["B"])
             rows.append({"count": name, "A's load": a, "B's load": b,
                          "per step (A + B), from the indices": a + b,
                          "per step, Nsight Compute": "-" if counted is None else nsight(counted)})
-        rows.append({"count": "L1 wavefronts (cycles of the L1's data path)", "A's load": "-",
-                     "B's load": "-", "per step (A + B), from the indices": "-",
-                     "per step, Nsight Compute": nsight(wf)})
         return Table(rows, list(rows[0]), title=f"{sec.label('naive', params)} at "
                      f"{' x '.join(map(str, shape))}: one warp's step k, counted four ways "
                      f"(Nsight Compute counts A's and B's loads together; "
@@ -374,12 +377,14 @@ def wavefronts_per_step(size: int = 2048) -> dict:
     return out
 
 
-def l1_pace(params: dict | None = None, study: str = STALL_STUDY) -> Text:
+def l1_pace(params: dict | None = None, study: str = STALL_STUDY,
+            brief: bool = False) -> Text:
     """The same profile's wavefronts per SM and cycle, over the profiler's own count of
     each SM's cycles (`sm__cycles_elapsed.avg`), so no clock is assumed; and the bytes a
     load request looks up against those it delivers (why the chart of the chapter's
     section C shows the L1 looking up several times the bytes it delivers to the lanes). The SMs are those of
-    the GPU profiled, the recording's, whatever GPU runs the notebook."""
+    the GPU profiled, the recording's, whatever GPU runs the notebook. `brief`: the
+    wavefronts per SM and cycle only (the main text's one line)."""
     from gemm_kernels.memory import ch01_02_sectors
     params = dict(params or KERNELS["naive"].resolve(None))
     gpu = records.recorded_device()
@@ -390,20 +395,25 @@ def l1_pace(params: dict | None = None, study: str = STALL_STUDY) -> Text:
         cycles, sectors = m.get(ch01_02_sectors.CYCLES), m.get(ch01_02_sectors.SECTORS_LD)
         if not req or not wf or not cycles or not sms or not sectors:
             break
-        return Text(f"Per SM and cycle: {wf / 1e9:.2f} billion wavefronts / {sms} SMs "
-                    f"(the {gpu.get('name', 'GPU')} profiled) / "
-                    f"{cycles / 1e6:.1f} million cycles (the profiler's count of each SM's "
-                    f"cycles) = {wf / sms / cycles:.2f} wavefronts\n"
+        per_cycle = (f"Per SM and cycle: {wf / 1e9:.2f} billion wavefronts / {sms} SMs "
+                     f"(the {gpu.get('name', 'GPU')} profiled) / "
+                     f"{cycles / 1e6:.1f} million cycles (the profiler's count of each SM's "
+                     f"cycles) = {wf / sms / cycles:.2f} wavefronts")
+        if brief:
+            return Text(per_cycle)
+        return Text(f"{per_cycle}\n"
                     f"Bytes per load request: {sectors / req:.2f} sectors x 32 B = "
                     f"{32 * sectors / req:,.0f} B looked up, to deliver 32 lanes x 4 B = 128 B")
     return Text(f"Not in this recording: the naive kernel's wavefront counters ({study}).")
 
 
-def issue_pace(params: dict | None = None, study: str = STALL_STUDY) -> Text:
+def issue_pace(params: dict | None = None, study: str = STALL_STUDY,
+               label: bool = True) -> Text:
     """The stall table's total read as a pace: a warp issues once every (cycles waiting +
     1) cycles; the warps that share a scheduler (warps active / 4 schedulers) then keep
     it issuing in that many of its cycles, set beside Nsight Compute's own count of the
-    cycles in which a scheduler issued (chapter 02 prints the same counter)."""
+    cycles in which a scheduler issued (chapter 02 prints the same counter). `label`
+    False leaves out the recording's name, for a fold under the stall table, which gives it."""
     from gemm_kernels.notebook.ch07_ablation import SCHEDULERS_PER_SM, WARPS_PER_SM
     from gemm_kernels.notebook.evidence import stall_reasons
     params = dict(params or KERNELS["naive"].resolve(None))
@@ -415,8 +425,8 @@ def issue_pace(params: dict | None = None, study: str = STALL_STUDY) -> Text:
         if not active or not issued or not pace:
             break
         warps = active / 100 * WARPS_PER_SM / SCHEDULERS_PER_SM
-        return Text(f"Nsight Compute, {records.recording_label()}.\n"
-                    f"A warp issues one instruction every {pace:,.0f} cycles (the {pace - 1:,.0f} "
+        return Text((f"Nsight Compute, {records.recording_label()}.\n" if label else "")
+                    + f"A warp issues one instruction every {pace:,.0f} cycles (the {pace - 1:,.0f} "
                     f"it waits, and the one it issues). {warps:.1f} warps share each of the "
                     f"SM's {SCHEDULERS_PER_SM} schedulers (Nsight Compute measured an achieved "
                     f"occupancy, the share of the warp slots filled on average over the run, "
