@@ -8,7 +8,7 @@ def test_whole_shows_header_helpers_kernel_and_included_helpers():
     text = display.source("capstone", whole=True)
     file = KERNELS["capstone"].source_text()
     assert text.startswith(file.rstrip())                       # the file, unchanged
-    for needed in ("// Synchronisation, in step t", "// HOIST (template flag",
+    for needed in ("// Synchronisation, in iteration t", "// HOIST (template flag",
                    "void cp_async_4(", "void cp_async_wait()", "sgemm_capstone("):
         assert needed in text
     # the included functions the kernel calls, each once, under its header's name

@@ -35,7 +35,7 @@ def test_wait_for_everything_is_refused_without_a_gpu():
     v = static_verdict(NAME, src)
     assert v["compile"][0] == PASS
     assert v["static"][0] == FAIL and "the overlap the stages buy is lost" in v["static"][1] \
-        and "the tile requested in this step" in v["static"][1], v
+        and "the tile requested in this iteration" in v["static"][1], v
     assert "STAGES-2" not in v["static"][1] and "STAGES - 2" not in v["static"][1], v
 
 
@@ -64,7 +64,7 @@ def test_the_wait_count_check():
     assert len(problems) == 1 and "at STAGES=3" in problems[0] and "race" in problems[0]
     problems = pipeline_wait(loop("cp_async_commit(); cp_async_wait<STAGES - 3>(); "
                                   "__syncthreads();"))
-    assert len(problems) == 1 and "requested 1 step ago" in problems[0], problems
+    assert len(problems) == 1 and "requested 1 iteration ago" in problems[0], problems
     assert "0 or more" in pipeline_wait(loop("cp_async_commit(); cp_async_wait<STAGES - 5>();"
                                              " __syncthreads();"))[0]
 
@@ -126,7 +126,8 @@ def test_the_stage_of_the_request_is_checked_without_a_gpu():
     is a race; an expression equal to ws in every step is fine."""
     rs = solution(NAME).replace(ISSUE, ISSUE.replace("(ws)", "(rs)").replace(", ws)", ", rs)"))
     v = static_verdict(NAME, rs)
-    assert v["static"][0] == FAIL and "the stage this step is computing on" in v["static"][1], v
+    assert v["static"][0] == FAIL and \
+        "the stage this iteration is computing on" in v["static"][1], v
     same = solution(NAME).replace("issue_next(ws)", "issue_next((tile + STAGES - 1) % STAGES)")
     assert pipeline_requests(same) == []
     other = pipeline_requests(solution(NAME).replace("issue_next(ws)", "issue_next(0)"))
@@ -149,10 +150,10 @@ GUARD = "if (tile + STAGES - 1 < tiles) {"
 
 @pytest.mark.parametrize("guard, says", [
     # the last tile is never requested: its stage keeps an older tile, wrong results
-    ("tile + STAGES < tiles", "does not request tile 7 at STAGES=4 with 8 tiles, step 4"),
+    ("tile + STAGES < tiles", "does not request tile 7 at STAGES=4 with 8 tiles, iteration 4"),
     # a tile past the end of K: issue_next copies it unchecked, past the end of A and B
-    ("tile + STAGES - 2 < tiles", "requests tile 8 at STAGES=4 with 8 tiles, step 5"),
-    ("tile + STAGES - 1 <= tiles", "requests tile 8 at STAGES=4 with 8 tiles, step 5"),
+    ("tile + STAGES - 2 < tiles", "requests tile 8 at STAGES=4 with 8 tiles, iteration 5"),
+    ("tile + STAGES - 1 <= tiles", "requests tile 8 at STAGES=4 with 8 tiles, iteration 5"),
 ])
 def test_a_request_bound_off_by_one_is_refused_without_a_gpu(guard, says):
     """Each passes every other static check; the guard itself is read and evaluated for
@@ -311,11 +312,11 @@ def test_the_static_hint_answers_only_the_failure_it_follows():
 
     pointer = static_hint(src.replace("b_src += BK * N;", "b_src += BK;"))
     assert "source pointer moves on" in pointer and "groups committed" not in pointer \
-        and "one commit per step" not in pointer, pointer
+        and "one commit per iteration" not in pointer, pointer
     wait = static_hint(with_wait("STAGES - 1"))
     assert "groups committed" in wait and "source pointer" not in wait, wait
     commit = static_hint(with_commit_inside_the_if())
-    assert "one commit per step" in commit and "source pointer" not in commit \
+    assert "one commit per iteration" in commit and "source pointer" not in commit \
         and "groups committed" not in commit, commit
 
 

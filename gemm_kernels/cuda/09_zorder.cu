@@ -72,7 +72,8 @@
 #include "common.cuh"
 #include "vec4.cuh"
 
-// Global -> registers, as in chapter 08.
+// Global -> registers, unchanged from chapter 08; what is new is in sgemm_zorder,
+// below.
 template <int BM, int BN, int BK, int NT, bool VEC>
 __device__ __forceinline__ void fetch_tiles(float (&ra)[BM * BK / NT], float (&rb)[BK * BN / NT],
                                             const float* __restrict__ A,

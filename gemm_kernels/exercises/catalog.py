@@ -468,7 +468,7 @@ from gemm_kernels.exercises.ch09_checks import (pipeline_correct_hint,  # noqa: 
 
 # graded at the registry's default configuration (the sweep's fastest on the H200)
 register(Exercise(
-    name="09_capstone_step", chapter="09", title="one step of the cp.async pipeline",
+    name="09_capstone_step", chapter="09", title="one iteration of the cp.async pipeline",
     kernel="capstone",
     params={"BM": 128, "BN": 128, "BK": 16, "WM": 32, "WN": 64, "STAGES": 4, "GROUP": 1,
             "MINB": 1, "HOIST": True},
@@ -480,8 +480,8 @@ register(Exercise(
                       "(issue_next, issue_tile, cp_async_commit, cp_async_wait<count>)",
            "static": pipeline_hint,
            "correct": pipeline_correct_hint,
-           "speed": "issue the copies at k == 0 so that they fly during the whole step, "
-                    "and let the wait hold up only for the next tile"},
+           "speed": "issue the copies at k == 0 so that they fly during the whole "
+                    "iteration, and let the wait hold up only for the next tile"},
 ))
 
 

@@ -178,12 +178,12 @@ def pipeline_wait(source: str) -> list[str]:
     body = braced(text, m.end()) if m else None
     if body is None:
         return ["the K loop 'for (int tile = 0; tile < tiles; ++tile) { ... }' is not "
-                "there any more: keep it as given and write its step inside it"]
+                "there any more: keep it as given and write its iteration inside it"]
     problems = []
     if not re.search(r"\bcp_async_commit\s*\(\s*\)", body):
-        problems.append("no cp_async_commit() in the K loop: each step's copies must close "
-                        "a group of their own (one per step, even an empty one), since the "
-                        "wait counts groups")
+        problems.append("no cp_async_commit() in the K loop: each iteration's copies must "
+                        "close a group of their own (one per iteration, even an empty one), "
+                        "since the wait counts groups")
     waits = list(_WAIT.finditer(body))
     if not waits:
         if re.search(r"\bcp_async_wait\s*<", body):
@@ -226,7 +226,8 @@ def pipeline_wait(source: str) -> list[str]:
                     "them")
                 break
             if n < want:
-                ago = "in this step" if n == 0 else f"{n} step{'s' * (n != 1)} ago"
+                ago = ("in this iteration" if n == 0
+                       else f"{n} iteration{'s' * (n != 1)} ago")
                 problems.append(
                     f"{at}: so it also waits for the tile requested {ago}, which no "
                     "fragment reads yet: right results, but that copy had less time to "
@@ -538,7 +539,8 @@ def _guard_problem(guards: list[tuple[str, bool]],
                 want, wanted = tile + stages - 1 < tiles, tile + stages - 1
                 if asks == want:
                     continue
-                where = f"at STAGES={stages} with {tiles} tile{'s' * (tiles != 1)}, step {tile}"
+                where = (f"at STAGES={stages} with {tiles} tile{'s' * (tiles != 1)}, "
+                         f"iteration {tile}")
                 if asks:
                     return (f"'if ({shown})' requests tile {wanted} {where}, but the last "
                             f"tile is tile {tiles - 1}: issue_next's copies are not "
@@ -570,21 +572,21 @@ def pipeline_requests(source: str) -> list[str]:
                     problems.append(
                         f"cp_async_commit() sits inside 'if ({shown})'"
                         + (" (its else branch)" if branch == "else" else "")
-                        + ": a step with no tile to request then closes no group, the "
-                        "groups fall behind the steps, and near the end of K the wait "
-                        "lets the next tile still be in flight (a race: at STAGES=4 with "
-                        "8 tiles, step 5's wait leaves tile 6 in flight, and step 6 reads "
-                        "it); commit in every step, outside that if, even when nothing "
-                        "was requested")
+                        + ": an iteration with no tile to request then closes no group, "
+                        "the groups fall behind the iterations, and near the end of K the "
+                        "wait lets the next tile still be in flight (a race: at STAGES=4 "
+                        "with 8 tiles, iteration 5's wait leaves tile 6 in flight, and "
+                        "iteration 6 reads it); commit in every iteration, outside that if, "
+                        "even when nothing was requested")
                     break
             k_loops = [i for i, (kind, head, _, _) in enumerate(around)
                        if kind == "loop" and _ON_K.search(head)]
             if k_loops and not any(kind == "if" and _ON_K.search(head)
                                    for kind, head, _, _ in around[k_loops[-1] + 1:]):
                 problems.append(
-                    "cp_async_commit() runs at every k of the step, so a step closes BK "
-                    "groups and the wait's count of groups no longer counts tiles; commit "
-                    "once per step, at k == 0 with the request")
+                    "cp_async_commit() runs at every k of the iteration, so an iteration "
+                    "closes BK groups and the wait's count of groups no longer counts "
+                    "tiles; commit once per iteration, at k == 0 with the request")
         for name, stage_arg in (("issue_next", 0), ("issue_tile", 1)):
             for args in _call_args(stmt.text, name):
                 if len(args) <= stage_arg:
@@ -594,18 +596,19 @@ def pipeline_requests(source: str) -> list[str]:
                     pass
                 elif _stage_is(_expand(stage, names), "rs"):
                     problems.append(
-                        f"{name}(...) copies into stage {stage}, the stage this step is "
-                        "computing on: the copies overwrite values that are still being "
-                        "read (a race); request into ws, the stage finished in the step "
-                        "before")
+                        f"{name}(...) copies into stage {stage}, the stage this iteration "
+                        "is computing on: the copies overwrite values that are still being "
+                        "read (a race); request into ws, the stage finished in the "
+                        "iteration before")
                 else:
                     problems.append(
                         f"{name}(...) copies into stage '{stage}': the tile requested in "
-                        "step t goes into the stage freed in step t-1, which is ws; write "
-                        "the stage as ws")
+                        "iteration t goes into the stage freed in iteration t-1, which is "
+                        "ws; write the stage as ws")
                 if name == "issue_tile" and _tile_is(_expand(args[0], names)) is not True:
                     problems.append(f"issue_tile({args[0]}, ...) requests tile {args[0]}: "
-                                    "the tile requested in step t is tile + STAGES - 1")
+                                    "the tile requested in iteration t is "
+                                    "tile + STAGES - 1")
                 guards = [(head, branch == "then") for kind, head, branch, _ in around
                           if kind == "if" and re.search(r"\b(tiles|K)\b",
                                                         _expand(head, names))]
@@ -770,18 +773,18 @@ def pipeline_step(source: str) -> list[str]:
 # answered with advice on the wait's count.
 PIPELINE_HINTS = (
     (("cp_async_wait", "wait"),
-     "count the groups committed when the wait runs at the last k of step t (the "
-     "prologue's, then one per step so far), and how many of them are newer than tile "
-     "t + 1's group: those may stay in flight"),
+     "count the groups committed when the wait runs at the last k of iteration t (the "
+     "prologue's, then one per iteration so far), and how many of them are newer than "
+     "tile t + 1's group: those may stay in flight"),
     (("cp_async_commit", "commit"),
-     "one commit per step, requested or not"),
+     "one commit per iteration, requested or not"),
     (("a_src", "b_src", "issue_next", "pointer"),
      "after issue_next's copies, each source pointer moves on by one whole tile"),
     (("condition of the request",),
      "write the request's condition as a comparison of tile, tiles and STAGES (or of "
      "locals set once from them)"),
     ((("' requests tile", "' does not request tile", "request it only when K has it"),),
-     "for each step, which tile would the request copy, and does K have that tile?"),
+     "for each iteration, which tile would the request copy, and does K have that tile?"),
 )
 
 
@@ -807,11 +810,11 @@ def pipeline_hint(detail: str) -> str:
 # wait; any other wrong result, about the ring and the requests.
 PIPELINE_CORRECT_HINTS = (
     "the next tile's group must be complete before anyone reads it: count the groups "
-    "committed when the wait runs (one per step, requested or not) and leave in flight "
-    "only those newer than tile t + 1's; then the barrier, after the wait",
-    "request tile tile + STAGES - 1 into stage ws (the one finished in the step before), "
-    "never into rs; commit in every step, even when no tile is left; move rs and ws on "
-    "by one, back to 0 after STAGES - 1")
+    "committed when the wait runs (one per iteration, requested or not) and leave in "
+    "flight only those newer than tile t + 1's; then the barrier, after the wait",
+    "request tile tile + STAGES - 1 into stage ws (the one finished in the iteration "
+    "before), never into rs; commit in every iteration, even when no tile is left; move "
+    "rs and ws on by one, back to 0 after STAGES - 1")
 
 
 def pipeline_correct_hint(detail: str) -> str:
