@@ -94,7 +94,9 @@ def test_path_checks_the_recorded_steps_and_both_move_as_predicted():
 def test_the_path_table_splits_into_what_changed_and_where_the_warps_wait():
     changed, waits = ch06_tiles.path_table(part="changed"), ch06_tiles.path_table(part="evidence")
     assert "TFLOP/s at 2048" in changed.columns and "barrier" not in changed.columns
-    assert {"barrier", "TFLOP/s at 2048"} <= set(waits.columns)
+    # the rates are the first half's: the second keeps only their step beside the issue's
+    assert {"barrier", "x previous"} <= set(waits.columns)
+    assert "TFLOP/s at 2048" not in waits.columns
     # the days of the runs are in the caption, not a column
     assert "timed on" not in waits.columns and "2026" in waits.title
     assert len(changed.columns) < len(ch06_tiles.path_table().columns) > len(waits.columns)
@@ -105,11 +107,11 @@ def test_the_path_table_splits_into_what_changed_and_where_the_warps_wait():
 
 
 def test_the_evidence_table_puts_rates_and_counters_at_one_size():
-    """At 4096^3, the counters' size, every step has a rate, the day it was timed, and its
-    issue share over the step before's beside the rate's."""
+    """At 4096^3, the counters' size, every step has a rate's step, the day it was timed,
+    and its issue share over the step before's beside the rate's."""
     t = ch06_tiles.path_table(4096, part="evidence")
     rows = list(t)
-    assert "TFLOP/s at 4096" in t.columns and "4096³" in t.title
+    assert "4096³" in t.title
     assert all(r["TFLOP/s at 4096"] is not None and r["timed on"] for r in rows)
     assert rows[0]["issue x previous"] is None
     for before, after in zip(rows, rows[1:]):
@@ -395,24 +397,30 @@ def test_path_check_table_sets_each_step_before_and_after_and_leaves_unprofiled_
     assert first["fall of the two"] == "0.80"
     assert first["fall of all stalls"] == "1.70"
     # the two are 1.50 of 8.00 stalls (19%) before, and carry 0.80 of the 1.70 fall (47%)
-    assert first["the two: share of all stalls"] == "19%"
-    assert first["the two: share of the fall"] == "47%"
+    assert first["the two: share of all stalls"] == "1.50 / 8.00 = 19%"
+    assert first["the two: share of the fall"] == "0.80 / 1.70 = 47%"
     gap = ch06_tiles.path_check_table([_row("K5", .3, .9, 45), _row("a", None, None, None),
                                        _row("b", .2, .5, 60), _row("c", .1, .4, 62)])
     assert gap[0]["barrier + long scoreboard"] is None and gap[0]["all stalls"] is None
     assert gap[1]["barrier + long scoreboard"] == "0.70 -> 0.50"
 
 
-def test_fall_shares_quotes_the_check_tables_two_shares_per_step():
+def test_fall_shares_gives_each_steps_two_falls_and_the_table_its_shares():
     rows = [{**_row(s, b, l, i), ch06_tiles.ALL_STALLS: t, "warps/SM": 16}
             for s, b, l, i, t in (("K5", .3, .9, 45, 5.0), ("a", .5, 1.0, 50, 8.0),
                                   ("b", .2, .5, 64, 6.3), ("c", .1, .4, 80, 5.0))]
     first, second = ch06_tiles.fall_shares(rows).splitlines()[1:]
-    assert first == "  a -> b: 19% of all stalls before, 47% of the fall"
+    assert first == ("  a -> b: all stalls 8.00 -> 6.30, a fall of 1.70; "
+                     "barrier + long scoreboard 1.50 -> 0.70, a fall of 0.80")
     assert second.startswith("  b -> c: ")
+    table = ch06_tiles.path_check_table(rows)
+    # each share reads off its numerator and denominator
+    assert table[0]["the two: share of all stalls"] == "1.50 / 8.00 = 19%"
+    assert table[0]["the two: share of the fall"] == "0.80 / 1.70 = 47%"
     # the recorded steps: the share of the fall above the share of all stalls, both times
-    for line in ch06_tiles.fall_shares().splitlines()[1:]:
-        of_all, of_fall = (int(x.split("%")[0].split()[-1]) for x in line.split(","))
+    for r in ch06_tiles.path_check_table():
+        of_all, of_fall = (int(r[c].split("= ")[1].rstrip("%")) for c in
+                           ("the two: share of all stalls", "the two: share of the fall"))
         assert of_fall > of_all
 
 
@@ -618,7 +626,7 @@ def test_tile_step_line_states_the_waves_and_instructions():
 
 
 def test_both_path_tables_give_each_rate_its_min_max():
-    for size, part in ((2048, "changed"), (4096, "evidence")):
+    for size, part in ((2048, "changed"), (4096, "changed")):
         t = ch06_tiles.path_table(size, part=part)
         assert t.columns.index("min..max") == t.columns.index(f"TFLOP/s at {size}") + 1
         for r in t:
@@ -637,3 +645,12 @@ def test_standings_labels_each_bar_with_its_share_and_draws_no_second_cublas():
     assert len(labels) == len(ch06_tiles.STORY)
     assert all("% of cuBLAS" in x for x in labels)
     plt.close(fig)
+
+
+def test_the_mistakes_give_the_verdicts_in_a_table_and_each_message_in_a_list():
+    shown = ch06_tiles.mistakes(gpu=False)
+    verdicts, says = shown.items
+    assert ch06_tiles.SAYS not in verdicts.columns and "static" in verdicts.columns
+    assert [what for what, _ in says] == [r["mistake"] for r in verdicts]
+    assert all(message for _, message in says)
+    assert shown._repr_html_().count("<li>") == len(verdicts)

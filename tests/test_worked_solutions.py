@@ -71,3 +71,12 @@ def test_the_tensor_core_chapters_read_their_pair_in_tflops():
         pytest.skip("the pair is not recorded")
     assert tera[0]["TFLOP/s"] == pytest.approx(giga[0]["GFLOP/s"] / 1e3)
     assert tera[0]["/ chapter's kernel"] == giga[0]["/ chapter's kernel"]
+
+
+def test_a_range_in_tflops_keeps_a_decimal():
+    """Rounded to whole TFLOP/s, a narrow range would read '31 .. 31'."""
+    tera = ws.worked_solution("06_tile_2d_reg", tflops=True)
+    if tera[0].get("TFLOP/s") is None:
+        pytest.skip("the pair is not recorded")
+    low, high = tera[0]["range"].split(" .. ")
+    assert "." in low and "." in high and float(low) <= tera[0]["TFLOP/s"] <= float(high)

@@ -11,6 +11,8 @@ default.
 """
 from __future__ import annotations
 
+import html
+
 import re
 
 from gemm_kernels.core import analysis, compiler, device
@@ -633,14 +635,13 @@ def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
 
 
 # The two halves of the path table a reader takes in one at a time: what each step
-# changed and what it did to the rate, then the rate beside where the warps wait (at
-# 4096^3, the counters' size, the two relate at one size).
+# changed and what it did to the rate, then where the warps wait, with only the rate's
+# step beside the issue share's (the rates themselves are the first half's).
 PATH_PARTS = {
     "changed": ("step", "params", "registers", "blocks/SM", "warps/SM",
                 WARP_FFMA, "conflicts", "TFLOP/s at {size}", "min..max", "x previous"),
-    "evidence": ("step", "warps/SM", "TFLOP/s at {size}", "min..max", "x previous",
-                 "issue share %", "issue x previous", "barrier", "long scoreboard",
-                 "short scoreboard")}
+    "evidence": ("step", "warps/SM", "x previous", "issue share %", "issue x previous",
+                 "barrier", "long scoreboard", "short scoreboard")}
 
 
 def path_table(size: int = 2048, part: str | None = None) -> Table:
@@ -660,8 +661,9 @@ def path_table(size: int = 2048, part: str | None = None) -> Table:
     # one line each: the caveats (runs, which rows compare) are the chapter's text
     title = (f"from K5 to the default: what changed, and the rate at {size}³; "
              if part == "changed" else
-             f"the same steps: the rate at {size}³ and where the warps wait (Nsight "
-             "Compute, stalls in cycles per issued instruction); ")
+             f"the same steps at 4096³: where the warps wait (Nsight Compute, stalls in cycles "
+             "per issued instruction), beside the rate over the step before"
+             + ("" if size == 4096 else f" at {size}³") + "; ")
     # one decimal for every issue share, so that 52% does not read as coarser than 62.2%
     return Table(rows, columns, title=title + records.recording_label(), pct_decimals=1)
 
@@ -747,7 +749,9 @@ def path_check_table(rows=None) -> Table:
         w0, w1, a0, a1 = (value(r, k) for k in ("wait", "all") for r in (before, after))
         if None in (w0, w1, a0, a1) or a0 == a1:
             return None, None
-        return f"{w0 / a0:.0%}", f"{(w0 - w1) / (a0 - a1):.0%}"
+        # each share with its numerator and denominator, so that it reads off the row
+        return (f"{w0:.2f} / {a0:.2f} = {w0 / a0:.0%}",
+                f"{w0 - w1:.2f} / {a0 - a1:.2f} = {(w0 - w1) / (a0 - a1):.0%}")
 
     out = []
     for at, _ in CHECKS:
@@ -768,12 +772,14 @@ def path_check_table(rows=None) -> Table:
 
 
 def fall_shares(rows=None) -> str:
-    """path_check_table's last two columns as lines the main path can quote: per checked
-    step, the barrier + long-scoreboard stalls' share of all stalls before it beside
-    their share of the fall."""
-    lines = [f"  {r['step']}: {r['the two: share of all stalls']} of all stalls before, "
-             f"{r['the two: share of the fall']} of the fall" for r in path_check_table(rows)]
-    return "\n".join(["barrier + long scoreboard, at 4096³ (Nsight Compute):"] + lines)
+    """The main path's test of the two predicted steps in plain numbers: per step of
+    CHECKS, all stall reasons and the barrier + long-scoreboard stalls, before -> after
+    and by how much each fell (path_check_table's columns; its last two give the shares)."""
+    lines = [f"  {r['step']}: all stalls {r['all stalls']}, a fall of {r['fall of all stalls']}; "
+             f"barrier + long scoreboard {r['barrier + long scoreboard']}, a fall of "
+             f"{r['fall of the two']}" for r in path_check_table(rows)]
+    return "\n".join(["stalls per issued instruction at 4096³, 16 warps per SM (Nsight Compute):"]
+                     + lines)
 
 
 def _total_drop(before: dict, after: dict, two: float) -> str:
@@ -1086,10 +1092,28 @@ MISTAKES = (
 )
 
 
-def mistakes(gpu: bool | None = None) -> Table:
-    """The solution with each of MISTAKES made, graded like a submission."""
+SAYS = "what the grader says"
+
+
+class GraderSays(list):
+    """(mistake, what the grader says) pairs shown as a numbered list: one message is a
+    paragraph, too long to read in a table cell."""
+
+    def _repr_html_(self):
+        return "<ol>" + "".join(f"<li><b>{html.escape(what)}</b>: {html.escape(says)}</li>"
+                                for what, says in self) + "</ol>"
+
+    def __repr__(self):
+        return "\n".join(f"{i}. {what}: {says}" for i, (what, says) in enumerate(self, 1))
+
+
+def mistakes(gpu: bool | None = None):
+    """The solution with each of MISTAKES made, graded like a submission: a short table
+    of each step's verdict, then what the grader says for each mistake, as a list."""
     from gemm_kernels.notebook.worked_solutions import graded_mistakes
-    return graded_mistakes(EXERCISE, MISTAKES, gpu)
+    t = graded_mistakes(EXERCISE, MISTAKES, gpu)
+    verdicts = Table(t, [c for c in t.columns if c != SAYS], title=t.title)
+    return Stacked(verdicts, GraderSays((r["mistake"], r[SAYS]) for r in t))
 
 
 def mistake_loads(which: str = "B's column without the patch width") -> Table:

@@ -30,6 +30,11 @@ def pair(exercise: str, shape=None, rec=None) -> tuple[dict | None, dict | None]
     return mine, theirs
 
 
+def _digits(q: dict, scale: float) -> int:
+    """Decimals of a range's ends: one for rates under 100 in TFLOP/s, else none."""
+    return 1 if scale > 1 and q["max"] / scale < 100 else 0
+
+
 def worked_solution(exercise: str, shape=None, tflops: bool = False) -> Table:
     """Two rows: the worked solution and the chapter's kernel (the one the exercise's
     step 4 compares against), each with its rate (median and the range of the timed
@@ -54,7 +59,9 @@ def worked_solution(exercise: str, shape=None, tflops: bool = False) -> Table:
     for label, r in (("worked solution", mine), (f"the chapter's kernel ({ex.kernel})", theirs)):
         q = (r.get("gflops") or r.get("gbps")) if r else None
         rows.append({"kernel": label, unit: q["median"] / scale if q else None,
-                     "range": f"{q['min'] / scale:,.0f} .. {q['max'] / scale:,.0f}"
+                     # TFLOP/s under 100 keep a decimal: rounded, a range reads "31 .. 31"
+                     "range": f"{q['min'] / scale:,.{_digits(q, scale)}f} .. "
+                              f"{q['max'] / scale:,.{_digits(q, scale)}f}"
                      if q else "not recorded",
                      f"% of {reference}": timing.share(r) if r else None,
                      "registers": ((r or {}).get("binary") or {}).get("registers")})
