@@ -700,3 +700,11 @@ def test_the_bk_pairs_of_the_slow_tiles_print_warps_and_the_sweeps_rates():
     for line, bk in zip(lines[1:], (8, 16)):
         occ = ch05_tile_1d.analysis.kernel_occupancy("tile_1d", {**tile, "BK": bk})
         assert f"({occ.warps_per_sm} warps) per SM" in line
+
+
+def test_the_lanes_line_gives_each_half_warp_its_own_row_group():
+    line = ch05_tile_1d.lanes_line()
+    assert line.endswith("lanes 0-15: tr = 0, tc = 0..15; lanes 16-31: tr = 1, tc = 0..15")
+    assert ch05_tile_1d.lanes_line("t % BN", "t / BN").endswith("lanes 0-31: tr = 0, tc = 0..31")
+    down = ch05_tile_1d.lanes_line("t / (BM / TM)", "t % (BM / TM)")
+    assert "lanes 0-0: tr = 0, tc = 0..0; lanes 1-1: tr = 1, tc = 0..0" in down

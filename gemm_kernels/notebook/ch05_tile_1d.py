@@ -705,6 +705,24 @@ HALVES = {"one row group per half-warp": ("t % 16 + (t / 32) * 16 % BN",
                                           "(t / 16) % 2 + (t / 32) * 16 / BN * 2")}
 
 
+def lanes_line(tc: str = HALVES["one row group per half-warp"][0],
+               tr: str = HALVES["one row group per half-warp"][1], params=None) -> str:
+    """Which (tr, tc) the 32 lanes of warp 0 get from a mapping, as runs of lanes that
+    share a row group and take consecutive columns (the grader's C evaluator)."""
+    from gemm_kernels.exercises.cexpr import evaluate
+    p = _params(params)
+    env = {**p, "NT": p["BM"] * p["BN"] // p["TM"]}
+    got = [(evaluate(tr, {**env, "t": t}), evaluate(tc, {**env, "t": t})) for t in range(32)]
+    runs, start = [], 0
+    for t in range(1, 33):
+        if t == 32 or got[t][0] != got[t - 1][0] or got[t][1] != got[t - 1][1] + 1:
+            runs.append(f"lanes {start}-{t - 1}: tr = {got[start][0]}, "
+                        f"tc = {got[start][1]}..{got[t - 1][1]}")
+            start = t
+    return (f"warp 0 at BM = {p['BM']}, BN = {p['BN']}, TM = {p['TM']}, tc = {tc}, tr = {tr}: "
+            + "; ".join(runs))
+
+
 def mapping_prices(params=None, mappings=None) -> Table:
     """Each mapping (tc, tr) priced the way the exercise's check prices it: one step along
     K of the costliest warp in shared-memory wavefronts (A read as LDS.128, B as LDS),
