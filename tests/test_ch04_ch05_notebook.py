@@ -672,11 +672,12 @@ def test_the_mistakes_table_can_show_the_gist_of_each_message():
 
 def test_the_boehm_line_sets_both_ratios_of_shares_side_by_side():
     from gemm_kernels.measure import ladder
-    line = ch05_tile_1d.boehm_line()
+    line, base = ch05_tile_1d.boehm_line().splitlines()
     k4 = ladder.share("tile_1d", 4096, ch05_tile_1d.K4)["% of cuBLAS"]
     t03 = ladder.share("smem_tiled", 4096)["% of cuBLAS"]
     assert f"= {k4 / t03:.1f}x;" in line
     assert line.endswith("36.5% / 12.8% = 2.9x")      # Boehm's README: kernels 4 and 3
+    assert base.endswith(f"{k4:.0f}% / 12.8% = {k4 / 12.8:.1f}x")
 
 
 def test_the_bk_prediction_check_closes_with_the_reason():
@@ -684,3 +685,26 @@ def test_the_bk_prediction_check_closes_with_the_reason():
     last = ch05_tile_1d.check_prediction(16).splitlines()[-1]
     assert last == ("every step meets 2 barriers whatever its depth: BK = 16 "
                     "spreads them over 256 FFMA per thread, BK = 8 over 128")
+
+
+def test_the_bk_pairs_of_the_slow_tiles_print_warps_and_the_sweeps_rates():
+    pairs = {tuple(sorted(c.items())): (g8, g16) for c, g8, g16 in ch05_tile_1d.bk_pairs()}
+    if not pairs:
+        pytest.skip("no sweep recorded here")
+    tile = {"BM": 64, "BN": 32, "TM": 2}
+    lines = ch05_tile_1d.bk_pair_lines([tile]).splitlines()
+    assert lines[0] == "2 outputs per thread, 64 x 32 tile, 2048^3:"
+    g8, g16 = pairs[tuple(sorted({**tile, "BK": 8}.items()))]
+    assert lines[1].startswith("  BK = 8 :") and lines[1].endswith(f"{g8:,.0f} GFLOP/s")
+    assert lines[2].endswith(f"{g16:,.0f} GFLOP/s ({g16 / g8:.2f}x)")
+    for line, bk in zip(lines[1:], (8, 16)):
+        occ = ch05_tile_1d.analysis.kernel_occupancy("tile_1d", {**tile, "BK": bk})
+        assert f"({occ.warps_per_sm} warps) per SM" in line
+
+
+def test_the_lanes_line_gives_each_half_warp_its_own_row_group():
+    line = ch05_tile_1d.lanes_line()
+    assert line.endswith("lanes 0-15: tr = 0, tc = 0..15; lanes 16-31: tr = 1, tc = 0..15")
+    assert ch05_tile_1d.lanes_line("t % BN", "t / BN").endswith("lanes 0-31: tr = 0, tc = 0..31")
+    down = ch05_tile_1d.lanes_line("t / (BM / TM)", "t % (BM / TM)")
+    assert "lanes 0-0: tr = 0, tc = 0..0; lanes 1-1: tr = 1, tc = 0..0" in down

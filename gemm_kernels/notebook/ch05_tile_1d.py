@@ -705,6 +705,24 @@ HALVES = {"one row group per half-warp": ("t % 16 + (t / 32) * 16 % BN",
                                           "(t / 16) % 2 + (t / 32) * 16 / BN * 2")}
 
 
+def lanes_line(tc: str = HALVES["one row group per half-warp"][0],
+               tr: str = HALVES["one row group per half-warp"][1], params=None) -> str:
+    """Which (tr, tc) the 32 lanes of warp 0 get from a mapping, as runs of lanes that
+    share a row group and take consecutive columns (the grader's C evaluator)."""
+    from gemm_kernels.exercises.cexpr import evaluate
+    p = _params(params)
+    env = {**p, "NT": p["BM"] * p["BN"] // p["TM"]}
+    got = [(evaluate(tr, {**env, "t": t}), evaluate(tc, {**env, "t": t})) for t in range(32)]
+    runs, start = [], 0
+    for t in range(1, 33):
+        if t == 32 or got[t][0] != got[t - 1][0] or got[t][1] != got[t - 1][1] + 1:
+            runs.append(f"lanes {start}-{t - 1}: tr = {got[start][0]}, "
+                        f"tc = {got[start][1]}..{got[t - 1][1]}")
+            start = t
+    return (f"warp 0 at BM = {p['BM']}, BN = {p['BN']}, TM = {p['TM']}, tc = {tc}, tr = {tr}: "
+            + "; ".join(runs))
+
+
 def mapping_prices(params=None, mappings=None) -> Table:
     """Each mapping (tc, tr) priced the way the exercise's check prices it: one step along
     K of the costliest warp in shared-memory wavefronts (A read as LDS.128, B as LDS),
@@ -919,6 +937,29 @@ def pair_counts(pairs, tie: float = 0.005) -> str:
         g = sorted(g16 / g8 for c, g8, g16 in pairs if c["TM"] == tm)
         lines.append(f"TM = {tm:2d}: {len(g)} pairs, BK=16 / BK=8 from {g[0]:.2f} to "
                      f"{g[-1]:.2f}, median {statistics.median(g):.2f}")
+    return "\n".join(lines)
+
+
+def bk_pair_lines(tiles=({"BM": 64, "BN": 32, "TM": 2}, {"BM": 64, "BN": 64, "TM": 4}),
+                  size: int = 2048) -> str:
+    """Each tile (BM, BN, TM; default: the 2- and 4-output tiles of the study ch05_outputs)
+    at BK = 8 and BK = 16: registers (compiled here), blocks and warps per SM, the sweep's
+    rate at size^3, and at BK = 16 its rate over BK = 8's. A pair that keeps its warps
+    isolates the work per step; a pair whose warps change does not."""
+    from gemm_kernels.measure import tradeoff
+    rate = {tuple(sorted(c.items())): g for c, g in tradeoff.ranked("tile_1d", size)}
+    lines = []
+    for t in tiles:
+        lines.append(f"{t['TM']} outputs per thread, {t['BM']} x {t['BN']} tile, {size}^3:")
+        g = {}
+        for bk in (8, 16):
+            p = {**t, "BK": bk}
+            occ = analysis.kernel_occupancy("tile_1d", p)
+            g[bk] = rate[tuple(sorted(p.items()))]
+            lines.append(f"  BK = {bk:<2d}: {occ.registers_per_thread} registers, "
+                         f"{occ.blocks_per_sm} block{'s' if occ.blocks_per_sm > 1 else ' '} "
+                         f"({occ.warps_per_sm} warps) per SM, {g[bk]:,.0f} GFLOP/s"
+                         + (f" ({g[16] / g[8]:.2f}x)" if bk == 16 else ""))
     return "\n".join(lines)
 
 
@@ -1262,9 +1303,14 @@ def boehm_line(size: int = 4096) -> str:
     here = ("not measured" if not (k4 and t03) else
             f"{k4['% of cuBLAS']:.0f}% / {t03['% of cuBLAS']:.0f}% = "
             f"{k4['% of cuBLAS'] / t03['% of cuBLAS']:.1f}x")
-    return (f"kernel-4 tile over the shared-memory kernel, in shares of cuBLAS: here "
+    line = (f"kernel-4 tile over the shared-memory kernel, in shares of cuBLAS: here "
             f"({records.described_device()['name']}, {size}^3) {here}; Boehm "
             f"({A6000['name']}, {BOEHM_SIZE}^2) {b4:.1f}% / {b3:.1f}% = {b4 / b3:.1f}x")
+    if not k4:
+        return line
+    # the same step over his base: how much of the gap is this course's stronger base
+    return (line + f"\nthe kernel-4 tile here over Boehm's kernel 3: {k4['% of cuBLAS']:.0f}% / "
+            f"{b3:.1f}% = {k4['% of cuBLAS'] / b3:.1f}x")
 
 
 COUNTERS = (("ld wf", "load wavefronts"), ("ld conf", "load bank conflicts"),
