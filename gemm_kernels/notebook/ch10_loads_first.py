@@ -183,7 +183,7 @@ _register_variants()
 
 
 def solution_margin(shape=None) -> str:
-    """One line: how far the worked solution lies above `copy_smem` (timed in another
+    """Three short sentences: how far the worked solution lies above `copy_smem` (timed in another
     run), set against how far one kernel moved between two runs: the two-tile padded
     transpose as built, timed in appendix A.2's run and in A.1's, at each shape of
     appendix A.2's study. '' where a rate is not recorded."""
@@ -202,9 +202,8 @@ def solution_margin(shape=None) -> str:
     if sol is None or smem is None or not shifts:
         return ""
     margin, shift = sol - smem, max(shifts)
-    verdict = ("so the lead is likely, not certain" if margin > shift
-               else "so the lead is within that move")
-    return (f"copy_smem was timed in another run; one kernel timed in two runs, the two-tile "
-            f"padded transpose, moved by {shift:.1f} points between them (the larger move of its "
-            f"{len(shifts)} shapes); the worked solution leads copy_smem by {margin:.1f} points, "
-            f"{verdict}")
+    verdict = ("so its lead is probably real, though not certain" if margin > shift
+               else "so its lead is within that move, and may not be real")
+    return (f"copy_smem was timed in another run. One kernel, timed in two runs at "
+            f"{len(shifts)} shapes, moved by {shift:.1f} points at most. The worked solution is {margin:.1f} points "
+            f"ahead of copy_smem, {verdict}.")

@@ -756,8 +756,9 @@ def ruled_out(study: str = DRAM_STUDY) -> Table:
     if 1 in tiles and 2 in tiles:
         (_, _, one), (_, _, two) = per_trip(tiles[1]), per_trip(tiles[2])
         add("Do bytes in flight predict two tiles' gain?",
-            f"bytes in flight / load wait: {one:.1f} GB/s per SM for one tile, {two:.1f} for "
-            f"two; timed: {tiles[1]['timed']:.1f}% and {tiles[2]['timed']:.1f}% of the device copy",
+            f"two tiles over one: bytes in flight / load wait (a relative index only) "
+            f"{two:.1f} / {one:.1f} = {two / one:.2f}; timed: {tiles[2]['timed']:.1f}% / "
+            f"{tiles[1]['timed']:.1f}% = {tiles[2]['timed'] / tiles[1]['timed']:.2f}",
             "no: about the same prediction, yet two tiles run faster")
     dram = list(dram_table(study))
     if dram:
@@ -907,8 +908,9 @@ def block_order_pieces(shape=ODD, params: dict | None = None,
 
 
 def out_pieces_line(shape=ODD) -> str:
-    """Section 4's one-line preview of A.3: in how many pieces of rows, and how long, the
-    blocks resident at one time write `out` under `x->col` and under `x->row`."""
+    """A.3's one line at another shape than its table (the main path's square one): in
+    how many pieces of rows, and how long, the blocks resident at one time write `out`
+    under `x->col` and under `x->row`."""
     rows = {r["block order"]: r for r in block_order_pieces(shape, orders=("x->col", "x->row"))}
     parts = [f"{o}: {r['out, written: pieces of rows']:,} pieces of about "
              f"{r['out: bytes a piece']:,} bytes" for o, r in rows.items()]
@@ -917,11 +919,18 @@ def out_pieces_line(shape=ODD) -> str:
 
 
 def latency_check() -> str:
-    """Section 5's one-line independent check of the latency Little's law implies: the
-    copy's round trip from the stall counter beside the law's, at the ragged shape (A.4's
-    first row)."""
-    return (f"copy, {_shape_text(ODD)}: {_stall_latency():.2f} µs a round trip from the "
-            f"stall counter, {_copy_chain(ODD)['latency'] * 1e6:.2f} µs from Little's law")
+    """Section 5's one-line independent check of the latency Little's law implies, with
+    its derivation: the copy's long-scoreboard stall cycles per warp, over its round trips
+    (from the SASS), over the profiler's clock; beside the law's latency, at the ragged
+    shape (A.4's first row)."""
+    w = next((w for w in warp_times() if w["kernel"] == "copy"), None)
+    if w is None:
+        return "the copy's profiled counters are not in this recording"
+    trips = len(w["trips"])
+    return (f"copy, {_shape_text(ODD)}, from the stall counter: {w['loads']:,.0f} cycles a "
+            f"warp waits for its loads / {trips} round trips / {w['clock']:.2f} GHz (the "
+            f"profiler's clock) = {_stall_latency():.2f} µs a round trip; from Little's law: "
+            f"{_copy_chain(ODD)['latency'] * 1e6:.2f} µs")
 
 
 def padded_heatmap(shape=SQUARE, t: str = "float", pad: int = 1):
@@ -1254,7 +1263,7 @@ PREDICT_ROWS = (4, 16)
 BASE_ROWS = 8
 ANSWER_KEYS = tuple([f"loads, ROWS={r}" for r in PREDICT_ROWS]
                     + [f"bytes a warp, ROWS={r}" for r in PREDICT_ROWS]
-                    + ["warps per SM, ROWS=16"])
+                    + ["warps needed, ROWS=16"])
 # Asked in part 2 and worked out in its answers, not graded (the warps at ROWS = 16 follow
 # from it).
 SM_BYTES = f"bytes an SM keeps in flight, ROWS={BASE_ROWS}"
@@ -1273,7 +1282,7 @@ def in_flight_key() -> dict:
     per_warp = {r: _first_trip(r) * WARP * _ITEM["float"] for r in (*PREDICT_ROWS, BASE_ROWS)}
     key = {f"loads, ROWS={r}": _first_trip(r) for r in PREDICT_ROWS}
     key.update({f"bytes a warp, ROWS={r}": per_warp[r] for r in PREDICT_ROWS})
-    key["warps per SM, ROWS=16"] = slots * per_warp[BASE_ROWS] // per_warp[16]
+    key["warps needed, ROWS=16"] = slots * per_warp[BASE_ROWS] // per_warp[16]
     key["warp slots per SM"] = slots
     key[SM_BYTES] = slots * per_warp[BASE_ROWS]
     return key
@@ -1320,7 +1329,7 @@ def check_in_flight(answer: dict | None) -> None:
         print("part 2: not yet\n  " + "\n  ".join(problems))
         return
     key = in_flight_key()
-    need, slots = key["warps per SM, ROWS=16"], key["warp slots per SM"]
+    need, slots = key["warps needed, ROWS=16"], key["warp slots per SM"]
     print(f"part 2: all right. At ROWS = 16 an SM would need {need} warps to keep the bytes "
           f"in flight of ROWS = {BASE_ROWS} with every slot full, and it has {slots} warp "
           "slots: with more rows of threads a thread has fewer loads, and the SM cannot "
