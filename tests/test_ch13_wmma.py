@@ -577,3 +577,17 @@ def test_the_chapters_captions_name_the_gpu_alone():
     assert f"({ch13._gpu(rec)})" in title and "recorded on" not in title
     assert not ch13._gpu(rec).startswith("NVIDIA ")
     assert "recorded on" in str(ch13.which_recording())
+
+
+def test_the_swizzle_task_is_graded_by_the_bank_model():
+    """check_swizzle: the identity costs what an unpadded tile costs (the model of
+    ldmatrix_analysis), a map that is not one-to-one is refused by row, r & 3 halves the
+    cost without reaching 4, and c ^ ((r >> 1) & 3) reaches the least, 4."""
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    plain = ch13.ldmatrix_analysis(32).wavefronts
+    assert ch13.swizzled_ldsm_wavefronts(lambda r, c: c) == [plain, plain] == [16, 16]
+    assert "row 0" in str(ch13.check_swizzle(lambda r, c: 0))
+    assert ch13.swizzled_ldsm_wavefronts(lambda r, c: c ^ (r & 3)) == [8, 8]
+    assert "?" in str(ch13.check_swizzle(lambda r, c: c ^ (r & 3)))
+    assert str(ch13.check_swizzle(lambda r, c: c ^ ((r >> 1) & 3))).startswith("right")
+    assert "write your" in str(ch13.check_swizzle(None))

@@ -929,6 +929,43 @@ def ldmatrix_analysis(row_halves: int):
     return banks.analyse(ldmatrix_addresses(2 * row_halves), width=16)
 
 
+def swizzled_ldsm_wavefronts(swizzle, row_halves: int = 32, rows: int = 16) -> list[int]:
+    """The bank model's wavefronts of each fragment load of A (one per 16-wide step kk)
+    from an unpadded tile whose rows are `row_halves` long, with 16-byte chunk c of row r
+    stored at chunk swizzle(r, c) of that row."""
+    from gemm_kernels.memory import banks
+    chunks = 2 * row_halves // 16
+    out = []
+    for kk in range(0, chunks, 2):            # a fragment is 16 halves: two chunks
+        addrs = [row * 2 * row_halves + 16 * swizzle(row, kk + i // 2)
+                 for i in range(4) for row in range(8 * (i % 2), 8 * (i % 2) + 8)]
+        out.append(banks.wavefronts(addrs, width=16))
+    return out
+
+
+def check_swizzle(swizzle, row_halves: int = 32, rows: int = 16) -> Text:
+    """Section 7's optional task, graded: `swizzle(r, c)` must send the chunks of each row
+    of an unpadded A tile (BK = 32: 4 chunks of 16 bytes) to distinct chunks of that row,
+    and leave every fragment load at the least, 4 wavefronts (`swizzled_ldsm_wavefronts`).
+    A failing answer gets what is wrong and a question."""
+    chunks = 2 * row_halves // 16
+    if swizzle is None:
+        return Text("write your swizzle(r, c) above and run this cell.")
+    for r in range(rows):
+        got = [swizzle(r, c) for c in range(chunks)]
+        if sorted(got) != list(range(chunks)):
+            return Text(f"row {r}: chunks 0-{chunks - 1} go to {got}. Each chunk needs a place "
+                        f"of its own in the row: is your map one-to-one onto 0-{chunks - 1}?")
+    waves = swizzled_ldsm_wavefronts(swizzle, row_halves, rows)
+    if max(waves) > 4:
+        return Text(f"each row keeps its chunks, but one LDSM of A costs "
+                    f"{' and '.join(map(str, waves))} wavefronts at the tile's {len(waves)} "
+                    f"steps (4 is the least). Rows 64 bytes apart: which rows of a phase of 8 "
+                    f"still start on the same four banks, and how could the chunk depend on r?")
+    return Text(f"right: every chunk has its place, and one LDSM of A costs {waves[0]} "
+                f"wavefronts at each step, as with PAD = 8, without the extra bytes.")
+
+
 def ldmatrix_table(params: dict | None = None, rec=None) -> Table:
     """Predicted wavefronts per fragment load (ldmatrix of four 8 x 8 matrices) for the
     A and B tiles at PAD 0 and 8, and what Nsight Compute measured: shared-load
