@@ -75,11 +75,18 @@ def tensor_core_gain(rec=None) -> Table:
                          "FP16 / FP32": float(f"{_tflops(h):.3g}") / float(f"{_tflops(s):.3g}")})
     return Table(rows, ["size", "FP32 TFLOP/s", "FP16 (FP32 accumulate) TFLOP/s",
                         "FP16 / FP32"],
-                 title=f"cuBLAS, each timed on its own in one run ({_label(rec)})")
+                 title=f"cuBLAS, each timed on its own in one run ({_gpu(rec)})")
 
 
 def _label(rec) -> str:
     return rec.label if rec is not None else "no recording"
+
+
+def _gpu(rec) -> str:
+    """The GPU alone ('H200'), for a caption: the banner (`which_recording`) gives each
+    recording's GPU and days once, so the chapter's own captions repeat only the GPU.
+    Shared helpers (`plot_ladder`, `sweep_table`) keep the whole label."""
+    return rec.device["name"].removeprefix("NVIDIA ") if rec is not None else "no recording"
 
 
 # ------------------------------------------------------------------ 2. the pictures
@@ -546,11 +553,12 @@ def plot_naive_a_loads(ax=None):
     """The naive kernel's tile of A: each element of rows 0-7 labelled with the lane
     that loads it (chapter 14's drawing), and each row outlined as the one 32-byte
     sector it is: the first LDG.E reads the left half of 8 sectors, the one at +0x10
-    the right half."""
+    the right half. Rows 8-15, which two other loads read alike, are cut to one band
+    that says so."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
     if ax is None:
-        _, ax = plt.subplots(figsize=(8.5, 9))
+        _, ax = plt.subplots(figsize=(8.5, 6.2))
     cells = naive_a_loads()
     lane_grid(ax, cells, 16, 16, "A", "a",
               "The naive kernel's 16 x 16 tile of A (2 bytes per square): each square is\n"
@@ -563,9 +571,13 @@ def plot_naive_a_loads(ax=None):
             va="bottom", fontsize=8)
     ax.text(12, 16.15, "LDG.E at +0x10 (a4, a5):\nbytes 16-31 of each sector",
             ha="center", va="bottom", fontsize=8)
-    ax.text(8, (16 - len(rows)) / 2, "rows 8-15: two more LDG.E\n(a2, a3 and a6, a7)",
-            ha="center", va="center", fontsize=9, color="0.4")
-    ax.set_ylim(0, 17.4)
+    ax.text(8, 16 - len(rows) - 0.6, "rows 8-15 (not drawn): two more LDG.E, "
+            "(a2, a3) and (a6, a7), in the same pattern", ha="center", va="center",
+            fontsize=9, color="0.4")
+    ax.set_ylim(16 - len(rows) - 1.2, 17.4)
+    drawn = [(t, l.get_text()) for t, l in zip(ax.get_yticks(), ax.get_yticklabels())
+             if t > 16 - len(rows)]
+    ax.set_yticks([t for t, _ in drawn], [l for _, l in drawn])
     ax.set_xlabel("column (k)")
     ax.set_ylabel("row (m)")
     return ax
@@ -578,6 +590,18 @@ def main_loop(sass: str) -> list[str]:
     if not any(f == "HMMA" for _, f, _ in body):
         return []
     return [text.split()[0] for _, _, text in body]
+
+
+def tiled_helpers():
+    """The two helpers the tiled kernel calls, folded under the kernel in section 6:
+    `TileLoader` (the 16-byte global loads into registers, then the stores into the
+    padded shared rows) from cuda/13_wmma.cu, and `gemm_epilogue` from common.cuh (the
+    `beta == 0` branch)."""
+    from gemm_kernels.notebook import display
+    loader = display.source(TILED, between=("// Copy one BR x BC tile", "};"))
+    epilogue = display.source("common.cuh", between=("// C = alpha * acc + beta * C", "}"))
+    return display.Folded(Text(f"{loader}\n\n// from common.cuh:\n{epilogue}"),
+                          "The two helpers it calls: TileLoader and gemm_epilogue")
 
 
 # What each group of the main loop's opcodes does (any other opcode: address arithmetic
@@ -632,7 +656,7 @@ def rates_table(kernels=(NAIVE, TILED), rec=None) -> Table:
              f"{shape['WM'] * shape['WN']} threads)"] if NAIVE in kernels else []) + (
            [f"{TILED} at its default tile (rows padded)"] if TILED in kernels else [])
     return Table(rows, ["size", "kernel", "TFLOP/s", "cuBLAS FP16 TFLOP/s", "% of cuBLAS FP16"],
-                 title=f"Each row's cuBLAS timed beside it ({_label(rec)}); " + ", ".join(said))
+                 title=f"Each row's cuBLAS timed beside it ({_gpu(rec)}); " + ", ".join(said))
 
 
 def naive_against_capstone(n: int = 4096, rec=None) -> Text:
@@ -821,7 +845,26 @@ def profile_table(rec=None) -> Table:
     return Table(rows, ["step", "time (ms)", "tensor pipe busy %", "DRAM read (MB)",
                         "shared load wavefronts (M)", "of them conflicts (M)",
                         "largest stalls (cycles per issue)"],
-                 title=f"Nsight Compute at 4096³ ({_label(rec or study_recording())})")
+                 title=f"Nsight Compute at 4096³ ({_gpu(rec or study_recording())})")
+
+
+# The counters of `profile_table` that are not stall reasons, then the two waits section
+# 8 reads: what `ncu_command` asks for.
+PROFILE_METRICS = ("gpu__time_duration.sum",
+                   "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+                   "dram__bytes_read.sum",
+                   "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+                   "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+                   "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+                   "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio")
+
+
+def ncu_command():
+    """The Nsight Compute command line for section 8's table (`studies.ncu_command`
+    with `PROFILE_METRICS`), folded: what to run on a GPU to count it again."""
+    from gemm_kernels.notebook import display
+    return display.Folded(Text(studies.ncu_command(STUDY, PROFILE_METRICS)),
+                          "How to collect these counters yourself (Nsight Compute)")
 
 
 def _step_occupancy(step):
@@ -890,7 +933,7 @@ def plot_profile(rec=None, ax=None):
     ax[1].legend(fontsize=8)
     ax[0].invert_yaxis()
     ax[1].invert_yaxis()
-    ax[0].figure.suptitle(f"Nsight Compute at 4096³ ({_label(rec or study_recording())})",
+    ax[0].figure.suptitle(f"Nsight Compute at 4096³ ({_gpu(rec or study_recording())})",
                           fontsize=10)
     plt.tight_layout()
     return ax
@@ -915,6 +958,43 @@ def ldmatrix_analysis(row_halves: int):
     fragment load from rows `row_halves` long."""
     from gemm_kernels.memory import banks
     return banks.analyse(ldmatrix_addresses(2 * row_halves), width=16)
+
+
+def swizzled_ldsm_wavefronts(swizzle, row_halves: int = 32, rows: int = 16) -> list[int]:
+    """The bank model's wavefronts of each fragment load of A (one per 16-wide step kk)
+    from an unpadded tile whose rows are `row_halves` long, with 16-byte chunk c of row r
+    stored at chunk swizzle(r, c) of that row."""
+    from gemm_kernels.memory import banks
+    chunks = 2 * row_halves // 16
+    out = []
+    for kk in range(0, chunks, 2):            # a fragment is 16 halves: two chunks
+        addrs = [row * 2 * row_halves + 16 * swizzle(row, kk + i // 2)
+                 for i in range(4) for row in range(8 * (i % 2), 8 * (i % 2) + 8)]
+        out.append(banks.wavefronts(addrs, width=16))
+    return out
+
+
+def check_swizzle(swizzle, row_halves: int = 32, rows: int = 16) -> Text:
+    """Section 7's optional task, graded: `swizzle(r, c)` must send the chunks of each row
+    of an unpadded A tile (BK = 32: 4 chunks of 16 bytes) to distinct chunks of that row,
+    and leave every fragment load at the least, 4 wavefronts (`swizzled_ldsm_wavefronts`).
+    A failing answer gets what is wrong and a question."""
+    chunks = 2 * row_halves // 16
+    if swizzle is None:
+        return Text("write your swizzle(r, c) above and run this cell.")
+    for r in range(rows):
+        got = [swizzle(r, c) for c in range(chunks)]
+        if sorted(got) != list(range(chunks)):
+            return Text(f"row {r}: chunks 0-{chunks - 1} go to {got}. Each chunk needs a place "
+                        f"of its own in the row: is your map one-to-one onto 0-{chunks - 1}?")
+    waves = swizzled_ldsm_wavefronts(swizzle, row_halves, rows)
+    if max(waves) > 4:
+        return Text(f"each row keeps its chunks, but one LDSM of A costs "
+                    f"{' and '.join(map(str, waves))} wavefronts at the tile's {len(waves)} "
+                    f"steps (4 is the least). Rows 64 bytes apart: which rows of a phase of 8 "
+                    f"still start on the same four banks, and how could the chunk depend on r?")
+    return Text(f"right: every chunk has its place, and one LDSM of A costs {waves[0]} "
+                f"wavefronts at each step, as with PAD = 8, without the extra bytes.")
 
 
 def ldmatrix_table(params: dict | None = None, rec=None) -> Table:
@@ -1054,7 +1134,7 @@ def timed_errors(rec=None) -> Table:
             rows.append(row)
     return Table(rows, ["kernel", *(f"{n}³" for n in SIZES)],
                  title=f"Largest |error| / bound in the outputs of the timed runs "
-                       f"({_label(rec)})")
+                       f"({_gpu(rec)})")
 
 
 # ------------------------------------------------------------------ 9. explore
@@ -1122,7 +1202,7 @@ def naive_to_tiled_evidence(rec=None) -> Text:
     loads = "smsp__inst_executed_op_global_ld.sum"
     hmma = "sm__inst_executed_pipe_tensor_op_hmma.sum"
     per = [m[loads] / m[hmma] for m in (naive, padded)]
-    return Text(f"Nsight Compute at 4096³ ({_label(rec or study_recording())}), naive -> "
+    return Text(f"Nsight Compute at 4096³ ({_gpu(rec or study_recording())}), naive -> "
                 f"tiled (rows padded): global load instructions per HMMA {per[0]:g} -> "
                 f"{per[1]:g}; DRAM read {naive['dram__bytes_read.sum'] / 1e6:,.0f} -> "
                 f"{padded['dram__bytes_read.sum'] / 1e6:,.0f} MB; wait for global loads "
@@ -1140,7 +1220,7 @@ def padding_store_cost(rec=None) -> Text:
     wave = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"
     conf = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
     return Text(f"Shared-memory stores at 4096³, Nsight Compute "
-                f"({_label(rec or study_recording())}): {plain.get(conf, 0) / 1e6:.1f} M of "
+                f"({_gpu(rec or study_recording())}): {plain.get(conf, 0) / 1e6:.1f} M of "
                 f"{plain[wave] / 1e6:.1f} M store wavefronts are conflicts without padding, "
                 f"{padded.get(conf, 0) / 1e6:.1f} M of {padded[wave] / 1e6:.1f} M with it.")
 
@@ -1164,7 +1244,8 @@ def naive_l1_stages():
     ("back"), and the bank conflicts of the global loads in the data stage
     ("conflicts"), each in % of its peak; data-stage wavefronts per load instruction
     ("waves"); the bytes between the rows of A (and of B) at the study's shape
-    ("row_bytes"); the recording's label ("label"). None where the study is not recorded."""
+    ("row_bytes"); the recording's label ("label") and its GPU ("gpu"). None where the
+    study is not recorded."""
     rec = studies.recording_of(L1_STUDY)
     row = None if rec is None else studies.results(L1_STUDY, rec=rec)[0][1]
     if row is None:
@@ -1181,7 +1262,7 @@ def naive_l1_stages():
         return None
     k = studies.get(L1_STUDY).shapes[0][2]   # a cube: rows of A and of B equally long
     return {**stages, "waves": waves / loads, "row_bytes": 2 * k,
-            "label": records.rows_label([row], rec)}
+            "label": records.rows_label([row], rec), "gpu": _gpu(rec)}
 
 
 STRIDE_STUDY = "ch13_naive_stride"   # the naive kernel on and off 128-byte row strides
@@ -1265,7 +1346,7 @@ def profile_waits(rec=None) -> Text:
         f"multiple of 128, so the 16 bytes each row gives fall on the same four banks: "
         f"{stage[1]:.1f} wavefronts of the data stage per load. Nsight Compute, in a run of "
         f"its own, measured the stage busy {l1['data']:.1f}% of its peak, and the bank "
-        f"conflicts of these loads alone {l1['conflicts']:.1f}% ({l1['label']}). It is "
+        f"conflicts of these loads alone {l1['conflicts']:.1f}% ({l1['gpu']}). It is "
         f"full, and the loads wait their turn there.\n")
     return Markdown(
         f"* **The naive kernel waits for its global loads**: a warp spends "
@@ -1288,14 +1369,13 @@ def profile_waits(rec=None) -> Text:
         f"next.")
 
 
-def naive_deeper_look(rec=None) -> Text:
-    """The naive kernel's counters in detail, as plain paragraphs (shown folded): where
-    its re-reads are served, what each load asks of the L1, how busy the L1's other
-    stages are (from `naive_l1_stages`), and what its 'mio throttle' stall is."""
-    import textwrap
+def naive_deeper_look(rec=None) -> Markdown:
+    """The naive kernel's counters in detail (shown folded), one paragraph per question:
+    where its re-reads are served, what each load asks of the L1, and what its 'mio
+    throttle' stall is; the L1's stages follow in `naive_l1_table`."""
     steps = _profiled_steps(rec)
     if not steps:
-        return Text(_NO_PROFILE)
+        return Markdown(_NO_PROFILE)
     naive = steps[0]
     paragraphs = []
     l2_read = naive.get("lts__t_sectors_srcunit_tex_op_read.sum", 0) * 32 / 1e9
@@ -1303,34 +1383,26 @@ def naive_deeper_look(rec=None) -> Text:
     ms = naive["gpu__time_duration.sum"] / 1e6
     if l2_hits:
         paragraphs.append(
-            f"Re-reads. Each tile of A is fetched again by every warp of its row of C. Most "
-            f"of those re-reads are L2 hits: the L2 serves {l2_read:.1f} GB of reads in "
-            f"{ms:.1f} ms, and {l2_hits:.0f}% of its sectors were hits. DRAM delivers "
-            f"{naive['dram__bytes_read.sum'] / 1e9:.2f} GB.")
+            f"**Who serves the re-reads?** Each tile of A is fetched again by every warp of "
+            f"its row of C. Most of those re-reads are L2 hits: the L2 serves "
+            f"{l2_read:.1f} GB of reads in {ms:.1f} ms, and {l2_hits:.0f}% of its sectors "
+            f"were hits. DRAM delivers {naive['dram__bytes_read.sum'] / 1e9:.2f} GB.")
     sectors = naive.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
     requests = naive["smsp__inst_executed_op_global_ld.sum"]
     l2_sectors = naive.get("lts__t_sectors_srcunit_tex_op_read.sum")
     if sectors and l2_sectors:
-        lanes, word = 32, 4
+        per = naive_sectors_per_load(naive)
         paragraphs.append(
-            f"The load footprint. The L1 counts {sectors / 1e6:,.0f} M sectors of 32 bytes "
-            f"for {requests / 1e6:,.0f} M load instructions: "
-            f"{naive_sectors_per_load(naive):.1f} sectors "
-            f"({naive_sectors_per_load(naive) * 32:.0f} bytes) per instruction for the {lanes * word} "
-            f"bytes a warp asks for. Its pairs of halves lie in 8 rows, so each load uses "
-            f"half of each sector it touches (chapter 02's model). The other halves are not "
-            f"wasted. The L1 is asked for {sectors / 1e6:,.0f} M sectors "
-            f"({sectors * 32 / 1e9:.1f} GB) and passes only {l2_sectors / 1e6:,.0f} M "
-            f"({l2_sectors * 32 / 1e9:.1f} GB) on to the L2, so it serves "
-            f"{_pct(100 * (1 - l2_sectors / sectors))} of them itself: the warp's next load "
-            f"(at +16 bytes in the machine code) reads the other half of each sector, and "
-            f"warps of a block read the same tiles of A or B.")
-    l1 = naive_l1_stages()
-    if l1:
+            f"**How much does one load touch?** {per:.1f} sectors ({per * 32:.0f} bytes) per "
+            f"instruction for the 128 bytes a warp asks for: the L1 counts "
+            f"{sectors / 1e6:,.0f} M sectors of 32 bytes for {requests / 1e6:,.0f} M load "
+            f"instructions. The pairs of halves lie in 8 rows, so each load uses half of "
+            f"each sector it touches (chapter 02's model).")
         paragraphs.append(
-            f"The L1's other stages. Its tag stage (the set look-ups) is busy "
-            f"{l1['tag']:.0f}% of its peak and its write-back to registers {l1['back']:.0f}%. "
-            f"Only the data stage is full.")
+            f"**Is the other half wasted?** No. The L1 is asked for {sectors / 1e6:,.0f} M "
+            f"sectors and passes only {l2_sectors / 1e6:,.0f} M on to the L2, so it serves "
+            f"{_pct(100 * (1 - l2_sectors / sectors))} of them itself. The warp's next load "
+            f"(at +16 bytes in the machine code) reads the other half of each sector.")
     # the naive kernel's MOVM go through the shared-memory pipe (no shared loads)
     movm = naive.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_misc.sum")
     mio = naive.get("smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio")
@@ -1339,12 +1411,31 @@ def naive_deeper_look(rec=None) -> Text:
         per_hmma = (len(re.findall(r"\bMOVM\.", sass))
                     // max(len(re.findall(r"\bHMMA\.", sass)), 1))
         paragraphs.append(
-            f"The MOVM. The naive kernel reads no shared memory, so the table's shared-load "
-            f"columns read 0. Its 'mio throttle' stall ({mio:.1f}) is most likely the MOVM. "
-            f"They run on the shared-memory pipe, which counts {movm / 1e6:.1f} M wavefronts "
-            f"that are not loads, one per MOVM ({per_hmma} per HMMA in the machine code, "
+            f"**What is the 'mio throttle' stall ({mio:.1f})?** Most likely the MOVM. The "
+            f"kernel reads no shared memory, but the MOVM run on the shared-memory pipe, "
+            f"which counts {movm / 1e6:.1f} M wavefronts that are not loads, one per MOVM "
+            f"({per_hmma} per HMMA in the machine code, "
             f"{per_hmma * naive['sm__inst_executed_pipe_tensor_op_hmma.sum'] / 1e6:.1f} M).")
-    return Text("\n\n".join(textwrap.fill(p, 88) for p in paragraphs))
+    if naive_l1_stages():
+        paragraphs.append("**Is the data stage the only busy part of the L1?** Yes. Each "
+                          "stage's busy share, from the run of its own:")
+    return Markdown("\n\n".join(paragraphs))
+
+
+def naive_l1_table() -> Table | None:
+    """The naive kernel's L1 stages (`naive_l1_stages`) as a table, in % of each stage's
+    peak: only the data stage is near it. None where the study is not recorded."""
+    l1 = naive_l1_stages()
+    if l1 is None:
+        return None
+    rows = [("data stage (reads the 32 banks)", l1["data"]),
+            ("of it: bank conflicts of the global loads", l1["conflicts"]),
+            ("of it: the MOVM", l1["movm"]),
+            ("tag stage (the set look-ups)", l1["tag"]),
+            ("write-back to registers", l1["back"])]
+    return Table([{"L1 stage": k, "busy, % of peak": round(v, 1)} for k, v in rows],
+                 ["L1 stage", "busy, % of peak"],
+                 title=f"The naive kernel's L1 at 4096³ (Nsight Compute, {l1['gpu']})")
 
 
 def naive_at_powers_of_two(rec=None):
@@ -1382,7 +1473,7 @@ def naive_at_powers_of_two(rec=None):
         "to the power-of-two sizes; no timed run at that size settles it. The data stage "
         "is still nearly full, so the loads still set the pace: fewer of them per `HMMA` "
         "is section 6's job.",
-        f"```\n{naive_deeper_look(rec)}\n```")
+        naive_deeper_look(rec), *filter(None, [naive_l1_table()]))
 
 
 def pace_analysis(rec=None):
@@ -1427,7 +1518,7 @@ def pace_summary(rec=None) -> Text:
                f"per SM, a quarter on each scheduler's tensor core) would finish an "
                f"HMMA.16816's {HMMA_FLOP:,} FLOP in {at_peak:.0f} cycles, not "
                f"{per_hmma:.1f}, so even a pipe never idle gives at most {at_peak:.0f} / "
-               f"{per_hmma:.1f} = {_pct(100 * at_peak / per_hmma)} of the peak (appendix C).")
+               f"{per_hmma:.1f} = {_pct(100 * at_peak / per_hmma)} of the peak (appendix B).")
     hmma_side = ("" if not (every and per_hmma) else
                  f"2. One instruction in {every:.1f} is an HMMA.\n"
                  f"3. Each HMMA keeps the tensor pipe busy {per_hmma:.1f} cycles.\n"
@@ -1532,7 +1623,7 @@ def padding_effect(rec=None) -> Text:
     if pair is None:
         return Text("The sweep with and without padding is not in the recording.")
     return Text(f"At the default tile and 2048³: {pair[0]:,.0f} TFLOP/s without padding, "
-                f"{pair[1]:,.0f} with it, x{pair[1] / pair[0]:.1f} ({_label(rec)}).")
+                f"{pair[1]:,.0f} with it, x{pair[1] / pair[0]:.1f} ({_gpu(rec)}).")
 
 
 def padding_by_depth(depths=(16, 32), rec=None) -> Text:
@@ -1548,7 +1639,7 @@ def padding_by_depth(depths=(16, 32), rec=None) -> Text:
         lines.append(f"BK = {bk}: {pair[0]:,.0f} TFLOP/s without padding, {pair[1]:,.0f} "
                      f"with it, x{pair[1] / pair[0]:.1f}")
     return Text(f"{p['BM']} x {p['BN']} tile, WARPS_M = {p['WARPS_M']}, at 2048³ "
-                f"({_label(rec)}):\n" + "\n".join(lines))
+                f"({_gpu(rec)}):\n" + "\n".join(lines))
 
 
 BK16_GUESSES = ("A, PAD 0", "A, PAD 8", "padding gains")
