@@ -190,6 +190,8 @@ def test_rate_times_lines_multiplies_the_recorded_rate_by_the_lines_per_step(rec
     # the sectors stand beside the lines: x->col at BLOCK = 8 and 32 touches 5 of each
     assert [r["32-byte sectors per step (from the indices)"] for r in t] == [9, 17, 33, 5, 4, 5]
     assert "64 FLOP x" not in t.title
+    # the caption gives the source's name of each mapping
+    assert t.title.endswith("(x->row is X_TO_COL = 0, x->col is X_TO_COL = 1)")
 
 
 def test_pace_line_writes_out_the_arithmetic(recorded_mode):
@@ -269,11 +271,22 @@ def test_size_gap_prints_the_factor_at_2048_and_at_2047(recorded_mode):
     assert odd < big
     # the factor is the rates' own ratio, the one the six-configuration sweep prints
     assert f"x->col / x->row: {6381 / 486:.1f} x." in text
-    last = text.splitlines()[-1]
-    assert last.startswith("At 2047^3, x->row: 1,637 GFLOP/s x 33 lines per step = ")
-    times = float(re.search(r"= [0-9,]+, ([0-9.]+) times the ", last).group(1))
-    assert times > 3 and last.endswith("that one L1 cycle per SM and clock allows.")
-    assert str(ch01_naive.pace_line()).split("= ")[-1].split(" GFLOP/s")[0] in last
+    assert text.splitlines()[-1] == str(ch01_naive.implied_cycles())
+
+
+def test_implied_cycles_at_2047_are_far_fewer_than_the_lines(recorded_mode):
+    """At 2047^3, x->row's rate implies about 10 L1 cycles per step (the pace of one L1
+    cycle per SM and clock over the rate), against the 33 lines its loads touch; at
+    2048^3 the same arithmetic gives about the lines."""
+    import re
+    pace = str(ch01_naive.pace_line()).split("= ")[-1].split(" GFLOP/s")[0]
+    text = str(ch01_naive.implied_cycles())
+    assert text.startswith(f"At 2047^3, x->row: {pace} / 1,637 GFLOP/s = ")
+    assert text.endswith("its loads touch 33 lines per step.")
+    cycles = float(re.search(r"= ([0-9.]+) L1 cycles per warp and step", text).group(1))
+    assert 9 < cycles < 11
+    at_2048 = str(ch01_naive.implied_cycles(2048))
+    assert 33 <= float(re.search(r"= ([0-9.]+) L1 cycles", at_2048).group(1)) < 36
 
 
 def test_size_gap_row_only_gives_x_row_at_both_sizes(recorded_mode):

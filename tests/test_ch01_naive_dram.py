@@ -96,8 +96,7 @@ def test_summary_is_a_table_of_each_level_against_its_limit(recording):
     assert "(4 GB read, 1 GB written)" in dram["level"]
     assert l2["bytes"] == "12.8 GB" and "not a limit here" in l2["limit"]
     assert l2["share of the limit"] == "-"
-    assert "32 banks x 4 B" in width["limit"] and "for comparison" in width["limit"]
-    assert "not a limit" in width["limit"] and "once per lane" in width["limit"]
+    assert "32 banks x 4 B" in width["limit"] and width["limit"].endswith("for comparison")
     lanes = 2e9 * 128 / (t["ms"] * 1e-3)
     assert width["share of the limit"] == f"{lanes / (device.smem_bandwidth_gbps(GPU) * 1e9):.0%}"
 
@@ -276,17 +275,19 @@ def test_l1_pace_is_over_the_profilers_cycles(monkeypatch):
     assert "0.02 billion wavefronts / 10 SMs (the Profiled GPU profiled) / 2.5 million cycles" in text
     assert f"= {16.5e6 / 10 / 2.5e6:.2f} wavefronts\n" in text
     assert text.endswith("16.50 sectors x 32 B = 528 B looked up, to deliver 32 lanes x 4 B = 128 B")
-    # the main text's one line: the wavefronts per SM and cycle alone
-    assert str(ch.l1_pace(params, brief=True)) == text.split("\n")[0]
+    # the main text's one line, the wavefronts per SM and cycle; section D's, the bytes
+    assert str(ch.l1_pace(params, part="pace")) == text.split("\n")[0]
+    assert str(ch.l1_pace(params, part="bytes")) == text.split("\n")[1]
     del row["metrics"][ch01_02_sectors.CYCLES]
     assert str(ch.l1_pace(params)).startswith("Not in this recording")
 
 
-def test_ncu_commands_profile_the_bytes_the_stall_and_the_x_col_studies():
+def test_ncu_commands_profile_the_bytes_the_stall_and_both_wavefront_studies():
     text = str(ch.ncu_commands())
-    assert text.count("ncu --target-processes all") == 3
+    assert text.count("ncu --target-processes all") == 4
     assert f"--target {ch.STUDY}" in text and f"--target {ch.STALL_STUDY}" in text
-    assert f"--target {ch.XCOL_STUDY}" in text
+    # the x->row profile comes before x->col's, as section H describes them
+    assert text.index(f"--target {ch.XROW_STUDY}") < text.index(f"--target {ch.XCOL_STUDY}")
     assert "dram__bytes_read.sum" in text
     # a pattern is written as ncu reads it (regex:), quoted so that the line runs in a shell
     assert "'regex:^smsp__average_warps_issue_stalled_" in text and "'re:" not in text
@@ -307,24 +308,6 @@ def test_xcol_counted_sets_wavefronts_beside_sectors_and_lines(monkeypatch):
                            "counted by Nsight Compute, lines from the index expressions)")
     assert text.endswith("BLOCK = 32: 5.00 sectors, 2 lines, 2.00 wavefronts.")
     assert str(ch.xcol_counted(blocks=(32, 16))).startswith("Not in this recording")
-
-
-def test_why_l1_gives_dram_the_caches_and_the_wait_from_the_recording(recorded_mode,
-                                                                     monkeypatch):
-    """The core path's reason to count the L1: DRAM's share, the L1's bytes over the
-    L2's, and the lg-throttle share, each as the optional tables print it."""
-    text = str(ch.why_l1())
-    if text.startswith("Not in"):
-        pytest.skip("the bytes or the stall study is not recorded here")
-    dram, caches, wait = text.splitlines()
-    assert dram.endswith(f"DRAM moved {ch.summary()[0]['share of the limit']} of what it "
-                         "could in the timed run.")
-    t = ch.traffic()
-    assert f"looked up {t['bytes']['L1'] / t['bytes']['L2']:,.0f} times" in caches
-    lg = next(r for r in ch.stall_table() if r["reason"].startswith("lg throttle"))
-    assert f"spend {lg['share']} of their waiting cycles on lg throttle" in wait
-    monkeypatch.setattr(ch, "stall_table", lambda **_: ch.Text("Not in this recording"))
-    assert str(ch.why_l1()).startswith("Not in")
 
 
 def test_wavefronts_per_step_reads_x_col_from_its_own_profile(recorded_mode):

@@ -455,6 +455,10 @@ def _sweep(size: int, blocks):
             yield params, counts, rate
 
 
+# The source's name for the mapping beside the tables' one, for a table's caption.
+MAPPING_NOTE = " (x->row is X_TO_COL = 0, x->col is X_TO_COL = 1)"
+
+
 def rate_times_lines(size: int = 2048, blocks=(8, 16, 32), product: bool = True,
                      brief: bool = False) -> Table:
     """Per BLOCK and mapping: the 32-byte sectors and the 128-byte lines one warp's loads
@@ -482,7 +486,8 @@ def rate_times_lines(size: int = 2048, blocks=(8, 16, 32), product: bool = True,
     what = ("the lines" if brief else "the sectors and lines") + \
         " its loads touch, the L1 wavefronts Nsight Compute counted"
     return Table(rows, list(rows[0]), title=f"one warp, one step k: {what}, and "
-                 + ("the rate times the lines" if product else "the recorded rate"))
+                 + ("the rate times the lines" if product else "the recorded rate")
+                 + MAPPING_NOTE)
 
 
 def pace_line(example: dict | None = None, size: int = 2048) -> Text:
@@ -555,9 +560,8 @@ def size_gap(block: int = 32, sizes=(2048, 2047), row_only: bool = False) -> Tex
     were timed in different runs, so each rate is also given as a share of the cuBLAS
     timed beside it; the factor is the plain ratio of the two rates. x->col at
     `sizes[1]` comes from its own timed study (`XCOL_ODD`); the other rates from the
-    chapter's recording. A last line sets x->row's rate at `sizes[1]` times its lines per
-    step against the pace of one L1 cycle per SM and clock (`pace_line`): where it passes
-    that pace, a step costs fewer L1 cycles than it touches lines. `row_only`: x->row's
+    chapter's recording. A last line gives the L1 cycles per step that x->row's rate at
+    `sizes[1]` implies (`implied_cycles`), beside the lines it touches. `row_only`: x->row's
     rate and share at each size only, then how many times as fast it runs at `sizes[1]`
     (the short version, for the main text's measurement)."""
     from gemm_kernels.measure import lookup, studies
@@ -591,15 +595,30 @@ def size_gap(block: int = 32, sizes=(2048, 2047), row_only: bool = False) -> Tex
     text = [f"At {n}^3: x->col {rate[('x->col', n)]:,.0f} GFLOP/s, {shown(pct[('x->col', n)])} "
             f"of cuBLAS; x->row {rate[('x->row', n)]:,.0f} GFLOP/s, {shown(pct[('x->row', n)])}. "
             f"x->col / x->row: {rate[('x->col', n)] / rate[('x->row', n)]:.1f} x." for n in sizes]
-    pace = _pace()
-    if pace is not None:
-        lines = ch01_02_sectors.sector_table([(KERNEL, {"BLOCK": block, "MAPPING": "x->row"})],
-                                             M=odd, N=odd, K=odd)[0]["128-byte lines (A + B)"]
-        product = rate[("x->row", odd)] * lines
-        text.append(f"At {odd}^3, x->row: {rate[('x->row', odd)]:,.0f} GFLOP/s x {lines} lines "
-                    f"per step = {product:,.0f}, {product / pace['gflops']:.1f} times the "
-                    f"{pace['gflops']:,.0f} that one L1 cycle per SM and clock allows.")
+    if _pace() is not None:
+        text.append(str(implied_cycles(odd, block)))
     return Text("\n".join(text))
+
+
+def implied_cycles(size: int = 2047, block: int = 32) -> Text:
+    """The L1 cycles per warp and step that x->row's recorded (or measured) rate at size^3
+    implies, if the L1 does one cycle per SM and clock (`pace_line`): that pace over the
+    rate. Set beside the 128-byte lines a step touches, which it equals at 2048^3 only."""
+    from gemm_kernels.measure import lookup
+    from gemm_kernels.memory import ch01_02_sectors
+    pace = _pace()
+    if pace is None:
+        return Text("Not known here: the GPU's SM count or clock.")
+    params = {"BLOCK": block, "MAPPING": "x->row"}
+    row = lookup.measure_or_lookup(KERNEL, (size,) * 3, params)
+    if not row:
+        return Text(f"Not in this recording: x->row at {size}^3.")
+    rate = row["gflops"]["median"]
+    lines = ch01_02_sectors.sector_table([(KERNEL, params)], M=size, N=size,
+                                         K=size)[0]["128-byte lines (A + B)"]
+    return Text(f"At {size}^3, x->row: {pace['gflops']:,.0f} / {rate:,.0f} GFLOP/s = "
+                f"{pace['gflops'] / rate:.1f} L1 cycles per warp and step, at one L1 cycle "
+                f"per SM and clock; its loads touch {lines} lines per step.")
 
 
 def which_count(block: int = 32, size: int = 2048) -> Text:

@@ -189,9 +189,8 @@ def summary(study: str = STUDY, label: bool = True):
         rows.append({"level": "L1, bytes delivered to the lanes (32 lanes x 4 B per "
                               "load, even where lanes share an address)",
                      "bytes": bytes_text(t["lane_bytes"]), "per second": per_s(t["lane_bytes"]),
-                     "limit": f"{bytes_text(rate[1])}/s, for comparison, not a limit: its "
-                              "byte width, 128 B per SM per clock (32 banks x 4 B); the "
-                              "delivered bytes count a shared word once per lane",
+                     "limit": f"{bytes_text(rate[1])}/s: its byte width (32 banks x 4 B "
+                              "per SM per clock), for comparison",
                      "share of the limit": f"{rate[0] / rate[1]:.0%}"})
     return Table(rows, list(rows[0]),
                  title=f"the naive kernel ({_settings(t)}) at {t['size']}^3, "
@@ -203,27 +202,6 @@ def summary(study: str = STUDY, label: bool = True):
 def _dram_share(t: dict) -> float:
     """DRAM's bytes over what it could move in the timed run, from `traffic`."""
     return t["bytes"]["DRAM"] / (t["ms"] * 1e-3) / (t["dram_gbps"] * 1e9)
-
-
-def why_l1(study: str = STUDY, stall_study: str = STALL_STUDY) -> Text:
-    """Why the chapter's core path counts the L1's work rather than DRAM's bytes, in
-    three lines: DRAM's share of what it could move (`traffic`, at the bytes study's
-    size), the L1's looked-up bytes over the L2's, and the share of the warps' wait
-    spent on lg throttle (`stall_table`, at the stall study's size). A Text saying so
-    where either study is missing."""
-    t, stalls = traffic(study), stall_table(study=stall_study)
-    lg = next((r for r in stalls if r["reason"].startswith("lg throttle")), None) \
-        if isinstance(stalls, Table) else None
-    if t is None or lg is None:
-        return Text(f"Not in this recording: the {study} and {stall_study} studies.")
-    b = t["bytes"]
-    stall_size = _size(studies.get(stall_study).shapes[0])
-    return Text(
-        f"At {t['size']}^3, DRAM moved {_dram_share(t):.1%} of what it could in the timed run.\n"
-        f"The L1 looked up {b['L1'] / b['L2']:,.0f} times the bytes the SMs asked of the L2: "
-        "the caches serve nearly every load.\n"
-        f"At {stall_size}, the warps spend {lg['share']} of their waiting cycles on lg "
-        f"throttle: {MEANING['lg throttle']}.")
 
 
 def l1_byte_rate(t: dict | None = None) -> tuple[float, float] | None:
@@ -378,13 +356,14 @@ def wavefronts_per_step(size: int = 2048) -> dict:
 
 
 def l1_pace(params: dict | None = None, study: str = STALL_STUDY,
-            brief: bool = False) -> Text:
+            part: str = "both") -> Text:
     """The same profile's wavefronts per SM and cycle, over the profiler's own count of
     each SM's cycles (`sm__cycles_elapsed.avg`), so no clock is assumed; and the bytes a
     load request looks up against those it delivers (why the chart of the chapter's
     section C shows the L1 looking up several times the bytes it delivers to the lanes). The SMs are those of
-    the GPU profiled, the recording's, whatever GPU runs the notebook. `brief`: the
-    wavefronts per SM and cycle only (the main text's one line)."""
+    the GPU profiled, the recording's, whatever GPU runs the notebook. `part`: "pace"
+    for the wavefronts per SM and cycle only (the main text's one line), "bytes" for the
+    bytes per request only (section D, after the main text printed the pace), "both"."""
     from gemm_kernels.memory import ch01_02_sectors
     params = dict(params or KERNELS["naive"].resolve(None))
     gpu = records.recorded_device()
@@ -399,11 +378,10 @@ def l1_pace(params: dict | None = None, study: str = STALL_STUDY,
                      f"(the {gpu.get('name', 'GPU')} profiled) / "
                      f"{cycles / 1e6:.1f} million cycles (the profiler's count of each SM's "
                      f"cycles) = {wf / sms / cycles:.2f} wavefronts")
-        if brief:
-            return Text(per_cycle)
-        return Text(f"{per_cycle}\n"
-                    f"Bytes per load request: {sectors / req:.2f} sectors x 32 B = "
-                    f"{32 * sectors / req:,.0f} B looked up, to deliver 32 lanes x 4 B = 128 B")
+        per_request = (f"Bytes per load request: {sectors / req:.2f} sectors x 32 B = "
+                       f"{32 * sectors / req:,.0f} B looked up, to deliver 32 lanes x 4 B = 128 B")
+        return Text({"pace": per_cycle, "bytes": per_request}.get(
+            part, f"{per_cycle}\n{per_request}"))
     return Text(f"Not in this recording: the naive kernel's wavefront counters ({study}).")
 
 
@@ -461,6 +439,8 @@ def _l1_pace(params: dict, warps: float, pace: float) -> str:
 
 def ncu_commands() -> Text:
     """The Nsight Compute command lines that recorded this chapter's bytes table, its
-    stall table and x->col's wavefronts, each study with its own metrics: what to run to
+    stall table and the wavefronts of all six configurations (x->row at BLOCK = 16 and
+    x->col have their own profiles), each study with its own metrics: what to run to
     count them again on another GPU."""
-    return Text("\n".join(studies.ncu_command(s) for s in (STUDY, STALL_STUDY, XCOL_STUDY)))
+    return Text("\n".join(studies.ncu_command(s)
+                           for s in (STUDY, STALL_STUDY, XROW_STUDY, XCOL_STUDY)))
