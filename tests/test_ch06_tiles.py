@@ -326,7 +326,7 @@ def test_path_check_divides_warps_per_scheduler_by_the_issue_share_where_rows_ca
 def test_standing_ratios_divides_each_pair_and_names_a_missing_rate():
     rows = [{"kernel": "K5", "TFLOP/s": 20.0},
             {"kernel": "ch05 kernel-4 tile", "TFLOP/s": 16.0},
-            {"kernel": "default", "TFLOP/s": None},
+            {"kernel": "ch06 default", "TFLOP/s": None},
             {"kernel": "ch05 default", "TFLOP/s": 22.0}]
     first, second = ch06_tiles.standing_ratios(rows=rows).splitlines()
     assert first.endswith("20.0 / 16.0 TFLOP/s at 4096³ = x1.25") and "kernel-4 tile" in first
@@ -337,12 +337,12 @@ def test_standing_ratios_says_which_runs_timed_the_pair_and_can_give_one_line():
     rows = [{"kernel": "K5", "TFLOP/s": 20.0, "run": "r2", "timed on": "2026-11-26"},
             {"kernel": "ch05 kernel-4 tile", "TFLOP/s": 16.0, "run": "r1",
              "timed on": "2026-11-23"},
-            {"kernel": "default", "TFLOP/s": 30.0, "run": "r1", "timed on": "2026-11-23"},
+            {"kernel": "ch06 default", "TFLOP/s": 30.0, "run": "r1", "timed on": "2026-11-23"},
             {"kernel": "ch05 default", "TFLOP/s": 20.0, "run": "r1", "timed on": "2026-11-23"}]
     line = ch06_tiles.standing_ratios(rows=rows, only="K5")
     assert "\n" not in line and line.startswith("K5 / ch05 kernel-4 tile")
     assert line.endswith("x1.25, timed in two runs (2026-11-26 and 2026-11-23)")
-    assert ch06_tiles.standing_ratios(rows=rows, only="default").endswith(
+    assert ch06_tiles.standing_ratios(rows=rows, only="ch06 default").endswith(
         "x1.50, timed in one run")
     rows[0]["timed on"] = "2026-11-23"
     assert ch06_tiles.standing_ratios(rows=rows, only="K5").endswith(
@@ -409,9 +409,12 @@ def test_fall_shares_gives_each_steps_two_falls_and_the_table_its_shares():
     rows = [{**_row(s, b, l, i), ch06_tiles.ALL_STALLS: t, "warps/SM": 16}
             for s, b, l, i, t in (("K5", .3, .9, 45, 5.0), ("a", .5, 1.0, 50, 8.0),
                                   ("b", .2, .5, 64, 6.3), ("c", .1, .4, 80, 5.0))]
-    first, second = ch06_tiles.fall_shares(rows).splitlines()[1:]
+    first, first_shares, second, _ = ch06_tiles.fall_shares(rows).splitlines()[1:]
     assert first == ("  a -> b: all stalls 8.00 -> 6.30, a fall of 1.70; "
                      "barrier + long scoreboard 1.50 -> 0.70, a fall of 0.80")
+    # both shares the prediction compares, on the line under their step
+    assert first_shares == ("    barrier + long scoreboard: 1.50 / 8.00 = 19% of all stalls "
+                            "before the step; 0.80 / 1.70 = 47% of the fall")
     assert second.startswith("  b -> c: ")
     table = ch06_tiles.path_check_table(rows)
     # each share reads off its numerator and denominator
@@ -481,14 +484,14 @@ def test_issue_rule_reads_the_recorded_profile_by_the_chapters_names():
 def test_the_stall_table_lists_every_reason_and_its_fall_at_the_two_predicted_steps():
     rows = list(ch06_tiles.stall_table())
     by = {r["stall reason"]: r for r in rows}
-    assert rows[-1]["stall reason"] == ch06_tiles.ALL_STALLS
+    assert rows[-1]["stall reason"] == ch06_tiles.ALL_WITH_SELECTED
     assert {"short scoreboard", "long scoreboard", "barrier", "selected"} <= set(by)
     tile = "fall, patch 8x4 -> BM 64"
     # each fall is the column before minus the column after, and the reasons add up
     for r in rows:
         assert abs(float(r["patch 8x4"]) - float(r["BM 64"]) - float(r[tile])) < 0.011
     parts = sum(float(r[tile]) for r in rows[:-1])
-    assert abs(parts - float(by[ch06_tiles.ALL_STALLS][tile])) < 0.1
+    assert abs(parts - float(by[ch06_tiles.ALL_WITH_SELECTED][tile])) < 0.1
 
 
 def test_the_b_load_picture_says_when_every_bank_read_is_outlined():
@@ -533,7 +536,7 @@ def test_the_configurations_table_has_every_named_configuration_and_the_swept_va
     assert t.columns == ["name", "kernel", "BM", "BN", "BK", "TM", "TN", "where it is used"]
     by = {r["name"]: r for r in t}
     assert set(by) == {n for n, *_ in ch06_tiles.NAMES} | {"values swept"}
-    assert by["K5"]["BM"] == 128 and {k: by["default"][k] for k in default} == default
+    assert by["K5"]["BM"] == 128 and {k: by["ch06 default"][k] for k in default} == default
     assert by["ch05 default"]["TN"] == "-" and by["strided"]["kernel"] == "tile_2d_strided"
     assert (by["BM 64"]["BM"], by["BM 64"]["TN"]) == (64, 4)
     assert by["values swept"]["TM"] == "4, 8" and t[-1]["name"] == "values swept"
@@ -551,12 +554,10 @@ def test_the_folded_configurations_show_the_main_path_first_and_fold_the_rest():
     assert html.index("K5, two blocks") < html.index("<details>") < html.index("strided")
 
 
-def test_the_capped_split_shows_the_chosen_rows_and_the_gap_only_beside_strided():
-    t = ch06_tiles.capped_split(labels=("K5", "K5, two blocks"))
-    assert [r["kernel"] for r in t] == ["K5", "K5, two blocks"]
-    assert "share of the gap closed" not in t.columns
-    full = {r["kernel"]: r for r in ch06_tiles.capped_split()}
-    assert t[1]["TFLOP/s"] == full["K5, two blocks"]["TFLOP/s"]
+def test_the_capped_split_places_each_rate_in_the_gap_from_k5_to_strided():
+    t = ch06_tiles.capped_split()
+    assert [r["kernel"] for r in t] == ["K5", "strided", "K5, two blocks"]
+    assert [r["share of the gap closed"] for r in t][:2] == ["0%", "100%"]
 
 
 def test_the_misplaced_b_column_doubles_the_loads_but_stays_under_the_static_limit():
@@ -571,18 +572,18 @@ def test_the_misplaced_b_column_doubles_the_loads_but_stays_under_the_static_lim
 
 def test_each_configuration_has_one_name_in_every_table():
     # the chapter's prose calls each configuration by one short name: the tables too
-    names = {"K5", "default", "ch05 default", "ch05 kernel-4 tile"}
+    names = {"K5", "ch06 default", "ch05 default", "ch05 kernel-4 tile"}
     issue = {r["kernel"] for r in ch06_tiles.issue_table()}
     assert issue == {"K5", "ch05 default", "ch05 kernel-4 tile"}
-    assert [r["step"] for r in ch06_tiles.path_rows()][::3] == ["K5", "default"]
-    assert {label for label, _, _ in ch06_tiles.STORY} == {"K5", "default", "ch05 default"}
+    assert [r["step"] for r in ch06_tiles.path_rows()][::3] == ["K5", "ch06 default"]
+    assert {label for label, _, _ in ch06_tiles.STORY} == {"K5", "ch06 default", "ch05 default"}
     assert names >= {r["kernel"] for r in ch06_tiles.bound_table()} - {"tile_2d"}
     assert {r["kernel"] for r in ch06_tiles.capped_split()} == {"K5", "strided", "K5, two blocks"}
 
 
 def test_the_counter_table_names_each_row_by_its_label():
-    t = ch06_tiles.counter_table([("K5", "tile_2d_reg", ch06_tiles.K5), ("default", "tile_2d_reg", None)])
-    assert [r["kernel"] for r in t] == ["K5", "default"]
+    t = ch06_tiles.counter_table([("K5", "tile_2d_reg", ch06_tiles.K5), ("ch06 default", "tile_2d_reg", None)])
+    assert [r["kernel"] for r in t] == ["K5", "ch06 default"]
     assert t[0]["ld wf model"] == "10,485,760"   # 1024^3 at K5: the bank model's load wavefronts
 
 
@@ -644,6 +645,9 @@ def test_standings_labels_each_bar_with_its_share_and_draws_no_second_cublas():
     labels = [t.get_text() for t in ax.texts]
     assert len(labels) == len(ch06_tiles.STORY)
     assert all("% of cuBLAS" in x for x in labels)
+    # the colours say which chapter a kernel is from
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "earlier chapters' kernels", "this chapter's kernels"]
     plt.close(fig)
 
 

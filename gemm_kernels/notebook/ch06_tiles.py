@@ -34,8 +34,11 @@ K4 = {"BM": 64, "BN": 64, "BK": 8, "TM": 8}
 # `ch06_path_stalls` (found by their parameters, so the labels here are the chapter's
 # names: the last step is the default).
 PATH_STUDY = "ch06_path_stalls"
+# The chapter's name for the registry's default of tile_2d_reg: "ch06" beside chapter
+# 05's "ch05 default", so that no sentence names two configurations "default".
+DEFAULT = "ch06 default"
 PATH = (("K5", K5), ("patch 8x4", {**K5, "TN": 4}), ("BM 64", {**K5, "TN": 4, "BM": 64}),
-        ("default", None))
+        (DEFAULT, None))
 # The chapter calls each configuration by one short name in every table, plot and
 # sentence; the profiled study `stalls` labels its steps in words, renamed here.
 STUDY_NAMES = {"chapter 05, kernel-4 tile": "ch05 kernel-4 tile",
@@ -213,10 +216,10 @@ STANDINGS = (("ch03 smem_tiled", "smem_tiled", None),
              ("ch05 default", "tile_1d", None),
              ("tile_2d (rolled dot products), K5 tile", "tile_2d", K5),
              ("K5", "tile_2d_reg", K5),
-             ("default", "tile_2d_reg", None))
+             (DEFAULT, "tile_2d_reg", None))
 # The main path's measurement: the chapter's two configurations against chapter 05's
 # best (and cuBLAS, drawn by `standings` itself).
-STORY = tuple(c for c in STANDINGS if c[0] in ("ch05 default", "K5", "default"))
+STORY = tuple(c for c in STANDINGS if c[0] in ("ch05 default", "K5", DEFAULT))
 
 
 def ladder_plot(table, ax=None):
@@ -248,11 +251,11 @@ def ladder_plot(table, ax=None):
 # the table a student keeps beside the chapter. None: the kernel's registry default.
 NAMES = (("ch05 default", "tile_1d", None, "the kernel to beat: chapter 05's best"),
          ("K5", "tile_2d_reg", K5, "Boehm's kernel 5: the whole chapter"),
-         ("default", "tile_2d_reg", None, "best of the sweep: the exercise, the path's end"),
+         (DEFAULT, "tile_2d_reg", None, "best of the sweep: the exercise, the path's end"),
          ("patch 8x4", "tile_2d_reg", dict(PATH)["patch 8x4"], "the path, step 1"),
          ("BM 64", "tile_2d_reg", dict(PATH)["BM 64"], "the path, step 2"),
          ("K5, two blocks", "tile_2d_reg", K5,
-          "K5 with __launch_bounds__(256, 2): the evidence, the practice"),
+          "K5 with __launch_bounds__(256, 2): the practice, the control"),
          ("strided", "tile_2d_strided", K5, "another thread layout: the practice, Appendix C"),
          ("tile_2d", "tile_2d", K5, "the dot-product order, k loop rolled: Appendices D, F"),
          ("ch05 kernel-4 tile", "tile_1d", K4, "Boehm's kernel 4: Appendices G, H"))
@@ -269,7 +272,7 @@ def configurations(k5: dict, default: dict, fold_rest: bool = False):
     names (the first MAIN_NAMES) as a table, the rest folded under it, so that a reader
     meets only the names the main path uses."""
     params = [p.name for p in get_kernel("tile_2d_reg").params]
-    own = {"K5": k5, "default": default}
+    own = {"K5": k5, DEFAULT: default}
     rows = []
     for name, kernel, p, where in NAMES:
         p = get_kernel(kernel).resolve(own.get(name, p))
@@ -322,7 +325,7 @@ def standings_rows(size: int = 4096, configs=STANDINGS) -> list[dict]:
 # step (his kernel-4 tile to his kernel 5), then each chapter's default.
 RATIOS = (("K5", "ch05 kernel-4 tile",
            f"K5 / ch05 kernel-4 tile ({_short(K4)}; his kernel 4 -> 5)"),
-          ("default", "ch05 default", "default / ch05 default"))
+          (DEFAULT, "ch05 default", f"{DEFAULT} / ch05 default"))
 
 
 def standing_ratios(size: int = 4096, rows=None, only: str | None = None) -> str:
@@ -426,7 +429,7 @@ def boehm_table(size: int = 4096, rows=None, props: dict | None = None) -> Table
 # The kernels set against chapter 05's shared-memory bound: chapter 05's default (the
 # bound's own row there), the rolled dot product and the two register-cached tiles.
 BOUND_CONFIGS = (("ch05 default", "tile_1d", None), ("tile_2d", "tile_2d", K5),
-                 ("K5", "tile_2d_reg", K5), ("default", "tile_2d_reg", None))
+                 ("K5", "tile_2d_reg", K5), (DEFAULT, "tile_2d_reg", None))
 
 
 def bound_table(configs=BOUND_CONFIGS, size: int = 4096) -> Table:
@@ -479,7 +482,13 @@ def standings(size: int = 4096, configs=STANDINGS, ax=None):
     ax.set_yticks(y, [r["kernel"] for r in rows], fontsize=9)
     # room to the right of the longest bar for its label
     ax.set_xlim(0, max(vals + [1]) * 1.6)
-    ax.set_ylim(-0.6, len(rows) - 0.1)
+    # room above the top bar for the legend of the two colours
+    ax.set_ylim(-0.6, len(rows) + 0.5)
+    from matplotlib.patches import Patch
+    ax.legend(handles=[Patch(color=c, label=lab) for c, lab in
+                       (("tab:blue", "earlier chapters' kernels"),
+                        ("tab:orange", "this chapter's kernels")) if c in colours],
+              loc="upper right", ncol=2, fontsize=8)
     ax.set_xlabel(f"TFLOP/s at {size}³ (share: of the cuBLAS timed in the same run)")
     ax.set_title(f"At {size}³, {records.source()}", fontsize=10)
     ax.figure.tight_layout()
@@ -583,6 +592,7 @@ def _stall_row(kernel: str, params: dict, shape) -> dict | None:
 
 
 ALL_STALLS = "all stall reasons"
+ALL_WITH_SELECTED = "all reasons, selected included"
 _STALL_PREFIX = "smsp__average_warps_issue_stalled_"
 STALL_COLUMNS = {"issue share %": ISSUE,
                  "barrier": _STALL.format("barrier"),
@@ -653,13 +663,13 @@ def path_table(size: int = 2048, part: str | None = None) -> Table:
     rows = [{**r, **{c: _f(r[c], 2) for c in stalls}} for r in path_rows(size)]
     if part is None:
         return Table(rows, list(rows[0]),
-                     title=f"from K5 to the default, one change at a time: rates at {size}³, "
+                     title=f"from K5 to {DEFAULT}, one change at a time: rates at {size}³, "
                            "where the warps wait at 4096³ (Nsight Compute; stalls in cycles "
                            "per issued instruction; '-': not profiled, or no step before); "
                            + records.recording_label())
     columns = [c.format(size=size) for c in PATH_PARTS[part]]
     # one line each: the caveats (runs, which rows compare) are the chapter's text
-    title = (f"from K5 to the default: what changed, and the rate at {size}³; "
+    title = (f"from K5 to {DEFAULT}: what changed, and the rate at {size}³; "
              if part == "changed" else
              f"the same steps at 4096³: where the warps wait (Nsight Compute, stalls in cycles "
              "per issued instruction), beside the rate over the step before"
@@ -774,10 +784,15 @@ def path_check_table(rows=None) -> Table:
 def fall_shares(rows=None) -> str:
     """The main path's test of the two predicted steps in plain numbers: per step of
     CHECKS, all stall reasons and the barrier + long-scoreboard stalls, before -> after
-    and by how much each fell (path_check_table's columns; its last two give the shares)."""
+    and by how much each fell, then the two shares the prediction compares: the two
+    stalls' share of all stalls before the step, and their share of the fall
+    (path_check_table's columns)."""
     lines = [f"  {r['step']}: all stalls {r['all stalls']}, a fall of {r['fall of all stalls']}; "
              f"barrier + long scoreboard {r['barrier + long scoreboard']}, a fall of "
-             f"{r['fall of the two']}" for r in path_check_table(rows)]
+             f"{r['fall of the two']}\n"
+             f"    barrier + long scoreboard: {r['the two: share of all stalls']} of all "
+             f"stalls before the step; {r['the two: share of the fall']} of the fall"
+             for r in path_check_table(rows)]
     return "\n".join(["stalls per issued instruction at 4096³, 16 warps per SM (Nsight Compute):"]
                      + lines)
 
@@ -884,7 +899,7 @@ def path_plot(size: int = 2048, rows=None, panels=PATH_PANELS):
         _stall_panel(ax_of["stalls"], rows, x)
     for ax in ax_of.values():
         ax.set_xticks(x, names, fontsize=8)
-    fig.suptitle(f"From K5 to the default, one change at a time ({records.recording_label()})",
+    fig.suptitle(f"From K5 to {DEFAULT}, one change at a time ({records.recording_label()})",
                  fontsize=10)
     fig.tight_layout()
     return fig
@@ -1022,10 +1037,11 @@ def stall_table(label_rows=None) -> Table:
         return r
 
     rows = [row(k, lambda lab, k=k: got[lab].get(k, 0.0)) for k in reasons]
-    rows.append(row(ALL_STALLS, lambda lab: sum(got[lab].values())))
+    # the total holds "selected" too: a warp issuing is no stall, so the label says so
+    rows.append(row(ALL_WITH_SELECTED, lambda lab: sum(got[lab].values())))
     return Table(rows, list(rows[0]), title="every stall reason at 4096³ (Nsight Compute; "
                  "cycles per issued instruction; 'selected': the warp issuing) along the "
-                 "path from K5 to the default; " + records.recording_label())
+                 f"path from K5 to {DEFAULT}; " + records.recording_label())
 
 
 def with_min_blocks(name: str, blocks: int) -> Kernel:
@@ -1198,14 +1214,13 @@ def capped_run(names, params: dict | None = None) -> tuple[dict, dict]:
     return capped, got
 
 
-def capped_split(params: dict | None = None, labels: tuple[str, ...] | None = None) -> Table:
+def capped_split(params: dict | None = None) -> Table:
     """The contiguous 8x8 patch, the strided one, and the contiguous one held to two
     blocks per SM (`__launch_bounds__(NT, 2)`, spilling a little), timed in one run at
     4096^3 with cuBLAS in the same process: is the strided kernel's gain its second
     block or its conflict-free reads? Per kernel the rate, the share of cuBLAS and of
     this GPU's FP32 peak (`share_of_peak`), the registers and local memory of the timed binary, the blocks per SM they allow, and
-    the share of the contiguous-to-strided gap the kernel closes. With `labels`, only
-    those rows (the gap column only where "strided" is among them)."""
+    the share of the contiguous-to-strided gap the kernel closes."""
     from gemm_kernels.measure import timing
     p = params or CAPPED_PARAMS
     capped, got = capped_run(CAPPED_COMPARE, p)
@@ -1217,9 +1232,7 @@ def capped_split(params: dict | None = None, labels: tuple[str, ...] | None = No
     out = [{**run_row(label, kernel, r, tflops=True, **{"% of cuBLAS": f"{timing.share(r):.1f}",
                                            "% of FP32 peak": f"{share_of_peak(r['gflops']['median']):.0f}"}),
             "share of the gap closed": f"{(r['gflops']['median'] - low) / gap:.0%}"}
-           for label, kernel, r in rows if labels is None or label in labels]
-    if labels is not None and "strided" not in labels:
-        out = [{c: v for c, v in r.items() if c != "share of the gap closed"} for r in out]
+           for label, kernel, r in rows]
     return Table(out, list(out[0]), title=(
         f"the 8x8 patch at {' '.join(f'{k}={v}' for k, v in p.items())}, timed in one run "
         f"at {CAPPED_SHAPE[0]}³; {records.recording_label()}"))
