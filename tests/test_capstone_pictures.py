@@ -399,6 +399,7 @@ def test_waves_use_the_recorded_device(record):
     rows = cp.waves(sizes=(4096,))
     slots = 100 * rows[0]["blocks/SM"]
     assert rows[0]["SMs"] == 100 and rows[0]["waves"] == -(-1024 // slots)
+    assert "the 100 SMs of Test GPU 9000" in rows.title, rows.title
 
 
 def test_capstone_model_matches_its_bank_analysis():
@@ -1084,3 +1085,10 @@ def test_best_per_depth_is_the_fastest_ranked_row_with_its_timed_registers(recor
         assert r["registers"] == row["binary"]["registers"]
         assert r["blocks/SM"] == cp._row_blocks("capstone", row)
         assert r["GFLOP/s"] == cp.count(g) and r["MINB"] == c["MINB"]
+
+
+def test_the_a_copy_padding_prices_both_row_lengths():
+    """Why the capstone keeps the pad: lane 8 * row + k writes word k * LDA + m, so rows
+    of 128 floats put 8 lanes on each of 4 banks, rows of 132 spread them over 32."""
+    line = str(cp.a_copy_padding())
+    assert "1 into rows of 132 floats (as built), 8 into rows of 128 (no pad)" in line, line

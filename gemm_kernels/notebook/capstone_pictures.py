@@ -1399,6 +1399,30 @@ def zorder_counters() -> Table:
                  f"(live) and Nsight Compute ({records.rows_label(seen)})")
 
 
+def _a_copy_wavefronts(c: dict, warp: list[dict], a_k: str, a_m: str, lda: int) -> int:
+    """Bank-model wavefronts of a warp's 4-byte copies of A into one tile, each float
+    to word a_k * lda + a_m of the transposed tile."""
+    return sum(banks.analyse([4 * (evaluate(a_k, {**e, "i": i}) * lda
+                                   + evaluate(a_m, {**e, "i": i})) for e in warp], 4).wavefronts
+               for i in range(c["A_PER"]))
+
+
+def a_copy_padding(params: dict | None = None) -> Text:
+    """Why the capstone keeps part A's padded rows: the bank model's wavefronts for one
+    4-byte cp.async copy of A by warp 0, into rows of LDA = BM + 4 floats (as built) and
+    into rows of BM floats (no pad)."""
+    p = KERNELS["capstone"].resolve(params)
+    c, threads = _capstone_threads(p)
+    code = code_only(KERNELS["capstone"].source_text())
+    lam = braced(code, code.index("issue_tile"))
+    a_k, a_m = _assigned(lam, "k"), _assigned(lam, "m")
+    per = {lda: _a_copy_wavefronts(c, threads[:32], a_k, a_m, lda) / c["A_PER"]
+           for lda in (c["LDA"], c["BM"])}
+    return Text("one 4-byte copy of A by a warp, wavefronts in the bank model: "
+                f"{per[c['LDA']]:g} into rows of {c['LDA']} floats (as built), "
+                f"{per[c['BM']]:g} into rows of {c['BM']} (no pad)")
+
+
 def capstone_model(params: dict | None = None) -> dict:
     """Bank-model wavefronts of capstone warp 0 (stage 0, k = 0): `read_per_k`, its
     LDS.128 of one k (for every sub-tile, the 4 A values of its rows and the 4 B values
@@ -1421,9 +1445,7 @@ def capstone_model(params: dict | None = None) -> dict:
     lam = braced(code, code.index("issue_tile"))
     a_m, a_k = _assigned(lam, "m"), _assigned(lam, "k")
     b_k = re.findall(r"\bk\s*=(?!=)\s*([^,;]+);", lam)[1]      # the B loop's k
-    a_wf = sum(banks.analyse([4 * (evaluate(a_k, {**e, "i": i}) * c["LDA"]
-                                   + evaluate(a_m, {**e, "i": i})) for e in warp], 4).wavefronts
-               for i in range(c["A_PER"]))
+    a_wf = _a_copy_wavefronts(c, warp, a_k, a_m, c["LDA"])
     b_wf = sum(banks.analyse([4 * (b_base + evaluate(b_k, {**e, "i": i}) * c["BN"] + e["b_n"])
                               for e in warp], 16).wavefronts for i in range(c["B_PER"]))
     return {"read_per_k": reads, "a_copies": c["A_PER"], "a_copy_wavefronts": a_wf,
@@ -1569,7 +1591,8 @@ def waves(params: dict | None = None, sizes=(1024, 2048, 4096, 8192)) -> Table:
     recording has it, else ptxas here), waves, and how full the last one is."""
     k = KERNELS["capstone"]
     p = k.resolve(params)
-    sms = records.described_device().get("sm_count")
+    described = records.described_device()
+    sms, gpu = described.get("sm_count"), described.get("name") or "an unnamed GPU"
     timed = (lookup.binary("capstone", p) or {}).get("registers")
     occ = analysis.kernel_occupancy(k, p, registers=timed)
     slots = sms * occ.blocks_per_sm if sms else None
@@ -1586,7 +1609,7 @@ def waves(params: dict | None = None, sizes=(1024, 2048, 4096, 8192)) -> Table:
                     "slots busy over all waves": pct(100 * blocks / (slots * (full + (rest > 0))))}
         rows.append(row)
     return Table(rows, list(rows[0]), title=f"capstone {p['BM']} x {p['BN']} tiles on "
-                 f"{sms or 'an unknown number of'} SMs, {occ.blocks_per_sm} blocks per SM "
+                 f"the {sms or 'unknown number of'} SMs of {gpu}, {occ.blocks_per_sm} blocks per SM "
                  f"({occ.registers_per_thread} registers, "
                  f"{'of the compiled kernel that was timed' if timed else 'from ptxas here'})")
 
