@@ -455,10 +455,6 @@ def _sweep(size: int, blocks):
             yield params, counts, rate
 
 
-# The source's name for the mapping beside the tables' one, for a table's caption.
-MAPPING_NOTE = " (x->row is X_TO_COL = 0, x->col is X_TO_COL = 1)"
-
-
 def rate_times_lines(size: int = 2048, blocks=(8, 16, 32), product: bool = True,
                      brief: bool = False) -> Table:
     """Per BLOCK and mapping: the 32-byte sectors and the 128-byte lines one warp's loads
@@ -486,8 +482,7 @@ def rate_times_lines(size: int = 2048, blocks=(8, 16, 32), product: bool = True,
     what = ("the lines" if brief else "the sectors and lines") + \
         " its loads touch, the L1 wavefronts Nsight Compute counted"
     return Table(rows, list(rows[0]), title=f"one warp, one step k: {what}, and "
-                 + ("the rate times the lines" if product else "the recorded rate")
-                 + MAPPING_NOTE)
+                 + ("the rate times the lines" if product else "the recorded rate"))
 
 
 def pace_line(example: dict | None = None, size: int = 2048) -> Text:
