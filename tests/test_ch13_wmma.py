@@ -503,6 +503,27 @@ def test_the_stride_control_reads_both_sizes_of_one_profile():
         assert "data-stage wavefronts per load" in line and line.endswith("under the profiler")
 
 
+def test_the_stride_ratio_sets_the_wavefronts_beside_the_rates():
+    """stride_ratio: with the data stage full at both sizes, 1 / wavefronts per load
+    predicts the rate; the sentence gives both ratios, each from the values
+    stride_control prints, and section 8's bullet on the data stage carries it."""
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    sizes, _ = ch13.stride_sizes()
+    text = ch13.stride_ratio()
+    if sizes is None:
+        assert text == ""
+        return
+    on, off = sizes
+    w = [round(s["waves"], 1) for s in sizes]
+    r = [round(s["rate"], 1) for s in sizes]
+    assert f"{w[0]:.1f} / {w[1]:.1f} = {w[0] / w[1]:.1f} times" in text
+    assert f"{r[1]:.1f} / {r[0]:.1f} = {r[1] / r[0]:.1f} times" in text
+    assert f"({on['busy']:.1f}% and {off['busy']:.1f}%)" in text
+    control = str(ch13.stride_control())
+    assert f"{w[1]:.1f} data-stage wavefronts" in control and f"{r[1]:.1f} TFLOP/s" in control
+    assert text in str(ch13.profile_waits())
+
+
 def test_the_bank_model_counts_words_on_the_busiest_bank():
     """bank_model_words: 8 rows of 16 bytes a multiple of 128 bytes apart share four
     banks (8 wavefronts); 32 bytes past one, rows r and r + 4 share theirs (2); 80 bytes
