@@ -609,6 +609,22 @@ def test_block_orders_draw_two_orders_at_the_square_shape():
 
 
 def test_latency_check_is_the_checks_tables_first_row():
+    """A.4's table, at the ragged shape of its study, opens with the check at that shape."""
     first = list(c.ruled_out())[0]
-    assert first["evidence (printed from the recording)"] == c.latency_check()
+    assert first["evidence (printed from the recording)"] == c.latency_check(c.ODD)
     assert "stall counter" in c.latency_check() and "Little's law" in c.latency_check()
+
+
+def test_latency_check_reads_the_square_profile_beside_the_law_table():
+    """Section 5's check is at 8192 x 8192, the shape of copy_little's table: the stall
+    cycles are the float copy's row of the study profiled there, and the law's latency
+    is the table's."""
+    text = c.latency_check()
+    w = next(w for w in c.warp_times("ch10_naive_store")
+             if w["kernel"] == "copy" and w["params"]["T"] == "float")
+    assert text.startswith("copy, 8192 x 8192,")
+    assert f"{w['loads']:,.0f} cycles" in text
+    assert f"{w['loads'] / 2 / w['clock'] / 1e3:.2f} µs a round trip" in text
+    assert f"{c._copy_chain(c.SQUARE)['latency'] * 1e6:.2f} µs" in text
+    assert f"{100 * w['loads'] / w['cycles']:.0f}% of their life." in text
+    assert list(c.copy_little())[-1]["value"].startswith(text.split("Little's law: ")[1][:4])

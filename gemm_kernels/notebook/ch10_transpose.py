@@ -487,17 +487,24 @@ def plot_round_trips(rows: int = 8):
     return fig
 
 
-def _stall_latency() -> float | None:
+def _copy_wait(shape=ODD) -> dict | None:
+    """The float copy's row of `warp_times` from the study that profiled it at `shape`
+    (`_COPY_PROFILE`), None where the recording lacks its counters."""
+    return next((w for w in warp_times(_COPY_PROFILE[tuple(shape)])
+                 if w["kernel"] == "copy" and w["params"]["T"] == "float"), None)
+
+
+def _stall_latency(shape=ODD) -> float | None:
     """The copy's wait per round trip, µs, from the profiler's long-scoreboard stall at
-    its own clock (appendix A.2); None where the recording lacks the copy's counters."""
-    w = next((w for w in warp_times() if w["kernel"] == "copy"), None)
+    its own clock; None where the recording lacks the copy's counters at `shape`."""
+    w = _copy_wait(shape)
     return None if w is None else w["loads"] / len(w["trips"]) / w["clock"] / 1e3
 
 
 def copy_wait_check(shape=ODD) -> str:
     """The latency of the copy's round trips as the profiler measured it (the warps'
     long-scoreboard stall), next to what Little's law implies from the timed rate."""
-    w = next((w for w in warp_times() if w["kernel"] == "copy"), None)
+    w = _copy_wait(shape)
     if w is None:
         return "the copy's profiled counters are not in this recording"
     props = records.recorded_device()      # the GPU profiled, whose clock is compared
@@ -510,7 +517,7 @@ def copy_wait_check(shape=ODD) -> str:
             f"{sum(w['trips'])})\nwaiting for global loads: {w['loads']:,.0f} cycles per warp, "
             f"{w['loads'] / trips:,.0f} per round trip\nat the profiler's clock of "
             f"{w['clock']:.2f} GHz (the GPU's own: {props['sm_clock_mhz'] / 1e3:.2f} GHz): "
-            f"{_stall_latency():.2f} µs per round trip, against "
+            f"{_stall_latency(shape):.2f} µs per round trip, against "
             f"{implied:.2f} µs from Little's law")
 
 
@@ -745,7 +752,7 @@ def ruled_out(study: str = DRAM_STUDY) -> Table:
     shape = _shape_text(studies.get(study).shapes[0])
     if copy is not None:
         add("Is the latency from Little's law plausible?",
-            latency_check(),
+            latency_check(studies.get(study).shapes[0]),
             "yes: both a good part of a microsecond")
     if copy is not None and 1 in tiles:
         (cb, cw, _), (tb, tw, _) = per_trip(copy), per_trip(tiles[1])
@@ -756,8 +763,9 @@ def ruled_out(study: str = DRAM_STUDY) -> Table:
     if 1 in tiles and 2 in tiles:
         (_, _, one), (_, _, two) = per_trip(tiles[1]), per_trip(tiles[2])
         add("Do bytes in flight predict two tiles' gain?",
-            f"two tiles over one: bytes in flight / load wait (a relative index only) "
-            f"{two:.1f} / {one:.1f} = {two / one:.2f}; timed: {tiles[2]['timed']:.1f}% / "
+            f"two tiles over one, the law's rate per SM (warps x bytes a round trip / load "
+            f"wait a round trip, GB/s per SM at the profiler's clock) {two:.1f} / {one:.1f} = "
+            f"{two / one:.2f}; timed: {tiles[2]['timed']:.1f}% / "
             f"{tiles[1]['timed']:.1f}% = {tiles[2]['timed'] / tiles[1]['timed']:.2f}",
             "no: about the same prediction, yet two tiles run faster")
     dram = list(dram_table(study))
@@ -918,19 +926,20 @@ def out_pieces_line(shape=ODD) -> str:
             f"one tile each: " + "; ".join(parts))
 
 
-def latency_check() -> str:
-    """Section 5's one-line independent check of the latency Little's law implies, with
-    its derivation: the copy's long-scoreboard stall cycles per warp, over its round trips
-    (from the SASS), over the profiler's clock; beside the law's latency, at the ragged
-    shape (A.4's first row)."""
-    w = next((w for w in warp_times() if w["kernel"] == "copy"), None)
+def latency_check(shape=SQUARE) -> str:
+    """The one-line independent check of the latency Little's law implies for the copy at
+    `shape`: its long-scoreboard stall cycles per warp, over its round trips (from the
+    SASS), over the profiler's clock; beside the law's latency, and the share of a warp's
+    life spent waiting for its loads (the law's model counts all of it)."""
+    w = _copy_wait(shape)
     if w is None:
         return "the copy's profiled counters are not in this recording"
     trips = len(w["trips"])
-    return (f"copy, {_shape_text(ODD)}, from the stall counter: {w['loads']:,.0f} cycles a "
+    return (f"copy, {_shape_text(shape)}, from the stall counter: {w['loads']:,.0f} cycles a "
             f"warp waits for its loads / {trips} round trips / {w['clock']:.2f} GHz (the "
-            f"profiler's clock) = {_stall_latency():.2f} µs a round trip; from Little's law: "
-            f"{_copy_chain(ODD)['latency'] * 1e6:.2f} µs")
+            f"profiler's clock) = {_stall_latency(shape):.2f} µs a round trip; from Little's law: "
+            f"{_copy_chain(shape)['latency'] * 1e6:.2f} µs.\nThe warps wait for their loads "
+            f"{100 * w['loads'] / w['cycles']:.0f}% of their life.")
 
 
 def padded_heatmap(shape=SQUARE, t: str = "float", pad: int = 1):
