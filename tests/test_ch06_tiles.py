@@ -658,3 +658,19 @@ def test_the_mistakes_give_the_verdicts_in_a_table_and_each_message_in_a_list():
     assert [what for what, _ in says] == [r["mistake"] for r in verdicts]
     assert all(message for _, message in says)
     assert shown._repr_html_().count("<li>") == len(verdicts)
+
+
+def test_the_control_lines_give_both_rows_the_changed_line_and_both_doublings():
+    from gemm_kernels.notebook import ch06_tiles
+    lines = ch06_tiles.control_lines().splitlines()
+    rows = {r["kernel"]: r for r in ch06_tiles.capped_split()}
+    for label, line in (("K5", lines[0]), ("K5, two blocks", lines[1])):
+        r = rows[label]
+        assert line.startswith(f"{label}: {r['TFLOP/s']} TFLOP/s, {r['registers']} registers")
+    assert "1 block of 8 warps" in lines[0] and "2 blocks of 8 warps" in lines[1]
+    assert lines[3].endswith("(BM / TM) * (BN / TN))") and lines[4].endswith("(BN / TN), 2)")
+    patch = next(r for r in ch06_tiles.path_rows(4096) if r["step"] == "patch 8x4")
+    ratio = float(rows["K5, two blocks"]["TFLOP/s"]) / float(rows["K5"]["TFLOP/s"])
+    one, two = lines[5].split("; ")
+    assert one.endswith(f"x{patch['x previous']}")
+    assert abs(float(two.rsplit("x", 1)[1]) - ratio) < 0.01
