@@ -1142,3 +1142,11 @@ def test_chapter_and_solution_print_the_same_ptxas_registers_for_each_stage_dept
     chapter = column(root / "09_zorder_capstone.ipynb")
     solution = column(root / "solutions" / "09_solution.ipynb")
     assert chapter and solution and chapter == solution
+
+
+def test_zorder_wrong_mapping_prices_a_mapping_as_the_grader_does():
+    from gemm_kernels.exercises.ch09_checks import _assignments
+    wrong = cp.zorder_wrong_mapping()
+    assert "grader: the A read" in wrong and "passes" not in wrong
+    right = _assignments(KERNELS["zorder"].source_text())
+    assert cp.zorder_wrong_mapping(*right).endswith("grader: passes the bank model")

@@ -32,7 +32,7 @@ from gemm_kernels.core.table import Table
 from gemm_kernels.exercises.cexpr import code_only, evaluate
 # The chapter's checks read the same kernel: one brace matcher (the text inside the
 # first {...} from a position) serves both.
-from gemm_kernels.exercises.ch09_checks import braced
+from gemm_kernels.exercises.ch09_checks import _assignments, braced, zorder_lanes
 from gemm_kernels.measure import lookup, profile, records, studies, tradeoff
 from gemm_kernels.memory import banks, ch07_09_patterns
 from gemm_kernels.notebook import ch09_split   # registers the ladder's variants (4a, 4b)
@@ -508,6 +508,22 @@ def capstone_at_a_glance(sizes=(2048, 4096)) -> str:
         f"{occ.blocks_per_sm} blocks per SM",
         f"* GFLOP/s (% of cuBLAS): {rates}"
         + (f" ({records.rows_label(got, rec)})" if got else "")])
+
+
+# A tempting wrong answer to the z-order exercise: qr from the two low lane bits (b1 b0),
+# qc from the three high ones, a 4 x 8 block filled column by column.
+WRONG_ZORDER = ("(warp / WARPS_N) * 4 + (lane & 3)", "(warp % WARPS_N) * 8 + (lane >> 2)")
+
+
+def zorder_wrong_mapping(qr: str = WRONG_ZORDER[0], qc: str = WRONG_ZORDER[1]) -> str:
+    """What the z-order exercise's grader says of one lane mapping: 09_zorder.cu with
+    its qr and qc replaced by `qr` and `qc`, priced by the same bank model."""
+    text = KERNELS["zorder"].source_text()
+    for name, old, new in zip(("qr", "qc"), _assignments(text), (qr, qc)):
+        text = text.replace(f"{name} = {old};", f"{name} = {new};", 1)
+    problems = zorder_lanes(text)
+    return "\n".join([f"qr = {qr}", f"qc = {qc}",
+                       *(f"grader: {p}" for p in problems or ["passes the bank model"])])
 
 
 def built_minb(kernel, params: dict) -> int:
