@@ -1092,3 +1092,61 @@ def test_the_a_copy_padding_prices_both_row_lengths():
     of 128 floats put 8 lanes on each of 4 banks, rows of 132 spread them over 32."""
     line = str(cp.a_copy_padding())
     assert "1 into rows of 132 floats (as built), 8 into rows of 128 (no pad)" in line, line
+
+
+def test_ring_bytes_prints_the_registrys_bytes_and_says_when_the_launch_must_raise_its_limit():
+    k = KERNELS["capstone"]
+    d = k.resolve(None)
+    text = cp.ring_bytes()
+    assert f"{k.dynamic_bytes({**d, 'STAGES': 1}):,} bytes" in text
+    assert f"{d['STAGES']} stages: {k.dynamic_bytes(d):,} bytes" in text
+    assert k.dynamic_bytes(d) > device.limits()["smem_per_block"]
+    assert "must raise the kernel's limit" in text
+    small = {"STAGES": 2, "BK": 8}
+    assert k.dynamic_bytes(k.resolve(small)) <= device.limits()["smem_per_block"]
+    assert "no raise is needed" in cp.ring_bytes(small)
+
+
+def test_capstone_at_a_glance_gathers_the_default_the_static_analysis_and_the_ladders_rates():
+    from gemm_kernels.core import analysis
+    from gemm_kernels.measure import lookup
+    d = KERNELS["capstone"].resolve(None)
+    text = cp.capstone_at_a_glance()
+    occ = analysis.kernel_occupancy("capstone", d)
+    assert f"{d['BM']} x {d['BN']} x {d['BK']}" in text
+    assert f"WM x WN = {d['WM']} x {d['WN']}" in text
+    assert f"STAGES = {d['STAGES']}" in text and f"MINB = {d['MINB']}" in text
+    assert (f"{occ.registers_per_thread} registers, {occ.smem_per_block:,} bytes of shared "
+            f"memory per block: {occ.blocks_per_sm} blocks per SM") in text
+    row = lookup.recorded("capstone", (2048,) * 3, d, rec=cp.ladder_recording())
+    assert f"{row['gflops']['median']:,.0f} ({lookup.share(row):.0f}%) at 2048^3" in text
+
+
+def test_chapter_and_solution_print_the_same_ptxas_registers_for_each_stage_depth():
+    """The chapter's F.1 answer and the solution's 2048^3 table call the same function;
+    their saved 'ptxas here' columns must agree (a stale output would not)."""
+    import json
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1] / "notebooks"
+
+    def column(path):
+        for cell in json.loads(path.read_text())["cells"]:
+            for out in cell.get("outputs", []):
+                html = "".join(out.get("data", {}).get("text/html", ""))
+                if "the capstone&#x27;s default with 2, 3 or 4 stages" in html or \
+                        "the capstone's default with 2, 3 or 4 stages" in html:
+                    if " here</th>" in html and "against the default" in html:
+                        return re.findall(r"<td>(\d+: \d blocks?/SM)</td>", html)
+        return None
+
+    chapter = column(root / "09_zorder_capstone.ipynb")
+    solution = column(root / "solutions" / "09_solution.ipynb")
+    assert chapter and solution and chapter == solution
+
+
+def test_zorder_wrong_mapping_prices_a_mapping_as_the_grader_does():
+    from gemm_kernels.exercises.ch09_checks import _assignments
+    wrong = cp.zorder_wrong_mapping()
+    assert "grader: the A read" in wrong and "passes" not in wrong
+    right = _assignments(KERNELS["zorder"].source_text())
+    assert cp.zorder_wrong_mapping(*right).endswith("grader: passes the bank model")

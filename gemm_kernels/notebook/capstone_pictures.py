@@ -32,7 +32,7 @@ from gemm_kernels.core.table import Table
 from gemm_kernels.exercises.cexpr import code_only, evaluate
 # The chapter's checks read the same kernel: one brace matcher (the text inside the
 # first {...} from a position) serves both.
-from gemm_kernels.exercises.ch09_checks import braced
+from gemm_kernels.exercises.ch09_checks import _assignments, braced, zorder_lanes
 from gemm_kernels.measure import lookup, profile, records, studies, tradeoff
 from gemm_kernels.memory import banks, ch07_09_patterns
 from gemm_kernels.notebook import ch09_split   # registers the ladder's variants (4a, 4b)
@@ -450,6 +450,80 @@ def fit(kernel, params: dict) -> str:
         return f"{r['registers']} registers, no spills"
     return (f"{r['registers']} registers, {r['spill_stores']} bytes spill stores, "
             f"{r['spill_loads']} bytes spill loads, {r['stack_bytes']} bytes stack")
+
+
+def ring_bytes(params: dict | None = None) -> str:
+    """What the capstone's ring of stages costs in shared memory, for one configuration
+    (default: the capstone's): the bytes of one stage and of a block (all of it dynamic,
+    `extern __shared__`), whether a launch must first raise the kernel's limit above the
+    default a block gets, and how many blocks the SM's shared memory would hold beside
+    the number its registers allow (the static analysis, ptxas here)."""
+    k = KERNELS["capstone"]
+    p = k.resolve(params)
+    total = k.dynamic_bytes(p)
+    stage = k.dynamic_bytes({**p, "STAGES": 1})
+    occ = analysis.kernel_occupancy("capstone", p)
+    lim = device.limits()
+    cap = lim["smem_per_block"]
+    need = ("above it, so the launch must raise the kernel's limit first" if occ.smem_per_block > cap
+            else "within it, so no raise is needed")
+    return "\n".join([
+        f"one stage, A tile with rows of BM + 4 and B tile, BK = {p['BK']}: {count(stage)} bytes",
+        f"{p['STAGES']} stages: {count(total)} bytes of dynamic shared memory per block",
+        f"a block gets {count(cap)} bytes ({cap // 1024} KiB) unless its kernel's limit is "
+        f"raised: {need}",
+        f"an SM ({lim['gpus']}) has {count(lim['smem_per_sm'])} bytes: shared memory would "
+        f"allow {occ.limits['shared memory']} such blocks, the registers (ptxas "
+        f"{compiler.ptxas_version()} here) allow {occ.limits['registers']}"])
+
+
+def capstone_at_a_glance(sizes=(2048, 4096)) -> str:
+    """The capstone's default configuration in one place: its settings from the
+    registry, the registers, shared memory and blocks per SM of the static analysis
+    (ptxas here), and its recorded rate and % of cuBLAS at `sizes` from the ladder's
+    recording (the run the chapter's ladder reads)."""
+    k = KERNELS["capstone"]
+    p = k.resolve(None)
+    occ = analysis.kernel_occupancy("capstone", p)
+    threads = occ.threads_per_block
+    per_thread = p["BM"] * p["BN"] // threads
+    rec = ladder_recording()
+    rows = []
+    for n in sizes:
+        try:
+            rows.append((n, lookup.recorded("capstone", (n,) * 3, p, rec=rec)))
+        except LookupError:
+            rows.append((n, None))
+    rates = ", ".join(f"{_rate_cell(r)} at {n}^3" for n, r in rows)
+    got = [r for _, r in rows if r is not None]
+    return "\n".join([
+        f"{k.source}, its default (step 7):",
+        f"* block tile BM x BN x BK = {p['BM']} x {p['BN']} x {p['BK']}; {threads} threads, "
+        f"{threads // 32} warps, each a WM x WN = {p['WM']} x {p['WN']} warp tile",
+        f"* each thread: {per_thread} outputs, as {per_thread // 16} sub-tiles of 4 x 4",
+        f"* STAGES = {p['STAGES']}, HOIST {'on' if p['HOIST'] else 'off'}, "
+        f"GROUP = {p['GROUP']}, MINB = {p['MINB']}",
+        f"* ptxas {compiler.ptxas_version()} here: {occ.registers_per_thread} registers, "
+        f"{count(occ.smem_per_block)} bytes of shared memory per block: "
+        f"{occ.blocks_per_sm} blocks per SM",
+        f"* GFLOP/s (% of cuBLAS): {rates}"
+        + (f" ({records.rows_label(got, rec)})" if got else "")])
+
+
+# A tempting wrong answer to the z-order exercise: qr from the two low lane bits (b1 b0),
+# qc from the three high ones, a 4 x 8 block filled column by column.
+WRONG_ZORDER = ("(warp / WARPS_N) * 4 + (lane & 3)", "(warp % WARPS_N) * 8 + (lane >> 2)")
+
+
+def zorder_wrong_mapping(qr: str = WRONG_ZORDER[0], qc: str = WRONG_ZORDER[1]) -> str:
+    """What the z-order exercise's grader says of one lane mapping: 09_zorder.cu with
+    its qr and qc replaced by `qr` and `qc`, priced by the same bank model."""
+    text = KERNELS["zorder"].source_text()
+    for name, old, new in zip(("qr", "qc"), _assignments(text), (qr, qc)):
+        text = text.replace(f"{name} = {old};", f"{name} = {new};", 1)
+    problems = zorder_lanes(text)
+    return "\n".join([f"qr = {qr}", f"qc = {qc}",
+                       *(f"grader: {p}" for p in problems or ["passes the bank model"])])
 
 
 def built_minb(kernel, params: dict) -> int:
