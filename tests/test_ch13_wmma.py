@@ -459,7 +459,7 @@ def test_the_naive_loads_queue_at_the_l1s_data_stage_when_its_stages_are_recorde
     # cycles are the loads' bank conflicts
     assert l1["row_bytes"] % 128 == 0 and f"{l1['row_bytes']:,} bytes apart" in text
     assert 50 < l1["conflicts"] < l1["data"]
-    assert f"the bank conflicts of these loads alone {l1['conflicts']:.1f}%" in text
+    assert f"of it bank conflicts {l1['conflicts']:.1f}%" in repr(ch13.naive_at_powers_of_two())
     # the queue is claimed only where the data stage is the busiest and near its peak
     assert "wait their turn there" in text and l1["data"] > max(l1["tag"], l1["back"]) > 0
     assert l1["data"] > 90
@@ -506,7 +506,8 @@ def test_the_stride_control_reads_both_sizes_of_one_profile():
 def test_the_stride_ratio_sets_the_wavefronts_beside_the_rates():
     """stride_ratio: with the data stage full at both sizes, 1 / wavefronts per load
     predicts the rate; the sentence gives both ratios, each from the values
-    stride_control prints, and section 8's bullet on the data stage carries it."""
+    stride_control prints; section 8's fold carries it, and its bullet on the data stage
+    the rate ratio."""
     from gemm_kernels.notebook import ch13_wmma as ch13
     sizes, _ = ch13.stride_sizes()
     text = ch13.stride_ratio()
@@ -521,7 +522,21 @@ def test_the_stride_ratio_sets_the_wavefronts_beside_the_rates():
     assert f"({on['busy']:.1f}% and {off['busy']:.1f}%)" in text
     control = str(ch13.stride_control())
     assert f"{w[1]:.1f} data-stage wavefronts" in control and f"{r[1]:.1f} TFLOP/s" in control
-    assert text in str(ch13.profile_waits())
+    assert text in repr(ch13.naive_at_powers_of_two())
+    assert f"{r[1] / r[0]:.1f} times as fast under the profiler" in str(ch13.profile_waits())
+
+
+def test_register_budget_asks_for_two_blocks_and_counts_the_accumulators():
+    """register_budget: the tiled kernel asks for 2 blocks of 256 threads, so up to 128
+    registers a thread (65,536 / 512); 3 blocks would allow at most 80 (65,536 / 768 =
+    85, in the allocation unit's steps); 8 fragments of 16 x 16 FP32 over 32 lanes are
+    64 registers; the pace summary says so."""
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    from gemm_kernels.measure import studies
+    assert ch13.register_budget(studies.get(ch13.STUDY).steps[2]) == (2, 128, 80, 64)
+    text = str(ch13.pace_summary())
+    if "not in the recording" not in text:
+        assert "asks for 2 blocks per SM" in text and "at most 80" in text
 
 
 def test_the_bank_model_counts_words_on_the_busiest_bank():

@@ -274,7 +274,8 @@ def reinterpret_demo(M: int = 32, N: int = 32, K: int = 32, seed: int = 0) -> Ta
         C = seen_a.astype(np.float32) @ seen_b.astype(np.float32)
     v = compare_gemm(C, A.astype(np.float16), B.astype(np.float16))
     # little-endian: half j is the low (even j) or high (odd j) half of float j // 2
-    rows = [{"element": f"A[0][{j}]", "the FP32 value": float(A[0, j]),
+    # two decimals for every FP32 value, so the column lines up (0.10, not 0.1)
+    rows = [{"element": f"A[0][{j}]", "the FP32 value": f"{A[0, j]:.2f}",
              "what a half* reads there": float(seen_a[0, j]),
              "its bytes come from": f"the {('low', 'high')[j % 2]} half of float A[0][{j // 2}]"}
             for j in range(4)]
@@ -1332,9 +1333,9 @@ def stride_control() -> Text:
 
 
 def stride_ratio() -> str:
-    """The stride study read as one test, in two sentences: the data stage is full at
-    both sizes, so the loads it passes per cycle go as 1 / wavefronts per load; the ratio
-    of the wavefronts (off the 128-byte stride over on it, inverted) beside the ratio of
+    """The stride study read as one test, in two sentences (in section 8's fold): the
+    data stage is full at both sizes, so the loads it passes per cycle go as
+    1 / wavefronts per load; the ratio of the wavefronts (off the 128-byte stride over on it, inverted) beside the ratio of
     the rates under the profiler, each from the values as printed. Empty where the study
     is not recorded."""
     sizes, _ = stride_sizes()
@@ -1343,10 +1344,8 @@ def stride_ratio() -> str:
     on, off = sizes
     waves = [round(s["waves"], 1) for s in sizes]
     rates = [round(s["rate"], 1) for s in sizes]
-    return (f"The profiler also ran the kernel at {off['shape'][0]}³, where the rows lie 32 "
-            f"bytes past a multiple of 128 and a load costs {waves[1]:.1f} wavefronts. The "
-            f"stage is full at both sizes ({on['busy']:.1f}% and {off['busy']:.1f}%), so the "
-            f"loads it passes per cycle go as 1 / wavefronts: {waves[0]:.1f} / "
+    return (f"The stage is full at both sizes ({on['busy']:.1f}% and {off['busy']:.1f}%), "
+            f"so the loads it passes per cycle go as 1 / wavefronts: {waves[0]:.1f} / "
             f"{waves[1]:.1f} = {waves[0] / waves[1]:.1f} times as many off the stride. The "
             f"rate under the profiler rose {rates[1]:.1f} / {rates[0]:.1f} = "
             f"{rates[1] / rates[0]:.1f} times.")
@@ -1387,14 +1386,17 @@ def profile_waits(rec=None) -> Text:
     sms = (rec or study_recording()).device.get("sm_count")
     l1 = naive_l1_stages()
     stage = naive_data_stage(naive, l1, sms)
+    sizes, _ = stride_sizes()
+    control = "" if sizes is None else (
+        f" At {sizes[1]['shape'][0]}³ a load costs {sizes[1]['waves']:.1f} wavefronts, and "
+        f"the kernel ran {round(sizes[1]['rate'], 1) / round(sizes[0]['rate'], 1):.1f} "
+        f"times as fast under the profiler (the fold below).")
     queue = "" if not stage else (
-        f"* **The loads fill the L1's data stage.** Each load touches 8 rows of its tile. "
-        f"At these power-of-two sizes the rows lie {l1['row_bytes']:,} bytes apart, a "
-        f"multiple of 128, so the 16 bytes each row gives fall on the same four banks: "
-        f"{stage[1]:.1f} wavefronts of the data stage per load. Nsight Compute, in a run of "
-        f"its own, measured the stage busy {l1['data']:.1f}% of its peak, and the bank "
-        f"conflicts of these loads alone {l1['conflicts']:.1f}% ({l1['gpu']}). It is "
-        f"full, and the loads wait their turn there. " + stride_ratio() + "\n")
+        f"* **The loads fill the L1's data stage.** A load's 8 rows lie "
+        f"{l1['row_bytes']:,} bytes apart, a multiple of 128, so they fall on the same four "
+        f"banks: {stage[1]:.1f} wavefronts of the data stage per load. Nsight Compute "
+        f"measured the stage busy {l1['data']:.1f}% of its peak, so the loads wait their "
+        f"turn there." + control + "\n")
     return Markdown(
         f"* **The naive kernel waits for its global loads**: a warp spends "
         f"{naive[_LONG]:.0f} cycles per issued instruction stalled on 'long scoreboard', "
@@ -1505,19 +1507,17 @@ def naive_at_powers_of_two(rec=None):
     on, off = studies.get(STRIDE_STUDY).shapes
     return Reveal(
         "Why the naive kernel is so slow at power-of-two sizes", *counted,
-        f"**The control.** If the row stride causes the 8 wavefronts, rows that are not a "
-        f"multiple of 128 bytes apart should cost fewer. The naive kernel was profiled at "
-        f"{off[0]}³ too, where the rows lie {2 * off[2]:,} bytes apart, in the same run as "
+        f"**The control.** Section 5 timed the kernel at {off[0]}³, where the rows lie "
+        f"{2 * off[2]:,} bytes apart. The profiler ran it there too, in the same run as "
         f"{on[0]}³:",
         f"```\n{stride_control()}\n```",
+        *filter(None, [stride_ratio()]),
         "Off the 128-byte stride each load costs fewer wavefronts and fewer of them are bank "
         "conflicts. It still costs more than chapter 04's bank model gives. That model is "
         "for shared memory: for these global loads it gives the direction, not the exact "
         "count.",
-        "The kernel runs more than twice as fast under the profiler. Timed without it "
-        f"(section 5's table at {off[0]}³), it runs ahead of the FP32 capstone: its loss "
-        "to FFMA belongs to the power-of-two sizes. The data stage is still nearly full, "
-        "so the loads still set the pace: fewer of them per `HMMA` is section 6's job.",
+        f"The data stage is still nearly full at {off[0]}³, so the loads still set the "
+        "pace: fewer of them per `HMMA` is section 6's job.",
         naive_deeper_look(rec), *filter(None, [naive_l1_table()]))
 
 
@@ -1581,7 +1581,9 @@ def pace_summary(rec=None) -> Text:
                     "the pipe. ")
                  + "Fewer instructions per HMMA can: the main loop's instructions are "
                    "below.\n")
-    occ = _step_occupancy(studies.get(STUDY).steps[2])
+    step = studies.get(STUDY).steps[2]
+    occ = _step_occupancy(step)
+    asked, allowed, one_more, accumulators = register_budget(step)
     return Markdown(
         f"**Too few warps, and too many instructions per HMMA.** The tensor pipe's busy "
         f"share, step by step from the table's columns:\n\n"
@@ -1592,9 +1594,32 @@ def pace_summary(rec=None) -> Text:
         + f"\n* **The registers set the number of warps.** The table's "
         f"{occ.registers_per_thread} registers per thread leave room for "
         f"{occ.blocks_per_sm} blocks, {occ.warps_per_sm // SCHEDULERS_PER_SM} warps per "
-        f"scheduler. More warps would need fewer registers per thread, so fewer "
-        f"accumulators and less reuse: each warp must issue fewer instructions per HMMA "
-        f"instead.")
+        f"scheduler. The kernel's `__launch_bounds__` asks for {asked} blocks per SM, which "
+        f"lets a thread use up to {allowed} registers. At {asked + 1} blocks a thread would "
+        f"get at most {one_more}, and its accumulators alone take {accumulators}. More "
+        f"warps would need fewer accumulators and so less reuse: each warp must issue fewer "
+        f"instructions per HMMA instead.")
+
+
+def register_budget(step):
+    """The tiled kernel's register budget for a study step: the blocks per SM its
+    `__launch_bounds__` asks for, the most registers per thread at which that many fit
+    and at which one block more would fit (the occupancy model), and the FP32 accumulator
+    registers each thread holds (its warp's FM x FN fragments of 16 x 16 over 32 lanes)."""
+    from gemm_kernels.core import analysis, device
+    k = get(step.kernel)
+    p = k.resolve(step.params)
+    asked = int(re.search(r"__launch_bounds__\(TILED_THREADS, (\d+)\)",
+                          k.source_text()).group(1))
+    threads = k.threads(p)[0]
+    limits = device.limits()
+
+    def most(blocks):
+        return max(r for r in range(1, limits["max_registers_per_thread"] + 1)
+                   if analysis.occupancy(threads, r, 0, limits).limits["registers"] >= blocks)
+    warps_n = threads // 32 // p["WARPS_M"]
+    fragments = (p["BM"] // p["WARPS_M"] // 16) * (p["BN"] // warps_n // 16)
+    return asked, most(asked), most(asked + 1), fragments * 16 * 16 // 32
 
 
 # The dense FP16 (FP32 accumulate) tensor-core rate of one SM per clock, in FLOP, from
