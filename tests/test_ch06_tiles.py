@@ -346,7 +346,7 @@ def test_standing_ratios_says_which_runs_timed_the_pair_and_can_give_one_line():
         "x1.50, timed in one run")
     rows[0]["timed on"] = "2026-11-23"
     assert ch06_tiles.standing_ratios(rows=rows, only="K5").endswith(
-        "timed in two runs (2026-11-23)")
+        "timed in two runs (both on 2026-11-23)")
 
 
 def test_boehm_step_sets_each_gpus_ratio_of_its_own_rates_and_the_capped_step():
@@ -660,7 +660,7 @@ def test_the_mistakes_give_the_verdicts_in_a_table_and_each_message_in_a_list():
     assert shown._repr_html_().count("<li>") == len(verdicts)
 
 
-def test_the_control_lines_give_both_rows_the_changed_line_and_both_doublings():
+def test_the_control_lines_give_both_rows_the_changed_line_and_both_ways_to_16_warps():
     from gemm_kernels.notebook import ch06_tiles
     lines = ch06_tiles.control_lines().splitlines()
     rows = {r["kernel"]: r for r in ch06_tiles.capped_split()}
@@ -672,5 +672,6 @@ def test_the_control_lines_give_both_rows_the_changed_line_and_both_doublings():
     patch = next(r for r in ch06_tiles.path_rows(4096) if r["step"] == "patch 8x4")
     ratio = float(rows["K5, two blocks"]["TFLOP/s"]) / float(rows["K5"]["TFLOP/s"])
     one, two = lines[5].split("; ")
+    assert "in one block (patch 8x4" in one and "in two blocks (K5, two blocks" in two
     assert one.endswith(f"x{patch['x previous']}")
     assert abs(float(two.rsplit("x", 1)[1]) - ratio) < 0.01
