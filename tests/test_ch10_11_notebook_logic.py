@@ -235,6 +235,18 @@ def test_bandwidth_table_percent_and_missing(monkeypatch):
     assert "recorded on Test GPU" in t.title
 
 
+def test_bandwidth_table_labels_a_configuration(monkeypatch):
+    """A (label, kernel, parameters) entry times the kernel in that configuration and
+    names its row by the label; a configuration not recorded is left out."""
+    monkeypatch.setattr(records, "_LOADED", {"record": _fake_record()})
+    monkeypatch.setattr(records.device, "is_live", lambda: False)
+    t = bandwidth.table([("padded, its defaults", "transpose_padded", {}),
+                         ("padded, PAD = 2", "transpose_padded", {"PAD": 2})],
+                        shapes=((64, 64),))
+    assert [r["kernel"] for r in t] == ["device_copy", "padded, its defaults"]
+    assert t[1]["GB/s"] == 900.0
+
+
 def test_bandwidth_plot_runs(monkeypatch):
     import matplotlib
     matplotlib.use("Agg")

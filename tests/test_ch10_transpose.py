@@ -568,6 +568,16 @@ def test_the_main_chart_shows_only_the_kernels_section_4_explains():
     assert {"transpose_diagonal", "transpose_fast"} <= set(c.KERNELS)
 
 
+def test_the_main_chart_shows_the_padded_kernel_as_the_lesson_and_as_tuned():
+    """Section 4's chart: the main kernels, the padded one twice, padding alone and then
+    this chapter's configuration, each labelled as which."""
+    names = [e if isinstance(e, str) else e[1] for e in c.MAIN_CHART]
+    assert names == list(c.MAIN_KERNELS) + ["transpose_padded"]
+    lesson, tuned = c.MAIN_CHART[-2:]
+    assert "lesson" in lesson[0] and lesson[2] == c.PADDING_STEPS[1][2]
+    assert "tuned" in tuned[0] and tuned[2] == c.PADDING_STEPS[-1][2]
+
+
 def test_the_round_trip_picture_has_no_time_unit():
     import matplotlib
     matplotlib.use("Agg")
@@ -628,3 +638,25 @@ def test_latency_check_reads_the_square_profile_beside_the_law_table():
     assert f"{c._copy_chain(c.SQUARE)['latency'] * 1e6:.2f} µs" in text
     assert f"{100 * w['loads'] / w['cycles']:.0f}% of their life." in text
     assert list(c.copy_little())[-1]["value"].startswith(text.split("Little's law: ")[1][:4])
+
+
+def test_latency_check_prints_the_laws_latency_times_the_waiting_share():
+    """The last line multiplies the law's latency by the share of a warp's life spent
+    waiting, and sets the stall counter's latency beside the product."""
+    w = next(w for w in c.warp_times("ch10_naive_store")
+             if w["kernel"] == "copy" and w["params"]["T"] == "float")
+    law = c._copy_chain(c.SQUARE)["latency"] * 1e6
+    last = c.latency_check().splitlines()[-1]
+    assert f"{law:.2f} µs x {100 * w['loads'] / w['cycles']:.0f}%" in last
+    assert f"= {law * w['loads'] / w['cycles']:.2f} µs" in last
+    assert last.endswith(f"the stall counter's {c._stall_latency(c.SQUARE):.2f} µs.")
+
+
+def test_the_padded_lesson_source_is_transpose_smem_with_one_changed_line():
+    smem = str(c.kernel_source("transpose_smem")).splitlines()
+    lesson = str(c.padded_lesson_source()).splitlines()
+    changed = [(a, b) for a, b in zip(smem, lesson) if a != b]
+    assert len(smem) == len(lesson) and len(changed) == 4     # and the name, aligned
+    assert "int PAD>" in changed[0][1] and "void transpose_padded(" in changed[1][1]
+    assert "tile[TILE][TILE + PAD]" in changed[3][1]
+    assert "STACK" not in "\n".join(lesson) and "ORDER" not in "\n".join(lesson)

@@ -17,7 +17,8 @@ def table(kernels, shapes=((8192, 8192), (8191, 4097)), types=("float",),
     type) with its GB/s (median, min, max over the repeats), the device copy of the same
     bytes timed beside it, and the kernel's % of that copy ('-' where the row has none,
     as in recordings before schema 2). Configurations missing from the recording are
-    left out."""
+    left out. An entry of `kernels` is a kernel's name, or (label, name, parameters) to
+    time one kernel in several configurations: the row's 'kernel' is then the label."""
     from gemm_kernels.core.table import Table
     rows = []
     for shape in shapes:
@@ -28,15 +29,16 @@ def table(kernels, shapes=((8192, 8192), (8191, 4097)), types=("float",),
                          "max": r["gbps"]["max"], "% of device copy": 100.0})
         except LookupError:
             pass
-        for name in kernels:
+        for entry in kernels:
+            label, name, extra = entry if isinstance(entry, tuple) else (entry, entry, {})
             for t in types:
-                p = {**(params or {}).get(name, {}), "T": t}
+                p = {**(params or {}).get(name, {}), **extra, "T": t}
                 try:
                     r = lookup.measure_or_lookup(name, tuple(shape), p)
                 except LookupError:
                     continue
                 g = r["gbps"]
-                rows.append({"kernel": name, "T": t, "shape": list(shape), "GB/s": g["median"],
+                rows.append({"kernel": label, "T": t, "shape": list(shape), "GB/s": g["median"],
                              "min": g["min"], "max": g["max"],
                              "copy same run": r.get("reference", {}).get("gbps", {}).get("median"),
                              "% of device copy": lookup.share(r)})

@@ -61,6 +61,26 @@ def kernel_source(name: str) -> display.Text:
     return display.Text("\n".join(lines))
 
 
+# The padded kernel as the lesson reads it: transpose_smem with a padded tile. In the
+# file it is transpose_padded at ORDER = 0, STACK = 1, written with the two tuning knobs.
+_SMEM_TILE = "__shared__ T tile[TILE][TILE];"
+_PADDED_TILE = "__shared__ T tile[TILE][TILE + PAD];   // the one change: was tile[TILE][TILE]"
+
+
+def padded_lesson_source() -> display.Text:
+    """transpose_smem's source with the one change that pads its tile (and PAD among the
+    template parameters): the padded kernel at one tile per block and the plain block
+    order, without transpose_padded's tuning knobs."""
+    text = str(kernel_source("transpose_smem"))
+    if _SMEM_TILE not in text:
+        raise ValueError(f"transpose_smem: no line {_SMEM_TILE!r}")
+    text = text.replace(_SMEM_TILE, _PADDED_TILE)
+    text = text.replace("int TILE, int ROWS>", "int TILE, int ROWS, int PAD>", 1)
+    # the padded kernel's name, its parameter lines re-aligned under the longer name
+    text = text.replace("void transpose_smem(", "void transpose_padded(", 1)
+    return display.Text(text.replace("\n" + " " * 31 + "T*", "\n" + " " * 33 + "T*", 1))
+
+
 def launch_defaults(name: str) -> Table:
     """The configuration this chapter runs `name` at wherever a table or a title names
     no other: the registry's defaults, one row per template parameter (the launcher
@@ -927,19 +947,23 @@ def out_pieces_line(shape=ODD) -> str:
 
 
 def latency_check(shape=SQUARE) -> str:
-    """The one-line independent check of the latency Little's law implies for the copy at
+    """The independent check of the latency Little's law implies for the copy at
     `shape`: its long-scoreboard stall cycles per warp, over its round trips (from the
     SASS), over the profiler's clock; beside the law's latency, and the share of a warp's
-    life spent waiting for its loads (the law's model counts all of it)."""
+    life spent waiting for its loads (the law's model counts all of it), and the law's
+    latency times that share, which is what the model would give if it counted only the
+    waiting."""
     w = _copy_wait(shape)
     if w is None:
         return "the copy's profiled counters are not in this recording"
     trips = len(w["trips"])
+    law, waiting = _copy_chain(shape)["latency"] * 1e6, w["loads"] / w["cycles"]
     return (f"copy, {_shape_text(shape)}, from the stall counter: {w['loads']:,.0f} cycles a "
             f"warp waits for its loads / {trips} round trips / {w['clock']:.2f} GHz (the "
             f"profiler's clock) = {_stall_latency(shape):.2f} µs a round trip; from Little's law: "
-            f"{_copy_chain(shape)['latency'] * 1e6:.2f} µs.\nThe warps wait for their loads "
-            f"{100 * w['loads'] / w['cycles']:.0f}% of their life.")
+            f"{law:.2f} µs.\nThe warps wait for their loads {100 * waiting:.0f}% of their life.\n"
+            f"The law's latency x that share: {law:.2f} µs x {100 * waiting:.0f}% = "
+            f"{law * waiting:.2f} µs, beside the stall counter's {_stall_latency(shape):.2f} µs.")
 
 
 def padded_heatmap(shape=SQUARE, t: str = "float", pad: int = 1):
@@ -1449,11 +1473,22 @@ def block_orders(shapes=(SQUARE, ODD), types=("float", "double")) -> Table:
 
 
 # (label, kernel, parameters) of the chapter's bottom line: where it starts, the shared
-# tile before its padding, and the padded kernel in this chapter's configuration.
+# tile before its padding, then the padded kernel twice: the lesson (padding alone), and
+# this chapter's configuration, with the tuning on top.
 BOTTOM_LINE = (
     ("naive", "transpose_naive", {}),
     ("shared tile, no padding", "transpose_smem", {}),
-    ("padded tile (PAD = 1, x->row order, two tiles per block)", "transpose_padded", {}),
+    ("padded tile, PAD = 1 alone (one tile per block, x->col order)", "transpose_padded",
+     PADDING_STEPS[1][2]),
+    ("tuned: padded tile + x->row order + two tiles per block", "transpose_padded",
+     PADDING_STEPS[-1][2]),
+)
+
+# Section 4's chart: the main kernels, with the padded kernel both as the lesson (padding
+# alone) and as tuned (this chapter's configuration), each bar labelled as which.
+MAIN_CHART = MAIN_KERNELS[:-1] + (
+    ("padded, PAD = 1 (lesson)", "transpose_padded", PADDING_STEPS[1][2]),
+    ("padded + x->row + STACK = 2 (tuned)", "transpose_padded", PADDING_STEPS[-1][2]),
 )
 
 
