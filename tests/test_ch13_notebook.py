@@ -309,5 +309,8 @@ def test_off_power_of_two_sets_each_kernel_beside_its_own_cublas(monkeypatch):
     naive = ch13._row(ch13.NAIVE, 4096, rec=rec)
     if naive:
         assert t[0]["4096³ TFLOP/s"] == ch13.fmt_number(ch13._tflops(naive))
+    some = ch13.off_power_of_two(kernels=(ch13.NAIVE, "capstone"))
+    assert [r["kernel"] for r in some] == [t[0]["kernel"], t[2]["kernel"]]
+    assert [r["kernel"] for r in ch13.off_power_of_two(kernels=(ch13.TILED,))] == [t[1]["kernel"]]
     monkeypatch.setattr(studies, "results", lambda *a, **k: [(study.steps[0], None)])
     assert "Not recorded yet" in ch13.off_power_of_two().title
