@@ -257,7 +257,7 @@ def test_ladder_table_sets_the_capstone_steps_at_two_blocks_by_their_minb_2_buil
         assert rungs[i].held[4096]["params"]["MINB"] == 2
         assert rows[i]["4096^3, MINB = 2 builds"] == cp.count(rungs[i].held[4096]["gflops"]["median"])
     assert rows[at(3)]["4096^3, MINB = 2 builds"] == cp.AS_BUILT   # no repeated rate
-    assert rows[at(3)]["4096^3 change, MINB = 2"] == rows[at(3)]["4096^3 change"] + " (as built)"
+    assert rows[at(3)]["4096^3 change, MINB = 2"] == "-"   # its change is the as-built one
     if rungs[at("4b")].held[4096] is None:
         pytest.skip("the recording has no step 4b")
     held = rungs[at("4c")].held[4096]["gflops"]["median"]
@@ -348,6 +348,15 @@ def test_step_sass_sets_the_step_against_the_one_before_or_a_range():
     with pytest.raises(ValueError, match="no step 4;"):
         cp.step_sass(4)
     assert "DEPBAR.LE SB0, 0x2" in cp.step_sass(5)._repr_html_()    # wait_group STAGES - 2
+
+
+def test_step_sass_leaves_out_the_columns_of_zeros_and_says_so():
+    """Step 3 still loads through registers (LDG, STS); from step 4a on neither is left."""
+    with_step3 = cp.step_sass("4c", since=3).table
+    assert {"LDG", "STS"} <= set(with_step3.columns) and "no LDG" not in with_step3.title
+    later = cp.step_sass(5).table
+    assert not {"LDG", "STS"} & set(later.columns)
+    assert later.title.endswith("; no LDG and no STS in these loops")
 
 
 def test_ldgsts_counters_per_step_or_the_words(record):
@@ -1150,3 +1159,28 @@ def test_zorder_wrong_mapping_prices_a_mapping_as_the_grader_does():
     assert "grader: the A read" in wrong and "passes" not in wrong
     right = _assignments(KERNELS["zorder"].source_text())
     assert cp.zorder_wrong_mapping(*right).endswith("grader: passes the bank model")
+
+
+def test_each_answer_of_the_chapter_renders_folded():
+    """Every named answer is a <details> with a summary, and its text stays out of the
+    notebook: the cells that show an answer only call `answer`."""
+    assert set(cp.ANSWER_NAMES) == {"zorder", "4c", "pipeline", "stages"}
+    for name in cp.ANSWER_NAMES:
+        html = cp.answer(name)._repr_html_()
+        assert html.startswith("<details><summary><b>") and html.endswith("</details>")
+    assert "STAGES - 2" in repr(cp.answer("pipeline"))
+    with pytest.raises(KeyError):
+        cp.answer("no such answer")
+
+
+def test_the_chapters_code_cells_hold_no_answer_text():
+    """The answers live in the package: no code cell of the student notebook spells the
+    wait's count or an answer's words, except the exercise cells the student edits."""
+    import json
+    from pathlib import Path
+    nb = json.loads((Path(__file__).parents[1] / "notebooks/09_zorder_capstone.ipynb").read_text())
+    code = ["".join(c["source"]) for c in nb["cells"]
+            if c["cell_type"] == "code" and not "".join(c["source"]).startswith("%%exercise")]
+    assert sum('cp.answer("' in s for s in code) == 4
+    for s in code:
+        assert "Reveal(" not in s and "STAGES - 2" not in s and "DEPBAR.LE SB0, 0x" not in s

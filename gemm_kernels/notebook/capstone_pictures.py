@@ -17,7 +17,7 @@ Everything is derived, nothing typed twice:
   of the cuBLAS timed beside them (`cublas_spread`), and what a MINB = 2 build does where
   it leaves the occupancy alone (`minb_pairs`).
 
-The chapter's code excerpts (`code`), its folded predict answer (`Reveal`) and the K-axis
+The chapter's code excerpts (`code`), its folded answers (`Reveal`, `answer`) and the K-axis
 picture of HOIST (`hoist_picture`) are here too.
 """
 from __future__ import annotations
@@ -465,13 +465,13 @@ def ring_bytes(params: dict | None = None) -> str:
     occ = analysis.kernel_occupancy("capstone", p)
     lim = device.limits()
     cap = lim["smem_per_block"]
-    need = ("above it, so the launch must raise the kernel's limit first" if occ.smem_per_block > cap
-            else "within it, so no raise is needed")
+    need = ("more than that, so the launch must raise the kernel's limit first"
+            if occ.smem_per_block > cap else "no more than that, so no raise is needed")
     return "\n".join([
         f"one stage, A tile with rows of BM + 4 and B tile, BK = {p['BK']}: {count(stage)} bytes",
         f"{p['STAGES']} stages: {count(total)} bytes of dynamic shared memory per block",
         f"a block gets {count(cap)} bytes ({cap // 1024} KiB) unless its kernel's limit is "
-        f"raised: {need}",
+        f"raised. {p['STAGES']} stages need {need}",
         f"an SM ({lim['gpus']}) has {count(lim['smem_per_sm'])} bytes: shared memory would "
         f"allow {occ.limits['shared memory']} such blocks, the registers (ptxas "
         f"{compiler.ptxas_version()} here) allow {occ.limits['registers']}"])
@@ -778,10 +778,10 @@ def ladder_table(sizes=(2048, 4096), two_blocks_at: int | None = 4096) -> Table:
             held = r.held[n]
             row[f"{n}^3, MINB = 2 builds"] = NOT_RECORDED if held is None else \
                 (count(_rate(held)) if r.has_minb else AS_BUILT)
-            change = _change(held, before.held[n]) if before else "-"
-            # A step with no MINB switch is its own two-block build: say so beside its number.
-            row[f"{n}^3 change, MINB = 2"] = (f"{change} ({AS_BUILT})"
-                                             if change != "-" and not r.has_minb else change)
+            # A step with no MINB switch has no two-block build of its own: its change
+            # stands in the as-built column already.
+            row[f"{n}^3 change, MINB = 2"] = (_change(held, before.held[n])
+                                             if before and r.has_minb else "-")
             row[MINB2_FIT] = (fit(r.kernel, {**r.step.params, "MINB": 2}) if r.has_minb
                               else AS_BUILT)
         rows.append(row)
@@ -1345,12 +1345,16 @@ def step_sass(step, since=None, listing=True, hide_wait: bool = False) -> StepSa
             for r in rungs[first:i + 1]]
     note = _registers_note(rungs[first:i + 1])
     here = [r.number for r in rungs[first:i + 1] if not r.timed]
-    table = Table(rows, list(rows[0]), title="main loop, one iteration: instruction counts from "
+    # From step 4a on the loop has no LDG and no STS: columns of zeros only, left out.
+    gone = [c for c in ("LDG", "STS") if not any(r[c] for r in rows)]
+    table = Table(rows, [c for c in rows[0] if c not in gone],
+                  title="main loop, one iteration: instruction counts from "
                   f"the SASS of ptxas {compiler.ptxas_version()} on this machine (sm_90); registers and "
                   f"blocks/SM of the compiled kernel that was timed ({ladder_source()})"
                   + (f" (of ptxas on this machine for step{'s' * (len(here) > 1)} {', '.join(here)}, "
                      "not in the recording)" if here else "")
-                  + (f"\n{note}" if note else ""))
+                  + (f"\n{note}" if note else "")
+                  + (f"; no {' and no '.join(gone)} in these loops" if gone else ""))
     shown = (i,) if listing is True else () if listing is False else tuple(map(position, listing))
     mask = hide_wait_count if hide_wait else list
     why = " (the wait's count hidden: the pipeline exercise asks for it)" if hide_wait else ""
@@ -2065,6 +2069,87 @@ def _paragraph_html(text: str) -> str:
     tag = "ol" if text[0].isdigit() else "ul"
     items = "".join(f"<li>{_inline_html(line[m.end():])}</li>" for line, m in zip(lines, marks))
     return f"<{tag}>{items}</{tag}>"
+
+
+# ------------------------------------------------------------------ the chapter's answers
+
+# The answers of the chapter's exercise and predict prompts, kept here so that the
+# notebook's cells show only a call, and nothing of the answer before it is opened.
+# Each entry: the fold's summary line, then a function giving its parts (the pictures
+# and tables inside are drawn only when the answer is asked for).
+_TRIED = "open it once you have tried the exercise"
+
+_ANSWERS = {
+    "zorder": (f"The chapter's answer: {_TRIED}", lambda: ("""
+In `09_zorder.cu`, `qr` takes lane bits `b4 b1` and `qc` takes `b3 b2 b0`. Other answers
+pass too: any other assignment of the three free bits, and the mirrored pairing, `qr` from
+`b0` and `qc` from `b1`, where lanes `i` and `i^1` share a chunk of `B` and lanes `i` and
+`i^2` a chunk of `A`. Either pairing merges the quarter-warps of every `LDS.128`. The
+branch, then warp 0 in both layouts, read from these index expressions:""",
+        code("zorder", "if constexpr (ZORDER) {"), zorder_grid(), b_reads())),
+
+    "4c": ("Step 4c: open once you have written your answer down", lambda: ("""
+1. *Warps resident* falls to about half of step 4b's: one block of 8 warps per SM instead of two. Step 4c's registers in the ladder are past 128, the most at which two blocks of 256 threads fit.
+2. The *barrier* and *short scoreboard* waits shrink. With half the warps, each warp shares its scheduler and the shared-memory pipe with fewer others. The other warps of its block reach the barrier sooner, and its shared-memory loads queue less. So these waits shrink by themselves.
+3. No. Issue slots used fall a little, and the ladder shows step 4c losing rate.
+
+Step 4c's verdict comes with those of steps 4a and 4b, after the SASS table below.""",)),
+
+    "pipeline": (f"The answer: {_TRIED}", lambda: ("""
+* **The count.** When the wait runs, at the last `k` of iteration `t`, this thread has committed `t + STAGES` groups: `STAGES - 1` before the loop and one in each iteration `0 .. t`. Tile `t + 1`'s group is group `t + 1`. The groups after it, those of tiles `t + 2 .. t + STAGES - 1`, number `STAGES - 2`. The wait leaves only the newest groups in flight, so `cp_async_wait<STAGES - 2>()` returns exactly when tile `t + 1` (and every older tile) has landed, and the later tiles keep flying.
+* **The commit.** Commit one group in every iteration, outside the request's `if`: an empty one once `K` has no tile left, so that the count holds to the end.
+* **The request** is made when the tile exists: `if (tile + STAGES - 1 < tiles)`.
+* **The pointers.** `issue_next` moves `a_src[r]` on by `BK` and `b_src` by `BK * N`.
+
+The capstone's main loop, then the ring with that count:""",
+        code("capstone", ("int rs = 0;", "ws = ws + 1")), stage_ring(4), """
+Two ways to get the wait wrong. First, `cp.async.wait_group 3`: one group too many left in
+flight, so every tile is computed before anything guarantees that its copies have landed.
+Second, the right count, but a commit only in the iterations that request a tile: from iteration 5 on,
+`K` has no tile left to request, the groups fall behind the iterations, and tiles 6 and 7 are
+computed unguarded. Both races usually go unseen, because the copies usually arrive in
+time. (The first picture applies the wrong count to the prologue's wait too, as the capstone
+would, so tile 0 is not guaranteed either; after the exercise's `cp_async_wait<0>()`
+prologue tile 0 would have landed.)""", stage_ring(4, wait=3), stage_ring(4, empty_groups=False), """
+Three notes, for after the pictures:
+
+* In the SASS the count shows as `DEPBAR.LE SB0, 0x0` at the 2 stages of steps 4a to 4c, and `0x2` at the 4 of step 5.
+* Step 4a's commit inside `if (more)` is safe. With `STAGES = 2` the count is 0, and `wait_group 0` waits for every group committed so far, so an iteration that commits nothing changes nothing.
+* The capstone's prologue waits with `STAGES - 2` too, for tile 0 alone. Tiles 1 .. `STAGES - 2` are waited for by the loop's own wait, before anyone reads them, so the block can start on tile 0 while they fly. The exercise's prologue waits for everything: also correct, only a little later to start, once per block.
+
+CUTLASS's multistage mainloop waits with the same count, `cp_async_wait<Stages - 2>()`
+(the references).""")),
+
+    "stages": ("The answer: open it once your prediction is written down", lambda: (
+        stages_table(here=True), """
+Three stages runs slowest: its kernel
+needs more registers than two blocks allow, so only one block fits on an SM, and a block
+alone has nothing to run while its copies travel. Built with `MINB = 2`, every depth keeps
+two blocks, and the three rates lie close together (the lines below): the lost block, not
+the depth of the ring, made 3 stages slow.
+
+Two stages, at two blocks per SM, ran below the default by more than the
+`MINB` code shift of this GPU at both sizes (the second and last lines). Read it with both
+builds, as section A does for step 4c. As built, a loss. Between the `MINB = 2` builds, none: two stages even ran a
+little ahead of four (the table). So the ring's depth costs nothing at two blocks; the loss
+comes from the code ptxas made for that build.
+
+These registers are those of the binaries that were timed, compiled on the machine
+that timed them by its own CUDA. The ptxas on your machine may
+give the two-stage `MINB = 1` build one register more, over the line (the column *ptxas
+here* of the table above); then two stages also runs one block per SM, and slowly, when you run it live.""",
+        "```\n" + stages_reading() + "\n```")),
+}
+
+
+def answer(name: str) -> Reveal:
+    """The chapter's folded answer `name` (one of `ANSWER_NAMES`): the exercise answers
+    "zorder" and "pipeline", the predict answers "4c" and "stages"."""
+    summary, parts = _ANSWERS[name]
+    return Reveal(summary, *parts())
+
+
+ANSWER_NAMES = tuple(_ANSWERS)
 
 
 def exercise_references(names=("09_zorder", "09_capstone_step"), rec=None) -> Table:
