@@ -5,6 +5,7 @@ import pytest
 
 from gemm_kernels.core.kernels import get
 from gemm_kernels.notebook import ch06_tiles
+from gemm_kernels import records
 
 K5 = ch06_tiles.K5
 ISSUE = ch06_tiles.ISSUE
@@ -113,10 +114,28 @@ def test_the_evidence_table_puts_rates_and_counters_at_one_size():
     rows = list(t)
     assert "4096³" in t.title
     assert all(r["TFLOP/s at 4096"] is not None and r["timed on"] for r in rows)
-    assert rows[0]["issue x previous"] is None
+    assert rows[0]["issue x previous"] is None and rows[0]["profiled x previous"] is None
     for before, after in zip(rows, rows[1:]):
         assert float(after["issue x previous"]) == pytest.approx(
             after["issue share %"] / before["issue share %"], abs=0.005)
+
+
+def test_the_evidence_table_sets_the_profiled_speed_up_beside_the_timed_one():
+    """'profiled x previous' is the profiled time of the step before over this step's,
+    from the same counters as the stalls: a speed-up, read beside the timed `x previous`."""
+    t = ch06_tiles.path_table(4096, part="evidence")
+    cols = t.columns
+    assert cols.index("x previous") + 1 == cols.index("profiled x previous")
+    rows = ch06_tiles.path_rows(4096)
+    times = [ch06_tiles._stall_row("tile_2d_reg", ch06_tiles._params("tile_2d_reg", p),
+                                   (4096,) * 3)["metrics"][ch06_tiles._TIME]
+             for _, p in ch06_tiles.PATH]
+    for i in range(1, len(rows)):
+        assert float(rows[i]["profiled x previous"]) == pytest.approx(
+            times[i - 1] / times[i], abs=0.005)
+    # the tile step: the timed rate rose more than the profiled speed, as the chapter says
+    tile = rows[ch06_tiles.TILE_STEP[1]]
+    assert float(tile["x previous"]) > float(tile["profiled x previous"])
 
 
 def test_the_path_plot_draws_every_step_from_the_rows():
@@ -551,7 +570,10 @@ def test_the_folded_configurations_show_the_main_path_first_and_fold_the_rest():
     assert [r["name"] for r in main] == names[:ch06_tiles.MAIN_NAMES]
     assert [r["name"] for r in folded.inner] == names[ch06_tiles.MAIN_NAMES:] + ["values swept"]
     html = shown._repr_html_()
-    assert html.index("K5, two blocks") < html.index("<details>") < html.index("strided")
+    assert html.index("K5, two blocks") < html.index("strided") < html.index("<details>")
+    assert html.index("<details>") < html.index("dot-product order")
+    # the practice's kernel and Boehm's kernel 4 both appear on the main path
+    assert {"strided", "ch05 kernel-4 tile"} <= {r["name"] for r in main}
 
 
 def test_the_capped_split_places_each_rate_in_the_gap_from_k5_to_strided():
@@ -607,14 +629,6 @@ def test_register_blocks_does_the_occupancy_arithmetic():
     n = occ.limits["registers"]
     assert lines[1].split(": ")[-1].startswith(f"{n} block")
     assert n * rounded * 256 <= 65536 < (n + 1) * rounded * 256
-
-
-def test_patch_pair_prints_two_patches_from_the_patch_rows():
-    rows = {r["patch"]: r for r in ch06_tiles.patch_rows()}
-    first, second = ch06_tiles.patch_pair("8x4", "4x8").splitlines()
-    assert first.startswith("8x4:") and second.startswith("4x8:")
-    assert f"{rows['8x4'][ch06_tiles.WARP_FFMA]} FMAs per wavefront" in first
-    assert f"{rows['4x8'][ch06_tiles.WARP_FFMA]} FMAs per wavefront" in second
 
 
 def test_tile_step_line_states_the_waves_and_instructions():
@@ -675,3 +689,12 @@ def test_the_control_lines_give_both_rows_the_changed_line_and_both_ways_to_16_w
     assert "in one block (patch 8x4" in one and "in two blocks (K5, two blocks" in two
     assert one.endswith(f"x{patch['x previous']}")
     assert abs(float(two.rsplit("x", 1)[1]) - ratio) < 0.01
+
+
+def test_the_capped_split_names_the_fp32_peak_its_column_divides_by():
+    t = ch06_tiles.capped_split()
+    peak = ch06_tiles._peak_line(records.described_device(), "")[0]
+    assert f"FP32 peak: {peak / 1e3:.1f} TFLOP/s" in t.title
+    row = t[0]
+    assert float(row["% of FP32 peak"]) == pytest.approx(
+        100 * float(row["TFLOP/s"]) * 1e3 / peak, abs=1)
