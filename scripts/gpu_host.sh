@@ -137,6 +137,11 @@ for stage in "$@"; do
               python3 -m gemm_kernels study ch13_size_4112 ch01_xrow_l1 2>&1 \
                   | tee "$OUT/offsize.log" | tail -12
               cp figures/data/*.json "$OUT/" ;;
+    nooverlap) # chapter 13's tiled kernel with its next tile loaded after the mma: under
+              # both sanitizers, then timed beside cuBLAS FP16 (H200, the chapter's GPU)
+              sanitize_study ch13_no_overlap
+              python3 -m gemm_kernels study ch13_no_overlap 2>&1 | tee "$OUT/nooverlap.log" | tail -6
+              cp figures/data/*.json "$OUT/" ;;
     h200)     # the chapters whose numbers come from the H200: chapter 01's x->col counted
               # and timed off the lines, chapter 11's worked solution timed beside its kernel
               python3 -m gemm_kernels study ch01_xcol_l1 ch01_xcol_2047 2>&1 | tee "$OUT/h200.log" | tail -12

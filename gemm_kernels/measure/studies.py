@@ -532,6 +532,14 @@ STUDY_LIST += (
               Step("tiled WMMA", "wmma_tiled", {}),
               Step("FP32 capstone", "capstone", {})),
           ((4112, 4112, 4112),)),
+    # The tiled kernel with its next tile loaded after the mma (no loads in flight
+    # during it), timed alone: its own run and cuBLAS (a timing of wmma_tiled itself
+    # would replace the chapter's row).
+    Study("ch13_no_overlap", "13", "The tiled WMMA kernel without its loads in flight "
+          "during the mma", "time", (
+              Step("next tile loaded after the mma", "wmma_tiled", {},
+                   variant="wmma_tiled: next tile loaded after the mma"),),
+          (CUBE_4096,)),
 )
 # Chapter 14: the mma.sync kernel's shared-memory layouts (ldmatrix wavefronts and bank
 # conflicts without and with the swizzle) and what its tiles wait on, at 4096^3 and at
