@@ -373,7 +373,7 @@ def test_the_timed_errors_share_one_format_and_the_loop_unroll_is_read():
     from gemm_kernels.notebook import ch13_wmma as ch13
     cells = [v for r in ch13.timed_errors() for k, v in r.items() if k != "kernel"]
     assert cells and all(re.fullmatch(r"\d\.\d{4}", v) for v in cells)
-    assert "unrolled 4 times, and 1 more step" in " ".join(str(ch13.naive_loads()).split())
+    assert "unrolled 4 times, and a 1-step copy of the body for the 0 to 3 trips left over" in " ".join(str(ch13.naive_loads()).split())
 
 
 def test_the_pace_arithmetic_uses_the_printed_values_and_states_the_pipe_ceiling():
@@ -645,3 +645,21 @@ def test_the_excess_off_the_stride_is_read_from_the_conflict_share():
     assert f"about {share * off['waves']:.1f} of a load's {off['waves']:.1f}" in text
     assert round(share * off["waves"], 1) <= model - 1 < off["waves"] - model
     assert "not bank conflicts" in text and text in repr(ch13.naive_at_powers_of_two())
+
+
+def test_the_stride_in_short_gives_the_model_and_the_measure_per_size():
+    """stride_in_short: one line per size of the stride study, the bank model's
+    wavefronts (8 on a 128-byte multiple, 2 at 32 past one) beside the measured ones."""
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    sizes, _ = ch13.stride_sizes()
+    text = str(ch13.stride_in_short())
+    if sizes is None:
+        assert "not recorded" in text
+        return
+    assert ch13.bank_model_words(8192) == 8 and ch13.bank_model_words(8224) == 2
+    for s in sizes:
+        stride = 2 * s["shape"][2]
+        assert (f"rows {stride:,} bytes apart" in text
+                and f"bank model gives {ch13.bank_model_words(stride)} wavefronts per load; "
+                    f"measured {s['waves']:.1f}." in text)
+    assert "every row starts on the same 4 banks" in text

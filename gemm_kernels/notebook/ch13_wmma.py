@@ -536,8 +536,8 @@ def naive_loads() -> Text:
     import textwrap
     unrolled = sum(o.startswith("HMMA") for o in main_loop(sass)) // 2
     said = (f"In the whole kernel: {hmma} HMMA, that is {hmma // 2} steps along K (the loop "
-            f"unrolled {unrolled} times, and {hmma // 2 - unrolled} more step"
-            f"{'s' * (hmma // 2 - unrolled != 1)} for the trips left over); {narrow} LDG.E = "
+            f"unrolled {unrolled} times, and a {hmma // 2 - unrolled}-step copy of the body "
+            f"for the 0 to {unrolled - 1} trips left over); {narrow} LDG.E = "
             f"{hmma // 2} steps x 8; {movm} MOVM = {hmma // 2} steps x {movm // max(hmma // 2, 1)}; "
             f"and {wide} LDG.E.64, the epilogue's read of C (beta != 0).")
     return Text(textwrap.fill("The first step along K: its loads, each marked with the HMMA "
@@ -1336,6 +1336,25 @@ def stride_control() -> Text:
     return Text("\n".join(lines))
 
 
+def stride_in_short() -> Text:
+    """Section 5's two lines on the bank cost of one naive-kernel load, per size of the
+    stride study (`stride_sizes`): where the 8 rows of a load start in the banks, chapter
+    04's bank model, and the data-stage wavefronts per load Nsight Compute measured."""
+    sizes, label = stride_sizes()
+    if sizes is None:
+        return Text("The naive kernel off a 128-byte row stride: not recorded yet.")
+    lines = []
+    for s in sizes:
+        stride = 2 * s["shape"][2]
+        shift = stride % 128 // 4
+        where = ("every row starts on the same 4 banks" if shift == 0 else
+                 f"each row starts {shift} banks after the one before")
+        lines.append(f"{s['shape'][0]}³: rows {stride:,} bytes apart, {where}: chapter 04's "
+                     f"bank model gives {bank_model_words(stride)} wavefronts per load; "
+                     f"measured {s['waves']:.1f}.")
+    return Text("\n".join(lines + [f"(measured with Nsight Compute, {label})"]))
+
+
 def stride_ratio() -> str:
     """The stride study read as one test, in two sentences (in section 8's fold): the
     data stage is full at both sizes, so the loads it passes per cycle go as
@@ -1396,11 +1415,10 @@ def profile_waits(rec=None) -> Text:
         f"the kernel ran {round(sizes[1]['rate'], 1) / round(sizes[0]['rate'], 1):.1f} "
         f"times as fast under the profiler (the fold below).")
     queue = "" if not stage else (
-        f"* **The loads fill the L1's data stage.** A load's 8 rows lie "
-        f"{l1['row_bytes']:,} bytes apart, a multiple of 128, so they fall on the same four "
-        f"banks: {stage[1]:.1f} wavefronts of the data stage per load. Nsight Compute "
-        f"measured the stage busy {l1['data']:.1f}% of its peak, so the loads wait their "
-        f"turn there." + control + "\n")
+        f"* **The loads fill the L1's data stage**: rows "
+        f"{l1['row_bytes']:,} bytes apart, {stage[1]:.1f} wavefronts per load. Nsight "
+        f"Compute measured the stage busy {l1['data']:.1f}% of its peak, so the loads wait "
+        f"their turn there." + control + "\n")
     return Markdown(
         f"* **The naive kernel waits for its global loads**: a warp spends "
         f"{naive[_LONG]:.0f} cycles per issued instruction stalled on 'long scoreboard', "
