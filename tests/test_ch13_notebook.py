@@ -314,3 +314,15 @@ def test_off_power_of_two_sets_each_kernel_beside_its_own_cublas(monkeypatch):
     assert [r["kernel"] for r in ch13.off_power_of_two(kernels=(ch13.TILED,))] == [t[1]["kernel"]]
     monkeypatch.setattr(studies, "results", lambda *a, **k: [(study.steps[0], None)])
     assert "Not recorded yet" in ch13.off_power_of_two().title
+
+
+def test_the_tiled_kernels_waves_at_4112_leave_a_fifth_round_nearly_empty():
+    """Section 6's dip at 4112³: 33 x 33 blocks of 128 x 128 need a fifth round of the
+    GPU's slots, where 4096³'s 32 x 32 fill four (chapter 09's waves, for this kernel)."""
+    from gemm_kernels.notebook import capstone_pictures as cp
+    t = cp.waves(kernel=ch13.TILED, sizes=(4096, 4112))
+    assert t.title.startswith(f"{ch13.TILED} 128 x 128 tiles")
+    on, off = list(t)
+    assert on["blocks (tiles)"] == "1,024" and off["blocks (tiles)"] == "1,089"
+    if on.get("waves") is not None and on["slots"] == "264":     # 132 SMs, 2 blocks each
+        assert (on["waves"], off["waves"], off["blocks in the last wave"]) == (4, 5, "33")

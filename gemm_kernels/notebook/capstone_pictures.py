@@ -1663,15 +1663,17 @@ def ldgsts_counters() -> Table:
 
 # ------------------------------------------------------------------ waves
 
-def waves(params: dict | None = None, sizes=(1024, 2048, 4096, 8192)) -> Table:
+def waves(params: dict | None = None, sizes=(1024, 2048, 4096, 8192),
+          kernel: str = "capstone") -> Table:
     """How the blocks of a square problem fill the GPU: tiles (blocks), resident slots
     (SMs x blocks per SM, from the registers of the binary that was timed where the
-    recording has it, else ptxas here), waves, and how full the last one is."""
-    k = KERNELS["capstone"]
+    recording has it, else ptxas here), waves, and how full the last one is. `kernel`:
+    the capstone (chapter 09) or another tiled kernel (chapter 13's wmma_tiled)."""
+    k = KERNELS[kernel]
     p = k.resolve(params)
     described = records.described_device()
     sms, gpu = described.get("sm_count"), described.get("name") or "an unnamed GPU"
-    timed = (lookup.binary("capstone", p) or {}).get("registers")
+    timed = (lookup.binary(kernel, p) or {}).get("registers")
     occ = analysis.kernel_occupancy(k, p, registers=timed)
     slots = sms * occ.blocks_per_sm if sms else None
     rows = []
@@ -1686,7 +1688,7 @@ def waves(params: dict | None = None, sizes=(1024, 2048, 4096, 8192)) -> Table:
                     "blocks in the last wave": count(rest or slots),
                     "slots busy over all waves": pct(100 * blocks / (slots * (full + (rest > 0))))}
         rows.append(row)
-    return Table(rows, list(rows[0]), title=f"capstone {p['BM']} x {p['BN']} tiles on "
+    return Table(rows, list(rows[0]), title=f"{kernel} {p['BM']} x {p['BN']} tiles on "
                  f"the {sms or 'unknown number of'} SMs of {gpu}, {occ.blocks_per_sm} blocks per SM "
                  f"({occ.registers_per_thread} registers, "
                  f"{'of the compiled kernel that was timed' if timed else 'from ptxas here'})")
