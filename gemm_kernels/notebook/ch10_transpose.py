@@ -1488,7 +1488,7 @@ BOTTOM_LINE = (
 # alone) and as tuned (this chapter's configuration), each bar labelled as which.
 MAIN_CHART = MAIN_KERNELS[:-1] + (
     ("padded, PAD = 1 (lesson)", "transpose_padded", PADDING_STEPS[1][2]),
-    ("padded + x->row + STACK = 2 (tuned: measured, not explained)", "transpose_padded", PADDING_STEPS[-1][2]),
+    ("padded + x->row + STACK = 2\n(tuned: measured, not explained)", "transpose_padded", PADDING_STEPS[-1][2]),
 )
 
 
