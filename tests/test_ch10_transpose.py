@@ -287,6 +287,8 @@ def test_copy_smem_by_rows_counts_the_warps_of_the_timed_registers():
             "copy_smem", p, registers=timed).warps_per_sm
     if (lookup.binary("copy_smem", {"T": "float", "TILE": 32, "ROWS": 4}) or {}).get("registers") == 38:
         assert [got[r][c.WARPS_SM] for r in (4, 8, 16)] == [48, 64, 64]
+    # the header says where the warps come from, in words a student knows
+    assert "occupancy calculator" in c.WARPS_SM
 
 
 def test_copy_orders_shows_the_copys_split_changing_with_rows():
@@ -576,6 +578,8 @@ def test_the_main_chart_shows_the_padded_kernel_as_the_lesson_and_as_tuned():
     lesson, tuned = c.MAIN_CHART[-2:]
     assert "lesson" in lesson[0] and lesson[2] == c.PADDING_STEPS[1][2]
     assert "tuned" in tuned[0] and tuned[2] == c.PADDING_STEPS[-1][2]
+    # the tuning's cause is open, and the bar says so
+    assert "measured, not explained" in tuned[0]
 
 
 def test_the_round_trip_picture_has_no_time_unit():

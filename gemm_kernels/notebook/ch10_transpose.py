@@ -344,7 +344,7 @@ def solution_gap(shape=SQUARE) -> str:
             "of the gap")
 
 
-WARPS_SM = "warps per SM (timed registers)"
+WARPS_SM = "warps per SM (occupancy calculator, from the compiled kernel's registers)"
 
 
 def copy_smem_by_rows(shape=SQUARE, rows=(4, 8, 16)) -> Table:
@@ -1488,7 +1488,7 @@ BOTTOM_LINE = (
 # alone) and as tuned (this chapter's configuration), each bar labelled as which.
 MAIN_CHART = MAIN_KERNELS[:-1] + (
     ("padded, PAD = 1 (lesson)", "transpose_padded", PADDING_STEPS[1][2]),
-    ("padded + x->row + STACK = 2 (tuned)", "transpose_padded", PADDING_STEPS[-1][2]),
+    ("padded + x->row + STACK = 2\n(tuned: measured, not explained)", "transpose_padded", PADDING_STEPS[-1][2]),
 )
 
 
