@@ -620,7 +620,8 @@ def test_step_changes_are_the_numbers_of_the_change_plot():
     assert t[0]["step"] == full[1].label and t[0]["2048^3"] == cp.signed(c)
     assert t[0]["MINB = 2 (2048^3 / 4096^3)"] == "-" and "two blocks" not in t[0]["verdict"]
     five = t[cp.position(5) - 1]
-    assert "at two blocks: " in five["verdict"] and "/" in five["MINB = 2 (2048^3 / 4096^3)"]
+    assert " / " in five["verdict"] and "/" in five["MINB = 2 (2048^3 / 4096^3)"]
+    assert t.title.endswith("verdict: as built / at two blocks")
     # one step's row alone, as part B prints it beside its reading
     assert list(cp.step_changes(steps=("5",))) == [five]
 
@@ -643,7 +644,7 @@ def test_a_change_within_the_recompile_shift_is_not_credited():
         assert got[n] == max(abs(p["change"]) for p in pairs if p["size"] == n)
     # the printed rows carry the verdict: step 5 between the MINB = 2 builds
     row = cp.step_changes(steps=("5",))[0]
-    assert row["verdict"].split("at two blocks: ")[1] in ("gain", "loss", "not credited")
+    assert row["verdict"].split(" / ")[1] in ("gain", "loss", "not credited")
     assert cp.short_verdict("within the code shift, not credited") == "not credited"
     assert cp.short_verdict("not credited") == "not credited"
 
@@ -1032,7 +1033,7 @@ def test_step_changes_for_the_main_path_give_one_verdict_per_step():
         assert m["step"] == f["step"] and m["blocks/SM"] == r.blocks
         assert m["2048^3"] == f["2048^3"] and m["4096^3"] == f["4096^3"]
         assert m["verdict"] in ("gain", "loss", "not credited", "-")
-        assert m["verdict"] == f["verdict"].split(";")[0].removeprefix("as built: ")
+        assert m["verdict"] == f["verdict"].split(" / ")[0]
     assert [m["step"] for m in cp.step_changes(steps=("4c", "5"), two_blocks=False)] == \
         [r.label for r in cp.ladder() if r.number in ("4c", "5")]
 
@@ -1184,3 +1185,39 @@ def test_the_chapters_code_cells_hold_no_answer_text():
     assert sum('cp.answer("' in s for s in code) == 4
     for s in code:
         assert "Reveal(" not in s and "STAGES - 2" not in s and "DEPBAR.LE SB0, 0x" not in s
+
+
+def test_minb_reason_reads_the_defaults_two_builds(recorded_mode):
+    got = [p for p in cp.minb_pairs() if p["configuration"] == "the default"]
+    text = str(cp.minb_reason())
+    if len(got) != 2:
+        assert cp.NOT_RECORDED in text
+        return
+    assert f"{got[0]['registers'][0]} / {got[0]['registers'][1]} registers" in text
+    for p in got:
+        assert f"{cp.signed(p['change'])} at {p['size']}^3" in text
+    assert cp.ladder_source() in text
+
+
+def test_the_capstone_listing_is_the_hoist_path_folded():
+    f = cp.capstone_listing()
+    text = str(f.inner)
+    for line in ("issue_next = [&](int stage)", "issue_first();", "cp_async_wait<STAGES - 2>();",
+                 "for (int tile = 0; tile < tiles; ++tile)", "float fa[2][TM], fb[2][TN];"):
+        assert line in text
+    # the prologue without HOIST is left out, and the listing is folded
+    assert "issue_tile(s, s)" not in text and "<details>" in f._repr_html_()
+
+
+def test_the_ffma_share_has_one_decimal():
+    share = cp._loop_counts("capstone", cp.KERNELS["capstone"].resolve(None))["FFMA share"]
+    assert re.fullmatch(r"\d+\.\d%", share)
+
+
+def test_rule_line_names_the_spread_beside_the_minb2_builds(recorded_mode):
+    rungs = cp.ladder()
+    held = [cp._spread_pct(cp.cublas_spread([r.held[n] for r in rungs if r.has_minb]))
+            for n in (2048, 4096)]
+    if any(h is None for h in held):
+        pytest.skip("no MINB = 2 builds recorded")
+    assert f"({max(held):.1f}% beside the MINB = 2 builds)" in str(cp.rule_line())
