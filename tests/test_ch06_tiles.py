@@ -698,3 +698,28 @@ def test_the_capped_split_names_the_fp32_peak_its_column_divides_by():
     row = t[0]
     assert float(row["% of FP32 peak"]) == pytest.approx(
         100 * float(row["TFLOP/s"]) * 1e3 / peak, abs=1)
+
+
+def test_fall_shares_sets_the_two_stalls_against_all_other_reasons_on_request():
+    rows = [{**_row(s, b, l, i), ch06_tiles.ALL_STALLS: t, "warps/SM": 16}
+            for s, b, l, i, t in (("K5", .3, .9, 45, 5.0), ("a", .5, 1.0, 50, 8.0),
+                                  ("b", .2, .5, 64, 6.3), ("c", .1, .4, 80, 6.3))]
+    _, first, second = ch06_tiles.fall_shares(rows, others=True).splitlines()
+    # 8.00 - 6.30 = 1.70 in all, 0.80 of it the two: the other reasons 0.90
+    assert first == ("  a -> b: barrier + long scoreboard fall by 0.80; "
+                     "all other reasons together fall by 0.90")
+    # the total stays while the two fall: the others rise by as much
+    assert second == ("  b -> c: barrier + long scoreboard fall by 0.20; "
+                      "all other reasons together rise by 0.20")
+    gap = [{**r, ch06_tiles.ALL_STALLS: None} for r in rows]
+    assert "together -" in ch06_tiles.fall_shares(gap, others=True)
+
+
+def test_the_evidence_table_sets_the_instructions_beside_the_issue_share():
+    rows = ch06_tiles.path_rows(4096)
+    assert ch06_tiles.path_table(4096, part="evidence").columns.index("instructions (M)") \
+        == ch06_tiles.path_table(4096, part="evidence").columns.index("issue x previous") + 1
+    assert rows[0]["instructions x previous"] is None
+    for before, after in zip(rows, rows[1:]):
+        n0, n1 = (float(r["instructions (M)"].replace(",", "")) for r in (before, after))
+        assert after["instructions x previous"] == f"{n1 / n0:.2f}"

@@ -583,6 +583,7 @@ def _stall_row(kernel: str, params: dict, shape) -> dict | None:
 
 ALL_STALLS = "all stall reasons"
 _TIME = "gpu__time_duration.sum"
+_INST = "smsp__inst_executed.sum"
 ALL_WITH_SELECTED = "all reasons, selected included"
 _STALL_PREFIX = "smsp__average_warps_issue_stalled_"
 STALL_COLUMNS = {"issue share %": ISSUE,
@@ -596,7 +597,7 @@ def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
     along K at 4096, FMAs per wavefront and conflicts (bank model), the recorded rate
     at size^3 and its ratio to the step before, and where the warps wait at
     `stall_shape` (None where that configuration was not profiled)."""
-    rows, prev, prev_issue, prev_prof = [], None, None, None
+    rows, prev, prev_issue, prev_prof, prev_inst = [], None, None, None, None
     for label, p in PATH:
         p = _params("tile_2d_reg", p)
         try:
@@ -626,6 +627,12 @@ def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
                      # side by side
                      "issue x previous": None if prev_issue is None or m.get(ISSUE) is None
                      else _f(m[ISSUE] / prev_issue, 2),
+                     # by time ≈ instructions / issue share, the profiled step is the issue
+                     # share's step over this one: beside it, so the division reads off
+                     "instructions (M)": None if m.get(_INST) is None
+                     else f"{m[_INST] / 1e6:,.0f}",
+                     "instructions x previous": None if prev_inst is None
+                     or m.get(_INST) is None else _f(m[_INST] / prev_inst, 2),
                      # the profiled speed-up over the step before (its time before over
                      # after): beside the timed `x previous`, so that a step where the two
                      # differ shows (the profiler runs at its own, lower clock)
@@ -636,7 +643,7 @@ def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
                      # only its split among reasons says more than the rate does
                      ALL_STALLS: sum(v for k, v in m.items() if k.startswith(_STALL_PREFIX))
                      if m else None})
-        prev, prev_issue, prev_prof = g, m.get(ISSUE), m.get(_TIME)
+        prev, prev_issue, prev_prof, prev_inst = g, m.get(ISSUE), m.get(_TIME), m.get(_INST)
     return rows
 
 
@@ -647,7 +654,7 @@ PATH_PARTS = {
     "changed": ("step", "params", "registers", "blocks/SM", "warps/SM",
                 WARP_FFMA, "conflicts", "TFLOP/s at {size}", "min..max", "x previous"),
     "evidence": ("step", "warps/SM", "x previous", "profiled x previous", "issue share %",
-                 "issue x previous",
+                 "issue x previous", "instructions (M)", "instructions x previous",
                  "barrier", "long scoreboard", "short scoreboard")}
 
 
@@ -778,12 +785,26 @@ def path_check_table(rows=None) -> Table:
                  + records.recording_label())
 
 
-def fall_shares(rows=None) -> str:
+def fall_shares(rows=None, others: bool = False) -> str:
     """The main path's test of the two predicted steps in plain numbers: per step of
     CHECKS, all stall reasons and the barrier + long-scoreboard stalls, before -> after
     and by how much each fell, then the two shares the prediction compares: the two
     stalls' share of all stalls before the step, and their share of the fall
-    (path_check_table's columns)."""
+    (path_check_table's columns). `others`: instead, one line per step setting the fall
+    of barrier + long scoreboard against the fall of all other reasons together, the
+    prediction's own terms; '-' where a configuration was not profiled."""
+    if others:
+        def fall(x):
+            return "-" if x is None else (f"fall by {x:.2f}" if x >= 0 else f"rise by {-x:.2f}")
+        out = ["the predicted steps at 4096³, 16 warps per SM (Nsight Compute; cycles per "
+               "issued instruction):"]
+        for r in path_check_table(rows):
+            two, total = r["fall of the two"], r["fall of all stalls"]
+            rest = None if two is None or total is None else float(total) - float(two)
+            out.append(f"  {r['step']}: barrier + long scoreboard "
+                       f"{fall(None if two is None else float(two))}; all other reasons "
+                       f"together {fall(rest)}")
+        return "\n".join(out)
     lines = [f"  {r['step']}: all stalls {r['all stalls']}, a fall of {r['fall of all stalls']}; "
              f"barrier + long scoreboard {r['barrier + long scoreboard']}, a fall of "
              f"{r['fall of the two']}\n"
