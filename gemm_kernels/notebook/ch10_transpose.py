@@ -947,12 +947,12 @@ def out_pieces_line(shape=ODD) -> str:
 
 
 def latency_check(shape=SQUARE) -> str:
-    """The independent check of the latency Little's law implies for the copy at
-    `shape`: its long-scoreboard stall cycles per warp, over its round trips (from the
-    SASS), over the profiler's clock; beside the law's latency, and the share of a warp's
-    life spent waiting for its loads (the law's model counts all of it), and the law's
-    latency times that share, which is what the model would give if it counted only the
-    waiting."""
+    """The copy's latency measured at `shape`: its long-scoreboard stall cycles per warp,
+    over its round trips (from the SASS), over the profiler's clock; beside the latency
+    Little's law implies, the share of a warp's life spent waiting for its loads (the
+    law's model counts all of it), and the law's latency times that share. The last is a
+    check of the arithmetic, not a second measurement: the share comes from the same
+    counter."""
     w = _copy_wait(shape)
     if w is None:
         return "the copy's profiled counters are not in this recording"
