@@ -13,7 +13,7 @@ from itertools import product
 from pathlib import Path
 from typing import Callable, Mapping
 
-from gemm_kernels.core import cuda_text, device
+from gemm_kernels.core import cuda_text, device, source_edits
 
 CUDA_DIR = Path(__file__).resolve().parents[1] / "cuda"
 
@@ -180,6 +180,12 @@ class Kernel:
         (a student's version of it): launched, checked and timed like the original.
         `source` names the text in compiler messages."""
         return replace(self, name=name, source=source, code=code, base=self.base or self.name)
+
+    def edited(self, edits, name: str) -> "Kernel":
+        """This kernel around its own text with `edits` applied (`source_edits.apply`:
+        each edit exactly once), named `name`: a chapter's variant of it."""
+        text = source_edits.apply(self.source_text(), edits, f"{name} ({self.source})")
+        return self.with_code(text, name=name, source=self.source)
 
     def source_with_headers(self) -> str:
         """The source followed by the course's headers it includes ("common.cuh", a

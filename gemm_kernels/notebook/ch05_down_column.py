@@ -6,7 +6,6 @@ the bank model's price of the two mappings can be set against the hardware.
 from __future__ import annotations
 
 from gemm_kernels.core.kernels import get
-from gemm_kernels.core.source_edits import apply
 from gemm_kernels.core.table import Table
 from gemm_kernels.measure import lookup, records, studies, timing
 from gemm_kernels.notebook.ch05_tile_1d import (MAPPINGS, mapping_prices, smem_bound,
@@ -27,9 +26,7 @@ _EDITS = tuple(
 
 def down_column_kernel():
     """The chapter's kernel with tc and tr of the mapping down the column."""
-    k = get(KERNEL)
-    text = apply(k.source_text(), _EDITS, f"{DOWN_COLUMN} ({k.source})")
-    return k.with_code(text, name=DOWN_COLUMN, source=k.source)
+    return get(KERNEL).edited(_EDITS, DOWN_COLUMN)
 
 
 studies.register_variant(DOWN_COLUMN, down_column_kernel)

@@ -143,18 +143,14 @@ ONE_SET_EDITS = (
 @functools.lru_cache(maxsize=None)
 def ring_kernel():
     """Step 4a: the registry's zorder around the edited text, needing cp.async (sm_80+)."""
-    k = kernel_of("zorder")
-    text = apply(k.source_text(), ring_edits(), f"{ZORDER_RING} ({k.source})")
-    return dataclasses.replace(k.with_code(text, name=ZORDER_RING, source=k.source),
+    return dataclasses.replace(kernel_of("zorder").edited(ring_edits(), ZORDER_RING),
                                features=("cp.async",))
 
 
 @functools.lru_cache(maxsize=None)
 def one_set_kernel():
     """Step 4b: the registry's capstone around the edited text."""
-    k = kernel_of("capstone")
-    text = apply(k.source_text(), ONE_SET_EDITS, f"{ONE_FRAGMENT_SET} ({k.source})")
-    return k.with_code(text, name=ONE_FRAGMENT_SET, source=k.source)
+    return kernel_of("capstone").edited(ONE_SET_EDITS, ONE_FRAGMENT_SET)
 
 
 def _register_variants():

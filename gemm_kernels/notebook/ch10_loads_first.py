@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 
 from gemm_kernels.core.launch import kernel_of
-from gemm_kernels.core.source_edits import apply
 from gemm_kernels.core.table import Table
 from gemm_kernels.measure import records
 
@@ -68,9 +67,7 @@ EDITS = (_HEADER, (_LOOP, _SPLIT))
 @functools.lru_cache(maxsize=None)
 def loads_first_kernel():
     """`transpose_padded` around the edited text (its tunables, grid and checks unchanged)."""
-    k = kernel_of(KERNEL)
-    return k.with_code(apply(k.source_text(), EDITS, f"{LOADS_FIRST} ({k.source})"),
-                       name=LOADS_FIRST, source=k.source)
+    return kernel_of(KERNEL).edited(EDITS, LOADS_FIRST)
 
 
 @functools.lru_cache(maxsize=None)

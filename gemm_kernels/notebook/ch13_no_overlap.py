@@ -6,7 +6,6 @@ beside cuBLAS FP16, so that its share of cuBLAS can be set beside the kernel as 
 from __future__ import annotations
 
 from gemm_kernels.core.kernels import get
-from gemm_kernels.core.source_edits import apply
 from gemm_kernels.core.table import Table, fmt_number
 from gemm_kernels.measure import records, studies
 
@@ -40,9 +39,7 @@ _EDITS = (
 
 def no_overlap_kernel():
     """The tiled kernel with the next tile's loads after the mma, into the one buffer."""
-    k = get(KERNEL)
-    text = apply(k.source_text(), _EDITS, f"{NO_OVERLAP} ({k.source})")
-    return k.with_code(text, name=NO_OVERLAP, source=k.source)
+    return get(KERNEL).edited(_EDITS, NO_OVERLAP)
 
 
 studies.register_variant(NO_OVERLAP, no_overlap_kernel)

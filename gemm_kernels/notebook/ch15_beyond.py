@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 
 from gemm_kernels.core.launch import kernel_of
-from gemm_kernels.core.source_edits import apply
 from gemm_kernels.measure import studies, timing
 from gemm_kernels.notebook.display import Text
 
@@ -33,9 +32,7 @@ def release_cluster_kernel():
     """The cluster kernel whose remote arrivals carry .release.cluster: every arrival on
     the partner's barrier first makes the thread's earlier memory operations visible to
     the whole cluster."""
-    k = kernel_of("wgmma_cluster")
-    text = apply(k.source_text(), _RELEASE_EDITS, f"{RELEASE_CLUSTER} ({k.source})")
-    return k.with_code(text, name=RELEASE_CLUSTER, source=k.source)
+    return kernel_of("wgmma_cluster").edited(_RELEASE_EDITS, RELEASE_CLUSTER)
 
 
 def _register_variants():
