@@ -478,8 +478,8 @@ def test_the_bottom_line_prints_the_chapters_steps_and_the_block_orders_gain():
 
 
 def test_the_mistakes_table_keeps_the_clause_that_names_the_problem():
-    assert c._first_clause("wrong at 7x13: 84 element(s) wrong; worst at (0, 1)") == \
-        "wrong at 7x13: 84 element(s) wrong"
+    assert c._first_clause("wrong at 7x13: 84 elements wrong; worst at (0, 1)") == \
+        "wrong at 7x13: 84 elements wrong"
     assert c._first_clause("a race: two threads (line 27): each element must ...") == \
         "a race: two threads (line 27)"
     assert c._first_clause("28 registers; at ROWS = 4 a note: moved. Offsets ...", "ROWS = 4") == \

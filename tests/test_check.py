@@ -351,4 +351,12 @@ def test_a_wrong_element_of_an_exact_comparison_shows_no_infinite_ratio():
 def test_a_wrong_element_is_shown_to_four_significant_digits():
     from gemm_kernels.measure.check import Verdict
     v = Verdict(False, 1, 0, (16, 41), -19.314054489135742, 17.77837647870183, 1.13e5)
-    assert "worst at (16, 41): -19.31 against 17.78 (|err|/bound 1.13e+05)" in str(v)
+    assert "worst at (16, 41): -19.31 against 17.78 (|err|/bound 113,000)" in str(v)
+
+
+def test_counts_are_written_for_people():
+    from gemm_kernels.measure.check import Verdict, count
+    assert count(1, "element") == "1 element" and count(1536, "element") == "1,536 elements"
+    v = Verdict(False, 1536, 1536, (0, 0), float("nan"), 2.865, float("inf"))
+    assert str(v).startswith("1,536 elements wrong, 1,536 NaN;"), str(v)
+    assert "element(s)" not in str(Verdict(False, 1, 0, (0, 0), 1.0, 2.0, 3.0))

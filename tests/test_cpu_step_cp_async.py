@@ -182,7 +182,7 @@ def test_the_hint_of_step_3_follows_its_failure():
     race = pipeline_correct_hint("a data race on shared memory: a cp.async copy landed at "
                                  "the cp_async_wait of line 243 ...")
     ring = pipeline_correct_hint("wrong at 32x48x64 with alpha=1.0, beta=0.0: 1536 "
-                                 "element(s) wrong")
+                                 "elements wrong")
     assert early == race and "groups committed" in early and "ws" not in early
     assert "into stage ws" in ring and "groups committed" not in ring
 

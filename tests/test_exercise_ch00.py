@@ -150,18 +150,18 @@ def test_copy_correct_hint_answers_the_failure_found():
     ex = get("00_copy")
     outside = hint(ex, "correct", "at 1x1: a read of 4 bytes outside the input `in`")
     race = hint(ex, "correct", "a data race on the output: two threads wrote the same element")
-    nan = hint(ex, "correct", "wrong at 127x129: 10707 element(s) wrong, 10707 NaN; "
+    nan = hint(ex, "correct", "wrong at 127x129: 10,707 elements wrong, 10,707 NaN; "
                               "worst at (44, 0): nan against -1.8 (|err|/bound inf)")
     assert "inside" in outside and "race" not in outside
     assert "By how many rows" in race
     assert "blockIdx = (0, 1)" in nan and "row 12, column 0" in nan
     # a wrong row stride (rows instead of cols) leaves elements unwritten and puts others
     # in the wrong place: the hint asks for the offset and says how long a row is
-    stride = hint(ex, "correct", "wrong at 7x13: 40 element(s) wrong, 36 NaN; "
+    stride = hint(ex, "correct", "wrong at 7x13: 40 elements wrong, 36 NaN; "
                                  "worst at (4, 3): nan against -1.07 (|err|/bound inf)")
     assert "which offset did that thread use" in stride and "`cols` elements long" in stride
     assert "4 other elements hold a value that belongs elsewhere" in stride
-    wrong = hint(ex, "correct", "wrong at 7x13: 5 element(s) wrong, 0 NaN; worst at (1, 2)")
+    wrong = hint(ex, "correct", "wrong at 7x13: 5 elements wrong, 0 NaN; worst at (1, 2)")
     assert "`cols` elements long" in wrong and "NaN" not in wrong
     for h in (outside, race, nan, stride, wrong):
         assert "threadIdx.y" not in h and "blockIdx.y" not in h

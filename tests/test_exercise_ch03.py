@@ -75,7 +75,7 @@ def test_a_barrier_under_a_condition_the_same_for_every_thread_passes():
 
 def test_the_edge_hint_asks_about_skipped_copies_and_barriers():
     from gemm_kernels.exercises.catalog import _tile_loop_correct_hint
-    hint = _tile_loop_correct_hint("wrong at 7x13x5: 33 element(s) wrong; worst at (4, 0)")
+    hint = _tile_loop_correct_hint("wrong at 7x13x5: 33 elements wrong; worst at (4, 0)")
     assert "skip their copies or a barrier" in hint
 
 

@@ -109,7 +109,7 @@ def test_hints_do_not_give_the_answer():
     from gemm_kernels.exercises.grader import hint as hint_for
     ex = get(NAME)
     details = ("a read of 16 bytes outside A, at line 40 of your cell (found by "
-               "AddressSanitizer)", "wrong at 7x13x5: 3 element(s) wrong", "misaligned address")
+               "AddressSanitizer)", "wrong at 7x13x5: 3 elements wrong", "misaligned address")
     for step in ex.hints:
         for detail in details:
             hint = hint_for(ex, step, detail)
@@ -122,7 +122,7 @@ def test_the_correct_hint_answers_the_kind_of_failure():
     ex = get(NAME)
     outside = hint_for(ex, "correct", "a read of 16 bytes outside A, at line 40 of your cell "
                                       "(found by AddressSanitizer): check the bounds")
-    wrong = hint_for(ex, "correct", "wrong at 7x13x5 with alpha=1.0, beta=0.0: 3 element(s) "
+    wrong = hint_for(ex, "correct", "wrong at 7x13x5 with alpha=1.0, beta=0.0: 3 elements "
                                     "wrong; worst at (4, 5)")
     # a float4 read past A: the bounds test; a start that is not a multiple of 4 is
     # reported as misaligned instead (on a GPU and on the CPU), which the hint says

@@ -225,7 +225,7 @@ def test_wrong_values_inside_the_matrix_get_the_value_hint_not_the_bounds_hint()
     """Step 3: an access outside the matrix is about the bounds; wrong values with every
     access inside are about which value goes where."""
     from gemm_kernels.exercises.grader import hint
-    wrong = "wrong at 1x1: 1 element(s) wrong; worst at (0,0): 0.0 against 0.126"
+    wrong = "wrong at 1x1: 1 element wrong; worst at (0,0): 0.0 against 0.126"
     assert "(r, c) of `in`" in hint(EX, "correct", wrong)
     assert "inside the matrix" not in hint(EX, "correct", wrong)
     outside = "at 1x1: a write of 4 bytes outside the output `out`, at line 24 of your cell"

@@ -130,12 +130,13 @@ def _copy_correct_hint(detail: str, tile: int = _COPY["TILE"]) -> str:
                 "a row no other thread takes?")
     offset = ("A row of `in` and of `out` is `cols` elements long, whatever the tile and "
               "the block; the input and the output use the same offset.")
-    counts = re.search(r"(\d+) element\(s\) wrong, (\d+) NaN", detail)
-    moved = (f" {int(counts[1]) - int(counts[2])} other elements hold a value that belongs "
+    found = re.search(r"([\d,]+) elements? wrong, ([\d,]+) NaN", detail)
+    counts = [None, *(int(g.replace(",", "")) for g in found.groups())] if found else None
+    moved = (f" {counts[1] - counts[2]:,} other elements hold a value that belongs "
              "elsewhere: the offset went wrong for them too." if counts
-             and int(counts[1]) > int(counts[2]) else "")
+             and counts[1] > counts[2] else "")
     m = re.search(r"worst at \((\d+), (\d+)\)", detail)
-    unwritten = int(counts[2]) > 0 if counts else "NaN" in detail
+    unwritten = counts[2] > 0 if counts else "NaN" in detail
     if m and unwritten:
         r, c = int(m[1]), int(m[2])
         return (f"NaN: element ({r}, {c}) of the output was never written. It lies in the "

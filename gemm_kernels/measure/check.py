@@ -150,6 +150,11 @@ def gemm_reference(A, B, C0=None, alpha=1.0, beta=0.0):
     return ref, scale
 
 
+def count(n: int, noun: str) -> str:
+    """`n` things as a reader says it: "1 element", "1,536 elements"."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What a comparison found.
@@ -169,13 +174,16 @@ class Verdict:
     ratio: float
 
     def __str__(self):
-        # an infinite ratio (a bound of 0: an exact comparison) says nothing to a reader
-        ratio = f" (|err|/bound {self.ratio:.3g})" if math.isfinite(self.ratio) else ""
+        # an infinite ratio (a bound of 0: an exact comparison) says nothing to a reader;
+        # a large one is read as a whole number ("113,142"), not as "1.13e+05"
+        big = math.isfinite(self.ratio) and self.ratio >= 1000
+        ratio = (f" (|err|/bound {self.ratio:,.0f})" if big else
+                 f" (|err|/bound {self.ratio:.3g})" if math.isfinite(self.ratio) else "")
         # four significant digits: enough to see how far off an element is, readable
         where = f"worst at {self.worst}: {self.value:.4g} against {self.reference:.4g}{ratio}"
         if self.ok:
             return f"ok, max |err|/bound {self.ratio:.3g}"
-        return (f"{self.bad} element(s) wrong" + (f", {self.nan} NaN" if self.nan else "")
+        return (f"{count(self.bad, 'element')} wrong" + (f", {self.nan:,} NaN" if self.nan else "")
                 + f"; {where}")
 
 
@@ -340,7 +348,7 @@ def check(kernel, shape, params=None, alpha=1.0, beta=0.0, seed=None) -> CheckRe
         verdict = compare_exact(out, src.T if k.op == "transpose" else src)
     writes = guard_writes(buf, out.size)
     problems_found = ([] if verdict.ok else [str(verdict)]) + \
-        ([f"{writes} element(s) written past the end of the output"] if writes else [])
+        ([f"{count(writes, 'element')} written past the end of the output"] if writes else [])
     return CheckResult(k.name, tuple(shape), p, alpha, beta, not problems_found,
                        "; ".join(problems_found), seed, verdict, writes)
 

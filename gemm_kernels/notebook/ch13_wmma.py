@@ -421,10 +421,10 @@ def grader_in_short(said: str) -> str:
     outside = re.search(r"a (read|write) of \d+ bytes? outside (\w+)", said)
     if outside:
         return f"a {outside[1]} outside {outside[2]} (AddressSanitizer)"
-    wrong = re.search(r"at (\S+)(?: with ([^:]*))?: (\d+) element\(s\) wrong(, \d+ NaN)?", said)
+    wrong = re.search(r"at (\S+)(?: with ([^:]*))?: ([\d,]+) elements? wrong(, [\d,]+ NaN)?", said)
     if wrong:
         shape, args, n, nan = wrong.groups()
-        return (f"{int(n):,} elements wrong{' (NaN)' if nan else ''} at {shape}"
+        return (f"{n} element{'' if n == '1' else 's'} wrong{' (NaN)' if nan else ''} at {shape}"
                 + (f", {args}" if args else ""))
     return said
 
