@@ -244,23 +244,25 @@ NAMES = (("ch05 default", "tile_1d", None, "the kernel to beat: chapter 05's bes
          ("patch 8x4", "tile_2d_reg", dict(PATH)["patch 8x4"], "step 1 of 'From K5 to ch06 default'"),
          ("BM 64", "tile_2d_reg", dict(PATH)["BM 64"], "step 2 of 'From K5 to ch06 default'"),
          ("K5, two blocks", "tile_2d_reg", K5,
-          "K5 with __launch_bounds__(256, 2): the practice's check, 'The control'"),
+          "K5 with __launch_bounds__(256, 2): 'The control', the practice's check"),
          ("strided", "tile_2d_strided", K5, "another thread layout: the practice, Appendix C"),
          ("ch05 kernel-4 tile", "tile_1d", K4,
           "chapter 05's kernel at Boehm's kernel-4 tile: 'Measured', Appendices G, H"),
          ("tile_2d", "tile_2d", K5, "the dot-product order, k loop rolled: Appendices D, F"))
 
 
-# The first MAIN_NAMES of NAMES are those the chapter's main path uses.
-MAIN_NAMES = 8
+# The first MAIN_NAMES of NAMES are those a reader needs before the chapter's first
+# section (the kernel to beat, Boehm's tile, the exercise's); the others are introduced
+# where they are first used, and listed folded.
+MAIN_NAMES = 3
 
 
 def configurations(k5: dict, default: dict, fold_rest: bool = False):
     """Every configuration the chapter names (NAMES, with `k5` and `default` for its two
     own), a column per tunable ('-': a tunable the kernel lacks) and where it is used,
     then the values the sweep of `tile_2d_reg` tried. `fold_rest`: the main path's
-    names (the first MAIN_NAMES) as a table, the rest folded under it, so that a reader
-    meets only the names the main path uses."""
+    names needed first (the first MAIN_NAMES) as a table, the rest folded under it, so
+    that a reader meets each other name where it is used."""
     params = [p.name for p in get_kernel("tile_2d_reg").params]
     own = {"K5": k5, DEFAULT: default}
     rows = []
@@ -276,9 +278,10 @@ def configurations(k5: dict, default: dict, fold_rest: bool = False):
         return Table(rows, columns,
                      title="the configurations the chapter names, and the sweep of tile_2d_reg")
     return Stacked(Table(rows[:MAIN_NAMES], columns,
-                         title="the configurations of the main path"),
+                         title="the three configurations you need first"),
                    Folded(Table(rows[MAIN_NAMES:], columns),
-                          "the configurations of the appendices, and the values swept"))
+                          "the other names, each introduced where it is first used, "
+                          "and the values swept"))
 
 
 def ladder_rows(table) -> Table:
@@ -592,6 +595,12 @@ STALL_COLUMNS = {"issue share %": ISSUE,
                  "short scoreboard": _STALL.format("short_scoreboard")}
 
 
+def blocks_x_warps(blocks: int, warps: int) -> str:
+    """Warps per SM written as blocks per SM x warps per block: "2 x 8" for two blocks of
+    8 warps (16 warps per SM in all)."""
+    return f"{blocks} x {warps // blocks if blocks else warps}"
+
+
 def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
     """Per step of PATH: registers of the timed binary, blocks and warps per SM, steps
     along K at 4096, FMAs per wavefront and conflicts (bank model), the recorded rate
@@ -612,6 +621,9 @@ def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
         m = (prof or {}).get("metrics", {})
         rows.append({"step": label, "params": _short(p), "registers": occ.registers_per_thread,
                      "blocks/SM": occ.blocks_per_sm, "warps/SM": occ.warps_per_sm,
+                     # blocks per SM x warps per block, so that "1 x 16" and "2 x 8" read
+                     # at a glance as the same warps in one block or in two
+                     "blocks x warps": blocks_x_warps(occ.blocks_per_sm, occ.warps_per_sm),
                      "k steps at 4096": 4096 // p["BK"],
                      WARP_FFMA: warp_ffma_per_wavefront(s),
                      "conflicts": tiles.conflicts("tile_2d_reg", p),
@@ -650,18 +662,24 @@ def path_rows(size: int = 2048, stall_shape=(4096, 4096, 4096)) -> list[dict]:
 # The two halves of the path table a reader takes in one at a time: what each step
 # changed and what it did to the rate, then where the warps wait, with only the rate's
 # step beside the issue share's (the rates themselves are the first half's).
+# "evidence" is the main path's short table: the timed step beside the issue share and
+# the three waits; "bookkeeping" (the appendix) the profiled step and the instructions,
+# from which the issue share's step follows by time ≈ instructions / issue share.
 PATH_PARTS = {
     "changed": ("step", "params", "registers", "blocks/SM", "warps/SM",
                 WARP_FFMA, "conflicts", "TFLOP/s at {size}", "min..max", "x previous"),
-    "evidence": ("step", "warps/SM", "x previous", "profiled x previous", "issue share %",
-                 "issue x previous", "instructions (M)", "instructions x previous",
-                 "barrier", "long scoreboard", "short scoreboard")}
+    "evidence": ("step", "blocks x warps", "x previous", "issue share %",
+                 "barrier", "long scoreboard", "short scoreboard"),
+    "bookkeeping": ("step", "blocks x warps", "x previous", "profiled x previous",
+                    "issue share %", "issue x previous", "instructions (M)",
+                    "instructions x previous")}
 
 
 def path_table(size: int = 2048, part: str | None = None) -> Table:
     """path_rows as a table, the stall columns to two decimals. `part`: only the columns
-    of PATH_PARTS[part] ("changed": the step and its rate; "evidence": the rate and where
-    the warps wait at 4096^3; the days of the runs are in the caption); None: every column (the rows
+    of PATH_PARTS[part] ("changed": the step and its rate; "evidence": the rate's step and
+    where the warps wait at 4096^3; "bookkeeping": the timed and profiled steps beside the
+    issue share's and the instructions'; the days of the runs are in the caption); None: every column (the rows
     always hold all of them)."""
     stalls = [c for c in STALL_COLUMNS if not c.endswith("%")]
     rows = [{**r, **{c: _f(r[c], 2) for c in stalls}} for r in path_rows(size)]
@@ -673,11 +691,14 @@ def path_table(size: int = 2048, part: str | None = None) -> Table:
                            + records.recording_label())
     columns = [c.format(size=size) for c in PATH_PARTS[part]]
     # one line each: the caveats (runs, which rows compare) are the chapter's text
-    title = (f"from K5 to {DEFAULT}: what changed, and the rate at {size}³; "
-             if part == "changed" else
-             f"the same steps at 4096³: where the warps wait (Nsight Compute, stalls in cycles "
-             "per issued instruction), beside the rate over the step before"
-             + ("" if size == 4096 else f" at {size}³") + "; ")
+    at = "" if size == 4096 else f" at {size}³"
+    title = {"changed": f"from K5 to {DEFAULT}: what changed, and the rate at {size}³; ",
+             "evidence": "the same steps at 4096³: where the warps wait (Nsight Compute, "
+                         "stalls in cycles per issued instruction), beside the timed rate "
+                         f"over the step before{at}; ",
+             "bookkeeping": "the same steps at 4096³: the timed and the profiled speed-up "
+                            f"over the step before{at}, and the issue share's and the "
+                            "instructions' steps (Nsight Compute); "}[part]
     # one decimal for every issue share, so that 52% does not read as coarser than 62.2%
     return Table(rows, columns, title=title + records.recording_label(), pct_decimals=1)
 
@@ -878,7 +899,7 @@ PATH_PANELS = ("rate", "issue", "stalls")
 
 def path_plot(size: int = 2048, rows=None, panels=PATH_PANELS):
     """The chapter's key result, drawn from path_rows: the four steps from K5 to the
-    default on x; "rate", the rate at size^3 (each bar labelled with its warps per SM);
+    default on x; "rate", the rate at size^3 (each bar labelled with its blocks x warps per block);
     "issue", the share of issue slots used; "stalls", the barrier and long-scoreboard
     stalls per issued instruction (stacked), the last two at 4096^3 under Nsight Compute.
     `panels` picks which, in that order, so that the chapter can show the rates before its
@@ -900,8 +921,9 @@ def path_plot(size: int = 2048, rows=None, panels=PATH_PANELS):
         rate = [float(r[f"TFLOP/s at {size}"] or 0.0) for r in rows]
         ax.bar(x, rate, color="tab:orange")
         for xi, v, r in zip(x, rate, rows):
-            ax.text(xi, v, f"{v:.1f}\n{r['warps/SM']} warps/SM", ha="center", va="bottom",
-                    fontsize=8)
+            # blocks x warps per block: one block of 16 and two of 8 read apart at a glance
+            ax.text(xi, v, f"{v:.1f}\n{r['blocks x warps']} warps", ha="center",
+                    va="bottom", fontsize=8)
         ax.set_ylim(0, max(rate + [1]) * 1.3)
         ax.set_title(f"rate at {size}³ (TFLOP/s)", fontsize=10)
     if "issue" in ax_of:
@@ -1032,7 +1054,7 @@ def stall_reasons(label_rows=None) -> dict:
 
 __all__ = ["K5", "K4", "PATH", "PATH_STUDY", "CHECKS", "unrolled_dot_product", "loop_orders",
            "counting", "standings", "standings_rows", "bound_table", "issue_table", "path_rows",
-           "path_table", "PATH_PARTS", "path_check", "path_check_table", "patch_rows", "patch_table", "patch_plot",
+           "path_table", "PATH_PARTS", "blocks_x_warps", "path_check", "path_check_table", "patch_rows", "patch_table", "patch_plot",
            "stall_reasons", "stall_table", "issue_summary", "issue_rule"]
 
 
