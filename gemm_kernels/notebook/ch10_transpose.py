@@ -577,8 +577,11 @@ def warp_times(study: str = DRAM_STUDY) -> list[dict]:
         per_warp = {k: v * inst / warps for k, v in _stalls(m).items()}
         total = sum(per_warp.values())
         loads, barrier = per_warp.get("long_scoreboard", 0.0), per_warp.get("barrier", 0.0)
-        p = kernel_of(step.kernel).resolve(step.params)
-        trips = round_trips(accesses(step.kernel, p), _path_family(step))
+        # a variant step (the exercise's worked solution) launches like its registry
+        # kernel, but its round trips are read in its own SASS
+        k = studies.step_kernel(step)
+        p = k.resolve(step.params)
+        trips = round_trips(_sass_order(k, p), _path_family(step))
         family = _path_family(step)
         width = _BYTES[family] if family else _ITEM[p["T"]]
         out.append({"step": _label(step), "kernel": step.kernel, "params": p,
@@ -589,7 +592,7 @@ def warp_times(study: str = DRAM_STUDY) -> list[dict]:
                     "resident": m["sm__warps_active.avg.pct_of_peak_sustained_active"] / 100 * 64,
                     "clock": m["sm__cycles_elapsed.avg"] / m["gpu__time_duration.sum"],
                     "read GB/s": m["dram__bytes_read.sum"] / m["gpu__time_duration.sum"],
-                    "timed": _share(step.kernel, shape, step.params)})
+                    "timed": None if step.variant else _share(step.kernel, shape, step.params)})
     return out
 
 
@@ -772,7 +775,7 @@ def ruled_out(study: str = DRAM_STUDY) -> Table:
     shape = _shape_text(studies.get(study).shapes[0])
     if copy is not None:
         add("Is the latency from Little's law plausible?",
-            latency_check(studies.get(study).shapes[0]),
+            latency_check(studies.get(study).shapes[0], check=True),
             "yes: both a good part of a microsecond")
     if copy is not None and 1 in tiles:
         (cb, cw, _), (tb, tw, _) = per_trip(copy), per_trip(tiles[1])
@@ -946,24 +949,65 @@ def out_pieces_line(shape=ODD) -> str:
             f"one tile each: " + "; ".join(parts))
 
 
-def latency_check(shape=SQUARE) -> str:
+def latency_check(shape=SQUARE, check: bool = False) -> str:
     """The copy's latency measured at `shape`: its long-scoreboard stall cycles per warp,
-    over its round trips (from the SASS), over the profiler's clock; beside the latency
-    Little's law implies, the share of a warp's life spent waiting for its loads (the
-    law's model counts all of it), and the law's latency times that share. The last is a
-    check of the arithmetic, not a second measurement: the share comes from the same
-    counter."""
+    over its round trips (from the SASS), over the profiler's clock (the measurement);
+    then the latency Little's law implies and the share of a warp's life spent waiting
+    for its loads (the law's model counts all of it). With `check`, a third line: the
+    law's latency times that share, a check of the arithmetic, not a second measurement
+    (the share comes from the same counter)."""
     w = _copy_wait(shape)
     if w is None:
         return "the copy's profiled counters are not in this recording"
     trips = len(w["trips"])
     law, waiting = _copy_chain(shape)["latency"] * 1e6, w["loads"] / w["cycles"]
-    return (f"copy, {_shape_text(shape)}, from the stall counter: {w['loads']:,.0f} cycles a "
-            f"warp waits for its loads / {trips} round trips / {w['clock']:.2f} GHz (the "
-            f"profiler's clock) = {_stall_latency(shape):.2f} µs a round trip; from Little's law: "
-            f"{law:.2f} µs.\nThe warps wait for their loads {100 * waiting:.0f}% of their life.\n"
-            f"The law's latency x that share: {law:.2f} µs x {100 * waiting:.0f}% = "
-            f"{law * waiting:.2f} µs, beside the stall counter's {_stall_latency(shape):.2f} µs.")
+    lines = [f"copy, {_shape_text(shape)}, measured by the stall counter: {w['loads']:,.0f} cycles a "
+             f"warp waits for its loads / {trips} round trips / {w['clock']:.2f} GHz (the "
+             f"profiler's clock) = {_stall_latency(shape):.2f} µs a round trip.",
+             f"Little's law's estimate from the table above: {law:.2f} µs. The warps wait for "
+             f"their loads {100 * waiting:.0f}% of their life, not all of it as the law's model assumes."]
+    if check:
+        lines.append(f"The law's latency x that share: {law:.2f} µs x {100 * waiting:.0f}% = "
+                     f"{law * waiting:.2f} µs, beside the stall counter's {_stall_latency(shape):.2f} µs.")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ the exercise, profiled
+
+SOLUTION_STUDY = "ch10_solution_profile"
+
+
+def _register_solution():
+    """The worked solution becomes a variant that a study's step may name (its profile,
+    `SOLUTION_STUDY`), by the name its timed row carries."""
+    from gemm_kernels.exercises.notebooks import solution_kernel
+    studies.register_variant(SOLUTION, lambda: solution_kernel(EXERCISE))
+
+
+def solution_profile(shape=SQUARE, study: str = SOLUTION_STUDY) -> Table:
+    """The worked solution profiled beside the chapter's copy (one run, same counters as
+    the copy's latency argument): warps resident per SM, a warp's long-scoreboard stall
+    cycles, its round trips and the bytes it has in flight in each (SASS), and the wait
+    per round trip at the profiler's clock. A table titled 'Not recorded yet' until the
+    study's rows exist."""
+    found = [w for w in warp_times(study)]
+    if len(found) < len(studies.get(study).steps):
+        return Table([], ["kernel"], title=f"Not recorded yet: the worked solution profiled "
+                                           f"beside the copy at {_shape_text(shape)}.")
+    rows = []
+    for w in found:
+        trips = w["trips"]
+        rows.append({"kernel": w["step"],
+                     "warps resident per SM": f"{w['resident']:.1f}",
+                     "round trips (SASS)": len(trips),
+                     "bytes a warp has in flight, per round trip":
+                         ", then ".join(f"{n * 4 * WARP:,}" for n in trips),
+                     "cycles a warp waits for its loads": f"{w['loads']:,.0f}",
+                     "share of a warp's life waiting for loads": f"{100 * w['loads'] / w['cycles']:.0f}%",
+                     "wait per round trip, µs": f"{w['loads'] / len(trips) / w['clock'] / 1e3:.2f}"})
+    return Table(rows, list(rows[0]),
+                 title=f"float, {_shape_text(shape)}, Nsight Compute, one run; "
+                       f"{records.source()}")
 
 
 def padded_heatmap(shape=SQUARE, t: str = "float", pad: int = 1):
@@ -1511,3 +1555,6 @@ def bottom_line(t: str = "float", shapes=(SQUARE, ODD)) -> str:
     lines.append(f"block order alone (padded, one tile per block), x->row instead of x->col: "
                  f"{' and '.join(gains)}")
     return "\n".join(lines)
+
+
+_register_solution()
