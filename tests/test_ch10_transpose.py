@@ -570,14 +570,14 @@ def test_the_main_chart_shows_only_the_kernels_section_4_explains():
     assert {"transpose_diagonal", "transpose_fast"} <= set(c.KERNELS)
 
 
-def test_the_main_chart_shows_the_padded_kernel_as_the_lesson_and_as_tuned():
+def test_the_main_chart_shows_the_padded_kernel_as_the_lesson_and_with_both_knobs():
     """Section 4's chart: the main kernels, the padded one twice, padding alone and then
     this chapter's configuration, each labelled as which."""
     names = [e if isinstance(e, str) else e[1] for e in c.MAIN_CHART]
     assert names == list(c.MAIN_KERNELS) + ["transpose_padded"]
     lesson, tuned = c.MAIN_CHART[-2:]
     assert "lesson" in lesson[0] and lesson[2] == c.PADDING_STEPS[1][2]
-    assert "tuned" in tuned[0] and tuned[2] == c.PADDING_STEPS[-1][2]
+    assert "x->row + STACK = 2" in tuned[0] and tuned[2] == c.PADDING_STEPS[-1][2]
     # the tuning's cause is open, and the bar says so
     assert "measured, not explained" in tuned[0]
 
@@ -710,3 +710,29 @@ def test_solution_profile_is_not_recorded_yet_then_shows_both_rows(monkeypatch):
     assert copy["wait per round trip, µs"] == f"{3000 / 2 / 1.5 / 1e3:.2f}"
     assert sol["wait per round trip, µs"] == f"{1500 / 1 / 1.5 / 1e3:.2f}"
     assert sol["share of a warp's life waiting for loads"] == f"{100 * 1500 / 1600:.0f}%"
+
+
+def test_sass_beside_shows_the_copy_and_copy_smem_with_their_round_trips():
+    """Section 5.1's listing: both kernels, titled with their loads per round trip; the
+    copy_smem column also shows its barrier and shared loads."""
+    b = c.sass_beside()
+    (t1, copy), (t2, smem) = b.titled
+    assert t1 == "copy: loads per round trip 3, then 1" and t2 == "copy_smem: loads per round trip 4"
+    assert "BAR" in smem and "LDS" in smem and "STS" in smem and "BAR" not in copy
+    assert "<pre>" in b._repr_html_() and repr(b).startswith(t1)
+    # the default listing (other notebooks print it) is unchanged: no barrier, no LDS
+    assert "BAR" not in c.sass_accesses("copy_smem", {"T": "float", "ROWS": 8})
+
+
+def test_column_read_prediction_is_graded_against_the_bank_model(capsys):
+    """Section 3's four cases: the key is the model's column-read wavefronts (a: 1, b: 2,
+    c: 2, d: 2); a wrong number gets a question, not the number."""
+    assert c.column_read_key() == {"a": 1, "b": 2, "c": 2, "d": 2}
+    c._COLUMN_TRIES.clear()
+    c.check_column_reads({k: None for k in c.COLUMN_CASES})
+    assert "write your four predictions" in capsys.readouterr().out
+    c.check_column_reads({"a": 1, "b": 1, "c": 2, "d": 2})
+    out = capsys.readouterr().out
+    assert "not yet" in out and "(b)" in out and "(a)" not in out and "is not it" in out
+    c.check_column_reads({"a": 1, "b": 2, "c": 2, "d": 2})
+    assert capsys.readouterr().out.startswith("right")

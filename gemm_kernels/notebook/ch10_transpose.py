@@ -131,17 +131,21 @@ def _sass_order(k, params: dict | None) -> list[str]:
     return [f for _, f, _ in body if f.split(".")[0] in _ORDER]
 
 
-def sass_accesses(kernel: str = "copy", params: dict | None = None) -> display.Text:
+def sass_accesses(kernel: str = "copy", params: dict | None = None,
+                  also: tuple = ()) -> display.Text:
     """A kernel's whole SASS (compiled here) cut to what decides its round trips: every
     global load, every shared or global store and every EXIT, each with its guard
     predicate (`@!P1 LDG`: sent only where P1 is false, a bounds test), and each run of
-    other instructions (addresses, bounds tests) as one line that counts them."""
+    other instructions (addresses, bounds tests) as one line that counts them. `also`:
+    further instruction families to show (the barrier `BAR` and shared loads `LDS` of a
+    kernel with a shared tile)."""
     k = kernel_of(kernel)
     sass = compiler.sass(k, k.resolve(params or {"T": "float"}))
     guard = {int(a, 16): g + " " for a, g in display._GUARD.findall(sass)}
+    shown = _ORDER + tuple(also)
     lines, skipped = [], 0
     for a, op, text in analysis.instructions(sass):
-        if op.split(".")[0] not in _ORDER:
+        if op.split(".")[0] not in shown:
             skipped += 1
             continue
         if skipped:
@@ -149,6 +153,19 @@ def sass_accesses(kernel: str = "copy", params: dict | None = None) -> display.T
             skipped = 0
         lines.append(f"/*{a:04x}*/  {guard.get(a, '')}{text}")
     return display.Text("\n".join(lines))
+
+
+def sass_beside(kernels=("copy", "copy_smem"), params: dict | None = None) -> display.Beside:
+    """Each kernel's SASS cut as in `sass_accesses` (with its barrier and shared loads),
+    side by side, each titled with its loads per round trip: the chapter's copy sends 3
+    loads, then 1; copy_smem all 4 before its first shared store."""
+    params = params or {"T": "float", "ROWS": 8}
+    titled = []
+    for name in kernels:
+        trips = round_trips(accesses(name, params))
+        titled.append((f"{name}: loads per round trip {', then '.join(map(str, trips))}",
+                       sass_accesses(name, params, also=("BAR", "LDS"))))
+    return display.Beside(*titled)
 
 
 def _ptxas(kernel: str = "copy") -> str:
@@ -388,6 +405,64 @@ def _recorded(kernel, shape, params):
         return lookup.recorded(kernel, shape, params)
     except LookupError:
         return None
+
+
+# ------------------------------------------------------------------ section 3's prediction
+
+# The four column reads of section 3's *Predict*: the student's wavefronts for one column
+# read of warp 0 in each case, checked against the bank model (the same model, on the same
+# addresses, as the folded table that reveals them).
+COLUMN_CASES = {
+    "a": ("float, TILE = 32, PAD = 1", {"T": "float", "PAD": 1, "STACK": 1}),
+    "b": ("float, TILE = 32, PAD = 2", {"T": "float", "PAD": 2, "STACK": 1}),
+    "c": ("float, TILE = 16, PAD = 1, ROWS = 8", {"T": "float", "TILE": 16, "PAD": 1, "STACK": 1}),
+    "d": ("double, TILE = 32, PAD = 1", {"T": "double", "PAD": 1, "STACK": 1}),
+}
+_COLUMN_HINTS = {
+    "a": "lane tx reads word 33 * tx + ty: which bank is that, for lanes 0 to 31?",
+    "b": "lane tx reads word 34 * tx + ty: find two lanes whose words differ by a multiple of 32",
+    "c": "warp 0 is two rows of 16 threads; lane tx of the first row and of the second read "
+         "rows tx of the tile: which two words share bank 0?",
+    "d": "a 64-bit read goes in two phases of 16 lanes; count the passes in one phase, "
+         "then add the other",
+}
+_COLUMN_TRIES: dict = {}
+
+
+def _cases_table():
+    from gemm_kernels.memory import ch10_11_instructions
+    return ch10_11_instructions.per_instruction(
+        [("transpose_padded", params) for _, params in COLUMN_CASES.values()])
+
+
+def column_read_key() -> dict:
+    """The bank model's wavefronts for one column read (`tile[tx][ty]`, a shared load) of
+    warp 0 in each case of COLUMN_CASES."""
+    reads = [r for r in _cases_table() if r["op"] == "ld"]
+    return {case: r["wavefronts"] for case, r in zip(COLUMN_CASES, reads)}
+
+
+def check_column_reads(mine: dict | None) -> None:
+    """Section 3's prediction, graded: a wrong number is answered with a question, not the
+    number; the folded reveals below give the answers. Prints nothing but what to do while
+    `mine` is unanswered."""
+    if not mine or all(mine.get(k) is None for k in COLUMN_CASES):
+        print("write your four predictions in `my_wavefronts` (cases a to d), then run this cell")
+        return
+    key, wrong = column_read_key(), []
+    for case, (what, _) in COLUMN_CASES.items():
+        got = mine.get(case)
+        if got is None:
+            wrong.append(f"({case}) {what}: not predicted")
+        elif not _same(got, key[case]):
+            wrong.append(f"({case}) {what}: {got!r} is not it ({_COLUMN_HINTS[case]})")
+    if not wrong:
+        print("right: all four match the bank model (the reveals below draw (a) and (c))")
+        return
+    tries = _COLUMN_TRIES["n"] = _COLUMN_TRIES.get("n", 0) + 1
+    print("not yet:\n  " + "\n  ".join(wrong))
+    print("correct your numbers and run the cell again" if tries < 2 else
+          "the answers are in the folded reveals below")
 
 
 # ------------------------------------------------------------------ the copy, worked out
@@ -1518,21 +1593,21 @@ def block_orders(shapes=(SQUARE, ODD), types=("float", "double")) -> Table:
 
 # (label, kernel, parameters) of the chapter's bottom line: where it starts, the shared
 # tile before its padding, then the padded kernel twice: the lesson (padding alone), and
-# this chapter's configuration, with the tuning on top.
+# this chapter's configuration, with the two knobs (ORDER, STACK) on top.
 BOTTOM_LINE = (
     ("naive", "transpose_naive", {}),
     ("shared tile, no padding", "transpose_smem", {}),
     ("padded tile, PAD = 1 alone (one tile per block, x->col order)", "transpose_padded",
      PADDING_STEPS[1][2]),
-    ("tuned: padded tile + x->row order + two tiles per block", "transpose_padded",
+    ("padded tile + x->row order + two tiles per block (the chapter's configuration)", "transpose_padded",
      PADDING_STEPS[-1][2]),
 )
 
 # Section 4's chart: the main kernels, with the padded kernel both as the lesson (padding
-# alone) and as tuned (this chapter's configuration), each bar labelled as which.
+# alone) and in this chapter's configuration (x->row, STACK = 2), each bar labelled as which.
 MAIN_CHART = MAIN_KERNELS[:-1] + (
     ("padded, PAD = 1 (lesson)", "transpose_padded", PADDING_STEPS[1][2]),
-    ("padded + x->row + STACK = 2\n(tuned: measured, not explained)", "transpose_padded", PADDING_STEPS[-1][2]),
+    ("padded + x->row + STACK = 2\n(gain measured, not explained)", "transpose_padded", PADDING_STEPS[-1][2]),
 )
 
 
