@@ -113,3 +113,20 @@ def test_section_5_4_prints_the_timed_rows_and_the_waits_at_the_ragged_shape_onl
 def test_an_unknown_row_group_is_refused():
     with pytest.raises(ValueError, match="unknown row groups"):
         lf.comparison(rows=("timed", "wait"))
+
+
+def test_rows4_margin_says_plainly_when_the_lead_is_within_the_move_between_runs(monkeypatch):
+    """copy_smem at ROWS = 4 against the worked solution: a lead no larger than the move
+    between runs is 'not established'; a larger one is not called certain either."""
+    from gemm_kernels.notebook import ch10_loads_first as lf
+    from gemm_kernels.notebook import ch10_transpose as ch10
+    monkeypatch.setattr(lf, "run_shifts", lambda: [1.0, 2.9])
+    monkeypatch.setattr(ch10, "solution_rates", lambda shape: [
+        {"kernel": "the worked solution: every load first", "% of device copy": 96.0}])
+    monkeypatch.setattr(ch10, "_share", lambda k, s, p: 98.5)
+    text = lf.rows4_margin()
+    assert "+2.5 points" in text and "2.9 points" in text and "not established" in text
+    monkeypatch.setattr(ch10, "_share", lambda k, s, p: 100.0)
+    assert "not established" not in lf.rows4_margin() and "another run" in lf.rows4_margin()
+    monkeypatch.setattr(lf, "run_shifts", lambda: [])
+    assert lf.rows4_margin() == ""

@@ -705,6 +705,17 @@ STUDY_LIST += (
                     ("as built", "transpose_padded: as built, timed beside every-load-first"),
                     ("every load first", "transpose_padded: every load first"))),
           ((8192, 8192), ODD_TRANSPOSE), (*DRAM, STALLS, *ISSUE)),
+    # Chapter 10's exercise, profiled like the copy: its worked solution (every load before
+    # the first store, one round trip) beside the chapter's copy (two round trips), in one
+    # run, with the counters the copy's latency argument reads (warps active, the
+    # long-scoreboard stall, the loads executed, the profiler's clock).
+    Study("ch10_solution_profile", "10",
+          "The exercise's copy with every load first, profiled beside the chapter's copy",
+          "ncu", (Step("copy", "copy", {"T": "float"}),
+                  Step("worked solution: every load first", "copy",
+                       {"T": "float", "TILE": 32, "ROWS": 8},
+                       variant="10_in_flight: worked solution")),
+          ((8192, 8192),), (*DRAM, STALLS, *ISSUE)),
 )
 STUDIES = {s.name: s for s in STUDY_LIST}
 

@@ -184,18 +184,12 @@ def solution_margin(shape=None) -> str:
     run), set against how far one kernel moved between two runs: the two-tile padded
     transpose as built, timed in appendix A.2's run and in A.1's, at each shape of
     appendix A.2's study. '' where a rate is not recorded."""
-    from gemm_kernels.measure import lookup, studies
     from gemm_kernels.notebook import ch10_transpose as ch10
     shape = shape or ch10.SQUARE
     rows = {r["kernel"]: r["% of device copy"] for r in ch10.solution_rates(shape)}
     sol, smem = rows.get("the worked solution: every load first"), \
         rows.get("copy through a shared tile")
-    shifts = []
-    for sh in studies.get(STUDY).shapes:
-        again = lookup.variant_row(as_built_kernel(), tuple(sh), PARAMS)
-        first = ch10._share(KERNEL, tuple(sh), PARAMS)
-        if again and first is not None:
-            shifts.append(abs(lookup.share(again) - first))
+    shifts = run_shifts()
     if sol is None or smem is None or not shifts:
         return ""
     margin, shift = sol - smem, max(shifts)
@@ -204,3 +198,39 @@ def solution_margin(shape=None) -> str:
     return (f"copy_smem was timed in another run. One kernel, timed in two runs at "
             f"{len(shifts)} shapes, moved by {shift:.1f} points at most. The worked solution is {margin:.1f} points "
             f"ahead of copy_smem, {verdict}.")
+
+
+def run_shifts() -> list[float]:
+    """How far one kernel moved between two runs, in points of the device copy: the
+    two-tile padded transpose as built, timed in appendix A.2's run and in A.1's, at each
+    shape of A.2's study where both are recorded."""
+    from gemm_kernels.measure import lookup, studies
+    from gemm_kernels.notebook import ch10_transpose as ch10
+    shifts = []
+    for sh in studies.get(STUDY).shapes:
+        again = lookup.variant_row(as_built_kernel(), tuple(sh), PARAMS)
+        first = ch10._share(KERNEL, tuple(sh), PARAMS)
+        if again and first is not None:
+            shifts.append(abs(lookup.share(again) - first))
+    return shifts
+
+
+def rows4_margin(shape=None) -> str:
+    """One sentence: copy_smem at ROWS = 4 (its own run) against the worked solution at
+    ROWS = 8, set against the move between runs (`run_shifts`): where the lead is smaller
+    than that move, it says plainly that the difference is not established. '' where a
+    rate is not recorded."""
+    from gemm_kernels.notebook import ch10_transpose as ch10
+    shape = shape or ch10.SQUARE
+    rows = {r["kernel"]: r["% of device copy"] for r in ch10.solution_rates(shape)}
+    sol = rows.get("the worked solution: every load first")
+    r4 = ch10._share("copy_smem", shape, {"T": "float", "TILE": 32, "ROWS": 4})
+    shifts = run_shifts()
+    if sol is None or r4 is None or not shifts:
+        return ""
+    lead, shift = r4 - sol, max(shifts)
+    verdict = ("smaller than the move between runs: the difference is not established" if lead <= shift
+               else "larger than the move between runs, though timed in another run")
+    return (f"copy_smem at ROWS = 4: {r4:.1f}% of the device copy, {lead:+.1f} points against "
+            f"the worked solution at ROWS = 8 ({sol:.1f}%); one kernel moved by {shift:.1f} "
+            f"points between two runs, so the lead is {verdict}.")

@@ -131,17 +131,21 @@ def _sass_order(k, params: dict | None) -> list[str]:
     return [f for _, f, _ in body if f.split(".")[0] in _ORDER]
 
 
-def sass_accesses(kernel: str = "copy", params: dict | None = None) -> display.Text:
+def sass_accesses(kernel: str = "copy", params: dict | None = None,
+                  also: tuple = ()) -> display.Text:
     """A kernel's whole SASS (compiled here) cut to what decides its round trips: every
     global load, every shared or global store and every EXIT, each with its guard
     predicate (`@!P1 LDG`: sent only where P1 is false, a bounds test), and each run of
-    other instructions (addresses, bounds tests) as one line that counts them."""
+    other instructions (addresses, bounds tests) as one line that counts them. `also`:
+    further instruction families to show (the barrier `BAR` and shared loads `LDS` of a
+    kernel with a shared tile)."""
     k = kernel_of(kernel)
     sass = compiler.sass(k, k.resolve(params or {"T": "float"}))
     guard = {int(a, 16): g + " " for a, g in display._GUARD.findall(sass)}
+    shown = _ORDER + tuple(also)
     lines, skipped = [], 0
     for a, op, text in analysis.instructions(sass):
-        if op.split(".")[0] not in _ORDER:
+        if op.split(".")[0] not in shown:
             skipped += 1
             continue
         if skipped:
@@ -149,6 +153,19 @@ def sass_accesses(kernel: str = "copy", params: dict | None = None) -> display.T
             skipped = 0
         lines.append(f"/*{a:04x}*/  {guard.get(a, '')}{text}")
     return display.Text("\n".join(lines))
+
+
+def sass_beside(kernels=("copy", "copy_smem"), params: dict | None = None) -> display.Beside:
+    """Each kernel's SASS cut as in `sass_accesses` (with its barrier and shared loads),
+    side by side, each titled with its loads per round trip: the chapter's copy sends 3
+    loads, then 1; copy_smem all 4 before its first shared store."""
+    params = params or {"T": "float", "ROWS": 8}
+    titled = []
+    for name in kernels:
+        trips = round_trips(accesses(name, params))
+        titled.append((f"{name}: loads per round trip {', then '.join(map(str, trips))}",
+                       sass_accesses(name, params, also=("BAR", "LDS"))))
+    return display.Beside(*titled)
 
 
 def _ptxas(kernel: str = "copy") -> str:
@@ -390,6 +407,64 @@ def _recorded(kernel, shape, params):
         return None
 
 
+# ------------------------------------------------------------------ section 3's prediction
+
+# The four column reads of section 3's *Predict*: the student's wavefronts for one column
+# read of warp 0 in each case, checked against the bank model (the same model, on the same
+# addresses, as the folded table that reveals them).
+COLUMN_CASES = {
+    "a": ("float, TILE = 32, PAD = 1", {"T": "float", "PAD": 1, "STACK": 1}),
+    "b": ("float, TILE = 32, PAD = 2", {"T": "float", "PAD": 2, "STACK": 1}),
+    "c": ("float, TILE = 16, PAD = 1, ROWS = 8", {"T": "float", "TILE": 16, "PAD": 1, "STACK": 1}),
+    "d": ("double, TILE = 32, PAD = 1", {"T": "double", "PAD": 1, "STACK": 1}),
+}
+_COLUMN_HINTS = {
+    "a": "lane tx reads word 33 * tx + ty: which bank is that, for lanes 0 to 31?",
+    "b": "lane tx reads word 34 * tx + ty: find two lanes whose words differ by a multiple of 32",
+    "c": "warp 0 is two rows of 16 threads; lane tx of the first row and of the second read "
+         "rows tx of the tile: which two words share bank 0?",
+    "d": "a 64-bit read goes in two phases of 16 lanes; count the passes in one phase, "
+         "then add the other",
+}
+_COLUMN_TRIES: dict = {}
+
+
+def _cases_table():
+    from gemm_kernels.memory import ch10_11_instructions
+    return ch10_11_instructions.per_instruction(
+        [("transpose_padded", params) for _, params in COLUMN_CASES.values()])
+
+
+def column_read_key() -> dict:
+    """The bank model's wavefronts for one column read (`tile[tx][ty]`, a shared load) of
+    warp 0 in each case of COLUMN_CASES."""
+    reads = [r for r in _cases_table() if r["op"] == "ld"]
+    return {case: r["wavefronts"] for case, r in zip(COLUMN_CASES, reads)}
+
+
+def check_column_reads(mine: dict | None) -> None:
+    """Section 3's prediction, graded: a wrong number is answered with a question, not the
+    number; the folded reveals below give the answers. Prints nothing but what to do while
+    `mine` is unanswered."""
+    if not mine or all(mine.get(k) is None for k in COLUMN_CASES):
+        print("write your four predictions in `my_wavefronts` (cases a to d), then run this cell")
+        return
+    key, wrong = column_read_key(), []
+    for case, (what, _) in COLUMN_CASES.items():
+        got = mine.get(case)
+        if got is None:
+            wrong.append(f"({case}) {what}: not predicted")
+        elif not _same(got, key[case]):
+            wrong.append(f"({case}) {what}: {got!r} is not it ({_COLUMN_HINTS[case]})")
+    if not wrong:
+        print("right: all four match the bank model (the reveals below draw (a) and (c))")
+        return
+    tries = _COLUMN_TRIES["n"] = _COLUMN_TRIES.get("n", 0) + 1
+    print("not yet:\n  " + "\n  ".join(wrong))
+    print("correct your numbers and run the cell again" if tries < 2 else
+          "the answers are in the folded reveals below")
+
+
 # ------------------------------------------------------------------ the copy, worked out
 
 def _device():
@@ -577,8 +652,11 @@ def warp_times(study: str = DRAM_STUDY) -> list[dict]:
         per_warp = {k: v * inst / warps for k, v in _stalls(m).items()}
         total = sum(per_warp.values())
         loads, barrier = per_warp.get("long_scoreboard", 0.0), per_warp.get("barrier", 0.0)
-        p = kernel_of(step.kernel).resolve(step.params)
-        trips = round_trips(accesses(step.kernel, p), _path_family(step))
+        # a variant step (the exercise's worked solution) launches like its registry
+        # kernel, but its round trips are read in its own SASS
+        k = studies.step_kernel(step)
+        p = k.resolve(step.params)
+        trips = round_trips(_sass_order(k, p), _path_family(step))
         family = _path_family(step)
         width = _BYTES[family] if family else _ITEM[p["T"]]
         out.append({"step": _label(step), "kernel": step.kernel, "params": p,
@@ -589,7 +667,7 @@ def warp_times(study: str = DRAM_STUDY) -> list[dict]:
                     "resident": m["sm__warps_active.avg.pct_of_peak_sustained_active"] / 100 * 64,
                     "clock": m["sm__cycles_elapsed.avg"] / m["gpu__time_duration.sum"],
                     "read GB/s": m["dram__bytes_read.sum"] / m["gpu__time_duration.sum"],
-                    "timed": _share(step.kernel, shape, step.params)})
+                    "timed": None if step.variant else _share(step.kernel, shape, step.params)})
     return out
 
 
@@ -772,7 +850,7 @@ def ruled_out(study: str = DRAM_STUDY) -> Table:
     shape = _shape_text(studies.get(study).shapes[0])
     if copy is not None:
         add("Is the latency from Little's law plausible?",
-            latency_check(studies.get(study).shapes[0]),
+            latency_check(studies.get(study).shapes[0], check=True),
             "yes: both a good part of a microsecond")
     if copy is not None and 1 in tiles:
         (cb, cw, _), (tb, tw, _) = per_trip(copy), per_trip(tiles[1])
@@ -946,24 +1024,65 @@ def out_pieces_line(shape=ODD) -> str:
             f"one tile each: " + "; ".join(parts))
 
 
-def latency_check(shape=SQUARE) -> str:
+def latency_check(shape=SQUARE, check: bool = False) -> str:
     """The copy's latency measured at `shape`: its long-scoreboard stall cycles per warp,
-    over its round trips (from the SASS), over the profiler's clock; beside the latency
-    Little's law implies, the share of a warp's life spent waiting for its loads (the
-    law's model counts all of it), and the law's latency times that share. The last is a
-    check of the arithmetic, not a second measurement: the share comes from the same
-    counter."""
+    over its round trips (from the SASS), over the profiler's clock (the measurement);
+    then the latency Little's law implies and the share of a warp's life spent waiting
+    for its loads (the law's model counts all of it). With `check`, a third line: the
+    law's latency times that share, a check of the arithmetic, not a second measurement
+    (the share comes from the same counter)."""
     w = _copy_wait(shape)
     if w is None:
         return "the copy's profiled counters are not in this recording"
     trips = len(w["trips"])
     law, waiting = _copy_chain(shape)["latency"] * 1e6, w["loads"] / w["cycles"]
-    return (f"copy, {_shape_text(shape)}, from the stall counter: {w['loads']:,.0f} cycles a "
-            f"warp waits for its loads / {trips} round trips / {w['clock']:.2f} GHz (the "
-            f"profiler's clock) = {_stall_latency(shape):.2f} µs a round trip; from Little's law: "
-            f"{law:.2f} µs.\nThe warps wait for their loads {100 * waiting:.0f}% of their life.\n"
-            f"The law's latency x that share: {law:.2f} µs x {100 * waiting:.0f}% = "
-            f"{law * waiting:.2f} µs, beside the stall counter's {_stall_latency(shape):.2f} µs.")
+    lines = [f"copy, {_shape_text(shape)}, measured by the stall counter: {w['loads']:,.0f} cycles a "
+             f"warp waits for its loads / {trips} round trips / {w['clock']:.2f} GHz (the "
+             f"profiler's clock) = {_stall_latency(shape):.2f} µs a round trip.",
+             f"Little's law's estimate from the table above: {law:.2f} µs. The warps wait for "
+             f"their loads {100 * waiting:.0f}% of their life, not all of it as the law's model assumes."]
+    if check:
+        lines.append(f"The law's latency x that share: {law:.2f} µs x {100 * waiting:.0f}% = "
+                     f"{law * waiting:.2f} µs, beside the stall counter's {_stall_latency(shape):.2f} µs.")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ the exercise, profiled
+
+SOLUTION_STUDY = "ch10_solution_profile"
+
+
+def _register_solution():
+    """The worked solution becomes a variant that a study's step may name (its profile,
+    `SOLUTION_STUDY`), by the name its timed row carries."""
+    from gemm_kernels.exercises.notebooks import solution_kernel
+    studies.register_variant(SOLUTION, lambda: solution_kernel(EXERCISE))
+
+
+def solution_profile(shape=SQUARE, study: str = SOLUTION_STUDY) -> Table:
+    """The worked solution profiled beside the chapter's copy (one run, same counters as
+    the copy's latency argument): warps resident per SM, a warp's long-scoreboard stall
+    cycles, its round trips and the bytes it has in flight in each (SASS), and the wait
+    per round trip at the profiler's clock. A table titled 'Not recorded yet' until the
+    study's rows exist."""
+    found = [w for w in warp_times(study)]
+    if len(found) < len(studies.get(study).steps):
+        return Table([], ["kernel"], title=f"Not recorded yet: the worked solution profiled "
+                                           f"beside the copy at {_shape_text(shape)}.")
+    rows = []
+    for w in found:
+        trips = w["trips"]
+        rows.append({"kernel": w["step"],
+                     "warps resident per SM": f"{w['resident']:.1f}",
+                     "round trips (SASS)": len(trips),
+                     "bytes a warp has in flight, per round trip":
+                         ", then ".join(f"{n * 4 * WARP:,}" for n in trips),
+                     "cycles a warp waits for its loads": f"{w['loads']:,.0f}",
+                     "share of a warp's life waiting for loads": f"{100 * w['loads'] / w['cycles']:.0f}%",
+                     "wait per round trip, µs": f"{w['loads'] / len(trips) / w['clock'] / 1e3:.2f}"})
+    return Table(rows, list(rows[0]),
+                 title=f"float, {_shape_text(shape)}, Nsight Compute, one run; "
+                       f"{records.source()}")
 
 
 def padded_heatmap(shape=SQUARE, t: str = "float", pad: int = 1):
@@ -1474,21 +1593,21 @@ def block_orders(shapes=(SQUARE, ODD), types=("float", "double")) -> Table:
 
 # (label, kernel, parameters) of the chapter's bottom line: where it starts, the shared
 # tile before its padding, then the padded kernel twice: the lesson (padding alone), and
-# this chapter's configuration, with the tuning on top.
+# this chapter's configuration, with the two knobs (ORDER, STACK) on top.
 BOTTOM_LINE = (
     ("naive", "transpose_naive", {}),
     ("shared tile, no padding", "transpose_smem", {}),
     ("padded tile, PAD = 1 alone (one tile per block, x->col order)", "transpose_padded",
      PADDING_STEPS[1][2]),
-    ("tuned: padded tile + x->row order + two tiles per block", "transpose_padded",
+    ("padded tile + x->row order + two tiles per block (the chapter's configuration)", "transpose_padded",
      PADDING_STEPS[-1][2]),
 )
 
 # Section 4's chart: the main kernels, with the padded kernel both as the lesson (padding
-# alone) and as tuned (this chapter's configuration), each bar labelled as which.
+# alone) and in this chapter's configuration (x->row, STACK = 2), each bar labelled as which.
 MAIN_CHART = MAIN_KERNELS[:-1] + (
     ("padded, PAD = 1 (lesson)", "transpose_padded", PADDING_STEPS[1][2]),
-    ("padded + x->row + STACK = 2\n(tuned: measured, not explained)", "transpose_padded", PADDING_STEPS[-1][2]),
+    ("padded + x->row + STACK = 2\n(gain measured, not explained)", "transpose_padded", PADDING_STEPS[-1][2]),
 )
 
 
@@ -1511,3 +1630,6 @@ def bottom_line(t: str = "float", shapes=(SQUARE, ODD)) -> str:
     lines.append(f"block order alone (padded, one tile per block), x->row instead of x->col: "
                  f"{' and '.join(gains)}")
     return "\n".join(lines)
+
+
+_register_solution()

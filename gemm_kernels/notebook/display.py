@@ -66,6 +66,23 @@ class Folded:
         return f"{self.summary}\n{self.inner!r}"
 
 
+class Beside:
+    """Texts (SASS listings, sources) shown side by side under their titles, so that a
+    reader compares them line against line; as plain text (a terminal, nbval) they come
+    one after the other, each under its title."""
+
+    def __init__(self, *titled):
+        self.titled = titled            # (title, text) pairs
+
+    def _repr_html_(self):
+        cells = "".join(f"<td style='vertical-align:top;text-align:left'><b>{html.escape(t)}</b>"
+                        f"<pre>{html.escape(str(x))}</pre></td>" for t, x in self.titled)
+        return f"<table><tr>{cells}</tr></table>"
+
+    def __repr__(self):
+        return "\n\n".join(f"{t}\n{x}" for t, x in self.titled)
+
+
 class Stacked:
     """Tables (anything with `_repr_html_`) shown one above the other as one display, so
     that a cell, or a `Folded`, can show several."""
