@@ -3,7 +3,7 @@
 # test and time. Logs go to $OUT. Usage: bash scripts/gpu_host.sh STAGE...
 # The Jupyter stack travels as wheels in .whl/: `bash ../shared/gpu-host/fetch-wheels.sh pytest-xdist execnet`
 # (xdist only for NBVAL_WORKERS), then `carry` .whl with the run.
-# Stages: info smoke check sanitize tests gputests full nbval verify grade bench record sweeps variants ch12 ch12data ch13 ch14 ch15 ladder09 h200 downcol profile10 sanstudy latency probe
+# Stages: info smoke check sanitize tests gputests full nbval verify grade bench record sweeps variants ch12 ch12data ch13 ch14 ch15 ladder09 unpadded h200 downcol profile10 sanstudy latency probe
 # profile studies (SWEEPS=name limits the sweeps stage to one kernel's entries; KERNELS="a b"
 # limits check and sanitize to those kernels; STUDIES="a b" the studies and sanstudy stages; `verify` runs check,
 # sanitize, tests and nbval side by side: none of them times anything it reports)
@@ -145,6 +145,12 @@ for stage in "$@"; do
     profile10) # chapter 10's worked solution (every load first) profiled beside the copy,
               # with the counters of the copy's latency argument (H200, the chapter's GPU)
               python3 -m gemm_kernels study ch10_solution_profile 2>&1 | tee "$OUT/profile10.log" | tail -6
+              cp figures/data/*.json "$OUT/" ;;
+    unpadded) # chapter 09's capstone with its A tile unpadded (LDA = BM): under both
+              # sanitizers, then counted beside the capstone as built, then timed alone
+              sanitize_study ch09_unpadded
+              python3 -m gemm_kernels study ch09_unpadded ch09_unpadded_time 2>&1 \
+                  | tee "$OUT/unpadded.log" | tail -8
               cp figures/data/*.json "$OUT/" ;;
     h200)     # the chapters whose numbers come from the H200: chapter 01's x->col counted
               # and timed off the lines, chapter 11's worked solution timed beside its kernel

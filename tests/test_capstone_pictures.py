@@ -909,6 +909,23 @@ def test_rule_line_prints_the_largest_spread_and_the_thresholds(recorded_mode):
     assert f"±{cp.recompile_shift()[2048]:.1f}%" in lines[2]
 
 
+def test_rule_line_short_gives_the_thresholds_and_the_worked_number(recorded_mode):
+    """The main path's form: the threshold at each size and step 2's reading, no MINB."""
+    source, line = str(cp.rule_line(full=False)).splitlines()
+    assert cp.ladder_source() in source and "MINB" not in line
+    for n, shift in cp.recompile_shift().items():
+        assert f"±{shift:.1f}% at {n}^3" in line
+    assert str(cp.rule_example("2")) in line
+
+
+def test_step4_code_shows_each_step_as_its_own_diff():
+    one = cp.step4_code(("4b",))
+    html = one._repr_html_()
+    assert "Step 4b against step 4a" in html and "Step 4a against" not in html
+    both = cp.step4_code()._repr_html_()
+    assert "Step 4a against step 3" in both and "Step 4c against step 4b" in both
+
+
 def test_stages_registers_match_the_stages_table_and_print_no_rate(recorded_mode):
     regs = cp.stages_registers()
     full = [row for row in cp.stages_table() if row["MINB"] == 1]

@@ -151,3 +151,15 @@ def test_the_diffs_show_what_steps_4a_and_4c_change_with_the_wait_count_hidden()
     assert "+    float fa[2][TM], fb[2][TN];" in c and "-    float fa[TM], fb[TN];" in c
     # the pipeline exercise asks for the wait's count: no diff gives it away
     assert "cp_async_wait<?>" in c and not re.search(r"cp_async_wait<[^?]", a + c)
+
+
+def test_the_4b_diff_sets_step_4as_placement_beside_the_warp_tiles():
+    d = str(split.step4b_diff())
+    lines = d.splitlines()
+    assert lines[0].startswith("--- step 4a") and lines[1].startswith("+++ step 4b")
+    # 4a: sub-tiles half the block's tile apart; 4b: inside the warp's WM x WN tile
+    assert any(l.startswith("-") and "BM / 2 + am" in l for l in lines)
+    assert any(l.startswith("+") and "(warp / WARPS_N) * WM" in l for l in lines)
+    assert any(l.startswith("+") and "as + 16 * i" in l for l in lines)
+    # only removed or added lines: the two kernels are different files
+    assert all(l[:1] in "-+" for l in lines)

@@ -440,6 +440,21 @@ STUDY_LIST = (
               Step("chapter 09, z-order (LDG + STS)", "zorder", {}),
               Step("capstone (LDGSTS)", "capstone", {})),
           (CUBE_1024,), tuple(LDGSTS)),
+    # Does the capstone's padded A tile (LDA = BM + 4) pay for its 4-byte cp.async copies?
+    # The bank model says 1 wavefront per copy padded, 8 unpadded; ncu counted 4 padded.
+    # The capstone as built and with rows of BM (notebook/ch09_unpadded.py), counted.
+    Study("ch09_unpadded", "09", "The capstone's A tile padded and unpadded: shared-memory "
+          "wavefronts and bank conflicts, counted", "ncu", (
+              Step("capstone (A rows of BM + 4)", "capstone", {}),
+              Step("capstone, A tile unpadded (rows of BM)", "capstone", {},
+                   variant="capstone: A tile unpadded")),
+          (CUBE_1024,), tuple(LDGSTS)),
+    # The same variant timed beside cuBLAS, alone: a timing of the capstone itself at these
+    # shapes would replace the ladder's rows of step 7 (compare the shares of cuBLAS).
+    Study("ch09_unpadded_time", "09", "The capstone with its A tile unpadded, timed", "time", (
+              Step("capstone, A tile unpadded (rows of BM)", "capstone", {},
+                   variant="capstone: A tile unpadded"),),
+          (CUBE_2048, CUBE_4096)),
     Study(PRETRANSPOSED_A, "10",
           "Chapter 07's kernel on a pre-transposed A: is the GEMM faster, and does the "
           "saving pay for the transpose?", "time", (

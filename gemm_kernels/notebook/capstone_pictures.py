@@ -1106,7 +1106,7 @@ def short_verdict(v: str) -> str:
 
 
 # How step_changes and step4_reading read a change, said once in their first line.
-_RULE = ("a change no larger than the MINB code shift is not credited")
+_RULE = ("a change no larger than the code shift is not credited")
 
 
 def minb2_fit(steps=None) -> Text:
@@ -1119,11 +1119,21 @@ def minb2_fit(steps=None) -> Text:
     return Text(f"(ptxas {compiler.ptxas_version()} on this machine)\n" + "\n".join(lines))
 
 
-def rule_line(sizes=(2048, 4096)) -> Text:
+def rule_line(sizes=(2048, 4096), full: bool = True) -> Text:
     """The chapter's rule in three plain lines with its numbers: how far a recompile
     alone moved the capstone (`recompile_shift`, the threshold) beside how far cuBLAS
     moved, what is credited, and the rule worked once (`rule_example`, step 2).
-    `yardsticks` gives the ranges behind both."""
+    `yardsticks` gives the ranges behind both. `full=False`: the main path's two lines,
+    the threshold and the worked example only (how it was measured is the full form's)."""
+    if not full:
+        shift = recompile_shift(sizes)
+        if any(n not in shift for n in sizes):
+            return Text(f"the ladder's threshold: {NOT_RECORDED}")
+        at = " and ".join(f"±{shift[n]:.1f}% at {n}^3" for n in sizes)
+        return Text(f"({ladder_source()})\n"
+                    f"A step counts as a gain or a loss only if it moves the rate by more than "
+                    f"{at}, the same way at both sizes (the code shift); otherwise: not "
+                    f"credited. For example, {rule_example('2', sizes[0])}")
     rungs = ladder(sizes)
     spreads = [_spread_pct(cublas_spread([r.rows[n] for r in rungs])) for n in sizes]
     held = [_spread_pct(cublas_spread([r.held[n] for r in rungs if r.has_minb]))
@@ -1403,15 +1413,24 @@ def step_sass(step, since=None, listing=True, hide_wait: bool = False) -> StepSa
                             for j in shown])
 
 
-def step4_code() -> Stacked:
-    """Steps 4a and 4c as code, each folded: 4a as its difference from step 3's kernel,
-    4c (the capstone) as its difference from 4b, the end of whose loop it changes
-    (`ch09_split`, from the very texts that were timed; the wait's count shown as `?`)."""
-    return Stacked(
-        Folded(ch09_split.step4a_diff(), "<b>Step 4a against step 3</b>: the copies by "
-               "cp.async (lines with - are step 3's, lines with + step 4a's)"),
-        Folded(ch09_split.step4c_diff(), "<b>Step 4c against step 4b</b>: the second set "
-               "of fragments, and the wait and barrier moved to the last k"))
+def step4_code(steps=("4a", "4c")) -> Stacked:
+    """Steps 4a, 4b and 4c as code, each folded, each as its difference from the step
+    before (`ch09_split`, from the very texts that were timed; the wait's count shown as
+    `?`): 4a from step 3's kernel (the copies), 4b from 4a (where a thread's outputs lie,
+    and its fragment reads), 4c from 4b (the end of its loop). `steps`: which of them,
+    in that order, so that each step's unit on the main path shows its own."""
+    diffs = {
+        "4a": lambda: Folded(ch09_split.step4a_diff(), "<b>Step 4a against step 3</b>: the "
+                             "copies by cp.async (lines with - are step 3's, lines with + "
+                             "step 4a's)"),
+        "4b": lambda: Folded(ch09_split.step4b_diff(), "<b>Step 4b against step 4a</b>: where "
+                             "a thread's outputs lie, and its fragment reads (lines with - "
+                             "are step 4a's, lines with + step 4b's)"),
+        "4c": lambda: Folded(ch09_split.step4c_diff(), "<b>Step 4c against step 4b</b>: the "
+                             "second set of fragments, and the wait and barrier moved to the "
+                             "last k"),
+    }
+    return Stacked(*(diffs[s]() for s in steps))
 
 
 def warp_tile_code() -> Code:
@@ -2132,9 +2151,9 @@ branch, then warp 0 in both layouts, read from these index expressions:""",
     "4c": ("Step 4c: open once you have written your answer down", lambda: ("""
 1. *Warps resident* falls to about half of step 4b's: one block of 8 warps per SM instead of two. Step 4c's registers in the ladder are past 128, the most at which two blocks of 256 threads fit.
 2. The *barrier* and *short scoreboard* waits shrink. With half the warps, each warp shares its scheduler and the shared-memory pipe with fewer others. The other warps of its block reach the barrier sooner, and its shared-memory loads queue less. So these waits shrink by themselves.
-3. No. Issue slots used fall a little, and the ladder shows step 4c losing rate.
+3. No. The share of cycles that issue an instruction falls a little, and the ladder shows step 4c losing rate.
 
-Step 4c's verdict comes with those of steps 4a and 4b, after the SASS table below.""",)),
+Step 4c's SASS row and its verdict follow below.""",)),
 
     "pipeline": (f"The answer: {_TRIED}", lambda: ("""
 * **The count.** When the wait runs, at the last `k` of iteration `t`, this thread has committed `t + STAGES` groups: `STAGES - 1` before the loop and one in each iteration `0 .. t`. Tile `t + 1`'s group is group `t + 1`. The groups after it, those of tiles `t + 2 .. t + STAGES - 1`, number `STAGES - 2`. The wait leaves only the newest groups in flight, so `cp_async_wait<STAGES - 2>()` returns exactly when tile `t + 1` (and every older tile) has landed, and the later tiles keep flying.

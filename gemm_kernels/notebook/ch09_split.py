@@ -215,3 +215,37 @@ def step4c_diff():
     return Text(_kernel_diff(one_set_kernel().code, kernel_of("capstone").source_text(),
                              ("step 4b", "step 4c (09_capstone.cu)"), "float acc[TM][TN]",
                              "// ---- C = alpha"))
+
+
+def _between(text: str, start: str, end: str) -> list[str]:
+    """The lines of `text` from the first holding `start` to the first after it holding
+    `end`, both included."""
+    lines = text.splitlines()
+    i = next(n for n, l in enumerate(lines) if start in l)
+    j = next(n for n in range(i, len(lines)) if end in lines[n])
+    return lines[i:j + 1]
+
+
+# Where a thread's outputs lie and how it reads its fragments: in step 4a (the z-order
+# kernel's lines, sub-tiles half the block's tile apart) and in step 4b (the capstone's,
+# sub-tiles 16 rows and 32 columns apart inside the warp's WM x WN tile).
+_PLACE_4A = (("    int qr, qc;", "const int am = 4 * qr, bn = 4 * qc;"),
+             ("const float4 a0 = ", "const float b[8] = "))
+_PLACE_4B = (("const int t = threadIdx.x, lane", "const int bn ="),
+             ("auto load_frags = ", "    };"))
+
+
+def step4b_diff():
+    """Step 4b as what it changes in step 4a's kernel: which outputs a thread owns (its
+    place in a warp tile instead of in the block's grid) and the fragment reads that
+    follow from it. The two kernels are different files, so the diff sets the few lines
+    that decide this side by side (from the very texts that were timed); the copies,
+    the ring and the k loop's FFMAs are the same in both."""
+    import difflib
+    from gemm_kernels.notebook.display import Text
+    before = [l for a, b in _PLACE_4A for l in _between(ring_kernel().code, a, b)]
+    after = [l for a, b in _PLACE_4B for l in _between(one_set_kernel().code, a, b)]
+    diff = difflib.unified_diff(before, after, "step 4a (09_zorder.cu, cp.async copies)",
+                                "step 4b (09_capstone.cu, one fragment set)", n=0,
+                                lineterm="")
+    return Text("\n".join(l for l in diff if not l.startswith("@@")))

@@ -25,6 +25,7 @@ from gemm_kernels.notebook import (ch03_evidence, ch05_down_column, ch06_tiles, 
                                    ch11_wide)
 from gemm_kernels.notebook import ch15_beyond  # noqa: F401 (registers its variant with the studies)
 from gemm_kernels.notebook import ch13_no_overlap  # noqa: F401 (registers its variant with the studies)
+from gemm_kernels.notebook import ch09_unpadded  # noqa: F401 (registers its variant with the studies)
 
 
 @dataclass(frozen=True)

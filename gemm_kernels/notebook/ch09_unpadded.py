@@ -1,0 +1,104 @@
+"""Chapter 09's open question about the padded A tile, set up to be measured.
+
+The capstone keeps part A's padded rows (LDA = BM + 4) for its 4-byte cp.async copies of
+A: the bank model prices one such copy of a warp at 1 wavefront into rows of BM + 4
+floats and 8 into rows of BM. But Nsight Compute counts 4 wavefronts for the padded copy
+(`capstone_pictures.a_copy_cost`), so the model misses part of what these copies cost,
+and what the pad buys them is not measured by the chapter's other studies. This module
+builds the capstone with rows of BM floats (`unpadded_kernel`: one edit, since every
+store into and load from the A tile indexes it through LDA) and sets it beside the
+capstone as built (`unpadded_table`): its shared-memory counters (`ch09_unpadded`, ncu)
+and its rate as a share of the cuBLAS timed beside it (`ch09_unpadded_time`).
+
+The launcher still sizes the ring for rows of BM + 4 (`kernels._cap_smem`): the variant
+gets 4 * BK * STAGES floats of shared memory it does not use, which changes no index and,
+at the default, no blocks per SM (two, set by the registers).
+"""
+from __future__ import annotations
+
+from gemm_kernels.core.kernels import get
+from gemm_kernels.core.table import Table, fmt_number
+from gemm_kernels.measure import records, studies
+
+KERNEL = "capstone"
+UNPADDED = "capstone: A tile unpadded"
+STUDY = "ch09_unpadded"            # ncu: the capstone as built and unpadded, counted
+TIME_STUDY = "ch09_unpadded_time"  # time: the unpadded variant alone (see studies.py)
+
+# The one line that pads the A tile; every index into the tile uses LDA.
+_EDITS = (
+    ("    constexpr int LDA = BM + 4;                 // padded row of the k-major A tile\n",
+     "    constexpr int LDA = BM;                     // unpadded row (chapter 09's measurement)\n"),
+)
+
+# The counters the table reads (all in studies.LDGSTS): the 4-byte copies of A (LDGSTS
+# through L1, "cache access"), the wavefronts they write into shared memory and how many
+# of those ncu books as bank conflicts; the fragment loads (LDS.128) beside them.
+A_COPIES = "smsp__sass_inst_executed_op_ldgsts_cache_access.sum"
+A_WAVEFRONTS = "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts_cache_access.sum"
+A_CONFLICTS = ("smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts_cache_"
+               "access.sum")
+LOADS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"
+LOAD_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
+
+
+def unpadded_kernel():
+    """The capstone with rows of BM floats in its A tile (LDA = BM)."""
+    return get(KERNEL).edited(_EDITS, UNPADDED)
+
+
+studies.register_variant(UNPADDED, unpadded_kernel)
+
+
+def _per(m, num, den) -> str:
+    if not m or m.get(num) is None or not m.get(den):
+        return "-"
+    return f"{m[num] / m[den]:.2f}"
+
+
+def _share(row) -> str:
+    if not row or "gflops" not in row or "reference" not in row:
+        return "-"
+    return f"{100 * row['gflops']['median'] / row['reference']['gflops']['median']:.1f}%"
+
+
+def unpadded_table(rec=None) -> Table:
+    """The capstone as built (rows of BM + 4) and with its A tile unpadded (rows of BM):
+    per 4-byte copy of A by a warp, the shared-memory wavefronts Nsight Compute counted and
+    how many it booked as bank conflicts; the same per fragment load; and at each timed
+    size the rate as a share of the cuBLAS timed beside it (the as-built rows from the
+    ladder's run, the variant's from its own run: compare the shares). A title that says
+    "Not recorded yet" while the variant has neither row."""
+    shape = tuple(studies.get(STUDY).shapes[0])
+    rec = rec or studies.recording_of(STUDY, shape)
+    counted = studies.results(STUDY, shape, rec) if rec else []
+    sizes = [tuple(s) for s in studies.get(TIME_STUDY).shapes]
+    trec = studies.recording_of(TIME_STUDY, sizes[0]) or rec
+    timed = {s: (studies.results(TIME_STUDY, s, trec)[0][1] if trec else None) for s in sizes}
+    have_counts = len(counted) == 2 and counted[1][1] is not None
+    if not have_counts and not any(timed.values()):
+        return Table([], ["A tile"], title=f"Not recorded yet: {UNPADDED}, counted at "
+                     f"{shape[0]}³ and timed at {' and '.join(f'{s[0]}³' for s in sizes)}.")
+    built = get(KERNEL)
+    used = [r for _, r in counted if r]
+    rows = []
+    for i, (label, kernel) in enumerate((("as built: rows of BM + 4", built),
+                                         ("unpadded: rows of BM", unpadded_kernel()))):
+        m = (counted[i][1] or {}).get("metrics") if have_counts else None
+        row = {"A tile": label,
+               "wavefronts per copy of A": _per(m, A_WAVEFRONTS, A_COPIES),
+               "of them conflicts": _per(m, A_CONFLICTS, A_COPIES),
+               "load wavefronts (total)": fmt_number(m[LOADS]) if m and LOADS in m else "-",
+               "load conflicts (total)": (fmt_number(m[LOAD_CONFLICTS])
+                                          if m and LOAD_CONFLICTS in m else "-")}
+        for s in sizes:
+            # the capstone as built from the variant's own recording (same GPU), any run
+            r = (timed[s] if kernel is not built else
+                 next((x for x in (trec.find(KERNEL, s, built.resolve({})) if trec else [])
+                       if "gflops" in x), None))
+            used += [r] if r else []
+            row[f"% of cuBLAS at {s[0]}³"] = _share(r)
+        rows.append(row)
+    return Table(rows, list(rows[0]), title=f"counted at {shape[0]}³ by Nsight Compute and "
+                 f"timed, {records.rows_label(used, trec or rec)}; the two rows' rates may "
+                 "come from different runs, each with its own cuBLAS: compare the shares")
