@@ -31,3 +31,18 @@ def test_overlap_table_compares_shares_of_each_runs_cublas(monkeypatch):
     last = list(t)[-1]
     assert last["% of cuBLAS FP16"] == "25%" and last["TFLOP/s at 4096³"] == "100"
     assert "compare the shares" in t.title
+
+
+def test_the_no_overlap_diff_moves_the_next_tiles_loads_after_the_mma():
+    """no_overlap_diff: the tiled kernel's main loop as built against the variant, as
+    display.kernel_diff shows it: the loads leave the top of the loop, and come back
+    after a barrier, with their stores into the one buffer."""
+    from gemm_kernels.notebook import ch13_no_overlap as c
+    text = str(c.no_overlap_diff())
+    removed = [l for l in text.splitlines() if l.startswith("-") and not l.startswith("---")]
+    added = [l for l in text.splitlines() if l.startswith("+") and not l.startswith("+++")]
+    assert any("const int cur = t & 1;" in l for l in removed)
+    assert any("const int cur = 0;" in l for l in added)
+    assert sum("a_next.load(A" in l for l in removed) == 1 == sum("a_next.load(A" in l for l in added)
+    assert any("As[0]" in l for l in added) and any("As[cur ^ 1]" in l for l in removed)
+    assert "Epilogue" not in text and text.startswith("--- as built")

@@ -437,14 +437,14 @@ def test_the_pace_is_a_numbered_derivation_with_its_conclusion_apart():
 
 def test_the_naive_loads_queue_at_the_l1s_data_stage_when_its_stages_are_recorded():
     """naive_l1_stages: the L1's stages in % of their peaks and data-stage wavefronts per
-    load, from the study of their own; profile_waits states the queue with them, and the
+    load, from the study of their own; data_stage_queue states the queue with them, and the
     deeper look the other stages."""
     import re
     from gemm_kernels.notebook import ch13_wmma as ch13
     if not [m for _, m in ch13.profile_rows() if m]:
         pytest.skip("the profile is not recorded")
     l1 = ch13.naive_l1_stages()
-    text = str(ch13.profile_waits())
+    text = str(ch13.data_stage_queue())
     if l1 is None:
         assert "data stage" not in text
         return
@@ -453,11 +453,11 @@ def test_the_naive_loads_queue_at_the_l1s_data_stage_when_its_stages_are_recorde
     # one data-stage wavefront per sector: the 8 rows a load touches
     assert l1["waves"] == pytest.approx(
         ch13.naive_sectors_per_load(ch13.profile_rows()[0][1]), rel=0.01)
-    said = re.search(r"measured the stage busy ([\d.]+)% of its peak", text)
+    said = re.search(r"measured the data stage busy ([\d.]+)% of its peak", text)
     assert said and float(said.group(1)) == round(l1["data"], 1)
     # the bank reason: rows a multiple of 128 bytes apart, and most of the stage's
     # cycles are the loads' bank conflicts
-    assert l1["row_bytes"] % 128 == 0 and f"{l1['row_bytes']:,} bytes apart" in text
+    assert l1["row_bytes"] % 128 == 0 and f"{l1['waves']:.1f} wavefronts per load" in text
     assert 50 < l1["conflicts"] < l1["data"]
     assert f"bank conflicts {l1['conflicts']:.1f}% of that peak" in repr(
         ch13.naive_at_powers_of_two())
@@ -524,7 +524,8 @@ def test_the_stride_ratio_sets_the_wavefronts_beside_the_rates():
     control = str(ch13.stride_control())
     assert f"{w[1]:.1f} data-stage wavefronts" in control and f"{r[1]:.1f} TFLOP/s" in control
     assert text in repr(ch13.naive_at_powers_of_two())
-    assert f"{r[1] / r[0]:.1f} times as fast under the profiler" in str(ch13.profile_waits())
+    assert f"{r[1] / r[0]:.1f} times as fast under the profiler" in str(ch13.data_stage_queue())
+    assert "data stage" not in str(ch13.profile_waits())
 
 
 def test_register_budget_asks_for_two_blocks_and_counts_the_accumulators():
@@ -647,19 +648,81 @@ def test_the_excess_off_the_stride_is_read_from_the_conflict_share():
     assert "not bank conflicts" in text and text in repr(ch13.naive_at_powers_of_two())
 
 
-def test_the_stride_in_short_gives_the_model_and_the_measure_per_size():
-    """stride_in_short: one line per size of the stride study, the bank model's
-    wavefronts (8 on a 128-byte multiple, 2 at 32 past one) beside the measured ones."""
+def test_the_stride_bank_table_gives_the_model_per_offset_and_the_measure_where_profiled():
+    """stride_bank_table: one row per offset past a multiple of 128 bytes, the bank
+    model's wavefronts (8, 1, 2, 1, 4 for 0, 16, 32, 48, 64 bytes: not a straight line)
+    beside the measured ones at the sizes the stride study profiled, "-" elsewhere."""
     from gemm_kernels.notebook import ch13_wmma as ch13
+    t = ch13.stride_bank_table()
+    assert [r["past a multiple of 128"] for r in t] == [0, 16, 32, 48, 64]
+    assert [r["wavefronts per load, the model"] for r in t] == [8, 1, 2, 1, 4]
+    assert [r["size"] for r in t] == ["4096³", "4104³", "4112³", "4120³", "4128³"]
+    assert t[0]["where each row starts"] == "on the same 4 banks as the one before"
+    assert t[2]["where each row starts"] == "8 banks after the one before"
     sizes, _ = ch13.stride_sizes()
-    text = str(ch13.stride_in_short())
     if sizes is None:
-        assert "not recorded" in text
+        assert all(r["measured"] == "-" for r in t) and "not recorded" in t.title
         return
-    assert ch13.bank_model_words(8192) == 8 and ch13.bank_model_words(8224) == 2
+    got = {r["rows apart (bytes)"]: r["measured"] for r in t}
     for s in sizes:
-        stride = 2 * s["shape"][2]
-        assert (f"rows {stride:,} bytes apart" in text
-                and f"bank model gives {ch13.bank_model_words(stride)} wavefronts per load; "
-                    f"measured {s['waves']:.1f}." in text)
-    assert "every row starts on the same 4 banks" in text
+        assert got.pop(f"{2 * s['shape'][2]:,}") == f"{s['waves']:.1f}"
+    assert set(got.values()) == {"-"}
+
+
+def test_the_profiled_times_over_the_timed_beside_the_clock_ratio():
+    """profiler_ratios: per kernel profiled and timed, its profiled time over its timed
+    one beside the top clock over the profiler's, each from the values as printed by
+    profiler_clocks (evidence.profiled_and_timed, which profiled_against_timed prints)."""
+    import re
+    from gemm_kernels.notebook import ch13_wmma as ch13, evidence
+    steps = evidence.profiled_and_timed(ch13.STUDY, (4096,) * 3, ch13.study_recording())
+    text = str(ch13.profiler_ratios())
+    if not [s for s in steps if s["timed_ms"]]:
+        assert "not both recorded" in text
+        return
+    clocks = str(ch13.profiler_clocks())
+    lines = text.splitlines()
+    assert len(lines) == len([s for s in steps if s["timed_ms"] and s["clock_mhz"]])
+    for line in lines:
+        p, t, r = map(float, re.search(r"= ([\d.]+) / ([\d.]+) = ([\d.]+);", line).groups())
+        assert f"{p:g} ms profiled, {t:g} ms at the timed rate" in clocks
+        assert round(p / t, 2) == r
+        top, held, c = (float(x.replace(",", "")) for x in re.search(
+            r"top clock / the profiler's = ([\d,]+) / ([\d,]+) = ([\d.]+)$", line).groups())
+        assert round(top / held, 2) == c and c > r
+
+
+def test_the_data_stage_sentences_follow_the_bank_table():
+    """data_stage_queue: the data stage's busy share and wavefronts per load at 4096³ and
+    the off-stride size's wavefronts and rate ratio; profile_waits no longer names the
+    data stage (it is defined after it)."""
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    text = str(ch13.data_stage_queue())
+    if ch13.naive_l1_stages() is None:
+        return
+    assert text.startswith("At 4096³ Nsight Compute measured the data stage busy")
+    assert "wavefronts" not in str(ch13.profile_waits())
+
+
+def test_the_tiled_kernel_reading_guide_points_at_its_numbered_lines():
+    """tiled_where_to_look: each range it names starts and ends on the lines of
+    tiled_listing that hold what it says (the double buffer's loads and stores, the
+    fragment loads, the epilogue)."""
+    import re
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    listing = str(ch13.tiled_listing()).split("\n")
+    guide = str(ch13.tiled_where_to_look())
+    ranges = [tuple(map(int, m)) for m in re.findall(r"lines (\d+)-(\d+)", guide)]
+    assert len(ranges) == 6
+
+    def line(n):
+        number, text = listing[n - 1].split("  ", 1)
+        assert int(number) == n
+        return text
+    tiles, first, top, bottom, frags, epilogue = ranges
+    assert "A_BYTES" in line(tiles[0]) and "auto Bs" in line(tiles[1])
+    assert "row0, 0)" in line(first[0]) and "__syncthreads" in line(first[1])
+    assert "cur = t & 1" in line(top[0]) and "(t + 1) * BK" in line(top[0] + 2)
+    assert "As[cur ^ 1]" in line(bottom[0] + 1) and "__syncthreads" in line(bottom[1])
+    assert "for (int kk = 0" in line(frags[0]) and frags[1] == bottom[0] - 1
+    assert "Epilogue" in line(epilogue[0]) and epilogue[1] == len(listing)

@@ -1,5 +1,7 @@
 """display.source: one function by default (what the chapters showed so far), the whole
 file with the helpers it calls from its headers when asked."""
+import pytest
+
 from gemm_kernels.core.kernels import KERNELS
 from gemm_kernels.notebook import display
 
@@ -114,3 +116,20 @@ def test_as_cell_numbers_lines_as_the_grader_does():
     text = display.as_cell("int a;\nint b;\nint c;\n", "01_index", lines=(2, 3))
     assert text == "  2  int a;\n  3  int b;"
     assert display.as_cell("x", "e").split("\n")[0] == "  1  %%exercise e"
+
+
+def test_numbered_and_line_of_find_the_same_lines():
+    text = "a\nb marker\nc\nd marker"
+    shown = str(display.numbered(text)).split("\n")
+    assert shown[1] == "2  b marker" and len(shown) == 4
+    assert display.line_of(text, "marker") == 2 and display.line_of(text, "marker", 3) == 4
+    with pytest.raises(ValueError):
+        display.line_of(text, "absent")
+
+
+def test_kernel_diff_shows_only_the_changes_between_the_markers():
+    before = "head\nvoid k() {\n  x = 1;\n  y = 2;\n  z = 3;\n}\ntail"
+    after = before.replace("y = 2;", "y = 4;")
+    diff = str(display.kernel_diff(before, after, ("old", "new"), "void k", "}"))
+    assert diff.splitlines()[:3] == ["--- old", "+++ new", "..."]
+    assert "-  y = 2;" in diff and "+  y = 4;" in diff and "head" not in diff

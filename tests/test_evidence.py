@@ -124,3 +124,13 @@ def test_stall_bars_can_stack_in_one_fixed_order():
         labels = [c.get_label() for c in ax.containers]
         assert labels == want + ["other"], labels
         plt.close(fig)
+
+
+def test_profiled_and_timed_gives_what_profiled_against_timed_prints():
+    """profiled_and_timed: per profiled step its times and clock; profiled_against_timed
+    prints the same steps (one implementation of the reading)."""
+    steps = evidence.profiled_and_timed("ch05_outputs_stalls")
+    text = evidence.profiled_against_timed("ch05_outputs_stalls")
+    for s in steps:
+        assert f"{s['label']}: {s['profiled_ms']:.3g} ms profiled" in text
+        assert s["clock_mhz"] is None or s["clock_mhz"] % 10 == 0

@@ -167,20 +167,9 @@ _register_variants()
 
 def _kernel_diff(before: str, after: str, names: tuple[str, str], entry: str,
                  upto: str) -> str:
-    """The difference between two kernel texts from the line holding `entry` (the
-    kernel's name) to the first line holding `upto` after it (the helpers above it are
-    shown elsewhere), as a unified diff with one line of context, "..." between the
-    changes."""
-    import difflib
-
-    def body(text):
-        lines = text.splitlines()
-        start = next(i for i, l in enumerate(lines) if entry in l)
-        end = next(i for i in range(start, len(lines)) if upto in lines[i])
-        return lines[start:end]
-
-    diff = difflib.unified_diff(body(before), body(after), *names, n=1, lineterm="")
-    return _hide_wait_count("\n".join("..." if l.startswith("@@") else l for l in diff))
+    """`display.kernel_diff` with every `cp_async_wait` count hidden (`_hide_wait_count`)."""
+    from gemm_kernels.notebook.display import kernel_diff
+    return _hide_wait_count(kernel_diff(before, after, names, entry, upto))
 
 
 def _hide_wait_count(text: str) -> str:

@@ -45,6 +45,16 @@ def no_overlap_kernel():
 studies.register_variant(NO_OVERLAP, no_overlap_kernel)
 
 
+def no_overlap_diff():
+    """What the variant changes in the tiled kernel's main loop (`display.kernel_diff`):
+    the loads of the next tile move from the top of the loop to after the mma, between
+    two barriers, into the one buffer."""
+    from gemm_kernels.notebook.display import kernel_diff
+    built = get(KERNEL).source_text()
+    return kernel_diff(built, no_overlap_kernel().code, ("as built", "next tile after the mma"),
+                       "for (int t = 0; t < tiles; ++t)", "// Epilogue")
+
+
 def overlap_table(rec=None) -> Table:
     """The tiled kernel as built (the chapter's row) and without the overlap (this
     study's run) at the study's size, each as TFLOP/s and as a share of the cuBLAS FP16

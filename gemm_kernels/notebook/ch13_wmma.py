@@ -799,6 +799,27 @@ def profiler_clocks(n: int = 4096, rec=None) -> Text:
     return Markdown(evidence.profiled_against_timed(STUDY, (n, n, n), rec or study_recording()))
 
 
+def profiler_ratios(n: int = 4096, rec=None) -> Text:
+    """Appendix B's test of the clock reading: per profiled step that was also timed
+    (`evidence.profiled_and_timed`), its profiled time over the time its timed rate
+    implies, beside the GPU's top clock over the clock the profiler held for it; each
+    time as `profiler_clocks` prints it (3 digits). Were the lower clock the whole
+    story, the two ratios would match."""
+    rec = rec or study_recording()
+    top = (rec.device or {}).get("sm_clock_mhz")
+    steps = [s for s in evidence.profiled_and_timed(STUDY, (n, n, n), rec)
+             if s["timed_ms"] and s["clock_mhz"]]
+    if not (steps and top):
+        return Text("The profiled and the timed times are not both recorded.")
+    lines = []
+    for s in steps:
+        prof, timed = float(f"{s['profiled_ms']:.3g}"), float(f"{s['timed_ms']:.3g}")
+        lines.append(f"{s['label']}: profiled time / timed time = {prof:g} / {timed:g} = "
+                     f"{prof / timed:.2f}; top clock / the profiler's = {top:,.0f} / "
+                     f"{s['clock_mhz']:,.0f} = {top / s['clock_mhz']:.2f}")
+    return Text("\n".join(lines))
+
+
 PACE = ("warps per scheduler", "cycles per issue, all reasons", "issue active %")
 PER_HMMA = ("instructions per HMMA", "tensor pipe cycles per HMMA")
 
@@ -1336,23 +1357,33 @@ def stride_control() -> Text:
     return Text("\n".join(lines))
 
 
-def stride_in_short() -> Text:
-    """Section 5's two lines on the bank cost of one naive-kernel load, per size of the
-    stride study (`stride_sizes`): where the 8 rows of a load start in the banks, chapter
-    04's bank model, and the data-stage wavefronts per load Nsight Compute measured."""
+STRIDE_OFFSETS = (0, 16, 32, 48, 64)   # bytes past a multiple of 128: the bank table's rows
+
+
+def stride_bank_table(n: int = 4096, offsets=STRIDE_OFFSETS) -> Table:
+    """Chapter 04's bank model (`bank_model_words`) for one naive-kernel load at sizes
+    just past n³, whose FP16 rows lie `offsets` bytes past a multiple of 128 apart (n a
+    multiple of 64): where each row starts in the banks, the model's wavefronts per
+    load, and the wavefronts Nsight Compute measured where the stride study profiled
+    that size (`stride_sizes`), "-" elsewhere. The cost does not fall in a straight
+    line with the offset: 16 and 48 bytes spread the 8 rows over all 32 banks."""
     sizes, label = stride_sizes()
-    if sizes is None:
-        return Text("The naive kernel off a 128-byte row stride: not recorded yet.")
-    lines = []
-    for s in sizes:
-        stride = 2 * s["shape"][2]
-        shift = stride % 128 // 4
-        where = ("every row starts on the same 4 banks" if shift == 0 else
-                 f"each row starts {shift} banks after the one before")
-        lines.append(f"{s['shape'][0]}³: rows {stride:,} bytes apart, {where}: chapter 04's "
-                     f"bank model gives {bank_model_words(stride)} wavefronts per load; "
-                     f"measured {s['waves']:.1f}.")
-    return Text("\n".join(lines + [f"(measured with Nsight Compute, {label})"]))
+    measured = {2 * s["shape"][2]: s["waves"] for s in sizes or []}
+    rows = []
+    for off in offsets:
+        stride = 2 * n + off
+        shift = off // 4
+        rows.append({"size": f"{stride // 2}³", "rows apart (bytes)": f"{stride:,}",
+                     "past a multiple of 128": off,
+                     "where each row starts": ("on the same 4 banks as the one before"
+                                               if shift == 0 else
+                                               f"{shift} banks after the one before"),
+                     "wavefronts per load, the model": bank_model_words(stride),
+                     "measured": (f"{measured[stride]:.1f}" if stride in measured else "-")})
+    return Table(rows, list(rows[0]),
+                 title="One load of the naive kernel (16 bytes from each of 8 rows of A or "
+                       "B): chapter 04's bank model, and Nsight Compute's count "
+                       + (f"({label})" if label else "(not recorded yet)"))
 
 
 def stride_ratio() -> str:
@@ -1388,12 +1419,35 @@ def naive_data_stage(naive: dict, l1: dict | None, sms):
     return rate, waves, asked, movm, round(asked + movm, 2)
 
 
+def data_stage_queue(rec=None) -> Text:
+    """Section 8's sentences on how full the L1's data stage is (where `naive_l1_stages`
+    is recorded): the naive kernel's wavefronts per load at 4096³ and the stage's busy
+    share, then the off-stride size's wavefronts and the rate under the profiler
+    (`stride_sizes`). They follow the definition of the data stage, after the bank
+    model's table. Empty where the stages are not recorded."""
+    steps = _profiled_steps(rec)
+    if not steps:
+        return Text(_NO_PROFILE)
+    sms = (rec or study_recording()).device.get("sm_count")
+    l1 = naive_l1_stages()
+    stage = naive_data_stage(steps[0], l1, sms)
+    if not stage:
+        return Text("")
+    sizes, _ = stride_sizes()
+    control = "" if sizes is None else (
+        f" At {sizes[1]['shape'][0]}³ a load takes {sizes[1]['waves']:.1f} wavefronts, and "
+        f"the kernel ran {round(sizes[1]['rate'], 1) / round(sizes[0]['rate'], 1):.1f} "
+        f"times as fast under the profiler.")
+    return Text(f"At 4096³ Nsight Compute measured the data stage busy {l1['data']:.1f}% of "
+                f"its peak, with {stage[1]:.1f} wavefronts per load: the loads wait their "
+                f"turn there." + control)
+
+
 def profile_waits(rec=None) -> Text:
     """Where each profiled kernel waits, one or two sentences each: the naive kernel on
-    its global loads (DRAM far from busy), which fill the L1's data stage where
-    `naive_l1_stages` is recorded, the unpadded tiled kernel on shared memory, the
-    padded one on no single reason. `naive_at_powers_of_two` gives the naive kernel's
-    counters in detail."""
+    its global loads (DRAM far from busy), the unpadded tiled kernel on shared memory,
+    the padded one on no single reason. Why the naive kernel's loads wait (the L1's
+    data stage) is `data_stage_queue`; its counters in detail `naive_at_powers_of_two`."""
     steps = _profiled_steps(rec)
     if not steps:
         return Text(_NO_PROFILE)
@@ -1406,26 +1460,13 @@ def profile_waits(rec=None) -> Text:
     rest = sorted(((v, k) for k, v in evidence.stall_reasons({"metrics": padded}).items()
                    if "selected" not in k), reverse=True)[:2]
     _, cycles, _ = warp_pace(padded)
-    sms = (rec or study_recording()).device.get("sm_count")
-    l1 = naive_l1_stages()
-    stage = naive_data_stage(naive, l1, sms)
-    sizes, _ = stride_sizes()
-    control = "" if sizes is None else (
-        f" At {sizes[1]['shape'][0]}³ a load costs {sizes[1]['waves']:.1f} wavefronts, and "
-        f"the kernel ran {round(sizes[1]['rate'], 1) / round(sizes[0]['rate'], 1):.1f} "
-        f"times as fast under the profiler (the fold below).")
-    queue = "" if not stage else (
-        f"* **The loads fill the L1's data stage**: rows "
-        f"{l1['row_bytes']:,} bytes apart, {stage[1]:.1f} wavefronts per load. Nsight "
-        f"Compute measured the stage busy {l1['data']:.1f}% of its peak, so the loads wait "
-        f"their turn there." + control + "\n")
     return Markdown(
         f"* **The naive kernel waits for its global loads**: a warp spends "
         f"{naive[_LONG]:.0f} cycles per issued instruction stalled on 'long scoreboard', "
         f"the wait for a global load. Its tensor pipe is busy {_pct(naive[_BUSY])} of the "
         f"time.{dram} Its second stall, 'mio throttle' (a wait for room in the queue to the "
         f"shared-memory pipe), is most likely its MOVM (the "
-        f"fold below).\n" + queue +
+        f"fold below).\n" +
         f"* **The tiled kernel with unpadded rows waits for shared memory** ('short "
         f"scoreboard', {plain[_SHORT]:.1f} cycles per instruction): its fragment loads "
         f"meet bank conflicts (section 7). Tensor pipe busy: {_pct(plain[_BUSY])}."
@@ -1549,7 +1590,7 @@ def naive_at_powers_of_two(rec=None):
     on, off = studies.get(STRIDE_STUDY).shapes
     return Reveal(
         "Why the naive kernel is so slow at power-of-two sizes", *counted,
-        f"**The control.** Section 5 timed the kernel at {off[0]}³, where the rows lie "
+        f"**The control.** The kernel was timed above at {off[0]}³, where the rows lie "
         f"{2 * off[2]:,} bytes apart. The profiler ran it there too, in the same run as "
         f"{on[0]}³:",
         f"```\n{stride_control()}\n```",
@@ -1806,3 +1847,48 @@ def ladder_summary(n: int = 4096, rec=None) -> Text:
                 f"{tiled['gflops']['median'] / cap['gflops']['median']:.1f} times the rate of "
                 f"chapter 09's FP32 capstone and {_pct(timing.share(tiled))} of cuBLAS FP16 "
                 f"timed beside it." + after)
+
+
+# ------------------------------------------------------------------ reading the tiled kernel
+
+def tiled_listing() -> Text:
+    """The tiled kernel as `display.source` shows it, its lines numbered for
+    `tiled_where_to_look`."""
+    from gemm_kernels.notebook import display
+    return display.numbered(display.source(TILED))
+
+
+def tiled_where_to_look() -> Markdown:
+    """A short reading guide to `tiled_listing`: the lines of the shared tiles, the
+    double buffer, the fragment loads with their mma, and the epilogue, each range found
+    in the listing's text by its first and last line (never typed in)."""
+    from gemm_kernels.notebook import display
+    text = display.source(TILED)
+
+    def span(first, last, start=1):
+        a = display.line_of(text, first, start)
+        return a, display.line_of(text, last, a)
+
+    tiles = span("constexpr int A_BYTES", "auto Bs =")
+    first = span("a_next.load(A, M, K, K, row0, 0)", "__syncthreads();")
+    top = span("const int cur = t & 1;", "}", display.line_of(text, "const int cur"))
+    bottom = span("if (t + 1 < tiles) {   // the other buffer", "__syncthreads();")
+    frags = (display.line_of(text, "for (int kk = 0; kk < BK"), bottom[0] - 1)
+    epilogue = (display.line_of(text, "// Epilogue"), len(text.split("\n")))
+
+    def lines(r):
+        return f"lines {r[0]}-{r[1]}"
+    return Markdown(
+        f"* **The shared tiles** ({lines(tiles)}): two buffers each of `A` and `B`, rows "
+        f"`BK + PAD` and `BN + PAD` halves long.\n"
+        f"* **The double buffer**: the first tile goes in before the loop ({lines(first)}); "
+        f"in the loop over tiles, `cur` picks the buffer the warps read, and the next "
+        f"tile's global loads are sent into registers at the top ({lines(top)}); after the "
+        f"mma they are stored into the other buffer, `cur ^ 1`, and one barrier follows "
+        f"({lines(bottom)}).\n"
+        f"* **The fragment loads and the mma** ({lines(frags)}): per 16-wide step `kk`, the "
+        f"`load_matrix_sync` from the shared tiles (`LDSM`) and the `mma_sync` on the warp's "
+        f"accumulators; the `if constexpr` picks which set of fragments stays in registers.\n"
+        f"* **The epilogue** ({lines(epilogue)}): each accumulator through the warp's "
+        f"scratch tile in shared memory, then out to `C`, element by element, with bounds, "
+        f"`alpha` and `beta`.")

@@ -169,6 +169,41 @@ def source(name: str, entry: str | None = None, whole: bool = False,
     return Text(text.rstrip())
 
 
+def numbered(text: str) -> Text:
+    """`text` with each line numbered from 1, so that prose can point at its lines."""
+    lines = str(text).split("\n")
+    width = len(str(len(lines)))
+    return Text("\n".join(f"{i:>{width}}  {l}" for i, l in enumerate(lines, 1)))
+
+
+def line_of(text: str, marker: str, start: int = 1) -> int:
+    """The number (from 1) of the first line of `text` at or after line `start` that
+    contains `marker`; a ValueError names a marker not found."""
+    for i, l in enumerate(str(text).split("\n")[start - 1:], start):
+        if marker in l:
+            return i
+    raise ValueError(f"{marker!r} not found after line {start}")
+
+
+def kernel_diff(before: str, after: str, names: tuple[str, str], entry: str,
+                upto: str) -> Text:
+    """The difference between two kernel texts (a registry kernel and a variant of it,
+    `Kernel.edited`) from the line holding `entry` (the kernel's name, or the first line
+    of the part shown) to the first line holding `upto` after it (what lies outside is
+    shown elsewhere), as a unified diff with one line of context, "..." between the
+    changes."""
+    import difflib
+
+    def body(text):
+        lines = text.splitlines()
+        start = next(i for i, l in enumerate(lines) if entry in l)
+        end = next(i for i in range(start, len(lines)) if upto in lines[i])
+        return lines[start:end]
+
+    diff = difflib.unified_diff(body(before), body(after), *names, n=1, lineterm="")
+    return Text("\n".join("..." if l.startswith("@@") else l for l in diff))
+
+
 # A run of at least 8 items of one form, separated by ", ": PTX operands (%12) or
 # inline-asm bindings ("+f"(d[12])).
 _OPERAND_RUN = re.compile(r'(%\d+|"\+f"\(d\[\d+\]\))(?:, (?:%\d+|"\+f"\(d\[\d+\]\))){7,}')

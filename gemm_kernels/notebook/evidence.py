@@ -127,30 +127,44 @@ def profile_elsewhere(rec, prof, where: str) -> str:
             f"architecture; it is named wherever it is shown.")
 
 
-def profiled_against_timed(name: str, shape=None, rec=None) -> str:
-    """Why a profiled study's times are longer than its timed rates imply: Nsight Compute
-    holds the SM clock low while it measures (its default --clock-control base). Per step
-    of study `name`: the clock it ran at (its cycles over its time), its time, and the
-    time the rate timed at the same configuration and shape implies, where that was timed
-    (in `rec`, default the one shown)."""
+def profiled_and_timed(name: str, shape=None, rec=None) -> list[dict]:
+    """Per profiled step of study `name` at `shape` (default its first): its label
+    ("label"), its time under Nsight Compute in ms ("profiled_ms"), the SM clock it ran
+    at in MHz, its cycles over its time to 10 MHz ("clock_mhz", None without the cycle
+    counter), and the time the rate timed at the same configuration and shape implies
+    ("timed_ms", None where that was not timed), from `rec` (default the one shown)."""
     from gemm_kernels.measure import lookup
     st = studies.get(name)
     shape = tuple(shape or st.shapes[0])
-    said, clocks = [], []
+    out = []
     for step, r in studies.results(name, shape, rec):
         m = (r or {}).get("metrics", {})
         ns, cycles = m.get("gpu__time_duration.sum"), m.get("sm__cycles_elapsed.avg")
         if not ns:
             continue
-        if cycles:
-            clocks.append(round(cycles / ns * 1e3, -1))    # to 10 MHz: what the check needs
         try:
             timed = lookup.recorded(studies.step_kernel(step).name, shape, step.params, rec)
             ms = 2 * math.prod(shape) / (timed["gflops"]["median"] * 1e9) * 1e3
-            said.append(f"{step.label}: {ns / 1e6:.3g} ms profiled, {ms:.3g} ms at the "
-                        f"timed rate")
         except LookupError:
-            said.append(f"{step.label}: {ns / 1e6:.3g} ms profiled (not timed at this size)")
+            ms = None
+        out.append({"label": step.label, "profiled_ms": ns / 1e6, "timed_ms": ms,
+                    # to 10 MHz: what the check needs
+                    "clock_mhz": round(cycles / ns * 1e3, -1) if cycles else None})
+    return out
+
+
+def profiled_against_timed(name: str, shape=None, rec=None) -> str:
+    """Why a profiled study's times are longer than its timed rates imply: Nsight Compute
+    holds the SM clock low while it measures (its default --clock-control base). Per step
+    of study `name` (`profiled_and_timed`): the clock it ran at (its cycles over its
+    time), its time, and the time the rate timed at the same configuration and shape
+    implies, where that was timed (in `rec`, default the one shown)."""
+    steps = profiled_and_timed(name, shape, rec)
+    clocks = [s["clock_mhz"] for s in steps if s["clock_mhz"]]
+    said = [f"{s['label']}: {s['profiled_ms']:.3g} ms profiled, {s['timed_ms']:.3g} ms at the "
+            f"timed rate" if s["timed_ms"] is not None else
+            f"{s['label']}: {s['profiled_ms']:.3g} ms profiled (not timed at this size)"
+            for s in steps]
     if not said:
         return f"study {name}: not recorded"
     gpu = ((rec or records.current()).device or {})
