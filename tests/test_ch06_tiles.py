@@ -781,3 +781,23 @@ def test_shared_pressure_reads_the_counters_and_leaves_an_unprofiled_kernel_blan
     # chapter 05's default keeps the shared pipe busier than K5 does
     busy = lambda n: float(recorded[n]["shared-memory pipe busy, % of peak"].rstrip("%"))  # noqa: E731
     assert busy("ch05 default") > busy("K5")
+
+
+def test_the_practice_key_reads_the_strided_kernels_counts_and_the_timed_winner():
+    key = ch06_tiles.practice_key()
+    row = ch06_tiles.step_table([("tile_2d_strided", K5)])[0]
+    assert key["wavefronts"] == row["wavefronts"]
+    assert key["conflicts"] == row["wavefronts"] - row["ideal"]
+    assert key["load instructions"] == row["LDS"] + row["LDS.64"] + row["LDS.128"]
+    assert key["winner"] in ("K5", "strided")
+
+
+def test_check_practice_hints_first_and_answers_after_a_second_try(monkeypatch):
+    monkeypatch.setitem(ch06_tiles._PRACTICE_TRIES, "n", 0)
+    key = {"load instructions": 80, "wavefronts": 96, "conflicts": 0, "winner": "strided"}
+    assert "write your four predictions" in ch06_tiles.check_practice(None, key)
+    first = ch06_tiles.check_practice({**key, "wavefronts": 160}, key)
+    assert "not yet" in first and "96" not in first and "scalar LDS" in first
+    second = ch06_tiles.check_practice({**key, "wavefronts": 160}, key)
+    assert "wavefronts: 96 (you wrote 160)" in second
+    assert ch06_tiles.check_practice(key, key).startswith("right")

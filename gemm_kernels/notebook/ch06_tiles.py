@@ -1479,3 +1479,58 @@ def block_timeline(tiles: int = 3, copy: float = 1.0, compute: float = 2.0,
                  "some warp has FFMAs to issue", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+# ------------------------------------------------------------------ the practice, graded
+
+PRACTICE_KEYS = ("load instructions", "wavefronts", "conflicts", "winner")
+_PRACTICE_HINTS = {
+    "load instructions": "load instructions: count per thread and tile. Which of a strided "
+                         "thread's values are adjacent in shared memory? One row of As at "
+                         "four consecutive k is; its B values at one k lie BN/TN words apart",
+    "wavefronts": "wavefronts: count per warp and tile, load by load. A scalar LDS is one "
+                  "phase of 32 lanes: how many different words must one bank deliver?",
+    "conflicts": "conflicts: wavefronts minus ideal. Do two lanes of one phase read "
+                 "different words of one bank?",
+    "winner": "winner: set the registers and blocks per SM of step 2 against the wavefronts "
+              "of step 1. Which of the two did 'The control' find carries more?"}
+_PRACTICE_TRIES = {"n": 0}
+
+
+def practice_key(params: dict | None = None) -> dict:
+    """The answers of the practice at `params` (default K5): the strided kernel's shared
+    load instructions per thread and tile, its wavefronts and conflicts per warp and tile
+    (bank model, step_table), and the faster of the two layouts timed in one run
+    (capped_split, 'K5' or 'strided')."""
+    row = step_table([("tile_2d_strided", params or K5)])[0]
+    rates = {r["kernel"]: float(r["TFLOP/s"]) for r in capped_split()
+             if r["kernel"] in ("K5", "strided") and r["TFLOP/s"] is not None}
+    return {"load instructions": row["LDS"] + row["LDS.64"] + row["LDS.128"],
+            "wavefronts": row["wavefronts"], "conflicts": row["wavefronts"] - row["ideal"],
+            "winner": max(rates, key=rates.get) if len(rates) == 2 else None}
+
+
+def check_practice(mine: dict | None, key: dict | None = None) -> str:
+    """'Predict, then check' for the practice: the student's predictions (`mine`, with
+    PRACTICE_KEYS) against practice_key. A wrong one is answered with a question, not the
+    number; the answers show once all are right or after a second try. With nothing
+    predicted it only says what to do, so that the notebook as given shows no answer."""
+    if not mine or all(mine.get(k) is None for k in PRACTICE_KEYS):
+        return ("write your four predictions in `mine` (numbers per thread or per warp and "
+                "tile; the winner as \"K5\" or \"strided\"), then run this cell")
+    key = key if key is not None else practice_key()
+    wrong = [k for k in PRACTICE_KEYS
+             if mine.get(k) is None or str(mine[k]).strip() != str(key[k])]
+    _PRACTICE_TRIES["n"] += 1
+    if not wrong:
+        head = "right: all four predictions match"
+    else:
+        out = ["not yet:"] + [f"  {k}: not predicted" if mine.get(k) is None else
+                              f"  {_PRACTICE_HINTS[k]}" for k in wrong]
+        if _PRACTICE_TRIES["n"] < 2:
+            return "\n".join(out + ["correct your predictions and run the cell again (the "
+                                    "answers show after a second try)"])
+        head = "\n".join(out + ["the answers, after your second try:"])
+    return head + "\n" + "\n".join(f"  {k}: {key[k]}" + (
+        "" if mine.get(k) is None or str(mine[k]).strip() == str(key[k]) else
+        f" (you wrote {mine[k]})") for k in PRACTICE_KEYS)
