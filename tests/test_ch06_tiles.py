@@ -754,3 +754,50 @@ def test_the_rate_bars_say_blocks_x_warps():
     labels = [t.get_text() for t in fig.axes[0].texts]
     assert [l.split("\n")[1] for l in labels] == [f"{r['blocks x warps']} warps" for r in rows]
     plt.close(fig)
+
+
+def test_static_rows_compile_for_another_architecture_and_count_the_whole_loop():
+    row = ch06_tiles.static_rows([("K5", "tile_2d_reg", K5)], arch="sm_86")
+    assert "sm_86" in row.title
+    assert row[0]["registers"] > 0 and row[0]["loop FFMA"] == 512
+    p = dict(K5, TM=4, TN=4)
+    both = ch06_tiles.static_rows([("c", "tile_2d_reg", p), ("s", "tile_2d_strided", p)],
+                                  instructions=True)
+    for r in both:
+        # every instruction of the loop: at least its shared loads and FFMAs
+        assert r["loop instructions, all"] >= r["loop shared loads"] + r["loop FFMA"]
+    assert "loop instructions, all" not in ch06_tiles.static_rows([("K5", "tile_2d_reg", K5)])[0]
+
+
+def test_shared_pressure_reads_the_counters_and_leaves_an_unprofiled_kernel_blank():
+    counters = {"A": {ch06_tiles.SHARED_PRESSURE[0][1]: 80.58,
+                      ch06_tiles.SHARED_PRESSURE[1][1]: 1.456}}
+    rows = ch06_tiles.shared_pressure(("A", "B"), counters)
+    assert rows[0]["shared-memory pipe busy, % of peak"] == "80.6%"
+    assert rows[0][ch06_tiles.SHARED_PRESSURE[1][0]] == "1.46"
+    assert rows[0][ch06_tiles.SHARED_PRESSURE[2][0]] is None
+    assert rows[1]["MIO throttle (queue to shared memory full)"] is None
+    recorded = {r["kernel"]: r for r in ch06_tiles.shared_pressure()}
+    # chapter 05's default keeps the shared pipe busier than K5 does
+    busy = lambda n: float(recorded[n]["shared-memory pipe busy, % of peak"].rstrip("%"))  # noqa: E731
+    assert busy("ch05 default") > busy("K5")
+
+
+def test_the_practice_key_reads_the_strided_kernels_counts_and_the_timed_winner():
+    key = ch06_tiles.practice_key()
+    row = ch06_tiles.step_table([("tile_2d_strided", K5)])[0]
+    assert key["wavefronts"] == row["wavefronts"]
+    assert key["conflicts"] == row["wavefronts"] - row["ideal"]
+    assert key["load instructions"] == row["LDS"] + row["LDS.64"] + row["LDS.128"]
+    assert key["winner"] in ("K5", "strided")
+
+
+def test_check_practice_hints_first_and_answers_after_a_second_try(monkeypatch):
+    monkeypatch.setitem(ch06_tiles._PRACTICE_TRIES, "n", 0)
+    key = {"load instructions": 80, "wavefronts": 96, "conflicts": 0, "winner": "strided"}
+    assert "write your four predictions" in ch06_tiles.check_practice(None, key)
+    first = ch06_tiles.check_practice({**key, "wavefronts": 160}, key)
+    assert "not yet" in first and "96" not in first and "scalar LDS" in first
+    second = ch06_tiles.check_practice({**key, "wavefronts": 160}, key)
+    assert "wavefronts: 96 (you wrote 160)" in second
+    assert ch06_tiles.check_practice(key, key).startswith("right")

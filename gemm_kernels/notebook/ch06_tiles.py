@@ -241,13 +241,13 @@ def ladder_plot(table, ax=None):
 NAMES = (("ch05 default", "tile_1d", None, "the kernel to beat: chapter 05's best"),
          ("K5", "tile_2d_reg", K5, "Boehm's kernel 5: every section"),
          (DEFAULT, "tile_2d_reg", None, "best of the sweep: the exercise, the last step of 'From K5 to ch06 default'"),
-         ("patch 8x4", "tile_2d_reg", dict(PATH)["patch 8x4"], "step 1 of 'From K5 to ch06 default'"),
-         ("BM 64", "tile_2d_reg", dict(PATH)["BM 64"], "step 2 of 'From K5 to ch06 default'"),
+         ("patch 8x4", "tile_2d_reg", dict(PATH)["patch 8x4"], "a step of the path, labelled by its change (patch 8x8 -> 8x4)"),
+         ("BM 64", "tile_2d_reg", dict(PATH)["BM 64"], "a step of the path, labelled by its change (BM 128 -> 64)"),
          ("K5, two blocks", "tile_2d_reg", K5,
-          "K5 with __launch_bounds__(256, 2): 'The control', the practice's check"),
+          "K5 with __launch_bounds__(256, 2): 'The control', the practice"),
          ("strided", "tile_2d_strided", K5, "another thread layout: the practice, Appendix C"),
          ("ch05 kernel-4 tile", "tile_1d", K4,
-          "chapter 05's kernel at Boehm's kernel-4 tile: 'Measured', Appendices G, H"),
+          "chapter 05's kernel at Boehm's kernel-4 tile: Appendices G, H"),
          ("tile_2d", "tile_2d", K5, "the dot-product order, k loop rolled: Appendices D, F"))
 
 
@@ -1098,24 +1098,58 @@ def with_min_blocks(name: str, blocks: int) -> Kernel:
     return k.with_code(text, name=f"{name}, __launch_bounds__(NT, {blocks})", source=k.source)
 
 
-def static_rows(configs) -> Table:
+def static_rows(configs, arch: str | None = None, instructions: bool = False) -> Table:
     """Per (label, kernel, params), from ptxas and the SASS compiled here: registers,
     spill bytes, blocks and warps per SM those registers allow, and the main loop's
-    shared loads and FFMAs."""
+    shared loads and FFMAs. `arch`: compile for another architecture (sm_86 for
+    Boehm's RTX A6000; default: the recording's), with that architecture's occupancy
+    limits. `instructions`: add every instruction of one trip through the main loop,
+    the count a timed difference between two loops could come from."""
     rows = []
     for label, name, params in configs:
         k = kernel_of(name)
         p = k.resolve(params)
-        s = analysis.summary(k, p)
-        occ = analysis.kernel_occupancy(k, p)
+        s = analysis.summary(k, p, arch=arch)
+        occ = analysis.kernel_occupancy(k, p, arch=arch)
         h = s["loop_histogram"]
-        rows.append({"kernel": label, "params": _short(p), "registers": s["registers"],
-                     "spill stores (bytes)": s["spill_stores"], "blocks/SM": occ.blocks_per_sm,
-                     "warps/SM": occ.warps_per_sm,
-                     "loop shared loads": sum(v for f, v in h.items() if f.startswith("LDS")),
-                     "loop FFMA": h.get("FFMA", 0)})
+        row = {"kernel": label, "params": _short(p), "registers": s["registers"],
+               "spill stores (bytes)": s["spill_stores"], "blocks/SM": occ.blocks_per_sm,
+               "warps/SM": occ.warps_per_sm,
+               "loop shared loads": sum(v for f, v in h.items() if f.startswith("LDS")),
+               "loop FFMA": h.get("FFMA", 0)}
+        if instructions:
+            row["loop instructions, all"] = sum(h.values())
+        rows.append(row)
+        built = s["arch"]
     return Table(rows, list(rows[0]), title=f"ptxas {compiler.ptxas_version()} -v and the "
-                 "SASS compiled here for sm_90 (no GPU needed)")
+                 f"SASS compiled here for {built} (no GPU needed)")
+
+
+# What chapter 05's default waits on, beside K5, under Nsight Compute at 4096³: the
+# counters that say whether shared memory holds a kernel back.
+SHARED_PRESSURE = (
+    ("shared-memory pipe busy, % of peak",
+     "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed"),
+    ("MIO throttle (queue to shared memory full)", _STALL.format("mio_throttle")),
+    ("short scoreboard (waiting for a shared load)", _STALL.format("short_scoreboard")))
+
+
+def shared_pressure(names=("ch05 default", "K5"), counters=None) -> Table:
+    """For each profiled kernel of `names` (issue_table's profile at 4096³): how busy
+    the shared-memory pipe was, and the two stalls (cycles per issued instruction) that
+    rise when shared memory holds a kernel back: MIO throttle, the queue to shared
+    memory full, and short scoreboard, a shared load's result awaited."""
+    counters = counters if counters is not None else _profiled_counters()
+    rows = []
+    for name in names:
+        m = counters.get(name) or {}
+        rows.append({"kernel": name, **{label: (None if m.get(metric) is None else
+                                                 f"{m[metric]:.1f}%" if "%" in label
+                                                 else f"{m[metric]:.2f}")
+                                        for label, metric in SHARED_PRESSURE}})
+    return Table(rows, list(rows[0]), title="is shared memory the limit? 4096³ under Nsight "
+                 "Compute (stalls in cycles per issued instruction); "
+                 + records.recording_label())
 
 
 EXERCISE = "06_tile_2d_reg"
@@ -1445,3 +1479,58 @@ def block_timeline(tiles: int = 3, copy: float = 1.0, compute: float = 2.0,
                  "some warp has FFMAs to issue", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+# ------------------------------------------------------------------ the practice, graded
+
+PRACTICE_KEYS = ("load instructions", "wavefronts", "conflicts", "winner")
+_PRACTICE_HINTS = {
+    "load instructions": "load instructions: count per thread and tile. Which of a strided "
+                         "thread's values are adjacent in shared memory? One row of As at "
+                         "four consecutive k is; its B values at one k lie BN/TN words apart",
+    "wavefronts": "wavefronts: count per warp and tile, load by load. A scalar LDS is one "
+                  "phase of 32 lanes: how many different words must one bank deliver?",
+    "conflicts": "conflicts: wavefronts minus ideal. Do two lanes of one phase read "
+                 "different words of one bank?",
+    "winner": "winner: set the registers and blocks per SM of step 2 against the wavefronts "
+              "of step 1. Which of the two did 'The control' find carries more?"}
+_PRACTICE_TRIES = {"n": 0}
+
+
+def practice_key(params: dict | None = None) -> dict:
+    """The answers of the practice at `params` (default K5): the strided kernel's shared
+    load instructions per thread and tile, its wavefronts and conflicts per warp and tile
+    (bank model, step_table), and the faster of the two layouts timed in one run
+    (capped_split, 'K5' or 'strided')."""
+    row = step_table([("tile_2d_strided", params or K5)])[0]
+    rates = {r["kernel"]: float(r["TFLOP/s"]) for r in capped_split()
+             if r["kernel"] in ("K5", "strided") and r["TFLOP/s"] is not None}
+    return {"load instructions": row["LDS"] + row["LDS.64"] + row["LDS.128"],
+            "wavefronts": row["wavefronts"], "conflicts": row["wavefronts"] - row["ideal"],
+            "winner": max(rates, key=rates.get) if len(rates) == 2 else None}
+
+
+def check_practice(mine: dict | None, key: dict | None = None) -> str:
+    """'Predict, then check' for the practice: the student's predictions (`mine`, with
+    PRACTICE_KEYS) against practice_key. A wrong one is answered with a question, not the
+    number; the answers show once all are right or after a second try. With nothing
+    predicted it only says what to do, so that the notebook as given shows no answer."""
+    if not mine or all(mine.get(k) is None for k in PRACTICE_KEYS):
+        return ("write your four predictions in `mine` (numbers per thread or per warp and "
+                "tile; the winner as \"K5\" or \"strided\"), then run this cell")
+    key = key if key is not None else practice_key()
+    wrong = [k for k in PRACTICE_KEYS
+             if mine.get(k) is None or str(mine[k]).strip() != str(key[k])]
+    _PRACTICE_TRIES["n"] += 1
+    if not wrong:
+        head = "right: all four predictions match"
+    else:
+        out = ["not yet:"] + [f"  {k}: not predicted" if mine.get(k) is None else
+                              f"  {_PRACTICE_HINTS[k]}" for k in wrong]
+        if _PRACTICE_TRIES["n"] < 2:
+            return "\n".join(out + ["correct your predictions and run the cell again (the "
+                                    "answers show after a second try)"])
+        head = "\n".join(out + ["the answers, after your second try:"])
+    return head + "\n" + "\n".join(f"  {k}: {key[k]}" + (
+        "" if mine.get(k) is None or str(mine[k]).strip() == str(key[k]) else
+        f" (you wrote {mine[k]})") for k in PRACTICE_KEYS)
