@@ -1313,8 +1313,8 @@ def shared_stage_ceiling(rec=None) -> Markdown:
     ours, square = ldsm_wavefronts_per_hmma(FM, FN), ldsm_wavefronts_per_hmma(4, 4)
     return Markdown(
         f"**Shared memory sets a lower ceiling.** Fragment loads and tile stores pass the "
-        f"same data stage, {SHARED_WAVEFRONTS_PER_CYCLE} wavefront per cycle per SM "
-        f"(section 8's fold). From the padded kernel's profile at 4096³ "
+        f"same data stage, which passes {SHARED_WAVEFRONTS_PER_CYCLE} wavefront per cycle "
+        f"per SM (the naive kernel's fold above measures that stage full at this rate). From the padded kernel's profile at 4096³ "
         f"({_gpu(rec or study_recording())}):\n\n"
         f"1. Shared-memory wavefronts: {ld / 1e6:.1f} M loads + {st / 1e6:.1f} M stores + "
         f"{other / 1e6:.1f} M other = {total / 1e6:.1f} M, for {hmma / 1e6:.1f} M HMMA: "
