@@ -726,3 +726,50 @@ def test_the_tiled_kernel_reading_guide_points_at_its_numbered_lines():
     assert "As[cur ^ 1]" in line(bottom[0] + 1) and "__syncthreads" in line(bottom[1])
     assert "for (int kk = 0" in line(frags[0]) and frags[1] == bottom[0] - 1
     assert "Epilogue" in line(epilogue[0]) and epilogue[1] == len(listing)
+
+
+def test_the_ldsm_model_gives_fewer_wavefronts_per_hmma_for_bigger_warp_tiles():
+    """A 4 x 2 warp tile loads 6 fragments (4 wavefronts each) for 16 HMMA: 1.5 per HMMA;
+    a 4 x 4 tile loads 8 for 32: 1.0."""
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    assert ch13.ldsm_wavefronts_per_hmma(4, 2) == 1.5
+    assert ch13.ldsm_wavefronts_per_hmma(4, 4) == 1.0
+    assert ch13.ldsm_wavefronts_per_hmma(1, 1) == 4.0
+
+
+def test_the_shared_stage_ceiling_is_computed_from_the_profile_as_printed():
+    """The ceiling shared memory sets: wavefronts per HMMA from the padded kernel's
+    counters, the full pipe's HMMA per cycle, their product against one wavefront per
+    cycle; each printed step redoes from the printed values."""
+    import re
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    text = str(ch13.shared_stage_ceiling())
+    if "not in the recording" in text:
+        pytest.skip("the profile is not recorded")
+    ld, st, other, total, hmma, per = map(float, re.search(
+        r"([\d.]+) M loads \+ ([\d.]+) M stores \+ ([\d.]+) M other = ([\d.]+) M, for "
+        r"([\d.]+) M HMMA: ([\d.]+) per HMMA", text).groups())
+    assert abs(ld + st + other - total) <= 0.11 and abs(total / hmma - per) <= 0.01
+    full, waves, asked = map(float, re.search(
+        r"would have to pass ([\d.]+) x ([\d.]+) = ([\d.]+) wavefronts", text).groups())
+    assert waves == per and abs(full * waves - asked) <= 0.005
+    one, a, pct = re.search(r"caps the pipe at (\d+) / ([\d.]+) = (\d+)% busy", text).groups()
+    assert round(100 * int(one) / float(a)) == int(pct) and int(pct) < 100
+    # the stage's busy share and the pipe's agree through the wavefronts per HMMA
+    stage = int(re.search(r"The stage is already (\d+)% busy", text).group(1))
+    b, a2, c = map(float, re.search(r"asks ([\d.]+) x ([\d.]+) = ([\d.]+) of the stage",
+                                    text).groups())
+    assert a2 == float(a) and abs(b * a2 - c) <= 0.005 and abs(100 * c - stage) <= 5
+
+
+def test_the_padding_store_cost_says_how_much_the_stores_grow():
+    import re
+    from gemm_kernels.notebook import ch13_wmma as ch13
+    text = str(ch13.padding_store_cost())
+    if "not in the recording" in text:
+        pytest.skip("the profile is not recorded")
+    before, after = map(float, re.search(r"of ([\d.]+) M store wavefronts are conflicts "
+                                         r"without padding, [\d.]+ M of ([\d.]+) M", text).groups())
+    added, pct = re.search(r"adds ([\d.]+) M store wavefronts, (\d+)% more", text).groups()
+    assert abs(after - before - float(added)) <= 0.05
+    assert round(100 * float(added) / before) == int(pct)

@@ -1246,17 +1246,99 @@ def naive_to_tiled_evidence(rec=None) -> Text:
 
 def padding_store_cost(rec=None) -> Text:
     """What padding costs on the stores into the shared tiles: bank conflicts of the
-    shared-store wavefronts, unpadded and padded, from the profile."""
+    shared-store wavefronts, unpadded and padded, from the profile, and how much the
+    store wavefronts grow (they pass the same data stage as the fragment loads, the
+    stage `shared_stage_ceiling` finds nearest to full)."""
     steps = _profiled_steps(rec)
     if not steps:
         return Text(_NO_PROFILE)
     _, plain, padded = steps
     wave = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"
     conf = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
+    # the growth from the values as printed, so that a reader redoing it agrees
+    before, after = round(plain[wave] / 1e6, 1), round(padded[wave] / 1e6, 1)
     return Text(f"Shared-memory stores at 4096³, Nsight Compute "
                 f"({_gpu(rec or study_recording())}): {plain.get(conf, 0) / 1e6:.1f} M of "
-                f"{plain[wave] / 1e6:.1f} M store wavefronts are conflicts without padding, "
-                f"{padded.get(conf, 0) / 1e6:.1f} M of {padded[wave] / 1e6:.1f} M with it.")
+                f"{before:.1f} M store wavefronts are conflicts without padding, "
+                f"{padded.get(conf, 0) / 1e6:.1f} M of {after:.1f} M with it: padding adds "
+                f"{after - before:.1f} M store wavefronts, "
+                f"{_pct(100 * (after - before) / before)} more.")
+
+
+# One shared-memory wavefront per cycle per SM: the L1's data stage reads each of the 32
+# banks once per cycle (section 8's fold measures the naive kernel's stage full at
+# 0.97 wavefronts per cycle by this count).
+SHARED_WAVEFRONTS_PER_CYCLE = 1
+
+
+def ldsm_wavefronts_per_hmma(FM: int, FN: int, per_ldsm: int = 4) -> float:
+    """The model's shared-memory load wavefronts per HMMA for a warp tile of FM x FN
+    16 x 16 fragments, conflict-free: per 16-wide step the warp loads FM + FN fragments
+    (one LDSM each, `per_ldsm` wavefronts) for FM x FN mma_sync, two HMMA each. Bigger
+    warp tiles load fewer fragments per HMMA."""
+    return (FM + FN) * per_ldsm / (2 * FM * FN)
+
+
+def shared_stage_ceiling(rec=None) -> Markdown:
+    """The ceiling that shared memory sets on the padded kernel's tensor pipe, from its
+    profile: the shared-memory wavefronts (loads, stores, other) per HMMA; the HMMA a
+    full pipe would finish per cycle per SM (one per `tensor pipe cycles per HMMA` on
+    each of the SM's schedulers); the wavefronts per cycle that rate would ask of a stage
+    that passes one; the pipe's busy share at which the stage is full; how busy the
+    stage already is. Then the model's LDSM wavefronts per HMMA for the kernel's warp
+    tile and a bigger one (`ldsm_wavefronts_per_hmma`). Each step is rounded as printed."""
+    steps = _profiled_steps(rec)
+    if not steps:
+        return Markdown(_NO_PROFILE)
+    from gemm_kernels.notebook.ch07_ablation import SCHEDULERS_PER_SM
+    m = steps[2]
+    sms = (rec or study_recording()).device.get("sm_count")
+    hmma = m["sm__inst_executed_pipe_tensor_op_hmma.sum"]
+    ld = m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"]
+    st = m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"]
+    total = m["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"]
+    other = total - ld - st
+    _, per_hmma = hmma_pace(m)
+    per_hmma = round(per_hmma, 1)
+    waves = round(total / hmma, 2)
+    full = round(SCHEDULERS_PER_SM / per_hmma, 2)
+    asked = round(full * waves, 2)
+    cap = SHARED_WAVEFRONTS_PER_CYCLE / asked
+    busy = total / sms / m["sm__cycles_elapsed.avg"]
+    step = studies.get(STUDY).steps[2]
+    k = get(step.kernel)
+    p = k.resolve(step.params)
+    warps_n = k.threads(p)[0] // 32 // p["WARPS_M"]
+    FM, FN = p["BM"] // p["WARPS_M"] // 16, p["BN"] // warps_n // 16
+    ours, square = ldsm_wavefronts_per_hmma(FM, FN), ldsm_wavefronts_per_hmma(4, 4)
+    return Markdown(
+        f"**Shared memory sets a lower ceiling.** Fragment loads and tile stores pass the "
+        f"same data stage, which passes {SHARED_WAVEFRONTS_PER_CYCLE} wavefront per cycle "
+        f"per SM (the naive kernel's fold above measures that stage full at this rate). From the padded kernel's profile at 4096³ "
+        f"({_gpu(rec or study_recording())}):\n\n"
+        f"1. Shared-memory wavefronts: {ld / 1e6:.1f} M loads + {st / 1e6:.1f} M stores + "
+        f"{other / 1e6:.1f} M other = {total / 1e6:.1f} M, for {hmma / 1e6:.1f} M HMMA: "
+        f"{waves:.2f} per HMMA.\n"
+        f"2. A full tensor pipe finishes one HMMA every {per_hmma:.1f} cycles on each of "
+        f"the SM's {SCHEDULERS_PER_SM} schedulers: {SCHEDULERS_PER_SM} / {per_hmma:.1f} = "
+        f"{full:.2f} HMMA per cycle per SM.\n"
+        f"3. At that rate the stage would have to pass {full:.2f} x {waves:.2f} = "
+        f"{asked:.2f} wavefronts per cycle. It passes {SHARED_WAVEFRONTS_PER_CYCLE}.\n"
+        f"4. So shared memory alone caps the pipe at {SHARED_WAVEFRONTS_PER_CYCLE} / "
+        f"{asked:.2f} = {_pct(100 * cap)} busy, far below the ceiling the instructions "
+        f"set (the fold below).\n"
+        f"5. The stage is already {_pct(100 * busy)} busy ({total / 1e6:.1f} M wavefronts "
+        f"/ {sms} SMs / {m['sm__cycles_elapsed.avg'] / 1e6:.2f} M cycles), while the pipe "
+        f"is {_pct(m[_BUSY])} busy. The two agree: a pipe {_pct(m[_BUSY])} busy asks "
+        f"{m[_BUSY] / 100:.2f} x {asked:.2f} = {m[_BUSY] / 100 * asked:.2f} of the "
+        f"stage's cycles.\n\n"
+        f"The tiles' global loads also return their data through the L1; whether they take "
+        f"cycles of this stage was not counted here, so the true ceiling can only be "
+        f"lower, not higher. More warps would run into "
+        f"this wall. What lowers it is fewer wavefronts per HMMA: the model gives "
+        f"{ours:.2f} load wavefronts per HMMA for this kernel's warp tile of {FM} x {FN} "
+        f"fragments, and {square:.2f} for a 4 x 4 warp tile: bigger warp tiles, more "
+        f"HMMA per loaded fragment.")
 
 
 def naive_sectors_per_load(naive: dict):
@@ -1659,8 +1741,9 @@ def pace_summary(rec=None) -> Text:
                     f"fill it. " if every < per_hmma else
                     "So with this many instructions per HMMA, more warps alone cannot fill "
                     "the pipe. ")
-                 + "Fewer instructions per HMMA can: the main loop's instructions are "
-                   "below.\n")
+                 + "Fewer instructions per HMMA would lower this ceiling, but shared "
+                   "memory sets a lower one (the lines above this fold). The main loop's "
+                   "instructions are below.\n")
     step = studies.get(STUDY).steps[2]
     occ = _step_occupancy(step)
     asked, allowed, one_more, accumulators = register_budget(step)
@@ -1677,8 +1760,8 @@ def pace_summary(rec=None) -> Text:
         f"scheduler. The kernel's `__launch_bounds__` asks for {asked} blocks per SM, which "
         f"lets a thread use up to {allowed} registers. At {asked + 1} blocks a thread would "
         f"get at most {one_more}, and its accumulators alone take {accumulators}. More "
-        f"warps would need fewer accumulators and so less reuse: each warp must issue fewer "
-        f"instructions per HMMA instead.")
+        f"warps would need fewer accumulators and so less reuse: each warp must instead ask "
+        f"fewer wavefronts and issue fewer instructions per HMMA.")
 
 
 def register_budget(step):
