@@ -1216,14 +1216,18 @@ def test_minb_reason_reads_the_defaults_two_builds(recorded_mode):
     assert cp.ladder_source() in text
 
 
-def test_the_capstone_listing_is_the_hoist_path_folded():
+def test_the_capstone_listing_is_the_whole_kernel_to_its_epilogue_folded():
     f = cp.capstone_listing()
     text = str(f.inner)
     for line in ("issue_next = [&](int stage)", "issue_first();", "cp_async_wait<STAGES - 2>();",
-                 "for (int tile = 0; tile < tiles; ++tile)", "float fa[2][TM], fb[2][TN];"):
+                 "for (int tile = 0; tile < tiles; ++tile)", "float fa[2][TM], fb[2][TN];",
+                 "issue_tile(s, s)", "auto issue_tile = [&](int tile, int stage)"):
         assert line in text
-    # the prologue without HOIST is left out, and the listing is folded
-    assert "issue_tile(s, s)" not in text and "<details>" in f._repr_html_()
+    # every name the copies use is defined in the listing itself
+    for name in ("a_m", "a_k", "a_off", "b_col", "A_PER", "B_PER", "A_STAGE", "B_STAGE", "LDA"):
+        assert re.search(rf"\b{name}( = |\[A_PER\];)", text), name
+    # the epilogue is left to the file, and the listing is folded
+    assert "gemm_epilogue" not in text and "<details>" in f._repr_html_()
 
 
 def test_the_ffma_share_has_one_decimal():

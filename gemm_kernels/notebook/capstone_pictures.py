@@ -376,7 +376,12 @@ def stage_ring(stages: int = 4, tiles: int = 8, wait: int | None = None,
                     + ")\n" if 0 < last < tiles else "")
                  + (f"black bars: cp.async.wait_group {w} (every group complete but the {w} newest) "
                     "then __syncthreads()" if show_count else
-                    "black bars: the wait for the next tile, then __syncthreads()"),
+                    "black bars: the wait for the next tile, then __syncthreads()")
+                 # a wrong count is drawn in the prologue's wait too: say so, since tile 0
+                 # is red only because of that (a prologue that waits for all is safe)
+                 + ("\n(the prologue waits with this wrong count too, so tile 0 is not "
+                    "guaranteed either; a prologue with cp.async.wait_group 0 would make it safe)"
+                    if wait is not None and wait != kernel_wait(stages) else ""),
                  fontsize=FONT + 1)
     fig.tight_layout()
     return fig
@@ -638,8 +643,10 @@ def gpus() -> Markdown:
                 f"{records.rows_label(_ladder_rows(), lad, gpu=False)}; the steps' profiles "
                 f"{records.rows_label(prof, prof_rec, gpu=False)}")
     return Markdown(
-        f"**This chapter's GPU:** {main}. Only the optional section at "
-        f"the end also reads another GPU, the {d2['name']}, under a heading of its own. "
+        f"**This chapter's GPU:** {main}. Only the optional section at the end, under "
+        f"a heading of its own, and on the main path the table of the capstone with its "
+        f"`A` tile unpadded (part B) and the explorer after the recap, also read another "
+        f"GPU, the {d2['name']}. "
         f"{same}No comparison crosses "
         "from one GPU to the other, and every table and printed measurement names its GPU.")
 
@@ -915,19 +922,18 @@ def minb_reason(sizes=(2048, 4096)) -> Text:
 
 
 def capstone_listing() -> Folded:
-    """The capstone's HOIST path in one folded listing, from the file itself: the
-    thread's outputs (warp tile, z-order lanes), the fragment loads and their two sets,
-    the hoisted copies (`issue_first`, `issue_next`), the prologue and the main loop with
-    its ring, wait, commit and barrier. The copies' layout, the path without HOIST and
-    the epilogue are left to the file."""
-    pieces = [("// ---- the thread's outputs", "const int bn = "),
-              ("// Fragments of k:", "float fa[2][TM], fb[2][TN];"),
-              # to the prologue's other branch, which the "..." after it leaves out
-              ("// ---- HOIST variant", "} else {"),
-              ("cp_async_wait<STAGES - 2>();", "filled; they are never used")]
-    text = source("capstone", between=pieces)
-    return Folded(text, f"{KERNELS['capstone'].source}: the HOIST path, prologue and "
-                        "main loop (click to open)")
+    """The capstone's kernel body in one folded listing, from the file itself and complete
+    from its template line to the end of the main loop: its constants (LDA, A_STAGE,
+    A_PER, ...), the block's tile, the thread's outputs (warp tile, z-order lanes), the
+    copies' layout (a_m, a_k, a_off, b_col, `issue_tile`), the fragment loads and their
+    two sets, the hoisted copies (`issue_first`, `issue_next`), both prologues (with and
+    without HOIST) and the main loop with its ring, wait, commit and barrier. Only the
+    epilogue (C = alpha * acc + beta * C) is left to the file, so that every name the
+    listing uses is defined in it."""
+    text = source("capstone", between=("template <int BM, int BN, int BK, int WM",
+                                        "filled; they are never used"))
+    return Folded(text, f"{KERNELS['capstone'].source}: the whole kernel up to its "
+                        "epilogue (click to open)")
 
 
 def yardsticks(sizes=(2048, 4096)) -> Text:
