@@ -736,3 +736,62 @@ def test_column_read_prediction_is_graded_against_the_bank_model(capsys):
     assert "not yet" in out and "(b)" in out and "(a)" not in out and "is not it" in out
     c.check_column_reads({"a": 1, "b": 2, "c": 2, "d": 2})
     assert capsys.readouterr().out.startswith("right")
+
+
+def test_solution_profile_reading_works_its_ratios_out_from_the_two_rows(monkeypatch):
+    """The reading under the profile: the round trips, the bytes per round trip, the
+    wait per round trip and in all (µs at each row's clock), the share of life; '' until
+    both rows exist."""
+    from gemm_kernels.measure import studies
+    st = studies.get(c.SOLUTION_STUDY)
+    monkeypatch.setattr(studies, "results", lambda *a, **k: [(s, None) for s in st.steps])
+    assert c.solution_profile_reading() == ""
+    warps = c._warps("copy", {"T": "float"}, c.SQUARE)
+
+    def row(long_stall):
+        return {"shape": list(c.SQUARE), "run": "r", "metrics": {
+            "smsp__inst_executed.sum": warps,
+            "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio": long_stall,
+            "smsp__average_warps_issue_stalled_selected_per_issue_active.ratio": 100.0,
+            "sm__warps_active.avg.pct_of_peak_sustained_active": 75.0,
+            "sm__cycles_elapsed.avg": 1.5e5, "gpu__time_duration.sum": 1.0e5,
+            "dram__bytes_read.sum": 1.0e9}}
+    monkeypatch.setattr(studies, "results",
+                        lambda *a, **k: list(zip(st.steps, (row(3000.0), row(1500.0)))))
+    text = c.solution_profile_reading()
+    trips, wait, life = text.splitlines()
+    assert "2 (copy) -> 1 (worked solution)" in trips and "256 -> 512 (2.0 x)" in trips
+    assert "1.00 -> 1.00 µs (1.00 x)" in wait and "2.00 -> 1.00 µs (-50%)" in wait
+    assert f"{100 * 3000 / 3100:.0f}% -> {100 * 1500 / 1600:.0f}%" in life
+
+
+def test_smem_bound_is_one_wavefront_per_sm_and_clock():
+    """Chapter 04's bound for the transposes: transpose_smem's float block costs 32
+    store wavefronts and 32 x 32 load wavefronts for 1,024 elements; padding leaves one
+    wavefront per instruction; the bound scales with the bytes each wavefront carries."""
+    from gemm_kernels.measure import records
+    props = records.described_device()
+    b = c.smem_bound("transpose_smem", {"T": "float"})
+    assert b["wavefronts"] == 32 + 32 * 32 and b["elements"] == 1024
+    want = props["sm_count"] * props["sm_clock_mhz"] * 1e6 * 1024 / 1056 * 8 / 1e9
+    assert b["bound GB/s"] == pytest.approx(want)
+    d = c.smem_bound("transpose_smem", {"T": "double"})
+    assert d["wavefronts"] == 2 * 32 + 32 * 32        # 64-bit: two phases a store
+    padded = c.smem_bound("transpose_padded", {"T": "float", "PAD": 1, "STACK": 1})
+    assert padded["wavefronts"] == 64 and padded["bound GB/s"] > 10 * b["bound GB/s"]
+
+
+def test_smem_bound_table_sets_the_timed_rate_against_the_bound(recorded_mode):
+    t = c.smem_bound_table()
+    rows = list(t)
+    assert [r["T"] for r in rows] == ["float", "double"] * 2
+    first = rows[0]
+    if first["timed, GB/s"]:
+        share = 100 * first["timed, GB/s"] / first["shared-memory bound, GB/s"]
+        assert first["timed, % of the bound"] == f"{share:.0f}%"
+
+
+def test_the_main_paths_bottom_line_stops_at_the_padded_tile():
+    text = c.bottom_line(shapes=[c.SQUARE], knobs=False)
+    assert "x->row" not in text and "STACK" not in text and "two tiles" not in text
+    assert len(text.splitlines()) == 1 + 3

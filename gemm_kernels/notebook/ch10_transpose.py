@@ -1085,6 +1085,88 @@ def solution_profile(shape=SQUARE, study: str = SOLUTION_STUDY) -> Table:
                        f"{records.source()}")
 
 
+def solution_profile_reading(shape=SQUARE, study: str = SOLUTION_STUDY) -> str:
+    """`solution_profile`'s two rows read side by side, in three lines: the round trips
+    and the bytes a warp has in flight in each; the wait per round trip (stall cycles /
+    round trips / that row's profiler clock) and the whole wait of a warp in µs; the share
+    of a warp's life spent waiting for loads. Each ratio is worked out from the rows, so
+    that the text above the lines needs no number of its own. '' until both rows exist."""
+    found = warp_times(study)
+    if len(found) < len(studies.get(study).steps) or len(found) < 2:
+        return ""
+    copy, sol = found[0], found[1]
+
+    def each(w):   # µs per round trip, µs in all, share of life, bytes per round trip
+        trips = len(w["trips"])
+        total = w["loads"] / w["clock"] / 1e3
+        return total / trips, total, w["loads"] / w["cycles"], w["bytes"] / trips
+    (c_trip, c_all, c_life, c_bytes), (s_trip, s_all, s_life, s_bytes) = each(copy), each(sol)
+    return "\n".join([
+        f"round trips: {len(copy['trips'])} (copy) -> {len(sol['trips'])} (worked solution); "
+        f"bytes a warp has in flight per round trip, on average: {c_bytes:,.0f} -> "
+        f"{s_bytes:,.0f} ({s_bytes / c_bytes:.1f} x)",
+        f"wait per round trip: {c_trip:.2f} -> {s_trip:.2f} µs ({s_trip / c_trip:.2f} x); "
+        f"a warp's whole wait for its loads: {c_all:.2f} -> {s_all:.2f} µs "
+        f"({100 * (s_all / c_all - 1):+.0f}%)",
+        f"share of a warp's life spent waiting for its loads: {100 * c_life:.0f}% -> "
+        f"{100 * s_life:.0f}%"])
+
+
+# ------------------------------------------------------------------ chapter 04's bound
+
+def smem_bound(kernel: str, params: dict | None = None) -> dict:
+    """Chapter 04's shared-memory bound applied to a tiled transpose: an SM serves one
+    wavefront per clock (the device's clock as it reports it), and one block of the kernel
+    costs the bank model's wavefronts (every shared store and load of all its warps) for
+    its TILE x TILE x STACK elements, each read once and written once in global memory. So
+    shared memory alone allows at most SMs x clock x elements per wavefront x (2 x the
+    element's bytes) of the GB/s the chapter counts. An upper bound: it leaves out global
+    memory, the barrier and everything else. {"wavefronts", "elements", "per element",
+    "bound GB/s"}."""
+    from gemm_kernels.memory import ch10_11_instructions
+    p = kernel_of(kernel).resolve(params or {})
+    props = records.described_device()
+    if not props or not props.get("sm_count") or not props.get("sm_clock_mhz"):
+        raise ValueError("the bound needs the device's sm_count and sm_clock_mhz")
+    wf = sum(a.analysis.wavefronts for a in ch10_11_instructions.block_accesses(kernel, p))
+    elements = p["TILE"] * p["TILE"] * p.get("STACK", 1)
+    per_byte = elements / wf * 2 * _ITEM[p["T"]]
+    return {"wavefronts": wf, "elements": elements, "per element": wf / elements,
+            "bound GB/s": props["sm_count"] * props["sm_clock_mhz"] * 1e6 * per_byte / 1e9}
+
+
+# (label, kernel, parameters) of the bound's table: the shared tile before and after its
+# padding, one tile per block, in both types.
+BOUND_ROWS = (
+    ("shared tile, no padding", "transpose_smem", {}),
+    ("padded tile, PAD = 1", "transpose_padded", {"PAD": 1, "ORDER": "x->col", "STACK": 1}),
+)
+
+
+def smem_bound_table(shape=SQUARE, types=("float", "double"), rows=BOUND_ROWS) -> Table:
+    """Per kernel and type: the bank model's wavefronts per element (a block's shared
+    stores and loads over its elements), the shared-memory bound they allow
+    (`smem_bound`) and the rate timed at `shape`, as GB/s and as a share of that bound."""
+    out, seen = [], []
+    for label, kernel, change in rows:
+        for t in types:
+            p = {"T": t, **change}
+            b = smem_bound(kernel, p)
+            r = _recorded(kernel, shape, p)
+            seen.append(r)
+            rate = r["gbps"]["median"] if r else None
+            out.append({"kernel": label, "T": t,
+                        "shared wavefronts per element (bank model)": f"{b['per element']:.2f}",
+                        "shared-memory bound, GB/s": round(b["bound GB/s"]),
+                        "timed, GB/s": rate,
+                        "timed, % of the bound": f"{100 * rate / b['bound GB/s']:.0f}%"
+                        if rate else "-"})
+    props = records.described_device()
+    return Table(out, list(out[0]), title=f"{_shape_text(shape)}, TILE = 32, ROWS = 8: bound = "
+                 f"{props['sm_count']} SMs x {props['sm_clock_mhz'] / 1e3:.2f} GHz x one "
+                 f"wavefront per SM per clock; {records.rows_label(seen)}")
+
+
 def padded_heatmap(shape=SQUARE, t: str = "float", pad: int = 1):
     """transpose_padded's recorded sweep at `shape` as a heat map over ROWS and TILE, each
     cell the best rate over ORDER and STACK (the sweep's other tunables)."""
@@ -1597,7 +1679,7 @@ def block_orders(shapes=(SQUARE, ODD), types=("float", "double")) -> Table:
 BOTTOM_LINE = (
     ("naive", "transpose_naive", {}),
     ("shared tile, no padding", "transpose_smem", {}),
-    ("padded tile, PAD = 1 alone (one tile per block, x->col order)", "transpose_padded",
+    ("padded tile, PAD = 1 alone (one tile per block, section 3's kernel)", "transpose_padded",
      PADDING_STEPS[1][2]),
     ("padded tile + x->row order + two tiles per block (the chapter's configuration)", "transpose_padded",
      PADDING_STEPS[-1][2]),
@@ -1611,17 +1693,22 @@ MAIN_CHART = MAIN_KERNELS[:-1] + (
 )
 
 
-def bottom_line(t: str = "float", shapes=(SQUARE, ODD)) -> str:
+def bottom_line(t: str = "float", shapes=(SQUARE, ODD), knobs: bool = True) -> str:
     """The chapter's result in a few lines: each step of `BOTTOM_LINE` as a share of the
     device copy timed beside it at both shapes, then what the block order alone adds (the
-    one-tile padded kernel, x->row against x->col), in percentage points."""
+    one-tile padded kernel, x->row against x->col), in percentage points. Without `knobs`,
+    the main path's lines only: up to the padded tile alone, no block order, no stacked
+    tiles (the appendix's)."""
     def share(kernel, shape, change):
         got = _share(kernel, shape, {"T": t, **change})
         return "-" if got is None else f"{got:.1f}%"
     at = " and ".join(_shape_text(s) for s in shapes)
     lines = [f"{t}, % of the device copy at {at}:"]
+    steps = BOTTOM_LINE if knobs else BOTTOM_LINE[:3]
     lines += [f"  {label}: {' and '.join(share(k, s, ch) for s in shapes)}"
-              for label, k, ch in BOTTOM_LINE]
+              for label, k, ch in steps]
+    if not knobs:
+        return "\n".join(lines)
     gains = []
     for s in shapes:
         row, col = (_share("transpose_padded", s, {"T": t, "STACK": 1, "ORDER": o})
