@@ -51,11 +51,11 @@ def test_the_unpadded_variant_compiles_to_the_capstones_loop():
 def test_unpadded_table_waits_for_data_then_reads_shares(monkeypatch):
     rec = records.current()
     ncu_steps = studies.get(c.STUDY).steps
-    t_step = studies.get(c.TIME_STUDY).steps[0]
+    t_steps = studies.get(c.TIME_STUDY).steps
     monkeypatch.setattr(studies, "recording_of", lambda *a, **k: rec)
 
     def none(name, shape=None, rec=None):
-        steps = ncu_steps if name == c.STUDY else (t_step,)
+        steps = ncu_steps if name == c.STUDY else t_steps
         return [(s, None) for s in steps]
     monkeypatch.setattr(studies, "results", none)
     assert "Not recorded yet" in c.unpadded_table(rec=rec).title
@@ -63,14 +63,15 @@ def test_unpadded_table_waits_for_data_then_reads_shares(monkeypatch):
     m = {c.A_COPIES: 100.0, c.A_WAVEFRONTS: 800.0, c.A_CONFLICTS: 700.0, c.LOADS: 1000.0,
          c.LOAD_CONFLICTS: 0.0}
     timed = {"gflops": {"median": 45_000.0}, "reference": {"gflops": {"median": 50_000.0}},
-             "run": "r", "time": "2026-01-01T00:00"}
+             "run": "r", "time": "2026-01-01T00:00", "binary": {"registers": 129}}
+    capped = {**timed, "gflops": {"median": 47_500.0}, "binary": {"registers": 128}}
 
     def some(name, shape=None, rec=None):
         if name == c.STUDY:
             return [(ncu_steps[0], {"metrics": {**m, c.A_WAVEFRONTS: 400.0}, "run": "r",
                                     "time": "2026-01-01T00:00"}),
                     (ncu_steps[1], {"metrics": m, "run": "r", "time": "2026-01-01T00:00"})]
-        return [(t_step, timed)]
+        return [(t_steps[0], timed), (t_steps[1], capped)]
     monkeypatch.setattr(studies, "results", some)
     t = c.unpadded_table(rec=rec)
     rows = list(t)
@@ -78,4 +79,8 @@ def test_unpadded_table_waits_for_data_then_reads_shares(monkeypatch):
     assert rows[1]["wavefronts per copy of A"] == "8.00"
     assert rows[1]["of them conflicts"] == "7.00"
     assert rows[1]["% of cuBLAS at 2048³"] == "90.0%"
+    # 129 registers leave one block of 256 threads per SM; 128 (MINB = 2) two
+    assert (rows[1]["registers"], rows[1]["blocks per SM"]) == ("129", "1")
+    assert rows[2]["A tile"] == "unpadded, MINB = 2" and rows[2]["blocks per SM"] == "2"
+    assert rows[2]["% of cuBLAS at 4096³"] == "95.0%" and rows[2]["wavefronts per copy of A"] == "-"
     assert "compare the shares" in t.title

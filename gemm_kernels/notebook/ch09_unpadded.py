@@ -11,11 +11,14 @@ capstone as built (`unpadded_table`): its shared-memory counters (`ch09_unpadded
 and its rate as a share of the cuBLAS timed beside it (`ch09_unpadded_time`).
 
 The launcher still sizes the ring for rows of BM + 4 (`kernels._cap_smem`): the variant
-gets 4 * BK * STAGES floats of shared memory it does not use, which changes no index and,
-at the default, no blocks per SM (two, set by the registers).
+gets 4 * BK * STAGES floats of shared memory it does not use, which changes no index. The
+registers do change: unpadded, ptxas gives the capstone 129 registers, one block of 256
+threads per SM where the capstone as built (127) runs two; so the variant is also timed
+built with MINB = 2 (two blocks), and the table shows each row's registers and blocks.
 """
 from __future__ import annotations
 
+from gemm_kernels.core.analysis import occupancy
 from gemm_kernels.core.kernels import get
 from gemm_kernels.core.table import Table, fmt_number
 from gemm_kernels.measure import records, studies
@@ -62,43 +65,57 @@ def _share(row) -> str:
     return f"{100 * row['gflops']['median'] / row['reference']['gflops']['median']:.1f}%"
 
 
+def _blocks(row) -> tuple[str, str]:
+    """The timed binary's registers and the blocks of 256 threads they let an SM hold."""
+    regs = (row or {}).get("binary", {}).get("registers")
+    if regs is None:
+        return "-", "-"
+    return str(regs), str(occupancy(256, regs, 0).limits["registers"])
+
+
 def unpadded_table(rec=None) -> Table:
-    """The capstone as built (rows of BM + 4) and with its A tile unpadded (rows of BM):
-    per 4-byte copy of A by a warp, the shared-memory wavefronts Nsight Compute counted and
-    how many it booked as bank conflicts; the same per fragment load; and at each timed
-    size the rate as a share of the cuBLAS timed beside it (the as-built rows from the
-    ladder's run, the variant's from its own run: compare the shares). A title that says
+    """The capstone as built (rows of BM + 4) and with its A tile unpadded (rows of BM),
+    as built and with MINB = 2: per 4-byte copy of A by a warp, the shared-memory
+    wavefronts Nsight Compute counted and how many it booked as bank conflicts; the
+    fragment loads' totals; the timed binary's registers and the blocks per SM they allow;
+    at each timed size the rate as a share of the cuBLAS timed beside it (the as-built
+    rows from another run than the variant's: compare the shares). A title that says
     "Not recorded yet" while the variant has neither row."""
     shape = tuple(studies.get(STUDY).shapes[0])
     rec = rec or studies.recording_of(STUDY, shape)
     counted = studies.results(STUDY, shape, rec) if rec else []
     sizes = [tuple(s) for s in studies.get(TIME_STUDY).shapes]
     trec = studies.recording_of(TIME_STUDY, sizes[0]) or rec
-    timed = {s: (studies.results(TIME_STUDY, s, trec)[0][1] if trec else None) for s in sizes}
+    timed = {s: ([r for _, r in studies.results(TIME_STUDY, s, trec)] if trec else [])
+             for s in sizes}
     have_counts = len(counted) == 2 and counted[1][1] is not None
-    if not have_counts and not any(timed.values()):
+    if not have_counts and not any(any(v) for v in timed.values()):
         return Table([], ["A tile"], title=f"Not recorded yet: {UNPADDED}, counted at "
                      f"{shape[0]}³ and timed at {' and '.join(f'{s[0]}³' for s in sizes)}.")
     built = get(KERNEL)
     used = [r for _, r in counted if r]
+    labels = ["as built: rows of BM + 4", "unpadded: rows of BM", "unpadded, MINB = 2"]
     rows = []
-    for i, (label, kernel) in enumerate((("as built: rows of BM + 4", built),
-                                         ("unpadded: rows of BM", unpadded_kernel()))):
-        m = (counted[i][1] or {}).get("metrics") if have_counts else None
+    for i, label in enumerate(labels):
+        m = (counted[min(i, 1)][1] or {}).get("metrics") if have_counts and i < 2 else None
         row = {"A tile": label,
                "wavefronts per copy of A": _per(m, A_WAVEFRONTS, A_COPIES),
                "of them conflicts": _per(m, A_CONFLICTS, A_COPIES),
                "load wavefronts (total)": fmt_number(m[LOADS]) if m and LOADS in m else "-",
                "load conflicts (total)": (fmt_number(m[LOAD_CONFLICTS])
                                           if m and LOAD_CONFLICTS in m else "-")}
+        found = []
         for s in sizes:
             # the capstone as built from the variant's own recording (same GPU), any run
-            r = (timed[s] if kernel is not built else
-                 next((x for x in (trec.find(KERNEL, s, built.resolve({})) if trec else [])
-                       if "gflops" in x), None))
-            used += [r] if r else []
+            r = (next((x for x in (trec.find(KERNEL, s, built.resolve({})) if trec else [])
+                       if "gflops" in x), None) if i == 0 else
+                 (timed[s][i - 1] if len(timed[s]) >= i else None))
+            found += [r] if r else []
             row[f"% of cuBLAS at {s[0]}³"] = _share(r)
-        rows.append(row)
+        row["registers"], row["blocks per SM"] = _blocks(found[-1] if found else None)
+        used += found
+        if i < 2 or found:
+            rows.append(row)
     return Table(rows, list(rows[0]), title=f"counted at {shape[0]}³ by Nsight Compute and "
-                 f"timed, {records.rows_label(used, trec or rec)}; the two rows' rates may "
+                 f"timed, {records.rows_label(used, trec or rec)}; the rows' rates may "
                  "come from different runs, each with its own cuBLAS: compare the shares")
