@@ -697,8 +697,8 @@ def path_table(size: int = 2048, part: str | None = None) -> Table:
                          "stalls in cycles per issued instruction), beside the timed rate "
                          f"over the step before{at}; ",
              "bookkeeping": "the same steps at 4096³: the timed and the profiled speed-up "
-                            f"over the step before{at}, and the issue share's and the "
-                            "instructions' steps (Nsight Compute); "}[part]
+                            f"over the step before{at}, and the steps in the share of issuing "
+                            "cycles and in instructions (Nsight Compute); "}[part]
     # one decimal for every issue share, so that 52% does not read as coarser than 62.2%
     return Table(rows, columns, title=title + records.recording_label(), pct_decimals=1)
 
