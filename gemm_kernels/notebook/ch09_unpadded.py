@@ -75,7 +75,7 @@ def _blocks(row) -> tuple[str, str]:
 
 def unpadded_table(rec=None) -> Table:
     """The capstone as built (rows of BM + 4) and with its A tile unpadded (rows of BM),
-    as built and with MINB = 2: per 4-byte copy of A by a warp, the shared-memory
+    each as built and with MINB = 2 (equal builds compare the pad alone): per 4-byte copy of A by a warp, the shared-memory
     wavefronts Nsight Compute counted and how many it booked as bank conflicts; the
     fragment loads' totals; the timed binary's registers and the blocks per SM they allow;
     at each timed size the rate as a share of the cuBLAS timed beside it (the as-built
@@ -94,10 +94,12 @@ def unpadded_table(rec=None) -> Table:
                      f"{shape[0]}³ and timed at {' and '.join(f'{s[0]}³' for s in sizes)}.")
     built = get(KERNEL)
     used = [r for _, r in counted if r]
-    labels = ["as built: rows of BM + 4", "unpadded: rows of BM", "unpadded, MINB = 2"]
+    # (label, MINB of the as-built row or None for the variant's timed step i)
+    builds = [("as built: rows of BM + 4", 1, None), ("unpadded: rows of BM", None, 0),
+              ("as built, MINB = 2", 2, None), ("unpadded, MINB = 2", None, 1)]
     rows = []
-    for i, label in enumerate(labels):
-        m = (counted[min(i, 1)][1] or {}).get("metrics") if have_counts and i < 2 else None
+    for i, (label, minb, step) in enumerate(builds):
+        m = (counted[i][1] or {}).get("metrics") if have_counts and i < 2 else None
         row = {"A tile": label,
                "wavefronts per copy of A": _per(m, A_WAVEFRONTS, A_COPIES),
                "of them conflicts": _per(m, A_CONFLICTS, A_COPIES),
@@ -107,9 +109,9 @@ def unpadded_table(rec=None) -> Table:
         found = []
         for s in sizes:
             # the capstone as built from the variant's own recording (same GPU), any run
-            r = (next((x for x in (trec.find(KERNEL, s, built.resolve({})) if trec else [])
-                       if "gflops" in x), None) if i == 0 else
-                 (timed[s][i - 1] if len(timed[s]) >= i else None))
+            r = (next((x for x in (trec.find(KERNEL, s, built.resolve({"MINB": minb}))
+                                   if trec else []) if "gflops" in x), None) if minb else
+                 (timed[s][step] if len(timed[s]) > step else None))
             found += [r] if r else []
             row[f"% of cuBLAS at {s[0]}³"] = _share(r)
         row["registers"], row["blocks per SM"] = _blocks(found[-1] if found else None)
