@@ -682,17 +682,15 @@ def test_the_worked_solution_is_a_variant_the_solution_study_profiles():
     assert c.round_trips(c._sass_order(k, k.resolve(st.steps[1].params))) == [4]
 
 
-def test_solution_profile_is_not_recorded_yet_then_shows_both_rows(monkeypatch):
-    """Until the study's rows exist the table says so; with rows, one line per kernel:
-    round trips and bytes per round trip from each kernel's own SASS, the wait per
-    round trip = stall cycles / round trips / the profiler's clock."""
+def _stub_solution_profile(monkeypatch):
+    """The profile study's two steps without rows; returns a function that gives them
+    rows (per issued instruction ratios with as many instructions as warps, so a warp's
+    stall cycles are the ratio itself: 3,000 for the copy, 1,500 for the solution)."""
     from gemm_kernels.measure import studies
     st = studies.get(c.SOLUTION_STUDY)
-    monkeypatch.setattr(studies, "results", lambda *a, **k: [(s, None) for s in st.steps])
-    assert c.solution_profile().title.startswith("Not recorded yet")
     warps = c._warps("copy", {"T": "float"}, c.SQUARE)
+
     def row(long_stall):
-        # per issued instruction ratios; inst = warps, so cycles a warp = the ratio itself
         return {"shape": list(c.SQUARE), "run": "r", "metrics": {
             "smsp__inst_executed.sum": warps,
             "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio": long_stall,
@@ -700,8 +698,21 @@ def test_solution_profile_is_not_recorded_yet_then_shows_both_rows(monkeypatch):
             "sm__warps_active.avg.pct_of_peak_sustained_active": 75.0,
             "sm__cycles_elapsed.avg": 1.5e5, "gpu__time_duration.sum": 1.0e5,
             "dram__bytes_read.sum": 1.0e9}}
-    monkeypatch.setattr(studies, "results",
-                        lambda *a, **k: list(zip(st.steps, (row(3000.0), row(1500.0)))))
+
+    def recorded():
+        monkeypatch.setattr(studies, "results",
+                            lambda *a, **k: list(zip(st.steps, (row(3000.0), row(1500.0)))))
+    monkeypatch.setattr(studies, "results", lambda *a, **k: [(s, None) for s in st.steps])
+    return recorded
+
+
+def test_solution_profile_is_not_recorded_yet_then_shows_both_rows(monkeypatch):
+    """Until the study's rows exist the table says so; with rows, one line per kernel:
+    round trips and bytes per round trip from each kernel's own SASS, the wait per
+    round trip = stall cycles / round trips / the profiler's clock."""
+    recorded = _stub_solution_profile(monkeypatch)
+    assert c.solution_profile().title.startswith("Not recorded yet")
+    recorded()
     copy, sol = list(c.solution_profile())
     assert copy["round trips (SASS)"] == 2 and sol["round trips (SASS)"] == 1
     assert copy["bytes a warp has in flight, per round trip"] == "384, then 128"
@@ -742,22 +753,9 @@ def test_solution_profile_reading_works_its_ratios_out_from_the_two_rows(monkeyp
     """The reading under the profile: the round trips, the bytes per round trip, the
     wait per round trip and in all (µs at each row's clock), the share of life; '' until
     both rows exist."""
-    from gemm_kernels.measure import studies
-    st = studies.get(c.SOLUTION_STUDY)
-    monkeypatch.setattr(studies, "results", lambda *a, **k: [(s, None) for s in st.steps])
+    recorded = _stub_solution_profile(monkeypatch)
     assert c.solution_profile_reading() == ""
-    warps = c._warps("copy", {"T": "float"}, c.SQUARE)
-
-    def row(long_stall):
-        return {"shape": list(c.SQUARE), "run": "r", "metrics": {
-            "smsp__inst_executed.sum": warps,
-            "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio": long_stall,
-            "smsp__average_warps_issue_stalled_selected_per_issue_active.ratio": 100.0,
-            "sm__warps_active.avg.pct_of_peak_sustained_active": 75.0,
-            "sm__cycles_elapsed.avg": 1.5e5, "gpu__time_duration.sum": 1.0e5,
-            "dram__bytes_read.sum": 1.0e9}}
-    monkeypatch.setattr(studies, "results",
-                        lambda *a, **k: list(zip(st.steps, (row(3000.0), row(1500.0)))))
+    recorded()
     text = c.solution_profile_reading()
     trips, wait, life = text.splitlines()
     assert "2 (copy) -> 1 (worked solution)" in trips and "256 -> 512 (2.0 x)" in trips
